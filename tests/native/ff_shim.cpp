@@ -1,0 +1,32 @@
+// Host build of zkgpu/kernels/*.cuh for the CPU tests: the same arithmetic the GPU runs,
+// compiled by g++ and called through ctypes (tests/native/__init__.py builds it).
+#include <cstddef>
+#include "fr.cuh"
+#include "fq.cuh"
+
+template <class F>
+static void binop(const uint32_t* a, const uint32_t* b, uint32_t* out, size_t n, int op) {
+    const int N = F::N;
+    for (size_t i = 0; i < n; i++) {
+        F x = F::load(a + N * i), y = F::load(b + N * i), r;
+        switch (op) {
+            case 0: r = x + y; break;
+            case 1: r = x - y; break;
+            case 2: r = x * y; break;
+            case 3: r = x.inv(); break;
+            case 4: r = x.to_mont(); break;
+            case 5: r = x.from_mont(); break;
+            case 6: r = -x; break;
+            case 7: r = x.sqr(); break;
+            default: r = F::one(); break;
+        }
+        r.store(out + N * i);
+    }
+}
+
+extern "C" {
+void fr_binop(const uint32_t* a, const uint32_t* b, uint32_t* out, size_t n, int op) { binop<zk::fr_t>(a, b, out, n, op); }
+void fq_binop(const uint32_t* a, const uint32_t* b, uint32_t* out, size_t n, int op) { binop<zk::fq_t>(a, b, out, n, op); }
+uint32_t fr_inv32() { return zk::fr_t::INV; }
+uint32_t fq_inv32() { return zk::fq_t::INV; }
+}

@@ -1,0 +1,271 @@
+"""BLS12-381 prime fields: parameters derived in code, host arrays and conversions.
+
+Host representation (the layout every zkgpu API takes and returns)
+------------------------------------------------------------------
+An array of field elements is a C-contiguous ``numpy.ndarray`` of dtype ``uint64`` and shape
+``(n, limbs)``: ``limbs = 4`` for Fr (32 bytes per element, as cuzk's ``Scalar``) and ``6`` for
+Fq (48 bytes). Limbs are little-endian (limb 0 is the least significant 64 bits), and values are
+**canonical**: integers in ``[0, p)``, not Montgomery form. On a little-endian host the same bytes
+read as ``(n, 2*limbs)`` uint32 limbs, which is what the CUDA kernels use; the kernels convert
+to Montgomery form (``x*R mod p``, ``R = 2^256`` for Fr, ``2^384`` for Fq) on the device.
+
+Only the moduli and the multiplicative generators are written down (the BLS12-381 spec values,
+also used by arkworks, blst and sppark); ``R``, ``R^2``, ``-p^-1 mod 2^32``, the 2-adicity and the
+roots of unity are derived from them below, and ``zkgpu/kernels/ff.cuh`` derives the same
+constants in C++ from the same modulus.
+
+Sources: the BLS12-381 parameters of draft-irtf-cfrg-pairing-friendly-curves-11 §4.2.1;
+arkworks ``ark-bls12-381`` (``Fr``: generator 7, two-adicity 32).
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Iterable, Sequence
+
+import numpy as np
+
+__all__ = [
+    "PrimeField",
+    "FR",
+    "FQ",
+    "fr_from_ints",
+    "fr_to_ints",
+    "fr_reduce",
+    "fr_random",
+    "fq_from_ints",
+    "fq_to_ints",
+    "from_ints",
+    "to_ints",
+    "first_unreduced",
+    "check_array",
+]
+
+
+@dataclass(frozen=True)
+class PrimeField:
+    """A prime field with everything derived from its modulus and a multiplicative generator.
+
+    Attributes:
+        name: ``"Fr"`` or ``"Fq"``.
+        modulus: the prime p.
+        generator: a generator of the multiplicative group (Fr: 7, the arkworks/blst/sppark
+            convention; Fq: 2).
+        limbs: 64-bit limbs per element in the host layout (4 for Fr, 6 for Fq).
+    """
+
+    name: str
+    modulus: int
+    generator: int
+    limbs: int
+
+    @property
+    def bytes_per_element(self) -> int:
+        """Bytes per element in the host and device layouts (32 for Fr, 48 for Fq)."""
+        return 8 * self.limbs
+
+    @cached_property
+    def R(self) -> int:  # noqa: N802 - the standard name
+        """Montgomery radix reduced, ``2^(64*limbs) mod p`` (the Montgomery form of 1)."""
+        return pow(2, 64 * self.limbs, self.modulus)
+
+    @cached_property
+    def R2(self) -> int:  # noqa: N802
+        """``R^2 mod p``, the factor that takes canonical values to Montgomery form."""
+        return pow(2, 128 * self.limbs, self.modulus)
+
+    @cached_property
+    def R_inv(self) -> int:  # noqa: N802
+        """``R^-1 mod p``."""
+        return pow(self.R, -1, self.modulus)
+
+    @cached_property
+    def inv32(self) -> int:
+        """``-p^-1 mod 2^32``, the CIOS reduction constant for 32-bit limbs."""
+        return (-pow(self.modulus, -1, 1 << 32)) % (1 << 32)
+
+    @cached_property
+    def inv64(self) -> int:
+        """``-p^-1 mod 2^64``, the same for 64-bit limbs."""
+        return (-pow(self.modulus, -1, 1 << 64)) % (1 << 64)
+
+    @cached_property
+    def two_adicity(self) -> int:
+        """The largest s with ``2^s | p - 1`` (32 for Fr)."""
+        s, t = 0, self.modulus - 1
+        while t % 2 == 0:
+            s, t = s + 1, t // 2
+        return s
+
+    @cached_property
+    def two_adic_root(self) -> int:
+        """A primitive ``2^two_adicity``-th root of unity, ``generator^((p-1)/2^s)``."""
+        return pow(self.generator, (self.modulus - 1) >> self.two_adicity, self.modulus)
+
+    def root_of_unity(self, log_n: int) -> int:
+        """A primitive ``2^log_n``-th root of unity, derived from :attr:`two_adic_root`.
+
+        Raises:
+            ValueError: if ``log_n`` is negative or exceeds the 2-adicity.
+        """
+        if not 0 <= log_n <= self.two_adicity:
+            raise ValueError(
+                f"{self.name} has 2-adicity {self.two_adicity}: no root of unity of order 2^{log_n}"
+            )
+        return pow(self.two_adic_root, 1 << (self.two_adicity - log_n), self.modulus)
+
+    def to_mont(self, x: int) -> int:
+        """Canonical integer -> Montgomery form ``x*R mod p``."""
+        return x * self.R % self.modulus
+
+    def from_mont(self, x: int) -> int:
+        """Montgomery form -> canonical integer ``x*R^-1 mod p``."""
+        return x * self.R_inv % self.modulus
+
+    @cached_property
+    def _modulus_limbs(self) -> np.ndarray:
+        return np.array([(self.modulus >> (64 * i)) & (2**64 - 1) for i in range(self.limbs)], dtype=np.uint64)
+
+
+FR = PrimeField(
+    name="Fr",
+    modulus=0x73EDA753299D7D483339D80809A1D80553BDA402FFFE5BFEFFFFFFFF00000001,
+    generator=7,
+    limbs=4,
+)
+"""The BLS12-381 scalar field (255-bit r)."""
+
+FQ = PrimeField(
+    name="Fq",
+    modulus=0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241EABFFFEB153FFFFB9FEFFFFFFFFAAAB,
+    generator=2,
+    limbs=6,
+)
+"""The BLS12-381 base field (381-bit q)."""
+
+
+def first_unreduced(field: PrimeField, arr: np.ndarray) -> int | None:
+    """Index of the first element of a host array ``(n, limbs)`` that is ``>= p``, or None."""
+    bad = np.flatnonzero(_ge_modulus(field, arr))
+    return int(bad[0]) if bad.size else None
+
+
+def check_array(field: PrimeField, arr: object, *, name: str = "values") -> np.ndarray:
+    """Validate a host array in the documented layout and return it C-contiguous.
+
+    Raises:
+        TypeError: not a numpy array, or dtype other than uint64.
+        ValueError: shape other than ``(n, limbs)``, or an element ``>= p`` (the message names
+            the first bad index and its value).
+    """
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"{name}: expected a numpy uint64 array of shape (n, {field.limbs}), got {type(arr).__name__}")
+    if arr.dtype != np.uint64:
+        raise TypeError(f"{name}: expected dtype uint64 (shape (n, {field.limbs})), got {arr.dtype}")
+    if arr.ndim != 2 or arr.shape[1] != field.limbs:
+        raise ValueError(f"{name}: expected shape (n, {field.limbs}) for {field.name}, got {arr.shape}")
+    arr = np.ascontiguousarray(arr)
+    bad = first_unreduced(field, arr)
+    if bad is not None:
+        value = to_ints(field, arr[bad : bad + 1])[0]
+        raise ValueError(
+            f"{name}[{bad}] = {value:#x} is not a canonical {field.name} element (must be < {field.modulus:#x})"
+        )
+    return arr
+
+
+def from_ints(field: PrimeField, ints: Iterable[int]) -> np.ndarray:
+    """Python ints -> host array ``(n, limbs)`` uint64, canonical.
+
+    Raises:
+        TypeError: an element is not an int.
+        ValueError: an element is negative or ``>= p`` (names the first bad index); use
+            :func:`fr_reduce` to reduce explicitly.
+    """
+    values = list(ints)
+    nbytes = field.bytes_per_element
+    p = field.modulus
+    for i, v in enumerate(values):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+            raise TypeError(f"element {i} is {type(v).__name__}, not an int")
+        if not 0 <= v < p:
+            raise ValueError(f"element {i} = {int(v)} is out of range for {field.name}: need 0 <= v < {p:#x}")
+    buf = b"".join(int(v).to_bytes(nbytes, "little") for v in values)
+    return np.frombuffer(buf, dtype="<u8").astype(np.uint64).reshape(len(values), field.limbs)
+
+
+def to_ints(field: PrimeField, arr: np.ndarray) -> list[int]:
+    """Host array ``(n, limbs)`` uint64 -> list of Python ints (no range check)."""
+    a = np.ascontiguousarray(arr, dtype=np.uint64)
+    if a.ndim != 2 or a.shape[1] != field.limbs:
+        raise ValueError(f"expected shape (n, {field.limbs}) for {field.name}, got {a.shape}")
+    raw = a.astype("<u8").tobytes()
+    nb = field.bytes_per_element
+    return [int.from_bytes(raw[i : i + nb], "little") for i in range(0, len(raw), nb)]
+
+
+def fr_from_ints(ints: Iterable[int]) -> np.ndarray:
+    """Python ints in ``[0, r)`` -> Fr host array, shape ``(n, 4)`` uint64, canonical.
+
+    Raises:
+        ValueError: an element is negative or ``>= r``; the message names the first bad index.
+    """
+    return from_ints(FR, ints)
+
+
+def fr_to_ints(arr: np.ndarray) -> list[int]:
+    """Fr host array ``(n, 4)`` uint64 -> list of canonical Python ints."""
+    return to_ints(FR, arr)
+
+
+def fq_from_ints(ints: Iterable[int]) -> np.ndarray:
+    """Python ints in ``[0, q)`` -> Fq host array, shape ``(n, 6)`` uint64, canonical."""
+    return from_ints(FQ, ints)
+
+
+def fq_to_ints(arr: np.ndarray) -> list[int]:
+    """Fq host array ``(n, 6)`` uint64 -> list of canonical Python ints."""
+    return to_ints(FQ, arr)
+
+
+def fr_reduce(ints: Sequence[int]) -> list[int]:
+    """Reduce arbitrary Python ints modulo r (the only place zkgpu reduces silently)."""
+    return [int(v) % FR.modulus for v in ints]
+
+
+def fr_random(n: int, rng: np.random.Generator | int | None = None) -> np.ndarray:
+    """n uniformly random canonical Fr elements, shape ``(n, 4)`` uint64 (vectorised).
+
+    Args:
+        n: number of elements (>= 0).
+        rng: a numpy Generator or a seed; None draws a fresh seed from ``secrets``.
+    """
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    if not isinstance(rng, np.random.Generator):
+        rng = np.random.default_rng(secrets.randbits(64) if rng is None else rng)
+    out = np.empty((n, FR.limbs), dtype=np.uint64)
+    todo = np.arange(n)
+    top_mask = np.uint64((1 << (FR.modulus.bit_length() - 192)) - 1)
+    while todo.size:  # rejection sampling: redraw every candidate >= r
+        cand = rng.integers(0, 2**64, size=(todo.size, FR.limbs), dtype=np.uint64)
+        cand[:, -1] &= top_mask
+        out[todo] = cand
+        todo = todo[_ge_modulus(FR, cand)]
+    return out
+
+
+def _ge_modulus(field: PrimeField, arr: np.ndarray) -> np.ndarray:
+    """Boolean mask of the rows ``>= p`` (vectorised: limbs compared from the most significant)."""
+    m = field._modulus_limbs
+    n = arr.shape[0]
+    decided = np.zeros(n, dtype=bool)
+    ge = np.ones(n, dtype=bool)
+    for k in range(field.limbs - 1, -1, -1):
+        col = arr[:, k]
+        gt, lt = col > m[k], col < m[k]
+        ge = np.where(~decided & gt, True, np.where(~decided & lt, False, ge))
+        decided |= gt | lt
+    return ge

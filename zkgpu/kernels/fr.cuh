@@ -1,0 +1,17 @@
+// zkgpu: the BLS12-381 scalar field Fr, r = 0x73eda753...00000001 (255 bits, 8 x 32-bit limbs).
+// Only the modulus is written here; ff.cuh derives every other constant from it, and
+// tests/test_field.py checks these limbs against zkgpu.field.FR.
+#pragma once
+#include "ff.cuh"
+
+namespace zk {
+struct fr_params {
+    static constexpr int N = 8;
+    ZK_HDC static uint32_t p(int i) {
+        constexpr uint32_t m[8] = {0x00000001u, 0xffffffffu, 0xfffe5bfeu, 0x53bda402u,
+                                   0x09a1d805u, 0x3339d808u, 0x299d7d48u, 0x73eda753u};
+        return m[i];
+    }
+};
+typedef mont_t<fr_params> fr_t;
+}  // namespace zk
