@@ -22,7 +22,8 @@ def test_environment_yml_matches_pyproject():
     for extra in ("notebooks", "test"):
         want |= {_name(r) for r in pp["optional-dependencies"][extra]}
     have = set()
-    for line in (ROOT / "environment.yml").read_text().splitlines():
+    text = (ROOT / "environment.yml").read_text()
+    for line in text.split("dependencies:", 1)[1].splitlines():
         m = re.match(r"\s+-\s+([A-Za-z0-9_.\-]+)", line)
         if m and m.group(1) not in ("pip", "python", "-e"):
             have.add(_name(m.group(1)))
