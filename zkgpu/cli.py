@@ -86,10 +86,14 @@ def _register_optional_commands() -> None:
         ("zkgpu.logs", "parse_command", main),
     ):
         try:
-            cmd = getattr(importlib.import_module(mod), attr)
-        except (ImportError, AttributeError):
+            module = importlib.import_module(mod)
+        except ModuleNotFoundError as exc:
+            if exc.name != mod:  # a real import error inside an existing module
+                raise
             continue
-        group.add_command(cmd)
+        cmd = getattr(module, attr, None)
+        if cmd is not None:
+            group.add_command(cmd)
 
 
 _register_optional_commands()

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Everything that needs the GPU, in one call: GPU tests, kernel and H2D benchmarks, the scenario
+# recording and (optionally) the notebook suite in live mode. Results land in one archive so a
+# lent machine (which keeps nothing) can hand them back.
+#
+#   scripts/gpu_run.sh [STAGE ...]      stages: info tests bench-ntt bench-msm bench-h2d record notebooks
+#                                       (default: info tests bench-ntt bench-msm bench-h2d record)
+#   OUT=/some/dir scripts/gpu_run.sh    where logs and results.tar.gz go (default ./gpu-out)
+#
+# On the lent H200 (no network), carry the wheels in .whl (../shared/tools/gpu-wheels.sh .whl);
+# they are installed into /tmp/site first. Each stage's output is in $OUT/<stage>.log; a stage
+# that fails does not stop the others, and the script exits non-zero if any failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-$PWD/gpu-out}"
+mkdir -p "$OUT"
+DATA="$OUT/data"
+mkdir -p "$DATA"
+export PYTHONUNBUFFERED=1
+if compgen -G ".whl/*.whl" >/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH="$PWD:/tmp/site" JUPYTER_PATH=/tmp/site/share/jupyter PATH="/tmp/site/bin:$PATH"
+else
+  export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+fi
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=(info tests bench-ntt bench-msm bench-h2d record)
+failed=()
+run_stage() {
+  local name=$1; shift
+  local t0=$SECONDS
+  echo "=== $name: $*"
+  "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  echo "=== $name: rc=$rc in $((SECONDS - t0)) s"
+  tail -n 25 "$OUT/$name.log"
+  [ $rc -eq 0 ] || failed+=("$name")
+}
+for s in "${stages[@]}"; do
+  case "$s" in
+    info)      run_stage info python3 -m zkgpu.cli info ;;
+    tests)     run_stage tests python3 -m pytest -q -m gpu tests ;;
+    bench-ntt) run_stage bench-ntt python3 -m zkgpu.cli bench ntt --out "$DATA" ;;
+    bench-msm) run_stage bench-msm python3 -m zkgpu.cli bench msm --out "$DATA" ;;
+    bench-h2d) run_stage bench-h2d python3 -m zkgpu.cli bench h2d --out "$DATA" ;;
+    record)    run_stage record python3 -m zkgpu.cli record --out "$DATA" ;;
+    notebooks) run_stage notebooks python3 -m zkgpu.cli report --mode live --out "$OUT/reports" ;;
+    *) echo "unknown stage $s"; failed+=("$s") ;;
+  esac
+done
+tar -C "$OUT" -czf "$OUT/results.tar.gz" data $( [ -d "$OUT/reports" ] && echo reports ) 2>/dev/null
+echo "results: $(du -h "$OUT/results.tar.gz" | cut -f1) in $OUT/results.tar.gz"
+if [ ${#failed[@]} -gt 0 ]; then echo "FAILED stages: ${failed[*]}"; exit 1; fi
+echo "all stages ok"
