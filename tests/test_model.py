@@ -1,0 +1,176 @@
+"""The simpy what-if model: known answers on simple cases, monotonicity, calibration, schema."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from zkgpu import model
+from zkgpu.events import COLUMNS, DTYPES
+
+GB = 1e9
+
+
+def params(**kw) -> model.ModelParams:
+    base = dict(prep_msm_ms=100.0, ntt_ms=300.0, batch_add_ms=150.0, tail_msm_ms=50.0,
+                h2d_bytes=2 * GB, pageable_gbps=2.0, pinned_gbps=20.0)
+    base.update(kw)
+    return model.ModelParams(**base)
+
+
+def test_gw1_no_prep_bottleneck_utilization_is_compute_over_compute_plus_transfer():
+    p = params()  # prep 100 < ntt_msm_h, synthesis instant
+    for transfer, gbps in (("pageable", 2.0), ("pinned", 20.0)):
+        r = model.simulate(p, partitions=7, gw=1, transfer=transfer)
+        compute = p.gpu_compute_ms
+        transfer_ms = p.h2d_bytes / (gbps * GB) * 1e3
+        assert r.kernel_utilization == pytest.approx(compute / (compute + transfer_ms), rel=1e-9)
+        assert r.window_ms == pytest.approx(7 * (compute + transfer_ms))
+        assert r.throughput_per_min == pytest.approx(60_000 / (compute + transfer_ms))
+        assert r.timeline_utilization == pytest.approx(1.0)
+
+
+def test_resident_gw1_prep_bound_exposes_barrier_inside_mutex():
+    p = params(prep_msm_ms=800.0)
+    r = model.simulate(p, partitions=5, gw=1, transfer="resident")
+    bw = r.events[r.events["phase"] == "barrier_wait"]
+    # prep 800 ms vs ntt 300 ms: every partition waits 500 ms at the barrier with the mutex held
+    assert ((bw["end_ns"] - bw["start_ns"]) / 1e6).tolist() == pytest.approx([500.0] * 5)
+    assert r.kernel_utilization == pytest.approx(p.gpu_compute_ms / (p.gpu_compute_ms + 500.0))
+    assert model.compute_bound_per_min(p) == pytest.approx(60_000 / 500.0)
+
+
+def test_narrow_scope_never_worse_than_coarse():
+    for prep in (50.0, 400.0, 900.0, 2000.0):
+        p = params(prep_msm_ms=prep)
+        for transfer in ("pageable", "pinned", "resident"):
+            for gw in (1, 2, 3):
+                c = model.simulate(p, partitions=12, gw=gw, scope="coarse", transfer=transfer)
+                n = model.simulate(p, partitions=12, gw=gw, scope="narrow", transfer=transfer)
+                assert n.throughput_per_min >= c.throughput_per_min * (1 - 1e-9), (prep, transfer, gw)
+                assert n.kernel_utilization >= c.kernel_utilization - 1e-9
+    # and it strictly helps when prep exceeds ntt_msm_h and two workers share the GPU
+    p = params(prep_msm_ms=900.0)
+    c = model.simulate(p, partitions=12, gw=2, scope="coarse", transfer="pinned")
+    n = model.simulate(p, partitions=12, gw=2, scope="narrow", transfer="pinned")
+    assert n.throughput_per_min > c.throughput_per_min * 1.05
+
+
+def test_faster_h2d_raises_utilization():
+    p = params()
+    utils = [model.simulate(p, partitions=8, gw=2, h2d_gbps=g).kernel_utilization for g in (1.0, 4.0, 16.0, 64.0)]
+    assert all(b > a for a, b in zip(utils, utils[1:]))
+    res = model.simulate(p, partitions=8, gw=2, transfer="resident")
+    assert res.kernel_utilization >= utils[-1]
+
+
+def test_prep_speedup_removes_barrier_wait():
+    p = params(prep_msm_ms=1200.0)
+    slow = model.simulate(p, partitions=8, gw=2, transfer="pinned")
+    fast = model.simulate(p, partitions=8, gw=2, transfer="pinned", prep_speedup=10.0)
+    assert fast.throughput_per_min > slow.throughput_per_min
+    assert fast.params.prep_msm_ms == pytest.approx(120.0)
+
+
+def test_event_table_schema_and_consistency():
+    p = params(b_g2_msm_ms=40.0, finalize_ms=10.0, synth_ms=200.0, synth_workers=2, h_msm_ms=20.0)
+    r = model.simulate(p, partitions=4, gw=2, scope="narrow", transfer="pinned")
+    ev = r.events
+    assert list(ev.columns) == COLUMNS
+    assert {c: str(t) for c, t in ev.dtypes.items()} == DTYPES
+    assert (ev["source"] == "model").all() and (ev["end_ns"] >= ev["start_ns"]).all()
+    phases = set(ev["phase"])
+    assert {"synthesize", "gpu_queue", "prep_msm", "b_g2_msm", "mutex_wait", "ntt_msm_h", "h2d", "ntt", "h_msm",
+            "barrier_wait", "batch_add", "tail_msm", "mutex_held", "finalize", "prove"} <= phases
+    for part, g in ev.groupby("partition"):
+        ph = {k: v for k, v in g.groupby("phase")}
+        # ntt_msm_h = h2d + ntt + h_msm
+        d = lambda name: float(((ph[name]["end_ns"] - ph[name]["start_ns"]) / 1e6).sum())  # noqa: E731
+        assert d("ntt_msm_h") == pytest.approx(d("h2d") + d("ntt") + d("h_msm"))
+        assert int(ph["h2d"]["bytes"].iloc[0]) == int(p.h2d_bytes)
+        assert ph["batch_add"]["start_ns"].iloc[0] >= ph["prep_msm"]["end_ns"].iloc[0]  # barrier respected
+        assert ph["prove"]["end_ns"].iloc[0] >= ph["b_g2_msm"]["end_ns"].iloc[0]
+    # the mutex is exclusive: GPU phases never overlap on one GPU
+    gpu = ev[ev["phase"].isin(["h2d", "ntt", "h_msm", "batch_add", "tail_msm"])].sort_values("start_ns")
+    assert (gpu["start_ns"].to_numpy()[1:] >= gpu["end_ns"].to_numpy()[:-1]).all()
+    assert len(ev[ev["phase"] == "tail_msm"]) == 4
+
+
+def test_jitter_is_reproducible():
+    p = params()
+    a = model.simulate(p, partitions=6, gw=2, jitter=0.2, seed=3)
+    b = model.simulate(p, partitions=6, gw=2, jitter=0.2, seed=3)
+    c = model.simulate(p, partitions=6, gw=2, jitter=0.2, seed=4)
+    pd.testing.assert_frame_equal(a.events, b.events)
+    assert not a.events["end_ns"].equals(c.events["end_ns"])
+
+
+def test_calibrate_recovers_parameters_from_a_model_table():
+    p = params(b_g2_msm_ms=40.0, synth_ms=50.0, synth_workers=3, h_msm_ms=25.0)
+    r = model.simulate(p, partitions=10, gw=2, transfer="pageable")
+    q = model.calibrate(r.events, pinned_gbps=20.0)
+    assert q.prep_msm_ms == pytest.approx(p.prep_msm_ms)
+    assert q.ntt_ms == pytest.approx(p.ntt_ms)
+    assert q.h_msm_ms == pytest.approx(p.h_msm_ms)
+    assert q.batch_add_ms == pytest.approx(p.batch_add_ms)
+    assert q.h2d_bytes == pytest.approx(p.h2d_bytes)
+    assert q.pageable_gbps == pytest.approx(p.pageable_gbps)
+    assert q.pinned_gbps == 20.0 and q.synth_workers == 3
+    # same settings again -> the model reproduces its own measurement
+    cmp = model.compare(model.simulate(q, partitions=10, gw=2, transfer="pageable"), r.events)
+    assert cmp.loc["kernel_utilization", "rel_err"] == pytest.approx(0.0, abs=1e-6)
+    assert cmp.loc["throughput_per_min", "rel_err"] == pytest.approx(0.0, abs=1e-6)
+    assert {"model", "measured", "diff", "rel_err"} == set(cmp.columns)
+
+
+def test_calibrate_without_subphases_and_missing_phase_errors():
+    ev = pd.DataFrame({
+        "run": "x", "partition": [0, 0, 0, 0], "phase": ["prep_msm", "ntt_msm_h", "batch_add", "tail_msm"],
+        "start_ns": [0, 0, 0, 0], "end_ns": [int(1633e6), int(2825e6), int(404e6), int(196e6)],
+    })
+    q = model.calibrate(ev, h2d_bytes=12.5e9, pageable_gbps=5.0, pinned_gbps=50.0)
+    assert q.ntt_ms == pytest.approx(2825 - 2500)
+    with pytest.raises(ValueError, match="prep_msm"):
+        model.calibrate(ev[ev["phase"] != "prep_msm"])
+    with pytest.raises(ValueError, match="pageable_gbps"):
+        model.calibrate(ev, h2d_bytes=1e9)
+
+
+def test_what_if_grid_and_bad_settings():
+    p = params(prep_msm_ms=700.0)
+    df = model.what_if(p, {"gw": [1, 2], "scope": ["coarse", "narrow"], "transfer": ["pageable", "pinned"]}, partitions=6)
+    assert len(df) == 8
+    for col in ("gw", "scope", "transfer", "kernel_utilization", "timeline_utilization", "throughput_per_min",
+                "barrier_wait_ms", "mutex_wait_ms", "vs_compute_bound"):
+        assert col in df.columns
+    assert (df["vs_compute_bound"] <= 1 + 1e-9).all()
+    rows = model.what_if(p, [{"gw": 1}, {"gw": 3, "scope": "narrow"}], partitions=4, transfer="resident")
+    assert rows["transfer"].tolist() == ["resident", "resident"]
+    with pytest.raises(ValueError, match="scope"):
+        model.simulate(p, scope="wide")
+    with pytest.raises(ValueError, match="transfer"):
+        model.simulate(p, transfer="magic")
+    with pytest.raises(ValueError, match="gw"):
+        model.simulate(p, gw=0)
+    with pytest.raises(ValueError, match="prep_msm_ms"):
+        params(prep_msm_ms=-1.0)
+    with pytest.raises(ValueError, match="pinned_gbps"):
+        params(pinned_gbps=0.0)
+    with pytest.raises(ValueError, match="h2d_gbps"):
+        model.simulate(p, h2d_gbps=math.nan)
+
+
+def test_utilization_on_measured_style_table_subtracts_h2d():
+    # ntt_msm_h 0-10 with h2d 0-4 inside, batch_add 10-12, tail 12-13; window 0-13 (ms)
+    ms = int(1e6)
+    ev = pd.DataFrame({
+        "run": "m", "partition": [0] * 4, "phase": ["ntt_msm_h", "h2d", "batch_add", "tail_msm"],
+        "start_ns": [0, 0, 10 * ms, 12 * ms], "end_ns": [10 * ms, 4 * ms, 12 * ms, 13 * ms],
+    })
+    u = model.utilization(ev)
+    assert u["kernel_utilization"] == pytest.approx(9 / 13)
+    assert u["window_ms"] == pytest.approx(13.0) and u["partitions"] == 1
+    assert np.isnan(model.utilization(ev[ev["phase"] == "h2d"])["kernel_utilization"])

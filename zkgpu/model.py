@@ -1,0 +1,668 @@
+"""A discrete-event what-if model of the cuzk partition pipeline (simpy).
+
+The model follows ``generate_groth16_proofs_start_c`` (curio ``extern/supraseal-c2/cuda/
+groth16_cuda.cu``; see ``cuzk-pipeline.md`` §1.2, §1.4, §3, §7) one partition at a time:
+
+* ``synth_workers`` synthesis processes (CPU) each produce a partition in ``synth_ms`` and put it
+  into the GPU queue (optionally bounded by ``max_queue``: the dispatch throttle);
+* ``gw`` GPU worker processes per GPU pop partitions; each first spawns the CPU **prep_msm**
+  process (``prep_msm_ms / prep_speedup``; it then signals the partition's **barrier** — a simpy
+  event — and runs **b_g2_msm**), then takes the per-GPU **mutex** (a ``simpy.Resource`` of
+  capacity 1; the time blocked is ``mutex_wait``);
+* inside the mutex: **ntt_msm_h** = H2D of a, b, c (``h2d_bytes / rate``, the rate depending on
+  the transfer path) + NTTs (``ntt_ms``) + H MSM (``h_msm_ms``); then the **barrier wait** for
+  prep_msm; then **batch_add** and **tail_msm**;
+* lock scope ``coarse`` (upstream): the barrier wait happens *inside* the mutex, so the GPU idles
+  while another worker is blocked; ``narrow`` (the what-if): the worker releases the mutex after
+  ntt_msm_h, waits for the barrier outside and re-acquires it for batch_add + tail_msm;
+* the worker loops back immediately; **finalize** (join b_g2, epilogue ``finalize_ms``) runs on
+  its own, and the ``prove`` interval (upstream's GPU_START → GPU_END) ends after it.
+
+Times are milliseconds in the model and nanoseconds in the emitted event table (the schema of
+:mod:`zkgpu.events`, ``source="model"``), so every metric, plot and notebook works on it.
+
+Utilization (:func:`utilization`, used for model and measurement alike):
+
+* the *window* runs from the first GPU-side start (``prove``/``mutex_wait``/``ntt_msm_h``) to the
+  last end of a GPU phase (``ntt_msm_h``, ``batch_add``, ``tail_msm``);
+* **kernel** utilization = union of GPU *compute* intervals (``ntt``, ``h_msm``, ``batch_add``,
+  ``tail_msm``; where a table has no ``ntt`` sub-phase: ``ntt_msm_h`` minus ``h2d``) / window,
+  so H2D copies and barrier waits do not count as GPU work;
+* **timeline** utilization = union of ``prove`` intervals (or, without them, ``mutex_held``) /
+  window: upstream's "TIMELINE GPU util", which counts every idle moment inside a worker's
+  GPU_START → GPU_END as busy (cuzk-project.md:1140 reports 90.1% vs 46.3% kernel).
+
+Example::
+
+    from zkgpu import model
+    p = model.ModelParams(prep_msm_ms=1600, ntt_ms=500, batch_add_ms=400, tail_msm_ms=200,
+                          h2d_bytes=12_500_000_000, pageable_gbps=5.0, pinned_gbps=50.0)
+    r = model.simulate(p, partitions=20, gw=2, scope="coarse", transfer="pageable")
+    r.kernel_utilization, r.throughput_per_min
+    model.what_if(p, {"transfer": ["pageable", "pinned"], "scope": ["coarse", "narrow"], "gw": [1, 2, 3]})
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from .events import normalize_events
+
+__all__ = [
+    "ModelParams",
+    "ModelResult",
+    "SCOPES",
+    "TRANSFERS",
+    "calibrate",
+    "simulate",
+    "what_if",
+    "compare",
+    "utilization",
+    "compute_bound_per_min",
+    "phase_medians",
+]
+
+SCOPES = ("coarse", "narrow")
+#: transfer path names accepted by :func:`simulate`; ``registered`` and ``pinned_pool`` use the
+#: pinned rate (both DMA from page-locked memory), ``resident`` moves nothing (compute-only bound).
+TRANSFERS = ("pageable", "registered", "pinned", "pinned_pool", "resident")
+
+_COMPUTE_PHASES = ("ntt", "h_msm", "batch_add", "tail_msm")
+_GPU_PHASES = ("ntt_msm_h", "batch_add", "tail_msm")
+
+
+@dataclass(frozen=True)
+class ModelParams:
+    """Per-partition durations (ms), sizes (bytes) and rates (GB/s = 1e9 B/s) of the model.
+
+    Attributes:
+        prep_msm_ms: CPU prep_msm per partition (one thread per partition, as upstream).
+        ntt_ms: GPU NTT work of ntt_msm_h (iNTT, coset NTTs, pointwise), H2D excluded.
+        h_msm_ms: GPU H MSM inside ntt_msm_h (0 when the table does not separate it; then it
+            is part of ``ntt_ms``).
+        batch_add_ms: GPU batch additions (L, A, B_g1, B_g2).
+        tail_msm_ms: GPU tail MSMs (L, A, B_g1).
+        h2d_bytes: bytes of a, b, c copied host→device per partition.
+        pageable_gbps: effective H2D rate from pageable memory, GB/s.
+        pinned_gbps: effective H2D rate from page-locked (pinned or registered) memory, GB/s.
+        b_g2_msm_ms: CPU G2 tail MSM after prep_msm (outside the mutex; delays finalize only).
+        synth_ms: synthesis of one partition on one synthesis worker (0 = always available).
+        synth_workers: concurrent synthesis workers.
+        finalize_ms: epilogue after joining prep/b_g2 (outside the mutex).
+        pre_lock_ms: worker overhead between pickup and asking for the mutex.
+        source: where the numbers come from (free text, shown in notebooks).
+    """
+
+    prep_msm_ms: float
+    ntt_ms: float
+    batch_add_ms: float
+    tail_msm_ms: float
+    h2d_bytes: float
+    pageable_gbps: float
+    pinned_gbps: float
+    h_msm_ms: float = 0.0
+    b_g2_msm_ms: float = 0.0
+    synth_ms: float = 0.0
+    synth_workers: int = 1
+    finalize_ms: float = 0.0
+    pre_lock_ms: float = 0.0
+    source: str = "manual"
+
+    def __post_init__(self) -> None:
+        for name in (
+            "prep_msm_ms", "ntt_ms", "h_msm_ms", "batch_add_ms", "tail_msm_ms", "h2d_bytes",
+            "b_g2_msm_ms", "synth_ms", "finalize_ms", "pre_lock_ms",
+        ):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+                raise ValueError(f"ModelParams.{name} must be a finite number >= 0, got {v!r}")
+        for name in ("pageable_gbps", "pinned_gbps"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise ValueError(f"ModelParams.{name} must be a finite rate > 0 GB/s, got {v!r}")
+        if not (isinstance(self.synth_workers, (int, np.integer)) and self.synth_workers >= 1):
+            raise ValueError(f"ModelParams.synth_workers must be an int >= 1, got {self.synth_workers!r}")
+
+    @property
+    def gpu_compute_ms(self) -> float:
+        """GPU compute per partition without transfers: ntt + h_msm + batch_add + tail_msm, ms."""
+        return self.ntt_ms + self.h_msm_ms + self.batch_add_ms + self.tail_msm_ms
+
+    def h2d_ms(self, gbps: float) -> float:
+        """H2D time of a, b, c at ``gbps`` GB/s, ms."""
+        return self.h2d_bytes / (gbps * 1e9) * 1e3
+
+    def to_dict(self) -> dict[str, Any]:
+        """The parameters as a plain dict (for JSON / tables)."""
+        return asdict(self)
+
+
+@dataclass
+class ModelResult:
+    """One simulated run.
+
+    Attributes:
+        events: event table (schema of :mod:`zkgpu.events`, ``source="model"``).
+        params: the parameters used (after ``prep_speedup``), settings: the knobs of this run.
+        kernel_utilization, timeline_utilization: fractions in [0, 1] (see :func:`utilization`).
+        throughput_per_min: partitions per minute over the GPU window.
+        window_ms: GPU window (first GPU-side start → last GPU phase end), ms.
+    """
+
+    events: pd.DataFrame
+    params: ModelParams
+    settings: dict[str, Any]
+    kernel_utilization: float
+    timeline_utilization: float
+    throughput_per_min: float
+    window_ms: float
+
+    def summary(self) -> dict[str, Any]:
+        """Settings plus utilizations, throughput and median waits, one flat dict."""
+        med = phase_medians(self.events)
+        return {
+            **self.settings,
+            "kernel_utilization": self.kernel_utilization,
+            "timeline_utilization": self.timeline_utilization,
+            "throughput_per_min": self.throughput_per_min,
+            "window_ms": self.window_ms,
+            "mutex_wait_ms": med.get("mutex_wait", 0.0),
+            "barrier_wait_ms": med.get("barrier_wait", 0.0),
+            "ntt_msm_h_ms": med.get("ntt_msm_h", float("nan")),
+        }
+
+
+# --------------------------------------------------------------------------- calibration
+
+
+def _dur_ms(df: pd.DataFrame) -> pd.Series:
+    return (df["end_ns"].astype("int64") - df["start_ns"].astype("int64")) / 1e6
+
+
+def phase_medians(events: pd.DataFrame) -> dict[str, float]:
+    """Median wall duration (ms) of each phase present in an event table."""
+    if len(events) == 0:
+        return {}
+    d = events.assign(_ms=_dur_ms(events))
+    return {str(k): float(v) for k, v in d.groupby("phase", observed=True)["_ms"].median().items()}
+
+
+def _max_overlap(df: pd.DataFrame) -> int:
+    """Largest number of intervals open at once."""
+    if len(df) == 0:
+        return 0
+    pts = sorted([(int(s), 1) for s in df["start_ns"]] + [(int(e), -1) for e in df["end_ns"]], key=lambda t: (t[0], t[1]))
+    cur = best = 0
+    for _, step in pts:
+        cur += step
+        best = max(best, cur)
+    return best
+
+
+def calibrate(
+    events: pd.DataFrame,
+    *,
+    pinned_gbps: float | None = None,
+    pageable_gbps: float | None = None,
+    h2d_bytes: float | None = None,
+    source: str | None = None,
+) -> ModelParams:
+    """Fit :class:`ModelParams` to a recorded event table (medians per phase).
+
+    Rules: each duration is the median wall time (``end_ns - start_ns``) of its phase. The H2D
+    rate is ``sum(bytes) / sum(time)`` over ``h2d`` rows with bytes; it is assigned to the
+    pageable or pinned rate according to the ``transfer=`` key in the rows' ``detail`` (pageable
+    when absent), and the other rate comes from the argument. Without ``h2d`` rows the whole
+    ``ntt_msm_h`` is taken as compute (``ntt_ms``) unless ``h2d_bytes`` and a rate are given, in
+    which case the H2D time at that rate is subtracted. ``ntt_ms`` comes from ``ntt`` rows when
+    present, else ``ntt_msm_h - h2d - h_msm``. Synthesis: median ``synthesize`` time and the
+    largest number of syntheses seen running at once.
+
+    Args:
+        events: event table (any producer) with at least ``prep_msm``, ``ntt_msm_h``,
+            ``batch_add`` and ``tail_msm`` rows.
+        pinned_gbps, pageable_gbps: rates (GB/s) to use where the table does not measure them.
+        h2d_bytes: bytes per partition where the table has no ``h2d`` bytes.
+        source: label for the parameters (default: the table's run names).
+
+    Raises:
+        ValueError: a required phase is missing (names it), or a rate is needed but unknown.
+    """
+    ev = events
+    med = phase_medians(ev)
+    missing = [p for p in ("prep_msm", "ntt_msm_h", "batch_add", "tail_msm") if p not in med]
+    if missing:
+        raise ValueError(f"calibrate: the event table has no rows for phase(s) {missing}; phases present: {sorted(med)}")
+
+    h2d = ev[(ev["phase"] == "h2d") & ev["bytes"].notna()] if "bytes" in ev else ev.iloc[0:0]
+    measured_rate = None
+    measured_kind = None
+    h2d_ms = 0.0
+    if len(h2d):
+        secs = float(_dur_ms(h2d).sum()) / 1e3
+        total_bytes = float(h2d["bytes"].astype("float64").sum())
+        if secs > 0 and total_bytes > 0:
+            measured_rate = total_bytes / secs / 1e9
+        per_part = h2d.groupby(["run", "partition"], dropna=False)["bytes"].sum().astype("float64")
+        h2d_bytes = float(per_part.median()) if h2d_bytes is None else h2d_bytes
+        h2d_ms = float(h2d.assign(_ms=_dur_ms(h2d)).groupby(["run", "partition"], dropna=False)["_ms"].sum().median())
+        detail = " ".join(str(x) for x in h2d["detail"].dropna().unique()) if "detail" in h2d else ""
+        measured_kind = "pageable" if ("transfer=pageable" in detail or "transfer=" not in detail) else "pinned"
+    if measured_kind == "pageable":
+        pageable_gbps = measured_rate if pageable_gbps is None else pageable_gbps
+    elif measured_kind == "pinned":
+        pinned_gbps = measured_rate if pinned_gbps is None else pinned_gbps
+
+    h_msm = med.get("h_msm", 0.0)
+    if "ntt" in med:
+        ntt = med["ntt"]
+    else:
+        if not len(h2d) and h2d_bytes:
+            rate = pageable_gbps if pageable_gbps is not None else None
+            if rate is None:
+                raise ValueError("calibrate: h2d_bytes given without h2d rows: pass pageable_gbps (the rate the run used)")
+            h2d_ms = h2d_bytes / (rate * 1e9) * 1e3
+        ntt = max(med["ntt_msm_h"] - h2d_ms - h_msm, 0.0)
+
+    if h2d_bytes is None:
+        h2d_bytes = 0.0
+    if pageable_gbps is None or pinned_gbps is None:
+        if h2d_bytes == 0.0:
+            pageable_gbps = pageable_gbps or 1.0
+            pinned_gbps = pinned_gbps or 1.0
+        else:
+            raise ValueError(
+                f"calibrate: the table measures only the {measured_kind or 'no'} H2D rate; pass "
+                f"{'pinned_gbps' if pinned_gbps is None else 'pageable_gbps'} (e.g. from the bandwidth sweep)"
+            )
+    synth = ev[ev["phase"] == "synthesize"]
+    synth_workers = max(1, max((_max_overlap(g) for _, g in synth.groupby("run")), default=1)) if len(synth) else 1
+    runs = sorted(str(r) for r in ev["run"].dropna().unique()) if "run" in ev else []
+    return ModelParams(
+        prep_msm_ms=med["prep_msm"],
+        ntt_ms=ntt,
+        h_msm_ms=h_msm,
+        batch_add_ms=med["batch_add"],
+        tail_msm_ms=med["tail_msm"],
+        h2d_bytes=float(h2d_bytes),
+        pageable_gbps=float(pageable_gbps),
+        pinned_gbps=float(pinned_gbps),
+        b_g2_msm_ms=med.get("b_g2_msm", 0.0),
+        synth_ms=med.get("synthesize", 0.0),
+        synth_workers=int(synth_workers),
+        finalize_ms=med.get("finalize", 0.0),
+        source=source or ("calibrated from " + (", ".join(runs) if runs else "an event table")),
+    )
+
+
+# --------------------------------------------------------------------------- simulation
+
+
+def _rate_for(params: ModelParams, transfer: str, h2d_gbps: float | None) -> float | None:
+    if transfer not in TRANSFERS:
+        raise ValueError(f"transfer must be one of {TRANSFERS}, got {transfer!r}")
+    if transfer == "resident":
+        return None
+    if h2d_gbps is not None:
+        if not (math.isfinite(h2d_gbps) and h2d_gbps > 0):
+            raise ValueError(f"h2d_gbps must be a finite rate > 0 GB/s, got {h2d_gbps!r}")
+        return float(h2d_gbps)
+    return params.pageable_gbps if transfer == "pageable" else params.pinned_gbps
+
+
+def simulate(
+    params: ModelParams,
+    *,
+    partitions: int = 20,
+    gw: int = 2,
+    scope: str = "coarse",
+    transfer: str = "pageable",
+    h2d_gbps: float | None = None,
+    prep_speedup: float = 1.0,
+    gpus: int = 1,
+    synth_workers: int | None = None,
+    max_queue: int | None = None,
+    jitter: float = 0.0,
+    seed: int = 0,
+    run: str | None = None,
+) -> ModelResult:
+    """Simulate ``partitions`` partitions through the pipeline and return the event table and metrics.
+
+    Args:
+        params: per-partition durations and rates (:func:`calibrate` or by hand).
+        partitions: number of partitions (>= 1).
+        gw: GPU workers per GPU sharing one mutex (>= 1).
+        scope: ``coarse`` (barrier wait inside the mutex, upstream) or ``narrow`` (outside).
+        transfer: one of :data:`TRANSFERS`; picks the H2D rate (``resident``: no H2D at all).
+        h2d_gbps: override the H2D rate, GB/s.
+        prep_speedup: prep_msm runs ``prep_speedup`` times faster (> 0).
+        gpus: number of GPUs, each with its own mutex and ``gw`` workers.
+        synth_workers: override ``params.synth_workers``.
+        max_queue: bound of the synthesized-partition queue (None: unbounded).
+        jitter: coefficient of variation of every duration (lognormal, mean kept); 0 = deterministic.
+        seed: random seed for ``jitter``.
+        run: run name in the event table (default built from the settings).
+
+    Raises:
+        ValueError: a setting is out of range (names it).
+    """
+    import simpy  # noqa: PLC0415
+
+    for name, v in (("partitions", partitions), ("gw", gw), ("gpus", gpus)):
+        if not (isinstance(v, (int, np.integer)) and v >= 1):
+            raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
+    if not (isinstance(prep_speedup, (int, float)) and math.isfinite(prep_speedup) and prep_speedup > 0):
+        raise ValueError(f"prep_speedup must be a finite number > 0, got {prep_speedup!r}")
+    if not (jitter >= 0 and math.isfinite(jitter)):
+        raise ValueError(f"jitter must be >= 0, got {jitter!r}")
+    if max_queue is not None and max_queue < 1:
+        raise ValueError(f"max_queue must be >= 1 or None, got {max_queue!r}")
+    sw = params.synth_workers if synth_workers is None else synth_workers
+    if not (isinstance(sw, (int, np.integer)) and sw >= 1):
+        raise ValueError(f"synth_workers must be an int >= 1, got {sw!r}")
+    rate = _rate_for(params, transfer, h2d_gbps)
+    h2d_ms = 0.0 if rate is None else params.h2d_ms(rate)
+    prep_ms = params.prep_msm_ms / prep_speedup
+    used = replace(params, prep_msm_ms=prep_ms, synth_workers=int(sw))
+    settings = {
+        "partitions": int(partitions), "gw": int(gw), "scope": scope, "transfer": transfer,
+        "h2d_gbps": rate, "prep_speedup": float(prep_speedup), "gpus": int(gpus),
+        "synth_workers": int(sw), "max_queue": max_queue, "jitter": float(jitter),
+    }
+    run = run or f"model-{transfer}-{scope}-gw{gw}"
+    rng = np.random.default_rng(seed)
+
+    def dur(ms: float) -> float:
+        if jitter == 0 or ms == 0:
+            return ms
+        s2 = math.log1p(jitter * jitter)
+        return float(ms * rng.lognormal(-s2 / 2, math.sqrt(s2)))
+
+    env = simpy.Environment()
+    rows: list[dict[str, Any]] = []
+    queue = simpy.Store(env, capacity=max_queue if max_queue is not None else float("inf"))
+    mutexes = [simpy.Resource(env, capacity=1) for _ in range(gpus)]
+    counter = itertools.count()
+
+    def rec(phase: str, start: float, end: float, *, part=None, worker=None, gpu=None, nbytes=None, gpu_ms=None, detail=""):
+        rows.append({
+            "run": run, "source": "model", "worker": worker, "gpu": gpu, "partition": part, "phase": phase,
+            "start_ns": int(round(start * 1e6)), "end_ns": int(round(end * 1e6)),
+            "gpu_ms": float("nan") if gpu_ms is None else gpu_ms, "bytes": nbytes, "detail": detail,
+        })
+
+    def synthesizer(sid: int):
+        while True:
+            p = next(counter)
+            if p >= partitions:
+                return
+            t0 = env.now
+            yield env.timeout(dur(params.synth_ms))
+            rec("synthesize", t0, env.now, part=p, detail=f"synth_worker={sid}")
+            yield queue.put((p, env.now))
+
+    def prep(p: int, barrier, done, w: int, g: int):
+        t0 = env.now
+        yield env.timeout(dur(prep_ms))
+        rec("prep_msm", t0, env.now, part=p, worker=w, gpu=g)
+        barrier.succeed()
+        t1 = env.now
+        yield env.timeout(dur(params.b_g2_msm_ms))
+        if params.b_g2_msm_ms > 0:
+            rec("b_g2_msm", t1, env.now, part=p, worker=w, gpu=g)
+        done.succeed()
+
+    def finalize(p: int, w: int, g: int, gpu_start: float, gpu_done, prep_done):
+        yield gpu_done & prep_done
+        t0 = env.now
+        yield env.timeout(dur(params.finalize_ms))
+        if params.finalize_ms > 0:
+            rec("finalize", t0, env.now, part=p, worker=w, gpu=g)
+        rec("prove", gpu_start, env.now, part=p, worker=w, gpu=g, detail=f"scope={scope},transfer={transfer}")
+
+    def gpu_worker(g: int, w: int):
+        mtx = mutexes[g]
+        kw_base = {"worker": w, "gpu": g}
+        while True:
+            item = yield queue.get()
+            p, t_queued = item
+            if p < 0:  # poison pill: no more work
+                return
+            kw = {**kw_base, "part": p}
+            rec("gpu_queue", t_queued, env.now, **kw)
+            gpu_start = env.now
+            barrier, prep_done, gpu_done = env.event(), env.event(), env.event()
+            env.process(prep(p, barrier, prep_done, w, g))
+            env.process(finalize(p, w, g, gpu_start, gpu_done, prep_done))
+            if params.pre_lock_ms > 0:
+                t0 = env.now
+                yield env.timeout(params.pre_lock_ms)
+                rec("pre_lock", t0, env.now, **kw)
+            t0 = env.now
+            req = mtx.request()
+            yield req
+            rec("mutex_wait", t0, env.now, **kw)
+            held0 = env.now
+            # ntt_msm_h = H2D + NTT + H MSM
+            t_ntt0 = env.now
+            if h2d_ms > 0:
+                d = dur(h2d_ms)
+                yield env.timeout(d)
+                rec("h2d", t_ntt0, env.now, nbytes=int(params.h2d_bytes), gpu_ms=d, detail=f"transfer={transfer}", **kw)
+            t1 = env.now
+            d = dur(params.ntt_ms)
+            yield env.timeout(d)
+            rec("ntt", t1, env.now, gpu_ms=d, **kw)
+            if params.h_msm_ms > 0:
+                t1 = env.now
+                d = dur(params.h_msm_ms)
+                yield env.timeout(d)
+                rec("h_msm", t1, env.now, gpu_ms=d, **kw)
+            rec("ntt_msm_h", t_ntt0, env.now, **kw)
+            if scope == "narrow":
+                mtx.release(req)
+                rec("mutex_held", held0, env.now, **kw, detail="part=1")
+                t0 = env.now
+                yield barrier
+                rec("barrier_wait", t0, env.now, **kw, detail="mutex_held=0")
+                t0 = env.now
+                req = mtx.request()
+                yield req
+                rec("mutex_wait", t0, env.now, **kw, detail="part=2")
+                held0 = env.now
+            else:
+                t0 = env.now
+                yield barrier
+                rec("barrier_wait", t0, env.now, **kw, detail="mutex_held=1")
+            t0 = env.now
+            d = dur(params.batch_add_ms)
+            yield env.timeout(d)
+            rec("batch_add", t0, env.now, gpu_ms=d, **kw)
+            t0 = env.now
+            d = dur(params.tail_msm_ms)
+            yield env.timeout(d)
+            rec("tail_msm", t0, env.now, gpu_ms=d, **kw)
+            mtx.release(req)
+            rec("mutex_held", held0, env.now, **kw, detail="part=2" if scope == "narrow" else "")
+            gpu_done.succeed()
+
+    synths = [env.process(synthesizer(s)) for s in range(sw)]
+
+    def closer():
+        yield simpy.AllOf(env, synths)
+        for _ in range(gpus * gw):
+            yield queue.put((-1, env.now))
+
+    env.process(closer())
+    for g in range(gpus):
+        for w in range(gw):
+            env.process(gpu_worker(g, w))
+    env.run()
+
+    events = normalize_events(pd.DataFrame(rows)).sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
+    u = utilization(events)
+    return ModelResult(
+        events=events,
+        params=used,
+        settings=settings,
+        kernel_utilization=u["kernel_utilization"],
+        timeline_utilization=u["timeline_utilization"],
+        throughput_per_min=u["throughput_per_min"],
+        window_ms=u["window_ms"],
+    )
+
+
+# --------------------------------------------------------------------------- metrics on any table
+
+
+def _union_ms(intervals: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    iv = sorted((int(s), int(e)) for s, e in intervals if e > s)
+    out: list[tuple[int, int]] = []
+    for s, e in iv:
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
+
+
+def _subtract(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for s, e in a:
+        cur = s
+        for bs, be in b:
+            if be <= cur or bs >= e:
+                continue
+            if bs > cur:
+                out.append((cur, bs))
+            cur = max(cur, be)
+        if cur < e:
+            out.append((cur, e))
+    return out
+
+
+def _clip_len(iv: list[tuple[int, int]], lo: int, hi: int) -> int:
+    return sum(max(0, min(e, hi) - max(s, lo)) for s, e in iv)
+
+
+def utilization(events: pd.DataFrame, gpu: int | None = None) -> dict[str, float]:
+    """Kernel and timeline utilization and throughput of one run's event table (see module doc).
+
+    Args:
+        events: event table of ONE run (model or measured).
+        gpu: restrict to one GPU ordinal (None: all rows; with several GPUs pass one).
+
+    Returns:
+        ``{"kernel_utilization", "timeline_utilization", "throughput_per_min", "window_ms",
+        "partitions"}``; NaN where the table has no GPU phases.
+    """
+    ev = events
+    if gpu is not None:
+        ev = ev[ev["gpu"] == gpu]
+    gpu_rows = ev[ev["phase"].isin(_GPU_PHASES)]
+    nan = float("nan")
+    if len(gpu_rows) == 0:
+        return {"kernel_utilization": nan, "timeline_utilization": nan, "throughput_per_min": nan, "window_ms": nan, "partitions": 0}
+    starts = ev[ev["phase"].isin(("prove", "mutex_wait") + _GPU_PHASES)]["start_ns"]
+    lo, hi = int(starts.min()), int(gpu_rows["end_ns"].max())
+    window = max(hi - lo, 1)
+
+    def iv(phases):
+        sub = ev[ev["phase"].isin(phases)]
+        return list(zip(sub["start_ns"].astype("int64"), sub["end_ns"].astype("int64")))
+
+    if (ev["phase"] == "ntt").any():
+        busy = _union_ms(iv(_COMPUTE_PHASES))
+    else:
+        busy = _subtract(_union_ms(iv(("ntt_msm_h", "h_msm", "batch_add", "tail_msm"))), _union_ms(iv(("h2d",))))
+    timeline_src = ("prove",) if (ev["phase"] == "prove").any() else ("mutex_held",)
+    timeline = _union_ms(iv(timeline_src))
+    parts = ev[ev["phase"] == "tail_msm"]
+    n_parts = int(parts[["run", "partition"]].drop_duplicates().shape[0]) if len(parts) else 0
+    return {
+        "kernel_utilization": _clip_len(busy, lo, hi) / window,
+        "timeline_utilization": _clip_len(timeline, lo, hi) / window,
+        "throughput_per_min": n_parts / (window / 1e9) * 60.0,
+        "window_ms": window / 1e6,
+        "partitions": n_parts,
+    }
+
+
+def compute_bound_per_min(params: ModelParams, gpus: int = 1) -> float:
+    """Throughput (partitions/min) when the GPUs only compute: data resident, no waits."""
+    return 60_000.0 / params.gpu_compute_ms * gpus if params.gpu_compute_ms > 0 else float("inf")
+
+
+# --------------------------------------------------------------------------- what-if and compare
+
+
+def what_if(
+    params: ModelParams,
+    grid: Mapping[str, Iterable[Any]] | Iterable[Mapping[str, Any]],
+    *,
+    partitions: int = 20,
+    **fixed: Any,
+) -> pd.DataFrame:
+    """Simulate every combination of ``grid`` and tabulate the outcomes.
+
+    Args:
+        params: model parameters.
+        grid: either ``{"gw": [1, 2, 3], "scope": ["coarse", "narrow"], ...}`` (cartesian product)
+            or a list of setting dicts; keys are :func:`simulate` keyword arguments.
+        partitions: partitions per simulation.
+        fixed: further :func:`simulate` keywords applied to every row.
+
+    Returns:
+        One row per setting: the settings, ``kernel_utilization``, ``timeline_utilization``,
+        ``throughput_per_min``, ``window_ms``, median ``mutex_wait_ms`` / ``barrier_wait_ms`` /
+        ``ntt_msm_h_ms``, and ``vs_compute_bound`` (throughput / :func:`compute_bound_per_min`).
+    """
+    if isinstance(grid, Mapping):
+        keys = list(grid)
+        combos = [dict(zip(keys, vals)) for vals in itertools.product(*(list(grid[k]) for k in keys))]
+    else:
+        combos = [dict(c) for c in grid]
+    rows = []
+    for c in combos:
+        kw = {"partitions": partitions, **fixed, **c}
+        res = simulate(params, **kw)
+        s = res.summary()
+        s["vs_compute_bound"] = res.throughput_per_min / compute_bound_per_min(params, kw.get("gpus", 1))
+        rows.append(s)
+    return pd.DataFrame(rows)
+
+
+def compare(model_result: ModelResult | pd.DataFrame, measured_events: pd.DataFrame) -> pd.DataFrame:
+    """Model vs measurement, metric by metric, with the same definitions on both tables.
+
+    Returns:
+        DataFrame indexed by metric (``kernel_utilization``, ``timeline_utilization``,
+        ``throughput_per_min``, then median ms of ``mutex_wait``, ``ntt_msm_h``,
+        ``barrier_wait``, ``batch_add``, ``tail_msm``, ``mutex_held``) with columns ``model``,
+        ``measured``, ``diff`` (model − measured) and ``rel_err`` (diff / measured; NaN when the
+        measured value is 0 or missing).
+    """
+    mev = model_result.events if isinstance(model_result, ModelResult) else model_result
+    um, ux = utilization(mev), utilization(measured_events)
+    mm, mx = phase_medians(mev), phase_medians(measured_events)
+    rows = {}
+    for k in ("kernel_utilization", "timeline_utilization", "throughput_per_min"):
+        rows[k] = (um[k], ux[k])
+    for ph in ("mutex_wait", "ntt_msm_h", "barrier_wait", "batch_add", "tail_msm", "mutex_held"):
+        if ph in mm or ph in mx:
+            rows[f"{ph}_ms"] = (mm.get(ph, float("nan")), mx.get(ph, float("nan")))
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=["model", "measured"])
+    out["diff"] = out["model"] - out["measured"]
+    meas = out["measured"].where(out["measured"].abs() > 1e-12)
+    out["rel_err"] = out["diff"] / meas
+    out.index.name = "metric"
+    return out
+
