@@ -1,0 +1,328 @@
+"""Metrics on the event table (schema: :mod:`zkgpu.events`) and on :func:`zkgpu.logs.partition_table`.
+
+Units everywhere: durations in **ms** (float), times in ns (int64) as in the event table, bandwidth in
+**GB/s = 1e9 bytes/s**, fractions in **[0, 1]**. Every function groups by ``run`` (and where stated by
+``gpu`` / ``worker``); <NA> keys form their own group. An interval's duration is
+``(end_ns - start_ns) / 1e6`` ms.
+
+Definitions follow upstream's (/work/shared/reference/cuzk-pipeline.md §2.2 and §7): "TIMELINE
+utilization" = union of GPU_START→GPU_END (``prove``) intervals over wall time; "kernel utilization" =
+time the GPU executes work (≈ gpu_total − barrier_wait per partition) over wall time. cuzk reported
+90.1% vs 46.3% for one run (cuzk-project.md:1140; data/reference/cuzk_utilization.csv).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from .events import GPU_PHASES
+
+__all__ = [
+    "union_ms",
+    "wall_span",
+    "timeline_utilization",
+    "kernel_utilization",
+    "phase_shares",
+    "h2d_share",
+    "effective_h2d_gbps",
+    "throughput",
+    "identity_check",
+    "mutex_stats",
+    "CONTAINER_PHASES",
+    "SUB_PHASES",
+]
+
+#: Phases whose interval contains other phases of the same partition (excluded from shares by default).
+CONTAINER_PHASES: tuple[str, ...] = ("prove", "mutex_held")
+#: Sub-phases of ntt_msm_h (excluded from shares by default; they double-count ntt_msm_h).
+SUB_PHASES: tuple[str, ...] = ("h2d", "ntt", "h_msm")
+
+
+def _check(events: pd.DataFrame) -> None:
+    missing = {"run", "phase", "start_ns", "end_ns"} - set(events.columns)
+    if missing:
+        raise ValueError(f"event table lacks columns {sorted(missing)}; expected the zkgpu.events schema")
+
+
+def _dur_ms(df: pd.DataFrame) -> pd.Series:
+    return (df["end_ns"].astype("int64") - df["start_ns"].astype("int64")) / 1e6
+
+
+def union_ms(starts: Sequence[int] | np.ndarray, ends: Sequence[int] | np.ndarray) -> float:
+    """Length of the union of intervals [start, end) in ns, returned in **ms**.
+
+    Overlapping and touching intervals are merged; empty input gives 0.0.
+
+    Raises:
+        ValueError: starts and ends differ in length, or an end precedes its start.
+    """
+    s = np.asarray(starts, dtype=np.int64)
+    e = np.asarray(ends, dtype=np.int64)
+    if s.shape != e.shape:
+        raise ValueError(f"starts and ends differ in shape: {s.shape} vs {e.shape}")
+    if s.size == 0:
+        return 0.0
+    if np.any(e < s):
+        i = int(np.argmax(e < s))
+        raise ValueError(f"interval {i} ends before it starts: {s[i]} > {e[i]}")
+    order = np.argsort(s, kind="stable")
+    s, e = s[order], e[order]
+    total = 0
+    cur_s, cur_e = int(s[0]), int(e[0])
+    for a, b in zip(s[1:].tolist(), e[1:].tolist()):
+        if a <= cur_e:
+            cur_e = max(cur_e, b)
+        else:
+            total += cur_e - cur_s
+            cur_s, cur_e = a, b
+    total += cur_e - cur_s
+    return total / 1e6
+
+
+def wall_span(events: pd.DataFrame) -> pd.DataFrame:
+    """Wall span per run: index ``run``; columns ``start_ns`` (min start), ``end_ns`` (max end),
+    ``wall_ms`` = (end_ns − start_ns) / 1e6 over **all** events of the run."""
+    _check(events)
+    g = events.groupby("run", dropna=False, sort=True)
+    out = pd.DataFrame({"start_ns": g["start_ns"].min(), "end_ns": g["end_ns"].max()})
+    out["wall_ms"] = (out["end_ns"] - out["start_ns"]) / 1e6
+    return out
+
+
+def _gpu_key(events: pd.DataFrame) -> pd.Series:
+    if "gpu" not in events.columns:
+        return pd.Series(-1, index=events.index)
+    return events["gpu"].astype("Int64").fillna(-1)
+
+
+def _util_table(busy: dict, gpus: dict, wall: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for run in wall.index:
+        b = busy.get(run, 0.0)
+        ng = max(1, gpus.get(run, 0))
+        w = float(wall.at[run, "wall_ms"])
+        u = (b / (ng * w)) if w > 0 else float("nan")
+        rows.append({"run": run, "busy_ms": b, "wall_ms": w, "n_gpus": ng, "utilization": min(1.0, u) if not np.isnan(u) else u})
+    return pd.DataFrame(rows).set_index("run")
+
+
+def timeline_utilization(events: pd.DataFrame, phase: str = "prove") -> pd.DataFrame:
+    """TIMELINE utilization per run (upstream's "TIMELINE GPU util").
+
+    busy_ms = Σ over GPUs of the union of that GPU's ``phase`` intervals (default ``prove`` =
+    GPU_START→GPU_END, which includes mutex wait, barrier wait and finalize); ``prove`` rows with no
+    ``gpu`` form one group. utilization = busy_ms / (n_gpus × wall_ms), wall from :func:`wall_span`
+    (all events of the run), a fraction in [0, 1]; NaN if wall_ms is 0.
+
+    Returns: DataFrame indexed by run with ``busy_ms``, ``wall_ms``, ``n_gpus``, ``utilization``.
+    """
+    _check(events)
+    wall = wall_span(events)
+    sel = events[events["phase"] == phase]
+    busy: dict = {}
+    gpus: dict = {}
+    for (run, _g), grp in sel.groupby([sel["run"], _gpu_key(sel)], dropna=False):
+        busy[run] = busy.get(run, 0.0) + union_ms(grp["start_ns"].to_numpy(), grp["end_ns"].to_numpy())
+        gpus[run] = gpus.get(run, 0) + 1
+    return _util_table(busy, gpus, wall)
+
+
+def kernel_utilization(events: pd.DataFrame, phases: Sequence[str] = GPU_PHASES) -> pd.DataFrame:
+    """Kernel utilization per run (upstream's "actual kernel util").
+
+    For each (run, gpu): if **every** row of the GPU phases (default ``ntt_msm_h``, ``batch_add``,
+    ``tail_msm`` = gpu_total − barrier_wait) has ``gpu_ms`` (CUDA-event time), busy = Σ gpu_ms;
+    otherwise busy = union of those rows' intervals. busy_ms = Σ over GPUs; utilization =
+    busy_ms / (n_gpus × wall_ms) with wall from :func:`wall_span`, clipped to 1.0 (Σ gpu_ms of
+    concurrent streams can exceed the wall time); rows with no ``gpu`` form one GPU group.
+
+    Returns: DataFrame indexed by run with ``busy_ms``, ``wall_ms``, ``n_gpus``, ``utilization``,
+    ``method`` (``gpu_ms`` / ``intervals`` / ``mixed`` across GPUs).
+    """
+    _check(events)
+    wall = wall_span(events)
+    sel = events[events["phase"].isin(list(phases))]
+    busy: dict = {}
+    gpus: dict = {}
+    methods: dict = {}
+    has_gpu_ms = "gpu_ms" in sel.columns
+    for (run, _g), grp in sel.groupby([sel["run"], _gpu_key(sel)], dropna=False):
+        if has_gpu_ms and grp["gpu_ms"].notna().all():
+            b, m = float(grp["gpu_ms"].sum()), "gpu_ms"
+        else:
+            b, m = union_ms(grp["start_ns"].to_numpy(), grp["end_ns"].to_numpy()), "intervals"
+        busy[run] = busy.get(run, 0.0) + b
+        gpus[run] = gpus.get(run, 0) + 1
+        methods[run] = m if methods.get(run, m) == m else "mixed"
+    out = _util_table(busy, gpus, wall)
+    out["method"] = [methods.get(r, "none") for r in out.index]
+    return out
+
+
+def phase_shares(events: pd.DataFrame, by: Sequence[str] = ("run", "worker"), phases: Sequence[str] | None = None) -> pd.DataFrame:
+    """Per-phase totals and shares.
+
+    For each group of ``by`` (default run, worker) and each phase: ``total_ms`` = Σ interval durations,
+    ``count`` = rows, ``mean_ms``, and ``share`` = total_ms / Σ total_ms of the listed phases in that group
+    (in [0, 1]; shares of a group sum to 1). ``phases`` default: every phase present except
+    :data:`CONTAINER_PHASES` and :data:`SUB_PHASES` (which would double-count); pass an explicit list
+    of non-overlapping phases for a breakdown.
+
+    Returns: long DataFrame with columns ``*by, phase, count, total_ms, mean_ms, share``.
+    """
+    _check(events)
+    df = events.copy()
+    if phases is None:
+        df = df[~df["phase"].isin(CONTAINER_PHASES + SUB_PHASES)]
+    else:
+        df = df[df["phase"].isin(list(phases))]
+    df["dur_ms"] = _dur_ms(df)
+    keys = [*by, "phase"]
+    g = df.groupby(keys, dropna=False, sort=True)["dur_ms"]
+    out = pd.DataFrame({"count": g.size(), "total_ms": g.sum(), "mean_ms": g.mean()}).reset_index()
+    if len(by):
+        tot = out.groupby(list(by), dropna=False)["total_ms"].transform("sum")
+    else:
+        tot = out["total_ms"].sum()
+    out["share"] = out["total_ms"] / tot
+    return out
+
+
+def h2d_share(events: pd.DataFrame, by: Sequence[str] = ("run",)) -> pd.DataFrame:
+    """Share of ntt_msm_h spent in its ``h2d`` sub-phase (H2D of a, b, c).
+
+    Per group: ``h2d_ms`` = Σ durations of ``h2d`` rows, ``ntt_msm_h_ms`` = Σ durations of ``ntt_msm_h``
+    rows, ``share`` = h2d_ms / ntt_msm_h_ms (NaN without ntt_msm_h). Durations are interval lengths
+    (host clock), so both sides use the same clock.
+    """
+    _check(events)
+    rows = []
+    df = events.assign(dur_ms=_dur_ms(events))
+    for key, grp in df.groupby(list(by), dropna=False, sort=True):
+        h = float(grp.loc[grp["phase"] == "h2d", "dur_ms"].sum())
+        n = float(grp.loc[grp["phase"] == "ntt_msm_h", "dur_ms"].sum())
+        key = key if isinstance(key, tuple) else (key,)
+        rows.append({**dict(zip(by, key)), "h2d_ms": h, "ntt_msm_h_ms": n, "share": h / n if n > 0 else float("nan")})
+    return pd.DataFrame(rows, columns=[*by, "h2d_ms", "ntt_msm_h_ms", "share"])
+
+
+def effective_h2d_gbps(events: pd.DataFrame, by: Sequence[str] = ("run",), phase: str = "h2d") -> pd.DataFrame:
+    """Effective H2D bandwidth: Σ bytes / Σ time of the ``phase`` rows (default ``h2d``).
+
+    Time per row = ``gpu_ms`` (CUDA events) where present, else the interval length. Rows without
+    ``bytes`` are ignored. ``gbps`` = bytes / (ms × 1e6) = 1e9 bytes/s. Returns columns
+    ``*by, bytes, time_ms, gbps, count``. (For nsys tables pass ``phase="memcpy_htod"``.)
+    """
+    _check(events)
+    df = events[(events["phase"] == phase)].copy()
+    if "bytes" in df.columns:
+        df = df[df["bytes"].notna()]
+    else:
+        df = df.iloc[0:0]
+    t = _dur_ms(df)
+    if "gpu_ms" in df.columns:
+        t = df["gpu_ms"].where(df["gpu_ms"].notna(), t)
+    df["time_ms"] = t.astype("float64")
+    df["bytes"] = df["bytes"].astype("float64") if len(df) else pd.Series(dtype="float64")
+    rows = []
+    for key, grp in df.groupby(list(by), dropna=False, sort=True):
+        b = float(grp["bytes"].sum())
+        tm = float(grp["time_ms"].sum())
+        key = key if isinstance(key, tuple) else (key,)
+        rows.append({**dict(zip(by, key)), "bytes": b, "time_ms": tm, "gbps": b / (tm * 1e6) if tm > 0 else float("nan"), "count": len(grp)})
+    return pd.DataFrame(rows, columns=[*by, "bytes", "time_ms", "gbps", "count"])
+
+
+def throughput(events: pd.DataFrame) -> pd.DataFrame:
+    """Partitions per minute per run.
+
+    ``partitions`` = distinct non-NA ``partition`` values that have a ``prove`` row, or, if the run has
+    no ``prove`` rows, a ``tail_msm`` row, or else any row. ``wall_ms`` from :func:`wall_span`;
+    ``partitions_per_min`` = partitions / (wall_ms / 60000); ``s_per_partition`` = wall_ms / 1000 /
+    partitions (NaN when 0 partitions).
+    """
+    _check(events)
+    wall = wall_span(events)
+    rows = []
+    for run, grp in events.groupby("run", dropna=False, sort=True):
+        for ph in ("prove", "tail_msm", None):
+            sel = grp if ph is None else grp[grp["phase"] == ph]
+            if len(sel):
+                break
+        n = int(sel["partition"].dropna().nunique()) if "partition" in sel.columns else 0
+        w = float(wall.at[run, "wall_ms"])
+        rows.append(
+            {
+                "run": run,
+                "partitions": n,
+                "wall_ms": w,
+                "partitions_per_min": n / (w / 60000.0) if w > 0 else float("nan"),
+                "s_per_partition": (w / 1000.0 / n) if n else float("nan"),
+            }
+        )
+    return pd.DataFrame(rows).set_index("run")
+
+
+def identity_check(partition_table: pd.DataFrame) -> pd.DataFrame:
+    """Check upstream's identities on :func:`zkgpu.logs.partition_table` rows (cuzk-pipeline.md §2.1).
+
+    Columns (ms; same index as the input):
+
+    * ``components_ms`` = Σ of the *present* ntt_msm_h, barrier_wait, batch_add, tail_msm;
+      ``missing`` = comma list of the absent ones ('' if none);
+      ``residual_ms`` = gpu_total − components (time not covered by logged GPU phases: thread overhead,
+      or the absent phases); ``rel_residual`` = residual / gpu_total.
+      Seed partition 0: 3425 − (2825 + 196) = 404 with missing ``barrier_wait,batch_add``.
+    * ``held_residual_ms`` = mutex_held − gpu_total (thread spawn/join).
+    * ``start_fn_residual_ms`` = total_start_fn − (pre_lock_cpu + mutex_wait + mutex_held).
+
+    NaN where a needed total is absent.
+    """
+    comps = ["ntt_msm_h_ms", "barrier_wait_ms", "batch_add_ms", "tail_msm_ms"]
+    pt = partition_table.copy()
+    for c in (*comps, "gpu_total_ms", "mutex_held_ms", "total_start_fn_ms", "pre_lock_cpu_ms", "mutex_wait_ms"):
+        if c not in pt.columns:
+            pt[c] = np.nan
+        pt[c] = pd.to_numeric(pt[c], errors="coerce").astype("float64")
+    present = pt[comps].notna()
+    out = pd.DataFrame(index=pt.index)
+    out["gpu_total_ms"] = pt["gpu_total_ms"]
+    out["components_ms"] = pt[comps].sum(axis=1, min_count=1)
+    out["missing"] = [",".join(c[:-3] for c in comps if not present.at[i, c]) for i in pt.index]
+    out["residual_ms"] = pt["gpu_total_ms"] - out["components_ms"]
+    out["rel_residual"] = out["residual_ms"] / pt["gpu_total_ms"]
+    out["held_residual_ms"] = pt["mutex_held_ms"] - pt["gpu_total_ms"]
+    out["start_fn_residual_ms"] = pt["total_start_fn_ms"] - (pt["pre_lock_cpu_ms"] + pt["mutex_wait_ms"] + pt["mutex_held_ms"])
+    return out
+
+
+def mutex_stats(events: pd.DataFrame, by: Sequence[str] = ("run", "worker")) -> pd.DataFrame:
+    """mutex_wait, barrier_wait and mutex_held per worker.
+
+    For each group of ``by`` (default run, worker) and each of the three phases: ``<phase>_count``,
+    ``<phase>_total_ms``, ``<phase>_mean_ms``, ``<phase>_max_ms`` (0 / NaN when absent). Also
+    ``barrier_in_held`` = barrier_wait_total / mutex_held_total (fraction of lock time the GPU idles
+    waiting for prep_msm; NaN without mutex_held).
+    """
+    _check(events)
+    phases = ("mutex_wait", "barrier_wait", "mutex_held")
+    df = events[events["phase"].isin(phases)].assign(dur_ms=lambda d: _dur_ms(d))
+    if not len(df):
+        return pd.DataFrame(columns=[*by])
+    agg = df.groupby([*by, "phase"], dropna=False)["dur_ms"].agg(["count", "sum", "mean", "max"]).rename(columns={"sum": "total_ms", "mean": "mean_ms", "max": "max_ms"})
+    wide = agg.unstack("phase")
+    wide.columns = [f"{p}_{m}" for m, p in wide.columns]
+    for p in phases:
+        for m in ("count", "total_ms", "mean_ms", "max_ms"):
+            c = f"{p}_{m}"
+            if c not in wide.columns:
+                wide[c] = 0.0 if m in ("count", "total_ms") else np.nan
+            elif m in ("count", "total_ms"):
+                wide[c] = wide[c].fillna(0.0)
+    wide = wide[[f"{p}_{m}" for p in phases for m in ("count", "total_ms", "mean_ms", "max_ms")]]
+    held = wide["mutex_held_total_ms"].replace(0.0, np.nan)
+    wide["barrier_in_held"] = wide["barrier_wait_total_ms"] / held
+    return wide.reset_index()
