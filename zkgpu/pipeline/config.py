@@ -1,0 +1,192 @@
+"""Configuration of the two-worker proving pipeline (a scaled-down cuzk engine partition path).
+
+Scaling (see /work/shared/reference/cuzk-pipeline.md §4 "Sizes" and §7): one PoRep-32GiB
+partition has 130,278,869 constraints in a 2^27 domain, aux 130,169,893, 328 inputs. We keep
+the *shape* and scale the size with ``n`` (constraints = domain = ``n``, a power of two; aux =
+``aux_ratio * n``; a/b/c are ``3 * n * 32`` bytes).
+
+Default ``n = 2**22`` (a/b/c 3 x 128 MiB = 402.7 MB per partition, 1/32 of PoRep): on one H200 it
+is large enough that each GPU phase takes tens to hundreds of ms (so log lines, integer ms, are
+meaningful) and small enough that 8 partitions in flight stay below ~6 GB of host memory. The
+proportions of the seed (ntt_msm_h with pageable H2D > prep_msm > batch_add > tail_msm) come from
+the density defaults below; scale with ``n`` (every phase is linear or n log n in n) — the
+``zkgpu record`` scenarios pass n explicitly. CPU runs (tests, ``device="cpu"``) use 2^6..2^10.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+__all__ = ["Density", "PipelineConfig", "TRANSFERS", "LOCK_SCOPES", "DEVICES", "FaultHook"]
+
+TRANSFERS = ("pageable", "registered", "pinned_pool")
+LOCK_SCOPES = ("coarse", "narrow")
+DEVICES = ("gpu", "cpu")
+
+FaultHook = Callable[[str, int, "int | None"], None]
+"""``hook(step, partition, worker)`` called at the start of each pipeline step (``synthesize``,
+``prep_msm``, ``b_g2_msm``, ``ntt_msm_h``, ``barrier_wait``, ``batch_add``, ``tail_msm``,
+``finalize``); worker is None for synthesis and for the prep thread. Raising from it injects a
+fault (tests); raising ``KeyboardInterrupt`` simulates Ctrl-C."""
+
+
+@dataclass(frozen=True)
+class Density:
+    """Witness statistics of the synthesized aux assignment (cuzk-pipeline.md §1.3).
+
+    Attributes:
+        zero: fraction of aux values equal to 0.
+        one: fraction equal to 1 (these go to batch_add).
+        (the rest, ``1 - zero - one``, are full-size uniform values < 2^254: the tail MSM.)
+        a_aux: fraction of aux positions in the A query (PoRep: 129,753,292 / 130,169,893 = 99.7%).
+        b_aux: fraction in the B query (PoRep: 33,112,281 / 130,169,893 = 25.4%).
+
+    The PoRep witness is "overwhelmingly boolean" (SHA-256/Poseidon bit decompositions); its
+    exact 0/1/full split is not published, so ``zero=0.45, one=0.50`` (5% full-size) is our
+    assumption: it makes every split decision true (popcount <= half) as upstream, and the tails
+    small next to the batch additions.
+    """
+
+    zero: float = 0.45
+    one: float = 0.50
+    a_aux: float = 0.997
+    b_aux: float = 0.254
+
+    @property
+    def full(self) -> float:
+        return 1.0 - self.zero - self.one
+
+    def validate(self) -> None:
+        for name in ("zero", "one", "a_aux", "b_aux"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and 0.0 <= v <= 1.0):
+                raise ValueError(f"Density.{name} must be in [0, 1], got {v!r}")
+        if self.zero + self.one > 1.0 + 1e-12:
+            raise ValueError(f"Density.zero + Density.one must be <= 1, got {self.zero} + {self.one}")
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """One pipeline run.
+
+    Attributes:
+        n: constraints per partition = NTT domain size (power of two, 2^2..2^27); a, b, c are
+            (n, 4) uint64 Fr each.
+        partitions: partitions to prove (cuzk: 10 per PoRep sector).
+        synth_workers: synthesis threads (CPU).
+        gw: GPU workers per GPU (cuzk ``gpu_workers_per_device``, default 2), sharing one mutex.
+        gpus: number of GPUs (workers and mutexes are per GPU; partition p goes to whichever
+            worker picks it up, as the cuzk queue does).
+        transfer: H2D path of a/b/c: ``pageable`` (baseline: np.empty per partition),
+            ``registered`` (Phase 9: cudaHostRegister the pageable arrays, then async copy),
+            ``pinned_pool`` (the fix: synthesize into PinnedPool buffers).
+        lock_scope: ``coarse`` (upstream: barrier_wait inside the mutex) or ``narrow`` (barrier
+            outside: release the mutex after ntt_msm_h, wait for prep_msm, re-take it for
+            batch_add + tail_msm).
+        device: ``gpu`` (CuPy kernels) or ``cpu`` (reference math, same threads/mutex/barrier).
+        seed: base seed; partition p's witness comes from ``(seed, p)``, the bases from ``seed``.
+        aux_ratio: aux size / n (PoRep: 130,169,893 / 2^27 = 0.97).
+        num_inputs: public inputs incl. the leading 1 (PoRep 328).
+        density: :class:`Density`.
+        b_g2_terms: size of the scaled-down CPU G2 multiexp (first significant B scalars).
+        queue_depth: max partitions synthesized but not yet through the start half (cuzk's
+            memory-budget backpressure / ``max_gpu_queue_depth``); 0 = 2 * gw * gpus.
+        timeout_s: limit for any one blocking wait (barrier, mutex, joins); a hang becomes a
+            ``TimeoutError`` in that partition's result instead of a hung run.
+        run: run name (default derived from the settings).
+        log_path / events_path: where the cuzk-format log and the Parquet event table go
+            (created fresh; existing files are never touched: FileExistsError).
+        echo: also print each log line to stderr.
+        fault_hook: see :data:`FaultHook` (tests).
+    """
+
+    n: int = 1 << 22
+    partitions: int = 4
+    synth_workers: int = 2
+    gw: int = 2
+    gpus: int = 1
+    transfer: str = "pageable"
+    lock_scope: str = "coarse"
+    device: str = "gpu"
+    seed: int = 0
+    aux_ratio: float = 0.97
+    num_inputs: int = 8
+    density: Density = field(default_factory=Density)
+    b_g2_terms: int = 64
+    queue_depth: int = 0
+    timeout_s: float = 300.0
+    run: str | None = None
+    log_path: Path | None = None
+    events_path: Path | None = None
+    echo: bool = False
+    fault_hook: FaultHook | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    # ------------------------------------------------------------------------------------------
+    def validate(self) -> None:
+        """Raise ValueError/TypeError naming the bad setting."""
+
+        def _int(name: str, lo: int, hi: int | None = None) -> None:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"PipelineConfig.{name} must be an int, got {type(v).__name__} {v!r}")
+            if v < lo or (hi is not None and v > hi):
+                raise ValueError(f"PipelineConfig.{name} must be in [{lo}, {hi if hi is not None else 'inf'}], got {v}")
+
+        _int("n", 4, 1 << 27)
+        if self.n & (self.n - 1):
+            raise ValueError(f"PipelineConfig.n must be a power of two (the NTT domain), got {self.n}")
+        _int("partitions", 1)
+        _int("synth_workers", 1, 64)
+        _int("gw", 1, 8)
+        _int("gpus", 1, 16)
+        _int("seed", 0)
+        _int("num_inputs", 1)
+        _int("b_g2_terms", 0)
+        _int("queue_depth", 0)
+        for name, allowed in (("transfer", TRANSFERS), ("lock_scope", LOCK_SCOPES), ("device", DEVICES)):
+            v = getattr(self, name)
+            if v not in allowed:
+                raise ValueError(f"PipelineConfig.{name} must be one of {allowed}, got {v!r}")
+        if not (isinstance(self.aux_ratio, (int, float)) and 0.0 < self.aux_ratio <= 4.0):
+            raise ValueError(f"PipelineConfig.aux_ratio must be in (0, 4], got {self.aux_ratio!r}")
+        if not isinstance(self.density, Density):
+            raise TypeError(f"PipelineConfig.density must be a Density, got {type(self.density).__name__}")
+        self.density.validate()
+        if not (isinstance(self.timeout_s, (int, float)) and self.timeout_s > 0 and math.isfinite(self.timeout_s)):
+            raise ValueError(f"PipelineConfig.timeout_s must be a positive number of seconds, got {self.timeout_s!r}")
+        if self.transfer == "registered" and self.device == "cpu":
+            raise ValueError("PipelineConfig.transfer='registered' needs device='gpu' (cudaHostRegister); use 'pageable' or 'pinned_pool' on the CPU")
+        if self.fault_hook is not None and not callable(self.fault_hook):
+            raise TypeError(f"PipelineConfig.fault_hook must be callable, got {type(self.fault_hook).__name__}")
+
+    # ------------------------------------------------------------------------------------------
+    @property
+    def aux_size(self) -> int:
+        return max(1, int(round(self.aux_ratio * self.n)))
+
+    @property
+    def log_n(self) -> int:
+        return self.n.bit_length() - 1
+
+    @property
+    def abc_bytes(self) -> int:
+        """Bytes of a, b, c together (3 * n * 32)."""
+        return 3 * self.n * 32
+
+    @property
+    def effective_queue_depth(self) -> int:
+        return self.queue_depth or 2 * self.gw * self.gpus
+
+    @property
+    def run_name(self) -> str:
+        return self.run or f"{self.transfer}-{self.lock_scope}-gw{self.gw}-n{self.log_n}-{self.device}"
+
+    def with_(self, **changes: object) -> "PipelineConfig":
+        """A copy with some fields changed (validated)."""
+        return replace(self, **changes)

@@ -1,0 +1,415 @@
+"""The run: synthesis workers -> priority GPU queue -> gw GPU workers per GPU -> finalizers.
+
+Mirrors the cuzk engine's partition path (cuzk-pipeline.md §3):
+
+* ``synth_workers`` threads take partitions in order and synthesize each into fresh pageable
+  arrays (``np.empty`` per partition, first touched by synthesis: bellperson's growing Vecs) or,
+  with ``transfer="pinned_pool"``, into a/b/c checked out of a :class:`zkgpu.transfer.PinnedPool`
+  (cuzk ``PinnedAbcBuffers::checkout``). A semaphore of ``queue_depth`` permits bounds the
+  partitions synthesized but not yet through the start half (cuzk's memory-budget backpressure);
+  the permit returns when a/b/c are released.
+* The GPU queue is a priority queue keyed on the partition index (cuzk: ``(job_seq, partition)``).
+* ``gw`` GPU worker threads per GPU share one :class:`~zkgpu.pipeline.worker.GpuMutex`. Each
+  loops: pick up (GPU_PICKUP), two tracker-lock round trips (fail check, mark busy:
+  ``GPU_TIMING hot_path pre-prove overhead``), GPU_START, the start half
+  (:func:`~zkgpu.pipeline.worker.prove_start`; ``GPU_TIMING spawn_blocking prove_start`` /
+  ``prove_start returned``), returns a/b/c to the pool (cuzk ``release_abc``), spawns the
+  finalizer thread (:func:`~zkgpu.pipeline.worker.finalize`) and loops at once.
+
+Reliability: a partition whose step raises is marked ``failed`` with its error; its worker goes on
+with the next partition and the other workers are not affected (as in cuzk, where a failed
+partition fails its job but not the engine). ``KeyboardInterrupt`` — in the main thread (Ctrl-C)
+or raised inside any worker (e.g. from ``fault_hook``) — sets the run's stop event: synthesis
+stops taking partitions, waits (mutex, barrier, queue) end with ``Cancelled``, steps already
+running finish, queued partitions are released; then the log and event table are written and
+:class:`PipelineInterrupted` (a ``KeyboardInterrupt`` carrying the partial
+:class:`PipelineResult`) is raised. Every blocking wait is bounded by ``timeout_s``, so a
+regression fails a partition with ``TimeoutError`` instead of hanging.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from zkgpu.pipeline.backend import make_backend
+from zkgpu.pipeline.config import PipelineConfig
+from zkgpu.pipeline.synthesis import Circuit, make_circuit, synthesize_into
+from zkgpu.pipeline.worker import (
+    Cancelled,
+    GpuMutex,
+    PartitionResult,
+    SynthesizedJob,
+    WorkerContext,
+    finalize,
+    prove_start,
+    record_failure,
+)
+from zkgpu.trace import LogWriter, NvtxBackend, Tracer, write_events_parquet
+
+__all__ = ["PipelineResult", "PipelineInterrupted", "run_pipeline", "prepare_backend"]
+
+GIB = 1 << 30
+
+
+@dataclass
+class PipelineResult:
+    """Outcome of :func:`run_pipeline`.
+
+    Attributes:
+        events: the event table (:mod:`zkgpu.events` schema).
+        log_lines: every cuzk-format log line, in order; also in ``log_path`` when given.
+        partitions: one :class:`~zkgpu.pipeline.worker.PartitionResult` per partition, by index.
+        errors: ``"partition N: Type: message"`` for every failed/cancelled partition.
+        pool_stats: :meth:`zkgpu.transfer.PinnedPool.stats` as a dict (pinned_pool runs), else None.
+        wall_ms: run wall time (ms), from the tracer epoch to the last finalizer.
+        interrupted: a KeyboardInterrupt stopped the run.
+    """
+
+    config: PipelineConfig
+    run: str
+    events: pd.DataFrame
+    log_lines: list[str]
+    log_path: Path | None
+    events_path: Path | None
+    partitions: list[PartitionResult]
+    errors: list[str]
+    pool_stats: dict[str, Any] | None
+    wall_ms: float
+    interrupted: bool = False
+    circuit: Circuit | None = field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return all(p.status == "ok" for p in self.partitions)
+
+
+class PipelineInterrupted(KeyboardInterrupt):
+    """KeyboardInterrupt after a clean stop; ``.result`` is the partial :class:`PipelineResult`."""
+
+    def __init__(self, result: PipelineResult) -> None:
+        super().__init__(f"pipeline run {result.run!r} interrupted: {sum(p.status == 'ok' for p in result.partitions)}/{len(result.partitions)} partitions done")
+        self.result = result
+
+
+class _PoolLogHandler(logging.Handler):
+    """Forwards ``zkgpu.transfer``'s ``pinned pool…`` messages into the run's cuzk-format log."""
+
+    def __init__(self, tracer: Tracer) -> None:
+        super().__init__(logging.DEBUG)
+        self.tracer = tracer
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            msg = record.getMessage()
+            if msg.startswith("pinned pool"):
+                self.tracer.write(_pool_line(msg, record.levelname))
+        except Exception:  # logging must never break the run
+            self.handleError(record)
+
+
+def _pool_line(msg: str, level: str) -> str:
+    """tracing-subscriber style line; the level is right-aligned to 5 characters as it prints it."""
+    from zkgpu.trace import info_line  # noqa: PLC0415
+
+    lvl = {"WARNING": "WARN", "CRITICAL": "ERROR"}.get(level, level)
+    return info_line(msg, target="zkgpu::pinned_pool").replace("  INFO ", f" {lvl:>5} ", 1)
+
+
+def prepare_backend(config: PipelineConfig) -> tuple[Circuit, Any]:
+    """Circuit structure + backend with its bases generated (the scaled-down SRS). Pass the pair
+    to several :func:`run_pipeline` calls with the same n/seed/device to generate the bases once."""
+    circuit = make_circuit(config)
+    backend = make_backend(config, circuit)
+    backend.setup()
+    return circuit, backend
+
+
+def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Any] | None = None, pool: Any = None, nvtx: NvtxBackend | None = None) -> PipelineResult:
+    """Prove ``config.partitions`` partitions through the two-worker pipeline.
+
+    Args:
+        config: the run (:class:`~zkgpu.pipeline.config.PipelineConfig`).
+        prepared: ``prepare_backend(config)`` to reuse bases across runs (must match n/seed/device).
+        pool: a :class:`zkgpu.transfer.PinnedPool` to use (pinned_pool runs; e.g. a warm pool or
+            one with a ``PageableAllocator``); default a new pool (CUDA pinned on the GPU,
+            ``PageableAllocator`` for device="cpu"), closed at the end.
+        nvtx: NVTX backend (default :func:`zkgpu.trace.default_nvtx`).
+
+    Returns:
+        :class:`PipelineResult`; failed partitions are in ``errors`` (no exception).
+
+    Raises:
+        FileExistsError: ``log_path`` or ``events_path`` exists (checked before anything runs).
+        PipelineInterrupted: after a clean stop on KeyboardInterrupt (carries the partial result).
+        RuntimeError: device="gpu" without a GPU.
+    """
+    for pth in (config.log_path, config.events_path):
+        if pth is not None and Path(pth).exists():
+            raise FileExistsError(f"{pth} exists; zkgpu never overwrites a log or event file (use a fresh run folder)")
+    circuit, backend = prepared if prepared is not None else prepare_backend(config)
+    log = LogWriter.create(config.log_path, echo=_stderr_echo if config.echo else None) if config.log_path is not None else LogWriter(echo=_stderr_echo if config.echo else None)
+    tracer = Tracer(config.run_name, log=log, nvtx=nvtx)
+    own_pool = False
+    if config.transfer == "pinned_pool" and pool is None:
+        from zkgpu import transfer  # noqa: PLC0415
+
+        pool = transfer.PinnedPool(transfer.PageableAllocator() if config.device == "cpu" else None)
+        own_pool = True
+    if config.transfer != "pinned_pool":
+        pool = None
+    ctx = WorkerContext(
+        config=config,
+        circuit=circuit,
+        backend=backend,
+        tracer=tracer,
+        mutexes=[GpuMutex(g) for g in range(config.gpus)],
+        tracker_lock=threading.Lock(),
+        stop=threading.Event(),
+    )
+    run = _Run(ctx, pool)
+    pool_logger = logging.getLogger("zkgpu.transfer")
+    handler = _PoolLogHandler(tracer)
+    old_level = pool_logger.level
+    if pool is not None:
+        pool_logger.addHandler(handler)
+        pool_logger.setLevel(logging.DEBUG)
+    try:
+        run.execute()
+    finally:
+        if pool is not None:
+            pool_logger.removeHandler(handler)
+            pool_logger.setLevel(old_level)
+    wall_ms = tracer.now_ns() / 1e6
+    pool_stats = pool.stats().as_dict() if pool is not None else None
+    if own_pool:
+        pool.close()
+    events = tracer.events()
+    parts = []
+    for p in range(config.partitions):
+        r = ctx.results.get(p)
+        if r is None:
+            r = PartitionResult(p, "cancelled", error="Cancelled: not started (run stopped)")
+        parts.append(r)
+    errors = [f"partition {r.partition}: {r.error}" for r in parts if r.status != "ok"]
+    log.close()
+    events_path = None
+    if config.events_path is not None:
+        events_path = write_events_parquet(events, config.events_path)
+    result = PipelineResult(config, config.run_name, events, list(log.lines), log.path, events_path, parts, errors, pool_stats, wall_ms, run.interrupted, circuit)
+    if run.interrupted:
+        raise PipelineInterrupted(result)
+    return result
+
+
+def _stderr_echo(line: str) -> None:
+    import sys  # noqa: PLC0415
+
+    print(line, file=sys.stderr, flush=True)
+
+
+class _Run:
+    """Threads and queues of one run."""
+
+    def __init__(self, ctx: WorkerContext, pool: Any) -> None:
+        cfg = ctx.config
+        self.ctx, self.pool = ctx, pool
+        self.work: queue.Queue[int] = queue.Queue()
+        for p in range(cfg.partitions):
+            self.work.put(p)
+        self.gpu_q: queue.PriorityQueue[tuple[float, int, SynthesizedJob | None]] = queue.PriorityQueue()
+        self.seq = itertools.count()
+        self.permits = threading.Semaphore(cfg.effective_queue_depth)
+        self.finalizers: list[threading.Thread] = []
+        self.fin_lock = threading.Lock()
+        self.interrupted = False
+        self.busy: dict[int, int | None] = {}
+
+    # -- helpers --------------------------------------------------------------------------------
+    def _interrupt(self) -> None:
+        self.interrupted = True
+        self.ctx.stop.set()
+
+    def _fail(self, p: int, e: BaseException, **kw: Any) -> None:
+        if isinstance(e, KeyboardInterrupt):
+            self._interrupt()
+        record_failure(self.ctx, p, e, **kw)
+
+    # -- synthesis ------------------------------------------------------------------------------
+    def _synth_worker(self, sid: int) -> None:
+        ctx, cfg, tr = self.ctx, self.ctx.config, self.ctx.tracer
+        while not ctx.stop.is_set():
+            try:
+                p = self.work.get_nowait()
+            except queue.Empty:
+                return
+            got = False
+            while not ctx.stop.is_set():
+                if self.permits.acquire(timeout=0.05):
+                    got = True
+                    break
+            if not got:
+                record_failure(ctx, p, Cancelled("stopped before synthesis"))
+                return
+            abc = None
+            try:
+                with tr.phase("synthesize", partition=p, detail={"synth_worker": sid}) as ph:
+                    ctx.hook("synthesize", p, None)
+                    if self.pool is not None:
+                        tr.info("attempting pinned memory synthesis", num_constraints=cfg.n, scalar_size=32, buf_gib=round(cfg.n * 32 / GIB, 4))
+                        abc = self.pool.checkout_abc(cfg.n)
+                        a, b, c, pinned, release = abc.a, abc.b, abc.c, abc.pinned, abc.release
+                    else:
+                        a, b, c = (np.empty((cfg.n, 4), dtype=np.uint64) for _ in range(3))
+                        pinned, release = False, (lambda: None)
+                    aux = np.empty((cfg.aux_size, 4), dtype=np.uint64)
+                    synthesize_into(cfg, p, a, b, c, aux)
+                    ph.fields["is_pinned"] = pinned
+                    ph.bytes = 3 * a.nbytes
+                    ph.detail["is_pinned"] = pinned
+                job = SynthesizedJob(p, a, b, c, aux, pinned, release, synth_ms=ph.ms)
+                abc = None  # owned by the job now
+                job.queue_span = tr.begin("gpu_queue", partition=p)
+                self.gpu_q.put((p, next(self.seq), job))
+            except BaseException as e:  # noqa: BLE001
+                if abc is not None:
+                    abc.release()
+                self.permits.release()
+                self._fail(p, e)
+
+    # -- GPU workers ----------------------------------------------------------------------------
+    def _gpu_worker(self, w: int, gpu: int) -> None:
+        ctx, tr = self.ctx, self.ctx.tracer
+        stream = ctx.backend.new_stream()
+        while True:
+            if ctx.stop.is_set():
+                return
+            try:
+                _, _, job = self.gpu_q.get(timeout=0.05)
+            except queue.Empty:
+                continue
+            if job is None:
+                return
+            p = job.partition
+            t_pick = time.perf_counter()
+            if job.queue_span is not None:
+                job.queue_span.phase.worker = w
+                job.queue_span.phase.gpu = gpu
+                job.queue_span.end()
+            prove_span = None
+            try:
+                t0 = time.perf_counter()
+                self.busy.setdefault(w, None)  # status update
+                t1 = time.perf_counter()
+                with ctx.tracker_lock:  # fail check (engine.rs: JobTracker lock #1)
+                    failed_before = False  # one job per run: partitions fail independently
+                t2 = time.perf_counter()
+                with ctx.tracker_lock:  # mark busy (lock #2)
+                    self.busy[w] = p
+                t3 = time.perf_counter()
+                tr.info(
+                    "GPU_TIMING hot_path pre-prove overhead",
+                    worker_id=w,
+                    partition=p,
+                    status_ms=int((t1 - t0) * 1e3),
+                    fail_check_ms=int((t2 - t1) * 1e3),
+                    mark_busy_ms=int((t3 - t2) * 1e3),
+                    total_overhead_ms=int((t3 - t0) * 1e3),
+                )
+                if failed_before:
+                    raise Cancelled("job already failed")
+                prove_span = tr.begin("prove", worker=w, partition=p, gpu=gpu)
+                t_call = time.perf_counter()
+                try:
+                    st = prove_start(ctx, job, w, gpu, stream)
+                finally:
+                    job.release()  # cuzk release_abc(): a/b/c back to the pool right after start
+                    self.permits.release()
+                t_ret = time.perf_counter()
+                st.timings["prove_start_ms"] = (t_ret - t_call) * 1e3
+                tr.info("GPU_TIMING spawn_blocking prove_start", worker_id=w, partition=p, spawn_to_enter_ms=0, prove_start_ms=int((t_ret - t_call) * 1e3))
+                tr.info("GPU_TIMING prove_start returned", worker_id=w, partition=p, total_pre_prove_ms=int((t_ret - t_pick) * 1e3), spawn_blocking_wall_ms=int((t_ret - t_call) * 1e3))
+            except BaseException as e:  # noqa: BLE001
+                if prove_span is not None:
+                    prove_span.end(error=e)
+                self._fail(p, e, worker=w, gpu=gpu)
+                with ctx.tracker_lock:
+                    self.busy[w] = None
+                continue
+            with ctx.tracker_lock:
+                self.busy[w] = None
+            th = threading.Thread(target=self._finalizer, args=(st, prove_span), name=f"finalizer-p{p}", daemon=True)
+            with self.fin_lock:
+                self.finalizers.append(th)
+            th.start()
+
+    def _finalizer(self, st: Any, span: Any) -> None:
+        finalize(self.ctx, st, span)
+        if self.ctx.stop.is_set() and not self.interrupted and any(isinstance(r.exception, KeyboardInterrupt) for r in list(self.ctx.results.values())):
+            self.interrupted = True
+
+    # -- orchestration --------------------------------------------------------------------------
+    def _join(self, threads: list[threading.Thread], deadline: float) -> None:
+        for th in threads:
+            while th.is_alive():
+                try:
+                    th.join(0.1)
+                except KeyboardInterrupt:
+                    self._interrupt()
+                if time.monotonic() > deadline:
+                    self.ctx.stop.set()
+                    if time.monotonic() > deadline + self.ctx.config.timeout_s:
+                        return  # daemon threads; recorded below as cancelled/timeouts
+
+    def execute(self) -> None:
+        cfg, ctx = self.ctx.config, self.ctx
+        # the overall deadline only guards against a wait that escaped its own timeout
+        deadline = time.monotonic() + cfg.timeout_s * (cfg.partitions + 2)
+        synth = [threading.Thread(target=self._synth_worker, args=(i,), name=f"synth-{i}", daemon=True) for i in range(cfg.synth_workers)]
+        gpu_workers = [
+            threading.Thread(target=self._gpu_worker, args=(g * cfg.gw + i, g), name=f"gpu{g}-worker{i}", daemon=True) for g in range(cfg.gpus) for i in range(cfg.gw)
+        ]
+        try:
+            for th in synth + gpu_workers:
+                th.start()
+            self._join(synth, deadline)
+            for _ in gpu_workers:
+                self.gpu_q.put((float("inf"), next(self.seq), None))
+            self._join(gpu_workers, deadline)
+            while True:
+                with self.fin_lock:
+                    pending = [t for t in self.finalizers if t.is_alive()]
+                if not pending:
+                    break
+                self._join(pending, deadline)
+        except KeyboardInterrupt:
+            self._interrupt()
+            self._join(synth + gpu_workers, deadline)
+        finally:
+            self._drain()
+        if any(isinstance(r.exception, KeyboardInterrupt) for r in ctx.results.values()):
+            self.interrupted = True
+
+    def _drain(self) -> None:
+        """Release partitions still queued (stop) and mark them cancelled."""
+        while True:
+            try:
+                _, _, job = self.gpu_q.get_nowait()
+            except queue.Empty:
+                return
+            if job is None:
+                continue
+            if job.queue_span is not None:
+                job.queue_span.end(error=Cancelled("run stopped"))
+            job.release()
+            self.permits.release()
+            record_failure(self.ctx, job.partition, Cancelled("run stopped while queued"))

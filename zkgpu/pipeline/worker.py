@@ -1,0 +1,462 @@
+"""One partition through cuzk's start half and finalizer (cuzk-pipeline.md §1.2, §3).
+
+Start half (:func:`prove_start`, on the GPU worker's thread), in upstream's order:
+
+1. ``split_vectors`` (allocate the three ones-bitmaps) -> ``split_vectors_ms setup_to_split_ms``;
+2. spawn the **prep_msm thread**: prep_msm for L, A, B (``prep_msm_ms``), **notify the barrier**,
+   then the CPU **b_g2_msm** (``b_g2_msm_ms num_circuits``);
+3. take the per-GPU **mutex** -> ``pre_lock_cpu_ms mutex_wait_ms``;
+4. inside the mutex: **ntt_msm_h** (H2D a/b/c by the configured path, compute_h, stream sync, H
+   MSM) -> ``gpu_tid ntt_msm_h_ms`` + ``CUZK_NTT_H``; **barrier_wait**; **batch_add** (L, A, B_G1
+   over the ones bitmaps); **tail_msm** (L, A, B_G1 over the significant scalars) ->
+   ``tail_msm_ms gpu_total_ms``;
+5. ``mutex_held_ms total_start_fn_ms``, unlock; the caller then returns a/b/c to the pool.
+
+Lock scope (``config.lock_scope``):
+
+* ``coarse`` (upstream at every commit): the worker holds the mutex for ntt_msm_h + barrier_wait
+  + batch_add + tail_msm; while it waits at the barrier the GPU idles and the other worker of the
+  GPU waits in mutex_wait.
+* ``narrow`` ("barrier outside", the ablation the barrier_wait data suggests; not upstream): the
+  worker releases the mutex right after ntt_msm_h, waits at the barrier *without* the mutex, then
+  re-takes the mutex (a second ``mutex_wait`` event with ``relock=true``; its wait is queued
+  behind whoever took the GPU meanwhile) for batch_add + tail_msm. The event table shows the two
+  ``mutex_held`` intervals and both waits exactly. The log keeps upstream's one-line-per-partition
+  shape: ``barrier_wait_ms`` = barrier wait + re-lock wait (the time the worker spent outside the
+  mutex between ntt_msm_h and batch_add, so ``gpu_total ~ ntt + barrier + batch + tail`` still
+  holds), ``mutex_held_ms`` = the sum of both held intervals, ``mutex_wait_ms`` = the first wait.
+
+Finalizer (:func:`finalize`, its own thread per partition, outside the mutex): join the prep
+thread (b_g2), assemble H, L, A, B_G1 (batch-add part + tail part) and B_G2 -> ``finalize``
+(``async_dealloc_ms``), GPU_END, then the shared **tracker lock** (``lock_wait_ms``), under it
+``malloc_trim(0)`` (``FIN_TIMING malloc_trim``) and the result routing, then
+``FIN_TIMING finalizer partition``.
+
+Failure: any exception in the start half releases the mutex (if held), aborts the barrier (so
+neither thread waits for the other), returns a/b/c (the caller's ``finally``), and joins the prep
+thread (bounded by ``timeout_s``); the partition fails with that error. An exception in the prep
+thread aborts the barrier, and the GPU thread's barrier_wait raises :class:`PrepFailed` carrying it.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from zkgpu.pipeline.backend import Prep, g1_add, malloc_trim, prep_scalars
+from zkgpu.pipeline.config import PipelineConfig
+from zkgpu.pipeline.synthesis import Circuit
+from zkgpu.trace import Span, Tracer, timing_line
+
+__all__ = [
+    "Cancelled",
+    "PrepFailed",
+    "PrepBarrier",
+    "GpuMutex",
+    "SynthesizedJob",
+    "StartState",
+    "WorkerContext",
+    "prove_start",
+    "finalize",
+    "PartitionResult",
+    "record_failure",
+]
+
+
+class Cancelled(Exception):
+    """The run's stop event was set (KeyboardInterrupt or shutdown) while this step waited."""
+
+
+class PrepFailed(RuntimeError):
+    """The prep_msm thread failed; ``__cause__`` is its exception."""
+
+
+_POLL_S = 0.02
+
+
+class PrepBarrier:
+    """sppark's ``semaphore_t`` as used by groth16_cuda.cu:846-847/940: the prep thread
+    :meth:`notify` s once, the GPU thread :meth:`wait` s. Unlike ``threading.Barrier`` the notifier
+    does not block (the prep thread goes straight on to b_g2_msm). :meth:`abort` wakes the waiter
+    with an error (worker failure paths)."""
+
+    def __init__(self) -> None:
+        self._cv = threading.Condition()
+        self._count = 0
+        self._aborted: BaseException | None = None
+
+    def notify(self) -> None:
+        with self._cv:
+            self._count += 1
+            self._cv.notify_all()
+
+    def abort(self, error: BaseException | None = None) -> None:
+        with self._cv:
+            if self._aborted is None:
+                self._aborted = error or RuntimeError("barrier aborted")
+            self._cv.notify_all()
+
+    def wait(self, timeout_s: float, stop: threading.Event) -> None:
+        """Block until notified. Raises PrepFailed (aborted), Cancelled (stop), TimeoutError."""
+        deadline = _now() + timeout_s
+        with self._cv:
+            while True:
+                if self._aborted is not None:
+                    raise PrepFailed(f"prep_msm thread failed: {self._aborted!r}") from self._aborted
+                if self._count > 0:
+                    self._count -= 1
+                    return
+                if stop.is_set():
+                    raise Cancelled("stopped while waiting at the prep_msm barrier")
+                left = deadline - _now()
+                if left <= 0:
+                    raise TimeoutError(f"barrier_wait exceeded timeout_s={timeout_s}")
+                self._cv.wait(min(left, _POLL_S))
+
+
+def _now() -> float:
+    import time  # noqa: PLC0415
+
+    return time.monotonic()
+
+
+class GpuMutex:
+    """The per-GPU ``std::mutex`` (engine.rs:2928-2935), a ``threading.Lock`` plus a stop-aware,
+    bounded acquire. ``owner`` is the holding worker (for assertions and debugging)."""
+
+    def __init__(self, gpu: int) -> None:
+        self.gpu = gpu
+        self.lock = threading.Lock()
+        self.owner: int | None = None
+
+    def acquire(self, worker: int, timeout_s: float, stop: threading.Event) -> None:
+        deadline = _now() + timeout_s
+        while not self.lock.acquire(timeout=_POLL_S):  # wakes at once on release; polls stop
+            if stop.is_set():
+                raise Cancelled("stopped while waiting for the GPU mutex")
+            if _now() > deadline:
+                raise TimeoutError(f"mutex_wait on gpu {self.gpu} exceeded timeout_s={timeout_s}")
+        self.owner = worker
+
+    def release(self) -> None:
+        self.owner = None
+        self.lock.release()
+
+
+@dataclass
+class SynthesizedJob:
+    """A partition after synthesis, waiting for a GPU worker (cuzk ``SynthesizedJob``)."""
+
+    partition: int
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    aux: np.ndarray
+    pinned: bool
+    release_abc: Callable[[], None]
+    queue_span: Span | None = None
+    synth_ms: float = 0.0
+    _released: bool = False
+
+    def release(self) -> None:
+        """Return a/b/c (pool checkin, or drop the pageable arrays). Idempotent."""
+        if not self._released:
+            self._released = True
+            self.release_abc()
+            self.a = self.b = self.c = None  # type: ignore[assignment]
+
+
+@dataclass
+class WorkerContext:
+    """Everything shared by the workers of one run."""
+
+    config: PipelineConfig
+    circuit: Circuit
+    backend: Any
+    tracer: Tracer
+    mutexes: list[GpuMutex]
+    tracker_lock: threading.Lock
+    stop: threading.Event
+    results: dict[int, Any] = field(default_factory=dict)
+    results_lock: threading.Lock = field(default_factory=threading.Lock)
+    failed_partitions: set[int] = field(default_factory=set)
+
+    def hook(self, step: str, partition: int, worker: int | None) -> None:
+        if self.config.fault_hook is not None:
+            self.config.fault_hook(step, partition, worker)
+
+
+@dataclass
+class StartState:
+    """What the start half hands to the finalizer (cuzk ``groth16_pending_proof``)."""
+
+    partition: int
+    worker: int
+    gpu: int
+    prep_thread: threading.Thread | None = None
+    preps: dict[str, Prep] = field(default_factory=dict)
+    prep_error: BaseException | None = None
+    b_g2: bytes | None = None
+    h: np.ndarray | None = None
+    batch: dict[str, np.ndarray] = field(default_factory=dict)
+    tail: dict[str, np.ndarray] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _msm_scalars(circuit: Circuit, aux: np.ndarray) -> dict[str, np.ndarray]:
+    """The scalar vectors of the L, A, B MSMs (cuzk §1.6): L = aux; A = inputs + a-density aux;
+    B = b-density inputs + b-density aux."""
+    return {
+        "l": aux,
+        "a": np.concatenate([circuit.inp, aux[circuit.a_aux_density]]),
+        "b_g1": np.concatenate([circuit.inp[circuit.b_inp_density], aux[circuit.b_aux_density]]),
+    }
+
+
+def _prep_main(ctx: WorkerContext, job: SynthesizedJob, st: StartState, barrier: PrepBarrier) -> None:
+    tr, p = ctx.tracer, job.partition
+    try:
+        with tr.phase("prep_msm", worker=st.worker, partition=p, gpu=st.gpu) as ph:
+            ctx.hook("prep_msm", p, None)
+            for name, s in _msm_scalars(ctx.circuit, job.aux).items():
+                st.preps[name] = prep_scalars(s)
+            ph.detail.update({f"{k}_sig": v.n_sig for k, v in st.preps.items()})
+        barrier.notify()
+        with tr.phase("b_g2_msm", worker=st.worker, partition=p, gpu=st.gpu, fields={"num_circuits": 1}):
+            ctx.hook("b_g2_msm", p, None)
+            pb = st.preps["b_g1"]
+            st.b_g2 = ctx.backend.b_g2(pb.sig_scalars)
+    except BaseException as e:  # noqa: BLE001 - recorded and re-raised on the GPU/finalizer side
+        st.prep_error = e
+        barrier.abort(e)
+
+
+def _ntt_msm_h(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict[str, Any], stream: Any) -> None:
+    cfg, tr, be = ctx.config, ctx.tracer, ctx.backend
+    with tr.phase("ntt_msm_h", **kw, stream=stream, fields={"gpu_tid": 0}) as ph:
+        ctx.hook("ntt_msm_h", job.partition, st.worker)
+        t0 = tr.now_ns()
+        with tr.phase("h2d", **kw, stream=stream, detail={"path": cfg.transfer}) as hd:
+            dev, nbytes = be.h2d((job.a, job.b, job.c), stream)
+            hd.bytes = nbytes
+        ph.bytes = nbytes
+        with tr.phase("ntt", **kw, stream=stream) as nt:
+            dh = be.compute_h(dev, stream)
+            t_enq = tr.now_ns()
+            be.synchronize(stream)
+            nt.detail["enqueue_ms"] = round((t_enq - nt.start_ns) / 1e6, 3)
+        t_sync = tr.now_ns()
+        del dev
+        with tr.phase("h_msm", **kw, stream=stream):
+            st.h = be.msm("h", dh, None, stream)
+        del dh
+        # CUZK_NTT_H mapping (groth16_ntt_h.cu:153-156): d_b_alloc = 0 (device buffers come from
+        # CuPy's memory pool inside the H2D step); ntt_kernels = H2D + host enqueue of the NTT
+        # kernels (as upstream, a pageable H2D blocks the host inside this window);
+        # coset_intt_sync = the stream sync; msm_init = msm_dtor = 0 (inside msm); msm_invoke = H MSM.
+        ph.fields["ntt_h"] = {
+            "d_b_alloc": 0.0,
+            "ntt_kernels": (t_enq - t0) / 1e6,
+            "coset_intt_sync": (t_sync - t_enq) / 1e6,
+            "msm_init": 0.0,
+            "msm_invoke": (tr.now_ns() - t_sync) / 1e6,
+            "msm_dtor": 0.0,
+        }
+
+
+def _batch_add(ctx: WorkerContext, st: StartState, kw: dict[str, Any], stream: Any) -> None:
+    with ctx.tracer.phase("batch_add", **kw, stream=stream) as ph:
+        ctx.hook("batch_add", st.partition, st.worker)
+        for nm, pr in st.preps.items():
+            if pr.split:
+                st.batch[nm] = ctx.backend.batch_add(nm, pr.ones_bitmap, stream)
+        ph.detail.update({f"{k}_ones": v.n_ones for k, v in st.preps.items() if v.split})
+
+
+def _tail_msm(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict[str, Any], stream: Any, t_gpu0: int) -> None:
+    tr, be = ctx.tracer, ctx.backend
+    with tr.phase("tail_msm", **kw, stream=stream, fields={"gpu_tid": 0}) as tm:
+        ctx.hook("tail_msm", st.partition, st.worker)
+        for nm, pr in st.preps.items():
+            if pr.split:
+                st.tail[nm] = be.msm(nm, pr.sig_scalars, pr.sig_idx, stream)
+            else:  # upstream: no split -> the "tail" MSM runs over the full vector
+                st.tail[nm] = be.msm(nm, _msm_scalars(ctx.circuit, job.aux)[nm], None, stream)
+        be.synchronize(stream)
+        tm.fields["gpu_total_ms"] = (tr.now_ns() - t_gpu0) / 1e6
+
+
+def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, stream: Any) -> StartState:
+    """The start half for one partition (see the module docstring). The caller releases a/b/c.
+
+    Raises:
+        whatever a step raised (after releasing the mutex, aborting the barrier and joining the
+        prep thread), Cancelled when the run stops, TimeoutError past ``timeout_s``.
+    """
+    cfg, tr, p = ctx.config, ctx.tracer, job.partition
+    mutex = ctx.mutexes[gpu]
+    st = StartState(p, worker, gpu)
+    t_entry = tr.now_ns()
+    barrier = PrepBarrier()
+    held = False
+    kw: dict[str, Any] = {"worker": worker, "partition": p, "gpu": gpu}
+    try:
+        with tr.phase("pre_lock", **kw):
+            with tr.phase("split_vectors", **kw) as sv:
+                sizes = {"l": ctx.circuit.l_size, "a": ctx.circuit.a_size, "b_g1": ctx.circuit.b_size}
+                st.timings["split_words"] = sum(np.zeros((s + 63) // 64, dtype=np.uint64).size for s in sizes.values())
+                sv.fields["setup_to_split_ms"] = (tr.now_ns() - t_entry) / 1e6
+            st.prep_thread = threading.Thread(target=_prep_main, args=(ctx, job, st, barrier), name=f"prep_msm-p{p}", daemon=True)
+            st.prep_thread.start()
+        pre_lock_ms = (tr.now_ns() - t_entry) / 1e6
+        with tr.phase("mutex_wait", **kw, fields={"pre_lock_cpu_ms": pre_lock_ms}):
+            mutex.acquire(worker, cfg.timeout_s, ctx.stop)
+            held = True
+        if cfg.lock_scope == "coarse":
+            with tr.phase("mutex_held", **kw) as mh:
+                t_gpu0 = tr.now_ns()
+                _ntt_msm_h(ctx, job, st, kw, stream)
+                with tr.phase("barrier_wait", **kw, fields={"gpu_tid": 0}):
+                    ctx.hook("barrier_wait", p, worker)
+                    barrier.wait(cfg.timeout_s, ctx.stop)
+                _batch_add(ctx, st, kw, stream)
+                _tail_msm(ctx, job, st, kw, stream, t_gpu0)
+                mh.fields.update(mutex_held_ms=mh.ms, total_start_fn_ms=(tr.now_ns() - t_entry) / 1e6)
+        else:
+            with tr.phase("mutex_held", **kw) as mh1:
+                t_gpu0 = tr.now_ns()
+                _ntt_msm_h(ctx, job, st, kw, stream)
+            mutex.release()
+            held = False
+            t_out = tr.now_ns()
+            with tr.phase("barrier_wait", **kw, fields={"no_line": True}):
+                ctx.hook("barrier_wait", p, worker)
+                barrier.wait(cfg.timeout_s, ctx.stop)
+            with tr.phase("mutex_wait", **kw, fields={"relock": True}, detail={"relock": True}):
+                mutex.acquire(worker, cfg.timeout_s, ctx.stop)
+                held = True
+            tr.write(timing_line(f"gpu_tid=0 barrier_wait_ms={int((tr.now_ns() - t_out) / 1e6)}"))
+            with tr.phase("mutex_held", **kw, detail={"relock": True}) as mh2:
+                _batch_add(ctx, st, kw, stream)
+                _tail_msm(ctx, job, st, kw, stream, t_gpu0)
+                mh2.fields.update(mutex_held_ms=mh1.ms + mh2.ms, total_start_fn_ms=(tr.now_ns() - t_entry) / 1e6)
+        mutex.release()
+        held = False
+        st.timings["total_start_fn_ms"] = (tr.now_ns() - t_entry) / 1e6
+        return st
+    except BaseException as e:
+        barrier.abort(e)
+        if held:
+            mutex.release()
+            held = False
+        if st.prep_thread is not None:
+            st.prep_thread.join(cfg.timeout_s)
+        raise
+
+
+@dataclass
+class PartitionResult:
+    """Outcome of one partition.
+
+    Attributes:
+        status: ``ok``, ``failed`` or ``cancelled``.
+        h, l, a, b_g1: (1, 12) uint64 affine G1 MSM results (None unless ok); l/a/b_g1 are
+            batch-add part + tail part, as cuzk's epilogue sums them.
+        b_g2: compressed 96-byte G2 result of the scaled-down CPU B_g2 multiexp.
+        error: ``repr`` of the exception for failed/cancelled partitions.
+        timings: a few host ms figures (total_start_fn_ms, finish_ms, ...).
+    """
+
+    partition: int
+    status: str = "pending"
+    worker: int | None = None
+    gpu: int | None = None
+    h: np.ndarray | None = None
+    l: np.ndarray | None = None  # noqa: E741 - the Groth16 name
+    a: np.ndarray | None = None
+    b_g1: np.ndarray | None = None
+    b_g2: bytes | None = None
+    error: str | None = None
+    exception: BaseException | None = field(default=None, repr=False)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def record_failure(ctx: WorkerContext, partition: int, e: BaseException, *, worker: int | None = None, gpu: int | None = None) -> None:
+    """Record a failed (or cancelled) partition, first error wins."""
+    status = "cancelled" if isinstance(e, (Cancelled, KeyboardInterrupt)) else "failed"
+    with ctx.results_lock:
+        r = ctx.results.get(partition)
+        if r is None or r.status in ("pending", "ok"):
+            ctx.results[partition] = PartitionResult(partition, status, worker, gpu, error=f"{type(e).__name__}: {e}", exception=e)
+        ctx.failed_partitions.add(partition)
+
+
+def finalize(ctx: WorkerContext, st: StartState, prove_span: Span | None) -> None:
+    """The finalizer for one partition (own thread; see the module docstring). Never raises:
+    errors are recorded in the partition's result."""
+    cfg, tr, p = ctx.config, ctx.tracer, st.partition
+    kw = {"worker": st.worker, "partition": p, "gpu": st.gpu}
+    t0 = tr.now_ns()
+    result = PartitionResult(p, "ok", st.worker, st.gpu, timings=dict(st.timings))
+    err: BaseException | None = None
+    try:
+        with tr.phase("finalize", **kw) as fin:
+            ctx.hook("finalize", p, st.worker)
+            if st.prep_thread is not None:
+                st.prep_thread.join(cfg.timeout_s)
+                if st.prep_thread.is_alive():
+                    raise TimeoutError(f"prep_msm/b_g2 thread of partition {p} still running after timeout_s={cfg.timeout_s}")
+            if st.prep_error is not None:
+                raise PrepFailed(f"b_g2_msm failed: {st.prep_error!r}") from st.prep_error
+            result.h = st.h
+            for nm in ("l", "a", "b_g1"):
+                parts = [x for x in (st.batch.get(nm), st.tail.get(nm)) if x is not None]
+                setattr(result, nm, g1_add(*parts))
+            result.b_g2 = st.b_g2
+            t_d = tr.now_ns()
+            st.batch.clear()
+            st.tail.clear()
+            st.preps.clear()  # the "async dealloc" of the large vectors
+            fin.fields["async_dealloc_ms"] = (tr.now_ns() - t_d) / 1e6
+    except BaseException as e:  # noqa: BLE001
+        err = e
+    finish_ms = (tr.now_ns() - t0) / 1e6
+    if prove_span is not None:
+        prove_span.end(error=err)  # GPU_END after finalize, as upstream (engine.rs:3196)
+    t_drop = tr.now_ns()
+    drop_res_ms = (tr.now_ns() - t_drop) / 1e6
+    try:
+        with tr.phase("tracker_lock", **kw) as tl:
+            if not ctx.tracker_lock.acquire(timeout=cfg.timeout_s):
+                raise TimeoutError(f"tracker lock wait exceeded timeout_s={cfg.timeout_s}")
+        lock_wait_ms = tl.ms
+        t_proc = tr.now_ns()
+        try:
+            with tr.phase("malloc_trim", **kw, fields={"path": "success" if err is None else "discard"}) as mt:
+                released = malloc_trim()
+                mt.detail["released"] = "na" if released is None else int(released)
+            if err is None:
+                with ctx.results_lock:
+                    ctx.results[p] = result
+        finally:
+            ctx.tracker_lock.release()
+        process_ms = (tr.now_ns() - t_proc) / 1e6
+        tr.info(
+            "FIN_TIMING finalizer partition",
+            job_id=tr.job_id,
+            partition=p,
+            finish_ms=int(finish_ms),
+            drop_res_ms=int(drop_res_ms),
+            lock_wait_ms=int(lock_wait_ms),
+            process_ms=int(process_ms),
+            total_ms=int((tr.now_ns() - t0) / 1e6),
+        )
+    except BaseException as e:  # noqa: BLE001
+        err = err or e
+    if err is not None:
+        if isinstance(err, KeyboardInterrupt):
+            ctx.stop.set()
+        record_failure(ctx, p, err, worker=st.worker, gpu=st.gpu)
