@@ -6,6 +6,7 @@ import gc
 import json
 import logging
 import math
+import ctypes
 import random
 import sys
 import threading
@@ -722,3 +723,229 @@ def test_gpu_bench_command_writes_run_folder(cp, tmp_path):
     assert manifest["sizes"] == [MIB, 4 * MIB] and manifest["repeat"] == 1
     df = pd.read_parquet(run / "sweep.parquet")
     assert list(df.columns) == list(tr.SWEEP_COLUMNS) and len(df) == 2 * len(tr.PATHS) * 2
+
+
+def test_sweep_frame_dtypes_and_parquet_roundtrip(tmp_path):
+    rows = []
+    for i, verified in enumerate((True, math.nan, False)):
+        row = dict.fromkeys(tr.SWEEP_COLUMNS, math.nan)
+        row.update(path="pageable", size_bytes=MIB, fresh_buffer=bool(i % 2), repeat=i, host_ms=1.0, stream_ms=1.2, gbps=0.87, src_pinned=False, verified=verified)
+        rows.append(row)
+    df = tr._sweep_frame(rows)
+    assert list(df.columns) == list(tr.SWEEP_COLUMNS)
+    assert str(df["verified"].dtype) == "boolean" and df["verified"].isna().sum() == 1
+    assert df["register_ms"].dtype == np.float64 and df["size_bytes"].dtype == np.int64
+    df.to_parquet(tmp_path / "s.parquet", index=False)
+    df.to_csv(tmp_path / "s.csv", index=False)
+    back = pd.read_parquet(tmp_path / "s.parquet")
+    assert list(back.columns) == list(tr.SWEEP_COLUMNS) and len(back) == 3
+
+
+def test_fallback_log_line_is_parsed_by_zkgpu_logs(caplog):
+    logs = pytest.importorskip("zkgpu.logs")
+    pool = PinnedPool(FakeAllocator(fail=True))
+    with caplog.at_level(logging.DEBUG, logger="zkgpu.transfer"):
+        with pytest.warns(RuntimeWarning):
+            buf = pool.checkout(3 << 20)
+        pool.checkin(buf)
+    lines = [f"2026-01-01T00:00:00Z {r.levelname} zkgpu.transfer: {r.getMessage()}" for r in caplog.records]
+    assert '"fake cudaErrorMemoryAllocation (3145728 bytes)"' in lines[0]
+    parsed = logs.parse_lines(lines)
+    assert "checkout_failed" in set(parsed.pool["event"])
+
+
+# ---------------------------------------------------------------------------------------------
+# CPU: the GPU tests above, run against a fake CuPy (host memory, ctypes.memmove as the DMA).
+# It checks the Python plumbing of every path, the sweep, the cost table and `bench h2d` here;
+# the real behaviour (pinned memory, bandwidth) is checked by the gpu tests on the H200.
+# ---------------------------------------------------------------------------------------------
+
+
+class _FakeRuntime:
+    memcpyHostToDevice = 1
+    memoryTypeUnregistered = 0
+    memoryTypeHost = 1
+
+    def __init__(self):
+        self.ranges: dict[int, tuple[int, object]] = {}  # start -> (end, keepalive or None)
+
+    def _find(self, ptr):
+        for start, (end, _) in self.ranges.items():
+            if start <= ptr < end:
+                return start
+        return None
+
+    def hostAlloc(self, n, flags):
+        buf = np.empty(n + 4096, dtype=np.uint8)
+        ptr = buf.__array_interface__["data"][0]
+        ptr += (-ptr) % 4096
+        self.ranges[ptr] = (ptr + n, buf)
+        return ptr
+
+    def freeHost(self, ptr):
+        assert self.ranges.pop(ptr)[1] is not None, "freeHost of registered memory"
+
+    def hostRegister(self, ptr, n, flags):
+        if self._find(ptr) is not None or self._find(ptr + n - 1) is not None:
+            raise RuntimeError("cudaErrorHostMemoryAlreadyRegistered")
+        self.ranges[ptr] = (ptr + n, None)
+
+    def hostUnregister(self, ptr):
+        assert self.ranges.pop(ptr)[1] is None, "hostUnregister of hostAlloc'd memory"
+
+    def pointerGetAttributes(self, ptr):
+        class A:
+            pass
+
+        a = A()
+        a.type = 1 if self._find(ptr) is not None else 0
+        return a
+
+    def memcpyAsync(self, dst, src, n, kind, stream):
+        assert kind == 1
+        ctypes.memmove(dst, src, n)
+
+
+class _FakeDeviceArray(np.ndarray):
+    @property
+    def data(self):
+        class D:
+            pass
+
+        d = D()
+        d.ptr = self.__array_interface__["data"][0]
+        return d
+
+    def set(self, arr, stream=None):
+        assert isinstance(arr, np.ndarray) and arr.shape == self.shape and arr.dtype == self.dtype
+        np.copyto(np.asarray(self).view(np.ndarray), arr)
+
+    def get(self):
+        return np.array(self.view(np.ndarray))
+
+
+def _make_fake_cupy():
+    import types
+
+    cp = types.SimpleNamespace()
+    rt = _FakeRuntime()
+    cp.ndarray = _FakeDeviceArray
+    cp.uint8, cp.uint32, cp.uint64 = np.uint8, np.uint32, np.uint64
+    cp.empty = lambda shape, dtype=float: np.empty(shape, dtype).view(_FakeDeviceArray)
+    cp.zeros = lambda shape, dtype=float: np.zeros(shape, dtype).view(_FakeDeviceArray)
+    cp.asnumpy = lambda a: np.array(np.asarray(a).view(np.ndarray))
+    state = {"stream": None, "allocator": None}
+
+    class Stream:
+        ptr = 0
+
+        def __init__(self, non_blocking=False):
+            self.non_blocking = non_blocking
+
+        def synchronize(self):
+            pass
+
+        def __enter__(self):
+            state["prev"] = state["stream"]
+            state["stream"] = self
+            return self
+
+        def __exit__(self, *exc):
+            state["stream"] = state.pop("prev")
+
+    class Event:
+        def record(self, stream=None):
+            self.t = time.perf_counter()
+
+        def synchronize(self):
+            pass
+
+    class PinnedPoolFake:
+        def __init__(self):
+            self.blocks = []
+
+        def malloc(self, size):
+            ptr = rt.hostAlloc(size, 1)
+            self.blocks.append(ptr)
+            return ptr
+
+        def free_all_blocks(self):
+            pass
+
+    ppool = PinnedPoolFake()
+    state["allocator"] = ppool.malloc
+
+    def set_pinned_memory_allocator(a=None):
+        state["allocator"] = a or ppool.malloc
+
+    def asarray(a):
+        a = np.asarray(a)
+        ptr = a.__array_interface__["data"][0]
+        if rt.pointerGetAttributes(ptr).type != 1:
+            state["allocator"](a.nbytes)  # the staging buffer CuPy would take
+        return np.array(a).view(_FakeDeviceArray)
+
+    cp.asarray = asarray
+    cp.get_default_pinned_memory_pool = lambda: ppool
+    cp.get_default_memory_pool = lambda: types.SimpleNamespace(free_all_blocks=lambda: None)
+    cp.cuda = types.SimpleNamespace(
+        runtime=rt,
+        Stream=Stream,
+        Event=Event,
+        get_current_stream=lambda: state["stream"] or Stream(),
+        get_elapsed_time=lambda s, e: (e.t - s.t) * 1e3 + 1e-6,
+        Device=lambda *a: types.SimpleNamespace(synchronize=lambda: None),
+        set_pinned_memory_allocator=set_pinned_memory_allocator,
+    )
+
+    def empty_pinned(shape, dtype=float):
+        n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        ptr = rt.hostAlloc(n, 1)
+        return np.frombuffer((ctypes.c_ubyte * n).from_address(ptr), dtype=np.uint8).view(dtype).reshape(shape)
+
+    cupyx = types.SimpleNamespace(empty_pinned=empty_pinned)
+    return cp, cupyx
+
+
+@pytest.fixture
+def fake_cp(monkeypatch):
+    import zkgpu._cuda as cuda_mod
+
+    cp, cupyx = _make_fake_cupy()
+    monkeypatch.setattr(cuda_mod, "cupy", lambda: cp)
+    monkeypatch.setattr(cuda_mod, "gpu_available", lambda: True)
+    monkeypatch.setitem(sys.modules, "cupyx", cupyx)
+    return cp
+
+
+@pytest.mark.parametrize("n", GPU_SIZES)
+@pytest.mark.parametrize("path", tr.PATHS)
+def test_fake_cupy_each_path(fake_cp, path, n):
+    test_gpu_each_path_copies_the_right_bytes(fake_cp, path, n)
+
+
+def test_fake_cupy_dtype_shape_errors_and_pool(fake_cp):
+    test_gpu_dtype_shape_independent_and_default_dst(fake_cp)
+    test_gpu_errors(fake_cp)
+    test_gpu_cupy_asarray_from_pinned_source_is_not_staged(fake_cp)
+    test_gpu_pool_hands_out_real_pinned_memory(fake_cp)
+    assert not fake_cp.cuda.runtime.ranges or all(v[1] is not None for v in fake_cp.cuda.runtime.ranges.values())  # nothing left registered
+
+
+def test_fake_cupy_sweep_and_bench(fake_cp, tmp_path):
+    test_gpu_small_sweep_columns_and_helpers(fake_cp)
+    test_gpu_bench_command_writes_run_folder(fake_cp, tmp_path)
+
+
+def test_fake_cupy_sweep_detects_wrong_bytes(fake_cp, monkeypatch):
+    rt = fake_cp.cuda.runtime
+    real = rt.memcpyAsync
+    monkeypatch.setattr(rt, "memcpyAsync", lambda d, s, n, k, st: real(d, s, n - 1, k, st))  # drop the last byte
+    with pytest.raises(RuntimeError, match="wrong bytes"):
+        tr.bandwidth_sweep([MIB], paths=["pinned_raw"], fresh=(False,), repeat=1, warmup=0)
+
+
+def test_fake_cupy_sweep_time_budget(fake_cp):
+    with pytest.warns(RuntimeWarning, match="time budget"):
+        df = tr.bandwidth_sweep([MIB, 4 * MIB], paths=["pinned_pool"], fresh=(False,), repeat=1, warmup=0, time_budget_s=0.0)
+    assert df.attrs["skipped_sizes"] == [MIB, 4 * MIB] and len(df) == 0

@@ -634,6 +634,11 @@ class PoolStats:
         return asdict(self)
 
 
+def _quote(x: Any) -> str:
+    """A log field value in double quotes (``key="a b"``), as the cuzk log parsers read it."""
+    return '"' + str(x).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def _free_all(allocator: Any, free: list[_Buffer]) -> None:
     """weakref.finalize target: free what is still on the free list of a collected pool."""
     while free:
@@ -879,7 +884,7 @@ class PinnedPool:
         # allocation failed
         if not fallback:
             raise PinnedAllocationError(f"pinned pool: could not allocate {size} bytes: {error}") from error
-        log.warning("pinned pool checkout FAILED — falling back to unpinned size_gib=%.3f error=%s", size / GIB, error)
+        log.warning("pinned pool checkout FAILED — falling back to unpinned size_gib=%.3f error=%s", size / GIB, _quote(error))
         warnings.warn(f"pinned pool checkout of {size} bytes FAILED ({error}); falling back to unpinned (pageable) memory", RuntimeWarning, stacklevel=2)
         return self._fallback_buffer(nbytes, shape, dt)
 
@@ -968,7 +973,7 @@ class PinnedPool:
             if not fallback:
                 raise
             nbytes = shape[0] * shape[1] * 8
-            log.warning("pinned pool checkout FAILED — falling back to unpinned size_gib=%.3f error=%s", 3 * nbytes / GIB, exc)
+            log.warning("pinned pool checkout FAILED — falling back to unpinned size_gib=%.3f error=%s", 3 * nbytes / GIB, _quote(exc))
             warnings.warn(f"pinned pool checkout of a/b/c ({3 * nbytes} bytes) FAILED ({exc}); falling back to unpinned (pageable) memory", RuntimeWarning, stacklevel=2)
             bufs = [self._fallback_buffer(nbytes, shape, np.dtype(np.uint64)) for _ in range(3)]
             return PinnedAbc(self, *bufs)
@@ -1231,9 +1236,20 @@ def bandwidth_sweep(
             bar.close()
         pool.close()
         cupy_pinned_pool.free_all_blocks()
-    df = pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
-    df = df.astype({"path": "string", "size_bytes": "int64", "fresh_buffer": "bool", "repeat": "int64", "src_pinned": "bool"})
+    df = _sweep_frame(rows)
     df.attrs.update(skipped_sizes=skipped, repeat=repeat, warmup=warmup)
+    return df
+
+
+def _sweep_frame(rows: list[dict[str, Any]]) -> "pd.DataFrame":
+    """Rows → the :data:`SWEEP_COLUMNS` frame with stable dtypes (writable as CSV and Parquet)."""
+    import pandas as pd  # noqa: PLC0415
+
+    df = pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
+    floats = {c: "float64" for c in SWEEP_COLUMNS if c not in ("path", "size_bytes", "fresh_buffer", "repeat", "src_pinned", "verified")}
+    verified = df["verified"].map(lambda v: pd.NA if v is None or (isinstance(v, float) and math.isnan(v)) else bool(v))
+    df = df.astype({"path": "string", "size_bytes": "int64", "fresh_buffer": "bool", "repeat": "int64", "src_pinned": "bool", **floats})
+    df["verified"] = verified.astype("boolean")
     return df
 
 
