@@ -342,6 +342,23 @@ def test_keyboard_interrupt_stops_cleanly(prepared, tmp_path):
     assert len(pd.read_parquet(tmp_path / "r.parquet")) == len(r.events)
 
 
+def test_ctrl_c_in_the_main_thread_stops_cleanly(prepared):
+    import _thread
+
+    fired = threading.Event()
+
+    def hook(s, p, w):
+        if s == "ntt_msm_h" and p == 1 and not fired.is_set():
+            fired.set()
+            _thread.interrupt_main()  # what Ctrl-C does: KeyboardInterrupt in the main thread
+
+    with pytest.raises(PipelineInterrupted) as ei:
+        run_pipeline(cfg(partitions=8, queue_depth=2, fault_hook=hook), prepared=prepared)
+    r = ei.value.result
+    assert r.interrupted and "cancelled" in [p.status for p in r.partitions]
+    assert no_pipeline_threads_left()
+
+
 def test_existing_files_are_never_truncated(prepared, tmp_path):
     log = tmp_path / "run.log"
     log.write_text("old log\n")

@@ -306,12 +306,21 @@ class _Run:
                 job.queue_span.phase.gpu = gpu
                 job.queue_span.end()
             prove_span = None
+            released = False
+
+            def release_abc(job: SynthesizedJob = job) -> None:
+                nonlocal released
+                if not released:
+                    released = True
+                    job.release()  # cuzk release_abc(): a/b/c back to the pool right after start
+                    self.permits.release()
+
             try:
                 t0 = time.perf_counter()
                 self.busy.setdefault(w, None)  # status update
                 t1 = time.perf_counter()
                 with ctx.tracker_lock:  # fail check (engine.rs: JobTracker lock #1)
-                    failed_before = False  # one job per run: partitions fail independently
+                    job_failed = False  # partitions fail independently here (one job per run)
                 t2 = time.perf_counter()
                 with ctx.tracker_lock:  # mark busy (lock #2)
                     self.busy[w] = p
@@ -325,20 +334,20 @@ class _Run:
                     mark_busy_ms=int((t3 - t2) * 1e3),
                     total_overhead_ms=int((t3 - t0) * 1e3),
                 )
-                if failed_before:
+                if job_failed:
                     raise Cancelled("job already failed")
                 prove_span = tr.begin("prove", worker=w, partition=p, gpu=gpu)
                 t_call = time.perf_counter()
                 try:
                     st = prove_start(ctx, job, w, gpu, stream)
                 finally:
-                    job.release()  # cuzk release_abc(): a/b/c back to the pool right after start
-                    self.permits.release()
+                    release_abc()
                 t_ret = time.perf_counter()
                 st.timings["prove_start_ms"] = (t_ret - t_call) * 1e3
                 tr.info("GPU_TIMING spawn_blocking prove_start", worker_id=w, partition=p, spawn_to_enter_ms=0, prove_start_ms=int((t_ret - t_call) * 1e3))
                 tr.info("GPU_TIMING prove_start returned", worker_id=w, partition=p, total_pre_prove_ms=int((t_ret - t_pick) * 1e3), spawn_blocking_wall_ms=int((t_ret - t_call) * 1e3))
             except BaseException as e:  # noqa: BLE001
+                release_abc()
                 if prove_span is not None:
                     prove_span.end(error=e)
                 self._fail(p, e, worker=w, gpu=gpu)

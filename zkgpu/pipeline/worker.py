@@ -242,6 +242,10 @@ def _ntt_msm_h(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict
         with tr.phase("h2d", **kw, stream=stream, detail={"path": cfg.transfer}) as hd:
             dev, nbytes = be.h2d((job.a, job.b, job.c), stream)
             hd.bytes = nbytes
+            trs = be.last_transfers()
+            if trs:  # zkgpu.transfer's own CUDA-event timing of the three copies
+                hd.detail["stream_ms"] = round(sum(r.stream_ms for r in trs), 3)
+                hd.detail["src_pinned"] = all(r.src_pinned for r in trs)
         ph.bytes = nbytes
         with tr.phase("ntt", **kw, stream=stream) as nt:
             dh = be.compute_h(dev, stream)

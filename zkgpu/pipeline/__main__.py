@@ -1,0 +1,74 @@
+"""``python -m zkgpu.pipeline``: a quick pipeline smoke run printing per-phase medians.
+
+Example (GPU)::
+
+    python -m zkgpu.pipeline --log-n 20 --partitions 4 --transfer pageable --transfer pinned_pool
+
+For each (transfer, lock scope) it runs one warm-up partition (kernel compilation, CuPy pools,
+a warm pinned pool), then the measured run, and prints the median host ms (and CUDA-event ms) of
+every phase plus the H2D rate. With ``--out DIR`` each measured run's cuzk-format log and
+Parquet event table go to a fresh folder under DIR (never overwritten). The medians are a
+smoke check for choosing ``n``, not a benchmark record (``zkgpu record`` writes those).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+import pandas as pd
+
+from zkgpu.pipeline.config import DEVICES, LOCK_SCOPES, TRANSFERS, PipelineConfig
+from zkgpu.pipeline.runner import prepare_backend, run_pipeline
+
+ORDER = ["synthesize", "gpu_queue", "prep_msm", "b_g2_msm", "mutex_wait", "ntt_msm_h", "h2d", "ntt", "h_msm", "barrier_wait", "batch_add", "tail_msm", "mutex_held", "finalize", "malloc_trim", "prove"]
+
+
+def phase_medians(events: pd.DataFrame) -> pd.DataFrame:
+    """Median host ms and median CUDA-event ms per phase (rows in pipeline order)."""
+    ev = events.assign(host_ms=(events["end_ns"] - events["start_ns"]) / 1e6)
+    g = ev.groupby("phase").agg(n=("host_ms", "size"), host_ms=("host_ms", "median"), gpu_ms=("gpu_ms", "median"), bytes=("bytes", "median"))
+    return g.reindex([p for p in ORDER if p in g.index] + [p for p in g.index if p not in ORDER])
+
+
+@click.command()
+@click.option("--log-n", type=int, default=20, show_default=True, help="n = 2^log_n constraints per partition")
+@click.option("--partitions", type=int, default=4, show_default=True)
+@click.option("--gw", type=int, default=2, show_default=True)
+@click.option("--synth-workers", type=int, default=2, show_default=True)
+@click.option("--transfer", "transfers", multiple=True, type=click.Choice(TRANSFERS), default=("pageable", "pinned_pool"), show_default=True)
+@click.option("--scope", "scopes", multiple=True, type=click.Choice(LOCK_SCOPES), default=("coarse",), show_default=True)
+@click.option("--device", type=click.Choice(DEVICES), default="gpu", show_default=True)
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="folder for logs and event tables")
+def main(log_n: int, partitions: int, gw: int, synth_workers: int, transfers: tuple[str, ...], scopes: tuple[str, ...], device: str, out: Path | None) -> None:
+    pd.set_option("display.width", 200)
+    base = PipelineConfig(n=1 << log_n, partitions=partitions, gw=gw, synth_workers=synth_workers, device=device)
+    t0 = time.perf_counter()
+    prepared = prepare_backend(base)
+    click.echo(f"setup (bases for n=2^{log_n}): {time.perf_counter() - t0:.1f} s", err=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    summary = []
+    for transfer in transfers:
+        for scope in scopes:
+            cfg = base.with_(transfer=transfer, lock_scope=scope)
+            run_pipeline(cfg.with_(partitions=1, run=f"warmup-{cfg.run_name}"), prepared=prepared)
+            if out is not None:
+                d = out / f"{stamp}-{cfg.run_name}"
+                cfg = cfg.with_(log_path=d / "cuzk.log", events_path=d / "events.parquet")
+            t1 = time.perf_counter()
+            res = run_pipeline(cfg, prepared=prepared)
+            wall = time.perf_counter() - t1
+            med = phase_medians(res.events)
+            h2d = res.events[res.events.phase == "h2d"]
+            gbps = (h2d["bytes"].astype(float) / (h2d["end_ns"] - h2d["start_ns"])).median()
+            click.echo(f"\n=== {cfg.run_name}: {partitions} partitions in {wall:.2f} s, ok={res.ok}, errors={res.errors[:2]}, H2D {gbps:.2f} GB/s")
+            click.echo(med.round(2).to_string())
+            summary.append({"run": cfg.run_name, "wall_s": round(wall, 2), "h2d_GBps": round(gbps, 2), **{f"{p}_ms": round(float(med.at[p, "host_ms"]), 1) for p in ("ntt_msm_h", "prep_msm", "barrier_wait", "batch_add", "tail_msm", "mutex_wait") if p in med.index}})
+    click.echo("\n=== summary (median host ms per partition)")
+    click.echo(pd.DataFrame(summary).to_string(index=False))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
