@@ -1,0 +1,283 @@
+// zkgpu: BLS12-381 G1 point arithmetic, y^2 = x^3 + 4 over Fq (short Weierstrass, a = 0).
+//
+// Two representations, all coordinates in Montgomery form (zk::fq_t):
+//   affine_t  (x, y); the identity (point at infinity) is (0, 0), which is not on the curve,
+//             so the encoding is unambiguous (zkgpu/curve.py documents the host layout).
+//   xyzz_t    "XYZZ" / Jacobian-extended coordinates (X, Y, ZZ, ZZZ) with x = X/ZZ, y = Y/ZZZ and
+//             ZZ^3 = ZZZ^2; the identity is ZZ = 0 (an all-zero xyzz_t is the identity, so
+//             zero-filled device memory is a valid array of identities).
+//
+// Formulas: the Explicit-Formulas Database (EFD), "Short Weierstrass curves, XYZZ coordinates",
+// https://hyperelliptic.org/EFD/g1p/auto-shortw-xyzz.html :
+//   add-2008-s  (XYZZ + XYZZ, 12M + 2S), madd-2008-s (XYZZ + affine, 8M + 2S),
+//   dbl-2008-s  (2 * XYZZ, 6M + 3S with a = 0), mdbl-2008-s (2 * affine, 4M + 3S here).
+// The EFD formulas are incomplete: P + P (they give P = R = 0) and P + (-P) (P = 0, R != 0) and
+// the identity are handled explicitly below. BLS12-381 G1 has odd order, so no point has y = 0
+// and doubling never meets a 2-torsion point.
+//
+// Scalars for Pippenger are decomposed into signed window digits (signed_digit below): window w
+// of c bits plus the carry from window w-1; a value above 2^(c-1) becomes value - 2^c with a
+// carry of 1 into window w+1, so digits lie in [-2^(c-1), 2^(c-1)] and only 2^(c-1) buckets per
+// window are needed (Booth-style recoding, as in sppark msm/pippenger.cuh and cuzk).
+//
+// Compiles under nvcc, NVRTC and g++ (tests/native/g1_shim.cpp tests it on the CPU).
+#pragma once
+#include "fq.cuh"
+
+// The group operations are emitted once per module (not inlined at every call site): with
+// 12-limb Montgomery products fully unrolled, inlining them everywhere makes NVRTC/ptxas take
+// minutes per module and blows the register budget.
+#if defined(__CUDACC__)
+#define ZK_G1_OP __host__ __device__ __noinline__
+#else
+#define ZK_G1_OP inline
+#endif
+#ifndef ZK_G1_INLINE_MUL
+#define ZK_G1_INLINE_MUL 0
+#endif
+
+namespace zk {
+
+// One out-of-line Fq product per module for the same reason (ZK_G1_INLINE_MUL=1 inlines it).
+#if defined(__CUDACC__) && !ZK_G1_INLINE_MUL
+__device__ __noinline__ fq_t fq_mul_dev(const fq_t a, const fq_t b) { return a * b; }
+ZK_HD fq_t fmul(const fq_t& a, const fq_t& b) {
+#if defined(__CUDA_ARCH__)
+    return fq_mul_dev(a, b);
+#else
+    return a * b;
+#endif
+}
+#else
+ZK_HD fq_t fmul(const fq_t& a, const fq_t& b) { return a * b; }
+#endif
+ZK_HD fq_t fsqr(const fq_t& a) { return fmul(a, a); }
+
+// a^(q-2) = 1/a (Fermat, 0 -> 0) through fmul: the same as fq_t::inv without inlining the
+// product hundreds of times.
+ZK_G1_OP fq_t finv(const fq_t& a) {
+    constexpr limbs_t<12> E = modulus_minus_two<fq_params>();
+    fq_t r = fq_t::one();
+    for (int i = 11; i >= 0; i--) {
+        for (int b = 31; b >= 0; b--) {
+            r = fsqr(r);
+            if ((E.v[i] >> b) & 1) r = fmul(r, a);
+        }
+    }
+    return r;
+}
+
+struct affine_t {
+    fq_t x, y;
+    ZK_HD bool is_inf() const { return x.is_zero() & y.is_zero(); }
+    ZK_HD static affine_t inf() {
+        affine_t r;
+        r.x = fq_t::zero();
+        r.y = fq_t::zero();
+        return r;
+    }
+    ZK_HD affine_t neg() const {
+        affine_t r;
+        r.x = x;
+        r.y = -y;  // 0 - 0 = 0 keeps the identity
+        return r;
+    }
+    // 24 uint32 words: x then y, each 12 little-endian limbs.
+    ZK_HD static affine_t load(const uint32_t* p) {
+        affine_t r;
+        r.x = fq_t::load(p);
+        r.y = fq_t::load(p + 12);
+        return r;
+    }
+    ZK_HD void store(uint32_t* p) const {
+        x.store(p);
+        y.store(p + 12);
+    }
+    // y^2 == x^3 + 4 (Montgomery form), or the identity.
+    ZK_HD bool on_curve() const {
+        if (is_inf()) return true;
+        fq_t four = fq_t::one().dbl().dbl();
+        return fsqr(y) == fmul(fsqr(x), x) + four;
+    }
+};
+
+struct xyzz_t {
+    fq_t X, Y, ZZ, ZZZ;
+
+    ZK_HD bool is_inf() const { return ZZ.is_zero(); }
+    ZK_HD static xyzz_t inf() {
+        xyzz_t r;
+        r.X = fq_t::zero();
+        r.Y = fq_t::zero();
+        r.ZZ = fq_t::zero();
+        r.ZZZ = fq_t::zero();
+        return r;
+    }
+    ZK_HD static xyzz_t from_affine(const affine_t& a) {
+        if (a.is_inf()) return inf();
+        xyzz_t r;
+        r.X = a.x;
+        r.Y = a.y;
+        r.ZZ = fq_t::one();
+        r.ZZZ = fq_t::one();
+        return r;
+    }
+    // 48 uint32 words: X, Y, ZZ, ZZZ.
+    ZK_HD static xyzz_t load(const uint32_t* p) {
+        xyzz_t r;
+        r.X = fq_t::load(p);
+        r.Y = fq_t::load(p + 12);
+        r.ZZ = fq_t::load(p + 24);
+        r.ZZZ = fq_t::load(p + 36);
+        return r;
+    }
+    ZK_HD void store(uint32_t* p) const {
+        X.store(p);
+        Y.store(p + 12);
+        ZZ.store(p + 24);
+        ZZZ.store(p + 36);
+    }
+    ZK_HD xyzz_t neg() const {
+        xyzz_t r = *this;
+        r.Y = -Y;
+        return r;
+    }
+
+    // EFD mdbl-2008-s: 2 * (x, y) for an affine input (ZZ = ZZZ = 1).
+    ZK_G1_OP static xyzz_t mdbl(const affine_t& a) {
+        if (a.is_inf()) return inf();
+        xyzz_t r;
+        fq_t U = a.y.dbl();
+        fq_t V = fsqr(U);
+        fq_t W = fmul(U, V);
+        fq_t S = fmul(a.x, V);
+        fq_t xx = fsqr(a.x);
+        fq_t M = xx.dbl() + xx;
+        r.X = fsqr(M) - S.dbl();
+        r.Y = fmul(M, S - r.X) - fmul(W, a.y);
+        r.ZZ = V;
+        r.ZZZ = W;
+        return r;
+    }
+
+    // EFD dbl-2008-s with a = 0.
+    ZK_G1_OP xyzz_t dbl() const {
+        if (is_inf()) return *this;
+        xyzz_t r;
+        fq_t U = Y.dbl();
+        fq_t V = fsqr(U);
+        fq_t W = fmul(U, V);
+        fq_t S = fmul(X, V);
+        fq_t xx = fsqr(X);
+        fq_t M = xx.dbl() + xx;
+        r.X = fsqr(M) - S.dbl();
+        r.Y = fmul(M, S - r.X) - fmul(W, Y);
+        r.ZZ = fmul(V, ZZ);
+        r.ZZZ = fmul(W, ZZZ);
+        return r;
+    }
+
+    // EFD madd-2008-s: *this + a (a affine), complete by the special cases.
+    ZK_G1_OP void add_affine(const affine_t& a) {
+        if (a.is_inf()) return;
+        if (is_inf()) {
+            *this = from_affine(a);
+            return;
+        }
+        fq_t U2 = fmul(a.x, ZZ);
+        fq_t S2 = fmul(a.y, ZZZ);
+        fq_t P = U2 - X;
+        fq_t R = S2 - Y;
+        if (P.is_zero()) {
+            if (R.is_zero()) *this = mdbl(a);
+            else *this = inf();
+            return;
+        }
+        fq_t PP = fsqr(P);
+        fq_t PPP = fmul(P, PP);
+        fq_t Q = fmul(X, PP);
+        fq_t X3 = fsqr(R) - PPP - Q.dbl();
+        Y = fmul(R, Q - X3) - fmul(Y, PPP);
+        X = X3;
+        ZZ = fmul(ZZ, PP);
+        ZZZ = fmul(ZZZ, PPP);
+    }
+
+    // EFD add-2008-s: *this + b, complete by the special cases.
+    ZK_G1_OP void add(const xyzz_t& b) {
+        if (b.is_inf()) return;
+        if (is_inf()) {
+            *this = b;
+            return;
+        }
+        fq_t U1 = fmul(X, b.ZZ);
+        fq_t U2 = fmul(b.X, ZZ);
+        fq_t S1 = fmul(Y, b.ZZZ);
+        fq_t S2 = fmul(b.Y, ZZZ);
+        fq_t P = U2 - U1;
+        fq_t R = S2 - S1;
+        if (P.is_zero()) {
+            if (R.is_zero()) *this = dbl();
+            else *this = inf();
+            return;
+        }
+        fq_t PP = fsqr(P);
+        fq_t PPP = fmul(P, PP);
+        fq_t Q = fmul(U1, PP);
+        fq_t X3 = fsqr(R) - PPP - Q.dbl();
+        Y = fmul(R, Q - X3) - fmul(S1, PPP);
+        X = X3;
+        ZZ = fmul(fmul(ZZ, b.ZZ), PP);
+        ZZZ = fmul(fmul(ZZZ, b.ZZZ), PPP);
+    }
+
+    // x = X/ZZ, y = Y/ZZZ with one Fermat inversion of ZZ*ZZZ; the identity gives (0, 0).
+    ZK_G1_OP affine_t to_affine() const {
+        if (is_inf()) return affine_t::inf();
+        fq_t J = finv(fmul(ZZ, ZZZ));  // 1/(ZZ*ZZZ)
+        affine_t r;
+        r.x = fmul(X, fmul(J, ZZZ));  // X/ZZ
+        r.y = fmul(Y, fmul(J, ZZ));   // Y/ZZZ
+        return r;
+    }
+
+    // k * (*this) for an unsigned 32-bit k, left-to-right double-and-add.
+    ZK_G1_OP xyzz_t mul_u32(uint32_t k) const {
+        xyzz_t r = inf();
+        for (int b = 31; b >= 0; b--) {
+            r = r.dbl();
+            if ((k >> b) & 1) r.add(*this);
+        }
+        return r;
+    }
+};
+
+// Number of c-bit signed windows for 255-bit scalars: c * nwin >= 256, so the carry out of the
+// top window is always 0 for scalars < r < 2^255 (the top window's value is at most 2^(c-1)).
+ZK_HD int num_windows(int c) { return (256 + c - 1) / c; }
+
+// Signed digit of window w (c bits, 1 <= c <= 31) of a 256-bit scalar s (8 little-endian uint32
+// limbs), given the carry from window w-1 (updated in place). Windows must be visited in order
+// w = 0, 1, ... with carry starting at 0. Returns d in [-2^(c-1), 2^(c-1)]; the scalar equals
+// sum_w d_w * 2^(c*w) when the final carry is 0.
+ZK_HD int32_t signed_digit(const uint32_t* s, int w, int c, uint32_t& carry) {
+    int bit = w * c;
+    uint32_t v = 0;
+    if (bit < 256) {
+        int limb = bit >> 5, sh = bit & 31;
+        uint64_t lo = s[limb];
+        uint64_t hi = (limb + 1 < 8) ? (uint64_t)s[limb + 1] : 0;
+        uint64_t both = lo | (hi << 32);
+        v = (uint32_t)((both >> sh) & ((1ull << c) - 1));
+    }
+    v += carry;
+    uint32_t half = 1u << (c - 1);
+    if (v > half) {
+        carry = 1;
+        return (int32_t)v - (int32_t)(1u << c);
+    }
+    carry = 0;
+    return (int32_t)v;
+}
+
+}  // namespace zk
