@@ -102,6 +102,28 @@ ZK_HDC limbs_t<P::N> modulus_minus_two() {
     return e;
 }
 
+// Optional PTX carry-chain arithmetic (device code only, opt-in): a module that defines ZK_FF_PTX
+// before including this header gets add/sub/mul built from add.cc/addc/sub.cc/subc and
+// mad.lo.cc/madc.hi.cc chains, which keep the carries in the condition-code register instead of
+// 64-bit temporaries. The algorithm (CIOS, one row of a*b[i] then one reduction row per limb) is the
+// same as the portable path below; only the instruction selection differs. Host builds and
+// modules without the macro use the portable C++ code.
+#if defined(__CUDA_ARCH__) && defined(ZK_FF_PTX)
+#define ZK_USE_PTX 1
+namespace ptx {
+__device__ __forceinline__ uint32_t add_cc(uint32_t a, uint32_t b) { uint32_t r; asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
+__device__ __forceinline__ uint32_t addc_cc(uint32_t a, uint32_t b) { uint32_t r; asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
+__device__ __forceinline__ uint32_t addc(uint32_t a, uint32_t b) { uint32_t r; asm volatile("addc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
+__device__ __forceinline__ uint32_t sub_cc(uint32_t a, uint32_t b) { uint32_t r; asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
+__device__ __forceinline__ uint32_t subc_cc(uint32_t a, uint32_t b) { uint32_t r; asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
+__device__ __forceinline__ uint32_t subc(uint32_t a, uint32_t b) { uint32_t r; asm volatile("subc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
+__device__ __forceinline__ uint32_t mad_lo_cc(uint32_t a, uint32_t b, uint32_t c) { uint32_t r; asm volatile("mad.lo.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r; }
+__device__ __forceinline__ uint32_t madc_lo_cc(uint32_t a, uint32_t b, uint32_t c) { uint32_t r; asm volatile("madc.lo.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r; }
+__device__ __forceinline__ uint32_t mad_hi_cc(uint32_t a, uint32_t b, uint32_t c) { uint32_t r; asm volatile("mad.hi.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r; }
+__device__ __forceinline__ uint32_t madc_hi_cc(uint32_t a, uint32_t b, uint32_t c) { uint32_t r; asm volatile("madc.hi.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r; }
+}  // namespace ptx
+#endif
+
 template <class P>
 struct mont_t {
     static constexpr int N = P::N;
@@ -164,7 +186,78 @@ struct mont_t {
         return r;
     }
 
+#if defined(ZK_USE_PTX)
+    // a + b mod p with carry chains (a, b < p).
+    __device__ __forceinline__ static mont_t add_ptx(const mont_t& a, const mont_t& b) {
+        uint32_t t[N], d[N];
+        t[0] = ptx::add_cc(a.v[0], b.v[0]);
+        ZK_UNROLL
+        for (int i = 1; i < N; i++) t[i] = ptx::addc_cc(a.v[i], b.v[i]);
+        uint32_t top = ptx::addc(0u, 0u);
+        d[0] = ptx::sub_cc(t[0], P::p(0));
+        ZK_UNROLL
+        for (int i = 1; i < N; i++) d[i] = ptx::subc_cc(t[i], P::p(i));
+        uint32_t keep = ptx::subc(top, 0u);  // all ones iff t < p (borrow out and no top word)
+        mont_t r;
+        ZK_UNROLL
+        for (int i = 0; i < N; i++) r.v[i] = (t[i] & keep) | (d[i] & ~keep);
+        return r;
+    }
+    // a - b mod p: subtract, then add p back under the borrow mask.
+    __device__ __forceinline__ static mont_t sub_ptx(const mont_t& a, const mont_t& b) {
+        uint32_t d[N];
+        d[0] = ptx::sub_cc(a.v[0], b.v[0]);
+        ZK_UNROLL
+        for (int i = 1; i < N; i++) d[i] = ptx::subc_cc(a.v[i], b.v[i]);
+        uint32_t mask = ptx::subc(0u, 0u);  // all ones on borrow
+        mont_t r;
+        r.v[0] = ptx::add_cc(d[0], P::p(0) & mask);
+        ZK_UNROLL
+        for (int i = 1; i < N - 1; i++) r.v[i] = ptx::addc_cc(d[i], P::p(i) & mask);
+        r.v[N - 1] = ptx::addc(d[N - 1], P::p(N - 1) & mask);
+        return r;
+    }
+    // CIOS with carry chains: per limb b[i], t += a*b[i] (a low-half chain and a high-half chain),
+    // m = t[0]*(-p^-1), t += m*p (two chains), t >>= 32. t < 2p throughout, final conditional subtract.
+    __device__ __forceinline__ static mont_t mul_ptx(const mont_t& a, const mont_t& b) {
+        uint32_t t[N + 2];
+        ZK_UNROLL
+        for (int i = 0; i < N + 2; i++) t[i] = 0;
+        ZK_UNROLL
+        for (int i = 0; i < N; i++) {
+            const uint32_t bi = b.v[i];
+            t[0] = ptx::mad_lo_cc(a.v[0], bi, t[0]);
+            ZK_UNROLL
+            for (int j = 1; j < N; j++) t[j] = ptx::madc_lo_cc(a.v[j], bi, t[j]);
+            t[N] = ptx::addc_cc(t[N], 0u);
+            t[N + 1] = ptx::addc(t[N + 1], 0u);
+            t[1] = ptx::mad_hi_cc(a.v[0], bi, t[1]);
+            ZK_UNROLL
+            for (int j = 1; j < N; j++) t[j + 1] = ptx::madc_hi_cc(a.v[j], bi, t[j + 1]);
+            t[N + 1] = ptx::addc(t[N + 1], 0u);
+
+            const uint32_t m = t[0] * INV;
+            t[0] = ptx::mad_lo_cc(m, P::p(0), t[0]);
+            ZK_UNROLL
+            for (int j = 1; j < N; j++) t[j] = ptx::madc_lo_cc(m, P::p(j), t[j]);
+            t[N] = ptx::addc_cc(t[N], 0u);
+            t[N + 1] = ptx::addc(t[N + 1], 0u);
+            t[1] = ptx::mad_hi_cc(m, P::p(0), t[1]);
+            ZK_UNROLL
+            for (int j = 1; j < N; j++) t[j + 1] = ptx::madc_hi_cc(m, P::p(j), t[j + 1]);
+            t[N + 1] = ptx::addc(t[N + 1], 0u);
+            ZK_UNROLL
+            for (int j = 0; j <= N; j++) t[j] = t[j + 1];
+            t[N + 1] = 0;
+        }
+        return reduce_once(t, t[N]);
+    }
+#endif
+
     ZK_HD friend mont_t operator+(const mont_t& a, const mont_t& b) {
+#if defined(ZK_USE_PTX)
+        return add_ptx(a, b);
+#endif
         uint32_t t[N];
         uint64_t carry = 0;
         ZK_UNROLL
@@ -176,6 +269,9 @@ struct mont_t {
         return reduce_once(t, (uint32_t)carry);
     }
     ZK_HD friend mont_t operator-(const mont_t& a, const mont_t& b) {
+#if defined(ZK_USE_PTX)
+        return sub_ptx(a, b);
+#endif
         mont_t d;
         uint64_t borrow = 0;
         ZK_UNROLL
@@ -200,6 +296,9 @@ struct mont_t {
 
     // CIOS Montgomery multiplication: a*b*R^-1 mod p.
     ZK_HD friend mont_t operator*(const mont_t& a, const mont_t& b) {
+#if defined(ZK_USE_PTX)
+        return mul_ptx(a, b);
+#endif
         uint32_t t[N + 2];
         ZK_UNROLL
         for (int i = 0; i < N + 2; i++) t[i] = 0;
