@@ -1,0 +1,328 @@
+"""Fr NTT: the CPU reference against the naive DFT, properties, bad input, an emulation of the GPU pass
+schedule in Python, and (marked gpu) the kernels against the reference on fresh random inputs."""
+
+from __future__ import annotations
+
+import random
+import secrets
+
+import numpy as np
+import pytest
+
+from zkgpu import ntt as N
+from zkgpu.field import FR, fr_from_ints, fr_random, fr_to_ints
+
+P = FR.modulus
+G = FR.generator
+VARIANTS = [(False, False), (True, False), (False, True), (True, True)]
+VIDS = ["forward", "inverse", "coset", "inverse-coset"]
+
+
+def rand_ints(n: int, rng: random.Random) -> list[int]:
+    return [rng.randrange(P) for _ in range(n)]
+
+
+@pytest.fixture
+def rng() -> random.Random:
+    return random.Random(secrets.randbits(64))
+
+
+# ---------------------------------------------------------------- CPU reference
+@pytest.mark.parametrize("log_n", range(0, 7))
+@pytest.mark.parametrize("inverse,coset", VARIANTS, ids=VIDS)
+def test_reference_matches_naive_dft(log_n, inverse, coset, rng):
+    x = rand_ints(1 << log_n, rng)
+    assert N.ntt_reference(x, inverse=inverse, coset=coset) == N.dft_naive(x, inverse=inverse, coset=coset)
+
+
+def test_naive_dft_definition_small():
+    # n = 2: X = (c0 + c1, c0 - c1); coset: (c0 + 7 c1, c0 - 7 c1)
+    assert N.dft_naive([3, 5]) == [8, (3 - 5) % P]
+    assert N.dft_naive([3, 5], coset=True) == [3 + 35, (3 - 35) % P]
+    assert FR.root_of_unity(1) == P - 1
+
+
+@pytest.mark.parametrize("log_n", [1, 5, 10])
+def test_reference_properties(log_n, rng):
+    n = 1 << log_n
+    x, y = rand_ints(n, rng), rand_ints(n, rng)
+    for inverse, coset in VARIANTS:
+        fwd = N.ntt_reference(x, inverse=inverse, coset=coset)
+        assert N.ntt_reference(fwd, inverse=not inverse, coset=coset) == x
+    a, b = rng.randrange(P), rng.randrange(P)
+    lin = N.ntt_reference([(a * u + b * v) % P for u, v in zip(x, y)])
+    fx, fy = N.ntt_reference(x), N.ntt_reference(y)
+    assert lin == [(a * u + b * v) % P for u, v in zip(fx, fy)]
+
+
+def test_reference_edge_values():
+    for v in (0, 1, P - 1):
+        for log_n in (0, 1, 3):
+            x = [v] * (1 << log_n)
+            for inverse, coset in VARIANTS:
+                assert N.ntt_reference(x, inverse=inverse, coset=coset) == N.dft_naive(x, inverse=inverse, coset=coset)
+    # delta -> all ones; constant -> n * delta
+    assert N.ntt_reference([1, 0, 0, 0]) == [1, 1, 1, 1]
+    assert N.ntt_reference([1, 1, 1, 1]) == [4, 0, 0, 0]
+    assert N.ntt_reference([5]) == [5]
+    assert N.ntt_reference([5], inverse=True, coset=True) == [5]
+
+
+def test_reference_accepts_host_array(rng):
+    x = rand_ints(8, rng)
+    assert N.ntt_reference(fr_from_ints(x)) == N.ntt_reference(x)
+
+
+# ---------------------------------------------------------------- public API on the host (CPU path without a GPU)
+def test_ntt_host_roundtrip_types(rng):
+    x = fr_from_ints(rand_ints(16, rng))
+    for inverse, coset in VARIANTS:
+        y = N.ntt(x, inverse=inverse, coset=coset)
+        assert isinstance(y, np.ndarray) and y.dtype == np.uint64 and y.shape == (16, 4)
+        assert fr_to_ints(y) == N.ntt_reference(fr_to_ints(x), inverse=inverse, coset=coset)
+
+
+@pytest.mark.parametrize(
+    "bad,exc,match",
+    [
+        (np.zeros((0, 4), dtype=np.uint64), ValueError, "empty"),
+        (np.zeros((3, 4), dtype=np.uint64), ValueError, "power of two"),
+        (np.zeros((12, 4), dtype=np.uint64), ValueError, "power of two"),
+        (np.zeros((4, 4), dtype=np.uint32), TypeError, "uint64"),
+        (np.zeros((4, 4), dtype=np.int64), TypeError, "uint64"),
+        (np.zeros((4, 6), dtype=np.uint64), ValueError, "shape"),
+        (np.zeros(16, dtype=np.uint64), ValueError, "shape"),
+        ([1, 2, 3, 4], TypeError, "numpy"),
+    ],
+)
+def test_ntt_bad_input(bad, exc, match):
+    with pytest.raises(exc, match=match):
+        N.ntt(bad)
+
+
+@pytest.mark.parametrize("value", [P, P + 1, 2**256 - 1])
+def test_ntt_rejects_unreduced_naming_index(value):
+    x = fr_from_ints([0] * 8)
+    x[5] = np.array([(value >> (64 * i)) & (2**64 - 1) for i in range(4)], dtype=np.uint64)
+    with pytest.raises(ValueError, match=r"\[5\]"):
+        N.ntt(x)
+    with pytest.raises(ValueError, match=r"\[5\]"):
+        N.ntt_reference(fr_to_ints(x))
+
+
+def test_size_beyond_two_adicity():
+    with pytest.raises(ValueError, match="2-adicity"):
+        N.log2_size(1 << 33)
+    with pytest.raises(ValueError, match="empty"):
+        N.log2_size(0)
+    assert N.log2_size(1 << 32) == 32
+
+
+def test_bad_order():
+    with pytest.raises(ValueError, match="order"):
+        N.ntt_inplace(None, order="rr")
+
+
+# ---------------------------------------------------------------- emulation of the GPU schedule
+def _emulate(x: list[int], L: int, inverse: bool, coset: bool, order: str, max_tile_log: int) -> list[int]:
+    """Python replay of ntt.cu's ntt_pass index arithmetic with the passes ntt_inplace launches."""
+    n = 1 << L
+    omega = FR.root_of_unity(L)
+    if inverse:
+        omega = pow(omega, -1, P)
+    tw = [1] * n
+    for i in range(1, n):
+        lh = i.bit_length() - 1
+        tw[i] = pow(omega, (i - (1 << lh)) << (L - 1 - lh), P)
+    rev = lambda g: int(format(g, f"0{L}b")[::-1], 2) if L else 0  # noqa: E731
+    dit = order == "rn"
+    n_inv = pow(n, -1, P)
+    pre_tab = [pow(G, i, P) for i in range(n)]
+    post_tab = [pow(G, -i, P) * n_inv % P for i in range(n)] if coset else [n_inv]
+    pre_mode = (2 if dit else 1) if (coset and not inverse) else 0
+    post_mode = (3 if not coset else (1 if dit else 2)) if inverse else 0
+
+    def scale(v, tab, mode, g):
+        if mode == 0:
+            return v
+        return v * tab[g if mode == 1 else (rev(g) if mode == 2 else 0)] % P
+
+    x = list(x)
+    passes = N._passes(L, max_tile_log)
+    if dit:
+        passes = passes[::-1]
+    for pi, (s_lo, k, c) in enumerate(passes):
+        T = 1 << (k + c)
+        midbits = s_lo - c
+        for b in range(n // T):
+            base = ((b & ((1 << midbits) - 1)) << c) | ((b >> midbits) << (s_lo + k))
+            gidx = lambda u: base | (u & ((1 << c) - 1)) | ((u >> c) << s_lo)  # noqa: E731
+            sm = [scale(x[gidx(u)], pre_tab, pre_mode if pi == 0 else 0, gidx(u)) for u in range(T)]
+            for q in range(k):
+                s = s_lo + q if dit else s_lo + k - 1 - q
+                lb = c + (s - s_lo)
+                hl = 1 << lb
+                for tid in range(T // 2):
+                    j = (tid & (hl - 1)) | ((tid >> lb) << (lb + 1))
+                    h = 1 << s
+                    w = tw[h + (gidx(j) & (h - 1))]
+                    a, bb = sm[j], sm[j + hl]
+                    if dit:
+                        bb = bb * w % P
+                        sm[j], sm[j + hl] = (a + bb) % P, (a - bb) % P
+                    else:
+                        sm[j], sm[j + hl] = (a + bb) % P, (a - bb) * w % P
+            for u in range(T):
+                x[gidx(u)] = scale(sm[u], post_tab, post_mode if pi == len(passes) - 1 else 0, gidx(u))
+    if order == "nn":
+        x = [x[rev(i)] for i in range(n)]
+    return x
+
+
+@pytest.mark.parametrize("L,max_tile_log", [(1, 10), (3, 10), (5, 2), (7, 3), (8, 3), (9, 4), (6, 10)])
+@pytest.mark.parametrize("inverse,coset", VARIANTS, ids=VIDS)
+def test_gpu_schedule_emulation(L, max_tile_log, inverse, coset, rng):
+    n = 1 << L
+    x = rand_ints(n, rng)
+    ref = N.ntt_reference(x, inverse=inverse, coset=coset)
+    rev = [int(format(i, f"0{L}b")[::-1], 2) for i in range(n)]
+    assert _emulate(x, L, inverse, coset, "nn", max_tile_log) == ref
+    assert _emulate(x, L, inverse, coset, "nr", max_tile_log) == [ref[rev[i]] for i in range(n)]
+    assert _emulate([x[rev[i]] for i in range(n)], L, inverse, coset, "rn", max_tile_log) == ref
+
+
+def test_passes_cover_all_bits():
+    for L in range(0, 33):
+        ps = N._passes(L)
+        bits = sorted(b for s_lo, k, _ in ps for b in range(s_lo, s_lo + k))
+        assert bits == list(range(L))
+        for s_lo, k, c in ps:
+            assert k + c <= 10 and c <= s_lo
+    assert len(N._passes(24)) == 3
+
+
+# ---------------------------------------------------------------- GPU
+def _cp():
+    from zkgpu._cuda import cupy
+
+    return cupy()
+
+
+def _dev_random(n: int, seed: int):
+    """Fresh random canonical Fr elements (top limb < 2^62 < r's top limb), on the device."""
+    x = np.random.default_rng(seed).integers(0, 2**64, size=(n, 4), dtype=np.uint64)
+    x[:, 3] >>= np.uint64(2)
+    return _cp().asarray(x)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("inverse,coset", VARIANTS, ids=VIDS)
+def test_gpu_all_small_sizes(inverse, coset):
+    for L in range(0, 19):
+        x = fr_random(1 << L)
+        got = N.ntt(x, inverse=inverse, coset=coset)
+        assert fr_to_ints(got) == N.ntt_reference(fr_to_ints(x), inverse=inverse, coset=coset), f"2^{L}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("order", ["nr", "rn", "nn"])
+@pytest.mark.parametrize("inverse,coset", VARIANTS, ids=VIDS)
+def test_gpu_orders_device_api(order, inverse, coset):
+    cp = _cp()
+    for L in (1, 4, 11, 13, 16):
+        n = 1 << L
+        x = fr_random(n)
+        xi = fr_to_ints(x)
+        ref = N.ntt_reference(xi, inverse=inverse, coset=coset)
+        rev = N._bitrev_indices(L)
+        inp = x[rev] if order == "rn" else x
+        d = cp.asarray(inp)
+        N.to_montgomery(d)
+        N.ntt_inplace(d, inverse=inverse, coset=coset, order=order)
+        N.from_montgomery(d)
+        got = fr_to_ints(d.get())
+        want = [ref[r] for r in rev] if order == "nr" else ref
+        assert got == want, (order, L)
+
+
+@pytest.mark.gpu
+def test_gpu_device_in_device_out_and_edges():
+    cp = _cp()
+    for v in (0, 1, P - 1):
+        for L in (0, 1, 5):
+            x = fr_from_ints([v] * (1 << L))
+            for inverse, coset in VARIANTS:
+                d = N.ntt(cp.asarray(x), inverse=inverse, coset=coset)
+                assert isinstance(d, cp.ndarray) and d.dtype == cp.uint64 and d.shape == x.shape
+                assert fr_to_ints(d.get()) == N.ntt_reference([v] * (1 << L), inverse=inverse, coset=coset)
+    d = cp.asarray(fr_from_ints([1, 2, 3, 4]))
+    before = d.copy()
+    N.ntt(d)
+    assert bool((d == before).all()), "ntt() must not modify its input"
+
+
+@pytest.mark.gpu
+def test_gpu_bad_device_input():
+    cp = _cp()
+    x = fr_from_ints([0] * 8)
+    x[6, 3] = np.uint64(0xFFFFFFFFFFFFFFFF)
+    with pytest.raises(ValueError, match=r"values\[6\]"):
+        N.ntt(cp.asarray(x))
+    with pytest.raises(ValueError, match="power of two"):
+        N.ntt(cp.zeros((6, 4), dtype=cp.uint64))
+    with pytest.raises(ValueError, match="empty"):
+        N.ntt(cp.zeros((0, 4), dtype=cp.uint64))
+    with pytest.raises(TypeError, match="uint64"):
+        N.ntt(cp.zeros((4, 4), dtype=cp.uint32))
+    with pytest.raises(ValueError, match="shape"):
+        N.ntt(cp.zeros((4, 5), dtype=cp.uint64))
+
+
+def _residue_sums(x: np.ndarray, s: int) -> list[int]:
+    """S_t = sum_{i = t mod 2^s} x_i mod r, by uint64 sums of the 32-bit limb columns."""
+    n = x.shape[0]
+    w = x.view(np.uint32).reshape(n >> s, 1 << s, 8).sum(axis=0, dtype=np.uint64)
+    return [sum(int(w[t, k]) << (32 * k) for k in range(8)) % P for t in range(1 << s)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("L", [20, 22, 24, 26])
+def test_gpu_large_spot_checks(L):
+    """Outputs at j = m*n/2^s equal NTT_{2^s} of the residue-class sums (each depends on every input);
+    inverse likewise; round trips for all variants."""
+    cp = _cp()
+    s = 10
+    n = 1 << L
+    x = _dev_random(n, secrets.randbits(32))
+    xh = x.get()
+    S = _residue_sums(xh, s)
+    for inverse in (False, True):
+        y = N.ntt(x, inverse=inverse).get()
+        want = N.ntt_reference(S, inverse=inverse)
+        if inverse:  # ntt_reference(inverse) divides by 2^s; the size-n inverse divides by n
+            want = [v * pow(n >> s, -1, P) % P for v in want]
+        got = fr_to_ints(y[:: n >> s])
+        assert got == want, f"2^{L} inverse={inverse}"
+        del y
+    for coset in (False, True):
+        y = N.ntt(x, coset=coset)
+        z = N.ntt(y, inverse=True, coset=coset)
+        assert bool((z == x).all()), f"2^{L} round trip coset={coset}"
+        del y, z
+    cp.get_default_memory_pool().free_all_blocks()
+
+
+@pytest.mark.gpu
+def test_gpu_arbitrary_positions_horner_2_20():
+    n = 1 << 20
+    x = fr_random(n)
+    xi = fr_to_ints(x)
+    omega = FR.root_of_unity(20)
+    for coset in (False, True):
+        y = N.ntt(x, coset=coset)
+        for j in (1, 777_777, n - 1):
+            pt = pow(omega, j, P) * (G if coset else 1) % P
+            acc = 0
+            for c in reversed(xi):
+                acc = (acc * pt + c) % P
+            assert fr_to_ints(y[j : j + 1])[0] == acc, (coset, j)

@@ -1,0 +1,530 @@
+"""Number-theoretic transform (NTT) over the BLS12-381 scalar field Fr, on the GPU with a CPU reference.
+
+Definitions (n = 2^L, omega = ``FR.root_of_unity(L)``, g = 7 the multiplicative generator of Fr, the
+arkworks/blst/sppark convention):
+
+* forward NTT: ``X[j] = sum_i c[i] * omega^(i*j)``
+* inverse NTT: ``c[i] = n^-1 * sum_j X[j] * omega^(-i*j)``
+* forward coset NTT (evaluations on the coset g*H): the NTT of ``c[i] * g^i``
+* inverse coset NTT: the inverse NTT, then ``c[i] *= g^-i``
+
+Public API
+----------
+* :func:`ntt` -- host arrays (numpy uint64 ``(n, 4)``, canonical, natural order) or CuPy arrays of the
+  same shape/dtype (device-resident); returns the same kind. Without a GPU it runs the CPU reference.
+* :func:`ntt_inplace` -- the device API for the prover pipeline: a CuPy array already in Montgomery
+  form, transformed in place, with ``order`` in ``{"nn", "nr", "rn"}`` (natural / bit-reversed,
+  input then output). "nr" and "rn" skip the bit-reversal permutation, so the Groth16 H flow runs as in
+  cuzk (``groth16_ntt_h.cu``): iNTT "nr" -> coset NTT "rn" -> pointwise -> inverse coset NTT "nn".
+* :func:`to_montgomery`, :func:`from_montgomery` -- in-place conversions on the device (fr_ops.cu).
+* :func:`ntt_reference` (Python ints, iterative radix-2) and :func:`dft_naive` (O(n^2)).
+* ``zkgpu bench ntt`` -- :data:`bench_command`.
+
+GPU algorithm (``zkgpu/kernels/ntt.cu``): radix-2 Gentleman-Sande (DIF, natural -> bit-reversed) and
+Cooley-Tukey (DIT, bit-reversed -> natural) butterflies sharing one twiddle table
+``tw[h + t] = omega_{2h}^t``; up to 10 stages per launch in shared memory (at 2^24: 3 passes of 8
+stages over global memory); twiddle and coset-power tables built on the GPU and cached per size; the
+coset shift and the 1/n (or g^-i/n) scaling fused into the first/last pass.
+References: Cooley & Tukey, Math. Comp. 19 (1965); Gentleman & Sande, AFIPS 1966; sppark
+``ntt/`` (radix-2^k passes, NR/RN orders) and cuzk ``groth16_ntt_h.cu`` for the orders used by Groth16.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import _cuda
+from .field import FR, check_array, fr_from_ints, fr_to_ints
+
+__all__ = [
+    "ORDERS",
+    "log2_size",
+    "ntt",
+    "ntt_inplace",
+    "ntt_reference",
+    "dft_naive",
+    "bitrev_permute",
+    "to_montgomery",
+    "from_montgomery",
+    "check_device_array",
+    "device_words",
+    "clear_cache",
+    "bench_command",
+]
+
+P = FR.modulus
+G = FR.generator
+ORDERS = ("nn", "nr", "rn")
+_MAX_TILE_LOG = 10  # must match NTT_MAX_TILE_LOG in ntt.cu
+_THREADS = 256  # must match the default NTT_THREADS in ntt.cu
+
+
+# ----------------------------------------------------------------------------------------------
+# sizes and validation
+# ----------------------------------------------------------------------------------------------
+def _defines() -> tuple[tuple[str, str], ...]:
+    """Kernel build options from ``ZKGPU_NTT_DEFINES`` (e.g. ``"ZK_NTT_PTX=0,NTT_MIN_BLOCKS=3"``):
+    ``ZK_NTT_PTX=0`` builds ntt.cu with the portable C++ field arithmetic instead of the PTX carry
+    chains; ``NTT_THREADS`` / ``NTT_MIN_BLOCKS`` set the block size and the occupancy target."""
+    spec = os.environ.get("ZKGPU_NTT_DEFINES", "").strip()
+    out = []
+    for item in filter(None, (t.strip() for t in spec.split(","))):
+        k, _, v = item.partition("=")
+        out.append((k.strip(), v.strip() or "1"))
+    return tuple(out)
+
+
+def _threads() -> int:
+    return int(dict(_defines()).get("NTT_THREADS", _THREADS))
+
+
+def _kernel(name: str) -> Any:
+    return _cuda.get_kernel("ntt", name, _defines())
+
+
+def log2_size(n: int) -> int:
+    """log2 of an NTT size.
+
+    Raises:
+        ValueError: n < 1 (empty input), n not a power of two, or n > 2^32 (the 2-adicity of Fr).
+    """
+    if n < 1:
+        raise ValueError("NTT of an empty input: need at least 1 element")
+    if n & (n - 1):
+        raise ValueError(f"NTT size must be a power of two, got {n}")
+    L = n.bit_length() - 1
+    if L > FR.two_adicity:
+        raise ValueError(f"NTT size 2^{L} exceeds the 2-adicity of Fr (2^{FR.two_adicity})")
+    return L
+
+
+def check_device_array(d: Any, *, name: str = "values") -> Any:
+    """Validate a CuPy array in the public layout, uint64 ``(n, 4)`` C-contiguous (values not checked).
+
+    Raises:
+        TypeError: dtype other than uint64.
+        ValueError: shape other than ``(n, 4)`` or not C-contiguous.
+    """
+    cp = _cuda.cupy()
+    if d.dtype != cp.uint64:
+        raise TypeError(f"{name}: expected dtype uint64 (shape (n, 4)), got {d.dtype}")
+    if d.ndim != 2 or d.shape[1] != FR.limbs:
+        raise ValueError(f"{name}: expected shape (n, 4) for Fr, got {tuple(d.shape)}")
+    if not d.flags.c_contiguous:
+        raise ValueError(f"{name}: device array must be C-contiguous")
+    return d
+
+
+def device_words(d: Any, *, name: str = "values") -> Any:
+    """The flat uint32 view (8 words per element) of a C-contiguous device array of Fr elements.
+
+    Accepts uint64 ``(n, 4)``, uint32 ``(n, 8)`` or flat uint32 ``(8n,)``; returns a view (no copy).
+
+    Raises:
+        TypeError: not a CuPy array of uint32/uint64.
+        ValueError: not C-contiguous, or size not a multiple of 32 bytes.
+    """
+    cp = _cuda.cupy()
+    if not isinstance(d, cp.ndarray):
+        raise TypeError(f"{name}: expected a CuPy array, got {type(d).__name__}")
+    if d.dtype not in (cp.uint32, cp.uint64):
+        raise TypeError(f"{name}: expected uint32 or uint64 limbs, got {d.dtype}")
+    if not d.flags.c_contiguous:
+        raise ValueError(f"{name}: device array must be C-contiguous")
+    if d.nbytes % 32:
+        raise ValueError(f"{name}: {d.nbytes} bytes is not a whole number of 32-byte Fr elements")
+    return d.view(cp.uint32).reshape(-1)
+
+
+def _first_unreduced_device(w: Any) -> int | None:
+    cp = _cuda.cupy()
+    n = w.size // 8
+    out = cp.full((1,), n, dtype=cp.uint64)
+    k = _cuda.get_kernel("fr_ops", "fr_first_unreduced")
+    _cuda.launch_1d(k, n, (w, np.uint64(n), out))
+    bad = int(out.get()[0])
+    return None if bad >= n else bad
+
+
+def _check_values_device(w: Any, name: str) -> None:
+    bad = _first_unreduced_device(w)
+    if bad is not None:
+        v = fr_to_ints(w[8 * bad : 8 * bad + 8].view(_cuda.cupy().uint64).reshape(1, 4).get())[0]
+        raise ValueError(f"{name}[{bad}] = {v:#x} is not a canonical Fr element (must be < {P:#x})")
+
+
+# ----------------------------------------------------------------------------------------------
+# CPU reference
+# ----------------------------------------------------------------------------------------------
+def _bitrev_indices(L: int) -> np.ndarray:
+    n = 1 << L
+    idx = np.arange(n, dtype=np.int64)
+    rev = np.zeros(n, dtype=np.int64)
+    for b in range(L):
+        rev |= ((idx >> b) & 1) << (L - 1 - b)
+    return rev
+
+
+def _powers(x: int, n: int) -> list[int]:
+    out, acc = [], 1
+    for _ in range(n):
+        out.append(acc)
+        acc = acc * x % P
+    return out
+
+
+def _as_int_list(values: Sequence[int] | np.ndarray) -> list[int]:
+    if isinstance(values, np.ndarray) and values.dtype == np.uint64:
+        return fr_to_ints(check_array(FR, values))
+    vals = [int(v) for v in values]
+    for i, v in enumerate(vals):
+        if not 0 <= v < P:
+            raise ValueError(f"values[{i}] = {v:#x} is not a canonical Fr element (must be < {P:#x})")
+    return vals
+
+
+def ntt_reference(values: Sequence[int] | np.ndarray, *, inverse: bool = False, coset: bool = False) -> list[int]:
+    """CPU NTT on Python ints (iterative radix-2 DIF over numpy object arrays), natural order.
+
+    Args:
+        values: n canonical Fr elements (Python ints, or a host array ``(n, 4)`` uint64).
+        inverse, coset: which of the four transforms (see the module docstring).
+
+    Returns:
+        n canonical Python ints.
+
+    Raises:
+        ValueError: empty input, size not a power of two or beyond 2^32, a value outside [0, r).
+    """
+    vals = _as_int_list(values)
+    L = log2_size(len(vals))
+    n = 1 << L
+    x = np.empty(n, dtype=object)  # Python ints
+    x[:] = vals
+    if coset and not inverse:
+        x = x * np.array(_powers(G, n), dtype=object) % P
+    omega = FR.root_of_unity(L)
+    if inverse:
+        omega = pow(omega, -1, P)
+    for s in range(L - 1, -1, -1):  # Gentleman-Sande, natural -> bit-reversed
+        h = 1 << s
+        w = np.array(_powers(pow(omega, n // (2 * h), P), h), dtype=object)
+        v = x.reshape(-1, 2, h)
+        a = v[:, 0, :].copy()
+        b = v[:, 1, :].copy()
+        v[:, 0, :] = (a + b) % P
+        v[:, 1, :] = (a - b) * w % P
+    x = x[_bitrev_indices(L)]
+    if inverse:
+        n_inv = pow(n, -1, P)
+        if coset:
+            x = x * np.array(_powers(pow(G, -1, P), n), dtype=object) % P
+        x = x * n_inv % P
+    return [int(v) for v in x]
+
+
+def dft_naive(values: Sequence[int], *, inverse: bool = False, coset: bool = False) -> list[int]:
+    """O(n^2) DFT straight from the definitions (the check of :func:`ntt_reference`)."""
+    vals = [int(v) % P for v in values]
+    L = log2_size(len(vals))
+    n = 1 << L
+    omega = FR.root_of_unity(L)
+    if not inverse:
+        if coset:
+            vals = [v * pow(G, i, P) % P for i, v in enumerate(vals)]
+        return [sum(vals[i] * pow(omega, i * j, P) for i in range(n)) % P for j in range(n)]
+    oi, n_inv = pow(omega, -1, P), pow(n, -1, P)
+    out = [sum(vals[j] * pow(oi, i * j, P) for j in range(n)) * n_inv % P for i in range(n)]
+    if coset:
+        gi = pow(G, -1, P)
+        out = [v * pow(gi, i, P) % P for i, v in enumerate(out)]
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# device tables (cached per size and direction)
+# ----------------------------------------------------------------------------------------------
+def _to_device_mont(ints: list[int]) -> Any:
+    cp = _cuda.cupy()
+    return cp.asarray(fr_from_ints([FR.to_mont(v) for v in ints])).view(cp.uint32).reshape(-1)
+
+
+def _split_tables(x: int, bits: int, scale: int = 1) -> tuple[Any, Any, int]:
+    """lo[j] = x^j (j < 2^S), hi[j] = scale * x^(j*2^S) (j < 2^(bits-S)), on the device, Montgomery."""
+    S = (bits + 1) // 2
+    lo = _powers(x, 1 << S)
+    step = pow(x, 1 << S, P)
+    hi = [v * scale % P for v in _powers(step, 1 << (bits - S))]
+    return _to_device_mont(lo), _to_device_mont(hi), S
+
+
+def _grid(n: int, block: int = 256) -> tuple[int, int]:
+    return max(1, min((n + block - 1) // block, 65535 * 8)), block
+
+
+@functools.lru_cache(maxsize=None)
+def _twiddles(L: int, inverse: bool) -> Any:
+    """tw[h + t] = omega_{2h}^t (Montgomery, flat uint32, n elements) for the forward or inverse root."""
+    cp = _cuda.cupy()
+    n = 1 << L
+    omega = FR.root_of_unity(L)
+    if inverse:
+        omega = pow(omega, -1, P)
+    lo, hi, S = _split_tables(omega, L - 1)
+    tw = cp.empty(8 * n, dtype=cp.uint32)
+    grid, block = _grid(n)
+    _kernel("ntt_build_twiddles")((grid,), (block,), (tw, lo, hi, np.int32(L), np.int32(S), np.uint64(n)))
+    return tw
+
+
+@functools.lru_cache(maxsize=None)
+def _scale_table(L: int, kind: str) -> Any:
+    """'coset': g^i; 'icoset': g^-i / n; 'ninv': [1/n] (Montgomery, flat uint32)."""
+    cp = _cuda.cupy()
+    n = 1 << L
+    n_inv = pow(n, -1, P)
+    if kind == "ninv":
+        return _to_device_mont([n_inv])
+    x, scale = (G, 1) if kind == "coset" else (pow(G, -1, P), n_inv)
+    lo, hi, S = _split_tables(x, L, scale)
+    out = cp.empty(8 * n, dtype=cp.uint32)
+    grid, block = _grid(n)
+    _kernel("ntt_build_powers")((grid,), (block,), (out, lo, hi, np.int32(S), np.uint64(n)))
+    return out
+
+
+def clear_cache() -> None:
+    """Free the cached twiddle and coset tables (n * 32 bytes each per size and direction)."""
+    _twiddles.cache_clear()
+    _scale_table.cache_clear()
+
+
+def _passes(L: int, max_tile_log: int = _MAX_TILE_LOG) -> list[tuple[int, int, int]]:
+    """(s_lo, k, c) per pass in DIF order (high bits first): as even a split of L into <= 10-bit groups.
+
+    A pass does the stages of index bits [s_lo, s_lo + k) on tiles of 2^(k+c) elements that also span
+    the c lowest index bits (runs of 2^c adjacent elements, for coalesced loads)."""
+    if L == 0:
+        return []
+    npass = -(-L // max_tile_log)
+    ks = [L // npass + (1 if i < L % npass else 0) for i in range(npass)]
+    out, top = [], L
+    for k in ks:
+        s_lo = top - k
+        out.append((s_lo, k, min(s_lo, max_tile_log - k)))
+        top = s_lo
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# device API
+# ----------------------------------------------------------------------------------------------
+def to_montgomery(d: Any) -> Any:
+    """Canonical -> Montgomery form, in place on a device array of Fr elements; returns d."""
+    w = device_words(d)
+    n = w.size // 8
+    if n:
+        _cuda.launch_1d(_cuda.get_kernel("fr_ops", "fr_to_mont"), n, (w, np.uint64(n)))
+    return d
+
+
+def from_montgomery(d: Any) -> Any:
+    """Montgomery -> canonical form, in place on a device array of Fr elements; returns d."""
+    w = device_words(d)
+    n = w.size // 8
+    if n:
+        _cuda.launch_1d(_cuda.get_kernel("fr_ops", "fr_from_mont"), n, (w, np.uint64(n)))
+    return d
+
+
+def bitrev_permute(d: Any) -> Any:
+    """In-place bit-reversal permutation of a device array of n = 2^L Fr elements; returns d."""
+    w = device_words(d)
+    n = w.size // 8
+    L = log2_size(n)
+    if L:
+        grid, block = _grid(n)
+        _kernel("ntt_bitrev")((grid,), (block,), (w, np.int32(L), np.uint64(n)))
+    return d
+
+
+def ntt_inplace(d: Any, *, inverse: bool = False, coset: bool = False, order: str = "nn") -> Any:
+    """NTT in place on the GPU, on Fr elements already in Montgomery form; returns d.
+
+    Launches on CuPy's current stream (use ``with stream:``) and does not synchronise.
+
+    Args:
+        d: C-contiguous CuPy array of n = 2^L elements: uint64 ``(n, 4)``, uint32 ``(n, 8)`` or
+            flat uint32 ``(8n,)``, Montgomery form (values are not checked).
+        inverse, coset: which transform (module docstring); inverse includes the 1/n factor.
+        order: "nn" natural -> natural (adds a bit-reversal pass), "nr" natural -> bit-reversed
+            (DIF), "rn" bit-reversed -> natural (DIT). In "nr"/"rn" the bit-reversed side holds the
+            element of index bitrev(i) at position i.
+
+    Raises:
+        ValueError: bad order, size not a power of two / empty / beyond 2^32.
+        TypeError: not a CuPy uint32/uint64 array.
+    """
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+    w = device_words(d)
+    n = w.size // 8
+    L = log2_size(n)
+    if L == 0:
+        return d  # every variant is the identity on one element
+    dit = order == "rn"
+    tw = _twiddles(L, bool(inverse))
+    pre, pre_mode, post, post_mode = tw, 0, tw, 0
+    if coset and not inverse:
+        pre, pre_mode = _scale_table(L, "coset"), (2 if dit else 1)
+    if inverse:
+        post = _scale_table(L, "icoset" if coset else "ninv")
+        post_mode = 3 if not coset else (1 if dit else 2)
+    passes = _passes(L)
+    if dit:
+        passes = passes[::-1]
+    kern = _kernel("ntt_pass")
+    nthreads = _threads()
+    last = len(passes) - 1
+    for i, (s_lo, k, c) in enumerate(passes):
+        T = 1 << (k + c)
+        kern(
+            (n // T,),
+            (min(T // 2, nthreads),),
+            (
+                w, tw, np.int32(L), np.int32(s_lo), np.int32(k), np.int32(c), np.int32(dit),
+                pre, np.int32(pre_mode if i == 0 else 0), post, np.int32(post_mode if i == last else 0),
+            ),
+            shared_mem=32 * T,
+        )
+    if order == "nn":
+        bitrev_permute(w)
+    return d
+
+
+def _ntt_device(d: Any, inverse: bool, coset: bool, name: str = "values") -> Any:
+    cp = _cuda.cupy()
+    check_device_array(d, name=name)
+    log2_size(d.shape[0])
+    out = cp.array(d, dtype=cp.uint64, order="C", copy=True)
+    w = out.view(cp.uint32).reshape(-1)
+    _check_values_device(w, name)
+    to_montgomery(w)
+    ntt_inplace(w, inverse=inverse, coset=coset, order="nn")
+    from_montgomery(w)
+    return out
+
+
+def ntt(values: Any, *, inverse: bool = False, coset: bool = False) -> Any:
+    """Forward / inverse / coset NTT over Fr, natural order in and out (module docstring).
+
+    Args:
+        values: numpy uint64 ``(n, 4)`` canonical host array, or a CuPy array of the same
+            shape/dtype on the device; n = 2^L with 0 <= L <= 32 (as memory allows).
+        inverse: inverse transform (includes the 1/n factor).
+        coset: on the coset g*H, g = 7 (forward: NTT of c[i]*g^i; inverse: iNTT then *g^-i).
+
+    Returns:
+        The same kind of array (host in -> host out, device in -> device out), shape ``(n, 4)``
+        uint64, canonical. Host input uses the GPU when one is present, else :func:`ntt_reference`.
+
+    Raises:
+        TypeError: not a numpy/CuPy array, or dtype other than uint64.
+        ValueError: shape not ``(n, 4)``, empty, n not a power of two or beyond 2^32, or an element
+            >= r (the message names the first bad index).
+    """
+    if _cuda.is_device_array(values):
+        return _ntt_device(values, inverse, coset)
+    arr = check_array(FR, values)
+    log2_size(arr.shape[0])
+    if _cuda.gpu_available():
+        return _ntt_device(_cuda.cupy().asarray(arr), inverse, coset).get()
+    return fr_from_ints(ntt_reference(fr_to_ints(arr), inverse=inverse, coset=coset))
+
+
+# ----------------------------------------------------------------------------------------------
+# benchmark
+# ----------------------------------------------------------------------------------------------
+BENCH_VARIANTS: dict[str, dict[str, Any]] = {
+    "forward-nr": dict(inverse=False, coset=False, order="nr"),
+    "forward-nn": dict(inverse=False, coset=False, order="nn"),
+    "inverse-nn": dict(inverse=True, coset=False, order="nn"),
+    "coset-nn": dict(inverse=False, coset=True, order="nn"),
+    "inverse-coset-nn": dict(inverse=True, coset=True, order="nn"),
+    "coset-rn": dict(inverse=False, coset=True, order="rn"),
+}
+
+
+def run_benchmark(min_log: int = 16, max_log: int = 26, repeat: int = 10, warmup: int = 2) -> list[dict[str, Any]]:
+    """Time every variant of :data:`BENCH_VARIANTS` on device-resident random data (CUDA events).
+
+    Returns one row per (log_n, variant): median/min/max ms, mulmods/s (n/2*L butterfly multiplies)
+    and the effective GB/s of one read and one write of the vector per global pass.
+    """
+    cp = _cuda.cupy()
+    from .field import fr_random  # noqa: PLC0415
+
+    rows = []
+    for L in range(min_log, max_log + 1):
+        n = 1 << L
+        d = cp.asarray(fr_random(n, rng=L)).view(cp.uint32).reshape(-1)
+        to_montgomery(d)
+        for name, kw in BENCH_VARIANTS.items():
+            res = _cuda.benchmark(lambda kw=kw: ntt_inplace(d, **kw), warmup=warmup, repeat=repeat)
+            npass = len(_passes(L)) + (1 if kw["order"] == "nn" else 0)
+            med = res.median_ms
+            rows.append(
+                dict(
+                    log_n=L, n=n, variant=name, median_ms=med, min_ms=res.min_ms, max_ms=res.max_ms,
+                    repeat=repeat, warmup=warmup, global_passes=npass,
+                    butterfly_mulmods_per_s=(n // 2) * L / (med * 1e-3),
+                    effective_GBps=2 * 32 * n * npass / (med * 1e-3) / 1e9,
+                )
+            )
+        del d
+        cp.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+def _bench_command():
+    import click  # noqa: PLC0415
+
+    @click.command("ntt")
+    @click.option("--min-log", default=16, show_default=True, help="smallest size, log2")
+    @click.option("--max-log", default=26, show_default=True, help="largest size, log2")
+    @click.option("--repeat", default=10, show_default=True, help="timed repeats per point (median reported)")
+    @click.option("--out", "out_base", default=None, help="base folder for the run folder (default data/)")
+    def ntt_bench(min_log: int, max_log: int, repeat: int, out_base: str | None) -> None:
+        """Fr NTT on the GPU, device-resident, 2^min-log .. 2^max-log: forward/inverse/coset, CSV + JSON."""
+        import pandas as pd  # noqa: PLC0415
+
+        from .manifest import build_manifest, new_run_dir, write_json_new  # noqa: PLC0415
+
+        if not _cuda.gpu_available():
+            raise click.ClickException("no CUDA GPU: the NTT benchmark needs one")
+        if not 0 <= min_log <= max_log <= FR.two_adicity:
+            raise click.BadParameter(f"need 0 <= min-log <= max-log <= {FR.two_adicity}")
+        rows = run_benchmark(min_log, max_log, repeat)
+        run_dir = new_run_dir("bench-ntt", base=Path(out_base) if out_base else None)
+        df = pd.DataFrame(rows)
+        df.to_csv(run_dir / "ntt.csv", index=False)
+        write_json_new(run_dir / "ntt.json", rows)
+        write_json_new(
+            run_dir / "manifest.json",
+            build_manifest(benchmark="ntt", min_log=min_log, max_log=max_log, repeat=repeat,
+                           variants=list(BENCH_VARIANTS), timing="CUDA events, median of repeats, warm-up excluded"),
+        )
+        table = df.pivot(index="log_n", columns="variant", values="median_ms")
+        click.echo(table.to_string(float_format=lambda v: f"{v:9.3f}"))
+        click.echo(f"(median ms) written to {run_dir}")
+
+    return ntt_bench
+
+
+bench_command = _bench_command()
+
