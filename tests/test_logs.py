@@ -373,7 +373,7 @@ def _make_nsys(path: Path) -> None:
         [
             (0, None, 75, "zkgpu", gtid, None, 5),  # domain create
             (1000, 5000, 59, None, gtid, 1, 5),  # push/pop range, text via StringIds
-            (1200, 1800, 60, "batch_add partition=3 worker=1", gtid, None, 5),
+            (1200, 1800, 60, "batch_add p3 w1", gtid, None, 5),  # zkgpu.trace label form
             (1300, None, 34, "a mark", gtid, None, 0),  # mark: no end, skipped
         ],
     )
@@ -395,6 +395,7 @@ def test_read_nsys_sqlite(tmp_path):
     nv = ev[ev["phase"].isin(["ntt_msm_h", "batch_add"])].set_index("phase")
     assert nv.at["ntt_msm_h", "start_ns"] == 1000 and nv.at["ntt_msm_h", "end_ns"] == 5000
     assert nv.at["ntt_msm_h", "partition"] == 3 and nv.at["ntt_msm_h", "worker"] == 1
+    assert nv.at["batch_add", "partition"] == 3 and nv.at["batch_add", "worker"] == 1 and pd.isna(nv.at["batch_add", "gpu"])
     assert "domain=zkgpu" in nv.at["ntt_msm_h", "detail"] and "tid=77" in nv.at["ntt_msm_h", "detail"]
     assert "a mark" not in " ".join(ev["detail"].tolist())
     k = ev[ev["phase"] == "kernel"].iloc[0]

@@ -833,6 +833,8 @@ def _enum(con, tables, name: str, fallback: dict[int, str]) -> dict[int, str]:
 
 
 _INT_FIELD = re.compile(r"\b(partition|worker|gpu)[=:](\d+)\b")
+_SHORT_FIELD = re.compile(r"(?<![\w=])([pwg])(\d+)\b")  # zkgpu.trace labels: "ntt_msm_h p3 w1"
+_SHORT_NAME = {"p": "partition", "w": "worker", "g": "gpu"}
 
 
 def read_nsys_sqlite(path: str | Path, run: str | None = None) -> pd.DataFrame:
@@ -843,7 +845,8 @@ def read_nsys_sqlite(path: str | Path, run: str | None = None) -> pd.DataFrame:
     * NVTX ranges (``NVTX_EVENTS`` rows with a non-NULL ``end``; text from ``text`` or
       ``textId`` → ``StringIds.value``): phase = the first word of the text (split on whitespace,
       ``:`` or ``,``), so our ranges named after :data:`zkgpu.events.PHASES` map 1:1; ``partition=N``,
-      ``worker=N``, ``gpu=N`` found in the text fill those columns; detail = ``text=…,domain=…,tid=…``
+      ``worker=N``, ``gpu=N`` or the short ``pN`` / ``wN`` / ``gN`` words of :mod:`zkgpu.trace` labels
+      (``ntt_msm_h p3 w1``) found after the first word fill those columns; detail = ``text=…,domain=…,tid=…``
       (domain name from the NVTX domain-create rows when present, else the id).
     * ``CUPTI_ACTIVITY_KIND_KERNEL``: phase ``kernel``, gpu = ``deviceId``, gpu_ms = (end−start)/1e6,
       detail ``name=…,stream=…`` (name from ``shortName``/``demangledName`` via StringIds).
@@ -895,7 +898,10 @@ def read_nsys_sqlite(path: str | Path, run: str | None = None) -> pd.DataFrame:
                 txt = txt or ""
                 first = re.split(r"[\s:,]+", txt.strip(), maxsplit=1)[0] if txt.strip() else "nvtx"
                 r = {"run": run, "source": "nsys", "phase": first, "start_ns": int(start), "end_ns": int(end)}
-                for k, v in _INT_FIELD.findall(txt):
+                rest = txt.strip()[len(first):]
+                for k, v in _SHORT_FIELD.findall(rest):
+                    r[_SHORT_NAME[k]] = int(v)
+                for k, v in _INT_FIELD.findall(rest):
                     r[k] = int(v)
                 d = [f"text={txt}"]
                 if dom is not None:
