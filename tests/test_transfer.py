@@ -11,7 +11,6 @@ import random
 import sys
 import threading
 import time
-import warnings
 
 import numpy as np
 import pandas as pd

@@ -60,7 +60,7 @@ import ctypes
 import itertools
 import logging
 import math
-import statistics
+import mmap
 import threading
 import time
 import warnings
@@ -336,7 +336,9 @@ def cupy_asarray(host: np.ndarray, dst: None = None, *, stream: Any = None, trac
     issues an async DMA (``cupy/_core/core.pyx`` ``_array_default``; a source that is already
     pinned is DMA'd directly). With ``trace_staging`` CuPy's pinned allocator is wrapped during the
     call (then reset to CuPy's default pool allocator) and ``extra["staging_bytes"]`` is the
-    pinned staging CuPy requested (CuPy rounds requests up to a power of two) — 0 means no staging.
+    pinned staging CuPy requested (its pool then rounds that up to a power of two) — 0 means no
+    staging. The allocator is process-wide: pass ``trace_staging=False`` when other threads
+    allocate pinned memory through CuPy at the same time.
 
     Args:
         host: C-contiguous numpy array (copied with its own dtype and shape).
@@ -1093,6 +1095,23 @@ SWEEP_COLUMNS: tuple[str, ...] = (
 _TILE = 1 << 20  # the test pattern repeats every 1 MiB
 
 
+class _PageableBuffer:
+    """A pageable uint8 numpy array over its own anonymous ``mmap``: its pages are untouched (not
+    yet backed by RAM) until first written, and go back to the OS at :meth:`close` — unlike a
+    ``numpy.empty`` that malloc may serve from already-touched heap pages."""
+
+    def __init__(self, nbytes: int) -> None:
+        self._mm = mmap.mmap(-1, nbytes)
+        self.array = np.frombuffer(self._mm, dtype=np.uint8)
+
+    def close(self) -> None:
+        self.array = None
+        try:
+            self._mm.close()
+        except BufferError:  # a view is still alive somewhere: the mapping goes with it
+            pass
+
+
 def _pattern(seed: int = 0x5EED) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 256, _TILE, dtype=np.uint8)
 
@@ -1158,8 +1177,10 @@ def bandwidth_sweep(
         included) gets a newly allocated source buffer whose pages have never been touched, fills
         it (this write is its first touch, page faults included; ``touch_ms``), copies it and frees
         it. For the pageable-source paths (``pageable``, ``pageable_memcpy``, ``cupy_asarray``,
-        ``registered``, ``pinned_staging``) that buffer is ``numpy.empty`` (large sizes are fresh
-        ``mmap`` pages); ``registered`` then also pins fresh pages; ``pinned_staging`` keeps its
+        ``registered``, ``pinned_staging``) every source buffer, reused or fresh, is a numpy array
+        over its own anonymous ``mmap`` (so a fresh one really has never-touched pages, which
+        ``numpy.empty`` cannot promise: malloc may recycle touched heap pages below its mmap
+        threshold), unmapped when freed; ``registered`` then also pins fresh pages; ``pinned_staging`` keeps its
         reused staging buffer (from a :class:`PinnedPool`). For ``pinned_pool`` the pool is emptied
         first so the checkout does a new ``cudaHostAlloc``; for ``pinned_raw`` CuPy's pinned pool is
         emptied so ``cupyx.empty_pinned`` allocates. That allocation is ``alloc_ms`` and counts in
@@ -1180,7 +1201,7 @@ def bandwidth_sweep(
 
     Returns:
         pandas DataFrame with :data:`SWEEP_COLUMNS`; ``df.attrs`` holds ``skipped_sizes``,
-        ``repeat``, ``warmup``.
+        ``repeat``, ``warmup`` and ``pool_stats`` (the sweep's own :class:`PinnedPool` counters).
 
     Raises:
         RuntimeError: no GPU, or a copy delivered wrong bytes. ValueError: unknown path, bad sizes,
@@ -1234,10 +1255,11 @@ def bandwidth_sweep(
     finally:
         if bar is not None:
             bar.close()
+        pool_stats = pool.stats().as_dict()
         pool.close()
         cupy_pinned_pool.free_all_blocks()
     df = _sweep_frame(rows)
-    df.attrs.update(skipped_sizes=skipped, repeat=repeat, warmup=warmup)
+    df.attrs.update(skipped_sizes=skipped, repeat=repeat, warmup=warmup, pool_stats=pool_stats)
     return df
 
 
@@ -1258,6 +1280,7 @@ def _sweep_case(cp, cupyx, path, size, is_fresh, repeat, warmup, verify, stream,
     fn = TRANSFER_PATHS[path]
     rows = []
     reused_src = None
+    reused_owner = None
     staging = None
     pinned_kind = path in ("pinned_pool", "pinned_raw")
     try:
@@ -1269,10 +1292,12 @@ def _sweep_case(cp, cupyx, path, size, is_fresh, repeat, warmup, verify, stream,
             elif path == "pinned_raw":
                 reused_src = cupyx.empty_pinned(size, dtype=np.uint8)
             else:
-                reused_src = np.empty(size, dtype=np.uint8)
+                reused_owner = _PageableBuffer(size)
+                reused_src = reused_owner.array
             _fill(reused_src, tile)
         for i in range(warmup + repeat):
             alloc_ms = touch_ms = math.nan
+            owner = None
             if is_fresh:
                 if path == "pinned_pool":
                     pool.shrink(0)  # no free buffer left: the checkout must cudaHostAlloc
@@ -1284,7 +1309,8 @@ def _sweep_case(cp, cupyx, path, size, is_fresh, repeat, warmup, verify, stream,
                 elif path == "pinned_raw":
                     src = cupyx.empty_pinned(size, dtype=np.uint8)
                 else:
-                    src = np.empty(size, dtype=np.uint8)
+                    owner = _PageableBuffer(size)
+                    src = owner.array
                 alloc_ms = (time.perf_counter() - t0) * 1e3
                 t0 = time.perf_counter()
                 _fill(src, tile)
@@ -1323,6 +1349,8 @@ def _sweep_case(cp, cupyx, path, size, is_fresh, repeat, warmup, verify, stream,
                     if path == "pinned_pool":
                         pool.checkin(src)
                     del src
+                    if owner is not None:
+                        owner.close()
             if i < warmup:
                 continue
             overhead = res.overhead_ms + (alloc_ms if (is_fresh and pinned_kind) else 0.0)
@@ -1353,6 +1381,8 @@ def _sweep_case(cp, cupyx, path, size, is_fresh, repeat, warmup, verify, stream,
         if reused_src is not None and path == "pinned_pool":
             pool.checkin(reused_src)
         del reused_src
+        if reused_owner is not None:
+            reused_owner.close()
     return rows
 
 
@@ -1417,8 +1447,8 @@ def host_alloc_costs(sizes: Iterable[int] = DEFAULT_SIZES, repeat: int = 3) -> "
     """Cost of pinning host memory per size: why a pool, and what registering costs.
 
     For each size and repeat, in ms (perf_counter): ``hostAlloc`` (``cudaHostAlloc``, portable)
-    and ``freeHost`` of that buffer; ``touch`` (first write of a fresh ``numpy.empty`` array),
-    then ``hostRegister`` and ``hostUnregister`` of that (already touched) array.
+    and ``freeHost`` of that buffer; ``touch`` (first write of a fresh anonymous-mmap numpy
+    array), then ``hostRegister`` and ``hostUnregister`` of that (already touched) array.
 
     Returns:
         DataFrame with columns ``op, size_bytes, repeat, ms, gbps`` (gbps = size / ms in 10^9 B/s,
@@ -1449,7 +1479,8 @@ def host_alloc_costs(sizes: Iterable[int] = DEFAULT_SIZES, repeat: int = 3) -> "
             t2 = time.perf_counter()
             add("hostAlloc", size, r, (t1 - t0) * 1e3)
             add("freeHost", size, r, (t2 - t1) * 1e3)
-            arr = np.empty(size, dtype=np.uint8)
+            owner = _PageableBuffer(size)
+            arr = owner.array
             t0 = time.perf_counter()
             _fill(arr, tile)
             t1 = time.perf_counter()
@@ -1461,6 +1492,7 @@ def host_alloc_costs(sizes: Iterable[int] = DEFAULT_SIZES, repeat: int = 3) -> "
             add("hostRegister", size, r, (t2 - t1) * 1e3)
             add("hostUnregister", size, r, (t3 - t2) * 1e3)
             del arr
+            owner.close()
     return pd.DataFrame(rows, columns=["op", "size_bytes", "repeat", "ms", "gbps"])
 
 
@@ -1550,6 +1582,7 @@ def _make_bench_command() -> Any:
             sweep_seconds=round(sweep_s, 2),
             gbps_unit="1e9 bytes/s",
             pool_efficiency=eff_info,
+            sweep_pool_stats=df.attrs.get("pool_stats"),
             files=sorted(p.name for p in run_dir.iterdir()) + ["manifest.json"],
         )
         write_json_new(run_dir / "manifest.json", manifest)
