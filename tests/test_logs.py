@@ -449,3 +449,18 @@ def test_parse_registered_in_main_cli():
     from zkgpu.cli import main
 
     assert "parse" in main.commands
+
+
+def test_sequential_placement_shares_timeline_base():
+    """Counts differ (a GPU_START whose CUZK lines are missing): sequential, from the first GPU_START."""
+    lines = [
+        "TIMELINE,500,GPU_START,j,worker=0,partition=0",
+        "CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=100",
+        "CUZK_TIMING: gpu_tid=0 tail_msm_ms=10 gpu_total_ms=120",
+        "TIMELINE,640,GPU_START,j,worker=1,partition=1",
+        "TIMELINE,700,GPU_END,j,worker=0,partition=0,gpu_ms=200",
+    ]
+    ev = to_events(parse_lines(lines))
+    ntt = ev[ev["phase"] == "ntt_msm_h"].iloc[0]
+    assert ntt["start_ns"] == 500 * 10**6 and "placement=sequential" in ntt["detail"] and pd.isna(ntt["worker"])
+    assert ev[ev["phase"] == "prove"]["start_ns"].tolist() == [500 * 10**6]

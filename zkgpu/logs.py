@@ -759,7 +759,8 @@ def to_events(parsed: ParsedLog, run: str = "cuzk-log", source: str = "cuzk-log"
          events as records, record k ↔ the k-th GPU_START in time order; t0 = its time, worker and
          partition from it;
        * *sequential* (``placement=sequential``): otherwise the per-GPU mutex is assumed handed straight
-         from one record to the next: record 0 has t0 = 0; record k takes the lock at the previous
+         from one record to the next: record 0 has t0 = the first GPU_START's time if the log has one
+         (so both share the engine's time base), else 0; record k takes the lock at the previous
          record's lock release, i.e. t0 = release(k−1) − pre_lock_cpu − mutex_wait (never before the
          previous t0); worker <NA>, partition = record index.
 
@@ -783,8 +784,9 @@ def to_events(parsed: ParsedLog, run: str = "cuzk-log", source: str = "cuzk-log"
     pt = partition_table(parsed)
     recs = pt.to_dict("records")
     anchored = len(recs) > 0 and len(starts) == len(recs)
-    prev_release = 0
-    prev_t0 = 0
+    base = _ns(starts[0]["t_ms"]) if starts else 0  # sequential clock starts at the first GPU_START
+    prev_release = base
+    prev_t0 = base
     for k, rec in enumerate(recs):
         gpu = rec.get("gpu_tid")
         gpu = pd.NA if gpu is None or gpu is pd.NA else int(gpu)
@@ -798,7 +800,7 @@ def to_events(parsed: ParsedLog, run: str = "cuzk-log", source: str = "cuzk-log"
             pre = _val(rec, "pre_lock_cpu_ms")
             mw = _val(rec, "mutex_wait_ms")
             lead = (_ns(pre) if not np.isnan(pre) else 0) + (_ns(mw) if not np.isnan(mw) else 0)
-            t0 = 0 if k == 0 else max(prev_t0, prev_release - lead)
+            t0 = base if k == 0 else max(prev_t0, prev_release - lead)
             r_rows, prev_release = _record_events(rec, t0, run, source, pd.NA, k, gpu, "sequential")
             prev_t0 = t0
         rows.extend(r_rows)
