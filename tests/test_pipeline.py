@@ -14,7 +14,8 @@ import pytest
 from zkgpu.events import COLUMNS
 from zkgpu.field import FR, fr_from_ints, fr_to_ints
 from zkgpu.pipeline import Density, PipelineConfig, PipelineInterrupted, prepare_backend, run_pipeline
-from zkgpu.pipeline.backend import cpu_compute_h, cpu_msm, prep_scalars
+from zkgpu.msm import msm_cpu as cpu_msm  # the reference MSM (arkworks), not the pipeline's path
+from zkgpu.pipeline.backend import cpu_compute_h, prep_scalars
 from zkgpu.pipeline.synthesis import synthesize_arrays
 from zkgpu.pipeline.worker import PrepFailed
 

@@ -20,14 +20,13 @@ import ctypes.util
 import functools
 import importlib
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
 from zkgpu import _cuda
-from zkgpu.field import FR, fr_from_ints, fr_to_ints
+from zkgpu.field import fr_from_ints, fr_to_ints
 from zkgpu.pipeline.config import PipelineConfig
 from zkgpu.pipeline.synthesis import Circuit
 
@@ -38,21 +37,16 @@ __all__ = [
     "GpuBackend",
     "make_backend",
     "g1_add",
-    "g1_sum",
     "g1_from_arkworks",
     "g1_to_arkworks",
     "cpu_points",
+    "bitmap_indices",
+    "g2_bases",
+    "cpu_g2_msm",
+    "BASE_NAMES",
     "cpu_compute_h",
-    "cpu_msm",
     "malloc_trim",
 ]
-
-
-def _optional(name: str) -> Any | None:
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -83,11 +77,6 @@ def g1_add(*points: np.ndarray) -> np.ndarray:
     return g1_from_arkworks(acc)
 
 
-def g1_sum(points: np.ndarray) -> np.ndarray:
-    """Sum of the rows of an (m, 12) array."""
-    return g1_add(*[points[i] for i in range(points.shape[0])])
-
-
 def _scalars_ark(s: np.ndarray) -> list[Any]:
     ark = _ark()
     raw = np.ascontiguousarray(s, dtype=np.uint64).tobytes()
@@ -104,17 +93,6 @@ def cpu_points(m: int, seed: int, tag: int = 0) -> np.ndarray:
     for i, k in enumerate(ks):
         out[i] = g1_from_arkworks(g * ark.Scalar(int(k)))
     return out
-
-
-def cpu_msm(points: np.ndarray, scalars: np.ndarray) -> np.ndarray:
-    """sum scalars[i] * points[i] on the host (arkworks Pippenger), (1, 12)."""
-    if points.shape[0] != scalars.shape[0]:
-        raise ValueError(f"msm: {points.shape[0]} points vs {scalars.shape[0]} scalars")
-    if points.shape[0] == 0:
-        return np.zeros((1, 12), dtype=np.uint64)
-    ark = _ark()
-    pts = [g1_to_arkworks(points[i]) for i in range(points.shape[0])]
-    return g1_from_arkworks(ark.G1Point.multiexp_unchecked(pts, _scalars_ark(scalars)))
 
 
 def cpu_compute_h(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -150,54 +128,18 @@ class Prep:
     sig_scalars: np.ndarray
 
 
-def _prep_local(s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    zero_hi = (s[:, 1] == 0) & (s[:, 2] == 0) & (s[:, 3] == 0)
-    one = zero_hi & (s[:, 0] == 1)
-    sig = ~(zero_hi & (s[:, 0] <= 1))
-    words = (s.shape[0] + 63) // 64
-    packed = np.zeros(words * 8, dtype=np.uint8)
-    bits = np.packbits(one, bitorder="little")
-    packed[: bits.size] = bits
-    bitmap = packed.view("<u8").astype(np.uint64)
-    sig_idx = np.flatnonzero(sig).astype(np.int64)
-    return bitmap, sig_idx, s[sig_idx], int(one.sum())
-
-
 def prep_scalars(scalars: np.ndarray) -> Prep:
-    """Split one MSM's scalars ((m, 4) uint64 canonical) into ones bitmap + significant tail.
+    """prep_msm for one MSM: :func:`zkgpu.msm.prep_msm` (ones bitmap, significant scalars and
+    indices) plus upstream's split decision (groth16_cuda.cu:641-659).
 
-    Uses ``zkgpu.msm.prep_msm`` when it exists and returns the documented pieces, else a local
-    vectorised numpy version of the same definition.
+    Raises:
+        ValueError: a scalar >= r (named by index, from zkgpu.field.check_array).
     """
-    m = scalars.shape[0]
-    bitmap = sig_idx = sig = None
-    n_ones = -1
-    msm_mod = _optional("zkgpu.msm")
-    fn = getattr(msm_mod, "prep_msm", None) if msm_mod is not None else None
-    if fn is not None:
-        r = fn(scalars)
-        bitmap = _get(r, "ones_bitmap", "bitmap", "ones")
-        sig_idx = _get(r, "sig_idx", "significant_indices", "indices", "idx")
-        sig = _get(r, "sig_scalars", "significant_scalars", "significant", "scalars")
-        n_ones = _get(r, "n_ones", "ones_count", "count_ones")
-    if bitmap is None or sig_idx is None or sig is None:
-        bitmap, sig_idx, sig, n_ones = _prep_local(scalars)
-    bitmap = np.asarray(bitmap, dtype=np.uint64)
-    sig_idx = np.asarray(sig_idx, dtype=np.int64)
-    sig = np.asarray(sig, dtype=np.uint64).reshape(-1, 4)
-    if n_ones is None or int(n_ones) < 0:
-        n_ones = int(np.unpackbits(bitmap.view(np.uint8)).sum())
-    n_sig = int(sig_idx.size)
-    return Prep(m, n_sig <= m // 2, bitmap, int(n_ones), n_sig, sig_idx, sig)
+    from zkgpu.msm import prep_msm  # noqa: PLC0415
 
-
-def _get(obj: Any, *names: str) -> Any:
-    for nm in names:
-        if isinstance(obj, dict) and nm in obj:
-            return obj[nm]
-        if hasattr(obj, nm):
-            return getattr(obj, nm)
-    return None
+    r = prep_msm(scalars)
+    n_sig = r.significant
+    return Prep(r.n, n_sig <= r.n // 2, r.bitmap, int(r.ones), n_sig, r.sig_indices, r.sig_scalars)
 
 
 def bitmap_indices(bitmap: np.ndarray, size: int) -> np.ndarray:
@@ -330,11 +272,8 @@ class GpuBackend:
 
     def setup(self) -> None:
         sizes = {"h": self.config.n, "l": self.circuit.l_size, "a": self.circuit.a_size, "b_g1": self.circuit.b_size}
-        gen = getattr(self.msm_mod, "generate_points", None)
-        if gen is None:
-            gen = importlib.import_module("zkgpu.curve").generate_points
         for tag, nm in enumerate(BASE_NAMES):
-            self.bases[nm] = gen(sizes[nm], seed=self.config.seed * 16 + tag)
+            self.bases[nm] = self.msm_mod.generate_points(sizes[nm], seed=self.config.seed * 16 + tag)
         self._g2 = g2_bases(self.config.b_g2_terms, self.config.seed)
         self.cp.cuda.Device().synchronize()
 
@@ -345,20 +284,25 @@ class GpuBackend:
         """H2D of a, b, c by ``config.transfer`` on ``stream`` through :mod:`zkgpu.transfer`
         (``pageable``, ``registered`` or ``pinned_pool``; a pool fallback buffer that is not
         page-locked is copied anyway). Returns the device arrays and the bytes moved; the
-        :class:`~zkgpu.transfer.TransferResult` of each copy is kept in ``self.last_transfers``
-        (per thread)."""
+        :class:`~zkgpu.transfer.TransferResult` of each copy is kept for :meth:`last_transfers`
+        (per thread).
+
+        Every device allocation and launch of a worker happens under ``with stream`` (CuPy's
+        memory pool is per stream, and the worker's stream is non-blocking, so nothing may be
+        left on the legacy default stream)."""
         cp, tr = self.cp, self.transfer
         out, results = [], []
-        for x in host:
-            d = cp.empty(x.shape, dtype=x.dtype)
-            if self.config.transfer == "pageable":
-                r = tr.pageable(x, d, stream=stream)
-            elif self.config.transfer == "registered":
-                r = tr.registered(x, d, stream=stream)
-            else:
-                r = tr.pinned_pool(x, d, stream=stream, require_pinned=False)
-            results.append(r)
-            out.append(d)
+        with stream:
+            for x in host:
+                d = cp.empty(x.shape, dtype=x.dtype)
+                if self.config.transfer == "pageable":
+                    r = tr.pageable(x, d, stream=stream)
+                elif self.config.transfer == "registered":
+                    r = tr.registered(x, d, stream=stream)
+                else:
+                    r = tr.pinned_pool(x, d, stream=stream, require_pinned=False)
+                results.append(r)
+                out.append(d)
         self._local.last_transfers = results
         return out, int(sum(x.nbytes for x in host))
 
@@ -371,7 +315,15 @@ class GpuBackend:
     def synchronize(self, stream: Any) -> None:
         stream.synchronize()
 
+    def _host_point(self, r: Any, stream: Any) -> np.ndarray:
+        if _cuda.is_device_array(r):
+            r = r.get(stream=stream)
+            stream.synchronize()
+        return np.asarray(r, dtype=np.uint64).reshape(1, 12)
+
     def msm(self, name: str, scalars: Any, idx: np.ndarray | None, stream: Any) -> np.ndarray:
+        """zkgpu.msm.msm over ``bases[name]`` (or its rows ``idx``: the compacted tail bases,
+        gathered on the device) and ``scalars`` (host or device); result on the host."""
         cp = self.cp
         with stream:
             pts = self.bases[name]
@@ -380,13 +332,13 @@ class GpuBackend:
                     return np.zeros((1, 12), dtype=np.uint64)
                 pts = pts[cp.asarray(idx)]
             r = self.msm_mod.msm(pts, cp.asarray(scalars))
-        return np.asarray(cp.asnumpy(r) if _cuda.is_device_array(r) else r, dtype=np.uint64).reshape(1, 12)
+            return self._host_point(r, stream)
 
     def batch_add(self, name: str, bitmap: np.ndarray, stream: Any) -> np.ndarray:
         cp = self.cp
         with stream:
             r = self.msm_mod.batch_add(self.bases[name], cp.asarray(bitmap))
-        return np.asarray(cp.asnumpy(r) if _cuda.is_device_array(r) else r, dtype=np.uint64).reshape(1, 12)
+            return self._host_point(r, stream)
 
     def b_g2(self, scalars: np.ndarray) -> bytes:
         return cpu_g2_msm(self._g2, scalars)
@@ -403,7 +355,3 @@ def make_backend(config: PipelineConfig, circuit: Circuit) -> CpuBackend | GpuBa
             raise RuntimeError("PipelineConfig.device='gpu' but no CUDA GPU is available; use device='cpu'")
         return GpuBackend(config, circuit)
     return CpuBackend(config, circuit)
-
-
-def now_ms() -> float:
-    return time.perf_counter_ns() / 1e6
