@@ -1,0 +1,291 @@
+// zkgpu: G1 multi-scalar multiplication (Pippenger with signed digits, XYZZ buckets), batch
+// addition (cuzk/supraseal batch_add) and deterministic benchmark point generation.
+//
+// Host driver: zkgpu/msm.py. Data layouts (uint32 words, little-endian limbs):
+//   canonical affine point : 24 words, x then y (12 limbs each), identity = all zero
+//   Montgomery affine point: the same after g1_prepare (identity stays all zero)
+//   XYZZ point             : 48 words X, Y, ZZ, ZZZ (Montgomery); identity = ZZ == 0
+//   Fr scalar              : 8 words, canonical
+//
+// Pippenger pipeline (one call of zkgpu.msm.msm):
+//   g1_prepare      check (< q, on curve) and convert points to Montgomery form
+//   msm_digits      one 64-bit sort key per (window, point): (bucket key << 32) | sign << 31 | index,
+//                   bucket key = w * 2^(c-1) + |d| - 1; zero digits and identity points get the
+//                   sentinel key 0xffffffff (sorted last and dropped)
+//   (CuPy sort)     radix sort of the keys (CUB/thrust)
+//   seg_count_*     the sorted entries are cut into fixed chunks of L entries (one thread each);
+//   seg_accum_*     a thread adds up each run of equal bucket key inside its chunk (XYZZ, mixed
+//                   addition on level 0) and writes one (key, partial) per run. Long buckets are
+//                   thus split over many threads; the partials are again sorted by key and the
+//                   same step runs on them (XYZZ + XYZZ) until every key is left once.
+//   scatter_buckets partials -> bucket array (empty buckets stay the identity)
+//   window_reduce   each thread a contiguous range of buckets: running sum + sum, then
+//                   sum_range + offset * running_total (the range's offset times its bucket sum)
+//   xyzz_sum_ranges tree sum of the per-thread results of each window
+//   msm_final       Horner over windows, to affine, out of Montgomery form
+#include "g1.cuh"
+#include "fr.cuh"
+
+using zk::affine_t;
+using zk::fq_t;
+using zk::fr_t;
+using zk::xyzz_t;
+
+#define GRID_STRIDE(i, n) \
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (uint64_t)gridDim.x * blockDim.x)
+
+#define SENTINEL 0xffffffffu
+
+struct key_hi64 {
+    const unsigned long long* k;
+    __device__ __forceinline__ uint32_t operator()(uint64_t j) const { return (uint32_t)(k[j] >> 32); }
+};
+struct key_32 {
+    const uint32_t* k;
+    __device__ __forceinline__ uint32_t operator()(uint64_t j) const { return k[j]; }
+};
+
+// Chunk t = entries [t*L, min((t+1)*L, E)). counts[t] = runs of equal key starting in chunk t
+// (the first entry always starts one); distinct[t] = keys first seen in chunk t.
+template <class KeyAt>
+__device__ __forceinline__ void seg_count_impl(KeyAt key_at, uint64_t E, uint32_t L, uint64_t nchunks,
+                                               uint32_t* counts, uint32_t* distinct) {
+    GRID_STRIDE(t, nchunks) {
+        uint64_t lo = t * L, hi = lo + L < E ? lo + L : E;
+        uint32_t prev = key_at(lo);
+        uint32_t runs = 1;
+        for (uint64_t j = lo + 1; j < hi; j++) {
+            uint32_t k = key_at(j);
+            runs += (k != prev);
+            prev = k;
+        }
+        counts[t] = runs;
+        uint32_t first_new = (t == 0 || key_at(lo - 1) != key_at(lo)) ? 1u : 0u;
+        distinct[t] = runs - 1 + first_new;
+    }
+}
+
+__device__ __forceinline__ uint64_t splitmix64(uint64_t z) {
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+extern "C" {
+
+// Canonical affine -> Montgomery affine; *bad = the smallest index with a coordinate >= q or
+// not on the curve (initialise *bad to n).
+__global__ void g1_prepare(const uint32_t* in, uint32_t* out, uint64_t n, unsigned long long* bad) {
+    GRID_STRIDE(i, n) {
+        affine_t a = affine_t::load(in + 24 * i);
+        bool ok = a.x.is_reduced() & a.y.is_reduced();
+        if (ok && !a.is_inf()) {
+            a.x = a.x.to_mont();
+            a.y = a.y.to_mont();
+            ok = a.on_curve();
+        }
+        if (!ok) atomicMin(bad, (unsigned long long)i);
+        a.store(out + 24 * i);
+    }
+}
+
+// *bad = the smallest index of a scalar >= r (initialise *bad to n).
+__global__ void fr_check(const uint32_t* s, uint64_t n, unsigned long long* bad) {
+    GRID_STRIDE(i, n) {
+        if (!fr_t::load(s + 8 * i).is_reduced()) atomicMin(bad, (unsigned long long)i);
+    }
+}
+
+// One sort key per (window w, point i) at keys[w * n + i].
+__global__ void msm_digits(const uint32_t* scalars, const uint32_t* pts, uint64_t n, int c, int nwin,
+                           unsigned long long* keys) {
+    const uint32_t m = 1u << (c - 1);
+    GRID_STRIDE(i, n) {
+        uint32_t s[8];
+        for (int k = 0; k < 8; k++) s[k] = scalars[8 * i + k];
+        bool inf = affine_t::load(pts + 24 * i).is_inf();
+        uint32_t carry = 0;
+        for (int w = 0; w < nwin; w++) {
+            int32_t d = zk::signed_digit(s, w, c, carry);
+            unsigned long long key;
+            if (d == 0 || inf) {
+                key = ((unsigned long long)SENTINEL << 32) | (uint32_t)i;
+            } else {
+                uint32_t mag = d < 0 ? (uint32_t)(-d) : (uint32_t)d;
+                uint32_t bucket = (uint32_t)w * m + mag - 1;
+                key = ((unsigned long long)bucket << 32) | ((d < 0 ? 1u : 0u) << 31) | (uint32_t)i;
+            }
+            keys[(uint64_t)w * n + i] = key;
+        }
+    }
+}
+
+__global__ void seg_count_sorted64(const unsigned long long* keys, uint64_t E, uint32_t L, uint64_t nchunks,
+                                   uint32_t* counts, uint32_t* distinct) {
+    seg_count_impl(key_hi64{keys}, E, L, nchunks, counts, distinct);
+}
+
+__global__ void seg_count_keys32(const uint32_t* keys, uint64_t E, uint32_t L, uint64_t nchunks, uint32_t* counts,
+                                 uint32_t* distinct) {
+    seg_count_impl(key_32{keys}, E, L, nchunks, counts, distinct);
+}
+
+// Level 0: sum the (signed) affine points of each run of chunk t into XYZZ partials, written
+// at out[offsets[t] + run]. offsets = exclusive prefix sum of counts.
+__global__ void seg_accum_affine(const unsigned long long* keys, uint64_t E, uint32_t L, uint64_t nchunks,
+                                 const unsigned long long* offsets, const uint32_t* pts, uint32_t* out_keys,
+                                 uint32_t* out_pts) {
+    GRID_STRIDE(t, nchunks) {
+        uint64_t lo = t * L, hi = lo + L < E ? lo + L : E;
+        uint64_t seg = offsets[t];
+        unsigned long long e = keys[lo];
+        uint32_t cur = (uint32_t)(e >> 32);
+        uint32_t v = (uint32_t)e;
+        affine_t p = affine_t::load(pts + 24ull * (v & 0x7fffffffu));
+        xyzz_t acc = xyzz_t::from_affine((v >> 31) ? p.neg() : p);
+        for (uint64_t j = lo + 1; j < hi; j++) {
+            e = keys[j];
+            uint32_t k = (uint32_t)(e >> 32);
+            v = (uint32_t)e;
+            p = affine_t::load(pts + 24ull * (v & 0x7fffffffu));
+            if (v >> 31) p = p.neg();
+            if (k != cur) {
+                out_keys[seg] = cur;
+                acc.store(out_pts + 48 * seg);
+                seg++;
+                cur = k;
+                acc = xyzz_t::from_affine(p);
+            } else {
+                acc.add_affine(p);
+            }
+        }
+        out_keys[seg] = cur;
+        acc.store(out_pts + 48 * seg);
+    }
+}
+
+// Level >= 1: the same over (key, XYZZ partial) pairs.
+__global__ void seg_accum_xyzz(const uint32_t* keys, uint64_t E, uint32_t L, uint64_t nchunks,
+                               const unsigned long long* offsets, const uint32_t* pts, uint32_t* out_keys,
+                               uint32_t* out_pts) {
+    GRID_STRIDE(t, nchunks) {
+        uint64_t lo = t * L, hi = lo + L < E ? lo + L : E;
+        uint64_t seg = offsets[t];
+        uint32_t cur = keys[lo];
+        xyzz_t acc = xyzz_t::load(pts + 48 * lo);
+        for (uint64_t j = lo + 1; j < hi; j++) {
+            uint32_t k = keys[j];
+            xyzz_t p = xyzz_t::load(pts + 48 * j);
+            if (k != cur) {
+                out_keys[seg] = cur;
+                acc.store(out_pts + 48 * seg);
+                seg++;
+                cur = k;
+                acc = p;
+            } else {
+                acc.add(p);
+            }
+        }
+        out_keys[seg] = cur;
+        acc.store(out_pts + 48 * seg);
+    }
+}
+
+// buckets[keys[j]] = pts[j] for D distinct keys (buckets zero-filled = identity beforehand).
+__global__ void scatter_buckets(const uint32_t* keys, const uint32_t* pts, uint64_t D, uint32_t* buckets) {
+    GRID_STRIDE(j, D) {
+        const uint32_t* src = pts + 48 * j;
+        uint32_t* dst = buckets + 48ull * keys[j];
+        for (int k = 0; k < 48; k++) dst[k] = src[k];
+    }
+}
+
+// Window w, thread t (g = w*T + t) covers buckets k = t*R+1 .. min((t+1)*R, m) (bucket k of window
+// w at index w*m + k - 1). With the running sum from the top, acc = sum (k - t*R) B_k and
+// run = sum B_k; the thread's share of sum_k k*B_k is acc + (t*R) * run.
+__global__ void window_reduce(const uint32_t* buckets, uint32_t nwin, uint32_t m, uint32_t T, uint32_t R,
+                              uint32_t* partials) {
+    GRID_STRIDE(g, (uint64_t)nwin * T) {
+        uint32_t w = (uint32_t)(g / T), t = (uint32_t)(g % T);
+        uint64_t lo = (uint64_t)t * R + 1;
+        uint64_t hi = (uint64_t)(t + 1) * R < m ? (uint64_t)(t + 1) * R : m;
+        xyzz_t run = xyzz_t::inf(), acc = xyzz_t::inf();
+        for (uint64_t k = hi; k >= lo; k--) {
+            run.add(xyzz_t::load(buckets + 48 * ((uint64_t)w * m + k - 1)));
+            acc.add(run);
+        }
+        acc.add(run.mul_u32(t * R));
+        acc.store(partials + 48 * g);
+    }
+}
+
+// out[t] = sum of in[t*K .. min((t+1)*K, count)) (XYZZ).
+__global__ void xyzz_sum_ranges(const uint32_t* in, uint64_t count, uint32_t K, uint32_t* out) {
+    uint64_t nout = (count + K - 1) / K;
+    GRID_STRIDE(t, nout) {
+        uint64_t lo = t * K, hi = lo + K < count ? lo + K : count;
+        xyzz_t acc = xyzz_t::load(in + 48 * lo);
+        for (uint64_t j = lo + 1; j < hi; j++) acc.add(xyzz_t::load(in + 48 * j));
+        acc.store(out + 48 * t);
+    }
+}
+
+// One thread: result = sum_w 2^(c*w) S_w by Horner, then affine and canonical (24 words).
+__global__ void msm_final(const uint32_t* window_sums, uint32_t nwin, uint32_t c, uint32_t* out) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    xyzz_t acc = xyzz_t::inf();
+    for (int w = (int)nwin - 1; w >= 0; w--) {
+        for (uint32_t b = 0; b < c; b++) acc = acc.dbl();
+        acc.add(xyzz_t::load(window_sums + 48 * w));
+    }
+    affine_t a = acc.to_affine();
+    a.x = a.x.from_mont();
+    a.y = a.y.from_mont();
+    a.store(out);
+}
+
+// Batch addition: out[t] = sum of the Montgomery affine points i in [t*K, (t+1)*K) whose bit
+// (bit i % 64 of word i / 64, LSB first) is set.
+__global__ void batch_add_ranges(const uint32_t* pts, uint64_t n, const unsigned long long* bitmap, uint32_t K,
+                                 uint32_t* out) {
+    uint64_t nout = (n + K - 1) / K;
+    GRID_STRIDE(t, nout) {
+        uint64_t lo = t * K, hi = lo + K < n ? lo + K : n;
+        xyzz_t acc = xyzz_t::inf();
+        for (uint64_t i = lo; i < hi; i++) {
+            if ((bitmap[i >> 6] >> (i & 63)) & 1ull) acc.add_affine(affine_t::load(pts + 24 * i));
+        }
+        acc.store(out + 48 * t);
+    }
+}
+
+// Deterministic benchmark points: thread t computes k_t*G (k_t = splitmix64(seed + t), 0 -> 1)
+// by double-and-add, then writes P_{t*per + j} = k_t*G + j*D (j < per, index < n), canonical
+// affine. G and D are Montgomery affine (24 words each). zkgpu.msm.generate_points_cpu
+// computes the same points on the host.
+__global__ void g1_generate(uint64_t n, uint32_t per, uint64_t seed, const uint32_t* G_mont, const uint32_t* D_mont,
+                            uint32_t* out) {
+    uint64_t nthreads = (n + per - 1) / per;
+    affine_t G = affine_t::load(G_mont), D = affine_t::load(D_mont);
+    GRID_STRIDE(t, nthreads) {
+        uint64_t k = splitmix64(seed + t);
+        if (k == 0) k = 1;
+        xyzz_t acc = xyzz_t::inf();
+        for (int b = 63; b >= 0; b--) {
+            acc = acc.dbl();
+            if ((k >> b) & 1) acc.add_affine(G);
+        }
+        for (uint32_t j = 0; j < per; j++) {
+            uint64_t i = t * per + j;
+            if (i >= n) break;
+            affine_t a = acc.to_affine();
+            a.x = a.x.from_mont();
+            a.y = a.y.from_mont();
+            a.store(out + 24 * i);
+            acc.add_affine(D);
+        }
+    }
+}
+
+}  // extern "C"

@@ -1,0 +1,615 @@
+"""G1 multi-scalar multiplication (Pippenger, XYZZ buckets), batch addition and prep_msm.
+
+Public API (host layouts: points ``(n, 12)`` uint64 as in :mod:`zkgpu.curve`, scalars ``(n, 4)``
+uint64 **canonical** Fr as in :mod:`zkgpu.field`):
+
+- :func:`msm` -- ``sum_i scalars[i] * points[i]`` as one point ``(1, 12)``.
+- :func:`batch_add` -- the sum of the points selected by a bitmap (cuzk/supraseal ``batch_add``).
+- :func:`prep_msm` -- supraseal's split of an assignment vector into an exactly-one bitmap,
+  dropped zeros and the compacted significant scalars (the tail MSM).
+- :func:`generate_points` -- deterministic benchmark bases generated on the GPU.
+- ``zkgpu bench msm`` (:data:`bench_command`).
+
+GPU algorithm (``zkgpu/kernels/msm.cu`` has the kernels, ``g1.cuh`` the formulas):
+Pippenger's bucket method (Pippenger 1976; the GPU form of sppark ``msm/pippenger.cuh`` and
+cuzk / supraseal ``msm``) with signed c-bit window digits in ``[-2^(c-1), 2^(c-1)]`` (2^(c-1)
+buckets per window, a negative digit adds ``-P``). Per call: validate and convert points to
+Montgomery form; one 64-bit key per (window, point) holding bucket, sign and index; radix sort of
+the keys (CuPy/CUB); the sorted entries are cut into chunks of :data:`CHUNK` entries, one GPU
+thread per chunk adding each run of equal bucket key by mixed XYZZ + affine addition and writing
+one partial per run (so a bucket of millions of points -- real scalars are mostly 0 and 1 -- is
+spread over many threads); partials are reduced the same way until one per bucket; window sums
+by a running sum over contiguous bucket ranges (one thread per range, combined with the range's
+offset times its bucket sum); a tree sum per window; Horner over windows; affine.
+
+Window size rule (:func:`window_bits`): ``c`` minimises the model cost
+``ceil(256/c) * (n + 3 * 2^(c-1))`` -- one mixed addition per (point, window) plus about three
+additions' worth per bucket for the running-sum reduction -- over ``4 <= c <= 20``. For example
+2^16 -> 13, 2^20 -> 16, 2^24 -> 20.
+
+Empty input (n = 0) returns the identity. Without a GPU (or with ``ZKGPU_DISABLE_GPU=1``) every
+function runs on the CPU through py-arkworks-bls12381 (``G1Point.multiexp_unchecked``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from . import _cuda
+from .curve import LIMBS, check_points, g1_from_arkworks, g1_to_arkworks, identity
+from .field import FQ, FR, check_array
+
+__all__ = [
+    "CHUNK",
+    "window_bits",
+    "num_windows",
+    "signed_digits",
+    "msm",
+    "batch_add",
+    "PrepMsm",
+    "prep_msm",
+    "generate_points",
+    "generate_points_cpu",
+    "bench_command",
+]
+
+CHUNK = 32
+"""Sorted (bucket, point) entries per GPU thread in the bucket accumulation."""
+_SUM_FANIN = 32
+_GEN_PER_THREAD = 32
+_SENTINEL_KEY = 0xFFFFFFFF << 32
+_MIN_C, _MAX_C = 4, 20
+
+
+# --------------------------------------------------------------------------- window rule, digits
+
+
+def num_windows(c: int) -> int:
+    """Signed c-bit windows for 255-bit scalars: ``ceil(256 / c)`` (the top carry is then 0)."""
+    return -(-256 // c)
+
+
+def window_bits(n: int) -> int:
+    """The window size c for an n-point MSM (see the module docstring for the cost model)."""
+    best_c, best = _MIN_C, None
+    for c in range(_MIN_C, _MAX_C + 1):
+        cost = num_windows(c) * (max(n, 1) + 3 * (1 << (c - 1)))
+        if best is None or cost < best:
+            best_c, best = c, cost
+    return best_c
+
+
+def signed_digits(k: int, c: int) -> list[int]:
+    """Reference signed-digit recoding of one scalar ``0 <= k < 2^255`` (the kernel's rule).
+
+    Returns ``num_windows(c)`` digits in ``[-2^(c-1), 2^(c-1)]`` with
+    ``k == sum(d * 2^(c*w))``.
+    """
+    half, carry, out = 1 << (c - 1), 0, []
+    for w in range(num_windows(c)):
+        v = ((k >> (w * c)) & ((1 << c) - 1)) + carry
+        if v > half:
+            out.append(v - (1 << c))
+            carry = 1
+        else:
+            out.append(v)
+            carry = 0
+    if carry:
+        raise ValueError("scalar too large for the window count")
+    return out
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _check_scalars_host(scalars: Any, n: int) -> np.ndarray:
+    arr = check_array(FR, scalars, name="scalars")
+    if arr.shape[0] != n:
+        raise ValueError(f"scalars: expected {n} rows (one per point), got {arr.shape[0]}")
+    return arr
+
+
+def _check_shape(arr: Any, cols: int, name: str) -> None:
+    if arr.ndim != 2 or arr.shape[1] != cols:
+        raise ValueError(f"{name}: expected shape (n, {cols}), got {tuple(arr.shape)}")
+    if arr.dtype != np.uint64:
+        raise TypeError(f"{name}: expected dtype uint64, got {arr.dtype}")
+
+
+# --------------------------------------------------------------------------- GPU plumbing
+
+
+def _k(name: str) -> Any:
+    return _cuda.get_kernel("msm", name)
+
+
+def _u32(x: int) -> np.uint32:
+    return np.uint32(x)
+
+
+def _u64(x: int) -> np.uint64:
+    return np.uint64(x)
+
+
+def _prepare_points_dev(pts: Any) -> Any:
+    """Validate (< q, on curve) and convert to Montgomery form; returns ``(n, 24)`` uint32."""
+    cp = _cuda.cupy()
+    n = pts.shape[0]
+    pts = cp.ascontiguousarray(pts)
+    mont = cp.empty((n, 24), dtype=cp.uint32)
+    bad = cp.full(1, n, dtype=cp.uint64)
+    _cuda.launch_1d(_k("g1_prepare"), n, (pts.view(cp.uint32), mont, _u64(n), bad))
+    b = int(cp.asnumpy(bad)[0])
+    if b < n:
+        raise ValueError(f"points[{b}] is not a valid G1 point (coordinate >= q or not on y^2 = x^3 + 4)")
+    return mont
+
+
+def _check_scalars_dev(sc: Any) -> Any:
+    cp = _cuda.cupy()
+    n = sc.shape[0]
+    sc = cp.ascontiguousarray(sc)
+    bad = cp.full(1, n, dtype=cp.uint64)
+    _cuda.launch_1d(_k("fr_check"), n, (sc.view(cp.uint32), _u64(n), bad))
+    b = int(cp.asnumpy(bad)[0])
+    if b < n:
+        v = int.from_bytes(cp.asnumpy(sc[b]).astype("<u8").tobytes(), "little")
+        raise ValueError(f"scalars[{b}] = {v:#x} is not a canonical Fr element (must be < r = {FR.modulus:#x})")
+    return sc
+
+
+def _tree_sum(cp: Any, parts: Any, groups: int, per_group: int) -> Any:
+    """Sum each of ``groups`` consecutive runs of ``per_group`` XYZZ points (per_group a power of 2)."""
+    while per_group > 1:
+        k = min(per_group, _SUM_FANIN)
+        count = groups * per_group
+        out = cp.empty((count // k, 48), dtype=cp.uint32)
+        _cuda.launch_1d(_k("xyzz_sum_ranges"), count // k, (parts, _u64(count), _u32(k), out))
+        parts, per_group = out, per_group // k
+    return parts
+
+
+def _finish(cp: Any, sums: Any, nwin: int, c: int) -> Any:
+    out = cp.empty((1, LIMBS), dtype=cp.uint64)
+    _k("msm_final")((1,), (1,), (sums, _u32(nwin), _u32(c), out.view(cp.uint32)))
+    return out
+
+
+class _Phases:
+    """Optional CUDA-event marks between the phases of one GPU MSM (for the benchmark)."""
+
+    def __init__(self, enabled: bool):
+        self.marks: list[tuple[str, Any]] = []
+        self.enabled = enabled
+
+    def mark(self, name: str) -> None:
+        if self.enabled:
+            ev = _cuda.cupy().cuda.Event()
+            ev.record()
+            self.marks.append((name, ev))
+
+    def result(self) -> dict[str, float]:
+        if not self.marks:
+            return {}
+        cp = _cuda.cupy()
+        self.marks[-1][1].synchronize()
+        return {
+            name: float(cp.cuda.get_elapsed_time(prev_ev, ev))
+            for (_, prev_ev), (name, ev) in zip(self.marks, self.marks[1:])
+        }
+
+
+def _msm_device(pts: Any, sc: Any, c: int | None = None, phases: _Phases | None = None) -> Any:
+    """GPU Pippenger on CuPy inputs ``pts (n, 12)``, ``sc (n, 4)`` -> CuPy ``(1, 12)``."""
+    cp = _cuda.cupy()
+    ph = phases or _Phases(False)
+    n = pts.shape[0]
+    if n == 0:
+        return cp.zeros((1, LIMBS), dtype=cp.uint64)
+    ph.mark("start")
+    mont = _prepare_points_dev(pts)
+    sc = _check_scalars_dev(sc)
+    ph.mark("validate+to_mont")
+    c = c or window_bits(n)
+    nwin, m = num_windows(c), 1 << (c - 1)
+    keys = cp.empty(nwin * n, dtype=cp.uint64)
+    _cuda.launch_1d(_k("msm_digits"), n, (sc.view(cp.uint32), mont, _u64(n), np.int32(c), np.int32(nwin), keys))
+    ph.mark("digits")
+    keys.sort()
+    E = int(cp.searchsorted(keys, cp.array([_SENTINEL_KEY], dtype=cp.uint64))[0])
+    ph.mark("sort")
+    buckets = cp.zeros((nwin * m, 48), dtype=cp.uint32)
+    if E > 0:
+        nch = -(-E // CHUNK)
+        counts = cp.empty(nch, dtype=cp.uint32)
+        distinct = cp.empty(nch, dtype=cp.uint32)
+        _cuda.launch_1d(_k("seg_count_sorted64"), nch, (keys, _u64(E), _u32(CHUNK), _u64(nch), counts, distinct))
+        offs = cp.cumsum(counts, dtype=cp.uint64)
+        M, D = int(offs[-1]), int(distinct.sum(dtype=cp.uint64))
+        offs -= counts
+        out_keys = cp.empty(M, dtype=cp.uint32)
+        out_pts = cp.empty((M, 48), dtype=cp.uint32)
+        _cuda.launch_1d(
+            _k("seg_accum_affine"), nch, (keys, _u64(E), _u32(CHUNK), _u64(nch), offs, mont, out_keys, out_pts)
+        )
+        del keys
+        ph.mark("bucket_accumulate")
+        while M > D:
+            E = M
+            nch = -(-E // CHUNK)
+            counts = cp.empty(nch, dtype=cp.uint32)
+            distinct = cp.empty(nch, dtype=cp.uint32)
+            _cuda.launch_1d(_k("seg_count_keys32"), nch, (out_keys, _u64(E), _u32(CHUNK), _u64(nch), counts, distinct))
+            offs = cp.cumsum(counts, dtype=cp.uint64)
+            M = int(offs[-1])
+            offs -= counts
+            nk = cp.empty(M, dtype=cp.uint32)
+            npts = cp.empty((M, 48), dtype=cp.uint32)
+            _cuda.launch_1d(
+                _k("seg_accum_xyzz"), nch, (out_keys, _u64(E), _u32(CHUNK), _u64(nch), offs, out_pts, nk, npts)
+            )
+            out_keys, out_pts = nk, npts
+        _cuda.launch_1d(_k("scatter_buckets"), D, (out_keys, out_pts, _u64(D), buckets))
+    ph.mark("bucket_partials")
+    # running-sum reduction: T threads per window, each a range of R buckets
+    T = 1
+    while T * 2 <= m and nwin * T * 2 <= (1 << 17):
+        T *= 2
+    R = m // T
+    parts = cp.empty((nwin * T, 48), dtype=cp.uint32)
+    _cuda.launch_1d(_k("window_reduce"), nwin * T, (buckets, _u32(nwin), _u32(m), _u32(T), _u32(R), parts))
+    sums = _tree_sum(cp, parts, nwin, T)
+    ph.mark("window_reduce")
+    out = _finish(cp, sums, nwin, c)
+    ph.mark("final")
+    return out
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def msm(points: Any, scalars: Any, *, window: int | None = None) -> Any:
+    """Multi-scalar multiplication ``sum_i scalars[i] * points[i]`` on BLS12-381 G1.
+
+    Args:
+        points: ``(n, 12)`` uint64 affine points (numpy or CuPy), layout of :mod:`zkgpu.curve`;
+            identities allowed.
+        scalars: ``(n, 4)`` uint64 canonical Fr (numpy or CuPy), values ``< r``.
+        window: override the window size c (4..31, GPU path only); default :func:`window_bits`.
+
+    Returns:
+        ``(1, 12)`` uint64: a CuPy array when both inputs are CuPy arrays, else numpy. n = 0
+        gives the identity.
+
+    Raises:
+        TypeError / ValueError: wrong dtype or shape, mismatched n, a scalar ``>= r`` or a point
+            off the curve / with a coordinate ``>= q`` (the message names the first bad index).
+    """
+    dev = _cuda.is_device_array(points) and _cuda.is_device_array(scalars)
+    _check_shape(points, LIMBS, "points")
+    _check_shape(scalars, FR.limbs, "scalars")
+    n = points.shape[0]
+    if scalars.shape[0] != n:
+        raise ValueError(f"scalars: expected {n} rows (one per point), got {scalars.shape[0]}")
+    if window is not None and not 2 <= int(window) <= 31:
+        raise ValueError(f"window must be in 2..31, got {window}")
+    if dev:
+        return _msm_device(points, scalars, window)
+    if _cuda.gpu_available():
+        cp = _cuda.cupy()
+        pts = points if _cuda.is_device_array(points) else cp.asarray(np.ascontiguousarray(points))
+        sc = scalars if _cuda.is_device_array(scalars) else cp.asarray(np.ascontiguousarray(scalars))
+        return cp.asnumpy(_msm_device(pts, sc, window))
+    return msm_cpu(points, scalars)
+
+
+def msm_cpu(points: np.ndarray, scalars: np.ndarray) -> np.ndarray:
+    """CPU reference: validates, then py-arkworks-bls12381 ``G1Point.multiexp_unchecked``."""
+    from py_arkworks_bls12381 import G1Point, Scalar  # noqa: PLC0415
+
+    pts = check_points(np.asarray(points))
+    sc = _check_scalars_host(np.asarray(scalars), pts.shape[0])
+    if pts.shape[0] == 0:
+        return identity(1)
+    raw = sc.astype("<u8").tobytes()
+    ss = [Scalar.from_le_bytes(raw[i : i + 32]) for i in range(0, len(raw), 32)]
+    return g1_from_arkworks([G1Point.multiexp_unchecked(g1_to_arkworks(pts, checked=False), ss)])
+
+
+def _bitmap_host(bitmap: Any, n: int) -> np.ndarray:
+    bm = np.ascontiguousarray(bitmap)
+    if bm.dtype != np.uint64 or bm.ndim != 1:
+        raise TypeError(f"bitmap: expected a 1-D uint64 array, got dtype {bm.dtype}, shape {bm.shape}")
+    if bm.shape[0] < -(-n // 64):
+        raise ValueError(f"bitmap: {bm.shape[0]} words cannot cover {n} points (need {-(-n // 64)})")
+    return bm
+
+
+def batch_add(points: Any, bitmap: Any) -> Any:
+    """Sum of the points whose bitmap bit is set (cuzk/supraseal ``batch_add``).
+
+    Args:
+        points: ``(n, 12)`` uint64 affine points (numpy or CuPy).
+        bitmap: 1-D uint64 words (numpy or CuPy), at least ``ceil(n/64)``; bit ``i % 64``
+            (least significant first) of word ``i // 64`` selects point i; bits ``>= n`` are ignored.
+
+    Returns:
+        ``(1, 12)`` uint64, CuPy when both inputs are CuPy, else numpy (identity when nothing is
+        selected or n = 0).
+
+    GPU: each thread adds 64 consecutive points' selected ones by mixed XYZZ addition, then a
+    tree sum (fan-in 32) of the XYZZ partials.
+    """
+    _check_shape(points, LIMBS, "points")
+    n = points.shape[0]
+    dev = _cuda.is_device_array(points) and _cuda.is_device_array(bitmap)
+    if not dev and not _cuda.is_device_array(bitmap):
+        bitmap = _bitmap_host(bitmap, n)
+    elif bitmap.dtype != np.uint64 or bitmap.ndim != 1 or bitmap.shape[0] < -(-n // 64):
+        raise ValueError(f"bitmap: expected >= {-(-n // 64)} uint64 words, got dtype {bitmap.dtype}, shape {bitmap.shape}")
+    if not _cuda.gpu_available():
+        return batch_add_cpu(points, bitmap)
+    cp = _cuda.cupy()
+    pts = points if _cuda.is_device_array(points) else cp.asarray(np.ascontiguousarray(points))
+    bm = bitmap if _cuda.is_device_array(bitmap) else cp.asarray(bitmap)
+    out = _batch_add_device(pts, bm)
+    return out if dev else cp.asnumpy(out)
+
+
+def _batch_add_device(pts: Any, bm: Any) -> Any:
+    cp = _cuda.cupy()
+    n = pts.shape[0]
+    if n == 0:
+        return cp.zeros((1, LIMBS), dtype=cp.uint64)
+    mont = _prepare_points_dev(pts)
+    per = 64
+    nparts = -(-n // per)
+    groups = 1
+    padded = 1
+    while padded < nparts:
+        padded *= 2
+    parts = cp.zeros((padded, 48), dtype=cp.uint32)  # zero rows = identity padding
+    _cuda.launch_1d(_k("batch_add_ranges"), nparts, (mont, _u64(n), cp.ascontiguousarray(bm), _u32(per), parts))
+    sums = _tree_sum(cp, parts, groups, padded)
+    return _finish(cp, sums, 1, 0)
+
+
+def batch_add_cpu(points: np.ndarray, bitmap: np.ndarray) -> np.ndarray:
+    """CPU reference for :func:`batch_add` (arkworks additions)."""
+    pts = check_points(np.asarray(points))
+    n = pts.shape[0]
+    bits = np.unpackbits(_bitmap_host(bitmap, n).astype("<u8").view(np.uint8), bitorder="little")[:n]
+    sel = np.flatnonzero(bits)
+    if sel.size == 0:
+        return identity(1)
+    ps = g1_to_arkworks(pts[sel], checked=False)
+    acc = ps[0]
+    for p in ps[1:]:
+        acc = acc + p
+    return g1_from_arkworks([acc])
+
+
+@dataclasses.dataclass(frozen=True)
+class PrepMsm:
+    """supraseal's prep_msm split of an assignment vector of n scalars.
+
+    Attributes:
+        n: number of scalars.
+        bitmap: ``(ceil(n/64),)`` uint64, bit i set iff scalar i == 1 (layout of :func:`batch_add`).
+        ones: number of scalars equal to 1 (summed by batch_add).
+        zeros: number of scalars equal to 0 (dropped).
+        sig_scalars: ``(m, 4)`` uint64 canonical Fr, the significant scalars (neither 0 nor 1).
+        sig_indices: ``(m,)`` int64, their base indices (for the tail MSM).
+    """
+
+    n: int
+    bitmap: np.ndarray
+    ones: int
+    zeros: int
+    sig_scalars: np.ndarray
+    sig_indices: np.ndarray
+
+    @property
+    def significant(self) -> int:
+        """Number of significant scalars (m)."""
+        return int(self.sig_indices.shape[0])
+
+
+def prep_msm(scalars: np.ndarray) -> PrepMsm:
+    """Split canonical Fr scalars ``(n, 4)`` uint64 into ones (bitmap), zeros and significant.
+
+    Vectorised numpy on the CPU (as supraseal's prep_msm thread, cuzk-pipeline.md). Then
+    ``batch_add(points, p.bitmap) + msm(points[p.sig_indices], p.sig_scalars) == msm(points, scalars)``.
+
+    Raises:
+        TypeError / ValueError: as :func:`zkgpu.field.check_array` (a scalar ``>= r`` names its index).
+    """
+    sc = check_array(FR, scalars, name="scalars")
+    n = sc.shape[0]
+    high_zero = ~np.any(sc[:, 1:] != 0, axis=1)
+    is_zero = high_zero & (sc[:, 0] == 0)
+    is_one = high_zero & (sc[:, 0] == 1)
+    sig = ~(is_zero | is_one)
+    packed = np.packbits(is_one, bitorder="little")
+    words = -(-n // 64)
+    buf = np.zeros(words * 8, dtype=np.uint8)
+    buf[: packed.size] = packed
+    idx = np.flatnonzero(sig).astype(np.int64)
+    return PrepMsm(
+        n=n,
+        bitmap=buf.view("<u8").astype(np.uint64),
+        ones=int(is_one.sum()),
+        zeros=int(is_zero.sum()),
+        sig_scalars=np.ascontiguousarray(sc[idx]),
+        sig_indices=idx,
+    )
+
+
+# --------------------------------------------------------------------------- benchmark points
+
+_M64 = (1 << 64) - 1
+
+
+def _splitmix64(z: int) -> int:
+    z = (z + 0x9E3779B97F4A7C15) & _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def _gen_scalar(seed: int, i: int) -> int:
+    """The discrete log of generated point i: ``k_t + j * 2^64`` with t = i // 32, j = i % 32."""
+    t, j = divmod(i, _GEN_PER_THREAD)
+    k = _splitmix64((seed + t) & _M64) or 1
+    return k + (j << 64)
+
+
+def generate_points_cpu(n: int, seed: int = 0) -> np.ndarray:
+    """The points of :func:`generate_points` computed on the CPU (arkworks), ``(n, 12)`` uint64."""
+    from py_arkworks_bls12381 import G1Point, Scalar  # noqa: PLC0415
+
+    _check_seed(n, seed)
+    g = G1Point()
+    return g1_from_arkworks([g * Scalar.from_le_bytes(_gen_scalar(seed, i).to_bytes(32, "little")) for i in range(n)])
+
+
+def _check_seed(n: int, seed: int) -> None:
+    if n < 0 or n > (1 << 31) - 1:
+        raise ValueError(f"n must be in [0, 2^31), got {n}")
+    if not 0 <= seed <= _M64:
+        raise ValueError(f"seed must be in [0, 2^64), got {seed}")
+
+
+def _mont_affine(p: np.ndarray) -> np.ndarray:
+    """Host (1, 12) canonical point -> 24 uint32 words in Montgomery form."""
+    from .curve import g1_to_ints  # noqa: PLC0415
+
+    x, y = g1_to_ints(p)[0]
+    buf = FQ.to_mont(x).to_bytes(48, "little") + FQ.to_mont(y).to_bytes(48, "little")
+    return np.frombuffer(buf, dtype="<u4").astype(np.uint32)
+
+
+def generate_points(n: int, seed: int = 0) -> Any:
+    """Deterministic valid G1 points for benchmarks: CuPy ``(n, 12)`` uint64 made on the GPU.
+
+    Point ``i = 32 t + j`` is ``(k_t + j * 2^64) * G`` with ``k_t = splitmix64(seed + t)`` (0 -> 1):
+    GPU thread t computes ``k_t * G`` by double-and-add in XYZZ and walks ``+ 2^64 G`` 32 times,
+    writing each point in affine (one Fermat inversion each). Distinct k_t give distinct points.
+    Without a GPU it returns :func:`generate_points_cpu` (numpy). Never stored in git.
+
+    Raises:
+        ValueError: n outside ``[0, 2^31)`` or seed outside ``[0, 2^64)``.
+    """
+    _check_seed(n, seed)
+    if not _cuda.gpu_available():
+        return generate_points_cpu(n, seed)
+    return _generate_device(n, seed)
+
+
+def _generate_device(n: int, seed: int) -> Any:
+    from .curve import g1_mul, generator  # noqa: PLC0415
+
+    cp = _cuda.cupy()
+    g = generator()
+    G = cp.asarray(_mont_affine(g))
+    D = cp.asarray(_mont_affine(g1_mul(g, [1 << 64])))
+    out = cp.empty((n, LIMBS), dtype=cp.uint64)
+    if n:
+        nthreads = -(-n // _GEN_PER_THREAD)
+        _cuda.launch_1d(
+            _k("g1_generate"), nthreads, (_u64(n), _u32(_GEN_PER_THREAD), _u64(seed), G, D, out.view(cp.uint32)), block=128
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- benchmark command
+
+
+def _porep_scalars(n: int, rng: np.random.Generator) -> np.ndarray:
+    """PoRep-like assignment: about 45% zeros, 45% ones, 10% uniform random."""
+    from .field import fr_random  # noqa: PLC0415
+
+    sc = fr_random(n, rng)
+    u = rng.random(n)
+    sc[u < 0.45] = 0
+    ones = (u >= 0.45) & (u < 0.9)
+    sc[ones] = 0
+    sc[ones, 0] = 1
+    return sc
+
+
+def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str | None, phases: bool) -> None:
+    import click  # noqa: PLC0415
+    import pandas as pd  # noqa: PLC0415
+    import cupyx  # noqa: PLC0415
+
+    from .field import fr_random  # noqa: PLC0415
+    from .manifest import build_manifest, new_run_dir, write_json_new  # noqa: PLC0415
+
+    cp = _cuda.cupy()
+    out_dir = new_run_dir("bench-msm", base=base)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for lg in sizes:
+        n = 1 << lg
+        c = window_bits(n)
+        pts = generate_points(n, seed)
+        sc_host = fr_random(n, rng)
+        sc_dev = cp.asarray(sc_host)
+        res = _cuda.benchmark(lambda: _msm_device(pts, sc_dev), warmup=warmup, repeat=repeat)
+        rows.append(dict(log2_n=lg, n=n, mode="device", scalars="uniform", window_bits=c, median_ms=res.median_ms, min_ms=res.min_ms, max_ms=res.max_ms, repeat=repeat))
+        pinned = cupyx.empty_pinned((n, FR.limbs), dtype=np.uint64)
+        pinned[...] = sc_host
+        sc_buf = cp.empty((n, FR.limbs), dtype=cp.uint64)
+
+        def pinned_call() -> Any:
+            sc_buf.set(pinned, stream=cp.cuda.get_current_stream())
+            return _msm_device(pts, sc_buf)
+
+        res = _cuda.benchmark(pinned_call, warmup=warmup, repeat=repeat)
+        rows.append(dict(log2_n=lg, n=n, mode="pinned_h2d", scalars="uniform", window_bits=c, median_ms=res.median_ms, min_ms=res.min_ms, max_ms=res.max_ms, repeat=repeat))
+        sc_porep = cp.asarray(_porep_scalars(n, rng))
+        res = _cuda.benchmark(lambda: _msm_device(pts, sc_porep), warmup=warmup, repeat=repeat)
+        rows.append(dict(log2_n=lg, n=n, mode="device", scalars="porep", window_bits=c, median_ms=res.median_ms, min_ms=res.min_ms, max_ms=res.max_ms, repeat=repeat))
+        if phases:
+            ph = _Phases(True)
+            _msm_device(pts, sc_dev, phases=ph)
+            for name, ms in ph.result().items():
+                rows.append(dict(log2_n=lg, n=n, mode=f"phase:{name}", scalars="uniform", window_bits=c, median_ms=ms, min_ms=ms, max_ms=ms, repeat=1))
+        del pts, sc_dev, sc_buf, pinned, sc_porep
+        cp.get_default_memory_pool().free_all_blocks()
+    df = pd.DataFrame(rows)
+    df.to_csv(out_dir / "msm.csv", index=False)
+    write_json_new(
+        out_dir / "manifest.json",
+        build_manifest(kind="bench-msm", sizes_log2=sizes, repeat=repeat, warmup=warmup, seed=seed, chunk=CHUNK, timing="CUDA events, medians", files=["msm.csv"]),
+    )
+    click.echo(f"wrote {out_dir}")
+    click.echo(df.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+
+
+def _make_bench_command() -> Any:
+    import click  # noqa: PLC0415
+
+    @click.command("msm")
+    @click.option("--sizes", default="16,18,20,22,24,26", show_default=True, help="log2 sizes, comma separated")
+    @click.option("--repeat", default=5, show_default=True)
+    @click.option("--warmup", default=1, show_default=True)
+    @click.option("--seed", default=1, show_default=True)
+    @click.option("--out", "base", default=None, help="base folder for the run folder (default data/)")
+    @click.option("--phases/--no-phases", default=True, show_default=True, help="also record one per-phase breakdown")
+    def bench_msm(sizes: str, repeat: int, warmup: int, seed: int, base: str | None, phases: bool) -> None:
+        """G1 MSM, 2^16..2^26 points: device-resident scalars, scalars from pinned host memory
+        (async H2D inside the timing), and PoRep-like (mostly 0/1) scalars; CUDA events, medians
+        in ms, written to a fresh run folder (msm.csv + manifest.json)."""
+        if not _cuda.gpu_available():
+            raise click.ClickException("zkgpu bench msm needs a CUDA GPU")
+        _run_bench([int(s) for s in sizes.split(",") if s.strip()], repeat, warmup, seed, base, phases)
+
+    return bench_msm
+
+
+bench_command = _make_bench_command()
