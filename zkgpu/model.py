@@ -96,6 +96,8 @@ class ModelParams:
         synth_workers: concurrent synthesis workers.
         finalize_ms: epilogue after joining prep/b_g2 (outside the mutex).
         pre_lock_ms: worker overhead between pickup and asking for the mutex.
+        lock_overhead_ms: time the mutex is held beyond the phases (spawn/join of the per-GPU
+            thread, syncs), spent after tail_msm before the unlock; the GPU idles meanwhile.
         source: where the numbers come from (free text, shown in notebooks).
     """
 
@@ -112,12 +114,13 @@ class ModelParams:
     synth_workers: int = 1
     finalize_ms: float = 0.0
     pre_lock_ms: float = 0.0
+    lock_overhead_ms: float = 0.0
     source: str = "manual"
 
     def __post_init__(self) -> None:
         for name in (
             "prep_msm_ms", "ntt_ms", "h_msm_ms", "batch_add_ms", "tail_msm_ms", "h2d_bytes",
-            "b_g2_msm_ms", "synth_ms", "finalize_ms", "pre_lock_ms",
+            "b_g2_msm_ms", "synth_ms", "finalize_ms", "pre_lock_ms", "lock_overhead_ms",
         ):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
@@ -205,30 +208,52 @@ def _max_overlap(df: pd.DataFrame) -> int:
     return best
 
 
+def _lock_overhead_ms(ev: pd.DataFrame) -> float:
+    """Median over partitions of Σ mutex_held − Σ durations of the phases lying inside the held intervals."""
+    held = ev[ev["phase"] == "mutex_held"]
+    if not len(held):
+        return 0.0
+    inner = ev[ev["phase"].isin(("ntt_msm_h", "barrier_wait", "batch_add", "tail_msm"))]
+    vals = []
+    for key, h in held.groupby(["run", "partition"], dropna=False):
+        ivs = list(zip(h["start_ns"].astype("int64"), h["end_ns"].astype("int64")))
+        sub = inner[(inner["run"] == key[0]) & (inner["partition"] == key[1])] if not pd.isna(key[1]) else inner.iloc[0:0]
+        inside = sum(
+            int(e) - int(s) for s, e in zip(sub["start_ns"], sub["end_ns"])
+            if any(hs <= int(s) and int(e) <= he for hs, he in ivs)
+        )
+        vals.append(max(0.0, (sum(he - hs for hs, he in ivs) - inside) / 1e6))
+    return float(np.median(vals)) if vals else 0.0
+
+
 def calibrate(
     events: pd.DataFrame,
     *,
     pinned_gbps: float | None = None,
     pageable_gbps: float | None = None,
     h2d_bytes: float | None = None,
+    transfer: str | None = None,
     source: str | None = None,
 ) -> ModelParams:
     """Fit :class:`ModelParams` to a recorded event table (medians per phase).
 
     Rules: each duration is the median wall time (``end_ns - start_ns``) of its phase. The H2D
     rate is ``sum(bytes) / sum(time)`` over ``h2d`` rows with bytes; it is assigned to the
-    pageable or pinned rate according to the ``transfer=`` key in the rows' ``detail`` (pageable
-    when absent), and the other rate comes from the argument. Without ``h2d`` rows the whole
+    pageable or pinned rate according to ``transfer`` or else the rows' ``detail``
+    (``path=``/``transfer=`` ``registered``, ``pinned``, ``pinned_pool`` → pinned; otherwise
+    pageable), and the other rate comes from the argument. Without ``h2d`` rows the whole
     ``ntt_msm_h`` is taken as compute (``ntt_ms``) unless ``h2d_bytes`` and a rate are given, in
-    which case the H2D time at that rate is subtracted. ``ntt_ms`` comes from ``ntt`` rows when
-    present, else ``ntt_msm_h - h2d - h_msm``. Synthesis: median ``synthesize`` time and the
-    largest number of syntheses seen running at once.
+    which case the H2D time at that rate is subtracted. ``ntt_ms`` = median ``ntt_msm_h`` − median
+    per-partition ``h2d`` − median ``h_msm`` (so the model's ntt_msm_h is the measured median).
+    Synthesis: median ``synthesize`` time and the largest number of syntheses running at once. ``lock_overhead_ms``: median per partition
+    of the mutex_held time not covered by the phases inside it; ``pre_lock_ms``: median pre_lock.
 
     Args:
         events: event table (any producer) with at least ``prep_msm``, ``ntt_msm_h``,
             ``batch_add`` and ``tail_msm`` rows.
         pinned_gbps, pageable_gbps: rates (GB/s) to use where the table does not measure them.
         h2d_bytes: bytes per partition where the table has no ``h2d`` bytes.
+        transfer: the transfer path the recorded run used (overrides the detail column).
         source: label for the parameters (default: the table's run names).
 
     Raises:
@@ -252,23 +277,26 @@ def calibrate(
         per_part = h2d.groupby(["run", "partition"], dropna=False)["bytes"].sum().astype("float64")
         h2d_bytes = float(per_part.median()) if h2d_bytes is None else h2d_bytes
         h2d_ms = float(h2d.assign(_ms=_dur_ms(h2d)).groupby(["run", "partition"], dropna=False)["_ms"].sum().median())
-        detail = " ".join(str(x) for x in h2d["detail"].dropna().unique()) if "detail" in h2d else ""
-        measured_kind = "pageable" if ("transfer=pageable" in detail or "transfer=" not in detail) else "pinned"
+        if transfer is not None:
+            measured_kind = "pageable" if transfer == "pageable" else "pinned"
+        else:
+            detail = " ".join(str(x) for x in h2d["detail"].dropna().unique()) if "detail" in h2d else ""
+            pinned_words = ("=registered", "=pinned", "=pinned_pool")
+            measured_kind = "pinned" if any(w in detail for w in pinned_words) else "pageable"
     if measured_kind == "pageable":
         pageable_gbps = measured_rate if pageable_gbps is None else pageable_gbps
     elif measured_kind == "pinned":
         pinned_gbps = measured_rate if pinned_gbps is None else pinned_gbps
 
     h_msm = med.get("h_msm", 0.0)
-    if "ntt" in med:
-        ntt = med["ntt"]
-    else:
-        if not len(h2d) and h2d_bytes:
-            rate = pageable_gbps if pageable_gbps is not None else None
-            if rate is None:
-                raise ValueError("calibrate: h2d_bytes given without h2d rows: pass pageable_gbps (the rate the run used)")
-            h2d_ms = h2d_bytes / (rate * 1e9) * 1e3
-        ntt = max(med["ntt_msm_h"] - h2d_ms - h_msm, 0.0)
+    if not len(h2d) and h2d_bytes:
+        rate = pageable_gbps if (transfer in (None, "pageable")) else pinned_gbps
+        if rate is None:
+            raise ValueError("calibrate: h2d_bytes given without h2d rows: pass pageable_gbps (the rate the run used)")
+        h2d_ms = h2d_bytes / (rate * 1e9) * 1e3
+    # the rest of the median ntt_msm_h, so that the model's ntt_msm_h equals the measured median
+    # (a sum of sub-phase medians need not equal the median of their sum)
+    ntt = max(med["ntt_msm_h"] - h2d_ms - h_msm, 0.0)
 
     if h2d_bytes is None:
         h2d_bytes = 0.0
@@ -281,6 +309,7 @@ def calibrate(
                 f"calibrate: the table measures only the {measured_kind or 'no'} H2D rate; pass "
                 f"{'pinned_gbps' if pinned_gbps is None else 'pageable_gbps'} (e.g. from the bandwidth sweep)"
             )
+    lock_overhead = _lock_overhead_ms(ev)
     synth = ev[ev["phase"] == "synthesize"]
     synth_workers = max(1, max((_max_overlap(g) for _, g in synth.groupby("run")), default=1)) if len(synth) else 1
     runs = sorted(str(r) for r in ev["run"].dropna().unique()) if "run" in ev else []
@@ -297,6 +326,8 @@ def calibrate(
         synth_ms=med.get("synthesize", 0.0),
         synth_workers=int(synth_workers),
         finalize_ms=med.get("finalize", 0.0),
+        pre_lock_ms=med.get("pre_lock", 0.0),
+        lock_overhead_ms=lock_overhead,
         source=source or ("calibrated from " + (", ".join(runs) if runs else "an event table")),
     )
 
@@ -490,6 +521,8 @@ def simulate(
             d = dur(params.tail_msm_ms)
             yield env.timeout(d)
             rec("tail_msm", t0, env.now, gpu_ms=d, **kw)
+            if params.lock_overhead_ms > 0:
+                yield env.timeout(dur(params.lock_overhead_ms))
             mtx.release(req)
             rec("mutex_held", held0, env.now, **kw, detail="part=2" if scope == "narrow" else "")
             gpu_done.succeed()

@@ -1,0 +1,167 @@
+"""`zkgpu record` on the CPU into a temporary folder, and how zkgpu.replay finds and reads recordings."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sqlite3
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from zkgpu import model, record, replay
+from zkgpu.events import COLUMNS
+
+N, PARTS = 1 << 6, 2
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    base = tmp_path_factory.mktemp("data")
+    run_dir = record.record(out=base, device="cpu", n=N, partitions=PARTS)
+    return base, run_dir
+
+
+def test_record_writes_one_fresh_folder_with_manifest(recorded):
+    base, run_dir = recorded
+    assert run_dir.parent == base and re.fullmatch(r"cpu-\d{8}-record", run_dir.name)
+    m = json.loads((run_dir / "manifest.json").read_text())
+    assert m["kind"] == "record" and m["device"] == "cpu" and m["n"] == N and m["partitions"] == PARTS
+    assert m["sizes"]["abc_bytes_per_partition"] == 3 * N * 32
+    assert "commit" in m and "environment" in m and m["environment"]["gpu"] is None
+    sc = m["scenarios"]
+    assert set(record.SCENARIOS) == set(sc)
+    assert "cudaHostRegister" in sc["registered"]["skipped"]
+    ran = [k for k, v in sc.items() if "skipped" not in v]
+    assert {"baseline", "pinned_pool", "pinned_narrow", "pinned_gw1", "pinned_gw3"} <= set(ran)
+    for name in ran:
+        e = sc[name]
+        assert "error" not in e, e.get("traceback")
+        assert e["config"]["transfer"] == record.SCENARIOS[name]["transfer"]
+        assert e["config"]["gw"] == record.SCENARIOS[name]["gw"] and e["config"]["device"] == "cpu"
+        ev = pd.read_parquet(run_dir / e["events"])
+        assert list(ev.columns) == COLUMNS and len(ev) == e["rows"] > 0
+        assert ev.loc[ev["phase"] == "tail_msm", "partition"].nunique() == PARTS
+        assert "CUZK_TIMING:" in (run_dir / e["log"]).read_text()
+    assert any("CPU duration" in n for n in m["notes"])
+    assert m["sweep"] is None and m["benchmarks"] == {}
+    files = [p for p in run_dir.rglob("*") if p.is_file()]
+    assert not [p for p in files if p.suffix in (".pkl", ".pickle", ".npy", ".npz")]
+    assert sum(p.stat().st_size for p in files) < 2_000_000
+
+
+def test_second_recording_never_reuses_the_folder(recorded, tmp_path):
+    base, run_dir = recorded
+    again = record.record(out=base, device="cpu", n=N, partitions=1, scenarios=["baseline"])
+    assert again != run_dir and again.name == run_dir.name + "-1"
+    assert json.loads((again / "manifest.json").read_text())["partitions"] == 1
+    shutil.rmtree(again)
+
+
+def test_record_command_and_bad_arguments(tmp_path):
+    res = CliRunner().invoke(record.record_command, ["--device", "cpu", "--out", str(tmp_path), "--n", "32", "--partitions", "1",
+                                                    "--scenario", "baseline", "--scenario", "pinned_pool"])
+    assert res.exit_code == 0, res.output
+    assert "recorded" in res.output
+    (run_dir,) = tmp_path.iterdir()
+    assert set(json.loads((run_dir / "manifest.json").read_text())["scenarios"]) == {"baseline", "pinned_pool"}
+    with pytest.raises(ValueError, match="unknown scenario"):
+        record.record(out=tmp_path, device="cpu", scenarios=["nope"])
+    with pytest.raises(ValueError, match="device"):
+        record.record(out=tmp_path, device="tpu")
+    bad = CliRunner().invoke(record.record_command, ["--device", "cpu", "--out", str(tmp_path), "--n", "100", "--scenario", "baseline"])
+    assert bad.exit_code != 0 and "power of two" in bad.output
+    assert list(tmp_path.iterdir()) == [run_dir]  # rejected before any folder was made
+
+
+def test_replay_reads_a_recording(recorded, monkeypatch):
+    base, run_dir = recorded
+    monkeypatch.setenv("ZKGPU_DATA", str(base))
+    src = replay.open_source("replay")
+    assert src.kind == "recorded-cpu" and not src.on_gpu and src.recording.path == run_dir
+    assert "NOT GPU numbers" in src.banner()
+    ev = src.events("baseline")
+    assert list(ev.columns) == COLUMNS
+    assert src.sweep() is None and src.benchmarks() == {}
+    assert not src.has("registered")
+    with pytest.raises(KeyError, match="registered"):
+        src.events("registered")
+    tab = replay.scenario_table(src)
+    assert {"baseline", "pinned_pool"} <= set(tab.index)
+    assert ((tab["timeline_util"] >= 0) & (tab["timeline_util"] <= 1)).all()
+    assert (tab["partitions"] == PARTS).all()
+    params = replay.calibrated_params(src, "pinned_pool")
+    sim = model.simulate(params, partitions=PARTS, gw=2, transfer="pinned")
+    cmp = model.compare(sim, src.events("pinned_pool"))
+    assert cmp.loc["ntt_msm_h_ms", "rel_err"] == pytest.approx(0.0, abs=1e-6)  # calibrated to the median
+
+
+def test_replay_prefers_the_newest_gpu_recording(recorded, tmp_path):
+    _, run_dir = recorded
+    m = json.loads((run_dir / "manifest.json").read_text())
+
+    def fake(name, date, gpu, device):
+        d = tmp_path / name
+        shutil.copytree(run_dir, d)
+        mm = dict(m, date_utc=date, device=device, environment=dict(m["environment"], gpu=gpu))
+        (d / "manifest.json").write_text(json.dumps(mm))
+        return d
+
+    fake("nvidia-h200-20260101-record", "2026-01-01T00:00:00+00:00", "NVIDIA H200", "gpu")
+    fake("nvidia-h200-20260102-record", "2026-01-02T00:00:00+00:00", "NVIDIA H200", "gpu")
+    fake("cpu-20260105-record", "2026-01-05T00:00:00+00:00", None, "cpu")
+    (tmp_path / "nvidia-h200-20260109-record").mkdir()  # interrupted: no manifest
+    names = [r.path.name for r in replay.find_recordings(tmp_path)]
+    assert names == ["cpu-20260105-record", "nvidia-h200-20260102-record", "nvidia-h200-20260101-record"]
+    best = replay.latest_recording(tmp_path)
+    assert best.path.name == "nvidia-h200-20260102-record" and best.is_gpu
+    assert replay.open_source("replay", base=tmp_path).kind == "recorded-gpu"
+    assert replay.latest_recording(tmp_path / "missing") is None
+
+
+def test_resolve_mode_and_key_numbers(monkeypatch, tmp_path):
+    monkeypatch.setenv("ZKGPU_MODE", "replay")
+    assert replay.resolve_mode() == "replay"
+    monkeypatch.setenv("ZKGPU_MODE", "auto")
+    assert replay.resolve_mode() in ("live", "replay")
+    with pytest.raises(ValueError, match="ZKGPU_MODE"):
+        replay.resolve_mode("sometimes")
+    monkeypatch.delenv("ZKGPU_NB_OUT", raising=False)
+    assert replay.save_key_numbers("x", {"a": 1}) is None
+    monkeypatch.setenv("ZKGPU_NB_OUT", str(tmp_path))
+    import numpy as np
+
+    p = replay.save_key_numbers("x", {"a": np.float64(1.5), "b": [np.int64(2)]})
+    assert json.loads(p.read_text()) == {"a": 1.5, "b": [2]}
+
+
+def test_live_mode_without_gpu_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("ZKGPU_DISABLE_GPU", "1")
+    from zkgpu import _cuda
+
+    if _cuda.gpu_available():
+        pytest.skip("a GPU is present")
+    with pytest.raises(RuntimeError, match="needs a CUDA GPU"):
+        replay.open_source("live")
+
+
+def test_demo_nsys_sqlite_round_trip(recorded, tmp_path):
+    from zkgpu import logs
+
+    _, run_dir = recorded
+    ev = replay.Recording.open(run_dir).events("baseline")
+    db = replay.demo_nsys_sqlite(ev, tmp_path / "demo.sqlite")
+    with pytest.raises(FileExistsError):
+        replay.demo_nsys_sqlite(ev, db)
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT COUNT(*) FROM NVTX_EVENTS WHERE eventType = 59").fetchone()[0] == len(ev)
+    ns = logs.read_nsys_sqlite(db, run="demo")
+    nvtx = ns[ns["detail"].str.contains("domain=zkgpu", na=False)]
+    assert len(nvtx) == len(ev)
+    assert sorted(nvtx["phase"]) == sorted(ev["phase"])
+    copies = ns[ns["phase"] == "memcpy_htod"]
+    assert len(copies) == (ev["phase"] == "h2d").sum()
+    assert int(copies["bytes"].sum()) == int(ev.loc[ev["phase"] == "h2d", "bytes"].sum())
+    assert copies["detail"].str.contains("src=pageable").all()

@@ -1,0 +1,396 @@
+"""``zkgpu record``: run the scenario matrix once and keep everything in ONE fresh folder.
+
+The folder is ``zkgpu.manifest.new_run_dir("record")`` = ``data/<gpu>-<YYYYMMDD>-record[-N]/``
+(or under ``--out``), never reused, and holds:
+
+* ``events/<scenario>.parquet`` — the pipeline's event table (schema of :mod:`zkgpu.events`);
+* ``logs/<scenario>.log`` — the cuzk-format log of the same run;
+* ``sweep.parquet`` + ``sweep.csv`` — the H2D bandwidth sweep (:func:`zkgpu.transfer.bandwidth_sweep`),
+  GPU only;
+* ``bench/<kernel>.csv`` — kernel benchmarks (``zkgpu.ntt`` / ``zkgpu.msm`` ``run_benchmark``), GPU only;
+* ``manifest.json`` — written LAST (its presence marks a finished recording): environment, commit,
+  sizes, every scenario's configuration, files, seconds, pool statistics or error, and notes on
+  whatever was skipped.
+
+Scenarios (:data:`SCENARIOS`): ``baseline`` (pageable a/b/c, coarse lock, gw=2), ``registered``
+(cudaHostRegister, coarse, gw=2), ``pinned_pool`` (coarse, gw=2), ``pinned_narrow`` (narrow lock,
+gw=2), ``pinned_gw1``, ``pinned_gw3``, and ``compute_only`` (data resident on the device) when the
+pipeline offers it. On the CPU (``--device cpu``) ``registered`` is skipped (it needs
+cudaHostRegister) and every number is a CPU number; the manifest says ``"device": "cpu"``.
+
+No raw vectors and no pickles are written: Parquet, CSV, JSON and text only (a few hundred kB).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import click
+import pandas as pd
+
+from .events import normalize_events
+from .manifest import build_manifest, new_run_dir, write_json_new
+
+__all__ = [
+    "SCENARIOS",
+    "GPU_DEFAULT_N",
+    "GPU_DEFAULT_PARTITIONS",
+    "GPU_QUICK_N",
+    "GPU_QUICK_PARTITIONS",
+    "CPU_DEFAULT_N",
+    "CPU_DEFAULT_PARTITIONS",
+    "scenario_configs",
+    "run_scenario",
+    "record",
+    "record_command",
+]
+
+#: scenario name -> PipelineConfig settings (everything else from the sizes given to :func:`record`).
+SCENARIOS: dict[str, dict[str, Any]] = {
+    "baseline": {"transfer": "pageable", "lock_scope": "coarse", "gw": 2},
+    "registered": {"transfer": "registered", "lock_scope": "coarse", "gw": 2},
+    "pinned_pool": {"transfer": "pinned_pool", "lock_scope": "coarse", "gw": 2},
+    "pinned_narrow": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2},
+    "pinned_gw1": {"transfer": "pinned_pool", "lock_scope": "coarse", "gw": 1},
+    "pinned_gw3": {"transfer": "pinned_pool", "lock_scope": "coarse", "gw": 3},
+    "compute_only": {"transfer": "resident", "lock_scope": "coarse", "gw": 2},
+}
+
+# Sizes. GPU: n = 2^22 constraints per partition (a/b/c = 3 x 128 MiB, 1/32 of a PoRep partition,
+# the pipeline's default); --quick quarters it. CPU: the reference math on Python ints and
+# py-arkworks is slow, so about a thousand constraints (a few seconds for the whole matrix).
+GPU_DEFAULT_N = 1 << 22
+GPU_DEFAULT_PARTITIONS = 8
+GPU_QUICK_N = 1 << 20
+GPU_QUICK_PARTITIONS = 4
+CPU_DEFAULT_N = 1 << 10
+CPU_DEFAULT_PARTITIONS = 6
+
+
+def _pipeline() -> Any:
+    import importlib  # noqa: PLC0415
+
+    return importlib.import_module("zkgpu.pipeline")
+
+
+def _config_fields() -> set[str]:
+    from .pipeline.config import PipelineConfig  # noqa: PLC0415
+
+    return {f.name for f in dataclasses.fields(PipelineConfig)}
+
+
+def _supported_transfers() -> tuple[str, ...]:
+    from .pipeline import config as pc  # noqa: PLC0415
+
+    return tuple(getattr(pc, "TRANSFERS", ()))
+
+
+def scenario_configs(
+    names: Iterable[str] | None = None, *, device: str = "gpu"
+) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Which scenarios run on ``device``, and why the others do not.
+
+    Returns:
+        ``(runnable {name: settings}, skipped {name: reason})``.
+
+    Raises:
+        ValueError: an unknown scenario name (lists the known ones).
+    """
+    names = list(SCENARIOS) if names is None else list(names)
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        raise ValueError(f"unknown scenario(s) {unknown}; known: {list(SCENARIOS)}")
+    transfers = _supported_transfers()
+    run, skipped = {}, {}
+    for name in names:
+        s = SCENARIOS[name]
+        if s["transfer"] not in transfers:
+            skipped[name] = f"the pipeline has no transfer={s['transfer']!r} (it offers {list(transfers)})"
+        elif s["transfer"] == "registered" and device == "cpu":
+            skipped[name] = "transfer='registered' needs a GPU (cudaHostRegister)"
+        else:
+            run[name] = dict(s)
+    return run, skipped
+
+
+def _as_jsonable(x: Any) -> Any:
+    if x is None or isinstance(x, (str, int, float, bool)):
+        return x
+    if hasattr(x, "as_dict"):
+        return _as_jsonable(x.as_dict())
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return _as_jsonable(dataclasses.asdict(x))
+    if isinstance(x, dict):
+        return {str(k): _as_jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_as_jsonable(v) for v in x]
+    if isinstance(x, Path):
+        return str(x)
+    if hasattr(x, "item"):
+        try:
+            return x.item()
+        except (ValueError, AttributeError):
+            pass
+    return repr(x)
+
+
+def _config_dict(cfg: Any) -> dict[str, Any]:
+    out = {}
+    for f in dataclasses.fields(cfg):
+        if f.name in ("fault_hook", "log_path", "events_path", "echo"):
+            continue
+        out[f.name] = _as_jsonable(getattr(cfg, f.name))
+    return out
+
+
+def run_scenario(
+    name: str, settings: dict[str, Any], run_dir: Path, *, n: int, partitions: int, device: str,
+    seed: int = 0, synth_workers: int | None = None,
+) -> dict[str, Any]:
+    """Run one scenario into ``run_dir`` and return its manifest entry.
+
+    Writes ``logs/<name>.log`` and ``events/<name>.parquet`` (relative paths in the entry).
+    Errors are caught and recorded in the entry (``error``, ``traceback``); the log and any
+    events produced so far are kept.
+    """
+    from .pipeline.config import PipelineConfig  # noqa: PLC0415
+
+    (run_dir / "logs").mkdir(exist_ok=True)
+    (run_dir / "events").mkdir(exist_ok=True)
+    log_rel, ev_rel = f"logs/{name}.log", f"events/{name}.parquet"
+    fields = _config_fields()
+    kw: dict[str, Any] = dict(settings, n=n, partitions=partitions, device=device, seed=seed, run=name,
+                              log_path=run_dir / log_rel, events_path=run_dir / ev_rel)
+    if synth_workers is not None:
+        kw["synth_workers"] = synth_workers
+    kw = {k: v for k, v in kw.items() if k in fields}
+    entry: dict[str, Any] = {"settings": settings}
+    t0 = time.perf_counter()
+    try:
+        cfg = PipelineConfig(**kw)
+        entry["config"] = _config_dict(cfg)
+        result = _pipeline().run_pipeline(cfg)
+        events = getattr(result, "events", None)
+        ev_path = run_dir / ev_rel
+        if not ev_path.exists():
+            if events is None:
+                raise RuntimeError("run_pipeline returned no events and wrote no events file")
+            normalize_events(events).to_parquet(ev_path, index=False)
+        ev = pd.read_parquet(ev_path)
+        entry["events"] = ev_rel
+        entry["rows"] = int(len(ev))
+        for attr in ("pool_stats", "pool"):
+            if getattr(result, attr, None) is not None:
+                entry["pool_stats"] = _as_jsonable(getattr(result, attr))
+                break
+        errors = list(getattr(result, "errors", None) or [])
+        if errors:
+            entry["partition_errors"] = [str(e) for e in errors][:10]
+    except Exception as exc:  # noqa: BLE001 -- one failing scenario must not lose the others
+        entry["error"] = f"{type(exc).__name__}: {exc}"
+        entry["traceback"] = traceback.format_exc(limit=8)
+        ev_path = run_dir / ev_rel
+        if ev_path.exists():
+            entry["events"] = ev_rel
+    entry["seconds"] = round(time.perf_counter() - t0, 3)
+    if (run_dir / log_rel).exists():
+        entry["log"] = log_rel
+    return entry
+
+
+def _call_with_supported(fn: Callable[..., Any], **kwargs: Any) -> Any:
+    params = inspect.signature(fn).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return fn(**kwargs)
+    return fn(**{k: v for k, v in kwargs.items() if k in params})
+
+
+def _sweep(run_dir: Path, quick: bool, notes: list[str]) -> str | None:
+    try:
+        from . import transfer  # noqa: PLC0415
+
+        fn = getattr(transfer, "bandwidth_sweep")
+    except (ImportError, AttributeError):
+        notes.append("sweep skipped: zkgpu.transfer.bandwidth_sweep is not available")
+        return None
+    try:
+        # quick: 1 MiB .. 256 MiB; full: the module's default sizes (1 MiB .. 4 GiB), time-boxed.
+        kw: dict[str, Any] = {"repeat": 3 if quick else 5, "time_budget_s": 60.0 if quick else 180.0}
+        if quick:
+            kw["sizes"] = tuple(1 << s for s in range(20, 29, 2))
+        df = _call_with_supported(fn, **kw)
+        skipped_sizes = list(getattr(df, "attrs", {}).get("skipped_sizes", []) or [])
+        if skipped_sizes:
+            notes.append(f"sweep: time budget reached, sizes not measured: {skipped_sizes}")
+        df = pd.DataFrame(df)
+        df.attrs = {}
+    except Exception as exc:  # noqa: BLE001
+        notes.append(f"sweep failed: {type(exc).__name__}: {exc}")
+        return None
+    df.to_parquet(run_dir / "sweep.parquet", index=False)
+    df.to_csv(run_dir / "sweep.csv", index=False)
+    return "sweep.parquet"
+
+
+def _benchmarks(run_dir: Path, quick: bool, notes: list[str]) -> dict[str, str]:
+    import importlib  # noqa: PLC0415
+
+    out: dict[str, str] = {}
+    sizes = {"ntt": {"min_log": 16, "max_log": 20 if quick else 24}, "msm": {"min_log": 12, "max_log": 16 if quick else 20}}
+    for kind in ("ntt", "msm"):
+        try:
+            mod = importlib.import_module(f"zkgpu.{kind}")
+            fn = getattr(mod, "run_benchmark")
+        except (ImportError, AttributeError):
+            notes.append(f"{kind} benchmark skipped: zkgpu.{kind}.run_benchmark is not available (run `zkgpu bench {kind}`)")
+            continue
+        try:
+            rows = _call_with_supported(fn, repeat=5 if quick else 10, **sizes[kind])
+        except Exception as exc:  # noqa: BLE001
+            notes.append(f"{kind} benchmark failed: {type(exc).__name__}: {exc}")
+            continue
+        (run_dir / "bench").mkdir(exist_ok=True)
+        rel = f"bench/{kind}.csv"
+        pd.DataFrame(rows).to_csv(run_dir / rel, index=False)
+        out[kind] = rel
+    return out
+
+
+def record(
+    out: str | Path | None = None,
+    *,
+    device: str | None = None,
+    n: int | None = None,
+    partitions: int | None = None,
+    quick: bool = False,
+    scenarios: Iterable[str] | None = None,
+    sweep: bool = True,
+    bench: bool = True,
+    synth_workers: int | None = None,
+    seed: int = 0,
+    echo: Callable[[str], None] | None = None,
+) -> Path:
+    """Record the scenario matrix into a fresh run folder and return its path.
+
+    Args:
+        out: base folder (default ``data/``); the run folder is created inside it.
+        device: ``gpu``, ``cpu`` or None (GPU when present).
+        n: constraints per partition (power of two; default :data:`GPU_DEFAULT_N` /
+            :data:`GPU_QUICK_N` with ``quick`` / :data:`CPU_DEFAULT_N` on the CPU).
+        partitions: partitions per scenario (defaults likewise).
+        quick: smaller defaults, a shorter sweep and benchmarks.
+        scenarios: names from :data:`SCENARIOS` (default all).
+        sweep, bench: include the H2D sweep / kernel benchmarks (GPU only).
+        synth_workers: synthesis threads (default: the pipeline's).
+        seed: base seed of every scenario (the same witnesses in every scenario).
+        echo: progress callback (e.g. ``print``).
+
+    Raises:
+        ValueError: unknown device or scenario, or a size the pipeline rejects (n not a power of
+        two ...), before any folder is created; RuntimeError: ``device="gpu"`` without a GPU.
+    """
+    from ._cuda import gpu_available  # noqa: PLC0415
+
+    say = echo or (lambda _s: None)
+    has_gpu = gpu_available()
+    device = device or ("gpu" if has_gpu else "cpu")
+    if device not in ("gpu", "cpu"):
+        raise ValueError(f"device must be 'gpu' or 'cpu', got {device!r}")
+    if device == "gpu" and not has_gpu:
+        raise RuntimeError("device='gpu' needs a CUDA GPU (CuPy); none was found. Use device='cpu'.")
+    if device == "gpu":
+        n = n or (GPU_QUICK_N if quick else GPU_DEFAULT_N)
+        partitions = partitions or (GPU_QUICK_PARTITIONS if quick else GPU_DEFAULT_PARTITIONS)
+    else:
+        n = n or CPU_DEFAULT_N
+        partitions = partitions or CPU_DEFAULT_PARTITIONS
+    runnable, skipped = scenario_configs(scenarios, device=device)
+    from .pipeline.config import PipelineConfig  # noqa: PLC0415
+
+    # validate the sizes before a folder exists (ValueError/TypeError naming the setting)
+    sw_kw = {"synth_workers": synth_workers} if synth_workers is not None else {}
+    abc = PipelineConfig(n=n, partitions=partitions, device=device, transfer="pageable", **sw_kw).abc_bytes
+    run_dir = new_run_dir("record", base=Path(out) if out is not None else None, gpu="cpu" if device == "cpu" else None)
+    say(f"record: {run_dir} (device={device}, n={n}, partitions={partitions})")
+    notes = [f"scenario {k} skipped: {v}" for k, v in skipped.items()]
+    if device == "cpu":
+        notes.append("device=cpu: every duration is a CPU duration (reference math), not a GPU measurement")
+    t_all = time.perf_counter()
+    entries: dict[str, Any] = {}
+    for name, settings in runnable.items():
+        say(f"record: scenario {name} {settings}")
+        entries[name] = run_scenario(name, settings, run_dir, n=n, partitions=partitions, device=device,
+                                     seed=seed, synth_workers=synth_workers)
+        e = entries[name]
+        say(f"record:   {name}: {'ERROR ' + e['error'] if 'error' in e else str(e.get('rows')) + ' events'} in {e['seconds']} s")
+    for name, why in skipped.items():
+        entries[name] = {"settings": SCENARIOS[name], "skipped": why}
+    sweep_rel = None
+    bench_rel: dict[str, str] = {}
+    if device == "gpu":
+        if sweep:
+            say("record: H2D bandwidth sweep")
+            sweep_rel = _sweep(run_dir, quick, notes)
+        if bench:
+            say("record: kernel benchmarks")
+            bench_rel = _benchmarks(run_dir, quick, notes)
+    else:
+        notes.append("no H2D sweep and no kernel benchmarks on the CPU (they measure the GPU)")
+    manifest = build_manifest(
+        kind="record",
+        device=device,
+        n=n,
+        partitions=partitions,
+        quick=quick,
+        seed=seed,
+        sizes={"n": n, "log_n": n.bit_length() - 1, "abc_bytes_per_partition": abc, "fr_bytes": 32},
+        scenarios=entries,
+        sweep=sweep_rel,
+        benchmarks=bench_rel,
+        notes=notes,
+        elapsed_s=round(time.perf_counter() - t_all, 3),
+    )
+    write_json_new(run_dir / "manifest.json", json.loads(json.dumps(manifest, default=str)))
+    say(f"record: done in {manifest['elapsed_s']} s -> {run_dir}")
+    return run_dir
+
+
+@click.command("record")
+@click.option("--n", "n", type=int, default=None, help="constraints per partition, a power of two (default 2^22 GPU, 2^20 --quick, 2^10 CPU)")
+@click.option("--partitions", type=int, default=None, help="partitions per scenario (default 8 GPU, 4 --quick, 6 CPU)")
+@click.option("--quick", is_flag=True, help="smaller defaults, shorter sweep and benchmarks")
+@click.option("--out", "out", default=None, help="base folder for the run folder (default data/)")
+@click.option("--device", type=click.Choice(["auto", "gpu", "cpu"]), default="auto", show_default=True)
+@click.option("--scenario", "scenarios", multiple=True, type=click.Choice(list(SCENARIOS)), help="run only these (repeatable)")
+@click.option("--no-sweep", is_flag=True, help="skip the H2D bandwidth sweep")
+@click.option("--no-bench", is_flag=True, help="skip the kernel benchmarks")
+@click.option("--synth-workers", type=int, default=None, help="synthesis threads (default: the pipeline's)")
+def record_command(n, partitions, quick, out, device, scenarios, no_sweep, no_bench, synth_workers) -> None:
+    """Run the scenario matrix (baseline, registered, pinned pool, narrow lock, gw=1/3, compute-only)
+    and write logs, Parquet event tables, the H2D sweep, kernel benchmarks and manifest.json into
+    one fresh data/<gpu>-<date>-record/ folder."""
+    import sys  # noqa: PLC0415
+
+    try:
+        run_dir = record(
+            out=out, device=None if device == "auto" else device, n=n, partitions=partitions, quick=quick,
+            scenarios=scenarios or None, sweep=not no_sweep, bench=not no_bench, synth_workers=synth_workers,
+            echo=click.echo,
+        )
+    except (ValueError, TypeError, RuntimeError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    failed = [k for k, v in manifest["scenarios"].items() if "error" in v]
+    for note in manifest["notes"]:
+        click.echo(f"note: {note}")
+    size = sum(p.stat().st_size for p in run_dir.rglob("*") if p.is_file())
+    click.echo(f"recorded {len(manifest['scenarios']) - len(failed)} scenario entries, {size / 1e6:.2f} MB in {run_dir}")
+    if failed:
+        click.echo(f"FAILED scenarios: {', '.join(failed)}", err=True)
+        sys.exit(1)
