@@ -6,7 +6,8 @@ The folder is ``zkgpu.manifest.new_run_dir("record")`` = ``data/<gpu>-<YYYYMMDD>
 * ``events/<scenario>.parquet`` — the pipeline's event table (schema of :mod:`zkgpu.events`);
 * ``logs/<scenario>.log`` — the cuzk-format log of the same run;
 * ``sweep.parquet`` + ``sweep.csv`` — the H2D bandwidth sweep (:func:`zkgpu.transfer.bandwidth_sweep`),
-  GPU only;
+  and ``host_alloc.csv`` — cudaHostAlloc / cudaHostRegister costs per size
+  (:func:`zkgpu.transfer.host_alloc_costs`), GPU only;
 * ``bench/<kernel>.csv`` — kernel benchmarks (``zkgpu.ntt`` / ``zkgpu.msm`` ``run_benchmark``), GPU only;
 * ``manifest.json`` — written LAST (its presence marks a finished recording): environment, commit,
   sizes, every scenario's configuration, files, seconds, pool statistics or error, and notes on
@@ -235,6 +236,13 @@ def _sweep(run_dir: Path, quick: bool, notes: list[str]) -> str | None:
         return None
     df.to_parquet(run_dir / "sweep.parquet", index=False)
     df.to_csv(run_dir / "sweep.csv", index=False)
+    costs = getattr(transfer, "host_alloc_costs", None)
+    if costs is not None:
+        measured = sorted(set(int(x) for x in df["size_bytes"])) if "size_bytes" in df else []
+        try:
+            _call_with_supported(costs, sizes=measured, repeat=2 if quick else 3).to_csv(run_dir / "host_alloc.csv", index=False)
+        except Exception as exc:  # noqa: BLE001
+            notes.append(f"host_alloc_costs failed: {type(exc).__name__}: {exc}")
     return "sweep.parquet"
 
 

@@ -102,7 +102,7 @@ class Recording:
     """One recorded scenario run: a folder with ``manifest.json`` (written by ``zkgpu record``).
 
     Layout: ``manifest.json``; ``events/<scenario>.parquet`` (event tables); ``logs/<scenario>.log``
-    (cuzk-format logs); ``sweep.parquet`` / ``sweep.csv`` (H2D bandwidth sweep);
+    (cuzk-format logs); ``sweep.parquet`` / ``sweep.csv`` (H2D bandwidth sweep), ``host_alloc.csv``;
     ``bench/*.csv`` (kernel benchmarks). Paths inside the manifest are relative to the folder.
     """
 
@@ -185,6 +185,11 @@ class Recording:
             return None
         p = self.path / rel
         return pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
+
+    def host_alloc(self) -> pd.DataFrame | None:
+        """cudaHostAlloc / cudaHostRegister costs recorded with the sweep (``host_alloc.csv``), or None."""
+        p = self.path / "host_alloc.csv"
+        return pd.read_csv(p) if p.is_file() else None
 
     def benchmarks(self) -> dict[str, pd.DataFrame]:
         """Kernel benchmark tables recorded with the scenarios: ``{name: DataFrame}``."""
@@ -336,7 +341,15 @@ class Source:
         if self.kind != "recorded-gpu":
             return None
         found = find_benchmarks("h2d")
-        return next(iter(found[1].values())) if found else None
+        return found[1].get("sweep") if found else None
+
+    def host_alloc(self) -> pd.DataFrame | None:
+        """Pinning costs per size: the recording's, else the newest ``bench-h2d`` folder's (GPU only)."""
+        h = self.recording.host_alloc()
+        if h is not None or self.kind != "recorded-gpu":
+            return h
+        found = find_benchmarks("h2d")
+        return found[1].get("host_alloc") if found else None
 
     def benchmarks(self) -> dict[str, pd.DataFrame]:
         """Kernel benchmarks: the recording's, plus the newest ``bench-ntt``/``bench-msm`` folders (GPU)."""

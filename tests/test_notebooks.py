@@ -1,0 +1,151 @@
+"""The notebook suite: committed without outputs, and every notebook runs in replay mode.
+
+Each notebook is executed with nbclient (kernel python3) with ``ZKGPU_MODE=replay``; it reads the
+newest recording in data/ or, without one, makes a tiny CPU stand-in run (cached for the session in
+a temporary ``ZKGPU_CACHE``). Notebooks write their key numbers as JSON into ``ZKGPU_NB_OUT``; the
+tests below check them against the data (and against zkgpu functions on the same data).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+
+ROOT = Path(__file__).resolve().parent.parent
+NB_DIR = ROOT / "notebooks"
+EXPECTED = [
+    "00_index", "01_symptom", "02_host_instrumentation", "03_mutex_barrier", "04_smoking_gun",
+    "05_h2d_bandwidth", "06_pinned_pool_fix", "07_next_bottleneck", "08_report", "appendix_nsight",
+]
+TIMINGS: dict[str, float] = {}
+
+
+def test_suite_is_complete():
+    assert sorted(p.stem for p in NB_DIR.glob("*.ipynb")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_committed_clean(name):
+    nb = nbformat.read(NB_DIR / f"{name}.ipynb", as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    for c in code:
+        assert c.outputs == [] and c.execution_count is None, f"{name}: commit notebooks without outputs"
+    params = [c for c in code if "parameters" in c.metadata.get("tags", [])]
+    assert len(params) == 1 and "MODE" in params[0].source, f"{name}: needs one cell tagged 'parameters'"
+    assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
+    src = "\n".join(c.source for c in code)
+    assert "zkgpu" in src  # notebooks call the package, they do not carry their own logic
+    assert "def " not in src.replace("def col(", ""), f"{name}: shared logic belongs in zkgpu modules"
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory):
+    """Run every notebook once in replay mode; returns {name: (notebook, key numbers or None)}."""
+    out = tmp_path_factory.mktemp("nb_out")
+    cache = tmp_path_factory.mktemp("zk_cache")
+    saved = {k: os.environ.get(k) for k in ("ZKGPU_MODE", "ZKGPU_NB_OUT", "ZKGPU_CACHE", "MPLBACKEND")}
+    os.environ.update(ZKGPU_MODE="replay", ZKGPU_NB_OUT=str(out), ZKGPU_CACHE=str(cache), MPLBACKEND="Agg")
+    results = {}
+    try:
+        for name in EXPECTED:
+            nb = nbformat.read(NB_DIR / f"{name}.ipynb", as_version=4)
+            t0 = time.perf_counter()
+            err = None
+            try:
+                nbclient.NotebookClient(nb, timeout=180, kernel_name="python3",
+                                        resources={"metadata": {"path": str(NB_DIR)}}).execute()
+            except Exception as exc:  # noqa: BLE001 -- reported per notebook below
+                err = exc
+            TIMINGS[name] = time.perf_counter() - t0
+            f = out / f"{name}.json"
+            results[name] = (nb, json.loads(f.read_text()) if f.exists() else None, err)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    print("\nnotebook seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in TIMINGS.items()))
+    results["_cache"] = str(cache)
+    return results
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_notebook_runs_in_replay(executed, name):
+    nb, key, err = executed[name]
+    assert err is None, f"{name} failed:\n{str(err)[-3000:]}"
+    assert key is not None, f"{name} wrote no key numbers"
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors
+
+
+def _banner(nb) -> str:
+    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "stream")
+
+
+def test_sources_are_labelled(executed):
+    for name in EXPECTED[1:]:
+        nb, key, _ = executed[name]
+        text = _banner(nb)
+        if key and key.get("source") in ("cpu-standin", "recorded-cpu"):
+            assert "NOT GPU numbers" in text, f"{name} must say its numbers are CPU numbers"
+        elif key and key.get("source") == "recorded-gpu":
+            assert "REPLAY of a GPU recording" in text
+
+
+def test_key_numbers_04_recover_the_seed_identity(executed, monkeypatch):
+    from zkgpu import logs, metrics, replay
+
+    monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])  # the same data the notebooks read
+    _, key, _ = executed["04_smoking_gun"]
+    # seed: gpu_total - ntt_msm_h - tail_msm = barrier_wait + batch_add (3425 - 2825 - 196 = 404)
+    assert key["seed_residual_ms"] == [404.0, 407.0, 403.0, None]
+    assert key["seed_partitions"] == 4 and key["seed_ntt_minus_prep_min_ms"] == 1190.0
+    # ours: every line is present, so the identity closes up to integer-ms rounding and thread overhead
+    src = replay.open_source("replay")
+    pt = logs.partition_table(logs.parse_file(src.log_path("baseline")))
+    idc = metrics.identity_check(pt)
+    assert (idc["missing"] == "").all()
+    assert (idc["residual_ms"].abs() <= 5 + 0.05 * idc["gpu_total_ms"]).all()
+    assert key["ours_max_abs_residual_ms"] == pytest.approx(float(idc["residual_ms"].abs().max()))
+    for share in key["h2d_share"].values():
+        assert 0.0 <= share <= 1.0
+
+
+def test_key_numbers_other_notebooks(executed):
+    k0 = executed["00_index"][1]
+    assert k0["mode"] == "replay"
+    k1 = executed["01_symptom"][1]
+    for u in ("timeline_util", "kernel_util", "compute_util"):
+        assert 0.0 <= k1[u] <= 1.0
+    assert k1["partitions"] >= 1 and k1["prove_median_ms"] > 0
+    k2 = executed["02_host_instrumentation"][1]
+    assert k2["prove_start_ms"] > 0 and 0.0 <= k2["host_share"] < 1.0
+    k3 = executed["03_mutex_barrier"][1]
+    assert math.isfinite(k3["throughput_rel_err"]) and 0.0 <= k3["barrier_in_held"] <= 1.0
+    k6 = executed["06_pinned_pool_fix"][1]
+    assert k6["ntt_msm_h_speedup"] > 0 and k6["throughput_ratio"] > 0
+    if k6["source"] == "recorded-gpu":  # on a GPU the pool must make the copy faster
+        assert k6["h2d_speedup"] > 1.0
+    k7 = executed["07_next_bottleneck"][1]
+    assert k7["compute_bound_per_min"] > 0 and all(math.isfinite(v) for v in k7["prediction_rel_err"].values())
+    k8 = executed["08_report"][1]
+    assert k8["upstream_ntt_ratio"] == pytest.approx(2430 / 690)
+    assert {"baseline", "pinned_pool"} <= set(k8["scenarios"])
+    ka = executed["appendix_nsight"][1]
+    assert ka["nvtx_rows"] == ka["events"] and ka["memcpy_rows"] == ka["h2d_rows"] > 0
+
+
+def test_total_time_is_reasonable(executed):
+    # the whole suite in replay must stay CI-sized (2 cores): well under 5 minutes
+    assert sum(TIMINGS.values()) < 300, TIMINGS
