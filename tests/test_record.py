@@ -161,7 +161,63 @@ def test_demo_nsys_sqlite_round_trip(recorded, tmp_path):
     nvtx = ns[ns["detail"].str.contains("domain=zkgpu", na=False)]
     assert len(nvtx) == len(ev)
     assert sorted(nvtx["phase"]) == sorted(ev["phase"])
+    assert sorted(nvtx["partition"].dropna()) == sorted(ev["partition"].dropna())
+    assert sorted(nvtx["worker"].dropna()) == sorted(ev["worker"].dropna())
     copies = ns[ns["phase"] == "memcpy_htod"]
     assert len(copies) == (ev["phase"] == "h2d").sum()
     assert int(copies["bytes"].sum()) == int(ev.loc[ev["phase"] == "h2d", "bytes"].sum())
     assert copies["detail"].str.contains("src=pageable").all()
+
+
+def test_interrupted_recording_keeps_what_finished(tmp_path, monkeypatch):
+    real = record.run_scenario
+    calls = []
+
+    def flaky(name, *a, **kw):
+        calls.append(name)
+        if len(calls) == 2:
+            raise KeyboardInterrupt("signal 15")
+        return real(name, *a, **kw)
+
+    monkeypatch.setattr(record, "run_scenario", flaky)
+    with pytest.raises(KeyboardInterrupt, match="partial results"):
+        record.record(out=tmp_path, device="cpu", n=32, partitions=1, scenarios=["baseline", "pinned_pool", "pinned_gw1"])
+    (run_dir,) = tmp_path.iterdir()
+    rec = replay.Recording.open(run_dir)
+    assert "signal 15" in rec.manifest["interrupted"]
+    assert rec.scenario("baseline").get("events") and "interrupted" in rec.scenario("pinned_gw1")["skipped"]
+    assert list(rec.events("baseline").columns) == COLUMNS
+
+
+def test_sweep_and_benchmarks_plumbing_without_gpu(tmp_path, monkeypatch):
+    """The GPU-only steps, with the measuring functions replaced by stand-ins (no GPU here)."""
+    from zkgpu import ntt, transfer
+
+    seen = {}
+
+    def fake_sweep(sizes, repeat=5, time_budget_s=None, **_):
+        seen["sweep"] = (tuple(sizes), repeat, time_budget_s)
+        df = pd.DataFrame({"path": ["pageable", "pinned_pool"], "size_bytes": [1 << 20] * 2, "fresh_buffer": [False] * 2, "gbps": [5.0, 50.0]})
+        df.attrs["skipped_sizes"] = [1 << 30]
+        return df
+
+    def fake_costs(sizes, repeat=3):
+        seen["costs"] = (tuple(sizes), repeat)
+        return pd.DataFrame({"op": ["hostAlloc"], "size_bytes": [1 << 20], "repeat": [0], "ms": [0.5], "gbps": [2.0]})
+
+    monkeypatch.setattr(transfer, "bandwidth_sweep", fake_sweep)
+    monkeypatch.setattr(transfer, "host_alloc_costs", fake_costs)
+    monkeypatch.setattr(ntt, "run_benchmark", lambda min_log, max_log, repeat: [{"log_n": min_log, "variant": "forward-nn", "median_ms": 1.0}])
+    notes: list[str] = []
+    assert record._sweep(tmp_path, True, notes) == "sweep.parquet"
+    assert seen["sweep"][0] == tuple(1 << s for s in range(20, 29, 2)) and seen["costs"] == ((1 << 20,), 2)
+    assert any("not measured" in n for n in notes)
+    assert (tmp_path / "sweep.csv").is_file() and (tmp_path / "host_alloc.csv").is_file()
+    bench = record._benchmarks(tmp_path, True, notes)
+    assert bench["ntt"] == "bench/ntt.csv" and pd.read_csv(tmp_path / "bench/ntt.csv")["median_ms"].tolist() == [1.0]
+    if "msm" not in bench:
+        assert any("msm benchmark" in n for n in notes)
+    m = {"sweep": "sweep.parquet", "benchmarks": bench, "scenarios": {}}
+    rec = replay.Recording(tmp_path, m)
+    assert rec.sweep()["gbps"].tolist() == [5.0, 50.0] and rec.host_alloc()["op"].tolist() == ["hostAlloc"]
+    assert "ntt" in rec.benchmarks()

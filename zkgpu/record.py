@@ -9,13 +9,14 @@ The folder is ``zkgpu.manifest.new_run_dir("record")`` = ``data/<gpu>-<YYYYMMDD>
   and ``host_alloc.csv`` — cudaHostAlloc / cudaHostRegister costs per size
   (:func:`zkgpu.transfer.host_alloc_costs`), GPU only;
 * ``bench/<kernel>.csv`` — kernel benchmarks (``zkgpu.ntt`` / ``zkgpu.msm`` ``run_benchmark``), GPU only;
-* ``manifest.json`` — written LAST (its presence marks a finished recording): environment, commit,
+* ``manifest.json`` — written LAST (its presence marks a readable recording): environment, commit,
   sizes, every scenario's configuration, files, seconds, pool statistics or error, and notes on
-  whatever was skipped.
+  whatever was skipped. On Ctrl-C or SIGTERM (``timeout``) the scenarios finished so far are still
+  written into it, with ``"interrupted"`` set; a folder without manifest (killed hard) is ignored.
 
-Scenarios (:data:`SCENARIOS`): ``baseline`` (pageable a/b/c, coarse lock, gw=2), ``registered``
-(cudaHostRegister, coarse, gw=2), ``pinned_pool`` (coarse, gw=2), ``pinned_narrow`` (narrow lock,
-gw=2), ``pinned_gw1``, ``pinned_gw3``, and ``compute_only`` (data resident on the device) when the
+Scenarios (:data:`SCENARIOS`, in this order): ``baseline`` (pageable a/b/c, coarse lock, gw=2),
+``pinned_pool`` (coarse, gw=2), ``pinned_narrow`` (narrow lock, gw=2), ``registered``
+(cudaHostRegister, coarse, gw=2), ``pinned_gw1``, ``pinned_gw3``, and ``compute_only`` (data resident on the device) when the
 pipeline offers it. On the CPU (``--device cpu``) ``registered`` is skipped (it needs
 cudaHostRegister) and every number is a CPU number; the manifest says ``"device": "cpu"``.
 
@@ -53,11 +54,12 @@ __all__ = [
 ]
 
 #: scenario name -> PipelineConfig settings (everything else from the sizes given to :func:`record`).
+#: Ordered by importance: if a recording is cut short, the first ones are the ones that matter.
 SCENARIOS: dict[str, dict[str, Any]] = {
     "baseline": {"transfer": "pageable", "lock_scope": "coarse", "gw": 2},
-    "registered": {"transfer": "registered", "lock_scope": "coarse", "gw": 2},
     "pinned_pool": {"transfer": "pinned_pool", "lock_scope": "coarse", "gw": 2},
     "pinned_narrow": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2},
+    "registered": {"transfer": "registered", "lock_scope": "coarse", "gw": 2},
     "pinned_gw1": {"transfer": "pinned_pool", "lock_scope": "coarse", "gw": 1},
     "pinned_gw3": {"transfer": "pinned_pool", "lock_scope": "coarse", "gw": 3},
     "compute_only": {"transfer": "resident", "lock_scope": "coarse", "gw": 2},
@@ -221,10 +223,11 @@ def _sweep(run_dir: Path, quick: bool, notes: list[str]) -> str | None:
         notes.append("sweep skipped: zkgpu.transfer.bandwidth_sweep is not available")
         return None
     try:
-        # quick: 1 MiB .. 256 MiB; full: the module's default sizes (1 MiB .. 4 GiB), time-boxed.
-        kw: dict[str, Any] = {"repeat": 3 if quick else 5, "time_budget_s": 60.0 if quick else 180.0}
-        if quick:
-            kw["sizes"] = tuple(1 << s for s in range(20, 29, 2))
+        # 1 MiB .. 256 MiB (quick) or 1 GiB: the curves flatten well before that; the 4 GiB points
+        # are `zkgpu bench h2d`'s job. Time-boxed so a recording fits one device command.
+        top = 28 if quick else 30
+        kw: dict[str, Any] = {"repeat": 3 if quick else 5, "time_budget_s": 45.0 if quick else 120.0,
+                              "sizes": tuple(1 << s for s in range(20, top + 1, 2))}
         df = _call_with_supported(fn, **kw)
         skipped_sizes = list(getattr(df, "attrs", {}).get("skipped_sizes", []) or [])
         if skipped_sizes:
@@ -331,25 +334,33 @@ def record(
         notes.append("device=cpu: every duration is a CPU duration (reference math), not a GPU measurement")
     t_all = time.perf_counter()
     entries: dict[str, Any] = {}
-    for name, settings in runnable.items():
-        say(f"record: scenario {name} {settings}")
-        entries[name] = run_scenario(name, settings, run_dir, n=n, partitions=partitions, device=device,
-                                     seed=seed, synth_workers=synth_workers)
-        e = entries[name]
-        say(f"record:   {name}: {'ERROR ' + e['error'] if 'error' in e else str(e.get('rows')) + ' events'} in {e['seconds']} s")
-    for name, why in skipped.items():
-        entries[name] = {"settings": SCENARIOS[name], "skipped": why}
     sweep_rel = None
     bench_rel: dict[str, str] = {}
-    if device == "gpu":
-        if sweep:
-            say("record: H2D bandwidth sweep")
-            sweep_rel = _sweep(run_dir, quick, notes)
-        if bench:
-            say("record: kernel benchmarks")
-            bench_rel = _benchmarks(run_dir, quick, notes)
-    else:
-        notes.append("no H2D sweep and no kernel benchmarks on the CPU (they measure the GPU)")
+    interrupted = None
+    try:
+        for name, settings in runnable.items():
+            say(f"record: scenario {name} {settings}")
+            entries[name] = run_scenario(name, settings, run_dir, n=n, partitions=partitions, device=device,
+                                         seed=seed, synth_workers=synth_workers)
+            e = entries[name]
+            say(f"record:   {name}: {'ERROR ' + e['error'] if 'error' in e else str(e.get('rows')) + ' events'} in {e['seconds']} s")
+        if device == "gpu":
+            if sweep:
+                say("record: H2D bandwidth sweep")
+                sweep_rel = _sweep(run_dir, quick, notes)
+            if bench:
+                say("record: kernel benchmarks")
+                bench_rel = _benchmarks(run_dir, quick, notes)
+        else:
+            notes.append("no H2D sweep and no kernel benchmarks on the CPU (they measure the GPU)")
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM turned into KeyboardInterrupt by the CLI
+        interrupted = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        notes.append(f"INTERRUPTED ({interrupted}): only the scenarios listed with files were recorded")
+    for name in runnable:
+        entries.setdefault(name, {"settings": SCENARIOS[name], "skipped": "not run: the recording was interrupted"})
+    for name, why in skipped.items():
+        entries[name] = {"settings": SCENARIOS[name], "skipped": why}
+    # the manifest is written even after an interruption, so what finished stays readable
     manifest = build_manifest(
         kind="record",
         device=device,
@@ -362,10 +373,13 @@ def record(
         sweep=sweep_rel,
         benchmarks=bench_rel,
         notes=notes,
+        interrupted=interrupted,
         elapsed_s=round(time.perf_counter() - t_all, 3),
     )
     write_json_new(run_dir / "manifest.json", json.loads(json.dumps(manifest, default=str)))
-    say(f"record: done in {manifest['elapsed_s']} s -> {run_dir}")
+    say(f"record: {'INTERRUPTED' if interrupted else 'done'} in {manifest['elapsed_s']} s -> {run_dir}")
+    if interrupted:
+        raise KeyboardInterrupt(f"recording interrupted; partial results in {run_dir}")
     return run_dir
 
 
@@ -383,8 +397,16 @@ def record_command(n, partitions, quick, out, device, scenarios, no_sweep, no_be
     """Run the scenario matrix (baseline, registered, pinned pool, narrow lock, gw=1/3, compute-only)
     and write logs, Parquet event tables, the H2D sweep, kernel benchmarks and manifest.json into
     one fresh data/<gpu>-<date>-record/ folder."""
+    import signal  # noqa: PLC0415
     import sys  # noqa: PLC0415
 
+    def _on_term(signum, _frame):  # `timeout` sends SIGTERM: finish the manifest like Ctrl-C does
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    try:
+        signal.signal(signal.SIGTERM, _on_term)
+    except ValueError:  # not in the main thread
+        pass
     try:
         run_dir = record(
             out=out, device=None if device == "auto" else device, n=n, partitions=partitions, quick=quick,
@@ -393,6 +415,9 @@ def record_command(n, partitions, quick, out, device, scenarios, no_sweep, no_be
         )
     except (ValueError, TypeError, RuntimeError) as exc:
         raise click.ClickException(str(exc)) from exc
+    except KeyboardInterrupt as exc:
+        click.echo(f"record: {exc}", err=True)
+        sys.exit(130)
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
     failed = [k for k, v in manifest["scenarios"].items() if "error" in v]
     for note in manifest["notes"]:

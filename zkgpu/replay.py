@@ -554,7 +554,7 @@ def demo_nsys_sqlite(events: pd.DataFrame, path: str | Path) -> Path:
     For the Nsight appendix (no nsys exists on our H200 host): ``StringIds(id, value)``;
     ``NVTX_EVENTS(start, end, text, textId, domainId, globalTid, eventType)`` with one domain-create
     row (eventType 75, text = the NVTX domain ``zkgpu``) and one push/pop range (eventType 59) per
-    event, text ``"<phase> partition=N worker=W"``; ``CUPTI_ACTIVITY_KIND_KERNEL(start, end, deviceId,
+    event, labelled as :mod:`zkgpu.trace` labels its ranges (``"<phase> p<partition> w<worker>"``); ``CUPTI_ACTIVITY_KIND_KERNEL(start, end, deviceId,
     streamId, shortName)`` for the GPU compute phases (``ntt``, ``h_msm``, ``batch_add``,
     ``tail_msm``); ``CUPTI_ACTIVITY_KIND_MEMCPY(start, end, bytes, copyKind=1 HtoD, srcKind
     1 pageable / 2 pinned, dstKind 3 device, deviceId, streamId)`` for ``h2d`` rows.
@@ -591,7 +591,7 @@ def demo_nsys_sqlite(events: pd.DataFrame, path: str | Path) -> Path:
         for r in events.itertuples(index=False):
             w = None if pd.isna(r.worker) else int(r.worker)
             part = None if pd.isna(r.partition) else int(r.partition)
-            text = str(r.phase) + (f" partition={part}" if part is not None else "") + (f" worker={w}" if w is not None else "")
+            text = str(r.phase) + (f" p{part}" if part is not None else "") + (f" w{w}" if w is not None else "")  # zkgpu.trace label
             tid = 1000 + (w if w is not None else 99)
             con.execute("INSERT INTO NVTX_EVENTS VALUES (?, ?, 59, NULL, ?, 1, ?)", (int(r.start_ns), int(r.end_ns), sid(text), tid))
             dev = 0 if pd.isna(r.gpu) else int(r.gpu)
