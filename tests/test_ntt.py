@@ -124,8 +124,9 @@ def test_bad_order():
 
 
 # ---------------------------------------------------------------- emulation of the GPU schedule
-def _emulate(x: list[int], L: int, inverse: bool, coset: bool, order: str, max_tile_log: int) -> list[int]:
-    """Python replay of ntt.cu's ntt_pass index arithmetic with the passes ntt_inplace launches."""
+def _emulate(x: list[int], L: int, inverse: bool, coset: bool, order: str, max_tile_log: int, radix: int = 2) -> list[int]:
+    """Python replay of ntt.cu's pass kernels (ntt_pass / ntt_pass_r4): the same index arithmetic,
+    stage order and fused scalings, with the passes ntt_inplace launches."""
     n = 1 << L
     omega = FR.root_of_unity(L)
     if inverse:
@@ -147,6 +148,10 @@ def _emulate(x: list[int], L: int, inverse: bool, coset: bool, order: str, max_t
             return v
         return v * tab[g if mode == 1 else (rev(g) if mode == 2 else 0)] % P
 
+    def twid(s, g):
+        h = 1 << s
+        return tw[h + (g & (h - 1))]
+
     x = list(x)
     passes = N._passes(L, max_tile_log)
     if dit:
@@ -158,37 +163,104 @@ def _emulate(x: list[int], L: int, inverse: bool, coset: bool, order: str, max_t
             base = ((b & ((1 << midbits) - 1)) << c) | ((b >> midbits) << (s_lo + k))
             gidx = lambda u: base | (u & ((1 << c) - 1)) | ((u >> c) << s_lo)  # noqa: E731
             sm = [scale(x[gidx(u)], pre_tab, pre_mode if pi == 0 else 0, gidx(u)) for u in range(T)]
-            for q in range(k):
-                s = s_lo + q if dit else s_lo + k - 1 - q
-                lb = c + (s - s_lo)
+
+            def r2(s, lb):
                 hl = 1 << lb
                 for tid in range(T // 2):
                     j = (tid & (hl - 1)) | ((tid >> lb) << (lb + 1))
-                    h = 1 << s
-                    w = tw[h + (gidx(j) & (h - 1))]
                     a, bb = sm[j], sm[j + hl]
+                    w = 1 if s == 0 else twid(s, gidx(j))
                     if dit:
                         bb = bb * w % P
                         sm[j], sm[j + hl] = (a + bb) % P, (a - bb) % P
                     else:
                         sm[j], sm[j + hl] = (a + bb) % P, (a - bb) * w % P
+
+            def r4(s, lb):
+                h1, h2 = 1 << lb, 2 << lb
+                for tid in range(T // 4):
+                    j0 = (tid & (h1 - 1)) | ((tid >> lb) << (lb + 2))
+                    g0, g1 = gidx(j0), gidx(j0 + h1)
+                    x0, x1, x2, x3 = sm[j0], sm[j0 + h1], sm[j0 + h2], sm[j0 + h1 + h2]
+                    w = 1 if s == 0 else twid(s, g0)
+                    if not dit:
+                        y0, y1 = (x0 + x2) % P, (x1 + x3) % P
+                        y2, y3 = (x0 - x2) * twid(s + 1, g0) % P, (x1 - x3) * twid(s + 1, g1) % P
+                        x0, x1, x2, x3 = (y0 + y1) % P, (y0 - y1) * w % P, (y2 + y3) % P, (y2 - y3) * w % P
+                    else:
+                        b1, b3 = x1 * w % P, x3 * w % P
+                        y0, y1, y2, y3 = (x0 + b1) % P, (x0 - b1) % P, (x2 + b3) % P, (x2 - b3) % P
+                        b2, b3 = y2 * twid(s + 1, g0) % P, y3 * twid(s + 1, g1) % P
+                        x0, x2, x1, x3 = (y0 + b2) % P, (y0 - b2) % P, (y1 + b3) % P, (y1 - b3) % P
+                    sm[j0], sm[j0 + h1], sm[j0 + h2], sm[j0 + h1 + h2] = x0, x1, x2, x3
+
+            if dit:
+                q = 0
+                while radix == 4 and q + 2 <= k:
+                    r4(s_lo + q, c + q)
+                    q += 2
+                while q < k:
+                    r2(s_lo + q, c + q)
+                    q += 1
+            else:
+                q = k
+                while radix == 4 and q >= 2:
+                    r4(s_lo + q - 2, c + q - 2)
+                    q -= 2
+                while q > 0:
+                    r2(s_lo + q - 1, c + q - 1)
+                    q -= 1
             for u in range(T):
                 x[gidx(u)] = scale(sm[u], post_tab, post_mode if pi == len(passes) - 1 else 0, gidx(u))
     if order == "nn":
-        x = [x[rev(i)] for i in range(n)]
+        x = _emulate_bitrev(x, L)
     return x
 
 
-@pytest.mark.parametrize("L,max_tile_log", [(1, 10), (3, 10), (5, 2), (7, 3), (8, 3), (9, 4), (6, 10)])
+def _emulate_bitrev(x: list[int], L: int, q: int = N._BR_Q) -> list[int]:
+    """Python replay of ntt_bitrev_tiled (L >= 2q) / ntt_bitrev, in place."""
+    x = list(x)
+    r = lambda v, bits: int(format(v, f"0{bits}b")[::-1], 2) if bits else 0  # noqa: E731
+    if L < 2 * q:
+        for i in range(1 << L):
+            if i < r(i, L):
+                x[i], x[r(i, L)] = x[r(i, L)], x[i]
+        return x
+    for mid in range(1 << (L - 2 * q)):
+        rmid = r(mid, L - 2 * q)
+        if mid > rmid:
+            continue
+        idx = lambda hi, m, lo: (hi << (L - q)) | (m << q) | lo  # noqa: E731
+        sa = [x[idx(t >> q, mid, t & ((1 << q) - 1))] for t in range(1 << 2 * q)]
+        sb = [x[idx(t >> q, rmid, t & ((1 << q) - 1))] for t in range(1 << 2 * q)]
+        for t in range(1 << 2 * q):
+            hi, lo = t >> q, t & ((1 << q) - 1)
+            src = (r(lo, q) << q) | r(hi, q)
+            if mid != rmid:
+                x[idx(hi, rmid, lo)] = sa[src]
+                x[idx(hi, mid, lo)] = sb[src]
+            else:
+                x[idx(hi, mid, lo)] = sa[src]
+    return x
+
+
+@pytest.mark.parametrize("L", [0, 1, 7, 8, 9, 11, 12])
+def test_bitrev_emulation(L):
+    x = list(range(1 << L))
+    assert _emulate_bitrev(x, L) == [int(format(i, f"0{L}b")[::-1], 2) if L else 0 for i in range(1 << L)]
+
+
+@pytest.mark.parametrize("radix", [2, 4])
+@pytest.mark.parametrize("L,max_tile_log", [(1, 10), (3, 10), (5, 2), (7, 3), (8, 3), (9, 4), (6, 10), (9, 10)])
 @pytest.mark.parametrize("inverse,coset", VARIANTS, ids=VIDS)
-def test_gpu_schedule_emulation(L, max_tile_log, inverse, coset, rng):
+def test_gpu_schedule_emulation(L, max_tile_log, inverse, coset, radix, rng):
     n = 1 << L
     x = rand_ints(n, rng)
     ref = N.ntt_reference(x, inverse=inverse, coset=coset)
     rev = [int(format(i, f"0{L}b")[::-1], 2) for i in range(n)]
-    assert _emulate(x, L, inverse, coset, "nn", max_tile_log) == ref
-    assert _emulate(x, L, inverse, coset, "nr", max_tile_log) == [ref[rev[i]] for i in range(n)]
-    assert _emulate([x[rev[i]] for i in range(n)], L, inverse, coset, "rn", max_tile_log) == ref
+    assert _emulate(x, L, inverse, coset, "nn", max_tile_log, radix) == ref
+    assert _emulate(x, L, inverse, coset, "nr", max_tile_log, radix) == [ref[rev[i]] for i in range(n)]
+    assert _emulate([x[rev[i]] for i in range(n)], L, inverse, coset, "rn", max_tile_log, radix) == ref
 
 
 def test_passes_cover_all_bits():
@@ -215,9 +287,16 @@ def _dev_random(n: int, seed: int):
     return _cp().asarray(x)
 
 
+@pytest.fixture(params=[2, 4], ids=["radix2", "radix4"])
+def radix(request, monkeypatch):
+    """Run a GPU test with each pass kernel (ntt_pass, ntt_pass_r4)."""
+    monkeypatch.setattr(N, "RADIX", request.param)
+    return request.param
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("inverse,coset", VARIANTS, ids=VIDS)
-def test_gpu_all_small_sizes(inverse, coset):
+def test_gpu_all_small_sizes(inverse, coset, radix):
     for L in range(0, 19):
         x = fr_random(1 << L)
         got = N.ntt(x, inverse=inverse, coset=coset)
@@ -227,9 +306,9 @@ def test_gpu_all_small_sizes(inverse, coset):
 @pytest.mark.gpu
 @pytest.mark.parametrize("order", ["nr", "rn", "nn"])
 @pytest.mark.parametrize("inverse,coset", VARIANTS, ids=VIDS)
-def test_gpu_orders_device_api(order, inverse, coset):
+def test_gpu_orders_device_api(order, inverse, coset, radix):
     cp = _cp()
-    for L in (1, 4, 11, 13, 16):
+    for L in (1, 2, 4, 8, 9, 11, 13, 16):
         n = 1 << L
         x = fr_random(n)
         xi = fr_to_ints(x)
@@ -286,8 +365,8 @@ def _residue_sums(x: np.ndarray, s: int) -> list[int]:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("L", [20, 22, 24, 26])
-def test_gpu_large_spot_checks(L):
+@pytest.mark.parametrize("L", [20, 23, 24, 26])
+def test_gpu_large_spot_checks(L, radix):
     """Outputs at j = m*n/2^s equal NTT_{2^s} of the residue-class sums (each depends on every input);
     inverse likewise; round trips for all variants."""
     cp = _cp()

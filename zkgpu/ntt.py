@@ -62,6 +62,10 @@ G = FR.generator
 ORDERS = ("nn", "nr", "rn")
 _MAX_TILE_LOG = 10  # must match NTT_MAX_TILE_LOG in ntt.cu
 _THREADS = 256  # must match the default NTT_THREADS in ntt.cu
+_BR_Q = 4  # must match NTT_BR_Q in ntt.cu
+RADIX = int(os.environ.get("ZKGPU_NTT_RADIX", "2"))
+"""Stages per shared-memory round trip in a pass: 2 (kernel ntt_pass, radix-2) or 4 (ntt_pass_r4, two
+radix-2 stages in registers). Read at each call; ``ZKGPU_NTT_RADIX`` sets the initial value."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -347,7 +351,9 @@ def bitrev_permute(d: Any) -> Any:
     w = device_words(d)
     n = w.size // 8
     L = log2_size(n)
-    if L:
+    if L >= 2 * _BR_Q:
+        _kernel("ntt_bitrev_tiled")((1 << (L - 2 * _BR_Q),), (1 << (2 * _BR_Q),), (w, np.int32(L)))
+    elif L:
         grid, block = _grid(n)
         _kernel("ntt_bitrev")((grid,), (block,), (w, np.int32(L), np.uint64(n)))
     return d
@@ -388,14 +394,16 @@ def ntt_inplace(d: Any, *, inverse: bool = False, coset: bool = False, order: st
     passes = _passes(L)
     if dit:
         passes = passes[::-1]
-    kern = _kernel("ntt_pass")
+    if RADIX not in (2, 4):
+        raise ValueError(f"zkgpu.ntt.RADIX must be 2 or 4, got {RADIX!r}")
+    kern = _kernel("ntt_pass_r4" if RADIX == 4 else "ntt_pass")
     nthreads = _threads()
     last = len(passes) - 1
     for i, (s_lo, k, c) in enumerate(passes):
         T = 1 << (k + c)
         kern(
             (n // T,),
-            (min(T // 2, nthreads),),
+            (max(1, min(T // RADIX, nthreads)),),
             (
                 w, tw, np.int32(L), np.int32(s_lo), np.int32(k), np.int32(c), np.int32(dit),
                 pre, np.int32(pre_mode if i == 0 else 0), post, np.int32(post_mode if i == last else 0),
@@ -460,11 +468,15 @@ BENCH_VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-def run_benchmark(min_log: int = 16, max_log: int = 26, repeat: int = 10, warmup: int = 2) -> list[dict[str, Any]]:
-    """Time every variant of :data:`BENCH_VARIANTS` on device-resident random data (CUDA events).
+def run_benchmark(
+    min_log: int = 16, max_log: int = 26, repeat: int = 10, warmup: int = 2, with_compute_h: bool = True
+) -> list[dict[str, Any]]:
+    """Time every variant of :data:`BENCH_VARIANTS` on device-resident random data (CUDA events),
+    plus (``with_compute_h``) the whole Groth16 H computation :func:`zkgpu.qap.compute_h_inplace`.
 
-    Returns one row per (log_n, variant): median/min/max ms, mulmods/s (n/2*L butterfly multiplies)
-    and the effective GB/s of one read and one write of the vector per global pass.
+    Returns one row per (log_n, variant): median/min/max ms, mulmods/s (n/2*L butterfly multiplies
+    per NTT) and the effective GB/s of one read and one write of the vector per global pass, plus
+    ``radix`` (:data:`RADIX`) and the kernel build options.
     """
     cp = _cuda.cupy()
     rng = np.random.default_rng()
@@ -482,12 +494,27 @@ def run_benchmark(min_log: int = 16, max_log: int = 26, repeat: int = 10, warmup
             med = res.median_ms
             rows.append(
                 dict(
-                    log_n=L, n=n, variant=name, median_ms=med, min_ms=res.min_ms, max_ms=res.max_ms,
+                    log_n=L, n=n, radix=RADIX, variant=name, median_ms=med, min_ms=res.min_ms, max_ms=res.max_ms,
                     repeat=repeat, warmup=warmup, global_passes=npass,
                     butterfly_mulmods_per_s=(n // 2) * L / (med * 1e-3),
                     effective_GBps=2 * 32 * n * npass / (med * 1e-3) / 1e9,
                 )
             )
+        if with_compute_h:  # the Groth16 H step: 3 iNTT + 3 coset NTT + pointwise + inverse coset NTT
+            from .qap import compute_h_inplace  # noqa: PLC0415
+
+            e, f = d.copy(), d.copy()
+            res = _cuda.benchmark(lambda: compute_h_inplace(d, e, f), warmup=warmup, repeat=repeat)
+            med = res.median_ms
+            rows.append(
+                dict(
+                    log_n=L, n=n, radix=RADIX, variant="compute_h", median_ms=med, min_ms=res.min_ms, max_ms=res.max_ms,
+                    repeat=repeat, warmup=warmup, global_passes=7 * len(_passes(L)) + 2,
+                    butterfly_mulmods_per_s=7 * (n // 2) * L / (med * 1e-3),
+                    effective_GBps=float("nan"),
+                )
+            )
+            del e, f
         del d
         cp.get_default_memory_pool().free_all_blocks()
     return rows
@@ -519,11 +546,12 @@ def _bench_command():
         write_json_new(
             run_dir / "manifest.json",
             build_manifest(benchmark="ntt", min_log=min_log, max_log=max_log, repeat=repeat,
-                           variants=list(BENCH_VARIANTS), timing="CUDA events, median of repeats, warm-up excluded"),
+                           variants=[*BENCH_VARIANTS, "compute_h"], radix=RADIX, kernel_defines=dict(_defines()),
+                           timing="CUDA events, median of repeats, warm-up excluded"),
         )
         table = df.pivot(index="log_n", columns="variant", values="median_ms")
         click.echo(table.to_string(float_format=lambda v: f"{v:9.3f}"))
-        click.echo(f"(median ms) written to {run_dir}")
+        click.echo(f"(median ms, radix {RADIX}, defines {dict(_defines())}) written to {run_dir}")
 
     return ntt_bench
 

@@ -35,6 +35,9 @@ using zk::fr_t;
 #ifndef NTT_MIN_BLOCKS
 #define NTT_MIN_BLOCKS 4  // 4 x 256 threads per SM: caps registers at 64 per thread
 #endif
+#ifndef NTT_R4_MIN_BLOCKS
+#define NTT_R4_MIN_BLOCKS 2
+#endif
 
 __device__ __forceinline__ uint32_t bitrev(uint32_t i, int L) { return L == 0 ? 0u : (__brev(i) >> (32 - L)); }
 
@@ -68,56 +71,146 @@ __device__ __forceinline__ fr_t scale(const fr_t& x, const uint32_t* tab, int mo
     return x * load_g(tab, idx);
 }
 
-extern "C" {
+// The tile of a pass: tile element u <-> global index g(u) (see the file comment).
+struct tile_t {
+    uint32_t base, cmask;
+    int c, s_lo;
+    __device__ __forceinline__ uint32_t g(uint32_t u) const { return base | (u & cmask) | ((u >> c) << s_lo); }
+};
 
-// k stages (bits [s_lo, s_lo+k)) on tiles of T = 2^(k+c) elements; blockDim.x = min(T/2, NTT_THREADS)
-// (each thread does T/2/blockDim.x butterflies per stage), grid = n/T, dynamic shared memory = 32*T
-// bytes. dit = 0: DIF stages from high to low; dit = 1: DIT, low to high.
-__global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
-ntt_pass(uint32_t* x, const uint32_t* tw, int L, int s_lo, int k, int c, int dit,
-         const uint32_t* pre, int pre_mode, const uint32_t* post, int post_mode) {
+// omega_{2h}^(g mod h), h = 2^s.
+__device__ __forceinline__ fr_t twiddle(const uint32_t* tw, int s, uint32_t g) {
+    const uint32_t h = 1u << s;
+    return load_g(tw, h + (g & (h - 1)));
+}
+
+// One radix-2 stage: global bit s, tile bit lb. At s = 0 every twiddle is 1 (no multiply).
+template <bool DIT>
+__device__ __forceinline__ void stage_r2(uint32_t* sm, uint32_t T, const tile_t& tl, const uint32_t* tw, int s, int lb) {
+    const uint32_t hl = 1u << lb;
+    for (uint32_t tid = threadIdx.x; tid < (T >> 1); tid += blockDim.x) {
+        const uint32_t j = (tid & (hl - 1)) | ((tid >> lb) << (lb + 1));
+        fr_t a = load_s(sm, T, j), b = load_s(sm, T, j + hl);
+        if (s == 0) {
+            store_s(sm, T, j, a + b);
+            store_s(sm, T, j + hl, a - b);
+        } else if (DIT) {
+            b = b * twiddle(tw, s, tl.g(j));
+            store_s(sm, T, j, a + b);
+            store_s(sm, T, j + hl, a - b);
+        } else {
+            store_s(sm, T, j, a + b);
+            store_s(sm, T, j + hl, (a - b) * twiddle(tw, s, tl.g(j)));
+        }
+    }
+}
+
+// Two stages in registers (global bits s and s+1, tile bits lb and lb+1) on quads
+// x0 = j0, x1 = j0 + 2^lb, x2 = j0 + 2^(lb+1), x3 = j0 + 2^lb + 2^(lb+1).
+// DIF: stage s+1 on (x0,x2),(x1,x3), then stage s on (x0,x1),(x2,x3); DIT the other way round.
+template <bool DIT>
+__device__ __forceinline__ void stage_r4(uint32_t* sm, uint32_t T, const tile_t& tl, const uint32_t* tw, int s, int lb) {
+    const uint32_t h1 = 1u << lb, h2 = 2u << lb;
+    for (uint32_t tid = threadIdx.x; tid < (T >> 2); tid += blockDim.x) {
+        const uint32_t j0 = (tid & (h1 - 1)) | ((tid >> lb) << (lb + 2));
+        const uint32_t g0 = tl.g(j0), g1 = tl.g(j0 + h1);
+        fr_t x0 = load_s(sm, T, j0), x1 = load_s(sm, T, j0 + h1);
+        fr_t x2 = load_s(sm, T, j0 + h2), x3 = load_s(sm, T, j0 + h1 + h2);
+        if (!DIT) {
+            fr_t y0 = x0 + x2, y1 = x1 + x3;
+            fr_t y2 = (x0 - x2) * twiddle(tw, s + 1, g0);
+            fr_t y3 = (x1 - x3) * twiddle(tw, s + 1, g1);
+            if (s == 0) {
+                x0 = y0 + y1; x1 = y0 - y1; x2 = y2 + y3; x3 = y2 - y3;
+            } else {
+                const fr_t w = twiddle(tw, s, g0);
+                x0 = y0 + y1; x1 = (y0 - y1) * w; x2 = y2 + y3; x3 = (y2 - y3) * w;
+            }
+        } else {
+            fr_t y0, y1, y2, y3;
+            if (s == 0) {
+                y0 = x0 + x1; y1 = x0 - x1; y2 = x2 + x3; y3 = x2 - x3;
+            } else {
+                const fr_t w = twiddle(tw, s, g0);
+                fr_t b = x1 * w;
+                y0 = x0 + b; y1 = x0 - b;
+                b = x3 * w;
+                y2 = x2 + b; y3 = x2 - b;
+            }
+            fr_t b = y2 * twiddle(tw, s + 1, g0);
+            x0 = y0 + b; x2 = y0 - b;
+            b = y3 * twiddle(tw, s + 1, g1);
+            x1 = y1 + b; x3 = y1 - b;
+        }
+        store_s(sm, T, j0, x0);
+        store_s(sm, T, j0 + h1, x1);
+        store_s(sm, T, j0 + h2, x2);
+        store_s(sm, T, j0 + h1 + h2, x3);
+    }
+}
+
+template <bool R4>
+__device__ __forceinline__ void pass_body(uint32_t* x, const uint32_t* tw, int L, int s_lo, int k, int c, int dit,
+                                          const uint32_t* pre, int pre_mode, const uint32_t* post, int post_mode) {
     extern __shared__ uint32_t sm[];
     const uint32_t T = 1u << (k + c);
-    const uint32_t nt = blockDim.x;
     const uint32_t b = blockIdx.x;
     const int midbits = s_lo - c;
-    const uint32_t cmask = (1u << c) - 1;
-    // global index of tile element u
-    const uint32_t base = ((b & ((1u << midbits) - 1)) << c) | ((b >> midbits) << (s_lo + k));
-    auto gidx = [&](uint32_t u) -> uint32_t { return base | (u & cmask) | ((u >> c) << s_lo); };
+    tile_t tl;
+    tl.base = ((b & ((1u << midbits) - 1)) << c) | ((b >> midbits) << (s_lo + k));
+    tl.cmask = (1u << c) - 1;
+    tl.c = c;
+    tl.s_lo = s_lo;
 
-    for (uint32_t u = threadIdx.x; u < T; u += nt) {
-        const uint32_t g = gidx(u);
+    for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) {
+        const uint32_t g = tl.g(u);
         store_s(sm, T, u, scale(load_g(x, g), pre, pre_mode, g, L));
     }
     __syncthreads();
 
-    for (int q = 0; q < k; q++) {
-        const int s = dit ? s_lo + q : s_lo + k - 1 - q;  // global stage bit
-        const int lb = c + (s - s_lo);                     // its bit in the tile
-        const uint32_t hl = 1u << lb;
-        const uint32_t h = 1u << s;
-        for (uint32_t tid = threadIdx.x; tid < (T >> 1); tid += nt) {
-            const uint32_t j = (tid & (hl - 1)) | ((tid >> lb) << (lb + 1));
-            const uint32_t t = gidx(j) & (h - 1);
-            const fr_t w = load_g(tw, h + t);
-            fr_t a = load_s(sm, T, j), bb = load_s(sm, T, j + hl);
-            if (dit) {
-                bb = bb * w;
-                store_s(sm, T, j, a + bb);
-                store_s(sm, T, j + hl, a - bb);
-            } else {
-                store_s(sm, T, j, a + bb);
-                store_s(sm, T, j + hl, (a - bb) * w);
-            }
+    if (dit) {
+        int q = 0;
+        for (; R4 && q + 2 <= k; q += 2) {  // stages s_lo+q, s_lo+q+1
+            stage_r4<true>(sm, T, tl, tw, s_lo + q, c + q);
+            __syncthreads();
         }
-        __syncthreads();
+        for (; q < k; q++) {
+            stage_r2<true>(sm, T, tl, tw, s_lo + q, c + q);
+            __syncthreads();
+        }
+    } else {
+        int q = k;  // stages below s_lo+q remain
+        for (; R4 && q >= 2; q -= 2) {  // stages s_lo+q-1, s_lo+q-2
+            stage_r4<false>(sm, T, tl, tw, s_lo + q - 2, c + q - 2);
+            __syncthreads();
+        }
+        for (; q > 0; q--) {
+            stage_r2<false>(sm, T, tl, tw, s_lo + q - 1, c + q - 1);
+            __syncthreads();
+        }
     }
 
-    for (uint32_t u = threadIdx.x; u < T; u += nt) {
-        const uint32_t g = gidx(u);
+    for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) {
+        const uint32_t g = tl.g(u);
         store_g(x, g, scale(load_s(sm, T, u), post, post_mode, g, L));
     }
+}
+
+extern "C" {
+
+// k stages (bits [s_lo, s_lo+k)) on tiles of T = 2^(k+c) elements; grid = n/T, any blockDim (the host
+// uses min(T/2, NTT_THREADS), or T/4 for ntt_pass_r4), dynamic shared memory = 32*T bytes.
+// dit = 0: DIF stages from high to low; dit = 1: DIT, low to high. ntt_pass does one radix-2 stage per
+// shared-memory round trip; ntt_pass_r4 does two (radix-4 in registers), then a radix-2 stage if k is odd.
+__global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
+ntt_pass(uint32_t* x, const uint32_t* tw, int L, int s_lo, int k, int c, int dit,
+         const uint32_t* pre, int pre_mode, const uint32_t* post, int post_mode) {
+    pass_body<false>(x, tw, L, s_lo, k, c, dit, pre, pre_mode, post, post_mode);
+}
+__global__ void __launch_bounds__(NTT_THREADS, NTT_R4_MIN_BLOCKS)
+ntt_pass_r4(uint32_t* x, const uint32_t* tw, int L, int s_lo, int k, int c, int dit,
+            const uint32_t* pre, int pre_mode, const uint32_t* post, int post_mode) {
+    pass_body<true>(x, tw, L, s_lo, k, c, dit, pre, pre_mode, post, post_mode);
 }
 
 // tw[i] for 1 <= i < n: i = h + t (h the top bit of i) -> omega_n^(t * n/(2h)) = hi[e >> S] * lo[e & (2^S-1)].
@@ -143,7 +236,34 @@ __global__ void ntt_build_powers(uint32_t* out, const uint32_t* lo, const uint32
     }
 }
 
-// In-place bit-reversal permutation of n = 2^L elements.
+// In-place bit-reversal permutation for L >= 2*NTT_BR_Q, by tiles: write i = (hi, mid, lo) with q-bit hi
+// and lo; bitrev(i) = (rev lo, rev mid, rev hi). Block `mid` (with mid <= rev mid) loads the 2^q x 2^q
+// elements (hi, mid, lo) and (hi, rev mid, lo) -- runs of 2^q adjacent elements -- and writes each
+// tile to the other row transposed, again in runs of 2^q. blockDim = 2^(2q) = 256, grid = 2^(L-2q).
+#define NTT_BR_Q 4
+__global__ void __launch_bounds__(256) ntt_bitrev_tiled(uint32_t* x, int L) {
+    __shared__ uint32_t sa[8 * 256], sb[8 * 256];
+    const int q = NTT_BR_Q;
+    const uint32_t mid = blockIdx.x;
+    const uint32_t rmid = bitrev(mid, L - 2 * q);
+    if (mid > rmid) return;
+    const uint32_t tid = threadIdx.x, hi = tid >> q, lo = tid & ((1u << q) - 1);
+    const uint32_t i_a = (hi << (L - q)) | (mid << q) | lo;   // row mid
+    const uint32_t i_b = (hi << (L - q)) | (rmid << q) | lo;  // row rev(mid)
+    store_s(sa, 256, tid, load_g(x, i_a));
+    if (mid != rmid) store_s(sb, 256, tid, load_g(x, i_b));
+    __syncthreads();
+    // position (hi, m, lo) receives the old element (rev lo, rev m, rev hi)
+    const uint32_t src = (bitrev(lo, q) << q) | bitrev(hi, q);
+    if (mid != rmid) {
+        store_g(x, i_b, load_s(sa, 256, src));
+        store_g(x, i_a, load_s(sb, 256, src));
+    } else {
+        store_g(x, i_a, load_s(sa, 256, src));
+    }
+}
+
+// In-place bit-reversal permutation of n = 2^L elements (any L; used for small L).
 __global__ void ntt_bitrev(uint32_t* x, int L, uint64_t n) {
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
         const uint32_t r = bitrev((uint32_t)i, L);
