@@ -237,14 +237,25 @@ struct mont_t {
             t[N + 1] = ptx::addc(t[N + 1], 0u);
 
             const uint32_t m = t[0] * INV;
-            t[0] = ptx::mad_lo_cc(m, P::p(0), t[0]);
+            // p0 == 1 (Fr): m*p0 = m, so the low word is an add (t[0] + m = 0 mod 2^32, carry iff
+            // t[0] != 0) and the high word is 0 (the high chain starts at limb 1). Folded at compile time.
+            if (P::p(0) == 1u) {
+                t[0] = ptx::add_cc(t[0], m);
+            } else {
+                t[0] = ptx::mad_lo_cc(m, P::p(0), t[0]);
+            }
             ZK_UNROLL
             for (int j = 1; j < N; j++) t[j] = ptx::madc_lo_cc(m, P::p(j), t[j]);
             t[N] = ptx::addc_cc(t[N], 0u);
             t[N + 1] = ptx::addc(t[N + 1], 0u);
-            t[1] = ptx::mad_hi_cc(m, P::p(0), t[1]);
+            if (P::p(0) == 1u) {
+                t[2] = ptx::mad_hi_cc(m, P::p(1), t[2]);
+            } else {
+                t[1] = ptx::mad_hi_cc(m, P::p(0), t[1]);
+                t[2] = ptx::madc_hi_cc(m, P::p(1), t[2]);
+            }
             ZK_UNROLL
-            for (int j = 1; j < N; j++) t[j + 1] = ptx::madc_hi_cc(m, P::p(j), t[j + 1]);
+            for (int j = 2; j < N; j++) t[j + 1] = ptx::madc_hi_cc(m, P::p(j), t[j + 1]);
             t[N + 1] = ptx::addc(t[N + 1], 0u);
             ZK_UNROLL
             for (int j = 0; j <= N; j++) t[j] = t[j + 1];
@@ -257,7 +268,7 @@ struct mont_t {
     ZK_HD friend mont_t operator+(const mont_t& a, const mont_t& b) {
 #if defined(ZK_USE_PTX)
         return add_ptx(a, b);
-#endif
+#else
         uint32_t t[N];
         uint64_t carry = 0;
         ZK_UNROLL
@@ -267,11 +278,12 @@ struct mont_t {
             carry = s >> 32;
         }
         return reduce_once(t, (uint32_t)carry);
+#endif
     }
     ZK_HD friend mont_t operator-(const mont_t& a, const mont_t& b) {
 #if defined(ZK_USE_PTX)
         return sub_ptx(a, b);
-#endif
+#else
         mont_t d;
         uint64_t borrow = 0;
         ZK_UNROLL
@@ -290,6 +302,7 @@ struct mont_t {
             carry = s >> 32;
         }
         return d;
+#endif
     }
     ZK_HD mont_t operator-() const { return zero() - *this; }
     ZK_HD mont_t dbl() const { return *this + *this; }
@@ -298,7 +311,7 @@ struct mont_t {
     ZK_HD friend mont_t operator*(const mont_t& a, const mont_t& b) {
 #if defined(ZK_USE_PTX)
         return mul_ptx(a, b);
-#endif
+#else
         uint32_t t[N + 2];
         ZK_UNROLL
         for (int i = 0; i < N + 2; i++) t[i] = 0;
@@ -328,6 +341,7 @@ struct mont_t {
             t[N] = t[N + 1] + (uint32_t)(s >> 32);
         }
         return reduce_once(t, t[N]);
+#endif
     }
     ZK_HD mont_t sqr() const { return *this * *this; }
 
