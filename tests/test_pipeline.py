@@ -100,8 +100,8 @@ def test_config_validation(kw, exc, match):
 
 def test_config_defaults_and_names():
     c = PipelineConfig(device="cpu")
-    assert c.n == 1 << 22 and c.gw == 2 and c.transfer == "pageable" and c.lock_scope == "coarse"
-    assert c.run_name == "pageable-coarse-gw2-n22-cpu" and c.abc_bytes == 3 * (1 << 22) * 32
+    assert c.n == 1 << 23 and c.gw == 2 and c.transfer == "pageable" and c.lock_scope == "coarse"
+    assert c.run_name == "pageable-coarse-gw2-n23-cpu" and c.abc_bytes == 3 * (1 << 23) * 32
     assert c.with_(gw=1).gw == 1
 
 
@@ -400,3 +400,21 @@ def test_gpu_pipeline_matches_cpu_reference(transfer):
         for k in ("h", "l", "a", "b_g1"):
             assert np.array_equal(getattr(res.partitions[p], k), ref[k]), (p, k)
     assert res.events["gpu_ms"].notna().any()
+
+
+@pytest.mark.parametrize("density", [Density(), Density(zero=0.1, one=0.1), Density(zero=0.0, one=1.0, a_aux=1.0, b_aux=0.0)])
+def test_prep_partition_equals_prep_of_gathered_vectors(density):
+    from zkgpu.pipeline.backend import prep_partition
+    from zkgpu.pipeline.synthesis import make_circuit
+    from zkgpu.pipeline.worker import _msm_scalars
+
+    c = cfg(n=1 << 10, density=density, num_inputs=5)
+    circuit = make_circuit(c)
+    _, _, _, aux = synthesize_arrays(c, 7)
+    got = prep_partition(circuit, aux)
+    for name, scalars in _msm_scalars(circuit, aux).items():
+        want = prep_scalars(scalars)
+        g = got[name]
+        assert (g.size, g.split, g.n_ones, g.n_sig) == (want.size, want.split, want.n_ones, want.n_sig), name
+        assert np.array_equal(g.ones_bitmap, want.ones_bitmap) and np.array_equal(g.sig_idx, want.sig_idx)
+        assert np.array_equal(g.sig_scalars, want.sig_scalars), name

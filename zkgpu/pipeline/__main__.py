@@ -72,6 +72,7 @@ def main(log_n: int, partitions: int, gw: int, synth_workers: int, transfers: tu
             gbps = (h2d["bytes"].astype(float) / (h2d["end_ns"] - h2d["start_ns"])).median()
             click.echo(f"\n=== {cfg.run_name}: {partitions} partitions in {wall:.2f} s, ok={res.ok}, errors={res.errors[:2]}, H2D {gbps:.2f} GB/s, pool={res.pool_stats and {k: res.pool_stats[k] for k in ('allocations', 'reuses')}}")
             click.echo(med.round(2).to_string())
+            sys.stdout.flush()  # a run killed by a time limit keeps what it printed
             summary.append({"run": cfg.run_name, "wall_s": round(wall, 2), "h2d_GBps": round(gbps, 2), **{f"{p}_ms": round(float(med.at[p, "host_ms"]), 1) for p in ("ntt_msm_h", "prep_msm", "barrier_wait", "batch_add", "tail_msm", "mutex_wait") if p in med.index}})
     click.echo("\n=== summary (median host ms per partition)")
     click.echo(pd.DataFrame(summary).to_string(index=False))

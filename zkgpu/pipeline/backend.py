@@ -33,6 +33,7 @@ from zkgpu.pipeline.synthesis import Circuit
 __all__ = [
     "Prep",
     "prep_scalars",
+    "prep_partition",
     "CpuBackend",
     "GpuBackend",
     "make_backend",
@@ -140,6 +141,53 @@ def prep_scalars(scalars: np.ndarray) -> Prep:
     r = prep_msm(scalars)
     n_sig = r.significant
     return Prep(r.n, n_sig <= r.n // 2, r.bitmap, int(r.ones), n_sig, r.sig_indices, r.sig_scalars)
+
+
+def _pack_bits(mask: np.ndarray) -> np.ndarray:
+    words = (mask.size + 63) // 64
+    buf = np.zeros(words * 8, dtype=np.uint8)
+    packed = np.packbits(mask, bitorder="little")
+    buf[: packed.size] = packed
+    return buf.view("<u8").astype(np.uint64)
+
+
+def prep_partition(circuit: Circuit, aux: np.ndarray) -> dict[str, Prep]:
+    """prep_msm of one partition for the L, A and B MSMs in one pass over aux, as upstream's
+    pass 1 + split decision (groth16_cuda.cu:514-659): :func:`zkgpu.msm.prep_msm` classifies
+    every aux scalar once (validating it; ones bitmap, significant indices) and is the L split;
+    the A and B splits are the same classification restricted to the density-filtered positions
+    (inputs first, then aux where ``a_aux_density`` / ``b_aux_density`` is set), packed compactly
+    by position in the filtered base list, as upstream packs a_bits / b_bits.
+
+    Returns:
+        ``{"l": Prep, "a": Prep, "b_g1": Prep}``; each equals :func:`prep_scalars` of the
+        gathered scalar vector (tested), without gathering the 0/1 majority.
+    """
+    from zkgpu.msm import prep_msm  # noqa: PLC0415
+
+    lp = prep_msm(aux)
+    m = aux.shape[0]
+    one_aux = np.unpackbits(lp.bitmap.view(np.uint8), bitorder="little")[:m].astype(bool)
+    sig_aux = np.zeros(m, dtype=bool)
+    sig_aux[lp.sig_indices] = True
+    ip = prep_msm(circuit.inp)
+    k = circuit.inp.shape[0]
+    one_inp = np.unpackbits(ip.bitmap.view(np.uint8), bitorder="little")[:k].astype(bool)
+    sig_inp = np.zeros(k, dtype=bool)
+    sig_inp[ip.sig_indices] = True
+    out = {"l": Prep(m, lp.significant <= m // 2, lp.bitmap, int(lp.ones), lp.significant, lp.sig_indices, lp.sig_scalars)}
+    for name, inp_mask, aux_mask in (("a", np.ones(k, dtype=bool), circuit.a_aux_density), ("b_g1", circuit.b_inp_density, circuit.b_aux_density)):
+        inp_idx = np.flatnonzero(inp_mask)
+        aux_idx = np.flatnonzero(aux_mask)
+        ones = np.concatenate([one_inp[inp_idx], one_aux[aux_idx]])
+        sig = np.concatenate([sig_inp[inp_idx], sig_aux[aux_idx]])
+        size = ones.size
+        sig_pos = np.flatnonzero(sig).astype(np.int64)
+        n_in = inp_idx.size
+        head, tail = sig_pos[sig_pos < n_in], sig_pos[sig_pos >= n_in]
+        sig_scalars = np.concatenate([circuit.inp[inp_idx[head]], aux[aux_idx[tail - n_in]]]).reshape(-1, 4)
+        out[name] = Prep(size, sig_pos.size <= size // 2, _pack_bits(ones), int(ones.sum()), int(sig_pos.size), sig_pos, np.ascontiguousarray(sig_scalars))
+    return out
 
 
 def bitmap_indices(bitmap: np.ndarray, size: int) -> np.ndarray:

@@ -3,14 +3,46 @@
 Scaling (see /work/shared/reference/cuzk-pipeline.md §4 "Sizes" and §7): one PoRep-32GiB
 partition has 130,278,869 constraints in a 2^27 domain, aux 130,169,893, 328 inputs. We keep
 the *shape* and scale the size with ``n`` (constraints = domain = ``n``, a power of two; aux =
-``aux_ratio * n``; a/b/c are ``3 * n * 32`` bytes).
+``aux_ratio * n``; a/b/c are ``3 * n * 32`` bytes). Every phase is linear (or n log n) in n, so
+per-partition times scale by about 2x per step of log2(n).
 
-Default ``n = 2**22`` (a/b/c 3 x 128 MiB = 402.7 MB per partition, 1/32 of PoRep): on one H200 it
-is large enough that each GPU phase takes tens to hundreds of ms (so log lines, integer ms, are
-meaningful) and small enough that 8 partitions in flight stay below ~6 GB of host memory. The
-proportions of the seed (ntt_msm_h with pageable H2D > prep_msm > batch_add > tail_msm) come from
-the density defaults below; scale with ``n`` (every phase is linear or n log n in n) — the
-``zkgpu record`` scenarios pass n explicitly. CPU runs (tests, ``device="cpu"``) use 2^6..2^10.
+Default ``n = 2**23`` (a/b/c 3 x 256 MiB = 805 MB per partition, 1/16 of PoRep): a few
+seconds per partition end to end on the H200 host (synthesis ~1.6 s, prep_msm and the GPU start
+half several hundred ms each), with host memory ~4 GB for the default queue depth and a few GB
+of GPU memory. This is a **linear extrapolation** (the NTT benchmark is linear in n at these
+sizes) from the one size measured end to end on an H200 so far, n = 2^20
+(2026-11-29, ``python -m zkgpu.pipeline --log-n 20 --partitions 4``, gw=2, coarse, 2 synthesis
+workers, aux_ratio 0.97, median host ms over 4 partitions):
+
+=================  ===============  ================
+phase              pageable         pinned_pool
+=================  ===============  ================
+synthesize         ~200             206
+ntt_msm_h          52.6             37.9
+  of which h2d     18.4 (5.5 GB/s)  3.9 (26.8 GB/s)
+prep_msm (*)       299.4            298.1
+batch_add          13.0             12.9
+tail_msm           36.8             35.4
+barrier_wait       61.6             86.8
+=================  ===============  ================
+
+(*) the first prep_msm version (three gathered vectors); the current one-pass
+:func:`~zkgpu.pipeline.backend.prep_partition` costs about 1/3 of that on the CPU here. A 2^22
+smoke in the same call did not finish inside its 60 s slot (4 configurations x 5 partitions;
+its block-buffered stdout was lost at the kill), so nothing larger than 2^20 is measured yet.
+Use ``n=2**20`` for quick GPU runs.
+
+Proportions. The seed's baseline order is ntt_msm_h (pageable) > prep_msm > batch_add >
+tail_msm. Our prep_msm is numpy (5-10x slower per scalar than upstream's C++) while the H200 is
+faster than the RTX 5070 Ti, so at PoRep's aux/constraints ratio prep_msm would exceed even the
+pageable ntt_msm_h. The default ``aux_ratio = 0.5`` halves the aux work (prep_msm, batch_add,
+tail_msm) relative to ntt_msm_h to restore ntt_msm_h(pageable) > prep_msm > ntt_msm_h(pinned)
+(estimated from the table above at 2^20: ~46 ms between 52.6 and 37.9; not yet re-measured), i.e.
+the seed's "barrier_wait ~0 before the fix, visible after". If a recorded baseline still shows
+prep_msm >= pageable ntt_msm_h, lower ``aux_ratio``; if pinned shows no barrier_wait, raise it.
+batch_add < tail_msm at 2^20 (13 vs 37 ms): our bases are device-resident, whereas upstream's
+batch_add streams 34.5 GB of SRS points over PCIe, and our tail MSM has a fixed per-call cost
+that larger n amortizes. Set ``aux_ratio=0.97`` for the PoRep shape.
 """
 
 from __future__ import annotations
@@ -88,7 +120,7 @@ class PipelineConfig:
             batch_add + tail_msm).
         device: ``gpu`` (CuPy kernels) or ``cpu`` (reference math, same threads/mutex/barrier).
         seed: base seed; partition p's witness comes from ``(seed, p)``, the bases from ``seed``.
-        aux_ratio: aux size / n (PoRep: 130,169,893 / 2^27 = 0.97).
+        aux_ratio: aux size / n (PoRep: 130,169,893 / 2^27 = 0.97; default 0.5, see above).
         num_inputs: public inputs incl. the leading 1 (PoRep 328).
         density: :class:`Density`.
         b_g2_terms: size of the scaled-down CPU G2 multiexp (first significant B scalars).
@@ -103,7 +135,7 @@ class PipelineConfig:
         fault_hook: see :data:`FaultHook` (tests).
     """
 
-    n: int = 1 << 22
+    n: int = 1 << 23
     partitions: int = 4
     synth_workers: int = 2
     gw: int = 2
@@ -112,7 +144,7 @@ class PipelineConfig:
     lock_scope: str = "coarse"
     device: str = "gpu"
     seed: int = 0
-    aux_ratio: float = 0.97
+    aux_ratio: float = 0.5
     num_inputs: int = 8
     density: Density = field(default_factory=Density)
     b_g2_terms: int = 64

@@ -46,7 +46,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from zkgpu.pipeline.backend import Prep, g1_add, malloc_trim, prep_scalars
+from zkgpu.pipeline.backend import Prep, g1_add, malloc_trim, prep_partition
 from zkgpu.pipeline.config import PipelineConfig
 from zkgpu.pipeline.synthesis import Circuit
 from zkgpu.trace import Span, Tracer, timing_line
@@ -221,8 +221,7 @@ def _prep_main(ctx: WorkerContext, job: SynthesizedJob, st: StartState, barrier:
     try:
         with tr.phase("prep_msm", worker=st.worker, partition=p, gpu=st.gpu) as ph:
             ctx.hook("prep_msm", p, None)
-            for name, s in _msm_scalars(ctx.circuit, job.aux).items():
-                st.preps[name] = prep_scalars(s)
+            st.preps.update(prep_partition(ctx.circuit, job.aux))
             ph.detail.update({f"{k}_sig": v.n_sig for k, v in st.preps.items()})
         barrier.notify()
         with tr.phase("b_g2_msm", worker=st.worker, partition=p, gpu=st.gpu, fields={"num_circuits": 1}):
