@@ -139,7 +139,7 @@ def test_prep_scalars_edge_cases():
 # ----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "gw, scope, transfer",
-    [(1, "coarse", "pageable"), (2, "coarse", "pinned_pool"), (2, "narrow", "pageable"), (1, "narrow", "pinned_pool")],
+    [(1, "coarse", "pageable"), (2, "coarse", "pinned_pool"), (2, "narrow", "pageable"), (1, "narrow", "pinned_pool"), (2, "coarse", "resident")],
 )
 def test_results_equal_reference(prepared, gw, scope, transfer):
     c = cfg(gw=gw, lock_scope=scope, transfer=transfer)
@@ -158,6 +158,12 @@ def test_results_equal_reference(prepared, gw, scope, transfer):
     if transfer == "pinned_pool":
         st = res.pool_stats
         assert st["checkouts"] == st["checkins"] == 3 * c.partitions and st["buffers_in_use"] == 0
+    h2d = res.events[res.events.phase == "h2d"]
+    stage = "pre_lock" if transfer == "resident" else "ntt_msm_h"
+    assert len(h2d) == c.partitions and h2d["detail"].str.contains(f"stage={stage}").all()
+    held = _intervals(res.events, "mutex_held")
+    inside = [any(hs <= s and e <= he and hp == p for hs, he, hp, _ in held) for s, e, p, _ in _intervals(res.events, "h2d")]
+    assert all(inside) == (transfer != "resident") and any(inside) == (transfer != "resident")
 
 
 def test_non_split_path_and_other_density(prepared):
@@ -388,7 +394,7 @@ def test_pool_reuse_with_backpressure(prepared):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("transfer", ["pageable", "registered", "pinned_pool"])
+@pytest.mark.parametrize("transfer", ["pageable", "registered", "pinned_pool", "resident"])
 def test_gpu_pipeline_matches_cpu_reference(transfer):
     c = PipelineConfig(n=1 << 8, partitions=2, device="gpu", transfer=transfer, gw=2, b_g2_terms=4, timeout_s=120)
     circuit, backend = prepare_backend(c)

@@ -343,7 +343,7 @@ class GpuBackend:
         with stream:
             for x in host:
                 d = cp.empty(x.shape, dtype=x.dtype)
-                if self.config.transfer == "pageable":
+                if self.config.transfer in ("pageable", "resident"):
                     r = tr.pageable(x, d, stream=stream)
                 elif self.config.transfer == "registered":
                     r = tr.registered(x, d, stream=stream)

@@ -54,7 +54,7 @@ from typing import Callable
 
 __all__ = ["Density", "PipelineConfig", "TRANSFERS", "LOCK_SCOPES", "DEVICES", "FaultHook"]
 
-TRANSFERS = ("pageable", "registered", "pinned_pool")
+TRANSFERS = ("pageable", "registered", "pinned_pool", "resident")
 LOCK_SCOPES = ("coarse", "narrow")
 DEVICES = ("gpu", "cpu")
 
@@ -114,7 +114,10 @@ class PipelineConfig:
             worker picks it up, as the cuzk queue does).
         transfer: H2D path of a/b/c: ``pageable`` (baseline: np.empty per partition),
             ``registered`` (Phase 9: cudaHostRegister the pageable arrays, then async copy),
-            ``pinned_pool`` (the fix: synthesize into PinnedPool buffers).
+            ``pinned_pool`` (the fix: synthesize into PinnedPool buffers), ``resident``
+            (compute-only bound: a/b/c are copied (pageable) *before* the worker takes the
+            mutex, so ntt_msm_h finds them on the device and moves 0 bytes; the copy is an
+            ``h2d`` event outside the mutex with ``stage=pre_lock``; not an upstream mode).
         lock_scope: ``coarse`` (upstream: barrier_wait inside the mutex) or ``narrow`` (barrier
             outside: release the mutex after ntt_msm_h, wait for prep_msm, re-take it for
             batch_add + tail_msm).

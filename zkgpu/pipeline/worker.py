@@ -6,8 +6,8 @@ Start half (:func:`prove_start`, on the GPU worker's thread), in upstream's orde
 2. spawn the **prep_msm thread**: prep_msm for L, A, B (``prep_msm_ms``), **notify the barrier**,
    then the CPU **b_g2_msm** (``b_g2_msm_ms num_circuits``);
 3. take the per-GPU **mutex** -> ``pre_lock_cpu_ms mutex_wait_ms``;
-4. inside the mutex: **ntt_msm_h** (H2D a/b/c by the configured path, compute_h, stream sync, H
-   MSM) -> ``gpu_tid ntt_msm_h_ms`` + ``CUZK_NTT_H``; **barrier_wait**; **batch_add** (L, A, B_G1
+4. inside the mutex: **ntt_msm_h** (H2D a/b/c by the configured path — except ``resident``,
+   which copied them during step 2, before the mutex — compute_h, stream sync, H MSM) -> ``gpu_tid ntt_msm_h_ms`` + ``CUZK_NTT_H``; **barrier_wait**; **batch_add** (L, A, B_G1
    over the ones bitmaps); **tail_msm** (L, A, B_G1 over the significant scalars) ->
    ``tail_msm_ms gpu_total_ms``;
 5. ``mutex_held_ms total_start_fn_ms``, unlock; the caller then returns a/b/c to the pool.
@@ -204,6 +204,7 @@ class StartState:
     batch: dict[str, np.ndarray] = field(default_factory=dict)
     tail: dict[str, np.ndarray] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    staged: list[Any] | None = None
 
 
 def _msm_scalars(circuit: Circuit, aux: np.ndarray) -> dict[str, np.ndarray]:
@@ -233,19 +234,27 @@ def _prep_main(ctx: WorkerContext, job: SynthesizedJob, st: StartState, barrier:
         barrier.abort(e)
 
 
+def _h2d(ctx: WorkerContext, job: SynthesizedJob, kw: dict[str, Any], stream: Any, *, stage: str) -> tuple[list[Any], int]:
+    with ctx.tracer.phase("h2d", **kw, stream=stream, detail={"path": ctx.config.transfer, "stage": stage}) as hd:
+        dev, nbytes = ctx.backend.h2d((job.a, job.b, job.c), stream)
+        hd.bytes = nbytes
+        trs = ctx.backend.last_transfers()
+        if trs:  # zkgpu.transfer's own CUDA-event timing of the three copies
+            hd.detail["stream_ms"] = round(sum(r.stream_ms for r in trs), 3)
+            hd.detail["src_pinned"] = all(r.src_pinned for r in trs)
+    return dev, nbytes
+
+
 def _ntt_msm_h(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict[str, Any], stream: Any) -> None:
     cfg, tr, be = ctx.config, ctx.tracer, ctx.backend
     with tr.phase("ntt_msm_h", **kw, stream=stream, fields={"gpu_tid": 0}) as ph:
         ctx.hook("ntt_msm_h", job.partition, st.worker)
         t0 = tr.now_ns()
-        with tr.phase("h2d", **kw, stream=stream, detail={"path": cfg.transfer}) as hd:
-            dev, nbytes = be.h2d((job.a, job.b, job.c), stream)
-            hd.bytes = nbytes
-            trs = be.last_transfers()
-            if trs:  # zkgpu.transfer's own CUDA-event timing of the three copies
-                hd.detail["stream_ms"] = round(sum(r.stream_ms for r in trs), 3)
-                hd.detail["src_pinned"] = all(r.src_pinned for r in trs)
-        ph.bytes = nbytes
+        if st.staged is not None:  # transfer="resident": already on the device
+            dev, st.staged = st.staged, None
+            ph.bytes = 0
+        else:
+            dev, ph.bytes = _h2d(ctx, job, kw, stream, stage="ntt_msm_h")
         with tr.phase("ntt", **kw, stream=stream) as nt:
             dh = be.compute_h(dev, stream)
             t_enq = tr.now_ns()
@@ -314,6 +323,8 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
                 sv.fields["setup_to_split_ms"] = (tr.now_ns() - t_entry) / 1e6
             st.prep_thread = threading.Thread(target=_prep_main, args=(ctx, job, st, barrier), name=f"prep_msm-p{p}", daemon=True)
             st.prep_thread.start()
+            if cfg.transfer == "resident":  # pre-stage a/b/c before the mutex (compute-only bound)
+                st.staged, _ = _h2d(ctx, job, kw, stream, stage="pre_lock")
         pre_lock_ms = (tr.now_ns() - t_entry) / 1e6
         with tr.phase("mutex_wait", **kw, fields={"pre_lock_cpu_ms": pre_lock_ms}):
             mutex.acquire(worker, cfg.timeout_s, ctx.stop)
