@@ -149,3 +149,14 @@ def test_key_numbers_other_notebooks(executed):
 def test_total_time_is_reasonable(executed):
     # the whole suite in replay must stay CI-sized (2 cores): well under 5 minutes
     assert sum(TIMINGS.values()) < 300, TIMINGS
+
+
+def test_report_renders_html_with_data_note_and_key_numbers(executed, tmp_path, monkeypatch):
+    from zkgpu.report import run_report
+
+    monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])
+    assert run_report(out_dir=tmp_path, mode="replay", only=("04_smoking",), timeout=180)
+    index = (tmp_path / "index.html").read_text()
+    assert "04_smoking_gun.html" in index and "Data:" in index
+    assert "Key numbers" in index and "seed_residual_ms" in index
+    assert (tmp_path / "04_smoking_gun.html").stat().st_size > 10_000

@@ -2,7 +2,9 @@
 
 Each notebook in ``notebooks/`` (sorted by name) is executed with nbclient in its own kernel,
 with ``ZKGPU_MODE`` set (``replay`` without a GPU by default), then exported with nbconvert's
-HTML exporter into ``reports/``. A failing notebook is reported by name with the error of the
+HTML exporter into ``reports/``; the index names the data the notebooks read (live GPU, a recording
+in ``data/``, or the CPU stand-in) and lists the key numbers each notebook wrote into
+``reports/key_numbers/`` (``ZKGPU_NB_OUT``). A failing notebook is reported by name with the error of the
 failing cell, rendered up to that cell, and the remaining notebooks still run; the run then
 returns False (the command exits non-zero).
 """
@@ -74,7 +76,34 @@ def _execute(path: Path, out_dir: Path, mode: str, timeout: int) -> NotebookResu
     return NotebookResult(path.stem, status, seconds, out, error)
 
 
-def _write_index(out_dir: Path, results: list[NotebookResult], mode: str, note: str) -> Path:
+def _data_note(mode: str) -> str:
+    """One sentence naming the data the notebooks read (see zkgpu.replay)."""
+    if mode == "live":
+        return "Data: measured live on this machine's GPU while the notebooks ran."
+    from .replay import latest_recording  # noqa: PLC0415
+
+    rec = latest_recording()
+    if rec is None:
+        return ("Data: no recording in data/ yet, so every notebook uses a tiny CPU stand-in run of the pipeline "
+                "(CPU milliseconds, NOT GPU numbers). Record one on a GPU with `zkgpu record`.")
+    return f"Data: replay of {rec.label}."
+
+
+def _key_numbers_html(key_dir: Path) -> str:
+    import json  # noqa: PLC0415
+
+    rows = []
+    for f in sorted(key_dir.glob("*.json")):
+        try:
+            obj = json.loads(f.read_text(encoding="utf-8"))
+        except ValueError:
+            continue
+        items = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in obj.items())
+        rows.append(f"<tr><td>{html.escape(f.stem)}</td><td><code>{html.escape(items)}</code></td></tr>")
+    return f"<h2>Key numbers</h2><table>{''.join(rows)}</table>" if rows else ""
+
+
+def _write_index(out_dir: Path, results: list[NotebookResult], mode: str, note: str, extra_html: str = "") -> Path:
     from .cli import environment  # noqa: PLC0415
 
     env = environment()
@@ -91,6 +120,7 @@ def _write_index(out_dir: Path, results: list[NotebookResult], mode: str, note: 
 <h1>zkgpu: GPU bottlenecks in a Groth16 prover</h1>
 <p>Generated {_dt.datetime.now().isoformat(timespec='seconds')} in <b>{html.escape(mode)}</b> mode. {html.escape(note)}</p>
 <h2>Notebooks</h2><table><tr><th>notebook</th><th>status</th><th>seconds</th><th>error</th></tr>{rows}</table>
+{extra_html}
 <h2>Environment</h2><table>{env_rows}</table></body></html>"""
     index = out_dir / "index.html"
     index.write_text(page, encoding="utf-8")
@@ -117,14 +147,24 @@ def run_report(out_dir: str | Path = "reports", mode: str | None = None, only: t
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     notebooks = find_notebooks(only=only)
-    note = "" if notebooks else "No notebooks exist yet in notebooks/: nothing was executed."
+    note = _data_note(mode) if notebooks else "No notebooks exist yet in notebooks/: nothing was executed."
+    key_dir = out / "key_numbers"
+    key_dir.mkdir(exist_ok=True)
+    nb_out_before = os.environ.get("ZKGPU_NB_OUT")
+    os.environ["ZKGPU_NB_OUT"] = str(key_dir.resolve())  # notebooks drop their key numbers here
     results: list[NotebookResult] = []
-    for path in tqdm(notebooks, desc="notebooks", unit="nb"):
-        res = _execute(path, out, mode, timeout)
-        results.append(res)
-        if res.status != "ok":
-            tqdm.write(f"FAILED {path.name}:\n{res.error[-3000:]}")
-    index = _write_index(out, results, mode, note)
+    try:
+        for path in tqdm(notebooks, desc="notebooks", unit="nb"):
+            res = _execute(path, out, mode, timeout)
+            results.append(res)
+            if res.status != "ok":
+                tqdm.write(f"FAILED {path.name}:\n{res.error[-3000:]}")
+    finally:
+        if nb_out_before is None:
+            os.environ.pop("ZKGPU_NB_OUT", None)
+        else:
+            os.environ["ZKGPU_NB_OUT"] = nb_out_before
+    index = _write_index(out, results, mode, note, _key_numbers_html(key_dir))
     failed = [r.name for r in results if r.status != "ok"]
     print(f"report: {len(results) - len(failed)}/{len(results)} notebooks ok -> {index}")
     if note:
