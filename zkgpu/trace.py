@@ -27,6 +27,11 @@ Log formats (exact, from the cuzk sources; see /work/shared/reference/cuzk-pipel
   ``<RFC 3339 UTC time>  INFO zkgpu::pipeline: <message> key=value ...`` for ``GPU_TIMING …``,
   ``FIN_TIMING …``, ``partition synthesis complete`` and the ``pinned pool: …`` messages.
 
+NVTX: every :meth:`Tracer.phase` is a push/pop range (balanced per thread, also when the body
+raises) in domain ``"zkgpu"`` labelled ``"<phase>[ p<partition>][ w<worker>]"``, e.g.
+``"ntt_msm_h p3 w0"``; cross-thread spans (:meth:`Tracer.begin`, used for ``prove`` and
+``gpu_queue``) are start/end ranges with the same labels. ``ZKGPU_NVTX=0`` disables them.
+
 Which line a phase emits is fixed by :data:`PHASE_LINES`; values the line needs beyond the
 phase's own duration (``gpu_total_ms``, ``pre_lock_cpu_ms`` …) are passed as ``fields``.
 A phase whose body raises still records its event (``detail`` gets ``error=<Type>``) and pops
