@@ -91,6 +91,7 @@ def reference(config, circuit, backend, p):
         (dict(density=Density(zero=0.7, one=0.5)), ValueError, "zero \\+"),
         (dict(timeout_s=0), ValueError, "timeout_s"),
         (dict(partitions=0), ValueError, "partitions"),
+        (dict(device="gpu", gpus=2), ValueError, "one GPU per run"),
     ],
 )
 def test_config_validation(kw, exc, match):
@@ -283,6 +284,14 @@ def test_mutex_exclusive_and_barrier_scope(prepared, scope):
         assert t["synthesize"][1] <= t["gpu_queue"][0] and t["gpu_queue"][1] <= t["prove"][0]
         assert t["finalize"][1] <= t["prove"][1] + 1 and t["tail_msm"][1] <= t["finalize"][0]
     assert (ev["end_ns"] >= ev["start_ns"]).all()
+
+
+def test_two_emulated_gpus_have_independent_mutexes(prepared):
+    res = run_pipeline(cfg(partitions=6, gpus=2, gw=2), prepared=prepared)
+    assert res.ok
+    ev = res.events
+    assert set(ev.loc[ev.phase == "mutex_held", "gpu"]) <= {0, 1}
+    _check_mutex_exclusive(ev)
 
 
 def test_nvtx_balanced_in_a_run(prepared):

@@ -111,7 +111,8 @@ class PipelineConfig:
         synth_workers: synthesis threads (CPU).
         gw: GPU workers per GPU (cuzk ``gpu_workers_per_device``, default 2), sharing one mutex.
         gpus: number of GPUs (workers and mutexes are per GPU; partition p goes to whichever
-            worker picks it up, as the cuzk queue does).
+            worker picks it up, as the cuzk queue does). device="gpu" supports 1 for now;
+            device="cpu" emulates several (one mutex per "GPU").
         transfer: H2D path of a/b/c: ``pageable`` (baseline: np.empty per partition),
             ``registered`` (Phase 9: cudaHostRegister the pageable arrays, then async copy),
             ``pinned_pool`` (the fix: synthesize into PinnedPool buffers), ``resident``
@@ -197,6 +198,8 @@ class PipelineConfig:
             raise ValueError(f"PipelineConfig.timeout_s must be a positive number of seconds, got {self.timeout_s!r}")
         if self.transfer == "registered" and self.device == "cpu":
             raise ValueError("PipelineConfig.transfer='registered' needs device='gpu' (cudaHostRegister); use 'pageable' or 'pinned_pool' on the CPU")
+        if self.device == "gpu" and self.gpus != 1:
+            raise ValueError(f"PipelineConfig.gpus={self.gpus} with device='gpu': one GPU per run for now (bases and streams live on device 0); gpus > 1 is emulated on device='cpu' only")
         if self.fault_hook is not None and not callable(self.fault_hook):
             raise TypeError(f"PipelineConfig.fault_hook must be callable, got {type(self.fault_hook).__name__}")
 

@@ -287,9 +287,8 @@ class _Run:
                 self._fail(p, e)
 
     # -- GPU workers ----------------------------------------------------------------------------
-    def _gpu_worker(self, w: int, gpu: int) -> None:
+    def _gpu_worker(self, w: int, gpu: int, stream: Any) -> None:
         ctx, tr = self.ctx, self.ctx.tracer
-        stream = ctx.backend.new_stream()
         while True:
             if ctx.stop.is_set():
                 return
@@ -384,8 +383,11 @@ class _Run:
         # the overall deadline only guards against a wait that escaped its own timeout
         deadline = time.monotonic() + cfg.timeout_s * (cfg.partitions + 2)
         synth = [threading.Thread(target=self._synth_worker, args=(i,), name=f"synth-{i}", daemon=True) for i in range(cfg.synth_workers)]
+        # streams are made here so that a CUDA error surfaces from run_pipeline, not in a thread
         gpu_workers = [
-            threading.Thread(target=self._gpu_worker, args=(g * cfg.gw + i, g), name=f"gpu{g}-worker{i}", daemon=True) for g in range(cfg.gpus) for i in range(cfg.gw)
+            threading.Thread(target=self._gpu_worker, args=(g * cfg.gw + i, g, ctx.backend.new_stream()), name=f"gpu{g}-worker{i}", daemon=True)
+            for g in range(cfg.gpus)
+            for i in range(cfg.gw)
         ]
         try:
             for th in synth + gpu_workers:
