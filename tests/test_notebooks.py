@@ -34,8 +34,12 @@ def test_suite_is_complete():
 
 @pytest.mark.parametrize("name", EXPECTED)
 def test_committed_clean(name):
-    nb = nbformat.read(NB_DIR / f"{name}.ipynb", as_version=4)
+    path = NB_DIR / f"{name}.ipynb"
+    nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
+    # canonical form (nbformat 4.5 with cell ids, as nbformat.write emits it): reviewable diffs
+    assert (nb.nbformat, nb.nbformat_minor) == (4, 5) and all("id" in c for c in nb.cells)
+    assert path.read_text(encoding="utf-8") == nbformat.writes(nb) + "\n", f"{name}: not in canonical nbformat form"
     assert nb.metadata["kernelspec"]["name"] == "python3"
     code = [c for c in nb.cells if c.cell_type == "code"]
     for c in code:
@@ -160,3 +164,56 @@ def test_report_renders_html_with_data_note_and_key_numbers(executed, tmp_path, 
     assert "04_smoking_gun.html" in index and "Data:" in index
     assert "Key numbers" in index and "seed_residual_ms" in index
     assert (tmp_path / "04_smoking_gun.html").stat().st_size > 10_000
+
+
+def _fake_gpu_recording(base: Path, cpu_run: Path) -> Path:
+    """A test-only copy of a CPU recording relabelled as a GPU one, with a synthetic sweep, pinning
+    costs and kernel benchmarks, so the notebooks' GPU-only code paths run here. Never data."""
+    import shutil
+
+    import pandas as pd
+
+    from zkgpu.transfer import SWEEP_COLUMNS
+
+    d = base / "fake-gpu-20990101-record"
+    shutil.copytree(cpu_run, d)
+    m = json.loads((d / "manifest.json").read_text())
+    m.update(device="gpu", environment=dict(m["environment"], gpu="FAKE-GPU (test fixture)"), sweep="sweep.parquet",
+             benchmarks={"ntt": "bench/ntt.csv"})
+    (d / "manifest.json").write_text(json.dumps(m))
+    rows = []
+    for path, rate in (("pageable", 5.0), ("cupy_asarray", 8.0), ("registered", 50.0), ("pinned_pool", 52.0), ("pinned_raw", 53.0)):
+        for size in (1 << 20, 1 << 24, 1 << 28):
+            for fresh in (False, True):
+                ms = size / rate / 1e6
+                row = {c: float("nan") for c in SWEEP_COLUMNS}
+                row.update(path=path, size_bytes=size, fresh_buffer=fresh, repeat=0, host_ms=ms, stream_ms=ms, wall_ms=ms, gbps=rate,
+                           overhead_ms=0.0, effective_gbps=rate, src_pinned=path != "pageable", alloc_ms=1.0 if fresh else float("nan"))
+                rows.append(row)
+    pd.DataFrame(rows).to_parquet(d / "sweep.parquet", index=False)
+    pd.DataFrame({"op": ["hostAlloc", "hostRegister"], "size_bytes": [1 << 28] * 2, "repeat": [0, 0], "ms": [40.0, 30.0], "gbps": [6.7, 8.9]}).to_csv(d / "host_alloc.csv", index=False)
+    (d / "bench").mkdir(exist_ok=True)
+    pd.DataFrame({"log_n": [16, 16], "variant": ["forward-nn", "inverse-nn"], "median_ms": [0.1, 0.1]}).to_csv(d / "bench/ntt.csv", index=False)
+    return d
+
+
+def test_gpu_only_paths_on_a_synthetic_gpu_recording(tmp_path, monkeypatch):
+    from zkgpu import record
+
+    cpu_run = record.record(out=tmp_path / "cpu", device="cpu", n=1 << 6, partitions=2)
+    data = tmp_path / "data"
+    data.mkdir()
+    _fake_gpu_recording(data, cpu_run)
+    out = tmp_path / "out"
+    monkeypatch.setenv("ZKGPU_DATA", str(data))
+    monkeypatch.setenv("ZKGPU_MODE", "replay")
+    monkeypatch.setenv("ZKGPU_NB_OUT", str(out))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    for name in ("05_h2d_bandwidth", "06_pinned_pool_fix", "08_report"):
+        nb = nbformat.read(NB_DIR / f"{name}.ipynb", as_version=4)
+        nbclient.NotebookClient(nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(NB_DIR)}}).execute()
+        assert "REPLAY of a GPU recording on FAKE-GPU" in _banner(nb)
+    k5 = json.loads((out / "05_h2d_bandwidth.json").read_text())
+    assert k5["sweep"] and k5["pool_efficiency_passed"] is True
+    assert k5["gbps_at_max_size"]["pageable"] == pytest.approx(5.0)
+    assert json.loads((out / "08_report.json").read_text())["source"] == "recorded-gpu"
