@@ -174,3 +174,22 @@ def test_utilization_on_measured_style_table_subtracts_h2d():
     assert u["kernel_utilization"] == pytest.approx(9 / 13)
     assert u["window_ms"] == pytest.approx(13.0) and u["partitions"] == 1
     assert np.isnan(model.utilization(ev[ev["phase"] == "h2d"])["kernel_utilization"])
+
+
+def test_reference_params_from_the_seed_and_upstream_tables():
+    p = model.reference_params()
+    # medians of the seed's four partitions (message 3029)
+    assert p.prep_msm_ms == pytest.approx((1502 + 1633) / 2)
+    assert p.tail_msm_ms == pytest.approx((197 + 199) / 2)
+    assert p.batch_add_ms == pytest.approx(404.0)  # 3425-2825-196, 3501-2895-199, 3299-2699-197 -> 404, 407, 403
+    assert p.h2d_bytes == 3 * model.POREP_CONSTRAINTS * 32 and p.pinned_gbps == 50.0
+    pageable = model.simulate(p, partitions=6, gw=1, transfer="pageable")
+    assert pageable.summary()["ntt_msm_h_ms"] == pytest.approx((2825 + 2895) / 2)  # the seed's median ntt_msm_h
+    assert pageable.summary()["barrier_wait_ms"] == pytest.approx(0.0)  # prep < ntt_msm_h: no barrier wait
+    pinned = model.simulate(p, partitions=6, gw=1, transfer="pinned")
+    assert pinned.summary()["ntt_msm_h_ms"] == pytest.approx(690.0)  # Phase 9's ntt_msm_h
+    # after the fix the barrier wait appears inside the lock: prep_msm - ntt_msm_h
+    assert pinned.summary()["barrier_wait_ms"] == pytest.approx(p.prep_msm_ms - 690.0)
+    c = model.simulate(p, partitions=10, gw=2, scope="coarse", transfer="pinned")
+    n = model.simulate(p, partitions=10, gw=2, scope="narrow", transfer="pinned")
+    assert n.throughput_per_min > c.throughput_per_min > pageable.throughput_per_min

@@ -60,6 +60,8 @@ __all__ = [
     "SCOPES",
     "TRANSFERS",
     "calibrate",
+    "reference_params",
+    "POREP_CONSTRAINTS",
     "simulate",
     "what_if",
     "compare",
@@ -329,6 +331,54 @@ def calibrate(
         pre_lock_ms=med.get("pre_lock", 0.0),
         lock_overhead_ms=lock_overhead,
         source=source or ("calibrated from " + (", ".join(runs) if runs else "an event table")),
+    )
+
+
+#: Constraints of one PoRep-32GiB partition (PCE extraction, curio ``extern/cuzk/cuzk-project.md``
+#: :1588-1601, quoted in cuzk-pipeline.md §4); a, b, c are one 32-byte Fr per constraint each.
+POREP_CONSTRAINTS = 130_278_869
+FR_BYTES = 32
+
+
+def reference_params(reference_dir: str | None = None) -> ModelParams:
+    """Parameters of upstream's PoRep partition from ``data/reference/`` (published, not measured here).
+
+    * prep_msm_ms, ntt_msm_h (pageable), tail_msm_ms: medians of the seed's ``CUZK_TIMING`` lines
+      (``seed_cuzk_timing.log``, parsed by :mod:`zkgpu.logs`); batch_add_ms: median of
+      gpu_total − ntt_msm_h − tail_msm (the seed's lines carry no barrier_wait, which the write-up
+      shows to be ≈ 0 because prep_msm < ntt_msm_h);
+    * b_g2_msm_ms: Phase 8 of ``cuzk_phase8_vs_phase9.csv``;
+    * h2d_bytes: 3 × :data:`POREP_CONSTRAINTS` × 32 B;
+    * pinned_gbps: the PCIe Gen5 line rate quoted in ``cuzk_48dccd93_claims.csv`` (~50 GB/s);
+    * ntt_ms (compute part of ntt_msm_h): Phase 9's ntt_msm_h (pre-staged pinned uploads, 690 ms)
+      minus its H2D at the pinned rate; pageable_gbps: h2d_bytes over the rest of the seed's
+      ntt_msm_h.
+
+    These are RTX 5070 Ti numbers (upstream's test box), for what-if questions about upstream's
+    sizes; they are never presented as our measurements.
+    """
+    from pathlib import Path  # noqa: PLC0415
+
+    from . import logs  # noqa: PLC0415
+    from .manifest import DATA_DIR  # noqa: PLC0415
+
+    ref = Path(reference_dir) if reference_dir else DATA_DIR / "reference"
+    pt = logs.partition_table(logs.parse_file(ref / "seed_cuzk_timing.log"))
+    prep = float(pt["prep_msm_ms"].median())
+    ntt_pageable = float(pt["ntt_msm_h_ms"].median())
+    tail = float(pt["tail_msm_ms"].median())
+    batch = float((pt["gpu_total_ms"] - pt["ntt_msm_h_ms"] - pt["tail_msm_ms"]).median())
+    p89 = pd.read_csv(ref / "cuzk_phase8_vs_phase9.csv").set_index("metric")
+    claims = pd.read_csv(ref / "cuzk_48dccd93_claims.csv").set_index("claim")
+    pinned = float(claims.loc["h2d_bandwidth_unpinned_vs_line_rate", "after_min"])
+    h2d_bytes = 3.0 * POREP_CONSTRAINTS * FR_BYTES
+    pinned_h2d_ms = h2d_bytes / (pinned * 1e9) * 1e3
+    ntt = float(p89.loc["ntt_msm_h_ms", "phase9_ms"]) - pinned_h2d_ms
+    pageable = h2d_bytes / ((ntt_pageable - ntt) * 1e6)
+    return ModelParams(
+        prep_msm_ms=prep, ntt_ms=ntt, batch_add_ms=batch, tail_msm_ms=tail, h2d_bytes=h2d_bytes,
+        pageable_gbps=pageable, pinned_gbps=pinned, b_g2_msm_ms=float(p89.loc["b_g2_msm_ms", "phase8_ms"]),
+        source="upstream (RTX 5070 Ti, PoRep 32 GiB): seed CUZK_TIMING medians + Phase 8/9 table + 48dccd93 line rate",
     )
 
 
