@@ -46,6 +46,8 @@ def test_record_writes_one_fresh_folder_with_manifest(recorded):
         assert ev.loc[ev["phase"] == "tail_msm", "partition"].nunique() == PARTS
         assert "CUZK_TIMING:" in (run_dir / e["log"]).read_text()
     assert any("CPU duration" in n for n in m["notes"])
+    # bases are generated once per transfer path: the later pinned_pool scenarios reuse them
+    assert sc["pinned_pool"]["setup_s"] >= 0 and sc["pinned_narrow"]["setup_s"] == sc["pinned_gw3"]["setup_s"] == 0.0
     assert m["sweep"] is None and m["benchmarks"] == {}
     files = [p for p in run_dir.rglob("*") if p.is_file()]
     assert not [p for p in files if p.suffix in (".pkl", ".pickle", ".npy", ".npz")]

@@ -398,8 +398,8 @@ def _prune_standins(root: Path, keep: Path, max_age_s: float = 3600.0) -> None:
             continue
 
 
-def _cpu_standin(n: int | None, partitions: int | None, scenarios: list[str] | None) -> Recording:
-    """A tiny CPU recording made now (once per package source and size; cached)."""
+def _cpu_standin(n: int | None = None, partitions: int | None = None) -> Recording:
+    """A tiny CPU recording of every scenario made now (once per package source and size; cached)."""
     from . import record  # noqa: PLC0415
 
     n = n or record.CPU_DEFAULT_N
@@ -464,7 +464,7 @@ def open_source(
     rec = latest_recording(base)
     if rec is not None:
         return Source("recorded-gpu" if rec.is_gpu else "recorded-cpu", rec, m)
-    return Source("cpu-standin", _cpu_standin(n=None, partitions=None, scenarios=None), m)
+    return Source("cpu-standin", _cpu_standin(), m)
 
 
 def save_key_numbers(name: str, numbers: dict[str, Any]) -> Path | None:
