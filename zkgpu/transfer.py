@@ -49,6 +49,14 @@ Timing (every path)
     this copy (``registered``: register + unregister; ``pinned_staging`` without a staging
     buffer: its allocation and free); ``effective_gbps = nbytes / (stream_ms + overhead_ms)``.
 
+Also here
+    :class:`PinnedPool` (best-fit pool of page-locked buffers after cuzk ``pinned_pool.rs``, with
+    :meth:`PinnedPool.checkout_abc` after ``PinnedAbcBuffers``), :func:`bandwidth_sweep` (every
+    path × sizes × fresh/reused buffers → a DataFrame of :data:`SWEEP_COLUMNS`),
+    :func:`summarize_sweep`, :func:`pool_efficiency` (pool ≥ 90 % of raw pinned at ≥ 256 MiB),
+    :func:`host_alloc_costs` (``cudaHostAlloc`` / ``cudaHostRegister`` cost per size) and
+    ``zkgpu bench h2d`` (:data:`bench_command`).
+
 Without a GPU, importing works, :class:`PinnedPool` works with :class:`PageableAllocator` or any
 custom allocator, and every transfer function raises ``RuntimeError`` (from
 :func:`zkgpu._cuda.cupy`).
