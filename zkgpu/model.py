@@ -32,6 +32,10 @@ Utilization (:func:`utilization`, used for model and measurement alike):
   window: upstream's "TIMELINE GPU util", which counts every idle moment inside a worker's
   GPU_START → GPU_END as busy (cuzk-project.md:1140 reports 90.1% vs 46.3% kernel).
 
+Parameters come from a recorded event table (:func:`calibrate`; medians per phase, H2D rate from
+bytes / time) or from upstream's published numbers (:func:`reference_params`: the seed's
+``CUZK_TIMING`` lines and the tables in ``data/reference/``).
+
 Example::
 
     from zkgpu import model
