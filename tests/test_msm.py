@@ -430,3 +430,31 @@ def test_gpu_batch_add_large():
     got = msm.batch_add(pts, cp.asarray(_bitmap(sel)))
     want = ref_arkworks(cp.asnumpy(pts), sel.astype(np.uint64)[:, None] * np.array([[1, 0, 0, 0]], dtype=np.uint64))
     assert (cp.asnumpy(got) == want).all()
+
+
+def test_chunks_cover_runs_and_converge():
+    rng = np.random.default_rng()
+    lens = rng.integers(1, 3 * msm.CHUNK, size=200)
+    lens[:5] = [1, msm.CHUNK, msm.CHUNK + 1, 2 * msm.CHUNK, 2 * msm.CHUNK + 1]
+    keys = np.repeat(np.arange(200, dtype=np.uint32) * 3, lens)
+    levels = 0
+    while True:
+        cs, ce, K, R = msm._chunks(np, keys)
+        assert R == np.unique(keys).size and cs.shape == (K,) and ce.shape == (K,)
+        assert cs[0] == 0 and ce[-1] == keys.size and (cs[1:] == ce[:-1]).all()
+        assert ((ce - cs) <= msm.CHUNK).all() and ((ce - cs) >= 1).all()
+        assert (keys[cs.astype(np.int64)] == keys[(ce - 1).astype(np.int64)]).all()  # never crosses a run
+        levels += 1
+        if K == R:
+            break
+        keys = keys[cs.astype(np.int64)]
+    assert levels <= 3
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_small_scalars_long_buckets(path):
+    n = 500  # scalars in 1..3: a few buckets of 100+ entries, split into chunks over two levels
+    pts = rand_points(n)
+    sc = np.zeros((n, 4), dtype=np.uint64)
+    sc[:, 0] = np.random.default_rng().integers(1, 4, size=n)
+    assert (run_msm(path, pts, sc) == ref_arkworks(pts, sc)).all()

@@ -34,6 +34,7 @@ function runs on the CPU through py-arkworks-bls12381 (``G1Point.multiexp_unchec
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any
 
 import numpy as np
@@ -59,6 +60,7 @@ __all__ = [
 CHUNK = 32
 """Sorted (bucket, point) entries per GPU thread in the bucket accumulation."""
 _SUM_FANIN = 32
+_HEAVY_BLOCK = 128  # ~150 registers per thread: 3 blocks of 128 fit an SM, 1 block of 256
 _GEN_PER_THREAD = 32
 _SENTINEL_KEY = 0xFFFFFFFF << 32
 _MIN_C, _MAX_C = 4, 20
@@ -122,8 +124,16 @@ def _check_shape(arr: Any, cols: int, name: str) -> None:
 # --------------------------------------------------------------------------- GPU plumbing
 
 
+def _defines() -> tuple[tuple[str, str], ...]:
+    """``ZKGPU_MSM_INLINE_MUL=1`` compiles msm.cu with the Fq products inlined into the group
+    operations (faster kernels, about a minute of NVRTC compile instead of seconds)."""
+    if os.environ.get("ZKGPU_MSM_INLINE_MUL", "") not in ("", "0"):
+        return (("ZK_G1_INLINE_MUL", "1"),)
+    return ()
+
+
 def _k(name: str) -> Any:
-    return _cuda.get_kernel("msm", name)
+    return _cuda.get_kernel("msm", name, _defines())
 
 
 def _u32(x: int) -> np.uint32:
@@ -161,13 +171,40 @@ def _check_scalars_dev(sc: Any) -> Any:
     return sc
 
 
+def _chunks(cp: Any, keys: Any) -> tuple[Any, Any, int, int]:
+    """Cut the runs of equal values of the sorted uint32 ``keys`` into chunks of <= CHUNK entries.
+
+    Returns ``(cstart, cend, K, R)``: uint64 chunk bounds (K chunks, in order, never crossing a
+    run) and the number of runs R (K == R: every run fits one chunk).
+    """
+    E = keys.shape[0]
+    change = cp.empty(E, dtype=cp.bool_)
+    change[0] = True
+    cp.not_equal(keys[1:], keys[:-1], out=change[1:])
+    starts = cp.flatnonzero(change)
+    R = int(starts.shape[0])
+    ends = cp.empty_like(starts)
+    ends[:-1] = starts[1:]
+    ends[-1] = E
+    per_run = (ends - starts + (CHUNK - 1)) // CHUNK
+    cum = cp.cumsum(per_run)
+    K = int(cum[-1])
+    if K == R:
+        return starts.astype(cp.uint64), ends.astype(cp.uint64), K, R
+    cidx = cp.arange(K, dtype=cum.dtype)
+    run = cp.searchsorted(cum, cidx, side="right")
+    cstart = starts[run] + (cidx - (cum[run] - per_run[run])) * CHUNK
+    cend = cp.minimum(cstart + CHUNK, ends[run])
+    return cstart.astype(cp.uint64), cend.astype(cp.uint64), K, R
+
+
 def _tree_sum(cp: Any, parts: Any, groups: int, per_group: int) -> Any:
     """Sum each of ``groups`` consecutive runs of ``per_group`` XYZZ points (per_group a power of 2)."""
     while per_group > 1:
         k = min(per_group, _SUM_FANIN)
         count = groups * per_group
         out = cp.empty((count // k, 48), dtype=cp.uint32)
-        _cuda.launch_1d(_k("xyzz_sum_ranges"), count // k, (parts, _u64(count), _u32(k), out))
+        _cuda.launch_1d(_k("xyzz_sum_ranges"), count // k, (parts, _u64(count), _u32(k), out), block=_HEAVY_BLOCK)
         parts, per_group = out, per_group // k
     return parts
 
@@ -223,36 +260,26 @@ def _msm_device(pts: Any, sc: Any, c: int | None = None, phases: _Phases | None 
     ph.mark("sort")
     buckets = cp.zeros((nwin * m, 48), dtype=cp.uint32)
     if E > 0:
-        nch = -(-E // CHUNK)
-        counts = cp.empty(nch, dtype=cp.uint32)
-        distinct = cp.empty(nch, dtype=cp.uint32)
-        _cuda.launch_1d(_k("seg_count_sorted64"), nch, (keys, _u64(E), _u32(CHUNK), _u64(nch), counts, distinct))
-        offs = cp.cumsum(counts, dtype=cp.uint64)
-        M, D = int(offs[-1]), int(distinct.sum(dtype=cp.uint64))
-        offs -= counts
-        out_keys = cp.empty(M, dtype=cp.uint32)
-        out_pts = cp.empty((M, 48), dtype=cp.uint32)
+        keys = keys[:E]
+        hi = (keys >> np.uint64(32)).astype(cp.uint32)
+        cstart, cend, K, R = _chunks(cp, hi)
+        del hi
+        out_keys = cp.empty(K, dtype=cp.uint32)
+        out_pts = cp.empty((K, 48), dtype=cp.uint32)
         _cuda.launch_1d(
-            _k("seg_accum_affine"), nch, (keys, _u64(E), _u32(CHUNK), _u64(nch), offs, mont, out_keys, out_pts)
+            _k("seg_accum_affine"), K, (keys, cstart, cend, _u64(K), mont, out_keys, out_pts), block=_HEAVY_BLOCK
         )
         del keys
         ph.mark("bucket_accumulate")
-        while M > D:
-            E = M
-            nch = -(-E // CHUNK)
-            counts = cp.empty(nch, dtype=cp.uint32)
-            distinct = cp.empty(nch, dtype=cp.uint32)
-            _cuda.launch_1d(_k("seg_count_keys32"), nch, (out_keys, _u64(E), _u32(CHUNK), _u64(nch), counts, distinct))
-            offs = cp.cumsum(counts, dtype=cp.uint64)
-            M = int(offs[-1])
-            offs -= counts
-            nk = cp.empty(M, dtype=cp.uint32)
-            npts = cp.empty((M, 48), dtype=cp.uint32)
+        while K > R:  # some bucket still has several partials
+            cstart, cend, K, R = _chunks(cp, out_keys)
+            nk = cp.empty(K, dtype=cp.uint32)
+            npts = cp.empty((K, 48), dtype=cp.uint32)
             _cuda.launch_1d(
-                _k("seg_accum_xyzz"), nch, (out_keys, _u64(E), _u32(CHUNK), _u64(nch), offs, out_pts, nk, npts)
+                _k("seg_accum_xyzz"), K, (out_keys, cstart, cend, _u64(K), out_pts, nk, npts), block=_HEAVY_BLOCK
             )
             out_keys, out_pts = nk, npts
-        _cuda.launch_1d(_k("scatter_buckets"), D, (out_keys, out_pts, _u64(D), buckets))
+        _cuda.launch_1d(_k("scatter_buckets"), K, (out_keys, out_pts, _u64(K), buckets))
     ph.mark("bucket_partials")
     # running-sum reduction: T threads per window, each a range of R buckets
     T = 1
@@ -260,7 +287,7 @@ def _msm_device(pts: Any, sc: Any, c: int | None = None, phases: _Phases | None 
         T *= 2
     R = m // T
     parts = cp.empty((nwin * T, 48), dtype=cp.uint32)
-    _cuda.launch_1d(_k("window_reduce"), nwin * T, (buckets, _u32(nwin), _u32(m), _u32(T), _u32(R), parts))
+    _cuda.launch_1d(_k("window_reduce"), nwin * T, (buckets, _u32(nwin), _u32(m), _u32(T), _u32(R), parts), block=_HEAVY_BLOCK)
     sums = _tree_sum(cp, parts, nwin, T)
     ph.mark("window_reduce")
     out = _finish(cp, sums, nwin, c)
@@ -372,7 +399,7 @@ def _batch_add_device(pts: Any, bm: Any) -> Any:
     while padded < nparts:
         padded *= 2
     parts = cp.zeros((padded, 48), dtype=cp.uint32)  # zero rows = identity padding
-    _cuda.launch_1d(_k("batch_add_ranges"), nparts, (mont, _u64(n), cp.ascontiguousarray(bm), _u32(per), parts))
+    _cuda.launch_1d(_k("batch_add_ranges"), nparts, (mont, _u64(n), cp.ascontiguousarray(bm), _u32(per), parts), block=_HEAVY_BLOCK)
     sums = _tree_sum(cp, parts, groups, padded)
     return _finish(cp, sums, 1, 0)
 
@@ -520,7 +547,7 @@ def _generate_device(n: int, seed: int) -> Any:
     if n:
         nthreads = -(-n // _GEN_PER_THREAD)
         _cuda.launch_1d(
-            _k("g1_generate"), nthreads, (_u64(n), _u32(_GEN_PER_THREAD), _u64(seed), G, D, out.view(cp.uint32)), block=128
+            _k("g1_generate"), nthreads, (_u64(n), _u32(_GEN_PER_THREAD), _u64(seed), G, D, out.view(cp.uint32)), block=_HEAVY_BLOCK
         )
     return out
 
@@ -541,26 +568,35 @@ def _porep_scalars(n: int, rng: np.random.Generator) -> np.ndarray:
     return sc
 
 
-def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str | None, phases: bool) -> None:
+def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str | None, phases: bool, inline_mul: bool) -> Any:
     import click  # noqa: PLC0415
-    import pandas as pd  # noqa: PLC0415
     import cupyx  # noqa: PLC0415
+    import pandas as pd  # noqa: PLC0415
 
     from .field import fr_random  # noqa: PLC0415
     from .manifest import build_manifest, new_run_dir, write_json_new  # noqa: PLC0415
 
+    if inline_mul:
+        os.environ["ZKGPU_MSM_INLINE_MUL"] = "1"
     cp = _cuda.cupy()
     out_dir = new_run_dir("bench-msm", base=base)
     rng = np.random.default_rng(seed)
-    rows = []
+    rows: list[dict] = []
+    variant = "inline_mul" if inline_mul else "outline_mul"
+
+    def add(lg: int, mode: str, scal: str, times: Any) -> None:
+        ts = list(times)
+        row = dict(log2_n=lg, n=1 << lg, mode=mode, scalars=scal, window_bits=window_bits(1 << lg), variant=variant,
+                   median_ms=float(np.median(ts)), min_ms=min(ts), max_ms=max(ts), repeat=len(ts))
+        rows.append(row)
+        click.echo(f"msm 2^{lg} {mode:>22} {scal:>8} c={row['window_bits']:2d} median {row['median_ms']:9.3f} ms", err=True)
+
     for lg in sizes:
         n = 1 << lg
-        c = window_bits(n)
         pts = generate_points(n, seed)
         sc_host = fr_random(n, rng)
         sc_dev = cp.asarray(sc_host)
-        res = _cuda.benchmark(lambda: _msm_device(pts, sc_dev), warmup=warmup, repeat=repeat)
-        rows.append(dict(log2_n=lg, n=n, mode="device", scalars="uniform", window_bits=c, median_ms=res.median_ms, min_ms=res.min_ms, max_ms=res.max_ms, repeat=repeat))
+        add(lg, "device", "uniform", _cuda.benchmark(lambda: _msm_device(pts, sc_dev), warmup=warmup, repeat=repeat).times_ms)
         pinned = cupyx.empty_pinned((n, FR.limbs), dtype=np.uint64)
         pinned[...] = sc_host
         sc_buf = cp.empty((n, FR.limbs), dtype=cp.uint64)
@@ -569,26 +605,26 @@ def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str 
             sc_buf.set(pinned, stream=cp.cuda.get_current_stream())
             return _msm_device(pts, sc_buf)
 
-        res = _cuda.benchmark(pinned_call, warmup=warmup, repeat=repeat)
-        rows.append(dict(log2_n=lg, n=n, mode="pinned_h2d", scalars="uniform", window_bits=c, median_ms=res.median_ms, min_ms=res.min_ms, max_ms=res.max_ms, repeat=repeat))
+        add(lg, "pinned_h2d", "uniform", _cuda.benchmark(pinned_call, warmup=warmup, repeat=repeat).times_ms)
         sc_porep = cp.asarray(_porep_scalars(n, rng))
-        res = _cuda.benchmark(lambda: _msm_device(pts, sc_porep), warmup=warmup, repeat=repeat)
-        rows.append(dict(log2_n=lg, n=n, mode="device", scalars="porep", window_bits=c, median_ms=res.median_ms, min_ms=res.min_ms, max_ms=res.max_ms, repeat=repeat))
+        add(lg, "device", "porep", _cuda.benchmark(lambda: _msm_device(pts, sc_porep), warmup=warmup, repeat=repeat).times_ms)
         if phases:
             ph = _Phases(True)
             _msm_device(pts, sc_dev, phases=ph)
             for name, ms in ph.result().items():
-                rows.append(dict(log2_n=lg, n=n, mode=f"phase:{name}", scalars="uniform", window_bits=c, median_ms=ms, min_ms=ms, max_ms=ms, repeat=1))
+                add(lg, f"phase:{name}", "uniform", [ms])
         del pts, sc_dev, sc_buf, pinned, sc_porep
         cp.get_default_memory_pool().free_all_blocks()
     df = pd.DataFrame(rows)
     df.to_csv(out_dir / "msm.csv", index=False)
     write_json_new(
         out_dir / "manifest.json",
-        build_manifest(kind="bench-msm", sizes_log2=sizes, repeat=repeat, warmup=warmup, seed=seed, chunk=CHUNK, timing="CUDA events, medians", files=["msm.csv"]),
+        build_manifest(kind="bench-msm", sizes_log2=sizes, repeat=repeat, warmup=warmup, seed=seed, chunk=CHUNK,
+                       variant=variant, timing="CUDA events (zkgpu._cuda.benchmark), medians, ms", files=["msm.csv"]),
     )
     click.echo(f"wrote {out_dir}")
-    click.echo(df.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    click.echo(df.drop(columns=["n"]).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    return df
 
 
 def _make_bench_command() -> Any:
@@ -601,13 +637,14 @@ def _make_bench_command() -> Any:
     @click.option("--seed", default=1, show_default=True)
     @click.option("--out", "base", default=None, help="base folder for the run folder (default data/)")
     @click.option("--phases/--no-phases", default=True, show_default=True, help="also record one per-phase breakdown")
-    def bench_msm(sizes: str, repeat: int, warmup: int, seed: int, base: str | None, phases: bool) -> None:
+    @click.option("--inline-mul", is_flag=True, help="compile with the Fq products inlined (ZKGPU_MSM_INLINE_MUL=1)")
+    def bench_msm(sizes: str, repeat: int, warmup: int, seed: int, base: str | None, phases: bool, inline_mul: bool) -> None:
         """G1 MSM, 2^16..2^26 points: device-resident scalars, scalars from pinned host memory
         (async H2D inside the timing), and PoRep-like (mostly 0/1) scalars; CUDA events, medians
         in ms, written to a fresh run folder (msm.csv + manifest.json)."""
         if not _cuda.gpu_available():
             raise click.ClickException("zkgpu bench msm needs a CUDA GPU")
-        _run_bench([int(s) for s in sizes.split(",") if s.strip()], repeat, warmup, seed, base, phases)
+        _run_bench([int(s) for s in sizes.split(",") if s.strip()], repeat, warmup, seed, base, phases, inline_mul)
 
     return bench_msm
 

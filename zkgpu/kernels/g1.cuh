@@ -38,18 +38,23 @@
 
 namespace zk {
 
-// One out-of-line Fq product per module for the same reason (ZK_G1_INLINE_MUL=1 inlines it).
-#if defined(__CUDACC__) && !ZK_G1_INLINE_MUL
+// One out-of-line Fq product per module (fmul_ool), used by the inversion always and by the
+// group operations unless ZK_G1_INLINE_MUL=1 (then their products are inlined: faster code,
+// longer NVRTC compile).
+#if defined(__CUDACC__)
 __device__ __noinline__ fq_t fq_mul_dev(const fq_t a, const fq_t b) { return a * b; }
-ZK_HD fq_t fmul(const fq_t& a, const fq_t& b) {
+#endif
+ZK_HD fq_t fmul_ool(const fq_t& a, const fq_t& b) {
 #if defined(__CUDA_ARCH__)
     return fq_mul_dev(a, b);
 #else
     return a * b;
 #endif
 }
-#else
+#if ZK_G1_INLINE_MUL
 ZK_HD fq_t fmul(const fq_t& a, const fq_t& b) { return a * b; }
+#else
+ZK_HD fq_t fmul(const fq_t& a, const fq_t& b) { return fmul_ool(a, b); }
 #endif
 ZK_HD fq_t fsqr(const fq_t& a) { return fmul(a, a); }
 
@@ -60,8 +65,8 @@ ZK_G1_OP fq_t finv(const fq_t& a) {
     fq_t r = fq_t::one();
     for (int i = 11; i >= 0; i--) {
         for (int b = 31; b >= 0; b--) {
-            r = fsqr(r);
-            if ((E.v[i] >> b) & 1) r = fmul(r, a);
+            r = fmul_ool(r, r);
+            if ((E.v[i] >> b) & 1) r = fmul_ool(r, a);
         }
     }
     return r;

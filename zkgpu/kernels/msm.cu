@@ -13,11 +13,11 @@
 //                   bucket key = w * 2^(c-1) + |d| - 1; zero digits and identity points get the
 //                   sentinel key 0xffffffff (sorted last and dropped)
 //   (CuPy sort)     radix sort of the keys (CUB/thrust)
-//   seg_count_*     the sorted entries are cut into fixed chunks of L entries (one thread each);
-//   seg_accum_*     a thread adds up each run of equal bucket key inside its chunk (XYZZ, mixed
-//                   addition on level 0) and writes one (key, partial) per run. Long buckets are
-//                   thus split over many threads; the partials are again sorted by key and the
-//                   same step runs on them (XYZZ + XYZZ) until every key is left once.
+//   (CuPy)          each bucket's run of sorted entries is cut into chunks of at most CHUNK
+//   seg_accum_*     one thread per chunk sums it (XYZZ, mixed addition on level 0) and writes one
+//                   (key, partial). Long buckets are thus split over many threads; the partials
+//                   are still sorted by key and the same step runs on them (XYZZ + XYZZ) until
+//                   every key is left once.
 //   scatter_buckets partials -> bucket array (empty buckets stay the identity)
 //   window_reduce   each thread a contiguous range of buckets: running sum + sum, then
 //                   sum_range + offset * running_total (the range's offset times its bucket sum)
@@ -35,35 +35,6 @@ using zk::xyzz_t;
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (uint64_t)gridDim.x * blockDim.x)
 
 #define SENTINEL 0xffffffffu
-
-struct key_hi64 {
-    const unsigned long long* k;
-    __device__ __forceinline__ uint32_t operator()(uint64_t j) const { return (uint32_t)(k[j] >> 32); }
-};
-struct key_32 {
-    const uint32_t* k;
-    __device__ __forceinline__ uint32_t operator()(uint64_t j) const { return k[j]; }
-};
-
-// Chunk t = entries [t*L, min((t+1)*L, E)). counts[t] = runs of equal key starting in chunk t
-// (the first entry always starts one); distinct[t] = keys first seen in chunk t.
-template <class KeyAt>
-__device__ __forceinline__ void seg_count_impl(KeyAt key_at, uint64_t E, uint32_t L, uint64_t nchunks,
-                                               uint32_t* counts, uint32_t* distinct) {
-    GRID_STRIDE(t, nchunks) {
-        uint64_t lo = t * L, hi = lo + L < E ? lo + L : E;
-        uint32_t prev = key_at(lo);
-        uint32_t runs = 1;
-        for (uint64_t j = lo + 1; j < hi; j++) {
-            uint32_t k = key_at(j);
-            runs += (k != prev);
-            prev = k;
-        }
-        counts[t] = runs;
-        uint32_t first_new = (t == 0 || key_at(lo - 1) != key_at(lo)) ? 1u : 0u;
-        distinct[t] = runs - 1 + first_new;
-    }
-}
 
 __device__ __forceinline__ uint64_t splitmix64(uint64_t z) {
     z += 0x9e3779b97f4a7c15ull;
@@ -121,74 +92,34 @@ __global__ void msm_digits(const uint32_t* scalars, const uint32_t* pts, uint64_
     }
 }
 
-__global__ void seg_count_sorted64(const unsigned long long* keys, uint64_t E, uint32_t L, uint64_t nchunks,
-                                   uint32_t* counts, uint32_t* distinct) {
-    seg_count_impl(key_hi64{keys}, E, L, nchunks, counts, distinct);
-}
-
-__global__ void seg_count_keys32(const uint32_t* keys, uint64_t E, uint32_t L, uint64_t nchunks, uint32_t* counts,
-                                 uint32_t* distinct) {
-    seg_count_impl(key_32{keys}, E, L, nchunks, counts, distinct);
-}
-
-// Level 0: sum the (signed) affine points of each run of chunk t into XYZZ partials, written
-// at out[offsets[t] + run]. offsets = exclusive prefix sum of counts.
-__global__ void seg_accum_affine(const unsigned long long* keys, uint64_t E, uint32_t L, uint64_t nchunks,
-                                 const unsigned long long* offsets, const uint32_t* pts, uint32_t* out_keys,
-                                 uint32_t* out_pts) {
-    GRID_STRIDE(t, nchunks) {
-        uint64_t lo = t * L, hi = lo + L < E ? lo + L : E;
-        uint64_t seg = offsets[t];
-        unsigned long long e = keys[lo];
-        uint32_t cur = (uint32_t)(e >> 32);
-        uint32_t v = (uint32_t)e;
-        affine_t p = affine_t::load(pts + 24ull * (v & 0x7fffffffu));
-        xyzz_t acc = xyzz_t::from_affine((v >> 31) ? p.neg() : p);
-        for (uint64_t j = lo + 1; j < hi; j++) {
-            e = keys[j];
-            uint32_t k = (uint32_t)(e >> 32);
-            v = (uint32_t)e;
-            p = affine_t::load(pts + 24ull * (v & 0x7fffffffu));
-            if (v >> 31) p = p.neg();
-            if (k != cur) {
-                out_keys[seg] = cur;
-                acc.store(out_pts + 48 * seg);
-                seg++;
-                cur = k;
-                acc = xyzz_t::from_affine(p);
-            } else {
-                acc.add_affine(p);
-            }
+// Level 0: chunk c = sorted entries [cstart[c], cend[c]), all of one bucket key and at most
+// CHUNK long (a bucket's run of entries is cut into chunks by the host); out[c] = the sum of
+// the chunk's signed affine points in XYZZ (mixed addition), out_keys[c] = its bucket key.
+__global__ void seg_accum_affine(const unsigned long long* keys, const unsigned long long* cstart,
+                                 const unsigned long long* cend, uint64_t nchunks, const uint32_t* pts,
+                                 uint32_t* out_keys, uint32_t* out_pts) {
+    GRID_STRIDE(c, nchunks) {
+        uint64_t lo = cstart[c], hi = cend[c];
+        xyzz_t acc = xyzz_t::inf();
+        for (uint64_t j = lo; j < hi; j++) {
+            uint32_t v = (uint32_t)keys[j];
+            affine_t p = affine_t::load(pts + 24ull * (v & 0x7fffffffu));
+            acc.add_affine((v >> 31) ? p.neg() : p);
         }
-        out_keys[seg] = cur;
-        acc.store(out_pts + 48 * seg);
+        out_keys[c] = (uint32_t)(keys[lo] >> 32);
+        acc.store(out_pts + 48 * c);
     }
 }
 
-// Level >= 1: the same over (key, XYZZ partial) pairs.
-__global__ void seg_accum_xyzz(const uint32_t* keys, uint64_t E, uint32_t L, uint64_t nchunks,
-                               const unsigned long long* offsets, const uint32_t* pts, uint32_t* out_keys,
-                               uint32_t* out_pts) {
-    GRID_STRIDE(t, nchunks) {
-        uint64_t lo = t * L, hi = lo + L < E ? lo + L : E;
-        uint64_t seg = offsets[t];
-        uint32_t cur = keys[lo];
+// Level >= 1: the same over (key, XYZZ partial) pairs, until every key is left once.
+__global__ void seg_accum_xyzz(const uint32_t* keys, const unsigned long long* cstart, const unsigned long long* cend,
+                               uint64_t nchunks, const uint32_t* pts, uint32_t* out_keys, uint32_t* out_pts) {
+    GRID_STRIDE(c, nchunks) {
+        uint64_t lo = cstart[c], hi = cend[c];
         xyzz_t acc = xyzz_t::load(pts + 48 * lo);
-        for (uint64_t j = lo + 1; j < hi; j++) {
-            uint32_t k = keys[j];
-            xyzz_t p = xyzz_t::load(pts + 48 * j);
-            if (k != cur) {
-                out_keys[seg] = cur;
-                acc.store(out_pts + 48 * seg);
-                seg++;
-                cur = k;
-                acc = p;
-            } else {
-                acc.add(p);
-            }
-        }
-        out_keys[seg] = cur;
-        acc.store(out_pts + 48 * seg);
+        for (uint64_t j = lo + 1; j < hi; j++) acc.add(xyzz_t::load(pts + 48 * j));
+        out_keys[c] = keys[lo];
+        acc.store(out_pts + 48 * c);
     }
 }
 
