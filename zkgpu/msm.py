@@ -34,6 +34,7 @@ function runs on the CPU through py-arkworks-bls12381 (``G1Point.multiexp_unchec
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from typing import Any
 
@@ -132,7 +133,18 @@ def _defines() -> tuple[tuple[str, str], ...]:
     return ()
 
 
+@functools.lru_cache(maxsize=4)
+def _prebuilt(path: str) -> Any:
+    return _cuda.cupy().RawModule(path=path)
+
+
 def _k(name: str) -> Any:
+    """A kernel of msm.cu. ``ZKGPU_MSM_CUBIN=<file>`` loads a cubin prebuilt by nvcc for this
+    GPU's architecture instead of compiling with NVRTC (used to benchmark the inlined-product
+    variant without its compile time; the file must come from the current msm.cu)."""
+    cubin = os.environ.get("ZKGPU_MSM_CUBIN", "")
+    if cubin:
+        return _prebuilt(cubin).get_function(name)
     return _cuda.get_kernel("msm", name, _defines())
 
 
