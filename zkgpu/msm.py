@@ -595,6 +595,8 @@ def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str 
     rng = np.random.default_rng(seed)
     rows: list[dict] = []
     variant = "inline_mul" if inline_mul else "outline_mul"
+    if os.environ.get("ZKGPU_MSM_CUBIN"):
+        variant = "cubin:" + os.path.basename(os.environ["ZKGPU_MSM_CUBIN"])
 
     def add(lg: int, mode: str, scal: str, times: Any) -> None:
         ts = list(times)
