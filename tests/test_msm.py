@@ -458,3 +458,17 @@ def test_small_scalars_long_buckets(path):
     sc = np.zeros((n, 4), dtype=np.uint64)
     sc[:, 0] = np.random.default_rng().integers(1, 4, size=n)
     assert (run_msm(path, pts, sc) == ref_arkworks(pts, sc)).all()
+
+
+@pytest.mark.parametrize("mode,chunk", [("balanced", 32), ("balanced", 7), ("runs", 32), ("runs", 5)])
+@pytest.mark.parametrize("path", ["emu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_level0_modes_and_chunk_sizes(path, mode, chunk, monkeypatch):
+    monkeypatch.setenv("ZKGPU_MSM_LEVEL0", mode)
+    monkeypatch.setenv("ZKGPU_MSM_CHUNK", str(chunk))
+    n = 300
+    pts = rand_points(n)
+    sc = fr_random(n)
+    sc[: n // 2] = 0
+    sc[: n // 2, 0] = np.random.default_rng().integers(0, 3, size=n // 2)  # long buckets 1, 2
+    pts[5] = 0
+    assert (run_msm(path, pts, sc) == ref_arkworks(pts, sc)).all()

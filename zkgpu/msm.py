@@ -15,12 +15,19 @@ Pippenger's bucket method (Pippenger 1976; the GPU form of sppark ``msm/pippenge
 cuzk / supraseal ``msm``) with signed c-bit window digits in ``[-2^(c-1), 2^(c-1)]`` (2^(c-1)
 buckets per window, a negative digit adds ``-P``). Per call: validate and convert points to
 Montgomery form; one 64-bit key per (window, point) holding bucket, sign and index; radix sort of
-the keys (CuPy/CUB); the sorted entries are cut into chunks of :data:`CHUNK` entries, one GPU
-thread per chunk adding each run of equal bucket key by mixed XYZZ + affine addition and writing
-one partial per run (so a bucket of millions of points -- real scalars are mostly 0 and 1 -- is
-spread over many threads); partials are reduced the same way until one per bucket; window sums
-by a running sum over contiguous bucket ranges (one thread per range, combined with the range's
-offset times its bucket sum); a tree sum per window; Horner over windows; affine.
+the keys (CuPy/CUB); bucket accumulation: each GPU thread takes exactly :data:`CHUNK` consecutive
+sorted entries and adds each run of equal bucket key among them by mixed XYZZ + affine addition,
+writing one partial per run (so every thread does the same work, and a bucket of millions of
+points -- real scalars are mostly 0 and 1 -- is spread over many threads); the partials, still
+sorted by bucket, are cut per bucket into chunks of at most CHUNK and summed (XYZZ + XYZZ) until
+one per bucket; window sums by a running sum over contiguous bucket ranges (one thread per range,
+combined with the range's offset times its bucket sum); a tree sum per window; Horner over
+windows; affine (one Fermat inversion).
+
+Tunables (environment, read per call; for benchmarks): ``ZKGPU_MSM_CHUNK`` (default 32),
+``ZKGPU_MSM_LEVEL0`` (``balanced`` as above, or ``runs``: level 0 also cut per bucket),
+``ZKGPU_MSM_INLINE_MUL=1`` (Fq products inlined into the group operations: slower on the H200 in
+our measurement, and a minute of NVRTC compile), ``ZKGPU_MSM_CUBIN`` (a prebuilt cubin).
 
 Window size rule (:func:`window_bits`): ``c`` minimises the model cost
 ``ceil(256/c) * (n + 3 * 2^(c-1))`` -- one mixed addition per (point, window) plus about three
@@ -183,7 +190,22 @@ def _check_scalars_dev(sc: Any) -> Any:
     return sc
 
 
-def _chunks(cp: Any, keys: Any) -> tuple[Any, Any, int, int]:
+def _chunk_size() -> int:
+    """Entries per GPU thread in the bucket accumulation (``ZKGPU_MSM_CHUNK``, default CHUNK)."""
+    return int(os.environ.get("ZKGPU_MSM_CHUNK", CHUNK))
+
+
+def _level0_mode() -> str:
+    """``ZKGPU_MSM_LEVEL0``: ``balanced`` (default; each thread exactly CHUNK sorted entries,
+    one partial per bucket run inside them) or ``runs`` (each bucket's run cut into chunks of at
+    most CHUNK, one thread per chunk)."""
+    mode = os.environ.get("ZKGPU_MSM_LEVEL0", "balanced")
+    if mode not in ("balanced", "runs"):
+        raise ValueError(f"ZKGPU_MSM_LEVEL0 must be 'balanced' or 'runs', got {mode!r}")
+    return mode
+
+
+def _chunks(cp: Any, keys: Any, chunk: int = CHUNK) -> tuple[Any, Any, int, int]:
     """Cut the runs of equal values of the sorted uint32 ``keys`` into chunks of <= CHUNK entries.
 
     Returns ``(cstart, cend, K, R)``: uint64 chunk bounds (K chunks, in order, never crossing a
@@ -198,15 +220,15 @@ def _chunks(cp: Any, keys: Any) -> tuple[Any, Any, int, int]:
     ends = cp.empty_like(starts)
     ends[:-1] = starts[1:]
     ends[-1] = E
-    per_run = (ends - starts + (CHUNK - 1)) // CHUNK
+    per_run = (ends - starts + (chunk - 1)) // chunk
     cum = cp.cumsum(per_run)
     K = int(cum[-1])
     if K == R:
         return starts.astype(cp.uint64), ends.astype(cp.uint64), K, R
     cidx = cp.arange(K, dtype=cum.dtype)
     run = cp.searchsorted(cum, cidx, side="right")
-    cstart = starts[run] + (cidx - (cum[run] - per_run[run])) * CHUNK
-    cend = cp.minimum(cstart + CHUNK, ends[run])
+    cstart = starts[run] + (cidx - (cum[run] - per_run[run])) * chunk
+    cend = cp.minimum(cstart + chunk, ends[run])
     return cstart.astype(cp.uint64), cend.astype(cp.uint64), K, R
 
 
@@ -273,18 +295,37 @@ def _msm_device(pts: Any, sc: Any, c: int | None = None, phases: _Phases | None 
     buckets = cp.zeros((nwin * m, 48), dtype=cp.uint32)
     if E > 0:
         keys = keys[:E]
-        hi = (keys >> np.uint64(32)).astype(cp.uint32)
-        cstart, cend, K, R = _chunks(cp, hi)
-        del hi
-        out_keys = cp.empty(K, dtype=cp.uint32)
-        out_pts = cp.empty((K, 48), dtype=cp.uint32)
-        _cuda.launch_1d(
-            _k("seg_accum_affine"), K, (keys, cstart, cend, _u64(K), mont, out_keys, out_pts), block=_HEAVY_BLOCK
-        )
+        chunk = _chunk_size()
+        if _level0_mode() == "runs":
+            hi = (keys >> np.uint64(32)).astype(cp.uint32)
+            cstart, cend, K, R = _chunks(cp, hi, chunk)
+            del hi
+            out_keys = cp.empty(K, dtype=cp.uint32)
+            out_pts = cp.empty((K, 48), dtype=cp.uint32)
+            _cuda.launch_1d(
+                _k("seg_accum_affine"), K, (keys, cstart, cend, _u64(K), mont, out_keys, out_pts), block=_HEAVY_BLOCK
+            )
+        else:  # balanced: every thread exactly `chunk` entries
+            nth = -(-E // chunk)
+            counts = cp.empty(nth, dtype=cp.uint32)
+            _cuda.launch_1d(_k("seg_count_sorted64"), nth, (keys, _u64(E), _u32(chunk), _u64(nth), counts))
+            offs = cp.cumsum(counts, dtype=cp.uint64)
+            K = int(offs[-1])
+            offs -= counts
+            out_keys = cp.empty(K, dtype=cp.uint32)
+            out_pts = cp.empty((K, 48), dtype=cp.uint32)
+            _cuda.launch_1d(
+                _k("seg_accum_affine_balanced"), nth, (keys, _u64(E), _u32(chunk), _u64(nth), offs, mont, out_keys, out_pts),
+                block=_HEAVY_BLOCK,
+            )
+            R = 0  # not known yet: the loop below finds out
         del keys
         ph.mark("bucket_accumulate")
         while K > R:  # some bucket still has several partials
-            cstart, cend, K, R = _chunks(cp, out_keys)
+            cstart, cend, K2, R = _chunks(cp, out_keys, chunk)
+            if K2 == K:  # every key already once
+                break
+            K = K2
             nk = cp.empty(K, dtype=cp.uint32)
             npts = cp.empty((K, 48), dtype=cp.uint32)
             _cuda.launch_1d(
@@ -580,7 +621,7 @@ def _porep_scalars(n: int, rng: np.random.Generator) -> np.ndarray:
     return sc
 
 
-def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str | None, phases: bool, inline_mul: bool) -> Any:
+def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str | None, phases: bool, inline_mul: bool, window: int = 0) -> Any:
     import click  # noqa: PLC0415
     import cupyx  # noqa: PLC0415
     import pandas as pd  # noqa: PLC0415
@@ -597,34 +638,36 @@ def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str 
     variant = "inline_mul" if inline_mul else "outline_mul"
     if os.environ.get("ZKGPU_MSM_CUBIN"):
         variant = "cubin:" + os.path.basename(os.environ["ZKGPU_MSM_CUBIN"])
+    variant += f"/{_level0_mode()}/L{_chunk_size()}"
 
     def add(lg: int, mode: str, scal: str, times: Any) -> None:
         ts = list(times)
-        row = dict(log2_n=lg, n=1 << lg, mode=mode, scalars=scal, window_bits=window_bits(1 << lg), variant=variant,
+        row = dict(log2_n=lg, n=1 << lg, mode=mode, scalars=scal, window_bits=window or window_bits(1 << lg), variant=variant,
                    median_ms=float(np.median(ts)), min_ms=min(ts), max_ms=max(ts), repeat=len(ts))
         rows.append(row)
         click.echo(f"msm 2^{lg} {mode:>22} {scal:>8} c={row['window_bits']:2d} median {row['median_ms']:9.3f} ms", err=True)
 
     for lg in sizes:
         n = 1 << lg
+        c = window or None
         pts = generate_points(n, seed)
         sc_host = fr_random(n, rng)
         sc_dev = cp.asarray(sc_host)
-        add(lg, "device", "uniform", _cuda.benchmark(lambda: _msm_device(pts, sc_dev), warmup=warmup, repeat=repeat).times_ms)
+        add(lg, "device", "uniform", _cuda.benchmark(lambda: _msm_device(pts, sc_dev, c), warmup=warmup, repeat=repeat).times_ms)
         pinned = cupyx.empty_pinned((n, FR.limbs), dtype=np.uint64)
         pinned[...] = sc_host
         sc_buf = cp.empty((n, FR.limbs), dtype=cp.uint64)
 
         def pinned_call() -> Any:
             sc_buf.set(pinned, stream=cp.cuda.get_current_stream())
-            return _msm_device(pts, sc_buf)
+            return _msm_device(pts, sc_buf, c)
 
         add(lg, "pinned_h2d", "uniform", _cuda.benchmark(pinned_call, warmup=warmup, repeat=repeat).times_ms)
         sc_porep = cp.asarray(_porep_scalars(n, rng))
-        add(lg, "device", "porep", _cuda.benchmark(lambda: _msm_device(pts, sc_porep), warmup=warmup, repeat=repeat).times_ms)
+        add(lg, "device", "porep", _cuda.benchmark(lambda: _msm_device(pts, sc_porep, c), warmup=warmup, repeat=repeat).times_ms)
         if phases:
             ph = _Phases(True)
-            _msm_device(pts, sc_dev, phases=ph)
+            _msm_device(pts, sc_dev, c, phases=ph)
             for name, ms in ph.result().items():
                 add(lg, f"phase:{name}", "uniform", [ms])
         del pts, sc_dev, sc_buf, pinned, sc_porep
@@ -633,7 +676,7 @@ def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str 
     df.to_csv(out_dir / "msm.csv", index=False)
     write_json_new(
         out_dir / "manifest.json",
-        build_manifest(kind="bench-msm", sizes_log2=sizes, repeat=repeat, warmup=warmup, seed=seed, chunk=CHUNK,
+        build_manifest(kind="bench-msm", sizes_log2=sizes, window_override=window, repeat=repeat, warmup=warmup, seed=seed, chunk=_chunk_size(), level0=_level0_mode(),
                        variant=variant, timing="CUDA events (zkgpu._cuda.benchmark), medians, ms", files=["msm.csv"]),
     )
     click.echo(f"wrote {out_dir}")
@@ -651,14 +694,15 @@ def _make_bench_command() -> Any:
     @click.option("--seed", default=1, show_default=True)
     @click.option("--out", "base", default=None, help="base folder for the run folder (default data/)")
     @click.option("--phases/--no-phases", default=True, show_default=True, help="also record one per-phase breakdown")
+    @click.option("--window", default=0, show_default=True, help="window bits c (0: the window_bits rule)")
     @click.option("--inline-mul", is_flag=True, help="compile with the Fq products inlined (ZKGPU_MSM_INLINE_MUL=1)")
-    def bench_msm(sizes: str, repeat: int, warmup: int, seed: int, base: str | None, phases: bool, inline_mul: bool) -> None:
+    def bench_msm(sizes: str, repeat: int, warmup: int, seed: int, base: str | None, phases: bool, inline_mul: bool, window: int) -> None:
         """G1 MSM, 2^16..2^26 points: device-resident scalars, scalars from pinned host memory
         (async H2D inside the timing), and PoRep-like (mostly 0/1) scalars; CUDA events, medians
         in ms, written to a fresh run folder (msm.csv + manifest.json)."""
         if not _cuda.gpu_available():
             raise click.ClickException("zkgpu bench msm needs a CUDA GPU")
-        _run_bench([int(s) for s in sizes.split(",") if s.strip()], repeat, warmup, seed, base, phases, inline_mul)
+        _run_bench([int(s) for s in sizes.split(",") if s.strip()], repeat, warmup, seed, base, phases, inline_mul, window)
 
     return bench_msm
 

@@ -111,6 +111,50 @@ __global__ void seg_accum_affine(const unsigned long long* keys, const unsigned 
     }
 }
 
+// Level 0, balanced variant: thread t takes exactly the entries [t*L, min((t+1)*L, E)) and
+// writes one partial per run of equal key inside them (a bucket crossing a thread boundary gets
+// one partial from each side; levels >= 1 merge them). counts[t] = runs in thread t's range;
+// seg_accum_affine_balanced writes them at out[offsets[t] ...] (offsets = exclusive prefix sum).
+__global__ void seg_count_sorted64(const unsigned long long* keys, uint64_t E, uint32_t L, uint64_t nthreads,
+                                   uint32_t* counts) {
+    GRID_STRIDE(t, nthreads) {
+        uint64_t lo = t * L, hi = lo + L < E ? lo + L : E;
+        uint32_t prev = (uint32_t)(keys[lo] >> 32), runs = 1;
+        for (uint64_t j = lo + 1; j < hi; j++) {
+            uint32_t k = (uint32_t)(keys[j] >> 32);
+            runs += (k != prev);
+            prev = k;
+        }
+        counts[t] = runs;
+    }
+}
+
+__global__ void seg_accum_affine_balanced(const unsigned long long* keys, uint64_t E, uint32_t L, uint64_t nthreads,
+                                          const unsigned long long* offsets, const uint32_t* pts, uint32_t* out_keys,
+                                          uint32_t* out_pts) {
+    GRID_STRIDE(t, nthreads) {
+        uint64_t lo = t * L, hi = lo + L < E ? lo + L : E;
+        uint64_t seg = offsets[t];
+        uint32_t cur = (uint32_t)(keys[lo] >> 32);
+        xyzz_t acc = xyzz_t::inf();
+        for (uint64_t j = lo; j < hi; j++) {
+            unsigned long long e = keys[j];
+            uint32_t k = (uint32_t)(e >> 32), v = (uint32_t)e;
+            if (k != cur) {
+                out_keys[seg] = cur;
+                acc.store(out_pts + 48 * seg);
+                seg++;
+                cur = k;
+                acc = xyzz_t::inf();
+            }
+            affine_t p = affine_t::load(pts + 24ull * (v & 0x7fffffffu));
+            acc.add_affine((v >> 31) ? p.neg() : p);
+        }
+        out_keys[seg] = cur;
+        acc.store(out_pts + 48 * seg);
+    }
+}
+
 // Level >= 1: the same over (key, XYZZ partial) pairs, until every key is left once.
 __global__ void seg_accum_xyzz(const uint32_t* keys, const unsigned long long* cstart, const unsigned long long* cend,
                                uint64_t nchunks, const uint32_t* pts, uint32_t* out_keys, uint32_t* out_pts) {
