@@ -69,7 +69,7 @@ CHUNK = 64
 """Sorted (bucket, point) entries per GPU thread in the bucket accumulation. On the H200 at 2^24
 (uniform scalars, c = 20, balanced level 0) 64 gave 204 ms against 208 ms for 32 and 217 ms for 16
 (bench-msm runs of 2026-11-29)."""
-_SUM_FANIN = 32
+_SUM_FANIN = 8  # tree-sum fan-in: short serial chains (the reduction tail is latency-bound)
 _HEAVY_BLOCK = 128  # ~150 registers per thread: 3 blocks of 128 fit an SM, 1 block of 256
 _GEN_PER_THREAD = 32
 _SENTINEL_KEY = 0xFFFFFFFF << 32
@@ -423,7 +423,7 @@ def batch_add(points: Any, bitmap: Any) -> Any:
         selected or n = 0).
 
     GPU: each thread adds 64 consecutive points' selected ones by mixed XYZZ addition, then a
-    tree sum (fan-in 32) of the XYZZ partials.
+    tree sum (fan-in 8) of the XYZZ partials.
     """
     _check_shape(points, LIMBS, "points")
     n = points.shape[0]
