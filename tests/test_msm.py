@@ -280,9 +280,11 @@ def test_input_errors():
         msm.msm(pts[:, :6], fr_random(3))
     with pytest.raises(TypeError):
         msm.msm(pts.astype(np.int64), fr_random(3))
+    with pytest.raises(ValueError, match="window"):
+        msm.msm(pts, fr_random(3), window=25)
 
 
-@pytest.mark.parametrize("c", [4, 7, 13, 16])
+@pytest.mark.parametrize("c", [2, 4, 7, 13, 16])
 def test_explicit_window_emulated(c):
     pts, sc = rand_points(50), fr_random(50)
     with emulated():

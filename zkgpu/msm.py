@@ -360,7 +360,8 @@ def msm(points: Any, scalars: Any, *, window: int | None = None) -> Any:
         points: ``(n, 12)`` uint64 affine points (numpy or CuPy), layout of :mod:`zkgpu.curve`;
             identities allowed.
         scalars: ``(n, 4)`` uint64 canonical Fr (numpy or CuPy), values ``< r``.
-        window: override the window size c (4..31, GPU path only); default :func:`window_bits`.
+        window: override the window size c (2..24, GPU path only; the bucket array holds
+            ``ceil(256/c) * 2^(c-1)`` XYZZ points of 192 bytes); default :func:`window_bits`.
 
     Returns:
         ``(1, 12)`` uint64: a CuPy array when both inputs are CuPy arrays, else numpy. n = 0
@@ -376,8 +377,8 @@ def msm(points: Any, scalars: Any, *, window: int | None = None) -> Any:
     n = points.shape[0]
     if scalars.shape[0] != n:
         raise ValueError(f"scalars: expected {n} rows (one per point), got {scalars.shape[0]}")
-    if window is not None and not 2 <= int(window) <= 31:
-        raise ValueError(f"window must be in 2..31, got {window}")
+    if window is not None and not 2 <= int(window) <= 24:
+        raise ValueError(f"window must be in 2..24, got {window}")
     if dev:
         return _msm_device(points, scalars, window)
     if _cuda.gpu_available():
