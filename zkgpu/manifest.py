@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import re
 import subprocess
 import sys
@@ -23,7 +24,14 @@ DATA_DIR = REPO_ROOT / "data"
 
 
 def git_commit() -> dict[str, Any]:
-    """``{"commit": sha or None, "dirty": bool or None}`` for the checkout zkgpu runs from."""
+    """``{"commit": sha or None, "dirty": bool or None}`` for the checkout zkgpu runs from.
+
+    Where the tree has no ``.git`` (a copy sent to a lent GPU machine), ``ZKGPU_COMMIT`` and
+    ``ZKGPU_DIRTY`` (set by whoever made the copy, e.g. scripts/gpu_run.sh's caller) are used.
+    """
+    if os.environ.get("ZKGPU_COMMIT"):
+        dirty = os.environ.get("ZKGPU_DIRTY")
+        return {"commit": os.environ["ZKGPU_COMMIT"], "dirty": None if dirty is None else dirty not in ("0", "false", "")}
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout.strip()
         dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT, capture_output=True, text=True).stdout.strip())
