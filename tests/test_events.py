@@ -15,10 +15,3 @@ def test_normalize_fills_and_checks():
     with pytest.raises(ValueError, match="row 0"):
         normalize_events(pd.DataFrame({"phase": ["x"], "start_ns": [9], "end_ns": [5]}))
 
-
-def test_manifest_commit_from_env(monkeypatch):
-    from zkgpu.manifest import git_commit
-
-    monkeypatch.setenv("ZKGPU_COMMIT", "abc123")
-    monkeypatch.setenv("ZKGPU_DIRTY", "0")
-    assert git_commit() == {"commit": "abc123", "dirty": False}
