@@ -13,11 +13,14 @@
 //                   bucket key = w * 2^(c-1) + |d| - 1; zero digits and identity points get the
 //                   sentinel key 0xffffffff (sorted last and dropped)
 //   (CuPy sort)     radix sort of the keys (CUB/thrust)
-//   (CuPy)          each bucket's run of sorted entries is cut into chunks of at most CHUNK
-//   seg_accum_*     one thread per chunk sums it (XYZZ, mixed addition on level 0) and writes one
-//                   (key, partial). Long buckets are thus split over many threads; the partials
-//                   are still sorted by key and the same step runs on them (XYZZ + XYZZ) until
-//                   every key is left once.
+//   seg_count_sorted64, seg_accum_affine_balanced (level 0, default): each thread takes exactly
+//                   CHUNK consecutive sorted entries and writes one XYZZ partial (mixed addition)
+//                   per run of equal bucket key among them, so all threads do equal work and a
+//                   bucket of millions of points is spread over many threads
+//   seg_accum_affine (level 0, ZKGPU_MSM_LEVEL0=runs): one thread per chunk of at most CHUNK
+//                   entries of one bucket (chunks cut on the host with CuPy)
+//   seg_accum_xyzz  levels >= 1: the partials (still sorted by key) are cut per key into chunks
+//                   of at most CHUNK and summed (XYZZ + XYZZ) until every key is left once
 //   scatter_buckets partials -> bucket array (empty buckets stay the identity)
 //   window_reduce   each thread a contiguous range of buckets: running sum + sum, then
 //                   sum_range + offset * running_total (the range's offset times its bucket sum)
