@@ -29,7 +29,7 @@ stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(info record bench-h2d bench-ntt tests)
 failed=()
 # Per-stage time limits in seconds (override with e.g. LIMIT_record=300).
-LIMIT_info=60 LIMIT_tests=170 LIMIT_bench_ntt=60 LIMIT_bench_msm=90 LIMIT_bench_h2d=130 LIMIT_record=190 LIMIT_notebooks=400
+LIMIT_info=60 LIMIT_tests=170 LIMIT_tests_transfer=60 LIMIT_bench_ntt=60 LIMIT_bench_msm=90 LIMIT_bench_h2d=190 LIMIT_record=150 LIMIT_notebooks=220
 run_stage() {
   local name=$1; shift
   local var="LIMIT_${name//-/_}"
@@ -46,12 +46,13 @@ for s in "${stages[@]}"; do
   case "$s" in
     info)      run_stage info python3 -m zkgpu.cli info ;;
     tests)     run_stage tests python3 -m pytest -q -m gpu --durations=15 -p no:cacheprovider tests ;;
+    tests-transfer) run_stage tests-transfer python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_transfer.py ;;
     bench-ntt) run_stage bench-ntt python3 -m zkgpu.cli bench ntt --min-log 16 --max-log 26 --repeat 5 --out "$DATA" ;;
     bench-msm) run_stage bench-msm python3 -m zkgpu.cli bench msm --repeat 3 --out "$DATA" ;;
-    bench-h2d) run_stage bench-h2d python3 -m zkgpu.cli bench h2d --max-size 4GiB --repeat 3 --time-budget 100 --out "$DATA" ;;
+    bench-h2d) run_stage bench-h2d python3 -m zkgpu.cli bench h2d --max-size 4GiB --repeat 3 --time-budget 110 --out "$DATA" ;;
     # the scenario matrix; its sweep and kernel benchmarks are the bench-* stages' job here
     record)    run_stage record python3 -m zkgpu.cli record --no-sweep --no-bench --synth-workers "${SYNTH_WORKERS:-6}" --out "$DATA" ;;
-    notebooks) run_stage notebooks python3 -m zkgpu.cli report --mode live --out "$OUT/reports" ;;
+    notebooks) run_stage notebooks python3 -m zkgpu.cli report --mode live --out "$OUT/reports" ;;  # live: measures now
     *) echo "unknown stage $s"; failed+=("$s") ;;
   esac
 done

@@ -948,3 +948,26 @@ def test_fake_cupy_sweep_time_budget(fake_cp):
     with pytest.warns(RuntimeWarning, match="time budget"):
         df = tr.bandwidth_sweep([MIB, 4 * MIB], paths=["pinned_pool"], fresh=(False,), repeat=1, warmup=0, time_budget_s=0.0)
     assert df.attrs["skipped_sizes"] == [MIB, 4 * MIB] and len(df) == 0
+
+
+@pytest.mark.gpu
+def test_gpu_bench_command_large_sizes_run_a_path_subset(cp, tmp_path):
+    """Sizes from --large-from run only the --large-path paths with reused buffers (the 4 GiB
+    points of the full sweep), and --verify-max limits the byte comparison to small sizes."""
+    from click.testing import CliRunner
+
+    args = ["--out", str(tmp_path), "--max-size", "4MiB", "--repeat", "1", "--warmup", "0", "--alloc-repeat", "0",
+            "--large-from", "4MiB", "--large-path", "pinned_raw", "--large-path", "pageable", "--verify-max", "1MiB"]
+    res = CliRunner().invoke(tr.bench_command, args)
+    assert res.exit_code == 0, res.output
+    (run,) = list(tmp_path.iterdir())
+    df = pd.read_parquet(run / "sweep.parquet")
+    big = df[df.size_bytes == 4 * MIB]
+    assert set(big.path) == {"pinned_raw", "pageable"} and not big.fresh_buffer.any()
+    assert len(df[df.size_bytes == MIB]) == 2 * len(tr.PATHS)
+    assert big.verified.isna().all() or not big.verified.astype(bool).any()
+    assert json.loads((run / "manifest.json").read_text())["large_sizes"]["from_bytes"] == 4 * MIB
+
+
+def test_fake_cupy_bench_large_sizes(fake_cp, tmp_path):
+    test_gpu_bench_command_large_sizes_run_a_path_subset(fake_cp, tmp_path)

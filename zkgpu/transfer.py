@@ -1168,7 +1168,7 @@ def bandwidth_sweep(
     repeat: int = 5,
     warmup: int = 1,
     *,
-    verify: bool = True,
+    verify: bool | int = True,
     time_budget_s: float | None = None,
     progress: bool = False,
 ) -> "pd.DataFrame":
@@ -1202,7 +1202,9 @@ def bandwidth_sweep(
         fresh: which of False (reused) / True (fresh) to run.
         repeat: recorded copies per (size, path, fresh) (≥ 1); warmup: untimed copies before (≥ 0).
         verify: zero the device buffer before each copy (outside the timing) and compare it with the
-            source pattern after (``verified``; a mismatch raises RuntimeError).
+            source pattern after (``verified``; a mismatch raises RuntimeError). An int verifies only
+            sizes up to that many bytes (multi-GiB compares dominate a sweep's time; the GPU tests
+            verify every path).
         time_budget_s: stop before starting a new size once this many seconds have passed (the
             sizes not run are listed in ``df.attrs["skipped_sizes"]`` with a warning).
         progress: a tqdm bar over (size, path, fresh).
@@ -1253,7 +1255,8 @@ def bandwidth_sweep(
             dst = cp.empty(size, dtype=cp.uint8)
             for path in paths:
                 for is_fresh in fresh:
-                    rows.extend(_sweep_case(cp, cupyx, path, size, is_fresh, repeat, warmup, verify, stream, dst, tile, tile_d, pool, cupy_pinned_pool))
+                    check = verify if isinstance(verify, bool) else size <= int(verify)
+                    rows.extend(_sweep_case(cp, cupyx, path, size, is_fresh, repeat, warmup, check, stream, dst, tile, tile_d, pool, cupy_pinned_pool))
                     if bar is not None:
                         bar.update(1)
             del dst
@@ -1535,20 +1538,26 @@ def _make_bench_command() -> Any:
     @click.option("--path", "paths", multiple=True, type=click.Choice(list(PATHS)), help="transfer path (repeatable; default all)")
     @click.option("--no-fresh", is_flag=True, help="only reused host buffers")
     @click.option("--time-budget", default=240.0, show_default=True, type=float, help="stop starting new sizes after this many seconds")
+    @click.option("--verify-max", default="64MiB", show_default=True, help="compare the copied bytes only up to this size")
+    @click.option("--large-from", default="2GiB", show_default=True, help="sizes from here on run only --large-path paths, reused buffers")
+    @click.option("--large-path", "large_paths", multiple=True, type=click.Choice(list(PATHS)), help="paths for the large sizes (default: pageable, cupy_asarray, pinned_pool, pinned_raw)")
     @click.option("--alloc-repeat", default=2, show_default=True, type=click.IntRange(min=0), help="repeats of the hostAlloc/hostRegister cost table (0: skip)")
-    def h2d(out_base: str | None, min_size: str, max_size: str, repeat: int, warmup: int, paths: tuple[str, ...], no_fresh: bool, time_budget: float, alloc_repeat: int) -> None:
+    def h2d(out_base: str | None, min_size: str, max_size: str, repeat: int, warmup: int, paths: tuple[str, ...], no_fresh: bool, time_budget: float, verify_max: str, large_from: str, large_paths: tuple[str, ...], alloc_repeat: int) -> None:
         """H2D bandwidth of every transfer path (pageable … pinned pool), fresh vs reused buffers.
 
         Writes sweep.csv/.parquet (every copy), summary.csv (medians), efficiency.csv (pinned pool
         vs raw pinned at >= 256 MiB), host_alloc.csv (cudaHostAlloc/cudaHostRegister costs) and
         manifest.json into a fresh data/<gpu>-<date>-bench-h2d/ folder.
         """
+        import pandas as pd  # noqa: PLC0415
+
         from .manifest import build_manifest, new_run_dir, write_json_new  # noqa: PLC0415
 
         if not _cuda.gpu_available():
             raise click.ClickException("zkgpu bench h2d needs a CUDA GPU with CuPy (none found)")
         try:
             lo, hi = _parse_bytes(min_size), _parse_bytes(max_size)
+            vmax, big = _parse_bytes(verify_max), _parse_bytes(large_from)
         except ValueError as exc:
             raise click.BadParameter(str(exc)) from exc
         if lo < 1 or hi < lo:
@@ -1562,7 +1571,19 @@ def _make_bench_command() -> Any:
         fresh = (False,) if no_fresh else (False, True)
         run_dir = new_run_dir("bench-h2d", base=Path(out_base) if out_base else None)
         t0 = time.perf_counter()
-        df = bandwidth_sweep(sizes, use_paths, fresh, repeat=repeat, warmup=warmup, time_budget_s=time_budget, progress=False)
+        small, large = [x for x in sizes if x < big], [x for x in sizes if x >= big]
+        parts = []
+        if small:
+            parts.append(bandwidth_sweep(small, use_paths, fresh, repeat=repeat, warmup=warmup, verify=vmax, time_budget_s=time_budget, progress=False))
+        if large:
+            lp = [p for p in (large_paths or ("pageable", "cupy_asarray", "pinned_pool", "pinned_raw")) if p in use_paths]
+            left = None if time_budget is None else max(1.0, time_budget - (time.perf_counter() - t0))
+            parts.append(bandwidth_sweep(large, lp, (False,), repeat=repeat, warmup=warmup, verify=vmax, time_budget_s=left, progress=False))
+        df = pd.concat(parts, ignore_index=True)
+        df.attrs = {
+            "skipped_sizes": [x for part in parts for x in part.attrs.get("skipped_sizes", [])],
+            "pool_stats": [part.attrs.get("pool_stats") for part in parts],
+        }
         sweep_s = time.perf_counter() - t0
         df.to_csv(run_dir / "sweep.csv", index=False)
         df.to_parquet(run_dir / "sweep.parquet", index=False)
@@ -1584,6 +1605,8 @@ def _make_bench_command() -> Any:
             skipped_sizes=df.attrs.get("skipped_sizes", []),
             paths=use_paths,
             fresh=list(fresh),
+            large_sizes={"from_bytes": big, "paths": list(large_paths) or ["pageable", "cupy_asarray", "pinned_pool", "pinned_raw"], "fresh": [False]},
+            verify_max_bytes=vmax,
             repeat=repeat,
             warmup=warmup,
             time_budget_s=time_budget,
