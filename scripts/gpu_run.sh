@@ -51,8 +51,8 @@ for s in "${stages[@]}"; do
     bench-msm) run_stage bench-msm python3 -m zkgpu.cli bench msm --repeat 3 --out "$DATA" ;;
     bench-h2d) run_stage bench-h2d python3 -m zkgpu.cli bench h2d --max-size 4GiB --repeat 3 --time-budget 110 --out "$DATA" ;;
     # the scenario matrix; its sweep and kernel benchmarks are the bench-* stages' job here
-    record)    run_stage record python3 -m zkgpu.cli record --no-sweep --no-bench --synth-workers "${SYNTH_WORKERS:-6}" --out "$DATA" ;;
-    notebooks) run_stage notebooks python3 -m zkgpu.cli report --mode live --out "$OUT/reports" ;;  # live: measures now
+    record)    run_stage record python3 -m zkgpu.cli record --no-sweep --no-bench ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} --out "$DATA" ;;
+    notebooks) run_stage notebooks python3 -m zkgpu.cli report --mode live --out "$OUT/reports" ${NOTEBOOKS:+--only $NOTEBOOKS} ;;  # live: measures now
     *) echo "unknown stage $s"; failed+=("$s") ;;
   esac
 done

@@ -44,6 +44,8 @@ __all__ = [
     "SCENARIOS",
     "GPU_DEFAULT_N",
     "GPU_DEFAULT_PARTITIONS",
+    "GPU_SYNTH_WORKERS",
+    "GPU_QUEUE_DEPTH",
     "GPU_QUICK_N",
     "GPU_QUICK_PARTITIONS",
     "CPU_DEFAULT_N",
@@ -71,6 +73,13 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 # py-arkworks is slow, so about a thousand constraints (a few seconds for the whole matrix).
 GPU_DEFAULT_N = 1 << 22
 GPU_DEFAULT_PARTITIONS = 16
+GPU_SYNTH_WORKERS = 8
+GPU_QUEUE_DEPTH = 8
+"""GPU recordings: 8 synthesis threads and up to 8 partitions synthesized ahead (cuzk's recommended
+``max_gpu_queue_depth``), so that synthesis keeps both GPU workers fed and the GPU side (mutex,
+H2D, barrier) is what limits throughput, as in the seed. With the pipeline's defaults (2 threads,
+depth 2*gw) a 16-core host is synthesis-bound at n = 2^22 (measured 2026-11-29: a partition every
+~250 ms in every scenario, GPU workers starved)."""
 GPU_QUICK_N = 1 << 20
 GPU_QUICK_PARTITIONS = 4
 CPU_DEFAULT_N = 1 << 10
@@ -156,6 +165,7 @@ def _config_dict(cfg: Any) -> dict[str, Any]:
 def run_scenario(
     name: str, settings: dict[str, Any], run_dir: Path, *, n: int, partitions: int, device: str,
     seed: int = 0, synth_workers: int | None = None, prepared: dict[tuple, Any] | None = None,
+    queue_depth: int | None = None,
 ) -> dict[str, Any]:
     """Run one scenario into ``run_dir`` and return its manifest entry.
 
@@ -178,6 +188,8 @@ def run_scenario(
                               log_path=run_dir / log_rel, events_path=run_dir / ev_rel)
     if synth_workers is not None:
         kw["synth_workers"] = synth_workers
+    if queue_depth is not None:
+        kw["queue_depth"] = queue_depth
     kw = {k: v for k, v in kw.items() if k in fields}
     entry: dict[str, Any] = {"settings": settings}
     t0 = time.perf_counter()
@@ -297,6 +309,7 @@ def record(
     sweep: bool = True,
     bench: bool = True,
     synth_workers: int | None = None,
+    queue_depth: int | None = None,
     seed: int = 0,
     echo: Callable[[str], None] | None = None,
 ) -> Path:
@@ -311,7 +324,10 @@ def record(
         quick: smaller defaults, a shorter sweep and benchmarks.
         scenarios: names from :data:`SCENARIOS` (default all).
         sweep, bench: include the H2D sweep / kernel benchmarks (GPU only).
-        synth_workers: synthesis threads (default: the pipeline's).
+        synth_workers: synthesis threads (default :data:`GPU_SYNTH_WORKERS` on the GPU, else the
+            pipeline's).
+        queue_depth: partitions synthesized ahead (default :data:`GPU_QUEUE_DEPTH` on the GPU, else
+            the pipeline's 2*gw).
         seed: base seed of every scenario (the same witnesses in every scenario).
         echo: progress callback (e.g. ``print``).
 
@@ -331,6 +347,8 @@ def record(
     if device == "gpu":
         n = n or (GPU_QUICK_N if quick else GPU_DEFAULT_N)
         partitions = partitions or (GPU_QUICK_PARTITIONS if quick else GPU_DEFAULT_PARTITIONS)
+        synth_workers = synth_workers or GPU_SYNTH_WORKERS
+        queue_depth = queue_depth or GPU_QUEUE_DEPTH
     else:
         n = n or CPU_DEFAULT_N
         partitions = partitions or CPU_DEFAULT_PARTITIONS
@@ -360,7 +378,7 @@ def record(
             t_w = time.perf_counter()
             with tempfile.TemporaryDirectory(prefix="zkgpu-warmup-") as tmp:
                 w = run_scenario(f"warmup-{name0}", settings0, Path(tmp), n=n, partitions=2, device=device,
-                                 seed=seed, synth_workers=synth_workers, prepared=prepared)
+                                 seed=seed, synth_workers=synth_workers, prepared=prepared, queue_depth=queue_depth)
             msg = f"warm-up: 2 partitions of {name0}'s configuration in {time.perf_counter() - t_w:.1f} s, discarded (kernel compilation, CUDA set-up, NTT tables)"
             if "error" in w:
                 msg += f"; it failed: {w['error']}"
@@ -369,7 +387,7 @@ def record(
         for name, settings in runnable.items():
             say(f"record: scenario {name} {settings}")
             entries[name] = run_scenario(name, settings, run_dir, n=n, partitions=partitions, device=device,
-                                         seed=seed, synth_workers=synth_workers, prepared=prepared)
+                                         seed=seed, synth_workers=synth_workers, prepared=prepared, queue_depth=queue_depth)
             e = entries[name]
             say(f"record:   {name}: {'ERROR ' + e['error'] if 'error' in e else str(e.get('rows')) + ' events'} in {e['seconds']} s")
         if device == "gpu":
@@ -422,8 +440,9 @@ def record(
 @click.option("--scenario", "scenarios", multiple=True, type=click.Choice(list(SCENARIOS)), help="run only these (repeatable)")
 @click.option("--no-sweep", is_flag=True, help="skip the H2D bandwidth sweep")
 @click.option("--no-bench", is_flag=True, help="skip the kernel benchmarks")
-@click.option("--synth-workers", type=int, default=None, help="synthesis threads (default: the pipeline's)")
-def record_command(n, partitions, quick, out, device, scenarios, no_sweep, no_bench, synth_workers) -> None:
+@click.option("--synth-workers", type=int, default=None, help="synthesis threads (default 8 on the GPU, else the pipeline's)")
+@click.option("--queue-depth", type=int, default=None, help="partitions synthesized ahead (default 8 on the GPU, else 2*gw)")
+def record_command(n, partitions, quick, out, device, scenarios, no_sweep, no_bench, synth_workers, queue_depth) -> None:
     """Run the scenario matrix (baseline, registered, pinned pool, narrow lock, gw=1/3, compute-only)
     and write logs, Parquet event tables, the H2D sweep, kernel benchmarks and manifest.json into
     one fresh data/<gpu>-<date>-record/ folder."""
@@ -441,7 +460,7 @@ def record_command(n, partitions, quick, out, device, scenarios, no_sweep, no_be
         run_dir = record(
             out=out, device=None if device == "auto" else device, n=n, partitions=partitions, quick=quick,
             scenarios=scenarios or None, sweep=not no_sweep, bench=not no_bench, synth_workers=synth_workers,
-            echo=click.echo,
+            queue_depth=queue_depth, echo=click.echo,
         )
     except (ValueError, TypeError, RuntimeError) as exc:
         raise click.ClickException(str(exc)) from exc
