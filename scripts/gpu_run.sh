@@ -28,8 +28,15 @@ fi
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(info record bench-h2d bench-ntt tests)
 failed=()
-# Per-stage time limits in seconds (override with e.g. LIMIT_record=300).
-LIMIT_info=60 LIMIT_tests=170 LIMIT_tests_transfer=60 LIMIT_bench_ntt=60 LIMIT_bench_msm=90 LIMIT_bench_h2d=190 LIMIT_record=150 LIMIT_notebooks=220
+# Per-stage time limits in seconds (the environment overrides them, e.g. LIMIT_record=300).
+: "${LIMIT_info:=60}"
+: "${LIMIT_tests:=170}"
+: "${LIMIT_tests_transfer:=60}"
+: "${LIMIT_bench_ntt:=60}"
+: "${LIMIT_bench_msm:=90}"
+: "${LIMIT_bench_h2d:=190}"
+: "${LIMIT_record:=150}"
+: "${LIMIT_notebooks:=220}"
 run_stage() {
   local name=$1; shift
   local var="LIMIT_${name//-/_}"

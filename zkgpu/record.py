@@ -166,12 +166,15 @@ def run_scenario(
     name: str, settings: dict[str, Any], run_dir: Path, *, n: int, partitions: int, device: str,
     seed: int = 0, synth_workers: int | None = None, prepared: dict[tuple, Any] | None = None,
     queue_depth: int | None = None,
+    pool: Any = None,
 ) -> dict[str, Any]:
     """Run one scenario into ``run_dir`` and return its manifest entry.
 
     Writes ``logs/<name>.log`` and ``events/<name>.parquet`` (relative paths in the entry).
     Errors are caught and recorded in the entry (``error``, ``traceback``); the log and any
     events produced so far are kept.
+
+    ``pool``: a shared (pre-warmed) :class:`zkgpu.transfer.PinnedPool` for pinned_pool scenarios.
 
     ``prepared``: a dict shared across calls; the circuit and the backend with its generated
     bases (``zkgpu.pipeline.prepare_backend``) are kept there per (transfer, n, seed, device) —
@@ -203,7 +206,7 @@ def run_scenario(
         if key not in cache:
             cache[key] = pipe.prepare_backend(cfg)
         entry["setup_s"] = round(time.perf_counter() - t_setup, 3)
-        result = pipe.run_pipeline(cfg, prepared=cache[key])
+        result = pipe.run_pipeline(cfg, prepared=cache[key], pool=pool if cfg.transfer == "pinned_pool" else None)
         events = getattr(result, "events", None)
         ev_path = run_dir / ev_rel
         if not ev_path.exists():
@@ -369,6 +372,7 @@ def record(
     bench_rel: dict[str, str] = {}
     interrupted = None
     prepared: dict[tuple, Any] = {}
+    pool: Any = None
     try:
         if device == "gpu" and runnable:
             # Warm-up, discarded: the first pipeline run of a process compiles the kernels (NVRTC),
@@ -384,10 +388,24 @@ def record(
                 msg += f"; it failed: {w['error']}"
             notes.append(msg)
             say(f"record: {msg}")
+        if device == "gpu" and any(st.get("transfer") == "pinned_pool" for st in runnable.values()):
+            # cuzk measures the pool in steady state (every checkout a reuse, "24 allocs / 48
+            # reuses"); a cold pool would put a burst of cudaHostAlloc calls, which serialise in
+            # the driver, into the first partitions' synthesis. Allocate once, up front, and share.
+            from . import transfer  # noqa: PLC0415
+
+            pool = transfer.PinnedPool()
+            nbuf = (queue_depth or 0) + max(int(st.get("gw", 2)) for st in runnable.values()) + 2
+            t_p = time.perf_counter()
+            for held in [pool.checkout_abc(n) for _ in range(nbuf)]:
+                held.release()
+            msg = f"pinned pool pre-warmed: {3 * nbuf} buffers of {n * 32} bytes in {time.perf_counter() - t_p:.1f} s, shared by the pinned_pool scenarios"
+            notes.append(msg)
+            say(f"record: {msg}")
         for name, settings in runnable.items():
             say(f"record: scenario {name} {settings}")
             entries[name] = run_scenario(name, settings, run_dir, n=n, partitions=partitions, device=device,
-                                         seed=seed, synth_workers=synth_workers, prepared=prepared, queue_depth=queue_depth)
+                                         seed=seed, synth_workers=synth_workers, prepared=prepared, queue_depth=queue_depth, pool=pool)
             e = entries[name]
             say(f"record:   {name}: {'ERROR ' + e['error'] if 'error' in e else str(e.get('rows')) + ' events'} in {e['seconds']} s")
         if device == "gpu":
@@ -404,6 +422,8 @@ def record(
         notes.append(f"INTERRUPTED ({interrupted}): only the scenarios listed with files were recorded")
     finally:
         prepared.clear()  # release the generated bases (device memory) before the manifest
+        if pool is not None:
+            pool.close()
     for name in runnable:
         entries.setdefault(name, {"settings": SCENARIOS[name], "skipped": "not run: the recording was interrupted"})
     for name, why in skipped.items():
