@@ -192,3 +192,27 @@ def test_metrics_on_parsed_fixture():
 def test_bad_table():
     with pytest.raises(ValueError, match="lacks columns"):
         timeline_utilization(pd.DataFrame({"x": [1]}))
+
+
+def test_compute_utilization_subtracts_h2d_inside_ntt_msm_h():
+    from zkgpu.metrics import compute_utilization
+
+    inside = {"gpu": 0, "gpu_ms": 30.0, "detail": "stage=ntt_msm_h"}
+    outside = {"gpu": 0, "gpu_ms": 50.0, "detail": "stage=pre_lock"}  # pre-staged copy: not subtracted
+    rows = [
+        ("ntt_msm_h", 0, 60, 0, 0, {"gpu": 0, "gpu_ms": 60.0}),
+        ("h2d", 0, 30, 0, 0, inside),
+        ("batch_add", 60, 80, 0, 0, {"gpu": 0, "gpu_ms": 20.0}),
+        ("tail_msm", 80, 100, 0, 0, {"gpu": 0, "gpu_ms": 20.0}),
+        ("h2d", 100, 150, 1, 1, outside),
+        ("synthesize", 150, 200, None, 1),
+    ]
+    c = compute_utilization(ev(rows)).loc["r"]
+    assert c["copy_ms"] == pytest.approx(30.0)
+    assert c["busy_ms"] == pytest.approx(70.0) and c["wall_ms"] == pytest.approx(200.0)
+    assert c["utilization"] == pytest.approx(0.35)
+    assert kernel_utilization(ev(rows)).loc["r", "utilization"] == pytest.approx(0.5)
+    # without stage= keys, containment in ntt_msm_h decides
+    for extra in (inside, outside):
+        extra.pop("detail")
+    assert compute_utilization(ev(rows)).loc["r", "copy_ms"] == pytest.approx(30.0)

@@ -25,6 +25,7 @@ __all__ = [
     "wall_span",
     "timeline_utilization",
     "kernel_utilization",
+    "compute_utilization",
     "phase_shares",
     "h2d_share",
     "effective_h2d_gbps",
@@ -160,6 +161,44 @@ def kernel_utilization(events: pd.DataFrame, phases: Sequence[str] = GPU_PHASES)
     out = _util_table(busy, gpus, wall)
     out["method"] = [methods.get(r, "none") for r in out.index]
     return out
+
+
+def compute_utilization(events: pd.DataFrame, phases: Sequence[str] = GPU_PHASES) -> pd.DataFrame:
+    """Compute (kernel-only) utilization per run: :func:`kernel_utilization` without the H2D copies.
+
+    busy_ms = Σ ``gpu_ms`` of the GPU phases (CUDA events; intervals where ``gpu_ms`` is missing, as
+    in :func:`kernel_utilization`) − Σ ``gpu_ms`` (else interval) of the ``h2d`` rows that ran
+    *inside* ntt_msm_h (``stage=ntt_msm_h`` in ``detail``, or, without that key, an h2d row that
+    lies within an ntt_msm_h interval of the same run and partition). A pageable H2D copy keeps the
+    stream busy but the SMs idle, so upstream's definition (gpu_total − barrier_wait, H2D
+    included) counts it as GPU work; this one does not. Same wall span and clipping as
+    :func:`kernel_utilization`.
+
+    Returns: DataFrame indexed by run with ``busy_ms``, ``copy_ms`` (subtracted), ``wall_ms``,
+    ``n_gpus``, ``utilization``.
+    """
+    _check(events)
+    k = kernel_utilization(events, phases)
+    h = events[events["phase"] == "h2d"]
+    copy: dict = {}
+    if len(h):
+        detail = h["detail"].astype("string").fillna("")
+        inside = detail.str.contains("stage=ntt_msm_h", regex=False)
+        unknown = ~detail.str.contains("stage=", regex=False)
+        if unknown.any():
+            n = events[events["phase"] == "ntt_msm_h"][["run", "partition", "start_ns", "end_ns"]]
+            m = h[unknown].reset_index().merge(n, on=["run", "partition"], suffixes=("", "_n"))
+            ok = m[(m["start_ns"] >= m["start_ns_n"]) & (m["end_ns"] <= m["end_ns_n"])]["index"]
+            inside = inside | h.index.isin(ok)
+        sel = h[inside.to_numpy()]
+        ms = sel["gpu_ms"].where(sel["gpu_ms"].notna(), (sel["end_ns"] - sel["start_ns"]) / 1e6)
+        copy = ms.groupby(sel["run"]).sum().to_dict()
+    out = k.copy()
+    out["copy_ms"] = [float(copy.get(r, 0.0)) for r in out.index]
+    out["busy_ms"] = (out["busy_ms"] - out["copy_ms"]).clip(lower=0.0)
+    u = out["busy_ms"] / (out["n_gpus"] * out["wall_ms"])
+    out["utilization"] = u.clip(upper=1.0)
+    return out[["busy_ms", "copy_ms", "wall_ms", "n_gpus", "utilization"] + [c for c in out.columns if c not in ("busy_ms", "copy_ms", "wall_ms", "n_gpus", "utilization")]]
 
 
 def phase_shares(events: pd.DataFrame, by: Sequence[str] = ("run", "worker"), phases: Sequence[str] | None = None) -> pd.DataFrame:

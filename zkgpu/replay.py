@@ -512,13 +512,12 @@ def scenario_table(source: Source, names: Iterable[str] | None = None) -> pd.Dat
     Columns: ``scenario, transfer, lock_scope, gw, partitions, wall_ms, partitions_per_min``
     (:func:`zkgpu.metrics.throughput`), ``timeline_util`` / ``kernel_util`` (upstream's
     definitions, :func:`zkgpu.metrics.timeline_utilization` / :func:`~zkgpu.metrics.kernel_utilization`:
-    the kernel figure counts the whole ntt_msm_h, H2D included), ``compute_util`` (H2D and barrier
-    wait excluded, :func:`zkgpu.model.utilization`), median ms of ``ntt_msm_h, h2d, ntt, h_msm,
+    the kernel figure counts the whole ntt_msm_h, H2D included), ``compute_util`` (the same without
+    the H2D copies inside ntt_msm_h, :func:`zkgpu.metrics.compute_utilization`), median ms of ``ntt_msm_h, h2d, ntt, h_msm,
     prep_msm, barrier_wait, mutex_wait, batch_add, tail_msm, prove``, and ``h2d_gbps``
     (:func:`zkgpu.metrics.effective_h2d_gbps`). Milliseconds are the recording's device's.
     """
     from . import metrics  # noqa: PLC0415
-    from .model import utilization  # noqa: PLC0415
 
     names = [s for s in (names if names is not None else source.scenarios) if source.has(s)]
     rows = []
@@ -539,7 +538,7 @@ def scenario_table(source: Source, names: Iterable[str] | None = None) -> pd.Dat
             "partitions_per_min": float(tp["partitions_per_min"].sum()),
             "timeline_util": float(tl.mean()) if len(tl) else float("nan"),
             "kernel_util": float(kn.mean()) if len(kn) else float("nan"),
-            "compute_util": utilization(ev)["kernel_utilization"],
+            "compute_util": float(metrics.compute_utilization(ev)["utilization"].mean()),
         }
         for ph in ("ntt_msm_h", "h2d", "ntt", "h_msm", "prep_msm", "barrier_wait", "mutex_wait", "batch_add", "tail_msm", "prove"):
             row[f"{ph}_ms"] = _median_ms(ev, ph)
