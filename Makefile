@@ -1,6 +1,7 @@
 # Two commands for a fresh Linux machine; each sets up .venv itself on first use.
 #   make report   run the notebook suite into reports/index.html (replays data/ without a GPU)
 #   make test     run the test suite (GPU tests are skipped without a GPU)
+#   make gpu-run EXTRAS=notebooks,test,gpu-cuda13   GPU tests, benchmarks, recording (scripts/gpu_run.sh)
 # On a GPU machine add CuPy:  make report EXTRAS=notebooks,test,gpu-cuda13   (or gpu-cuda12)
 PYTHON ?= python3
 VENV   ?= .venv
@@ -22,6 +23,10 @@ report: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# Everything that needs a GPU, in one call (tests, benchmarks, recording); see scripts/gpu_run.sh.
+gpu-run: $(STAMP)
+	PATH=$(abspath $(BIN)):$$PATH scripts/gpu_run.sh
 
 clean:
 	rm -rf reports .pytest_cache

@@ -9,7 +9,7 @@
 #   ZKGPU_COMMIT=$(git rev-parse HEAD) names the commit in the manifests when the copy has no .git.
 #   OUT=/some/dir scripts/gpu_run.sh    where logs and results.tar.gz go (default ./gpu-out)
 #
-# On the lent H200 (no network), carry the wheels in .whl (../shared/tools/gpu-wheels.sh .whl);
+# On a machine without network access put wheels of the missing packages in .whl/ (pip download);
 # they are installed into /tmp/site first. Each stage's output is in $OUT/<stage>.log; a stage
 # that fails does not stop the others, and the script exits non-zero if any failed.
 set -uo pipefail
