@@ -330,22 +330,22 @@ def _passes(L: int, max_tile_log: int = _MAX_TILE_LOG) -> list[tuple[int, int, i
 # ----------------------------------------------------------------------------------------------
 # device API
 # ----------------------------------------------------------------------------------------------
-def to_montgomery(d: Any) -> Any:
-    """Canonical -> Montgomery form, in place on a device array of Fr elements; returns d."""
+def _fr_inplace(d: Any, kernel: str) -> Any:
     w = device_words(d)
     n = w.size // 8
     if n:
-        _cuda.launch_1d(_cuda.get_kernel("fr_ops", "fr_to_mont"), n, (w, np.uint64(n)))
+        _cuda.launch_1d(_cuda.get_kernel("fr_ops", kernel), n, (w, np.uint64(n)))
     return d
+
+
+def to_montgomery(d: Any) -> Any:
+    """Canonical -> Montgomery form, in place on a device array of Fr elements; returns d."""
+    return _fr_inplace(d, "fr_to_mont")
 
 
 def from_montgomery(d: Any) -> Any:
     """Montgomery -> canonical form, in place on a device array of Fr elements; returns d."""
-    w = device_words(d)
-    n = w.size // 8
-    if n:
-        _cuda.launch_1d(_cuda.get_kernel("fr_ops", "fr_from_mont"), n, (w, np.uint64(n)))
-    return d
+    return _fr_inplace(d, "fr_from_mont")
 
 
 def bitrev_permute(d: Any) -> Any:
