@@ -358,6 +358,20 @@ def test_keyboard_interrupt_stops_cleanly(prepared, tmp_path):
     assert len(pd.read_parquet(tmp_path / "r.parquet")) == len(r.events)
 
 
+@pytest.mark.parametrize("step", ["prep_msm", "b_g2_msm"])
+def test_keyboard_interrupt_in_the_prep_thread_stops_the_run(prepared, step):
+    """Ctrl-C raised in the prep_msm thread (before or after it signals the barrier) stops the run
+    like one in a GPU worker: PipelineInterrupted, the partition cancelled, no buffer left out."""
+    c = cfg(partitions=6, gw=2, transfer="pinned_pool", queue_depth=2, fault_hook=_raise_at(step, 1, KeyboardInterrupt()))
+    res, err = run_bounded(c, limit=60, prepared=prepared)
+    assert res is None and isinstance(err, PipelineInterrupted), (res, err)
+    r = err.result
+    assert r.interrupted and r.partitions[1].status == "cancelled"
+    assert all(p.status in ("ok", "cancelled") for p in r.partitions)
+    assert r.pool_stats["buffers_in_use"] == 0
+    assert no_pipeline_threads_left()
+
+
 def test_ctrl_c_in_the_main_thread_stops_cleanly(prepared):
     import _thread
 

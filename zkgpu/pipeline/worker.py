@@ -105,6 +105,8 @@ class PrepBarrier:
         with self._cv:
             while True:
                 if self._aborted is not None:
+                    if isinstance(self._aborted, KeyboardInterrupt):  # Ctrl-C in the prep thread stops the run
+                        raise self._aborted
                     raise PrepFailed(f"prep_msm thread failed: {self._aborted!r}") from self._aborted
                 if self._count > 0:
                     self._count -= 1
@@ -424,6 +426,8 @@ def finalize(ctx: WorkerContext, st: StartState, prove_span: Span | None) -> Non
                 if st.prep_thread.is_alive():
                     raise TimeoutError(f"prep_msm/b_g2 thread of partition {p} still running after timeout_s={cfg.timeout_s}")
             if st.prep_error is not None:
+                if isinstance(st.prep_error, KeyboardInterrupt):
+                    raise st.prep_error
                 raise PrepFailed(f"b_g2_msm failed: {st.prep_error!r}") from st.prep_error
             result.h = st.h
             for nm in ("l", "a", "b_g1"):
