@@ -464,3 +464,22 @@ def test_sequential_placement_shares_timeline_base():
     ntt = ev[ev["phase"] == "ntt_msm_h"].iloc[0]
     assert ntt["start_ns"] == 500 * 10**6 and "placement=sequential" in ntt["detail"] and pd.isna(ntt["worker"])
     assert ev[ev["phase"] == "prove"]["start_ns"].tolist() == [500 * 10**6]
+
+
+@pytest.mark.parametrize("line", ["CUZK_TIMING: prep_msm_ms=1e400", "CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=-5",
+                                  "CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=" + "9" * 400])
+def test_corrupt_durations_do_not_break_to_events(line):
+    ev = to_events(parse_lines([line, "CUZK_TIMING: gpu_tid=0 tail_msm_ms=5 gpu_total_ms=9"]))
+    assert (ev["end_ns"] >= ev["start_ns"]).all()
+
+
+def test_parse_cli_never_overwrites(tmp_path):
+    from click.testing import CliRunner
+
+    log = tmp_path / "a.log"
+    log.write_text("CUZK_TIMING: prep_msm_ms=5\n")
+    out = tmp_path / "e.csv"
+    out.write_text("precious\n")
+    res = CliRunner().invoke(parse_command, [str(log), "--out", str(out)])
+    assert res.exit_code != 0 and "never overwrites" in res.output
+    assert out.read_text() == "precious\n"

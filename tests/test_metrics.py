@@ -216,3 +216,15 @@ def test_compute_utilization_subtracts_h2d_inside_ntt_msm_h():
     for extra in (inside, outside):
         extra.pop("detail")
     assert compute_utilization(ev(rows)).loc["r", "copy_ms"] == pytest.approx(30.0)
+
+
+def test_empty_event_table_gives_empty_results():
+    from zkgpu import metrics
+    from zkgpu.events import empty_events
+
+    e = empty_events()
+    for fn in (metrics.throughput, metrics.timeline_utilization, metrics.kernel_utilization, metrics.compute_utilization):
+        out = fn(e)
+        assert len(out) == 0, fn.__name__
+    assert {"partitions_per_min", "s_per_partition"} <= set(metrics.throughput(e).columns)
+    assert "utilization" in metrics.compute_utilization(e).columns

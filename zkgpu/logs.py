@@ -46,6 +46,7 @@ Placing durations on a time axis (:func:`to_events`) — see its docstring for t
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 from collections import defaultdict, deque
@@ -594,14 +595,20 @@ def _ns(ms: float) -> int:
     return int(round(float(ms) * 1e6))
 
 
+_MAX_MS = 1e9  # ~11.6 days: a longer phase duration is a corrupt value, not a measurement
+
+
 def _val(r: dict, k: str) -> float:
+    """A duration field in ms for event placement; NaN (= absent) when missing, unreadable,
+    non-finite, negative or implausibly large, so one corrupt value cannot break ``to_events``."""
     v = r.get(k)
     if v is None or v is pd.NA:
         return float("nan")
     try:
-        return float(v)
-    except (TypeError, ValueError):
+        x = float(v)
+    except (TypeError, ValueError, OverflowError):
         return float("nan")
+    return x if math.isfinite(x) and 0.0 <= x <= _MAX_MS else float("nan")
 
 
 def _timeline_events(tl: pd.DataFrame, run: str, source: str) -> tuple[list[dict], list[dict]]:
@@ -980,6 +987,8 @@ def parse_command(logfile: str, out: str | None, partitions_out: str | None, run
     for target in (out, partitions_out):
         if target is not None and not target.endswith((".parquet", ".csv")):
             raise click.BadParameter(f"output must end in .parquet or .csv: {target}")
+        if target is not None and Path(target).exists():
+            raise click.ClickException(f"{target} exists: zkgpu parse never overwrites a file (choose another name)")
     parsed = parse_file(logfile)
     pt = partition_table(parsed)
     run = run or Path(logfile).stem
@@ -997,8 +1006,9 @@ def parse_command(logfile: str, out: str | None, partitions_out: str | None, run
         if target is None:
             continue
         Path(target).parent.mkdir(parents=True, exist_ok=True)
-        if target.endswith(".parquet"):
-            df.to_parquet(target, index=False)
-        else:
-            df.to_csv(target, index=False)
+        with open(target, "xb") as f:  # exclusive create: never overwrite
+            if target.endswith(".parquet"):
+                df.to_parquet(f, index=False)
+            else:
+                df.to_csv(f, index=False)
         click.echo(f"wrote {len(df)} rows to {target}")

@@ -100,6 +100,8 @@ def _gpu_key(events: pd.DataFrame) -> pd.Series:
 
 
 def _util_table(busy: dict, gpus: dict, wall: pd.DataFrame) -> pd.DataFrame:
+    if wall.empty:  # an empty event table: an empty result with the documented columns
+        return pd.DataFrame(columns=["busy_ms", "wall_ms", "n_gpus", "utilization"], index=pd.Index([], name="run"))
     rows = []
     for run in wall.index:
         b = busy.get(run, 0.0)
@@ -299,9 +301,11 @@ def throughput(events: pd.DataFrame) -> pd.DataFrame:
                 "partitions": n,
                 "wall_ms": w,
                 "partitions_per_min": n / (w / 60000.0) if w > 0 else float("nan"),
-                "s_per_partition": (w / 1000.0 / n) if n else float("nan"),
+                "s_per_partition": (w / 1000.0 / n) if n and w > 0 else float("nan"),
             }
         )
+    if not rows:
+        return pd.DataFrame(columns=["partitions", "wall_ms", "partitions_per_min", "s_per_partition"], index=pd.Index([], name="run"))
     return pd.DataFrame(rows).set_index("run")
 
 
