@@ -12,6 +12,8 @@ import sys
 import threading
 import time
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -971,3 +973,30 @@ def test_gpu_bench_command_large_sizes_run_a_path_subset(cp, tmp_path):
 
 def test_fake_cupy_bench_large_sizes(fake_cp, tmp_path):
     test_gpu_bench_command_large_sizes_run_a_path_subset(fake_cp, tmp_path)
+
+
+def test_stale_view_of_an_earlier_checkout_is_refused():
+    """A view keeps the token of its checkout: checking in a stale view after the memory was
+    handed out again must not return the new owner's buffer (two live checkouts would alias)."""
+    pool = tr.PinnedPool(tr.PageableAllocator())
+    first = pool.checkout(64)
+    stale = first[:]
+    pool.checkin(first)
+    second = pool.checkout(64)
+    with pytest.raises(tr.PoolError, match="double checkin"):
+        pool.checkin(stale)
+    third = pool.checkout(64)
+    assert not np.shares_memory(second, third)
+    pool.checkin(second[:])  # a view of a live checkout still checks in
+    pool.checkin(third)
+    assert pool.stats().buffers_in_use == 0
+
+
+def test_huge_shape_does_not_wrap_or_leak():
+    pool = tr.PinnedPool(tr.PageableAllocator())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for shape in ((2**62 + 1, 4), (2**40, 2**40)):
+            with pytest.raises((ValueError, MemoryError)):
+                pool.checkout(shape=shape, dtype=np.uint64)
+    assert pool.stats().buffers_in_use == 0

@@ -590,8 +590,10 @@ class PinnedArray(np.ndarray):
         self.pool = None
         self.pinned = False
         self.capacity = 0
-        self._origin = None  # the pool that handed it out (kept after checkin)
-        self._token = None  # identifies this checkout (detects a stale double checkin)
+        # the pool that handed it out (kept after checkin) and the checkout it belongs to; views
+        # inherit both, so checking in a stale view of an earlier checkout is detected
+        self._origin = getattr(obj, "_origin", None)
+        self._token = getattr(obj, "_token", None)
 
     def __enter__(self) -> "PinnedArray":
         if self.pool is None:
@@ -761,7 +763,7 @@ class PinnedPool:
             shp = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)
             if any(s < 0 for s in shp):
                 raise ValueError(f"shape must be non-negative, got {shp}")
-            need = int(np.prod(shp, dtype=np.int64)) * dt.itemsize
+            need = math.prod(shp) * dt.itemsize  # Python ints: no int64 wrap-around
             if nbytes is not None and int(nbytes) != need:
                 raise ValueError(f"nbytes={nbytes} does not match shape {shp} of {dt} ({need} bytes)")
             nbytes = need
@@ -928,7 +930,7 @@ class PinnedPool:
             entry_token = buf.token if buf is not None else (fb[1] if fb is not None else None)
             if isinstance(arr, PinnedArray) and arr._origin is not None and arr._origin is not self:
                 raise PoolError(f"array at 0x{ptr:x} was checked out from another pool")
-            if token is not None and token != entry_token:
+            if token is not None and entry_token is not None and token != entry_token:
                 raise PoolError(f"buffer at 0x{ptr:x} was already checked in (double checkin)")
             if buf is not None:
                 del self._in_use[ptr]
