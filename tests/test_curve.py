@@ -186,3 +186,16 @@ def test_signed_digits_device_and_reference(shim, c):
         assert all(-half <= d <= half for d in row)
         assert sum(d << (c * w) for w, d in enumerate(row)) == k
         assert row == signed_digits(k, c)
+
+
+def test_py_ecc_int_coordinates_out_of_range_are_errors():
+    from py_ecc.optimized_bls12_381 import G1, normalize
+
+    from zkgpu.curve import g1_from_py_ecc
+    from zkgpu.field import FQ
+
+    x, y = (int(c.n) for c in normalize(G1))
+    assert g1_from_py_ecc([(x, y)]).shape == (1, 12)
+    for bad in ((x + FQ.modulus, y), (x, -y), (x, y, 1 + FQ.modulus)):
+        with pytest.raises(ValueError, match="point 0: coordinate"):
+            g1_from_py_ecc([bad])

@@ -149,21 +149,22 @@ def g1_from_py_ecc(points: Sequence[Any]) -> np.ndarray:
     may be py_ecc ``FQ`` values or ints.
 
     Raises:
-        ValueError: a point not on the curve (names the index).
+        ValueError: a point not on the curve, or an integer coordinate outside ``[0, q)`` (names
+            the index; coordinates are never reduced silently).
     """
     pairs: list[tuple[int, int] | None] = []
     for p in points:
         if p is None:
             pairs.append(None)
         elif len(p) == 3:
-            X, Y, Z = (int(_fq_int(c)) for c in p)
-            if Z % _Q == 0:
+            X, Y, Z = (_coord(c, len(pairs)) for c in p)
+            if Z == 0:
                 pairs.append(None)
             else:
                 zi = pow(Z, -1, _Q)
                 pairs.append((X * zi % _Q, Y * zi % _Q))
         elif len(p) == 2:
-            pairs.append((_fq_int(p[0]) % _Q, _fq_int(p[1]) % _Q))
+            pairs.append((_coord(p[0], len(pairs)), _coord(p[1], len(pairs))))
         else:
             raise ValueError(f"point {len(pairs)}: expected (x, y), (X, Y, Z) or None, got {p!r}")
     return g1_from_ints(pairs)
@@ -171,6 +172,14 @@ def g1_from_py_ecc(points: Sequence[Any]) -> np.ndarray:
 
 def _fq_int(c: Any) -> int:
     return int(c.n) if hasattr(c, "n") else int(c)
+
+
+def _coord(c: Any, index: int) -> int:
+    """A py_ecc FQ (always reduced) or an int coordinate, which must already lie in [0, q)."""
+    v = _fq_int(c)
+    if not 0 <= v < _Q:
+        raise ValueError(f"point {index}: coordinate {v:#x} is out of range for Fq (need 0 <= v < q)")
+    return v
 
 
 def g1_to_py_ecc(arr: np.ndarray) -> list[tuple]:
@@ -224,8 +233,15 @@ def g1_neg(a: np.ndarray) -> np.ndarray:
 
 
 def g1_mul(a: np.ndarray, k: Sequence[int]) -> np.ndarray:
-    """Pointwise ``k_i * a_i`` on the host (arkworks); ``k_i`` are ints reduced mod r."""
+    """Pointwise ``k_i * a_i`` on the host (arkworks); ``k_i`` are ints reduced mod r.
+
+    Raises:
+        ValueError: ``len(k) != len(a)``.
+    """
     from py_arkworks_bls12381 import Scalar  # noqa: PLC0415
 
     pts = g1_to_arkworks(a)
+    k = list(k)
+    if len(k) != len(pts):
+        raise ValueError(f"g1_mul: {len(pts)} points but {len(k)} scalars")
     return g1_from_arkworks([p * Scalar.from_le_bytes((int(s) % FR.modulus).to_bytes(32, "little")) for p, s in zip(pts, k)])

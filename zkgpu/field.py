@@ -197,8 +197,17 @@ def from_ints(field: PrimeField, ints: Iterable[int]) -> np.ndarray:
 
 
 def to_ints(field: PrimeField, arr: np.ndarray) -> list[int]:
-    """Host array ``(n, limbs)`` uint64 -> list of Python ints (no range check)."""
-    a = np.ascontiguousarray(arr, dtype=np.uint64)
+    """Host array ``(n, limbs)`` uint64 -> list of Python ints (no range check: Montgomery-form or
+    unreduced words convert as they are).
+
+    Raises:
+        TypeError: not a numpy array of dtype uint64 (a signed or float array would be silently
+            reinterpreted). ValueError: shape other than ``(n, limbs)``.
+    """
+    if not isinstance(arr, np.ndarray) or arr.dtype != np.uint64:
+        what = arr.dtype if isinstance(arr, np.ndarray) else type(arr).__name__
+        raise TypeError(f"expected a numpy uint64 array of shape (n, {field.limbs}), got {what}")
+    a = np.ascontiguousarray(arr)
     if a.ndim != 2 or a.shape[1] != field.limbs:
         raise ValueError(f"expected shape (n, {field.limbs}) for {field.name}, got {a.shape}")
     raw = a.astype("<u8").tobytes()
