@@ -405,3 +405,12 @@ def test_gpu_arbitrary_positions_horner_2_20():
             for c in reversed(xi):
                 acc = (acc * pt + c) % P
             assert fr_to_ints(y[j : j + 1])[0] == acc, (coset, j)
+
+
+def test_reference_rejects_non_int_elements():
+    from zkgpu.qap import compute_h_reference
+
+    with pytest.raises(TypeError, match=r"values\[0\]"):
+        N.ntt_reference([1.5, 2])
+    with pytest.raises(TypeError):
+        compute_h_reference([1.7], [1], [1])

@@ -187,8 +187,11 @@ def _powers(x: int, n: int) -> list[int]:
 def _as_int_list(values: Sequence[int] | np.ndarray) -> list[int]:
     if isinstance(values, np.ndarray) and values.dtype == np.uint64:
         return fr_to_ints(check_array(FR, values))
-    vals = [int(v) for v in values]
+    vals = list(values)
     for i, v in enumerate(vals):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"values[{i}] is {type(v).__name__}, not an int (no silent truncation)")
+        v = vals[i] = int(v)
         if not 0 <= v < P:
             raise ValueError(f"values[{i}] = {v:#x} is not a canonical Fr element (must be < {P:#x})")
     return vals
@@ -206,6 +209,7 @@ def ntt_reference(values: Sequence[int] | np.ndarray, *, inverse: bool = False, 
 
     Raises:
         ValueError: empty input, size not a power of two or beyond 2^32, a value outside [0, r).
+        TypeError: an element that is not an int.
     """
     vals = _as_int_list(values)
     L = log2_size(len(vals))

@@ -69,13 +69,14 @@ def compute_h_reference(
     """CPU reference on Python ints (via :func:`zkgpu.ntt.ntt_reference`): the N coefficients of h.
 
     Raises:
-        ValueError: empty input, a value outside [0, r), or a bad domain size.
+        ValueError: empty input, a value outside [0, r), or a bad domain size. TypeError: an
+        element that is not an int.
     """
     L = domain_log_size([len(a), len(b), len(c)], log_n)
     n = 1 << L
     evals = []
     for v in (a, b, c):
-        vals = [int(x) for x in v]
+        vals = list(v)  # ntt_reference validates: ints in [0, r), no silent truncation
         coeffs = ntt_reference(vals + [0] * (n - len(vals)), inverse=True)
         evals.append(ntt_reference(coeffs, coset=True))
     zi = z_inv_on_coset(L)
