@@ -474,3 +474,8 @@ def test_level0_modes_and_chunk_sizes(path, mode, chunk, monkeypatch):
     sc[: n // 2, 0] = np.random.default_rng().integers(0, 3, size=n // 2)  # long buckets 1, 2
     pts[5] = 0
     assert (run_msm(path, pts, sc) == ref_arkworks(pts, sc)).all()
+
+
+def test_lists_are_type_errors_not_attribute_errors():
+    with pytest.raises(TypeError, match="points: expected a numpy or CuPy"):
+        msm.msm([1], [2])

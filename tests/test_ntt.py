@@ -414,3 +414,9 @@ def test_reference_rejects_non_int_elements():
         N.ntt_reference([1.5, 2])
     with pytest.raises(TypeError):
         compute_h_reference([1.7], [1], [1])
+
+
+def test_size_error_before_copying_a_huge_broadcast_array():
+    huge = np.broadcast_to(np.zeros((1, 4), np.uint64), (2**33, 4))
+    with pytest.raises(ValueError, match="2-adicity"):
+        N.ntt(huge)

@@ -125,6 +125,8 @@ def _check_scalars_host(scalars: Any, n: int) -> np.ndarray:
 
 
 def _check_shape(arr: Any, cols: int, name: str) -> None:
+    if not (isinstance(arr, np.ndarray) or _cuda.is_device_array(arr)):
+        raise TypeError(f"{name}: expected a numpy or CuPy uint64 array of shape (n, {cols}), got {type(arr).__name__}")
     if arr.ndim != 2 or arr.shape[1] != cols:
         raise ValueError(f"{name}: expected shape (n, {cols}), got {tuple(arr.shape)}")
     if arr.dtype != np.uint64:

@@ -454,6 +454,8 @@ def ntt(values: Any, *, inverse: bool = False, coset: bool = False) -> Any:
     """
     if _cuda.is_device_array(values):
         return _ntt_device(values, inverse, coset)
+    if isinstance(values, np.ndarray) and values.ndim == 2:
+        log2_size(values.shape[0])  # the size error before any copy of a huge (broadcast) array
     arr = check_array(FR, values)
     log2_size(arr.shape[0])
     if _cuda.gpu_available():
