@@ -1299,14 +1299,17 @@ def _sweep_case(cp, cupyx, path, size, is_fresh, repeat, warmup, verify, stream,
     try:
         if path == "pinned_staging":
             staging = pool.checkout(size)
-        if not is_fresh:  # one source for the whole cell
+        def new_source() -> tuple[Any, Any]:
+            """A source buffer of ``size`` bytes for this path, and the owner to close (pageable)."""
             if path == "pinned_pool":
-                reused_src = pool.checkout(size)
-            elif path == "pinned_raw":
-                reused_src = cupyx.empty_pinned(size, dtype=np.uint8)
-            else:
-                reused_owner = _PageableBuffer(size)
-                reused_src = reused_owner.array
+                return pool.checkout(size), None
+            if path == "pinned_raw":
+                return cupyx.empty_pinned(size, dtype=np.uint8), None
+            buf = _PageableBuffer(size)
+            return buf.array, buf
+
+        if not is_fresh:  # one source for the whole cell
+            reused_src, reused_owner = new_source()
             _fill(reused_src, tile)
         for i in range(warmup + repeat):
             alloc_ms = touch_ms = math.nan
@@ -1317,13 +1320,7 @@ def _sweep_case(cp, cupyx, path, size, is_fresh, repeat, warmup, verify, stream,
                 elif path == "pinned_raw":
                     cupy_pinned_pool.free_all_blocks()
                 t0 = time.perf_counter()
-                if path == "pinned_pool":
-                    src = pool.checkout(size)
-                elif path == "pinned_raw":
-                    src = cupyx.empty_pinned(size, dtype=np.uint8)
-                else:
-                    owner = _PageableBuffer(size)
-                    src = owner.array
+                src, owner = new_source()
                 alloc_ms = (time.perf_counter() - t0) * 1e3
                 t0 = time.perf_counter()
                 _fill(src, tile)
