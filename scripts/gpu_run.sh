@@ -3,7 +3,8 @@
 # recording and (optionally) the notebook suite in live mode. Results land in one archive so a
 # lent machine (which keeps nothing) can hand them back.
 #
-#   scripts/gpu_run.sh [STAGE ...]      stages: info record bench-h2d bench-ntt bench-msm tests notebooks
+#   scripts/gpu_run.sh [STAGE ...]      stages: info record bench-h2d bench-load bench-ntt bench-msm tests
+#                                       tests-transfer notebooks
 #                                       (default: info record bench-h2d bench-ntt tests; each stage is
 #                                       time-limited, see LIMIT_* below, so the whole fits one 10-min call)
 #   ZKGPU_COMMIT=$(git rev-parse HEAD) names the commit in the manifests when the copy has no .git.
@@ -35,6 +36,7 @@ failed=()
 : "${LIMIT_bench_ntt:=60}"
 : "${LIMIT_bench_msm:=90}"
 : "${LIMIT_bench_h2d:=190}"
+: "${LIMIT_bench_load:=90}"
 : "${LIMIT_record:=150}"
 : "${LIMIT_notebooks:=220}"
 run_stage() {
@@ -58,7 +60,9 @@ for s in "${stages[@]}"; do
     bench-msm) run_stage bench-msm python3 -m zkgpu.cli bench msm --repeat 3 --out "$DATA" ;;
     bench-h2d) run_stage bench-h2d python3 -m zkgpu.cli bench h2d --max-size 4GiB --repeat 3 --time-budget 110 --out "$DATA" ;;
     # the scenario matrix; its sweep and kernel benchmarks are the bench-* stages' job here
-    record)    run_stage record python3 -m zkgpu.cli record --no-sweep --no-bench ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} --out "$DATA" ;;
+    bench-load) run_stage bench-load python3 -m zkgpu.cli bench load ${LOAD_LEVELS:+--levels $LOAD_LEVELS} --out "$DATA" ;;
+    # HOST_LOAD=N: N host memory-load threads during the scenarios (zkgpu.hostload)
+    record)    run_stage record python3 -m zkgpu.cli record --no-sweep --no-bench ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${PARTITIONS:+--partitions $PARTITIONS} --out "$DATA" ;;
     notebooks) run_stage notebooks python3 -m zkgpu.cli report --mode live --out "$OUT/reports" ${NOTEBOOKS:+--only $NOTEBOOKS} ;;  # live: measures now
     *) echo "unknown stage $s"; failed+=("$s") ;;
   esac

@@ -82,6 +82,7 @@ def _register_optional_commands() -> None:
         ("zkgpu.ntt", "bench_command", bench),
         ("zkgpu.msm", "bench_command", bench),
         ("zkgpu.transfer", "bench_command", bench),
+        ("zkgpu.hostload", "bench_command", bench),
         ("zkgpu.record", "record_command", main),
         ("zkgpu.logs", "parse_command", main),
     ):

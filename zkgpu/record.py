@@ -314,6 +314,7 @@ def record(
     synth_workers: int | None = None,
     queue_depth: int | None = None,
     seed: int = 0,
+    host_load: int = 0,
     echo: Callable[[str], None] | None = None,
 ) -> Path:
     """Record the scenario matrix into a fresh run folder and return its path.
@@ -332,6 +333,10 @@ def record(
         queue_depth: partitions synthesized ahead (default :data:`GPU_QUEUE_DEPTH` on the GPU, else
             the pipeline's 2*gw).
         seed: base seed of every scenario (the same witnesses in every scenario).
+        host_load: threads of :class:`zkgpu.hostload.HostMemoryLoad` running during the warm-up
+            and every scenario (0: none), standing in for the concurrent syntheses that load
+            cuzk's host; each scenario's entry records the DRAM traffic the load achieved
+            (``host_load``), the manifest its settings. The sweep and benchmarks run without it.
         echo: progress callback (e.g. ``print``).
 
     Raises:
@@ -356,8 +361,10 @@ def record(
         n = n or CPU_DEFAULT_N
         partitions = partitions or CPU_DEFAULT_PARTITIONS
     runnable, skipped = scenario_configs(scenarios, device=device)
+    from .hostload import HostMemoryLoad  # noqa: PLC0415
     from .pipeline.config import PipelineConfig  # noqa: PLC0415
 
+    load = HostMemoryLoad(host_load)  # TypeError/ValueError naming host_load's value, before any folder
     # validate the sizes before a folder exists (ValueError/TypeError naming the setting)
     sw_kw = {"synth_workers": synth_workers} if synth_workers is not None else {}
     abc = PipelineConfig(n=n, partitions=partitions, device=device, transfer="pageable", **sw_kw).abc_bytes
@@ -373,7 +380,11 @@ def record(
     interrupted = None
     prepared: dict[tuple, Any] = {}
     pool: Any = None
+    if host_load:
+        notes.append(f"host memory load: {host_load} HostMemoryLoad threads x 2 x {load.buffer_bytes} bytes during the warm-up and every scenario (not during the sweep and benchmarks)")
     try:
+        if host_load:
+            load.start()
         if device == "gpu" and runnable:
             # Warm-up, discarded: the first pipeline run of a process compiles the kernels (NVRTC),
             # creates the CUDA context and streams and builds the NTT tables inside its first
@@ -404,10 +415,14 @@ def record(
             say(f"record: {msg}")
         for name, settings in runnable.items():
             say(f"record: scenario {name} {settings}")
+            mark = load.snapshot()
             entries[name] = run_scenario(name, settings, run_dir, n=n, partitions=partitions, device=device,
                                          seed=seed, synth_workers=synth_workers, prepared=prepared, queue_depth=queue_depth, pool=pool)
             e = entries[name]
+            if host_load:
+                e["host_load"] = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in load.since(mark).as_dict().items()}
             say(f"record:   {name}: {'ERROR ' + e['error'] if 'error' in e else str(e.get('rows')) + ' events'} in {e['seconds']} s")
+        load.stop()
         if device == "gpu":
             if sweep:
                 say("record: H2D bandwidth sweep")
@@ -421,6 +436,7 @@ def record(
         interrupted = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         notes.append(f"INTERRUPTED ({interrupted}): only the scenarios listed with files were recorded")
     finally:
+        load.stop()
         prepared.clear()  # release the generated bases (device memory) before the manifest
         if pool is not None:
             pool.close()
@@ -436,6 +452,7 @@ def record(
         partitions=partitions,
         quick=quick,
         seed=seed,
+        host_load={"threads": host_load, "buffer_bytes": load.buffer_bytes},
         sizes={"n": n, "log_n": n.bit_length() - 1, "abc_bytes_per_partition": abc, "fr_bytes": 32},
         scenarios=entries,
         sweep=sweep_rel,
@@ -462,7 +479,8 @@ def record(
 @click.option("--no-bench", is_flag=True, help="skip the kernel benchmarks")
 @click.option("--synth-workers", type=int, default=None, help="synthesis threads (default 8 on the GPU, else the pipeline's)")
 @click.option("--queue-depth", type=int, default=None, help="partitions synthesized ahead (default 8 on the GPU, else 2*gw)")
-def record_command(n, partitions, quick, out, device, scenarios, no_sweep, no_bench, synth_workers, queue_depth) -> None:
+@click.option("--host-load", type=click.IntRange(min=0), default=0, show_default=True, help="host memory-bandwidth load threads during the scenarios (zkgpu.hostload)")
+def record_command(n, partitions, quick, out, device, scenarios, no_sweep, no_bench, synth_workers, queue_depth, host_load) -> None:
     """Run the scenario matrix (baseline, registered, pinned pool, narrow lock, gw=1/3, compute-only)
     and write logs, Parquet event tables, the H2D sweep, kernel benchmarks and manifest.json into
     one fresh data/<gpu>-<date>-record/ folder."""
@@ -480,7 +498,7 @@ def record_command(n, partitions, quick, out, device, scenarios, no_sweep, no_be
         run_dir = record(
             out=out, device=None if device == "auto" else device, n=n, partitions=partitions, quick=quick,
             scenarios=scenarios or None, sweep=not no_sweep, bench=not no_bench, synth_workers=synth_workers,
-            queue_depth=queue_depth, echo=click.echo,
+            queue_depth=queue_depth, host_load=host_load, echo=click.echo,
         )
     except (ValueError, TypeError, RuntimeError) as exc:
         raise click.ClickException(str(exc)) from exc

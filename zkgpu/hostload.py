@@ -1,0 +1,290 @@
+"""Host memory-bandwidth load: the "under load" of the seed's 1-4 GB/s pageable copies.
+
+Why this module exists
+----------------------
+A pageable H2D copy is a CPU ``memcpy`` by the calling thread into the driver's small pinned
+bounce buffer, followed by a DMA (:mod:`zkgpu.transfer`). Its speed is one host thread's memcpy
+speed, which falls when other threads keep DRAM busy. cuzk's host synthesizes many partitions at
+once (``pipeline.max_parallel_synthesis``, default 18, on 96-192 cores; bellperson's synthesis is
+memory-bound, and prep_msm runs +12% slower under synthesis contention, cuzk-project.md:1132 via
+``/work/shared/reference/cuzk-pipeline.md`` §1.3), which is why the seed measured "1-4 GB/s under
+load" against ~50 GB/s pinned (§4). Our synthetic synthesis (:mod:`zkgpu.pipeline.synthesis`,
+PCG64 fills on a few threads) is far lighter, so on an idle 16-core H200 host pageable copies run
+at 7-9 GB/s (``data/nvidia-h200-20261129-bench-h2d``).
+
+:class:`HostMemoryLoad` supplies the missing contention explicitly and measurably: ``threads``
+threads, each streaming copies between two private buffers of ``buffer_bytes`` (larger than the
+last-level cache, so every copy goes to DRAM) until stopped. ``numpy.copyto`` releases the GIL, so
+the threads run truly in parallel with the pipeline. The achieved traffic is counted (bytes read +
+bytes written per second, :class:`LoadStats`) and recorded next to every measurement made under
+it; nothing about the load is assumed.
+
+A pinned DMA also reads DRAM, but needs no CPU memcpy: :func:`h2d_under_load` measures how both
+paths respond to the same load in one run (``zkgpu bench load``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+__all__ = ["HostMemoryLoad", "LoadStats", "h2d_under_load", "LOAD_COLUMNS", "DEFAULT_BUFFER_BYTES", "bench_command"]
+
+MIB = 1 << 20
+DEFAULT_BUFFER_BYTES = 256 * MIB
+"""Per-thread buffer (two of them per thread): far above any CPU's last-level cache."""
+_CHUNK_BYTES = 32 * MIB  # copy granularity: bounds the stop latency to one 32 MiB copy
+
+
+def _count(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if int(value) < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class LoadStats:
+    """What a :class:`HostMemoryLoad` did over an interval.
+
+    Attributes:
+        threads: load threads running.
+        buffer_bytes: bytes of each of a thread's two buffers.
+        seconds: length of the interval (s).
+        traffic_bytes: bytes read plus bytes written by the load threads in the interval.
+        gbps: ``traffic_bytes / seconds / 1e9`` (decimal GB/s of DRAM traffic; 0.0 without threads).
+    """
+
+    threads: int
+    buffer_bytes: int
+    seconds: float
+    traffic_bytes: int
+    gbps: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class HostMemoryLoad:
+    """Background DRAM traffic from ``threads`` copy loops; a context manager.
+
+    Each thread owns two ``buffer_bytes`` uint8 buffers (allocated and touched in :meth:`start`,
+    so page faults stay out of the measured interval) and copies one into the other in 32 MiB
+    chunks until :meth:`stop`. ``threads=0`` is a valid no-op load (the control condition).
+
+    Args:
+        threads: number of copy threads, >= 0.
+        buffer_bytes: bytes per buffer, a multiple of 4096 and >= 4096 (default 256 MiB).
+
+    Raises:
+        TypeError / ValueError: a count that is not an int, or out of range (the message names it).
+        RuntimeError: :meth:`start` on a running load; :meth:`stop` re-raises (wrapped) the first
+        error of a load thread, after every thread has stopped.
+
+    Example::
+
+        with HostMemoryLoad(8) as load:
+            t0 = load.snapshot()
+            ...                       # measure something under load
+            print(load.since(t0).gbps)
+    """
+
+    def __init__(self, threads: int, buffer_bytes: int = DEFAULT_BUFFER_BYTES) -> None:
+        self.threads = _count("threads", threads, 0)
+        self.buffer_bytes = _count("buffer_bytes", buffer_bytes, 4096)
+        if self.buffer_bytes % 4096:
+            raise ValueError(f"buffer_bytes must be a multiple of 4096, got {buffer_bytes}")
+        self._stop = threading.Event()
+        self._workers: list[threading.Thread] = []
+        self._moved = [0] * self.threads  # per-thread counters: one writer each, no lock needed
+        self._errors: list[BaseException] = []
+        self._running = False
+
+    # -- control --------------------------------------------------------------------------
+    def start(self) -> "HostMemoryLoad":
+        if self._running:
+            raise RuntimeError("HostMemoryLoad.start(): already running")
+        self._stop.clear()
+        self._errors.clear()
+        self._moved = [0] * self.threads
+        buffers = []
+        for _ in range(self.threads):
+            src = np.empty(self.buffer_bytes, dtype=np.uint8)
+            dst = np.empty(self.buffer_bytes, dtype=np.uint8)
+            src.fill(0x5A)  # first touch here, not in the measured interval
+            dst.fill(0)
+            buffers.append((src, dst))
+        self._workers = [
+            threading.Thread(target=self._loop, args=(i, src, dst), name=f"zkgpu-hostload-{i}", daemon=True)
+            for i, (src, dst) in enumerate(buffers)
+        ]
+        for t in self._workers:
+            t.start()
+        self._running = True
+        self._t_start = time.perf_counter()
+        return self
+
+    def stop(self) -> LoadStats:
+        """Stop every thread, free the buffers and return the stats since :meth:`start`."""
+        if not self._running:
+            return LoadStats(self.threads, self.buffer_bytes, 0.0, 0, 0.0)
+        stats = self.since((self._t_start, 0))
+        self._stop.set()
+        for t in self._workers:
+            t.join()
+        self._workers = []
+        self._running = False
+        if self._errors:
+            raise RuntimeError(f"a host load thread failed: {self._errors[0]!r}") from self._errors[0]
+        return stats
+
+    def __enter__(self) -> "HostMemoryLoad":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    # -- measurement ----------------------------------------------------------------------
+    def snapshot(self) -> tuple[float, int]:
+        """``(perf_counter seconds, traffic bytes so far)``: the start of an interval for :meth:`since`."""
+        return time.perf_counter(), sum(self._moved)
+
+    def since(self, mark: tuple[float, int]) -> LoadStats:
+        """Traffic from ``mark`` (a :meth:`snapshot`) until now."""
+        t0, b0 = mark
+        dt = time.perf_counter() - t0
+        moved = sum(self._moved) - b0
+        gbps = moved / dt / 1e9 if dt > 0 else 0.0
+        return LoadStats(self.threads, self.buffer_bytes, dt, int(moved), gbps)
+
+    def _loop(self, i: int, src: np.ndarray, dst: np.ndarray) -> None:
+        n = src.size
+        try:
+            while not self._stop.is_set():
+                for lo in range(0, n, _CHUNK_BYTES):
+                    hi = min(n, lo + _CHUNK_BYTES)
+                    np.copyto(dst[lo:hi], src[lo:hi])  # releases the GIL
+                    self._moved[i] += 2 * (hi - lo)
+                    if self._stop.is_set():
+                        break
+        except BaseException as exc:  # noqa: BLE001 -- reported by stop()
+            self._errors.append(exc)
+
+
+# --------------------------------------------------------------------------------------------
+# H2D under load
+# --------------------------------------------------------------------------------------------
+
+LOAD_COLUMNS = ("load_threads", "path", "size_bytes", "rep", "host_ms", "stream_ms", "gbps", "load_gbps")
+"""Columns of :func:`h2d_under_load` (ms, bytes, decimal GB/s)."""
+
+
+def h2d_under_load(
+    levels: Iterable[int] = (0, 2, 4, 8, 12),
+    *,
+    size_bytes: int = 128 * MIB,
+    paths: Sequence[str] = ("pageable", "pinned_raw"),
+    repeat: int = 5,
+    warmup: int = 1,
+    buffer_bytes: int = DEFAULT_BUFFER_BYTES,
+) -> "Any":
+    """H2D bandwidth of ``paths`` at each host load level, in one run.
+
+    For each level (load threads, :class:`HostMemoryLoad`) and each path, ``warmup`` untimed then
+    ``repeat`` timed copies of ``size_bytes`` from a reused host buffer (pageable: a touched
+    numpy array; pinned_raw: ``cupyx.empty_pinned``) into one device buffer, timed by
+    :mod:`zkgpu.transfer` (CUDA events). ``load_gbps`` is the load's DRAM traffic during that copy.
+
+    Returns:
+        pandas DataFrame with :data:`LOAD_COLUMNS`, one row per timed copy.
+
+    Raises:
+        RuntimeError: no GPU. ValueError/TypeError: a bad level, size, path or count (named).
+    """
+    import pandas as pd  # noqa: PLC0415
+
+    from . import _cuda, transfer  # noqa: PLC0415
+
+    levels = [_count("load level", x, 0) for x in levels]
+    size_bytes = _count("size_bytes", size_bytes, 1)
+    repeat, warmup = _count("repeat", repeat, 1), _count("warmup", warmup, 0)
+    fns = {"pageable": transfer.pageable, "pinned_raw": transfer.pinned_raw}
+    bad = [p for p in paths if p not in fns]
+    if bad or not paths:
+        raise ValueError(f"paths must be a non-empty subset of {list(fns)}, got {list(paths)}")
+    cp = _cuda.cupy()  # RuntimeError without a GPU
+    import cupyx  # noqa: PLC0415
+
+    host = {"pageable": np.empty(size_bytes, dtype=np.uint8)}
+    host["pageable"].fill(0xA5)
+    if "pinned_raw" in paths:
+        host["pinned_raw"] = cupyx.empty_pinned(size_bytes, dtype=np.uint8)
+        host["pinned_raw"][:] = 0xA5
+    dst = cp.empty(size_bytes, dtype=cp.uint8)
+    stream = cp.cuda.Stream(non_blocking=True)
+    rows: list[dict[str, Any]] = []
+    for level in levels:
+        with HostMemoryLoad(level, buffer_bytes) as load:
+            time.sleep(0.2 if level else 0.0)  # let the load reach steady state
+            for path in paths:
+                for rep in range(-warmup, repeat):
+                    mark = load.snapshot()
+                    r = fns[path](host[path], dst, stream=stream)
+                    ls = load.since(mark)
+                    if rep >= 0:
+                        rows.append({"load_threads": level, "path": path, "size_bytes": size_bytes, "rep": rep,
+                                     "host_ms": r.host_ms, "stream_ms": r.stream_ms, "gbps": r.gbps, "load_gbps": ls.gbps})
+    return pd.DataFrame(rows, columns=list(LOAD_COLUMNS))
+
+
+def _make_bench_command() -> Any:
+    import click  # noqa: PLC0415
+
+    @click.command("load")
+    @click.option("--out", "out_base", type=click.Path(file_okay=False), default=None, help="base folder for the run folder (default data/)")
+    @click.option("--levels", default="0,2,4,8,12", show_default=True, help="comma-separated numbers of load threads")
+    @click.option("--size", "size_mib", default=128, show_default=True, type=click.IntRange(min=1), help="copy size in MiB")
+    @click.option("--repeat", default=5, show_default=True, type=click.IntRange(min=1), help="timed copies per case")
+    def load(out_base: str | None, levels: str, size_mib: int, repeat: int) -> None:
+        """Pageable vs pinned H2D under host memory-bandwidth load (HostMemoryLoad threads).
+
+        Writes load.csv (every copy), summary.csv (medians per level and path) and manifest.json
+        into a fresh data/<gpu>-<date>-bench-load/ folder.
+        """
+        from pathlib import Path  # noqa: PLC0415
+
+        from . import _cuda  # noqa: PLC0415
+        from .manifest import build_manifest, new_run_dir, write_json_new  # noqa: PLC0415
+
+        if not _cuda.gpu_available():
+            raise click.ClickException("zkgpu bench load needs a CUDA GPU with CuPy (none found)")
+        try:
+            lv = [int(x) for x in levels.split(",") if x.strip()]
+        except ValueError as exc:
+            raise click.BadParameter(f"--levels must be comma-separated integers, got {levels!r}") from exc
+        t0 = time.perf_counter()
+        df = h2d_under_load(lv, size_bytes=size_mib * MIB, repeat=repeat)
+        run_dir = new_run_dir("bench-load", base=Path(out_base) if out_base else None)
+        df.to_csv(run_dir / "load.csv", index=False)
+        summary = df.groupby(["load_threads", "path"], as_index=False)[["stream_ms", "gbps", "load_gbps"]].median()
+        summary.to_csv(run_dir / "summary.csv", index=False)
+        manifest = build_manifest(kind="bench-load", levels=lv, size_bytes=size_mib * MIB, repeat=repeat,
+                                  buffer_bytes=DEFAULT_BUFFER_BYTES, elapsed_s=round(time.perf_counter() - t0, 3),
+                                  files=["load.csv", "summary.csv"])
+        write_json_new(run_dir / "manifest.json", manifest)
+        click.echo(summary.to_string(index=False))
+        click.echo(f"wrote {run_dir}")
+
+    return load
+
+
+bench_command = _make_bench_command()
