@@ -228,3 +228,40 @@ def test_empty_event_table_gives_empty_results():
         assert len(out) == 0, fn.__name__
     assert {"partitions_per_min", "s_per_partition"} <= set(metrics.throughput(e).columns)
     assert "utilization" in metrics.compute_utilization(e).columns
+
+
+def test_h2d_overlap_exposed_copy_time():
+    from zkgpu.metrics import h2d_overlap
+
+    # copy a exposed (0-10); copy b (10-20) half hidden by a's kernels (10-15); copy c (20-30)
+    # hidden by b's kernels (20-28) but for 2 ms
+    o = h2d_overlap([(0, 10), (10, 20), (20, 30)], [(10, 15), (20, 28), (30, 40)])
+    assert o["copy_ms"] == pytest.approx(30.0) and o["exposed_ms"] == pytest.approx(17.0)
+    assert o["hidden_ms"] == pytest.approx(13.0) and o["kernel_ms"] == pytest.approx(23.0)
+    # no overlap at all: everything exposed; full overlap: nothing
+    assert h2d_overlap([(0, 5)], [(5, 9)])["exposed_ms"] == pytest.approx(5.0)
+    assert h2d_overlap([(2, 4)], [(0, 9)])["exposed_ms"] == pytest.approx(0.0)
+    assert h2d_overlap([], [(0, 1)]) == {"copy_ms": 0.0, "exposed_ms": 0.0, "hidden_ms": 0.0, "kernel_ms": 1.0}
+    with pytest.raises(ValueError, match="ends before it starts"):
+        h2d_overlap([(5, 1)], [])
+
+
+def test_detail_value_and_exposed_h2d_share():
+    from zkgpu.metrics import compute_utilization, detail_value
+
+    rows = [
+        ("ntt_msm_h", 0, 100, 0, 0, {"gpu": 0, "gpu_ms": 100.0}),
+        ("h2d", 0, 40, 0, 0, {"gpu": 0, "gpu_ms": 36.0, "detail": "path=pinned_pool,stage=ntt_msm_h,stream_ms=36.0,exposed_ms=12.5"}),
+        ("ntt_msm_h", 100, 200, 0, 1, {"gpu": 0, "gpu_ms": 100.0}),
+        ("h2d", 100, 160, 0, 1, {"gpu": 0, "detail": "path=pageable,stage=ntt_msm_h"}),  # older recording
+    ]
+    df = ev(rows)
+    dv = detail_value(df[df["phase"] == "h2d"], "exposed_ms")
+    assert dv.iloc[0] == pytest.approx(12.5) and math.isnan(dv.iloc[1])
+    assert math.isnan(detail_value(df[df["phase"] == "h2d"], "path").iloc[0])  # not a number
+    hp = h2d_share(df, by=("run", "partition")).set_index("partition")
+    assert hp.loc[0, "h2d_ms"] == pytest.approx(12.5) and hp.loc[0, "share"] == pytest.approx(0.125)
+    assert hp.loc[0, "interval_ms"] == pytest.approx(40.0) and hp.loc[0, "interval_share"] == pytest.approx(0.4)
+    assert hp.loc[1, "h2d_ms"] == pytest.approx(60.0) and hp.loc[1, "share"] == pytest.approx(0.6)
+    # compute utilization subtracts the exposed copy time (12.5), and the interval of the other (60)
+    assert compute_utilization(df).loc["r", "copy_ms"] == pytest.approx(72.5)

@@ -431,6 +431,16 @@ def test_gpu_pipeline_matches_cpu_reference(transfer):
         for k in ("h", "l", "a", "b_g1"):
             assert np.array_equal(getattr(res.partitions[p], k), ref[k]), (p, k)
     assert res.events["gpu_ms"].notna().any()
+    from zkgpu.metrics import detail_value
+
+    h = res.events[(res.events["phase"] == "h2d") & res.events["detail"].str.contains("stage=ntt_msm_h")]
+    if transfer == "resident":  # copied before the mutex, not inside ntt_msm_h
+        assert h.empty
+    else:  # three event-timed copies per partition; the exposed part never exceeds them
+        assert len(h) == c.partitions and (h["bytes"] == 3 * c.n * 32).all()
+        exposed, copy = detail_value(h, "exposed_ms"), detail_value(h, "stream_ms")
+        assert exposed.notna().all() and (exposed >= 0).all() and (exposed <= copy + 1e-3).all()
+        assert (h["gpu_ms"] == copy).all()
 
 
 @pytest.mark.parametrize("density", [Density(), Density(zero=0.1, one=0.1), Density(zero=0.0, one=1.0, a_aux=1.0, b_aux=0.0)])

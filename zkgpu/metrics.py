@@ -22,6 +22,8 @@ from .events import GPU_PHASES
 
 __all__ = [
     "union_ms",
+    "h2d_overlap",
+    "detail_value",
     "wall_span",
     "timeline_utilization",
     "kernel_utilization",
@@ -46,6 +48,19 @@ def _check(events: pd.DataFrame) -> None:
     missing = {"run", "phase", "start_ns", "end_ns"} - set(events.columns)
     if missing:
         raise ValueError(f"event table lacks columns {sorted(missing)}; expected the zkgpu.events schema")
+
+
+def detail_value(events: pd.DataFrame, key: str) -> pd.Series:
+    """The float value of ``key=`` in each row's ``detail`` (NaN where absent or not a number)."""
+    d = events["detail"].astype("string")
+    v = d.str.extract(rf"(?:^|,){key}=([^,]*)", expand=False)
+    return pd.to_numeric(v, errors="coerce").astype(float)
+
+
+def _exposed_or(h: pd.DataFrame, fallback: pd.Series) -> pd.Series:
+    """Per h2d row: the recorded ``exposed_ms`` (copy time no kernel hides), else ``fallback``."""
+    ex = detail_value(h, "exposed_ms")
+    return ex.where(ex.notna(), fallback)
 
 
 def _dur_ms(df: pd.DataFrame) -> pd.Series:
@@ -81,6 +96,33 @@ def union_ms(starts: Sequence[int] | np.ndarray, ends: Sequence[int] | np.ndarra
             cur_s, cur_e = a, b
     total += cur_e - cur_s
     return total / 1e6
+
+
+def h2d_overlap(copies: Sequence[tuple[float, float]], kernels: Sequence[tuple[float, float]]) -> dict[str, float]:
+    """How much of the copy time the kernels hide, from intervals on one GPU timeline (in **ms**).
+
+    Args:
+        copies: ``(start_ms, end_ms)`` of each H2D copy.
+        kernels: ``(start_ms, end_ms)`` of each kernel stretch that can overlap them.
+
+    Returns:
+        ``copy_ms`` = Σ copy lengths; ``exposed_ms`` = length of the copy intervals not covered by
+        any kernel interval = |∪copies ∪ ∪kernels| − |∪kernels| (what the copies add to the
+        span); ``hidden_ms`` = ``copy_ms − exposed_ms`` when the copies do not overlap each other;
+        ``kernel_ms`` = |∪kernels|.
+
+    Raises:
+        ValueError: an interval that ends before it starts.
+    """
+    def ns(iv: Sequence[tuple[float, float]]) -> tuple[list[int], list[int]]:
+        return [round(a * 1e6) for a, _ in iv], [round(b * 1e6) for _, b in iv]
+
+    cs, ce = ns(copies)
+    ks, ke = ns(kernels)
+    both = union_ms(cs + ks, ce + ke)
+    exposed = max(0.0, both - union_ms(ks, ke))
+    copy = float(sum(b - a for a, b in copies))
+    return {"copy_ms": copy, "exposed_ms": exposed, "hidden_ms": max(0.0, copy - exposed), "kernel_ms": union_ms(ks, ke)}
 
 
 def wall_span(events: pd.DataFrame) -> pd.DataFrame:
@@ -169,7 +211,8 @@ def compute_utilization(events: pd.DataFrame, phases: Sequence[str] = GPU_PHASES
     """Compute (kernel-only) utilization per run: :func:`kernel_utilization` without the H2D copies.
 
     busy_ms = Σ ``gpu_ms`` of the GPU phases (CUDA events; intervals where ``gpu_ms`` is missing, as
-    in :func:`kernel_utilization`) − Σ ``gpu_ms`` (else interval) of the ``h2d`` rows that ran
+    in :func:`kernel_utilization`) − Σ ``exposed_ms`` (the copy time no kernel overlapped, recorded
+    since the copies overlap the NTTs; else ``gpu_ms``, else the interval) of the ``h2d`` rows that ran
     *inside* ntt_msm_h (``stage=ntt_msm_h`` in ``detail``, or, without that key, an h2d row that
     lies within an ntt_msm_h interval of the same run and partition). A pageable H2D copy keeps the
     stream busy but the SMs idle, so upstream's definition (gpu_total − barrier_wait, H2D
@@ -193,7 +236,7 @@ def compute_utilization(events: pd.DataFrame, phases: Sequence[str] = GPU_PHASES
             ok = m[(m["start_ns"] >= m["start_ns_n"]) & (m["end_ns"] <= m["end_ns_n"])]["index"]
             inside = inside | h.index.isin(ok)
         sel = h[inside.to_numpy()]
-        ms = sel["gpu_ms"].where(sel["gpu_ms"].notna(), (sel["end_ns"] - sel["start_ns"]) / 1e6)
+        ms = _exposed_or(sel, sel["gpu_ms"].where(sel["gpu_ms"].notna(), (sel["end_ns"] - sel["start_ns"]) / 1e6))
         copy = ms.groupby(sel["run"]).sum().to_dict()
     out = k.copy()
     out["copy_ms"] = [float(copy.get(r, 0.0)) for r in out.index]
@@ -233,21 +276,29 @@ def phase_shares(events: pd.DataFrame, by: Sequence[str] = ("run", "worker"), ph
 
 
 def h2d_share(events: pd.DataFrame, by: Sequence[str] = ("run",)) -> pd.DataFrame:
-    """Share of ntt_msm_h spent in its ``h2d`` sub-phase (H2D of a, b, c).
+    """Share of ntt_msm_h spent in the H2D of a, b, c.
 
-    Per group: ``h2d_ms`` = Σ durations of ``h2d`` rows, ``ntt_msm_h_ms`` = Σ durations of ``ntt_msm_h``
-    rows, ``share`` = h2d_ms / ntt_msm_h_ms (NaN without ntt_msm_h). Durations are interval lengths
-    (host clock), so both sides use the same clock.
+    Per group: ``h2d_ms`` = Σ over ``h2d`` rows of the H2D time that lengthened ntt_msm_h: the
+    recorded ``exposed_ms`` (copy time no kernel overlapped, CUDA events; the pipeline records it
+    since each copy overlaps the previous vector's NTTs, as upstream's three streams) where
+    present, else the row's interval (host clock: a pageable copy blocks the host for its whole
+    length, and older recordings copied before any NTT); ``interval_ms`` = Σ h2d intervals (the
+    host waiting for the copies); ``ntt_msm_h_ms`` = Σ ntt_msm_h intervals; ``share`` = h2d_ms /
+    ntt_msm_h_ms and ``interval_share`` = interval_ms / ntt_msm_h_ms (NaN without ntt_msm_h).
     """
     _check(events)
     rows = []
     df = events.assign(dur_ms=_dur_ms(events))
     for key, grp in df.groupby(list(by), dropna=False, sort=True):
-        h = float(grp.loc[grp["phase"] == "h2d", "dur_ms"].sum())
+        hrows = grp[grp["phase"] == "h2d"]
+        iv = float(hrows["dur_ms"].sum())
+        h = float(_exposed_or(hrows, hrows["dur_ms"]).sum()) if len(hrows) else 0.0
         n = float(grp.loc[grp["phase"] == "ntt_msm_h", "dur_ms"].sum())
         key = key if isinstance(key, tuple) else (key,)
-        rows.append({**dict(zip(by, key)), "h2d_ms": h, "ntt_msm_h_ms": n, "share": h / n if n > 0 else float("nan")})
-    return pd.DataFrame(rows, columns=[*by, "h2d_ms", "ntt_msm_h_ms", "share"])
+        nan = float("nan")
+        rows.append({**dict(zip(by, key)), "h2d_ms": h, "interval_ms": iv, "ntt_msm_h_ms": n,
+                     "share": h / n if n > 0 else nan, "interval_share": iv / n if n > 0 else nan})
+    return pd.DataFrame(rows, columns=[*by, "h2d_ms", "interval_ms", "ntt_msm_h_ms", "share", "interval_share"])
 
 
 def effective_h2d_gbps(events: pd.DataFrame, by: Sequence[str] = ("run",), phase: str = "h2d") -> pd.DataFrame:

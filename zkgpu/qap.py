@@ -37,7 +37,16 @@ from .ntt import (
     to_montgomery,
 )
 
-__all__ = ["domain_log_size", "z_inv_on_coset", "compute_h", "compute_h_inplace", "compute_h_reference"]
+__all__ = [
+    "domain_log_size",
+    "z_inv_on_coset",
+    "compute_h",
+    "compute_h_inplace",
+    "compute_h_reference",
+    "prepare_input",
+    "coset_evals_inplace",
+    "combine_h_inplace",
+]
 
 P = FR.modulus
 
@@ -111,12 +120,10 @@ def compute_h_inplace(a: Any, b: Any, c: Any, *, timings: dict[str, float] | Non
     if ev:
         ev[0].record()
     for w in (wa, wb, wc):
-        ntt_inplace(w, inverse=True, order="nr")
-        ntt_inplace(w, coset=True, order="rn")
+        coset_evals_inplace(w)
     if ev:
         ev[1].record()
-    zi = _z_inv_device(L)
-    _cuda.launch_1d(_cuda.get_kernel("fr_ops", "fr_mul_sub_scale"), n, (wa, wb, wc, zi, np.uint64(n)))
+    _mul_sub_scale(wa, wb, wc, L)
     if ev:
         ev[2].record()
     ntt_inplace(wa, inverse=True, coset=True, order="nn")
@@ -138,15 +145,59 @@ def _compute_h_device(a: Any, b: Any, c: Any, log_n: int | None, timings: dict |
         check_device_array(x, name=nm)
     L = domain_log_size([a.shape[0], b.shape[0], c.shape[0]], log_n)
     n = 1 << L
-    bufs = []
-    for x, nm in ((a, "a"), (b, "b"), (c, "c")):
-        _check_values_device(device_words(x, name=nm), nm)
-        buf = cp.zeros((n, 4), dtype=cp.uint64)
-        buf[: x.shape[0]] = x
-        to_montgomery(buf)
-        bufs.append(buf)
+    bufs = [prepare_input(x, n, name=nm) for x, nm in ((a, "a"), (b, "b"), (c, "c"))]
     compute_h_inplace(*bufs, timings=timings)
     return from_montgomery(bufs[0])
+
+
+def prepare_input(x: Any, n: int, *, name: str = "x") -> Any:
+    """A fresh ``(n, 4)`` uint64 device buffer holding ``x`` (canonical Fr, ``(m, 4)`` CuPy, m <= n)
+    zero-padded to n and converted to Montgomery form, on the current stream.
+
+    Raises:
+        ValueError: an element >= r (first bad index named) or m > n. TypeError: bad dtype.
+    """
+    cp = _cuda.cupy()
+    check_device_array(x, name=name)
+    if x.shape[0] > n:
+        raise ValueError(f"{name} has {x.shape[0]} elements, more than the domain size {n}")
+    _check_values_device(device_words(x, name=name), name)
+    buf = cp.zeros((n, 4), dtype=cp.uint64)
+    buf[: x.shape[0]] = x
+    to_montgomery(buf)
+    return buf
+
+
+def coset_evals_inplace(w: Any) -> Any:
+    """Evaluations on the domain -> evaluations on the coset gH, in place on the current stream:
+    inverse NTT (natural in, bit-reversed out) then coset NTT (bit-reversed in, natural out), as
+    upstream's ``execute_ntts_single`` (groth16_ntt_h.cu:41-62; cuzk-pipeline.md §6). ``w``: N Fr
+    in Montgomery form (:func:`zkgpu.ntt.device_words` layout). Returns ``w``."""
+    ntt_inplace(w, inverse=True, order="nr")
+    ntt_inplace(w, coset=True, order="rn")
+    return w
+
+
+def _mul_sub_scale(wa: Any, wb: Any, wc: Any, log_n: int) -> None:
+    n = 1 << log_n
+    _cuda.launch_1d(_cuda.get_kernel("fr_ops", "fr_mul_sub_scale"), n, (wa, wb, wc, _z_inv_device(log_n), np.uint64(n)))
+
+
+def combine_h_inplace(a: Any, b: Any, c: Any) -> Any:
+    """The second half of the H computation on coset evaluations (from :func:`coset_evals_inplace`):
+    a <- (a*b - c) * Z^-1 on the coset, then the inverse coset NTT of a, on the current stream.
+    a receives the N coefficients of h (Montgomery form); b and c are left as they were.
+
+    Raises:
+        ValueError: sizes differ or are not a power of two.
+    """
+    wa, wb, wc = (device_words(x, name=nm) for x, nm in ((a, "a"), (b, "b"), (c, "c")))
+    if not wa.size == wb.size == wc.size:
+        raise ValueError(f"combine_h_inplace: a, b, c sizes differ ({wa.size // 8}, {wb.size // 8}, {wc.size // 8})")
+    L = log2_size(wa.size // 8)
+    _mul_sub_scale(wa, wb, wc, L)
+    ntt_inplace(wa, inverse=True, coset=True, order="nn")
+    return a
 
 
 def compute_h(

@@ -20,7 +20,7 @@ import ctypes.util
 import functools
 import importlib
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -32,6 +32,7 @@ from zkgpu.pipeline.synthesis import Circuit
 
 __all__ = [
     "Prep",
+    "HStart",
     "prep_scalars",
     "prep_partition",
     "CpuBackend",
@@ -48,6 +49,26 @@ __all__ = [
     "cpu_compute_h",
     "malloc_trim",
 ]
+
+
+@dataclass
+class HStart:
+    """The H computation between :meth:`GpuBackend.start_h` and :meth:`GpuBackend.finish_h`.
+
+    Attributes:
+        bufs: the three working buffers (device, or host arrays on the CPU backend).
+        nbytes: bytes copied host-to-device (0 for device-resident inputs).
+        transfers: the :class:`zkgpu.transfer.TransferResult` of each copy (GPU only).
+        timing: filled by ``finish_h``: ``copy_ms`` (sum of the copies' CUDA-event times),
+            ``exposed_ms`` (copy time not overlapped by any kernel of the H computation: the part
+            of the H2D that lengthens ntt_msm_h), ``gpu_ms`` (first copy start to h ready), all ms.
+    """
+
+    bufs: list[Any]
+    nbytes: int
+    transfers: list[Any] = field(default_factory=list)
+    timing: dict[str, float] = field(default_factory=dict)
+    events: dict[str, Any] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------------------------
@@ -260,6 +281,15 @@ class CpuBackend:
     def compute_h(self, dev: Sequence[Any], stream: Any) -> Any:
         return cpu_compute_h(*dev)
 
+    def start_h(self, inputs: Sequence[np.ndarray], stream: Any) -> HStart:
+        """CPU: no copy; the bytes a GPU would move (see :meth:`GpuBackend.start_h`)."""
+        return HStart(list(inputs), int(sum(x.nbytes for x in inputs)))
+
+    def finish_h(self, st: HStart, stream: Any) -> Any:
+        """CPU: :func:`cpu_compute_h` (Python ints); no copy to expose."""
+        st.timing.update(copy_ms=0.0, exposed_ms=0.0)
+        return cpu_compute_h(*st.bufs)
+
     def synchronize(self, stream: Any) -> None:
         pass
 
@@ -360,6 +390,99 @@ class GpuBackend:
     def compute_h(self, dev: Sequence[Any], stream: Any) -> Any:
         return self.qap.compute_h(*dev, stream=stream)
 
+    def _side_streams(self) -> list[Any]:
+        side = getattr(self._local, "side_streams", None)
+        if side is None:
+            side = self._local.side_streams = [self.cp.cuda.Stream(non_blocking=True) for _ in range(2)]
+        return side
+
+    def _copy(self, x: np.ndarray, d: Any, s: Any) -> Any:
+        tr = self.transfer
+        if self.config.transfer in ("pageable", "resident"):
+            return tr.pageable(x, d, stream=s)
+        if self.config.transfer == "registered":
+            return tr.registered(x, d, stream=s)
+        return tr.pinned_pool(x, d, stream=s, require_pinned=False)
+
+    def start_h(self, inputs: Sequence[Any], stream: Any) -> HStart:
+        """H2D of a, b, c, each followed on its own stream by its coset evaluations, as upstream's
+        ``execute_ntt_msm_h`` (groth16_ntt_h.cu:75-157, cuzk-pipeline.md §6: a on stream 0, b on
+        stream 1, c on stream 2). ``stream`` is stream 0; streams 1 and 2 belong to this thread.
+
+        Per vector: the copy by ``config.transfer`` through :mod:`zkgpu.transfer` (the call
+        returns once the copy has completed: a pageable copy blocks the host anyway, and the
+        pinned DMA is event-timed), then, queued on that vector's stream,
+        :func:`zkgpu.qap.prepare_input` and :func:`zkgpu.qap.coset_evals_inplace`. So the copy of b
+        runs while the NTTs of a run, and the copy of c while those of b run; only the first copy
+        cannot overlap any compute. Device-array inputs (transfer ``resident``) are not copied.
+        Stream 0 then waits for the other two. Finish with :meth:`finish_h`.
+
+        Raises:
+            ValueError: a value >= r in a, b or c (named); what :mod:`zkgpu.transfer` raises.
+        """
+        cp, qap = self.cp, self.qap
+        n = self.config.n
+        streams = [stream, *self._side_streams()]
+        ref = cp.cuda.Event()
+        ref.record(stream)
+        st = HStart([], 0, events={"ref": ref, "copy_end": [], "kernel_end": [], "copy_ms": []})
+        for x, s, nm in zip(inputs, streams, "abc"):
+            with s:
+                if _cuda.is_device_array(x):
+                    d, ms = x, None
+                else:
+                    d = cp.empty(x.shape, dtype=x.dtype)
+                    r = self._copy(x, d, s)
+                    st.transfers.append(r)
+                    st.nbytes += int(x.nbytes)
+                    ms = float(r.stream_ms)
+                ce = cp.cuda.Event()
+                ce.record(s)
+                buf = qap.prepare_input(d, n, name=nm)
+                del d
+                qap.coset_evals_inplace(buf)
+                ke = cp.cuda.Event()
+                ke.record(s)
+            st.bufs.append(buf)
+            st.events["copy_end"].append(ce)
+            st.events["copy_ms"].append(ms)
+            st.events["kernel_end"].append(ke)
+        for ke in st.events["kernel_end"][1:]:
+            stream.wait_event(ke)
+        self._local.last_transfers = st.transfers
+        return st
+
+    def finish_h(self, st: HStart, stream: Any) -> Any:
+        """The rest of the H computation on stream 0 (:func:`zkgpu.qap.combine_h_inplace`, out of
+        Montgomery form), a sync of stream 0, and ``st.timing`` from the CUDA events (see
+        :class:`HStart`). Returns h, (n, 4) uint64 canonical, on the device."""
+        cp, ev = self.cp, st.events
+        with stream:
+            cs = cp.cuda.Event()
+            cs.record(stream)
+            self.qap.combine_h_inplace(*st.bufs)
+            h = importlib.import_module("zkgpu.ntt").from_montgomery(st.bufs[0])
+            end = cp.cuda.Event()
+            end.record(stream)
+        end.synchronize()
+        st.bufs = []
+
+        def t(e: Any) -> float:
+            return float(cp.cuda.get_elapsed_time(ev["ref"], e))
+
+        copies, kernels = [], []
+        prev = 0.0
+        for ce, ke, ms in zip(ev["copy_end"], ev["kernel_end"], ev["copy_ms"]):
+            tc = t(ce)
+            if ms is not None:
+                copies.append((max(prev, tc - ms), tc))
+            kernels.append((tc, t(ke)))
+            prev = tc
+        kernels.append((t(cs), t(end)))
+        st.timing.update(_metrics().h2d_overlap(copies, kernels))
+        st.timing["gpu_ms"] = t(end) - (copies[0][0] if copies else 0.0)
+        return h
+
     def synchronize(self, stream: Any) -> None:
         stream.synchronize()
 
@@ -390,6 +513,10 @@ class GpuBackend:
 
     def b_g2(self, scalars: np.ndarray) -> bytes:
         return cpu_g2_msm(self._g2, scalars)
+
+
+def _metrics() -> Any:
+    return importlib.import_module("zkgpu.metrics")
 
 
 def make_backend(config: PipelineConfig, circuit: Circuit) -> CpuBackend | GpuBackend:
