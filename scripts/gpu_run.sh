@@ -19,6 +19,14 @@ OUT="${OUT:-$PWD/gpu-out}"
 mkdir -p "$OUT"
 DATA="$OUT/data"
 mkdir -p "$DATA"
+# reserve the names of the runs already in data/ (empty folders, removed again before packing), so
+# that a new run folder gets the name (suffix -1, -2 ...) it will have when copied into data/
+reserved=()
+for d in data/*/; do
+  [ -d "$d" ] || continue
+  n=$(basename "$d")
+  if [ ! -e "$DATA/$n" ]; then mkdir "$DATA/$n" && reserved+=("$DATA/$n"); fi
+done
 export PYTHONUNBUFFERED=1
 if compgen -G ".whl/*.whl" >/dev/null; then
   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl || exit 1
@@ -67,6 +75,7 @@ for s in "${stages[@]}"; do
     *) echo "unknown stage $s"; failed+=("$s") ;;
   esac
 done
+for d in "${reserved[@]}"; do rmdir "$d" 2>/dev/null; done
 tar -C "$OUT" -czf "$OUT/results.tar.gz" data $( [ -d "$OUT/reports" ] && echo reports ) 2>/dev/null
 echo "results: $(du -h "$OUT/results.tar.gz" | cut -f1) in $OUT/results.tar.gz"
 if [ ${#failed[@]} -gt 0 ]; then echo "FAILED stages: ${failed[*]}"; exit 1; fi

@@ -265,3 +265,14 @@ def test_detail_value_and_exposed_h2d_share():
     assert hp.loc[1, "h2d_ms"] == pytest.approx(60.0) and hp.loc[1, "share"] == pytest.approx(0.6)
     # compute utilization subtracts the exposed copy time (12.5), and the interval of the other (60)
     assert compute_utilization(df).loc["r", "copy_ms"] == pytest.approx(72.5)
+
+
+def test_h2d_share_skips_pre_staged_copies_and_survives_concatenated_runs():
+    a = ev([("ntt_msm_h", 0, 100, 0, 0), ("h2d", 0, 50, 0, 0, {"detail": "stage=ntt_msm_h"})], run="a")
+    b = ev([("h2d", 0, 80, 0, 0, {"detail": "stage=pre_lock"}), ("ntt_msm_h", 100, 200, 0, 0)], run="b")
+    both = pd.concat([a, b])  # duplicate index labels, as when scenarios are concatenated
+    h = h2d_share(both).set_index("run")
+    assert h.loc["a", "share"] == pytest.approx(0.5) and h.loc["b", "share"] == 0.0
+    from zkgpu.metrics import compute_utilization
+
+    assert compute_utilization(both).loc["b", "copy_ms"] == 0.0

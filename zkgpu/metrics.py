@@ -63,6 +63,23 @@ def _exposed_or(h: pd.DataFrame, fallback: pd.Series) -> pd.Series:
     return ex.where(ex.notna(), fallback)
 
 
+def _h2d_inside_mask(events: pd.DataFrame) -> np.ndarray:
+    """Positional mask of the ``h2d`` rows that ran inside ntt_msm_h: ``stage=ntt_msm_h`` in
+    ``detail``, or, for rows without a ``stage=`` key, an interval within an ntt_msm_h interval of
+    the same run and partition (a pre-staged copy, ``stage=pre_lock``, is not inside)."""
+    ev = events.reset_index(drop=True)
+    is_h = (ev["phase"] == "h2d").to_numpy()
+    detail = ev["detail"].astype("string").fillna("") if "detail" in ev.columns else pd.Series("", index=ev.index, dtype="string")
+    mask = is_h & detail.str.contains("stage=ntt_msm_h", regex=False).to_numpy(dtype=bool)
+    unknown = is_h & ~detail.str.contains("stage=", regex=False).to_numpy(dtype=bool)
+    if unknown.any():
+        n = ev[ev["phase"] == "ntt_msm_h"][["run", "partition", "start_ns", "end_ns"]]
+        m = ev[unknown].reset_index().merge(n, on=["run", "partition"], suffixes=("", "_n"))
+        ok = m[(m["start_ns"] >= m["start_ns_n"]) & (m["end_ns"] <= m["end_ns_n"])]["index"].to_numpy()
+        mask[ok] = True
+    return mask
+
+
 def _dur_ms(df: pd.DataFrame) -> pd.Series:
     return (df["end_ns"].astype("int64") - df["start_ns"].astype("int64")) / 1e6
 
@@ -224,18 +241,9 @@ def compute_utilization(events: pd.DataFrame, phases: Sequence[str] = GPU_PHASES
     """
     _check(events)
     k = kernel_utilization(events, phases)
-    h = events[events["phase"] == "h2d"]
+    sel = events.reset_index(drop=True)[_h2d_inside_mask(events)]
     copy: dict = {}
-    if len(h):
-        detail = h["detail"].astype("string").fillna("")
-        inside = detail.str.contains("stage=ntt_msm_h", regex=False)
-        unknown = ~detail.str.contains("stage=", regex=False)
-        if unknown.any():
-            n = events[events["phase"] == "ntt_msm_h"][["run", "partition", "start_ns", "end_ns"]]
-            m = h[unknown].reset_index().merge(n, on=["run", "partition"], suffixes=("", "_n"))
-            ok = m[(m["start_ns"] >= m["start_ns_n"]) & (m["end_ns"] <= m["end_ns_n"])]["index"]
-            inside = inside | h.index.isin(ok)
-        sel = h[inside.to_numpy()]
+    if len(sel):
         ms = _exposed_or(sel, sel["gpu_ms"].where(sel["gpu_ms"].notna(), (sel["end_ns"] - sel["start_ns"]) / 1e6))
         copy = ms.groupby(sel["run"]).sum().to_dict()
     out = k.copy()
@@ -278,7 +286,8 @@ def phase_shares(events: pd.DataFrame, by: Sequence[str] = ("run", "worker"), ph
 def h2d_share(events: pd.DataFrame, by: Sequence[str] = ("run",)) -> pd.DataFrame:
     """Share of ntt_msm_h spent in the H2D of a, b, c.
 
-    Per group: ``h2d_ms`` = Σ over ``h2d`` rows of the H2D time that lengthened ntt_msm_h: the
+    Per group: ``h2d_ms`` = Σ over the ``h2d`` rows inside ntt_msm_h (a copy made before the mutex,
+    ``stage=pre_lock`` as in the pre-staged scenario, is not counted) of the H2D time that lengthened ntt_msm_h: the
     recorded ``exposed_ms`` (copy time no kernel overlapped, CUDA events; the pipeline records it
     since each copy overlaps the previous vector's NTTs, as upstream's three streams) where
     present, else the row's interval (host clock: a pageable copy blocks the host for its whole
@@ -288,9 +297,10 @@ def h2d_share(events: pd.DataFrame, by: Sequence[str] = ("run",)) -> pd.DataFram
     """
     _check(events)
     rows = []
-    df = events.assign(dur_ms=_dur_ms(events))
+    df = events.reset_index(drop=True)
+    df = df.assign(dur_ms=_dur_ms(df), _inside=_h2d_inside_mask(df))
     for key, grp in df.groupby(list(by), dropna=False, sort=True):
-        hrows = grp[grp["phase"] == "h2d"]
+        hrows = grp[grp["_inside"]]
         iv = float(hrows["dur_ms"].sum())
         h = float(_exposed_or(hrows, hrows["dur_ms"]).sum()) if len(hrows) else 0.0
         n = float(grp.loc[grp["phase"] == "ntt_msm_h", "dur_ms"].sum())
