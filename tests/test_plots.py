@@ -99,3 +99,18 @@ def test_utilization_bars(events):
     fig2, ax2 = plt.subplots()
     f, a = utilization_bars(pd.DataFrame({"run": ["x"], "timeline": [0.5], "kernel": [0.25]}), ax=ax2)
     assert f is fig2 and a is ax2 and len(a.patches) == 2
+
+
+def test_load_curves_one_line_per_path_and_errors():
+    from zkgpu.plots import load_curves
+
+    rows = [{"load_threads": t, "path": p, "gbps": g, "load_gbps": lg, "rep": r}
+            for t, lg in ((0, 0.0), (4, 40.0), (8, 60.0)) for p, g in (("pageable", 6.0 - t / 4), ("pinned_raw", 55.0 - t)) for r in range(2)]
+    fig, ax = load_curves(pd.DataFrame(rows))
+    assert isinstance(fig, Figure) and len(ax.get_lines()) == 2
+    assert list(ax.get_lines()[0].get_xdata()) == [0.0, 40.0, 60.0]
+    plt.close(fig)
+    with pytest.raises(ValueError, match="lacks columns"):
+        load_curves(pd.DataFrame({"path": ["x"]}))
+    with pytest.raises(ValueError, match="empty load frame"):
+        load_curves(pd.DataFrame(columns=["load_threads", "path", "gbps", "load_gbps"]))

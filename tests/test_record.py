@@ -223,3 +223,22 @@ def test_sweep_and_benchmarks_plumbing_without_gpu(tmp_path, monkeypatch):
     rec = replay.Recording(tmp_path, m)
     assert rec.sweep()["gbps"].tolist() == [5.0, 50.0] and rec.host_alloc()["op"].tolist() == ["hostAlloc"]
     assert "ntt" in rec.benchmarks()
+
+
+def test_replay_labels_host_load_and_finds_the_load_benchmark(recorded, tmp_path, monkeypatch):
+    _, run_dir = recorded
+    d = tmp_path / "nvidia-h200-20260103-record"
+    shutil.copytree(run_dir, d)
+    m = json.loads((d / "manifest.json").read_text())
+    m.update(device="gpu", environment=dict(m["environment"], gpu="NVIDIA H200"), host_load={"threads": 8, "buffer_bytes": 1 << 28})
+    (d / "manifest.json").write_text(json.dumps(m))
+    rec = replay.Recording.open(d)
+    assert rec.host_load_threads == 8 and "host memory load: 8 threads" in rec.label
+    assert replay.Recording.open(run_dir).host_load_threads == 0 and "host memory load" not in replay.Recording.open(run_dir).label
+    monkeypatch.setenv("ZKGPU_DATA", str(tmp_path))
+    src = replay.open_source("replay")
+    assert src.kind == "recorded-gpu" and src.h2d_under_load() is None  # no bench-load folder yet
+    b = tmp_path / "nvidia-h200-20260103-bench-load"
+    b.mkdir()
+    (b / "load.csv").write_text("load_threads,path,size_bytes,rep,host_ms,stream_ms,gbps,load_gbps\n0,pageable,1,0,1,1,6.0,0\n")
+    assert src.h2d_under_load()["gbps"].tolist() == [6.0]

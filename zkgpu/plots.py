@@ -20,7 +20,8 @@ from matplotlib.patches import Patch  # noqa: E402
 from .events import PHASES  # noqa: E402
 from .metrics import CONTAINER_PHASES, SUB_PHASES, kernel_utilization, timeline_utilization  # noqa: E402
 
-__all__ = ["PHASE_COLORS", "SIDE_PHASES", "phase_color", "timeline", "phase_breakdown", "bandwidth_curves", "utilization_bars"]
+__all__ = ["PHASE_COLORS", "SIDE_PHASES", "phase_color", "timeline", "phase_breakdown", "bandwidth_curves",
+    "load_curves", "utilization_bars"]
 
 _PALETTE = {
     "synthesize": "#8c8c8c",
@@ -205,6 +206,42 @@ def bandwidth_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None
     handles = [Line2D([], [], color=colors[p], label=p) for p in paths]
     handles += [Line2D([], [], color="k", linestyle="-", label="reused buffer"), Line2D([], [], color="k", linestyle="--", label="fresh buffer")]
     ax.legend(handles=handles, fontsize="small", frameon=False)
+    ax.grid(alpha=0.3, which="both")
+    fig.tight_layout()
+    return fig, ax
+
+
+def load_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
+    """H2D GB/s vs the host's background DRAM traffic: one line per ``path``, a point per load level.
+
+    Input: the frame of :func:`zkgpu.hostload.h2d_under_load` (columns ``load_threads``, ``path``,
+    ``gbps``, ``load_gbps``; 1e9 bytes/s). Each point is the median over its copies, x the median
+    DRAM traffic of the load at that level, labelled with the number of load threads. y is log-scaled.
+
+    Raises:
+        ValueError: a column is missing or the frame is empty.
+    """
+    need = {"load_threads", "path", "gbps", "load_gbps"}
+    missing = need - set(df.columns)
+    if missing:
+        raise ValueError(f"load frame lacks columns {sorted(missing)}")
+    if not len(df):
+        raise ValueError("empty load frame")
+    fig, ax = _fig_ax(ax, (7.0, 4.0))
+    med = df.groupby(["path", "load_threads"], sort=True)[["gbps", "load_gbps"]].median().reset_index()
+    x_of = med.groupby("load_threads")["load_gbps"].max()  # one x per level (the load's traffic)
+    for path, grp in med.groupby("path", sort=False):
+        grp = grp.sort_values("load_threads")
+        x = x_of.loc[grp["load_threads"]].to_numpy()
+        ax.plot(x, grp["gbps"], marker="o", label=str(path))
+        if path == med["path"].iloc[0]:
+            for xi, (_, r) in zip(x, grp.iterrows()):
+                ax.annotate(f"{int(r['load_threads'])} thr", (xi, r["gbps"]), textcoords="offset points", xytext=(0, 6), fontsize="x-small", ha="center")
+    ax.set_yscale("log")
+    ax.set_xlabel("background DRAM traffic of the load threads (GB/s)")
+    ax.set_ylabel("H2D GB/s")
+    ax.set_title(title or "H2D bandwidth under host memory load")
+    ax.legend(fontsize="small", frameon=False)
     ax.grid(alpha=0.3, which="both")
     fig.tight_layout()
     return fig, ax

@@ -141,7 +141,14 @@ class Recording:
         """Human label: folder, device, date, size."""
         dev = self.gpu or "CPU (no GPU: CPU milliseconds, not GPU numbers)"
         n = self.manifest.get("n")
-        return f"{self.path.name} [{dev}; {self.date}; n={n}, partitions={self.manifest.get('partitions')}]"
+        load = self.host_load_threads
+        extra = f"; host memory load: {load} threads (zkgpu.hostload)" if load else ""
+        return f"{self.path.name} [{dev}; {self.date}; n={n}, partitions={self.manifest.get('partitions')}{extra}]"
+
+    @property
+    def host_load_threads(self) -> int:
+        """Threads of :class:`zkgpu.hostload.HostMemoryLoad` that ran during the scenarios (0: none)."""
+        return int((self.manifest.get("host_load") or {}).get("threads") or 0)
 
     @property
     def scenarios(self) -> list[str]:
@@ -343,6 +350,14 @@ class Source:
         found = find_benchmarks("h2d")
         return found[1].get("sweep") if found else None
 
+    def h2d_under_load(self) -> pd.DataFrame | None:
+        """Pageable vs pinned H2D under host memory load: the newest ``bench-load`` folder's
+        ``load`` table (:func:`zkgpu.hostload.h2d_under_load`), for GPU recordings; else None."""
+        if self.kind != "recorded-gpu":
+            return None
+        found = find_benchmarks("load")
+        return found[1].get("load") if found else None
+
     def host_alloc(self) -> pd.DataFrame | None:
         """Pinning costs per size: the recording's, else the newest ``bench-h2d`` folder's (GPU only)."""
         h = self.recording.host_alloc()
@@ -514,8 +529,10 @@ def scenario_table(source: Source, names: Iterable[str] | None = None) -> pd.Dat
     definitions, :func:`zkgpu.metrics.timeline_utilization` / :func:`~zkgpu.metrics.kernel_utilization`:
     the kernel figure counts the whole ntt_msm_h, H2D included), ``compute_util`` (the same without
     the H2D copies inside ntt_msm_h, :func:`zkgpu.metrics.compute_utilization`), median ms of ``ntt_msm_h, h2d, ntt, h_msm,
-    prep_msm, barrier_wait, mutex_wait, batch_add, tail_msm, prove``, and ``h2d_gbps``
-    (:func:`zkgpu.metrics.effective_h2d_gbps`). Milliseconds are the recording's device's.
+    prep_msm, barrier_wait, mutex_wait, batch_add, tail_msm, prove`` (``h2d_ms``: the host waiting
+    for the copies), ``h2d_gbps`` (:func:`zkgpu.metrics.effective_h2d_gbps`), ``h2d_share`` and
+    ``h2d_exposed_ms`` (median per partition): the copy time that lengthened ntt_msm_h
+    (:func:`zkgpu.metrics.h2d_share`). Milliseconds are the recording's device's.
     """
     from . import metrics  # noqa: PLC0415
 
@@ -543,6 +560,11 @@ def scenario_table(source: Source, names: Iterable[str] | None = None) -> pd.Dat
         for ph in ("ntt_msm_h", "h2d", "ntt", "h_msm", "prep_msm", "barrier_wait", "mutex_wait", "batch_add", "tail_msm", "prove"):
             row[f"{ph}_ms"] = _median_ms(ev, ph)
         row["h2d_gbps"] = float(gb["gbps"].iloc[0]) if len(gb) else float("nan")
+        sh = metrics.h2d_share(ev)
+        row["h2d_share"] = float(sh["share"].iloc[0]) if len(sh) else float("nan")
+        per = metrics.h2d_share(ev, by=("partition",))
+        per = per[per["ntt_msm_h_ms"] > 0]
+        row["h2d_exposed_ms"] = float(per["h2d_ms"].median()) if len(per) else float("nan")
         rows.append(row)
     return pd.DataFrame(rows).set_index("scenario") if rows else pd.DataFrame()
 
