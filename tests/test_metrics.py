@@ -276,3 +276,13 @@ def test_h2d_share_skips_pre_staged_copies_and_survives_concatenated_runs():
     from zkgpu.metrics import compute_utilization
 
     assert compute_utilization(both).loc["b", "copy_ms"] == 0.0
+
+
+def test_barrier_in_held_counts_only_waits_inside_the_lock():
+    coarse = ev([("mutex_held", 0, 100, 0, 0), ("barrier_wait", 40, 70, 0, 0)], run="coarse")
+    narrow = ev([("mutex_held", 0, 40, 0, 0), ("barrier_wait", 40, 70, 0, 0), ("mutex_held", 70, 100, 0, 0)], run="narrow")
+    ms = mutex_stats(pd.concat([coarse, narrow])).set_index("run")
+    assert ms.loc["coarse", "barrier_in_held"] == pytest.approx(0.3)
+    assert ms.loc["narrow", "barrier_in_held"] == 0.0 and ms.loc["narrow", "barrier_wait_total_ms"] == 30
+    half = ev([("mutex_held", 0, 50, 0, 0), ("barrier_wait", 40, 70, 0, 0)], run="h")  # 10 of 30 ms inside
+    assert mutex_stats(half).loc[0, "barrier_in_held"] == pytest.approx(10 / 50)

@@ -408,8 +408,9 @@ def mutex_stats(events: pd.DataFrame, by: Sequence[str] = ("run", "worker")) -> 
 
     For each group of ``by`` (default run, worker) and each of the three phases: ``<phase>_count``,
     ``<phase>_total_ms``, ``<phase>_mean_ms``, ``<phase>_max_ms`` (0 / NaN when absent). Also
-    ``barrier_in_held`` = barrier_wait_total / mutex_held_total (fraction of lock time the GPU idles
-    waiting for prep_msm; NaN without mutex_held).
+    ``barrier_in_held`` = (barrier_wait time inside a mutex_held interval of the same worker and
+    partition) / mutex_held_total: the fraction of lock time the GPU idles waiting for prep_msm (0
+    with the narrow scope, whose barrier wait is outside the lock; NaN without mutex_held).
     """
     _check(events)
     phases = ("mutex_wait", "barrier_wait", "mutex_held")
@@ -428,5 +429,14 @@ def mutex_stats(events: pd.DataFrame, by: Sequence[str] = ("run", "worker")) -> 
                 wide[c] = wide[c].fillna(0.0)
     wide = wide[[f"{p}_{m}" for p in phases for m in ("count", "total_ms", "mean_ms", "max_ms")]]
     held = wide["mutex_held_total_ms"].replace(0.0, np.nan)
-    wide["barrier_in_held"] = wide["barrier_wait_total_ms"] / held
+    # only the part of each barrier_wait that lies inside a mutex_held interval of the same partition
+    # and worker counts (narrow scope waits outside the lock)
+    keys = [k for k in ("run", "worker", "partition") if k in df.columns]
+    b = df[df["phase"] == "barrier_wait"]
+    h = df[df["phase"] == "mutex_held"][[*keys, "start_ns", "end_ns"]]
+    m = b.reset_index(drop=True).merge(h, on=keys, suffixes=("", "_h"))
+    ov = (np.minimum(m["end_ns"], m["end_ns_h"]) - np.maximum(m["start_ns"], m["start_ns_h"])).clip(lower=0) / 1e6
+    inside = m.assign(ov=ov).groupby(list(by), dropna=False)["ov"].sum() if len(m) else pd.Series(dtype=float)
+    inside = inside.reindex(wide.index).fillna(0.0) if len(inside) else pd.Series(0.0, index=wide.index)
+    wide["barrier_in_held"] = inside.to_numpy() / held.to_numpy()
     return wide.reset_index()
