@@ -6,43 +6,37 @@ the *shape* and scale the size with ``n`` (constraints = domain = ``n``, a power
 ``aux_ratio * n``; a/b/c are ``3 * n * 32`` bytes). Every phase is linear (or n log n) in n, so
 per-partition times scale by about 2x per step of log2(n).
 
-Default ``n = 2**23`` (a/b/c 3 x 256 MiB = 805 MB per partition, 1/16 of PoRep): a few
-seconds per partition end to end on the H200 host (synthesis ~1.6 s, prep_msm and the GPU start
-half several hundred ms each), with host memory ~4 GB for the default queue depth and a few GB
-of GPU memory. This is a **linear extrapolation** (the NTT benchmark is linear in n at these
-sizes) from the one size measured end to end on an H200 so far, n = 2^20
-(2026-11-29, ``python -m zkgpu.pipeline --log-n 20 --partitions 4``, gw=2, coarse, 2 synthesis
-workers, aux_ratio 0.97, median host ms over 4 partitions):
+Default ``n = 2**23`` (a/b/c 3 x 256 MiB = 805 MB per partition, 1/16 of PoRep). Measured on the
+H200 at n = 2^22 (``data/nvidia-h200-20261129-record-1``, 8 synthesis threads, 8 host-load threads,
+medians per partition, ms):
 
 =================  ===============  ================
 phase              pageable         pinned_pool
 =================  ===============  ================
-synthesize         ~200             206
-ntt_msm_h          52.6             37.9
-  of which h2d     18.4 (5.5 GB/s)  3.9 (26.8 GB/s)
-prep_msm (*)       299.4            298.1
-batch_add          13.0             12.9
-tail_msm           36.8             35.4
-barrier_wait       61.6             86.8
+synthesize         647              517
+ntt_msm_h          161              85
+  H2D share        51% (4.4 GB/s)   4.4% (46 GB/s)
+prep_msm           344              294
+batch_add          12               13
+tail_msm           35               35
+barrier_wait       0                48
 =================  ===============  ================
 
-(*) the first prep_msm version (three gathered vectors); the current one-pass
-:func:`~zkgpu.pipeline.backend.prep_partition` costs about 1/3 of that on the CPU here. A 2^22
-smoke in the same call did not finish inside its 60 s slot (4 configurations x 5 partitions;
-its block-buffered stdout was lost at the kill), so nothing larger than 2^20 is measured yet.
-Use ``n=2**20`` for quick GPU runs.
+Every phase is linear (or n log n) in n, so the default 2^23 takes about twice these, about a second
+of GPU-side work per partition: long enough that launch overheads are negligible, short enough that a
+16-partition scenario records in seconds. The H200's 16-core host cannot synthesize faster than
+about one 2^22 partition per ~80 ms with 8 threads, so larger n only lengthens recordings.
 
-Proportions. The seed's baseline order is ntt_msm_h (pageable) > prep_msm > batch_add >
-tail_msm. Our prep_msm is numpy (5-10x slower per scalar than upstream's C++) while the H200 is
-faster than the RTX 5070 Ti, so at PoRep's aux/constraints ratio prep_msm would exceed even the
-pageable ntt_msm_h. The default ``aux_ratio = 0.5`` halves the aux work (prep_msm, batch_add,
-tail_msm) relative to ntt_msm_h to restore ntt_msm_h(pageable) > prep_msm > ntt_msm_h(pinned)
-(estimated from the table above at 2^20: ~46 ms between 52.6 and 37.9; not yet re-measured), i.e.
-the seed's "barrier_wait ~0 before the fix, visible after". If a recorded baseline still shows
-prep_msm >= pageable ntt_msm_h, lower ``aux_ratio``; if pinned shows no barrier_wait, raise it.
-batch_add < tail_msm at 2^20 (13 vs 37 ms): our bases are device-resident, whereas upstream's
-batch_add streams 34.5 GB of SRS points over PCIe, and our tail MSM has a fixed per-call cost
-that larger n amortizes. Set ``aux_ratio=0.97`` for the PoRep shape.
+Proportions. The seed's order is ntt_msm_h (pageable) > prep_msm > batch_add > tail_msm, and after the
+fix prep_msm > ntt_msm_h (the barrier wait appears inside the lock). Our prep_msm is numpy (5-10x
+slower per scalar than upstream's C++) while the H200 is faster than the RTX 5070 Ti, so at PoRep's
+aux/constraints ratio prep_msm would dwarf everything. The default ``aux_ratio = 0.5`` halves the aux
+work (prep_msm, batch_add, tail_msm) relative to ntt_msm_h. A worker reaches the barrier only after
+its mutex_wait and ntt_msm_h, so in the pageable baseline prep_msm (344 ms) is done by then and the
+barrier wait is ~0, as in the seed; with the pinned pool it is not (48 ms inside the lock at gw=2).
+If a recording shows barrier_wait in the pageable baseline, lower ``aux_ratio``; if the pinned pool
+shows none, raise it. Set ``aux_ratio=0.97`` for the PoRep shape. batch_add < tail_msm here because
+our bases are device-resident, whereas upstream's batch_add streams 34.5 GB of SRS points over PCIe.
 """
 
 from __future__ import annotations
