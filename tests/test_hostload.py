@@ -109,3 +109,75 @@ def test_h2d_under_load_on_gpu():
     assert len(df) == 2 * 2 * 2 and (df["gbps"] > 0).all()
     assert (df.loc[df["load_threads"] == 1, "load_gbps"] >= 0).all()
     assert (df.loc[df["load_threads"] == 0, "load_gbps"] == 0).all()
+
+
+def test_a_thread_that_cannot_start_stops_the_others(monkeypatch):
+    import threading
+
+    real_start = threading.Thread.start
+    calls = {"n": 0}
+
+    def start(self):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("can't start new thread")
+        real_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    load = HostMemoryLoad(3, 4096)
+    with pytest.raises(RuntimeError, match="can't start new thread"):
+        load.start()
+    monkeypatch.setattr(threading.Thread, "start", real_start)
+    assert not load.running
+    assert not any(t.name.startswith("zkgpu-hostload") and t.is_alive() for t in threading.enumerate())
+
+
+def test_the_body_error_wins_over_a_load_failure(monkeypatch):
+    def boom(dst, src):
+        raise MemoryError("simulated")
+
+    monkeypatch.setattr(hostload, "np", types.SimpleNamespace(empty=np.empty, uint8=np.uint8, integer=np.integer, copyto=boom))
+    with pytest.raises(KeyError) as info:
+        with HostMemoryLoad(1, 4096):
+            time.sleep(0.05)
+            raise KeyError("body")
+    assert any("host load thread failed" in n for n in getattr(info.value, "__notes__", []))
+
+
+def test_record_keeps_its_manifest_when_a_load_thread_fails(tmp_path, monkeypatch):
+    from zkgpu.record import record
+
+    calls = {"n": 0}
+
+    def flaky(dst, src):
+        calls["n"] += 1
+        if calls["n"] > 3:
+            raise MemoryError("simulated")
+        np.copyto(dst, src)
+
+    monkeypatch.setattr(hostload, "np", types.SimpleNamespace(empty=np.empty, uint8=np.uint8, integer=np.integer, copyto=flaky))
+    run = record(tmp_path, device="cpu", n=1 << 6, partitions=2, scenarios=["baseline"], host_load=1)
+    m = json.loads((run / "manifest.json").read_text())
+    assert any("HOST LOAD FAILED" in n for n in m["notes"]) and "events" in m["scenarios"]["baseline"]
+
+
+def test_record_with_a_load_that_cannot_allocate_leaves_no_folder(tmp_path, monkeypatch):
+    from zkgpu.record import record
+
+    def no_memory(*a, **k):
+        raise MemoryError("no room")
+
+    monkeypatch.setattr(hostload, "np", types.SimpleNamespace(empty=no_memory, uint8=np.uint8, integer=np.integer, copyto=np.copyto))
+    with pytest.raises(MemoryError, match="no room"):
+        record(tmp_path, device="cpu", n=1 << 6, partitions=2, scenarios=["baseline"], host_load=2)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bench_load_rejects_bad_levels(monkeypatch):
+    from zkgpu import _cuda
+    from zkgpu.cli import main
+
+    monkeypatch.setattr(_cuda, "gpu_available", lambda: True)
+    for bad in ("-1", "", "a,b"):
+        r = CliRunner().invoke(main, ["bench", "load", "--levels", bad])
+        assert r.exit_code == 2 and "--levels" in r.output, (bad, r.output)

@@ -286,3 +286,25 @@ def test_barrier_in_held_counts_only_waits_inside_the_lock():
     assert ms.loc["narrow", "barrier_in_held"] == 0.0 and ms.loc["narrow", "barrier_wait_total_ms"] == 30
     half = ev([("mutex_held", 0, 50, 0, 0), ("barrier_wait", 40, 70, 0, 0)], run="h")  # 10 of 30 ms inside
     assert mutex_stats(half).loc[0, "barrier_in_held"] == pytest.approx(10 / 50)
+
+
+def test_detail_values_are_matched_literally_and_clipped():
+    from zkgpu.metrics import compute_utilization, detail_value
+
+    rows = [
+        ("ntt_msm_h", 0, 100, 0, 0, {"gpu": 0, "gpu_ms": 100.0}),
+        ("h2d", 0, 40, 0, 0, {"gpu": 0, "detail": "stage=ntt_msm_h,exposed_ms=250"}),  # > the copy: clipped
+        ("ntt_msm_h", 100, 200, 0, 1, {"gpu": 0, "gpu_ms": 100.0}),
+        ("h2d", 100, 120, 0, 1, {"gpu": 0, "detail": "stage=ntt_msm_h,exposed_ms=-5"}),  # negative: 0
+        ("ntt_msm_h", 200, 300, 0, 2, {"gpu": 0, "gpu_ms": 100.0}),
+        ("h2d", 200, 210, 0, 2, {"gpu": 0, "detail": "stage=ntt_msm_h,exposed_ms=inf,axb=3"}),  # inf: not a value
+        ("h2d", 210, 260, 0, 2, {"gpu": 0, "detail": "stage=ntt_msm_h_prefetch"}),  # another stage
+    ]
+    df = ev(rows)
+    hp = h2d_share(df, by=("run", "partition")).set_index("partition")
+    assert hp.loc[0, "h2d_ms"] == 40 and hp.loc[1, "h2d_ms"] == 0 and hp.loc[2, "h2d_ms"] == 10
+    assert compute_utilization(df).loc["r", "copy_ms"] == pytest.approx(50.0)
+    assert detail_value(df, "a.b").isna().all() and detail_value(df, "x(").isna().all()
+    nodetail = df.drop(columns=["detail"])
+    assert detail_value(nodetail, "exposed_ms").isna().all()
+    assert h2d_share(nodetail)["share"].iloc[0] == pytest.approx(120 / 300)  # no stage info: containment -> inside

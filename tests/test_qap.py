@@ -157,3 +157,31 @@ def test_gpu_compute_h_bad_device_input():
         qap.compute_h(ok, cp.asarray(bad), ok)
     with pytest.raises(TypeError, match="all be host"):
         qap.compute_h(ok, fr_from_ints([1, 2, 3]), ok)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("log_n", [0, 3, 10])
+def test_gpu_split_h_pieces_equal_compute_h_and_defer_the_value_check(log_n):
+    """prepare_input + coset_evals_inplace per vector + combine_h_inplace (the pipeline's
+    three-stream order) give compute_h's result; a deferred check reports r itself at index 3."""
+    from zkgpu._cuda import cupy
+    from zkgpu.ntt import from_montgomery
+
+    cp = cupy()
+    n = 1 << log_n
+    rng = random.Random(secrets.randbits(64))
+    vals = [[rng.randrange(P) for _ in range(n)] for _ in range(3)]
+    dev = [cp.asarray(fr_from_ints(v)) for v in vals]
+    check = qap.DeferredCheck()
+    bufs = [qap.coset_evals_inplace(qap.prepare_input(d, n, name=nm, deferred=check)) for d, nm in zip(dev, "abc")]
+    qap.combine_h_inplace(*bufs)
+    check.raise_if_bad()
+    got = fr_to_ints(from_montgomery(bufs[0]).get())
+    assert got == qap.compute_h_reference(*vals)
+    if n > 3:
+        bad = fr_from_ints(vals[1])
+        bad[3] = np.array([int(x) for x in ((P >> (64 * k)) & (2**64 - 1) for k in range(4))], dtype=np.uint64)  # r itself
+        check = qap.DeferredCheck()
+        qap.prepare_input(cp.asarray(bad), n, name="b", deferred=check)
+        with pytest.raises(ValueError, match=r"b\[3\] = .* is not a canonical Fr"):
+            check.raise_if_bad()

@@ -119,12 +119,18 @@ class HostMemoryLoad:
             src.fill(0x5A)  # first touch here, not in the measured interval
             dst.fill(0)
             buffers.append((src, dst))
-        self._workers = [
-            threading.Thread(target=self._loop, args=(i, src, dst), name=f"zkgpu-hostload-{i}", daemon=True)
-            for i, (src, dst) in enumerate(buffers)
-        ]
-        for t in self._workers:
-            t.start()
+        self._workers = []
+        try:
+            for i, (src, dst) in enumerate(buffers):
+                t = threading.Thread(target=self._loop, args=(i, src, dst), name=f"zkgpu-hostload-{i}", daemon=True)
+                t.start()
+                self._workers.append(t)
+        except BaseException:  # a thread that cannot start, or Ctrl-C: stop the ones already running
+            self._stop.set()
+            for t in self._workers:
+                t.join()
+            self._workers = []
+            raise
         self._running = True
         self._t_start = time.perf_counter()
         return self
@@ -146,8 +152,14 @@ class HostMemoryLoad:
     def __enter__(self) -> "HostMemoryLoad":
         return self.start()
 
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.stop()
+            return
+        try:  # the body's exception wins; a load failure is attached to it as a note
+            self.stop()
+        except RuntimeError as load_exc:
+            exc.add_note(f"also: {load_exc}")
 
     @property
     def running(self) -> bool:
@@ -177,7 +189,7 @@ class HostMemoryLoad:
                     if self._stop.is_set():
                         break
         except BaseException as exc:  # noqa: BLE001 -- reported by stop()
-            self._errors.append(exc)
+            self._errors.append(exc.with_traceback(None))  # no frames: the buffers can be freed
 
 
 # --------------------------------------------------------------------------------------------
@@ -202,7 +214,8 @@ def h2d_under_load(
     For each level (load threads, :class:`HostMemoryLoad`) and each path, ``warmup`` untimed then
     ``repeat`` timed copies of ``size_bytes`` from a reused host buffer (pageable: a touched
     numpy array; pinned_raw: ``cupyx.empty_pinned``) into one device buffer, timed by
-    :mod:`zkgpu.transfer` (CUDA events). ``load_gbps`` is the load's DRAM traffic during that copy.
+    :mod:`zkgpu.transfer` (CUDA events). ``load_gbps`` is the load's DRAM traffic over all the
+    copies of that level (the load counts whole 32 MiB chunks, too coarse for one short copy).
 
     Returns:
         pandas DataFrame with :data:`LOAD_COLUMNS`, one row per timed copy.
@@ -215,8 +228,11 @@ def h2d_under_load(
     from . import _cuda, transfer  # noqa: PLC0415
 
     levels = [_count("load level", x, 0) for x in levels]
+    if not levels:
+        raise ValueError("levels must name at least one load level")
     size_bytes = _count("size_bytes", size_bytes, 1)
     repeat, warmup = _count("repeat", repeat, 1), _count("warmup", warmup, 0)
+    loads = [HostMemoryLoad(level, buffer_bytes) for level in levels]  # settings checked before any allocation
     fns = {"pageable": transfer.pageable, "pinned_raw": transfer.pinned_raw}
     bad = [p for p in paths if p not in fns]
     if bad or not paths:
@@ -232,17 +248,20 @@ def h2d_under_load(
     dst = cp.empty(size_bytes, dtype=cp.uint8)
     stream = cp.cuda.Stream(non_blocking=True)
     rows: list[dict[str, Any]] = []
-    for level in levels:
-        with HostMemoryLoad(level, buffer_bytes) as load:
+    for level, load in zip(levels, loads):
+        with load:
             time.sleep(0.2 if level else 0.0)  # let the load reach steady state
+            mark = load.snapshot()
+            first = len(rows)
             for path in paths:
                 for rep in range(-warmup, repeat):
-                    mark = load.snapshot()
                     r = fns[path](host[path], dst, stream=stream)
-                    ls = load.since(mark)
                     if rep >= 0:
                         rows.append({"load_threads": level, "path": path, "size_bytes": size_bytes, "rep": rep,
-                                     "host_ms": r.host_ms, "stream_ms": r.stream_ms, "gbps": r.gbps, "load_gbps": ls.gbps})
+                                     "host_ms": r.host_ms, "stream_ms": r.stream_ms, "gbps": r.gbps})
+            traffic = load.since(mark).gbps
+            for row in rows[first:]:
+                row["load_gbps"] = traffic
     return pd.DataFrame(rows, columns=list(LOAD_COLUMNS))
 
 
@@ -271,6 +290,8 @@ def _make_bench_command() -> Any:
             lv = [int(x) for x in levels.split(",") if x.strip()]
         except ValueError as exc:
             raise click.BadParameter(f"--levels must be comma-separated integers, got {levels!r}") from exc
+        if not lv or min(lv) < 0:
+            raise click.BadParameter(f"--levels must list one or more integers >= 0, got {levels!r}")
         t0 = time.perf_counter()
         df = h2d_under_load(lv, size_bytes=size_mib * MIB, repeat=repeat)
         run_dir = new_run_dir("bench-load", base=Path(out_base) if out_base else None)

@@ -13,6 +13,7 @@ time the GPU executes work (≈ gpu_total − barrier_wait per partition) over w
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 import numpy as np
@@ -51,16 +52,22 @@ def _check(events: pd.DataFrame) -> None:
 
 
 def detail_value(events: pd.DataFrame, key: str) -> pd.Series:
-    """The float value of ``key=`` in each row's ``detail`` (NaN where absent or not a number)."""
+    """The float value of ``key=`` in each row's ``detail`` (NaN where absent, not a number or not
+    finite; all NaN when the table has no ``detail`` column). ``key`` is matched literally."""
+    if "detail" not in events.columns:
+        return pd.Series(np.nan, index=events.index, dtype=float)
     d = events["detail"].astype("string")
-    v = d.str.extract(rf"(?:^|,){key}=([^,]*)", expand=False)
-    return pd.to_numeric(v, errors="coerce").astype(float)
+    v = d.str.extract(rf"(?:^|,){re.escape(key)}=([^,]*)", expand=False)
+    out = pd.to_numeric(v, errors="coerce").astype(float)
+    return out.where(np.isfinite(out))
 
 
 def _exposed_or(h: pd.DataFrame, fallback: pd.Series) -> pd.Series:
-    """Per h2d row: the recorded ``exposed_ms`` (copy time no kernel hides), else ``fallback``."""
+    """Per h2d row: the recorded ``exposed_ms`` (copy time no kernel hides) clipped to
+    [0, ``fallback``] (it cannot exceed the copy), else ``fallback``."""
     ex = detail_value(h, "exposed_ms")
-    return ex.where(ex.notna(), fallback)
+    fb = fallback.astype(float)
+    return ex.clip(lower=0.0).where(ex.isna() | fb.isna() | (ex <= fb), fb).where(ex.notna(), fb)
 
 
 def _h2d_inside_mask(events: pd.DataFrame) -> np.ndarray:
@@ -70,12 +77,13 @@ def _h2d_inside_mask(events: pd.DataFrame) -> np.ndarray:
     ev = events.reset_index(drop=True)
     is_h = (ev["phase"] == "h2d").to_numpy()
     detail = ev["detail"].astype("string").fillna("") if "detail" in ev.columns else pd.Series("", index=ev.index, dtype="string")
-    mask = is_h & detail.str.contains("stage=ntt_msm_h", regex=False).to_numpy(dtype=bool)
-    unknown = is_h & ~detail.str.contains("stage=", regex=False).to_numpy(dtype=bool)
+    mask = is_h & detail.str.contains(r"(?:^|,)stage=ntt_msm_h(?:,|$)", regex=True).to_numpy(dtype=bool)
+    unknown = is_h & ~detail.str.contains(r"(?:^|,)stage=", regex=True).to_numpy(dtype=bool)
     if unknown.any():
         n = ev[ev["phase"] == "ntt_msm_h"][["run", "partition", "start_ns", "end_ns"]]
-        m = ev[unknown].reset_index().merge(n, on=["run", "partition"], suffixes=("", "_n"))
-        ok = m[(m["start_ns"] >= m["start_ns_n"]) & (m["end_ns"] <= m["end_ns_n"])]["index"].to_numpy()
+        rows = ev.loc[unknown, ["run", "partition", "start_ns", "end_ns"]].assign(_pos=np.flatnonzero(unknown))
+        m = rows.merge(n, on=["run", "partition"], suffixes=("", "_n"))
+        ok = m[(m["start_ns"] >= m["start_ns_n"]) & (m["end_ns"] <= m["end_ns_n"])]["_pos"].to_numpy()
         mask[ok] = True
     return mask
 

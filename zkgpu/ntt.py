@@ -147,21 +147,31 @@ def device_words(d: Any, *, name: str = "values") -> Any:
     return d.view(cp.uint32).reshape(-1)
 
 
-def _first_unreduced_device(w: Any) -> int | None:
+def _first_unreduced_launch(w: Any) -> Any:
+    """Queue the search for the first element >= r on the current stream; returns a (1,) uint64
+    device array holding its index, or n when every element is canonical (read it after a sync)."""
     cp = _cuda.cupy()
     n = w.size // 8
     out = cp.full((1,), n, dtype=cp.uint64)
     k = _cuda.get_kernel("fr_ops", "fr_first_unreduced")
     _cuda.launch_1d(k, n, (w, np.uint64(n), out))
-    bad = int(out.get()[0])
-    return None if bad >= n else bad
+    return out
+
+
+def _first_unreduced_device(w: Any) -> int | None:
+    bad = int(_first_unreduced_launch(w).get()[0])
+    return None if bad >= w.size // 8 else bad
+
+
+def _raise_unreduced(w: Any, bad: int, name: str) -> None:
+    v = fr_to_ints(w[8 * bad : 8 * bad + 8].view(_cuda.cupy().uint64).reshape(1, 4).get())[0]
+    raise ValueError(f"{name}[{bad}] = {v:#x} is not a canonical Fr element (must be < {P:#x})")
 
 
 def _check_values_device(w: Any, name: str) -> None:
     bad = _first_unreduced_device(w)
     if bad is not None:
-        v = fr_to_ints(w[8 * bad : 8 * bad + 8].view(_cuda.cupy().uint64).reshape(1, 4).get())[0]
-        raise ValueError(f"{name}[{bad}] = {v:#x} is not a canonical Fr element (must be < {P:#x})")
+        _raise_unreduced(w, bad, name)
 
 
 # ----------------------------------------------------------------------------------------------

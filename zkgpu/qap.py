@@ -27,6 +27,8 @@ from . import _cuda
 from .field import FR, check_array, fr_from_ints, fr_to_ints
 from .ntt import (
     _check_values_device,
+    _first_unreduced_launch,
+    _raise_unreduced,
     _to_device_mont,
     check_device_array,
     device_words,
@@ -44,6 +46,7 @@ __all__ = [
     "compute_h_inplace",
     "compute_h_reference",
     "prepare_input",
+    "DeferredCheck",
     "coset_evals_inplace",
     "combine_h_inplace",
 ]
@@ -150,18 +153,48 @@ def _compute_h_device(a: Any, b: Any, c: Any, log_n: int | None, timings: dict |
     return from_montgomery(bufs[0])
 
 
-def prepare_input(x: Any, n: int, *, name: str = "x") -> Any:
+class DeferredCheck:
+    """Value checks queued by :func:`prepare_input` without a host sync; :meth:`raise_if_bad`
+    reads them once the stream work is done (it syncs each check's result)."""
+
+    def __init__(self) -> None:
+        self._items: list[tuple[str, Any, Any]] = []
+
+    def add(self, name: str, words: Any, out: Any) -> None:
+        self._items.append((name, words, out))
+
+    def raise_if_bad(self) -> None:
+        """Raises: ValueError naming the first element >= r of the first bad input, as
+        :func:`prepare_input` does when it checks at once."""
+        for name, words, out in self._items:
+            bad = int(out.get()[0])
+            if bad < words.size // 8:
+                _raise_unreduced(words, bad, name)
+        self._items.clear()
+
+
+def prepare_input(x: Any, n: int, *, name: str = "x", deferred: DeferredCheck | None = None) -> Any:
     """A fresh ``(n, 4)`` uint64 device buffer holding ``x`` (canonical Fr, ``(m, 4)`` CuPy, m <= n)
     zero-padded to n and converted to Montgomery form, on the current stream.
 
+    The check that every element is < r syncs the stream, unless ``deferred`` is given: then it is
+    only queued (no host wait, so copies and kernels of other streams keep flowing) and
+    ``deferred.raise_if_bad()`` must be called after the stream's work is done; ``x`` must stay
+    alive until then.
+
     Raises:
-        ValueError: an element >= r (first bad index named) or m > n. TypeError: bad dtype.
+        ValueError: an element >= r (first bad index named; with ``deferred``, from
+        ``raise_if_bad``) or m > n. TypeError: bad dtype.
     """
     cp = _cuda.cupy()
     check_device_array(x, name=name)
     if x.shape[0] > n:
         raise ValueError(f"{name} has {x.shape[0]} elements, more than the domain size {n}")
-    _check_values_device(device_words(x, name=name), name)
+    words = device_words(x, name=name)
+    if deferred is None:
+        _check_values_device(words, name)
+    else:
+        deferred.add(name, words, _first_unreduced_launch(words))
     buf = cp.zeros((n, 4), dtype=cp.uint64)
     buf[: x.shape[0]] = x
     to_montgomery(buf)

@@ -333,15 +333,18 @@ def record(
         queue_depth: partitions synthesized ahead (default :data:`GPU_QUEUE_DEPTH` on the GPU, else
             the pipeline's 2*gw).
         seed: base seed of every scenario (the same witnesses in every scenario).
-        host_load: threads of :class:`zkgpu.hostload.HostMemoryLoad` running during the warm-up
-            and every scenario (0: none), standing in for the concurrent syntheses that load
-            cuzk's host; each scenario's entry records the DRAM traffic the load achieved
-            (``host_load``), the manifest its settings. The sweep and benchmarks run without it.
+        host_load: threads of :class:`zkgpu.hostload.HostMemoryLoad` running during the warm-up,
+            the pool pre-warm and every scenario (0: none), standing in for the concurrent
+            syntheses that load cuzk's host; each scenario's entry records the DRAM traffic the
+            load achieved (``host_load``), the manifest its settings. The sweep and benchmarks run
+            without it. A load thread that fails is noted in the manifest, not raised.
         echo: progress callback (e.g. ``print``).
 
     Raises:
-        ValueError: unknown device or scenario, or a size the pipeline rejects (n not a power of
-        two ...), before any folder is created; RuntimeError: ``device="gpu"`` without a GPU.
+        ValueError: unknown device or scenario, a size the pipeline rejects (n not a power of
+        two ...) or a bad ``host_load``, before any folder is created; RuntimeError:
+        ``device="gpu"`` without a GPU; MemoryError: the host load's buffers do not fit (before any
+        folder is created).
     """
     from ._cuda import gpu_available  # noqa: PLC0415
 
@@ -368,7 +371,16 @@ def record(
     # validate the sizes before a folder exists (ValueError/TypeError naming the setting)
     sw_kw = {"synth_workers": synth_workers} if synth_workers is not None else {}
     abc = PipelineConfig(n=n, partitions=partitions, device=device, transfer="pageable", **sw_kw).abc_bytes
-    run_dir = new_run_dir("record", base=Path(out) if out is not None else None, gpu="cpu" if device == "cpu" else None)
+    host_load = load.threads
+    if host_load:
+        # started before the folder exists: a load that cannot allocate its buffers
+        # (MemoryError) or start its threads leaves nothing behind
+        load.start()
+    try:
+        run_dir = new_run_dir("record", base=Path(out) if out is not None else None, gpu="cpu" if device == "cpu" else None)
+    except BaseException:
+        load.stop()
+        raise
     say(f"record: {run_dir} (device={device}, n={n}, partitions={partitions})")
     notes = [f"scenario {k} skipped: {v}" for k, v in skipped.items()]
     if device == "cpu":
@@ -382,9 +394,13 @@ def record(
     pool: Any = None
     if host_load:
         notes.append(f"host memory load: {host_load} HostMemoryLoad threads x 2 x {load.buffer_bytes} bytes during the warm-up and every scenario (not during the sweep and benchmarks)")
+    def stop_load() -> None:  # a failed load thread is noted, never loses the recording
+        try:
+            load.stop()
+        except RuntimeError as exc:
+            notes.append(f"HOST LOAD FAILED ({exc}): scenarios after the failure ran with fewer load threads")
+
     try:
-        if host_load:
-            load.start()
         if device == "gpu" and runnable:
             # Warm-up, discarded: the first pipeline run of a process compiles the kernels (NVRTC),
             # creates the CUDA context and streams and builds the NTT tables inside its first
@@ -422,7 +438,7 @@ def record(
             if host_load:
                 e["host_load"] = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in load.since(mark).as_dict().items()}
             say(f"record:   {name}: {'ERROR ' + e['error'] if 'error' in e else str(e.get('rows')) + ' events'} in {e['seconds']} s")
-        load.stop()
+        stop_load()
         if device == "gpu":
             if sweep:
                 say("record: H2D bandwidth sweep")
@@ -436,10 +452,12 @@ def record(
         interrupted = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         notes.append(f"INTERRUPTED ({interrupted}): only the scenarios listed with files were recorded")
     finally:
-        load.stop()
-        prepared.clear()  # release the generated bases (device memory) before the manifest
-        if pool is not None:
-            pool.close()
+        try:
+            prepared.clear()  # release the generated bases (device memory) before the manifest
+            if pool is not None:
+                pool.close()
+        finally:
+            stop_load()
     for name in runnable:
         entries.setdefault(name, {"settings": SCENARIOS[name], "skipped": "not run: the recording was interrupted"})
     for name, why in skipped.items():
@@ -502,6 +520,8 @@ def record_command(n, partitions, quick, out, device, scenarios, no_sweep, no_be
         )
     except (ValueError, TypeError, RuntimeError) as exc:
         raise click.ClickException(str(exc)) from exc
+    except MemoryError as exc:
+        raise click.ClickException(f"out of host memory before recording (--host-load {host_load} needs 2 x 256 MiB per thread): {exc}") from exc
     except KeyboardInterrupt as exc:
         click.echo(f"record: {exc}", err=True)
         sys.exit(130)

@@ -59,7 +59,8 @@ class HStart:
         bufs: the three working buffers (device, or host arrays on the CPU backend).
         nbytes: bytes copied host-to-device (0 for device-resident inputs).
         transfers: the :class:`zkgpu.transfer.TransferResult` of each copy (GPU only).
-        timing: filled by ``finish_h``: ``copy_ms`` (sum of the copies' CUDA-event times),
+        timing: filled by ``finish_h``: ``copy_ms`` (sum of the copies' intervals on the GPU
+            timeline, from their CUDA events; clipped so that consecutive copies do not overlap),
             ``exposed_ms`` (copy time not overlapped by any kernel of the H computation: the part
             of the H2D that lengthens ntt_msm_h), ``gpu_ms`` (first copy start to h ready), all ms.
     """
@@ -411,21 +412,24 @@ class GpuBackend:
 
         Per vector: the copy by ``config.transfer`` through :mod:`zkgpu.transfer` (the call
         returns once the copy has completed: a pageable copy blocks the host anyway, and the
-        pinned DMA is event-timed), then, queued on that vector's stream,
-        :func:`zkgpu.qap.prepare_input` and :func:`zkgpu.qap.coset_evals_inplace`. So the copy of b
+        pinned DMA is event-timed), then, queued on that vector's stream without a host wait,
+        :func:`zkgpu.qap.prepare_input` (its value check deferred to :meth:`finish_h`) and
+        :func:`zkgpu.qap.coset_evals_inplace`. So the host time of this call is the copies plus
+        kernel launches. So the copy of b
         runs while the NTTs of a run, and the copy of c while those of b run; only the first copy
         cannot overlap any compute. Device-array inputs (transfer ``resident``) are not copied.
         Stream 0 then waits for the other two. Finish with :meth:`finish_h`.
 
         Raises:
-            ValueError: a value >= r in a, b or c (named); what :mod:`zkgpu.transfer` raises.
+            what :mod:`zkgpu.transfer` raises (a value >= r is reported by :meth:`finish_h`).
         """
         cp, qap = self.cp, self.qap
         n = self.config.n
         streams = [stream, *self._side_streams()]
         ref = cp.cuda.Event()
         ref.record(stream)
-        st = HStart([], 0, events={"ref": ref, "copy_end": [], "kernel_end": [], "copy_ms": []})
+        check = qap.DeferredCheck()  # value checks queued, read in finish_h: no host sync here
+        st = HStart([], 0, events={"ref": ref, "copy_end": [], "kernel_end": [], "copy_ms": [], "check": check, "inputs": []})
         for x, s, nm in zip(inputs, streams, "abc"):
             with s:
                 if _cuda.is_device_array(x):
@@ -438,8 +442,8 @@ class GpuBackend:
                     ms = float(r.stream_ms)
                 ce = cp.cuda.Event()
                 ce.record(s)
-                buf = qap.prepare_input(d, n, name=nm)
-                del d
+                buf = qap.prepare_input(d, n, name=nm, deferred=check)
+                st.events["inputs"].append(d)  # alive until the deferred check has been read
                 qap.coset_evals_inplace(buf)
                 ke = cp.cuda.Event()
                 ke.record(s)
@@ -454,8 +458,12 @@ class GpuBackend:
 
     def finish_h(self, st: HStart, stream: Any) -> Any:
         """The rest of the H computation on stream 0 (:func:`zkgpu.qap.combine_h_inplace`, out of
-        Montgomery form), a sync of stream 0, and ``st.timing`` from the CUDA events (see
-        :class:`HStart`). Returns h, (n, 4) uint64 canonical, on the device."""
+        Montgomery form), a sync of stream 0, the deferred value checks, and ``st.timing`` from
+        the CUDA events (see :class:`HStart`). Returns h, (n, 4) uint64 canonical, on the device.
+
+        Raises:
+            ValueError: a value >= r in a, b or c (the first bad index named).
+        """
         cp, ev = self.cp, st.events
         with stream:
             cs = cp.cuda.Event()
@@ -466,6 +474,10 @@ class GpuBackend:
             end.record(stream)
         end.synchronize()
         st.bufs = []
+        try:
+            ev["check"].raise_if_bad()  # ValueError naming a value >= r in a, b or c
+        finally:
+            ev["inputs"] = []
 
         def t(e: Any) -> float:
             return float(cp.cuda.get_elapsed_time(ev["ref"], e))
