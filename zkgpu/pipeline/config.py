@@ -7,33 +7,33 @@ the *shape* and scale the size with ``n`` (constraints = domain = ``n``, a power
 per-partition times scale by about 2x per step of log2(n).
 
 Default ``n = 2**23`` (a/b/c 3 x 256 MiB = 805 MB per partition, 1/16 of PoRep). Measured on the
-H200 at n = 2^22 (``data/nvidia-h200-20261129-record-1``, 8 synthesis threads, 8 host-load threads,
+H200 at n = 2^22 (``data/nvidia-h200-20261129-record-2``, 8 synthesis threads, 8 host-load threads,
 medians per partition, ms):
 
 =================  ===============  ================
 phase              pageable         pinned_pool
 =================  ===============  ================
-synthesize         647              517
-ntt_msm_h          161              85
-  H2D share        51% (4.4 GB/s)   4.4% (46 GB/s)
-prep_msm           344              294
-batch_add          12               13
-tail_msm           35               35
-barrier_wait       0                48
+synthesize         790              600
+ntt_msm_h          185              87
+  H2D share        58% (3.3 GB/s)   4.7% (42 GB/s)
+prep_msm           404              373
+batch_add          13               13
+tail_msm           38               38
+barrier_wait       0                100
 =================  ===============  ================
 
 Every phase is linear (or n log n) in n, so the default 2^23 takes about twice these, about a second
 of GPU-side work per partition: long enough that launch overheads are negligible, short enough that a
 16-partition scenario records in seconds. The H200's 16-core host cannot synthesize faster than
-about one 2^22 partition per ~80 ms with 8 threads, so larger n only lengthens recordings.
+about one 2^22 partition per ~75-100 ms with 8 threads, so larger n only lengthens recordings.
 
 Proportions. The seed's order is ntt_msm_h (pageable) > prep_msm > batch_add > tail_msm, and after the
 fix prep_msm > ntt_msm_h (the barrier wait appears inside the lock). Our prep_msm is numpy (5-10x
 slower per scalar than upstream's C++) while the H200 is faster than the RTX 5070 Ti, so at PoRep's
 aux/constraints ratio prep_msm would dwarf everything. The default ``aux_ratio = 0.5`` halves the aux
 work (prep_msm, batch_add, tail_msm) relative to ntt_msm_h. A worker reaches the barrier only after
-its mutex_wait and ntt_msm_h, so in the pageable baseline prep_msm (344 ms) is done by then and the
-barrier wait is ~0, as in the seed; with the pinned pool it is not (48 ms inside the lock at gw=2).
+its mutex_wait and ntt_msm_h, so in the pageable baseline prep_msm (404 ms) is done by then and the
+barrier wait is ~0, as in the seed; with the pinned pool it is not (100 ms inside the lock at gw=2).
 If a recording shows barrier_wait in the pageable baseline, lower ``aux_ratio``; if the pinned pool
 shows none, raise it. Set ``aux_ratio=0.97`` for the PoRep shape. batch_add < tail_msm here because
 our bases are device-resident, whereas upstream's batch_add streams 34.5 GB of SRS points over PCIe.
