@@ -242,3 +242,21 @@ def test_replay_labels_host_load_and_finds_the_load_benchmark(recorded, tmp_path
     b.mkdir()
     (b / "load.csv").write_text("load_threads,path,size_bytes,rep,host_ms,stream_ms,gbps,load_gbps\n0,pageable,1,0,1,1,6.0,0\n")
     assert src.h2d_under_load()["gbps"].tolist() == [6.0]
+
+
+def test_live_source_passes_the_host_load(monkeypatch, tmp_path, recorded):
+    from zkgpu import _cuda, record as rec_mod
+
+    _, run_dir = recorded
+    seen = []
+    monkeypatch.setattr(_cuda, "gpu_available", lambda: True)
+    monkeypatch.setattr(rec_mod, "record", lambda **kw: seen.append(kw["host_load"]) or run_dir)
+    monkeypatch.delenv("ZKGPU_HOST_LOAD", raising=False)
+    replay.open_source("live")
+    replay.open_source("live", host_load=0)
+    monkeypatch.setenv("ZKGPU_HOST_LOAD", "3")
+    replay.open_source("live")
+    assert seen == [replay.LIVE_HOST_LOAD, 0, 3]
+    monkeypatch.setenv("ZKGPU_HOST_LOAD", "-1")
+    with pytest.raises(ValueError, match="ZKGPU_HOST_LOAD must be an integer >= 0, got '-1'"):
+        replay.open_source("live")

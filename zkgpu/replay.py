@@ -440,6 +440,11 @@ def _cpu_standin(n: int | None = None, partitions: int | None = None) -> Recordi
     return Recording.open(final)
 
 
+LIVE_HOST_LOAD = 8
+"""Host memory-load threads of a live run by default: the setting of the committed H200 recordings
+(``record --host-load 8``), so that live and replayed numbers describe the same regime."""
+
+
 def open_source(
     mode: str | None = None,
     *,
@@ -449,6 +454,7 @@ def open_source(
     sweep: bool = False,
     bench: bool = False,
     base: str | Path | None = None,
+    host_load: int | None = None,
 ) -> Source:
     """The notebook's data: a live measurement (mode ``live``) or a recording (``replay``).
 
@@ -460,9 +466,13 @@ def open_source(
             always reads whatever was recorded.
         sweep, bench: in live mode also run the H2D sweep / kernel benchmarks.
         base: folder of recordings (default :func:`data_dir`).
+        host_load: live runs: :class:`zkgpu.hostload.HostMemoryLoad` threads during the scenarios
+            (default ``$ZKGPU_HOST_LOAD``, else :data:`LIVE_HOST_LOAD`, the committed recordings'
+            setting; 0 for an idle host).
 
     Raises:
         RuntimeError: ``live`` was asked for but no GPU is present.
+        ValueError: ``$ZKGPU_HOST_LOAD`` is not an integer >= 0.
     """
     m = resolve_mode(mode)
     if m == "live":
@@ -471,10 +481,15 @@ def open_source(
 
         if not gpu_available():
             raise RuntimeError("ZKGPU_MODE=live needs a CUDA GPU (CuPy); none was found. Use ZKGPU_MODE=replay.")
+        if host_load is None:
+            env = os.environ.get("ZKGPU_HOST_LOAD", "").strip()
+            if env and not env.isdigit():
+                raise ValueError(f"ZKGPU_HOST_LOAD must be an integer >= 0, got {env!r}")
+            host_load = int(env) if env else LIVE_HOST_LOAD
         tmp = Path(tempfile.mkdtemp(prefix="zkgpu-live-"))
         run_dir = record.record(out=tmp, device="gpu", n=n, partitions=partitions, quick=True,
                                 scenarios=list(scenarios) if scenarios is not None else None,
-                                sweep=sweep, bench=bench)
+                                sweep=sweep, bench=bench, host_load=host_load)
         return Source("live", Recording.open(run_dir), m)
     rec = latest_recording(base)
     if rec is not None:
