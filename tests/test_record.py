@@ -260,3 +260,20 @@ def test_live_source_passes_the_host_load(monkeypatch, tmp_path, recorded):
     monkeypatch.setenv("ZKGPU_HOST_LOAD", "-1")
     with pytest.raises(ValueError, match="ZKGPU_HOST_LOAD must be an integer >= 0, got '-1'"):
         replay.open_source("live")
+
+
+def test_benchmark_pivot_keeps_modes_and_scalars_apart():
+    import pandas as pd
+
+    df = pd.DataFrame({
+        "log2_n": [24, 24, 24, 24],
+        "mode": ["device", "device", "pinned_h2d", "phase:sort"],
+        "scalars": ["uniform", "porep", "uniform", "uniform"],
+        "variant": ["k"] * 4,
+        "median_ms": [207.9, 99.4, 210.0, 5.0],
+    })
+    piv = replay.benchmark_pivot(df)
+    assert piv.loc[24, ("device", "uniform")] == 207.9 and piv.loc[24, ("device", "porep")] == 99.4
+    assert replay.benchmark_pivot(df.drop(columns=["log2_n"])) is None
+    one = replay.benchmark_pivot(df.iloc[:1])
+    assert one.loc[24, "median_ms"] == 207.9
