@@ -65,9 +65,8 @@ def detail_value(events: pd.DataFrame, key: str) -> pd.Series:
 def _exposed_or(h: pd.DataFrame, fallback: pd.Series) -> pd.Series:
     """Per h2d row: the recorded ``exposed_ms`` (copy time no kernel hides) clipped to
     [0, ``fallback``] (it cannot exceed the copy), else ``fallback``."""
-    ex = detail_value(h, "exposed_ms")
-    fb = fallback.astype(float)
-    return ex.clip(lower=0.0).where(ex.isna() | fb.isna() | (ex <= fb), fb).where(ex.notna(), fb)
+    ex = detail_value(h, "exposed_ms").clip(lower=0.0).to_numpy()
+    return pd.Series(np.fmin(ex, fallback.astype(float).to_numpy()), index=h.index)  # fmin skips NaN
 
 
 def _h2d_inside_mask(events: pd.DataFrame) -> np.ndarray:

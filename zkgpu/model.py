@@ -57,6 +57,7 @@ import numpy as np
 import pandas as pd
 
 from .events import normalize_events
+from .metrics import detail_value
 
 __all__ = [
     "ModelParams",
@@ -666,23 +667,22 @@ def utilization(events: pd.DataFrame, gpu: int | None = None) -> dict[str, float
         sub = ev[ev["phase"].isin(phases)]
         return list(zip(sub["start_ns"].astype("int64"), sub["end_ns"].astype("int64")))
 
-    h2d = ev[ev["phase"] == "h2d"]
-    exposed = _metrics().detail_value(h2d, "exposed_ms") if len(h2d) else pd.Series(dtype=float)
-    if len(h2d) and exposed.notna().all():
+    exposed = detail_value(ev[ev["phase"] == "h2d"], "exposed_ms")
+    if len(exposed) and exposed.notna().all():
         # measured with overlapped copies: the NTTs of a and b run inside the h2d interval, so count
         # the GPU phases whole and take out only the copy time no kernel hid (exposed_ms)
         busy = _union_ms(iv(("ntt_msm_h", "batch_add", "tail_msm")))
         busy_ns = max(0.0, _clip_len(busy, lo, hi) - float(exposed.clip(lower=0).sum()) * 1e6)
-    elif (ev["phase"] == "ntt").any():
-        busy = _union_ms(iv(_COMPUTE_PHASES))
     else:
-        busy = _subtract(_union_ms(iv(("ntt_msm_h", "h_msm", "batch_add", "tail_msm"))), _union_ms(iv(("h2d",))))
+        if (ev["phase"] == "ntt").any():
+            busy = _union_ms(iv(_COMPUTE_PHASES))
+        else:
+            busy = _subtract(_union_ms(iv(("ntt_msm_h", "h_msm", "batch_add", "tail_msm"))), _union_ms(iv(("h2d",))))
+        busy_ns = _clip_len(busy, lo, hi)
     timeline_src = ("prove",) if (ev["phase"] == "prove").any() else ("mutex_held",)
     timeline = _union_ms(iv(timeline_src))
     parts = ev[ev["phase"] == "tail_msm"]
     n_parts = int(parts[["run", "partition"]].drop_duplicates().shape[0]) if len(parts) else 0
-    if not (len(h2d) and exposed.notna().all()):
-        busy_ns = _clip_len(busy, lo, hi)
     return {
         "kernel_utilization": busy_ns / window,
         "timeline_utilization": _clip_len(timeline, lo, hi) / window,
@@ -690,12 +690,6 @@ def utilization(events: pd.DataFrame, gpu: int | None = None) -> dict[str, float
         "window_ms": window / 1e6,
         "partitions": n_parts,
     }
-
-
-def _metrics() -> Any:
-    from . import metrics  # noqa: PLC0415 -- metrics imports nothing from here; kept lazy anyway
-
-    return metrics
 
 
 def compute_bound_per_min(params: ModelParams, gpus: int = 1) -> float:

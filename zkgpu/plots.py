@@ -174,6 +174,15 @@ def phase_breakdown(events: pd.DataFrame, by: str = "run", phases: Sequence[str]
     return fig, ax
 
 
+def _require(df: pd.DataFrame, need: set[str], what: str) -> None:
+    """ValueError naming the missing columns, or an empty ``what`` frame."""
+    missing = need - set(df.columns)
+    if missing:
+        raise ValueError(f"{what} frame lacks columns {sorted(missing)}")
+    if not len(df):
+        raise ValueError(f"empty {what} frame")
+
+
 def bandwidth_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
     """GB/s vs transfer size: one colour per ``path``; reused buffers solid, fresh buffers dashed.
 
@@ -184,12 +193,7 @@ def bandwidth_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None
     Raises:
         ValueError: a column is missing or the frame is empty.
     """
-    need = {"path", "size_bytes", "fresh_buffer", "gbps"}
-    missing = need - set(df.columns)
-    if missing:
-        raise ValueError(f"bandwidth frame lacks columns {sorted(missing)}")
-    if not len(df):
-        raise ValueError("empty bandwidth frame")
+    _require(df, {"path", "size_bytes", "fresh_buffer", "gbps"}, "bandwidth")
     fig, ax = _fig_ax(ax, (7.5, 4.5))
     paths = list(dict.fromkeys(df["path"].astype(str)))
     cmap = plt.get_cmap("tab10")
@@ -221,12 +225,7 @@ def load_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None = No
     Raises:
         ValueError: a column is missing or the frame is empty.
     """
-    need = {"load_threads", "path", "gbps", "load_gbps"}
-    missing = need - set(df.columns)
-    if missing:
-        raise ValueError(f"load frame lacks columns {sorted(missing)}")
-    if not len(df):
-        raise ValueError("empty load frame")
+    _require(df, {"load_threads", "path", "gbps", "load_gbps"}, "load")
     fig, ax = _fig_ax(ax, (7.0, 4.0))
     med = df.groupby(["path", "load_threads"], sort=True)[["gbps", "load_gbps"]].median().reset_index()
     x_of = med.groupby("load_threads")["load_gbps"].max()  # one x per level (the load's traffic)

@@ -576,10 +576,9 @@ def scenario_table(source: Source, names: Iterable[str] | None = None) -> pd.Dat
         for ph in ("ntt_msm_h", "h2d", "ntt", "h_msm", "prep_msm", "barrier_wait", "mutex_wait", "batch_add", "tail_msm", "prove"):
             row[f"{ph}_ms"] = _median_ms(ev, ph)
         row["h2d_gbps"] = float(gb["gbps"].iloc[0]) if len(gb) else float("nan")
-        sh = metrics.h2d_share(ev)
-        row["h2d_share"] = float(sh["share"].iloc[0]) if len(sh) else float("nan")
         per = metrics.h2d_share(ev, by=("partition",))
         per = per[per["ntt_msm_h_ms"] > 0]
+        row["h2d_share"] = float(per["h2d_ms"].sum() / per["ntt_msm_h_ms"].sum()) if len(per) else float("nan")
         row["h2d_exposed_ms"] = float(per["h2d_ms"].median()) if len(per) else float("nan")
         rows.append(row)
     return pd.DataFrame(rows).set_index("scenario") if rows else pd.DataFrame()

@@ -1,11 +1,12 @@
 """Thin adapters between the pipeline and the math/transfer modules, for both devices.
 
-The pipeline calls only what is here: bases (the scaled-down SRS), H2D of a/b/c, ``compute_h``,
+The pipeline calls only what is here: bases (the scaled-down SRS), H2D of a/b/c and the H
+computation (``start_h`` / ``finish_h``),
 the H MSM, prep_msm, batch_add, the tail MSMs, the CPU G2 multiexp and host point sums.
 
 * :class:`CpuBackend` (``device="cpu"``): ``zkgpu.qap.compute_h_reference`` on Python ints, MSMs
   and batch additions with py-arkworks-bls12381 (an independent library) over the same bases.
-* :class:`GpuBackend` (``device="gpu"``): ``zkgpu.qap.compute_h`` on CuPy arrays,
+* :class:`GpuBackend` (``device="gpu"``): the steps of ``zkgpu.qap.compute_h`` on CuPy arrays, three streams,
   ``zkgpu.msm.msm`` / ``batch_add`` / ``generate_points`` and ``zkgpu.transfer`` for the H2D.
 
 Point format everywhere: (1, 12) or (m, 12) uint64, affine x (6 limbs) then y (6 limbs),
@@ -27,6 +28,7 @@ import numpy as np
 
 from zkgpu import _cuda
 from zkgpu.field import fr_from_ints, fr_to_ints
+from zkgpu.metrics import h2d_overlap
 from zkgpu.pipeline.config import PipelineConfig
 from zkgpu.pipeline.synthesis import Circuit
 
@@ -62,14 +64,20 @@ class HStart:
         timing: filled by ``finish_h``: ``copy_ms`` (sum of the copies' intervals on the GPU
             timeline, from their CUDA events; clipped so that consecutive copies do not overlap),
             ``exposed_ms`` (copy time not overlapped by any kernel of the H computation: the part
-            of the H2D that lengthens ntt_msm_h), ``gpu_ms`` (first copy start to h ready), all ms.
+            of the H2D that lengthens ntt_msm_h), ``hidden_ms`` and ``kernel_ms``
+            (:func:`zkgpu.metrics.h2d_overlap`), all ms.
     """
 
     bufs: list[Any]
     nbytes: int
     transfers: list[Any] = field(default_factory=list)
     timing: dict[str, float] = field(default_factory=dict)
-    events: dict[str, Any] = field(default_factory=dict)
+    # GPU only: the reference event, then per vector (copy end event, kernel end event, copy ms or
+    # None); the deferred value check and the device inputs it reads
+    ref: Any = field(default=None, repr=False)
+    marks: list[tuple[Any, Any, float | None]] = field(default_factory=list, repr=False)
+    check: Any = field(default=None, repr=False)
+    inputs: list[Any] = field(default_factory=list, repr=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -279,9 +287,6 @@ class CpuBackend:
         """CPU: no copy (the "device" arrays are the host arrays); returns the bytes a GPU would move."""
         return list(host), int(sum(x.nbytes for x in host))
 
-    def compute_h(self, dev: Sequence[Any], stream: Any) -> Any:
-        return cpu_compute_h(*dev)
-
     def start_h(self, inputs: Sequence[np.ndarray], stream: Any) -> HStart:
         """CPU: no copy; the bytes a GPU would move (see :meth:`GpuBackend.start_h`)."""
         return HStart(list(inputs), int(sum(x.nbytes for x in inputs)))
@@ -343,6 +348,7 @@ class GpuBackend:
         self.config, self.circuit = config, circuit
         self.cp = _cuda.cupy()
         self.qap = importlib.import_module("zkgpu.qap")
+        self.ntt = importlib.import_module("zkgpu.ntt")
         self.msm_mod = importlib.import_module("zkgpu.msm")
         self.transfer = importlib.import_module("zkgpu.transfer")
         self._local = threading.local()
@@ -369,27 +375,18 @@ class GpuBackend:
         Every device allocation and launch of a worker happens under ``with stream`` (CuPy's
         memory pool is per stream, and the worker's stream is non-blocking, so nothing may be
         left on the legacy default stream)."""
-        cp, tr = self.cp, self.transfer
+        cp = self.cp
         out, results = [], []
         with stream:
             for x in host:
                 d = cp.empty(x.shape, dtype=x.dtype)
-                if self.config.transfer in ("pageable", "resident"):
-                    r = tr.pageable(x, d, stream=stream)
-                elif self.config.transfer == "registered":
-                    r = tr.registered(x, d, stream=stream)
-                else:
-                    r = tr.pinned_pool(x, d, stream=stream, require_pinned=False)
-                results.append(r)
+                results.append(self._copy(x, d, stream))
                 out.append(d)
         self._local.last_transfers = results
         return out, int(sum(x.nbytes for x in host))
 
     def last_transfers(self) -> list[Any]:
         return getattr(self._local, "last_transfers", [])
-
-    def compute_h(self, dev: Sequence[Any], stream: Any) -> Any:
-        return self.qap.compute_h(*dev, stream=stream)
 
     def _side_streams(self) -> list[Any]:
         side = getattr(self._local, "side_streams", None)
@@ -414,10 +411,9 @@ class GpuBackend:
         returns once the copy has completed: a pageable copy blocks the host anyway, and the
         pinned DMA is event-timed), then, queued on that vector's stream without a host wait,
         :func:`zkgpu.qap.prepare_input` (its value check deferred to :meth:`finish_h`) and
-        :func:`zkgpu.qap.coset_evals_inplace`. So the host time of this call is the copies plus
-        kernel launches. So the copy of b
-        runs while the NTTs of a run, and the copy of c while those of b run; only the first copy
-        cannot overlap any compute. Device-array inputs (transfer ``resident``) are not copied.
+        :func:`zkgpu.qap.coset_evals_inplace`; the host time of this call is the copies plus
+        kernel launches. So the copy of b runs while the NTTs of a run, and the copy of c while
+        those of b run; only the first copy cannot overlap any compute. Device-array inputs (transfer ``resident``) are not copied.
         Stream 0 then waits for the other two. Finish with :meth:`finish_h`.
 
         Raises:
@@ -426,10 +422,8 @@ class GpuBackend:
         cp, qap = self.cp, self.qap
         n = self.config.n
         streams = [stream, *self._side_streams()]
-        ref = cp.cuda.Event()
-        ref.record(stream)
-        check = qap.DeferredCheck()  # value checks queued, read in finish_h: no host sync here
-        st = HStart([], 0, events={"ref": ref, "copy_end": [], "kernel_end": [], "copy_ms": [], "check": check, "inputs": []})
+        st = HStart([], 0, ref=cp.cuda.Event(), check=qap.DeferredCheck())  # checks read in finish_h
+        st.ref.record(stream)
         for x, s, nm in zip(inputs, streams, "abc"):
             with s:
                 if _cuda.is_device_array(x):
@@ -442,16 +436,14 @@ class GpuBackend:
                     ms = float(r.stream_ms)
                 ce = cp.cuda.Event()
                 ce.record(s)
-                buf = qap.prepare_input(d, n, name=nm, deferred=check)
-                st.events["inputs"].append(d)  # alive until the deferred check has been read
+                buf = qap.prepare_input(d, n, name=nm, deferred=st.check)
+                st.inputs.append(d)  # alive until the deferred check has been read
                 qap.coset_evals_inplace(buf)
                 ke = cp.cuda.Event()
                 ke.record(s)
             st.bufs.append(buf)
-            st.events["copy_end"].append(ce)
-            st.events["copy_ms"].append(ms)
-            st.events["kernel_end"].append(ke)
-        for ke in st.events["kernel_end"][1:]:
+            st.marks.append((ce, ke, ms))
+        for _, ke, _ in st.marks[1:]:
             stream.wait_event(ke)
         self._local.last_transfers = st.transfers
         return st
@@ -464,35 +456,34 @@ class GpuBackend:
         Raises:
             ValueError: a value >= r in a, b or c (the first bad index named).
         """
-        cp, ev = self.cp, st.events
+        cp = self.cp
         with stream:
             cs = cp.cuda.Event()
             cs.record(stream)
             self.qap.combine_h_inplace(*st.bufs)
-            h = importlib.import_module("zkgpu.ntt").from_montgomery(st.bufs[0])
+            h = self.ntt.from_montgomery(st.bufs[0])
             end = cp.cuda.Event()
             end.record(stream)
         end.synchronize()
         st.bufs = []
         try:
-            ev["check"].raise_if_bad()  # ValueError naming a value >= r in a, b or c
+            st.check.raise_if_bad()  # ValueError naming a value >= r in a, b or c
         finally:
-            ev["inputs"] = []
+            st.inputs = []
 
         def t(e: Any) -> float:
-            return float(cp.cuda.get_elapsed_time(ev["ref"], e))
+            return float(cp.cuda.get_elapsed_time(st.ref, e))
 
         copies, kernels = [], []
         prev = 0.0
-        for ce, ke, ms in zip(ev["copy_end"], ev["kernel_end"], ev["copy_ms"]):
+        for ce, ke, ms in st.marks:
             tc = t(ce)
             if ms is not None:
                 copies.append((max(prev, tc - ms), tc))
             kernels.append((tc, t(ke)))
             prev = tc
         kernels.append((t(cs), t(end)))
-        st.timing.update(_metrics().h2d_overlap(copies, kernels))
-        st.timing["gpu_ms"] = t(end) - (copies[0][0] if copies else 0.0)
+        st.timing.update(h2d_overlap(copies, kernels))
         return h
 
     def synchronize(self, stream: Any) -> None:
@@ -525,10 +516,6 @@ class GpuBackend:
 
     def b_g2(self, scalars: np.ndarray) -> bytes:
         return cpu_g2_msm(self._g2, scalars)
-
-
-def _metrics() -> Any:
-    return importlib.import_module("zkgpu.metrics")
 
 
 def make_backend(config: PipelineConfig, circuit: Circuit) -> CpuBackend | GpuBackend:
