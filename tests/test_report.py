@@ -45,7 +45,7 @@ from zkgpu.replay import Recording
     (True, "", "yes"),
 ])
 def test_format_value(value, unit, text):
-    assert report.format_value(value, unit) == text
+    assert report.format_value(value, unit).replace("\u00a0", " ") == text
 
 
 @pytest.mark.parametrize("unit", report.UNITS)
@@ -76,14 +76,15 @@ def test_read_key_numbers_contract_and_old_format(tmp_path: Path):
     }}), encoding="utf-8")
     finding, rows = report.read_key_numbers(new)
     assert finding == "The baseline GPU computes 43.5% of the time."
-    assert [(r.label, r.scenario, r.text) for r in rows] == [
+    rows = [(r.label, r.scenario, r.text.replace("\u00a0", " ")) for r in rows]
+    assert rows == [
         ("compute utilization", "baseline", "43.5%"), ("throughput", "pinned_pool", "229 partitions/min"), ("plain", "", "3")]
     old = tmp_path / "07.json"
     old.write_text(json.dumps({"compute_bound_per_min": 490.3, "prediction_rel_err": {"pinned_gw1": -0.0463, "pinned_pool": 0.0256},
                                "seed_residual_ms": [404.0, None], "source": "recorded-gpu"}), encoding="utf-8")
     finding, rows = report.read_key_numbers(old)
     assert finding == ""
-    assert [(r.label, r.scenario, r.text) for r in rows] == [
+    assert [(r.label, r.scenario, r.text.replace("\u00a0", " ")) for r in rows] == [
         ("compute_bound_per_min", "", "490 partitions/min"), ("prediction_rel_err", "pinned_gw1", "-4.6%"),
         ("prediction_rel_err", "pinned_pool", "2.6%"), ("seed_residual_ms", "", "404 ms, —"), ("source", "", "recorded-gpu")]
     bad = tmp_path / "bad.json"
@@ -139,6 +140,7 @@ def test_index_page(tmp_path: Path):
     assert "ValueError: boom" in text and "failed" in text
     assert "href='traces/baseline.json'" in page and "ui.perfetto.dev" in page and "chrome://tracing" in page
     assert "href='01_symptom.html'" in page
+    assert "<td class='num'>43.5%</td>" in page and "<td class='txt'>replay</td>" in page
     assert "overflow-x:auto" in page  # wide tables scroll
     assert "replay" in text and "3" in text
 

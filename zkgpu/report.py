@@ -176,7 +176,7 @@ def format_value(value: Any, unit: str = "") -> str:
         text = f"{value:,}" if isinstance(value, int) else _fixed(float(value))
         if unit == "x":
             return text + "×"
-        return f"{text} {unit}" if unit else text
+        return f"{text}\u00a0{unit}" if unit else text  # no-break space: a number stays with its unit
     return str(value)
 
 
@@ -202,6 +202,11 @@ def infer_unit(key: str, value: Any) -> str:
     return ""
 
 
+def _is_number(value: Any) -> bool:
+    items = value if isinstance(value, (list, tuple)) else [value]
+    return all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in items)
+
+
 @dataclass
 class KeyNumber:
     """One row of a notebook's key numbers on the index page."""
@@ -209,6 +214,7 @@ class KeyNumber:
     label: str
     scenario: str
     text: str
+    numeric: bool = True  # right-aligned in its column
 
 
 def read_key_numbers(path: Path) -> tuple[str, list[KeyNumber]]:
@@ -231,12 +237,12 @@ def read_key_numbers(path: Path) -> tuple[str, list[KeyNumber]]:
         if isinstance(entry, dict) and "value" in entry:
             unit = str(entry.get("unit") or "")
             rows.append(KeyNumber(str(entry.get("label") or key), str(entry.get("scenario") or ""),
-                                  format_value(entry["value"], unit)))
+                                  format_value(entry["value"], unit), _is_number(entry["value"])))
         elif isinstance(entry, dict):
             for scen, v in entry.items():
-                rows.append(KeyNumber(key, str(scen), format_value(v, infer_unit(key, v))))
+                rows.append(KeyNumber(key, str(scen), format_value(v, infer_unit(key, v)), _is_number(v)))
         else:
-            rows.append(KeyNumber(key, "", format_value(entry, infer_unit(key, entry))))
+            rows.append(KeyNumber(key, "", format_value(entry, infer_unit(key, entry)), _is_number(entry)))
     return finding, rows
 
 
@@ -262,7 +268,7 @@ def _notebooks_html(results: list[NotebookResult], key_dir: Path) -> str:
                 scen = any(k.scenario for k in rows)  # the scenario column only where one is named
                 trs = "".join(f"<tr><td>{html.escape(k.label)}</td>"
                               + (f"<td>{html.escape(k.scenario)}</td>" if scen else "")
-                              + f"<td class='num'>{html.escape(k.text)}</td></tr>" for k in rows)
+                              + f"<td class='{'num' if k.numeric else 'txt'}'>{html.escape(k.text)}</td></tr>" for k in rows)
                 body += ("<div class='scroll'><table class='kn'><tr><th>key number</th>"
                          + ("<th>scenario</th>" if scen else "")
                          + f"<th class='num'>value</th></tr>{trs}</table></div>")
@@ -335,7 +341,7 @@ def _traces_html(traces: list[TraceFile], rec, out_dir: Path, problem: str = "")
 _INDEX_CSS = """body{font-family:sans-serif;max-width:64em;margin:2em auto;padding:0 1em;line-height:1.4}
 table{border-collapse:collapse} td,th{padding:.2em .8em;text-align:left;vertical-align:top}
 tr:nth-child(even) td{background:#f6f6f6} th{border-bottom:1px solid #999}
-.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.num{text-align:right;font-variant-numeric:tabular-nums}
 .scroll{max-width:100%;overflow-x:auto} section.nb{margin:1.2em 0} section.nb h3{margin:.2em 0}
 .finding{margin:.3em 0 .5em 0;font-size:1.05em} .secs{color:#666;font-weight:normal;font-size:.85em}
 .ok{color:#070;font-size:.85em} .failed{color:#b00;font-weight:bold} pre{margin:0;white-space:pre-wrap}"""
