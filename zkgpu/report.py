@@ -356,7 +356,7 @@ def _write_index(out_dir: Path, results: list[NotebookResult], mode: str, note: 
 <style>{_INDEX_CSS}</style></head><body>
 <h1>zkgpu: GPU bottlenecks in a Groth16 prover</h1>
 <p>Generated {_dt.datetime.now().isoformat(timespec='seconds')} in <b>{html.escape(mode)}</b> mode. {html.escape(note)}</p>
-<h2>Notebooks: findings and key numbers</h2>
+<h2>Key numbers and findings, per notebook</h2>
 {_notebooks_html(results, out_dir / "key_numbers")}
 {extra_html}
 <h2>Environment</h2><div class='scroll'><table>{env_rows}</table></div></body></html>"""
