@@ -176,6 +176,17 @@ def test_kernel_without_curve_uses_ipc(capfd, monkeypatch):
     assert nb.cells[1].outputs[0]["text"] == "out\n"
 
 
+def test_kernel_config_uses_curve_only_where_the_kernelspec_declares_it(monkeypatch):
+    class Spec:
+        metadata: dict = {}
+
+    monkeypatch.setattr(report.KernelSpecManager, "get_kernel_spec", lambda self, name: Spec())
+    cfg = report.kernel_config()
+    assert "transport_encryption" not in cfg.KernelManager
+    if report.os.name == "posix":
+        assert cfg.KernelManager.transport == "ipc"
+
+
 def test_exported_page_lets_wide_tables_scroll():
     nb = _wide_notebook()
     NotebookClient(nb, timeout=60, kernel_name="python3", config=report.kernel_config()).execute()

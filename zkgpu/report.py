@@ -31,6 +31,7 @@ import nbformat
 import numpy as np
 import zmq
 from jinja2 import DictLoader
+from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
@@ -81,19 +82,27 @@ _TEMPLATE = ("{%- extends 'lab/index.html.j2' -%}\n{% block html_head_css %}{{ s
 
 def html_exporter():
     """nbconvert's HTML exporter (lab template) whose pages let wide tables and code scroll sideways."""
-
     return HTMLExporter(extra_loaders=[DictLoader({"zkgpu_report.html.j2": _TEMPLATE})], template_file="zkgpu_report.html.j2")
 
 
-def kernel_config():
-    """traitlets config for the notebooks' kernels: CurveZMQ-encrypted transport, provisioned by the
-    kernel manager (jupyter_client >= 8.7 ``KernelManager.transport_encryption``; the python3
-    kernelspec of ipykernel >= 7 declares ``curve`` support). ipykernel 7 warns on stderr,
-    once per kernel, when it runs over TCP without encryption; with an older jupyter_client or a
-    libzmq without CURVE the kernel uses IPC sockets on POSIX instead (no warning either)."""
+def kernel_config(kernel_name: str = "python3") -> Config:
+    """traitlets config for the notebooks' kernels, so that ipykernel (>= 7) has no reason to print
+    its "Kernel is running over TCP without encryption" warning on stderr, once per kernel:
 
+    * CurveZMQ-encrypted TCP, keys provisioned by the kernel manager
+      (``KernelManager.transport_encryption = "auto"``), where jupyter_client has that setting,
+      libzmq has CURVE and the kernelspec declares ``"supported_encryption": ["curve"]``;
+    * else, on POSIX, IPC (Unix-domain sockets in Jupyter's runtime folder);
+    * else (Windows without CURVE) the default TCP transport.
+    """
     cfg = Config()
-    if "transport_encryption" in KernelManager.class_trait_names() and zmq.has("curve"):
+    try:
+        meta = KernelSpecManager().get_kernel_spec(kernel_name).metadata or {}
+    except NoSuchKernel:
+        meta = {}
+    declared = meta.get("supported_encryption") or ()
+    declared = {declared} if isinstance(declared, str) else set(declared)
+    if "transport_encryption" in KernelManager.class_trait_names() and zmq.has("curve") and "curve" in declared:
         cfg.KernelManager.transport_encryption = "auto"
     elif os.name == "posix":
         cfg.KernelManager.transport = "ipc"
@@ -101,7 +110,6 @@ def kernel_config():
 
 
 def _execute(path: Path, out_dir: Path, mode: str, timeout: int) -> NotebookResult:
-
     nb = nbformat.read(path, as_version=4)
     env_before = os.environ.get("ZKGPU_MODE")
     os.environ["ZKGPU_MODE"] = mode
