@@ -15,7 +15,8 @@ Format: the Trace Event Format (Google, "Trace Event Format", the JSON Object Fo
               "ms": <interval ms>, "gpu_ms": <CUDA-event ms>, "bytes", "GB/s" (h2d rows), "detail"}}
 
 ``ts``/``dur`` are microseconds (floats with nanosecond resolution) on the run's own clock
-(``start_ns`` since the run's epoch). NaN / NA values are left out of ``args``.
+(``start_ns`` since the run's epoch), so several scenarios in one file share one time axis, each
+from its own start, one above the other. NaN / NA values are left out of ``args``.
 
 Layout (metadata ``"ph": "M"`` events name and order every process and thread):
 
