@@ -157,12 +157,13 @@ UNITS = ("%", "ms", "GB/s", "partitions/min", "x", "")
 
 def _fixed(x: float, sig: int = 3) -> str:
     """``x`` in positional notation with ``sig`` significant digits (never scientific), integer
-    digits kept: 0.000295 -> "0.000295", 4.70 -> "4.7", 484.2 -> "484", 12345.6 -> "12,346"."""
+    digits kept, trailing zeros too: 0.000295 -> "0.000295", 42.0 -> "42.0", 484.2 -> "484",
+    12345.6 -> "12,346"."""
     if x == 0:
         return "0"
     if abs(x) >= 10 ** sig:
         return f"{x:,.0f}"
-    return np.format_float_positional(x, precision=sig, unique=False, fractional=False, trim="-")
+    return np.format_float_positional(x, precision=sig, unique=False, fractional=False, trim="k").rstrip(".")
 
 
 def format_value(value: Any, unit: str = "") -> str:
