@@ -21,8 +21,8 @@ from its own start, one above the other. NaN / NA values are left out of ``args`
 Layout (metadata ``"ph": "M"`` events name and order every process and thread):
 
 * one **process per GPU** and scenario (``"<scenario> · GPU <g>"``) with, per GPU worker ``w``,
-  the threads ``"worker w · prove"`` (``prove``: GPU_START -> GPU_END, which ends on the finalizer
-  thread, so consecutive partitions overlap there), ``"worker w"`` (the GPU worker thread:
+  the threads ``"worker w · prove"`` (``prove``: GPU_START -> GPU_END, a span that starts on the
+  worker thread and ends on the finalizer thread after finalize), ``"worker w"`` (the GPU worker thread:
   pre_lock ⊃ split_vectors, mutex_wait, mutex_held ⊃ ntt_msm_h ⊃ h2d/ntt/h_msm, barrier_wait,
   batch_add, tail_msm), and the **CPU threads apart**: ``"worker w · CPU prep"`` (``prep_msm``,
   ``b_g2_msm``, on the host beside the GPU work), ``"worker w · finalizer"`` (``finalize``,
