@@ -74,6 +74,39 @@ def report(mode: str | None, out_dir: str, only: tuple[str, ...]) -> None:
     sys.exit(0 if ok else 1)
 
 
+class _ExportFailed(click.ClickException):
+    """One line on stderr (``Error: ...``), exit status 2, no traceback."""
+
+    exit_code = 2
+
+
+@main.group("trace")
+def trace_group() -> None:
+    """Zoomable timelines of recorded runs (Chrome / Perfetto trace-event JSON)."""
+
+
+@trace_group.command("export")
+@click.argument("run")
+@click.option("--scenario", "scenarios", multiple=True, help="export only this scenario (repeatable; default: all)")
+@click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="the JSON file to write (must not exist)")
+def trace_export(run: str, scenarios: tuple[str, ...], out: str) -> None:
+    """Write RUN's event table as trace-event JSON for ui.perfetto.dev or chrome://tracing.
+
+    RUN is a recording folder (with manifest.json) or its name under data/. One process per GPU
+    and scenario, one thread per worker with its CPU threads apart, one slice per event row
+    (bytes and GPU ms in its args); see zkgpu.chrome_trace.
+    """
+    from .chrome_trace import ExportError, export_recording, open_run  # noqa: PLC0415
+
+    try:
+        path, rows = export_recording(open_run(run), out, scenarios)
+    except ExportError as exc:
+        raise _ExportFailed(str(exc)) from None
+    except OSError as exc:  # unwritable --out, unreadable event table
+        raise _ExportFailed(f"cannot export {run} to {out}: {exc.strerror or exc}") from None
+    click.echo(f"wrote {rows} events to {path}: open it in https://ui.perfetto.dev or chrome://tracing")
+
+
 def _register_optional_commands() -> None:
     """Attach commands whose modules may not exist yet in a partial checkout."""
     import importlib  # noqa: PLC0415

@@ -471,6 +471,9 @@ def open_source(
             (default ``$ZKGPU_HOST_LOAD``, else :data:`LIVE_HOST_LOAD`, the committed recordings'
             setting; 0 for an idle host).
 
+    A live run is recorded into a new ``zkgpu-live-*`` folder under ``$ZKGPU_LIVE_DIR`` (set by
+    ``zkgpu report``, which exports its traces), else under the system's temporary folder.
+
     Raises:
         RuntimeError: ``live`` was asked for but no GPU is present.
         ValueError: ``$ZKGPU_HOST_LOAD`` is not an integer >= 0.
@@ -487,7 +490,10 @@ def open_source(
             if env and not env.isdigit():
                 raise ValueError(f"ZKGPU_HOST_LOAD must be an integer >= 0, got {env!r}")
             host_load = int(env) if env else LIVE_HOST_LOAD
-        tmp = Path(tempfile.mkdtemp(prefix="zkgpu-live-"))
+        live_dir = os.environ.get("ZKGPU_LIVE_DIR") or None  # zkgpu report keeps its live runs there
+        if live_dir:
+            Path(live_dir).mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix="zkgpu-live-", dir=live_dir))
         run_dir = record.record(out=tmp, device="gpu", n=n, partitions=partitions, quick=True,
                                 scenarios=list(scenarios) if scenarios is not None else None,
                                 sweep=sweep, bench=bench, host_load=host_load)

@@ -1,24 +1,50 @@
 """``zkgpu report``: execute the notebook suite and render it to HTML with an index page.
 
-Each notebook in ``notebooks/`` (sorted by name) is executed with nbclient in its own kernel,
-with ``ZKGPU_MODE`` set (``replay`` without a GPU by default), then exported with nbconvert's
-HTML exporter into ``reports/``; the index names the data the notebooks read (live GPU, a recording
-in ``data/``, or the CPU stand-in) and lists the key numbers each notebook wrote into
-``reports/key_numbers/`` (``ZKGPU_NB_OUT``). A failing notebook is reported by name with the error of the
-failing cell, rendered up to that cell, and the remaining notebooks still run; the run then
-returns False (the command exits non-zero).
+Each notebook in ``notebooks/`` (sorted by name) is executed with nbclient in its own kernel
+(over a CurveZMQ-encrypted or IPC transport, :func:`kernel_config`), with ``ZKGPU_MODE`` set
+(``replay`` without a GPU by default), then exported with nbconvert's HTML exporter (lab template;
+wide tables and long code lines scroll sideways, :func:`html_exporter`) into ``reports/``.
+
+The index page (``reports/index.html``) names the data the notebooks read (live GPU, a recording
+in ``data/``, or the CPU stand-in), gives per notebook its one-line finding and its key numbers with
+units and scenario labels, read from ``reports/key_numbers/<name>.json`` (``ZKGPU_NB_OUT``; the
+contract of :func:`read_key_numbers`), links one Chrome/Perfetto trace per scenario
+(``reports/traces/``, :mod:`zkgpu.chrome_trace`) and lists the environment. A failing notebook is
+reported by name with the error of the failing cell, rendered up to that cell, and the remaining
+notebooks still run; the run then returns False (the command exits non-zero).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import html
+import json
+import math
 import os
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-__all__ = ["NotebookResult", "run_report", "find_notebooks"]
+import nbformat
+import numpy as np
+import zmq
+from jinja2 import DictLoader
+from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+from jupyter_client.manager import KernelManager
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+from nbconvert import HTMLExporter
+from tqdm.auto import tqdm
+from traitlets.config import Config
+
+from ._cuda import gpu_available
+from .chrome_trace import export_recording
+from .replay import Recording, latest_recording, open_source
+
+__all__ = ["NotebookResult", "KeyNumber", "TraceFile", "run_report", "find_notebooks", "html_exporter",
+           "kernel_config", "format_value", "infer_unit", "read_key_numbers", "export_traces"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,12 +69,47 @@ def find_notebooks(root: Path | None = None, only: tuple[str, ...] = ()) -> list
     return paths
 
 
-def _execute(path: Path, out_dir: Path, mode: str, timeout: int) -> NotebookResult:
-    import nbformat  # noqa: PLC0415
-    from nbclient import NotebookClient  # noqa: PLC0415
-    from nbclient.exceptions import CellExecutionError  # noqa: PLC0415
-    from nbconvert import HTMLExporter  # noqa: PLC0415
+_NOTEBOOK_CSS = """
+/* zkgpu report: wide tables and long code lines scroll sideways instead of being cut off */
+.jp-OutputArea-output { max-width: 0; overflow-x: auto; }
+.jp-RenderedHTMLCommon table { display: block; max-width: 100%; overflow-x: auto; }
+.jp-InputArea-editor .highlight pre { overflow-x: auto; }
+"""
+# nbconvert's lab template, with the CSS above in its last head block (after the lab styles it overrides)
+_TEMPLATE = ("{%- extends 'lab/index.html.j2' -%}\n{% block html_head_css %}{{ super() }}"
+             "<style type=\"text/css\">" + _NOTEBOOK_CSS + "</style>\n{% endblock html_head_css %}")
 
+
+def html_exporter():
+    """nbconvert's HTML exporter (lab template) whose pages let wide tables and code scroll sideways."""
+    return HTMLExporter(extra_loaders=[DictLoader({"zkgpu_report.html.j2": _TEMPLATE})], template_file="zkgpu_report.html.j2")
+
+
+def kernel_config(kernel_name: str = "python3") -> Config:
+    """traitlets config for the notebooks' kernels, so that ipykernel (>= 7) has no reason to print
+    its "Kernel is running over TCP without encryption" warning on stderr, once per kernel:
+
+    * CurveZMQ-encrypted TCP, keys provisioned by the kernel manager
+      (``KernelManager.transport_encryption = "auto"``), where jupyter_client has that setting,
+      libzmq has CURVE and the kernelspec declares ``"supported_encryption": ["curve"]``;
+    * else, on POSIX, IPC (Unix-domain sockets in Jupyter's runtime folder);
+    * else (Windows without CURVE) the default TCP transport.
+    """
+    cfg = Config()
+    try:
+        meta = KernelSpecManager().get_kernel_spec(kernel_name).metadata or {}
+    except NoSuchKernel:
+        meta = {}
+    declared = meta.get("supported_encryption") or ()
+    declared = {declared} if isinstance(declared, str) else set(declared)
+    if "transport_encryption" in KernelManager.class_trait_names() and zmq.has("curve") and "curve" in declared:
+        cfg.KernelManager.transport_encryption = "auto"
+    elif os.name == "posix":
+        cfg.KernelManager.transport = "ipc"
+    return cfg
+
+
+def _execute(path: Path, out_dir: Path, mode: str, timeout: int) -> NotebookResult:
     nb = nbformat.read(path, as_version=4)
     env_before = os.environ.get("ZKGPU_MODE")
     os.environ["ZKGPU_MODE"] = mode
@@ -56,7 +117,8 @@ def _execute(path: Path, out_dir: Path, mode: str, timeout: int) -> NotebookResu
     status, error = "ok", ""
     try:
         client = NotebookClient(
-            nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+            nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
+            config=kernel_config(),
         )
         client.execute()
     except CellExecutionError as exc:
@@ -69,7 +131,7 @@ def _execute(path: Path, out_dir: Path, mode: str, timeout: int) -> NotebookResu
         else:
             os.environ["ZKGPU_MODE"] = env_before
     seconds = time.perf_counter() - t0
-    body, _ = HTMLExporter().from_notebook_node(nb)
+    body, _ = html_exporter().from_notebook_node(nb)
     out = out_dir / f"{path.stem}.html"
     out.write_text(body, encoding="utf-8")
     nbformat.write(nb, out_dir / path.name)
@@ -80,8 +142,6 @@ def _data_note(mode: str) -> str:
     """One sentence naming the data the notebooks read (see zkgpu.replay)."""
     if mode == "live":
         return "Data: measured live on this machine's GPU while the notebooks ran."
-    from .replay import latest_recording  # noqa: PLC0415
-
     rec = latest_recording()
     if rec is None:
         return ("Data: no recording in data/ yet, so every notebook uses a tiny CPU stand-in run of the pipeline "
@@ -89,39 +149,226 @@ def _data_note(mode: str) -> str:
     return f"Data: replay of {rec.label}."
 
 
-def _key_numbers_html(key_dir: Path) -> str:
-    import json  # noqa: PLC0415
+# --------------------------------------------------------------------------- key numbers
 
-    rows = []
-    for f in sorted(key_dir.glob("*.json")):
+UNITS = ("%", "ms", "GB/s", "partitions/min", "x", "")
+"""Units of the key-numbers contract; a "%" value is a fraction in [0, 1] shown as a percentage."""
+
+
+def _fixed(x: float, sig: int = 3) -> str:
+    """``x`` in positional notation with ``sig`` significant digits (never scientific), integer
+    digits kept, trailing zeros too: 0.000295 -> "0.000295", 42.0 -> "42.0", 484.2 -> "484",
+    12345.6 -> "12,346"."""
+    if x == 0:
+        return "0"
+    if abs(x) >= 10 ** sig:
+        return f"{x:,.0f}"
+    return np.format_float_positional(x, precision=sig, unique=False, fractional=False, trim="k").rstrip(".")
+
+
+def format_value(value: Any, unit: str = "") -> str:
+    """A key number as text: ``"%"`` fractions as percentages with one decimal (0.435 -> "43.5%";
+    under 1%: two significant digits, 0.00029 -> "0.029%"), floats with 3
+    significant digits in positional notation, integers with thousands separators, then the unit
+    (``"ms"``, ``"GB/s"``, ``"partitions/min"``; ``"x"`` as "2.13×"). None / NaN -> "—"; lists are
+    joined with ", "; strings are returned as given."""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(format_value(v, unit) for v in value)
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)):
+        if unit == "%":
+            pct = float(value) * 100
+            return (f"{pct:.1f}" if abs(pct) >= 1 else _fixed(pct, 2)) + "%"
+        text = f"{value:,}" if isinstance(value, int) else _fixed(float(value))
+        if unit == "x":
+            return text + "×"
+        return f"{text}\u00a0{unit}" if unit else text  # no-break space: a number stays with its unit
+    return str(value)
+
+
+def infer_unit(key: str, value: Any) -> str:
+    """The unit of an old flat ``key: scalar`` entry, from its name: ``*util*``, ``*share*``,
+    ``*rel_err*`` fractions -> "%", ``*_ms`` -> "ms", ``*gbps*`` -> "GB/s", ``*per_min*`` ->
+    "partitions/min", ``*speedup*`` -> "x"; else ""."""
+    k = key.lower()
+    nums = [v for v in (value if isinstance(value, (list, tuple)) else [value])
+            if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if not nums:
+        return ""
+    if any(t in k for t in ("util", "share", "rel_err", "fraction")) and all(abs(v) <= 1.5 for v in nums):
+        return "%"
+    if k.endswith("_ms") or "_ms_" in k:
+        return "ms"
+    if "gbps" in k:
+        return "GB/s"
+    if "per_min" in k:
+        return "partitions/min"
+    if "speedup" in k:
+        return "x"
+    return ""
+
+
+def _is_number(value: Any) -> bool:
+    items = value if isinstance(value, (list, tuple)) else [value]
+    return all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in items)
+
+
+@dataclass
+class KeyNumber:
+    """One row of a notebook's key numbers on the index page."""
+
+    label: str
+    scenario: str
+    text: str
+    numeric: bool = True  # right-aligned in its column
+
+
+def read_key_numbers(path: Path) -> tuple[str, list[KeyNumber]]:
+    """A notebook's ``$ZKGPU_NB_OUT/<name>.json`` as (finding, rows).
+
+    Reads the contract ``{"finding": str, "numbers": {key: {"value", "unit", "label",
+    "scenario"}}}`` and the old flat ``{key: scalar | list | {scenario: scalar}}`` format (units
+    inferred from the key, :func:`infer_unit`; a dict becomes one row per scenario).
+
+    Raises:
+        ValueError: the file is not valid JSON or not an object.
+    """
+    obj = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(obj, dict):
+        raise ValueError(f"{path.name}: key numbers must be a JSON object")
+    finding = str(obj.get("finding") or "")
+    numbers = obj["numbers"] if isinstance(obj.get("numbers"), dict) else {k: v for k, v in obj.items() if k != "finding"}
+    rows: list[KeyNumber] = []
+    for key, entry in numbers.items():
+        if isinstance(entry, dict) and "value" in entry:
+            unit = str(entry.get("unit") or "")
+            rows.append(KeyNumber(str(entry.get("label") or key), str(entry.get("scenario") or ""),
+                                  format_value(entry["value"], unit), _is_number(entry["value"])))
+        elif isinstance(entry, dict):
+            for scen, v in entry.items():
+                rows.append(KeyNumber(key, str(scen), format_value(v, infer_unit(key, v)), _is_number(v)))
+        else:
+            rows.append(KeyNumber(key, "", format_value(entry, infer_unit(key, entry)), _is_number(entry)))
+    return finding, rows
+
+
+def _notebooks_html(results: list[NotebookResult], key_dir: Path) -> str:
+    """Per notebook: link, status, seconds, its one-line finding and its key numbers."""
+    parts = []
+    for r in results:
+        link = html.escape(r.html.name) if r.html else "#"
+        head = (f"<h3><a href='{link}'>{html.escape(r.name)}</a> <span class='{r.status}'>{r.status}</span>"
+                f" <span class='secs'>{r.seconds:.1f} s</span></h3>")
+        body = ""
+        if r.error:
+            body += f"<pre class='failed'>{html.escape(r.error.strip().splitlines()[-1])}</pre>"
+        f = key_dir / f"{r.name}.json"
+        if f.is_file():
+            try:
+                finding, rows = read_key_numbers(f)
+            except ValueError as exc:
+                finding, rows = f"(key numbers unreadable: {exc})", []
+            if finding:
+                body += f"<p class='finding'>{html.escape(finding)}</p>"
+            if rows:
+                scen = any(k.scenario for k in rows)  # the scenario column only where one is named
+                trs = "".join(f"<tr><td>{html.escape(k.label)}</td>"
+                              + (f"<td>{html.escape(k.scenario)}</td>" if scen else "")
+                              + f"<td class='{'num' if k.numeric else 'txt'}'>{html.escape(k.text)}</td></tr>" for k in rows)
+                body += ("<div class='scroll'><table class='kn'><tr><th>key number</th>"
+                         + ("<th>scenario</th>" if scen else "")
+                         + f"<th class='num'>value</th></tr>{trs}</table></div>")
+        parts.append(f"<section class='nb'>{head}{body}</section>")
+    return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------- traces
+
+
+@dataclass
+class TraceFile:
+    """One exported trace: scenario, file, events written."""
+
+    scenario: str
+    path: Path
+    events: int
+
+
+def _traced_recording(mode: str, live_dir: Path):
+    """The recording the notebooks read: replay's choice, or in live mode the live run under
+    ``live_dir`` with the most scenarios (newest on ties); None if there is none."""
+    if mode != "live":
+        return open_source("replay").recording
+    runs = []
+    for mf in live_dir.glob("*/*/manifest.json"):
         try:
-            obj = json.loads(f.read_text(encoding="utf-8"))
-        except ValueError:
+            rec = Recording.open(mf.parent)
+        except (OSError, ValueError):
             continue
-        items = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in obj.items())
-        rows.append(f"<tr><td>{html.escape(f.stem)}</td><td><code>{html.escape(items)}</code></td></tr>")
-    return f"<h2>Key numbers</h2><table>{''.join(rows)}</table>" if rows else ""
+        runs.append((len([s for s in rec.scenarios if rec.scenario(s).get("events")]), mf.stat().st_mtime, rec))
+    return max(runs, key=lambda t: t[:2])[2] if runs else None
+
+
+def export_traces(rec, trace_dir: Path) -> list[TraceFile]:
+    """One Chrome/Perfetto trace per scenario of ``rec`` into ``trace_dir/<scenario>.json``
+    (the folder's old ``*.json`` files are removed first; :func:`zkgpu.chrome_trace.export_recording`)."""
+    trace_dir.mkdir(parents=True, exist_ok=True)
+    for old in trace_dir.glob("*.json"):
+        old.unlink()
+    out = []
+    for s in rec.scenarios:
+        if rec.scenario(s).get("events"):
+            path, n = export_recording(rec, trace_dir / f"{s}.json", [s], overwrite=True)
+            out.append(TraceFile(s, path, n))
+    return out
+
+
+def _traces_html(traces: list[TraceFile], rec, out_dir: Path, problem: str = "") -> str:
+    if problem:
+        return f"<h2>Zoomable timelines</h2><p class='failed'>No traces written: {html.escape(problem)}</p>"
+    if not traces:
+        return ""
+    rows = "".join(
+        f"<tr><td>{html.escape(t.scenario)}</td><td><a href='{html.escape(t.path.relative_to(out_dir).as_posix())}'>"
+        f"{html.escape(t.path.relative_to(out_dir).as_posix())}</a></td><td class='num'>{t.events:,}</td>"
+        f"<td class='num'>{t.path.stat().st_size / 1e3:,.0f} kB</td></tr>" for t in traces)
+    return (
+        "<h2>Zoomable timelines</h2>"
+        f"<p>Every event of every scenario of <code>{html.escape(rec.path.name)}</code> as a Chrome / Perfetto trace: "
+        "open <a href='https://ui.perfetto.dev'>ui.perfetto.dev</a> and drop the file on it (or <i>Open trace file</i>), "
+        "or load it in <code>chrome://tracing</code>. One process per GPU with a thread per worker (its CPU prep, "
+        "finalizer and queue threads apart) and one for the host's synthesis threads; click a slice for its "
+        "partition, bytes, GPU ms and GB/s. Any recording: <code>zkgpu trace export RUN --scenario S --out F.json</code>.</p>"
+        f"<div class='scroll'><table><tr><th>scenario</th><th>trace</th><th class='num'>events</th>"
+        f"<th class='num'>size</th></tr>{rows}</table></div>"
+    )
+
+
+_INDEX_CSS = """body{font-family:sans-serif;max-width:64em;margin:2em auto;padding:0 1em;line-height:1.4}
+table{border-collapse:collapse} td,th{padding:.2em .8em;text-align:left;vertical-align:top}
+tr:nth-child(even) td{background:#f6f6f6} th{border-bottom:1px solid #999}
+.num{text-align:right;font-variant-numeric:tabular-nums}
+.scroll{max-width:100%;overflow-x:auto} section.nb{margin:1.2em 0} section.nb h3{margin:.2em 0}
+.finding{margin:.3em 0 .5em 0;font-size:1.05em} .secs{color:#666;font-weight:normal;font-size:.85em}
+.ok{color:#070;font-size:.85em} .failed{color:#b00;font-weight:bold} pre{margin:0;white-space:pre-wrap}"""
 
 
 def _write_index(out_dir: Path, results: list[NotebookResult], mode: str, note: str, extra_html: str = "") -> Path:
     from .cli import environment  # noqa: PLC0415
 
     env = environment()
-    rows = "\n".join(
-        f"<tr><td><a href='{html.escape(r.html.name) if r.html else '#'}'>{html.escape(r.name)}</a></td>"
-        f"<td class='{r.status}'>{r.status}</td><td>{r.seconds:.1f}</td>"
-        f"<td><pre>{html.escape(r.error.splitlines()[-1] if r.error else '')}</pre></td></tr>"
-        for r in results
-    )
     env_rows = "\n".join(f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in env.items())
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>zkgpu report</title>
-<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}} td,th{{padding:.2em .8em;text-align:left}}
-.ok{{color:#070}} .failed{{color:#b00;font-weight:bold}} pre{{margin:0;white-space:pre-wrap}}</style></head><body>
+<style>{_INDEX_CSS}</style></head><body>
 <h1>zkgpu: GPU bottlenecks in a Groth16 prover</h1>
 <p>Generated {_dt.datetime.now().isoformat(timespec='seconds')} in <b>{html.escape(mode)}</b> mode. {html.escape(note)}</p>
-<h2>Notebooks</h2><table><tr><th>notebook</th><th>status</th><th>seconds</th><th>error</th></tr>{rows}</table>
+<h2>Key numbers and findings, per notebook</h2>
+{_notebooks_html(results, out_dir / "key_numbers")}
 {extra_html}
-<h2>Environment</h2><table>{env_rows}</table></body></html>"""
+<h2>Environment</h2><div class='scroll'><table>{env_rows}</table></div></body></html>"""
     index = out_dir / "index.html"
     index.write_text(page, encoding="utf-8")
     return index
@@ -130,6 +377,12 @@ def _write_index(out_dir: Path, results: list[NotebookResult], mode: str, note: 
 def run_report(out_dir: str | Path = "reports", mode: str | None = None, only: tuple[str, ...] = (), timeout: int = 1800) -> bool:
     """Execute the notebooks into ``out_dir``; True when every notebook ran without error.
 
+    Writes ``<name>.html`` and the executed ``<name>.ipynb`` per notebook, ``key_numbers/<name>.json``
+    (written by the notebooks), ``traces/<scenario>.json`` (one Chrome/Perfetto trace per scenario of
+    the recording the notebooks replayed, or of the live run with the most scenarios, kept under
+    ``live/``) and ``index.html`` (per notebook its finding and key numbers, the traces, the
+    environment).
+
     Args:
         out_dir: folder for the executed notebooks, their HTML and ``index.html``.
         mode: ``live``, ``replay`` or ``auto`` (default: ``$ZKGPU_MODE`` or ``auto``; auto is
@@ -137,10 +390,6 @@ def run_report(out_dir: str | Path = "reports", mode: str | None = None, only: t
         only: run only notebooks whose file name contains one of these strings.
         timeout: seconds allowed per cell.
     """
-    from tqdm.auto import tqdm  # noqa: PLC0415
-
-    from ._cuda import gpu_available  # noqa: PLC0415
-
     mode = mode or os.environ.get("ZKGPU_MODE", "auto")
     if mode == "auto":
         mode = "live" if gpu_available() else "replay"
@@ -150,21 +399,39 @@ def run_report(out_dir: str | Path = "reports", mode: str | None = None, only: t
     note = _data_note(mode) if notebooks else "No notebooks exist yet in notebooks/: nothing was executed."
     key_dir = out / "key_numbers"
     key_dir.mkdir(exist_ok=True)
-    nb_out_before = os.environ.get("ZKGPU_NB_OUT")
-    os.environ["ZKGPU_NB_OUT"] = str(key_dir.resolve())  # notebooks drop their key numbers here
+    live_dir = out / "live"
+    if mode == "live":
+        shutil.rmtree(live_dir, ignore_errors=True)  # this report's live runs only
+    env = {"ZKGPU_NB_OUT": str(key_dir.resolve()),  # notebooks drop their key numbers here
+           "ZKGPU_LIVE_DIR": str(live_dir.resolve())}  # live runs are recorded here (traces below)
+    env_before = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     results: list[NotebookResult] = []
     try:
-        for path in tqdm(notebooks, desc="notebooks", unit="nb"):
-            res = _execute(path, out, mode, timeout)
-            results.append(res)
-            if res.status != "ok":
-                tqdm.write(f"FAILED {path.name}:\n{res.error[-3000:]}")
+        with tqdm(notebooks, desc="notebooks", unit="nb", dynamic_ncols=True) as bar:
+            for path in bar:
+                bar.set_postfix_str(path.stem)
+                (key_dir / f"{path.stem}.json").unlink(missing_ok=True)  # no stale numbers from an earlier run
+                res = _execute(path, out, mode, timeout)
+                results.append(res)
+                if res.status != "ok":
+                    bar.write(f"FAILED {path.name}:\n{res.error[-3000:]}")
     finally:
-        if nb_out_before is None:
-            os.environ.pop("ZKGPU_NB_OUT", None)
-        else:
-            os.environ["ZKGPU_NB_OUT"] = nb_out_before
-    index = _write_index(out, results, mode, note, _key_numbers_html(key_dir))
+        for k, v in env_before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    traces_html = ""
+    if results:
+        try:
+            rec = _traced_recording(mode, live_dir)
+            traces = export_traces(rec, out / "traces") if rec is not None else []
+            traces_html = _traces_html(traces, rec, out) if rec is not None else ""
+        except (OSError, ValueError, KeyError) as exc:
+            traces_html = _traces_html([], None, out, problem=f"{type(exc).__name__}: {exc}")
+            print(f"report: traces not written: {exc}")
+    index = _write_index(out, results, mode, note, traces_html)
     failed = [r.name for r in results if r.status != "ok"]
     print(f"report: {len(results) - len(failed)}/{len(results)} notebooks ok -> {index}")
     if note:
