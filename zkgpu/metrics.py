@@ -51,6 +51,7 @@ __all__ = [
     "utilization",
     "critical_path",
     "ntt_msm_h_split",
+    "barrier_race",
     "UTILIZATIONS",
     "GPU_PATH",
     "CONTAINER_PHASES",
@@ -608,3 +609,29 @@ def ntt_msm_h_split(events: pd.DataFrame) -> pd.DataFrame:
     out["ntt_msm_h"] = out[["h2d", "ntt", "h_msm"]].sum(axis=1)
     out.index.name = "run"
     return out[["h2d", "ntt", "h_msm", "ntt_msm_h", "partitions"]]
+
+
+def barrier_race(events: pd.DataFrame) -> pd.DataFrame:
+    """Per partition of one run: does prep_msm finish before its worker reaches the barrier?
+
+    prep_msm is spawned before the worker asks for the mutex (cuzk-pipeline.md §1.2), so the worker
+    reaches the barrier after ``reach_barrier_ms`` = pre_lock + the first mutex_wait + ntt_msm_h and
+    waits only if prep_msm is longer: ``slack_ms`` = reach_barrier_ms − prep_msm_ms (> 0: no wait).
+
+    Returns: DataFrame with ``partition``, ``prep_msm_ms``, ``pre_lock_ms``, ``mutex_wait_ms``,
+    ``ntt_msm_h_ms``, ``reach_barrier_ms``, ``slack_ms``, ``barrier_wait_ms`` (ms; 0 for a phase a
+    partition lacks), sorted by partition.
+    """
+    _check(events)
+    ev = events[events["partition"].notna()].assign(dur_ms=lambda d: _dur_ms(d))
+    first = ev[ev["phase"] == "mutex_wait"].sort_values("start_ns").groupby("partition")["dur_ms"].first()
+    tot = ev.pivot_table(index="partition", columns="phase", values="dur_ms", aggfunc="sum")
+    out = pd.DataFrame(index=tot.index)
+    for p in ("prep_msm", "pre_lock", "ntt_msm_h", "barrier_wait"):
+        out[f"{p}_ms"] = tot[p].fillna(0.0) if p in tot.columns else 0.0
+    out["mutex_wait_ms"] = first.reindex(out.index).fillna(0.0)
+    out["reach_barrier_ms"] = out["pre_lock_ms"] + out["mutex_wait_ms"] + out["ntt_msm_h_ms"]
+    out["slack_ms"] = out["reach_barrier_ms"] - out["prep_msm_ms"]
+    out = out.reset_index()
+    out["partition"] = out["partition"].astype("int64")
+    return out[["partition", "prep_msm_ms", "pre_lock_ms", "mutex_wait_ms", "ntt_msm_h_ms", "reach_barrier_ms", "slack_ms", "barrier_wait_ms"]]
