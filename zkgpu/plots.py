@@ -182,6 +182,8 @@ def _prepare(events: pd.DataFrame, run: str | None, phases: Sequence[str] | None
     keep = list(phases) if phases is not None else list(TIMELINE_PHASES)
     left_out = sorted(set(df["phase"].dropna()) - set(keep))
     df = df[df["phase"].isin(keep)]
+    if df["phase"].isin(_SUBS).any():  # ntt_msm_h is drawn as its parts, which cover it
+        df = df[df["phase"] != "ntt_msm_h"]
     if not len(df):
         raise ValueError("no events to draw")
     return df.copy(), name, left_out, t0
@@ -235,8 +237,7 @@ def timeline(events: pd.DataFrame, run: str | None = None, phases: Sequence[str]
     ax.set_yticklabels(lanes)
     ax.set_ylim(-0.6, len(lanes) - 0.4)
     ax.invert_yaxis()
-    if xlim:
-        ax.set_xlim(*xlim)
+    ax.set_xlim(*(xlim or (0, xspan * 1.01)))
     ax.set_xlabel("time since the run's first event (s)")
     ax.set_title(title or f"timeline: {name}")
     _legend(ax, _phase_sort(drawn))
@@ -487,14 +488,16 @@ def throughput_bars(table: pd.DataFrame, ax: Axes | None = None, bound: float | 
     fig, ax = _fig_ax(ax, (max(6, 1.1 * len(table) + 3), 4.2))
     x = np.arange(len(table))
     v = table["partitions_per_min"].astype(float).to_numpy()
-    bars = ax.bar(x, v, 0.6, color="#4c72b0", label="measured")
+    w = 0.4 if model else 0.6
+    bars = ax.bar(x - (w / 2 if model else 0), v, w, color="#4c72b0", label="measured")
     lab = [f"{a:.0f}" + (f"\n({a / bound:.0%})" if bound else "") for a in v]
     ax.bar_label(bars, labels=lab, fontsize="x-small", padding=2)
     caps = [f"{i} {a:.0f}" for i, a in zip(table.index, v)]
     if model:
         mv = np.array([model.get(i, np.nan) for i in table.index], dtype=float)
-        ax.scatter(x, mv, marker="D", color="#dd8452", zorder=3, label="model prediction")
-        caps.append("model: " + ", ".join(f"{i} {m:.0f}" for i, m in zip(table.index, mv) if np.isfinite(m)))
+        mb = ax.bar(x + w / 2, np.nan_to_num(mv), w, color="#dd8452", label="model prediction")
+        ax.bar_label(mb, labels=[f"{m:.0f}" if np.isfinite(m) else "" for m in mv], fontsize="x-small", padding=2, color="#8c4a1f")
+        caps.append("orange bars, the model's prediction: " + ", ".join(f"{i} {m:.0f}" for i, m in zip(table.index, mv) if np.isfinite(m)))
     top = max(np.nanmax(v), bound or 0, np.nanmax(list(model.values())) if model else 0)
     if bound:
         ax.axhline(bound, color="#333333", ls="--", lw=1, label=f"compute-only bound ({bound:.0f}/min)")
@@ -541,9 +544,10 @@ def gw_sweep(measured: Mapping[int, float], model: Mapping[int, float] | None = 
     return fig, ax
 
 
-def hbars(values: Mapping[str, float], unit: str = "%", ax: Axes | None = None, title: str | None = None, color: str | None = None) -> tuple[Figure, Axes]:
-    """Horizontal bars of a few named values (``unit`` "%": fractions drawn in %; else as given),
-    labelled with their values."""
+def hbars(values: Mapping[str, float], unit: str = "%", ax: Axes | None = None, title: str | None = None, color: str | None = None,
+          full_scale: bool = True) -> tuple[Figure, Axes]:
+    """Horizontal bars of a few named values (``unit`` "%": fractions drawn in %, on a 0–100 %
+    axis unless ``full_scale`` is False; else as given), labelled with their values."""
     if not values:
         raise ValueError("nothing to draw")
     names = list(values)
@@ -554,7 +558,7 @@ def hbars(values: Mapping[str, float], unit: str = "%", ax: Axes | None = None, 
     ax.set_yticks(np.arange(len(names)))
     ax.set_yticklabels(names)
     ax.invert_yaxis()
-    ax.set_xlim(0, max(v.max(), 1e-9) * 1.25)
+    ax.set_xlim(0, 112 if (unit == "%" and full_scale) else max(v.max(), 1e-9) * 1.25)
     ax.set_xlabel(unit)
     ax.set_title(title or "")
     fig.tight_layout()

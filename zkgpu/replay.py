@@ -65,6 +65,7 @@ __all__ = [
     "scenario_table",
     "demo_nsys_sqlite",
     "calibrated_params",
+    "model_vs_measured",
 ]
 
 MODES = ("live", "replay", "auto")
@@ -723,3 +724,33 @@ def calibrated_params(
             rates[k] = _h2d_rate_gbps(source.events(name))
     return calibrate(ev, pageable_gbps=rates["pageable"], pinned_gbps=rates["pinned"], transfer=transfer,
                      source=f"calibrated from {scenario} of {source.recording.path.name} ({source.device_label})")
+
+
+def model_vs_measured(source: Source, names: Iterable[str] | None = None, calibrate_on: str = "pinned_pool") -> pd.DataFrame:
+    """The model's prediction of each recorded scenario against its measurement.
+
+    The model is calibrated once on ``calibrate_on`` (:func:`calibrated_params`) and then run with
+    each scenario's settings (partitions, gw, lock scope; transfer ``resident`` for
+    ``compute_only``, whose copies happen before the lock, else the scenario's path), without
+    looking at that scenario's events. Both sides go through :func:`zkgpu.metrics.utilization`.
+
+    Returns: DataFrame indexed by scenario (story order) with ``measured_per_min``,
+    ``model_per_min``, ``rel_err`` ((model − measured) / measured of the throughput),
+    ``measured_compute_util``, ``model_compute_util``.
+
+    Raises:
+        KeyError: ``calibrate_on`` is not recorded.
+    """
+    from . import metrics, model  # noqa: PLC0415
+
+    params = calibrated_params(source, scenario=calibrate_on)
+    rows = []
+    for name in [s for s in (names if names is not None else story_order(source.scenarios)) if source.has(s)]:
+        cfg = source.config(name)
+        transfer = "resident" if name == "compute_only" else (cfg.get("transfer") or "pinned")
+        sim = model.simulate(params, partitions=int(cfg["partitions"]), gw=int(cfg["gw"]), scope=cfg["lock_scope"], transfer=transfer)
+        meas = metrics.utilization(source.events(name)).iloc[0]
+        rows.append({"scenario": name, "measured_per_min": float(meas["partitions_per_min"]), "model_per_min": sim.partitions_per_min,
+                     "rel_err": (sim.partitions_per_min - float(meas["partitions_per_min"])) / float(meas["partitions_per_min"]),
+                     "measured_compute_util": float(meas["compute_util"]), "model_compute_util": sim.compute_util})
+    return pd.DataFrame(rows).set_index("scenario")
