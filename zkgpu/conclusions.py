@@ -175,7 +175,7 @@ def conclusions(source: Source) -> list[Conclusion]:
         nums = {"pinned_pool_barrier_in_held": number(bih, "%", "share of the held mutex in barrier_wait", "pinned_pool"),
                 "compute_bound_per_min": number(bound, "partitions/min", "compute-only bound (model, calibrated on pinned_pool)", "pinned_pool"),
                 "best_per_min": number(cands[best], "partitions/min", f"best throughput ({best})", best),
-                "best_vs_bound": number(cands[best] / bound, "%", "best throughput / compute-only bound", best)}
+                "best_vs_bound": number(cands[best] / bound, "x", "best throughput / compute-only bound", best)}
         if "pinned_narrow" in have:
             nums["pinned_narrow_per_min"] = number(tab.loc["pinned_narrow", "partitions_per_min"], "partitions/min", "throughput", "pinned_narrow")
         out.append(Conclusion("next bottleneck", "07_next_bottleneck",

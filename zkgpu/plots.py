@@ -629,10 +629,15 @@ def bandwidth_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None
     ax.set_ylabel("GB/s")
     ax.set_title(title or "H2D bandwidth vs size")
     handles = [Line2D([], [], color=colors[p], label=p) for p in paths]
-    handles += [Line2D([], [], color="k", linestyle="-", label="reused buffer"), Line2D([], [], color="k", linestyle="--", label="fresh buffer")]
+    kinds = set(med["fresh_buffer"])
+    handles += [Line2D([], [], color="k", linestyle="-" if f is False else "--", label="fresh buffer" if f else "reused buffer") for f in (False, True) if f in kinds]
     ax.legend(handles=handles, fontsize="small", frameon=False)
     ax.grid(alpha=0.3, which="both")
     fig.tight_layout()
+    top = med[med["size_bytes"] == med["size_bytes"].max()]
+    at = "; ".join(f"{r.path} {'fresh' if r.fresh_buffer else 'reused'} {r.gbps:.1f}" for r in top.itertuples())
+    _set_caption(fig, f"Median GB/s (1e9 B/s, CUDA events) of each H2D path per transfer size; solid lines reuse their buffer, "
+                 f"dashed ones allocate or pin it inside the timed call. At {int(med['size_bytes'].max()):,} bytes: {at} GB/s.")
     return fig, ax
 
 
@@ -664,6 +669,9 @@ def load_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None = No
     ax.legend(fontsize="small", frameon=False)
     ax.grid(alpha=0.3, which="both")
     fig.tight_layout()
+    pts = "; ".join(f"{p}: " + ", ".join(f"{g:.1f}" for g in grp.sort_values("load_threads")["gbps"]) for p, grp in med.groupby("path", sort=False))
+    _set_caption(fig, "Median H2D GB/s of each copy mechanism (y, log scale) against the DRAM traffic of the background load "
+                 f"threads (x; labels: threads), levels {', '.join(str(int(t)) for t in sorted(med['load_threads'].unique()))}: {pts} GB/s.")
     return fig, ax
 
 
