@@ -25,6 +25,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter
 
 from .events import PHASES
 from .metrics import GPU_PATH, UTILIZATIONS, utilization
@@ -663,6 +664,9 @@ def load_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None = No
             for xi, (_, r) in zip(x, grp.iterrows()):
                 ax.annotate(f"{int(r['load_threads'])} thr", (xi, r["gbps"]), textcoords="offset points", xytext=(0, 6), fontsize="x-small", ha="center")
     ax.set_yscale("log")
+    plain = FuncFormatter(lambda v, _: f"{v:g}")  # 60, 6, 3 — never 6×10^1
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if str(f"{v:g}")[0] in "2358" else ""))
     ax.set_xlabel("background DRAM traffic of the load threads (GB/s)")
     ax.set_ylabel("H2D GB/s")
     ax.set_title(title or "H2D bandwidth under host memory load")
