@@ -40,3 +40,15 @@ def test_numbers_are_the_metrics_of_the_recording(src):
     assert conclusions.finding(src, "symptom").startswith("In the baseline") and "**" not in conclusions.finding(src, "symptom")
     with pytest.raises(ValueError, match="step must be one of"):
         conclusions.finding(src, "nope")
+
+
+@pytest.mark.parametrize("keep", [("baseline",), ("baseline", "pinned_pool"), ("baseline", "registered", "pinned_pool")])
+def test_a_live_notebook_that_recorded_only_some_scenarios(src, keep):
+    """A live notebook records only its scenarios: the steps it can support are there, the rest left out."""
+    m = dict(src.recording.manifest)
+    m["scenarios"] = {k: v for k, v in m["scenarios"].items() if k in keep}
+    part = replay.Source(src.kind, replay.Recording(src.recording.path, m), src.mode)
+    steps = [c.step for c in conclusions.conclusions(part)]
+    assert steps[0] == "symptom"
+    assert ("fix" in steps) == ("pinned_pool" in keep) and ("next bottleneck" in steps) == ("pinned_pool" in keep)
+    assert conclusions.finding(part, "symptom")
