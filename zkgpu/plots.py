@@ -132,9 +132,9 @@ def _px_per_unit(ax: Axes, span: float) -> float:
     return ax.get_position().width * fig.get_figwidth() * fig.dpi / span if span > 0 else 1.0
 
 
-def _draw_timeline(ax: Axes, df: pd.DataFrame, t0: int, lanes: list[str], xspan: float) -> tuple[list[str], int, int, dict[str, int]]:
+def _draw_timeline(ax: Axes, df: pd.DataFrame, t0: int, lanes: list[str], xspan: float) -> tuple[list[str], int, int, dict[str, int], float]:
     """Draw the rows of ``df`` (lane column set) onto ``ax``; returns (phases drawn, intervals,
-    intervals widened to MIN_PX, widened per phase)."""
+    intervals widened to MIN_PX, widened per phase, MIN_PX in seconds at this scale)."""
     min_w = MIN_PX / _px_per_unit(ax, xspan)
     drawn: list[str] = []
     widened: dict[str, int] = {}
@@ -160,7 +160,7 @@ def _draw_timeline(ax: Axes, df: pd.DataFrame, t0: int, lanes: list[str], xspan:
             n += len(grp)
             if phase not in drawn:
                 drawn.append(phase)
-    return drawn, n, sum(widened.values()), widened
+    return drawn, n, sum(widened.values()), widened, min_w
 
 
 def _legend(ax: Axes, names: Sequence[str], labels: Mapping[str, str] | None = None, **kw) -> None:
@@ -190,14 +190,14 @@ def _prepare(events: pd.DataFrame, run: str | None, phases: Sequence[str] | None
     return df.copy(), name, left_out, t0
 
 
-def _timeline_caption(drawn: list[str], n: int, thin: int, widened: dict[str, int], left_out: list[str], xspan: float) -> str:
+def _timeline_caption(drawn: list[str], n: int, thin: int, widened: dict[str, int], left_out: list[str], min_s: float) -> str:
     parts = []
     if "prove" in drawn or "mutex_held" in drawn:
         parts.append("In each worker's lane the thin top bar is the partition's prove interval (GPU_START → GPU_END) and the thin bar "
                      "below it the time the worker holds the GPU mutex; the upper row is the worker's chain (pre_lock, mutex_wait, "
                      "ntt_msm_h drawn as its parts h2d, ntt, h_msm, then barrier_wait, batch_add, tail_msm) and the lower row its "
                      "CPU side threads (prep_msm, b_g2_msm, finalize).")
-    px = MIN_PX / (11 * 0.68 * 100) * xspan * 1000  # ms per MIN_PX at the default width and dpi
+    px = min_s * 1000  # ms that MIN_PX pixels span at this scale
     if thin:
         what = ", ".join(f"{k} {v}" for k, v in sorted(widened.items(), key=lambda kv: -kv[1]))
         parts.append(f"{thin} of {n} intervals are narrower than {MIN_PX} px (about {px:.1f} ms at this scale) and are "
@@ -233,7 +233,7 @@ def timeline(events: pd.DataFrame, run: str | None = None, phases: Sequence[str]
     if ax.figure is fig and len(fig.axes) == 1:
         fig.subplots_adjust(left=0.1, right=0.8, bottom=0.2 if len(lanes) < 3 else 0.12)
     xspan = (xlim[1] - xlim[0]) if xlim else (int(events["end_ns"].max() if run is None else events.loc[events["run"] == run, "end_ns"].max()) - t0) / 1e9
-    drawn, n, thin, widened = _draw_timeline(ax, df, t0, lanes, xspan)
+    drawn, n, thin, widened, min_s = _draw_timeline(ax, df, t0, lanes, xspan)
     ax.set_yticks(range(len(lanes)))
     ax.set_yticklabels(lanes)
     ax.set_ylim(-0.6, len(lanes) - 0.4)
@@ -243,7 +243,7 @@ def timeline(events: pd.DataFrame, run: str | None = None, phases: Sequence[str]
     ax.set_title(title or f"timeline: {name}")
     _legend(ax, _phase_sort(drawn))
     ax.grid(axis="x", alpha=0.3)
-    _set_caption(fig, _timeline_caption(drawn, n, thin, widened, left_out, xspan))
+    _set_caption(fig, _timeline_caption(drawn, n, thin, widened, left_out, min_s))
     return fig, ax
 
 
@@ -272,7 +272,7 @@ def timelines(runs: Mapping[str, pd.DataFrame], phases: Sequence[str] | None = N
     for ax, (k, (df, _, left, t0)) in zip(axes, prepared.items()):
         df["lane"] = [_lane(r, df["gpu"].dropna().nunique() > 1) for r in df[["gpu", "worker"]].to_dict("records")]
         lanes = sorted(df["lane"].unique(), key=lambda s: (s.startswith("CPU"), s))
-        drawn, n, thin, wid = _draw_timeline(ax, df, t0, lanes, xmax)
+        drawn, n, thin, wid, min_s = _draw_timeline(ax, df, t0, lanes, xmax)
         drawn_all += [p for p in drawn if p not in drawn_all]
         tot_n += n
         tot_thin += thin
@@ -291,7 +291,7 @@ def timelines(runs: Mapping[str, pd.DataFrame], phases: Sequence[str] | None = N
     _legend(axes[0], _phase_sort(drawn_all))
     if title:
         fig.suptitle(title)
-    _set_caption(fig, f"Panels share one time axis, x = 0 at each run's first event (synthesis of its first partition; wall spans: {', '.join(caps)}). " + _timeline_caption(drawn_all, tot_n, tot_thin, wid_all, sorted(left_all), xmax))
+    _set_caption(fig, f"Panels share one time axis, x = 0 at each run's first event (synthesis of its first partition; wall spans: {', '.join(caps)}). " + _timeline_caption(drawn_all, tot_n, tot_thin, wid_all, sorted(left_all), min_s))
     return fig, axes
 
 
