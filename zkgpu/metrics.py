@@ -514,7 +514,7 @@ def utilization(events: pd.DataFrame) -> pd.DataFrame:
 GPU_PATH: dict[str, str] = {
     "lock_free": "no worker holds the GPU (waiting for a partition, ramp-up, tail)",
     "h2d": "exposed H2D of a, b, c (copy time no kernel hid)",
-    "ntt": "NTTs (the rest of ntt_msm_h but the H MSM)",
+    "ntt": "the rest of ntt_msm_h: the NTTs, the copy time they hid, host work inside it (e.g. cudaHostRegister)",
     "h_msm": "H MSM",
     "barrier_wait": "barrier wait with the lock held (GPU idle until prep_msm is done)",
     "batch_add": "batch additions",

@@ -81,7 +81,7 @@ TIMELINE_PHASES: tuple[str, ...] = ("prove", "mutex_held", "pre_lock", "mutex_wa
                                     "kernel", "memcpy_htod", "memcpy_dtoh")
 #: Narrowest drawn interval, in pixels (at the figure's dpi).
 MIN_PX = 1.5
-_PATH_LABELS = {"lock_free": "GPU free (no worker holds the lock)", "h2d": "H2D (exposed)", "ntt": "NTT", "h_msm": "H MSM",
+_PATH_LABELS = {"lock_free": "GPU free (no worker holds the lock)", "h2d": "H2D (exposed)", "ntt": "NTT and the rest of ntt_msm_h", "h_msm": "H MSM",
                 "barrier_wait": "barrier_wait (lock held)", "batch_add": "batch_add", "tail_msm": "tail_msm",
                 "lock_other": "lock held, other"}
 
@@ -427,8 +427,9 @@ def ntt_msm_h_split(table: pd.DataFrame, ax: Axes | None = None, title: str | No
            for i, r in table.iterrows()}
     fig, ax, v = _stacked(table, ["h2d", "ntt", "h_msm"], ax, "ms per partition", title or "inside ntt_msm_h", labels=_PATH_LABELS, totals=tot, figw=9.0)
     bits = "; ".join(f"{i}: {r['h2d']:.1f} ms H2D of {r.sum():.1f} ms ({r['h2d'] / r.sum():.1%})" for i, r in v.iterrows() if r.sum() > 0)
-    _set_caption(fig, "Mean ntt_msm_h per partition: the exposed H2D (copy time no kernel hid), the NTTs (with any copy "
-                 f"time they hid) and the H MSM. {bits}.")
+    _set_caption(fig, "Mean ntt_msm_h per partition: the exposed H2D (copy time no kernel hid, CUDA events), the H MSM, and "
+                 "the rest — the NTTs, the copy time they hid, and any host-side work inside ntt_msm_h such as registering "
+                 f"the buffers (registered). {bits}.")
     return fig, ax
 
 
