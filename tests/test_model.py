@@ -27,10 +27,10 @@ def test_gw1_no_prep_bottleneck_utilization_is_compute_over_compute_plus_transfe
         r = model.simulate(p, partitions=7, gw=1, transfer=transfer)
         compute = p.gpu_compute_ms
         transfer_ms = p.h2d_bytes / (gbps * GB) * 1e3
-        assert r.kernel_utilization == pytest.approx(compute / (compute + transfer_ms), rel=1e-9)
-        assert r.window_ms == pytest.approx(7 * (compute + transfer_ms))
-        assert r.throughput_per_min == pytest.approx(60_000 / (compute + transfer_ms))
-        assert r.timeline_utilization == pytest.approx(1.0)
+        assert r.compute_util == pytest.approx(compute / (compute + transfer_ms), rel=1e-9)
+        assert r.wall_ms == pytest.approx(7 * (compute + transfer_ms))
+        assert r.partitions_per_min == pytest.approx(60_000 / (compute + transfer_ms))
+        assert r.timeline_util == pytest.approx(1.0)
 
 
 def test_resident_gw1_prep_bound_exposes_barrier_inside_mutex():
@@ -39,7 +39,7 @@ def test_resident_gw1_prep_bound_exposes_barrier_inside_mutex():
     bw = r.events[r.events["phase"] == "barrier_wait"]
     # prep 800 ms vs ntt 300 ms: every partition waits 500 ms at the barrier with the mutex held
     assert ((bw["end_ns"] - bw["start_ns"]) / 1e6).tolist() == pytest.approx([500.0] * 5)
-    assert r.kernel_utilization == pytest.approx(p.gpu_compute_ms / (p.gpu_compute_ms + 500.0))
+    assert r.compute_util == pytest.approx(p.gpu_compute_ms / (p.gpu_compute_ms + 500.0))
     assert model.compute_bound_per_min(p) == pytest.approx(60_000 / 500.0)
 
 
@@ -50,28 +50,28 @@ def test_narrow_scope_never_worse_than_coarse():
             for gw in (1, 2, 3):
                 c = model.simulate(p, partitions=12, gw=gw, scope="coarse", transfer=transfer)
                 n = model.simulate(p, partitions=12, gw=gw, scope="narrow", transfer=transfer)
-                assert n.throughput_per_min >= c.throughput_per_min * (1 - 1e-9), (prep, transfer, gw)
-                assert n.kernel_utilization >= c.kernel_utilization - 1e-9
+                assert n.partitions_per_min >= c.partitions_per_min * (1 - 1e-9), (prep, transfer, gw)
+                assert n.compute_util >= c.compute_util - 1e-9
     # and it strictly helps when prep exceeds ntt_msm_h and two workers share the GPU
     p = params(prep_msm_ms=900.0)
     c = model.simulate(p, partitions=12, gw=2, scope="coarse", transfer="pinned")
     n = model.simulate(p, partitions=12, gw=2, scope="narrow", transfer="pinned")
-    assert n.throughput_per_min > c.throughput_per_min * 1.05
+    assert n.partitions_per_min > c.partitions_per_min * 1.05
 
 
 def test_faster_h2d_raises_utilization():
     p = params()
-    utils = [model.simulate(p, partitions=8, gw=2, h2d_gbps=g).kernel_utilization for g in (1.0, 4.0, 16.0, 64.0)]
+    utils = [model.simulate(p, partitions=8, gw=2, h2d_gbps=g).compute_util for g in (1.0, 4.0, 16.0, 64.0)]
     assert all(b > a for a, b in zip(utils, utils[1:]))
     res = model.simulate(p, partitions=8, gw=2, transfer="resident")
-    assert res.kernel_utilization >= utils[-1]
+    assert res.compute_util >= utils[-1]
 
 
 def test_prep_speedup_removes_barrier_wait():
     p = params(prep_msm_ms=1200.0)
     slow = model.simulate(p, partitions=8, gw=2, transfer="pinned")
     fast = model.simulate(p, partitions=8, gw=2, transfer="pinned", prep_speedup=10.0)
-    assert fast.throughput_per_min > slow.throughput_per_min
+    assert fast.partitions_per_min > slow.partitions_per_min
     assert fast.params.prep_msm_ms == pytest.approx(120.0)
 
 
@@ -121,8 +121,8 @@ def test_calibrate_recovers_parameters_from_a_model_table():
     assert q.pinned_gbps == 20.0 and q.synth_workers == 3
     # same settings again -> the model reproduces its own measurement
     cmp = model.compare(model.simulate(q, partitions=10, gw=2, transfer="pageable"), r.events)
-    assert cmp.loc["kernel_utilization", "rel_err"] == pytest.approx(0.0, abs=1e-6)
-    assert cmp.loc["throughput_per_min", "rel_err"] == pytest.approx(0.0, abs=1e-6)
+    assert cmp.loc["compute_util", "rel_err"] == pytest.approx(0.0, abs=1e-6)
+    assert cmp.loc["partitions_per_min", "rel_err"] == pytest.approx(0.0, abs=1e-6)
     assert {"model", "measured", "diff", "rel_err"} == set(cmp.columns)
 
 
@@ -143,7 +143,7 @@ def test_what_if_grid_and_bad_settings():
     p = params(prep_msm_ms=700.0)
     df = model.what_if(p, {"gw": [1, 2], "scope": ["coarse", "narrow"], "transfer": ["pageable", "pinned"]}, partitions=6)
     assert len(df) == 8
-    for col in ("gw", "scope", "transfer", "kernel_utilization", "timeline_utilization", "throughput_per_min",
+    for col in ("gw", "scope", "transfer", "compute_util", "kernel_util", "timeline_util", "partitions_per_min",
                 "barrier_wait_ms", "mutex_wait_ms", "vs_compute_bound"):
         assert col in df.columns
     assert (df["vs_compute_bound"] <= 1 + 1e-9).all()
@@ -171,9 +171,9 @@ def test_utilization_on_measured_style_table_subtracts_h2d():
         "start_ns": [0, 0, 10 * ms, 12 * ms], "end_ns": [10 * ms, 4 * ms, 12 * ms, 13 * ms],
     })
     u = model.utilization(ev)
-    assert u["kernel_utilization"] == pytest.approx(9 / 13)
-    assert u["window_ms"] == pytest.approx(13.0) and u["partitions"] == 1
-    assert np.isnan(model.utilization(ev[ev["phase"] == "h2d"])["kernel_utilization"])
+    assert u["compute_util"] == pytest.approx(9 / 13)
+    assert u["wall_ms"] == pytest.approx(13.0) and u["partitions"] == 1
+    assert np.isnan(model.utilization(ev[ev["phase"] == "h2d"])["compute_util"])
 
 
 def test_reference_params_from_the_seed_and_upstream_tables():
@@ -192,4 +192,4 @@ def test_reference_params_from_the_seed_and_upstream_tables():
     assert pinned.summary()["barrier_wait_ms"] == pytest.approx(p.prep_msm_ms - 690.0)
     c = model.simulate(p, partitions=10, gw=2, scope="coarse", transfer="pinned")
     n = model.simulate(p, partitions=10, gw=2, scope="narrow", transfer="pinned")
-    assert n.throughput_per_min > c.throughput_per_min > pageable.throughput_per_min
+    assert n.partitions_per_min > c.partitions_per_min > pageable.partitions_per_min

@@ -136,7 +136,13 @@ def test_resolve_mode_and_key_numbers(monkeypatch, tmp_path):
     import numpy as np
 
     p = replay.save_key_numbers("x", {"a": np.float64(1.5), "b": [np.int64(2)]})
-    assert json.loads(p.read_text()) == {"a": 1.5, "b": [2]}
+    assert json.loads(p.read_text()) == {"finding": "", "numbers": {"a": 1.5, "b": [2]}}
+    p = replay.save_key_numbers("y", {"u": replay.number(np.float64(0.5), "%", "compute utilization", "baseline")}, finding="f.")
+    assert json.loads(p.read_text()) == {"finding": "f.", "numbers": {"u": {"value": 0.5, "unit": "%", "label": "compute utilization", "scenario": "baseline"}}}
+    with pytest.raises(ValueError, match="unit"):
+        replay.number(1.0, "s")
+    with pytest.raises(ValueError, match="fraction"):
+        replay.number(43.5, "%", "compute utilization")
 
 
 def test_live_mode_without_gpu_is_a_clear_error(monkeypatch):

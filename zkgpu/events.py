@@ -64,7 +64,8 @@ PHASES: tuple[str, ...] = (
     "malloc_trim",  # malloc_trim step after each partition
 )
 
-# Phases whose interval the GPU spends executing work (for kernel utilization).
+# The GPU phases upstream counts as GPU work (gpu_total − barrier_wait): zkgpu.metrics.kernel_utilization;
+# compute_utilization takes the H2D copies inside ntt_msm_h out of them.
 GPU_PHASES: tuple[str, ...] = ("ntt_msm_h", "batch_add", "tail_msm")
 
 

@@ -5,10 +5,23 @@ Units everywhere: durations in **ms** (float), times in ns (int64) as in the eve
 ``gpu`` / ``worker``); <NA> keys form their own group. An interval's duration is
 ``(end_ns - start_ns) / 1e6`` ms.
 
-Definitions follow upstream's (/work/shared/reference/cuzk-pipeline.md §2.2 and §7): "TIMELINE
-utilization" = union of GPU_START→GPU_END (``prove``) intervals over wall time; "kernel utilization" =
-time the GPU executes work (≈ gpu_total − barrier_wait per partition) over wall time. cuzk reported
-90.1% vs 46.3% for one run (cuzk-project.md:1140; data/reference/cuzk_utilization.csv).
+**The three utilizations** (one name each, everywhere: notebooks, :mod:`zkgpu.model`, the report,
+README; :data:`UTILIZATIONS` holds the labels). All three share **one window**, the run's *wall
+span* (:func:`wall_span`: first start to last end over **all** events of the run, synthesis of the
+first partition included), and are busy_ms / (n_gpus × wall_ms):
+
+* ``compute_util`` — **compute utilization** (:func:`compute_utilization`, the headline): time the
+  GPU executes kernels (NTT, H MSM, batch_add, tail_msm), the H2D copies inside ntt_msm_h left
+  out. The seed's "actual GPU compute".
+* ``kernel_util`` — upstream's **kernel utilization** (:func:`kernel_utilization`, "actual kernel
+  util"): gpu_total − barrier_wait, i.e. ntt_msm_h + batch_add + tail_msm, so the H2D copy inside
+  ntt_msm_h counts as GPU work. A slow pageable copy *raises* it.
+* ``timeline_util`` — upstream's **TIMELINE utilization** (:func:`timeline_utilization`): union of
+  GPU_START→GPU_END (``prove``) intervals, which counts mutex wait, barrier wait and finalize as busy.
+
+cuzk reported 90.1 % TIMELINE vs 46.3 % kernel for one run (curio ``extern/cuzk/cuzk-project.md:1140``,
+``data/reference/cuzk_utilization.csv``; /work/shared/reference/cuzk-pipeline.md §2.2 and §7).
+Throughput (:func:`throughput`) uses the same window. :func:`utilization` returns all of them.
 """
 
 from __future__ import annotations
@@ -35,6 +48,12 @@ __all__ = [
     "throughput",
     "identity_check",
     "mutex_stats",
+    "utilization",
+    "critical_path",
+    "ntt_msm_h_split",
+    "barrier_race",
+    "UTILIZATIONS",
+    "GPU_PATH",
     "CONTAINER_PHASES",
     "SUB_PHASES",
 ]
@@ -67,6 +86,12 @@ def _exposed_or(h: pd.DataFrame, fallback: pd.Series) -> pd.Series:
     [0, ``fallback``] (it cannot exceed the copy), else ``fallback``."""
     ex = detail_value(h, "exposed_ms").clip(lower=0.0).to_numpy()
     return pd.Series(np.fmin(ex, fallback.astype(float).to_numpy()), index=h.index)  # fmin skips NaN
+
+
+def _copy_ms(h: pd.DataFrame) -> pd.Series:
+    """Per h2d row: its CUDA-event ``gpu_ms`` where present, else its interval, ms."""
+    dur = _dur_ms(h)
+    return h["gpu_ms"].where(h["gpu_ms"].notna(), dur) if "gpu_ms" in h.columns else dur
 
 
 def _h2d_inside_mask(events: pd.DataFrame) -> np.ndarray:
@@ -251,7 +276,7 @@ def compute_utilization(events: pd.DataFrame, phases: Sequence[str] = GPU_PHASES
     sel = events.reset_index(drop=True)[_h2d_inside_mask(events)]
     copy: dict = {}
     if len(sel):
-        ms = _exposed_or(sel, sel["gpu_ms"].where(sel["gpu_ms"].notna(), (sel["end_ns"] - sel["start_ns"]) / 1e6))
+        ms = _exposed_or(sel, _copy_ms(sel))
         copy = ms.groupby(sel["run"]).sum().to_dict()
     out = k.copy()
     out["copy_ms"] = [float(copy.get(r, 0.0)) for r in out.index]
@@ -447,3 +472,166 @@ def mutex_stats(events: pd.DataFrame, by: Sequence[str] = ("run", "worker")) -> 
     inside = inside.reindex(wide.index).fillna(0.0) if len(inside) else pd.Series(0.0, index=wide.index)
     wide["barrier_in_held"] = inside.to_numpy() / held.to_numpy()
     return wide.reset_index()
+
+
+#: The three utilizations, in the order the report shows them: column name → (label, definition).
+#: All three use the run's wall span as their window (module doc).
+UTILIZATIONS: dict[str, tuple[str, str]] = {
+    "compute_util": ("compute utilization", "GPU kernels only (NTT, H MSM, batch_add, tail_msm), H2D copies left out, over the run's wall span"),
+    "kernel_util": ("kernel utilization (upstream)", "upstream's 'actual kernel util': ntt_msm_h + batch_add + tail_msm, H2D copies counted, over the run's wall span"),
+    "timeline_util": ("TIMELINE utilization (upstream)", "union of GPU_START→GPU_END (prove) intervals, waits counted, over the run's wall span"),
+}
+
+
+def utilization(events: pd.DataFrame) -> pd.DataFrame:
+    """The three utilizations and the throughput of each run, all over the run's wall span.
+
+    Returns: DataFrame indexed by run with ``compute_util`` (:func:`compute_utilization`),
+    ``kernel_util`` (:func:`kernel_utilization`), ``timeline_util`` (:func:`timeline_utilization`),
+    fractions in [0, 1] (NaN for a run with no GPU phase: ntt_msm_h, batch_add, tail_msm);
+    ``partitions_per_min``, ``partitions`` (:func:`throughput`) and ``wall_ms``.
+    """
+    _check(events)
+    tp = throughput(events)
+    out = pd.DataFrame({
+        "compute_util": compute_utilization(events)["utilization"],
+        "kernel_util": kernel_utilization(events)["utilization"],
+        "timeline_util": timeline_utilization(events)["utilization"],
+    }).reindex(tp.index)
+    has_gpu = events[events["phase"].isin(GPU_PHASES)].groupby("run", dropna=False).size()
+    none = ~out.index.isin(has_gpu.index)
+    out.loc[none, ["compute_util", "kernel_util"]] = np.nan
+    if "prove" not in set(events["phase"].dropna()):
+        out["timeline_util"] = out["timeline_util"].where(~none)
+    out["partitions_per_min"] = tp["partitions_per_min"]
+    out["partitions"] = tp["partitions"]
+    out["wall_ms"] = tp["wall_ms"]
+    return out
+
+
+#: Categories of :func:`critical_path`, in the order along a GPU's time: they do not overlap and
+#: add up to the wall time (per partition: 60 000 / partitions_per_min ms per GPU).
+GPU_PATH: dict[str, str] = {
+    "lock_free": "no worker holds the GPU (waiting for a partition, ramp-up, tail)",
+    "h2d": "exposed H2D of a, b, c (copy time no kernel hid)",
+    "ntt": "the rest of ntt_msm_h: the NTTs, the copy time they hid, host work inside it (e.g. cudaHostRegister)",
+    "h_msm": "H MSM",
+    "barrier_wait": "barrier wait with the lock held (GPU idle until prep_msm is done)",
+    "batch_add": "batch additions",
+    "tail_msm": "tail MSMs",
+    "lock_other": "lock held, none of the above (thread spawn/join, syncs)",
+}
+
+
+def _overlap_ms(a: pd.DataFrame, b: pd.DataFrame, keys: list[str]) -> float:
+    """Σ over rows of ``a`` of their overlap with the rows of ``b`` that share ``keys``, ms."""
+    if not len(a) or not len(b):
+        return 0.0
+    m = a[[*keys, "start_ns", "end_ns"]].reset_index(drop=True).merge(b[[*keys, "start_ns", "end_ns"]], on=keys, suffixes=("", "_b"))
+    ov = (np.minimum(m["end_ns"], m["end_ns_b"]) - np.maximum(m["start_ns"], m["start_ns_b"])).clip(lower=0)
+    return float(ov.sum()) / 1e6
+
+
+def critical_path(events: pd.DataFrame) -> pd.DataFrame:
+    """What each GPU does and waits for, per partition, in categories that never overlap in time.
+
+    For each (run, gpu): the wall span (:func:`wall_span`, the utilizations' window) splits into
+    the time some worker holds the GPU mutex (union of ``mutex_held``; without such rows, of the
+    GPU phases and barrier waits) and ``lock_free``. The held time splits into ``h2d`` (exposed copy
+    time inside ntt_msm_h, as in :func:`compute_utilization`), ``h_msm`` (Σ h_msm intervals),
+    ``ntt`` (Σ ntt_msm_h − h2d − h_msm), ``barrier_wait`` (the part of each barrier wait inside a
+    mutex_held interval of its worker and partition), ``batch_add``, ``tail_msm`` and
+    ``lock_other`` (the rest of the held time, ≥ 0). Categories are :data:`GPU_PATH`.
+
+    Returns: DataFrame indexed by run with one column per category in **ms per partition** (Σ over
+    the run's GPUs / partitions), ``partitions``, ``ms_per_partition`` (= wall_ms × n_gpus /
+    partitions = the categories' sum when lock_other ≥ 0) and ``wall_ms``.
+    """
+    _check(events)
+    wall = wall_span(events)
+    tp = throughput(events)
+    ev = events.reset_index(drop=True).assign(dur_ms=lambda d: _dur_ms(d), _g=lambda d: _gpu_key(d))
+    inside = _h2d_inside_mask(ev)
+    rows = []
+    for run in wall.index:
+        r = ev[ev["run"] == run] if not pd.isna(run) else ev[ev["run"].isna()]
+        acc = dict.fromkeys(GPU_PATH, 0.0)
+        gpus = r.loc[r["phase"].isin(GPU_PHASES), "_g"].unique().tolist() or [-1]
+        for g in gpus:
+            rg = r[r["_g"] == g]
+            held = rg[rg["phase"] == "mutex_held"]
+            if not len(held):
+                held = rg[rg["phase"].isin((*GPU_PHASES, "barrier_wait"))]
+            held_ms = union_ms(held["start_ns"].to_numpy(), held["end_ns"].to_numpy())
+            h = rg[inside[rg.index]]
+            h2d = float(_exposed_or(h, _copy_ms(h)).sum()) if len(h) else 0.0
+            tot = rg.groupby("phase")["dur_ms"].sum()
+            keys = [k for k in ("worker", "partition") if k in rg.columns]
+            bw = rg[rg["phase"] == "barrier_wait"]
+            barrier = _overlap_ms(bw, rg[rg["phase"] == "mutex_held"], keys) if (rg["phase"] == "mutex_held").any() else float(bw["dur_ms"].sum())
+            h_msm = float(tot.get("h_msm", 0.0))
+            ntt = max(0.0, float(tot.get("ntt_msm_h", 0.0)) - h2d - h_msm)
+            parts = {"h2d": h2d, "ntt": ntt, "h_msm": h_msm, "barrier_wait": barrier,
+                     "batch_add": float(tot.get("batch_add", 0.0)), "tail_msm": float(tot.get("tail_msm", 0.0))}
+            parts["lock_other"] = max(0.0, held_ms - sum(parts.values()))
+            parts["lock_free"] = max(0.0, float(wall.at[run, "wall_ms"]) - held_ms)
+            for k, v in parts.items():
+                acc[k] += v
+        n = int(tp.at[run, "partitions"]) if run in tp.index else 0
+        row = {k: (v / n if n else float("nan")) for k, v in acc.items()}
+        row.update(run=run, partitions=n, wall_ms=float(wall.at[run, "wall_ms"]),
+                   ms_per_partition=float(wall.at[run, "wall_ms"]) * len(gpus) / n if n else float("nan"))
+        rows.append(row)
+    cols = [*GPU_PATH, "partitions", "ms_per_partition", "wall_ms"]
+    if not rows:
+        return pd.DataFrame(columns=cols, index=pd.Index([], name="run"))
+    return pd.DataFrame(rows).set_index("run")[cols]
+
+
+def ntt_msm_h_split(events: pd.DataFrame) -> pd.DataFrame:
+    """ntt_msm_h per partition split into exposed H2D, NTT and H MSM (ms, means over partitions).
+
+    ``h2d`` = exposed copy time of the h2d rows inside ntt_msm_h (as :func:`h2d_share`), ``h_msm``
+    = Σ h_msm intervals, ``ntt`` = Σ ntt_msm_h − h2d − h_msm (the NTTs, and whatever copy time they
+    hid), each divided by the number of partitions with an ntt_msm_h row; ``ntt_msm_h`` = their sum.
+
+    Returns: DataFrame indexed by run with ``h2d``, ``ntt``, ``h_msm``, ``ntt_msm_h``, ``partitions``.
+    """
+    _check(events)
+    cp = critical_path(events)
+    rows = {}
+    for run, grp in events.groupby("run", dropna=False, sort=True):
+        n = grp.loc[grp["phase"] == "ntt_msm_h", "partition"].dropna().nunique()
+        k = (cp.at[run, "partitions"] / n) if n else float("nan")
+        rows[run] = {c: cp.at[run, c] * k for c in ("h2d", "ntt", "h_msm")}
+        rows[run]["partitions"] = n
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out["ntt_msm_h"] = out[["h2d", "ntt", "h_msm"]].sum(axis=1)
+    out.index.name = "run"
+    return out[["h2d", "ntt", "h_msm", "ntt_msm_h", "partitions"]]
+
+
+def barrier_race(events: pd.DataFrame) -> pd.DataFrame:
+    """Per partition of one run: does prep_msm finish before its worker reaches the barrier?
+
+    prep_msm is spawned before the worker asks for the mutex (cuzk-pipeline.md §1.2), so the worker
+    reaches the barrier after ``reach_barrier_ms`` = pre_lock + the first mutex_wait + ntt_msm_h and
+    waits only if prep_msm is longer: ``slack_ms`` = reach_barrier_ms − prep_msm_ms (> 0: no wait).
+
+    Returns: DataFrame with ``partition``, ``prep_msm_ms``, ``pre_lock_ms``, ``mutex_wait_ms``,
+    ``ntt_msm_h_ms``, ``reach_barrier_ms``, ``slack_ms``, ``barrier_wait_ms`` (ms; 0 for a phase a
+    partition lacks), sorted by partition.
+    """
+    _check(events)
+    ev = events[events["partition"].notna()].assign(dur_ms=lambda d: _dur_ms(d))
+    first = ev[ev["phase"] == "mutex_wait"].sort_values("start_ns").groupby("partition")["dur_ms"].first()
+    tot = ev.pivot_table(index="partition", columns="phase", values="dur_ms", aggfunc="sum")
+    out = pd.DataFrame(index=tot.index)
+    for p in ("prep_msm", "pre_lock", "ntt_msm_h", "barrier_wait"):
+        out[f"{p}_ms"] = tot[p].fillna(0.0) if p in tot.columns else 0.0
+    out["mutex_wait_ms"] = first.reindex(out.index).fillna(0.0)
+    out["reach_barrier_ms"] = out["pre_lock_ms"] + out["mutex_wait_ms"] + out["ntt_msm_h_ms"]
+    out["slack_ms"] = out["reach_barrier_ms"] - out["prep_msm_ms"]
+    out = out.reset_index()
+    out["partition"] = out["partition"].astype("int64")
+    return out[["partition", "prep_msm_ms", "pre_lock_ms", "mutex_wait_ms", "ntt_msm_h_ms", "reach_barrier_ms", "slack_ms", "barrier_wait_ms"]]

@@ -21,16 +21,12 @@ groth16_cuda.cu``; see ``cuzk-pipeline.md`` §1.2, §1.4, §3, §7) one partitio
 Times are milliseconds in the model and nanoseconds in the emitted event table (the schema of
 :mod:`zkgpu.events`, ``source="model"``), so every metric, plot and notebook works on it.
 
-Utilization (:func:`utilization`, used for model and measurement alike):
-
-* the *window* runs from the first GPU-side start (``prove``/``mutex_wait``/``ntt_msm_h``) to the
-  last end of a GPU phase (``ntt_msm_h``, ``batch_add``, ``tail_msm``);
-* **kernel** utilization = union of GPU *compute* intervals (``ntt``, ``h_msm``, ``batch_add``,
-  ``tail_msm``; where a table has no ``ntt`` sub-phase: ``ntt_msm_h`` minus ``h2d``) / window,
-  so H2D copies and barrier waits do not count as GPU work;
-* **timeline** utilization = union of ``prove`` intervals (or, without them, ``mutex_held``) /
-  window: upstream's "TIMELINE GPU util", which counts every idle moment inside a worker's
-  GPU_START → GPU_END as busy (cuzk-project.md:1140 reports 90.1% vs 46.3% kernel).
+Every number the model reports is computed by :mod:`zkgpu.metrics` on the model's event table,
+with the same functions and the same window as the measurements (:func:`utilization`): the three
+utilizations ``compute_util`` (kernels only: the model's ``ntt``, ``h_msm``, ``batch_add``,
+``tail_msm``), ``kernel_util`` (upstream's: ntt_msm_h + batch_add + tail_msm, H2D counted),
+``timeline_util`` (``prove`` intervals), and ``partitions_per_min``, all over the run's wall span
+(first synthesis start to the last event).
 
 Parameters come from a recorded event table (:func:`calibrate`; medians per phase, H2D rate from
 bytes / time) or from upstream's published numbers (:func:`reference_params`: the seed's
@@ -42,7 +38,7 @@ Example::
     p = model.ModelParams(prep_msm_ms=1600, ntt_ms=500, batch_add_ms=400, tail_msm_ms=200,
                           h2d_bytes=12_500_000_000, pageable_gbps=5.0, pinned_gbps=50.0)
     r = model.simulate(p, partitions=20, gw=2, scope="coarse", transfer="pageable")
-    r.kernel_utilization, r.throughput_per_min
+    r.compute_util, r.partitions_per_min
     model.what_if(p, {"transfer": ["pageable", "pinned"], "scope": ["coarse", "narrow"], "gw": [1, 2, 3]})
 """
 
@@ -57,7 +53,7 @@ import numpy as np
 import pandas as pd
 
 from .events import normalize_events
-from .metrics import detail_value
+from . import metrics
 
 __all__ = [
     "ModelParams",
@@ -80,8 +76,6 @@ SCOPES = ("coarse", "narrow")
 #: pinned rate (both DMA from page-locked memory), ``resident`` moves nothing (compute-only bound).
 TRANSFERS = ("pageable", "registered", "pinned", "pinned_pool", "resident")
 
-_COMPUTE_PHASES = ("ntt", "h_msm", "batch_add", "tail_msm")
-_GPU_PHASES = ("ntt_msm_h", "batch_add", "tail_msm")
 
 
 @dataclass(frozen=True)
@@ -160,28 +154,30 @@ class ModelResult:
     Attributes:
         events: event table (schema of :mod:`zkgpu.events`, ``source="model"``).
         params: the parameters used (after ``prep_speedup``), settings: the knobs of this run.
-        kernel_utilization, timeline_utilization: fractions in [0, 1] (see :func:`utilization`).
-        throughput_per_min: partitions per minute over the GPU window.
-        window_ms: GPU window (first GPU-side start → last GPU phase end), ms.
+        compute_util, kernel_util, timeline_util: fractions in [0, 1] (:func:`zkgpu.metrics.utilization`).
+        partitions_per_min: partitions per minute over the run's wall span.
+        wall_ms: the run's wall span (first synthesis start → last event end), ms.
     """
 
     events: pd.DataFrame
     params: ModelParams
     settings: dict[str, Any]
-    kernel_utilization: float
-    timeline_utilization: float
-    throughput_per_min: float
-    window_ms: float
+    compute_util: float
+    kernel_util: float
+    timeline_util: float
+    partitions_per_min: float
+    wall_ms: float
 
     def summary(self) -> dict[str, Any]:
         """Settings plus utilizations, throughput and median waits, one flat dict."""
         med = phase_medians(self.events)
         return {
             **self.settings,
-            "kernel_utilization": self.kernel_utilization,
-            "timeline_utilization": self.timeline_utilization,
-            "throughput_per_min": self.throughput_per_min,
-            "window_ms": self.window_ms,
+            "compute_util": self.compute_util,
+            "kernel_util": self.kernel_util,
+            "timeline_util": self.timeline_util,
+            "partitions_per_min": self.partitions_per_min,
+            "wall_ms": self.wall_ms,
             "mutex_wait_ms": med.get("mutex_wait", 0.0),
             "barrier_wait_ms": med.get("barrier_wait", 0.0),
             "ntt_msm_h_ms": med.get("ntt_msm_h", float("nan")),
@@ -542,7 +538,7 @@ def simulate(
             if h2d_ms > 0:
                 d = dur(h2d_ms)
                 yield env.timeout(d)
-                rec("h2d", t_ntt0, env.now, nbytes=int(params.h2d_bytes), gpu_ms=d, detail=f"transfer={transfer}", **kw)
+                rec("h2d", t_ntt0, env.now, nbytes=int(params.h2d_bytes), gpu_ms=d, detail=f"transfer={transfer},stage=ntt_msm_h", **kw)
             t1 = env.now
             d = dur(params.ntt_ms)
             yield env.timeout(d)
@@ -601,95 +597,42 @@ def simulate(
         events=events,
         params=used,
         settings=settings,
-        kernel_utilization=u["kernel_utilization"],
-        timeline_utilization=u["timeline_utilization"],
-        throughput_per_min=u["throughput_per_min"],
-        window_ms=u["window_ms"],
+        compute_util=u["compute_util"],
+        kernel_util=u["kernel_util"],
+        timeline_util=u["timeline_util"],
+        partitions_per_min=u["partitions_per_min"],
+        wall_ms=u["wall_ms"],
     )
 
 
 # --------------------------------------------------------------------------- metrics on any table
 
 
-def _union_ms(intervals: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    iv = sorted((int(s), int(e)) for s, e in intervals if e > s)
-    out: list[tuple[int, int]] = []
-    for s, e in iv:
-        if out and s <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], e))
-        else:
-            out.append((s, e))
-    return out
-
-
-def _subtract(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for s, e in a:
-        cur = s
-        for bs, be in b:
-            if be <= cur or bs >= e:
-                continue
-            if bs > cur:
-                out.append((cur, bs))
-            cur = max(cur, be)
-        if cur < e:
-            out.append((cur, e))
-    return out
-
-
-def _clip_len(iv: list[tuple[int, int]], lo: int, hi: int) -> int:
-    return sum(max(0, min(e, hi) - max(s, lo)) for s, e in iv)
-
-
 def utilization(events: pd.DataFrame, gpu: int | None = None) -> dict[str, float]:
-    """Kernel and timeline utilization and throughput of one run's event table (see module doc).
+    """The three utilizations and the throughput of ONE run's event table (model or measured),
+    through :func:`zkgpu.metrics.utilization` (same definitions, same window: the run's wall span).
 
     Args:
-        events: event table of ONE run (model or measured).
-        gpu: restrict to one GPU ordinal (None: all rows; with several GPUs pass one).
+        events: event table of one run.
+        gpu: restrict to one GPU ordinal (None: all rows).
 
     Returns:
-        ``{"kernel_utilization", "timeline_utilization", "throughput_per_min", "window_ms",
-        "partitions"}``; NaN where the table has no GPU phases.
+        ``{"compute_util", "kernel_util", "timeline_util", "partitions_per_min", "wall_ms",
+        "partitions"}``; the utilizations are NaN where the table has no GPU phases.
+
+    Raises:
+        ValueError: the table holds several runs (names them).
     """
-    ev = events
-    if gpu is not None:
-        ev = ev[ev["gpu"] == gpu]
-    gpu_rows = ev[ev["phase"].isin(_GPU_PHASES)]
+    ev = events if gpu is None else events[events["gpu"] == gpu]
+    runs = ev["run"].dropna().unique().tolist() if "run" in ev.columns else []
+    if len(runs) > 1:
+        raise ValueError(f"utilization: the table holds several runs {runs[:5]}; pass one")
     nan = float("nan")
-    if len(gpu_rows) == 0:
-        return {"kernel_utilization": nan, "timeline_utilization": nan, "throughput_per_min": nan, "window_ms": nan, "partitions": 0}
-    starts = ev[ev["phase"].isin(("prove", "mutex_wait") + _GPU_PHASES)]["start_ns"]
-    lo, hi = int(starts.min()), int(gpu_rows["end_ns"].max())
-    window = max(hi - lo, 1)
-
-    def iv(phases):
-        sub = ev[ev["phase"].isin(phases)]
-        return list(zip(sub["start_ns"].astype("int64"), sub["end_ns"].astype("int64")))
-
-    exposed = detail_value(ev[ev["phase"] == "h2d"], "exposed_ms")
-    if len(exposed) and exposed.notna().all():
-        # measured with overlapped copies: the NTTs of a and b run inside the h2d interval, so count
-        # the GPU phases whole and take out only the copy time no kernel hid (exposed_ms)
-        busy = _union_ms(iv(("ntt_msm_h", "batch_add", "tail_msm")))
-        busy_ns = max(0.0, _clip_len(busy, lo, hi) - float(exposed.clip(lower=0).sum()) * 1e6)
-    else:
-        if (ev["phase"] == "ntt").any():
-            busy = _union_ms(iv(_COMPUTE_PHASES))
-        else:
-            busy = _subtract(_union_ms(iv(("ntt_msm_h", "h_msm", "batch_add", "tail_msm"))), _union_ms(iv(("h2d",))))
-        busy_ns = _clip_len(busy, lo, hi)
-    timeline_src = ("prove",) if (ev["phase"] == "prove").any() else ("mutex_held",)
-    timeline = _union_ms(iv(timeline_src))
-    parts = ev[ev["phase"] == "tail_msm"]
-    n_parts = int(parts[["run", "partition"]].drop_duplicates().shape[0]) if len(parts) else 0
-    return {
-        "kernel_utilization": busy_ns / window,
-        "timeline_utilization": _clip_len(timeline, lo, hi) / window,
-        "throughput_per_min": n_parts / (window / 1e9) * 60.0,
-        "window_ms": window / 1e6,
-        "partitions": n_parts,
-    }
+    keys = ("compute_util", "kernel_util", "timeline_util", "partitions_per_min", "wall_ms")
+    if not len(ev):
+        return {**dict.fromkeys(keys, nan), "partitions": 0}
+    row = metrics.utilization(ev).iloc[0]
+    return {**{k: float(row[k]) for k in keys}, "partitions": int(row["partitions"])}
 
 
 def compute_bound_per_min(params: ModelParams, gpus: int = 1) -> float:
@@ -717,8 +660,8 @@ def what_if(
         fixed: further :func:`simulate` keywords applied to every row.
 
     Returns:
-        One row per setting: the settings, ``kernel_utilization``, ``timeline_utilization``,
-        ``throughput_per_min``, ``window_ms``, median ``mutex_wait_ms`` / ``barrier_wait_ms`` /
+        One row per setting: the settings, ``compute_util``, ``kernel_util``, ``timeline_util``,
+        ``partitions_per_min``, ``wall_ms``, median ``mutex_wait_ms`` / ``barrier_wait_ms`` /
         ``ntt_msm_h_ms``, and ``vs_compute_bound`` (throughput / :func:`compute_bound_per_min`).
     """
     if isinstance(grid, Mapping):
@@ -731,7 +674,7 @@ def what_if(
         kw = {"partitions": partitions, **fixed, **c}
         res = simulate(params, **kw)
         s = res.summary()
-        s["vs_compute_bound"] = res.throughput_per_min / compute_bound_per_min(params, kw.get("gpus", 1))
+        s["vs_compute_bound"] = res.partitions_per_min / compute_bound_per_min(params, kw.get("gpus", 1))
         rows.append(s)
     return pd.DataFrame(rows)
 
@@ -740,8 +683,8 @@ def compare(model_result: ModelResult | pd.DataFrame, measured_events: pd.DataFr
     """Model vs measurement, metric by metric, with the same definitions on both tables.
 
     Returns:
-        DataFrame indexed by metric (``kernel_utilization``, ``timeline_utilization``,
-        ``throughput_per_min``, then median ms of ``mutex_wait``, ``ntt_msm_h``,
+        DataFrame indexed by metric (``compute_util``, ``kernel_util``, ``timeline_util``,
+        ``partitions_per_min``, all from :func:`zkgpu.metrics.utilization`, then median ms of ``mutex_wait``, ``ntt_msm_h``,
         ``barrier_wait``, ``batch_add``, ``tail_msm``, ``mutex_held``) with columns ``model``,
         ``measured``, ``diff`` (model − measured) and ``rel_err`` (diff / measured; NaN when the
         measured value is 0 or missing).
@@ -750,7 +693,7 @@ def compare(model_result: ModelResult | pd.DataFrame, measured_events: pd.DataFr
     um, ux = utilization(mev), utilization(measured_events)
     mm, mx = phase_medians(mev), phase_medians(measured_events)
     rows = {}
-    for k in ("kernel_utilization", "timeline_utilization", "throughput_per_min"):
+    for k in ("compute_util", "kernel_util", "timeline_util", "partitions_per_min"):
         rows[k] = (um[k], ux[k])
     for ph in ("mutex_wait", "ntt_msm_h", "barrier_wait", "batch_add", "tail_msm", "mutex_held"):
         if ph in mm or ph in mx:

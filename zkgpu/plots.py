@@ -1,27 +1,38 @@
 """Matplotlib figures for the event table and benchmark results. Every function returns the Figure
 and Axes (never calls ``plt.show()``); pass ``ax=`` to draw into an existing Axes.
 
-Colours: one fixed colour per phase (:data:`PHASE_COLORS`), the same in every figure, so a Gantt
-chart and a breakdown bar of the same run read alike. Phases not in the map are drawn grey.
+Rules every figure follows, so that a reader can trust it:
+
+* **one colour map** (:data:`PHASE_COLORS`): a phase, a category of the GPU critical path
+  (:data:`zkgpu.metrics.GPU_PATH`) or a utilization (:data:`METRIC_COLORS`) has the same colour in
+  every figure of the report;
+* legends list only what is drawn;
+* an interval narrower than :data:`MIN_PX` pixels at the figure's scale is drawn that wide, and the
+  caption counts them (:func:`caption`);
+* runs that are compared share their axes;
+* every function attaches a caption that describes what is drawn, built from the data
+  (:func:`caption`; ``zkgpu.view.figure`` prints it under the figure).
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter
 
-from .events import PHASES  # noqa: E402
-from .metrics import CONTAINER_PHASES, SUB_PHASES, kernel_utilization, timeline_utilization  # noqa: E402
+from .events import PHASES
+from .metrics import GPU_PATH, UTILIZATIONS, utilization
 
-__all__ = ["PHASE_COLORS", "SIDE_PHASES", "phase_color", "timeline", "phase_breakdown", "bandwidth_curves",
-    "load_curves", "utilization_bars"]
+__all__ = ["PHASE_COLORS", "METRIC_COLORS", "SIDE_PHASES", "TIMELINE_PHASES", "MIN_PX", "phase_color", "caption",
+           "timeline", "timelines", "utilization_bars", "critical_path", "held_breakdown", "ntt_msm_h_split",
+           "barrier_race", "throughput_bars", "gw_sweep", "summary", "hbars", "bandwidth_curves", "load_curves"]
 
 _PALETTE = {
     "synthesize": "#8c8c8c",
@@ -47,19 +58,47 @@ _PALETTE = {
     "kernel": "#3182bd",
     "memcpy_htod": "#9edae5",
     "memcpy_dtoh": "#fdd0a2",
+    # categories of the GPU critical path (zkgpu.metrics.GPU_PATH) that are not phases
+    "lock_free": "#eeeeee",
+    "lock_other": "#b5a1d6",
 }
-#: Fixed colour per phase (all of :data:`zkgpu.events.PHASES` plus a few extra names).
+#: Fixed colour per phase and per GPU-path category (all of :data:`zkgpu.events.PHASES`, the
+#: categories of :data:`zkgpu.metrics.GPU_PATH`, and the nsys row names).
 PHASE_COLORS: dict[str, str] = {p: _PALETTE.get(p, "#999999") for p in PHASES} | _PALETTE
+#: Fixed colour per utilization (:data:`zkgpu.metrics.UTILIZATIONS`); compute is the headline (dark).
+METRIC_COLORS: dict[str, str] = {"compute_util": "#08306b", "kernel_util": "#6baed6", "timeline_util": "#c6dbef"}
 _UNKNOWN = "#bbbbbb"
-_THIN = CONTAINER_PHASES  # drawn as thin bars above the phases they contain
+_THIN = ("prove", "mutex_held")  # drawn as thin bars above the phases they contain
+_SUBS = ("h2d", "ntt", "h_msm")  # drawn on top of the ntt_msm_h bar they split
 #: Phases of the prep_msm / finalize side threads, drawn in the lower half of a worker's lane so they
 #: do not hide the worker's main chain (pre_lock, mutex_wait, ntt_msm_h, barrier_wait, ...).
 SIDE_PHASES: tuple[str, ...] = ("split_vectors", "prep_msm", "b_g2_msm", "async_dealloc", "finalize", "malloc_trim", "tracker_lock")
+#: Phases a timeline draws by default: a GPU worker's chain, its side threads and the containers.
+#: Left out (and named in the caption): synthesis and queueing (CPU lanes of 16 overlapping
+#: intervals) and the finalizer's host bookkeeping (tracker_lock, malloc_trim, async_dealloc).
+TIMELINE_PHASES: tuple[str, ...] = ("prove", "mutex_held", "pre_lock", "mutex_wait", "ntt_msm_h", "h2d", "ntt", "h_msm",
+                                    "barrier_wait", "batch_add", "tail_msm", "split_vectors", "prep_msm", "b_g2_msm", "finalize",
+                                    "kernel", "memcpy_htod", "memcpy_dtoh")
+#: Narrowest drawn interval, in pixels (at the figure's dpi).
+MIN_PX = 1.5
+_PATH_LABELS = {"lock_free": "GPU free (no worker holds the lock)", "h2d": "H2D (exposed)", "ntt": "NTT and the rest of ntt_msm_h", "h_msm": "H MSM",
+                "barrier_wait": "barrier_wait (lock held)", "batch_add": "batch_add", "tail_msm": "tail_msm",
+                "lock_other": "lock held, other"}
 
 
 def phase_color(phase: str) -> str:
     """The fixed colour of ``phase`` (grey for unknown names)."""
     return PHASE_COLORS.get(phase, _UNKNOWN)
+
+
+def caption(fig: Figure) -> str:
+    """The caption a plotting function of this module attached to ``fig`` ('' if none): what is
+    drawn, in words built from the data."""
+    return getattr(fig, "zkgpu_caption", "")
+
+
+def _set_caption(fig: Figure, text: str) -> None:
+    fig.zkgpu_caption = (caption(fig) + " " + text).strip()
 
 
 def _fig_ax(ax: Axes | None, figsize) -> tuple[Figure, Axes]:
@@ -76,102 +115,486 @@ def _lane(row, multi_gpu: bool) -> str:
     return f"gpu {int(g)} worker {int(w)}" if (multi_gpu and not pd.isna(g)) else f"worker {int(w)}"
 
 
-def timeline(events: pd.DataFrame, run: str | None = None, phases: Sequence[str] | None = None, ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
-    """Per-worker Gantt chart of one run, coloured by phase.
+def _one_run(events: pd.DataFrame, run: str | None) -> tuple[pd.DataFrame, str]:
+    runs = events["run"].dropna().unique().tolist()
+    if run is None:
+        if len(runs) > 1:
+            raise ValueError(f"several runs in the table {runs[:5]}; pass run=")
+        return events, (runs[0] if runs else "")
+    if run not in runs:
+        raise ValueError(f"run {run!r} not in the table; runs: {runs[:10]}")
+    return events[events["run"] == run], run
+
+
+def _px_per_unit(ax: Axes, span: float) -> float:
+    """Pixels per x unit of ``ax`` when its x range is ``span``."""
+    fig = ax.figure
+    return ax.get_position().width * fig.get_figwidth() * fig.dpi / span if span > 0 else 1.0
+
+
+def _draw_timeline(ax: Axes, df: pd.DataFrame, t0: int, lanes: list[str], xspan: float) -> tuple[list[str], int, int, dict[str, int], float]:
+    """Draw the rows of ``df`` (lane column set) onto ``ax``; returns (phases drawn, intervals,
+    intervals widened to MIN_PX, widened per phase, MIN_PX in seconds at this scale)."""
+    min_w = MIN_PX / _px_per_unit(ax, xspan)
+    drawn: list[str] = []
+    widened: dict[str, int] = {}
+    n = 0
+    for i, lane in enumerate(lanes):
+        sub = df[df["lane"] == lane]
+        order = {p: k for k, p in enumerate(("ntt_msm_h", *_SUBS))}  # sub-phases drawn over ntt_msm_h
+        for phase in sorted(sub["phase"].unique(), key=lambda p: order.get(p, -1)):
+            grp = sub[sub["phase"] == phase]
+            s = (grp["start_ns"].to_numpy() - t0) / 1e9
+            w = (grp["end_ns"].to_numpy() - grp["start_ns"].to_numpy()) / 1e9
+            thin = w < min_w
+            if thin.any():
+                widened[phase] = widened.get(phase, 0) + int(thin.sum())
+            w = np.maximum(w, min_w)
+            if phase in _THIN:
+                y, h = (i - 0.47, 0.08) if phase == "prove" else (i - 0.37, 0.08)
+            elif phase in SIDE_PHASES and lane != "CPU / unassigned":
+                y, h = i + 0.06, 0.34
+            else:
+                y, h = i - 0.27, 0.31
+            ax.broken_barh(list(zip(s, w)), (y, h), facecolors=phase_color(phase), edgecolor="none")
+            n += len(grp)
+            if phase not in drawn:
+                drawn.append(phase)
+    return drawn, n, sum(widened.values()), widened, min_w
+
+
+def _legend(ax: Axes, names: Sequence[str], labels: Mapping[str, str] | None = None, **kw) -> None:
+    """A legend of exactly ``names`` (colour patches), in :data:`zkgpu.events.PHASES` order for phases."""
+    labels = labels or {}
+    opts = {"loc": "upper left", "bbox_to_anchor": (1.01, 1), "fontsize": "small", "frameon": False} | kw
+    ax.legend(handles=[Patch(facecolor=phase_color(p), edgecolor="#888888", linewidth=0.3, label=labels.get(p, p)) for p in names], **opts)
+
+
+def _phase_sort(names) -> list[str]:
+    order = {p: k for k, p in enumerate(PHASES)}
+    return sorted(names, key=lambda p: (order.get(p, len(order)), p))
+
+
+def _prepare(events: pd.DataFrame, run: str | None, phases: Sequence[str] | None) -> tuple[pd.DataFrame, str, list[str], int]:
+    """The rows of one run to draw, its name, the phases left out, and the run's first start (ns:
+    x = 0, the start of the metrics' window, so the synthesis ramp-up shows as an empty stretch)."""
+    df, name = _one_run(events, run)
+    t0 = int(df["start_ns"].min()) if len(df) else 0
+    keep = list(phases) if phases is not None else list(TIMELINE_PHASES)
+    left_out = sorted(set(df["phase"].dropna()) - set(keep))
+    df = df[df["phase"].isin(keep)]
+    if df["phase"].isin(_SUBS).any():  # ntt_msm_h is drawn as its parts, which cover it
+        df = df[df["phase"] != "ntt_msm_h"]
+    if not len(df):
+        raise ValueError("no events to draw")
+    return df.copy(), name, left_out, t0
+
+
+def _timeline_caption(drawn: list[str], n: int, thin: int, widened: dict[str, int], left_out: list[str], min_s: float) -> str:
+    parts = []
+    if "prove" in drawn or "mutex_held" in drawn:
+        parts.append("In each worker's lane the thin top bar is the partition's prove interval (GPU_START → GPU_END) and the thin bar "
+                     "below it the time the worker holds the GPU mutex; the upper row is the worker's chain (pre_lock, mutex_wait, "
+                     "ntt_msm_h drawn as its parts h2d, ntt, h_msm, then barrier_wait, batch_add, tail_msm) and the lower row its "
+                     "CPU side threads (prep_msm, b_g2_msm, finalize).")
+    px = min_s * 1000  # ms that MIN_PX pixels span at this scale
+    if thin:
+        what = ", ".join(f"{k} {v}" for k, v in sorted(widened.items(), key=lambda kv: -kv[1]))
+        parts.append(f"{thin} of {n} intervals are narrower than {MIN_PX} px (about {px:.1f} ms at this scale) and are "
+                     f"drawn {MIN_PX} px wide so that they stay visible: {what}.")
+    else:
+        parts.append(f"All {n} intervals are at least {MIN_PX} px wide at this scale.")
+    if left_out:
+        parts.append("Not drawn: " + ", ".join(left_out) + ".")
+    return " ".join(parts)
+
+
+def timeline(events: pd.DataFrame, run: str | None = None, phases: Sequence[str] | None = None, ax: Axes | None = None,
+             title: str | None = None, xlim: tuple[float, float] | None = None) -> tuple[Figure, Axes]:
+    """Per-worker Gantt chart of one run, coloured by phase (:data:`PHASE_COLORS`).
 
     Lanes: one per worker (``worker N``; ``gpu G worker N`` when the run spans several GPUs); rows
-    without worker go to ``gpu G`` (when they have a GPU) or ``CPU / unassigned``. x = seconds since the run's first event. Container phases (``prove``,
-    ``mutex_held``) are drawn as thin bars at the top of a lane, side-thread phases (:data:`SIDE_PHASES`:
-    prep_msm, b_g2_msm, ...) in its lower half, the worker's main chain in its upper half. ``phases`` filters (default all);
-    ``run`` is required when the table holds several runs.
+    without worker go to ``gpu G`` (when they have a GPU) or ``CPU / unassigned``. x = seconds since
+    the run's first drawn event. Container phases (``prove``, ``mutex_held``) are thin bars at the
+    top of a lane, the side threads (:data:`SIDE_PHASES`) its lower row, the worker's chain its
+    upper row, with ``h2d``/``ntt``/``h_msm`` drawn over the ntt_msm_h they split. ``phases``
+    filters (default :data:`TIMELINE_PHASES`; the caption names what is left out). Intervals
+    narrower than :data:`MIN_PX` are widened to it and counted in the caption. ``xlim`` (seconds)
+    fixes the x range (shared axes). The legend lists the phases drawn.
 
     Raises:
         ValueError: several runs and no ``run``; ``run`` not found; nothing to draw.
     """
-    df = events
-    runs = df["run"].dropna().unique().tolist()
-    if run is None:
-        if len(runs) > 1:
-            raise ValueError(f"several runs in the table {runs[:5]}; pass run=")
-    else:
-        if run not in runs:
-            raise ValueError(f"run {run!r} not in the table; runs: {runs[:10]}")
-        df = df[df["run"] == run]
-    if phases is not None:
-        df = df[df["phase"].isin(list(phases))]
-    if not len(df):
-        raise ValueError("no events to draw")
-    df = df.copy()
-    t0 = int(df["start_ns"].min())
+    df, name, left_out, t0 = _prepare(events, run, phases)
     multi = df["gpu"].dropna().nunique() > 1
     df["lane"] = [_lane(r, multi) for r in df[["gpu", "worker"]].to_dict("records")]
     lanes = sorted(df["lane"].unique(), key=lambda s: (s.startswith("CPU"), s))
-    fig, ax = _fig_ax(ax, (11, 0.6 * len(lanes) + 1.8))
-    present = []
-    for i, lane in enumerate(lanes):
-        sub = df[df["lane"] == lane]
-        for phase, grp in sub.groupby("phase", sort=False):
-            xs = [((s - t0) / 1e9, (e - s) / 1e9) for s, e in zip(grp["start_ns"], grp["end_ns"])]
-            thin = phase in _THIN
-            side = phase in SIDE_PHASES and lane != "CPU / unassigned"
-            y, h = ((i - 0.48, 0.07) if phase == "prove" else (i - 0.41, 0.07)) if thin else ((i + 0.04, 0.36) if side else (i - 0.32, 0.34))
-            ax.broken_barh(xs, (y, h), facecolors=phase_color(phase), edgecolor="none", alpha=0.9)
-            if phase not in present:
-                present.append(phase)
-    order = {p: k for k, p in enumerate(PHASES)}
-    present.sort(key=lambda p: order.get(p, len(order)))
+    fig, ax = _fig_ax(ax, (11, 0.65 * len(lanes) + 1.9))
+    if ax.figure is fig and len(fig.axes) == 1:
+        fig.subplots_adjust(left=0.1, right=0.8, bottom=0.2 if len(lanes) < 3 else 0.12)
+    xspan = (xlim[1] - xlim[0]) if xlim else (int(events["end_ns"].max() if run is None else events.loc[events["run"] == run, "end_ns"].max()) - t0) / 1e9
+    drawn, n, thin, widened, min_s = _draw_timeline(ax, df, t0, lanes, xspan)
     ax.set_yticks(range(len(lanes)))
     ax.set_yticklabels(lanes)
     ax.set_ylim(-0.6, len(lanes) - 0.4)
     ax.invert_yaxis()
-    ax.set_xlabel("time since run start (s)")
-    ax.set_title(title or f"timeline: {run or (runs[0] if runs else '')}")
-    ax.legend(handles=[Patch(color=phase_color(p), label=p) for p in present], loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", frameon=False)
+    ax.set_xlim(*(xlim or (0, xspan * 1.01)))
+    ax.set_xlabel("time since the run's first event (s)")
+    ax.set_title(title or f"timeline: {name}")
+    _legend(ax, _phase_sort(drawn))
     ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
+    _set_caption(fig, _timeline_caption(drawn, n, thin, widened, left_out, min_s))
     return fig, ax
 
 
-def phase_breakdown(events: pd.DataFrame, by: str = "run", phases: Sequence[str] | None = None, ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
-    """Stacked bars: mean ms per partition of each phase, one bar per value of ``by`` (run/config).
-
-    mean per partition = Σ durations of the phase / number of distinct partitions of the group (rows
-    with <NA> partition count as one partition if the group has none). ``phases`` default: phases
-    present, except container and sub-phases (``prove``, ``mutex_held``, ``h2d``, ``ntt``, ``h_msm``),
-    in :data:`zkgpu.events.PHASES` order.
+def timelines(runs: Mapping[str, pd.DataFrame], phases: Sequence[str] | None = None, title: str | None = None) -> tuple[Figure, np.ndarray]:
+    """Several runs' timelines stacked on **one time axis** (same seconds per pixel), one panel per
+    run (``{panel title: event table of one run}``), one legend for all panels.
 
     Raises:
-        ValueError: ``by`` not a column, or nothing to draw.
+        ValueError: no runs, or a table with several runs or nothing to draw.
     """
-    if by not in events.columns:
-        raise ValueError(f"column {by!r} not in the event table")
-    df = events.copy()
-    if phases is None:
-        order = {p: k for k, p in enumerate(PHASES)}
-        phases = sorted((p for p in df["phase"].dropna().unique() if p not in CONTAINER_PHASES + SUB_PHASES), key=lambda p: (order.get(p, len(order)), p))
-    df = df[df["phase"].isin(list(phases))]
-    if not len(df):
-        raise ValueError("no events to draw")
-    df["dur_ms"] = (df["end_ns"] - df["start_ns"]) / 1e6
-    groups = list(dict.fromkeys(df[by].astype(str)))
-    df["_g"] = df[by].astype(str)
-    nparts = {g: max(1, df.loc[df["_g"] == g, "partition"].dropna().nunique()) for g in groups}
-    tot = df.groupby(["_g", "phase"])["dur_ms"].sum().unstack("phase").reindex(index=groups, columns=list(phases)).fillna(0.0)
-    per = tot.div(pd.Series(nparts), axis=0)
-    fig, ax = _fig_ax(ax, (max(5, 1.1 * len(groups) + 3), 4.5))
-    bottom = np.zeros(len(groups))
-    x = np.arange(len(groups))
-    for p in phases:
-        v = per[p].to_numpy()
-        ax.bar(x, v, bottom=bottom, color=phase_color(p), label=p, width=0.7)
-        bottom += v
+    if not runs:
+        raise ValueError("no runs to draw")
+    prepared = {k: _prepare(v, None, phases) for k, v in runs.items()}
+    spans = {k: (int(v["end_ns"].max()) - int(v["start_ns"].min())) / 1e9 for k, v in runs.items()}
+    xmax = max(spans.values())
+    nl = {k: len({_lane(r, d["gpu"].dropna().nunique() > 1) for r in d[["gpu", "worker"]].to_dict("records")}) for k, (d, _, _, _) in prepared.items()}
+    fig, axes = plt.subplots(len(runs), 1, figsize=(11, sum(0.65 * n + 0.9 for n in nl.values()) + 0.8), sharex=True,
+                             gridspec_kw={"height_ratios": [nl[k] + 0.6 for k in runs]}, squeeze=False)
+    axes = axes[:, 0]
+    fig.subplots_adjust(left=0.12, right=0.78, hspace=0.45)
+    drawn_all: list[str] = []
+    caps = []
+    tot_n = tot_thin = 0
+    wid_all: dict[str, int] = {}
+    left_all: set[str] = set()
+    for ax, (k, (df, _, left, t0)) in zip(axes, prepared.items()):
+        df["lane"] = [_lane(r, df["gpu"].dropna().nunique() > 1) for r in df[["gpu", "worker"]].to_dict("records")]
+        lanes = sorted(df["lane"].unique(), key=lambda s: (s.startswith("CPU"), s))
+        drawn, n, thin, wid, min_s = _draw_timeline(ax, df, t0, lanes, xmax)
+        drawn_all += [p for p in drawn if p not in drawn_all]
+        tot_n += n
+        tot_thin += thin
+        for p, c in wid.items():
+            wid_all[p] = wid_all.get(p, 0) + c
+        left_all |= set(left)
+        ax.set_yticks(range(len(lanes)))
+        ax.set_yticklabels(lanes)
+        ax.set_ylim(-0.6, len(lanes) - 0.4)
+        ax.invert_yaxis()
+        ax.set_title(f"{k}: wall span {spans[k]:.2f} s", fontsize="medium", loc="left")
+        ax.grid(axis="x", alpha=0.3)
+        caps.append(f"{k} {spans[k]:.2f} s")
+    axes[-1].set_xlim(0, xmax * 1.01)
+    axes[-1].set_xlabel("time since the run's first event (s), the same scale in every panel")
+    _legend(axes[0], _phase_sort(drawn_all))
+    if title:
+        fig.suptitle(title)
+    _set_caption(fig, f"Panels share one time axis, x = 0 at each run's first event (synthesis of its first partition; wall spans: {', '.join(caps)}). " + _timeline_caption(drawn_all, tot_n, tot_thin, wid_all, sorted(left_all), min_s))
+    return fig, axes
+
+
+def _as_util_frame(data: pd.DataFrame) -> pd.DataFrame:
+    cols = list(UTILIZATIONS)
+    if set(cols) & set(data.columns):
+        u = data.set_index("run") if "run" in data.columns else data
+        return u.reindex(columns=cols).astype(float)
+    return utilization(data)[cols]
+
+
+def utilization_bars(data: pd.DataFrame, ax: Axes | None = None, reference: Mapping[str, Mapping[str, float]] | None = None,
+                     title: str | None = None) -> tuple[Figure, Axes]:
+    """The three utilizations side by side (in %), one group per run: compute utilization (the
+    headline, dark), upstream's kernel utilization, TIMELINE (:data:`zkgpu.metrics.UTILIZATIONS`).
+
+    ``data`` is an event table (computed with :func:`zkgpu.metrics.utilization`) or a frame with
+    columns among ``compute_util``, ``kernel_util``, ``timeline_util`` (fractions; index or ``run``
+    column names the groups). ``reference`` adds groups of published values, e.g.
+    ``{"cuzk, RTX 5070 Ti (published)": {"timeline_util": 0.901, "kernel_util": 0.463}}``
+    (data/reference/cuzk_utilization.csv); a metric a group lacks is marked "n/a".
+
+    Raises:
+        ValueError: nothing to draw.
+    """
+    u = _as_util_frame(data)
+    if reference:
+        u = pd.concat([u, pd.DataFrame.from_dict({k: dict(v) for k, v in reference.items()}, orient="index").reindex(columns=u.columns)])
+    if not len(u):
+        raise ValueError("nothing to draw")
+    fig, ax = _fig_ax(ax, (max(6, 1.6 * len(u) + 2.5), 4.4))
+    x = np.arange(len(u))
+    w = 0.27
+    for j, m in enumerate(UTILIZATIONS):
+        v = 100 * u[m].to_numpy(dtype=float)
+        bars = ax.bar(x + (j - 1) * w, np.nan_to_num(v), w, color=METRIC_COLORS[m], edgecolor="#4a6fa5", linewidth=0.5, label=UTILIZATIONS[m][0])
+        if m == "compute_util" or len(u) <= 3:
+            ax.bar_label(bars, labels=["n/a" if np.isnan(a) else f"{a:.1f}%" for a in v], fontsize="x-small", padding=2,
+                         fontweight="bold" if m == "compute_util" else "normal", rotation=90 if len(u) > 3 else 0)
     ax.set_xticks(x)
-    ax.set_xticklabels(groups, rotation=20, ha="right")
-    ax.set_ylabel("ms per partition")
-    ax.set_title(title or "phase breakdown per partition")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", frameon=False)
+    ax.set_xticklabels([str(i) for i in u.index], rotation=15, ha="right")
+    ax.set_ylim(0, 118)
+    ax.set_ylabel("share of wall time (%)")
+    ax.set_title(title or "three utilizations")
+    ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
+    lead = "; ".join(f"{i}: compute {100 * r['compute_util']:.1f}%" for i, r in u.iterrows() if not np.isnan(r["compute_util"]))
+    _set_caption(fig, "Three bars per group, each a share of the same window (the run's wall span): compute utilization "
+                 "(dark, kernels only), upstream's kernel utilization (H2D copies counted as GPU work) and TIMELINE "
+                 f"(GPU_START → GPU_END intervals, waits counted). {lead}." + (" Published groups have no compute figure (n/a)." if reference else ""))
     return fig, ax
+
+
+def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: str, title: str, normalize: bool = False,
+             labels: Mapping[str, str] | None = None, totals: Mapping[str, str] | None = None, figw: float = 10.0) -> tuple[Figure, Axes, pd.DataFrame]:
+    """Horizontal stacked bars, one per row of ``table`` (top to bottom in its order)."""
+    if not len(table):
+        raise ValueError("nothing to draw")
+    missing = set(cats) - set(table.columns)
+    if missing:
+        raise ValueError(f"table lacks columns {sorted(missing)}")
+    v = table[list(cats)].astype(float).fillna(0.0)
+    if normalize:
+        v = v.div(v.sum(axis=1).replace(0.0, np.nan), axis=0).fillna(0.0) * 100
+    fig, ax = _fig_ax(ax, (figw, 0.5 * len(v) + 1.8))
+    y = np.arange(len(v))
+    left = np.zeros(len(v))
+    drawn = []
+    for c in cats:
+        w = v[c].to_numpy()
+        if (w > 0).any():
+            ax.barh(y, w, left=left, color=phase_color(c), edgecolor="#888888" if c == "lock_free" else "none", linewidth=0.5, height=0.62)
+            drawn.append(c)
+        left += w
+    for yi, (idx, tot) in enumerate(zip(v.index, left)):
+        t = (totals or {}).get(idx)
+        if t:
+            ax.text(tot, yi, "  " + t, va="center", fontsize="x-small")
+    ax.set_yticks(y)
+    ax.set_yticklabels([str(i) for i in v.index])
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    if normalize:
+        ax.set_xlim(0, 100)
+    else:
+        ax.set_xlim(0, float(left.max()) * 1.22 if len(left) else 1)
+    _legend(ax, drawn, labels)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig, ax, v
+
+
+def critical_path(table: pd.DataFrame, ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
+    """Per partition, what the GPU does and waits for: one bar per run (rows of
+    :func:`zkgpu.metrics.critical_path`, drawn in the table's order), segments in
+    :data:`zkgpu.metrics.GPU_PATH` order. The segments never overlap in time, so a bar's length is
+    the GPU's wall time per partition (60 000 / partitions per minute ms).
+
+    Raises:
+        ValueError: the table lacks a category column or is empty.
+    """
+    tot = {i: f"{r['ms_per_partition']:.0f} ms = {60000 / r['ms_per_partition']:.0f} partitions/min" for i, r in table.iterrows()
+           if r.get("ms_per_partition", 0) and np.isfinite(r.get("ms_per_partition", np.nan))}
+    fig, ax, v = _stacked(table, list(GPU_PATH), ax, "ms of GPU time per partition", title or "the GPU's time per partition, along its critical path",
+                          labels=_PATH_LABELS, totals=tot)
+    first = v.index[0]
+    parts = ", ".join(f"{_PATH_LABELS[c]} {v.at[first, c]:.0f}" for c in GPU_PATH if v.at[first, c] >= 0.5)
+    _set_caption(fig, "Each bar is one GPU's wall time divided by the partitions it finished; the segments are disjoint "
+                 "stretches of that time (no two overlap), in the order of the GPU's critical path: GPU free (no worker "
+                 "holds the mutex), then, with the mutex held, exposed H2D, NTT, H MSM, barrier_wait, batch_add, tail_msm "
+                 f"and the rest of the held time. {first}: {parts} ms.")
+    return fig, ax
+
+
+def held_breakdown(table: pd.DataFrame, ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
+    """What the held mutex is spent on, in % of the held time, one bar per run: the held categories
+    of :func:`zkgpu.metrics.critical_path` (exposed H2D, NTT, H MSM = ntt_msm_h; barrier_wait
+    inside the lock; batch_add; tail_msm; other)."""
+    cats = [c for c in GPU_PATH if c != "lock_free"]
+    fig, ax, v = _stacked(table, cats, ax, "share of the time the GPU mutex is held (%)", title or "what the held mutex is spent on",
+                          normalize=True, labels=_PATH_LABELS)
+    bits = "; ".join(f"{i}: ntt_msm_h {r['h2d'] + r['ntt'] + r['h_msm']:.0f}%, barrier_wait {r['barrier_wait']:.1f}%" for i, r in v.iterrows())
+    _set_caption(fig, "Each bar is 100% of the time some worker holds the GPU mutex, split into the phases run under it "
+                 f"(ntt_msm_h as exposed H2D, NTT and H MSM). {bits}.")
+    return fig, ax
+
+
+def ntt_msm_h_split(table: pd.DataFrame, ax: Axes | None = None, title: str | None = None, gbps: Mapping[str, float] | None = None) -> tuple[Figure, Axes]:
+    """ntt_msm_h per partition split into exposed H2D, NTT and H MSM (ms), one bar per run (rows of
+    :func:`zkgpu.metrics.ntt_msm_h_split`); ``gbps`` ({run: effective H2D GB/s}) labels the bars."""
+    tot = {i: f"{r['ntt_msm_h']:.0f} ms" + (f", H2D at {gbps[i]:.1f} GB/s" if gbps and i in gbps and np.isfinite(gbps[i]) and r["h2d"] > 0 else "")
+           for i, r in table.iterrows()}
+    fig, ax, v = _stacked(table, ["h2d", "ntt", "h_msm"], ax, "ms per partition", title or "inside ntt_msm_h", labels=_PATH_LABELS, totals=tot, figw=9.0)
+    bits = "; ".join(f"{i}: {r['h2d']:.1f} ms H2D of {r.sum():.1f} ms ({r['h2d'] / r.sum():.1%})" for i, r in v.iterrows() if r.sum() > 0)
+    _set_caption(fig, "Mean ntt_msm_h per partition: the exposed H2D (copy time no kernel hid, CUDA events), the H MSM, and "
+                 "the rest — the NTTs, the copy time they hid, and any host-side work inside ntt_msm_h such as registering "
+                 f"the buffers (registered). {bits}.")
+    return fig, ax
+
+
+def barrier_race(panels: Mapping[str, pd.DataFrame], title: str | None = None) -> tuple[Figure, np.ndarray]:
+    """ntt_msm_h against prep_msm per partition, one panel per source (``{title: frame}`` with
+    columns ``prep_msm_ms``, ``ntt_msm_h_ms`` and optionally ``reach_barrier_ms``, as
+    :func:`zkgpu.metrics.barrier_race`), each divided by its source's median prep_msm so that a
+    4 s partition and a 0.4 s one share the y axis (1.0 = the median prep_msm).
+
+    Raises:
+        ValueError: no panels, or a frame lacks a column.
+    """
+    if not panels:
+        raise ValueError("no panels")
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels) + 1.5, 4.2), sharey=True, squeeze=False)
+    axes = axes[0]
+    series = {"prep_msm_ms": ("prep_msm", phase_color("prep_msm")), "ntt_msm_h_ms": ("ntt_msm_h", phase_color("ntt_msm_h")),
+              "reach_barrier_ms": ("pre_lock + mutex_wait + ntt_msm_h", phase_color("mutex_wait"))}
+    caps = []
+    handles = {}
+    for ax, (name, df) in zip(axes, panels.items()):
+        need = {"prep_msm_ms", "ntt_msm_h_ms"} - set(df.columns)
+        if need:
+            raise ValueError(f"panel {name!r} lacks columns {sorted(need)}")
+        d = df.dropna(subset=["prep_msm_ms", "ntt_msm_h_ms"]).reset_index(drop=True)
+        ref = float(d["prep_msm_ms"].median())
+        cols = [c for c in series if c in d.columns]
+        x = np.arange(len(d))
+        w = 0.8 / len(cols)
+        for j, c in enumerate(cols):
+            handles[c] = ax.bar(x + (j - (len(cols) - 1) / 2) * w, d[c] / ref, w, color=series[c][1], label=series[c][0])
+        ax.axhline(1.0, color="#555555", lw=0.8, ls=":")
+        ax.set_xticks(x)
+        ax.set_xticklabels([str(i) for i in (d["partition"] if "partition" in d.columns else d.index)], fontsize="x-small")
+        ax.set_xlabel("partition")
+        ax.set_title(f"{name}\n(1.0 = median prep_msm = {ref:.0f} ms)", fontsize="medium")
+        r = (d["ntt_msm_h_ms"] / d["prep_msm_ms"])
+        caps.append(f"{name}: ntt_msm_h / prep_msm {r.min():.2f}–{r.max():.2f}" +
+                    (f", (pre_lock + mutex_wait + ntt_msm_h) / prep_msm {(d['reach_barrier_ms'] / d['prep_msm_ms']).median():.2f} (median)" if "reach_barrier_ms" in d else ""))
+    axes[0].set_ylabel("× median prep_msm of the source")
+    axes[-1].legend(handles=[Patch(color=series[c][1], label=series[c][0]) for c in handles], fontsize="small", frameon=False,
+                    loc="upper left", bbox_to_anchor=(1.01, 1))
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    _set_caption(fig, "Per partition, bars divided by the median prep_msm of their own source (dotted line = 1). A worker "
+                 "waits at the barrier only if prep_msm outlasts the time it needs to reach it. " + "; ".join(caps) + ".")
+    return fig, axes
+
+
+def throughput_bars(table: pd.DataFrame, ax: Axes | None = None, bound: float | None = None, model: Mapping[str, float] | None = None,
+                    title: str | None = None) -> tuple[Figure, Axes]:
+    """Measured partitions per minute per run (``table`` indexed by run with ``partitions_per_min``),
+    optionally the model's prediction per run (``model``: {run: partitions/min}, drawn as diamonds)
+    and the compute-only bound (``bound``, a dashed line; each bar then says its share of it)."""
+    if "partitions_per_min" not in table.columns or not len(table):
+        raise ValueError("table needs a partitions_per_min column and rows")
+    fig, ax = _fig_ax(ax, (max(6, 1.1 * len(table) + 3), 4.2))
+    x = np.arange(len(table))
+    v = table["partitions_per_min"].astype(float).to_numpy()
+    w = 0.4 if model else 0.6
+    bars = ax.bar(x - (w / 2 if model else 0), v, w, color="#4c72b0", label="measured")
+    lab = [f"{a:.0f}" + (f"\n({a / bound:.0%})" if bound else "") for a in v]
+    ax.bar_label(bars, labels=lab, fontsize="x-small", padding=2)
+    caps = [f"{i} {a:.0f}" for i, a in zip(table.index, v)]
+    if model:
+        mv = np.array([model.get(i, np.nan) for i in table.index], dtype=float)
+        mb = ax.bar(x + w / 2, np.nan_to_num(mv), w, color="#dd8452", label="model prediction")
+        ax.bar_label(mb, labels=[f"{m:.0f}" if np.isfinite(m) else "" for m in mv], fontsize="x-small", padding=2, color="#8c4a1f")
+        caps.append("orange bars, the model's prediction: " + ", ".join(f"{i} {m:.0f}" for i, m in zip(table.index, mv) if np.isfinite(m)))
+    top = max(np.nanmax(v), bound or 0, np.nanmax(list(model.values())) if model else 0)
+    if bound:
+        ax.axhline(bound, color="#333333", ls="--", lw=1, label=f"compute-only bound ({bound:.0f}/min)")
+    ax.set_ylim(0, top * 1.25)
+    ax.set_xticks(x)
+    ax.set_xticklabels([str(i) for i in table.index], rotation=15, ha="right")
+    ax.set_ylabel("partitions per minute")
+    ax.set_title(title or "throughput")
+    ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.tight_layout()
+    _set_caption(fig, "Bars: measured partitions per minute over each run's wall span (" + "; ".join(caps) + ")"
+                 + (f"; dashed line: the compute-only bound, {bound:.0f} partitions/min (60 000 / GPU kernel ms per partition); "
+                    "in brackets each bar's share of it" if bound else "") + ".")
+    return fig, ax
+
+
+def gw_sweep(measured: Mapping[int, float], model: Mapping[int, float] | None = None, bound: float | None = None,
+             ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
+    """Throughput against gw (GPU workers per GPU): measured points (``{gw: partitions/min}``),
+    optionally the model's prediction and the compute-only bound."""
+    if not measured:
+        raise ValueError("no measured points")
+    fig, ax = _fig_ax(ax, (6.5, 4.0))
+    g = sorted(measured)
+    ax.plot(g, [measured[k] for k in g], "o-", color="#4c72b0", label="measured")
+    for k in g:
+        ax.annotate(f"{measured[k]:.0f}", (k, measured[k]), textcoords="offset points", xytext=(0, 7), ha="center", fontsize="x-small")
+    if model:
+        gm = sorted(model)
+        ax.plot(gm, [model[k] for k in gm], "D--", color="#dd8452", label="model prediction")
+    if bound:
+        ax.axhline(bound, color="#333333", ls="--", lw=1, label=f"compute-only bound ({bound:.0f}/min)")
+    ax.set_xticks(g)
+    ax.set_xlabel("gw (GPU workers sharing one GPU mutex)")
+    ax.set_ylabel("partitions per minute")
+    ax.set_ylim(0, max([*measured.values(), *(model or {}).values(), bound or 0]) * 1.2)
+    ax.set_title(title or "throughput against gw")
+    ax.legend(fontsize="small", frameon=False, loc="lower right")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    _set_caption(fig, "Measured partitions per minute at gw = " + ", ".join(f"{k}: {measured[k]:.0f}" for k in g)
+                 + ("; model: " + ", ".join(f"{k}: {model[k]:.0f}" for k in sorted(model)) if model else "")
+                 + (f"; compute-only bound {bound:.0f}" if bound else "") + ".")
+    return fig, ax
+
+
+def hbars(values: Mapping[str, float], unit: str = "%", ax: Axes | None = None, title: str | None = None, color: str | None = None,
+          full_scale: bool = True) -> tuple[Figure, Axes]:
+    """Horizontal bars of a few named values (``unit`` "%": fractions drawn in %, on a 0–100 %
+    axis unless ``full_scale`` is False; else as given), labelled with their values."""
+    if not values:
+        raise ValueError("nothing to draw")
+    names = list(values)
+    v = np.array([values[k] for k in names], dtype=float) * (100 if unit == "%" else 1)
+    fig, ax = _fig_ax(ax, (8, 0.45 * len(names) + 1.4))
+    bars = ax.barh(np.arange(len(names)), v, color=color or "#4c72b0", height=0.6)
+    ax.bar_label(bars, labels=[(f"{a:.2f}%" if unit == "%" else f"{a:,.1f} {unit}") for a in v], fontsize="x-small", padding=3)
+    ax.set_yticks(np.arange(len(names)))
+    ax.set_yticklabels(names)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 112 if (unit == "%" and full_scale) else max(v.max(), 1e-9) * 1.25)
+    ax.set_xlabel(unit)
+    ax.set_title(title or "")
+    fig.tight_layout()
+    _set_caption(fig, "; ".join(f"{k}: {(f'{a:.2f}%' if unit == '%' else f'{a:,.1f} {unit}')}" for k, a in zip(names, v)) + ".")
+    return fig, ax
+
+
+def summary(table: pd.DataFrame, path: pd.DataFrame, split: pd.DataFrame, bound: float | None = None,
+            reference: Mapping[str, Mapping[str, float]] | None = None, title: str | None = None) -> tuple[Figure, np.ndarray]:
+    """The investigation on one page: (a) the three utilizations per scenario, (b) throughput per
+    scenario against the compute-only bound, (c) the GPU critical path per partition, (d) ntt_msm_h
+    split into exposed H2D, NTT and H MSM. ``table``: :func:`zkgpu.replay.scenario_table`;
+    ``path``: :func:`zkgpu.metrics.critical_path`; ``split``: :func:`zkgpu.metrics.ntt_msm_h_split`
+    (all indexed by scenario, drawn in ``table``'s order)."""
+    order = list(table.index)
+    fig = plt.figure(figsize=(16, 12.5))
+    gs = fig.add_gridspec(2, 2)
+    axes = np.array([fig.add_subplot(gs[i, j]) for i in range(2) for j in range(2)])
+    gb = table["h2d_gbps"].to_dict() if "h2d_gbps" in table.columns else None
+    caps = []
+    for tag, draw in (("(a)", lambda a: utilization_bars(table, ax=a, reference=reference, title="(a) three utilizations")),
+                      ("(b)", lambda a: throughput_bars(table, ax=a, bound=bound, title="(b) throughput")),
+                      ("(c)", lambda a: critical_path(path.reindex(order), ax=a, title="(c) the GPU's time per partition")),
+                      ("(d)", lambda a: ntt_msm_h_split(split.reindex(order), ax=a, gbps=gb, title="(d) inside ntt_msm_h"))):
+        fig.zkgpu_caption = ""
+        a = axes[len(caps)]
+        draw(a)
+        h, lab = a.get_legend_handles_labels() if a.get_legend() is None else (a.get_legend().legend_handles, [t.get_text() for t in a.get_legend().get_texts()])
+        a.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=4 if len(lab) > 3 else len(lab), fontsize="small", frameon=False)
+        caps.append(f"{tag} {caption(fig)}")
+    fig.suptitle(title or "the investigation on one page", fontsize="x-large")
+    fig.tight_layout()
+    fig.zkgpu_caption = " ".join(caps)
+    return fig, axes
 
 
 def _require(df: pd.DataFrame, need: set[str], what: str) -> None:
@@ -208,10 +631,15 @@ def bandwidth_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None
     ax.set_ylabel("GB/s")
     ax.set_title(title or "H2D bandwidth vs size")
     handles = [Line2D([], [], color=colors[p], label=p) for p in paths]
-    handles += [Line2D([], [], color="k", linestyle="-", label="reused buffer"), Line2D([], [], color="k", linestyle="--", label="fresh buffer")]
+    kinds = set(med["fresh_buffer"])
+    handles += [Line2D([], [], color="k", linestyle="-" if f is False else "--", label="fresh buffer" if f else "reused buffer") for f in (False, True) if f in kinds]
     ax.legend(handles=handles, fontsize="small", frameon=False)
     ax.grid(alpha=0.3, which="both")
     fig.tight_layout()
+    top = med[med["size_bytes"] == med["size_bytes"].max()]
+    at = "; ".join(f"{r.path} {'fresh' if r.fresh_buffer else 'reused'} {r.gbps:.1f}" for r in top.itertuples())
+    _set_caption(fig, f"Median GB/s (1e9 B/s, CUDA events) of each H2D path per transfer size; solid lines reuse their buffer, "
+                 f"dashed ones allocate or pin it inside the timed call. At {int(med['size_bytes'].max()):,} bytes: {at} GB/s.")
     return fig, ax
 
 
@@ -237,45 +665,18 @@ def load_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None = No
             for xi, (_, r) in zip(x, grp.iterrows()):
                 ax.annotate(f"{int(r['load_threads'])} thr", (xi, r["gbps"]), textcoords="offset points", xytext=(0, 6), fontsize="x-small", ha="center")
     ax.set_yscale("log")
+    plain = FuncFormatter(lambda v, _: f"{v:g}")  # 60, 6, 3 — never 6×10^1
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if str(f"{v:g}")[0] in "2358" else ""))
     ax.set_xlabel("background DRAM traffic of the load threads (GB/s)")
     ax.set_ylabel("H2D GB/s")
     ax.set_title(title or "H2D bandwidth under host memory load")
     ax.legend(fontsize="small", frameon=False)
     ax.grid(alpha=0.3, which="both")
     fig.tight_layout()
+    pts = "; ".join(f"{p}: " + ", ".join(f"{g:.1f}" for g in grp.sort_values("load_threads")["gbps"]) for p, grp in med.groupby("path", sort=False))
+    _set_caption(fig, "Median H2D GB/s of each copy mechanism (y, log scale) against the DRAM traffic of the background load "
+                 f"threads (x; labels: threads), levels {', '.join(str(int(t)) for t in sorted(med['load_threads'].unique()))}: {pts} GB/s.")
     return fig, ax
 
 
-def utilization_bars(data: pd.DataFrame, ax: Axes | None = None, reference: dict[str, tuple[float, float]] | None = None, title: str | None = None) -> tuple[Figure, Axes]:
-    """Grouped bars, timeline vs kernel utilization (in %), one group per run.
-
-    ``data`` is either an event table (both metrics are computed with
-    :func:`zkgpu.metrics.timeline_utilization` / :func:`kernel_utilization`) or a frame with columns
-    ``run``, ``timeline``, ``kernel`` (fractions in [0, 1]). ``reference`` adds groups of published
-    values, e.g. ``{"cuzk Phase 9 (gw=1)": (0.901, 0.463)}`` (data/reference/cuzk_utilization.csv).
-    """
-    if {"timeline", "kernel"} <= set(data.columns):
-        u = data.set_index("run")[["timeline", "kernel"]] if "run" in data.columns else data[["timeline", "kernel"]]
-    else:
-        tl = timeline_utilization(data)["utilization"]
-        kn = kernel_utilization(data)["utilization"]
-        u = pd.DataFrame({"timeline": tl, "kernel": kn})
-    if reference:
-        u = pd.concat([u, pd.DataFrame(reference, index=["timeline", "kernel"]).T])
-    if not len(u):
-        raise ValueError("nothing to draw")
-    fig, ax = _fig_ax(ax, (max(5, 1.2 * len(u) + 2), 4.2))
-    x = np.arange(len(u))
-    w = 0.38
-    b1 = ax.bar(x - w / 2, 100 * u["timeline"].astype(float), w, label="TIMELINE (GPU_START→GPU_END)", color=phase_color("prove"), edgecolor="#4a6fa5")
-    b2 = ax.bar(x + w / 2, 100 * u["kernel"].astype(float), w, label="kernel (ntt_msm_h+batch_add+tail_msm)", color=phase_color("ntt_msm_h"))
-    for bars in (b1, b2):
-        ax.bar_label(bars, fmt="%.1f", fontsize="small", padding=2)
-    ax.set_xticks(x)
-    ax.set_xticklabels([str(i) for i in u.index], rotation=20, ha="right")
-    ax.set_ylim(0, 125)
-    ax.set_ylabel("GPU utilization (%)")
-    ax.set_title(title or "timeline vs kernel utilization")
-    ax.legend(fontsize="small", frameon=False, loc="upper right")
-    fig.tight_layout()
-    return fig, ax

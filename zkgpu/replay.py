@@ -57,15 +57,30 @@ __all__ = [
     "Source",
     "open_source",
     "save_key_numbers",
+    "number",
+    "UNITS",
+    "STORY_ORDER",
+    "story_order",
     "reference_table",
     "scenario_table",
     "demo_nsys_sqlite",
     "calibrated_params",
+    "model_vs_measured",
 ]
 
 MODES = ("live", "replay", "auto")
 _RECORD_RE = re.compile(r"^(?P<gpu>.+)-(?P<date>\d{8})-record(?:-(?P<n>\d+))?$")
 _BENCH_RE = re.compile(r"^(?P<gpu>.+)-(?P<date>\d{8})-bench-(?P<kind>[a-z0-9-]+?)(?:-(?P<n>\d+))?$")
+#: The order in which the story meets the scenarios: baseline → registered → pinned pool → narrow
+#: lock → the gw sweep (1, 2 = pinned_pool, 3) → compute-only. Tables and figures follow it.
+STORY_ORDER: tuple[str, ...] = ("baseline", "registered", "pinned_pool", "pinned_narrow", "pinned_gw1", "pinned_gw3", "compute_only")
+
+
+def story_order(names: Iterable[str]) -> list[str]:
+    """``names`` sorted in :data:`STORY_ORDER` (unknown names after, in their given order)."""
+    names = list(dict.fromkeys(names))
+    pos = {n: i for i, n in enumerate(STORY_ORDER)}
+    return sorted(names, key=lambda n: (pos.get(n, len(pos)), names.index(n)))
 
 
 def resolve_mode(mode: str | None = None) -> str:
@@ -504,11 +519,36 @@ def open_source(
     return Source("cpu-standin", _cpu_standin(), m)
 
 
-def save_key_numbers(name: str, numbers: dict[str, Any]) -> Path | None:
-    """Write a notebook's key numbers as JSON into ``$ZKGPU_NB_OUT/<name>.json`` (tests read them).
+#: Units a key number may carry (the key-numbers contract): "%" values are fractions in [0, 1].
+UNITS = ("%", "ms", "GB/s", "partitions/min", "x", "")
 
-    Does nothing (returns None) when ``ZKGPU_NB_OUT`` is unset. Values must be JSON-serializable
-    (numpy scalars are converted).
+
+def number(value: Any, unit: str = "", label: str = "", scenario: str = "") -> dict[str, Any]:
+    """One key number of the key-numbers contract: ``{"value", "unit", "label", "scenario"}``.
+
+    ``value`` is a float, int or str (numpy scalars converted; NaN kept as null by JSON); a ``%``
+    value is a fraction in [0, 1].
+
+    Raises:
+        ValueError: ``unit`` not one of :data:`UNITS`, or a ``%`` value outside [0, 1].
+    """
+    if unit not in UNITS:
+        raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
+    v = value.item() if hasattr(value, "item") else value
+    if not isinstance(v, (int, float, str)):
+        raise ValueError(f"a key number is a float, int or str, got {type(v).__name__} for {label or unit!r}")
+    if unit == "%" and isinstance(v, (int, float)) and not (v != v or -1e-9 <= v <= 1 + 1e-9):
+        raise ValueError(f"a % key number is a fraction in [0, 1], got {v!r} for {label!r}")
+    return {"value": v, "unit": unit, "label": label, "scenario": scenario}
+
+
+def save_key_numbers(name: str, numbers: dict[str, Any], finding: str = "") -> Path | None:
+    """Write a notebook's finding and key numbers as JSON into ``$ZKGPU_NB_OUT/<name>.json``.
+
+    The file is ``{"finding": "<one sentence>", "numbers": {key: {"value", "unit", "label",
+    "scenario"}}}`` (build entries with :func:`number`; plain ``key: scalar`` entries are kept as
+    they are). The report's index page and the tests read it. Does nothing (returns None) when
+    ``ZKGPU_NB_OUT`` is unset. Values must be JSON-serializable (numpy scalars are converted).
     """
     out = os.environ.get("ZKGPU_NB_OUT")
     if not out:
@@ -526,7 +566,8 @@ def save_key_numbers(name: str, numbers: dict[str, Any]) -> Path | None:
         return v
 
     f = p / f"{name}.json"
-    f.write_text(json.dumps(conv(numbers), indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    doc = {"finding": str(finding), "numbers": conv(numbers)}
+    f.write_text(json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
     return f
 
 
@@ -544,13 +585,13 @@ def _median_ms(ev: pd.DataFrame, phase: str) -> float:
 
 
 def scenario_table(source: Source, names: Iterable[str] | None = None) -> pd.DataFrame:
-    """One row per recorded scenario: settings, throughput, utilizations and median phase times.
+    """One row per recorded scenario (in :data:`STORY_ORDER`): settings, throughput, utilizations
+    and median phase times.
 
-    Columns: ``scenario, transfer, lock_scope, gw, partitions, wall_ms, partitions_per_min``
-    (:func:`zkgpu.metrics.throughput`), ``timeline_util`` / ``kernel_util`` (upstream's
-    definitions, :func:`zkgpu.metrics.timeline_utilization` / :func:`~zkgpu.metrics.kernel_utilization`:
-    the kernel figure counts the whole ntt_msm_h, H2D included), ``compute_util`` (the same without
-    the H2D copies inside ntt_msm_h, :func:`zkgpu.metrics.compute_utilization`), median ms of ``ntt_msm_h, h2d, ntt, h_msm,
+    Columns: ``scenario, transfer, lock_scope, gw, partitions, wall_ms, partitions_per_min``,
+    ``compute_util``, ``kernel_util``, ``timeline_util`` (all from :func:`zkgpu.metrics.utilization`:
+    kernels only / upstream's kernel figure with the H2D copies counted / TIMELINE, over the run's
+    wall span), median ms of ``ntt_msm_h, h2d, ntt, h_msm,
     prep_msm, barrier_wait, mutex_wait, batch_add, tail_msm, prove`` (``h2d_ms``: the host waiting
     for the copies), ``h2d_gbps`` (:func:`zkgpu.metrics.effective_h2d_gbps`), ``h2d_share`` and
     ``h2d_exposed_ms`` (median per partition): the copy time that lengthened ntt_msm_h
@@ -558,26 +599,22 @@ def scenario_table(source: Source, names: Iterable[str] | None = None) -> pd.Dat
     """
     from . import metrics  # noqa: PLC0415
 
-    names = [s for s in (names if names is not None else source.scenarios) if source.has(s)]
+    names = [s for s in (names if names is not None else story_order(source.scenarios)) if source.has(s)]
     rows = []
     for name in names:
         ev = source.events(name)
         cfg = source.config(name)
-        tp = metrics.throughput(ev)
-        tl = metrics.timeline_utilization(ev)["utilization"]
-        kn = metrics.kernel_utilization(ev)["utilization"]
+        u = metrics.utilization(ev)
         gb = metrics.effective_h2d_gbps(ev)
         row = {
             "scenario": name,
             "transfer": cfg.get("transfer"),
             "lock_scope": cfg.get("lock_scope"),
             "gw": cfg.get("gw"),
-            "partitions": int(tp["partitions"].sum()),
-            "wall_ms": float(tp["wall_ms"].max()),
-            "partitions_per_min": float(tp["partitions_per_min"].sum()),
-            "timeline_util": float(tl.mean()) if len(tl) else float("nan"),
-            "kernel_util": float(kn.mean()) if len(kn) else float("nan"),
-            "compute_util": float(metrics.compute_utilization(ev)["utilization"].mean()),
+            "partitions": int(u["partitions"].sum()),
+            "wall_ms": float(u["wall_ms"].max()),
+            "partitions_per_min": float(u["partitions_per_min"].sum()),
+            **{k: float(u[k].mean()) for k in metrics.UTILIZATIONS},
         }
         for ph in ("ntt_msm_h", "h2d", "ntt", "h_msm", "prep_msm", "barrier_wait", "mutex_wait", "batch_add", "tail_msm", "prove"):
             row[f"{ph}_ms"] = _median_ms(ev, ph)
@@ -693,3 +730,33 @@ def calibrated_params(
             rates[k] = _h2d_rate_gbps(source.events(name))
     return calibrate(ev, pageable_gbps=rates["pageable"], pinned_gbps=rates["pinned"], transfer=transfer,
                      source=f"calibrated from {scenario} of {source.recording.path.name} ({source.device_label})")
+
+
+def model_vs_measured(source: Source, names: Iterable[str] | None = None, calibrate_on: str = "pinned_pool") -> pd.DataFrame:
+    """The model's prediction of each recorded scenario against its measurement.
+
+    The model is calibrated once on ``calibrate_on`` (:func:`calibrated_params`) and then run with
+    each scenario's settings (partitions, gw, lock scope; transfer ``resident`` for
+    ``compute_only``, whose copies happen before the lock, else the scenario's path), without
+    looking at that scenario's events. Both sides go through :func:`zkgpu.metrics.utilization`.
+
+    Returns: DataFrame indexed by scenario (story order) with ``measured_per_min``,
+    ``model_per_min``, ``rel_err`` ((model − measured) / measured of the throughput),
+    ``measured_compute_util``, ``model_compute_util``.
+
+    Raises:
+        KeyError: ``calibrate_on`` is not recorded.
+    """
+    from . import metrics, model  # noqa: PLC0415
+
+    params = calibrated_params(source, scenario=calibrate_on)
+    rows = []
+    for name in [s for s in (names if names is not None else story_order(source.scenarios)) if source.has(s)]:
+        cfg = source.config(name)
+        transfer = "resident" if name == "compute_only" else (cfg.get("transfer") or "pinned")
+        sim = model.simulate(params, partitions=int(cfg["partitions"]), gw=int(cfg["gw"]), scope=cfg["lock_scope"], transfer=transfer)
+        meas = metrics.utilization(source.events(name)).iloc[0]
+        rows.append({"scenario": name, "measured_per_min": float(meas["partitions_per_min"]), "model_per_min": sim.partitions_per_min,
+                     "rel_err": (sim.partitions_per_min - float(meas["partitions_per_min"])) / float(meas["partitions_per_min"]),
+                     "measured_compute_util": float(meas["compute_util"]), "model_compute_util": sim.compute_util})
+    return pd.DataFrame(rows).set_index("scenario")

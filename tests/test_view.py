@@ -1,0 +1,44 @@
+"""zkgpu.view: tables formatted by column name (units, percentages, never scientific notation)."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+view = pytest.importorskip("zkgpu.view")
+
+
+def test_column_formats_by_name():
+    assert view.fmt(0.43463, "compute_util") == "43.5%"
+    assert view.fmt(0.0000123, "h2d_share") == "0.0%"  # a share is never printed as 1.23e-05
+    assert view.fmt(1234.56, "ntt_msm_h_ms") == "1,234.6 ms"
+    assert view.fmt(3.2721, "h2d_gbps") == "3.27 GB/s"
+    assert view.fmt(190.41, "partitions_per_min") == "190.4 /min"
+    assert view.fmt(2.126, "ntt_msm_h_speedup") == "2.13×"
+    assert view.fmt(117.0, "h2d") == "117.0 ms"  # a GPU-path category is ms per partition
+    assert view.fmt(float("nan"), "compute_util") == "–"
+    assert view.fmt(39.0, "allocations") == "39" and view.fmt(0.000012, "x") == "0.000"
+
+
+def test_table_styles_every_column_and_series_rows():
+    df = pd.DataFrame({"compute_util": [0.5], "wall_ms": [5041.7], "n": [0.00001]}, index=["baseline"])
+    html = view.table(df).to_html()
+    assert "50.0%" in html and "5,041.7 ms" in html and "e-05" not in html
+    s = pd.Series({"share": 0.003, "prove_start_ms": 8364.0}, name="baseline")
+    html = view.table(s).to_html()
+    assert "0.3%" in html and "8,364.0 ms" in html
+    cmp = pd.DataFrame({"model": [0.4, 200.0], "rel_err": [0.1, -0.05]}, index=["compute_util", "ntt_msm_h_ms"])
+    html = view.table(cmp, by_row=True).to_html()
+    assert "40.0%" in html and "200.0 ms" in html and "-5.0%" in html
+
+
+def test_definitions_render_as_a_markdown_table():
+    from zkgpu.metrics import UTILIZATIONS
+
+    md = view.definitions(UTILIZATIONS)
+    lines = md.splitlines()
+    assert lines[0].startswith("| name |") and lines[1] == "|---|---|---|" and len(lines) == 2 + len(UTILIZATIONS)
