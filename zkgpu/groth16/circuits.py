@@ -223,17 +223,27 @@ def build(name: str, folder: str | Path, *, ptau_dir: str | Path | None = None) 
     inp_path.write_text(json.dumps(inp))
     steps: dict = {}
     r1cs, wasm = root / "circuit.r1cs", root / "circuit_js" / "circuit.wasm"
-    _step(steps, "compile", r1cs, lambda: t.run(
-        [*t.circom2, str(circ), "--r1cs", "--wasm", "--prime", "bls12381", "-l", str(t.circomlib), "-o", str(root)]))  # fmt: skip
+    def compile_() -> None:
+        # circom2 (WASI) cannot follow an include path that leaves its working folder through "..":
+        # run it in the circuit's folder with a copy of circomlib's circuits there
+        shutil.copytree(t.circomlib, root / "circomlib", dirs_exist_ok=True)
+        t.run([*t.circom2, circ.name, "--r1cs", "--wasm", "--prime", "bls12381", "-l", "circomlib", "-o", "."], cwd=root)
+
+    _step(steps, "compile", r1cs, compile_)
     power = ptau_power(r1cs)
     ptau = pdir / f"bls12381_{power}.ptau"
 
-    def make_ptau() -> None:
+    def make_ptau() -> None:  # each stage's file is kept until the last exists: an interrupted run resumes
         p0, p1 = pdir / f"bls12381_{power}.0.ptau", pdir / f"bls12381_{power}.1.ptau"
-        t.run([*t.snarkjs, "powersoftau", "new", "bls12381", str(power), str(p0)])
-        t.run([*t.snarkjs, "powersoftau", "contribute", str(p0), str(p1), "--name=zkgpu", "-e=zkgpu test ptau"])
-        t.run([*t.snarkjs, "powersoftau", "prepare", "phase2", str(p1), str(ptau) + ".tmp"])
-        os.replace(str(ptau) + ".tmp", ptau)
+        for out, args in (
+            (p0, ["powersoftau", "new", "bls12381", str(power), "OUT"]),
+            (p1, ["powersoftau", "contribute", str(p0), "OUT", "--name=zkgpu", "-e=zkgpu test ptau"]),
+            (ptau, ["powersoftau", "prepare", "phase2", str(p1), "OUT"]),
+        ):
+            if not out.exists():
+                tmp = f"{out}.tmp"
+                t.run([*t.snarkjs, *(tmp if a == "OUT" else a for a in args)])
+                os.replace(tmp, out)
         p0.unlink()
         p1.unlink()
 
@@ -273,3 +283,25 @@ def snarkjs_prove(zkey: str | Path, wtns: str | Path, proof: str | Path, public:
     t0 = time.perf_counter()
     t.run([*t.snarkjs, "groth16", "prove", str(zkey), str(wtns), str(proof), str(public)])
     return time.perf_counter() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m zkgpu.groth16.circuits NAME FOLDER``: build a circuit, print its files and step times."""
+    import sys  # noqa: PLC0415
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m zkgpu.groth16.circuits NAME FOLDER   (NAME: mulchain-N or poseidon-N)", file=sys.stderr)
+        return 2
+    try:
+        files = build(args[0], args[1])
+    except (ValueError, ToolError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    sizes = {p.name: p.stat().st_size for p in (files.r1cs, files.zkey, files.wtns)}
+    print(json.dumps({"root": str(files.root), "step_s": files.step_s, "bytes": sizes}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -152,7 +152,10 @@ def h_scalars(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, device: str = "cpu
     """The scalars for snarkjs's H points: ``(A*B - C)`` on the odd coset (module docstring).
 
     Args:
-        a, b, c: ``(n, 4)`` uint64 canonical Fr, evaluations in snarkjs's order, n = 2^L.
+        a, b, c: ``(n, 4)`` uint64 canonical Fr, evaluations in snarkjs's order, n = 2^L, with
+            c = a*b pointwise (as :func:`evaluate_qap` builds it), so that A*B - C is divisible by
+            Z: the quotient drops any remainder, where snarkjs would keep it (then the proof is
+            invalid either way).
         device: ``"gpu"`` (zkgpu.qap's device H computation plus one NTT, all on the GPU) or
             ``"cpu"`` (:func:`zkgpu.qap.compute_h_reference`, pure Python: small circuits).
         timings: if given, receives ``quotient_ms`` (the cuzk-convention H computation) and
