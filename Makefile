@@ -2,7 +2,7 @@
 #   make report   run the notebook suite into reports/index.html (replays data/ without a GPU)
 #   make test     run the test suite (GPU tests are skipped without a GPU)
 #   make gpu-run EXTRAS=notebooks,test,gpu-cuda13   GPU tests, benchmarks, recording (scripts/gpu_run.sh)
-#   make circuit [CIRCUIT=poseidon-1080]   build a circom circuit, its key and witness under build/circuits
+#   make circuit [CIRCUIT=poseidon-600]   build a circom circuit, its key and witness under build/circuits
 #   make node-carry   pack node + node_modules into .node/ for a GPU host without node (scripts/node_carry.sh)
 # node, circom2, snarkjs, circomlib: `npm ci` from package-lock.json into node_modules (make node;
 # make test runs it; node itself comes from the system, installed with apt-get if absent).
@@ -15,7 +15,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.zkgpu-$(subst $(comma),-,$(EXTRAS))
 
 NODE_STAMP := node_modules/.zkgpu-npm-ci
-CIRCUIT ?= poseidon-1080
+CIRCUIT ?= poseidon-600
 
 .PHONY: report test gpu-run clean node circuit node-carry
 

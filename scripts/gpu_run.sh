@@ -53,7 +53,7 @@ failed=()
 # unpacked once into /tmp/zkgpu-node. prove-setup builds PROVE_CIRCUIT (circom2 + snarkjs powers of tau,
 # setup, witness) into build/circuits, which stays on a warm machine between calls; prove then proves it
 # with --device gpu, checks the proof with snarkjs and runs `zkgpu bench prove` against snarkjs.
-PROVE_CIRCUIT="${PROVE_CIRCUIT:-poseidon-1080}"
+PROVE_CIRCUIT="${PROVE_CIRCUIT:-poseidon-600}"
 node_setup() {
   if [ -z "${ZKGPU_NODE:-}" ] && ! command -v node >/dev/null && [ -f .node/node.tar.xz ]; then
     mkdir -p /tmp/zkgpu-node

@@ -335,7 +335,7 @@ def test_gpu_poseidon_matches_cpu(tmp_path):
 
 # --------------------------------------------------------------------------- committed fixture (no node)
 
-FIXTURE = ROOT / "tests" / "fixtures" / "groth16"
+FIXTURE = ROOT / "zkgpu" / "groth16" / "fixtures"
 
 
 def test_fixture_cpu_proof_passes_py_ecc():

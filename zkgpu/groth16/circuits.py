@@ -13,8 +13,9 @@ for BLS12-381 (``powersoftau new``, one ``contribute``, ``prepare phase2``; shar
 The contributions' entropy is fixed text: keys made here are for tests and benchmarks only.
 
 Built-in circuits (:data:`CIRCUITS`): ``mulchain-N`` (a chain of N multiplications, one public
-input; tiny, for tests) and ``poseidon-N`` (N chained circomlib ``Poseidon(2)`` hashes, 243
-constraints each here: ``poseidon-1080`` is 262,440 constraints, domain 2^19).
+input; tiny, for tests) and ``poseidon-N`` (N chained circomlib ``Poseidon(2)`` hashes, 517
+constraints each with circom2's default optimisation: ``poseidon-600`` is 310,200 constraints, a
+2^19 domain, the large circuit of ``make circuit`` and the GPU run).
 """
 
 from __future__ import annotations
