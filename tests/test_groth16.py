@@ -354,3 +354,25 @@ def test_fixture_gpu_proof_equals_cpu_proof():
     assert np.array_equal(g.a, c.a) and np.array_equal(g.b, c.b) and np.array_equal(g.c, c.c)
     assert verify_py_ecc(zk, proof_json(g), g.public)
     assert set(g.timings_ms) >= {"synthesis", "h_scalars", "msm_a", "msm_b1", "msm_l", "msm_h", "msm_b2_g2", "total"}
+
+
+@pytest.mark.gpu
+def test_fq_from_mont_gpu_matches_host(monkeypatch):
+    """The reader's GPU conversion of Montgomery-form coordinates (msm.cu fq_from_mont) equals the
+    host loop, and names the first coordinate >= q."""
+    from zkgpu.field import FQ
+    from zkgpu.groth16 import formats
+
+    rng = random.Random(5)
+    n = formats._GPU_MIN + 3
+    vals = [0, 1, FQ.modulus - 1] + [rng.randrange(FQ.modulus) for _ in range(n - 3)]
+    raw = b"".join(v.to_bytes(48, "little") for v in vals)
+    gpu = formats._fq_from_mont_le(raw, n, Path("k.zkey"), "H")
+    want = np.frombuffer(b"".join((v * FQ.R_inv % FQ.modulus).to_bytes(48, "little") for v in vals), dtype="<u8").reshape(n, 6)
+    assert np.array_equal(gpu, want)
+    bad = bytearray(raw)
+    bad[48 * 12345 : 48 * 12346] = b"\xff" * 48
+    with pytest.raises(FormatError, match="H coordinate 12345 = 0xff"):
+        formats._fq_from_mont_le(bytes(bad), n, Path("k.zkey"), "H")
+    monkeypatch.setattr(formats, "_GPU_MIN", 10**9)  # the host loop on the same input
+    assert np.array_equal(formats._fq_from_mont_le(raw, n, Path("k.zkey"), "H"), want)

@@ -46,6 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import _cuda
 from ..field import FQ, FR
 
 __all__ = [
@@ -120,8 +121,25 @@ def _section(path: Path, data: bytes, sections: dict, typ: int, size: int | None
     return memoryview(data)[off : off + sz]
 
 
+_GPU_MIN = 1 << 14  # coordinates: below this the host loop is quicker than a kernel launch
+
+
 def _fq_from_mont_le(raw: bytes | memoryview, count: int, path: Path, what: str) -> np.ndarray:
-    """``count`` Montgomery-form Fq coordinates (48 bytes LE each) -> ``(count, 6)`` uint64 canonical."""
+    """``count`` Montgomery-form Fq coordinates (48 bytes LE each) -> ``(count, 6)`` uint64 canonical.
+
+    With a GPU (and ``count >= 2^14``) on the device (``fq_from_mont`` in msm.cu, ~2.4 us per
+    coordinate saved: 10 s for a 2^19-domain key); else a Python loop (``x * R^-1 mod q``).
+    """
+    if count >= _GPU_MIN and _cuda.gpu_available():
+        cp = _cuda.cupy()
+        words = cp.asarray(np.frombuffer(raw, dtype="<u4", count=12 * count))
+        bad = cp.full(1, count, dtype=cp.uint64)
+        _cuda.launch_1d(_cuda.get_kernel("msm", "fq_from_mont"), count, (words, np.uint64(count), bad))
+        b = int(bad.get()[0])
+        if b < count:
+            v = int.from_bytes(bytes(raw[48 * b : 48 * b + 48]), "little")
+            raise FormatError(f"{path}: corrupt: {what} coordinate {b} = {v:#x} is not below q")
+        return words.get().view(np.uint64).reshape(count, 6).astype(np.uint64)
     q, r_inv = FQ.modulus, FQ.R_inv
     raw = bytes(raw)
     out = bytearray(48 * count)
