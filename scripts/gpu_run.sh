@@ -53,7 +53,11 @@ failed=()
 # unpacked once into /tmp/zkgpu-node. prove-setup builds PROVE_CIRCUIT (circom2 + snarkjs powers of tau,
 # setup, witness) into build/circuits, which stays on a warm machine between calls; prove then proves it
 # with --device gpu, checks the proof with snarkjs and runs `zkgpu bench prove` against snarkjs.
-PROVE_CIRCUIT="${PROVE_CIRCUIT:-poseidon-600}"
+# Default poseidon-120 (62,040 constraints, a 2^16 domain): snarkjs's powers-of-tau preparation grows
+# as n log n point operations and for a 2^19 domain (poseidon-600, make circuit) takes far longer than
+# one 10-minute call; prove-setup resumes where it stopped (each finished step's file is kept), so
+# PROVE_CIRCUIT=poseidon-600 can be built over several calls.
+PROVE_CIRCUIT="${PROVE_CIRCUIT:-poseidon-120}"
 node_setup() {
   if [ -z "${ZKGPU_NODE:-}" ] && ! command -v node >/dev/null && [ -f .node/node.tar.xz ]; then
     mkdir -p /tmp/zkgpu-node

@@ -305,9 +305,9 @@ def test_cli_errors_are_one_line(mulchain, mulchain_bn128, tmp_path):
 
 @pytest.mark.slow
 def test_poseidon_proof(tmp_path):
-    """A circomlib Poseidon circuit (2 hashes, domain 2^9) proven on the CPU, verified by snarkjs."""
+    """A circomlib Poseidon(2) hash (517 constraints, domain 2^10) proven on the CPU, verified by snarkjs."""
     _need_node()
-    files = build("poseidon-2", CACHE)
+    files = build("poseidon-1", CACHE)
     res, proof, public = _prove_cli(files.zkey, files.wtns, tmp_path)
     assert res.exit_code == 0, res.output
     assert snarkjs_verify(files.vkey, public, proof)
@@ -327,7 +327,7 @@ def test_gpu_proof_verified_by_snarkjs(mulchain, tmp_path):
 @pytest.mark.gpu
 def test_gpu_poseidon_matches_cpu(tmp_path):
     _need_node()
-    files = build("poseidon-2", CACHE)
+    files = build("poseidon-1", CACHE)
     zk, w = read_zkey(files.zkey), read_wtns(files.wtns)
     g, c = prove(zk, w, device="gpu", seed=4), prove(zk, w, device="cpu", seed=4)
     assert np.array_equal(g.a, c.a) and np.array_equal(g.b, c.b) and np.array_equal(g.c, c.c)
@@ -376,3 +376,34 @@ def test_fq_from_mont_gpu_matches_host(monkeypatch):
         formats._fq_from_mont_le(bytes(bad), n, Path("k.zkey"), "H")
     monkeypatch.setattr(formats, "_GPU_MIN", 10**9)  # the host loop on the same input
     assert np.array_equal(formats._fq_from_mont_le(raw, n, Path("k.zkey"), "H"), want)
+
+
+def test_bench_prove_records_and_notebook_replays_it(mulchain, tmp_path):
+    """zkgpu bench prove (CPU, tiny circuit) writes a run folder with a manifest; notebook 10's loader
+    replays it and its key numbers come from it."""
+    from zkgpu.groth16 import replay as proofs
+
+    res = CliRunner().invoke(main, ["bench", "prove", "--zkey", str(mulchain.zkey), "--wtns", str(mulchain.wtns), "--vkey",
+                                    str(mulchain.vkey), "--device", "cpu", "--repeat", "1", "--out", str(tmp_path)])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    (run,) = [p for p in tmp_path.iterdir() if p.name.endswith("-bench-prove")]
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["benchmark"] == "prove" and manifest["domain_size"] == 16 and manifest["device"] == "cpu"
+    src = proofs.open_prove_source("replay", base=tmp_path)
+    assert src.kind == "recorded-cpu" and src.folder == run and "NOT GPU numbers" in src.banner()
+    assert set(src.runs.tool) == {"snarkjs", "zkgpu-cpu"} and src.runs.verified.all()
+    key = proofs.prove_key_numbers(src)
+    assert key["all_verified"] and key["domain_size"] == 16
+    assert key["speedup_vs_snarkjs"] == pytest.approx(
+        src.runs[src.runs.tool == "snarkjs"].wall_s.median() / src.runs[src.runs.tool == "zkgpu-cpu"].wall_s.median()
+    )
+    tl = proofs.phase_timeline(src.phases)
+    assert list(tl.phase) == [p for p in proofs.TIMELINE_PHASES if p in set(tl.phase)] and (tl.ms >= 0).all()
+    assert tl.start_ms.iloc[1:].tolist() == pytest.approx((tl.start_ms + tl.ms).iloc[:-1].tolist())
+
+
+def test_bench_prove_usage_errors(tmp_path):
+    res = CliRunner().invoke(main, ["bench", "prove", "--device", "cpu"])
+    assert res.exit_code == 2 and "either --circuit NAME or all of --zkey" in res.output
+    res = CliRunner().invoke(main, ["bench", "prove", "--circuit", "sha-3", "--device", "cpu", "--workdir", str(tmp_path)])
+    assert res.exit_code == 1 and "unknown circuit 'sha-3'" in res.output
