@@ -2,7 +2,7 @@
 #   make report   run the notebook suite into reports/index.html (replays data/ without a GPU)
 #   make test     run the test suite (GPU tests are skipped without a GPU)
 #   make gpu-run EXTRAS=notebooks,test,gpu-cuda13   GPU tests, benchmarks, recording (scripts/gpu_run.sh)
-#   make circuit [CIRCUIT=poseidon-600]   build a circom circuit, its key and witness under build/circuits
+#   make circuit [CIRCUIT=poseidon-600] [SETUP=fast|snarkjs]   a circom circuit, key and witness in build/circuits
 #   make node-carry   pack node + node_modules into .node/ for a GPU host without node (scripts/node_carry.sh)
 # node, circom2, snarkjs, circomlib: `npm ci` from package-lock.json into node_modules (make node;
 # make test runs it; node itself comes from the system, installed with apt-get if absent).
@@ -16,6 +16,7 @@ STAMP  := $(VENV)/.zkgpu-$(subst $(comma),-,$(EXTRAS))
 
 NODE_STAMP := node_modules/.zkgpu-npm-ci
 CIRCUIT ?= poseidon-600
+SETUP ?= fast
 
 .PHONY: report test gpu-run clean node circuit node-carry
 
@@ -39,9 +40,10 @@ node: $(NODE_STAMP)
 test: $(STAMP) $(NODE_STAMP)
 	ZKGPU_REQUIRE_NODE=1 $(BIN)/python -m pytest
 
-# the large real circuit (not in make test: minutes of snarkjs set-up; the powers of tau are cached)
+# the large real circuit (not in make test). SETUP=fast: zkgpu.groth16.setup (insecure, known toxic
+# waste, minutes); SETUP=snarkjs: snarkjs's powers of tau + groth16 setup (hours at 2^19 on 2 cores)
 circuit: $(STAMP) $(NODE_STAMP)
-	$(BIN)/python -m zkgpu.groth16.circuits $(CIRCUIT) build/circuits
+	$(BIN)/python -m zkgpu.groth16.circuits $(CIRCUIT) build/circuits $(if $(filter fast,$(SETUP)),--fast)
 
 node-carry: $(NODE_STAMP)
 	scripts/node_carry.sh

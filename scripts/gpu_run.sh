@@ -53,11 +53,12 @@ failed=()
 # unpacked once into /tmp/zkgpu-node. prove-setup builds PROVE_CIRCUIT (circom2 + snarkjs powers of tau,
 # setup, witness) into build/circuits, which stays on a warm machine between calls; prove then proves it
 # with --device gpu, checks the proof with snarkjs and runs `zkgpu bench prove` against snarkjs.
-# Default poseidon-120 (62,040 constraints, a 2^16 domain): snarkjs's powers-of-tau preparation grows
-# as n log n point operations and for a 2^19 domain (poseidon-600, make circuit) takes far longer than
-# one 10-minute call; prove-setup resumes where it stopped (each finished step's file is kept), so
-# PROVE_CIRCUIT=poseidon-600 can be built over several calls.
-PROVE_CIRCUIT="${PROVE_CIRCUIT:-poseidon-120}"
+# Default poseidon-600 (310,200 constraints, a 2^19 domain) with PROVE_SETUP=fast: zkgpu.groth16.setup's
+# insecure set-up from known toxic waste (~a minute), because snarkjs's powers-of-tau preparation (FFTs
+# over curve points in JavaScript) takes far longer than one 10-minute call at 2^19. PROVE_SETUP=snarkjs
+# uses snarkjs's own set-up (resumable: each finished step's file is kept, so it can span several calls).
+PROVE_CIRCUIT="${PROVE_CIRCUIT:-poseidon-600}"
+PROVE_SETUP="${PROVE_SETUP:-fast}"
 node_setup() {
   if [ -z "${ZKGPU_NODE:-}" ] && ! command -v node >/dev/null && [ -f .node/node.tar.xz ]; then
     mkdir -p /tmp/zkgpu-node
@@ -68,7 +69,7 @@ node_setup() {
   fi
 }
 prove_stage() {
-  local d="build/circuits/$PROVE_CIRCUIT" snarkjs
+  local d="build/circuits/$PROVE_CIRCUIT$([ "$PROVE_SETUP" = fast ] && echo -fast)" snarkjs
   node_setup
   [ -f "$d/circuit.wtns" ] || { echo "run the prove-setup stage first ($d/circuit.wtns missing)"; return 1; }
   snarkjs=("${ZKGPU_NODE:-node}" "${ZKGPU_NODE_MODULES:-node_modules}/snarkjs/build/cli.cjs")
@@ -103,8 +104,8 @@ for s in "${stages[@]}"; do
     bench-load) run_stage bench-load python3 -m zkgpu.cli bench load ${LOAD_LEVELS:+--levels $LOAD_LEVELS} --out "$DATA" ;;
     # HOST_LOAD=N: N host memory-load threads during the scenarios (zkgpu.hostload)
     record)    run_stage record python3 -m zkgpu.cli record --no-sweep --no-bench ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${PARTITIONS:+--partitions $PARTITIONS} --out "$DATA" ;;
-    prove-setup) node_setup; run_stage prove-setup python3 -m zkgpu.groth16.circuits "$PROVE_CIRCUIT" build/circuits ;;
-    prove)     export OUT DATA PROVE_CIRCUIT; run_stage prove bash -c "$(declare -f node_setup prove_stage); prove_stage" ;;
+    prove-setup) node_setup; run_stage prove-setup python3 -m zkgpu.groth16.circuits "$PROVE_CIRCUIT" build/circuits $([ "$PROVE_SETUP" = fast ] && echo --fast) ;;
+    prove)     export OUT DATA PROVE_CIRCUIT PROVE_SETUP; run_stage prove bash -c "$(declare -f node_setup prove_stage); prove_stage" ;;
     notebooks) run_stage notebooks python3 -m zkgpu.cli report --mode live --out "$OUT/reports" ${NOTEBOOKS:+--only $NOTEBOOKS} ;;  # live: measures now
     *) echo "unknown stage $s"; failed+=("$s") ;;
   esac

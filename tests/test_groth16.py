@@ -407,3 +407,34 @@ def test_bench_prove_usage_errors(tmp_path):
     assert res.exit_code == 2 and "either --circuit NAME or all of --zkey" in res.output
     res = CliRunner().invoke(main, ["bench", "prove", "--circuit", "sha-3", "--device", "cpu", "--workdir", str(tmp_path)])
     assert res.exit_code == 1 and "unknown circuit 'sha-3'" in res.output
+
+
+# --------------------------------------------------------------------------- the fast (insecure) set-up
+
+
+@pytest.mark.parametrize("name", ["mulchain-8", "poseidon-1"])
+def test_fast_setup_keys_work_with_snarkjs(name, tmp_path):
+    """zkgpu.groth16.setup's key: snarkjs exports its verification key, proves with it, and accepts
+    both snarkjs's and zkgpu's proofs; a wrong public input is still rejected."""
+    t = _need_node()
+    files = build(name, CACHE, setup="fast")
+    res, proof, public = _prove_cli(files.zkey, files.wtns, tmp_path)
+    assert res.exit_code == 0, res.output
+    assert snarkjs_verify(files.vkey, public, proof)
+    zk = read_zkey(files.zkey)
+    assert verify_py_ecc(zk, *read_proof(proof, public))
+    t.run([*t.snarkjs, "groth16", "prove", str(files.zkey), str(files.wtns), str(tmp_path / "s.json"), str(tmp_path / "sp.json")])
+    assert snarkjs_verify(files.vkey, tmp_path / "sp.json", tmp_path / "s.json")
+    pub = json.loads(public.read_text())
+    (tmp_path / "wrong.json").write_text(json.dumps([pub[0], str(int(pub[1]) + 1)]))
+    assert not snarkjs_verify(files.vkey, tmp_path / "wrong.json", proof)
+    # the same circuit's snarkjs key has the same shape
+    ref = read_zkey(build(name, CACHE).zkey) if name == "mulchain-8" else zk
+    assert (zk.n_vars, zk.n_public, zk.domain_size, len(zk.coef_value)) == (ref.n_vars, ref.n_public, ref.domain_size, len(ref.coef_value))
+
+
+def test_fast_setup_rejects_other_curves(mulchain_bn128, tmp_path):
+    from zkgpu.groth16.setup import fast_setup
+
+    with pytest.raises(FormatError, match="not for bls12381"):
+        fast_setup(mulchain_bn128[0].parent / "c.r1cs", tmp_path / "k.zkey")

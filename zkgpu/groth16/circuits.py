@@ -29,6 +29,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .setup import fast_setup
+
 __all__ = [
     "NodeTools",
     "ToolError",
@@ -194,13 +196,17 @@ def _step(steps: dict, name: str, out: Path, fn) -> None:
     steps[name] = round(time.perf_counter() - t, 3)
 
 
-def build(name: str, folder: str | Path, *, ptau_dir: str | Path | None = None) -> CircuitFiles:
+def build(name: str, folder: str | Path, *, ptau_dir: str | Path | None = None, setup: str = "snarkjs") -> CircuitFiles:
     """Compile, set up and compute the witness of a built-in circuit (module docstring), cached.
 
     Args:
         name: ``"mulchain-N"`` or ``"poseidon-N"``.
-        folder: where the files go (``<folder>/<name>/``); existing outputs are reused.
+        folder: where the files go (``<folder>/<name>/``, or ``<folder>/<name>-fast/`` for the fast
+            set-up); existing outputs are reused.
         ptau_dir: where powers-of-tau files are cached (default: ``folder``).
+        setup: ``"snarkjs"`` (powers of tau, ``groth16 setup``, one contribution) or ``"fast"``
+            (:func:`zkgpu.groth16.setup.fast_setup`: known toxic waste, no powers of tau; for
+            benchmarks of circuits too large for snarkjs's powers-of-tau preparation).
 
     Returns:
         :class:`CircuitFiles`.
@@ -209,8 +215,10 @@ def build(name: str, folder: str | Path, *, ptau_dir: str | Path | None = None) 
         ValueError: unknown circuit. ToolError: node tools missing or a step failed.
     """
     src, inp = circuit_source(name)
+    if setup not in ("snarkjs", "fast"):
+        raise ValueError(f"setup must be 'snarkjs' or 'fast', got {setup!r}")
     t = tools()
-    root = Path(folder) / name
+    root = Path(folder) / (name if setup == "snarkjs" else f"{name}-fast")
     root.mkdir(parents=True, exist_ok=True)
     pdir = Path(ptau_dir) if ptau_dir else Path(folder)
     pdir.mkdir(parents=True, exist_ok=True)
@@ -231,6 +239,10 @@ def build(name: str, folder: str | Path, *, ptau_dir: str | Path | None = None) 
         t.run([*t.circom2, circ.name, "--r1cs", "--wasm", "--prime", "bls12381", "-l", "circomlib", "-o", "."], cwd=root)
 
     _step(steps, "compile", r1cs, compile_)
+    z0, zkey, vkey, wtns = root / "circuit_0.zkey", root / "circuit.zkey", root / "vkey.json", root / "circuit.wtns"
+    if setup == "fast":
+        _step(steps, "fast_setup", zkey, lambda: fast_setup(r1cs, zkey))
+        return _finish(t, name, root, r1cs, wasm, zkey, vkey, wtns, inp_path, steps)
     power = ptau_power(r1cs)
     ptau = pdir / f"bls12381_{power}.ptau"
 
@@ -249,18 +261,21 @@ def build(name: str, folder: str | Path, *, ptau_dir: str | Path | None = None) 
         p1.unlink()
 
     _step(steps, "ptau", ptau, make_ptau)
-    z0, zkey, vkey, wtns = root / "circuit_0.zkey", root / "circuit.zkey", root / "vkey.json", root / "circuit.wtns"
 
-    def setup() -> None:
+    def snarkjs_setup() -> None:
         t.run([*t.snarkjs, "groth16", "setup", str(r1cs), str(ptau), str(z0)])
         t.run([*t.snarkjs, "zkey", "contribute", str(z0), str(zkey) + ".tmp", "--name=zkgpu", "-e=zkgpu test key"])
         os.replace(str(zkey) + ".tmp", zkey)
         z0.unlink()
 
-    _step(steps, "setup", zkey, setup)
+    _step(steps, "setup", zkey, snarkjs_setup)
+    return _finish(t, name, root, r1cs, wasm, zkey, vkey, wtns, inp_path, steps)
+
+
+def _finish(t: NodeTools, name: str, root: Path, r1cs: Path, wasm: Path, zkey: Path, vkey: Path, wtns: Path, inp: Path, steps: dict) -> CircuitFiles:
     _step(steps, "vkey", vkey, lambda: t.run([*t.snarkjs, "zkey", "export", "verificationkey", str(zkey), str(vkey)]))
-    _step(steps, "witness", wtns, lambda: t.run([*t.snarkjs, "wtns", "calculate", str(wasm), str(inp_path), str(wtns)]))
-    return CircuitFiles(root=root, name=name, r1cs=r1cs, wasm=wasm, zkey=zkey, vkey=vkey, wtns=wtns, input=inp_path, step_s=steps)
+    _step(steps, "witness", wtns, lambda: t.run([*t.snarkjs, "wtns", "calculate", str(wasm), str(inp), str(wtns)]))
+    return CircuitFiles(root=root, name=name, r1cs=r1cs, wasm=wasm, zkey=zkey, vkey=vkey, wtns=wtns, input=inp, step_s=steps)
 
 
 def snarkjs_verify(vkey: str | Path, public: str | Path, proof: str | Path) -> bool:
@@ -287,15 +302,19 @@ def snarkjs_prove(zkey: str | Path, wtns: str | Path, proof: str | Path, public:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m zkgpu.groth16.circuits NAME FOLDER``: build a circuit, print its files and step times."""
+    """``python -m zkgpu.groth16.circuits NAME FOLDER [--fast]``: build a circuit, print its files and step times."""
     import sys  # noqa: PLC0415
 
     args = sys.argv[1:] if argv is None else argv
+    setup = "snarkjs"
+    if args[2:] == ["--fast"]:
+        args, setup = args[:2], "fast"
     if len(args) != 2:
-        print("usage: python -m zkgpu.groth16.circuits NAME FOLDER   (NAME: mulchain-N or poseidon-N)", file=sys.stderr)
+        print("usage: python -m zkgpu.groth16.circuits NAME FOLDER [--fast]   (NAME: mulchain-N or poseidon-N;"
+              " --fast: zkgpu.groth16.setup's insecure set-up instead of snarkjs's)", file=sys.stderr)
         return 2
     try:
-        files = build(args[0], args[1])
+        files = build(args[0], args[1], setup=setup)
     except (ValueError, ToolError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
