@@ -80,8 +80,8 @@ class NodeTools:
         if res.returncode != 0:
             lines = [ln for ln in (res.stderr + res.stdout).splitlines() if ln.strip()]
             last = _strip_ansi(lines[-1]) if lines else f"exit {res.returncode}"
-            raise ToolError(f"{Path(cmd[1]).parent.parent.name if 'build' in cmd[1] else Path(cmd[1]).parent.name} "
-                            f"{' '.join(cmd[2:4])}: {last}")  # fmt: skip
+            tool = "snarkjs" if "snarkjs" in cmd[1] else "circom2"
+            raise ToolError(f"{tool} {' '.join(cmd[2:4])}: {last}")
         return res.stdout
 
 

@@ -92,6 +92,8 @@ def run_prove_bench(zkey: Path, wtns: Path, vkey: Path, *, device: str, repeat: 
 
 @click.command("prove")
 @click.option("--circuit", default=None, help="a built-in circuit to build (cached) and prove: mulchain-N or poseidon-N")
+@click.option("--setup", type=click.Choice(["snarkjs", "fast"]), default="snarkjs", show_default=True,
+              help="with --circuit: snarkjs's set-up, or zkgpu.groth16.setup's insecure fast one (large circuits)")
 @click.option("--zkey", "zkey_path", default=None, type=click.Path(exists=True, dir_okay=False), help="or: an existing zkey ...")
 @click.option("--wtns", "wtns_path", default=None, type=click.Path(exists=True, dir_okay=False), help="... its witness ...")
 @click.option("--vkey", "vkey_path", default=None, type=click.Path(exists=True, dir_okay=False), help="... and verification key")
@@ -99,7 +101,7 @@ def run_prove_bench(zkey: Path, wtns: Path, vkey: Path, *, device: str, repeat: 
 @click.option("--repeat", default=3, show_default=True, type=click.IntRange(1, 100), help="proofs per tool")
 @click.option("--workdir", default=None, type=click.Path(file_okay=False), help="circuit cache (default: a temporary folder)")
 @click.option("--out", "out_base", default=None, help="base folder for the run folder (default data/)")
-def bench_command(circuit, zkey_path, wtns_path, vkey_path, device, repeat, workdir, out_base) -> None:
+def bench_command(circuit, setup, zkey_path, wtns_path, vkey_path, device, repeat, workdir, out_base) -> None:
     """zkgpu prove against snarkjs groth16 prove on one circuit: whole-command times and zkgpu's phases."""
     import pandas as pd  # noqa: PLC0415
 
@@ -114,7 +116,7 @@ def bench_command(circuit, zkey_path, wtns_path, vkey_path, device, repeat, work
     try:
         build_s = {}
         if circuit:
-            files = build(circuit, work)
+            files = build(circuit, work, setup=setup)
             zkey_path, wtns_path, vkey_path, build_s = files.zkey, files.wtns, files.vkey, files.step_s
         zk = read_zkey(zkey_path)
         run_work = Path(tempfile.mkdtemp(prefix="proofs-", dir=work))
@@ -129,7 +131,7 @@ def bench_command(circuit, zkey_path, wtns_path, vkey_path, device, repeat, work
     write_json_new(
         run_dir / "manifest.json",
         build_manifest(
-            benchmark="prove", circuit=circuit or str(zkey_path), device=device, repeat=repeat,
+            benchmark="prove", circuit=circuit or str(zkey_path), setup=setup if circuit else None, device=device, repeat=repeat,
             n_vars=zk.n_vars, n_public=zk.n_public, domain_size=zk.domain_size, coefficients=len(zk.coef_value),
             build_s=build_s, node=node_version, snarkjs=snarkjs_version,
             timing="whole commands (process start to exit, wall-clock s), alternating snarkjs / zkgpu; zkgpu phases "
