@@ -48,7 +48,7 @@ failed=()
 : "${LIMIT_record:=150}"
 : "${LIMIT_notebooks:=220}"
 : "${LIMIT_prove_setup:=560}"
-: "${LIMIT_prove:=400}"
+: "${LIMIT_prove:=420}"
 # Real proofs (zkgpu.groth16): node comes from the system or from the carried .node/ (scripts/node_carry.sh),
 # unpacked once into /tmp/zkgpu-node. prove-setup builds PROVE_CIRCUIT (circom2 + snarkjs powers of tau,
 # setup, witness) into build/circuits, which stays on a warm machine between calls; prove then proves it
@@ -78,7 +78,7 @@ prove_stage() {
   cat "$OUT/prove_timings.json"
   "${snarkjs[@]}" groth16 verify "$d/vkey.json" "$OUT/public.json" "$OUT/proof.json" || return 1
   python3 -m zkgpu.cli bench prove --zkey "$d/circuit.zkey" --wtns "$d/circuit.wtns" --vkey "$d/vkey.json" \
-    --device gpu --repeat "${PROVE_REPEAT:-2}" --out "$DATA"
+    --device gpu --repeat "${PROVE_REPEAT:-3}" --out "$DATA"
 }
 run_stage() {
   local name=$1; shift
