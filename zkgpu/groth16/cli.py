@@ -43,6 +43,8 @@ def prove_command(zkey_path, wtns_path, proof_path, public_path, device, seed, t
         write_proof(res, proof_path, public_path)
     except (ValueError, RuntimeError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
+    except ImportError as exc:  # py-arkworks-bls12381 (G2 MSM, r/s terms) is in the test extra
+        raise click.ClickException(f"zkgpu prove needs {exc.name}: pip install 'zkgpu[test]'") from None
     timings = {"read": t_read, **res.timings_ms}
     if timings_path:
         Path(timings_path).write_text(json.dumps(timings, indent=1) + "\n", encoding="utf-8")

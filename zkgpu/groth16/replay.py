@@ -75,7 +75,8 @@ class ProveSource:
         size = f"{m.get('circuit')}: {m.get('n_vars')} signals, domain {m.get('domain_size')}"
         if self.kind.startswith("recorded"):
             gpu = (m.get("environment") or {}).get("gpu") or "no GPU"
-            head = f"recorded {m.get('date_utc', '?')} on {gpu} ({self.folder.name}), commit {str(m.get('commit'))[:10]}"
+            what = "REPLAY of a GPU recording" if self.on_gpu else "REPLAY of a CPU recording"
+            head = f"{what} made {m.get('date_utc', '?')} on {gpu} ({self.folder.name}), commit {str(m.get('commit'))[:10]}"
         else:
             head = "proven now (no bench-prove recording in data/ or live mode)"
         note = "" if self.on_gpu else " -- CPU reference paths: NOT GPU numbers"
