@@ -59,6 +59,7 @@ failed=()
 # uses snarkjs's own set-up (resumable: each finished step's file is kept, so it can span several calls).
 PROVE_CIRCUIT="${PROVE_CIRCUIT:-poseidon-600}"
 PROVE_SETUP="${PROVE_SETUP:-fast}"
+PROVE_DEVICE="${PROVE_DEVICE:-gpu}"  # cpu: a dry run of the stage on a machine without a GPU
 node_setup() {
   if [ -z "${ZKGPU_NODE:-}" ] && ! command -v node >/dev/null && [ -f .node/node.tar.xz ]; then
     mkdir -p /tmp/zkgpu-node
@@ -74,11 +75,11 @@ prove_stage() {
   [ -f "$d/circuit.wtns" ] || { echo "run the prove-setup stage first ($d/circuit.wtns missing)"; return 1; }
   snarkjs=("${ZKGPU_NODE:-node}" "${ZKGPU_NODE_MODULES:-node_modules}/snarkjs/build/cli.cjs")
   python3 -m zkgpu.cli prove --zkey "$d/circuit.zkey" --wtns "$d/circuit.wtns" --proof "$OUT/proof.json" \
-    --public "$OUT/public.json" --device gpu --timings "$OUT/prove_timings.json" || return 1
+    --public "$OUT/public.json" --device "${PROVE_DEVICE:-gpu}" --timings "$OUT/prove_timings.json" || return 1
   cat "$OUT/prove_timings.json"
   "${snarkjs[@]}" groth16 verify "$d/vkey.json" "$OUT/public.json" "$OUT/proof.json" || return 1
   python3 -m zkgpu.cli bench prove --zkey "$d/circuit.zkey" --wtns "$d/circuit.wtns" --vkey "$d/vkey.json" \
-    --device gpu --repeat "${PROVE_REPEAT:-3}" --out "$DATA"
+    --device "${PROVE_DEVICE:-gpu}" --repeat "${PROVE_REPEAT:-3}" --out "$DATA"
 }
 run_stage() {
   local name=$1; shift
@@ -105,7 +106,7 @@ for s in "${stages[@]}"; do
     # HOST_LOAD=N: N host memory-load threads during the scenarios (zkgpu.hostload)
     record)    run_stage record python3 -m zkgpu.cli record --no-sweep --no-bench ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${PARTITIONS:+--partitions $PARTITIONS} --out "$DATA" ;;
     prove-setup) node_setup; run_stage prove-setup python3 -m zkgpu.groth16.circuits "$PROVE_CIRCUIT" build/circuits $([ "$PROVE_SETUP" = fast ] && echo --fast) ;;
-    prove)     export OUT DATA PROVE_CIRCUIT PROVE_SETUP; run_stage prove bash -c "$(declare -f node_setup prove_stage); prove_stage" ;;
+    prove)     export OUT DATA PROVE_CIRCUIT PROVE_SETUP PROVE_DEVICE; run_stage prove bash -c "$(declare -f node_setup prove_stage); prove_stage" ;;
     notebooks) run_stage notebooks python3 -m zkgpu.cli report --mode live --out "$OUT/reports" ${NOTEBOOKS:+--only $NOTEBOOKS} ;;  # live: measures now
     *) echo "unknown stage $s"; failed+=("$s") ;;
   esac

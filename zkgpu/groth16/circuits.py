@@ -2,9 +2,9 @@
 
 The node tools are installed by ``make node`` (``npm ci`` from the committed ``package.json`` and
 ``package-lock.json``). :func:`tools` finds them: the node binary from ``$ZKGPU_NODE``, else
-``.node/bin/node`` in the repository (the carry folder for a GPU host without node, see
-``scripts/node_carry.sh``), else ``node`` on PATH; the modules from ``$ZKGPU_NODE_MODULES``, else
-``node_modules`` or ``.node/node_modules`` in the repository.
+``node`` on PATH; the modules from ``$ZKGPU_NODE_MODULES``, else the repository's ``node_modules``.
+(On a GPU host without node, ``scripts/gpu_run.sh`` unpacks the carried ``.node/`` archives of
+``scripts/node_carry.sh`` and sets both variables.)
 
 :func:`build` runs the whole snarkjs flow for one circuit into a folder, skipping every step whose
 output already exists (a cache): ``circom2 --r1cs --wasm --prime bls12381``; a powers-of-tau file
@@ -95,11 +95,11 @@ def tools() -> NodeTools:
     Raises:
         ToolError: node or the modules not found (says to run ``make node``).
     """
-    node = os.environ.get("ZKGPU_NODE") or (str(REPO / ".node/bin/node") if (REPO / ".node/bin/node").exists() else shutil.which("node"))
+    node = os.environ.get("ZKGPU_NODE") or shutil.which("node")
     if not node:
         raise ToolError("node not found: install Node.js (apt-get install nodejs) or set ZKGPU_NODE")
     env_mods = os.environ.get("ZKGPU_NODE_MODULES")
-    candidates = [Path(env_mods)] if env_mods else [REPO / "node_modules", REPO / ".node/node_modules"]
+    candidates = [Path(env_mods) if env_mods else REPO / "node_modules"]
     for mods in candidates:
         if (mods / "snarkjs/build/cli.cjs").exists() and (mods / "circom2/cli.js").exists():
             return NodeTools(node=node, modules=mods)
