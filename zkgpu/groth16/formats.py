@@ -231,7 +231,7 @@ def read_zkey(path: str | Path) -> ZKey:
         domain size that is not a power of two, a coefficient or coordinate out of range.
     """
     path = Path(path)
-    data, secs = read_sections(path, b"zkey", 1)
+    data, secs = read_sections(path, b"zkey", 2)
     proto = _section(path, data, secs, 1, 4)
     (pid,) = struct.unpack("<I", proto)
     if pid != 1:
