@@ -37,6 +37,7 @@ from zkgpu.qap import compute_h_reference
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("ZKGPU_CIRCUIT_CACHE", ROOT / "build" / "test-circuits"))
+FIXTURE = ROOT / "zkgpu" / "groth16" / "fixtures"  # mulchain-8, committed: proofs without node
 P = FR.modulus
 
 
@@ -250,6 +251,13 @@ def test_cpu_proof_verified_by_snarkjs_and_py_ecc(mulchain, tmp_path):
     assert pj["curve"] == "bls12381" and pj["pi_a"][2] == "1" and pj["pi_b"][2] == ["1", "0"]
 
 
+def test_overlapped_g2_msm_gives_the_same_proof():
+    zk, w = read_zkey(FIXTURE / "circuit.zkey"), read_wtns(FIXTURE / "circuit.wtns")
+    on, off = prove(zk, w, device="cpu", seed=3), prove(zk, w, device="cpu", seed=3, overlap=False)
+    assert np.array_equal(on.a, off.a) and np.array_equal(on.b, off.b) and np.array_equal(on.c, off.c)
+    assert {"g2_wait", "msm_b2_g2", "msm_b2_g2.start"} <= set(on.timings_ms) and "g2_wait" not in off.timings_ms
+
+
 def test_proofs_are_randomised_and_seed_fixes_them(mulchain, tmp_path):
     outs = []
     for tag, seed in (("r1", None), ("r2", None), ("s1", 5), ("s2", 5)):
@@ -335,8 +343,6 @@ def test_gpu_poseidon_matches_cpu(tmp_path):
 
 # --------------------------------------------------------------------------- committed fixture (no node)
 
-FIXTURE = ROOT / "zkgpu" / "groth16" / "fixtures"
-
 
 def test_fixture_cpu_proof_passes_py_ecc():
     zk, w = read_zkey(FIXTURE / "circuit.zkey"), read_wtns(FIXTURE / "circuit.wtns")
@@ -399,7 +405,11 @@ def test_bench_prove_records_and_notebook_replays_it(mulchain, tmp_path):
     )
     tl = proofs.phase_timeline(src.phases)
     assert list(tl.phase) == [p for p in proofs.TIMELINE_PHASES if p in set(tl.phase)] and (tl.ms >= 0).all()
-    assert tl.start_ms.iloc[1:].tolist() == pytest.approx((tl.start_ms + tl.ms).iloc[:-1].tolist())
+    main_ = tl[tl["on"] != "CPU thread"]  # the main thread's phases lie end to end
+    assert main_.start_ms.iloc[1:].tolist() == pytest.approx((main_.start_ms + main_.ms).iloc[:-1].tolist())
+    (g2,) = tl[tl.phase == "msm_b2_g2"].itertuples()  # the overlapped G2 MSM starts after the files are read
+    assert g2.on == "CPU thread" and g2.start_ms >= main_[main_.phase == "read"].ms.iloc[0]
+    assert "g2_wait" in set(main_.phase) and key["g2_hidden_ms"] >= 0
 
 
 def test_bench_prove_usage_errors(tmp_path):
