@@ -63,8 +63,11 @@ PROVE_DEVICE="${PROVE_DEVICE:-gpu}"  # cpu: a dry run of the stage on a machine 
 node_setup() {
   if [ -z "${ZKGPU_NODE:-}" ] && ! command -v node >/dev/null && [ -f .node/node.tar.xz ]; then
     mkdir -p /tmp/zkgpu-node
-    [ -x /tmp/zkgpu-node/bin/node ] || tar -C /tmp/zkgpu-node -xJf .node/node.tar.xz
-    [ -d /tmp/zkgpu-node/node_modules ] || tar -C /tmp/zkgpu-node -xJf .node/node_modules.tar.xz
+    local f
+    for f in node node_modules; do  # Python's tarfile: no xz binary needed on the host
+      [ -e "/tmp/zkgpu-node/$([ $f = node ] && echo bin/node || echo node_modules)" ] ||
+        python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2], **({"filter": "tar"} if hasattr(tarfile, "data_filter") else {}))' ".node/$f.tar.xz" /tmp/zkgpu-node
+    done
     export ZKGPU_NODE=/tmp/zkgpu-node/bin/node ZKGPU_NODE_MODULES=/tmp/zkgpu-node/node_modules
     "$ZKGPU_NODE" --version >/dev/null 2>&1 || export LD_LIBRARY_PATH="/tmp/zkgpu-node/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   fi
