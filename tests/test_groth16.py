@@ -448,3 +448,33 @@ def test_fast_setup_rejects_other_curves(mulchain_bn128, tmp_path):
 
     with pytest.raises(FormatError, match="not for bls12381"):
         fast_setup(mulchain_bn128[0].parent / "c.r1cs", tmp_path / "k.zkey")
+
+
+@pytest.mark.parametrize("n", [8, 9])
+def test_python_mulchain_is_circoms(n):
+    """zkgpu.groth16.setup.mulchain_r1cs builds circom2's mulchain-N term for term, and its witness."""
+    from zkgpu.groth16.setup import mulchain_r1cs, read_r1cs
+
+    _need_node()
+    files = build(f"mulchain-{n}", CACHE)
+    ref, mine = read_r1cs(files.r1cs), mulchain_r1cs(n)
+    r1, wit = mine
+    assert (r1.n_wires, r1.n_pub_out, r1.n_pub_in, r1.n_prv_in, r1.n_constraints) == (
+        ref.n_wires, ref.n_pub_out, ref.n_pub_in, ref.n_prv_in, ref.n_constraints)  # fmt: skip
+    for k in "ABC":
+        assert np.array_equal(r1.terms[k][0], ref.terms[k][0]) and np.array_equal(r1.terms[k][1], ref.terms[k][1])
+        assert r1.terms[k][2] == ref.terms[k][2]
+    assert wit == fr_to_ints(read_wtns(files.wtns).values)
+
+
+def test_python_mulchain_key_and_witness_prove(tmp_path):
+    """Without node: python -m zkgpu.groth16.setup mulchain N writes a key and witness that prove and
+    pass py_ecc's pairing check (what the GPU host runs at 2^18 without node)."""
+    from zkgpu.groth16.setup import main as setup_main
+
+    assert setup_main(["mulchain", "20", str(tmp_path)]) == 0
+    zk, w = read_zkey(tmp_path / "circuit.zkey"), read_wtns(tmp_path / "circuit.wtns")
+    assert zk.domain_size == 32 and zk.n_public == 2
+    res = prove(zk, w, device="cpu")
+    assert verify_py_ecc(zk, proof_json(res), res.public)
+    assert setup_main(["mulchain", "1", str(tmp_path)]) == 2

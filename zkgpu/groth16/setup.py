@@ -43,7 +43,7 @@ from ..field import FQ, FR
 from .formats import FormatError, read_sections
 from .prover import snarkjs_root
 
-__all__ = ["R1cs", "read_r1cs", "fast_setup"]
+__all__ = ["R1cs", "read_r1cs", "fast_setup", "mulchain_r1cs", "write_wtns"]
 
 P = FR.modulus
 
@@ -151,11 +151,50 @@ def _section(typ: int, payload: bytes) -> bytes:
     return struct.pack("<IQ", typ, len(payload)) + payload
 
 
-def fast_setup(r1cs_path: str | Path, zkey_path: str | Path, *, seed: int = 0, workers: int | None = None) -> dict:
+def mulchain_r1cs(n: int, x: int = 3, y: int = 5) -> tuple[R1cs, list[int]]:
+    """The constraint system and witness that circom2 produces for ``mulchain-N``
+    (:data:`zkgpu.groth16.circuits.CIRCUITS`), built in Python, term for term (tests compare them):
+    for GPU hosts without node, and sizes where compiling is slow.
+
+    Wires: 0 = 1, 1 = out (= t[N-1]), 2 = y (public input), 3 = x, 4 + i = t[i] for i < N - 1.
+    Constraints: ``(-x) * y = -t[0]``; ``(-t[i-1]) * x = y - t[i]`` (t[N-1] is out).
+
+    Raises:
+        ValueError: n < 2.
+    """
+    if n < 2:
+        raise ValueError(f"mulchain_r1cs needs n >= 2, got {n}")
+    neg = P - 1
+    t = [x * y % P]
+    for _ in range(1, n):
+        t.append((t[-1] * x + y) % P)
+    wire_t = [4 + i for i in range(n - 1)] + [1]  # t[N-1] is the output wire
+    a = ([0], [3], [neg])
+    b = ([0], [2], [1])
+    c = ([0], [4], [neg])
+    for i in range(1, n):
+        a[0].append(i), a[1].append(wire_t[i - 1]), a[2].append(neg)
+        b[0].append(i), b[1].append(3), b[2].append(1)
+        terms = sorted([(2, 1), (wire_t[i], neg)])  # by wire, as circom writes them
+        for w, v in terms:
+            c[0].append(i), c[1].append(w), c[2].append(v)
+    arr = {k: (np.array(v[0], dtype=np.int64), np.array(v[1], dtype=np.int64), v[2]) for k, v in zip("ABC", (a, b, c))}
+    witness = [1, t[-1], y % P, x % P] + t[:-1]
+    return R1cs(n_wires=n + 3, n_pub_out=1, n_pub_in=1, n_prv_in=1, n_constraints=n, terms=arr), witness
+
+
+def write_wtns(path: str | Path, values: list[int]) -> None:
+    """Write a ``.wtns`` file (version 2, BLS12-381 r; :mod:`zkgpu.groth16.formats`)."""
+    hdr = struct.pack("<I", 32) + P.to_bytes(32, "little") + struct.pack("<I", len(values))
+    body = b"".join((v % P).to_bytes(32, "little") for v in values)
+    Path(path).write_bytes(b"wtns" + struct.pack("<II", 2, 2) + _section(1, hdr) + _section(2, body))
+
+
+def fast_setup(r1cs_path: str | Path | R1cs, zkey_path: str | Path, *, seed: int = 0, workers: int | None = None) -> dict:
     """Write an insecure test ``.zkey`` for a circom r1cs (module docstring).
 
     Args:
-        r1cs_path: the circuit (``--prime bls12381``).
+        r1cs_path: the circuit (``--prime bls12381``), or an :class:`R1cs`.
         zkey_path: output.
         seed: the toxic waste's seed.
         workers: processes for the point multiplications (default: all cores).
@@ -166,7 +205,7 @@ def fast_setup(r1cs_path: str | Path, zkey_path: str | Path, *, seed: int = 0, w
     Raises:
         FormatError: a bad r1cs.
     """
-    r1 = read_r1cs(r1cs_path)
+    r1 = r1cs_path if isinstance(r1cs_path, R1cs) else read_r1cs(r1cs_path)
     n_pub = r1.n_public
     m = r1.n_constraints
     need = m + n_pub + 1
@@ -243,3 +282,28 @@ class _NoPool:
 
     def __exit__(self, *exc):
         return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m zkgpu.groth16.setup mulchain N FOLDER``: ``circuit.zkey`` (fast set-up) and
+    ``circuit.wtns`` of :func:`mulchain_r1cs` in FOLDER, without node; prints sizes and seconds."""
+    import json  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 3 or args[0] != "mulchain" or not args[1].isdigit() or int(args[1]) < 2:
+        print("usage: python -m zkgpu.groth16.setup mulchain N FOLDER   (N >= 2)", file=sys.stderr)
+        return 2
+    folder = Path(args[2])
+    folder.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    r1, wit = mulchain_r1cs(int(args[1]))
+    info = fast_setup(r1, folder / "circuit.zkey")
+    write_wtns(folder / "circuit.wtns", wit)
+    print(json.dumps(dict(info, seconds=round(time.perf_counter() - t0, 2), folder=str(folder))))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
