@@ -2,6 +2,10 @@
 #   make report   run the notebook suite into reports/index.html (replays data/ without a GPU)
 #   make test     run the test suite (GPU tests are skipped without a GPU)
 #   make gpu-run EXTRAS=notebooks,test,gpu-cuda13   GPU tests, benchmarks, recording (scripts/gpu_run.sh)
+#   make circuit [CIRCUIT=poseidon-600] [SETUP=fast|snarkjs]   a circom circuit, key and witness in build/circuits
+#   make node-carry   pack node + node_modules into .node/ for a GPU host without node (scripts/node_carry.sh)
+# node, circom2, snarkjs, circomlib: `npm ci` from package-lock.json into node_modules (make node;
+# make test runs it; node itself comes from the system, installed with apt-get if absent).
 # On a GPU machine add CuPy:  make report EXTRAS=notebooks,test,gpu-cuda13   (or gpu-cuda12)
 PYTHON ?= python3
 VENV   ?= .venv
@@ -10,7 +14,11 @@ comma  := ,
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.zkgpu-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: report test gpu-run clean
+NODE_STAMP := node_modules/.zkgpu-npm-ci
+CIRCUIT ?= poseidon-600
+SETUP ?= fast
+
+.PHONY: report test gpu-run clean node circuit node-carry
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,8 +29,24 @@ $(STAMP): pyproject.toml
 report: $(STAMP)
 	$(BIN)/zkgpu report
 
-test: $(STAMP)
-	$(BIN)/python -m pytest
+$(NODE_STAMP): package.json package-lock.json
+	command -v npm >/dev/null || (apt-get update -qq && apt-get install -y -qq nodejs npm)
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+node: $(NODE_STAMP)
+
+# ZKGPU_REQUIRE_NODE: the real-proof tests fail (instead of skipping) if circom2/snarkjs are missing
+test: $(STAMP) $(NODE_STAMP)
+	ZKGPU_REQUIRE_NODE=1 $(BIN)/python -m pytest
+
+# the large real circuit (not in make test). SETUP=fast: zkgpu.groth16.setup (insecure, known toxic
+# waste, minutes); SETUP=snarkjs: snarkjs's powers of tau + groth16 setup (hours at 2^19 on 2 cores)
+circuit: $(STAMP) $(NODE_STAMP)
+	$(BIN)/python -m zkgpu.groth16.circuits $(CIRCUIT) build/circuits $(if $(filter fast,$(SETUP)),--fast)
+
+node-carry: $(NODE_STAMP)
+	scripts/node_carry.sh
 
 # Everything that needs a GPU, in one call (tests, benchmarks, recording); see scripts/gpu_run.sh.
 gpu-run: $(STAMP)

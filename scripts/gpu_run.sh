@@ -4,7 +4,7 @@
 # lent machine (which keeps nothing) can hand them back.
 #
 #   scripts/gpu_run.sh [STAGE ...]      stages: info record bench-h2d bench-load bench-ntt bench-msm tests
-#                                       tests-transfer notebooks
+#                                       tests-transfer notebooks prove-setup prove
 #                                       (default: info record bench-h2d bench-ntt tests; each stage is
 #                                       time-limited, see LIMIT_* below, so the whole fits one 10-min call)
 #   ZKGPU_COMMIT=$(git rev-parse HEAD) names the commit in the manifests when the copy has no .git.
@@ -47,6 +47,43 @@ failed=()
 : "${LIMIT_bench_load:=90}"
 : "${LIMIT_record:=150}"
 : "${LIMIT_notebooks:=220}"
+: "${LIMIT_prove_setup:=560}"
+: "${LIMIT_prove:=420}"
+# Real proofs (zkgpu.groth16): node comes from the system or from the carried .node/ (scripts/node_carry.sh),
+# unpacked once into /tmp/zkgpu-node. prove-setup builds PROVE_CIRCUIT (circom2 + snarkjs powers of tau,
+# setup, witness) into build/circuits, which stays on a warm machine between calls; prove then proves it
+# with --device gpu, checks the proof with snarkjs and runs `zkgpu bench prove` against snarkjs.
+# Default poseidon-600 (310,200 constraints, a 2^19 domain) with PROVE_SETUP=fast: zkgpu.groth16.setup's
+# insecure set-up from known toxic waste (~a minute), because snarkjs's powers-of-tau preparation (FFTs
+# over curve points in JavaScript) takes far longer than one 10-minute call at 2^19. PROVE_SETUP=snarkjs
+# uses snarkjs's own set-up (resumable: each finished step's file is kept, so it can span several calls).
+PROVE_CIRCUIT="${PROVE_CIRCUIT:-poseidon-600}"
+PROVE_SETUP="${PROVE_SETUP:-fast}"
+PROVE_DEVICE="${PROVE_DEVICE:-gpu}"  # cpu: a dry run of the stage on a machine without a GPU
+node_setup() {
+  if [ -z "${ZKGPU_NODE:-}" ] && ! command -v node >/dev/null && [ -f .node/node.tar.xz ]; then
+    mkdir -p /tmp/zkgpu-node
+    local f
+    for f in node node_modules; do  # Python's tarfile: no xz binary needed on the host
+      [ -e "/tmp/zkgpu-node/$([ $f = node ] && echo bin/node || echo node_modules)" ] ||
+        python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2], **({"filter": "tar"} if hasattr(tarfile, "data_filter") else {}))' ".node/$f.tar.xz" /tmp/zkgpu-node
+    done
+    export ZKGPU_NODE=/tmp/zkgpu-node/bin/node ZKGPU_NODE_MODULES=/tmp/zkgpu-node/node_modules
+    "$ZKGPU_NODE" --version >/dev/null 2>&1 || export LD_LIBRARY_PATH="/tmp/zkgpu-node/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
+}
+prove_stage() {
+  local d="build/circuits/$PROVE_CIRCUIT$([ "$PROVE_SETUP" = fast ] && echo -fast)" snarkjs
+  node_setup
+  [ -f "$d/circuit.wtns" ] || { echo "run the prove-setup stage first ($d/circuit.wtns missing)"; return 1; }
+  snarkjs=("${ZKGPU_NODE:-node}" "${ZKGPU_NODE_MODULES:-node_modules}/snarkjs/build/cli.cjs")
+  python3 -m zkgpu.cli prove --zkey "$d/circuit.zkey" --wtns "$d/circuit.wtns" --proof "$OUT/proof.json" \
+    --public "$OUT/public.json" --device "${PROVE_DEVICE:-gpu}" --timings "$OUT/prove_timings.json" || return 1
+  cat "$OUT/prove_timings.json"
+  "${snarkjs[@]}" groth16 verify "$d/vkey.json" "$OUT/public.json" "$OUT/proof.json" || return 1
+  python3 -m zkgpu.cli bench prove --zkey "$d/circuit.zkey" --wtns "$d/circuit.wtns" --vkey "$d/vkey.json" \
+    --device "${PROVE_DEVICE:-gpu}" --repeat "${PROVE_REPEAT:-3}" --out "$DATA"
+}
 run_stage() {
   local name=$1; shift
   local var="LIMIT_${name//-/_}"
@@ -71,6 +108,8 @@ for s in "${stages[@]}"; do
     bench-load) run_stage bench-load python3 -m zkgpu.cli bench load ${LOAD_LEVELS:+--levels $LOAD_LEVELS} --out "$DATA" ;;
     # HOST_LOAD=N: N host memory-load threads during the scenarios (zkgpu.hostload)
     record)    run_stage record python3 -m zkgpu.cli record --no-sweep --no-bench ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${PARTITIONS:+--partitions $PARTITIONS} --out "$DATA" ;;
+    prove-setup) node_setup; run_stage prove-setup python3 -m zkgpu.groth16.circuits "$PROVE_CIRCUIT" build/circuits $([ "$PROVE_SETUP" = fast ] && echo --fast) ;;
+    prove)     export OUT DATA PROVE_CIRCUIT PROVE_SETUP PROVE_DEVICE; run_stage prove bash -c "$(declare -f node_setup prove_stage); prove_stage" ;;
     notebooks) run_stage notebooks python3 -m zkgpu.cli report --mode live --out "$OUT/reports" ${NOTEBOOKS:+--only $NOTEBOOKS} ;;  # live: measures now
     *) echo "unknown stage $s"; failed+=("$s") ;;
   esac

@@ -1,4 +1,4 @@
-"""The ``zkgpu`` command: ``info``, ``bench``, ``record``, ``report``, ``parse``."""
+"""The ``zkgpu`` command: ``info``, ``bench``, ``record``, ``report``, ``parse``, ``prove``."""
 
 from __future__ import annotations
 
@@ -118,6 +118,8 @@ def _register_optional_commands() -> None:
         ("zkgpu.hostload", "bench_command", bench),
         ("zkgpu.record", "record_command", main),
         ("zkgpu.logs", "parse_command", main),
+        ("zkgpu.groth16.cli", "prove_command", main),
+        ("zkgpu.groth16.cli", "bench_command", bench),
     ):
         try:
             module = importlib.import_module(mod)

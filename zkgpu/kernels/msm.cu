@@ -64,6 +64,20 @@ __global__ void g1_prepare(const uint32_t* in, uint32_t* out, uint64_t n, unsign
     }
 }
 
+// Fq elements (12 words each) from Montgomery to canonical form in place (snarkjs stores its
+// keys' coordinates in Montgomery form); *bad = the smallest index of a value >= q (initialise
+// *bad to n; such a value is left as it was).
+__global__ void fq_from_mont(uint32_t* a, uint64_t n, unsigned long long* bad) {
+    GRID_STRIDE(i, n) {
+        fq_t x = fq_t::load(a + 12 * i);
+        if (!x.is_reduced()) {
+            atomicMin(bad, (unsigned long long)i);
+        } else {
+            x.from_mont().store(a + 12 * i);
+        }
+    }
+}
+
 // *bad = the smallest index of a scalar >= r (initialise *bad to n).
 __global__ void fr_check(const uint32_t* s, uint64_t n, unsigned long long* bad) {
     GRID_STRIDE(i, n) {

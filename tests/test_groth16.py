@@ -1,0 +1,480 @@
+"""Real Groth16 proofs: snarkjs/circom BLS12-381 circuits proven by zkgpu, verified by snarkjs and py_ecc.
+
+The circuits are compiled and set up at test time (circom2/snarkjs from node_modules, `make node`)
+into build/test-circuits (cached between runs, git-ignored). Without node the tests that need it
+are skipped, unless ZKGPU_REQUIRE_NODE=1 (as `make test` sets) makes that a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from zkgpu.cli import main
+from zkgpu.field import FR, fr_from_ints, fr_to_ints
+from zkgpu.groth16 import (
+    FormatError,
+    evaluate_qap,
+    h_scalars,
+    proof_json,
+    prove,
+    read_proof,
+    read_wtns,
+    read_zkey,
+    verify_py_ecc,
+)
+from zkgpu.groth16.circuits import ToolError, build, circuit_source, snarkjs_verify, tools
+from zkgpu.groth16.prover import check_witness, root_exponent, snarkjs_order, snarkjs_root
+from zkgpu.qap import compute_h_reference
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = Path(os.environ.get("ZKGPU_CIRCUIT_CACHE", ROOT / "build" / "test-circuits"))
+FIXTURE = ROOT / "zkgpu" / "groth16" / "fixtures"  # mulchain-8, committed: proofs without node
+P = FR.modulus
+
+
+def _need_node():
+    try:
+        return tools()
+    except ToolError as exc:
+        if os.environ.get("ZKGPU_REQUIRE_NODE"):
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def mulchain():
+    _need_node()
+    return build("mulchain-8", CACHE)
+
+
+@pytest.fixture(scope="session")
+def mulchain_bn128():
+    """The same circuit for bn128 (snarkjs's default curve): compiled without --prime, bn128 ptau."""
+    t = _need_node()
+    root = CACHE / "mulchain-8-bn128"
+    zkey, wtns = root / "circuit.zkey", root / "circuit.wtns"
+    if not (zkey.exists() and wtns.exists()):
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        src, inp = circuit_source("mulchain-8")
+        (root / "c.circom").write_text(src)
+        (root / "in.json").write_text(json.dumps(inp))
+        t.run([*t.circom2, str(root / "c.circom"), "--r1cs", "--wasm", "-o", str(root)])
+        t.run([*t.snarkjs, "powersoftau", "new", "bn128", "4", str(root / "p0.ptau")])
+        t.run([*t.snarkjs, "powersoftau", "prepare", "phase2", str(root / "p0.ptau"), str(root / "p.ptau")])
+        t.run([*t.snarkjs, "groth16", "setup", str(root / "c.r1cs"), str(root / "p.ptau"), str(zkey)])
+        t.run([*t.snarkjs, "wtns", "calculate", str(root / "c_js" / "c.wasm"), str(root / "in.json"), str(wtns)])
+    return zkey, wtns
+
+
+# --------------------------------------------------------------------------- conventions (no node)
+
+
+def test_snarkjs_roots_are_ours_to_an_odd_power():
+    k = root_exponent()
+    assert k % 2 == 1
+    for L in (1, 4, 10, 19, 32):
+        assert snarkjs_root(L) == pow(FR.root_of_unity(L), k % (1 << L), P)
+        assert pow(snarkjs_root(L), 1 << L, P) == 1 and pow(snarkjs_root(L), 1 << (L - 1), P) == P - 1
+    assert snarkjs_root(32) == pow(5, (P - 1) >> 32, P)  # ffjavascript: the smallest non-residue, 5
+    perm = snarkjs_order(6)
+    assert sorted(perm.tolist()) == list(range(64))
+    w = FR.root_of_unity(6)
+    assert all(pow(w, int(perm[j]), P) == pow(snarkjs_root(6), j, P) for j in range(64))
+
+
+def _interpolate(vals, w):
+    """Coefficients of the polynomial with values vals[j] at w^j (O(n^2) inverse DFT)."""
+    n = len(vals)
+    ninv, winv = pow(n, -1, P), pow(w, -1, P)
+    return [ninv * sum(v * pow(winv, i * j, P) for j, v in enumerate(vals)) % P for i in range(n)]
+
+
+def _evaluate(coeffs, x):
+    acc = 0
+    for c in reversed(coeffs):
+        acc = (acc * x + c) % P
+    return acc
+
+
+@pytest.mark.parametrize("log_n", [1, 3, 5])
+def test_h_scalars_both_conventions(log_n):
+    """snarkjs's convention (A*B - C on the odd coset of the 2n-th roots, snarkjs's roots), computed
+    directly from the interpolated polynomials, equals h_scalars (built from zkgpu.qap's coset-by-7
+    quotient, cuzk's convention; see the next test for that one)."""
+    rng = random.Random(log_n)
+    n = 1 << log_n
+    a = [rng.randrange(P) for _ in range(n)]
+    b = [rng.randrange(P) for _ in range(n)]
+    c = [x * y % P for x, y in zip(a, b)]  # c = a*b on the domain, as snarkjs builds it
+    ws = snarkjs_root(log_n)
+    A, B, C = (_interpolate(v, ws) for v in (a, b, c))
+    w2 = snarkjs_root(log_n + 1)
+    odd = [pow(w2, 2 * i + 1, P) for i in range(n)]
+    want = [(_evaluate(A, x) * _evaluate(B, x) - _evaluate(C, x)) % P for x in odd]
+    got = fr_to_ints(h_scalars(*(fr_from_ints(v) for v in (a, b, c)), device="cpu"))
+    assert got == want
+
+
+def test_cuzk_h_times_z_is_ab_minus_c():
+    """cuzk's convention: zkgpu.qap's h (coset by 7) on a divisible input is the exact quotient."""
+    rng = random.Random(7)
+    log_n, n = 4, 16
+    a = [rng.randrange(P) for _ in range(n)]
+    b = [rng.randrange(P) for _ in range(n)]
+    c = [x * y % P for x, y in zip(a, b)]
+    perm = snarkjs_order(log_n)
+    ours = []
+    for v in (a, b, c):
+        o = [0] * n
+        for j, val in enumerate(v):
+            o[perm[j]] = val
+        ours.append(o)
+    h = compute_h_reference(*ours)
+    ws = snarkjs_root(log_n)
+    A, B, C = (_interpolate(v, ws) for v in (a, b, c))
+    for _ in range(3):
+        x = rng.randrange(P)
+        assert _evaluate(h, x) * (pow(x, n, P) - 1) % P == (_evaluate(A, x) * _evaluate(B, x) - _evaluate(C, x)) % P
+
+
+@pytest.mark.gpu
+def test_h_scalars_gpu_matches_cpu():
+    rng = random.Random(3)
+    n = 1 << 10
+    a = [rng.randrange(P) for _ in range(n)]
+    b = [rng.randrange(P) for _ in range(n)]
+    c = [x * y % P for x, y in zip(a, b)]
+    arrs = [fr_from_ints(v) for v in (a, b, c)]
+    assert np.array_equal(h_scalars(*arrs, device="gpu"), h_scalars(*arrs, device="cpu"))
+
+
+# --------------------------------------------------------------------------- readers
+
+
+def test_read_mulchain(mulchain):
+    zk, w = read_zkey(mulchain.zkey), read_wtns(mulchain.wtns)
+    assert (zk.n_vars, zk.n_public, zk.domain_size) == (11, 2, 16)  # x, y, out, t[8]; out and y public
+    assert len(w) == zk.n_vars
+    vals = fr_to_ints(w.values)
+    assert vals[0] == 1 and vals[2] == 5  # the constant, then out, then y (public input)
+    t = 3 * 5
+    for _ in range(7):
+        t = t * 3 + 5
+    assert vals[1] == t
+    # coefficients are small ints once the R^2 factor is removed (here 1 and -1)
+    assert set(zk.coef_value) <= {1, P - 1}
+    a, b, c = evaluate_qap(zk, w)
+    assert fr_to_ints(c) == [x * y % P for x, y in zip(fr_to_ints(a), fr_to_ints(b))]
+
+
+def test_wrong_curve_is_named(mulchain_bn128):
+    zkey, wtns = mulchain_bn128
+    with pytest.raises(FormatError, match="curve bn128; zkgpu proves on bls12381 only"):
+        read_zkey(zkey)
+    with pytest.raises(FormatError, match="curve bn128"):
+        read_wtns(wtns)
+
+
+def test_truncated_and_corrupt_files(mulchain, tmp_path):
+    raw = mulchain.zkey.read_bytes()
+    cut = tmp_path / "cut.zkey"
+    cut.write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(FormatError, match="truncated"):
+        read_zkey(cut)
+    bad_magic = tmp_path / "magic.zkey"
+    bad_magic.write_bytes(b"zkez" + raw[4:])
+    with pytest.raises(FormatError, match="not a .zkey file"):
+        read_zkey(bad_magic)
+    # the last H point's x coordinate set to 2^384 - 1 (>= q)
+    h_off = _section_offset(raw, 9)
+    h_size = 96 * read_zkey(mulchain.zkey).domain_size
+    corrupt = bytearray(raw)
+    corrupt[h_off + h_size - 96 : h_off + h_size - 48] = b"\xff" * 48
+    (tmp_path / "coord.zkey").write_bytes(bytes(corrupt))
+    with pytest.raises(FormatError, match=r"H \(section 9\) coordinate .* is not below q"):
+        read_zkey(tmp_path / "coord.zkey")
+    wraw = mulchain.wtns.read_bytes()
+    (tmp_path / "cut.wtns").write_bytes(wraw[:-5])
+    with pytest.raises(FormatError, match="truncated"):
+        read_wtns(tmp_path / "cut.wtns")
+    with pytest.raises(FormatError, match="magic"):
+        read_wtns(mulchain.zkey)
+
+
+def _section_offset(raw: bytes, typ: int) -> int:
+    (nsec,) = struct.unpack_from("<I", raw, 8)
+    pos = 12
+    for _ in range(nsec):
+        t, size = struct.unpack_from("<IQ", raw, pos)
+        if t == typ:
+            return pos + 12
+        pos += 12 + size
+    raise AssertionError(f"no section {typ}")
+
+
+def _tamper_wtns(src: Path, dst: Path, signal: int, value: int) -> None:
+    raw = bytearray(src.read_bytes())
+    off = _section_offset(bytes(raw), 2) + 32 * signal
+    raw[off : off + 32] = value.to_bytes(32, "little")
+    dst.write_bytes(bytes(raw))
+
+
+# --------------------------------------------------------------------------- proofs
+
+
+def _prove_cli(zkey, wtns, tmp_path, device="cpu", tag="p", seed=None):
+    proof, public = tmp_path / f"{tag}_proof.json", tmp_path / f"{tag}_public.json"
+    args = ["prove", "--zkey", str(zkey), "--wtns", str(wtns), "--proof", str(proof), "--public", str(public), "--device", device]
+    if seed is not None:
+        args += ["--seed", str(seed)]
+    res = CliRunner().invoke(main, args)
+    return res, proof, public
+
+
+def test_cpu_proof_verified_by_snarkjs_and_py_ecc(mulchain, tmp_path):
+    res, proof, public = _prove_cli(mulchain.zkey, mulchain.wtns, tmp_path)
+    assert res.exit_code == 0, res.output
+    assert snarkjs_verify(mulchain.vkey, public, proof)
+    zk = read_zkey(mulchain.zkey)
+    pj, pub = read_proof(proof, public)
+    assert verify_py_ecc(zk, pj, pub)
+    assert pj["curve"] == "bls12381" and pj["pi_a"][2] == "1" and pj["pi_b"][2] == ["1", "0"]
+
+
+def test_overlapped_g2_msm_gives_the_same_proof():
+    zk, w = read_zkey(FIXTURE / "circuit.zkey"), read_wtns(FIXTURE / "circuit.wtns")
+    on, off = prove(zk, w, device="cpu", seed=3), prove(zk, w, device="cpu", seed=3, overlap=False)
+    assert np.array_equal(on.a, off.a) and np.array_equal(on.b, off.b) and np.array_equal(on.c, off.c)
+    assert {"g2_wait", "msm_b2_g2", "msm_b2_g2.start"} <= set(on.timings_ms) and "g2_wait" not in off.timings_ms
+
+
+def test_proofs_are_randomised_and_seed_fixes_them(mulchain, tmp_path):
+    outs = []
+    for tag, seed in (("r1", None), ("r2", None), ("s1", 5), ("s2", 5)):
+        res, proof, public = _prove_cli(mulchain.zkey, mulchain.wtns, tmp_path, tag=tag, seed=seed)
+        assert res.exit_code == 0, res.output
+        outs.append(json.loads(proof.read_text()))
+    assert outs[0] != outs[1]  # r, s from the CSPRNG
+    assert outs[2] == outs[3]
+
+
+def test_rejections(mulchain, tmp_path):
+    """A tampered proof, a wrong public input and a witness that breaks the constraints are rejected
+    by snarkjs and by the py_ecc check alike."""
+    zk = read_zkey(mulchain.zkey)
+    res, proof, public = _prove_cli(mulchain.zkey, mulchain.wtns, tmp_path, seed=1)
+    assert res.exit_code == 0, res.output
+    pj, pub = read_proof(proof, public)
+    # tampered: pi_a replaced by pi_c (a valid curve point, the wrong one)
+    bad = dict(pj, pi_a=pj["pi_c"])
+    (tmp_path / "bad_proof.json").write_text(json.dumps(bad))
+    assert not snarkjs_verify(mulchain.vkey, public, tmp_path / "bad_proof.json")
+    assert not verify_py_ecc(zk, bad, pub)
+    # wrong public input
+    wrong = [str(pub[0]), str(pub[1] + 1)]
+    (tmp_path / "wrong_public.json").write_text(json.dumps(wrong))
+    assert not snarkjs_verify(mulchain.vkey, tmp_path / "wrong_public.json", proof)
+    assert not verify_py_ecc(zk, pj, [pub[0], pub[1] + 1])
+    # a false statement: the output signal changed in the witness (constraints no longer hold)
+    _tamper_wtns(mulchain.wtns, tmp_path / "false.wtns", 1, 12345)
+    res, fproof, fpublic = _prove_cli(mulchain.zkey, tmp_path / "false.wtns", tmp_path, tag="false", seed=1)
+    assert res.exit_code == 0, res.output
+    assert json.loads(fpublic.read_text())[0] == "12345"
+    assert not snarkjs_verify(mulchain.vkey, fpublic, fproof)
+    assert not verify_py_ecc(zk, *read_proof(fproof, fpublic))
+
+
+def test_cli_errors_are_one_line(mulchain, mulchain_bn128, tmp_path):
+    other = build("mulchain-9", CACHE)  # a witness of another circuit
+    cases = [
+        (mulchain.zkey, other.wtns, "the witness has 12 signals but the key"),
+        (mulchain_bn128[0], mulchain.wtns, "curve bn128"),
+        (mulchain.wtns, mulchain.wtns, "not a .zkey file"),
+        (tmp_path / "missing.zkey", mulchain.wtns, "cannot read"),
+    ]
+    for zkey, wtns, msg in cases:
+        res, _, _ = _prove_cli(zkey, wtns, tmp_path, tag="err")
+        assert res.exit_code == 1
+        lines = [ln for ln in res.output.splitlines() if ln.strip()]
+        assert len(lines) == 1 and lines[0].startswith("Error: ") and msg in lines[0], res.output
+    with pytest.raises(ValueError, match="another circuit"):
+        check_witness(read_zkey(mulchain.zkey), read_wtns(other.wtns))
+
+
+@pytest.mark.slow
+def test_poseidon_proof(tmp_path):
+    """A circomlib Poseidon(2) hash (517 constraints, domain 2^10) proven on the CPU, verified by snarkjs."""
+    _need_node()
+    files = build("poseidon-1", CACHE)
+    res, proof, public = _prove_cli(files.zkey, files.wtns, tmp_path)
+    assert res.exit_code == 0, res.output
+    assert snarkjs_verify(files.vkey, public, proof)
+
+
+@pytest.mark.gpu
+def test_gpu_proof_verified_by_snarkjs(mulchain, tmp_path):
+    res, proof, public = _prove_cli(mulchain.zkey, mulchain.wtns, tmp_path, device="gpu")
+    assert res.exit_code == 0, res.output
+    assert snarkjs_verify(mulchain.vkey, public, proof)
+    zk = read_zkey(mulchain.zkey)
+    w = read_wtns(mulchain.wtns)
+    g, c = prove(zk, w, device="gpu", seed=9), prove(zk, w, device="cpu", seed=9)
+    assert np.array_equal(g.a, c.a) and np.array_equal(g.b, c.b) and np.array_equal(g.c, c.c)
+
+
+@pytest.mark.gpu
+def test_gpu_poseidon_matches_cpu(tmp_path):
+    _need_node()
+    files = build("poseidon-1", CACHE)
+    zk, w = read_zkey(files.zkey), read_wtns(files.wtns)
+    g, c = prove(zk, w, device="gpu", seed=4), prove(zk, w, device="cpu", seed=4)
+    assert np.array_equal(g.a, c.a) and np.array_equal(g.b, c.b) and np.array_equal(g.c, c.c)
+
+
+# --------------------------------------------------------------------------- committed fixture (no node)
+
+
+def test_fixture_cpu_proof_passes_py_ecc():
+    zk, w = read_zkey(FIXTURE / "circuit.zkey"), read_wtns(FIXTURE / "circuit.wtns")
+    res = prove(zk, w, device="cpu", seed=2)
+    assert verify_py_ecc(zk, proof_json(res), res.public)
+    assert res.public == fr_to_ints(w.values[1:3])
+
+
+@pytest.mark.gpu
+def test_fixture_gpu_proof_equals_cpu_proof():
+    """The GPU path (zkgpu.qap + zkgpu.msm kernels) gives the same proof as the CPU references for
+    fixed r, s, and py_ecc accepts it; runs without node."""
+    zk, w = read_zkey(FIXTURE / "circuit.zkey"), read_wtns(FIXTURE / "circuit.wtns")
+    g, c = prove(zk, w, device="gpu", seed=11), prove(zk, w, device="cpu", seed=11)
+    assert np.array_equal(g.a, c.a) and np.array_equal(g.b, c.b) and np.array_equal(g.c, c.c)
+    assert verify_py_ecc(zk, proof_json(g), g.public)
+    assert set(g.timings_ms) >= {"synthesis", "h_scalars", "msm_a", "msm_b1", "msm_l", "msm_h", "msm_b2_g2", "total"}
+
+
+@pytest.mark.gpu
+def test_fq_from_mont_gpu_matches_host(monkeypatch):
+    """The reader's GPU conversion of Montgomery-form coordinates (msm.cu fq_from_mont) equals the
+    host loop, and names the first coordinate >= q."""
+    from zkgpu.field import FQ
+    from zkgpu.groth16 import formats
+
+    rng = random.Random(5)
+    n = formats._GPU_MIN + 3
+    vals = [0, 1, FQ.modulus - 1] + [rng.randrange(FQ.modulus) for _ in range(n - 3)]
+    raw = b"".join(v.to_bytes(48, "little") for v in vals)
+    gpu = formats._fq_from_mont_le(raw, n, Path("k.zkey"), "H")
+    want = np.frombuffer(b"".join((v * FQ.R_inv % FQ.modulus).to_bytes(48, "little") for v in vals), dtype="<u8").reshape(n, 6)
+    assert np.array_equal(gpu, want)
+    bad = bytearray(raw)
+    bad[48 * 12345 : 48 * 12346] = b"\xff" * 48
+    with pytest.raises(FormatError, match="H coordinate 12345 = 0xff"):
+        formats._fq_from_mont_le(bytes(bad), n, Path("k.zkey"), "H")
+    monkeypatch.setattr(formats, "_GPU_MIN", 10**9)  # the host loop on the same input
+    assert np.array_equal(formats._fq_from_mont_le(raw, n, Path("k.zkey"), "H"), want)
+
+
+def test_bench_prove_records_and_notebook_replays_it(mulchain, tmp_path):
+    """zkgpu bench prove (CPU, tiny circuit) writes a run folder with a manifest; notebook 10's loader
+    replays it and its key numbers come from it."""
+    from zkgpu.groth16 import replay as proofs
+
+    res = CliRunner().invoke(main, ["bench", "prove", "--zkey", str(mulchain.zkey), "--wtns", str(mulchain.wtns), "--vkey",
+                                    str(mulchain.vkey), "--device", "cpu", "--repeat", "1", "--out", str(tmp_path)])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    (run,) = [p for p in tmp_path.iterdir() if p.name.endswith("-bench-prove")]
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["benchmark"] == "prove" and manifest["domain_size"] == 16 and manifest["device"] == "cpu"
+    src = proofs.open_prove_source("replay", base=tmp_path)
+    assert src.kind == "recorded-cpu" and src.folder == run and "NOT GPU numbers" in src.banner()
+    assert set(src.runs.tool) == {"snarkjs", "zkgpu-cpu"} and src.runs.verified.all()
+    key = proofs.prove_key_numbers(src)
+    assert key["all_verified"] and key["domain_size"] == 16
+    assert key["speedup_vs_snarkjs"] == pytest.approx(
+        src.runs[src.runs.tool == "snarkjs"].wall_s.median() / src.runs[src.runs.tool == "zkgpu-cpu"].wall_s.median()
+    )
+    tl = proofs.phase_timeline(src.phases)
+    assert list(tl.phase) == [p for p in proofs.TIMELINE_PHASES if p in set(tl.phase)] and (tl.ms >= 0).all()
+    main_ = tl[tl["on"] != "CPU thread"]  # the main thread's phases lie end to end
+    assert main_.start_ms.iloc[1:].tolist() == pytest.approx((main_.start_ms + main_.ms).iloc[:-1].tolist())
+    (g2,) = tl[tl.phase == "msm_b2_g2"].itertuples()  # the overlapped G2 MSM starts after the files are read
+    assert g2.on == "CPU thread" and g2.start_ms >= main_[main_.phase == "read"].ms.iloc[0]
+    assert "g2_wait" in set(main_.phase) and key["g2_hidden_ms"] >= 0
+
+
+def test_bench_prove_usage_errors(tmp_path):
+    res = CliRunner().invoke(main, ["bench", "prove", "--device", "cpu"])
+    assert res.exit_code == 2 and "either --circuit NAME or all of --zkey" in res.output
+    res = CliRunner().invoke(main, ["bench", "prove", "--circuit", "sha-3", "--device", "cpu", "--workdir", str(tmp_path)])
+    assert res.exit_code == 1 and "unknown circuit 'sha-3'" in res.output
+
+
+# --------------------------------------------------------------------------- the fast (insecure) set-up
+
+
+@pytest.mark.parametrize("name", ["mulchain-8", "poseidon-1"])
+def test_fast_setup_keys_work_with_snarkjs(name, tmp_path):
+    """zkgpu.groth16.setup's key: snarkjs exports its verification key, proves with it, and accepts
+    both snarkjs's and zkgpu's proofs; a wrong public input is still rejected."""
+    t = _need_node()
+    files = build(name, CACHE, setup="fast")
+    res, proof, public = _prove_cli(files.zkey, files.wtns, tmp_path)
+    assert res.exit_code == 0, res.output
+    assert snarkjs_verify(files.vkey, public, proof)
+    zk = read_zkey(files.zkey)
+    assert verify_py_ecc(zk, *read_proof(proof, public))
+    t.run([*t.snarkjs, "groth16", "prove", str(files.zkey), str(files.wtns), str(tmp_path / "s.json"), str(tmp_path / "sp.json")])
+    assert snarkjs_verify(files.vkey, tmp_path / "sp.json", tmp_path / "s.json")
+    pub = json.loads(public.read_text())
+    (tmp_path / "wrong.json").write_text(json.dumps([pub[0], str(int(pub[1]) + 1)]))
+    assert not snarkjs_verify(files.vkey, tmp_path / "wrong.json", proof)
+    # the same circuit's snarkjs key has the same shape
+    ref = read_zkey(build(name, CACHE).zkey) if name == "mulchain-8" else zk
+    assert (zk.n_vars, zk.n_public, zk.domain_size, len(zk.coef_value)) == (ref.n_vars, ref.n_public, ref.domain_size, len(ref.coef_value))
+
+
+def test_fast_setup_rejects_other_curves(mulchain_bn128, tmp_path):
+    from zkgpu.groth16.setup import fast_setup
+
+    with pytest.raises(FormatError, match="not for bls12381"):
+        fast_setup(mulchain_bn128[0].parent / "c.r1cs", tmp_path / "k.zkey")
+
+
+@pytest.mark.parametrize("n", [8, 9])
+def test_python_mulchain_is_circoms(n):
+    """zkgpu.groth16.setup.mulchain_r1cs builds circom2's mulchain-N term for term, and its witness."""
+    from zkgpu.groth16.setup import mulchain_r1cs, read_r1cs
+
+    _need_node()
+    files = build(f"mulchain-{n}", CACHE)
+    ref, mine = read_r1cs(files.r1cs), mulchain_r1cs(n)
+    r1, wit = mine
+    assert (r1.n_wires, r1.n_pub_out, r1.n_pub_in, r1.n_prv_in, r1.n_constraints) == (
+        ref.n_wires, ref.n_pub_out, ref.n_pub_in, ref.n_prv_in, ref.n_constraints)  # fmt: skip
+    for k in "ABC":
+        assert np.array_equal(r1.terms[k][0], ref.terms[k][0]) and np.array_equal(r1.terms[k][1], ref.terms[k][1])
+        assert r1.terms[k][2] == ref.terms[k][2]
+    assert wit == fr_to_ints(read_wtns(files.wtns).values)
+
+
+def test_python_mulchain_key_and_witness_prove(tmp_path):
+    """Without node: python -m zkgpu.groth16.setup mulchain N writes a key and witness that prove and
+    pass py_ecc's pairing check (what the GPU host runs at 2^18 without node)."""
+    from zkgpu.groth16.setup import main as setup_main
+
+    assert setup_main(["mulchain", "20", str(tmp_path)]) == 0
+    zk, w = read_zkey(tmp_path / "circuit.zkey"), read_wtns(tmp_path / "circuit.wtns")
+    assert zk.domain_size == 32 and zk.n_public == 2
+    res = prove(zk, w, device="cpu")
+    assert verify_py_ecc(zk, proof_json(res), res.public)
+    assert setup_main(["mulchain", "1", str(tmp_path)]) == 2

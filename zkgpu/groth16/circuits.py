@@ -1,0 +1,327 @@
+"""circom2 and snarkjs from the repository's ``node_modules``: compile, set up, witness, prove, verify.
+
+The node tools are installed by ``make node`` (``npm ci`` from the committed ``package.json`` and
+``package-lock.json``). :func:`tools` finds them: the node binary from ``$ZKGPU_NODE``, else
+``node`` on PATH; the modules from ``$ZKGPU_NODE_MODULES``, else the repository's ``node_modules``.
+(On a GPU host without node, ``scripts/gpu_run.sh`` unpacks the carried ``.node/`` archives of
+``scripts/node_carry.sh`` and sets both variables.)
+
+:func:`build` runs the whole snarkjs flow for one circuit into a folder, skipping every step whose
+output already exists (a cache): ``circom2 --r1cs --wasm --prime bls12381``; a powers-of-tau file
+for BLS12-381 (``powersoftau new``, one ``contribute``, ``prepare phase2``; shared per size);
+``groth16 setup``; one ``zkey contribute``; ``zkey export verificationkey``; ``wtns calculate``.
+The contributions' entropy is fixed text: keys made here are for tests and benchmarks only.
+
+Built-in circuits (:data:`CIRCUITS`): ``mulchain-N`` (a chain of N multiplications, one public
+input; tiny, for tests) and ``poseidon-N`` (N chained circomlib ``Poseidon(2)`` hashes, 517
+constraints each with circom2's default optimisation: ``poseidon-600`` is 310,200 constraints, a
+2^19 domain, the large circuit of ``make circuit`` and the GPU run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .setup import fast_setup
+
+__all__ = [
+    "NodeTools",
+    "ToolError",
+    "tools",
+    "CIRCUITS",
+    "circuit_source",
+    "CircuitFiles",
+    "build",
+    "ptau_power",
+    "snarkjs_verify",
+    "snarkjs_prove",
+]
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class ToolError(RuntimeError):
+    """node, circom2 or snarkjs missing, or one of their commands failed (message: the command and
+    the last line of its output)."""
+
+
+@dataclass(frozen=True)
+class NodeTools:
+    """The node binary and the two CLIs' entry scripts."""
+
+    node: str
+    modules: Path
+
+    @property
+    def snarkjs(self) -> list[str]:
+        return [self.node, str(self.modules / "snarkjs" / "build" / "cli.cjs")]
+
+    @property
+    def circom2(self) -> list[str]:
+        return [self.node, str(self.modules / "circom2" / "cli.js")]
+
+    @property
+    def circomlib(self) -> Path:
+        return self.modules / "circomlib" / "circuits"
+
+    def run(self, cmd: list[str], *, cwd: Path | None = None, timeout: float | None = None) -> str:
+        """Run a node command; returns stdout. Raises ToolError with the last output line on failure."""
+        try:
+            res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            raise ToolError(f"{' '.join(cmd[1:3])}: timed out after {timeout} s") from None
+        if res.returncode != 0:
+            lines = [ln for ln in (res.stderr + res.stdout).splitlines() if ln.strip()]
+            last = _strip_ansi(lines[-1]) if lines else f"exit {res.returncode}"
+            tool = "snarkjs" if "snarkjs" in cmd[1] else "circom2"
+            raise ToolError(f"{tool} {' '.join(cmd[2:4])}: {last}")
+        return res.stdout
+
+
+def _strip_ansi(s: str) -> str:
+    return re.sub(r"\x1b\[[0-9;]*m", "", s).strip()
+
+
+def tools() -> NodeTools:
+    """Locate node and the node_modules (module docstring).
+
+    Raises:
+        ToolError: node or the modules not found (says to run ``make node``).
+    """
+    node = os.environ.get("ZKGPU_NODE") or shutil.which("node")
+    if not node:
+        raise ToolError("node not found: install Node.js (apt-get install nodejs) or set ZKGPU_NODE")
+    env_mods = os.environ.get("ZKGPU_NODE_MODULES")
+    candidates = [Path(env_mods) if env_mods else REPO / "node_modules"]
+    for mods in candidates:
+        if (mods / "snarkjs/build/cli.cjs").exists() and (mods / "circom2/cli.js").exists():
+            return NodeTools(node=node, modules=mods)
+    raise ToolError(f"snarkjs/circom2 not found in {', '.join(map(str, candidates))}: run `make node` (npm ci)")
+
+
+_MULCHAIN = """pragma circom 2.0.0;
+// t_0 = x*y, t_i = t_{i-1}*x + y: N multiplication constraints; y public, out public.
+template MulChain(N) {
+    signal input x;
+    signal input y;
+    signal output out;
+    signal t[N];
+    t[0] <== x * y;
+    for (var i = 1; i < N; i++) { t[i] <== t[i-1] * x + y; }
+    out <== t[N-1];
+}
+component main {public [y]} = MulChain(%d);
+"""
+
+_POSEIDON = """pragma circom 2.0.0;
+include "poseidon.circom";
+// N chained Poseidon(2) hashes of circomlib: h_0 = Poseidon(a, b), h_i = Poseidon(h_{i-1}, b).
+template PoseidonChain(N) {
+    signal input a;
+    signal input b;
+    signal output out;
+    component h[N];
+    for (var i = 0; i < N; i++) {
+        h[i] = Poseidon(2);
+        h[i].inputs[0] <== i == 0 ? a : h[i-1].out;
+        h[i].inputs[1] <== b;
+    }
+    out <== h[N-1].out;
+}
+component main {public [b]} = PoseidonChain(%d);
+"""
+
+CIRCUITS = {"mulchain": (_MULCHAIN, {"x": "3", "y": "5"}), "poseidon": (_POSEIDON, {"a": "1", "b": "2"})}
+"""Built-in circuit families: name -> (circom source with %d for N, input JSON)."""
+
+
+def circuit_source(name: str) -> tuple[str, dict]:
+    """``"mulchain-8"`` / ``"poseidon-1080"`` -> (circom source, input).
+
+    Raises:
+        ValueError: an unknown family or a bad N.
+    """
+    fam, _, num = name.partition("-")
+    if fam not in CIRCUITS or not num.isdigit() or int(num) < 1:
+        raise ValueError(f"unknown circuit {name!r}: use one of {', '.join(f'{f}-N' for f in CIRCUITS)} (N >= 1)")
+    src, inp = CIRCUITS[fam]
+    return src % int(num), dict(inp)
+
+
+@dataclass(frozen=True)
+class CircuitFiles:
+    """Paths of one built circuit (folder ``root``) and the seconds each step took (0 if cached)."""
+
+    root: Path
+    name: str
+    r1cs: Path
+    wasm: Path
+    zkey: Path
+    vkey: Path
+    wtns: Path
+    input: Path
+    step_s: dict
+
+
+def ptau_power(r1cs: Path) -> int:
+    """The powers-of-tau size for a circuit: log2 of the domain, the next power of two >= constraints
+    + public signals + 1 (snarkjs adds one constraint per public signal and the constant), at least 4
+    (read from the r1cs header: section 1 holds n8, the prime, nWires, nPubOut, nPubIn, nPrvIn,
+    nLabels, nConstraints)."""
+    import struct  # noqa: PLC0415
+
+    from .formats import read_sections  # noqa: PLC0415
+
+    data, secs = read_sections(r1cs, b"r1cs", 1)
+    off, _ = secs[1][0]
+    (n8,) = struct.unpack_from("<I", data, off)
+    _wires, pub_out, pub_in, _prv, _labels, cons = struct.unpack_from("<IIIIQI", data, off + 4 + n8)
+    need = cons + pub_out + pub_in + 1
+    return max(4, (need - 1).bit_length())
+
+
+def _step(steps: dict, name: str, out: Path, fn) -> None:
+    if out.exists():
+        steps[name] = 0.0
+        return
+    t = time.perf_counter()
+    fn()
+    steps[name] = round(time.perf_counter() - t, 3)
+
+
+def build(name: str, folder: str | Path, *, ptau_dir: str | Path | None = None, setup: str = "snarkjs") -> CircuitFiles:
+    """Compile, set up and compute the witness of a built-in circuit (module docstring), cached.
+
+    Args:
+        name: ``"mulchain-N"`` or ``"poseidon-N"``.
+        folder: where the files go (``<folder>/<name>/``, or ``<folder>/<name>-fast/`` for the fast
+            set-up); existing outputs are reused.
+        ptau_dir: where powers-of-tau files are cached (default: ``folder``).
+        setup: ``"snarkjs"`` (powers of tau, ``groth16 setup``, one contribution) or ``"fast"``
+            (:func:`zkgpu.groth16.setup.fast_setup`: known toxic waste, no powers of tau; for
+            benchmarks of circuits too large for snarkjs's powers-of-tau preparation).
+
+    Returns:
+        :class:`CircuitFiles`.
+
+    Raises:
+        ValueError: unknown circuit. ToolError: node tools missing or a step failed.
+    """
+    src, inp = circuit_source(name)
+    if setup not in ("snarkjs", "fast"):
+        raise ValueError(f"setup must be 'snarkjs' or 'fast', got {setup!r}")
+    t = tools()
+    root = Path(folder) / (name if setup == "snarkjs" else f"{name}-fast")
+    root.mkdir(parents=True, exist_ok=True)
+    pdir = Path(ptau_dir) if ptau_dir else Path(folder)
+    pdir.mkdir(parents=True, exist_ok=True)
+    circ = root / "circuit.circom"
+    if not circ.exists() or circ.read_text() != src:
+        circ.write_text(src)
+        for old in root.iterdir():
+            if old != circ:
+                shutil.rmtree(old) if old.is_dir() else old.unlink()
+    inp_path = root / "input.json"
+    inp_path.write_text(json.dumps(inp))
+    steps: dict = {}
+    r1cs, wasm = root / "circuit.r1cs", root / "circuit_js" / "circuit.wasm"
+    def compile_() -> None:
+        # circom2 (WASI) cannot follow an include path that leaves its working folder through "..":
+        # run it in the circuit's folder with a copy of circomlib's circuits there
+        shutil.copytree(t.circomlib, root / "circomlib", dirs_exist_ok=True)
+        t.run([*t.circom2, circ.name, "--r1cs", "--wasm", "--prime", "bls12381", "-l", "circomlib", "-o", "."], cwd=root)
+
+    _step(steps, "compile", r1cs, compile_)
+    z0, zkey, vkey, wtns = root / "circuit_0.zkey", root / "circuit.zkey", root / "vkey.json", root / "circuit.wtns"
+    if setup == "fast":
+        _step(steps, "fast_setup", zkey, lambda: fast_setup(r1cs, zkey))
+        return _finish(t, name, root, r1cs, wasm, zkey, vkey, wtns, inp_path, steps)
+    power = ptau_power(r1cs)
+    ptau = pdir / f"bls12381_{power}.ptau"
+
+    def make_ptau() -> None:  # each stage's file is kept until the last exists: an interrupted run resumes
+        p0, p1 = pdir / f"bls12381_{power}.0.ptau", pdir / f"bls12381_{power}.1.ptau"
+        for out, args in (
+            (p0, ["powersoftau", "new", "bls12381", str(power), "OUT"]),
+            (p1, ["powersoftau", "contribute", str(p0), "OUT", "--name=zkgpu", "-e=zkgpu test ptau"]),
+            (ptau, ["powersoftau", "prepare", "phase2", str(p1), "OUT"]),
+        ):
+            if not out.exists():
+                tmp = f"{out}.tmp"
+                t.run([*t.snarkjs, *(tmp if a == "OUT" else a for a in args)])
+                os.replace(tmp, out)
+        p0.unlink()
+        p1.unlink()
+
+    _step(steps, "ptau", ptau, make_ptau)
+
+    def snarkjs_setup() -> None:
+        t.run([*t.snarkjs, "groth16", "setup", str(r1cs), str(ptau), str(z0)])
+        t.run([*t.snarkjs, "zkey", "contribute", str(z0), str(zkey) + ".tmp", "--name=zkgpu", "-e=zkgpu test key"])
+        os.replace(str(zkey) + ".tmp", zkey)
+        z0.unlink()
+
+    _step(steps, "setup", zkey, snarkjs_setup)
+    return _finish(t, name, root, r1cs, wasm, zkey, vkey, wtns, inp_path, steps)
+
+
+def _finish(t: NodeTools, name: str, root: Path, r1cs: Path, wasm: Path, zkey: Path, vkey: Path, wtns: Path, inp: Path, steps: dict) -> CircuitFiles:
+    _step(steps, "vkey", vkey, lambda: t.run([*t.snarkjs, "zkey", "export", "verificationkey", str(zkey), str(vkey)]))
+    _step(steps, "witness", wtns, lambda: t.run([*t.snarkjs, "wtns", "calculate", str(wasm), str(inp), str(wtns)]))
+    return CircuitFiles(root=root, name=name, r1cs=r1cs, wasm=wasm, zkey=zkey, vkey=vkey, wtns=wtns, input=inp, step_s=steps)
+
+
+def snarkjs_verify(vkey: str | Path, public: str | Path, proof: str | Path) -> bool:
+    """``snarkjs groth16 verify``: True when it prints OK (exit 0), False for "Invalid proof".
+
+    Raises:
+        ToolError: node tools missing.
+    """
+    t = tools()
+    res = subprocess.run([*t.snarkjs, "groth16", "verify", str(vkey), str(public), str(proof)], capture_output=True, text=True, check=False)
+    return res.returncode == 0 and "OK" in res.stdout
+
+
+def snarkjs_prove(zkey: str | Path, wtns: str | Path, proof: str | Path, public: str | Path) -> float:
+    """``snarkjs groth16 prove`` as a whole command; returns its wall-clock seconds.
+
+    Raises:
+        ToolError: node tools missing or the command failed.
+    """
+    t = tools()
+    t0 = time.perf_counter()
+    t.run([*t.snarkjs, "groth16", "prove", str(zkey), str(wtns), str(proof), str(public)])
+    return time.perf_counter() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m zkgpu.groth16.circuits NAME FOLDER [--fast]``: build a circuit, print its files and step times."""
+    import sys  # noqa: PLC0415
+
+    args = sys.argv[1:] if argv is None else argv
+    setup = "snarkjs"
+    if args[2:] == ["--fast"]:
+        args, setup = args[:2], "fast"
+    if len(args) != 2:
+        print("usage: python -m zkgpu.groth16.circuits NAME FOLDER [--fast]   (NAME: mulchain-N or poseidon-N;"
+              " --fast: zkgpu.groth16.setup's insecure set-up instead of snarkjs's)", file=sys.stderr)
+        return 2
+    try:
+        files = build(args[0], args[1], setup=setup)
+    except (ValueError, ToolError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    sizes = {p.name: p.stat().st_size for p in (files.r1cs, files.zkey, files.wtns)}
+    print(json.dumps({"root": str(files.root), "step_s": files.step_s, "bytes": sizes}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

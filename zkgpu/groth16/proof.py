@@ -1,0 +1,136 @@
+"""Proofs as snarkjs JSON, and an independent pairing check with py_ecc.
+
+``proof.json`` (snarkjs ``groth16 prove``): ``pi_a`` and ``pi_c`` are ``[x, y, "1"]``, ``pi_b`` is
+``[[x.c0, x.c1], [y.c0, y.c1], ["1", "0"]]`` (projective coordinates with Z = 1, decimal strings),
+plus ``"protocol": "groth16"`` and ``"curve": "bls12381"``. ``public.json`` is the list of public
+signals as decimal strings.
+
+:func:`verify_py_ecc` checks ``e(A, B) = e(alpha1, beta2) * e(vk_x, gamma2) * e(C, delta2)`` with
+``vk_x = IC_0 + sum_i x_i IC_i`` (Groth 2016, as snarkjs ``groth16 verify``) using py_ecc's
+BLS12-381 pairing, code independent of both snarkjs and arkworks (pure Python: a few seconds).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..field import FQ, FR
+from .formats import ZKey
+from .prover import ProveResult
+
+__all__ = ["proof_json", "public_json", "write_proof", "read_proof", "verify_py_ecc"]
+
+
+def _ints(arr: np.ndarray) -> list[int]:
+    raw = np.ascontiguousarray(arr, dtype=np.uint64).astype("<u8").tobytes()
+    return [int.from_bytes(raw[i : i + 48], "little") for i in range(0, len(raw), 48)]
+
+
+def _g1_json(arr: np.ndarray) -> list[str]:
+    x, y = _ints(arr)
+    return ["0", "1", "0"] if x == y == 0 else [str(x), str(y), "1"]
+
+
+def proof_json(result: ProveResult) -> dict[str, Any]:
+    """The snarkjs ``proof.json`` object of a proof."""
+    x0, x1, y0, y1 = _ints(result.b)
+    return {
+        "pi_a": _g1_json(result.a),
+        "pi_b": [[str(x0), str(x1)], [str(y0), str(y1)], ["1", "0"]],
+        "pi_c": _g1_json(result.c),
+        "protocol": "groth16",
+        "curve": "bls12381",
+    }
+
+
+def public_json(result: ProveResult) -> list[str]:
+    """The snarkjs ``public.json`` list (decimal strings)."""
+    return [str(v) for v in result.public]
+
+
+def write_proof(result: ProveResult, proof_path: str | Path, public_path: str | Path) -> None:
+    """Write ``proof.json`` and ``public.json`` as snarkjs does."""
+    Path(proof_path).write_text(json.dumps(proof_json(result), indent=1) + "\n", encoding="utf-8")
+    Path(public_path).write_text(json.dumps(public_json(result), indent=1) + "\n", encoding="utf-8")
+
+
+def read_proof(proof_path: str | Path, public_path: str | Path) -> tuple[dict[str, Any], list[int]]:
+    """Read a snarkjs proof and its public signals.
+
+    Raises:
+        ValueError: unreadable JSON, not a bls12381 Groth16 proof, or a non-integer public signal.
+    """
+    try:
+        proof = json.loads(Path(proof_path).read_text(encoding="utf-8"))
+        public = [int(v) for v in json.loads(Path(public_path).read_text(encoding="utf-8"))]
+    except (OSError, ValueError, TypeError) as exc:
+        raise ValueError(f"cannot read the proof {proof_path} / {public_path}: {exc}") from None
+    if proof.get("protocol") != "groth16" or proof.get("curve") != "bls12381":
+        raise ValueError(f"{proof_path}: not a bls12381 Groth16 proof ({proof.get('protocol')}, {proof.get('curve')})")
+    return proof, public
+
+
+def _py_ecc_g1(x: int, y: int) -> Any:
+    from py_ecc.optimized_bls12_381 import FQ as PFQ  # noqa: PLC0415
+    from py_ecc.optimized_bls12_381 import Z1  # noqa: PLC0415
+
+    return Z1 if x == y == 0 else (PFQ(x), PFQ(y), PFQ.one())
+
+
+def _py_ecc_g2(x0: int, x1: int, y0: int, y1: int) -> Any:
+    from py_ecc.optimized_bls12_381 import FQ2, Z2  # noqa: PLC0415
+
+    return Z2 if x0 == x1 == y0 == y1 == 0 else (FQ2([x0, x1]), FQ2([y0, y1]), FQ2.one())
+
+
+def verify_py_ecc(zkey: ZKey, proof: dict[str, Any], public: list[int]) -> bool:
+    """Groth16 verification with py_ecc's BLS12-381 pairing (module docstring).
+
+    Args:
+        zkey: the key whose verifying part (alpha1, beta2, gamma2, delta2, IC) is used.
+        proof: a snarkjs proof object (:func:`proof_json` or :func:`read_proof`).
+        public: the public signals.
+
+    Returns:
+        True when the pairing equation holds; False for a wrong proof, a public input count that
+        differs from the key's, a value >= r, or a point off the curve.
+    """
+    from py_ecc.optimized_bls12_381 import (  # noqa: PLC0415
+        FQ12,
+        add,
+        b,
+        b2,
+        final_exponentiate,
+        is_on_curve,
+        multiply,
+        neg,
+        pairing,
+    )
+
+    if len(public) != zkey.n_public or any(not 0 <= v < FR.modulus for v in public):
+        return False
+    try:
+        pa = _py_ecc_g1(int(proof["pi_a"][0]), int(proof["pi_a"][1]))
+        pc = _py_ecc_g1(int(proof["pi_c"][0]), int(proof["pi_c"][1]))
+        (x0, x1), (y0, y1) = proof["pi_b"][0], proof["pi_b"][1]
+        pb = _py_ecc_g2(int(x0), int(x1), int(y0), int(y1))
+    except (KeyError, IndexError, TypeError, ValueError):
+        return False
+    q = FQ.modulus
+    coords = [int(v) for v in (*proof["pi_a"][:2], *proof["pi_c"][:2], x0, x1, y0, y1)]
+    if any(not 0 <= v < q for v in coords) or not (is_on_curve(pa, b) and is_on_curve(pc, b) and is_on_curve(pb, b2)):
+        return False
+    ic = [_py_ecc_g1(*_ints(zkey.ic[i : i + 1])) for i in range(zkey.ic.shape[0])]
+    vk_x = ic[0]
+    for v, pt in zip(public, ic[1:]):
+        vk_x = add(vk_x, multiply(pt, v))
+    alpha = _py_ecc_g1(*_ints(zkey.alpha1))
+    beta2, gamma2, delta2 = (_py_ecc_g2(*_ints(g)) for g in (zkey.beta2, zkey.gamma2, zkey.delta2))
+    acc = FQ12.one()
+    for g2, g1 in ((pb, neg(pa)), (beta2, alpha), (gamma2, vk_x), (delta2, pc)):
+        acc = acc * pairing(g2, g1, final_exponentiate=False)
+    return final_exponentiate(acc) == FQ12.one()

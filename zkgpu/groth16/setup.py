@@ -1,0 +1,309 @@
+"""A fast, INSECURE Groth16 set-up that writes a snarkjs-format ``.zkey`` (for benchmarks only).
+
+snarkjs's own set-up needs a prepared powers-of-tau file: ``powersoftau prepare phase2`` turns
+every power into Lagrange form with FFTs over curve points (n log n scalar multiplications, in
+JavaScript), which for a 2^19 domain takes far longer than the GPU host's 10-minute calls. This
+module computes the same proving key from **known** toxic waste (tau, alpha, beta, gamma, delta
+drawn from a seed and printed nowhere but derivable by anyone: a key made here proves nothing to
+anybody, it only has the right shape and the right algebra), with one fixed-base scalar
+multiplication per point (py-arkworks-bls12381, spread over processes).
+
+What it writes is what snarkjs ``groth16 setup`` writes (``src/zkey_new.js``), from the circom
+``.r1cs`` (iden3 r1cs format: section 1 header, section 2 the constraints as three linear
+combinations A, B, C of (wire uint32, canonical coefficient) terms):
+
+* the domain n = 2^k >= constraints + public signals + 1, and one extra constraint per public
+  signal s (and the constant): ``A[m + s][s] = 1`` (m = constraint count), which keeps the
+  public inputs' polynomials independent;
+* with snarkjs's roots (``zkgpu.groth16.prover.snarkjs_root``) and the Lagrange basis
+  ``L_c(tau) = (tau^n - 1) w^c / (n (tau - w^c))``: ``u_s = sum_c A[c][s] L_c(tau)``, likewise v (B)
+  and w (C);
+* ``A_s = u_s G1``, ``B1_s = v_s G1``, ``B2_s = v_s G2``; ``IC_s = (beta u_s + alpha v_s + w_s)/gamma G1``
+  for the constant and the public signals, ``C_s = (...)/delta G1`` for the others;
+* ``H_i = L'_{2i+1}(tau)/delta G1`` with L' the Lagrange basis of the 2n-th roots (snarkjs's
+  odd-coset convention, :mod:`zkgpu.groth16.formats`);
+* the A/B coefficient section (``value * R^2 mod r``), the header with alpha1, beta1, beta2,
+  gamma2, delta1, delta2, and an empty contributions section (10).
+
+``snarkjs zkey export verificationkey``, ``groth16 prove`` and ``groth16 verify`` work with it
+(tests/test_groth16.py proves with both provers and verifies with snarkjs).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import struct
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from ..field import FQ, FR
+from .formats import FormatError, read_sections
+from .prover import snarkjs_root
+
+__all__ = ["R1cs", "read_r1cs", "fast_setup", "mulchain_r1cs", "write_wtns"]
+
+P = FR.modulus
+
+
+class R1cs:
+    """A circom constraint system: counts and the A, B, C terms as parallel arrays.
+
+    Attributes:
+        n_wires, n_pub_out, n_pub_in, n_prv_in, n_constraints: the header's counts.
+        terms: ``{"A"|"B"|"C": (constraint int64 array, wire int64 array, coefficient ints list)}``.
+    """
+
+    def __init__(self, n_wires: int, n_pub_out: int, n_pub_in: int, n_prv_in: int, n_constraints: int, terms: dict):
+        self.n_wires, self.n_pub_out, self.n_pub_in, self.n_prv_in = n_wires, n_pub_out, n_pub_in, n_prv_in
+        self.n_constraints, self.terms = n_constraints, terms
+
+    @property
+    def n_public(self) -> int:
+        return self.n_pub_out + self.n_pub_in
+
+
+def read_r1cs(path: str | Path) -> R1cs:
+    """Read a circom ``.r1cs`` (BLS12-381).
+
+    Raises:
+        FormatError: not an r1cs file, another curve, truncated or corrupt constraints.
+    """
+    path = Path(path)
+    data, secs = read_sections(path, b"r1cs", 1)
+    if 1 not in secs or 2 not in secs:
+        raise FormatError(f"{path}: corrupt: header or constraint section missing")
+    off, _ = secs[1][0]
+    (n8,) = struct.unpack_from("<I", data, off)
+    prime = int.from_bytes(data[off + 4 : off + 4 + n8], "little")
+    if prime != P:
+        raise FormatError(f"{path}: the circuit is not for bls12381 (prime {prime:#x}); compile with --prime bls12381")
+    wires, pub_out, pub_in, prv_in, _labels, cons = struct.unpack_from("<IIIIQI", data, off + 4 + n8)
+    pos, end = secs[2][0][0], secs[2][0][0] + secs[2][0][1]
+    out = {k: ([], [], []) for k in "ABC"}
+    tsize = 4 + n8
+    try:
+        for c in range(cons):
+            for k in "ABC":
+                (nt,) = struct.unpack_from("<I", data, pos)
+                pos += 4
+                cs, ws, vs = out[k]
+                for _ in range(nt):
+                    ws.append(struct.unpack_from("<I", data, pos)[0])
+                    vs.append(int.from_bytes(data[pos + 4 : pos + tsize], "little"))
+                    cs.append(c)
+                    pos += tsize
+    except struct.error:
+        raise FormatError(f"{path}: truncated constraint section") from None
+    if pos != end:
+        raise FormatError(f"{path}: corrupt: constraint section has {end - pos} bytes left over")
+    terms = {k: (np.array(v[0], dtype=np.int64), np.array(v[1], dtype=np.int64), v[2]) for k, v in out.items()}
+    return R1cs(wires, pub_out, pub_in, prv_in, cons, terms)
+
+
+def _lagrange_at(tau: int, log_n: int) -> list[int]:
+    """``L_j(tau)`` for j < n = 2^log_n on snarkjs's roots (tau not a root of unity)."""
+    n, w = 1 << log_n, snarkjs_root(log_n)
+    pw, acc = [], 1
+    for _ in range(n):
+        pw.append(acc)
+        acc = acc * w % P
+    den = [(tau - x) % P for x in pw]
+    # batch inversion (Montgomery's trick)
+    pref, acc = [], 1
+    for d in den:
+        pref.append(acc)
+        acc = acc * d % P
+    inv_all = pow(acc, -1, P)
+    inv = [0] * n
+    for j in range(n - 1, -1, -1):
+        inv[j] = inv_all * pref[j] % P
+        inv_all = inv_all * den[j] % P
+    k = (pow(tau, n, P) - 1) * pow(n, -1, P) % P
+    return [k * x % P * i % P for x, i in zip(pw, inv)]
+
+
+def _mul_chunk(args: tuple[str, list[int]]) -> bytes:
+    """Fixed-base multiples of the generator, as snarkjs stores points (Montgomery-form Fq, LE)."""
+    from py_arkworks_bls12381 import G1Point, G2Point, Scalar  # noqa: PLC0415
+
+    group, scalars = args
+    g = G1Point() if group == "G1" else G2Point()
+    q, R = FQ.modulus, FQ.R
+    out = bytearray()
+    for k in scalars:
+        raw = (g * Scalar.from_le_bytes((k % P).to_bytes(32, "little"))).to_xy_bytes_le()
+        for i in range(0, len(raw), 48):
+            out += (int.from_bytes(raw[i : i + 48], "little") * R % q).to_bytes(48, "little")
+    return bytes(out)
+
+
+def _points(group: str, scalars: list[int], pool: ProcessPoolExecutor | None) -> bytes:
+    if pool is None or len(scalars) < 2048:
+        return _mul_chunk((group, scalars))
+    step = max(1024, len(scalars) // (8 * (os.cpu_count() or 1)))
+    return b"".join(pool.map(_mul_chunk, [(group, scalars[i : i + step]) for i in range(0, len(scalars), step)]))
+
+
+def _section(typ: int, payload: bytes) -> bytes:
+    return struct.pack("<IQ", typ, len(payload)) + payload
+
+
+def mulchain_r1cs(n: int, x: int = 3, y: int = 5) -> tuple[R1cs, list[int]]:
+    """The constraint system and witness that circom2 produces for ``mulchain-N``
+    (:data:`zkgpu.groth16.circuits.CIRCUITS`), built in Python, term for term (tests compare them):
+    for GPU hosts without node, and sizes where compiling is slow.
+
+    Wires: 0 = 1, 1 = out (= t[N-1]), 2 = y (public input), 3 = x, 4 + i = t[i] for i < N - 1.
+    Constraints: ``(-x) * y = -t[0]``; ``(-t[i-1]) * x = y - t[i]`` (t[N-1] is out).
+
+    Raises:
+        ValueError: n < 2.
+    """
+    if n < 2:
+        raise ValueError(f"mulchain_r1cs needs n >= 2, got {n}")
+    neg = P - 1
+    t = [x * y % P]
+    for _ in range(1, n):
+        t.append((t[-1] * x + y) % P)
+    wire_t = [4 + i for i in range(n - 1)] + [1]  # t[N-1] is the output wire
+    a = ([0], [3], [neg])
+    b = ([0], [2], [1])
+    c = ([0], [4], [neg])
+    for i in range(1, n):
+        a[0].append(i), a[1].append(wire_t[i - 1]), a[2].append(neg)
+        b[0].append(i), b[1].append(3), b[2].append(1)
+        terms = sorted([(2, 1), (wire_t[i], neg)])  # by wire, as circom writes them
+        for w, v in terms:
+            c[0].append(i), c[1].append(w), c[2].append(v)
+    arr = {k: (np.array(v[0], dtype=np.int64), np.array(v[1], dtype=np.int64), v[2]) for k, v in zip("ABC", (a, b, c))}
+    witness = [1, t[-1], y % P, x % P] + t[:-1]
+    return R1cs(n_wires=n + 3, n_pub_out=1, n_pub_in=1, n_prv_in=1, n_constraints=n, terms=arr), witness
+
+
+def write_wtns(path: str | Path, values: list[int]) -> None:
+    """Write a ``.wtns`` file (version 2, BLS12-381 r; :mod:`zkgpu.groth16.formats`)."""
+    hdr = struct.pack("<I", 32) + P.to_bytes(32, "little") + struct.pack("<I", len(values))
+    body = b"".join((v % P).to_bytes(32, "little") for v in values)
+    Path(path).write_bytes(b"wtns" + struct.pack("<II", 2, 2) + _section(1, hdr) + _section(2, body))
+
+
+def fast_setup(r1cs_path: str | Path | R1cs, zkey_path: str | Path, *, seed: int = 0, workers: int | None = None) -> dict:
+    """Write an insecure test ``.zkey`` for a circom r1cs (module docstring).
+
+    Args:
+        r1cs_path: the circuit (``--prime bls12381``), or an :class:`R1cs`.
+        zkey_path: output.
+        seed: the toxic waste's seed.
+        workers: processes for the point multiplications (default: all cores).
+
+    Returns:
+        ``{"n_vars", "n_public", "domain_size", "coefficients"}``.
+
+    Raises:
+        FormatError: a bad r1cs.
+    """
+    r1 = r1cs_path if isinstance(r1cs_path, R1cs) else read_r1cs(r1cs_path)
+    n_pub = r1.n_public
+    m = r1.n_constraints
+    need = m + n_pub + 1
+    log_n = max(1, (need - 1).bit_length())
+    n = 1 << log_n
+    rng = random.Random(seed)
+    tau, alpha, beta, gamma, delta = (rng.randrange(2, P) for _ in range(5))
+    lag = np.empty(n, dtype=object)
+    lag[:] = _lagrange_at(tau, log_n)
+    nv = r1.n_wires
+    polys = {}
+    for k in "ABC":
+        cs, ws, vs = r1.terms[k]
+        if k == "A":  # the public-input constraints
+            cs = np.concatenate([cs, m + np.arange(n_pub + 1)])
+            ws = np.concatenate([ws, np.arange(n_pub + 1)])
+            vs = list(vs) + [1] * (n_pub + 1)
+        acc = np.zeros(nv, dtype=object)
+        coef = np.empty(len(vs), dtype=object)
+        coef[:] = vs
+        np.add.at(acc, ws, coef * lag[cs])
+        polys[k] = acc % P
+    u, v, w = polys["A"], polys["B"], polys["C"]
+    lc = (beta * u + alpha * v + w) % P
+    gi, di = pow(gamma, -1, P), pow(delta, -1, P)
+    ic = (lc[: n_pub + 1] * gi % P).tolist()
+    cq = (lc[n_pub + 1 :] * di % P).tolist()
+    lag2 = _lagrange_at(tau, log_n + 1)
+    hq = [lag2[2 * i + 1] * di % P for i in range(n)]
+    workers = workers or os.cpu_count() or 1
+    with ProcessPoolExecutor(max_workers=workers) if workers > 1 else _NoPool() as pool:
+        pts = {
+            "hdr1": _points("G1", [alpha, beta], pool),
+            "hdr2": _points("G2", [beta, gamma], pool),
+            "d1": _points("G1", [delta], pool),
+            "d2": _points("G2", [delta], pool),
+            3: _points("G1", ic, pool),
+            5: _points("G1", u.tolist(), pool),
+            6: _points("G1", v.tolist(), pool),
+            7: _points("G2", v.tolist(), pool),
+            8: _points("G1", cq, pool),
+            9: _points("G1", hq, pool),
+        }
+    # the coefficient section: A and B terms (and the public constraints), by constraint
+    rows = []
+    for mat, k in ((0, "A"), (1, "B")):
+        cs, ws, vs = r1.terms[k]
+        rows += [(int(c), mat, int(s), val) for c, s, val in zip(cs, ws, vs)]
+    rows += [(m + s, 0, s, 1) for s in range(n_pub + 1)]
+    rows.sort(key=lambda t: t[0])
+    r2 = FR.R2
+    coefs = struct.pack("<I", len(rows)) + b"".join(
+        struct.pack("<III", mat, c, s) + (val * r2 % P).to_bytes(32, "little") for c, mat, s, val in rows
+    )
+    header = (
+        struct.pack("<I", 48) + FQ.modulus.to_bytes(48, "little") + struct.pack("<I", 32) + P.to_bytes(32, "little")
+        + struct.pack("<III", nv, n_pub, n)
+        + pts["hdr1"] + pts["hdr2"][:192] + pts["hdr2"][192:] + pts["d1"] + pts["d2"]
+    )  # fmt: skip
+    body = (
+        _section(1, struct.pack("<I", 1)) + _section(2, header) + _section(3, pts[3]) + _section(4, coefs)
+        + _section(5, pts[5]) + _section(6, pts[6]) + _section(7, pts[7]) + _section(8, pts[8]) + _section(9, pts[9])
+        + _section(10, struct.pack("<I", 0))
+    )  # fmt: skip
+    tmp = Path(f"{zkey_path}.tmp")
+    tmp.write_bytes(b"zkey" + struct.pack("<II", 1, 10) + body)
+    os.replace(tmp, zkey_path)
+    return {"n_vars": nv, "n_public": n_pub, "domain_size": n, "coefficients": len(rows)}
+
+
+class _NoPool:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m zkgpu.groth16.setup mulchain N FOLDER``: ``circuit.zkey`` (fast set-up) and
+    ``circuit.wtns`` of :func:`mulchain_r1cs` in FOLDER, without node; prints sizes and seconds."""
+    import json  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 3 or args[0] != "mulchain" or not args[1].isdigit() or int(args[1]) < 2:
+        print("usage: python -m zkgpu.groth16.setup mulchain N FOLDER   (N >= 2)", file=sys.stderr)
+        return 2
+    folder = Path(args[2])
+    folder.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    r1, wit = mulchain_r1cs(int(args[1]))
+    info = fast_setup(r1, folder / "circuit.zkey")
+    write_wtns(folder / "circuit.wtns", wit)
+    print(json.dumps(dict(info, seconds=round(time.perf_counter() - t0, 2), folder=str(folder))))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
