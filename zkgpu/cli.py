@@ -1,4 +1,6 @@
-"""The ``zkgpu`` command: ``info``, ``bench``, ``record``, ``report``, ``parse``."""
+"""The ``zkgpu`` command: ``info``, ``bench``, ``record``, ``report``, ``parse``.
+
+Every error is one line on stderr with exit status 2 (:mod:`zkgpu.errors`)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ from importlib import metadata
 
 import click
 
-from . import __version__
+from . import __version__, hostload, logs, msm, ntt, record, transfer
+from ._cuda import device_info
+from .errors import OneLineGroup
 
 
 def _version(dist: str) -> str | None:
@@ -21,8 +25,6 @@ def _version(dist: str) -> str | None:
 
 def environment() -> dict:
     """What zkgpu finds on this machine: GPU or none, driver, CUDA, CuPy, nvtx and versions."""
-    from ._cuda import device_info  # noqa: PLC0415
-
     info = {
         "zkgpu": __version__,
         "python": platform.python_version(),
@@ -37,7 +39,7 @@ def environment() -> dict:
     return info
 
 
-@click.group()
+@click.group(cls=OneLineGroup)
 @click.version_option(__version__, prog_name="zkgpu")
 def main() -> None:
     """zkgpu: GPU bottlenecks in ZK provers (BLS12-381 NTT/MSM, H2D paths, cuzk pipeline)."""
@@ -59,7 +61,8 @@ def info(as_json: bool) -> None:
 
 @main.group()
 def bench() -> None:
-    """Benchmarks on the GPU (CUDA events, warm-up excluded, medians) written under data/."""
+    """Benchmarks: GPU kernels and transfers (CUDA events, warm-up excluded, medians, written
+    under data/) and the log parser (``bench parse``, CPU, CSV)."""
 
 
 @main.command()
@@ -74,30 +77,16 @@ def report(mode: str | None, out_dir: str, only: tuple[str, ...]) -> None:
     sys.exit(0 if ok else 1)
 
 
-def _register_optional_commands() -> None:
-    """Attach commands whose modules may not exist yet in a partial checkout."""
-    import importlib  # noqa: PLC0415
-
-    for mod, attr, group in (
-        ("zkgpu.ntt", "bench_command", bench),
-        ("zkgpu.msm", "bench_command", bench),
-        ("zkgpu.transfer", "bench_command", bench),
-        ("zkgpu.hostload", "bench_command", bench),
-        ("zkgpu.record", "record_command", main),
-        ("zkgpu.logs", "parse_command", main),
-    ):
-        try:
-            module = importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name != mod:  # a real import error inside an existing module
-                raise
-            continue
-        cmd = getattr(module, attr, None)
-        if cmd is not None:
-            group.add_command(cmd)
-
-
-_register_optional_commands()
+for _group, _cmd in (
+    (bench, ntt.bench_command),
+    (bench, msm.bench_command),
+    (bench, transfer.bench_command),
+    (bench, hostload.bench_command),
+    (bench, logs.bench_parse_command),
+    (main, record.record_command),
+    (main, logs.parse_command),
+):
+    _group.add_command(_cmd)
 
 if __name__ == "__main__":
     main()

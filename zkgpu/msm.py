@@ -196,7 +196,16 @@ def _check_scalars_dev(sc: Any) -> Any:
 
 def _chunk_size() -> int:
     """Entries per GPU thread in the bucket accumulation (``ZKGPU_MSM_CHUNK``, default CHUNK)."""
-    return int(os.environ.get("ZKGPU_MSM_CHUNK", CHUNK))
+    env = os.environ.get("ZKGPU_MSM_CHUNK", "").strip()
+    if not env:
+        return CHUNK
+    try:
+        value = int(env)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"ZKGPU_MSM_CHUNK must be a positive integer, got {env!r} (unset it for the default {CHUNK})")
+    return value
 
 
 def _level0_mode() -> str:

@@ -758,7 +758,16 @@ class PinnedPool:
 
     @staticmethod
     def _request(nbytes: int | None, shape: Any, dtype: Any) -> tuple[int, tuple[int, ...], np.dtype]:
-        dt = np.dtype(dtype)
+        """Check a request before the pool's state changes (no buffer is marked in use for a
+        request that cannot be handed out)."""
+        try:
+            dt = np.dtype(dtype)
+        except TypeError as exc:
+            raise TypeError(f"dtype {dtype!r} is not a numpy dtype: {exc}") from exc
+        if dt.hasobject:
+            raise TypeError(f"dtype {dt} holds Python objects; a pinned buffer holds plain numbers (e.g. uint64)")
+        if dt.itemsize < 1:
+            raise ValueError(f"dtype {dt!r} has item size 0; give a dtype with a size (e.g. uint8)")
         if shape is not None:
             shp = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)
             if any(s < 0 for s in shp):
@@ -1625,7 +1634,4 @@ def _make_bench_command() -> Any:
     return h2d
 
 
-try:
-    bench_command = _make_bench_command()
-except ImportError:  # click missing: the library part still works
-    bench_command = None
+bench_command = _make_bench_command()
