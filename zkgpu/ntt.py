@@ -39,6 +39,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import _cuda
+from .errors import CliError
 from .field import FR, check_array, fr_from_ints, fr_to_ints
 
 __all__ = [
@@ -572,7 +573,7 @@ def _bench_command():
         from .manifest import build_manifest, new_run_dir, write_json_new  # noqa: PLC0415
 
         if not _cuda.gpu_available():
-            raise click.ClickException("no CUDA GPU: the NTT benchmark needs one")
+            raise CliError("no CUDA GPU: the NTT benchmark needs one (GPU benchmarks; without a GPU, replay the recordings: zkgpu report)")
         if not 0 <= min_log <= max_log <= FR.two_adicity:
             raise click.BadParameter(f"need 0 <= min-log <= max-log <= {FR.two_adicity}")
         rows = run_benchmark(min_log, max_log, repeat)

@@ -80,6 +80,7 @@ from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 import numpy as np
 
 from . import _cuda
+from .errors import CliError
 
 __all__ = [
     "TransferResult",
@@ -1562,7 +1563,7 @@ def _make_bench_command() -> Any:
         from .manifest import build_manifest, new_run_dir, write_json_new  # noqa: PLC0415
 
         if not _cuda.gpu_available():
-            raise click.ClickException("zkgpu bench h2d needs a CUDA GPU with CuPy (none found)")
+            raise CliError("zkgpu bench h2d needs a CUDA GPU with CuPy (none found) (GPU benchmarks; without a GPU, replay the recordings: zkgpu report)")
         try:
             lo, hi = _parse_bytes(min_size), _parse_bytes(max_size)
             vmax, big = _parse_bytes(verify_max), _parse_bytes(large_from)
