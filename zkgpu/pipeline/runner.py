@@ -98,8 +98,9 @@ class PipelineResult:
 class PipelineInterrupted(KeyboardInterrupt):
     """KeyboardInterrupt after a clean stop; ``.result`` is the partial :class:`PipelineResult`."""
 
-    def __init__(self, result: PipelineResult) -> None:
-        super().__init__(f"pipeline run {result.run!r} interrupted: {sum(p.status == 'ok' for p in result.partitions)}/{len(result.partitions)} partitions done")
+    def __init__(self, result: PipelineResult, cause: str | None = None) -> None:
+        why = f" by {cause}" if cause else ""
+        super().__init__(f"pipeline run {result.run!r} interrupted{why}: {sum(p.status == 'ok' for p in result.partitions)}/{len(result.partitions)} partitions done")
         self.result = result
 
 
@@ -210,7 +211,7 @@ def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Any] | None
         events_path = write_events_parquet(events, config.events_path)
     result = PipelineResult(config, config.run_name, events, list(log.lines), log.path, events_path, parts, errors, pool_stats, wall_ms, run.interrupted, circuit)
     if run.interrupted:
-        raise PipelineInterrupted(result)
+        raise PipelineInterrupted(result, run.interrupt_cause)
     return result
 
 
@@ -266,9 +267,12 @@ class _Run:
         self.abandoned_threads: set[int | None] = set()
         self.gpu_threads: list[threading.Thread] = []
         self.stop_reason = "run stopped"
+        self.interrupt_cause: str | None = None
 
     # -- helpers --------------------------------------------------------------------------------
-    def _interrupt(self) -> None:
+    def _interrupt(self, cause: BaseException | None = None) -> None:
+        if cause is not None and self.interrupt_cause is None:
+            self.interrupt_cause = f"{type(cause).__name__}({str(cause)!r})" if str(cause) else type(cause).__name__
         self.interrupted = True
         self.stop_reason = "run interrupted"
         self.ctx.stop.set()
@@ -279,7 +283,7 @@ class _Run:
 
     def _fail(self, p: int, e: BaseException, **kw: Any) -> None:
         if isinstance(e, KeyboardInterrupt):
-            self._interrupt()
+            self._interrupt(e)
         record_failure(self.ctx, p, e, **kw)
 
     # -- synthesis ------------------------------------------------------------------------------
@@ -467,8 +471,8 @@ class _Run:
                 return True
             try:
                 alive[0].join(0.05)
-            except KeyboardInterrupt:
-                self._interrupt()
+            except KeyboardInterrupt as e:
+                self._interrupt(e)
             self._watchdog()
             if time.monotonic() > deadline:
                 if not self.ctx.stop.is_set():
@@ -506,8 +510,8 @@ class _Run:
                             break
                 else:
                     break
-        except KeyboardInterrupt:
-            self._interrupt()
+        except KeyboardInterrupt as e:
+            self._interrupt(e)
             self._join(synth + gpu_workers, deadline)
         finally:
             self._drain()
