@@ -170,3 +170,13 @@ def test_parse_cli_many_partitions_prints_a_bounded_table(tmp_path):
     assert res.exit_code == 0
     assert "300 partitions" in res.output and "280 more" in res.output
     assert res.output.count("\n") < 60
+
+
+def test_rows_false_keeps_counts_partitions_and_events(tmp_path):
+    f = tmp_path / "s.log"
+    synthetic_log(f, 3000)
+    full, lean = parse_file(f), parse_file(f, rows=False)
+    assert lean.summary() == full.summary()
+    assert len(lean.timing) == 0 and len(lean.gpu_timing) == 0 and len(lean.timeline) == len(full.timeline)
+    pd.testing.assert_frame_equal(partition_table(lean), partition_table(full))
+    pd.testing.assert_frame_equal(to_events(lean), to_events(full))

@@ -259,6 +259,7 @@ class ParsedLog:
     _pairing: tuple | None = field(default=None, repr=False, compare=False)
     _partitions: pd.DataFrame | None = field(default=None, repr=False, compare=False)
     _records: list[dict] | None = field(default=None, repr=False, compare=False)
+    _counts: dict[str, int] | None = field(default=None, repr=False, compare=False)
 
     def pairing(self) -> dict[str, int]:
         """How the TIMELINE start/end records pair (:func:`_pair_timeline`): ``pairs``,
@@ -277,15 +278,17 @@ class ParsedLog:
         ``bad_values``, ``merged`` (records sharing a line), the TIMELINE pairing counts
         (``duplicate_starts``, ``unpaired_starts``, ``unpaired_ends``, ``cross_worker_ends``) and
         ``no_final_newline`` (0/1)."""
+        n = self._counts or {"timing": len(self.timing), "ntt_h": len(self.ntt_h), "timeline": len(self.timeline), "gpu": len(self.gpu_timing),
+                             "fin": len(self.fin_timing), "pool": len(self.pool), "msgs": len(self.messages)}
         return {
             "lines": self.n_lines,
-            "cuzk_timing": len(self.timing),
-            "cuzk_ntt_h": len(self.ntt_h),
-            "timeline": len(self.timeline),
-            "gpu_timing": len(self.gpu_timing),
-            "fin_timing": len(self.fin_timing),
-            "pinned_pool": len(self.pool),
-            "messages": len(self.messages),
+            "cuzk_timing": n["timing"],
+            "cuzk_ntt_h": n["ntt_h"],
+            "timeline": n["timeline"],
+            "gpu_timing": n["gpu"],
+            "fin_timing": n["fin"],
+            "pinned_pool": n["pool"],
+            "messages": n["msgs"],
             "unknown": self.unknown_count,
             "truncated": self.truncated_count,
             "malformed": self.malformed_count,
@@ -517,16 +520,19 @@ _CHUNK = 8192  # rows per table kept as dicts before they become a DataFrame chu
 class _Table:
     """Rows of one ParsedLog table, turned into DataFrame chunks every :data:`_CHUNK` rows."""
 
-    __slots__ = ("rows", "chunks", "n")
+    __slots__ = ("rows", "chunks", "n", "keep")
 
-    def __init__(self) -> None:
+    def __init__(self, keep: bool = True) -> None:
         self.rows: list[dict] = []
         self.chunks: list[pd.DataFrame] = []
         self.n = 0
+        self.keep = keep  # False: count the rows only
 
     def append(self, row: dict) -> None:
-        self.rows.append(row)
         self.n += 1
+        if not self.keep:
+            return
+        self.rows.append(row)
         if len(self.rows) >= _CHUNK:
             self.chunks.append(pd.DataFrame(self.rows))
             self.rows = []
@@ -555,7 +561,7 @@ def _lookahead(lines: Iterable[str]) -> Iterator[tuple[str, bool]]:
     yield prev, True
 
 
-def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True, progress: Callable[[int], None] | None = None) -> ParsedLog:
+def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True, progress: Callable[[int], None] | None = None, rows: bool = True) -> ParsedLog:
     """Parse cuzk-format log lines (any mix, any order) into a :class:`ParsedLog`.
 
     Streams: the lines are read one at a time (an open file is never read whole) and rows are
@@ -571,11 +577,16 @@ def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True,
             ending in ``...`` or ``…`` are always treated as cut.
         progress: called with the number of characters read, every few thousand lines (progress
             bars).
+        rows: keep one row per record in ``timing``, ``ntt_h``, ``gpu_timing``, ``fin_timing``,
+            ``pool`` and ``messages`` (default). False keeps only what :func:`partition_table`
+            and :func:`to_events` need (the partition records and the TIMELINE rows) and counts
+            the rest (``summary()`` is the same), so memory is bounded by the partition table
+            and the timeline, not by the file; ``zkgpu parse`` uses it.
 
     Never raises on bad content: unknown lines are counted, unreadable records counted as
     malformed, values that are not finite or out of range dropped and counted (``bad_values``).
     """
-    tables = {k: _Table() for k in ("timing", "ntt_h", "timeline", "gpu", "fin", "pool", "msgs")}
+    tables = {k: _Table(rows or k == "timeline") for k in ("timing", "ntt_h", "timeline", "gpu", "fin", "pool", "msgs")}
     timing, ntt_h, timeline = tables["timing"], tables["ntt_h"], tables["timeline"]
     gpu_t, fin_t, pool, msgs = tables["gpu"], tables["fin"], tables["pool"], tables["msgs"]
     counts = _Counts()
@@ -693,6 +704,7 @@ def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True,
         merged_count=counts.merged,
         no_final_newline=no_newline,
         _records=grouper.records,
+        _counts={k: t.n for k, t in tables.items()},
     )
 
 
@@ -700,7 +712,7 @@ def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True,
 PROGRESS_MIN_BYTES = 8 << 20
 
 
-def parse_file(path: str | Path, *, progress: bool = False) -> ParsedLog:
+def parse_file(path: str | Path, *, progress: bool = False, rows: bool = True) -> ParsedLog:
     """Parse a log file (UTF-8, undecodable bytes replaced), streaming it line by line.
 
     A last line without a trailing newline may be cut (a log still being written): its last token
@@ -710,6 +722,8 @@ def parse_file(path: str | Path, *, progress: bool = False) -> ParsedLog:
     Args:
         progress: show a tqdm progress bar (stderr, bytes) for files of at least
             :data:`PROGRESS_MIN_BYTES`.
+        rows: see :func:`parse_lines` (False: memory bounded by the partition table and the
+            timeline).
 
     Raises:
         FileNotFoundError: ``path`` does not exist (or is not a file).
@@ -721,7 +735,7 @@ def parse_file(path: str | Path, *, progress: bool = False) -> ParsedLog:
     bar = tqdm(total=size, unit="B", unit_scale=True, desc=p.name, file=sys.stderr, leave=False) if progress and size >= PROGRESS_MIN_BYTES else None
     try:
         with open(p, encoding="utf-8", errors="replace", newline="") as f:
-            return parse_lines(f, last_line_complete=None, progress=bar.update if bar is not None else None)
+            return parse_lines(f, last_line_complete=None, progress=bar.update if bar is not None else None, rows=rows)
     finally:
         if bar is not None:
             bar.close()
@@ -1310,7 +1324,7 @@ def parse_command(logfile: str, out: str | None, partitions_out: str | None, run
     """Parse a cuzk-format LOGFILE: print a per-partition summary and every count of records that
     were unknown, cut, malformed, merged or left unpaired."""
     _check_outputs({"--out": out, "--partitions-out": partitions_out})
-    parsed = parse_file(logfile, progress=progress)
+    parsed = parse_file(logfile, progress=progress, rows=False)
     pt = partition_table(parsed)
     run = run or Path(logfile).stem
     cols = ["record", "prep_msm_ms", "mutex_wait_ms", "ntt_msm_h_ms", "barrier_wait_ms", "batch_add_ms", "tail_msm_ms", "gpu_total_ms", "mutex_held_ms"]
