@@ -1390,29 +1390,32 @@ BENCH_PARSE_SIZES = (10_000, 30_000, 100_000, 300_000, 1_000_000)
 
 
 def bench_parse(sizes: Iterable[int] = BENCH_PARSE_SIZES, *, workdir: str | Path | None = None) -> pd.DataFrame:
-    """Time :func:`parse_file`, :func:`partition_table` and :func:`to_events` on synthetic logs
-    (:func:`synthetic_log`) of each size. Returns one row per size: ``lines``, ``bytes``,
-    ``parse_s``, ``partition_table_s``, ``to_events_s``, ``total_s`` (wall seconds),
-    ``lines_per_s`` (lines / total_s), ``partitions``, ``events`` and ``peak_rss_mb`` (the
-    process's peak resident memory after that size, MB; ``ru_maxrss``, never decreases).
+    """Time :func:`parse_file` (``rows=False``, as ``zkgpu parse``), :func:`partition_table` and
+    :func:`to_events` on synthetic logs (:func:`synthetic_log`) of each size, smallest first.
+    Returns one row per size: ``lines``, ``bytes``, ``parse_s``, ``partition_table_s``,
+    ``to_events_s``, ``total_s`` (wall seconds), ``cpu_s`` (this process's CPU seconds for the
+    three, which other load on the machine does not inflate), ``lines_per_s`` (lines / total_s),
+    ``lines_per_cpu_s``, ``partitions``, ``events`` and ``peak_rss_mb`` (the process's peak
+    resident memory so far, MB: ``ru_maxrss``, which never decreases, so sizes run smallest first).
     """
     import resource  # noqa: PLC0415
     import tempfile  # noqa: PLC0415
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="zkgpu-bench-parse-", dir=workdir) as tmp:
-        for n in sizes:
+        for n in sorted(sizes):
             f = synthetic_log(Path(tmp) / f"{n}.log", int(n))
-            t0 = time.perf_counter()
-            parsed = parse_file(f)
+            c0, t0 = time.process_time(), time.perf_counter()
+            parsed = parse_file(f, rows=False)
             t1 = time.perf_counter()
             pt = partition_table(parsed)
             t2 = time.perf_counter()
             ev = to_events(parsed)
-            t3 = time.perf_counter()
+            t3, c3 = time.perf_counter(), time.process_time()
             rows.append({"lines": parsed.n_lines, "bytes": f.stat().st_size, "parse_s": t1 - t0, "partition_table_s": t2 - t1,
-                         "to_events_s": t3 - t2, "total_s": t3 - t0, "lines_per_s": parsed.n_lines / (t3 - t0),
-                         "partitions": len(pt), "events": len(ev), "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+                         "to_events_s": t3 - t2, "total_s": t3 - t0, "cpu_s": c3 - c0, "lines_per_s": parsed.n_lines / (t3 - t0),
+                         "lines_per_cpu_s": parsed.n_lines / max(c3 - c0, 1e-9), "partitions": len(pt), "events": len(ev),
+                         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
             del parsed, pt, ev
             f.unlink()
     return pd.DataFrame(rows)
