@@ -232,7 +232,7 @@ def _sweep(run_dir: Path, quick: bool, notes: list[str]) -> str | None:
         top = 28 if quick else 30
         df = transfer.bandwidth_sweep(sizes=tuple(1 << s for s in range(20, top + 1, 2)), repeat=3 if quick else 5,
                                       time_budget_s=45.0 if quick else 120.0)
-        skipped_sizes = list(getattr(df, "attrs", {}).get("skipped_sizes", []) or [])
+        skipped_sizes = list(df.attrs.get("skipped_sizes", []) or [])
         if skipped_sizes:
             notes.append(f"sweep: time budget reached, sizes not measured: {skipped_sizes}")
         df = pd.DataFrame(df)
