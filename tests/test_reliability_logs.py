@@ -9,7 +9,11 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from pathlib import Path
+
 from zkgpu.logs import parse_command, parse_file, parse_lines, partition_table, synthetic_log, to_events
+
+ROOT = Path(__file__).resolve().parent.parent
 
 PARTITION = [
     "CUZK_TIMING: split_vectors_ms=3 setup_to_split_ms=4",
@@ -180,3 +184,33 @@ def test_rows_false_keeps_counts_partitions_and_events(tmp_path):
     assert len(lean.timing) == 0 and len(lean.gpu_timing) == 0 and len(lean.timeline) == len(full.timeline)
     pd.testing.assert_frame_equal(partition_table(lean), partition_table(full))
     pd.testing.assert_frame_equal(to_events(lean), to_events(full))
+
+
+def test_fuzzed_logs_never_raise(rng):
+    """Random byte edits, cuts, splices and duplications of a recorded log: parsing, the partition
+    table, the event table and the summary never raise, and the counts add up."""
+    src = (ROOT / "data" / "nvidia-h200-20261129-record-2" / "logs" / "pinned_narrow.log").read_text().splitlines()
+    alphabet = list(",= .\t\x1b[0m…eEnaif-+0123456789µsTIMELINE,CUZK_TIMING:")
+    for _ in range(30):
+        lines = list(src)
+        for _ in range(int(rng.integers(1, 40))):
+            i = int(rng.integers(0, len(lines)))
+            op = int(rng.integers(0, 5))
+            line = lines[i]
+            j = int(rng.integers(0, len(line) + 1))
+            if op == 0:
+                lines[i] = line[:j] + "".join(rng.choice(alphabet, int(rng.integers(1, 6)))) + line[j:]
+            elif op == 1:
+                lines[i] = line[:j]
+            elif op == 2 and i + 1 < len(lines):
+                lines[i] = line + lines.pop(i + 1)
+            elif op == 3:
+                lines.insert(i, line)
+            else:
+                lines[i] = line[:j] + line[j + int(rng.integers(1, 8)):]
+        p = parse_lines(lines, last_line_complete=None)
+        s = p.summary()
+        pt = partition_table(p)
+        ev = to_events(p)
+        assert (ev["end_ns"] >= ev["start_ns"]).all()
+        assert s["lines"] == len(lines) and len(pt) >= 0
