@@ -299,3 +299,20 @@ def test_g1_to_ints_refuses_silent_conversions(arr):
 def test_g1_to_ints_shape():
     with pytest.raises(ValueError, match=r"\(n, 12\)"):
         curve.g1_to_ints(np.zeros((2, 6), dtype=np.uint64))
+
+
+def test_parse_a_fifo_and_an_output_under_a_file(tmp_path):
+    fifo = tmp_path / "stream"
+    os.mkfifo(fifo)
+    _one_line_error(_run(["parse", str(fifo)]), "not a regular file")
+    log = tmp_path / "a.log"
+    log.write_text("CUZK_TIMING: prep_msm_ms=5\n")
+    _one_line_error(_run(["parse", str(log), "--out", str(log / "e.csv")]), "is a file, not a folder")
+
+
+def test_record_run_folder_cannot_be_created(tmp_path, monkeypatch):
+    def refuse(*a, **k):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(record, "new_run_dir", refuse)
+    _one_line_error(_run(["record", "--device", "cpu", "--out", str(tmp_path / "x")]), "cannot create the run folder", "Permission denied")

@@ -47,6 +47,7 @@ Placing durations on a time axis (:func:`to_events`) — see its docstring for t
 from __future__ import annotations
 
 import math
+import os
 import re
 import sqlite3
 import sys
@@ -1285,8 +1286,13 @@ def _check_outputs(targets: dict[str, str | None]) -> None:
         path = Path(target)
         if path.exists():
             raise CliError(f"{opt} {target} exists: zkgpu parse never overwrites a file (choose another name)")
-        if path.parent.exists() and not path.parent.is_dir():
-            raise CliError(f"{opt} {target}: {path.parent} is a file, not a folder (choose another path)")
+        anc = path.absolute().parent
+        while not anc.exists() and anc != anc.parent:
+            anc = anc.parent  # the nearest existing folder: the rest is created when writing
+        if not anc.is_dir():
+            raise CliError(f"{opt} {target}: {anc} is a file, not a folder (choose another path)")
+        if not os.access(anc, os.W_OK | os.X_OK):
+            raise CliError(f"{opt} {target}: cannot write into {anc} (choose another path)")
         key = path.resolve()
         if key in seen:
             raise CliError(f"{opt} {target} is the same file as {seen[key]}: give the event table and the partition table two names")
@@ -1295,8 +1301,8 @@ def _check_outputs(targets: dict[str, str | None]) -> None:
 
 def _write_table(df: pd.DataFrame, target: str) -> None:
     path = Path(target)
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "xb") as f:  # exclusive create: never overwrite
             if target.endswith(".parquet"):
                 df.to_parquet(f, index=False)
@@ -1304,6 +1310,9 @@ def _write_table(df: pd.DataFrame, target: str) -> None:
                 df.to_csv(f, index=False)
     except FileExistsError as exc:
         raise CliError(f"{target} appeared while parsing: zkgpu parse never overwrites a file (choose another name)") from exc
+    except OSError as exc:
+        path.unlink(missing_ok=True)
+        raise CliError(f"cannot write {target}: {exc.strerror or exc} (choose another path)") from exc
     except BaseException:
         path.unlink(missing_ok=True)  # no half-written table
         raise
@@ -1324,7 +1333,12 @@ def parse_command(logfile: str, out: str | None, partitions_out: str | None, run
     """Parse a cuzk-format LOGFILE: print a per-partition summary and every count of records that
     were unknown, cut, malformed, merged or left unpaired."""
     _check_outputs({"--out": out, "--partitions-out": partitions_out})
-    parsed = parse_file(logfile, progress=progress, rows=False)
+    if not Path(logfile).is_file():
+        raise CliError(f"{logfile} is not a regular file: give a log file (e.g. a saved copy of the stream)")
+    try:
+        parsed = parse_file(logfile, progress=progress, rows=False)
+    except OSError as exc:
+        raise CliError(f"cannot read {logfile}: {exc.strerror or exc}") from exc
     pt = partition_table(parsed)
     run = run or Path(logfile).stem
     cols = ["record", "prep_msm_ms", "mutex_wait_ms", "ntt_msm_h_ms", "barrier_wait_ms", "batch_add_ms", "tail_msm_ms", "gpu_total_ms", "mutex_held_ms"]

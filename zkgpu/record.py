@@ -508,6 +508,8 @@ def record_command(n, partitions, quick, out, device, scenarios, no_sweep, no_be
         )
     except (ValueError, TypeError, RuntimeError) as exc:
         raise CliError(str(exc)) from exc
+    except OSError as exc:  # the run folder cannot be created (permissions, read-only disk ...)
+        raise CliError(f"cannot create the run folder under {out or 'data/'}: {exc.strerror or exc} (choose another --out)") from exc
     except MemoryError as exc:
         raise CliError(f"out of host memory before recording (--host-load {host_load} needs 2 x 256 MiB per thread; lower it): {exc}") from exc
     except KeyboardInterrupt as exc:

@@ -23,8 +23,18 @@ or raised inside any worker (e.g. from ``fault_hook``) — sets the run's stop e
 stops taking partitions, waits (mutex, barrier, queue) end with ``Cancelled``, steps already
 running finish, queued partitions are released; then the log and event table are written and
 :class:`PipelineInterrupted` (a ``KeyboardInterrupt`` carrying the partial
-:class:`PipelineResult`) is raised. Every blocking wait is bounded by ``timeout_s``, so a
-regression fails a partition with ``TimeoutError`` instead of hanging.
+:class:`PipelineResult`) is raised.
+
+No hang: every blocking wait is bounded (mutex_wait by
+:func:`~zkgpu.pipeline.worker.mutex_wait_limit_s`, the barrier, queue and joins by ``timeout_s``),
+and a watchdog in the main thread fails any partition whose *step* (synthesize, prep_msm, b_g2_msm,
+ntt_msm_h, batch_add, tail_msm, finalize, …) runs past ``timeout_s``: the partition is ``failed``
+with :class:`~zkgpu.pipeline.worker.StageTimeout` naming the step and the partition, the run stops
+waiting for that thread, and the watchdog force-releases the GPU mutex the partition holds, aborts its
+prep barrier and returns its a/b/c and queue permit, so the other partitions go on. A thread that
+comes back from a hung step drops its results and exits. If every GPU worker hangs, queued partitions
+are cancelled ("every GPU worker hung") and the run returns. ``PartitionResult.stage`` names the
+step a partition failed in.
 """
 
 from __future__ import annotations
@@ -443,7 +453,7 @@ class _Run:
                 continue
             if now - t0 <= watchdog_limit_s(ctx.config, step):
                 continue
-            err = StageTimeout(f"partition {p}: {step} did not return within timeout_s={limit:g} s; its {lane} thread was abandoned "
+            err = StageTimeout(f"partition {p}: {step} did not return within {watchdog_limit_s(ctx.config, step):g} s (timeout_s={limit:g}); its {lane} thread was abandoned "
                                f"and the partition's a/b/c, queue permit, GPU mutex and prep barrier released", partition=p, stage=step)
             ctx.abandoned.add(p)
             self.abandoned_threads.add(ident)
