@@ -295,3 +295,18 @@ def test_gpu_kernel_error_fails_the_partition_with_the_cuda_error(monkeypatch):
     st = [r.status for r in res.partitions]
     assert st == ["ok", "ok", "failed", "ok"], res.errors
     assert "CUDA" in res.partitions[2].error or "cuda" in res.partitions[2].error.lower()
+
+
+def test_hung_synthesis_that_comes_back_returns_its_late_checkout(prepared, release):
+    """A synthesis thread hung before its checkout, abandoned, then woken with a shared pool still
+    open: its late a/b/c checkout goes back to the pool."""
+    pool = transfer.PinnedPool(transfer.PageableAllocator())
+    c = cfg(partitions=3, gw=1, transfer="pinned_pool", timeout_s=0.4, fault_hook=_hang_at("synthesize", 0, release))
+    res, err = run_bounded(c, limit=30, prepared=prepared, pool=pool)
+    assert err is None and res.partitions[0].status == "failed"
+    release.set()  # the hung thread comes back, checks out, synthesizes and must check in
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (pool.stats().buffers_in_use or not no_pipeline_threads_left()):
+        time.sleep(0.05)
+    assert pool.stats().buffers_in_use == 0
+    pool.close()

@@ -238,15 +238,14 @@ class _Held:
 
     def __init__(self, permits: threading.Semaphore) -> None:
         self.permits = permits
-        self.abc: Any = None
+        self.abc: Any = None  # the current checkout; set by the synthesis thread
         self._lock = threading.Lock()
-        self._abc_done = False
         self._permit_done = False
 
     def release_buffers(self) -> None:
+        """Check a/b/c in (once; a checkout made after an earlier call is checked in too)."""
         with self._lock:
-            abc, self.abc = (None if self._abc_done else self.abc), None
-            self._abc_done = True
+            abc, self.abc = self.abc, None
         if abc is not None:
             abc.release()
 
@@ -330,7 +329,8 @@ class _Run:
                     ph.fields["is_pinned"] = pinned
                     ph.bytes = 3 * a.nbytes
                     ph.detail["is_pinned"] = pinned
-                if p in ctx.abandoned:  # the watchdog failed it and released its buffers meanwhile
+                if p in ctx.abandoned:  # the watchdog failed it (and released what it held) meanwhile
+                    held.release_buffers()  # a checkout made after the watchdog ran
                     return  # this (hung) thread was abandoned: it takes no more partitions
                 job = SynthesizedJob(p, a, b, c, aux, pinned, held.release_buffers, synth_ms=ph.ms)
                 job.queue_span = tr.begin("gpu_queue", partition=p)
