@@ -310,3 +310,24 @@ def test_hung_synthesis_that_comes_back_returns_its_late_checkout(prepared, rele
         time.sleep(0.05)
     assert pool.stats().buffers_in_use == 0
     pool.close()
+
+
+@pytest.mark.parametrize("step", ["synthesize", "ntt_msm_h", "barrier_wait", "batch_add", "tail_msm", "finalize"])
+def test_failed_partition_names_its_stage(prepared, step):
+    def hook(s, p, w):
+        if s == step and p == 1:
+            raise RuntimeError("injected fault")
+
+    res, err = run_bounded(cfg(partitions=3, fault_hook=hook), prepared=prepared)
+    assert err is None
+    assert res.partitions[1].status == "failed" and res.partitions[1].stage == step, (res.partitions[1].stage, res.errors)
+
+
+@pytest.mark.parametrize("step", ["ntt_msm_h", "barrier_wait", "tail_msm"])
+def test_a_hung_step_with_the_narrow_lock(prepared, release, step):
+    c = cfg(partitions=4, gw=2, lock_scope="narrow", transfer="pinned_pool", timeout_s=0.6, fault_hook=_hang_at(step, 1, release))
+    res, err = run_bounded(c, limit=30, prepared=prepared)
+    assert err is None, err
+    st = [r.status for r in res.partitions]
+    assert st == ["ok", "failed", "ok", "ok"], (st, res.errors)
+    assert step in res.partitions[1].error and res.pool_stats["buffers_in_use"] == 0

@@ -375,6 +375,7 @@ class _Run:
 
             ctx.releasers[p] = release_abc
             ctx.stage("gpu_pickup", p)
+            step_now = "gpu_pickup"
             try:
                 t0 = time.perf_counter()
                 self.busy.setdefault(w, None)  # status update
@@ -401,6 +402,7 @@ class _Run:
                 try:
                     st = prove_start(ctx, job, w, gpu, stream)
                 finally:
+                    step_now = ctx.steps.get((p, "gpu"), (None,))[0]  # where a failure happened
                     release_abc()
                     ctx.releasers.pop(p, None)
                     ctx.leave(p, "gpu")
@@ -417,10 +419,11 @@ class _Run:
             except BaseException as e:  # noqa: BLE001
                 release_abc()
                 ctx.releasers.pop(p, None)
+                step_now = ctx.steps.get((p, "gpu"), (step_now,))[0]
                 ctx.leave(p, "gpu")
                 if prove_span is not None:
                     prove_span.end(error=e)
-                self._fail(p, e, worker=w, gpu=gpu)
+                self._fail(p, e, worker=w, gpu=gpu, stage=getattr(e, "stage", None) or step_now)
                 if self._abandoned_me():
                     return
                 with ctx.tracker_lock:
