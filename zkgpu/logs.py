@@ -943,12 +943,13 @@ def _pair_timeline(tl: pd.DataFrame) -> tuple[list[tuple], list[dict], dict[str,
     return pairs, starts, counts
 
 
-def _timeline_events(parsed: ParsedLog, run: str, source: str) -> tuple[list[dict], list[dict]]:
-    """Event rows of the paired TIMELINE records (:func:`_pair_timeline`) and the GPU_START rows in
-    time order (each with ``_gpart``, its partition in the event table)."""
+def _timeline_events(parsed: ParsedLog, run: str, source: str) -> tuple[list[tuple], list[dict]]:
+    """Event rows (:data:`_EVENT_FIELDS` tuples) of the paired TIMELINE records
+    (:func:`_pair_timeline`) and the GPU_START rows in time order (each with ``_gpart``, its
+    partition in the event table)."""
     tl = parsed.timeline
     pairs, starts, _ = parsed._paired()
-    rows: list[dict] = []
+    rows: list[tuple] = []
     if not len(tl):
         return rows, starts
     parts = [int(p) for p in tl["partition"].dropna()] if "partition" in tl else []
@@ -968,37 +969,28 @@ def _timeline_events(parsed: ParsedLog, run: str, source: str) -> tuple[list[dic
         for k, v in (("gpu_ms", gms), ("synth_ms", sms)):
             if v == v and 0.0 <= v <= _MAX_MS:
                 detail.append(f"{k}={v:g}")
-        rows.append({"run": run, "source": source, "worker": pd.NA if w is None else w, "partition": gpart(job, part),
-                     "phase": phase, "start_ns": _ns(ts), "end_ns": _ns(te), "detail": ",".join(detail)})
+        rows.append((run, source, pd.NA if w is None else w, pd.NA, gpart(job, part), phase, _ns(ts), _ns(te), ",".join(detail)))
     for s in starts:
         s["_gpart"] = gpart(s["job"], s["partition"])
     return rows, starts
 
 
-def _record_events(rec: dict, t0_ns: int, run: str, source: str, worker, partition, gpu, placement: str) -> tuple[list[dict], int]:
+#: the fields of an event row as :func:`to_events` builds it (tuples: a million events stay small)
+_EVENT_FIELDS = ("run", "source", "worker", "gpu", "partition", "phase", "start_ns", "end_ns", "detail")
+
+
+def _record_events(rec: dict, t0_ns: int, run: str, source: str, worker, partition, gpu, placement: str) -> tuple[list[tuple], int]:
     """Intervals of one partition record anchored at t0 (entry of the start function).
 
-    Returns (rows, lock release time in ns)."""
+    Returns (rows as :data:`_EVENT_FIELDS` tuples, lock release time in ns)."""
     g = lambda k: _val(rec, k)  # noqa: E731
-    rows: list[dict] = []
+    rows: list[tuple] = []
     detail_base = f"placement={placement},record={rec['record']}"
 
     def add(phase, s, dur_ms, extra="", on_gpu=False):
         if np.isnan(dur_ms):
             return
-        rows.append(
-            {
-                "run": run,
-                "source": source,
-                "worker": worker,
-                "gpu": gpu if on_gpu else pd.NA,
-                "partition": partition,
-                "phase": phase,
-                "start_ns": int(s),
-                "end_ns": int(s) + _ns(dur_ms),
-                "detail": detail_base + (("," + extra) if extra else ""),
-            }
-        )
+        rows.append((run, source, worker, gpu if on_gpu else pd.NA, partition, phase, int(s), int(s) + _ns(dur_ms), detail_base + (("," + extra) if extra else "")))
 
     setup = g("setup_to_split_ms")
     t_split_end = t0_ns + (_ns(setup) if not np.isnan(setup) else 0)
@@ -1111,7 +1103,8 @@ def to_events(parsed: ParsedLog, run: str = "cuzk-log", source: str = "cuzk-log"
             r_rows, prev_release = _record_events(rec, t0, run, source, pd.NA, k, gpu, "sequential")
             prev_t0 = t0
         rows.extend(r_rows)
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame.from_records(rows, columns=list(_EVENT_FIELDS))
+    del rows
     out = normalize_events(df) if len(df) else normalize_events(pd.DataFrame({"start_ns": [], "end_ns": []}))
     return out.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
 
