@@ -316,3 +316,16 @@ def test_record_run_folder_cannot_be_created(tmp_path, monkeypatch):
 
     monkeypatch.setattr(record, "new_run_dir", refuse)
     _one_line_error(_run(["record", "--device", "cpu", "--out", str(tmp_path / "x")]), "cannot create the run folder", "Permission denied")
+
+
+def test_record_with_only_skipped_scenarios_is_refused(tmp_path):
+    out = tmp_path / "runs"
+    _one_line_error(_run(["record", "--device", "cpu", "--scenario", "registered", "--out", str(out)]), "registered", "needs a GPU")
+    assert not out.exists()
+
+
+def test_report_bad_mode_and_unknown_notebook(monkeypatch):
+    monkeypatch.setenv("ZKGPU_MODE", "bogus")
+    _one_line_error(_run(["report"]), "ZKGPU_MODE", "bogus", "--mode replay")
+    monkeypatch.delenv("ZKGPU_MODE")
+    _one_line_error(_run(["report", "--only", "zzz"]), "--only zzz", "01_symptom")

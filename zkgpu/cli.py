@@ -11,9 +11,10 @@ from importlib import metadata
 
 import click
 
-from . import __version__, hostload, logs, msm, ntt, record, transfer
+from . import __version__, hostload, logs, msm, ntt, record, replay, transfer
+from . import report as report_mod
 from ._cuda import device_info
-from .errors import OneLineGroup
+from .errors import CliError, OneLineGroup
 
 
 def _version(dist: str) -> str | None:
@@ -71,9 +72,14 @@ def bench() -> None:
 @click.option("--only", multiple=True, help="run only notebooks whose name contains this (repeatable)")
 def report(mode: str | None, out_dir: str, only: tuple[str, ...]) -> None:
     """Execute every notebook in notebooks/ and write HTML plus an index into reports/."""
-    from .report import run_report  # noqa: PLC0415
-
-    ok = run_report(out_dir=out_dir, mode=mode, only=only)
+    try:
+        replay.resolve_mode(mode)  # ZKGPU_MODE is checked here, before any notebook runs
+    except ValueError as exc:
+        raise CliError(f"{exc} (unset ZKGPU_MODE or pass --mode replay)") from exc
+    if only and not report_mod.find_notebooks(only=only):
+        names = ", ".join(p.stem for p in report_mod.find_notebooks())
+        raise CliError(f"--only {' '.join(only)}: no notebook name contains it (notebooks: {names})")
+    ok = report_mod.run_report(out_dir=out_dir, mode=mode, only=only)
     sys.exit(0 if ok else 1)
 
 

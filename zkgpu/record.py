@@ -350,6 +350,8 @@ def record(
         n = CPU_DEFAULT_N if n is None else n
         partitions = CPU_DEFAULT_PARTITIONS if partitions is None else partitions
     runnable, skipped = scenario_configs(scenarios, device=device)
+    if not runnable:
+        raise ValueError(f"no scenario to record on device={device}: " + "; ".join(f"{k} skipped ({v})" for k, v in skipped.items()) + " (choose other --scenario values)")
     load = HostMemoryLoad(host_load)  # TypeError/ValueError naming host_load's value, before any folder
     # validate the sizes before a folder exists (ValueError/TypeError naming the setting)
     opt_kw = {k: v for k, v in (("synth_workers", synth_workers), ("queue_depth", queue_depth)) if v is not None}
