@@ -214,3 +214,12 @@ def test_fuzzed_logs_never_raise(rng):
         ev = to_events(p)
         assert (ev["end_ns"] >= ev["start_ns"]).all()
         assert s["lines"] == len(lines) and len(pt) >= 0
+
+
+@pytest.mark.parametrize("field", ["worker=0.5", "partition=1.25", "gpu_tid=0.5"])
+def test_non_integer_ids_are_bad_values(field):
+    """Found by the fuzz test (ZKGPU_TEST_SEED=189683862): a fractional worker broke the Int64 column."""
+    p = parse_lines([f"TIMELINE,1,GPU_START,j,{field}", f"CUZK_TIMING: {field} ntt_msm_h_ms=5", f"2026-01-01T00:00:00Z  INFO x: GPU_TIMING w {field} a_ms=1"])
+    assert p.summary()["bad_values"] == 3
+    partition_table(p)
+    to_events(p)

@@ -307,13 +307,15 @@ _MAX_MS = 1e9  # ~11.6 days: a longer phase duration is a corrupt value, not a m
 _MAX_ABS = 1e15  # any other number beyond this is a corrupt value (byte counts of a day fit easily)
 _MAX_T_MS = 1e12  # TIMELINE times: ms since engine start, about 31 years
 _BAD = object()  # a value that is not finite or out of range (counted, the field dropped)
+_ID_KEYS = frozenset({"gpu_tid", "worker", "partition", "gpu", "worker_id"})  # must be integers
 
 
 def _value(v: str, key: str = ""):
     """One ``key=value`` value: a quoted string, a number (float), a duration with a unit
     (``1.2s``, ``12ms``, ``12µs``/``12us``, ``5ns`` -> float **ms**) or a plain string. Returns
-    :data:`_BAD` for a number that is not finite, a duration outside [0, 1e9] ms, or any other
-    number beyond ±1e15."""
+    :data:`_BAD` for a number that is not finite, a duration outside [0, 1e9] ms, an id
+    (``worker``, ``partition``, ``gpu``, ``gpu_tid``) that is not an integer, or any other number
+    beyond ±1e15."""
     if len(v) >= 2 and v[0] == '"' and v[-1] == '"':
         return v[1:-1]
     try:
@@ -328,6 +330,8 @@ def _value(v: str, key: str = ""):
         if not _NUM.match(v):  # 'nan', 'inf', 'infinity', '1_0': not a number a logger writes
             return _BAD if v.strip().lower().lstrip("+-") in ("nan", "inf", "infinity") else v
     if not math.isfinite(x):
+        return _BAD
+    if key in _ID_KEYS and x != int(x):  # a worker 0.5 or partition 1e-3 is a corrupt id
         return _BAD
     if key.endswith("_ms"):
         return x if 0.0 <= x <= _MAX_MS else _BAD
@@ -410,7 +414,8 @@ def _frame(rows: list[dict] | pd.DataFrame, lead: list[str]) -> pd.DataFrame:
         if c in ("line",):
             df[c] = df[c].astype("int64")
         elif c in ("gpu_tid", "worker", "partition", "gpu"):
-            df[c] = pd.to_numeric(df[c], errors="coerce").astype("Int64")
+            num = pd.to_numeric(df[c], errors="coerce").astype("float64")
+            df[c] = num.where(num == np.floor(num)).astype("Int64")  # a non-integer id is no id
         elif c == "truncated":
             df[c] = df[c].fillna(False).astype(bool)
         elif c in ("kind", "text", "event", "job", "detail", "what", "ts", "level"):
@@ -844,7 +849,8 @@ def partition_table(parsed: ParsedLog) -> pd.DataFrame:
     for c in (*PARTITION_COLUMNS, *_EXTRA_PARTITION_COLUMNS):
         df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
     df["record"] = df["record"].astype("int64")
-    df["gpu_tid"] = pd.to_numeric(df["gpu_tid"], errors="coerce").astype("Int64")
+    tid = pd.to_numeric(df["gpu_tid"], errors="coerce").astype("float64")
+    df["gpu_tid"] = tid.where(tid == np.floor(tid)).astype("Int64")
     df["first_line"] = pd.to_numeric(df["first_line"], errors="coerce").astype("Int64")
     df["last_line"] = pd.to_numeric(df["last_line"], errors="coerce").astype("Int64")
     df["truncated"] = df["truncated"].fillna(False).astype(bool)
