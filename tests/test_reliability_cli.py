@@ -329,3 +329,9 @@ def test_report_bad_mode_and_unknown_notebook(monkeypatch):
     _one_line_error(_run(["report"]), "ZKGPU_MODE", "bogus", "--mode replay")
     monkeypatch.delenv("ZKGPU_MODE")
     _one_line_error(_run(["report", "--only", "zzz"]), "--only zzz", "01_symptom")
+
+
+@pytest.mark.parametrize("arr", [np.zeros((1, 12), dtype=np.float64), np.zeros((1, 12), dtype=np.int64), np.zeros((1, 6), dtype=np.uint64)])
+def test_g1_to_arkworks_unchecked_still_refuses_casts(arr):
+    with pytest.raises(TypeError, match="uint64"):
+        curve.g1_to_arkworks(arr, checked=False)

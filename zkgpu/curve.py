@@ -219,12 +219,17 @@ def g1_to_arkworks(arr: np.ndarray, *, checked: bool = True) -> list[Any]:
 
     Raises:
         ValueError: a point not on the curve or a coordinate ``>= q`` (names the index).
+        TypeError: not a uint64 ``(n, 12)`` array (also with ``checked=False``).
     """
     from py_arkworks_bls12381 import G1Point  # noqa: PLC0415
 
     if checked:
         arr = check_points(arr)
-    raw = np.ascontiguousarray(arr, dtype=np.uint64).astype("<u8").tobytes()
+    elif not isinstance(arr, np.ndarray) or arr.dtype != np.uint64 or arr.ndim != 2 or arr.shape[1] != LIMBS:
+        # unchecked values, but never a silent cast of a float/int array or a wrong shape
+        what = f"{arr.dtype} {arr.shape}" if isinstance(arr, np.ndarray) else type(arr).__name__
+        raise TypeError(f"expected a numpy uint64 array of shape (n, 12), got {what}")
+    raw = np.ascontiguousarray(arr).astype("<u8").tobytes()
     return [G1Point.from_xy_bytes_unchecked_le(raw[i : i + 96]) for i in range(0, len(raw), 96)]
 
 
