@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 
-from zkgpu import transfer
+from zkgpu import _cuda, transfer
 from zkgpu.pipeline import PipelineConfig, prepare_backend, run_pipeline
 from zkgpu.pipeline.worker import Cancelled, GpuMutex, StageTimeout
 
@@ -228,13 +228,9 @@ def test_pool_checkout_bad_dtype_changes_nothing(dtype, exc):
 def test_gpu_pinned_allocation_failure_in_a_pipeline_run(monkeypatch):
     """cudaHostAlloc fails for every buffer: the pool falls back to pageable memory with cuzk's
     FAILED line and the run still proves every partition (pageable-speed H2D)."""
-    from zkgpu import _cuda
-
-    cp = _cuda.cupy()
-
     class Failing(transfer.CudaHostAllocator):
         def alloc(self, nbytes):
-            raise cp.cuda.runtime.CUDARuntimeError(2)  # cudaErrorMemoryAllocation
+            return super().alloc(1 << 50)  # a real cudaHostAlloc failure: 1 PiB of page-locked memory
 
     pool = transfer.PinnedPool(Failing())
     c = PipelineConfig(n=1 << 12, partitions=3, device="gpu", transfer="pinned_pool", timeout_s=60.0)
@@ -246,12 +242,9 @@ def test_gpu_pinned_allocation_failure_in_a_pipeline_run(monkeypatch):
 
 @pytest.mark.gpu
 def test_gpu_out_of_memory_in_one_partition_fails_only_that_partition(monkeypatch):
-    """A cudaErrorMemoryAllocation raised inside ntt_msm_h of partition 1 (injected at the
-    backend's start_h): partition 1 fails with the CUDA error, the others are proved, the mutex
-    and buffers are released."""
-    from zkgpu import _cuda
-    from zkgpu.pipeline import backend as be
-
+    """A real device allocation failure (CuPy OutOfMemoryError, a 1 PiB request) inside ntt_msm_h
+    of the second partition to start: that partition fails with the error, the others are proved,
+    the mutex and buffers are released."""
     cp = _cuda.cupy()
     c = PipelineConfig(n=1 << 12, partitions=4, device="gpu", transfer="pinned_pool", timeout_s=60.0)
     prepared = prepare_backend(c)
@@ -261,7 +254,7 @@ def test_gpu_out_of_memory_in_one_partition_fails_only_that_partition(monkeypatc
     def start_h(self, inputs, stream):
         calls["n"] += 1
         if calls["n"] == 2:
-            raise cp.cuda.memory.OutOfMemoryError(1 << 40, 0)
+            cp.empty(1 << 50, dtype=cp.uint8)  # a real device allocation failure (1 PiB): OutOfMemoryError
         return orig(self, inputs, stream)
 
     monkeypatch.setattr(type(prepared[1]), "start_h", start_h)
@@ -271,16 +264,13 @@ def test_gpu_out_of_memory_in_one_partition_fails_only_that_partition(monkeypatc
     failed = next(r for r in res.partitions if r.status == "failed")
     assert "OutOfMemoryError" in failed.error and failed.stage == "ntt_msm_h"
     assert res.pool_stats["buffers_in_use"] == 0
-    del be
 
 
 @pytest.mark.gpu
 def test_gpu_kernel_error_fails_the_partition_with_the_cuda_error(monkeypatch):
-    """A kernel launch error (an invalid launch configuration: 0 threads per block) inside
+    """A kernel launch error (an invalid launch configuration: 2048 threads per block) inside
     tail_msm of partition 2; that partition fails naming the CUDA error, later partitions run on
     a healthy context."""
-    from zkgpu import _cuda
-
     cp = _cuda.cupy()
     c = PipelineConfig(n=1 << 12, partitions=4, gw=1, device="gpu", timeout_s=60.0)
     prepared = prepare_backend(c)
@@ -289,7 +279,7 @@ def test_gpu_kernel_error_fails_the_partition_with_the_cuda_error(monkeypatch):
         if s == "tail_msm" and p == 2:
             k = cp.RawKernel(r'extern "C" __global__ void zk_fault(int *x) { x[threadIdx.x] = 1; }', "zk_fault")
             x = cp.zeros(1, dtype=cp.int32)
-            k((1,), (0,), (x,))  # invalid configuration: raises CUDADriverError at launch
+            k((1,), (2048,), (x,))  # 2048 threads per block > 1024: the launch fails (CUDA_ERROR_INVALID_VALUE)
 
     res = run_pipeline(c.with_(fault_hook=hook), prepared=prepared)
     st = [r.status for r in res.partitions]

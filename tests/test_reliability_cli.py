@@ -14,11 +14,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from zkgpu import curve, msm, ntt, pipeline, record, replay
+from zkgpu import cli, curve, msm, ntt, pipeline, record, replay
 from zkgpu.cli import main
+from zkgpu.pipeline import __main__ as pipeline_main
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,10 +34,8 @@ def _cli(args, env=None, cwd=None, module=("-m", "zkgpu.cli")):
 @pytest.fixture(autouse=True)
 def no_gpu(monkeypatch):
     """In-process CLI calls see no GPU, also on the H200 (the "no GPU" paths are under test)."""
-    from zkgpu.pipeline import __main__ as pmain
-
     monkeypatch.setattr(record, "gpu_available", lambda: False)
-    monkeypatch.setattr(pmain, "gpu_available", lambda: False)
+    monkeypatch.setattr(pipeline_main, "gpu_available", lambda: False)
 
 
 class _Res:
@@ -45,9 +45,7 @@ class _Res:
 
 def _run(args, command=None):
     """The CLI in-process (CliRunner), as a subprocess-like result."""
-    from zkgpu.pipeline.__main__ import main as pmain
-
-    return _Res(CliRunner().invoke(pmain if command == "pipeline" else main, args))
+    return _Res(CliRunner().invoke(pipeline_main.main if command == "pipeline" else main, args))
 
 
 def _one_line_error(res, *words):
@@ -169,8 +167,6 @@ def test_gpu_benchmarks_without_gpu_one_line(cmd):
 
 
 def test_internal_errors_are_one_line_without_traceback(monkeypatch):
-    from zkgpu import cli
-
     def boom(as_json):
         raise ZeroDivisionError("division by zero")
 
@@ -242,8 +238,6 @@ def test_record_benchmarks_write_msm_rows(tmp_path, monkeypatch):
     notes: list[str] = []
     out = record._benchmarks(tmp_path, False, notes)
     assert out == {"ntt": "bench/ntt.csv", "msm": "bench/msm.csv"} and not notes
-    import pandas as pd
-
     df = pd.read_csv(tmp_path / "bench/msm.csv")
     assert df["log2_n"].tolist() == list(range(12, 21)) and calls == [(12, 20, 10)]
 
@@ -264,8 +258,6 @@ def test_gpu_record_has_msm_benchmark_rows(tmp_path, monkeypatch):
     run_dir = record.record(out=tmp_path, device="gpu", n=1 << 12, partitions=2, quick=True, scenarios=["baseline"], sweep=False)
     m = json.loads((run_dir / "manifest.json").read_text())
     assert m["benchmarks"]["msm"] == "bench/msm.csv", m["notes"]
-    import pandas as pd
-
     df = pd.read_csv(run_dir / "bench/msm.csv")
     assert set(df["log2_n"]) == {10, 11} and (df["median_ms"] > 0).all()
 
