@@ -57,4 +57,5 @@ def pytest_runtest_makereport(item, call):
     rep = outcome.get_result()
     seed = getattr(item, "zkgpu_seed", None)
     if rep.failed and seed is not None:
-        rep.sections.append(("random seed", f"test seed {seed}; replay with: ZKGPU_TEST_SEED={seeding.SESSION_SEED} python -m pytest '{item.nodeid}'"))
+        rep.sections.append(("random seed", f"session seed ZKGPU_TEST_SEED={seeding.SESSION_SEED} (this test's own seed, {seed}, is derived from it and the test id); "
+                                            f"replay with: ZKGPU_TEST_SEED={seeding.SESSION_SEED} python -m pytest '{item.nodeid}'"))

@@ -277,14 +277,15 @@ def test_gpu_kernel_error_fails_the_partition_with_the_cuda_error(monkeypatch):
 
     def hook(s, p, w):
         if s == "tail_msm" and p == 2:
-            k = cp.RawKernel(r'extern "C" __global__ void zk_fault(int *x) { x[threadIdx.x] = 1; }', "zk_fault")
+            k = cp.RawKernel(r'extern "C" __global__ void zk_fault(int *x) { if (threadIdx.x == 0) x[0] = 1; }', "zk_fault")
             x = cp.zeros(1, dtype=cp.int32)
             k((1,), (2048,), (x,))  # 2048 threads per block > 1024: the launch fails (CUDA_ERROR_INVALID_VALUE)
+            cp.cuda.get_current_stream().synchronize()  # and any error the launch reports late
 
     res = run_pipeline(c.with_(fault_hook=hook), prepared=prepared)
     st = [r.status for r in res.partitions]
     assert st == ["ok", "ok", "failed", "ok"], res.errors
-    assert "CUDA" in res.partitions[2].error or "cuda" in res.partitions[2].error.lower()
+    assert "cuda" in res.partitions[2].error.lower() and res.partitions[2].stage == "tail_msm", res.partitions[2].error
 
 
 def test_hung_synthesis_that_comes_back_returns_its_late_checkout(prepared, release):
