@@ -327,3 +327,10 @@ def test_report_bad_mode_and_unknown_notebook(monkeypatch):
 def test_g1_to_arkworks_unchecked_still_refuses_casts(arr):
     with pytest.raises(TypeError, match="uint64"):
         curve.g1_to_arkworks(arr, checked=False)
+
+
+@pytest.mark.parametrize("args", [[], ["bench"]])
+def test_a_group_without_command_prints_its_help(args):
+    res = _run(args)
+    assert res.returncode in (0, 2) and "Usage:" in res.stderr + res.stdout and "Commands:" in res.stderr + res.stdout
+    assert "Error:" not in res.stderr

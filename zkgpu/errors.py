@@ -39,7 +39,10 @@ class OneLineErrors:
         try:
             rv = super().main(args, prog_name, complete_var, False, **extra)  # type: ignore[misc]
         except click.UsageError as e:
-            click.echo(f"Error: {_one_line(e.format_message())}", err=True)
+            if type(e).__name__ == "NoArgsIsHelpError":  # a group called without a command: its help, as click prints it
+                click.echo(e.format_message(), err=True)
+            else:
+                click.echo(f"Error: {_one_line(e.format_message())}", err=True)
             sys.exit(USAGE_EXIT)
         except click.ClickException as e:
             click.echo(f"Error: {_one_line(e.format_message())}", err=True)
