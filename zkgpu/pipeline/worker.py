@@ -188,7 +188,7 @@ class GpuMutex:
             if stop.is_set():
                 raise Cancelled("stopped while waiting for the GPU mutex")
             if _now() > deadline:
-                raise TimeoutError(f"partition {partition}: mutex_wait on gpu {self.gpu} exceeded timeout_s={timeout_s} (held by worker {self.owner}, partition {self.partition})")
+                raise TimeoutError(f"partition {partition}: mutex_wait on gpu {self.gpu} exceeded {timeout_s:g} s (held by worker {self.owner}, partition {self.partition})")
         with self._meta:
             self.owner, self.partition, self._holder = worker, partition, threading.get_ident()
 
