@@ -8,7 +8,6 @@ import threading
 import time
 import warnings
 
-import numpy as np
 import pytest
 
 from zkgpu import _cuda, transfer
