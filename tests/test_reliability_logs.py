@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from pathlib import Path
 
+from zkgpu import logs
 from zkgpu.logs import parse_command, parse_file, parse_lines, partition_table, synthetic_log, to_events
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -223,3 +224,14 @@ def test_non_integer_ids_are_bad_values(field):
     assert p.summary()["bad_values"] == 3
     partition_table(p)
     to_events(p)
+
+
+def test_parse_file_progress_bar_for_big_files(tmp_path, monkeypatch, capsys):
+    f = tmp_path / "s.log"
+    synthetic_log(f, 20_000)
+    monkeypatch.setattr(logs, "PROGRESS_MIN_BYTES", 1 << 20)  # the file is ~1.6 MB
+    parse_file(f, progress=True)
+    err = capsys.readouterr().err
+    assert "s.log" in err and "B" in err  # tqdm's bar: name, bytes
+    parse_file(f, progress=False)
+    assert capsys.readouterr().err == ""
