@@ -19,10 +19,19 @@ filecoin-project/curio ``extern/supraseal-c2/cuda/groth16_cuda.cu``, ``groth16_n
 Robustness: ANSI colour codes are stripped; any prefix before a record marker (timestamp, level,
 target, or the fragment of another thread's line) is ignored (a timestamp / level found there is
 kept); one physical line holding several markers is split at each marker (interleaved writers, or
-grep output flattened onto one line); a record cut short (last line of a file without a trailing
-newline, a line ending in ``...``/``…``, or a record immediately followed by another marker without
-whitespace) is flagged ``truncated`` and its last, possibly cut, ``key=value`` token is dropped;
-lines with no marker are counted in :attr:`ParsedLog.unknown_count` (first few kept as examples).
+grep output flattened onto one line; counted as ``merged``); a record cut short (a line ending in
+``...``/``…``, a record immediately followed by another marker without whitespace, or a last line
+without a newline whose last token is not a complete ``key=value``) is flagged ``truncated`` and
+its last, possibly cut, token is dropped (counted as ``dropped_fields``); lines with no marker are
+counted in :attr:`ParsedLog.unknown_count` (first few kept as examples). Durations are float ms
+whatever their unit (``s``, ``ms``, ``µs``/``us``, ``ns``); a value that is not finite or out of
+range is dropped and counted (``bad_values``), a TIMELINE time that is not finite in [0, 1e12] ms
+makes the record malformed. Nothing raises on bad content, and :meth:`ParsedLog.summary` counts
+every record or value that was not used.
+
+Scale: :func:`parse_file` streams the file (one line at a time), groups partition records while
+it parses (linear time) and keeps rows as DataFrame chunks; with ``rows=False`` (``zkgpu parse``)
+it keeps only the partition records and the timeline. ``zkgpu bench parse`` measures it.
 
 Grouping durations into partitions (:func:`partition_table`): ``CUZK_TIMING`` lines carry no
 partition id or timestamp. Lines are grouped into *records* (one per call of
@@ -1048,7 +1057,8 @@ def to_events(parsed: ParsedLog, run: str = "cuzk-log", source: str = "cuzk-log"
 
     Placement rules (all times ns; ms values × 1e6, rounded):
 
-    1. **TIMELINE** events are paired per (job, cuzk partition) first-in-first-out:
+    1. **TIMELINE** events are paired per (job, cuzk partition) first-in-first-out, and only
+       within one worker when both name one (:func:`_pair_timeline`):
        ``SYNTH_START→SYNTH_END`` = ``synthesize``, ``GPU_QUEUE→GPU_PICKUP`` = ``gpu_queue``,
        ``GPU_START→GPU_END`` = ``prove``; start_ns/end_ns = the TIMELINE offsets (ms since engine start).
        ``worker`` from the end event (else the start event). ``partition`` = job_rank × stride + cuzk
@@ -1056,7 +1066,9 @@ def to_events(parsed: ParsedLog, run: str = "cuzk-log", source: str = "cuzk-log"
        partition number in the log (so a single-job log keeps cuzk's partition numbers); the cuzk job
        id and partition go to ``detail`` (``job=…,partition=…``), and so do GPU_END's ``gpu_ms`` and
        SYNTH_END's ``synth_ms`` — GPU_END's gpu_ms is a wall time (prove_start → finish, §2.2), **not**
-       CUDA-event time, so the ``gpu_ms`` column stays NaN. Unmatched starts/ends give no row.
+       CUDA-event time, so the ``gpu_ms`` column stays NaN. Unmatched starts/ends give no row
+       (counted in :meth:`ParsedLog.summary`: ``unpaired_starts``, ``unpaired_ends``,
+       ``cross_worker_ends``, ``duplicate_starts``).
     2. **CUZK_TIMING** records (:func:`partition_table`) are durations. Each record gets an anchor t0 =
        entry of the C++ start function:
 
