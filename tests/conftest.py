@@ -1,4 +1,6 @@
-"""Shared test set-up: tests marked ``gpu`` are skipped when no CUDA GPU (CuPy) is present."""
+"""Shared test set-up: tests marked ``gpu`` are skipped when no CUDA GPU (CuPy) is present; every
+test's random draws come from a seed that is printed when it fails (``seeding``), and
+``ZKGPU_TEST_SEED=<n>`` replays them."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+import seeding  # noqa: E402
 from zkgpu._cuda import gpu_available  # noqa: E402
 
 
@@ -20,3 +23,39 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def pytest_report_header(config):
+    return f"random inputs: ZKGPU_TEST_SEED={seeding.SESSION_SEED} (export it to replay this session's draws)"
+
+
+@pytest.fixture(autouse=True)
+def test_seed(request) -> int:
+    """The running test's seed (from the session seed and the test id); draws of ``rng``,
+    ``pyrng``, ``seeding.new_rng()`` and ``seeding.new_pyrng()`` all come from it."""
+    seed = seeding.seed_for(request.node.nodeid)
+    seeding.start(seed)
+    request.node.zkgpu_seed = seed
+    return seed
+
+
+@pytest.fixture
+def rng(test_seed):
+    """The test's numpy Generator."""
+    return seeding.new_rng()
+
+
+@pytest.fixture
+def pyrng(test_seed):
+    """The test's ``random.Random`` (Python-int draws)."""
+    return seeding.new_pyrng()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    seed = getattr(item, "zkgpu_seed", None)
+    if rep.failed and seed is not None:
+        rep.sections.append(("random seed", f"session seed ZKGPU_TEST_SEED={seeding.SESSION_SEED} (this test's own seed, {seed}, is derived from it and the test id); "
+                                            f"replay with: ZKGPU_TEST_SEED={seeding.SESSION_SEED} python -m pytest '{item.nodeid}'"))

@@ -15,6 +15,7 @@ from native import load
 from zkgpu import curve
 from zkgpu.field import FQ, FR
 from zkgpu.msm import num_windows, signed_digits
+from seeding import new_pyrng, new_rng  # noqa: E402
 
 Q = FQ.modulus
 R = FR.modulus
@@ -50,7 +51,7 @@ def test_layout_matches_arkworks_bytes():
 
 
 def test_py_ecc_roundtrip_and_identity():
-    rng = random.Random()
+    rng = new_pyrng()
     pts = rand_py_ecc(rng, 5) + [pe.Z1]
     a = arr(pts)
     assert curve.is_identity(a).tolist() == [False] * 5 + [True]
@@ -63,21 +64,21 @@ def test_py_ecc_roundtrip_and_identity():
 
 
 def test_arkworks_roundtrip():
-    rng = random.Random()
+    rng = new_pyrng()
     pts = [G1Point() * Scalar(rng.randrange(1, 2**60)) for _ in range(4)] + [G1Point.identity()]
     a = curve.g1_from_arkworks(pts)
     assert curve.g1_to_arkworks(a) == pts
 
 
 def test_arkworks_py_ecc_agree():
-    k = random.randrange(1, R)
+    k = new_pyrng().randrange(1, R)
     a1 = curve.g1_from_arkworks([G1Point() * Scalar.from_le_bytes(k.to_bytes(32, "little"))])
     a2 = arr([pe.multiply(pe.G1, k)])
     assert (a1 == a2).all()
 
 
 def test_check_points_rejects_off_curve_and_unreduced():
-    a = arr(rand_py_ecc(random.Random(), 3))
+    a = arr(rand_py_ecc(new_pyrng(), 3))
     curve.check_points(a)
     bad = a.copy()
     bad[1, 0] ^= np.uint64(1)  # x changed: off the curve
@@ -100,7 +101,7 @@ def test_check_points_rejects_off_curve_and_unreduced():
 
 
 def test_neg_and_add_helpers():
-    p = arr(rand_py_ecc(random.Random(), 2))
+    p = arr(rand_py_ecc(new_pyrng(), 2))
     assert not curve.g1_add(p, curve.g1_neg(p)).any()
     s = curve.g1_add(p[:1], p[1:])
     assert pe.eq(curve.g1_to_py_ecc(s)[0], pe.add(*curve.g1_to_py_ecc(p)))
@@ -115,7 +116,7 @@ def _u32(a: np.ndarray) -> np.ndarray:
 
 def _op(shim, a, b, op, k=0, z1=None, z2=None):
     n = a.shape[0]
-    rng = np.random.default_rng()
+    rng = new_rng()
     if z1 is None:
         z1 = np.array([[int(v) for v in rng.integers(0, 2**63, 6)] for _ in range(n)], dtype=np.uint64)
         z1[:, 5] &= np.uint64(0x0FFFFFFFFFFFFFFF)
@@ -129,7 +130,7 @@ def _op(shim, a, b, op, k=0, z1=None, z2=None):
 
 
 def test_xyzz_add_madd_dbl_against_py_ecc(shim):
-    rng = random.Random()
+    rng = new_pyrng()
     ps, qs = rand_py_ecc(rng, 6), rand_py_ecc(rng, 6)
     # special cases: P + P, P + (-P), identity on either side
     ps += [ps[0], ps[1], pe.Z1, ps[2], pe.Z1]
@@ -146,7 +147,7 @@ def test_xyzz_add_madd_dbl_against_py_ecc(shim):
 
 
 def test_mul_u32_against_py_ecc(shim):
-    rng = random.Random()
+    rng = new_pyrng()
     ps = rand_py_ecc(rng, 3)
     for k in (0, 1, 2, 3, rng.randrange(2**32)):
         got = _op(shim, arr(ps), arr(ps), 4, k=k)
@@ -154,7 +155,7 @@ def test_mul_u32_against_py_ecc(shim):
 
 
 def test_running_sum_repeated_point(shim):
-    p = rand_py_ecc(random.Random(), 1)[0]
+    p = rand_py_ecc(new_pyrng(), 1)[0]
     pts = arr([p] * 20 + [pe.neg(p)] * 5 + [pe.Z1])
     out = np.zeros((1, 12), dtype=np.uint64)
     shim.g1_sum_affine(ptr(_u32(pts)), ctypes.c_size_t(26), ptr(out.view(np.uint32)))
@@ -162,7 +163,7 @@ def test_running_sum_repeated_point(shim):
 
 
 def test_on_curve_device(shim):
-    a = arr(rand_py_ecc(random.Random(), 3) + [pe.Z1])
+    a = arr(rand_py_ecc(new_pyrng(), 3) + [pe.Z1])
     bad = a.copy()
     bad[0, 6] ^= np.uint64(4)
     flags = np.zeros(8, dtype=np.uint8)
@@ -173,7 +174,7 @@ def test_on_curve_device(shim):
 
 @pytest.mark.parametrize("c", [1, 4, 5, 13, 16, 20, 21])
 def test_signed_digits_device_and_reference(shim, c):
-    rng = random.Random()
+    rng = new_pyrng()
     ks = [0, 1, R - 1, 2**255 - 1, (1 << (c - 1)), (1 << c) - 1] + [rng.randrange(R) for _ in range(20)]
     sc = np.array([[(k >> (64 * i)) & (2**64 - 1) for i in range(4)] for k in ks], dtype=np.uint64)
     nwin = shim.g1_num_windows(c)

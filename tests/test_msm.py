@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import hashlib
-import random
 import shutil
 import subprocess
 import tempfile
@@ -26,6 +25,7 @@ import pytest
 
 from zkgpu import _cuda, curve, msm
 from zkgpu.field import FR, fr_from_ints, fr_random
+from seeding import new_pyrng, new_rng  # noqa: E402
 
 R = FR.modulus
 ROOT = Path(__file__).resolve().parent.parent
@@ -153,7 +153,7 @@ def _ints(sc: np.ndarray) -> list[int]:
 
 
 def rand_points(n: int) -> np.ndarray:
-    return msm.generate_points_cpu(n, random.randrange(2**64))
+    return msm.generate_points_cpu(n, new_pyrng().randrange(2**64))
 
 
 # ----------------------------------------------------------------------------- msm
@@ -162,7 +162,7 @@ def rand_points(n: int) -> np.ndarray:
 @pytest.mark.parametrize("path", PATHS)
 def test_msm_random_vs_py_ecc(path):
     n = 64
-    pts, sc = rand_points(n), fr_random(n)
+    pts, sc = rand_points(n), fr_random(n, new_rng())
     assert (run_msm(path, pts, sc) == ref_py_ecc(pts, sc)).all()
 
 
@@ -193,7 +193,7 @@ def test_scalar_r_minus_one(path):
 @pytest.mark.parametrize("path", PATHS)
 def test_scalar_not_reduced_raises(path):
     pts = rand_points(6)
-    sc = fr_random(6)
+    sc = fr_random(6, new_rng())
     sc[4] = np.array([(R >> (64 * i)) & (2**64 - 1) for i in range(4)], dtype=np.uint64)  # == r
     with pytest.raises(ValueError, match=r"scalars\[4\]"):
         run_msm(path, pts, sc)
@@ -204,14 +204,14 @@ def test_point_off_curve_raises(path):
     pts = rand_points(6)
     pts[2, 0] ^= np.uint64(1)
     with pytest.raises(ValueError, match=r"points\[2\]"):
-        run_msm(path, pts, fr_random(6))
+        run_msm(path, pts, fr_random(6, new_rng()))
 
 
 @pytest.mark.parametrize("path", PATHS)
 def test_identity_points_among_bases(path):
     pts = rand_points(33)
     pts[[0, 7, 32]] = 0
-    sc = fr_random(33)
+    sc = fr_random(33, new_rng())
     assert (run_msm(path, pts, sc) == ref_arkworks(pts, sc)).all()
 
 
@@ -219,10 +219,10 @@ def test_identity_points_among_bases(path):
 def test_p_and_minus_p(path):
     p = rand_points(3)
     pts = np.concatenate([p, curve.g1_neg(p)])
-    sc = fr_random(3)
+    sc = fr_random(3, new_rng())
     sc = np.concatenate([sc, sc])
     assert not run_msm(path, pts, sc).any()
-    sc2 = fr_random(6)
+    sc2 = fr_random(6, new_rng())
     assert (run_msm(path, pts, sc2) == ref_arkworks(pts, sc2)).all()
 
 
@@ -230,7 +230,7 @@ def test_p_and_minus_p(path):
 def test_same_point_repeated(path):
     n = 300
     pts = np.repeat(rand_points(1), n, axis=0)
-    sc = fr_random(n)
+    sc = fr_random(n, new_rng())
     want = curve.g1_mul(pts[:1], [sum(_ints(sc)) % R])
     assert (run_msm(path, pts, sc) == want).all()
     ones = np.zeros((n, 4), dtype=np.uint64)
@@ -241,7 +241,7 @@ def test_same_point_repeated(path):
 @pytest.mark.parametrize("n", [1, 31, 32, 33, 80, 81, 181, 182])
 @pytest.mark.parametrize("path", PATHS)
 def test_sizes_and_window_changes(path, n):
-    pts, sc = rand_points(n), fr_random(n)
+    pts, sc = rand_points(n), fr_random(n, new_rng())
     assert (run_msm(path, pts, sc) == ref_arkworks(pts, sc)).all()
 
 
@@ -263,7 +263,7 @@ def test_empty_input_is_identity(path):
 def test_mostly_zero_one_scalars(path):
     n = 200
     pts = rand_points(n)
-    rng = np.random.default_rng()
+    rng = new_rng()
     sc = np.zeros((n, 4), dtype=np.uint64)
     u = rng.random(n)
     sc[u < 0.5, 0] = 1
@@ -275,18 +275,18 @@ def test_mostly_zero_one_scalars(path):
 def test_input_errors():
     pts = rand_points(3)
     with pytest.raises(ValueError, match="3 rows"):
-        msm.msm(pts, fr_random(2))
+        msm.msm(pts, fr_random(2, new_rng()))
     with pytest.raises(ValueError, match=r"shape \(n, 12\)"):
-        msm.msm(pts[:, :6], fr_random(3))
+        msm.msm(pts[:, :6], fr_random(3, new_rng()))
     with pytest.raises(TypeError):
-        msm.msm(pts.astype(np.int64), fr_random(3))
+        msm.msm(pts.astype(np.int64), fr_random(3, new_rng()))
     with pytest.raises(ValueError, match="window"):
-        msm.msm(pts, fr_random(3), window=25)
+        msm.msm(pts, fr_random(3, new_rng()), window=25)
 
 
 @pytest.mark.parametrize("c", [2, 4, 7, 13, 16])
 def test_explicit_window_emulated(c):
-    pts, sc = rand_points(50), fr_random(50)
+    pts, sc = rand_points(50), fr_random(50, new_rng())
     with emulated():
         got = msm._msm_device(pts, sc, c)
     assert (got == ref_arkworks(pts, sc)).all()
@@ -309,7 +309,7 @@ def test_batch_add(path, n):
     pts = rand_points(n)
     if n > 3:
         pts[3] = 0  # an identity among the points
-    sel = np.random.default_rng().random(n) < 0.5
+    sel = new_rng().random(n) < 0.5
     want = ref_arkworks(pts, sel.astype(np.uint64)[:, None] * np.array([[1, 0, 0, 0]], dtype=np.uint64)) if n else curve.identity(1)
     assert (run_batch_add(path, pts, _bitmap(sel)) == want).all()
 
@@ -330,7 +330,7 @@ def test_batch_add_bitmap_errors():
 
 
 def test_prep_msm_split():
-    sc = fr_random(150)
+    sc = fr_random(150, new_rng())
     sc[::3] = 0
     sc[1::5] = 0
     sc[1::5, 0] = 1
@@ -353,8 +353,8 @@ def test_prep_msm_split():
 def test_prep_msm_property(path):
     n = 64
     pts = rand_points(n)
-    rng = np.random.default_rng()
-    sc = fr_random(n)
+    rng = new_rng()
+    sc = fr_random(n, new_rng())
     u = rng.random(n)
     sc[u < 0.4] = 0
     sc[(u >= 0.4) & (u < 0.8)] = 0
@@ -401,7 +401,7 @@ def test_generate_points_gpu_matches_cpu():
 @pytest.mark.parametrize("lg", [8])
 def test_gpu_vs_py_ecc(lg):
     n = 1 << lg
-    pts, sc = rand_points(n), fr_random(n)
+    pts, sc = rand_points(n), fr_random(n, new_rng())
     assert (run_msm("gpu", pts, sc) == ref_py_ecc(pts, sc)).all()
 
 
@@ -410,9 +410,9 @@ def test_gpu_vs_py_ecc(lg):
 def test_gpu_vs_arkworks(lg):
     cp = _cuda.cupy()
     n = 1 << lg
-    seed = random.randrange(2**64)
+    seed = new_pyrng().randrange(2**64)
     pts = msm.generate_points(n, seed)
-    sc = fr_random(n)
+    sc = fr_random(n, new_rng())
     got = cp.asnumpy(msm.msm(pts, cp.asarray(sc)))
     assert (got == ref_arkworks(cp.asnumpy(pts), sc)).all()
     # PoRep-like scalars (mostly 0/1: long buckets split over many threads)
@@ -427,15 +427,15 @@ def test_gpu_vs_arkworks(lg):
 def test_gpu_batch_add_large():
     cp = _cuda.cupy()
     n = 1 << 16
-    pts = msm.generate_points(n, random.randrange(2**64))
-    sel = np.random.default_rng().random(n) < 0.3
+    pts = msm.generate_points(n, new_pyrng().randrange(2**64))
+    sel = new_rng().random(n) < 0.3
     got = msm.batch_add(pts, cp.asarray(_bitmap(sel)))
     want = ref_arkworks(cp.asnumpy(pts), sel.astype(np.uint64)[:, None] * np.array([[1, 0, 0, 0]], dtype=np.uint64))
     assert (cp.asnumpy(got) == want).all()
 
 
 def test_chunks_cover_runs_and_converge():
-    rng = np.random.default_rng()
+    rng = new_rng()
     lens = rng.integers(1, 3 * msm.CHUNK, size=200)
     lens[:5] = [1, msm.CHUNK, msm.CHUNK + 1, 2 * msm.CHUNK, 2 * msm.CHUNK + 1]
     keys = np.repeat(np.arange(200, dtype=np.uint32) * 3, lens)
@@ -458,7 +458,7 @@ def test_small_scalars_long_buckets(path):
     n = 500  # scalars in 1..3: a few buckets of 100+ entries, split into chunks over two levels
     pts = rand_points(n)
     sc = np.zeros((n, 4), dtype=np.uint64)
-    sc[:, 0] = np.random.default_rng().integers(1, 4, size=n)
+    sc[:, 0] = new_rng().integers(1, 4, size=n)
     assert (run_msm(path, pts, sc) == ref_arkworks(pts, sc)).all()
 
 
@@ -469,9 +469,9 @@ def test_level0_modes_and_chunk_sizes(path, mode, chunk, monkeypatch):
     monkeypatch.setenv("ZKGPU_MSM_CHUNK", str(chunk))
     n = 300
     pts = rand_points(n)
-    sc = fr_random(n)
+    sc = fr_random(n, new_rng())
     sc[: n // 2] = 0
-    sc[: n // 2, 0] = np.random.default_rng().integers(0, 3, size=n // 2)  # long buckets 1, 2
+    sc[: n // 2, 0] = new_rng().integers(0, 3, size=n // 2)  # long buckets 1, 2
     pts[5] = 0
     assert (run_msm(path, pts, sc) == ref_arkworks(pts, sc)).all()
 

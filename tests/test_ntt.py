@@ -4,13 +4,13 @@ schedule in Python, and (marked gpu) the kernels against the reference on fresh 
 from __future__ import annotations
 
 import random
-import secrets
 
 import numpy as np
 import pytest
 
 from zkgpu import ntt as N
 from zkgpu.field import FR, fr_from_ints, fr_random, fr_to_ints
+from seeding import new_pyrng, new_rng  # noqa: E402
 
 P = FR.modulus
 G = FR.generator
@@ -24,7 +24,7 @@ def rand_ints(n: int, rng: random.Random) -> list[int]:
 
 @pytest.fixture
 def rng() -> random.Random:
-    return random.Random(secrets.randbits(64))
+    return new_pyrng()
 
 
 # ---------------------------------------------------------------- CPU reference
@@ -310,7 +310,7 @@ def test_gpu_orders_device_api(order, inverse, coset, radix):
     cp = _cp()
     for L in (1, 2, 4, 8, 9, 11, 13, 16):
         n = 1 << L
-        x = fr_random(n)
+        x = fr_random(n, new_rng())
         xi = fr_to_ints(x)
         ref = N.ntt_reference(xi, inverse=inverse, coset=coset)
         rev = N._bitrev_indices(L)
@@ -372,7 +372,7 @@ def test_gpu_large_spot_checks(L, radix):
     cp = _cp()
     s = 10
     n = 1 << L
-    x = _dev_random(n, secrets.randbits(32))
+    x = _dev_random(n, new_pyrng().getrandbits(32))
     xh = x.get()
     S = _residue_sums(xh, s)
     for inverse in (False, True):
@@ -394,7 +394,7 @@ def test_gpu_large_spot_checks(L, radix):
 @pytest.mark.gpu
 def test_gpu_arbitrary_positions_horner_2_20():
     n = 1 << 20
-    x = fr_random(n)
+    x = fr_random(n, new_rng())
     xi = fr_to_ints(x)
     omega = FR.root_of_unity(20)
     for coset in (False, True):

@@ -339,7 +339,8 @@ def test_prep_timeout_becomes_an_error_not_a_hang(prepared):
     c = cfg(partitions=2, gw=1, timeout_s=0.3, fault_hook=slow_prep)
     res, err = run_bounded(c, limit=30, prepared=prepared)
     assert err is None, err
-    assert res.partitions[0].status == "failed" and "TimeoutError" in res.partitions[0].error
+    assert res.partitions[0].status == "failed" and isinstance(res.partitions[0].exception, TimeoutError)
+    assert "partition 0" in res.partitions[0].error and "prep_msm" in res.partitions[0].error
     assert res.partitions[1].status == "ok"
 
 

@@ -4,20 +4,20 @@ and (marked gpu) the device path against the reference."""
 from __future__ import annotations
 
 import random
-import secrets
 
 import numpy as np
 import pytest
 
 from zkgpu import qap
 from zkgpu.field import FR, fr_from_ints, fr_to_ints
+from seeding import new_pyrng  # noqa: E402
 
 P = FR.modulus
 
 
 @pytest.fixture
 def rng() -> random.Random:
-    return random.Random(secrets.randbits(64))
+    return new_pyrng()
 
 
 def _interpolate_coeffs(evals: list[int], n: int) -> list[int]:
@@ -130,7 +130,7 @@ def test_gpu_compute_h_matches_reference(log_n):
     from zkgpu._cuda import cupy
 
     cp = cupy()
-    rng = random.Random(secrets.randbits(64))
+    rng = new_pyrng()
     n = 1 << log_n
     m = max(1, n - rng.randrange(0, max(1, n // 2)))  # usually not a power of two
     a, b, c = ([rng.randrange(P) for _ in range(m)] for _ in range(3))
@@ -169,7 +169,7 @@ def test_gpu_split_h_pieces_equal_compute_h_and_defer_the_value_check(log_n):
 
     cp = cupy()
     n = 1 << log_n
-    rng = random.Random(secrets.randbits(64))
+    rng = new_pyrng()
     vals = [[rng.randrange(P) for _ in range(n)] for _ in range(3)]
     dev = [cp.asarray(fr_from_ints(v)) for v in vals]
     check = qap.DeferredCheck()

@@ -199,7 +199,7 @@ def test_interrupted_recording_keeps_what_finished(tmp_path, monkeypatch):
 
 def test_sweep_and_benchmarks_plumbing_without_gpu(tmp_path, monkeypatch):
     """The GPU-only steps, with the measuring functions replaced by stand-ins (no GPU here)."""
-    from zkgpu import ntt, transfer
+    from zkgpu import msm, ntt, transfer
 
     seen = {}
 
@@ -216,6 +216,7 @@ def test_sweep_and_benchmarks_plumbing_without_gpu(tmp_path, monkeypatch):
     monkeypatch.setattr(transfer, "bandwidth_sweep", fake_sweep)
     monkeypatch.setattr(transfer, "host_alloc_costs", fake_costs)
     monkeypatch.setattr(ntt, "run_benchmark", lambda min_log, max_log, repeat: [{"log_n": min_log, "variant": "forward-nn", "median_ms": 1.0}])
+    monkeypatch.setattr(msm, "run_benchmark", lambda min_log, max_log, repeat: [{"log2_n": lg, "mode": "device", "scalars": "uniform", "median_ms": 2.0} for lg in range(min_log, max_log + 1)])
     notes: list[str] = []
     assert record._sweep(tmp_path, True, notes) == "sweep.parquet"
     assert seen["sweep"][0] == tuple(1 << s for s in range(20, 29, 2)) and seen["costs"] == ((1 << 20,), 2)
@@ -223,8 +224,9 @@ def test_sweep_and_benchmarks_plumbing_without_gpu(tmp_path, monkeypatch):
     assert (tmp_path / "sweep.csv").is_file() and (tmp_path / "host_alloc.csv").is_file()
     bench = record._benchmarks(tmp_path, True, notes)
     assert bench["ntt"] == "bench/ntt.csv" and pd.read_csv(tmp_path / "bench/ntt.csv")["median_ms"].tolist() == [1.0]
-    if "msm" not in bench:
-        assert any("msm benchmark" in n for n in notes)
+    msm_rows = pd.read_csv(tmp_path / bench["msm"])  # the MSM benchmark is recorded, not skipped with a note
+    assert bench["msm"] == "bench/msm.csv" and msm_rows["log2_n"].tolist() == [12, 13, 14, 15, 16]
+    assert not any("skipped" in n or "failed" in n for n in notes)
     m = {"sweep": "sweep.parquet", "benchmarks": bench, "scenarios": {}}
     rec = replay.Recording(tmp_path, m)
     assert rec.sweep()["gbps"].tolist() == [5.0, 50.0] and rec.host_alloc()["op"].tolist() == ["hostAlloc"]

@@ -1,4 +1,6 @@
-"""The ``zkgpu`` command: ``info``, ``bench``, ``record``, ``report``, ``parse``, ``prove``."""
+"""The ``zkgpu`` command: ``info``, ``bench``, ``record``, ``report``, ``parse``, ``trace``, ``prove``.
+
+Every error is one line on stderr with exit status 2 (:mod:`zkgpu.errors`)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,12 @@ from importlib import metadata
 
 import click
 
-from . import __version__
+from . import __version__, hostload, logs, msm, ntt, record, replay, transfer
+from . import report as report_mod
+from ._cuda import device_info
+from .chrome_trace import ExportError, export_recording, open_run
+from .errors import CliError, OneLineGroup
+from .groth16 import cli as groth16_cli
 
 
 def _version(dist: str) -> str | None:
@@ -21,8 +28,6 @@ def _version(dist: str) -> str | None:
 
 def environment() -> dict:
     """What zkgpu finds on this machine: GPU or none, driver, CUDA, CuPy, nvtx and versions."""
-    from ._cuda import device_info  # noqa: PLC0415
-
     info = {
         "zkgpu": __version__,
         "python": platform.python_version(),
@@ -37,7 +42,7 @@ def environment() -> dict:
     return info
 
 
-@click.group()
+@click.group(cls=OneLineGroup)
 @click.version_option(__version__, prog_name="zkgpu")
 def main() -> None:
     """zkgpu: GPU bottlenecks in ZK provers (BLS12-381 NTT/MSM, H2D paths, cuzk pipeline)."""
@@ -59,7 +64,8 @@ def info(as_json: bool) -> None:
 
 @main.group()
 def bench() -> None:
-    """Benchmarks on the GPU (CUDA events, warm-up excluded, medians) written under data/."""
+    """Benchmarks: GPU kernels and transfers (CUDA events, warm-up excluded, medians, written
+    under data/) and the log parser (``bench parse``, CPU, CSV)."""
 
 
 @main.command()
@@ -68,16 +74,15 @@ def bench() -> None:
 @click.option("--only", multiple=True, help="run only notebooks whose name contains this (repeatable)")
 def report(mode: str | None, out_dir: str, only: tuple[str, ...]) -> None:
     """Execute every notebook in notebooks/ and write HTML plus an index into reports/."""
-    from .report import run_report  # noqa: PLC0415
-
-    ok = run_report(out_dir=out_dir, mode=mode, only=only)
+    try:
+        replay.resolve_mode(mode)  # ZKGPU_MODE is checked here, before any notebook runs
+    except ValueError as exc:
+        raise CliError(f"{exc} (unset ZKGPU_MODE or pass --mode replay)") from exc
+    if only and not report_mod.find_notebooks(only=only):
+        names = ", ".join(p.stem for p in report_mod.find_notebooks())
+        raise CliError(f"--only {' '.join(only)}: no notebook name contains it (notebooks: {names})")
+    ok = report_mod.run_report(out_dir=out_dir, mode=mode, only=only)
     sys.exit(0 if ok else 1)
-
-
-class _ExportFailed(click.ClickException):
-    """One line on stderr (``Error: ...``), exit status 2, no traceback."""
-
-    exit_code = 2
 
 
 @main.group("trace")
@@ -96,43 +101,27 @@ def trace_export(run: str, scenarios: tuple[str, ...], out: str) -> None:
     and scenario, one thread per worker with its CPU threads apart, one slice per event row
     (bytes and GPU ms in its args); see zkgpu.chrome_trace.
     """
-    from .chrome_trace import ExportError, export_recording, open_run  # noqa: PLC0415
-
     try:
         path, rows = export_recording(open_run(run), out, scenarios)
     except ExportError as exc:
-        raise _ExportFailed(str(exc)) from None
+        raise CliError(str(exc)) from None
     except OSError as exc:  # unwritable --out, unreadable event table
-        raise _ExportFailed(f"cannot export {run} to {out}: {exc.strerror or exc}") from None
+        raise CliError(f"cannot export {run} to {out}: {exc.strerror or exc}") from None
     click.echo(f"wrote {rows} events to {path}: open it in https://ui.perfetto.dev or chrome://tracing")
 
 
-def _register_optional_commands() -> None:
-    """Attach commands whose modules may not exist yet in a partial checkout."""
-    import importlib  # noqa: PLC0415
-
-    for mod, attr, group in (
-        ("zkgpu.ntt", "bench_command", bench),
-        ("zkgpu.msm", "bench_command", bench),
-        ("zkgpu.transfer", "bench_command", bench),
-        ("zkgpu.hostload", "bench_command", bench),
-        ("zkgpu.record", "record_command", main),
-        ("zkgpu.logs", "parse_command", main),
-        ("zkgpu.groth16.cli", "prove_command", main),
-        ("zkgpu.groth16.cli", "bench_command", bench),
-    ):
-        try:
-            module = importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name != mod:  # a real import error inside an existing module
-                raise
-            continue
-        cmd = getattr(module, attr, None)
-        if cmd is not None:
-            group.add_command(cmd)
-
-
-_register_optional_commands()
+for _group, _cmd in (
+    (bench, ntt.bench_command),
+    (bench, msm.bench_command),
+    (bench, transfer.bench_command),
+    (bench, hostload.bench_command),
+    (bench, logs.bench_parse_command),
+    (main, record.record_command),
+    (main, logs.parse_command),
+    (main, groth16_cli.prove_command),
+    (bench, groth16_cli.bench_command),
+):
+    _group.add_command(_cmd)
 
 if __name__ == "__main__":
     main()

@@ -130,8 +130,17 @@ def _from_bytes(buf: bytes, n: int) -> np.ndarray:
 
 
 def g1_to_ints(arr: np.ndarray) -> list[tuple[int, int]]:
-    """``(n, 12)`` array -> affine integer pairs ``(x, y)``; the identity is ``(0, 0)``."""
-    a = np.ascontiguousarray(arr, dtype=np.uint64)
+    """``(n, 12)`` uint64 array -> affine integer pairs ``(x, y)``; the identity is ``(0, 0)``.
+
+    Raises:
+        TypeError: not a numpy array of dtype uint64 (a float or signed array would be converted
+            value by value into a wrong point; as :func:`zkgpu.field.to_ints`).
+        ValueError: shape other than ``(n, 12)``.
+    """
+    if not isinstance(arr, np.ndarray) or arr.dtype != np.uint64:
+        what = arr.dtype if isinstance(arr, np.ndarray) else type(arr).__name__
+        raise TypeError(f"expected a numpy uint64 array of shape (n, 12), got {what}")
+    a = np.ascontiguousarray(arr)
     if a.ndim != 2 or a.shape[1] != LIMBS:
         raise ValueError(f"expected shape (n, 12), got {a.shape}")
     raw = a.astype("<u8").tobytes()
@@ -210,12 +219,17 @@ def g1_to_arkworks(arr: np.ndarray, *, checked: bool = True) -> list[Any]:
 
     Raises:
         ValueError: a point not on the curve or a coordinate ``>= q`` (names the index).
+        TypeError: not a uint64 ``(n, 12)`` array (also with ``checked=False``).
     """
     from py_arkworks_bls12381 import G1Point  # noqa: PLC0415
 
     if checked:
         arr = check_points(arr)
-    raw = np.ascontiguousarray(arr, dtype=np.uint64).astype("<u8").tobytes()
+    elif not isinstance(arr, np.ndarray) or arr.dtype != np.uint64 or arr.ndim != 2 or arr.shape[1] != LIMBS:
+        # unchecked values, but never a silent cast of a float/int array or a wrong shape
+        what = f"{arr.dtype} {arr.shape}" if isinstance(arr, np.ndarray) else type(arr).__name__
+        raise TypeError(f"expected a numpy uint64 array of shape (n, 12), got {what}")
+    raw = np.ascontiguousarray(arr).astype("<u8").tobytes()
     return [G1Point.from_xy_bytes_unchecked_le(raw[i : i + 96]) for i in range(0, len(raw), 96)]
 
 

@@ -32,6 +32,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from .errors import CliError
+
 __all__ = ["HostMemoryLoad", "LoadStats", "h2d_under_load", "LOAD_COLUMNS", "DEFAULT_BUFFER_BYTES", "bench_command"]
 
 MIB = 1 << 20
@@ -285,7 +287,7 @@ def _make_bench_command() -> Any:
         from .manifest import build_manifest, new_run_dir, write_json_new  # noqa: PLC0415
 
         if not _cuda.gpu_available():
-            raise click.ClickException("zkgpu bench load needs a CUDA GPU with CuPy (none found)")
+            raise CliError("zkgpu bench load needs a CUDA GPU with CuPy (none found) (GPU benchmarks; without a GPU, replay the recordings: zkgpu report)")
         try:
             lv = [int(x) for x in levels.split(",") if x.strip()]
         except ValueError as exc:

@@ -19,10 +19,19 @@ filecoin-project/curio ``extern/supraseal-c2/cuda/groth16_cuda.cu``, ``groth16_n
 Robustness: ANSI colour codes are stripped; any prefix before a record marker (timestamp, level,
 target, or the fragment of another thread's line) is ignored (a timestamp / level found there is
 kept); one physical line holding several markers is split at each marker (interleaved writers, or
-grep output flattened onto one line); a record cut short (last line of a file without a trailing
-newline, a line ending in ``...``/``…``, or a record immediately followed by another marker without
-whitespace) is flagged ``truncated`` and its last, possibly cut, ``key=value`` token is dropped;
-lines with no marker are counted in :attr:`ParsedLog.unknown_count` (first few kept as examples).
+grep output flattened onto one line; counted as ``merged``); a record cut short (a line ending in
+``...``/``…``, a record immediately followed by another marker without whitespace, or a last line
+without a newline whose last token is not a complete ``key=value``) is flagged ``truncated`` and
+its last, possibly cut, token is dropped (counted as ``dropped_fields``); lines with no marker are
+counted in :attr:`ParsedLog.unknown_count` (first few kept as examples). Durations are float ms
+whatever their unit (``s``, ``ms``, ``µs``/``us``, ``ns``); a value that is not finite or out of
+range is dropped and counted (``bad_values``), a TIMELINE time that is not finite in [0, 1e12] ms
+makes the record malformed. Nothing raises on bad content, and :meth:`ParsedLog.summary` counts
+every record or value that was not used.
+
+Scale: :func:`parse_file` streams the file (one line at a time), groups partition records while
+it parses (linear time) and keeps rows as DataFrame chunks; with ``rows=False`` (``zkgpu parse``)
+it keeps only the partition records and the timeline. ``zkgpu bench parse`` measures it.
 
 Grouping durations into partitions (:func:`partition_table`): ``CUZK_TIMING`` lines carry no
 partition id or timestamp. Lines are grouped into *records* (one per call of
@@ -47,18 +56,24 @@ Placing durations on a time axis (:func:`to_events`) — see its docstring for t
 from __future__ import annotations
 
 import math
+import os
 import re
 import sqlite3
+import sys
+import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable, Iterator
 
 import click
 import numpy as np
 import pandas as pd
+from tqdm import tqdm
 
+from .errors import CliError, OneLineCommand
 from .events import normalize_events
+from .metrics import identity_check
 
 __all__ = [
     "ParsedLog",
@@ -68,6 +83,9 @@ __all__ = [
     "to_events",
     "read_nsys_sqlite",
     "parse_command",
+    "bench_parse",
+    "bench_parse_command",
+    "synthetic_log",
     "PARTITION_COLUMNS",
     "MARKERS",
 ]
@@ -220,7 +238,16 @@ class ParsedLog:
         n_lines: physical lines read. unknown_count: non-empty lines with no marker.
         unknown_examples: first 5 unknown lines (ANSI-stripped). truncated_count: records flagged
         truncated. malformed_count: records whose body could not be read (e.g. a TIMELINE line with
-        fewer than 4 commas, a CUZK line with no ``key=value``).
+        fewer than 4 commas or a time that is not a finite number in [0, 1e12] ms, a CUZK line with
+        no ``key=value``).
+        dropped_fields: tokens dropped because they were (or may have been) cut, or were not
+        ``key=value`` amid the fields. bad_values: values dropped because they were not finite
+        or out of range (a duration outside [0, 1e9] ms, another number beyond ±1e15).
+        merged_count: records that shared one physical line with other records (interleaved
+        writers). no_final_newline: the input's last line had no line end (it may be cut).
+
+    Durations are float ms whatever unit the log used (``12ms``, ``1.2s``, ``12µs``/``12us``,
+    ``5ns``).
     """
 
     timing: pd.DataFrame
@@ -235,60 +262,145 @@ class ParsedLog:
     unknown_examples: list[str] = field(default_factory=list)
     truncated_count: int = 0
     malformed_count: int = 0
+    dropped_fields: int = 0
+    bad_values: int = 0
+    merged_count: int = 0
+    no_final_newline: bool = False
+    _pairing: tuple | None = field(default=None, repr=False, compare=False)
+    _partitions: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+    _records: list[dict] | None = field(default=None, repr=False, compare=False)
+    _counts: dict[str, int] | None = field(default=None, repr=False, compare=False)
+
+    def pairing(self) -> dict[str, int]:
+        """How the TIMELINE start/end records pair (:func:`_pair_timeline`): ``pairs``,
+        ``duplicate_starts``, ``unpaired_starts``, ``unpaired_ends``, ``cross_worker_ends``."""
+        pairs, _, counts = self._paired()
+        return {"pairs": len(pairs), **counts}
+
+    def _paired(self) -> tuple[list, list, dict]:
+        if self._pairing is None:  # computed once (summary() and to_events() both need it)
+            self._pairing = _pair_timeline(self.timeline)
+        return self._pairing
 
     def summary(self) -> dict:
-        """Counts per record type plus unknown / truncated / malformed line counts."""
+        """Counts per record type, then every record or value that was dropped or merged:
+        ``unknown`` lines, ``truncated`` / ``malformed`` records, ``dropped_fields``,
+        ``bad_values``, ``merged`` (records sharing a line), the TIMELINE pairing counts
+        (``duplicate_starts``, ``unpaired_starts``, ``unpaired_ends``, ``cross_worker_ends``) and
+        ``no_final_newline`` (0/1)."""
+        n = self._counts or {"timing": len(self.timing), "ntt_h": len(self.ntt_h), "timeline": len(self.timeline), "gpu": len(self.gpu_timing),
+                             "fin": len(self.fin_timing), "pool": len(self.pool), "msgs": len(self.messages)}
         return {
             "lines": self.n_lines,
-            "cuzk_timing": len(self.timing),
-            "cuzk_ntt_h": len(self.ntt_h),
-            "timeline": len(self.timeline),
-            "gpu_timing": len(self.gpu_timing),
-            "fin_timing": len(self.fin_timing),
-            "pinned_pool": len(self.pool),
-            "messages": len(self.messages),
+            "cuzk_timing": n["timing"],
+            "cuzk_ntt_h": n["ntt_h"],
+            "timeline": n["timeline"],
+            "gpu_timing": n["gpu"],
+            "fin_timing": n["fin"],
+            "pinned_pool": n["pool"],
+            "messages": n["msgs"],
             "unknown": self.unknown_count,
             "truncated": self.truncated_count,
             "malformed": self.malformed_count,
+            "dropped_fields": self.dropped_fields,
+            "bad_values": self.bad_values,
+            "merged": self.merged_count,
+            **{k: v for k, v in self.pairing().items() if k != "pairs"},
+            "no_final_newline": int(self.no_final_newline),
         }
 
 
-def _value(v: str):
-    if v.startswith('"') and v.endswith('"') and len(v) >= 2:
+_UNIT_MS = {"ns": 1e-6, "us": 1e-3, "\u00b5s": 1e-3, "\u03bcs": 1e-3, "ms": 1.0, "s": 1e3}
+_NUM_UNIT = re.compile(r"^([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)(ns|us|\u00b5s|\u03bcs|ms|s)$")
+_MAX_MS = 1e9  # ~11.6 days: a longer phase duration is a corrupt value, not a measurement
+_MAX_ABS = 1e15  # any other number beyond this is a corrupt value (byte counts of a day fit easily)
+_MAX_T_MS = 1e12  # TIMELINE times: ms since engine start, about 31 years
+_BAD = object()  # a value that is not finite or out of range (counted, the field dropped)
+_ID_KEYS = frozenset({"gpu_tid", "worker", "partition", "gpu", "worker_id"})  # must be integers
+
+
+def _value(v: str, key: str = ""):
+    """One ``key=value`` value: a quoted string, a number (float), a duration with a unit
+    (``1.2s``, ``12ms``, ``12µs``/``12us``, ``5ns`` -> float **ms**) or a plain string. Returns
+    :data:`_BAD` for a number that is not finite, a duration outside [0, 1e9] ms, an id
+    (``worker``, ``partition``, ``gpu``, ``gpu_tid``) that is not an integer, or any other number
+    beyond ±1e15."""
+    if len(v) >= 2 and v[0] == '"' and v[-1] == '"':
         return v[1:-1]
-    if _NUM.match(v):
-        return float(v)
-    m = _NUM_MS.match(v)
-    if m:
-        return float(m.group(1))
-    return v
+    try:
+        x = float(v)
+    except ValueError:
+        m = _NUM_UNIT.match(v)
+        if m is None:
+            return v
+        x = float(m.group(1)) * _UNIT_MS[m.group(2)]
+        key = "_ms"
+    else:
+        if not _NUM.match(v):  # 'nan', 'inf', 'infinity', '1_0': not a number a logger writes
+            return _BAD if v.strip().lower().lstrip("+-") in ("nan", "inf", "infinity") else v
+    if not math.isfinite(x):
+        return _BAD
+    if key in _ID_KEYS and x != int(x):  # a worker 0.5 or partition 1e-3 is a corrupt id
+        return _BAD
+    if key.endswith("_ms"):
+        return x if 0.0 <= x <= _MAX_MS else _BAD
+    return x if abs(x) <= _MAX_ABS else _BAD
 
 
-def _kv_tokens(body: str, truncated: bool) -> tuple[dict, list[str], bool]:
+class _Counts:
+    """Per-parse counters of everything dropped or merged (see :meth:`ParsedLog.summary`)."""
+
+    __slots__ = ("dropped_fields", "bad_values", "merged")
+
+    def __init__(self) -> None:
+        self.dropped_fields = 0
+        self.bad_values = 0
+        self.merged = 0
+
+
+def _complete_kv(tok: str) -> bool:
+    k, sep, v = tok.partition("=")
+    return bool(sep and v and _KV.match(tok))
+
+
+def _kv_tokens(body: str, truncated: bool, counts: _Counts | None = None, maybe_cut: bool = False) -> tuple[dict, list[str], bool]:
     """Split ``body`` into key=value fields; return (fields, leading words, truncated).
 
     Leading words before the first key=value token form the message (``what``). A non key=value token
     after the first field is treated as a cut token (the record is truncated) if it is last.
+    ``truncated``: the record is known to be cut, its last token is dropped (counted).
+    ``maybe_cut``: the record may be cut (last line of a file without a final newline): its last
+    token is kept when it is a complete ``key=value``, else the record is flagged truncated.
+    Values that are not finite or out of range are dropped and counted in ``counts.bad_values``.
     """
     toks = body.split()
+    if maybe_cut and toks and not body[-1:].isspace() and not _complete_kv(toks[-1]):
+        truncated = True
     if truncated and toks and not body[-1:].isspace():
-        toks = toks[:-1]  # the last token may be cut: drop it (whole-token loss is reported via flag)
+        toks = toks[:-1]  # the last token may be cut: drop it (counted)
+        if counts is not None:
+            counts.dropped_fields += 1
     fields: dict = {}
     words: list[str] = []
-    bad = False
+    n = len(toks)
     for i, t in enumerate(toks):
         m = _KV.match(t)
         if m:
-            fields[m.group(1)] = _value(m.group(2))
+            k = m.group(1)
+            v = _value(m.group(2), k)
+            if v is _BAD:
+                if counts is not None:
+                    counts.bad_values += 1
+                continue
+            fields[k] = v
         elif not fields:
             words.append(t)
-        elif i == len(toks) - 1:
+        elif i == n - 1:
             truncated = True
-        else:
-            bad = True
-            fields.setdefault("_junk", t)
-    if bad:
-        fields.pop("_junk", None)
+            if counts is not None:
+                counts.dropped_fields += 1
+        elif counts is not None:
+            counts.dropped_fields += 1  # junk in the middle of the fields
     return fields, words, truncated
 
 
@@ -298,10 +410,10 @@ def _prefix_info(prefix: str) -> tuple[str | None, str | None]:
     return (ts.group(0) if ts else None), (lv.group(1) if lv else None)
 
 
-def _frame(rows: list[dict], lead: list[str]) -> pd.DataFrame:
-    if not rows:
+def _frame(rows: list[dict] | pd.DataFrame, lead: list[str]) -> pd.DataFrame:
+    if not len(rows):
         return pd.DataFrame({c: pd.Series(dtype="object") for c in lead})
-    df = pd.DataFrame(rows)
+    df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(rows)
     cols = lead + [c for c in df.columns if c not in lead]
     for c in lead:
         if c not in df.columns:
@@ -311,7 +423,8 @@ def _frame(rows: list[dict], lead: list[str]) -> pd.DataFrame:
         if c in ("line",):
             df[c] = df[c].astype("int64")
         elif c in ("gpu_tid", "worker", "partition", "gpu"):
-            df[c] = pd.to_numeric(df[c], errors="coerce").astype("Int64")
+            num = pd.to_numeric(df[c], errors="coerce").astype("float64")
+            df[c] = num.where(num == np.floor(num)).astype("Int64")  # a non-integer id is no id
         elif c == "truncated":
             df[c] = df[c].fillna(False).astype(bool)
         elif c in ("kind", "text", "event", "job", "detail", "what", "ts", "level"):
@@ -325,15 +438,14 @@ def _frame(rows: list[dict], lead: list[str]) -> pd.DataFrame:
     return df
 
 
-def _parse_cuzk_timing(body: str, truncated: bool) -> dict | None:
-    body = body.strip() if not truncated else body.lstrip()
+def _parse_cuzk_timing(body: str, truncated: bool, counts: _Counts | None = None, maybe_cut: bool = False) -> dict | None:
     m = _POOL_THRESHOLD.match(body)
     if m:
         return {"kind": "pool_threshold", "gpu": int(m.group(1)), "truncated": truncated}
     m = _DA_CACHE.match(body)
     if m:
         return {"kind": "d_a_cache", "d_a_cache_mib": float(m.group(1)), "gpu": int(m.group(2)), "truncated": truncated}
-    fields, words, truncated = _kv_tokens(body, truncated)
+    fields, words, truncated = _kv_tokens(body, truncated, counts, maybe_cut)
     if not fields:
         return None
     gpu_tid = fields.pop("gpu_tid", None)
@@ -352,8 +464,13 @@ def _parse_cuzk_timing(body: str, truncated: bool) -> dict | None:
     return row
 
 
-def _parse_timeline(seg: str, truncated: bool) -> dict | None:
-    s = seg.rstrip("\r\n") if not truncated else seg
+_TL_SPLIT = re.compile(r"[,\s]+")
+
+
+def _parse_timeline(seg: str, truncated: bool, counts: _Counts | None = None, maybe_cut: bool = False) -> dict | None:
+    """``TIMELINE,<t_ms>,<EVENT>,<job>,<detail>`` -> row, or None (malformed: fewer than 4 fields,
+    no event, or a time that is not a finite number in [0, 1e12] ms)."""
+    s = seg.rstrip("\r\n") if not (truncated or maybe_cut) else seg
     parts = s.split(",", 4)
     if len(parts) < 4:
         return None
@@ -363,19 +480,34 @@ def _parse_timeline(seg: str, truncated: bool) -> dict | None:
         t_ms = float(t)
     except ValueError:
         return None
+    if not (math.isfinite(t_ms) and 0.0 <= t_ms <= _MAX_T_MS):
+        return None
     event = event.strip()
     if not event:
         return None
     detail = detail.strip()
-    row: dict = {"t_ms": t_ms, "event": event, "job": job.strip(), "detail": detail, "truncated": truncated}
-    items = [x for x in re.split(r"[,\s]+", detail) if x]
-    if truncated and items and not s.endswith((",", " ")):
+    items = [x for x in _TL_SPLIT.split(detail) if x]
+    open_end = not s.endswith((",", " "))
+    if maybe_cut and items and open_end and not _complete_kv(items[-1]):
+        truncated = True
+    if truncated and items and open_end:
         items = items[:-1]
+        if counts is not None:
+            counts.dropped_fields += 1
+    row: dict = {"t_ms": t_ms, "event": event, "job": job.strip(), "detail": detail, "truncated": truncated}
     flags = []
     for it in items:
         if "=" in it:
             k, v = it.split("=", 1)
-            row[k] = _value(v) if k not in ("kind", "job") else v
+            if k in ("kind", "job"):
+                row[k] = v
+                continue
+            x = _value(v, k)
+            if x is _BAD:
+                if counts is not None:
+                    counts.bad_values += 1
+                continue
+            row[k] = x
         else:
             flags.append(it)
     if flags:
@@ -397,30 +529,107 @@ def _split_segments(text: str) -> tuple[str, list[tuple[str, str, bool]]]:
     return text[: matches[0].start()], segs
 
 
-def parse_lines(lines: Iterable[str], *, last_line_complete: bool = True) -> ParsedLog:
+_CHUNK = 8192  # rows per table kept as dicts before they become a DataFrame chunk (bounds memory)
+
+
+class _Table:
+    """Rows of one ParsedLog table, turned into DataFrame chunks every :data:`_CHUNK` rows."""
+
+    __slots__ = ("rows", "chunks", "n", "keep")
+
+    def __init__(self, keep: bool = True) -> None:
+        self.rows: list[dict] = []
+        self.chunks: list[pd.DataFrame] = []
+        self.n = 0
+        self.keep = keep  # False: count the rows only
+
+    def append(self, row: dict) -> None:
+        self.n += 1
+        if not self.keep:
+            return
+        self.rows.append(row)
+        if len(self.rows) >= _CHUNK:
+            self.chunks.append(pd.DataFrame(self.rows))
+            self.rows = []
+
+    def frame(self, lead: list[str]) -> pd.DataFrame:
+        if self.rows:
+            self.chunks.append(pd.DataFrame(self.rows))
+            self.rows = []
+        if not self.chunks:
+            return _frame([], lead)
+        df = self.chunks[0] if len(self.chunks) == 1 else pd.concat(self.chunks, ignore_index=True, sort=False)
+        self.chunks = []
+        return _frame(df, lead)
+
+
+def _lookahead(lines: Iterable[str]) -> Iterator[tuple[str, bool]]:
+    """(line, is_last) pairs without reading the whole input."""
+    it = iter(lines)
+    try:
+        prev = next(it)
+    except StopIteration:
+        return
+    for cur in it:
+        yield prev, False
+        prev = cur
+    yield prev, True
+
+
+def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True, progress: Callable[[int], None] | None = None, rows: bool = True) -> ParsedLog:
     """Parse cuzk-format log lines (any mix, any order) into a :class:`ParsedLog`.
+
+    Streams: the lines are read one at a time (an open file is never read whole) and rows are
+    kept as DataFrame chunks, so memory grows with the records found, not with the file; time is
+    linear in the number of lines.
 
     Args:
         lines: physical lines (with or without trailing newlines), e.g. an open text file.
-        last_line_complete: False when the last line is known to be cut (a file without a trailing
-            newline); :func:`parse_file` sets it. Lines ending in ``...`` or ``…`` are always treated
-            as cut.
+        last_line_complete: True (default): the last line is complete. False: it is known to be
+            cut (its last token is dropped and the record flagged ``truncated``). None: it may be
+            cut (a file without a trailing newline; :func:`parse_file` sets this): its last token is
+            kept when it is a complete ``key=value``, else dropped and the record flagged. Lines
+            ending in ``...`` or ``…`` are always treated as cut.
+        progress: called with the number of characters read, every few thousand lines (progress
+            bars).
+        rows: keep one row per record in ``timing``, ``ntt_h``, ``gpu_timing``, ``fin_timing``,
+            ``pool`` and ``messages`` (default). False keeps only what :func:`partition_table`
+            and :func:`to_events` need (the partition records and the TIMELINE rows) and counts
+            the rest (``summary()`` is the same), so memory is bounded by the partition table
+            and the timeline, not by the file; ``zkgpu parse`` uses it.
 
-    Never raises on bad content: unknown lines are counted, unreadable records counted as malformed.
+    Never raises on bad content: unknown lines are counted, unreadable records counted as
+    malformed, values that are not finite or out of range dropped and counted (``bad_values``).
     """
-    timing, ntt_h, timeline, gpu_t, fin_t, pool, msgs = ([] for _ in range(7))
+    tables = {k: _Table(rows or k == "timeline") for k in ("timing", "ntt_h", "timeline", "gpu", "fin", "pool", "msgs")}
+    timing, ntt_h, timeline = tables["timing"], tables["ntt_h"], tables["timeline"]
+    gpu_t, fin_t, pool, msgs = tables["gpu"], tables["fin"], tables["pool"], tables["msgs"]
+    counts = _Counts()
+    grouper = _Grouper()
     unknown = 0
     examples: list[str] = []
     n_trunc = 0
     n_bad = 0
-    buf = list(lines)
-    n = len(buf)
-    for idx, raw in enumerate(buf):
-        lineno = idx + 1
-        text = _ANSI.sub("", raw).rstrip("\r\n")
+    n = 0
+    chars = 0
+    no_newline = False
+    for raw, is_last in _lookahead(lines):
+        n += 1
+        lineno = n
+        if progress is not None:
+            chars += len(raw)
+            if not n % 10_000:
+                progress(chars)
+                chars = 0
+        if "\x1b" in raw:
+            raw = _ANSI.sub("", raw)
+        text = raw.rstrip("\r\n")
+        if is_last and last_line_complete is not True and len(text) == len(raw):
+            no_newline = True
         if not text.strip():
             continue
-        cut_line = (idx == n - 1 and not last_line_complete) or text.rstrip().endswith(("...", "…"))
+        maybe_cut = is_last and last_line_complete is None and len(text) == len(raw)
+        cut_line = (is_last and last_line_complete is False) or text.rstrip().endswith(("...", "…"))
         ellipsis = ""
         if text.rstrip().endswith("..."):
             text, ellipsis = text.rstrip()[:-3], "..."
@@ -432,126 +641,193 @@ def parse_lines(lines: Iterable[str], *, last_line_complete: bool = True) -> Par
             if len(examples) < 5:
                 examples.append(text[:200])
             continue
-        ts, level = _prefix_info(prefix)
+        if len(segs) > 1:
+            counts.merged += len(segs)
+        ts, level = _prefix_info(prefix) if prefix else (None, None)
         for j, (marker, body, cut_next) in enumerate(segs):
             last = j == len(segs) - 1
             truncated = cut_next or (cut_line and last)
+            mc = maybe_cut and last and not truncated
             raw_text = (marker + body + (ellipsis if last else "")).strip()
-            if truncated:
-                n_trunc += 1
-            if marker == "CUZK_TIMING:":
-                row = _parse_cuzk_timing(body, truncated)
+            if marker == "TIMELINE,":
+                row = _parse_timeline(marker + body, truncated, counts, mc)
                 if row is None:
                     n_bad += 1
+                    n_trunc += truncated
                     continue
-                row.update(line=lineno, text=raw_text)
+                n_trunc += bool(row["truncated"])
+                row["line"] = lineno
+                timeline.append(row)
+                continue
+            stripped = body.strip() if not (truncated or mc) else body.lstrip()
+            if marker == "CUZK_TIMING:":
+                row = _parse_cuzk_timing(stripped, truncated, counts, mc)
+                if row is None:
+                    n_bad += 1
+                    n_trunc += truncated
+                    continue
+                n_trunc += bool(row["truncated"])
+                row["line"] = lineno
+                row["text"] = raw_text
                 timing.append(row)
-            elif marker == "CUZK_NTT_H:":
-                fields, _, tr = _kv_tokens(body.strip() if not truncated else body.lstrip(), truncated)
+                if row["kind"] in _GROUPED_KINDS:
+                    grouper.add(row["kind"], row, lineno)
+                continue
+            fields, words, tr = _kv_tokens(stripped, truncated, counts, mc)
+            n_trunc += tr
+            if marker == "CUZK_NTT_H:":
                 if not fields:
                     n_bad += 1
                     continue
                 row = {f"{k}_ms" if not k.endswith("_ms") else k: v for k, v in fields.items()}
                 row.update(line=lineno, truncated=tr, text=raw_text)
                 ntt_h.append(row)
-            elif marker == "TIMELINE,":
-                row = _parse_timeline(marker + body, truncated)
-                if row is None:
-                    n_bad += 1
-                    continue
-                row["line"] = lineno
-                timeline.append(row)
+                grouper.add("ntt_h", row, lineno)
+                continue
+            what = " ".join(words)
+            row = {"line": lineno, "ts": ts, "level": level, "truncated": tr}
+            if marker in ("GPU_TIMING", "FIN_TIMING"):
+                row["what"] = what
+                row.update(fields)
+                (gpu_t if marker == "GPU_TIMING" else fin_t).append(row)
+            elif marker in _POOL_EVENTS:
+                row["event"] = _POOL_EVENTS[marker]
+                row["what"] = (marker + " " + what).strip()
+                row.update(fields)
+                pool.append(row)
             else:
-                fields, words, tr = _kv_tokens(body.strip() if not truncated else body.lstrip(), truncated)
-                what = " ".join(words)
-                row = {"line": lineno, "ts": ts, "level": level, "truncated": tr}
-                if marker in ("GPU_TIMING", "FIN_TIMING"):
-                    row["what"] = what
-                    row.update(fields)
-                    (gpu_t if marker == "GPU_TIMING" else fin_t).append(row)
-                elif marker in _POOL_EVENTS:
-                    row["event"] = _POOL_EVENTS[marker]
-                    row["what"] = (marker + " " + what).strip()
-                    row.update(fields)
-                    pool.append(row)
-                else:
-                    row["what"] = (marker + " " + what).strip()
-                    row.update(fields)
-                    msgs.append(row)
+                row["what"] = (marker + " " + what).strip()
+                row.update(fields)
+                msgs.append(row)
+    if progress is not None and chars:
+        progress(chars)
     return ParsedLog(
-        timing=_frame(timing, ["line", "kind", "gpu_tid", "truncated", "text"]),
-        ntt_h=_frame(ntt_h, ["line", "truncated", "text"]),
-        timeline=_frame(timeline, ["line", "t_ms", "event", "job", "detail", "worker", "partition", "gpu_ms", "synth_ms", "truncated"]),
-        gpu_timing=_frame(gpu_t, ["line", "ts", "level", "what", "truncated"]),
-        fin_timing=_frame(fin_t, ["line", "ts", "level", "what", "truncated"]),
-        pool=_frame(pool, ["line", "ts", "level", "event", "what", "truncated"]),
-        messages=_frame(msgs, ["line", "ts", "level", "what", "truncated"]),
+        timing=timing.frame(["line", "kind", "gpu_tid", "truncated", "text"]),
+        ntt_h=ntt_h.frame(["line", "truncated", "text"]),
+        timeline=timeline.frame(["line", "t_ms", "event", "job", "detail", "worker", "partition", "gpu_ms", "synth_ms", "truncated"]),
+        gpu_timing=gpu_t.frame(["line", "ts", "level", "what", "truncated"]),
+        fin_timing=fin_t.frame(["line", "ts", "level", "what", "truncated"]),
+        pool=pool.frame(["line", "ts", "level", "event", "what", "truncated"]),
+        messages=msgs.frame(["line", "ts", "level", "what", "truncated"]),
         n_lines=n,
         unknown_count=unknown,
         unknown_examples=examples,
         truncated_count=n_trunc,
         malformed_count=n_bad,
+        dropped_fields=counts.dropped_fields,
+        bad_values=counts.bad_values,
+        merged_count=counts.merged,
+        no_final_newline=no_newline,
+        _records=grouper.records,
+        _counts={k: t.n for k, t in tables.items()},
     )
 
 
-def parse_file(path: str | Path) -> ParsedLog:
-    """Parse a log file (UTF-8, undecodable bytes replaced). A last line without a trailing newline
-    is treated as truncated.
+#: files above this size get a progress bar in :func:`parse_file` when ``progress=True``
+PROGRESS_MIN_BYTES = 8 << 20
+
+
+def parse_file(path: str | Path, *, progress: bool = False, rows: bool = True) -> ParsedLog:
+    """Parse a log file (UTF-8, undecodable bytes replaced), streaming it line by line.
+
+    A last line without a trailing newline may be cut (a log still being written): its last token
+    is kept when it is a complete ``key=value``, else dropped and the record flagged
+    ``truncated``; ``summary()["no_final_newline"]`` says so.
+
+    Args:
+        progress: show a tqdm progress bar (stderr, bytes) for files of at least
+            :data:`PROGRESS_MIN_BYTES`.
+        rows: see :func:`parse_lines` (False: memory bounded by the partition table and the
+            timeline).
 
     Raises:
-        FileNotFoundError: ``path`` does not exist.
+        FileNotFoundError: ``path`` does not exist (or is not a file).
     """
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"log file not found: {p}")
-    data = p.read_text(encoding="utf-8", errors="replace")
-    lines = data.splitlines()
-    complete = data.endswith(("\n", "\r")) or not data
-    return parse_lines(lines, last_line_complete=complete)
+    size = p.stat().st_size
+    bar = tqdm(total=size, unit="B", unit_scale=True, desc=p.name, file=sys.stderr, leave=False) if progress and size >= PROGRESS_MIN_BYTES else None
+    try:
+        with open(p, encoding="utf-8", errors="replace", newline="") as f:
+            return parse_lines(f, last_line_complete=None, progress=bar.update if bar is not None else None, rows=rows)
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 # ----------------------------------------------------------------------------------------------
 # Grouping CUZK_TIMING lines into partitions
 
 
-def _group_records(parsed: ParsedLog) -> list[dict]:
-    """Group per-partition CUZK_TIMING / CUZK_NTT_H rows into records (see module docstring)."""
-    items: list[tuple[int, int, str, dict]] = []
-    t = parsed.timing
-    if len(t):
-        for pos, r in enumerate(t.to_dict("records")):
-            if r["kind"] in _GROUPED_KINDS:
-                items.append((int(r["line"]), pos, r["kind"], r))
-    nh = parsed.ntt_h
-    if len(nh):
-        for pos, r in enumerate(nh.to_dict("records")):
-            items.append((int(r["line"]), 10**9 + pos, "ntt_h", r))
-    items.sort(key=lambda x: (x[0], x[1]))
-    records: list[dict] = []
-    for line, _, kind, r in items:
+class _Grouper:
+    """Online grouping of per-partition CUZK_TIMING / CUZK_NTT_H rows into records (module
+    docstring), fed in line order while parsing, so only the records are kept.
+
+    Linear time: a record that cannot take a kind now never can again (kinds only accumulate), so
+    each kind keeps a queue of candidate records, oldest first, and drops ineligible ones from its
+    front as it meets them; every record enters each queue once.
+    """
+
+    __slots__ = ("records", "queues")
+
+    def __init__(self) -> None:
+        self.records: list[dict] = []
+        self.queues: dict[str, deque] = {k: deque() for k in _AFTER}
+
+    def add(self, kind: str, row: dict, line: int) -> None:
+        q = self.queues[kind]
+        after = _AFTER[kind]
         target = None
-        for rec in records:
-            kinds = rec["_kinds"]
-            if kind in kinds or kinds & _AFTER[kind]:
+        while q:
+            kinds = q[0]["_kinds"]
+            if kind in kinds or not kinds.isdisjoint(after):
+                q.popleft()  # ineligible for this kind from now on
                 continue
-            target = rec
+            target = q[0]
             break
         if target is None:
             target = {"_kinds": set(), "first_line": line, "last_line": line, "truncated": False}
-            records.append(target)
+            self.records.append(target)
+            for qq in self.queues.values():
+                qq.append(target)
         target["_kinds"].add(kind)
-        target["last_line"] = max(target["last_line"], line)
-        target["truncated"] = bool(target["truncated"] or r.get("truncated", False))
-        for k, v in r.items():
-            if k in ("line", "kind", "text", "truncated") or v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
+        if line > target["last_line"]:
+            target["last_line"] = line
+        if row.get("truncated"):
+            target["truncated"] = True
+        ntt = kind == "ntt_h"
+        for k, v in row.items():
+            if k in ("line", "kind", "text", "truncated") or v is None or v is pd.NA or (isinstance(v, float) and v != v):
                 continue
-            if kind == "ntt_h":
+            if ntt:
                 k = "ntt_h_" + k
             if k == "gpu_tid":
                 target.setdefault("gpu_tid", v)
                 continue
             target[k] = v
-    return records
+
+
+def _group_records(parsed: ParsedLog) -> list[dict]:
+    """Group the per-partition rows of ``parsed`` (already grouped while parsing, unless the
+    ParsedLog was built by hand)."""
+    if parsed._records is not None:
+        return parsed._records
+    items: list[tuple[int, int, str, dict]] = []
+    t = parsed.timing
+    if len(t):
+        sub = t[t["kind"].isin(_GROUPED_KINDS)]
+        for pos, r in zip(sub.index, sub.to_dict("records")):
+            items.append((int(r["line"]), int(pos), r["kind"], r))
+    nh = parsed.ntt_h
+    if len(nh):
+        for pos, r in enumerate(nh.to_dict("records")):
+            items.append((int(r["line"]), 10**12 + pos, "ntt_h", r))
+    items.sort(key=lambda x: (x[0], x[1]))
+    g = _Grouper()
+    for line, _, kind, r in items:
+        g.add(kind, r, line)
+    return g.records
 
 
 def partition_table(parsed: ParsedLog) -> pd.DataFrame:
@@ -565,6 +841,8 @@ def partition_table(parsed: ParsedLog) -> pd.DataFrame:
     ``CUZK_NTT_H`` sub-timers as ``ntt_h_<name>_ms``; ``gpu_tid`` (Int64), ``first_line``,
     ``last_line``, ``truncated`` (a member line was cut), and any other field found.
     """
+    if parsed._partitions is not None:  # computed once per ParsedLog (to_events needs it too)
+        return parsed._partitions.copy()
     recs = _group_records(parsed)
     rows = []
     for i, r in enumerate(recs):
@@ -580,11 +858,13 @@ def partition_table(parsed: ParsedLog) -> pd.DataFrame:
     for c in (*PARTITION_COLUMNS, *_EXTRA_PARTITION_COLUMNS):
         df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
     df["record"] = df["record"].astype("int64")
-    df["gpu_tid"] = pd.to_numeric(df["gpu_tid"], errors="coerce").astype("Int64")
+    tid = pd.to_numeric(df["gpu_tid"], errors="coerce").astype("float64")
+    df["gpu_tid"] = tid.where(tid == np.floor(tid)).astype("Int64")
     df["first_line"] = pd.to_numeric(df["first_line"], errors="coerce").astype("Int64")
     df["last_line"] = pd.to_numeric(df["last_line"], errors="coerce").astype("Int64")
     df["truncated"] = df["truncated"].fillna(False).astype(bool)
-    return df.reset_index(drop=True)
+    parsed._partitions = df.reset_index(drop=True)
+    return parsed._partitions.copy()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -593,9 +873,6 @@ def partition_table(parsed: ParsedLog) -> pd.DataFrame:
 
 def _ns(ms: float) -> int:
     return int(round(float(ms) * 1e6))
-
-
-_MAX_MS = 1e9  # ~11.6 days: a longer phase duration is a corrupt value, not a measurement
 
 
 def _val(r: dict, k: str) -> float:
@@ -611,94 +888,124 @@ def _val(r: dict, k: str) -> float:
     return x if math.isfinite(x) and 0.0 <= x <= _MAX_MS else float("nan")
 
 
-def _timeline_events(tl: pd.DataFrame, run: str, source: str) -> tuple[list[dict], list[dict]]:
-    """Pair TIMELINE starts and ends. Returns (event rows, GPU_START rows in time order)."""
-    rows: list[dict] = []
+_PAIRS = {"SYNTH_START": ("SYNTH_END", "synthesize"), "GPU_QUEUE": ("GPU_PICKUP", "gpu_queue"), "GPU_START": ("GPU_END", "prove")}
+_ENDS = {v[0]: (k, v[1]) for k, v in _PAIRS.items()}
+
+
+def _opt_int(x) -> int | None:
+    if x is None or x is pd.NA or (isinstance(x, float) and x != x):
+        return None
+    return int(x)
+
+
+def _column(tl: pd.DataFrame, name: str) -> list:
+    if name not in tl.columns:
+        return [None] * len(tl)
+    col = tl[name]
+    if name in ("worker", "partition"):
+        return [None if v is pd.NA else int(v) for v in col.astype("Int64")]
+    if name in ("gpu_ms", "synth_ms"):
+        return pd.to_numeric(col, errors="coerce").astype("float64").tolist()
+    return col.astype("string").fillna("").tolist()
+
+
+def _pair_timeline(tl: pd.DataFrame) -> tuple[list[tuple], list[dict], dict[str, int]]:
+    """Pair TIMELINE start/end records (SYNTH_START/SYNTH_END, GPU_QUEUE/GPU_PICKUP,
+    GPU_START/GPU_END) of one job and partition, first in first out, **within one worker**: an end
+    and a start that both name a worker pair only when it is the same worker (GPU_QUEUE, which has
+    none, pairs with any GPU_PICKUP).
+
+    Returns ``(pairs, GPU_START records in time order, counts)``; a pair is ``(phase, job,
+    partition, start worker, end worker, start t_ms, end t_ms, gpu_ms, synth_ms)`` and a GPU_START
+    record a dict of ``t_ms, job, partition, worker``. counts: ``duplicate_starts`` (a start
+    repeating an open start of the same job, partition and worker: dropped), ``unpaired_starts``,
+    ``unpaired_ends`` and ``cross_worker_ends`` (ends left unpaired because the open starts belong
+    to another worker; also in ``unpaired_ends``).
+    """
+    counts = {"duplicate_starts": 0, "unpaired_starts": 0, "unpaired_ends": 0, "cross_worker_ends": 0}
+    pairs: list[tuple] = []
+    starts: list[dict] = []
     if not len(tl):
-        return rows, []
+        return pairs, starts, counts
     tl = tl.sort_values(["t_ms", "line"], kind="stable")
-    recs = tl.to_dict("records")
+    cols = zip(tl["t_ms"].astype("float64").tolist(), *(_column(tl, c) for c in ("event", "job", "partition", "worker", "gpu_ms", "synth_ms")))
+    open_: dict[tuple, list[tuple]] = defaultdict(list)
+    for t, ev, job, part, w, gms, sms in cols:
+        if ev in _PAIRS:
+            q = open_[(ev, job, part)]
+            if any(ws == w for _, ws in q):
+                counts["duplicate_starts"] += 1
+                continue
+            q.append((t, w))
+            if ev == "GPU_START":
+                starts.append({"t_ms": t, "job": job, "partition": part, "worker": w})
+        elif ev in _ENDS:
+            sev, phase = _ENDS[ev]
+            q = open_.get((sev, job, part))
+            hit = None
+            for i, (_, ws) in enumerate(q or ()):
+                if w is None or ws is None or ws == w:
+                    hit = i
+                    break
+            if hit is None:
+                counts["unpaired_ends"] += 1
+                if q:
+                    counts["cross_worker_ends"] += 1
+                continue
+            ts, ws = q.pop(hit)
+            pairs.append((phase, job, part, ws, w, ts, t, gms, sms))
+    counts["unpaired_starts"] = sum(len(q) for q in open_.values())
+    return pairs, starts, counts
+
+
+def _timeline_events(parsed: ParsedLog, run: str, source: str) -> tuple[list[tuple], list[dict]]:
+    """Event rows (:data:`_EVENT_FIELDS` tuples) of the paired TIMELINE records
+    (:func:`_pair_timeline`) and the GPU_START rows in time order (each with ``_gpart``, its
+    partition in the event table)."""
+    tl = parsed.timeline
+    pairs, starts, _ = parsed._paired()
+    rows: list[tuple] = []
+    if not len(tl):
+        return rows, starts
     parts = [int(p) for p in tl["partition"].dropna()] if "partition" in tl else []
     stride = (max(parts) + 1) if parts else 1
     job_rank: dict[str, int] = {}
-    for r in recs:
-        job_rank.setdefault(str(r["job"]), len(job_rank))
+    for j in _column(tl.sort_values(["t_ms", "line"], kind="stable"), "job"):
+        job_rank.setdefault(j, len(job_rank))
 
-    def gpart(r):
-        p = r.get("partition")
-        if p is None or p is pd.NA or (isinstance(p, float) and np.isnan(p)):
-            return pd.NA
-        return job_rank[str(r["job"])] * stride + int(p)
+    def gpart(job: str, p: int | None):
+        return pd.NA if p is None else job_rank[job] * stride + p
 
-    pairs = {"SYNTH_START": ("SYNTH_END", "synthesize"), "GPU_QUEUE": ("GPU_PICKUP", "gpu_queue"), "GPU_START": ("GPU_END", "prove")}
-    open_: dict[tuple, deque] = defaultdict(deque)
-    ends = {v[0]: (k, v[1]) for k, v in pairs.items()}
-    starts: list[dict] = []
-    for r in recs:
-        ev = r["event"]
-        p = r.get("partition")
-        pkey = None if p is None or p is pd.NA or (isinstance(p, float) and np.isnan(p)) else int(p)
-        if ev in pairs:
-            open_[(ev, str(r["job"]), pkey)].append(r)
-            if ev == "GPU_START":
-                starts.append(r)
-        elif ev in ends:
-            sev, phase = ends[ev]
-            q = open_.get((sev, str(r["job"]), pkey))
-            if not q:
-                continue
-            s = q.popleft()
-            w = r.get("worker")
-            if w is None or w is pd.NA or (isinstance(w, float) and np.isnan(w)):
-                w = s.get("worker")
-            detail = [f"job={r['job']}"]
-            if pkey is not None:
-                detail.append(f"partition={pkey}")
-            for k in ("gpu_ms", "synth_ms"):
-                v = _val(r, k)
-                if not np.isnan(v):
-                    detail.append(f"{k}={v:g}")
-            rows.append(
-                {
-                    "run": run,
-                    "source": source,
-                    "worker": w,
-                    "partition": gpart(r),
-                    "phase": phase,
-                    "start_ns": _ns(s["t_ms"]),
-                    "end_ns": _ns(r["t_ms"]),
-                    "detail": ",".join(detail),
-                }
-            )
+    for phase, job, part, ws, we, ts, te, gms, sms in pairs:
+        w = we if we is not None else ws
+        detail = [f"job={job}"]
+        if part is not None:
+            detail.append(f"partition={part}")
+        for k, v in (("gpu_ms", gms), ("synth_ms", sms)):
+            if v == v and 0.0 <= v <= _MAX_MS:
+                detail.append(f"{k}={v:g}")
+        rows.append((run, source, pd.NA if w is None else w, pd.NA, gpart(job, part), phase, _ns(ts), _ns(te), ",".join(detail)))
     for s in starts:
-        s["_gpart"] = gpart(s)
+        s["_gpart"] = gpart(s["job"], s["partition"])
     return rows, starts
 
 
-def _record_events(rec: dict, t0_ns: int, run: str, source: str, worker, partition, gpu, placement: str) -> tuple[list[dict], int]:
+#: the fields of an event row as :func:`to_events` builds it (tuples: a million events stay small)
+_EVENT_FIELDS = ("run", "source", "worker", "gpu", "partition", "phase", "start_ns", "end_ns", "detail")
+
+
+def _record_events(rec: dict, t0_ns: int, run: str, source: str, worker, partition, gpu, placement: str) -> tuple[list[tuple], int]:
     """Intervals of one partition record anchored at t0 (entry of the start function).
 
-    Returns (rows, lock release time in ns)."""
+    Returns (rows as :data:`_EVENT_FIELDS` tuples, lock release time in ns)."""
     g = lambda k: _val(rec, k)  # noqa: E731
-    rows: list[dict] = []
+    rows: list[tuple] = []
     detail_base = f"placement={placement},record={rec['record']}"
 
     def add(phase, s, dur_ms, extra="", on_gpu=False):
         if np.isnan(dur_ms):
             return
-        rows.append(
-            {
-                "run": run,
-                "source": source,
-                "worker": worker,
-                "gpu": gpu if on_gpu else pd.NA,
-                "partition": partition,
-                "phase": phase,
-                "start_ns": int(s),
-                "end_ns": int(s) + _ns(dur_ms),
-                "detail": detail_base + (("," + extra) if extra else ""),
-            }
-        )
+        rows.append((run, source, worker, gpu if on_gpu else pd.NA, partition, phase, int(s), int(s) + _ns(dur_ms), detail_base + (("," + extra) if extra else "")))
 
     setup = g("setup_to_split_ms")
     t_split_end = t0_ns + (_ns(setup) if not np.isnan(setup) else 0)
@@ -750,7 +1057,8 @@ def to_events(parsed: ParsedLog, run: str = "cuzk-log", source: str = "cuzk-log"
 
     Placement rules (all times ns; ms values × 1e6, rounded):
 
-    1. **TIMELINE** events are paired per (job, cuzk partition) first-in-first-out:
+    1. **TIMELINE** events are paired per (job, cuzk partition) first-in-first-out, and only
+       within one worker when both name one (:func:`_pair_timeline`):
        ``SYNTH_START→SYNTH_END`` = ``synthesize``, ``GPU_QUEUE→GPU_PICKUP`` = ``gpu_queue``,
        ``GPU_START→GPU_END`` = ``prove``; start_ns/end_ns = the TIMELINE offsets (ms since engine start).
        ``worker`` from the end event (else the start event). ``partition`` = job_rank × stride + cuzk
@@ -758,7 +1066,9 @@ def to_events(parsed: ParsedLog, run: str = "cuzk-log", source: str = "cuzk-log"
        partition number in the log (so a single-job log keeps cuzk's partition numbers); the cuzk job
        id and partition go to ``detail`` (``job=…,partition=…``), and so do GPU_END's ``gpu_ms`` and
        SYNTH_END's ``synth_ms`` — GPU_END's gpu_ms is a wall time (prove_start → finish, §2.2), **not**
-       CUDA-event time, so the ``gpu_ms`` column stays NaN. Unmatched starts/ends give no row.
+       CUDA-event time, so the ``gpu_ms`` column stays NaN. Unmatched starts/ends give no row
+       (counted in :meth:`ParsedLog.summary`: ``unpaired_starts``, ``unpaired_ends``,
+       ``cross_worker_ends``, ``duplicate_starts``).
     2. **CUZK_TIMING** records (:func:`partition_table`) are durations. Each record gets an anchor t0 =
        entry of the C++ start function:
 
@@ -787,7 +1097,7 @@ def to_events(parsed: ParsedLog, run: str = "cuzk-log", source: str = "cuzk-log"
 
     Returns: a DataFrame normalized by :func:`zkgpu.events.normalize_events`, sorted by start_ns.
     """
-    rows, starts = _timeline_events(parsed.timeline, run, source)
+    rows, starts = _timeline_events(parsed, run, source)
     pt = partition_table(parsed)
     recs = pt.to_dict("records")
     anchored = len(recs) > 0 and len(starts) == len(recs)
@@ -811,7 +1121,8 @@ def to_events(parsed: ParsedLog, run: str = "cuzk-log", source: str = "cuzk-log"
             r_rows, prev_release = _record_events(rec, t0, run, source, pd.NA, k, gpu, "sequential")
             prev_t0 = t0
         rows.extend(r_rows)
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame.from_records(rows, columns=list(_EVENT_FIELDS))
+    del rows
     out = normalize_events(df) if len(df) else normalize_events(pd.DataFrame({"start_ns": [], "end_ns": []}))
     return out.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
 
@@ -975,21 +1286,70 @@ def read_nsys_sqlite(path: str | Path, run: str | None = None) -> pd.DataFrame:
 # CLI
 
 
-@click.command("parse")
+def _check_outputs(targets: dict[str, str | None]) -> None:
+    """Every check on the output files of ``zkgpu parse``, before anything is read or written."""
+    seen: dict[Path, str] = {}
+    for opt, target in targets.items():
+        if target is None:
+            continue
+        if not target.endswith((".parquet", ".csv")):
+            raise CliError(f"{opt} {target}: the output must end in .parquet or .csv (e.g. {opt} events.parquet)")
+        path = Path(target)
+        if path.exists():
+            raise CliError(f"{opt} {target} exists: zkgpu parse never overwrites a file (choose another name)")
+        anc = path.absolute().parent
+        while not anc.exists() and anc != anc.parent:
+            anc = anc.parent  # the nearest existing folder: the rest is created when writing
+        if not anc.is_dir():
+            raise CliError(f"{opt} {target}: {anc} is a file, not a folder (choose another path)")
+        if not os.access(anc, os.W_OK | os.X_OK):
+            raise CliError(f"{opt} {target}: cannot write into {anc} (choose another path)")
+        key = path.resolve()
+        if key in seen:
+            raise CliError(f"{opt} {target} is the same file as {seen[key]}: give the event table and the partition table two names")
+        seen[key] = f"{opt} {target}"
+
+
+def _write_table(df: pd.DataFrame, target: str) -> None:
+    path = Path(target)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "xb") as f:  # exclusive create: never overwrite
+            if target.endswith(".parquet"):
+                df.to_parquet(f, index=False)
+            else:
+                df.to_csv(f, index=False)
+    except FileExistsError as exc:
+        raise CliError(f"{target} appeared while parsing: zkgpu parse never overwrites a file (choose another name)") from exc
+    except OSError as exc:
+        path.unlink(missing_ok=True)
+        raise CliError(f"cannot write {target}: {exc.strerror or exc} (choose another path)") from exc
+    except BaseException:
+        path.unlink(missing_ok=True)  # no half-written table
+        raise
+
+
+#: partitions ``zkgpu parse`` prints before summarizing the rest
+SHOW_ROWS = 20
+
+
+@click.command("parse", cls=OneLineCommand)
 @click.argument("logfile", type=click.Path(exists=True, dir_okay=False))
 @click.option("--out", "out", default=None, help="write the event table to X.parquet or X.csv")
 @click.option("--partitions-out", default=None, help="also write the per-partition table (.parquet or .csv)")
 @click.option("--run", "run", default=None, help="run name for the event table (default: file stem)")
-def parse_command(logfile: str, out: str | None, partitions_out: str | None, run: str | None) -> None:
-    """Parse a cuzk-format LOGFILE: print a per-partition summary and the unknown-line count."""
-    from .metrics import identity_check  # noqa: PLC0415
-
-    for target in (out, partitions_out):
-        if target is not None and not target.endswith((".parquet", ".csv")):
-            raise click.BadParameter(f"output must end in .parquet or .csv: {target}")
-        if target is not None and Path(target).exists():
-            raise click.ClickException(f"{target} exists: zkgpu parse never overwrites a file (choose another name)")
-    parsed = parse_file(logfile)
+@click.option("--rows", default=SHOW_ROWS, show_default=True, type=click.IntRange(min=0), help="partitions to print (medians of all are printed after them)")
+@click.option("--progress/--no-progress", default=True, show_default=True, help="progress bar on stderr for files of 8 MB and more")
+def parse_command(logfile: str, out: str | None, partitions_out: str | None, run: str | None, rows: int, progress: bool) -> None:
+    """Parse a cuzk-format LOGFILE: print a per-partition summary and every count of records that
+    were unknown, cut, malformed, merged or left unpaired."""
+    _check_outputs({"--out": out, "--partitions-out": partitions_out})
+    if not Path(logfile).is_file():
+        raise CliError(f"{logfile} is not a regular file: give a log file (e.g. a saved copy of the stream)")
+    try:
+        parsed = parse_file(logfile, progress=progress, rows=False)
+    except OSError as exc:
+        raise CliError(f"cannot read {logfile}: {exc.strerror or exc}") from exc
     pt = partition_table(parsed)
     run = run or Path(logfile).stem
     cols = ["record", "prep_msm_ms", "mutex_wait_ms", "ntt_msm_h_ms", "barrier_wait_ms", "batch_add_ms", "tail_msm_ms", "gpu_total_ms", "mutex_held_ms"]
@@ -997,18 +1357,117 @@ def parse_command(logfile: str, out: str | None, partitions_out: str | None, run
     if len(pt):
         show = pt[cols].join(identity_check(pt)[["residual_ms"]])
         show = show.dropna(axis=1, how="all")
-        click.echo(show.to_string(index=False, na_rep="-", float_format=lambda x: f"{x:g}"))
+        fmt = lambda x: f"{x:g}"  # noqa: E731
+        click.echo(show.head(rows).to_string(index=False, na_rep="-", float_format=fmt))
+        if len(show) > rows:
+            med = show.drop(columns=["record"]).median(numeric_only=True).to_frame("median of all").T
+            click.echo(f"... {len(show) - rows} more partitions; medians over all {len(show)}:")
+            click.echo(med.to_string(na_rep="-", float_format=fmt))
     s = parsed.summary()
     click.echo("records: " + ", ".join(f"{k}={v}" for k, v in s.items() if k not in ("lines", "unknown")))
     click.echo(f"unknown lines: {parsed.unknown_count}")
-    events = to_events(parsed, run=run)
+    events = to_events(parsed, run=run) if out is not None else None
     for target, df in ((out, events), (partitions_out, pt)):
         if target is None:
             continue
-        Path(target).parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "xb") as f:  # exclusive create: never overwrite
-            if target.endswith(".parquet"):
-                df.to_parquet(f, index=False)
-            else:
-                df.to_csv(f, index=False)
+        _write_table(df, target)
         click.echo(f"wrote {len(df)} rows to {target}")
+
+
+# ----------------------------------------------------------------------------------------------
+# Synthetic logs and the parser benchmark
+
+_SYNTH_SOURCE = Path(__file__).resolve().parent.parent / "data" / "nvidia-h200-20261129-record-2" / "logs" / "baseline.log"
+
+
+def synthetic_log(path: str | Path, n_lines: int, *, template: str | Path | None = None) -> Path:
+    """Write an ``n_lines``-line cuzk-format log made of copies of a recorded log (``template``,
+    default the H200 recording's ``baseline.log``), each copy a new job (``<job>-<k>``) shifted in
+    time, as a multi-job engine writes it; a stand-in for a day of cuzk logs.
+
+    Raises:
+        FileExistsError: ``path`` exists. FileNotFoundError: no template. ValueError: n_lines < 1.
+    """
+    if isinstance(n_lines, bool) or not isinstance(n_lines, int) or n_lines < 1:
+        raise ValueError(f"n_lines must be a positive int, got {n_lines!r}")
+    src = Path(template) if template is not None else _SYNTH_SOURCE
+    if not src.is_file():
+        raise FileNotFoundError(f"template log not found: {src}")
+    lines = src.read_text(encoding="utf-8").splitlines()
+    span = max((float(l.split(",", 2)[1]) for l in lines if l.startswith("TIMELINE,")), default=0.0) + 1.0
+    out = Path(path)
+    written = 0
+    with open(out, "x", encoding="utf-8") as f:
+        k = 0
+        while written < n_lines:
+            for line in lines[: n_lines - written]:
+                if line.startswith("TIMELINE,"):
+                    _, t, ev, job, rest = (line.split(",", 4) + [""])[:5]
+                    line = f"TIMELINE,{float(t) + k * span:g},{ev},{job}-{k},{rest}"
+                f.write(line + "\n")
+            written += min(len(lines), n_lines - written)
+            k += 1
+    return out
+
+
+#: log sizes of ``zkgpu bench parse`` (lines)
+BENCH_PARSE_SIZES = (10_000, 30_000, 100_000, 300_000, 1_000_000)
+
+
+def bench_parse(sizes: Iterable[int] = BENCH_PARSE_SIZES, *, workdir: str | Path | None = None) -> pd.DataFrame:
+    """Time :func:`parse_file` (``rows=False``, as ``zkgpu parse``), :func:`partition_table` and
+    :func:`to_events` on synthetic logs (:func:`synthetic_log`) of each size, smallest first.
+    Returns one row per size: ``lines``, ``bytes``, ``parse_s``, ``partition_table_s``,
+    ``to_events_s``, ``total_s`` (wall seconds), ``cpu_s`` (this process's CPU seconds for the
+    three, which other load on the machine does not inflate), ``lines_per_s`` (lines / total_s),
+    ``lines_per_cpu_s``, ``partitions``, ``events`` and ``peak_rss_mb`` (the process's peak
+    resident memory so far, MB: ``ru_maxrss``, which never decreases, so sizes run smallest first).
+    """
+    import resource  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="zkgpu-bench-parse-", dir=workdir) as tmp:
+        for n in sorted(sizes):
+            f = synthetic_log(Path(tmp) / f"{n}.log", int(n))
+            c0, t0 = time.process_time(), time.perf_counter()
+            parsed = parse_file(f, rows=False)
+            t1 = time.perf_counter()
+            pt = partition_table(parsed)
+            t2 = time.perf_counter()
+            ev = to_events(parsed)
+            t3, c3 = time.perf_counter(), time.process_time()
+            rows.append({"lines": parsed.n_lines, "bytes": f.stat().st_size, "parse_s": t1 - t0, "partition_table_s": t2 - t1,
+                         "to_events_s": t3 - t2, "total_s": t3 - t0, "cpu_s": c3 - c0, "lines_per_s": parsed.n_lines / (t3 - t0),
+                         "lines_per_cpu_s": parsed.n_lines / max(c3 - c0, 1e-9), "partitions": len(pt), "events": len(ev),
+                         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+            del parsed, pt, ev
+            f.unlink()
+    return pd.DataFrame(rows)
+
+
+@click.command("parse", cls=OneLineCommand)
+@click.option("--sizes", default=",".join(str(n) for n in BENCH_PARSE_SIZES), show_default=True, help="log sizes in lines, comma separated")
+@click.option("--out", "out", default=None, help="write the table to this CSV file (default: print CSV to stdout)")
+def bench_parse_command(sizes: str, out: str | None) -> None:
+    """Log parser throughput (lines/s) on synthetic multi-job cuzk logs of 10k .. 1M lines: parse,
+    partition table and event table, wall seconds and peak memory; CSV to stdout or --out. A CPU
+    benchmark (no GPU needed)."""
+    try:
+        ns = [int(x) for x in sizes.split(",") if x.strip()]
+    except ValueError:
+        ns = []
+    if not ns or min(ns) < 1:
+        raise CliError(f"--sizes {sizes!r}: give positive line counts separated by commas (e.g. --sizes 10000,100000)")
+    if out is not None:
+        if Path(out).exists():
+            raise CliError(f"--out {out} exists: zkgpu never overwrites a result (choose another name)")
+        if not Path(out).parent.is_dir():
+            raise CliError(f"--out {out}: folder {Path(out).parent} does not exist (create it first)")
+    df = bench_parse(ns)
+    if out is None:
+        click.echo(df.to_csv(index=False, float_format="%.4g"), nl=False)
+    else:
+        _write_table(df, out)
+        click.echo(df.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+        click.echo(f"wrote {out}")

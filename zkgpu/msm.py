@@ -43,11 +43,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from typing import Any
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
 from . import _cuda
+from .errors import CliError
 from .curve import LIMBS, check_points, g1_from_arkworks, g1_to_arkworks, identity
 from .field import FQ, FR, check_array
 
@@ -63,6 +64,7 @@ __all__ = [
     "generate_points",
     "generate_points_cpu",
     "bench_command",
+    "run_benchmark",
 ]
 
 CHUNK = 64
@@ -196,7 +198,16 @@ def _check_scalars_dev(sc: Any) -> Any:
 
 def _chunk_size() -> int:
     """Entries per GPU thread in the bucket accumulation (``ZKGPU_MSM_CHUNK``, default CHUNK)."""
-    return int(os.environ.get("ZKGPU_MSM_CHUNK", CHUNK))
+    env = os.environ.get("ZKGPU_MSM_CHUNK", "").strip()
+    if not env:
+        return CHUNK
+    try:
+        value = int(env)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"ZKGPU_MSM_CHUNK must be a positive integer, got {env!r} (unset it for the default {CHUNK})")
+    return value
 
 
 def _level0_mode() -> str:
@@ -626,21 +637,36 @@ def _porep_scalars(n: int, rng: np.random.Generator) -> np.ndarray:
     return sc
 
 
-def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str | None, phases: bool, inline_mul: bool, window: int = 0) -> Any:
-    import click  # noqa: PLC0415
+def run_benchmark(
+    min_log: int = 12, max_log: int = 20, repeat: int = 10, warmup: int = 1, seed: int = 1, *,
+    sizes: Iterable[int] | None = None, phases: bool = True, window: int = 0, echo: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Time the G1 MSM on the GPU at 2^min_log .. 2^max_log points (or the log2 ``sizes``):
+    device-resident uniform scalars (``mode=device``), the same scalars copied from pinned host
+    memory inside the timing (``pinned_h2d``), PoRep-like mostly-0/1 scalars (``scalars=porep``),
+    and with ``phases`` one per-phase breakdown (``mode=phase:<name>``, one run). CUDA events
+    (:func:`zkgpu._cuda.benchmark`), warm-up excluded.
+
+    Returns:
+        one dict per (size, mode, scalars): ``log2_n, n, mode, scalars, window_bits, variant,
+        median_ms, min_ms, max_ms, repeat`` (ms).
+
+    Raises:
+        RuntimeError: no GPU. ValueError: a size outside [1, 31) or repeat < 1.
+    """
     import cupyx  # noqa: PLC0415
-    import pandas as pd  # noqa: PLC0415
 
     from .field import fr_random  # noqa: PLC0415
-    from .manifest import build_manifest, new_run_dir, write_json_new  # noqa: PLC0415
 
-    if inline_mul:
-        os.environ["ZKGPU_MSM_INLINE_MUL"] = "1"
+    logs = list(sizes) if sizes is not None else list(range(min_log, max_log + 1))
+    if not logs or any(isinstance(lg, bool) or not isinstance(lg, int) or not 1 <= lg < 31 for lg in logs):
+        raise ValueError(f"MSM benchmark sizes must be log2 sizes in [1, 31), got {logs}")
+    if repeat < 1 or warmup < 0:
+        raise ValueError(f"need repeat >= 1 and warmup >= 0, got repeat={repeat}, warmup={warmup}")
     cp = _cuda.cupy()
-    out_dir = new_run_dir("bench-msm", base=base)
     rng = np.random.default_rng(seed)
-    rows: list[dict] = []
-    variant = "inline_mul" if inline_mul else "outline_mul"
+    rows: list[dict[str, Any]] = []
+    variant = "inline_mul" if _defines() else "outline_mul"
     if os.environ.get("ZKGPU_MSM_CUBIN"):
         variant = "cubin:" + os.path.basename(os.environ["ZKGPU_MSM_CUBIN"])
     variant += f"/{_level0_mode()}/L{_chunk_size()}"
@@ -650,9 +676,10 @@ def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str 
         row = dict(log2_n=lg, n=1 << lg, mode=mode, scalars=scal, window_bits=window or window_bits(1 << lg), variant=variant,
                    median_ms=float(np.median(ts)), min_ms=min(ts), max_ms=max(ts), repeat=len(ts))
         rows.append(row)
-        click.echo(f"msm 2^{lg} {mode:>22} {scal:>8} c={row['window_bits']:2d} median {row['median_ms']:9.3f} ms", err=True)
+        if echo is not None:
+            echo(f"msm 2^{lg} {mode:>22} {scal:>8} c={row['window_bits']:2d} median {row['median_ms']:9.3f} ms")
 
-    for lg in sizes:
+    for lg in logs:
         n = 1 << lg
         c = window or None
         pts = generate_points(n, seed)
@@ -677,6 +704,20 @@ def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str 
                 add(lg, f"phase:{name}", "uniform", [ms])
         del pts, sc_dev, sc_buf, pinned, sc_porep
         cp.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str | None, phases: bool, inline_mul: bool, window: int = 0) -> Any:
+    import click  # noqa: PLC0415
+    import pandas as pd  # noqa: PLC0415
+
+    from .manifest import build_manifest, new_run_dir, write_json_new  # noqa: PLC0415
+
+    if inline_mul:
+        os.environ["ZKGPU_MSM_INLINE_MUL"] = "1"
+    out_dir = new_run_dir("bench-msm", base=base)
+    rows = run_benchmark(sizes=sizes, repeat=repeat, warmup=warmup, seed=seed, phases=phases, window=window, echo=lambda m: click.echo(m, err=True))
+    variant = rows[0]["variant"] if rows else ""
     df = pd.DataFrame(rows)
     df.to_csv(out_dir / "msm.csv", index=False)
     write_json_new(
@@ -706,7 +747,7 @@ def _make_bench_command() -> Any:
         (async H2D inside the timing), and PoRep-like (mostly 0/1) scalars; CUDA events, medians
         in ms, written to a fresh run folder (msm.csv + manifest.json)."""
         if not _cuda.gpu_available():
-            raise click.ClickException("zkgpu bench msm needs a CUDA GPU")
+            raise CliError("zkgpu bench msm needs a CUDA GPU (GPU benchmarks; without a GPU, replay the recordings: zkgpu report)")
         _run_bench([int(s) for s in sizes.split(",") if s.strip()], repeat, warmup, seed, base, phases, inline_mul, window)
 
     return bench_msm

@@ -39,10 +39,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import _cuda
+from .errors import CliError
 from .field import FR, check_array, fr_from_ints, fr_to_ints
 
 __all__ = [
     "ORDERS",
+    "RADIX",
+    "radix",
     "log2_size",
     "ntt",
     "ntt_inplace",
@@ -63,11 +66,29 @@ ORDERS = ("nn", "nr", "rn")
 _MAX_TILE_LOG = 10  # must match NTT_MAX_TILE_LOG in ntt.cu
 _THREADS = 256  # must match the default NTT_THREADS in ntt.cu
 _BR_Q = 4  # must match NTT_BR_Q in ntt.cu
-RADIX = int(os.environ.get("ZKGPU_NTT_RADIX", "2"))
+RADIX: int | None = None
 """Stages per shared-memory round trip in a pass: 2 (kernel ntt_pass, radix-2) or 4 (ntt_pass_r4, two
-radix-2 stages in registers). Read at each call; ``ZKGPU_NTT_RADIX`` sets the initial value. Radix-2 is
+radix-2 stages in registers). Read at each call through :func:`radix`; None (default) means the
+environment variable ``ZKGPU_NTT_RADIX`` (2 when unset), read and checked there, so a bad value
+breaks only the NTT calls, with a message naming it (never the import). Radix-2 is
 the default because it was the faster of the two on the H200 (``zkgpu bench ntt`` with each value;
 ntt_pass_r4 needs 128 registers, halving the resident threads). Both are tested on the GPU."""
+
+
+def radix() -> int:
+    """The radix in use: :data:`RADIX` when set, else ``ZKGPU_NTT_RADIX`` (default 2).
+
+    Raises:
+        ValueError: the value is not 2 or 4 (names the value and where it came from).
+    """
+    if RADIX is not None:
+        if RADIX not in (2, 4):
+            raise ValueError(f"zkgpu.ntt.RADIX must be 2 or 4, got {RADIX!r}")
+        return RADIX
+    env = os.environ.get("ZKGPU_NTT_RADIX", "2").strip()
+    if env not in ("2", "4"):
+        raise ValueError(f"ZKGPU_NTT_RADIX must be 2 or 4, got {env!r} (unset it, or export ZKGPU_NTT_RADIX=2)")
+    return int(env)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -410,16 +431,15 @@ def ntt_inplace(d: Any, *, inverse: bool = False, coset: bool = False, order: st
     passes = _passes(L)
     if dit:
         passes = passes[::-1]
-    if RADIX not in (2, 4):
-        raise ValueError(f"zkgpu.ntt.RADIX must be 2 or 4, got {RADIX!r}")
-    kern = _kernel("ntt_pass_r4" if RADIX == 4 else "ntt_pass")
+    rad = radix()
+    kern = _kernel("ntt_pass_r4" if rad == 4 else "ntt_pass")
     nthreads = _threads()
     last = len(passes) - 1
     for i, (s_lo, k, c) in enumerate(passes):
         T = 1 << (k + c)
         kern(
             (n // T,),
-            (max(1, min(T // RADIX, nthreads)),),
+            (max(1, min(T // rad, nthreads)),),
             (
                 w, tw, np.int32(L), np.int32(s_lo), np.int32(k), np.int32(c), np.int32(dit),
                 pre, np.int32(pre_mode if i == 0 else 0), post, np.int32(post_mode if i == last else 0),
@@ -494,7 +514,7 @@ def run_benchmark(
 
     Returns one row per (log_n, variant): median/min/max ms, mulmods/s (n/2*L butterfly multiplies
     per NTT) and the effective GB/s of one read and one write of the vector per global pass, plus
-    ``radix`` (:data:`RADIX`) and the kernel build options.
+    ``radix`` (:func:`radix`) and the kernel build options.
     """
     cp = _cuda.cupy()
     rng = np.random.default_rng()
@@ -512,7 +532,7 @@ def run_benchmark(
             med = res.median_ms
             rows.append(
                 dict(
-                    log_n=L, n=n, radix=RADIX, variant=name, median_ms=med, min_ms=res.min_ms, max_ms=res.max_ms,
+                    log_n=L, n=n, radix=radix(), variant=name, median_ms=med, min_ms=res.min_ms, max_ms=res.max_ms,
                     repeat=repeat, warmup=warmup, global_passes=npass,
                     butterfly_mulmods_per_s=(n // 2) * L / (med * 1e-3),
                     effective_GBps=2 * 32 * n * npass / (med * 1e-3) / 1e9,
@@ -526,7 +546,7 @@ def run_benchmark(
             med = res.median_ms
             rows.append(
                 dict(
-                    log_n=L, n=n, radix=RADIX, variant="compute_h", median_ms=med, min_ms=res.min_ms, max_ms=res.max_ms,
+                    log_n=L, n=n, radix=radix(), variant="compute_h", median_ms=med, min_ms=res.min_ms, max_ms=res.max_ms,
                     repeat=repeat, warmup=warmup, global_passes=7 * len(_passes(L)) + 2,
                     butterfly_mulmods_per_s=7 * (n // 2) * L / (med * 1e-3),
                     effective_GBps=float("nan"),
@@ -553,7 +573,7 @@ def _bench_command():
         from .manifest import build_manifest, new_run_dir, write_json_new  # noqa: PLC0415
 
         if not _cuda.gpu_available():
-            raise click.ClickException("no CUDA GPU: the NTT benchmark needs one")
+            raise CliError("no CUDA GPU: the NTT benchmark needs one (GPU benchmarks; without a GPU, replay the recordings: zkgpu report)")
         if not 0 <= min_log <= max_log <= FR.two_adicity:
             raise click.BadParameter(f"need 0 <= min-log <= max-log <= {FR.two_adicity}")
         rows = run_benchmark(min_log, max_log, repeat)
@@ -564,12 +584,12 @@ def _bench_command():
         write_json_new(
             run_dir / "manifest.json",
             build_manifest(benchmark="ntt", min_log=min_log, max_log=max_log, repeat=repeat,
-                           variants=[*BENCH_VARIANTS, "compute_h"], radix=RADIX, kernel_defines=dict(_defines()),
+                           variants=[*BENCH_VARIANTS, "compute_h"], radix=radix(), kernel_defines=dict(_defines()),
                            timing="CUDA events, median of repeats, warm-up excluded"),
         )
         table = df.pivot(index="log_n", columns="variant", values="median_ms")
         click.echo(table.to_string(float_format=lambda v: f"{v:9.3f}"))
-        click.echo(f"(median ms, radix {RADIX}, defines {dict(_defines())}) written to {run_dir}")
+        click.echo(f"(median ms, radix {radix()}, defines {dict(_defines())}) written to {run_dir}")
 
     return ntt_bench
 

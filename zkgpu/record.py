@@ -26,8 +26,9 @@ No raw vectors and no pickles are written: Parquet, CSV, JSON and text only (a f
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
+import signal
+import sys
 import tempfile
 import time
 import traceback
@@ -37,8 +38,12 @@ from typing import Any, Callable, Iterable
 import click
 import pandas as pd
 
-from .events import normalize_events
+from . import msm, ntt, pipeline, transfer
+from ._cuda import gpu_available
+from .errors import CliError, OneLineCommand
+from .hostload import HostMemoryLoad
 from .manifest import build_manifest, new_run_dir, write_json_new
+from .pipeline.config import TRANSFERS, PipelineConfig
 
 __all__ = [
     "SCENARIOS",
@@ -86,24 +91,6 @@ CPU_DEFAULT_N = 1 << 10
 CPU_DEFAULT_PARTITIONS = 6
 
 
-def _pipeline() -> Any:
-    import importlib  # noqa: PLC0415
-
-    return importlib.import_module("zkgpu.pipeline")
-
-
-def _config_fields() -> set[str]:
-    from .pipeline.config import PipelineConfig  # noqa: PLC0415
-
-    return {f.name for f in dataclasses.fields(PipelineConfig)}
-
-
-def _supported_transfers() -> tuple[str, ...]:
-    from .pipeline import config as pc  # noqa: PLC0415
-
-    return tuple(getattr(pc, "TRANSFERS", ()))
-
-
 def scenario_configs(
     names: Iterable[str] | None = None, *, device: str = "gpu"
 ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
@@ -119,12 +106,11 @@ def scenario_configs(
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
         raise ValueError(f"unknown scenario(s) {unknown}; known: {list(SCENARIOS)}")
-    transfers = _supported_transfers()
     run, skipped = {}, {}
     for name in names:
         s = SCENARIOS[name]
-        if s["transfer"] not in transfers:
-            skipped[name] = f"the pipeline has no transfer={s['transfer']!r} (it offers {list(transfers)})"
+        if s["transfer"] not in TRANSFERS:
+            skipped[name] = f"the pipeline has no transfer={s['transfer']!r} (it offers {list(TRANSFERS)})"
         elif s["transfer"] == "registered" and device == "cpu":
             skipped[name] = "transfer='registered' needs a GPU (cudaHostRegister)"
         else:
@@ -181,48 +167,33 @@ def run_scenario(
     everything the backend depends on — so scenarios that differ only in lock scope or gw
     generate the bases once (``setup_s`` in the entry is 0 for them).
     """
-    from .pipeline.config import PipelineConfig  # noqa: PLC0415
-
     (run_dir / "logs").mkdir(exist_ok=True)
     (run_dir / "events").mkdir(exist_ok=True)
     log_rel, ev_rel = f"logs/{name}.log", f"events/{name}.parquet"
-    fields = _config_fields()
     kw: dict[str, Any] = dict(settings, n=n, partitions=partitions, device=device, seed=seed, run=name,
                               log_path=run_dir / log_rel, events_path=run_dir / ev_rel)
     if synth_workers is not None:
         kw["synth_workers"] = synth_workers
     if queue_depth is not None:
         kw["queue_depth"] = queue_depth
-    kw = {k: v for k, v in kw.items() if k in fields}
     entry: dict[str, Any] = {"settings": settings}
     t0 = time.perf_counter()
     try:
         cfg = PipelineConfig(**kw)
         entry["config"] = _config_dict(cfg)
-        pipe = _pipeline()
         key = (cfg.transfer, cfg.n, cfg.seed, cfg.device)
         cache = prepared if prepared is not None else {}
         t_setup = time.perf_counter()
         if key not in cache:
-            cache[key] = pipe.prepare_backend(cfg)
+            cache[key] = pipeline.prepare_backend(cfg)
         entry["setup_s"] = round(time.perf_counter() - t_setup, 3)
-        result = pipe.run_pipeline(cfg, prepared=cache[key], pool=pool if cfg.transfer == "pinned_pool" else None)
-        events = getattr(result, "events", None)
-        ev_path = run_dir / ev_rel
-        if not ev_path.exists():
-            if events is None:
-                raise RuntimeError("run_pipeline returned no events and wrote no events file")
-            normalize_events(events).to_parquet(ev_path, index=False)
-        ev = pd.read_parquet(ev_path)
-        entry["events"] = ev_rel
-        entry["rows"] = int(len(ev))
-        for attr in ("pool_stats", "pool"):
-            if getattr(result, attr, None) is not None:
-                entry["pool_stats"] = _as_jsonable(getattr(result, attr))
-                break
-        errors = list(getattr(result, "errors", None) or [])
-        if errors:
-            entry["partition_errors"] = [str(e) for e in errors][:10]
+        try:
+            result = pipeline.run_pipeline(cfg, prepared=cache[key], pool=pool if cfg.transfer == "pinned_pool" else None)
+        except pipeline.PipelineInterrupted as exc:  # Ctrl-C / SIGTERM: say what ran, then stop
+            _partial_entry(entry, exc.result, run_dir, log_rel, ev_rel, t0, interrupted=f"{type(exc).__name__}: {exc}")
+            exc.entry = entry
+            raise
+        _partial_entry(entry, result, run_dir, log_rel, ev_rel, t0)
     except Exception as exc:  # noqa: BLE001 -- one failing scenario must not lose the others
         entry["error"] = f"{type(exc).__name__}: {exc}"
         entry["traceback"] = traceback.format_exc(limit=8)
@@ -235,29 +206,33 @@ def run_scenario(
     return entry
 
 
-def _call_with_supported(fn: Callable[..., Any], **kwargs: Any) -> Any:
-    params = inspect.signature(fn).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return fn(**kwargs)
-    return fn(**{k: v for k, v in kwargs.items() if k in params})
+def _partial_entry(entry: dict[str, Any], result: Any, run_dir: Path, log_rel: str, ev_rel: str, t0: float, interrupted: str | None = None) -> None:
+    """Fill a scenario's manifest entry from a :class:`zkgpu.pipeline.PipelineResult` (complete or
+    the partial one of an interrupted run)."""
+    if (run_dir / ev_rel).exists():
+        entry["events"] = ev_rel
+        entry["rows"] = int(len(result.events))
+    if (run_dir / log_rel).exists():
+        entry["log"] = log_rel
+    if result.pool_stats is not None:
+        entry["pool_stats"] = _as_jsonable(result.pool_stats)
+    if result.errors:
+        entry["partition_errors"] = [str(e) for e in result.errors][:10]
+    entry["partitions_ok"] = sum(p.status == "ok" for p in result.partitions)
+    if interrupted is not None:
+        entry["interrupted"] = interrupted
+        entry["partition_status"] = {str(p.partition): p.status for p in result.partitions}
+        entry["seconds"] = round(time.perf_counter() - t0, 3)
 
 
 def _sweep(run_dir: Path, quick: bool, notes: list[str]) -> str | None:
     try:
-        from . import transfer  # noqa: PLC0415
-
-        fn = getattr(transfer, "bandwidth_sweep")
-    except (ImportError, AttributeError):
-        notes.append("sweep skipped: zkgpu.transfer.bandwidth_sweep is not available")
-        return None
-    try:
         # 1 MiB .. 256 MiB (quick) or 1 GiB: the curves flatten well before that; the 4 GiB points
         # are `zkgpu bench h2d`'s job. Time-boxed so a recording fits one device command.
         top = 28 if quick else 30
-        kw: dict[str, Any] = {"repeat": 3 if quick else 5, "time_budget_s": 45.0 if quick else 120.0,
-                              "sizes": tuple(1 << s for s in range(20, top + 1, 2))}
-        df = _call_with_supported(fn, **kw)
-        skipped_sizes = list(getattr(df, "attrs", {}).get("skipped_sizes", []) or [])
+        df = transfer.bandwidth_sweep(sizes=tuple(1 << s for s in range(20, top + 1, 2)), repeat=3 if quick else 5,
+                                      time_budget_s=45.0 if quick else 120.0)
+        skipped_sizes = list(df.attrs.get("skipped_sizes", []) or [])
         if skipped_sizes:
             notes.append(f"sweep: time budget reached, sizes not measured: {skipped_sizes}")
         df = pd.DataFrame(df)
@@ -267,30 +242,29 @@ def _sweep(run_dir: Path, quick: bool, notes: list[str]) -> str | None:
         return None
     df.to_parquet(run_dir / "sweep.parquet", index=False)
     df.to_csv(run_dir / "sweep.csv", index=False)
-    costs = getattr(transfer, "host_alloc_costs", None)
-    if costs is not None:
-        measured = sorted(set(int(x) for x in df["size_bytes"])) if "size_bytes" in df else []
-        try:
-            _call_with_supported(costs, sizes=measured, repeat=2 if quick else 3).to_csv(run_dir / "host_alloc.csv", index=False)
-        except Exception as exc:  # noqa: BLE001
-            notes.append(f"host_alloc_costs failed: {type(exc).__name__}: {exc}")
+    measured = sorted(set(int(x) for x in df["size_bytes"]))
+    try:
+        transfer.host_alloc_costs(sizes=measured, repeat=2 if quick else 3).to_csv(run_dir / "host_alloc.csv", index=False)
+    except Exception as exc:  # noqa: BLE001
+        notes.append(f"host_alloc_costs failed: {type(exc).__name__}: {exc}")
     return "sweep.parquet"
 
 
-def _benchmarks(run_dir: Path, quick: bool, notes: list[str]) -> dict[str, str]:
-    import importlib  # noqa: PLC0415
+#: the kernel benchmarks of a recording: name -> (module with ``run_benchmark``, log2 sizes, log2
+#: sizes with ``quick``)
+BENCHMARKS: dict[str, tuple[Any, tuple[int, int], tuple[int, int]]] = {
+    "ntt": (ntt, (16, 24), (16, 20)),
+    "msm": (msm, (12, 20), (12, 16)),
+}
 
+
+def _benchmarks(run_dir: Path, quick: bool, notes: list[str]) -> dict[str, str]:
+    """Run :data:`BENCHMARKS` into ``bench/<kind>.csv``; a failing benchmark is noted, not raised."""
     out: dict[str, str] = {}
-    sizes = {"ntt": {"min_log": 16, "max_log": 20 if quick else 24}, "msm": {"min_log": 12, "max_log": 16 if quick else 20}}
-    for kind in ("ntt", "msm"):
+    for kind, (module, normal, short) in BENCHMARKS.items():
+        lo, hi = short if quick else normal
         try:
-            mod = importlib.import_module(f"zkgpu.{kind}")
-            fn = getattr(mod, "run_benchmark")
-        except (ImportError, AttributeError):
-            notes.append(f"{kind} benchmark skipped: zkgpu.{kind}.run_benchmark is not available (run `zkgpu bench {kind}`)")
-            continue
-        try:
-            rows = _call_with_supported(fn, repeat=5 if quick else 10, **sizes[kind])
+            rows = module.run_benchmark(min_log=lo, max_log=hi, repeat=5 if quick else 10)
         except Exception as exc:  # noqa: BLE001
             notes.append(f"{kind} benchmark failed: {type(exc).__name__}: {exc}")
             continue
@@ -299,6 +273,17 @@ def _benchmarks(run_dir: Path, quick: bool, notes: list[str]) -> dict[str, str]:
         pd.DataFrame(rows).to_csv(run_dir / rel, index=False)
         out[kind] = rel
     return out
+
+
+def _interrupted_entry(name: str, run_dir: Path, exc: BaseException) -> dict[str, Any]:
+    """Manifest entry of the scenario a Ctrl-C / SIGTERM cut: the partial entry that
+    :func:`run_scenario` attached to a ``PipelineInterrupted``, else the files on disk."""
+    entry = dict(getattr(exc, "entry", None) or {"settings": SCENARIOS[name]})
+    entry.setdefault("interrupted", f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+    for key, rel in (("log", f"logs/{name}.log"), ("events", f"events/{name}.parquet")):
+        if (run_dir / rel).exists():
+            entry.setdefault(key, rel)
+    return entry
 
 
 def record(
@@ -346,31 +331,34 @@ def record(
         ``device="gpu"`` without a GPU; MemoryError: the host load's buffers do not fit (before any
         folder is created).
     """
-    from ._cuda import gpu_available  # noqa: PLC0415
-
     say = echo or (lambda _s: None)
     has_gpu = gpu_available()
     device = device or ("gpu" if has_gpu else "cpu")
     if device not in ("gpu", "cpu"):
         raise ValueError(f"device must be 'gpu' or 'cpu', got {device!r}")
     if device == "gpu" and not has_gpu:
-        raise RuntimeError("device='gpu' needs a CUDA GPU (CuPy); none was found. Use device='cpu'.")
+        raise RuntimeError("device='gpu' needs a CUDA GPU (CuPy) and none was found: record on the CPU with device='cpu' (--device cpu)")
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise ValueError(f"out={str(out)!r} is a file, not a folder: give a folder for the run folder (e.g. --out data)")
+    # None means the default; any other value (0 included) is checked by PipelineConfig below
     if device == "gpu":
-        n = n or (GPU_QUICK_N if quick else GPU_DEFAULT_N)
-        partitions = partitions or (GPU_QUICK_PARTITIONS if quick else GPU_DEFAULT_PARTITIONS)
-        synth_workers = synth_workers or GPU_SYNTH_WORKERS
-        queue_depth = queue_depth or GPU_QUEUE_DEPTH
+        n = (GPU_QUICK_N if quick else GPU_DEFAULT_N) if n is None else n
+        partitions = (GPU_QUICK_PARTITIONS if quick else GPU_DEFAULT_PARTITIONS) if partitions is None else partitions
+        synth_workers = GPU_SYNTH_WORKERS if synth_workers is None else synth_workers
+        queue_depth = GPU_QUEUE_DEPTH if queue_depth is None else queue_depth
     else:
-        n = n or CPU_DEFAULT_N
-        partitions = partitions or CPU_DEFAULT_PARTITIONS
+        n = CPU_DEFAULT_N if n is None else n
+        partitions = CPU_DEFAULT_PARTITIONS if partitions is None else partitions
     runnable, skipped = scenario_configs(scenarios, device=device)
-    from .hostload import HostMemoryLoad  # noqa: PLC0415
-    from .pipeline.config import PipelineConfig  # noqa: PLC0415
-
+    if not runnable:
+        raise ValueError(f"no scenario to record on device={device}: " + "; ".join(f"{k} skipped ({v})" for k, v in skipped.items()) + " (choose other --scenario values)")
     load = HostMemoryLoad(host_load)  # TypeError/ValueError naming host_load's value, before any folder
     # validate the sizes before a folder exists (ValueError/TypeError naming the setting)
-    sw_kw = {"synth_workers": synth_workers} if synth_workers is not None else {}
-    abc = PipelineConfig(n=n, partitions=partitions, device=device, transfer="pageable", **sw_kw).abc_bytes
+    opt_kw = {k: v for k, v in (("synth_workers", synth_workers), ("queue_depth", queue_depth)) if v is not None}
+    try:
+        abc = PipelineConfig(n=n, partitions=partitions, device=device, transfer="pageable", **opt_kw).abc_bytes
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(str(exc).replace("PipelineConfig.", "record: ")) from exc
     host_load = load.threads
     if host_load:
         # started before the folder exists: a load that cannot allocate its buffers
@@ -390,6 +378,7 @@ def record(
     sweep_rel = None
     bench_rel: dict[str, str] = {}
     interrupted = None
+    current: str | None = None  # the scenario running now
     prepared: dict[tuple, Any] = {}
     pool: Any = None
     if host_load:
@@ -419,8 +408,6 @@ def record(
             # cuzk measures the pool in steady state (every checkout a reuse, "24 allocs / 48
             # reuses"); a cold pool would put a burst of cudaHostAlloc calls, which serialise in
             # the driver, into the first partitions' synthesis. Allocate once, up front, and share.
-            from . import transfer  # noqa: PLC0415
-
             pool = transfer.PinnedPool()
             nbuf = (queue_depth or 0) + max(int(st.get("gw", 2)) for st in runnable.values()) + 2
             t_p = time.perf_counter()
@@ -432,8 +419,10 @@ def record(
         for name, settings in runnable.items():
             say(f"record: scenario {name} {settings}")
             mark = load.snapshot()
+            current = name
             entries[name] = run_scenario(name, settings, run_dir, n=n, partitions=partitions, device=device,
                                          seed=seed, synth_workers=synth_workers, prepared=prepared, queue_depth=queue_depth, pool=pool)
+            current = None
             e = entries[name]
             if host_load:
                 e["host_load"] = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in load.since(mark).as_dict().items()}
@@ -451,6 +440,8 @@ def record(
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM turned into KeyboardInterrupt by the CLI
         interrupted = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         notes.append(f"INTERRUPTED ({interrupted}): only the scenarios listed with files were recorded")
+        if current is not None:  # the scenario that was running: what it left on disk, and that it was cut
+            entries[current] = _interrupted_entry(current, run_dir, exc)
     finally:
         try:
             prepared.clear()  # release the generated bases (device memory) before the manifest
@@ -486,7 +477,7 @@ def record(
     return run_dir
 
 
-@click.command("record")
+@click.command("record", cls=OneLineCommand)
 @click.option("--n", "n", type=int, default=None, help="constraints per partition, a power of two (default 2^22 GPU, 2^20 --quick, 2^10 CPU)")
 @click.option("--partitions", type=int, default=None, help="partitions per scenario (default 16 GPU, 4 --quick, 6 CPU)")
 @click.option("--quick", is_flag=True, help="smaller defaults, shorter sweep and benchmarks")
@@ -496,22 +487,21 @@ def record(
 @click.option("--no-sweep", is_flag=True, help="skip the H2D bandwidth sweep")
 @click.option("--no-bench", is_flag=True, help="skip the kernel benchmarks")
 @click.option("--synth-workers", type=int, default=None, help="synthesis threads (default 8 on the GPU, else the pipeline's)")
-@click.option("--queue-depth", type=int, default=None, help="partitions synthesized ahead (default 8 on the GPU, else 2*gw)")
+@click.option("--queue-depth", type=int, default=None, help="partitions synthesized ahead (default 8 on the GPU; 0: 2*gw)")
 @click.option("--host-load", type=click.IntRange(min=0), default=0, show_default=True, help="host memory-bandwidth load threads during the scenarios (zkgpu.hostload)")
 def record_command(n, partitions, quick, out, device, scenarios, no_sweep, no_bench, synth_workers, queue_depth, host_load) -> None:
     """Run the scenario matrix (baseline, registered, pinned pool, narrow lock, gw=1/3, compute-only)
     and write logs, Parquet event tables, the H2D sweep, kernel benchmarks and manifest.json into
-    one fresh data/<gpu>-<date>-record/ folder."""
-    import signal  # noqa: PLC0415
-    import sys  # noqa: PLC0415
+    one fresh data/<gpu>-<date>-record/ folder. Bad options fail (one line, exit 2) before any
+    folder is created; Ctrl-C or SIGTERM writes the manifest of what ran (exit 130)."""
 
     def _on_term(signum, _frame):  # `timeout` sends SIGTERM: finish the manifest like Ctrl-C does
         raise KeyboardInterrupt(f"signal {signum}")
 
     try:
-        signal.signal(signal.SIGTERM, _on_term)
+        previous = signal.signal(signal.SIGTERM, _on_term)
     except ValueError:  # not in the main thread
-        pass
+        previous = None
     try:
         run_dir = record(
             out=out, device=None if device == "auto" else device, n=n, partitions=partitions, quick=quick,
@@ -519,12 +509,17 @@ def record_command(n, partitions, quick, out, device, scenarios, no_sweep, no_be
             queue_depth=queue_depth, host_load=host_load, echo=click.echo,
         )
     except (ValueError, TypeError, RuntimeError) as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise CliError(str(exc)) from exc
+    except OSError as exc:  # the run folder cannot be created (permissions, read-only disk ...)
+        raise CliError(f"cannot create the run folder under {out or 'data/'}: {exc.strerror or exc} (choose another --out)") from exc
     except MemoryError as exc:
-        raise click.ClickException(f"out of host memory before recording (--host-load {host_load} needs 2 x 256 MiB per thread): {exc}") from exc
+        raise CliError(f"out of host memory before recording (--host-load {host_load} needs 2 x 256 MiB per thread; lower it): {exc}") from exc
     except KeyboardInterrupt as exc:
         click.echo(f"record: {exc}", err=True)
         sys.exit(130)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
     failed = [k for k, v in manifest["scenarios"].items() if "error" in v]
     for note in manifest["notes"]:

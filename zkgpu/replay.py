@@ -32,6 +32,7 @@ import os
 import re
 import shutil
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
@@ -131,12 +132,28 @@ class Recording:
 
         Raises:
             FileNotFoundError: no manifest.json in ``path``.
+            ValueError: the manifest is not JSON, or not the shape a recording writes (an object
+                whose ``scenarios`` is an object of objects and ``environment`` an object); the
+                message names the folder and what is wrong.
         """
         p = Path(path)
         mf = p / "manifest.json"
         if not mf.is_file():
             raise FileNotFoundError(f"{p} has no manifest.json: not a finished recording")
-        return cls(p, json.loads(mf.read_text(encoding="utf-8")))
+        try:
+            manifest = json.loads(mf.read_text(encoding="utf-8"))
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+            raise ValueError(f"{mf} is not readable JSON: {exc}") from exc
+        if not isinstance(manifest, dict):
+            raise ValueError(f"{mf} holds a JSON {type(manifest).__name__}, not the object a recording writes")
+        for key in ("scenarios", "environment"):
+            v = manifest.get(key)
+            if v is not None and not isinstance(v, dict):
+                raise ValueError(f"{mf}: '{key}' is a JSON {type(v).__name__}, expected an object")
+        bad = [k for k, v in (manifest.get("scenarios") or {}).items() if not isinstance(v, dict)]
+        if bad:
+            raise ValueError(f"{mf}: scenario entries {bad} are not objects")
+        return cls(p, manifest)
 
     @property
     def gpu(self) -> str | None:
@@ -241,7 +258,9 @@ def _sort_key(rec: Recording) -> tuple[str, str, int]:
 def find_recordings(base: str | Path | None = None) -> list[Recording]:
     """Every finished recording (``*-record*/manifest.json``) under ``base``, newest first.
 
-    Folders without a manifest (interrupted recordings) and unreadable manifests are skipped.
+    Folders without a manifest (recordings killed hard) are skipped silently; a folder whose
+    manifest cannot be used (not JSON, not an object, ``scenarios`` not an object ...) is skipped
+    with a ``UserWarning`` naming the folder and the problem, so one odd folder never stops a replay.
     """
     root = Path(base) if base is not None else data_dir()
     found = []
@@ -250,8 +269,8 @@ def find_recordings(base: str | Path | None = None) -> list[Recording]:
             if p.is_dir() and _RECORD_RE.match(p.name) and (p / "manifest.json").is_file():
                 try:
                     found.append(Recording.open(p))
-                except (OSError, ValueError):
-                    continue
+                except (OSError, ValueError) as exc:
+                    warnings.warn(f"skipping recording {p}: {exc}", UserWarning, stacklevel=2)
     return sorted(found, key=_sort_key, reverse=True)
 
 

@@ -80,6 +80,7 @@ from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 import numpy as np
 
 from . import _cuda
+from .errors import CliError
 
 __all__ = [
     "TransferResult",
@@ -758,7 +759,16 @@ class PinnedPool:
 
     @staticmethod
     def _request(nbytes: int | None, shape: Any, dtype: Any) -> tuple[int, tuple[int, ...], np.dtype]:
-        dt = np.dtype(dtype)
+        """Check a request before the pool's state changes (no buffer is marked in use for a
+        request that cannot be handed out)."""
+        try:
+            dt = np.dtype(dtype)
+        except TypeError as exc:
+            raise TypeError(f"dtype {dtype!r} is not a numpy dtype: {exc}") from exc
+        if dt.hasobject:
+            raise TypeError(f"dtype {dt} holds Python objects; a pinned buffer holds plain numbers (e.g. uint64)")
+        if dt.itemsize < 1:
+            raise ValueError(f"dtype {dt!r} has item size 0; give a dtype with a size (e.g. uint8)")
         if shape is not None:
             shp = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)
             if any(s < 0 for s in shp):
@@ -1553,7 +1563,7 @@ def _make_bench_command() -> Any:
         from .manifest import build_manifest, new_run_dir, write_json_new  # noqa: PLC0415
 
         if not _cuda.gpu_available():
-            raise click.ClickException("zkgpu bench h2d needs a CUDA GPU with CuPy (none found)")
+            raise CliError("zkgpu bench h2d needs a CUDA GPU with CuPy (none found) (GPU benchmarks; without a GPU, replay the recordings: zkgpu report)")
         try:
             lo, hi = _parse_bytes(min_size), _parse_bytes(max_size)
             vmax, big = _parse_bytes(verify_max), _parse_bytes(large_from)
@@ -1625,7 +1635,4 @@ def _make_bench_command() -> Any:
     return h2d
 
 
-try:
-    bench_command = _make_bench_command()
-except ImportError:  # click missing: the library part still works
-    bench_command = None
+bench_command = _make_bench_command()

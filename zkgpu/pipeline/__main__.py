@@ -20,6 +20,9 @@ from pathlib import Path
 import click
 import pandas as pd
 
+from zkgpu import transfer as _tr
+from zkgpu._cuda import gpu_available
+from zkgpu.errors import CliError, OneLineCommand
 from zkgpu.pipeline.config import DEVICES, LOCK_SCOPES, TRANSFERS, PipelineConfig
 from zkgpu.pipeline.runner import prepare_backend, run_pipeline
 
@@ -33,18 +36,35 @@ def phase_medians(events: pd.DataFrame) -> pd.DataFrame:
     return g.reindex([p for p in ORDER if p in g.index] + [p for p in g.index if p not in ORDER])
 
 
-@click.command()
-@click.option("--log-n", type=int, default=20, show_default=True, help="n = 2^log_n constraints per partition")
-@click.option("--partitions", type=int, default=4, show_default=True)
-@click.option("--gw", type=int, default=2, show_default=True)
-@click.option("--synth-workers", type=int, default=2, show_default=True)
+#: default log2(n) per device: the CPU runs the reference math (Python ints), ~1000x slower
+DEFAULT_LOG_N = {"gpu": 20, "cpu": 10}
+
+
+@click.command(cls=OneLineCommand)
+@click.option("--log-n", type=click.IntRange(2, 27), default=None, help="n = 2^log_n constraints per partition [default: 20 GPU, 10 CPU]")
+@click.option("--partitions", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--gw", type=click.IntRange(1, 8), default=2, show_default=True)
+@click.option("--synth-workers", type=click.IntRange(1, 64), default=2, show_default=True)
 @click.option("--transfer", "transfers", multiple=True, type=click.Choice(TRANSFERS), default=("pageable", "pinned_pool"), show_default=True)
 @click.option("--scope", "scopes", multiple=True, type=click.Choice(LOCK_SCOPES), default=("coarse",), show_default=True)
 @click.option("--device", type=click.Choice(DEVICES), default="gpu", show_default=True)
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True, help="seconds any one step or wait may take before its partition fails")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="folder for logs and event tables")
-def main(log_n: int, partitions: int, gw: int, synth_workers: int, transfers: tuple[str, ...], scopes: tuple[str, ...], device: str, out: Path | None) -> None:
+def main(log_n: int | None, partitions: int, gw: int, synth_workers: int, transfers: tuple[str, ...], scopes: tuple[str, ...], device: str, timeout_s: float, out: Path | None) -> None:
+    """Quick pipeline smoke run: per-phase medians for each --transfer and --scope."""
     pd.set_option("display.width", 200)
-    base = PipelineConfig(n=1 << log_n, partitions=partitions, gw=gw, synth_workers=synth_workers, device=device)
+    if device == "gpu" and not gpu_available():
+        raise CliError("no CUDA GPU (CuPy) found: run on the CPU with --device cpu (reference math; --log-n 10 takes seconds)")
+    log_n = DEFAULT_LOG_N[device] if log_n is None else log_n
+    try:
+        base = PipelineConfig(n=1 << log_n, partitions=partitions, gw=gw, synth_workers=synth_workers, device=device, timeout_s=timeout_s)
+        for transfer in transfers:
+            base.with_(transfer=transfer)  # e.g. registered needs device=gpu: refused before any work
+    except (TypeError, ValueError) as exc:
+        raise CliError(str(exc).replace("PipelineConfig.", "")) from exc
+    runs = len(transfers) * len(scopes)
+    click.echo(f"{runs} run(s) of {partitions} partitions at n=2^{log_n} on the {device.upper()}, each after a 1-partition warm-up"
+               + (" (CPU reference math: about a second per partition at 2^10, doubling per step)" if device == "cpu" else ""), err=True)
     t0 = time.perf_counter()
     prepared = prepare_backend(base)
     click.echo(f"setup (bases for n=2^{log_n}): {time.perf_counter() - t0:.1f} s", err=True)
@@ -55,9 +75,8 @@ def main(log_n: int, partitions: int, gw: int, synth_workers: int, transfers: tu
             cfg = base.with_(transfer=transfer, lock_scope=scope)
             pool = None
             if transfer == "pinned_pool":  # one warm pool for warm-up and measured run
-                from zkgpu import transfer as _tr  # noqa: PLC0415
-
                 pool = _tr.PinnedPool(_tr.PageableAllocator() if device == "cpu" else None)
+            click.echo(f"running {cfg.run_name} ...", err=True)
             run_pipeline(cfg.with_(partitions=1, run=f"warmup-{cfg.run_name}"), prepared=prepared, pool=pool)
             if out is not None:
                 d = out / f"{stamp}-{cfg.run_name}"

@@ -19,14 +19,13 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
-import importlib
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 
-from zkgpu import _cuda
+from zkgpu import _cuda, msm, ntt, qap, transfer
 from zkgpu.field import fr_from_ints, fr_to_ints
 from zkgpu.metrics import h2d_overlap
 from zkgpu.pipeline.config import PipelineConfig
@@ -347,10 +346,7 @@ class GpuBackend:
     def __init__(self, config: PipelineConfig, circuit: Circuit) -> None:
         self.config, self.circuit = config, circuit
         self.cp = _cuda.cupy()
-        self.qap = importlib.import_module("zkgpu.qap")
-        self.ntt = importlib.import_module("zkgpu.ntt")
-        self.msm_mod = importlib.import_module("zkgpu.msm")
-        self.transfer = importlib.import_module("zkgpu.transfer")
+        self.qap, self.ntt, self.msm_mod, self.transfer = qap, ntt, msm, transfer
         self._local = threading.local()
         self.bases: dict[str, Any] = {}
         self._g2: list[Any] = []

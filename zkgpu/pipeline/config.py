@@ -124,8 +124,10 @@ class PipelineConfig:
         b_g2_terms: size of the scaled-down CPU G2 multiexp (first significant B scalars).
         queue_depth: max partitions synthesized but not yet through the start half (cuzk's
             memory-budget backpressure / ``max_gpu_queue_depth``); 0 = 2 * gw * gpus.
-        timeout_s: limit for any one blocking wait (barrier, mutex, joins); a hang becomes a
-            ``TimeoutError`` in that partition's result instead of a hung run.
+        timeout_s: limit (seconds) for any one step (synthesize, prep_msm, ntt_msm_h, ..., the
+            run's watchdog) or blocking wait (barrier, queue, joins; the mutex wait gets
+            ``timeout_s * (4 * gw + 1)``); a hang becomes a ``TimeoutError`` (``StageTimeout``)
+            in that partition's result instead of a hung run.
         run: run name (default derived from the settings).
         log_path / events_path: where the cuzk-format log and the Parquet event table go
             (created fresh; existing files are never touched: FileExistsError).

@@ -23,8 +23,18 @@ or raised inside any worker (e.g. from ``fault_hook``) — sets the run's stop e
 stops taking partitions, waits (mutex, barrier, queue) end with ``Cancelled``, steps already
 running finish, queued partitions are released; then the log and event table are written and
 :class:`PipelineInterrupted` (a ``KeyboardInterrupt`` carrying the partial
-:class:`PipelineResult`) is raised. Every blocking wait is bounded by ``timeout_s``, so a
-regression fails a partition with ``TimeoutError`` instead of hanging.
+:class:`PipelineResult`) is raised.
+
+No hang: every blocking wait is bounded (mutex_wait by
+:func:`~zkgpu.pipeline.worker.mutex_wait_limit_s`, the barrier, queue and joins by ``timeout_s``),
+and a watchdog in the main thread fails any partition whose *step* (synthesize, prep_msm, b_g2_msm,
+ntt_msm_h, batch_add, tail_msm, finalize, …) runs past ``timeout_s``: the partition is ``failed``
+with :class:`~zkgpu.pipeline.worker.StageTimeout` naming the step and the partition, the run stops
+waiting for that thread, and the watchdog force-releases the GPU mutex the partition holds, aborts its
+prep barrier and returns its a/b/c and queue permit, so the other partitions go on. A thread that
+comes back from a hung step drops its results and exits. If every GPU worker hangs, queued partitions
+are cancelled ("every GPU worker hung") and the run returns. ``PartitionResult.stage`` names the
+step a partition failed in.
 """
 
 from __future__ import annotations
@@ -48,11 +58,13 @@ from zkgpu.pipeline.worker import (
     Cancelled,
     GpuMutex,
     PartitionResult,
+    StageTimeout,
     SynthesizedJob,
     WorkerContext,
     finalize,
     prove_start,
     record_failure,
+    watchdog_limit_s,
 )
 from zkgpu.trace import LogWriter, NvtxBackend, Tracer, write_events_parquet
 
@@ -96,8 +108,9 @@ class PipelineResult:
 class PipelineInterrupted(KeyboardInterrupt):
     """KeyboardInterrupt after a clean stop; ``.result`` is the partial :class:`PipelineResult`."""
 
-    def __init__(self, result: PipelineResult) -> None:
-        super().__init__(f"pipeline run {result.run!r} interrupted: {sum(p.status == 'ok' for p in result.partitions)}/{len(result.partitions)} partitions done")
+    def __init__(self, result: PipelineResult, cause: str | None = None) -> None:
+        why = f" by {cause}" if cause else ""
+        super().__init__(f"pipeline run {result.run!r} interrupted{why}: {sum(p.status == 'ok' for p in result.partitions)}/{len(result.partitions)} partitions done")
         self.result = result
 
 
@@ -198,7 +211,8 @@ def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Any] | None
     for p in range(config.partitions):
         r = ctx.results.get(p)
         if r is None:
-            r = PartitionResult(p, "cancelled", error="Cancelled: not started (run stopped)")
+            why = run.stop_reason if ctx.stop.is_set() else "no synthesis thread was left to take it"
+            r = PartitionResult(p, "cancelled", error=f"Cancelled: not started ({why})")
         parts.append(r)
     errors = [f"partition {r.partition}: {r.error}" for r in parts if r.status != "ok"]
     log.close()
@@ -207,7 +221,7 @@ def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Any] | None
         events_path = write_events_parquet(events, config.events_path)
     result = PipelineResult(config, config.run_name, events, list(log.lines), log.path, events_path, parts, errors, pool_stats, wall_ms, run.interrupted, circuit)
     if run.interrupted:
-        raise PipelineInterrupted(result)
+        raise PipelineInterrupted(result, run.interrupt_cause)
     return result
 
 
@@ -215,6 +229,32 @@ def _stderr_echo(line: str) -> None:
     import sys  # noqa: PLC0415
 
     print(line, file=sys.stderr, flush=True)
+
+
+class _Held:
+    """What a partition holds between synthesis and the end of its start half: the a/b/c
+    checkout and its queue permit. Each is released once, whoever calls first (the thread itself
+    or the watchdog after a hung step)."""
+
+    def __init__(self, permits: threading.Semaphore) -> None:
+        self.permits = permits
+        self.abc: Any = None  # the current checkout; set by the synthesis thread
+        self._lock = threading.Lock()
+        self._permit_done = False
+
+    def release_buffers(self) -> None:
+        """Check a/b/c in (once; a checkout made after an earlier call is checked in too)."""
+        with self._lock:
+            abc, self.abc = self.abc, None
+        if abc is not None:
+            abc.release()
+
+    def release(self) -> None:
+        self.release_buffers()
+        with self._lock:
+            done, self._permit_done = self._permit_done, True
+        if not done:
+            self.permits.release()
 
 
 class _Run:
@@ -233,15 +273,26 @@ class _Run:
         self.fin_lock = threading.Lock()
         self.interrupted = False
         self.busy: dict[int, int | None] = {}
+        self.abandoned_threads: set[int | None] = set()
+        self.gpu_threads: list[threading.Thread] = []
+        self.stop_reason = "run stopped"
+        self.interrupt_cause: str | None = None
 
     # -- helpers --------------------------------------------------------------------------------
-    def _interrupt(self) -> None:
+    def _interrupt(self, cause: BaseException | None = None) -> None:
+        if cause is not None and self.interrupt_cause is None:
+            self.interrupt_cause = f"{type(cause).__name__}({str(cause)!r})" if str(cause) else type(cause).__name__
         self.interrupted = True
+        self.stop_reason = "run interrupted"
         self.ctx.stop.set()
+
+    def _abandoned_me(self) -> bool:
+        """The watchdog gave up on the calling thread (one of its steps hung)."""
+        return threading.get_ident() in self.abandoned_threads
 
     def _fail(self, p: int, e: BaseException, **kw: Any) -> None:
         if isinstance(e, KeyboardInterrupt):
-            self._interrupt()
+            self._interrupt(e)
         record_failure(self.ctx, p, e, **kw)
 
     # -- synthesis ------------------------------------------------------------------------------
@@ -258,33 +309,41 @@ class _Run:
                     got = True
                     break
             if not got:
-                record_failure(ctx, p, Cancelled("stopped before synthesis"))
+                record_failure(ctx, p, Cancelled(f"{self.stop_reason} before synthesis"), stage="synthesize")
                 return
-            abc = None
+            held = _Held(self.permits)
+            ctx.releasers[p] = held.release
             try:
                 with tr.phase("synthesize", partition=p, detail={"synth_worker": sid}) as ph:
                     ctx.hook("synthesize", p, None)
                     if self.pool is not None:
                         tr.info("attempting pinned memory synthesis", num_constraints=cfg.n, scalar_size=32, buf_gib=round(cfg.n * 32 / GIB, 4))
                         abc = self.pool.checkout_abc(cfg.n)
-                        a, b, c, pinned, release = abc.a, abc.b, abc.c, abc.pinned, abc.release
+                        held.abc = abc
+                        a, b, c, pinned = abc.a, abc.b, abc.c, abc.pinned
                     else:
                         a, b, c = (np.empty((cfg.n, 4), dtype=np.uint64) for _ in range(3))
-                        pinned, release = False, (lambda: None)
+                        pinned = False
                     aux = np.empty((cfg.aux_size, 4), dtype=np.uint64)
                     synthesize_into(cfg, p, a, b, c, aux)
                     ph.fields["is_pinned"] = pinned
                     ph.bytes = 3 * a.nbytes
                     ph.detail["is_pinned"] = pinned
-                job = SynthesizedJob(p, a, b, c, aux, pinned, release, synth_ms=ph.ms)
-                abc = None  # owned by the job now
+                if p in ctx.abandoned:  # the watchdog failed it (and released what it held) meanwhile
+                    held.release_buffers()  # a checkout made after the watchdog ran
+                    return  # this (hung) thread was abandoned: it takes no more partitions
+                job = SynthesizedJob(p, a, b, c, aux, pinned, held.release_buffers, synth_ms=ph.ms)
                 job.queue_span = tr.begin("gpu_queue", partition=p)
+                ctx.releasers.pop(p, None)  # the job owns a/b/c and the permit now
+                ctx.leave(p, "synth")
                 self.gpu_q.put((p, next(self.seq), job))
             except BaseException as e:  # noqa: BLE001
-                if abc is not None:
-                    abc.release()
-                self.permits.release()
+                held.release()
                 self._fail(p, e)
+                if self._abandoned_me():
+                    return
+            finally:
+                ctx.leave(p, "synth")
 
     # -- GPU workers ----------------------------------------------------------------------------
     def _gpu_worker(self, w: int, gpu: int, stream: Any) -> None:
@@ -314,6 +373,9 @@ class _Run:
                     job.release()  # cuzk release_abc(): a/b/c back to the pool right after start
                     self.permits.release()
 
+            ctx.releasers[p] = release_abc
+            ctx.stage("gpu_pickup", p)
+            step_now = "gpu_pickup"
             try:
                 t0 = time.perf_counter()
                 self.busy.setdefault(w, None)  # status update
@@ -340,16 +402,30 @@ class _Run:
                 try:
                     st = prove_start(ctx, job, w, gpu, stream)
                 finally:
+                    step_now = ctx.steps.get((p, "gpu"), (None,))[0]  # where a failure happened
                     release_abc()
+                    ctx.releasers.pop(p, None)
+                    ctx.leave(p, "gpu")
+                if self._abandoned_me():  # one of its steps hung past timeout_s: the watchdog failed it
+                    return  # the run no longer waits for this thread: it takes no more partitions
+                if p in ctx.abandoned:  # another thread of the partition hung (prep): already failed
+                    with ctx.tracker_lock:
+                        self.busy[w] = None
+                    continue
                 t_ret = time.perf_counter()
                 st.timings["prove_start_ms"] = (t_ret - t_call) * 1e3
                 tr.info("GPU_TIMING spawn_blocking prove_start", worker_id=w, partition=p, spawn_to_enter_ms=0, prove_start_ms=int((t_ret - t_call) * 1e3))
                 tr.info("GPU_TIMING prove_start returned", worker_id=w, partition=p, total_pre_prove_ms=int((t_ret - t_pick) * 1e3), spawn_blocking_wall_ms=int((t_ret - t_call) * 1e3))
             except BaseException as e:  # noqa: BLE001
                 release_abc()
+                ctx.releasers.pop(p, None)
+                step_now = ctx.steps.get((p, "gpu"), (step_now,))[0]
+                ctx.leave(p, "gpu")
                 if prove_span is not None:
                     prove_span.end(error=e)
-                self._fail(p, e, worker=w, gpu=gpu)
+                self._fail(p, e, worker=w, gpu=gpu, stage=getattr(e, "stage", None) or step_now)
+                if self._abandoned_me():
+                    return
                 with ctx.tracker_lock:
                     self.busy[w] = None
                 continue
@@ -366,21 +442,62 @@ class _Run:
             self.interrupted = True
 
     # -- orchestration --------------------------------------------------------------------------
-    def _join(self, threads: list[threading.Thread], deadline: float) -> None:
-        for th in threads:
-            while th.is_alive():
-                try:
-                    th.join(0.1)
-                except KeyboardInterrupt:
-                    self._interrupt()
-                if time.monotonic() > deadline:
-                    self.ctx.stop.set()
-                    if time.monotonic() > deadline + self.ctx.config.timeout_s:
-                        return  # daemon threads; recorded below as cancelled/timeouts
+    def _watchdog(self) -> None:
+        """Fail every partition whose step has run past ``timeout_s``
+        (:func:`~zkgpu.pipeline.worker.watchdog_limit_s`: the waits that raise TimeoutError
+        themselves get a second past their own limit): record :class:`StageTimeout` naming the step and
+        the partition, abandon its thread, force-release the GPU mutex it holds, abort its prep
+        barrier and return its a/b/c and queue permit."""
+        ctx = self.ctx
+        limit = ctx.config.timeout_s
+        now = time.monotonic()
+        for (p, lane), (step, t0, ident) in list(ctx.steps.items()):
+            if p in ctx.abandoned:
+                continue
+            if now - t0 <= watchdog_limit_s(ctx.config, step):
+                continue
+            err = StageTimeout(f"partition {p}: {step} did not return within {watchdog_limit_s(ctx.config, step):g} s (timeout_s={limit:g}); its {lane} thread was abandoned "
+                               f"and the partition's a/b/c, queue permit, GPU mutex and prep barrier released", partition=p, stage=step)
+            ctx.abandoned.add(p)
+            self.abandoned_threads.add(ident)
+            record_failure(ctx, p, err, stage=step)
+            for m in ctx.mutexes:
+                m.force_release(p)
+            barrier = ctx.barriers.get(p)
+            if barrier is not None:
+                barrier.abort(err)
+            release = ctx.releasers.pop(p, None)
+            if release is not None:
+                release()
+            ctx.tracer.write(f"zkgpu watchdog: {err}")
+        if self.gpu_threads and all(th.ident in self.abandoned_threads for th in self.gpu_threads) and not ctx.stop.is_set():
+            self.stop_reason = "every GPU worker hung"  # nothing can take the queued partitions
+            ctx.stop.set()
+
+    def _join(self, threads: list[threading.Thread], deadline: float) -> bool:
+        """Wait for ``threads`` (skipping abandoned ones), running the watchdog. Returns False when
+        the overall deadline passed (the run then stops waiting)."""
+        cfg = self.ctx.config
+        while True:
+            alive = [th for th in threads if th.is_alive() and th.ident not in self.abandoned_threads]
+            if not alive:
+                return True
+            try:
+                alive[0].join(0.05)
+            except KeyboardInterrupt as e:
+                self._interrupt(e)
+            self._watchdog()
+            if time.monotonic() > deadline:
+                if not self.ctx.stop.is_set():
+                    self.stop_reason = f"run past its overall deadline ({cfg.partitions + 2} x timeout_s)"
+                self.ctx.stop.set()
+                if time.monotonic() > deadline + cfg.timeout_s:
+                    return False  # daemon threads; recorded below as cancelled/timeouts
 
     def execute(self) -> None:
         cfg, ctx = self.ctx.config, self.ctx
-        # the overall deadline only guards against a wait that escaped its own timeout
+        # the overall deadline only guards against a wait that escaped both its own timeout and
+        # the watchdog
         deadline = time.monotonic() + cfg.timeout_s * (cfg.partitions + 2)
         synth = [threading.Thread(target=self._synth_worker, args=(i,), name=f"synth-{i}", daemon=True) for i in range(cfg.synth_workers)]
         # streams are made here so that a CUDA error surfaces from run_pipeline, not in a thread
@@ -389,6 +506,7 @@ class _Run:
             for g in range(cfg.gpus)
             for i in range(cfg.gw)
         ]
+        self.gpu_threads = gpu_workers
         try:
             for th in synth + gpu_workers:
                 th.start()
@@ -398,12 +516,15 @@ class _Run:
             self._join(gpu_workers, deadline)
             while True:
                 with self.fin_lock:
-                    pending = [t for t in self.finalizers if t.is_alive()]
-                if not pending:
+                    pending = list(self.finalizers)
+                if self._join(pending, deadline):
+                    with self.fin_lock:
+                        if len(self.finalizers) == len(pending):
+                            break
+                else:
                     break
-                self._join(pending, deadline)
-        except KeyboardInterrupt:
-            self._interrupt()
+        except KeyboardInterrupt as e:
+            self._interrupt(e)
             self._join(synth + gpu_workers, deadline)
         finally:
             self._drain()
@@ -423,4 +544,4 @@ class _Run:
                 job.queue_span.end(error=Cancelled("run stopped"))
             job.release()
             self.permits.release()
-            record_failure(self.ctx, job.partition, Cancelled("run stopped while queued"))
+            record_failure(self.ctx, job.partition, Cancelled(f"{self.stop_reason} while it was queued"), stage="gpu_queue")

@@ -41,6 +41,7 @@ thread aborts the barrier, and the GPU thread's barrier_wait raises :class:`Prep
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -53,6 +54,7 @@ from zkgpu.trace import Span, Tracer, timing_line
 
 __all__ = [
     "Cancelled",
+    "StageTimeout",
     "PrepFailed",
     "PrepBarrier",
     "GpuMutex",
@@ -72,6 +74,39 @@ class Cancelled(Exception):
 
 class PrepFailed(RuntimeError):
     """The prep_msm thread failed; ``__cause__`` is its exception."""
+
+
+class StageTimeout(TimeoutError):
+    """A pipeline step did not return within ``timeout_s``: its partition fails with this error
+    (naming the step and the partition), its thread is abandoned, and what it held — a/b/c and
+    its queue permit, the GPU mutex, the prep barrier — is released by the run's watchdog."""
+
+    def __init__(self, message: str, *, partition: int, stage: str) -> None:
+        super().__init__(message)
+        self.partition = partition
+        self.stage = stage
+
+
+#: the thread ("lane") each hooked step runs on; steps not listed run on the GPU worker's thread
+LANES = {"synthesize": "synth", "prep_msm": "prep", "b_g2_msm": "prep", "finalize": "finalize"}
+
+
+def mutex_wait_limit_s(config: PipelineConfig) -> float:
+    """Longest mutex_wait: the holder may run ntt_msm_h, barrier_wait, batch_add and tail_msm,
+    each bounded by ``timeout_s`` (the watchdog), and up to ``gw`` workers may be ahead:
+    ``timeout_s * (4 * gw + 1)``. A wait this long means the mutex is leaked, not busy."""
+    return config.timeout_s * (4 * config.gw + 1)
+
+
+def watchdog_limit_s(config: PipelineConfig, step: str) -> float:
+    """How long the watchdog lets ``step`` run before it fails the partition: ``timeout_s``; for
+    the waits that raise TimeoutError themselves, a second past their own limit (mutex_wait:
+    :func:`mutex_wait_limit_s`; barrier_wait: ``2 * timeout_s``), so their own error comes first."""
+    if step == "mutex_wait":
+        return mutex_wait_limit_s(config) + 1.0
+    if step == "barrier_wait":
+        return 2 * config.timeout_s + 1.0
+    return config.timeout_s
 
 
 _POLL_S = 0.02
@@ -99,7 +134,7 @@ class PrepBarrier:
                 self._aborted = error or RuntimeError("barrier aborted")
             self._cv.notify_all()
 
-    def wait(self, timeout_s: float, stop: threading.Event) -> None:
+    def wait(self, timeout_s: float, stop: threading.Event, partition: int | None = None) -> None:
         """Block until notified. Raises PrepFailed (aborted), Cancelled (stop), TimeoutError."""
         deadline = _now() + timeout_s
         with self._cv:
@@ -115,37 +150,67 @@ class PrepBarrier:
                     raise Cancelled("stopped while waiting at the prep_msm barrier")
                 left = deadline - _now()
                 if left <= 0:
-                    raise TimeoutError(f"barrier_wait exceeded timeout_s={timeout_s}")
+                    raise TimeoutError(f"partition {partition}: barrier_wait exceeded timeout_s={timeout_s} (prep_msm did not notify)")
                 self._cv.wait(min(left, _POLL_S))
 
 
-def _now() -> float:
-    import time  # noqa: PLC0415
-
-    return time.monotonic()
+_now = time.monotonic
 
 
 class GpuMutex:
     """The per-GPU ``std::mutex`` (engine.rs:2928-2935), a ``threading.Lock`` plus a stop-aware,
-    bounded acquire. ``owner`` is the holding worker (for assertions and debugging)."""
+    bounded acquire. ``owner`` is the holding worker and ``partition`` its partition.
+
+    Not re-entrant, as ``std::mutex``: :meth:`acquire` by the worker that holds it raises
+    RuntimeError at once (it would otherwise wait for itself until ``timeout_s``). The run's
+    watchdog may :meth:`force_release` the mutex of a partition whose step hung; the hung
+    thread's own later :meth:`release` is then a no-op (it no longer holds it)."""
 
     def __init__(self, gpu: int) -> None:
         self.gpu = gpu
         self.lock = threading.Lock()
         self.owner: int | None = None
+        self.partition: int | None = None
+        self._holder: int | None = None  # thread ident of the holder
+        self._meta = threading.Lock()
 
-    def acquire(self, worker: int, timeout_s: float, stop: threading.Event) -> None:
+    def acquire(self, worker: int, timeout_s: float, stop: threading.Event, partition: int | None = None) -> None:
+        """Take the mutex for ``worker`` (working on ``partition``).
+
+        Raises:
+            RuntimeError: ``worker`` already holds it (re-entry), at once.
+            Cancelled: the run stopped while waiting. TimeoutError: not acquired within timeout_s.
+        """
+        if self.owner == worker and self._holder == threading.get_ident():
+            raise RuntimeError(f"worker {worker} already holds the mutex of gpu {self.gpu} (partition {self.partition}); it is not re-entrant")
         deadline = _now() + timeout_s
         while not self.lock.acquire(timeout=_POLL_S):  # wakes at once on release; polls stop
             if stop.is_set():
                 raise Cancelled("stopped while waiting for the GPU mutex")
             if _now() > deadline:
-                raise TimeoutError(f"mutex_wait on gpu {self.gpu} exceeded timeout_s={timeout_s}")
-        self.owner = worker
+                raise TimeoutError(f"partition {partition}: mutex_wait on gpu {self.gpu} exceeded {timeout_s:g} s (held by worker {self.owner}, partition {self.partition})")
+        with self._meta:
+            self.owner, self.partition, self._holder = worker, partition, threading.get_ident()
 
-    def release(self) -> None:
-        self.owner = None
-        self.lock.release()
+    def release(self) -> bool:
+        """Release it if the calling thread holds it. Returns False (and does nothing) when the
+        watchdog force-released it meanwhile."""
+        with self._meta:
+            if self._holder != threading.get_ident():
+                return False
+            self.owner = self.partition = self._holder = None
+            self.lock.release()
+            return True
+
+    def force_release(self, partition: int) -> bool:
+        """Release the mutex if ``partition`` holds it (watchdog, for a hung step). Returns
+        whether it did."""
+        with self._meta:
+            if self._holder is None or self.partition != partition:
+                return False
+            self.owner = self.partition = self._holder = None
+            self.lock.release()
+            return True
 
 
 @dataclass
@@ -185,8 +250,25 @@ class WorkerContext:
     results: dict[int, Any] = field(default_factory=dict)
     results_lock: threading.Lock = field(default_factory=threading.Lock)
     failed_partitions: set[int] = field(default_factory=set)
+    #: (partition, lane) -> (step, monotonic start, thread ident): what each thread is doing now
+    steps: dict[tuple[int, str], tuple[str, float, int]] = field(default_factory=dict)
+    #: partitions failed by the watchdog (a hung step); their threads' late results are dropped
+    abandoned: set[int] = field(default_factory=set)
+    #: partition -> its prep barrier / the release of its a/b/c and queue permit (watchdog)
+    barriers: dict[int, "PrepBarrier"] = field(default_factory=dict)
+    releasers: dict[int, Callable[[], None]] = field(default_factory=dict)
+
+    def stage(self, step: str, partition: int, lane: str | None = None) -> None:
+        """Record that this thread starts ``step`` of ``partition`` (the watchdog's clock)."""
+        self.steps[(partition, lane or LANES.get(step, "gpu"))] = (step, _now(), threading.get_ident())
+
+    def leave(self, partition: int, lane: str) -> None:
+        """This thread is done with ``partition`` on ``lane``."""
+        self.steps.pop((partition, lane), None)
 
     def hook(self, step: str, partition: int, worker: int | None) -> None:
+        """Start of a step: record it for the watchdog, then call the fault hook (tests)."""
+        self.stage(step, partition)
         if self.config.fault_hook is not None:
             self.config.fault_hook(step, partition, worker)
 
@@ -234,6 +316,8 @@ def _prep_main(ctx: WorkerContext, job: SynthesizedJob, st: StartState, barrier:
     except BaseException as e:  # noqa: BLE001 - recorded and re-raised on the GPU/finalizer side
         st.prep_error = e
         barrier.abort(e)
+    finally:
+        ctx.leave(p, "prep")
 
 
 def _h2d(ctx: WorkerContext, job: SynthesizedJob, kw: dict[str, Any], stream: Any, *, stage: str) -> tuple[list[Any], int]:
@@ -327,8 +411,10 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
     st = StartState(p, worker, gpu)
     t_entry = tr.now_ns()
     barrier = PrepBarrier()
+    ctx.barriers[p] = barrier
     held = False
     kw: dict[str, Any] = {"worker": worker, "partition": p, "gpu": gpu}
+    ctx.stage("pre_lock", p)
     try:
         with tr.phase("pre_lock", **kw):
             with tr.phase("split_vectors", **kw) as sv:
@@ -341,7 +427,8 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
                 st.staged, _ = _h2d(ctx, job, kw, stream, stage="pre_lock")
         pre_lock_ms = (tr.now_ns() - t_entry) / 1e6
         with tr.phase("mutex_wait", **kw, fields={"pre_lock_cpu_ms": pre_lock_ms}):
-            mutex.acquire(worker, cfg.timeout_s, ctx.stop)
+            ctx.stage("mutex_wait", p)
+            mutex.acquire(worker, mutex_wait_limit_s(cfg), ctx.stop, p)
             held = True
         if cfg.lock_scope == "coarse":
             with tr.phase("mutex_held", **kw) as mh:
@@ -349,7 +436,7 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
                 _ntt_msm_h(ctx, job, st, kw, stream)
                 with tr.phase("barrier_wait", **kw, fields={"gpu_tid": 0}):
                     ctx.hook("barrier_wait", p, worker)
-                    barrier.wait(cfg.timeout_s, ctx.stop)
+                    barrier.wait(cfg.timeout_s, ctx.stop, p)
                 _batch_add(ctx, st, kw, stream)
                 _tail_msm(ctx, job, st, kw, stream, t_gpu0)
                 mh.fields.update(mutex_held_ms=mh.ms, total_start_fn_ms=(tr.now_ns() - t_entry) / 1e6)
@@ -362,9 +449,10 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
             t_out = tr.now_ns()
             with tr.phase("barrier_wait", **kw, fields={"no_line": True}):
                 ctx.hook("barrier_wait", p, worker)
-                barrier.wait(cfg.timeout_s, ctx.stop)
+                barrier.wait(cfg.timeout_s, ctx.stop, p)
             with tr.phase("mutex_wait", **kw, fields={"relock": True}, detail={"relock": True}):
-                mutex.acquire(worker, cfg.timeout_s, ctx.stop)
+                ctx.stage("mutex_wait", p)
+                mutex.acquire(worker, mutex_wait_limit_s(cfg), ctx.stop, p)
                 held = True
             tr.write(timing_line(f"gpu_tid=0 barrier_wait_ms={int((tr.now_ns() - t_out) / 1e6)}"))
             with tr.phase("mutex_held", **kw, detail={"relock": True}) as mh2:
@@ -378,11 +466,13 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
     except BaseException as e:
         barrier.abort(e)
         if held:
-            mutex.release()
+            mutex.release()  # a no-op if the watchdog force-released it
             held = False
         if st.prep_thread is not None:
             st.prep_thread.join(cfg.timeout_s)
         raise
+    finally:
+        ctx.barriers.pop(p, None)
 
 
 @dataclass
@@ -394,7 +484,10 @@ class PartitionResult:
         h, l, a, b_g1: (1, 12) uint64 affine G1 MSM results (None unless ok); l/a/b_g1 are
             batch-add part + tail part, as cuzk's epilogue sums them.
         b_g2: compressed 96-byte G2 result of the scaled-down CPU B_g2 multiexp.
-        error: ``repr`` of the exception for failed/cancelled partitions.
+        error: ``Type: message`` of the exception for failed/cancelled partitions (a hung step:
+            ``StageTimeout: partition P: <step> did not return within timeout_s=…``).
+        stage: the step that failed (``synthesize``, ``ntt_msm_h``, ``mutex_wait``, ...), None
+            when ok or never started.
         timings: a few host ms figures (total_start_fn_ms, finish_ms, ...).
     """
 
@@ -408,17 +501,21 @@ class PartitionResult:
     b_g1: np.ndarray | None = None
     b_g2: bytes | None = None
     error: str | None = None
+    stage: str | None = None
     exception: BaseException | None = field(default=None, repr=False)
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def record_failure(ctx: WorkerContext, partition: int, e: BaseException, *, worker: int | None = None, gpu: int | None = None) -> None:
-    """Record a failed (or cancelled) partition, first error wins."""
+def record_failure(ctx: WorkerContext, partition: int, e: BaseException, *, worker: int | None = None, gpu: int | None = None, stage: str | None = None) -> None:
+    """Record a failed (or cancelled) partition, first error wins. ``stage`` defaults to the step
+    the partition's threads were last in."""
     status = "cancelled" if isinstance(e, (Cancelled, KeyboardInterrupt)) else "failed"
+    if stage is None:
+        stage = getattr(e, "stage", None) or next((v[0] for (p, _), v in list(ctx.steps.items()) if p == partition), None)
     with ctx.results_lock:
         r = ctx.results.get(partition)
         if r is None or r.status in ("pending", "ok"):
-            ctx.results[partition] = PartitionResult(partition, status, worker, gpu, error=f"{type(e).__name__}: {e}", exception=e)
+            ctx.results[partition] = PartitionResult(partition, status, worker, gpu, error=f"{type(e).__name__}: {e}", stage=stage, exception=e)
         ctx.failed_partitions.add(partition)
 
 
@@ -468,7 +565,7 @@ def finalize(ctx: WorkerContext, st: StartState, prove_span: Span | None) -> Non
             with tr.phase("malloc_trim", **kw, fields={"path": "success" if err is None else "discard"}) as mt:
                 released = malloc_trim()
                 mt.detail["released"] = "na" if released is None else int(released)
-            if err is None:
+            if err is None and p not in ctx.abandoned:  # a hung step already failed it
                 with ctx.results_lock:
                     ctx.results[p] = result
         finally:
@@ -490,3 +587,4 @@ def finalize(ctx: WorkerContext, st: StartState, prove_span: Span | None) -> Non
         if isinstance(err, KeyboardInterrupt):
             ctx.stop.set()
         record_failure(ctx, p, err, worker=st.worker, gpu=st.gpu)
+    ctx.leave(p, "finalize")

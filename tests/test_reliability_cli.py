@@ -1,0 +1,336 @@
+"""Issue 10, CLI and inputs: every error one line on stderr naming the value and the fix, exit 2,
+no traceback, nothing created before the checks pass; environment tunables checked where used;
+SIGTERM during a recording; replay skips unusable manifests; conversions refuse silent casts.
+Each case is a row of RELIABILITY.md."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from zkgpu import cli, curve, msm, ntt, pipeline, record, replay
+from zkgpu.cli import main
+from zkgpu.pipeline import __main__ as pipeline_main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _cli(args, env=None, cwd=None, module=("-m", "zkgpu.cli")):
+    e = dict(os.environ, **(env or {}))
+    e.setdefault("ZKGPU_DISABLE_GPU", "1")
+    return subprocess.run([sys.executable, *module, *args], capture_output=True, text=True, env=e, cwd=cwd, timeout=120)
+
+
+@pytest.fixture(autouse=True)
+def no_gpu(monkeypatch):
+    """In-process CLI calls see no GPU, also on the H200 (the "no GPU" paths are under test)."""
+    monkeypatch.setattr(record, "gpu_available", lambda: False)
+    monkeypatch.setattr(pipeline_main, "gpu_available", lambda: False)
+
+
+class _Res:
+    def __init__(self, r):
+        self.returncode, self.stdout, self.stderr = r.exit_code, r.stdout, r.stderr
+
+
+def _run(args, command=None):
+    """The CLI in-process (CliRunner), as a subprocess-like result."""
+    return _Res(CliRunner().invoke(pipeline_main.main if command == "pipeline" else main, args))
+
+
+def _one_line_error(res, *words):
+    assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
+    err = res.stderr.strip()
+    assert "Traceback" not in res.stderr and "\n" not in err, res.stderr
+    assert err.startswith("Error: "), err
+    for w in words:
+        assert w in err, (w, err)
+
+
+RECORD_BAD = [
+    (["--n", "0"], ["n", "got 0"]),
+    (["--n", "24"], ["power of two", "24"]),
+    (["--n", "-8"], ["-8"]),
+    (["--partitions", "0"], ["partitions", "got 0"]),
+    (["--queue-depth", "-1"], ["queue_depth", "-1"]),
+    (["--synth-workers", "0"], ["synth_workers", "0"]),
+    (["--device", "gpu"], ["--device cpu"]),
+    (["--device", "tpu"], ["--device", "tpu"]),
+    (["--n", "abc"], ["--n", "abc"]),
+    (["--host-load", "-1"], ["--host-load", "-1"]),
+    (["--scenario", "nope"], ["--scenario", "nope"]),
+]
+
+
+@pytest.mark.parametrize(("args", "words"), RECORD_BAD)
+def test_record_bad_options_one_line_nothing_created(tmp_path, args, words):
+    out = tmp_path / "runs"
+    res = _run(["record", "--out", str(out), *args])
+    _one_line_error(res, *words)
+    assert not out.exists()
+
+
+def test_record_out_is_a_file(tmp_path):
+    f = tmp_path / "f"
+    f.write_text("x")
+    _one_line_error(_run(["record", "--device", "cpu", "--out", str(f)]), str(f), "folder")
+
+
+PARSE_BAD = [
+    (["nonexistent.log"], ["nonexistent.log"]),
+    (["LOG", "--out", "events.txt"], [".parquet or .csv"]),
+    (["LOG", "--out", "s.csv", "--partitions-out", "s.csv"], ["same file"]),
+    (["LOG", "--out", "LOG.csv"], ["exists"]),
+    (["LOG", "--rows", "-1"], ["--rows"]),
+]
+
+
+@pytest.mark.parametrize(("args", "words"), PARSE_BAD)
+def test_parse_bad_options_one_line(tmp_path, args, words):
+    log = tmp_path / "a.log"
+    log.write_text("CUZK_TIMING: prep_msm_ms=5\n")
+    (tmp_path / "a.log.csv").write_text("precious")
+    args = [str(log) if a == "LOG" else str(log) + ".csv" if a == "LOG.csv" else (str(tmp_path / a) if a.endswith((".csv", ".txt", ".log")) else a) for a in args]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    _one_line_error(_run(["parse", *args]), *words)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert (tmp_path / "a.log.csv").read_text() == "precious"
+
+
+PIPELINE_BAD = [
+    ([], ["--device cpu"]),
+    (["--device", "cpu", "--log-n", "-1"], ["--log-n", "-1"]),
+    (["--device", "cpu", "--log-n", "40"], ["--log-n", "40"]),
+    (["--device", "cpu", "--partitions", "0"], ["--partitions"]),
+    (["--device", "cpu", "--transfer", "registered"], ["registered", "device='gpu'"]),
+    (["--device", "cpu", "--timeout", "0"], ["--timeout"]),
+    (["--device", "cpu", "--gw", "9"], ["--gw", "9"]),
+]
+
+
+@pytest.mark.parametrize(("args", "words"), PIPELINE_BAD)
+def test_python_m_pipeline_bad_options_one_line(args, words):
+    _one_line_error(_run(args, "pipeline"), *words)
+
+
+def test_python_m_pipeline_without_gpu_subprocess():
+    _one_line_error(_cli([], module=("-m", "zkgpu.pipeline")), "--device cpu")
+
+
+def test_python_m_pipeline_cpu_default_is_small_and_talks():
+    res = _cli(["--device", "cpu", "--partitions", "1", "--transfer", "pageable"], module=("-m", "zkgpu.pipeline"))
+    assert res.returncode == 0, res.stderr
+    assert "n=2^10" in res.stderr and "running pageable-coarse-gw2-n10-cpu" in res.stderr
+    assert "summary" in res.stdout
+
+
+@pytest.mark.parametrize("value", ["7", "abc", "", " 4 "])
+def test_bad_ntt_radix_breaks_only_the_ntt(value, monkeypatch):
+    res = _cli(["info"], env={"ZKGPU_NTT_RADIX": value})
+    assert res.returncode == 0 and "zkgpu" in res.stdout, res.stderr
+    monkeypatch.setenv("ZKGPU_NTT_RADIX", value)
+    if value.strip() in ("2", "4"):
+        assert ntt.radix() == int(value)
+    else:
+        with pytest.raises(ValueError, match="ZKGPU_NTT_RADIX must be 2 or 4"):
+            ntt.radix()
+
+
+def test_bad_msm_chunk_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("ZKGPU_MSM_CHUNK", "lots")
+    with pytest.raises(ValueError, match="ZKGPU_MSM_CHUNK must be a positive integer, got 'lots'"):
+        msm._chunk_size()
+
+
+def test_bench_parse_bad_sizes_and_csv(tmp_path):
+    _one_line_error(_run(["bench", "parse", "--sizes", "abc"]), "--sizes")
+    _one_line_error(_run(["bench", "parse", "--sizes", "0"]), "--sizes")
+    res = CliRunner().invoke(main, ["bench", "parse", "--sizes", "500,1000"])
+    assert res.exit_code == 0, res.output
+    lines = res.output.strip().splitlines()
+    assert lines[0].startswith("lines,bytes,parse_s") and len(lines) == 3
+
+
+@pytest.mark.parametrize("cmd", [["bench", "h2d"], ["bench", "msm"], ["bench", "ntt"], ["bench", "load"]])
+def test_gpu_benchmarks_without_gpu_one_line(cmd):
+    _one_line_error(_cli(cmd), "GPU")  # a subprocess with ZKGPU_DISABLE_GPU=1 (also on the H200)
+
+
+def test_internal_errors_are_one_line_without_traceback(monkeypatch):
+    def boom(as_json):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(cli.info, "callback", boom)
+    res = CliRunner().invoke(main, ["info"])
+    assert res.exit_code == 1 and "internal error ZeroDivisionError" in res.output and "Traceback" not in res.output
+
+
+# ------------------------------------------------------------------ record: interruptions, MSM rows
+
+
+def _raise_at(step, partition, exc):
+    def hook(s, p, w):
+        if s == step and p == partition:
+            raise exc
+
+    return hook
+
+
+def test_interrupt_inside_a_scenario_is_in_the_manifest(tmp_path, monkeypatch):
+    real = pipeline.run_pipeline
+
+    def wrapped(cfg, **kw):
+        if cfg.run == "pinned_pool":
+            cfg = cfg.with_(fault_hook=_raise_at("ntt_msm_h", 1, KeyboardInterrupt("signal 15")))
+        return real(cfg, **kw)
+
+    monkeypatch.setattr(pipeline, "run_pipeline", wrapped)
+    with pytest.raises(KeyboardInterrupt):
+        record.record(out=tmp_path, device="cpu", n=32, partitions=3, scenarios=["baseline", "pinned_pool", "pinned_gw1"])
+    (run_dir,) = tmp_path.iterdir()
+    rec = replay.Recording.open(run_dir)
+    cut = rec.scenario("pinned_pool")
+    assert "interrupted" in cut and cut["log"] == "logs/pinned_pool.log" and cut["events"] == "events/pinned_pool.parquet"
+    assert cut["partition_status"]["1"] == "cancelled" and (run_dir / cut["log"]).is_file()
+    assert "not run" in rec.scenario("pinned_gw1")["skipped"]
+
+
+def test_sigterm_during_record_writes_the_manifest(tmp_path):
+    out = tmp_path / "runs"
+    env = dict(os.environ, ZKGPU_DISABLE_GPU="1")
+    proc = subprocess.Popen([sys.executable, "-m", "zkgpu.cli", "record", "--device", "cpu", "--n", "256", "--partitions", "400", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(out.glob("*/logs/baseline.log")):
+        time.sleep(0.1)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    (run_dir,) = out.iterdir()
+    m = json.loads((run_dir / "manifest.json").read_text())
+    assert "signal 15" in m["interrupted"]
+    base = m["scenarios"]["baseline"]
+    assert "interrupted" in base and base["log"] == "logs/baseline.log", base
+    assert "Traceback" not in err
+
+
+def test_record_benchmarks_write_msm_rows(tmp_path, monkeypatch):
+    """record's MSM benchmark calls zkgpu.msm.run_benchmark (no look-up that can silently skip it)."""
+    calls = []
+
+    def fake(min_log, max_log, repeat):
+        calls.append((min_log, max_log, repeat))
+        return [{"log2_n": lg, "mode": "device", "scalars": "uniform", "median_ms": float(lg)} for lg in range(min_log, max_log + 1)]
+
+    monkeypatch.setattr(msm, "run_benchmark", fake)
+    monkeypatch.setattr(ntt, "run_benchmark", lambda min_log, max_log, repeat: [{"log_n": min_log, "median_ms": 1.0}])
+    notes: list[str] = []
+    out = record._benchmarks(tmp_path, False, notes)
+    assert out == {"ntt": "bench/ntt.csv", "msm": "bench/msm.csv"} and not notes
+    df = pd.read_csv(tmp_path / "bench/msm.csv")
+    assert df["log2_n"].tolist() == list(range(12, 21)) and calls == [(12, 20, 10)]
+
+
+@pytest.mark.gpu
+def test_msm_run_benchmark_rows_on_the_gpu():
+    rows = msm.run_benchmark(min_log=10, max_log=11, repeat=2, phases=True)
+    modes = {(r["log2_n"], r["mode"], r["scalars"]) for r in rows}
+    assert {(10, "device", "uniform"), (10, "pinned_h2d", "uniform"), (11, "device", "porep")} <= modes
+    assert all(r["median_ms"] > 0 for r in rows)
+
+
+@pytest.mark.gpu
+def test_gpu_record_has_msm_benchmark_rows(tmp_path, monkeypatch):
+    monkeypatch.setattr(record, "gpu_available", lambda: True)  # undo the autouse no_gpu fixture
+    monkeypatch.setitem(record.BENCHMARKS, "ntt", (ntt, (10, 11), (10, 11)))  # small: a seconds-long test
+    monkeypatch.setitem(record.BENCHMARKS, "msm", (msm, (10, 11), (10, 11)))
+    run_dir = record.record(out=tmp_path, device="gpu", n=1 << 12, partitions=2, quick=True, scenarios=["baseline"], sweep=False)
+    m = json.loads((run_dir / "manifest.json").read_text())
+    assert m["benchmarks"]["msm"] == "bench/msm.csv", m["notes"]
+    df = pd.read_csv(run_dir / "bench/msm.csv")
+    assert set(df["log2_n"]) == {10, 11} and (df["median_ms"] > 0).all()
+
+
+# ------------------------------------------------------------------ replay, conversions
+
+
+@pytest.mark.parametrize("content", ["[]", '{"scenarios": []}', '{"scenarios": {"a": 3}}', '{"environment": "x"}', "not json", "\xff\xfe"])
+def test_replay_skips_unusable_manifests_with_a_warning(tmp_path, content):
+    good = tmp_path / "cpu-20260101-record"
+    shutil_copy_manifest(good)
+    bad = tmp_path / "cpu-20260102-record"
+    bad.mkdir()
+    (bad / "manifest.json").write_bytes(content.encode("latin-1"))
+    with pytest.warns(UserWarning, match=str(bad)):
+        recs = replay.find_recordings(tmp_path)
+    assert [r.path for r in recs] == [good]
+
+
+def shutil_copy_manifest(d: Path) -> None:
+    d.mkdir()
+    (d / "manifest.json").write_text(json.dumps({"kind": "record", "device": "cpu", "date_utc": "2026-01-01", "scenarios": {}, "environment": {}}))
+
+
+@pytest.mark.parametrize("arr", [np.zeros((1, 12), dtype=np.float64), np.zeros((1, 12), dtype=np.int64), [[0] * 12], np.zeros((1, 12), dtype=np.uint32)])
+def test_g1_to_ints_refuses_silent_conversions(arr):
+    with pytest.raises(TypeError, match="uint64"):
+        curve.g1_to_ints(arr)
+
+
+def test_g1_to_ints_shape():
+    with pytest.raises(ValueError, match=r"\(n, 12\)"):
+        curve.g1_to_ints(np.zeros((2, 6), dtype=np.uint64))
+
+
+def test_parse_a_fifo_and_an_output_under_a_file(tmp_path):
+    fifo = tmp_path / "stream"
+    os.mkfifo(fifo)
+    _one_line_error(_run(["parse", str(fifo)]), "not a regular file")
+    log = tmp_path / "a.log"
+    log.write_text("CUZK_TIMING: prep_msm_ms=5\n")
+    _one_line_error(_run(["parse", str(log), "--out", str(log / "e.csv")]), "is a file, not a folder")
+
+
+def test_record_run_folder_cannot_be_created(tmp_path, monkeypatch):
+    def refuse(*a, **k):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(record, "new_run_dir", refuse)
+    _one_line_error(_run(["record", "--device", "cpu", "--out", str(tmp_path / "x")]), "cannot create the run folder", "Permission denied")
+
+
+def test_record_with_only_skipped_scenarios_is_refused(tmp_path):
+    out = tmp_path / "runs"
+    _one_line_error(_run(["record", "--device", "cpu", "--scenario", "registered", "--out", str(out)]), "registered", "needs a GPU")
+    assert not out.exists()
+
+
+def test_report_bad_mode_and_unknown_notebook(monkeypatch):
+    monkeypatch.setenv("ZKGPU_MODE", "bogus")
+    _one_line_error(_run(["report"]), "ZKGPU_MODE", "bogus", "--mode replay")
+    monkeypatch.delenv("ZKGPU_MODE")
+    _one_line_error(_run(["report", "--only", "zzz"]), "--only zzz", "01_symptom")
+
+
+@pytest.mark.parametrize("arr", [np.zeros((1, 12), dtype=np.float64), np.zeros((1, 12), dtype=np.int64), np.zeros((1, 6), dtype=np.uint64)])
+def test_g1_to_arkworks_unchecked_still_refuses_casts(arr):
+    with pytest.raises(TypeError, match="uint64"):
+        curve.g1_to_arkworks(arr, checked=False)
+
+
+@pytest.mark.parametrize("args", [[], ["bench"]])
+def test_a_group_without_command_prints_its_help(args):
+    res = _run(args)
+    assert res.returncode in (0, 2) and "Usage:" in res.stderr + res.stdout and "Commands:" in res.stderr + res.stdout
+    assert "Error:" not in res.stderr

@@ -1,0 +1,237 @@
+"""Issue 10, logs: linear grouping, bad values, units, pairing within a worker, nothing dropped
+silently. Every case here is a row of RELIABILITY.md."""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from pathlib import Path
+
+from zkgpu import logs
+from zkgpu.logs import parse_command, parse_file, parse_lines, partition_table, synthetic_log, to_events
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PARTITION = [
+    "CUZK_TIMING: split_vectors_ms=3 setup_to_split_ms=4",
+    "CUZK_TIMING: pre_lock_cpu_ms=5 mutex_wait_ms=0",
+    "CUZK_TIMING: prep_msm_ms=40",
+    "CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=90",
+    "CUZK_TIMING: gpu_tid=0 barrier_wait_ms=0",
+    "CUZK_TIMING: b_g2_msm_ms=7 num_circuits=1",
+    "CUZK_TIMING: gpu_tid=0 batch_add_ms=13",
+    "CUZK_TIMING: gpu_tid=0 tail_msm_ms=38 gpu_total_ms=141",
+    "CUZK_TIMING: mutex_held_ms=142 total_start_fn_ms=147",
+    "CUZK_TIMING: async_dealloc_ms=1",
+]
+
+
+def test_grouping_is_linear():
+    """The grouping's cost per line must not grow with the log (was quadratic: 0.14 s -> 4.1 s
+    from 10k to 80k lines). Compared as a ratio of two sizes, not against a wall-clock limit."""
+
+    def cost(k: int) -> float:
+        parsed = parse_lines(PARTITION * k)
+        t0 = time.perf_counter()
+        pt = partition_table(parsed)
+        dt = time.perf_counter() - t0
+        assert len(pt) == k
+        return dt
+
+    cost(200)  # warm-up
+    small, big = min(cost(500) for _ in range(2)), min(cost(8000) for _ in range(2))
+    assert big / small < 16 * 3, (small, big)  # 16x the lines: linear ~16x, quadratic ~256x
+
+
+@pytest.mark.parametrize("t", ["nan", "inf", "-inf", "1e308", "-5", "NaN"])
+def test_timeline_time_not_finite_or_out_of_range_is_malformed(t, tmp_path):
+    lines = [f"TIMELINE,{t},GPU_START,j,worker=0,partition=0", "TIMELINE,10,GPU_END,j,worker=0,partition=0"]
+    p = parse_lines(lines)
+    assert p.malformed_count == 1 and len(p.timeline) == 1
+    assert len(to_events(p)) == 0  # no traceback; the lone end is counted
+    assert p.summary()["unpaired_ends"] == 1
+    f = tmp_path / "bad.log"
+    f.write_text("\n".join(lines) + "\n")
+    res = CliRunner().invoke(parse_command, [str(f)])
+    assert res.exit_code == 0, res.output
+    assert "malformed=1" in res.output
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "1e308", "-3", "1e400"])
+def test_bad_duration_values_counted_and_dropped(value):
+    p = parse_lines([f"CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms={value}", "CUZK_TIMING: gpu_tid=0 tail_msm_ms=5 gpu_total_ms=9"])
+    assert p.summary()["bad_values"] == 1
+    pt = partition_table(p)
+    assert pd.isna(pt["ntt_msm_h_ms"].iloc[0]) and pt["tail_msm_ms"].iloc[0] == 5
+    assert p.timing["ntt_msm_h_ms"].dtype == "float64" if "ntt_msm_h_ms" in p.timing else True
+
+
+@pytest.mark.parametrize(("text", "ms"), [("1.2s", 1200.0), ("12ms", 12.0), ("12µs", 0.012), ("12μs", 0.012), ("12us", 0.012), ("5ns", 5e-6), ("3", 3.0)])
+def test_duration_units_normalised_to_ms(text, ms):
+    p = parse_lines([f"2026-01-01T00:00:00Z  INFO x: GPU_TIMING step elapsed_ms={text} other=1", f"CUZK_NTT_H: ntt_kernels={text}"])
+    assert p.gpu_timing["elapsed_ms"].dtype == "float64"
+    assert p.gpu_timing["elapsed_ms"].iloc[0] == pytest.approx(ms)
+    assert p.ntt_h["ntt_kernels_ms"].iloc[0] == pytest.approx(ms)
+
+
+def test_mixed_units_in_one_column_stay_numeric():
+    p = parse_lines(["CUZK_NTT_H: total=1.5s", "CUZK_NTT_H: total=250ms", "CUZK_NTT_H: total=40µs"])
+    assert p.ntt_h["total_ms"].tolist() == pytest.approx([1500.0, 250.0, 0.04])
+
+
+def test_events_pair_only_within_one_worker():
+    lines = [
+        "TIMELINE,0,GPU_START,j,worker=0,partition=3",
+        "TIMELINE,5,GPU_START,j,worker=1,partition=3",
+        "TIMELINE,20,GPU_END,j,worker=1,partition=3",
+        "TIMELINE,30,GPU_END,j,worker=0,partition=3",
+    ]
+    ev = to_events(parse_lines(lines)).sort_values("worker")
+    assert ev[["worker", "start_ns", "end_ns"]].values.tolist() == [[0, 0, 30_000_000], [1, 5_000_000, 20_000_000]]
+
+
+def test_end_of_another_worker_is_not_paired_and_counted():
+    p = parse_lines(["TIMELINE,0,GPU_START,j,worker=0,partition=0", "TIMELINE,9,GPU_END,j,worker=1,partition=0"])
+    s = p.summary()
+    assert len(to_events(p)) == 0
+    assert s["cross_worker_ends"] == 1 and s["unpaired_ends"] == 1 and s["unpaired_starts"] == 1
+
+
+def test_duplicate_start_counted():
+    line = "TIMELINE,0,GPU_START,j,worker=0,partition=0"
+    p = parse_lines([line, line, "TIMELINE,9,GPU_END,j,worker=0,partition=0"])
+    assert p.summary()["duplicate_starts"] == 1
+    assert len(to_events(p)) == 1
+
+
+def test_glued_records_are_counted():
+    p = parse_lines(["TIMELINE,0,GPU_START,j,worker=0,partition=0TIMELINE,9,GPU_END,j,worker=0,partition=0"])
+    s = p.summary()
+    assert s["merged"] == 2 and s["truncated"] == 1 and s["dropped_fields"] == 1
+    # the start lost its (possibly cut) partition field: no interval, and that is counted
+    assert s["unpaired_starts"] + s["unpaired_ends"] == 2
+
+
+def test_complete_last_line_without_newline_keeps_its_last_field(tmp_path):
+    f = tmp_path / "a.log"
+    f.write_text("CUZK_TIMING: prep_msm_ms=5\nCUZK_TIMING: gpu_tid=0 tail_msm_ms=38 gpu_total_ms=141")
+    p = parse_file(f)
+    assert p.timing["gpu_total_ms"].dropna().tolist() == [141] and p.truncated_count == 0
+    assert p.summary()["no_final_newline"] == 1
+    f.write_text("CUZK_TIMING: prep_msm_ms=5\nTIMELINE,7,GPU_END,j,worker=0,partition=0,gpu_ms=12")
+    assert parse_file(f).timeline["gpu_ms"].tolist() == [12]
+
+
+def test_visibly_cut_last_line_is_flagged(tmp_path):
+    f = tmp_path / "a.log"
+    f.write_text("CUZK_TIMING: gpu_tid=0 tail_msm_ms=38 gpu_to")
+    p = parse_file(f)
+    assert p.truncated_count == 1 and p.summary()["dropped_fields"] == 1
+    assert p.timing["tail_msm_ms"].tolist() == [38]
+
+
+def test_streaming_parse_of_a_generator():
+    """parse_lines takes any iterator and never needs the whole input at once."""
+
+    def gen():
+        yield from PARTITION * 3
+
+    p = parse_lines(gen())
+    assert len(partition_table(p)) == 3 and p.n_lines == 30
+
+
+def test_synthetic_log_round_trip(tmp_path):
+    f = tmp_path / "s.log"
+    synthetic_log(f, 5000)
+    p = parse_file(f)
+    assert p.n_lines == 5000 and p.unknown_count == 0 and p.malformed_count == 0
+    assert len(partition_table(p)) > 100
+
+
+def test_parse_cli_same_output_twice_is_refused_before_writing(tmp_path):
+    log = tmp_path / "a.log"
+    log.write_text("\n".join(PARTITION) + "\n")
+    out = tmp_path / "s.csv"
+    res = CliRunner().invoke(parse_command, [str(log), "--out", str(out), "--partitions-out", str(out)])
+    assert res.exit_code == 2 and not out.exists()
+    assert "same file" in res.output and res.output.count("\n") == 1 and "Traceback" not in res.output
+
+
+def test_parse_cli_missing_output_folder_refused(tmp_path):
+    log = tmp_path / "a.log"
+    log.write_text("\n".join(PARTITION) + "\n")
+    res = CliRunner().invoke(parse_command, [str(log), "--out", str(tmp_path / "no" / "such" / "e.csv")])
+    assert res.exit_code == 0 and (tmp_path / "no" / "such" / "e.csv").exists()  # the folder is created after the checks
+
+
+def test_parse_cli_many_partitions_prints_a_bounded_table(tmp_path):
+    log = tmp_path / "a.log"
+    log.write_text("\n".join(PARTITION * 300) + "\n")
+    res = CliRunner().invoke(parse_command, [str(log)])
+    assert res.exit_code == 0
+    assert "300 partitions" in res.output and "280 more" in res.output
+    assert res.output.count("\n") < 60
+
+
+def test_rows_false_keeps_counts_partitions_and_events(tmp_path):
+    f = tmp_path / "s.log"
+    synthetic_log(f, 3000)
+    full, lean = parse_file(f), parse_file(f, rows=False)
+    assert lean.summary() == full.summary()
+    assert len(lean.timing) == 0 and len(lean.gpu_timing) == 0 and len(lean.timeline) == len(full.timeline)
+    pd.testing.assert_frame_equal(partition_table(lean), partition_table(full))
+    pd.testing.assert_frame_equal(to_events(lean), to_events(full))
+
+
+def test_fuzzed_logs_never_raise(rng):
+    """Random byte edits, cuts, splices and duplications of a recorded log: parsing, the partition
+    table, the event table and the summary never raise, and the counts add up."""
+    src = (ROOT / "data" / "nvidia-h200-20261129-record-2" / "logs" / "pinned_narrow.log").read_text().splitlines()
+    alphabet = list(",= .\t\x1b[0m…eEnaif-+0123456789µsTIMELINE,CUZK_TIMING:")
+    for _ in range(30):
+        lines = list(src)
+        for _ in range(int(rng.integers(1, 40))):
+            i = int(rng.integers(0, len(lines)))
+            op = int(rng.integers(0, 5))
+            line = lines[i]
+            j = int(rng.integers(0, len(line) + 1))
+            if op == 0:
+                lines[i] = line[:j] + "".join(rng.choice(alphabet, int(rng.integers(1, 6)))) + line[j:]
+            elif op == 1:
+                lines[i] = line[:j]
+            elif op == 2 and i + 1 < len(lines):
+                lines[i] = line + lines.pop(i + 1)
+            elif op == 3:
+                lines.insert(i, line)
+            else:
+                lines[i] = line[:j] + line[j + int(rng.integers(1, 8)):]
+        p = parse_lines(lines, last_line_complete=None)
+        s = p.summary()
+        pt = partition_table(p)
+        ev = to_events(p)
+        assert (ev["end_ns"] >= ev["start_ns"]).all()
+        assert s["lines"] == len(lines) and len(pt) >= 0
+
+
+@pytest.mark.parametrize("field", ["worker=0.5", "partition=1.25", "gpu_tid=0.5"])
+def test_non_integer_ids_are_bad_values(field):
+    """Found by the fuzz test (ZKGPU_TEST_SEED=189683862): a fractional worker broke the Int64 column."""
+    p = parse_lines([f"TIMELINE,1,GPU_START,j,{field}", f"CUZK_TIMING: {field} ntt_msm_h_ms=5", f"2026-01-01T00:00:00Z  INFO x: GPU_TIMING w {field} a_ms=1"])
+    assert p.summary()["bad_values"] == 3
+    partition_table(p)
+    to_events(p)
+
+
+def test_parse_file_progress_bar_for_big_files(tmp_path, monkeypatch, capsys):
+    f = tmp_path / "s.log"
+    synthetic_log(f, 20_000)
+    monkeypatch.setattr(logs, "PROGRESS_MIN_BYTES", 1 << 20)  # the file is ~1.6 MB
+    parse_file(f, progress=True)
+    err = capsys.readouterr().err
+    assert "s.log" in err and "B" in err  # tqdm's bar: name, bytes
+    parse_file(f, progress=False)
+    assert capsys.readouterr().err == ""

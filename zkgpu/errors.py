@@ -1,0 +1,66 @@
+"""How every zkgpu command reports an error: one line on stderr, exit status 2, no traceback.
+
+:class:`CliError` is what a command raises for a bad option, a missing GPU or an existing output
+(the message names the value and the fix); :class:`OneLineErrors` makes click's own usage errors
+(``--n abc``, an unknown choice) one line too, for the ``zkgpu`` group and for
+``python -m zkgpu.pipeline``. An unexpected exception prints one line and exits with status 1
+(``ZKGPU_DEBUG=1`` re-raises it, with its traceback).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+__all__ = ["CliError", "OneLineErrors", "OneLineGroup", "OneLineCommand", "USAGE_EXIT"]
+
+USAGE_EXIT = 2
+
+
+class CliError(click.ClickException):
+    """A bad option, missing device or existing output: ``Error: <message>`` on one line, exit 2."""
+
+    exit_code = USAGE_EXIT
+
+
+def _one_line(message: str) -> str:
+    return " ".join(str(message).split())
+
+
+class OneLineErrors:
+    """Mixin for click commands: every error is one line on stderr (no usage block, no traceback)."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)  # type: ignore[misc]
+        try:
+            rv = super().main(args, prog_name, complete_var, False, **extra)  # type: ignore[misc]
+        except click.UsageError as e:
+            if type(e).__name__ == "NoArgsIsHelpError":  # a group called without a command: its help, as click prints it
+                click.echo(e.format_message(), err=True)
+            else:
+                click.echo(f"Error: {_one_line(e.format_message())}", err=True)
+            sys.exit(USAGE_EXIT)
+        except click.ClickException as e:
+            click.echo(f"Error: {_one_line(e.format_message())}", err=True)
+            sys.exit(e.exit_code)
+        except (click.Abort, KeyboardInterrupt):
+            click.echo("Aborted.", err=True)
+            sys.exit(130)
+        except Exception as e:  # noqa: BLE001 - a bug: one line, unless asked for the traceback
+            if os.environ.get("ZKGPU_DEBUG"):
+                raise
+            click.echo(f"Error: internal error {type(e).__name__}: {_one_line(str(e))} (ZKGPU_DEBUG=1 shows the traceback)", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+class OneLineGroup(OneLineErrors, click.Group):
+    """A click group with :class:`OneLineErrors`."""
+
+
+class OneLineCommand(OneLineErrors, click.Command):
+    """A click command with :class:`OneLineErrors`."""
