@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import _cuda
+from .. import _cuda, replay
 from ..replay import find_benchmarks, resolve_mode
 from .circuits import ToolError, tools
 from .cli import run_prove_bench
@@ -182,34 +182,54 @@ def plot_phase_timeline(timeline: pd.DataFrame, *, on_gpu: bool, ax=None):
               loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=len(present), fontsize=8, frameon=False)  # fmt: skip
     ax.set_title("one real Groth16 proof, phase by phase (median over proofs)")
     ax.figure.tight_layout()
+    ax.figure.zkgpu_caption = (
+        f"One bar per phase of `zkgpu prove`, drawn from its start to its end in ms since the proof began "
+        f"(median over the proofs): "
+        + ", ".join(labels[k] for k in present) + "."
+    )
     return ax
 
 
 def prove_key_numbers(src: ProveSource) -> dict:
-    """Key numbers for ``replay.save_key_numbers`` (flat): ``source`` (the kind), the circuit's size,
-    whether every proof verified, whole-command medians in ms, the speed-up over snarkjs when both
-    were timed as whole commands, the share of the main thread's time in CPU phases, and
-    ``g2_hidden_ms``: the G2 MSM's time overlapped with other phases."""
+    """Key numbers in the report's contract (``replay.number`` entries): ``source`` (the kind), the
+    circuit's size, whether every proof verified, whole-command medians in ms, the speed-up over
+    snarkjs when both were timed as whole commands, the share of the main thread's time in CPU
+    phases, and ``g2_hidden_ms``: the G2 MSM's time overlapped with other phases."""
     med = src.runs.groupby("tool")["wall_s"].median()
     zk_tool = next(t for t in med.index if t.startswith("zkgpu"))
     tl = phase_timeline(src.phases)
     main = tl[tl["on"] != "CPU thread"]
     total = float(main.ms.sum()) or float("nan")
+    num = replay.number
     out = {
-        "source": src.kind,
-        "device": src.manifest.get("device"),
-        "domain_size": int(src.manifest["domain_size"]),
-        "n_vars": int(src.manifest["n_vars"]),
-        "all_verified": bool(src.runs.verified.all()),
-        "zkgpu_prove_ms": 1e3 * float(med[zk_tool]),
-        "cpu_phase_share": float(main.loc[main["on"] == "CPU", "ms"].sum()) / total,
-        "gpu_phase_ms": float(main.loc[main["on"] == "GPU", "ms"].sum()),
+        "source": num(src.kind, "", "data source"),
+        "device": num(str(src.manifest.get("device")), "", "device of zkgpu prove"),
+        "domain_size": num(int(src.manifest["domain_size"]), "", "QAP domain size n (NTT size, H MSM length)"),
+        "n_vars": num(int(src.manifest["n_vars"]), "", "signals (A, B MSM length)"),
+        "all_verified": num(str(bool(src.runs.verified.all())), "", "every proof accepted by snarkjs groth16 verify"),
+        "zkgpu_prove_ms": num(1e3 * float(med[zk_tool]), "ms", "zkgpu prove, whole command, median"),
+        "cpu_phase_share": num(float(main.loc[main["on"] == "CPU", "ms"].sum()) / total, "%",
+                               "share of the proof's main-thread time in CPU phases"),
+        "gpu_phase_ms": num(float(main.loc[main["on"] == "GPU", "ms"].sum()), "ms", "time in kernel phases, median proof"),
     }
     g2 = tl[tl.phase == "msm_b2_g2"]
     if len(g2) and g2["on"].iloc[0] == "CPU thread":  # the G2 MSM's time the main thread did not wait for
         waited = float(main.loc[main.phase == "g2_wait", "ms"].sum())
-        out["g2_hidden_ms"] = max(0.0, float(g2.ms.iloc[0]) - waited)
+        out["g2_hidden_ms"] = num(max(0.0, float(g2.ms.iloc[0]) - waited), "ms", "G2 MSM time hidden behind other phases")
     if "snarkjs" in med.index:
-        out["snarkjs_prove_ms"] = 1e3 * float(med["snarkjs"])
-        out["speedup_vs_snarkjs"] = float(med["snarkjs"] / med[zk_tool])
+        out["snarkjs_prove_ms"] = num(1e3 * float(med["snarkjs"]), "ms", "snarkjs groth16 prove, whole command, median")
+        out["speedup_vs_snarkjs"] = num(float(med["snarkjs"] / med[zk_tool]), "x", "snarkjs time / zkgpu time")
     return out
+
+
+def prove_finding(src: ProveSource) -> str:
+    """One sentence for the report's index: what was proven, whether snarkjs accepted it, and the
+    time against snarkjs's when both were measured."""
+    k = prove_key_numbers(src)
+    v = {name: d["value"] for name, d in k.items()}
+    ok = "every proof was accepted by snarkjs groth16 verify" if v["all_verified"] == "True" else "NOT every proof verified"
+    text = (f"zkgpu prove ({v['device']}) proved a circom circuit with a 2^{int(v['domain_size']).bit_length() - 1} domain "
+            f"in {v['zkgpu_prove_ms']:,.0f} ms (median whole command) and {ok}")
+    if "speedup_vs_snarkjs" in v:
+        text += f"; snarkjs took {v['snarkjs_prove_ms']:,.0f} ms ({v['speedup_vs_snarkjs']:.2f}x zkgpu's time)"
+    return text + "."
