@@ -287,11 +287,107 @@ def _dev_random(n: int, seed: int):
     return _cp().asarray(x)
 
 
-@pytest.fixture(params=[2, 4], ids=["radix2", "radix4"])
+KERNELS = {  # id -> (algorithm, stagewise RADIX, FUSED_RADIX, FUSED_OUTER)
+    "radix2": ("stagewise", 2, 4, "split"),
+    "radix4": ("stagewise", 4, 4, "split"),
+    "fused2": ("fused", 2, 2, "split"),
+    "fused4": ("fused", 2, 4, "split"),
+    "fused8": ("fused", 2, 8, "split"),
+    "fused4-table": ("fused", 2, 4, "table"),
+}
+
+
+@pytest.fixture(params=list(KERNELS))
 def radix(request, monkeypatch):
-    """Run a GPU test with each pass kernel (ntt_pass, ntt_pass_r4)."""
-    monkeypatch.setattr(N, "RADIX", request.param)
+    """Run a GPU test with each pass kernel: stagewise ntt_pass / ntt_pass_r4, and the fused kernels
+    with 2, 4, 8 elements per thread (outer twiddles from split tables or one table)."""
+    algorithm, r, fr, outer = KERNELS[request.param]
+    monkeypatch.setattr(N, "ALGORITHM", algorithm)
+    monkeypatch.setattr(N, "RADIX", r)
+    monkeypatch.setattr(N, "FUSED_RADIX", fr)
+    monkeypatch.setattr(N, "FUSED_OUTER", outer)
     return request.param
+
+
+# ---------------------------------------------------------------- the fused kernels, emulated on the CPU
+@pytest.fixture
+def emu(monkeypatch):
+    """zkgpu.ntt's device path with the kernels of ntt.cu built by g++ (tests/native/ntt_emu.cpp) and numpy
+    standing in for CuPy; the table caches are cleared around it."""
+    from native import NumpyAsCupy, emulated_kernel, load
+
+    from zkgpu import _cuda, qap
+
+    lib = load("ntt_emu")
+    N.clear_cache()
+    qap._z_inv_device.cache_clear()
+    monkeypatch.setattr(_cuda, "cupy", lambda: NumpyAsCupy())
+    monkeypatch.setattr(N, "_kernel", lambda name: emulated_kernel(lib, name))
+    monkeypatch.setattr(qap, "_kernel", lambda name: emulated_kernel(lib, name))
+    monkeypatch.setattr(N, "_BR_Q", 16)  # ntt_bitrev_tiled needs 256 threads: the grid-stride ntt_bitrev
+    yield
+    N.clear_cache()
+    qap._z_inv_device.cache_clear()
+
+
+def _mont_words(x: list[int]) -> np.ndarray:
+    return fr_from_ints([FR.to_mont(v) for v in x]).view(np.uint32).reshape(-1)
+
+
+def _from_mont_words(w: np.ndarray) -> list[int]:
+    return [FR.from_mont(v) for v in fr_to_ints(w.view(np.uint64).reshape(-1, 4))]
+
+
+@pytest.mark.parametrize("fused_radix", [2, 4, 8])
+@pytest.mark.parametrize("outer", ["split", "table"])
+@pytest.mark.parametrize(
+    "L,tile_log", [(1, 10), (2, 10), (3, 10), (5, 2), (7, 3), (8, 3), (9, 4), (10, 10), (11, 10), (12, 5), (13, 4)]
+)
+@pytest.mark.parametrize("inverse,coset", VARIANTS, ids=VIDS)
+def test_fused_emulated(L, tile_log, inverse, coset, fused_radix, outer, emu, monkeypatch, rng):
+    """Every variant and order of the fused kernels against the reference: sizes 2..2^13, one to four passes,
+    passes of k not a multiple of log2(radix) (k < log2(radix) included), column bits c = 0 and c > 0."""
+    monkeypatch.setattr(N, "FUSED_RADIX", fused_radix)
+    monkeypatch.setattr(N, "FUSED_OUTER", outer)
+    monkeypatch.setattr(N, "FUSED_TILE_LOG", tile_log)
+    n = 1 << L
+    x = rand_ints(n, rng)
+    ref = N.ntt_reference(x, inverse=inverse, coset=coset)
+    rev = N._bitrev_indices(L)
+    for order in N.ORDERS:
+        inp = [x[r] for r in rev] if order == "rn" else x
+        w = _mont_words(inp)
+        assert N.ntt_inplace(w, inverse=inverse, coset=coset, order=order, algorithm="fused") is w
+        want = [ref[r] for r in rev] if order == "nr" else ref
+        assert _from_mont_words(w) == want, (order, L, tile_log)
+
+
+@pytest.mark.parametrize("fused_radix", [2, 4, 8])
+@pytest.mark.parametrize("L,tile_log", [(2, 1), (4, 3), (7, 3), (9, 4), (11, 10)])
+def test_fused_compute_h_emulated(L, tile_log, fused_radix, emu, monkeypatch, rng):
+    """compute_h_inplace with the fused kernels (the shared iNTT/coset-NTT pass, the pointwise step in the
+    last pass) against compute_h_reference, with two to five passes per transform."""
+    from zkgpu import qap
+
+    monkeypatch.setattr(N, "FUSED_RADIX", fused_radix)
+    monkeypatch.setattr(N, "FUSED_TILE_LOG", tile_log)
+    n = 1 << L
+    a, b, c = (rand_ints(n, rng) for _ in range(3))
+    wa, wb, wc = (_mont_words(v) for v in (a, b, c))
+    qap.compute_h_inplace(wa, wb, wc, algorithm="fused")
+    assert _from_mont_words(wa) == qap.compute_h_reference(a, b, c)
+
+
+def test_fused_emulated_size_one(emu):
+    w = _mont_words([12345])
+    for inverse, coset in VARIANTS:
+        N.ntt_inplace(w, inverse=inverse, coset=coset, algorithm="fused")
+        assert _from_mont_words(w) == [12345]
+
+
+def test_bad_algorithm():
+    with pytest.raises(ValueError, match="algorithm"):
+        N.ntt_inplace(None, algorithm="fast")
 
 
 @pytest.mark.gpu

@@ -63,6 +63,23 @@ ORDERS = ("nn", "nr", "rn")
 _MAX_TILE_LOG = 10  # must match NTT_MAX_TILE_LOG in ntt.cu
 _THREADS = 256  # must match the default NTT_THREADS in ntt.cu
 _BR_Q = 4  # must match NTT_BR_Q in ntt.cu
+ALGORITHMS = ("stagewise", "fused")
+ALGORITHM = os.environ.get("ZKGPU_NTT_ALGORITHM", "stagewise")
+"""The default ``algorithm`` of :func:`ntt_inplace` (read at each call; ``ZKGPU_NTT_ALGORITHM`` sets the
+initial value): "stagewise" (kernel ntt_pass: one radix-2 stage per shared-memory round trip, every twiddle
+from an n-entry table) or "fused" (kernels ntt_fused_*: radix-2^k sub-transforms with the stages in
+registers, small twiddle tables, one outer twiddle per element per pass; see ntt.cu)."""
+FUSED_RADIX = int(os.environ.get("ZKGPU_NTT_FUSED_RADIX", "4"))
+"""Elements per thread in the fused kernels (2, 4 or 8): the stages done in registers per shared-memory
+round trip are log2 of it. ``ZKGPU_NTT_FUSED_RADIX`` sets the initial value."""
+FUSED_OUTER = os.environ.get("ZKGPU_NTT_OUTER", "split")
+"""How the fused kernels get the outer twiddle omega_n^E: "split" (two tables of about sqrt(n) entries and
+one extra product) or "table" (one n/2-entry table, one load)."""
+_FUSED_MAXK = 10  # must match NTT_FUSED_MAXK in ntt.cu
+FUSED_TILE_LOG = int(os.environ.get("ZKGPU_NTT_FUSED_TILE_LOG", str(_FUSED_MAXK)))
+"""log2 of the fused passes' tiles (k field bits + c column bits), at most 10 (32 KiB of shared memory);
+a pass does at most this many stages, so 2^24 takes 3 passes. Smaller values (tests) give more passes."""
+_FUSED_THREADS = 128  # must match the default NTT_FUSED_THREADS in ntt.cu
 RADIX = int(os.environ.get("ZKGPU_NTT_RADIX", "2"))
 """Stages per shared-memory round trip in a pass: 2 (kernel ntt_pass, radix-2) or 4 (ntt_pass_r4, two
 radix-2 stages in registers). Read at each call; ``ZKGPU_NTT_RADIX`` sets the initial value. Radix-2 is
@@ -304,13 +321,13 @@ def _twiddles(L: int, inverse: bool) -> Any:
 
 @functools.lru_cache(maxsize=None)
 def _scale_table(L: int, kind: str) -> Any:
-    """'coset': g^i; 'icoset': g^-i / n; 'ninv': [1/n] (Montgomery, flat uint32)."""
+    """'coset': g^i; 'coset_ninv': g^i / n; 'icoset': g^-i / n; 'ninv': [1/n] (Montgomery, flat uint32)."""
     cp = _cuda.cupy()
     n = 1 << L
     n_inv = pow(n, -1, P)
     if kind == "ninv":
         return _to_device_mont([n_inv])
-    x, scale = (G, 1) if kind == "coset" else (pow(G, -1, P), n_inv)
+    x, scale = {"coset": (G, 1), "coset_ninv": (G, n_inv)}.get(kind, (pow(G, -1, P), n_inv))
     lo, hi, S = _split_tables(x, L, scale)
     out = cp.empty(8 * n, dtype=cp.uint32)
     grid, block = _grid(n)
@@ -318,10 +335,45 @@ def _scale_table(L: int, kind: str) -> Any:
     return out
 
 
+@functools.lru_cache(maxsize=None)
+def _inner_twiddles(inverse: bool) -> Any:
+    """itw[i] = omega_{2^MAXK}^i (inverse: omega^-i), i < 2^(MAXK-1): the inner twiddles of every fused pass
+    (omega_{2^k} = omega_{2^MAXK}^(2^(MAXK-k)), consistent with FR.root_of_unity at every size)."""
+    w = FR.root_of_unity(_FUSED_MAXK)
+    if inverse:
+        w = pow(w, -1, P)
+    return _to_device_mont(_powers(w, 1 << (_FUSED_MAXK - 1)))
+
+
+@functools.lru_cache(maxsize=None)
+def _outer_twiddles(L: int, inverse: bool, mode: str) -> tuple[Any, Any, int, int]:
+    """The outer twiddles omega_n^E (E < n) of the fused passes: (olo, ohi, S, omode).
+
+    "split": omega_n^E = ohi[E >> S] * olo[E mod 2^S] (2^S + 2^(L-S) entries, omode 1); "table":
+    olo[e] = omega_n^e for e < n/2, -olo[E - n/2] above (omode 2)."""
+    cp = _cuda.cupy()
+    omega = FR.root_of_unity(L)
+    if inverse:
+        omega = pow(omega, -1, P)
+    if mode == "split":
+        lo, hi, S = _split_tables(omega, L)
+        return lo, hi, S, 1
+    if mode != "table":
+        raise ValueError(f"zkgpu.ntt.FUSED_OUTER must be 'split' or 'table', got {mode!r}")
+    half = 1 << (L - 1)
+    lo, hi, S = _split_tables(omega, L - 1)
+    out = cp.empty(8 * half, dtype=cp.uint32)
+    grid, block = _grid(half)
+    _kernel("ntt_build_powers")((grid,), (block,), (out, lo, hi, np.int32(S), np.uint64(half)))
+    return out, out, 0, 2
+
+
 def clear_cache() -> None:
     """Free the cached twiddle and coset tables (n * 32 bytes each per size and direction)."""
     _twiddles.cache_clear()
     _scale_table.cache_clear()
+    _inner_twiddles.cache_clear()
+    _outer_twiddles.cache_clear()
 
 
 def _passes(L: int, max_tile_log: int = _MAX_TILE_LOG) -> list[tuple[int, int, int]]:
@@ -375,7 +427,100 @@ def bitrev_permute(d: Any) -> Any:
     return d
 
 
-def ntt_inplace(d: Any, *, inverse: bool = False, coset: bool = False, order: str = "nn") -> Any:
+def _fused_lr(k: int) -> int:
+    if FUSED_RADIX not in (2, 4, 8):
+        raise ValueError(f"zkgpu.ntt.FUSED_RADIX must be 2, 4 or 8, got {FUSED_RADIX!r}")
+    return min(FUSED_RADIX.bit_length() - 1, k)
+
+
+def _fused_tile_log() -> int:
+    if not 1 <= FUSED_TILE_LOG <= _FUSED_MAXK:
+        raise ValueError(f"zkgpu.ntt.FUSED_TILE_LOG must be in 1..{_FUSED_MAXK}, got {FUSED_TILE_LOG!r}")
+    return FUSED_TILE_LOG
+
+
+def _fused_threads() -> int:
+    return int(dict(_defines()).get("NTT_FUSED_THREADS", _FUSED_THREADS))
+
+
+def _fused_geometry(n: int, k: int, c: int) -> tuple[int, int, int, int]:
+    """(lr, grid, block, shared bytes) of a fused pass on tiles of 2^(k+c) elements."""
+    lr = _fused_lr(k)
+    T = 1 << (k + c)
+    return lr, n // T, max(1, min(T >> lr, _fused_threads())), 32 * (T + (T >> 5))
+
+
+def _fused_pass(
+    w: Any, L: int, s_lo: int, k: int, c: int, *, dit: bool, inverse: bool,
+    pre: Any = None, pre_mode: int = 0, post: Any = None, post_mode: int = 0, aux1: Any = None, aux2: Any = None,
+) -> None:
+    """Launch one fused pass (kernel ntt_fused_{dif,dit}_r{R}) on the flat words w of n = 2^L elements."""
+    n = w.size // 8
+    itw = _inner_twiddles(inverse)
+    if s_lo:
+        olo, ohi, S, omode = _outer_twiddles(L, inverse, FUSED_OUTER)
+    else:
+        olo, ohi, S, omode = itw, itw, 0, 0
+    lr, grid, block, shared = _fused_geometry(n, k, c)
+    kern = _kernel(f"ntt_fused_{'dit' if dit else 'dif'}_r{1 << lr}")
+    some = itw  # a valid pointer for the unused table arguments
+    kern(
+        (grid,), (block,),
+        (
+            w, itw, np.int32(omode), olo, ohi, np.int32(S), np.int32(L), np.int32(s_lo), np.int32(k), np.int32(c),
+            some if pre is None else pre, np.int32(pre_mode), some if post is None else post, np.int32(post_mode),
+            some if aux1 is None else aux1, some if aux2 is None else aux2, np.uint32(grid),
+        ),
+        shared_mem=shared,
+    )
+
+
+def _fused_scalings(L: int, inverse: bool, coset: bool, dit: bool) -> tuple[Any, int, Any, int]:
+    """(pre, pre_mode, post, post_mode) of a transform: the coset shift at the first pass's load, 1/n or
+    g^-i/n at the last pass's store (bit-reversed index on the bit-reversed side)."""
+    pre, pre_mode, post, post_mode = None, 0, None, 0
+    if coset and not inverse:
+        pre, pre_mode = _scale_table(L, "coset"), (2 if dit else 1)
+    if inverse:
+        post = _scale_table(L, "icoset" if coset else "ninv")
+        post_mode = 3 if not coset else (1 if dit else 2)
+    return pre, pre_mode, post, post_mode
+
+
+def _ntt_fused(w: Any, L: int, inverse: bool, coset: bool, order: str, *, post_op: tuple | None = None) -> None:
+    """The fused algorithm (module docstring): ceil(L/10) passes, plus the bit-reversal for "nn".
+    post_op = (zinv, b, c): the last pass stores (x * b - c) * zinv instead (its post mode 4)."""
+    dit = order == "rn"
+    pre, pre_mode, post, post_mode = _fused_scalings(L, inverse, coset, dit)
+    passes = _passes(L, _fused_tile_log())
+    if dit:
+        passes = passes[::-1]
+    last = len(passes) - 1
+    for i, (s_lo, k, c) in enumerate(passes):
+        kw: dict[str, Any] = {}
+        if i == 0:
+            kw.update(pre=pre, pre_mode=pre_mode)
+        if i == last:
+            kw.update(post=post, post_mode=post_mode)
+            if post_op is not None:
+                if post_mode:
+                    raise ValueError("post_op needs a transform without a final scaling")
+                kw.update(post=post_op[0], post_mode=4, aux1=post_op[1], aux2=post_op[2])
+        _fused_pass(w, L, s_lo, k, c, dit=dit, inverse=inverse, **kw)
+    if order == "nn":
+        bitrev_permute(w)
+
+
+def _resolve_algorithm(algorithm: str | None) -> str:
+    algorithm = ALGORITHM if algorithm is None else algorithm
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+    return algorithm
+
+
+def ntt_inplace(
+    d: Any, *, inverse: bool = False, coset: bool = False, order: str = "nn", algorithm: str | None = None
+) -> Any:
     """NTT in place on the GPU, on Fr elements already in Montgomery form; returns d.
 
     Launches on CuPy's current stream (use ``with stream:``) and does not synchronise.
@@ -387,18 +532,24 @@ def ntt_inplace(d: Any, *, inverse: bool = False, coset: bool = False, order: st
         order: "nn" natural -> natural (adds a bit-reversal pass), "nr" natural -> bit-reversed
             (DIF), "rn" bit-reversed -> natural (DIT). In "nr"/"rn" the bit-reversed side holds the
             element of index bitrev(i) at position i.
+        algorithm: "stagewise" or "fused" (see :data:`ALGORITHM`, the default when None); both give
+            the same result bit for bit.
 
     Raises:
-        ValueError: bad order, size not a power of two / empty / beyond 2^32.
+        ValueError: bad order or algorithm, size not a power of two / empty / beyond 2^32.
         TypeError: not a CuPy uint32/uint64 array.
     """
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+    algorithm = _resolve_algorithm(algorithm)
     w = device_words(d)
     n = w.size // 8
     L = log2_size(n)
     if L == 0:
         return d  # every variant is the identity on one element
+    if algorithm == "fused":
+        _ntt_fused(w, L, bool(inverse), bool(coset), order)
+        return d
     dit = order == "rn"
     tw = _twiddles(L, bool(inverse))
     pre, pre_mode, post, post_mode = tw, 0, tw, 0
