@@ -31,6 +31,7 @@ References: Cooley & Tukey, Math. Comp. 19 (1965); Gentleman & Sande, AFIPS 1966
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from pathlib import Path
@@ -108,6 +109,11 @@ def _threads() -> int:
 
 def _kernel(name: str) -> Any:
     return _cuda.get_kernel("ntt", name, _defines())
+
+
+def _fused_kernel(name: str, lr: int) -> Any:
+    """A kernel of ntt_fused.cu built for 2^lr elements per thread (one module per radix)."""
+    return _cuda.get_kernel("ntt_fused", name, (*_defines(), ("NTT_FUSED_R", str(1 << lr))))
 
 
 def log2_size(n: int) -> int:
@@ -462,7 +468,7 @@ def _fused_pass(
     else:
         olo, ohi, S, omode = itw, itw, 0, 0
     lr, grid, block, shared = _fused_geometry(n, k, c)
-    kern = _kernel(f"ntt_fused_{'dit' if dit else 'dif'}_r{1 << lr}")
+    kern = _fused_kernel("ntt_fused_dit" if dit else "ntt_fused_dif", lr)
     some = itw  # a valid pointer for the unused table arguments
     kern(
         (grid,), (block,),
@@ -471,6 +477,19 @@ def _fused_pass(
             some if pre is None else pre, np.int32(pre_mode), some if post is None else post, np.int32(post_mode),
             some if aux1 is None else aux1, some if aux2 is None else aux2, np.uint32(grid),
         ),
+        shared_mem=shared,
+    )
+
+
+def _fused_pair_pass(words: Any, L: int, k: int) -> None:
+    """The pass shared by an inverse NTT "nr" and the coset NTT "rn" after it, on the low k index bits
+    (kernel ntt_fused2: inverse sub-transform, g^i/n at the bit-reversed index, forward sub-transform)."""
+    n = words.size // 8
+    lr, grid, block, shared = _fused_geometry(n, k, 0)
+    _fused_kernel("ntt_fused2", lr)(
+        (grid,), (block,),
+        (words, _inner_twiddles(True), _inner_twiddles(False), _scale_table(L, "coset_ninv"),
+         np.int32(L), np.int32(k), np.uint32(grid)),
         shared_mem=shared,
     )
 
@@ -637,16 +656,63 @@ BENCH_VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-def run_benchmark(
-    min_log: int = 16, max_log: int = 26, repeat: int = 10, warmup: int = 2, with_compute_h: bool = True
-) -> list[dict[str, Any]]:
-    """Time every variant of :data:`BENCH_VARIANTS` on device-resident random data (CUDA events),
-    plus (``with_compute_h``) the whole Groth16 H computation :func:`zkgpu.qap.compute_h_inplace`.
+KERNEL_SPECS = ("stagewise", "stagewise-r4", "fused", "fused-r2", "fused-r4", "fused-r8", "fused-table",
+                "fused-r4-table", "fused-r8-table")
+"""Kernel choices of the benchmark: an algorithm, then optionally -rN (stagewise: RADIX 2/4; fused:
+FUSED_RADIX 2/4/8) and -table/-split (fused: FUSED_OUTER); unstated settings keep their current values."""
 
-    Returns one row per (log_n, variant): median/min/max ms, mulmods/s (n/2*L butterfly multiplies
-    per NTT) and the effective GB/s of one read and one write of the vector per global pass, plus
-    ``radix`` (:data:`RADIX`) and the kernel build options.
+
+@contextlib.contextmanager
+def kernel_settings(spec: str):
+    """Within the block, :func:`ntt_inplace` and :func:`zkgpu.qap.compute_h_inplace` default to the kernel
+    named by ``spec`` (see :data:`KERNEL_SPECS`); the module settings are restored afterwards.
+
+    Raises:
+        ValueError: an unknown spec.
     """
+    global ALGORITHM, RADIX, FUSED_RADIX, FUSED_OUTER
+    parts = spec.split("-")
+    if parts[0] not in ALGORITHMS or spec not in KERNEL_SPECS:
+        raise ValueError(f"unknown NTT kernel {spec!r}; choose from {', '.join(KERNEL_SPECS)}")
+    saved = (ALGORITHM, RADIX, FUSED_RADIX, FUSED_OUTER)
+    try:
+        ALGORITHM = parts[0]
+        for part in parts[1:]:
+            if part.startswith("r"):
+                if ALGORITHM == "fused":
+                    FUSED_RADIX = int(part[1:])
+                else:
+                    RADIX = int(part[1:])
+            else:
+                FUSED_OUTER = "table" if part == "table" else "split"
+        yield
+    finally:
+        ALGORITHM, RADIX, FUSED_RADIX, FUSED_OUTER = saved
+
+
+def _global_passes(L: int, order: str, algorithm: str) -> int:
+    tile = _fused_tile_log() if algorithm == "fused" else _MAX_TILE_LOG
+    return len(_passes(L, tile)) + (1 if order == "nn" else 0)
+
+
+def run_benchmark(
+    min_log: int = 16, max_log: int = 26, repeat: int = 10, warmup: int = 2, with_compute_h: bool = True,
+    kernels: Sequence[str] = ("stagewise",), h_min_log: int = 20, h_max_log: int = 24,
+) -> list[dict[str, Any]]:
+    """Time every variant of :data:`BENCH_VARIANTS` on device-resident random data (CUDA events) with each
+    kernel of ``kernels`` (:data:`KERNEL_SPECS`), plus (``with_compute_h``, sizes h_min_log..h_max_log) the
+    whole Groth16 H computation :func:`zkgpu.qap.compute_h_inplace`.
+
+    Returns one row per (log_n, kernel, variant): median/min/max ms, ``kernel`` and ``algorithm``,
+    ``radix`` (elements per thread of the fused kernels, or stagewise :data:`RADIX`), ``outer`` (fused
+    outer twiddles), mulmods/s (n/2*L butterfly multiplies per NTT) and the effective GB/s of one read and
+    one write of the vector per global pass, plus the kernel build options.
+    """
+    from .qap import compute_h_inplace  # noqa: PLC0415  (qap imports this module)
+
+    for spec in kernels:
+        with kernel_settings(spec):
+            pass  # validate every spec before the first measurement
     cp = _cuda.cupy()
     rng = np.random.default_rng()
     rows = []
@@ -657,36 +723,54 @@ def run_benchmark(
         d = cp.asarray(host).view(cp.uint32).reshape(-1)
         del host
         to_montgomery(d)
-        for name, kw in BENCH_VARIANTS.items():
-            res = _cuda.benchmark(lambda kw=kw: ntt_inplace(d, **kw), warmup=warmup, repeat=repeat)
-            npass = len(_passes(L)) + (1 if kw["order"] == "nn" else 0)
-            med = res.median_ms
-            rows.append(
-                dict(
-                    log_n=L, n=n, radix=RADIX, variant=name, median_ms=med, min_ms=res.min_ms, max_ms=res.max_ms,
-                    repeat=repeat, warmup=warmup, global_passes=npass,
-                    butterfly_mulmods_per_s=(n // 2) * L / (med * 1e-3),
-                    effective_GBps=2 * 32 * n * npass / (med * 1e-3) / 1e9,
+        for spec in kernels:
+            with kernel_settings(spec):
+                common = dict(
+                    log_n=L, n=n, kernel=spec, algorithm=ALGORITHM,
+                    radix=FUSED_RADIX if ALGORITHM == "fused" else RADIX,
+                    outer=FUSED_OUTER if ALGORITHM == "fused" else "", repeat=repeat, warmup=warmup,
                 )
-            )
-        if with_compute_h:  # the Groth16 H step: 3 iNTT + 3 coset NTT + pointwise + inverse coset NTT
-            from .qap import compute_h_inplace  # noqa: PLC0415
-
-            e, f = d.copy(), d.copy()
-            res = _cuda.benchmark(lambda: compute_h_inplace(d, e, f), warmup=warmup, repeat=repeat)
-            med = res.median_ms
-            rows.append(
-                dict(
-                    log_n=L, n=n, radix=RADIX, variant="compute_h", median_ms=med, min_ms=res.min_ms, max_ms=res.max_ms,
-                    repeat=repeat, warmup=warmup, global_passes=7 * len(_passes(L)) + 2,
-                    butterfly_mulmods_per_s=7 * (n // 2) * L / (med * 1e-3),
-                    effective_GBps=float("nan"),
-                )
-            )
-            del e, f
+                for name, kw in BENCH_VARIANTS.items():
+                    res = _cuda.benchmark(lambda kw=kw: ntt_inplace(d, **kw), warmup=warmup, repeat=repeat)
+                    npass = _global_passes(L, kw["order"], ALGORITHM)
+                    med = res.median_ms
+                    rows.append(
+                        dict(
+                            common, variant=name, median_ms=med, min_ms=res.min_ms, max_ms=res.max_ms,
+                            global_passes=npass, butterfly_mulmods_per_s=(n // 2) * L / (med * 1e-3),
+                            effective_GBps=2 * 32 * n * npass / (med * 1e-3) / 1e9,
+                        )
+                    )
+                if with_compute_h and h_min_log <= L <= h_max_log:
+                    # the Groth16 H step: 3 iNTT + 3 coset NTT + pointwise + inverse coset NTT
+                    e, f = d.copy(), d.copy()
+                    res = _cuda.benchmark(lambda: compute_h_inplace(d, e, f), warmup=warmup, repeat=repeat)
+                    med = res.median_ms
+                    npass = _global_passes(L, "nr", ALGORITHM)
+                    rows.append(
+                        dict(
+                            common, variant="compute_h", median_ms=med, min_ms=res.min_ms, max_ms=res.max_ms,
+                            global_passes=7 * npass + 2 - (4 if ALGORITHM == "fused" and npass > 1 else 0),
+                            butterfly_mulmods_per_s=7 * (n // 2) * L / (med * 1e-3), effective_GBps=float("nan"),
+                        )
+                    )
+                    del e, f
         del d
+        clear_cache()
         cp.get_default_memory_pool().free_all_blocks()
     return rows
+
+
+def kernel_ratios(rows: Sequence[dict[str, Any]], baseline: str = "stagewise") -> Any:
+    """Median-ms ratios of each kernel to ``baseline`` per (log_n, variant), as a pandas DataFrame
+    (columns: the kernels other than the baseline; < 1 means faster). Empty when the baseline is absent."""
+    import pandas as pd  # noqa: PLC0415
+
+    df = pd.DataFrame(list(rows))
+    if df.empty or baseline not in set(df["kernel"]):
+        return pd.DataFrame()
+    t = df.pivot_table(index=["log_n", "variant"], columns="kernel", values="median_ms", aggfunc="median")
+    return t.drop(columns=[baseline]).div(t[baseline], axis=0)
 
 
 def _bench_command():
@@ -696,18 +780,35 @@ def _bench_command():
     @click.option("--min-log", default=16, show_default=True, help="smallest size, log2")
     @click.option("--max-log", default=26, show_default=True, help="largest size, log2")
     @click.option("--repeat", default=10, show_default=True, help="timed repeats per point (median reported)")
+    @click.option("--kernel", "kernels", multiple=True, type=click.Choice(KERNEL_SPECS),
+                  help="NTT kernel(s) to time (repeatable; default: the stagewise and the fused algorithm)")
+    @click.option("--h-min-log", default=20, show_default=True, help="smallest compute_h size, log2")
+    @click.option("--h-max-log", default=24, show_default=True, help="largest compute_h size, log2")
+    @click.option("--sppark", "sppark_file", default=None, type=click.Path(exists=True, dir_okay=False),
+                  help="sppark-bench output (sppark.txt) of the same GPU: also write and print zkgpu/sppark ratios")
     @click.option("--out", "out_base", default=None, help="base folder for the run folder (default data/)")
-    def ntt_bench(min_log: int, max_log: int, repeat: int, out_base: str | None) -> None:
-        """Fr NTT on the GPU, device-resident, 2^min-log .. 2^max-log: forward/inverse/coset, CSV + JSON."""
+    def ntt_bench(min_log: int, max_log: int, repeat: int, kernels: tuple[str, ...], h_min_log: int, h_max_log: int,
+                  sppark_file: str | None, out_base: str | None) -> None:
+        """Fr NTT on the GPU, device-resident, 2^min-log .. 2^max-log: forward/inverse/coset/inverse-coset
+        per kernel, and compute_h at 2^h-min-log .. 2^h-max-log; CSV + JSON, and the ratios to stagewise."""
         import pandas as pd  # noqa: PLC0415
 
         from .manifest import build_manifest, new_run_dir, write_json_new  # noqa: PLC0415
 
+        from .anchors import ntt_vs_sppark, read_sppark  # noqa: PLC0415
+
+        sppark = None
+        if sppark_file:
+            try:
+                sppark = read_sppark(sppark_file)
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), param_hint="--sppark") from None
         if not _cuda.gpu_available():
             raise click.ClickException("no CUDA GPU: the NTT benchmark needs one")
         if not 0 <= min_log <= max_log <= FR.two_adicity:
             raise click.BadParameter(f"need 0 <= min-log <= max-log <= {FR.two_adicity}")
-        rows = run_benchmark(min_log, max_log, repeat)
+        kernels = kernels or ("stagewise", "fused")
+        rows = run_benchmark(min_log, max_log, repeat, kernels=kernels, h_min_log=h_min_log, h_max_log=h_max_log)
         run_dir = new_run_dir("bench-ntt", base=Path(out_base) if out_base else None)
         df = pd.DataFrame(rows)
         df.to_csv(run_dir / "ntt.csv", index=False)
@@ -715,12 +816,26 @@ def _bench_command():
         write_json_new(
             run_dir / "manifest.json",
             build_manifest(benchmark="ntt", min_log=min_log, max_log=max_log, repeat=repeat,
-                           variants=[*BENCH_VARIANTS, "compute_h"], radix=RADIX, kernel_defines=dict(_defines()),
+                           variants=[*BENCH_VARIANTS, "compute_h"], kernels=list(kernels), h_min_log=h_min_log,
+                           h_max_log=h_max_log, radix=RADIX, fused_radix=FUSED_RADIX, fused_outer=FUSED_OUTER,
+                           fused_tile_log=FUSED_TILE_LOG, kernel_defines=dict(_defines()),
                            timing="CUDA events, median of repeats, warm-up excluded"),
         )
-        table = df.pivot(index="log_n", columns="variant", values="median_ms")
-        click.echo(table.to_string(float_format=lambda v: f"{v:9.3f}"))
-        click.echo(f"(median ms, radix {RADIX}, defines {dict(_defines())}) written to {run_dir}")
+        table = df.pivot_table(index="log_n", columns=["kernel", "variant"], values="median_ms")
+        with pd.option_context("display.width", 250, "display.max_columns", 100):
+            click.echo(table.to_string(float_format=lambda v: f"{v:9.3f}"))
+            ratios = kernel_ratios(rows)
+            if not ratios.empty:
+                click.echo("ratio to stagewise (< 1: faster):")
+                click.echo(ratios.unstack("variant").to_string(float_format=lambda v: f"{v:6.3f}"))
+            if sppark is not None:
+                vs = ntt_vs_sppark(rows, sppark)
+                vs.to_csv(run_dir / "ntt_vs_sppark.csv", index=False)
+                (run_dir / "sppark.txt").write_text(Path(sppark_file).read_text())
+                click.echo("zkgpu / sppark, same GPU (< 1: zkgpu faster):")
+                click.echo(vs.pivot_table(index="log_n", columns=["variant", "kernel"], values="ratio")
+                           .to_string(float_format=lambda v: f"{v:6.3f}"))
+        click.echo(f"(median ms, defines {dict(_defines())}) written to {run_dir}")
 
     return ntt_bench
 

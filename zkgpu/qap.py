@@ -27,14 +27,11 @@ from . import _cuda
 from .field import FR, check_array, fr_from_ints, fr_to_ints
 from .ntt import (
     _check_values_device,
-    _fused_geometry,
+    _fused_pair_pass,
     _fused_pass,
     _fused_tile_log,
-    _inner_twiddles,
-    _kernel,
     _passes,
     _resolve_algorithm,
-    _scale_table,
     _first_unreduced_launch,
     _raise_unreduced,
     _to_device_mont,
@@ -261,18 +258,6 @@ def coset_evals_inplace(w: Any, *, algorithm: str | None = None, post_op: tuple 
             kw = dict(post=post_op[0], post_mode=4, aux1=post_op[1], aux2=post_op[2])
         _fused_pass(words, L, s_lo, k, c, dit=True, inverse=False, **kw)
     return w
-
-
-def _fused_pair_pass(words: Any, L: int, k: int) -> None:
-    """The shared pass of coset_evals_inplace (ntt.cu's ntt_fused2_*) on the low k index bits."""
-    n = words.size // 8
-    lr, grid, block, shared = _fused_geometry(n, k, 0)
-    _kernel(f"ntt_fused2_r{1 << lr}")(
-        (grid,), (block,),
-        (words, _inner_twiddles(True), _inner_twiddles(False), _scale_table(L, "coset_ninv"),
-         np.int32(L), np.int32(k), np.uint32(grid)),
-        shared_mem=shared,
-    )
 
 
 def _mul_sub_scale(wa: Any, wb: Any, wc: Any, log_n: int) -> None:

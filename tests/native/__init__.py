@@ -20,18 +20,20 @@ KERNELS = HERE.parent.parent / "zkgpu" / "kernels"
 
 
 @functools.lru_cache(maxsize=None)
-def load(name: str) -> ctypes.CDLL:
-    """Build (cached by source hash) and load tests/native/<name>.cpp as a shared library."""
+def load(name: str, defines: tuple[tuple[str, str], ...] = ()) -> ctypes.CDLL:
+    """Build (cached by source hash and defines) and load tests/native/<name>.cpp as a shared library;
+    ``defines``: extra ``-D`` macros as ``(name, value)`` pairs."""
     cxx = shutil.which("g++") or shutil.which("c++")
     if cxx is None:
         raise RuntimeError("no C++ compiler (g++) to build the host shim")
     srcs = [HERE / f"{name}.cpp", *sorted(KERNELS.glob("*.cu*"))]
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in srcs)).hexdigest()[:16]
+    flags = [f"-D{k}={v}" for k, v in defines]
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in srcs) + " ".join(flags).encode()).hexdigest()[:16]
     out = Path(tempfile.gettempdir()) / f"zkgpu-{name}-{digest}.so"
     if not out.exists():
         tmp = out.with_suffix(".tmp.so")
         subprocess.run(
-            [cxx, "-O2", "-std=c++17", "-shared", "-fPIC", f"-I{KERNELS}", str(HERE / f"{name}.cpp"), "-o", str(tmp)],
+            [cxx, "-O2", "-std=c++17", "-shared", "-fPIC", f"-I{KERNELS}", *flags, str(HERE / f"{name}.cpp"), "-o", str(tmp)],
             check=True,
         )
         tmp.replace(out)

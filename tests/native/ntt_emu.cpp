@@ -9,6 +9,7 @@
 #define __global__
 #define __device__
 #define __forceinline__ inline
+#define __noinline__
 #define __launch_bounds__(...)
 #define __shared__
 struct zk_dim3 {
@@ -29,6 +30,7 @@ static inline int __clz(unsigned v) { return v ? __builtin_clz(v) : 32; }
 static inline void __syncthreads() {}
 uint32_t sm[8 * 33 * 1024], zk_ntt_smem[8 * 33 * 1024];  // dynamic shared memory of one block
 #include "ntt.cu"
+#include "ntt_fused.cu"  // for the NTT_FUSED_R given on the command line
 extern "C" void zk_emu_grid(unsigned block, unsigned grid) {
     blockIdx.x = block;
     gridDim.x = grid;

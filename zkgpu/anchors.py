@@ -1,0 +1,60 @@
+"""Performance anchors measured beside zkgpu: the output of ``anchors/sppark-bench`` (sppark, the CUDA
+library of the seed's prover; see ``shared/anchors/sppark-bench/README.md``) and zkgpu's NTT benchmark
+rows side by side, as ratios zkgpu / sppark for the same transform on the same GPU in the same call.
+
+sppark's NTT rows are natural order in and out (``InputOutputOrder::NN``), device-resident, CUDA-event
+timed: ``dev_fwd``, ``dev_inv``, ``dev_coset_fwd``, ``dev_coset_inv``; they compare with zkgpu's
+``forward-nn``, ``inverse-nn``, ``coset-nn`` and ``inverse-coset-nn`` (:data:`SPPARK_NTT_VARIANTS`).
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+__all__ = ["SPPARK_NTT_VARIANTS", "read_sppark", "ntt_vs_sppark"]
+
+SPPARK_NTT_VARIANTS = {
+    "dev_fwd": "forward-nn",
+    "dev_inv": "inverse-nn",
+    "dev_coset_fwd": "coset-nn",
+    "dev_coset_inv": "inverse-coset-nn",
+}
+_COLUMNS = ["op", "lg_n", "variant", "median_ms", "min_ms", "max_ms", "repeats", "check"]
+
+
+def read_sppark(path: str | Path) -> pd.DataFrame:
+    """The CSV rows of a sppark-bench output file (``sppark.txt``; ``#`` comment lines and the ``gpu,`` line
+    skipped): columns op, lg_n, variant, median_ms, min_ms, max_ms (ms), repeats, check. Rows skipped by
+    the benchmark's deadline have NaN times.
+
+    Raises:
+        FileNotFoundError: no such file. ValueError: the file holds no result table.
+    """
+    lines = Path(path).read_text().splitlines()
+    rows = [ln for ln in lines if ln.startswith(("ntt,", "msm,"))]
+    if not rows:
+        raise ValueError(f"{path}: no sppark-bench result rows (lines starting with 'ntt,' or 'msm,')")
+    df = pd.read_csv(io.StringIO("\n".join(rows)), names=_COLUMNS, header=None)
+    for c in ("median_ms", "min_ms", "max_ms"):
+        df[c] = pd.to_numeric(df[c], errors="coerce")
+    return df
+
+
+def ntt_vs_sppark(zkgpu_rows: Iterable[dict[str, Any]] | pd.DataFrame, sppark: pd.DataFrame) -> pd.DataFrame:
+    """One row per (log_n, variant, kernel) present in both: ``zkgpu_ms``, ``sppark_ms`` (medians) and
+    ``ratio`` = zkgpu_ms / sppark_ms (< 1: zkgpu faster). ``zkgpu_rows``: rows of
+    :func:`zkgpu.ntt.run_benchmark` (or its ``ntt.csv``); ``sppark``: :func:`read_sppark`'s table."""
+    z = pd.DataFrame(zkgpu_rows)
+    s = sppark[(sppark["op"] == "ntt") & sppark["variant"].isin(list(SPPARK_NTT_VARIANTS))].copy()
+    s["variant"] = s["variant"].map(SPPARK_NTT_VARIANTS)
+    s = s.rename(columns={"lg_n": "log_n", "median_ms": "sppark_ms"})[["log_n", "variant", "sppark_ms"]]
+    if "kernel" not in z.columns:
+        z["kernel"] = "stagewise"
+    z = z.rename(columns={"median_ms": "zkgpu_ms"})[["log_n", "variant", "kernel", "zkgpu_ms"]]
+    out = z.merge(s, on=["log_n", "variant"], how="inner")
+    out["ratio"] = out["zkgpu_ms"] / out["sppark_ms"]
+    return out.sort_values(["variant", "kernel", "log_n"]).reset_index(drop=True)
