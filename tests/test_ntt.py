@@ -294,6 +294,7 @@ KERNELS = {  # id -> (algorithm, stagewise RADIX, FUSED_RADIX, FUSED_OUTER)
     "fused4": ("fused", 2, 4, "split"),
     "fused8": ("fused", 2, 8, "split"),
     "fused4-table": ("fused", 2, 4, "table"),
+    "fused4-auto": ("fused", 2, 4, "auto"),
 }
 
 
@@ -339,7 +340,7 @@ def _from_mont_words(w: np.ndarray) -> list[int]:
 
 
 @pytest.mark.parametrize("fused_radix", [2, 4, 8])
-@pytest.mark.parametrize("outer", ["split", "table"])
+@pytest.mark.parametrize("outer", ["split", "table", "auto"])
 @pytest.mark.parametrize(
     "L,tile_log", [(1, 10), (2, 10), (3, 10), (5, 2), (7, 3), (8, 3), (9, 4), (10, 10), (11, 10), (12, 5), (13, 4)]
 )
@@ -350,6 +351,7 @@ def test_fused_emulated(L, tile_log, inverse, coset, fused_radix, outer, emu, mo
     monkeypatch.setattr(N, "FUSED_RADIX", fused_radix)
     monkeypatch.setattr(N, "FUSED_OUTER", outer)
     monkeypatch.setattr(N, "FUSED_TILE_LOG", tile_log)
+    monkeypatch.setattr(N, "_OUTER_TABLE_MAX_LOG", 4)  # "auto": tables for m <= 5, split tables above
     n = 1 << L
     x = rand_ints(n, rng)
     ref = N.ntt_reference(x, inverse=inverse, coset=coset)
@@ -488,7 +490,7 @@ def test_gpu_large_spot_checks(L, radix):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("kernel", ["fused-r4", "fused-r8", "fused-r4-table", "fused-r2"])
+@pytest.mark.parametrize("kernel", ["fused-r4-split", "fused-r8-split", "fused-r4-table", "fused-r4-auto", "fused-r2"])
 @pytest.mark.parametrize("L", [17, 20, 21, 24, 26])
 def test_gpu_fused_equals_stagewise(L, kernel):
     """Every variant and order of a fused kernel equals the stagewise kernel bit for bit (sizes with 2 and 3

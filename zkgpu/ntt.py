@@ -20,11 +20,19 @@ Public API
 * :func:`ntt_reference` (Python ints, iterative radix-2) and :func:`dft_naive` (O(n^2)).
 * ``zkgpu bench ntt`` -- :data:`bench_command`.
 
-GPU algorithm (``zkgpu/kernels/ntt.cu``): radix-2 Gentleman-Sande (DIF, natural -> bit-reversed) and
-Cooley-Tukey (DIT, bit-reversed -> natural) butterflies sharing one twiddle table
-``tw[h + t] = omega_{2h}^t``; up to 10 stages per launch in shared memory (at 2^24: 3 passes of 8
-stages over global memory); twiddle and coset-power tables built on the GPU and cached per size; the
-coset shift and the 1/n (or g^-i/n) scaling fused into the first/last pass.
+GPU algorithms (``algorithm=``, default :data:`ALGORITHM`; both give the same result bit for bit):
+
+* "stagewise" (``zkgpu/kernels/ntt.cu``): radix-2 Gentleman-Sande (DIF, natural -> bit-reversed) and
+  Cooley-Tukey (DIT, bit-reversed -> natural) butterflies sharing one twiddle table
+  ``tw[h + t] = omega_{2h}^t`` (n entries); up to 10 stages per launch in shared memory (at 2^24: 3
+  passes of 8 stages over global memory), one radix-2 stage per shared-memory round trip.
+* "fused" (``zkgpu/kernels/ntt_fused.cu``): the same passes, each a radix-2^k sub-transform whose stages
+  run in registers (:data:`FUSED_RADIX` elements per thread, log2 of it stages per shared-memory round
+  trip), inner twiddles from one 512-entry table, and one outer twiddle per element per pass (the
+  four-step split of the DFT; Bailey, J. Supercomputing 4, 1990), from small tables (:data:`FUSED_OUTER`).
+
+Both build their tables on the GPU and cache them per size, and fuse the coset shift and the 1/n (or
+g^-i/n) scaling into the first/last pass; "nn" adds one bit-reversal pass.
 References: Cooley & Tukey, Math. Comp. 19 (1965); Gentleman & Sande, AFIPS 1966; sppark
 ``ntt/`` (radix-2^k passes, NR/RN orders) and cuzk ``groth16_ntt_h.cu`` for the orders used by Groth16.
 """
@@ -73,9 +81,12 @@ registers, small twiddle tables, one outer twiddle per element per pass; see ntt
 FUSED_RADIX = int(os.environ.get("ZKGPU_NTT_FUSED_RADIX", "4"))
 """Elements per thread in the fused kernels (2, 4 or 8): the stages done in registers per shared-memory
 round trip are log2 of it. ``ZKGPU_NTT_FUSED_RADIX`` sets the initial value."""
-FUSED_OUTER = os.environ.get("ZKGPU_NTT_OUTER", "split")
-"""How the fused kernels get the outer twiddle omega_n^E: "split" (two tables of about sqrt(n) entries and
-one extra product) or "table" (one n/2-entry table, one load)."""
+FUSED_OUTER = os.environ.get("ZKGPU_NTT_OUTER", "auto")
+"""How a fused pass over the index bits [s_lo, s_lo+k) gets its outer twiddles, powers of omega_m with
+m = 2^(s_lo+k): "split" (omega_n^E from two tables of about sqrt(n) entries, one extra product), "table"
+(a table of omega_m^e, e < m/2: one load, m/2 * 32 bytes) or "auto" (the table where it has at most
+2^_OUTER_TABLE_MAX_LOG entries, so it stays in L2; split tables elsewhere)."""
+_OUTER_TABLE_MAX_LOG = 19  # 2^19 entries = 16 MiB
 _FUSED_MAXK = 10  # must match NTT_FUSED_MAXK in ntt.cu
 FUSED_TILE_LOG = int(os.environ.get("ZKGPU_NTT_FUSED_TILE_LOG", str(_FUSED_MAXK)))
 """log2 of the fused passes' tiles (k field bits + c column bits), at most 10 (32 KiB of shared memory);
@@ -351,27 +362,44 @@ def _inner_twiddles(inverse: bool) -> Any:
     return _to_device_mont(_powers(w, 1 << (_FUSED_MAXK - 1)))
 
 
-@functools.lru_cache(maxsize=None)
-def _outer_twiddles(L: int, inverse: bool, mode: str) -> tuple[Any, Any, int, int]:
-    """The outer twiddles omega_n^E (E < n) of the fused passes: (olo, ohi, S, omode).
+def _outer_twiddles(L: int, m: int, inverse: bool, mode: str) -> tuple[Any, Any, int, int]:
+    """The outer twiddles of a fused pass with s_lo + k = m (powers of omega_{2^m}): (olo, ohi, S, omode).
 
-    "split": omega_n^E = ohi[E >> S] * olo[E mod 2^S] (2^S + 2^(L-S) entries, omode 1); "table":
-    olo[e] = omega_n^e for e < n/2, -olo[E - n/2] above (omode 2)."""
-    cp = _cuda.cupy()
+    split (omode 1): omega_n^E = ohi[E >> S] * olo[E mod 2^S] (2^S + 2^(L-S) entries, E in units of
+    omega_n); table (omode 2): olo[e] = omega_{2^m}^e for e < 2^(m-1), -olo[e - 2^(m-1)] above.
+
+    Raises:
+        ValueError: an unknown mode (:data:`FUSED_OUTER`).
+    """
+    if mode not in ("split", "table", "auto"):
+        raise ValueError(f"zkgpu.ntt.FUSED_OUTER must be 'split', 'table' or 'auto', got {mode!r}")
+    if mode == "split" or (mode == "auto" and m - 1 > _OUTER_TABLE_MAX_LOG):
+        return (*_split_outer(L, inverse), 1)
+    t = _outer_table(m, inverse)
+    return t, t, 0, 2
+
+
+@functools.lru_cache(maxsize=None)
+def _split_outer(L: int, inverse: bool) -> tuple[Any, Any, int]:
     omega = FR.root_of_unity(L)
     if inverse:
         omega = pow(omega, -1, P)
-    if mode == "split":
-        lo, hi, S = _split_tables(omega, L)
-        return lo, hi, S, 1
-    if mode != "table":
-        raise ValueError(f"zkgpu.ntt.FUSED_OUTER must be 'split' or 'table', got {mode!r}")
-    half = 1 << (L - 1)
-    lo, hi, S = _split_tables(omega, L - 1)
+    return _split_tables(omega, L)
+
+
+@functools.lru_cache(maxsize=None)
+def _outer_table(m: int, inverse: bool) -> Any:
+    """omega_{2^m}^e (inverse: omega^-e) for e < 2^(m-1), Montgomery, flat uint32."""
+    cp = _cuda.cupy()
+    omega = FR.root_of_unity(m)
+    if inverse:
+        omega = pow(omega, -1, P)
+    half = 1 << (m - 1)
+    lo, hi, S = _split_tables(omega, m - 1)
     out = cp.empty(8 * half, dtype=cp.uint32)
     grid, block = _grid(half)
     _kernel("ntt_build_powers")((grid,), (block,), (out, lo, hi, np.int32(S), np.uint64(half)))
-    return out, out, 0, 2
+    return out
 
 
 def clear_cache() -> None:
@@ -379,7 +407,8 @@ def clear_cache() -> None:
     _twiddles.cache_clear()
     _scale_table.cache_clear()
     _inner_twiddles.cache_clear()
-    _outer_twiddles.cache_clear()
+    _split_outer.cache_clear()
+    _outer_table.cache_clear()
 
 
 def _passes(L: int, max_tile_log: int = _MAX_TILE_LOG) -> list[tuple[int, int, int]]:
@@ -464,7 +493,7 @@ def _fused_pass(
     n = w.size // 8
     itw = _inner_twiddles(inverse)
     if s_lo:
-        olo, ohi, S, omode = _outer_twiddles(L, inverse, FUSED_OUTER)
+        olo, ohi, S, omode = _outer_twiddles(L, s_lo + k, inverse, FUSED_OUTER)
     else:
         olo, ohi, S, omode = itw, itw, 0, 0
     lr, grid, block, shared = _fused_geometry(n, k, c)
@@ -656,10 +685,11 @@ BENCH_VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-KERNEL_SPECS = ("stagewise", "stagewise-r4", "fused", "fused-r2", "fused-r4", "fused-r8", "fused-table",
-                "fused-r4-table", "fused-r8-table")
+KERNEL_SPECS = ("stagewise", "stagewise-r4", "fused", "fused-r2", "fused-r4", "fused-r8", "fused-split", "fused-table",
+                "fused-auto", "fused-r4-split", "fused-r4-table", "fused-r4-auto", "fused-r8-split", "fused-r8-table",
+                "fused-r8-auto")
 """Kernel choices of the benchmark: an algorithm, then optionally -rN (stagewise: RADIX 2/4; fused:
-FUSED_RADIX 2/4/8) and -table/-split (fused: FUSED_OUTER); unstated settings keep their current values."""
+FUSED_RADIX 2/4/8) and -split/-table/-auto (fused: FUSED_OUTER); unstated settings keep their current values."""
 
 
 @contextlib.contextmanager
@@ -684,7 +714,7 @@ def kernel_settings(spec: str):
                 else:
                     RADIX = int(part[1:])
             else:
-                FUSED_OUTER = "table" if part == "table" else "split"
+                FUSED_OUTER = part
         yield
     finally:
         ALGORITHM, RADIX, FUSED_RADIX, FUSED_OUTER = saved

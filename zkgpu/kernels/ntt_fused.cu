@@ -19,8 +19,9 @@
 // transpose: the outer factor first, then the sub-transform. No outer factor in the pass with s_lo = 0.
 //
 // Inner twiddles come from one table per direction, itw[i] = omega_{2^MAXK}^i, i < 2^(MAXK-1) (16 KiB,
-// L1-resident); outer twiddles omega_n^E from two small tables (E = hi * 2^S + lo: one extra product) or from
-// a table of omega_n^e, e < n/2 (one load, a negation for E >= n/2).
+// L1-resident); outer twiddles from two small tables of powers of omega_n (E = hi * 2^S + lo: one extra
+// product) or from a table of omega_m^e, m = 2^(s_lo+k), e < m/2 (one load, a negation above m/2): 2 MiB,
+// L2-resident, for the middle pass at 2^24; as large as n/2 entries for the first DIF / last DIT pass.
 //
 // Inside a pass each thread holds R = 2^LR elements of the tile (2^(k+c) elements: the k field bits and c
 // column bits, as in ntt_pass) whose field bits form a window of LR bits, and does up to LR stages in
@@ -61,7 +62,7 @@ __device__ __forceinline__ uint32_t* fused_smem() {
 struct fpass_t {
     int L, s_lo, k, c;
     const uint32_t* itw;                        // inner twiddles of this direction
-    int omode;                                  // outer twiddles: 0 none, 1 split tables (olo, ohi, oS), 2 half table olo
+    int omode;  // outer twiddles: 0 none, 1 omega_n^E from split tables (olo, ohi, oS), 2 omega_{2^(s_lo+k)}^e table olo
     const uint32_t *olo, *ohi;
     int oS;
     const uint32_t* pre;                        // scaling at the global load (modes of scale())
@@ -75,11 +76,13 @@ __device__ __forceinline__ fr_t outer_twiddle(const fpass_t& p, uint32_t g) {
     const uint32_t g_low = g & ((1u << p.s_lo) - 1);
     const uint32_t f = (g >> p.s_lo) & ((1u << p.k) - 1);
     const int m = p.s_lo + p.k;
-    uint32_t E = g_low * bitrev(f, p.k);  // mod 2^32, then mod 2^m (m <= 32)
+    uint32_t E = g_low * bitrev(f, p.k);  // mod 2^32, then mod 2^m (m <= 32): in units of omega_{2^m}
     if (m < 32) E &= (1u << m) - 1;
-    E <<= (p.L - m);                      // in units of omega_n
-    if (p.omode == 1) return load_g(p.ohi, E >> p.oS) * load_g(p.olo, E & ((1u << p.oS) - 1));
-    const uint32_t half = 1u << (p.L - 1);
+    if (p.omode == 1) {
+        E <<= (p.L - m);  // in units of omega_n
+        return load_g(p.ohi, E >> p.oS) * load_g(p.olo, E & ((1u << p.oS) - 1));
+    }
+    const uint32_t half = 1u << (m - 1);
     if (E >= half) return -load_g(p.olo, E - half);
     return load_g(p.olo, E);
 }
