@@ -488,8 +488,11 @@ def _fused_geometry(n: int, k: int, c: int) -> tuple[int, int, int, int]:
 def _fused_pass(
     w: Any, L: int, s_lo: int, k: int, c: int, *, dit: bool, inverse: bool,
     pre: Any = None, pre_mode: int = 0, post: Any = None, post_mode: int = 0, aux1: Any = None, aux2: Any = None,
+    out: Any = None, brev_out: bool = False,
 ) -> None:
-    """Launch one fused pass (kernel ntt_fused_{dif,dit}_r{R}) on the flat words w of n = 2^L elements."""
+    """Launch one fused pass (kernel ntt_fused_dif / ntt_fused_dit) reading the flat words w of n = 2^L
+    elements and writing ``out`` (default w itself; with ``brev_out``, element g to bitrev_L(g) of out,
+    which must then be another buffer)."""
     n = w.size // 8
     itw = _inner_twiddles(inverse)
     if s_lo:
@@ -502,7 +505,7 @@ def _fused_pass(
     kern(
         (grid,), (block,),
         (
-            w, itw, np.int32(omode), olo, ohi, np.int32(S), np.int32(L), np.int32(s_lo), np.int32(k), np.int32(c),
+            w, w if out is None else out, np.int32(1 if brev_out else 0), itw, np.int32(omode), olo, ohi, np.int32(S), np.int32(L), np.int32(s_lo), np.int32(k), np.int32(c),
             some if pre is None else pre, np.int32(pre_mode), some if post is None else post, np.int32(post_mode),
             some if aux1 is None else aux1, some if aux2 is None else aux2, np.uint32(grid),
         ),
@@ -535,15 +538,26 @@ def _fused_scalings(L: int, inverse: bool, coset: bool, dit: bool) -> tuple[Any,
     return pre, pre_mode, post, post_mode
 
 
-def _ntt_fused(w: Any, L: int, inverse: bool, coset: bool, order: str, *, post_op: tuple | None = None) -> None:
-    """The fused algorithm (module docstring): ceil(L/10) passes, plus the bit-reversal for "nn".
-    post_op = (zinv, b, c): the last pass stores (x * b - c) * zinv instead (its post mode 4)."""
+def _ntt_fused(
+    w: Any, L: int, inverse: bool, coset: bool, order: str, *, post_op: tuple | None = None, scratch: Any = None
+) -> None:
+    """The fused algorithm (module docstring): ceil(L/10) passes. "nn" with more than one pass: the first
+    pass writes a scratch buffer (``scratch``, n elements, or a fresh one from CuPy's pool), the last one
+    writes w back at the bit-reversed positions, so no bit-reversal pass is needed; with one pass, the
+    bit-reversal kernel follows. post_op = (zinv, b, c): the last pass stores (x * b - c) * zinv instead
+    (its post mode 4)."""
     dit = order == "rn"
     pre, pre_mode, post, post_mode = _fused_scalings(L, inverse, coset, dit)
     passes = _passes(L, _fused_tile_log())
     if dit:
         passes = passes[::-1]
     last = len(passes) - 1
+    tmp = None
+    if order == "nn" and last > 0:
+        tmp = _cuda.cupy().empty(w.size, dtype=w.dtype) if scratch is None else device_words(scratch, name="scratch")
+        if tmp.size != w.size:
+            raise ValueError(f"scratch holds {tmp.size // 8} elements, the transform {w.size // 8}")
+    src = w
     for i, (s_lo, k, c) in enumerate(passes):
         kw: dict[str, Any] = {}
         if i == 0:
@@ -554,8 +568,14 @@ def _ntt_fused(w: Any, L: int, inverse: bool, coset: bool, order: str, *, post_o
                 if post_mode:
                     raise ValueError("post_op needs a transform without a final scaling")
                 kw.update(post=post_op[0], post_mode=4, aux1=post_op[1], aux2=post_op[2])
-        _fused_pass(w, L, s_lo, k, c, dit=dit, inverse=inverse, **kw)
-    if order == "nn":
+        if tmp is not None and i == 0:
+            kw.update(out=tmp)
+        elif tmp is not None and i == last:
+            kw.update(out=w, brev_out=True)
+        _fused_pass(src, L, s_lo, k, c, dit=dit, inverse=inverse, **kw)
+        if tmp is not None and i == 0:
+            src = tmp
+    if order == "nn" and tmp is None:
         bitrev_permute(w)
 
 
@@ -722,7 +742,8 @@ def kernel_settings(spec: str):
 
 def _global_passes(L: int, order: str, algorithm: str) -> int:
     tile = _fused_tile_log() if algorithm == "fused" else _MAX_TILE_LOG
-    return len(_passes(L, tile)) + (1 if order == "nn" else 0)
+    npass = len(_passes(L, tile))
+    return npass + (1 if order == "nn" and (algorithm != "fused" or npass == 1) else 0)
 
 
 def run_benchmark(

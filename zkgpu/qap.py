@@ -30,6 +30,7 @@ from .ntt import (
     _fused_pair_pass,
     _fused_pass,
     _fused_tile_log,
+    _ntt_fused,
     _passes,
     _resolve_algorithm,
     _first_unreduced_launch,
@@ -112,7 +113,7 @@ def compute_h_inplace(
     """The H computation on three device buffers of N = 2^L Fr elements in Montgomery form.
 
     a, b and c (CuPy, C-contiguous, 32*N bytes each, see :func:`zkgpu.ntt.device_words`) are
-    overwritten; a receives the N coefficients of h (Montgomery form). Launches on CuPy's current
+    overwritten (b and c hold scratch data afterwards); a receives the N coefficients of h (Montgomery form). Launches on CuPy's current
     stream; synchronises only when ``timings`` is given, which is then filled with CUDA-event times
     in ms: ``ntt_ms`` (3 iNTT + 3 coset NTT), ``pointwise_ms``, ``intt_ms`` (inverse coset NTT),
     ``total_ms``.
@@ -136,7 +137,8 @@ def compute_h_inplace(
     ev = [cp.cuda.Event() for _ in range(4)] if timings is not None else None
     if ev:
         ev[0].record()
-    if algorithm == "fused" and len(_passes(L, _fused_tile_log())) > 1:
+    fused = algorithm == "fused" and len(_passes(L, _fused_tile_log())) > 1
+    if fused:
         coset_evals_inplace(wb, algorithm=algorithm)
         coset_evals_inplace(wc, algorithm=algorithm)
         coset_evals_inplace(wa, algorithm=algorithm, post_op=(_z_inv_device(L), wb, wc))
@@ -150,7 +152,10 @@ def compute_h_inplace(
         _mul_sub_scale(wa, wb, wc, L)
     if ev:
         ev[2].record()
-    ntt_inplace(wa, inverse=True, coset=True, order="nn", algorithm=algorithm)
+    if fused:  # b is free now: the scratch buffer that spares the "nn" transform its bit-reversal pass
+        _ntt_fused(wa, L, True, True, "nn", scratch=wb)
+    else:
+        ntt_inplace(wa, inverse=True, coset=True, order="nn", algorithm=algorithm)
     if ev:
         ev[3].record()
         ev[3].synchronize()

@@ -70,6 +70,8 @@ struct fpass_t {
     const uint32_t* post;                       // scaling at the global store; mode 4: (v * aux1 - aux2) * post[0]
     int post_mode;
     const uint32_t *aux1, *aux2;
+    uint32_t* xo;                               // where the last round stores (x itself, or another buffer)
+    int brev;                                   // store element g at bitrev_L(g) (xo != x)
 };
 
 __device__ __forceinline__ fr_t outer_twiddle(const fpass_t& p, uint32_t g) {
@@ -99,9 +101,9 @@ __device__ __noinline__ fr_t load_first(const uint32_t* x, const fpass_t& p, uin
     if (dit && p.omode) a = a * outer_twiddle(p, g);
     return a;
 }
-__device__ __noinline__ void store_last(uint32_t* x, const fpass_t& p, uint32_t g, fr_t a, bool dit) {
+__device__ __noinline__ void store_last(const fpass_t& p, uint32_t g, fr_t a, bool dit) {
     if (!dit && p.omode) a = a * outer_twiddle(p, g);
-    store_g(x, g, post_op(p, a, g));
+    store_g(p.xo, p.brev ? bitrev(g, p.L) : g, post_op(p, a, g));
 }
 __device__ __noinline__ fr_t scale_nt(fr_t v, const uint32_t* tab, int mode, uint32_t g, int L) {
     return scale(v, tab, mode, g, L);
@@ -165,7 +167,7 @@ __device__ __forceinline__ void fused_item(uint32_t* x, uint32_t* sm, uint32_t T
     for (int e = 0; e < R; e++) {
         const uint32_t u = ubase | ((uint32_t)e << w0);
         if (last) {
-            store_last(x, p, tl.g(u), v[e], DIT);
+            store_last(p, tl.g(u), v[e], DIT);
         } else if (mid_mode) {
             store_s(sm, Tp, smi(u), scale_nt(v[e], mid, mid_mode, tl.g(u), p.L));
         } else {
@@ -218,10 +220,10 @@ __device__ __forceinline__ void fused_pass_body(uint32_t* x, const fpass_t& p, u
 }
 
 #define ZK_FUSED_ARGS                                                                                          \
-    uint32_t *x, const uint32_t *itw, int omode, const uint32_t *olo, const uint32_t *ohi, int oS, int L, int s_lo, \
+    uint32_t *x, uint32_t *xo, int brev, const uint32_t *itw, int omode, const uint32_t *olo, const uint32_t *ohi, int oS, int L, int s_lo, \
         int k, int c, const uint32_t *pre, int pre_mode, const uint32_t *post, int post_mode, const uint32_t *aux1, \
         const uint32_t *aux2, uint32_t ntiles
-#define ZK_FUSED_PARAMS {L, s_lo, k, c, itw, omode, olo, ohi, oS, pre, pre_mode, post, post_mode, aux1, aux2}
+#define ZK_FUSED_PARAMS {L, s_lo, k, c, itw, omode, olo, ohi, oS, pre, pre_mode, post, post_mode, aux1, aux2, xo, brev}
 #define ZK_FUSED_KERNEL(NAME, LR, DIT)                                                            \
     __global__ void __launch_bounds__(NTT_FUSED_THREADS, NTT_FUSED_MIN_BLOCKS) NAME(ZK_FUSED_ARGS) { \
         const fpass_t p = ZK_FUSED_PARAMS;                                                        \
@@ -232,7 +234,8 @@ extern "C" {
 // One pass of the fused algorithm: the k stages of the field bits [s_lo, s_lo+k) on tiles of 2^(k+c)
 // elements (grid-stride over the ntiles = n / 2^(k+c) tiles; the host launches one block per tile),
 // NTT_FUSED_R = 2^LR elements per thread (LR <= k), blockDim <= NTT_FUSED_THREADS, dynamic shared memory
-// 32 * (T + T/32) bytes. omode/olo/ohi/oS: the outer twiddles (0 when s_lo = 0). pre/post: the scalings
+// 32 * (T + T/32) bytes. Reads x, writes xo (x itself, or with brev another buffer, element g going to
+// bitrev_L(g): the last DIF pass of an "nn" transform, which then needs no bit-reversal pass). omode/olo/ohi/oS: the outer twiddles (0 when s_lo = 0). pre/post: the scalings
 // of scale() (post mode 4: (v * aux1[g] - aux2[g]) * post[0], the Groth16 H pointwise step).
 ZK_FUSED_KERNEL(ntt_fused_dif, NTT_FUSED_LR, false)
 ZK_FUSED_KERNEL(ntt_fused_dit, NTT_FUSED_LR, true)
@@ -244,7 +247,7 @@ ZK_FUSED_KERNEL(ntt_fused_dit, NTT_FUSED_LR, true)
 #define ZK_FUSED2_KERNEL(NAME, LR)                                                                          \
     __global__ void __launch_bounds__(NTT_FUSED_THREADS, NTT_FUSED_MIN_BLOCKS)                                \
     NAME(uint32_t* x, const uint32_t* itw, const uint32_t* itw2, const uint32_t* mid, int L, int k, uint32_t ntiles) { \
-        fpass_t p = {L, 0, k, 0, itw, 0, nullptr, nullptr, 0, nullptr, 0, nullptr, 0, nullptr, nullptr};      \
+        fpass_t p = {L, 0, k, 0, itw, 0, nullptr, nullptr, 0, nullptr, 0, nullptr, 0, nullptr, nullptr, x, 0}; \
         const uint32_t T = 1u << k, Tp = T + (T >> 5);                                                          \
         for (uint32_t b = blockIdx.x; b < ntiles; b += gridDim.x) {                                             \
             const tile_t tl = make_tile(p, b);                                                                  \
