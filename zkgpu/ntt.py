@@ -362,8 +362,9 @@ def _inner_twiddles(inverse: bool) -> Any:
     return _to_device_mont(_powers(w, 1 << (_FUSED_MAXK - 1)))
 
 
-def _outer_twiddles(L: int, m: int, inverse: bool, mode: str) -> tuple[Any, Any, int, int]:
-    """The outer twiddles of a fused pass with s_lo + k = m (powers of omega_{2^m}): (olo, ohi, S, omode).
+def _outer_twiddles(L: int, m: int, inverse: bool, mode: str, scale: int = 1) -> tuple[Any, Any, int, int]:
+    """The outer twiddles of a fused pass with s_lo + k = m (powers of omega_{2^m}), each times ``scale``
+    (1/n for the one pass that applies an inverse NTT's 1/n): (olo, ohi, S, omode).
 
     split (omode 1): omega_n^E = ohi[E >> S] * olo[E mod 2^S] (2^S + 2^(L-S) entries, E in units of
     omega_n); table (omode 2): olo[e] = omega_{2^m}^e for e < 2^(m-1), -olo[e - 2^(m-1)] above.
@@ -374,28 +375,28 @@ def _outer_twiddles(L: int, m: int, inverse: bool, mode: str) -> tuple[Any, Any,
     if mode not in ("split", "table", "auto"):
         raise ValueError(f"zkgpu.ntt.FUSED_OUTER must be 'split', 'table' or 'auto', got {mode!r}")
     if mode == "split" or (mode == "auto" and m - 1 > _OUTER_TABLE_MAX_LOG):
-        return (*_split_outer(L, inverse), 1)
-    t = _outer_table(m, inverse)
+        return (*_split_outer(L, inverse, scale), 1)
+    t = _outer_table(m, inverse, scale)
     return t, t, 0, 2
 
 
 @functools.lru_cache(maxsize=None)
-def _split_outer(L: int, inverse: bool) -> tuple[Any, Any, int]:
+def _split_outer(L: int, inverse: bool, scale: int = 1) -> tuple[Any, Any, int]:
     omega = FR.root_of_unity(L)
     if inverse:
         omega = pow(omega, -1, P)
-    return _split_tables(omega, L)
+    return _split_tables(omega, L, scale)
 
 
 @functools.lru_cache(maxsize=None)
-def _outer_table(m: int, inverse: bool) -> Any:
-    """omega_{2^m}^e (inverse: omega^-e) for e < 2^(m-1), Montgomery, flat uint32."""
+def _outer_table(m: int, inverse: bool, scale: int = 1) -> Any:
+    """scale * omega_{2^m}^e (inverse: omega^-e) for e < 2^(m-1), Montgomery, flat uint32."""
     cp = _cuda.cupy()
     omega = FR.root_of_unity(m)
     if inverse:
         omega = pow(omega, -1, P)
     half = 1 << (m - 1)
-    lo, hi, S = _split_tables(omega, m - 1)
+    lo, hi, S = _split_tables(omega, m - 1, scale)
     out = cp.empty(8 * half, dtype=cp.uint32)
     grid, block = _grid(half)
     _kernel("ntt_build_powers")((grid,), (block,), (out, lo, hi, np.int32(S), np.uint64(half)))
@@ -488,15 +489,15 @@ def _fused_geometry(n: int, k: int, c: int) -> tuple[int, int, int, int]:
 def _fused_pass(
     w: Any, L: int, s_lo: int, k: int, c: int, *, dit: bool, inverse: bool,
     pre: Any = None, pre_mode: int = 0, post: Any = None, post_mode: int = 0, aux1: Any = None, aux2: Any = None,
-    out: Any = None, brev_out: bool = False,
+    out: Any = None, brev_out: bool = False, outer_scale: int = 1,
 ) -> None:
     """Launch one fused pass (kernel ntt_fused_dif / ntt_fused_dit) reading the flat words w of n = 2^L
     elements and writing ``out`` (default w itself; with ``brev_out``, element g to bitrev_L(g) of out,
-    which must then be another buffer)."""
+    which must then be another buffer). ``outer_scale``: a factor folded into the outer twiddles (s_lo > 0)."""
     n = w.size // 8
     itw = _inner_twiddles(inverse)
     if s_lo:
-        olo, ohi, S, omode = _outer_twiddles(L, s_lo + k, inverse, FUSED_OUTER)
+        olo, ohi, S, omode = _outer_twiddles(L, s_lo + k, inverse, FUSED_OUTER, outer_scale)
     else:
         olo, ohi, S, omode = itw, itw, 0, 0
     lr, grid, block, shared = _fused_geometry(n, k, c)
@@ -552,6 +553,10 @@ def _ntt_fused(
     if dit:
         passes = passes[::-1]
     last = len(passes) - 1
+    top = last if dit else 0  # the pass with outer twiddles on the high bits
+    outer_scale = 1
+    if inverse and not coset and last > 0:  # 1/n folded into that pass's outer twiddles: no extra product
+        outer_scale, post, post_mode = pow(1 << L, -1, P), None, 0
     tmp = None
     if order == "nn" and last > 0:
         tmp = _cuda.cupy().empty(w.size, dtype=w.dtype) if scratch is None else device_words(scratch, name="scratch")
@@ -568,6 +573,8 @@ def _ntt_fused(
                 if post_mode:
                     raise ValueError("post_op needs a transform without a final scaling")
                 kw.update(post=post_op[0], post_mode=4, aux1=post_op[1], aux2=post_op[2])
+        if i == top:
+            kw.update(outer_scale=outer_scale)
         if tmp is not None and i == 0:
             kw.update(out=tmp)
         elif tmp is not None and i == last:
