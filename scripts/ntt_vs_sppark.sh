@@ -21,7 +21,9 @@ SPARGS=()
 if [ -x "$SP/run.sh" ] || [ -f "$SP/run.sh" ]; then
   OUT="$OUT/sppark" bash "$SP/run.sh" --msm-min 1 --msm-max 0 --ntt-min "$MIN" --ntt-max "$MAX" \
     --ntt-host-lg 0 --reps "$REPEAT" >/dev/null 2>&1
-  echo "sppark-bench exit code $? ($(grep -c '^ntt,' "$OUT/sppark/sppark.txt" 2>/dev/null || echo 0) NTT rows)"
+  rc=$?
+  rows=$(grep -c '^ntt,' "$OUT/sppark/sppark.txt" 2>/dev/null || true)
+  echo "sppark-bench exit code $rc (${rows:-0} NTT rows)"
   grep -q '^ntt,' "$OUT/sppark/sppark.txt" 2>/dev/null && SPARGS=(--sppark "$OUT/sppark/sppark.txt")
 else
   echo "no $SP: zkgpu only"

@@ -712,9 +712,10 @@ BENCH_VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-KERNEL_SPECS = ("stagewise", "stagewise-r4", "fused", "fused-r2", "fused-r4", "fused-r8", "fused-split", "fused-table",
-                "fused-auto", "fused-r4-split", "fused-r4-table", "fused-r4-auto", "fused-r8-split", "fused-r8-table",
-                "fused-r8-auto")
+KERNEL_SPECS = ("stagewise", "stagewise-r2", "stagewise-r4") + tuple(
+    "-".join(["fused", *parts]) for parts in ([r, o] for r in ("", "r2", "r4", "r8") for o in ("", "split", "table", "auto"))
+    for parts in [[p for p in parts if p]]
+)
 """Kernel choices of the benchmark: an algorithm, then optionally -rN (stagewise: RADIX 2/4; fused:
 FUSED_RADIX 2/4/8) and -split/-table/-auto (fused: FUSED_OUTER); unstated settings keep their current values."""
 
