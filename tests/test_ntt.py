@@ -388,8 +388,17 @@ def test_fused_emulated_size_one(emu):
 
 
 def test_bad_algorithm():
+    from zkgpu import qap
+
     with pytest.raises(ValueError, match="algorithm"):
         N.ntt_inplace(None, algorithm="fast")
+    with pytest.raises(ValueError, match="algorithm"):
+        N.ntt(fr_from_ints([1, 2]), algorithm="fast")
+    with pytest.raises(ValueError, match="algorithm"):
+        qap.compute_h(fr_from_ints([1]), fr_from_ints([1]), fr_from_ints([1]), algorithm="fast")
+    with pytest.raises(ValueError, match="unknown NTT kernel"):
+        with N.kernel_settings("fused-r16"):
+            pass
 
 
 @pytest.mark.gpu

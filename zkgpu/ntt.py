@@ -657,7 +657,7 @@ def ntt_inplace(
     return d
 
 
-def _ntt_device(d: Any, inverse: bool, coset: bool, name: str = "values") -> Any:
+def _ntt_device(d: Any, inverse: bool, coset: bool, name: str = "values", algorithm: str | None = None) -> Any:
     cp = _cuda.cupy()
     check_device_array(d, name=name)
     log2_size(d.shape[0])
@@ -665,12 +665,12 @@ def _ntt_device(d: Any, inverse: bool, coset: bool, name: str = "values") -> Any
     w = out.view(cp.uint32).reshape(-1)
     _check_values_device(w, name)
     to_montgomery(w)
-    ntt_inplace(w, inverse=inverse, coset=coset, order="nn")
+    ntt_inplace(w, inverse=inverse, coset=coset, order="nn", algorithm=algorithm)
     from_montgomery(w)
     return out
 
 
-def ntt(values: Any, *, inverse: bool = False, coset: bool = False) -> Any:
+def ntt(values: Any, *, inverse: bool = False, coset: bool = False, algorithm: str | None = None) -> Any:
     """Forward / inverse / coset NTT over Fr, natural order in and out (module docstring).
 
     Args:
@@ -678,6 +678,7 @@ def ntt(values: Any, *, inverse: bool = False, coset: bool = False) -> Any:
             shape/dtype on the device; n = 2^L with 0 <= L <= 32 (as memory allows).
         inverse: inverse transform (includes the 1/n factor).
         coset: on the coset g*H, g = 7 (forward: NTT of c[i]*g^i; inverse: iNTT then *g^-i).
+        algorithm: the GPU kernels, "stagewise" or "fused" (default :data:`ALGORITHM`).
 
     Returns:
         The same kind of array (host in -> host out, device in -> device out), shape ``(n, 4)``
@@ -685,17 +686,18 @@ def ntt(values: Any, *, inverse: bool = False, coset: bool = False) -> Any:
 
     Raises:
         TypeError: not a numpy/CuPy array, or dtype other than uint64.
-        ValueError: shape not ``(n, 4)``, empty, n not a power of two or beyond 2^32, or an element
-            >= r (the message names the first bad index).
+        ValueError: shape not ``(n, 4)``, empty, n not a power of two or beyond 2^32, an element
+            >= r (the message names the first bad index), or an unknown algorithm.
     """
+    _resolve_algorithm(algorithm)
     if _cuda.is_device_array(values):
-        return _ntt_device(values, inverse, coset)
+        return _ntt_device(values, inverse, coset, algorithm=algorithm)
     if isinstance(values, np.ndarray) and values.ndim == 2:
         log2_size(values.shape[0])  # the size error before any copy of a huge (broadcast) array
     arr = check_array(FR, values)
     log2_size(arr.shape[0])
     if _cuda.gpu_available():
-        return _ntt_device(_cuda.cupy().asarray(arr), inverse, coset).get()
+        return _ntt_device(_cuda.cupy().asarray(arr), inverse, coset, algorithm=algorithm).get()
     return fr_from_ints(ntt_reference(fr_to_ints(arr), inverse=inverse, coset=coset))
 
 

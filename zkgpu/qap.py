@@ -168,14 +168,14 @@ def compute_h_inplace(
     return a
 
 
-def _compute_h_device(a: Any, b: Any, c: Any, log_n: int | None, timings: dict | None) -> Any:
+def _compute_h_device(a: Any, b: Any, c: Any, log_n: int | None, timings: dict | None, algorithm: str | None) -> Any:
     cp = _cuda.cupy()
     for x, nm in ((a, "a"), (b, "b"), (c, "c")):
         check_device_array(x, name=nm)
     L = domain_log_size([a.shape[0], b.shape[0], c.shape[0]], log_n)
     n = 1 << L
     bufs = [prepare_input(x, n, name=nm) for x, nm in ((a, "a"), (b, "b"), (c, "c"))]
-    compute_h_inplace(*bufs, timings=timings)
+    compute_h_inplace(*bufs, timings=timings, algorithm=algorithm)
     return from_montgomery(bufs[0])
 
 
@@ -288,7 +288,8 @@ def combine_h_inplace(a: Any, b: Any, c: Any) -> Any:
 
 
 def compute_h(
-    a: Any, b: Any, c: Any, *, log_n: int | None = None, stream: Any = None, timings: dict[str, float] | None = None
+    a: Any, b: Any, c: Any, *, log_n: int | None = None, stream: Any = None, timings: dict[str, float] | None = None,
+    algorithm: str | None = None,
 ) -> Any:
     """Coefficients of the Groth16 H polynomial from the evaluations a, b, c (module docstring).
 
@@ -298,6 +299,7 @@ def compute_h(
         log_n: domain size 2^log_n (default: next power of two >= the longest input).
         stream: a CuPy stream to launch on (device path); default the current stream.
         timings: optional dict filled with sub-timings in ms (see :func:`compute_h_inplace`).
+        algorithm: the NTT kernels, "stagewise" or "fused" (default :data:`zkgpu.ntt.ALGORITHM`).
 
     Returns:
         h, shape ``(N, 4)`` uint64 canonical, of the same kind as the inputs. Host inputs use the GPU
@@ -305,19 +307,23 @@ def compute_h(
 
     Raises:
         TypeError: mixed host/device inputs, or bad dtype.
-        ValueError: bad shape, empty input, an element >= r (first bad index named), bad domain.
+        ValueError: bad shape, empty input, an element >= r (first bad index named), bad domain, an
+            unknown algorithm.
     """
+    _resolve_algorithm(algorithm)
     dev = [_cuda.is_device_array(x) for x in (a, b, c)]
     if any(dev) and not all(dev):
         raise TypeError("compute_h: a, b, c must all be host (numpy) or all device (CuPy) arrays")
     if all(dev):
         if stream is None:
-            return _compute_h_device(a, b, c, log_n, timings)
+            return _compute_h_device(a, b, c, log_n, timings, algorithm)
         with stream:
-            return _compute_h_device(a, b, c, log_n, timings)
+            return _compute_h_device(a, b, c, log_n, timings, algorithm)
     ha, hb, hc = (check_array(FR, x, name=nm) for x, nm in ((a, "a"), (b, "b"), (c, "c")))
     domain_log_size([ha.shape[0], hb.shape[0], hc.shape[0]], log_n)
     if _cuda.gpu_available():
         cp = _cuda.cupy()
-        return compute_h(cp.asarray(ha), cp.asarray(hb), cp.asarray(hc), log_n=log_n, stream=stream, timings=timings).get()
+        return compute_h(
+            cp.asarray(ha), cp.asarray(hb), cp.asarray(hc), log_n=log_n, stream=stream, timings=timings, algorithm=algorithm
+        ).get()
     return fr_from_ints(compute_h_reference(fr_to_ints(ha), fr_to_ints(hb), fr_to_ints(hc), log_n=log_n))
