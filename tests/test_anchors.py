@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from zkgpu.anchors import ntt_vs_sppark, read_sppark
+from zkgpu.anchors import ntt_vs_sppark, read_sppark, sppark_provenance
 
-SAMPLE = """# sppark_bench: BLS12-381 Fr NTT + G1 MSM; sppark@17278d7; 16 host threads
+SAMPLE = """# vendor: sppark          17278d74295392f9813f009300b257a688422b7a  github.com/supranational/sppark
+# vendor: blst            dece82ea537b422890888bacde4034ca5b5a44d8  github.com/supranational/blst
+# sppark_bench: BLS12-381 Fr NTT + G1 MSM; sppark@17278d7; 16 host threads
 gpu,NVIDIA H200,cc 9.0,132 SMs,139.8 GiB,driver 13000,runtime 13000
 # check NTT forward y[0] == P(1): PASS
 op,lg_n,variant,median_ms,min_ms,max_ms,repeats,check
@@ -40,3 +42,11 @@ def test_read_sppark_without_rows(tmp_path):
     f.write_text("no GPU: CUDA driver version is insufficient\n")
     with pytest.raises(ValueError, match="no sppark-bench result rows"):
         read_sppark(f)
+
+
+def test_sppark_provenance(tmp_path):
+    f = tmp_path / "sppark.txt"
+    f.write_text(SAMPLE)
+    p = sppark_provenance(f)
+    assert p["vendor"] == {"sppark": "17278d74295392f9813f009300b257a688422b7a", "blst": "dece82ea537b422890888bacde4034ca5b5a44d8"}
+    assert "sppark@17278d7" in p["revision"] and p["gpu"].startswith("NVIDIA H200")

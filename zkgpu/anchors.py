@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-__all__ = ["SPPARK_NTT_VARIANTS", "read_sppark", "ntt_vs_sppark"]
+__all__ = ["SPPARK_NTT_VARIANTS", "read_sppark", "sppark_provenance", "ntt_vs_sppark"]
 
 SPPARK_NTT_VARIANTS = {
     "dev_fwd": "forward-nn",
@@ -42,6 +42,23 @@ def read_sppark(path: str | Path) -> pd.DataFrame:
     for c in ("median_ms", "min_ms", "max_ms"):
         df[c] = pd.to_numeric(df[c], errors="coerce")
     return df
+
+
+def sppark_provenance(path: str | Path) -> dict[str, Any]:
+    """What a sppark-bench output says about itself, for a manifest: ``vendor`` (name -> commit, from the
+    ``# vendor:`` lines that run.sh copies from VENDOR_COMMITS), ``revision`` (the binary's sppark@commit
+    line) and ``gpu`` (its ``gpu,`` line), each absent when the file lacks it."""
+    out: dict[str, Any] = {}
+    for ln in Path(path).read_text().splitlines():
+        if ln.startswith("# vendor:"):
+            parts = ln[len("# vendor:"):].split()
+            if len(parts) >= 2:
+                out.setdefault("vendor", {})[parts[0]] = parts[1]
+        elif ln.startswith("# sppark_bench:") and "revision" not in out:
+            out["revision"] = ln[len("# sppark_bench:"):].strip()
+        elif ln.startswith("gpu,") and "gpu" not in out:
+            out["gpu"] = ln[len("gpu,"):].strip()
+    return out
 
 
 def ntt_vs_sppark(zkgpu_rows: Iterable[dict[str, Any]] | pd.DataFrame, sppark: pd.DataFrame) -> pd.DataFrame:

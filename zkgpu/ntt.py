@@ -856,7 +856,7 @@ def _bench_command():
 
         from .manifest import build_manifest, new_run_dir, write_json_new  # noqa: PLC0415
 
-        from .anchors import ntt_vs_sppark, read_sppark  # noqa: PLC0415
+        from .anchors import ntt_vs_sppark, read_sppark, sppark_provenance  # noqa: PLC0415
 
         sppark = None
         if sppark_file:
@@ -880,7 +880,8 @@ def _bench_command():
                            variants=[*BENCH_VARIANTS, "compute_h"], kernels=list(kernels), h_min_log=h_min_log,
                            h_max_log=h_max_log, radix=RADIX, fused_radix=FUSED_RADIX, fused_outer=FUSED_OUTER,
                            fused_tile_log=FUSED_TILE_LOG, kernel_defines=dict(_defines()),
-                           timing="CUDA events, median of repeats, warm-up excluded"),
+                           timing="CUDA events, median of repeats, warm-up excluded",
+                           **({"sppark": sppark_provenance(sppark_file)} if sppark_file else {})),
         )
         table = df.pivot_table(index="log_n", columns=["kernel", "variant"], values="median_ms")
         with pd.option_context("display.width", 250, "display.max_columns", 100):
