@@ -15,7 +15,11 @@ KERNEL_FILES = sorted(KERNEL_DIR.glob("*.cu"))
 
 
 # extra builds of a module that the host compiles with several option sets (the default one is above)
-VARIANT_BUILDS = [("ntt_fused.cu", "-DNTT_FUSED_R=2"), ("ntt_fused.cu", "-DNTT_FUSED_R=8")]
+VARIANT_BUILDS = [
+    ("ntt_fused.cu", "-DNTT_FUSED_R=2"),
+    ("ntt_fused.cu", "-DNTT_FUSED_R=8"),
+    ("ntt_fused.cu", "-DNTT_FUSED_MAXK=12 -DNTT_FUSED_THREADS=512 -DNTT_FUSED_MIN_BLOCKS=1"),
+]
 
 
 def _nvcc_cubin(path, tmp_path, *flags):
@@ -39,7 +43,7 @@ def test_kernel_compiles_sm90(path, tmp_path):
 
 @pytest.mark.parametrize("name,flag", VARIANT_BUILDS, ids=[f"{n}{f}" for n, f in VARIANT_BUILDS])
 def test_kernel_variant_compiles_sm90(name, flag, tmp_path):
-    _nvcc_cubin(KERNEL_DIR / name, tmp_path, flag)
+    _nvcc_cubin(KERNEL_DIR / name, tmp_path, *flag.split())
 
 
 def test_there_are_kernels():

@@ -316,12 +316,11 @@ def emu(monkeypatch):
 
     from zkgpu import _cuda, qap
 
-    libs = {lr: load("ntt_emu", (("NTT_FUSED_R", str(1 << lr)),)) for lr in (1, 2, 3)}
     N.clear_cache()
     qap._z_inv_device.cache_clear()
     monkeypatch.setattr(_cuda, "cupy", lambda: NumpyAsCupy())
-    monkeypatch.setattr(N, "_kernel", lambda name: emulated_kernel(libs[2], name))
-    monkeypatch.setattr(N, "_fused_kernel", lambda name, lr: emulated_kernel(libs[lr], name))
+    monkeypatch.setattr(N, "_kernel", lambda name: emulated_kernel(load("ntt_emu"), name))
+    monkeypatch.setattr(N, "_fused_kernel", lambda name, lr: emulated_kernel(load("ntt_emu", N._fused_defines(lr)), name))
     monkeypatch.setattr(N, "_BR_Q", 16)  # ntt_bitrev_tiled needs 256 threads: the grid-stride ntt_bitrev
     yield
     N.clear_cache()
@@ -339,7 +338,9 @@ def _from_mont_words(w: np.ndarray) -> list[int]:
 @pytest.mark.parametrize("fused_radix", [2, 4, 8])
 @pytest.mark.parametrize("outer", ["split", "table", "auto"])
 @pytest.mark.parametrize(
-    "L,tile_log", [(1, 10), (2, 10), (3, 10), (5, 2), (7, 3), (8, 3), (9, 4), (10, 10), (11, 10), (12, 5), (13, 4)]
+    "L,tile_log",
+    [(1, 10), (2, 10), (3, 10), (5, 2), (7, 3), (8, 3), (9, 4), (10, 10), (11, 10), (12, 5), (13, 4), (12, 12), (13, 12),
+     (14, 11)],
 )
 @pytest.mark.parametrize("inverse,coset", VARIANTS, ids=VIDS)
 def test_fused_emulated(L, tile_log, inverse, coset, fused_radix, outer, emu, monkeypatch, rng):
@@ -362,7 +363,7 @@ def test_fused_emulated(L, tile_log, inverse, coset, fused_radix, outer, emu, mo
 
 
 @pytest.mark.parametrize("fused_radix", [2, 4, 8])
-@pytest.mark.parametrize("L,tile_log", [(2, 1), (4, 3), (7, 3), (9, 4), (11, 10)])
+@pytest.mark.parametrize("L,tile_log", [(2, 1), (4, 3), (7, 3), (9, 4), (11, 10), (13, 12)])
 def test_fused_compute_h_emulated(L, tile_log, fused_radix, emu, monkeypatch, rng):
     """compute_h_inplace with the fused kernels (the shared iNTT/coset-NTT pass, the pointwise step in the
     last pass) against compute_h_reference, with two to five passes per transform."""
@@ -499,8 +500,8 @@ def test_gpu_large_spot_checks(L, radix):
 @pytest.mark.parametrize(
     "L,kernel",
     [(L, k) for L in (17, 21, 24) for k in ("fused-r4-split", "fused-r8-split", "fused-r4-table", "fused-r4-auto",
-                                            "fused-r8-auto", "fused-r2")]
-    + [(26, "fused-r4-auto"), (26, "fused-r8-auto")],
+                                            "fused-r8-auto", "fused-r2", "fused-r4-auto-t12", "fused-r8-auto-t12")]
+    + [(26, "fused-r4-auto"), (26, "fused-r8-auto"), (26, "fused-r4-auto-t12")],
 )
 def test_gpu_fused_equals_stagewise(L, kernel):
     """Every variant and order of a fused kernel equals the stagewise kernel bit for bit (sizes with 2 and 3

@@ -87,11 +87,11 @@ m = 2^(s_lo+k): "split" (omega_n^E from two tables of about sqrt(n) entries, one
 (a table of omega_m^e, e < m/2: one load, m/2 * 32 bytes) or "auto" (the table where it has at most
 2^_OUTER_TABLE_MAX_LOG entries, so it stays in L2; split tables elsewhere)."""
 _OUTER_TABLE_MAX_LOG = 19  # 2^19 entries = 16 MiB
-_FUSED_MAXK = 10  # must match NTT_FUSED_MAXK in ntt.cu
-FUSED_TILE_LOG = int(os.environ.get("ZKGPU_NTT_FUSED_TILE_LOG", str(_FUSED_MAXK)))
-"""log2 of the fused passes' tiles (k field bits + c column bits), at most 10 (32 KiB of shared memory);
-a pass does at most this many stages, so 2^24 takes 3 passes. Smaller values (tests) give more passes."""
-_FUSED_THREADS = 128  # must match the default NTT_FUSED_THREADS in ntt.cu
+FUSED_TILE_LOG = int(os.environ.get("ZKGPU_NTT_FUSED_TILE_LOG", "10"))
+"""log2 of the fused passes' tiles (k field bits + c column bits), 1..12; a pass does at most this many
+stages. 10 (33 KiB of shared memory per block, 128 threads, several blocks per SM): 2^24 in 3 passes.
+11 or 12 (up to 132 KiB, 512 threads, one block per SM; kernels built with NTT_FUSED_MAXK=12): 2^24 in
+2 passes. Smaller values (tests) give more passes."""
 RADIX = int(os.environ.get("ZKGPU_NTT_RADIX", "2"))
 """Stages per shared-memory round trip in a pass: 2 (kernel ntt_pass, radix-2) or 4 (ntt_pass_r4, two
 radix-2 stages in registers). Read at each call; ``ZKGPU_NTT_RADIX`` sets the initial value. Radix-2 is
@@ -122,9 +122,38 @@ def _kernel(name: str) -> Any:
     return _cuda.get_kernel("ntt", name, _defines())
 
 
+def _fused_maxk() -> int:
+    """NTT_FUSED_MAXK of the fused modules: the largest sub-transform, 10 or (big tiles) 12."""
+    return 10 if _fused_tile_log() <= 10 else 12
+
+
+def _fused_threads(lr: int) -> int:
+    """Threads per block of the fused kernels (NTT_FUSED_THREADS; ZKGPU_NTT_DEFINES may set it): 128 for
+    tiles up to 2^10; for the big tiles (one block per SM) 512, or 256 with 8 elements per thread."""
+    default = 128 if _fused_maxk() == 10 else (512 if lr <= 2 else 256)
+    return int(dict(_defines()).get("NTT_FUSED_THREADS", default))
+
+
+def _fused_defines(lr: int) -> tuple[tuple[str, str], ...]:
+    """The build options of the fused module with 2^lr elements per thread."""
+    out = [*_defines(), ("NTT_FUSED_R", str(1 << lr))]
+    if _fused_maxk() != 10:
+        given = dict(out)
+        out += [("NTT_FUSED_MAXK", str(_fused_maxk()))]
+        out += [(k, v) for k, v in (("NTT_FUSED_THREADS", str(_fused_threads(lr))), ("NTT_FUSED_MIN_BLOCKS", "1"))
+                if k not in given]
+    return tuple(out)
+
+
 def _fused_kernel(name: str, lr: int) -> Any:
-    """A kernel of ntt_fused.cu built for 2^lr elements per thread (one module per radix)."""
-    return _cuda.get_kernel("ntt_fused", name, (*_defines(), ("NTT_FUSED_R", str(1 << lr))))
+    """A kernel of ntt_fused.cu built for 2^lr elements per thread (one module per build option set)."""
+    return _cuda.get_kernel("ntt_fused", name, _fused_defines(lr))
+
+
+def _launch_fused(kern: Any, grid: int, block: int, shared: int, args: tuple) -> None:
+    if shared > 48 * 1024:  # beyond the default limit of dynamic shared memory: opt in
+        kern.max_dynamic_shared_size_bytes = shared
+    kern((grid,), (block,), args, shared_mem=shared)
 
 
 def log2_size(n: int) -> int:
@@ -352,14 +381,18 @@ def _scale_table(L: int, kind: str) -> Any:
     return out
 
 
-@functools.lru_cache(maxsize=None)
 def _inner_twiddles(inverse: bool) -> Any:
     """itw[i] = omega_{2^MAXK}^i (inverse: omega^-i), i < 2^(MAXK-1): the inner twiddles of every fused pass
     (omega_{2^k} = omega_{2^MAXK}^(2^(MAXK-k)), consistent with FR.root_of_unity at every size)."""
-    w = FR.root_of_unity(_FUSED_MAXK)
+    return _inner_table(inverse, _fused_maxk())
+
+
+@functools.lru_cache(maxsize=None)
+def _inner_table(inverse: bool, maxk: int) -> Any:
+    w = FR.root_of_unity(maxk)
     if inverse:
         w = pow(w, -1, P)
-    return _to_device_mont(_powers(w, 1 << (_FUSED_MAXK - 1)))
+    return _to_device_mont(_powers(w, 1 << (maxk - 1)))
 
 
 def _outer_twiddles(L: int, m: int, inverse: bool, mode: str, scale: int = 1) -> tuple[Any, Any, int, int]:
@@ -407,7 +440,7 @@ def clear_cache() -> None:
     """Free the cached twiddle and coset tables (n * 32 bytes each per size and direction)."""
     _twiddles.cache_clear()
     _scale_table.cache_clear()
-    _inner_twiddles.cache_clear()
+    _inner_table.cache_clear()
     _split_outer.cache_clear()
     _outer_table.cache_clear()
 
@@ -470,20 +503,16 @@ def _fused_lr(k: int) -> int:
 
 
 def _fused_tile_log() -> int:
-    if not 1 <= FUSED_TILE_LOG <= _FUSED_MAXK:
-        raise ValueError(f"zkgpu.ntt.FUSED_TILE_LOG must be in 1..{_FUSED_MAXK}, got {FUSED_TILE_LOG!r}")
+    if not 1 <= FUSED_TILE_LOG <= 12:
+        raise ValueError(f"zkgpu.ntt.FUSED_TILE_LOG must be in 1..12, got {FUSED_TILE_LOG!r}")
     return FUSED_TILE_LOG
-
-
-def _fused_threads() -> int:
-    return int(dict(_defines()).get("NTT_FUSED_THREADS", _FUSED_THREADS))
 
 
 def _fused_geometry(n: int, k: int, c: int) -> tuple[int, int, int, int]:
     """(lr, grid, block, shared bytes) of a fused pass on tiles of 2^(k+c) elements."""
     lr = _fused_lr(k)
     T = 1 << (k + c)
-    return lr, n // T, max(1, min(T >> lr, _fused_threads())), 32 * (T + (T >> 5))
+    return lr, n // T, max(1, min(T >> lr, _fused_threads(lr))), 32 * (T + (T >> 5))
 
 
 def _fused_pass(
@@ -501,16 +530,15 @@ def _fused_pass(
     else:
         olo, ohi, S, omode = itw, itw, 0, 0
     lr, grid, block, shared = _fused_geometry(n, k, c)
-    kern = _fused_kernel("ntt_fused_dit" if dit else "ntt_fused_dif", lr)
     some = itw  # a valid pointer for the unused table arguments
-    kern(
-        (grid,), (block,),
+    _launch_fused(
+        _fused_kernel("ntt_fused_dit" if dit else "ntt_fused_dif", lr), grid, block, shared,
         (
-            w, w if out is None else out, np.int32(1 if brev_out else 0), itw, np.int32(omode), olo, ohi, np.int32(S), np.int32(L), np.int32(s_lo), np.int32(k), np.int32(c),
+            w, w if out is None else out, np.int32(1 if brev_out else 0), itw, np.int32(omode), olo, ohi, np.int32(S),
+            np.int32(L), np.int32(s_lo), np.int32(k), np.int32(c),
             some if pre is None else pre, np.int32(pre_mode), some if post is None else post, np.int32(post_mode),
             some if aux1 is None else aux1, some if aux2 is None else aux2, np.uint32(grid),
         ),
-        shared_mem=shared,
     )
 
 
@@ -519,11 +547,10 @@ def _fused_pair_pass(words: Any, L: int, k: int) -> None:
     (kernel ntt_fused2: inverse sub-transform, g^i/n at the bit-reversed index, forward sub-transform)."""
     n = words.size // 8
     lr, grid, block, shared = _fused_geometry(n, k, 0)
-    _fused_kernel("ntt_fused2", lr)(
-        (grid,), (block,),
+    _launch_fused(
+        _fused_kernel("ntt_fused2", lr), grid, block, shared,
         (words, _inner_twiddles(True), _inner_twiddles(False), _scale_table(L, "coset_ninv"),
          np.int32(L), np.int32(k), np.uint32(grid)),
-        shared_mem=shared,
     )
 
 
@@ -715,11 +742,13 @@ BENCH_VARIANTS: dict[str, dict[str, Any]] = {
 
 
 KERNEL_SPECS = ("stagewise", "stagewise-r2", "stagewise-r4") + tuple(
-    "-".join(["fused", *parts]) for parts in ([r, o] for r in ("", "r2", "r4", "r8") for o in ("", "split", "table", "auto"))
+    "-".join(["fused", *parts])
+    for parts in ([r, o, t] for r in ("", "r2", "r4", "r8") for o in ("", "split", "table", "auto") for t in ("", "t12"))
     for parts in [[p for p in parts if p]]
 )
 """Kernel choices of the benchmark: an algorithm, then optionally -rN (stagewise: RADIX 2/4; fused:
-FUSED_RADIX 2/4/8) and -split/-table/-auto (fused: FUSED_OUTER); unstated settings keep their current values."""
+FUSED_RADIX 2/4/8), -split/-table/-auto (fused: FUSED_OUTER) and -t12 (fused: FUSED_TILE_LOG 12, 2^24 in two
+passes); unstated settings keep their current values."""
 
 
 @contextlib.contextmanager
@@ -730,15 +759,17 @@ def kernel_settings(spec: str):
     Raises:
         ValueError: an unknown spec.
     """
-    global ALGORITHM, RADIX, FUSED_RADIX, FUSED_OUTER
+    global ALGORITHM, RADIX, FUSED_RADIX, FUSED_OUTER, FUSED_TILE_LOG
     parts = spec.split("-")
     if parts[0] not in ALGORITHMS or spec not in KERNEL_SPECS:
         raise ValueError(f"unknown NTT kernel {spec!r}; choose from {', '.join(KERNEL_SPECS)}")
-    saved = (ALGORITHM, RADIX, FUSED_RADIX, FUSED_OUTER)
+    saved = (ALGORITHM, RADIX, FUSED_RADIX, FUSED_OUTER, FUSED_TILE_LOG)
     try:
         ALGORITHM = parts[0]
         for part in parts[1:]:
-            if part.startswith("r"):
+            if part.startswith("t"):
+                FUSED_TILE_LOG = int(part[1:])
+            elif part.startswith("r"):
                 if ALGORITHM == "fused":
                     FUSED_RADIX = int(part[1:])
                 else:
@@ -747,7 +778,7 @@ def kernel_settings(spec: str):
                 FUSED_OUTER = part
         yield
     finally:
-        ALGORITHM, RADIX, FUSED_RADIX, FUSED_OUTER = saved
+        ALGORITHM, RADIX, FUSED_RADIX, FUSED_OUTER, FUSED_TILE_LOG = saved
 
 
 def _global_passes(L: int, order: str, algorithm: str) -> int:
