@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from zkgpu.anchors import ntt_vs_sppark, read_sppark, sppark_provenance
+import pandas as pd
+
+from zkgpu.anchors import load_ntt_vs_sppark, ntt_vs_sppark, read_sppark, sppark_provenance
 
 SAMPLE = """# vendor: sppark          17278d74295392f9813f009300b257a688422b7a  github.com/supranational/sppark
 # vendor: blst            dece82ea537b422890888bacde4034ca5b5a44d8  github.com/supranational/blst
@@ -50,3 +52,15 @@ def test_sppark_provenance(tmp_path):
     p = sppark_provenance(f)
     assert p["vendor"] == {"sppark": "17278d74295392f9813f009300b257a688422b7a", "blst": "dece82ea537b422890888bacde4034ca5b5a44d8"}
     assert "sppark@17278d7" in p["revision"] and p["gpu"].startswith("NVIDIA H200")
+
+
+def test_load_ntt_vs_sppark(tmp_path):
+    (tmp_path / "sppark.txt").write_text(SAMPLE)
+    pd.DataFrame([dict(log_n=24, variant="forward-nn", kernel="fused", median_ms=4.74 * 0.9)]).to_csv(
+        tmp_path / "ntt.csv", index=False
+    )
+    vs = load_ntt_vs_sppark(tmp_path)
+    assert len(vs) == 1 and abs(vs["ratio"].iloc[0] - 0.9) < 1e-12
+    (tmp_path / "sppark.txt").unlink()
+    with pytest.raises(FileNotFoundError, match="--sppark"):
+        load_ntt_vs_sppark(tmp_path)

@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-__all__ = ["SPPARK_NTT_VARIANTS", "read_sppark", "sppark_provenance", "ntt_vs_sppark"]
+__all__ = ["SPPARK_NTT_VARIANTS", "read_sppark", "sppark_provenance", "ntt_vs_sppark", "load_ntt_vs_sppark"]
 
 SPPARK_NTT_VARIANTS = {
     "dev_fwd": "forward-nn",
@@ -75,3 +75,17 @@ def ntt_vs_sppark(zkgpu_rows: Iterable[dict[str, Any]] | pd.DataFrame, sppark: p
     out = z.merge(s, on=["log_n", "variant"], how="inner")
     out["ratio"] = out["zkgpu_ms"] / out["sppark_ms"]
     return out.sort_values(["variant", "kernel", "log_n"]).reset_index(drop=True)
+
+
+def load_ntt_vs_sppark(run_dir: str | Path) -> pd.DataFrame:
+    """:func:`ntt_vs_sppark` of a ``bench-ntt`` run folder written by ``zkgpu bench ntt --sppark``
+    (its ``ntt.csv`` and the copy of ``sppark.txt`` beside it).
+
+    Raises:
+        FileNotFoundError: the folder lacks ntt.csv or sppark.txt (a run without --sppark).
+    """
+    run_dir = Path(run_dir)
+    for name in ("ntt.csv", "sppark.txt"):
+        if not (run_dir / name).exists():
+            raise FileNotFoundError(f"{run_dir / name}: not a bench-ntt run made with --sppark")
+    return ntt_vs_sppark(pd.read_csv(run_dir / "ntt.csv"), read_sppark(run_dir / "sppark.txt"))
