@@ -16,7 +16,7 @@ KERNEL_FILES = sorted(KERNEL_DIR.glob("*.cu"))
 
 # extra builds of a module that the host compiles with several option sets (the default one is above)
 VARIANT_BUILDS = [
-    ("ntt_fused.cu", "-DNTT_FUSED_R=2"),
+    ("ntt_fused.cu", "-DNTT_FUSED_R=2 -DZK_NTT_PTX=1"),
     ("ntt_fused.cu", "-DNTT_FUSED_R=8"),
     ("ntt_fused.cu", "-DNTT_FUSED_MAXK=12 -DNTT_FUSED_THREADS=512 -DNTT_FUSED_MIN_BLOCKS=1"),
 ]

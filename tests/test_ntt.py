@@ -288,9 +288,9 @@ def _dev_random(n: int, seed: int):
 
 
 KERNELS = {  # id -> (algorithm, stagewise RADIX, FUSED_RADIX, FUSED_OUTER)
-    "radix2": ("stagewise", 2, 4, "auto"),
-    "radix4": ("stagewise", 4, 4, "auto"),
-    "fused4-auto": ("fused", 2, 4, "auto"),
+    "radix2": ("stagewise", 2, 2, "exact"),
+    "radix4": ("stagewise", 4, 2, "exact"),
+    "fused2-exact": ("fused", 2, 2, "exact"),
 }
 
 
@@ -336,7 +336,7 @@ def _from_mont_words(w: np.ndarray) -> list[int]:
 
 
 @pytest.mark.parametrize("fused_radix", [2, 4, 8])
-@pytest.mark.parametrize("outer", ["split", "table", "auto"])
+@pytest.mark.parametrize("outer", ["exact", "split", "table", "auto"])
 @pytest.mark.parametrize(
     "L,tile_log",
     [(1, 10), (2, 10), (3, 10), (5, 2), (7, 3), (8, 3), (9, 4), (10, 10), (11, 10), (12, 5), (13, 4), (12, 12), (13, 12),
@@ -499,9 +499,9 @@ def test_gpu_large_spot_checks(L, radix):
 @pytest.mark.gpu
 @pytest.mark.parametrize(
     "L,kernel",
-    [(L, k) for L in (17, 21, 24) for k in ("fused-r4-split", "fused-r8-split", "fused-r4-table", "fused-r4-auto",
-                                            "fused-r8-auto", "fused-r2", "fused-r4-auto-t12", "fused-r8-auto-t12")]
-    + [(26, "fused-r4-auto"), (26, "fused-r8-auto"), (26, "fused-r4-auto-t12")],
+    [(L, k) for L in (17, 21, 24) for k in ("fused-r2-exact", "fused-r4-exact", "fused-r8-exact", "fused-r2-exact-t12",
+                                            "fused-r4-auto", "fused-r4-split", "fused-r4-table", "fused-r4-auto-t12")]
+    + [(26, "fused-r2-exact"), (26, "fused-r4-exact"), (26, "fused-r4-auto")],
 )
 def test_gpu_fused_equals_stagewise(L, kernel):
     """Every variant and order of a fused kernel equals the stagewise kernel bit for bit (sizes with 2 and 3

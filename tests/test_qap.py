@@ -192,9 +192,9 @@ def test_gpu_split_h_pieces_equal_compute_h_and_defer_the_value_check(log_n):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("fused_radix,tile_log", [(4, 10), (8, 10), (4, 12)])
+@pytest.mark.parametrize("fused_radix,outer,tile_log", [(2, "exact", 10), (4, "exact", 10), (2, "exact", 12), (4, "auto", 10)])
 @pytest.mark.parametrize("log_n", [16, 21, 24])
-def test_gpu_compute_h_fused_equals_stagewise(log_n, fused_radix, tile_log, monkeypatch):
+def test_gpu_compute_h_fused_equals_stagewise(log_n, fused_radix, outer, tile_log, monkeypatch):
     """At sizes beyond the Python reference: the fused compute_h_inplace (shared iNTT/coset-NTT pass, pointwise
     step in the last pass) equals the stagewise one bit for bit on fresh random Montgomery-form inputs."""
     from zkgpu import ntt
@@ -202,6 +202,7 @@ def test_gpu_compute_h_fused_equals_stagewise(log_n, fused_radix, tile_log, monk
 
     monkeypatch.setattr(ntt, "FUSED_RADIX", fused_radix)
     monkeypatch.setattr(ntt, "FUSED_TILE_LOG", tile_log)
+    monkeypatch.setattr(ntt, "FUSED_OUTER", outer)
     cp = cupy()
     n = 1 << log_n
     x = np.random.default_rng(secrets.randbits(64)).integers(0, 2**64, size=(3, n, 4), dtype=np.uint64)

@@ -78,14 +78,18 @@ ALGORITHM = os.environ.get("ZKGPU_NTT_ALGORITHM", "stagewise")
 initial value): "stagewise" (kernel ntt_pass: one radix-2 stage per shared-memory round trip, every twiddle
 from an n-entry table) or "fused" (kernels ntt_fused_*: radix-2^k sub-transforms with the stages in
 registers, small twiddle tables, one outer twiddle per element per pass; see ntt.cu)."""
-FUSED_RADIX = int(os.environ.get("ZKGPU_NTT_FUSED_RADIX", "4"))
+FUSED_RADIX = int(os.environ.get("ZKGPU_NTT_FUSED_RADIX", "2"))
 """Elements per thread in the fused kernels (2, 4 or 8): the stages done in registers per shared-memory
-round trip are log2 of it. ``ZKGPU_NTT_FUSED_RADIX`` sets the initial value."""
-FUSED_OUTER = os.environ.get("ZKGPU_NTT_OUTER", "auto")
-"""How a fused pass over the index bits [s_lo, s_lo+k) gets its outer twiddles, powers of omega_m with
+round trip are log2 of it. ``ZKGPU_NTT_FUSED_RADIX`` sets the initial value; 2 is the default, the fastest
+of the three on the H200 (data/nvidia-h200-20261201-bench-ntt: 2^24 forward 9.2 / 11.5 / 16.4 ms)."""
+FUSED_OUTER = os.environ.get("ZKGPU_NTT_OUTER", "exact")
+"""How a fused pass over the index bits [s_lo, s_lo+k), s_lo > 0, gets its twiddles. "exact": every
+butterfly loads its own twiddle from the n-entry stagewise table (the stagewise kernel's products, no extra
+one). Otherwise inner twiddles from a small table and one outer twiddle per element, a power of omega_m with
 m = 2^(s_lo+k): "split" (omega_n^E from two tables of about sqrt(n) entries, one extra product), "table"
 (a table of omega_m^e, e < m/2: one load, m/2 * 32 bytes) or "auto" (the table where it has at most
-2^_OUTER_TABLE_MAX_LOG entries, so it stays in L2; split tables elsewhere)."""
+2^_OUTER_TABLE_MAX_LOG entries, so it stays in L2; split tables elsewhere). "exact" is the default: on the
+H200 the outer products cost more than the table loads they save (data/nvidia-h200-20261201-bench-ntt)."""
 _OUTER_TABLE_MAX_LOG = 19  # 2^19 entries = 16 MiB
 FUSED_TILE_LOG = int(os.environ.get("ZKGPU_NTT_FUSED_TILE_LOG", "10"))
 """log2 of the fused passes' tiles (k field bits + c column bits), 1..12; a pass does at most this many
@@ -405,8 +409,13 @@ def _outer_twiddles(L: int, m: int, inverse: bool, mode: str, scale: int = 1) ->
     Raises:
         ValueError: an unknown mode (:data:`FUSED_OUTER`).
     """
-    if mode not in ("split", "table", "auto"):
-        raise ValueError(f"zkgpu.ntt.FUSED_OUTER must be 'split', 'table' or 'auto', got {mode!r}")
+    if mode not in ("split", "table", "auto", "exact"):
+        raise ValueError(f"zkgpu.ntt.FUSED_OUTER must be 'exact', 'split', 'table' or 'auto', got {mode!r}")
+    if mode == "exact":
+        if scale != 1:
+            raise ValueError("exact twiddles take no folded factor")
+        tw = _twiddles(L, inverse)
+        return tw, tw, 0, 3
     if mode == "split" or (mode == "auto" and m - 1 > _OUTER_TABLE_MAX_LOG):
         return (*_split_outer(L, inverse, scale), 1)
     t = _outer_table(m, inverse, scale)
@@ -582,7 +591,7 @@ def _ntt_fused(
     last = len(passes) - 1
     top = last if dit else 0  # the pass with outer twiddles on the high bits
     outer_scale = 1
-    if inverse and not coset and last > 0:  # 1/n folded into that pass's outer twiddles: no extra product
+    if inverse and not coset and last > 0 and FUSED_OUTER != "exact":  # 1/n folded into the outer twiddles
         outer_scale, post, post_mode = pow(1 << L, -1, P), None, 0
     tmp = None
     if order == "nn" and last > 0:
@@ -743,11 +752,12 @@ BENCH_VARIANTS: dict[str, dict[str, Any]] = {
 
 KERNEL_SPECS = ("stagewise", "stagewise-r2", "stagewise-r4") + tuple(
     "-".join(["fused", *parts])
-    for parts in ([r, o, t] for r in ("", "r2", "r4", "r8") for o in ("", "split", "table", "auto") for t in ("", "t12"))
+    for parts in ([r, o, t] for r in ("", "r2", "r4", "r8") for o in ("", "exact", "split", "table", "auto")
+                  for t in ("", "t12"))
     for parts in [[p for p in parts if p]]
 )
 """Kernel choices of the benchmark: an algorithm, then optionally -rN (stagewise: RADIX 2/4; fused:
-FUSED_RADIX 2/4/8), -split/-table/-auto (fused: FUSED_OUTER) and -t12 (fused: FUSED_TILE_LOG 12, 2^24 in two
+FUSED_RADIX 2/4/8), -exact/-split/-table/-auto (fused: FUSED_OUTER) and -t12 (fused: FUSED_TILE_LOG 12, 2^24 in two
 passes); unstated settings keep their current values."""
 
 

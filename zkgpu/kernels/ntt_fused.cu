@@ -3,6 +3,12 @@
 //
 // Built once per register radix: -DNTT_FUSED_R=2, 4 or 8 selects which kernels this module defines (the
 // host compiles one module per radix it uses), so each NVRTC build stays small.
+// The portable C++ field arithmetic by default (ZK_NTT_PTX=1 selects the PTX carry chains): the compiler can
+// interleave its independent products, which the volatile carry-chain asm forbids; measured on the H200 with
+// 2 and 4 elements per thread: 9% and 4% faster (mid-session run 2, 2^24).
+#ifndef ZK_NTT_PTX
+#define ZK_NTT_PTX 0
+#endif
 #include "ntt_common.cuh"
 
 // =====================================================================================================
@@ -22,6 +28,9 @@
 // L1-resident); outer twiddles from two small tables of powers of omega_n (E = hi * 2^S + lo: one extra
 // product) or from a table of omega_m^e, m = 2^(s_lo+k), e < m/2 (one load, a negation above m/2): 2 MiB,
 // L2-resident, for the middle pass at 2^24; as large as n/2 entries for the first DIF / last DIT pass.
+// Measured on the H200 (data/nvidia-h200-20261201-bench-ntt), that extra product per element per pass costs more
+// than it saves; "exact" (omode 3) instead loads each butterfly's own twiddle from the n-entry stagewise table
+// in the passes with s_lo > 0, as the stagewise kernel does, and keeps the inner table for the pass s_lo = 0.
 //
 // Inside a pass each thread holds R = 2^LR elements of the tile (2^(k+c) elements: the k field bits and c
 // column bits, as in ntt_pass) whose field bits form a window of LR bits, and does up to LR stages in
@@ -49,7 +58,8 @@
 #define NTT_FUSED_THREADS 128
 #endif
 #ifndef NTT_FUSED_MIN_BLOCKS
-#define NTT_FUSED_MIN_BLOCKS (NTT_FUSED_R == 8 ? 3 : 4)  // register caps 168 / 128 at 128 threads: no spills
+// register caps at 128 threads: 85 (R = 2, as measured best), 128 (R = 4), 168 (R = 8)
+#define NTT_FUSED_MIN_BLOCKS (NTT_FUSED_R == 8 ? 3 : (NTT_FUSED_R == 4 ? 4 : 6))
 #endif
 
 
@@ -62,7 +72,8 @@ __device__ __forceinline__ uint32_t* fused_smem() {
 struct fpass_t {
     int L, s_lo, k, c;
     const uint32_t* itw;                        // inner twiddles of this direction
-    int omode;  // outer twiddles: 0 none, 1 omega_n^E from split tables (olo, ohi, oS), 2 omega_{2^(s_lo+k)}^e table olo
+    int omode;  // outer twiddles: 0 none, 1 omega_n^E from split tables (olo, ohi, oS), 2 omega_{2^(s_lo+k)}^e table olo,
+                // 3 none but every butterfly's exact twiddle from the stagewise table olo (tw[h + t] = omega_{2h}^t)
     const uint32_t *olo, *ohi;
     int oS;
     const uint32_t* pre;                        // scaling at the global load (modes of scale())
@@ -98,11 +109,11 @@ __device__ __forceinline__ fr_t post_op(const fpass_t& p, const fr_t& v, uint32_
 // share one body (a call costs far less than the product it wraps, and NVRTC builds stay small).
 __device__ __noinline__ fr_t load_first(const uint32_t* x, const fpass_t& p, uint32_t g, bool dit) {
     fr_t a = scale(load_g(x, g), p.pre, p.pre_mode, g, p.L);
-    if (dit && p.omode) a = a * outer_twiddle(p, g);
+    if (dit && (p.omode == 1 || p.omode == 2)) a = a * outer_twiddle(p, g);
     return a;
 }
 __device__ __noinline__ void store_last(const fpass_t& p, uint32_t g, fr_t a, bool dit) {
-    if (!dit && p.omode) a = a * outer_twiddle(p, g);
+    if (!dit && (p.omode == 1 || p.omode == 2)) a = a * outer_twiddle(p, g);
     store_g(p.xo, p.brev ? bitrev(g, p.L) : g, post_op(p, a, g));
 }
 __device__ __noinline__ fr_t scale_nt(fr_t v, const uint32_t* tab, int mode, uint32_t g, int L) {
@@ -110,9 +121,10 @@ __device__ __noinline__ fr_t scale_nt(fr_t v, const uint32_t* tab, int mode, uin
 }
 
 // One round on one work item: R = 2^LR elements whose field bits [wlo, wlo+LR) vary, rb <= LR stages on the
-// window's low bits. BOTTOM: wlo == 0, so every inner twiddle index is known at compile time (and the
-// trivial ones are skipped). mid: scale applied after the stages when the round stores to shared memory
-// (used by the two-transform pass).
+// window's low bits. BOTTOM: wlo == 0 with inner twiddles (omode != 3), so every twiddle index is known at
+// compile time and the trivial ones are skipped. With omode 3 each butterfly loads its exact twiddle from the
+// stagewise table (no outer factor: the same products as the stagewise kernel). mid: scale applied after the
+// stages when the round stores to shared memory (used by the two-transform pass).
 template <int LR, bool DIT, bool BOTTOM>
 __device__ __forceinline__ void fused_item(uint32_t* x, uint32_t* sm, uint32_t Tp, const tile_t& tl, const fpass_t& p,
                                            uint32_t t, int wlo, int rb, bool first, bool last,
@@ -149,8 +161,13 @@ __device__ __forceinline__ void fused_item(uint32_t* x, uint32_t* sm, uint32_t T
             const bool triv = BOTTOM && me == 0;
             fr_t w;
             if (!triv) {
-                const uint32_t m = BOTTOM ? me : (mb | (me << wlo));
-                w = load_g(p.itw, m << (sh - q));
+                if (!BOTTOM && p.omode == 3) {  // omega_{2^(s+1)}^(g mod 2^s), s = s_lo + wlo + q, g of element e
+                    const int s = p.s_lo + wlo + q;
+                    w = load_g(p.olo, (1u << s) + (tl.g(ubase | ((uint32_t)e << w0)) & ((1u << s) - 1)));
+                } else {
+                    const uint32_t m = BOTTOM ? me : (mb | (me << wlo));
+                    w = load_g(p.itw, m << (sh - q));
+                }
             }
             if (DIT) {
                 fr_t b = triv ? v[e2] : v[e2] * w;
@@ -195,7 +212,7 @@ __device__ __forceinline__ void fused_rounds(uint32_t* x, uint32_t* sm, uint32_t
         const bool first = load_global && i == 0, last = store_global && i == nr - 1;
         const int mm = (i == nr - 1) ? mid_mode : 0;
         for (uint32_t t = threadIdx.x; t < items; t += blockDim.x) {
-            if (wlo == 0) fused_item<LR, DIT, true>(x, sm, Tp, tl, p, t, wlo, rb, first, last, mid, mm);
+            if (wlo == 0 && p.omode != 3) fused_item<LR, DIT, true>(x, sm, Tp, tl, p, t, wlo, rb, first, last, mid, mm);
             else fused_item<LR, DIT, false>(x, sm, Tp, tl, p, t, wlo, rb, first, last, mid, mm);
         }
         __syncthreads();
