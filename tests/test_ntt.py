@@ -501,7 +501,7 @@ def test_gpu_large_spot_checks(L, radix):
     "L,kernel",
     [(L, k) for L in (17, 21, 24) for k in ("fused-r2-exact", "fused-r4-exact", "fused-r8-exact", "fused-r2-exact-t12",
                                             "fused-r4-auto", "fused-r4-split", "fused-r4-table", "fused-r4-auto-t12")]
-    + [(26, "fused-r2-exact"), (26, "fused-r4-exact"), (26, "fused-r4-auto")],
+    + [(21, "fused-r2-exact-ptx"), (26, "fused-r2-exact"), (26, "fused-r4-exact"), (26, "fused-r4-auto")],
 )
 def test_gpu_fused_equals_stagewise(L, kernel):
     """Every variant and order of a fused kernel equals the stagewise kernel bit for bit (sizes with 2 and 3
@@ -553,3 +553,10 @@ def test_size_error_before_copying_a_huge_broadcast_array():
     huge = np.broadcast_to(np.zeros((1, 4), np.uint64), (2**33, 4))
     with pytest.raises(ValueError, match="2-adicity"):
         N.ntt(huge)
+
+
+def test_bench_cli_rejects_unknown_kernel():
+    from click.testing import CliRunner
+
+    res = CliRunner().invoke(N.bench_command, ["--kernel", "fused-r3"])
+    assert res.exit_code != 0 and "unknown NTT kernel 'fused-r3'" in res.output

@@ -91,6 +91,9 @@ m = 2^(s_lo+k): "split" (omega_n^E from two tables of about sqrt(n) entries, one
 2^_OUTER_TABLE_MAX_LOG entries, so it stays in L2; split tables elsewhere). "exact" is the default: on the
 H200 the outer products cost more than the table loads they save (data/nvidia-h200-20261201-bench-ntt)."""
 _OUTER_TABLE_MAX_LOG = 19  # 2^19 entries = 16 MiB
+FIELD_ARITH: str | None = None
+"""Field arithmetic of the NTT kernels when set: "ptx" (carry-chain asm) or "cxx" (portable C++); None
+keeps each module's default (kernel specs -ptx / -cxx set it for a benchmark)."""
 FUSED_TILE_LOG = int(os.environ.get("ZKGPU_NTT_FUSED_TILE_LOG", "10"))
 """log2 of the fused passes' tiles (k field bits + c column bits), 1..12; a pass does at most this many
 stages. 10 (33 KiB of shared memory per block, 128 threads, several blocks per SM): 2^24 in 3 passes.
@@ -108,13 +111,16 @@ ntt_pass_r4 needs 128 registers, halving the resident threads). Both are tested 
 # ----------------------------------------------------------------------------------------------
 def _defines() -> tuple[tuple[str, str], ...]:
     """Kernel build options from ``ZKGPU_NTT_DEFINES`` (e.g. ``"ZK_NTT_PTX=0,NTT_MIN_BLOCKS=3"``):
-    ``ZK_NTT_PTX=0`` builds ntt.cu with the portable C++ field arithmetic instead of the PTX carry
-    chains; ``NTT_THREADS`` / ``NTT_MIN_BLOCKS`` set the block size and the occupancy target."""
+    ``ZK_NTT_PTX=0`` builds the kernels with the portable C++ field arithmetic instead of the PTX carry
+    chains (=1 the other way; defaults: PTX for ntt.cu, portable for ntt_fused.cu); ``NTT_THREADS`` /
+    ``NTT_MIN_BLOCKS`` set the block size and the occupancy target. :data:`FIELD_ARITH` adds ZK_NTT_PTX."""
     spec = os.environ.get("ZKGPU_NTT_DEFINES", "").strip()
     out = []
     for item in filter(None, (t.strip() for t in spec.split(","))):
         k, _, v = item.partition("=")
         out.append((k.strip(), v.strip() or "1"))
+    if FIELD_ARITH is not None and "ZK_NTT_PTX" not in dict(out):
+        out.append(("ZK_NTT_PTX", "1" if FIELD_ARITH == "ptx" else "0"))
     return tuple(out)
 
 
@@ -750,15 +756,18 @@ BENCH_VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-KERNEL_SPECS = ("stagewise", "stagewise-r2", "stagewise-r4") + tuple(
+KERNEL_SPECS = tuple(
+    "-".join(["stagewise", *parts]) for parts in ([r, a] for r in ("", "r2", "r4") for a in ("", "ptx", "cxx"))
+    for parts in [[p for p in parts if p]]
+) + tuple(
     "-".join(["fused", *parts])
-    for parts in ([r, o, t] for r in ("", "r2", "r4", "r8") for o in ("", "exact", "split", "table", "auto")
-                  for t in ("", "t12"))
+    for parts in ([r, o, t, a] for r in ("", "r2", "r4", "r8") for o in ("", "exact", "split", "table", "auto")
+                  for t in ("", "t12") for a in ("", "ptx", "cxx"))
     for parts in [[p for p in parts if p]]
 )
 """Kernel choices of the benchmark: an algorithm, then optionally -rN (stagewise: RADIX 2/4; fused:
-FUSED_RADIX 2/4/8), -exact/-split/-table/-auto (fused: FUSED_OUTER) and -t12 (fused: FUSED_TILE_LOG 12, 2^24 in two
-passes); unstated settings keep their current values."""
+FUSED_RADIX 2/4/8), -exact/-split/-table/-auto (fused: FUSED_OUTER), -t12 (fused: FUSED_TILE_LOG 12, 2^24 in two
+passes) and -ptx/-cxx (FIELD_ARITH); unstated settings keep their current values."""
 
 
 @contextlib.contextmanager
@@ -769,15 +778,17 @@ def kernel_settings(spec: str):
     Raises:
         ValueError: an unknown spec.
     """
-    global ALGORITHM, RADIX, FUSED_RADIX, FUSED_OUTER, FUSED_TILE_LOG
+    global ALGORITHM, RADIX, FUSED_RADIX, FUSED_OUTER, FUSED_TILE_LOG, FIELD_ARITH
     parts = spec.split("-")
     if parts[0] not in ALGORITHMS or spec not in KERNEL_SPECS:
         raise ValueError(f"unknown NTT kernel {spec!r}; choose from {', '.join(KERNEL_SPECS)}")
-    saved = (ALGORITHM, RADIX, FUSED_RADIX, FUSED_OUTER, FUSED_TILE_LOG)
+    saved = (ALGORITHM, RADIX, FUSED_RADIX, FUSED_OUTER, FUSED_TILE_LOG, FIELD_ARITH)
     try:
         ALGORITHM = parts[0]
         for part in parts[1:]:
-            if part.startswith("t"):
+            if part in ("ptx", "cxx"):
+                FIELD_ARITH = part
+            elif part.startswith("t"):
                 FUSED_TILE_LOG = int(part[1:])
             elif part.startswith("r"):
                 if ALGORITHM == "fused":
@@ -788,7 +799,7 @@ def kernel_settings(spec: str):
                 FUSED_OUTER = part
         yield
     finally:
-        ALGORITHM, RADIX, FUSED_RADIX, FUSED_OUTER, FUSED_TILE_LOG = saved
+        ALGORITHM, RADIX, FUSED_RADIX, FUSED_OUTER, FUSED_TILE_LOG, FIELD_ARITH = saved
 
 
 def _global_passes(L: int, order: str, algorithm: str) -> int:
@@ -830,7 +841,8 @@ def run_benchmark(
                 common = dict(
                     log_n=L, n=n, kernel=spec, algorithm=ALGORITHM,
                     radix=FUSED_RADIX if ALGORITHM == "fused" else RADIX,
-                    outer=FUSED_OUTER if ALGORITHM == "fused" else "", repeat=repeat, warmup=warmup,
+                    outer=FUSED_OUTER if ALGORITHM == "fused" else "", field_arith=FIELD_ARITH or "default",
+                    repeat=repeat, warmup=warmup,
                 )
                 for name, kw in BENCH_VARIANTS.items():
                     res = _cuda.benchmark(lambda kw=kw: ntt_inplace(d, **kw), warmup=warmup, repeat=repeat)
@@ -882,8 +894,9 @@ def _bench_command():
     @click.option("--min-log", default=16, show_default=True, help="smallest size, log2")
     @click.option("--max-log", default=26, show_default=True, help="largest size, log2")
     @click.option("--repeat", default=10, show_default=True, help="timed repeats per point (median reported)")
-    @click.option("--kernel", "kernels", multiple=True, type=click.Choice(KERNEL_SPECS),
-                  help="NTT kernel(s) to time (repeatable; default: the stagewise and the fused algorithm)")
+    @click.option("--kernel", "kernels", multiple=True, metavar="SPEC",
+                  help="NTT kernel(s) to time, e.g. stagewise, fused, fused-r4-auto-t12, stagewise-cxx (repeatable; "
+                       "default: stagewise and fused; zkgpu.ntt.KERNEL_SPECS lists them all)")
     @click.option("--h-min-log", default=20, show_default=True, help="smallest compute_h size, log2")
     @click.option("--h-max-log", default=24, show_default=True, help="largest compute_h size, log2")
     @click.option("--sppark", "sppark_file", default=None, type=click.Path(exists=True, dir_okay=False),
@@ -899,6 +912,13 @@ def _bench_command():
 
         from .anchors import ntt_vs_sppark, read_sppark, sppark_provenance  # noqa: PLC0415
 
+        kernels = kernels or ("stagewise", "fused")
+        for spec in kernels:
+            if spec not in KERNEL_SPECS:
+                raise click.BadParameter(f"unknown NTT kernel {spec!r} (e.g. stagewise, fused, fused-r4-auto-t12)",
+                                         param_hint="--kernel")
+            with kernel_settings(spec):
+                _fused_tile_log()  # a bad ZKGPU_NTT_FUSED_TILE_LOG fails here, before any measurement
         sppark = None
         if sppark_file:
             try:
@@ -909,10 +929,6 @@ def _bench_command():
             raise click.ClickException("no CUDA GPU: the NTT benchmark needs one")
         if not 0 <= min_log <= max_log <= FR.two_adicity:
             raise click.BadParameter(f"need 0 <= min-log <= max-log <= {FR.two_adicity}")
-        kernels = kernels or ("stagewise", "fused")
-        for spec in kernels:
-            with kernel_settings(spec):
-                _fused_tile_log()  # a bad ZKGPU_NTT_FUSED_TILE_LOG fails here, before any measurement
         run_dir = new_run_dir("bench-ntt", base=Path(out_base) if out_base else None)
         rows: list[dict[str, Any]] = []
         for L in range(min_log, max_log + 1):  # ntt.csv grows size by size: a cut-off run keeps what it measured
