@@ -28,8 +28,11 @@ GPU algorithms (``algorithm=``, default :data:`ALGORITHM`; both give the same re
   passes of 8 stages over global memory), one radix-2 stage per shared-memory round trip.
 * "fused" (``zkgpu/kernels/ntt_fused.cu``): the same passes, each a radix-2^k sub-transform whose stages
   run in registers (:data:`FUSED_RADIX` elements per thread, log2 of it stages per shared-memory round
-  trip), inner twiddles from one 512-entry table, and one outer twiddle per element per pass (the
-  four-step split of the DFT; Bailey, J. Supercomputing 4, 1990), from small tables (:data:`FUSED_OUTER`).
+  trip); twiddles per :data:`FUSED_OUTER`: by default each butterfly's own from the stagewise table (the
+  pass on the low bits uses one 512-entry table), or the four-step split of the DFT (Bailey, J.
+  Supercomputing 4, 1990): inner twiddles from the small table and one outer twiddle per element per pass.
+  "nn" needs no bit-reversal pass (the first pass writes a scratch buffer, the last scatters back), and
+  compute_h shares passes between its transforms (:func:`zkgpu.qap.compute_h_inplace`).
 
 Both build their tables on the GPU and cache them per size, and fuse the coset shift and the 1/n (or
 g^-i/n) scaling into the first/last pass; "nn" adds one bit-reversal pass.
