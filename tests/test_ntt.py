@@ -399,19 +399,30 @@ def test_bad_algorithm():
             pass
 
 
+def _each_kernel(monkeypatch):
+    """Yield each id of KERNELS with its settings applied (one Python reference serves them all)."""
+    for kid, (algorithm, r, fr, outer) in KERNELS.items():
+        monkeypatch.setattr(N, "ALGORITHM", algorithm)
+        monkeypatch.setattr(N, "RADIX", r)
+        monkeypatch.setattr(N, "FUSED_RADIX", fr)
+        monkeypatch.setattr(N, "FUSED_OUTER", outer)
+        yield kid
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("inverse,coset", VARIANTS, ids=VIDS)
-def test_gpu_all_small_sizes(inverse, coset, radix):
+def test_gpu_all_small_sizes(inverse, coset, monkeypatch):
     for L in range(0, 19):
         x = fr_random(1 << L)
-        got = N.ntt(x, inverse=inverse, coset=coset)
-        assert fr_to_ints(got) == N.ntt_reference(fr_to_ints(x), inverse=inverse, coset=coset), f"2^{L}"
+        want = N.ntt_reference(fr_to_ints(x), inverse=inverse, coset=coset)
+        for kid in _each_kernel(monkeypatch):
+            assert fr_to_ints(N.ntt(x, inverse=inverse, coset=coset)) == want, (f"2^{L}", kid)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("order", ["nr", "rn", "nn"])
 @pytest.mark.parametrize("inverse,coset", VARIANTS, ids=VIDS)
-def test_gpu_orders_device_api(order, inverse, coset, radix):
+def test_gpu_orders_device_api(order, inverse, coset, monkeypatch):
     cp = _cp()
     for L in (1, 2, 4, 8, 9, 11, 13, 16):
         n = 1 << L
@@ -420,13 +431,13 @@ def test_gpu_orders_device_api(order, inverse, coset, radix):
         ref = N.ntt_reference(xi, inverse=inverse, coset=coset)
         rev = N._bitrev_indices(L)
         inp = x[rev] if order == "rn" else x
-        d = cp.asarray(inp)
-        N.to_montgomery(d)
-        N.ntt_inplace(d, inverse=inverse, coset=coset, order=order)
-        N.from_montgomery(d)
-        got = fr_to_ints(d.get())
         want = [ref[r] for r in rev] if order == "nr" else ref
-        assert got == want, (order, L)
+        for kid in _each_kernel(monkeypatch):
+            d = cp.asarray(inp)
+            N.to_montgomery(d)
+            N.ntt_inplace(d, inverse=inverse, coset=coset, order=order)
+            N.from_montgomery(d)
+            assert fr_to_ints(d.get()) == want, (order, L, kid)
 
 
 @pytest.mark.gpu
