@@ -14,19 +14,36 @@ from zkgpu._cuda import KERNEL_DIR
 KERNEL_FILES = sorted(KERNEL_DIR.glob("*.cu"))
 
 
-@pytest.mark.parametrize("path", KERNEL_FILES, ids=[p.name for p in KERNEL_FILES])
-def test_kernel_compiles_sm90(path, tmp_path):
+# extra builds of a module that the host compiles with several option sets (the default one is above)
+VARIANT_BUILDS = [
+    ("ntt_fused.cu", "-DNTT_FUSED_R=2 -DZK_NTT_PTX=1"),
+    ("ntt_fused.cu", "-DNTT_FUSED_R=8"),
+    ("ntt_fused.cu", "-DNTT_FUSED_MAXK=12 -DNTT_FUSED_THREADS=512 -DNTT_FUSED_MIN_BLOCKS=1"),
+]
+
+
+def _nvcc_cubin(path, tmp_path, *flags):
     nvcc = shutil.which("nvcc") or (os.path.exists("/usr/local/cuda/bin/nvcc") and "/usr/local/cuda/bin/nvcc")
     if not nvcc:
         if os.environ.get("CI"):
             pytest.fail("nvcc not found: CI must compile every kernel")
         pytest.skip("nvcc not found")
     res = subprocess.run(
-        [nvcc, "-arch=sm_90", "-std=c++17", "-cubin", f"-I{KERNEL_DIR}", str(path), "-o", str(tmp_path / "k.cubin")],
+        [nvcc, "-arch=sm_90", "-std=c++17", "-cubin", f"-I{KERNEL_DIR}", *flags, str(path), "-o", str(tmp_path / "k.cubin")],
         capture_output=True,
         text=True,
     )
     assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.parametrize("path", KERNEL_FILES, ids=[p.name for p in KERNEL_FILES])
+def test_kernel_compiles_sm90(path, tmp_path):
+    _nvcc_cubin(path, tmp_path)
+
+
+@pytest.mark.parametrize("name,flag", VARIANT_BUILDS, ids=[f"{n}{f}" for n, f in VARIANT_BUILDS])
+def test_kernel_variant_compiles_sm90(name, flag, tmp_path):
+    _nvcc_cubin(KERNEL_DIR / name, tmp_path, *flag.split())
 
 
 def test_there_are_kernels():

@@ -287,26 +287,142 @@ def _dev_random(n: int, seed: int):
     return _cp().asarray(x)
 
 
-@pytest.fixture(params=[2, 4], ids=["radix2", "radix4"])
+KERNELS = {  # id -> (algorithm, stagewise RADIX, FUSED_RADIX, FUSED_OUTER)
+    "radix2": ("stagewise", 2, 2, "exact"),
+    "radix4": ("stagewise", 4, 2, "exact"),
+    "fused2-exact": ("fused", 2, 2, "exact"),
+}
+
+
+@pytest.fixture(params=list(KERNELS))
 def radix(request, monkeypatch):
-    """Run a GPU test with each pass kernel (ntt_pass, ntt_pass_r4)."""
-    monkeypatch.setattr(N, "RADIX", request.param)
+    """Run a GPU test with each stagewise pass kernel (ntt_pass, ntt_pass_r4) and the default fused kernel;
+    the other fused configurations are checked against the stagewise kernel bit for bit by
+    test_gpu_fused_equals_stagewise, and on the CPU by test_fused_emulated."""
+    algorithm, r, fr, outer = KERNELS[request.param]
+    monkeypatch.setattr(N, "ALGORITHM", algorithm)
+    monkeypatch.setattr(N, "RADIX", r)
+    monkeypatch.setattr(N, "FUSED_RADIX", fr)
+    monkeypatch.setattr(N, "FUSED_OUTER", outer)
     return request.param
+
+
+# ---------------------------------------------------------------- the fused kernels, emulated on the CPU
+@pytest.fixture
+def emu(monkeypatch):
+    """zkgpu.ntt's device path with the kernels of ntt.cu built by g++ (tests/native/ntt_emu.cpp) and numpy
+    standing in for CuPy; the table caches are cleared around it."""
+    from native import NumpyAsCupy, emulated_kernel, load
+
+    from zkgpu import _cuda, qap
+
+    N.clear_cache()
+    qap._z_inv_device.cache_clear()
+    monkeypatch.setattr(_cuda, "cupy", lambda: NumpyAsCupy())
+    monkeypatch.setattr(N, "_kernel", lambda name: emulated_kernel(load("ntt_emu"), name))
+    monkeypatch.setattr(N, "_fused_kernel", lambda name, lr: emulated_kernel(load("ntt_emu", N._fused_defines(lr)), name))
+    monkeypatch.setattr(N, "_BR_Q", 16)  # ntt_bitrev_tiled needs 256 threads: the grid-stride ntt_bitrev
+    yield
+    N.clear_cache()
+    qap._z_inv_device.cache_clear()
+
+
+def _mont_words(x: list[int]) -> np.ndarray:
+    return fr_from_ints([FR.to_mont(v) for v in x]).view(np.uint32).reshape(-1)
+
+
+def _from_mont_words(w: np.ndarray) -> list[int]:
+    return [FR.from_mont(v) for v in fr_to_ints(w.view(np.uint64).reshape(-1, 4))]
+
+
+@pytest.mark.parametrize("fused_radix", [2, 4, 8])
+@pytest.mark.parametrize("outer", ["exact", "split", "table", "auto"])
+@pytest.mark.parametrize(
+    "L,tile_log",
+    [(1, 10), (2, 10), (3, 10), (5, 2), (7, 3), (8, 3), (9, 4), (10, 10), (11, 10), (12, 5), (13, 4), (12, 12), (13, 12),
+     (14, 11)],
+)
+@pytest.mark.parametrize("inverse,coset", VARIANTS, ids=VIDS)
+def test_fused_emulated(L, tile_log, inverse, coset, fused_radix, outer, emu, monkeypatch, rng):
+    """Every variant and order of the fused kernels against the reference: sizes 2..2^13, one to four passes,
+    passes of k not a multiple of log2(radix) (k < log2(radix) included), column bits c = 0 and c > 0."""
+    monkeypatch.setattr(N, "FUSED_RADIX", fused_radix)
+    monkeypatch.setattr(N, "FUSED_OUTER", outer)
+    monkeypatch.setattr(N, "FUSED_TILE_LOG", tile_log)
+    monkeypatch.setattr(N, "_OUTER_TABLE_MAX_LOG", 4)  # "auto": tables for m <= 5, split tables above
+    n = 1 << L
+    x = rand_ints(n, rng)
+    ref = N.ntt_reference(x, inverse=inverse, coset=coset)
+    rev = N._bitrev_indices(L)
+    for order in N.ORDERS:
+        inp = [x[r] for r in rev] if order == "rn" else x
+        w = _mont_words(inp)
+        assert N.ntt_inplace(w, inverse=inverse, coset=coset, order=order, algorithm="fused") is w
+        want = [ref[r] for r in rev] if order == "nr" else ref
+        assert _from_mont_words(w) == want, (order, L, tile_log)
+
+
+@pytest.mark.parametrize("fused_radix", [2, 4, 8])
+@pytest.mark.parametrize("L,tile_log", [(2, 1), (4, 3), (7, 3), (9, 4), (11, 10), (13, 12)])
+def test_fused_compute_h_emulated(L, tile_log, fused_radix, emu, monkeypatch, rng):
+    """compute_h_inplace with the fused kernels (the shared iNTT/coset-NTT pass, the pointwise step in the
+    last pass) against compute_h_reference, with two to five passes per transform."""
+    from zkgpu import qap
+
+    monkeypatch.setattr(N, "FUSED_RADIX", fused_radix)
+    monkeypatch.setattr(N, "FUSED_TILE_LOG", tile_log)
+    n = 1 << L
+    a, b, c = (rand_ints(n, rng) for _ in range(3))
+    wa, wb, wc = (_mont_words(v) for v in (a, b, c))
+    qap.compute_h_inplace(wa, wb, wc, algorithm="fused")
+    assert _from_mont_words(wa) == qap.compute_h_reference(a, b, c)
+
+
+def test_fused_emulated_size_one(emu):
+    w = _mont_words([12345])
+    for inverse, coset in VARIANTS:
+        N.ntt_inplace(w, inverse=inverse, coset=coset, algorithm="fused")
+        assert _from_mont_words(w) == [12345]
+
+
+def test_bad_algorithm():
+    from zkgpu import qap
+
+    with pytest.raises(ValueError, match="algorithm"):
+        N.ntt_inplace(None, algorithm="fast")
+    with pytest.raises(ValueError, match="algorithm"):
+        N.ntt(fr_from_ints([1, 2]), algorithm="fast")
+    with pytest.raises(ValueError, match="algorithm"):
+        qap.compute_h(fr_from_ints([1]), fr_from_ints([1]), fr_from_ints([1]), algorithm="fast")
+    with pytest.raises(ValueError, match="unknown NTT kernel"):
+        with N.kernel_settings("fused-r16"):
+            pass
+
+
+def _each_kernel(monkeypatch):
+    """Yield each id of KERNELS with its settings applied (one Python reference serves them all)."""
+    for kid, (algorithm, r, fr, outer) in KERNELS.items():
+        monkeypatch.setattr(N, "ALGORITHM", algorithm)
+        monkeypatch.setattr(N, "RADIX", r)
+        monkeypatch.setattr(N, "FUSED_RADIX", fr)
+        monkeypatch.setattr(N, "FUSED_OUTER", outer)
+        yield kid
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("inverse,coset", VARIANTS, ids=VIDS)
-def test_gpu_all_small_sizes(inverse, coset, radix):
+def test_gpu_all_small_sizes(inverse, coset, monkeypatch):
     for L in range(0, 19):
         x = fr_random(1 << L)
-        got = N.ntt(x, inverse=inverse, coset=coset)
-        assert fr_to_ints(got) == N.ntt_reference(fr_to_ints(x), inverse=inverse, coset=coset), f"2^{L}"
+        want = N.ntt_reference(fr_to_ints(x), inverse=inverse, coset=coset)
+        for kid in _each_kernel(monkeypatch):
+            assert fr_to_ints(N.ntt(x, inverse=inverse, coset=coset)) == want, (f"2^{L}", kid)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("order", ["nr", "rn", "nn"])
 @pytest.mark.parametrize("inverse,coset", VARIANTS, ids=VIDS)
-def test_gpu_orders_device_api(order, inverse, coset, radix):
+def test_gpu_orders_device_api(order, inverse, coset, monkeypatch):
     cp = _cp()
     for L in (1, 2, 4, 8, 9, 11, 13, 16):
         n = 1 << L
@@ -315,13 +431,13 @@ def test_gpu_orders_device_api(order, inverse, coset, radix):
         ref = N.ntt_reference(xi, inverse=inverse, coset=coset)
         rev = N._bitrev_indices(L)
         inp = x[rev] if order == "rn" else x
-        d = cp.asarray(inp)
-        N.to_montgomery(d)
-        N.ntt_inplace(d, inverse=inverse, coset=coset, order=order)
-        N.from_montgomery(d)
-        got = fr_to_ints(d.get())
         want = [ref[r] for r in rev] if order == "nr" else ref
-        assert got == want, (order, L)
+        for kid in _each_kernel(monkeypatch):
+            d = cp.asarray(inp)
+            N.to_montgomery(d)
+            N.ntt_inplace(d, inverse=inverse, coset=coset, order=order)
+            N.from_montgomery(d)
+            assert fr_to_ints(d.get()) == want, (order, L, kid)
 
 
 @pytest.mark.gpu
@@ -392,6 +508,34 @@ def test_gpu_large_spot_checks(L, radix):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize(
+    "L,kernel",
+    [(L, k) for L in (17, 21, 24) for k in ("fused-r2-exact", "fused-r4-exact", "fused-r8-exact", "fused-r2-exact-t12",
+                                            "fused-r4-auto", "fused-r4-split", "fused-r4-table", "fused-r4-auto-t12")]
+    + [(21, "fused-r2-exact-ptx"), (26, "fused-r2-exact"), (26, "fused-r4-exact"), (26, "fused-r4-auto")],
+)
+def test_gpu_fused_equals_stagewise(L, kernel):
+    """Every variant and order of a fused kernel equals the stagewise kernel bit for bit (sizes with 2 and 3
+    passes, passes of unequal k), on fresh random Montgomery-form data."""
+    cp = _cp()
+    n = 1 << L
+    x = _dev_random(n, secrets.randbits(32))
+    N.to_montgomery(x)
+    for inverse, coset in VARIANTS:
+        for order in N.ORDERS:
+            want = x.copy()
+            N.ntt_inplace(want, inverse=inverse, coset=coset, order=order, algorithm="stagewise")
+            got = x.copy()
+            with N.kernel_settings(kernel):
+                N.ntt_inplace(got, inverse=inverse, coset=coset, order=order)
+            assert bool((got == want).all()), (L, kernel, inverse, coset, order)
+            del want, got
+    del x
+    N.clear_cache()
+    cp.get_default_memory_pool().free_all_blocks()
+
+
+@pytest.mark.gpu
 def test_gpu_arbitrary_positions_horner_2_20():
     n = 1 << 20
     x = fr_random(n, new_rng())
@@ -420,3 +564,10 @@ def test_size_error_before_copying_a_huge_broadcast_array():
     huge = np.broadcast_to(np.zeros((1, 4), np.uint64), (2**33, 4))
     with pytest.raises(ValueError, match="2-adicity"):
         N.ntt(huge)
+
+
+def test_bench_cli_rejects_unknown_kernel():
+    from click.testing import CliRunner
+
+    res = CliRunner().invoke(N.bench_command, ["--kernel", "fused-r3"])
+    assert res.exit_code != 0 and "unknown NTT kernel 'fused-r3'" in res.output

@@ -27,6 +27,12 @@ from . import _cuda
 from .field import FR, check_array, fr_from_ints, fr_to_ints
 from .ntt import (
     _check_values_device,
+    _fused_pair_pass,
+    _fused_pass,
+    _fused_tile_log,
+    _ntt_fused,
+    _passes,
+    _resolve_algorithm,
     _first_unreduced_launch,
     _raise_unreduced,
     _to_device_mont,
@@ -101,18 +107,27 @@ def _z_inv_device(log_n: int) -> Any:
     return _to_device_mont([z_inv_on_coset(log_n)])
 
 
-def compute_h_inplace(a: Any, b: Any, c: Any, *, timings: dict[str, float] | None = None) -> Any:
+def compute_h_inplace(
+    a: Any, b: Any, c: Any, *, timings: dict[str, float] | None = None, algorithm: str | None = None
+) -> Any:
     """The H computation on three device buffers of N = 2^L Fr elements in Montgomery form.
 
     a, b and c (CuPy, C-contiguous, 32*N bytes each, see :func:`zkgpu.ntt.device_words`) are
-    overwritten; a receives the N coefficients of h (Montgomery form). Launches on CuPy's current
+    overwritten (b and c hold scratch data afterwards); a receives the N coefficients of h (Montgomery form). Launches on CuPy's current
     stream; synchronises only when ``timings`` is given, which is then filled with CUDA-event times
     in ms: ``ntt_ms`` (3 iNTT + 3 coset NTT), ``pointwise_ms``, ``intt_ms`` (inverse coset NTT),
     ``total_ms``.
 
+    ``algorithm`` ("stagewise" or "fused", default :data:`zkgpu.ntt.ALGORITHM`) picks the NTT kernels.
+    With "fused" the last pass of each iNTT and the first pass of the following coset NTT run as one
+    pass (:func:`coset_evals_inplace`), and the pointwise step runs inside the last pass of a's coset
+    NTT, so ``pointwise_ms`` is 0 and ``ntt_ms`` includes it (as long as N > 2^10; at one pass per
+    transform the pointwise kernel runs separately).
+
     Raises:
-        ValueError: sizes differ or are not a power of two.
+        ValueError: sizes differ or are not a power of two, or an unknown algorithm.
     """
+    algorithm = _resolve_algorithm(algorithm)
     cp = _cuda.cupy()
     wa, wb, wc = (device_words(x, name=nm) for x, nm in ((a, "a"), (b, "b"), (c, "c")))
     if not wa.size == wb.size == wc.size:
@@ -122,14 +137,25 @@ def compute_h_inplace(a: Any, b: Any, c: Any, *, timings: dict[str, float] | Non
     ev = [cp.cuda.Event() for _ in range(4)] if timings is not None else None
     if ev:
         ev[0].record()
-    for w in (wa, wb, wc):
-        coset_evals_inplace(w)
-    if ev:
-        ev[1].record()
-    _mul_sub_scale(wa, wb, wc, L)
+    fused = algorithm == "fused" and len(_passes(L, _fused_tile_log())) > 1
+    if fused:
+        coset_evals_inplace(wb, algorithm=algorithm)
+        coset_evals_inplace(wc, algorithm=algorithm)
+        coset_evals_inplace(wa, algorithm=algorithm, post_op=(_z_inv_device(L), wb, wc))
+        if ev:
+            ev[1].record()
+    else:
+        for w in (wa, wb, wc):
+            coset_evals_inplace(w, algorithm=algorithm)
+        if ev:
+            ev[1].record()
+        _mul_sub_scale(wa, wb, wc, L)
     if ev:
         ev[2].record()
-    ntt_inplace(wa, inverse=True, coset=True, order="nn")
+    if fused:  # b is free now: the scratch buffer that spares the "nn" transform its bit-reversal pass
+        _ntt_fused(wa, L, True, True, "nn", scratch=wb)
+    else:
+        ntt_inplace(wa, inverse=True, coset=True, order="nn", algorithm=algorithm)
     if ev:
         ev[3].record()
         ev[3].synchronize()
@@ -142,14 +168,14 @@ def compute_h_inplace(a: Any, b: Any, c: Any, *, timings: dict[str, float] | Non
     return a
 
 
-def _compute_h_device(a: Any, b: Any, c: Any, log_n: int | None, timings: dict | None) -> Any:
+def _compute_h_device(a: Any, b: Any, c: Any, log_n: int | None, timings: dict | None, algorithm: str | None) -> Any:
     cp = _cuda.cupy()
     for x, nm in ((a, "a"), (b, "b"), (c, "c")):
         check_device_array(x, name=nm)
     L = domain_log_size([a.shape[0], b.shape[0], c.shape[0]], log_n)
     n = 1 << L
     bufs = [prepare_input(x, n, name=nm) for x, nm in ((a, "a"), (b, "b"), (c, "c"))]
-    compute_h_inplace(*bufs, timings=timings)
+    compute_h_inplace(*bufs, timings=timings, algorithm=algorithm)
     return from_montgomery(bufs[0])
 
 
@@ -201,13 +227,41 @@ def prepare_input(x: Any, n: int, *, name: str = "x", deferred: DeferredCheck | 
     return buf
 
 
-def coset_evals_inplace(w: Any) -> Any:
+def coset_evals_inplace(w: Any, *, algorithm: str | None = None, post_op: tuple | None = None) -> Any:
     """Evaluations on the domain -> evaluations on the coset gH, in place on the current stream:
     inverse NTT (natural in, bit-reversed out) then coset NTT (bit-reversed in, natural out), as
     upstream's ``execute_ntts_single`` (groth16_ntt_h.cu:41-62; cuzk-pipeline.md §6). ``w``: N Fr
-    in Montgomery form (:func:`zkgpu.ntt.device_words` layout). Returns ``w``."""
-    ntt_inplace(w, inverse=True, order="nr")
-    ntt_inplace(w, coset=True, order="rn")
+    in Montgomery form (:func:`zkgpu.ntt.device_words` layout). Returns ``w``.
+
+    With ``algorithm="fused"`` the two transforms share their pass on the low index bits (kernel
+    ntt_fused2_*: the inverse sub-transform, the factor g^i/n, the forward sub-transform), so the pair
+    makes 2*ceil(L/10) - 1 passes over memory instead of 2*ceil(L/10). ``post_op = (zinv, b, c)`` (fused
+    only, more than one pass): the last pass stores (w * b - c) * zinv, the Groth16 pointwise step."""
+    algorithm = _resolve_algorithm(algorithm)
+    if algorithm != "fused":
+        if post_op is not None:
+            raise ValueError("coset_evals_inplace: post_op needs algorithm='fused'")
+        ntt_inplace(w, inverse=True, order="nr", algorithm=algorithm)
+        ntt_inplace(w, coset=True, order="rn", algorithm=algorithm)
+        return w
+    words = device_words(w)
+    L = log2_size(words.size // 8)
+    if L == 0:
+        if post_op is not None:
+            raise ValueError("coset_evals_inplace: post_op needs more than one pass")
+        return w
+    passes = _passes(L, _fused_tile_log())  # DIF order: the last one has s_lo = c = 0
+    if post_op is not None and len(passes) < 2:
+        raise ValueError("coset_evals_inplace: post_op needs more than one pass")
+    for s_lo, k, c in passes[:-1]:  # the inverse NTT "nr" up to its last pass
+        _fused_pass(words, L, s_lo, k, c, dit=False, inverse=True)
+    _fused_pair_pass(words, L, passes[-1][1])
+    dit_passes = passes[::-1][1:]
+    for i, (s_lo, k, c) in enumerate(dit_passes):  # the coset NTT "rn" after its first pass
+        kw = {}
+        if post_op is not None and i == len(dit_passes) - 1:
+            kw = dict(post=post_op[0], post_mode=4, aux1=post_op[1], aux2=post_op[2])
+        _fused_pass(words, L, s_lo, k, c, dit=True, inverse=False, **kw)
     return w
 
 
@@ -234,7 +288,8 @@ def combine_h_inplace(a: Any, b: Any, c: Any) -> Any:
 
 
 def compute_h(
-    a: Any, b: Any, c: Any, *, log_n: int | None = None, stream: Any = None, timings: dict[str, float] | None = None
+    a: Any, b: Any, c: Any, *, log_n: int | None = None, stream: Any = None, timings: dict[str, float] | None = None,
+    algorithm: str | None = None,
 ) -> Any:
     """Coefficients of the Groth16 H polynomial from the evaluations a, b, c (module docstring).
 
@@ -244,6 +299,7 @@ def compute_h(
         log_n: domain size 2^log_n (default: next power of two >= the longest input).
         stream: a CuPy stream to launch on (device path); default the current stream.
         timings: optional dict filled with sub-timings in ms (see :func:`compute_h_inplace`).
+        algorithm: the NTT kernels, "stagewise" or "fused" (default :data:`zkgpu.ntt.ALGORITHM`).
 
     Returns:
         h, shape ``(N, 4)`` uint64 canonical, of the same kind as the inputs. Host inputs use the GPU
@@ -251,19 +307,23 @@ def compute_h(
 
     Raises:
         TypeError: mixed host/device inputs, or bad dtype.
-        ValueError: bad shape, empty input, an element >= r (first bad index named), bad domain.
+        ValueError: bad shape, empty input, an element >= r (first bad index named), bad domain, an
+            unknown algorithm.
     """
+    _resolve_algorithm(algorithm)
     dev = [_cuda.is_device_array(x) for x in (a, b, c)]
     if any(dev) and not all(dev):
         raise TypeError("compute_h: a, b, c must all be host (numpy) or all device (CuPy) arrays")
     if all(dev):
         if stream is None:
-            return _compute_h_device(a, b, c, log_n, timings)
+            return _compute_h_device(a, b, c, log_n, timings, algorithm)
         with stream:
-            return _compute_h_device(a, b, c, log_n, timings)
+            return _compute_h_device(a, b, c, log_n, timings, algorithm)
     ha, hb, hc = (check_array(FR, x, name=nm) for x, nm in ((a, "a"), (b, "b"), (c, "c")))
     domain_log_size([ha.shape[0], hb.shape[0], hc.shape[0]], log_n)
     if _cuda.gpu_available():
         cp = _cuda.cupy()
-        return compute_h(cp.asarray(ha), cp.asarray(hb), cp.asarray(hc), log_n=log_n, stream=stream, timings=timings).get()
+        return compute_h(
+            cp.asarray(ha), cp.asarray(hb), cp.asarray(hc), log_n=log_n, stream=stream, timings=timings, algorithm=algorithm
+        ).get()
     return fr_from_ints(compute_h_reference(fr_to_ints(ha), fr_to_ints(hb), fr_to_ints(hc), log_n=log_n))

@@ -649,12 +649,12 @@ def scenario_table(source: Source, names: Iterable[str] | None = None) -> pd.Dat
 def benchmark_pivot(df: pd.DataFrame) -> pd.DataFrame | None:
     """A kernel benchmark table (``zkgpu bench ntt|msm``) as median ms: one row per size (``log_n``
     or ``log2_n``), one column per combination of the descriptive columns that vary in the table
-    (``variant``, ``mode``, ``scalars``, ``radix``), so that no two kinds of measurement share a
+    (``kernel``, ``variant``, ``mode``, ``scalars``, ``radix``), so that no two kinds of measurement share a
     cell. Returns None when the table has no size column or no ``median_ms``."""
     size_col = next((c for c in ("log_n", "log2_n") if c in df.columns), None)
     if size_col is None or "median_ms" not in df.columns:
         return None
-    keys = [c for c in ("variant", "mode", "scalars", "radix") if c in df.columns and df[c].nunique(dropna=False) > 1]
+    keys = [c for c in ("kernel", "variant", "mode", "scalars", "radix") if c in df.columns and df[c].nunique(dropna=False) > 1]
     if not keys:
         return df.groupby(size_col)[["median_ms"]].median()
     return df.pivot_table(index=size_col, columns=keys, values="median_ms", aggfunc="median")

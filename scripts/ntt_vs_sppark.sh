@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The NTT kernels beside sppark on one GPU, in one call (issue 13): the sppark anchor's NTT rows (if the
+# anchor is carried in .anchors/sppark-bench, see shared/anchors/sppark-bench/README.md), then
+# `zkgpu bench ntt` with the given kernels and --sppark, which prints and writes the zkgpu/sppark ratios.
+#
+#   OUT=dir NTT_MIN_LOG=20 NTT_MAX_LOG=26 NTT_KERNELS="stagewise fused-r4 fused-r8" scripts/ntt_vs_sppark.sh
+#
+# Writes $OUT/sppark/sppark.txt and a run folder bench-ntt under $OUT/data (or $DATA). sppark's MSM rows
+# are skipped (--msm-max 0) and so is its host-memory NTT (--ntt-host-lg 0): about 10 s plus its build.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-$PWD/gpu-out}"
+DATA="${DATA:-$OUT/data}"
+mkdir -p "$OUT/sppark" "$DATA"
+MIN=${NTT_MIN_LOG:-20}
+MAX=${NTT_MAX_LOG:-26}
+REPEAT=${NTT_REPEAT:-7}
+KERNELS=${NTT_KERNELS:-stagewise fused}
+SP=.anchors/sppark-bench
+SPARGS=()
+if [ -x "$SP/run.sh" ] || [ -f "$SP/run.sh" ]; then
+  OUT="$OUT/sppark" bash "$SP/run.sh" --msm-min 1 --msm-max 0 --ntt-min "$MIN" --ntt-max "$MAX" \
+    --ntt-host-lg 0 --reps "$REPEAT" >/dev/null 2>&1
+  rc=$?
+  rows=$(grep -c '^ntt,' "$OUT/sppark/sppark.txt" 2>/dev/null || true)
+  echo "sppark-bench exit code $rc (${rows:-0} NTT rows)"
+  grep -q '^ntt,' "$OUT/sppark/sppark.txt" 2>/dev/null && SPARGS=(--sppark "$OUT/sppark/sppark.txt")
+else
+  echo "no $SP: zkgpu only"
+fi
+KARGS=()
+for k in $KERNELS; do KARGS+=(--kernel "$k"); done
+python3 -m zkgpu.cli bench ntt --min-log "$MIN" --max-log "$MAX" --repeat "$REPEAT" "${KARGS[@]}" \
+  "${SPARGS[@]}" --out "$DATA"
