@@ -3,8 +3,8 @@
 # recording and (optionally) the notebook suite in live mode. Results land in one archive so a
 # lent machine (which keeps nothing) can hand them back.
 #
-#   scripts/gpu_run.sh [STAGE ...]      stages: info record bench-h2d bench-load bench-ntt bench-msm tests
-#                                       tests-transfer notebooks
+#   scripts/gpu_run.sh [STAGE ...]      stages: info record record-last-mile bench-h2d bench-load bench-ntt
+#                                       bench-msm bench-prep tests tests-transfer tests-prep notebooks
 #                                       (default: info record bench-h2d bench-ntt tests; each stage is
 #                                       time-limited, see LIMIT_* below, so the whole fits one 10-min call)
 #   ZKGPU_COMMIT=$(git rev-parse HEAD) names the commit in the manifests when the copy has no .git.
@@ -46,6 +46,9 @@ failed=()
 : "${LIMIT_bench_h2d:=190}"
 : "${LIMIT_bench_load:=90}"
 : "${LIMIT_record:=150}"
+: "${LIMIT_record_last_mile:=150}"
+: "${LIMIT_bench_prep:=90}"
+: "${LIMIT_tests_prep:=90}"
 : "${LIMIT_notebooks:=220}"
 run_stage() {
   local name=$1; shift
@@ -64,6 +67,9 @@ for s in "${stages[@]}"; do
     info)      run_stage info python3 -m zkgpu.cli info ;;
     tests)     run_stage tests python3 -m pytest -q -m gpu --durations=15 -p no:cacheprovider tests ;;
     tests-transfer) run_stage tests-transfer python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_transfer.py ;;
+    tests-prep) run_stage tests-prep python3 -m pytest -q -p no:cacheprovider tests/test_prep.py ;;
+    # prep_msm variants (cpu, cpu_parallel, gpu) at 2^20..2^26 (PREP_MAX_LOG to shorten)
+    bench-prep) run_stage bench-prep python3 -m zkgpu.cli bench prep --min-log 20 --max-log "${PREP_MAX_LOG:-26}" --repeat 5 --out "$DATA" ;;
     bench-ntt) run_stage bench-ntt python3 -m zkgpu.cli bench ntt --min-log 16 --max-log 26 --repeat 5 --out "$DATA" ;;
     bench-msm) run_stage bench-msm python3 -m zkgpu.cli bench msm --repeat 3 --out "$DATA" ;;
     bench-h2d) run_stage bench-h2d python3 -m zkgpu.cli bench h2d --max-size 4GiB --repeat 3 --time-budget 110 --out "$DATA" ;;
@@ -71,6 +77,8 @@ for s in "${stages[@]}"; do
     bench-load) run_stage bench-load python3 -m zkgpu.cli bench load ${LOAD_LEVELS:+--levels $LOAD_LEVELS} --out "$DATA" ;;
     # HOST_LOAD=N: N host memory-load threads during the scenarios (zkgpu.hostload)
     record)    run_stage record python3 -m zkgpu.cli record --no-sweep --no-bench ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${PARTITIONS:+--partitions $PARTITIONS} --out "$DATA" ;;
+    # notebook 07b's short set: baseline, the fix, compute-only, prep_msm off the critical path
+    record-last-mile) run_stage record-last-mile python3 -m zkgpu.cli record --no-sweep --no-bench $(python3 -c 'from zkgpu.record import LAST_MILE_SCENARIOS as s; print(" ".join("--scenario " + x for x in s))') ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${PARTITIONS:+--partitions $PARTITIONS} --out "$DATA" ;;
     notebooks) run_stage notebooks python3 -m zkgpu.cli report --mode live --out "$OUT/reports" ${NOTEBOOKS:+--only $NOTEBOOKS} ;;  # live: measures now
     *) echo "unknown stage $s"; failed+=("$s") ;;
   esac

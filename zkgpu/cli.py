@@ -81,6 +81,7 @@ def _register_optional_commands() -> None:
     for mod, attr, group in (
         ("zkgpu.ntt", "bench_command", bench),
         ("zkgpu.msm", "bench_command", bench),
+        ("zkgpu.prep", "bench_command", bench),
         ("zkgpu.transfer", "bench_command", bench),
         ("zkgpu.hostload", "bench_command", bench),
         ("zkgpu.record", "record_command", main),

@@ -29,6 +29,7 @@ import numpy as np
 from zkgpu import _cuda
 from zkgpu.field import fr_from_ints, fr_to_ints
 from zkgpu.metrics import h2d_overlap
+from zkgpu.prep import prep_msm_device, prep_msm_parallel
 from zkgpu.pipeline.config import PipelineConfig
 from zkgpu.pipeline.synthesis import Circuit
 
@@ -37,6 +38,7 @@ __all__ = [
     "HStart",
     "prep_scalars",
     "prep_partition",
+    "selections",
     "CpuBackend",
     "GpuBackend",
     "make_backend",
@@ -168,9 +170,35 @@ def prep_scalars(scalars: np.ndarray) -> Prep:
     """
     from zkgpu.msm import prep_msm  # noqa: PLC0415
 
-    r = prep_msm(scalars)
+    return _as_prep(prep_msm(scalars))
+
+
+def _as_prep(r: Any) -> Prep:
+    """A :class:`zkgpu.msm.PrepMsm` or :class:`zkgpu.prep.DevicePrep` with upstream's split decision."""
     n_sig = r.significant
     return Prep(r.n, n_sig <= r.n // 2, r.bitmap, int(r.ones), n_sig, r.sig_indices, r.sig_scalars)
+
+
+_SEL_LOCK = threading.Lock()
+_SEL_CACHE: dict[int, tuple[Circuit, np.ndarray, np.ndarray]] = {}
+
+
+def selections(circuit: Circuit) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices into ``[circuit.inp; aux]`` of the A and B scalar vectors (int64, ascending):
+    A = every input then the aux rows in ``a_aux_density``; B = the inputs in ``b_inp_density``
+    then the aux rows in ``b_aux_density`` (cuzk-pipeline.md §1.6). Cached per circuit (the
+    structure is fixed for a run)."""
+    with _SEL_LOCK:
+        hit = _SEL_CACHE.get(id(circuit))
+        if hit is not None and hit[0] is circuit:
+            return hit[1], hit[2]
+        k = circuit.inp.shape[0]
+        a_sel = np.concatenate([np.arange(k), k + np.flatnonzero(circuit.a_aux_density)]).astype(np.int64)
+        b_sel = np.concatenate([np.flatnonzero(circuit.b_inp_density), k + np.flatnonzero(circuit.b_aux_density)]).astype(np.int64)
+        if len(_SEL_CACHE) >= 4:
+            _SEL_CACHE.clear()
+        _SEL_CACHE[id(circuit)] = (circuit, a_sel, b_sel)
+        return a_sel, b_sel
 
 
 def _pack_bits(mask: np.ndarray) -> np.ndarray:
@@ -181,9 +209,13 @@ def _pack_bits(mask: np.ndarray) -> np.ndarray:
     return buf.view("<u8").astype(np.uint64)
 
 
-def prep_partition(circuit: Circuit, aux: np.ndarray) -> dict[str, Prep]:
-    """prep_msm of one partition for the L, A and B MSMs in one pass over aux, as upstream's
-    pass 1 + split decision (groth16_cuda.cu:514-659): :func:`zkgpu.msm.prep_msm` classifies
+def prep_partition(circuit: Circuit, aux: np.ndarray, prep: str = "cpu", *, threads: int | None = None) -> dict[str, Prep]:
+    """prep_msm of one partition for the L, A and B MSMs on the host, as upstream's pass 1 + split
+    decision (groth16_cuda.cu:514-659).
+
+    ``prep="cpu_parallel"``: :func:`zkgpu.prep.prep_msm_parallel` (``threads`` threads) over aux
+    for L and over :func:`selections` of ``[inputs; aux]`` for A and B (the filtered vectors are
+    never gathered). ``prep="cpu"``: one numpy pass over aux: :func:`zkgpu.msm.prep_msm` classifies
     every aux scalar once (validating it; ones bitmap, significant indices) and is the L split;
     the A and B splits are the same classification restricted to the density-filtered positions
     (inputs first, then aux where ``a_aux_density`` / ``b_aux_density`` is set), packed compactly
@@ -192,9 +224,22 @@ def prep_partition(circuit: Circuit, aux: np.ndarray) -> dict[str, Prep]:
     Returns:
         ``{"l": Prep, "a": Prep, "b_g1": Prep}``; each equals :func:`prep_scalars` of the
         gathered scalar vector (tested), without gathering the 0/1 majority.
+
+    Raises:
+        ValueError: a scalar >= r, or ``prep`` not ``cpu`` / ``cpu_parallel`` (``gpu`` is
+        :meth:`GpuBackend.prep`).
     """
     from zkgpu.msm import prep_msm  # noqa: PLC0415
 
+    if prep == "cpu_parallel":
+        a_sel, b_sel = selections(circuit)
+        return {
+            "l": _as_prep(prep_msm_parallel(aux, threads=threads)),
+            "a": _as_prep(prep_msm_parallel(aux, sel=a_sel, head=circuit.inp, threads=threads)),
+            "b_g1": _as_prep(prep_msm_parallel(aux, sel=b_sel, head=circuit.inp, threads=threads)),
+        }
+    if prep != "cpu":
+        raise ValueError(f"prep_partition runs prep='cpu' or 'cpu_parallel' on the host, got {prep!r} (prep='gpu': GpuBackend.prep)")
     lp = prep_msm(aux)
     m = aux.shape[0]
     one_aux = np.unpackbits(lp.bitmap.view(np.uint8), bitorder="little")[:m].astype(bool)
@@ -205,7 +250,7 @@ def prep_partition(circuit: Circuit, aux: np.ndarray) -> dict[str, Prep]:
     one_inp = np.unpackbits(ip.bitmap.view(np.uint8), bitorder="little")[:k].astype(bool)
     sig_inp = np.zeros(k, dtype=bool)
     sig_inp[ip.sig_indices] = True
-    out = {"l": Prep(m, lp.significant <= m // 2, lp.bitmap, int(lp.ones), lp.significant, lp.sig_indices, lp.sig_scalars)}
+    out = {"l": _as_prep(lp)}
     for name, inp_mask, aux_mask in (("a", np.ones(k, dtype=bool), circuit.a_aux_density), ("b_g1", circuit.b_inp_density, circuit.b_aux_density)):
         inp_idx = np.flatnonzero(inp_mask)
         aux_idx = np.flatnonzero(aux_mask)
@@ -317,6 +362,10 @@ class CpuBackend:
 
     def b_g2(self, scalars: np.ndarray) -> bytes:
         return cpu_g2_msm(self._g2, scalars)
+
+    def prep(self, aux: np.ndarray, prep: str = "cpu", threads: int | None = None) -> dict[str, Prep]:
+        """:func:`prep_partition` (``prep`` = ``cpu`` or ``cpu_parallel``)."""
+        return prep_partition(self.circuit, aux, prep, threads=threads)
 
 
 def g2_bases(m: int, seed: int) -> list[Any]:
@@ -514,8 +563,47 @@ class GpuBackend:
             r = self.msm_mod.batch_add(self.bases[name], cp.asarray(bitmap))
             return self._host_point(r, stream)
 
-    def b_g2(self, scalars: np.ndarray) -> bytes:
+    def b_g2(self, scalars: Any) -> bytes:
+        if _cuda.is_device_array(scalars):  # gpu prep: only the first b_g2_terms rows are used
+            scalars = scalars[: len(self._g2)].get()
         return cpu_g2_msm(self._g2, scalars)
+
+    def prep(self, aux: np.ndarray, prep: str = "cpu", threads: int | None = None) -> dict[str, Prep]:
+        """prep_msm of one partition. ``cpu`` / ``cpu_parallel``: :func:`prep_partition` on the host.
+        ``gpu``: on this thread's own non-blocking prep stream, copy ``[inputs; aux]`` to the
+        device (pageable H2D of aux), then :func:`zkgpu.prep.prep_msm_device` for L (the aux rows)
+        and for A and B (their :func:`selections`); the bitmaps, significant scalars and indices
+        stay on the device for batch_add and the tail MSMs (which read them after the barrier,
+        so after this call's final stream sync). Returns ``{"l", "a", "b_g1"}`` Preps."""
+        if prep != "gpu":
+            return prep_partition(self.circuit, aux, prep, threads=threads)
+        cp = self.cp
+        s = getattr(self._local, "prep_stream", None)
+        if s is None:
+            s = self._local.prep_stream = cp.cuda.Stream(non_blocking=True)
+        k = self.circuit.inp.shape[0]
+        a_d, b_d = self._device_selections()
+        with s:
+            full = cp.empty((k + aux.shape[0], 4), dtype=cp.uint64)
+            full[:k].set(np.ascontiguousarray(self.circuit.inp), stream=s)
+            full[k:].set(np.ascontiguousarray(aux), stream=s)
+            out = {
+                "l": _as_prep(prep_msm_device(full, offset=k, stream=s, name="aux")),
+                "a": _as_prep(prep_msm_device(full, sel=a_d, stream=s, name="a_scalars")),
+                "b_g1": _as_prep(prep_msm_device(full, sel=b_d, stream=s, name="b_scalars")),
+            }
+        return out
+
+    def _device_selections(self) -> tuple[Any, Any]:
+        with _SEL_LOCK:
+            sel = getattr(self, "_sel_d", None)
+        if sel is None:
+            a_sel, b_sel = selections(self.circuit)
+            sel = (self.cp.asarray(a_sel), self.cp.asarray(b_sel))
+            self.cp.cuda.Device().synchronize()
+            with _SEL_LOCK:
+                self._sel_d = sel
+        return sel
 
 
 def make_backend(config: PipelineConfig, circuit: Circuit) -> CpuBackend | GpuBackend:

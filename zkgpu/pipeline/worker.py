@@ -46,7 +46,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from zkgpu.pipeline.backend import Prep, g1_add, malloc_trim, prep_partition
+from zkgpu.pipeline.backend import Prep, g1_add, malloc_trim
 from zkgpu.pipeline.config import PipelineConfig
 from zkgpu.pipeline.synthesis import Circuit
 from zkgpu.trace import Span, Tracer, timing_line
@@ -222,9 +222,10 @@ def _msm_scalars(circuit: Circuit, aux: np.ndarray) -> dict[str, np.ndarray]:
 def _prep_main(ctx: WorkerContext, job: SynthesizedJob, st: StartState, barrier: PrepBarrier) -> None:
     tr, p = ctx.tracer, job.partition
     try:
-        with tr.phase("prep_msm", worker=st.worker, partition=p, gpu=st.gpu) as ph:
+        with tr.phase("prep_msm", worker=st.worker, partition=p, gpu=st.gpu, detail={"prep": ctx.config.prep}) as ph:
             ctx.hook("prep_msm", p, None)
-            st.preps.update(prep_partition(ctx.circuit, job.aux))
+            cfg = ctx.config
+            st.preps.update(ctx.backend.prep(job.aux, cfg.prep, cfg.prep_threads or None))
             ph.detail.update({f"{k}_sig": v.n_sig for k, v in st.preps.items()})
         barrier.notify()
         with tr.phase("b_g2_msm", worker=st.worker, partition=p, gpu=st.gpu, fields={"num_circuits": 1}):
