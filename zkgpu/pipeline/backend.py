@@ -403,6 +403,7 @@ class GpuBackend:
         self._local = threading.local()
         self.bases: dict[str, Any] = {}
         self._g2: list[Any] = []
+        self._prep_streams: list[Any] = []  # idle streams of prep="gpu" (one per concurrent prep thread)
 
     def setup(self) -> None:
         sizes = {"h": self.config.n, "l": self.circuit.l_size, "a": self.circuit.a_size, "b_g1": self.circuit.b_size}
@@ -578,20 +579,24 @@ class GpuBackend:
         if prep != "gpu":
             return prep_partition(self.circuit, aux, prep, threads=threads)
         cp = self.cp
-        s = getattr(self._local, "prep_stream", None)
-        if s is None:
-            s = self._local.prep_stream = cp.cuda.Stream(non_blocking=True)
         k = self.circuit.inp.shape[0]
         a_d, b_d = self._device_selections()
-        with s:
-            full = cp.empty((k + aux.shape[0], 4), dtype=cp.uint64)
-            full[:k].set(np.ascontiguousarray(self.circuit.inp), stream=s)
-            full[k:].set(np.ascontiguousarray(aux), stream=s)
-            out = {
-                "l": _as_prep(prep_msm_device(full, offset=k, stream=s, name="aux")),
-                "a": _as_prep(prep_msm_device(full, sel=a_d, stream=s, name="a_scalars")),
-                "b_g1": _as_prep(prep_msm_device(full, sel=b_d, stream=s, name="b_scalars")),
-            }
+        with _SEL_LOCK:  # a stream from the backend's free list: CuPy's pool reuses memory per stream
+            s = self._prep_streams.pop() if self._prep_streams else cp.cuda.Stream(non_blocking=True)
+        try:
+            with s:
+                full = cp.empty((k + aux.shape[0], 4), dtype=cp.uint64)
+                full[:k].set(np.ascontiguousarray(self.circuit.inp), stream=s)
+                full[k:].set(np.ascontiguousarray(aux), stream=s)
+                out = {
+                    "l": _as_prep(prep_msm_device(full, offset=k, stream=s, name="aux")),
+                    "a": _as_prep(prep_msm_device(full, sel=a_d, stream=s, name="a_scalars")),
+                    "b_g1": _as_prep(prep_msm_device(full, sel=b_d, stream=s, name="b_scalars")),
+                }
+        finally:
+            s.synchronize()
+            with _SEL_LOCK:
+                self._prep_streams.append(s)
         return out
 
     def _device_selections(self) -> tuple[Any, Any]:
