@@ -1,0 +1,261 @@
+"""What keeps the GPU idle, read from an event table, and what the model predicts once prep_msm is
+off the critical path (notebook 07b, "the last bottleneck").
+
+* :func:`idle_causes`: splits a run's **GPU window** (first GPU-side start — ``prove``,
+  ``mutex_wait`` or a GPU phase — to the last end of a GPU phase, as :func:`zkgpu.model.utilization`)
+  into *compute* (the GPU phases ``ntt_msm_h``, ``batch_add``, ``tail_msm`` minus the copy time no
+  kernel hid, ``exposed_ms``), *exposed H2D*, and GPU-idle time, which it attributes, in this order
+  of precedence, to what the workers were doing meanwhile: ``barrier_wait`` (waiting for prep_msm),
+  ``mutex_wait`` (the lock changing hands), ``pre_lock`` (a worker's set-up before the lock,
+  ``split_vectors`` and the prep thread's start), *no partition ready* (no ``gpu_queue`` interval
+  open: every synthesized partition already taken), and *other host work* (the rest: Python
+  between phases, the worker loop, finalizer hand-off). The shares sum to 1. Also the **start-up**:
+  the time from the run's first event (synthesis) to the GPU window, which whole-run metrics
+  (:func:`zkgpu.metrics.compute_utilization`, :func:`zkgpu.metrics.throughput`) include.
+* :func:`gpu_ms_per_partition`: median per partition of the GPU phases' wall time minus the
+  exposed copy time (ms): the GPU work one partition needs in that run; 60000 / it is the
+  compute-only bound in partitions/min (the same quantity as :func:`zkgpu.model.compute_bound_per_min`,
+  measured instead of calibrated).
+* :func:`prep_ms_prediction`: the prep_msm time a variant will take in the pipeline, from a
+  ``zkgpu bench prep`` table scaled by the measured slowdown of the ``cpu`` variant in the pipeline.
+* :func:`predict`: :func:`zkgpu.model.simulate` of a scenario with that prep time.
+* :func:`kernel_floor_ms`: the kernels' own benchmark time (``zkgpu bench ntt`` compute_h and
+  ``zkgpu bench msm`` device, uniform scalars) for the H computation and the H MSM at size n.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from .metrics import detail_value
+from .model import ModelParams, ModelResult, simulate
+
+__all__ = [
+    "GPU_PHASES",
+    "IDLE_CAUSES",
+    "gpu_window",
+    "idle_causes",
+    "gpu_ms_per_partition",
+    "prep_workload",
+    "prep_ms_prediction",
+    "predict",
+    "kernel_floor_ms",
+]
+
+GPU_PHASES = ("ntt_msm_h", "batch_add", "tail_msm")
+#: GPU-idle causes in order of precedence: (label, phases whose intervals claim the idle time).
+IDLE_CAUSES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("barrier_wait (prep_msm)", ("barrier_wait",)),
+    ("mutex_wait (lock hand-off)", ("mutex_wait",)),
+    ("pre_lock (worker set-up)", ("pre_lock",)),
+)
+NO_PARTITION = "no partition ready (synthesis)"
+OTHER = "other host work"
+
+
+def _union(iv: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for s, e in sorted((int(s), int(e)) for s, e in iv if e > s):
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
+
+
+def _intersect(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        s, e = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if s < e:
+            out.append((s, e))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def _complement(a: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
+    out, cur = [], lo
+    for s, e in a:
+        if s > cur:
+            out.append((cur, min(s, hi)))
+        cur = max(cur, e)
+        if cur >= hi:
+            break
+    if cur < hi:
+        out.append((cur, hi))
+    return [(s, e) for s, e in out if e > s]
+
+
+def _len(iv: list[tuple[int, int]]) -> int:
+    return sum(e - s for s, e in iv)
+
+
+def _iv(ev: pd.DataFrame, phases: Iterable[str]) -> list[tuple[int, int]]:
+    sub = ev[ev["phase"].isin(list(phases))]
+    return list(zip(sub["start_ns"].astype("int64"), sub["end_ns"].astype("int64")))
+
+
+def gpu_window(events: pd.DataFrame) -> tuple[int, int]:
+    """``(lo_ns, hi_ns)``: first GPU-side start (``prove``, ``mutex_wait`` or a GPU phase) to the
+    last end of a GPU phase (:func:`zkgpu.model.utilization`'s window).
+
+    Raises:
+        ValueError: the table has no GPU phase rows.
+    """
+    gpu_rows = events[events["phase"].isin(GPU_PHASES)]
+    if not len(gpu_rows):
+        raise ValueError(f"the event table has no {GPU_PHASES} rows")
+    starts = events[events["phase"].isin(("prove", "mutex_wait") + GPU_PHASES)]["start_ns"]
+    return int(starts.min()), int(gpu_rows["end_ns"].max())
+
+
+def _exposed_ms(events: pd.DataFrame) -> float:
+    h = events[events["phase"] == "h2d"]
+    if not len(h):
+        return 0.0
+    stage_inside = h["detail"].astype("string").str.contains("stage=ntt_msm_h", regex=False).fillna(False).to_numpy(bool)
+    ex = detail_value(h, "exposed_ms")
+    return float(ex[stage_inside].clip(lower=0).fillna(0.0).sum())
+
+
+def idle_causes(events: pd.DataFrame) -> pd.DataFrame:
+    """Where one run's GPU window goes (see the module docstring).
+
+    Args:
+        events: the event table of ONE run (one GPU).
+
+    Returns:
+        DataFrame indexed by ``cause`` (``compute``, ``exposed H2D``, the :data:`IDLE_CAUSES`
+        labels, :data:`NO_PARTITION`, :data:`OTHER`) with ``ms`` and ``share`` (of the GPU window,
+        summing to 1); ``attrs`` carry ``window_ms``, ``startup_ms`` (first event of the run to the
+        window's start) and ``partitions``.
+
+    Raises:
+        ValueError: no GPU phase rows.
+    """
+    lo, hi = gpu_window(events)
+    busy = _intersect(_union(_iv(events, GPU_PHASES)), [(lo, hi)])
+    exposed_ns = min(_exposed_ms(events) * 1e6, float(_len(busy)))
+    idle = _complement(busy, lo, hi)
+    rows = {"compute": (_len(busy) - exposed_ns) / 1e6, "exposed H2D": exposed_ns / 1e6}
+    for label, phases in IDLE_CAUSES:
+        claimed = _intersect(idle, _union(_iv(events, phases)))
+        rows[label] = _len(claimed) / 1e6
+        idle = _intersect(idle, _complement(claimed, lo, hi))
+    waiting = _union(_iv(events, ("gpu_queue",)))
+    starved = _intersect(idle, _complement(waiting, lo, hi))
+    rows[NO_PARTITION] = _len(starved) / 1e6
+    rows[OTHER] = (_len(idle) - _len(starved)) / 1e6
+    window_ms = (hi - lo) / 1e6
+    out = pd.DataFrame({"ms": pd.Series(rows, dtype=float)})
+    out["share"] = out["ms"] / window_ms if window_ms > 0 else np.nan
+    out.index.name = "cause"
+    out.attrs.update(window_ms=window_ms, startup_ms=(lo - int(events["start_ns"].min())) / 1e6,
+                     partitions=int(events.loc[events["phase"] == "tail_msm", "partition"].nunique()))
+    return out
+
+
+def gpu_ms_per_partition(events: pd.DataFrame) -> float:
+    """Median over partitions of Σ wall ms of the GPU phases (``ntt_msm_h``, ``batch_add``,
+    ``tail_msm``) minus the partition's exposed H2D ms (the copy time no kernel hid). NaN
+    without GPU phase rows."""
+    g = events[events["phase"].isin(GPU_PHASES)]
+    if not len(g):
+        return float("nan")
+    per = ((g["end_ns"] - g["start_ns"]) / 1e6).groupby(g["partition"]).sum()
+    h = events[events["phase"] == "h2d"]
+    if len(h):
+        inside = h["detail"].astype("string").str.contains("stage=ntt_msm_h", regex=False).fillna(False).to_numpy(bool)
+        ex = detail_value(h, "exposed_ms").clip(lower=0).fillna(0.0)[inside]
+        per = per.sub(ex.groupby(h["partition"][inside]).sum(), fill_value=0.0)
+    return float(per.median())
+
+
+def prep_workload(config: dict[str, Any]) -> int:
+    """Scalars one partition's prep_msm classifies: L (aux) + A (inputs + a-density aux) + B
+    (b-density inputs + aux), from a scenario's recorded configuration (``n``, ``aux_ratio``,
+    ``num_inputs``, ``density``) with the expected densities."""
+    from .pipeline.config import Density, PipelineConfig  # noqa: PLC0415
+
+    dens = config.get("density") or {}
+    d = Density(**dens) if isinstance(dens, dict) else Density()
+    c = PipelineConfig(n=int(config["n"]), aux_ratio=float(config.get("aux_ratio", 0.5)),
+                       num_inputs=int(config.get("num_inputs", 8)), device="cpu", density=d)
+    aux = c.aux_size
+    return int(round(aux + c.num_inputs + d.a_aux * aux + 1 + d.b_aux * aux))
+
+
+def prep_ms_prediction(bench: pd.DataFrame, variant: str, scalars: int, measured_cpu_ms: float, *, phase: str | None = None) -> dict[str, float]:
+    """prep_msm ms of ``variant`` in the pipeline for ``scalars`` scalars per partition.
+
+    From a ``zkgpu bench prep`` table: each variant's ms per scalar at the benchmarked size nearest
+    above ``scalars`` (log-interpolated per scalar), times ``scalars``; the ``cpu`` variant's
+    benchmark against ``measured_cpu_ms`` (its median prep_msm in the recorded pipeline, under
+    the recording's host load) gives the slowdown the pipeline's host imposes, applied to the CPU
+    variants. The ``gpu`` variant uses the ``with_h2d`` phase (aux is copied from pageable memory
+    first) and no slowdown (the GPU is not what the host load slows; its copy is).
+
+    Returns:
+        ``{"bench_ms", "slowdown", "predicted_ms"}``.
+
+    Raises:
+        ValueError: the table lacks the variant or the ``cpu`` rows.
+    """
+    def per_scalar(v: str, ph: str | None) -> float:
+        sel = bench[bench["prep"] == v]
+        if ph is not None and "phase" in sel:
+            sel = sel[sel["phase"] == ph]
+        if not len(sel):
+            raise ValueError(f"the prep benchmark has no rows for prep={v!r}{f' phase={ph!r}' if ph else ''}; it has {sorted(set(bench['prep']))}")
+        sel = sel.sort_values("n")
+        x = np.log2(sel["n"].to_numpy(float))
+        y = np.log2((sel["median_ms"] / sel["n"]).to_numpy(float))
+        return float(2 ** np.interp(math.log2(max(scalars, 1)), x, y))
+
+    cpu_bench = per_scalar("cpu", None) * scalars
+    slowdown = measured_cpu_ms / cpu_bench if cpu_bench > 0 else float("nan")
+    if variant == "gpu":
+        b = per_scalar("gpu", phase or "with_h2d") * scalars
+        return {"bench_ms": b, "slowdown": 1.0, "predicted_ms": b}
+    b = per_scalar(variant, phase) * scalars
+    return {"bench_ms": b, "slowdown": slowdown, "predicted_ms": b * slowdown}
+
+
+def predict(params: ModelParams, *, prep_ms: float, gw: int, scope: str = "narrow", transfer: str = "pinned_pool",
+            partitions: int = 16, max_queue: int | None = None, run: str | None = None) -> ModelResult:
+    """:func:`zkgpu.model.simulate` with prep_msm taking ``prep_ms`` (ms, >= 0) instead of the
+    calibrated ``params.prep_msm_ms``; everything else as calibrated."""
+    if not (math.isfinite(prep_ms) and prep_ms >= 0):
+        raise ValueError(f"prep_ms must be a finite number >= 0, got {prep_ms!r}")
+    speedup = params.prep_msm_ms / max(prep_ms, 1e-6) if params.prep_msm_ms > 0 else 1.0
+    return simulate(params, partitions=partitions, gw=gw, scope=scope, transfer=transfer, prep_speedup=speedup,
+                    max_queue=max_queue, run=run)
+
+
+def kernel_floor_ms(n: int, ntt_bench: pd.DataFrame | None, msm_bench: pd.DataFrame | None) -> dict[str, float]:
+    """The kernels' own benchmark ms at size n: ``compute_h`` (``zkgpu bench ntt``, variant
+    compute_h: 7 NTTs + pointwise, device-resident) and ``h_msm`` (``zkgpu bench msm``, mode
+    device, uniform scalars: H's coefficients are uniform). NaN where a table lacks that size."""
+    lg = int(n).bit_length() - 1
+    out = {"compute_h": float("nan"), "h_msm": float("nan")}
+    if ntt_bench is not None and {"variant", "median_ms"} <= set(ntt_bench.columns):
+        col = "log_n" if "log_n" in ntt_bench else "log2_n"
+        s = ntt_bench[(ntt_bench["variant"] == "compute_h") & (ntt_bench[col] == lg)]
+        if len(s):
+            out["compute_h"] = float(s["median_ms"].median())
+    if msm_bench is not None and "median_ms" in msm_bench.columns:
+        col = "log2_n" if "log2_n" in msm_bench else "log_n"
+        s = msm_bench[(msm_bench[col] == lg)]
+        for c, v in (("mode", "device"), ("scalars", "uniform")):
+            if c in s:
+                s = s[s[c] == v]
+        if len(s):
+            out["h_msm"] = float(s["median_ms"].median())
+    return out
