@@ -182,6 +182,19 @@ def test_pipeline_cpu_parallel_gives_the_same_proof_parts(scope):
     assert par.events["run"].iloc[0].endswith("prep_cpu_parallel")
 
 
+def test_pipeline_without_shared_mutex_gives_the_same_proof_parts():
+    base = _cfg(transfer="pinned_pool")
+    prepared = prepare_backend(base)
+    ref = run_pipeline(base, prepared=prepared)
+    free = run_pipeline(base.with_(lock_scope="none"), prepared=prepared)
+    assert ref.ok and free.ok, (ref.errors, free.errors)
+    for p in range(base.partitions):
+        for k in ("h", "l", "a", "b_g1", "b_g2"):
+            assert np.array_equal(getattr(free.partitions[p], k), getattr(ref.partitions[p], k)), (p, k)
+    held = free.events[free.events.phase == "mutex_held"]
+    assert len(held) == base.partitions  # one private lock interval per partition, as coarse
+
+
 # ---------------------------------------------------------------------------------------- gpu
 
 

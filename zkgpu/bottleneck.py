@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from .metrics import detail_value
-from .model import ModelParams, ModelResult, simulate
+from .model import SCOPES, ModelParams, ModelResult, simulate
 
 __all__ = [
     "GPU_PHASES",
@@ -258,4 +258,157 @@ def kernel_floor_ms(n: int, ntt_bench: pd.DataFrame | None, msm_bench: pd.DataFr
                 s = s[s[c] == v]
         if len(s):
             out["h_msm"] = float(s["median_ms"].median())
+    return out
+
+
+# --------------------------------------------------------------------------- notebook 07b tables
+
+
+def prep_scenarios() -> dict[str, dict[str, Any]]:
+    """The ``zkgpu record`` scenarios that take prep_msm off the critical path (``prep`` other than
+    ``cpu``), in recording order: name -> settings."""
+    from .record import SCENARIOS  # noqa: PLC0415
+
+    return {k: dict(v) for k, v in SCENARIOS.items() if v.get("prep", "cpu") != "cpu"}
+
+
+def open_last_mile(mode: str | None = None, *, n: int | None = None, partitions: int | None = None,
+                   host_load: int | None = None, base: Any = None) -> Any:
+    """The data of notebook 07b: live, :data:`zkgpu.record.LAST_MILE_SCENARIOS` measured now; in
+    replay, the newest GPU recording that has any of :func:`prep_scenarios`, else what
+    :func:`zkgpu.replay.open_source` gives (which then lacks them: the notebook says so).
+
+    Raises:
+        as :func:`zkgpu.replay.open_source`.
+    """
+    from . import replay  # noqa: PLC0415
+    from .record import LAST_MILE_SCENARIOS  # noqa: PLC0415
+
+    m = replay.resolve_mode(mode)
+    if m == "replay":
+        new = set(prep_scenarios())
+        for rec in replay.find_recordings(base):
+            if rec.is_gpu and new & set(rec.scenarios):
+                return replay.Source("recorded-gpu", rec, m)
+    return replay.open_source(m, n=n, partitions=partitions, host_load=host_load, scenarios=LAST_MILE_SCENARIOS, base=base)
+
+
+def idle_table(source: Any, names: Iterable[str]) -> pd.DataFrame:
+    """:func:`idle_causes` shares of each recorded scenario in ``names`` (one row each), plus
+    ``window_ms``, ``startup_ms`` and ``gpu_ms_per_partition`` (:func:`gpu_ms_per_partition`)."""
+    rows = {}
+    for name in names:
+        if not source.has(name):
+            continue
+        ev = source.events(name)
+        t = idle_causes(ev)
+        rows[name] = {**t["share"].to_dict(), "window_ms": t.attrs["window_ms"], "startup_ms": t.attrs["startup_ms"],
+                      "gpu_ms_per_partition": gpu_ms_per_partition(ev)}
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out.index.name = "scenario"
+    return out
+
+
+def predictions(source: Any, *, calibrate_on: str = "pinned_narrow", bench: pd.DataFrame | None = None,
+                bench_label: str = "") -> tuple[pd.DataFrame, dict[str, ModelResult]]:
+    """The model's prediction for every :func:`prep_scenarios` entry, made from ``calibrate_on``
+    alone (and a prep benchmark): :func:`zkgpu.replay.calibrated_params` on that scenario, then
+    :func:`predict` with the variant's prep_msm time from :func:`prep_ms_prediction` (``bench``,
+    a ``zkgpu bench prep`` table), or, without a benchmark, 0 ms: the bound where prep_msm no
+    longer limits (``prep_basis`` says which). Partitions, queue depth and gw as the recording's
+    configuration (or the calibration scenario's where the scenario was not recorded).
+
+    Returns:
+        ``(table, {scenario: ModelResult})``; the table has ``prep``, ``gw``, ``prep_ms``,
+        ``prep_basis``, ``partitions_per_min`` and ``compute_util`` (model, over the GPU window),
+        ``compute_bound_per_min`` (:func:`zkgpu.model.compute_bound_per_min`).
+
+    Raises:
+        ValueError: the calibration scenario is missing (names it).
+    """
+    from . import replay  # noqa: PLC0415
+    from .model import compute_bound_per_min  # noqa: PLC0415
+
+    if not source.has(calibrate_on):
+        raise ValueError(f"predictions: {calibrate_on!r} is not in {source.recording.path.name}; recorded: {source.scenarios}")
+    params = replay.calibrated_params(source, scenario=calibrate_on)
+    base_cfg = source.config(calibrate_on)
+    rows, sims = {}, {}
+    for name, st in prep_scenarios().items():
+        cfg = source.config(name) if source.has(name) else {**base_cfg, **st}
+        if st["lock_scope"] not in SCOPES:  # e.g. "none": kernels of two workers sharing the GPU
+            rows[name] = {"prep": st["prep"], "gw": st["gw"], "prep_ms": float("nan"),
+                          "prep_basis": f"not modelled: lock_scope={st['lock_scope']!r} (the model has no concurrent kernels)",
+                          "partitions_per_min": float("nan"), "compute_util": float("nan"), "compute_bound_per_min": compute_bound_per_min(params)}
+            continue
+        if bench is not None and len(bench):
+            p = prep_ms_prediction(bench, st["prep"], prep_workload(cfg), params.prep_msm_ms)
+            prep_ms, basis = p["predicted_ms"], f"bench prep {bench_label} x {p['slowdown']:.2f} (cpu slowdown in {calibrate_on})".strip()
+        else:
+            prep_ms, basis = 0.0, "0 ms: no prep benchmark recorded (prep_msm assumed off the critical path)"
+        sim = predict(params, prep_ms=prep_ms, gw=int(st["gw"]), scope=st["lock_scope"], transfer=st["transfer"],
+                      partitions=int(cfg.get("partitions", 16)), max_queue=int(cfg.get("queue_depth") or 0) or None, run=f"model-{name}")
+        sims[name] = sim
+        rows[name] = {"prep": st["prep"], "gw": st["gw"], "prep_ms": prep_ms, "prep_basis": basis,
+                      "partitions_per_min": sim.throughput_per_min, "compute_util": sim.kernel_utilization,
+                      "compute_bound_per_min": compute_bound_per_min(params)}
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out.index.name = "scenario"
+    out.attrs["params"] = params
+    return out, sims
+
+
+def steps_table(source: Any, names: Iterable[str]) -> pd.DataFrame:
+    """Each recorded scenario's whole-run throughput and compute utilization
+    (:func:`zkgpu.replay.scenario_table`), the same over the GPU window
+    (:func:`zkgpu.model.utilization`), and both relative to ``baseline`` where recorded."""
+    from . import replay  # noqa: PLC0415
+    from .model import utilization  # noqa: PLC0415
+
+    present = [n for n in names if source.has(n)]
+    tab = replay.scenario_table(source, present)
+    if tab.empty:
+        return tab
+    cols = ["transfer", "lock_scope", "gw", "partitions", "partitions_per_min", "compute_util", "prep_msm_ms", "barrier_wait_ms", "ntt_msm_h_ms"]
+    out = tab[[c for c in cols if c in tab.columns]].copy()
+    out.insert(3, "prep", [source.config(n).get("prep", "cpu") for n in out.index])
+    win = {n: utilization(source.events(n)) for n in out.index}
+    out["window_partitions_per_min"] = [win[n]["throughput_per_min"] for n in out.index]
+    out["window_compute_util"] = [win[n]["kernel_utilization"] for n in out.index]
+    if "baseline" in out.index:
+        out["x_baseline"] = out["partitions_per_min"] / out.loc["baseline", "partitions_per_min"]
+    return out
+
+
+def acceptance(source: Any, preds: pd.DataFrame, sims: dict[str, ModelResult]) -> dict[str, Any] | None:
+    """Issue 12's acceptance on the recorded :func:`prep_scenarios` (None when none was recorded):
+    the best (highest whole-run partitions/min) one's compute utilization (whole run,
+    :func:`zkgpu.metrics.compute_utilization`, and over the GPU window), its throughput against the
+    baseline's of the same recording and against its compute-only bound (60000 /
+    :func:`gpu_ms_per_partition`), and the model's throughput error (over the GPU window, as the
+    model measures it). ``*_ok`` flags test the thresholds (0.9, 2, 0.9, 10%)."""
+    from .model import compare  # noqa: PLC0415
+
+    done = [n for n in prep_scenarios() if source.has(n)]
+    if not done or not source.has("baseline"):
+        return None
+    steps = steps_table(source, ["baseline", *done])
+    best = str(steps.loc[done, "partitions_per_min"].idxmax())
+    ev = source.events(best)
+    g = gpu_ms_per_partition(ev)
+    bound = 60000.0 / g if g > 0 else float("nan")
+    c = compare(sims[best], ev) if best in sims else None
+    rel = float(c.loc["throughput_per_min", "rel_err"]) if c is not None else float("nan")
+    r = steps.loc[best]
+    out = {
+        "best": best, "compute_util": float(r["compute_util"]), "window_compute_util": float(r["window_compute_util"]),
+        "partitions_per_min": float(r["partitions_per_min"]), "baseline_partitions_per_min": float(steps.loc["baseline", "partitions_per_min"]),
+        "x_baseline": float(r["x_baseline"]), "gpu_ms_per_partition": g, "compute_bound_per_min": bound,
+        "vs_bound": float(r["partitions_per_min"]) / bound if bound > 0 else float("nan"),
+        "window_vs_bound": float(r["window_partitions_per_min"]) / bound if bound > 0 else float("nan"),
+        "model_partitions_per_min": float(preds.loc[best, "partitions_per_min"]) if best in preds.index else float("nan"),
+        "model_rel_err": rel,
+    }
+    out.update(compute_util_ok=out["compute_util"] >= 0.9, x_baseline_ok=out["x_baseline"] >= 2.0,
+               vs_bound_ok=out["vs_bound"] >= 0.9, model_ok=abs(rel) <= 0.10 if math.isfinite(rel) else False)
     return out

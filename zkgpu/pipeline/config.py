@@ -52,7 +52,7 @@ __all__ = ["Density", "PipelineConfig", "TRANSFERS", "LOCK_SCOPES", "DEVICES", "
 
 TRANSFERS = ("pageable", "registered", "pinned_pool", "resident")
 
-LOCK_SCOPES = ("coarse", "narrow")
+LOCK_SCOPES = ("coarse", "narrow", "none")
 DEVICES = ("gpu", "cpu")
 
 FaultHook = Callable[[str, int, "int | None"], None]
@@ -118,7 +118,9 @@ class PipelineConfig:
             ``h2d`` event outside the mutex with ``stage=pre_lock``; not an upstream mode).
         lock_scope: ``coarse`` (upstream: barrier_wait inside the mutex) or ``narrow`` (barrier
             outside: release the mutex after ntt_msm_h, wait for prep_msm, re-take it for
-            batch_add + tail_msm).
+            batch_add + tail_msm), or ``none`` (no shared mutex: the workers of a GPU run their
+            kernels concurrently on their own streams; upstream's mutex guards a 16 GB card's
+            memory, which an H200 does not need; not an upstream mode).
         device: ``gpu`` (CuPy kernels) or ``cpu`` (reference math, same threads/mutex/barrier).
         prep: how the prep_msm thread splits the L, A, B scalars (:mod:`zkgpu.prep`): ``cpu``
             (numpy, one thread, as upstream's prep_msm with one circuit), ``cpu_parallel``

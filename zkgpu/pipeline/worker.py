@@ -17,6 +17,9 @@ Lock scope (``config.lock_scope``):
 * ``coarse`` (upstream at every commit): the worker holds the mutex for ntt_msm_h + barrier_wait
   + batch_add + tail_msm; while it waits at the barrier the GPU idles and the other worker of the
   GPU waits in mutex_wait.
+* ``none`` (not upstream): no shared mutex; each worker takes a private, never contended one, so
+  the event table keeps its shape (``mutex_wait`` ~ 0, ``mutex_held`` as coarse) while the workers'
+  GPU phases overlap on the device.
 * ``narrow`` ("barrier outside", the ablation the barrier_wait data suggests; not upstream): the
   worker releases the mutex right after ntt_msm_h, waits at the barrier *without* the mutex, then
   re-takes the mutex (a second ``mutex_wait`` event with ``relock=true``; its wait is queued
@@ -324,7 +327,7 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
         prep thread), Cancelled when the run stops, TimeoutError past ``timeout_s``.
     """
     cfg, tr, p = ctx.config, ctx.tracer, job.partition
-    mutex = ctx.mutexes[gpu]
+    mutex = ctx.mutexes[gpu] if cfg.lock_scope != "none" else GpuMutex(gpu)  # none: private, uncontended
     st = StartState(p, worker, gpu)
     t_entry = tr.now_ns()
     barrier = PrepBarrier()
@@ -344,7 +347,7 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
         with tr.phase("mutex_wait", **kw, fields={"pre_lock_cpu_ms": pre_lock_ms}):
             mutex.acquire(worker, cfg.timeout_s, ctx.stop)
             held = True
-        if cfg.lock_scope == "coarse":
+        if cfg.lock_scope in ("coarse", "none"):
             with tr.phase("mutex_held", **kw) as mh:
                 t_gpu0 = tr.now_ns()
                 _ntt_msm_h(ctx, job, st, kw, stream)
