@@ -320,14 +320,14 @@ def predictions(source: Any, *, calibrate_on: str = "pinned_narrow", bench: pd.D
 
     Returns:
         ``(table, {scenario: ModelResult})``; the table has ``prep``, ``gw``, ``prep_ms``,
-        ``prep_basis``, ``partitions_per_min`` and ``compute_util`` (model, over the GPU window),
-        ``compute_bound_per_min`` (:func:`zkgpu.model.compute_bound_per_min`).
+        ``prep_basis``, ``partitions_per_min`` (over the GPU window) and ``model_util`` (the
+        model's kernel utilization, which counts the whole copy as non-compute); ``attrs["params"]``
+        holds the calibrated :class:`~zkgpu.model.ModelParams`.
 
     Raises:
         ValueError: the calibration scenario is missing (names it).
     """
     from . import replay  # noqa: PLC0415
-    from .model import compute_bound_per_min  # noqa: PLC0415
 
     if not source.has(calibrate_on):
         raise ValueError(f"predictions: {calibrate_on!r} is not in {source.recording.path.name}; recorded: {source.scenarios}")
@@ -339,7 +339,7 @@ def predictions(source: Any, *, calibrate_on: str = "pinned_narrow", bench: pd.D
         if st["lock_scope"] not in SCOPES:  # e.g. "none": kernels of two workers sharing the GPU
             rows[name] = {"prep": st["prep"], "gw": st["gw"], "prep_ms": float("nan"),
                           "prep_basis": f"not modelled: lock_scope={st['lock_scope']!r} (the model has no concurrent kernels)",
-                          "partitions_per_min": float("nan"), "compute_util": float("nan"), "compute_bound_per_min": compute_bound_per_min(params)}
+                          "partitions_per_min": float("nan"), "model_util": float("nan")}
             continue
         if bench is not None and len(bench):
             p = prep_ms_prediction(bench, st["prep"], prep_workload(cfg), params.prep_msm_ms)
@@ -350,8 +350,7 @@ def predictions(source: Any, *, calibrate_on: str = "pinned_narrow", bench: pd.D
                       partitions=int(cfg.get("partitions", 16)), max_queue=int(cfg.get("queue_depth") or 0) or None, run=f"model-{name}")
         sims[name] = sim
         rows[name] = {"prep": st["prep"], "gw": st["gw"], "prep_ms": prep_ms, "prep_basis": basis,
-                      "partitions_per_min": sim.throughput_per_min, "compute_util": sim.kernel_utilization,
-                      "compute_bound_per_min": compute_bound_per_min(params)}
+                      "partitions_per_min": sim.throughput_per_min, "model_util": sim.kernel_utilization}
     out = pd.DataFrame.from_dict(rows, orient="index")
     out.index.name = "scenario"
     out.attrs["params"] = params
@@ -411,4 +410,35 @@ def acceptance(source: Any, preds: pd.DataFrame, sims: dict[str, ModelResult]) -
     }
     out.update(compute_util_ok=out["compute_util"] >= 0.9, x_baseline_ok=out["x_baseline"] >= 2.0,
                vs_bound_ok=out["vs_bound"] >= 0.9, model_ok=abs(rel) <= 0.10 if math.isfinite(rel) else False)
+    return out
+
+
+def gpu_budget(events: pd.DataFrame, n: int, ntt_bench: pd.DataFrame | None = None, msm_bench: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Where one partition's GPU time goes in a run, against the kernels' own benchmarks.
+
+    Rows (median ms per partition): ``H computation`` (the ``ntt`` row's ``kernel_ms``: every
+    kernel of compute_h by CUDA events, also those overlapping the copies) against
+    :func:`kernel_floor_ms` ``compute_h``; ``exposed H2D`` (``exposed_ms``); ``H MSM`` (``h_msm``)
+    against the benchmarked MSM at n; ``batch_add`` and ``tail_msm`` (no separate benchmark:
+    three small calls each); ``GPU phases`` = :func:`gpu_ms_per_partition`.
+    Columns: ``pipeline_ms``, ``benchmark_ms`` (NaN where none), ``ratio``.
+    """
+    def med(phase: str) -> float:
+        s = events[events["phase"] == phase]
+        return float(((s["end_ns"] - s["start_ns"]) / 1e6).median()) if len(s) else float("nan")
+
+    floor = kernel_floor_ms(n, ntt_bench, msm_bench)
+    nt = events[events["phase"] == "ntt"]
+    h = events[events["phase"] == "h2d"]
+    rows = {
+        "H computation": (float(detail_value(nt, "kernel_ms").median()) if len(nt) else float("nan"), floor["compute_h"]),
+        "exposed H2D": (float(detail_value(h, "exposed_ms").median()) if len(h) else 0.0, float("nan")),
+        "H MSM": (med("h_msm"), floor["h_msm"]),
+        "batch_add": (med("batch_add"), float("nan")),
+        "tail_msm": (med("tail_msm"), float("nan")),
+        "GPU phases": (gpu_ms_per_partition(events), float("nan")),
+    }
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=["pipeline_ms", "benchmark_ms"])
+    out["ratio"] = out["pipeline_ms"] / out["benchmark_ms"]
+    out.index.name = "part"
     return out
