@@ -160,7 +160,8 @@ def test_selections_are_the_msm_vectors():
     assert selections(circuit)[0] is a_sel  # cached
 
 
-@pytest.mark.parametrize("kw, match", [(dict(prep="fast"), "prep"), (dict(prep="gpu"), "needs device='gpu'"), (dict(prep_threads=-1), "prep_threads")])
+@pytest.mark.parametrize("kw, match", [(dict(prep="fast"), "prep"), (dict(prep="gpu"), "needs device='gpu'"), (dict(prep_threads=-1), "prep_threads"),
+                                       (dict(tail_streams=4), "tail_streams"), (dict(lock_scope="all"), "lock_scope")])
 def test_config_rejects_bad_prep(kw, match):
     with pytest.raises(ValueError, match=match):
         _cfg(**kw)
@@ -182,11 +183,12 @@ def test_pipeline_cpu_parallel_gives_the_same_proof_parts(scope):
     assert par.events["run"].iloc[0].endswith("prep_cpu_parallel")
 
 
-def test_pipeline_without_shared_mutex_gives_the_same_proof_parts():
+@pytest.mark.parametrize("kw", [dict(lock_scope="none"), dict(tail_streams=3), dict(lock_scope="none", tail_streams=3, gw=3)])
+def test_pipeline_without_shared_mutex_or_with_concurrent_tails_gives_the_same_proof_parts(kw):
     base = _cfg(transfer="pinned_pool")
     prepared = prepare_backend(base)
     ref = run_pipeline(base, prepared=prepared)
-    free = run_pipeline(base.with_(lock_scope="none"), prepared=prepared)
+    free = run_pipeline(base.with_(**kw), prepared=prepared)
     assert ref.ok and free.ok, (ref.errors, free.errors)
     for p in range(base.partitions):
         for k in ("h", "l", "a", "b_g1", "b_g2"):
@@ -228,15 +230,16 @@ def test_gpu_selection_offset_and_errors():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("p", ["cpu_parallel", "gpu"])
-def test_gpu_pipeline_prep_variants_match_cpu_prep(p):
-    if p == "cpu_parallel" and not prep.numba_available():
+@pytest.mark.parametrize("kw", [dict(prep="cpu_parallel"), dict(prep="gpu"), dict(prep="gpu", tail_streams=3),
+                                dict(prep="gpu", tail_streams=3, lock_scope="none")])
+def test_gpu_pipeline_prep_variants_match_cpu_prep(kw):
+    if kw["prep"] == "cpu_parallel" and not prep.numba_available():
         pytest.skip("numba not installed")
     base = PipelineConfig(n=1 << 10, partitions=3, device="gpu", transfer="pinned_pool", lock_scope="narrow", gw=2,
                           b_g2_terms=4, timeout_s=120)
     prepared = prepare_backend(base)
     ref = run_pipeline(base, prepared=prepared)
-    got = run_pipeline(base.with_(prep=p), prepared=prepared)
+    got = run_pipeline(base.with_(**kw), prepared=prepared)
     assert ref.ok and got.ok, (ref.errors, got.errors)
     for i in range(base.partitions):
         for k in ("h", "l", "a", "b_g1", "b_g2"):

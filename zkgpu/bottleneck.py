@@ -346,6 +346,8 @@ def predictions(source: Any, *, calibrate_on: str = "pinned_narrow", bench: pd.D
             prep_ms, basis = p["predicted_ms"], f"bench prep {bench_label} x {p['slowdown']:.2f} (cpu slowdown in {calibrate_on})".strip()
         else:
             prep_ms, basis = 0.0, "0 ms: no prep benchmark recorded (prep_msm assumed off the critical path)"
+        if int(st.get("tail_streams", 1)) > 1:
+            basis += "; tail_streams=3 not modelled (batch_add and tail_msm as calibrated)"
         sim = predict(params, prep_ms=prep_ms, gw=int(st["gw"]), scope=st["lock_scope"], transfer=st["transfer"],
                       partitions=int(cfg.get("partitions", 16)), max_queue=int(cfg.get("queue_depth") or 0) or None, run=f"model-{name}")
         sims[name] = sim
@@ -371,6 +373,7 @@ def steps_table(source: Any, names: Iterable[str]) -> pd.DataFrame:
     cols = ["transfer", "lock_scope", "gw", "partitions", "partitions_per_min", "compute_util", "prep_msm_ms", "barrier_wait_ms", "ntt_msm_h_ms"]
     out = tab[[c for c in cols if c in tab.columns]].copy()
     out.insert(3, "prep", [source.config(n).get("prep", "cpu") for n in out.index])
+    out.insert(4, "tail_streams", [int(source.config(n).get("tail_streams", 1)) for n in out.index])
     win = {n: utilization(source.events(n)) for n in out.index}
     out["window_partitions_per_min"] = [win[n]["throughput_per_min"] for n in out.index]
     out["window_compute_util"] = [win[n]["kernel_utilization"] for n in out.index]

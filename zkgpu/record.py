@@ -19,7 +19,8 @@ Scenarios (:data:`SCENARIOS`, in this order): ``baseline`` (pageable a/b/c, coar
 (cudaHostRegister, coarse, gw=2), ``pinned_gw1``, ``pinned_gw3``, and ``compute_only`` (data resident on the device) when the
 pipeline offers it; then, beyond upstream, the pinned pool with the narrow lock and prep_msm off the
 critical path (``narrow_prep_parallel``: ``prep="cpu_parallel"``, ``narrow_prep_gpu``: ``prep="gpu"``,
-each also with gw=3; ``unlocked_prep_gpu``: no shared mutex). :data:`LAST_MILE_SCENARIOS` is the short set of notebook 07b. On the CPU (``--device cpu``) ``registered`` is skipped (it needs
+also with gw=3), then ``narrow_prep_gpu_tails`` (``tail_streams=3``: the small batch additions and
+tail MSMs at once) and ``unlocked_prep_gpu_tails`` (no shared mutex). :data:`LAST_MILE_SCENARIOS` is the short set of notebook 07b. On the CPU (``--device cpu``) ``registered`` is skipped (it needs
 cudaHostRegister) and every number is a CPU number; the manifest says ``"device": "cpu"``.
 
 No raw vectors and no pickles are written: Parquet, CSV, JSON and text only (a few hundred kB).
@@ -70,20 +71,21 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "pinned_gw1": {"transfer": "pinned_pool", "lock_scope": "coarse", "gw": 1},
     "pinned_gw3": {"transfer": "pinned_pool", "lock_scope": "coarse", "gw": 3},
     "compute_only": {"transfer": "resident", "lock_scope": "coarse", "gw": 2},
-    # beyond upstream (notebook 07b): prep_msm off the critical path
+    # beyond upstream (notebook 07b): prep_msm off the critical path, then the GPU phases themselves
     "narrow_prep_parallel": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "cpu_parallel"},
     "narrow_prep_gpu": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "gpu"},
     "narrow_prep_gpu_gw3": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 3, "prep": "gpu"},
-    "narrow_prep_parallel_gw3": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 3, "prep": "cpu_parallel"},
-    # no shared mutex: two workers' kernels overlap on the GPU (the mutex guards VRAM on small cards)
-    "unlocked_prep_gpu": {"transfer": "pinned_pool", "lock_scope": "none", "gw": 2, "prep": "gpu"},
+    # + the three batch additions and the three tail MSMs each on its own stream, at once
+    "narrow_prep_gpu_tails": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "gpu", "tail_streams": 3},
+    # + no shared mutex: two workers' kernels overlap on the GPU (the mutex guards VRAM on small cards)
+    "unlocked_prep_gpu_tails": {"transfer": "pinned_pool", "lock_scope": "none", "gw": 2, "prep": "gpu", "tail_streams": 3},
 }
 
 #: The scenarios of notebook 07b ("the last bottleneck") in one short recording: the baseline and
 #: the fix it is measured against, then prep_msm taken off the critical path
 #: (``zkgpu record --scenario ...`` for each, ``scripts/gpu_run.sh record-last-mile``).
 LAST_MILE_SCENARIOS = ("baseline", "pinned_pool", "pinned_narrow", "compute_only", "narrow_prep_parallel",
-                       "narrow_prep_gpu", "narrow_prep_parallel_gw3", "narrow_prep_gpu_gw3", "unlocked_prep_gpu")
+                       "narrow_prep_gpu", "narrow_prep_gpu_gw3", "narrow_prep_gpu_tails", "unlocked_prep_gpu_tails")
 
 # Sizes. GPU: n = 2^22 constraints per partition (a/b/c = 3 x 128 MiB, 1/32 of a PoRep partition,
 # the pipeline's default); --quick quarters it. CPU: the reference math on Python ints and

@@ -21,8 +21,9 @@ import ctypes.util
 import functools
 import importlib
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -39,6 +40,7 @@ __all__ = [
     "prep_scalars",
     "prep_partition",
     "selections",
+    "fan_out",
     "CpuBackend",
     "GpuBackend",
     "make_backend",
@@ -272,6 +274,35 @@ def bitmap_indices(bitmap: np.ndarray, size: int) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------
+# several small GPU calls at once (batch_add x3, tail MSM x3)
+# --------------------------------------------------------------------------------------------
+_FAN_POOL: ThreadPoolExecutor | None = None
+_FAN_LOCK = threading.Lock()
+
+
+def _fan_pool() -> ThreadPoolExecutor:
+    global _FAN_POOL
+    with _FAN_LOCK:
+        if _FAN_POOL is None:
+            _FAN_POOL = ThreadPoolExecutor(max_workers=12, thread_name_prefix="zkgpu-fan")
+        return _FAN_POOL
+
+
+def fan_out(fn: Callable[[str, Any], np.ndarray], jobs: dict[str, Any], concurrent: bool) -> dict[str, np.ndarray]:
+    """``{name: fn(name, job)}``; with ``concurrent`` each call on a thread of a shared pool (the
+    calls are independent: their inputs are ready and each returns a host point), else in order.
+    The first exception of a call is re-raised after all have ended."""
+    if not concurrent or len(jobs) <= 1:
+        return {nm: fn(nm, job) for nm, job in jobs.items()}
+    futs = {nm: _fan_pool().submit(fn, nm, job) for nm, job in jobs.items()}
+    errors = [f.exception() for f in futs.values()]
+    first = next((e for e in errors if e is not None), None)
+    if first is not None:
+        raise first
+    return {nm: f.result() for nm, f in futs.items()}
+
+
+# --------------------------------------------------------------------------------------------
 # malloc_trim
 # --------------------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=1)
@@ -360,6 +391,14 @@ class CpuBackend:
             acc = acc + pts[int(i)]
         return g1_from_arkworks(acc)
 
+    def msm_many(self, jobs: dict[str, tuple[Any, np.ndarray | None]], stream: Any, concurrent: bool = False) -> dict[str, np.ndarray]:
+        """:meth:`msm` of each ``name: (scalars, idx)``; ``concurrent``: on threads (:func:`fan_out`)."""
+        return fan_out(lambda nm, j: self.msm(nm, j[0], j[1], stream), jobs, concurrent)
+
+    def batch_add_many(self, jobs: dict[str, Any], stream: Any, concurrent: bool = False) -> dict[str, np.ndarray]:
+        """:meth:`batch_add` of each ``name: bitmap``; ``concurrent``: on threads (:func:`fan_out`)."""
+        return fan_out(lambda nm, bm: self.batch_add(nm, bm, stream), jobs, concurrent)
+
     def b_g2(self, scalars: np.ndarray) -> bytes:
         return cpu_g2_msm(self._g2, scalars)
 
@@ -404,6 +443,7 @@ class GpuBackend:
         self.bases: dict[str, Any] = {}
         self._g2: list[Any] = []
         self._prep_streams: list[Any] = []  # idle streams of prep="gpu" (one per concurrent prep thread)
+        self._side_free: list[Any] = []  # idle streams of msm_many / batch_add_many (concurrent)
 
     def setup(self) -> None:
         sizes = {"h": self.config.n, "l": self.circuit.l_size, "a": self.circuit.a_size, "b_g1": self.circuit.b_size}
@@ -563,6 +603,36 @@ class GpuBackend:
         with stream:
             r = self.msm_mod.batch_add(self.bases[name], cp.asarray(bitmap))
             return self._host_point(r, stream)
+
+    def _on_side_stream(self, stream: Any, call: Callable[[Any], np.ndarray]) -> np.ndarray:
+        """``call(side)`` on a stream from the backend's free list, ordered after everything
+        already queued on ``stream`` (an event); ``call`` returns a host point (its stream synced)."""
+        cp = self.cp
+        ev = cp.cuda.Event(disable_timing=True)
+        ev.record(stream)
+        with _SEL_LOCK:
+            side = self._side_free.pop() if self._side_free else cp.cuda.Stream(non_blocking=True)
+        try:
+            side.wait_event(ev)
+            return call(side)
+        finally:
+            side.synchronize()
+            with _SEL_LOCK:
+                self._side_free.append(side)
+
+    def msm_many(self, jobs: dict[str, tuple[Any, Any]], stream: Any, concurrent: bool = False) -> dict[str, np.ndarray]:
+        """:meth:`msm` of each ``name: (scalars, idx)``. ``concurrent``: each on its own stream from
+        a thread (:func:`fan_out`), so that the small tail MSMs' latency-bound kernels and host
+        syncs overlap; else in order on ``stream``."""
+        if not concurrent:
+            return fan_out(lambda nm, j: self.msm(nm, j[0], j[1], stream), jobs, False)
+        return fan_out(lambda nm, j: self._on_side_stream(stream, lambda s: self.msm(nm, j[0], j[1], s)), jobs, True)
+
+    def batch_add_many(self, jobs: dict[str, Any], stream: Any, concurrent: bool = False) -> dict[str, np.ndarray]:
+        """:meth:`batch_add` of each ``name: bitmap``, like :meth:`msm_many`."""
+        if not concurrent:
+            return fan_out(lambda nm, bm: self.batch_add(nm, bm, stream), jobs, False)
+        return fan_out(lambda nm, bm: self._on_side_stream(stream, lambda s: self.batch_add(nm, bm, s)), jobs, True)
 
     def b_g2(self, scalars: Any) -> bytes:
         if _cuda.is_device_array(scalars):  # gpu prep: only the first b_g2_terms rows are used

@@ -128,6 +128,9 @@ class PipelineConfig:
             the prep thread's own stream; aux is copied to the device there; needs device="gpu").
             Not an upstream mode except ``cpu``.
         prep_threads: threads of ``cpu_parallel`` (0 = :func:`zkgpu.prep.default_threads`).
+        tail_streams: 1 (upstream): the three batch additions, then the three tail MSMs, one after
+            another on the worker's stream; 3: the three of each at once, each on its own stream
+            from a thread (they are independent, small and latency-bound). Not an upstream mode.
         seed: base seed; partition p's witness comes from ``(seed, p)``, the bases from ``seed``.
         aux_ratio: aux size / n (PoRep: 130,169,893 / 2^27 = 0.97; default 0.5, see above).
         num_inputs: public inputs incl. the leading 1 (PoRep 328).
@@ -154,6 +157,7 @@ class PipelineConfig:
     device: str = "gpu"
     prep: str = "cpu"
     prep_threads: int = 0
+    tail_streams: int = 1
     seed: int = 0
     aux_ratio: float = 0.5
     num_inputs: int = 8
@@ -193,6 +197,7 @@ class PipelineConfig:
         _int("b_g2_terms", 0)
         _int("queue_depth", 0)
         _int("prep_threads", 0, 256)
+        _int("tail_streams", 1, 3)
         for name, allowed in (("transfer", TRANSFERS), ("lock_scope", LOCK_SCOPES), ("device", DEVICES), ("prep", PREPS)):
             v = getattr(self, name)
             if v not in allowed:

@@ -300,9 +300,8 @@ def _ntt_msm_h(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict
 def _batch_add(ctx: WorkerContext, st: StartState, kw: dict[str, Any], stream: Any) -> None:
     with ctx.tracer.phase("batch_add", **kw, stream=stream) as ph:
         ctx.hook("batch_add", st.partition, st.worker)
-        for nm, pr in st.preps.items():
-            if pr.split:
-                st.batch[nm] = ctx.backend.batch_add(nm, pr.ones_bitmap, stream)
+        jobs = {nm: pr.ones_bitmap for nm, pr in st.preps.items() if pr.split}
+        st.batch.update(ctx.backend.batch_add_many(jobs, stream, ctx.config.tail_streams > 1))
         ph.detail.update({f"{k}_ones": v.n_ones for k, v in st.preps.items() if v.split})
 
 
@@ -310,11 +309,10 @@ def _tail_msm(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict[
     tr, be = ctx.tracer, ctx.backend
     with tr.phase("tail_msm", **kw, stream=stream, fields={"gpu_tid": 0}) as tm:
         ctx.hook("tail_msm", st.partition, st.worker)
-        for nm, pr in st.preps.items():
-            if pr.split:
-                st.tail[nm] = be.msm(nm, pr.sig_scalars, pr.sig_idx, stream)
-            else:  # upstream: no split -> the "tail" MSM runs over the full vector
-                st.tail[nm] = be.msm(nm, _msm_scalars(ctx.circuit, job.aux)[nm], None, stream)
+        full = _msm_scalars(ctx.circuit, job.aux) if any(not pr.split for pr in st.preps.values()) else {}
+        # upstream: no split -> the "tail" MSM runs over the full vector
+        jobs = {nm: (pr.sig_scalars, pr.sig_idx) if pr.split else (full[nm], None) for nm, pr in st.preps.items()}
+        st.tail.update(be.msm_many(jobs, stream, ctx.config.tail_streams > 1))
         be.synchronize(stream)
         tm.fields["gpu_total_ms"] = (tr.now_ns() - t_gpu0) / 1e6
 
