@@ -104,3 +104,19 @@ def test_committed_recording_names_prep_as_the_limit_after_the_fix():
     t = b.idle_causes(rec.events("pinned_narrow"))
     idle = t.drop(index=["compute", "exposed H2D"])["share"]
     assert idle.idxmax() == "barrier_wait (prep_msm)"
+
+
+def test_msm_bench_interpolation_and_gpu_budget():
+    bench = pd.DataFrame({"log2_n": [16, 18, 16], "mode": ["device", "device", "pinned_h2d"], "scalars": ["uniform"] * 3,
+                          "median_ms": [10.0, 40.0, 99.0]})
+    assert b.msm_bench_ms(bench, 1 << 17) == pytest.approx(20.0)  # geometric midpoint
+    assert b.msm_bench_ms(bench, 1 << 10) == pytest.approx(10.0) and b.msm_bench_ms(bench, 1 << 20) == pytest.approx(40.0)
+    assert math.isnan(b.msm_bench_ms(None, 5))
+    ntt = pd.DataFrame({"log_n": [16], "variant": ["compute_h"], "median_ms": [2.0]})
+    ev = pd.concat([toy(), table([("prep_msm", 0, 0, 40, 45, "prep=gpu,l_sig=65536,a_sig=65536,b_g1_sig=262144"),
+                                  ("ntt", 0, 0, 60, 70, "kernel_ms=3.5"), ("h_msm", 0, 0, 70, 100)])], ignore_index=True)
+    bud = b.gpu_budget(ev, 1 << 16, ntt, bench)
+    assert bud.loc["H computation", "pipeline_ms"] == pytest.approx(3.5) and bud.loc["H computation", "ratio"] == pytest.approx(1.75)
+    assert bud.loc["H MSM", "benchmark_ms"] == pytest.approx(10.0) and bud.loc["H MSM", "pipeline_ms"] == pytest.approx(30.0)
+    assert bud.loc["tail_msm", "benchmark_ms"] == pytest.approx(10.0 + 10.0 + 40.0)
+    assert bud.loc["GPU phases", "pipeline_ms"] == pytest.approx(b.gpu_ms_per_partition(ev))

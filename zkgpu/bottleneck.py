@@ -44,6 +44,14 @@ __all__ = [
     "prep_ms_prediction",
     "predict",
     "kernel_floor_ms",
+    "msm_bench_ms",
+    "gpu_budget",
+    "prep_scenarios",
+    "open_last_mile",
+    "idle_table",
+    "predictions",
+    "steps_table",
+    "acceptance",
 ]
 
 GPU_PHASES = ("ntt_msm_h", "batch_add", "tail_msm")
@@ -239,10 +247,33 @@ def predict(params: ModelParams, *, prep_ms: float, gw: int, scope: str = "narro
                     max_queue=max_queue, run=run)
 
 
+def _msm_rows(msm_bench: pd.DataFrame | None) -> pd.DataFrame | None:
+    """Device-resident, uniform-scalar rows of a ``zkgpu bench msm`` table (``log2_n``, ``median_ms``)."""
+    if msm_bench is None or "median_ms" not in msm_bench.columns:
+        return None
+    s = msm_bench.rename(columns={"log_n": "log2_n"})
+    for c, v in (("mode", "device"), ("scalars", "uniform")):
+        if c in s:
+            s = s[s[c] == v]
+    s = s.groupby("log2_n", as_index=False)["median_ms"].median()
+    return s if len(s) else None
+
+
+def msm_bench_ms(msm_bench: pd.DataFrame | None, m: int) -> float:
+    """The benchmarked G1 MSM time (device, uniform scalars) for m points: log-log interpolation
+    between the benchmarked sizes, clamped to the smallest / largest (below the smallest size an
+    MSM costs at least its per-call floor, so the clamp is an upper estimate there). NaN without
+    a table or for m < 1."""
+    s = _msm_rows(msm_bench)
+    if s is None or m < 1:
+        return float("nan")
+    return float(2 ** np.interp(math.log2(m), s["log2_n"].to_numpy(float), np.log2(s["median_ms"].to_numpy(float))))
+
+
 def kernel_floor_ms(n: int, ntt_bench: pd.DataFrame | None, msm_bench: pd.DataFrame | None) -> dict[str, float]:
     """The kernels' own benchmark ms at size n: ``compute_h`` (``zkgpu bench ntt``, variant
-    compute_h: 7 NTTs + pointwise, device-resident) and ``h_msm`` (``zkgpu bench msm``, mode
-    device, uniform scalars: H's coefficients are uniform). NaN where a table lacks that size."""
+    compute_h: 7 NTTs + pointwise, device-resident) and ``h_msm`` (:func:`msm_bench_ms` at n: H's
+    coefficients are uniform). NaN where a table lacks that size."""
     lg = int(n).bit_length() - 1
     out = {"compute_h": float("nan"), "h_msm": float("nan")}
     if ntt_bench is not None and {"variant", "median_ms"} <= set(ntt_bench.columns):
@@ -250,14 +281,9 @@ def kernel_floor_ms(n: int, ntt_bench: pd.DataFrame | None, msm_bench: pd.DataFr
         s = ntt_bench[(ntt_bench["variant"] == "compute_h") & (ntt_bench[col] == lg)]
         if len(s):
             out["compute_h"] = float(s["median_ms"].median())
-    if msm_bench is not None and "median_ms" in msm_bench.columns:
-        col = "log2_n" if "log2_n" in msm_bench else "log_n"
-        s = msm_bench[(msm_bench[col] == lg)]
-        for c, v in (("mode", "device"), ("scalars", "uniform")):
-            if c in s:
-                s = s[s[c] == v]
-        if len(s):
-            out["h_msm"] = float(s["median_ms"].median())
+    rows = _msm_rows(msm_bench)
+    if rows is not None and (rows["log2_n"] == lg).any():
+        out["h_msm"] = float(rows.loc[rows["log2_n"] == lg, "median_ms"].iloc[0])
     return out
 
 
@@ -422,8 +448,9 @@ def gpu_budget(events: pd.DataFrame, n: int, ntt_bench: pd.DataFrame | None = No
     Rows (median ms per partition): ``H computation`` (the ``ntt`` row's ``kernel_ms``: every
     kernel of compute_h by CUDA events, also those overlapping the copies) against
     :func:`kernel_floor_ms` ``compute_h``; ``exposed H2D`` (``exposed_ms``); ``H MSM`` (``h_msm``)
-    against the benchmarked MSM at n; ``batch_add`` and ``tail_msm`` (no separate benchmark:
-    three small calls each); ``GPU phases`` = :func:`gpu_ms_per_partition`.
+    against the benchmarked MSM at n; ``batch_add`` (no benchmark); ``tail_msm`` against the sum of
+    :func:`msm_bench_ms` at the median significant counts of L, A and B (``*_sig`` in prep_msm's
+    detail), one after another; ``GPU phases`` = :func:`gpu_ms_per_partition`.
     Columns: ``pipeline_ms``, ``benchmark_ms`` (NaN where none), ``ratio``.
     """
     def med(phase: str) -> float:
@@ -431,6 +458,9 @@ def gpu_budget(events: pd.DataFrame, n: int, ntt_bench: pd.DataFrame | None = No
         return float(((s["end_ns"] - s["start_ns"]) / 1e6).median()) if len(s) else float("nan")
 
     floor = kernel_floor_ms(n, ntt_bench, msm_bench)
+    pm = events[events["phase"] == "prep_msm"]
+    sig = [detail_value(pm, f"{k}_sig").median() for k in ("l", "a", "b_g1")] if len(pm) else []
+    tails = sum(msm_bench_ms(msm_bench, int(m)) for m in sig if np.isfinite(m) and m > 0) if sig else float("nan")
     nt = events[events["phase"] == "ntt"]
     h = events[events["phase"] == "h2d"]
     rows = {
@@ -438,7 +468,7 @@ def gpu_budget(events: pd.DataFrame, n: int, ntt_bench: pd.DataFrame | None = No
         "exposed H2D": (float(detail_value(h, "exposed_ms").median()) if len(h) else 0.0, float("nan")),
         "H MSM": (med("h_msm"), floor["h_msm"]),
         "batch_add": (med("batch_add"), float("nan")),
-        "tail_msm": (med("tail_msm"), float("nan")),
+        "tail_msm": (med("tail_msm"), tails if tails else float("nan")),
         "GPU phases": (gpu_ms_per_partition(events), float("nan")),
     }
     out = pd.DataFrame.from_dict(rows, orient="index", columns=["pipeline_ms", "benchmark_ms"])
