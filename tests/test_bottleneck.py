@@ -120,3 +120,41 @@ def test_msm_bench_interpolation_and_gpu_budget():
     assert bud.loc["H MSM", "benchmark_ms"] == pytest.approx(10.0) and bud.loc["H MSM", "pipeline_ms"] == pytest.approx(30.0)
     assert bud.loc["tail_msm", "benchmark_ms"] == pytest.approx(10.0 + 10.0 + 40.0)
     assert bud.loc["GPU phases", "pipeline_ms"] == pytest.approx(b.gpu_ms_per_partition(ev))
+
+
+def _as_gpu(run_dir, name, date):
+    import json
+    import shutil
+
+    d = run_dir.parent / name
+    shutil.move(str(run_dir), d)
+    m = json.loads((d / "manifest.json").read_text())
+    m.update(device="gpu", date_utc=date, environment=dict(m["environment"], gpu="FAKE-GPU (test fixture)"))
+    (d / "manifest.json").write_text(json.dumps(m))
+    return d
+
+
+@pytest.mark.skipif(not __import__("zkgpu.prep", fromlist=["x"]).numba_available(), reason="numba not installed")
+def test_predictions_take_prep_and_tails_from_an_earlier_recording(tmp_path, monkeypatch):
+    from zkgpu import record, replay
+
+    names = ["baseline", "pinned_narrow", "narrow_prep_parallel"]
+    old = _as_gpu(record.record(out=tmp_path / "a", device="cpu", n=1 << 6, partitions=3, scenarios=names), "fake-gpu-20990101-record", "2099-01-01T00:00:00+00:00")
+    new = _as_gpu(record.record(out=tmp_path / "b", device="cpu", n=1 << 6, partitions=3, scenarios=names), "fake-gpu-20990102-record", "2099-01-02T00:00:00+00:00")
+    data = tmp_path / "data"
+    data.mkdir()
+    for d in (old, new):
+        d.rename(data / d.name)
+    monkeypatch.setenv("ZKGPU_DATA", str(data))
+    src = b.open_last_mile("replay")
+    assert src.recording.path.name == "fake-gpu-20990102-record"
+    prior = b.prior_recording(src)
+    assert prior is not None and prior.path.name == "fake-gpu-20990101-record"
+    preds, sims = b.predictions(src, prior=prior)
+    pev = prior.events("narrow_prep_parallel")
+    want = float(((pev[pev.phase == "prep_msm"].end_ns - pev[pev.phase == "prep_msm"].start_ns) / 1e6).median())
+    assert preds.loc["narrow_prep_parallel", "prep_ms"] == pytest.approx(want)
+    assert "measured in fake-gpu-20990101-record" in preds.loc["narrow_prep_parallel", "prep_basis"]
+    acc = b.acceptance(src, preds, sims)
+    assert acc["best"] == "narrow_prep_parallel" and acc["compute_util_ok"] == (acc["compute_util"] >= 0.9)
+    assert b.prior_recording(replay.Source("recorded-gpu", prior, "replay")) is None  # nothing older

@@ -26,6 +26,7 @@ off the critical path (notebook 07b, "the last bottleneck").
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any, Iterable
 
 import numpy as np
@@ -48,6 +49,7 @@ __all__ = [
     "gpu_budget",
     "prep_scenarios",
     "open_last_mile",
+    "prior_recording",
     "idle_table",
     "predictions",
     "steps_table",
@@ -335,14 +337,40 @@ def idle_table(source: Any, names: Iterable[str]) -> pd.DataFrame:
     return out
 
 
+def prior_recording(source: Any, base: Any = None) -> Any:
+    """The newest GPU recording, other than ``source``'s and older than it, that has any of
+    :func:`prep_scenarios` (an earlier measurement the predictions may use), or None."""
+    from . import replay  # noqa: PLC0415
+
+    new = set(prep_scenarios())
+    mine = source.recording.path.resolve()
+    older = False
+    for rec in replay.find_recordings(base):  # newest first
+        if rec.path.resolve() == mine:
+            older = True
+            continue
+        if older and rec.is_gpu and new & set(rec.scenarios):
+            return rec
+    return None
+
+
+def _median(ev: pd.DataFrame, phase: str) -> float:
+    s = ev[ev["phase"] == phase]
+    return float(((s["end_ns"] - s["start_ns"]) / 1e6).median()) if len(s) else float("nan")
+
+
 def predictions(source: Any, *, calibrate_on: str = "pinned_narrow", bench: pd.DataFrame | None = None,
-                bench_label: str = "") -> tuple[pd.DataFrame, dict[str, ModelResult]]:
-    """The model's prediction for every :func:`prep_scenarios` entry, made from ``calibrate_on``
-    alone (and a prep benchmark): :func:`zkgpu.replay.calibrated_params` on that scenario, then
-    :func:`predict` with the variant's prep_msm time from :func:`prep_ms_prediction` (``bench``,
-    a ``zkgpu bench prep`` table), or, without a benchmark, 0 ms: the bound where prep_msm no
-    longer limits (``prep_basis`` says which). Partitions, queue depth and gw as the recording's
-    configuration (or the calibration scenario's where the scenario was not recorded).
+                bench_label: str = "", prior: Any = None) -> tuple[pd.DataFrame, dict[str, ModelResult]]:
+    """The model's prediction for every :func:`prep_scenarios` entry, made without its measurement
+    in ``source``: :func:`zkgpu.replay.calibrated_params` on ``calibrate_on``, then :func:`predict`
+    with the variant's prep_msm time taken from, in this order: the same scenario in ``prior``
+    (an earlier :class:`~zkgpu.replay.Recording`, e.g. :func:`prior_recording`: its median
+    prep_msm); :func:`prep_ms_prediction` on ``bench`` (a ``zkgpu bench prep`` table); else 0 ms,
+    the bound where prep_msm no longer limits. Scenarios with ``tail_streams`` > 1 take their
+    batch_add and tail_msm medians from ``prior`` when it has them (else as calibrated: the model
+    does not know how well the concurrent calls overlap). ``prep_basis`` says which. Partitions,
+    queue depth and gw as the recording's configuration (or the calibration scenario's where the
+    scenario was not recorded).
 
     Returns:
         ``(table, {scenario: ModelResult})``; the table has ``prep``, ``gw``, ``prep_ms``,
@@ -367,14 +395,22 @@ def predictions(source: Any, *, calibrate_on: str = "pinned_narrow", bench: pd.D
                           "prep_basis": f"not modelled: lock_scope={st['lock_scope']!r} (the model has no concurrent kernels)",
                           "partitions_per_min": float("nan"), "model_util": float("nan")}
             continue
-        if bench is not None and len(bench):
+        pev = prior.events(name) if prior is not None and name in prior.scenarios and prior.scenario(name).get("events") else None
+        used = params
+        if pev is not None and math.isfinite(_median(pev, "prep_msm")):
+            prep_ms, basis = _median(pev, "prep_msm"), f"prep_msm measured in {prior.path.name}"
+        elif bench is not None and len(bench):
             p = prep_ms_prediction(bench, st["prep"], prep_workload(cfg), params.prep_msm_ms)
             prep_ms, basis = p["predicted_ms"], f"bench prep {bench_label} x {p['slowdown']:.2f} (cpu slowdown in {calibrate_on})".strip()
         else:
             prep_ms, basis = 0.0, "0 ms: no prep benchmark recorded (prep_msm assumed off the critical path)"
         if int(st.get("tail_streams", 1)) > 1:
-            basis += "; tail_streams=3 not modelled (batch_add and tail_msm as calibrated)"
-        sim = predict(params, prep_ms=prep_ms, gw=int(st["gw"]), scope=st["lock_scope"], transfer=st["transfer"],
+            if pev is not None:
+                used = replace(params, batch_add_ms=_median(pev, "batch_add"), tail_msm_ms=_median(pev, "tail_msm"))
+                basis += f"; batch_add, tail_msm measured in {prior.path.name}"
+            else:
+                basis += "; tail_streams=3 not modelled (batch_add and tail_msm as calibrated)"
+        sim = predict(used, prep_ms=prep_ms, gw=int(st["gw"]), scope=st["lock_scope"], transfer=st["transfer"],
                       partitions=int(cfg.get("partitions", 16)), max_queue=int(cfg.get("queue_depth") or 0) or None, run=f"model-{name}")
         sims[name] = sim
         rows[name] = {"prep": st["prep"], "gw": st["gw"], "prep_ms": prep_ms, "prep_basis": basis,
