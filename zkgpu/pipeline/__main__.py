@@ -20,7 +20,7 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from zkgpu.pipeline.config import DEVICES, LOCK_SCOPES, TRANSFERS, PipelineConfig
+from zkgpu.pipeline.config import DEVICES, LOCK_SCOPES, PREPS, TRANSFERS, PipelineConfig
 from zkgpu.pipeline.runner import prepare_backend, run_pipeline
 
 ORDER = ["synthesize", "gpu_queue", "prep_msm", "b_g2_msm", "mutex_wait", "ntt_msm_h", "h2d", "ntt", "h_msm", "barrier_wait", "batch_add", "tail_msm", "mutex_held", "finalize", "malloc_trim", "prove"]
@@ -41,10 +41,16 @@ def phase_medians(events: pd.DataFrame) -> pd.DataFrame:
 @click.option("--transfer", "transfers", multiple=True, type=click.Choice(TRANSFERS), default=("pageable", "pinned_pool"), show_default=True)
 @click.option("--scope", "scopes", multiple=True, type=click.Choice(LOCK_SCOPES), default=("coarse",), show_default=True)
 @click.option("--device", type=click.Choice(DEVICES), default="gpu", show_default=True)
+@click.option("--prep", type=click.Choice(PREPS), default="cpu", show_default=True, help="prep_msm variant (zkgpu.prep)")
+@click.option("--tail-streams", type=click.IntRange(1, 3), default=1, show_default=True, help="3: batch adds and tail MSMs at once")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="folder for logs and event tables")
-def main(log_n: int, partitions: int, gw: int, synth_workers: int, transfers: tuple[str, ...], scopes: tuple[str, ...], device: str, out: Path | None) -> None:
+def main(log_n: int, partitions: int, gw: int, synth_workers: int, transfers: tuple[str, ...], scopes: tuple[str, ...], device: str,
+         prep: str, tail_streams: int, out: Path | None) -> None:
     pd.set_option("display.width", 200)
-    base = PipelineConfig(n=1 << log_n, partitions=partitions, gw=gw, synth_workers=synth_workers, device=device)
+    try:
+        base = PipelineConfig(n=1 << log_n, partitions=partitions, gw=gw, synth_workers=synth_workers, device=device, prep=prep, tail_streams=tail_streams)
+    except (TypeError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
     t0 = time.perf_counter()
     prepared = prepare_backend(base)
     click.echo(f"setup (bases for n=2^{log_n}): {time.perf_counter() - t0:.1f} s", err=True)
