@@ -12,7 +12,7 @@
 // The significant positions are then an inclusive scan of sig (CuPy cumsum, CUB), and
 // prep_compact scatters each significant element's index and limbs to its position, so the
 // compacted order is the index order, as the CPU reference (numpy flatnonzero) gives.
-#include <cstdint>
+// no #include: NVRTC (how zkgpu compiles kernels, zkgpu/_cuda.py) has no host headers
 
 typedef unsigned long long u64;
 
