@@ -78,7 +78,8 @@ for s in "${stages[@]}"; do
     # HOST_LOAD=N: N host memory-load threads during the scenarios (zkgpu.hostload)
     record)    run_stage record python3 -m zkgpu.cli record --no-sweep --no-bench ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${PARTITIONS:+--partitions $PARTITIONS} --out "$DATA" ;;
     # notebook 07b's short set: baseline, the fix, compute-only, prep_msm off the critical path
-    record-last-mile) run_stage record-last-mile python3 -m zkgpu.cli record --no-sweep --no-bench $(python3 -c 'from zkgpu.record import LAST_MILE_SCENARIOS as s; print(" ".join("--scenario " + x for x in s))') ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${PARTITIONS:+--partitions $PARTITIONS} --out "$DATA" ;;
+    # SCENARIOS="a b ..." records those instead (names from zkgpu.record.SCENARIOS)
+    record-last-mile) run_stage record-last-mile python3 -m zkgpu.cli record --no-sweep --no-bench $(for x in ${SCENARIOS:-$(python3 -c 'from zkgpu.record import LAST_MILE_SCENARIOS as s; print(" ".join(s))')}; do echo --scenario "$x"; done) ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${PARTITIONS:+--partitions $PARTITIONS} --out "$DATA" ;;
     notebooks) run_stage notebooks python3 -m zkgpu.cli report --mode live --out "$OUT/reports" ${NOTEBOOKS:+--only $NOTEBOOKS} ;;  # live: measures now
     *) echo "unknown stage $s"; failed+=("$s") ;;
   esac

@@ -52,6 +52,7 @@ import numpy as np
 from zkgpu.pipeline.backend import Prep, g1_add, malloc_trim
 from zkgpu.pipeline.config import PipelineConfig
 from zkgpu.pipeline.synthesis import Circuit
+from zkgpu.prep import default_threads as default_prep_threads
 from zkgpu.trace import Span, Tracer, timing_line
 
 __all__ = [
@@ -225,7 +226,10 @@ def _msm_scalars(circuit: Circuit, aux: np.ndarray) -> dict[str, np.ndarray]:
 def _prep_main(ctx: WorkerContext, job: SynthesizedJob, st: StartState, barrier: PrepBarrier) -> None:
     tr, p = ctx.tracer, job.partition
     try:
-        with tr.phase("prep_msm", worker=st.worker, partition=p, gpu=st.gpu, detail={"prep": ctx.config.prep}) as ph:
+        detail: dict[str, Any] = {"prep": ctx.config.prep}
+        if ctx.config.prep == "cpu_parallel":  # the threads actually used ($ZKGPU_PREP_THREADS when prep_threads = 0)
+            detail["threads"] = ctx.config.prep_threads or default_prep_threads()
+        with tr.phase("prep_msm", worker=st.worker, partition=p, gpu=st.gpu, detail=detail) as ph:
             ctx.hook("prep_msm", p, None)
             cfg = ctx.config
             st.preps.update(ctx.backend.prep(job.aux, cfg.prep, cfg.prep_threads or None))
