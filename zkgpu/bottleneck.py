@@ -493,7 +493,10 @@ def gpu_budget(events: pd.DataFrame, n: int, ntt_bench: pd.DataFrame | None = No
     :func:`kernel_floor_ms` ``compute_h``; ``exposed H2D`` (``exposed_ms``); ``H MSM`` (``h_msm``)
     against the benchmarked MSM at n; ``batch_add`` (no benchmark); ``tail_msm`` against the sum of
     :func:`msm_bench_ms` at the median significant counts of L, A and B (``*_sig`` in prep_msm's
-    detail), one after another; ``GPU phases`` = :func:`gpu_ms_per_partition`.
+    detail), one after another; ``GPU phases`` = :func:`gpu_ms_per_partition`; ``host work inside
+    the phases`` = GPU phases + exposed H2D − the parts above (≥ 0): the time inside ntt_msm_h,
+    batch_add and tail_msm in which the GPU waited for the worker's host side (Python, launches,
+    copies it waits for, syncs). The parts are medians, so this is an estimate.
     Columns: ``pipeline_ms``, ``benchmark_ms`` (NaN where none), ``ratio``.
     """
     def med(phase: str) -> float:
@@ -514,6 +517,10 @@ def gpu_budget(events: pd.DataFrame, n: int, ntt_bench: pd.DataFrame | None = No
         "tail_msm": (med("tail_msm"), tails if tails else float("nan")),
         "GPU phases": (gpu_ms_per_partition(events), float("nan")),
     }
+    parts = sum(v[0] for k, v in rows.items() if k != "GPU phases" and np.isfinite(v[0]))
+    # the part of the GPU phases in which none of the above ran: the worker's host work (Python,
+    # launches, waits on copies and syncs) that the GPU waited for
+    rows["host work inside the phases"] = (max(0.0, rows["GPU phases"][0] + rows["exposed H2D"][0] - parts) if parts else float("nan"), float("nan"))
     out = pd.DataFrame.from_dict(rows, orient="index", columns=["pipeline_ms", "benchmark_ms"])
     out["ratio"] = out["pipeline_ms"] / out["benchmark_ms"]
     out.index.name = "part"
