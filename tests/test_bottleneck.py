@@ -120,6 +120,10 @@ def test_msm_bench_interpolation_and_gpu_budget():
     assert bud.loc["H MSM", "benchmark_ms"] == pytest.approx(10.0) and bud.loc["H MSM", "pipeline_ms"] == pytest.approx(30.0)
     assert bud.loc["tail_msm", "benchmark_ms"] == pytest.approx(10.0 + 10.0 + 40.0)
     assert bud.loc["GPU phases", "pipeline_ms"] == pytest.approx(b.gpu_ms_per_partition(ev))
+    # kernels only: 3.5 (H computation) + 30 (H MSM) + median(10, 5) batch_add + median(20, 5, 1) tail_msm
+    assert b.kernel_ms_per_partition(ev) == pytest.approx(3.5 + 30 + 7.5 + 5)
+    assert math.isnan(b.kernel_ms_per_partition(toy()))  # no ntt row: unknown, not 0
+    assert bud.loc["host work inside the phases", "pipeline_ms"] >= 0
 
 
 def _as_gpu(run_dir, name, date):
