@@ -139,7 +139,7 @@ def _as_gpu(run_dir, name, date):
 
 
 @pytest.mark.skipif(not __import__("zkgpu.prep", fromlist=["x"]).numba_available(), reason="numba not installed")
-def test_predictions_take_prep_and_tails_from_an_earlier_recording(tmp_path, monkeypatch):
+def test_predictions_calibrate_on_an_earlier_recording_of_the_scenario(tmp_path, monkeypatch):
     from zkgpu import record, replay
 
     names = ["baseline", "pinned_narrow", "narrow_prep_parallel"]
@@ -158,7 +158,9 @@ def test_predictions_take_prep_and_tails_from_an_earlier_recording(tmp_path, mon
     pev = prior.events("narrow_prep_parallel")
     want = float(((pev[pev.phase == "prep_msm"].end_ns - pev[pev.phase == "prep_msm"].start_ns) / 1e6).median())
     assert preds.loc["narrow_prep_parallel", "prep_ms"] == pytest.approx(want)
-    assert "measured in fake-gpu-20990101-record" in preds.loc["narrow_prep_parallel", "prep_basis"]
+    assert preds.loc["narrow_prep_parallel", "prep_basis"] == "model calibrated on narrow_prep_parallel of fake-gpu-20990101-record"
+    tail = pev[pev.phase == "tail_msm"]
+    assert sims["narrow_prep_parallel"].params.tail_msm_ms == pytest.approx(float(((tail.end_ns - tail.start_ns) / 1e6).median()))
     acc = b.acceptance(src, preds, sims)
     assert acc["best"] == "narrow_prep_parallel" and acc["compute_util_ok"] == (acc["compute_util"] >= 0.9)
     assert b.prior_recording(replay.Source("recorded-gpu", prior, "replay")) is None  # nothing older

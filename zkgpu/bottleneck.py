@@ -378,15 +378,15 @@ def _median(ev: pd.DataFrame, phase: str) -> float:
 def predictions(source: Any, *, calibrate_on: str = "pinned_narrow", bench: pd.DataFrame | None = None,
                 bench_label: str = "", prior: Any = None) -> tuple[pd.DataFrame, dict[str, ModelResult]]:
     """The model's prediction for every :func:`prep_scenarios` entry, made without its measurement
-    in ``source``: :func:`zkgpu.replay.calibrated_params` on ``calibrate_on``, then :func:`predict`
-    with the variant's prep_msm time taken from, in this order: the same scenario in ``prior``
-    (an earlier :class:`~zkgpu.replay.Recording`, e.g. :func:`prior_recording`: its median
-    prep_msm); :func:`prep_ms_prediction` on ``bench`` (a ``zkgpu bench prep`` table); else 0 ms,
-    the bound where prep_msm no longer limits. Scenarios with ``tail_streams`` > 1 take their
-    batch_add and tail_msm medians from ``prior`` when it has them (else as calibrated: the model
-    does not know how well the concurrent calls overlap). ``prep_basis`` says which. Partitions,
-    queue depth and gw as the recording's configuration (or the calibration scenario's where the
-    scenario was not recorded).
+    in ``source``. Where ``prior`` (an earlier :class:`~zkgpu.replay.Recording`, e.g.
+    :func:`prior_recording`) recorded the same scenario, the model is calibrated on that earlier
+    run (:func:`zkgpu.replay.calibrated_params`) and predicts this one. Otherwise it is calibrated
+    on ``calibrate_on`` of ``source`` and prep_msm takes the time :func:`prep_ms_prediction`
+    gives from ``bench`` (a ``zkgpu bench prep`` table), or 0 ms without one (the bound where
+    prep_msm no longer limits); batch_add and tail_msm stay as calibrated (the model does not know
+    how well ``tail_streams=3`` overlaps them). ``prep_basis`` says which. Partitions, queue depth
+    and gw as the recording's configuration (or the calibration scenario's where the scenario was
+    not recorded).
 
     Returns:
         ``(table, {scenario: ModelResult})``; the table has ``prep``, ``gw``, ``prep_ms``,
@@ -411,20 +411,18 @@ def predictions(source: Any, *, calibrate_on: str = "pinned_narrow", bench: pd.D
                           "prep_basis": f"not modelled: lock_scope={st['lock_scope']!r} (the model has no concurrent kernels)",
                           "partitions_per_min": float("nan"), "model_util": float("nan")}
             continue
-        pev = prior.events(name) if prior is not None and name in prior.scenarios and prior.scenario(name).get("events") else None
-        used = params
-        if pev is not None and math.isfinite(_median(pev, "prep_msm")):
-            prep_ms, basis = _median(pev, "prep_msm"), f"prep_msm measured in {prior.path.name}"
-        elif bench is not None and len(bench):
-            p = prep_ms_prediction(bench, st["prep"], prep_workload(cfg), params.prep_msm_ms)
-            prep_ms, basis = p["predicted_ms"], f"bench prep {bench_label} x {p['slowdown']:.2f} (cpu slowdown in {calibrate_on})".strip()
+        if prior is not None and name in prior.scenarios and prior.scenario(name).get("events"):
+            # an earlier recording of this very configuration: calibrate on it, predict this run
+            used = replay.calibrated_params(replay.Source("recorded-gpu", prior, "replay"), scenario=name)
+            prep_ms, basis = used.prep_msm_ms, f"model calibrated on {name} of {prior.path.name}"
         else:
-            prep_ms, basis = 0.0, "0 ms: no prep benchmark recorded (prep_msm assumed off the critical path)"
-        if int(st.get("tail_streams", 1)) > 1:
-            if pev is not None:
-                used = replace(params, batch_add_ms=_median(pev, "batch_add"), tail_msm_ms=_median(pev, "tail_msm"))
-                basis += f"; batch_add, tail_msm measured in {prior.path.name}"
+            used = params
+            if bench is not None and len(bench):
+                p = prep_ms_prediction(bench, st["prep"], prep_workload(cfg), params.prep_msm_ms)
+                prep_ms, basis = p["predicted_ms"], f"bench prep {bench_label} x {p['slowdown']:.2f} (cpu slowdown in {calibrate_on})".strip()
             else:
+                prep_ms, basis = 0.0, "0 ms: no prep benchmark recorded (prep_msm assumed off the critical path)"
+            if int(st.get("tail_streams", 1)) > 1:
                 basis += "; tail_streams=3 not modelled (batch_add and tail_msm as calibrated)"
         sim = predict(used, prep_ms=prep_ms, gw=int(st["gw"]), scope=st["lock_scope"], transfer=st["transfer"],
                       partitions=int(cfg.get("partitions", 16)), max_queue=int(cfg.get("queue_depth") or 0) or None, run=f"model-{name}")
