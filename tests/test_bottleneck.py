@@ -164,3 +164,16 @@ def test_predictions_calibrate_on_an_earlier_recording_of_the_scenario(tmp_path,
     acc = b.acceptance(src, preds, sims)
     assert acc["best"] == "narrow_prep_parallel" and acc["compute_util_ok"] == (acc["compute_util"] >= 0.9)
     assert b.prior_recording(replay.Source("recorded-gpu", prior, "replay")) is None  # nothing older
+
+
+def test_model_scope_none_lets_the_workers_overlap():
+    from zkgpu import model
+
+    p = ModelParams(prep_msm_ms=10, ntt_ms=20, h_msm_ms=60, batch_add_ms=10, tail_msm_ms=40, h2d_bytes=0, pageable_gbps=5, pinned_gbps=50)
+    coarse = model.simulate(p, partitions=12, gw=2, scope="coarse", transfer="resident")
+    free = model.simulate(p, partitions=12, gw=2, scope="none", transfer="resident")
+    assert free.throughput_per_min == pytest.approx(2 * coarse.throughput_per_min, rel=0.05)
+    held = free.events[free.events.phase == "mutex_held"].sort_values("start_ns")
+    starts, ends = held["start_ns"].to_numpy(), held["end_ns"].to_numpy()
+    assert (starts[1:] < ends[:-1]).any()  # two workers inside their GPU phases at once
+    assert "none" in model.SCOPES

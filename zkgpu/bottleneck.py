@@ -406,12 +406,15 @@ def predictions(source: Any, *, calibrate_on: str = "pinned_narrow", bench: pd.D
     rows, sims = {}, {}
     for name, st in prep_scenarios().items():
         cfg = source.config(name) if source.has(name) else {**base_cfg, **st}
-        if st["lock_scope"] not in SCOPES:  # e.g. "none": kernels of two workers sharing the GPU
+        has_prior = prior is not None and name in prior.scenarios and bool(prior.scenario(name).get("events"))
+        if st["lock_scope"] not in SCOPES or (st["lock_scope"] == "none" and not has_prior):
+            # no shared mutex: the phases' durations depend on how the workers share the GPU, which
+            # only a run with the same concurrency measures
             rows[name] = {"prep": st["prep"], "gw": st["gw"], "prep_ms": float("nan"),
-                          "prep_basis": f"not modelled: lock_scope={st['lock_scope']!r} (the model has no concurrent kernels)",
+                          "prep_basis": f"not predicted: lock_scope={st['lock_scope']!r} needs an earlier run of it to calibrate on",
                           "partitions_per_min": float("nan"), "model_util": float("nan")}
             continue
-        if prior is not None and name in prior.scenarios and prior.scenario(name).get("events"):
+        if has_prior:
             # an earlier recording of this very configuration: calibrate on it, predict this run
             used = replay.calibrated_params(replay.Source("recorded-gpu", prior, "replay"), scenario=name)
             prep_ms, basis = used.prep_msm_ms, f"model calibrated on {name} of {prior.path.name}"
