@@ -49,6 +49,7 @@ __all__ = [
     "msm_bench_ms",
     "gpu_budget",
     "prep_scenarios",
+    "PILOT_DIR",
     "open_last_mile",
     "prior_recording",
     "idle_table",
@@ -308,6 +309,25 @@ def kernel_floor_ms(n: int, ntt_bench: pd.DataFrame | None, msm_bench: pd.DataFr
 # --------------------------------------------------------------------------- notebook 07b tables
 
 
+PILOT_DIR = "pilot"
+"""Sub-folder of ``data/`` for short GPU recordings of the :func:`prep_scenarios` made while they
+were developed (``zkgpu record --out data/pilot``): only notebook 07b reads them (as a measurement
+when no newer recording has these scenarios, and to calibrate its predictions); the other notebooks,
+which read the newest ``data/*-record*``, do not see them."""
+
+
+def _last_mile_recordings(base: Any = None) -> list[Any]:
+    """GPU recordings in ``data/`` and ``data/pilot/`` that have any of :func:`prep_scenarios`, newest first."""
+    from pathlib import Path  # noqa: PLC0415
+
+    from . import replay  # noqa: PLC0415
+
+    root = Path(base) if base is not None else replay.data_dir()
+    new = set(prep_scenarios())
+    recs = [r for d in (root, root / PILOT_DIR) for r in replay.find_recordings(d) if r.is_gpu and new & set(r.scenarios)]
+    return sorted(recs, key=lambda r: r.date, reverse=True)
+
+
 def prep_scenarios() -> dict[str, dict[str, Any]]:
     """The ``zkgpu record`` scenarios that take prep_msm off the critical path (``prep`` other than
     ``cpu``), in recording order: name -> settings."""
@@ -319,8 +339,9 @@ def prep_scenarios() -> dict[str, dict[str, Any]]:
 def open_last_mile(mode: str | None = None, *, n: int | None = None, partitions: int | None = None,
                    host_load: int | None = None, base: Any = None) -> Any:
     """The data of notebook 07b: live, :data:`zkgpu.record.LAST_MILE_SCENARIOS` measured now; in
-    replay, the newest GPU recording that has any of :func:`prep_scenarios`, else what
-    :func:`zkgpu.replay.open_source` gives (which then lacks them: the notebook says so).
+    replay, the newest GPU recording in ``data/`` or ``data/pilot/`` (:data:`PILOT_DIR`) that has
+    any of :func:`prep_scenarios`, else what :func:`zkgpu.replay.open_source` gives (which then
+    lacks them: the notebook says so).
 
     Raises:
         as :func:`zkgpu.replay.open_source`.
@@ -330,10 +351,9 @@ def open_last_mile(mode: str | None = None, *, n: int | None = None, partitions:
 
     m = replay.resolve_mode(mode)
     if m == "replay":
-        new = set(prep_scenarios())
-        for rec in replay.find_recordings(base):
-            if rec.is_gpu and new & set(rec.scenarios):
-                return replay.Source("recorded-gpu", rec, m)
+        recs = _last_mile_recordings(base)
+        if recs:
+            return replay.Source("recorded-gpu", recs[0], m)
     return replay.open_source(m, n=n, partitions=partitions, host_load=host_load, scenarios=LAST_MILE_SCENARIOS, base=base)
 
 
@@ -354,18 +374,11 @@ def idle_table(source: Any, names: Iterable[str]) -> pd.DataFrame:
 
 
 def prior_recording(source: Any, base: Any = None) -> Any:
-    """The newest GPU recording, other than ``source``'s and older than it, that has any of
-    :func:`prep_scenarios` (an earlier measurement the predictions may use), or None."""
-    from . import replay  # noqa: PLC0415
-
-    new = set(prep_scenarios())
-    mine = source.recording.path.resolve()
-    older = False
-    for rec in replay.find_recordings(base):  # newest first
-        if rec.path.resolve() == mine:
-            older = True
-            continue
-        if older and rec.is_gpu and new & set(rec.scenarios):
+    """The newest GPU recording in ``data/`` or ``data/pilot/``, older than ``source``'s, that has
+    any of :func:`prep_scenarios` (an earlier measurement the predictions may calibrate on), or None."""
+    mine = source.recording
+    for rec in _last_mile_recordings(base):  # newest first
+        if rec.path.resolve() != mine.path.resolve() and rec.date < mine.date:
             return rec
     return None
 
