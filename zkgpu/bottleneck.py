@@ -55,6 +55,7 @@ __all__ = [
     "idle_table",
     "predictions",
     "steps_table",
+    "prediction_vs_measurement",
     "acceptance",
 ]
 
@@ -391,21 +392,23 @@ def _median(ev: pd.DataFrame, phase: str) -> float:
 def predictions(source: Any, *, calibrate_on: str = "pinned_narrow", bench: pd.DataFrame | None = None,
                 bench_label: str = "", prior: Any = None) -> tuple[pd.DataFrame, dict[str, ModelResult]]:
     """The model's prediction for every :func:`prep_scenarios` entry, made without its measurement
-    in ``source``. Where ``prior`` (an earlier :class:`~zkgpu.replay.Recording`, e.g.
-    :func:`prior_recording`) recorded the same scenario, the model is calibrated on that earlier
-    run (:func:`zkgpu.replay.calibrated_params`) and predicts this one. Otherwise it is calibrated
-    on ``calibrate_on`` of ``source`` and prep_msm takes the time :func:`prep_ms_prediction`
-    gives from ``bench`` (a ``zkgpu bench prep`` table), or 0 ms without one (the bound where
-    prep_msm no longer limits); batch_add and tail_msm stay as calibrated (the model does not know
-    how well ``tail_streams=3`` overlaps them). ``prep_basis`` says which. Partitions, queue depth
-    and gw as the recording's configuration (or the calibration scenario's where the scenario was
-    not recorded).
+    in ``source``: calibrated on ``calibrate_on`` of ``source`` (:func:`zkgpu.replay.calibrated_params`),
+    with prep_msm taking the time :func:`prep_ms_prediction` gives from ``bench`` (a ``zkgpu bench
+    prep`` table), or 0 ms without one (the bound where prep_msm no longer limits); batch_add and
+    tail_msm stay as calibrated (the model does not know how well ``tail_streams=3`` overlaps them).
+    ``prep_basis`` says which. Where ``prior`` (an earlier :class:`~zkgpu.replay.Recording`, e.g.
+    :func:`prior_recording`) recorded the same scenario, ``prior_partitions_per_min`` is the model
+    calibrated on that earlier run instead (the only prediction for ``lock_scope="none"``, whose
+    phase durations depend on how the workers share the GPU). Partitions, queue depth and gw as
+    the recording's configuration (or the calibration scenario's where the scenario was not
+    recorded).
 
     Returns:
-        ``(table, {scenario: ModelResult})``; the table has ``prep``, ``gw``, ``prep_ms``,
-        ``prep_basis``, ``partitions_per_min`` (over the GPU window) and ``model_util`` (the
-        model's kernel utilization, which counts the whole copy as non-compute); ``attrs["params"]``
-        holds the calibrated :class:`~zkgpu.model.ModelParams`.
+        ``(table, {scenario: ModelResult})`` (the calibration-based runs); the table has ``prep``,
+        ``gw``, ``prep_ms``, ``prep_basis``, ``partitions_per_min`` (over the GPU window),
+        ``model_util`` (the model's kernel utilization, which counts the whole copy as
+        non-compute) and ``prior_partitions_per_min``; ``attrs["params"]`` holds the calibrated
+        :class:`~zkgpu.model.ModelParams`, ``attrs["prior_sims"]`` the prior-calibrated runs.
 
     Raises:
         ValueError: the calibration scenario is missing (names it).
@@ -416,38 +419,38 @@ def predictions(source: Any, *, calibrate_on: str = "pinned_narrow", bench: pd.D
         raise ValueError(f"predictions: {calibrate_on!r} is not in {source.recording.path.name}; recorded: {source.scenarios}")
     params = replay.calibrated_params(source, scenario=calibrate_on)
     base_cfg = source.config(calibrate_on)
-    rows, sims = {}, {}
+    rows, sims, prior_sims = {}, {}, {}
     for name, st in prep_scenarios().items():
         cfg = source.config(name) if source.has(name) else {**base_cfg, **st}
-        has_prior = prior is not None and name in prior.scenarios and bool(prior.scenario(name).get("events"))
-        if st["lock_scope"] not in SCOPES or (st["lock_scope"] == "none" and not has_prior):
-            # no shared mutex: the phases' durations depend on how the workers share the GPU, which
-            # only a run with the same concurrency measures
-            rows[name] = {"prep": st["prep"], "gw": st["gw"], "prep_ms": float("nan"),
-                          "prep_basis": f"not predicted: lock_scope={st['lock_scope']!r} needs an earlier run of it to calibrate on",
-                          "partitions_per_min": float("nan"), "model_util": float("nan")}
-            continue
-        if has_prior:
+        run_kw = dict(gw=int(st["gw"]), scope=st["lock_scope"], transfer=st["transfer"], partitions=int(cfg.get("partitions", 16)),
+                      max_queue=int(cfg.get("queue_depth") or 0) or None, run=f"model-{name}")
+        row: dict[str, Any] = {"prep": st["prep"], "gw": st["gw"], "prep_ms": float("nan"), "prep_basis": "", "partitions_per_min": float("nan"),
+                               "model_util": float("nan"), "prior_partitions_per_min": float("nan")}
+        if prior is not None and name in prior.scenarios and prior.scenario(name).get("events"):
             # an earlier recording of this very configuration: calibrate on it, predict this run
-            used = replay.calibrated_params(replay.Source("recorded-gpu", prior, "replay"), scenario=name)
-            prep_ms, basis = used.prep_msm_ms, f"model calibrated on {name} of {prior.path.name}"
+            pp = replay.calibrated_params(replay.Source("recorded-gpu", prior, "replay"), scenario=name)
+            prior_sims[name] = predict(pp, prep_ms=pp.prep_msm_ms, **run_kw)
+            row["prior_partitions_per_min"] = prior_sims[name].throughput_per_min
+        if st["lock_scope"] == "none":
+            # no shared mutex: the phases' durations depend on how the workers share the GPU, which
+            # only a run with the same concurrency measures (the prior-calibrated column)
+            row["prep_basis"] = "lock_scope='none': predicted only from an earlier run of it (prior_partitions_per_min)"
+            rows[name] = row
+            continue
+        if bench is not None and len(bench):
+            p = prep_ms_prediction(bench, st["prep"], prep_workload(cfg), params.prep_msm_ms)
+            prep_ms, basis = p["predicted_ms"], f"bench prep {bench_label} x {p['slowdown']:.2f} (cpu slowdown in {calibrate_on})".strip()
         else:
-            used = params
-            if bench is not None and len(bench):
-                p = prep_ms_prediction(bench, st["prep"], prep_workload(cfg), params.prep_msm_ms)
-                prep_ms, basis = p["predicted_ms"], f"bench prep {bench_label} x {p['slowdown']:.2f} (cpu slowdown in {calibrate_on})".strip()
-            else:
-                prep_ms, basis = 0.0, "0 ms: no prep benchmark recorded (prep_msm assumed off the critical path)"
-            if int(st.get("tail_streams", 1)) > 1:
-                basis += "; tail_streams=3 not modelled (batch_add and tail_msm as calibrated)"
-        sim = predict(used, prep_ms=prep_ms, gw=int(st["gw"]), scope=st["lock_scope"], transfer=st["transfer"],
-                      partitions=int(cfg.get("partitions", 16)), max_queue=int(cfg.get("queue_depth") or 0) or None, run=f"model-{name}")
-        sims[name] = sim
-        rows[name] = {"prep": st["prep"], "gw": st["gw"], "prep_ms": prep_ms, "prep_basis": basis,
-                      "partitions_per_min": sim.throughput_per_min, "model_util": sim.kernel_utilization}
+            prep_ms, basis = 0.0, "0 ms: no prep benchmark recorded (prep_msm assumed off the critical path)"
+        if int(st.get("tail_streams", 1)) > 1:
+            basis += "; tail_streams=3 not modelled (batch_add and tail_msm as calibrated)"
+        sims[name] = predict(params, prep_ms=prep_ms, **run_kw)
+        row.update(prep_ms=prep_ms, prep_basis=basis, partitions_per_min=sims[name].throughput_per_min, model_util=sims[name].kernel_utilization)
+        rows[name] = row
     out = pd.DataFrame.from_dict(rows, orient="index")
     out.index.name = "scenario"
     out.attrs["params"] = params
+    out.attrs["prior_sims"] = prior_sims
     return out, sims
 
 
@@ -499,10 +502,12 @@ def acceptance(source: Any, preds: pd.DataFrame, sims: dict[str, ModelResult]) -
     kms = {k: v for k, v in kms.items() if math.isfinite(v) and v > 0}
     bound_from = min(kms, key=kms.get) if kms else None
     bound = 60000.0 / kms[bound_from] if bound_from else float("nan")
-    c = compare(sims[best], ev) if best in sims else None
+    prior_sims = preds.attrs.get("prior_sims", {})
+    sim, basis = (sims[best], "calibration") if best in sims else ((prior_sims[best], "prior") if best in prior_sims else (None, ""))
+    c = compare(sim, ev) if sim is not None else None
     rel = float(c.loc["throughput_per_min", "rel_err"]) if c is not None else float("nan")
     # the model's own event table includes its synthesis from t = 0, so the whole-run figure compares too
-    whole = float(throughput(sims[best].events)["partitions_per_min"].iloc[0]) if best in sims else float("nan")
+    whole = float(throughput(sim.events)["partitions_per_min"].iloc[0]) if sim is not None else float("nan")
     r = steps.loc[best]
     out = {
         "best": best, "compute_util": float(r["compute_util"]), "window_compute_util": float(r["window_compute_util"]),
@@ -511,7 +516,7 @@ def acceptance(source: Any, preds: pd.DataFrame, sims: dict[str, ModelResult]) -
         "kernel_ms_per_partition": kms.get(best, float("nan")), "compute_bound_per_min": bound, "compute_bound_from": bound_from or "",
         "vs_bound": float(r["partitions_per_min"]) / bound if bound > 0 else float("nan"),
         "window_vs_bound": float(r["window_partitions_per_min"]) / bound if bound > 0 else float("nan"),
-        "model_partitions_per_min": float(preds.loc[best, "partitions_per_min"]) if best in preds.index else float("nan"),
+        "model_partitions_per_min": sim.throughput_per_min if sim is not None else float("nan"), "model_basis": basis,
         "model_rel_err": rel,
         "model_whole_run_per_min": whole,
         "model_whole_run_rel_err": whole / float(r["partitions_per_min"]) - 1.0 if math.isfinite(whole) else float("nan"),
@@ -560,4 +565,25 @@ def gpu_budget(events: pd.DataFrame, n: int, ntt_bench: pd.DataFrame | None = No
     out = pd.DataFrame.from_dict(rows, orient="index", columns=["pipeline_ms", "benchmark_ms"])
     out["ratio"] = out["pipeline_ms"] / out["benchmark_ms"]
     out.index.name = "part"
+    return out
+
+
+def prediction_vs_measurement(source: Any, preds: pd.DataFrame, sims: dict[str, ModelResult]) -> pd.DataFrame:
+    """Per recorded :func:`prep_scenarios` entry: the calibration-based prediction, the prediction
+    from an earlier run (``preds.attrs["prior_sims"]``) and the measurement, all partitions/min
+    over the GPU window (:func:`zkgpu.model.utilization`), with each prediction's relative error."""
+    from .model import utilization  # noqa: PLC0415
+
+    prior_sims = preds.attrs.get("prior_sims", {})
+    rows = {}
+    for name in prep_scenarios():
+        if not source.has(name):
+            continue
+        meas = utilization(source.events(name))["throughput_per_min"]
+        m = sims[name].throughput_per_min if name in sims else float("nan")
+        pr = prior_sims[name].throughput_per_min if name in prior_sims else float("nan")
+        rows[name] = {"model /min": m, "model from earlier run /min": pr, "measured /min": meas,
+                      "model rel_err": m / meas - 1.0, "earlier-run rel_err": pr / meas - 1.0}
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out.index.name = "scenario"
     return out
