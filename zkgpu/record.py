@@ -84,8 +84,8 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 #: The scenarios of notebook 07b ("the last bottleneck") in one short recording: the baseline and
 #: the fix it is measured against, then prep_msm taken off the critical path
 #: (``zkgpu record --scenario ...`` for each, ``scripts/gpu_run.sh record-last-mile``).
-LAST_MILE_SCENARIOS = ("baseline", "pinned_pool", "pinned_narrow", "compute_only", "narrow_prep_parallel",
-                       "narrow_prep_gpu", "narrow_prep_gpu_gw3", "narrow_prep_gpu_tails", "unlocked_prep_gpu_tails")
+LAST_MILE_SCENARIOS = ("baseline", "pinned_narrow", "narrow_prep_parallel", "narrow_prep_gpu", "narrow_prep_gpu_gw3",
+                       "narrow_prep_gpu_tails", "unlocked_prep_gpu_tails")
 
 # Sizes. GPU: n = 2^22 constraints per partition (a/b/c = 3 x 128 MiB, 1/32 of a PoRep partition,
 # the pipeline's default); --quick quarters it. CPU: the reference math on Python ints and
