@@ -22,9 +22,10 @@ mkdir -p "$DATA"
 # reserve the names of the runs already in data/ (empty folders, removed again before packing), so
 # that a new run folder gets the name (suffix -1, -2 ...) it will have when copied into data/
 reserved=()
-for d in data/*/; do
+mkdir -p "$DATA/last-mile"
+for d in data/*/ data/last-mile/*/; do
   [ -d "$d" ] || continue
-  n=$(basename "$d")
+  n=${d#data/}; n=${n%/}
   if [ ! -e "$DATA/$n" ]; then mkdir "$DATA/$n" && reserved+=("$DATA/$n"); fi
 done
 export PYTHONUNBUFFERED=1
@@ -77,14 +78,16 @@ for s in "${stages[@]}"; do
     bench-load) run_stage bench-load python3 -m zkgpu.cli bench load ${LOAD_LEVELS:+--levels $LOAD_LEVELS} --out "$DATA" ;;
     # HOST_LOAD=N: N host memory-load threads during the scenarios (zkgpu.hostload)
     record)    run_stage record python3 -m zkgpu.cli record --no-sweep --no-bench ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${PARTITIONS:+--partitions $PARTITIONS} --out "$DATA" ;;
-    # notebook 07b's short set: baseline, the fix, compute-only, prep_msm off the critical path
+    # notebook 07b's set (baseline, the fix, prep_msm off the critical path ...) into data/last-mile/,
+    # which only notebook 07b reads
     # SCENARIOS="a b ..." records those instead (names from zkgpu.record.SCENARIOS)
-    record-last-mile) run_stage record-last-mile python3 -m zkgpu.cli record --no-sweep --no-bench $(for x in ${SCENARIOS:-$(python3 -c 'from zkgpu.record import LAST_MILE_SCENARIOS as s; print(" ".join(s))')}; do echo --scenario "$x"; done) ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${PARTITIONS:+--partitions $PARTITIONS} --out "$DATA" ;;
+    record-last-mile) run_stage record-last-mile python3 -m zkgpu.cli record --no-sweep --no-bench $(for x in ${SCENARIOS:-$(python3 -c 'from zkgpu.record import LAST_MILE_SCENARIOS as s; print(" ".join(s))')}; do echo --scenario "$x"; done) ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${PARTITIONS:+--partitions $PARTITIONS} --out "$DATA/last-mile" ;;
     notebooks) run_stage notebooks python3 -m zkgpu.cli report --mode live --out "$OUT/reports" ${NOTEBOOKS:+--only $NOTEBOOKS} ;;  # live: measures now
     *) echo "unknown stage $s"; failed+=("$s") ;;
   esac
 done
 for d in "${reserved[@]}"; do rmdir "$d" 2>/dev/null; done
+rmdir "$DATA/last-mile" 2>/dev/null
 tar -C "$OUT" -czf "$OUT/results.tar.gz" data $( [ -d "$OUT/reports" ] && echo reports ) 2>/dev/null
 echo "results: $(du -h "$OUT/results.tar.gz" | cut -f1) in $OUT/results.tar.gz"
 if [ ${#failed[@]} -gt 0 ]; then echo "FAILED stages: ${failed[*]}"; exit 1; fi

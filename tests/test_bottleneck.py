@@ -147,10 +147,10 @@ def test_predictions_calibrate_on_an_earlier_recording_of_the_scenario(tmp_path,
     new = _as_gpu(record.record(out=tmp_path / "b", device="cpu", n=1 << 6, partitions=3, scenarios=names), "fake-gpu-20990102-record", "2099-01-02T00:00:00+00:00")
     data = tmp_path / "data"
     (data / b.PILOT_DIR).mkdir(parents=True)
-    old.rename(data / b.PILOT_DIR / old.name)  # a pilot: only notebook 07b sees it
-    new.rename(data / new.name)
+    new.rename(data / b.PILOT_DIR / new.name)  # data/last-mile: only notebook 07b sees it, and first
+    old.rename(data / old.name)
     monkeypatch.setenv("ZKGPU_DATA", str(data))
-    assert [r.path.name for r in replay.find_recordings()] == ["fake-gpu-20990102-record"]
+    assert [r.path.name for r in replay.find_recordings()] == ["fake-gpu-20990101-record"]
     src = b.open_last_mile("replay")
     assert src.recording.path.name == "fake-gpu-20990102-record"
     prior = b.prior_recording(src)
@@ -167,8 +167,8 @@ def test_predictions_calibrate_on_an_earlier_recording_of_the_scenario(tmp_path,
     acc = b.acceptance(src, preds, sims)
     assert acc["best"] == "narrow_prep_parallel" and acc["compute_util_ok"] == (acc["compute_util"] >= 0.9)
     assert b.prior_recording(replay.Source("recorded-gpu", prior, "replay")) is None  # nothing older
-    (data / new.name).rename(tmp_path / "gone")
-    assert b.open_last_mile("replay").recording.path.name == "fake-gpu-20990101-record"  # the pilot, when it is all there is
+    (data / b.PILOT_DIR / new.name).rename(tmp_path / "gone")
+    assert b.open_last_mile("replay").recording.path.name == "fake-gpu-20990101-record"  # then data/
 
 
 def test_model_scope_none_lets_the_workers_overlap():

@@ -310,23 +310,27 @@ def kernel_floor_ms(n: int, ntt_bench: pd.DataFrame | None, msm_bench: pd.DataFr
 # --------------------------------------------------------------------------- notebook 07b tables
 
 
-PILOT_DIR = "pilot"
-"""Sub-folder of ``data/`` for short GPU recordings of the :func:`prep_scenarios` made while they
-were developed (``zkgpu record --out data/pilot``): only notebook 07b reads them (as a measurement
-when no newer recording has these scenarios, and to calibrate its predictions); the other notebooks,
-which read the newest ``data/*-record*``, do not see them."""
+PILOT_DIR = "last-mile"
+"""Sub-folder of ``data/`` for recordings of the last-mile scenario set
+(:data:`zkgpu.record.LAST_MILE_SCENARIOS`, ``scripts/gpu_run.sh record-last-mile`` writes there):
+notebook 07b reads them first (as its measurement, and older ones to calibrate its predictions);
+the other notebooks, which replay the newest ``data/*-record*`` with the full scenario matrix, do
+not see them."""
 
 
 def _last_mile_recordings(base: Any = None) -> list[Any]:
-    """GPU recordings in ``data/`` and ``data/pilot/`` that have any of :func:`prep_scenarios`, newest first."""
+    """GPU recordings that have any of :func:`prep_scenarios`: those in ``data/last-mile/``
+    (:data:`PILOT_DIR`) newest first, then those in ``data/`` newest first."""
     from pathlib import Path  # noqa: PLC0415
 
     from . import replay  # noqa: PLC0415
 
     root = Path(base) if base is not None else replay.data_dir()
     new = set(prep_scenarios())
-    recs = [r for d in (root, root / PILOT_DIR) for r in replay.find_recordings(d) if r.is_gpu and new & set(r.scenarios)]
-    return sorted(recs, key=lambda r: r.date, reverse=True)
+    out = []
+    for d in (root / PILOT_DIR, root):
+        out += sorted((r for r in replay.find_recordings(d) if r.is_gpu and new & set(r.scenarios)), key=lambda r: r.date, reverse=True)
+    return out
 
 
 def prep_scenarios() -> dict[str, dict[str, Any]]:
@@ -340,8 +344,8 @@ def prep_scenarios() -> dict[str, dict[str, Any]]:
 def open_last_mile(mode: str | None = None, *, n: int | None = None, partitions: int | None = None,
                    host_load: int | None = None, base: Any = None) -> Any:
     """The data of notebook 07b: live, :data:`zkgpu.record.LAST_MILE_SCENARIOS` measured now; in
-    replay, the newest GPU recording in ``data/`` or ``data/pilot/`` (:data:`PILOT_DIR`) that has
-    any of :func:`prep_scenarios`, else what :func:`zkgpu.replay.open_source` gives (which then
+    replay, the newest GPU recording in ``data/last-mile/`` (:data:`PILOT_DIR`), else the newest in
+    ``data/`` that has any of :func:`prep_scenarios`, else what :func:`zkgpu.replay.open_source` gives (which then
     lacks them: the notebook says so).
 
     Raises:
@@ -375,13 +379,11 @@ def idle_table(source: Any, names: Iterable[str]) -> pd.DataFrame:
 
 
 def prior_recording(source: Any, base: Any = None) -> Any:
-    """The newest GPU recording in ``data/`` or ``data/pilot/``, older than ``source``'s, that has
-    any of :func:`prep_scenarios` (an earlier measurement the predictions may calibrate on), or None."""
+    """The newest GPU recording in ``data/last-mile/`` or ``data/``, older than ``source``'s, that
+    has any of :func:`prep_scenarios` (an earlier measurement the predictions may calibrate on), or None."""
     mine = source.recording
-    for rec in _last_mile_recordings(base):  # newest first
-        if rec.path.resolve() != mine.path.resolve() and rec.date < mine.date:
-            return rec
-    return None
+    older = [r for r in _last_mile_recordings(base) if r.path.resolve() != mine.path.resolve() and r.date < mine.date]
+    return max(older, key=lambda r: r.date) if older else None
 
 
 def _median(ev: pd.DataFrame, phase: str) -> float:
