@@ -3,8 +3,8 @@
 # recording and (optionally) the notebook suite in live mode. Results land in one archive so a
 # lent machine (which keeps nothing) can hand them back.
 #
-#   scripts/gpu_run.sh [STAGE ...]      stages: info record bench-h2d bench-load bench-ntt bench-ntt-sppark bench-msm tests tests-ntt
-#                                       tests-transfer notebooks prove-setup prove
+#   scripts/gpu_run.sh [STAGE ...]      stages: info record record-last-mile bench-h2d bench-load bench-ntt bench-ntt-sppark
+#                                       bench-msm bench-prep tests tests-ntt tests-transfer tests-prep notebooks prove-setup prove
 #                                       (bench-ntt-sppark needs .anchors/sppark-bench; NTT_KERNELS picks its kernels)
 #                                       (default: info record bench-h2d bench-ntt tests; each stage is
 #                                       time-limited, see LIMIT_* below, so the whole fits one 10-min call)
@@ -23,9 +23,10 @@ mkdir -p "$DATA"
 # reserve the names of the runs already in data/ (empty folders, removed again before packing), so
 # that a new run folder gets the name (suffix -1, -2 ...) it will have when copied into data/
 reserved=()
-for d in data/*/; do
+mkdir -p "$DATA/last-mile"
+for d in data/*/ data/last-mile/*/; do
   [ -d "$d" ] || continue
-  n=$(basename "$d")
+  n=${d#data/}; n=${n%/}
   if [ ! -e "$DATA/$n" ]; then mkdir "$DATA/$n" && reserved+=("$DATA/$n"); fi
 done
 export PYTHONUNBUFFERED=1
@@ -49,6 +50,9 @@ failed=()
 : "${LIMIT_bench_h2d:=190}"
 : "${LIMIT_bench_load:=90}"
 : "${LIMIT_record:=150}"
+: "${LIMIT_record_last_mile:=150}"
+: "${LIMIT_bench_prep:=90}"
+: "${LIMIT_tests_prep:=90}"
 : "${LIMIT_notebooks:=220}"
 : "${LIMIT_prove_setup:=560}"
 : "${LIMIT_prove:=420}"
@@ -104,6 +108,9 @@ for s in "${stages[@]}"; do
     info)      run_stage info python3 -m zkgpu.cli info ;;
     tests)     run_stage tests python3 -m pytest -q -m gpu --durations=15 -p no:cacheprovider tests ;;
     tests-transfer) run_stage tests-transfer python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_transfer.py ;;
+    tests-prep) run_stage tests-prep python3 -m pytest -q -p no:cacheprovider tests/test_prep.py ;;
+    # prep_msm variants (cpu, cpu_parallel, gpu) at 2^20..2^26 (PREP_MAX_LOG to shorten)
+    bench-prep) run_stage bench-prep python3 -m zkgpu.cli bench prep --min-log 20 --max-log "${PREP_MAX_LOG:-26}" --repeat "${PREP_REPEAT:-5}" --out "$DATA" ;;
     bench-ntt) run_stage bench-ntt python3 -m zkgpu.cli bench ntt --min-log 16 --max-log 26 --repeat 5 --out "$DATA" ;;
     # the NTT kernels beside sppark (needs .anchors/sppark-bench carried along; NTT_KERNELS, NTT_MIN_LOG ...)
     bench-ntt-sppark) run_stage bench-ntt-sppark env OUT="$OUT" DATA="$DATA" scripts/ntt_vs_sppark.sh ;;
@@ -116,11 +123,16 @@ for s in "${stages[@]}"; do
     record)    run_stage record python3 -m zkgpu.cli record --no-sweep --no-bench ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${PARTITIONS:+--partitions $PARTITIONS} --out "$DATA" ;;
     prove-setup) node_setup; run_stage prove-setup python3 -m zkgpu.groth16.circuits "$PROVE_CIRCUIT" build/circuits $([ "$PROVE_SETUP" = fast ] && echo --fast) ;;
     prove)     export OUT DATA PROVE_CIRCUIT PROVE_SETUP PROVE_DEVICE; run_stage prove bash -c "$(declare -f node_setup prove_stage); prove_stage" ;;
+    # notebook 07b's set (baseline, the fix, prep_msm off the critical path ...) into data/last-mile/,
+    # which only notebook 07b reads
+    # SCENARIOS="a b ..." records those instead (names from zkgpu.record.SCENARIOS)
+    record-last-mile) run_stage record-last-mile python3 -m zkgpu.cli record --no-sweep --no-bench $(for x in ${SCENARIOS:-$(python3 -c 'from zkgpu.record import LAST_MILE_SCENARIOS as s; print(" ".join(s))')}; do echo --scenario "$x"; done) ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${PARTITIONS:+--partitions $PARTITIONS} --out "$DATA/last-mile" ;;
     notebooks) run_stage notebooks python3 -m zkgpu.cli report --mode live --out "$OUT/reports" ${NOTEBOOKS:+--only $NOTEBOOKS} ;;  # live: measures now
     *) echo "unknown stage $s"; failed+=("$s") ;;
   esac
 done
 for d in "${reserved[@]}"; do rmdir "$d" 2>/dev/null; done
+rmdir "$DATA/last-mile" 2>/dev/null
 tar -C "$OUT" -czf "$OUT/results.tar.gz" data $( [ -d "$OUT/reports" ] && echo reports ) 2>/dev/null
 echo "results: $(du -h "$OUT/results.tar.gz" | cut -f1) in $OUT/results.tar.gz"
 if [ ${#failed[@]} -gt 0 ]; then echo "FAILED stages: ${failed[*]}"; exit 1; fi

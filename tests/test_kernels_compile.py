@@ -48,3 +48,40 @@ def test_kernel_variant_compiles_sm90(name, flag, tmp_path):
 
 def test_there_are_kernels():
     assert KERNEL_FILES, "no .cu files found"
+
+
+def _nvrtc_unsafe_includes(text: str) -> list[str]:
+    """``#include <...>`` lines that NVRTC would see: not inside ``#if defined(__CUDACC_RTC__) ... #else``
+    nor ``#ifndef __CUDACC_RTC__`` (NVRTC, which compiles our kernels at run time, has no host headers)."""
+    stack: list[list] = []  # [directive text, in_else]
+    bad = []
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith(("#if", "#ifdef", "#ifndef")):
+            stack.append([s, False])
+        elif s.startswith("#else") and stack:
+            stack[-1][1] = True
+        elif s.startswith("#endif") and stack:
+            stack.pop()
+        elif s.startswith("#include <"):
+            guarded = False
+            for cond, in_else in stack:
+                if "__CUDACC_RTC__" not in cond:
+                    continue
+                negated = cond.startswith("#ifndef") or "!defined" in cond.replace(" ", "")
+                guarded |= (negated and not in_else) or (not negated and in_else)
+            if not guarded:
+                bad.append(s)
+    return bad
+
+
+@pytest.mark.parametrize("path", sorted(KERNEL_DIR.glob("*.cu*")), ids=lambda p: p.name)
+def test_no_host_header_reaches_nvrtc(path):
+    assert _nvrtc_unsafe_includes(path.read_text()) == []
+
+
+def test_the_include_guard_check_itself():
+    assert _nvrtc_unsafe_includes("#include <cstdint>\n") == ["#include <cstdint>"]
+    assert _nvrtc_unsafe_includes("#if defined(__CUDACC_RTC__)\ntypedef int x;\n#else\n#include <cstdint>\n#endif\n") == []
+    assert _nvrtc_unsafe_includes("#ifndef __CUDACC_RTC__\n#include <cstdint>\n#endif\n") == []
+    assert _nvrtc_unsafe_includes('#include "ff.cuh"\n') == []

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 NB_DIR = ROOT / "notebooks"
 EXPECTED = [
     "00_index", "01_symptom", "02_host_instrumentation", "03_mutex_barrier", "04_smoking_gun",
-    "05_h2d_bandwidth", "06_pinned_pool_fix", "07_next_bottleneck", "08_report", "10_real_proof", "appendix_nsight",
+    "05_h2d_bandwidth", "06_pinned_pool_fix", "07_next_bottleneck", "07b_last_bottleneck", "08_report", "10_real_proof", "appendix_nsight",
 ]
 TIMINGS: dict[str, float] = {}
 
@@ -298,6 +298,26 @@ def test_key_numbers_other_notebooks(executed):
     assert {"baseline", "pinned_pool"} <= set(_num(k8, "scenarios").split(", "))
     ka = executed["appendix_nsight"][1]
     assert _num(ka, "nvtx_rows") == _num(ka, "events") and _num(ka, "memcpy_rows") == _num(ka, "h2d_rows") > 0
+
+
+def test_key_numbers_07b_last_bottleneck(executed, monkeypatch):
+    from zkgpu import bottleneck
+
+    monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])  # the same data the notebook read
+    k = executed["07b_last_bottleneck"][1]
+    src = bottleneck.open_last_mile("replay")
+    assert k["recording"] == src.recording.path.name
+    shown_ev = src.events(k["shown"])
+    assert k["gpu_ms_per_partition"] == pytest.approx(bottleneck.gpu_ms_per_partition(shown_ev))
+    assert 0.0 < k["after_fix_compute_share"] <= 1.0 and 0.0 <= k["after_fix_top_idle_share"] <= 1.0
+    preds = {key: v for key, v in k.items() if key.startswith("predicted_per_min_")}
+    assert preds and all(v > 0 and math.isfinite(v) for v in preds.values())
+    if k["source"] == "recorded-gpu" and not k["has_new_scenarios"]:
+        # the committed recordings: after the fix the GPU mostly waits for prep_msm
+        assert k["after_fix_top_idle_cause"] == "barrier_wait (prep_msm)"
+    if k["has_new_scenarios"]:
+        assert k["acceptance_best"] in bottleneck.prep_scenarios()
+        assert k["acceptance_compute_util_ok"] == (k["acceptance_compute_util"] >= 0.9)
 
 
 def test_total_time_is_reasonable(executed):

@@ -11,7 +11,7 @@ from importlib import metadata
 
 import click
 
-from . import __version__, hostload, logs, msm, ntt, record, replay, transfer
+from . import __version__, hostload, logs, msm, ntt, prep, record, replay, transfer
 from . import report as report_mod
 from ._cuda import device_info
 from .chrome_trace import ExportError, export_recording, open_run
@@ -113,6 +113,7 @@ def trace_export(run: str, scenarios: tuple[str, ...], out: str) -> None:
 for _group, _cmd in (
     (bench, ntt.bench_command),
     (bench, msm.bench_command),
+    (bench, prep.bench_command),
     (bench, transfer.bench_command),
     (bench, hostload.bench_command),
     (bench, logs.bench_parse_command),

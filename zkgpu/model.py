@@ -71,7 +71,7 @@ __all__ = [
     "phase_medians",
 ]
 
-SCOPES = ("coarse", "narrow")
+SCOPES = ("coarse", "narrow", "none")
 #: transfer path names accepted by :func:`simulate`; ``registered`` and ``pinned_pool`` use the
 #: pinned rate (both DMA from page-locked memory), ``resident`` moves nothing (compute-only bound).
 TRANSFERS = ("pageable", "registered", "pinned", "pinned_pool", "resident")
@@ -420,7 +420,10 @@ def simulate(
         params: per-partition durations and rates (:func:`calibrate` or by hand).
         partitions: number of partitions (>= 1).
         gw: GPU workers per GPU sharing one mutex (>= 1).
-        scope: ``coarse`` (barrier wait inside the mutex, upstream) or ``narrow`` (outside).
+        scope: ``coarse`` (barrier wait inside the mutex, upstream), ``narrow`` (outside), or
+            ``none`` (no shared mutex: each worker's GPU phases run whenever it gets there, side
+            by side with the other workers'; their durations are taken as given, so calibrate
+            them on a run with the same concurrency).
         transfer: one of :data:`TRANSFERS`; picks the H2D rate (``resident``: no H2D at all).
         h2d_gbps: override the H2D rate, GB/s.
         prep_speedup: prep_msm runs ``prep_speedup`` times faster (> 0).
@@ -511,7 +514,7 @@ def simulate(
         rec("prove", gpu_start, env.now, part=p, worker=w, gpu=g, detail=f"scope={scope},transfer={transfer}")
 
     def gpu_worker(g: int, w: int):
-        mtx = mutexes[g]
+        mtx = mutexes[g] if scope != "none" else simpy.Resource(env, capacity=1)  # none: a private, uncontended lock
         kw_base = {"worker": w, "gpu": g}
         while True:
             item = yield queue.get()

@@ -17,7 +17,10 @@ The folder is ``zkgpu.manifest.new_run_dir("record")`` = ``data/<gpu>-<YYYYMMDD>
 Scenarios (:data:`SCENARIOS`, in this order): ``baseline`` (pageable a/b/c, coarse lock, gw=2),
 ``pinned_pool`` (coarse, gw=2), ``pinned_narrow`` (narrow lock, gw=2), ``registered``
 (cudaHostRegister, coarse, gw=2), ``pinned_gw1``, ``pinned_gw3``, and ``compute_only`` (data resident on the device) when the
-pipeline offers it. On the CPU (``--device cpu``) ``registered`` is skipped (it needs
+pipeline offers it; then, beyond upstream, the pinned pool with the narrow lock and prep_msm off the
+critical path (``narrow_prep_parallel``: ``prep="cpu_parallel"``, ``narrow_prep_gpu``: ``prep="gpu"``,
+also with gw=3), then ``narrow_prep_gpu_tails`` (``tail_streams=3``: the small batch additions and
+tail MSMs at once) and ``unlocked_prep_gpu_tails`` (no shared mutex). :data:`LAST_MILE_SCENARIOS` is the short set of notebook 07b. On the CPU (``--device cpu``) ``registered`` is skipped (it needs
 cudaHostRegister) and every number is a CPU number; the manifest says ``"device": "cpu"``.
 
 No raw vectors and no pickles are written: Parquet, CSV, JSON and text only (a few hundred kB).
@@ -44,9 +47,11 @@ from .errors import CliError, OneLineCommand
 from .hostload import HostMemoryLoad
 from .manifest import build_manifest, new_run_dir, write_json_new
 from .pipeline.config import TRANSFERS, PipelineConfig
+from .prep import numba_available
 
 __all__ = [
     "SCENARIOS",
+    "LAST_MILE_SCENARIOS",
     "GPU_DEFAULT_N",
     "GPU_DEFAULT_PARTITIONS",
     "GPU_SYNTH_WORKERS",
@@ -71,7 +76,21 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "pinned_gw1": {"transfer": "pinned_pool", "lock_scope": "coarse", "gw": 1},
     "pinned_gw3": {"transfer": "pinned_pool", "lock_scope": "coarse", "gw": 3},
     "compute_only": {"transfer": "resident", "lock_scope": "coarse", "gw": 2},
+    # beyond upstream (notebook 07b): prep_msm off the critical path, then the GPU phases themselves
+    "narrow_prep_parallel": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "cpu_parallel"},
+    "narrow_prep_gpu": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "gpu"},
+    "narrow_prep_gpu_gw3": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 3, "prep": "gpu"},
+    # + the three batch additions and the three tail MSMs each on its own stream, at once
+    "narrow_prep_gpu_tails": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "gpu", "tail_streams": 3},
+    # + no shared mutex: two workers' kernels overlap on the GPU (the mutex guards VRAM on small cards)
+    "unlocked_prep_gpu_tails": {"transfer": "pinned_pool", "lock_scope": "none", "gw": 2, "prep": "gpu", "tail_streams": 3},
 }
+
+#: The scenarios of notebook 07b ("the last bottleneck") in one short recording: the baseline and
+#: the fix it is measured against, then prep_msm taken off the critical path
+#: (``zkgpu record --scenario ...`` for each, ``scripts/gpu_run.sh record-last-mile``).
+LAST_MILE_SCENARIOS = ("baseline", "pinned_narrow", "narrow_prep_parallel", "narrow_prep_gpu", "narrow_prep_gpu_gw3",
+                       "narrow_prep_gpu_tails", "unlocked_prep_gpu_tails")
 
 # Sizes. GPU: n = 2^22 constraints per partition (a/b/c = 3 x 128 MiB, 1/32 of a PoRep partition,
 # the pipeline's default); --quick quarters it. CPU: the reference math on Python ints and
@@ -113,6 +132,10 @@ def scenario_configs(
             skipped[name] = f"the pipeline has no transfer={s['transfer']!r} (it offers {list(TRANSFERS)})"
         elif s["transfer"] == "registered" and device == "cpu":
             skipped[name] = "transfer='registered' needs a GPU (cudaHostRegister)"
+        elif s.get("prep") == "gpu" and device == "cpu":
+            skipped[name] = "prep='gpu' needs a GPU"
+        elif s.get("prep") == "cpu_parallel" and not numba_available():
+            skipped[name] = "prep='cpu_parallel' needs numba (extra cpu-parallel)"
         else:
             run[name] = dict(s)
     return run, skipped

@@ -23,7 +23,7 @@ import pandas as pd
 from zkgpu import transfer as _tr
 from zkgpu._cuda import gpu_available
 from zkgpu.errors import CliError, OneLineCommand
-from zkgpu.pipeline.config import DEVICES, LOCK_SCOPES, TRANSFERS, PipelineConfig
+from zkgpu.pipeline.config import DEVICES, LOCK_SCOPES, PREPS, TRANSFERS, PipelineConfig
 from zkgpu.pipeline.runner import prepare_backend, run_pipeline
 
 ORDER = ["synthesize", "gpu_queue", "prep_msm", "b_g2_msm", "mutex_wait", "ntt_msm_h", "h2d", "ntt", "h_msm", "barrier_wait", "batch_add", "tail_msm", "mutex_held", "finalize", "malloc_trim", "prove"]
@@ -49,15 +49,19 @@ DEFAULT_LOG_N = {"gpu": 20, "cpu": 10}
 @click.option("--scope", "scopes", multiple=True, type=click.Choice(LOCK_SCOPES), default=("coarse",), show_default=True)
 @click.option("--device", type=click.Choice(DEVICES), default="gpu", show_default=True)
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True, help="seconds any one step or wait may take before its partition fails")
+@click.option("--prep", type=click.Choice(PREPS), default="cpu", show_default=True, help="prep_msm variant (zkgpu.prep)")
+@click.option("--tail-streams", type=click.IntRange(1, 3), default=1, show_default=True, help="3: batch adds and tail MSMs at once")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="folder for logs and event tables")
-def main(log_n: int | None, partitions: int, gw: int, synth_workers: int, transfers: tuple[str, ...], scopes: tuple[str, ...], device: str, timeout_s: float, out: Path | None) -> None:
+def main(log_n: int | None, partitions: int, gw: int, synth_workers: int, transfers: tuple[str, ...], scopes: tuple[str, ...], device: str,
+         timeout_s: float, prep: str, tail_streams: int, out: Path | None) -> None:
     """Quick pipeline smoke run: per-phase medians for each --transfer and --scope."""
     pd.set_option("display.width", 200)
     if device == "gpu" and not gpu_available():
         raise CliError("no CUDA GPU (CuPy) found: run on the CPU with --device cpu (reference math; --log-n 10 takes seconds)")
     log_n = DEFAULT_LOG_N[device] if log_n is None else log_n
     try:
-        base = PipelineConfig(n=1 << log_n, partitions=partitions, gw=gw, synth_workers=synth_workers, device=device, timeout_s=timeout_s)
+        base = PipelineConfig(n=1 << log_n, partitions=partitions, gw=gw, synth_workers=synth_workers, device=device,
+                              timeout_s=timeout_s, prep=prep, tail_streams=tail_streams)
         for transfer in transfers:
             base.with_(transfer=transfer)  # e.g. registered needs device=gpu: refused before any work
     except (TypeError, ValueError) as exc:

@@ -20,14 +20,16 @@ import ctypes
 import ctypes.util
 import functools
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from zkgpu import _cuda, msm, ntt, qap, transfer
 from zkgpu.field import fr_from_ints, fr_to_ints
 from zkgpu.metrics import h2d_overlap
+from zkgpu.prep import prep_msm_device, prep_msm_parallel
 from zkgpu.pipeline.config import PipelineConfig
 from zkgpu.pipeline.synthesis import Circuit
 
@@ -36,6 +38,8 @@ __all__ = [
     "HStart",
     "prep_scalars",
     "prep_partition",
+    "selections",
+    "fan_out",
     "CpuBackend",
     "GpuBackend",
     "make_backend",
@@ -167,9 +171,35 @@ def prep_scalars(scalars: np.ndarray) -> Prep:
     """
     from zkgpu.msm import prep_msm  # noqa: PLC0415
 
-    r = prep_msm(scalars)
+    return _as_prep(prep_msm(scalars))
+
+
+def _as_prep(r: Any) -> Prep:
+    """A :class:`zkgpu.msm.PrepMsm` or :class:`zkgpu.prep.DevicePrep` with upstream's split decision."""
     n_sig = r.significant
     return Prep(r.n, n_sig <= r.n // 2, r.bitmap, int(r.ones), n_sig, r.sig_indices, r.sig_scalars)
+
+
+_SEL_LOCK = threading.Lock()
+_SEL_CACHE: dict[int, tuple[Circuit, np.ndarray, np.ndarray]] = {}
+
+
+def selections(circuit: Circuit) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices into ``[circuit.inp; aux]`` of the A and B scalar vectors (int64, ascending):
+    A = every input then the aux rows in ``a_aux_density``; B = the inputs in ``b_inp_density``
+    then the aux rows in ``b_aux_density`` (cuzk-pipeline.md §1.6). Cached per circuit (the
+    structure is fixed for a run)."""
+    with _SEL_LOCK:
+        hit = _SEL_CACHE.get(id(circuit))
+        if hit is not None and hit[0] is circuit:
+            return hit[1], hit[2]
+        k = circuit.inp.shape[0]
+        a_sel = np.concatenate([np.arange(k), k + np.flatnonzero(circuit.a_aux_density)]).astype(np.int64)
+        b_sel = np.concatenate([np.flatnonzero(circuit.b_inp_density), k + np.flatnonzero(circuit.b_aux_density)]).astype(np.int64)
+        if len(_SEL_CACHE) >= 4:
+            _SEL_CACHE.clear()
+        _SEL_CACHE[id(circuit)] = (circuit, a_sel, b_sel)
+        return a_sel, b_sel
 
 
 def _pack_bits(mask: np.ndarray) -> np.ndarray:
@@ -180,9 +210,13 @@ def _pack_bits(mask: np.ndarray) -> np.ndarray:
     return buf.view("<u8").astype(np.uint64)
 
 
-def prep_partition(circuit: Circuit, aux: np.ndarray) -> dict[str, Prep]:
-    """prep_msm of one partition for the L, A and B MSMs in one pass over aux, as upstream's
-    pass 1 + split decision (groth16_cuda.cu:514-659): :func:`zkgpu.msm.prep_msm` classifies
+def prep_partition(circuit: Circuit, aux: np.ndarray, prep: str = "cpu", *, threads: int | None = None) -> dict[str, Prep]:
+    """prep_msm of one partition for the L, A and B MSMs on the host, as upstream's pass 1 + split
+    decision (groth16_cuda.cu:514-659).
+
+    ``prep="cpu_parallel"``: :func:`zkgpu.prep.prep_msm_parallel` (``threads`` threads) over aux
+    for L and over :func:`selections` of ``[inputs; aux]`` for A and B (the filtered vectors are
+    never gathered). ``prep="cpu"``: one numpy pass over aux: :func:`zkgpu.msm.prep_msm` classifies
     every aux scalar once (validating it; ones bitmap, significant indices) and is the L split;
     the A and B splits are the same classification restricted to the density-filtered positions
     (inputs first, then aux where ``a_aux_density`` / ``b_aux_density`` is set), packed compactly
@@ -191,9 +225,22 @@ def prep_partition(circuit: Circuit, aux: np.ndarray) -> dict[str, Prep]:
     Returns:
         ``{"l": Prep, "a": Prep, "b_g1": Prep}``; each equals :func:`prep_scalars` of the
         gathered scalar vector (tested), without gathering the 0/1 majority.
+
+    Raises:
+        ValueError: a scalar >= r, or ``prep`` not ``cpu`` / ``cpu_parallel`` (``gpu`` is
+        :meth:`GpuBackend.prep`).
     """
     from zkgpu.msm import prep_msm  # noqa: PLC0415
 
+    if prep == "cpu_parallel":
+        a_sel, b_sel = selections(circuit)
+        return {
+            "l": _as_prep(prep_msm_parallel(aux, threads=threads)),
+            "a": _as_prep(prep_msm_parallel(aux, sel=a_sel, head=circuit.inp, threads=threads)),
+            "b_g1": _as_prep(prep_msm_parallel(aux, sel=b_sel, head=circuit.inp, threads=threads)),
+        }
+    if prep != "cpu":
+        raise ValueError(f"prep_partition runs prep='cpu' or 'cpu_parallel' on the host, got {prep!r} (prep='gpu': GpuBackend.prep)")
     lp = prep_msm(aux)
     m = aux.shape[0]
     one_aux = np.unpackbits(lp.bitmap.view(np.uint8), bitorder="little")[:m].astype(bool)
@@ -204,7 +251,7 @@ def prep_partition(circuit: Circuit, aux: np.ndarray) -> dict[str, Prep]:
     one_inp = np.unpackbits(ip.bitmap.view(np.uint8), bitorder="little")[:k].astype(bool)
     sig_inp = np.zeros(k, dtype=bool)
     sig_inp[ip.sig_indices] = True
-    out = {"l": Prep(m, lp.significant <= m // 2, lp.bitmap, int(lp.ones), lp.significant, lp.sig_indices, lp.sig_scalars)}
+    out = {"l": _as_prep(lp)}
     for name, inp_mask, aux_mask in (("a", np.ones(k, dtype=bool), circuit.a_aux_density), ("b_g1", circuit.b_inp_density, circuit.b_aux_density)):
         inp_idx = np.flatnonzero(inp_mask)
         aux_idx = np.flatnonzero(aux_mask)
@@ -223,6 +270,35 @@ def bitmap_indices(bitmap: np.ndarray, size: int) -> np.ndarray:
     """Indices of the set bits (LSB first) of a uint64 word bitmap, below ``size``."""
     bits = np.unpackbits(np.ascontiguousarray(bitmap, dtype="<u8").view(np.uint8), bitorder="little")[:size]
     return np.flatnonzero(bits)
+
+
+# --------------------------------------------------------------------------------------------
+# several small GPU calls at once (batch_add x3, tail MSM x3)
+# --------------------------------------------------------------------------------------------
+_FAN_POOL: ThreadPoolExecutor | None = None
+_FAN_LOCK = threading.Lock()
+
+
+def _fan_pool() -> ThreadPoolExecutor:
+    global _FAN_POOL
+    with _FAN_LOCK:
+        if _FAN_POOL is None:
+            _FAN_POOL = ThreadPoolExecutor(max_workers=12, thread_name_prefix="zkgpu-fan")
+        return _FAN_POOL
+
+
+def fan_out(fn: Callable[[str, Any], np.ndarray], jobs: dict[str, Any], concurrent: bool) -> dict[str, np.ndarray]:
+    """``{name: fn(name, job)}``; with ``concurrent`` each call on a thread of a shared pool (the
+    calls are independent: their inputs are ready and each returns a host point), else in order.
+    The first exception of a call is re-raised after all have ended."""
+    if not concurrent or len(jobs) <= 1:
+        return {nm: fn(nm, job) for nm, job in jobs.items()}
+    futs = {nm: _fan_pool().submit(fn, nm, job) for nm, job in jobs.items()}
+    errors = [f.exception() for f in futs.values()]
+    first = next((e for e in errors if e is not None), None)
+    if first is not None:
+        raise first
+    return {nm: f.result() for nm, f in futs.items()}
 
 
 # --------------------------------------------------------------------------------------------
@@ -314,8 +390,20 @@ class CpuBackend:
             acc = acc + pts[int(i)]
         return g1_from_arkworks(acc)
 
+    def msm_many(self, jobs: dict[str, tuple[Any, np.ndarray | None]], stream: Any, concurrent: bool = False) -> dict[str, np.ndarray]:
+        """:meth:`msm` of each ``name: (scalars, idx)``; ``concurrent``: on threads (:func:`fan_out`)."""
+        return fan_out(lambda nm, j: self.msm(nm, j[0], j[1], stream), jobs, concurrent)
+
+    def batch_add_many(self, jobs: dict[str, Any], stream: Any, concurrent: bool = False) -> dict[str, np.ndarray]:
+        """:meth:`batch_add` of each ``name: bitmap``; ``concurrent``: on threads (:func:`fan_out`)."""
+        return fan_out(lambda nm, bm: self.batch_add(nm, bm, stream), jobs, concurrent)
+
     def b_g2(self, scalars: np.ndarray) -> bytes:
         return cpu_g2_msm(self._g2, scalars)
+
+    def prep(self, aux: np.ndarray, prep: str = "cpu", threads: int | None = None) -> dict[str, Prep]:
+        """:func:`prep_partition` (``prep`` = ``cpu`` or ``cpu_parallel``)."""
+        return prep_partition(self.circuit, aux, prep, threads=threads)
 
 
 def g2_bases(m: int, seed: int) -> list[Any]:
@@ -350,12 +438,20 @@ class GpuBackend:
         self._local = threading.local()
         self.bases: dict[str, Any] = {}
         self._g2: list[Any] = []
+        self._prep_streams: list[Any] = []  # idle streams of prep="gpu" (one per concurrent prep thread)
+        self._side_free: list[Any] = []  # idle streams of msm_many / batch_add_many (concurrent)
+        self._staging = self.transfer.PinnedPool()  # pinned staging of aux for prep="gpu"
 
     def setup(self) -> None:
         sizes = {"h": self.config.n, "l": self.circuit.l_size, "a": self.circuit.a_size, "b_g1": self.circuit.b_size}
         for tag, nm in enumerate(BASE_NAMES):
             self.bases[nm] = self.msm_mod.generate_points(sizes[nm], seed=self.config.seed * 16 + tag)
         self._g2 = g2_bases(self.config.b_g2_terms, self.config.seed)
+        # pinned staging buffers for prep="gpu" (one per concurrent prep thread, up to 3 workers),
+        # allocated here so that no cudaHostAlloc lands in a timed partition
+        held = [self._staging.checkout(self.circuit.aux_size * 32) for _ in range(3)]
+        for b in held:
+            self._staging.checkin(b)
         self.cp.cuda.Device().synchronize()
 
     def new_stream(self) -> Any:
@@ -510,8 +606,98 @@ class GpuBackend:
             r = self.msm_mod.batch_add(self.bases[name], cp.asarray(bitmap))
             return self._host_point(r, stream)
 
-    def b_g2(self, scalars: np.ndarray) -> bytes:
+    def _on_side_stream(self, stream: Any, call: Callable[[Any], np.ndarray]) -> np.ndarray:
+        """``call(side)`` on a stream from the backend's free list, ordered after everything
+        already queued on ``stream`` (an event); ``call`` returns a host point (its stream synced)."""
+        cp = self.cp
+        ev = cp.cuda.Event(disable_timing=True)
+        ev.record(stream)
+        with _SEL_LOCK:
+            side = self._side_free.pop() if self._side_free else cp.cuda.Stream(non_blocking=True)
+        try:
+            side.wait_event(ev)
+            return call(side)
+        finally:
+            side.synchronize()
+            with _SEL_LOCK:
+                self._side_free.append(side)
+
+    def msm_many(self, jobs: dict[str, tuple[Any, Any]], stream: Any, concurrent: bool = False) -> dict[str, np.ndarray]:
+        """:meth:`msm` of each ``name: (scalars, idx)``. ``concurrent``: each on its own stream from
+        a thread (:func:`fan_out`), so that the small tail MSMs' latency-bound kernels and host
+        syncs overlap; else in order on ``stream``."""
+        if not concurrent:
+            return fan_out(lambda nm, j: self.msm(nm, j[0], j[1], stream), jobs, False)
+        return fan_out(lambda nm, j: self._on_side_stream(stream, lambda s: self.msm(nm, j[0], j[1], s)), jobs, True)
+
+    def batch_add_many(self, jobs: dict[str, Any], stream: Any, concurrent: bool = False) -> dict[str, np.ndarray]:
+        """:meth:`batch_add` of each ``name: bitmap``, like :meth:`msm_many`."""
+        if not concurrent:
+            return fan_out(lambda nm, bm: self.batch_add(nm, bm, stream), jobs, False)
+        return fan_out(lambda nm, bm: self._on_side_stream(stream, lambda s: self.batch_add(nm, bm, s)), jobs, True)
+
+    def b_g2(self, scalars: Any) -> bytes:
+        if _cuda.is_device_array(scalars):  # gpu prep: only the first b_g2_terms rows are used
+            scalars = scalars[: len(self._g2)].get()
         return cpu_g2_msm(self._g2, scalars)
+
+    def prep(self, aux: np.ndarray, prep: str = "cpu", threads: int | None = None) -> dict[str, Prep]:
+        """prep_msm of one partition. ``cpu`` / ``cpu_parallel``: :func:`prep_partition` on the host.
+        ``gpu``: on this thread's own non-blocking prep stream, copy ``[inputs; aux]`` to the
+        device (pageable H2D of aux), then :func:`zkgpu.prep.prep_msm_device` for L (the aux rows)
+        and for A and B (their :func:`selections`); the bitmaps, significant scalars and indices
+        stay on the device for batch_add and the tail MSMs (which read them after the barrier,
+        so after this call's final stream sync). Returns ``{"l", "a", "b_g1"}`` Preps."""
+        if prep != "gpu":
+            return prep_partition(self.circuit, aux, prep, threads=threads)
+        cp = self.cp
+        k = self.circuit.inp.shape[0]
+        a_d, b_d = self._device_selections()
+        with _SEL_LOCK:  # a stream from the backend's free list: CuPy's pool reuses memory per stream
+            s = self._prep_streams.pop() if self._prep_streams else cp.cuda.Stream(non_blocking=True)
+        try:
+            with s:
+                full = cp.empty((k + aux.shape[0], 4), dtype=cp.uint64)
+                full[:k].set(np.ascontiguousarray(self.circuit.inp), stream=s)
+                self._stage_aux(np.ascontiguousarray(aux), full[k:], s)
+                out = {
+                    "l": _as_prep(prep_msm_device(full, offset=k, stream=s, name="aux")),
+                    "a": _as_prep(prep_msm_device(full, sel=a_d, stream=s, name="a_scalars")),
+                    "b_g1": _as_prep(prep_msm_device(full, sel=b_d, stream=s, name="b_scalars")),
+                }
+        finally:
+            s.synchronize()
+            with _SEL_LOCK:
+                self._prep_streams.append(s)
+        return out
+
+    def _stage_aux(self, aux: np.ndarray, dst: Any, stream: Any) -> None:
+        """H2D of aux for prep="gpu" through a pinned staging buffer (:func:`zkgpu.transfer.pinned_staging`:
+        a host memcpy, then an async DMA), returning after the copy. Measured on the H200
+        (2026-12-01, 48 partitions): a direct pageable copy of aux on the prep thread tripled the
+        other worker's h2d window while they overlapped (34 vs 12.5 ms median), although its copies'
+        own DMA time did not change: the pageable copy holds up the other thread's CUDA calls. Falls
+        back to the pageable copy when no pinned buffer can be had."""
+        buf = self._staging.checkout(aux.nbytes)
+        try:
+            if buf.pinned:
+                self.transfer.pinned_staging(aux, dst, stream=stream, staging=buf)
+            else:
+                dst.set(aux, stream=stream)
+            stream.synchronize()  # the staging buffer is reused after checkin
+        finally:
+            self._staging.checkin(buf)
+
+    def _device_selections(self) -> tuple[Any, Any]:
+        with _SEL_LOCK:
+            sel = getattr(self, "_sel_d", None)
+        if sel is None:
+            a_sel, b_sel = selections(self.circuit)
+            sel = (self.cp.asarray(a_sel), self.cp.asarray(b_sel))
+            self.cp.cuda.Device().synchronize()
+            with _SEL_LOCK:
+                self._sel_d = sel
+        return sel
 
 
 def make_backend(config: PipelineConfig, circuit: Circuit) -> CpuBackend | GpuBackend:

@@ -46,10 +46,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["Density", "PipelineConfig", "TRANSFERS", "LOCK_SCOPES", "DEVICES", "FaultHook"]
+from zkgpu.prep import PREPS
+
+__all__ = ["Density", "PipelineConfig", "TRANSFERS", "LOCK_SCOPES", "DEVICES", "PREPS", "FaultHook"]
 
 TRANSFERS = ("pageable", "registered", "pinned_pool", "resident")
-LOCK_SCOPES = ("coarse", "narrow")
+
+LOCK_SCOPES = ("coarse", "narrow", "none")
 DEVICES = ("gpu", "cpu")
 
 FaultHook = Callable[[str, int, "int | None"], None]
@@ -115,8 +118,19 @@ class PipelineConfig:
             ``h2d`` event outside the mutex with ``stage=pre_lock``; not an upstream mode).
         lock_scope: ``coarse`` (upstream: barrier_wait inside the mutex) or ``narrow`` (barrier
             outside: release the mutex after ntt_msm_h, wait for prep_msm, re-take it for
-            batch_add + tail_msm).
+            batch_add + tail_msm), or ``none`` (no shared mutex: the workers of a GPU run their
+            kernels concurrently on their own streams; upstream's mutex guards a 16 GB card's
+            memory, which an H200 does not need; not an upstream mode).
         device: ``gpu`` (CuPy kernels) or ``cpu`` (reference math, same threads/mutex/barrier).
+        prep: how the prep_msm thread splits the L, A, B scalars (:mod:`zkgpu.prep`): ``cpu``
+            (numpy, one thread, as upstream's prep_msm with one circuit), ``cpu_parallel``
+            (``prep_threads`` threads over chunks, numba, the GIL released) or ``gpu`` (kernels on
+            the prep thread's own stream; aux is copied to the device there; needs device="gpu").
+            Not an upstream mode except ``cpu``.
+        prep_threads: threads of ``cpu_parallel`` (0 = :func:`zkgpu.prep.default_threads`).
+        tail_streams: 1 (upstream): the three batch additions, then the three tail MSMs, one after
+            another on the worker's stream; 3: the three of each at once, each on its own stream
+            from a thread (they are independent, small and latency-bound). Not an upstream mode.
         seed: base seed; partition p's witness comes from ``(seed, p)``, the bases from ``seed``.
         aux_ratio: aux size / n (PoRep: 130,169,893 / 2^27 = 0.97; default 0.5, see above).
         num_inputs: public inputs incl. the leading 1 (PoRep 328).
@@ -143,6 +157,9 @@ class PipelineConfig:
     transfer: str = "pageable"
     lock_scope: str = "coarse"
     device: str = "gpu"
+    prep: str = "cpu"
+    prep_threads: int = 0
+    tail_streams: int = 1
     seed: int = 0
     aux_ratio: float = 0.5
     num_inputs: int = 8
@@ -181,7 +198,9 @@ class PipelineConfig:
         _int("num_inputs", 1)
         _int("b_g2_terms", 0)
         _int("queue_depth", 0)
-        for name, allowed in (("transfer", TRANSFERS), ("lock_scope", LOCK_SCOPES), ("device", DEVICES)):
+        _int("prep_threads", 0, 256)
+        _int("tail_streams", 1, 3)
+        for name, allowed in (("transfer", TRANSFERS), ("lock_scope", LOCK_SCOPES), ("device", DEVICES), ("prep", PREPS)):
             v = getattr(self, name)
             if v not in allowed:
                 raise ValueError(f"PipelineConfig.{name} must be one of {allowed}, got {v!r}")
@@ -194,6 +213,8 @@ class PipelineConfig:
             raise ValueError(f"PipelineConfig.timeout_s must be a positive number of seconds, got {self.timeout_s!r}")
         if self.transfer == "registered" and self.device == "cpu":
             raise ValueError("PipelineConfig.transfer='registered' needs device='gpu' (cudaHostRegister); use 'pageable' or 'pinned_pool' on the CPU")
+        if self.prep == "gpu" and self.device != "gpu":
+            raise ValueError("PipelineConfig.prep='gpu' needs device='gpu'; use prep='cpu' or 'cpu_parallel' on the CPU")
         if self.device == "gpu" and self.gpus != 1:
             raise ValueError(f"PipelineConfig.gpus={self.gpus} with device='gpu': one GPU per run for now (bases and streams live on device 0); gpus > 1 is emulated on device='cpu' only")
         if self.fault_hook is not None and not callable(self.fault_hook):
@@ -219,7 +240,8 @@ class PipelineConfig:
 
     @property
     def run_name(self) -> str:
-        return self.run or f"{self.transfer}-{self.lock_scope}-gw{self.gw}-n{self.log_n}-{self.device}"
+        prep = "" if self.prep == "cpu" else f"-prep_{self.prep}"
+        return self.run or f"{self.transfer}-{self.lock_scope}-gw{self.gw}-n{self.log_n}-{self.device}{prep}"
 
     def with_(self, **changes: object) -> "PipelineConfig":
         """A copy with some fields changed (validated)."""

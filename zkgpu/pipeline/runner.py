@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 
 from zkgpu.pipeline.backend import make_backend
+from zkgpu.prep import warm_up as warm_up_prep
 from zkgpu.pipeline.config import PipelineConfig
 from zkgpu.pipeline.synthesis import Circuit, make_circuit, synthesize_into
 from zkgpu.pipeline.worker import (
@@ -170,6 +171,7 @@ def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Any] | None
         if pth is not None and Path(pth).exists():
             raise FileExistsError(f"{pth} exists; zkgpu never overwrites a log or event file (use a fresh run folder)")
     circuit, backend = prepared if prepared is not None else prepare_backend(config)
+    warm_up_prep(config.prep)  # numba / NVRTC compilation of the prep variant, before any timed phase
     log = LogWriter.create(config.log_path, echo=_stderr_echo if config.echo else None) if config.log_path is not None else LogWriter(echo=_stderr_echo if config.echo else None)
     tracer = Tracer(config.run_name, log=log, nvtx=nvtx)
     own_pool = False

@@ -17,6 +17,9 @@ Lock scope (``config.lock_scope``):
 * ``coarse`` (upstream at every commit): the worker holds the mutex for ntt_msm_h + barrier_wait
   + batch_add + tail_msm; while it waits at the barrier the GPU idles and the other worker of the
   GPU waits in mutex_wait.
+* ``none`` (not upstream): no shared mutex; each worker takes a private, never contended one, so
+  the event table keeps its shape (``mutex_wait`` ~ 0, ``mutex_held`` as coarse) while the workers'
+  GPU phases overlap on the device.
 * ``narrow`` ("barrier outside", the ablation the barrier_wait data suggests; not upstream): the
   worker releases the mutex right after ntt_msm_h, waits at the barrier *without* the mutex, then
   re-takes the mutex (a second ``mutex_wait`` event with ``relock=true``; its wait is queued
@@ -47,9 +50,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from zkgpu.pipeline.backend import Prep, g1_add, malloc_trim, prep_partition
+from zkgpu.pipeline.backend import Prep, g1_add, malloc_trim
 from zkgpu.pipeline.config import PipelineConfig
 from zkgpu.pipeline.synthesis import Circuit
+from zkgpu.prep import default_threads as default_prep_threads
 from zkgpu.trace import Span, Tracer, timing_line
 
 __all__ = [
@@ -304,9 +308,13 @@ def _msm_scalars(circuit: Circuit, aux: np.ndarray) -> dict[str, np.ndarray]:
 def _prep_main(ctx: WorkerContext, job: SynthesizedJob, st: StartState, barrier: PrepBarrier) -> None:
     tr, p = ctx.tracer, job.partition
     try:
-        with tr.phase("prep_msm", worker=st.worker, partition=p, gpu=st.gpu) as ph:
+        detail: dict[str, Any] = {"prep": ctx.config.prep}
+        if ctx.config.prep == "cpu_parallel":  # the threads actually used ($ZKGPU_PREP_THREADS when prep_threads = 0)
+            detail["threads"] = ctx.config.prep_threads or default_prep_threads()
+        with tr.phase("prep_msm", worker=st.worker, partition=p, gpu=st.gpu, detail=detail) as ph:
             ctx.hook("prep_msm", p, None)
-            st.preps.update(prep_partition(ctx.circuit, job.aux))
+            cfg = ctx.config
+            st.preps.update(ctx.backend.prep(job.aux, cfg.prep, cfg.prep_threads or None))
             ph.detail.update({f"{k}_sig": v.n_sig for k, v in st.preps.items()})
         barrier.notify()
         with tr.phase("b_g2_msm", worker=st.worker, partition=p, gpu=st.gpu, fields={"num_circuits": 1}):
@@ -380,9 +388,8 @@ def _ntt_msm_h(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict
 def _batch_add(ctx: WorkerContext, st: StartState, kw: dict[str, Any], stream: Any) -> None:
     with ctx.tracer.phase("batch_add", **kw, stream=stream) as ph:
         ctx.hook("batch_add", st.partition, st.worker)
-        for nm, pr in st.preps.items():
-            if pr.split:
-                st.batch[nm] = ctx.backend.batch_add(nm, pr.ones_bitmap, stream)
+        jobs = {nm: pr.ones_bitmap for nm, pr in st.preps.items() if pr.split}
+        st.batch.update(ctx.backend.batch_add_many(jobs, stream, ctx.config.tail_streams > 1))
         ph.detail.update({f"{k}_ones": v.n_ones for k, v in st.preps.items() if v.split})
 
 
@@ -390,11 +397,10 @@ def _tail_msm(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict[
     tr, be = ctx.tracer, ctx.backend
     with tr.phase("tail_msm", **kw, stream=stream, fields={"gpu_tid": 0}) as tm:
         ctx.hook("tail_msm", st.partition, st.worker)
-        for nm, pr in st.preps.items():
-            if pr.split:
-                st.tail[nm] = be.msm(nm, pr.sig_scalars, pr.sig_idx, stream)
-            else:  # upstream: no split -> the "tail" MSM runs over the full vector
-                st.tail[nm] = be.msm(nm, _msm_scalars(ctx.circuit, job.aux)[nm], None, stream)
+        full = _msm_scalars(ctx.circuit, job.aux) if any(not pr.split for pr in st.preps.values()) else {}
+        # upstream: no split -> the "tail" MSM runs over the full vector
+        jobs = {nm: (pr.sig_scalars, pr.sig_idx) if pr.split else (full[nm], None) for nm, pr in st.preps.items()}
+        st.tail.update(be.msm_many(jobs, stream, ctx.config.tail_streams > 1))
         be.synchronize(stream)
         tm.fields["gpu_total_ms"] = (tr.now_ns() - t_gpu0) / 1e6
 
@@ -407,7 +413,7 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
         prep thread), Cancelled when the run stops, TimeoutError past ``timeout_s``.
     """
     cfg, tr, p = ctx.config, ctx.tracer, job.partition
-    mutex = ctx.mutexes[gpu]
+    mutex = ctx.mutexes[gpu] if cfg.lock_scope != "none" else GpuMutex(gpu)  # none: private, uncontended
     st = StartState(p, worker, gpu)
     t_entry = tr.now_ns()
     barrier = PrepBarrier()
@@ -430,7 +436,7 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
             ctx.stage("mutex_wait", p)
             mutex.acquire(worker, mutex_wait_limit_s(cfg), ctx.stop, p)
             held = True
-        if cfg.lock_scope == "coarse":
+        if cfg.lock_scope in ("coarse", "none"):
             with tr.phase("mutex_held", **kw) as mh:
                 t_gpu0 = tr.now_ns()
                 _ntt_msm_h(ctx, job, st, kw, stream)

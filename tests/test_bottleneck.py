@@ -1,0 +1,184 @@
+"""zkgpu.bottleneck on hand-made event tables (known answers) and on the committed recording."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from zkgpu import bottleneck as b
+from zkgpu.events import normalize_events
+from zkgpu.model import ModelParams
+
+
+def table(rows) -> pd.DataFrame:
+    ms = 1_000_000
+    out = []
+    for phase, part, worker, s, e, *detail in rows:
+        out.append({"run": "r", "source": "zkgpu", "worker": worker, "gpu": 0, "partition": part, "phase": phase,
+                    "start_ns": s * ms, "end_ns": e * ms, "gpu_ms": float("nan"), "bytes": None,
+                    "detail": detail[0] if detail else None})
+    return normalize_events(pd.DataFrame(out))
+
+
+def toy() -> pd.DataFrame:
+    # synthesis 0-50; window 50-200: compute 50-100 (p0, 5 ms of it an exposed copy), barrier 100-120,
+    # compute 120-150 (p0), mutex hand-off 150-160, compute 160-190 (p1), pre_lock 190-195, nothing 195-200
+    return table([
+        ("synthesize", 0, None, 0, 50),
+        ("gpu_queue", 1, None, 50, 155),
+        ("mutex_wait", 0, 0, 50, 50),
+        ("ntt_msm_h", 0, 0, 50, 100),
+        ("h2d", 0, 0, 50, 60, "path=pinned_pool,stage=ntt_msm_h,exposed_ms=5"),
+        ("barrier_wait", 0, 0, 100, 120),
+        ("batch_add", 0, 0, 120, 130),
+        ("tail_msm", 0, 0, 130, 150),
+        ("mutex_wait", 1, 1, 155, 160),
+        ("ntt_msm_h", 1, 1, 160, 180),
+        ("batch_add", 1, 1, 180, 185),
+        ("tail_msm", 1, 1, 185, 190),
+        ("pre_lock", 2, 0, 190, 195),
+        ("tail_msm", 2, 0, 199, 200),
+    ])
+
+
+def test_idle_causes_known_answer():
+    t = b.idle_causes(toy())
+    ms = t["ms"].to_dict()
+    assert t.attrs["window_ms"] == 150 and t.attrs["startup_ms"] == 50 and t.attrs["partitions"] == 3
+    assert ms["compute"] == pytest.approx(50 + 30 + 30 + 1 - 5) and ms["exposed H2D"] == pytest.approx(5)
+    assert ms["barrier_wait (prep_msm)"] == pytest.approx(20)
+    assert ms["mutex_wait (lock hand-off)"] == pytest.approx(5)  # 155-160; 150-155 has a partition queued
+    assert ms["pre_lock (worker set-up)"] == pytest.approx(5)
+    assert ms[b.NO_PARTITION] == pytest.approx(4)  # 195-199: no gpu_queue interval open
+    assert ms[b.OTHER] == pytest.approx(5)  # 150-155: a partition waits, no worker phase explains it
+    assert t["share"].sum() == pytest.approx(1.0)
+
+
+def test_gpu_ms_per_partition_subtracts_exposed_copies():
+    # p0: 50 + 10 + 20 - 5 = 75; p1: 30; p2: 1 -> median 30
+    assert b.gpu_ms_per_partition(toy()) == pytest.approx(30)
+    with pytest.raises(ValueError, match="no"):
+        b.idle_causes(table([("synthesize", 0, None, 0, 5)]))
+
+
+def test_prep_ms_prediction_scales_by_the_cpu_slowdown():
+    bench = pd.DataFrame([
+        {"prep": "cpu", "phase": "host", "n": 1 << 20, "median_ms": 100.0},
+        {"prep": "cpu", "phase": "host", "n": 1 << 22, "median_ms": 400.0},
+        {"prep": "cpu_parallel", "phase": "host", "n": 1 << 20, "median_ms": 20.0},
+        {"prep": "cpu_parallel", "phase": "host", "n": 1 << 22, "median_ms": 80.0},
+        {"prep": "gpu", "phase": "device", "n": 1 << 20, "median_ms": 1.0},
+        {"prep": "gpu", "phase": "with_h2d", "n": 1 << 20, "median_ms": 10.0},
+        {"prep": "gpu", "phase": "with_h2d", "n": 1 << 22, "median_ms": 40.0},
+    ])
+    p = b.prep_ms_prediction(bench, "cpu_parallel", 1 << 21, measured_cpu_ms=300.0)
+    assert p["bench_ms"] == pytest.approx(40.0) and p["slowdown"] == pytest.approx(1.5) and p["predicted_ms"] == pytest.approx(60.0)
+    g = b.prep_ms_prediction(bench, "gpu", 1 << 21, measured_cpu_ms=300.0)
+    assert g["predicted_ms"] == pytest.approx(20.0) and g["slowdown"] == 1.0
+    with pytest.raises(ValueError, match="no rows for prep='fpga'"):
+        b.prep_ms_prediction(bench, "fpga", 1 << 21, 300.0)
+
+
+def test_prep_workload_counts_l_a_b():
+    cfg = {"n": 1 << 10, "aux_ratio": 0.5, "num_inputs": 8, "density": {"zero": 0.45, "one": 0.5, "a_aux": 1.0, "b_aux": 0.0}}
+    assert b.prep_workload(cfg) == 512 + (8 + 512) + 1
+
+
+def test_predict_removes_the_prep_limit():
+    p = ModelParams(prep_msm_ms=400, ntt_ms=20, h_msm_ms=60, batch_add_ms=10, tail_msm_ms=40, h2d_bytes=0,
+                    pageable_gbps=5, pinned_gbps=50)
+    slow = b.predict(p, prep_ms=400, gw=2, partitions=12)
+    fast = b.predict(p, prep_ms=10, gw=2, partitions=12)
+    assert fast.throughput_per_min > 1.5 * slow.throughput_per_min
+    assert fast.kernel_utilization > 0.9 and math.isclose(fast.params.prep_msm_ms, 10, rel_tol=1e-6)
+    with pytest.raises(ValueError, match="prep_ms"):
+        b.predict(p, prep_ms=-1, gw=2)
+
+
+def test_committed_recording_names_prep_as_the_limit_after_the_fix():
+    from zkgpu import replay
+
+    rec = replay.Recording.open(replay.data_dir() / "nvidia-h200-20261129-record-2")
+    t = b.idle_causes(rec.events("pinned_narrow"))
+    idle = t.drop(index=["compute", "exposed H2D"])["share"]
+    assert idle.idxmax() == "barrier_wait (prep_msm)"
+
+
+def test_msm_bench_interpolation_and_gpu_budget():
+    bench = pd.DataFrame({"log2_n": [16, 18, 16], "mode": ["device", "device", "pinned_h2d"], "scalars": ["uniform"] * 3,
+                          "median_ms": [10.0, 40.0, 99.0]})
+    assert b.msm_bench_ms(bench, 1 << 17) == pytest.approx(20.0)  # geometric midpoint
+    assert b.msm_bench_ms(bench, 1 << 10) == pytest.approx(10.0) and b.msm_bench_ms(bench, 1 << 20) == pytest.approx(40.0)
+    assert math.isnan(b.msm_bench_ms(None, 5))
+    ntt = pd.DataFrame({"log_n": [16], "variant": ["compute_h"], "median_ms": [2.0]})
+    ev = pd.concat([toy(), table([("prep_msm", 0, 0, 40, 45, "prep=gpu,l_sig=65536,a_sig=65536,b_g1_sig=262144"),
+                                  ("ntt", 0, 0, 60, 70, "kernel_ms=3.5"), ("h_msm", 0, 0, 70, 100)])], ignore_index=True)
+    bud = b.gpu_budget(ev, 1 << 16, ntt, bench)
+    assert bud.loc["H computation", "pipeline_ms"] == pytest.approx(3.5) and bud.loc["H computation", "ratio"] == pytest.approx(1.75)
+    assert bud.loc["H MSM", "benchmark_ms"] == pytest.approx(10.0) and bud.loc["H MSM", "pipeline_ms"] == pytest.approx(30.0)
+    assert bud.loc["tail_msm", "benchmark_ms"] == pytest.approx(10.0 + 10.0 + 40.0)
+    assert bud.loc["GPU phases", "pipeline_ms"] == pytest.approx(b.gpu_ms_per_partition(ev))
+    # kernels only: 3.5 (H computation) + 30 (H MSM) + median(10, 5) batch_add + median(20, 5, 1) tail_msm
+    assert b.kernel_ms_per_partition(ev) == pytest.approx(3.5 + 30 + 7.5 + 5)
+    assert math.isnan(b.kernel_ms_per_partition(toy()))  # no ntt row: unknown, not 0
+    assert bud.loc["host work inside the phases", "pipeline_ms"] >= 0
+
+
+def _as_gpu(run_dir, name, date):
+    import json
+    import shutil
+
+    d = run_dir.parent / name
+    shutil.move(str(run_dir), d)
+    m = json.loads((d / "manifest.json").read_text())
+    m.update(device="gpu", date_utc=date, environment=dict(m["environment"], gpu="FAKE-GPU (test fixture)"))
+    (d / "manifest.json").write_text(json.dumps(m))
+    return d
+
+
+@pytest.mark.skipif(not __import__("zkgpu.prep", fromlist=["x"]).numba_available(), reason="numba not installed")
+def test_predictions_calibrate_on_an_earlier_recording_of_the_scenario(tmp_path, monkeypatch):
+    from zkgpu import record, replay
+
+    names = ["baseline", "pinned_narrow", "narrow_prep_parallel"]
+    old = _as_gpu(record.record(out=tmp_path / "a", device="cpu", n=1 << 6, partitions=3, scenarios=names), "fake-gpu-20990101-record", "2099-01-01T00:00:00+00:00")
+    new = _as_gpu(record.record(out=tmp_path / "b", device="cpu", n=1 << 6, partitions=3, scenarios=names), "fake-gpu-20990102-record", "2099-01-02T00:00:00+00:00")
+    data = tmp_path / "data"
+    (data / b.PILOT_DIR).mkdir(parents=True)
+    new.rename(data / b.PILOT_DIR / new.name)  # data/last-mile: only notebook 07b sees it, and first
+    old.rename(data / old.name)
+    monkeypatch.setenv("ZKGPU_DATA", str(data))
+    assert [r.path.name for r in replay.find_recordings()] == ["fake-gpu-20990101-record"]
+    src = b.open_last_mile("replay")
+    assert src.recording.path.name == "fake-gpu-20990102-record"
+    prior = b.prior_recording(src)
+    assert prior is not None and prior.path.name == "fake-gpu-20990101-record"
+    preds, sims = b.predictions(src, prior=prior)
+    psim = preds.attrs["prior_sims"]["narrow_prep_parallel"]
+    pev = prior.events("narrow_prep_parallel")
+    for phase, got in (("prep_msm", psim.params.prep_msm_ms), ("tail_msm", psim.params.tail_msm_ms)):
+        rows = pev[pev.phase == phase]
+        assert got == pytest.approx(float(((rows.end_ns - rows.start_ns) / 1e6).median()))  # calibrated on the earlier run
+    assert preds.loc["narrow_prep_parallel", "prior_partitions_per_min"] == pytest.approx(psim.throughput_per_min)
+    assert preds.loc["narrow_prep_parallel", "prep_ms"] == 0.0  # no bench: the calibration-based column assumes prep off the path
+    assert preds.loc["narrow_prep_parallel", "partitions_per_min"] == pytest.approx(sims["narrow_prep_parallel"].throughput_per_min)
+    acc = b.acceptance(src, preds, sims)
+    assert acc["best"] == "narrow_prep_parallel" and acc["compute_util_ok"] == (acc["compute_util"] >= 0.9)
+    assert b.prior_recording(replay.Source("recorded-gpu", prior, "replay")) is None  # nothing older
+    (data / b.PILOT_DIR / new.name).rename(tmp_path / "gone")
+    assert b.open_last_mile("replay").recording.path.name == "fake-gpu-20990101-record"  # then data/
+
+
+def test_model_scope_none_lets_the_workers_overlap():
+    from zkgpu import model
+
+    p = ModelParams(prep_msm_ms=10, ntt_ms=20, h_msm_ms=60, batch_add_ms=10, tail_msm_ms=40, h2d_bytes=0, pageable_gbps=5, pinned_gbps=50)
+    coarse = model.simulate(p, partitions=12, gw=2, scope="coarse", transfer="resident")
+    free = model.simulate(p, partitions=12, gw=2, scope="none", transfer="resident")
+    assert free.throughput_per_min == pytest.approx(2 * coarse.throughput_per_min, rel=0.05)
+    held = free.events[free.events.phase == "mutex_held"].sort_values("start_ns")
+    starts, ends = held["start_ns"].to_numpy(), held["end_ns"].to_numpy()
+    assert (starts[1:] < ends[:-1]).any()  # two workers inside their GPU phases at once
+    assert "none" in model.SCOPES
