@@ -33,8 +33,13 @@ _RATIO = ("speedup", "ratio", "_x")
 _MS_NAMES = frozenset(GPU_PATH) | {"ntt_msm_h", "ms_per_partition"}
 
 
+def _unsigned_zero(v: float, digits: int) -> float:
+    """``v``, or +0.0 where it would print as "-0.0" at ``digits`` decimals."""
+    return 0.0 if round(v, digits) == 0 else v
+
+
 def _pct(v: Any) -> str:
-    return "–" if _missing(v) else f"{100 * float(v):.1f}%"
+    return "–" if _missing(v) else f"{_unsigned_zero(100 * float(v), 1):.1f}%"
 
 
 def _missing(v: Any) -> bool:
@@ -59,7 +64,7 @@ def column_format(name: str) -> Callable[[Any], str] | None:
     """
     n = str(name).lower()
     if n.endswith("_ms") or n.endswith(" ms") or n == "ms" or n in _MS_NAMES:
-        return lambda v: "–" if _missing(v) else f"{float(v):,.1f} ms"
+        return lambda v: "–" if _missing(v) else f"{_unsigned_zero(float(v), 1):,.1f} ms"
     if any(k in n for k in _PCT) or n.endswith("%"):
         return _pct
     if "gbps" in n or "gb/s" in n:
@@ -117,8 +122,9 @@ def figure(fig: Figure, note: str = "") -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")  # tight: legends outside the axes stay in
     plt.close(fig)
-    display(Image(data=buf.getvalue(), format="png"))
     text = " ".join(t for t in (caption(fig), note) if t)
+    alt = text or (fig.axes[0].get_title() if fig.axes else "")
+    display(Image(data=buf.getvalue(), format="png", metadata={"alt": alt} if alt else None))
     if text:
         display(Markdown(f"*Figure.* {text}"))
 
