@@ -5,7 +5,8 @@ Rules every figure follows, so that a reader can trust it:
 
 * **one colour map** (:data:`PHASE_COLORS`): a phase, a category of the GPU critical path
   (:data:`zkgpu.metrics.GPU_PATH`) or a utilization (:data:`METRIC_COLORS`) has the same colour in
-  every figure of the report;
+  every figure of the report; H2D paths (:data:`PATH_STYLES`) and measured/model series
+  (:data:`SERIES_STYLE`) have palettes of their own, disjoint from the phases';
 * legends list only what is drawn;
 * an interval narrower than :data:`MIN_PX` pixels at the figure's scale is drawn that wide, and the
   caption counts them (:func:`caption`);
@@ -30,7 +31,7 @@ from matplotlib.ticker import FuncFormatter
 from .events import PHASES
 from .metrics import GPU_PATH, UTILIZATIONS, utilization
 
-__all__ = ["PHASE_COLORS", "METRIC_COLORS", "SIDE_PHASES", "TIMELINE_PHASES", "MIN_PX", "phase_color", "caption",
+__all__ = ["PHASE_COLORS", "METRIC_COLORS", "PATH_STYLES", "SERIES_STYLE", "path_style", "SIDE_PHASES", "TIMELINE_PHASES", "MIN_PX", "phase_color", "caption",
            "timeline", "timelines", "utilization_bars", "critical_path", "held_breakdown", "ntt_msm_h_split",
            "barrier_race", "throughput_bars", "gw_sweep", "summary", "hbars", "bandwidth_curves", "load_curves"]
 
@@ -67,6 +68,20 @@ _PALETTE = {
 PHASE_COLORS: dict[str, str] = {p: _PALETTE.get(p, "#999999") for p in PHASES} | _PALETTE
 #: Fixed colour per utilization (:data:`zkgpu.metrics.UTILIZATIONS`); compute is the headline (dark).
 METRIC_COLORS: dict[str, str] = {"compute_util": "#08306b", "kernel_util": "#6baed6", "timeline_util": "#c6dbef"}
+#: Fixed colour and marker per H2D path (:data:`zkgpu.transfer.PATHS`), from a palette no phase
+#: uses (golds, olives, plum, black), so that no colour means a phase in one figure and a path in
+#: the next; the fix (pinned_pool) is black.
+PATH_STYLES: dict[str, tuple[str, str]] = {
+    "pageable": ("#8c6d31", "o"), "pageable_memcpy": ("#e7ba52", "v"), "cupy_asarray": ("#cedb9c", "^"),
+    "registered": ("#637939", "s"), "pinned_staging": ("#bd9e39", "P"), "pinned_pool": ("#252525", "D"),
+    "pinned_raw": ("#7b4173", "X"),
+}
+#: Measured against modelled values (throughput bars, the gw sweep): grey bars / white hatched
+#: bars, neither a phase's nor a path's colour.
+SERIES_STYLE: dict[str, dict[str, object]] = {
+    "measured": {"color": "#636363"},
+    "model": {"color": "white", "edgecolor": "#252525", "hatch": "////"},
+}
 _UNKNOWN = "#bbbbbb"
 _THIN = ("prove", "mutex_held")  # drawn as thin bars above the phases they contain
 _SUBS = ("h2d", "ntt", "h_msm")  # drawn on top of the ntt_msm_h bar they split
@@ -84,6 +99,11 @@ MIN_PX = 1.5
 _PATH_LABELS = {"lock_free": "GPU free (no worker holds the lock)", "h2d": "H2D (exposed)", "ntt": "NTT and the rest of ntt_msm_h", "h_msm": "H MSM",
                 "barrier_wait": "barrier_wait (lock held)", "batch_add": "batch_add", "tail_msm": "tail_msm",
                 "lock_other": "lock held, other"}
+
+
+def path_style(path: str) -> tuple[str, str]:
+    """(colour, marker) of an H2D path (:data:`PATH_STYLES`; a grey with a '*' for other names)."""
+    return PATH_STYLES.get(path, ("#969696", "*"))
 
 
 def phase_color(phase: str) -> str:
@@ -446,8 +466,9 @@ def barrier_race(panels: Mapping[str, pd.DataFrame], title: str | None = None) -
         raise ValueError("no panels")
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels) + 1.5, 4.2), sharey=True, squeeze=False)
     axes = axes[0]
-    series = {"prep_msm_ms": ("prep_msm", phase_color("prep_msm")), "ntt_msm_h_ms": ("ntt_msm_h", phase_color("ntt_msm_h")),
-              "reach_barrier_ms": ("pre_lock + mutex_wait + ntt_msm_h", phase_color("mutex_wait"))}
+    # left bar: prep_msm; right bar: the time to reach the barrier, stacked from its phases (each in
+    # its phase colour; the seed's grep has ntt_msm_h only)
+    stack = ("pre_lock", "mutex_wait", "ntt_msm_h")
     caps = []
     handles = {}
     for ax, (name, df) in zip(axes, panels.items()):
@@ -456,11 +477,17 @@ def barrier_race(panels: Mapping[str, pd.DataFrame], title: str | None = None) -
             raise ValueError(f"panel {name!r} lacks columns {sorted(need)}")
         d = df.dropna(subset=["prep_msm_ms", "ntt_msm_h_ms"]).reset_index(drop=True)
         ref = float(d["prep_msm_ms"].median())
-        cols = [c for c in series if c in d.columns]
         x = np.arange(len(d))
-        w = 0.8 / len(cols)
-        for j, c in enumerate(cols):
-            handles[c] = ax.bar(x + (j - (len(cols) - 1) / 2) * w, d[c] / ref, w, color=series[c][1], label=series[c][0])
+        w = 0.4
+        handles["prep_msm"] = ax.bar(x - w / 2, d["prep_msm_ms"] / ref, w, color=phase_color("prep_msm"))
+        bottom = np.zeros(len(d))
+        for ph in stack:
+            col = f"{ph}_ms"
+            if col not in d.columns or not (d[col].fillna(0) > 0).any():
+                continue
+            h = d[col].fillna(0.0).to_numpy() / ref
+            handles[ph] = ax.bar(x + w / 2, h, w, bottom=bottom, color=phase_color(ph))
+            bottom += h
         ax.axhline(1.0, color="#555555", lw=0.8, ls=":")
         ax.set_xticks(x)
         ax.set_xticklabels([str(i) for i in (d["partition"] if "partition" in d.columns else d.index)], fontsize="x-small")
@@ -470,20 +497,22 @@ def barrier_race(panels: Mapping[str, pd.DataFrame], title: str | None = None) -
         caps.append(f"{name}: ntt_msm_h / prep_msm {r.min():.2f}–{r.max():.2f}" +
                     (f", (pre_lock + mutex_wait + ntt_msm_h) / prep_msm {(d['reach_barrier_ms'] / d['prep_msm_ms']).median():.2f} (median)" if "reach_barrier_ms" in d else ""))
     axes[0].set_ylabel("× median prep_msm of the source")
-    axes[-1].legend(handles=[Patch(color=series[c][1], label=series[c][0]) for c in handles], fontsize="small", frameon=False,
+    names = [p for p in ("prep_msm", *stack) if p in handles]
+    axes[-1].legend(handles=[Patch(color=phase_color(p), label=p) for p in names], fontsize="small", frameon=False,
                     loc="upper left", bbox_to_anchor=(1.01, 1))
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    _set_caption(fig, "Per partition, bars divided by the median prep_msm of their own source (dotted line = 1). A worker "
-                 "waits at the barrier only if prep_msm outlasts the time it needs to reach it. " + "; ".join(caps) + ".")
+    _set_caption(fig, "Per partition, two bars divided by the median prep_msm of their own source (dotted line = 1): prep_msm "
+                 "(left) and the time the worker needs to reach the barrier (right, stacked from its phases). A worker "
+                 "waits at the barrier only if the left bar is the taller. " + "; ".join(caps) + ".")
     return fig, axes
 
 
 def throughput_bars(table: pd.DataFrame, ax: Axes | None = None, bound: float | None = None, model: Mapping[str, float] | None = None,
                     title: str | None = None) -> tuple[Figure, Axes]:
     """Measured partitions per minute per run (``table`` indexed by run with ``partitions_per_min``),
-    optionally the model's prediction per run (``model``: {run: partitions/min}, drawn as diamonds)
+    optionally the model's prediction per run (``model``: {run: partitions/min}, white hatched bars)
     and the compute-only bound (``bound``, a dashed line; each bar then says its share of it)."""
     if "partitions_per_min" not in table.columns or not len(table):
         raise ValueError("table needs a partitions_per_min column and rows")
@@ -491,15 +520,15 @@ def throughput_bars(table: pd.DataFrame, ax: Axes | None = None, bound: float | 
     x = np.arange(len(table))
     v = table["partitions_per_min"].astype(float).to_numpy()
     w = 0.4 if model else 0.6
-    bars = ax.bar(x - (w / 2 if model else 0), v, w, color="#4c72b0", label="measured")
+    bars = ax.bar(x - (w / 2 if model else 0), v, w, **SERIES_STYLE["measured"], label="measured")
     lab = [f"{a:.0f}" + (f"\n({a / bound:.0%})" if bound else "") for a in v]
     ax.bar_label(bars, labels=lab, fontsize="x-small", padding=2)
     caps = [f"{i} {a:.0f}" for i, a in zip(table.index, v)]
     if model:
         mv = np.array([model.get(i, np.nan) for i in table.index], dtype=float)
-        mb = ax.bar(x + w / 2, np.nan_to_num(mv), w, color="#dd8452", label="model prediction")
-        ax.bar_label(mb, labels=[f"{m:.0f}" if np.isfinite(m) else "" for m in mv], fontsize="x-small", padding=2, color="#8c4a1f")
-        caps.append("orange bars, the model's prediction: " + ", ".join(f"{i} {m:.0f}" for i, m in zip(table.index, mv) if np.isfinite(m)))
+        mb = ax.bar(x + w / 2, np.nan_to_num(mv), w, **SERIES_STYLE["model"], linewidth=0.6, label="model prediction")
+        ax.bar_label(mb, labels=[f"{m:.0f}" if np.isfinite(m) else "" for m in mv], fontsize="x-small", padding=2, color="#252525")
+        caps.append("white hatched bars, the model's prediction: " + ", ".join(f"{i} {m:.0f}" for i, m in zip(table.index, mv) if np.isfinite(m)))
     top = max(np.nanmax(v), bound or 0, np.nanmax(list(model.values())) if model else 0)
     if bound:
         ax.axhline(bound, color="#333333", ls="--", lw=1, label=f"compute-only bound ({bound:.0f}/min)")
@@ -511,8 +540,8 @@ def throughput_bars(table: pd.DataFrame, ax: Axes | None = None, bound: float | 
     ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     _set_caption(fig, "Bars: measured partitions per minute over each run's wall span (" + "; ".join(caps) + ")"
-                 + (f"; dashed line: the compute-only bound, {bound:.0f} partitions/min (60 000 / GPU kernel ms per partition); "
-                    "in brackets each bar's share of it" if bound else "") + ".")
+                 + (f"; dashed line: the compute-only bound, {bound:.0f} partitions/min (60 000 / GPU kernel ms per partition, a model figure, not the "
+                    "measured compute_only run); in brackets each bar's share of it" if bound else "") + ".")
     return fig, ax
 
 
@@ -524,12 +553,12 @@ def gw_sweep(measured: Mapping[int, float], model: Mapping[int, float] | None = 
         raise ValueError("no measured points")
     fig, ax = _fig_ax(ax, (6.5, 4.0))
     g = sorted(measured)
-    ax.plot(g, [measured[k] for k in g], "o-", color="#4c72b0", label="measured")
+    ax.plot(g, [measured[k] for k in g], "o-", color=SERIES_STYLE["measured"]["color"], label="measured")
     for k in g:
         ax.annotate(f"{measured[k]:.0f}", (k, measured[k]), textcoords="offset points", xytext=(0, 7), ha="center", fontsize="x-small")
     if model:
         gm = sorted(model)
-        ax.plot(gm, [model[k] for k in gm], "D--", color="#dd8452", label="model prediction")
+        ax.plot(gm, [model[k] for k in gm], "D--", color=SERIES_STYLE["model"]["edgecolor"], markerfacecolor="white", label="model prediction")
     if bound:
         ax.axhline(bound, color="#333333", ls="--", lw=1, label=f"compute-only bound ({bound:.0f}/min)")
     ax.set_xticks(g)
@@ -619,18 +648,17 @@ def bandwidth_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None
     _require(df, {"path", "size_bytes", "fresh_buffer", "gbps"}, "bandwidth")
     fig, ax = _fig_ax(ax, (7.5, 4.5))
     paths = list(dict.fromkeys(df["path"].astype(str)))
-    cmap = plt.get_cmap("tab10")
-    colors = {p: cmap(i % 10) for i, p in enumerate(paths)}
+    colors = {p: path_style(p)[0] for p in paths}
     d = df.assign(path=df["path"].astype(str), fresh_buffer=df["fresh_buffer"].astype(bool))
     med = d.groupby(["path", "fresh_buffer", "size_bytes"], sort=True)["gbps"].median().reset_index()
     for (p, fresh), grp in med.groupby(["path", "fresh_buffer"], sort=False):
         grp = grp.sort_values("size_bytes")
-        ax.plot(grp["size_bytes"], grp["gbps"], marker="o", ms=3, color=colors[p], linestyle="--" if fresh else "-", label=f"{p} ({'fresh' if fresh else 'reused'})")
+        ax.plot(grp["size_bytes"], grp["gbps"], marker=path_style(p)[1], ms=4, color=colors[p], linestyle="--" if fresh else "-", label=f"{p} ({'fresh' if fresh else 'reused'})")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("transfer size (bytes)")
     ax.set_ylabel("GB/s")
     ax.set_title(title or "H2D bandwidth vs size")
-    handles = [Line2D([], [], color=colors[p], label=p) for p in paths]
+    handles = [Line2D([], [], color=colors[p], marker=path_style(p)[1], label=p) for p in paths]
     kinds = set(med["fresh_buffer"])
     handles += [Line2D([], [], color="k", linestyle="-" if f is False else "--", label="fresh buffer" if f else "reused buffer") for f in (False, True) if f in kinds]
     ax.legend(handles=handles, fontsize="small", frameon=False)
@@ -660,7 +688,7 @@ def load_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None = No
     for path, grp in med.groupby("path", sort=False):
         grp = grp.sort_values("load_threads")
         x = x_of.loc[grp["load_threads"]].to_numpy()
-        ax.plot(x, grp["gbps"], marker="o", label=str(path))
+        ax.plot(x, grp["gbps"], marker=path_style(str(path))[1], color=path_style(str(path))[0], label=str(path))
         if path == med["path"].iloc[0]:
             for xi, (_, r) in zip(x, grp.iterrows()):
                 ax.annotate(f"{int(r['load_threads'])} thr", (xi, r["gbps"]), textcoords="offset points", xytext=(0, 6), fontsize="x-small", ha="center")

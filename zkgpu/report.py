@@ -265,7 +265,8 @@ def read_key_numbers(path: Path) -> tuple[str, list[KeyNumber]]:
     rows: list[KeyNumber] = []
     for key, entry in numbers.items():
         if isinstance(entry, dict) and "value" in entry:
-            unit = str(entry.get("unit") or "")
+            # a relative error (may be negative, so not a "%" of the contract) still reads as a percentage
+            unit = str(entry.get("unit") or ("%" if "rel_err" in str(key) and infer_unit(key, entry["value"]) == "%" else ""))
             rows.append(KeyNumber(str(entry.get("label") or key), str(entry.get("scenario") or ""),
                                   format_value(entry["value"], unit), _is_number(entry["value"])))
         elif isinstance(entry, dict):
