@@ -179,8 +179,8 @@ def conclusions(source: Source) -> list[Conclusion]:
             what_holds = (f" What holds on both: the copies sit inside ntt_msm_h, here the exposed H2D of a, b, c is "
                           f"**{_pct(sb['h2d'] / sb['ntt_msm_h'])}** of it ({_ms_of(sb['h2d'], sb['ntt_msm_h'])}, means per partition).")
             nums_sg.update({"baseline_h2d_share": number(sb["h2d"] / sb["ntt_msm_h"], "%", "exposed H2D share of ntt_msm_h (means per partition)", "baseline"),
-                            "baseline_h2d_exposed_ms": number(sb["h2d"], "ms", "exposed H2D, mean per partition", "baseline"),
-                            "baseline_ntt_msm_h_ms": number(sb["ntt_msm_h"], "ms", "ntt_msm_h, mean per partition", "baseline")})
+                            "baseline_h2d_exposed_mean_ms": number(sb["h2d"], "ms", "exposed H2D, mean per partition", "baseline"),
+                            "baseline_ntt_msm_h_mean_ms": number(sb["ntt_msm_h"], "ms", "ntt_msm_h, mean per partition", "baseline")})
         out.append(Conclusion("smoking gun", "04_smoking_gun",
             f"In the seed's CUZK_TIMING lines (RTX 5070 Ti, 32 GiB PoRep) ntt_msm_h ({seed['ntt_msm_h_ms'].min():.0f}–"
             f"{seed['ntt_msm_h_ms'].max():.0f} ms) exceeds prep_msm by {d.min():.0f}–{d.max():.0f} ms: the GPU was not waiting for "

@@ -352,7 +352,9 @@ def utilization_bars(data: pd.DataFrame, ax: Axes | None = None, reference: Mapp
             ax.bar_label(bars, labels=["n/a" if np.isnan(a) else f"{a:.1f}%" for a in v], fontsize="x-small", padding=2,
                          fontweight="bold" if m == "compute_util" else "normal", rotation=90 if len(u) > 3 else 0)
     ax.set_xticks(x)
-    ax.set_xticklabels([str(i) for i in u.index], rotation=15, ha="right")
+    many = len(u) > 4  # long names of many groups would collide at a slight angle
+    ax.set_xticklabels([str(i).replace(" (", "\n(") if many else str(i) for i in u.index], rotation=35 if many else 15, ha="right",
+                       fontsize="small" if many else None, rotation_mode="anchor")
     ax.set_ylim(0, 118)
     ax.set_ylabel("share of wall time (%)")
     ax.set_title(title or "three utilizations")
@@ -398,8 +400,14 @@ def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: 
     if normalize:
         ax.set_xlim(0, 100)
     else:
-        ax.set_xlim(0, float(left.max()) * 1.22 if len(left) else 1)
-    _legend(ax, drawn, labels)
+        # room for the longest bar-end label inside the axes: x-small text is ~0.075 inch per character
+        chars = max((len(str(t)) for t in (totals or {}).values()), default=0)
+        axis_in = max(1.0, ax.get_position().width * fig.get_figwidth())
+        ax.set_xlim(0, float(left.max()) / max(0.3, 1.0 - 0.075 * (chars + 2) / axis_in) if len(left) else 1)
+    # the legend lists what a reader can see: a category under 1 % of the longest bar in every row
+    # (e.g. "lock held, other", ~0.5 ms) is drawn but not listed (the caption still gives its ms)
+    seen = [c for c in drawn if float(v[c].max()) >= 0.01 * float(left.max())]
+    _legend(ax, seen, labels)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return fig, ax, v

@@ -126,7 +126,8 @@ def page_title(nb: Any, fallback: str) -> str:
         if cell.cell_type == "markdown":
             for line in str(cell.source).splitlines():
                 if line.startswith("#"):
-                    return "zkgpu " + line.lstrip("#").strip().replace("`", "")
+                    text = line.lstrip("#").strip().replace("`", "")
+                    return text if text.startswith("zkgpu") else "zkgpu " + text
     return "zkgpu " + fallback
 
 

@@ -69,6 +69,8 @@ def column_format(name: str) -> Callable[[Any], str] | None:
         return _pct
     if "gbps" in n or "gb/s" in n:
         return lambda v: "–" if _missing(v) else f"{float(v):,.2f} GB/s"
+    if n.startswith("s_per_") or n.endswith("_s"):
+        return lambda v: "–" if _missing(v) else f"{float(v):,.1f} s"
     if "per_min" in n or "/min" in n:
         return lambda v: "–" if _missing(v) else f"{float(v):,.1f} /min"
     if any(k in n for k in _RATIO):
