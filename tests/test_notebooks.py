@@ -184,7 +184,7 @@ def _recompute(ev, metric: str):
     if metric in ("h2d_exposed_mean_ms", "ntt_msm_h_mean_ms"):  # means per partition (ntt_msm_h's split)
         return float(metrics.ntt_msm_h_split(ev)["h2d" if metric.startswith("h2d") else "ntt_msm_h"].iloc[0])
     if metric == "kernel_ms":  # GPU kernel ms per partition along the critical path
-        return float(metrics.critical_path(ev)[["ntt", "h_msm", "batch_add", "tail_msm"]].iloc[0].sum())
+        return float(metrics.critical_path(ev)[list(metrics.KERNEL_PATH)].iloc[0].sum())
     if metric in ("h2d_ms", "ntt_msm_h_ms", "prove_ms"):
         return med(metric[:-3])
     return None

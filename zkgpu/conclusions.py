@@ -87,10 +87,6 @@ def _barrier_in_held(ev: pd.DataFrame) -> float:
     return float(ms["barrier_in_held"].iloc[0]) if len(ms) else float("nan")
 
 
-#: The ms of GPU kernels per partition: the critical-path categories in which the GPU computes.
-KERNEL_PATH: tuple[str, ...] = ("ntt", "h_msm", "batch_add", "tail_msm")
-
-
 def _ms_of(a: float, b: float) -> str:
     """''a of b ms'' with one decimal, so that a / b matches the share printed beside it."""
     return f"{a:.1f} of {b:.1f} ms"
@@ -200,7 +196,7 @@ def conclusions(source: Source) -> list[Conclusion]:
         why = (" because it had counted the slow copies as GPU work" if (rose, kfell) == ("rose", "fell") else "")
         ratio = q["partitions_per_min"] / b["partitions_per_min"]
         bound = model.compute_bound_per_min(calibrated_params(source, scenario="pinned_pool"))
-        kms = {n: float(sum(path.loc[n, c] for c in KERNEL_PATH)) for n in ("pinned_pool", "registered", "compute_only") if n in path.index}
+        kms = {n: float(v) for n, v in metrics.kernel_ms(path).items() if n in ("pinned_pool", "registered", "compute_only")}
         higher = [n for n in ("registered", "compute_only") if n in have and tab.loc[n, "compute_util"] > q["compute_util"]
                   and tab.loc[n, "partitions_per_min"] < q["partitions_per_min"]]
         caveat = ""
@@ -248,7 +244,7 @@ def conclusions(source: Source) -> list[Conclusion]:
         fast = model.what_if(params, {"prep_speedup": [1, 2]}, partitions=12, transfer="pinned", gw=2, scope="coarse")
         f1, f2 = (float(v) for v in fast["partitions_per_min"])
         pb = path.loc["pinned_pool"]
-        kms_q = float(sum(pb[c] for c in KERNEL_PATH))
+        kms_q = float(metrics.kernel_ms(path).loc["pinned_pool"])
         nums = {"pinned_pool_barrier_in_held": number(bih, "%", "share of the held mutex in barrier_wait", "pinned_pool"),
                 "pinned_pool_path_barrier_ms": number(pb["barrier_wait"], "ms", "barrier_wait in the lock, mean per partition (GPU critical path)", "pinned_pool"),
                 "pinned_pool_prep_msm_ms": number(q["prep_msm_ms"], "ms", "prep_msm (CPU), median per partition", "pinned_pool"),
