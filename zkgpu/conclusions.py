@@ -241,7 +241,8 @@ def conclusions(source: Source) -> list[Conclusion]:
             gws = (" gw = " + ", ".join(str(g) for g in sweep) + " gave " + ", ".join(f"{v:.0f}" for v in sweep.values())
                    + " partitions/min (upstream measured gw = 3 slightly worse than gw = 2 at its sizes; here a third worker keeps "
                    "a third prep_msm in flight).")
-        fast = model.what_if(params, {"prep_speedup": [1, 2]}, partitions=12, transfer="pinned", gw=2, scope="coarse")
+        parts = int(source.config("pinned_pool").get("partitions") or q["partitions"])  # as model_vs_measured simulates it
+        fast = model.what_if(params, {"prep_speedup": [1, 2]}, partitions=parts, transfer="pinned", gw=int(q["gw"]), scope="coarse")
         f1, f2 = (float(v) for v in fast["partitions_per_min"])
         pb = path.loc["pinned_pool"]
         kms_q = float(metrics.kernel_ms(path).loc["pinned_pool"])

@@ -634,6 +634,16 @@ def summary(table: pd.DataFrame, path: pd.DataFrame, split: pd.DataFrame, bound:
     return fig, axes
 
 
+def _size(nbytes: float) -> str:
+    """A byte count in binary units: 1048576 -> "1 MiB", 4294967296 -> "4 GiB", 1536 -> "1.5 KiB"."""
+    v = float(nbytes)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(v) < 1024 or unit == "GiB":
+            return f"{v:g} {unit}" if v == int(v) else f"{v:.1f} {unit}"
+        v /= 1024
+    return f"{v:g} GiB"
+
+
 def _require(df: pd.DataFrame, need: set[str], what: str) -> None:
     """ValueError naming the missing columns, or an empty ``what`` frame."""
     missing = need - set(df.columns)
@@ -663,7 +673,8 @@ def bandwidth_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None
         grp = grp.sort_values("size_bytes")
         ax.plot(grp["size_bytes"], grp["gbps"], marker=path_style(p)[1], ms=4, color=colors[p], linestyle="--" if fresh else "-", label=f"{p} ({'fresh' if fresh else 'reused'})")
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("transfer size (bytes)")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _size(v)))
+    ax.set_xlabel("transfer size")
     ax.set_ylabel("GB/s")
     ax.set_title(title or "H2D bandwidth vs size")
     handles = [Line2D([], [], color=colors[p], marker=path_style(p)[1], label=p) for p in paths]
@@ -675,7 +686,7 @@ def bandwidth_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None
     top = med[med["size_bytes"] == med["size_bytes"].max()]
     at = "; ".join(f"{r.path} {'fresh' if r.fresh_buffer else 'reused'} {r.gbps:.1f}" for r in top.itertuples())
     _set_caption(fig, f"Median GB/s (1e9 B/s, CUDA events) of each H2D path per transfer size; solid lines reuse their buffer, "
-                 f"dashed ones allocate or pin it inside the timed call. At {int(med['size_bytes'].max()):,} bytes: {at} GB/s.")
+                 f"dashed ones allocate or pin it inside the timed call. At {_size(med['size_bytes'].max())}: {at} GB/s.")
     return fig, ax
 
 
