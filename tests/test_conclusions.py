@@ -56,7 +56,7 @@ def test_a_live_notebook_that_recorded_only_some_scenarios(src, keep):
     assert conclusions.finding(part, "symptom")
 
 
-_SHARE = r"(\d+\.\d) %(?: of it)? \((\d+\.\d) of (\d+\.\d) ms"
+_SHARE = r"(\d+\.\d)%(?: of it)? \((\d+\.\d) of (\d+\.\d) ms"
 
 
 def test_each_printed_share_is_the_ratio_of_the_numbers_printed_beside_it(src):

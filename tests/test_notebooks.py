@@ -225,7 +225,7 @@ def test_conclusions_of_08_are_computed_from_the_data(executed, monkeypatch):
     tp = {s: float(metrics.throughput(e)["partitions_per_min"].iloc[0]) for s, e in ev.items()}
     cu = {s: float(metrics.compute_utilization(e)["utilization"].iloc[0]) for s, e in ev.items()}
     # the sentences print the recomputed numbers, and link to the notebook that shows each
-    assert f"{100 * cu['baseline']:.1f} %" in text and f"{100 * cu['pinned_pool']:.1f} %" in text
+    assert f"{100 * cu['baseline']:.1f}%" in text and f"{100 * cu['pinned_pool']:.1f}%" in text
     assert f"from {tp['baseline']:.0f} to **{tp['pinned_pool']:.0f} partitions/min**" in text
     for nb_name in ("01_symptom", "02_host_instrumentation", "03_mutex_barrier", "04_smoking_gun", "05_h2d_bandwidth",
                     "06_pinned_pool_fix", "07_next_bottleneck"):

@@ -39,7 +39,7 @@ class Conclusion:
 
 
 def _pct(v: float) -> str:
-    return f"{100 * v:.1f} %"
+    return f"{100 * v:.1f}%"
 
 
 def host_suspects(source: Source, scenario: str = "baseline") -> dict[str, float]:
@@ -138,7 +138,7 @@ def conclusions(source: Source) -> list[Conclusion]:
             verdict = "not where the time goes" if h["share"] < 0.05 else "a share worth a closer look"
             out.append(Conclusion("host", "02_host_instrumentation",
                 f"The host-side suspects (the JobTracker lock taken twice per partition, the spawn, the finalizer's lock wait and "
-                f"malloc_trim) add up to {h['suspects_ms']:.1f} ms, **{100 * h['share']:.2f} %** of the {h['prove_start_ms']:.0f} ms "
+                f"malloc_trim) add up to {h['suspects_ms']:.1f} ms, **{100 * h['share']:.2f}%** of the {h['prove_start_ms']:.0f} ms "
                 f"spent inside the C++ start function (both summed over every partition of both workers): {verdict}.",
                 {"host_suspects_ms": number(h["suspects_ms"], "ms", "host-side suspects, total", "baseline"),
                  "host_share": number(h["share"], "%", "host-side suspects / prove_start", "baseline")}))
