@@ -36,6 +36,15 @@ def test_table_styles_every_column_and_series_rows():
     assert "40.0%" in html and "200.0 ms" in html and "-5.0%" in html
 
 
+def test_differences_of_percentages_are_percentage_points_and_no_minus_zero():
+    cmp = pd.DataFrame({"model": [0.385, 0.0], "measured": [0.435, 0.049], "diff": [-0.0497, -0.049]},
+                       index=["compute_util", "barrier_wait_ms"])
+    html = view.table(cmp, by_row=True).to_html()
+    assert "-5.0 pp" in html and "0.0 ms" in html and "-0.0" not in html
+    assert view.fmt(-0.0004, "share") == "0.0%" and view.fmt(-0.04, "wait_ms") == "0.0 ms"
+    assert view.fmt(32.1, "s_per_proof") == "32.1 s" and view.fmt(89, "s_per_proof") == "89.0 s"
+
+
 def test_definitions_render_as_a_markdown_table():
     from zkgpu.metrics import UTILIZATIONS
 

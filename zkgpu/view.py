@@ -42,6 +42,11 @@ def _pct(v: Any) -> str:
     return "–" if _missing(v) else f"{_unsigned_zero(100 * float(v), 1):.1f}%"
 
 
+def _pp(v: Any) -> str:
+    """A difference of two fractions in percentage points: -0.049 -> "-4.9 pp"."""
+    return "–" if _missing(v) else f"{_unsigned_zero(100 * float(v), 1):+.1f} pp"
+
+
 def _missing(v: Any) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA
 
@@ -95,7 +100,8 @@ def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row:
     a Series is shown as a one-column table, each value formatted by its row's name. Wide tables keep their columns (the report's CSS
     scrolls them). Columns of a MultiIndex are formatted by their first level. ``by_row``: format
     the cells of the columns without a formatter of their own by their row's name instead (a table
-    with one metric per row, e.g. :func:`zkgpu.model.compare`)."""
+    with one metric per row, e.g. :func:`zkgpu.model.compare`; there a ``diff`` of two percentages
+    is shown in percentage points)."""
     if isinstance(df, pd.Series):  # one value per row: format each by its row's name
         df = pd.DataFrame({df.name if df.name is not None else "value": [fmt(v, k) for k, v in df.items()]}, index=df.index)
     formats: dict[Any, Callable[[Any], str]] = {}
@@ -113,6 +119,8 @@ def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row:
             f = column_format(r)
             if f is not None and rest:
                 sty = sty.format(f, subset=pd.IndexSlice[[r], rest], na_rep="–")
+                if f is _pct and "diff" in rest:  # a difference of two percentages is in percentage points
+                    sty = sty.format(_pp, subset=pd.IndexSlice[[r], ["diff"]], na_rep="–")
     if caption_text:
         sty = sty.set_caption(caption_text)
     return sty
