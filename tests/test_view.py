@@ -51,3 +51,10 @@ def test_definitions_render_as_a_markdown_table():
     md = view.definitions(UTILIZATIONS)
     lines = md.splitlines()
     assert lines[0].startswith("| name |") and lines[1] == "|---|---|---|" and len(lines) == 2 + len(UTILIZATIONS)
+
+
+def test_byte_counts_read_in_binary_units():
+    df = pd.DataFrame({"alloc_ms": [1.0, 2.0], "bytes": [403_000_000, 1 << 20]},
+                      index=pd.Index([1 << 20, 1 << 32], name="size_bytes"))
+    html = view.table(df).to_html()
+    assert "1 MiB" in html and "4 GiB" in html and "384.3 MiB" in html and "4294967296" not in html

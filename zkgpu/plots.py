@@ -31,7 +31,7 @@ from matplotlib.ticker import FuncFormatter
 from .events import PHASES
 from .metrics import GPU_PATH, UTILIZATIONS, utilization
 
-__all__ = ["PHASE_COLORS", "METRIC_COLORS", "PATH_STYLES", "SERIES_STYLE", "path_style", "SIDE_PHASES", "TIMELINE_PHASES", "MIN_PX", "phase_color", "caption",
+__all__ = ["PHASE_COLORS", "METRIC_COLORS", "PATH_STYLES", "SERIES_STYLE", "path_style", "SIDE_PHASES", "TIMELINE_PHASES", "MIN_PX", "phase_color", "size_label", "caption",
            "timeline", "timelines", "utilization_bars", "critical_path", "held_breakdown", "ntt_msm_h_split",
            "barrier_race", "throughput_bars", "gw_sweep", "summary", "hbars", "bandwidth_curves", "load_curves"]
 
@@ -634,7 +634,7 @@ def summary(table: pd.DataFrame, path: pd.DataFrame, split: pd.DataFrame, bound:
     return fig, axes
 
 
-def _size(nbytes: float) -> str:
+def size_label(nbytes: float) -> str:
     """A byte count in binary units: 1048576 -> "1 MiB", 4294967296 -> "4 GiB", 1536 -> "1.5 KiB"."""
     v = float(nbytes)
     for unit in ("B", "KiB", "MiB", "GiB"):
@@ -673,7 +673,7 @@ def bandwidth_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None
         grp = grp.sort_values("size_bytes")
         ax.plot(grp["size_bytes"], grp["gbps"], marker=path_style(p)[1], ms=4, color=colors[p], linestyle="--" if fresh else "-", label=f"{p} ({'fresh' if fresh else 'reused'})")
     ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _size(v)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: size_label(v)))
     ax.set_xlabel("transfer size")
     ax.set_ylabel("GB/s")
     ax.set_title(title or "H2D bandwidth vs size")
@@ -686,7 +686,7 @@ def bandwidth_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None
     top = med[med["size_bytes"] == med["size_bytes"].max()]
     at = "; ".join(f"{r.path} {'fresh' if r.fresh_buffer else 'reused'} {r.gbps:.1f}" for r in top.itertuples())
     _set_caption(fig, f"Median GB/s (1e9 B/s, CUDA events) of each H2D path per transfer size; solid lines reuse their buffer, "
-                 f"dashed ones allocate or pin it inside the timed call. At {_size(med['size_bytes'].max())}: {at} GB/s.")
+                 f"dashed ones allocate or pin it inside the timed call. At {size_label(med['size_bytes'].max())}: {at} GB/s.")
     return fig, ax
 
 

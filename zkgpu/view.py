@@ -23,7 +23,7 @@ from IPython.display import Image, Markdown, display
 from matplotlib.figure import Figure
 
 from .metrics import GPU_PATH
-from .plots import caption
+from .plots import caption, size_label
 
 __all__ = ["column_format", "fmt", "table", "figure", "md", "definitions"]
 
@@ -65,7 +65,7 @@ def column_format(name: str) -> Callable[[Any], str] | None:
     By suffix/substring: ``*_util``, ``*share*``, ``rel_err``, ``vs_compute_bound``,
     ``barrier_in_held`` → percent (the value is a fraction); ``*_ms`` → ``"12.3 ms"``;
     ``*gbps`` → ``"3.27 GB/s"``; ``*per_min`` → ``"229.0 /min"``; ``*speedup*``, ``*ratio*`` →
-    ``"1.86×"``; ``*bytes*`` → thousands separators; other floats → 3 decimals.
+    ``"1.86×"``; ``*bytes*`` → binary units (``"256 MiB"``, :func:`zkgpu.plots.size_label`); other floats → 3 decimals.
     """
     n = str(name).lower()
     if n.endswith("_ms") or n.endswith(" ms") or n == "ms" or n in _MS_NAMES:
@@ -81,7 +81,7 @@ def column_format(name: str) -> Callable[[Any], str] | None:
     if any(k in n for k in _RATIO):
         return lambda v: "–" if _missing(v) else f"{float(v):.2f}×"
     if "bytes" in n:
-        return lambda v: "–" if _missing(v) else f"{int(v):,}"
+        return lambda v: "–" if _missing(v) else size_label(v)
     return None
 
 
@@ -102,6 +102,8 @@ def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row:
     the cells of the columns without a formatter of their own by their row's name instead (a table
     with one metric per row, e.g. :func:`zkgpu.model.compare`; there a ``diff`` of two percentages
     is shown in percentage points)."""
+    for level in [n for n in getattr(df.index, "names", []) if n is not None and "bytes" in str(n)]:
+        df = df.rename(index=lambda v: size_label(v) if isinstance(v, (int, float)) else v, level=level)  # 4 GiB, not 4294967296
     if isinstance(df, pd.Series):  # one value per row: format each by its row's name
         df = pd.DataFrame({df.name if df.name is not None else "value": [fmt(v, k) for k, v in df.items()]}, index=df.index)
     formats: dict[Any, Callable[[Any], str]] = {}
