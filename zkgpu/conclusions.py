@@ -88,7 +88,7 @@ def _barrier_in_held(ev: pd.DataFrame) -> float:
 
 
 def _ms_of(a: float, b: float) -> str:
-    """''a of b ms'' with one decimal, so that a / b matches the share printed beside it."""
+    """The text "a of b ms" with one decimal, so that a / b matches the share printed beside it."""
     return f"{a:.1f} of {b:.1f} ms"
 
 
