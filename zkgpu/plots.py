@@ -617,20 +617,25 @@ def summary(table: pd.DataFrame, path: pd.DataFrame, split: pd.DataFrame, bound:
     gs = fig.add_gridspec(2, 2)
     axes = np.array([fig.add_subplot(gs[i, j]) for i in range(2) for j in range(2)])
     gb = table["h2d_gbps"].to_dict() if "h2d_gbps" in table.columns else None
-    caps = []
-    for tag, draw in (("(a)", lambda a: utilization_bars(table, ax=a, reference=reference, title="(a) three utilizations")),
-                      ("(b)", lambda a: throughput_bars(table, ax=a, bound=bound, title="(b) throughput")),
-                      ("(c)", lambda a: critical_path(path.reindex(order), ax=a, title="(c) the GPU's time per partition")),
-                      ("(d)", lambda a: ntt_msm_h_split(split.reindex(order), ax=a, gbps=gb, title="(d) inside ntt_msm_h"))):
-        fig.zkgpu_caption = ""
-        a = axes[len(caps)]
+    for i, draw in enumerate((lambda a: utilization_bars(table, ax=a, reference=reference, title="(a) three utilizations"),
+                              lambda a: throughput_bars(table, ax=a, bound=bound, title="(b) throughput"),
+                              lambda a: critical_path(path.reindex(order), ax=a, title="(c) the GPU's time per partition"),
+                              lambda a: ntt_msm_h_split(split.reindex(order), ax=a, gbps=gb, title="(d) inside ntt_msm_h"))):
+        a = axes[i]
         draw(a)
         h, lab = a.get_legend_handles_labels() if a.get_legend() is None else (a.get_legend().legend_handles, [t.get_text() for t in a.get_legend().get_texts()])
         a.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=4 if len(lab) > 3 else len(lab), fontsize="small", frameon=False)
-        caps.append(f"{tag} {caption(fig)}")
     fig.suptitle(title or "the investigation on one page", fontsize="x-large")
     fig.tight_layout()
-    fig.zkgpu_caption = " ".join(caps)
+    # one short caption: what each panel is; the numbers are on the panels, in the scenario table
+    # and in the conclusions (the panels' own long captions are for their stand-alone figures)
+    fig.zkgpu_caption = ("(a) compute utilization (dark, kernels only: the headline), upstream's kernel utilization "
+                         "(copies counted) and TIMELINE over each run's wall span; (b) measured partitions per minute"
+                         + (f", in brackets the share of the compute-only bound ({bound:.0f}/min, dashed; a model "
+                            "figure, not the compute_only run)" if bound else "")
+                         + "; (c) the GPU's time per partition along its critical path (means per partition; the "
+                         "segments never overlap and add up to 60 000 / throughput); (d) ntt_msm_h split into exposed "
+                         "H2D, NTT and H MSM (means per partition), with the effective H2D rate of a, b, c.")
     return fig, axes
 
 
