@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from zkgpu import conclusions, metrics, replay
@@ -52,3 +54,50 @@ def test_a_live_notebook_that_recorded_only_some_scenarios(src, keep):
     assert steps[0] == "symptom"
     assert ("fix" in steps) == ("pinned_pool" in keep) and ("next bottleneck" in steps) == ("pinned_pool" in keep)
     assert conclusions.finding(part, "symptom")
+
+
+_SHARE = r"(\d+\.\d)%(?: of it)? \((\d+\.\d) of (\d+\.\d) ms"
+
+
+def test_each_printed_share_is_the_ratio_of_the_numbers_printed_beside_it(src):
+    """"58.0 % (117.0 of 201.6 ms)": the share equals numerator / denominator as printed (review 1, point 1)."""
+
+
+    found = 0
+    for c in conclusions.conclusions(src):
+        for pct, a, b in re.findall(_SHARE, c.text.replace("**", "")):
+            found += 1
+            assert 100 * float(a) / float(b) == pytest.approx(float(pct), abs=0.1), (c.step, pct, a, b)
+    assert found >= 5
+
+
+def test_each_share_key_number_is_the_ratio_of_its_ms_key_numbers(src):
+    nums = conclusions.key_numbers(conclusions.conclusions(src))
+    assert nums["baseline_h2d_share"]["value"] == pytest.approx(nums["baseline_h2d_exposed_mean_ms"]["value"] / nums["baseline_ntt_msm_h_mean_ms"]["value"])
+    split = metrics.ntt_msm_h_split(src.events("pinned_pool")).iloc[0]
+    assert nums["pinned_pool_h2d_share"]["value"] == pytest.approx(split["h2d"] / split["ntt_msm_h"])
+    assert "mean" in nums["baseline_ntt_msm_h_mean_ms"]["label"] and "median" in nums["pinned_pool_prep_msm_ms"]["label"]
+
+
+def test_the_smoking_gun_says_what_holds_on_our_data_and_what_differs(src):
+    race = metrics.barrier_race(src.events("baseline"))
+    text = conclusions.finding(src, "smoking gun")
+    if (race["ntt_msm_h_ms"] < race["prep_msm_ms"]).any():  # our GPU: ntt_msm_h below prep_msm
+        assert "does not reproduce" in text and "prep_msm" in text
+    assert "What holds" in text
+
+
+def test_the_next_bottleneck_names_the_remaining_limit_and_the_bound_apart_from_the_scenario(src):
+    text = conclusions.finding(src, "next bottleneck")
+    assert "remaining limit is the CPU's prep_msm" in text and "next step" in text
+    if src.has("compute_only"):
+        assert "not the measured compute_only scenario" in text
+    nums = conclusions.key_numbers(conclusions.conclusions(src))
+    assert nums["model_prep_2x_gain"]["value"] > 1
+
+
+def test_compute_utilization_is_not_read_as_a_ranking(src):
+    tab = replay.scenario_table(src)
+    text = conclusions.finding(src, "fix")
+    if src.has("registered") and tab.loc["registered", "compute_util"] > tab.loc["pinned_pool", "compute_util"]:
+        assert "does not rank configurations" in text and "GPU kernel ms per partition" in text

@@ -308,3 +308,14 @@ def test_detail_values_are_matched_literally_and_clipped():
     nodetail = df.drop(columns=["detail"])
     assert detail_value(nodetail, "exposed_ms").isna().all()
     assert h2d_share(nodetail)["share"].iloc[0] == pytest.approx(120 / 300)  # no stage info: containment -> inside
+
+
+def test_kernel_ms_sums_the_kernel_categories_of_the_critical_path():
+    from zkgpu.metrics import KERNEL_PATH, kernel_ms
+
+    path = pd.DataFrame({"lock_free": [5.0], "h2d": [100.0], "ntt": [20.0], "h_msm": [60.0], "barrier_wait": [7.0],
+                         "batch_add": [12.0], "tail_msm": [38.0], "lock_other": [0.5]}, index=pd.Index(["r"], name="run"))
+    assert KERNEL_PATH == ("ntt", "h_msm", "batch_add", "tail_msm")
+    assert kernel_ms(path).loc["r"] == pytest.approx(130.0)  # copies, waits and idle time left out
+    with pytest.raises(ValueError, match="lacks columns"):
+        kernel_ms(path.drop(columns="tail_msm"))

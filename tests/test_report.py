@@ -12,7 +12,7 @@ import nbformat
 import pandas as pd
 import pytest
 from nbclient import NotebookClient
-from nbformat.v4 import new_code_cell, new_notebook
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from zkgpu import report
 from zkgpu.events import normalize_events
@@ -122,7 +122,8 @@ def test_index_page(tmp_path: Path):
     (tmp_path / "key_numbers").mkdir()
     (tmp_path / "key_numbers" / "01_symptom.json").write_text(json.dumps({
         "finding": "Compute <utilization> is 43.5%.", "numbers": {
-            "cu": {"value": 0.4346, "unit": "%", "label": "compute utilization", "scenario": "baseline"}}}), encoding="utf-8")
+            "cu": {"value": 0.4346, "unit": "%", "label": "compute utilization", "scenario": "baseline"},
+            "x_rel_err": {"value": -0.1136, "unit": "", "label": "model − measured, relative", "scenario": "baseline"}}}), encoding="utf-8")
     (tmp_path / "key_numbers" / "00_index.json").write_text(json.dumps({"recordings": 3, "mode": "replay"}), encoding="utf-8")
     results = [report.NotebookResult("00_index", "ok", 1.25, tmp_path / "00_index.html"),
                report.NotebookResult("01_symptom", "ok", 2.5, tmp_path / "01_symptom.html"),
@@ -146,6 +147,8 @@ def test_index_page(tmp_path: Path):
     assert "<td class='num'>43.5%</td>" in page and "<td class='txt'>replay</td>" in page
     assert "overflow-x:auto" in page  # wide tables scroll
     assert "replay" in text and "3" in text
+    assert "-11.4%" in text  # a relative error reads as a percentage, not -0.114
+    assert "none (replay)" in text and "None" not in text  # nothing ran a GPU here: said so
 
 
 # --------------------------------------------------------------------------- notebook pages and kernels
@@ -188,6 +191,21 @@ def test_kernel_config_uses_curve_only_where_the_kernelspec_declares_it(monkeypa
     assert "transport_encryption" not in cfg.KernelManager
     if report.os.name == "posix":
         assert cfg.KernelManager.transport == "ipc"
+
+
+def test_pages_have_a_title_a_link_back_to_the_index_and_alt_text():
+
+    nb = new_notebook(cells=[new_markdown_cell("# 07 — The `next` bottleneck\n\ntext"),
+                             new_code_cell("from matplotlib.figure import Figure\nfrom zkgpu import view\n"
+                                           "fig = Figure(); fig.add_subplot().set_title('a plot')\nview.figure(fig)")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    assert report.page_title(nb, "07_x") == "zkgpu 07 — The next bottleneck"
+    assert report.page_title(new_notebook(), "07_x") == "zkgpu 07_x"
+    NotebookClient(nb, timeout=60, kernel_name="python3", config=report.kernel_config()).execute()
+    body, _ = report.html_exporter().from_notebook_node(nb, resources={"metadata": {"name": report.page_title(nb, "x")}})
+    assert "<title>zkgpu 07 — The next bottleneck</title>" in body
+    assert '<a href="index.html">' in body
+    assert 'alt="a plot"' in body and "No description has been provided" not in body
 
 
 def test_exported_page_lets_wide_tables_scroll():

@@ -36,9 +36,25 @@ def test_table_styles_every_column_and_series_rows():
     assert "40.0%" in html and "200.0 ms" in html and "-5.0%" in html
 
 
+def test_differences_of_percentages_are_percentage_points_and_no_minus_zero():
+    cmp = pd.DataFrame({"model": [0.385, 0.0], "measured": [0.435, 0.049], "diff": [-0.0497, -0.049]},
+                       index=["compute_util", "barrier_wait_ms"])
+    html = view.table(cmp, by_row=True).to_html()
+    assert "-5.0 pp" in html and "0.0 ms" in html and "-0.0" not in html
+    assert view.fmt(-0.0004, "share") == "0.0%" and view.fmt(-0.04, "wait_ms") == "0.0 ms"
+    assert view.fmt(32.1, "s_per_proof") == "32.1 s" and view.fmt(89, "s_per_proof") == "89.0 s"
+
+
 def test_definitions_render_as_a_markdown_table():
     from zkgpu.metrics import UTILIZATIONS
 
     md = view.definitions(UTILIZATIONS)
     lines = md.splitlines()
     assert lines[0].startswith("| name |") and lines[1] == "|---|---|---|" and len(lines) == 2 + len(UTILIZATIONS)
+
+
+def test_byte_counts_read_in_binary_units():
+    df = pd.DataFrame({"alloc_ms": [1.0, 2.0], "bytes": [403_000_000, 1 << 20]},
+                      index=pd.Index([1 << 20, 1 << 32], name="size_bytes"))
+    html = view.table(df).to_html()
+    assert "1 MiB" in html and "4 GiB" in html and "384.3 MiB" in html and "4294967296" not in html

@@ -52,6 +52,8 @@ __all__ = [
     "critical_path",
     "ntt_msm_h_split",
     "barrier_race",
+    "kernel_ms",
+    "KERNEL_PATH",
     "UTILIZATIONS",
     "GPU_PATH",
     "CONTAINER_PHASES",
@@ -586,6 +588,25 @@ def critical_path(events: pd.DataFrame) -> pd.DataFrame:
     if not rows:
         return pd.DataFrame(columns=cols, index=pd.Index([], name="run"))
     return pd.DataFrame(rows).set_index("run")[cols]
+
+
+#: The categories of :data:`GPU_PATH` in which the GPU runs kernels.
+KERNEL_PATH: tuple[str, ...] = ("ntt", "h_msm", "batch_add", "tail_msm")
+
+
+def kernel_ms(path: pd.DataFrame) -> pd.Series:
+    """GPU kernel ms per partition (mean) of each run: Σ of the :data:`KERNEL_PATH` columns of
+    :func:`critical_path`'s table. Beside compute utilization (= kernel_ms / ms_per_partition) it
+    shows whether a higher utilization means more work done or the same kernels running slower
+    (e.g. beside copies); the compute-only bound is 60 000 / kernel ms.
+
+    Raises:
+        ValueError: ``path`` lacks a column of :data:`KERNEL_PATH`.
+    """
+    missing = set(KERNEL_PATH) - set(path.columns)
+    if missing:
+        raise ValueError(f"critical-path table lacks columns {sorted(missing)}")
+    return path[list(KERNEL_PATH)].astype(float).sum(axis=1).rename("kernel_ms")
 
 
 def ntt_msm_h_split(events: pd.DataFrame) -> pd.DataFrame:

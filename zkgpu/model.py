@@ -690,7 +690,7 @@ def compare(model_result: ModelResult | pd.DataFrame, measured_events: pd.DataFr
         ``partitions_per_min``, all from :func:`zkgpu.metrics.utilization`, then median ms of ``mutex_wait``, ``ntt_msm_h``,
         ``barrier_wait``, ``batch_add``, ``tail_msm``, ``mutex_held``) with columns ``model``,
         ``measured``, ``diff`` (model − measured) and ``rel_err`` (diff / measured; NaN when the
-        measured value is 0 or missing).
+        measured value is 0 or missing, or is a time below 1 ms).
     """
     mev = model_result.events if isinstance(model_result, ModelResult) else model_result
     um, ux = utilization(mev), utilization(measured_events)
@@ -704,6 +704,8 @@ def compare(model_result: ModelResult | pd.DataFrame, measured_events: pd.DataFr
     out = pd.DataFrame.from_dict(rows, orient="index", columns=["model", "measured"])
     out["diff"] = out["model"] - out["measured"]
     meas = out["measured"].where(out["measured"].abs() > 1e-12)
+    # a wait of a fraction of a millisecond has no meaningful relative error (0 vs 0.05 ms is not "-100 %")
+    meas = meas.where(~(out.index.str.endswith("_ms") & (out["measured"].abs() < 1.0)))
     out["rel_err"] = out["diff"] / meas
     out.index.name = "metric"
     return out

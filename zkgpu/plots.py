@@ -5,7 +5,8 @@ Rules every figure follows, so that a reader can trust it:
 
 * **one colour map** (:data:`PHASE_COLORS`): a phase, a category of the GPU critical path
   (:data:`zkgpu.metrics.GPU_PATH`) or a utilization (:data:`METRIC_COLORS`) has the same colour in
-  every figure of the report;
+  every figure of the report; H2D paths (:data:`PATH_STYLES`) and measured/model series
+  (:data:`SERIES_STYLE`) have palettes of their own, disjoint from the phases';
 * legends list only what is drawn;
 * an interval narrower than :data:`MIN_PX` pixels at the figure's scale is drawn that wide, and the
   caption counts them (:func:`caption`);
@@ -30,7 +31,7 @@ from matplotlib.ticker import FuncFormatter
 from .events import PHASES
 from .metrics import GPU_PATH, UTILIZATIONS, utilization
 
-__all__ = ["PHASE_COLORS", "METRIC_COLORS", "SIDE_PHASES", "TIMELINE_PHASES", "MIN_PX", "phase_color", "caption",
+__all__ = ["PHASE_COLORS", "METRIC_COLORS", "PATH_STYLES", "SERIES_STYLE", "path_style", "SIDE_PHASES", "TIMELINE_PHASES", "MIN_PX", "phase_color", "size_label", "caption",
            "timeline", "timelines", "utilization_bars", "critical_path", "held_breakdown", "ntt_msm_h_split",
            "barrier_race", "throughput_bars", "gw_sweep", "summary", "hbars", "bandwidth_curves", "load_curves"]
 
@@ -67,6 +68,20 @@ _PALETTE = {
 PHASE_COLORS: dict[str, str] = {p: _PALETTE.get(p, "#999999") for p in PHASES} | _PALETTE
 #: Fixed colour per utilization (:data:`zkgpu.metrics.UTILIZATIONS`); compute is the headline (dark).
 METRIC_COLORS: dict[str, str] = {"compute_util": "#08306b", "kernel_util": "#6baed6", "timeline_util": "#c6dbef"}
+#: Fixed colour and marker per H2D path (:data:`zkgpu.transfer.PATHS`), from a palette no phase
+#: uses (golds, olives, plum, black), so that no colour means a phase in one figure and a path in
+#: the next; the fix (pinned_pool) is black.
+PATH_STYLES: dict[str, tuple[str, str]] = {
+    "pageable": ("#8c6d31", "o"), "pageable_memcpy": ("#e7ba52", "v"), "cupy_asarray": ("#cedb9c", "^"),
+    "registered": ("#637939", "s"), "pinned_staging": ("#bd9e39", "P"), "pinned_pool": ("#252525", "D"),
+    "pinned_raw": ("#7b4173", "X"),
+}
+#: Measured against modelled values (throughput bars, the gw sweep): grey bars / white hatched
+#: bars, neither a phase's nor a path's colour.
+SERIES_STYLE: dict[str, dict[str, object]] = {
+    "measured": {"color": "#636363"},
+    "model": {"color": "white", "edgecolor": "#252525", "hatch": "////"},
+}
 _UNKNOWN = "#bbbbbb"
 _THIN = ("prove", "mutex_held")  # drawn as thin bars above the phases they contain
 _SUBS = ("h2d", "ntt", "h_msm")  # drawn on top of the ntt_msm_h bar they split
@@ -84,6 +99,11 @@ MIN_PX = 1.5
 _PATH_LABELS = {"lock_free": "GPU free (no worker holds the lock)", "h2d": "H2D (exposed)", "ntt": "NTT and the rest of ntt_msm_h", "h_msm": "H MSM",
                 "barrier_wait": "barrier_wait (lock held)", "batch_add": "batch_add", "tail_msm": "tail_msm",
                 "lock_other": "lock held, other"}
+
+
+def path_style(path: str) -> tuple[str, str]:
+    """(colour, marker) of an H2D path (:data:`PATH_STYLES`; a grey with a '*' for other names)."""
+    return PATH_STYLES.get(path, ("#969696", "*"))
 
 
 def phase_color(phase: str) -> str:
@@ -332,7 +352,9 @@ def utilization_bars(data: pd.DataFrame, ax: Axes | None = None, reference: Mapp
             ax.bar_label(bars, labels=["n/a" if np.isnan(a) else f"{a:.1f}%" for a in v], fontsize="x-small", padding=2,
                          fontweight="bold" if m == "compute_util" else "normal", rotation=90 if len(u) > 3 else 0)
     ax.set_xticks(x)
-    ax.set_xticklabels([str(i) for i in u.index], rotation=15, ha="right")
+    many = len(u) > 4  # long names of many groups would collide at a slight angle
+    ax.set_xticklabels([str(i).replace(" (", "\n(") if many else str(i) for i in u.index], rotation=35 if many else 15, ha="right",
+                       fontsize="small" if many else None, rotation_mode="anchor")
     ax.set_ylim(0, 118)
     ax.set_ylabel("share of wall time (%)")
     ax.set_title(title or "three utilizations")
@@ -378,8 +400,14 @@ def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: 
     if normalize:
         ax.set_xlim(0, 100)
     else:
-        ax.set_xlim(0, float(left.max()) * 1.22 if len(left) else 1)
-    _legend(ax, drawn, labels)
+        # room for the longest bar-end label inside the axes: x-small text is ~0.075 inch per character
+        chars = max((len(str(t)) for t in (totals or {}).values()), default=0)
+        axis_in = max(1.0, ax.get_position().width * fig.get_figwidth())
+        ax.set_xlim(0, float(left.max()) / max(0.3, 1.0 - 0.075 * (chars + 2) / axis_in) if len(left) else 1)
+    # the legend lists what a reader can see: a category under 1 % of the longest bar in every row
+    # (e.g. "lock held, other", ~0.5 ms) is drawn but not listed (the caption still gives its ms)
+    seen = [c for c in drawn if float(v[c].max()) >= 0.01 * float(left.max())]
+    _legend(ax, seen, labels)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return fig, ax, v
@@ -446,8 +474,9 @@ def barrier_race(panels: Mapping[str, pd.DataFrame], title: str | None = None) -
         raise ValueError("no panels")
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels) + 1.5, 4.2), sharey=True, squeeze=False)
     axes = axes[0]
-    series = {"prep_msm_ms": ("prep_msm", phase_color("prep_msm")), "ntt_msm_h_ms": ("ntt_msm_h", phase_color("ntt_msm_h")),
-              "reach_barrier_ms": ("pre_lock + mutex_wait + ntt_msm_h", phase_color("mutex_wait"))}
+    # left bar: prep_msm; right bar: the time to reach the barrier, stacked from its phases (each in
+    # its phase colour; the seed's grep has ntt_msm_h only)
+    stack = ("pre_lock", "mutex_wait", "ntt_msm_h")
     caps = []
     handles = {}
     for ax, (name, df) in zip(axes, panels.items()):
@@ -456,11 +485,17 @@ def barrier_race(panels: Mapping[str, pd.DataFrame], title: str | None = None) -
             raise ValueError(f"panel {name!r} lacks columns {sorted(need)}")
         d = df.dropna(subset=["prep_msm_ms", "ntt_msm_h_ms"]).reset_index(drop=True)
         ref = float(d["prep_msm_ms"].median())
-        cols = [c for c in series if c in d.columns]
         x = np.arange(len(d))
-        w = 0.8 / len(cols)
-        for j, c in enumerate(cols):
-            handles[c] = ax.bar(x + (j - (len(cols) - 1) / 2) * w, d[c] / ref, w, color=series[c][1], label=series[c][0])
+        w = 0.4
+        handles["prep_msm"] = ax.bar(x - w / 2, d["prep_msm_ms"] / ref, w, color=phase_color("prep_msm"))
+        bottom = np.zeros(len(d))
+        for ph in stack:
+            col = f"{ph}_ms"
+            if col not in d.columns or not (d[col].fillna(0) > 0).any():
+                continue
+            h = d[col].fillna(0.0).to_numpy() / ref
+            handles[ph] = ax.bar(x + w / 2, h, w, bottom=bottom, color=phase_color(ph))
+            bottom += h
         ax.axhline(1.0, color="#555555", lw=0.8, ls=":")
         ax.set_xticks(x)
         ax.set_xticklabels([str(i) for i in (d["partition"] if "partition" in d.columns else d.index)], fontsize="x-small")
@@ -470,20 +505,22 @@ def barrier_race(panels: Mapping[str, pd.DataFrame], title: str | None = None) -
         caps.append(f"{name}: ntt_msm_h / prep_msm {r.min():.2f}–{r.max():.2f}" +
                     (f", (pre_lock + mutex_wait + ntt_msm_h) / prep_msm {(d['reach_barrier_ms'] / d['prep_msm_ms']).median():.2f} (median)" if "reach_barrier_ms" in d else ""))
     axes[0].set_ylabel("× median prep_msm of the source")
-    axes[-1].legend(handles=[Patch(color=series[c][1], label=series[c][0]) for c in handles], fontsize="small", frameon=False,
+    names = [p for p in ("prep_msm", *stack) if p in handles]
+    axes[-1].legend(handles=[Patch(color=phase_color(p), label=p) for p in names], fontsize="small", frameon=False,
                     loc="upper left", bbox_to_anchor=(1.01, 1))
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    _set_caption(fig, "Per partition, bars divided by the median prep_msm of their own source (dotted line = 1). A worker "
-                 "waits at the barrier only if prep_msm outlasts the time it needs to reach it. " + "; ".join(caps) + ".")
+    _set_caption(fig, "Per partition, two bars divided by the median prep_msm of their own source (dotted line = 1): prep_msm "
+                 "(left) and the time the worker needs to reach the barrier (right, stacked from its phases). A worker "
+                 "waits at the barrier only if the left bar is the taller. " + "; ".join(caps) + ".")
     return fig, axes
 
 
 def throughput_bars(table: pd.DataFrame, ax: Axes | None = None, bound: float | None = None, model: Mapping[str, float] | None = None,
                     title: str | None = None) -> tuple[Figure, Axes]:
     """Measured partitions per minute per run (``table`` indexed by run with ``partitions_per_min``),
-    optionally the model's prediction per run (``model``: {run: partitions/min}, drawn as diamonds)
+    optionally the model's prediction per run (``model``: {run: partitions/min}, white hatched bars)
     and the compute-only bound (``bound``, a dashed line; each bar then says its share of it)."""
     if "partitions_per_min" not in table.columns or not len(table):
         raise ValueError("table needs a partitions_per_min column and rows")
@@ -491,15 +528,15 @@ def throughput_bars(table: pd.DataFrame, ax: Axes | None = None, bound: float | 
     x = np.arange(len(table))
     v = table["partitions_per_min"].astype(float).to_numpy()
     w = 0.4 if model else 0.6
-    bars = ax.bar(x - (w / 2 if model else 0), v, w, color="#4c72b0", label="measured")
+    bars = ax.bar(x - (w / 2 if model else 0), v, w, **SERIES_STYLE["measured"], label="measured")
     lab = [f"{a:.0f}" + (f"\n({a / bound:.0%})" if bound else "") for a in v]
     ax.bar_label(bars, labels=lab, fontsize="x-small", padding=2)
     caps = [f"{i} {a:.0f}" for i, a in zip(table.index, v)]
     if model:
         mv = np.array([model.get(i, np.nan) for i in table.index], dtype=float)
-        mb = ax.bar(x + w / 2, np.nan_to_num(mv), w, color="#dd8452", label="model prediction")
-        ax.bar_label(mb, labels=[f"{m:.0f}" if np.isfinite(m) else "" for m in mv], fontsize="x-small", padding=2, color="#8c4a1f")
-        caps.append("orange bars, the model's prediction: " + ", ".join(f"{i} {m:.0f}" for i, m in zip(table.index, mv) if np.isfinite(m)))
+        mb = ax.bar(x + w / 2, np.nan_to_num(mv), w, **SERIES_STYLE["model"], linewidth=0.6, label="model prediction")
+        ax.bar_label(mb, labels=[f"{m:.0f}" if np.isfinite(m) else "" for m in mv], fontsize="x-small", padding=2, color="#252525")
+        caps.append("white hatched bars, the model's prediction: " + ", ".join(f"{i} {m:.0f}" for i, m in zip(table.index, mv) if np.isfinite(m)))
     top = max(np.nanmax(v), bound or 0, np.nanmax(list(model.values())) if model else 0)
     if bound:
         ax.axhline(bound, color="#333333", ls="--", lw=1, label=f"compute-only bound ({bound:.0f}/min)")
@@ -511,8 +548,8 @@ def throughput_bars(table: pd.DataFrame, ax: Axes | None = None, bound: float | 
     ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     _set_caption(fig, "Bars: measured partitions per minute over each run's wall span (" + "; ".join(caps) + ")"
-                 + (f"; dashed line: the compute-only bound, {bound:.0f} partitions/min (60 000 / GPU kernel ms per partition); "
-                    "in brackets each bar's share of it" if bound else "") + ".")
+                 + (f"; dashed line: the compute-only bound, {bound:.0f} partitions/min (60 000 / GPU kernel ms per partition, a model figure, not the "
+                    "measured compute_only run); in brackets each bar's share of it" if bound else "") + ".")
     return fig, ax
 
 
@@ -524,12 +561,12 @@ def gw_sweep(measured: Mapping[int, float], model: Mapping[int, float] | None = 
         raise ValueError("no measured points")
     fig, ax = _fig_ax(ax, (6.5, 4.0))
     g = sorted(measured)
-    ax.plot(g, [measured[k] for k in g], "o-", color="#4c72b0", label="measured")
+    ax.plot(g, [measured[k] for k in g], "o-", color=SERIES_STYLE["measured"]["color"], label="measured")
     for k in g:
         ax.annotate(f"{measured[k]:.0f}", (k, measured[k]), textcoords="offset points", xytext=(0, 7), ha="center", fontsize="x-small")
     if model:
         gm = sorted(model)
-        ax.plot(gm, [model[k] for k in gm], "D--", color="#dd8452", label="model prediction")
+        ax.plot(gm, [model[k] for k in gm], "D--", color=SERIES_STYLE["model"]["edgecolor"], markerfacecolor="white", label="model prediction")
     if bound:
         ax.axhline(bound, color="#333333", ls="--", lw=1, label=f"compute-only bound ({bound:.0f}/min)")
     ax.set_xticks(g)
@@ -580,21 +617,36 @@ def summary(table: pd.DataFrame, path: pd.DataFrame, split: pd.DataFrame, bound:
     gs = fig.add_gridspec(2, 2)
     axes = np.array([fig.add_subplot(gs[i, j]) for i in range(2) for j in range(2)])
     gb = table["h2d_gbps"].to_dict() if "h2d_gbps" in table.columns else None
-    caps = []
-    for tag, draw in (("(a)", lambda a: utilization_bars(table, ax=a, reference=reference, title="(a) three utilizations")),
-                      ("(b)", lambda a: throughput_bars(table, ax=a, bound=bound, title="(b) throughput")),
-                      ("(c)", lambda a: critical_path(path.reindex(order), ax=a, title="(c) the GPU's time per partition")),
-                      ("(d)", lambda a: ntt_msm_h_split(split.reindex(order), ax=a, gbps=gb, title="(d) inside ntt_msm_h"))):
-        fig.zkgpu_caption = ""
-        a = axes[len(caps)]
+    for i, draw in enumerate((lambda a: utilization_bars(table, ax=a, reference=reference, title="(a) three utilizations"),
+                              lambda a: throughput_bars(table, ax=a, bound=bound, title="(b) throughput"),
+                              lambda a: critical_path(path.reindex(order), ax=a, title="(c) the GPU's time per partition"),
+                              lambda a: ntt_msm_h_split(split.reindex(order), ax=a, gbps=gb, title="(d) inside ntt_msm_h"))):
+        a = axes[i]
         draw(a)
         h, lab = a.get_legend_handles_labels() if a.get_legend() is None else (a.get_legend().legend_handles, [t.get_text() for t in a.get_legend().get_texts()])
         a.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=4 if len(lab) > 3 else len(lab), fontsize="small", frameon=False)
-        caps.append(f"{tag} {caption(fig)}")
     fig.suptitle(title or "the investigation on one page", fontsize="x-large")
     fig.tight_layout()
-    fig.zkgpu_caption = " ".join(caps)
+    # one short caption: what each panel is; the numbers are on the panels, in the scenario table
+    # and in the conclusions (the panels' own long captions are for their stand-alone figures)
+    fig.zkgpu_caption = ("(a) compute utilization (dark, kernels only: the headline), upstream's kernel utilization "
+                         "(copies counted) and TIMELINE over each run's wall span; (b) measured partitions per minute"
+                         + (f", in brackets the share of the compute-only bound ({bound:.0f}/min, dashed; a model "
+                            "figure, not the compute_only run)" if bound else "")
+                         + "; (c) the GPU's time per partition along its critical path (means per partition; the "
+                         "segments never overlap and add up to 60 000 / throughput); (d) ntt_msm_h split into exposed "
+                         "H2D, NTT and H MSM (means per partition), with the effective H2D rate of a, b, c.")
     return fig, axes
+
+
+def size_label(nbytes: float) -> str:
+    """A byte count in binary units: 1048576 -> "1 MiB", 4294967296 -> "4 GiB", 1536 -> "1.5 KiB"."""
+    v = float(nbytes)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(v) < 1024 or unit == "GiB":
+            return f"{v:g} {unit}" if v == int(v) else f"{v:.1f} {unit}"
+        v /= 1024
+    return f"{v:g} GiB"
 
 
 def _require(df: pd.DataFrame, need: set[str], what: str) -> None:
@@ -619,18 +671,18 @@ def bandwidth_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None
     _require(df, {"path", "size_bytes", "fresh_buffer", "gbps"}, "bandwidth")
     fig, ax = _fig_ax(ax, (7.5, 4.5))
     paths = list(dict.fromkeys(df["path"].astype(str)))
-    cmap = plt.get_cmap("tab10")
-    colors = {p: cmap(i % 10) for i, p in enumerate(paths)}
+    colors = {p: path_style(p)[0] for p in paths}
     d = df.assign(path=df["path"].astype(str), fresh_buffer=df["fresh_buffer"].astype(bool))
     med = d.groupby(["path", "fresh_buffer", "size_bytes"], sort=True)["gbps"].median().reset_index()
     for (p, fresh), grp in med.groupby(["path", "fresh_buffer"], sort=False):
         grp = grp.sort_values("size_bytes")
-        ax.plot(grp["size_bytes"], grp["gbps"], marker="o", ms=3, color=colors[p], linestyle="--" if fresh else "-", label=f"{p} ({'fresh' if fresh else 'reused'})")
+        ax.plot(grp["size_bytes"], grp["gbps"], marker=path_style(p)[1], ms=4, color=colors[p], linestyle="--" if fresh else "-", label=f"{p} ({'fresh' if fresh else 'reused'})")
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("transfer size (bytes)")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: size_label(v)))
+    ax.set_xlabel("transfer size")
     ax.set_ylabel("GB/s")
     ax.set_title(title or "H2D bandwidth vs size")
-    handles = [Line2D([], [], color=colors[p], label=p) for p in paths]
+    handles = [Line2D([], [], color=colors[p], marker=path_style(p)[1], label=p) for p in paths]
     kinds = set(med["fresh_buffer"])
     handles += [Line2D([], [], color="k", linestyle="-" if f is False else "--", label="fresh buffer" if f else "reused buffer") for f in (False, True) if f in kinds]
     ax.legend(handles=handles, fontsize="small", frameon=False)
@@ -639,7 +691,7 @@ def bandwidth_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None
     top = med[med["size_bytes"] == med["size_bytes"].max()]
     at = "; ".join(f"{r.path} {'fresh' if r.fresh_buffer else 'reused'} {r.gbps:.1f}" for r in top.itertuples())
     _set_caption(fig, f"Median GB/s (1e9 B/s, CUDA events) of each H2D path per transfer size; solid lines reuse their buffer, "
-                 f"dashed ones allocate or pin it inside the timed call. At {int(med['size_bytes'].max()):,} bytes: {at} GB/s.")
+                 f"dashed ones allocate or pin it inside the timed call. At {size_label(med['size_bytes'].max())}: {at} GB/s.")
     return fig, ax
 
 
@@ -660,7 +712,7 @@ def load_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None = No
     for path, grp in med.groupby("path", sort=False):
         grp = grp.sort_values("load_threads")
         x = x_of.loc[grp["load_threads"]].to_numpy()
-        ax.plot(x, grp["gbps"], marker="o", label=str(path))
+        ax.plot(x, grp["gbps"], marker=path_style(str(path))[1], color=path_style(str(path))[0], label=str(path))
         if path == med["path"].iloc[0]:
             for xi, (_, r) in zip(x, grp.iterrows()):
                 ax.annotate(f"{int(r['load_threads'])} thr", (xi, r["gbps"]), textcoords="offset points", xytext=(0, 6), fontsize="x-small", ha="center")

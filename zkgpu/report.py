@@ -43,7 +43,7 @@ from ._cuda import gpu_available
 from .chrome_trace import export_recording
 from .replay import Recording, latest_recording, open_source
 
-__all__ = ["NotebookResult", "KeyNumber", "TraceFile", "run_report", "find_notebooks", "html_exporter",
+__all__ = ["NotebookResult", "KeyNumber", "page_title", "TraceFile", "run_report", "find_notebooks", "html_exporter",
            "kernel_config", "format_value", "infer_unit", "read_key_numbers", "export_traces"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -76,8 +76,18 @@ _NOTEBOOK_CSS = """
 .jp-InputArea-editor .highlight pre { overflow-x: auto; }
 """
 # nbconvert's lab template, with the CSS above in its last head block (after the lab styles it overrides)
+_NOTEBOOK_CSS += ".zkgpu-nav { margin: .5em 1em; font-family: sans-serif; }\n"
+# nbconvert's lab template with: the CSS above in its last head block (after the lab styles it
+# overrides); a link back to the index at the top of every page; each figure's caption as its alt
+# text (zkgpu.view.figure puts it in the output's image/png metadata under "alt")
 _TEMPLATE = ("{%- extends 'lab/index.html.j2' -%}\n{% block html_head_css %}{{ super() }}"
-             "<style type=\"text/css\">" + _NOTEBOOK_CSS + "</style>\n{% endblock html_head_css %}")
+             "<style type=\"text/css\">" + _NOTEBOOK_CSS + "</style>\n{% endblock html_head_css %}\n"
+             "{% block body_header %}{{ super() }}<nav class=\"zkgpu-nav\"><a href=\"index.html\">&larr; zkgpu report: index "
+             "of all notebooks</a> · <a href=\"08_report.html#Glossary\">glossary</a></nav>{% endblock body_header %}\n"
+             "{% block data_png scoped %}<div class=\"jp-RenderedImage jp-OutputArea-output {{ extra_class }}\">"
+             "<img src=\"data:image/png;base64,{{ output.data['image/png'] | escape_html }}\" "
+             "alt=\"{{ (output | get_metadata('alt', 'image/png') or 'figure: see the caption below it') | escape_html }}\">"
+             "</div>{% endblock data_png %}")
 
 
 def html_exporter():
@@ -109,6 +119,18 @@ def kernel_config(kernel_name: str = "python3") -> Config:
     return cfg
 
 
+def page_title(nb: Any, fallback: str) -> str:
+    """A notebook page's title: "zkgpu " + the text of its first markdown heading (``fallback``,
+    e.g. the file stem, when it has none)."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in str(cell.source).splitlines():
+                if line.startswith("#"):
+                    text = line.lstrip("#").strip().replace("`", "")
+                    return text if text.startswith("zkgpu") else "zkgpu " + text
+    return "zkgpu " + fallback
+
+
 def _execute(path: Path, out_dir: Path, mode: str, timeout: int) -> NotebookResult:
     nb = nbformat.read(path, as_version=4)
     env_before = os.environ.get("ZKGPU_MODE")
@@ -131,7 +153,7 @@ def _execute(path: Path, out_dir: Path, mode: str, timeout: int) -> NotebookResu
         else:
             os.environ["ZKGPU_MODE"] = env_before
     seconds = time.perf_counter() - t0
-    body, _ = html_exporter().from_notebook_node(nb)
+    body, _ = html_exporter().from_notebook_node(nb, resources={"metadata": {"name": page_title(nb, path.stem)}})
     out = out_dir / f"{path.stem}.html"
     out.write_text(body, encoding="utf-8")
     nbformat.write(nb, out_dir / path.name)
@@ -244,7 +266,8 @@ def read_key_numbers(path: Path) -> tuple[str, list[KeyNumber]]:
     rows: list[KeyNumber] = []
     for key, entry in numbers.items():
         if isinstance(entry, dict) and "value" in entry:
-            unit = str(entry.get("unit") or "")
+            # a relative error (may be negative, so not a "%" of the contract) still reads as a percentage
+            unit = str(entry.get("unit") or ("%" if "rel_err" in str(key) and infer_unit(key, entry["value"]) == "%" else ""))
             rows.append(KeyNumber(str(entry.get("label") or key), str(entry.get("scenario") or ""),
                                   format_value(entry["value"], unit), _is_number(entry["value"])))
         elif isinstance(entry, dict):
@@ -360,6 +383,8 @@ def _write_index(out_dir: Path, results: list[NotebookResult], mode: str, note: 
     from .cli import environment  # noqa: PLC0415
 
     env = environment()
+    if mode == "replay":  # nothing on this machine ran the GPU code: say so instead of "None"
+        env = {k: ("none (replay)" if v is None and k in ("gpu", "cupy", "cuda", "driver", "runtime") else v) for k, v in env.items()}
     env_rows = "\n".join(f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in env.items())
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>zkgpu report</title>
 <style>{_INDEX_CSS}</style></head><body>

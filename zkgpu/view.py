@@ -23,7 +23,7 @@ from IPython.display import Image, Markdown, display
 from matplotlib.figure import Figure
 
 from .metrics import GPU_PATH
-from .plots import caption
+from .plots import caption, size_label
 
 __all__ = ["column_format", "fmt", "table", "figure", "md", "definitions"]
 
@@ -33,8 +33,18 @@ _RATIO = ("speedup", "ratio", "_x")
 _MS_NAMES = frozenset(GPU_PATH) | {"ntt_msm_h", "ms_per_partition"}
 
 
+def _unsigned_zero(v: float, digits: int) -> float:
+    """``v``, or +0.0 where it would print as "-0.0" at ``digits`` decimals."""
+    return 0.0 if round(v, digits) == 0 else v
+
+
 def _pct(v: Any) -> str:
-    return "–" if _missing(v) else f"{100 * float(v):.1f}%"
+    return "–" if _missing(v) else f"{_unsigned_zero(100 * float(v), 1):.1f}%"
+
+
+def _pp(v: Any) -> str:
+    """A difference of two fractions in percentage points: -0.049 -> "-4.9 pp"."""
+    return "–" if _missing(v) else f"{_unsigned_zero(100 * float(v), 1):+.1f} pp"
 
 
 def _missing(v: Any) -> bool:
@@ -55,21 +65,23 @@ def column_format(name: str) -> Callable[[Any], str] | None:
     By suffix/substring: ``*_util``, ``*share*``, ``rel_err``, ``vs_compute_bound``,
     ``barrier_in_held`` → percent (the value is a fraction); ``*_ms`` → ``"12.3 ms"``;
     ``*gbps`` → ``"3.27 GB/s"``; ``*per_min`` → ``"229.0 /min"``; ``*speedup*``, ``*ratio*`` →
-    ``"1.86×"``; ``*bytes*`` → thousands separators; other floats → 3 decimals.
+    ``"1.86×"``; ``*bytes*`` → binary units (``"256 MiB"``, :func:`zkgpu.plots.size_label`); other floats → 3 decimals.
     """
     n = str(name).lower()
     if n.endswith("_ms") or n.endswith(" ms") or n == "ms" or n in _MS_NAMES:
-        return lambda v: "–" if _missing(v) else f"{float(v):,.1f} ms"
+        return lambda v: "–" if _missing(v) else f"{_unsigned_zero(float(v), 1):,.1f} ms"
     if any(k in n for k in _PCT) or n.endswith("%"):
         return _pct
     if "gbps" in n or "gb/s" in n:
         return lambda v: "–" if _missing(v) else f"{float(v):,.2f} GB/s"
+    if n.startswith("s_per_") or n.endswith("_s"):
+        return lambda v: "–" if _missing(v) else f"{float(v):,.1f} s"
     if "per_min" in n or "/min" in n:
         return lambda v: "–" if _missing(v) else f"{float(v):,.1f} /min"
     if any(k in n for k in _RATIO):
         return lambda v: "–" if _missing(v) else f"{float(v):.2f}×"
     if "bytes" in n:
-        return lambda v: "–" if _missing(v) else f"{int(v):,}"
+        return lambda v: "–" if _missing(v) else size_label(v)
     return None
 
 
@@ -88,7 +100,10 @@ def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row:
     a Series is shown as a one-column table, each value formatted by its row's name. Wide tables keep their columns (the report's CSS
     scrolls them). Columns of a MultiIndex are formatted by their first level. ``by_row``: format
     the cells of the columns without a formatter of their own by their row's name instead (a table
-    with one metric per row, e.g. :func:`zkgpu.model.compare`)."""
+    with one metric per row, e.g. :func:`zkgpu.model.compare`; there a ``diff`` of two percentages
+    is shown in percentage points)."""
+    for level in [n for n in getattr(df.index, "names", []) if n is not None and "bytes" in str(n)]:
+        df = df.rename(index=lambda v: size_label(v) if isinstance(v, (int, float)) else v, level=level)  # 4 GiB, not 4294967296
     if isinstance(df, pd.Series):  # one value per row: format each by its row's name
         df = pd.DataFrame({df.name if df.name is not None else "value": [fmt(v, k) for k, v in df.items()]}, index=df.index)
     formats: dict[Any, Callable[[Any], str]] = {}
@@ -106,6 +121,8 @@ def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row:
             f = column_format(r)
             if f is not None and rest:
                 sty = sty.format(f, subset=pd.IndexSlice[[r], rest], na_rep="–")
+                if f is _pct and "diff" in rest:  # a difference of two percentages is in percentage points
+                    sty = sty.format(_pp, subset=pd.IndexSlice[[r], ["diff"]], na_rep="–")
     if caption_text:
         sty = sty.set_caption(caption_text)
     return sty
@@ -117,8 +134,9 @@ def figure(fig: Figure, note: str = "") -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")  # tight: legends outside the axes stay in
     plt.close(fig)
-    display(Image(data=buf.getvalue(), format="png"))
     text = " ".join(t for t in (caption(fig), note) if t)
+    alt = text or (fig.axes[0].get_title() if fig.axes else "")
+    display(Image(data=buf.getvalue(), format="png", metadata={"alt": alt} if alt else None))
     if text:
         display(Markdown(f"*Figure.* {text}"))
 
