@@ -91,8 +91,8 @@ def test_predict_removes_the_prep_limit():
                     pageable_gbps=5, pinned_gbps=50)
     slow = b.predict(p, prep_ms=400, gw=2, partitions=12)
     fast = b.predict(p, prep_ms=10, gw=2, partitions=12)
-    assert fast.throughput_per_min > 1.5 * slow.throughput_per_min
-    assert fast.kernel_utilization > 0.9 and math.isclose(fast.params.prep_msm_ms, 10, rel_tol=1e-6)
+    assert fast.partitions_per_min > 1.5 * slow.partitions_per_min
+    assert fast.compute_util > 0.9 and math.isclose(fast.params.prep_msm_ms, 10, rel_tol=1e-6)
     with pytest.raises(ValueError, match="prep_ms"):
         b.predict(p, prep_ms=-1, gw=2)
 
@@ -161,9 +161,9 @@ def test_predictions_calibrate_on_an_earlier_recording_of_the_scenario(tmp_path,
     for phase, got in (("prep_msm", psim.params.prep_msm_ms), ("tail_msm", psim.params.tail_msm_ms)):
         rows = pev[pev.phase == phase]
         assert got == pytest.approx(float(((rows.end_ns - rows.start_ns) / 1e6).median()))  # calibrated on the earlier run
-    assert preds.loc["narrow_prep_parallel", "prior_partitions_per_min"] == pytest.approx(psim.throughput_per_min)
+    assert preds.loc["narrow_prep_parallel", "prior_partitions_per_min"] == pytest.approx(psim.partitions_per_min)
     assert preds.loc["narrow_prep_parallel", "prep_ms"] == 0.0  # no bench: the calibration-based column assumes prep off the path
-    assert preds.loc["narrow_prep_parallel", "partitions_per_min"] == pytest.approx(sims["narrow_prep_parallel"].throughput_per_min)
+    assert preds.loc["narrow_prep_parallel", "partitions_per_min"] == pytest.approx(sims["narrow_prep_parallel"].partitions_per_min)
     acc = b.acceptance(src, preds, sims)
     assert acc["best"] == "narrow_prep_parallel" and acc["compute_util_ok"] == (acc["compute_util"] >= 0.9)
     assert b.prior_recording(replay.Source("recorded-gpu", prior, "replay")) is None  # nothing older
@@ -177,7 +177,7 @@ def test_model_scope_none_lets_the_workers_overlap():
     p = ModelParams(prep_msm_ms=10, ntt_ms=20, h_msm_ms=60, batch_add_ms=10, tail_msm_ms=40, h2d_bytes=0, pageable_gbps=5, pinned_gbps=50)
     coarse = model.simulate(p, partitions=12, gw=2, scope="coarse", transfer="resident")
     free = model.simulate(p, partitions=12, gw=2, scope="none", transfer="resident")
-    assert free.throughput_per_min == pytest.approx(2 * coarse.throughput_per_min, rel=0.05)
+    assert free.partitions_per_min == pytest.approx(2 * coarse.partitions_per_min, rel=0.05)
     held = free.events[free.events.phase == "mutex_held"].sort_values("start_ns")
     starts, ends = held["start_ns"].to_numpy(), held["end_ns"].to_numpy()
     assert (starts[1:] < ends[:-1]).any()  # two workers inside their GPU phases at once

@@ -38,6 +38,8 @@ from .model import SCOPES, ModelParams, ModelResult, simulate
 __all__ = [
     "GPU_PHASES",
     "IDLE_CAUSES",
+    "CAUSE_PHASES",
+    "key_numbers",
     "gpu_window",
     "idle_causes",
     "gpu_ms_per_partition",
@@ -68,6 +70,12 @@ IDLE_CAUSES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 NO_PARTITION = "no partition ready (synthesis)"
 OTHER = "other host work"
+CAUSE_PHASES: dict[str, str] = {
+    "compute": "kernel", "exposed H2D": "h2d", "barrier_wait (prep_msm)": "barrier_wait",
+    "mutex_wait (lock hand-off)": "mutex_wait", "pre_lock (worker set-up)": "pre_lock",
+    NO_PARTITION: "gpu_queue", OTHER: "lock_other",
+}
+"""The phase whose colour each cause of :func:`idle_causes` is drawn in (:func:`zkgpu.plots.gpu_window`)."""
 
 
 def _union(iv: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -432,7 +440,7 @@ def predictions(source: Any, *, calibrate_on: str = "pinned_narrow", bench: pd.D
             # an earlier recording of this very configuration: calibrate on it, predict this run
             pp = replay.calibrated_params(replay.Source("recorded-gpu", prior, "replay"), scenario=name)
             prior_sims[name] = predict(pp, prep_ms=pp.prep_msm_ms, **run_kw)
-            row["prior_partitions_per_min"] = prior_sims[name].throughput_per_min
+            row["prior_partitions_per_min"] = prior_sims[name].partitions_per_min
         if st["lock_scope"] == "none":
             # no shared mutex: the phases' durations depend on how the workers share the GPU, which
             # only a run with the same concurrency measures (the prior-calibrated column)
@@ -447,7 +455,7 @@ def predictions(source: Any, *, calibrate_on: str = "pinned_narrow", bench: pd.D
         if int(st.get("tail_streams", 1)) > 1:
             basis += "; tail_streams=3 not modelled (batch_add and tail_msm as calibrated)"
         sims[name] = predict(params, prep_ms=prep_ms, **run_kw)
-        row.update(prep_ms=prep_ms, prep_basis=basis, partitions_per_min=sims[name].throughput_per_min, model_util=sims[name].kernel_utilization)
+        row.update(prep_ms=prep_ms, prep_basis=basis, partitions_per_min=sims[name].partitions_per_min, model_util=sims[name].compute_util)
         rows[name] = row
     out = pd.DataFrame.from_dict(rows, orient="index")
     out.index.name = "scenario"
@@ -483,8 +491,8 @@ def steps_table(source: Any, names: Iterable[str]) -> pd.DataFrame:
     # compute utilization from the union of the GPU phases (no double count where the workers'
     # phases overlap, lock_scope="none") over the whole run, as compute_util's wall span
     out["union_compute_util"] = [_union_compute_share(source.events(n)) for n in out.index]
-    out["window_partitions_per_min"] = [win[n]["throughput_per_min"] for n in out.index]
-    out["window_compute_util"] = [win[n]["kernel_utilization"] for n in out.index]
+    out["window_partitions_per_min"] = [win[n]["partitions_per_min"] for n in out.index]
+    out["window_compute_util"] = [win[n]["compute_util"] for n in out.index]
     if "baseline" in out.index:
         out["x_baseline"] = out["partitions_per_min"] / out.loc["baseline", "partitions_per_min"]
     return out
@@ -519,7 +527,7 @@ def acceptance(source: Any, preds: pd.DataFrame, sims: dict[str, ModelResult]) -
     prior_sims = preds.attrs.get("prior_sims", {})
     sim, basis = (sims[best], "calibration") if best in sims else ((prior_sims[best], "prior") if best in prior_sims else (None, ""))
     c = compare(sim, ev) if sim is not None else None
-    rel = float(c.loc["throughput_per_min", "rel_err"]) if c is not None else float("nan")
+    rel = float(c.loc["partitions_per_min", "rel_err"]) if c is not None else float("nan")
     # the model's own event table includes its synthesis from t = 0, so the whole-run figure compares too
     whole = float(throughput(sim.events)["partitions_per_min"].iloc[0]) if sim is not None else float("nan")
     r = steps.loc[best]
@@ -531,7 +539,7 @@ def acceptance(source: Any, preds: pd.DataFrame, sims: dict[str, ModelResult]) -
         "kernel_ms_per_partition": kms.get(best, float("nan")), "compute_bound_per_min": bound, "compute_bound_from": bound_from or "",
         "vs_bound": float(r["partitions_per_min"]) / bound if bound > 0 else float("nan"),
         "window_vs_bound": float(r["window_partitions_per_min"]) / bound if bound > 0 else float("nan"),
-        "model_partitions_per_min": sim.throughput_per_min if sim is not None else float("nan"), "model_basis": basis,
+        "model_partitions_per_min": sim.partitions_per_min if sim is not None else float("nan"), "model_basis": basis,
         "model_rel_err": rel,
         "model_whole_run_per_min": whole,
         "model_whole_run_rel_err": whole / float(r["partitions_per_min"]) - 1.0 if math.isfinite(whole) else float("nan"),
@@ -594,11 +602,65 @@ def prediction_vs_measurement(source: Any, preds: pd.DataFrame, sims: dict[str, 
     for name in prep_scenarios():
         if not source.has(name):
             continue
-        meas = utilization(source.events(name))["throughput_per_min"]
-        m = sims[name].throughput_per_min if name in sims else float("nan")
-        pr = prior_sims[name].throughput_per_min if name in prior_sims else float("nan")
+        meas = utilization(source.events(name))["partitions_per_min"]
+        m = sims[name].partitions_per_min if name in sims else float("nan")
+        pr = prior_sims[name].partitions_per_min if name in prior_sims else float("nan")
         rows[name] = {"model /min": m, "model from earlier run /min": pr, "measured /min": meas,
                       "model rel_err": m / meas - 1.0, "earlier-run rel_err": pr / meas - 1.0}
     out = pd.DataFrame.from_dict(rows, orient="index")
     out.index.name = "scenario"
     return out
+
+
+def key_numbers(source: Any, idle: pd.DataFrame, after_fix: str, preds: pd.DataFrame, acc: dict[str, Any] | None,
+                gpu_phase_ms: float) -> tuple[dict[str, Any], str]:
+    """Notebook 07b's key numbers (the report's contract, :func:`zkgpu.replay.number`) and its
+    one-sentence finding, from :func:`idle_table`, :func:`predictions` and :func:`acceptance`.
+
+    Args:
+        source: the replayed or live source; idle: :func:`idle_table` (shares); after_fix: the run
+            that shows the state after the fix; preds: :func:`predictions`; acc: :func:`acceptance`
+            (None before the new scenarios are recorded); gpu_phase_ms: GPU phase ms per partition
+            of the run shown (:func:`gpu_budget`).
+
+    Returns:
+        ``(numbers, finding)``; every key starts with ``last_mile_`` (the numbers come from the
+        last-mile recording, not the one notebooks 01-08 replay).
+    """
+    from .replay import number  # noqa: PLC0415
+
+    causes = [c for c in idle.columns if c in CAUSE_PHASES and c not in ("compute", "exposed H2D")]
+    top = idle.loc[after_fix, causes].astype(float)
+    k: dict[str, Any] = {
+        "source": number(source.kind, "", "data source"),
+        "recording": number(source.recording.path.name, "", "recording"),
+        f"{after_fix}_window_compute": number(float(idle.loc[after_fix, "compute"]), "%", "GPU computing, share of its window", after_fix),
+        f"{after_fix}_top_idle_share": number(float(top.max()), "%", f"largest idle cause: {top.idxmax()}", after_fix),
+        "gpu_phase_ms": number(float(gpu_phase_ms), "ms", "GPU phases per partition, run shown"),
+        "after_fix": number(after_fix, "", "run showing the state after the fix"),
+        "top_idle_cause": number(str(top.idxmax()), "", "largest idle cause after the fix", after_fix),
+        "shown": number(acc["best"] if acc else after_fix, "", "run whose timeline and budget are shown"),
+    }
+    for s_, v in preds["partitions_per_min"].dropna().items():
+        k[f"predicted_{s_}"] = number(float(v), "partitions/min", "model prediction (GPU window)", str(s_))
+    text = (f"After the fix ({after_fix}) the GPU computes {idle.loc[after_fix, 'compute']:.0%} of its window and its largest "
+            f"idle cause is {top.idxmax()} ({top.max():.0%})")
+    if acc:
+        best = acc["best"]
+        k.update({
+            "best_compute_util": number(float(acc["compute_util"]), "%", "compute utilization, whole run", best),
+            "best_partitions_per_min": number(float(acc["partitions_per_min"]), "partitions/min", "throughput", best),
+            "baseline_partitions_per_min": number(float(acc["baseline_partitions_per_min"]), "partitions/min", "throughput", "baseline"),
+            "best_x_baseline": number(float(acc["x_baseline"]), "x", "throughput / baseline's", best),
+            "best_vs_bound": number(float(acc["vs_bound"]), "%", "throughput / compute-only bound", best),
+        })
+        err = abs(float(acc["model_rel_err"]))
+        if math.isfinite(err) and err <= 1.0:
+            k["model_rel_err"] = number(err, "%", "model's throughput error (GPU window)", best)
+        text += (f"; with prep_msm off the critical path the best configuration ({best}) computes {acc['compute_util']:.0%} "
+                 f"of the run at {acc['partitions_per_min']:.0f} partitions/min, {acc['x_baseline']:.2f}x the baseline's "
+                 f"{acc['baseline_partitions_per_min']:.0f} and {acc['vs_bound']:.0%} of the compute-only bound")
+    else:
+        text += "; this recording has no run with prep_msm off the critical path yet"
+    k = {f"last_mile_{name}": v for name, v in k.items()}
+    return k, text + "."

@@ -32,7 +32,7 @@ from .events import PHASES
 from .metrics import GPU_PATH, UTILIZATIONS, utilization
 
 __all__ = ["PHASE_COLORS", "METRIC_COLORS", "PATH_STYLES", "SERIES_STYLE", "path_style", "SIDE_PHASES", "TIMELINE_PHASES", "MIN_PX", "phase_color", "size_label", "caption",
-           "timeline", "timelines", "utilization_bars", "critical_path", "held_breakdown", "ntt_msm_h_split",
+           "timeline", "timelines", "utilization_bars", "critical_path", "gpu_window", "held_breakdown", "ntt_msm_h_split",
            "barrier_race", "throughput_bars", "gw_sweep", "summary", "hbars", "bandwidth_curves", "load_curves"]
 
 _PALETTE = {
@@ -432,6 +432,32 @@ def critical_path(table: pd.DataFrame, ax: Axes | None = None, title: str | None
                  "stretches of that time (no two overlap), in the order of the GPU's critical path: GPU free (no worker "
                  "holds the mutex), then, with the mutex held, exposed H2D, NTT, H MSM, barrier_wait, batch_add, tail_msm "
                  f"and the rest of the held time. {first}: {parts} ms.")
+    return fig, ax
+
+
+def gpu_window(table: pd.DataFrame, keys: Mapping[str, str], ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
+    """Where each run's GPU window goes, in % of the window, one bar per run (rows of
+    :func:`zkgpu.bottleneck.idle_table`, drawn in the table's order): compute, exposed H2D and the idle
+    time named by what the workers did meanwhile.
+
+    Args:
+        table: shares (fractions) indexed by run, one column per cause.
+        keys: ``{cause column: phase}`` giving each cause the colour of the phase it stands for
+            (:data:`zkgpu.bottleneck.CAUSE_PHASES`); the legend shows the cause's name.
+
+    Raises:
+        ValueError: a cause column of ``keys`` is missing, or the table is empty.
+    """
+    causes = [c for c in keys if c in table.columns]
+    renamed = table[causes].rename(columns=dict(keys))
+    labels = {keys[c]: c for c in causes}
+    fig, ax, v = _stacked(renamed, [keys[c] for c in causes], ax, "% of the GPU window (first GPU start to the last GPU phase's end)",
+                          title or "where the GPU window goes", normalize=True, labels=labels)
+    first = v.index[0]
+    parts = ", ".join(f"{labels[k]} {v.at[first, k]:.0f}%" for k in v.columns if v.at[first, k] >= 0.5)
+    _set_caption(fig, "Each bar is one run's GPU window split into disjoint parts: the GPU computing, copies no kernel hid, "
+                 "and idle time attributed to what the workers were doing meanwhile (a cause claims idle time in the "
+                 f"legend's order). {first}: {parts}.")
     return fig, ax
 
 
