@@ -88,6 +88,15 @@ def test_kernel_utilization_uses_gpu_ms_when_complete():
     assert k.loc["r", "method"] == "intervals" and k.loc["r", "busy_ms"] == 60
 
 
+def test_kernel_utilization_never_counts_overlapping_workers_twice():
+    """Without a shared mutex two workers' GPU phases overlap: Σ gpu_ms (90 ms) exceeds the time the
+    GPU was in any of them (the union of the intervals, 60 ms), which caps it."""
+    rows = [("prove", 0, 100, 0, 0), ("ntt_msm_h", 0, 50, 0, 0, {"gpu_ms": 45.0, "gpu": 0}),
+            ("ntt_msm_h", 10, 60, 1, 1, {"gpu_ms": 45.0, "gpu": 0})]
+    k = kernel_utilization(ev(rows))
+    assert k.loc["r", "method"] == "gpu_ms" and k.loc["r", "busy_ms"] == 60 and k.loc["r", "utilization"] == pytest.approx(0.6)
+
+
 def test_utilization_averages_over_gpus():
     rows = [("ntt_msm_h", 0, 100, 0, 0, {"gpu": 0}), ("ntt_msm_h", 0, 50, 0, 1, {"gpu": 1})]
     k = kernel_utilization(ev(rows))

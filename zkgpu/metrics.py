@@ -230,8 +230,10 @@ def kernel_utilization(events: pd.DataFrame, phases: Sequence[str] = GPU_PHASES)
     """Kernel utilization per run (upstream's "actual kernel util").
 
     For each (run, gpu): if **every** row of the GPU phases (default ``ntt_msm_h``, ``batch_add``,
-    ``tail_msm`` = gpu_total − barrier_wait) has ``gpu_ms`` (CUDA-event time), busy = Σ gpu_ms;
-    otherwise busy = union of those rows' intervals. busy_ms = Σ over GPUs; utilization =
+    ``tail_msm`` = gpu_total − barrier_wait) has ``gpu_ms`` (CUDA-event time), busy = Σ gpu_ms, but
+    never more than the union of those rows' intervals (workers whose GPU phases overlap in time,
+    as without a shared mutex, would otherwise be counted twice); otherwise busy = that union.
+    busy_ms = Σ over GPUs; utilization =
     busy_ms / (n_gpus × wall_ms) with wall from :func:`wall_span`, clipped to 1.0 (Σ gpu_ms of
     concurrent streams can exceed the wall time); rows with no ``gpu`` form one GPU group.
 
@@ -246,10 +248,11 @@ def kernel_utilization(events: pd.DataFrame, phases: Sequence[str] = GPU_PHASES)
     methods: dict = {}
     has_gpu_ms = "gpu_ms" in sel.columns
     for (run, _g), grp in sel.groupby([sel["run"], _gpu_key(sel)], dropna=False):
+        span = union_ms(grp["start_ns"].to_numpy(), grp["end_ns"].to_numpy())
         if has_gpu_ms and grp["gpu_ms"].notna().all():
-            b, m = float(grp["gpu_ms"].sum()), "gpu_ms"
+            b, m = min(float(grp["gpu_ms"].sum()), span), "gpu_ms"
         else:
-            b, m = union_ms(grp["start_ns"].to_numpy(), grp["end_ns"].to_numpy()), "intervals"
+            b, m = span, "intervals"
         busy[run] = busy.get(run, 0.0) + b
         gpus[run] = gpus.get(run, 0) + 1
         methods[run] = m if methods.get(run, m) == m else "mixed"
