@@ -659,8 +659,37 @@ def key_numbers(source: Any, idle: pd.DataFrame, after_fix: str, preds: pd.DataF
             k["model_rel_err"] = number(err, "%", "model's throughput error (GPU window)", best)
         text += (f"; with prep_msm off the critical path the best configuration ({best}) computes {acc['compute_util']:.0%} "
                  f"of the run at {acc['partitions_per_min']:.0f} partitions/min, {acc['x_baseline']:.2f}x the baseline's "
-                 f"{acc['baseline_partitions_per_min']:.0f} and {acc['vs_bound']:.0%} of the compute-only bound")
+                 f"{acc['baseline_partitions_per_min']:.0f} in the same recording and {acc['vs_bound']:.0%} of the compute-only "
+                 f"bound of {acc['compute_bound_per_min']:.0f} (targets: 90% utilization "
+                 f"{'met' if acc['compute_util_ok'] else 'not met'}, 2x the baseline {'met' if acc['x_baseline_ok'] else 'not met'}, "
+                 f"90% of the bound {'met' if acc['vs_bound_ok'] else 'not met'}); the model predicted "
+                 f"{acc['model_partitions_per_min']:.0f} ({acc['model_rel_err']:+.1%})")
     else:
         text += "; this recording has no run with prep_msm off the critical path yet"
     k = {f"last_mile_{name}": v for name, v in k.items()}
     return k, text + "."
+
+
+def summary(mode: str | None = "replay") -> tuple[dict[str, Any], str]:
+    """Notebook 07b's key numbers and finding (:func:`key_numbers`) from the newest last-mile
+    recording, computed the way 07b computes them (for notebook 08's conclusions); the finding names
+    the recording, since it is not the one notebooks 01-08 replay.
+
+    Raises:
+        ValueError: no last-mile recording (``data/last-mile/``) to replay.
+    """
+    from . import replay  # noqa: PLC0415
+
+    src = open_last_mile(mode)
+    new = [s for s in prep_scenarios() if src.has(s)]
+    before = [s for s in ("baseline", "pinned_pool", "pinned_narrow") if src.has(s)]
+    idle = idle_table(src, before + new)
+    after_fix = "pinned_narrow" if "pinned_narrow" in idle.index else str(idle.index[-1])
+    found = replay.find_benchmarks("prep")
+    bench = found[1].get("prep") if found else None
+    preds, sims = predictions(src, bench=bench, bench_label=found[0].name if found else "", prior=prior_recording(src))
+    acc = acceptance(src, preds, sims)
+    shown = acc["best"] if acc else after_fix
+    budget = gpu_budget(src.events(shown), int(src.config(shown).get("n", 0) or 0))
+    nums, text = key_numbers(src, idle, after_fix, preds, acc, float(budget.loc["GPU phases", "pipeline_ms"]))
+    return nums, f"In {src.recording.path.name} (data/last-mile/, {int(src.config(shown).get('partitions', 0) or 0)} partitions): " + text

@@ -24,7 +24,7 @@ import pandas as pd
 from . import logs, metrics, model
 from .replay import Source, calibrated_params, number, reference_path, reference_table, scenario_table
 
-__all__ = ["Conclusion", "host_suspects", "published_utilization", "conclusions", "finding", "key_numbers", "markdown"]
+__all__ = ["Conclusion", "host_suspects", "published_utilization", "conclusions", "beyond", "finding", "key_numbers", "markdown"]
 
 
 @dataclass
@@ -270,6 +270,31 @@ def conclusions(source: Source) -> list[Conclusion]:
             f"of GPU kernels per partition){co}. **The remaining limit is the CPU's prep_msm**; the next step is a faster prep_msm (on the GPU, or "
             f"more CPU threads): the model calibrated on the pool predicts {f2 / f1:.2f}× the throughput with prep_msm 2× faster.",
             nums))
+    return out
+
+
+def beyond() -> list[Conclusion]:
+    """The two steps after the investigation, each from its own recording (replayed, never
+    re-measured): prep_msm off the critical path (notebook 07b, the newest ``data/last-mile/``
+    recording, :func:`zkgpu.bottleneck.summary`) and a real Groth16 proof (notebook 10, the newest
+    ``bench-prove`` recording, :func:`zkgpu.groth16.replay.prove_finding`). A step whose recording
+    is missing is left out."""
+    from . import bottleneck  # noqa: PLC0415
+    from .groth16 import replay as proofs  # noqa: PLC0415
+
+    out: list[Conclusion] = []
+    try:
+        nums, text = bottleneck.summary("replay")
+        out.append(Conclusion("beyond the fix", "07b_last_bottleneck", text, nums))
+    except (ValueError, LookupError):
+        pass
+    try:
+        psrc = proofs.open_prove_source("replay")
+        if psrc.kind.startswith("recorded"):
+            out.append(Conclusion("a real proof", "10_real_proof", proofs.prove_finding(psrc),
+                                  {f"proof_{k}": v for k, v in proofs.prove_key_numbers(psrc).items()}))
+    except (ValueError, LookupError, OSError):
+        pass
     return out
 
 
