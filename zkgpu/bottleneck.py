@@ -40,6 +40,9 @@ __all__ = [
     "IDLE_CAUSES",
     "CAUSE_PHASES",
     "key_numbers",
+    "last_mile_recordings",
+    "summary",
+    "acceptance_markdown",
     "gpu_window",
     "idle_causes",
     "gpu_ms_per_partition",
@@ -326,7 +329,7 @@ the other notebooks, which replay the newest ``data/*-record*`` with the full sc
 not see them."""
 
 
-def _last_mile_recordings(base: Any = None) -> list[Any]:
+def last_mile_recordings(base: Any = None) -> list[Any]:
     """GPU recordings that have any of :func:`prep_scenarios`: those in ``data/last-mile/``
     (:data:`PILOT_DIR`) newest first, then those in ``data/`` newest first."""
     from pathlib import Path  # noqa: PLC0415
@@ -364,7 +367,7 @@ def open_last_mile(mode: str | None = None, *, n: int | None = None, partitions:
 
     m = replay.resolve_mode(mode)
     if m == "replay":
-        recs = _last_mile_recordings(base)
+        recs = last_mile_recordings(base)
         if recs:
             return replay.Source("recorded-gpu", recs[0], m)
     return replay.open_source(m, n=n, partitions=partitions, host_load=host_load, scenarios=LAST_MILE_SCENARIOS, base=base)
@@ -390,7 +393,7 @@ def prior_recording(source: Any, base: Any = None) -> Any:
     """The newest GPU recording in ``data/last-mile/`` or ``data/``, older than ``source``'s, that
     has any of :func:`prep_scenarios` (an earlier measurement the predictions may calibrate on), or None."""
     mine = source.recording
-    older = [r for r in _last_mile_recordings(base) if r.path.resolve() != mine.path.resolve() and r.date < mine.date]
+    older = [r for r in last_mile_recordings(base) if r.path.resolve() != mine.path.resolve() and r.date < mine.date]
     return max(older, key=lambda r: r.date) if older else None
 
 
@@ -652,7 +655,7 @@ def key_numbers(source: Any, idle: pd.DataFrame, after_fix: str, preds: pd.DataF
             "best_partitions_per_min": number(float(acc["partitions_per_min"]), "partitions/min", "throughput", best),
             "baseline_partitions_per_min": number(float(acc["baseline_partitions_per_min"]), "partitions/min", "throughput", "baseline"),
             "best_x_baseline": number(float(acc["x_baseline"]), "x", "throughput / baseline's", best),
-            "best_vs_bound": number(float(acc["vs_bound"]), "%", "throughput / compute-only bound", best),
+            "best_vs_bound": number(float(acc["vs_bound"]), "x", "throughput / compute-only bound", best),
         })
         err = abs(float(acc["model_rel_err"]))
         if math.isfinite(err) and err <= 1.0:
@@ -693,3 +696,17 @@ def summary(mode: str | None = "replay") -> tuple[dict[str, Any], str]:
     budget = gpu_budget(src.events(shown), int(src.config(shown).get("n", 0) or 0))
     nums, text = key_numbers(src, idle, after_fix, preds, acc, float(budget.loc["GPU phases", "pipeline_ms"]))
     return nums, f"In {src.recording.path.name} (data/last-mile/, {int(src.config(shown).get('partitions', 0) or 0)} partitions): " + text
+
+
+def acceptance_markdown(acc: dict[str, Any]) -> str:
+    """Issue 12's targets against :func:`acceptance`, one markdown bullet each: what was measured,
+    the target, met or not."""
+    rows = [
+        ("compute utilization of the best run (whole run)", f"{acc['compute_util']:.1%}", ">= 90%", acc["compute_util_ok"]),
+        ("its throughput / the baseline's (same recording)", f"{acc['x_baseline']:.2f}x ({acc['partitions_per_min']:.0f} / "
+         f"{acc['baseline_partitions_per_min']:.0f} partitions/min)", ">= 2x", acc["x_baseline_ok"]),
+        ("its throughput / the compute-only bound", f"{acc['vs_bound']:.1%} of {acc['compute_bound_per_min']:.0f} partitions/min "
+         f"(60000 / {acc['kernel_ms_per_partition']:.1f} kernel ms per partition, from {acc['compute_bound_from']})", ">= 90%", acc["vs_bound_ok"]),
+        ("the model's throughput error", f"{acc['model_rel_err']:+.1%} (predicted {acc['model_partitions_per_min']:.0f})", "within 10%", acc["model_ok"]),
+    ]
+    return "\n".join(f"* {what}: **{val}** — target {target}: {'met' if ok else '**not met**'}" for what, val, target, ok in rows)

@@ -41,7 +41,8 @@ from traitlets.config import Config
 
 from ._cuda import gpu_available
 from .chrome_trace import export_recording
-from .replay import Recording, latest_recording, open_source
+from .bottleneck import last_mile_recordings
+from .replay import Recording, find_benchmarks, latest_recording, open_source
 
 __all__ = ["NotebookResult", "KeyNumber", "page_title", "TraceFile", "run_report", "find_notebooks", "html_exporter",
            "kernel_config", "format_value", "infer_unit", "read_key_numbers", "export_traces"]
@@ -168,7 +169,15 @@ def _data_note(mode: str) -> str:
     if rec is None:
         return ("Data: no recording in data/ yet, so every notebook uses a tiny CPU stand-in run of the pipeline "
                 "(CPU milliseconds, NOT GPU numbers). Record one on a GPU with `zkgpu record`.")
-    return f"Data: replay of {rec.label}."
+    others = []
+    last_mile = last_mile_recordings()
+    if last_mile:
+        others.append(f"07b replays data/last-mile/{last_mile[0].path.name}")
+    prove = find_benchmarks("prove")
+    if prove is not None:
+        others.append(f"10 replays data/{prove[0].name}")
+    extra = f" ({'; '.join(others)}: their own runs, so their baselines differ from this one's)" if others else ""
+    return f"Data: replay of {rec.label}{extra}."
 
 
 # --------------------------------------------------------------------------- key numbers
