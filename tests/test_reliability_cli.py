@@ -92,6 +92,7 @@ PARSE_BAD = [
     (["LOG", "--out", "s.csv", "--partitions-out", "s.csv"], ["same file"]),
     (["LOG", "--out", "LOG.csv"], ["exists"]),
     (["LOG", "--rows", "-1"], ["--rows"]),
+    (["LOG", "--out", "dangling.csv"], ["exists"]),
 ]
 
 
@@ -100,6 +101,7 @@ def test_parse_bad_options_one_line(tmp_path, args, words):
     log = tmp_path / "a.log"
     log.write_text("CUZK_TIMING: prep_msm_ms=5\n")
     (tmp_path / "a.log.csv").write_text("precious")
+    (tmp_path / "dangling.csv").symlink_to(tmp_path / "nowhere")
     args = [str(log) if a == "LOG" else str(log) + ".csv" if a == "LOG.csv" else (str(tmp_path / a) if a.endswith((".csv", ".txt", ".log")) else a) for a in args]
     before = sorted(p.name for p in tmp_path.iterdir())
     _one_line_error(_run(["parse", *args]), *words)
@@ -334,3 +336,80 @@ def test_a_group_without_command_prints_its_help(args):
     res = _run(args)
     assert res.returncode in (0, 2) and "Usage:" in res.stderr + res.stdout and "Commands:" in res.stderr + res.stdout
     assert "Error:" not in res.stderr
+
+
+# ---- zkgpu prove: outputs checked before proving, bad input exits 2 (break1 items 1, 2, 12)
+
+FIXTURE = ROOT / "zkgpu" / "groth16" / "fixtures"
+
+
+def _prove_args(tmp_path, **over):
+    a = {"--zkey": str(FIXTURE / "circuit.zkey"), "--wtns": str(FIXTURE / "circuit.wtns"),
+         "--proof": str(tmp_path / "p.json"), "--public": str(tmp_path / "pub.json"), "--device": "cpu"}  # fmt: skip
+    a.update(over)
+    return ["prove", *[x for kv in a.items() for x in kv if kv[1] is not None]]
+
+
+@pytest.mark.parametrize(
+    "over, words",
+    [
+        ({"--public": "SAME"}, ["--public", "is the same file as --proof"]),
+        ({"--timings": "SAME"}, ["--timings", "is the same file as --proof"]),
+        ({"--proof": "EXISTS"}, ["--proof", "exists", "never overwrites"]),
+        ({"--public": "UNDERFILE"}, ["--public", "is a file, not a folder"]),
+    ],
+)
+def test_prove_outputs_checked_before_proving(tmp_path, over, words):
+    (tmp_path / "exists.json").write_text("keep\n")
+    (tmp_path / "f").write_text("a file\n")
+    sub = {"SAME": str(tmp_path / "p.json"), "EXISTS": str(tmp_path / "exists.json"), "UNDERFILE": str(tmp_path / "f" / "pub.json")}
+    over = {k: sub[v] for k, v in over.items()}
+    if "--proof" in over:
+        over["--public"] = str(tmp_path / "pub.json")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    _one_line_error(_run(_prove_args(tmp_path, **over)), *words)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert (tmp_path / "exists.json").read_text() == "keep\n"
+
+
+def test_prove_bad_inputs_exit_2(tmp_path):
+    _one_line_error(_run(_prove_args(tmp_path, **{"--zkey": str(FIXTURE / "circuit.wtns")})), "zkey")
+    _one_line_error(_run(_prove_args(tmp_path, **{"--device": "gpu"})), "--device cpu")
+    zk = bytearray((FIXTURE / "circuit.zkey").read_bytes())
+    (tmp_path / "cut.zkey").write_bytes(bytes(zk[: len(zk) // 2]))
+    _one_line_error(_run(_prove_args(tmp_path, **{"--zkey": str(tmp_path / "cut.zkey")})))
+    assert not (tmp_path / "p.json").exists()
+    _one_line_error(_run(["bench", "prove", "--circuit", "nonsense-5", "--device", "cpu"]), "nonsense-5")
+
+
+def test_prove_verify_refuses_a_corrupted_witness(tmp_path):
+    """A flipped witness byte: without --verify the proof is written (as snarkjs does; RELIABILITY.md
+    says so); with --verify it is refused with exit 2 and nothing is written."""
+    w = bytearray((FIXTURE / "circuit.wtns").read_bytes())
+    w[210] ^= 0x01
+    (tmp_path / "bad.wtns").write_bytes(bytes(w))
+    res = _run(_prove_args(tmp_path, **{"--wtns": str(tmp_path / "bad.wtns"), "--verify": None}) + ["--verify", "--seed", "1"])
+    _one_line_error(res, "does not verify", "bad.wtns")
+    assert not (tmp_path / "p.json").exists() and not (tmp_path / "pub.json").exists()
+    ok = _run(_prove_args(tmp_path) + ["--verify", "--seed", "1"])
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_parse_second_output_fails_first_is_removed(tmp_path, monkeypatch):
+    """--partitions-out cannot be written after --out was (e.g. /proc/x.csv passes the folder check
+    as root): the first table is removed, so it is all outputs or none (break1 item 7)."""
+    from zkgpu import logs
+
+    log = tmp_path / "a.log"
+    log.write_text("CUZK_TIMING: prep_msm_ms=5\n")
+    real = logs._write_table
+
+    def second_fails(df, target):
+        if target.endswith("p2.csv"):
+            raise logs.CliError(f"cannot write {target}: Permission denied (choose another path)")
+        real(df, target)
+
+    monkeypatch.setattr(logs, "_write_table", second_fails)
+    res = _run(["parse", str(log), "--rows", "0", "--out", str(tmp_path / "p1.csv"), "--partitions-out", str(tmp_path / "p2.csv")])
+    _one_line_error(res, "p2.csv")
+    assert not (tmp_path / "p1.csv").exists() and not (tmp_path / "p2.csv").exists()

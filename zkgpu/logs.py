@@ -71,7 +71,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from .errors import CliError, OneLineCommand
+from .errors import CliError, OneLineCommand, check_new_outputs
 from .events import normalize_events
 from .metrics import identity_check
 
@@ -1288,26 +1288,10 @@ def read_nsys_sqlite(path: str | Path, run: str | None = None) -> pd.DataFrame:
 
 def _check_outputs(targets: dict[str, str | None]) -> None:
     """Every check on the output files of ``zkgpu parse``, before anything is read or written."""
-    seen: dict[Path, str] = {}
     for opt, target in targets.items():
-        if target is None:
-            continue
-        if not target.endswith((".parquet", ".csv")):
+        if target is not None and not target.endswith((".parquet", ".csv")):
             raise CliError(f"{opt} {target}: the output must end in .parquet or .csv (e.g. {opt} events.parquet)")
-        path = Path(target)
-        if path.exists():
-            raise CliError(f"{opt} {target} exists: zkgpu parse never overwrites a file (choose another name)")
-        anc = path.absolute().parent
-        while not anc.exists() and anc != anc.parent:
-            anc = anc.parent  # the nearest existing folder: the rest is created when writing
-        if not anc.is_dir():
-            raise CliError(f"{opt} {target}: {anc} is a file, not a folder (choose another path)")
-        if not os.access(anc, os.W_OK | os.X_OK):
-            raise CliError(f"{opt} {target}: cannot write into {anc} (choose another path)")
-        key = path.resolve()
-        if key in seen:
-            raise CliError(f"{opt} {target} is the same file as {seen[key]}: give the event table and the partition table two names")
-        seen[key] = f"{opt} {target}"
+    check_new_outputs(targets, "zkgpu parse", "give the event table and the partition table two names")
 
 
 def _write_table(df: pd.DataFrame, target: str) -> None:
@@ -1367,11 +1351,20 @@ def parse_command(logfile: str, out: str | None, partitions_out: str | None, run
     click.echo("records: " + ", ".join(f"{k}={v}" for k, v in s.items() if k not in ("lines", "unknown")))
     click.echo(f"unknown lines: {parsed.unknown_count}")
     events = to_events(parsed, run=run) if out is not None else None
+    written: list[str] = []
     for target, df in ((out, events), (partitions_out, pt)):
         if target is None:
             continue
-        _write_table(df, target)
-        click.echo(f"wrote {len(df)} rows to {target}")
+        try:
+            _write_table(df, target)
+        except BaseException:
+            for done in written:  # all outputs or none: the first table goes if the second cannot be written
+                Path(done).unlink(missing_ok=True)
+            raise
+        written.append(target)
+    for target, df in ((out, events), (partitions_out, pt)):
+        if target is not None:
+            click.echo(f"wrote {len(df)} rows to {target}")
 
 
 # ----------------------------------------------------------------------------------------------
