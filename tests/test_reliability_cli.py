@@ -125,6 +125,32 @@ def test_python_m_pipeline_bad_options_one_line(args, words):
     _one_line_error(_run(args, "pipeline"), *words)
 
 
+def test_python_m_pipeline_bad_prep_threads_and_out_under_a_file(tmp_path, monkeypatch):
+    f = tmp_path / "x.csv"
+    f.write_text("a file\n")
+    small = ["--device", "cpu", "--log-n", "4", "--partitions", "1", "--transfer", "pageable"]
+    _one_line_error(_run([*small, "--out", str(f / "sub")], "pipeline"), "--out", "is a file, not a folder")
+    monkeypatch.setenv("ZKGPU_PREP_THREADS", "abc")
+    _one_line_error(_run([*small, "--prep", "cpu_parallel"], "pipeline"), "ZKGPU_PREP_THREADS", "'abc'")
+
+
+def test_python_m_pipeline_failed_partitions_exit_non_zero(tmp_path):
+    """ok=False (every step past a 1 ns timeout) is exit 1 with one stderr line per failed partition."""
+    args = ["--device", "cpu", "--log-n", "4", "--partitions", "2", "--transfer", "pageable", "--timeout", "1e-9"]
+    res = _run(args, "pipeline")
+    assert res.returncode == 1, (res.returncode, res.stderr)
+    assert "2 partition(s) did not prove" in res.stderr
+    assert res.stderr.count("pageable-coarse") >= 2 and "partition 0" in res.stderr and "partition 1" in res.stderr
+
+
+def test_python_m_pipeline_out_folders_unique_within_a_second(tmp_path):
+    args = ["--device", "cpu", "--log-n", "4", "--partitions", "1", "--transfer", "pageable", "--out", str(tmp_path)]
+    for _ in range(2):
+        res = _run(args, "pipeline")
+        assert res.returncode == 0, res.stderr
+    assert len(list(tmp_path.iterdir())) == 2
+
+
 def test_python_m_pipeline_without_gpu_subprocess():
     _one_line_error(_cli([], module=("-m", "zkgpu.pipeline")), "--device cpu")
 
