@@ -220,6 +220,19 @@ def test_pool_checkout_bad_dtype_changes_nothing(dtype, exc):
     del buf
 
 
+@pytest.mark.parametrize("make", [lambda b: b[:8], lambda b: b.reshape(8, 8), lambda b: b.view(transfer.np.ndarray)])
+def test_pool_checkin_of_a_view_is_refused_and_the_buffer_stays_in_use(make):
+    """break1 item 9: checkin(b[:8]) freed b while it was in use."""
+    pool = transfer.PinnedPool(transfer.PageableAllocator())
+    b = pool.checkout(64)
+    with pytest.raises(transfer.PoolError, match="view of a checkout"):
+        pool.checkin(make(b))
+    assert pool.stats().as_dict()["buffers_in_use"] == 1
+    pool.checkin(b)
+    assert pool.stats().as_dict()["buffers_in_use"] == 0
+    pool.close()
+
+
 # ---------------------------------------------------------------------------- GPU faults (H200)
 
 
