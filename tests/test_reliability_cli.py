@@ -68,6 +68,7 @@ RECORD_BAD = [
     (["--device", "tpu"], ["--device", "tpu"]),
     (["--n", "abc"], ["--n", "abc"]),
     (["--host-load", "-1"], ["--host-load", "-1"]),
+    (["--device", "cpu", "--host-load", "100000"], ["--host-load 100000", "available host memory"]),  # 48.8 TiB: was OOM-killed
     (["--scenario", "nope"], ["--scenario", "nope"]),
 ]
 
@@ -439,3 +440,13 @@ def test_parse_second_output_fails_first_is_removed(tmp_path, monkeypatch):
     res = _run(["parse", str(log), "--rows", "0", "--out", str(tmp_path / "p1.csv"), "--partitions-out", str(tmp_path / "p2.csv")])
     _one_line_error(res, "p2.csv")
     assert not (tmp_path / "p1.csv").exists() and not (tmp_path / "p2.csv").exists()
+
+
+def test_host_load_beyond_available_memory_refused_before_allocating(monkeypatch):
+    from zkgpu import hostload
+
+    monkeypatch.setattr(hostload, "available_memory_bytes", lambda: 1 << 30)
+    load = hostload.HostMemoryLoad(3, buffer_bytes=256 << 20)  # 1.5 GiB > 1 GiB
+    with pytest.raises(MemoryError, match=r"3 threads x 2 x 268435456 bytes = 1.5 GiB, more than the 1.0 GiB"):
+        load.start()
+    assert not load._workers
