@@ -450,3 +450,42 @@ def test_host_load_beyond_available_memory_refused_before_allocating(monkeypatch
     with pytest.raises(MemoryError, match=r"3 threads x 2 x 268435456 bytes = 1.5 GiB, more than the 1.0 GiB"):
         load.start()
     assert not load._workers
+
+
+# ---- library inputs that were silently truncated or gave the wrong error (break1 items 8, 17)
+
+
+def test_library_refuses_silent_truncation():
+    from zkgpu import field, prep
+
+    g = curve.generator()
+    with pytest.raises(TypeError, match="1.5"):
+        curve.g1_mul(g, [1.5])
+    with pytest.raises(TypeError, match="True"):
+        curve.g1_mul(g, [True])
+    s = field.fr_from_ints([0, 7])
+    with pytest.raises(TypeError, match="float"):
+        prep.prep_msm(s, sel=np.array([1.9]))
+    with pytest.raises(ValueError, match="chunk"):
+        prep.prep_msm(s, chunk=-1)
+    with pytest.raises(ValueError, match="not a canonical Fr element"):
+        field.fr_to_ints(np.full((1, 4), 2**64 - 1, np.uint64))
+    with pytest.raises(ValueError):
+        field.fq_to_ints(np.full((1, 6), 2**64 - 1, np.uint64))
+
+
+@pytest.mark.parametrize(
+    "call, exc, words",
+    [
+        (lambda: msm.signed_digits(5, 0), ValueError, "window size c"),
+        (lambda: msm.signed_digits(-1, 4), ValueError, "[0, 2^255)"),
+        (lambda: msm.num_windows(0), ValueError, "window size c"),
+        (lambda: msm.window_bits(-1), ValueError, "-1"),
+        (lambda: ntt.log2_size(True), TypeError, "True"),
+        (lambda: ntt.log2_size(4.0), TypeError, "4.0"),
+    ],
+)
+def test_msm_ntt_helpers_check_their_arguments(call, exc, words):
+    with pytest.raises(exc) as info:
+        call()
+    assert words in str(info.value)

@@ -194,8 +194,12 @@ def log2_size(n: int) -> int:
     """log2 of an NTT size.
 
     Raises:
-        ValueError: n < 1 (empty input), n not a power of two, or n > 2^32 (the 2-adicity of Fr).
+        TypeError: n not an int (a bool or a float). ValueError: n < 1 (empty input), n not a
+            power of two, or n > 2^32 (the 2-adicity of Fr).
     """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"NTT size must be an int, got {n!r} ({type(n).__name__})")
+    n = int(n)
     if n < 1:
         raise ValueError("NTT of an empty input: need at least 1 element")
     if n & (n - 1):
