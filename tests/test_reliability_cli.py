@@ -489,3 +489,12 @@ def test_msm_ntt_helpers_check_their_arguments(call, exc, words):
     with pytest.raises(exc) as info:
         call()
     assert words in str(info.value)
+
+
+@pytest.mark.parametrize(("value", "on"), [("", False), ("0", False), ("false", False), ("OFF", False), ("no", False), ("1", True), ("true", True), ("yes", True)])
+def test_zkgpu_debug_zero_is_off(monkeypatch, value, on):
+    """break1 item 14: ZKGPU_DEBUG=0 turned debug on (any non-empty value)."""
+    from zkgpu import errors
+
+    monkeypatch.setenv("ZKGPU_DEBUG", value)
+    assert errors.debug_enabled() is on

@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-__all__ = ["CliError", "OneLineErrors", "OneLineGroup", "OneLineCommand", "USAGE_EXIT", "check_new_outputs"]
+__all__ = ["CliError", "OneLineErrors", "OneLineGroup", "OneLineCommand", "USAGE_EXIT", "check_new_outputs", "debug_enabled"]
 
 USAGE_EXIT = 2
 
@@ -58,6 +58,12 @@ def check_new_outputs(targets: dict[str, str | os.PathLike | None], command: str
         seen[key] = f"{opt} {target}"
 
 
+def debug_enabled() -> bool:
+    """``ZKGPU_DEBUG`` is on: ``1``, ``true``, ``yes`` or ``on`` (any case); unset, empty, ``0``,
+    ``false``, ``no`` and ``off`` are off, and any other value is on (asking for more output)."""
+    return os.environ.get("ZKGPU_DEBUG", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
 def _one_line(message: str) -> str:
     return " ".join(str(message).split())
 
@@ -83,7 +89,7 @@ class OneLineErrors:
             click.echo("Aborted.", err=True)
             sys.exit(130)
         except Exception as e:  # noqa: BLE001 - a bug: one line, unless asked for the traceback
-            if os.environ.get("ZKGPU_DEBUG"):
+            if debug_enabled():
                 raise
             click.echo(f"Error: internal error {type(e).__name__}: {_one_line(str(e))} (ZKGPU_DEBUG=1 shows the traceback)", err=True)
             sys.exit(1)
