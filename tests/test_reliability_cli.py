@@ -184,6 +184,10 @@ def test_bad_msm_chunk_is_a_clear_error(monkeypatch):
 def test_bench_parse_bad_sizes_and_csv(tmp_path):
     _one_line_error(_run(["bench", "parse", "--sizes", "abc"]), "--sizes")
     _one_line_error(_run(["bench", "parse", "--sizes", "0"]), "--sizes")
+    _one_line_error(_run(["bench", "parse", "--sizes", "100000000000"]), "--sizes 100000000000", "at most 10000000")
+    _one_line_error(_run(["bench", "parse", "--sizes", "500", "--out", str(tmp_path / "bp.txt")]), "bp.txt", ".csv")
+    (tmp_path / "x.csv").write_text("a file\n")
+    _one_line_error(_run(["bench", "parse", "--sizes", "500", "--out", str(tmp_path / "x.csv" / "bp.csv")]), "is a file, not a folder")
     res = CliRunner().invoke(main, ["bench", "parse", "--sizes", "500,1000"])
     assert res.exit_code == 0, res.output
     lines = res.output.strip().splitlines()
@@ -498,3 +502,24 @@ def test_zkgpu_debug_zero_is_off(monkeypatch, value, on):
 
     monkeypatch.setenv("ZKGPU_DEBUG", value)
     assert errors.debug_enabled() is on
+
+
+def test_bench_parse_checks_free_space(monkeypatch):
+    import shutil as _shutil
+
+    monkeypatch.setattr(_shutil, "disk_usage", lambda p: _shutil._ntuple_diskusage(10**9, 10**9 - 1000, 1000))
+    _one_line_error(_run(["bench", "parse", "--sizes", "1000000"]), "--sizes 1000000", "GB free", "TMPDIR")
+
+
+def test_bench_parse_sigterm_removes_its_temporary_log(tmp_path):
+    """break1 item 4: the synthetic log was left in $TMPDIR after SIGTERM."""
+    e = dict(os.environ, TMPDIR=str(tmp_path), ZKGPU_DISABLE_GPU="1")
+    p = subprocess.Popen([sys.executable, "-m", "zkgpu.cli", "bench", "parse", "--sizes", "5000000"], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not any(tmp_path.rglob("*.log")) and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.05)
+    assert any(tmp_path.rglob("*.log")), "the synthetic log never appeared"
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert list(tmp_path.iterdir()) == [], list(tmp_path.rglob("*"))

@@ -58,8 +58,12 @@ from __future__ import annotations
 import math
 import os
 import re
+import shutil
+import signal
 import sqlite3
 import sys
+import tempfile
+import threading
 import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
@@ -1405,6 +1409,12 @@ def synthetic_log(path: str | Path, n_lines: int, *, template: str | Path | None
 
 #: log sizes of ``zkgpu bench parse`` (lines)
 BENCH_PARSE_SIZES = (10_000, 30_000, 100_000, 300_000, 1_000_000)
+#: the largest log ``zkgpu bench parse`` writes (lines; about 0.8 GB on disk)
+BENCH_PARSE_MAX = 10_000_000
+
+
+def _interrupt_on_sigterm(signum, frame) -> None:  # noqa: ANN001 - a signal handler
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def bench_parse(sizes: Iterable[int] = BENCH_PARSE_SIZES, *, workdir: str | Path | None = None) -> pd.DataFrame:
@@ -1417,7 +1427,6 @@ def bench_parse(sizes: Iterable[int] = BENCH_PARSE_SIZES, *, workdir: str | Path
     resident memory so far, MB: ``ru_maxrss``, which never decreases, so sizes run smallest first).
     """
     import resource  # noqa: PLC0415
-    import tempfile  # noqa: PLC0415
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="zkgpu-bench-parse-", dir=workdir) as tmp:
@@ -1452,12 +1461,24 @@ def bench_parse_command(sizes: str, out: str | None) -> None:
         ns = []
     if not ns or min(ns) < 1:
         raise CliError(f"--sizes {sizes!r}: give positive line counts separated by commas (e.g. --sizes 10000,100000)")
+    if max(ns) > BENCH_PARSE_MAX:
+        raise CliError(f"--sizes {max(ns)}: at most {BENCH_PARSE_MAX} lines per log (about 0.8 GB of disk; choose a smaller size)")
     if out is not None:
-        if Path(out).exists():
-            raise CliError(f"--out {out} exists: zkgpu never overwrites a result (choose another name)")
-        if not Path(out).parent.is_dir():
-            raise CliError(f"--out {out}: folder {Path(out).parent} does not exist (create it first)")
-    df = bench_parse(ns)
+        if not out.endswith(".csv"):
+            raise CliError(f"--out {out}: the table is written as CSV, so the name must end in .csv (e.g. --out bench-parse.csv)")
+        check_new_outputs({"--out": out}, "zkgpu bench parse")
+    tmp_dir = tempfile.gettempdir()
+    bytes_per_line = _SYNTH_SOURCE.stat().st_size / max(1, sum(1 for _ in open(_SYNTH_SOURCE, "rb")))
+    need, free = int(1.2 * bytes_per_line * max(ns)), shutil.disk_usage(tmp_dir).free
+    if need > free:
+        raise CliError(f"--sizes {max(ns)}: the synthetic log needs about {need / 1e9:.1f} GB, {tmp_dir} has {free / 1e9:.1f} GB free (choose a smaller size or set TMPDIR)")
+    main_thread = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, _interrupt_on_sigterm) if main_thread else None  # SIGTERM removes the temporary log, as Ctrl-C does
+    try:
+        df = bench_parse(ns)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, old)
     if out is None:
         click.echo(df.to_csv(index=False, float_format="%.4g"), nl=False)
     else:
