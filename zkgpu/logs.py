@@ -327,21 +327,23 @@ def _value(v: str, key: str = ""):
     """One ``key=value`` value: a quoted string, a number (float), a duration with a unit
     (``1.2s``, ``12ms``, ``12µs``/``12us``, ``5ns`` -> float **ms**) or a plain string. Returns
     :data:`_BAD` for a number that is not finite, a duration outside [0, 1e9] ms, an id
-    (``worker``, ``partition``, ``gpu``, ``gpu_tid``) that is not an integer, or any other number
-    beyond ±1e15."""
+    (``worker``, ``partition``, ``gpu``, ``gpu_tid``) that is not an integer, a word where a
+    duration (``*_ms``) or an id belongs (``prep_msm_ms=abc``, ``gpu_tid=zero``), or any other
+    number beyond ±1e15."""
     if len(v) >= 2 and v[0] == '"' and v[-1] == '"':
         return v[1:-1]
+    numeric = key in _ID_KEYS or key.endswith("_ms")  # a word there (prep_msm_ms=abc, gpu_tid=zero) is a bad value
     try:
         x = float(v)
     except ValueError:
         m = _NUM_UNIT.match(v)
         if m is None:
-            return v
+            return _BAD if numeric else v
         x = float(m.group(1)) * _UNIT_MS[m.group(2)]
         key = "_ms"
     else:
         if not _NUM.match(v):  # 'nan', 'inf', 'infinity', '1_0': not a number a logger writes
-            return _BAD if v.strip().lower().lstrip("+-") in ("nan", "inf", "infinity") else v
+            return _BAD if numeric or v.strip().lower().lstrip("+-") in ("nan", "inf", "infinity") else v
     if not math.isfinite(x):
         return _BAD
     if key in _ID_KEYS and x != int(x):  # a worker 0.5 or partition 1e-3 is a corrupt id
