@@ -70,6 +70,9 @@ RECORD_BAD = [
     (["--host-load", "-1"], ["--host-load", "-1"]),
     (["--device", "cpu", "--host-load", "100000"], ["--host-load 100000", "available host memory"]),  # 48.8 TiB: was OOM-killed
     (["--scenario", "nope"], ["--scenario", "nope"]),
+    (["--device", "cpu", "--partitions", "1000000000"], ["partitions=1000000000", "more than 10000"]),
+    (["--device", "cpu", "--synth-workers", "100000"], ["synth_workers=100000", "more than 64"]),
+    (["--device", "cpu", "--queue-depth", "100000"], ["queue_depth=100000", "more than 256"]),
 ]
 
 
@@ -523,3 +526,15 @@ def test_bench_parse_sigterm_removes_its_temporary_log(tmp_path):
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130, err
     assert list(tmp_path.iterdir()) == [], list(tmp_path.rglob("*"))
+
+
+def test_record_out_empty_refused_and_zkgpu_data_honoured(tmp_path, monkeypatch):
+    """break1 items 15, 16: --out '' wrote into the working folder; ZKGPU_DATA was ignored."""
+    monkeypatch.chdir(tmp_path)
+    _one_line_error(_run(["record", "--device", "cpu", "--out", ""]), "out=''", "empty")
+    assert list(tmp_path.iterdir()) == []
+    from zkgpu.manifest import new_run_dir
+
+    monkeypatch.setenv("ZKGPU_DATA", str(tmp_path / "data"))
+    d = new_run_dir("record", gpu="cpu")
+    assert d.parent == tmp_path / "data"
