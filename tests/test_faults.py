@@ -75,8 +75,11 @@ def test_every_gpu_worker_hung_queued_partitions_cancelled_with_reason(prepared,
     c = cfg(partitions=4, gw=1, timeout_s=0.4, fault_hook=hook)
     res, err = run_bounded(c, limit=30, prepared=prepared)
     assert err is None, err
-    assert res.partitions[0].status == "failed" and "ntt_msm_h" in res.partitions[0].error
-    rest = [r for r in res.partitions[1:]]
+    # the hung one is the first partition the single GPU worker picked up: 0, or under load the
+    # partition whose synthesis finished first (two synthesis threads)
+    hung = [r for r in res.partitions if r.status == "failed" and "ntt_msm_h" in (r.error or "")]
+    assert len(hung) == 1, res.errors
+    rest = [r for r in res.partitions if r is not hung[0]]
     assert all(r.status in ("cancelled", "failed") for r in rest)
     assert all("hung" in r.error or "timeout" in r.error for r in rest), [r.error for r in rest]
 
