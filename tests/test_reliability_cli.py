@@ -143,8 +143,12 @@ def test_python_m_pipeline_failed_partitions_exit_non_zero(tmp_path):
     args = ["--device", "cpu", "--log-n", "4", "--partitions", "2", "--transfer", "pageable", "--timeout", "1e-9"]
     res = _run(args, "pipeline")
     assert res.returncode == 1, (res.returncode, res.stderr)
-    assert "2 partition(s) did not prove" in res.stderr
-    assert res.stderr.count("pageable-coarse") >= 2 and "partition 0" in res.stderr and "partition 1" in res.stderr
+    import re
+
+    m = re.search(r"Error: (\d+) partition\(s\) did not prove", res.stderr)
+    assert m and int(m.group(1)) >= 1, res.stderr  # how many beat a 1 ns watchdog depends on the load
+    lines = re.findall(r"^pageable-coarse\S*: partition \d+ (?:failed|cancelled) at \S+: \S", res.stderr, re.M)
+    assert len(lines) == int(m.group(1)), res.stderr
 
 
 def test_python_m_pipeline_out_folders_unique_within_a_second(tmp_path):
