@@ -236,3 +236,32 @@ def test_validator_catches_what_it_checks():
     assert validate({"traceEvents": meta + [ok, misnested]})
     assert validate({"traceEvents": meta + [dict(ok, tid=2)]})  # unnamed thread
     assert validate({"traceEvents": meta + [{k: v for k, v in ok.items() if k != "dur"}]})
+
+
+@pytest.mark.skipif(not RECORDINGS, reason="no recording in data/")
+@pytest.mark.parametrize("case", ["truncated", "outside"])
+def test_cli_bad_events_file_is_one_line_exit_2(case: str, tmp_path: Path):
+    """break1 item 11: a truncated events parquet was "internal error ArrowInvalid" (rc 1); a
+    manifest naming ../../../../etc/passwd read outside the run folder."""
+    import json
+
+    rec = RECORDINGS[0]
+    scen = rec.scenarios[0]
+    copy = tmp_path / "rec"
+    copy.mkdir()
+    m = json.loads((rec.path / "manifest.json").read_text(encoding="utf-8"))
+    rel = m["scenarios"][scen]["events"]
+    if case == "truncated":
+        (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+        data = (rec.path / rel).read_bytes()
+        (copy / rel).write_bytes(data[: len(data) // 2])
+    else:
+        m["scenarios"][scen]["events"] = "../../../../etc/passwd"
+    (copy / "manifest.json").write_text(json.dumps(m), encoding="utf-8")
+    out = tmp_path / "t.json"
+    res = _run([str(copy), "--scenario", scen, "--out", str(out)])
+    assert res.exit_code == 2, res.output
+    line = res.stderr.strip()
+    assert "\n" not in line and line.startswith("Error: ")
+    assert ("unreadable events file" if case == "truncated" else "outside the run folder") in line
+    assert not out.exists()

@@ -304,7 +304,7 @@ def test_cli_errors_are_one_line(mulchain, mulchain_bn128, tmp_path):
     ]
     for zkey, wtns, msg in cases:
         res, _, _ = _prove_cli(zkey, wtns, tmp_path, tag="err")
-        assert res.exit_code == 1
+        assert res.exit_code == 2  # bad input (break1 item 12)
         lines = [ln for ln in res.output.splitlines() if ln.strip()]
         assert len(lines) == 1 and lines[0].startswith("Error: ") and msg in lines[0], res.output
     with pytest.raises(ValueError, match="another circuit"):
@@ -417,7 +417,7 @@ def test_bench_prove_usage_errors(tmp_path):
     res = CliRunner().invoke(main, ["bench", "prove", "--device", "cpu"])
     assert res.exit_code == 2 and "either --circuit NAME or all of --zkey" in res.output
     res = CliRunner().invoke(main, ["bench", "prove", "--circuit", "sha-3", "--device", "cpu", "--workdir", str(tmp_path)])
-    assert res.exit_code == 1 and "unknown circuit 'sha-3'" in res.output
+    assert res.exit_code == 2 and "unknown circuit 'sha-3'" in res.output
 
 
 # --------------------------------------------------------------------------- the fast (insecure) set-up

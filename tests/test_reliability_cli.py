@@ -68,7 +68,11 @@ RECORD_BAD = [
     (["--device", "tpu"], ["--device", "tpu"]),
     (["--n", "abc"], ["--n", "abc"]),
     (["--host-load", "-1"], ["--host-load", "-1"]),
+    (["--device", "cpu", "--host-load", "100000"], ["--host-load 100000", "available host memory"]),  # 48.8 TiB: was OOM-killed
     (["--scenario", "nope"], ["--scenario", "nope"]),
+    (["--device", "cpu", "--partitions", "1000000000"], ["partitions=1000000000", "more than 10000"]),
+    (["--device", "cpu", "--synth-workers", "100000"], ["synth_workers=100000", "more than 64"]),
+    (["--device", "cpu", "--queue-depth", "100000"], ["queue_depth=100000", "more than 256"]),
 ]
 
 
@@ -92,6 +96,7 @@ PARSE_BAD = [
     (["LOG", "--out", "s.csv", "--partitions-out", "s.csv"], ["same file"]),
     (["LOG", "--out", "LOG.csv"], ["exists"]),
     (["LOG", "--rows", "-1"], ["--rows"]),
+    (["LOG", "--out", "dangling.csv"], ["exists"]),
 ]
 
 
@@ -100,6 +105,7 @@ def test_parse_bad_options_one_line(tmp_path, args, words):
     log = tmp_path / "a.log"
     log.write_text("CUZK_TIMING: prep_msm_ms=5\n")
     (tmp_path / "a.log.csv").write_text("precious")
+    (tmp_path / "dangling.csv").symlink_to(tmp_path / "nowhere")
     args = [str(log) if a == "LOG" else str(log) + ".csv" if a == "LOG.csv" else (str(tmp_path / a) if a.endswith((".csv", ".txt", ".log")) else a) for a in args]
     before = sorted(p.name for p in tmp_path.iterdir())
     _one_line_error(_run(["parse", *args]), *words)
@@ -121,6 +127,36 @@ PIPELINE_BAD = [
 @pytest.mark.parametrize(("args", "words"), PIPELINE_BAD)
 def test_python_m_pipeline_bad_options_one_line(args, words):
     _one_line_error(_run(args, "pipeline"), *words)
+
+
+def test_python_m_pipeline_bad_prep_threads_and_out_under_a_file(tmp_path, monkeypatch):
+    f = tmp_path / "x.csv"
+    f.write_text("a file\n")
+    small = ["--device", "cpu", "--log-n", "4", "--partitions", "1", "--transfer", "pageable"]
+    _one_line_error(_run([*small, "--out", str(f / "sub")], "pipeline"), "--out", "is a file, not a folder")
+    monkeypatch.setenv("ZKGPU_PREP_THREADS", "abc")
+    _one_line_error(_run([*small, "--prep", "cpu_parallel"], "pipeline"), "ZKGPU_PREP_THREADS", "'abc'")
+
+
+def test_python_m_pipeline_failed_partitions_exit_non_zero(tmp_path):
+    """ok=False (every step past a 1 ns timeout) is exit 1 with one stderr line per failed partition."""
+    args = ["--device", "cpu", "--log-n", "4", "--partitions", "2", "--transfer", "pageable", "--timeout", "1e-9"]
+    res = _run(args, "pipeline")
+    assert res.returncode == 1, (res.returncode, res.stderr)
+    import re
+
+    m = re.search(r"Error: (\d+) partition\(s\) did not prove", res.stderr)
+    assert m and int(m.group(1)) >= 1, res.stderr  # how many beat a 1 ns watchdog depends on the load
+    lines = re.findall(r"^pageable-coarse\S*: partition \d+ (?:failed|cancelled) at \S+: \S", res.stderr, re.M)
+    assert len(lines) == int(m.group(1)), res.stderr
+
+
+def test_python_m_pipeline_out_folders_unique_within_a_second(tmp_path):
+    args = ["--device", "cpu", "--log-n", "4", "--partitions", "1", "--transfer", "pageable", "--out", str(tmp_path)]
+    for _ in range(2):
+        res = _run(args, "pipeline")
+        assert res.returncode == 0, res.stderr
+    assert len(list(tmp_path.iterdir())) == 2
 
 
 def test_python_m_pipeline_without_gpu_subprocess():
@@ -155,6 +191,10 @@ def test_bad_msm_chunk_is_a_clear_error(monkeypatch):
 def test_bench_parse_bad_sizes_and_csv(tmp_path):
     _one_line_error(_run(["bench", "parse", "--sizes", "abc"]), "--sizes")
     _one_line_error(_run(["bench", "parse", "--sizes", "0"]), "--sizes")
+    _one_line_error(_run(["bench", "parse", "--sizes", "100000000000"]), "--sizes 100000000000", "at most 10000000")
+    _one_line_error(_run(["bench", "parse", "--sizes", "500", "--out", str(tmp_path / "bp.txt")]), "bp.txt", ".csv")
+    (tmp_path / "x.csv").write_text("a file\n")
+    _one_line_error(_run(["bench", "parse", "--sizes", "500", "--out", str(tmp_path / "x.csv" / "bp.csv")]), "is a file, not a folder")
     res = CliRunner().invoke(main, ["bench", "parse", "--sizes", "500,1000"])
     assert res.exit_code == 0, res.output
     lines = res.output.strip().splitlines()
@@ -334,3 +374,171 @@ def test_a_group_without_command_prints_its_help(args):
     res = _run(args)
     assert res.returncode in (0, 2) and "Usage:" in res.stderr + res.stdout and "Commands:" in res.stderr + res.stdout
     assert "Error:" not in res.stderr
+
+
+# ---- zkgpu prove: outputs checked before proving, bad input exits 2 (break1 items 1, 2, 12)
+
+FIXTURE = ROOT / "zkgpu" / "groth16" / "fixtures"
+
+
+def _prove_args(tmp_path, **over):
+    a = {"--zkey": str(FIXTURE / "circuit.zkey"), "--wtns": str(FIXTURE / "circuit.wtns"),
+         "--proof": str(tmp_path / "p.json"), "--public": str(tmp_path / "pub.json"), "--device": "cpu"}  # fmt: skip
+    a.update(over)
+    return ["prove", *[x for kv in a.items() for x in kv if kv[1] is not None]]
+
+
+@pytest.mark.parametrize(
+    "over, words",
+    [
+        ({"--public": "SAME"}, ["--public", "is the same file as --proof"]),
+        ({"--timings": "SAME"}, ["--timings", "is the same file as --proof"]),
+        ({"--proof": "EXISTS"}, ["--proof", "exists", "never overwrites"]),
+        ({"--public": "UNDERFILE"}, ["--public", "is a file, not a folder"]),
+    ],
+)
+def test_prove_outputs_checked_before_proving(tmp_path, over, words):
+    (tmp_path / "exists.json").write_text("keep\n")
+    (tmp_path / "f").write_text("a file\n")
+    sub = {"SAME": str(tmp_path / "p.json"), "EXISTS": str(tmp_path / "exists.json"), "UNDERFILE": str(tmp_path / "f" / "pub.json")}
+    over = {k: sub[v] for k, v in over.items()}
+    if "--proof" in over:
+        over["--public"] = str(tmp_path / "pub.json")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    _one_line_error(_run(_prove_args(tmp_path, **over)), *words)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert (tmp_path / "exists.json").read_text() == "keep\n"
+
+
+def test_prove_bad_inputs_exit_2(tmp_path):
+    _one_line_error(_run(_prove_args(tmp_path, **{"--zkey": str(FIXTURE / "circuit.wtns")})), "zkey")
+    _one_line_error(_run(_prove_args(tmp_path, **{"--device": "gpu"})), "--device cpu")
+    zk = bytearray((FIXTURE / "circuit.zkey").read_bytes())
+    (tmp_path / "cut.zkey").write_bytes(bytes(zk[: len(zk) // 2]))
+    _one_line_error(_run(_prove_args(tmp_path, **{"--zkey": str(tmp_path / "cut.zkey")})))
+    assert not (tmp_path / "p.json").exists()
+    _one_line_error(_run(["bench", "prove", "--circuit", "nonsense-5", "--device", "cpu"]), "nonsense-5")
+
+
+def test_prove_verify_refuses_a_corrupted_witness(tmp_path):
+    """A flipped witness byte: without --verify the proof is written (as snarkjs does; RELIABILITY.md
+    says so); with --verify it is refused with exit 2 and nothing is written."""
+    w = bytearray((FIXTURE / "circuit.wtns").read_bytes())
+    w[210] ^= 0x01
+    (tmp_path / "bad.wtns").write_bytes(bytes(w))
+    res = _run(_prove_args(tmp_path, **{"--wtns": str(tmp_path / "bad.wtns"), "--verify": None}) + ["--verify", "--seed", "1"])
+    _one_line_error(res, "does not verify", "bad.wtns")
+    assert not (tmp_path / "p.json").exists() and not (tmp_path / "pub.json").exists()
+    ok = _run(_prove_args(tmp_path) + ["--verify", "--seed", "1"])
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_parse_second_output_fails_first_is_removed(tmp_path, monkeypatch):
+    """--partitions-out cannot be written after --out was (e.g. /proc/x.csv passes the folder check
+    as root): the first table is removed, so it is all outputs or none (break1 item 7)."""
+    from zkgpu import logs
+
+    log = tmp_path / "a.log"
+    log.write_text("CUZK_TIMING: prep_msm_ms=5\n")
+    real = logs._write_table
+
+    def second_fails(df, target):
+        if target.endswith("p2.csv"):
+            raise logs.CliError(f"cannot write {target}: Permission denied (choose another path)")
+        real(df, target)
+
+    monkeypatch.setattr(logs, "_write_table", second_fails)
+    res = _run(["parse", str(log), "--rows", "0", "--out", str(tmp_path / "p1.csv"), "--partitions-out", str(tmp_path / "p2.csv")])
+    _one_line_error(res, "p2.csv")
+    assert not (tmp_path / "p1.csv").exists() and not (tmp_path / "p2.csv").exists()
+
+
+def test_host_load_beyond_available_memory_refused_before_allocating(monkeypatch):
+    from zkgpu import hostload
+
+    monkeypatch.setattr(hostload, "available_memory_bytes", lambda: 1 << 30)
+    load = hostload.HostMemoryLoad(3, buffer_bytes=256 << 20)  # 1.5 GiB > 1 GiB
+    with pytest.raises(MemoryError, match=r"3 threads x 2 x 268435456 bytes = 1.5 GiB, more than the 1.0 GiB"):
+        load.start()
+    assert not load._workers
+
+
+# ---- library inputs that were silently truncated or gave the wrong error (break1 items 8, 17)
+
+
+def test_library_refuses_silent_truncation():
+    from zkgpu import field, prep
+
+    g = curve.generator()
+    with pytest.raises(TypeError, match="1.5"):
+        curve.g1_mul(g, [1.5])
+    with pytest.raises(TypeError, match="True"):
+        curve.g1_mul(g, [True])
+    s = field.fr_from_ints([0, 7])
+    with pytest.raises(TypeError, match="float"):
+        prep.prep_msm(s, sel=np.array([1.9]))
+    with pytest.raises(ValueError, match="chunk"):
+        prep.prep_msm(s, chunk=-1)
+    with pytest.raises(ValueError, match="not a canonical Fr element"):
+        field.fr_to_ints(np.full((1, 4), 2**64 - 1, np.uint64))
+    with pytest.raises(ValueError):
+        field.fq_to_ints(np.full((1, 6), 2**64 - 1, np.uint64))
+
+
+@pytest.mark.parametrize(
+    "call, exc, words",
+    [
+        (lambda: msm.signed_digits(5, 0), ValueError, "window size c"),
+        (lambda: msm.signed_digits(-1, 4), ValueError, "[0, 2^255)"),
+        (lambda: msm.num_windows(0), ValueError, "window size c"),
+        (lambda: msm.window_bits(-1), ValueError, "-1"),
+        (lambda: ntt.log2_size(True), TypeError, "True"),
+        (lambda: ntt.log2_size(4.0), TypeError, "4.0"),
+    ],
+)
+def test_msm_ntt_helpers_check_their_arguments(call, exc, words):
+    with pytest.raises(exc) as info:
+        call()
+    assert words in str(info.value)
+
+
+@pytest.mark.parametrize(("value", "on"), [("", False), ("0", False), ("false", False), ("OFF", False), ("no", False), ("1", True), ("true", True), ("yes", True)])
+def test_zkgpu_debug_zero_is_off(monkeypatch, value, on):
+    """break1 item 14: ZKGPU_DEBUG=0 turned debug on (any non-empty value)."""
+    from zkgpu import errors
+
+    monkeypatch.setenv("ZKGPU_DEBUG", value)
+    assert errors.debug_enabled() is on
+
+
+def test_bench_parse_checks_free_space(monkeypatch):
+    import shutil as _shutil
+
+    monkeypatch.setattr(_shutil, "disk_usage", lambda p: _shutil._ntuple_diskusage(10**9, 10**9 - 1000, 1000))
+    _one_line_error(_run(["bench", "parse", "--sizes", "1000000"]), "--sizes 1000000", "GB free", "TMPDIR")
+
+
+def test_bench_parse_sigterm_removes_its_temporary_log(tmp_path):
+    """break1 item 4: the synthetic log was left in $TMPDIR after SIGTERM."""
+    e = dict(os.environ, TMPDIR=str(tmp_path), ZKGPU_DISABLE_GPU="1")
+    p = subprocess.Popen([sys.executable, "-m", "zkgpu.cli", "bench", "parse", "--sizes", "5000000"], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not any(tmp_path.rglob("*.log")) and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.05)
+    assert any(tmp_path.rglob("*.log")), "the synthetic log never appeared"
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert list(tmp_path.iterdir()) == [], list(tmp_path.rglob("*"))
+
+
+def test_record_out_empty_refused_and_zkgpu_data_honoured(tmp_path, monkeypatch):
+    """break1 items 15, 16: --out '' wrote into the working folder; ZKGPU_DATA was ignored."""
+    monkeypatch.chdir(tmp_path)
+    _one_line_error(_run(["record", "--device", "cpu", "--out", ""]), "out=''", "empty")
+    assert list(tmp_path.iterdir()) == []
+    from zkgpu.manifest import new_run_dir
+
+    monkeypatch.setenv("ZKGPU_DATA", str(tmp_path / "data"))
+    d = new_run_dir("record", gpu="cpu")
+    assert d.parent == tmp_path / "data"

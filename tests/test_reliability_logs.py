@@ -226,6 +226,15 @@ def test_non_integer_ids_are_bad_values(field):
     to_events(p)
 
 
+@pytest.mark.parametrize("field", ["prep_msm_ms=abc", "gpu_tid=zero", "partition=five", "worker=w1", "ntt_msm_h_ms=1_0"])
+def test_words_where_numbers_belong_are_bad_values(field):
+    """break1 item 6: ``prep_msm_ms=abc`` vanished without being counted."""
+    p = parse_lines([f"TIMELINE,1,GPU_START,j,{field}", f"CUZK_TIMING: {field} batch_add_ms=5", f"2026-01-01T00:00:00Z  INFO x: GPU_TIMING w {field} a_ms=1"])
+    assert p.summary()["bad_values"] == 3
+    partition_table(p)
+    to_events(p)
+
+
 def test_parse_file_progress_bar_for_big_files(tmp_path, monkeypatch, capsys):
     f = tmp_path / "s.log"
     synthetic_log(f, 20_000)

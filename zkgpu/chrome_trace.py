@@ -272,7 +272,8 @@ def export_recording(
 
     Raises:
         ExportError: an unknown scenario or one without an event table (names it and lists the
-            recorded ones), or ``out`` exists and ``overwrite`` is False. Nothing is written then.
+            recorded ones), ``out`` exists and ``overwrite`` is False, or an events file is
+            unreadable or outside the run folder. Nothing is written then.
     """
     recorded = [s for s in rec.scenarios if rec.scenario(s).get("events")]
     names = list(scenarios) if scenarios else recorded
@@ -282,7 +283,10 @@ def export_recording(
     out = Path(out)
     if out.exists() and not overwrite:
         raise ExportError(f"{out} exists: zkgpu trace export never overwrites a file (choose another --out)")
-    tables = {s: rec.events(s) for s in names}
+    try:
+        tables = {s: rec.events(s) for s in names}
+    except ValueError as exc:  # a truncated events file, a path outside the run folder
+        raise ExportError(str(exc)) from exc
     gpus = {int(g) for t in tables.values() for g in t["gpu"].dropna().unique()}
     trace = chrome_trace(tables, gpu_names={g: rec.gpu for g in gpus} if rec.gpu else None,
                          metadata={"recording": rec.path.name, "recording_label": rec.label})

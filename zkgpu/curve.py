@@ -250,12 +250,16 @@ def g1_mul(a: np.ndarray, k: Sequence[int]) -> np.ndarray:
     """Pointwise ``k_i * a_i`` on the host (arkworks); ``k_i`` are ints reduced mod r.
 
     Raises:
-        ValueError: ``len(k) != len(a)``.
+        ValueError: ``len(k) != len(a)``. TypeError: a scalar that is not an int (a float would be
+            truncated; a bool is refused too).
     """
     from py_arkworks_bls12381 import Scalar  # noqa: PLC0415
 
     pts = g1_to_arkworks(a)
     k = list(k)
+    for s in k:
+        if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)):
+            raise TypeError(f"g1_mul: scalars must be ints, got {s!r} ({type(s).__name__})")
     if len(k) != len(pts):
         raise ValueError(f"g1_mul: {len(pts)} points but {len(k)} scalars")
     return g1_from_arkworks([p * Scalar.from_le_bytes((int(s) % FR.modulus).to_bytes(32, "little")) for p, s in zip(pts, k)])

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
 
-__all__ = ["CliError", "OneLineErrors", "OneLineGroup", "OneLineCommand", "USAGE_EXIT"]
+__all__ = ["CliError", "OneLineErrors", "OneLineGroup", "OneLineCommand", "USAGE_EXIT", "check_new_outputs", "debug_enabled"]
 
 USAGE_EXIT = 2
 
@@ -24,6 +25,43 @@ class CliError(click.ClickException):
     """A bad option, missing device or existing output: ``Error: <message>`` on one line, exit 2."""
 
     exit_code = USAGE_EXIT
+
+
+def check_new_outputs(targets: dict[str, str | os.PathLike | None], command: str, same_hint: str = "give each output its own name") -> None:
+    """Check a command's output files before any work: none exists, no two are the same file, and
+    each one's nearest existing folder is a writable folder.
+
+    Args:
+        targets: option name (``--proof``) -> path, or None for an output not asked for.
+        command: the command, for the message (``zkgpu prove``).
+        same_hint: the fix named when two options name one file.
+    Raises:
+        CliError: the first failed check, naming the option and its value.
+    """
+    seen: dict[Path, str] = {}
+    for opt, target in targets.items():
+        if target is None:
+            continue
+        path = Path(target)
+        if path.exists() or path.is_symlink():
+            raise CliError(f"{opt} {target} exists: {command} never overwrites a file (choose another name)")
+        anc = path.absolute().parent
+        while not anc.exists() and anc != anc.parent:
+            anc = anc.parent  # the nearest existing folder: the rest is created when writing
+        if not anc.is_dir():
+            raise CliError(f"{opt} {target}: {anc} is a file, not a folder (choose another path)")
+        if not os.access(anc, os.W_OK | os.X_OK):
+            raise CliError(f"{opt} {target}: cannot write into {anc} (choose another path)")
+        key = path.resolve()
+        if key in seen:
+            raise CliError(f"{opt} {target} is the same file as {seen[key]}: {same_hint}")
+        seen[key] = f"{opt} {target}"
+
+
+def debug_enabled() -> bool:
+    """``ZKGPU_DEBUG`` is on: ``1``, ``true``, ``yes`` or ``on`` (any case); unset, empty, ``0``,
+    ``false``, ``no`` and ``off`` are off, and any other value is on (asking for more output)."""
+    return os.environ.get("ZKGPU_DEBUG", "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
 def _one_line(message: str) -> str:
@@ -51,7 +89,7 @@ class OneLineErrors:
             click.echo("Aborted.", err=True)
             sys.exit(130)
         except Exception as e:  # noqa: BLE001 - a bug: one line, unless asked for the traceback
-            if os.environ.get("ZKGPU_DEBUG"):
+            if debug_enabled():
                 raise
             click.echo(f"Error: internal error {type(e).__name__}: {_one_line(str(e))} (ZKGPU_DEBUG=1 shows the traceback)", err=True)
             sys.exit(1)

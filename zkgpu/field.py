@@ -225,8 +225,12 @@ def fr_from_ints(ints: Iterable[int]) -> np.ndarray:
 
 
 def fr_to_ints(arr: np.ndarray) -> list[int]:
-    """Fr host array ``(n, 4)`` uint64 -> list of canonical Python ints."""
-    return to_ints(FR, arr)
+    """Fr host array ``(n, 4)`` uint64 -> list of canonical Python ints.
+
+    Raises:
+        as :func:`check_array`: TypeError (dtype), ValueError (shape, an element >= r).
+    """
+    return to_ints(FR, check_array(FR, arr))
 
 
 def fq_from_ints(ints: Iterable[int]) -> np.ndarray:
@@ -235,8 +239,12 @@ def fq_from_ints(ints: Iterable[int]) -> np.ndarray:
 
 
 def fq_to_ints(arr: np.ndarray) -> list[int]:
-    """Fq host array ``(n, 6)`` uint64 -> list of canonical Python ints."""
-    return to_ints(FQ, arr)
+    """Fq host array ``(n, 6)`` uint64 -> list of canonical Python ints.
+
+    Raises:
+        as :func:`check_array`: TypeError (dtype), ValueError (shape, an element >= q).
+    """
+    return to_ints(FQ, check_array(FQ, arr))
 
 
 def fr_reduce(ints: Sequence[int]) -> list[int]:

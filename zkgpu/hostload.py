@@ -25,6 +25,7 @@ paths respond to the same load in one run (``zkgpu bench load``).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -34,7 +35,7 @@ import numpy as np
 
 from .errors import CliError
 
-__all__ = ["HostMemoryLoad", "LoadStats", "h2d_under_load", "LOAD_COLUMNS", "DEFAULT_BUFFER_BYTES", "bench_command"]
+__all__ = ["HostMemoryLoad", "LoadStats", "available_memory_bytes", "h2d_under_load", "LOAD_COLUMNS", "DEFAULT_BUFFER_BYTES", "bench_command"]
 
 MIB = 1 << 20
 DEFAULT_BUFFER_BYTES = 256 * MIB
@@ -70,6 +71,22 @@ class LoadStats:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def available_memory_bytes() -> int | None:
+    """The host's available memory in bytes (``MemAvailable`` of ``/proc/meminfo``; elsewhere free
+    pages x page size from ``os.sysconf``), or None when neither can be read."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 class HostMemoryLoad:
@@ -109,8 +126,19 @@ class HostMemoryLoad:
 
     # -- control --------------------------------------------------------------------------
     def start(self) -> "HostMemoryLoad":
+        """Allocate and touch the buffers, then start the threads.
+
+        Raises:
+            RuntimeError: already running. MemoryError: ``threads x 2 x buffer_bytes`` is more
+            than the host's available memory (checked first: with overcommit, numpy's MemoryError
+            never comes and the kernel's OOM killer ends the process instead).
+        """
         if self._running:
             raise RuntimeError("HostMemoryLoad.start(): already running")
+        need, avail = 2 * self.threads * self.buffer_bytes, available_memory_bytes()
+        if avail is not None and need > avail:
+            raise MemoryError(f"{self.threads} threads x 2 x {self.buffer_bytes} bytes = {need / 2**30:.1f} GiB, "
+                              f"more than the {avail / 2**30:.1f} GiB of available host memory")
         self._stop.clear()
         self._errors.clear()
         self._moved = [0] * self.threads

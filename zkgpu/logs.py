@@ -58,8 +58,12 @@ from __future__ import annotations
 import math
 import os
 import re
+import shutil
+import signal
 import sqlite3
 import sys
+import tempfile
+import threading
 import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
@@ -71,7 +75,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from .errors import CliError, OneLineCommand
+from .errors import CliError, OneLineCommand, check_new_outputs
 from .events import normalize_events
 from .metrics import identity_check
 
@@ -323,21 +327,23 @@ def _value(v: str, key: str = ""):
     """One ``key=value`` value: a quoted string, a number (float), a duration with a unit
     (``1.2s``, ``12ms``, ``12µs``/``12us``, ``5ns`` -> float **ms**) or a plain string. Returns
     :data:`_BAD` for a number that is not finite, a duration outside [0, 1e9] ms, an id
-    (``worker``, ``partition``, ``gpu``, ``gpu_tid``) that is not an integer, or any other number
-    beyond ±1e15."""
+    (``worker``, ``partition``, ``gpu``, ``gpu_tid``) that is not an integer, a word where a
+    duration (``*_ms``) or an id belongs (``prep_msm_ms=abc``, ``gpu_tid=zero``), or any other
+    number beyond ±1e15."""
     if len(v) >= 2 and v[0] == '"' and v[-1] == '"':
         return v[1:-1]
+    numeric = key in _ID_KEYS or key.endswith("_ms")  # a word there (prep_msm_ms=abc, gpu_tid=zero) is a bad value
     try:
         x = float(v)
     except ValueError:
         m = _NUM_UNIT.match(v)
         if m is None:
-            return v
+            return _BAD if numeric else v
         x = float(m.group(1)) * _UNIT_MS[m.group(2)]
         key = "_ms"
     else:
         if not _NUM.match(v):  # 'nan', 'inf', 'infinity', '1_0': not a number a logger writes
-            return _BAD if v.strip().lower().lstrip("+-") in ("nan", "inf", "infinity") else v
+            return _BAD if numeric or v.strip().lower().lstrip("+-") in ("nan", "inf", "infinity") else v
     if not math.isfinite(x):
         return _BAD
     if key in _ID_KEYS and x != int(x):  # a worker 0.5 or partition 1e-3 is a corrupt id
@@ -1288,26 +1294,10 @@ def read_nsys_sqlite(path: str | Path, run: str | None = None) -> pd.DataFrame:
 
 def _check_outputs(targets: dict[str, str | None]) -> None:
     """Every check on the output files of ``zkgpu parse``, before anything is read or written."""
-    seen: dict[Path, str] = {}
     for opt, target in targets.items():
-        if target is None:
-            continue
-        if not target.endswith((".parquet", ".csv")):
+        if target is not None and not target.endswith((".parquet", ".csv")):
             raise CliError(f"{opt} {target}: the output must end in .parquet or .csv (e.g. {opt} events.parquet)")
-        path = Path(target)
-        if path.exists():
-            raise CliError(f"{opt} {target} exists: zkgpu parse never overwrites a file (choose another name)")
-        anc = path.absolute().parent
-        while not anc.exists() and anc != anc.parent:
-            anc = anc.parent  # the nearest existing folder: the rest is created when writing
-        if not anc.is_dir():
-            raise CliError(f"{opt} {target}: {anc} is a file, not a folder (choose another path)")
-        if not os.access(anc, os.W_OK | os.X_OK):
-            raise CliError(f"{opt} {target}: cannot write into {anc} (choose another path)")
-        key = path.resolve()
-        if key in seen:
-            raise CliError(f"{opt} {target} is the same file as {seen[key]}: give the event table and the partition table two names")
-        seen[key] = f"{opt} {target}"
+    check_new_outputs(targets, "zkgpu parse", "give the event table and the partition table two names")
 
 
 def _write_table(df: pd.DataFrame, target: str) -> None:
@@ -1367,11 +1357,20 @@ def parse_command(logfile: str, out: str | None, partitions_out: str | None, run
     click.echo("records: " + ", ".join(f"{k}={v}" for k, v in s.items() if k not in ("lines", "unknown")))
     click.echo(f"unknown lines: {parsed.unknown_count}")
     events = to_events(parsed, run=run) if out is not None else None
+    written: list[str] = []
     for target, df in ((out, events), (partitions_out, pt)):
         if target is None:
             continue
-        _write_table(df, target)
-        click.echo(f"wrote {len(df)} rows to {target}")
+        try:
+            _write_table(df, target)
+        except BaseException:
+            for done in written:  # all outputs or none: the first table goes if the second cannot be written
+                Path(done).unlink(missing_ok=True)
+            raise
+        written.append(target)
+    for target, df in ((out, events), (partitions_out, pt)):
+        if target is not None:
+            click.echo(f"wrote {len(df)} rows to {target}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1412,6 +1411,12 @@ def synthetic_log(path: str | Path, n_lines: int, *, template: str | Path | None
 
 #: log sizes of ``zkgpu bench parse`` (lines)
 BENCH_PARSE_SIZES = (10_000, 30_000, 100_000, 300_000, 1_000_000)
+#: the largest log ``zkgpu bench parse`` writes (lines; about 0.8 GB on disk)
+BENCH_PARSE_MAX = 10_000_000
+
+
+def _interrupt_on_sigterm(signum, frame) -> None:  # noqa: ANN001 - a signal handler
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def bench_parse(sizes: Iterable[int] = BENCH_PARSE_SIZES, *, workdir: str | Path | None = None) -> pd.DataFrame:
@@ -1424,7 +1429,6 @@ def bench_parse(sizes: Iterable[int] = BENCH_PARSE_SIZES, *, workdir: str | Path
     resident memory so far, MB: ``ru_maxrss``, which never decreases, so sizes run smallest first).
     """
     import resource  # noqa: PLC0415
-    import tempfile  # noqa: PLC0415
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="zkgpu-bench-parse-", dir=workdir) as tmp:
@@ -1459,12 +1463,24 @@ def bench_parse_command(sizes: str, out: str | None) -> None:
         ns = []
     if not ns or min(ns) < 1:
         raise CliError(f"--sizes {sizes!r}: give positive line counts separated by commas (e.g. --sizes 10000,100000)")
+    if max(ns) > BENCH_PARSE_MAX:
+        raise CliError(f"--sizes {max(ns)}: at most {BENCH_PARSE_MAX} lines per log (about 0.8 GB of disk; choose a smaller size)")
     if out is not None:
-        if Path(out).exists():
-            raise CliError(f"--out {out} exists: zkgpu never overwrites a result (choose another name)")
-        if not Path(out).parent.is_dir():
-            raise CliError(f"--out {out}: folder {Path(out).parent} does not exist (create it first)")
-    df = bench_parse(ns)
+        if not out.endswith(".csv"):
+            raise CliError(f"--out {out}: the table is written as CSV, so the name must end in .csv (e.g. --out bench-parse.csv)")
+        check_new_outputs({"--out": out}, "zkgpu bench parse")
+    tmp_dir = tempfile.gettempdir()
+    bytes_per_line = _SYNTH_SOURCE.stat().st_size / max(1, sum(1 for _ in open(_SYNTH_SOURCE, "rb")))
+    need, free = int(1.2 * bytes_per_line * max(ns)), shutil.disk_usage(tmp_dir).free
+    if need > free:
+        raise CliError(f"--sizes {max(ns)}: the synthetic log needs about {need / 1e9:.1f} GB, {tmp_dir} has {free / 1e9:.1f} GB free (choose a smaller size or set TMPDIR)")
+    main_thread = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, _interrupt_on_sigterm) if main_thread else None  # SIGTERM removes the temporary log, as Ctrl-C does
+    try:
+        df = bench_parse(ns)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, old)
     if out is None:
         click.echo(df.to_csv(index=False, float_format="%.4g"), nl=False)
     else:

@@ -61,11 +61,12 @@ def _slug(text: str) -> str:
 def new_run_dir(kind: str, base: Path | None = None, gpu: str | None = None) -> Path:
     """Create and return a fresh ``<base>/<gpu-slug>-<YYYYMMDD>-<kind>[-N]/`` folder.
 
-    ``base`` defaults to ``data/``; an existing folder is never reused (a suffix is added).
+    ``base`` defaults to ``$ZKGPU_DATA`` when set (where replay looks), else ``data/``; an
+    existing folder is never reused (a suffix is added).
     """
     from ._cuda import device_info  # noqa: PLC0415
 
-    base = Path(base) if base is not None else DATA_DIR
+    base = Path(base) if base is not None else Path(os.environ.get("ZKGPU_DATA") or DATA_DIR)
     gpu = gpu or device_info().get("gpu") or "cpu"
     stem = f"{_slug(gpu)}-{_dt.datetime.now(_dt.timezone.utc):%Y%m%d}-{_slug(kind)}"
     for i in range(1000):

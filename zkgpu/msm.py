@@ -82,12 +82,24 @@ _MIN_C, _MAX_C = 4, 20
 
 
 def num_windows(c: int) -> int:
-    """Signed c-bit windows for 255-bit scalars: ``ceil(256 / c)`` (the top carry is then 0)."""
+    """Signed c-bit windows for 255-bit scalars: ``ceil(256 / c)`` (the top carry is then 0).
+
+    Raises:
+        ValueError: c not an int >= 1.
+    """
+    if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1:
+        raise ValueError(f"window size c must be an int >= 1, got {c!r}")
     return -(-256 // c)
 
 
 def window_bits(n: int) -> int:
-    """The window size c for an n-point MSM (see the module docstring for the cost model)."""
+    """The window size c for an n-point MSM (see the module docstring for the cost model).
+
+    Raises:
+        ValueError: n not an int >= 0.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"window_bits: n (points) must be an int >= 0, got {n!r}")
     best_c, best = _MIN_C, None
     for c in range(_MIN_C, _MAX_C + 1):
         cost = num_windows(c) * (max(n, 1) + 3 * (1 << (c - 1)))
@@ -101,9 +113,16 @@ def signed_digits(k: int, c: int) -> list[int]:
 
     Returns ``num_windows(c)`` digits in ``[-2^(c-1), 2^(c-1)]`` with
     ``k == sum(d * 2^(c*w))``.
+
+    Raises:
+        ValueError: c not an int >= 1, or k outside ``[0, 2^255)``.
     """
+    nw = num_windows(c)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k < (1 << 255):
+        raise ValueError(f"signed_digits: k must be an int in [0, 2^255), got {k!r}")
+    k = int(k)
     half, carry, out = 1 << (c - 1), 0, []
-    for w in range(num_windows(c)):
+    for w in range(nw):
         v = ((k >> (w * c)) & ((1 << c) - 1)) + carry
         if v > half:
             out.append(v - (1 << c))

@@ -52,7 +52,7 @@ import numpy as np
 
 from . import _cuda
 from .errors import CliError
-from .field import FR, check_array, fr_from_ints, fr_to_ints
+from .field import FR, check_array, fr_from_ints, fr_to_ints, to_ints
 
 __all__ = [
     "ORDERS",
@@ -194,8 +194,12 @@ def log2_size(n: int) -> int:
     """log2 of an NTT size.
 
     Raises:
-        ValueError: n < 1 (empty input), n not a power of two, or n > 2^32 (the 2-adicity of Fr).
+        TypeError: n not an int (a bool or a float). ValueError: n < 1 (empty input), n not a
+            power of two, or n > 2^32 (the 2-adicity of Fr).
     """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"NTT size must be an int, got {n!r} ({type(n).__name__})")
+    n = int(n)
     if n < 1:
         raise ValueError("NTT of an empty input: need at least 1 element")
     if n & (n - 1):
@@ -261,7 +265,7 @@ def _first_unreduced_device(w: Any) -> int | None:
 
 
 def _raise_unreduced(w: Any, bad: int, name: str) -> None:
-    v = fr_to_ints(w[8 * bad : 8 * bad + 8].view(_cuda.cupy().uint64).reshape(1, 4).get())[0]
+    v = to_ints(FR, w[8 * bad : 8 * bad + 8].view(_cuda.cupy().uint64).reshape(1, 4).get())[0]  # unreduced: no range check
     raise ValueError(f"{name}[{bad}] = {v:#x} is not a canonical Fr element (must be < {P:#x})")
 
 
@@ -293,7 +297,7 @@ def _powers(x: int, n: int) -> list[int]:
 
 def _as_int_list(values: Sequence[int] | np.ndarray) -> list[int]:
     if isinstance(values, np.ndarray) and values.dtype == np.uint64:
-        return fr_to_ints(check_array(FR, values))
+        return fr_to_ints(values)  # checks the layout and the range
     vals = list(values)
     for i, v in enumerate(vals):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):

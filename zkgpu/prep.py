@@ -121,6 +121,9 @@ def _raise_bad(row: np.ndarray, bad: int, name: str) -> None:
 def _check_sel(sel: np.ndarray | None, rows: int) -> np.ndarray | None:
     if sel is None:
         return None
+    kind = np.asarray(sel).dtype.kind
+    if kind not in "iu" and not (kind == "O" and np.asarray(sel).size == 0):
+        raise TypeError(f"sel must be integer row indices, got dtype {np.asarray(sel).dtype} (a float index would be truncated)")
     s = np.ascontiguousarray(sel, dtype=np.int64)
     if s.ndim != 1:
         raise ValueError(f"sel must be a 1-d array of row indices, got shape {s.shape}")
@@ -396,10 +399,13 @@ def prep_msm(scalars: Any, prep: str = "cpu", *, sel: Any = None, threads: int |
     always returned on the host (:class:`zkgpu.msm.PrepMsm`); see the module docstring.
 
     Raises:
-        ValueError: unknown ``prep``; otherwise as :func:`zkgpu.msm.prep_msm` and the variant.
+        ValueError: unknown ``prep``, ``chunk`` not a positive multiple of 64; otherwise as
+            :func:`zkgpu.msm.prep_msm` and the variant. TypeError: ``sel`` not an integer array.
     """
     if prep not in PREPS:
         raise ValueError(f"prep must be one of {PREPS}, got {prep!r}")
+    if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 64 or chunk % 64:
+        raise ValueError(f"chunk must be a positive multiple of 64, got {chunk!r}")  # for every variant, not only cpu_parallel
     if prep == "gpu":
         return prep_msm_device(scalars, sel=sel).to_host()
     _check_layout(scalars)

@@ -108,6 +108,9 @@ GPU_QUICK_N = 1 << 20
 GPU_QUICK_PARTITIONS = 4
 CPU_DEFAULT_N = 1 << 10
 CPU_DEFAULT_PARTITIONS = 6
+#: upper bounds of the record options (a recording of far more is a typo, and each queued
+#: partition holds its a/b/c buffers): partitions per scenario, synthesis threads, queue depth
+MAX_PARTITIONS, MAX_SYNTH_WORKERS, MAX_QUEUE_DEPTH = 10_000, 64, 256
 
 
 def scenario_configs(
@@ -361,6 +364,11 @@ def record(
         raise ValueError(f"device must be 'gpu' or 'cpu', got {device!r}")
     if device == "gpu" and not has_gpu:
         raise RuntimeError("device='gpu' needs a CUDA GPU (CuPy) and none was found: record on the CPU with device='cpu' (--device cpu)")
+    if out is not None and not str(out).strip():
+        raise ValueError("out='' is empty: give a folder for the run folder (e.g. --out data), or leave --out out for data/")
+    for name, value, top in (("partitions", partitions, MAX_PARTITIONS), ("synth_workers", synth_workers, MAX_SYNTH_WORKERS), ("queue_depth", queue_depth, MAX_QUEUE_DEPTH)):
+        if isinstance(value, int) and value > top:
+            raise ValueError(f"{name}={value} is more than {top}: a recording needs far fewer (choose a smaller --{name.replace('_', '-')})")
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ValueError(f"out={str(out)!r} is a file, not a folder: give a folder for the run folder (e.g. --out data)")
     # None means the default; any other value (0 included) is checked by PipelineConfig below
@@ -504,7 +512,7 @@ def record(
 @click.option("--n", "n", type=int, default=None, help="constraints per partition, a power of two (default 2^22 GPU, 2^20 --quick, 2^10 CPU)")
 @click.option("--partitions", type=int, default=None, help="partitions per scenario (default 16 GPU, 4 --quick, 6 CPU)")
 @click.option("--quick", is_flag=True, help="smaller defaults, shorter sweep and benchmarks")
-@click.option("--out", "out", default=None, help="base folder for the run folder (default data/)")
+@click.option("--out", "out", default=None, help="base folder for the run folder (default $ZKGPU_DATA, else data/)")
 @click.option("--device", type=click.Choice(["auto", "gpu", "cpu"]), default="auto", show_default=True)
 @click.option("--scenario", "scenarios", multiple=True, type=click.Choice(list(SCENARIOS)), help="run only these (repeatable)")
 @click.option("--no-sweep", is_flag=True, help="skip the H2D bandwidth sweep")

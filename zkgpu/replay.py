@@ -199,13 +199,34 @@ class Recording:
             raise KeyError(f"scenario {name!r} is not in {self.path.name}; recorded: {list(sc)}")
         return sc[name]
 
+    def file(self, rel: str) -> Path:
+        """A path named in the manifest, inside the run folder.
+
+        Raises:
+            ValueError: ``rel`` is absolute or leads out of the run folder (``../..``, a symlink).
+        """
+        root = self.path.resolve()
+        p = (self.path / rel).resolve()
+        if not p.is_relative_to(root):
+            raise ValueError(f"{self.path.name}/manifest.json names {rel!r}, outside the run folder")
+        return p
+
     def events(self, name: str) -> pd.DataFrame:
-        """Event table of one scenario (schema of :mod:`zkgpu.events`)."""
+        """Event table of one scenario (schema of :mod:`zkgpu.events`).
+
+        Raises:
+            KeyError: unknown scenario or one without an event table. ValueError: the path leaves
+            the run folder, or an unreadable events file (truncated, not Parquet), naming it.
+        """
         entry = self.scenario(name)
         rel = entry.get("events")
         if not rel:
             raise KeyError(f"scenario {name!r} in {self.path.name} has no event table: {entry.get('error', 'no reason recorded')}")
-        return normalize_events(pd.read_parquet(self.path / rel))
+        p = self.file(rel)
+        try:
+            return normalize_events(pd.read_parquet(p))
+        except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+            raise ValueError(f"unreadable events file {p}: {' '.join(str(exc).split())[:200]}") from exc
 
     def all_events(self, names: Iterable[str] | None = None) -> pd.DataFrame:
         """Event tables of several (default: all successful) scenarios, concatenated."""
@@ -216,14 +237,14 @@ class Recording:
     def log_path(self, name: str) -> Path | None:
         """The cuzk-format log of one scenario, or None."""
         rel = self.scenario(name).get("log")
-        return self.path / rel if rel else None
+        return self.file(rel) if rel else None
 
     def sweep(self) -> pd.DataFrame | None:
         """The H2D bandwidth sweep recorded with the scenarios, or None."""
         rel = self.manifest.get("sweep")
         if not rel:
             return None
-        p = self.path / rel
+        p = self.file(rel)
         return pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
 
     def host_alloc(self) -> pd.DataFrame | None:
@@ -235,8 +256,8 @@ class Recording:
         """Kernel benchmark tables recorded with the scenarios: ``{name: DataFrame}``."""
         out: dict[str, pd.DataFrame] = {}
         for name, rel in (self.manifest.get("benchmarks") or {}).items():
-            if isinstance(rel, str) and (self.path / rel).is_file():
-                out[name] = _read_table(self.path / rel)
+            if isinstance(rel, str) and self.file(rel).is_file():
+                out[name] = _read_table(self.file(rel))
         return out
 
 

@@ -920,14 +920,15 @@ class PinnedPool:
         return self._hand_out(base, nbytes, shape, dt, False, nbytes, token)
 
     def checkin(self, arr: np.ndarray) -> None:
-        """Return a checked-out buffer (the array :meth:`checkout` returned, or any view starting at
-        its first byte) to the free list; a pageable fallback buffer is just dropped.
+        """Return a checked-out buffer (exactly the array :meth:`checkout` returned) to the free
+        list; a pageable fallback buffer is just dropped.
 
         Raises:
             TypeError: not a numpy array.
             PoolError: the buffer was already checked in (double checkin; detected exactly for the
-                array :meth:`checkout` returned, even when its memory was handed out again), or
-                it is not from this pool.
+                array :meth:`checkout` returned, even when its memory was handed out again), it is
+                not from this pool, or it is a view of (or another array over) a live checkout,
+                which would free the buffer while the checkout is still in use.
         """
         if not isinstance(arr, np.ndarray):
             raise TypeError(f"checkin expects the numpy array from checkout, got {type(arr).__name__}")
@@ -942,6 +943,8 @@ class PinnedPool:
                 raise PoolError(f"array at 0x{ptr:x} was checked out from another pool")
             if token is not None and entry_token is not None and token != entry_token:
                 raise PoolError(f"buffer at 0x{ptr:x} was already checked in (double checkin)")
+            if entry_token is not None and not (isinstance(arr, PinnedArray) and arr.pool is self):
+                raise PoolError(f"array at 0x{ptr:x} (shape {arr.shape}) is a view of a checkout, not the checkout: check in the array checkout returned")
             if buf is not None:
                 del self._in_use[ptr]
                 self._c["checkins"] += 1

@@ -16,7 +16,8 @@ import click
 from .. import _cuda
 from .circuits import ToolError, build, snarkjs_prove, snarkjs_verify, tools
 from .formats import read_wtns, read_zkey
-from .proof import write_proof
+from ..errors import CliError, check_new_outputs
+from .proof import proof_json, public_json, verify_py_ecc, write_proof
 from .prover import prove
 
 __all__ = ["prove_command", "bench_command", "run_prove_bench"]
@@ -30,24 +31,42 @@ __all__ = ["prove_command", "bench_command", "run_prove_bench"]
 @click.option("--device", type=click.Choice(["gpu", "cpu"]), default="gpu", show_default=True, help="gpu: zkgpu's NTT/MSM kernels; cpu: the references")
 @click.option("--seed", type=int, default=None, help="fix the random r, s (tests only: the proof is then not zero-knowledge)")
 @click.option("--timings", "timings_path", type=click.Path(dir_okay=False), default=None, help="also write the per-phase ms as JSON")
-def prove_command(zkey_path, wtns_path, proof_path, public_path, device, seed, timings_path) -> None:
-    """Prove a circom circuit's witness with a snarkjs BLS12-381 zkey; snarkjs groth16 verify accepts the output."""
+@click.option("--verify/--no-verify", default=False, show_default=True, help="verify the proof (py_ecc pairing, seconds) before writing; exit 2 if rejected")
+def prove_command(zkey_path, wtns_path, proof_path, public_path, device, seed, timings_path, verify) -> None:
+    """Prove a circom circuit's witness with a snarkjs BLS12-381 zkey; snarkjs groth16 verify accepts the output.
+
+    The witness is not checked against the circuit (the zkey holds no C matrix: c = a·b per
+    constraint), as in snarkjs groth16 prove: a wrong or corrupted .wtns gives a proof that
+    verification rejects. --verify checks the proof with py_ecc's pairing (seconds) and exits 2
+    if it is rejected. Outputs are checked before proving: none may exist or name another's file.
+    """
+    check_new_outputs({"--proof": proof_path, "--public": public_path, "--timings": timings_path}, "zkgpu prove")
     if device == "gpu" and not _cuda.gpu_available():
-        raise click.ClickException("--device gpu: no CUDA GPU available (CuPy missing or no device); use --device cpu")
+        raise CliError("--device gpu: no CUDA GPU available (CuPy missing or no device); use --device cpu")
     t0 = time.perf_counter()
     try:
         zkey = read_zkey(zkey_path)
         wtns = read_wtns(wtns_path)
-        t_read = 1e3 * (time.perf_counter() - t0)
+    except (ValueError, OSError) as exc:
+        raise CliError(str(exc)) from None
+    t_read = 1e3 * (time.perf_counter() - t0)
+    try:
         res = prove(zkey, wtns, device=device, seed=seed)
-        write_proof(res, proof_path, public_path)
-    except (ValueError, RuntimeError, OSError) as exc:
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    except RuntimeError as exc:
         raise click.ClickException(str(exc)) from None
     except ImportError as exc:  # py-arkworks-bls12381 (G2 MSM, r/s terms) is in the test extra
         raise click.ClickException(f"zkgpu prove needs {exc.name}: pip install 'zkgpu[test]'") from None
+    if verify and not verify_py_ecc(zkey, proof_json(res), [int(v) for v in public_json(res)]):
+        raise CliError(f"the proof of {wtns_path} does not verify against {zkey_path}: the witness does not satisfy the circuit (nothing written)")
     timings = {"read": t_read, **res.timings_ms}
-    if timings_path:
-        Path(timings_path).write_text(json.dumps(timings, indent=1) + "\n", encoding="utf-8")
+    try:
+        write_proof(res, proof_path, public_path)
+        if timings_path:
+            Path(timings_path).write_text(json.dumps(timings, indent=1) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot write the outputs: {exc.strerror or exc} ({exc.filename}; choose another path)") from None
     click.echo(
         f"proof written to {proof_path}, {len(res.public)} public signals to {public_path} "
         f"(n_vars {zkey.n_vars}, domain 2^{zkey.log_n}, device {device}, {timings['read'] + timings['total']:.0f} ms)"
@@ -110,7 +129,7 @@ def bench_command(circuit, setup, zkey_path, wtns_path, vkey_path, device, repea
     from ..manifest import build_manifest, new_run_dir, write_json_new  # noqa: PLC0415
 
     if device == "gpu" and not _cuda.gpu_available():
-        raise click.ClickException("--device gpu: no CUDA GPU available; use --device cpu")
+        raise CliError("--device gpu: no CUDA GPU available; use --device cpu")
     if bool(circuit) == bool(zkey_path and wtns_path and vkey_path):
         raise click.UsageError("give either --circuit NAME or all of --zkey, --wtns and --vkey")
     tmp = tempfile.TemporaryDirectory(prefix="zkgpu-bench-prove-")
@@ -124,7 +143,9 @@ def bench_command(circuit, setup, zkey_path, wtns_path, vkey_path, device, repea
         run_work = Path(tempfile.mkdtemp(prefix="proofs-", dir=work))
         runs, phases = run_prove_bench(Path(zkey_path), Path(wtns_path), Path(vkey_path), device=device, repeat=repeat, workdir=run_work)
         node_version = subprocess.run([tools().node, "--version"], capture_output=True, text=True).stdout.strip()
-    except (ValueError, ToolError) as exc:
+    except ValueError as exc:  # an unknown circuit, an unreadable key
+        raise CliError(str(exc)) from None
+    except ToolError as exc:
         raise click.ClickException(str(exc)) from None
     run_dir = new_run_dir("bench-prove", base=Path(out_base) if out_base else None)
     pd.DataFrame(runs).to_csv(run_dir / "prove.csv", index=False)

@@ -13,6 +13,7 @@ smoke check for choosing ``n``, not a benchmark record (``zkgpu record`` writes 
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -21,6 +22,7 @@ import click
 import pandas as pd
 
 from zkgpu import transfer as _tr
+from zkgpu.prep import default_threads
 from zkgpu._cuda import gpu_available
 from zkgpu.errors import CliError, OneLineCommand
 from zkgpu.pipeline.config import DEVICES, LOCK_SCOPES, PREPS, TRANSFERS, PipelineConfig
@@ -64,16 +66,26 @@ def main(log_n: int | None, partitions: int, gw: int, synth_workers: int, transf
                               timeout_s=timeout_s, prep=prep, tail_streams=tail_streams)
         for transfer in transfers:
             base.with_(transfer=transfer)  # e.g. registered needs device=gpu: refused before any work
+        if prep == "cpu_parallel":
+            default_threads()  # a bad $ZKGPU_PREP_THREADS: refused here, not in every partition
     except (TypeError, ValueError) as exc:
         raise CliError(str(exc).replace("PipelineConfig.", "")) from exc
+    if out is not None:
+        anc = out.absolute()
+        while not anc.exists() and anc != anc.parent:
+            anc = anc.parent  # the nearest existing folder: the rest is created when writing
+        if not anc.is_dir():
+            raise CliError(f"--out {out}: {anc} is a file, not a folder (choose another path)")
+        if not os.access(anc, os.W_OK | os.X_OK):
+            raise CliError(f"--out {out}: cannot write into {anc} (choose another path)")
     runs = len(transfers) * len(scopes)
     click.echo(f"{runs} run(s) of {partitions} partitions at n=2^{log_n} on the {device.upper()}, each after a 1-partition warm-up"
                + (" (CPU reference math: about a second per partition at 2^10, doubling per step)" if device == "cpu" else ""), err=True)
     t0 = time.perf_counter()
     prepared = prepare_backend(base)
     click.echo(f"setup (bases for n=2^{log_n}): {time.perf_counter() - t0:.1f} s", err=True)
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    summary = []
+    stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns() // 1000 % 1_000_000:06d}-{os.getpid()}"  # runs in one second: two folders
+    summary, failed = [], []
     for transfer in transfers:
         for scope in scopes:
             cfg = base.with_(transfer=transfer, lock_scope=scope)
@@ -96,9 +108,14 @@ def main(log_n: int | None, partitions: int, gw: int, synth_workers: int, transf
             click.echo(f"\n=== {cfg.run_name}: {partitions} partitions in {wall:.2f} s, ok={res.ok}, errors={res.errors[:2]}, H2D {gbps:.2f} GB/s, pool={res.pool_stats and {k: res.pool_stats[k] for k in ('allocations', 'reuses')}}")
             click.echo(med.round(2).to_string())
             sys.stdout.flush()  # a run killed by a time limit keeps what it printed
+            failed += [(cfg.run_name, p) for p in res.partitions if p.status != "ok"]
             summary.append({"run": cfg.run_name, "wall_s": round(wall, 2), "h2d_GBps": round(gbps, 2), **{f"{p}_ms": round(float(med.at[p, "host_ms"]), 1) for p in ("ntt_msm_h", "prep_msm", "barrier_wait", "batch_add", "tail_msm", "mutex_wait") if p in med.index}})
     click.echo("\n=== summary (median host ms per partition)")
     click.echo(pd.DataFrame(summary).to_string(index=False))
+    if failed:
+        for run_name, p in failed:
+            click.echo(f"{run_name}: partition {p.partition} {p.status} at {p.stage or '-'}: {p.error}", err=True)
+        raise click.ClickException(f"{len(failed)} partition(s) did not prove ({len({r for r, _ in failed})} of {runs} run(s)); see the lines above")
 
 
 if __name__ == "__main__":
