@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-__all__ = ["CliError", "OneLineErrors", "OneLineGroup", "OneLineCommand", "USAGE_EXIT", "check_new_outputs", "debug_enabled"]
+__all__ = ["check_writable_under", "CliError", "OneLineErrors", "OneLineGroup", "OneLineCommand", "USAGE_EXIT", "check_new_outputs", "debug_enabled"]
 
 USAGE_EXIT = 2
 
@@ -25,6 +25,23 @@ class CliError(click.ClickException):
     """A bad option, missing device or existing output: ``Error: <message>`` on one line, exit 2."""
 
     exit_code = USAGE_EXIT
+
+
+def check_writable_under(opt: str, target: Any, folder: Path) -> None:
+    """Refuse ``target`` (the value of option ``opt``) unless the nearest existing folder at or
+    above ``folder`` is a folder this process can write into (what is missing is created when
+    writing).
+
+    Raises:
+        CliError: that nearest existing path is a file, or not writable.
+    """
+    anc = folder
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if not anc.is_dir():
+        raise CliError(f"{opt} {target}: {anc} is a file, not a folder (choose another path)")
+    if not os.access(anc, os.W_OK | os.X_OK):
+        raise CliError(f"{opt} {target}: cannot write into {anc} (choose another path)")
 
 
 def check_new_outputs(targets: dict[str, str | os.PathLike | None], command: str, same_hint: str = "give each output its own name") -> None:
@@ -45,13 +62,7 @@ def check_new_outputs(targets: dict[str, str | os.PathLike | None], command: str
         path = Path(target)
         if path.exists() or path.is_symlink():
             raise CliError(f"{opt} {target} exists: {command} never overwrites a file (choose another name)")
-        anc = path.absolute().parent
-        while not anc.exists() and anc != anc.parent:
-            anc = anc.parent  # the nearest existing folder: the rest is created when writing
-        if not anc.is_dir():
-            raise CliError(f"{opt} {target}: {anc} is a file, not a folder (choose another path)")
-        if not os.access(anc, os.W_OK | os.X_OK):
-            raise CliError(f"{opt} {target}: cannot write into {anc} (choose another path)")
+        check_writable_under(opt, target, path.absolute().parent)
         key = path.resolve()
         if key in seen:
             raise CliError(f"{opt} {target} is the same file as {seen[key]}: {same_hint}")

@@ -597,9 +597,10 @@ def _fused_pair_pass(words: Any, L: int, k: int) -> None:
     )
 
 
-def _fused_scalings(L: int, inverse: bool, coset: bool, dit: bool) -> tuple[Any, int, Any, int]:
-    """(pre, pre_mode, post, post_mode) of a transform: the coset shift at the first pass's load, 1/n or
-    g^-i/n at the last pass's store (bit-reversed index on the bit-reversed side)."""
+def _scalings(L: int, inverse: bool, coset: bool, dit: bool) -> tuple[Any, int, Any, int]:
+    """(pre, pre_mode, post, post_mode) of a transform, for the stagewise and the fused kernels: the coset
+    shift at the first pass's load, 1/n or g^-i/n at the last pass's store (bit-reversed index on the
+    bit-reversed side); None tables with mode 0 where nothing is scaled."""
     pre, pre_mode, post, post_mode = None, 0, None, 0
     if coset and not inverse:
         pre, pre_mode = _scale_table(L, "coset"), (2 if dit else 1)
@@ -618,7 +619,7 @@ def _ntt_fused(
     bit-reversal kernel follows. post_op = (zinv, b, c): the last pass stores (x * b - c) * zinv instead
     (its post mode 4)."""
     dit = order == "rn"
-    pre, pre_mode, post, post_mode = _fused_scalings(L, inverse, coset, dit)
+    pre, pre_mode, post, post_mode = _scalings(L, inverse, coset, dit)
     passes = _passes(L, _fused_tile_log())
     if dit:
         passes = passes[::-1]
@@ -697,12 +698,8 @@ def ntt_inplace(
         return d
     dit = order == "rn"
     tw = _twiddles(L, bool(inverse))
-    pre, pre_mode, post, post_mode = tw, 0, tw, 0
-    if coset and not inverse:
-        pre, pre_mode = _scale_table(L, "coset"), (2 if dit else 1)
-    if inverse:
-        post = _scale_table(L, "icoset" if coset else "ninv")
-        post_mode = 3 if not coset else (1 if dit else 2)
+    pre, pre_mode, post, post_mode = _scalings(L, bool(inverse), bool(coset), dit)
+    pre, post = (tw if pre is None else pre), (tw if post is None else post)  # mode 0 ignores the table
     passes = _passes(L)
     if dit:
         passes = passes[::-1]

@@ -24,7 +24,7 @@ import pandas as pd
 from zkgpu import transfer as _tr
 from zkgpu.prep import default_threads
 from zkgpu._cuda import gpu_available
-from zkgpu.errors import CliError, OneLineCommand
+from zkgpu.errors import CliError, OneLineCommand, check_writable_under
 from zkgpu.pipeline.config import DEVICES, LOCK_SCOPES, PREPS, TRANSFERS, PipelineConfig
 from zkgpu.pipeline.runner import prepare_backend, run_pipeline
 
@@ -71,13 +71,7 @@ def main(log_n: int | None, partitions: int, gw: int, synth_workers: int, transf
     except (TypeError, ValueError) as exc:
         raise CliError(str(exc).replace("PipelineConfig.", "")) from exc
     if out is not None:
-        anc = out.absolute()
-        while not anc.exists() and anc != anc.parent:
-            anc = anc.parent  # the nearest existing folder: the rest is created when writing
-        if not anc.is_dir():
-            raise CliError(f"--out {out}: {anc} is a file, not a folder (choose another path)")
-        if not os.access(anc, os.W_OK | os.X_OK):
-            raise CliError(f"--out {out}: cannot write into {anc} (choose another path)")
+        check_writable_under("--out", out, out.absolute())
     runs = len(transfers) * len(scopes)
     click.echo(f"{runs} run(s) of {partitions} partitions at n=2^{log_n} on the {device.upper()}, each after a 1-partition warm-up"
                + (" (CPU reference math: about a second per partition at 2^10, doubling per step)" if device == "cpu" else ""), err=True)
