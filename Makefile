@@ -1,6 +1,7 @@
 # Two commands for a fresh Linux machine; each sets up .venv itself on first use.
 #   make report   run the notebook suite into reports/index.html (replays data/ without a GPU)
 #   make test     run the test suite (GPU tests are skipped without a GPU)
+#   make lint     ruff + mypy (pyproject.toml); CI runs it before make test
 #   make gpu-run EXTRAS=notebooks,test,gpu-cuda13   GPU tests, benchmarks, recording (scripts/gpu_run.sh)
 #   make circuit [CIRCUIT=poseidon-600] [SETUP=fast|snarkjs]   a circom circuit, key and witness in build/circuits
 #   make node-carry   pack node + node_modules into .node/ for a GPU host without node (scripts/node_carry.sh)
@@ -9,7 +10,7 @@
 # On a GPU machine add CuPy:  make report EXTRAS=notebooks,test,gpu-cuda13   (or gpu-cuda12)
 PYTHON ?= python3
 VENV   ?= .venv
-EXTRAS ?= notebooks,test
+EXTRAS ?= notebooks,test,lint
 comma  := ,
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.zkgpu-$(subst $(comma),-,$(EXTRAS))
@@ -18,7 +19,7 @@ NODE_STAMP := node_modules/.zkgpu-npm-ci
 CIRCUIT ?= poseidon-600
 SETUP ?= fast
 
-.PHONY: report test gpu-run clean node circuit node-carry
+.PHONY: report test lint gpu-run clean node circuit node-carry
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +36,11 @@ $(NODE_STAMP): package.json package-lock.json
 	touch $@
 
 node: $(NODE_STAMP)
+
+# ruff (rules in pyproject.toml) on the package and the tests; mypy on zkgpu/ (ARCHITECTURE.md)
+lint: $(STAMP)
+	$(BIN)/ruff check zkgpu tests
+	$(BIN)/mypy
 
 # ZKGPU_REQUIRE_NODE: the real-proof tests fail (instead of skipping) if circom2/snarkjs are missing
 test: $(STAMP) $(NODE_STAMP)

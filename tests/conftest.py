@@ -12,8 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-import seeding  # noqa: E402
-from zkgpu._cuda import gpu_available  # noqa: E402
+import seeding
+from zkgpu._cuda import gpu_available
 
 
 def pytest_collection_modifyitems(config, items):

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 import pandas as pd
+import pytest
 
 from zkgpu.anchors import load_ntt_vs_sppark, ntt_vs_sppark, read_sppark, sppark_provenance
 

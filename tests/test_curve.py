@@ -9,13 +9,13 @@ import random
 import numpy as np
 import py_ecc.optimized_bls12_381 as pe
 import pytest
+from native import load
 from py_arkworks_bls12381 import G1Point, Scalar
 
-from native import load
+from seeding import new_pyrng, new_rng
 from zkgpu import curve
 from zkgpu.field import FQ, FR
 from zkgpu.msm import num_windows, signed_digits
-from seeding import new_pyrng, new_rng  # noqa: E402
 
 Q = FQ.modulus
 R = FR.modulus

@@ -9,12 +9,11 @@ import time
 import warnings
 
 import pytest
+from test_pipeline import cfg, no_pipeline_threads_left, run_bounded
 
 from zkgpu import _cuda, transfer
 from zkgpu.pipeline import PipelineConfig, prepare_backend, run_pipeline
 from zkgpu.pipeline.worker import Cancelled, GpuMutex, StageTimeout
-
-from test_pipeline import cfg, no_pipeline_threads_left, run_bounded
 
 
 @pytest.fixture(scope="module")

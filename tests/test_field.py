@@ -8,10 +8,21 @@ import re
 
 import numpy as np
 import pytest
-
 from native import KERNELS, load
-from zkgpu.field import FQ, FR, PrimeField, check_array, fr_from_ints, fr_random, fr_reduce, fr_to_ints, from_ints, to_ints
-from seeding import new_pyrng, new_rng  # noqa: E402
+
+from seeding import new_pyrng, new_rng
+from zkgpu.field import (
+    FQ,
+    FR,
+    PrimeField,
+    check_array,
+    fr_from_ints,
+    fr_random,
+    fr_reduce,
+    fr_to_ints,
+    from_ints,
+    to_ints,
+)
 
 R_HEX = 0x73EDA753299D7D483339D80809A1D80553BDA402FFFE5BFEFFFFFFFF00000001
 
@@ -123,7 +134,7 @@ def test_header_arithmetic_matches_python(field: PrimeField):
     xs = edge + [new_pyrng().randrange(p) for _ in range(300)]
     ys = list(reversed(edge)) + [new_pyrng().randrange(p) for _ in range(300)]
     mx, my = [field.to_mont(x) for x in xs], [field.to_mont(y) for y in ys]
-    back = lambda vs: [field.from_mont(v) for v in vs]  # noqa: E731
+    back = lambda vs: [field.from_mont(v) for v in vs]
     assert back(_shim(field, mx, my, "add")) == [(x + y) % p for x, y in zip(xs, ys)]
     assert back(_shim(field, mx, my, "sub")) == [(x - y) % p for x, y in zip(xs, ys)]
     assert back(_shim(field, mx, my, "mul")) == [(x * y) % p for x, y in zip(xs, ys)]

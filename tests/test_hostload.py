@@ -55,9 +55,8 @@ def test_bad_settings_are_named(kw, exc, match):
 
 def test_start_twice_is_an_error():
     load = HostMemoryLoad(1, 4096)
-    with load:
-        with pytest.raises(RuntimeError, match="already running"):
-            load.start()
+    with load, pytest.raises(RuntimeError, match="already running"):
+        load.start()
 
 
 def test_a_failing_thread_is_reported_by_stop(monkeypatch):
@@ -137,10 +136,9 @@ def test_the_body_error_wins_over_a_load_failure(monkeypatch):
         raise MemoryError("simulated")
 
     monkeypatch.setattr(hostload, "np", types.SimpleNamespace(empty=np.empty, uint8=np.uint8, integer=np.integer, copyto=boom))
-    with pytest.raises(KeyError) as info:
-        with HostMemoryLoad(1, 4096):
-            time.sleep(0.05)
-            raise KeyError("body")
+    with pytest.raises(KeyError) as info, HostMemoryLoad(1, 4096):
+        time.sleep(0.05)
+        raise KeyError("body")
     assert any("host load thread failed" in n for n in getattr(info.value, "__notes__", []))
 
 

@@ -88,7 +88,7 @@ def test_event_table_schema_and_consistency():
     for part, g in ev.groupby("partition"):
         ph = {k: v for k, v in g.groupby("phase")}
         # ntt_msm_h = h2d + ntt + h_msm
-        d = lambda name: float(((ph[name]["end_ns"] - ph[name]["start_ns"]) / 1e6).sum())  # noqa: E731
+        d = lambda name: float(((ph[name]["end_ns"] - ph[name]["start_ns"]) / 1e6).sum())
         assert d("ntt_msm_h") == pytest.approx(d("h2d") + d("ntt") + d("h_msm"))
         assert int(ph["h2d"]["bytes"].iloc[0]) == int(p.h2d_bytes)
         assert ph["batch_add"]["start_ns"].iloc[0] >= ph["prep_msm"]["end_ns"].iloc[0]  # barrier respected

@@ -23,9 +23,9 @@ import numpy as np
 import py_ecc.optimized_bls12_381 as pe
 import pytest
 
+from seeding import new_pyrng, new_rng
 from zkgpu import _cuda, curve, msm
 from zkgpu.field import FR, fr_from_ints, fr_random
-from seeding import new_pyrng, new_rng  # noqa: E402
 
 R = FR.modulus
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,9 +8,9 @@ import random
 import numpy as np
 import pytest
 
+from seeding import new_pyrng, new_rng
 from zkgpu import ntt as N
 from zkgpu.field import FR, fr_from_ints, fr_random, fr_to_ints
-from seeding import new_pyrng, new_rng  # noqa: E402
 
 P = FR.modulus
 G = FR.generator
@@ -135,7 +135,7 @@ def _emulate(x: list[int], L: int, inverse: bool, coset: bool, order: str, max_t
     for i in range(1, n):
         lh = i.bit_length() - 1
         tw[i] = pow(omega, (i - (1 << lh)) << (L - 1 - lh), P)
-    rev = lambda g: int(format(g, f"0{L}b")[::-1], 2) if L else 0  # noqa: E731
+    rev = lambda g: int(format(g, f"0{L}b")[::-1], 2) if L else 0
     dit = order == "rn"
     n_inv = pow(n, -1, P)
     pre_tab = [pow(G, i, P) for i in range(n)]
@@ -161,7 +161,7 @@ def _emulate(x: list[int], L: int, inverse: bool, coset: bool, order: str, max_t
         midbits = s_lo - c
         for b in range(n // T):
             base = ((b & ((1 << midbits) - 1)) << c) | ((b >> midbits) << (s_lo + k))
-            gidx = lambda u: base | (u & ((1 << c) - 1)) | ((u >> c) << s_lo)  # noqa: E731
+            gidx = lambda u: base | (u & ((1 << c) - 1)) | ((u >> c) << s_lo)
             sm = [scale(x[gidx(u)], pre_tab, pre_mode if pi == 0 else 0, gidx(u)) for u in range(T)]
 
             def r2(s, lb):
@@ -220,7 +220,7 @@ def _emulate(x: list[int], L: int, inverse: bool, coset: bool, order: str, max_t
 def _emulate_bitrev(x: list[int], L: int, q: int = N._BR_Q) -> list[int]:
     """Python replay of ntt_bitrev_tiled (L >= 2q) / ntt_bitrev, in place."""
     x = list(x)
-    r = lambda v, bits: int(format(v, f"0{bits}b")[::-1], 2) if bits else 0  # noqa: E731
+    r = lambda v, bits: int(format(v, f"0{bits}b")[::-1], 2) if bits else 0
     if L < 2 * q:
         for i in range(1 << L):
             if i < r(i, L):
@@ -230,7 +230,7 @@ def _emulate_bitrev(x: list[int], L: int, q: int = N._BR_Q) -> list[int]:
         rmid = r(mid, L - 2 * q)
         if mid > rmid:
             continue
-        idx = lambda hi, m, lo: (hi << (L - q)) | (m << q) | lo  # noqa: E731
+        idx = lambda hi, m, lo: (hi << (L - q)) | (m << q) | lo
         sa = [x[idx(t >> q, mid, t & ((1 << q) - 1))] for t in range(1 << 2 * q)]
         sb = [x[idx(t >> q, rmid, t & ((1 << q) - 1))] for t in range(1 << 2 * q)]
         for t in range(1 << 2 * q):
@@ -394,9 +394,8 @@ def test_bad_algorithm():
         N.ntt(fr_from_ints([1, 2]), algorithm="fast")
     with pytest.raises(ValueError, match="algorithm"):
         qap.compute_h(fr_from_ints([1]), fr_from_ints([1]), fr_from_ints([1]), algorithm="fast")
-    with pytest.raises(ValueError, match="unknown NTT kernel"):
-        with N.kernel_settings("fused-r16"):
-            pass
+    with pytest.raises(ValueError, match="unknown NTT kernel"), N.kernel_settings("fused-r16"):
+        pass
 
 
 def _each_kernel(monkeypatch):
@@ -519,7 +518,7 @@ def test_gpu_fused_equals_stagewise(L, kernel):
     passes, passes of unequal k), on fresh random Montgomery-form data."""
     cp = _cp()
     n = 1 << L
-    x = _dev_random(n, secrets.randbits(32))
+    x = _dev_random(n, int(new_rng().integers(2**32)))
     N.to_montgomery(x)
     for inverse, coset in VARIANTS:
         for order in N.ORDERS:

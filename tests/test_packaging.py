@@ -4,9 +4,9 @@ README's test command is what .ci/run calls; ``zkgpu info`` runs."""
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 
+import tomllib
 from click.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parent.parent

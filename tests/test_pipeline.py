@@ -10,16 +10,15 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
+from test_trace import CountingNvtx, line_kind
 
 from zkgpu.events import COLUMNS
 from zkgpu.field import FR, fr_from_ints, fr_to_ints
-from zkgpu.pipeline import Density, PipelineConfig, PipelineInterrupted, prepare_backend, run_pipeline
 from zkgpu.msm import msm_cpu as cpu_msm  # the reference MSM (arkworks), not the pipeline's path
+from zkgpu.pipeline import Density, PipelineConfig, PipelineInterrupted, prepare_backend, run_pipeline
 from zkgpu.pipeline.backend import cpu_compute_h, prep_scalars
 from zkgpu.pipeline.synthesis import synthesize_arrays
 from zkgpu.pipeline.worker import PrepFailed
-
-from test_trace import CountingNvtx, line_kind
 
 PIPE_THREADS = ("synth-", "gpu0-worker", "prep_msm-", "finalizer-")
 
@@ -42,7 +41,7 @@ def run_bounded(config: PipelineConfig, limit: float = 60.0, **kw):
     def target():
         try:
             out["r"] = run_pipeline(config, **kw)
-        except BaseException as e:  # noqa: BLE001
+        except BaseException as e:
             out["e"] = e
 
     th = threading.Thread(target=target, daemon=True)

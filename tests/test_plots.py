@@ -6,18 +6,18 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from pathlib import Path  # noqa: E402
+from pathlib import Path
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
-from zkgpu.events import PHASES  # noqa: E402
-from zkgpu.logs import parse_file, to_events  # noqa: E402
-from zkgpu import metrics, plots  # noqa: E402
-from zkgpu.plots import PHASE_COLORS, bandwidth_curves, caption, phase_color, timeline, utilization_bars  # noqa: E402
+from zkgpu import metrics, plots
+from zkgpu.events import PHASES
+from zkgpu.logs import parse_file, to_events
+from zkgpu.plots import PHASE_COLORS, bandwidth_curves, caption, phase_color, timeline, utilization_bars
 
 ROOT = Path(__file__).resolve().parent.parent
 

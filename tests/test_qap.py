@@ -8,9 +8,9 @@ import random
 import numpy as np
 import pytest
 
+from seeding import new_pyrng, new_rng
 from zkgpu import qap
 from zkgpu.field import FR, fr_from_ints, fr_to_ints
-from seeding import new_pyrng  # noqa: E402
 
 P = FR.modulus
 
@@ -74,7 +74,7 @@ def test_reference_general_inputs_via_coset_formula(rng):
     g = FR.generator
     omega = FR.root_of_unity(3)
     zi = pow(pow(g, n, P) - 1, -1, P)
-    ev = lambda poly, x: sum(cf * pow(x, i, P) for i, cf in enumerate(poly)) % P  # noqa: E731
+    ev = lambda poly, x: sum(cf * pow(x, i, P) for i, cf in enumerate(poly)) % P
     pts = [g * pow(omega, j, P) % P for j in range(n)]
     hv = [(ev(A, x) * ev(B, x) - ev(C, x)) * zi % P for x in pts]
     h = qap.compute_h_reference(a, b, c)
@@ -205,7 +205,7 @@ def test_gpu_compute_h_fused_equals_stagewise(log_n, fused_radix, outer, tile_lo
     monkeypatch.setattr(ntt, "FUSED_OUTER", outer)
     cp = cupy()
     n = 1 << log_n
-    x = np.random.default_rng(secrets.randbits(64)).integers(0, 2**64, size=(3, n, 4), dtype=np.uint64)
+    x = new_rng().integers(0, 2**64, size=(3, n, 4), dtype=np.uint64)
     x[..., 3] >>= np.uint64(2)
     d = cp.asarray(x)
     for i in range(3):

@@ -253,7 +253,8 @@ def test_replay_labels_host_load_and_finds_the_load_benchmark(recorded, tmp_path
 
 
 def test_live_source_passes_the_host_load(monkeypatch, tmp_path, recorded):
-    from zkgpu import _cuda, record as rec_mod
+    from zkgpu import _cuda
+    from zkgpu import record as rec_mod
 
     _, run_dir = recorded
     seen = []

@@ -4,12 +4,11 @@ silently. Every case here is a row of RELIABILITY.md."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-
-from pathlib import Path
 
 from zkgpu import logs
 from zkgpu.logs import parse_command, parse_file, parse_lines, partition_table, synthetic_log, to_events

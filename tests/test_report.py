@@ -18,7 +18,6 @@ from zkgpu import report
 from zkgpu.events import normalize_events
 from zkgpu.replay import Recording
 
-
 # --------------------------------------------------------------------------- formatting
 
 

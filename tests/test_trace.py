@@ -91,13 +91,11 @@ def test_nested_phases_balance_and_record():
 def test_nvtx_balanced_when_body_raises_and_no_line():
     nv = CountingNvtx()
     tr = Tracer("t", nvtx=nv)
-    with pytest.raises(ZeroDivisionError):
-        with tr.phase("batch_add", worker=1, partition=0):
-            with tr.phase("h2d", worker=1, partition=0):
-                1 / 0  # noqa: B018
-    with pytest.raises(KeyboardInterrupt):
-        with tr.phase("prep_msm", partition=0):
-            raise KeyboardInterrupt
+    with pytest.raises(ZeroDivisionError), tr.phase("batch_add", worker=1, partition=0):
+        with tr.phase("h2d", worker=1, partition=0):
+            1 / 0
+    with pytest.raises(KeyboardInterrupt), tr.phase("prep_msm", partition=0):
+        raise KeyboardInterrupt
     assert nv.balanced()
     ev = tr.events()
     assert len(ev) == 3 and ev["detail"].str.contains("error=").all()
@@ -111,9 +109,8 @@ def test_nvtx_balanced_across_threads_and_spans():
 
     def work(i):
         for _ in range(50):
-            with tr.phase("ntt", worker=i, partition=i):
-                with tr.phase("h_msm", worker=i, partition=i):
-                    pass
+            with tr.phase("ntt", worker=i, partition=i), tr.phase("h_msm", worker=i, partition=i):
+                pass
         spans.append(tr.begin("prove", worker=i, partition=i))
 
     ths = [threading.Thread(target=work, args=(i,)) for i in range(4)]
@@ -198,9 +195,8 @@ def test_every_phase_line_has_the_exact_format():
 
 def test_missing_fields_name_the_field():
     tr = Tracer("t")
-    with pytest.raises(KeyError, match="gpu_total_ms"):
-        with tr.phase("tail_msm", worker=0, partition=0):
-            pass
+    with pytest.raises(KeyError, match="gpu_total_ms"), tr.phase("tail_msm", worker=0, partition=0):
+        pass
 
 
 def test_formatters():

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import json
 import logging
 import math
-import ctypes
 import random
 import sys
 import threading
 import time
-
 import warnings
 
 import numpy as np
@@ -212,7 +211,7 @@ def test_thread_safety_no_buffer_handed_out_twice():
     def worker(tid: int) -> None:
         try:
             work(tid)
-        except Exception as exc:  # noqa: BLE001 - reported by the main thread
+        except Exception as exc:
             errors.append(f"thread {tid}: {exc!r}")
 
     def work(tid: int) -> None:
@@ -300,16 +299,14 @@ def test_granularity_rounds_allocations_up():
 
 def test_buffer_comes_back_on_exception():
     pool = PinnedPool(FakeAllocator())
-    with pytest.raises(KeyError):
-        with pool.checkout(128) as buf:
-            buf[:] = 1
-            raise KeyError("boom")
+    with pytest.raises(KeyError), pool.checkout(128) as buf:
+        buf[:] = 1
+        raise KeyError("boom")
     s = pool.stats()
     assert s.checkins == 1 and s.buffers_in_use == 0 and s.buffers_free == 1
-    with pytest.raises(RuntimeError):
-        with pool.checkout_abc(4) as abc:
-            assert abc.pinned
-            raise RuntimeError("synthesis failed")
+    with pytest.raises(RuntimeError), pool.checkout_abc(4) as abc:
+        assert abc.pinned
+        raise RuntimeError("synthesis failed")
     s = pool.stats()
     assert s.buffers_in_use == 0 and s.checkins == 4
 
@@ -338,9 +335,8 @@ def test_double_checkin_and_foreign_arrays_are_errors():
     with pytest.raises(PoolError, match="not checked out"):
         pool.checkin(c[8:])  # a view that does not start at the buffer
     pool.checkin(c)
-    with pytest.raises(PoolError):
-        with c[:4]:  # a view is not a checkout
-            pass
+    with pytest.raises(PoolError), c[:4]:  # a view is not a checkout
+        pass
 
 
 def test_checkout_abc_shapes_and_release():
@@ -395,10 +391,9 @@ def test_log_messages(caplog):
 
 def test_close_frees_everything_and_is_a_context_manager():
     fa = FakeAllocator()
-    with pytest.warns(RuntimeWarning, match="1 buffer"):
-        with PinnedPool(fa) as pool:
-            x = pool.checkout(100)
-            pool.checkin(pool.checkout(200))
+    with pytest.warns(RuntimeWarning, match="1 buffer"), PinnedPool(fa) as pool:
+        x = pool.checkout(100)
+        pool.checkin(pool.checkout(200))
     assert pool.closed and len(fa.live) == 1  # the 200 is freed; x is still out
     assert pool.stats().bytes_held == 100
     with pytest.raises(PoolError, match="closed"):
@@ -685,9 +680,8 @@ def test_gpu_pool_hands_out_real_pinned_memory(cp):
             assert abc.pinned and all(tr.is_pinned(x) for x in abc)
         assert pool.stats().reuses >= 1
     assert not tr.is_pinned(np.zeros(1000))
-    with PinnedPool(tr.PageableAllocator()) as pp:
-        with pp.checkout(4096) as b:
-            assert not tr.is_pinned(b)
+    with PinnedPool(tr.PageableAllocator()) as pp, pp.checkout(4096) as b:
+        assert not tr.is_pinned(b)
 
 
 @pytest.mark.gpu
@@ -696,7 +690,7 @@ def test_gpu_small_sweep_columns_and_helpers(cp):
     df = tr.bandwidth_sweep(sizes, repeat=2, warmup=1)
     assert list(df.columns) == list(tr.SWEEP_COLUMNS)
     assert len(df) == len(sizes) * len(tr.PATHS) * 2 * 2
-    assert (df.gbps > 0).all() and (df.stream_ms > 0).all() and (df.verified == True).all()  # noqa: E712
+    assert (df.gbps > 0).all() and (df.stream_ms > 0).all() and (df.verified == True).all()
     assert set(df.path) == set(tr.PATHS) and set(df.fresh_buffer) == {False, True}
     pinned = df[df.path.isin(["pinned_pool", "pinned_raw", "registered"])]
     assert pinned.src_pinned.all() and not df[df.path == "pageable"].src_pinned.any()

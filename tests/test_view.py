@@ -6,8 +6,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
+import pandas as pd
+import pytest
 
 view = pytest.importorskip("zkgpu.view")
 

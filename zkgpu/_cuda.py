@@ -14,9 +14,10 @@ import functools
 import hashlib
 import os
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
 
@@ -40,7 +41,7 @@ def _import_cupy() -> Any | None:
     if os.environ.get("ZKGPU_DISABLE_GPU", "") not in ("", "0"):
         return None
     try:
-        import cupy  # noqa: PLC0415
+        import cupy
 
         if cupy.cuda.runtime.getDeviceCount() < 1:
             return None
@@ -81,7 +82,7 @@ def _sources_hash() -> str:
     return h.hexdigest()[:16]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def get_module(name: str, defines: tuple[tuple[str, str], ...] = ()) -> Any:
     """Compile (once per process; NVRTC results are cached on disk by CuPy) ``kernels/<name>.cu``.
 
@@ -155,7 +156,7 @@ def device_info() -> dict[str, Any]:
     """GPU, driver and CUDA versions as seen by CuPy; ``{"gpu": None}`` without a GPU."""
     info: dict[str, Any] = {"gpu": None}
     try:
-        import cupy as cp  # noqa: PLC0415
+        import cupy as cp
 
         info["cupy"] = cp.__version__
     except Exception:

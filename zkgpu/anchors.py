@@ -10,8 +10,9 @@ timed: ``dev_fwd``, ``dev_inv``, ``dev_coset_fwd``, ``dev_coset_inv``; they comp
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pandas as pd
 

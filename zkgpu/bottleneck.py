@@ -26,14 +26,14 @@ off the critical path (notebook 07b, "the last bottleneck").
 from __future__ import annotations
 
 import math
-from dataclasses import replace
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .metrics import detail_value
-from .model import SCOPES, ModelParams, ModelResult, simulate
+from .model import ModelParams, ModelResult, simulate
 
 __all__ = [
     "GPU_PHASES",
@@ -221,7 +221,7 @@ def prep_workload(config: dict[str, Any]) -> int:
     """Scalars one partition's prep_msm classifies: L (aux) + A (inputs + a-density aux) + B
     (b-density inputs + aux), from a scenario's recorded configuration (``n``, ``aux_ratio``,
     ``num_inputs``, ``density``) with the expected densities."""
-    from .pipeline.config import Density, PipelineConfig  # noqa: PLC0415
+    from .pipeline.config import Density, PipelineConfig
 
     dens = config.get("density") or {}
     d = Density(**dens) if isinstance(dens, dict) else Density()
@@ -332,9 +332,9 @@ not see them."""
 def last_mile_recordings(base: Any = None) -> list[Any]:
     """GPU recordings that have any of :func:`prep_scenarios`: those in ``data/last-mile/``
     (:data:`PILOT_DIR`) newest first, then those in ``data/`` newest first."""
-    from pathlib import Path  # noqa: PLC0415
+    from pathlib import Path
 
-    from . import replay  # noqa: PLC0415
+    from . import replay
 
     root = Path(base) if base is not None else replay.data_dir()
     new = set(prep_scenarios())
@@ -347,7 +347,7 @@ def last_mile_recordings(base: Any = None) -> list[Any]:
 def prep_scenarios() -> dict[str, dict[str, Any]]:
     """The ``zkgpu record`` scenarios that take prep_msm off the critical path (``prep`` other than
     ``cpu``), in recording order: name -> settings."""
-    from .record import SCENARIOS  # noqa: PLC0415
+    from .record import SCENARIOS
 
     return {k: dict(v) for k, v in SCENARIOS.items() if v.get("prep", "cpu") != "cpu"}
 
@@ -362,8 +362,8 @@ def open_last_mile(mode: str | None = None, *, n: int | None = None, partitions:
     Raises:
         as :func:`zkgpu.replay.open_source`.
     """
-    from . import replay  # noqa: PLC0415
-    from .record import LAST_MILE_SCENARIOS  # noqa: PLC0415
+    from . import replay
+    from .record import LAST_MILE_SCENARIOS
 
     m = replay.resolve_mode(mode)
     if m == "replay":
@@ -426,7 +426,7 @@ def predictions(source: Any, *, calibrate_on: str = "pinned_narrow", bench: pd.D
     Raises:
         ValueError: the calibration scenario is missing (names it).
     """
-    from . import replay  # noqa: PLC0415
+    from . import replay
 
     if not source.has(calibrate_on):
         raise ValueError(f"predictions: {calibrate_on!r} is not in {source.recording.path.name}; recorded: {source.scenarios}")
@@ -479,8 +479,8 @@ def steps_table(source: Any, names: Iterable[str]) -> pd.DataFrame:
     (:func:`zkgpu.replay.scenario_table`; ``union_compute_util``: the same from the union of the
     GPU phases, which does not double-count overlapping workers), the same over the GPU window
     (:func:`zkgpu.model.utilization`), and the throughput relative to ``baseline`` where recorded."""
-    from . import replay  # noqa: PLC0415
-    from .model import utilization  # noqa: PLC0415
+    from . import replay
+    from .model import utilization
 
     present = [n for n in names if source.has(n)]
     tab = replay.scenario_table(source, present)
@@ -512,8 +512,8 @@ def acceptance(source: Any, preds: pd.DataFrame, sims: dict[str, ModelResult]) -
     model measures it; ``model_whole_run_*``: the same over the whole run, startup included, from
     the model's own event table). ``*_ok`` flags test the thresholds (0.9, 2, 0.9, 10% over the
     GPU window)."""
-    from .metrics import throughput  # noqa: PLC0415
-    from .model import compare  # noqa: PLC0415
+    from .metrics import throughput
+    from .model import compare
 
     done = [n for n in prep_scenarios() if source.has(n)]
     if not done or not source.has("baseline"):
@@ -598,7 +598,7 @@ def prediction_vs_measurement(source: Any, preds: pd.DataFrame, sims: dict[str, 
     """Per recorded :func:`prep_scenarios` entry: the calibration-based prediction, the prediction
     from an earlier run (``preds.attrs["prior_sims"]``) and the measurement, all partitions/min
     over the GPU window (:func:`zkgpu.model.utilization`), with each prediction's relative error."""
-    from .model import utilization  # noqa: PLC0415
+    from .model import utilization
 
     prior_sims = preds.attrs.get("prior_sims", {})
     rows = {}
@@ -630,7 +630,7 @@ def key_numbers(source: Any, idle: pd.DataFrame, after_fix: str, preds: pd.DataF
         ``(numbers, finding)``; every key starts with ``last_mile_`` (the numbers come from the
         last-mile recording, not the one notebooks 01-08 replay).
     """
-    from .replay import number  # noqa: PLC0415
+    from .replay import number
 
     causes = [c for c in idle.columns if c in CAUSE_PHASES and c not in ("compute", "exposed H2D")]
     top = idle.loc[after_fix, causes].astype(float)
@@ -681,7 +681,7 @@ def summary(mode: str | None = "replay") -> tuple[dict[str, Any], str]:
     Raises:
         ValueError: no last-mile recording (``data/last-mile/``) to replay.
     """
-    from . import replay  # noqa: PLC0415
+    from . import replay
 
     src = open_last_mile(mode)
     new = [s for s in prep_scenarios() if src.has(s)]

@@ -279,8 +279,8 @@ def beyond() -> list[Conclusion]:
     recording, :func:`zkgpu.bottleneck.summary`) and a real Groth16 proof (notebook 10, the newest
     ``bench-prove`` recording, :func:`zkgpu.groth16.replay.prove_finding`). A step whose recording
     is missing is left out."""
-    from . import bottleneck  # noqa: PLC0415
-    from .groth16 import replay as proofs  # noqa: PLC0415
+    from . import bottleneck
+    from .groth16 import replay as proofs
 
     out: list[Conclusion] = []
     try:

@@ -24,7 +24,8 @@ Source of the curve: draft-irtf-cfrg-pairing-friendly-curves-11 §4.2.1 (BLS12_3
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -197,8 +198,8 @@ def g1_to_py_ecc(arr: np.ndarray) -> list[tuple]:
     Raises:
         ValueError: via :func:`check_points` (names the first bad index).
     """
-    from py_ecc.optimized_bls12_381 import FQ as PFQ  # noqa: PLC0415
-    from py_ecc.optimized_bls12_381 import Z1  # noqa: PLC0415
+    from py_ecc.optimized_bls12_381 import FQ as PFQ
+    from py_ecc.optimized_bls12_381 import Z1
 
     arr = check_points(arr)
     return [Z1 if (x == 0 and y == 0) else (PFQ(x), PFQ(y), PFQ.one()) for x, y in g1_to_ints(arr)]
@@ -221,7 +222,7 @@ def g1_to_arkworks(arr: np.ndarray, *, checked: bool = True) -> list[Any]:
         ValueError: a point not on the curve or a coordinate ``>= q`` (names the index).
         TypeError: not a uint64 ``(n, 12)`` array (also with ``checked=False``).
     """
-    from py_arkworks_bls12381 import G1Point  # noqa: PLC0415
+    from py_arkworks_bls12381 import G1Point
 
     if checked:
         arr = check_points(arr)
@@ -253,7 +254,7 @@ def g1_mul(a: np.ndarray, k: Sequence[int]) -> np.ndarray:
         ValueError: ``len(k) != len(a)``. TypeError: a scalar that is not an int (a float would be
             truncated; a bool is refused too).
     """
-    from py_arkworks_bls12381 import Scalar  # noqa: PLC0415
+    from py_arkworks_bls12381 import Scalar
 
     pts = g1_to_arkworks(a)
     k = list(k)

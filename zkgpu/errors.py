@@ -99,7 +99,7 @@ class OneLineErrors:
         except (click.Abort, KeyboardInterrupt):
             click.echo("Aborted.", err=True)
             sys.exit(130)
-        except Exception as e:  # noqa: BLE001 - a bug: one line, unless asked for the traceback
+        except Exception as e:
             if debug_enabled():
                 raise
             click.echo(f"Error: internal error {type(e).__name__}: {_one_line(str(e))} (ZKGPU_DEBUG=1 shows the traceback)", err=True)

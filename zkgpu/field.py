@@ -21,9 +21,9 @@ arkworks ``ark-bls12-381`` (``Fr``: generator 7, two-adicity 32).
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -67,17 +67,17 @@ class PrimeField:
         return 8 * self.limbs
 
     @cached_property
-    def R(self) -> int:  # noqa: N802 - the standard name
+    def R(self) -> int:
         """Montgomery radix reduced, ``2^(64*limbs) mod p`` (the Montgomery form of 1)."""
         return pow(2, 64 * self.limbs, self.modulus)
 
     @cached_property
-    def R2(self) -> int:  # noqa: N802
+    def R2(self) -> int:
         """``R^2 mod p``, the factor that takes canonical values to Montgomery form."""
         return pow(2, 128 * self.limbs, self.modulus)
 
     @cached_property
-    def R_inv(self) -> int:  # noqa: N802
+    def R_inv(self) -> int:
         """``R^-1 mod p``."""
         return pow(self.R, -1, self.modulus)
 

@@ -28,8 +28,9 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -125,7 +126,7 @@ class HostMemoryLoad:
         self._running = False
 
     # -- control --------------------------------------------------------------------------
-    def start(self) -> "HostMemoryLoad":
+    def start(self) -> HostMemoryLoad:
         """Allocate and touch the buffers, then start the threads.
 
         Raises:
@@ -179,7 +180,7 @@ class HostMemoryLoad:
             raise RuntimeError(f"a host load thread failed: {self._errors[0]!r}") from self._errors[0]
         return stats
 
-    def __enter__(self) -> "HostMemoryLoad":
+    def __enter__(self) -> HostMemoryLoad:
         return self.start()
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -218,7 +219,7 @@ class HostMemoryLoad:
                     self._moved[i] += 2 * (hi - lo)
                     if self._stop.is_set():
                         break
-        except BaseException as exc:  # noqa: BLE001 -- reported by stop()
+        except BaseException as exc:
             self._errors.append(exc.with_traceback(None))  # no frames: the buffers can be freed
 
 
@@ -238,7 +239,7 @@ def h2d_under_load(
     repeat: int = 5,
     warmup: int = 1,
     buffer_bytes: int = DEFAULT_BUFFER_BYTES,
-) -> "Any":
+) -> Any:
     """H2D bandwidth of ``paths`` at each host load level, in one run.
 
     For each level (load threads, :class:`HostMemoryLoad`) and each path, ``warmup`` untimed then
@@ -253,9 +254,9 @@ def h2d_under_load(
     Raises:
         RuntimeError: no GPU. ValueError/TypeError: a bad level, size, path or count (named).
     """
-    import pandas as pd  # noqa: PLC0415
+    import pandas as pd
 
-    from . import _cuda, transfer  # noqa: PLC0415
+    from . import _cuda, transfer
 
     levels = [_count("load level", x, 0) for x in levels]
     if not levels:
@@ -268,7 +269,7 @@ def h2d_under_load(
     if bad or not paths:
         raise ValueError(f"paths must be a non-empty subset of {list(fns)}, got {list(paths)}")
     cp = _cuda.cupy()  # RuntimeError without a GPU
-    import cupyx  # noqa: PLC0415
+    import cupyx
 
     host = {"pageable": np.empty(size_bytes, dtype=np.uint8)}
     host["pageable"].fill(0xA5)
@@ -296,7 +297,7 @@ def h2d_under_load(
 
 
 def _make_bench_command() -> Any:
-    import click  # noqa: PLC0415
+    import click
 
     @click.command("load")
     @click.option("--out", "out_base", type=click.Path(file_okay=False), default=None, help="base folder for the run folder (default data/)")
@@ -309,10 +310,10 @@ def _make_bench_command() -> Any:
         Writes load.csv (every copy), summary.csv (medians per level and path) and manifest.json
         into a fresh data/<gpu>-<date>-bench-load/ folder.
         """
-        from pathlib import Path  # noqa: PLC0415
+        from pathlib import Path
 
-        from . import _cuda  # noqa: PLC0415
-        from .manifest import build_manifest, new_run_dir, write_json_new  # noqa: PLC0415
+        from . import _cuda
+        from .manifest import build_manifest, new_run_dir, write_json_new
 
         if not _cuda.gpu_available():
             raise CliError("zkgpu bench load needs a CUDA GPU with CuPy (none found) (GPU benchmarks; without a GPU, replay the recordings: zkgpu report)")

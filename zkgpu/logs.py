@@ -56,7 +56,6 @@ Placing durations on a time axis (:func:`to_events`) — see its docstring for t
 from __future__ import annotations
 
 import math
-import os
 import re
 import shutil
 import signal
@@ -66,9 +65,9 @@ import tempfile
 import threading
 import time
 from collections import defaultdict, deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 import click
 import numpy as np
@@ -1004,7 +1003,7 @@ def _record_events(rec: dict, t0_ns: int, run: str, source: str, worker, partiti
     """Intervals of one partition record anchored at t0 (entry of the start function).
 
     Returns (rows as :data:`_EVENT_FIELDS` tuples, lock release time in ns)."""
-    g = lambda k: _val(rec, k)  # noqa: E731
+    g = lambda k: _val(rec, k)
     rows: list[tuple] = []
     detail_base = f"placement={placement},record={rec['record']}"
 
@@ -1347,7 +1346,7 @@ def parse_command(logfile: str, out: str | None, partitions_out: str | None, run
     if len(pt):
         show = pt[cols].join(identity_check(pt)[["residual_ms"]])
         show = show.dropna(axis=1, how="all")
-        fmt = lambda x: f"{x:g}"  # noqa: E731
+        fmt = lambda x: f"{x:g}"
         click.echo(show.head(rows).to_string(index=False, na_rep="-", float_format=fmt))
         if len(show) > rows:
             med = show.drop(columns=["record"]).median(numeric_only=True).to_frame("median of all").T
@@ -1415,7 +1414,7 @@ BENCH_PARSE_SIZES = (10_000, 30_000, 100_000, 300_000, 1_000_000)
 BENCH_PARSE_MAX = 10_000_000
 
 
-def _interrupt_on_sigterm(signum, frame) -> None:  # noqa: ANN001 - a signal handler
+def _interrupt_on_sigterm(signum, frame) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
@@ -1428,7 +1427,7 @@ def bench_parse(sizes: Iterable[int] = BENCH_PARSE_SIZES, *, workdir: str | Path
     ``lines_per_cpu_s``, ``partitions``, ``events`` and ``peak_rss_mb`` (the process's peak
     resident memory so far, MB: ``ru_maxrss``, which never decreases, so sizes run smallest first).
     """
-    import resource  # noqa: PLC0415
+    import resource
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="zkgpu-bench-parse-", dir=workdir) as tmp:

@@ -42,7 +42,7 @@ def git_commit() -> dict[str, Any]:
 
 def build_manifest(**extra: Any) -> dict[str, Any]:
     """The environment, commit, UTC date and command line, plus ``extra`` (sizes, parameters)."""
-    from .cli import environment  # noqa: PLC0415
+    from .cli import environment
 
     m: dict[str, Any] = {
         "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -64,7 +64,7 @@ def new_run_dir(kind: str, base: Path | None = None, gpu: str | None = None) -> 
     ``base`` defaults to ``$ZKGPU_DATA`` when set (where replay looks), else ``data/``; an
     existing folder is never reused (a suffix is added).
     """
-    from ._cuda import device_info  # noqa: PLC0415
+    from ._cuda import device_info
 
     base = Path(base) if base is not None else Path(os.environ.get("ZKGPU_DATA") or DATA_DIR)
     gpu = gpu or device_info().get("gpu") or "cpu"

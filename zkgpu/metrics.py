@@ -27,7 +27,7 @@ Throughput (:func:`throughput`) uses the same window. :func:`utilization` return
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

@@ -46,14 +46,15 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .events import normalize_events
 from . import metrics
+from .events import normalize_events
 
 __all__ = [
     "ModelParams",
@@ -358,10 +359,10 @@ def reference_params(reference_dir: str | None = None) -> ModelParams:
     These are RTX 5070 Ti numbers (upstream's test box), for what-if questions about upstream's
     sizes; they are never presented as our measurements.
     """
-    from pathlib import Path  # noqa: PLC0415
+    from pathlib import Path
 
-    from . import logs  # noqa: PLC0415
-    from .manifest import DATA_DIR  # noqa: PLC0415
+    from . import logs
+    from .manifest import DATA_DIR
 
     ref = Path(reference_dir) if reference_dir else DATA_DIR / "reference"
     pt = logs.partition_table(logs.parse_file(ref / "seed_cuzk_timing.log"))
@@ -437,7 +438,7 @@ def simulate(
     Raises:
         ValueError: a setting is out of range (names it).
     """
-    import simpy  # noqa: PLC0415
+    import simpy
 
     for name, v in (("partitions", partitions), ("gw", gw), ("gpus", gpus)):
         if not (isinstance(v, (int, np.integer)) and v >= 1):

@@ -43,13 +43,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 
 from . import _cuda
-from .errors import CliError
 from .curve import LIMBS, check_points, g1_from_arkworks, g1_to_arkworks, identity
+from .errors import CliError
 from .field import FQ, FR, check_array
 
 __all__ = [
@@ -423,7 +424,7 @@ def msm(points: Any, scalars: Any, *, window: int | None = None) -> Any:
 
 def msm_cpu(points: np.ndarray, scalars: np.ndarray) -> np.ndarray:
     """CPU reference: validates, then py-arkworks-bls12381 ``G1Point.multiexp_unchecked``."""
-    from py_arkworks_bls12381 import G1Point, Scalar  # noqa: PLC0415
+    from py_arkworks_bls12381 import G1Point, Scalar
 
     pts = check_points(np.asarray(points))
     sc = _check_scalars_host(np.asarray(scalars), pts.shape[0])
@@ -584,7 +585,7 @@ def _gen_scalar(seed: int, i: int) -> int:
 
 def generate_points_cpu(n: int, seed: int = 0) -> np.ndarray:
     """The points of :func:`generate_points` computed on the CPU (arkworks), ``(n, 12)`` uint64."""
-    from py_arkworks_bls12381 import G1Point, Scalar  # noqa: PLC0415
+    from py_arkworks_bls12381 import G1Point, Scalar
 
     _check_seed(n, seed)
     g = G1Point()
@@ -600,7 +601,7 @@ def _check_seed(n: int, seed: int) -> None:
 
 def _mont_affine(p: np.ndarray) -> np.ndarray:
     """Host (1, 12) canonical point -> 24 uint32 words in Montgomery form."""
-    from .curve import g1_to_ints  # noqa: PLC0415
+    from .curve import g1_to_ints
 
     x, y = g1_to_ints(p)[0]
     buf = FQ.to_mont(x).to_bytes(48, "little") + FQ.to_mont(y).to_bytes(48, "little")
@@ -625,7 +626,7 @@ def generate_points(n: int, seed: int = 0) -> Any:
 
 
 def _generate_device(n: int, seed: int) -> Any:
-    from .curve import g1_mul, generator  # noqa: PLC0415
+    from .curve import g1_mul, generator
 
     cp = _cuda.cupy()
     g = generator()
@@ -645,7 +646,7 @@ def _generate_device(n: int, seed: int) -> Any:
 
 def _porep_scalars(n: int, rng: np.random.Generator) -> np.ndarray:
     """PoRep-like assignment: about 45% zeros, 45% ones, 10% uniform random."""
-    from .field import fr_random  # noqa: PLC0415
+    from .field import fr_random
 
     sc = fr_random(n, rng)
     u = rng.random(n)
@@ -673,9 +674,9 @@ def run_benchmark(
     Raises:
         RuntimeError: no GPU. ValueError: a size outside [1, 31) or repeat < 1.
     """
-    import cupyx  # noqa: PLC0415
+    import cupyx
 
-    from .field import fr_random  # noqa: PLC0415
+    from .field import fr_random
 
     logs = list(sizes) if sizes is not None else list(range(min_log, max_log + 1))
     if not logs or any(isinstance(lg, bool) or not isinstance(lg, int) or not 1 <= lg < 31 for lg in logs):
@@ -727,10 +728,10 @@ def run_benchmark(
 
 
 def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str | None, phases: bool, inline_mul: bool, window: int = 0) -> Any:
-    import click  # noqa: PLC0415
-    import pandas as pd  # noqa: PLC0415
+    import click
+    import pandas as pd
 
-    from .manifest import build_manifest, new_run_dir, write_json_new  # noqa: PLC0415
+    from .manifest import build_manifest, new_run_dir, write_json_new
 
     if inline_mul:
         os.environ["ZKGPU_MSM_INLINE_MUL"] = "1"
@@ -750,7 +751,7 @@ def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str 
 
 
 def _make_bench_command() -> Any:
-    import click  # noqa: PLC0415
+    import click
 
     @click.command("msm")
     @click.option("--sizes", default="16,18,20,22,24,26", show_default=True, help="log2 sizes, comma separated")

@@ -45,8 +45,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -388,7 +389,7 @@ def _grid(n: int, block: int = 256) -> tuple[int, int]:
     return max(1, min((n + block - 1) // block, 65535 * 8)), block
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _twiddles(L: int, inverse: bool) -> Any:
     """tw[h + t] = omega_{2h}^t (Montgomery, flat uint32, n elements) for the forward or inverse root."""
     cp = _cuda.cupy()
@@ -403,7 +404,7 @@ def _twiddles(L: int, inverse: bool) -> Any:
     return tw
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _scale_table(L: int, kind: str) -> Any:
     """'coset': g^i; 'coset_ninv': g^i / n; 'icoset': g^-i / n; 'ninv': [1/n] (Montgomery, flat uint32)."""
     cp = _cuda.cupy()
@@ -425,7 +426,7 @@ def _inner_twiddles(inverse: bool) -> Any:
     return _inner_table(inverse, _fused_maxk())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _inner_table(inverse: bool, maxk: int) -> Any:
     w = FR.root_of_unity(maxk)
     if inverse:
@@ -456,7 +457,7 @@ def _outer_twiddles(L: int, m: int, inverse: bool, mode: str, scale: int = 1) ->
     return t, t, 0, 2
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _split_outer(L: int, inverse: bool, scale: int = 1) -> tuple[Any, Any, int]:
     omega = FR.root_of_unity(L)
     if inverse:
@@ -464,7 +465,7 @@ def _split_outer(L: int, inverse: bool, scale: int = 1) -> tuple[Any, Any, int]:
     return _split_tables(omega, L, scale)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _outer_table(m: int, inverse: bool, scale: int = 1) -> Any:
     """scale * omega_{2^m}^e (inverse: omega^-e) for e < 2^(m-1), Montgomery, flat uint32."""
     cp = _cuda.cupy()
@@ -845,7 +846,7 @@ def run_benchmark(
     outer twiddles), mulmods/s (n/2*L butterfly multiplies per NTT) and the effective GB/s of one read and
     one write of the vector per global pass, plus the kernel build options.
     """
-    from .qap import compute_h_inplace  # noqa: PLC0415  (qap imports this module)
+    from .qap import compute_h_inplace
 
     for spec in kernels:
         with kernel_settings(spec):
@@ -902,7 +903,7 @@ def run_benchmark(
 def kernel_ratios(rows: Sequence[dict[str, Any]], baseline: str = "stagewise") -> Any:
     """Median-ms ratios of each kernel to ``baseline`` per (log_n, variant), as a pandas DataFrame
     (columns: the kernels other than the baseline; < 1 means faster). Empty when the baseline is absent."""
-    import pandas as pd  # noqa: PLC0415
+    import pandas as pd
 
     df = pd.DataFrame(list(rows))
     if df.empty or baseline not in set(df["kernel"]):
@@ -912,7 +913,7 @@ def kernel_ratios(rows: Sequence[dict[str, Any]], baseline: str = "stagewise") -
 
 
 def _bench_command():
-    import click  # noqa: PLC0415
+    import click
 
     @click.command("ntt")
     @click.option("--min-log", default=16, show_default=True, help="smallest size, log2")
@@ -930,11 +931,10 @@ def _bench_command():
                   sppark_file: str | None, out_base: str | None) -> None:
         """Fr NTT on the GPU, device-resident, 2^min-log .. 2^max-log: forward/inverse/coset/inverse-coset
         per kernel, and compute_h at 2^h-min-log .. 2^h-max-log; CSV + JSON, and the ratios to stagewise."""
-        import pandas as pd  # noqa: PLC0415
+        import pandas as pd
 
-        from .manifest import build_manifest, new_run_dir, write_json_new  # noqa: PLC0415
-
-        from .anchors import ntt_vs_sppark, read_sppark, sppark_provenance  # noqa: PLC0415
+        from .anchors import ntt_vs_sppark, read_sppark, sppark_provenance
+        from .manifest import build_manifest, new_run_dir, write_json_new
 
         kernels = kernels or ("stagewise", "fused")
         for spec in kernels:

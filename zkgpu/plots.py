@@ -17,7 +17,7 @@ Rules every figure follows, so that a reader can trust it:
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np

@@ -99,9 +99,7 @@ def numba_available() -> bool:
 
 def _check_layout(scalars: Any, name: str = "scalars") -> None:
     """check_array's type and shape checks without the value scan (the variants scan themselves)."""
-    if _cuda.is_device_array(scalars):
-        dtype, shape = scalars.dtype, scalars.shape
-    elif isinstance(scalars, np.ndarray):
+    if _cuda.is_device_array(scalars) or isinstance(scalars, np.ndarray):
         dtype, shape = scalars.dtype, scalars.shape
     else:
         raise TypeError(f"{name}: expected a numpy uint64 array of shape (n, 4), got {type(scalars).__name__}")
@@ -435,7 +433,7 @@ def warm_up(prep: str) -> None:
 def porep_like_scalars(n: int, seed: int = 0, zero: float = 0.45, one: float = 0.50) -> np.ndarray:
     """(n, 4) uint64 scalars with PoRep's shape (the pipeline's default :class:`~zkgpu.pipeline.config.Density`):
     0 with probability ``zero``, 1 with ``one``, otherwise uniform below 2^254."""
-    from .pipeline.synthesis import fill_aux  # noqa: PLC0415
+    from .pipeline.synthesis import fill_aux
 
     out = np.empty((n, 4), dtype=np.uint64)
     return fill_aux(out, np.random.default_rng([seed, 0x93E9]), zero, one)
@@ -489,7 +487,7 @@ def run_benchmark(min_log: int = 20, max_log: int = 26, repeat: int = 5, threads
 
 
 def _bench_command():
-    import click  # noqa: PLC0415
+    import click
 
     @click.command("prep")
     @click.option("--min-log", default=20, show_default=True, type=click.IntRange(0, 28), help="smallest size, log2")
@@ -499,9 +497,9 @@ def _bench_command():
     @click.option("--out", "out_base", default=None, help="base folder for the run folder (default data/)")
     def prep_bench(min_log: int, max_log: int, repeat: int, threads: int | None, out_base: str | None) -> None:
         """prep_msm variants (cpu, cpu_parallel, gpu) at 2^min-log .. 2^max-log: CSV + JSON + manifest."""
-        import pandas as pd  # noqa: PLC0415
+        import pandas as pd
 
-        from .manifest import build_manifest, new_run_dir, write_json_new  # noqa: PLC0415
+        from .manifest import build_manifest, new_run_dir, write_json_new
 
         if min_log > max_log:
             raise click.BadParameter(f"need --min-log <= --max-log, got {min_log} > {max_log}")

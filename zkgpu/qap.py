@@ -19,7 +19,8 @@ given), as cuzk pads ``abc_size`` to the domain size.
 from __future__ import annotations
 
 import functools
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -27,14 +28,14 @@ from . import _cuda
 from .field import FR, check_array, fr_from_ints, fr_to_ints
 from .ntt import (
     _check_values_device,
+    _first_unreduced_launch,
     _fused_pair_pass,
     _fused_pass,
     _fused_tile_log,
     _ntt_fused,
     _passes,
-    _resolve_algorithm,
-    _first_unreduced_launch,
     _raise_unreduced,
+    _resolve_algorithm,
     _to_device_mont,
     check_device_array,
     device_words,
@@ -102,7 +103,7 @@ def compute_h_reference(
     return ntt_reference(hc, inverse=True, coset=True)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _z_inv_device(log_n: int) -> Any:
     return _to_device_mont([z_inv_on_coset(log_n)])
 

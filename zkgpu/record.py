@@ -35,8 +35,9 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import click
 import pandas as pd
@@ -220,7 +221,7 @@ def run_scenario(
             exc.entry = entry
             raise
         _partial_entry(entry, result, run_dir, log_rel, ev_rel, t0)
-    except Exception as exc:  # noqa: BLE001 -- one failing scenario must not lose the others
+    except Exception as exc:
         entry["error"] = f"{type(exc).__name__}: {exc}"
         entry["traceback"] = traceback.format_exc(limit=8)
         ev_path = run_dir / ev_rel
@@ -263,7 +264,7 @@ def _sweep(run_dir: Path, quick: bool, notes: list[str]) -> str | None:
             notes.append(f"sweep: time budget reached, sizes not measured: {skipped_sizes}")
         df = pd.DataFrame(df)
         df.attrs = {}
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         notes.append(f"sweep failed: {type(exc).__name__}: {exc}")
         return None
     df.to_parquet(run_dir / "sweep.parquet", index=False)
@@ -271,7 +272,7 @@ def _sweep(run_dir: Path, quick: bool, notes: list[str]) -> str | None:
     measured = sorted(set(int(x) for x in df["size_bytes"]))
     try:
         transfer.host_alloc_costs(sizes=measured, repeat=2 if quick else 3).to_csv(run_dir / "host_alloc.csv", index=False)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         notes.append(f"host_alloc_costs failed: {type(exc).__name__}: {exc}")
     return "sweep.parquet"
 
@@ -291,7 +292,7 @@ def _benchmarks(run_dir: Path, quick: bool, notes: list[str]) -> dict[str, str]:
         lo, hi = short if quick else normal
         try:
             rows = module.run_benchmark(min_log=lo, max_log=hi, repeat=5 if quick else 10)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             notes.append(f"{kind} benchmark failed: {type(exc).__name__}: {exc}")
             continue
         (run_dir / "bench").mkdir(exist_ok=True)

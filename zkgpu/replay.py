@@ -33,9 +33,10 @@ import re
 import shutil
 import tempfile
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -94,7 +95,7 @@ def resolve_mode(mode: str | None = None) -> str:
     if m not in MODES:
         raise ValueError(f"ZKGPU_MODE must be one of {MODES}, got {m!r}")
     if m == "auto":
-        from ._cuda import gpu_available  # noqa: PLC0415
+        from ._cuda import gpu_available
 
         return "live" if gpu_available() else "replay"
     return m
@@ -127,7 +128,7 @@ class Recording:
     manifest: dict[str, Any] = field(repr=False)
 
     @classmethod
-    def open(cls, path: str | Path) -> "Recording":
+    def open(cls, path: str | Path) -> Recording:
         """Read ``<path>/manifest.json``.
 
         Raises:
@@ -458,7 +459,7 @@ def _package_hash() -> str:
 
 def _prune_standins(root: Path, keep: Path, max_age_s: float = 3600.0) -> None:
     """Remove other CPU stand-ins older than ``max_age_s`` (stale package versions)."""
-    import time  # noqa: PLC0415
+    import time
 
     now = time.time()
     for p in root.glob("cpu-standin-*"):
@@ -471,7 +472,7 @@ def _prune_standins(root: Path, keep: Path, max_age_s: float = 3600.0) -> None:
 
 def _cpu_standin(n: int | None = None, partitions: int | None = None) -> Recording:
     """A tiny CPU recording of every scenario made now (once per package source and size; cached)."""
-    from . import record  # noqa: PLC0415
+    from . import record
 
     n = n or record.CPU_DEFAULT_N
     partitions = partitions or record.CPU_DEFAULT_PARTITIONS
@@ -535,8 +536,8 @@ def open_source(
     """
     m = resolve_mode(mode)
     if m == "live":
-        from . import record  # noqa: PLC0415
-        from ._cuda import gpu_available  # noqa: PLC0415
+        from . import record
+        from ._cuda import gpu_available
 
         if not gpu_available():
             raise RuntimeError("ZKGPU_MODE=live needs a CUDA GPU (CuPy); none was found. Use ZKGPU_MODE=replay.")
@@ -637,7 +638,7 @@ def scenario_table(source: Source, names: Iterable[str] | None = None) -> pd.Dat
     ``h2d_exposed_ms`` (median per partition): the copy time that lengthened ntt_msm_h
     (:func:`zkgpu.metrics.h2d_share`). Milliseconds are the recording's device's.
     """
-    from . import metrics  # noqa: PLC0415
+    from . import metrics
 
     names = [s for s in (names if names is not None else story_order(source.scenarios)) if source.has(s)]
     rows = []
@@ -693,7 +694,7 @@ def demo_nsys_sqlite(events: pd.DataFrame, path: str | Path) -> Path:
     1 pageable / 2 pinned, dstKind 3 device, deviceId, streamId)`` for ``h2d`` rows.
     Times are copied from ``start_ns``/``end_ns``. The file must not exist (FileExistsError).
     """
-    import sqlite3  # noqa: PLC0415
+    import sqlite3
 
     p = Path(path)
     if p.exists():
@@ -749,7 +750,7 @@ def _h2d_rate_gbps(events: pd.DataFrame) -> float | None:
 
 def calibrated_params(
     source: Source, scenario: str = "baseline", *, pageable_scenario: str = "baseline", pinned_scenario: str = "pinned_pool"
-) -> "ModelParams":
+) -> ModelParams:
     """:func:`zkgpu.model.calibrate` on one recorded scenario, with both H2D rates from the recording.
 
     The pageable rate comes from ``pageable_scenario``'s ``h2d`` rows, the pinned rate from
@@ -759,7 +760,7 @@ def calibrated_params(
     Raises:
         ValueError: a rate is needed but neither scenario measured it (from ``calibrate``).
     """
-    from .model import calibrate  # noqa: PLC0415
+    from .model import calibrate
 
     ev = source.events(scenario)
     transfer = source.config(scenario).get("transfer", "pageable")
@@ -787,7 +788,7 @@ def model_vs_measured(source: Source, names: Iterable[str] | None = None, calibr
     Raises:
         KeyError: ``calibrate_on`` is not recorded.
     """
-    from . import metrics, model  # noqa: PLC0415
+    from . import metrics, model
 
     params = calibrated_params(source, scenario=calibrate_on)
     rows = []

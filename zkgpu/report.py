@@ -40,8 +40,8 @@ from tqdm.auto import tqdm
 from traitlets.config import Config
 
 from ._cuda import gpu_available
-from .chrome_trace import export_recording
 from .bottleneck import last_mile_recordings
+from .chrome_trace import export_recording
 from .replay import Recording, find_benchmarks, latest_recording, open_source
 
 __all__ = ["NotebookResult", "KeyNumber", "page_title", "TraceFile", "run_report", "find_notebooks", "html_exporter",
@@ -389,7 +389,7 @@ tr:nth-child(even) td{background:#f6f6f6} th{border-bottom:1px solid #999}
 
 
 def _write_index(out_dir: Path, results: list[NotebookResult], mode: str, note: str, extra_html: str = "") -> Path:
-    from .cli import environment  # noqa: PLC0415
+    from .cli import environment
 
     env = environment()
     if mode == "replay":  # nothing on this machine ran the GPU code: say so instead of "None"

@@ -49,9 +49,10 @@ import io
 import os
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -121,7 +122,7 @@ class RealNvtx:
     """
 
     def __init__(self, domain: str = NVTX_DOMAIN) -> None:
-        import nvtx  # noqa: PLC0415
+        import nvtx
 
         self._nvtx = nvtx
         self.domain = domain
@@ -172,10 +173,10 @@ class LogWriter:
         self.path: Path | None = None
 
     @classmethod
-    def create(cls, path: str | os.PathLike[str], *, echo: Callable[[str], None] | None = None) -> "LogWriter":
+    def create(cls, path: str | os.PathLike[str], *, echo: Callable[[str], None] | None = None) -> LogWriter:
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
-        f = open(p, "x", encoding="utf-8", buffering=1)  # noqa: SIM115 - closed by close()
+        f = open(p, "x", encoding="utf-8", buffering=1)
         w = cls(f, echo=echo)
         w.path = p
         return w
@@ -196,7 +197,7 @@ class LogWriter:
                 self._f.close()
                 self._f = None
 
-    def __enter__(self) -> "LogWriter":
+    def __enter__(self) -> LogWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -257,31 +258,31 @@ def _need(fields: dict[str, Any], *names: str, phase: str) -> list[Any]:
 
 # Each entry: phase -> function(ph: Phase) -> list of lines emitted when the phase ENDS.
 # (Lines emitted when a phase STARTS are in _START_LINES.)
-def _lines_split_vectors(ph: "Phase") -> list[str]:
+def _lines_split_vectors(ph: Phase) -> list[str]:
     (setup,) = _need(ph.fields, "setup_to_split_ms", phase=ph.name)
     return [timing_line(f"split_vectors_ms={_ms(ph.ms)} setup_to_split_ms={_ms(setup)}")]
 
 
-def _lines_prep(ph: "Phase") -> list[str]:
+def _lines_prep(ph: Phase) -> list[str]:
     return [timing_line(f"prep_msm_ms={_ms(ph.ms)}")]
 
 
-def _lines_b_g2(ph: "Phase") -> list[str]:
+def _lines_b_g2(ph: Phase) -> list[str]:
     return [timing_line(f"b_g2_msm_ms={_ms(ph.ms)} num_circuits={int(ph.fields.get('num_circuits', 1))}")]
 
 
-def _lines_mutex_wait(ph: "Phase") -> list[str]:
+def _lines_mutex_wait(ph: Phase) -> list[str]:
     if ph.fields.get("relock"):  # narrow scope's re-acquire after the barrier: no upstream line
         return []
     (pre,) = _need(ph.fields, "pre_lock_cpu_ms", phase=ph.name)
     return [timing_line(f"pre_lock_cpu_ms={_ms(pre)} mutex_wait_ms={_ms(ph.ms)}")]
 
 
-def _gpu_tid(ph: "Phase") -> int:
+def _gpu_tid(ph: Phase) -> int:
     return int(ph.fields.get("gpu_tid", 0))
 
 
-def _lines_ntt_msm_h(ph: "Phase") -> list[str]:
+def _lines_ntt_msm_h(ph: Phase) -> list[str]:
     # upstream prints CUZK_NTT_H at the end of execute_ntt_msm_h (groth16_ntt_h.cu:153-156),
     # i.e. before the caller's ntt_msm_h_ms line (groth16_cuda.cu:937)
     out = []
@@ -292,28 +293,28 @@ def _lines_ntt_msm_h(ph: "Phase") -> list[str]:
     return out
 
 
-def _lines_barrier(ph: "Phase") -> list[str]:
+def _lines_barrier(ph: Phase) -> list[str]:
     ms = ph.fields.get("barrier_wait_ms", ph.ms)
     return [timing_line(f"gpu_tid={_gpu_tid(ph)} barrier_wait_ms={_ms(ms)}")]
 
 
-def _lines_batch_add(ph: "Phase") -> list[str]:
+def _lines_batch_add(ph: Phase) -> list[str]:
     return [timing_line(f"gpu_tid={_gpu_tid(ph)} batch_add_ms={_ms(ph.ms)}")]
 
 
-def _lines_tail(ph: "Phase") -> list[str]:
+def _lines_tail(ph: Phase) -> list[str]:
     (total,) = _need(ph.fields, "gpu_total_ms", phase=ph.name)
     return [timing_line(f"gpu_tid={_gpu_tid(ph)} tail_msm_ms={_ms(ph.ms)} gpu_total_ms={_ms(total)}")]
 
 
-def _lines_mutex_held(ph: "Phase") -> list[str]:
+def _lines_mutex_held(ph: Phase) -> list[str]:
     if "mutex_held_ms" not in ph.fields:  # narrow scope: only the last held interval prints
         return []
     held, total = _need(ph.fields, "mutex_held_ms", "total_start_fn_ms", phase=ph.name)
     return [timing_line(f"mutex_held_ms={_ms(held)} total_start_fn_ms={_ms(total)}")]
 
 
-def _lines_synth(ph: "Phase") -> list[str]:
+def _lines_synth(ph: Phase) -> list[str]:
     t = ph.tracer
     p = ph.partition
     return [
@@ -322,28 +323,28 @@ def _lines_synth(ph: "Phase") -> list[str]:
     ]
 
 
-def _lines_gpu_queue(ph: "Phase") -> list[str]:
+def _lines_gpu_queue(ph: Phase) -> list[str]:
     t = ph.tracer
     return [timeline_line(t.ns_to_ms(ph.end_ns), "GPU_PICKUP", t.job_id, f"worker={ph.worker},partition={ph.partition}")]
 
 
-def _lines_prove(ph: "Phase") -> list[str]:
+def _lines_prove(ph: Phase) -> list[str]:
     t = ph.tracer
     return [timeline_line(t.ns_to_ms(ph.end_ns), "GPU_END", t.job_id, f"worker={ph.worker},partition={ph.partition},gpu_ms={_ms(ph.ms)}")]
 
 
-def _lines_finalize(ph: "Phase") -> list[str]:
+def _lines_finalize(ph: Phase) -> list[str]:
     if "async_dealloc_ms" in ph.fields:
         return [timing_line(f"async_dealloc_ms={_ms(ph.fields['async_dealloc_ms'])}")]
     return []
 
 
-def _lines_malloc_trim(ph: "Phase") -> list[str]:
+def _lines_malloc_trim(ph: Phase) -> list[str]:
     path = ph.fields.get("path", "success")
     return [info_line(f"FIN_TIMING malloc_trim ({path} path)", {"job_id": ph.tracer.job_id, "partition": ph.partition, "malloc_trim_ms": _ms(ph.ms)})]
 
 
-PHASE_LINES: dict[str, Callable[["Phase"], list[str]]] = {
+PHASE_LINES: dict[str, Callable[[Phase], list[str]]] = {
     "synthesize": _lines_synth,
     "gpu_queue": _lines_gpu_queue,
     "prove": _lines_prove,
@@ -362,7 +363,7 @@ PHASE_LINES: dict[str, Callable[["Phase"], list[str]]] = {
 """Phase name -> lines written when the phase ends. Phases not listed (``pre_lock``, ``h2d``,
 ``ntt``, ``h_msm``, ``tracker_lock``) only produce an event row and an NVTX range."""
 
-_START_LINES: dict[str, Callable[["Phase"], list[str]]] = {
+_START_LINES: dict[str, Callable[[Phase], list[str]]] = {
     "synthesize": lambda ph: [timeline_line(ph.tracer.ns_to_ms(ph.start_ns), "SYNTH_START", ph.tracer.job_id, f"partition={ph.partition}")],
     "gpu_queue": lambda ph: [timeline_line(ph.tracer.ns_to_ms(ph.start_ns), "GPU_QUEUE", ph.tracer.job_id, f"partition={ph.partition}")],
     "prove": lambda ph: [timeline_line(ph.tracer.ns_to_ms(ph.start_ns), "GPU_START", ph.tracer.job_id, f"worker={ph.worker},partition={ph.partition}")],
@@ -379,7 +380,7 @@ class Phase:
     """One timed interval. ``ms`` is host wall time; ``bytes``, ``fields`` and ``detail`` may be
     set inside the ``with`` body. ``gpu_ms`` is resolved when the event table is built."""
 
-    tracer: "Tracer"
+    tracer: Tracer
     name: str
     worker: int | None
     partition: int | None
@@ -410,7 +411,7 @@ class Span:
     """A phase that may end on another thread (e.g. ``prove``: GPU_START on the GPU worker,
     GPU_END in the finalizer). Uses NVTX start/end ranges instead of push/pop."""
 
-    def __init__(self, tracer: "Tracer", ph: Phase, handle: Any) -> None:
+    def __init__(self, tracer: Tracer, ph: Phase, handle: Any) -> None:
         self._tracer, self.phase, self._handle, self._done = tracer, ph, handle, False
 
     def end(self, *, error: BaseException | None = None, **fields: Any) -> Phase:
@@ -498,7 +499,7 @@ class Tracer:
                 self.log.write(line)
 
     @contextlib.contextmanager
-    def phase(self, name: str, *, worker: int | None = None, partition: int | None = None, gpu: int | None = None, stream: Any = None, bytes: int | None = None, fields: dict[str, Any] | None = None, detail: dict[str, Any] | None = None) -> Iterator[Phase]:  # noqa: A002 - the schema's column name
+    def phase(self, name: str, *, worker: int | None = None, partition: int | None = None, gpu: int | None = None, stream: Any = None, bytes: int | None = None, fields: dict[str, Any] | None = None, detail: dict[str, Any] | None = None) -> Iterator[Phase]:
         """Time the ``with`` body as phase ``name`` (see the module docstring).
 
         Args:
@@ -530,7 +531,7 @@ class Tracer:
         ph = self._open(name, worker, partition, gpu, None, None, fields, detail)
         return Span(self, ph, self.nvtx.start(ph.label()))
 
-    def record(self, name: str, start_ns: int, end_ns: int, *, worker: int | None = None, partition: int | None = None, gpu: int | None = None, bytes: int | None = None, detail: dict[str, Any] | None = None, gpu_ms: float | None = None) -> Phase:  # noqa: A002
+    def record(self, name: str, start_ns: int, end_ns: int, *, worker: int | None = None, partition: int | None = None, gpu: int | None = None, bytes: int | None = None, detail: dict[str, Any] | None = None, gpu_ms: float | None = None) -> Phase:
         """Record an already-measured interval (no NVTX range, no log line)."""
         ph = Phase(self, name, worker, partition, self.gpu if gpu is None else gpu, start_ns, end_ns, bytes=bytes, detail=dict(detail or {}))
         if gpu_ms is not None:
@@ -576,13 +577,13 @@ class Tracer:
 
 
 def _cupy() -> Any:
-    from zkgpu import _cuda  # noqa: PLC0415
+    from zkgpu import _cuda
 
     return _cuda.cupy()
 
 
 def _cuda_event() -> Any:
-    from zkgpu import _cuda  # noqa: PLC0415
+    from zkgpu import _cuda
 
     if not _cuda.gpu_available():
         return None

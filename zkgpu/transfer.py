@@ -73,9 +73,10 @@ import threading
 import time
 import warnings
 import weakref
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -227,7 +228,7 @@ class _Timer:
         self.cp, self.stream = cp, stream
         self.host_ms = self.stream_ms = self.wall_ms = math.nan
 
-    def __enter__(self) -> "_Timer":
+    def __enter__(self) -> _Timer:
         self.stream.synchronize()
         self.start, self.end = self.cp.cuda.Event(), self.cp.cuda.Event()
         self.start.record(self.stream)
@@ -328,7 +329,7 @@ class _CountingPinnedAllocator:
         self.sizes.append(int(size))
         return self.pool.malloc(size)
 
-    def __enter__(self) -> "_CountingPinnedAllocator":
+    def __enter__(self) -> _CountingPinnedAllocator:
         self.cp.cuda.set_pinned_memory_allocator(self)
         return self
 
@@ -365,13 +366,12 @@ def cupy_asarray(host: np.ndarray, dst: None = None, *, stream: Any = None, trac
     stream = stream if stream is not None else cp.cuda.get_current_stream()
     pinned = is_pinned(src)
     counter = _CountingPinnedAllocator(cp) if trace_staging else None
-    with _Timer(cp, stream) as t:
-        with stream:
-            if counter is not None:
-                with counter:
-                    out = cp.asarray(host)
-            else:
+    with _Timer(cp, stream) as t, stream:
+        if counter is not None:
+            with counter:
                 out = cp.asarray(host)
+        else:
+            out = cp.asarray(host)
     extra = {"staging_bytes": float(sum(counter.sizes))} if counter is not None else {}
     return _result("cupy_asarray", src.nbytes, t, out, extra=extra, src_pinned=pinned)
 
@@ -583,7 +583,7 @@ class PinnedArray(np.ndarray):
     plain arrays as far as the pool is concerned (their ``pool`` is None).
     """
 
-    pool: "PinnedPool | None"
+    pool: PinnedPool | None
     pinned: bool
     capacity: int
 
@@ -596,7 +596,7 @@ class PinnedArray(np.ndarray):
         self._origin = getattr(obj, "_origin", None)
         self._token = getattr(obj, "_token", None)
 
-    def __enter__(self) -> "PinnedArray":
+    def __enter__(self) -> PinnedArray:
         if self.pool is None:
             raise PoolError("this array is not a pool checkout (a view or a derived array?)")
         return self
@@ -971,7 +971,7 @@ class PinnedPool:
         else:
             log.debug("pinned pool: checkin size_gib=%.3f free_buffers=%d", buf.capacity / GIB, free_buffers)
 
-    def checkout_abc(self, num_constraints: int, *, limbs: int = 4, fallback: bool = True) -> "PinnedAbc":
+    def checkout_abc(self, num_constraints: int, *, limbs: int = 4, fallback: bool = True) -> PinnedAbc:
         """Check out a, b, c together, as cuzk ``PinnedAbcBuffers::checkout``.
 
         Each is a ``(num_constraints, limbs)`` uint64 array (Fr host layout: 32 bytes per element for
@@ -1047,7 +1047,7 @@ class PinnedPool:
         if outstanding and not already:
             warnings.warn(f"PinnedPool closed with {outstanding} buffer(s) still checked out; they are freed at checkin", RuntimeWarning, stacklevel=2)
 
-    def __enter__(self) -> "PinnedPool":
+    def __enter__(self) -> PinnedPool:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -1079,7 +1079,7 @@ class PinnedAbc:
         for arr in (self.a, self.b, self.c):
             self.pool.checkin(arr)
 
-    def __enter__(self) -> "PinnedAbc":
+    def __enter__(self) -> PinnedAbc:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -1186,7 +1186,7 @@ def bandwidth_sweep(
     verify: bool | int = True,
     time_budget_s: float | None = None,
     progress: bool = False,
-) -> "pd.DataFrame":
+) -> pd.DataFrame:
     """H2D bandwidth of every path over sizes, with reused and fresh host buffers.
 
     For each size (ascending), path and ``fresh`` value: ``warmup`` untimed copies, then
@@ -1232,7 +1232,6 @@ def bandwidth_sweep(
         RuntimeError: no GPU, or a copy delivered wrong bytes. ValueError: unknown path, bad sizes,
         repeat < 1, warmup < 0.
     """
-    import pandas as pd  # noqa: PLC0415
 
     sizes = _parse_sizes(sizes)
     paths = list(paths)
@@ -1245,7 +1244,7 @@ def bandwidth_sweep(
     if repeat < 1 or warmup < 0:
         raise ValueError(f"repeat must be >= 1 and warmup >= 0, got repeat={repeat} warmup={warmup}")
     cp = _cuda.cupy()
-    import cupyx  # noqa: PLC0415
+    import cupyx
 
     stream = cp.cuda.Stream(non_blocking=True)
     tile = _pattern()
@@ -1258,7 +1257,7 @@ def bandwidth_sweep(
     combos = [(s, p, f) for s in sizes for p in paths for f in fresh]
     bar = None
     if progress:
-        from tqdm.auto import tqdm  # noqa: PLC0415
+        from tqdm.auto import tqdm
 
         bar = tqdm(total=len(combos), desc="h2d sweep", unit="case")
     try:
@@ -1289,9 +1288,9 @@ def bandwidth_sweep(
     return df
 
 
-def _sweep_frame(rows: list[dict[str, Any]]) -> "pd.DataFrame":
+def _sweep_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Rows → the :data:`SWEEP_COLUMNS` frame with stable dtypes (writable as CSV and Parquet)."""
-    import pandas as pd  # noqa: PLC0415
+    import pandas as pd
 
     df = pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
     floats = {c: "float64" for c in SWEEP_COLUMNS if c not in ("path", "size_bytes", "fresh_buffer", "repeat", "src_pinned", "verified")}
@@ -1412,7 +1411,7 @@ def _sweep_case(cp, cupyx, path, size, is_fresh, repeat, warmup, verify, stream,
 _SUMMARY_VALUES = ("host_ms", "stream_ms", "wall_ms", "gbps", "overhead_ms", "effective_gbps", "alloc_ms", "touch_ms", "stage_ms", "register_ms", "unregister_ms", "staging_bytes")
 
 
-def summarize_sweep(df: "pd.DataFrame") -> "pd.DataFrame":
+def summarize_sweep(df: pd.DataFrame) -> pd.DataFrame:
     """Medians per (path, size_bytes, fresh_buffer) of a :func:`bandwidth_sweep` frame.
 
     Returns a DataFrame with columns ``path, size_bytes, fresh_buffer, n`` (copies) and the median
@@ -1421,7 +1420,7 @@ def summarize_sweep(df: "pd.DataFrame") -> "pd.DataFrame":
     Raises:
         ValueError: a key column is missing.
     """
-    import pandas as pd  # noqa: PLC0415
+    import pandas as pd
 
     keys = ["path", "size_bytes", "fresh_buffer"]
     missing = [k for k in keys if k not in df.columns]
@@ -1435,7 +1434,7 @@ def summarize_sweep(df: "pd.DataFrame") -> "pd.DataFrame":
     return pd.DataFrame(out)
 
 
-def pool_efficiency(df: "pd.DataFrame", *, min_size: int = 256 * MIB, threshold: float = 0.9, pool_path: str = "pinned_pool", raw_path: str = "pinned_raw") -> "pd.DataFrame":
+def pool_efficiency(df: pd.DataFrame, *, min_size: int = 256 * MIB, threshold: float = 0.9, pool_path: str = "pinned_pool", raw_path: str = "pinned_raw") -> pd.DataFrame:
     """The acceptance check: pinned-pool H2D ≥ ``threshold`` × raw pinned memcpy at ≥ ``min_size``.
 
     Uses the median ``gbps`` of reused buffers (``fresh_buffer == False``) of the two paths,
@@ -1449,7 +1448,7 @@ def pool_efficiency(df: "pd.DataFrame", *, min_size: int = 256 * MIB, threshold:
     Raises:
         ValueError: no size ≥ min_size has both paths (nothing to check).
     """
-    import pandas as pd  # noqa: PLC0415
+    import pandas as pd
 
     d = df[(~df["fresh_buffer"].astype(bool)) & (df["size_bytes"] >= min_size)]
     med = d.groupby(["path", "size_bytes"], observed=True)["gbps"].median()
@@ -1466,7 +1465,7 @@ def pool_efficiency(df: "pd.DataFrame", *, min_size: int = 256 * MIB, threshold:
     return out
 
 
-def host_alloc_costs(sizes: Iterable[int] = DEFAULT_SIZES, repeat: int = 3) -> "pd.DataFrame":
+def host_alloc_costs(sizes: Iterable[int] = DEFAULT_SIZES, repeat: int = 3) -> pd.DataFrame:
     """Cost of pinning host memory per size: why a pool, and what registering costs.
 
     For each size and repeat, in ms (perf_counter): ``hostAlloc`` (``cudaHostAlloc``, portable)
@@ -1480,7 +1479,7 @@ def host_alloc_costs(sizes: Iterable[int] = DEFAULT_SIZES, repeat: int = 3) -> "
     Raises:
         RuntimeError: no GPU. ValueError: bad sizes or repeat < 1.
     """
-    import pandas as pd  # noqa: PLC0415
+    import pandas as pd
 
     sizes = _parse_sizes(sizes)
     if repeat < 1:
@@ -1530,7 +1529,7 @@ def _parse_bytes(text: str | int) -> int:
     """``"256MiB"`` / ``"4GiB"`` / ``"1048576"`` → bytes (binary units)."""
     if isinstance(text, int):
         return text
-    import re  # noqa: PLC0415
+    import re
 
     m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", str(text))
     if not m or m.group(2).lower() not in _UNITS:
@@ -1539,7 +1538,7 @@ def _parse_bytes(text: str | int) -> int:
 
 
 def _make_bench_command() -> Any:
-    import click  # noqa: PLC0415
+    import click
 
     @click.command("h2d")
     @click.option("--out", "out_base", type=click.Path(file_okay=False), default=None, help="base folder for the run folder (default data/)")
@@ -1561,9 +1560,9 @@ def _make_bench_command() -> Any:
         vs raw pinned at >= 256 MiB), host_alloc.csv (cudaHostAlloc/cudaHostRegister costs) and
         manifest.json into a fresh data/<gpu>-<date>-bench-h2d/ folder.
         """
-        import pandas as pd  # noqa: PLC0415
+        import pandas as pd
 
-        from .manifest import build_manifest, new_run_dir, write_json_new  # noqa: PLC0415
+        from .manifest import build_manifest, new_run_dir, write_json_new
 
         if not _cuda.gpu_available():
             raise CliError("zkgpu bench h2d needs a CUDA GPU with CuPy (none found) (GPU benchmarks; without a GPU, replay the recordings: zkgpu report)")

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import io
 import math
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import matplotlib.pyplot as plt
 import pandas as pd

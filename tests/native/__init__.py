@@ -19,7 +19,7 @@ HERE = Path(__file__).resolve().parent
 KERNELS = HERE.parent.parent / "zkgpu" / "kernels"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load(name: str, defines: tuple[tuple[str, str], ...] = ()) -> ctypes.CDLL:
     """Build (cached by source hash and defines) and load tests/native/<name>.cpp as a shared library;
     ``defines``: extra ``-D`` macros as ``(name, value)`` pairs."""

@@ -175,9 +175,9 @@ def ptau_power(r1cs: Path) -> int:
     + public signals + 1 (snarkjs adds one constraint per public signal and the constant), at least 4
     (read from the r1cs header: section 1 holds n8, the prime, nWires, nPubOut, nPubIn, nPrvIn,
     nLabels, nConstraints)."""
-    import struct  # noqa: PLC0415
+    import struct
 
-    from .formats import read_sections  # noqa: PLC0415
+    from .formats import read_sections
 
     data, secs = read_sections(r1cs, b"r1cs", 1)
     off, _ = secs[1][0]
@@ -303,7 +303,7 @@ def snarkjs_prove(zkey: str | Path, wtns: str | Path, proof: str | Path, public:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m zkgpu.groth16.circuits NAME FOLDER [--fast]``: build a circuit, print its files and step times."""
-    import sys  # noqa: PLC0415
+    import sys
 
     args = sys.argv[1:] if argv is None else argv
     setup = "snarkjs"

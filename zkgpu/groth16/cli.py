@@ -14,9 +14,9 @@ from pathlib import Path
 import click
 
 from .. import _cuda
+from ..errors import CliError, check_new_outputs
 from .circuits import ToolError, build, snarkjs_prove, snarkjs_verify, tools
 from .formats import read_wtns, read_zkey
-from ..errors import CliError, check_new_outputs
 from .proof import proof_json, public_json, verify_py_ecc, write_proof
 from .prover import prove
 
@@ -124,9 +124,9 @@ def run_prove_bench(zkey: Path, wtns: Path, vkey: Path, *, device: str, repeat: 
 @click.option("--out", "out_base", default=None, help="base folder for the run folder (default data/)")
 def bench_command(circuit, setup, zkey_path, wtns_path, vkey_path, device, repeat, workdir, out_base) -> None:
     """zkgpu prove against snarkjs groth16 prove on one circuit: whole-command times and zkgpu's phases."""
-    import pandas as pd  # noqa: PLC0415
+    import pandas as pd
 
-    from ..manifest import build_manifest, new_run_dir, write_json_new  # noqa: PLC0415
+    from ..manifest import build_manifest, new_run_dir, write_json_new
 
     if device == "gpu" and not _cuda.gpu_available():
         raise CliError("--device gpu: no CUDA GPU available; use --device cpu")

@@ -75,14 +75,14 @@ def read_proof(proof_path: str | Path, public_path: str | Path) -> tuple[dict[st
 
 
 def _py_ecc_g1(x: int, y: int) -> Any:
-    from py_ecc.optimized_bls12_381 import FQ as PFQ  # noqa: PLC0415
-    from py_ecc.optimized_bls12_381 import Z1  # noqa: PLC0415
+    from py_ecc.optimized_bls12_381 import FQ as PFQ
+    from py_ecc.optimized_bls12_381 import Z1
 
     return Z1 if x == y == 0 else (PFQ(x), PFQ(y), PFQ.one())
 
 
 def _py_ecc_g2(x0: int, x1: int, y0: int, y1: int) -> Any:
-    from py_ecc.optimized_bls12_381 import FQ2, Z2  # noqa: PLC0415
+    from py_ecc.optimized_bls12_381 import FQ2, Z2
 
     return Z2 if x0 == x1 == y0 == y1 == 0 else (FQ2([x0, x1]), FQ2([y0, y1]), FQ2.one())
 
@@ -99,7 +99,7 @@ def verify_py_ecc(zkey: ZKey, proof: dict[str, Any], public: list[int]) -> bool:
         True when the pairing equation holds; False for a wrong proof, a public input count that
         differs from the key's, a value >= r, or a point off the curve.
     """
-    from py_ecc.optimized_bls12_381 import (  # noqa: PLC0415
+    from py_ecc.optimized_bls12_381 import (
         FQ12,
         add,
         b,

@@ -222,20 +222,20 @@ def h_scalars(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, device: str = "cpu
 
 
 def _g1_ark(arr: np.ndarray) -> Any:
-    from py_arkworks_bls12381 import G1Point  # noqa: PLC0415
+    from py_arkworks_bls12381 import G1Point
 
     return G1Point.from_xy_bytes_unchecked_le(np.ascontiguousarray(arr, dtype=np.uint64).astype("<u8").tobytes())
 
 
 def _g2_ark_list(arr: np.ndarray) -> list[Any]:
-    from py_arkworks_bls12381 import G2Point  # noqa: PLC0415
+    from py_arkworks_bls12381 import G2Point
 
     raw = np.ascontiguousarray(arr, dtype=np.uint64).astype("<u8").tobytes()
     return [G2Point.from_xy_bytes_unchecked_le(raw[i : i + 192]) for i in range(0, len(raw), 192)]
 
 
 def _ark_scalar(v: int) -> Any:
-    from py_arkworks_bls12381 import Scalar  # noqa: PLC0415
+    from py_arkworks_bls12381 import Scalar
 
     return Scalar.from_le_bytes((v % P).to_bytes(32, "little"))
 
@@ -253,7 +253,7 @@ def msm_g2_cpu(points: np.ndarray, scalars: np.ndarray) -> np.ndarray:
     Returns:
         ``(1, 24)`` uint64.
     """
-    from py_arkworks_bls12381 import G2Point  # noqa: PLC0415
+    from py_arkworks_bls12381 import G2Point
 
     if points.shape[0] != scalars.shape[0]:
         raise ValueError(f"msm_g2_cpu: {points.shape[0]} points but {scalars.shape[0]} scalars")
@@ -357,7 +357,7 @@ def prove(
             msm_b2 = timed("msm_b2_g2", msm_g2_cpu, zkey.b2, w)
 
     t = time.perf_counter()
-    from py_arkworks_bls12381 import G2Point  # noqa: PLC0415
+    from py_arkworks_bls12381 import G2Point
 
     r, s = _random_pair(seed)
     d1 = _g1_ark(zkey.delta1)

@@ -165,7 +165,7 @@ def phase_timeline(phases: pd.DataFrame) -> pd.DataFrame:
 def plot_phase_timeline(timeline: pd.DataFrame, *, on_gpu: bool, ax=None):
     """Horizontal bars, one per phase, at its start (ms): zkgpu's kernels, the main thread's CPU
     work and the overlapped G2 MSM coloured apart."""
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt
 
     if ax is None:
         _, ax = plt.subplots(figsize=(9, 3.4))
@@ -183,8 +183,8 @@ def plot_phase_timeline(timeline: pd.DataFrame, *, on_gpu: bool, ax=None):
     ax.set_title("one real Groth16 proof, phase by phase (median over proofs)")
     ax.figure.tight_layout()
     ax.figure.zkgpu_caption = (
-        f"One bar per phase of `zkgpu prove`, drawn from its start to its end in ms since the proof began "
-        f"(median over the proofs): "
+        "One bar per phase of `zkgpu prove`, drawn from its start to its end in ms since the proof began "
+        "(median over the proofs): "
         + ", ".join(labels[k] for k in present) + "."
     )
     return ax

@@ -127,7 +127,7 @@ def _lagrange_at(tau: int, log_n: int) -> list[int]:
 
 def _mul_chunk(args: tuple[str, list[int]]) -> bytes:
     """Fixed-base multiples of the generator, as snarkjs stores points (Montgomery-form Fq, LE)."""
-    from py_arkworks_bls12381 import G1Point, G2Point, Scalar  # noqa: PLC0415
+    from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
     group, scalars = args
     g = G1Point() if group == "G1" else G2Point()
@@ -287,9 +287,9 @@ class _NoPool:
 def main(argv: list[str] | None = None) -> int:
     """``python -m zkgpu.groth16.setup mulchain N FOLDER``: ``circuit.zkey`` (fast set-up) and
     ``circuit.wtns`` of :func:`mulchain_r1cs` in FOLDER, without node; prints sizes and seconds."""
-    import json  # noqa: PLC0415
-    import sys  # noqa: PLC0415
-    import time  # noqa: PLC0415
+    import json
+    import sys
+    import time
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 3 or args[0] != "mulchain" or not args[1].isdigit() or int(args[1]) < 2:

@@ -22,11 +22,11 @@ import click
 import pandas as pd
 
 from zkgpu import transfer as _tr
-from zkgpu.prep import default_threads
 from zkgpu._cuda import gpu_available
 from zkgpu.errors import CliError, OneLineCommand, check_writable_under
 from zkgpu.pipeline.config import DEVICES, LOCK_SCOPES, PREPS, TRANSFERS, PipelineConfig
 from zkgpu.pipeline.runner import prepare_backend, run_pipeline
+from zkgpu.prep import default_threads
 
 ORDER = ["synthesize", "gpu_queue", "prep_msm", "b_g2_msm", "mutex_wait", "ntt_msm_h", "h2d", "ntt", "h_msm", "barrier_wait", "batch_add", "tail_msm", "mutex_held", "finalize", "malloc_trim", "prove"]
 

@@ -20,18 +20,19 @@ import ctypes
 import ctypes.util
 import functools
 import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from zkgpu import _cuda, msm, ntt, qap, transfer
 from zkgpu.field import fr_from_ints, fr_to_ints
 from zkgpu.metrics import h2d_overlap
-from zkgpu.prep import prep_msm_device, prep_msm_parallel
 from zkgpu.pipeline.config import PipelineConfig
 from zkgpu.pipeline.synthesis import Circuit
+from zkgpu.prep import prep_msm_device, prep_msm_parallel
 
 __all__ = [
     "Prep",
@@ -87,7 +88,7 @@ class HStart:
 # host points (py-arkworks-bls12381)
 # --------------------------------------------------------------------------------------------
 def _ark() -> Any:
-    import py_arkworks_bls12381 as ark  # noqa: PLC0415
+    import py_arkworks_bls12381 as ark
 
     return ark
 
@@ -131,7 +132,7 @@ def cpu_points(m: int, seed: int, tag: int = 0) -> np.ndarray:
 
 def cpu_compute_h(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """H coefficients (n, 4) on the CPU: :func:`zkgpu.qap.compute_h_reference` (Python ints)."""
-    from zkgpu.qap import compute_h_reference  # noqa: PLC0415
+    from zkgpu.qap import compute_h_reference
 
     return fr_from_ints(compute_h_reference(fr_to_ints(a), fr_to_ints(b), fr_to_ints(c)))
 
@@ -169,7 +170,7 @@ def prep_scalars(scalars: np.ndarray) -> Prep:
     Raises:
         ValueError: a scalar >= r (named by index, from zkgpu.field.check_array).
     """
-    from zkgpu.msm import prep_msm  # noqa: PLC0415
+    from zkgpu.msm import prep_msm
 
     return _as_prep(prep_msm(scalars))
 
@@ -230,7 +231,7 @@ def prep_partition(circuit: Circuit, aux: np.ndarray, prep: str = "cpu", *, thre
         ValueError: a scalar >= r, or ``prep`` not ``cpu`` / ``cpu_parallel`` (``gpu`` is
         :meth:`GpuBackend.prep`).
     """
-    from zkgpu.msm import prep_msm  # noqa: PLC0415
+    from zkgpu.msm import prep_msm
 
     if prep == "cpu_parallel":
         a_sel, b_sel = selections(circuit)

@@ -42,9 +42,9 @@ our bases are device-resident, whereas upstream's batch_add streams 34.5 GB of S
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
 
 from zkgpu.prep import PREPS
 
@@ -243,6 +243,6 @@ class PipelineConfig:
         prep = "" if self.prep == "cpu" else f"-prep_{self.prep}"
         return self.run or f"{self.transfer}-{self.lock_scope}-gw{self.gw}-n{self.log_n}-{self.device}{prep}"
 
-    def with_(self, **changes: object) -> "PipelineConfig":
+    def with_(self, **changes: object) -> PipelineConfig:
         """A copy with some fields changed (validated)."""
         return replace(self, **changes)

@@ -52,7 +52,6 @@ import numpy as np
 import pandas as pd
 
 from zkgpu.pipeline.backend import make_backend
-from zkgpu.prep import warm_up as warm_up_prep
 from zkgpu.pipeline.config import PipelineConfig
 from zkgpu.pipeline.synthesis import Circuit, make_circuit, synthesize_into
 from zkgpu.pipeline.worker import (
@@ -67,6 +66,7 @@ from zkgpu.pipeline.worker import (
     record_failure,
     watchdog_limit_s,
 )
+from zkgpu.prep import warm_up as warm_up_prep
 from zkgpu.trace import LogWriter, NvtxBackend, Tracer, write_events_parquet
 
 __all__ = ["PipelineResult", "PipelineInterrupted", "run_pipeline", "prepare_backend"]
@@ -133,7 +133,7 @@ class _PoolLogHandler(logging.Handler):
 
 def _pool_line(msg: str, level: str) -> str:
     """tracing-subscriber style line; the level is right-aligned to 5 characters as it prints it."""
-    from zkgpu.trace import info_line  # noqa: PLC0415
+    from zkgpu.trace import info_line
 
     lvl = {"WARNING": "WARN", "CRITICAL": "ERROR"}.get(level, level)
     return info_line(msg, target="zkgpu::pinned_pool").replace("  INFO ", f" {lvl:>5} ", 1)
@@ -176,7 +176,7 @@ def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Any] | None
     tracer = Tracer(config.run_name, log=log, nvtx=nvtx)
     own_pool = False
     if config.transfer == "pinned_pool" and pool is None:
-        from zkgpu import transfer  # noqa: PLC0415
+        from zkgpu import transfer
 
         pool = transfer.PinnedPool(transfer.PageableAllocator() if config.device == "cpu" else None)
         own_pool = True
@@ -228,7 +228,7 @@ def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Any] | None
 
 
 def _stderr_echo(line: str) -> None:
-    import sys  # noqa: PLC0415
+    import sys
 
     print(line, file=sys.stderr, flush=True)
 
@@ -339,7 +339,7 @@ class _Run:
                 ctx.releasers.pop(p, None)  # the job owns a/b/c and the permit now
                 ctx.leave(p, "synth")
                 self.gpu_q.put((p, next(self.seq), job))
-            except BaseException as e:  # noqa: BLE001
+            except BaseException as e:
                 held.release()
                 self._fail(p, e)
                 if self._abandoned_me():
@@ -418,7 +418,7 @@ class _Run:
                 st.timings["prove_start_ms"] = (t_ret - t_call) * 1e3
                 tr.info("GPU_TIMING spawn_blocking prove_start", worker_id=w, partition=p, spawn_to_enter_ms=0, prove_start_ms=int((t_ret - t_call) * 1e3))
                 tr.info("GPU_TIMING prove_start returned", worker_id=w, partition=p, total_pre_prove_ms=int((t_ret - t_pick) * 1e3), spawn_blocking_wall_ms=int((t_ret - t_call) * 1e3))
-            except BaseException as e:  # noqa: BLE001
+            except BaseException as e:
                 release_abc()
                 ctx.releasers.pop(p, None)
                 step_now = ctx.steps.get((p, "gpu"), (step_now,))[0]

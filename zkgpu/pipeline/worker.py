@@ -45,8 +45,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -259,7 +260,7 @@ class WorkerContext:
     #: partitions failed by the watchdog (a hung step); their threads' late results are dropped
     abandoned: set[int] = field(default_factory=set)
     #: partition -> its prep barrier / the release of its a/b/c and queue permit (watchdog)
-    barriers: dict[int, "PrepBarrier"] = field(default_factory=dict)
+    barriers: dict[int, PrepBarrier] = field(default_factory=dict)
     releasers: dict[int, Callable[[], None]] = field(default_factory=dict)
 
     def stage(self, step: str, partition: int, lane: str | None = None) -> None:
@@ -321,7 +322,7 @@ def _prep_main(ctx: WorkerContext, job: SynthesizedJob, st: StartState, barrier:
             ctx.hook("b_g2_msm", p, None)
             pb = st.preps["b_g1"]
             st.b_g2 = ctx.backend.b_g2(pb.sig_scalars)
-    except BaseException as e:  # noqa: BLE001 - recorded and re-raised on the GPU/finalizer side
+    except BaseException as e:
         st.prep_error = e
         barrier.abort(e)
     finally:
@@ -502,7 +503,7 @@ class PartitionResult:
     worker: int | None = None
     gpu: int | None = None
     h: np.ndarray | None = None
-    l: np.ndarray | None = None  # noqa: E741 - the Groth16 name
+    l: np.ndarray | None = None
     a: np.ndarray | None = None
     b_g1: np.ndarray | None = None
     b_g2: bytes | None = None
@@ -554,7 +555,7 @@ def finalize(ctx: WorkerContext, st: StartState, prove_span: Span | None) -> Non
             st.tail.clear()
             st.preps.clear()  # the "async dealloc" of the large vectors
             fin.fields["async_dealloc_ms"] = (tr.now_ns() - t_d) / 1e6
-    except BaseException as e:  # noqa: BLE001
+    except BaseException as e:
         err = e
     finish_ms = (tr.now_ns() - t0) / 1e6
     if prove_span is not None:
@@ -587,7 +588,7 @@ def finalize(ctx: WorkerContext, st: StartState, prove_span: Span | None) -> Non
             process_ms=int(process_ms),
             total_ms=int((tr.now_ns() - t0) / 1e6),
         )
-    except BaseException as e:  # noqa: BLE001
+    except BaseException as e:
         err = err or e
     if err is not None:
         if isinstance(err, KeyboardInterrupt):

@@ -1,0 +1,75 @@
+"""Optional heavy dependencies, imported in one place (the import-graph pattern of ARCHITECTURE.md).
+
+zkgpu's modules import everything at module level except these packages, which are large, need a GPU
+or are only installed with an extra. A module that uses one calls the accessor below at the point of
+use; the accessor imports the package once (cached) and either returns it or raises one clear error
+naming the pip extra that provides it. CuPy itself goes through :func:`zkgpu._cuda.cupy` (it also
+checks that a device is present); ``cupyx`` through :func:`cupyx` here.
+
+========================  ===================  ===============================  =================
+accessor                  package              extra (pyproject.toml)           missing ->
+========================  ===================  ===============================  =================
+:func:`arkworks`          py-arkworks-bls12381 ``test``                         ImportError
+:func:`numba`             numba                ``cpu-parallel`` / ``test``      ``None``
+:func:`nvtx`              nvtx                 ``gpu-cuda13`` / ``notebooks``   ``None``
+:func:`cupyx`             cupyx (CuPy)         ``gpu-cuda13`` / ``gpu-cuda12``  RuntimeError
+========================  ===================  ===============================  =================
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from types import ModuleType
+
+from . import _cuda
+
+__all__ = ["arkworks", "numba", "nvtx", "cupyx", "has"]
+
+
+@functools.cache
+def _try(name: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+def has(name: str) -> bool:
+    """True when the optional package ``name`` (an importable module name) can be imported."""
+    return _try(name) is not None
+
+
+def arkworks() -> ModuleType:
+    """``py_arkworks_bls12381`` (the independent BLS12-381 reference: G1/G2 points, scalars, pairings).
+
+    Raises:
+        ImportError: the package is not installed (``pip install -e '.[test]'``).
+    """
+    mod = _try("py_arkworks_bls12381")
+    if mod is None:
+        raise ImportError("py-arkworks-bls12381 is not installed: pip install -e '.[test]' (or py-arkworks-bls12381)")
+    return mod
+
+
+def numba() -> ModuleType | None:
+    """``numba`` (``prep="cpu_parallel"``'s nogil kernels), or ``None`` when it is not installed."""
+    return _try("numba")
+
+
+def nvtx() -> ModuleType | None:
+    """``nvtx`` (NVTX ranges around pipeline phases, for Nsight), or ``None`` when it is not installed."""
+    return _try("nvtx")
+
+
+def cupyx() -> ModuleType:
+    """``cupyx`` (pinned host arrays: ``cupyx.empty_pinned``).
+
+    Raises:
+        RuntimeError: no usable GPU (the same condition and message as :func:`zkgpu._cuda.cupy`).
+    """
+    _cuda.cupy()
+    mod = _try("cupyx")
+    if mod is None:  # pragma: no cover - cupy imports cupyx itself
+        raise RuntimeError("cupyx is missing although CuPy imported")
+    return mod
