@@ -8,9 +8,9 @@ speed, which falls when other threads keep DRAM busy. cuzk's host synthesizes ma
 once (``pipeline.max_parallel_synthesis``, default 18, on 96-192 cores; bellperson's synthesis is
 memory-bound, and prep_msm runs +12% slower under synthesis contention: filecoin-project/curio
 ``extern/cuzk/cuzk-project.md:1132``), which is why the seed measured "1-4 GB/s under load"
-against ~50 GB/s pinned (curio commit ``48dccd93``). Our synthetic synthesis (:mod:`zkgpu.pipeline.synthesis`,
-PCG64 fills on a few threads) is far lighter, so on an idle 16-core H200 host pageable copies run
-at 7-9 GB/s (``data/nvidia-h200-20261129-bench-h2d``).
+against ~50 GB/s pinned (curio commit ``48dccd93``). Our synthetic synthesis
+(:mod:`zkgpu.pipeline.synthesis`, PCG64 fills on a few threads) is far lighter, so on an idle
+16-core H200 host pageable copies run at 7-9 GB/s (``data/nvidia-h200-20261129-bench-h2d``).
 
 :class:`HostMemoryLoad` supplies the missing contention explicitly and measurably: ``threads``
 threads, each streaming copies between two private buffers of ``buffer_bytes`` (larger than the
