@@ -8,10 +8,13 @@ import threading
 import time
 import warnings
 
+import numpy as np
 import pytest
 from test_pipeline import cfg, no_pipeline_threads_left, run_bounded
 
-from zkgpu import _cuda, transfer
+from zkgpu import _cuda
+from zkgpu.host_alloc import CudaHostAllocator, PageableAllocator
+from zkgpu.pinned_pool import PinnedPool, PoolError
 from zkgpu.pipeline import PipelineConfig, prepare_backend, run_pipeline
 from zkgpu.pipeline.worker import Cancelled, GpuMutex, StageTimeout
 
@@ -106,11 +109,11 @@ def test_other_exceptions_in_synthesis_fail_only_that_partition(prepared, exc):
 
 
 def test_pinned_allocation_failure_falls_back_and_the_run_succeeds(prepared):
-    class Failing(transfer.PageableAllocator):
+    class Failing(PageableAllocator):
         def alloc(self, nbytes):
             raise MemoryError("injected cudaHostAlloc failure")
 
-    pool = transfer.PinnedPool(Failing())
+    pool = PinnedPool(Failing())
     with pytest.warns(RuntimeWarning, match="FAILED"):
         res, err = run_bounded(cfg(partitions=3, transfer="pinned_pool"), prepared=prepared, pool=pool)
     assert err is None and res.ok
@@ -120,7 +123,7 @@ def test_pinned_allocation_failure_falls_back_and_the_run_succeeds(prepared):
 
 
 def test_pool_allocation_failure_without_fallback_fails_the_partition(prepared):
-    class FailSecond(transfer.PageableAllocator):
+    class FailSecond(PageableAllocator):
         calls = 0
 
         def alloc(self, nbytes):
@@ -129,7 +132,7 @@ def test_pool_allocation_failure_without_fallback_fails_the_partition(prepared):
                 raise MemoryError("injected")
             return super().alloc(nbytes)
 
-    pool = transfer.PinnedPool(FailSecond(), max_bytes=None)
+    pool = PinnedPool(FailSecond(), max_bytes=None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         res, err = run_bounded(cfg(partitions=3, transfer="pinned_pool"), prepared=prepared, pool=pool)
@@ -210,7 +213,7 @@ def test_mutex_wait_cancelled_by_stop():
 
 @pytest.mark.parametrize(("dtype", "exc"), [(object, TypeError), ("V0", ValueError), ("not-a-dtype", TypeError), ([("a", "O")], TypeError)])
 def test_pool_checkout_bad_dtype_changes_nothing(dtype, exc):
-    pool = transfer.PinnedPool(transfer.PageableAllocator())
+    pool = PinnedPool(PageableAllocator())
     with pool.checkout(64) as buf:  # one buffer, checked back in: it is free now
         pass
     before = pool.stats().as_dict()
@@ -222,12 +225,12 @@ def test_pool_checkout_bad_dtype_changes_nothing(dtype, exc):
     del buf
 
 
-@pytest.mark.parametrize("make", [lambda b: b[:8], lambda b: b.reshape(8, 8), lambda b: b.view(transfer.np.ndarray)])
+@pytest.mark.parametrize("make", [lambda b: b[:8], lambda b: b.reshape(8, 8), lambda b: b.view(np.ndarray)])
 def test_pool_checkin_of_a_view_is_refused_and_the_buffer_stays_in_use(make):
     """break1 item 9: checkin(b[:8]) freed b while it was in use."""
-    pool = transfer.PinnedPool(transfer.PageableAllocator())
+    pool = PinnedPool(PageableAllocator())
     b = pool.checkout(64)
-    with pytest.raises(transfer.PoolError, match="view of a checkout"):
+    with pytest.raises(PoolError, match="view of a checkout"):
         pool.checkin(make(b))
     assert pool.stats().as_dict()["buffers_in_use"] == 1
     pool.checkin(b)
@@ -242,11 +245,11 @@ def test_pool_checkin_of_a_view_is_refused_and_the_buffer_stays_in_use(make):
 def test_gpu_pinned_allocation_failure_in_a_pipeline_run(monkeypatch):
     """cudaHostAlloc fails for every buffer: the pool falls back to pageable memory with cuzk's
     FAILED line and the run still proves every partition (pageable-speed H2D)."""
-    class Failing(transfer.CudaHostAllocator):
+    class Failing(CudaHostAllocator):
         def alloc(self, nbytes):
             return super().alloc(1 << 50)  # a real cudaHostAlloc failure: 1 PiB of page-locked memory
 
-    pool = transfer.PinnedPool(Failing())
+    pool = PinnedPool(Failing())
     c = PipelineConfig(n=1 << 12, partitions=3, device="gpu", transfer="pinned_pool", timeout_s=60.0)
     with pytest.warns(RuntimeWarning, match="FAILED"):
         res = run_pipeline(c, pool=pool)
@@ -305,7 +308,7 @@ def test_gpu_kernel_error_fails_the_partition_with_the_cuda_error(monkeypatch):
 def test_hung_synthesis_that_comes_back_returns_its_late_checkout(prepared, release):
     """A synthesis thread hung before its checkout, abandoned, then woken with a shared pool still
     open: its late a/b/c checkout goes back to the pool."""
-    pool = transfer.PinnedPool(transfer.PageableAllocator())
+    pool = PinnedPool(PageableAllocator())
     c = cfg(partitions=3, gw=1, transfer="pinned_pool", timeout_s=0.4, fault_hook=_hang_at("synthesize", 0, release))
     res, err = run_bounded(c, limit=30, prepared=prepared, pool=pool)
     assert err is None and res.partitions[0].status == "failed"

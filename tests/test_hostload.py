@@ -1,7 +1,8 @@
-"""zkgpu.hostload: the host memory-bandwidth load (CPU), its records, and H2D under load (GPU)."""
+"""zkgpu.hostload: the host memory-bandwidth load (CPU), its records; zkgpu.bench.hostload: H2D under load (GPU)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import types
@@ -11,7 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from zkgpu import hostload
-from zkgpu.hostload import HostMemoryLoad, LoadStats, h2d_under_load
+from zkgpu.bench.hostload import LOAD_COLUMNS, h2d_under_load
+from zkgpu.hostload import HostMemoryLoad, LoadStats
 
 MIB = 1 << 20
 
@@ -35,7 +37,7 @@ def test_zero_threads_is_a_no_op_control():
     with HostMemoryLoad(0) as load:
         mark = load.snapshot()
         s = load.since(mark)
-    assert s.traffic_bytes == 0 and s.gbps == 0.0 and s.as_dict()["threads"] == 0
+    assert s.traffic_bytes == 0 and s.gbps == 0.0 and dataclasses.asdict(s)["threads"] == 0
 
 
 @pytest.mark.parametrize(
@@ -104,7 +106,7 @@ def test_record_under_host_load_keeps_the_load_in_the_manifest(tmp_path):
 @pytest.mark.gpu
 def test_h2d_under_load_on_gpu():
     df = h2d_under_load([0, 1], size_bytes=8 * MIB, repeat=2, warmup=1, buffer_bytes=16 * MIB)
-    assert list(df.columns) == list(hostload.LOAD_COLUMNS)
+    assert list(df.columns) == list(LOAD_COLUMNS)
     assert len(df) == 2 * 2 * 2 and (df["gbps"] > 0).all()
     assert (df.loc[df["load_threads"] == 1, "load_gbps"] >= 0).all()
     assert (df.loc[df["load_threads"] == 0, "load_gbps"] == 0).all()

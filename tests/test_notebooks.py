@@ -349,7 +349,7 @@ def _fake_gpu_recording(base: Path, cpu_run: Path) -> Path:
 
     import pandas as pd
 
-    from zkgpu.transfer import SWEEP_COLUMNS
+    from zkgpu.bench.transfer import SWEEP_COLUMNS
 
     d = base / "fake-gpu-20990101-record"
     shutil.copytree(cpu_run, d)

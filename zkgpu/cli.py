@@ -11,9 +11,11 @@ from importlib import metadata
 
 import click
 
-from . import __version__, hostload, logs, msm, ntt, prep, record, replay, transfer
+from . import __version__, logs, msm, ntt, prep, record, replay
 from . import report as report_mod
 from ._cuda import device_info
+from .bench import hostload as bench_hostload
+from .bench import transfer as bench_transfer
 from .chrome_trace import ExportError, export_recording, open_run
 from .errors import CliError, OneLineGroup
 from .groth16 import cli as groth16_cli
@@ -114,8 +116,8 @@ for _group, _cmd in (
     (bench, ntt.bench_command),
     (bench, msm.bench_command),
     (bench, prep.bench_command),
-    (bench, transfer.bench_command),
-    (bench, hostload.bench_command),
+    (bench, bench_transfer.bench_command),
+    (bench, bench_hostload.bench_command),
     (bench, logs.bench_parse_command),
     (main, record.record_command),
     (main, logs.parse_command),

@@ -6,11 +6,11 @@ A pageable H2D copy is a CPU ``memcpy`` by the calling thread into the driver's 
 bounce buffer, followed by a DMA (:mod:`zkgpu.transfer`). Its speed is one host thread's memcpy
 speed, which falls when other threads keep DRAM busy. cuzk's host synthesizes many partitions at
 once (``pipeline.max_parallel_synthesis``, default 18, on 96-192 cores; bellperson's synthesis is
-memory-bound, and prep_msm runs +12% slower under synthesis contention, cuzk-project.md:1132 via
-``/work/shared/reference/cuzk-pipeline.md`` §1.3), which is why the seed measured "1-4 GB/s under
-load" against ~50 GB/s pinned (§4). Our synthetic synthesis (:mod:`zkgpu.pipeline.synthesis`,
-PCG64 fills on a few threads) is far lighter, so on an idle 16-core H200 host pageable copies run
-at 7-9 GB/s (``data/nvidia-h200-20261129-bench-h2d``).
+memory-bound, and prep_msm runs +12% slower under synthesis contention: filecoin-project/curio
+``extern/cuzk/cuzk-project.md:1132``), which is why the seed measured "1-4 GB/s under load"
+against ~50 GB/s pinned (curio commit ``48dccd93``). Our synthetic synthesis
+(:mod:`zkgpu.pipeline.synthesis`, PCG64 fills on a few threads) is far lighter, so on an idle
+16-core H200 host pageable copies run at 7-9 GB/s (``data/nvidia-h200-20261129-bench-h2d``).
 
 :class:`HostMemoryLoad` supplies the missing contention explicitly and measurably: ``threads``
 threads, each streaming copies between two private buffers of ``buffer_bytes`` (larger than the
@@ -19,8 +19,8 @@ the threads run truly in parallel with the pipeline. The achieved traffic is cou
 bytes written per second, :class:`LoadStats`) and recorded next to every measurement made under
 it; nothing about the load is assumed.
 
-A pinned DMA also reads DRAM, but needs no CPU memcpy: :func:`h2d_under_load` measures how both
-paths respond to the same load in one run (``zkgpu bench load``).
+A pinned DMA also reads DRAM, but needs no CPU memcpy: :func:`zkgpu.bench.hostload.h2d_under_load`
+measures how both paths respond to the same load in one run (``zkgpu bench load``).
 """
 
 from __future__ import annotations
@@ -28,15 +28,12 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .errors import CliError
-
-__all__ = ["HostMemoryLoad", "LoadStats", "available_memory_bytes", "h2d_under_load", "LOAD_COLUMNS", "DEFAULT_BUFFER_BYTES", "bench_command"]
+__all__ = ["HostMemoryLoad", "LoadStats", "available_memory_bytes", "check_count", "DEFAULT_BUFFER_BYTES"]
 
 MIB = 1 << 20
 DEFAULT_BUFFER_BYTES = 256 * MIB
@@ -44,7 +41,13 @@ DEFAULT_BUFFER_BYTES = 256 * MIB
 _CHUNK_BYTES = 32 * MIB  # copy granularity: bounds the stop latency to one 32 MiB copy
 
 
-def _count(name: str, value: Any, minimum: int) -> int:
+def check_count(name: str, value: Any, minimum: int) -> int:
+    """``value`` as an int ≥ ``minimum``.
+
+    Raises:
+        TypeError: not an int (a bool is refused too). ValueError: below ``minimum``. Both name
+        ``name`` and the value.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
     if int(value) < minimum:
@@ -62,6 +65,8 @@ class LoadStats:
         seconds: length of the interval (s).
         traffic_bytes: bytes read plus bytes written by the load threads in the interval.
         gbps: ``traffic_bytes / seconds / 1e9`` (decimal GB/s of DRAM traffic; 0.0 without threads).
+
+    ``dataclasses.asdict(stats)`` gives the fields as a dict (as the recordings store them).
     """
 
     threads: int
@@ -69,9 +74,6 @@ class LoadStats:
     seconds: float
     traffic_bytes: int
     gbps: float
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def available_memory_bytes() -> int | None:
@@ -115,8 +117,8 @@ class HostMemoryLoad:
     """
 
     def __init__(self, threads: int, buffer_bytes: int = DEFAULT_BUFFER_BYTES) -> None:
-        self.threads = _count("threads", threads, 0)
-        self.buffer_bytes = _count("buffer_bytes", buffer_bytes, 4096)
+        self.threads = check_count("threads", threads, 0)
+        self.buffer_bytes = check_count("buffer_bytes", buffer_bytes, 4096)
         if self.buffer_bytes % 4096:
             raise ValueError(f"buffer_bytes must be a multiple of 4096, got {buffer_bytes}")
         self._stop = threading.Event()
@@ -219,124 +221,5 @@ class HostMemoryLoad:
                     self._moved[i] += 2 * (hi - lo)
                     if self._stop.is_set():
                         break
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - kept and re-raised by stop() in the caller's thread
             self._errors.append(exc.with_traceback(None))  # no frames: the buffers can be freed
-
-
-# --------------------------------------------------------------------------------------------
-# H2D under load
-# --------------------------------------------------------------------------------------------
-
-LOAD_COLUMNS = ("load_threads", "path", "size_bytes", "rep", "host_ms", "stream_ms", "gbps", "load_gbps")
-"""Columns of :func:`h2d_under_load` (ms, bytes, decimal GB/s)."""
-
-
-def h2d_under_load(
-    levels: Iterable[int] = (0, 2, 4, 8, 12),
-    *,
-    size_bytes: int = 128 * MIB,
-    paths: Sequence[str] = ("pageable", "pinned_raw"),
-    repeat: int = 5,
-    warmup: int = 1,
-    buffer_bytes: int = DEFAULT_BUFFER_BYTES,
-) -> Any:
-    """H2D bandwidth of ``paths`` at each host load level, in one run.
-
-    For each level (load threads, :class:`HostMemoryLoad`) and each path, ``warmup`` untimed then
-    ``repeat`` timed copies of ``size_bytes`` from a reused host buffer (pageable: a touched
-    numpy array; pinned_raw: ``cupyx.empty_pinned``) into one device buffer, timed by
-    :mod:`zkgpu.transfer` (CUDA events). ``load_gbps`` is the load's DRAM traffic over all the
-    copies of that level (the load counts whole 32 MiB chunks, too coarse for one short copy).
-
-    Returns:
-        pandas DataFrame with :data:`LOAD_COLUMNS`, one row per timed copy.
-
-    Raises:
-        RuntimeError: no GPU. ValueError/TypeError: a bad level, size, path or count (named).
-    """
-    import pandas as pd
-
-    from . import _cuda, transfer
-
-    levels = [_count("load level", x, 0) for x in levels]
-    if not levels:
-        raise ValueError("levels must name at least one load level")
-    size_bytes = _count("size_bytes", size_bytes, 1)
-    repeat, warmup = _count("repeat", repeat, 1), _count("warmup", warmup, 0)
-    loads = [HostMemoryLoad(level, buffer_bytes) for level in levels]  # settings checked before any allocation
-    fns = {"pageable": transfer.pageable, "pinned_raw": transfer.pinned_raw}
-    bad = [p for p in paths if p not in fns]
-    if bad or not paths:
-        raise ValueError(f"paths must be a non-empty subset of {list(fns)}, got {list(paths)}")
-    cp = _cuda.cupy()  # RuntimeError without a GPU
-    import cupyx
-
-    host = {"pageable": np.empty(size_bytes, dtype=np.uint8)}
-    host["pageable"].fill(0xA5)
-    if "pinned_raw" in paths:
-        host["pinned_raw"] = cupyx.empty_pinned(size_bytes, dtype=np.uint8)
-        host["pinned_raw"][:] = 0xA5
-    dst = cp.empty(size_bytes, dtype=cp.uint8)
-    stream = cp.cuda.Stream(non_blocking=True)
-    rows: list[dict[str, Any]] = []
-    for level, load in zip(levels, loads):
-        with load:
-            time.sleep(0.2 if level else 0.0)  # let the load reach steady state
-            mark = load.snapshot()
-            first = len(rows)
-            for path in paths:
-                for rep in range(-warmup, repeat):
-                    r = fns[path](host[path], dst, stream=stream)
-                    if rep >= 0:
-                        rows.append({"load_threads": level, "path": path, "size_bytes": size_bytes, "rep": rep,
-                                     "host_ms": r.host_ms, "stream_ms": r.stream_ms, "gbps": r.gbps})
-            traffic = load.since(mark).gbps
-            for row in rows[first:]:
-                row["load_gbps"] = traffic
-    return pd.DataFrame(rows, columns=list(LOAD_COLUMNS))
-
-
-def _make_bench_command() -> Any:
-    import click
-
-    @click.command("load")
-    @click.option("--out", "out_base", type=click.Path(file_okay=False), default=None, help="base folder for the run folder (default data/)")
-    @click.option("--levels", default="0,2,4,8,12", show_default=True, help="comma-separated numbers of load threads")
-    @click.option("--size", "size_mib", default=128, show_default=True, type=click.IntRange(min=1), help="copy size in MiB")
-    @click.option("--repeat", default=5, show_default=True, type=click.IntRange(min=1), help="timed copies per case")
-    def load(out_base: str | None, levels: str, size_mib: int, repeat: int) -> None:
-        """Pageable vs pinned H2D under host memory-bandwidth load (HostMemoryLoad threads).
-
-        Writes load.csv (every copy), summary.csv (medians per level and path) and manifest.json
-        into a fresh data/<gpu>-<date>-bench-load/ folder.
-        """
-        from pathlib import Path
-
-        from . import _cuda
-        from .manifest import build_manifest, new_run_dir, write_json_new
-
-        if not _cuda.gpu_available():
-            raise CliError("zkgpu bench load needs a CUDA GPU with CuPy (none found) (GPU benchmarks; without a GPU, replay the recordings: zkgpu report)")
-        try:
-            lv = [int(x) for x in levels.split(",") if x.strip()]
-        except ValueError as exc:
-            raise click.BadParameter(f"--levels must be comma-separated integers, got {levels!r}") from exc
-        if not lv or min(lv) < 0:
-            raise click.BadParameter(f"--levels must list one or more integers >= 0, got {levels!r}")
-        t0 = time.perf_counter()
-        df = h2d_under_load(lv, size_bytes=size_mib * MIB, repeat=repeat)
-        run_dir = new_run_dir("bench-load", base=Path(out_base) if out_base else None)
-        df.to_csv(run_dir / "load.csv", index=False)
-        summary = df.groupby(["load_threads", "path"], as_index=False)[["stream_ms", "gbps", "load_gbps"]].median()
-        summary.to_csv(run_dir / "summary.csv", index=False)
-        manifest = build_manifest(kind="bench-load", levels=lv, size_bytes=size_mib * MIB, repeat=repeat,
-                                  buffer_bytes=DEFAULT_BUFFER_BYTES, elapsed_s=round(time.perf_counter() - t0, 3),
-                                  files=["load.csv", "summary.csv"])
-        write_json_new(run_dir / "manifest.json", manifest)
-        click.echo(summary.to_string(index=False))
-        click.echo(f"wrote {run_dir}")
-
-    return load
-
-
-bench_command = _make_bench_command()

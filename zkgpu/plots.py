@@ -724,7 +724,7 @@ def bandwidth_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None
 def load_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
     """H2D GB/s vs the host's background DRAM traffic: one line per ``path``, a point per load level.
 
-    Input: the frame of :func:`zkgpu.hostload.h2d_under_load` (columns ``load_threads``, ``path``,
+    Input: the frame of :func:`zkgpu.bench.hostload.h2d_under_load` (columns ``load_threads``, ``path``,
     ``gbps``, ``load_gbps``; 1e9 bytes/s). Each point is the median over its copies, x the median
     DRAM traffic of the load at that level, labelled with the number of load threads. y is log-scaled.
 

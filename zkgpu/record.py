@@ -5,9 +5,9 @@ The folder is ``zkgpu.manifest.new_run_dir("record")`` = ``data/<gpu>-<YYYYMMDD>
 
 * ``events/<scenario>.parquet`` — the pipeline's event table (schema of :mod:`zkgpu.events`);
 * ``logs/<scenario>.log`` — the cuzk-format log of the same run;
-* ``sweep.parquet`` + ``sweep.csv`` — the H2D bandwidth sweep (:func:`zkgpu.transfer.bandwidth_sweep`),
+* ``sweep.parquet`` + ``sweep.csv`` — the H2D bandwidth sweep (:func:`zkgpu.bench.transfer.bandwidth_sweep`),
   and ``host_alloc.csv`` — cudaHostAlloc / cudaHostRegister costs per size
-  (:func:`zkgpu.transfer.host_alloc_costs`), GPU only;
+  (:func:`zkgpu.bench.transfer.host_alloc_costs`), GPU only;
 * ``bench/<kernel>.csv`` — kernel benchmarks (``zkgpu.ntt`` / ``zkgpu.msm`` ``run_benchmark``), GPU only;
 * ``manifest.json`` — written LAST (its presence marks a readable recording): environment, commit,
   sizes, every scenario's configuration, files, seconds, pool statistics or error, and notes on
@@ -42,11 +42,13 @@ from typing import Any
 import click
 import pandas as pd
 
-from . import msm, ntt, pipeline, transfer
+from . import msm, ntt, pipeline
 from ._cuda import gpu_available
+from .bench import transfer as bench_transfer
 from .errors import CliError, OneLineCommand
 from .hostload import HostMemoryLoad
 from .manifest import build_manifest, new_run_dir, write_json_new
+from .pinned_pool import PinnedPool
 from .pipeline.config import TRANSFERS, PipelineConfig
 from .prep import numba_available
 
@@ -187,7 +189,7 @@ def run_scenario(
     Errors are caught and recorded in the entry (``error``, ``traceback``); the log and any
     events produced so far are kept.
 
-    ``pool``: a shared (pre-warmed) :class:`zkgpu.transfer.PinnedPool` for pinned_pool scenarios.
+    ``pool``: a shared (pre-warmed) :class:`zkgpu.pinned_pool.PinnedPool` for pinned_pool scenarios.
 
     ``prepared``: a dict shared across calls; the circuit and the backend with its generated
     bases (``zkgpu.pipeline.prepare_backend``) are kept there per (transfer, n, seed, device) —
@@ -257,8 +259,8 @@ def _sweep(run_dir: Path, quick: bool, notes: list[str]) -> str | None:
         # 1 MiB .. 256 MiB (quick) or 1 GiB: the curves flatten well before that; the 4 GiB points
         # are `zkgpu bench h2d`'s job. Time-boxed so a recording fits one device command.
         top = 28 if quick else 30
-        df = transfer.bandwidth_sweep(sizes=tuple(1 << s for s in range(20, top + 1, 2)), repeat=3 if quick else 5,
-                                      time_budget_s=45.0 if quick else 120.0)
+        df = bench_transfer.bandwidth_sweep(sizes=tuple(1 << s for s in range(20, top + 1, 2)), repeat=3 if quick else 5,
+                                            time_budget_s=45.0 if quick else 120.0)
         skipped_sizes = list(df.attrs.get("skipped_sizes", []) or [])
         if skipped_sizes:
             notes.append(f"sweep: time budget reached, sizes not measured: {skipped_sizes}")
@@ -271,7 +273,7 @@ def _sweep(run_dir: Path, quick: bool, notes: list[str]) -> str | None:
     df.to_csv(run_dir / "sweep.csv", index=False)
     measured = sorted(set(int(x) for x in df["size_bytes"]))
     try:
-        transfer.host_alloc_costs(sizes=measured, repeat=2 if quick else 3).to_csv(run_dir / "host_alloc.csv", index=False)
+        bench_transfer.host_alloc_costs(sizes=measured, repeat=2 if quick else 3).to_csv(run_dir / "host_alloc.csv", index=False)
     except Exception as exc:
         notes.append(f"host_alloc_costs failed: {type(exc).__name__}: {exc}")
     return "sweep.parquet"
@@ -440,7 +442,7 @@ def record(
             # cuzk measures the pool in steady state (every checkout a reuse, "24 allocs / 48
             # reuses"); a cold pool would put a burst of cudaHostAlloc calls, which serialise in
             # the driver, into the first partitions' synthesis. Allocate once, up front, and share.
-            pool = transfer.PinnedPool()
+            pool = PinnedPool()
             nbuf = (queue_depth or 0) + max(int(st.get("gw", 2)) for st in runnable.values()) + 2
             t_p = time.perf_counter()
             for held in [pool.checkout_abc(n) for _ in range(nbuf)]:
@@ -457,7 +459,7 @@ def record(
             current = None
             e = entries[name]
             if host_load:
-                e["host_load"] = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in load.since(mark).as_dict().items()}
+                e["host_load"] = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in dataclasses.asdict(load.since(mark)).items()}
             say(f"record:   {name}: {'ERROR ' + e['error'] if 'error' in e else str(e.get('rows')) + ' events'} in {e['seconds']} s")
         stop_load()
         if device == "gpu":

@@ -409,7 +409,7 @@ class Source:
 
     def h2d_under_load(self) -> pd.DataFrame | None:
         """Pageable vs pinned H2D under host memory load: the newest ``bench-load`` folder's
-        ``load`` table (:func:`zkgpu.hostload.h2d_under_load`), for GPU recordings; else None."""
+        ``load`` table (:func:`zkgpu.bench.hostload.h2d_under_load`), for GPU recordings; else None."""
         if self.kind != "recorded-gpu":
             return None
         found = find_benchmarks("load")

@@ -21,9 +21,10 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from zkgpu import transfer as _tr
 from zkgpu._cuda import gpu_available
 from zkgpu.errors import CliError, OneLineCommand, check_writable_under
+from zkgpu.host_alloc import PageableAllocator
+from zkgpu.pinned_pool import PinnedPool
 from zkgpu.pipeline.config import DEVICES, LOCK_SCOPES, PREPS, TRANSFERS, PipelineConfig
 from zkgpu.pipeline.runner import prepare_backend, run_pipeline
 from zkgpu.prep import default_threads
@@ -85,7 +86,7 @@ def main(log_n: int | None, partitions: int, gw: int, synth_workers: int, transf
             cfg = base.with_(transfer=transfer, lock_scope=scope)
             pool = None
             if transfer == "pinned_pool":  # one warm pool for warm-up and measured run
-                pool = _tr.PinnedPool(_tr.PageableAllocator() if device == "cpu" else None)
+                pool = PinnedPool(PageableAllocator() if device == "cpu" else None)
             click.echo(f"running {cfg.run_name} ...", err=True)
             run_pipeline(cfg.with_(partitions=1, run=f"warmup-{cfg.run_name}"), prepared=prepared, pool=pool)
             if out is not None:

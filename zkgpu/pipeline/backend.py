@@ -30,6 +30,7 @@ import numpy as np
 from zkgpu import _cuda, msm, ntt, qap, transfer
 from zkgpu.field import fr_from_ints, fr_to_ints
 from zkgpu.metrics import h2d_overlap
+from zkgpu.pinned_pool import PinnedPool
 from zkgpu.pipeline.config import PipelineConfig
 from zkgpu.pipeline.synthesis import Circuit
 from zkgpu.prep import prep_msm_device, prep_msm_parallel
@@ -441,7 +442,7 @@ class GpuBackend:
         self._g2: list[Any] = []
         self._prep_streams: list[Any] = []  # idle streams of prep="gpu" (one per concurrent prep thread)
         self._side_free: list[Any] = []  # idle streams of msm_many / batch_add_many (concurrent)
-        self._staging = self.transfer.PinnedPool()  # pinned staging of aux for prep="gpu"
+        self._staging = PinnedPool()  # pinned staging of aux for prep="gpu"
 
     def setup(self) -> None:
         sizes = {"h": self.config.n, "l": self.circuit.l_size, "a": self.circuit.a_size, "b_g1": self.circuit.b_size}

@@ -4,7 +4,7 @@ Mirrors the cuzk engine's partition path (cuzk-pipeline.md §3):
 
 * ``synth_workers`` threads take partitions in order and synthesize each into fresh pageable
   arrays (``np.empty`` per partition, first touched by synthesis: bellperson's growing Vecs) or,
-  with ``transfer="pinned_pool"``, into a/b/c checked out of a :class:`zkgpu.transfer.PinnedPool`
+  with ``transfer="pinned_pool"``, into a/b/c checked out of a :class:`zkgpu.pinned_pool.PinnedPool`
   (cuzk ``PinnedAbcBuffers::checkout``). A semaphore of ``queue_depth`` permits bounds the
   partitions synthesized but not yet through the start half (cuzk's memory-budget backpressure);
   the permit returns when a/b/c are released.
@@ -51,6 +51,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from zkgpu import pinned_pool
+from zkgpu.host_alloc import PageableAllocator
 from zkgpu.pipeline.backend import make_backend
 from zkgpu.pipeline.config import PipelineConfig
 from zkgpu.pipeline.synthesis import Circuit, make_circuit, synthesize_into
@@ -83,7 +85,7 @@ class PipelineResult:
         log_lines: every cuzk-format log line, in order; also in ``log_path`` when given.
         partitions: one :class:`~zkgpu.pipeline.worker.PartitionResult` per partition, by index.
         errors: ``"partition N: Type: message"`` for every failed/cancelled partition.
-        pool_stats: :meth:`zkgpu.transfer.PinnedPool.stats` as a dict (pinned_pool runs), else None.
+        pool_stats: :meth:`zkgpu.pinned_pool.PinnedPool.stats` as a dict (pinned_pool runs), else None.
         wall_ms: run wall time (ms), from the tracer epoch to the last finalizer.
         interrupted: a KeyboardInterrupt stopped the run.
     """
@@ -116,7 +118,7 @@ class PipelineInterrupted(KeyboardInterrupt):
 
 
 class _PoolLogHandler(logging.Handler):
-    """Forwards ``zkgpu.transfer``'s ``pinned pool…`` messages into the run's cuzk-format log."""
+    """Forwards ``zkgpu.pinned_pool``'s ``pinned pool…`` messages into the run's cuzk-format log."""
 
     def __init__(self, tracer: Tracer) -> None:
         super().__init__(logging.DEBUG)
@@ -154,7 +156,7 @@ def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Any] | None
     Args:
         config: the run (:class:`~zkgpu.pipeline.config.PipelineConfig`).
         prepared: ``prepare_backend(config)`` to reuse bases across runs (must match n/seed/device).
-        pool: a :class:`zkgpu.transfer.PinnedPool` to use (pinned_pool runs; e.g. a warm pool or
+        pool: a :class:`zkgpu.pinned_pool.PinnedPool` to use (pinned_pool runs; e.g. a warm pool or
             one with a ``PageableAllocator``); default a new pool (CUDA pinned on the GPU,
             ``PageableAllocator`` for device="cpu"), closed at the end.
         nvtx: NVTX backend (default :func:`zkgpu.trace.default_nvtx`).
@@ -176,9 +178,7 @@ def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Any] | None
     tracer = Tracer(config.run_name, log=log, nvtx=nvtx)
     own_pool = False
     if config.transfer == "pinned_pool" and pool is None:
-        from zkgpu import transfer
-
-        pool = transfer.PinnedPool(transfer.PageableAllocator() if config.device == "cpu" else None)
+        pool = pinned_pool.PinnedPool(PageableAllocator() if config.device == "cpu" else None)
         own_pool = True
     if config.transfer != "pinned_pool":
         pool = None
@@ -192,7 +192,7 @@ def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Any] | None
         stop=threading.Event(),
     )
     run = _Run(ctx, pool)
-    pool_logger = logging.getLogger("zkgpu.transfer")
+    pool_logger = pinned_pool.log
     handler = _PoolLogHandler(tracer)
     old_level = pool_logger.level
     if pool is not None:

@@ -1,0 +1,1 @@
+"""Benchmark runners and their click commands; app layer."""
