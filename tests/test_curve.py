@@ -56,7 +56,7 @@ def test_py_ecc_roundtrip_and_identity():
     a = arr(pts)
     assert curve.is_identity(a).tolist() == [False] * 5 + [True]
     back = curve.g1_to_py_ecc(a)
-    for p, q in zip(pts, back):
+    for p, q in zip(pts, back, strict=True):
         assert pe.eq(p, q)
     # py_ecc.bls12_381 affine pairs and None
     aff = [pe.normalize(p) for p in pts[:5]] + [None]
@@ -136,13 +136,13 @@ def test_xyzz_add_madd_dbl_against_py_ecc(shim):
     ps += [ps[0], ps[1], pe.Z1, ps[2], pe.Z1]
     qs += [ps[0], pe.neg(ps[1]), qs[0], pe.Z1, pe.Z1]
     a, b = arr(ps), arr(qs)
-    want_add = arr([pe.add(p, q) for p, q in zip(ps, qs)])
+    want_add = arr([pe.add(p, q) for p, q in zip(ps, qs, strict=True)])
     want_dbl = arr([pe.double(p) for p in ps])
     assert (_op(shim, a, b, 0) == want_add).all(), "madd-2008-s"
     assert (_op(shim, a, b, 1) == want_add).all(), "add-2008-s"
     assert (_op(shim, a, b, 2) == want_dbl).all(), "dbl-2008-s"
     assert (_op(shim, a, b, 3) == want_dbl).all(), "mdbl-2008-s"
-    assert (_op(shim, a, b, 5) == arr([pe.add(pe.neg(p), q) for p, q in zip(ps, qs)])).all(), "neg + madd"
+    assert (_op(shim, a, b, 5) == arr([pe.add(pe.neg(p), q) for p, q in zip(ps, qs, strict=True)])).all(), "neg + madd"
     assert (_op(shim, a, b, 6) == a).all(), "XYZZ -> affine"
 
 
@@ -183,7 +183,7 @@ def test_signed_digits_device_and_reference(shim, c):
     bad = shim.g1_digits(ptr(_u32(sc)), ctypes.c_size_t(len(ks)), ctypes.c_int(c), ptr(out, ctypes.c_int32))
     assert bad == 0
     half = 1 << (c - 1)
-    for k, row in zip(ks, out.tolist()):
+    for k, row in zip(ks, out.tolist(), strict=True):
         assert all(-half <= d <= half for d in row)
         assert sum(d << (c * w) for w, d in enumerate(row)) == k
         assert row == signed_digits(k, c)

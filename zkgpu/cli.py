@@ -11,8 +11,11 @@ from importlib import metadata
 
 import click
 
-from . import __version__, hostload, logs, msm, ntt, prep, record, replay, transfer
+from . import __version__, hostload, logs, record, replay, transfer
 from . import report as report_mod
+from .bench import msm as bench_msm
+from .bench import ntt as bench_ntt
+from .bench import prep as bench_prep
 from ._cuda import device_info
 from .chrome_trace import ExportError, export_recording, open_run
 from .errors import CliError, OneLineGroup
@@ -111,9 +114,9 @@ def trace_export(run: str, scenarios: tuple[str, ...], out: str) -> None:
 
 
 for _group, _cmd in (
-    (bench, ntt.bench_command),
-    (bench, msm.bench_command),
-    (bench, prep.bench_command),
+    (bench, bench_ntt.bench_command),
+    (bench, bench_msm.bench_command),
+    (bench, bench_prep.bench_command),
     (bench, transfer.bench_command),
     (bench, hostload.bench_command),
     (bench, logs.bench_parse_command),
