@@ -57,6 +57,12 @@ def assert_same(got, want) -> None:
     assert got.sig_scalars.shape == want.sig_scalars.shape and np.array_equal(got.sig_scalars, want.sig_scalars)
 
 
+def test_prep_msm_on_the_host_is_its_own_host_copy():
+    """PrepMsm holds host (numpy) or device (CuPy) arrays; to_host() of a host split is the split itself."""
+    p = reference(CASES["porep_1000"])
+    assert not p.on_device and p.to_host() is p
+
+
 def bad_input() -> np.ndarray:
     x = porep_like_scalars(300, seed=9)
     x[170] = R_LIMBS  # r itself

@@ -532,28 +532,41 @@ def batch_add_cpu(points: np.ndarray, bitmap: np.ndarray) -> np.ndarray:
 
 @dataclasses.dataclass(frozen=True)
 class PrepMsm:
-    """supraseal's prep_msm split of an assignment vector of n scalars.
+    """supraseal's prep_msm split of an assignment vector of n scalars, on the host (numpy arrays: the
+    CPU variants) or on the device (CuPy arrays: :func:`zkgpu.prep.prep_msm_device`).
 
     Attributes:
         n: number of scalars.
         bitmap: ``(ceil(n/64),)`` uint64, bit i set iff scalar i == 1 (layout of :func:`batch_add`).
         ones: number of scalars equal to 1 (summed by batch_add).
         zeros: number of scalars equal to 0 (dropped).
-        sig_scalars: ``(m, 4)`` uint64 canonical Fr, the significant scalars (neither 0 nor 1).
+        sig_scalars: ``(m, 4)`` uint64 canonical Fr, the significant scalars (neither 0 nor 1), in index order.
         sig_indices: ``(m,)`` int64, their base indices (for the tail MSM).
     """
 
     n: int
-    bitmap: np.ndarray
+    bitmap: Any
     ones: int
     zeros: int
-    sig_scalars: np.ndarray
-    sig_indices: np.ndarray
+    sig_scalars: Any
+    sig_indices: Any
 
     @property
     def significant(self) -> int:
         """Number of significant scalars (m)."""
         return int(self.sig_indices.shape[0])
+
+    @property
+    def on_device(self) -> bool:
+        """True when the arrays are CuPy arrays."""
+        return _cuda.is_device_array(self.sig_indices)
+
+    def to_host(self) -> PrepMsm:
+        """The same split with numpy arrays (self when it is already on the host)."""
+        if not self.on_device:
+            return self
+        return PrepMsm(n=self.n, bitmap=self.bitmap.get(), ones=self.ones, zeros=self.zeros,
+                       sig_scalars=self.sig_scalars.get(), sig_indices=self.sig_indices.get())
 
 
 def prep_msm(scalars: np.ndarray) -> PrepMsm:

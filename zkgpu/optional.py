@@ -41,16 +41,20 @@ def has(name: str) -> bool:
     return _try(name) is not None
 
 
+def _required(name: str, dist: str) -> ModuleType:
+    mod = _try(name)
+    if mod is None:
+        raise ImportError(f"{dist} is not installed: pip install -e '.[test]' (or {dist})")
+    return mod
+
+
 def arkworks() -> ModuleType:
     """``py_arkworks_bls12381`` (the independent BLS12-381 reference: G1/G2 points, scalars, pairings).
 
     Raises:
         ImportError: the package is not installed (``pip install -e '.[test]'``).
     """
-    mod = _try("py_arkworks_bls12381")
-    if mod is None:
-        raise ImportError("py-arkworks-bls12381 is not installed: pip install -e '.[test]' (or py-arkworks-bls12381)")
-    return mod
+    return _required("py_arkworks_bls12381", "py-arkworks-bls12381")
 
 
 def py_ecc() -> ModuleType:
@@ -59,10 +63,7 @@ def py_ecc() -> ModuleType:
     Raises:
         ImportError: the package is not installed (``pip install -e '.[test]'``).
     """
-    mod = _try("py_ecc.optimized_bls12_381")
-    if mod is None:
-        raise ImportError("py_ecc is not installed: pip install -e '.[test]' (or py_ecc)")
-    return mod
+    return _required("py_ecc.optimized_bls12_381", "py_ecc")
 
 
 def numba() -> ModuleType | None:

@@ -34,7 +34,6 @@ import functools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -53,7 +52,6 @@ __all__ = [
     "prep_msm",
     "prep_msm_parallel",
     "prep_msm_device",
-    "DevicePrep",
     "warm_up",
 ]
 
@@ -290,41 +288,12 @@ def prep_msm_parallel(
 # --------------------------------------------------------------------------- gpu
 
 
-@dataclass(frozen=True)
-class DevicePrep:
-    """The ``gpu`` prep_msm result, on the device.
-
-    Attributes:
-        n: number of scalars split.
-        bitmap: CuPy ``(ceil(n/64),)`` uint64, bit i set iff scalar i == 1.
-        ones, zeros: counts.
-        sig_scalars: CuPy ``(m, 4)`` uint64, the significant scalars in index order.
-        sig_indices: CuPy ``(m,)`` int64, their indices.
-    """
-
-    n: int
-    bitmap: Any
-    ones: int
-    zeros: int
-    sig_scalars: Any
-    sig_indices: Any
-
-    @property
-    def significant(self) -> int:
-        return int(self.sig_indices.shape[0])
-
-    def to_host(self) -> PrepMsm:
-        """The same split with numpy arrays (:class:`zkgpu.msm.PrepMsm`)."""
-        return PrepMsm(n=self.n, bitmap=self.bitmap.get(), ones=self.ones, zeros=self.zeros,
-                       sig_scalars=self.sig_scalars.get(), sig_indices=self.sig_indices.get())
-
-
 _BLOCK = 256
 
 
 def prep_msm_device(
     src: Any, *, sel: Any = None, offset: int = 0, n: int | None = None, stream: Any = None, name: str = "scalars"
-) -> DevicePrep:
+) -> PrepMsm:
     """``gpu`` prep_msm of device scalars: element j is ``src[sel[j]]`` (``sel`` given) or
     ``src[offset + j]``, for j < n (default: all rows after ``offset``, or ``len(sel)``).
 
@@ -337,7 +306,8 @@ def prep_msm_device(
             classification, one at the end).
 
     Returns:
-        :class:`DevicePrep`; ``.to_host()`` equals ``zkgpu.msm.prep_msm`` of the same vector.
+        :class:`zkgpu.msm.PrepMsm` holding CuPy arrays; ``.to_host()`` equals ``zkgpu.msm.prep_msm`` of
+        the same vector.
 
     Raises:
         RuntimeError: no GPU. TypeError / ValueError: as the reference (a scalar ``>= r`` names
@@ -369,7 +339,8 @@ def prep_msm_device(
         words = -(-n // 64)
         bitmap = cp.zeros(words, dtype=cp.uint64)
         if n == 0:
-            return DevicePrep(0, bitmap, 0, 0, cp.empty((0, 4), dtype=cp.uint64), cp.empty(0, dtype=cp.int64))
+            return PrepMsm(n=0, bitmap=bitmap, ones=0, zeros=0, sig_scalars=cp.empty((0, 4), dtype=cp.uint64),
+                           sig_indices=cp.empty(0, dtype=cp.int64))
         sig = cp.empty(n, dtype=cp.uint8)
         stat = cp.array([0, 0, np.iinfo(np.uint64).max], dtype=cp.uint64)  # ones, significant, first bad
         args = (d, s_d, np.int32(use_sel), np.uint64(offset), np.uint64(n))
@@ -385,7 +356,7 @@ def prep_msm_device(
         if m:
             _cuda.launch_1d(_cuda.get_kernel("prep", "prep_compact"), n, (*args, sig, pos, sig_idx, sig_sc), block=_BLOCK, stream=stream)
         stream.synchronize()
-    return DevicePrep(n, bitmap, ones, n - ones - m, sig_sc, sig_idx)
+    return PrepMsm(n=n, bitmap=bitmap, ones=ones, zeros=n - ones - m, sig_scalars=sig_sc, sig_indices=sig_idx)
 
 
 # --------------------------------------------------------------------------- one entry point

@@ -176,7 +176,7 @@ def prep_scalars(scalars: np.ndarray) -> Prep:
 
 
 def _as_prep(r: Any) -> Prep:
-    """A :class:`zkgpu.msm.PrepMsm` or :class:`zkgpu.prep.DevicePrep` with upstream's split decision."""
+    """A :class:`zkgpu.msm.PrepMsm` (host or device arrays) with upstream's split decision."""
     n_sig = r.significant
     return Prep(r.n, n_sig <= r.n // 2, r.bitmap, int(r.ones), n_sig, r.sig_indices, r.sig_scalars)
 
