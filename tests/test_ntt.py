@@ -581,3 +581,56 @@ def test_bench_cli_rejects_unknown_kernel():
 
     res = CliRunner().invoke(bench_command, ["--kernel", "fused-r3"])
     assert res.exit_code != 0 and "unknown NTT kernel 'fused-r3'" in res.output
+
+
+@pytest.mark.parametrize("bits", [0, 1, 5, 9])
+def test_power_table_emulated(bits, emu, rng):
+    """power_table (kernel ntt_build_powers from two split tables) equals scale * x^i for every i < 2^bits."""
+    x, scale = rng.randrange(P), rng.randrange(1, P)
+    for s in (1, scale):
+        want = [s * pow(x, i, P) % P for i in range(1 << bits)]
+        assert _from_mont_words(N.power_table(x, bits, s)) == want
+
+
+@pytest.mark.parametrize("algorithm,L,tile_log", [("stagewise", 1, 10), ("stagewise", 6, 10), ("fused", 1, 10),
+                                                  ("fused", 6, 10), ("fused", 7, 3), ("fused", 9, 4)])
+def test_coset_evals_emulated(algorithm, L, tile_log, emu, monkeypatch, rng):
+    """coset_evals_inplace (iNTT "nr" then coset NTT "rn", sharing a pass when fused) equals the coset NTT of
+    the inverse NTT; post_op is refused where it cannot apply."""
+    monkeypatch.setattr(N, "FUSED_TILE_LOG", tile_log)
+    x = rand_ints(1 << L, rng)
+    w = _mont_words(x)
+    assert N.coset_evals_inplace(w, algorithm=algorithm) is w
+    assert _from_mont_words(w) == ntt_reference(ntt_reference(x, inverse=True), coset=True)
+    if algorithm == "stagewise" or N.global_passes(L, "nr", algorithm) == 1:
+        with pytest.raises(ValueError, match="post_op"):
+            N.coset_evals_inplace(w, algorithm=algorithm, post_op=(w, w, w))
+
+
+def test_global_passes_and_settings(monkeypatch):
+    """Passes over memory per transform (the bench's effective-bandwidth denominator) and the recorded settings."""
+    assert [N.global_passes(L, "nr", "stagewise") for L in (1, 10, 11, 20, 24, 30)] == [1, 1, 2, 2, 3, 3]
+    assert N.global_passes(24, "nn", "stagewise") == 4  # + the bit-reversal pass
+    assert N.global_passes(24, "nn", "fused") == 3  # folded into the first and last passes
+    assert N.global_passes(8, "nn", "fused") == 2  # one pass: the bit-reversal pass follows
+    monkeypatch.setattr(N, "FUSED_TILE_LOG", 12)
+    assert N.global_passes(24, "rn", "fused") == 2
+    s = N.settings()
+    assert s["fused_tile_log"] == 12 and s["algorithm"] in N.ALGORITHMS and isinstance(s["defines"], dict)
+    monkeypatch.setattr(N, "FUSED_TILE_LOG", 13)
+    with pytest.raises(ValueError, match="FUSED_TILE_LOG must be in 1..12, got 13"):
+        N.settings()
+    with pytest.raises(ValueError, match="algorithm"):
+        N.global_passes(10, "nr", "fast")
+
+
+def test_kernel_settings_set_and_restore_the_ntt_settings():
+    before = N.settings()
+    with kernel_settings("fused-r4-split-t12-cxx"):
+        s = N.settings()
+        assert (s["algorithm"], s["fused_radix"], s["fused_outer"], s["fused_tile_log"], s["field_arith"]) == (
+            "fused", 4, "split", 12, "cxx")
+    with pytest.raises(RuntimeError), kernel_settings("stagewise-r4"):
+        assert N.settings()["radix"] == 4
+        raise RuntimeError("restored on the way out too")
+    assert N.settings() == before

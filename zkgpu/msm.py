@@ -572,7 +572,7 @@ class PrepMsm:
 def prep_msm(scalars: np.ndarray) -> PrepMsm:
     """Split canonical Fr scalars ``(n, 4)`` uint64 into ones (bitmap), zeros and significant.
 
-    Vectorised numpy on the CPU (as supraseal's prep_msm thread, cuzk-pipeline.md). Then
+    Vectorised numpy on the CPU (as supraseal's prep_msm thread, ``filecoin-project/curio: extern/supraseal-c2/cuda/groth16_cuda.cu``). Then
     ``batch_add(points, p.bitmap) + msm(points[p.sig_indices], p.sig_scalars) == msm(points, scalars)``.
 
     Raises:

@@ -572,8 +572,13 @@ def ntt_inplace(
 def coset_evals_inplace(w: Any, *, algorithm: str | None = None, post_op: tuple | None = None) -> Any:
     """Evaluations on the domain -> evaluations on the coset gH, in place on the current stream:
     inverse NTT (natural in, bit-reversed out) then coset NTT (bit-reversed in, natural out), as
-    upstream's ``execute_ntts_single`` (groth16_ntt_h.cu:41-62; cuzk-pipeline.md §6). ``w``: N Fr
-    in Montgomery form (:func:`zkgpu.fr_device.device_words` layout). Returns ``w``.
+    upstream's ``execute_ntts_single`` (``filecoin-project/curio:
+    extern/supraseal-c2/cuda/groth16_ntt_h.cu`` lines 41-62). ``w``: N Fr in Montgomery form
+    (:func:`zkgpu.fr_device.device_words` layout). Returns ``w``.
+
+    Raises:
+        ValueError: a size that is not a power of two, an unknown algorithm, or ``post_op`` where it
+            cannot apply (stagewise, or a transform of one pass).
 
     With ``algorithm="fused"`` the two transforms share their pass on the low index bits (kernel
     ntt_fused2_*: the inverse sub-transform, the factor g^i/n, the forward sub-transform), so the pair

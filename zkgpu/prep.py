@@ -1,11 +1,12 @@
 """prep_msm three ways: ``cpu`` (numpy, one thread), ``cpu_parallel`` (threads over chunks, the GIL
 released) and ``gpu`` (a CUDA kernel plus CuPy's scan).
 
-prep_msm is supraseal's split of an MSM's scalar vector (cuzk ``groth16_cuda.cu:509-840``,
-cuzk-pipeline.md §1.3): an **exactly-one bitmap** (those bases are summed by batch_add), the zeros
-dropped, and the **significant** scalars (neither 0 nor 1) compacted with their base indices (the
-tail MSM). Every variant returns what :func:`zkgpu.msm.prep_msm` (the reference) returns, and
-raises its errors.
+prep_msm is supraseal's split of an MSM's scalar vector (``filecoin-project/curio:
+extern/supraseal-c2/cuda/groth16_cuda.cu`` lines 509-840, ``split_vectors`` in ``groth16_split_msm.cu``):
+an **exactly-one bitmap** (those bases are summed by batch_add), the zeros dropped, and the
+**significant** scalars (neither 0 nor 1) compacted with their base indices (the tail MSM). Every
+variant returns what :func:`zkgpu.msm.prep_msm` (the reference) returns, a :class:`zkgpu.msm.PrepMsm`,
+and raises its errors.
 
 * ``cpu``: :func:`zkgpu.msm.prep_msm` (vectorised numpy; upstream's prep_msm thread with one
   circuit also runs on one thread).

@@ -6,7 +6,7 @@ Groth16 H computation (:func:`zkgpu.qap.compute_h_inplace`); :data:`bench_comman
 fresh ``bench-ntt`` run folder (ntt.csv, ntt.json, manifest.json).
 
 sppark comparison: the output of ``anchors/sppark-bench`` (sppark, the CUDA library of the seed's prover;
-see ``shared/anchors/sppark-bench/README.md``) beside zkgpu's rows, as ratios zkgpu / sppark for the same
+carried as ``.anchors/sppark-bench`` and run by ``scripts/ntt_vs_sppark.sh``) beside zkgpu's rows, as ratios zkgpu / sppark for the same
 transform on the same GPU in the same call (``--sppark``). sppark's NTT rows are natural order in and out
 (``InputOutputOrder::NN``), device-resident, CUDA-event timed: ``dev_fwd``, ``dev_inv``,
 ``dev_coset_fwd``, ``dev_coset_inv``; they compare with zkgpu's ``forward-nn``, ``inverse-nn``,
