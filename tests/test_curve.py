@@ -105,6 +105,24 @@ def test_neg_and_add_helpers():
     assert not curve.g1_add(p, curve.g1_neg(p)).any()
     s = curve.g1_add(p[:1], p[1:])
     assert pe.eq(curve.g1_to_py_ecc(s)[0], pe.add(*curve.g1_to_py_ecc(p)))
+    with pytest.raises(ValueError, match="2 points vs 1"):
+        curve.g1_add(p, p[:1])
+
+
+def test_g1_sum_against_py_ecc():
+    """g1_sum adds all the rows (arkworks) -- checked against py_ecc, with the identity and P + (-P) among them."""
+    pts = rand_py_ecc(new_pyrng(), 6)
+    a = np.vstack([arr(pts), curve.identity(1), curve.g1_neg(arr(pts[:1])), arr(pts[:1])])
+    want = pe.Z1
+    for q in pts:
+        want = pe.add(want, q)
+    assert a.shape == (9, 12) and pe.eq(curve.g1_to_py_ecc(curve.g1_sum(a))[0], want)
+    assert not curve.g1_sum(curve.identity(0)).any() and curve.g1_sum(curve.identity(0)).shape == (1, 12)
+    assert not curve.g1_sum(np.vstack([arr(pts[:1]), curve.g1_neg(arr(pts[:1]))])).any()
+    bad = arr(pts[:2])
+    bad[1, 0] ^= np.uint64(1)
+    with pytest.raises(ValueError, match=r"points\[1\]"):
+        curve.g1_sum(bad)
 
 
 # ----------------------------------------------------------------------------- device formulas (g++)

@@ -46,6 +46,7 @@ __all__ = [
     "g1_from_arkworks",
     "g1_to_arkworks",
     "g1_add",
+    "g1_sum",
     "g1_neg",
     "g1_mul",
 ]
@@ -234,7 +235,7 @@ def g1_to_arkworks(arr: np.ndarray, *, checked: bool = True) -> list[Any]:
 
 def g1_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Pointwise sum ``a[i] + b[i]`` of two ``(n, 12)`` arrays on the host (through arkworks); returns
-    ``(n, 12)``. (The sum of all the points of one array is :func:`zkgpu.pipeline.backend.g1_sum`.)
+    ``(n, 12)``. (The sum of all the points of one array is :func:`g1_sum`.)
 
     Raises:
         ValueError: the arrays differ in length, or a point is invalid (as :func:`check_points`).
@@ -243,6 +244,25 @@ def g1_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if len(pa) != len(pb):
         raise ValueError(f"g1_add: {len(pa)} points vs {len(pb)}")
     return g1_from_arkworks([x + y for x, y in zip(pa, pb, strict=True)])
+
+
+def g1_sum(a: np.ndarray, *, checked: bool = True) -> np.ndarray:
+    """The sum of all the points of an ``(m, 12)`` array on the host (arkworks additions), shape
+    ``(1, 12)``; m = 0 gives the identity. (The pointwise sum of two arrays is :func:`g1_add`.)
+
+    Args:
+        checked: validate with :func:`check_points` first (default); ``False`` as in :func:`g1_to_arkworks`.
+
+    Raises:
+        ValueError: a point not on the curve or a coordinate ``>= q`` (names the index).
+    """
+    pts = g1_to_arkworks(a, checked=checked)
+    if not pts:
+        return identity(1)
+    acc = pts[0]
+    for p in pts[1:]:
+        acc = acc + p
+    return g1_from_arkworks([acc])
 
 
 def g1_neg(a: np.ndarray) -> np.ndarray:

@@ -50,7 +50,17 @@ from typing import Any
 import numpy as np
 
 from . import _cuda, optional
-from .curve import LIMBS, check_points, g1_from_arkworks, g1_mul, g1_to_arkworks, g1_to_ints, generator, identity
+from .curve import (
+    LIMBS,
+    check_points,
+    g1_from_arkworks,
+    g1_mul,
+    g1_sum,
+    g1_to_arkworks,
+    g1_to_ints,
+    generator,
+    identity,
+)
 from .field import FQ, FR, check_array, not_canonical
 
 __all__ = [
@@ -520,14 +530,7 @@ def batch_add_cpu(points: np.ndarray, bitmap: np.ndarray) -> np.ndarray:
     pts = check_points(np.asarray(points))
     n = pts.shape[0]
     bits = np.unpackbits(_bitmap_host(bitmap, n).astype("<u8").view(np.uint8), bitorder="little")[:n]
-    sel = np.flatnonzero(bits)
-    if sel.size == 0:
-        return identity(1)
-    ps = g1_to_arkworks(pts[sel], checked=False)
-    acc = ps[0]
-    for p in ps[1:]:
-        acc = acc + p
-    return g1_from_arkworks([acc])
+    return g1_sum(pts[np.flatnonzero(bits)], checked=False)
 
 
 @dataclasses.dataclass(frozen=True)
