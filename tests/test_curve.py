@@ -56,7 +56,7 @@ def test_py_ecc_roundtrip_and_identity():
     a = arr(pts)
     assert curve.is_identity(a).tolist() == [False] * 5 + [True]
     back = curve.g1_to_py_ecc(a)
-    for p, q in zip(pts, back):
+    for p, q in zip(pts, back, strict=True):
         assert pe.eq(p, q)
     # py_ecc.bls12_381 affine pairs and None
     aff = [pe.normalize(p) for p in pts[:5]] + [None]
@@ -105,6 +105,24 @@ def test_neg_and_add_helpers():
     assert not curve.g1_add(p, curve.g1_neg(p)).any()
     s = curve.g1_add(p[:1], p[1:])
     assert pe.eq(curve.g1_to_py_ecc(s)[0], pe.add(*curve.g1_to_py_ecc(p)))
+    with pytest.raises(ValueError, match="2 points vs 1"):
+        curve.g1_add(p, p[:1])
+
+
+def test_g1_sum_against_py_ecc():
+    """g1_sum adds all the rows (arkworks) -- checked against py_ecc, with the identity and P + (-P) among them."""
+    pts = rand_py_ecc(new_pyrng(), 6)
+    a = np.vstack([arr(pts), curve.identity(1), curve.g1_neg(arr(pts[:1])), arr(pts[:1])])
+    want = pe.Z1
+    for q in pts:
+        want = pe.add(want, q)
+    assert a.shape == (9, 12) and pe.eq(curve.g1_to_py_ecc(curve.g1_sum(a))[0], want)
+    assert not curve.g1_sum(curve.identity(0)).any() and curve.g1_sum(curve.identity(0)).shape == (1, 12)
+    assert not curve.g1_sum(np.vstack([arr(pts[:1]), curve.g1_neg(arr(pts[:1]))])).any()
+    bad = arr(pts[:2])
+    bad[1, 0] ^= np.uint64(1)
+    with pytest.raises(ValueError, match=r"points\[1\]"):
+        curve.g1_sum(bad)
 
 
 # ----------------------------------------------------------------------------- device formulas (g++)
@@ -136,13 +154,13 @@ def test_xyzz_add_madd_dbl_against_py_ecc(shim):
     ps += [ps[0], ps[1], pe.Z1, ps[2], pe.Z1]
     qs += [ps[0], pe.neg(ps[1]), qs[0], pe.Z1, pe.Z1]
     a, b = arr(ps), arr(qs)
-    want_add = arr([pe.add(p, q) for p, q in zip(ps, qs)])
+    want_add = arr([pe.add(p, q) for p, q in zip(ps, qs, strict=True)])
     want_dbl = arr([pe.double(p) for p in ps])
     assert (_op(shim, a, b, 0) == want_add).all(), "madd-2008-s"
     assert (_op(shim, a, b, 1) == want_add).all(), "add-2008-s"
     assert (_op(shim, a, b, 2) == want_dbl).all(), "dbl-2008-s"
     assert (_op(shim, a, b, 3) == want_dbl).all(), "mdbl-2008-s"
-    assert (_op(shim, a, b, 5) == arr([pe.add(pe.neg(p), q) for p, q in zip(ps, qs)])).all(), "neg + madd"
+    assert (_op(shim, a, b, 5) == arr([pe.add(pe.neg(p), q) for p, q in zip(ps, qs, strict=True)])).all(), "neg + madd"
     assert (_op(shim, a, b, 6) == a).all(), "XYZZ -> affine"
 
 
@@ -183,7 +201,7 @@ def test_signed_digits_device_and_reference(shim, c):
     bad = shim.g1_digits(ptr(_u32(sc)), ctypes.c_size_t(len(ks)), ctypes.c_int(c), ptr(out, ctypes.c_int32))
     assert bad == 0
     half = 1 << (c - 1)
-    for k, row in zip(ks, out.tolist()):
+    for k, row in zip(ks, out.tolist(), strict=True):
         assert all(-half <= d <= half for d in row)
         assert sum(d << (c * w) for w, d in enumerate(row)) == k
         assert row == signed_digits(k, c)

@@ -134,10 +134,13 @@ def test_header_arithmetic_matches_python(field: PrimeField):
     xs = edge + [new_pyrng().randrange(p) for _ in range(300)]
     ys = list(reversed(edge)) + [new_pyrng().randrange(p) for _ in range(300)]
     mx, my = [field.to_mont(x) for x in xs], [field.to_mont(y) for y in ys]
-    back = lambda vs: [field.from_mont(v) for v in vs]
-    assert back(_shim(field, mx, my, "add")) == [(x + y) % p for x, y in zip(xs, ys)]
-    assert back(_shim(field, mx, my, "sub")) == [(x - y) % p for x, y in zip(xs, ys)]
-    assert back(_shim(field, mx, my, "mul")) == [(x * y) % p for x, y in zip(xs, ys)]
+
+    def back(vs):
+        return [field.from_mont(v) for v in vs]
+
+    assert back(_shim(field, mx, my, "add")) == [(x + y) % p for x, y in zip(xs, ys, strict=True)]
+    assert back(_shim(field, mx, my, "sub")) == [(x - y) % p for x, y in zip(xs, ys, strict=True)]
+    assert back(_shim(field, mx, my, "mul")) == [(x * y) % p for x, y in zip(xs, ys, strict=True)]
     assert back(_shim(field, mx, my, "sqr")) == [(x * x) % p for x in xs]
     assert back(_shim(field, mx, my, "neg")) == [(-x) % p for x in xs]
     assert back(_shim(field, mx, my, "inv")) == [pow(x, p - 2, p) for x in xs]  # inv(0) = 0

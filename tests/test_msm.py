@@ -108,7 +108,7 @@ def run_msm(path: str, pts: np.ndarray, sc: np.ndarray) -> np.ndarray:
         return msm.msm_cpu(pts, sc)
     if path == "emu":
         with emulated():
-            return msm._msm_device(pts, sc)
+            return msm.msm_device(pts, sc)
     cp = _cuda.cupy()
     out_dev = msm.msm(cp.asarray(pts), cp.asarray(sc))
     assert isinstance(out_dev, cp.ndarray) and out_dev.shape == (1, 12)
@@ -141,7 +141,7 @@ def ref_arkworks(pts: np.ndarray, sc: np.ndarray) -> np.ndarray:
 
 def ref_py_ecc(pts: np.ndarray, sc: np.ndarray) -> np.ndarray:
     acc = pe.Z1
-    for p, k in zip(curve.g1_to_py_ecc(pts), (int(v) for v in _ints(sc))):
+    for p, k in zip(curve.g1_to_py_ecc(pts), (int(v) for v in _ints(sc)), strict=True):
         acc = pe.add(acc, pe.multiply(p, k))
     return curve.g1_from_py_ecc([acc])
 
@@ -288,7 +288,7 @@ def test_input_errors():
 def test_explicit_window_emulated(c):
     pts, sc = rand_points(50), fr_random(50, new_rng())
     with emulated():
-        got = msm._msm_device(pts, sc, c)
+        got = msm.msm_device(pts, sc, c)
     assert (got == ref_arkworks(pts, sc)).all()
 
 

@@ -10,7 +10,10 @@ import pytest
 
 from seeding import new_pyrng, new_rng
 from zkgpu import ntt as N
+from zkgpu.bench.ntt import bench_command, kernel_settings
+from zkgpu.domain import bitrev_indices, dft_naive, log2_size, ntt_reference
 from zkgpu.field import FR, fr_from_ints, fr_random, fr_to_ints
+from zkgpu.fr_device import from_montgomery, to_montgomery
 
 P = FR.modulus
 G = FR.generator
@@ -32,13 +35,13 @@ def rng() -> random.Random:
 @pytest.mark.parametrize("inverse,coset", VARIANTS, ids=VIDS)
 def test_reference_matches_naive_dft(log_n, inverse, coset, rng):
     x = rand_ints(1 << log_n, rng)
-    assert N.ntt_reference(x, inverse=inverse, coset=coset) == N.dft_naive(x, inverse=inverse, coset=coset)
+    assert ntt_reference(x, inverse=inverse, coset=coset) == dft_naive(x, inverse=inverse, coset=coset)
 
 
 def test_naive_dft_definition_small():
     # n = 2: X = (c0 + c1, c0 - c1); coset: (c0 + 7 c1, c0 - 7 c1)
-    assert N.dft_naive([3, 5]) == [8, (3 - 5) % P]
-    assert N.dft_naive([3, 5], coset=True) == [3 + 35, (3 - 35) % P]
+    assert dft_naive([3, 5]) == [8, (3 - 5) % P]
+    assert dft_naive([3, 5], coset=True) == [3 + 35, (3 - 35) % P]
     assert FR.root_of_unity(1) == P - 1
 
 
@@ -47,12 +50,12 @@ def test_reference_properties(log_n, rng):
     n = 1 << log_n
     x, y = rand_ints(n, rng), rand_ints(n, rng)
     for inverse, coset in VARIANTS:
-        fwd = N.ntt_reference(x, inverse=inverse, coset=coset)
-        assert N.ntt_reference(fwd, inverse=not inverse, coset=coset) == x
+        fwd = ntt_reference(x, inverse=inverse, coset=coset)
+        assert ntt_reference(fwd, inverse=not inverse, coset=coset) == x
     a, b = rng.randrange(P), rng.randrange(P)
-    lin = N.ntt_reference([(a * u + b * v) % P for u, v in zip(x, y)])
-    fx, fy = N.ntt_reference(x), N.ntt_reference(y)
-    assert lin == [(a * u + b * v) % P for u, v in zip(fx, fy)]
+    lin = ntt_reference([(a * u + b * v) % P for u, v in zip(x, y, strict=True)])
+    fx, fy = ntt_reference(x), ntt_reference(y)
+    assert lin == [(a * u + b * v) % P for u, v in zip(fx, fy, strict=True)]
 
 
 def test_reference_edge_values():
@@ -60,17 +63,17 @@ def test_reference_edge_values():
         for log_n in (0, 1, 3):
             x = [v] * (1 << log_n)
             for inverse, coset in VARIANTS:
-                assert N.ntt_reference(x, inverse=inverse, coset=coset) == N.dft_naive(x, inverse=inverse, coset=coset)
+                assert ntt_reference(x, inverse=inverse, coset=coset) == dft_naive(x, inverse=inverse, coset=coset)
     # delta -> all ones; constant -> n * delta
-    assert N.ntt_reference([1, 0, 0, 0]) == [1, 1, 1, 1]
-    assert N.ntt_reference([1, 1, 1, 1]) == [4, 0, 0, 0]
-    assert N.ntt_reference([5]) == [5]
-    assert N.ntt_reference([5], inverse=True, coset=True) == [5]
+    assert ntt_reference([1, 0, 0, 0]) == [1, 1, 1, 1]
+    assert ntt_reference([1, 1, 1, 1]) == [4, 0, 0, 0]
+    assert ntt_reference([5]) == [5]
+    assert ntt_reference([5], inverse=True, coset=True) == [5]
 
 
 def test_reference_accepts_host_array(rng):
     x = rand_ints(8, rng)
-    assert N.ntt_reference(fr_from_ints(x)) == N.ntt_reference(x)
+    assert ntt_reference(fr_from_ints(x)) == ntt_reference(x)
 
 
 # ---------------------------------------------------------------- public API on the host (CPU path without a GPU)
@@ -79,7 +82,7 @@ def test_ntt_host_roundtrip_types(rng):
     for inverse, coset in VARIANTS:
         y = N.ntt(x, inverse=inverse, coset=coset)
         assert isinstance(y, np.ndarray) and y.dtype == np.uint64 and y.shape == (16, 4)
-        assert fr_to_ints(y) == N.ntt_reference(fr_to_ints(x), inverse=inverse, coset=coset)
+        assert fr_to_ints(y) == ntt_reference(fr_to_ints(x), inverse=inverse, coset=coset)
 
 
 @pytest.mark.parametrize(
@@ -107,15 +110,15 @@ def test_ntt_rejects_unreduced_naming_index(value):
     with pytest.raises(ValueError, match=r"\[5\]"):
         N.ntt(x)
     with pytest.raises(ValueError, match=r"\[5\]"):
-        N.ntt_reference(fr_to_ints(x))
+        ntt_reference(fr_to_ints(x))
 
 
 def test_size_beyond_two_adicity():
     with pytest.raises(ValueError, match="2-adicity"):
-        N.log2_size(1 << 33)
+        log2_size(1 << 33)
     with pytest.raises(ValueError, match="empty"):
-        N.log2_size(0)
-    assert N.log2_size(1 << 32) == 32
+        log2_size(0)
+    assert log2_size(1 << 32) == 32
 
 
 def test_bad_order():
@@ -135,7 +138,9 @@ def _emulate(x: list[int], L: int, inverse: bool, coset: bool, order: str, max_t
     for i in range(1, n):
         lh = i.bit_length() - 1
         tw[i] = pow(omega, (i - (1 << lh)) << (L - 1 - lh), P)
-    rev = lambda g: int(format(g, f"0{L}b")[::-1], 2) if L else 0
+    def rev(g):
+        return int(format(g, f"0{L}b")[::-1], 2) if L else 0
+
     dit = order == "rn"
     n_inv = pow(n, -1, P)
     pre_tab = [pow(G, i, P) for i in range(n)]
@@ -161,10 +166,12 @@ def _emulate(x: list[int], L: int, inverse: bool, coset: bool, order: str, max_t
         midbits = s_lo - c
         for b in range(n // T):
             base = ((b & ((1 << midbits) - 1)) << c) | ((b >> midbits) << (s_lo + k))
-            gidx = lambda u: base | (u & ((1 << c) - 1)) | ((u >> c) << s_lo)
+            def gidx(u, base=base, c=c, s_lo=s_lo):
+                return base | (u & ((1 << c) - 1)) | ((u >> c) << s_lo)
+
             sm = [scale(x[gidx(u)], pre_tab, pre_mode if pi == 0 else 0, gidx(u)) for u in range(T)]
 
-            def r2(s, lb):
+            def r2(s, lb, sm=sm, T=T, gidx=gidx):
                 hl = 1 << lb
                 for tid in range(T // 2):
                     j = (tid & (hl - 1)) | ((tid >> lb) << (lb + 1))
@@ -176,7 +183,7 @@ def _emulate(x: list[int], L: int, inverse: bool, coset: bool, order: str, max_t
                     else:
                         sm[j], sm[j + hl] = (a + bb) % P, (a - bb) * w % P
 
-            def r4(s, lb):
+            def r4(s, lb, sm=sm, T=T, gidx=gidx):
                 h1, h2 = 1 << lb, 2 << lb
                 for tid in range(T // 4):
                     j0 = (tid & (h1 - 1)) | ((tid >> lb) << (lb + 2))
@@ -220,7 +227,9 @@ def _emulate(x: list[int], L: int, inverse: bool, coset: bool, order: str, max_t
 def _emulate_bitrev(x: list[int], L: int, q: int = N._BR_Q) -> list[int]:
     """Python replay of ntt_bitrev_tiled (L >= 2q) / ntt_bitrev, in place."""
     x = list(x)
-    r = lambda v, bits: int(format(v, f"0{bits}b")[::-1], 2) if bits else 0
+    def r(v, bits):
+        return int(format(v, f"0{bits}b")[::-1], 2) if bits else 0
+
     if L < 2 * q:
         for i in range(1 << L):
             if i < r(i, L):
@@ -230,7 +239,9 @@ def _emulate_bitrev(x: list[int], L: int, q: int = N._BR_Q) -> list[int]:
         rmid = r(mid, L - 2 * q)
         if mid > rmid:
             continue
-        idx = lambda hi, m, lo: (hi << (L - q)) | (m << q) | lo
+        def idx(hi, m, lo):
+            return (hi << (L - q)) | (m << q) | lo
+
         sa = [x[idx(t >> q, mid, t & ((1 << q) - 1))] for t in range(1 << 2 * q)]
         sb = [x[idx(t >> q, rmid, t & ((1 << q) - 1))] for t in range(1 << 2 * q)]
         for t in range(1 << 2 * q):
@@ -256,7 +267,7 @@ def test_bitrev_emulation(L):
 def test_gpu_schedule_emulation(L, max_tile_log, inverse, coset, radix, rng):
     n = 1 << L
     x = rand_ints(n, rng)
-    ref = N.ntt_reference(x, inverse=inverse, coset=coset)
+    ref = ntt_reference(x, inverse=inverse, coset=coset)
     rev = [int(format(i, f"0{L}b")[::-1], 2) for i in range(n)]
     assert _emulate(x, L, inverse, coset, "nn", max_tile_log, radix) == ref
     assert _emulate(x, L, inverse, coset, "nr", max_tile_log, radix) == [ref[rev[i]] for i in range(n)]
@@ -352,8 +363,8 @@ def test_fused_emulated(L, tile_log, inverse, coset, fused_radix, outer, emu, mo
     monkeypatch.setattr(N, "_OUTER_TABLE_MAX_LOG", 4)  # "auto": tables for m <= 5, split tables above
     n = 1 << L
     x = rand_ints(n, rng)
-    ref = N.ntt_reference(x, inverse=inverse, coset=coset)
-    rev = N._bitrev_indices(L)
+    ref = ntt_reference(x, inverse=inverse, coset=coset)
+    rev = bitrev_indices(L)
     for order in N.ORDERS:
         inp = [x[r] for r in rev] if order == "rn" else x
         w = _mont_words(inp)
@@ -394,7 +405,7 @@ def test_bad_algorithm():
         N.ntt(fr_from_ints([1, 2]), algorithm="fast")
     with pytest.raises(ValueError, match="algorithm"):
         qap.compute_h(fr_from_ints([1]), fr_from_ints([1]), fr_from_ints([1]), algorithm="fast")
-    with pytest.raises(ValueError, match="unknown NTT kernel"), N.kernel_settings("fused-r16"):
+    with pytest.raises(ValueError, match="unknown NTT kernel"), kernel_settings("fused-r16"):
         pass
 
 
@@ -413,7 +424,7 @@ def _each_kernel(monkeypatch):
 def test_gpu_all_small_sizes(inverse, coset, monkeypatch):
     for L in range(0, 19):
         x = fr_random(1 << L)
-        want = N.ntt_reference(fr_to_ints(x), inverse=inverse, coset=coset)
+        want = ntt_reference(fr_to_ints(x), inverse=inverse, coset=coset)
         for kid in _each_kernel(monkeypatch):
             assert fr_to_ints(N.ntt(x, inverse=inverse, coset=coset)) == want, (f"2^{L}", kid)
 
@@ -427,15 +438,15 @@ def test_gpu_orders_device_api(order, inverse, coset, monkeypatch):
         n = 1 << L
         x = fr_random(n, new_rng())
         xi = fr_to_ints(x)
-        ref = N.ntt_reference(xi, inverse=inverse, coset=coset)
-        rev = N._bitrev_indices(L)
+        ref = ntt_reference(xi, inverse=inverse, coset=coset)
+        rev = bitrev_indices(L)
         inp = x[rev] if order == "rn" else x
         want = [ref[r] for r in rev] if order == "nr" else ref
         for kid in _each_kernel(monkeypatch):
             d = cp.asarray(inp)
-            N.to_montgomery(d)
+            to_montgomery(d)
             N.ntt_inplace(d, inverse=inverse, coset=coset, order=order)
-            N.from_montgomery(d)
+            from_montgomery(d)
             assert fr_to_ints(d.get()) == want, (order, L, kid)
 
 
@@ -448,7 +459,7 @@ def test_gpu_device_in_device_out_and_edges():
             for inverse, coset in VARIANTS:
                 d = N.ntt(cp.asarray(x), inverse=inverse, coset=coset)
                 assert isinstance(d, cp.ndarray) and d.dtype == cp.uint64 and d.shape == x.shape
-                assert fr_to_ints(d.get()) == N.ntt_reference([v] * (1 << L), inverse=inverse, coset=coset)
+                assert fr_to_ints(d.get()) == ntt_reference([v] * (1 << L), inverse=inverse, coset=coset)
     d = cp.asarray(fr_from_ints([1, 2, 3, 4]))
     before = d.copy()
     N.ntt(d)
@@ -492,7 +503,7 @@ def test_gpu_large_spot_checks(L, radix):
     S = _residue_sums(xh, s)
     for inverse in (False, True):
         y = N.ntt(x, inverse=inverse).get()
-        want = N.ntt_reference(S, inverse=inverse)
+        want = ntt_reference(S, inverse=inverse)
         if inverse:  # ntt_reference(inverse) divides by 2^s; the size-n inverse divides by n
             want = [v * pow(n >> s, -1, P) % P for v in want]
         got = fr_to_ints(y[:: n >> s])
@@ -519,13 +530,13 @@ def test_gpu_fused_equals_stagewise(L, kernel):
     cp = _cp()
     n = 1 << L
     x = _dev_random(n, int(new_rng().integers(2**32)))
-    N.to_montgomery(x)
+    to_montgomery(x)
     for inverse, coset in VARIANTS:
         for order in N.ORDERS:
             want = x.copy()
             N.ntt_inplace(want, inverse=inverse, coset=coset, order=order, algorithm="stagewise")
             got = x.copy()
-            with N.kernel_settings(kernel):
+            with kernel_settings(kernel):
                 N.ntt_inplace(got, inverse=inverse, coset=coset, order=order)
             assert bool((got == want).all()), (L, kernel, inverse, coset, order)
             del want, got
@@ -554,7 +565,7 @@ def test_reference_rejects_non_int_elements():
     from zkgpu.qap import compute_h_reference
 
     with pytest.raises(TypeError, match=r"values\[0\]"):
-        N.ntt_reference([1.5, 2])
+        ntt_reference([1.5, 2])
     with pytest.raises(TypeError):
         compute_h_reference([1.7], [1], [1])
 
@@ -568,5 +579,58 @@ def test_size_error_before_copying_a_huge_broadcast_array():
 def test_bench_cli_rejects_unknown_kernel():
     from click.testing import CliRunner
 
-    res = CliRunner().invoke(N.bench_command, ["--kernel", "fused-r3"])
+    res = CliRunner().invoke(bench_command, ["--kernel", "fused-r3"])
     assert res.exit_code != 0 and "unknown NTT kernel 'fused-r3'" in res.output
+
+
+@pytest.mark.parametrize("bits", [0, 1, 5, 9])
+def test_power_table_emulated(bits, emu, rng):
+    """power_table (kernel ntt_build_powers from two split tables) equals scale * x^i for every i < 2^bits."""
+    x, scale = rng.randrange(P), rng.randrange(1, P)
+    for s in (1, scale):
+        want = [s * pow(x, i, P) % P for i in range(1 << bits)]
+        assert _from_mont_words(N.power_table(x, bits, s)) == want
+
+
+@pytest.mark.parametrize("algorithm,L,tile_log", [("stagewise", 1, 10), ("stagewise", 6, 10), ("fused", 1, 10),
+                                                  ("fused", 6, 10), ("fused", 7, 3), ("fused", 9, 4)])
+def test_coset_evals_emulated(algorithm, L, tile_log, emu, monkeypatch, rng):
+    """coset_evals_inplace (iNTT "nr" then coset NTT "rn", sharing a pass when fused) equals the coset NTT of
+    the inverse NTT; post_op is refused where it cannot apply."""
+    monkeypatch.setattr(N, "FUSED_TILE_LOG", tile_log)
+    x = rand_ints(1 << L, rng)
+    w = _mont_words(x)
+    assert N.coset_evals_inplace(w, algorithm=algorithm) is w
+    assert _from_mont_words(w) == ntt_reference(ntt_reference(x, inverse=True), coset=True)
+    if algorithm == "stagewise" or N.global_passes(L, "nr", algorithm) == 1:
+        with pytest.raises(ValueError, match="post_op"):
+            N.coset_evals_inplace(w, algorithm=algorithm, post_op=(w, w, w))
+
+
+def test_global_passes_and_settings(monkeypatch):
+    """Passes over memory per transform (the bench's effective-bandwidth denominator) and the recorded settings."""
+    assert [N.global_passes(L, "nr", "stagewise") for L in (1, 10, 11, 20, 24, 30)] == [1, 1, 2, 2, 3, 3]
+    assert N.global_passes(24, "nn", "stagewise") == 4  # + the bit-reversal pass
+    assert N.global_passes(24, "nn", "fused") == 3  # folded into the first and last passes
+    assert N.global_passes(8, "nn", "fused") == 2  # one pass: the bit-reversal pass follows
+    monkeypatch.setattr(N, "FUSED_TILE_LOG", 12)
+    assert N.global_passes(24, "rn", "fused") == 2
+    s = N.settings()
+    assert s["fused_tile_log"] == 12 and s["algorithm"] in N.ALGORITHMS and isinstance(s["defines"], dict)
+    monkeypatch.setattr(N, "FUSED_TILE_LOG", 13)
+    with pytest.raises(ValueError, match="FUSED_TILE_LOG must be in 1..12, got 13"):
+        N.settings()
+    with pytest.raises(ValueError, match="algorithm"):
+        N.global_passes(10, "nr", "fast")
+
+
+def test_kernel_settings_set_and_restore_the_ntt_settings():
+    before = N.settings()
+    with kernel_settings("fused-r4-split-t12-cxx"):
+        s = N.settings()
+        assert (s["algorithm"], s["fused_radix"], s["fused_outer"], s["fused_tile_log"], s["field_arith"]) == (
+            "fused", 4, "split", 12, "cxx")
+    with pytest.raises(RuntimeError), kernel_settings("stagewise-r4"):
+        assert N.settings()["radix"] == 4
+        raise RuntimeError("restored on the way out too")
+    assert N.settings() == before

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from zkgpu import prep
+from zkgpu.bench.prep import porep_like_scalars, threads_from_env
 from zkgpu.field import FR
 from zkgpu.msm import prep_msm as reference
 from zkgpu.pipeline import Density, PipelineConfig, prepare_backend, run_pipeline
@@ -30,8 +31,8 @@ def cases() -> dict[str, np.ndarray]:
     sig[:, 1] |= np.uint64(1)  # never 0 or 1
     r_minus_1 = _rows([R_LIMBS[0] - 1, *R_LIMBS[1:]])
     return {
-        "porep_1000": prep.porep_like_scalars(1000, seed=3),  # not a multiple of 64 or of a chunk
-        "porep_4096": prep.porep_like_scalars(4096, seed=4),
+        "porep_1000": porep_like_scalars(1000, seed=3),  # not a multiple of 64 or of a chunk
+        "porep_4096": porep_like_scalars(4096, seed=4),
         "all_zero": np.zeros((300, 4), dtype=np.uint64),
         "all_one": np.tile(_rows([1, 0, 0, 0]), (130, 1)),
         "all_significant": sig,
@@ -39,8 +40,8 @@ def cases() -> dict[str, np.ndarray]:
         "n1_one": _rows([1, 0, 0, 0]),
         "n1_sig": _rows([2, 0, 0, 0]),
         "n0": np.zeros((0, 4), dtype=np.uint64),
-        "n64": prep.porep_like_scalars(64, seed=5),
-        "n65": prep.porep_like_scalars(65, seed=6),
+        "n64": porep_like_scalars(64, seed=5),
+        "n65": porep_like_scalars(65, seed=6),
         # looks like 1 or 0 in limb 0 but not above; the largest canonical value
         "near_small": _rows([[1, 1, 0, 0], [0, 0, 0, 1], [1, 0, 1, 0], *r_minus_1.tolist()]),
     }
@@ -56,8 +57,14 @@ def assert_same(got, want) -> None:
     assert got.sig_scalars.shape == want.sig_scalars.shape and np.array_equal(got.sig_scalars, want.sig_scalars)
 
 
+def test_prep_msm_on_the_host_is_its_own_host_copy():
+    """PrepMsm holds host (numpy) or device (CuPy) arrays; to_host() of a host split is the split itself."""
+    p = reference(CASES["porep_1000"])
+    assert not p.on_device and p.to_host() is p
+
+
 def bad_input() -> np.ndarray:
-    x = prep.porep_like_scalars(300, seed=9)
+    x = porep_like_scalars(300, seed=9)
     x[170] = R_LIMBS  # r itself
     x[250] = (2**64 - 1,) * 4
     return x
@@ -89,8 +96,8 @@ def test_cpu_entry_point_is_the_reference(name):
 @numba_only
 def test_cpu_parallel_selection_with_head_equals_gathering():
     rng = np.random.default_rng(1)
-    src = prep.porep_like_scalars(3000, seed=2)
-    head = prep.porep_like_scalars(7, seed=8)
+    src = porep_like_scalars(3000, seed=2)
+    head = porep_like_scalars(7, seed=8)
     head[0] = (1, 0, 0, 0)
     sel = np.concatenate([[0, 3, 6], 7 + np.sort(rng.choice(3000, 1111, replace=False))])
     want = reference(np.concatenate([head, src])[sel])
@@ -115,12 +122,30 @@ def test_cpu_parallel_errors_match_the_reference():
         prep.prep_msm(CASES["n1_one"], "fpga")
 
 
-def test_default_threads_env(monkeypatch):
+def test_default_threads_configure_and_env(monkeypatch):
+    """prep.configure(threads=) sets the default; the app layer's threads_from_env applies and checks
+    $ZKGPU_PREP_THREADS; configure(threads=None) restores min(8, CPUs)."""
+    monkeypatch.setattr(prep, "_THREADS", None)
+    auto = prep.default_threads()
+    assert 1 <= auto <= 8
+    prep.configure(threads=5)
+    assert prep.default_threads() == 5
+    for bad in (0, -1, True, 2.0, "3"):
+        with pytest.raises(ValueError, match="threads must be an int >= 1"):
+            prep.configure(threads=bad)
+    assert prep.default_threads() == 5  # a refused value leaves the setting as it was
     monkeypatch.setenv("ZKGPU_PREP_THREADS", "3")
+    threads_from_env()
     assert prep.default_threads() == 3
-    monkeypatch.setenv("ZKGPU_PREP_THREADS", "zero")
-    with pytest.raises(ValueError, match="ZKGPU_PREP_THREADS"):
-        prep.default_threads()
+    for bad in ("zero", "0", "-2"):
+        monkeypatch.setenv("ZKGPU_PREP_THREADS", bad)
+        with pytest.raises(ValueError, match=f"ZKGPU_PREP_THREADS must be an int >= 1, got '{bad}'"):
+            threads_from_env()
+    monkeypatch.delenv("ZKGPU_PREP_THREADS")
+    threads_from_env()  # unset: the setting stays
+    assert prep.default_threads() == 3
+    prep.configure(threads=None)
+    assert prep.default_threads() == auto
 
 
 # ---------------------------------------------------------------------------------------- pipeline
@@ -213,7 +238,7 @@ def test_gpu_selection_offset_and_errors():
     import cupy as cp
 
     rng = np.random.default_rng(5)
-    src = prep.porep_like_scalars(5000, seed=2)
+    src = porep_like_scalars(5000, seed=2)
     sel = np.sort(rng.choice(5000, 2222, replace=False))
     d = cp.asarray(src)
     assert_same(prep.prep_msm_device(d, sel=cp.asarray(sel)).to_host(), reference(src[sel]))

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from seeding import new_pyrng, new_rng
-from zkgpu import qap
+from zkgpu import ntt, qap
 from zkgpu.field import FR, fr_from_ints, fr_to_ints
+from zkgpu.fr_device import from_montgomery, to_montgomery
 
 P = FR.modulus
 
@@ -56,12 +57,12 @@ def test_reference_is_quotient_by_vanishing_polynomial(m, rng):
     b = [rng.randrange(P) for _ in range(m)]
     pa, pb = a + [0] * (n - m), b + [0] * (n - m)
     A, B = _interpolate_coeffs(pa, n), _interpolate_coeffs(pb, n)
-    C = _interpolate_coeffs([x * y % P for x, y in zip(pa, pb)], n)
+    C = _interpolate_coeffs([x * y % P for x, y in zip(pa, pb, strict=True)], n)
     num = _polymul(A, B)
     num = [(v - (C[i] if i < n else 0)) % P for i, v in enumerate(num)]
     q, r = _divmod_xn_minus_1(num, n)
     assert all(v == 0 for v in r)
-    c_full = [x * y % P for x, y in zip(pa, pb)]
+    c_full = [x * y % P for x, y in zip(pa, pb, strict=True)]
     h = qap.compute_h_reference(pa, pb, c_full)
     assert h == (q + [0] * n)[:n]
 
@@ -74,7 +75,10 @@ def test_reference_general_inputs_via_coset_formula(rng):
     g = FR.generator
     omega = FR.root_of_unity(3)
     zi = pow(pow(g, n, P) - 1, -1, P)
-    ev = lambda poly, x: sum(cf * pow(x, i, P) for i, cf in enumerate(poly)) % P
+
+    def ev(poly, x):
+        return sum(cf * pow(x, i, P) for i, cf in enumerate(poly)) % P
+
     pts = [g * pow(omega, j, P) % P for j in range(n)]
     hv = [(ev(A, x) * ev(B, x) - ev(C, x)) * zi % P for x in pts]
     h = qap.compute_h_reference(a, b, c)
@@ -128,7 +132,6 @@ def test_bad_input():
 @pytest.mark.parametrize("algorithm", ["stagewise", "fused"])
 @pytest.mark.parametrize("log_n", range(0, 13))
 def test_gpu_compute_h_matches_reference(log_n, algorithm, monkeypatch):
-    from zkgpu import ntt
     from zkgpu._cuda import cupy
 
     monkeypatch.setattr(ntt, "ALGORITHM", algorithm)
@@ -169,7 +172,6 @@ def test_gpu_split_h_pieces_equal_compute_h_and_defer_the_value_check(log_n):
     """prepare_input + coset_evals_inplace per vector + combine_h_inplace (the pipeline's
     three-stream order) give compute_h's result; a deferred check reports r itself at index 3."""
     from zkgpu._cuda import cupy
-    from zkgpu.ntt import from_montgomery
 
     cp = cupy()
     n = 1 << log_n
@@ -177,7 +179,7 @@ def test_gpu_split_h_pieces_equal_compute_h_and_defer_the_value_check(log_n):
     vals = [[rng.randrange(P) for _ in range(n)] for _ in range(3)]
     dev = [cp.asarray(fr_from_ints(v)) for v in vals]
     check = qap.DeferredCheck()
-    bufs = [qap.coset_evals_inplace(qap.prepare_input(d, n, name=nm, deferred=check)) for d, nm in zip(dev, "abc")]
+    bufs = [ntt.coset_evals_inplace(qap.prepare_input(d, n, name=nm, deferred=check)) for d, nm in zip(dev, "abc", strict=True)]
     qap.combine_h_inplace(*bufs)
     check.raise_if_bad()
     got = fr_to_ints(from_montgomery(bufs[0]).get())
@@ -197,7 +199,6 @@ def test_gpu_split_h_pieces_equal_compute_h_and_defer_the_value_check(log_n):
 def test_gpu_compute_h_fused_equals_stagewise(log_n, fused_radix, outer, tile_log, monkeypatch):
     """At sizes beyond the Python reference: the fused compute_h_inplace (shared iNTT/coset-NTT pass, pointwise
     step in the last pass) equals the stagewise one bit for bit on fresh random Montgomery-form inputs."""
-    from zkgpu import ntt
     from zkgpu._cuda import cupy
 
     monkeypatch.setattr(ntt, "FUSED_RADIX", fused_radix)
@@ -209,7 +210,7 @@ def test_gpu_compute_h_fused_equals_stagewise(log_n, fused_radix, outer, tile_lo
     x[..., 3] >>= np.uint64(2)
     d = cp.asarray(x)
     for i in range(3):
-        ntt.to_montgomery(d[i])
+        to_montgomery(d[i])
     e = d.copy()
     qap.compute_h_inplace(d[0], d[1], d[2], algorithm="stagewise")
     qap.compute_h_inplace(e[0], e[1], e[2], algorithm="fused")

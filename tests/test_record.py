@@ -199,7 +199,8 @@ def test_interrupted_recording_keeps_what_finished(tmp_path, monkeypatch):
 
 def test_sweep_and_benchmarks_plumbing_without_gpu(tmp_path, monkeypatch):
     """The GPU-only steps, with the measuring functions replaced by stand-ins (no GPU here)."""
-    from zkgpu import msm, ntt
+    from zkgpu.bench import msm as bench_msm
+    from zkgpu.bench import ntt as bench_ntt
     from zkgpu.bench import transfer as bench_transfer
 
     seen = {}
@@ -216,8 +217,8 @@ def test_sweep_and_benchmarks_plumbing_without_gpu(tmp_path, monkeypatch):
 
     monkeypatch.setattr(bench_transfer, "bandwidth_sweep", fake_sweep)
     monkeypatch.setattr(bench_transfer, "host_alloc_costs", fake_costs)
-    monkeypatch.setattr(ntt, "run_benchmark", lambda min_log, max_log, repeat: [{"log_n": min_log, "variant": "forward-nn", "median_ms": 1.0}])
-    monkeypatch.setattr(msm, "run_benchmark", lambda min_log, max_log, repeat: [{"log2_n": lg, "mode": "device", "scalars": "uniform", "median_ms": 2.0} for lg in range(min_log, max_log + 1)])
+    monkeypatch.setattr(bench_ntt, "run_benchmark", lambda min_log, max_log, repeat: [{"log_n": min_log, "variant": "forward-nn", "median_ms": 1.0}])
+    monkeypatch.setattr(bench_msm, "run_benchmark", lambda min_log, max_log, repeat: [{"log2_n": lg, "mode": "device", "scalars": "uniform", "median_ms": 2.0} for lg in range(min_log, max_log + 1)])
     notes: list[str] = []
     assert record._sweep(tmp_path, True, notes) == "sweep.parquet"
     assert seen["sweep"][0] == tuple(1 << s for s in range(20, 29, 2)) and seen["costs"] == ((1 << 20,), 2)

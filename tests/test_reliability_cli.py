@@ -18,7 +18,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from zkgpu import cli, curve, msm, ntt, pipeline, record, replay
+from zkgpu import cli, curve, domain, msm, ntt, pipeline, record, replay
+from zkgpu.bench import msm as bench_msm
+from zkgpu.bench import ntt as bench_ntt
 from zkgpu.cli import main
 from zkgpu.pipeline import __main__ as pipeline_main
 
@@ -266,15 +268,15 @@ def test_sigterm_during_record_writes_the_manifest(tmp_path):
 
 
 def test_record_benchmarks_write_msm_rows(tmp_path, monkeypatch):
-    """record's MSM benchmark calls zkgpu.msm.run_benchmark (no look-up that can silently skip it)."""
+    """record's MSM benchmark calls zkgpu.bench.msm.run_benchmark (no look-up that can silently skip it)."""
     calls = []
 
     def fake(min_log, max_log, repeat):
         calls.append((min_log, max_log, repeat))
         return [{"log2_n": lg, "mode": "device", "scalars": "uniform", "median_ms": float(lg)} for lg in range(min_log, max_log + 1)]
 
-    monkeypatch.setattr(msm, "run_benchmark", fake)
-    monkeypatch.setattr(ntt, "run_benchmark", lambda min_log, max_log, repeat: [{"log_n": min_log, "median_ms": 1.0}])
+    monkeypatch.setattr(bench_msm, "run_benchmark", fake)
+    monkeypatch.setattr(bench_ntt, "run_benchmark", lambda min_log, max_log, repeat: [{"log_n": min_log, "median_ms": 1.0}])
     notes: list[str] = []
     out = record._benchmarks(tmp_path, False, notes)
     assert out == {"ntt": "bench/ntt.csv", "msm": "bench/msm.csv"} and not notes
@@ -284,7 +286,7 @@ def test_record_benchmarks_write_msm_rows(tmp_path, monkeypatch):
 
 @pytest.mark.gpu
 def test_msm_run_benchmark_rows_on_the_gpu():
-    rows = msm.run_benchmark(min_log=10, max_log=11, repeat=2, phases=True)
+    rows = bench_msm.run_benchmark(min_log=10, max_log=11, repeat=2, phases=True)
     modes = {(r["log2_n"], r["mode"], r["scalars"]) for r in rows}
     assert {(10, "device", "uniform"), (10, "pinned_h2d", "uniform"), (11, "device", "porep")} <= modes
     assert all(r["median_ms"] > 0 for r in rows)
@@ -293,8 +295,8 @@ def test_msm_run_benchmark_rows_on_the_gpu():
 @pytest.mark.gpu
 def test_gpu_record_has_msm_benchmark_rows(tmp_path, monkeypatch):
     monkeypatch.setattr(record, "gpu_available", lambda: True)  # undo the autouse no_gpu fixture
-    monkeypatch.setitem(record.BENCHMARKS, "ntt", (ntt, (10, 11), (10, 11)))  # small: a seconds-long test
-    monkeypatch.setitem(record.BENCHMARKS, "msm", (msm, (10, 11), (10, 11)))
+    monkeypatch.setitem(record.BENCHMARKS, "ntt", (bench_ntt, (10, 11), (10, 11)))  # small: a seconds-long test
+    monkeypatch.setitem(record.BENCHMARKS, "msm", (bench_msm, (10, 11), (10, 11)))
     run_dir = record.record(out=tmp_path, device="gpu", n=1 << 12, partitions=2, quick=True, scenarios=["baseline"], sweep=False)
     m = json.loads((run_dir / "manifest.json").read_text())
     assert m["benchmarks"]["msm"] == "bench/msm.csv", m["notes"]
@@ -492,8 +494,8 @@ def test_library_refuses_silent_truncation():
         (lambda: msm.signed_digits(-1, 4), ValueError, "[0, 2^255)"),
         (lambda: msm.num_windows(0), ValueError, "window size c"),
         (lambda: msm.window_bits(-1), ValueError, "-1"),
-        (lambda: ntt.log2_size(True), TypeError, "True"),
-        (lambda: ntt.log2_size(4.0), TypeError, "4.0"),
+        (lambda: domain.log2_size(True), TypeError, "True"),
+        (lambda: domain.log2_size(4.0), TypeError, "4.0"),
     ],
 )
 def test_msm_ntt_helpers_check_their_arguments(call, exc, words):

@@ -1,5 +1,5 @@
 """Performance anchors measured beside zkgpu: the output of ``anchors/sppark-bench`` (sppark, the CUDA
-library of the seed's prover; see ``shared/anchors/sppark-bench/README.md``) and zkgpu's NTT benchmark
+library of the seed's prover, carried as ``.anchors/sppark-bench`` and run by ``scripts/ntt_vs_sppark.sh``) and zkgpu's NTT benchmark
 rows side by side, as ratios zkgpu / sppark for the same transform on the same GPU in the same call.
 
 sppark's NTT rows are natural order in and out (``InputOutputOrder::NN``), device-resident, CUDA-event
@@ -65,7 +65,7 @@ def sppark_provenance(path: str | Path) -> dict[str, Any]:
 def ntt_vs_sppark(zkgpu_rows: Iterable[dict[str, Any]] | pd.DataFrame, sppark: pd.DataFrame) -> pd.DataFrame:
     """One row per (log_n, variant, kernel) present in both: ``zkgpu_ms``, ``sppark_ms`` (medians) and
     ``ratio`` = zkgpu_ms / sppark_ms (< 1: zkgpu faster). ``zkgpu_rows``: rows of
-    :func:`zkgpu.ntt.run_benchmark` (or its ``ntt.csv``); ``sppark``: :func:`read_sppark`'s table."""
+    :func:`zkgpu.bench.ntt.run_benchmark` (or its ``ntt.csv``); ``sppark``: :func:`read_sppark`'s table."""
     z = pd.DataFrame(zkgpu_rows)
     s = sppark[(sppark["op"] == "ntt") & sppark["variant"].isin(list(SPPARK_NTT_VARIANTS))].copy()
     s["variant"] = s["variant"].map(SPPARK_NTT_VARIANTS)

@@ -11,10 +11,13 @@ from importlib import metadata
 
 import click
 
-from . import __version__, logs, msm, ntt, prep, record, replay
+from . import __version__, logs, record, replay
 from . import report as report_mod
 from ._cuda import device_info
 from .bench import hostload as bench_hostload
+from .bench import msm as bench_msm
+from .bench import ntt as bench_ntt
+from .bench import prep as bench_prep
 from .bench import transfer as bench_transfer
 from .chrome_trace import ExportError, export_recording, open_run
 from .errors import CliError, OneLineGroup
@@ -113,9 +116,9 @@ def trace_export(run: str, scenarios: tuple[str, ...], out: str) -> None:
 
 
 for _group, _cmd in (
-    (bench, ntt.bench_command),
-    (bench, msm.bench_command),
-    (bench, prep.bench_command),
+    (bench, bench_ntt.bench_command),
+    (bench, bench_msm.bench_command),
+    (bench, bench_prep.bench_command),
     (bench, bench_transfer.bench_command),
     (bench, bench_hostload.bench_command),
     (bench, logs.bench_parse_command),

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from . import optional
 from .field import FQ, FR, first_unreduced
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "g1_from_arkworks",
     "g1_to_arkworks",
     "g1_add",
+    "g1_sum",
     "g1_neg",
     "g1_mul",
 ]
@@ -198,11 +200,9 @@ def g1_to_py_ecc(arr: np.ndarray) -> list[tuple]:
     Raises:
         ValueError: via :func:`check_points` (names the first bad index).
     """
-    from py_ecc.optimized_bls12_381 import FQ as PFQ
-    from py_ecc.optimized_bls12_381 import Z1
-
+    bls = optional.py_ecc()
     arr = check_points(arr)
-    return [Z1 if (x == 0 and y == 0) else (PFQ(x), PFQ(y), PFQ.one()) for x, y in g1_to_ints(arr)]
+    return [bls.Z1 if (x == 0 and y == 0) else (bls.FQ(x), bls.FQ(y), bls.FQ.one()) for x, y in g1_to_ints(arr)]
 
 
 def g1_from_arkworks(points: Sequence[Any]) -> np.ndarray:
@@ -222,8 +222,7 @@ def g1_to_arkworks(arr: np.ndarray, *, checked: bool = True) -> list[Any]:
         ValueError: a point not on the curve or a coordinate ``>= q`` (names the index).
         TypeError: not a uint64 ``(n, 12)`` array (also with ``checked=False``).
     """
-    from py_arkworks_bls12381 import G1Point
-
+    ark = optional.arkworks()
     if checked:
         arr = check_points(arr)
     elif not isinstance(arr, np.ndarray) or arr.dtype != np.uint64 or arr.ndim != 2 or arr.shape[1] != LIMBS:
@@ -231,15 +230,39 @@ def g1_to_arkworks(arr: np.ndarray, *, checked: bool = True) -> list[Any]:
         what = f"{arr.dtype} {arr.shape}" if isinstance(arr, np.ndarray) else type(arr).__name__
         raise TypeError(f"expected a numpy uint64 array of shape (n, 12), got {what}")
     raw = np.ascontiguousarray(arr).astype("<u8").tobytes()
-    return [G1Point.from_xy_bytes_unchecked_le(raw[i : i + 96]) for i in range(0, len(raw), 96)]
+    return [ark.G1Point.from_xy_bytes_unchecked_le(raw[i : i + 96]) for i in range(0, len(raw), 96)]
 
 
 def g1_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Pointwise sum of two ``(n, 12)`` arrays on the host (through arkworks)."""
+    """Pointwise sum ``a[i] + b[i]`` of two ``(n, 12)`` arrays on the host (through arkworks); returns
+    ``(n, 12)``. (The sum of all the points of one array is :func:`g1_sum`.)
+
+    Raises:
+        ValueError: the arrays differ in length, or a point is invalid (as :func:`check_points`).
+    """
     pa, pb = g1_to_arkworks(a), g1_to_arkworks(b)
     if len(pa) != len(pb):
         raise ValueError(f"g1_add: {len(pa)} points vs {len(pb)}")
-    return g1_from_arkworks([x + y for x, y in zip(pa, pb)])
+    return g1_from_arkworks([x + y for x, y in zip(pa, pb, strict=True)])
+
+
+def g1_sum(a: np.ndarray, *, checked: bool = True) -> np.ndarray:
+    """The sum of all the points of an ``(m, 12)`` array on the host (arkworks additions), shape
+    ``(1, 12)``; m = 0 gives the identity. (The pointwise sum of two arrays is :func:`g1_add`.)
+
+    Args:
+        checked: validate with :func:`check_points` first (default); ``False`` as in :func:`g1_to_arkworks`.
+
+    Raises:
+        ValueError: a point not on the curve or a coordinate ``>= q`` (names the index).
+    """
+    pts = g1_to_arkworks(a, checked=checked)
+    if not pts:
+        return identity(1)
+    acc = pts[0]
+    for p in pts[1:]:
+        acc = acc + p
+    return g1_from_arkworks([acc])
 
 
 def g1_neg(a: np.ndarray) -> np.ndarray:
@@ -254,8 +277,7 @@ def g1_mul(a: np.ndarray, k: Sequence[int]) -> np.ndarray:
         ValueError: ``len(k) != len(a)``. TypeError: a scalar that is not an int (a float would be
             truncated; a bool is refused too).
     """
-    from py_arkworks_bls12381 import Scalar
-
+    ark = optional.arkworks()
     pts = g1_to_arkworks(a)
     k = list(k)
     for s in k:
@@ -263,4 +285,4 @@ def g1_mul(a: np.ndarray, k: Sequence[int]) -> np.ndarray:
             raise TypeError(f"g1_mul: scalars must be ints, got {s!r} ({type(s).__name__})")
     if len(k) != len(pts):
         raise ValueError(f"g1_mul: {len(pts)} points but {len(k)} scalars")
-    return g1_from_arkworks([p * Scalar.from_le_bytes((int(s) % FR.modulus).to_bytes(32, "little")) for p, s in zip(pts, k)])
+    return g1_from_arkworks([p * ark.Scalar.from_le_bytes((int(s) % FR.modulus).to_bytes(32, "little")) for p, s in zip(pts, k, strict=True)])

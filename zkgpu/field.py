@@ -40,6 +40,7 @@ __all__ = [
     "from_ints",
     "to_ints",
     "first_unreduced",
+    "not_canonical",
     "check_array",
 ]
 
@@ -67,17 +68,17 @@ class PrimeField:
         return 8 * self.limbs
 
     @cached_property
-    def R(self) -> int:
+    def R(self) -> int:  # noqa: N802 - R, R^2, R^-1: the Montgomery literature's names
         """Montgomery radix reduced, ``2^(64*limbs) mod p`` (the Montgomery form of 1)."""
         return pow(2, 64 * self.limbs, self.modulus)
 
     @cached_property
-    def R2(self) -> int:
+    def R2(self) -> int:  # noqa: N802 - see R
         """``R^2 mod p``, the factor that takes canonical values to Montgomery form."""
         return pow(2, 128 * self.limbs, self.modulus)
 
     @cached_property
-    def R_inv(self) -> int:
+    def R_inv(self) -> int:  # noqa: N802 - see R
         """``R^-1 mod p``."""
         return pow(self.R, -1, self.modulus)
 
@@ -152,6 +153,12 @@ def first_unreduced(field: PrimeField, arr: np.ndarray) -> int | None:
     return int(bad[0]) if bad.size else None
 
 
+def not_canonical(field: PrimeField, name: str, index: int, value: int) -> ValueError:
+    """The one error for an element ``>= p`` (host and device checks alike): ``name[index] = value is not
+    a canonical <field> element (must be < p)``. Returned, for the caller to raise."""
+    return ValueError(f"{name}[{index}] = {value:#x} is not a canonical {field.name} element (must be < {field.modulus:#x})")
+
+
 def check_array(field: PrimeField, arr: object, *, name: str = "values") -> np.ndarray:
     """Validate a host array in the documented layout and return it C-contiguous.
 
@@ -169,10 +176,7 @@ def check_array(field: PrimeField, arr: object, *, name: str = "values") -> np.n
     arr = np.ascontiguousarray(arr)
     bad = first_unreduced(field, arr)
     if bad is not None:
-        value = to_ints(field, arr[bad : bad + 1])[0]
-        raise ValueError(
-            f"{name}[{bad}] = {value:#x} is not a canonical {field.name} element (must be < {field.modulus:#x})"
-        )
+        raise not_canonical(field, name, bad, to_ints(field, arr[bad : bad + 1])[0])
     return arr
 
 

@@ -8,7 +8,8 @@ uint64 **canonical** Fr as in :mod:`zkgpu.field`):
 - :func:`prep_msm` -- supraseal's split of an assignment vector into an exactly-one bitmap,
   dropped zeros and the compacted significant scalars (the tail MSM).
 - :func:`generate_points` -- deterministic benchmark bases generated on the GPU.
-- ``zkgpu bench msm`` (:data:`bench_command`).
+- :func:`msm_device` (with :class:`Phases`, CUDA-event marks between its phases) and :func:`settings` --
+  what ``zkgpu bench msm`` (:mod:`zkgpu.bench.msm`) times and records.
 
 GPU algorithm (``zkgpu/kernels/msm.cu`` has the kernels, ``g1.cuh`` the formulas):
 Pippenger's bucket method (Pippenger 1976; the GPU form of sppark ``msm/pippenger.cuh`` and
@@ -42,16 +43,25 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import os
-from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
-from . import _cuda
-from .curve import LIMBS, check_points, g1_from_arkworks, g1_to_arkworks, identity
-from .errors import CliError
-from .field import FQ, FR, check_array
+from . import _cuda, optional
+from .curve import (
+    LIMBS,
+    check_points,
+    g1_from_arkworks,
+    g1_mul,
+    g1_sum,
+    g1_to_arkworks,
+    g1_to_ints,
+    generator,
+    identity,
+)
+from .field import FQ, FR, check_array, not_canonical
 
 __all__ = [
     "CHUNK",
@@ -59,13 +69,16 @@ __all__ = [
     "num_windows",
     "signed_digits",
     "msm",
+    "msm_cpu",
+    "msm_device",
+    "Phases",
+    "settings",
     "batch_add",
+    "batch_add_cpu",
     "PrepMsm",
     "prep_msm",
     "generate_points",
     "generate_points_cpu",
-    "bench_command",
-    "run_benchmark",
 ]
 
 CHUNK = 64
@@ -181,6 +194,18 @@ def _k(name: str) -> Any:
     return _cuda.get_kernel("msm", name, _defines())
 
 
+def settings() -> dict[str, Any]:
+    """The MSM kernel settings in force (what a benchmark records): ``chunk`` (entries per thread),
+    ``level0`` ("balanced" or "runs"), ``inline_mul`` (Fq products inlined) and ``cubin`` (the prebuilt
+    cubin's path, "" when compiled with NVRTC).
+
+    Raises:
+        ValueError: a bad chunk or level-0 mode (names the value).
+    """
+    return dict(chunk=_chunk_size(), level0=_level0_mode(), inline_mul=bool(_defines()),
+                cubin=os.environ.get("ZKGPU_MSM_CUBIN", ""))
+
+
 def _u32(x: int) -> np.uint32:
     return np.uint32(x)
 
@@ -211,8 +236,7 @@ def _check_scalars_dev(sc: Any) -> Any:
     _cuda.launch_1d(_k("fr_check"), n, (sc.view(cp.uint32), _u64(n), bad))
     b = int(cp.asnumpy(bad)[0])
     if b < n:
-        v = int.from_bytes(cp.asnumpy(sc[b]).astype("<u8").tobytes(), "little")
-        raise ValueError(f"scalars[{b}] = {v:#x} is not a canonical Fr element (must be < r = {FR.modulus:#x})")
+        raise not_canonical(FR, "scalars", b, int.from_bytes(cp.asnumpy(sc[b]).astype("<u8").tobytes(), "little"))
     return sc
 
 
@@ -284,8 +308,10 @@ def _finish(cp: Any, sums: Any, nwin: int, c: int) -> Any:
     return out
 
 
-class _Phases:
-    """Optional CUDA-event marks between the phases of one GPU MSM (for the benchmark)."""
+class Phases:
+    """Optional CUDA-event marks between the phases of one GPU MSM (for the benchmark): pass one to
+    :func:`msm_device`, then :meth:`result` gives ms per phase (``validate+to_mont``, ``digits``,
+    ``sort``, ``bucket_accumulate``, ``bucket_partials``, ``window_reduce``, ``final``)."""
 
     def __init__(self, enabled: bool):
         self.marks: list[tuple[str, Any]] = []
@@ -298,20 +324,27 @@ class _Phases:
             self.marks.append((name, ev))
 
     def result(self) -> dict[str, float]:
+        """Phase name -> ms from the previous mark (syncs on the last mark); empty when disabled."""
         if not self.marks:
             return {}
         cp = _cuda.cupy()
         self.marks[-1][1].synchronize()
         return {
             name: float(cp.cuda.get_elapsed_time(prev_ev, ev))
-            for (_, prev_ev), (name, ev) in zip(self.marks, self.marks[1:])
+            for (_, prev_ev), (name, ev) in itertools.pairwise(self.marks)
         }
 
 
-def _msm_device(pts: Any, sc: Any, c: int | None = None, phases: _Phases | None = None) -> Any:
-    """GPU Pippenger on CuPy inputs ``pts (n, 12)``, ``sc (n, 4)`` -> CuPy ``(1, 12)``."""
+def msm_device(pts: Any, sc: Any, c: int | None = None, phases: Phases | None = None) -> Any:
+    """The GPU Pippenger of :func:`msm` on CuPy inputs ``pts (n, 12)``, ``sc (n, 4)`` uint64 without
+    :func:`msm`'s shape checks (values are still checked); ``c`` the window bits (default
+    :func:`window_bits`). Returns CuPy ``(1, 12)``.
+
+    Raises:
+        ValueError: a point or scalar out of range (first bad index named).
+    """
     cp = _cuda.cupy()
-    ph = phases or _Phases(False)
+    ph = phases or Phases(False)
     n = pts.shape[0]
     if n == 0:
         return cp.zeros((1, LIMBS), dtype=cp.uint64)
@@ -413,26 +446,25 @@ def msm(points: Any, scalars: Any, *, window: int | None = None) -> Any:
     if window is not None and not 2 <= int(window) <= 24:
         raise ValueError(f"window must be in 2..24, got {window}")
     if dev:
-        return _msm_device(points, scalars, window)
+        return msm_device(points, scalars, window)
     if _cuda.gpu_available():
         cp = _cuda.cupy()
         pts = points if _cuda.is_device_array(points) else cp.asarray(np.ascontiguousarray(points))
         sc = scalars if _cuda.is_device_array(scalars) else cp.asarray(np.ascontiguousarray(scalars))
-        return cp.asnumpy(_msm_device(pts, sc, window))
+        return cp.asnumpy(msm_device(pts, sc, window))
     return msm_cpu(points, scalars)
 
 
 def msm_cpu(points: np.ndarray, scalars: np.ndarray) -> np.ndarray:
     """CPU reference: validates, then py-arkworks-bls12381 ``G1Point.multiexp_unchecked``."""
-    from py_arkworks_bls12381 import G1Point, Scalar
-
+    ark = optional.arkworks()
     pts = check_points(np.asarray(points))
     sc = _check_scalars_host(np.asarray(scalars), pts.shape[0])
     if pts.shape[0] == 0:
         return identity(1)
     raw = sc.astype("<u8").tobytes()
-    ss = [Scalar.from_le_bytes(raw[i : i + 32]) for i in range(0, len(raw), 32)]
-    return g1_from_arkworks([G1Point.multiexp_unchecked(g1_to_arkworks(pts, checked=False), ss)])
+    ss = [ark.Scalar.from_le_bytes(raw[i : i + 32]) for i in range(0, len(raw), 32)]
+    return g1_from_arkworks([ark.G1Point.multiexp_unchecked(g1_to_arkworks(pts, checked=False), ss)])
 
 
 def _bitmap_host(bitmap: Any, n: int) -> np.ndarray:
@@ -498,46 +530,52 @@ def batch_add_cpu(points: np.ndarray, bitmap: np.ndarray) -> np.ndarray:
     pts = check_points(np.asarray(points))
     n = pts.shape[0]
     bits = np.unpackbits(_bitmap_host(bitmap, n).astype("<u8").view(np.uint8), bitorder="little")[:n]
-    sel = np.flatnonzero(bits)
-    if sel.size == 0:
-        return identity(1)
-    ps = g1_to_arkworks(pts[sel], checked=False)
-    acc = ps[0]
-    for p in ps[1:]:
-        acc = acc + p
-    return g1_from_arkworks([acc])
+    return g1_sum(pts[np.flatnonzero(bits)], checked=False)
 
 
 @dataclasses.dataclass(frozen=True)
 class PrepMsm:
-    """supraseal's prep_msm split of an assignment vector of n scalars.
+    """supraseal's prep_msm split of an assignment vector of n scalars, on the host (numpy arrays: the
+    CPU variants) or on the device (CuPy arrays: :func:`zkgpu.prep.prep_msm_device`).
 
     Attributes:
         n: number of scalars.
         bitmap: ``(ceil(n/64),)`` uint64, bit i set iff scalar i == 1 (layout of :func:`batch_add`).
         ones: number of scalars equal to 1 (summed by batch_add).
         zeros: number of scalars equal to 0 (dropped).
-        sig_scalars: ``(m, 4)`` uint64 canonical Fr, the significant scalars (neither 0 nor 1).
+        sig_scalars: ``(m, 4)`` uint64 canonical Fr, the significant scalars (neither 0 nor 1), in index order.
         sig_indices: ``(m,)`` int64, their base indices (for the tail MSM).
     """
 
     n: int
-    bitmap: np.ndarray
+    bitmap: Any
     ones: int
     zeros: int
-    sig_scalars: np.ndarray
-    sig_indices: np.ndarray
+    sig_scalars: Any
+    sig_indices: Any
 
     @property
     def significant(self) -> int:
         """Number of significant scalars (m)."""
         return int(self.sig_indices.shape[0])
 
+    @property
+    def on_device(self) -> bool:
+        """True when the arrays are CuPy arrays."""
+        return _cuda.is_device_array(self.sig_indices)
+
+    def to_host(self) -> PrepMsm:
+        """The same split with numpy arrays (self when it is already on the host)."""
+        if not self.on_device:
+            return self
+        return PrepMsm(n=self.n, bitmap=self.bitmap.get(), ones=self.ones, zeros=self.zeros,
+                       sig_scalars=self.sig_scalars.get(), sig_indices=self.sig_indices.get())
+
 
 def prep_msm(scalars: np.ndarray) -> PrepMsm:
     """Split canonical Fr scalars ``(n, 4)`` uint64 into ones (bitmap), zeros and significant.
 
-    Vectorised numpy on the CPU (as supraseal's prep_msm thread, cuzk-pipeline.md). Then
+    Vectorised numpy on the CPU (as supraseal's prep_msm thread, ``filecoin-project/curio: extern/supraseal-c2/cuda/groth16_cuda.cu``). Then
     ``batch_add(points, p.bitmap) + msm(points[p.sig_indices], p.sig_scalars) == msm(points, scalars)``.
 
     Raises:
@@ -585,11 +623,10 @@ def _gen_scalar(seed: int, i: int) -> int:
 
 def generate_points_cpu(n: int, seed: int = 0) -> np.ndarray:
     """The points of :func:`generate_points` computed on the CPU (arkworks), ``(n, 12)`` uint64."""
-    from py_arkworks_bls12381 import G1Point, Scalar
-
+    ark = optional.arkworks()
     _check_seed(n, seed)
-    g = G1Point()
-    return g1_from_arkworks([g * Scalar.from_le_bytes(_gen_scalar(seed, i).to_bytes(32, "little")) for i in range(n)])
+    g = ark.G1Point()
+    return g1_from_arkworks([g * ark.Scalar.from_le_bytes(_gen_scalar(seed, i).to_bytes(32, "little")) for i in range(n)])
 
 
 def _check_seed(n: int, seed: int) -> None:
@@ -601,8 +638,6 @@ def _check_seed(n: int, seed: int) -> None:
 
 def _mont_affine(p: np.ndarray) -> np.ndarray:
     """Host (1, 12) canonical point -> 24 uint32 words in Montgomery form."""
-    from .curve import g1_to_ints
-
     x, y = g1_to_ints(p)[0]
     buf = FQ.to_mont(x).to_bytes(48, "little") + FQ.to_mont(y).to_bytes(48, "little")
     return np.frombuffer(buf, dtype="<u4").astype(np.uint32)
@@ -626,8 +661,6 @@ def generate_points(n: int, seed: int = 0) -> Any:
 
 
 def _generate_device(n: int, seed: int) -> Any:
-    from .curve import g1_mul, generator
-
     cp = _cuda.cupy()
     g = generator()
     G = cp.asarray(_mont_affine(g))
@@ -639,138 +672,3 @@ def _generate_device(n: int, seed: int) -> Any:
             _k("g1_generate"), nthreads, (_u64(n), _u32(_GEN_PER_THREAD), _u64(seed), G, D, out.view(cp.uint32)), block=_HEAVY_BLOCK
         )
     return out
-
-
-# --------------------------------------------------------------------------- benchmark command
-
-
-def _porep_scalars(n: int, rng: np.random.Generator) -> np.ndarray:
-    """PoRep-like assignment: about 45% zeros, 45% ones, 10% uniform random."""
-    from .field import fr_random
-
-    sc = fr_random(n, rng)
-    u = rng.random(n)
-    sc[u < 0.45] = 0
-    ones = (u >= 0.45) & (u < 0.9)
-    sc[ones] = 0
-    sc[ones, 0] = 1
-    return sc
-
-
-def run_benchmark(
-    min_log: int = 12, max_log: int = 20, repeat: int = 10, warmup: int = 1, seed: int = 1, *,
-    sizes: Iterable[int] | None = None, phases: bool = True, window: int = 0, echo: Callable[[str], None] | None = None,
-) -> list[dict[str, Any]]:
-    """Time the G1 MSM on the GPU at 2^min_log .. 2^max_log points (or the log2 ``sizes``):
-    device-resident uniform scalars (``mode=device``), the same scalars copied from pinned host
-    memory inside the timing (``pinned_h2d``), PoRep-like mostly-0/1 scalars (``scalars=porep``),
-    and with ``phases`` one per-phase breakdown (``mode=phase:<name>``, one run). CUDA events
-    (:func:`zkgpu._cuda.benchmark`), warm-up excluded.
-
-    Returns:
-        one dict per (size, mode, scalars): ``log2_n, n, mode, scalars, window_bits, variant,
-        median_ms, min_ms, max_ms, repeat`` (ms).
-
-    Raises:
-        RuntimeError: no GPU. ValueError: a size outside [1, 31) or repeat < 1.
-    """
-    import cupyx
-
-    from .field import fr_random
-
-    logs = list(sizes) if sizes is not None else list(range(min_log, max_log + 1))
-    if not logs or any(isinstance(lg, bool) or not isinstance(lg, int) or not 1 <= lg < 31 for lg in logs):
-        raise ValueError(f"MSM benchmark sizes must be log2 sizes in [1, 31), got {logs}")
-    if repeat < 1 or warmup < 0:
-        raise ValueError(f"need repeat >= 1 and warmup >= 0, got repeat={repeat}, warmup={warmup}")
-    cp = _cuda.cupy()
-    rng = np.random.default_rng(seed)
-    rows: list[dict[str, Any]] = []
-    variant = "inline_mul" if _defines() else "outline_mul"
-    if os.environ.get("ZKGPU_MSM_CUBIN"):
-        variant = "cubin:" + os.path.basename(os.environ["ZKGPU_MSM_CUBIN"])
-    variant += f"/{_level0_mode()}/L{_chunk_size()}"
-
-    def add(lg: int, mode: str, scal: str, times: Any) -> None:
-        ts = list(times)
-        row = dict(log2_n=lg, n=1 << lg, mode=mode, scalars=scal, window_bits=window or window_bits(1 << lg), variant=variant,
-                   median_ms=float(np.median(ts)), min_ms=min(ts), max_ms=max(ts), repeat=len(ts))
-        rows.append(row)
-        if echo is not None:
-            echo(f"msm 2^{lg} {mode:>22} {scal:>8} c={row['window_bits']:2d} median {row['median_ms']:9.3f} ms")
-
-    for lg in logs:
-        n = 1 << lg
-        c = window or None
-        pts = generate_points(n, seed)
-        sc_host = fr_random(n, rng)
-        sc_dev = cp.asarray(sc_host)
-        add(lg, "device", "uniform", _cuda.benchmark(lambda: _msm_device(pts, sc_dev, c), warmup=warmup, repeat=repeat).times_ms)
-        pinned = cupyx.empty_pinned((n, FR.limbs), dtype=np.uint64)
-        pinned[...] = sc_host
-        sc_buf = cp.empty((n, FR.limbs), dtype=cp.uint64)
-
-        def pinned_call() -> Any:
-            sc_buf.set(pinned, stream=cp.cuda.get_current_stream())
-            return _msm_device(pts, sc_buf, c)
-
-        add(lg, "pinned_h2d", "uniform", _cuda.benchmark(pinned_call, warmup=warmup, repeat=repeat).times_ms)
-        sc_porep = cp.asarray(_porep_scalars(n, rng))
-        add(lg, "device", "porep", _cuda.benchmark(lambda: _msm_device(pts, sc_porep, c), warmup=warmup, repeat=repeat).times_ms)
-        if phases:
-            ph = _Phases(True)
-            _msm_device(pts, sc_dev, c, phases=ph)
-            for name, ms in ph.result().items():
-                add(lg, f"phase:{name}", "uniform", [ms])
-        del pts, sc_dev, sc_buf, pinned, sc_porep
-        cp.get_default_memory_pool().free_all_blocks()
-    return rows
-
-
-def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str | None, phases: bool, inline_mul: bool, window: int = 0) -> Any:
-    import click
-    import pandas as pd
-
-    from .manifest import build_manifest, new_run_dir, write_json_new
-
-    if inline_mul:
-        os.environ["ZKGPU_MSM_INLINE_MUL"] = "1"
-    out_dir = new_run_dir("bench-msm", base=base)
-    rows = run_benchmark(sizes=sizes, repeat=repeat, warmup=warmup, seed=seed, phases=phases, window=window, echo=lambda m: click.echo(m, err=True))
-    variant = rows[0]["variant"] if rows else ""
-    df = pd.DataFrame(rows)
-    df.to_csv(out_dir / "msm.csv", index=False)
-    write_json_new(
-        out_dir / "manifest.json",
-        build_manifest(kind="bench-msm", sizes_log2=sizes, window_override=window, repeat=repeat, warmup=warmup, seed=seed, chunk=_chunk_size(), level0=_level0_mode(),
-                       variant=variant, timing="CUDA events (zkgpu._cuda.benchmark), medians, ms", files=["msm.csv"]),
-    )
-    click.echo(f"wrote {out_dir}")
-    click.echo(df.drop(columns=["n"]).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    return df
-
-
-def _make_bench_command() -> Any:
-    import click
-
-    @click.command("msm")
-    @click.option("--sizes", default="16,18,20,22,24,26", show_default=True, help="log2 sizes, comma separated")
-    @click.option("--repeat", default=5, show_default=True)
-    @click.option("--warmup", default=1, show_default=True)
-    @click.option("--seed", default=1, show_default=True)
-    @click.option("--out", "base", default=None, help="base folder for the run folder (default data/)")
-    @click.option("--phases/--no-phases", default=True, show_default=True, help="also record one per-phase breakdown")
-    @click.option("--window", default=0, show_default=True, help="window bits c (0: the window_bits rule)")
-    @click.option("--inline-mul", is_flag=True, help="compile with the Fq products inlined (ZKGPU_MSM_INLINE_MUL=1)")
-    def bench_msm(sizes: str, repeat: int, warmup: int, seed: int, base: str | None, phases: bool, inline_mul: bool, window: int) -> None:
-        """G1 MSM, 2^16..2^26 points: device-resident scalars, scalars from pinned host memory
-        (async H2D inside the timing), and PoRep-like (mostly 0/1) scalars; CUDA events, medians
-        in ms, written to a fresh run folder (msm.csv + manifest.json)."""
-        if not _cuda.gpu_available():
-            raise CliError("zkgpu bench msm needs a CUDA GPU (GPU benchmarks; without a GPU, replay the recordings: zkgpu report)")
-        _run_bench([int(s) for s in sizes.split(",") if s.strip()], repeat, warmup, seed, base, phases, inline_mul, window)
-
-    return bench_msm
-
-
-bench_command = _make_bench_command()

@@ -1,12 +1,8 @@
-"""Number-theoretic transform (NTT) over the BLS12-381 scalar field Fr, on the GPU with a CPU reference.
+"""Number-theoretic transform (NTT) over the BLS12-381 scalar field Fr on the GPU.
 
-Definitions (n = 2^L, omega = ``FR.root_of_unity(L)``, g = 7 the multiplicative generator of Fr, the
-arkworks/blst/sppark convention):
-
-* forward NTT: ``X[j] = sum_i c[i] * omega^(i*j)``
-* inverse NTT: ``c[i] = n^-1 * sum_j X[j] * omega^(-i*j)``
-* forward coset NTT (evaluations on the coset g*H): the NTT of ``c[i] * g^i``
-* inverse coset NTT: the inverse NTT, then ``c[i] *= g^-i``
+The transforms (forward, inverse, coset, inverse coset; n = 2^L, omega = ``FR.root_of_unity(L)``, coset
+generator g = 7) are defined in :mod:`zkgpu.domain`, which holds their CPU references
+(:func:`zkgpu.domain.ntt_reference`, :func:`zkgpu.domain.dft_naive`).
 
 Public API
 ----------
@@ -16,9 +12,13 @@ Public API
   form, transformed in place, with ``order`` in ``{"nn", "nr", "rn"}`` (natural / bit-reversed,
   input then output). "nr" and "rn" skip the bit-reversal permutation, so the Groth16 H flow runs as in
   cuzk (``groth16_ntt_h.cu``): iNTT "nr" -> coset NTT "rn" -> pointwise -> inverse coset NTT "nn".
-* :func:`to_montgomery`, :func:`from_montgomery` -- in-place conversions on the device (fr_ops.cu).
-* :func:`ntt_reference` (Python ints, iterative radix-2) and :func:`dft_naive` (O(n^2)).
-* ``zkgpu bench ntt`` -- :data:`bench_command`.
+* :func:`coset_evals_inplace` -- evaluations on H -> evaluations on the coset gH (iNTT "nr", coset NTT
+  "rn"), the first step of the Groth16 H computation (:mod:`zkgpu.qap`).
+* :func:`global_passes`, :func:`settings` -- what a benchmark records (``zkgpu bench ntt``,
+  :mod:`zkgpu.bench.ntt`, whose :func:`zkgpu.bench.ntt.kernel_settings` picks the kernels by name).
+* :func:`power_table` -- ``scale * x^i`` for i < 2^bits, built on the GPU.
+
+Fr vectors on the device (layouts, value checks, Montgomery form) go through :mod:`zkgpu.fr_device`.
 
 GPU algorithms (``algorithm=``, default :data:`ALGORITHM`; both give the same result bit for bit):
 
@@ -42,35 +42,39 @@ References: Cooley & Tukey, Math. Comp. 19 (1965); Gentleman & Sande, AFIPS 1966
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from . import _cuda
-from .errors import CliError
-from .field import FR, check_array, fr_from_ints, fr_to_ints, to_ints
+from .domain import log2_size, ntt_reference, powers
+from .field import FR, check_array, fr_from_ints, fr_to_ints
+from .fr_device import (
+    check_canonical,
+    check_device_array,
+    device_words,
+    from_montgomery,
+    to_device_mont,
+    to_montgomery,
+)
 
 __all__ = [
     "ORDERS",
+    "ALGORITHMS",
     "RADIX",
     "radix",
-    "log2_size",
     "ntt",
     "ntt_inplace",
-    "ntt_reference",
-    "dft_naive",
+    "coset_evals_inplace",
     "bitrev_permute",
-    "to_montgomery",
-    "from_montgomery",
-    "check_device_array",
-    "device_words",
+    "power_table",
+    "global_passes",
+    "settings",
+    "resolve_algorithm",
     "clear_cache",
-    "bench_command",
+    "KERNEL_SPECS",
 ]
 
 P = FR.modulus
@@ -82,7 +86,7 @@ _BR_Q = 4  # must match NTT_BR_Q in ntt.cu
 ALGORITHMS = ("stagewise", "fused")
 ALGORITHM = "stagewise"
 """The default ``algorithm`` of :func:`ntt_inplace` (read at each call; a benchmark's kernel spec,
-:func:`kernel_settings`, sets it for a block): "stagewise" (kernel ntt_pass: one radix-2 stage per shared-memory round trip, every twiddle
+:func:`zkgpu.bench.ntt.kernel_settings`, sets it for a block): "stagewise" (kernel ntt_pass: one radix-2 stage per shared-memory round trip, every twiddle
 from an n-entry table) or "fused" (kernels ntt_fused_*: radix-2^k sub-transforms with the stages in
 registers, small twiddle tables, one outer twiddle per element per pass; see ntt.cu)."""
 FUSED_RADIX = 2
@@ -131,8 +135,20 @@ def radix() -> int:
     return int(env)
 
 
+def settings() -> dict[str, Any]:
+    """The kernel settings in force (what a benchmark records): ``algorithm`` (:data:`ALGORITHM`),
+    ``radix`` (:func:`radix`), ``fused_radix``, ``fused_outer``, ``fused_tile_log``, ``field_arith``
+    (None: each module's default) and ``defines`` (the kernel build options, name -> value).
+
+    Raises:
+        ValueError: a bad radix or :data:`FUSED_TILE_LOG` (names the value).
+    """
+    return dict(algorithm=ALGORITHM, radix=radix(), fused_radix=FUSED_RADIX, fused_outer=FUSED_OUTER,
+                fused_tile_log=_fused_tile_log(), field_arith=FIELD_ARITH, defines=dict(_defines()))
+
+
 # ----------------------------------------------------------------------------------------------
-# sizes and validation
+# kernels and their build options
 # ----------------------------------------------------------------------------------------------
 def _defines() -> tuple[tuple[str, str], ...]:
     """Kernel build options from ``ZKGPU_NTT_DEFINES`` (e.g. ``"ZK_NTT_PTX=0,NTT_MIN_BLOCKS=3"``):
@@ -191,202 +207,36 @@ def _launch_fused(kern: Any, grid: int, block: int, shared: int, args: tuple) ->
     kern((grid,), (block,), args, shared_mem=shared)
 
 
-def log2_size(n: int) -> int:
-    """log2 of an NTT size.
-
-    Raises:
-        TypeError: n not an int (a bool or a float). ValueError: n < 1 (empty input), n not a
-            power of two, or n > 2^32 (the 2-adicity of Fr).
-    """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-        raise TypeError(f"NTT size must be an int, got {n!r} ({type(n).__name__})")
-    n = int(n)
-    if n < 1:
-        raise ValueError("NTT of an empty input: need at least 1 element")
-    if n & (n - 1):
-        raise ValueError(f"NTT size must be a power of two, got {n}")
-    L = n.bit_length() - 1
-    if L > FR.two_adicity:
-        raise ValueError(f"NTT size 2^{L} exceeds the 2-adicity of Fr (2^{FR.two_adicity})")
-    return L
-
-
-def check_device_array(d: Any, *, name: str = "values") -> Any:
-    """Validate a CuPy array in the public layout, uint64 ``(n, 4)`` C-contiguous (values not checked).
-
-    Raises:
-        TypeError: dtype other than uint64.
-        ValueError: shape other than ``(n, 4)`` or not C-contiguous.
-    """
-    cp = _cuda.cupy()
-    if d.dtype != cp.uint64:
-        raise TypeError(f"{name}: expected dtype uint64 (shape (n, 4)), got {d.dtype}")
-    if d.ndim != 2 or d.shape[1] != FR.limbs:
-        raise ValueError(f"{name}: expected shape (n, 4) for Fr, got {tuple(d.shape)}")
-    if not d.flags.c_contiguous:
-        raise ValueError(f"{name}: device array must be C-contiguous")
-    return d
-
-
-def device_words(d: Any, *, name: str = "values") -> Any:
-    """The flat uint32 view (8 words per element) of a C-contiguous device array of Fr elements.
-
-    Accepts uint64 ``(n, 4)``, uint32 ``(n, 8)`` or flat uint32 ``(8n,)``; returns a view (no copy).
-
-    Raises:
-        TypeError: not a CuPy array of uint32/uint64.
-        ValueError: not C-contiguous, or size not a multiple of 32 bytes.
-    """
-    cp = _cuda.cupy()
-    if not isinstance(d, cp.ndarray):
-        raise TypeError(f"{name}: expected a CuPy array, got {type(d).__name__}")
-    if d.dtype not in (cp.uint32, cp.uint64):
-        raise TypeError(f"{name}: expected uint32 or uint64 limbs, got {d.dtype}")
-    if not d.flags.c_contiguous:
-        raise ValueError(f"{name}: device array must be C-contiguous")
-    if d.nbytes % 32:
-        raise ValueError(f"{name}: {d.nbytes} bytes is not a whole number of 32-byte Fr elements")
-    return d.view(cp.uint32).reshape(-1)
-
-
-def _first_unreduced_launch(w: Any) -> Any:
-    """Queue the search for the first element >= r on the current stream; returns a (1,) uint64
-    device array holding its index, or n when every element is canonical (read it after a sync)."""
-    cp = _cuda.cupy()
-    n = w.size // 8
-    out = cp.full((1,), n, dtype=cp.uint64)
-    k = _cuda.get_kernel("fr_ops", "fr_first_unreduced")
-    _cuda.launch_1d(k, n, (w, np.uint64(n), out))
-    return out
-
-
-def _first_unreduced_device(w: Any) -> int | None:
-    bad = int(_first_unreduced_launch(w).get()[0])
-    return None if bad >= w.size // 8 else bad
-
-
-def _raise_unreduced(w: Any, bad: int, name: str) -> None:
-    v = to_ints(FR, w[8 * bad : 8 * bad + 8].view(_cuda.cupy().uint64).reshape(1, 4).get())[0]  # unreduced: no range check
-    raise ValueError(f"{name}[{bad}] = {v:#x} is not a canonical Fr element (must be < {P:#x})")
-
-
-def _check_values_device(w: Any, name: str) -> None:
-    bad = _first_unreduced_device(w)
-    if bad is not None:
-        _raise_unreduced(w, bad, name)
-
-
-# ----------------------------------------------------------------------------------------------
-# CPU reference
-# ----------------------------------------------------------------------------------------------
-def _bitrev_indices(L: int) -> np.ndarray:
-    n = 1 << L
-    idx = np.arange(n, dtype=np.int64)
-    rev = np.zeros(n, dtype=np.int64)
-    for b in range(L):
-        rev |= ((idx >> b) & 1) << (L - 1 - b)
-    return rev
-
-
-def _powers(x: int, n: int) -> list[int]:
-    out, acc = [], 1
-    for _ in range(n):
-        out.append(acc)
-        acc = acc * x % P
-    return out
-
-
-def _as_int_list(values: Sequence[int] | np.ndarray) -> list[int]:
-    if isinstance(values, np.ndarray) and values.dtype == np.uint64:
-        return fr_to_ints(values)  # checks the layout and the range
-    vals = list(values)
-    for i, v in enumerate(vals):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"values[{i}] is {type(v).__name__}, not an int (no silent truncation)")
-        v = vals[i] = int(v)
-        if not 0 <= v < P:
-            raise ValueError(f"values[{i}] = {v:#x} is not a canonical Fr element (must be < {P:#x})")
-    return vals
-
-
-def ntt_reference(values: Sequence[int] | np.ndarray, *, inverse: bool = False, coset: bool = False) -> list[int]:
-    """CPU NTT on Python ints (iterative radix-2 DIF over numpy object arrays), natural order.
-
-    Args:
-        values: n canonical Fr elements (Python ints, or a host array ``(n, 4)`` uint64).
-        inverse, coset: which of the four transforms (see the module docstring).
-
-    Returns:
-        n canonical Python ints.
-
-    Raises:
-        ValueError: empty input, size not a power of two or beyond 2^32, a value outside [0, r).
-        TypeError: an element that is not an int.
-    """
-    vals = _as_int_list(values)
-    L = log2_size(len(vals))
-    n = 1 << L
-    x = np.empty(n, dtype=object)  # Python ints
-    x[:] = vals
-    if coset and not inverse:
-        x = x * np.array(_powers(G, n), dtype=object) % P
-    omega = FR.root_of_unity(L)
-    if inverse:
-        omega = pow(omega, -1, P)
-    for s in range(L - 1, -1, -1):  # Gentleman-Sande, natural -> bit-reversed
-        h = 1 << s
-        w = np.array(_powers(pow(omega, n // (2 * h), P), h), dtype=object)
-        v = x.reshape(-1, 2, h)
-        a = v[:, 0, :].copy()
-        b = v[:, 1, :].copy()
-        v[:, 0, :] = (a + b) % P
-        v[:, 1, :] = (a - b) * w % P
-    x = x[_bitrev_indices(L)]
-    if inverse:
-        n_inv = pow(n, -1, P)
-        if coset:
-            x = x * np.array(_powers(pow(G, -1, P), n), dtype=object) % P
-        x = x * n_inv % P
-    return [int(v) for v in x]
-
-
-def dft_naive(values: Sequence[int], *, inverse: bool = False, coset: bool = False) -> list[int]:
-    """O(n^2) DFT straight from the definitions (the check of :func:`ntt_reference`)."""
-    vals = [int(v) % P for v in values]
-    L = log2_size(len(vals))
-    n = 1 << L
-    omega = FR.root_of_unity(L)
-    if not inverse:
-        if coset:
-            vals = [v * pow(G, i, P) % P for i, v in enumerate(vals)]
-        return [sum(vals[i] * pow(omega, i * j, P) for i in range(n)) % P for j in range(n)]
-    oi, n_inv = pow(omega, -1, P), pow(n, -1, P)
-    out = [sum(vals[j] * pow(oi, i * j, P) for j in range(n)) * n_inv % P for i in range(n)]
-    if coset:
-        gi = pow(G, -1, P)
-        out = [v * pow(gi, i, P) % P for i, v in enumerate(out)]
-    return out
-
-
 # ----------------------------------------------------------------------------------------------
 # device tables (cached per size and direction)
 # ----------------------------------------------------------------------------------------------
-def _to_device_mont(ints: list[int]) -> Any:
-    cp = _cuda.cupy()
-    return cp.asarray(fr_from_ints([FR.to_mont(v) for v in ints])).view(cp.uint32).reshape(-1)
-
-
 def _split_tables(x: int, bits: int, scale: int = 1) -> tuple[Any, Any, int]:
     """lo[j] = x^j (j < 2^S), hi[j] = scale * x^(j*2^S) (j < 2^(bits-S)), on the device, Montgomery."""
     S = (bits + 1) // 2
-    lo = _powers(x, 1 << S)
+    lo = powers(x, 1 << S)
     step = pow(x, 1 << S, P)
-    hi = [v * scale % P for v in _powers(step, 1 << (bits - S))]
-    return _to_device_mont(lo), _to_device_mont(hi), S
+    hi = [v * scale % P for v in powers(step, 1 << (bits - S))]
+    return to_device_mont(lo), to_device_mont(hi), S
 
 
 def _grid(n: int, block: int = 256) -> tuple[int, int]:
     return max(1, min((n + block - 1) // block, 65535 * 8)), block
+
+
+def power_table(x: int, bits: int, scale: int = 1) -> Any:
+    """``scale * x^i`` mod r for i < 2^bits, built on the GPU (kernel ``ntt_build_powers``:
+    ``lo[i mod 2^S] * hi[i >> S]`` from two tables of about 2^(bits/2) entries made on the host).
+
+    Returns:
+        a new flat uint32 CuPy array, 8 words per element, Montgomery form.
+    """
+    cp = _cuda.cupy()
+    n = 1 << bits
+    lo, hi, S = _split_tables(x, bits, scale)
+    out = cp.empty(8 * n, dtype=cp.uint32)
+    grid, block = _grid(n)
+    _kernel("ntt_build_powers")((grid,), (block,), (out, lo, hi, np.int32(S), np.uint64(n)))
+    return out
 
 
 @functools.cache
@@ -407,17 +257,11 @@ def _twiddles(L: int, inverse: bool) -> Any:
 @functools.cache
 def _scale_table(L: int, kind: str) -> Any:
     """'coset': g^i; 'coset_ninv': g^i / n; 'icoset': g^-i / n; 'ninv': [1/n] (Montgomery, flat uint32)."""
-    cp = _cuda.cupy()
-    n = 1 << L
-    n_inv = pow(n, -1, P)
+    n_inv = pow(1 << L, -1, P)
     if kind == "ninv":
-        return _to_device_mont([n_inv])
+        return to_device_mont([n_inv])
     x, scale = {"coset": (G, 1), "coset_ninv": (G, n_inv)}.get(kind, (pow(G, -1, P), n_inv))
-    lo, hi, S = _split_tables(x, L, scale)
-    out = cp.empty(8 * n, dtype=cp.uint32)
-    grid, block = _grid(n)
-    _kernel("ntt_build_powers")((grid,), (block,), (out, lo, hi, np.int32(S), np.uint64(n)))
-    return out
+    return power_table(x, L, scale)
 
 
 def _inner_twiddles(inverse: bool) -> Any:
@@ -431,7 +275,7 @@ def _inner_table(inverse: bool, maxk: int) -> Any:
     w = FR.root_of_unity(maxk)
     if inverse:
         w = pow(w, -1, P)
-    return _to_device_mont(_powers(w, 1 << (maxk - 1)))
+    return to_device_mont(powers(w, 1 << (maxk - 1)))
 
 
 def _outer_twiddles(L: int, m: int, inverse: bool, mode: str, scale: int = 1) -> tuple[Any, Any, int, int]:
@@ -468,16 +312,10 @@ def _split_outer(L: int, inverse: bool, scale: int = 1) -> tuple[Any, Any, int]:
 @functools.cache
 def _outer_table(m: int, inverse: bool, scale: int = 1) -> Any:
     """scale * omega_{2^m}^e (inverse: omega^-e) for e < 2^(m-1), Montgomery, flat uint32."""
-    cp = _cuda.cupy()
     omega = FR.root_of_unity(m)
     if inverse:
         omega = pow(omega, -1, P)
-    half = 1 << (m - 1)
-    lo, hi, S = _split_tables(omega, m - 1, scale)
-    out = cp.empty(8 * half, dtype=cp.uint32)
-    grid, block = _grid(half)
-    _kernel("ntt_build_powers")((grid,), (block,), (out, lo, hi, np.int32(S), np.uint64(half)))
-    return out
+    return power_table(omega, m - 1, scale)
 
 
 def clear_cache() -> None:
@@ -506,27 +344,24 @@ def _passes(L: int, max_tile_log: int = _MAX_TILE_LOG) -> list[tuple[int, int, i
     return out
 
 
+def global_passes(L: int, order: str, algorithm: str | None = None) -> int:
+    """Passes over global memory of one transform of 2^L elements in ``order`` with ``algorithm``
+    (default :data:`ALGORITHM`): ceil(L / tile) butterfly passes (tile: 10 bits, fused
+    :data:`FUSED_TILE_LOG`), plus the bit-reversal pass of "nn" (the fused kernels fold it into their
+    first and last passes when there are two or more).
+
+    Raises:
+        ValueError: an unknown algorithm or a bad :data:`FUSED_TILE_LOG`.
+    """
+    algorithm = resolve_algorithm(algorithm)
+    tile = _fused_tile_log() if algorithm == "fused" else _MAX_TILE_LOG
+    npass = len(_passes(L, tile))
+    return npass + (1 if order == "nn" and (algorithm != "fused" or npass == 1) else 0)
+
+
 # ----------------------------------------------------------------------------------------------
 # device API
 # ----------------------------------------------------------------------------------------------
-def _fr_inplace(d: Any, kernel: str) -> Any:
-    w = device_words(d)
-    n = w.size // 8
-    if n:
-        _cuda.launch_1d(_cuda.get_kernel("fr_ops", kernel), n, (w, np.uint64(n)))
-    return d
-
-
-def to_montgomery(d: Any) -> Any:
-    """Canonical -> Montgomery form, in place on a device array of Fr elements; returns d."""
-    return _fr_inplace(d, "fr_to_mont")
-
-
-def from_montgomery(d: Any) -> Any:
-    """Montgomery -> canonical form, in place on a device array of Fr elements; returns d."""
-    return _fr_inplace(d, "fr_from_mont")
-
-
 def bitrev_permute(d: Any) -> Any:
     """In-place bit-reversal permutation of a device array of n = 2^L Fr elements; returns d."""
     w = device_words(d)
@@ -658,7 +493,12 @@ def _ntt_fused(
         bitrev_permute(w)
 
 
-def _resolve_algorithm(algorithm: str | None) -> str:
+def resolve_algorithm(algorithm: str | None) -> str:
+    """``algorithm``, or :data:`ALGORITHM` when None, checked.
+
+    Raises:
+        ValueError: not one of :data:`ALGORITHMS`.
+    """
     algorithm = ALGORITHM if algorithm is None else algorithm
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
@@ -666,7 +506,8 @@ def _resolve_algorithm(algorithm: str | None) -> str:
 
 
 def ntt_inplace(
-    d: Any, *, inverse: bool = False, coset: bool = False, order: str = "nn", algorithm: str | None = None
+    d: Any, *, inverse: bool = False, coset: bool = False, order: str = "nn", algorithm: str | None = None,
+    scratch: Any = None,
 ) -> Any:
     """NTT in place on the GPU, on Fr elements already in Montgomery form; returns d.
 
@@ -681,21 +522,25 @@ def ntt_inplace(
             element of index bitrev(i) at position i.
         algorithm: "stagewise" or "fused" (see :data:`ALGORITHM`, the default when None); both give
             the same result bit for bit.
+        scratch: fused "nn" only (ignored otherwise): a device buffer of n elements (any
+            :func:`zkgpu.fr_device.device_words` layout) that the first pass writes instead of a fresh
+            one from CuPy's pool; its contents are overwritten.
 
     Raises:
-        ValueError: bad order or algorithm, size not a power of two / empty / beyond 2^32.
+        ValueError: bad order or algorithm, size not a power of two / empty / beyond 2^32, a scratch
+            buffer of another size.
         TypeError: not a CuPy uint32/uint64 array.
     """
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
-    algorithm = _resolve_algorithm(algorithm)
+    algorithm = resolve_algorithm(algorithm)
     w = device_words(d)
     n = w.size // 8
     L = log2_size(n)
     if L == 0:
         return d  # every variant is the identity on one element
     if algorithm == "fused":
-        _ntt_fused(w, L, bool(inverse), bool(coset), order)
+        _ntt_fused(w, L, bool(inverse), bool(coset), order, scratch=scratch)
         return d
     dit = order == "rn"
     tw = _twiddles(L, bool(inverse))
@@ -724,13 +569,56 @@ def ntt_inplace(
     return d
 
 
+def coset_evals_inplace(w: Any, *, algorithm: str | None = None, post_op: tuple | None = None) -> Any:
+    """Evaluations on the domain -> evaluations on the coset gH, in place on the current stream:
+    inverse NTT (natural in, bit-reversed out) then coset NTT (bit-reversed in, natural out), as
+    upstream's ``execute_ntts_single`` (``filecoin-project/curio:
+    extern/supraseal-c2/cuda/groth16_ntt_h.cu`` lines 41-62). ``w``: N Fr in Montgomery form
+    (:func:`zkgpu.fr_device.device_words` layout). Returns ``w``.
+
+    Raises:
+        ValueError: a size that is not a power of two, an unknown algorithm, or ``post_op`` where it
+            cannot apply (stagewise, or a transform of one pass).
+
+    With ``algorithm="fused"`` the two transforms share their pass on the low index bits (kernel
+    ntt_fused2_*: the inverse sub-transform, the factor g^i/n, the forward sub-transform), so the pair
+    makes 2*ceil(L/10) - 1 passes over memory instead of 2*ceil(L/10). ``post_op = (zinv, b, c)`` (fused
+    only, more than one pass): the last pass stores (w * b - c) * zinv, the Groth16 pointwise step."""
+    algorithm = resolve_algorithm(algorithm)
+    if algorithm != "fused":
+        if post_op is not None:
+            raise ValueError("coset_evals_inplace: post_op needs algorithm='fused'")
+        ntt_inplace(w, inverse=True, order="nr", algorithm=algorithm)
+        ntt_inplace(w, coset=True, order="rn", algorithm=algorithm)
+        return w
+    words = device_words(w)
+    L = log2_size(words.size // 8)
+    if L == 0:
+        if post_op is not None:
+            raise ValueError("coset_evals_inplace: post_op needs more than one pass")
+        return w
+    passes = _passes(L, _fused_tile_log())  # DIF order: the last one has s_lo = c = 0
+    if post_op is not None and len(passes) < 2:
+        raise ValueError("coset_evals_inplace: post_op needs more than one pass")
+    for s_lo, k, c in passes[:-1]:  # the inverse NTT "nr" up to its last pass
+        _fused_pass(words, L, s_lo, k, c, dit=False, inverse=True)
+    _fused_pair_pass(words, L, passes[-1][1])
+    dit_passes = passes[::-1][1:]
+    for i, (s_lo, k, c) in enumerate(dit_passes):  # the coset NTT "rn" after its first pass
+        kw = {}
+        if post_op is not None and i == len(dit_passes) - 1:
+            kw = dict(post=post_op[0], post_mode=4, aux1=post_op[1], aux2=post_op[2])
+        _fused_pass(words, L, s_lo, k, c, dit=True, inverse=False, **kw)
+    return w
+
+
 def _ntt_device(d: Any, inverse: bool, coset: bool, name: str = "values", algorithm: str | None = None) -> Any:
     cp = _cuda.cupy()
     check_device_array(d, name=name)
     log2_size(d.shape[0])
     out = cp.array(d, dtype=cp.uint64, order="C", copy=True)
     w = out.view(cp.uint32).reshape(-1)
-    _check_values_device(w, name)
+    check_canonical(w, name)
     to_montgomery(w)
     ntt_inplace(w, inverse=inverse, coset=coset, order="nn", algorithm=algorithm)
     from_montgomery(w)
@@ -749,14 +637,15 @@ def ntt(values: Any, *, inverse: bool = False, coset: bool = False, algorithm: s
 
     Returns:
         The same kind of array (host in -> host out, device in -> device out), shape ``(n, 4)``
-        uint64, canonical. Host input uses the GPU when one is present, else :func:`ntt_reference`.
+        uint64, canonical. Host input uses the GPU when one is present, else
+        :func:`zkgpu.domain.ntt_reference`.
 
     Raises:
         TypeError: not a numpy/CuPy array, or dtype other than uint64.
         ValueError: shape not ``(n, 4)``, empty, n not a power of two or beyond 2^32, an element
             >= r (the message names the first bad index), or an unknown algorithm.
     """
-    _resolve_algorithm(algorithm)
+    resolve_algorithm(algorithm)
     if _cuda.is_device_array(values):
         return _ntt_device(values, inverse, coset, algorithm=algorithm)
     if isinstance(values, np.ndarray) and values.ndim == 2:
@@ -768,19 +657,6 @@ def ntt(values: Any, *, inverse: bool = False, coset: bool = False, algorithm: s
     return fr_from_ints(ntt_reference(fr_to_ints(arr), inverse=inverse, coset=coset))
 
 
-# ----------------------------------------------------------------------------------------------
-# benchmark
-# ----------------------------------------------------------------------------------------------
-BENCH_VARIANTS: dict[str, dict[str, Any]] = {
-    "forward-nr": dict(inverse=False, coset=False, order="nr"),
-    "forward-nn": dict(inverse=False, coset=False, order="nn"),
-    "inverse-nn": dict(inverse=True, coset=False, order="nn"),
-    "coset-nn": dict(inverse=False, coset=True, order="nn"),
-    "inverse-coset-nn": dict(inverse=True, coset=True, order="nn"),
-    "coset-rn": dict(inverse=False, coset=True, order="rn"),
-}
-
-
 KERNEL_SPECS = tuple(
     "-".join(["stagewise", *parts]) for parts in ([r, a] for r in ("", "r2", "r4") for a in ("", "ptx", "cxx"))
     for parts in [[p for p in parts if p]]
@@ -790,203 +666,7 @@ KERNEL_SPECS = tuple(
                   for t in ("", "t12") for a in ("", "ptx", "cxx"))
     for parts in [[p for p in parts if p]]
 )
-"""Kernel choices of the benchmark: an algorithm, then optionally -rN (stagewise: RADIX 2/4; fused:
-FUSED_RADIX 2/4/8), -exact/-split/-table/-auto (fused: FUSED_OUTER), -t12 (fused: FUSED_TILE_LOG 12, 2^24 in two
-passes) and -ptx/-cxx (FIELD_ARITH); unstated settings keep their current values."""
-
-
-@contextlib.contextmanager
-def kernel_settings(spec: str):
-    """Within the block, :func:`ntt_inplace` and :func:`zkgpu.qap.compute_h_inplace` default to the kernel
-    named by ``spec`` (see :data:`KERNEL_SPECS`); the module settings are restored afterwards.
-
-    Raises:
-        ValueError: an unknown spec.
-    """
-    global ALGORITHM, RADIX, FUSED_RADIX, FUSED_OUTER, FUSED_TILE_LOG, FIELD_ARITH
-    parts = spec.split("-")
-    if parts[0] not in ALGORITHMS or spec not in KERNEL_SPECS:
-        raise ValueError(f"unknown NTT kernel {spec!r}; choose from {', '.join(KERNEL_SPECS)}")
-    saved = (ALGORITHM, RADIX, FUSED_RADIX, FUSED_OUTER, FUSED_TILE_LOG, FIELD_ARITH)
-    try:
-        ALGORITHM = parts[0]
-        for part in parts[1:]:
-            if part in ("ptx", "cxx"):
-                FIELD_ARITH = part
-            elif part.startswith("t"):
-                FUSED_TILE_LOG = int(part[1:])
-            elif part.startswith("r"):
-                if ALGORITHM == "fused":
-                    FUSED_RADIX = int(part[1:])
-                else:
-                    RADIX = int(part[1:])
-            else:
-                FUSED_OUTER = part
-        yield
-    finally:
-        ALGORITHM, RADIX, FUSED_RADIX, FUSED_OUTER, FUSED_TILE_LOG, FIELD_ARITH = saved
-
-
-def _global_passes(L: int, order: str, algorithm: str) -> int:
-    tile = _fused_tile_log() if algorithm == "fused" else _MAX_TILE_LOG
-    npass = len(_passes(L, tile))
-    return npass + (1 if order == "nn" and (algorithm != "fused" or npass == 1) else 0)
-
-
-def run_benchmark(
-    min_log: int = 16, max_log: int = 26, repeat: int = 10, warmup: int = 2, with_compute_h: bool = True,
-    kernels: Sequence[str] = ("stagewise",), h_min_log: int = 20, h_max_log: int = 24,
-) -> list[dict[str, Any]]:
-    """Time every variant of :data:`BENCH_VARIANTS` on device-resident random data (CUDA events) with each
-    kernel of ``kernels`` (:data:`KERNEL_SPECS`), plus (``with_compute_h``, sizes h_min_log..h_max_log) the
-    whole Groth16 H computation :func:`zkgpu.qap.compute_h_inplace`.
-
-    Returns one row per (log_n, kernel, variant): median/min/max ms, ``kernel`` and ``algorithm``,
-    ``radix`` (elements per thread of the fused kernels, or stagewise :data:`RADIX`), ``outer`` (fused
-    outer twiddles), mulmods/s (n/2*L butterfly multiplies per NTT) and the effective GB/s of one read and
-    one write of the vector per global pass, plus the kernel build options.
-    """
-    from .qap import compute_h_inplace
-
-    for spec in kernels:
-        with kernel_settings(spec):
-            pass  # validate every spec before the first measurement
-    cp = _cuda.cupy()
-    rng = np.random.default_rng()
-    rows = []
-    for L in range(min_log, max_log + 1):
-        n = 1 << L
-        host = rng.integers(0, 2**64, size=(n, 4), dtype=np.uint64)
-        host[:, 3] >>= np.uint64(2)  # < 2^254 < r: canonical, random enough for timing
-        d = cp.asarray(host).view(cp.uint32).reshape(-1)
-        del host
-        to_montgomery(d)
-        for spec in kernels:
-            with kernel_settings(spec):
-                common = dict(
-                    log_n=L, n=n, kernel=spec, algorithm=ALGORITHM,
-                    radix=FUSED_RADIX if ALGORITHM == "fused" else radix(),
-                    outer=FUSED_OUTER if ALGORITHM == "fused" else "", field_arith=FIELD_ARITH or "default",
-                    repeat=repeat, warmup=warmup,
-                )
-                for name, kw in BENCH_VARIANTS.items():
-                    res = _cuda.benchmark(lambda kw=kw: ntt_inplace(d, **kw), warmup=warmup, repeat=repeat)
-                    npass = _global_passes(L, kw["order"], ALGORITHM)
-                    med = res.median_ms
-                    rows.append(
-                        dict(
-                            common, variant=name, median_ms=med, min_ms=res.min_ms, max_ms=res.max_ms,
-                            global_passes=npass, butterfly_mulmods_per_s=(n // 2) * L / (med * 1e-3),
-                            effective_GBps=2 * 32 * n * npass / (med * 1e-3) / 1e9,
-                        )
-                    )
-                if with_compute_h and h_min_log <= L <= h_max_log:
-                    # the Groth16 H step: 3 iNTT + 3 coset NTT + pointwise + inverse coset NTT
-                    e, f = d.copy(), d.copy()
-                    res = _cuda.benchmark(lambda: compute_h_inplace(d, e, f), warmup=warmup, repeat=repeat)
-                    med = res.median_ms
-                    npass = _global_passes(L, "nr", ALGORITHM)
-                    rows.append(
-                        dict(
-                            common, variant="compute_h", median_ms=med, min_ms=res.min_ms, max_ms=res.max_ms,
-                            global_passes=7 * npass + 2 - (4 if ALGORITHM == "fused" and npass > 1 else 0),
-                            butterfly_mulmods_per_s=7 * (n // 2) * L / (med * 1e-3), effective_GBps=float("nan"),
-                        )
-                    )
-                    del e, f
-        del d
-        clear_cache()
-        cp.get_default_memory_pool().free_all_blocks()
-    return rows
-
-
-def kernel_ratios(rows: Sequence[dict[str, Any]], baseline: str = "stagewise") -> Any:
-    """Median-ms ratios of each kernel to ``baseline`` per (log_n, variant), as a pandas DataFrame
-    (columns: the kernels other than the baseline; < 1 means faster). Empty when the baseline is absent."""
-    import pandas as pd
-
-    df = pd.DataFrame(list(rows))
-    if df.empty or baseline not in set(df["kernel"]):
-        return pd.DataFrame()
-    t = df.pivot_table(index=["log_n", "variant"], columns="kernel", values="median_ms", aggfunc="median")
-    return t.drop(columns=[baseline]).div(t[baseline], axis=0)
-
-
-def _bench_command():
-    import click
-
-    @click.command("ntt")
-    @click.option("--min-log", default=16, show_default=True, help="smallest size, log2")
-    @click.option("--max-log", default=26, show_default=True, help="largest size, log2")
-    @click.option("--repeat", default=10, show_default=True, help="timed repeats per point (median reported)")
-    @click.option("--kernel", "kernels", multiple=True, metavar="SPEC",
-                  help="NTT kernel(s) to time, e.g. stagewise, fused, fused-r4-auto-t12, stagewise-cxx (repeatable; "
-                       "default: stagewise and fused; zkgpu.ntt.KERNEL_SPECS lists them all)")
-    @click.option("--h-min-log", default=20, show_default=True, help="smallest compute_h size, log2")
-    @click.option("--h-max-log", default=24, show_default=True, help="largest compute_h size, log2")
-    @click.option("--sppark", "sppark_file", default=None, type=click.Path(exists=True, dir_okay=False),
-                  help="sppark-bench output (sppark.txt) of the same GPU: also write and print zkgpu/sppark ratios")
-    @click.option("--out", "out_base", default=None, help="base folder for the run folder (default data/)")
-    def ntt_bench(min_log: int, max_log: int, repeat: int, kernels: tuple[str, ...], h_min_log: int, h_max_log: int,
-                  sppark_file: str | None, out_base: str | None) -> None:
-        """Fr NTT on the GPU, device-resident, 2^min-log .. 2^max-log: forward/inverse/coset/inverse-coset
-        per kernel, and compute_h at 2^h-min-log .. 2^h-max-log; CSV + JSON, and the ratios to stagewise."""
-        import pandas as pd
-
-        from .anchors import ntt_vs_sppark, read_sppark, sppark_provenance
-        from .manifest import build_manifest, new_run_dir, write_json_new
-
-        kernels = kernels or ("stagewise", "fused")
-        for spec in kernels:
-            if spec not in KERNEL_SPECS:
-                raise click.BadParameter(f"unknown NTT kernel {spec!r} (e.g. stagewise, fused, fused-r4-auto-t12)",
-                                         param_hint="--kernel")
-            with kernel_settings(spec):
-                _fused_tile_log()  # a bad FUSED_TILE_LOG fails here, before any measurement
-        sppark = None
-        if sppark_file:
-            try:
-                sppark = read_sppark(sppark_file)
-            except ValueError as exc:
-                raise click.BadParameter(str(exc), param_hint="--sppark") from None
-        if not _cuda.gpu_available():
-            raise CliError("no CUDA GPU: the NTT benchmark needs one (GPU benchmarks; without a GPU, replay the recordings: zkgpu report)")
-        if not 0 <= min_log <= max_log <= FR.two_adicity:
-            raise click.BadParameter(f"need 0 <= min-log <= max-log <= {FR.two_adicity}")
-        run_dir = new_run_dir("bench-ntt", base=Path(out_base) if out_base else None)
-        rows: list[dict[str, Any]] = []
-        for L in range(min_log, max_log + 1):  # ntt.csv grows size by size: a cut-off run keeps what it measured
-            rows += run_benchmark(L, L, repeat, kernels=kernels, h_min_log=h_min_log, h_max_log=h_max_log)
-            pd.DataFrame(rows).to_csv(run_dir / "ntt.csv", index=False)
-        df = pd.DataFrame(rows)
-        write_json_new(run_dir / "ntt.json", rows)
-        write_json_new(
-            run_dir / "manifest.json",
-            build_manifest(benchmark="ntt", min_log=min_log, max_log=max_log, repeat=repeat,
-                           variants=[*BENCH_VARIANTS, "compute_h"], kernels=list(kernels), h_min_log=h_min_log,
-                           h_max_log=h_max_log, radix=radix(), fused_radix=FUSED_RADIX, fused_outer=FUSED_OUTER,
-                           fused_tile_log=FUSED_TILE_LOG, kernel_defines=dict(_defines()),
-                           timing="CUDA events, median of repeats, warm-up excluded",
-                           **({"sppark": sppark_provenance(sppark_file)} if sppark_file else {})),
-        )
-        table = df.pivot_table(index="log_n", columns=["kernel", "variant"], values="median_ms")
-        with pd.option_context("display.width", 250, "display.max_columns", 100):
-            click.echo(table.to_string(float_format=lambda v: f"{v:9.3f}"))
-            ratios = kernel_ratios(rows)
-            if not ratios.empty:
-                click.echo("ratio to stagewise (< 1: faster):")
-                click.echo(ratios.unstack("variant").to_string(float_format=lambda v: f"{v:6.3f}"))
-            if sppark is not None:
-                vs = ntt_vs_sppark(rows, sppark)
-                vs.to_csv(run_dir / "ntt_vs_sppark.csv", index=False)
-                (run_dir / "sppark.txt").write_text(Path(sppark_file).read_text())
-                click.echo("zkgpu / sppark, same GPU (< 1: zkgpu faster):")
-                click.echo(vs.pivot_table(index="log_n", columns=["variant", "kernel"], values="ratio")
-                           .to_string(float_format=lambda v: f"{v:6.3f}"))
-        click.echo(f"(median ms, defines {dict(_defines())}) written to {run_dir}")
-
-    return ntt_bench
-
-
-bench_command = _bench_command()
-
+"""Kernel choices of ``zkgpu bench ntt`` (:func:`zkgpu.bench.ntt.kernel_settings` applies one): an
+algorithm, then optionally -rN (stagewise: ``zkgpu.ntt.RADIX`` 2/4; fused: ``FUSED_RADIX`` 2/4/8), -exact/-split/-table/-auto (fused: ``FUSED_OUTER``), -t12 (fused:
+``FUSED_TILE_LOG`` 12, 2^24 in two passes) and -ptx/-cxx (``FIELD_ARITH``); unstated settings keep their
+current values."""

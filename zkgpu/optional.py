@@ -10,6 +10,7 @@ checks that a device is present); ``cupyx`` through :func:`cupyx` here.
 accessor                  package              extra (pyproject.toml)           missing ->
 ========================  ===================  ===============================  =================
 :func:`arkworks`          py-arkworks-bls12381 ``test``                         ImportError
+:func:`py_ecc`            py_ecc               ``test``                         ImportError
 :func:`numba`             numba                ``cpu-parallel`` / ``test``      ``None``
 :func:`nvtx`              nvtx                 ``gpu-cuda13`` / ``notebooks``   ``None``
 :func:`cupyx`             cupyx (CuPy)         ``gpu-cuda13`` / ``gpu-cuda12``  RuntimeError
@@ -24,7 +25,7 @@ from types import ModuleType
 
 from . import _cuda
 
-__all__ = ["arkworks", "numba", "nvtx", "cupyx", "has"]
+__all__ = ["arkworks", "py_ecc", "numba", "nvtx", "cupyx", "has"]
 
 
 @functools.cache
@@ -40,16 +41,29 @@ def has(name: str) -> bool:
     return _try(name) is not None
 
 
+def _required(name: str, dist: str) -> ModuleType:
+    mod = _try(name)
+    if mod is None:
+        raise ImportError(f"{dist} is not installed: pip install -e '.[test]' (or {dist})")
+    return mod
+
+
 def arkworks() -> ModuleType:
     """``py_arkworks_bls12381`` (the independent BLS12-381 reference: G1/G2 points, scalars, pairings).
 
     Raises:
         ImportError: the package is not installed (``pip install -e '.[test]'``).
     """
-    mod = _try("py_arkworks_bls12381")
-    if mod is None:
-        raise ImportError("py-arkworks-bls12381 is not installed: pip install -e '.[test]' (or py-arkworks-bls12381)")
-    return mod
+    return _required("py_arkworks_bls12381", "py-arkworks-bls12381")
+
+
+def py_ecc() -> ModuleType:
+    """``py_ecc.optimized_bls12_381`` (the second BLS12-381 reference: projective points, ``FQ``, ``Z1``).
+
+    Raises:
+        ImportError: the package is not installed (``pip install -e '.[test]'``).
+    """
+    return _required("py_ecc.optimized_bls12_381", "py_ecc")
 
 
 def numba() -> ModuleType | None:

@@ -1,11 +1,12 @@
 """prep_msm three ways: ``cpu`` (numpy, one thread), ``cpu_parallel`` (threads over chunks, the GIL
 released) and ``gpu`` (a CUDA kernel plus CuPy's scan).
 
-prep_msm is supraseal's split of an MSM's scalar vector (cuzk ``groth16_cuda.cu:509-840``,
-cuzk-pipeline.md §1.3): an **exactly-one bitmap** (those bases are summed by batch_add), the zeros
-dropped, and the **significant** scalars (neither 0 nor 1) compacted with their base indices (the
-tail MSM). Every variant returns what :func:`zkgpu.msm.prep_msm` (the reference) returns, and
-raises its errors.
+prep_msm is supraseal's split of an MSM's scalar vector (``filecoin-project/curio:
+extern/supraseal-c2/cuda/groth16_cuda.cu`` lines 509-840, ``split_vectors`` in ``groth16_split_msm.cu``):
+an **exactly-one bitmap** (those bases are summed by batch_add), the zeros dropped, and the
+**significant** scalars (neither 0 nor 1) compacted with their base indices (the tail MSM). Every
+variant returns what :func:`zkgpu.msm.prep_msm` (the reference) returns, a :class:`zkgpu.msm.PrepMsm`,
+and raises its errors.
 
 * ``cpu``: :func:`zkgpu.msm.prep_msm` (vectorised numpy; upstream's prep_msm thread with one
   circuit also runs on one thread).
@@ -24,7 +25,8 @@ The selection form (``sel``) runs the same split over ``src[sel]`` without gathe
 B vectors of a partition are density-filtered views of ``[inputs; aux]`` (cuzk packs ``a_bits`` /
 ``b_bits`` by position in the filtered base list), see :func:`zkgpu.pipeline.backend.prep_partition`.
 
-``zkgpu bench prep`` (:data:`bench_command`) times the three at 2^20..2^26 with PoRep-like scalars.
+``zkgpu bench prep`` (:mod:`zkgpu.bench.prep`) times the three at 2^20..2^26 with PoRep-like scalars.
+:func:`configure` sets the default thread count of ``cpu_parallel``.
 """
 
 from __future__ import annotations
@@ -32,37 +34,26 @@ from __future__ import annotations
 import functools
 import os
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from . import _cuda
-from .field import FR, to_ints
+from . import _cuda, optional
+from .field import FR, not_canonical, to_ints
 from .msm import PrepMsm
 from .msm import prep_msm as prep_msm_reference
-
-try:  # optional: the cpu_parallel variant (extra "cpu-parallel")
-    import numba
-except ImportError:  # pragma: no cover - exercised where numba is absent
-    numba = None
 
 __all__ = [
     "PREPS",
     "CHUNK",
+    "configure",
     "default_threads",
     "numba_available",
     "prep_msm",
     "prep_msm_parallel",
     "prep_msm_device",
-    "DevicePrep",
     "warm_up",
-    "porep_like_scalars",
-    "run_benchmark",
-    "bench_command",
 ]
 
 PREPS = ("cpu", "cpu_parallel", "gpu")
@@ -75,23 +66,30 @@ scalars give 16 tasks, large enough that a task's overhead (~10 µs) is < 1% of 
 _R = tuple(np.uint64((FR.modulus >> (64 * i)) & ((1 << 64) - 1)) for i in range(4))
 
 
+_THREADS: int | None = None  # set by configure(); None: min(8, CPUs)
+
+
+def configure(*, threads: int | None = None) -> None:
+    """Set the default thread count of ``cpu_parallel`` (:func:`default_threads`); None restores
+    min(8, CPUs). The app layer passes ``ZKGPU_PREP_THREADS`` here.
+
+    Raises:
+        ValueError: ``threads`` not an int >= 1 (names the value).
+    """
+    global _THREADS
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1):
+        raise ValueError(f"prep threads must be an int >= 1, got {threads!r}")
+    _THREADS = None if threads is None else int(threads)
+
+
 def default_threads() -> int:
-    """Threads of ``cpu_parallel`` when not given: ``$ZKGPU_PREP_THREADS`` or min(8, CPUs)."""
-    env = os.environ.get("ZKGPU_PREP_THREADS", "")
-    if env:
-        try:
-            v = int(env)
-        except ValueError:
-            raise ValueError(f"ZKGPU_PREP_THREADS must be an int >= 1, got {env!r}") from None
-        if v < 1:
-            raise ValueError(f"ZKGPU_PREP_THREADS must be an int >= 1, got {env!r}")
-        return v
-    return max(1, min(8, os.cpu_count() or 1))
+    """Threads of ``cpu_parallel`` when not given: the count given to :func:`configure`, else min(8, CPUs)."""
+    return _THREADS if _THREADS is not None else max(1, min(8, os.cpu_count() or 1))
 
 
 def numba_available() -> bool:
     """True when numba imports (``cpu_parallel`` works)."""
-    return numba is not None
+    return optional.numba() is not None
 
 
 # --------------------------------------------------------------------------- input checks
@@ -110,10 +108,9 @@ def _check_layout(scalars: Any, name: str = "scalars") -> None:
 
 
 def _raise_bad(row: np.ndarray, bad: int, name: str) -> None:
-    """Raise the reference's ValueError (:func:`zkgpu.field.check_array`) for element ``bad``,
+    """Raise the reference's ValueError (:func:`zkgpu.field.not_canonical`) for element ``bad``,
     whose limbs are ``row`` ((1, 4) or (4,) uint64)."""
-    value = to_ints(FR, np.ascontiguousarray(row, dtype=np.uint64).reshape(1, 4))[0]
-    raise ValueError(f"{name}[{bad}] = {value:#x} is not a canonical {FR.name} element (must be < {FR.modulus:#x})")
+    raise not_canonical(FR, name, bad, to_ints(FR, np.ascontiguousarray(row, dtype=np.uint64).reshape(1, 4))[0])
 
 
 def _check_sel(sel: np.ndarray | None, rows: int) -> np.ndarray | None:
@@ -143,6 +140,7 @@ def _prep_cpu(src: np.ndarray, sel: np.ndarray | None) -> PrepMsm:
 @functools.lru_cache(maxsize=1)
 def _nb() -> tuple[Any, Any]:
     """The two numba passes, compiled on first use (cached on disk by numba)."""
+    numba = optional.numba()
     if numba is None:
         raise RuntimeError("prep='cpu_parallel' needs numba: pip install 'zkgpu[cpu-parallel]' (or use prep='cpu')")
     r0, r1, r2, r3 = _R
@@ -283,7 +281,7 @@ def prep_msm_parallel(
     sig_idx = np.empty(m, dtype=np.int64)
     sig_sc = np.empty((m, 4), dtype=np.uint64)
     run(lambda lo, hi, off: fill(hd, src, s_arr, use_sel, lo, hi, off, bitmap, sig_idx, sig_sc),
-        [(lo, hi, int(off)) for (lo, hi), off in zip(bounds, offs)])
+        [(lo, hi, int(off)) for (lo, hi), off in zip(bounds, offs, strict=True)])
     ones = int(stats[:, 0].sum())
     return PrepMsm(n=n, bitmap=bitmap, ones=ones, zeros=n - ones - m, sig_scalars=sig_sc, sig_indices=sig_idx)
 
@@ -291,41 +289,12 @@ def prep_msm_parallel(
 # --------------------------------------------------------------------------- gpu
 
 
-@dataclass(frozen=True)
-class DevicePrep:
-    """The ``gpu`` prep_msm result, on the device.
-
-    Attributes:
-        n: number of scalars split.
-        bitmap: CuPy ``(ceil(n/64),)`` uint64, bit i set iff scalar i == 1.
-        ones, zeros: counts.
-        sig_scalars: CuPy ``(m, 4)`` uint64, the significant scalars in index order.
-        sig_indices: CuPy ``(m,)`` int64, their indices.
-    """
-
-    n: int
-    bitmap: Any
-    ones: int
-    zeros: int
-    sig_scalars: Any
-    sig_indices: Any
-
-    @property
-    def significant(self) -> int:
-        return int(self.sig_indices.shape[0])
-
-    def to_host(self) -> PrepMsm:
-        """The same split with numpy arrays (:class:`zkgpu.msm.PrepMsm`)."""
-        return PrepMsm(n=self.n, bitmap=self.bitmap.get(), ones=self.ones, zeros=self.zeros,
-                       sig_scalars=self.sig_scalars.get(), sig_indices=self.sig_indices.get())
-
-
 _BLOCK = 256
 
 
 def prep_msm_device(
     src: Any, *, sel: Any = None, offset: int = 0, n: int | None = None, stream: Any = None, name: str = "scalars"
-) -> DevicePrep:
+) -> PrepMsm:
     """``gpu`` prep_msm of device scalars: element j is ``src[sel[j]]`` (``sel`` given) or
     ``src[offset + j]``, for j < n (default: all rows after ``offset``, or ``len(sel)``).
 
@@ -338,7 +307,8 @@ def prep_msm_device(
             classification, one at the end).
 
     Returns:
-        :class:`DevicePrep`; ``.to_host()`` equals ``zkgpu.msm.prep_msm`` of the same vector.
+        :class:`zkgpu.msm.PrepMsm` holding CuPy arrays; ``.to_host()`` equals ``zkgpu.msm.prep_msm`` of
+        the same vector.
 
     Raises:
         RuntimeError: no GPU. TypeError / ValueError: as the reference (a scalar ``>= r`` names
@@ -370,7 +340,8 @@ def prep_msm_device(
         words = -(-n // 64)
         bitmap = cp.zeros(words, dtype=cp.uint64)
         if n == 0:
-            return DevicePrep(0, bitmap, 0, 0, cp.empty((0, 4), dtype=cp.uint64), cp.empty(0, dtype=cp.int64))
+            return PrepMsm(n=0, bitmap=bitmap, ones=0, zeros=0, sig_scalars=cp.empty((0, 4), dtype=cp.uint64),
+                           sig_indices=cp.empty(0, dtype=cp.int64))
         sig = cp.empty(n, dtype=cp.uint8)
         stat = cp.array([0, 0, np.iinfo(np.uint64).max], dtype=cp.uint64)  # ones, significant, first bad
         args = (d, s_d, np.int32(use_sel), np.uint64(offset), np.uint64(n))
@@ -386,7 +357,7 @@ def prep_msm_device(
         if m:
             _cuda.launch_1d(_cuda.get_kernel("prep", "prep_compact"), n, (*args, sig, pos, sig_idx, sig_sc), block=_BLOCK, stream=stream)
         stream.synchronize()
-    return DevicePrep(n, bitmap, ones, n - ones - m, sig_sc, sig_idx)
+    return PrepMsm(n=n, bitmap=bitmap, ones=ones, zeros=n - ones - m, sig_scalars=sig_sc, sig_indices=sig_idx)
 
 
 # --------------------------------------------------------------------------- one entry point
@@ -425,99 +396,3 @@ def warm_up(prep: str) -> None:
     elif prep == "gpu":
         prep_msm_device(tiny)
         prep_msm_device(tiny, sel=np.arange(3))
-
-
-# --------------------------------------------------------------------------- benchmark
-
-
-def porep_like_scalars(n: int, seed: int = 0, zero: float = 0.45, one: float = 0.50) -> np.ndarray:
-    """(n, 4) uint64 scalars with PoRep's shape (the pipeline's default :class:`~zkgpu.pipeline.config.Density`):
-    0 with probability ``zero``, 1 with ``one``, otherwise uniform below 2^254."""
-    from .pipeline.synthesis import fill_aux
-
-    out = np.empty((n, 4), dtype=np.uint64)
-    return fill_aux(out, np.random.default_rng([seed, 0x93E9]), zero, one)
-
-
-def run_benchmark(min_log: int = 20, max_log: int = 26, repeat: int = 5, threads: int | None = None,
-                  preps: tuple[str, ...] = PREPS) -> list[dict[str, Any]]:
-    """Median time of each variant per size, PoRep-like scalars (:func:`porep_like_scalars`).
-
-    ``cpu`` and ``cpu_parallel``: host wall time (``time.perf_counter``) of the whole call.
-    ``gpu``: CUDA events around :func:`prep_msm_device` on device-resident scalars (``phase=device``)
-    and, separately, around the call including the pageable H2D of the scalars (``phase=with_h2d``).
-    One warm-up call each. Rows: log_n, prep, phase, threads, median/min/max ms, Mscalars_per_s.
-    Variants that cannot run here (no numba, no GPU) are left out.
-    """
-    rows: list[dict[str, Any]] = []
-    threads = default_threads() if threads is None else threads
-    avail = [p for p in preps if not ((p == "cpu_parallel" and numba is None) or (p == "gpu" and not _cuda.gpu_available()))]
-    for lg in range(min_log, max_log + 1):
-        n = 1 << lg
-        host = porep_like_scalars(n)
-        cases: list[tuple[str, str, Any]] = []
-        if "cpu" in avail:
-            cases.append(("cpu", "host", lambda: prep_msm_reference(host)))
-        if "cpu_parallel" in avail:
-            cases.append(("cpu_parallel", "host", lambda: prep_msm_parallel(host, threads=threads)))
-        if "gpu" in avail:
-            cp = _cuda.cupy()
-            dev = cp.asarray(host)
-            cases.append(("gpu", "device", lambda: prep_msm_device(dev)))
-            cases.append(("gpu", "with_h2d", lambda: prep_msm_device(host)))
-        for prep, phase, fn in cases:
-            fn()
-            times = []
-            for _ in range(repeat):
-                if prep == "gpu":
-                    times.append(_cuda.time_ms(fn))
-                else:
-                    t0 = time.perf_counter()
-                    fn()
-                    times.append((time.perf_counter() - t0) * 1e3)
-            med = float(np.median(times))
-            rows.append(dict(log_n=lg, n=n, prep=prep, phase=phase, threads=threads if prep == "cpu_parallel" else 1,
-                             median_ms=med, min_ms=float(min(times)), max_ms=float(max(times)), repeat=repeat,
-                             Mscalars_per_s=n / (med * 1e3) if med > 0 else float("nan")))
-        del host
-        if "gpu" in avail:
-            del dev
-            _cuda.cupy().get_default_memory_pool().free_all_blocks()
-    return rows
-
-
-def _bench_command():
-    import click
-
-    @click.command("prep")
-    @click.option("--min-log", default=20, show_default=True, type=click.IntRange(0, 28), help="smallest size, log2")
-    @click.option("--max-log", default=26, show_default=True, type=click.IntRange(0, 28), help="largest size, log2")
-    @click.option("--repeat", default=5, show_default=True, type=click.IntRange(1, 1000), help="timed repeats per point (median reported)")
-    @click.option("--threads", default=None, type=click.IntRange(1, 256), help="cpu_parallel threads (default min(8, CPUs))")
-    @click.option("--out", "out_base", default=None, help="base folder for the run folder (default data/)")
-    def prep_bench(min_log: int, max_log: int, repeat: int, threads: int | None, out_base: str | None) -> None:
-        """prep_msm variants (cpu, cpu_parallel, gpu) at 2^min-log .. 2^max-log: CSV + JSON + manifest."""
-        import pandas as pd
-
-        from .manifest import build_manifest, new_run_dir, write_json_new
-
-        if min_log > max_log:
-            raise click.BadParameter(f"need --min-log <= --max-log, got {min_log} > {max_log}")
-        rows = run_benchmark(min_log, max_log, repeat, threads)
-        run_dir = new_run_dir("bench-prep", base=Path(out_base) if out_base else None)
-        df = pd.DataFrame(rows)
-        df.to_csv(run_dir / "prep.csv", index=False)
-        write_json_new(run_dir / "prep.json", rows)
-        write_json_new(run_dir / "manifest.json", build_manifest(
-            benchmark="prep", min_log=min_log, max_log=max_log, repeat=repeat,
-            threads=threads or default_threads(), preps=sorted(set(df["prep"])) if len(df) else [],
-            scalars="PoRep-like: 45% zero, 50% one, 5% uniform < 2^254",
-            timing="cpu, cpu_parallel: perf_counter of the call; gpu: CUDA events (device-resident, and with the pageable H2D); medians, one warm-up"))
-        if len(df):
-            click.echo(df.pivot_table(index="log_n", columns=["prep", "phase"], values="median_ms").to_string(float_format=lambda v: f"{v:9.2f}"))
-        click.echo(f"(median ms) written to {run_dir}")
-
-    return prep_bench
-
-
-bench_command = _bench_command()

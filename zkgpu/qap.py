@@ -25,26 +25,19 @@ from typing import Any
 import numpy as np
 
 from . import _cuda
+from .domain import log2_size, ntt_reference
 from .field import FR, check_array, fr_from_ints, fr_to_ints
-from .ntt import (
-    _check_values_device,
-    _first_unreduced_launch,
-    _fused_pair_pass,
-    _fused_pass,
-    _fused_tile_log,
-    _ntt_fused,
-    _passes,
-    _raise_unreduced,
-    _resolve_algorithm,
-    _to_device_mont,
+from .fr_device import (
+    check_canonical,
     check_device_array,
     device_words,
+    first_unreduced_launch,
     from_montgomery,
-    log2_size,
-    ntt_inplace,
-    ntt_reference,
+    raise_unreduced,
+    to_device_mont,
     to_montgomery,
 )
+from .ntt import coset_evals_inplace, global_passes, ntt_inplace, resolve_algorithm
 
 __all__ = [
     "domain_log_size",
@@ -54,7 +47,6 @@ __all__ = [
     "compute_h_reference",
     "prepare_input",
     "DeferredCheck",
-    "coset_evals_inplace",
     "combine_h_inplace",
 ]
 
@@ -85,7 +77,7 @@ def z_inv_on_coset(log_n: int) -> int:
 def compute_h_reference(
     a: Sequence[int], b: Sequence[int], c: Sequence[int], *, log_n: int | None = None
 ) -> list[int]:
-    """CPU reference on Python ints (via :func:`zkgpu.ntt.ntt_reference`): the N coefficients of h.
+    """CPU reference on Python ints (via :func:`zkgpu.domain.ntt_reference`): the N coefficients of h.
 
     Raises:
         ValueError: empty input, a value outside [0, r), or a bad domain size. TypeError: an
@@ -99,13 +91,13 @@ def compute_h_reference(
         coeffs = ntt_reference(vals + [0] * (n - len(vals)), inverse=True)
         evals.append(ntt_reference(coeffs, coset=True))
     zi = z_inv_on_coset(L)
-    hc = [(x * y - z) * zi % P for x, y, z in zip(*evals)]
+    hc = [(x * y - z) * zi % P for x, y, z in zip(*evals, strict=True)]
     return ntt_reference(hc, inverse=True, coset=True)
 
 
 @functools.cache
 def _z_inv_device(log_n: int) -> Any:
-    return _to_device_mont([z_inv_on_coset(log_n)])
+    return to_device_mont([z_inv_on_coset(log_n)])
 
 
 def compute_h_inplace(
@@ -113,7 +105,7 @@ def compute_h_inplace(
 ) -> Any:
     """The H computation on three device buffers of N = 2^L Fr elements in Montgomery form.
 
-    a, b and c (CuPy, C-contiguous, 32*N bytes each, see :func:`zkgpu.ntt.device_words`) are
+    a, b and c (CuPy, C-contiguous, 32*N bytes each, see :func:`zkgpu.fr_device.device_words`) are
     overwritten (b and c hold scratch data afterwards); a receives the N coefficients of h (Montgomery form). Launches on CuPy's current
     stream; synchronises only when ``timings`` is given, which is then filled with CUDA-event times
     in ms: ``ntt_ms`` (3 iNTT + 3 coset NTT), ``pointwise_ms``, ``intt_ms`` (inverse coset NTT),
@@ -121,14 +113,14 @@ def compute_h_inplace(
 
     ``algorithm`` ("stagewise" or "fused", default :data:`zkgpu.ntt.ALGORITHM`) picks the NTT kernels.
     With "fused" the last pass of each iNTT and the first pass of the following coset NTT run as one
-    pass (:func:`coset_evals_inplace`), and the pointwise step runs inside the last pass of a's coset
+    pass (:func:`zkgpu.ntt.coset_evals_inplace`), and the pointwise step runs inside the last pass of a's coset
     NTT, so ``pointwise_ms`` is 0 and ``ntt_ms`` includes it (as long as N > 2^10; at one pass per
     transform the pointwise kernel runs separately).
 
     Raises:
         ValueError: sizes differ or are not a power of two, or an unknown algorithm.
     """
-    algorithm = _resolve_algorithm(algorithm)
+    algorithm = resolve_algorithm(algorithm)
     cp = _cuda.cupy()
     wa, wb, wc = (device_words(x, name=nm) for x, nm in ((a, "a"), (b, "b"), (c, "c")))
     if not wa.size == wb.size == wc.size:
@@ -138,7 +130,7 @@ def compute_h_inplace(
     ev = [cp.cuda.Event() for _ in range(4)] if timings is not None else None
     if ev:
         ev[0].record()
-    fused = algorithm == "fused" and len(_passes(L, _fused_tile_log())) > 1
+    fused = algorithm == "fused" and global_passes(L, "nr", algorithm) > 1
     if fused:
         coset_evals_inplace(wb, algorithm=algorithm)
         coset_evals_inplace(wc, algorithm=algorithm)
@@ -154,10 +146,10 @@ def compute_h_inplace(
     if ev:
         ev[2].record()
     if fused:  # b is free now: the scratch buffer that spares the "nn" transform its bit-reversal pass
-        _ntt_fused(wa, L, True, True, "nn", scratch=wb)
+        ntt_inplace(wa, inverse=True, coset=True, order="nn", algorithm=algorithm, scratch=wb)
     else:
         ntt_inplace(wa, inverse=True, coset=True, order="nn", algorithm=algorithm)
-    if ev:
+    if ev and timings is not None:
         ev[3].record()
         ev[3].synchronize()
         timings.update(
@@ -170,7 +162,6 @@ def compute_h_inplace(
 
 
 def _compute_h_device(a: Any, b: Any, c: Any, log_n: int | None, timings: dict | None, algorithm: str | None) -> Any:
-    cp = _cuda.cupy()
     for x, nm in ((a, "a"), (b, "b"), (c, "c")):
         check_device_array(x, name=nm)
     L = domain_log_size([a.shape[0], b.shape[0], c.shape[0]], log_n)
@@ -196,7 +187,7 @@ class DeferredCheck:
         for name, words, out in self._items:
             bad = int(out.get()[0])
             if bad < words.size // 8:
-                _raise_unreduced(words, bad, name)
+                raise_unreduced(words, bad, name)
         self._items.clear()
 
 
@@ -219,51 +210,13 @@ def prepare_input(x: Any, n: int, *, name: str = "x", deferred: DeferredCheck | 
         raise ValueError(f"{name} has {x.shape[0]} elements, more than the domain size {n}")
     words = device_words(x, name=name)
     if deferred is None:
-        _check_values_device(words, name)
+        check_canonical(words, name)
     else:
-        deferred.add(name, words, _first_unreduced_launch(words))
+        deferred.add(name, words, first_unreduced_launch(words))
     buf = cp.zeros((n, 4), dtype=cp.uint64)
     buf[: x.shape[0]] = x
     to_montgomery(buf)
     return buf
-
-
-def coset_evals_inplace(w: Any, *, algorithm: str | None = None, post_op: tuple | None = None) -> Any:
-    """Evaluations on the domain -> evaluations on the coset gH, in place on the current stream:
-    inverse NTT (natural in, bit-reversed out) then coset NTT (bit-reversed in, natural out), as
-    upstream's ``execute_ntts_single`` (groth16_ntt_h.cu:41-62; cuzk-pipeline.md §6). ``w``: N Fr
-    in Montgomery form (:func:`zkgpu.ntt.device_words` layout). Returns ``w``.
-
-    With ``algorithm="fused"`` the two transforms share their pass on the low index bits (kernel
-    ntt_fused2_*: the inverse sub-transform, the factor g^i/n, the forward sub-transform), so the pair
-    makes 2*ceil(L/10) - 1 passes over memory instead of 2*ceil(L/10). ``post_op = (zinv, b, c)`` (fused
-    only, more than one pass): the last pass stores (w * b - c) * zinv, the Groth16 pointwise step."""
-    algorithm = _resolve_algorithm(algorithm)
-    if algorithm != "fused":
-        if post_op is not None:
-            raise ValueError("coset_evals_inplace: post_op needs algorithm='fused'")
-        ntt_inplace(w, inverse=True, order="nr", algorithm=algorithm)
-        ntt_inplace(w, coset=True, order="rn", algorithm=algorithm)
-        return w
-    words = device_words(w)
-    L = log2_size(words.size // 8)
-    if L == 0:
-        if post_op is not None:
-            raise ValueError("coset_evals_inplace: post_op needs more than one pass")
-        return w
-    passes = _passes(L, _fused_tile_log())  # DIF order: the last one has s_lo = c = 0
-    if post_op is not None and len(passes) < 2:
-        raise ValueError("coset_evals_inplace: post_op needs more than one pass")
-    for s_lo, k, c in passes[:-1]:  # the inverse NTT "nr" up to its last pass
-        _fused_pass(words, L, s_lo, k, c, dit=False, inverse=True)
-    _fused_pair_pass(words, L, passes[-1][1])
-    dit_passes = passes[::-1][1:]
-    for i, (s_lo, k, c) in enumerate(dit_passes):  # the coset NTT "rn" after its first pass
-        kw = {}
-        if post_op is not None and i == len(dit_passes) - 1:
-            kw = dict(post=post_op[0], post_mode=4, aux1=post_op[1], aux2=post_op[2])
-        _fused_pass(words, L, s_lo, k, c, dit=True, inverse=False, **kw)
-    return w
 
 
 def _mul_sub_scale(wa: Any, wb: Any, wc: Any, log_n: int) -> None:
@@ -272,7 +225,7 @@ def _mul_sub_scale(wa: Any, wb: Any, wc: Any, log_n: int) -> None:
 
 
 def combine_h_inplace(a: Any, b: Any, c: Any) -> Any:
-    """The second half of the H computation on coset evaluations (from :func:`coset_evals_inplace`):
+    """The second half of the H computation on coset evaluations (from :func:`zkgpu.ntt.coset_evals_inplace`):
     a <- (a*b - c) * Z^-1 on the coset, then the inverse coset NTT of a, on the current stream.
     a receives the N coefficients of h (Montgomery form); b and c are left as they were.
 
@@ -311,7 +264,7 @@ def compute_h(
         ValueError: bad shape, empty input, an element >= r (first bad index named), bad domain, an
             unknown algorithm.
     """
-    _resolve_algorithm(algorithm)
+    resolve_algorithm(algorithm)
     dev = [_cuda.is_device_array(x) for x in (a, b, c)]
     if any(dev) and not all(dev):
         raise TypeError("compute_h: a, b, c must all be host (numpy) or all device (CuPy) arrays")

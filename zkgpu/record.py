@@ -8,7 +8,7 @@ The folder is ``zkgpu.manifest.new_run_dir("record")`` = ``data/<gpu>-<YYYYMMDD>
 * ``sweep.parquet`` + ``sweep.csv`` — the H2D bandwidth sweep (:func:`zkgpu.bench.transfer.bandwidth_sweep`),
   and ``host_alloc.csv`` — cudaHostAlloc / cudaHostRegister costs per size
   (:func:`zkgpu.bench.transfer.host_alloc_costs`), GPU only;
-* ``bench/<kernel>.csv`` — kernel benchmarks (``zkgpu.ntt`` / ``zkgpu.msm`` ``run_benchmark``), GPU only;
+* ``bench/<kernel>.csv`` — kernel benchmarks (``zkgpu.bench.ntt`` / ``zkgpu.bench.msm`` ``run_benchmark``), GPU only;
 * ``manifest.json`` — written LAST (its presence marks a readable recording): environment, commit,
   sizes, every scenario's configuration, files, seconds, pool statistics or error, and notes on
   whatever was skipped. On Ctrl-C or SIGTERM (``timeout``) the scenarios finished so far are still
@@ -42,8 +42,10 @@ from typing import Any
 import click
 import pandas as pd
 
-from . import msm, ntt, pipeline
+from . import pipeline
 from ._cuda import gpu_available
+from .bench import msm as bench_msm
+from .bench import ntt as bench_ntt
 from .bench import transfer as bench_transfer
 from .errors import CliError, OneLineCommand
 from .hostload import HostMemoryLoad
@@ -282,8 +284,8 @@ def _sweep(run_dir: Path, quick: bool, notes: list[str]) -> str | None:
 #: the kernel benchmarks of a recording: name -> (module with ``run_benchmark``, log2 sizes, log2
 #: sizes with ``quick``)
 BENCHMARKS: dict[str, tuple[Any, tuple[int, int], tuple[int, int]]] = {
-    "ntt": (ntt, (16, 24), (16, 20)),
-    "msm": (msm, (12, 20), (12, 16)),
+    "ntt": (bench_ntt, (16, 24), (16, 20)),
+    "msm": (bench_msm, (12, 20), (12, 16)),
 }
 
 

@@ -48,8 +48,9 @@ import numpy as np
 from .. import _cuda
 from ..field import FR, fr_from_ints, fr_to_ints
 from ..msm import msm, msm_cpu
-from ..ntt import _defines as _ntt_defines
-from ..ntt import _grid, _split_tables, from_montgomery, ntt_inplace, ntt_reference
+from ..domain import ntt_reference
+from ..fr_device import from_montgomery
+from ..ntt import ntt_inplace, power_table
 from ..qap import compute_h_inplace, compute_h_reference, prepare_input
 from .formats import Witness, ZKey
 
@@ -155,13 +156,7 @@ def _odd_coset_factors_device(log_n: int) -> Any:
     """:func:`_odd_coset_factors` built on the GPU (Montgomery form, flat uint32, 8 words each) with
     the NTT's power-table kernel (``ntt_build_powers``: ``lo[i mod 2^S] * hi[i >> S]``), instead
     of 2^log_n Python multiplications and a host-to-device copy."""
-    cp = _cuda.cupy()
-    n = 1 << log_n
-    lo, hi, S = _split_tables(snarkjs_root(log_n + 1), log_n, P - 2)
-    out = cp.empty(8 * n, dtype=cp.uint32)
-    grid, block = _grid(n)
-    _cuda.get_kernel("ntt", "ntt_build_powers", _ntt_defines())((grid,), (block,), (out, lo, hi, np.int32(S), np.uint64(n)))
-    return out
+    return power_table(snarkjs_root(log_n + 1), log_n, P - 2)
 
 
 def h_scalars(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, device: str = "cpu", timings: dict | None = None) -> np.ndarray:

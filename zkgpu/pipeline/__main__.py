@@ -22,12 +22,12 @@ import click
 import pandas as pd
 
 from zkgpu._cuda import gpu_available
+from zkgpu.bench.prep import threads_from_env
 from zkgpu.errors import CliError, OneLineCommand, check_writable_under
 from zkgpu.host_alloc import PageableAllocator
 from zkgpu.pinned_pool import PinnedPool
 from zkgpu.pipeline.config import DEVICES, LOCK_SCOPES, PREPS, TRANSFERS, PipelineConfig
 from zkgpu.pipeline.runner import prepare_backend, run_pipeline
-from zkgpu.prep import default_threads
 
 ORDER = ["synthesize", "gpu_queue", "prep_msm", "b_g2_msm", "mutex_wait", "ntt_msm_h", "h2d", "ntt", "h_msm", "barrier_wait", "batch_add", "tail_msm", "mutex_held", "finalize", "malloc_trim", "prove"]
 
@@ -68,7 +68,7 @@ def main(log_n: int | None, partitions: int, gw: int, synth_workers: int, transf
         for transfer in transfers:
             base.with_(transfer=transfer)  # e.g. registered needs device=gpu: refused before any work
         if prep == "cpu_parallel":
-            default_threads()  # a bad $ZKGPU_PREP_THREADS: refused here, not in every partition
+            threads_from_env()  # a bad $ZKGPU_PREP_THREADS: refused here, not in every partition
     except (TypeError, ValueError) as exc:
         raise CliError(str(exc).replace("PipelineConfig.", "")) from exc
     if out is not None:

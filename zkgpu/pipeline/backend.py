@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from zkgpu import _cuda, msm, ntt, qap, transfer
+from zkgpu import _cuda, fr_device, msm, ntt, qap, transfer
 from zkgpu.field import fr_from_ints, fr_to_ints
 from zkgpu.metrics import h2d_overlap
 from zkgpu.pinned_pool import PinnedPool
@@ -177,7 +177,7 @@ def prep_scalars(scalars: np.ndarray) -> Prep:
 
 
 def _as_prep(r: Any) -> Prep:
-    """A :class:`zkgpu.msm.PrepMsm` or :class:`zkgpu.prep.DevicePrep` with upstream's split decision."""
+    """A :class:`zkgpu.msm.PrepMsm` (host or device arrays) with upstream's split decision."""
     n_sig = r.significant
     return Prep(r.n, n_sig <= r.n // 2, r.bitmap, int(r.ones), n_sig, r.sig_indices, r.sig_scalars)
 
@@ -505,7 +505,7 @@ class GpuBackend:
         returns once the copy has completed: a pageable copy blocks the host anyway, and the
         pinned DMA is event-timed), then, queued on that vector's stream without a host wait,
         :func:`zkgpu.qap.prepare_input` (its value check deferred to :meth:`finish_h`) and
-        :func:`zkgpu.qap.coset_evals_inplace`; the host time of this call is the copies plus
+        :func:`zkgpu.ntt.coset_evals_inplace`; the host time of this call is the copies plus
         kernel launches. So the copy of b runs while the NTTs of a run, and the copy of c while
         those of b run; only the first copy cannot overlap any compute. Device-array inputs (transfer ``resident``) are not copied.
         Stream 0 then waits for the other two. Finish with :meth:`finish_h`.
@@ -532,7 +532,7 @@ class GpuBackend:
                 ce.record(s)
                 buf = qap.prepare_input(d, n, name=nm, deferred=st.check)
                 st.inputs.append(d)  # alive until the deferred check has been read
-                qap.coset_evals_inplace(buf)
+                self.ntt.coset_evals_inplace(buf)
                 ke = cp.cuda.Event()
                 ke.record(s)
             st.bufs.append(buf)
@@ -555,7 +555,7 @@ class GpuBackend:
             cs = cp.cuda.Event()
             cs.record(stream)
             self.qap.combine_h_inplace(*st.bufs)
-            h = self.ntt.from_montgomery(st.bufs[0])
+            h = fr_device.from_montgomery(st.bufs[0])
             end = cp.cuda.Event()
             end.record(stream)
         end.synchronize()

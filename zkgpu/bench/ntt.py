@@ -1,0 +1,227 @@
+"""``zkgpu bench ntt``: the Fr NTT kernels timed on the GPU, and beside sppark's.
+
+:func:`run_benchmark` times every transform of :data:`BENCH_VARIANTS` on device-resident random data with
+each kernel of :data:`zkgpu.ntt.KERNEL_SPECS` (CUDA events, :func:`zkgpu._cuda.benchmark`), plus the whole
+Groth16 H computation (:func:`zkgpu.qap.compute_h_inplace`); :data:`bench_command` writes the rows to a
+fresh ``bench-ntt`` run folder (ntt.csv, ntt.json, manifest.json) and, with ``--sppark``, the ratios to
+sppark's rows of the same GPU (:mod:`zkgpu.anchors`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+import pandas as pd
+
+from .. import _cuda, ntt
+from ..anchors import ntt_vs_sppark, read_sppark, sppark_provenance
+from ..errors import CliError
+from ..field import FR
+from ..fr_device import to_montgomery
+from ..manifest import build_manifest, new_run_dir, write_json_new
+from ..qap import compute_h_inplace
+
+__all__ = [
+    "BENCH_VARIANTS",
+    "kernel_settings",
+    "run_benchmark",
+    "kernel_ratios",
+    "bench_command",
+]
+
+BENCH_VARIANTS: dict[str, dict[str, Any]] = {
+    "forward-nr": dict(inverse=False, coset=False, order="nr"),
+    "forward-nn": dict(inverse=False, coset=False, order="nn"),
+    "inverse-nn": dict(inverse=True, coset=False, order="nn"),
+    "coset-nn": dict(inverse=False, coset=True, order="nn"),
+    "inverse-coset-nn": dict(inverse=True, coset=True, order="nn"),
+    "coset-rn": dict(inverse=False, coset=True, order="rn"),
+}
+
+
+@contextlib.contextmanager
+def kernel_settings(spec: str) -> Iterator[None]:
+    """Within the block, :func:`zkgpu.ntt.ntt_inplace` and :func:`zkgpu.qap.compute_h_inplace` default to the
+    kernel named by ``spec`` (see :data:`zkgpu.ntt.KERNEL_SPECS`): the block sets the module settings of :mod:`zkgpu.ntt`
+    and restores them afterwards.
+
+    Raises:
+        ValueError: an unknown spec.
+    """
+    parts = spec.split("-")
+    if parts[0] not in ntt.ALGORITHMS or spec not in ntt.KERNEL_SPECS:
+        raise ValueError(f"unknown NTT kernel {spec!r}; choose from {', '.join(ntt.KERNEL_SPECS)}")
+    names = ("ALGORITHM", "RADIX", "FUSED_RADIX", "FUSED_OUTER", "FUSED_TILE_LOG", "FIELD_ARITH")
+    saved = {k: getattr(ntt, k) for k in names}
+    try:
+        ntt.ALGORITHM = parts[0]
+        for part in parts[1:]:
+            if part in ("ptx", "cxx"):
+                ntt.FIELD_ARITH = part
+            elif part.startswith("t"):
+                ntt.FUSED_TILE_LOG = int(part[1:])
+            elif part.startswith("r"):
+                if ntt.ALGORITHM == "fused":
+                    ntt.FUSED_RADIX = int(part[1:])
+                else:
+                    ntt.RADIX = int(part[1:])
+            else:
+                ntt.FUSED_OUTER = part
+        yield
+    finally:
+        for k, v in saved.items():
+            setattr(ntt, k, v)
+
+
+def run_benchmark(
+    min_log: int = 16, max_log: int = 26, repeat: int = 10, warmup: int = 2, with_compute_h: bool = True,
+    kernels: Sequence[str] = ("stagewise",), h_min_log: int = 20, h_max_log: int = 24,
+) -> list[dict[str, Any]]:
+    """Time every variant of :data:`BENCH_VARIANTS` on device-resident random data (CUDA events) with each
+    kernel of ``kernels`` (:data:`zkgpu.ntt.KERNEL_SPECS`), plus (``with_compute_h``, sizes h_min_log..h_max_log) the
+    whole Groth16 H computation :func:`zkgpu.qap.compute_h_inplace`.
+
+    Returns one row per (log_n, kernel, variant): median/min/max ms, ``kernel`` and ``algorithm``,
+    ``radix`` (elements per thread of the fused kernels, or stagewise :data:`zkgpu.ntt.RADIX`), ``outer`` (fused
+    outer twiddles), mulmods/s (n/2*L butterfly multiplies per NTT) and the effective GB/s of one read and
+    one write of the vector per global pass, plus the kernel build options.
+    """
+    for spec in kernels:
+        with kernel_settings(spec):
+            pass  # validate every spec before the first measurement
+    cp = _cuda.cupy()
+    rng = np.random.default_rng()
+    rows = []
+    for L in range(min_log, max_log + 1):
+        n = 1 << L
+        host = rng.integers(0, 2**64, size=(n, 4), dtype=np.uint64)
+        host[:, 3] >>= np.uint64(2)  # < 2^254 < r: canonical, random enough for timing
+        d = cp.asarray(host).view(cp.uint32).reshape(-1)
+        del host
+        to_montgomery(d)
+        for spec in kernels:
+            with kernel_settings(spec):
+                s = ntt.settings()
+                fused = s["algorithm"] == "fused"
+                common = dict(
+                    log_n=L, n=n, kernel=spec, algorithm=s["algorithm"],
+                    radix=s["fused_radix"] if fused else s["radix"],
+                    outer=s["fused_outer"] if fused else "", field_arith=s["field_arith"] or "default",
+                    repeat=repeat, warmup=warmup,
+                )
+                for name, kw in BENCH_VARIANTS.items():
+                    res = _cuda.benchmark(functools.partial(ntt.ntt_inplace, d, **kw), warmup=warmup, repeat=repeat)
+                    npass = ntt.global_passes(L, kw["order"], s["algorithm"])
+                    med = res.median_ms
+                    rows.append(
+                        dict(
+                            common, variant=name, median_ms=med, min_ms=res.min_ms, max_ms=res.max_ms,
+                            global_passes=npass, butterfly_mulmods_per_s=(n // 2) * L / (med * 1e-3),
+                            effective_GBps=2 * 32 * n * npass / (med * 1e-3) / 1e9,
+                        )
+                    )
+                if with_compute_h and h_min_log <= L <= h_max_log:
+                    # the Groth16 H step: 3 iNTT + 3 coset NTT + pointwise + inverse coset NTT
+                    e, f = d.copy(), d.copy()
+                    res = _cuda.benchmark(functools.partial(compute_h_inplace, d, e, f), warmup=warmup, repeat=repeat)
+                    med = res.median_ms
+                    npass = ntt.global_passes(L, "nr", s["algorithm"])
+                    rows.append(
+                        dict(
+                            common, variant="compute_h", median_ms=med, min_ms=res.min_ms, max_ms=res.max_ms,
+                            global_passes=7 * npass + 2 - (4 if fused and npass > 1 else 0),
+                            butterfly_mulmods_per_s=7 * (n // 2) * L / (med * 1e-3), effective_GBps=float("nan"),
+                        )
+                    )
+                    del e, f
+        del d
+        ntt.clear_cache()
+        cp.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+def kernel_ratios(rows: Sequence[dict[str, Any]], baseline: str = "stagewise") -> Any:
+    """Median-ms ratios of each kernel to ``baseline`` per (log_n, variant), as a pandas DataFrame
+    (columns: the kernels other than the baseline; < 1 means faster). Empty when the baseline is absent."""
+    df = pd.DataFrame(list(rows))
+    if df.empty or baseline not in set(df["kernel"]):
+        return pd.DataFrame()
+    t = df.pivot_table(index=["log_n", "variant"], columns="kernel", values="median_ms", aggfunc="median")
+    return t.drop(columns=[baseline]).div(t[baseline], axis=0)
+
+
+@click.command("ntt")
+@click.option("--min-log", default=16, show_default=True, help="smallest size, log2")
+@click.option("--max-log", default=26, show_default=True, help="largest size, log2")
+@click.option("--repeat", default=10, show_default=True, help="timed repeats per point (median reported)")
+@click.option("--kernel", "kernels", multiple=True, metavar="SPEC",
+              help="NTT kernel(s) to time, e.g. stagewise, fused, fused-r4-auto-t12, stagewise-cxx (repeatable; "
+                   "default: stagewise and fused; zkgpu.ntt.KERNEL_SPECS lists them all)")
+@click.option("--h-min-log", default=20, show_default=True, help="smallest compute_h size, log2")
+@click.option("--h-max-log", default=24, show_default=True, help="largest compute_h size, log2")
+@click.option("--sppark", "sppark_file", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="sppark-bench output (sppark.txt) of the same GPU: also write and print zkgpu/sppark ratios")
+@click.option("--out", "out_base", default=None, help="base folder for the run folder (default data/)")
+def ntt_bench(min_log: int, max_log: int, repeat: int, kernels: tuple[str, ...], h_min_log: int, h_max_log: int,
+              sppark_file: str | None, out_base: str | None) -> None:
+    """Fr NTT on the GPU, device-resident, 2^min-log .. 2^max-log: forward/inverse/coset/inverse-coset
+    per kernel, and compute_h at 2^h-min-log .. 2^h-max-log; CSV + JSON, and the ratios to stagewise."""
+    kernels = kernels or ("stagewise", "fused")
+    for spec in kernels:
+        if spec not in ntt.KERNEL_SPECS:
+            raise click.BadParameter(f"unknown NTT kernel {spec!r} (e.g. stagewise, fused, fused-r4-auto-t12)",
+                                     param_hint="--kernel")
+        with kernel_settings(spec):
+            ntt.settings()  # a bad FUSED_TILE_LOG or radix fails here, before any measurement
+    sppark = None
+    if sppark_file:
+        try:
+            sppark = read_sppark(sppark_file)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--sppark") from None
+    if not _cuda.gpu_available():
+        raise CliError("no CUDA GPU: the NTT benchmark needs one (GPU benchmarks; without a GPU, replay the recordings: zkgpu report)")
+    if not 0 <= min_log <= max_log <= FR.two_adicity:
+        raise click.BadParameter(f"need 0 <= min-log <= max-log <= {FR.two_adicity}")
+    run_dir = new_run_dir("bench-ntt", base=Path(out_base) if out_base else None)
+    rows: list[dict[str, Any]] = []
+    for L in range(min_log, max_log + 1):  # ntt.csv grows size by size: a cut-off run keeps what it measured
+        rows += run_benchmark(L, L, repeat, kernels=kernels, h_min_log=h_min_log, h_max_log=h_max_log)
+        pd.DataFrame(rows).to_csv(run_dir / "ntt.csv", index=False)
+    df = pd.DataFrame(rows)
+    s = ntt.settings()
+    write_json_new(run_dir / "ntt.json", rows)
+    write_json_new(
+        run_dir / "manifest.json",
+        build_manifest(benchmark="ntt", min_log=min_log, max_log=max_log, repeat=repeat,
+                       variants=[*BENCH_VARIANTS, "compute_h"], kernels=list(kernels), h_min_log=h_min_log,
+                       h_max_log=h_max_log, radix=s["radix"], fused_radix=s["fused_radix"], fused_outer=s["fused_outer"],
+                       fused_tile_log=s["fused_tile_log"], kernel_defines=s["defines"],
+                       timing="CUDA events, median of repeats, warm-up excluded",
+                       **({"sppark": sppark_provenance(sppark_file)} if sppark_file else {})),
+    )
+    table = df.pivot_table(index="log_n", columns=["kernel", "variant"], values="median_ms")
+    with pd.option_context("display.width", 250, "display.max_columns", 100):
+        click.echo(table.to_string(float_format=lambda v: f"{v:9.3f}"))
+        ratios = kernel_ratios(rows)
+        if not ratios.empty:
+            click.echo("ratio to stagewise (< 1: faster):")
+            click.echo(ratios.unstack("variant").to_string(float_format=lambda v: f"{v:6.3f}"))
+        if sppark is not None and sppark_file:
+            vs = ntt_vs_sppark(rows, sppark)
+            vs.to_csv(run_dir / "ntt_vs_sppark.csv", index=False)
+            (run_dir / "sppark.txt").write_text(Path(sppark_file).read_text())
+            click.echo("zkgpu / sppark, same GPU (< 1: zkgpu faster):")
+            click.echo(vs.pivot_table(index="log_n", columns=["variant", "kernel"], values="ratio")
+                       .to_string(float_format=lambda v: f"{v:6.3f}"))
+    click.echo(f"(median ms, defines {s['defines']}) written to {run_dir}")
+
+
+bench_command = ntt_bench
+"""``zkgpu bench ntt`` (registered by :mod:`zkgpu.cli`)."""
