@@ -284,7 +284,7 @@ def beyond() -> list[Conclusion]:
 
     out: list[Conclusion] = []
     try:
-        nums, text = bottleneck.summary("replay")
+        nums, text = bottleneck.summary()
         out.append(Conclusion("beyond the fix", "07b_last_bottleneck", text, nums))
     except (ValueError, LookupError):
         pass

@@ -443,7 +443,7 @@ def gpu_window(table: pd.DataFrame, keys: Mapping[str, str], ax: Axes | None = N
     Args:
         table: shares (fractions) indexed by run, one column per cause.
         keys: ``{cause column: phase}`` giving each cause the colour of the phase it stands for
-            (:data:`zkgpu.bottleneck.CAUSE_PHASES`); the legend shows the cause's name.
+            (:data:`zkgpu.gpu_time.CAUSE_PHASES`); the legend shows the cause's name.
 
     Raises:
         ValueError: a cause column of ``keys`` is missing, or the table is empty.
