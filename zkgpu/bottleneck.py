@@ -332,7 +332,7 @@ def acceptance(source: Source, preds: pd.DataFrame, sims: dict[str, ModelResult]
     # the compute-only bound: the fewest kernel ms per partition any recorded run needed at this size
     kms = {n: kernel_ms_per_partition(source.events(n)) for n in ("baseline", "pinned_pool", "pinned_narrow", *done) if source.has(n)}
     kms = {k: v for k, v in kms.items() if math.isfinite(v) and v > 0}
-    bound_from = min(kms, key=kms.get) if kms else None
+    bound_from = min(kms, key=lambda k: kms[k]) if kms else None
     bound = 60000.0 / kms[bound_from] if bound_from else float("nan")
     prior_sims = preds.attrs.get("prior_sims", {})
     sim, basis = (sims[best], "calibration") if best in sims else ((prior_sims[best], "prior") if best in prior_sims else (None, ""))
@@ -341,7 +341,7 @@ def acceptance(source: Source, preds: pd.DataFrame, sims: dict[str, ModelResult]
     # the model's own event table includes its synthesis from t = 0, so the whole-run figure compares too
     whole = float(throughput(sim.events)["partitions_per_min"].iloc[0]) if sim is not None else float("nan")
     r = steps.loc[best]
-    out = {
+    out: dict[str, Any] = {
         "best": best, "compute_util": min(float(r["compute_util"]), float(r["union_compute_util"])),
         "window_compute_util": float(r["window_compute_util"]),
         "partitions_per_min": float(r["partitions_per_min"]), "baseline_partitions_per_min": float(steps.loc["baseline", "partitions_per_min"]),

@@ -229,7 +229,7 @@ def conclusions(source: Source) -> list[Conclusion]:
         gw = {1: "pinned_gw1", 2: "pinned_pool", 3: "pinned_gw3"}
         sweep = {g: float(tab.loc[n, "partitions_per_min"]) for g, n in gw.items() if n in have}
         cands = {n: float(tab.loc[n, "partitions_per_min"]) for n in ("pinned_pool", "pinned_narrow", "pinned_gw1", "pinned_gw3") if n in have}
-        best = max(cands, key=cands.get)
+        best = max(cands, key=lambda k: cands[k])
         narrow = ""
         if "pinned_narrow" in have:
             nv = tab.loc["pinned_narrow", "partitions_per_min"]
