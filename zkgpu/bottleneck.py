@@ -194,8 +194,8 @@ def last_mile_source(mode: str | None = None, *, base: str | Path | None = None)
 
 
 def idle_table(source: Source, names: Iterable[str]) -> pd.DataFrame:
-    """:func:`idle_causes` shares of each recorded scenario in ``names`` (one row each), plus
-    ``window_ms``, ``startup_ms`` and ``gpu_ms_per_partition`` (:func:`gpu_ms_per_partition`)."""
+    """:func:`zkgpu.gpu_time.idle_causes` shares of each recorded scenario in ``names`` (one row each), plus
+    ``window_ms``, ``startup_ms`` and ``gpu_ms_per_partition`` (:func:`zkgpu.gpu_time.gpu_ms_per_partition`)."""
     rows = {}
     for name in names:
         if not source.has(name):
@@ -317,7 +317,7 @@ def acceptance(source: Source, preds: pd.DataFrame, sims: dict[str, ModelResult]
     :func:`zkgpu.metrics.compute_utilization` and the union-based figure of :func:`steps_table`,
     since Σ gpu_ms double-counts workers whose phases overlap; and over the GPU window), its throughput against the
     baseline's of the same recording and against the compute-only bound (60000 / the fewest
-    :func:`kernel_ms_per_partition` of the recording's runs at that size, ``compute_bound_from``
+    :func:`zkgpu.gpu_time.kernel_ms_per_partition` of the recording's runs at that size, ``compute_bound_from``
     names which), and the model's throughput error (over the GPU window, as the
     model measures it; ``model_whole_run_*``: the same over the whole run, startup included, from
     the model's own event table). ``*_ok`` flags test the thresholds (0.9, 2, 0.9, 10% over the
@@ -387,7 +387,7 @@ def key_numbers(source: Source, idle: pd.DataFrame, after_fix: str, preds: pd.Da
         source: the replayed or live source; idle: :func:`idle_table` (shares); after_fix: the run
             that shows the state after the fix; preds: :func:`predictions`; acc: :func:`acceptance`
             (None before the new scenarios are recorded); gpu_phase_ms: GPU phase ms per partition
-            of the run shown (:func:`gpu_budget`).
+            of the run shown (:func:`zkgpu.gpu_time.gpu_budget`).
 
     Returns:
         ``(numbers, finding)``; every key starts with ``last_mile_`` (the numbers come from the

@@ -44,10 +44,10 @@ def _lock_overhead_ms(ev: pd.DataFrame) -> float:
     inner = ev[ev["phase"].isin(("ntt_msm_h", "barrier_wait", "batch_add", "tail_msm"))]
     vals = []
     for key, h in held.groupby(["run", "partition"], dropna=False):
-        ivs = list(zip(h["start_ns"].astype("int64"), h["end_ns"].astype("int64")))
+        ivs = list(zip(h["start_ns"].astype("int64"), h["end_ns"].astype("int64"), strict=True))
         sub = inner[(inner["run"] == key[0]) & (inner["partition"] == key[1])] if not pd.isna(key[1]) else inner.iloc[0:0]
         inside = sum(
-            int(e) - int(s) for s, e in zip(sub["start_ns"], sub["end_ns"])
+            int(e) - int(s) for s, e in zip(sub["start_ns"], sub["end_ns"], strict=True)
             if any(hs <= int(s) and int(e) <= he for hs, he in ivs)
         )
         vals.append(max(0.0, (sum(he - hs for hs, he in ivs) - inside) / 1e6))

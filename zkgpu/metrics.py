@@ -150,7 +150,7 @@ def union_ms(starts: Sequence[int] | np.ndarray, ends: Sequence[int] | np.ndarra
     s, e = s[order], e[order]
     total = 0
     cur_s, cur_e = int(s[0]), int(e[0])
-    for a, b in zip(s[1:].tolist(), e[1:].tolist()):
+    for a, b in zip(s[1:].tolist(), e[1:].tolist(), strict=True):
         if a <= cur_e:
             cur_e = max(cur_e, b)
         else:
@@ -315,18 +315,12 @@ def phase_shares(events: pd.DataFrame, by: Sequence[str] = ("run", "worker"), ph
     """
     _check(events)
     df = events.copy()
-    if phases is None:
-        df = df[~df["phase"].isin(CONTAINER_PHASES + SUB_PHASES)]
-    else:
-        df = df[df["phase"].isin(list(phases))]
+    df = df[~df["phase"].isin(CONTAINER_PHASES + SUB_PHASES)] if phases is None else df[df["phase"].isin(list(phases))]
     df["dur_ms"] = duration_ms(df)
     keys = [*by, "phase"]
     g = df.groupby(keys, dropna=False, sort=True)["dur_ms"]
     out = pd.DataFrame({"count": g.size(), "total_ms": g.sum(), "mean_ms": g.mean()}).reset_index()
-    if len(by):
-        tot = out.groupby(list(by), dropna=False)["total_ms"].transform("sum")
-    else:
-        tot = out["total_ms"].sum()
+    tot = out.groupby(list(by), dropna=False)["total_ms"].transform("sum") if len(by) else out["total_ms"].sum()
     out["share"] = out["total_ms"] / tot
     return out
 
@@ -354,7 +348,7 @@ def h2d_share(events: pd.DataFrame, by: Sequence[str] = ("run",)) -> pd.DataFram
         n = float(grp.loc[grp["phase"] == "ntt_msm_h", "dur_ms"].sum())
         key = key if isinstance(key, tuple) else (key,)
         nan = float("nan")
-        rows.append({**dict(zip(by, key)), "h2d_ms": h, "interval_ms": iv, "ntt_msm_h_ms": n,
+        rows.append({**dict(zip(by, key, strict=True)), "h2d_ms": h, "interval_ms": iv, "ntt_msm_h_ms": n,
                      "share": h / n if n > 0 else nan, "interval_share": iv / n if n > 0 else nan})
     return pd.DataFrame(rows, columns=[*by, "h2d_ms", "interval_ms", "ntt_msm_h_ms", "share", "interval_share"])
 
@@ -368,10 +362,7 @@ def effective_h2d_gbps(events: pd.DataFrame, by: Sequence[str] = ("run",), phase
     """
     _check(events)
     df = events[(events["phase"] == phase)].copy()
-    if "bytes" in df.columns:
-        df = df[df["bytes"].notna()]
-    else:
-        df = df.iloc[0:0]
+    df = df[df["bytes"].notna()] if "bytes" in df.columns else df.iloc[0:0]
     t = duration_ms(df)
     if "gpu_ms" in df.columns:
         t = df["gpu_ms"].where(df["gpu_ms"].notna(), t)
@@ -382,7 +373,7 @@ def effective_h2d_gbps(events: pd.DataFrame, by: Sequence[str] = ("run",), phase
         b = float(grp["bytes"].sum())
         tm = float(grp["time_ms"].sum())
         key = key if isinstance(key, tuple) else (key,)
-        rows.append({**dict(zip(by, key)), "bytes": b, "time_ms": tm, "gbps": b / (tm * 1e6) if tm > 0 else float("nan"), "count": len(grp)})
+        rows.append({**dict(zip(by, key, strict=True)), "bytes": b, "time_ms": tm, "gbps": b / (tm * 1e6) if tm > 0 else float("nan"), "count": len(grp)})
     return pd.DataFrame(rows, columns=[*by, "bytes", "time_ms", "gbps", "count"])
 
 

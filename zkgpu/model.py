@@ -467,7 +467,7 @@ def what_if(
     """
     if isinstance(grid, Mapping):
         keys = list(grid)
-        combos = [dict(zip(keys, vals)) for vals in itertools.product(*(list(grid[k]) for k in keys))]
+        combos = [dict(zip(keys, vals, strict=True)) for vals in itertools.product(*(list(grid[k]) for k in keys))]
     else:
         combos = [dict(c) for c in grid]
     rows = []
