@@ -1,4 +1,4 @@
-"""zkgpu.bottleneck on hand-made event tables (known answers) and on the committed recording."""
+"""zkgpu.bottleneck and zkgpu.gpu_time on hand-made event tables (known answers) and on the committed recording."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from zkgpu import bottleneck as b
+from zkgpu import gpu_time as gt
 from zkgpu.events import normalize_events
 from zkgpu.model import ModelParams
 
@@ -44,23 +45,23 @@ def toy() -> pd.DataFrame:
 
 
 def test_idle_causes_known_answer():
-    t = b.idle_causes(toy())
+    t = gt.idle_causes(toy())
     ms = t["ms"].to_dict()
     assert t.attrs["window_ms"] == 150 and t.attrs["startup_ms"] == 50 and t.attrs["partitions"] == 3
     assert ms["compute"] == pytest.approx(50 + 30 + 30 + 1 - 5) and ms["exposed H2D"] == pytest.approx(5)
     assert ms["barrier_wait (prep_msm)"] == pytest.approx(20)
     assert ms["mutex_wait (lock hand-off)"] == pytest.approx(5)  # 155-160; 150-155 has a partition queued
     assert ms["pre_lock (worker set-up)"] == pytest.approx(5)
-    assert ms[b.NO_PARTITION] == pytest.approx(4)  # 195-199: no gpu_queue interval open
-    assert ms[b.OTHER] == pytest.approx(5)  # 150-155: a partition waits, no worker phase explains it
+    assert ms[gt.NO_PARTITION] == pytest.approx(4)  # 195-199: no gpu_queue interval open
+    assert ms[gt.OTHER] == pytest.approx(5)  # 150-155: a partition waits, no worker phase explains it
     assert t["share"].sum() == pytest.approx(1.0)
 
 
 def test_gpu_ms_per_partition_subtracts_exposed_copies():
     # p0: 50 + 10 + 20 - 5 = 75; p1: 30; p2: 1 -> median 30
-    assert b.gpu_ms_per_partition(toy()) == pytest.approx(30)
+    assert gt.gpu_ms_per_partition(toy()) == pytest.approx(30)
     with pytest.raises(ValueError, match="no"):
-        b.idle_causes(table([("synthesize", 0, None, 0, 5)]))
+        gt.idle_causes(table([("synthesize", 0, None, 0, 5)]))
 
 
 def test_prep_ms_prediction_scales_by_the_cpu_slowdown():
@@ -101,7 +102,7 @@ def test_committed_recording_names_prep_as_the_limit_after_the_fix():
     from zkgpu import replay
 
     rec = replay.Recording.open(replay.data_dir() / "nvidia-h200-20261129-record-2")
-    t = b.idle_causes(rec.events("pinned_narrow"))
+    t = gt.idle_causes(rec.events("pinned_narrow"))
     idle = t.drop(index=["compute", "exposed H2D"])["share"]
     assert idle.idxmax() == "barrier_wait (prep_msm)"
 
@@ -109,20 +110,20 @@ def test_committed_recording_names_prep_as_the_limit_after_the_fix():
 def test_msm_bench_interpolation_and_gpu_budget():
     bench = pd.DataFrame({"log2_n": [16, 18, 16], "mode": ["device", "device", "pinned_h2d"], "scalars": ["uniform"] * 3,
                           "median_ms": [10.0, 40.0, 99.0]})
-    assert b.msm_bench_ms(bench, 1 << 17) == pytest.approx(20.0)  # geometric midpoint
-    assert b.msm_bench_ms(bench, 1 << 10) == pytest.approx(10.0) and b.msm_bench_ms(bench, 1 << 20) == pytest.approx(40.0)
-    assert math.isnan(b.msm_bench_ms(None, 5))
+    assert gt.msm_bench_ms(bench, 1 << 17) == pytest.approx(20.0)  # geometric midpoint
+    assert gt.msm_bench_ms(bench, 1 << 10) == pytest.approx(10.0) and gt.msm_bench_ms(bench, 1 << 20) == pytest.approx(40.0)
+    assert math.isnan(gt.msm_bench_ms(None, 5))
     ntt = pd.DataFrame({"log_n": [16], "variant": ["compute_h"], "median_ms": [2.0]})
     ev = pd.concat([toy(), table([("prep_msm", 0, 0, 40, 45, "prep=gpu,l_sig=65536,a_sig=65536,b_g1_sig=262144"),
                                   ("ntt", 0, 0, 60, 70, "kernel_ms=3.5"), ("h_msm", 0, 0, 70, 100)])], ignore_index=True)
-    bud = b.gpu_budget(ev, 1 << 16, ntt, bench)
+    bud = gt.gpu_budget(ev, 1 << 16, ntt, bench)
     assert bud.loc["H computation", "pipeline_ms"] == pytest.approx(3.5) and bud.loc["H computation", "ratio"] == pytest.approx(1.75)
     assert bud.loc["H MSM", "benchmark_ms"] == pytest.approx(10.0) and bud.loc["H MSM", "pipeline_ms"] == pytest.approx(30.0)
     assert bud.loc["tail_msm", "benchmark_ms"] == pytest.approx(10.0 + 10.0 + 40.0)
-    assert bud.loc["GPU phases", "pipeline_ms"] == pytest.approx(b.gpu_ms_per_partition(ev))
+    assert bud.loc["GPU phases", "pipeline_ms"] == pytest.approx(gt.gpu_ms_per_partition(ev))
     # kernels only: 3.5 (H computation) + 30 (H MSM) + median(10, 5) batch_add + median(20, 5, 1) tail_msm
-    assert b.kernel_ms_per_partition(ev) == pytest.approx(3.5 + 30 + 7.5 + 5)
-    assert math.isnan(b.kernel_ms_per_partition(toy()))  # no ntt row: unknown, not 0
+    assert gt.kernel_ms_per_partition(ev) == pytest.approx(3.5 + 30 + 7.5 + 5)
+    assert math.isnan(gt.kernel_ms_per_partition(toy()))  # no ntt row: unknown, not 0
     assert bud.loc["host work inside the phases", "pipeline_ms"] >= 0
 
 
@@ -151,7 +152,7 @@ def test_predictions_calibrate_on_an_earlier_recording_of_the_scenario(tmp_path,
     old.rename(data / old.name)
     monkeypatch.setenv("ZKGPU_DATA", str(data))
     assert [r.path.name for r in replay.find_recordings()] == ["fake-gpu-20990101-record"]
-    src = b.open_last_mile("replay")
+    src = b.last_mile_source("replay")
     assert src.recording.path.name == "fake-gpu-20990102-record"
     prior = b.prior_recording(src)
     assert prior is not None and prior.path.name == "fake-gpu-20990101-record"
@@ -168,7 +169,7 @@ def test_predictions_calibrate_on_an_earlier_recording_of_the_scenario(tmp_path,
     assert acc["best"] == "narrow_prep_parallel" and acc["compute_util_ok"] == (acc["compute_util"] >= 0.9)
     assert b.prior_recording(replay.Source("recorded-gpu", prior, "replay")) is None  # nothing older
     (data / b.PILOT_DIR / new.name).rename(tmp_path / "gone")
-    assert b.open_last_mile("replay").recording.path.name == "fake-gpu-20990101-record"  # then data/
+    assert b.last_mile_source("replay").recording.path.name == "fake-gpu-20990101-record"  # then data/
 
 
 def test_model_scope_none_lets_the_workers_overlap():

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from zkgpu import model
+from zkgpu import calibration, model
 from zkgpu.events import COLUMNS, DTYPES
 
 GB = 1e9
@@ -62,7 +62,7 @@ def test_narrow_scope_never_worse_than_coarse():
 def test_faster_h2d_raises_utilization():
     p = params()
     utils = [model.simulate(p, partitions=8, gw=2, h2d_gbps=g).compute_util for g in (1.0, 4.0, 16.0, 64.0)]
-    assert all(b > a for a, b in zip(utils, utils[1:]))
+    assert all(b > a for a, b in zip(utils, utils[1:], strict=False))  # neighbours: one shorter
     res = model.simulate(p, partitions=8, gw=2, transfer="resident")
     assert res.compute_util >= utils[-1]
 
@@ -85,10 +85,13 @@ def test_event_table_schema_and_consistency():
     phases = set(ev["phase"])
     assert {"synthesize", "gpu_queue", "prep_msm", "b_g2_msm", "mutex_wait", "ntt_msm_h", "h2d", "ntt", "h_msm",
             "barrier_wait", "batch_add", "tail_msm", "mutex_held", "finalize", "prove"} <= phases
-    for part, g in ev.groupby("partition"):
-        ph = {k: v for k, v in g.groupby("phase")}
+    for _, g in ev.groupby("partition"):
+        ph = dict(iter(g.groupby("phase")))
+
+        def d(name: str, ph: dict = ph) -> float:
+            return float(((ph[name]["end_ns"] - ph[name]["start_ns"]) / 1e6).sum())
+
         # ntt_msm_h = h2d + ntt + h_msm
-        d = lambda name: float(((ph[name]["end_ns"] - ph[name]["start_ns"]) / 1e6).sum())
         assert d("ntt_msm_h") == pytest.approx(d("h2d") + d("ntt") + d("h_msm"))
         assert int(ph["h2d"]["bytes"].iloc[0]) == int(p.h2d_bytes)
         assert ph["batch_add"]["start_ns"].iloc[0] >= ph["prep_msm"]["end_ns"].iloc[0]  # barrier respected
@@ -111,7 +114,7 @@ def test_jitter_is_reproducible():
 def test_calibrate_recovers_parameters_from_a_model_table():
     p = params(b_g2_msm_ms=40.0, synth_ms=50.0, synth_workers=3, h_msm_ms=25.0)
     r = model.simulate(p, partitions=10, gw=2, transfer="pageable")
-    q = model.calibrate(r.events, pinned_gbps=20.0)
+    q = calibration.calibrate(r.events, pinned_gbps=20.0)
     assert q.prep_msm_ms == pytest.approx(p.prep_msm_ms)
     assert q.ntt_ms == pytest.approx(p.ntt_ms)
     assert q.h_msm_ms == pytest.approx(p.h_msm_ms)
@@ -131,12 +134,12 @@ def test_calibrate_without_subphases_and_missing_phase_errors():
         "run": "x", "partition": [0, 0, 0, 0], "phase": ["prep_msm", "ntt_msm_h", "batch_add", "tail_msm"],
         "start_ns": [0, 0, 0, 0], "end_ns": [int(1633e6), int(2825e6), int(404e6), int(196e6)],
     })
-    q = model.calibrate(ev, h2d_bytes=12.5e9, pageable_gbps=5.0, pinned_gbps=50.0)
+    q = calibration.calibrate(ev, h2d_bytes=12.5e9, pageable_gbps=5.0, pinned_gbps=50.0)
     assert q.ntt_ms == pytest.approx(2825 - 2500)
     with pytest.raises(ValueError, match="prep_msm"):
-        model.calibrate(ev[ev["phase"] != "prep_msm"])
+        calibration.calibrate(ev[ev["phase"] != "prep_msm"])
     with pytest.raises(ValueError, match="pageable_gbps"):
-        model.calibrate(ev, h2d_bytes=1e9)
+        calibration.calibrate(ev, h2d_bytes=1e9)
 
 
 def test_what_if_grid_and_bad_settings():
@@ -177,12 +180,12 @@ def test_utilization_on_measured_style_table_subtracts_h2d():
 
 
 def test_reference_params_from_the_seed_and_upstream_tables():
-    p = model.reference_params()
+    p = calibration.reference_params()
     # medians of the seed's four partitions (message 3029)
     assert p.prep_msm_ms == pytest.approx((1502 + 1633) / 2)
     assert p.tail_msm_ms == pytest.approx((197 + 199) / 2)
     assert p.batch_add_ms == pytest.approx(404.0)  # 3425-2825-196, 3501-2895-199, 3299-2699-197 -> 404, 407, 403
-    assert p.h2d_bytes == 3 * model.POREP_CONSTRAINTS * 32 and p.pinned_gbps == 50.0
+    assert p.h2d_bytes == 3 * calibration.POREP_CONSTRAINTS * 32 and p.pinned_gbps == 50.0
     pageable = model.simulate(p, partitions=6, gw=1, transfer="pageable")
     assert pageable.summary()["ntt_msm_h_ms"] == pytest.approx((2825 + 2895) / 2)  # the seed's median ntt_msm_h
     assert pageable.summary()["barrier_wait_ms"] == pytest.approx(0.0)  # prep < ntt_msm_h: no barrier wait

@@ -68,7 +68,7 @@ def executed(tmp_path_factory):
             try:
                 nbclient.NotebookClient(nb, timeout=180, kernel_name="python3",
                                         resources={"metadata": {"path": str(NB_DIR)}}).execute()
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a failing notebook is reported by the tests that read its numbers
                 err = exc
             TIMINGS[name] = time.perf_counter() - t0
             f = out / f"{name}.json"
@@ -305,23 +305,23 @@ def test_key_numbers_other_notebooks(executed):
 
 
 def test_key_numbers_07b_last_bottleneck(executed, monkeypatch):
-    from zkgpu import bottleneck
+    from zkgpu import bottleneck, gpu_time
 
     monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])  # the same data the notebook read
     key = executed["07b_last_bottleneck"][1]
     k = {name.removeprefix("last_mile_"): v["value"] for name, v in key["numbers"].items()}
-    src = bottleneck.open_last_mile("replay")
-    assert k["recording"] == src.recording.path.name
-    assert k["gpu_phase_ms"] == pytest.approx(bottleneck.gpu_budget(src.events(k["shown"]), int(src.config(k["shown"])["n"])).loc["GPU phases", "pipeline_ms"])
+    src = bottleneck.last_mile_source("replay")
+    assert src is not None and k["recording"] == src.recording.path.name
+    assert k["gpu_phase_ms"] == pytest.approx(gpu_time.gpu_budget(src.events(k["shown"]), int(src.config(k["shown"])["n"])).loc["GPU phases", "pipeline_ms"])
     fix = k["after_fix"]
     assert 0.0 < k[f"{fix}_window_compute"] <= 1.0 and 0.0 <= k[f"{fix}_top_idle_share"] <= 1.0
     preds = {name: v for name, v in k.items() if name.startswith("predicted_")}
     assert preds and all(v > 0 and math.isfinite(v) for v in preds.values())
-    new = [s for s in bottleneck.prep_scenarios() if src.has(s)]
+    new = list(bottleneck.prep_scenarios(src))
     if not new:  # recordings before the new scenarios: after the fix the GPU mostly waits for prep_msm
         assert k["top_idle_cause"] == "barrier_wait (prep_msm)"
     else:
-        assert k["shown"] in bottleneck.prep_scenarios()
+        assert k["shown"] in bottleneck.prep_scenarios(src)
         assert 0.0 < k["best_compute_util"] <= 1.0 and k["best_x_baseline"] > 1.0
     assert key["finding"].startswith(f"After the fix ({fix})")
 

@@ -111,7 +111,7 @@ def test_critical_path_bars_add_up_to_wall_time_per_partition():
     assert r["lock_other"] == pytest.approx(0.0)
     fig, ax = plots.critical_path(t)
     assert "disjoint" in caption(fig)
-    assert {t.get_text() for t in ax.get_legend().get_texts()} == {plots._PATH_LABELS[c] for c in metrics.GPU_PATH if r[c] > 0}
+    assert {t.get_text() for t in ax.get_legend().get_texts()} == {plots.bars.PATH_LABELS[c] for c in metrics.GPU_PATH if r[c] > 0}
     s = metrics.ntt_msm_h_split(_run(rows)).loc["r"]
     assert s["ntt_msm_h"] == pytest.approx(60 / 2) and s["h2d"] == pytest.approx(10)
 

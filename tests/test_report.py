@@ -16,7 +16,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from zkgpu import report
 from zkgpu.events import normalize_events
-from zkgpu.replay import Recording
+from zkgpu.replay import UNITS, Recording
 
 # --------------------------------------------------------------------------- formatting
 
@@ -50,7 +50,7 @@ def test_format_value(value, unit, text):
     assert report.format_value(value, unit).replace("\u00a0", " ") == text
 
 
-@pytest.mark.parametrize("unit", report.UNITS)
+@pytest.mark.parametrize("unit", UNITS)
 def test_never_scientific_notation(unit):
     for exp in range(-12, 13):
         for mant in (1.0, 2.2049, 5.5, 9.999):
@@ -132,7 +132,8 @@ def test_index_page(tmp_path: Path):
     trace.write_text("{}", encoding="utf-8")
     rec = Recording(tmp_path / "rec-x", {})
     extra = report._traces_html([report.TraceFile("baseline", trace, 304)], rec, tmp_path)
-    page = report._write_index(tmp_path, results, "replay", "Data: a test.", extra).read_text(encoding="utf-8")
+    env = {"zkgpu": "0.test", "gpu": None, "cuda": None}
+    page = report._write_index(tmp_path, results, "replay", "Data: a test.", extra, env).read_text(encoding="utf-8")
     checker = _Checker()
     checker.feed(page)
     assert checker.errors == [] and checker.stack == []
@@ -267,4 +268,19 @@ def test_report_end_to_end_one_notebook(tmp_path: Path, capfd, monkeypatch):
     assert sorted(p.stem for p in (tmp_path / "traces").glob("*.json")) == sorted(scenarios)
     for s in scenarios:
         assert f"href='traces/{s}.json'" in page
-    nbformat.read(tmp_path / "00_index.ipynb", as_version=4)
+    executed = nbformat.read(tmp_path / "00_index.ipynb", as_version=4)
+    injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert len(injected) == 1 and 'MODE = "replay"' in injected[0].source  # the mode reaches the notebook as a parameter
+
+
+def test_notebook_parameters_read_the_environment_once_and_check_it():
+    assert report.notebook_parameters("replay", {}) == {"MODE": "replay"}
+    assert report.notebook_parameters("live", {"ZKGPU_HOST_LOAD": " 4 "}) == {"MODE": "live", "HOST_LOAD": 4}
+    with pytest.raises(ValueError, match="ZKGPU_HOST_LOAD must be an integer >= 0, got 'x'"):
+        report.notebook_parameters("replay", {"ZKGPU_HOST_LOAD": "x"})
+    with pytest.raises(ValueError, match="'auto'"):
+        report.notebook_parameters("auto", {})
+    assert report.resolve_report_mode(None, {"ZKGPU_MODE": "replay"}) == "replay"
+    assert report.resolve_report_mode("replay", {"ZKGPU_MODE": "live"}) == "replay"  # the argument wins
+    with pytest.raises(ValueError, match="bogus"):
+        report.resolve_report_mode(None, {"ZKGPU_MODE": "bogus"})

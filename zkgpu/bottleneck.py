@@ -1,234 +1,82 @@
-"""What keeps the GPU idle, read from an event table, and what the model predicts once prep_msm is
-off the critical path (notebook 07b, "the last bottleneck").
+"""What the model predicts once prep_msm is off the critical path, against what was measured
+(notebook 07b, "the last bottleneck"); the per-run GPU accounting it builds on is :mod:`zkgpu.gpu_time`.
 
-* :func:`idle_causes`: splits a run's **GPU window** (first GPU-side start — ``prove``,
-  ``mutex_wait`` or a GPU phase — to the last end of a GPU phase, as :func:`zkgpu.model.utilization`)
-  into *compute* (the GPU phases ``ntt_msm_h``, ``batch_add``, ``tail_msm`` minus the copy time no
-  kernel hid, ``exposed_ms``), *exposed H2D*, and GPU-idle time, which it attributes, in this order
-  of precedence, to what the workers were doing meanwhile: ``barrier_wait`` (waiting for prep_msm),
-  ``mutex_wait`` (the lock changing hands), ``pre_lock`` (a worker's set-up before the lock,
-  ``split_vectors`` and the prep thread's start), *no partition ready* (no ``gpu_queue`` interval
-  open: every synthesized partition already taken), and *other host work* (the rest: Python
-  between phases, the worker loop, finalizer hand-off). The shares sum to 1. Also the **start-up**:
-  the time from the run's first event (synthesis) to the GPU window, which whole-run metrics
-  (:func:`zkgpu.metrics.compute_utilization`, :func:`zkgpu.metrics.throughput`) include.
-* :func:`gpu_ms_per_partition`: median per partition of the GPU phases' wall time minus the
-  exposed copy time (ms): the GPU work one partition needs in that run; 60000 / it is the
-  compute-only bound in partitions/min (the same quantity as :func:`zkgpu.model.compute_bound_per_min`,
-  measured instead of calibrated).
+* :func:`prep_scenarios`: the recorded scenarios that take prep_msm off the critical path, with their
+  settings as the recording's manifest names them (the analysis never imports the recorder).
 * :func:`prep_ms_prediction`: the prep_msm time a variant will take in the pipeline, from a
-  ``zkgpu bench prep`` table scaled by the measured slowdown of the ``cpu`` variant in the pipeline.
-* :func:`predict`: :func:`zkgpu.model.simulate` of a scenario with that prep time.
-* :func:`kernel_floor_ms`: the kernels' own benchmark time (``zkgpu bench ntt`` compute_h and
-  ``zkgpu bench msm`` device, uniform scalars) for the H computation and the H MSM at size n.
+  ``zkgpu bench prep`` table scaled by the measured slowdown of the ``cpu`` variant in the pipeline;
+  :func:`prep_workload`: the scalars one partition's prep_msm classifies.
+* :func:`predict`: :func:`zkgpu.model.simulate` of a scenario with that prep time;
+  :func:`predictions`: that for every prep scenario, calibrated on the recording (and on an earlier
+  one, :func:`prior_recording`).
+* The notebook's tables: :func:`idle_table`, :func:`steps_table`, :func:`prediction_vs_measurement`;
+  issue 12's targets: :func:`acceptance`, :func:`acceptance_markdown`; its key numbers:
+  :func:`key_numbers`, :func:`summary`.
+* :func:`last_mile_source`: the newest last-mile recording (``data/last-mile/``), replayed.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .metrics import detail_value
-from .model import ModelParams, ModelResult, simulate
+from .gpu_time import CAUSE_PHASES, gpu_budget, gpu_ms_per_partition, idle_causes, kernel_ms_per_partition
+from .metrics import throughput
+from .model import ModelParams, ModelResult, compare, simulate, utilization
+from .replay import (
+    Recording,
+    Source,
+    calibrated_params,
+    data_dir,
+    find_benchmarks,
+    find_recordings,
+    number,
+    resolve_mode,
+    scenario_table,
+)
 
 __all__ = [
-    "GPU_PHASES",
-    "IDLE_CAUSES",
-    "CAUSE_PHASES",
-    "key_numbers",
+    "PILOT_DIR",
+    "prep_scenarios",
     "last_mile_recordings",
-    "summary",
-    "acceptance_markdown",
-    "gpu_window",
-    "idle_causes",
-    "gpu_ms_per_partition",
-    "kernel_ms_per_partition",
+    "last_mile_source",
+    "prior_recording",
     "prep_workload",
     "prep_ms_prediction",
     "predict",
-    "kernel_floor_ms",
-    "msm_bench_ms",
-    "gpu_budget",
-    "prep_scenarios",
-    "PILOT_DIR",
-    "open_last_mile",
-    "prior_recording",
-    "idle_table",
     "predictions",
+    "idle_table",
     "steps_table",
     "prediction_vs_measurement",
     "acceptance",
+    "acceptance_markdown",
+    "key_numbers",
+    "summary",
 ]
-
-GPU_PHASES = ("ntt_msm_h", "batch_add", "tail_msm")
-#: GPU-idle causes in order of precedence: (label, phases whose intervals claim the idle time).
-IDLE_CAUSES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("barrier_wait (prep_msm)", ("barrier_wait",)),
-    ("mutex_wait (lock hand-off)", ("mutex_wait",)),
-    ("pre_lock (worker set-up)", ("pre_lock",)),
-)
-NO_PARTITION = "no partition ready (synthesis)"
-OTHER = "other host work"
-CAUSE_PHASES: dict[str, str] = {
-    "compute": "kernel", "exposed H2D": "h2d", "barrier_wait (prep_msm)": "barrier_wait",
-    "mutex_wait (lock hand-off)": "mutex_wait", "pre_lock (worker set-up)": "pre_lock",
-    NO_PARTITION: "gpu_queue", OTHER: "lock_other",
-}
-"""The phase whose colour each cause of :func:`idle_causes` is drawn in (:func:`zkgpu.plots.gpu_window`)."""
-
-
-def _union(iv: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for s, e in sorted((int(s), int(e)) for s, e in iv if e > s):
-        if out and s <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], e))
-        else:
-            out.append((s, e))
-    return out
-
-
-def _intersect(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out, i, j = [], 0, 0
-    while i < len(a) and j < len(b):
-        s, e = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if s < e:
-            out.append((s, e))
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return out
-
-
-def _complement(a: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
-    out, cur = [], lo
-    for s, e in a:
-        if s > cur:
-            out.append((cur, min(s, hi)))
-        cur = max(cur, e)
-        if cur >= hi:
-            break
-    if cur < hi:
-        out.append((cur, hi))
-    return [(s, e) for s, e in out if e > s]
-
-
-def _len(iv: list[tuple[int, int]]) -> int:
-    return sum(e - s for s, e in iv)
-
-
-def _iv(ev: pd.DataFrame, phases: Iterable[str]) -> list[tuple[int, int]]:
-    sub = ev[ev["phase"].isin(list(phases))]
-    return list(zip(sub["start_ns"].astype("int64"), sub["end_ns"].astype("int64")))
-
-
-def gpu_window(events: pd.DataFrame) -> tuple[int, int]:
-    """``(lo_ns, hi_ns)``: first GPU-side start (``prove``, ``mutex_wait`` or a GPU phase) to the
-    last end of a GPU phase (:func:`zkgpu.model.utilization`'s window).
-
-    Raises:
-        ValueError: the table has no GPU phase rows.
-    """
-    gpu_rows = events[events["phase"].isin(GPU_PHASES)]
-    if not len(gpu_rows):
-        raise ValueError(f"the event table has no {GPU_PHASES} rows")
-    starts = events[events["phase"].isin(("prove", "mutex_wait") + GPU_PHASES)]["start_ns"]
-    return int(starts.min()), int(gpu_rows["end_ns"].max())
-
-
-def _exposed_ms(events: pd.DataFrame) -> float:
-    h = events[events["phase"] == "h2d"]
-    if not len(h):
-        return 0.0
-    stage_inside = h["detail"].astype("string").str.contains("stage=ntt_msm_h", regex=False).fillna(False).to_numpy(bool)
-    ex = detail_value(h, "exposed_ms")
-    return float(ex[stage_inside].clip(lower=0).fillna(0.0).sum())
-
-
-def idle_causes(events: pd.DataFrame) -> pd.DataFrame:
-    """Where one run's GPU window goes (see the module docstring).
-
-    Args:
-        events: the event table of ONE run (one GPU).
-
-    Returns:
-        DataFrame indexed by ``cause`` (``compute``, ``exposed H2D``, the :data:`IDLE_CAUSES`
-        labels, :data:`NO_PARTITION`, :data:`OTHER`) with ``ms`` and ``share`` (of the GPU window,
-        summing to 1); ``attrs`` carry ``window_ms``, ``startup_ms`` (first event of the run to the
-        window's start) and ``partitions``.
-
-    Raises:
-        ValueError: no GPU phase rows.
-    """
-    lo, hi = gpu_window(events)
-    busy = _intersect(_union(_iv(events, GPU_PHASES)), [(lo, hi)])
-    exposed_ns = min(_exposed_ms(events) * 1e6, float(_len(busy)))
-    idle = _complement(busy, lo, hi)
-    rows = {"compute": (_len(busy) - exposed_ns) / 1e6, "exposed H2D": exposed_ns / 1e6}
-    for label, phases in IDLE_CAUSES:
-        claimed = _intersect(idle, _union(_iv(events, phases)))
-        rows[label] = _len(claimed) / 1e6
-        idle = _intersect(idle, _complement(claimed, lo, hi))
-    waiting = _union(_iv(events, ("gpu_queue",)))
-    starved = _intersect(idle, _complement(waiting, lo, hi))
-    rows[NO_PARTITION] = _len(starved) / 1e6
-    rows[OTHER] = (_len(idle) - _len(starved)) / 1e6
-    window_ms = (hi - lo) / 1e6
-    out = pd.DataFrame({"ms": pd.Series(rows, dtype=float)})
-    out["share"] = out["ms"] / window_ms if window_ms > 0 else np.nan
-    out.index.name = "cause"
-    out.attrs.update(window_ms=window_ms, startup_ms=(lo - int(events["start_ns"].min())) / 1e6,
-                     partitions=int(events.loc[events["phase"] == "tail_msm", "partition"].nunique()))
-    return out
-
-
-def gpu_ms_per_partition(events: pd.DataFrame) -> float:
-    """Median over partitions of Σ wall ms of the GPU phases (``ntt_msm_h``, ``batch_add``,
-    ``tail_msm``) minus the partition's exposed H2D ms (the copy time no kernel hid). NaN
-    without GPU phase rows."""
-    g = events[events["phase"].isin(GPU_PHASES)]
-    if not len(g):
-        return float("nan")
-    per = ((g["end_ns"] - g["start_ns"]) / 1e6).groupby(g["partition"]).sum()
-    h = events[events["phase"] == "h2d"]
-    if len(h):
-        inside = h["detail"].astype("string").str.contains("stage=ntt_msm_h", regex=False).fillna(False).to_numpy(bool)
-        ex = detail_value(h, "exposed_ms").clip(lower=0).fillna(0.0)[inside]
-        per = per.sub(ex.groupby(h["partition"][inside]).sum(), fill_value=0.0)
-    return float(per.median())
-
-
-def kernel_ms_per_partition(events: pd.DataFrame) -> float:
-    """GPU kernel ms one partition needs, from a run's medians: the H computation's kernels (the
-    ``ntt`` row's ``kernel_ms``, CUDA events), the H MSM, batch_add and tail_msm (each a stream
-    span between CUDA events). Unlike :func:`gpu_ms_per_partition` it leaves out the host work
-    inside the phases and the exposed copies: 60000 / it is the compute-only bound (partitions/min).
-    NaN when a part is missing."""
-    def med(phase: str) -> float:
-        s = events[events["phase"] == phase]
-        return float(((s["end_ns"] - s["start_ns"]) / 1e6).median()) if len(s) else float("nan")
-
-    nt = events[events["phase"] == "ntt"]
-    h = float(detail_value(nt, "kernel_ms").median()) if len(nt) else float("nan")
-    return h + med("h_msm") + med("batch_add") + med("tail_msm")
 
 
 def prep_workload(config: dict[str, Any]) -> int:
     """Scalars one partition's prep_msm classifies: L (aux) + A (inputs + a-density aux) + B
     (b-density inputs + aux), from a scenario's recorded configuration (``n``, ``aux_ratio``,
-    ``num_inputs``, ``density``) with the expected densities."""
-    from .pipeline.config import Density, PipelineConfig
+    ``num_inputs``, ``density.a_aux``, ``density.b_aux``; aux = max(1, round(aux_ratio * n)) as
+    ``zkgpu.pipeline.config.PipelineConfig.aux_size``) with the expected densities.
 
-    dens = config.get("density") or {}
-    d = Density(**dens) if isinstance(dens, dict) else Density()
-    c = PipelineConfig(n=int(config["n"]), aux_ratio=float(config.get("aux_ratio", 0.5)),
-                       num_inputs=int(config.get("num_inputs", 8)), device="cpu", density=d)
-    aux = c.aux_size
-    return int(round(aux + c.num_inputs + d.a_aux * aux + 1 + d.b_aux * aux))
+    Raises:
+        ValueError: the configuration lacks one of those keys (names it).
+    """
+    dens = config.get("density")
+    missing = [k for k in ("n", "aux_ratio", "num_inputs") if k not in config]
+    missing += [f"density.{k}" for k in ("a_aux", "b_aux") if not (isinstance(dens, dict) and k in dens)]
+    if missing:
+        raise ValueError(f"prep_workload: the scenario's configuration lacks {missing}")
+    assert isinstance(dens, dict)
+    aux = max(1, int(round(float(config["aux_ratio"]) * int(config["n"]))))
+    return int(round(aux + int(config["num_inputs"]) + float(dens["a_aux"]) * aux + 1 + float(dens["b_aux"]) * aux))
 
 
 def prep_ms_prediction(bench: pd.DataFrame, variant: str, scalars: int, measured_cpu_ms: float, *, phase: str | None = None) -> dict[str, float]:
@@ -278,104 +126,76 @@ def predict(params: ModelParams, *, prep_ms: float, gw: int, scope: str = "narro
                     max_queue=max_queue, run=run)
 
 
-def _msm_rows(msm_bench: pd.DataFrame | None) -> pd.DataFrame | None:
-    """Device-resident, uniform-scalar rows of a ``zkgpu bench msm`` table (``log2_n``, ``median_ms``)."""
-    if msm_bench is None or "median_ms" not in msm_bench.columns:
-        return None
-    s = msm_bench.rename(columns={"log_n": "log2_n"})
-    for c, v in (("mode", "device"), ("scalars", "uniform")):
-        if c in s:
-            s = s[s[c] == v]
-    s = s.groupby("log2_n", as_index=False)["median_ms"].median()
-    return s if len(s) else None
-
-
-def msm_bench_ms(msm_bench: pd.DataFrame | None, m: int) -> float:
-    """The benchmarked G1 MSM time (device, uniform scalars) for m points: log-log interpolation
-    between the benchmarked sizes, clamped to the smallest / largest (below the smallest size an
-    MSM costs at least its per-call floor, so the clamp is an upper estimate there). NaN without
-    a table or for m < 1."""
-    s = _msm_rows(msm_bench)
-    if s is None or m < 1:
-        return float("nan")
-    return float(2 ** np.interp(math.log2(m), s["log2_n"].to_numpy(float), np.log2(s["median_ms"].to_numpy(float))))
-
-
-def kernel_floor_ms(n: int, ntt_bench: pd.DataFrame | None, msm_bench: pd.DataFrame | None) -> dict[str, float]:
-    """The kernels' own benchmark ms at size n: ``compute_h`` (``zkgpu bench ntt``, variant
-    compute_h: 7 NTTs + pointwise, device-resident) and ``h_msm`` (:func:`msm_bench_ms` at n: H's
-    coefficients are uniform). NaN where a table lacks that size."""
-    lg = int(n).bit_length() - 1
-    out = {"compute_h": float("nan"), "h_msm": float("nan")}
-    if ntt_bench is not None and {"variant", "median_ms"} <= set(ntt_bench.columns):
-        col = "log_n" if "log_n" in ntt_bench else "log2_n"
-        s = ntt_bench[(ntt_bench["variant"] == "compute_h") & (ntt_bench[col] == lg)]
-        if len(s):
-            out["compute_h"] = float(s["median_ms"].median())
-    rows = _msm_rows(msm_bench)
-    if rows is not None and (rows["log2_n"] == lg).any():
-        out["h_msm"] = float(rows.loc[rows["log2_n"] == lg, "median_ms"].iloc[0])
-    return out
-
-
 # --------------------------------------------------------------------------- notebook 07b tables
 
 
 PILOT_DIR = "last-mile"
 """Sub-folder of ``data/`` for recordings of the last-mile scenario set
-(:data:`zkgpu.record.LAST_MILE_SCENARIOS`, ``scripts/gpu_run.sh record-last-mile`` writes there):
+(``zkgpu.record.LAST_MILE_SCENARIOS``, ``scripts/gpu_run.sh record-last-mile`` writes there):
 notebook 07b reads them first (as its measurement, and older ones to calibrate its predictions);
 the other notebooks, which replay the newest ``data/*-record*`` with the full scenario matrix, do
 not see them."""
 
+#: the settings that name a scenario (``settings`` of a manifest entry; older entries: its ``config``)
+_SETTING_KEYS = ("transfer", "lock_scope", "gw", "prep", "tail_streams")
 
-def last_mile_recordings(base: Any = None) -> list[Any]:
+
+def _settings(entry: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(entry.get("settings"), dict):
+        return dict(entry["settings"])
+    cfg = entry.get("config") or {}
+    return {k: cfg[k] for k in _SETTING_KEYS if k in cfg}
+
+
+def _story_step(settings: dict[str, Any]) -> tuple[bool, int, bool, int]:
+    """The last-mile story's order: CPU-parallel prep, then GPU prep, more workers, concurrent
+    tail MSMs, and last no shared mutex (each step changes one more thing)."""
+    return (settings.get("lock_scope") == "none", int(settings.get("tail_streams", 1)), settings.get("prep") != "cpu_parallel",
+            int(settings.get("gw", 2)))
+
+
+def prep_scenarios(source: Source | Recording) -> dict[str, dict[str, Any]]:
+    """The scenarios of ``source``'s recording that take prep_msm off the critical path (``prep``
+    other than ``cpu`` in the settings its manifest records), in the story's order (CPU-parallel
+    prep, GPU prep, gw = 3, concurrent tails, no mutex): name -> settings (``transfer``,
+    ``lock_scope``, ``gw``, ``prep``, ``tail_streams`` where set). Scenarios the recording lacks
+    are not predicted (record them: ``scripts/gpu_run.sh record-last-mile``)."""
+    rec = source.recording if isinstance(source, Source) else source
+    found = {name: _settings(rec.scenario(name)) for name in rec.scenarios}
+    prep = {k: v for k, v in found.items() if v.get("prep", "cpu") != "cpu"}
+    return dict(sorted(prep.items(), key=lambda kv: _story_step(kv[1])))
+
+
+def last_mile_recordings(base: str | Path | None = None) -> list[Recording]:
     """GPU recordings that have any of :func:`prep_scenarios`: those in ``data/last-mile/``
     (:data:`PILOT_DIR`) newest first, then those in ``data/`` newest first."""
-    from pathlib import Path
-
-    from . import replay
-
-    root = Path(base) if base is not None else replay.data_dir()
-    new = set(prep_scenarios())
-    out = []
+    root = Path(base) if base is not None else data_dir()
+    out: list[Recording] = []
     for d in (root / PILOT_DIR, root):
-        out += sorted((r for r in replay.find_recordings(d) if r.is_gpu and new & set(r.scenarios)), key=lambda r: r.date, reverse=True)
+        out += sorted((r for r in find_recordings(d) if r.is_gpu and prep_scenarios(r)), key=lambda r: r.date, reverse=True)
     return out
 
 
-def prep_scenarios() -> dict[str, dict[str, Any]]:
-    """The ``zkgpu record`` scenarios that take prep_msm off the critical path (``prep`` other than
-    ``cpu``), in recording order: name -> settings."""
-    from .record import SCENARIOS
-
-    return {k: dict(v) for k, v in SCENARIOS.items() if v.get("prep", "cpu") != "cpu"}
-
-
-def open_last_mile(mode: str | None = None, *, n: int | None = None, partitions: int | None = None,
-                   host_load: int | None = None, base: Any = None) -> Any:
-    """The data of notebook 07b: live, :data:`zkgpu.record.LAST_MILE_SCENARIOS` measured now; in
-    replay, the newest GPU recording in ``data/last-mile/`` (:data:`PILOT_DIR`), else the newest in
-    ``data/`` that has any of :func:`prep_scenarios`, else what :func:`zkgpu.replay.open_source` gives (which then
+def last_mile_source(mode: str | None = None, *, base: str | Path | None = None) -> Source | None:
+    """Notebook 07b's replayed data: the newest GPU recording in ``data/last-mile/`` (:data:`PILOT_DIR`),
+    else the newest in ``data/`` that has any :func:`prep_scenarios`; None when there is none or
+    ``mode`` resolves to ``live`` (:func:`zkgpu.replay.resolve_mode`: then the notebook measures the
+    last-mile scenarios now, or replays what :func:`zkgpu.replay.open_source` gives, which then
     lacks them: the notebook says so).
 
     Raises:
-        as :func:`zkgpu.replay.open_source`.
+        ValueError: an unknown ``mode``.
     """
-    from . import replay
-    from .record import LAST_MILE_SCENARIOS
-
-    m = replay.resolve_mode(mode)
-    if m == "replay":
-        recs = last_mile_recordings(base)
-        if recs:
-            return replay.Source("recorded-gpu", recs[0], m)
-    return replay.open_source(m, n=n, partitions=partitions, host_load=host_load, scenarios=LAST_MILE_SCENARIOS, base=base)
+    m = resolve_mode(mode)
+    if m != "replay":
+        return None
+    recs = last_mile_recordings(base)
+    return Source("recorded-gpu", recs[0], m) if recs else None
 
 
-def idle_table(source: Any, names: Iterable[str]) -> pd.DataFrame:
-    """:func:`idle_causes` shares of each recorded scenario in ``names`` (one row each), plus
-    ``window_ms``, ``startup_ms`` and ``gpu_ms_per_partition`` (:func:`gpu_ms_per_partition`)."""
+def idle_table(source: Source, names: Iterable[str]) -> pd.DataFrame:
+    """:func:`zkgpu.gpu_time.idle_causes` shares of each recorded scenario in ``names`` (one row each), plus
+    ``window_ms``, ``startup_ms`` and ``gpu_ms_per_partition`` (:func:`zkgpu.gpu_time.gpu_ms_per_partition`)."""
     rows = {}
     for name in names:
         if not source.has(name):
@@ -389,7 +209,7 @@ def idle_table(source: Any, names: Iterable[str]) -> pd.DataFrame:
     return out
 
 
-def prior_recording(source: Any, base: Any = None) -> Any:
+def prior_recording(source: Source, base: str | Path | None = None) -> Recording | None:
     """The newest GPU recording in ``data/last-mile/`` or ``data/``, older than ``source``'s, that
     has any of :func:`prep_scenarios` (an earlier measurement the predictions may calibrate on), or None."""
     mine = source.recording
@@ -397,13 +217,8 @@ def prior_recording(source: Any, base: Any = None) -> Any:
     return max(older, key=lambda r: r.date) if older else None
 
 
-def _median(ev: pd.DataFrame, phase: str) -> float:
-    s = ev[ev["phase"] == phase]
-    return float(((s["end_ns"] - s["start_ns"]) / 1e6).median()) if len(s) else float("nan")
-
-
-def predictions(source: Any, *, calibrate_on: str = "pinned_narrow", bench: pd.DataFrame | None = None,
-                bench_label: str = "", prior: Any = None) -> tuple[pd.DataFrame, dict[str, ModelResult]]:
+def predictions(source: Source, *, calibrate_on: str = "pinned_narrow", bench: pd.DataFrame | None = None,
+                bench_label: str = "", prior: Recording | None = None) -> tuple[pd.DataFrame, dict[str, ModelResult]]:
     """The model's prediction for every :func:`prep_scenarios` entry, made without its measurement
     in ``source``: calibrated on ``calibrate_on`` of ``source`` (:func:`zkgpu.replay.calibrated_params`),
     with prep_msm taking the time :func:`prep_ms_prediction` gives from ``bench`` (a ``zkgpu bench
@@ -426,14 +241,12 @@ def predictions(source: Any, *, calibrate_on: str = "pinned_narrow", bench: pd.D
     Raises:
         ValueError: the calibration scenario is missing (names it).
     """
-    from . import replay
-
     if not source.has(calibrate_on):
         raise ValueError(f"predictions: {calibrate_on!r} is not in {source.recording.path.name}; recorded: {source.scenarios}")
-    params = replay.calibrated_params(source, scenario=calibrate_on)
+    params = calibrated_params(source, scenario=calibrate_on)
     base_cfg = source.config(calibrate_on)
     rows, sims, prior_sims = {}, {}, {}
-    for name, st in prep_scenarios().items():
+    for name, st in prep_scenarios(source).items():
         cfg = source.config(name) if source.has(name) else {**base_cfg, **st}
         run_kw = dict(gw=int(st["gw"]), scope=st["lock_scope"], transfer=st["transfer"], partitions=int(cfg.get("partitions", 16)),
                       max_queue=int(cfg.get("queue_depth") or 0) or None, run=f"model-{name}")
@@ -441,7 +254,7 @@ def predictions(source: Any, *, calibrate_on: str = "pinned_narrow", bench: pd.D
                                "model_util": float("nan"), "prior_partitions_per_min": float("nan")}
         if prior is not None and name in prior.scenarios and prior.scenario(name).get("events"):
             # an earlier recording of this very configuration: calibrate on it, predict this run
-            pp = replay.calibrated_params(replay.Source("recorded-gpu", prior, "replay"), scenario=name)
+            pp = calibrated_params(Source("recorded-gpu", prior, "replay"), scenario=name)
             prior_sims[name] = predict(pp, prep_ms=pp.prep_msm_ms, **run_kw)
             row["prior_partitions_per_min"] = prior_sims[name].partitions_per_min
         if st["lock_scope"] == "none":
@@ -474,16 +287,13 @@ def _union_compute_share(events: pd.DataFrame) -> float:
     return float(t.loc["compute", "ms"]) / wall if wall > 0 else float("nan")
 
 
-def steps_table(source: Any, names: Iterable[str]) -> pd.DataFrame:
+def steps_table(source: Source, names: Iterable[str]) -> pd.DataFrame:
     """Each recorded scenario's whole-run throughput and compute utilization
     (:func:`zkgpu.replay.scenario_table`; ``union_compute_util``: the same from the union of the
     GPU phases, which does not double-count overlapping workers), the same over the GPU window
     (:func:`zkgpu.model.utilization`), and the throughput relative to ``baseline`` where recorded."""
-    from . import replay
-    from .model import utilization
-
     present = [n for n in names if source.has(n)]
-    tab = replay.scenario_table(source, present)
+    tab = scenario_table(source, present)
     if tab.empty:
         return tab
     cols = ["transfer", "lock_scope", "gw", "partitions", "partitions_per_min", "compute_util", "prep_msm_ms", "barrier_wait_ms", "ntt_msm_h_ms"]
@@ -501,21 +311,18 @@ def steps_table(source: Any, names: Iterable[str]) -> pd.DataFrame:
     return out
 
 
-def acceptance(source: Any, preds: pd.DataFrame, sims: dict[str, ModelResult]) -> dict[str, Any] | None:
+def acceptance(source: Source, preds: pd.DataFrame, sims: dict[str, ModelResult]) -> dict[str, Any] | None:
     """Issue 12's acceptance on the recorded :func:`prep_scenarios` (None when none was recorded):
     the best (highest whole-run partitions/min) one's compute utilization (whole run: the lower of
     :func:`zkgpu.metrics.compute_utilization` and the union-based figure of :func:`steps_table`,
     since Σ gpu_ms double-counts workers whose phases overlap; and over the GPU window), its throughput against the
     baseline's of the same recording and against the compute-only bound (60000 / the fewest
-    :func:`kernel_ms_per_partition` of the recording's runs at that size, ``compute_bound_from``
+    :func:`zkgpu.gpu_time.kernel_ms_per_partition` of the recording's runs at that size, ``compute_bound_from``
     names which), and the model's throughput error (over the GPU window, as the
     model measures it; ``model_whole_run_*``: the same over the whole run, startup included, from
     the model's own event table). ``*_ok`` flags test the thresholds (0.9, 2, 0.9, 10% over the
     GPU window)."""
-    from .metrics import throughput
-    from .model import compare
-
-    done = [n for n in prep_scenarios() if source.has(n)]
+    done = [n for n in prep_scenarios(source) if source.has(n)]
     if not done or not source.has("baseline"):
         return None
     steps = steps_table(source, ["baseline", *done])
@@ -525,7 +332,7 @@ def acceptance(source: Any, preds: pd.DataFrame, sims: dict[str, ModelResult]) -
     # the compute-only bound: the fewest kernel ms per partition any recorded run needed at this size
     kms = {n: kernel_ms_per_partition(source.events(n)) for n in ("baseline", "pinned_pool", "pinned_narrow", *done) if source.has(n)}
     kms = {k: v for k, v in kms.items() if math.isfinite(v) and v > 0}
-    bound_from = min(kms, key=kms.get) if kms else None
+    bound_from = min(kms, key=lambda k: kms[k]) if kms else None
     bound = 60000.0 / kms[bound_from] if bound_from else float("nan")
     prior_sims = preds.attrs.get("prior_sims", {})
     sim, basis = (sims[best], "calibration") if best in sims else ((prior_sims[best], "prior") if best in prior_sims else (None, ""))
@@ -534,7 +341,7 @@ def acceptance(source: Any, preds: pd.DataFrame, sims: dict[str, ModelResult]) -
     # the model's own event table includes its synthesis from t = 0, so the whole-run figure compares too
     whole = float(throughput(sim.events)["partitions_per_min"].iloc[0]) if sim is not None else float("nan")
     r = steps.loc[best]
-    out = {
+    out: dict[str, Any] = {
         "best": best, "compute_util": min(float(r["compute_util"]), float(r["union_compute_util"])),
         "window_compute_util": float(r["window_compute_util"]),
         "partitions_per_min": float(r["partitions_per_min"]), "baseline_partitions_per_min": float(steps.loc["baseline", "partitions_per_min"]),
@@ -552,57 +359,13 @@ def acceptance(source: Any, preds: pd.DataFrame, sims: dict[str, ModelResult]) -
     return out
 
 
-def gpu_budget(events: pd.DataFrame, n: int, ntt_bench: pd.DataFrame | None = None, msm_bench: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Where one partition's GPU time goes in a run, against the kernels' own benchmarks.
-
-    Rows (median ms per partition): ``H computation`` (the ``ntt`` row's ``kernel_ms``: every
-    kernel of compute_h by CUDA events, also those overlapping the copies) against
-    :func:`kernel_floor_ms` ``compute_h``; ``exposed H2D`` (``exposed_ms``); ``H MSM`` (``h_msm``)
-    against the benchmarked MSM at n; ``batch_add`` (no benchmark); ``tail_msm`` against the sum of
-    :func:`msm_bench_ms` at the median significant counts of L, A and B (``*_sig`` in prep_msm's
-    detail), one after another; ``GPU phases`` = :func:`gpu_ms_per_partition`; ``host work inside
-    the phases`` = GPU phases + exposed H2D − the parts above (≥ 0): the time inside ntt_msm_h,
-    batch_add and tail_msm in which the GPU waited for the worker's host side (Python, launches,
-    copies it waits for, syncs). The parts are medians, so this is an estimate.
-    Columns: ``pipeline_ms``, ``benchmark_ms`` (NaN where none), ``ratio``.
-    """
-    def med(phase: str) -> float:
-        s = events[events["phase"] == phase]
-        return float(((s["end_ns"] - s["start_ns"]) / 1e6).median()) if len(s) else float("nan")
-
-    floor = kernel_floor_ms(n, ntt_bench, msm_bench)
-    pm = events[events["phase"] == "prep_msm"]
-    sig = [detail_value(pm, f"{k}_sig").median() for k in ("l", "a", "b_g1")] if len(pm) else []
-    tails = sum(msm_bench_ms(msm_bench, int(m)) for m in sig if np.isfinite(m) and m > 0) if sig else float("nan")
-    nt = events[events["phase"] == "ntt"]
-    h = events[events["phase"] == "h2d"]
-    rows = {
-        "H computation": (float(detail_value(nt, "kernel_ms").median()) if len(nt) else float("nan"), floor["compute_h"]),
-        "exposed H2D": (float(detail_value(h, "exposed_ms").median()) if len(h) else 0.0, float("nan")),
-        "H MSM": (med("h_msm"), floor["h_msm"]),
-        "batch_add": (med("batch_add"), float("nan")),
-        "tail_msm": (med("tail_msm"), tails if tails else float("nan")),
-        "GPU phases": (gpu_ms_per_partition(events), float("nan")),
-    }
-    parts = sum(v[0] for k, v in rows.items() if k != "GPU phases" and np.isfinite(v[0]))
-    # the part of the GPU phases in which none of the above ran: the worker's host work (Python,
-    # launches, waits on copies and syncs) that the GPU waited for
-    rows["host work inside the phases"] = (max(0.0, rows["GPU phases"][0] + rows["exposed H2D"][0] - parts) if parts else float("nan"), float("nan"))
-    out = pd.DataFrame.from_dict(rows, orient="index", columns=["pipeline_ms", "benchmark_ms"])
-    out["ratio"] = out["pipeline_ms"] / out["benchmark_ms"]
-    out.index.name = "part"
-    return out
-
-
-def prediction_vs_measurement(source: Any, preds: pd.DataFrame, sims: dict[str, ModelResult]) -> pd.DataFrame:
+def prediction_vs_measurement(source: Source, preds: pd.DataFrame, sims: dict[str, ModelResult]) -> pd.DataFrame:
     """Per recorded :func:`prep_scenarios` entry: the calibration-based prediction, the prediction
     from an earlier run (``preds.attrs["prior_sims"]``) and the measurement, all partitions/min
     over the GPU window (:func:`zkgpu.model.utilization`), with each prediction's relative error."""
-    from .model import utilization
-
     prior_sims = preds.attrs.get("prior_sims", {})
     rows = {}
-    for name in prep_scenarios():
+    for name in prep_scenarios(source):
         if not source.has(name):
             continue
         meas = utilization(source.events(name))["partitions_per_min"]
@@ -615,7 +378,7 @@ def prediction_vs_measurement(source: Any, preds: pd.DataFrame, sims: dict[str, 
     return out
 
 
-def key_numbers(source: Any, idle: pd.DataFrame, after_fix: str, preds: pd.DataFrame, acc: dict[str, Any] | None,
+def key_numbers(source: Source, idle: pd.DataFrame, after_fix: str, preds: pd.DataFrame, acc: dict[str, Any] | None,
                 gpu_phase_ms: float) -> tuple[dict[str, Any], str]:
     """Notebook 07b's key numbers (the report's contract, :func:`zkgpu.replay.number`) and its
     one-sentence finding, from :func:`idle_table`, :func:`predictions` and :func:`acceptance`.
@@ -624,14 +387,12 @@ def key_numbers(source: Any, idle: pd.DataFrame, after_fix: str, preds: pd.DataF
         source: the replayed or live source; idle: :func:`idle_table` (shares); after_fix: the run
             that shows the state after the fix; preds: :func:`predictions`; acc: :func:`acceptance`
             (None before the new scenarios are recorded); gpu_phase_ms: GPU phase ms per partition
-            of the run shown (:func:`gpu_budget`).
+            of the run shown (:func:`zkgpu.gpu_time.gpu_budget`).
 
     Returns:
         ``(numbers, finding)``; every key starts with ``last_mile_`` (the numbers come from the
         last-mile recording, not the one notebooks 01-08 replay).
     """
-    from .replay import number
-
     causes = [c for c in idle.columns if c in CAUSE_PHASES and c not in ("compute", "exposed H2D")]
     top = idle.loc[after_fix, causes].astype(float)
     k: dict[str, Any] = {
@@ -673,22 +434,23 @@ def key_numbers(source: Any, idle: pd.DataFrame, after_fix: str, preds: pd.DataF
     return k, text + "."
 
 
-def summary(mode: str | None = "replay") -> tuple[dict[str, Any], str]:
+def summary(base: str | Path | None = None) -> tuple[dict[str, Any], str]:
     """Notebook 07b's key numbers and finding (:func:`key_numbers`) from the newest last-mile
-    recording, computed the way 07b computes them (for notebook 08's conclusions); the finding names
-    the recording, since it is not the one notebooks 01-08 replay.
+    recording (:func:`last_mile_source`, replayed), computed the way 07b computes them (for notebook
+    08's conclusions); the finding names the recording, since it is not the one notebooks 01-08 replay.
 
     Raises:
-        ValueError: no last-mile recording (``data/last-mile/``) to replay.
+        ValueError: no last-mile recording (``data/last-mile/``, or one in ``data/`` with a prep
+            scenario) to replay.
     """
-    from . import replay
-
-    src = open_last_mile(mode)
-    new = [s for s in prep_scenarios() if src.has(s)]
+    src = last_mile_source("replay", base=base)
+    if src is None:
+        raise ValueError(f"no recording with a prep scenario in {Path(base) if base is not None else data_dir()}/{PILOT_DIR} or above it")
+    new = [s for s in prep_scenarios(src) if src.has(s)]
     before = [s for s in ("baseline", "pinned_pool", "pinned_narrow") if src.has(s)]
     idle = idle_table(src, before + new)
     after_fix = "pinned_narrow" if "pinned_narrow" in idle.index else str(idle.index[-1])
-    found = replay.find_benchmarks("prep")
+    found = find_benchmarks("prep")
     bench = found[1].get("prep") if found else None
     preds, sims = predictions(src, bench=bench, bench_label=found[0].name if found else "", prior=prior_recording(src))
     acc = acceptance(src, preds, sims)

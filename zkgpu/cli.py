@@ -11,7 +11,7 @@ from importlib import metadata
 
 import click
 
-from . import __version__, logs, record, replay
+from . import __version__, logs, record
 from . import report as report_mod
 from ._cuda import device_info
 from .bench import hostload as bench_hostload
@@ -79,14 +79,18 @@ def bench() -> None:
 @click.option("--only", multiple=True, help="run only notebooks whose name contains this (repeatable)")
 def report(mode: str | None, out_dir: str, only: tuple[str, ...]) -> None:
     """Execute every notebook in notebooks/ and write HTML plus an index into reports/."""
-    try:
-        replay.resolve_mode(mode)  # ZKGPU_MODE is checked here, before any notebook runs
+    try:  # ZKGPU_MODE and ZKGPU_HOST_LOAD are checked here, before any notebook runs
+        resolved = report_mod.resolve_report_mode(mode)
     except ValueError as exc:
         raise CliError(f"{exc} (unset ZKGPU_MODE or pass --mode replay)") from exc
+    try:
+        report_mod.notebook_parameters(resolved)
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
     if only and not report_mod.find_notebooks(only=only):
         names = ", ".join(p.stem for p in report_mod.find_notebooks())
         raise CliError(f"--only {' '.join(only)}: no notebook name contains it (notebooks: {names})")
-    ok = report_mod.run_report(out_dir=out_dir, mode=mode, only=only)
+    ok = report_mod.run_report(out_dir=out_dir, mode=mode, only=only, environment=environment())
     sys.exit(0 if ok else 1)
 
 

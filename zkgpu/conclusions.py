@@ -21,7 +21,8 @@ from typing import Any
 
 import pandas as pd
 
-from . import logs, metrics, model
+from . import bottleneck, logs, metrics, model
+from .groth16 import replay as proofs
 from .replay import Source, calibrated_params, number, reference_path, reference_table, scenario_table
 
 __all__ = ["Conclusion", "host_suspects", "published_utilization", "conclusions", "beyond", "finding", "key_numbers", "markdown"]
@@ -136,12 +137,13 @@ def conclusions(source: Source) -> list[Conclusion]:
             h = None
         if h and h["prove_start_ms"] > 0:
             verdict = "not where the time goes" if h["share"] < 0.05 else "a share worth a closer look"
-            out.append(Conclusion("host", "02_host_instrumentation",
-                f"The host-side suspects (the JobTracker lock taken twice per partition, the spawn, the finalizer's lock wait and "
-                f"malloc_trim) add up to {h['suspects_ms']:.1f} ms, **{100 * h['share']:.2f}%** of the {h['prove_start_ms']:.0f} ms "
-                f"spent inside the C++ start function (both summed over every partition of both workers): {verdict}.",
-                {"host_suspects_ms": number(h["suspects_ms"], "ms", "host-side suspects, total", "baseline"),
-                 "host_share": number(h["share"], "%", "host-side suspects / prove_start", "baseline")}))
+            nums_host = {"host_suspects_ms": number(h["suspects_ms"], "ms", "host-side suspects, total", "baseline"),
+                         "host_share": number(h["share"], "%", "host-side suspects / prove_start", "baseline")}
+            text = (f"The host-side suspects (the JobTracker lock taken twice per partition, the spawn, the finalizer's lock wait "
+                    f"and malloc_trim) add up to {h['suspects_ms']:.1f} ms, **{100 * h['share']:.2f}%** of the "
+                    f"{h['prove_start_ms']:.0f} ms spent inside the C++ start function (both summed over every partition of both "
+                    f"workers): {verdict}.")
+            out.append(Conclusion("host", "02_host_instrumentation", text, nums_host))
         if "baseline" in path.index:
             p = path.loc["baseline"]
             held = sum(p[c] for c in metrics.GPU_PATH if c != "lock_free")
@@ -229,7 +231,7 @@ def conclusions(source: Source) -> list[Conclusion]:
         gw = {1: "pinned_gw1", 2: "pinned_pool", 3: "pinned_gw3"}
         sweep = {g: float(tab.loc[n, "partitions_per_min"]) for g, n in gw.items() if n in have}
         cands = {n: float(tab.loc[n, "partitions_per_min"]) for n in ("pinned_pool", "pinned_narrow", "pinned_gw1", "pinned_gw3") if n in have}
-        best = max(cands, key=cands.get)
+        best = max(cands, key=lambda k: cands[k])
         narrow = ""
         if "pinned_narrow" in have:
             nv = tab.loc["pinned_narrow", "partitions_per_min"]
@@ -279,12 +281,9 @@ def beyond() -> list[Conclusion]:
     recording, :func:`zkgpu.bottleneck.summary`) and a real Groth16 proof (notebook 10, the newest
     ``bench-prove`` recording, :func:`zkgpu.groth16.replay.prove_finding`). A step whose recording
     is missing is left out."""
-    from . import bottleneck
-    from .groth16 import replay as proofs
-
     out: list[Conclusion] = []
     try:
-        nums, text = bottleneck.summary("replay")
+        nums, text = bottleneck.summary()
         out.append(Conclusion("beyond the fix", "07b_last_bottleneck", text, nums))
     except (ValueError, LookupError):
         pass

@@ -20,7 +20,7 @@ first partition included), and are busy_ms / (n_gpus × wall_ms):
   GPU_START→GPU_END (``prove``) intervals, which counts mutex wait, barrier wait and finalize as busy.
 
 cuzk reported 90.1 % TIMELINE vs 46.3 % kernel for one run (curio ``extern/cuzk/cuzk-project.md:1140``,
-``data/reference/cuzk_utilization.csv``; /work/shared/reference/cuzk-pipeline.md §2.2 and §7).
+``data/reference/cuzk_utilization.csv``).
 Throughput (:func:`throughput`) uses the same window. :func:`utilization` returns all of them.
 """
 
@@ -35,6 +35,8 @@ import pandas as pd
 from .events import GPU_PHASES
 
 __all__ = [
+    "duration_ms",
+    "phase_medians",
     "union_ms",
     "h2d_overlap",
     "detail_value",
@@ -92,7 +94,7 @@ def _exposed_or(h: pd.DataFrame, fallback: pd.Series) -> pd.Series:
 
 def _copy_ms(h: pd.DataFrame) -> pd.Series:
     """Per h2d row: its CUDA-event ``gpu_ms`` where present, else its interval, ms."""
-    dur = _dur_ms(h)
+    dur = duration_ms(h)
     return h["gpu_ms"].where(h["gpu_ms"].notna(), dur) if "gpu_ms" in h.columns else dur
 
 
@@ -114,8 +116,17 @@ def _h2d_inside_mask(events: pd.DataFrame) -> np.ndarray:
     return mask
 
 
-def _dur_ms(df: pd.DataFrame) -> pd.Series:
+def duration_ms(df: pd.DataFrame) -> pd.Series:
+    """Each row's ``(end_ns - start_ns) / 1e6``: float64 ms, indexed like ``df``."""
     return (df["end_ns"].astype("int64") - df["start_ns"].astype("int64")) / 1e6
+
+
+def phase_medians(events: pd.DataFrame) -> dict[str, float]:
+    """Median wall duration (ms) of each phase present in an event table: ``{phase: ms}``."""
+    if len(events) == 0:
+        return {}
+    d = events.assign(_ms=duration_ms(events))
+    return {str(k): float(v) for k, v in d.groupby("phase", observed=True)["_ms"].median().items()}
 
 
 def union_ms(starts: Sequence[int] | np.ndarray, ends: Sequence[int] | np.ndarray) -> float:
@@ -139,7 +150,7 @@ def union_ms(starts: Sequence[int] | np.ndarray, ends: Sequence[int] | np.ndarra
     s, e = s[order], e[order]
     total = 0
     cur_s, cur_e = int(s[0]), int(e[0])
-    for a, b in zip(s[1:].tolist(), e[1:].tolist()):
+    for a, b in zip(s[1:].tolist(), e[1:].tolist(), strict=True):
         if a <= cur_e:
             cur_e = max(cur_e, b)
         else:
@@ -304,18 +315,12 @@ def phase_shares(events: pd.DataFrame, by: Sequence[str] = ("run", "worker"), ph
     """
     _check(events)
     df = events.copy()
-    if phases is None:
-        df = df[~df["phase"].isin(CONTAINER_PHASES + SUB_PHASES)]
-    else:
-        df = df[df["phase"].isin(list(phases))]
-    df["dur_ms"] = _dur_ms(df)
+    df = df[~df["phase"].isin(CONTAINER_PHASES + SUB_PHASES)] if phases is None else df[df["phase"].isin(list(phases))]
+    df["dur_ms"] = duration_ms(df)
     keys = [*by, "phase"]
     g = df.groupby(keys, dropna=False, sort=True)["dur_ms"]
     out = pd.DataFrame({"count": g.size(), "total_ms": g.sum(), "mean_ms": g.mean()}).reset_index()
-    if len(by):
-        tot = out.groupby(list(by), dropna=False)["total_ms"].transform("sum")
-    else:
-        tot = out["total_ms"].sum()
+    tot = out.groupby(list(by), dropna=False)["total_ms"].transform("sum") if len(by) else out["total_ms"].sum()
     out["share"] = out["total_ms"] / tot
     return out
 
@@ -335,7 +340,7 @@ def h2d_share(events: pd.DataFrame, by: Sequence[str] = ("run",)) -> pd.DataFram
     _check(events)
     rows = []
     df = events.reset_index(drop=True)
-    df = df.assign(dur_ms=_dur_ms(df), _inside=_h2d_inside_mask(df))
+    df = df.assign(dur_ms=duration_ms(df), _inside=_h2d_inside_mask(df))
     for key, grp in df.groupby(list(by), dropna=False, sort=True):
         hrows = grp[grp["_inside"]]
         iv = float(hrows["dur_ms"].sum())
@@ -343,7 +348,7 @@ def h2d_share(events: pd.DataFrame, by: Sequence[str] = ("run",)) -> pd.DataFram
         n = float(grp.loc[grp["phase"] == "ntt_msm_h", "dur_ms"].sum())
         key = key if isinstance(key, tuple) else (key,)
         nan = float("nan")
-        rows.append({**dict(zip(by, key)), "h2d_ms": h, "interval_ms": iv, "ntt_msm_h_ms": n,
+        rows.append({**dict(zip(by, key, strict=True)), "h2d_ms": h, "interval_ms": iv, "ntt_msm_h_ms": n,
                      "share": h / n if n > 0 else nan, "interval_share": iv / n if n > 0 else nan})
     return pd.DataFrame(rows, columns=[*by, "h2d_ms", "interval_ms", "ntt_msm_h_ms", "share", "interval_share"])
 
@@ -357,11 +362,8 @@ def effective_h2d_gbps(events: pd.DataFrame, by: Sequence[str] = ("run",), phase
     """
     _check(events)
     df = events[(events["phase"] == phase)].copy()
-    if "bytes" in df.columns:
-        df = df[df["bytes"].notna()]
-    else:
-        df = df.iloc[0:0]
-    t = _dur_ms(df)
+    df = df[df["bytes"].notna()] if "bytes" in df.columns else df.iloc[0:0]
+    t = duration_ms(df)
     if "gpu_ms" in df.columns:
         t = df["gpu_ms"].where(df["gpu_ms"].notna(), t)
     df["time_ms"] = t.astype("float64")
@@ -371,7 +373,7 @@ def effective_h2d_gbps(events: pd.DataFrame, by: Sequence[str] = ("run",), phase
         b = float(grp["bytes"].sum())
         tm = float(grp["time_ms"].sum())
         key = key if isinstance(key, tuple) else (key,)
-        rows.append({**dict(zip(by, key)), "bytes": b, "time_ms": tm, "gbps": b / (tm * 1e6) if tm > 0 else float("nan"), "count": len(grp)})
+        rows.append({**dict(zip(by, key, strict=True)), "bytes": b, "time_ms": tm, "gbps": b / (tm * 1e6) if tm > 0 else float("nan"), "count": len(grp)})
     return pd.DataFrame(rows, columns=[*by, "bytes", "time_ms", "gbps", "count"])
 
 
@@ -451,7 +453,7 @@ def mutex_stats(events: pd.DataFrame, by: Sequence[str] = ("run", "worker")) -> 
     """
     _check(events)
     phases = ("mutex_wait", "barrier_wait", "mutex_held")
-    df = events[events["phase"].isin(phases)].assign(dur_ms=lambda d: _dur_ms(d))
+    df = events[events["phase"].isin(phases)].assign(dur_ms=lambda d: duration_ms(d))
     if not len(df):
         return pd.DataFrame(columns=[*by])
     agg = df.groupby([*by, "phase"], dropna=False)["dur_ms"].agg(["count", "sum", "mean", "max"]).rename(columns={"sum": "total_ms", "mean": "mean_ms", "max": "max_ms"})
@@ -555,7 +557,7 @@ def critical_path(events: pd.DataFrame) -> pd.DataFrame:
     _check(events)
     wall = wall_span(events)
     tp = throughput(events)
-    ev = events.reset_index(drop=True).assign(dur_ms=lambda d: _dur_ms(d), _g=lambda d: _gpu_key(d))
+    ev = events.reset_index(drop=True).assign(dur_ms=lambda d: duration_ms(d), _g=lambda d: _gpu_key(d))
     inside = _h2d_inside_mask(ev)
     rows = []
     for run in wall.index:
@@ -647,7 +649,7 @@ def barrier_race(events: pd.DataFrame) -> pd.DataFrame:
     partition lacks), sorted by partition.
     """
     _check(events)
-    ev = events[events["partition"].notna()].assign(dur_ms=lambda d: _dur_ms(d))
+    ev = events[events["partition"].notna()].assign(dur_ms=lambda d: duration_ms(d))
     first = ev[ev["phase"] == "mutex_wait"].sort_values("start_ns").groupby("partition")["dur_ms"].first()
     tot = ev.pivot_table(index="partition", columns="phase", values="dur_ms", aggfunc="sum")
     out = pd.DataFrame(index=tot.index)

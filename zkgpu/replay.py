@@ -751,7 +751,7 @@ def _h2d_rate_gbps(events: pd.DataFrame) -> float | None:
 def calibrated_params(
     source: Source, scenario: str = "baseline", *, pageable_scenario: str = "baseline", pinned_scenario: str = "pinned_pool"
 ) -> ModelParams:
-    """:func:`zkgpu.model.calibrate` on one recorded scenario, with both H2D rates from the recording.
+    """:func:`zkgpu.calibration.calibrate` on one recorded scenario, with both H2D rates from the recording.
 
     The pageable rate comes from ``pageable_scenario``'s ``h2d`` rows, the pinned rate from
     ``pinned_scenario``'s (Σ bytes / Σ interval time, the same clock as the calibration);
@@ -760,7 +760,7 @@ def calibrated_params(
     Raises:
         ValueError: a rate is needed but neither scenario measured it (from ``calibrate``).
     """
-    from .model import calibrate
+    from .calibration import calibrate
 
     ev = source.events(scenario)
     transfer = source.config(scenario).get("transfer", "pageable")

@@ -1,9 +1,16 @@
 """``zkgpu report``: execute the notebook suite and render it to HTML with an index page.
 
 Each notebook in ``notebooks/`` (sorted by name) is executed with nbclient in its own kernel
-(over a CurveZMQ-encrypted or IPC transport, :func:`kernel_config`), with ``ZKGPU_MODE`` set
-(``replay`` without a GPU by default), then exported with nbconvert's HTML exporter (lab template;
-wide tables and long code lines scroll sideways, :func:`html_exporter`) into ``reports/``.
+(over a CurveZMQ-encrypted or IPC transport, :func:`kernel_config`), its settings injected as
+papermill parameters after its ``parameters`` cell (:func:`notebook_parameters`: ``MODE``, ``live``
+or ``replay``, without a GPU ``replay`` by default; ``HOST_LOAD``), then exported with nbconvert's
+HTML exporter (lab template; wide tables and long code lines scroll sideways, :func:`html_exporter`)
+into ``reports/``.
+
+This module is the app layer of the notebooks: it is the one place that reads their environment
+variables (``ZKGPU_MODE``, ``ZKGPU_HOST_LOAD``) and turns them into parameters. Until
+:mod:`zkgpu.replay` takes its folders as keywords, the kernels also get ``ZKGPU_MODE``,
+``ZKGPU_NB_OUT`` (the key-numbers folder) and ``ZKGPU_LIVE_DIR`` (live runs) in their environment.
 
 The index page (``reports/index.html``) names the data the notebooks read (live GPU, a recording
 in ``data/``, or the CPU stand-in), gives per notebook its one-line finding and its key numbers with
@@ -23,6 +30,7 @@ import math
 import os
 import shutil
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,16 +44,18 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbconvert import HTMLExporter
+from papermill.iorw import load_notebook_node
+from papermill.parameterize import parameterize_notebook
 from tqdm.auto import tqdm
 from traitlets.config import Config
 
-from ._cuda import gpu_available
 from .bottleneck import last_mile_recordings
 from .chrome_trace import export_recording
-from .replay import Recording, find_benchmarks, latest_recording, open_source
+from .replay import Recording, find_benchmarks, latest_recording, open_source, resolve_mode
 
 __all__ = ["NotebookResult", "KeyNumber", "page_title", "TraceFile", "run_report", "find_notebooks", "html_exporter",
-           "kernel_config", "format_value", "infer_unit", "read_key_numbers", "export_traces"]
+           "kernel_config", "format_value", "infer_unit", "read_key_numbers", "export_traces", "notebook_parameters",
+           "resolve_report_mode"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -132,10 +142,39 @@ def page_title(nb: Any, fallback: str) -> str:
     return "zkgpu " + fallback
 
 
-def _execute(path: Path, out_dir: Path, mode: str, timeout: int) -> NotebookResult:
-    nb = nbformat.read(path, as_version=4)
-    env_before = os.environ.get("ZKGPU_MODE")
-    os.environ["ZKGPU_MODE"] = mode
+def resolve_report_mode(mode: str | None = None, environ: Mapping[str, str] | None = None) -> str:
+    """``live`` or ``replay`` (:func:`zkgpu.replay.resolve_mode`) from ``mode``, else
+    ``$ZKGPU_MODE``, else ``auto`` (live iff a GPU is present).
+
+    Raises:
+        ValueError: an unknown mode (names it).
+    """
+    env = os.environ if environ is None else environ
+    return resolve_mode(mode if mode is not None else (env.get("ZKGPU_MODE") or "auto"))
+
+
+def notebook_parameters(mode: str, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The papermill parameters every notebook of the suite gets (names of its ``parameters`` cell):
+    ``MODE`` (``live`` or ``replay``, as resolved by :func:`resolve_report_mode`) and, when
+    ``$ZKGPU_HOST_LOAD`` is set, ``HOST_LOAD`` (host memory-load threads of live runs, an int >= 0).
+
+    Raises:
+        ValueError: ``mode`` is not ``live``/``replay``, or ``ZKGPU_HOST_LOAD`` is not an integer >= 0.
+    """
+    if mode not in ("live", "replay"):
+        raise ValueError(f"mode must be 'live' or 'replay', got {mode!r}")
+    env = os.environ if environ is None else environ
+    params: dict[str, Any] = {"MODE": mode}
+    load = env.get("ZKGPU_HOST_LOAD", "").strip()
+    if load:
+        if not load.isdigit():
+            raise ValueError(f"ZKGPU_HOST_LOAD must be an integer >= 0, got {load!r}")
+        params["HOST_LOAD"] = int(load)
+    return params
+
+
+def _execute(path: Path, out_dir: Path, params: Mapping[str, Any], timeout: int) -> NotebookResult:
+    nb = parameterize_notebook(load_notebook_node(str(path)), dict(params), kernel_name="python3", language="python")
     t0 = time.perf_counter()
     status, error = "ok", ""
     try:
@@ -146,13 +185,8 @@ def _execute(path: Path, out_dir: Path, mode: str, timeout: int) -> NotebookResu
         client.execute()
     except CellExecutionError as exc:
         status, error = "failed", str(exc)
-    except Exception as exc:  # kernel died, timeout, ...
+    except Exception as exc:  # noqa: BLE001 - any failure of one notebook (kernel died, timeout, ...) is reported, the others still run
         status, error = "failed", f"{type(exc).__name__}: {exc}"
-    finally:
-        if env_before is None:
-            os.environ.pop("ZKGPU_MODE", None)
-        else:
-            os.environ["ZKGPU_MODE"] = env_before
     seconds = time.perf_counter() - t0
     body, _ = html_exporter().from_notebook_node(nb, resources={"metadata": {"name": page_title(nb, path.stem)}})
     out = out_dir / f"{path.stem}.html"
@@ -181,10 +215,6 @@ def _data_note(mode: str) -> str:
 
 
 # --------------------------------------------------------------------------- key numbers
-
-UNITS = ("%", "ms", "GB/s", "partitions/min", "x", "")
-"""Units of the key-numbers contract; a "%" value is a fraction in [0, 1] shown as a percentage."""
-
 
 def _fixed(x: float, sig: int = 3) -> str:
     """``x`` in positional notation with ``sig`` significant digits (never scientific), integer
@@ -388,10 +418,9 @@ tr:nth-child(even) td{background:#f6f6f6} th{border-bottom:1px solid #999}
 .ok{color:#070;font-size:.85em} .failed{color:#b00;font-weight:bold} pre{margin:0;white-space:pre-wrap}"""
 
 
-def _write_index(out_dir: Path, results: list[NotebookResult], mode: str, note: str, extra_html: str = "") -> Path:
-    from .cli import environment
-
-    env = environment()
+def _write_index(out_dir: Path, results: list[NotebookResult], mode: str, note: str, extra_html: str = "",
+                 environment: Mapping[str, Any] | None = None) -> Path:
+    env = dict(environment or {})
     if mode == "replay":  # nothing on this machine ran the GPU code: say so instead of "None"
         env = {k: ("none (replay)" if v is None and k in ("gpu", "cupy", "cuda", "driver", "runtime") else v) for k, v in env.items()}
     env_rows = "\n".join(f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in env.items())
@@ -402,13 +431,14 @@ def _write_index(out_dir: Path, results: list[NotebookResult], mode: str, note: 
 <h2>Key numbers and findings, per notebook</h2>
 {_notebooks_html(results, out_dir / "key_numbers")}
 {extra_html}
-<h2>Environment</h2><div class='scroll'><table>{env_rows}</table></div></body></html>"""
+{f"<h2>Environment</h2><div class='scroll'><table>{env_rows}</table></div>" if env_rows else ""}</body></html>"""
     index = out_dir / "index.html"
     index.write_text(page, encoding="utf-8")
     return index
 
 
-def run_report(out_dir: str | Path = "reports", mode: str | None = None, only: tuple[str, ...] = (), timeout: int = 1800) -> bool:
+def run_report(out_dir: str | Path = "reports", mode: str | None = None, only: tuple[str, ...] = (), timeout: int = 1800,
+               environment: Mapping[str, Any] | None = None) -> bool:
     """Execute the notebooks into ``out_dir``; True when every notebook ran without error.
 
     Writes ``<name>.html`` and the executed ``<name>.ipynb`` per notebook, ``key_numbers/<name>.json``
@@ -420,13 +450,17 @@ def run_report(out_dir: str | Path = "reports", mode: str | None = None, only: t
     Args:
         out_dir: folder for the executed notebooks, their HTML and ``index.html``.
         mode: ``live``, ``replay`` or ``auto`` (default: ``$ZKGPU_MODE`` or ``auto``; auto is
-            live when a GPU is present, else replay).
+            live when a GPU is present, else replay; :func:`resolve_report_mode`).
         only: run only notebooks whose file name contains one of these strings.
         timeout: seconds allowed per cell.
+        environment: what the index page lists under "Environment" (``zkgpu info --json``'s
+            fields; the section is left out when None).
+
+    Raises:
+        ValueError: an unknown mode, or a bad ``ZKGPU_HOST_LOAD`` (:func:`notebook_parameters`).
     """
-    mode = mode or os.environ.get("ZKGPU_MODE", "auto")
-    if mode == "auto":
-        mode = "live" if gpu_available() else "replay"
+    mode = resolve_report_mode(mode)
+    params = notebook_parameters(mode)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     notebooks = find_notebooks(only=only)
@@ -436,7 +470,8 @@ def run_report(out_dir: str | Path = "reports", mode: str | None = None, only: t
     live_dir = out / "live"
     if mode == "live":
         shutil.rmtree(live_dir, ignore_errors=True)  # this report's live runs only
-    env = {"ZKGPU_NB_OUT": str(key_dir.resolve()),  # notebooks drop their key numbers here
+    env = {"ZKGPU_MODE": mode,  # for zkgpu.replay's defaults (the notebooks get MODE as a parameter)
+           "ZKGPU_NB_OUT": str(key_dir.resolve()),  # notebooks drop their key numbers here
            "ZKGPU_LIVE_DIR": str(live_dir.resolve())}  # live runs are recorded here (traces below)
     env_before = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
@@ -446,7 +481,7 @@ def run_report(out_dir: str | Path = "reports", mode: str | None = None, only: t
             for path in bar:
                 bar.set_postfix_str(path.stem)
                 (key_dir / f"{path.stem}.json").unlink(missing_ok=True)  # no stale numbers from an earlier run
-                res = _execute(path, out, mode, timeout)
+                res = _execute(path, out, params, timeout)
                 results.append(res)
                 if res.status != "ok":
                     bar.write(f"FAILED {path.name}:\n{res.error[-3000:]}")
@@ -465,7 +500,7 @@ def run_report(out_dir: str | Path = "reports", mode: str | None = None, only: t
         except (OSError, ValueError, KeyError) as exc:
             traces_html = _traces_html([], None, out, problem=f"{type(exc).__name__}: {exc}")
             print(f"report: traces not written: {exc}")
-    index = _write_index(out, results, mode, note, traces_html)
+    index = _write_index(out, results, mode, note, traces_html, environment)
     failed = [r.name for r in results if r.status != "ok"]
     print(f"report: {len(results) - len(failed)}/{len(results)} notebooks ok -> {index}")
     if note:

@@ -1,0 +1,203 @@
+"""Parameters of the pipeline model (:mod:`zkgpu.model`) from measurements or from upstream's numbers.
+
+* :func:`calibrate`: :class:`~zkgpu.model.ModelParams` fitted to a recorded event table (any
+  producer): the median wall time of each phase, the H2D rate as Σ bytes / Σ time of the ``h2d``
+  rows, the synthesis concurrency and the mutex overhead.
+* :func:`reference_params`: upstream's PoRep partition (RTX 5070 Ti) from ``data/reference/``: the
+  seed's ``CUZK_TIMING`` lines (parsed by :mod:`zkgpu.logs`) and the published tables; for
+  what-if questions at upstream's sizes, never shown as our measurements.
+
+Durations in ms, sizes in bytes, rates in GB/s (1e9 B/s), as in :class:`~zkgpu.model.ModelParams`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import logs, metrics
+from .manifest import DATA_DIR
+from .model import ModelParams
+
+__all__ = ["calibrate", "reference_params", "POREP_CONSTRAINTS", "FR_BYTES"]
+
+
+def _max_overlap(df: pd.DataFrame) -> int:
+    """Largest number of intervals open at once."""
+    if len(df) == 0:
+        return 0
+    pts = sorted([(int(s), 1) for s in df["start_ns"]] + [(int(e), -1) for e in df["end_ns"]], key=lambda t: (t[0], t[1]))
+    cur = best = 0
+    for _, step in pts:
+        cur += step
+        best = max(best, cur)
+    return best
+
+
+def _lock_overhead_ms(ev: pd.DataFrame) -> float:
+    """Median over partitions of Σ mutex_held − Σ durations of the phases lying inside the held intervals."""
+    held = ev[ev["phase"] == "mutex_held"]
+    if not len(held):
+        return 0.0
+    inner = ev[ev["phase"].isin(("ntt_msm_h", "barrier_wait", "batch_add", "tail_msm"))]
+    vals = []
+    for key, h in held.groupby(["run", "partition"], dropna=False):
+        ivs = list(zip(h["start_ns"].astype("int64"), h["end_ns"].astype("int64"), strict=True))
+        sub = inner[(inner["run"] == key[0]) & (inner["partition"] == key[1])] if not pd.isna(key[1]) else inner.iloc[0:0]
+        inside = sum(
+            int(e) - int(s) for s, e in zip(sub["start_ns"], sub["end_ns"], strict=True)
+            if any(hs <= int(s) and int(e) <= he for hs, he in ivs)
+        )
+        vals.append(max(0.0, (sum(he - hs for hs, he in ivs) - inside) / 1e6))
+    return float(np.median(vals)) if vals else 0.0
+
+
+def calibrate(
+    events: pd.DataFrame,
+    *,
+    pinned_gbps: float | None = None,
+    pageable_gbps: float | None = None,
+    h2d_bytes: float | None = None,
+    transfer: str | None = None,
+    source: str | None = None,
+) -> ModelParams:
+    """Fit :class:`ModelParams` to a recorded event table (medians per phase).
+
+    Rules: each duration is the median wall time (``end_ns - start_ns``) of its phase. The H2D
+    rate is ``sum(bytes) / sum(time)`` over ``h2d`` rows with bytes; it is assigned to the
+    pageable or pinned rate according to ``transfer`` or else the rows' ``detail``
+    (``path=``/``transfer=`` ``registered``, ``pinned``, ``pinned_pool`` → pinned; otherwise
+    pageable), and the other rate comes from the argument. Without ``h2d`` rows the whole
+    ``ntt_msm_h`` is taken as compute (``ntt_ms``) unless ``h2d_bytes`` and a rate are given, in
+    which case the H2D time at that rate is subtracted. ``ntt_ms`` = median ``ntt_msm_h`` − median
+    per-partition ``h2d`` − median ``h_msm`` (so the model's ntt_msm_h is the measured median).
+    Synthesis: median ``synthesize`` time and the largest number of syntheses running at once. ``lock_overhead_ms``: median per partition
+    of the mutex_held time not covered by the phases inside it; ``pre_lock_ms``: median pre_lock.
+
+    Args:
+        events: event table (any producer) with at least ``prep_msm``, ``ntt_msm_h``,
+            ``batch_add`` and ``tail_msm`` rows.
+        pinned_gbps, pageable_gbps: rates (GB/s) to use where the table does not measure them.
+        h2d_bytes: bytes per partition where the table has no ``h2d`` bytes.
+        transfer: the transfer path the recorded run used (overrides the detail column).
+        source: label for the parameters (default: the table's run names).
+
+    Raises:
+        ValueError: a required phase is missing (names it), or a rate is needed but unknown.
+    """
+    ev = events
+    med = metrics.phase_medians(ev)
+    missing = [p for p in ("prep_msm", "ntt_msm_h", "batch_add", "tail_msm") if p not in med]
+    if missing:
+        raise ValueError(f"calibrate: the event table has no rows for phase(s) {missing}; phases present: {sorted(med)}")
+
+    h2d = ev[(ev["phase"] == "h2d") & ev["bytes"].notna()] if "bytes" in ev else ev.iloc[0:0]
+    measured_rate = None
+    measured_kind = None
+    h2d_ms = 0.0
+    if len(h2d):
+        secs = float(metrics.duration_ms(h2d).sum()) / 1e3
+        total_bytes = float(h2d["bytes"].astype("float64").sum())
+        if secs > 0 and total_bytes > 0:
+            measured_rate = total_bytes / secs / 1e9
+        per_part = h2d.groupby(["run", "partition"], dropna=False)["bytes"].sum().astype("float64")
+        h2d_bytes = float(per_part.median()) if h2d_bytes is None else h2d_bytes
+        h2d_ms = float(h2d.assign(_ms=metrics.duration_ms(h2d)).groupby(["run", "partition"], dropna=False)["_ms"].sum().median())
+        if transfer is not None:
+            measured_kind = "pageable" if transfer == "pageable" else "pinned"
+        else:
+            detail = " ".join(str(x) for x in h2d["detail"].dropna().unique()) if "detail" in h2d else ""
+            pinned_words = ("=registered", "=pinned", "=pinned_pool")
+            measured_kind = "pinned" if any(w in detail for w in pinned_words) else "pageable"
+    if measured_kind == "pageable":
+        pageable_gbps = measured_rate if pageable_gbps is None else pageable_gbps
+    elif measured_kind == "pinned":
+        pinned_gbps = measured_rate if pinned_gbps is None else pinned_gbps
+
+    h_msm = med.get("h_msm", 0.0)
+    if not len(h2d) and h2d_bytes:
+        rate = pageable_gbps if (transfer in (None, "pageable")) else pinned_gbps
+        if rate is None:
+            raise ValueError("calibrate: h2d_bytes given without h2d rows: pass pageable_gbps (the rate the run used)")
+        h2d_ms = h2d_bytes / (rate * 1e9) * 1e3
+    # the rest of the median ntt_msm_h, so that the model's ntt_msm_h equals the measured median
+    # (a sum of sub-phase medians need not equal the median of their sum)
+    ntt = max(med["ntt_msm_h"] - h2d_ms - h_msm, 0.0)
+
+    if h2d_bytes is None:
+        h2d_bytes = 0.0
+    if pageable_gbps is None or pinned_gbps is None:
+        if h2d_bytes == 0.0:
+            pageable_gbps = pageable_gbps or 1.0
+            pinned_gbps = pinned_gbps or 1.0
+        else:
+            raise ValueError(
+                f"calibrate: the table measures only the {measured_kind or 'no'} H2D rate; pass "
+                f"{'pinned_gbps' if pinned_gbps is None else 'pageable_gbps'} (e.g. from the bandwidth sweep)"
+            )
+    lock_overhead = _lock_overhead_ms(ev)
+    synth = ev[ev["phase"] == "synthesize"]
+    synth_workers = max(1, max((_max_overlap(g) for _, g in synth.groupby("run")), default=1)) if len(synth) else 1
+    runs = sorted(str(r) for r in ev["run"].dropna().unique()) if "run" in ev else []
+    return ModelParams(
+        prep_msm_ms=med["prep_msm"],
+        ntt_ms=ntt,
+        h_msm_ms=h_msm,
+        batch_add_ms=med["batch_add"],
+        tail_msm_ms=med["tail_msm"],
+        h2d_bytes=float(h2d_bytes),
+        pageable_gbps=float(pageable_gbps),
+        pinned_gbps=float(pinned_gbps),
+        b_g2_msm_ms=med.get("b_g2_msm", 0.0),
+        synth_ms=med.get("synthesize", 0.0),
+        synth_workers=int(synth_workers),
+        finalize_ms=med.get("finalize", 0.0),
+        pre_lock_ms=med.get("pre_lock", 0.0),
+        lock_overhead_ms=lock_overhead,
+        source=source or ("calibrated from " + (", ".join(runs) if runs else "an event table")),
+    )
+
+
+#: Constraints of one PoRep-32GiB partition (PCE extraction, curio ``extern/cuzk/cuzk-project.md``
+#: :1588-1601, quoted in cuzk-pipeline.md §4); a, b, c are one 32-byte Fr per constraint each.
+POREP_CONSTRAINTS = 130_278_869
+FR_BYTES = 32
+
+
+def reference_params(reference_dir: str | None = None) -> ModelParams:
+    """Parameters of upstream's PoRep partition from ``data/reference/`` (published, not measured here).
+
+    * prep_msm_ms, ntt_msm_h (pageable), tail_msm_ms: medians of the seed's ``CUZK_TIMING`` lines
+      (``seed_cuzk_timing.log``, parsed by :mod:`zkgpu.logs`); batch_add_ms: median of
+      gpu_total − ntt_msm_h − tail_msm (the seed's lines carry no barrier_wait, which the write-up
+      shows to be ≈ 0 because prep_msm < ntt_msm_h);
+    * b_g2_msm_ms: Phase 8 of ``cuzk_phase8_vs_phase9.csv``;
+    * h2d_bytes: 3 × :data:`POREP_CONSTRAINTS` × 32 B;
+    * pinned_gbps: the PCIe Gen5 line rate quoted in ``cuzk_48dccd93_claims.csv`` (~50 GB/s);
+    * ntt_ms (compute part of ntt_msm_h): Phase 9's ntt_msm_h (pre-staged pinned uploads, 690 ms)
+      minus its H2D at the pinned rate; pageable_gbps: h2d_bytes over the rest of the seed's
+      ntt_msm_h.
+
+    These are RTX 5070 Ti numbers (upstream's test box), for what-if questions about upstream's
+    sizes; they are never presented as our measurements.
+    """
+    ref = Path(reference_dir) if reference_dir else DATA_DIR / "reference"
+    pt = logs.partition_table(logs.parse_file(ref / "seed_cuzk_timing.log"))
+    prep = float(pt["prep_msm_ms"].median())
+    ntt_pageable = float(pt["ntt_msm_h_ms"].median())
+    tail = float(pt["tail_msm_ms"].median())
+    batch = float((pt["gpu_total_ms"] - pt["ntt_msm_h_ms"] - pt["tail_msm_ms"]).median())
+    p89 = pd.read_csv(ref / "cuzk_phase8_vs_phase9.csv").set_index("metric")
+    claims = pd.read_csv(ref / "cuzk_48dccd93_claims.csv").set_index("claim")
+    pinned = float(claims.loc["h2d_bandwidth_unpinned_vs_line_rate", "after_min"])
+    h2d_bytes = 3.0 * POREP_CONSTRAINTS * FR_BYTES
+    pinned_h2d_ms = h2d_bytes / (pinned * 1e9) * 1e3
+    ntt = float(p89.loc["ntt_msm_h_ms", "phase9_ms"]) - pinned_h2d_ms
+    pageable = h2d_bytes / ((ntt_pageable - ntt) * 1e6)
+    return ModelParams(
+        prep_msm_ms=prep, ntt_ms=ntt, batch_add_ms=batch, tail_msm_ms=tail, h2d_bytes=h2d_bytes,
+        pageable_gbps=pageable, pinned_gbps=pinned, b_g2_msm_ms=float(p89.loc["b_g2_msm_ms", "phase8_ms"]),
+        source="upstream (RTX 5070 Ti, PoRep 32 GiB): seed CUZK_TIMING medians + Phase 8/9 table + 48dccd93 line rate",
+    )

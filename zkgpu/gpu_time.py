@@ -1,0 +1,281 @@
+"""Where one run's GPU time goes, read from its event table (notebook 07b, "the last bottleneck").
+
+* :func:`idle_causes`: splits a run's **GPU window** (first GPU-side start — ``prove``,
+  ``mutex_wait`` or a GPU phase — to the last end of a GPU phase, as :func:`zkgpu.model.utilization`)
+  into *compute* (the GPU phases ``ntt_msm_h``, ``batch_add``, ``tail_msm`` minus the copy time no
+  kernel hid, ``exposed_ms``), *exposed H2D*, and GPU-idle time, which it attributes, in this order
+  of precedence, to what the workers were doing meanwhile: ``barrier_wait`` (waiting for prep_msm),
+  ``mutex_wait`` (the lock changing hands), ``pre_lock`` (a worker's set-up before the lock,
+  ``split_vectors`` and the prep thread's start), *no partition ready* (no ``gpu_queue`` interval
+  open: every synthesized partition already taken), and *other host work* (the rest: Python
+  between phases, the worker loop, finalizer hand-off). The shares sum to 1. Also the **start-up**:
+  the time from the run's first event (synthesis) to the GPU window, which whole-run metrics
+  (:func:`zkgpu.metrics.compute_utilization`, :func:`zkgpu.metrics.throughput`) include.
+  Interval arithmetic on sorted, merged ``[start_ns, end_ns)`` lists (union, intersection,
+  complement within the window).
+* :func:`gpu_ms_per_partition`: median per partition of the GPU phases' wall time minus the
+  exposed copy time (ms): the GPU work one partition needs in that run; 60000 / it is the
+  compute-only bound in partitions/min (the same quantity as :func:`zkgpu.model.compute_bound_per_min`,
+  measured instead of calibrated). :func:`kernel_ms_per_partition`: the kernels alone.
+* :func:`kernel_floor_ms`, :func:`msm_bench_ms`: the kernels' own benchmark time (``zkgpu bench ntt``
+  compute_h and ``zkgpu bench msm`` device, uniform scalars) for the H computation and an MSM of m
+  points; :func:`gpu_budget` sets a run's per-partition GPU parts against them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from .events import GPU_PHASES
+from .metrics import detail_value, duration_ms
+
+__all__ = [
+    "IDLE_CAUSES",
+    "NO_PARTITION",
+    "OTHER",
+    "CAUSE_PHASES",
+    "gpu_window",
+    "idle_causes",
+    "gpu_ms_per_partition",
+    "kernel_ms_per_partition",
+    "msm_bench_ms",
+    "kernel_floor_ms",
+    "gpu_budget",
+]
+
+Interval = tuple[int, int]
+"""``(start_ns, end_ns)``, half-open."""
+
+
+def _median_ms(events: pd.DataFrame, phase: str) -> float:
+    """Median wall ms of ``phase``'s rows; NaN without any."""
+    s = events[events["phase"] == phase]
+    return float(duration_ms(s).median()) if len(s) else float("nan")
+
+
+#: GPU-idle causes in order of precedence: (label, phases whose intervals claim the idle time).
+IDLE_CAUSES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("barrier_wait (prep_msm)", ("barrier_wait",)),
+    ("mutex_wait (lock hand-off)", ("mutex_wait",)),
+    ("pre_lock (worker set-up)", ("pre_lock",)),
+)
+NO_PARTITION = "no partition ready (synthesis)"
+OTHER = "other host work"
+CAUSE_PHASES: dict[str, str] = {
+    "compute": "kernel", "exposed H2D": "h2d", "barrier_wait (prep_msm)": "barrier_wait",
+    "mutex_wait (lock hand-off)": "mutex_wait", "pre_lock (worker set-up)": "pre_lock",
+    NO_PARTITION: "gpu_queue", OTHER: "lock_other",
+}
+"""The phase whose colour each cause of :func:`idle_causes` is drawn in (:func:`zkgpu.plots.gpu_window`)."""
+
+
+
+def _union(iv: Iterable[Interval]) -> list[Interval]:
+    out: list[Interval] = []
+    for s, e in sorted((int(s), int(e)) for s, e in iv if e > s):
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
+
+
+def _intersect(a: list[Interval], b: list[Interval]) -> list[Interval]:
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        s, e = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if s < e:
+            out.append((s, e))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def _complement(a: list[Interval], lo: int, hi: int) -> list[Interval]:
+    out, cur = [], lo
+    for s, e in a:
+        if s > cur:
+            out.append((cur, min(s, hi)))
+        cur = max(cur, e)
+        if cur >= hi:
+            break
+    if cur < hi:
+        out.append((cur, hi))
+    return [(s, e) for s, e in out if e > s]
+
+
+def _len(iv: list[Interval]) -> int:
+    return sum(e - s for s, e in iv)
+
+
+def _iv(ev: pd.DataFrame, phases: Iterable[str]) -> list[Interval]:
+    sub = ev[ev["phase"].isin(list(phases))]
+    return list(zip(sub["start_ns"].astype("int64"), sub["end_ns"].astype("int64"), strict=True))
+
+
+def gpu_window(events: pd.DataFrame) -> tuple[int, int]:
+    """``(lo_ns, hi_ns)``: first GPU-side start (``prove``, ``mutex_wait`` or a GPU phase) to the
+    last end of a GPU phase (:func:`zkgpu.model.utilization`'s window).
+
+    Raises:
+        ValueError: the table has no GPU phase rows.
+    """
+    gpu_rows = events[events["phase"].isin(GPU_PHASES)]
+    if not len(gpu_rows):
+        raise ValueError(f"the event table has no {GPU_PHASES} rows")
+    starts = events[events["phase"].isin(("prove", "mutex_wait") + GPU_PHASES)]["start_ns"]
+    return int(starts.min()), int(gpu_rows["end_ns"].max())
+
+
+def _exposed_inside(events: pd.DataFrame) -> pd.DataFrame:
+    """``partition`` and ``exposed_ms`` (clipped at 0, missing as 0) of the ``h2d`` rows copied
+    inside ntt_msm_h (``stage=ntt_msm_h`` in their detail)."""
+    h = events[events["phase"] == "h2d"]
+    inside = h["detail"].astype("string").str.contains("stage=ntt_msm_h", regex=False).fillna(False).to_numpy(bool)
+    return pd.DataFrame({"partition": h["partition"], "exposed_ms": detail_value(h, "exposed_ms").clip(lower=0).fillna(0.0)})[inside]
+
+
+def idle_causes(events: pd.DataFrame) -> pd.DataFrame:
+    """Where one run's GPU window goes (see the module docstring).
+
+    Args:
+        events: the event table of ONE run (one GPU).
+
+    Returns:
+        DataFrame indexed by ``cause`` (``compute``, ``exposed H2D``, the :data:`IDLE_CAUSES`
+        labels, :data:`NO_PARTITION`, :data:`OTHER`) with ``ms`` and ``share`` (of the GPU window,
+        summing to 1); ``attrs`` carry ``window_ms``, ``startup_ms`` (first event of the run to the
+        window's start) and ``partitions``.
+
+    Raises:
+        ValueError: no GPU phase rows.
+    """
+    lo, hi = gpu_window(events)
+    busy = _intersect(_union(_iv(events, GPU_PHASES)), [(lo, hi)])
+    exposed_ns = min(float(_exposed_inside(events)["exposed_ms"].sum()) * 1e6, float(_len(busy)))
+    idle = _complement(busy, lo, hi)
+    rows = {"compute": (_len(busy) - exposed_ns) / 1e6, "exposed H2D": exposed_ns / 1e6}
+    for label, phases in IDLE_CAUSES:
+        claimed = _intersect(idle, _union(_iv(events, phases)))
+        rows[label] = _len(claimed) / 1e6
+        idle = _intersect(idle, _complement(claimed, lo, hi))
+    waiting = _union(_iv(events, ("gpu_queue",)))
+    starved = _intersect(idle, _complement(waiting, lo, hi))
+    rows[NO_PARTITION] = _len(starved) / 1e6
+    rows[OTHER] = (_len(idle) - _len(starved)) / 1e6
+    window_ms = (hi - lo) / 1e6
+    out = pd.DataFrame({"ms": pd.Series(rows, dtype=float)})
+    out["share"] = out["ms"] / window_ms if window_ms > 0 else np.nan
+    out.index.name = "cause"
+    out.attrs.update(window_ms=window_ms, startup_ms=(lo - int(events["start_ns"].min())) / 1e6,
+                     partitions=int(events.loc[events["phase"] == "tail_msm", "partition"].nunique()))
+    return out
+
+
+def gpu_ms_per_partition(events: pd.DataFrame) -> float:
+    """Median over partitions of Σ wall ms of the GPU phases (``ntt_msm_h``, ``batch_add``,
+    ``tail_msm``) minus the partition's exposed H2D ms (the copy time no kernel hid). NaN
+    without GPU phase rows."""
+    g = events[events["phase"].isin(GPU_PHASES)]
+    if not len(g):
+        return float("nan")
+    per = duration_ms(g).groupby(g["partition"]).sum()
+    ex = _exposed_inside(events)
+    if len(ex):
+        per = per.sub(ex.groupby("partition")["exposed_ms"].sum(), fill_value=0.0)
+    return float(per.median())
+
+
+def kernel_ms_per_partition(events: pd.DataFrame) -> float:
+    """GPU kernel ms one partition needs, from a run's medians: the H computation's kernels (the
+    ``ntt`` row's ``kernel_ms``, CUDA events), the H MSM, batch_add and tail_msm (each a stream
+    span between CUDA events). Unlike :func:`gpu_ms_per_partition` it leaves out the host work
+    inside the phases and the exposed copies: 60000 / it is the compute-only bound (partitions/min).
+    NaN when a part is missing."""
+    nt = events[events["phase"] == "ntt"]
+    h = float(detail_value(nt, "kernel_ms").median()) if len(nt) else float("nan")
+    return h + _median_ms(events, "h_msm") + _median_ms(events, "batch_add") + _median_ms(events, "tail_msm")
+
+
+def _msm_rows(msm_bench: pd.DataFrame | None) -> pd.DataFrame | None:
+    """Device-resident, uniform-scalar rows of a ``zkgpu bench msm`` table (``log2_n``, ``median_ms``)."""
+    if msm_bench is None or "median_ms" not in msm_bench.columns:
+        return None
+    s = msm_bench.rename(columns={"log_n": "log2_n"})
+    for c, v in (("mode", "device"), ("scalars", "uniform")):
+        if c in s:
+            s = s[s[c] == v]
+    s = s.groupby("log2_n", as_index=False)["median_ms"].median()
+    return s if len(s) else None
+
+
+def msm_bench_ms(msm_bench: pd.DataFrame | None, m: int) -> float:
+    """The benchmarked G1 MSM time (device, uniform scalars) for m points: log-log interpolation
+    between the benchmarked sizes, clamped to the smallest / largest (below the smallest size an
+    MSM costs at least its per-call floor, so the clamp is an upper estimate there). NaN without
+    a table or for m < 1."""
+    s = _msm_rows(msm_bench)
+    if s is None or m < 1:
+        return float("nan")
+    return float(2 ** np.interp(math.log2(m), s["log2_n"].to_numpy(float), np.log2(s["median_ms"].to_numpy(float))))
+
+
+def kernel_floor_ms(n: int, ntt_bench: pd.DataFrame | None, msm_bench: pd.DataFrame | None) -> dict[str, float]:
+    """The kernels' own benchmark ms at size n: ``compute_h`` (``zkgpu bench ntt``, variant
+    compute_h: 7 NTTs + pointwise, device-resident) and ``h_msm`` (:func:`msm_bench_ms` at n: H's
+    coefficients are uniform). NaN where a table lacks that size."""
+    lg = int(n).bit_length() - 1
+    out = {"compute_h": float("nan"), "h_msm": float("nan")}
+    if ntt_bench is not None and {"variant", "median_ms"} <= set(ntt_bench.columns):
+        col = "log_n" if "log_n" in ntt_bench else "log2_n"
+        s = ntt_bench[(ntt_bench["variant"] == "compute_h") & (ntt_bench[col] == lg)]
+        if len(s):
+            out["compute_h"] = float(s["median_ms"].median())
+    rows = _msm_rows(msm_bench)
+    if rows is not None and (rows["log2_n"] == lg).any():
+        out["h_msm"] = float(rows.loc[rows["log2_n"] == lg, "median_ms"].iloc[0])
+    return out
+
+
+def gpu_budget(events: pd.DataFrame, n: int, ntt_bench: pd.DataFrame | None = None, msm_bench: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Where one partition's GPU time goes in a run, against the kernels' own benchmarks.
+
+    Rows (median ms per partition): ``H computation`` (the ``ntt`` row's ``kernel_ms``: every
+    kernel of compute_h by CUDA events, also those overlapping the copies) against
+    :func:`kernel_floor_ms` ``compute_h``; ``exposed H2D`` (``exposed_ms``); ``H MSM`` (``h_msm``)
+    against the benchmarked MSM at n; ``batch_add`` (no benchmark); ``tail_msm`` against the sum of
+    :func:`msm_bench_ms` at the median significant counts of L, A and B (``*_sig`` in prep_msm's
+    detail), one after another; ``GPU phases`` = :func:`gpu_ms_per_partition`; ``host work inside
+    the phases`` = GPU phases + exposed H2D − the parts above (≥ 0): the time inside ntt_msm_h,
+    batch_add and tail_msm in which the GPU waited for the worker's host side (Python, launches,
+    copies it waits for, syncs). The parts are medians, so this is an estimate.
+    Columns: ``pipeline_ms``, ``benchmark_ms`` (NaN where none), ``ratio``.
+    """
+    floor = kernel_floor_ms(n, ntt_bench, msm_bench)
+    pm = events[events["phase"] == "prep_msm"]
+    sig = [detail_value(pm, f"{k}_sig").median() for k in ("l", "a", "b_g1")] if len(pm) else []
+    tails = sum(msm_bench_ms(msm_bench, int(m)) for m in sig if np.isfinite(m) and m > 0) if sig else float("nan")
+    nt = events[events["phase"] == "ntt"]
+    h = events[events["phase"] == "h2d"]
+    rows = {
+        "H computation": (float(detail_value(nt, "kernel_ms").median()) if len(nt) else float("nan"), floor["compute_h"]),
+        "exposed H2D": (float(detail_value(h, "exposed_ms").median()) if len(h) else 0.0, float("nan")),
+        "H MSM": (_median_ms(events, "h_msm"), floor["h_msm"]),
+        "batch_add": (_median_ms(events, "batch_add"), float("nan")),
+        "tail_msm": (_median_ms(events, "tail_msm"), tails if tails else float("nan")),
+        "GPU phases": (gpu_ms_per_partition(events), float("nan")),
+    }
+    parts = sum(v[0] for k, v in rows.items() if k != "GPU phases" and np.isfinite(v[0]))
+    # the part of the GPU phases in which none of the above ran: the worker's host work (Python,
+    # launches, waits on copies and syncs) that the GPU waited for
+    rows["host work inside the phases"] = (max(0.0, rows["GPU phases"][0] + rows["exposed H2D"][0] - parts) if parts else float("nan"), float("nan"))
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=["pipeline_ms", "benchmark_ms"])
+    out["ratio"] = out["pipeline_ms"] / out["benchmark_ms"]
+    out.index.name = "part"
+    return out

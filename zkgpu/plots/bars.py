@@ -1,0 +1,376 @@
+"""Bar charts of the investigation: the three utilizations, the GPU's time per partition, the GPU
+window's causes, throughput against the model and the compute-only bound, the gw sweep, and the
+one-page summary. Bars are drawn in the table's row order; legends list only what is drawn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from ..metrics import GPU_PATH, UTILIZATIONS, utilization
+from .style import METRIC_COLORS, SERIES_STYLE, fig_ax, patch_legend, phase_color, set_caption
+
+__all__ = ["utilization_bars", "critical_path", "gpu_window", "held_breakdown", "ntt_msm_h_split", "barrier_race",
+           "throughput_bars", "gw_sweep", "hbars", "summary"]
+
+#: Legend labels of the GPU critical path's categories (:data:`zkgpu.metrics.GPU_PATH`).
+PATH_LABELS = {"lock_free": "GPU free (no worker holds the lock)", "h2d": "H2D (exposed)", "ntt": "NTT and the rest of ntt_msm_h", "h_msm": "H MSM",
+                "barrier_wait": "barrier_wait (lock held)", "batch_add": "batch_add", "tail_msm": "tail_msm",
+                "lock_other": "lock held, other"}
+
+
+def _as_util_frame(data: pd.DataFrame) -> pd.DataFrame:
+    cols = list(UTILIZATIONS)
+    if set(cols) & set(data.columns):
+        u = data.set_index("run") if "run" in data.columns else data
+        return u.reindex(columns=cols).astype(float)
+    return utilization(data)[cols]
+
+
+def utilization_bars(data: pd.DataFrame, ax: Axes | None = None, reference: Mapping[str, Mapping[str, float]] | None = None,
+                     title: str | None = None) -> tuple[Figure, Axes]:
+    """The three utilizations side by side (in %), one group per run: compute utilization (the
+    headline, dark), upstream's kernel utilization, TIMELINE (:data:`zkgpu.metrics.UTILIZATIONS`).
+
+    ``data`` is an event table (computed with :func:`zkgpu.metrics.utilization`) or a frame with
+    columns among ``compute_util``, ``kernel_util``, ``timeline_util`` (fractions; index or ``run``
+    column names the groups). ``reference`` adds groups of published values, e.g.
+    ``{"cuzk, RTX 5070 Ti (published)": {"timeline_util": 0.901, "kernel_util": 0.463}}``
+    (data/reference/cuzk_utilization.csv); a metric a group lacks is marked "n/a".
+
+    Raises:
+        ValueError: nothing to draw.
+    """
+    u = _as_util_frame(data)
+    if reference:
+        u = pd.concat([u, pd.DataFrame.from_dict({k: dict(v) for k, v in reference.items()}, orient="index").reindex(columns=u.columns)])
+    if not len(u):
+        raise ValueError("nothing to draw")
+    fig, ax = fig_ax(ax, (max(6, 1.6 * len(u) + 2.5), 4.4))
+    x = np.arange(len(u))
+    w = 0.27
+    for j, m in enumerate(UTILIZATIONS):
+        v = 100 * u[m].to_numpy(dtype=float)
+        bars = ax.bar(x + (j - 1) * w, np.nan_to_num(v), w, color=METRIC_COLORS[m], edgecolor="#4a6fa5", linewidth=0.5, label=UTILIZATIONS[m][0])
+        if m == "compute_util" or len(u) <= 3:
+            ax.bar_label(bars, labels=["n/a" if np.isnan(a) else f"{a:.1f}%" for a in v], fontsize="x-small", padding=2,
+                         fontweight="bold" if m == "compute_util" else "normal", rotation=90 if len(u) > 3 else 0)
+    ax.set_xticks(x)
+    many = len(u) > 4  # long names of many groups would collide at a slight angle
+    ax.set_xticklabels([str(i).replace(" (", "\n(") if many else str(i) for i in u.index], rotation=35 if many else 15, ha="right",
+                       fontsize="small" if many else None, rotation_mode="anchor")
+    ax.set_ylim(0, 118)
+    ax.set_ylabel("share of wall time (%)")
+    ax.set_title(title or "three utilizations")
+    ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.tight_layout()
+    lead = "; ".join(f"{i}: compute {100 * r['compute_util']:.1f}%" for i, r in u.iterrows() if not np.isnan(r["compute_util"]))
+    set_caption(fig, "Three bars per group, each a share of the same window (the run's wall span): compute utilization "
+                 "(dark, kernels only), upstream's kernel utilization (H2D copies counted as GPU work) and TIMELINE "
+                 f"(GPU_START → GPU_END intervals, waits counted). {lead}." + (" Published groups have no compute figure (n/a)." if reference else ""))
+    return fig, ax
+
+
+def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: str, title: str, normalize: bool = False,
+             labels: Mapping[str, str] | None = None, totals: Mapping[str, str] | None = None, figw: float = 10.0) -> tuple[Figure, Axes, pd.DataFrame]:
+    """Horizontal stacked bars, one per row of ``table`` (top to bottom in its order)."""
+    if not len(table):
+        raise ValueError("nothing to draw")
+    missing = set(cats) - set(table.columns)
+    if missing:
+        raise ValueError(f"table lacks columns {sorted(missing)}")
+    v = table[list(cats)].astype(float).fillna(0.0)
+    if normalize:
+        v = v.div(v.sum(axis=1).replace(0.0, np.nan), axis=0).fillna(0.0) * 100
+    fig, ax = fig_ax(ax, (figw, 0.5 * len(v) + 1.8))
+    y = np.arange(len(v))
+    left = np.zeros(len(v))
+    drawn = []
+    for c in cats:
+        w = v[c].to_numpy()
+        if (w > 0).any():
+            ax.barh(y, w, left=left, color=phase_color(c), edgecolor="#888888" if c == "lock_free" else "none", linewidth=0.5, height=0.62)
+            drawn.append(c)
+        left += w
+    for yi, (idx, tot) in enumerate(zip(v.index, left, strict=True)):
+        t = (totals or {}).get(idx)
+        if t:
+            ax.text(tot, yi, "  " + t, va="center", fontsize="x-small")
+    ax.set_yticks(y)
+    ax.set_yticklabels([str(i) for i in v.index])
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    if normalize:
+        ax.set_xlim(0, 100)
+    else:
+        # room for the longest bar-end label inside the axes: x-small text is ~0.075 inch per character
+        chars = max((len(str(t)) for t in (totals or {}).values()), default=0)
+        axis_in = max(1.0, ax.get_position().width * fig.get_figwidth())
+        ax.set_xlim(0, float(left.max()) / max(0.3, 1.0 - 0.075 * (chars + 2) / axis_in) if len(left) else 1)
+    # the legend lists what a reader can see: a category under 1 % of the longest bar in every row
+    # (e.g. "lock held, other", ~0.5 ms) is drawn but not listed (the caption still gives its ms)
+    seen = [c for c in drawn if float(v[c].max()) >= 0.01 * float(left.max())]
+    patch_legend(ax, seen, labels)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig, ax, v
+
+
+def critical_path(table: pd.DataFrame, ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
+    """Per partition, what the GPU does and waits for: one bar per run (rows of
+    :func:`zkgpu.metrics.critical_path`, drawn in the table's order), segments in
+    :data:`zkgpu.metrics.GPU_PATH` order. The segments never overlap in time, so a bar's length is
+    the GPU's wall time per partition (60 000 / partitions per minute ms).
+
+    Raises:
+        ValueError: the table lacks a category column or is empty.
+    """
+    tot = {i: f"{r['ms_per_partition']:.0f} ms = {60000 / r['ms_per_partition']:.0f} partitions/min" for i, r in table.iterrows()
+           if r.get("ms_per_partition", 0) and np.isfinite(r.get("ms_per_partition", np.nan))}
+    fig, ax, v = _stacked(table, list(GPU_PATH), ax, "ms of GPU time per partition", title or "the GPU's time per partition, along its critical path",
+                          labels=PATH_LABELS, totals=tot)
+    first = v.index[0]
+    parts = ", ".join(f"{PATH_LABELS[c]} {v.at[first, c]:.0f}" for c in GPU_PATH if v.at[first, c] >= 0.5)
+    set_caption(fig, "Each bar is one GPU's wall time divided by the partitions it finished; the segments are disjoint "
+                 "stretches of that time (no two overlap), in the order of the GPU's critical path: GPU free (no worker "
+                 "holds the mutex), then, with the mutex held, exposed H2D, NTT, H MSM, barrier_wait, batch_add, tail_msm "
+                 f"and the rest of the held time. {first}: {parts} ms.")
+    return fig, ax
+
+
+def gpu_window(table: pd.DataFrame, keys: Mapping[str, str], ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
+    """Where each run's GPU window goes, in % of the window, one bar per run (rows of
+    :func:`zkgpu.bottleneck.idle_table`, drawn in the table's order): compute, exposed H2D and the idle
+    time named by what the workers did meanwhile.
+
+    Args:
+        table: shares (fractions) indexed by run, one column per cause.
+        keys: ``{cause column: phase}`` giving each cause the colour of the phase it stands for
+            (:data:`zkgpu.gpu_time.CAUSE_PHASES`); the legend shows the cause's name.
+
+    Raises:
+        ValueError: a cause column of ``keys`` is missing, or the table is empty.
+    """
+    causes = [c for c in keys if c in table.columns]
+    renamed = table[causes].rename(columns=dict(keys))
+    labels = {keys[c]: c for c in causes}
+    fig, ax, v = _stacked(renamed, [keys[c] for c in causes], ax, "% of the GPU window (first GPU start to the last GPU phase's end)",
+                          title or "where the GPU window goes", normalize=True, labels=labels)
+    first = v.index[0]
+    parts = ", ".join(f"{labels[k]} {v.at[first, k]:.0f}%" for k in v.columns if v.at[first, k] >= 0.5)
+    set_caption(fig, "Each bar is one run's GPU window split into disjoint parts: the GPU computing, copies no kernel hid, "
+                 "and idle time attributed to what the workers were doing meanwhile (a cause claims idle time in the "
+                 f"legend's order). {first}: {parts}.")
+    return fig, ax
+
+
+def held_breakdown(table: pd.DataFrame, ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
+    """What the held mutex is spent on, in % of the held time, one bar per run: the held categories
+    of :func:`zkgpu.metrics.critical_path` (exposed H2D, NTT, H MSM = ntt_msm_h; barrier_wait
+    inside the lock; batch_add; tail_msm; other)."""
+    cats = [c for c in GPU_PATH if c != "lock_free"]
+    fig, ax, v = _stacked(table, cats, ax, "share of the time the GPU mutex is held (%)", title or "what the held mutex is spent on",
+                          normalize=True, labels=PATH_LABELS)
+    bits = "; ".join(f"{i}: ntt_msm_h {r['h2d'] + r['ntt'] + r['h_msm']:.0f}%, barrier_wait {r['barrier_wait']:.1f}%" for i, r in v.iterrows())
+    set_caption(fig, "Each bar is 100% of the time some worker holds the GPU mutex, split into the phases run under it "
+                 f"(ntt_msm_h as exposed H2D, NTT and H MSM). {bits}.")
+    return fig, ax
+
+
+def ntt_msm_h_split(table: pd.DataFrame, ax: Axes | None = None, title: str | None = None, gbps: Mapping[str, float] | None = None) -> tuple[Figure, Axes]:
+    """ntt_msm_h per partition split into exposed H2D, NTT and H MSM (ms), one bar per run (rows of
+    :func:`zkgpu.metrics.ntt_msm_h_split`); ``gbps`` ({run: effective H2D GB/s}) labels the bars."""
+    tot = {i: f"{r['ntt_msm_h']:.0f} ms" + (f", H2D at {gbps[i]:.1f} GB/s" if gbps and i in gbps and np.isfinite(gbps[i]) and r["h2d"] > 0 else "")
+           for i, r in table.iterrows()}
+    fig, ax, v = _stacked(table, ["h2d", "ntt", "h_msm"], ax, "ms per partition", title or "inside ntt_msm_h", labels=PATH_LABELS, totals=tot, figw=9.0)
+    bits = "; ".join(f"{i}: {r['h2d']:.1f} ms H2D of {r.sum():.1f} ms ({r['h2d'] / r.sum():.1%})" for i, r in v.iterrows() if r.sum() > 0)
+    set_caption(fig, "Mean ntt_msm_h per partition: the exposed H2D (copy time no kernel hid, CUDA events), the H MSM, and "
+                 "the rest — the NTTs, the copy time they hid, and any host-side work inside ntt_msm_h such as registering "
+                 f"the buffers (registered). {bits}.")
+    return fig, ax
+
+
+def barrier_race(panels: Mapping[str, pd.DataFrame], title: str | None = None) -> tuple[Figure, np.ndarray]:
+    """ntt_msm_h against prep_msm per partition, one panel per source (``{title: frame}`` with
+    columns ``prep_msm_ms``, ``ntt_msm_h_ms`` and optionally ``reach_barrier_ms``, as
+    :func:`zkgpu.metrics.barrier_race`), each divided by its source's median prep_msm so that a
+    4 s partition and a 0.4 s one share the y axis (1.0 = the median prep_msm).
+
+    Raises:
+        ValueError: no panels, or a frame lacks a column.
+    """
+    if not panels:
+        raise ValueError("no panels")
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels) + 1.5, 4.2), sharey=True, squeeze=False)
+    axes = axes[0]
+    # left bar: prep_msm; right bar: the time to reach the barrier, stacked from its phases (each in
+    # its phase colour; the seed's grep has ntt_msm_h only)
+    stack = ("pre_lock", "mutex_wait", "ntt_msm_h")
+    caps = []
+    handles = {}
+    for ax, (name, df) in zip(axes, panels.items(), strict=True):
+        need = {"prep_msm_ms", "ntt_msm_h_ms"} - set(df.columns)
+        if need:
+            raise ValueError(f"panel {name!r} lacks columns {sorted(need)}")
+        d = df.dropna(subset=["prep_msm_ms", "ntt_msm_h_ms"]).reset_index(drop=True)
+        ref = float(d["prep_msm_ms"].median())
+        x = np.arange(len(d))
+        w = 0.4
+        handles["prep_msm"] = ax.bar(x - w / 2, d["prep_msm_ms"] / ref, w, color=phase_color("prep_msm"))
+        bottom = np.zeros(len(d))
+        for ph in stack:
+            col = f"{ph}_ms"
+            if col not in d.columns or not (d[col].fillna(0) > 0).any():
+                continue
+            h = d[col].fillna(0.0).to_numpy() / ref
+            handles[ph] = ax.bar(x + w / 2, h, w, bottom=bottom, color=phase_color(ph))
+            bottom += h
+        ax.axhline(1.0, color="#555555", lw=0.8, ls=":")
+        ax.set_xticks(x)
+        ax.set_xticklabels([str(i) for i in (d["partition"] if "partition" in d.columns else d.index)], fontsize="x-small")
+        ax.set_xlabel("partition")
+        ax.set_title(f"{name}\n(1.0 = median prep_msm = {ref:.0f} ms)", fontsize="medium")
+        r = (d["ntt_msm_h_ms"] / d["prep_msm_ms"])
+        caps.append(f"{name}: ntt_msm_h / prep_msm {r.min():.2f}–{r.max():.2f}" +
+                    (f", (pre_lock + mutex_wait + ntt_msm_h) / prep_msm {(d['reach_barrier_ms'] / d['prep_msm_ms']).median():.2f} (median)" if "reach_barrier_ms" in d else ""))
+    axes[0].set_ylabel("× median prep_msm of the source")
+    names = [p for p in ("prep_msm", *stack) if p in handles]
+    axes[-1].legend(handles=[Patch(color=phase_color(p), label=p) for p in names], fontsize="small", frameon=False,
+                    loc="upper left", bbox_to_anchor=(1.01, 1))
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    set_caption(fig, "Per partition, two bars divided by the median prep_msm of their own source (dotted line = 1): prep_msm "
+                 "(left) and the time the worker needs to reach the barrier (right, stacked from its phases). A worker "
+                 "waits at the barrier only if the left bar is the taller. " + "; ".join(caps) + ".")
+    return fig, axes
+
+
+def throughput_bars(table: pd.DataFrame, ax: Axes | None = None, bound: float | None = None, model: Mapping[str, float] | None = None,
+                    title: str | None = None) -> tuple[Figure, Axes]:
+    """Measured partitions per minute per run (``table`` indexed by run with ``partitions_per_min``),
+    optionally the model's prediction per run (``model``: {run: partitions/min}, white hatched bars)
+    and the compute-only bound (``bound``, a dashed line; each bar then says its share of it)."""
+    if "partitions_per_min" not in table.columns or not len(table):
+        raise ValueError("table needs a partitions_per_min column and rows")
+    fig, ax = fig_ax(ax, (max(6, 1.1 * len(table) + 3), 4.2))
+    x = np.arange(len(table))
+    v = table["partitions_per_min"].astype(float).to_numpy()
+    w = 0.4 if model else 0.6
+    bars = ax.bar(x - (w / 2 if model else 0), v, w, **SERIES_STYLE["measured"], label="measured")
+    lab = [f"{a:.0f}" + (f"\n({a / bound:.0%})" if bound else "") for a in v]
+    ax.bar_label(bars, labels=lab, fontsize="x-small", padding=2)
+    caps = [f"{i} {a:.0f}" for i, a in zip(table.index, v, strict=True)]
+    if model:
+        mv = np.array([model.get(i, np.nan) for i in table.index], dtype=float)
+        mb = ax.bar(x + w / 2, np.nan_to_num(mv), w, **SERIES_STYLE["model"], linewidth=0.6, label="model prediction")
+        ax.bar_label(mb, labels=[f"{m:.0f}" if np.isfinite(m) else "" for m in mv], fontsize="x-small", padding=2, color="#252525")
+        caps.append("white hatched bars, the model's prediction: " + ", ".join(f"{i} {m:.0f}" for i, m in zip(table.index, mv, strict=True) if np.isfinite(m)))
+    top = max(np.nanmax(v), bound or 0, np.nanmax(list(model.values())) if model else 0)
+    if bound:
+        ax.axhline(bound, color="#333333", ls="--", lw=1, label=f"compute-only bound ({bound:.0f}/min)")
+    ax.set_ylim(0, top * 1.25)
+    ax.set_xticks(x)
+    ax.set_xticklabels([str(i) for i in table.index], rotation=15, ha="right")
+    ax.set_ylabel("partitions per minute")
+    ax.set_title(title or "throughput")
+    ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.tight_layout()
+    set_caption(fig, "Bars: measured partitions per minute over each run's wall span (" + "; ".join(caps) + ")"
+                 + (f"; dashed line: the compute-only bound, {bound:.0f} partitions/min (60 000 / GPU kernel ms per partition, a model figure, not the "
+                    "measured compute_only run); in brackets each bar's share of it" if bound else "") + ".")
+    return fig, ax
+
+
+def gw_sweep(measured: Mapping[int, float], model: Mapping[int, float] | None = None, bound: float | None = None,
+             ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
+    """Throughput against gw (GPU workers per GPU): measured points (``{gw: partitions/min}``),
+    optionally the model's prediction and the compute-only bound."""
+    if not measured:
+        raise ValueError("no measured points")
+    fig, ax = fig_ax(ax, (6.5, 4.0))
+    g = sorted(measured)
+    ax.plot(g, [measured[k] for k in g], "o-", color=SERIES_STYLE["measured"]["color"], label="measured")
+    for k in g:
+        ax.annotate(f"{measured[k]:.0f}", (k, measured[k]), textcoords="offset points", xytext=(0, 7), ha="center", fontsize="x-small")
+    if model:
+        gm = sorted(model)
+        ax.plot(gm, [model[k] for k in gm], "D--", color=SERIES_STYLE["model"]["edgecolor"], markerfacecolor="white", label="model prediction")
+    if bound:
+        ax.axhline(bound, color="#333333", ls="--", lw=1, label=f"compute-only bound ({bound:.0f}/min)")
+    ax.set_xticks(g)
+    ax.set_xlabel("gw (GPU workers sharing one GPU mutex)")
+    ax.set_ylabel("partitions per minute")
+    ax.set_ylim(0, max([*measured.values(), *(model or {}).values(), bound or 0]) * 1.2)
+    ax.set_title(title or "throughput against gw")
+    ax.legend(fontsize="small", frameon=False, loc="lower right")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    set_caption(fig, "Measured partitions per minute at gw = " + ", ".join(f"{k}: {measured[k]:.0f}" for k in g)
+                 + ("; model: " + ", ".join(f"{k}: {model[k]:.0f}" for k in sorted(model)) if model else "")
+                 + (f"; compute-only bound {bound:.0f}" if bound else "") + ".")
+    return fig, ax
+
+
+def hbars(values: Mapping[str, float], unit: str = "%", ax: Axes | None = None, title: str | None = None, color: str | None = None,
+          full_scale: bool = True) -> tuple[Figure, Axes]:
+    """Horizontal bars of a few named values (``unit`` "%": fractions drawn in %, on a 0–100 %
+    axis unless ``full_scale`` is False; else as given), labelled with their values."""
+    if not values:
+        raise ValueError("nothing to draw")
+    names = list(values)
+    v = np.array([values[k] for k in names], dtype=float) * (100 if unit == "%" else 1)
+    fig, ax = fig_ax(ax, (8, 0.45 * len(names) + 1.4))
+    bars = ax.barh(np.arange(len(names)), v, color=color or "#4c72b0", height=0.6)
+    ax.bar_label(bars, labels=[(f"{a:.2f}%" if unit == "%" else f"{a:,.1f} {unit}") for a in v], fontsize="x-small", padding=3)
+    ax.set_yticks(np.arange(len(names)))
+    ax.set_yticklabels(names)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 112 if (unit == "%" and full_scale) else max(v.max(), 1e-9) * 1.25)
+    ax.set_xlabel(unit)
+    ax.set_title(title or "")
+    fig.tight_layout()
+    set_caption(fig, "; ".join(f"{k}: {(f'{a:.2f}%' if unit == '%' else f'{a:,.1f} {unit}')}" for k, a in zip(names, v, strict=True)) + ".")
+    return fig, ax
+
+
+def summary(table: pd.DataFrame, path: pd.DataFrame, split: pd.DataFrame, bound: float | None = None,
+            reference: Mapping[str, Mapping[str, float]] | None = None, title: str | None = None) -> tuple[Figure, np.ndarray]:
+    """The investigation on one page: (a) the three utilizations per scenario, (b) throughput per
+    scenario against the compute-only bound, (c) the GPU critical path per partition, (d) ntt_msm_h
+    split into exposed H2D, NTT and H MSM. ``table``: :func:`zkgpu.replay.scenario_table`;
+    ``path``: :func:`zkgpu.metrics.critical_path`; ``split``: :func:`zkgpu.metrics.ntt_msm_h_split`
+    (all indexed by scenario, drawn in ``table``'s order)."""
+    order = list(table.index)
+    fig = plt.figure(figsize=(16, 12.5))
+    gs = fig.add_gridspec(2, 2)
+    axes = np.array([fig.add_subplot(gs[i, j]) for i in range(2) for j in range(2)])
+    gb = table["h2d_gbps"].to_dict() if "h2d_gbps" in table.columns else None
+    for i, draw in enumerate((lambda a: utilization_bars(table, ax=a, reference=reference, title="(a) three utilizations"),
+                              lambda a: throughput_bars(table, ax=a, bound=bound, title="(b) throughput"),
+                              lambda a: critical_path(path.reindex(order), ax=a, title="(c) the GPU's time per partition"),
+                              lambda a: ntt_msm_h_split(split.reindex(order), ax=a, gbps=gb, title="(d) inside ntt_msm_h"))):
+        a = axes[i]
+        draw(a)
+        h, lab = a.get_legend_handles_labels() if a.get_legend() is None else (a.get_legend().legend_handles, [t.get_text() for t in a.get_legend().get_texts()])
+        a.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=4 if len(lab) > 3 else len(lab), fontsize="small", frameon=False)
+    fig.suptitle(title or "the investigation on one page", fontsize="x-large")
+    fig.tight_layout()
+    # one short caption: what each panel is; the numbers are on the panels, in the scenario table
+    # and in the conclusions (the panels' own long captions are for their stand-alone figures)
+    set_caption(fig, "(a) compute utilization (dark, kernels only: the headline), upstream's kernel utilization "
+                "(copies counted) and TIMELINE over each run's wall span; (b) measured partitions per minute"
+                + (f", in brackets the share of the compute-only bound ({bound:.0f}/min, dashed; a model "
+                   "figure, not the compute_only run)" if bound else "")
+                + "; (c) the GPU's time per partition along its critical path (means per partition; the "
+                "segments never overlap and add up to 60 000 / throughput); (d) ntt_msm_h split into exposed "
+                "H2D, NTT and H MSM (means per partition), with the effective H2D rate of a, b, c.", append=False)
+    return fig, axes

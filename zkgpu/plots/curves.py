@@ -1,0 +1,89 @@
+"""Host-to-device bandwidth curves: GB/s against transfer size per H2D path (the sweep), and
+against host memory-load threads.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter
+
+from .style import fig_ax, path_style, require_columns, set_caption, size_label
+
+__all__ = ["bandwidth_curves", "load_curves"]
+
+
+def bandwidth_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
+    """GB/s vs transfer size: one colour per ``path``; reused buffers solid, fresh buffers dashed.
+
+    Input columns: ``path`` (str), ``size_bytes`` (int), ``fresh_buffer`` (bool: buffer allocated /
+    registered inside the timed call), ``gbps`` (float, 1e9 bytes/s). Several rows per point are
+    averaged (median). x is log2-scaled in bytes.
+
+    Raises:
+        ValueError: a column is missing or the frame is empty.
+    """
+    require_columns(df, {"path", "size_bytes", "fresh_buffer", "gbps"}, "bandwidth")
+    fig, ax = fig_ax(ax, (7.5, 4.5))
+    paths = list(dict.fromkeys(df["path"].astype(str)))
+    colors = {p: path_style(p)[0] for p in paths}
+    d = df.assign(path=df["path"].astype(str), fresh_buffer=df["fresh_buffer"].astype(bool))
+    med = d.groupby(["path", "fresh_buffer", "size_bytes"], sort=True)["gbps"].median().reset_index()
+    for (p, fresh), grp in med.groupby(["path", "fresh_buffer"], sort=False):
+        grp = grp.sort_values("size_bytes")
+        ax.plot(grp["size_bytes"], grp["gbps"], marker=path_style(p)[1], ms=4, color=colors[p], linestyle="--" if fresh else "-", label=f"{p} ({'fresh' if fresh else 'reused'})")
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: size_label(v)))
+    ax.set_xlabel("transfer size")
+    ax.set_ylabel("GB/s")
+    ax.set_title(title or "H2D bandwidth vs size")
+    handles = [Line2D([], [], color=colors[p], marker=path_style(p)[1], label=p) for p in paths]
+    kinds = set(med["fresh_buffer"])
+    handles += [Line2D([], [], color="k", linestyle="-" if f is False else "--", label="fresh buffer" if f else "reused buffer") for f in (False, True) if f in kinds]
+    ax.legend(handles=handles, fontsize="small", frameon=False)
+    ax.grid(alpha=0.3, which="both")
+    fig.tight_layout()
+    top = med[med["size_bytes"] == med["size_bytes"].max()]
+    at = "; ".join(f"{r.path} {'fresh' if r.fresh_buffer else 'reused'} {r.gbps:.1f}" for r in top.itertuples())
+    set_caption(fig, f"Median GB/s (1e9 B/s, CUDA events) of each H2D path per transfer size; solid lines reuse their buffer, "
+                 f"dashed ones allocate or pin it inside the timed call. At {size_label(med['size_bytes'].max())}: {at} GB/s.")
+    return fig, ax
+
+
+def load_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
+    """H2D GB/s vs the host's background DRAM traffic: one line per ``path``, a point per load level.
+
+    Input: the frame of :func:`zkgpu.bench.hostload.h2d_under_load` (columns ``load_threads``, ``path``,
+    ``gbps``, ``load_gbps``; 1e9 bytes/s). Each point is the median over its copies, x the median
+    DRAM traffic of the load at that level, labelled with the number of load threads. y is log-scaled.
+
+    Raises:
+        ValueError: a column is missing or the frame is empty.
+    """
+    require_columns(df, {"load_threads", "path", "gbps", "load_gbps"}, "load")
+    fig, ax = fig_ax(ax, (7.0, 4.0))
+    med = df.groupby(["path", "load_threads"], sort=True)[["gbps", "load_gbps"]].median().reset_index()
+    x_of = med.groupby("load_threads")["load_gbps"].max()  # one x per level (the load's traffic)
+    for path, grp in med.groupby("path", sort=False):
+        grp = grp.sort_values("load_threads")
+        x = x_of.loc[grp["load_threads"]].to_numpy()
+        ax.plot(x, grp["gbps"], marker=path_style(str(path))[1], color=path_style(str(path))[0], label=str(path))
+        if path == med["path"].iloc[0]:
+            for xi, (_, r) in zip(x, grp.iterrows(), strict=True):
+                ax.annotate(f"{int(r['load_threads'])} thr", (xi, r["gbps"]), textcoords="offset points", xytext=(0, 6), fontsize="x-small", ha="center")
+    ax.set_yscale("log")
+    plain = FuncFormatter(lambda v, _: f"{v:g}")  # 60, 6, 3 — never 6×10^1
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if str(f"{v:g}")[0] in "2358" else ""))
+    ax.set_xlabel("background DRAM traffic of the load threads (GB/s)")
+    ax.set_ylabel("H2D GB/s")
+    ax.set_title(title or "H2D bandwidth under host memory load")
+    ax.legend(fontsize="small", frameon=False)
+    ax.grid(alpha=0.3, which="both")
+    fig.tight_layout()
+    pts = "; ".join(f"{p}: " + ", ".join(f"{g:.1f}" for g in grp.sort_values("load_threads")["gbps"]) for p, grp in med.groupby("path", sort=False))
+    set_caption(fig, "Median H2D GB/s of each copy mechanism (y, log scale) against the DRAM traffic of the background load "
+                 f"threads (x; labels: threads), levels {', '.join(str(int(t)) for t in sorted(med['load_threads'].unique()))}: {pts} GB/s.")
+    return fig, ax
