@@ -259,10 +259,8 @@ def coset_evals_inplace(w: Any, *, algorithm: str | None = None, post_op: tuple 
     _fused_pair_pass(words, L, passes[-1][1])
     dit_passes = passes[::-1][1:]
     for i, (s_lo, k, c) in enumerate(dit_passes):  # the coset NTT "rn" after its first pass
-        kw = {}
-        if post_op is not None and i == len(dit_passes) - 1:
-            kw = dict(post=post_op[0], post_mode=4, aux1=post_op[1], aux2=post_op[2])
-        _fused_pass(words, L, s_lo, k, c, dit=True, inverse=False, **kw)
+        last = post_op is not None and i == len(dit_passes) - 1
+        _fused_pass(words, L, s_lo, k, c, dit=True, inverse=False, post_op=post_op if last else None)
     return w
 
 
