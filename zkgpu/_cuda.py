@@ -58,12 +58,12 @@ def configure(*, gpu: bool | None = None) -> None:
             path); True uses it when CuPy finds one (the default).
 
     Raises:
-        TypeError: gpu not a bool.
+        ValueError: gpu not a bool (names the value).
     """
     global GPU_ENABLED
     if gpu is not None:
         if not isinstance(gpu, bool):
-            raise TypeError(f"zkgpu._cuda.configure: gpu must be True or False, got {gpu!r}")
+            raise ValueError(f"zkgpu._cuda.configure: gpu must be True or False, got {gpu!r}")
         GPU_ENABLED = gpu
 
 
