@@ -23,23 +23,49 @@ VARIANT_BUILDS = [
 ]
 
 
-def _nvcc_cubin(path, tmp_path, *flags):
+def _nvcc_cubin(path, tmp_path, *flags) -> str:
+    """Compile with nvcc for sm_90; returns ptxas' report (-Xptxas -v: registers per kernel)."""
     nvcc = shutil.which("nvcc") or (os.path.exists("/usr/local/cuda/bin/nvcc") and "/usr/local/cuda/bin/nvcc")
     if not nvcc:
         if os.environ.get("CI"):
             pytest.fail("nvcc not found: CI must compile every kernel")
         pytest.skip("nvcc not found")
     res = subprocess.run(
-        [nvcc, "-arch=sm_90", "-std=c++17", "-cubin", f"-I{KERNEL_DIR}", *flags, str(path), "-o", str(tmp_path / "k.cubin")],
+        [nvcc, "-arch=sm_90", "-std=c++17", "-cubin", "-Xptxas", "-v", f"-I{KERNEL_DIR}", *flags, str(path),
+         "-o", str(tmp_path / "k.cubin")],
         capture_output=True,
         text=True,
     )
     assert res.returncode == 0, res.stderr
+    return res.stderr
+
+
+def _registers(ptxas_report: str) -> dict[str, int]:
+    """Registers per thread of each kernel (entry function) in a ptxas -v report."""
+    out, entry = {}, None
+    for line in ptxas_report.splitlines():
+        if m := re.search(r"Compiling entry function '(\w+)'", line):
+            entry = m.group(1)
+        elif (m := re.search(r"Used (\d+) registers", line)) and entry:
+            out[entry], entry = int(m.group(1)), None
+    return out
+
+
+# the MSM kernels launched with zkgpu.msm._HEAVY_BLOCK threads, whose occupancy the register count sets
+HEAVY_MSM_KERNELS = ("seg_accum_affine", "seg_accum_affine_balanced", "seg_accum_xyzz", "window_reduce",
+                     "xyzz_sum_ranges", "batch_add_ranges", "g1_generate")
 
 
 @pytest.mark.parametrize("path", KERNEL_FILES, ids=[p.name for p in KERNEL_FILES])
 def test_kernel_compiles_sm90(path, tmp_path):
-    _nvcc_cubin(path, tmp_path)
+    report = _nvcc_cubin(path, tmp_path)
+    if path.name == "msm.cu":
+        from zkgpu import msm
+
+        # 3 blocks of _HEAVY_BLOCK threads per SM (65536 registers, allocated 8 per thread at a time)
+        limit = 65536 // (3 * msm._HEAVY_BLOCK) // 8 * 8
+        regs = _registers(report)
+        assert {k: regs[k] for k in HEAVY_MSM_KERNELS if regs[k] > limit} == {}, f"more than {limit} registers"
 
 
 @pytest.mark.parametrize("name,flag", VARIANT_BUILDS, ids=[f"{n}{f}" for n, f in VARIANT_BUILDS])

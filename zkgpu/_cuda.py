@@ -22,9 +22,10 @@ import hashlib
 import importlib
 import re
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
@@ -146,9 +147,9 @@ def header_defines(file: str, *names: str) -> tuple[int, ...]:
 
 
 @functools.cache
-def header_enum(file: str, name: str) -> dict[str, int]:
-    """The members of ``enum class <name> : int { a = 0, b = 1, ... };`` in ``kernels/<file>`` as
-    ``{member: value}`` (every value written out; ``//`` comments are ignored).
+def header_enum(file: str, name: str) -> Mapping[str, int]:
+    """The members of ``enum class <name> : int { a = 0, b = 1, ... };`` in ``kernels/<file>`` as a
+    read-only ``{member: value}`` mapping (every value written out; ``//`` comments are ignored).
 
     Raises:
         LookupError: no such enum, or more than one, or a member without an explicit integer value.
@@ -163,7 +164,7 @@ def header_enum(file: str, name: str) -> dict[str, int]:
         if m is None:
             raise LookupError(f"kernels/{file}: enum {name}: member {item!r} has no explicit integer value")
         members[m.group(1)] = int(m.group(2), 0)
-    return members
+    return MappingProxyType(members)
 
 
 @functools.cache

@@ -40,6 +40,10 @@ using zk::xyzz_t;
 // The bucket key of a zero digit or an identity point (sorted last, dropped); zkgpu/msm.py reads it.
 #define MSM_SENTINEL 0xffffffffu
 
+// The kernels copy each point they add from global memory into a local (const xyzz_t b = in[j]) before
+// passing it to the out-of-line group operation, as a reference to the global element would: ptxas then
+// keeps the register counts near 160 (3 blocks of 128 threads per SM; zkgpu/msm.py _HEAVY_BLOCK).
+
 __device__ __forceinline__ uint64_t splitmix64(uint64_t z) {
     z += 0x9e3779b97f4a7c15ull;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -171,7 +175,10 @@ __global__ void seg_accum_xyzz(const uint32_t* keys, const unsigned long long* c
     ZK_GRID_STRIDE(c, nchunks) {
         uint64_t lo = cstart[c], hi = cend[c];
         xyzz_t acc = pts[lo];
-        for (uint64_t j = lo + 1; j < hi; j++) acc.add(pts[j]);
+        for (uint64_t j = lo + 1; j < hi; j++) {
+            const xyzz_t b = pts[j];
+            acc.add(b);
+        }
         out_keys[c] = keys[lo];
         out_pts[c] = acc;
     }
@@ -193,7 +200,8 @@ __global__ void window_reduce(const xyzz_t* buckets, uint32_t nwin, uint32_t m, 
         uint64_t hi = (uint64_t)(t + 1) * R < m ? (uint64_t)(t + 1) * R : m;
         xyzz_t run = xyzz_t::inf(), acc = xyzz_t::inf();
         for (uint64_t k = hi; k >= lo; k--) {
-            run.add(buckets[(uint64_t)w * m + k - 1]);
+            const xyzz_t b = buckets[(uint64_t)w * m + k - 1];
+            run.add(b);
             acc.add(run);
         }
         acc.add(run.mul_u32(t * R));
@@ -207,7 +215,10 @@ __global__ void xyzz_sum_ranges(const xyzz_t* in, uint64_t count, uint32_t K, xy
     ZK_GRID_STRIDE(t, nout) {
         uint64_t lo = t * K, hi = lo + K < count ? lo + K : count;
         xyzz_t acc = in[lo];
-        for (uint64_t j = lo + 1; j < hi; j++) acc.add(in[j]);
+        for (uint64_t j = lo + 1; j < hi; j++) {
+            const xyzz_t b = in[j];
+            acc.add(b);
+        }
         out[t] = acc;
     }
 }
@@ -218,7 +229,8 @@ __global__ void msm_final(const xyzz_t* window_sums, uint32_t nwin, uint32_t c, 
     xyzz_t acc = xyzz_t::inf();
     for (int w = (int)nwin - 1; w >= 0; w--) {
         for (uint32_t b = 0; b < c; b++) acc = acc.dbl();
-        acc.add(window_sums[w]);
+        const xyzz_t s = window_sums[w];
+        acc.add(s);
     }
     affine_t a = acc.to_affine();
     a.x = a.x.from_mont();
@@ -235,7 +247,10 @@ __global__ void batch_add_ranges(const affine_t* pts, uint64_t n, const unsigned
         uint64_t lo = t * K, hi = lo + K < n ? lo + K : n;
         xyzz_t acc = xyzz_t::inf();
         for (uint64_t i = lo; i < hi; i++) {
-            if ((bitmap[i >> 6] >> (i & 63)) & 1ull) acc.add_affine(pts[i]);
+            if ((bitmap[i >> 6] >> (i & 63)) & 1ull) {
+                const affine_t p = pts[i];
+                acc.add_affine(p);
+            }
         }
         out[t] = acc;
     }
