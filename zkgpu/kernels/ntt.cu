@@ -112,13 +112,7 @@ __device__ __forceinline__ void pass_body(fr_t* x, const fr_t* tw, int L, int s_
                                           const fr_t* pre, scale_mode pre_mode, const fr_t* post, scale_mode post_mode) {
     extern __shared__ uint32_t sm[];
     const uint32_t T = 1u << (k + c);
-    const uint32_t b = blockIdx.x;
-    const int midbits = s_lo - c;
-    tile_t tl;
-    tl.base = ((b & ((1u << midbits) - 1)) << c) | ((b >> midbits) << (s_lo + k));
-    tl.cmask = (1u << c) - 1;
-    tl.c = c;
-    tl.s_lo = s_lo;
+    const tile_t tl = tile_t::of(blockIdx.x, s_lo, k, c);
 
     for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) {
         const uint32_t g = tl.g(u);

@@ -48,10 +48,20 @@ __device__ __forceinline__ fr_t scale(const fr_t& x, const fr_t* tab, scale_mode
     return x * load_v4(tab, idx);
 }
 
-// The tile of a pass: tile element u <-> global index g(u) (see the file comment).
+// The tile of a pass: tile element u <-> global index g(u) (see ntt.cu's file comment). Tile b of the pass over
+// the bits [s_lo, s_lo+k) with c column bits holds the 2^(k+c) elements whose other index bits spell b.
 struct tile_t {
     uint32_t base, cmask;
     int c, s_lo;
     __device__ __forceinline__ uint32_t g(uint32_t u) const { return base | (u & cmask) | ((u >> c) << s_lo); }
+    __device__ __forceinline__ static tile_t of(uint32_t b, int s_lo, int k, int c) {
+        const int midbits = s_lo - c;
+        tile_t tl;
+        tl.base = ((b & ((1u << midbits) - 1)) << c) | ((b >> midbits) << (s_lo + k));
+        tl.cmask = (1u << c) - 1;
+        tl.c = c;
+        tl.s_lo = s_lo;
+        return tl;
+    }
 };
 

@@ -230,15 +230,7 @@ __device__ __forceinline__ void fused_rounds(fr_t* x, uint32_t* sm, uint32_t Tp,
     }
 }
 
-__device__ __forceinline__ tile_t make_tile(const fpass_t& p, uint32_t b) {
-    const int midbits = p.s_lo - p.c;
-    tile_t tl;
-    tl.base = ((b & ((1u << midbits) - 1)) << p.c) | ((b >> midbits) << (p.s_lo + p.k));
-    tl.cmask = (1u << p.c) - 1;
-    tl.c = p.c;
-    tl.s_lo = p.s_lo;
-    return tl;
-}
+__device__ __forceinline__ tile_t make_tile(const fpass_t& p, uint32_t b) { return tile_t::of(b, p.s_lo, p.k, p.c); }
 
 template <int LR, bool DIT>
 __device__ __forceinline__ void fused_pass_body(fr_t* x, const fpass_t& p, uint32_t ntiles) {
