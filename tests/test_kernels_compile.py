@@ -4,6 +4,7 @@ fails CI even without a GPU. Skipped only where nvcc is absent and CI is not set
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 
@@ -22,23 +23,49 @@ VARIANT_BUILDS = [
 ]
 
 
-def _nvcc_cubin(path, tmp_path, *flags):
+def _nvcc_cubin(path, tmp_path, *flags) -> str:
+    """Compile with nvcc for sm_90; returns ptxas' report (-Xptxas -v: registers per kernel)."""
     nvcc = shutil.which("nvcc") or (os.path.exists("/usr/local/cuda/bin/nvcc") and "/usr/local/cuda/bin/nvcc")
     if not nvcc:
         if os.environ.get("CI"):
             pytest.fail("nvcc not found: CI must compile every kernel")
         pytest.skip("nvcc not found")
     res = subprocess.run(
-        [nvcc, "-arch=sm_90", "-std=c++17", "-cubin", f"-I{KERNEL_DIR}", *flags, str(path), "-o", str(tmp_path / "k.cubin")],
+        [nvcc, "-arch=sm_90", "-std=c++17", "-cubin", "-Xptxas", "-v", f"-I{KERNEL_DIR}", *flags, str(path),
+         "-o", str(tmp_path / "k.cubin")],
         capture_output=True,
         text=True,
     )
     assert res.returncode == 0, res.stderr
+    return res.stderr
+
+
+def _registers(ptxas_report: str) -> dict[str, int]:
+    """Registers per thread of each kernel (entry function) in a ptxas -v report."""
+    out, entry = {}, None
+    for line in ptxas_report.splitlines():
+        if m := re.search(r"Compiling entry function '(\w+)'", line):
+            entry = m.group(1)
+        elif (m := re.search(r"Used (\d+) registers", line)) and entry:
+            out[entry], entry = int(m.group(1)), None
+    return out
+
+
+# the MSM kernels launched with zkgpu.msm._HEAVY_BLOCK threads, whose occupancy the register count sets
+HEAVY_MSM_KERNELS = ("seg_accum_affine", "seg_accum_affine_balanced", "seg_accum_xyzz", "window_reduce",
+                     "xyzz_sum_ranges", "batch_add_ranges", "g1_generate")
 
 
 @pytest.mark.parametrize("path", KERNEL_FILES, ids=[p.name for p in KERNEL_FILES])
 def test_kernel_compiles_sm90(path, tmp_path):
-    _nvcc_cubin(path, tmp_path)
+    report = _nvcc_cubin(path, tmp_path)
+    if path.name == "msm.cu":
+        from zkgpu import msm
+
+        # 3 blocks of _HEAVY_BLOCK threads per SM (65536 registers, allocated 8 per thread at a time)
+        limit = 65536 // (3 * msm._HEAVY_BLOCK) // 8 * 8
+        regs = _registers(report)
+        assert {k: regs[k] for k in HEAVY_MSM_KERNELS if regs[k] > limit} == {}, f"more than {limit} registers"
 
 
 @pytest.mark.parametrize("name,flag", VARIANT_BUILDS, ids=[f"{n}{f}" for n, f in VARIANT_BUILDS])
@@ -85,3 +112,72 @@ def test_the_include_guard_check_itself():
     assert _nvrtc_unsafe_includes("#if defined(__CUDACC_RTC__)\ntypedef int x;\n#else\n#include <cstdint>\n#endif\n") == []
     assert _nvrtc_unsafe_includes("#ifndef __CUDACC_RTC__\n#include <cstdint>\n#endif\n") == []
     assert _nvrtc_unsafe_includes('#include "ff.cuh"\n') == []
+
+
+# ------------------------------------------------------------------ constants the host reads from the kernels
+def _shared_constants():
+    """(file, C++ expression, the value the host read) for every constant and enum member that the Python
+    side takes from the kernel sources (zkgpu/_cuda.py: header_defines, header_enum)."""
+    from zkgpu import msm, ntt
+
+    out = [
+        ("ntt.cu", "NTT_MAX_TILE_LOG", ntt._MAX_TILE_LOG),
+        ("ntt.cu", "NTT_THREADS", ntt._THREADS),
+        ("ntt.cu", "NTT_BR_Q", ntt._BR_Q),
+        ("ntt_fused.cu", "NTT_FUSED_MAXK", ntt._FUSED_MAXK),
+        ("ntt_fused.cu", "NTT_FUSED_THREADS", ntt._FUSED_THREADS),
+        ("msm.cu", "(unsigned long long)MSM_SENTINEL << 32", msm._SENTINEL_KEY),
+    ]
+    for enum, members in (("ntt_order", ntt._ORDER), ("scale_mode", ntt._SCALE), ("outer_mode", ntt._OUTER)):
+        out += [("ntt_fused.cu", f"(long long)({enum}::{m})", v) for m, v in members.items()]
+    return out
+
+
+def test_constants_read_by_the_host_are_what_the_compiler_sees(tmp_path):
+    """Every value the host parsed from a kernel source equals the compiler's, by static_asserts compiled
+    with g++ against the CPU stand-ins of the CUDA built-ins (tests/native/emu.h); and every enum class in
+    the kernels has all its members listed (a member the host does not know is a mode it cannot pass)."""
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if not cxx:
+        pytest.skip("no C++ compiler")
+    checks = _shared_constants()
+    files = sorted({f for f, _, _ in checks} | {"fr_ops.cu"})
+    lines = ['#include "emu.h"'] + [f'#include "{f}"' for f in files]
+    lines += [f'static_assert({expr} == {value}LL, "{f}: {expr}");' for f, expr, value in checks]
+    src = tmp_path / "constants.cpp"
+    src.write_text("\n".join(lines) + "\n")
+    native = KERNEL_DIR.parent.parent / "tests" / "native"
+    res = subprocess.run([cxx, "-std=c++17", "-fsyntax-only", f"-I{KERNEL_DIR}", f"-I{native}", str(src)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    from zkgpu import _cuda
+
+    for path in KERNEL_DIR.glob("*.cu*"):
+        for name in re.findall(r"enum\s+class\s+(\w+)", re.sub(r"//[^\n]*", "", path.read_text())):
+            listed = {expr for f, expr, _ in checks if f"({name}::" in expr}
+            assert len(listed) == len(_cuda.header_enum(path.name, name)), f"{path.name}: enum {name} not fully checked"
+
+
+def test_header_parsers_reject_what_they_cannot_read(tmp_path, monkeypatch):
+    from zkgpu import _cuda
+
+    (tmp_path / "x.cuh").write_text(
+        "#define A 10  // ten\n#define B 0xffu\n#define C (1 << 2)\n#define D 1\n#define D 2\n"
+        "enum class good : int { a = 0,  // zero\n b = 0x2 };\nenum class bad : int { a = 0, b };\n"
+    )
+    monkeypatch.setattr(_cuda, "KERNEL_DIR", tmp_path)
+    _cuda._source.cache_clear()
+    try:
+        assert _cuda.header_defines("x.cuh", "A", "B") == (10, 255)
+        for name in ("C", "D", "E"):
+            with pytest.raises(LookupError, match=f"#define {name} <integer>"):
+                _cuda.header_defines("x.cuh", name)
+        assert _cuda.header_enum("x.cuh", "good") == {"a": 0, "b": 2}
+        with pytest.raises(LookupError, match="member 'b' has no explicit integer value"):
+            _cuda.header_enum("x.cuh", "bad")
+        with pytest.raises(LookupError, match="enum class other"):
+            _cuda.header_enum("x.cuh", "other")
+    finally:
+        _cuda._source.cache_clear()
+        _cuda.header_defines.cache_clear()
+        _cuda.header_enum.cache_clear()

@@ -465,8 +465,8 @@ def test_small_scalars_long_buckets(path):
 @pytest.mark.parametrize("mode,chunk", [("balanced", 32), ("balanced", 7), ("runs", 32), ("runs", 5)])
 @pytest.mark.parametrize("path", ["emu", pytest.param("gpu", marks=pytest.mark.gpu)])
 def test_level0_modes_and_chunk_sizes(path, mode, chunk, monkeypatch):
-    monkeypatch.setenv("ZKGPU_MSM_LEVEL0", mode)
-    monkeypatch.setenv("ZKGPU_MSM_CHUNK", str(chunk))
+    monkeypatch.setattr(msm, "LEVEL0", mode)
+    monkeypatch.setattr(msm, "CHUNK", chunk)
     n = 300
     pts = rand_points(n)
     sc = fr_random(n, new_rng())

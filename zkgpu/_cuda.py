@@ -4,25 +4,35 @@ Kernels live in ``zkgpu/kernels/*.cu`` (headers ``*.cuh``) and are compiled at f
 CuPy's ``RawModule`` through NVRTC for the device's architecture. The cache key includes a hash
 of every kernel source, so editing a header recompiles the modules that include it.
 
-Environment:
-    ``ZKGPU_DISABLE_GPU=1`` hides the GPU (every API then takes its CPU path).
+Constants shared with the kernels are written once, in the kernel sources, and read from there:
+:func:`header_defines` reads ``#define NAME <integer>`` lines and :func:`header_enum` reads
+``enum class name : int { a = 0, ... };`` blocks (the form is documented in
+``zkgpu/kernels/common.cuh``; ``tests/test_kernels_compile.py`` compiles the values read back against
+the headers). Python passes ``-D`` build options only for values it chooses itself (a kernel variant,
+a block size), never to restate one.
+
+Configuration: :func:`configure` (``gpu=False`` hides the GPU, so every API takes its CPU path; the
+command line maps ``ZKGPU_DISABLE_GPU=1`` to it).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import os
+import importlib
+import re
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
 
 __all__ = [
     "KERNEL_DIR",
+    "configure",
     "gpu_available",
     "cupy",
     "get_module",
@@ -33,25 +43,48 @@ __all__ = [
     "BenchResult",
     "benchmark",
     "device_info",
+    "header_defines",
+    "header_enum",
 ]
+
+GPU_ENABLED = True
+"""False hides the GPU from zkgpu (:func:`configure`); read at every call."""
+
+
+def configure(*, gpu: bool | None = None) -> None:
+    """Set how zkgpu uses the GPU; an argument left None keeps its current value.
+
+    Args:
+        gpu: False hides the GPU (:func:`gpu_available` is then False and every API takes its CPU
+            path); True uses it when CuPy finds one (the default).
+
+    Raises:
+        ValueError: gpu not a bool (names the value).
+    """
+    global GPU_ENABLED
+    if gpu is not None:
+        if not isinstance(gpu, bool):
+            raise ValueError(f"zkgpu._cuda.configure: gpu must be True or False, got {gpu!r}")
+        GPU_ENABLED = gpu
+
+
+def _import_cupy() -> Any | None:
+    return _detect_cupy() if GPU_ENABLED else None
 
 
 @functools.lru_cache(maxsize=1)
-def _import_cupy() -> Any | None:
-    if os.environ.get("ZKGPU_DISABLE_GPU", "") not in ("", "0"):
-        return None
-    try:
-        import cupy
-
+def _detect_cupy() -> Any | None:
+    try:  # the one place zkgpu imports CuPy (zkgpu.optional documents the pattern)
+        cupy = importlib.import_module("cupy")
         if cupy.cuda.runtime.getDeviceCount() < 1:
             return None
         return cupy
-    except Exception:  # ImportError, CUDARuntimeError (no driver), ...
+    except Exception:  # noqa: BLE001 -- any failure (ImportError, CUDARuntimeError: no driver, ...) means no GPU
         return None
 
 
 def gpu_available() -> bool:
-    """True when CuPy imports and sees at least one CUDA device (and ZKGPU_DISABLE_GPU is unset)."""
+    """True when CuPy imports and sees at least one CUDA device (and :func:`configure` has not hidden it)."""
     return _import_cupy() is not None
 
 
@@ -59,11 +92,11 @@ def cupy() -> Any:
     """The cupy module.
 
     Raises:
-        RuntimeError: no usable GPU (CuPy missing, no device, or ZKGPU_DISABLE_GPU set).
+        RuntimeError: no usable GPU (CuPy missing, no device, or hidden by ``configure(gpu=False)``).
     """
     cp = _import_cupy()
     if cp is None:
-        raise RuntimeError("no CUDA GPU available to zkgpu (CuPy missing, no device, or ZKGPU_DISABLE_GPU=1)")
+        raise RuntimeError("no CUDA GPU available to zkgpu (CuPy missing, no device, or the GPU disabled: ZKGPU_DISABLE_GPU=1)")
     return cp
 
 
@@ -80,6 +113,58 @@ def _sources_hash() -> str:
         h.update(p.name.encode())
         h.update(p.read_bytes())
     return h.hexdigest()[:16]
+
+
+_DEFINE = r"^[ \t]*#[ \t]*define[ \t]+{name}[ \t]+(0[xX][0-9a-fA-F]+|\d+)[uU]?[ \t]*(?://.*)?$"
+_ENUM = r"\benum[ \t]+class[ \t]+{name}[ \t]*:[ \t]*int[ \t]*\{{(.*?)\}}[ \t]*;"
+
+
+@functools.cache
+def _source(file: str) -> str:
+    return (KERNEL_DIR / file).read_text()
+
+
+@functools.cache
+def header_defines(file: str, *names: str) -> tuple[int, ...]:
+    """The values of ``#define NAME <integer>`` lines in ``kernels/<file>``, one per name, in order.
+
+    The line form is fixed (``zkgpu/kernels/common.cuh``): decimal or ``0x`` hex, an optional ``u``
+    suffix and ``//`` comment. A default under ``#ifndef NAME`` is read like any other line; the
+    caller applies its own ``-D`` override, if it passes one.
+
+    Raises:
+        LookupError: a name with no such line, or with more than one (a header edit the host cannot
+            follow: names the file and the macro).
+    """
+    text = _source(file)
+    out = []
+    for name in names:
+        found = re.findall(_DEFINE.format(name=re.escape(name)), text, flags=re.MULTILINE)
+        if len(found) != 1:
+            raise LookupError(f"kernels/{file}: expected one line '#define {name} <integer>', found {len(found)}")
+        out.append(int(found[0], 0))
+    return tuple(out)
+
+
+@functools.cache
+def header_enum(file: str, name: str) -> Mapping[str, int]:
+    """The members of ``enum class <name> : int { a = 0, b = 1, ... };`` in ``kernels/<file>`` as a
+    read-only ``{member: value}`` mapping (every value written out; ``//`` comments are ignored).
+
+    Raises:
+        LookupError: no such enum, or more than one, or a member without an explicit integer value.
+    """
+    text = re.sub(r"//[^\n]*", "", _source(file))  # comments may mention an enum
+    found = re.findall(_ENUM.format(name=re.escape(name)), text, flags=re.DOTALL)
+    if len(found) != 1:
+        raise LookupError(f"kernels/{file}: expected one 'enum class {name} : int {{...}};', found {len(found)}")
+    members: dict[str, int] = {}
+    for item in filter(None, (t.strip() for t in found[0].split(","))):
+        m = re.fullmatch(r"(\w+)\s*=\s*(0[xX][0-9a-fA-F]+|\d+)", item)
+        if m is None:
+            raise LookupError(f"kernels/{file}: enum {name}: member {item!r} has no explicit integer value")
+        members[m.group(1)] = int(m.group(2), 0)
+    return MappingProxyType(members)
 
 
 @functools.cache
@@ -155,11 +240,9 @@ def benchmark(fn: Callable[[], Any], *, warmup: int = 2, repeat: int = 10, strea
 def device_info() -> dict[str, Any]:
     """GPU, driver and CUDA versions as seen by CuPy; ``{"gpu": None}`` without a GPU."""
     info: dict[str, Any] = {"gpu": None}
-    try:
-        import cupy as cp
-
-        info["cupy"] = cp.__version__
-    except Exception:
+    try:  # the version even when the GPU is hidden or absent
+        info["cupy"] = importlib.import_module("cupy").__version__
+    except Exception:  # noqa: BLE001 -- as in _detect_cupy: any import failure means no CuPy
         info["cupy"] = None
         return info
     cp = _import_cupy()

@@ -25,17 +25,18 @@ one per bucket; window sums by a running sum over contiguous bucket ranges (one 
 combined with the range's offset times its bucket sum); a tree sum per window; Horner over
 windows; affine (one Fermat inversion).
 
-Tunables (environment, read per call; for benchmarks): ``ZKGPU_MSM_CHUNK`` (default :data:`CHUNK`),
-``ZKGPU_MSM_LEVEL0`` (``balanced`` as above, or ``runs``: level 0 also cut per bucket),
-``ZKGPU_MSM_INLINE_MUL=1`` (Fq products inlined into the group operations: slower on the H200 in
-our measurement, and a minute of NVRTC compile), ``ZKGPU_MSM_CUBIN`` (a prebuilt cubin).
+Tunables (module settings read per call, set by :func:`configure`; the command line maps
+``ZKGPU_MSM_CHUNK``, ``ZKGPU_MSM_LEVEL0``, ``ZKGPU_MSM_INLINE_MUL`` and ``ZKGPU_MSM_CUBIN`` to them):
+:data:`CHUNK`, :data:`LEVEL0` (``balanced`` as above, or ``runs``: level 0 also cut per bucket),
+:data:`INLINE_MUL` (Fq products inlined into the group operations: slower on the H200 in our
+measurement, and a minute of NVRTC compile), :data:`CUBIN` (a prebuilt cubin).
 
 Window size rule (:func:`window_bits`): ``c`` minimises the model cost
 ``ceil(256/c) * (n + 3 * 2^(c-1))`` -- one mixed addition per (point, window) plus about three
 additions' worth per bucket for the running-sum reduction -- over ``4 <= c <= 20``. For example
 2^16 -> 13, 2^20 -> 16, 2^24 -> 20.
 
-Empty input (n = 0) returns the identity. Without a GPU (or with ``ZKGPU_DISABLE_GPU=1``) every
+Empty input (n = 0) returns the identity. Without a GPU (or with ``_cuda.configure(gpu=False)``) every
 function runs on the CPU through py-arkworks-bls12381 (``G1Point.multiexp_unchecked``).
 """
 
@@ -65,6 +66,10 @@ from .field import FQ, FR, check_array, not_canonical
 
 __all__ = [
     "CHUNK",
+    "LEVEL0",
+    "INLINE_MUL",
+    "CUBIN",
+    "configure",
     "window_bits",
     "num_windows",
     "signed_digits",
@@ -85,10 +90,21 @@ CHUNK = 64
 """Sorted (bucket, point) entries per GPU thread in the bucket accumulation. On the H200 at 2^24
 (uniform scalars, c = 20, balanced level 0) 64 gave 204 ms against 208 ms for 32 and 217 ms for 16
 (bench-msm runs of 2026-11-29)."""
+LEVEL0 = "balanced"
+"""Level 0 of the bucket accumulation: "balanced" (each thread exactly CHUNK sorted entries, one partial
+per bucket run inside them) or "runs" (each bucket's run cut into chunks of at most CHUNK, one thread per
+chunk)."""
+INLINE_MUL = False
+"""True compiles msm.cu with the Fq products inlined into the group operations (ZK_G1_INLINE_MUL=1: faster
+kernels, about a minute of NVRTC compile instead of seconds)."""
+CUBIN: str | None = None
+"""A cubin of msm.cu prebuilt by nvcc for this GPU's architecture, loaded instead of compiling with NVRTC
+(to benchmark the inlined-product variant without its compile time; it must come from the current msm.cu)."""
 _SUM_FANIN = 8  # tree-sum fan-in: short serial chains (the reduction tail is latency-bound)
 _HEAVY_BLOCK = 128  # ~150 registers per thread: 3 blocks of 128 fit an SM, 1 block of 256
 _GEN_PER_THREAD = 32
-_SENTINEL_KEY = 0xFFFFFFFF << 32
+_SENTINEL_KEY = _cuda.header_defines("msm.cu", "MSM_SENTINEL")[0] << 32  # the sort key of a dropped entry
+_FR_OPS_KERNELS = ("fr_first_unreduced",)  # kernels of fr_ops.cu that the MSM launches through _k
 _MIN_C, _MAX_C = 4, 20
 
 
@@ -171,12 +187,46 @@ def _check_shape(arr: Any, cols: int, name: str) -> None:
 # --------------------------------------------------------------------------- GPU plumbing
 
 
+def configure(
+    *, chunk: int | None = None, level0: str | None = None, inline_mul: bool | None = None, cubin: str | None = None
+) -> None:
+    """Set the GPU MSM tunables (:data:`CHUNK`, :data:`LEVEL0`, :data:`INLINE_MUL`, :data:`CUBIN`); an
+    argument left None keeps its current value (``cubin=""`` goes back to compiling msm.cu).
+
+    Raises:
+        ValueError: chunk not an int >= 1, level0 not "balanced" or "runs", inline_mul not a bool, or
+            cubin naming no file (the message names the value).
+    """
+    global CHUNK, LEVEL0, INLINE_MUL, CUBIN
+    if chunk is not None:
+        _check_chunk(chunk)
+        CHUNK = int(chunk)
+    if level0 is not None:
+        _check_level0(level0)
+        LEVEL0 = level0
+    if inline_mul is not None:
+        if not isinstance(inline_mul, bool):
+            raise ValueError(f"zkgpu.msm.configure: inline_mul must be True or False, got {inline_mul!r}")
+        INLINE_MUL = inline_mul
+    if cubin is not None:
+        if cubin and not os.path.isfile(cubin):
+            raise ValueError(f"zkgpu.msm.configure: cubin {cubin!r} is not a file")
+        CUBIN = cubin or None
+
+
+def _check_chunk(value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"zkgpu.msm: chunk (entries per thread) must be a positive integer, got {value!r}")
+
+
+def _check_level0(value: object) -> None:
+    if value not in ("balanced", "runs"):
+        raise ValueError(f"zkgpu.msm: level0 must be 'balanced' or 'runs', got {value!r}")
+
+
 def _defines() -> tuple[tuple[str, str], ...]:
-    """``ZKGPU_MSM_INLINE_MUL=1`` compiles msm.cu with the Fq products inlined into the group
-    operations (faster kernels, about a minute of NVRTC compile instead of seconds)."""
-    if os.environ.get("ZKGPU_MSM_INLINE_MUL", "") not in ("", "0"):
-        return (("ZK_G1_INLINE_MUL", "1"),)
-    return ()
+    """The ``-D`` build options of msm.cu: ZK_G1_INLINE_MUL=1 with :data:`INLINE_MUL`."""
+    return (("ZK_G1_INLINE_MUL", "1"),) if INLINE_MUL else ()
 
 
 @functools.lru_cache(maxsize=4)
@@ -185,12 +235,12 @@ def _prebuilt(path: str) -> Any:
 
 
 def _k(name: str) -> Any:
-    """A kernel of msm.cu. ``ZKGPU_MSM_CUBIN=<file>`` loads a cubin prebuilt by nvcc for this
-    GPU's architecture instead of compiling with NVRTC (used to benchmark the inlined-product
-    variant without its compile time; the file must come from the current msm.cu)."""
-    cubin = os.environ.get("ZKGPU_MSM_CUBIN", "")
-    if cubin:
-        return _prebuilt(cubin).get_function(name)
+    """A kernel of msm.cu (from :data:`CUBIN` when set), or of fr_ops.cu for the Fr check it shares
+    with the NTT (fr_first_unreduced)."""
+    if name in _FR_OPS_KERNELS:
+        return _cuda.get_kernel("fr_ops", name)
+    if CUBIN:
+        return _prebuilt(CUBIN).get_function(name)
     return _cuda.get_kernel("msm", name, _defines())
 
 
@@ -203,7 +253,7 @@ def settings() -> dict[str, Any]:
         ValueError: a bad chunk or level-0 mode (names the value).
     """
     return dict(chunk=_chunk_size(), level0=_level0_mode(), inline_mul=bool(_defines()),
-                cubin=os.environ.get("ZKGPU_MSM_CUBIN", ""))
+                cubin=CUBIN or "")
 
 
 def _u32(x: int) -> np.uint32:
@@ -233,7 +283,7 @@ def _check_scalars_dev(sc: Any) -> Any:
     n = sc.shape[0]
     sc = cp.ascontiguousarray(sc)
     bad = cp.full(1, n, dtype=cp.uint64)
-    _cuda.launch_1d(_k("fr_check"), n, (sc.view(cp.uint32), _u64(n), bad))
+    _cuda.launch_1d(_k("fr_first_unreduced"), n, (sc.view(cp.uint32), _u64(n), bad))
     b = int(cp.asnumpy(bad)[0])
     if b < n:
         raise not_canonical(FR, "scalars", b, int.from_bytes(cp.asnumpy(sc[b]).astype("<u8").tobytes(), "little"))
@@ -241,27 +291,15 @@ def _check_scalars_dev(sc: Any) -> Any:
 
 
 def _chunk_size() -> int:
-    """Entries per GPU thread in the bucket accumulation (``ZKGPU_MSM_CHUNK``, default CHUNK)."""
-    env = os.environ.get("ZKGPU_MSM_CHUNK", "").strip()
-    if not env:
-        return CHUNK
-    try:
-        value = int(env)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ValueError(f"ZKGPU_MSM_CHUNK must be a positive integer, got {env!r} (unset it for the default {CHUNK})")
-    return value
+    """Entries per GPU thread in the bucket accumulation, :data:`CHUNK` (checked)."""
+    _check_chunk(CHUNK)
+    return int(CHUNK)
 
 
 def _level0_mode() -> str:
-    """``ZKGPU_MSM_LEVEL0``: ``balanced`` (default; each thread exactly CHUNK sorted entries,
-    one partial per bucket run inside them) or ``runs`` (each bucket's run cut into chunks of at
-    most CHUNK, one thread per chunk)."""
-    mode = os.environ.get("ZKGPU_MSM_LEVEL0", "balanced")
-    if mode not in ("balanced", "runs"):
-        raise ValueError(f"ZKGPU_MSM_LEVEL0 must be 'balanced' or 'runs', got {mode!r}")
-    return mode
+    """:data:`LEVEL0` (checked)."""
+    _check_level0(LEVEL0)
+    return LEVEL0
 
 
 def _chunks(cp: Any, keys: Any, chunk: int = CHUNK) -> tuple[Any, Any, int, int]:

@@ -43,7 +43,7 @@ References: Cooley & Tukey, Math. Comp. 19 (1965); Gentleman & Sande, AFIPS 1966
 from __future__ import annotations
 
 import functools
-import os
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -64,6 +64,8 @@ __all__ = [
     "ORDERS",
     "ALGORITHMS",
     "RADIX",
+    "DEFINES",
+    "configure",
     "radix",
     "ntt",
     "ntt_inplace",
@@ -80,9 +82,13 @@ __all__ = [
 P = FR.modulus
 G = FR.generator
 ORDERS = ("nn", "nr", "rn")
-_MAX_TILE_LOG = 10  # must match NTT_MAX_TILE_LOG in ntt.cu
-_THREADS = 256  # must match the default NTT_THREADS in ntt.cu
-_BR_Q = 4  # must match NTT_BR_Q in ntt.cu
+# read from the kernel sources (zkgpu/_cuda.py: header_defines / header_enum), never restated here
+_MAX_TILE_LOG, _THREADS, _BR_Q = _cuda.header_defines("ntt.cu", "NTT_MAX_TILE_LOG", "NTT_THREADS", "NTT_BR_Q")
+_FUSED_MAXK, _FUSED_THREADS = _cuda.header_defines("ntt_fused.cu", "NTT_FUSED_MAXK", "NTT_FUSED_THREADS")
+_ORDER = _cuda.header_enum("ntt_common.cuh", "ntt_order")  # the butterflies of a pass: nr (DIF), rn (DIT)
+_SCALE = _cuda.header_enum("ntt_common.cuh", "scale_mode")  # none, natural, bitrev, constant, h_step
+_OUTER = _cuda.header_enum("ntt_fused.cu", "outer_mode")  # none, split, table, exact
+_BIG_MAXK = 12  # NTT_FUSED_MAXK of the big-tile builds (FUSED_TILE_LOG 11, 12)
 ALGORITHMS = ("stagewise", "fused")
 ALGORITHM = "stagewise"
 """The default ``algorithm`` of :func:`ntt_inplace` (read at each call; a benchmark's kernel spec,
@@ -112,27 +118,56 @@ stages. 10 (33 KiB of shared memory per block, 128 threads, several blocks per S
 2 passes. Smaller values (tests) give more passes."""
 RADIX: int | None = None
 """Stages per shared-memory round trip in a stagewise pass: 2 (kernel ntt_pass, radix-2) or 4 (ntt_pass_r4,
-two radix-2 stages in registers). Read at each call through :func:`radix`; None (default) means the
-environment variable ``ZKGPU_NTT_RADIX`` (2 when unset), read and checked there, so a bad value
-breaks only the NTT calls, with a message naming it (never the import). Radix-2 is
-the default because it was the faster of the two on the H200 (``zkgpu bench ntt`` with each value;
-ntt_pass_r4 needs 128 registers, halving the resident threads). Both are tested on the GPU."""
+two radix-2 stages in registers); None (the default) means 2. Read at each call through :func:`radix`
+(set it with :func:`configure`; the command line maps ``ZKGPU_NTT_RADIX`` to it). Radix-2 is the default
+because it was the faster of the two on the H200 (``zkgpu bench ntt`` with each value; ntt_pass_r4 needs
+128 registers, halving the resident threads). Both are tested on the GPU."""
+DEFINES: dict[str, int] = {}
+"""Extra ``-D`` build options of the NTT kernel modules (:func:`configure`; the command line maps
+``ZKGPU_NTT_DEFINES="ZK_NTT_PTX=0,NTT_MIN_BLOCKS=3"`` to it): ``ZK_NTT_PTX`` 0 builds the kernels with
+the portable C++ field arithmetic instead of the PTX carry chains (1 the other way; defaults: PTX for
+ntt.cu, portable for ntt_fused.cu); ``NTT_THREADS`` / ``NTT_MIN_BLOCKS`` (stagewise) and
+``NTT_FUSED_THREADS`` / ``NTT_FUSED_MIN_BLOCKS`` (fused) set the block size and the occupancy target."""
+
+
+def configure(*, radix: int | None = None, defines: Mapping[str, int] | None = None) -> None:
+    """Set the NTT kernel options (:data:`RADIX`, :data:`DEFINES`); an argument left None keeps its
+    current value (``defines={}`` clears the build options).
+
+    Args:
+        radix: 2 or 4, stages per shared-memory round trip of the stagewise kernel.
+        defines: macro name -> integer value, extra ``-D`` options of every NTT kernel build.
+
+    Raises:
+        ValueError: radix not 2 or 4, or a define that is not a C identifier with an integer value
+            (the message names it).
+    """
+    global RADIX, DEFINES
+    if radix is not None:
+        _check_radix(radix)
+        RADIX = int(radix)
+    if defines is not None:
+        for key, value in defines.items():
+            if not (isinstance(key, str) and key.isidentifier()) or isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise ValueError(f"zkgpu.ntt.configure: define {key!r}={value!r} must be a C identifier with an integer value")
+        DEFINES = {key: int(value) for key, value in defines.items()}
+
+
+def _check_radix(value: object) -> None:
+    if isinstance(value, bool) or value not in (2, 4):
+        raise ValueError(f"zkgpu.ntt: radix must be 2 or 4, got {value!r}")
 
 
 def radix() -> int:
-    """The radix in use: :data:`RADIX` when set, else ``ZKGPU_NTT_RADIX`` (default 2).
+    """The radix in use: :data:`RADIX`, 2 when None.
 
     Raises:
-        ValueError: the value is not 2 or 4 (names the value and where it came from).
+        ValueError: RADIX is not 2 or 4 (names the value).
     """
-    if RADIX is not None:
-        if RADIX not in (2, 4):
-            raise ValueError(f"zkgpu.ntt.RADIX must be 2 or 4, got {RADIX!r}")
-        return RADIX
-    env = os.environ.get("ZKGPU_NTT_RADIX", "2").strip()
-    if env not in ("2", "4"):
-        raise ValueError(f"ZKGPU_NTT_RADIX must be 2 or 4, got {env!r} (unset it, or export ZKGPU_NTT_RADIX=2)")
-    return int(env)
+    if RADIX is None:
+        return 2
+    _check_radix(RADIX)
+    return RADIX
 
 
 def settings() -> dict[str, Any]:
@@ -151,16 +186,10 @@ def settings() -> dict[str, Any]:
 # kernels and their build options
 # ----------------------------------------------------------------------------------------------
 def _defines() -> tuple[tuple[str, str], ...]:
-    """Kernel build options from ``ZKGPU_NTT_DEFINES`` (e.g. ``"ZK_NTT_PTX=0,NTT_MIN_BLOCKS=3"``):
-    ``ZK_NTT_PTX=0`` builds the kernels with the portable C++ field arithmetic instead of the PTX carry
-    chains (=1 the other way; defaults: PTX for ntt.cu, portable for ntt_fused.cu); ``NTT_THREADS`` /
-    ``NTT_MIN_BLOCKS`` set the block size and the occupancy target. :data:`FIELD_ARITH` adds ZK_NTT_PTX."""
-    spec = os.environ.get("ZKGPU_NTT_DEFINES", "").strip()
-    out = []
-    for item in filter(None, (t.strip() for t in spec.split(","))):
-        k, _, v = item.partition("=")
-        out.append((k.strip(), v.strip() or "1"))
-    if FIELD_ARITH is not None and "ZK_NTT_PTX" not in dict(out):
+    """The ``-D`` build options of the NTT modules: :data:`DEFINES`, plus ZK_NTT_PTX from
+    :data:`FIELD_ARITH` when that is set and DEFINES does not set it."""
+    out = [(k, str(v)) for k, v in DEFINES.items()]
+    if FIELD_ARITH is not None and "ZK_NTT_PTX" not in DEFINES:
         out.append(("ZK_NTT_PTX", "1" if FIELD_ARITH == "ptx" else "0"))
     return tuple(out)
 
@@ -174,21 +203,22 @@ def _kernel(name: str) -> Any:
 
 
 def _fused_maxk() -> int:
-    """NTT_FUSED_MAXK of the fused modules: the largest sub-transform, 10 or (big tiles) 12."""
-    return 10 if _fused_tile_log() <= 10 else 12
+    """NTT_FUSED_MAXK of the fused modules: the largest sub-transform, the header's (10) or, for big
+    tiles, 12."""
+    return _FUSED_MAXK if _fused_tile_log() <= _FUSED_MAXK else _BIG_MAXK
 
 
 def _fused_threads(lr: int) -> int:
-    """Threads per block of the fused kernels (NTT_FUSED_THREADS; ZKGPU_NTT_DEFINES may set it): 128 for
-    tiles up to 2^10; for the big tiles (one block per SM) 512, or 256 with 8 elements per thread."""
-    default = 128 if _fused_maxk() == 10 else (512 if lr <= 2 else 256)
+    """Threads per block of the fused kernels (NTT_FUSED_THREADS; :data:`DEFINES` may set it): the header's
+    (128) for tiles up to 2^10; for the big tiles (one block per SM) 512, or 256 with 8 elements per thread."""
+    default = _FUSED_THREADS if _fused_maxk() == _FUSED_MAXK else (512 if lr <= 2 else 256)
     return int(dict(_defines()).get("NTT_FUSED_THREADS", default))
 
 
 def _fused_defines(lr: int) -> tuple[tuple[str, str], ...]:
     """The build options of the fused module with 2^lr elements per thread."""
     out = [*_defines(), ("NTT_FUSED_R", str(1 << lr))]
-    if _fused_maxk() != 10:
+    if _fused_maxk() != _FUSED_MAXK:
         given = dict(out)
         out += [("NTT_FUSED_MAXK", str(_fused_maxk()))]
         out += [(k, v) for k, v in (("NTT_FUSED_THREADS", str(_fused_threads(lr))), ("NTT_FUSED_MIN_BLOCKS", "1"))
@@ -280,10 +310,10 @@ def _inner_table(inverse: bool, maxk: int) -> Any:
 
 def _outer_twiddles(L: int, m: int, inverse: bool, mode: str, scale: int = 1) -> tuple[Any, Any, int, int]:
     """The outer twiddles of a fused pass with s_lo + k = m (powers of omega_{2^m}), each times ``scale``
-    (1/n for the one pass that applies an inverse NTT's 1/n): (olo, ohi, S, omode).
+    (1/n for the one pass that applies an inverse NTT's 1/n): (olo, ohi, S, omode), omode an outer_mode.
 
-    split (omode 1): omega_n^E = ohi[E >> S] * olo[E mod 2^S] (2^S + 2^(L-S) entries, E in units of
-    omega_n); table (omode 2): olo[e] = omega_{2^m}^e for e < 2^(m-1), -olo[e - 2^(m-1)] above.
+    split: omega_n^E = ohi[E >> S] * olo[E mod 2^S] (2^S + 2^(L-S) entries, E in units of omega_n);
+    table: olo[e] = omega_{2^m}^e for e < 2^(m-1), -olo[e - 2^(m-1)] above; exact: the stagewise table.
 
     Raises:
         ValueError: an unknown mode (:data:`FUSED_OUTER`).
@@ -294,11 +324,11 @@ def _outer_twiddles(L: int, m: int, inverse: bool, mode: str, scale: int = 1) ->
         if scale != 1:
             raise ValueError("exact twiddles take no folded factor")
         tw = _twiddles(L, inverse)
-        return tw, tw, 0, 3
+        return tw, tw, 0, _OUTER["exact"]
     if mode == "split" or (mode == "auto" and m - 1 > _OUTER_TABLE_MAX_LOG):
-        return (*_split_outer(L, inverse, scale), 1)
+        return (*_split_outer(L, inverse, scale), _OUTER["split"])
     t = _outer_table(m, inverse, scale)
-    return t, t, 0, 2
+    return t, t, 0, _OUTER["table"]
 
 
 @functools.cache
@@ -396,18 +426,27 @@ def _fused_geometry(n: int, k: int, c: int) -> tuple[int, int, int, int]:
 
 def _fused_pass(
     w: Any, L: int, s_lo: int, k: int, c: int, *, dit: bool, inverse: bool,
-    pre: Any = None, pre_mode: int = 0, post: Any = None, post_mode: int = 0, aux1: Any = None, aux2: Any = None,
+    pre: Any = None, pre_mode: int = _SCALE["none"], post: Any = None, post_mode: int = _SCALE["none"],
+    post_op: tuple | None = None,
     out: Any = None, brev_out: bool = False, outer_scale: int = 1,
 ) -> None:
     """Launch one fused pass (kernel ntt_fused_dif / ntt_fused_dit) reading the flat words w of n = 2^L
     elements and writing ``out`` (default w itself; with ``brev_out``, element g to bitrev_L(g) of out,
-    which must then be another buffer). ``outer_scale``: a factor folded into the outer twiddles (s_lo > 0)."""
+    which must then be another buffer). pre/post and their modes: scale_mode scalings (:func:`_scalings`);
+    ``post_op = (zinv, b, c)`` instead stores (x * b - c) * zinv (scale_mode h_step, the Groth16 H
+    pointwise step). ``outer_scale``: a factor folded into the outer twiddles (s_lo > 0)."""
     n = w.size // 8
     itw = _inner_twiddles(inverse)
+    aux1 = aux2 = None
+    if post_op is not None:
+        if post_mode != _SCALE["none"]:
+            raise ValueError("post_op needs a transform without a final scaling")
+        post, aux1, aux2 = post_op
+        post_mode = _SCALE["h_step"]
     if s_lo:
         olo, ohi, S, omode = _outer_twiddles(L, s_lo + k, inverse, FUSED_OUTER, outer_scale)
     else:
-        olo, ohi, S, omode = itw, itw, 0, 0
+        olo, ohi, S, omode = itw, itw, 0, _OUTER["none"]
     lr, grid, block, shared = _fused_geometry(n, k, c)
     some = itw  # a valid pointer for the unused table arguments
     _launch_fused(
@@ -437,12 +476,13 @@ def _scalings(L: int, inverse: bool, coset: bool, dit: bool) -> tuple[Any, int, 
     """(pre, pre_mode, post, post_mode) of a transform, for the stagewise and the fused kernels: the coset
     shift at the first pass's load, 1/n or g^-i/n at the last pass's store (bit-reversed index on the
     bit-reversed side); None tables with mode 0 where nothing is scaled."""
-    pre, pre_mode, post, post_mode = None, 0, None, 0
+    none, natural, bitrev = _SCALE["none"], _SCALE["natural"], _SCALE["bitrev"]
+    pre, pre_mode, post, post_mode = None, none, None, none
     if coset and not inverse:
-        pre, pre_mode = _scale_table(L, "coset"), (2 if dit else 1)
+        pre, pre_mode = _scale_table(L, "coset"), (bitrev if dit else natural)
     if inverse:
         post = _scale_table(L, "icoset" if coset else "ninv")
-        post_mode = 3 if not coset else (1 if dit else 2)
+        post_mode = _SCALE["constant"] if not coset else (natural if dit else bitrev)
     return pre, pre_mode, post, post_mode
 
 
@@ -453,7 +493,7 @@ def _ntt_fused(
     pass writes a scratch buffer (``scratch``, n elements, or a fresh one from CuPy's pool), the last one
     writes w back at the bit-reversed positions, so no bit-reversal pass is needed; with one pass, the
     bit-reversal kernel follows. post_op = (zinv, b, c): the last pass stores (x * b - c) * zinv instead
-    (its post mode 4)."""
+    (scale_mode h_step)."""
     dit = order == "rn"
     pre, pre_mode, post, post_mode = _scalings(L, inverse, coset, dit)
     passes = _passes(L, _fused_tile_log())
@@ -463,7 +503,7 @@ def _ntt_fused(
     top = last if dit else 0  # the pass with outer twiddles on the high bits
     outer_scale = 1
     if inverse and not coset and last > 0 and FUSED_OUTER != "exact":  # 1/n folded into the outer twiddles
-        outer_scale, post, post_mode = pow(1 << L, -1, P), None, 0
+        outer_scale, post, post_mode = pow(1 << L, -1, P), None, _SCALE["none"]
     tmp = None
     if order == "nn" and last > 0:
         tmp = _cuda.cupy().empty(w.size, dtype=w.dtype) if scratch is None else device_words(scratch, name="scratch")
@@ -475,11 +515,7 @@ def _ntt_fused(
         if i == 0:
             kw.update(pre=pre, pre_mode=pre_mode)
         if i == last:
-            kw.update(post=post, post_mode=post_mode)
-            if post_op is not None:
-                if post_mode:
-                    raise ValueError("post_op needs a transform without a final scaling")
-                kw.update(post=post_op[0], post_mode=4, aux1=post_op[1], aux2=post_op[2])
+            kw.update(post=post, post_mode=post_mode, post_op=post_op)
         if i == top:
             kw.update(outer_scale=outer_scale)
         if tmp is not None and i == 0:
@@ -559,8 +595,8 @@ def ntt_inplace(
             (n // T,),
             (max(1, min(T // rad, nthreads)),),
             (
-                w, tw, np.int32(L), np.int32(s_lo), np.int32(k), np.int32(c), np.int32(dit),
-                pre, np.int32(pre_mode if i == 0 else 0), post, np.int32(post_mode if i == last else 0),
+                w, tw, np.int32(L), np.int32(s_lo), np.int32(k), np.int32(c), np.int32(_ORDER["rn" if dit else "nr"]),
+                pre, np.int32(pre_mode if i == 0 else _SCALE["none"]), post, np.int32(post_mode if i == last else _SCALE["none"]),
             ),
             shared_mem=32 * T,
         )
@@ -605,10 +641,8 @@ def coset_evals_inplace(w: Any, *, algorithm: str | None = None, post_op: tuple 
     _fused_pair_pass(words, L, passes[-1][1])
     dit_passes = passes[::-1][1:]
     for i, (s_lo, k, c) in enumerate(dit_passes):  # the coset NTT "rn" after its first pass
-        kw = {}
-        if post_op is not None and i == len(dit_passes) - 1:
-            kw = dict(post=post_op[0], post_mode=4, aux1=post_op[1], aux2=post_op[2])
-        _fused_pass(words, L, s_lo, k, c, dit=True, inverse=False, **kw)
+        last = post_op is not None and i == len(dit_passes) - 1
+        _fused_pass(words, L, s_lo, k, c, dit=True, inverse=False, post_op=post_op if last else None)
     return w
 
 

@@ -26,7 +26,7 @@ def load(name: str, defines: tuple[tuple[str, str], ...] = ()) -> ctypes.CDLL:
     cxx = shutil.which("g++") or shutil.which("c++")
     if cxx is None:
         raise RuntimeError("no C++ compiler (g++) to build the host shim")
-    srcs = [HERE / f"{name}.cpp", *sorted(KERNELS.glob("*.cu*"))]
+    srcs = [HERE / f"{name}.cpp", HERE / "emu.h", *sorted(KERNELS.glob("*.cu*"))]
     flags = [f"-D{k}={v}" for k, v in defines]
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in srcs) + " ".join(flags).encode()).hexdigest()[:16]
     out = Path(tempfile.gettempdir()) / f"zkgpu-{name}-{digest}.so"

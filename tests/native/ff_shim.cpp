@@ -5,10 +5,9 @@
 #include "fq.cuh"
 
 template <class F>
-static void binop(const uint32_t* a, const uint32_t* b, uint32_t* out, size_t n, int op) {
-    const int N = F::N;
+static void binop(const F* a, const F* b, F* out, size_t n, int op) {
     for (size_t i = 0; i < n; i++) {
-        F x = F::load(a + N * i), y = F::load(b + N * i), r;
+        F x = a[i], y = b[i], r;
         switch (op) {
             case 0: r = x + y; break;
             case 1: r = x - y; break;
@@ -20,13 +19,13 @@ static void binop(const uint32_t* a, const uint32_t* b, uint32_t* out, size_t n,
             case 7: r = x.sqr(); break;
             default: r = F::one(); break;
         }
-        r.store(out + N * i);
+        out[i] = r;
     }
 }
 
 extern "C" {
-void fr_binop(const uint32_t* a, const uint32_t* b, uint32_t* out, size_t n, int op) { binop<zk::fr_t>(a, b, out, n, op); }
-void fq_binop(const uint32_t* a, const uint32_t* b, uint32_t* out, size_t n, int op) { binop<zk::fq_t>(a, b, out, n, op); }
+void fr_binop(const zk::fr_t* a, const zk::fr_t* b, zk::fr_t* out, size_t n, int op) { binop(a, b, out, n, op); }
+void fq_binop(const zk::fq_t* a, const zk::fq_t* b, zk::fq_t* out, size_t n, int op) { binop(a, b, out, n, op); }
 uint32_t fr_inv32() { return zk::fr_t::INV; }
 uint32_t fq_inv32() { return zk::fq_t::INV; }
 }

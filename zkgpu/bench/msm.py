@@ -113,7 +113,7 @@ def run_benchmark(
 
 def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str | None, phases: bool, inline_mul: bool, window: int = 0) -> Any:
     if inline_mul:
-        os.environ["ZKGPU_MSM_INLINE_MUL"] = "1"
+        msm.configure(inline_mul=True)
     out_dir = new_run_dir("bench-msm", base=Path(base) if base else None)
     rows = run_benchmark(sizes=sizes, repeat=repeat, warmup=warmup, seed=seed, phases=phases, window=window, echo=lambda m: click.echo(m, err=True))
     variant = rows[0]["variant"] if rows else ""
@@ -138,7 +138,7 @@ def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str 
 @click.option("--out", "base", default=None, help="base folder for the run folder (default data/)")
 @click.option("--phases/--no-phases", default=True, show_default=True, help="also record one per-phase breakdown")
 @click.option("--window", default=0, show_default=True, help="window bits c (0: the window_bits rule)")
-@click.option("--inline-mul", is_flag=True, help="compile with the Fq products inlined (ZKGPU_MSM_INLINE_MUL=1)")
+@click.option("--inline-mul", is_flag=True, help="compile with the Fq products inlined (zkgpu.msm.INLINE_MUL)")
 def bench_msm(sizes: str, repeat: int, warmup: int, seed: int, base: str | None, phases: bool, inline_mul: bool, window: int) -> None:
     """G1 MSM, 2^16..2^26 points: device-resident scalars, scalars from pinned host memory
     (async H2D inside the timing), and PoRep-like (mostly 0/1) scalars; CUDA events, medians

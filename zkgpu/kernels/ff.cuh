@@ -39,6 +39,17 @@ struct limbs_t {
     uint32_t v[N];
 };
 
+// A field for mont_t: its modulus as N little-endian 32-bit limbs (fr.cuh, fq.cuh); every other
+// constant is derived from these below.
+template <uint32_t... M>
+struct modulus_t {
+    static constexpr int N = sizeof...(M);
+    ZK_HDC static uint32_t p(int i) {
+        constexpr uint32_t m[N] = {M...};
+        return m[i];
+    }
+};
+
 // -m0^-1 mod 2^32 for odd m0, by Newton's iteration x <- x(2 - m0 x) (5 steps: 3 -> 96 bits).
 ZK_HDC uint32_t neg_inv32(uint32_t m0) {
     uint32_t x = m0;  // correct to 3 bits, since m0*m0 = 1 mod 8 for odd m0

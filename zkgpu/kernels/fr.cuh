@@ -5,13 +5,8 @@
 #include "ff.cuh"
 
 namespace zk {
-struct fr_params {
-    static constexpr int N = 8;
-    ZK_HDC static uint32_t p(int i) {
-        constexpr uint32_t m[8] = {0x00000001u, 0xffffffffu, 0xfffe5bfeu, 0x53bda402u,
-                                   0x09a1d805u, 0x3339d808u, 0x299d7d48u, 0x73eda753u};
-        return m[i];
-    }
-};
+typedef modulus_t<0x00000001u, 0xffffffffu, 0xfffe5bfeu, 0x53bda402u, 0x09a1d805u, 0x3339d808u, 0x299d7d48u,
+                  0x73eda753u> fr_params;
 typedef mont_t<fr_params> fr_t;
+static_assert(sizeof(fr_t) == 32, "an fr_t* indexes 32-byte elements, the host's (n, 4) uint64 rows");
 }  // namespace zk

@@ -1,14 +1,15 @@
 // zkgpu: G1 multi-scalar multiplication (Pippenger with signed digits, XYZZ buckets), batch
 // addition (cuzk/supraseal batch_add) and deterministic benchmark point generation.
 //
-// Host driver: zkgpu/msm.py. Data layouts (uint32 words, little-endian limbs):
-//   canonical affine point : 24 words, x then y (12 limbs each), identity = all zero
-//   Montgomery affine point: the same after g1_prepare (identity stays all zero)
-//   XYZZ point             : 48 words X, Y, ZZ, ZZZ (Montgomery); identity = ZZ == 0
-//   Fr scalar              : 8 words, canonical
+// Host driver: zkgpu/msm.py. Data layouts (g1.cuh, fr.cuh; uint32 words, little-endian limbs):
+//   affine_t, canonical    : 24 words, x then y (12 limbs each), identity = all zero
+//   affine_t, Montgomery   : the same after g1_prepare (identity stays all zero)
+//   xyzz_t                 : 48 words X, Y, ZZ, ZZZ (Montgomery); identity = ZZ == 0
+//   fr_t scalar            : 8 words, canonical
 //
 // Pippenger pipeline (one call of zkgpu.msm.msm):
 //   g1_prepare      check (< q, on curve) and convert points to Montgomery form
+//   (fr_ops.cu)     fr_first_unreduced: check the scalars (< r)
 //   msm_digits      one 64-bit sort key per (window, point): (bucket key << 32) | sign << 31 | index,
 //                   bucket key = w * 2^(c-1) + |d| - 1; zero digits and identity points get the
 //                   sentinel key 0xffffffff (sorted last and dropped)
@@ -17,7 +18,7 @@
 //                   CHUNK consecutive sorted entries and writes one XYZZ partial (mixed addition)
 //                   per run of equal bucket key among them, so all threads do equal work and a
 //                   bucket of millions of points is spread over many threads
-//   seg_accum_affine (level 0, ZKGPU_MSM_LEVEL0=runs): one thread per chunk of at most CHUNK
+//   seg_accum_affine (level 0, zkgpu.msm.LEVEL0 "runs"): one thread per chunk of at most CHUNK
 //                   entries of one bucket (chunks cut on the host with CuPy)
 //   seg_accum_xyzz  levels >= 1: the partials (still sorted by key) are cut per key into chunks
 //                   of at most CHUNK and summed (XYZZ + XYZZ) until every key is left once
@@ -26,18 +27,22 @@
 //                   sum_range + offset * running_total (the range's offset times its bucket sum)
 //   xyzz_sum_ranges tree sum of the per-thread results of each window
 //   msm_final       Horner over windows, to affine, out of Montgomery form
-#include "g1.cuh"
+#include "common.cuh"
 #include "fr.cuh"
+#include "g1.cuh"
 
 using zk::affine_t;
 using zk::fq_t;
 using zk::fr_t;
+using zk::mark_bad;
 using zk::xyzz_t;
 
-#define GRID_STRIDE(i, n) \
-    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (uint64_t)gridDim.x * blockDim.x)
+// The bucket key of a zero digit or an identity point (sorted last, dropped); zkgpu/msm.py reads it.
+#define MSM_SENTINEL 0xffffffffu
 
-#define SENTINEL 0xffffffffu
+// The kernels copy each point they add from global memory into a local (const xyzz_t b = in[j]) before
+// passing it to the out-of-line group operation, as a reference to the global element would: ptxas then
+// keeps the register counts near 160 (3 blocks of 128 threads per SM; zkgpu/msm.py _HEAVY_BLOCK).
 
 __device__ __forceinline__ uint64_t splitmix64(uint64_t z) {
     z += 0x9e3779b97f4a7c15ull;
@@ -50,55 +55,47 @@ extern "C" {
 
 // Canonical affine -> Montgomery affine; *bad = the smallest index with a coordinate >= q or
 // not on the curve (initialise *bad to n).
-__global__ void g1_prepare(const uint32_t* in, uint32_t* out, uint64_t n, unsigned long long* bad) {
-    GRID_STRIDE(i, n) {
-        affine_t a = affine_t::load(in + 24 * i);
+__global__ void g1_prepare(const affine_t* in, affine_t* out, uint64_t n, unsigned long long* bad) {
+    ZK_GRID_STRIDE(i, n) {
+        affine_t a = in[i];
         bool ok = a.x.is_reduced() & a.y.is_reduced();
         if (ok && !a.is_inf()) {
             a.x = a.x.to_mont();
             a.y = a.y.to_mont();
             ok = a.on_curve();
         }
-        if (!ok) atomicMin(bad, (unsigned long long)i);
-        a.store(out + 24 * i);
+        if (!ok) mark_bad(bad, i);
+        out[i] = a;
     }
 }
 
 // Fq elements (12 words each) from Montgomery to canonical form in place (snarkjs stores its
 // keys' coordinates in Montgomery form); *bad = the smallest index of a value >= q (initialise
 // *bad to n; such a value is left as it was).
-__global__ void fq_from_mont(uint32_t* a, uint64_t n, unsigned long long* bad) {
-    GRID_STRIDE(i, n) {
-        fq_t x = fq_t::load(a + 12 * i);
+__global__ void fq_from_mont(fq_t* a, uint64_t n, unsigned long long* bad) {
+    ZK_GRID_STRIDE(i, n) {
+        const fq_t x = a[i];
         if (!x.is_reduced()) {
-            atomicMin(bad, (unsigned long long)i);
+            mark_bad(bad, i);
         } else {
-            x.from_mont().store(a + 12 * i);
+            a[i] = x.from_mont();
         }
     }
 }
 
-// *bad = the smallest index of a scalar >= r (initialise *bad to n).
-__global__ void fr_check(const uint32_t* s, uint64_t n, unsigned long long* bad) {
-    GRID_STRIDE(i, n) {
-        if (!fr_t::load(s + 8 * i).is_reduced()) atomicMin(bad, (unsigned long long)i);
-    }
-}
-
 // One sort key per (window w, point i) at keys[w * n + i].
-__global__ void msm_digits(const uint32_t* scalars, const uint32_t* pts, uint64_t n, int c, int nwin,
+__global__ void msm_digits(const fr_t* scalars, const affine_t* pts, uint64_t n, int c, int nwin,
                            unsigned long long* keys) {
     const uint32_t m = 1u << (c - 1);
-    GRID_STRIDE(i, n) {
-        uint32_t s[8];
-        for (int k = 0; k < 8; k++) s[k] = scalars[8 * i + k];
-        bool inf = affine_t::load(pts + 24 * i).is_inf();
+    ZK_GRID_STRIDE(i, n) {
+        const fr_t s = scalars[i];
+        const bool inf = pts[i].is_inf();
         uint32_t carry = 0;
         for (int w = 0; w < nwin; w++) {
-            int32_t d = zk::signed_digit(s, w, c, carry);
+            int32_t d = zk::signed_digit(s.v, w, c, carry);
             unsigned long long key;
             if (d == 0 || inf) {
-                key = ((unsigned long long)SENTINEL << 32) | (uint32_t)i;
+                key = ((unsigned long long)MSM_SENTINEL << 32) | (uint32_t)i;
             } else {
                 uint32_t mag = d < 0 ? (uint32_t)(-d) : (uint32_t)d;
                 uint32_t bucket = (uint32_t)w * m + mag - 1;
@@ -113,18 +110,18 @@ __global__ void msm_digits(const uint32_t* scalars, const uint32_t* pts, uint64_
 // CHUNK long (a bucket's run of entries is cut into chunks by the host); out[c] = the sum of
 // the chunk's signed affine points in XYZZ (mixed addition), out_keys[c] = its bucket key.
 __global__ void seg_accum_affine(const unsigned long long* keys, const unsigned long long* cstart,
-                                 const unsigned long long* cend, uint64_t nchunks, const uint32_t* pts,
-                                 uint32_t* out_keys, uint32_t* out_pts) {
-    GRID_STRIDE(c, nchunks) {
+                                 const unsigned long long* cend, uint64_t nchunks, const affine_t* pts,
+                                 uint32_t* out_keys, xyzz_t* out_pts) {
+    ZK_GRID_STRIDE(c, nchunks) {
         uint64_t lo = cstart[c], hi = cend[c];
         xyzz_t acc = xyzz_t::inf();
         for (uint64_t j = lo; j < hi; j++) {
             uint32_t v = (uint32_t)keys[j];
-            affine_t p = affine_t::load(pts + 24ull * (v & 0x7fffffffu));
+            const affine_t p = pts[v & 0x7fffffffu];
             acc.add_affine((v >> 31) ? p.neg() : p);
         }
         out_keys[c] = (uint32_t)(keys[lo] >> 32);
-        acc.store(out_pts + 48 * c);
+        out_pts[c] = acc;
     }
 }
 
@@ -134,7 +131,7 @@ __global__ void seg_accum_affine(const unsigned long long* keys, const unsigned 
 // seg_accum_affine_balanced writes them at out[offsets[t] ...] (offsets = exclusive prefix sum).
 __global__ void seg_count_sorted64(const unsigned long long* keys, uint64_t E, uint32_t L, uint64_t nthreads,
                                    uint32_t* counts) {
-    GRID_STRIDE(t, nthreads) {
+    ZK_GRID_STRIDE(t, nthreads) {
         uint64_t lo = t * L, hi = lo + L < E ? lo + L : E;
         uint32_t prev = (uint32_t)(keys[lo] >> 32), runs = 1;
         for (uint64_t j = lo + 1; j < hi; j++) {
@@ -147,9 +144,9 @@ __global__ void seg_count_sorted64(const unsigned long long* keys, uint64_t E, u
 }
 
 __global__ void seg_accum_affine_balanced(const unsigned long long* keys, uint64_t E, uint32_t L, uint64_t nthreads,
-                                          const unsigned long long* offsets, const uint32_t* pts, uint32_t* out_keys,
-                                          uint32_t* out_pts) {
-    GRID_STRIDE(t, nthreads) {
+                                          const unsigned long long* offsets, const affine_t* pts, uint32_t* out_keys,
+                                          xyzz_t* out_pts) {
+    ZK_GRID_STRIDE(t, nthreads) {
         uint64_t lo = t * L, hi = lo + L < E ? lo + L : E;
         uint64_t seg = offsets[t];
         uint32_t cur = (uint32_t)(keys[lo] >> 32);
@@ -159,108 +156,115 @@ __global__ void seg_accum_affine_balanced(const unsigned long long* keys, uint64
             uint32_t k = (uint32_t)(e >> 32), v = (uint32_t)e;
             if (k != cur) {
                 out_keys[seg] = cur;
-                acc.store(out_pts + 48 * seg);
+                out_pts[seg] = acc;
                 seg++;
                 cur = k;
                 acc = xyzz_t::inf();
             }
-            affine_t p = affine_t::load(pts + 24ull * (v & 0x7fffffffu));
+            const affine_t p = pts[v & 0x7fffffffu];
             acc.add_affine((v >> 31) ? p.neg() : p);
         }
         out_keys[seg] = cur;
-        acc.store(out_pts + 48 * seg);
+        out_pts[seg] = acc;
     }
 }
 
 // Level >= 1: the same over (key, XYZZ partial) pairs, until every key is left once.
 __global__ void seg_accum_xyzz(const uint32_t* keys, const unsigned long long* cstart, const unsigned long long* cend,
-                               uint64_t nchunks, const uint32_t* pts, uint32_t* out_keys, uint32_t* out_pts) {
-    GRID_STRIDE(c, nchunks) {
+                               uint64_t nchunks, const xyzz_t* pts, uint32_t* out_keys, xyzz_t* out_pts) {
+    ZK_GRID_STRIDE(c, nchunks) {
         uint64_t lo = cstart[c], hi = cend[c];
-        xyzz_t acc = xyzz_t::load(pts + 48 * lo);
-        for (uint64_t j = lo + 1; j < hi; j++) acc.add(xyzz_t::load(pts + 48 * j));
+        xyzz_t acc = pts[lo];
+        for (uint64_t j = lo + 1; j < hi; j++) {
+            const xyzz_t b = pts[j];
+            acc.add(b);
+        }
         out_keys[c] = keys[lo];
-        acc.store(out_pts + 48 * c);
+        out_pts[c] = acc;
     }
 }
 
 // buckets[keys[j]] = pts[j] for D distinct keys (buckets zero-filled = identity beforehand).
-__global__ void scatter_buckets(const uint32_t* keys, const uint32_t* pts, uint64_t D, uint32_t* buckets) {
-    GRID_STRIDE(j, D) {
-        const uint32_t* src = pts + 48 * j;
-        uint32_t* dst = buckets + 48ull * keys[j];
-        for (int k = 0; k < 48; k++) dst[k] = src[k];
-    }
+__global__ void scatter_buckets(const uint32_t* keys, const xyzz_t* pts, uint64_t D, xyzz_t* buckets) {
+    ZK_GRID_STRIDE(j, D) { buckets[keys[j]] = pts[j]; }
 }
 
 // Window w, thread t (g = w*T + t) covers buckets k = t*R+1 .. min((t+1)*R, m) (bucket k of window
 // w at index w*m + k - 1). With the running sum from the top, acc = sum (k - t*R) B_k and
 // run = sum B_k; the thread's share of sum_k k*B_k is acc + (t*R) * run.
-__global__ void window_reduce(const uint32_t* buckets, uint32_t nwin, uint32_t m, uint32_t T, uint32_t R,
-                              uint32_t* partials) {
-    GRID_STRIDE(g, (uint64_t)nwin * T) {
+__global__ void window_reduce(const xyzz_t* buckets, uint32_t nwin, uint32_t m, uint32_t T, uint32_t R,
+                              xyzz_t* partials) {
+    ZK_GRID_STRIDE(g, (uint64_t)nwin * T) {
         uint32_t w = (uint32_t)(g / T), t = (uint32_t)(g % T);
         uint64_t lo = (uint64_t)t * R + 1;
         uint64_t hi = (uint64_t)(t + 1) * R < m ? (uint64_t)(t + 1) * R : m;
         xyzz_t run = xyzz_t::inf(), acc = xyzz_t::inf();
         for (uint64_t k = hi; k >= lo; k--) {
-            run.add(xyzz_t::load(buckets + 48 * ((uint64_t)w * m + k - 1)));
+            const xyzz_t b = buckets[(uint64_t)w * m + k - 1];
+            run.add(b);
             acc.add(run);
         }
         acc.add(run.mul_u32(t * R));
-        acc.store(partials + 48 * g);
+        partials[g] = acc;
     }
 }
 
 // out[t] = sum of in[t*K .. min((t+1)*K, count)) (XYZZ).
-__global__ void xyzz_sum_ranges(const uint32_t* in, uint64_t count, uint32_t K, uint32_t* out) {
+__global__ void xyzz_sum_ranges(const xyzz_t* in, uint64_t count, uint32_t K, xyzz_t* out) {
     uint64_t nout = (count + K - 1) / K;
-    GRID_STRIDE(t, nout) {
+    ZK_GRID_STRIDE(t, nout) {
         uint64_t lo = t * K, hi = lo + K < count ? lo + K : count;
-        xyzz_t acc = xyzz_t::load(in + 48 * lo);
-        for (uint64_t j = lo + 1; j < hi; j++) acc.add(xyzz_t::load(in + 48 * j));
-        acc.store(out + 48 * t);
+        xyzz_t acc = in[lo];
+        for (uint64_t j = lo + 1; j < hi; j++) {
+            const xyzz_t b = in[j];
+            acc.add(b);
+        }
+        out[t] = acc;
     }
 }
 
-// One thread: result = sum_w 2^(c*w) S_w by Horner, then affine and canonical (24 words).
-__global__ void msm_final(const uint32_t* window_sums, uint32_t nwin, uint32_t c, uint32_t* out) {
+// One thread: *out = sum_w 2^(c*w) S_w by Horner, then affine and canonical.
+__global__ void msm_final(const xyzz_t* window_sums, uint32_t nwin, uint32_t c, affine_t* out) {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
     xyzz_t acc = xyzz_t::inf();
     for (int w = (int)nwin - 1; w >= 0; w--) {
         for (uint32_t b = 0; b < c; b++) acc = acc.dbl();
-        acc.add(xyzz_t::load(window_sums + 48 * w));
+        const xyzz_t s = window_sums[w];
+        acc.add(s);
     }
     affine_t a = acc.to_affine();
     a.x = a.x.from_mont();
     a.y = a.y.from_mont();
-    a.store(out);
+    *out = a;
 }
 
 // Batch addition: out[t] = sum of the Montgomery affine points i in [t*K, (t+1)*K) whose bit
 // (bit i % 64 of word i / 64, LSB first) is set.
-__global__ void batch_add_ranges(const uint32_t* pts, uint64_t n, const unsigned long long* bitmap, uint32_t K,
-                                 uint32_t* out) {
+__global__ void batch_add_ranges(const affine_t* pts, uint64_t n, const unsigned long long* bitmap, uint32_t K,
+                                 xyzz_t* out) {
     uint64_t nout = (n + K - 1) / K;
-    GRID_STRIDE(t, nout) {
+    ZK_GRID_STRIDE(t, nout) {
         uint64_t lo = t * K, hi = lo + K < n ? lo + K : n;
         xyzz_t acc = xyzz_t::inf();
         for (uint64_t i = lo; i < hi; i++) {
-            if ((bitmap[i >> 6] >> (i & 63)) & 1ull) acc.add_affine(affine_t::load(pts + 24 * i));
+            if ((bitmap[i >> 6] >> (i & 63)) & 1ull) {
+                const affine_t p = pts[i];
+                acc.add_affine(p);
+            }
         }
-        acc.store(out + 48 * t);
+        out[t] = acc;
     }
 }
 
 // Deterministic benchmark points: thread t computes k_t*G (k_t = splitmix64(seed + t), 0 -> 1)
 // by double-and-add, then writes P_{t*per + j} = k_t*G + j*D (j < per, index < n), canonical
-// affine. G and D are Montgomery affine (24 words each). zkgpu.msm.generate_points_cpu
-// computes the same points on the host.
-__global__ void g1_generate(uint64_t n, uint32_t per, uint64_t seed, const uint32_t* G_mont, const uint32_t* D_mont,
-                            uint32_t* out) {
+// affine. *G_mont and *D_mont are Montgomery affine. zkgpu.msm.generate_points_cpu computes the same
+// points on the host.
+__global__ void g1_generate(uint64_t n, uint32_t per, uint64_t seed, const affine_t* G_mont, const affine_t* D_mont,
+                            affine_t* out) {
     uint64_t nthreads = (n + per - 1) / per;
-    affine_t G = affine_t::load(G_mont), D = affine_t::load(D_mont);
-    GRID_STRIDE(t, nthreads) {
+    const affine_t G = *G_mont, D = *D_mont;
+    ZK_GRID_STRIDE(t, nthreads) {
         uint64_t k = splitmix64(seed + t);
         if (k == 0) k = 1;
         xyzz_t acc = xyzz_t::inf();
@@ -274,7 +278,7 @@ __global__ void g1_generate(uint64_t n, uint32_t per, uint64_t seed, const uint3
             affine_t a = acc.to_affine();
             a.x = a.x.from_mont();
             a.y = a.y.from_mont();
-            a.store(out + 24 * i);
+            out[i] = a;
             acc.add_affine(D);
         }
     }

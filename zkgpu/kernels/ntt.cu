@@ -17,14 +17,17 @@
 // performance discrete Fourier transforms on graphics processors", SC'08. At 2^24 this is three
 // passes of 8 stages over global memory.
 //
-// Pointwise scalings fused into the first pass's load (pre) and the last pass's store (post):
-//   mode 0: none; 1: x[g] *= tab[g]; 2: x[g] *= tab[bitrev_L(g)]; 3: x[g] *= tab[0].
+// Pointwise scalings fused into the first pass's load (pre) and the last pass's store (post), scale_mode
+// (ntt_common.cuh): none, natural x[g] *= tab[g], bitrev x[g] *= tab[bitrev_L(g)], constant x[g] *= tab[0].
 // The host uses them for the coset shift g^i (pre), and for 1/n or g^-i/n of the inverse (post).
+//
+// zkgpu/ntt.py reads NTT_MAX_TILE_LOG, NTT_THREADS and NTT_BR_Q from this file (common.cuh says how);
+// it passes -DNTT_THREADS=... only where its build options set another value.
 #include "ntt_common.cuh"
 
-#define NTT_MAX_TILE_LOG 10  // 1024 elements = 32 KiB of shared memory per block
+#define NTT_MAX_TILE_LOG 10  // the largest tile of a pass, log2: 1024 elements = 32 KiB of shared memory
 #ifndef NTT_THREADS
-#define NTT_THREADS 256  // threads per block (the host reads this value from ntt.py's _THREADS)
+#define NTT_THREADS 256  // the most threads per block
 #endif
 #ifndef NTT_MIN_BLOCKS
 #define NTT_MIN_BLOCKS 4  // 4 x 256 threads per SM: caps registers at 64 per thread
@@ -34,14 +37,14 @@
 #endif
 
 // omega_{2h}^(g mod h), h = 2^s.
-__device__ __forceinline__ fr_t twiddle(const uint32_t* tw, int s, uint32_t g) {
+__device__ __forceinline__ fr_t twiddle(const fr_t* tw, int s, uint32_t g) {
     const uint32_t h = 1u << s;
-    return load_g(tw, h + (g & (h - 1)));
+    return load_v4(tw, h + (g & (h - 1)));
 }
 
 // One radix-2 stage: global bit s, tile bit lb. At s = 0 every twiddle is 1 (no multiply).
 template <bool DIT>
-__device__ __forceinline__ void stage_r2(uint32_t* sm, uint32_t T, const tile_t& tl, const uint32_t* tw, int s, int lb) {
+__device__ __forceinline__ void stage_r2(uint32_t* sm, uint32_t T, const tile_t& tl, const fr_t* tw, int s, int lb) {
     const uint32_t hl = 1u << lb;
     for (uint32_t tid = threadIdx.x; tid < (T >> 1); tid += blockDim.x) {
         const uint32_t j = (tid & (hl - 1)) | ((tid >> lb) << (lb + 1));
@@ -64,7 +67,7 @@ __device__ __forceinline__ void stage_r2(uint32_t* sm, uint32_t T, const tile_t&
 // x0 = j0, x1 = j0 + 2^lb, x2 = j0 + 2^(lb+1), x3 = j0 + 2^lb + 2^(lb+1).
 // DIF: stage s+1 on (x0,x2),(x1,x3), then stage s on (x0,x1),(x2,x3); DIT the other way round.
 template <bool DIT>
-__device__ __forceinline__ void stage_r4(uint32_t* sm, uint32_t T, const tile_t& tl, const uint32_t* tw, int s, int lb) {
+__device__ __forceinline__ void stage_r4(uint32_t* sm, uint32_t T, const tile_t& tl, const fr_t* tw, int s, int lb) {
     const uint32_t h1 = 1u << lb, h2 = 2u << lb;
     for (uint32_t tid = threadIdx.x; tid < (T >> 2); tid += blockDim.x) {
         const uint32_t j0 = (tid & (h1 - 1)) | ((tid >> lb) << (lb + 2));
@@ -105,25 +108,19 @@ __device__ __forceinline__ void stage_r4(uint32_t* sm, uint32_t T, const tile_t&
 }
 
 template <bool R4>
-__device__ __forceinline__ void pass_body(uint32_t* x, const uint32_t* tw, int L, int s_lo, int k, int c, int dit,
-                                          const uint32_t* pre, int pre_mode, const uint32_t* post, int post_mode) {
+__device__ __forceinline__ void pass_body(fr_t* x, const fr_t* tw, int L, int s_lo, int k, int c, ntt_order order,
+                                          const fr_t* pre, scale_mode pre_mode, const fr_t* post, scale_mode post_mode) {
     extern __shared__ uint32_t sm[];
     const uint32_t T = 1u << (k + c);
-    const uint32_t b = blockIdx.x;
-    const int midbits = s_lo - c;
-    tile_t tl;
-    tl.base = ((b & ((1u << midbits) - 1)) << c) | ((b >> midbits) << (s_lo + k));
-    tl.cmask = (1u << c) - 1;
-    tl.c = c;
-    tl.s_lo = s_lo;
+    const tile_t tl = tile_t::of(blockIdx.x, s_lo, k, c);
 
     for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) {
         const uint32_t g = tl.g(u);
-        store_s(sm, T, u, scale(load_g(x, g), pre, pre_mode, g, L));
+        store_s(sm, T, u, scale(load_v4(x, g), pre, pre_mode, g, L));
     }
     __syncthreads();
 
-    if (dit) {
+    if (order == ntt_order::rn) {  // DIT
         int q = 0;
         for (; R4 && q + 2 <= k; q += 2) {  // stages s_lo+q, s_lo+q+1
             stage_r4<true>(sm, T, tl, tw, s_lo + q, c + q);
@@ -133,7 +130,7 @@ __device__ __forceinline__ void pass_body(uint32_t* x, const uint32_t* tw, int L
             stage_r2<true>(sm, T, tl, tw, s_lo + q, c + q);
             __syncthreads();
         }
-    } else {
+    } else {  // DIF
         int q = k;  // stages below s_lo+q remain
         for (; R4 && q >= 2; q -= 2) {  // stages s_lo+q-1, s_lo+q-2
             stage_r4<false>(sm, T, tl, tw, s_lo + q - 2, c + q - 2);
@@ -147,7 +144,7 @@ __device__ __forceinline__ void pass_body(uint32_t* x, const uint32_t* tw, int L
 
     for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) {
         const uint32_t g = tl.g(u);
-        store_g(x, g, scale(load_s(sm, T, u), post, post_mode, g, L));
+        store_v4(x, g, scale(load_s(sm, T, u), post, post_mode, g, L));
     }
 }
 
@@ -155,39 +152,39 @@ extern "C" {
 
 // k stages (bits [s_lo, s_lo+k)) on tiles of T = 2^(k+c) elements; grid = n/T, any blockDim (the host
 // uses min(T/2, NTT_THREADS), or T/4 for ntt_pass_r4), dynamic shared memory = 32*T bytes.
-// dit = 0: DIF stages from high to low; dit = 1: DIT, low to high. ntt_pass does one radix-2 stage per
+// order nr: DIF stages from high to low; rn: DIT, low to high. ntt_pass does one radix-2 stage per
 // shared-memory round trip; ntt_pass_r4 does two (radix-4 in registers), then a radix-2 stage if k is odd.
 __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
-ntt_pass(uint32_t* x, const uint32_t* tw, int L, int s_lo, int k, int c, int dit,
-         const uint32_t* pre, int pre_mode, const uint32_t* post, int post_mode) {
-    pass_body<false>(x, tw, L, s_lo, k, c, dit, pre, pre_mode, post, post_mode);
+ntt_pass(fr_t* x, const fr_t* tw, int L, int s_lo, int k, int c, ntt_order order,
+         const fr_t* pre, scale_mode pre_mode, const fr_t* post, scale_mode post_mode) {
+    pass_body<false>(x, tw, L, s_lo, k, c, order, pre, pre_mode, post, post_mode);
 }
 __global__ void __launch_bounds__(NTT_THREADS, NTT_R4_MIN_BLOCKS)
-ntt_pass_r4(uint32_t* x, const uint32_t* tw, int L, int s_lo, int k, int c, int dit,
-            const uint32_t* pre, int pre_mode, const uint32_t* post, int post_mode) {
-    pass_body<true>(x, tw, L, s_lo, k, c, dit, pre, pre_mode, post, post_mode);
+ntt_pass_r4(fr_t* x, const fr_t* tw, int L, int s_lo, int k, int c, ntt_order order,
+            const fr_t* pre, scale_mode pre_mode, const fr_t* post, scale_mode post_mode) {
+    pass_body<true>(x, tw, L, s_lo, k, c, order, pre, pre_mode, post, post_mode);
 }
 
 // tw[i] for 1 <= i < n: i = h + t (h the top bit of i) -> omega_n^(t * n/(2h)) = hi[e >> S] * lo[e & (2^S-1)].
 // lo[j] = omega^j (j < 2^S), hi[j] = omega^(j*2^S), both Montgomery. tw[0] = 1.
-__global__ void ntt_build_twiddles(uint32_t* tw, const uint32_t* lo, const uint32_t* hi, int L, int S, uint64_t n) {
-    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+__global__ void ntt_build_twiddles(fr_t* tw, const fr_t* lo, const fr_t* hi, int L, int S, uint64_t n) {
+    ZK_GRID_STRIDE(i, n) {
         if (i == 0) {
-            store_g(tw, 0, fr_t::one());
+            store_v4(tw, 0, fr_t::one());
             continue;
         }
         const int lh = 31 - __clz((uint32_t)i);
         const uint32_t t = (uint32_t)i - (1u << lh);
         const uint32_t e = t << (L - 1 - lh);
-        store_g(tw, i, load_g(hi, e >> S) * load_g(lo, e & ((1u << S) - 1)));
+        store_v4(tw, i, load_v4(hi, e >> S) * load_v4(lo, e & ((1u << S) - 1)));
     }
 }
 
 // out[i] = hi[i >> S] * lo[i & (2^S-1)] for i < n (powers of one element, possibly times a constant
 // folded into hi by the host).
-__global__ void ntt_build_powers(uint32_t* out, const uint32_t* lo, const uint32_t* hi, int S, uint64_t n) {
-    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
-        store_g(out, i, load_g(hi, i >> S) * load_g(lo, i & ((1u << S) - 1)));
+__global__ void ntt_build_powers(fr_t* out, const fr_t* lo, const fr_t* hi, int S, uint64_t n) {
+    ZK_GRID_STRIDE(i, n) {
+        store_v4(out, i, load_v4(hi, i >> S) * load_v4(lo, i & ((1u << S) - 1)));
     }
 }
 
@@ -196,8 +193,9 @@ __global__ void ntt_build_powers(uint32_t* out, const uint32_t* lo, const uint32
 // elements (hi, mid, lo) and (hi, rev mid, lo) -- runs of 2^q adjacent elements -- and writes each
 // tile to the other row transposed, again in runs of 2^q. blockDim = 2^(2q) = 256, grid = 2^(L-2q).
 #define NTT_BR_Q 4
-__global__ void __launch_bounds__(256) ntt_bitrev_tiled(uint32_t* x, int L) {
-    __shared__ uint32_t sa[8 * 256], sb[8 * 256];
+#define NTT_BR_T (1 << (2 * NTT_BR_Q))
+__global__ void __launch_bounds__(NTT_BR_T) ntt_bitrev_tiled(fr_t* x, int L) {
+    __shared__ uint32_t sa[8 * NTT_BR_T], sb[8 * NTT_BR_T];
     const int q = NTT_BR_Q;
     const uint32_t mid = blockIdx.x;
     const uint32_t rmid = bitrev(mid, L - 2 * q);
@@ -205,27 +203,27 @@ __global__ void __launch_bounds__(256) ntt_bitrev_tiled(uint32_t* x, int L) {
     const uint32_t tid = threadIdx.x, hi = tid >> q, lo = tid & ((1u << q) - 1);
     const uint32_t i_a = (hi << (L - q)) | (mid << q) | lo;   // row mid
     const uint32_t i_b = (hi << (L - q)) | (rmid << q) | lo;  // row rev(mid)
-    store_s(sa, 256, tid, load_g(x, i_a));
-    if (mid != rmid) store_s(sb, 256, tid, load_g(x, i_b));
+    store_s(sa, NTT_BR_T, tid, load_v4(x, i_a));
+    if (mid != rmid) store_s(sb, NTT_BR_T, tid, load_v4(x, i_b));
     __syncthreads();
     // position (hi, m, lo) receives the old element (rev lo, rev m, rev hi)
     const uint32_t src = (bitrev(lo, q) << q) | bitrev(hi, q);
     if (mid != rmid) {
-        store_g(x, i_b, load_s(sa, 256, src));
-        store_g(x, i_a, load_s(sb, 256, src));
+        store_v4(x, i_b, load_s(sa, NTT_BR_T, src));
+        store_v4(x, i_a, load_s(sb, NTT_BR_T, src));
     } else {
-        store_g(x, i_a, load_s(sa, 256, src));
+        store_v4(x, i_a, load_s(sa, NTT_BR_T, src));
     }
 }
 
 // In-place bit-reversal permutation of n = 2^L elements (any L; used for small L).
-__global__ void ntt_bitrev(uint32_t* x, int L, uint64_t n) {
-    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+__global__ void ntt_bitrev(fr_t* x, int L, uint64_t n) {
+    ZK_GRID_STRIDE(i, n) {
         const uint32_t r = bitrev((uint32_t)i, L);
         if (i < r) {
-            fr_t a = load_g(x, i), b = load_g(x, r);
-            store_g(x, i, b);
-            store_g(x, r, a);
+            fr_t a = load_v4(x, i), b = load_v4(x, r);
+            store_v4(x, i, b);
+            store_v4(x, r, a);
         }
     }
 }

@@ -29,7 +29,7 @@
 // product) or from a table of omega_m^e, m = 2^(s_lo+k), e < m/2 (one load, a negation above m/2): 2 MiB,
 // L2-resident, for the middle pass at 2^24; as large as n/2 entries for the first DIF / last DIT pass.
 // Measured on the H200 (data/nvidia-h200-20261201-bench-ntt), that extra product per element per pass costs more
-// than it saves; "exact" (omode 3) instead loads each butterfly's own twiddle from the n-entry stagewise table
+// than it saves; "exact" (outer_mode::exact) instead loads each butterfly's own twiddle from the n-entry stagewise table
 // in the passes with s_lo > 0, as the stagewise kernel does, and keeps the inner table for the pass s_lo = 0.
 //
 // Inside a pass each thread holds R = 2^LR elements of the tile (2^(k+c) elements: the k field bits and c
@@ -69,19 +69,27 @@ __device__ __forceinline__ uint32_t* fused_smem() {
     return zk_ntt_smem;
 }
 
+// Where a fused pass over the bits [s_lo, s_lo+k) gets the twiddles of its butterflies (s_lo > 0; none
+// when s_lo = 0). zkgpu/ntt.py reads this enum (common.cuh).
+enum class outer_mode : int {
+    none = 0,   // the inner table only
+    split = 1,  // outer factor omega_n^E = ohi[E >> oS] * olo[E mod 2^oS]
+    table = 2,  // outer factor omega_{2^(s_lo+k)}^e from the table olo
+    exact = 3,  // no outer factor: every butterfly's own twiddle from the stagewise table olo
+};
+
 struct fpass_t {
     int L, s_lo, k, c;
-    const uint32_t* itw;                        // inner twiddles of this direction
-    int omode;  // outer twiddles: 0 none, 1 omega_n^E from split tables (olo, ohi, oS), 2 omega_{2^(s_lo+k)}^e table olo,
-                // 3 none but every butterfly's exact twiddle from the stagewise table olo (tw[h + t] = omega_{2h}^t)
-    const uint32_t *olo, *ohi;
+    const fr_t* itw;                            // inner twiddles of this direction
+    outer_mode omode;
+    const fr_t *olo, *ohi;
     int oS;
-    const uint32_t* pre;                        // scaling at the global load (modes of scale())
-    int pre_mode;
-    const uint32_t* post;                       // scaling at the global store; mode 4: (v * aux1 - aux2) * post[0]
-    int post_mode;
-    const uint32_t *aux1, *aux2;
-    uint32_t* xo;                               // where the last round stores (x itself, or another buffer)
+    const fr_t* pre;                            // scaling at the global load (scale())
+    scale_mode pre_mode;
+    const fr_t* post;                           // scaling at the global store (post_op())
+    scale_mode post_mode;
+    const fr_t *aux1, *aux2;                    // the tables of scale_mode::h_step
+    fr_t* xo;                                   // where the last round stores (x itself, or another buffer)
     int brev;                                   // store element g at bitrev_L(g) (xo != x)
 };
 
@@ -91,44 +99,47 @@ __device__ __forceinline__ fr_t outer_twiddle(const fpass_t& p, uint32_t g) {
     const int m = p.s_lo + p.k;
     uint32_t E = g_low * bitrev(f, p.k);  // mod 2^32, then mod 2^m (m <= 32): in units of omega_{2^m}
     if (m < 32) E &= (1u << m) - 1;
-    if (p.omode == 1) {
+    if (p.omode == outer_mode::split) {
         E <<= (p.L - m);  // in units of omega_n
-        return load_g(p.ohi, E >> p.oS) * load_g(p.olo, E & ((1u << p.oS) - 1));
+        return load_v4(p.ohi, E >> p.oS) * load_v4(p.olo, E & ((1u << p.oS) - 1));
     }
     const uint32_t half = 1u << (m - 1);
-    if (E >= half) return -load_g(p.olo, E - half);
-    return load_g(p.olo, E);
+    if (E >= half) return -load_v4(p.olo, E - half);
+    return load_v4(p.olo, E);
 }
 
 __device__ __forceinline__ fr_t post_op(const fpass_t& p, const fr_t& v, uint32_t g) {
-    if (p.post_mode == 4) return (v * load_g(p.aux1, g) - load_g(p.aux2, g)) * load_g(p.post, 0);
+    if (p.post_mode == scale_mode::h_step) return (v * load_v4(p.aux1, g) - load_v4(p.aux2, g)) * load_v4(p.post, 0);
     return scale(v, p.post, p.post_mode, g, p.L);
 }
 
 // The global side of a pass, once per element: not inlined, so that the R unrolled copies in fused_item
 // share one body (a call costs far less than the product it wraps, and NVRTC builds stay small).
-__device__ __noinline__ fr_t load_first(const uint32_t* x, const fpass_t& p, uint32_t g, bool dit) {
-    fr_t a = scale(load_g(x, g), p.pre, p.pre_mode, g, p.L);
-    if (dit && (p.omode == 1 || p.omode == 2)) a = a * outer_twiddle(p, g);
+__device__ __forceinline__ bool has_outer(const fpass_t& p) {
+    return p.omode == outer_mode::split || p.omode == outer_mode::table;
+}
+__device__ __noinline__ fr_t load_first(const fr_t* x, const fpass_t& p, uint32_t g, bool dit) {
+    fr_t a = scale(load_v4(x, g), p.pre, p.pre_mode, g, p.L);
+    if (dit && has_outer(p)) a = a * outer_twiddle(p, g);
     return a;
 }
 __device__ __noinline__ void store_last(const fpass_t& p, uint32_t g, fr_t a, bool dit) {
-    if (!dit && (p.omode == 1 || p.omode == 2)) a = a * outer_twiddle(p, g);
-    store_g(p.xo, p.brev ? bitrev(g, p.L) : g, post_op(p, a, g));
+    if (!dit && has_outer(p)) a = a * outer_twiddle(p, g);
+    store_v4(p.xo, p.brev ? bitrev(g, p.L) : g, post_op(p, a, g));
 }
-__device__ __noinline__ fr_t scale_nt(fr_t v, const uint32_t* tab, int mode, uint32_t g, int L) {
+__device__ __noinline__ fr_t scale_nt(fr_t v, const fr_t* tab, scale_mode mode, uint32_t g, int L) {
     return scale(v, tab, mode, g, L);
 }
 
 // One round on one work item: R = 2^LR elements whose field bits [wlo, wlo+LR) vary, rb <= LR stages on the
-// window's low bits. BOTTOM: wlo == 0 with inner twiddles (omode != 3), so every twiddle index is known at
-// compile time and the trivial ones are skipped. With omode 3 each butterfly loads its exact twiddle from the
+// window's low bits. BOTTOM: wlo == 0 with inner twiddles (not outer_mode::exact), so every twiddle index is known at
+// compile time and the trivial ones are skipped. With outer_mode::exact each butterfly loads its exact twiddle from the
 // stagewise table (no outer factor: the same products as the stagewise kernel). mid: scale applied after the
 // stages when the round stores to shared memory (used by the two-transform pass).
 template <int LR, bool DIT, bool BOTTOM>
-__device__ __forceinline__ void fused_item(uint32_t* x, uint32_t* sm, uint32_t Tp, const tile_t& tl, const fpass_t& p,
+__device__ __forceinline__ void fused_item(fr_t* x, uint32_t* sm, uint32_t Tp, const tile_t& tl, const fpass_t& p,
                                            uint32_t t, int wlo, int rb, bool first, bool last,
-                                           const uint32_t* mid, int mid_mode) {
+                                           const fr_t* mid, scale_mode mid_mode) {
     constexpr int R = 1 << LR;
     const int c = p.c, K = p.k + p.c, w0 = c + wlo, FB = K - LR;
     // lanes -> 5 contiguous tile bits outside the window: [0, 5) if the window starts at >= 5, else just above it
@@ -161,12 +172,12 @@ __device__ __forceinline__ void fused_item(uint32_t* x, uint32_t* sm, uint32_t T
             const bool triv = BOTTOM && me == 0;
             fr_t w;
             if (!triv) {
-                if (!BOTTOM && p.omode == 3) {  // omega_{2^(s+1)}^(g mod 2^s), s = s_lo + wlo + q, g of element e
+                if (!BOTTOM && p.omode == outer_mode::exact) {  // omega_{2^(s+1)}^(g mod 2^s), s = s_lo + wlo + q, g of element e
                     const int s = p.s_lo + wlo + q;
-                    w = load_g(p.olo, (1u << s) + (tl.g(ubase | ((uint32_t)e << w0)) & ((1u << s) - 1)));
+                    w = load_v4(p.olo, (1u << s) + (tl.g(ubase | ((uint32_t)e << w0)) & ((1u << s) - 1)));
                 } else {
                     const uint32_t m = BOTTOM ? me : (mb | (me << wlo));
-                    w = load_g(p.itw, m << (sh - q));
+                    w = load_v4(p.itw, m << (sh - q));
                 }
             }
             if (DIT) {
@@ -185,7 +196,7 @@ __device__ __forceinline__ void fused_item(uint32_t* x, uint32_t* sm, uint32_t T
         const uint32_t u = ubase | ((uint32_t)e << w0);
         if (last) {
             store_last(p, tl.g(u), v[e], DIT);
-        } else if (mid_mode) {
+        } else if (mid_mode != scale_mode::none) {
             store_s(sm, Tp, smi(u), scale_nt(v[e], mid, mid_mode, tl.g(u), p.L));
         } else {
             store_s(sm, Tp, smi(u), v[e]);
@@ -196,8 +207,8 @@ __device__ __forceinline__ void fused_item(uint32_t* x, uint32_t* sm, uint32_t T
 // The rounds of one sub-transform on the current tile: DIF full windows from the top, then the rest at the
 // bottom; DIT the rest at the bottom first, then full windows upwards.
 template <int LR, bool DIT>
-__device__ __forceinline__ void fused_rounds(uint32_t* x, uint32_t* sm, uint32_t Tp, const tile_t& tl, const fpass_t& p,
-                                             bool load_global, bool store_global, const uint32_t* mid, int mid_mode) {
+__device__ __forceinline__ void fused_rounds(fr_t* x, uint32_t* sm, uint32_t Tp, const tile_t& tl, const fpass_t& p,
+                                             bool load_global, bool store_global, const fr_t* mid, scale_mode mid_mode) {
     const int nfull = p.k / LR, rem = p.k % LR, nr = nfull + (rem ? 1 : 0);
     const uint32_t items = 1u << (p.k + p.c - LR);
     for (int i = 0; i < nr; i++) {
@@ -210,36 +221,28 @@ __device__ __forceinline__ void fused_rounds(uint32_t* x, uint32_t* sm, uint32_t
             rb = i < nfull ? LR : rem;
         }
         const bool first = load_global && i == 0, last = store_global && i == nr - 1;
-        const int mm = (i == nr - 1) ? mid_mode : 0;
+        const scale_mode mm = (i == nr - 1) ? mid_mode : scale_mode::none;
         for (uint32_t t = threadIdx.x; t < items; t += blockDim.x) {
-            if (wlo == 0 && p.omode != 3) fused_item<LR, DIT, true>(x, sm, Tp, tl, p, t, wlo, rb, first, last, mid, mm);
+            if (wlo == 0 && p.omode != outer_mode::exact) fused_item<LR, DIT, true>(x, sm, Tp, tl, p, t, wlo, rb, first, last, mid, mm);
             else fused_item<LR, DIT, false>(x, sm, Tp, tl, p, t, wlo, rb, first, last, mid, mm);
         }
         __syncthreads();
     }
 }
 
-__device__ __forceinline__ tile_t make_tile(const fpass_t& p, uint32_t b) {
-    const int midbits = p.s_lo - p.c;
-    tile_t tl;
-    tl.base = ((b & ((1u << midbits) - 1)) << p.c) | ((b >> midbits) << (p.s_lo + p.k));
-    tl.cmask = (1u << p.c) - 1;
-    tl.c = p.c;
-    tl.s_lo = p.s_lo;
-    return tl;
-}
+__device__ __forceinline__ tile_t make_tile(const fpass_t& p, uint32_t b) { return tile_t::of(b, p.s_lo, p.k, p.c); }
 
 template <int LR, bool DIT>
-__device__ __forceinline__ void fused_pass_body(uint32_t* x, const fpass_t& p, uint32_t ntiles) {
+__device__ __forceinline__ void fused_pass_body(fr_t* x, const fpass_t& p, uint32_t ntiles) {
     const uint32_t T = 1u << (p.k + p.c), Tp = T + (T >> 5);
     for (uint32_t b = blockIdx.x; b < ntiles; b += gridDim.x)
-        fused_rounds<LR, DIT>(x, fused_smem(), Tp, make_tile(p, b), p, true, true, nullptr, 0);
+        fused_rounds<LR, DIT>(x, fused_smem(), Tp, make_tile(p, b), p, true, true, nullptr, scale_mode::none);
 }
 
-#define ZK_FUSED_ARGS                                                                                          \
-    uint32_t *x, uint32_t *xo, int brev, const uint32_t *itw, int omode, const uint32_t *olo, const uint32_t *ohi, int oS, int L, int s_lo, \
-        int k, int c, const uint32_t *pre, int pre_mode, const uint32_t *post, int post_mode, const uint32_t *aux1, \
-        const uint32_t *aux2, uint32_t ntiles
+#define ZK_FUSED_ARGS                                                                                        \
+    fr_t *x, fr_t *xo, int brev, const fr_t *itw, outer_mode omode, const fr_t *olo, const fr_t *ohi, int oS, int L, \
+        int s_lo, int k, int c, const fr_t *pre, scale_mode pre_mode, const fr_t *post, scale_mode post_mode,    \
+        const fr_t *aux1, const fr_t *aux2, uint32_t ntiles
 #define ZK_FUSED_PARAMS {L, s_lo, k, c, itw, omode, olo, ohi, oS, pre, pre_mode, post, post_mode, aux1, aux2, xo, brev}
 #define ZK_FUSED_KERNEL(NAME, LR, DIT)                                                            \
     __global__ void __launch_bounds__(NTT_FUSED_THREADS, NTT_FUSED_MIN_BLOCKS) NAME(ZK_FUSED_ARGS) { \
@@ -252,26 +255,28 @@ extern "C" {
 // elements (grid-stride over the ntiles = n / 2^(k+c) tiles; the host launches one block per tile),
 // NTT_FUSED_R = 2^LR elements per thread (LR <= k), blockDim <= NTT_FUSED_THREADS, dynamic shared memory
 // 32 * (T + T/32) bytes. Reads x, writes xo (x itself, or with brev another buffer, element g going to
-// bitrev_L(g): the last DIF pass of an "nn" transform, which then needs no bit-reversal pass). omode/olo/ohi/oS: the outer twiddles (0 when s_lo = 0). pre/post: the scalings
-// of scale() (post mode 4: (v * aux1[g] - aux2[g]) * post[0], the Groth16 H pointwise step).
+// bitrev_L(g): the last DIF pass of an "nn" transform, which then needs no bit-reversal pass).
+// omode/olo/ohi/oS: the outer twiddles (outer_mode::none when s_lo = 0). pre/post: the scalings of
+// scale_mode (post scale_mode::h_step: (v * aux1[g] - aux2[g]) * post[0], the Groth16 H pointwise step).
 ZK_FUSED_KERNEL(ntt_fused_dif, NTT_FUSED_LR, false)
 ZK_FUSED_KERNEL(ntt_fused_dit, NTT_FUSED_LR, true)
 
 // Two transforms in one pass on the low k bits (s_lo = c = 0, so no outer twiddles): the inverse DIF
-// sub-transform with the inverse inner table itw, then mid[bitrev_L(g)] (mid_mode 2) at position g, then
+// sub-transform with the inverse inner table itw, then mid[bitrev_L(g)] (scale_mode::bitrev) at position g, then
 // the forward DIT sub-transform with itw2. This is the last pass of an inverse NTT "nr" fused with the
 // first pass of a coset NTT "rn" (mid = g^i / n), the middle of the Groth16 H computation.
 #define ZK_FUSED2_KERNEL(NAME, LR)                                                                          \
     __global__ void __launch_bounds__(NTT_FUSED_THREADS, NTT_FUSED_MIN_BLOCKS)                                \
-    NAME(uint32_t* x, const uint32_t* itw, const uint32_t* itw2, const uint32_t* mid, int L, int k, uint32_t ntiles) { \
-        fpass_t p = {L, 0, k, 0, itw, 0, nullptr, nullptr, 0, nullptr, 0, nullptr, 0, nullptr, nullptr, x, 0}; \
+    NAME(fr_t* x, const fr_t* itw, const fr_t* itw2, const fr_t* mid, int L, int k, uint32_t ntiles) {         \
+        fpass_t p = {L, 0, k, 0, itw, outer_mode::none, nullptr, nullptr, 0, nullptr, scale_mode::none,        \
+                     nullptr, scale_mode::none, nullptr, nullptr, x, 0};                                       \
         const uint32_t T = 1u << k, Tp = T + (T >> 5);                                                          \
         for (uint32_t b = blockIdx.x; b < ntiles; b += gridDim.x) {                                             \
             const tile_t tl = make_tile(p, b);                                                                  \
             p.itw = itw;                                                                                        \
-            fused_rounds<LR, false>(x, fused_smem(), Tp, tl, p, true, false, mid, 2);                            \
+            fused_rounds<LR, false>(x, fused_smem(), Tp, tl, p, true, false, mid, scale_mode::bitrev);                            \
             p.itw = itw2;                                                                                       \
-            fused_rounds<LR, true>(x, fused_smem(), Tp, tl, p, false, true, nullptr, 0);                         \
+            fused_rounds<LR, true>(x, fused_smem(), Tp, tl, p, false, true, nullptr, scale_mode::none);                         \
         }                                                                                                       \
     }
 ZK_FUSED2_KERNEL(ntt_fused2, NTT_FUSED_LR)
