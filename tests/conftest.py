@@ -4,9 +4,15 @@ test's random draws come from a seed that is printed when it fails (``seeding``)
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
-import seeding  # tests/ is on sys.path: pytest puts a rootless conftest's folder there (prepend mode)
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+import seeding
 from zkgpu._cuda import gpu_available
 
 
