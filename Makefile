@@ -1,7 +1,8 @@
 # Two commands for a fresh Linux machine; each sets up .venv itself on first use.
 #   make report   run the notebook suite into reports/index.html (replays data/ without a GPU)
 #   make test     run the test suite (GPU tests are skipped without a GPU)
-#   make lint     ruff + mypy (pyproject.toml); CI runs it before make test
+#   make lint     ruff + mypy (pyproject.toml); CI (.ci/run) runs it and make test
+#   make hooks    install the pre-commit hooks (the same ruff and mypy on each commit)
 #   make gpu-run EXTRAS=notebooks,test,gpu-cuda13   GPU tests, benchmarks, recording (scripts/gpu_run.sh)
 #   make circuit [CIRCUIT=poseidon-600] [SETUP=fast|snarkjs]   a circom circuit, key and witness in build/circuits
 #   make node-carry   pack node + node_modules into .node/ for a GPU host without node (scripts/node_carry.sh)
@@ -19,7 +20,7 @@ NODE_STAMP := node_modules/.zkgpu-npm-ci
 CIRCUIT ?= poseidon-600
 SETUP ?= fast
 
-.PHONY: report test lint gpu-run clean node circuit node-carry
+.PHONY: report test lint lint-tools hooks gpu-run clean node circuit node-carry
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,9 +39,16 @@ $(NODE_STAMP): package.json package-lock.json
 node: $(NODE_STAMP)
 
 # ruff (rules in pyproject.toml) on the package and the tests; mypy on zkgpu/ (ARCHITECTURE.md)
-lint: $(STAMP)
+lint: lint-tools
 	$(BIN)/ruff check zkgpu tests
 	$(BIN)/mypy
+
+# the lint extra, also where EXTRAS leaves it out (a GPU host's EXTRAS=notebooks,test,gpu-cuda13)
+lint-tools: $(STAMP)
+	$(BIN)/python -c 'import ruff, mypy, pre_commit' 2>/dev/null || $(BIN)/python -m pip install -q -e '.[lint]'
+
+hooks: lint-tools
+	$(BIN)/pre-commit install
 
 # ZKGPU_REQUIRE_NODE: the real-proof tests fail (instead of skipping) if circom2/snarkjs are missing
 test: $(STAMP) $(NODE_STAMP)

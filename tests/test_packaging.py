@@ -1,5 +1,6 @@
 """environment.yml lists the same packages as pyproject's core + notebooks + test extras; the
-README's test command is what .ci/run calls; ``zkgpu info`` runs."""
+README's test command and ``make lint`` are what .ci/run calls; the pre-commit hooks run make lint's
+tools; ``zkgpu info`` runs."""
 
 from __future__ import annotations
 
@@ -35,6 +36,17 @@ def test_ci_runs_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     assert "make test" in readme and "make report" in readme
     assert re.search(r"^make test$", ci, re.M)
+    # and the linters, which the README says CI runs
+    assert re.search(r"^make lint\b", ci, re.M) and "`make lint`" in readme
+
+
+def test_pre_commit_hooks_run_make_lints_tools():
+    """The pre-commit hooks are the linters `make lint` runs, from the Makefile's .venv (offline)."""
+    hooks = (ROOT / ".pre-commit-config.yaml").read_text()
+    make = (ROOT / "Makefile").read_text()
+    assert "repo: local" in hooks
+    for tool in ("ruff check", "mypy"):
+        assert f".venv/bin/{tool}" in hooks and f"$(BIN)/{tool}" in make
 
 
 def test_info_command_runs():

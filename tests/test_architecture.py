@@ -1,0 +1,741 @@
+"""The import graph of ``zkgpu/`` against ARCHITECTURE.md: layers, no cycles, imports at module level.
+
+Every import of every module under ``zkgpu/`` is read with :mod:`ast` -- at module level, inside
+functions and under ``if TYPE_CHECKING:``; ``import x``, ``from . import y``, ``from .x import y``,
+relative and absolute -- into one graph of zkgpu modules (an edge per importing module and imported
+module; a package's ``__init__`` is the module of the package's name, and importing ``a.b`` is an edge
+to ``a.b`` only, not to ``a``). The one layer table is ARCHITECTURE.md's module table
+(``| `module` | layer | concern |``); this test reads it and fails on:
+
+- ``cycle``: a strongly connected group of modules, with one cycle through it spelled out;
+- ``layer``: an edge that goes up a stack, between the producer (P) and analysis (A) stacks, into the
+  app layer from below, or to ``zkgpu.cli`` from anywhere; and a module placed below its own package
+  (importing ``a.b.c`` runs ``a/b/__init__.py`` first);
+- ``function-level``: an import inside a function (only ``zkgpu.optional`` and ``zkgpu._cuda`` may
+  import optional packages there: that is the optional-import pattern);
+- ``optional``: a library module (core .. A3) importing a package that ``[project] dependencies``
+  does not install, other than through ``zkgpu.optional`` / ``_cuda.cupy()`` (a ``TYPE_CHECKING``
+  import, for annotations, is allowed);
+- ``size``: a module over :data:`MAX_LINES` lines;
+- ``environ``: ``os.environ`` / ``os.getenv`` / ``os.putenv`` outside the app layer;
+- ``unlisted`` / ``unwritten``: a module the table does not place / a table row with no module.
+
+A violation whose key is in :data:`KNOWN_VIOLATIONS` is tolerated; a key there that no longer occurs
+fails too, so the set only shrinks. The checker itself is tested on small synthetic trees below.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+import textwrap
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+import tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = "zkgpu"
+TOP = "zkgpu.cli"  # the command-line entry point: imports the command groups, imported by nothing
+MAX_LINES = 700
+# the two modules that import optional heavy packages (the optional-import pattern of ARCHITECTURE.md)
+OPTIONAL_GATES = frozenset({"zkgpu.optional", "zkgpu._cuda"})
+
+# Stacks and their order. core is under both stacks; P (producers: what runs on the GPU and writes
+# recordings) and A (analysis: what reads recordings) are siblings; app (commands, report) is on top.
+LAYERS: dict[str, tuple[str, int]] = {
+    "core": ("core", 0),
+    **{f"P{i}": ("P", i) for i in range(1, 6)},
+    **{f"A{i}": ("A", i) for i in range(1, 4)},
+    "app": ("app", 9),
+}
+
+# Today's violations, each with the issue-11 helper whose branch removes it. The lead deletes each
+# entry as the branches merge; the test fails on an entry that no longer occurs, so none go stale.
+KNOWN_VIOLATIONS: dict[str, str] = {
+    # a11-transfer
+    "function-level: zkgpu.hostload -> click": "a11-transfer",
+    "function-level: zkgpu.hostload -> cupyx": "a11-transfer",
+    "function-level: zkgpu.hostload -> pandas": "a11-transfer",
+    "function-level: zkgpu.hostload -> pathlib": "a11-transfer",
+    "function-level: zkgpu.hostload -> zkgpu._cuda": "a11-transfer",
+    "function-level: zkgpu.hostload -> zkgpu.manifest": "a11-transfer",
+    "function-level: zkgpu.hostload -> zkgpu.transfer": "a11-transfer",
+    "function-level: zkgpu.transfer -> click": "a11-transfer",
+    "function-level: zkgpu.transfer -> cupyx": "a11-transfer",
+    "function-level: zkgpu.transfer -> pandas": "a11-transfer",
+    "function-level: zkgpu.transfer -> re": "a11-transfer",
+    "function-level: zkgpu.transfer -> tqdm": "a11-transfer",
+    "function-level: zkgpu.transfer -> zkgpu.manifest": "a11-transfer",
+    "size: zkgpu.transfer": "a11-transfer",
+    "unwritten: zkgpu.bench": "a11-transfer",
+    "unwritten: zkgpu.bench.hostload": "a11-transfer",
+    "unwritten: zkgpu.bench.transfer": "a11-transfer",
+    "unwritten: zkgpu.pinned_pool": "a11-transfer",
+    "unwritten: zkgpu.host_alloc": "a11-transfer",
+    # a11-logs
+    "environ: zkgpu.replay": "a11-logs",
+    "function-level: zkgpu.groth16.replay -> matplotlib": "a11-logs",
+    "function-level: zkgpu.logs -> resource": "a11-logs",
+    "function-level: zkgpu.replay -> sqlite3": "a11-logs",
+    "function-level: zkgpu.replay -> time": "a11-logs",
+    "function-level: zkgpu.replay -> zkgpu._cuda": "a11-logs",
+    "function-level: zkgpu.replay -> zkgpu.metrics": "a11-logs",
+    "function-level: zkgpu.replay -> zkgpu.model": "a11-logs",
+    "function-level: zkgpu.replay -> zkgpu.record": "a11-logs",
+    "layer: zkgpu.replay -> zkgpu.record": "a11-logs",
+    "size: zkgpu.logs": "a11-logs",
+    "size: zkgpu.replay": "a11-logs",
+    "unlisted: zkgpu.groth16.replay": "a11-logs",
+    "unwritten: zkgpu.bench.parse": "a11-logs",
+    "unwritten: zkgpu.groth16.results": "a11-logs",
+    "unwritten: zkgpu.keynumbers": "a11-logs",
+    "unwritten: zkgpu.live": "a11-logs",
+    "unwritten: zkgpu.logs.group": "a11-logs",
+    "unwritten: zkgpu.logs.lines": "a11-logs",
+    "unwritten: zkgpu.logs.nsys": "a11-logs",
+    "unwritten: zkgpu.logs.parse": "a11-logs",
+    "unwritten: zkgpu.logs.parsed": "a11-logs",
+    "unwritten: zkgpu.logs.placement": "a11-logs",
+    "unwritten: zkgpu.logs.timeline": "a11-logs",
+    "unwritten: zkgpu.parse_cli": "a11-logs",
+    # a11-cuda
+    "environ: zkgpu._cuda": "a11-cuda",
+    "environ: zkgpu.msm": "a11-cuda",
+    "environ: zkgpu.ntt": "a11-cuda",
+    # a11-kernels
+    "environ: zkgpu.prep": "a11-kernels",
+    "function-level: zkgpu.curve -> py_arkworks_bls12381": "a11-kernels",
+    "function-level: zkgpu.curve -> py_ecc": "a11-kernels",
+    "function-level: zkgpu.msm -> click": "a11-kernels",
+    "function-level: zkgpu.msm -> cupyx": "a11-kernels",
+    "function-level: zkgpu.msm -> pandas": "a11-kernels",
+    "function-level: zkgpu.msm -> py_arkworks_bls12381": "a11-kernels",
+    "function-level: zkgpu.msm -> zkgpu.curve": "a11-kernels",
+    "function-level: zkgpu.msm -> zkgpu.field": "a11-kernels",
+    "function-level: zkgpu.msm -> zkgpu.manifest": "a11-kernels",
+    "function-level: zkgpu.ntt -> click": "a11-kernels",
+    "function-level: zkgpu.ntt -> pandas": "a11-kernels",
+    "function-level: zkgpu.ntt -> zkgpu.anchors": "a11-kernels",
+    "function-level: zkgpu.ntt -> zkgpu.manifest": "a11-kernels",
+    "function-level: zkgpu.ntt -> zkgpu.qap": "a11-kernels",
+    "function-level: zkgpu.prep -> click": "a11-kernels",
+    "function-level: zkgpu.prep -> pandas": "a11-kernels",
+    "function-level: zkgpu.prep -> zkgpu.manifest": "a11-kernels",
+    "function-level: zkgpu.prep -> zkgpu.pipeline.synthesis": "a11-kernels",
+    "layer: zkgpu.ntt -> zkgpu.anchors": "a11-kernels",
+    "layer: zkgpu.prep -> zkgpu.pipeline.synthesis": "a11-kernels",
+    "optional: zkgpu.prep -> numba": "a11-kernels",
+    "size: zkgpu.msm": "a11-kernels",
+    "size: zkgpu.ntt": "a11-kernels",
+    "unwritten: zkgpu.bench.msm": "a11-kernels",
+    "unwritten: zkgpu.bench.ntt": "a11-kernels",
+    "unwritten: zkgpu.bench.prep": "a11-kernels",
+    "unwritten: zkgpu.fr_device": "a11-kernels",
+    "unwritten: zkgpu.domain": "a11-kernels",
+    # a11-pipeline
+    "environ: zkgpu.errors": "a11-pipeline",
+    "environ: zkgpu.groth16.circuits": "a11-pipeline",
+    "environ: zkgpu.manifest": "a11-pipeline",
+    "environ: zkgpu.trace": "a11-pipeline",
+    "function-level: zkgpu.groth16.circuits -> struct": "a11-pipeline",
+    "function-level: zkgpu.groth16.circuits -> sys": "a11-pipeline",
+    "function-level: zkgpu.groth16.circuits -> zkgpu.groth16.formats": "a11-pipeline",
+    "function-level: zkgpu.groth16.cli -> pandas": "a11-pipeline",
+    "function-level: zkgpu.groth16.cli -> zkgpu.manifest": "a11-pipeline",
+    "function-level: zkgpu.groth16.proof -> py_ecc": "a11-pipeline",
+    "function-level: zkgpu.groth16.prover -> py_arkworks_bls12381": "a11-pipeline",
+    "function-level: zkgpu.groth16.setup -> json": "a11-pipeline",
+    "function-level: zkgpu.groth16.setup -> py_arkworks_bls12381": "a11-pipeline",
+    "function-level: zkgpu.groth16.setup -> sys": "a11-pipeline",
+    "function-level: zkgpu.groth16.setup -> time": "a11-pipeline",
+    "function-level: zkgpu.manifest -> zkgpu._cuda": "a11-pipeline",
+    "function-level: zkgpu.manifest -> zkgpu.cli": "a11-pipeline",
+    "function-level: zkgpu.pipeline.backend -> py_arkworks_bls12381": "a11-pipeline",
+    "function-level: zkgpu.pipeline.backend -> zkgpu.msm": "a11-pipeline",
+    "function-level: zkgpu.pipeline.backend -> zkgpu.qap": "a11-pipeline",
+    "function-level: zkgpu.pipeline.runner -> sys": "a11-pipeline",
+    "function-level: zkgpu.pipeline.runner -> zkgpu.trace": "a11-pipeline",
+    "function-level: zkgpu.pipeline.runner -> zkgpu.transfer": "a11-pipeline",
+    "function-level: zkgpu.trace -> nvtx": "a11-pipeline",
+    "function-level: zkgpu.trace -> zkgpu._cuda": "a11-pipeline",
+    "layer: zkgpu.manifest -> zkgpu.cli": "a11-pipeline",
+    "layer: zkgpu.pipeline.backend -> zkgpu.metrics": "a11-pipeline",
+    "size: zkgpu.pipeline.backend": "a11-pipeline",
+    "unwritten: zkgpu.bench.prove": "a11-pipeline",
+    "unwritten: zkgpu.pipeline.cpu_backend": "a11-pipeline",
+    "unwritten: zkgpu.pipeline.gpu_backend": "a11-pipeline",
+    "unwritten: zkgpu.pipeline.points": "a11-pipeline",
+    "unwritten: zkgpu.pipeline.split": "a11-pipeline",
+    "unwritten: zkgpu.settings": "a11-pipeline",
+    # a11-analysis
+    "function-level: zkgpu.bottleneck -> pathlib": "a11-analysis",
+    "function-level: zkgpu.bottleneck -> zkgpu.metrics": "a11-analysis",
+    "function-level: zkgpu.bottleneck -> zkgpu.model": "a11-analysis",
+    "function-level: zkgpu.bottleneck -> zkgpu.pipeline.config": "a11-analysis",
+    "function-level: zkgpu.bottleneck -> zkgpu.record": "a11-analysis",
+    "function-level: zkgpu.bottleneck -> zkgpu.replay": "a11-analysis",
+    "function-level: zkgpu.conclusions -> zkgpu.bottleneck": "a11-analysis",
+    "function-level: zkgpu.conclusions -> zkgpu.groth16.replay": "a11-analysis",
+    "function-level: zkgpu.model -> pathlib": "a11-analysis",
+    "function-level: zkgpu.model -> simpy": "a11-analysis",
+    "function-level: zkgpu.model -> zkgpu.logs": "a11-analysis",
+    "function-level: zkgpu.model -> zkgpu.manifest": "a11-analysis",
+    "function-level: zkgpu.report -> zkgpu.cli": "a11-analysis",
+    "layer: zkgpu.bottleneck -> zkgpu.pipeline.config": "a11-analysis",
+    "layer: zkgpu.bottleneck -> zkgpu.record": "a11-analysis",
+    "layer: zkgpu.report -> zkgpu.cli": "a11-analysis",
+    "optional: zkgpu.view -> IPython": "a11-analysis",
+    "optional: zkgpu.whatif -> IPython": "a11-analysis",
+    "optional: zkgpu.whatif -> ipywidgets": "a11-analysis",
+    "size: zkgpu.bottleneck": "a11-analysis",
+    "size: zkgpu.model": "a11-analysis",
+    "size: zkgpu.plots": "a11-analysis",
+    "unwritten: zkgpu.gpu_time": "a11-analysis",
+    "unwritten: zkgpu.plots.bars": "a11-analysis",
+    "unwritten: zkgpu.plots.curves": "a11-analysis",
+    "unwritten: zkgpu.plots.style": "a11-analysis",
+    "unwritten: zkgpu.plots.timelines": "a11-analysis",
+    # both a11-analysis and a11-logs write a zkgpu/calibration.py (the lead merges the two)
+    "unwritten: zkgpu.calibration": "a11-analysis, a11-logs",
+    # one strongly connected group today (a cycle through it is in the failure message); it breaks up as
+    # manifest -> cli (a11-pipeline), report -> cli and bottleneck -> record (a11-analysis), ntt <-> qap
+    # (a11-kernels) and replay -> record (a11-logs) go
+    "cycle: "
+    "zkgpu.bottleneck zkgpu.chrome_trace zkgpu.cli zkgpu.groth16.circuits zkgpu.groth16.cli "
+    "zkgpu.groth16.proof zkgpu.groth16.prover zkgpu.groth16.setup zkgpu.hostload zkgpu.manifest "
+    "zkgpu.model zkgpu.msm zkgpu.ntt zkgpu.pipeline zkgpu.pipeline.backend "
+    "zkgpu.pipeline.config zkgpu.pipeline.runner zkgpu.pipeline.synthesis zkgpu.pipeline.worker zkgpu.prep "
+    "zkgpu.qap zkgpu.record zkgpu.replay zkgpu.report zkgpu.transfer": "a11-pipeline, a11-analysis, a11-kernels, a11-logs",
+}
+
+
+# --------------------------------------------------------------------------------------------------
+# reading the package
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import statement's edge: ``src`` imports ``dst`` (a module name, or an external package's
+    top-level name) at ``line``; ``where`` is ``module``, ``function`` or ``type-checking``."""
+
+    src: str
+    dst: str
+    line: int
+    where: str
+    internal: bool
+
+
+@dataclass
+class Module:
+    name: str
+    path: Path
+    lines: int
+    imports: list[Import] = field(default_factory=list)
+    environ_lines: list[int] = field(default_factory=list)
+
+
+def module_names(root: Path, package: str) -> dict[str, Path]:
+    """``{dotted module name: file}`` for every ``.py`` file of ``root/package`` (``__init__`` named
+    after its package)."""
+    out = {}
+    for path in sorted((root / package).rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+class _Reader(ast.NodeVisitor):
+    def __init__(self, mod: Module, is_package: bool, known: Mapping[str, Path], package: str) -> None:
+        self.mod, self.known, self.package = mod, known, package
+        # the package a relative import of level 1 starts from
+        self.base = mod.name if is_package else mod.name.rpartition(".")[0]
+        self.where = ["module"]
+        self.os_names = {"os"}  # what `os` is bound to (`import os as _os`)
+
+    def _scoped(self, node: ast.AST, where: str) -> None:
+        self.where.append(where)
+        self.generic_visit(node)
+        self.where.pop()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self._scoped(node, "function")
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+        self._scoped(node, "function")
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self._scoped(node, "function")
+
+    def visit_If(self, node: ast.If) -> None:
+        if _is_type_checking(node.test) and self.where[-1] == "module":
+            self.where.append("type-checking")
+            for stmt in node.body:
+                self.visit(stmt)
+            self.where.pop()
+            for stmt in node.orelse:
+                self.visit(stmt)
+        else:
+            self.generic_visit(node)
+
+    def _add(self, target: str, line: int) -> None:
+        internal = target == self.package or target.startswith(self.package + ".")
+        if internal:
+            while target not in self.known and "." in target:  # no such module (yet): its package
+                target = target.rpartition(".")[0]
+        else:
+            target = target.partition(".")[0]
+        self.mod.imports.append(Import(self.mod.name, target, line, self.where[-1], internal))
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._add(alias.name, node.lineno)
+            if alias.name == "os":
+                self.os_names.add(alias.asname or "os")
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level:
+            base = self.base
+            for _ in range(node.level - 1):
+                base = base.rpartition(".")[0]
+            source = f"{base}.{node.module}" if node.module else base
+        else:
+            source = node.module or ""
+        if source == "__future__":
+            return
+        for alias in node.names:
+            sub = f"{source}.{alias.name}"
+            self._add(sub if sub in self.known else source, node.lineno)
+            if source in ("os",) and alias.name in ("environ", "getenv", "putenv", "unsetenv"):
+                self.mod.environ_lines.append(node.lineno)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if (
+            isinstance(node.value, ast.Name)
+            and node.value.id in self.os_names
+            and node.attr in ("environ", "getenv", "putenv", "unsetenv")
+        ):
+            self.mod.environ_lines.append(node.lineno)
+        self.generic_visit(node)
+
+
+def read_package(root: Path, package: str = PACKAGE) -> dict[str, Module]:
+    """Every module of ``root/package`` with its imports (see :class:`Import`)."""
+    known = module_names(root, package)
+    mods = {}
+    for name, path in known.items():
+        text = path.read_text()
+        mod = Module(name, path, len(text.splitlines()))
+        _Reader(mod, path.name == "__init__.py", known, package).visit(ast.parse(text, str(path)))
+        mods[name] = mod
+    return mods
+
+
+# --------------------------------------------------------------------------------------------------
+# the layer table (ARCHITECTURE.md)
+
+_ROW = re.compile(r"^\|\s*`([A-Za-z0-9_.]+)`\s*\|\s*([A-Za-z0-9]+)\s*\|\s*(.*?)\s*\|\s*$")
+
+
+def read_layer_table(text: str, package: str = PACKAGE) -> dict[str, str]:
+    """``{module: layer}`` from the markdown table headed ``| module | layer | concern |`` (module names
+    relative to the package; the package itself is written as its own name)."""
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if re.match(r"^\|\s*module\s*\|\s*layer\s*\|\s*concern\s*\|", ln))
+    table: dict[str, str] = {}
+    for ln in lines[start + 2 :]:
+        if not ln.startswith("|"):
+            break
+        m = _ROW.match(ln)
+        assert m, f"ARCHITECTURE.md module table: cannot read the row {ln!r} (| `module` | layer | concern |)"
+        name, layer, concern = m.groups()
+        full = name if name == package else f"{package}.{name}"
+        assert layer in LAYERS, f"ARCHITECTURE.md: {name} has layer {layer!r}, not one of {sorted(LAYERS)}"
+        assert concern, f"ARCHITECTURE.md: {name} has no concern"
+        assert full not in table, f"ARCHITECTURE.md: {name} is listed twice"
+        table[full] = layer
+    return table
+
+
+# --------------------------------------------------------------------------------------------------
+# the rules
+
+
+def edge_rule(src_layer: str, dst_layer: str, dst: str, top: str = TOP) -> str | None:
+    """Why an import from a module of ``src_layer`` of the module ``dst`` (of ``dst_layer``) is not
+    allowed, or ``None`` when it is."""
+    (s_stack, s_rank), (d_stack, d_rank) = LAYERS[src_layer], LAYERS[dst_layer]
+    if dst == top:
+        return f"nothing imports {top}"
+    if d_stack == "app" and s_stack != "app":
+        return "imports the app layer"
+    if s_stack == "P" and d_stack == "A":
+        return "producer -> analysis"
+    if s_stack == "A" and d_stack == "P":
+        return "analysis -> producer"
+    if s_stack == "core" and d_stack != "core":
+        return "core imports upward"
+    if s_stack == d_stack and d_rank > s_rank:
+        return "upward"
+    return None
+
+
+def required_packages(pyproject: Path) -> set[str]:
+    """Top-level import names of ``[project] dependencies`` (what every install has), and the stdlib."""
+    deps = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+    dists = {re.split(r"[<>=!~ ;\[]", d, maxsplit=1)[0].lower().replace("_", "-") for d in deps}
+    names = set(sys.stdlib_module_names)
+    for top, owners in metadata.packages_distributions().items():
+        if any(o.lower().replace("_", "-") in dists for o in owners):
+            names.add(top)
+    names |= {d.replace("-", "_") for d in dists}
+    return names
+
+
+def _sccs(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components (Tarjan), iteratively."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    out.append(sorted(comp))
+    return out
+
+
+def _a_cycle(graph: Mapping[str, set[str]], comp: list[str]) -> list[str]:
+    """A shortest cycle through ``comp[0]`` inside the component (breadth-first)."""
+    inside, start = set(comp), comp[0]
+    prev: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for w in sorted(graph[v] & inside):
+                if w == start:
+                    path = [v]
+                    while path[-1] != start:
+                        path.append(prev[path[-1]])
+                    return [*reversed(path), start]
+                if w not in prev:
+                    prev[w] = v
+                    nxt.append(w)
+        frontier = nxt
+    raise AssertionError(f"no cycle through {start}")  # pragma: no cover - comp is strongly connected
+
+
+def violations(
+    mods: Mapping[str, Module],
+    table: Mapping[str, str],
+    required: Iterable[str],
+    top: str = TOP,
+    gates: Iterable[str] = OPTIONAL_GATES,
+    max_lines: int = MAX_LINES,
+) -> dict[str, str]:
+    """``{key: message}`` for every rule broken (the keys are what :data:`KNOWN_VIOLATIONS` lists)."""
+    required, gates = set(required), set(gates)
+    out: dict[str, str] = {}
+    for name in sorted(set(table) - set(mods)):
+        out[f"unwritten: {name}"] = f"{name} is in ARCHITECTURE.md's module table but there is no such module"
+    for name in sorted(set(mods) - set(table)):
+        out[f"unlisted: {name}"] = f"{name} is not in ARCHITECTURE.md's module table: give it a layer and a concern"
+    graph: dict[str, set[str]] = {name: set() for name in mods}
+    for mod in mods.values():
+        layer = table.get(mod.name)
+        if mod.lines > max_lines:
+            out[f"size: {mod.name}"] = f"{mod.name} has {mod.lines} lines (at most {max_lines})"
+        if mod.environ_lines and layer != "app":
+            out[f"environ: {mod.name}"] = (
+                f"{mod.name} ({layer or 'unlisted'}) reads the environment at line(s) "
+                f"{', '.join(map(str, sorted(set(mod.environ_lines))))}: only the app layer does (settings)"
+            )
+        parent = mod.name.rpartition(".")[0]
+        if layer and parent in table:  # importing a.b.c runs a.b's __init__ first
+            why = edge_rule(layer, table[parent], parent, top)
+            if why:
+                out[f"layer: {mod.name} -> {parent}"] = (
+                    f"{mod.name} ({layer}) is inside the package {parent} ({table[parent]}), whose __init__ "
+                    f"runs when it is imported: {why}"
+                )
+        for imp in mod.imports:
+            if imp.internal:
+                if imp.dst == mod.name or imp.dst not in mods:
+                    continue
+                graph[mod.name].add(imp.dst)
+                if imp.where == "function":
+                    out.setdefault(
+                        f"function-level: {mod.name} -> {imp.dst}",
+                        f"{mod.name}:{imp.line} imports {imp.dst} inside a function: imports go at module level",
+                    )
+                dst_layer = table.get(imp.dst)
+                if layer and dst_layer:
+                    why = edge_rule(layer, dst_layer, imp.dst, top)
+                    if why:
+                        out.setdefault(
+                            f"layer: {mod.name} -> {imp.dst}",
+                            f"{mod.name} ({layer}) imports {imp.dst} ({dst_layer}) at line {imp.line}: {why}",
+                        )
+                continue
+            optional = imp.dst not in required
+            if imp.where == "function" and not (optional and mod.name in gates):
+                out.setdefault(
+                    f"function-level: {mod.name} -> {imp.dst}",
+                    f"{mod.name}:{imp.line} imports {imp.dst} inside a function: "
+                    + ("optional packages go through zkgpu.optional / _cuda.cupy()" if optional else "imports go at module level"),
+                )
+            elif optional and imp.where == "module" and mod.name not in gates and layer != "app":
+                out.setdefault(
+                    f"optional: {mod.name} -> {imp.dst}",
+                    f"{mod.name}:{imp.line} ({layer or 'unlisted'}) imports {imp.dst}, which [project] dependencies do not "
+                    "install: library modules reach optional packages through zkgpu.optional / _cuda.cupy()",
+                )
+    for comp in _sccs(graph):
+        if len(comp) > 1:
+            out[f"cycle: {' '.join(comp)}"] = f"import cycle among {', '.join(comp)}: {' -> '.join(_a_cycle(graph, comp))}"
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# the package
+
+
+@pytest.fixture(scope="module")
+def found() -> dict[str, str]:
+    mods = read_package(ROOT)
+    table = read_layer_table((ROOT / "ARCHITECTURE.md").read_text())
+    return violations(mods, table, required_packages(ROOT / "pyproject.toml"))
+
+
+def test_import_graph_follows_architecture(found):
+    new = {k: v for k, v in found.items() if k not in KNOWN_VIOLATIONS}
+    assert not new, "the import graph breaks ARCHITECTURE.md's rules:\n" + "\n".join(
+        f"  {v}" for _, v in sorted(new.items())
+    )
+
+
+def test_known_violations_still_occur(found):
+    gone = sorted(set(KNOWN_VIOLATIONS) - set(found))
+    assert not gone, "fixed; remove from KNOWN_VIOLATIONS in tests/test_architecture.py:\n" + "\n".join(
+        f"  {k!r}  ({KNOWN_VIOLATIONS[k]})" for k in gone
+    )
+
+
+def test_module_table_rows_are_modules():
+    """Every row names a module of the package, every module has a row (``unwritten``/``unlisted``
+    above), and the doc's layers table names the same layers as :data:`LAYERS`."""
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    table = read_layer_table(text)
+    assert set(table.values()) <= set(LAYERS)
+    for layer in LAYERS:
+        assert re.search(rf"^\|\s*{layer}\b", text, re.M), f"ARCHITECTURE.md's layers table has no row {layer}"
+
+
+def test_configuration_table_is_the_settings_table():
+    """ARCHITECTURE.md's configuration table names the variables ``zkgpu.settings`` reads, no more."""
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    section = text.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    documented = {v for row in re.findall(r"^\|([^|]*)\|", section, re.M) for v in re.findall(r"ZKGPU_\w+", row)}
+    assert documented, "ARCHITECTURE.md's Configuration section has no table of ZKGPU_* variables"
+    if not (ROOT / "zkgpu" / "settings.py").exists():
+        assert "unwritten: zkgpu.settings" in KNOWN_VIOLATIONS
+        pytest.skip("zkgpu/settings.py is not written yet (KNOWN_VIOLATIONS)")
+    from zkgpu import settings
+
+    read = {name for name, _ in settings.table()}
+    assert read == documented, f"only in zkgpu.settings: {sorted(read - documented)}; only in ARCHITECTURE.md: {sorted(documented - read)}"
+
+
+# --------------------------------------------------------------------------------------------------
+# the checker on synthetic trees
+
+
+def _tree(tmp_path: Path, files: Mapping[str, str]) -> dict[str, Module]:
+    for rel, body in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(body))
+    return read_package(tmp_path, "pkg")
+
+
+REQUIRED = {"os", "typing", "numpy"}
+
+
+def _check(tmp_path, files, table, **kw):
+    table = {("pkg" if k == "" else f"pkg.{k}"): v for k, v in table.items()}
+    return violations(_tree(tmp_path, files), table, REQUIRED, top="pkg.cli", gates={"pkg.optional"}, **kw)
+
+
+def test_reads_every_import_form(tmp_path):
+    mods = _tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": "",
+            "pkg/b.py": "",
+            "pkg/sub/__init__.py": "from . import c\nfrom .c import X\nfrom .. import a\n",
+            "pkg/sub/c.py": "X = 1\n",
+            "pkg/m.py": """
+                import os, pkg.a
+                from . import b
+                from .sub import c
+                from .sub.c import X
+                from pkg import sub
+                from typing import TYPE_CHECKING
+                if TYPE_CHECKING:
+                    import cupy
+                def f():
+                    import numpy as np
+                    from .a import thing
+                class K:
+                    from . import a
+            """,
+        },
+    )
+    got = {(i.dst, i.where) for i in mods["pkg.m"].imports}
+    assert got == {
+        ("os", "module"),
+        ("pkg.a", "module"),
+        ("pkg.b", "module"),
+        ("pkg.sub.c", "module"),
+        ("pkg.sub", "module"),
+        ("typing", "module"),
+        ("cupy", "type-checking"),
+        ("numpy", "function"),
+        ("pkg.a", "function"),
+    }
+    assert {i.dst for i in mods["pkg.sub"].imports} == {"pkg.sub.c", "pkg.a"}
+
+
+def test_catches_a_cycle(tmp_path):
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/a.py": "from . import b\n",
+        "pkg/b.py": "from .c import f\n",
+        "pkg/c.py": "def f():\n    from . import a\n",
+    }
+    found = _check(tmp_path, files, {"": "core", "a": "P2", "b": "P2", "c": "P2"})
+    assert found["cycle: pkg.a pkg.b pkg.c"].endswith("pkg.a -> pkg.b -> pkg.c -> pkg.a")
+    assert "function-level: pkg.c -> pkg.a" in found
+
+
+@pytest.mark.parametrize(
+    ("src", "dst", "why"),
+    [
+        ("P2", "P4", "upward"),
+        ("P5", "A1", "producer -> analysis"),
+        ("A3", "P1", "analysis -> producer"),
+        ("A1", "app", "imports the app layer"),
+        ("core", "P1", "core imports upward"),
+        ("app", "app:cli", "nothing imports pkg.cli"),
+    ],
+)
+def test_catches_an_edge_against_the_layers(tmp_path, src, dst, why):
+    dst_layer, _, dst_name = dst.partition(":")
+    dst_name = dst_name or "lo"
+    files = {"pkg/__init__.py": "", "pkg/hi.py": f"from . import {dst_name}\n", f"pkg/{dst_name}.py": ""}
+    found = _check(tmp_path, files, {"": "core", "hi": src, dst_name: dst_layer})
+    assert found == {
+        f"layer: pkg.hi -> pkg.{dst_name}": f"pkg.hi ({src}) imports pkg.{dst_name} ({dst_layer}) at line 1: {why}"
+    }
+
+
+def test_catches_a_module_below_its_package(tmp_path):
+    """Importing ``pkg.sub.m`` runs ``pkg/sub/__init__.py``: a module sits at or above its package."""
+    files = {"pkg/__init__.py": "", "pkg/sub/__init__.py": "", "pkg/sub/m.py": ""}
+    found = _check(tmp_path, files, {"": "core", "sub": "P5", "sub.m": "A3"})
+    assert list(found) == ["layer: pkg.sub.m -> pkg.sub"]
+    assert found["layer: pkg.sub.m -> pkg.sub"].endswith("whose __init__ runs when it is imported: analysis -> producer")
+    assert _check(tmp_path, files, {"": "core", "sub": "core", "sub.m": "A3"}) == {}
+
+
+@pytest.mark.parametrize(("src", "dst"), [("P4", "P2"), ("P3", "P3"), ("A2", "core"), ("app", "P5"), ("app", "A3")])
+def test_allows_down_and_sideways(tmp_path, src, dst):
+    files = {"pkg/__init__.py": "", "pkg/hi.py": "from .lo import x\n", "pkg/lo.py": "x = 1\n"}
+    assert _check(tmp_path, files, {"": "core", "hi": src, "lo": dst}) == {}
+
+
+def test_catches_function_level_and_optional_imports(tmp_path):
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/optional.py": "def cupy():\n    import cupy\n    return cupy\n",
+        "pkg/lib.py": "import cupy\nimport numpy\ndef f():\n    import os\n    from . import optional\n",
+        "pkg/app.py": "import cupy\n",
+    }
+    found = _check(tmp_path, files, {"": "core", "optional": "core", "lib": "P2", "app": "app"})
+    assert set(found) == {
+        "optional: pkg.lib -> cupy",
+        "function-level: pkg.lib -> os",
+        "function-level: pkg.lib -> pkg.optional",
+    }
+
+
+def test_catches_size_environ_and_table_gaps(tmp_path):
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/big.py": "x = 1\n" * 11,
+        "pkg/env.py": "import os\nimport os as _os\nA = os.environ.get('A')\nB = _os.getenv('B')\n",
+        "pkg/envapp.py": "import os\nA = os.environ['A']\n",
+        "pkg/alias.py": "from os import getenv\n",
+        "pkg/new.py": "",
+    }
+    table = {"": "core", "big": "P1", "env": "A1", "envapp": "app", "alias": "core", "gone": "P1"}
+    found = _check(tmp_path, files, table, max_lines=10)
+    assert set(found) == {"size: pkg.big", "environ: pkg.env", "environ: pkg.alias", "unlisted: pkg.new", "unwritten: pkg.gone"}
+    assert "line(s) 3, 4" in found["environ: pkg.env"]
+
+
+def test_reads_the_layer_table():
+    text = """
+        intro
+        | module | layer | concern |
+        |---|---|---|
+        | `zkgpu` | core | the package: version |
+        | `pipeline.config` | P4 | settings |
+
+        after
+    """
+    assert read_layer_table(textwrap.dedent(text)) == {"zkgpu": "core", "zkgpu.pipeline.config": "P4"}
+    with pytest.raises(AssertionError, match="not one of"):
+        read_layer_table("| module | layer | concern |\n|-|-|-|\n| `x` | P9 | y |\n")
