@@ -1,0 +1,103 @@
+"""The Montgomery-product variants of zkgpu/kernels/ff.cuh (ZK_FF_MUL, ZK_FF_SQR; issue 13).
+
+CPU: every variant of ff_bench.cu and of the real kernel modules compiles for sm_90 with nvcc; the portable
+variants (product scanning, SOS squaring), which the host runs too, agree with Python ints when built with
+g++. GPU: every variant of ff_bench.cu agrees with Python ints bit for bit on edge values and seeded random
+pairs (scripts/ff_microbench.py's checks, which also gate its timings)."""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from native import load
+
+from zkgpu._cuda import KERNEL_DIR
+from zkgpu.field import FQ, FR
+
+_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "ff_microbench.py"
+_spec = importlib.util.spec_from_file_location("ff_microbench", _SCRIPT)
+assert _spec is not None and _spec.loader is not None
+fmb = importlib.util.module_from_spec(_spec)
+sys.modules["ff_microbench"] = fmb
+_spec.loader.exec_module(fmb)
+
+# the real modules with each non-default product (the default builds are test_kernels_compile's)
+REAL_BUILDS = [(m, v) for m in ("ntt.cu", "ntt_fused.cu", "msm.cu") for v in ("2", "3", "4")]
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name) or (name == "nvcc" and os.path.exists("/usr/local/cuda/bin/nvcc") and "/usr/local/cuda/bin/nvcc")
+    if not path:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} not found: CI must build every ff.cuh variant")
+        pytest.skip(f"{name} not found")
+    return path
+
+
+def _nvcc_sm90(src: Path, tmp_path: Path, defines: dict[str, str]) -> None:
+    flags = [f"-D{k}={v}" for k, v in defines.items()]
+    res = subprocess.run([_tool("nvcc"), "-arch=sm_90", "-std=c++17", "-cubin", f"-I{KERNEL_DIR}", *flags, str(src),
+                          "-o", str(tmp_path / "k.cubin")], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.parametrize("name", list(fmb.VARIANTS))
+def test_ff_bench_variant_compiles_sm90(name, tmp_path):
+    _nvcc_sm90(KERNEL_DIR / "ff_bench.cu", tmp_path, dict(fmb.VARIANTS[name]))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module,value", REAL_BUILDS, ids=[f"{m}-ZK_FF_MUL={v}" for m, v in REAL_BUILDS])
+def test_real_module_variant_compiles_sm90(module, value, tmp_path):
+    _nvcc_sm90(KERNEL_DIR / module, tmp_path, {"ZK_FF_MUL": value})
+
+
+@pytest.mark.parametrize("defines", [(("ZK_FF_MUL", "4"), ("ZK_FF_SQR", "1")), (("ZK_FF_MUL", "1"),)],
+                         ids=["fips+sos", "cios"])
+def test_portable_variants_on_host_equal_python_ints(defines):
+    """The host build (g++, tests/native/ff_shim.cpp) runs the portable variants too: product scanning and
+    the SOS squaring, and the portable CIOS; a*b and a.sqr() against Python ints."""
+    _tool("g++")
+    lib = load("ff_shim", defines)
+    for fname, field in (("fr", FR), ("fq", FQ)):
+        limbs = fmb._limbs32(field)
+        a, b = fmb.check_pairs(field, n_random=2000)
+        wa, wb = fmb.to_words(a, limbs), fmb.to_words(b, limbs)
+        out = np.zeros_like(wa)
+        binop = getattr(lib, f"{fname}_binop")
+        for op, want in ((2, [fmb.mont_mul(field, x, y) for x, y in zip(a, b, strict=True)]),
+                         (7, [fmb.mont_mul(field, x, x) for x in a])):
+            binop(wa.ctypes.data_as(ctypes.c_void_p), wb.ctypes.data_as(ctypes.c_void_p),
+                  out.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(len(a)), ctypes.c_int(op))
+            assert fmb.from_words(out) == want, (fname, op)
+
+
+def test_edge_values_are_below_p_and_include_the_extremes():
+    for field in (FR, FQ):
+        vals = fmb.edge_values(field)
+        assert all(0 <= v < field.modulus for v in vals)
+        assert {0, 1, field.modulus - 1} <= set(vals)
+        r = (1 << (32 * fmb._limbs32(field))) % field.modulus
+        assert r in vals  # 1 in Montgomery form
+
+
+def test_random_words_are_below_p():
+    for field in (FR, FQ):
+        assert all(v < field.modulus for v in fmb.from_words(fmb.random_words(field, 2000, 5)))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", list(fmb.VARIANTS))
+@pytest.mark.parametrize("fname", ["fr", "fq"])
+def test_gpu_variant_equals_python_ints(name, fname):
+    mod = fmb.compile_module(fmb.VARIANTS[name])
+    res = fmb.check_variant(mod, fname)
+    assert res["ok"], res
