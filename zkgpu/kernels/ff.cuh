@@ -546,7 +546,8 @@ struct mont_t {
         ZK_UNROLL
         for (int k = 0; k < 2 * N - 1; k++) {
             ZK_UNROLL
-            for (int j = (k < N ? 0 : k - N + 1); j <= (k < N ? k : N - 1); j++) {
+            for (int j = 0; j < N; j++) {  // constant bounds, so the unrolled code keeps m[] in registers
+                if (j > k || k - j >= N) continue;
                 uint64_t x = (uint64_t)a.v[j] * b.v[k - j];
                 lo += x;
                 hi += lo < x;
