@@ -300,6 +300,45 @@ def real_msm(values: tuple[str, ...], repeat: int, deadline: float) -> list[dict
     return rows
 
 
+# ---------------------------------------------------------------------------------------------- summary
+
+
+def summarize(result: dict[str, Any]) -> str:
+    """Markdown tables of a run's JSON: products/s and the ratio to cxx-cios per variant and field; the
+    real kernels' median ms per ZK_FF_MUL and the ratio to today's (ZK_FF_MUL=0), with the bit-exact flags."""
+    out = [f"device: {result.get('device', {}).get('gpu')}, commit {result.get('commit', '')[:10]}", ""]
+    out += ["| field | variant | check | mul G/s | x cxx-cios | sqr G/s | sqr x cxx-cios mul |", "|---|---|---|---|---|---|---|"]
+    for fname, per in result.get("micro", {}).items():
+        for name, e in per.items():
+            ok = "ok" if e["check"]["ok"] else "FAILED"
+            if "mul_products_per_s" in e:
+                out.append(f"| {fname} | {name} | {ok} | {e['mul_products_per_s'] / 1e9:.2f} | {e.get('mul_speedup_vs_cxx_cios', float('nan')):.3f}"
+                           f" | {e['sqr_products_per_s'] / 1e9:.2f} | {e.get('sqr_speedup_vs_cxx_cios_mul', float('nan')):.3f} |")
+            else:
+                out.append(f"| {fname} | {name} | {ok} | | | | |")
+    rows = [r for r in result.get("ntt", []) if "median_ms" in r]
+    if rows:
+        base = {(r["log_n"], r["kernel"]): r["median_ms"] for r in rows if r["zk_ff_mul"] == "0"}
+        out += ["", "| NTT fwd nn | ZK_FF_MUL | ms | x today | bit-exact |", "|---|---|---|---|---|"]
+        for r in rows:
+            b = base.get((r["log_n"], r["kernel"]))
+            out.append(f"| 2^{r['log_n']} {r['kernel']} | {r['zk_ff_mul']} | {r['median_ms']:.3f} | "
+                       f"{r['median_ms'] / b if b else float('nan'):.3f} | {r['equal_to_default']} |")
+    rows = [r for r in result.get("msm", []) if "median_ms" in r]
+    if rows:
+        base = {(r["log2_n"], r["mode"], r["scalars"]): r["median_ms"] for r in rows if r["zk_ff_mul"] == "0"}
+        out += ["", "| MSM | mode | scalars | ZK_FF_MUL | ms | x today | same result |", "|---|---|---|---|---|---|---|"]
+        for r in rows:
+            b = base.get((r["log2_n"], r["mode"], r["scalars"]))
+            out.append(f"| 2^{r['log2_n']} | {r['mode']} | {r['scalars']} | {r['zk_ff_mul']} | {r['median_ms']:.3f} | "
+                       f"{r['median_ms'] / b if b else float('nan'):.3f} | {r['equal_to_default']} |")
+    errors = [r for r in result.get("ntt", []) + result.get("msm", []) if "error" in r]
+    errors += [c for c in result.get("compile", []) if c.get("error")]
+    if errors:
+        out += ["", "errors:", *(f"- {e}" for e in errors)]
+    return "\n".join(out)
+
+
 # ---------------------------------------------------------------------------------------------- main
 
 
@@ -309,8 +348,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stages", default="micro,ntt,msm", help="comma-separated: micro, ntt, msm")
     ap.add_argument("--budget", type=float, default=120.0, help="seconds; later steps are skipped past it")
     ap.add_argument("--repeat", type=int, default=10, help="timed repeats (median)")
+    ap.add_argument("--summarize", metavar="JSON", default=None, help="print the tables of a finished run's JSON and exit")
     ap.add_argument("--jobs", type=int, default=min(16, os.cpu_count() or 1), help="parallel compile processes")
     args = ap.parse_args(argv)
+    if args.summarize:
+        print(summarize(json.loads(Path(args.summarize).read_text())))
+        return 0
     t_start = time.monotonic()
     deadline = t_start + args.budget
     stages = [s for s in args.stages.split(",") if s]
@@ -387,8 +430,7 @@ def main(argv: list[str] | None = None) -> int:
         save()
     result["seconds"] = round(time.monotonic() - t_start, 1)
     save()
-    print(json.dumps({f: {k: round(e.get("mul_speedup_vs_cxx_cios", float("nan")), 3) for k, e in per.items()}
-                      for f, per in result["micro"].items()}))
+    print(summarize(result))
     print(f"ff_microbench: {result['seconds']} s, written to {out / 'ff_microbench.json'}")
     return 0
 
