@@ -9,7 +9,8 @@ Stages (each writes DIR/ff_microbench.json again when it ends, so a cut-off run 
   (a*b*R^-1 mod p and a^2*R^-1 mod p) on edge values (0, 1, p-1, p-2, R mod p and its neighbours,
   words of all ones below p) x edge values and seeded random pairs; a variant that fails is reported and
   not timed. Then products/s: ``THREADS`` threads x ZK_BENCH_ILP independent chains x ``iters`` dependent
-  products, CUDA events, warm-up excluded, median of ``--repeat``.
+  products (many waves of threads, so register counts do not skew it by a partial last wave), CUDA events,
+  warm-up excluded, median of ``--repeat``.
 * ``ntt``: the real NTT kernels (zkgpu.ntt, forward, natural order in and out, device-resident, the
   stagewise and the fused algorithm) with ``ZKGPU_NTT_DEFINES=ZK_FF_MUL=<v>`` for each v of REAL_MUL, at
   2^22 and 2^24 (median ms); every output is compared bit for bit with the v = 0 (today's) output.
@@ -57,8 +58,10 @@ VARIANTS: dict[str, tuple[tuple[str, str], ...]] = {
 REAL_MUL = ("0", "1", "2", "3", "4")  # ZK_FF_MUL values for the real NTT and MSM kernels; "0" is today's
 NTT_LOGS = (22, 24)
 MSM_LOGS = (20, 22)
-THREADS = 132 * 2048  # threads of a bench launch: a full H200 at 2048 resident threads per SM
-ITERS = {"fr": 256, "fq": 128}
+# threads of a bench launch: 8 x what an H200 holds at once at full occupancy (132 SMs x 2048), so the partial
+# last wave (variants differ in registers, hence in resident threads) costs at most a few percent
+THREADS = 132 * 2048 * 8  # (a multiple of 65536 / ZK_BENCH_ILP: _bench_inputs tiles 65536 elements)
+ITERS = {"fr": 64, "fq": 32}
 
 
 # ---------------------------------------------------------------------------------------------- values
@@ -167,13 +170,21 @@ def check_variant(mod: Any, fname: str) -> dict[str, Any]:
     return res
 
 
+@functools.cache
+def _bench_inputs(fname: str, ilp: int) -> tuple[Any, Any]:
+    """The benchmark's operands on the device, THREADS * ilp elements each (made once per field)."""
+    cp = _cuda.cupy()
+    reps = THREADS * ilp // 65536  # 65536 random elements, tiled (the values do not change the timing)
+    x, y = (cp.tile(cp.asarray(random_words(FIELDS[fname], 65536, seed)), (reps, 1)) for seed in (7, 8))
+    return x, y
+
+
 def time_variant(mod: Any, fname: str, repeat: int, ilp: int = 2) -> dict[str, float]:
     """Products/s of the module's mul and sqr chains (median of repeat launches, one warm-up)."""
     cp = _cuda.cupy()
     field = FIELDS[fname]
     limbs = _limbs32(field)
-    m = THREADS * ilp
-    x, y = cp.asarray(random_words(field, m, 7)), cp.asarray(random_words(field, m, 8))
+    x, y = _bench_inputs(fname, ilp)
     out = cp.zeros((THREADS, limbs), dtype=cp.uint32)
     iters = ITERS[fname]
     res: dict[str, float] = {}
