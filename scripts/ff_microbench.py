@@ -1,11 +1,12 @@
 """Montgomery-product variants of zkgpu/kernels/ff.cuh on the GPU (issue 13): checked, then timed.
 
-    python3 scripts/ff_microbench.py --out DIR [--stages micro,ntt,msm] [--budget 140]
+    python3 scripts/ff_microbench.py --out DIR [--stages micro,ntt,msm] [--budget 120]
+    python3 scripts/ff_microbench.py --summarize DIR/ff_microbench.json     (markdown tables)
 
 Stages (each writes DIR/ff_microbench.json again when it ends, so a cut-off run keeps what it measured):
 
-* ``micro``: kernels/ff_bench.cu built once per variant (VARIANTS: the ZK_FF_MUL / ZK_FF_SQR / ZK_FF_PTX
-  macros of ff.cuh) with CuPy's NVRTC. Each variant is first checked bit for bit against Python ints
+* ``micro``: kernels/ff_bench.cu built once per variant (VARIANTS: the ZK_FF_MUL / ZK_FF_PTX macros of
+  ff.cuh) with CuPy's NVRTC. Each variant is first checked bit for bit against Python ints
   (a*b*R^-1 mod p and a^2*R^-1 mod p) on edge values (0, 1, p-1, p-2, R mod p and its neighbours,
   words of all ones below p) x edge values and seeded random pairs; a variant that fails is reported and
   not timed. Then products/s: ``THREADS`` threads x ZK_BENCH_ILP independent chains x ``iters`` dependent
@@ -13,7 +14,8 @@ Stages (each writes DIR/ff_microbench.json again when it ends, so a cut-off run 
   warm-up excluded, median of ``--repeat``.
 * ``ntt``: the real NTT kernels (zkgpu.ntt, forward, natural order in and out, device-resident, the
   stagewise and the fused algorithm) with ``ZKGPU_NTT_DEFINES=ZK_FF_MUL=<v>`` for each v of REAL_MUL, at
-  2^22 and 2^24 (median ms); every output is compared bit for bit with the v = 0 (today's) output.
+  2^22 and 2^24 (median ms); every output is compared bit for bit with the v = 0 output (the product
+  before issue 13; v = 3 is the default since).
 * ``msm``: zkgpu.msm.run_benchmark (what ``zkgpu bench msm`` times: device-resident uniform scalars,
   pinned H2D, PoRep-like scalars) at 2^20 and 2^22 with msm.cu built with ZK_FF_MUL=<v>; the MSM of
   2^14 points is compared with the v = 0 result.
@@ -40,22 +42,21 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from zkgpu import _cuda, msm, ntt
-from zkgpu.field import FQ, FR
+from zkgpu.field import FQ, FR, fr_random
 
 KERNEL_DIR = _cuda.KERNEL_DIR
 FIELDS = {"fr": FR, "fq": FQ}
 
-# name -> -D macros of ff_bench.cu. "ptx-volatile" is today's stagewise NTT arithmetic (ZK_FF_PTX with
-# ZK_FF_MUL=0); "cxx-cios" today's MSM and fused-NTT arithmetic (no ZK_FF_PTX).
+# name -> -D macros of ff_bench.cu. "ptx-volatile" is the stagewise NTT's product before issue 13 (ZK_FF_PTX with
+# ZK_FF_MUL=0); "cxx-cios" the MSM's and the fused NTT's (the portable CIOS); "asm-evenodd" the default since.
+# The first H200 run also had ZK_FF_MUL=2 (CIOS, one non-volatile asm per row), 4 (product scanning) and
+# ZK_FF_SQR=1 (SOS squaring); they lost and were removed (notes/ff-arith.md).
 VARIANTS: dict[str, tuple[tuple[str, str], ...]] = {
-    "ptx-volatile": (("ZK_FF_PTX", "1"),),
+    "ptx-volatile": (("ZK_FF_PTX", "1"), ("ZK_FF_MUL", "0")),
     "cxx-cios": (("ZK_FF_MUL", "1"),),
-    "asm-rows": (("ZK_FF_MUL", "2"),),
     "asm-evenodd": (("ZK_FF_MUL", "3"),),
-    "cxx-fips": (("ZK_FF_MUL", "4"),),
-    "cxx-cios+sqr-sos": (("ZK_FF_MUL", "1"), ("ZK_FF_SQR", "1")),
 }
-REAL_MUL = ("0", "1", "2", "3", "4")  # ZK_FF_MUL values for the real NTT and MSM kernels; "0" is today's
+REAL_MUL = ("0", "1", "3")  # ZK_FF_MUL values for the real NTT and MSM kernels; "0": the product before issue 13
 NTT_LOGS = (22, 24)
 MSM_LOGS = (20, 22)
 # threads of a bench launch: 8 x what an H200 holds at once at full occupancy (132 SMs x 2048), so the partial
@@ -201,12 +202,12 @@ def time_variant(mod: Any, fname: str, repeat: int, ilp: int = 2) -> dict[str, f
 # ---------------------------------------------------------------------------------------------- real kernels
 
 
-def _set_msm_defines(value: str) -> None:
-    """msm.cu's build options for ZK_FF_MUL=value (today msm.py reads them from its _defines())."""
-    if value == "0":
+def _set_msm_defines(value: str | None) -> None:
+    """msm.cu's build options: ZK_FF_MUL=value, or (None) msm.py's own (it reads them from its _defines())."""
+    if value is None:
         msm._defines = _ORIG_MSM_DEFINES  # type: ignore[attr-defined]
     else:
-        msm._defines = lambda: (("ZK_FF_MUL", value),)  # type: ignore[attr-defined]
+        msm._defines = lambda: (*_ORIG_MSM_DEFINES(), ("ZK_FF_MUL", value))  # type: ignore[attr-defined]
 
 
 _ORIG_MSM_DEFINES = msm._defines
@@ -219,8 +220,12 @@ def _ntt_data(log_n: int) -> Any:
     return cp.asarray(host)
 
 
-def _set_ntt_mul(value: str) -> None:
-    os.environ["ZKGPU_NTT_DEFINES"] = "" if value == "0" else f"ZK_FF_MUL={value}"
+def _set_ntt_mul(value: str | None) -> None:
+    """The NTT modules' ZK_FF_MUL (through ZKGPU_NTT_DEFINES, read by zkgpu.ntt at each call); None: unset."""
+    if value is None:
+        os.environ.pop("ZKGPU_NTT_DEFINES", None)
+    else:
+        os.environ["ZKGPU_NTT_DEFINES"] = f"ZK_FF_MUL={value}"
 
 
 def _warm(kind: str, key: str) -> tuple[str, str, float, str]:
@@ -238,7 +243,7 @@ def _warm(kind: str, key: str) -> tuple[str, str, float, str]:
         else:
             _set_msm_defines(key)
             pts = msm.generate_points(1 << 10, 1)
-            sc = _cuda.cupy().asarray(np.random.default_rng(1).integers(0, 2**63, size=(1 << 10, 4), dtype=np.uint64))
+            sc = _cuda.cupy().asarray(fr_random(1 << 10, 1))
             msm.msm(pts, sc)
         _cuda.cupy().cuda.Device().synchronize()
         return kind, key, time.perf_counter() - t0, ""
@@ -274,7 +279,7 @@ def real_ntt(values: tuple[str, ...], repeat: int, deadline: float) -> list[dict
                 rows.append(dict(log_n=log_n, kernel=spec, zk_ff_mul=v, median_ms=res.median_ms, min_ms=res.min_ms,
                                  equal_to_default=same))
                 print(f"ntt 2^{log_n} {spec:9s} ZK_FF_MUL={v}: {res.median_ms:8.3f} ms  same as default: {same}", flush=True)
-        _set_ntt_mul("0")
+        _set_ntt_mul(None)
         del base, ref
         cp.get_default_memory_pool().free_all_blocks()
     return rows
@@ -292,7 +297,7 @@ def real_msm(values: tuple[str, ...], repeat: int, deadline: float) -> list[dict
         try:
             if pts is None:
                 pts = msm.generate_points(1 << 14, 3)
-                sc = cp.asarray(np.random.default_rng(3).integers(0, 2**63, size=(1 << 14, 4), dtype=np.uint64))
+                sc = cp.asarray(fr_random(1 << 14, 3))
             got = cp.asnumpy(msm.msm(pts, sc))
             if v == "0":
                 ref = got
@@ -307,7 +312,7 @@ def real_msm(values: tuple[str, ...], repeat: int, deadline: float) -> list[dict
             rows.append(row)
             print(f"msm 2^{row['log2_n']} {row['mode']:10s} {row['scalars']:8s} ZK_FF_MUL={v}: {row['median_ms']:8.3f} ms"
                   f"  same as default: {same}", flush=True)
-    _set_msm_defines("0")
+    _set_msm_defines(None)
     return rows
 
 
@@ -316,7 +321,8 @@ def real_msm(values: tuple[str, ...], repeat: int, deadline: float) -> list[dict
 
 def summarize(result: dict[str, Any]) -> str:
     """Markdown tables of a run's JSON: products/s and the ratio to cxx-cios per variant and field; the
-    real kernels' median ms per ZK_FF_MUL and the ratio to today's (ZK_FF_MUL=0), with the bit-exact flags."""
+    real kernels' median ms per ZK_FF_MUL and the ratio to ZK_FF_MUL=0 (the product before issue 13), with the
+    bit-exact flags."""
     out = [f"device: {result.get('device', {}).get('gpu')}, commit {result.get('commit', '')[:10]}", ""]
     out += ["| field | variant | check | mul G/s | x cxx-cios | sqr G/s | sqr x cxx-cios mul |", "|---|---|---|---|---|---|---|"]
     for fname, per in result.get("micro", {}).items():
@@ -330,7 +336,7 @@ def summarize(result: dict[str, Any]) -> str:
     rows = [r for r in result.get("ntt", []) if "median_ms" in r]
     if rows:
         base = {(r["log_n"], r["kernel"]): r["median_ms"] for r in rows if r["zk_ff_mul"] == "0"}
-        out += ["", "| NTT fwd nn | ZK_FF_MUL | ms | x today | bit-exact |", "|---|---|---|---|---|"]
+        out += ["", "| NTT fwd nn | ZK_FF_MUL | ms | x ZK_FF_MUL=0 | bit-exact |", "|---|---|---|---|---|"]
         for r in rows:
             b = base.get((r["log_n"], r["kernel"]))
             out.append(f"| 2^{r['log_n']} {r['kernel']} | {r['zk_ff_mul']} | {r['median_ms']:.3f} | "
@@ -338,7 +344,7 @@ def summarize(result: dict[str, Any]) -> str:
     rows = [r for r in result.get("msm", []) if "median_ms" in r]
     if rows:
         base = {(r["log2_n"], r["mode"], r["scalars"]): r["median_ms"] for r in rows if r["zk_ff_mul"] == "0"}
-        out += ["", "| MSM | mode | scalars | ZK_FF_MUL | ms | x today | same result |", "|---|---|---|---|---|---|---|"]
+        out += ["", "| MSM | mode | scalars | ZK_FF_MUL | ms | x ZK_FF_MUL=0 | same result |", "|---|---|---|---|---|---|---|"]
         for r in rows:
             b = base.get((r["log2_n"], r["mode"], r["scalars"]))
             out.append(f"| 2^{r['log2_n']} | {r['mode']} | {r['scalars']} | {r['zk_ff_mul']} | {r['median_ms']:.3f} | "

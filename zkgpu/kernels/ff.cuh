@@ -125,53 +125,30 @@ __device__ __forceinline__ uint32_t madc_hi_cc(uint32_t a, uint32_t b, uint32_t 
 #endif
 
 // Montgomery product variants (issue 13; notes/ff-arith.md has the measurements). ZK_FF_MUL picks the
-// device code of operator*; host code always runs the portable CIOS below, except the portable variant 4,
-// which the host runs too (so g++ checks it):
-//   0 (default)  today's choice: the PTX carry chains of mul_ptx in modules that define ZK_FF_PTX, else 1
+// device code of operator*; host code always runs the portable CIOS (mul_cios):
+//   3 (default)  CIOS with the even/odd split (mul_evenodd): a*b[i] accumulates the products of the even
+//                limbs of a and those of the odd limbs in two accumulators, each one unbroken lo/hi carry
+//                chain (so the high halves need no second pass), merged once at the end; one non-volatile
+//                asm statement per chain. The idea of sppark (supranational/sppark: ff/mont_t.cuh,
+//                mad_n_redc); our own code. Needs a spare top bit in p (r: 255 bits, q: 381 bits in 384).
+//                On the H200 1.41x (Fr) and 1.72x (Fq) the products/s of 1 (notes/ff-arith.md).
 //   1            portable C++ CIOS (64-bit temporaries; the compiler picks the carry instructions)
-//   2            CIOS, each multiply-accumulate row one (non-volatile) asm statement holding its whole
-//                carry chain, so the compiler may schedule independent rows and products around it
-//   3            CIOS with the even/odd split: a*b[i] accumulates the products of the even limbs of a and
-//                those of the odd limbs in two accumulators, each one unbroken lo/hi carry chain (so the
-//                high halves need no second pass), merged once at the end; one asm statement per chain.
-//                The idea of sppark (supranational/sppark: ff/mont_t.cuh, mad_n_redc); our own code.
-//                Needs a spare top bit in p (r: 255 bits, q: 381 bits in 384).
-//   4            portable C++ product scanning (FIPS: column by column, a 96-bit accumulator)
-// ZK_FF_SQR picks sqr(): 0 (default) a*a; 1 a dedicated squaring (each cross product a[i]*a[j], i < j,
-// once, doubled, plus the squares; then N Montgomery reduction rows: SOS), portable C++ (host too).
+//   0            the previous choice: the volatile PTX chains of mul_ptx in modules that define ZK_FF_PTX,
+//                else 1 (kept to compare against)
 // Every variant gives the same canonical result (< p) bit for bit: tests/test_ff_variants.py.
 #ifndef ZK_FF_MUL
-#define ZK_FF_MUL 0
+#define ZK_FF_MUL 3
 #endif
-#ifndef ZK_FF_SQR
-#define ZK_FF_SQR 0
-#endif
-#if defined(__CUDA_ARCH__) && (ZK_FF_MUL == 2 || ZK_FF_MUL == 3)
+#if defined(__CUDA_ARCH__) && ZK_FF_MUL == 3
 // One asm statement = one whole carry chain: the condition code never has to survive from one asm
 // statement to the next (the compiler does not promise that), and the statements are not volatile,
-// so their order is only their data flow. Operands are numbered: %0.. the accumulator words ("+r"),
-// then the multiplicand words x (registers, or the modulus limbs as immediates), then the multiplier y.
-// CIOS row (N+2 accumulator words t): t += y * x, the low halves in one chain, the high halves in a second.
-#define ZK_ASM_CIOS_ROW_8 \
-    "mad.lo.cc.u32 %0, %18, %10, %0;\n\t" \
-    "madc.lo.cc.u32 %1, %18, %11, %1;\n\t" \
-    "madc.lo.cc.u32 %2, %18, %12, %2;\n\t" \
-    "madc.lo.cc.u32 %3, %18, %13, %3;\n\t" \
-    "madc.lo.cc.u32 %4, %18, %14, %4;\n\t" \
-    "madc.lo.cc.u32 %5, %18, %15, %5;\n\t" \
-    "madc.lo.cc.u32 %6, %18, %16, %6;\n\t" \
-    "madc.lo.cc.u32 %7, %18, %17, %7;\n\t" \
-    "addc.cc.u32 %8, %8, 0;\n\t" \
-    "addc.u32 %9, %9, 0;\n\t" \
-    "mad.hi.cc.u32 %1, %18, %10, %1;\n\t" \
-    "madc.hi.cc.u32 %2, %18, %11, %2;\n\t" \
-    "madc.hi.cc.u32 %3, %18, %12, %3;\n\t" \
-    "madc.hi.cc.u32 %4, %18, %13, %4;\n\t" \
-    "madc.hi.cc.u32 %5, %18, %14, %5;\n\t" \
-    "madc.hi.cc.u32 %6, %18, %15, %6;\n\t" \
-    "madc.hi.cc.u32 %7, %18, %16, %7;\n\t" \
-    "madc.hi.cc.u32 %8, %18, %17, %8;\n\t" \
-    "addc.u32 %9, %9, 0;\n\t"
+// so their order is only their data flow. Operands (numbered, N limbs, H = N/2):
+//   EO_SHIFT  %0..%N-1 o, %N e0 ("+r"); %N+1..%N+H the odd limbs a[1], a[3], ..; %N+H+1 y:
+//             e0 += o[1]; o = o[2..N-1] + y * (a[1], a[3], ..) with the carry of e0 + o[1] as carry-in
+//   EO_EVEN   %0..%N-1 e, %N top ("+r"); %N+1..%N+H the even limbs x[0], x[2], ..; %N+H+1 y:
+//             e += y * (x[0], x[2], ..), the carry out added to top (a's limbs, or p's as immediates)
+//   EO_ODD    %0..%N-1 o ("+r"); %N y; %N+1..%N+H p's odd limbs (immediates): o += y * (p[1], p[3], ..),
+//             no carry out (the spare top bit of p bounds o)
 #define ZK_ASM_EO_SHIFT_8 \
     "add.cc.u32 %8, %8, %1;\n\t" \
     "madc.lo.cc.u32 %0, %13, %9, %2;\n\t" \
@@ -201,34 +178,6 @@ __device__ __forceinline__ uint32_t madc_hi_cc(uint32_t a, uint32_t b, uint32_t 
     "madc.hi.cc.u32 %5, %8, %11, %5;\n\t" \
     "madc.lo.cc.u32 %6, %8, %12, %6;\n\t" \
     "madc.hi.u32 %7, %8, %12, %7;\n\t"
-#define ZK_ASM_CIOS_ROW_12 \
-    "mad.lo.cc.u32 %0, %26, %14, %0;\n\t" \
-    "madc.lo.cc.u32 %1, %26, %15, %1;\n\t" \
-    "madc.lo.cc.u32 %2, %26, %16, %2;\n\t" \
-    "madc.lo.cc.u32 %3, %26, %17, %3;\n\t" \
-    "madc.lo.cc.u32 %4, %26, %18, %4;\n\t" \
-    "madc.lo.cc.u32 %5, %26, %19, %5;\n\t" \
-    "madc.lo.cc.u32 %6, %26, %20, %6;\n\t" \
-    "madc.lo.cc.u32 %7, %26, %21, %7;\n\t" \
-    "madc.lo.cc.u32 %8, %26, %22, %8;\n\t" \
-    "madc.lo.cc.u32 %9, %26, %23, %9;\n\t" \
-    "madc.lo.cc.u32 %10, %26, %24, %10;\n\t" \
-    "madc.lo.cc.u32 %11, %26, %25, %11;\n\t" \
-    "addc.cc.u32 %12, %12, 0;\n\t" \
-    "addc.u32 %13, %13, 0;\n\t" \
-    "mad.hi.cc.u32 %1, %26, %14, %1;\n\t" \
-    "madc.hi.cc.u32 %2, %26, %15, %2;\n\t" \
-    "madc.hi.cc.u32 %3, %26, %16, %3;\n\t" \
-    "madc.hi.cc.u32 %4, %26, %17, %4;\n\t" \
-    "madc.hi.cc.u32 %5, %26, %18, %5;\n\t" \
-    "madc.hi.cc.u32 %6, %26, %19, %6;\n\t" \
-    "madc.hi.cc.u32 %7, %26, %20, %7;\n\t" \
-    "madc.hi.cc.u32 %8, %26, %21, %8;\n\t" \
-    "madc.hi.cc.u32 %9, %26, %22, %9;\n\t" \
-    "madc.hi.cc.u32 %10, %26, %23, %10;\n\t" \
-    "madc.hi.cc.u32 %11, %26, %24, %11;\n\t" \
-    "madc.hi.cc.u32 %12, %26, %25, %12;\n\t" \
-    "addc.u32 %13, %13, 0;\n\t"
 #define ZK_ASM_EO_SHIFT_12 \
     "add.cc.u32 %12, %12, %1;\n\t" \
     "madc.lo.cc.u32 %0, %19, %13, %2;\n\t" \
@@ -273,32 +222,19 @@ __device__ __forceinline__ uint32_t madc_hi_cc(uint32_t a, uint32_t b, uint32_t 
 namespace ptx {
 template <int N>
 struct rows;
-#define ZK_R8(x) "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(x[4]), "r"(x[5]), "r"(x[6]), "r"(x[7])
-#define ZK_R12(x) ZK_R8(x), "r"(x[8]), "r"(x[9]), "r"(x[10]), "r"(x[11])
 #define ZK_W8(t) "+r"(t[0]), "+r"(t[1]), "+r"(t[2]), "+r"(t[3]), "+r"(t[4]), "+r"(t[5]), "+r"(t[6]), "+r"(t[7])
-#define ZK_W10(t) ZK_W8(t), "+r"(t[8]), "+r"(t[9])
-#define ZK_W12(t) ZK_W10(t), "+r"(t[10]), "+r"(t[11])
-#define ZK_W14(t) ZK_W12(t), "+r"(t[12]), "+r"(t[13])
-#define ZK_N8(P) "n"(P::p(0)), "n"(P::p(1)), "n"(P::p(2)), "n"(P::p(3)), "n"(P::p(4)), "n"(P::p(5)), "n"(P::p(6)), "n"(P::p(7))
-#define ZK_N12(P) ZK_N8(P), "n"(P::p(8)), "n"(P::p(9)), "n"(P::p(10)), "n"(P::p(11))
+#define ZK_W12(t) ZK_W8(t), "+r"(t[8]), "+r"(t[9]), "+r"(t[10]), "+r"(t[11])
 #define ZK_EVEN8(c, x) c(x, 0), c(x, 2), c(x, 4), c(x, 6)
 #define ZK_ODD8(c, x) c(x, 1), c(x, 3), c(x, 5), c(x, 7)
 #define ZK_EVEN12(c, x) ZK_EVEN8(c, x), c(x, 8), c(x, 10)
 #define ZK_ODD12(c, x) ZK_ODD8(c, x), c(x, 9), c(x, 11)
 #define ZK_PN(x, i) "n"(P::p(i))
 #define ZK_RR(x, i) "r"(x[i])
-// rows<N>: cios_mul / cios_red (t += y*a, t += m*p), and the even/odd chains: eo_shift (e0 += o[1];
+// rows<N>: the even/odd chains: eo_shift (e0 += o[1];
 // o = o[2..] + y*a_odd), eo_even (e += y*x_even, carry into top), eo_odd (o += m*p_odd, no carry out).
-#define ZK_ROWS(N, W2, R, NN, EVEN, ODD, WN)                                                                  \
+#define ZK_ROWS(N, EVEN, ODD, WN)                                                                  \
     template <>                                                                                               \
     struct rows<N> {                                                                                          \
-        __device__ __forceinline__ static void cios_mul(uint32_t* t, const uint32_t* a, uint32_t y) {         \
-            asm(ZK_ASM_CIOS_ROW_##N : W2(t) : R(a), "r"(y));                                                  \
-        }                                                                                                     \
-        template <class P>                                                                                    \
-        __device__ __forceinline__ static void cios_red(uint32_t* t, uint32_t m) {                            \
-            asm(ZK_ASM_CIOS_ROW_##N : W2(t) : NN(P), "r"(m));                                                 \
-        }                                                                                                     \
         __device__ __forceinline__ static void eo_shift(uint32_t* o, uint32_t& e0, const uint32_t* a, uint32_t y) { \
             asm(ZK_ASM_EO_SHIFT_##N : WN(o), "+r"(e0) : ODD(ZK_RR, a), "r"(y));                               \
         }                                                                                                     \
@@ -314,8 +250,8 @@ struct rows;
             asm(ZK_ASM_EO_ODD_##N : WN(o) : "r"(m), ODD(ZK_PN, _));                                            \
         }                                                                                                     \
     };
-ZK_ROWS(8, ZK_W10, ZK_R8, ZK_N8, ZK_EVEN8, ZK_ODD8, ZK_W8)
-ZK_ROWS(12, ZK_W14, ZK_R12, ZK_N12, ZK_EVEN12, ZK_ODD12, ZK_W12)
+ZK_ROWS(8, ZK_EVEN8, ZK_ODD8, ZK_W8)
+ZK_ROWS(12, ZK_EVEN12, ZK_ODD12, ZK_W12)
 }  // namespace ptx
 #endif
 
@@ -535,61 +471,7 @@ struct mont_t {
         return reduce_once(t, t[N]);
     }
 
-    // Portable product scanning (variant 4; FIPS, Koc-Acar-Kaliski section 5): result word k is column
-    // k of a*b + m*p, summed into a 96-bit accumulator (lo: 64 bits, hi: 32); m[i] is chosen in column i
-    // so that the column's low word is 0. t < 2p at the end, one conditional subtraction.
-    ZK_HD static mont_t mul_fips(const mont_t& a, const mont_t& b) {
-        uint32_t m[N];
-        uint32_t r[N];
-        uint64_t lo = 0;
-        uint32_t hi = 0;
-        ZK_UNROLL
-        for (int k = 0; k < 2 * N - 1; k++) {
-            ZK_UNROLL
-            for (int j = 0; j < N; j++) {  // constant bounds, so the unrolled code keeps m[] in registers
-                if (j > k || k - j >= N) continue;
-                uint64_t x = (uint64_t)a.v[j] * b.v[k - j];
-                lo += x;
-                hi += lo < x;
-                if (j < k) {  // m[j] exists for j < k (and j < N); m[k] is made below
-                    uint64_t y = (uint64_t)m[j] * P::p(k - j);
-                    lo += y;
-                    hi += lo < y;
-                }
-            }
-            if (k < N) {
-                m[k] = (uint32_t)lo * INV;
-                uint64_t y = (uint64_t)m[k] * P::p(0);
-                lo += y;
-                hi += lo < y;
-            } else {
-                r[k - N] = (uint32_t)lo;
-            }
-            lo = (lo >> 32) | ((uint64_t)hi << 32);
-            hi = 0;
-        }
-        r[N - 1] = (uint32_t)lo;
-        return reduce_once(r, (uint32_t)(lo >> 32));
-    }
-
-#if defined(__CUDA_ARCH__) && (ZK_FF_MUL == 2 || ZK_FF_MUL == 3)
-    // Variant 2: CIOS, one asm statement per row (ptx::rows<N>): t += a*b[i]; m = t[0]*(-p^-1);
-    // t += m*p; t >>= 32 (a renaming of registers once unrolled). t < 2p throughout.
-    __device__ __forceinline__ static mont_t mul_rows(const mont_t& a, const mont_t& b) {
-        uint32_t t[N + 2];
-        ZK_UNROLL
-        for (int i = 0; i < N + 2; i++) t[i] = 0;
-        ZK_UNROLL
-        for (int i = 0; i < N; i++) {
-            ptx::rows<N>::cios_mul(t, a.v, b.v[i]);
-            ptx::rows<N>::template cios_red<P>(t, t[0] * INV);
-            ZK_UNROLL
-            for (int j = 0; j <= N; j++) t[j] = t[j + 1];
-            t[N + 1] = 0;
-        }
-        return reduce_once(t, t[N]);
-    }
-
+#if defined(__CUDA_ARCH__) && ZK_FF_MUL == 3
     // Variant 3: CIOS with the even/odd split. The running value is T = E + O * 2^32 (N words each):
     // E holds the products of the even limbs of a (lo/hi pairs land on consecutive words, so one carry
     // chain adds a whole row), O those of the odd limbs. After a row's reduction E[0] = 0, and
@@ -637,74 +519,15 @@ struct mont_t {
 
     // Montgomery multiplication a*b*R^-1 mod p (the variant ZK_FF_MUL picks, see above).
     ZK_HD friend mont_t operator*(const mont_t& a, const mont_t& b) {
-#if defined(__CUDA_ARCH__) && ZK_FF_MUL == 2
-        return mul_rows(a, b);
-#elif defined(__CUDA_ARCH__) && ZK_FF_MUL == 3
+#if defined(__CUDA_ARCH__) && ZK_FF_MUL == 3
         return mul_evenodd(a, b);
-#elif ZK_FF_MUL == 4
-        return mul_fips(a, b);
 #elif defined(ZK_USE_PTX) && ZK_FF_MUL == 0
         return mul_ptx(a, b);
 #else
         return mul_cios(a, b);
 #endif
     }
-
-    // Dedicated squaring (ZK_FF_SQR=1; SOS, Koc-Acar-Kaliski section 2): the 2N-word square from the
-    // N(N-1)/2 cross products (doubled) and the N squares, then N reduction rows t += m*p*2^(32i).
-    // a < p gives (a^2 + M*p) / R < 2p, one conditional subtraction.
-    ZK_HD static mont_t sqr_sos(const mont_t& a) {
-        uint32_t t[2 * N];
-        ZK_UNROLL
-        for (int i = 0; i < 2 * N; i++) t[i] = 0;
-        ZK_UNROLL
-        for (int i = 0; i < N - 1; i++) {
-            uint64_t c = 0;
-            ZK_UNROLL
-            for (int j = i + 1; j < N; j++) {
-                uint64_t s = (uint64_t)a.v[i] * a.v[j] + t[i + j] + c;
-                t[i + j] = (uint32_t)s;
-                c = s >> 32;
-            }
-            t[i + N] = (uint32_t)c;
-        }
-        t[2 * N - 1] = t[2 * N - 2] >> 31;
-        ZK_UNROLL
-        for (int k = 2 * N - 2; k > 0; k--) t[k] = (t[k] << 1) | (t[k - 1] >> 31);
-        t[0] = 0;  // (the cross products start at word 1)
-        uint64_t c = 0;
-        ZK_UNROLL
-        for (int i = 0; i < N; i++) {
-            uint64_t s = (uint64_t)a.v[i] * a.v[i] + t[2 * i] + c;
-            t[2 * i] = (uint32_t)s;
-            s = (s >> 32) + t[2 * i + 1];
-            t[2 * i + 1] = (uint32_t)s;
-            c = s >> 32;
-        }
-        uint32_t top = 0;  // carry out of word i+N of the reduction rows, added one row later
-        ZK_UNROLL
-        for (int i = 0; i < N; i++) {
-            const uint32_t m = t[i] * INV;
-            uint64_t cc = 0;
-            ZK_UNROLL
-            for (int j = 0; j < N; j++) {
-                uint64_t s = (uint64_t)m * P::p(j) + t[i + j] + cc;
-                t[i + j] = (uint32_t)s;
-                cc = s >> 32;
-            }
-            uint64_t s = (uint64_t)t[i + N] + cc + top;
-            t[i + N] = (uint32_t)s;
-            top = (uint32_t)(s >> 32);
-        }
-        return reduce_once(t + N, top);
-    }
-    ZK_HD mont_t sqr() const {
-#if ZK_FF_SQR == 1
-        return sqr_sos(*this);
-#else
-        return *this * *this;
-#endif
-    }
+    ZK_HD mont_t sqr() const { return *this * *this; }
 
     // x^e for an exponent of N limbs (little-endian), left-to-right square and multiply.
     ZK_HD mont_t pow(const limbs_t<N>& e) const {

@@ -1,7 +1,7 @@
-// zkgpu: Montgomery-product microbenchmark and check kernels for the ZK_FF_MUL / ZK_FF_SQR variants of
-// ff.cuh (issue 13). Driver: scripts/ff_microbench.py (timing, JSON); tests/test_ff_variants.py checks
-// every variant against Python ints. Build one module per variant: -DZK_FF_MUL=<n> [-DZK_FF_SQR=1]
-// [-DZK_FF_PTX=1 for today's PTX carry chains]. Layout: elements of N uint32 limbs, little-endian,
+// zkgpu: Montgomery-product microbenchmark and check kernels for the ZK_FF_MUL variants of ff.cuh (issue 13).
+// Driver: scripts/ff_microbench.py (timing, JSON); tests/test_ff_variants.py checks every variant against
+// Python ints. Build one module per variant: -DZK_FF_MUL=<n> (-DZK_FF_PTX=1 -DZK_FF_MUL=0: the volatile
+// PTX chains the stagewise NTT used before issue 13). Layout: elements of N uint32 limbs, little-endian,
 // in Montgomery form (any value < p; the product of two is a*b*R^-1 mod p, canonical, < p).
 //
 //   <f>_mul_check(a, b, out, n)     out[i] = a[i] * b[i]            (f = fr, fq)
