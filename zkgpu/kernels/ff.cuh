@@ -135,6 +135,137 @@ __device__ __forceinline__ uint32_t madc_hi_cc(uint32_t a, uint32_t b, uint32_t 
 }  // namespace ptx
 #endif
 
+// Montgomery product variants (issue 13; notes/ff-arith.md has the measurements). ZK_FF_MUL picks the
+// device code of operator*; host code always runs the portable CIOS (mul_cios):
+//   3 (default)  CIOS with the even/odd split (mul_evenodd): a*b[i] accumulates the products of the even
+//                limbs of a and those of the odd limbs in two accumulators, each one unbroken lo/hi carry
+//                chain (so the high halves need no second pass), merged once at the end; one non-volatile
+//                asm statement per chain. The idea of sppark (supranational/sppark: ff/mont_t.cuh,
+//                mad_n_redc); our own code. Needs a spare top bit in p (r: 255 bits, q: 381 bits in 384).
+//                On the H200 1.41x (Fr) and 1.72x (Fq) the products/s of 1 (notes/ff-arith.md).
+//   1            portable C++ CIOS (64-bit temporaries; the compiler picks the carry instructions)
+//   0            the previous choice: the volatile PTX chains of mul_ptx in modules that define ZK_FF_PTX,
+//                else 1 (kept to compare against)
+// Every variant gives the same canonical result (< p) bit for bit: tests/test_ff_variants.py.
+#ifndef ZK_FF_MUL
+#define ZK_FF_MUL 3
+#endif
+#if defined(__CUDA_ARCH__) && ZK_FF_MUL == 3
+// One asm statement = one whole carry chain: the condition code never has to survive from one asm
+// statement to the next (the compiler does not promise that), and the statements are not volatile,
+// so their order is only their data flow. Operands (numbered, N limbs, H = N/2):
+//   EO_SHIFT  %0..%N-1 o, %N e0 ("+r"); %N+1..%N+H the odd limbs a[1], a[3], ..; %N+H+1 y:
+//             e0 += o[1]; o = o[2..N-1] + y * (a[1], a[3], ..) with the carry of e0 + o[1] as carry-in
+//   EO_EVEN   %0..%N-1 e, %N top ("+r"); %N+1..%N+H the even limbs x[0], x[2], ..; %N+H+1 y:
+//             e += y * (x[0], x[2], ..), the carry out added to top (a's limbs, or p's as immediates)
+//   EO_ODD    %0..%N-1 o ("+r"); %N y; %N+1..%N+H p's odd limbs (immediates): o += y * (p[1], p[3], ..),
+//             no carry out (the spare top bit of p bounds o)
+#define ZK_ASM_EO_SHIFT_8 \
+    "add.cc.u32 %8, %8, %1;\n\t" \
+    "madc.lo.cc.u32 %0, %13, %9, %2;\n\t" \
+    "madc.hi.cc.u32 %1, %13, %9, %3;\n\t" \
+    "madc.lo.cc.u32 %2, %13, %10, %4;\n\t" \
+    "madc.hi.cc.u32 %3, %13, %10, %5;\n\t" \
+    "madc.lo.cc.u32 %4, %13, %11, %6;\n\t" \
+    "madc.hi.cc.u32 %5, %13, %11, %7;\n\t" \
+    "madc.lo.cc.u32 %6, %13, %12, 0;\n\t" \
+    "madc.hi.u32 %7, %13, %12, 0;\n\t"
+#define ZK_ASM_EO_EVEN_8 \
+    "mad.lo.cc.u32 %0, %13, %9, %0;\n\t" \
+    "madc.hi.cc.u32 %1, %13, %9, %1;\n\t" \
+    "madc.lo.cc.u32 %2, %13, %10, %2;\n\t" \
+    "madc.hi.cc.u32 %3, %13, %10, %3;\n\t" \
+    "madc.lo.cc.u32 %4, %13, %11, %4;\n\t" \
+    "madc.hi.cc.u32 %5, %13, %11, %5;\n\t" \
+    "madc.lo.cc.u32 %6, %13, %12, %6;\n\t" \
+    "madc.hi.cc.u32 %7, %13, %12, %7;\n\t" \
+    "addc.u32 %8, %8, 0;\n\t"
+#define ZK_ASM_EO_ODD_8 \
+    "mad.lo.cc.u32 %0, %8, %9, %0;\n\t" \
+    "madc.hi.cc.u32 %1, %8, %9, %1;\n\t" \
+    "madc.lo.cc.u32 %2, %8, %10, %2;\n\t" \
+    "madc.hi.cc.u32 %3, %8, %10, %3;\n\t" \
+    "madc.lo.cc.u32 %4, %8, %11, %4;\n\t" \
+    "madc.hi.cc.u32 %5, %8, %11, %5;\n\t" \
+    "madc.lo.cc.u32 %6, %8, %12, %6;\n\t" \
+    "madc.hi.u32 %7, %8, %12, %7;\n\t"
+#define ZK_ASM_EO_SHIFT_12 \
+    "add.cc.u32 %12, %12, %1;\n\t" \
+    "madc.lo.cc.u32 %0, %19, %13, %2;\n\t" \
+    "madc.hi.cc.u32 %1, %19, %13, %3;\n\t" \
+    "madc.lo.cc.u32 %2, %19, %14, %4;\n\t" \
+    "madc.hi.cc.u32 %3, %19, %14, %5;\n\t" \
+    "madc.lo.cc.u32 %4, %19, %15, %6;\n\t" \
+    "madc.hi.cc.u32 %5, %19, %15, %7;\n\t" \
+    "madc.lo.cc.u32 %6, %19, %16, %8;\n\t" \
+    "madc.hi.cc.u32 %7, %19, %16, %9;\n\t" \
+    "madc.lo.cc.u32 %8, %19, %17, %10;\n\t" \
+    "madc.hi.cc.u32 %9, %19, %17, %11;\n\t" \
+    "madc.lo.cc.u32 %10, %19, %18, 0;\n\t" \
+    "madc.hi.u32 %11, %19, %18, 0;\n\t"
+#define ZK_ASM_EO_EVEN_12 \
+    "mad.lo.cc.u32 %0, %19, %13, %0;\n\t" \
+    "madc.hi.cc.u32 %1, %19, %13, %1;\n\t" \
+    "madc.lo.cc.u32 %2, %19, %14, %2;\n\t" \
+    "madc.hi.cc.u32 %3, %19, %14, %3;\n\t" \
+    "madc.lo.cc.u32 %4, %19, %15, %4;\n\t" \
+    "madc.hi.cc.u32 %5, %19, %15, %5;\n\t" \
+    "madc.lo.cc.u32 %6, %19, %16, %6;\n\t" \
+    "madc.hi.cc.u32 %7, %19, %16, %7;\n\t" \
+    "madc.lo.cc.u32 %8, %19, %17, %8;\n\t" \
+    "madc.hi.cc.u32 %9, %19, %17, %9;\n\t" \
+    "madc.lo.cc.u32 %10, %19, %18, %10;\n\t" \
+    "madc.hi.cc.u32 %11, %19, %18, %11;\n\t" \
+    "addc.u32 %12, %12, 0;\n\t"
+#define ZK_ASM_EO_ODD_12 \
+    "mad.lo.cc.u32 %0, %12, %13, %0;\n\t" \
+    "madc.hi.cc.u32 %1, %12, %13, %1;\n\t" \
+    "madc.lo.cc.u32 %2, %12, %14, %2;\n\t" \
+    "madc.hi.cc.u32 %3, %12, %14, %3;\n\t" \
+    "madc.lo.cc.u32 %4, %12, %15, %4;\n\t" \
+    "madc.hi.cc.u32 %5, %12, %15, %5;\n\t" \
+    "madc.lo.cc.u32 %6, %12, %16, %6;\n\t" \
+    "madc.hi.cc.u32 %7, %12, %16, %7;\n\t" \
+    "madc.lo.cc.u32 %8, %12, %17, %8;\n\t" \
+    "madc.hi.cc.u32 %9, %12, %17, %9;\n\t" \
+    "madc.lo.cc.u32 %10, %12, %18, %10;\n\t" \
+    "madc.hi.u32 %11, %12, %18, %11;\n\t"
+namespace ptx {
+template <int N>
+struct rows;
+#define ZK_W8(t) "+r"(t[0]), "+r"(t[1]), "+r"(t[2]), "+r"(t[3]), "+r"(t[4]), "+r"(t[5]), "+r"(t[6]), "+r"(t[7])
+#define ZK_W12(t) ZK_W8(t), "+r"(t[8]), "+r"(t[9]), "+r"(t[10]), "+r"(t[11])
+#define ZK_EVEN8(c, x) c(x, 0), c(x, 2), c(x, 4), c(x, 6)
+#define ZK_ODD8(c, x) c(x, 1), c(x, 3), c(x, 5), c(x, 7)
+#define ZK_EVEN12(c, x) ZK_EVEN8(c, x), c(x, 8), c(x, 10)
+#define ZK_ODD12(c, x) ZK_ODD8(c, x), c(x, 9), c(x, 11)
+#define ZK_PN(x, i) "n"(P::p(i))
+#define ZK_RR(x, i) "r"(x[i])
+// rows<N>: the even/odd chains: eo_shift (e0 += o[1];
+// o = o[2..] + y*a_odd), eo_even (e += y*x_even, carry into top), eo_odd (o += m*p_odd, no carry out).
+#define ZK_ROWS(N, EVEN, ODD, WN)                                                                  \
+    template <>                                                                                               \
+    struct rows<N> {                                                                                          \
+        __device__ __forceinline__ static void eo_shift(uint32_t* o, uint32_t& e0, const uint32_t* a, uint32_t y) { \
+            asm(ZK_ASM_EO_SHIFT_##N : WN(o), "+r"(e0) : ODD(ZK_RR, a), "r"(y));                               \
+        }                                                                                                     \
+        __device__ __forceinline__ static void eo_even(uint32_t* e, uint32_t& top, const uint32_t* a, uint32_t y) { \
+            asm(ZK_ASM_EO_EVEN_##N : WN(e), "+r"(top) : EVEN(ZK_RR, a), "r"(y));                              \
+        }                                                                                                     \
+        template <class P>                                                                                    \
+        __device__ __forceinline__ static void eo_even_p(uint32_t* e, uint32_t& top, uint32_t m) {            \
+            asm(ZK_ASM_EO_EVEN_##N : WN(e), "+r"(top) : EVEN(ZK_PN, _), "r"(m));                               \
+        }                                                                                                     \
+        template <class P>                                                                                    \
+        __device__ __forceinline__ static void eo_odd_p(uint32_t* o, uint32_t m) {                            \
+            asm(ZK_ASM_EO_ODD_##N : WN(o) : "r"(m), ODD(ZK_PN, _));                                            \
+        }                                                                                                     \
+    };
+ZK_ROWS(8, ZK_EVEN8, ZK_ODD8, ZK_W8)
+ZK_ROWS(12, ZK_EVEN12, ZK_ODD12, ZK_W12)
+}  // namespace ptx
+#endif
+
 template <class P>
 struct mont_t {
     static constexpr int N = P::N;
@@ -318,11 +449,8 @@ struct mont_t {
     ZK_HD mont_t operator-() const { return zero() - *this; }
     ZK_HD mont_t dbl() const { return *this + *this; }
 
-    // CIOS Montgomery multiplication: a*b*R^-1 mod p.
-    ZK_HD friend mont_t operator*(const mont_t& a, const mont_t& b) {
-#if defined(ZK_USE_PTX)
-        return mul_ptx(a, b);
-#else
+    // Portable CIOS Montgomery multiplication (variant 1; the host's, and the device's without ZK_FF_PTX).
+    ZK_HD static mont_t mul_cios(const mont_t& a, const mont_t& b) {
         uint32_t t[N + 2];
         ZK_UNROLL
         for (int i = 0; i < N + 2; i++) t[i] = 0;
@@ -352,6 +480,62 @@ struct mont_t {
             t[N] = t[N + 1] + (uint32_t)(s >> 32);
         }
         return reduce_once(t, t[N]);
+    }
+
+#if defined(__CUDA_ARCH__) && ZK_FF_MUL == 3
+    // Variant 3: CIOS with the even/odd split. The running value is T = E + O * 2^32 (N words each):
+    // E holds the products of the even limbs of a (lo/hi pairs land on consecutive words, so one carry
+    // chain adds a whole row), O those of the odd limbs. After a row's reduction E[0] = 0, and
+    // T / 2^32 = E[1..] + O: O becomes the next row's E and E (shifted by two words, E[1] folded into
+    // the new E[0]) the next row's O, so the arrays x and y swap roles every row.
+    __device__ __forceinline__ static void eo_row(uint32_t* e, uint32_t* o, const mont_t& a, uint32_t bi, bool first) {
+        if (first) {
+            ZK_UNROLL
+            for (int j = 0; j < N; j += 2) {
+                e[j] = a.v[j] * bi;
+                e[j + 1] = __umulhi(a.v[j], bi);
+                o[j] = a.v[j + 1] * bi;
+                o[j + 1] = __umulhi(a.v[j + 1], bi);
+            }
+        } else {
+            ptx::rows<N>::eo_shift(o, e[0], a.v, bi);
+            ptx::rows<N>::eo_even(e, o[N - 1], a.v, bi);
+        }
+        const uint32_t m = e[0] * INV;
+        ptx::rows<N>::template eo_odd_p<P>(o, m);
+        ptx::rows<N>::template eo_even_p<P>(e, o[N - 1], m);
+    }
+    __device__ __forceinline__ static mont_t mul_evenodd(const mont_t& a, const mont_t& b) {
+        static_assert(N % 2 == 0, "the even/odd split needs an even limb count");
+        static_assert(P::p(N - 1) < 0x80000000u, "the even/odd split needs a spare top bit in p");
+        uint32_t x[N], y[N];
+        ZK_UNROLL
+        for (int i = 0; i < N; i += 2) {
+            eo_row(x, y, a, b.v[i], i == 0);
+            eo_row(y, x, a, b.v[i + 1], false);
+        }
+        // T / 2^32 = y[1..] + x, below 2p < 2^(32N)
+        uint32_t r[N];
+        uint64_t c = 0;
+        ZK_UNROLL
+        for (int j = 0; j < N - 1; j++) {
+            c += (uint64_t)x[j] + y[j + 1];
+            r[j] = (uint32_t)c;
+            c >>= 32;
+        }
+        r[N - 1] = x[N - 1] + (uint32_t)c;
+        return reduce_once(r, 0u);
+    }
+#endif
+
+    // Montgomery multiplication a*b*R^-1 mod p (the variant ZK_FF_MUL picks, see above).
+    ZK_HD friend mont_t operator*(const mont_t& a, const mont_t& b) {
+#if defined(__CUDA_ARCH__) && ZK_FF_MUL == 3
+        return mul_evenodd(a, b);
+#elif defined(ZK_USE_PTX) && ZK_FF_MUL == 0
+        return mul_ptx(a, b);
+#else
+        return mul_cios(a, b);
 #endif
     }
     ZK_HD mont_t sqr() const { return *this * *this; }
