@@ -356,21 +356,22 @@ def open_last_mile(mode: str | None = None, *, n: int | None = None, partitions:
                    host_load: int | None = None, base: Any = None) -> Any:
     """The data of notebook 07b: live, :data:`zkgpu.record.LAST_MILE_SCENARIOS` measured now; in
     replay, the newest GPU recording in ``data/last-mile/`` (:data:`PILOT_DIR`), else the newest in
-    ``data/`` that has any of :func:`prep_scenarios`, else what :func:`zkgpu.replay.open_source` gives (which then
+    ``data/`` that has any of :func:`prep_scenarios`, else what :func:`zkgpu.live.open_source` gives (which then
     lacks them: the notebook says so).
 
     Raises:
-        as :func:`zkgpu.replay.open_source`.
+        as :func:`zkgpu.live.open_source`.
     """
-    from . import replay
+    from . import live, replay
     from .record import LAST_MILE_SCENARIOS
 
-    m = replay.resolve_mode(mode)
+    live.configure_from_env()  # $ZKGPU_DATA, $ZKGPU_NB_OUT, as live.open_source does
+    m = live.resolve_mode(mode)
     if m == "replay":
         recs = last_mile_recordings(base)
         if recs:
             return replay.Source("recorded-gpu", recs[0], m)
-    return replay.open_source(m, n=n, partitions=partitions, host_load=host_load, scenarios=LAST_MILE_SCENARIOS, base=base)
+    return live.open_source(m, n=n, partitions=partitions, host_load=host_load, scenarios=LAST_MILE_SCENARIOS, base=base)
 
 
 def idle_table(source: Any, names: Iterable[str]) -> pd.DataFrame:
@@ -405,7 +406,7 @@ def _median(ev: pd.DataFrame, phase: str) -> float:
 def predictions(source: Any, *, calibrate_on: str = "pinned_narrow", bench: pd.DataFrame | None = None,
                 bench_label: str = "", prior: Any = None) -> tuple[pd.DataFrame, dict[str, ModelResult]]:
     """The model's prediction for every :func:`prep_scenarios` entry, made without its measurement
-    in ``source``: calibrated on ``calibrate_on`` of ``source`` (:func:`zkgpu.replay.calibrated_params`),
+    in ``source``: calibrated on ``calibrate_on`` of ``source`` (:func:`zkgpu.calibration.calibrated_params`),
     with prep_msm taking the time :func:`prep_ms_prediction` gives from ``bench`` (a ``zkgpu bench
     prep`` table), or 0 ms without one (the bound where prep_msm no longer limits); batch_add and
     tail_msm stay as calibrated (the model does not know how well ``tail_streams=3`` overlaps them).
@@ -427,10 +428,11 @@ def predictions(source: Any, *, calibrate_on: str = "pinned_narrow", bench: pd.D
         ValueError: the calibration scenario is missing (names it).
     """
     from . import replay
+    from .calibration import calibrated_params
 
     if not source.has(calibrate_on):
         raise ValueError(f"predictions: {calibrate_on!r} is not in {source.recording.path.name}; recorded: {source.scenarios}")
-    params = replay.calibrated_params(source, scenario=calibrate_on)
+    params = calibrated_params(source, scenario=calibrate_on)
     base_cfg = source.config(calibrate_on)
     rows, sims, prior_sims = {}, {}, {}
     for name, st in prep_scenarios().items():
@@ -441,7 +443,7 @@ def predictions(source: Any, *, calibrate_on: str = "pinned_narrow", bench: pd.D
                                "model_util": float("nan"), "prior_partitions_per_min": float("nan")}
         if prior is not None and name in prior.scenarios and prior.scenario(name).get("events"):
             # an earlier recording of this very configuration: calibrate on it, predict this run
-            pp = replay.calibrated_params(replay.Source("recorded-gpu", prior, "replay"), scenario=name)
+            pp = calibrated_params(replay.Source("recorded-gpu", prior, "replay"), scenario=name)
             prior_sims[name] = predict(pp, prep_ms=pp.prep_msm_ms, **run_kw)
             row["prior_partitions_per_min"] = prior_sims[name].partitions_per_min
         if st["lock_scope"] == "none":
@@ -617,7 +619,7 @@ def prediction_vs_measurement(source: Any, preds: pd.DataFrame, sims: dict[str, 
 
 def key_numbers(source: Any, idle: pd.DataFrame, after_fix: str, preds: pd.DataFrame, acc: dict[str, Any] | None,
                 gpu_phase_ms: float) -> tuple[dict[str, Any], str]:
-    """Notebook 07b's key numbers (the report's contract, :func:`zkgpu.replay.number`) and its
+    """Notebook 07b's key numbers (the report's contract, :func:`zkgpu.keynumbers.number`) and its
     one-sentence finding, from :func:`idle_table`, :func:`predictions` and :func:`acceptance`.
 
     Args:
@@ -630,7 +632,7 @@ def key_numbers(source: Any, idle: pd.DataFrame, after_fix: str, preds: pd.DataF
         ``(numbers, finding)``; every key starts with ``last_mile_`` (the numbers come from the
         last-mile recording, not the one notebooks 01-08 replay).
     """
-    from .replay import number
+    from .keynumbers import number
 
     causes = [c for c in idle.columns if c in CAUSE_PHASES and c not in ("compute", "exposed H2D")]
     top = idle.loc[after_fix, causes].astype(float)

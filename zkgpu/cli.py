@@ -11,12 +11,14 @@ from importlib import metadata
 
 import click
 
-from . import __version__, hostload, logs, msm, ntt, prep, record, replay, transfer
+from . import __version__, hostload, live, msm, ntt, prep, record, transfer
 from . import report as report_mod
 from ._cuda import device_info
+from .bench import parse as bench_parse
 from .chrome_trace import ExportError, export_recording, open_run
 from .errors import CliError, OneLineGroup
 from .groth16 import cli as groth16_cli
+from .parse_cli import parse_command
 
 
 def _version(dist: str) -> str | None:
@@ -46,6 +48,10 @@ def environment() -> dict:
 @click.version_option(__version__, prog_name="zkgpu")
 def main() -> None:
     """zkgpu: GPU bottlenecks in ZK provers (BLS12-381 NTT/MSM, H2D paths, cuzk pipeline)."""
+    try:
+        live.configure_from_env()  # ZKGPU_DATA, ZKGPU_NB_OUT -> replay, keynumbers
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
 
 
 @main.command()
@@ -75,7 +81,7 @@ def bench() -> None:
 def report(mode: str | None, out_dir: str, only: tuple[str, ...]) -> None:
     """Execute every notebook in notebooks/ and write HTML plus an index into reports/."""
     try:
-        replay.resolve_mode(mode)  # ZKGPU_MODE is checked here, before any notebook runs
+        live.resolve_mode(mode)  # ZKGPU_MODE is checked here, before any notebook runs
     except ValueError as exc:
         raise CliError(f"{exc} (unset ZKGPU_MODE or pass --mode replay)") from exc
     if only and not report_mod.find_notebooks(only=only):
@@ -116,9 +122,9 @@ for _group, _cmd in (
     (bench, prep.bench_command),
     (bench, transfer.bench_command),
     (bench, hostload.bench_command),
-    (bench, logs.bench_parse_command),
+    (bench, bench_parse.bench_parse_command),
     (main, record.record_command),
-    (main, logs.parse_command),
+    (main, parse_command),
     (main, groth16_cli.prove_command),
     (bench, groth16_cli.bench_command),
 ):

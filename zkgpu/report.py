@@ -42,7 +42,8 @@ from traitlets.config import Config
 from ._cuda import gpu_available
 from .bottleneck import last_mile_recordings
 from .chrome_trace import export_recording
-from .replay import Recording, find_benchmarks, latest_recording, open_source
+from .live import open_source
+from .replay import Recording, find_benchmarks, latest_recording
 
 __all__ = ["NotebookResult", "KeyNumber", "page_title", "TraceFile", "run_report", "find_notebooks", "html_exporter",
            "kernel_config", "format_value", "infer_unit", "read_key_numbers", "export_traces"]

@@ -1,0 +1,1 @@
+"""Benchmark runners and their ``zkgpu bench`` commands."""
