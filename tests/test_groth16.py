@@ -397,7 +397,8 @@ def test_bench_prove_records_and_notebook_replays_it(mulchain, tmp_path):
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["benchmark"] == "prove" and manifest["domain_size"] == 16 and manifest["device"] == "cpu"
     src = live.open_prove_source("replay", base=tmp_path)
-    assert proofs.recorded_prove_source(tmp_path) == src
+    again = proofs.recorded_prove_source(tmp_path)
+    assert again is not None and again.folder == src.folder and again.kind == src.kind and again.runs.equals(src.runs)
     assert src.kind == "recorded-cpu" and src.folder == run and "NOT GPU numbers" in src.banner()
     assert set(src.runs.tool) == {"snarkjs", "zkgpu-cpu"} and src.runs.verified.all()
     key = {k: v["value"] for k, v in proofs.prove_key_numbers(src).items()}

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from zkgpu import calibration, keynumbers, live, model, record, replay
+from zkgpu.cli import main as cli_main
 from zkgpu.events import COLUMNS
 
 N, PARTS = 1 << 6, 2
@@ -150,6 +151,12 @@ def test_resolve_mode_and_key_numbers(monkeypatch, tmp_path):
         keynumbers.configure(out_dir="")
     with pytest.raises(ValueError, match="out_dir"):
         keynumbers.configure(out_dir=q)  # a file, not a folder
+    monkeypatch.setenv("ZKGPU_DATA", str(tmp_path / "elsewhere"))
+    live.configure_from_env()
+    assert replay.data_dir() == tmp_path / "elsewhere"
+    monkeypatch.setenv("ZKGPU_NB_OUT", str(q))  # the zkgpu command names the variable in one line
+    res = CliRunner().invoke(cli_main, ["info"], standalone_mode=True)
+    assert res.exit_code == 2 and "ZKGPU_NB_OUT" in res.output and "Traceback" not in res.output
     with pytest.raises(ValueError, match="data_dir"):
         replay.configure(data_dir="")
 

@@ -36,7 +36,7 @@ def _val(r: dict, k: str) -> float:
 
 def _timeline_events(parsed: ParsedLog, run: str, source: str) -> tuple[list[tuple], list[dict]]:
     """Event rows (:data:`_EVENT_FIELDS` tuples) of the paired TIMELINE records
-    (:func:`pair_timeline`) and the GPU_START rows in time order (each with ``_gpart``, its
+    (:func:`zkgpu.logs.timeline.pair_timeline`) and the GPU_START rows in time order (each with ``_gpart``, its
     partition in the event table)."""
     tl = parsed.timeline
     pairs, starts, _ = parsed._paired()
@@ -137,7 +137,7 @@ def to_events(parsed: ParsedLog, run: str = "cuzk-log", source: str = "cuzk-log"
     Placement rules (all times ns; ms values × 1e6, rounded):
 
     1. **TIMELINE** events are paired per (job, cuzk partition) first-in-first-out, and only
-       within one worker when both name one (:func:`pair_timeline`):
+       within one worker when both name one (:func:`zkgpu.logs.timeline.pair_timeline`):
        ``SYNTH_START→SYNTH_END`` = ``synthesize``, ``GPU_QUEUE→GPU_PICKUP`` = ``gpu_queue``,
        ``GPU_START→GPU_END`` = ``prove``; start_ns/end_ns = the TIMELINE offsets (ms since engine start).
        ``worker`` from the end event (else the start event). ``partition`` = job_rank × stride + cuzk
