@@ -61,7 +61,7 @@ BENCH_PARSE_SIZES = (10_000, 30_000, 100_000, 300_000, 1_000_000)
 BENCH_PARSE_MAX = 10_000_000
 
 
-def _interrupt_on_sigterm(signum, frame) -> None:
+def _interrupt_on_sigterm(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 

@@ -105,7 +105,7 @@ _BAD = object()  # a value that is not finite or out of range (counted, the fiel
 _ID_KEYS = frozenset({"gpu_tid", "worker", "partition", "gpu", "worker_id"})  # must be integers
 
 
-def _value(v: str, key: str = ""):
+def _value(v: str, key: str = "") -> float | str | object:
     """One ``key=value`` value: a quoted string, a number (float), a duration with a unit
     (``1.2s``, ``12ms``, ``12µs``/``12us``, ``5ns`` -> float **ms**) or a plain string. Returns
     :data:`_BAD` for a number that is not finite, a duration outside [0, 1e9] ms, an id

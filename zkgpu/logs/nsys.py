@@ -29,7 +29,7 @@ def _tables(con: sqlite3.Connection) -> dict[str, set[str]]:
     return out
 
 
-def _enum(con, tables, name: str, fallback: dict[int, str]) -> dict[int, str]:
+def _enum(con: sqlite3.Connection, tables: dict[str, set[str]], name: str, fallback: dict[int, str]) -> dict[int, str]:
     if name in tables and {"id", "name"} <= tables[name]:
         m = {int(i): str(n).lower() for i, n in con.execute(f'SELECT id, name FROM "{name}"')}
         return {k: v.replace("cuda_memcpy_kind_", "").replace("cuda_memopr_", "").replace("cupti_activity_memory_kind_", "") for k, v in m.items()}

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -49,7 +50,7 @@ def _timeline_events(parsed: ParsedLog, run: str, source: str) -> tuple[list[tup
     for j in column_values(tl.sort_values(["t_ms", "line"], kind="stable"), "job"):
         job_rank.setdefault(j, len(job_rank))
 
-    def gpart(job: str, p: int | None):
+    def gpart(job: str, p: int | None) -> Any:  # an int, or pd.NA
         return pd.NA if p is None else job_rank[job] * stride + p
 
     for phase, job, part, ws, we, ts, te, gms, sms in pairs:
@@ -70,7 +71,7 @@ def _timeline_events(parsed: ParsedLog, run: str, source: str) -> tuple[list[tup
 _EVENT_FIELDS = ("run", "source", "worker", "gpu", "partition", "phase", "start_ns", "end_ns", "detail")
 
 
-def _record_events(rec: dict, t0_ns: int, run: str, source: str, worker, partition, gpu, placement: str) -> tuple[list[tuple], int]:
+def _record_events(rec: dict, t0_ns: int, run: str, source: str, worker: Any, partition: Any, gpu: Any, placement: str) -> tuple[list[tuple], int]:
     """Intervals of one partition record anchored at t0 (entry of the start function).
 
     Returns (rows as :data:`_EVENT_FIELDS` tuples, lock release time in ns)."""
@@ -81,7 +82,7 @@ def _record_events(rec: dict, t0_ns: int, run: str, source: str, worker, partiti
     rows: list[tuple] = []
     detail_base = f"placement={placement},record={rec['record']}"
 
-    def add(phase, s, dur_ms, extra="", on_gpu=False):
+    def add(phase: str, s: int, dur_ms: float, extra: str = "", on_gpu: bool = False) -> None:
         if np.isnan(dur_ms):
             return
         rows.append((run, source, worker, gpu if on_gpu else pd.NA, partition, phase, int(s), int(s) + _ns(dur_ms), detail_base + (("," + extra) if extra else "")))
