@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import seeding
+from zkgpu import keynumbers, replay
 from zkgpu._cuda import gpu_available
 
 
@@ -37,6 +38,17 @@ def test_seed(request) -> int:
     seeding.start(seed)
     request.node.zkgpu_seed = seed
     return seed
+
+
+@pytest.fixture(autouse=True)
+def _library_settings():
+    """Each test starts and ends with the library's default data folder and no key-numbers folder
+    (``zkgpu.live.open_source`` configures both from the environment a test may set)."""
+    replay.configure(data_dir=None)
+    keynumbers.configure(out_dir=None)
+    yield
+    replay.configure(data_dir=None)
+    keynumbers.configure(out_dir=None)
 
 
 @pytest.fixture

@@ -151,7 +151,7 @@ def test_predictions_calibrate_on_an_earlier_recording_of_the_scenario(tmp_path,
     new.rename(data / b.PILOT_DIR / new.name)  # data/last-mile: only notebook 07b sees it, and first
     old.rename(data / old.name)
     monkeypatch.setenv("ZKGPU_DATA", str(data))
-    assert [r.path.name for r in replay.find_recordings()] == ["fake-gpu-20990101-record"]
+    assert [r.path.name for r in replay.find_recordings(data)] == ["fake-gpu-20990101-record"]
     src = b.last_mile_source("replay")
     assert src.recording.path.name == "fake-gpu-20990102-record"
     prior = b.prior_recording(src)

@@ -6,15 +6,15 @@ import re
 
 import pytest
 
-from zkgpu import conclusions, metrics, replay
-from zkgpu.replay import UNITS
+from zkgpu import conclusions, live, metrics, replay
+from zkgpu.keynumbers import UNITS
 
 
 @pytest.fixture(scope="module")
 def src(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("ZKGPU_CACHE", str(tmp_path_factory.mktemp("zk_cache")))  # without a recording in data/, the CPU stand-in goes here
-    yield replay.open_source("replay")
+    yield live.open_source("replay")
     mp.undo()
 
 

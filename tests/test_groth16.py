@@ -387,7 +387,8 @@ def test_fq_from_mont_gpu_matches_host(monkeypatch):
 def test_bench_prove_records_and_notebook_replays_it(mulchain, tmp_path):
     """zkgpu bench prove (CPU, tiny circuit) writes a run folder with a manifest; notebook 10's loader
     replays it and its key numbers come from it."""
-    from zkgpu.groth16 import replay as proofs
+    from zkgpu import live
+    from zkgpu.groth16 import results as proofs
 
     res = CliRunner().invoke(main, ["bench", "prove", "--zkey", str(mulchain.zkey), "--wtns", str(mulchain.wtns), "--vkey",
                                     str(mulchain.vkey), "--device", "cpu", "--repeat", "1", "--out", str(tmp_path)])  # fmt: skip
@@ -395,7 +396,9 @@ def test_bench_prove_records_and_notebook_replays_it(mulchain, tmp_path):
     (run,) = [p for p in tmp_path.iterdir() if p.name.endswith("-bench-prove")]
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["benchmark"] == "prove" and manifest["domain_size"] == 16 and manifest["device"] == "cpu"
-    src = proofs.open_prove_source("replay", base=tmp_path)
+    src = live.open_prove_source("replay", base=tmp_path)
+    again = proofs.recorded_prove_source(tmp_path)
+    assert again is not None and again.folder == src.folder and again.kind == src.kind and again.runs.equals(src.runs)
     assert src.kind == "recorded-cpu" and src.folder == run and "NOT GPU numbers" in src.banner()
     assert set(src.runs.tool) == {"snarkjs", "zkgpu-cpu"} and src.runs.verified.all()
     key = {k: v["value"] for k, v in proofs.prove_key_numbers(src).items()}

@@ -13,13 +13,13 @@ from click.testing import CliRunner
 from zkgpu.events import COLUMNS, DTYPES, normalize_events
 from zkgpu.logs import (
     PARTITION_COLUMNS,
-    parse_command,
     parse_file,
     parse_lines,
     partition_table,
     read_nsys_sqlite,
     to_events,
 )
+from zkgpu.parse_cli import parse_command
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "data" / "reference" / "seed_cuzk_timing.log"

@@ -138,7 +138,7 @@ def test_every_notebook_has_figures_with_captions(executed):
 
 
 def test_key_numbers_follow_the_contract(executed):
-    from zkgpu.replay import UNITS
+    from zkgpu.keynumbers import UNITS
 
     for name in EXPECTED:
         key = executed[name][1]
@@ -193,10 +193,10 @@ def _recompute(ev, metric: str):
 def test_key_numbers_recomputed_through_metrics(executed, monkeypatch):
     """Every key number named ``<scenario>_<metric>`` is recomputed from the recorded events
     through zkgpu.metrics and must match what the notebook printed and saved."""
-    from zkgpu import replay
+    from zkgpu import live
 
     monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])
-    src = replay.open_source("replay")
+    src = live.open_source("replay")
     checked: dict[str, int] = {}
     for name in EXPECTED:
         for k, v in executed[name][1]["numbers"].items():
@@ -214,13 +214,13 @@ def test_key_numbers_recomputed_through_metrics(executed, monkeypatch):
 
 
 def test_conclusions_of_08_are_computed_from_the_data(executed, monkeypatch):
-    from zkgpu import metrics, model, replay
+    from zkgpu import calibration, live, metrics, model
 
     monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])
     nb, key, _ = executed["08_report"]
     text = _markdown_out(nb)
     assert "## Conclusions" in text
-    src = replay.open_source("replay")
+    src = live.open_source("replay")
     ev = {s: src.events(s) for s in ("baseline", "pinned_pool")}
     tp = {s: float(metrics.throughput(e)["partitions_per_min"].iloc[0]) for s, e in ev.items()}
     cu = {s: float(metrics.compute_utilization(e)["utilization"].iloc[0]) for s, e in ev.items()}
@@ -232,7 +232,7 @@ def test_conclusions_of_08_are_computed_from_the_data(executed, monkeypatch):
         assert f"]({nb_name}.html)" in text
     assert _num(key, "fix_throughput_ratio") == pytest.approx(tp["pinned_pool"] / tp["baseline"])
     assert _num(key, "published_timeline_util") == 0.901 and _num(key, "published_kernel_util") == 0.463
-    bound = model.compute_bound_per_min(replay.calibrated_params(src, scenario="pinned_pool"))
+    bound = model.compute_bound_per_min(calibration.calibrated_params(src, scenario="pinned_pool"))
     assert _num(key, "compute_bound_per_min") == pytest.approx(bound)
     assert _num(key, "best_vs_bound") == pytest.approx(_num(key, "best_per_min") / bound)
     seed_gap = _num(key, "seed_ntt_minus_prep_min_ms")
@@ -244,11 +244,11 @@ def test_conclusions_of_08_are_computed_from_the_data(executed, monkeypatch):
 
 def test_model_reports_through_metrics(executed, monkeypatch):
     """The model's utilizations are zkgpu.metrics' on its event table (one definition, one window)."""
-    from zkgpu import metrics, model, replay
+    from zkgpu import calibration, live, metrics, model
 
     monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])
-    src = replay.open_source("replay")
-    r = model.simulate(replay.calibrated_params(src, scenario="pinned_pool"), partitions=6, gw=2)
+    src = live.open_source("replay")
+    r = model.simulate(calibration.calibrated_params(src, scenario="pinned_pool"), partitions=6, gw=2)
     u = metrics.utilization(r.events).iloc[0]
     for k in ("compute_util", "kernel_util", "timeline_util", "partitions_per_min"):
         assert getattr(r, k) == pytest.approx(float(u[k]))
@@ -257,7 +257,7 @@ def test_model_reports_through_metrics(executed, monkeypatch):
 
 
 def test_key_numbers_04_recover_the_seed_identity(executed, monkeypatch):
-    from zkgpu import logs, metrics, replay
+    from zkgpu import live, logs, metrics
 
     monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])  # the same data the notebooks read
     _, key, _ = executed["04_smoking_gun"]
@@ -265,7 +265,7 @@ def test_key_numbers_04_recover_the_seed_identity(executed, monkeypatch):
     assert (_num(key, "seed_residual_min_ms"), _num(key, "seed_residual_max_ms")) == (403.0, 407.0)
     assert _num(key, "seed_partitions") == 4 and _num(key, "seed_ntt_minus_prep_min_ms") == 1190.0
     # ours: every line is present, so the identity closes up to integer-ms rounding and thread overhead
-    src = replay.open_source("replay")
+    src = live.open_source("replay")
     pt = logs.partition_table(logs.parse_file(src.log_path("baseline")))
     idc = metrics.identity_check(pt)
     assert (idc["missing"] == "").all()

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from zkgpu import model, record, replay
+from zkgpu import calibration, keynumbers, live, model, record, replay
+from zkgpu.cli import main as cli_main
 from zkgpu.events import COLUMNS
 
 N, PARTS = 1 << 6, 2
@@ -81,7 +82,7 @@ def test_record_command_and_bad_arguments(tmp_path):
 def test_replay_reads_a_recording(recorded, monkeypatch):
     base, run_dir = recorded
     monkeypatch.setenv("ZKGPU_DATA", str(base))
-    src = replay.open_source("replay")
+    src = live.open_source("replay")
     assert src.kind == "recorded-cpu" and not src.on_gpu and src.recording.path == run_dir
     assert "NOT GPU numbers" in src.banner()
     ev = src.events("baseline")
@@ -94,7 +95,7 @@ def test_replay_reads_a_recording(recorded, monkeypatch):
     assert {"baseline", "pinned_pool"} <= set(tab.index)
     assert ((tab["timeline_util"] >= 0) & (tab["timeline_util"] <= 1)).all()
     assert (tab["partitions"] == PARTS).all()
-    params = replay.calibrated_params(src, "pinned_pool")
+    params = calibration.calibrated_params(src, "pinned_pool")
     sim = model.simulate(params, partitions=PARTS, gw=2, transfer="pinned")
     cmp = model.compare(sim, src.events("pinned_pool"))
     assert cmp.loc["ntt_msm_h_ms", "rel_err"] == pytest.approx(0.0, abs=1e-6)  # calibrated to the median
@@ -119,30 +120,45 @@ def test_replay_prefers_the_newest_gpu_recording(recorded, tmp_path):
     assert names == ["cpu-20260105-record", "nvidia-h200-20260102-record", "nvidia-h200-20260101-record"]
     best = replay.latest_recording(tmp_path)
     assert best.path.name == "nvidia-h200-20260102-record" and best.is_gpu
-    assert replay.open_source("replay", base=tmp_path).kind == "recorded-gpu"
+    assert live.open_source("replay", base=tmp_path).kind == "recorded-gpu"
     assert replay.latest_recording(tmp_path / "missing") is None
 
 
 def test_resolve_mode_and_key_numbers(monkeypatch, tmp_path):
     monkeypatch.setenv("ZKGPU_MODE", "replay")
-    assert replay.resolve_mode() == "replay"
+    assert live.resolve_mode() == "replay"
     monkeypatch.setenv("ZKGPU_MODE", "auto")
-    assert replay.resolve_mode() in ("live", "replay")
+    assert live.resolve_mode() in ("live", "replay")
     with pytest.raises(ValueError, match="ZKGPU_MODE"):
-        replay.resolve_mode("sometimes")
-    monkeypatch.delenv("ZKGPU_NB_OUT", raising=False)
-    assert replay.save_key_numbers("x", {"a": 1}) is None
+        live.resolve_mode("sometimes")
+    assert keynumbers.save_key_numbers("x", {"a": 1}) is None  # no folder configured: nothing written
     monkeypatch.setenv("ZKGPU_NB_OUT", str(tmp_path))
+    live.configure_from_env()  # as live.open_source does in a notebook
     import numpy as np
 
-    p = replay.save_key_numbers("x", {"a": np.float64(1.5), "b": [np.int64(2)]})
+    p = keynumbers.save_key_numbers("x", {"a": np.float64(1.5), "b": [np.int64(2)]})
     assert json.loads(p.read_text()) == {"finding": "", "numbers": {"a": 1.5, "b": [2]}}
-    p = replay.save_key_numbers("y", {"u": replay.number(np.float64(0.5), "%", "compute utilization", "baseline")}, finding="f.")
+    p = keynumbers.save_key_numbers("y", {"u": keynumbers.number(np.float64(0.5), "%", "compute utilization", "baseline")}, finding="f.")
     assert json.loads(p.read_text()) == {"finding": "f.", "numbers": {"u": {"value": 0.5, "unit": "%", "label": "compute utilization", "scenario": "baseline"}}}
     with pytest.raises(ValueError, match="unit"):
-        replay.number(1.0, "s")
+        keynumbers.number(1.0, "s")
     with pytest.raises(ValueError, match="fraction"):
-        replay.number(43.5, "%", "compute utilization")
+        keynumbers.number(43.5, "%", "compute utilization")
+    keynumbers.configure(out_dir=None)
+    q = keynumbers.save_key_numbers("z", {"a": 1}, out_dir=tmp_path / "kw")
+    assert q == tmp_path / "kw" / "z.json" and q.is_file()
+    with pytest.raises(ValueError, match="out_dir"):
+        keynumbers.configure(out_dir="")
+    with pytest.raises(ValueError, match="out_dir"):
+        keynumbers.configure(out_dir=q)  # a file, not a folder
+    monkeypatch.setenv("ZKGPU_DATA", str(tmp_path / "elsewhere"))
+    live.configure_from_env()
+    assert replay.data_dir() == tmp_path / "elsewhere"
+    monkeypatch.setenv("ZKGPU_NB_OUT", str(q))  # the zkgpu command names the variable in one line
+    res = CliRunner().invoke(cli_main, ["info"], standalone_mode=True)
+    assert res.exit_code == 2 and "ZKGPU_NB_OUT" in res.output and "Traceback" not in res.output
+    with pytest.raises(ValueError, match="data_dir"):
+        replay.configure(data_dir="")
 
 
 def test_live_mode_without_gpu_is_a_clear_error(monkeypatch):
@@ -152,7 +168,7 @@ def test_live_mode_without_gpu_is_a_clear_error(monkeypatch):
     if _cuda.gpu_available():
         pytest.skip("a GPU is present")
     with pytest.raises(RuntimeError, match="needs a CUDA GPU"):
-        replay.open_source("live")
+        live.open_source("live")
 
 
 def test_demo_nsys_sqlite_round_trip(recorded, tmp_path):
@@ -160,9 +176,9 @@ def test_demo_nsys_sqlite_round_trip(recorded, tmp_path):
 
     _, run_dir = recorded
     ev = replay.Recording.open(run_dir).events("baseline")
-    db = replay.demo_nsys_sqlite(ev, tmp_path / "demo.sqlite")
+    db = logs.demo_nsys_sqlite(ev, tmp_path / "demo.sqlite")
     with pytest.raises(FileExistsError):
-        replay.demo_nsys_sqlite(ev, db)
+        logs.demo_nsys_sqlite(ev, db)
     with sqlite3.connect(db) as con:
         assert con.execute("SELECT COUNT(*) FROM NVTX_EVENTS WHERE eventType = 59").fetchone()[0] == len(ev)
     ns = logs.read_nsys_sqlite(db, run="demo")
@@ -246,7 +262,7 @@ def test_replay_labels_host_load_and_finds_the_load_benchmark(recorded, tmp_path
     assert rec.host_load_threads == 8 and "host memory load: 8 threads" in rec.label
     assert replay.Recording.open(run_dir).host_load_threads == 0 and "host memory load" not in replay.Recording.open(run_dir).label
     monkeypatch.setenv("ZKGPU_DATA", str(tmp_path))
-    src = replay.open_source("replay")
+    src = live.open_source("replay")
     assert src.kind == "recorded-gpu" and src.h2d_under_load() is None  # no bench-load folder yet
     b = tmp_path / "nvidia-h200-20260103-bench-load"
     b.mkdir()
@@ -263,14 +279,14 @@ def test_live_source_passes_the_host_load(monkeypatch, tmp_path, recorded):
     monkeypatch.setattr(_cuda, "gpu_available", lambda: True)
     monkeypatch.setattr(rec_mod, "record", lambda **kw: seen.append(kw["host_load"]) or run_dir)
     monkeypatch.delenv("ZKGPU_HOST_LOAD", raising=False)
-    replay.open_source("live")
-    replay.open_source("live", host_load=0)
+    live.open_source("live")
+    live.open_source("live", host_load=0)
     monkeypatch.setenv("ZKGPU_HOST_LOAD", "3")
-    replay.open_source("live")
-    assert seen == [replay.LIVE_HOST_LOAD, 0, 3]
+    live.open_source("live")
+    assert seen == [live.LIVE_HOST_LOAD, 0, 3]
     monkeypatch.setenv("ZKGPU_HOST_LOAD", "-1")
     with pytest.raises(ValueError, match="ZKGPU_HOST_LOAD must be an integer >= 0, got '-1'"):
-        replay.open_source("live")
+        live.open_source("live")
 
 
 def test_benchmark_pivot_keeps_modes_and_scalars_apart():

@@ -445,18 +445,18 @@ def test_prove_verify_refuses_a_corrupted_witness(tmp_path):
 def test_parse_second_output_fails_first_is_removed(tmp_path, monkeypatch):
     """--partitions-out cannot be written after --out was (e.g. /proc/x.csv passes the folder check
     as root): the first table is removed, so it is all outputs or none (break1 item 7)."""
-    from zkgpu import logs
+    from zkgpu import parse_cli
 
     log = tmp_path / "a.log"
     log.write_text("CUZK_TIMING: prep_msm_ms=5\n")
-    real = logs._write_table
+    real = parse_cli.write_table
 
     def second_fails(df, target):
         if target.endswith("p2.csv"):
-            raise logs.CliError(f"cannot write {target}: Permission denied (choose another path)")
+            raise parse_cli.CliError(f"cannot write {target}: Permission denied (choose another path)")
         real(df, target)
 
-    monkeypatch.setattr(logs, "_write_table", second_fails)
+    monkeypatch.setattr(parse_cli, "write_table", second_fails)
     res = _run(["parse", str(log), "--rows", "0", "--out", str(tmp_path / "p1.csv"), "--partitions-out", str(tmp_path / "p2.csv")])
     _one_line_error(res, "p2.csv")
     assert not (tmp_path / "p1.csv").exists() and not (tmp_path / "p2.csv").exists()

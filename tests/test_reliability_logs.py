@@ -10,8 +10,10 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from zkgpu import logs
-from zkgpu.logs import parse_command, parse_file, parse_lines, partition_table, synthetic_log, to_events
+from zkgpu.bench.parse import synthetic_log
+from zkgpu.logs import parse as logs_parse
+from zkgpu.logs import parse_file, parse_lines, partition_table, to_events
+from zkgpu.parse_cli import parse_command
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -237,7 +239,7 @@ def test_words_where_numbers_belong_are_bad_values(field):
 def test_parse_file_progress_bar_for_big_files(tmp_path, monkeypatch, capsys):
     f = tmp_path / "s.log"
     synthetic_log(f, 20_000)
-    monkeypatch.setattr(logs, "PROGRESS_MIN_BYTES", 1 << 20)  # the file is ~1.6 MB
+    monkeypatch.setattr(logs_parse, "PROGRESS_MIN_BYTES", 1 << 20)  # the file is ~1.6 MB
     parse_file(f, progress=True)
     err = capsys.readouterr().err
     assert "s.log" in err and "B" in err  # tqdm's bar: name, bytes

@@ -25,18 +25,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .calibration import calibrated_params
 from .gpu_time import CAUSE_PHASES, gpu_budget, gpu_ms_per_partition, idle_causes, kernel_ms_per_partition
+from .keynumbers import number
 from .metrics import throughput
 from .model import ModelParams, ModelResult, compare, simulate, utilization
 from .replay import (
     Recording,
     Source,
-    calibrated_params,
     data_dir,
     find_benchmarks,
     find_recordings,
-    number,
-    resolve_mode,
     scenario_table,
 )
 
@@ -176,17 +175,19 @@ def last_mile_recordings(base: str | Path | None = None) -> list[Recording]:
     return out
 
 
-def last_mile_source(mode: str | None = None, *, base: str | Path | None = None) -> Source | None:
+def last_mile_source(mode: str, *, base: str | Path | None = None) -> Source | None:
     """Notebook 07b's replayed data: the newest GPU recording in ``data/last-mile/`` (:data:`PILOT_DIR`),
     else the newest in ``data/`` that has any :func:`prep_scenarios`; None when there is none or
-    ``mode`` resolves to ``live`` (:func:`zkgpu.replay.resolve_mode`: then the notebook measures the
-    last-mile scenarios now, or replays what :func:`zkgpu.replay.open_source` gives, which then
-    lacks them: the notebook says so).
+    ``mode`` is ``live`` (then the notebook measures the last-mile scenarios now through
+    :func:`zkgpu.live.open_source`, or replays what that gives, which then lacks them: the notebook
+    says so). ``mode`` is already resolved (:func:`zkgpu.live.resolve_mode`, the app layer's job).
 
     Raises:
-        ValueError: an unknown ``mode``.
+        ValueError: ``mode`` is not ``"live"`` or ``"replay"``.
     """
-    m = resolve_mode(mode)
+    if mode not in ("live", "replay"):
+        raise ValueError(f"last_mile_source: mode must be 'live' or 'replay' (resolved by zkgpu.live.resolve_mode), got {mode!r}")
+    m = mode
     if m != "replay":
         return None
     recs = last_mile_recordings(base)
@@ -220,7 +221,7 @@ def prior_recording(source: Source, base: str | Path | None = None) -> Recording
 def predictions(source: Source, *, calibrate_on: str = "pinned_narrow", bench: pd.DataFrame | None = None,
                 bench_label: str = "", prior: Recording | None = None) -> tuple[pd.DataFrame, dict[str, ModelResult]]:
     """The model's prediction for every :func:`prep_scenarios` entry, made without its measurement
-    in ``source``: calibrated on ``calibrate_on`` of ``source`` (:func:`zkgpu.replay.calibrated_params`),
+    in ``source``: calibrated on ``calibrate_on`` of ``source`` (:func:`zkgpu.calibration.calibrated_params`),
     with prep_msm taking the time :func:`prep_ms_prediction` gives from ``bench`` (a ``zkgpu bench
     prep`` table), or 0 ms without one (the bound where prep_msm no longer limits); batch_add and
     tail_msm stay as calibrated (the model does not know how well ``tail_streams=3`` overlaps them).
@@ -380,7 +381,7 @@ def prediction_vs_measurement(source: Source, preds: pd.DataFrame, sims: dict[st
 
 def key_numbers(source: Source, idle: pd.DataFrame, after_fix: str, preds: pd.DataFrame, acc: dict[str, Any] | None,
                 gpu_phase_ms: float) -> tuple[dict[str, Any], str]:
-    """Notebook 07b's key numbers (the report's contract, :func:`zkgpu.replay.number`) and its
+    """Notebook 07b's key numbers (the report's contract, :func:`zkgpu.keynumbers.number`) and its
     one-sentence finding, from :func:`idle_table`, :func:`predictions` and :func:`acceptance`.
 
     Args:

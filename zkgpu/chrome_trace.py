@@ -171,7 +171,7 @@ def chrome_trace(
         ev = normalize_events(table)
         synth = detail_value(ev, "synth_worker").to_numpy()
         rows = list(ev.itertuples(index=False))
-        tracks = [_track(r, float(sw)) for r, sw in zip(rows, synth)]
+        tracks = [_track(r, float(sw)) for r, sw in zip(rows, synth, strict=True)]
         proc_keys = sorted({t[0] for t in tracks}, key=lambda k: (k == "host", int(k[4:]) if k != "host" else 0))
         for p_idx, pkey in enumerate(proc_keys):
             pid += 1

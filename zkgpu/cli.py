@@ -11,17 +11,19 @@ from importlib import metadata
 
 import click
 
-from . import __version__, logs, record
+from . import __version__, live, record
 from . import report as report_mod
 from ._cuda import device_info
 from .bench import hostload as bench_hostload
 from .bench import msm as bench_msm
 from .bench import ntt as bench_ntt
+from .bench import parse as bench_parse
 from .bench import prep as bench_prep
 from .bench import transfer as bench_transfer
 from .chrome_trace import ExportError, export_recording, open_run
 from .errors import CliError, OneLineGroup
 from .groth16 import cli as groth16_cli
+from .parse_cli import parse_command
 
 
 def _version(dist: str) -> str | None:
@@ -51,6 +53,10 @@ def environment() -> dict:
 @click.version_option(__version__, prog_name="zkgpu")
 def main() -> None:
     """zkgpu: GPU bottlenecks in ZK provers (BLS12-381 NTT/MSM, H2D paths, cuzk pipeline)."""
+    try:
+        live.configure_from_env()  # ZKGPU_DATA, ZKGPU_NB_OUT -> replay, keynumbers
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
 
 
 @main.command()
@@ -125,9 +131,9 @@ for _group, _cmd in (
     (bench, bench_prep.bench_command),
     (bench, bench_transfer.bench_command),
     (bench, bench_hostload.bench_command),
-    (bench, logs.bench_parse_command),
+    (bench, bench_parse.bench_parse_command),
     (main, record.record_command),
-    (main, logs.parse_command),
+    (main, parse_command),
     (main, groth16_cli.prove_command),
     (bench, groth16_cli.bench_command),
 ):

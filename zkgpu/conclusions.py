@@ -3,7 +3,7 @@
 Every sentence of notebook 08's **Conclusions** section, and every number in it, comes from
 :func:`conclusions` on the notebook's :class:`zkgpu.replay.Source`; nothing is typed in. Each
 conclusion names the notebook that shows it (``notebook``) and carries its numbers in the
-key-numbers contract (:func:`zkgpu.replay.number`), so the tests recompute them from ``data/``.
+key-numbers contract (:func:`zkgpu.keynumbers.number`), so the tests recompute them from ``data/``.
 
 Steps, in story order: symptom (01), host ruled out (02), mutex and barrier (03), smoking gun
 (04), H2D bandwidth (05), the fix (06), the next bottleneck (07). A step whose scenario is not in
@@ -22,8 +22,10 @@ from typing import Any
 import pandas as pd
 
 from . import bottleneck, logs, metrics, model
-from .groth16 import replay as proofs
-from .replay import Source, calibrated_params, number, reference_path, reference_table, scenario_table
+from .calibration import calibrated_params
+from .groth16 import results as proofs
+from .keynumbers import number
+from .replay import Source, reference_path, reference_table, scenario_table
 
 __all__ = ["Conclusion", "host_suspects", "published_utilization", "conclusions", "beyond", "finding", "key_numbers", "markdown"]
 
@@ -279,7 +281,7 @@ def beyond() -> list[Conclusion]:
     """The two steps after the investigation, each from its own recording (replayed, never
     re-measured): prep_msm off the critical path (notebook 07b, the newest ``data/last-mile/``
     recording, :func:`zkgpu.bottleneck.summary`) and a real Groth16 proof (notebook 10, the newest
-    ``bench-prove`` recording, :func:`zkgpu.groth16.replay.prove_finding`). A step whose recording
+    ``bench-prove`` recording, :func:`zkgpu.groth16.results.prove_finding`). A step whose recording
     is missing is left out."""
     out: list[Conclusion] = []
     try:
@@ -288,8 +290,8 @@ def beyond() -> list[Conclusion]:
     except (ValueError, LookupError):
         pass
     try:
-        psrc = proofs.open_prove_source("replay")
-        if psrc.kind.startswith("recorded"):
+        psrc = proofs.recorded_prove_source()
+        if psrc is not None:
             out.append(Conclusion("a real proof", "10_real_proof", proofs.prove_finding(psrc),
                                   {f"proof_{k}": v for k, v in proofs.prove_key_numbers(psrc).items()}))
     except (ValueError, LookupError, OSError):
@@ -314,7 +316,7 @@ def finding(source: Source, step: str) -> str:
 
 
 def key_numbers(items: list[Conclusion]) -> dict[str, dict[str, Any]]:
-    """All numbers of ``items`` in one key-numbers dict (for :func:`zkgpu.replay.save_key_numbers`)."""
+    """All numbers of ``items`` in one key-numbers dict (for :func:`zkgpu.keynumbers.save_key_numbers`)."""
     out: dict[str, dict[str, Any]] = {}
     for c in items:
         out.update(c.numbers)

@@ -1,54 +1,41 @@
-"""Where a notebook's numbers come from: a live measurement now, or a recorded run from ``data/``.
+"""Recorded runs in ``data/``: finding them, reading them, and the tables every notebook shares.
 
-Every notebook starts with ``src = replay.open_source(...)`` and then asks ``src`` for event
-tables, logs, the bandwidth sweep and kernel benchmarks; the rest of the notebook does not know
-where they came from. ``src.banner()`` states it plainly at the top of the output.
+A recording is a ``data/<gpu>-<YYYYMMDD>-record[-N]/`` folder holding ``manifest.json``
+(:class:`Recording`, written by ``zkgpu record``); kernel and transfer benchmarks live in
+``<gpu>-<date>-bench-<kind>[-N]/`` folders (:func:`find_benchmarks`). :class:`Source` is what a
+notebook works on: a recording and a plain statement of where its numbers come from.
 
-Mode (``ZKGPU_MODE``; :func:`resolve_mode`):
+Which recording a replay reads (:func:`recorded_source`), first match wins:
 
-* ``live``: measure now on the GPU (``zkgpu.record`` runs the requested scenarios into a
-  temporary folder at the size the notebook's parameters cell gives);
-* ``replay``: read recorded data (the default without a GPU);
-* ``auto`` (default): ``live`` when a GPU is present, else ``replay``.
+1. the newest GPU recording: a ``*-record*`` folder whose manifest's environment names a GPU
+   (newest by manifest date, then folder name);
+2. otherwise the newest CPU recording (``zkgpu record --device cpu``), labelled CPU.
 
-How replay chooses its data (:func:`open_source`), first match wins:
-
-1. the newest GPU recording: a ``data/<gpu>-<YYYYMMDD>-record[-N]/`` folder holding
-   ``manifest.json`` whose environment names a GPU (newest by manifest date, then folder name);
-2. otherwise the newest CPU recording in ``data/`` (``zkgpu record --device cpu``), labelled CPU;
-3. otherwise a tiny CPU run of the pipeline made now (``zkgpu.record`` with ``device="cpu"``),
-   cached under ``$ZKGPU_CACHE`` (default ``~/.cache/zkgpu``) keyed by the source of the package,
-   and labelled as a CPU stand-in: its milliseconds are CPU milliseconds, never GPU numbers.
-
-``$ZKGPU_DATA`` overrides the ``data/`` folder (tests). Upstream's published numbers and the
-seed's log lines are always read from ``data/reference/`` (:func:`reference_path`).
+Measuring now instead (live mode, or the CPU stand-in made when no recording exists) is
+:func:`zkgpu.live.open_source`, the notebooks' entry point. The folder of recordings is the
+repository's ``data/`` unless :func:`configure` names another (``zkgpu.live`` passes
+``$ZKGPU_DATA``); upstream's published numbers and the seed's log lines are always read from
+``data/reference/`` (:func:`reference_path`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
-import shutil
-import tempfile
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
+from . import metrics
 from .events import normalize_events
 from .manifest import DATA_DIR
 
-if TYPE_CHECKING:
-    from .model import ModelParams
-
 __all__ = [
-    "MODES",
-    "resolve_mode",
+    "configure",
     "data_dir",
     "reference_path",
     "Recording",
@@ -57,20 +44,13 @@ __all__ = [
     "latest_recording",
     "find_benchmarks",
     "Source",
-    "open_source",
-    "save_key_numbers",
-    "number",
-    "UNITS",
+    "recorded_source",
     "STORY_ORDER",
     "story_order",
     "reference_table",
     "scenario_table",
-    "demo_nsys_sqlite",
-    "calibrated_params",
-    "model_vs_measured",
 ]
 
-MODES = ("live", "replay", "auto")
 _RECORD_RE = re.compile(r"^(?P<gpu>.+)-(?P<date>\d{8})-record(?:-(?P<n>\d+))?$")
 _BENCH_RE = re.compile(r"^(?P<gpu>.+)-(?P<date>\d{8})-bench-(?P<kind>[a-z0-9-]+?)(?:-(?P<n>\d+))?$")
 #: The order in which the story meets the scenarios: baseline → registered → pinned pool → narrow
@@ -85,26 +65,26 @@ def story_order(names: Iterable[str]) -> list[str]:
     return sorted(names, key=lambda n: (pos.get(n, len(pos)), names.index(n)))
 
 
-def resolve_mode(mode: str | None = None) -> str:
-    """``live`` or ``replay`` from ``mode`` or ``$ZKGPU_MODE`` (``auto``: live iff a GPU is present).
+_DATA_DIR: Path | None = None  # set by configure(); None: the repository's data/
+
+
+def configure(data_dir: str | Path | None = None) -> None:
+    """Set the folder of recorded runs that :func:`data_dir` returns (None: the repository's
+    ``data/``). The app layer calls it (``zkgpu.live`` with ``$ZKGPU_DATA``); tests may too.
 
     Raises:
-        ValueError: an unknown mode (names it).
+        ValueError: ``data_dir`` is an empty string (names it).
     """
-    m = (mode or os.environ.get("ZKGPU_MODE") or "auto").strip().lower()
-    if m not in MODES:
-        raise ValueError(f"ZKGPU_MODE must be one of {MODES}, got {m!r}")
-    if m == "auto":
-        from ._cuda import gpu_available
-
-        return "live" if gpu_available() else "replay"
-    return m
+    global _DATA_DIR
+    if data_dir is not None and not str(data_dir).strip():
+        raise ValueError(f"data_dir must be a folder path or None, got {data_dir!r}")
+    _DATA_DIR = Path(data_dir) if data_dir is not None else None
 
 
 def data_dir() -> Path:
-    """The folder holding recorded runs: ``$ZKGPU_DATA`` or the repository's ``data/``."""
-    env = os.environ.get("ZKGPU_DATA")
-    return Path(env) if env else DATA_DIR
+    """The folder holding recorded runs: the one given to :func:`configure`, else the repository's
+    ``data/``."""
+    return _DATA_DIR if _DATA_DIR is not None else DATA_DIR
 
 
 def reference_path(name: str = "") -> Path:
@@ -342,7 +322,8 @@ class Source:
 
     Attributes:
         kind: ``live`` (measured now on the GPU), ``recorded-gpu``, ``recorded-cpu`` or
-            ``cpu-standin`` (tiny CPU pipeline run made now because no recording exists).
+            ``cpu-standin`` (tiny CPU pipeline run made now because no recording exists; live and
+            the stand-in are made by :func:`zkgpu.live.open_source`).
         recording: the recording (a temporary one in live mode and for the CPU stand-in).
         mode: the resolved mode (``live`` or ``replay``).
     """
@@ -436,180 +417,13 @@ class Source:
         return out
 
 
-def _cache_root() -> Path:
-    env = os.environ.get("ZKGPU_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "zkgpu"
-
-
-# modules that only read or present data: editing them does not change what the stand-in records
-_NOT_RECORDING = frozenset({"replay.py", "model.py", "metrics.py", "plots.py", "report.py", "cli.py", "logs.py"})
-
-
-def _package_hash() -> str:
-    """Hash of the package sources that produce a recording (pipeline, kernels, transfer, trace ...)."""
-    h = hashlib.sha256()
-    pkg = Path(__file__).resolve().parent
-    for p in sorted(list(pkg.rglob("*.py")) + list(pkg.rglob("*.cu")) + list(pkg.rglob("*.cuh"))):
-        if p.parent == pkg and p.name in _NOT_RECORDING:
-            continue
-        h.update(p.relative_to(pkg).as_posix().encode())
-        h.update(p.read_bytes())
-    return h.hexdigest()[:16]
-
-
-def _prune_standins(root: Path, keep: Path, max_age_s: float = 3600.0) -> None:
-    """Remove other CPU stand-ins older than ``max_age_s`` (stale package versions)."""
-    import time
-
-    now = time.time()
-    for p in root.glob("cpu-standin-*"):
-        try:
-            if p != keep and p.is_dir() and now - p.stat().st_mtime > max_age_s:
-                shutil.rmtree(p, ignore_errors=True)
-        except OSError:
-            continue
-
-
-def _cpu_standin(n: int | None = None, partitions: int | None = None) -> Recording:
-    """A tiny CPU recording of every scenario made now (once per package source and size; cached)."""
-    from . import record
-
-    n = n or record.CPU_DEFAULT_N
-    partitions = partitions or record.CPU_DEFAULT_PARTITIONS
-    key = f"cpu-standin-{_package_hash()}-n{n}-p{partitions}"
-    root = _cache_root()
-    final = root / key
-    try:
-        return Recording.open(final)
-    except FileNotFoundError:
-        pass
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=key + ".", dir=root))
-    try:
-        run_dir = record.record(out=tmp, device="cpu", n=n, partitions=partitions, quick=True, scenarios=None)
-        try:
-            run_dir.rename(final)
-        except OSError:  # another process finished first
-            pass
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    _prune_standins(root, final)
-    return Recording.open(final)
-
-
-LIVE_HOST_LOAD = 8
-"""Host memory-load threads of a live run by default: the setting of the committed H200 recordings
-(``record --host-load 8``), so that live and replayed numbers describe the same regime."""
-
-
-def open_source(
-    mode: str | None = None,
-    *,
-    n: int | None = None,
-    partitions: int | None = None,
-    scenarios: Iterable[str] | None = None,
-    sweep: bool = False,
-    bench: bool = False,
-    base: str | Path | None = None,
-    host_load: int | None = None,
-) -> Source:
-    """The notebook's data: a live measurement (mode ``live``) or a recording (``replay``).
-
-    Args:
-        mode: ``live``, ``replay`` or ``auto`` (default ``$ZKGPU_MODE``, else auto).
-        n: constraints per partition for a live run (default: ``zkgpu.record``'s GPU size).
-        partitions: partitions per scenario for a live run.
-        scenarios: scenarios to run live (default: all of ``zkgpu.record.SCENARIOS``); replay
-            always reads whatever was recorded.
-        sweep, bench: in live mode also run the H2D sweep / kernel benchmarks.
-        base: folder of recordings (default :func:`data_dir`).
-        host_load: live runs: :class:`zkgpu.hostload.HostMemoryLoad` threads during the scenarios
-            (default ``$ZKGPU_HOST_LOAD``, else :data:`LIVE_HOST_LOAD`, the committed recordings'
-            setting; 0 for an idle host).
-
-    A live run is recorded into a new ``zkgpu-live-*`` folder under ``$ZKGPU_LIVE_DIR`` (set by
-    ``zkgpu report``, which exports its traces), else under the system's temporary folder.
-
-    Raises:
-        RuntimeError: ``live`` was asked for but no GPU is present.
-        ValueError: ``$ZKGPU_HOST_LOAD`` is not an integer >= 0.
-    """
-    m = resolve_mode(mode)
-    if m == "live":
-        from . import record
-        from ._cuda import gpu_available
-
-        if not gpu_available():
-            raise RuntimeError("ZKGPU_MODE=live needs a CUDA GPU (CuPy); none was found. Use ZKGPU_MODE=replay.")
-        if host_load is None:
-            env = os.environ.get("ZKGPU_HOST_LOAD", "").strip()
-            if env and not env.isdigit():
-                raise ValueError(f"ZKGPU_HOST_LOAD must be an integer >= 0, got {env!r}")
-            host_load = int(env) if env else LIVE_HOST_LOAD
-        live_dir = os.environ.get("ZKGPU_LIVE_DIR") or None  # zkgpu report keeps its live runs there
-        if live_dir:
-            Path(live_dir).mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix="zkgpu-live-", dir=live_dir))
-        run_dir = record.record(out=tmp, device="gpu", n=n, partitions=partitions, quick=True,
-                                scenarios=list(scenarios) if scenarios is not None else None,
-                                sweep=sweep, bench=bench, host_load=host_load)
-        return Source("live", Recording.open(run_dir), m)
+def recorded_source(base: str | Path | None = None) -> Source | None:
+    """The newest GPU recording under ``base`` (default :func:`data_dir`), else the newest CPU one,
+    as a replay :class:`Source`; None when there is no recording."""
     rec = latest_recording(base)
-    if rec is not None:
-        return Source("recorded-gpu" if rec.is_gpu else "recorded-cpu", rec, m)
-    return Source("cpu-standin", _cpu_standin(), m)
-
-
-#: Units a key number may carry (the key-numbers contract): "%" values are fractions in [0, 1].
-UNITS = ("%", "ms", "GB/s", "partitions/min", "x", "")
-
-
-def number(value: Any, unit: str = "", label: str = "", scenario: str = "") -> dict[str, Any]:
-    """One key number of the key-numbers contract: ``{"value", "unit", "label", "scenario"}``.
-
-    ``value`` is a float, int or str (numpy scalars converted; NaN kept as null by JSON); a ``%``
-    value is a fraction in [0, 1].
-
-    Raises:
-        ValueError: ``unit`` not one of :data:`UNITS`, or a ``%`` value outside [0, 1].
-    """
-    if unit not in UNITS:
-        raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
-    v = value.item() if hasattr(value, "item") else value
-    if not isinstance(v, (int, float, str)):
-        raise ValueError(f"a key number is a float, int or str, got {type(v).__name__} for {label or unit!r}")
-    if unit == "%" and isinstance(v, (int, float)) and not (v != v or -1e-9 <= v <= 1 + 1e-9):
-        raise ValueError(f"a % key number is a fraction in [0, 1], got {v!r} for {label!r}")
-    return {"value": v, "unit": unit, "label": label, "scenario": scenario}
-
-
-def save_key_numbers(name: str, numbers: dict[str, Any], finding: str = "") -> Path | None:
-    """Write a notebook's finding and key numbers as JSON into ``$ZKGPU_NB_OUT/<name>.json``.
-
-    The file is ``{"finding": "<one sentence>", "numbers": {key: {"value", "unit", "label",
-    "scenario"}}}`` (build entries with :func:`number`; plain ``key: scalar`` entries are kept as
-    they are). The report's index page and the tests read it. Does nothing (returns None) when
-    ``ZKGPU_NB_OUT`` is unset. Values must be JSON-serializable (numpy scalars are converted).
-    """
-    out = os.environ.get("ZKGPU_NB_OUT")
-    if not out:
+    if rec is None:
         return None
-    p = Path(out)
-    p.mkdir(parents=True, exist_ok=True)
-
-    def conv(v: Any) -> Any:
-        if hasattr(v, "item"):
-            return v.item()
-        if isinstance(v, dict):
-            return {str(k): conv(x) for k, x in v.items()}
-        if isinstance(v, (list, tuple)):
-            return [conv(x) for x in v]
-        return v
-
-    f = p / f"{name}.json"
-    doc = {"finding": str(finding), "numbers": conv(numbers)}
-    f.write_text(json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    return f
+    return Source("recorded-gpu" if rec.is_gpu else "recorded-cpu", rec, "replay")
 
 
 # --------------------------------------------------------------------------- shared notebook tables
@@ -638,8 +452,6 @@ def scenario_table(source: Source, names: Iterable[str] | None = None) -> pd.Dat
     ``h2d_exposed_ms`` (median per partition): the copy time that lengthened ntt_msm_h
     (:func:`zkgpu.metrics.h2d_share`). Milliseconds are the recording's device's.
     """
-    from . import metrics
-
     names = [s for s in (names if names is not None else story_order(source.scenarios)) if source.has(s)]
     rows = []
     for name in names:
@@ -680,124 +492,3 @@ def benchmark_pivot(df: pd.DataFrame) -> pd.DataFrame | None:
     if not keys:
         return df.groupby(size_col)[["median_ms"]].median()
     return df.pivot_table(index=size_col, columns=keys, values="median_ms", aggfunc="median")
-
-
-def demo_nsys_sqlite(events: pd.DataFrame, path: str | Path) -> Path:
-    """Write an event table as a tiny SQLite file in the layout of ``nsys export --type sqlite``.
-
-    For the Nsight appendix (no nsys exists on our H200 host): ``StringIds(id, value)``;
-    ``NVTX_EVENTS(start, end, text, textId, domainId, globalTid, eventType)`` with one domain-create
-    row (eventType 75, text = the NVTX domain ``zkgpu``) and one push/pop range (eventType 59) per
-    event, labelled as :mod:`zkgpu.trace` labels its ranges (``"<phase> p<partition> w<worker>"``); ``CUPTI_ACTIVITY_KIND_KERNEL(start, end, deviceId,
-    streamId, shortName)`` for the GPU compute phases (``ntt``, ``h_msm``, ``batch_add``,
-    ``tail_msm``); ``CUPTI_ACTIVITY_KIND_MEMCPY(start, end, bytes, copyKind=1 HtoD, srcKind
-    1 pageable / 2 pinned, dstKind 3 device, deviceId, streamId)`` for ``h2d`` rows.
-    Times are copied from ``start_ns``/``end_ns``. The file must not exist (FileExistsError).
-    """
-    import sqlite3
-
-    p = Path(path)
-    if p.exists():
-        raise FileExistsError(f"{p} exists; demo_nsys_sqlite writes new files only")
-    con = sqlite3.connect(p)
-    try:
-        con.executescript(
-            """
-            CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
-            CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, "end" INTEGER, eventType INTEGER NOT NULL,
-                text TEXT, textId INTEGER, domainId INTEGER, globalTid INTEGER);
-            CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, "end" INTEGER NOT NULL,
-                deviceId INTEGER, streamId INTEGER, shortName INTEGER);
-            CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, "end" INTEGER NOT NULL,
-                bytes INTEGER, copyKind INTEGER, srcKind INTEGER, dstKind INTEGER, deviceId INTEGER, streamId INTEGER);
-            """
-        )
-        strings: dict[str, int] = {}
-
-        def sid(s: str) -> int:
-            if s not in strings:
-                strings[s] = len(strings) + 1
-                con.execute("INSERT INTO StringIds VALUES (?, ?)", (strings[s], s))
-            return strings[s]
-
-        con.execute("INSERT INTO NVTX_EVENTS VALUES (0, NULL, 75, 'zkgpu', NULL, 1, NULL)")
-        kernels = {"ntt": "ntt_radix_pass", "h_msm": "msm_bucket_accumulate", "batch_add": "batch_addition", "tail_msm": "msm_bucket_accumulate"}
-        for r in events.itertuples(index=False):
-            w = None if pd.isna(r.worker) else int(r.worker)
-            part = None if pd.isna(r.partition) else int(r.partition)
-            text = str(r.phase) + (f" p{part}" if part is not None else "") + (f" w{w}" if w is not None else "")  # zkgpu.trace label
-            tid = 1000 + (w if w is not None else 99)
-            con.execute("INSERT INTO NVTX_EVENTS VALUES (?, ?, 59, NULL, ?, 1, ?)", (int(r.start_ns), int(r.end_ns), sid(text), tid))
-            dev = 0 if pd.isna(r.gpu) else int(r.gpu)
-            if r.phase in kernels:
-                con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, ?, ?, ?)",
-                            (int(r.start_ns), int(r.end_ns), dev, 7 + (w or 0), sid(kernels[r.phase])))
-            elif r.phase == "h2d" and not pd.isna(r.bytes):
-                src = 1 if "pageable" in str(r.detail) else 2
-                con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?, ?, ?, 1, ?, 3, ?, ?)",
-                            (int(r.start_ns), int(r.end_ns), int(r.bytes), src, dev, 7 + (w or 0)))
-        con.commit()
-    finally:
-        con.close()
-    return p
-
-
-def _h2d_rate_gbps(events: pd.DataFrame) -> float | None:
-    h = events[(events["phase"] == "h2d") & events["bytes"].notna()]
-    secs = float(((h["end_ns"] - h["start_ns"]) / 1e9).sum())
-    return float(h["bytes"].astype("float64").sum()) / secs / 1e9 if secs > 0 else None
-
-
-def calibrated_params(
-    source: Source, scenario: str = "baseline", *, pageable_scenario: str = "baseline", pinned_scenario: str = "pinned_pool"
-) -> ModelParams:
-    """:func:`zkgpu.calibration.calibrate` on one recorded scenario, with both H2D rates from the recording.
-
-    The pageable rate comes from ``pageable_scenario``'s ``h2d`` rows, the pinned rate from
-    ``pinned_scenario``'s (Σ bytes / Σ interval time, the same clock as the calibration);
-    the calibrated scenario's own rows supply the rate of its own path.
-
-    Raises:
-        ValueError: a rate is needed but neither scenario measured it (from ``calibrate``).
-    """
-    from .calibration import calibrate
-
-    ev = source.events(scenario)
-    transfer = source.config(scenario).get("transfer", "pageable")
-    kind = "pageable" if transfer == "pageable" else "pinned"
-    rates: dict[str, float | None] = {"pageable": None, "pinned": None}
-    for name, k in ((pageable_scenario, "pageable"), (pinned_scenario, "pinned")):
-        if k != kind and source.has(name):
-            rates[k] = _h2d_rate_gbps(source.events(name))
-    return calibrate(ev, pageable_gbps=rates["pageable"], pinned_gbps=rates["pinned"], transfer=transfer,
-                     source=f"calibrated from {scenario} of {source.recording.path.name} ({source.device_label})")
-
-
-def model_vs_measured(source: Source, names: Iterable[str] | None = None, calibrate_on: str = "pinned_pool") -> pd.DataFrame:
-    """The model's prediction of each recorded scenario against its measurement.
-
-    The model is calibrated once on ``calibrate_on`` (:func:`calibrated_params`) and then run with
-    each scenario's settings (partitions, gw, lock scope; transfer ``resident`` for
-    ``compute_only``, whose copies happen before the lock, else the scenario's path), without
-    looking at that scenario's events. Both sides go through :func:`zkgpu.metrics.utilization`.
-
-    Returns: DataFrame indexed by scenario (story order) with ``measured_per_min``,
-    ``model_per_min``, ``rel_err`` ((model − measured) / measured of the throughput),
-    ``measured_compute_util``, ``model_compute_util``.
-
-    Raises:
-        KeyError: ``calibrate_on`` is not recorded.
-    """
-    from . import metrics, model
-
-    params = calibrated_params(source, scenario=calibrate_on)
-    rows = []
-    for name in [s for s in (names if names is not None else story_order(source.scenarios)) if source.has(s)]:
-        cfg = source.config(name)
-        transfer = "resident" if name == "compute_only" else (cfg.get("transfer") or "pinned")
-        sim = model.simulate(params, partitions=int(cfg["partitions"]), gw=int(cfg["gw"]), scope=cfg["lock_scope"], transfer=transfer)
-        meas = metrics.utilization(source.events(name)).iloc[0]
-        rows.append({"scenario": name, "measured_per_min": float(meas["partitions_per_min"]), "model_per_min": sim.partitions_per_min,
-                     "rel_err": (sim.partitions_per_min - float(meas["partitions_per_min"])) / float(meas["partitions_per_min"]),
-                     "measured_compute_util": float(meas["compute_util"]), "model_compute_util": sim.compute_util})
-    return pd.DataFrame(rows).set_index("scenario")

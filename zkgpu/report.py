@@ -51,7 +51,8 @@ from traitlets.config import Config
 
 from .bottleneck import last_mile_recordings
 from .chrome_trace import export_recording
-from .replay import Recording, find_benchmarks, latest_recording, open_source, resolve_mode
+from .live import open_source, resolve_mode
+from .replay import Recording, find_benchmarks, latest_recording
 
 __all__ = ["NotebookResult", "KeyNumber", "page_title", "TraceFile", "run_report", "find_notebooks", "html_exporter",
            "kernel_config", "format_value", "infer_unit", "read_key_numbers", "export_traces", "notebook_parameters",
@@ -143,7 +144,7 @@ def page_title(nb: Any, fallback: str) -> str:
 
 
 def resolve_report_mode(mode: str | None = None, environ: Mapping[str, str] | None = None) -> str:
-    """``live`` or ``replay`` (:func:`zkgpu.replay.resolve_mode`) from ``mode``, else
+    """``live`` or ``replay`` (:func:`zkgpu.live.resolve_mode`) from ``mode``, else
     ``$ZKGPU_MODE``, else ``auto`` (live iff a GPU is present).
 
     Raises:

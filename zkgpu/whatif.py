@@ -30,7 +30,7 @@ def predict(params: ModelParams, h2d_gbps: float, scope: str = "coarse", gw: int
     compute-only bound, :func:`zkgpu.model.compute_bound_per_min`).
 
     Args:
-        params: model parameters (e.g. :func:`zkgpu.replay.calibrated_params`).
+        params: model parameters (e.g. :func:`zkgpu.calibration.calibrated_params`).
         h2d_gbps: H2D rate of a, b, c, GB/s (> 0).
         scope: ``coarse`` or ``narrow``; gw: workers per GPU (>= 1); prep_speedup: prep_msm runs
             this many times faster (> 0); partitions: partitions simulated (>= 1).

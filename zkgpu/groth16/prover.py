@@ -46,10 +46,10 @@ from typing import Any
 import numpy as np
 
 from .. import _cuda
-from ..field import FR, fr_from_ints, fr_to_ints
-from ..msm import msm, msm_cpu
 from ..domain import ntt_reference
+from ..field import FR, fr_from_ints, fr_to_ints
 from ..fr_device import from_montgomery
+from ..msm import msm, msm_cpu
 from ..ntt import ntt_inplace, power_table
 from ..qap import compute_h_inplace, compute_h_reference, prepare_input
 from .formats import Witness, ZKey

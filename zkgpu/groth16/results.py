@@ -1,11 +1,7 @@
-"""Notebook 10's data: a ``bench-prove`` recording from ``data/``, or a real proof made now.
-
-:func:`open_prove_source` returns a :class:`ProveSource`: in replay mode the newest
-``<gpu>-<date>-bench-prove[-N]/`` folder (``zkgpu bench prove``: ``prove.csv``, ``phases.csv``,
-``manifest.json``); without one, or in live mode, it proves the committed tiny circuit
-(``zkgpu/groth16/fixtures``: mulchain-8) now, on the GPU when there is one, else on the CPU, and
-verifies the proof with py_ecc's pairing (and snarkjs, when node is installed), so the notebook
-always shows a verified real proof and says which kind of numbers it shows.
+"""Notebook 10's data read back: a ``bench-prove`` recording from ``data/`` (``zkgpu bench prove``:
+``prove.csv``, ``phases.csv``, ``manifest.json``) as a :class:`ProveSource`, its phases on one time
+axis and its key numbers. Proving now instead (live mode, or no recording) is
+:func:`zkgpu.live.open_prove_source`.
 
 Phase names are those of :mod:`zkgpu.groth16.prover` plus ``read`` (reading the zkey/wtns files).
 """
@@ -13,33 +9,26 @@ Phase names are those of :mod:`zkgpu.groth16.prover` plus ``read`` (reading the 
 from __future__ import annotations
 
 import json
-import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import pandas as pd
 
-from .. import _cuda, replay
-from ..replay import find_benchmarks, resolve_mode
-from .circuits import ToolError, tools
-from .cli import run_prove_bench
-from .formats import read_wtns, read_zkey
-from .proof import proof_json, read_proof, verify_py_ecc
-from .prover import prove
+from ..keynumbers import number
+from ..replay import find_benchmarks
 
 __all__ = [
-    "FIXTURE",
     "TIMELINE_PHASES",
     "GPU_PHASES",
     "ProveSource",
-    "open_prove_source",
+    "recorded_prove_source",
     "phase_timeline",
     "plot_phase_timeline",
     "prove_key_numbers",
+    "prove_finding",
 ]
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures"
 TIMELINE_PHASES = ("read", "synthesis", "h_scalars", "msm_a", "msm_b1", "msm_l", "msm_h", "msm_b2_g2", "g2_wait", "finish")
 """The phases of one proof in the order they run on the main thread (one after the other); with
 ``overlap`` (the default) the G2 MSM runs on its own thread from ``msm_b2_g2.start`` and the main
@@ -78,67 +67,32 @@ class ProveSource:
         if self.kind.startswith("recorded"):
             gpu = (m.get("environment") or {}).get("gpu") or "no GPU"
             what = "REPLAY of a GPU recording" if self.on_gpu else "REPLAY of a CPU recording"
-            head = f"{what} made {m.get('date_utc', '?')} on {gpu} ({self.folder.name}), commit {str(m.get('commit'))[:10]}"
+            head = f"{what} made {m.get('date_utc', '?')} on {gpu} ({self.folder.name if self.folder is not None else '?'}), commit {str(m.get('commit'))[:10]}"
         else:
             head = "proven now (no bench-prove recording in data/ or live mode)"
         note = "" if self.on_gpu else " -- CPU reference paths: NOT GPU numbers"
         return f"{head}; {size}; device {m.get('device')}{note}"
 
 
-def _from_recording(folder: Path, tables: dict) -> ProveSource:
-    manifest = json.loads((folder / "manifest.json").read_text())
+def recorded_prove_source(base: str | Path | None = None) -> ProveSource | None:
+    """The newest ``<gpu>-<date>-bench-prove[-N]/`` folder under ``base`` (default: the replay data
+    folder, :func:`zkgpu.replay.data_dir`) that has both tables, as a :class:`ProveSource`; None when
+    there is none.
+
+    Raises:
+        ValueError: the folder's manifest.json is not JSON (names it).
+    """
+    found = find_benchmarks("prove", base)
+    if found is None or not {"prove", "phases"} <= set(found[1]):
+        return None
+    folder, tables = found
+    mf = folder / "manifest.json"
+    try:
+        manifest = json.loads(mf.read_text())
+    except ValueError as exc:
+        raise ValueError(f"{mf} is not readable JSON: {exc}") from exc
     kind = "recorded-gpu" if manifest.get("device") == "gpu" else "recorded-cpu"
     return ProveSource(kind=kind, runs=tables["prove"], phases=tables["phases"], manifest=manifest, folder=folder)
-
-
-def _prove_now(repeat: int = 2) -> ProveSource:
-    """Prove the committed fixture now: with node, as ``zkgpu bench prove`` does (both tools as whole
-    commands, snarkjs verifying); without, in process. py_ecc checks a zkgpu proof either way."""
-    device = "gpu" if _cuda.gpu_available() else "cpu"
-    zpath, wpath, vpath = FIXTURE / "circuit.zkey", FIXTURE / "circuit.wtns", FIXTURE / "vkey.json"
-    zk = read_zkey(zpath)
-    try:
-        tools()
-        node = True
-    except ToolError:
-        node = False
-    with tempfile.TemporaryDirectory(prefix="zkgpu-nb10-") as tmp:
-        if node:
-            runs, phases = run_prove_bench(zpath, wpath, vpath, device=device, repeat=repeat, workdir=Path(tmp))
-            proof, public = read_proof(Path(tmp) / "zkgpu_proof_0.json", Path(tmp) / "zkgpu_public_0.json")
-            ok = verify_py_ecc(zk, proof, public)
-            runs = [dict(r, verified=r["verified"] and (ok or r["tool"] == "snarkjs")) for r in runs]
-        else:
-            runs, phases = [], []
-            for i in range(repeat):
-                t0 = time.perf_counter()
-                zk, w = read_zkey(zpath), read_wtns(wpath)
-                t_read = 1e3 * (time.perf_counter() - t0)
-                res = prove(zk, w, device=device)
-                runs.append(dict(tool=f"zkgpu-{device}", repeat=i, wall_s=time.perf_counter() - t0,
-                                 verified=verify_py_ecc(zk, proof_json(res), res.public)))  # fmt: skip
-                phases += [dict(repeat=i, phase=k, ms=v) for k, v in {"read": t_read, **res.timings_ms}.items()]
-    manifest = dict(
-        circuit="mulchain-8 (committed fixture)", setup="snarkjs", device=device, n_vars=zk.n_vars, n_public=zk.n_public,
-        domain_size=zk.domain_size, coefficients=len(zk.coef_value),
-        verifier="snarkjs groth16 verify + py_ecc pairing" if node else "py_ecc pairing (node not installed: no snarkjs)",
-        timing="whole commands (process start to exit)" if node else "in process (no snarkjs to compare with)",
-    )  # fmt: skip
-    return ProveSource(kind="live" if device == "gpu" else "cpu-standin", runs=pd.DataFrame(runs), phases=pd.DataFrame(phases), manifest=manifest, folder=None)
-
-
-def open_prove_source(mode: str | None = None, base: str | Path | None = None) -> ProveSource:
-    """The newest bench-prove recording (replay), else a proof of the tiny circuit made now.
-
-    Args:
-        mode: ``live``, ``replay`` or None (``$ZKGPU_MODE``, else live with a GPU, replay without).
-        base: the data folder (default ``data/``).
-    """
-    if resolve_mode(mode) == "replay":
-        found = find_benchmarks("prove", base)
-        if found is not None and {"prove", "phases"} <= set(found[1]):
-            return _from_recording(*found)
-    return _prove_now()
 
 
 def phase_timeline(phases: pd.DataFrame) -> pd.DataFrame:
@@ -165,8 +119,6 @@ def phase_timeline(phases: pd.DataFrame) -> pd.DataFrame:
 def plot_phase_timeline(timeline: pd.DataFrame, *, on_gpu: bool, ax=None):
     """Horizontal bars, one per phase, at its start (ms): zkgpu's kernels, the main thread's CPU
     work and the overlapped G2 MSM coloured apart."""
-    import matplotlib.pyplot as plt
-
     if ax is None:
         _, ax = plt.subplots(figsize=(9, 3.4))
     colors = {"GPU": "tab:green" if on_gpu else "tab:olive", "CPU": "tab:gray", "CPU thread": "lightgray"}
@@ -191,7 +143,7 @@ def plot_phase_timeline(timeline: pd.DataFrame, *, on_gpu: bool, ax=None):
 
 
 def prove_key_numbers(src: ProveSource) -> dict:
-    """Key numbers in the report's contract (``replay.number`` entries): ``source`` (the kind), the
+    """Key numbers in the report's contract (:func:`zkgpu.keynumbers.number` entries): ``source`` (the kind), the
     circuit's size, whether every proof verified, whole-command medians in ms, the speed-up over
     snarkjs when both were timed as whole commands, the share of the main thread's time in CPU
     phases, and ``g2_hidden_ms``: the G2 MSM's time overlapped with other phases."""
@@ -200,7 +152,7 @@ def prove_key_numbers(src: ProveSource) -> dict:
     tl = phase_timeline(src.phases)
     main = tl[tl["on"] != "CPU thread"]
     total = float(main.ms.sum()) or float("nan")
-    num = replay.number
+    num = number
     out = {
         "source": num(src.kind, "", "data source"),
         "device": num(str(src.manifest.get("device")), "", "device of zkgpu prove"),
