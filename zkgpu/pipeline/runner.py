@@ -42,6 +42,7 @@ from __future__ import annotations
 import itertools
 import logging
 import queue
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -51,8 +52,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from zkgpu.pipeline.backend import make_backend
+from zkgpu import _cuda, transfer
+from zkgpu.pipeline.backend import Backend
 from zkgpu.pipeline.config import PipelineConfig
+from zkgpu.pipeline.cpu_backend import CpuBackend
+from zkgpu.pipeline.gpu_backend import GpuBackend
 from zkgpu.pipeline.synthesis import Circuit, make_circuit, synthesize_into
 from zkgpu.pipeline.worker import (
     Cancelled,
@@ -67,9 +71,9 @@ from zkgpu.pipeline.worker import (
     watchdog_limit_s,
 )
 from zkgpu.prep import warm_up as warm_up_prep
-from zkgpu.trace import LogWriter, NvtxBackend, Tracer, write_events_parquet
+from zkgpu.trace import LogWriter, NvtxBackend, Tracer, info_line, write_events_parquet
 
-__all__ = ["PipelineResult", "PipelineInterrupted", "run_pipeline", "prepare_backend"]
+__all__ = ["PipelineResult", "PipelineInterrupted", "run_pipeline", "prepare_backend", "make_backend"]
 
 GIB = 1 << 30
 
@@ -133,13 +137,25 @@ class _PoolLogHandler(logging.Handler):
 
 def _pool_line(msg: str, level: str) -> str:
     """tracing-subscriber style line; the level is right-aligned to 5 characters as it prints it."""
-    from zkgpu.trace import info_line
-
     lvl = {"WARNING": "WARN", "CRITICAL": "ERROR"}.get(level, level)
     return info_line(msg, target="zkgpu::pinned_pool").replace("  INFO ", f" {lvl:>5} ", 1)
 
 
-def prepare_backend(config: PipelineConfig) -> tuple[Circuit, Any]:
+def make_backend(config: PipelineConfig, circuit: Circuit) -> Backend:
+    """The backend for ``config.device``: :class:`~zkgpu.pipeline.gpu_backend.GpuBackend` or
+    :class:`~zkgpu.pipeline.cpu_backend.CpuBackend` (bases not generated yet: call ``setup()``).
+
+    Raises:
+        RuntimeError: device="gpu" without a usable GPU.
+    """
+    if config.device == "gpu":
+        if not _cuda.gpu_available():
+            raise RuntimeError("PipelineConfig.device='gpu' but no CUDA GPU is available; use device='cpu'")
+        return GpuBackend(config, circuit)
+    return CpuBackend(config, circuit)
+
+
+def prepare_backend(config: PipelineConfig) -> tuple[Circuit, Backend]:
     """Circuit structure + backend with its bases generated (the scaled-down SRS). Pass the pair
     to several :func:`run_pipeline` calls with the same n/seed/device to generate the bases once."""
     circuit = make_circuit(config)
@@ -148,7 +164,7 @@ def prepare_backend(config: PipelineConfig) -> tuple[Circuit, Any]:
     return circuit, backend
 
 
-def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Any] | None = None, pool: Any = None, nvtx: NvtxBackend | None = None) -> PipelineResult:
+def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Backend] | None = None, pool: Any = None, nvtx: NvtxBackend | None = None) -> PipelineResult:
     """Prove ``config.partitions`` partitions through the two-worker pipeline.
 
     Args:
@@ -176,8 +192,6 @@ def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Any] | None
     tracer = Tracer(config.run_name, log=log, nvtx=nvtx)
     own_pool = False
     if config.transfer == "pinned_pool" and pool is None:
-        from zkgpu import transfer
-
         pool = transfer.PinnedPool(transfer.PageableAllocator() if config.device == "cpu" else None)
         own_pool = True
     if config.transfer != "pinned_pool":
@@ -228,8 +242,6 @@ def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Any] | None
 
 
 def _stderr_echo(line: str) -> None:
-    import sys
-
     print(line, file=sys.stderr, flush=True)
 
 

@@ -51,8 +51,10 @@ from typing import Any
 
 import numpy as np
 
-from zkgpu.pipeline.backend import Prep, g1_add, malloc_trim
+from zkgpu.pipeline.backend import Backend, malloc_trim
 from zkgpu.pipeline.config import PipelineConfig
+from zkgpu.pipeline.points import g1_sum
+from zkgpu.pipeline.split import Prep, splits
 from zkgpu.pipeline.synthesis import Circuit
 from zkgpu.prep import default_threads as default_prep_threads
 from zkgpu.trace import Span, Tracer, timing_line
@@ -247,7 +249,7 @@ class WorkerContext:
 
     config: PipelineConfig
     circuit: Circuit
-    backend: Any
+    backend: Backend
     tracer: Tracer
     mutexes: list[GpuMutex]
     tracker_lock: threading.Lock
@@ -316,7 +318,7 @@ def _prep_main(ctx: WorkerContext, job: SynthesizedJob, st: StartState, barrier:
             ctx.hook("prep_msm", p, None)
             cfg = ctx.config
             st.preps.update(ctx.backend.prep(job.aux, cfg.prep, cfg.prep_threads or None))
-            ph.detail.update({f"{k}_sig": v.n_sig for k, v in st.preps.items()})
+            ph.detail.update({f"{k}_sig": v.significant for k, v in st.preps.items()})
         barrier.notify()
         with tr.phase("b_g2_msm", worker=st.worker, partition=p, gpu=st.gpu, fields={"num_circuits": 1}):
             ctx.hook("b_g2_msm", p, None)
@@ -389,18 +391,18 @@ def _ntt_msm_h(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict
 def _batch_add(ctx: WorkerContext, st: StartState, kw: dict[str, Any], stream: Any) -> None:
     with ctx.tracer.phase("batch_add", **kw, stream=stream) as ph:
         ctx.hook("batch_add", st.partition, st.worker)
-        jobs = {nm: pr.ones_bitmap for nm, pr in st.preps.items() if pr.split}
+        jobs = {nm: pr.bitmap for nm, pr in st.preps.items() if splits(pr)}
         st.batch.update(ctx.backend.batch_add_many(jobs, stream, ctx.config.tail_streams > 1))
-        ph.detail.update({f"{k}_ones": v.n_ones for k, v in st.preps.items() if v.split})
+        ph.detail.update({f"{k}_ones": v.ones for k, v in st.preps.items() if splits(v)})
 
 
 def _tail_msm(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict[str, Any], stream: Any, t_gpu0: int) -> None:
     tr, be = ctx.tracer, ctx.backend
     with tr.phase("tail_msm", **kw, stream=stream, fields={"gpu_tid": 0}) as tm:
         ctx.hook("tail_msm", st.partition, st.worker)
-        full = _msm_scalars(ctx.circuit, job.aux) if any(not pr.split for pr in st.preps.values()) else {}
+        full = _msm_scalars(ctx.circuit, job.aux) if any(not splits(pr) for pr in st.preps.values()) else {}
         # upstream: no split -> the "tail" MSM runs over the full vector
-        jobs = {nm: (pr.sig_scalars, pr.sig_idx) if pr.split else (full[nm], None) for nm, pr in st.preps.items()}
+        jobs = {nm: (pr.sig_scalars, pr.sig_indices) if splits(pr) else (full[nm], None) for nm, pr in st.preps.items()}
         st.tail.update(be.msm_many(jobs, stream, ctx.config.tail_streams > 1))
         be.synchronize(stream)
         tm.fields["gpu_total_ms"] = (tr.now_ns() - t_gpu0) / 1e6
@@ -548,7 +550,7 @@ def finalize(ctx: WorkerContext, st: StartState, prove_span: Span | None) -> Non
             result.h = st.h
             for nm in ("l", "a", "b_g1"):
                 parts = [x for x in (st.batch.get(nm), st.tail.get(nm)) if x is not None]
-                setattr(result, nm, g1_add(*parts))
+                setattr(result, nm, g1_sum(*parts))
             result.b_g2 = st.b_g2
             t_d = tr.now_ns()
             st.batch.clear()
