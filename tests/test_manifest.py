@@ -1,14 +1,30 @@
-"""Run manifests and fresh run folders."""
+"""Run manifests, fresh run folders and the settings that reach them (zkgpu.manifest, zkgpu.settings)."""
 
 import pytest
 
-from zkgpu.manifest import git_commit, new_run_dir, write_json_new
+from zkgpu import manifest, settings
+from zkgpu.manifest import environment, git_commit, new_run_dir, write_json_new
 
 
-def test_manifest_commit_from_env(monkeypatch):
-    monkeypatch.setenv("ZKGPU_COMMIT", "abc123")
-    monkeypatch.setenv("ZKGPU_DIRTY", "0")
+def test_manifest_commit_configured_where_git_cannot_tell(monkeypatch, tmp_path, restore_settings):
+    settings.apply({"ZKGPU_COMMIT": "abc123", "ZKGPU_DIRTY": "0"})
+    real = git_commit()  # git is asked first: this checkout's own commit wins
+    assert real["commit"] != "abc123" or real["commit"] is None
+    monkeypatch.setattr(manifest, "REPO_ROOT", tmp_path)  # a copy without .git (a lent GPU machine)
     assert git_commit() == {"commit": "abc123", "dirty": False}
+    settings.apply({"ZKGPU_COMMIT": "abc123"})
+    assert git_commit() == {"commit": "abc123", "dirty": None}
+    settings.apply({})
+    assert git_commit() == {"commit": None, "dirty": None}
+    with pytest.raises(ValueError, match="ZKGPU_COMMIT='a b'"):
+        settings.apply({"ZKGPU_COMMIT": "a b"})
+    with pytest.raises(TypeError, match="dirty"):
+        manifest.configure(commit="abc", dirty="0")
+
+
+def test_environment_names_the_packages_and_the_gpu():
+    env = environment()
+    assert env["zkgpu"] and env["python"] and "numpy" in env and "gpu" in env
 
 
 def test_run_dirs_are_fresh_and_json_never_overwritten(tmp_path):

@@ -9,6 +9,7 @@ from collections import defaultdict
 import pandas as pd
 import pytest
 
+from zkgpu import trace
 from zkgpu.events import COLUMNS
 from zkgpu.trace import (
     PHASE_LINES,
@@ -138,8 +139,11 @@ def test_real_and_null_nvtx_backends_work(monkeypatch):
             pass
         tr.begin("prove", worker=0, partition=0).end()
         assert len(tr.events()) == 2
-    monkeypatch.setenv("ZKGPU_NVTX", "0")
+    monkeypatch.setattr(trace, "_NVTX_ON", True)  # restored after the test
+    trace.configure(nvtx=False)
     assert isinstance(default_nvtx(), NullNvtx)
+    with pytest.raises(TypeError, match="nvtx must be a bool"):
+        trace.configure(nvtx="0")
 
 
 # exact cuzk formats (cuzk-pipeline.md §2.1/§2.2); %ld values are integers

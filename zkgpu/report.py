@@ -389,7 +389,7 @@ tr:nth-child(even) td{background:#f6f6f6} th{border-bottom:1px solid #999}
 
 
 def _write_index(out_dir: Path, results: list[NotebookResult], mode: str, note: str, extra_html: str = "") -> Path:
-    from .cli import environment
+    from .manifest import environment
 
     env = environment()
     if mode == "replay":  # nothing on this machine ran the GPU code: say so instead of "None"

@@ -21,9 +21,9 @@ from pathlib import Path
 import pandas as pd
 
 from .. import _cuda, replay
+from ..bench.prove import run_prove_bench
 from ..replay import find_benchmarks, resolve_mode
 from .circuits import ToolError, tools
-from .cli import run_prove_bench
 from .formats import read_wtns, read_zkey
 from .proof import proof_json, read_proof, verify_py_ecc
 from .prover import prove
