@@ -10,6 +10,7 @@ checks that a device is present); ``cupyx`` through :func:`cupyx` here.
 accessor                  package              extra (pyproject.toml)           missing ->
 ========================  ===================  ===============================  =================
 :func:`arkworks`          py-arkworks-bls12381 ``test``                         ImportError
+:func:`py_ecc`            py_ecc               ``test``                         ImportError
 :func:`numba`             numba                ``cpu-parallel`` / ``test``      ``None``
 :func:`nvtx`              nvtx                 ``gpu-cuda13`` / ``notebooks``   ``None``
 :func:`cupyx`             cupyx (CuPy)         ``gpu-cuda13`` / ``gpu-cuda12``  RuntimeError
@@ -24,7 +25,7 @@ from types import ModuleType
 
 from . import _cuda
 
-__all__ = ["arkworks", "numba", "nvtx", "cupyx", "has"]
+__all__ = ["arkworks", "py_ecc", "numba", "nvtx", "cupyx", "has"]
 
 
 @functools.cache
@@ -49,6 +50,19 @@ def arkworks() -> ModuleType:
     mod = _try("py_arkworks_bls12381")
     if mod is None:
         raise ImportError("py-arkworks-bls12381 is not installed: pip install -e '.[test]' (or py-arkworks-bls12381)")
+    return mod
+
+
+def py_ecc() -> ModuleType:
+    """``py_ecc.optimized_bls12_381`` (the Ethereum Foundation's pure-Python BLS12-381: the
+    independent pairing check of :func:`zkgpu.groth16.proof.verify_py_ecc`).
+
+    Raises:
+        ImportError: the package is not installed (``pip install -e '.[test]'``).
+    """
+    mod = _try("py_ecc.optimized_bls12_381")
+    if mod is None:
+        raise ImportError("py_ecc is not installed: pip install -e '.[test]' (or py_ecc)")
     return mod
 
 
