@@ -339,19 +339,19 @@ def _lines_synth(ph: Phase) -> list[str]:
     t = ph.tracer
     p = ph.partition
     return [
-        timeline_line(t.ns_to_ms(ph.end_ns), "SYNTH_END", t.job_id, f"partition={p},synth_ms={_ms(ph.ms)}"),
+        timeline_line(t.ns_to_ms(ph.ended_ns), "SYNTH_END", t.job_id, f"partition={p},synth_ms={_ms(ph.ms)}"),
         info_line("partition synthesis complete", {"partition": p, "synth_ms": _ms(ph.ms), "is_pinned": bool(ph.fields.get("is_pinned", False))}),
     ]
 
 
 def _lines_gpu_queue(ph: Phase) -> list[str]:
     t = ph.tracer
-    return [timeline_line(t.ns_to_ms(ph.end_ns), "GPU_PICKUP", t.job_id, f"worker={ph.worker},partition={ph.partition}")]
+    return [timeline_line(t.ns_to_ms(ph.ended_ns), "GPU_PICKUP", t.job_id, f"worker={ph.worker},partition={ph.partition}")]
 
 
 def _lines_prove(ph: Phase) -> list[str]:
     t = ph.tracer
-    return [timeline_line(t.ns_to_ms(ph.end_ns), "GPU_END", t.job_id, f"worker={ph.worker},partition={ph.partition},gpu_ms={_ms(ph.ms)}")]
+    return [timeline_line(t.ns_to_ms(ph.ended_ns), "GPU_END", t.job_id, f"worker={ph.worker},partition={ph.partition},gpu_ms={_ms(ph.ms)}")]
 
 
 def _lines_finalize(ph: Phase) -> list[str]:
@@ -414,6 +414,17 @@ class Phase:
     _cuda: tuple[Any, Any] | None = None
 
     @property
+    def ended_ns(self) -> int:
+        """``end_ns`` of an ended phase (the log lines are written after the end).
+
+        Raises:
+            RuntimeError: the phase is still open.
+        """
+        if self.end_ns is None:
+            raise RuntimeError(f"phase {self.label()} has not ended")
+        return self.end_ns
+
+    @property
     def ms(self) -> float:
         """Host duration in ms (up to now while the phase is open)."""
         end = self.end_ns if self.end_ns is not None else self.tracer.now_ns()
@@ -466,7 +477,7 @@ class Tracer:
         self.run = run
         self.log = log if log is not None else LogWriter()
         self.nvtx = nvtx if nvtx is not None else default_nvtx()
-        self.job_id = job_id or run
+        self.job_id: str = job_id or run
         self.gpu = gpu
         self.source = source
         self.epoch_ns = time.perf_counter_ns()

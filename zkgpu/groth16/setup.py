@@ -86,7 +86,7 @@ def read_r1cs(path: str | Path) -> R1cs:
         raise FormatError(f"{path}: the circuit is not for bls12381 (prime {prime:#x}); compile with --prime bls12381")
     wires, pub_out, pub_in, prv_in, _labels, cons = struct.unpack_from("<IIIIQI", data, off + 4 + n8)
     pos, end = secs[2][0][0], secs[2][0][0] + secs[2][0][1]
-    out = {k: ([], [], []) for k in "ABC"}
+    out: dict[str, tuple[list[int], list[int], list[int]]] = {k: ([], [], []) for k in "ABC"}
     tsize = 4 + n8
     try:
         for c in range(cons):
@@ -176,11 +176,15 @@ def mulchain_r1cs(n: int, x: int = 3, y: int = 5) -> tuple[R1cs, list[int]]:
     b = ([0], [2], [1])
     c = ([0], [4], [neg])
     for i in range(1, n):
-        a[0].append(i), a[1].append(wire_t[i - 1]), a[2].append(neg)
-        b[0].append(i), b[1].append(3), b[2].append(1)
+        for vec, (wire, val) in ((a, (wire_t[i - 1], neg)), (b, (3, 1))):
+            vec[0].append(i)
+            vec[1].append(wire)
+            vec[2].append(val)
         terms = sorted([(2, 1), (wire_t[i], neg)])  # by wire, as circom writes them
         for w, v in terms:
-            c[0].append(i), c[1].append(w), c[2].append(v)
+            c[0].append(i)
+            c[1].append(w)
+            c[2].append(v)
     arr = {k: (np.array(v[0], dtype=np.int64), np.array(v[1], dtype=np.int64), v[2]) for k, v in zip("ABC", (a, b, c), strict=True)}
     witness = [1, t[-1], y % P, x % P] + t[:-1]
     return R1cs(n_wires=n + 3, n_pub_out=1, n_pub_in=1, n_prv_in=1, n_constraints=n, terms=arr), witness

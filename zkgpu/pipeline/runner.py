@@ -113,6 +113,8 @@ class PipelineResult:
 class PipelineInterrupted(KeyboardInterrupt):
     """KeyboardInterrupt after a clean stop; ``.result`` is the partial :class:`PipelineResult`."""
 
+    entry: dict[str, Any] | None = None  # the caller's record of the run (zkgpu.record sets its manifest entry)
+
     def __init__(self, result: PipelineResult, cause: str | None = None) -> None:
         why = f" by {cause}" if cause else ""
         super().__init__(f"pipeline run {result.run!r} interrupted{why}: {sum(p.status == 'ok' for p in result.partitions)}/{len(result.partitions)} partitions done")
@@ -131,7 +133,7 @@ class _PoolLogHandler(logging.Handler):
             msg = record.getMessage()
             if msg.startswith("pinned pool"):
                 self.tracer.write(_pool_line(msg, record.levelname))
-        except Exception:  # logging must never break the run
+        except Exception:  # noqa: BLE001 - logging must never break the run
             self.handleError(record)
 
 
@@ -351,7 +353,7 @@ class _Run:
                 ctx.releasers.pop(p, None)  # the job owns a/b/c and the permit now
                 ctx.leave(p, "synth")
                 self.gpu_q.put((p, next(self.seq), job))
-            except BaseException as e:
+            except BaseException as e:  # noqa: BLE001 - any failure (KeyboardInterrupt included) fails this partition only
                 held.release()
                 self._fail(p, e)
                 if self._abandoned_me():
@@ -389,7 +391,7 @@ class _Run:
 
             ctx.releasers[p] = release_abc
             ctx.stage("gpu_pickup", p)
-            step_now = "gpu_pickup"
+            step_now: str | None = "gpu_pickup"
             try:
                 t0 = time.perf_counter()
                 self.busy.setdefault(w, None)  # status update
@@ -430,7 +432,7 @@ class _Run:
                 st.timings["prove_start_ms"] = (t_ret - t_call) * 1e3
                 tr.info("GPU_TIMING spawn_blocking prove_start", worker_id=w, partition=p, spawn_to_enter_ms=0, prove_start_ms=int((t_ret - t_call) * 1e3))
                 tr.info("GPU_TIMING prove_start returned", worker_id=w, partition=p, total_pre_prove_ms=int((t_ret - t_pick) * 1e3), spawn_blocking_wall_ms=int((t_ret - t_call) * 1e3))
-            except BaseException as e:
+            except BaseException as e:  # noqa: BLE001 - any failure (KeyboardInterrupt included) fails this partition only
                 release_abc()
                 ctx.releasers.pop(p, None)
                 step_now = ctx.steps.get((p, "gpu"), (step_now,))[0]

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,15 +75,15 @@ __all__ = [
 ]
 
 
-class Cancelled(Exception):
+class Cancelled(Exception):  # noqa: N818 - the name is written into results and logs ("Cancelled: ..."), which recordings keep
     """The run's stop event was set (KeyboardInterrupt or shutdown) while this step waited."""
 
 
-class PrepFailed(RuntimeError):
+class PrepFailed(RuntimeError):  # noqa: N818 - the name is written into results and logs ("PrepFailed: ..."), which recordings keep
     """The prep_msm thread failed; ``__cause__`` is its exception."""
 
 
-class StageTimeout(TimeoutError):
+class StageTimeout(TimeoutError):  # noqa: N818 - the name is written into results and logs ("StageTimeout: ..."), which recordings keep
     """A pipeline step did not return within ``timeout_s``: its partition fails with this error
     (naming the step and the partition), its thread is abandoned, and what it held — a/b/c and
     its queue permit, the GPU mutex, the prep barrier — is released by the run's watchdog."""
@@ -324,7 +324,7 @@ def _prep_main(ctx: WorkerContext, job: SynthesizedJob, st: StartState, barrier:
             ctx.hook("b_g2_msm", p, None)
             pb = st.preps["b_g1"]
             st.b_g2 = ctx.backend.b_g2(pb.sig_scalars)
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 - handed to the GPU thread through the barrier and the finalizer
         st.prep_error = e
         barrier.abort(e)
     finally:
@@ -347,10 +347,10 @@ def _ntt_msm_h(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict
     with tr.phase("ntt_msm_h", **kw, stream=stream, fields={"gpu_tid": 0}) as ph:
         ctx.hook("ntt_msm_h", job.partition, st.worker)
         t0 = tr.now_ns()
-        staged = st.staged is not None  # transfer="resident": already on the device
-        inputs, st.staged = (st.staged if staged else (job.a, job.b, job.c)), None
+        staged, st.staged = st.staged, None  # transfer="resident": already on the device
+        inputs: Sequence[Any] = staged if staged is not None else (job.a, job.b, job.c)
         hd = None
-        if staged:
+        if staged is not None:
             hs = be.start_h(inputs, stream)
         else:
             # h2d: the three copies, each waited for, plus the (non-blocking) launches of each
@@ -505,7 +505,7 @@ class PartitionResult:
     worker: int | None = None
     gpu: int | None = None
     h: np.ndarray | None = None
-    l: np.ndarray | None = None
+    l: np.ndarray | None = None  # noqa: E741 - Groth16's L, as h, a, b_g1
     a: np.ndarray | None = None
     b_g1: np.ndarray | None = None
     b_g2: bytes | None = None
@@ -532,7 +532,7 @@ def finalize(ctx: WorkerContext, st: StartState, prove_span: Span | None) -> Non
     """The finalizer for one partition (own thread; see the module docstring). Never raises:
     errors are recorded in the partition's result."""
     cfg, tr, p = ctx.config, ctx.tracer, st.partition
-    kw = {"worker": st.worker, "partition": p, "gpu": st.gpu}
+    kw: dict[str, Any] = {"worker": st.worker, "partition": p, "gpu": st.gpu}
     t0 = tr.now_ns()
     result = PartitionResult(p, "ok", st.worker, st.gpu, timings=dict(st.timings))
     err: BaseException | None = None
@@ -557,7 +557,7 @@ def finalize(ctx: WorkerContext, st: StartState, prove_span: Span | None) -> Non
             st.tail.clear()
             st.preps.clear()  # the "async dealloc" of the large vectors
             fin.fields["async_dealloc_ms"] = (tr.now_ns() - t_d) / 1e6
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 - recorded in the partition's result (the finalizer never raises)
         err = e
     finish_ms = (tr.now_ns() - t0) / 1e6
     if prove_span is not None:
@@ -590,7 +590,7 @@ def finalize(ctx: WorkerContext, st: StartState, prove_span: Span | None) -> Non
             process_ms=int(process_ms),
             total_ms=int((tr.now_ns() - t0) / 1e6),
         )
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 - recorded in the partition's result (the finalizer never raises)
         err = err or e
     if err is not None:
         if isinstance(err, KeyboardInterrupt):
