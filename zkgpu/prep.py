@@ -22,7 +22,7 @@ raises its errors.
 
 The selection form (``sel``) runs the same split over ``src[sel]`` without gathering it: the A and
 B vectors of a partition are density-filtered views of ``[inputs; aux]`` (cuzk packs ``a_bits`` /
-``b_bits`` by position in the filtered base list), see :func:`zkgpu.pipeline.backend.prep_partition`.
+``b_bits`` by position in the filtered base list), see :func:`zkgpu.pipeline.split.prep_partition`.
 
 ``zkgpu bench prep`` (:data:`bench_command`) times the three at 2^20..2^26 with PoRep-like scalars.
 """
