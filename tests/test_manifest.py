@@ -12,14 +12,22 @@ def test_manifest_commit_configured_where_git_cannot_tell(monkeypatch, tmp_path,
     assert real["commit"] != "abc123" or real["commit"] is None
     monkeypatch.setattr(manifest, "REPO_ROOT", tmp_path)  # a copy without .git (a lent GPU machine)
     assert git_commit() == {"commit": "abc123", "dirty": False}
-    settings.apply({"ZKGPU_COMMIT": "abc123"})
+    manifest.configure(dirty=None)  # commit kept
     assert git_commit() == {"commit": "abc123", "dirty": None}
-    settings.apply({})
+    manifest.configure(commit=None)
     assert git_commit() == {"commit": None, "dirty": None}
-    with pytest.raises(ValueError, match="ZKGPU_COMMIT='a b'"):
+    with pytest.raises(ValueError, match="ZKGPU_COMMIT .*'a b'"):
         settings.apply({"ZKGPU_COMMIT": "a b"})
+    with pytest.raises(ValueError, match="ZKGPU_DIRTY must be 0 or 1"):
+        settings.apply({"ZKGPU_DIRTY": "maybe"})
     with pytest.raises(TypeError, match="dirty"):
         manifest.configure(commit="abc", dirty="0")
+
+
+def test_settings_table_names_every_variable_once():
+    names = [name for name, _ in settings.table()]
+    assert len(names) == len(set(names)) and all(n.startswith("ZKGPU_") for n in names)
+    assert {"ZKGPU_NVTX", "ZKGPU_COMMIT", "ZKGPU_DIRTY", "ZKGPU_DEBUG", "ZKGPU_NODE", "ZKGPU_NODE_MODULES"} <= set(names)
 
 
 def test_environment_names_the_packages_and_the_gpu():

@@ -502,12 +502,15 @@ def test_msm_ntt_helpers_check_their_arguments(call, exc, words):
     assert words in str(info.value)
 
 
-@pytest.mark.parametrize(("value", "on"), [("", False), ("0", False), ("false", False), ("OFF", False), ("no", False), ("1", True), ("true", True), ("yes", True)])
+@pytest.mark.parametrize(("value", "on"), [("0", False), ("false", False), ("OFF", False), ("no", False), ("1", True), ("true", True), ("yes", True)])
 def test_zkgpu_debug_zero_is_off(restore_settings, value, on):
     """break1 item 14: ZKGPU_DEBUG=0 turned debug on (any non-empty value)."""
     from zkgpu import errors, settings
 
+    errors.configure(debug=not on)
     settings.apply({"ZKGPU_DEBUG": value})
+    assert errors.debug_enabled() is on
+    settings.apply({"ZKGPU_DEBUG": ""})  # empty: unset, nothing changes
     assert errors.debug_enabled() is on
     with pytest.raises(TypeError, match="debug must be a bool"):
         errors.configure(debug=value)

@@ -13,6 +13,7 @@ machine), and the base folder of new run folders.
 from __future__ import annotations
 
 import datetime as _dt
+import enum
 import json
 import os
 import platform
@@ -34,8 +35,16 @@ DATA_DIR = REPO_ROOT / "data"
 _SETTINGS: dict[str, Any] = {"commit": None, "dirty": None, "data_dir": None}
 
 
-def configure(*, commit: str | None = None, dirty: bool | None = None, data_dir: str | os.PathLike[str] | None = None) -> None:
-    """Set what manifests record where git cannot tell, and where run folders go.
+class _Keep(enum.Enum):
+    KEEP = "keep"
+
+
+_KEEP = _Keep.KEEP
+
+
+def configure(*, commit: str | None | _Keep = _KEEP, dirty: bool | None | _Keep = _KEEP, data_dir: str | os.PathLike[str] | None | _Keep = _KEEP) -> None:
+    """Set what manifests record where git cannot tell, and where run folders go. A keyword not
+    given keeps its current value (initially None for each).
 
     Args:
         commit: the commit of this copy of the code, recorded when the checkout has no git
@@ -47,13 +56,18 @@ def configure(*, commit: str | None = None, dirty: bool | None = None, data_dir:
         ValueError: ``commit`` empty or containing whitespace, or ``data_dir`` empty.
         TypeError: ``dirty`` not a bool or None.
     """
-    if commit is not None and (not isinstance(commit, str) or not commit or commit.split() != [commit]):
-        raise ValueError(f"manifest.configure: commit must be a non-empty name without spaces, got {commit!r}")
-    if dirty is not None and not isinstance(dirty, bool):
-        raise TypeError(f"manifest.configure: dirty must be a bool or None, got {dirty!r}")
-    if data_dir is not None and not str(data_dir):
-        raise ValueError("manifest.configure: data_dir must be a folder, got ''")
-    _SETTINGS.update(commit=commit, dirty=dirty, data_dir=None if data_dir is None else Path(data_dir))
+    if commit is not _KEEP:
+        if commit is not None and (not isinstance(commit, str) or not commit or commit.split() != [commit]):
+            raise ValueError(f"manifest.configure: commit must be a non-empty name without spaces, got {commit!r}")
+        _SETTINGS["commit"] = commit
+    if dirty is not _KEEP:
+        if dirty is not None and not isinstance(dirty, bool):
+            raise TypeError(f"manifest.configure: dirty must be a bool or None, got {dirty!r}")
+        _SETTINGS["dirty"] = dirty
+    if data_dir is not _KEEP:
+        if data_dir is not None and not str(data_dir):
+            raise ValueError("manifest.configure: data_dir must be a folder, got ''")
+        _SETTINGS["data_dir"] = None if data_dir is None else Path(data_dir)
 
 
 def data_dir() -> Path:

@@ -21,6 +21,7 @@ constraints each with circom2's default optimisation: ``poseidon-600`` is 310,20
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 import re
@@ -53,8 +54,16 @@ REPO = Path(__file__).resolve().parents[2]
 _NODE: dict[str, str | Path | None] = {"node": None, "node_modules": None}  # configure(...)
 
 
-def configure(*, node: str | os.PathLike[str] | None = None, node_modules: str | os.PathLike[str] | None = None) -> None:
-    """Where :func:`tools` looks for node and the node_modules by default.
+class _Keep(enum.Enum):
+    KEEP = "keep"
+
+
+_KEEP = _Keep.KEEP
+
+
+def configure(*, node: str | os.PathLike[str] | None | _Keep = _KEEP, node_modules: str | os.PathLike[str] | None | _Keep = _KEEP) -> None:
+    """Where :func:`tools` looks for node and the node_modules by default. A keyword not given
+    keeps its current value (initially None for each).
 
     Args:
         node: the node binary (path or command name); None: ``node`` on PATH.
@@ -65,9 +74,12 @@ def configure(*, node: str | os.PathLike[str] | None = None, node_modules: str |
         ValueError: an empty value.
     """
     for name, value in (("node", node), ("node_modules", node_modules)):
-        if value is not None and not str(value):
+        if value is not None and value is not _KEEP and not str(value):
             raise ValueError(f"circuits.configure: {name} must be a path or None, got ''")
-    _NODE.update(node=None if node is None else str(node), node_modules=None if node_modules is None else Path(node_modules))
+    if node is not _KEEP:
+        _NODE["node"] = None if node is None else str(node)
+    if node_modules is not _KEEP:
+        _NODE["node_modules"] = None if node_modules is None else Path(node_modules)
 
 
 class ToolError(RuntimeError):
