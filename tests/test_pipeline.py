@@ -3,6 +3,7 @@ against independent references; event-table invariants; faults, KeyboardInterrup
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 import time
@@ -43,7 +44,7 @@ def run_bounded(config: PipelineConfig, limit: float = 60.0, **kw):
     def target():
         try:
             out["r"] = run_pipeline(config, **kw)
-        except BaseException as e:
+        except BaseException as e:  # noqa: BLE001 - handed to the test thread, which re-raises or checks it
             out["e"] = e
 
     th = threading.Thread(target=target, daemon=True)
@@ -253,13 +254,13 @@ def _intervals(ev, phase, **eq):
     sel = ev[ev.phase == phase]
     for k, v in eq.items():
         sel = sel[sel[k] == v]
-    return sorted(zip(sel.start_ns, sel.end_ns, sel.partition, sel.worker))
+    return sorted(zip(sel.start_ns, sel.end_ns, sel.partition, sel.worker, strict=True))
 
 
 def _check_mutex_exclusive(ev):
     for g in ev["gpu"].dropna().unique():
         held = _intervals(ev, "mutex_held", gpu=g)
-        for (s0, e0, *_), (s1, e1, *_) in zip(held, held[1:]):
+        for (_, e0, *_), (s1, *_) in itertools.pairwise(held):
             assert e0 <= s1, "mutex_held intervals of one GPU overlap"
 
 
@@ -272,7 +273,7 @@ def test_mutex_exclusive_and_barrier_scope(prepared, scope):
     _check_mutex_exclusive(ev)
     held = _intervals(ev, "mutex_held")
     assert len(held) == (4 if scope == "coarse" else 8)
-    for s, e, p, w in _intervals(ev, "barrier_wait"):
+    for s, e, p, _ in _intervals(ev, "barrier_wait"):
         inside = any(hs <= s and e <= he and hp == p for hs, he, hp, _ in held)
         assert inside == (scope == "coarse"), (scope, p)
     for p in range(4):
@@ -304,7 +305,10 @@ def test_nvtx_balanced_in_a_run(prepared):
 # ----------------------------------------------------------------------------------------------
 # reliability
 # ----------------------------------------------------------------------------------------------
-def _raise_at(step, partition, exc=RuntimeError("injected fault")):
+_INJECTED = RuntimeError("injected fault")
+
+
+def _raise_at(step, partition, exc=_INJECTED):
     def hook(s, p, w):
         if s == step and p == partition:
             raise exc

@@ -92,9 +92,8 @@ def test_nested_phases_balance_and_record():
 def test_nvtx_balanced_when_body_raises_and_no_line():
     nv = CountingNvtx()
     tr = Tracer("t", nvtx=nv)
-    with pytest.raises(ZeroDivisionError), tr.phase("batch_add", worker=1, partition=0):
-        with tr.phase("h2d", worker=1, partition=0):
-            1 / 0
+    with pytest.raises(ZeroDivisionError), tr.phase("batch_add", worker=1, partition=0), tr.phase("h2d", worker=1, partition=0):
+        _ = 1 / 0
     with pytest.raises(KeyboardInterrupt), tr.phase("prep_msm", partition=0):
         raise KeyboardInterrupt
     assert nv.balanced()
@@ -186,7 +185,7 @@ def test_every_phase_line_has_the_exact_format():
         with tr.phase(name, worker=1, partition=2, fields=need.get(name, {})):
             pass
     kinds = [line_kind(x) for x in tr.log.lines]
-    assert None not in kinds, [x for x, k in zip(tr.log.lines, kinds) if k is None]
+    assert None not in kinds, [x for x, k in zip(tr.log.lines, kinds, strict=True) if k is None]
     text = "\n".join(tr.log.lines)
     assert "CUZK_TIMING: split_vectors_ms=0 setup_to_split_ms=1" in text
     assert "CUZK_TIMING: pre_lock_cpu_ms=3 mutex_wait_ms=0" in text
