@@ -50,6 +50,23 @@ def _need_node():
         pytest.skip(str(exc))
 
 
+def test_tools_take_node_and_modules_from_keywords_and_configure(tmp_path, restore_settings):
+    from zkgpu import settings
+    from zkgpu.groth16 import circuits
+
+    with pytest.raises(ToolError, match="node /nonexistent/node: not an executable"):
+        tools(node="/nonexistent/node")
+    settings.apply({"ZKGPU_NODE": "/nonexistent/node"})
+    with pytest.raises(ToolError, match="/nonexistent/node"):
+        tools()
+    circuits.configure(node=None)
+    if shutil.which("node"):
+        with pytest.raises(ToolError, match=f"not found in {tmp_path}"):
+            tools(node_modules=tmp_path)
+    with pytest.raises(ValueError, match="node_modules must be a path"):
+        circuits.configure(node_modules="")
+
+
 @pytest.fixture(scope="session")
 def mulchain():
     _need_node()

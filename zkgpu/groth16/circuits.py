@@ -131,8 +131,13 @@ def tools(*, node: str | os.PathLike[str] | None = None, node_modules: str | os.
     Raises:
         ToolError: node or the modules not found (says to run ``make node``).
     """
-    node = node if node is not None else _NODE["node"]
-    node = str(node) if node is not None else shutil.which("node")
+    given = node if node is not None else _NODE["node"]
+    if given is not None:
+        node = shutil.which(str(given))
+        if not node:
+            raise ToolError(f"node {given}: not an executable file (check ZKGPU_NODE)")
+    else:
+        node = shutil.which("node")
     if not node:
         raise ToolError("node not found: install Node.js (apt-get install nodejs) or set ZKGPU_NODE")
     mods = node_modules if node_modules is not None else _NODE["node_modules"]
