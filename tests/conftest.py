@@ -4,17 +4,27 @@ test's random draws come from a seed that is printed when it fails (``seeding``)
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-
 import seeding
-from zkgpu import keynumbers, replay
+from zkgpu import errors, keynumbers, manifest, replay, settings, trace
 from zkgpu._cuda import gpu_available
+from zkgpu.groth16 import circuits
+
+
+def pytest_configure(config):
+    """The ZKGPU_* variables of the shell (e.g. ZKGPU_NODE set by scripts/gpu_run.sh), as the
+    command entry points read them (zkgpu.settings)."""
+    settings.apply()
+
+
+@pytest.fixture
+def restore_settings(monkeypatch):
+    """Tests that call ``settings.apply`` / a ``configure()`` get the process-wide settings back afterwards."""
+    monkeypatch.setattr(errors, "_DEBUG", errors._DEBUG)
+    monkeypatch.setattr(trace, "_NVTX_ON", trace._NVTX_ON)
+    monkeypatch.setattr(manifest, "_SETTINGS", dict(manifest._SETTINGS))
+    monkeypatch.setattr(circuits, "_NODE", dict(circuits._NODE))
 
 
 def pytest_collection_modifyitems(config, items):

@@ -50,6 +50,23 @@ def _need_node():
         pytest.skip(str(exc))
 
 
+def test_tools_take_node_and_modules_from_keywords_and_configure(tmp_path, restore_settings):
+    from zkgpu import settings
+    from zkgpu.groth16 import circuits
+
+    with pytest.raises(ToolError, match="node /nonexistent/node: not an executable"):
+        tools(node="/nonexistent/node")
+    settings.apply({"ZKGPU_NODE": "/nonexistent/node"})
+    with pytest.raises(ToolError, match="/nonexistent/node"):
+        tools()
+    circuits.configure(node=None)
+    if shutil.which("node"):
+        with pytest.raises(ToolError, match=f"not found in {tmp_path}"):
+            tools(node_modules=tmp_path)
+    with pytest.raises(ValueError, match="node_modules must be a path"):
+        circuits.configure(node_modules="")
+
+
 @pytest.fixture(scope="session")
 def mulchain():
     _need_node()
@@ -115,7 +132,7 @@ def test_h_scalars_both_conventions(log_n):
     n = 1 << log_n
     a = [rng.randrange(P) for _ in range(n)]
     b = [rng.randrange(P) for _ in range(n)]
-    c = [x * y % P for x, y in zip(a, b)]  # c = a*b on the domain, as snarkjs builds it
+    c = [x * y % P for x, y in zip(a, b, strict=True)]  # c = a*b on the domain, as snarkjs builds it
     ws = snarkjs_root(log_n)
     A, B, C = (_interpolate(v, ws) for v in (a, b, c))
     w2 = snarkjs_root(log_n + 1)
@@ -131,7 +148,7 @@ def test_cuzk_h_times_z_is_ab_minus_c():
     log_n, n = 4, 16
     a = [rng.randrange(P) for _ in range(n)]
     b = [rng.randrange(P) for _ in range(n)]
-    c = [x * y % P for x, y in zip(a, b)]
+    c = [x * y % P for x, y in zip(a, b, strict=True)]
     perm = snarkjs_order(log_n)
     ours = []
     for v in (a, b, c):
@@ -153,7 +170,7 @@ def test_h_scalars_gpu_matches_cpu():
     n = 1 << 10
     a = [rng.randrange(P) for _ in range(n)]
     b = [rng.randrange(P) for _ in range(n)]
-    c = [x * y % P for x, y in zip(a, b)]
+    c = [x * y % P for x, y in zip(a, b, strict=True)]
     arrs = [fr_from_ints(v) for v in (a, b, c)]
     assert np.array_equal(h_scalars(*arrs, device="gpu"), h_scalars(*arrs, device="cpu"))
 
@@ -174,7 +191,7 @@ def test_read_mulchain(mulchain):
     # coefficients are small ints once the R^2 factor is removed (here 1 and -1)
     assert set(zk.coef_value) <= {1, P - 1}
     a, b, c = evaluate_qap(zk, w)
-    assert fr_to_ints(c) == [x * y % P for x, y in zip(fr_to_ints(a), fr_to_ints(b))]
+    assert fr_to_ints(c) == [x * y % P for x, y in zip(fr_to_ints(a), fr_to_ints(b), strict=True)]
 
 
 def test_wrong_curve_is_named(mulchain_bn128):

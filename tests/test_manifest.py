@@ -1,14 +1,38 @@
-"""Run manifests and fresh run folders."""
+"""Run manifests, fresh run folders and the settings that reach them (zkgpu.manifest, zkgpu.settings)."""
 
 import pytest
 
-from zkgpu.manifest import git_commit, new_run_dir, write_json_new
+from zkgpu import manifest, settings
+from zkgpu.manifest import environment, git_commit, new_run_dir, write_json_new
 
 
-def test_manifest_commit_from_env(monkeypatch):
-    monkeypatch.setenv("ZKGPU_COMMIT", "abc123")
-    monkeypatch.setenv("ZKGPU_DIRTY", "0")
+def test_manifest_commit_configured_where_git_cannot_tell(monkeypatch, tmp_path, restore_settings):
+    settings.apply({"ZKGPU_COMMIT": "abc123", "ZKGPU_DIRTY": "0"})
+    real = git_commit()  # git is asked first: this checkout's own commit wins
+    assert real["commit"] != "abc123" or real["commit"] is None
+    monkeypatch.setattr(manifest, "REPO_ROOT", tmp_path)  # a copy without .git (a lent GPU machine)
     assert git_commit() == {"commit": "abc123", "dirty": False}
+    manifest.configure(dirty=None)  # commit kept
+    assert git_commit() == {"commit": "abc123", "dirty": None}
+    manifest.configure(commit=None)
+    assert git_commit() == {"commit": None, "dirty": None}
+    with pytest.raises(ValueError, match="ZKGPU_COMMIT .*'a b'"):
+        settings.apply({"ZKGPU_COMMIT": "a b"})
+    with pytest.raises(ValueError, match="ZKGPU_DIRTY must be 0 or 1"):
+        settings.apply({"ZKGPU_DIRTY": "maybe"})
+    with pytest.raises(TypeError, match="dirty"):
+        manifest.configure(commit="abc", dirty="0")
+
+
+def test_settings_table_names_every_variable_once():
+    names = [name for name, _ in settings.table()]
+    assert len(names) == len(set(names)) and all(n.startswith("ZKGPU_") for n in names)
+    assert {"ZKGPU_NVTX", "ZKGPU_COMMIT", "ZKGPU_DIRTY", "ZKGPU_DEBUG", "ZKGPU_NODE", "ZKGPU_NODE_MODULES"} <= set(names)
+
+
+def test_environment_names_the_packages_and_the_gpu():
+    env = environment()
+    assert env["zkgpu"] and env["python"] and "numpy" in env and "gpu" in env
 
 
 def test_run_dirs_are_fresh_and_json_never_overwritten(tmp_path):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -20,7 +19,6 @@ from zkgpu.metrics import (
     phase_shares,
     throughput,
     timeline_utilization,
-    union_ms,
     wall_span,
 )
 
@@ -38,19 +36,6 @@ def ev(rows, run="r"):
             d.update(extra[0])
         out.append(d)
     return normalize_events(pd.DataFrame(out))
-
-
-def test_union_ms():
-    assert union_ms([], []) == 0.0
-    assert union_ms([0], [5 * MS]) == 5.0
-    # overlapping, touching, nested, disjoint, unsorted
-    s = [10, 0, 2, 5, 20, 21]
-    e = [12, 4, 3, 10, 30, 22]
-    assert union_ms(np.array(s) * MS, np.array(e) * MS) == pytest.approx(4 + 5 + 2 + 10)
-    with pytest.raises(ValueError, match="ends before"):
-        union_ms([5], [3])
-    with pytest.raises(ValueError, match="shape"):
-        union_ms([1, 2], [3])
 
 
 def test_wall_span_per_run():
@@ -237,22 +222,6 @@ def test_empty_event_table_gives_empty_results():
         assert len(out) == 0, fn.__name__
     assert {"partitions_per_min", "s_per_partition"} <= set(metrics.throughput(e).columns)
     assert "utilization" in metrics.compute_utilization(e).columns
-
-
-def test_h2d_overlap_exposed_copy_time():
-    from zkgpu.metrics import h2d_overlap
-
-    # copy a exposed (0-10); copy b (10-20) half hidden by a's kernels (10-15); copy c (20-30)
-    # hidden by b's kernels (20-28) but for 2 ms
-    o = h2d_overlap([(0, 10), (10, 20), (20, 30)], [(10, 15), (20, 28), (30, 40)])
-    assert o["copy_ms"] == pytest.approx(30.0) and o["exposed_ms"] == pytest.approx(17.0)
-    assert o["hidden_ms"] == pytest.approx(13.0) and o["kernel_ms"] == pytest.approx(23.0)
-    # no overlap at all: everything exposed; full overlap: nothing
-    assert h2d_overlap([(0, 5)], [(5, 9)])["exposed_ms"] == pytest.approx(5.0)
-    assert h2d_overlap([(2, 4)], [(0, 9)])["exposed_ms"] == pytest.approx(0.0)
-    assert h2d_overlap([], [(0, 1)]) == {"copy_ms": 0.0, "exposed_ms": 0.0, "hidden_ms": 0.0, "kernel_ms": 1.0}
-    with pytest.raises(ValueError, match="ends before it starts"):
-        h2d_overlap([(5, 1)], [])
 
 
 def test_detail_value_and_exposed_h2d_share():

@@ -3,6 +3,7 @@ against independent references; event-table invariants; faults, KeyboardInterrup
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 import time
@@ -15,8 +16,10 @@ from test_trace import CountingNvtx, line_kind
 from zkgpu.events import COLUMNS
 from zkgpu.field import FR, fr_from_ints, fr_to_ints
 from zkgpu.msm import msm_cpu as cpu_msm  # the reference MSM (arkworks), not the pipeline's path
+from zkgpu.msm import prep_msm
 from zkgpu.pipeline import Density, PipelineConfig, PipelineInterrupted, prepare_backend, run_pipeline
-from zkgpu.pipeline.backend import cpu_compute_h, prep_scalars
+from zkgpu.pipeline.cpu_backend import cpu_compute_h
+from zkgpu.pipeline.split import prep_partition, splits
 from zkgpu.pipeline.synthesis import synthesize_arrays
 from zkgpu.pipeline.worker import PrepFailed
 
@@ -41,7 +44,7 @@ def run_bounded(config: PipelineConfig, limit: float = 60.0, **kw):
     def target():
         try:
             out["r"] = run_pipeline(config, **kw)
-        except BaseException as e:
+        except BaseException as e:  # noqa: BLE001 - handed to the test thread, which re-raises or checks it
             out["e"] = e
 
     th = threading.Thread(target=target, daemon=True)
@@ -118,20 +121,20 @@ def test_synthesis_density_canonical_and_deterministic():
     assert abs(zero - 0.45) < 0.05 and abs(one - 0.50) < 0.05
 
 
-def test_prep_scalars_edge_cases():
+def test_prep_msm_split_edge_cases():
     r = FR.modulus
     vals = [0, 1, r - 1, 2, 1, 0, 1 << 200, 1] + [1] * 60 + [0, 5]
-    pr = prep_scalars(fr_from_ints(vals))
+    pr = prep_msm(fr_from_ints(vals))
     ones = [i for i, v in enumerate(vals) if v == 1]
     sig = [i for i, v in enumerate(vals) if v not in (0, 1)]
-    bits = np.unpackbits(pr.ones_bitmap.view(np.uint8), bitorder="little")
-    assert pr.ones_bitmap.dtype == np.uint64 and pr.ones_bitmap.size == 2
-    assert list(np.flatnonzero(bits)) == ones and pr.n_ones == len(ones)
-    assert list(pr.sig_idx) == sig and fr_to_ints(pr.sig_scalars) == [vals[i] for i in sig]
-    assert pr.split  # 4 significant of 70
-    dense = prep_scalars(fr_from_ints([5, 6, 7, 1]))
-    assert not dense.split  # more than half significant -> one full MSM, as upstream
-    assert prep_scalars(fr_from_ints([1])).n_sig == 0
+    bits = np.unpackbits(pr.bitmap.view(np.uint8), bitorder="little")
+    assert pr.bitmap.dtype == np.uint64 and pr.bitmap.size == 2
+    assert list(np.flatnonzero(bits)) == ones and pr.ones == len(ones)
+    assert list(pr.sig_indices) == sig and fr_to_ints(pr.sig_scalars) == [vals[i] for i in sig]
+    assert splits(pr)  # 4 significant of 70
+    dense = prep_msm(fr_from_ints([5, 6, 7, 1]))
+    assert not splits(dense)  # more than half significant -> one full MSM, as upstream
+    assert prep_msm(fr_from_ints([1])).significant == 0
 
 
 # ----------------------------------------------------------------------------------------------
@@ -251,13 +254,13 @@ def _intervals(ev, phase, **eq):
     sel = ev[ev.phase == phase]
     for k, v in eq.items():
         sel = sel[sel[k] == v]
-    return sorted(zip(sel.start_ns, sel.end_ns, sel.partition, sel.worker))
+    return sorted(zip(sel.start_ns, sel.end_ns, sel.partition, sel.worker, strict=True))
 
 
 def _check_mutex_exclusive(ev):
     for g in ev["gpu"].dropna().unique():
         held = _intervals(ev, "mutex_held", gpu=g)
-        for (s0, e0, *_), (s1, e1, *_) in zip(held, held[1:]):
+        for (_, e0, *_), (s1, *_) in itertools.pairwise(held):
             assert e0 <= s1, "mutex_held intervals of one GPU overlap"
 
 
@@ -270,7 +273,7 @@ def test_mutex_exclusive_and_barrier_scope(prepared, scope):
     _check_mutex_exclusive(ev)
     held = _intervals(ev, "mutex_held")
     assert len(held) == (4 if scope == "coarse" else 8)
-    for s, e, p, w in _intervals(ev, "barrier_wait"):
+    for s, e, p, _ in _intervals(ev, "barrier_wait"):
         inside = any(hs <= s and e <= he and hp == p for hs, he, hp, _ in held)
         assert inside == (scope == "coarse"), (scope, p)
     for p in range(4):
@@ -302,7 +305,10 @@ def test_nvtx_balanced_in_a_run(prepared):
 # ----------------------------------------------------------------------------------------------
 # reliability
 # ----------------------------------------------------------------------------------------------
-def _raise_at(step, partition, exc=RuntimeError("injected fault")):
+_INJECTED = RuntimeError("injected fault")
+
+
+def _raise_at(step, partition, exc=_INJECTED):
     def hook(s, p, w):
         if s == step and p == partition:
             raise exc
@@ -445,7 +451,6 @@ def test_gpu_pipeline_matches_cpu_reference(transfer):
 
 @pytest.mark.parametrize("density", [Density(), Density(zero=0.1, one=0.1), Density(zero=0.0, one=1.0, a_aux=1.0, b_aux=0.0)])
 def test_prep_partition_equals_prep_of_gathered_vectors(density):
-    from zkgpu.pipeline.backend import prep_partition
     from zkgpu.pipeline.synthesis import make_circuit
     from zkgpu.pipeline.worker import _msm_scalars
 
@@ -454,8 +459,8 @@ def test_prep_partition_equals_prep_of_gathered_vectors(density):
     _, _, _, aux = synthesize_arrays(c, 7)
     got = prep_partition(circuit, aux)
     for name, scalars in _msm_scalars(circuit, aux).items():
-        want = prep_scalars(scalars)
+        want = prep_msm(scalars)
         g = got[name]
-        assert (g.size, g.split, g.n_ones, g.n_sig) == (want.size, want.split, want.n_ones, want.n_sig), name
-        assert np.array_equal(g.ones_bitmap, want.ones_bitmap) and np.array_equal(g.sig_idx, want.sig_idx)
+        assert (g.n, splits(g), g.ones, g.zeros, g.significant) == (want.n, splits(want), want.ones, want.zeros, want.significant), name
+        assert np.array_equal(g.bitmap, want.bitmap) and np.array_equal(g.sig_indices, want.sig_indices)
         assert np.array_equal(g.sig_scalars, want.sig_scalars), name

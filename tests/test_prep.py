@@ -11,7 +11,7 @@ from zkgpu.bench.prep import porep_like_scalars, threads_from_env
 from zkgpu.field import FR
 from zkgpu.msm import prep_msm as reference
 from zkgpu.pipeline import Density, PipelineConfig, prepare_backend, run_pipeline
-from zkgpu.pipeline.backend import prep_partition, prep_scalars, selections
+from zkgpu.pipeline.split import prep_partition, selections, splits
 from zkgpu.pipeline.synthesis import make_circuit, synthesize_arrays
 from zkgpu.pipeline.worker import _msm_scalars
 
@@ -165,10 +165,10 @@ def test_prep_partition_cpu_parallel_equals_cpu(density):
     _, _, _, aux = synthesize_arrays(c, 7)
     got = prep_partition(circuit, aux, "cpu_parallel", threads=2)
     for name, scalars in _msm_scalars(circuit, aux).items():
-        want = prep_scalars(scalars)
+        want = reference(scalars)
         g = got[name]
-        assert (g.size, g.split, g.n_ones, g.n_sig) == (want.size, want.split, want.n_ones, want.n_sig), name
-        assert np.array_equal(g.ones_bitmap, want.ones_bitmap) and np.array_equal(g.sig_idx, want.sig_idx)
+        assert (g.n, splits(g), g.ones, g.zeros, g.significant) == (want.n, splits(want), want.ones, want.zeros, want.significant), name
+        assert np.array_equal(g.bitmap, want.bitmap) and np.array_equal(g.sig_indices, want.sig_indices)
         assert np.array_equal(g.sig_scalars, want.sig_scalars), name
     with pytest.raises(ValueError, match="GpuBackend.prep"):
         prep_partition(circuit, aux, "gpu")

@@ -511,13 +511,18 @@ def test_msm_ntt_helpers_check_their_arguments(call, exc, words):
     assert words in str(info.value)
 
 
-@pytest.mark.parametrize(("value", "on"), [("", False), ("0", False), ("false", False), ("OFF", False), ("no", False), ("1", True), ("true", True), ("yes", True)])
-def test_zkgpu_debug_zero_is_off(monkeypatch, value, on):
+@pytest.mark.parametrize(("value", "on"), [("0", False), ("false", False), ("OFF", False), ("no", False), ("1", True), ("true", True), ("yes", True)])
+def test_zkgpu_debug_zero_is_off(restore_settings, value, on):
     """break1 item 14: ZKGPU_DEBUG=0 turned debug on (any non-empty value)."""
-    from zkgpu import errors
+    from zkgpu import errors, settings
 
-    monkeypatch.setenv("ZKGPU_DEBUG", value)
+    errors.configure(debug=not on)
+    settings.apply({"ZKGPU_DEBUG": value})
     assert errors.debug_enabled() is on
+    settings.apply({"ZKGPU_DEBUG": ""})  # empty: unset, nothing changes
+    assert errors.debug_enabled() is on
+    with pytest.raises(TypeError, match="debug must be a bool"):
+        errors.configure(debug=value)
 
 
 def test_bench_parse_checks_free_space(monkeypatch):
@@ -541,13 +546,14 @@ def test_bench_parse_sigterm_removes_its_temporary_log(tmp_path):
     assert list(tmp_path.iterdir()) == [], list(tmp_path.rglob("*"))
 
 
-def test_record_out_empty_refused_and_zkgpu_data_honoured(tmp_path, monkeypatch):
+def test_record_out_empty_refused_and_zkgpu_data_honoured(tmp_path, monkeypatch, restore_settings):
     """break1 items 15, 16: --out '' wrote into the working folder; ZKGPU_DATA was ignored."""
     monkeypatch.chdir(tmp_path)
     _one_line_error(_run(["record", "--device", "cpu", "--out", ""]), "out=''", "empty")
     assert list(tmp_path.iterdir()) == []
+    from zkgpu import settings
     from zkgpu.manifest import new_run_dir
 
-    monkeypatch.setenv("ZKGPU_DATA", str(tmp_path / "data"))
+    settings.apply({"ZKGPU_DATA": str(tmp_path / "data")})
     d = new_run_dir("record", gpu="cpu")
     assert d.parent == tmp_path / "data"

@@ -9,6 +9,7 @@ from collections import defaultdict
 import pandas as pd
 import pytest
 
+from zkgpu import trace
 from zkgpu.events import COLUMNS
 from zkgpu.trace import (
     PHASE_LINES,
@@ -91,9 +92,8 @@ def test_nested_phases_balance_and_record():
 def test_nvtx_balanced_when_body_raises_and_no_line():
     nv = CountingNvtx()
     tr = Tracer("t", nvtx=nv)
-    with pytest.raises(ZeroDivisionError), tr.phase("batch_add", worker=1, partition=0):
-        with tr.phase("h2d", worker=1, partition=0):
-            1 / 0
+    with pytest.raises(ZeroDivisionError), tr.phase("batch_add", worker=1, partition=0), tr.phase("h2d", worker=1, partition=0):
+        _ = 1 / 0
     with pytest.raises(KeyboardInterrupt), tr.phase("prep_msm", partition=0):
         raise KeyboardInterrupt
     assert nv.balanced()
@@ -138,8 +138,11 @@ def test_real_and_null_nvtx_backends_work(monkeypatch):
             pass
         tr.begin("prove", worker=0, partition=0).end()
         assert len(tr.events()) == 2
-    monkeypatch.setenv("ZKGPU_NVTX", "0")
+    monkeypatch.setattr(trace, "_NVTX_ON", True)  # restored after the test
+    trace.configure(nvtx=False)
     assert isinstance(default_nvtx(), NullNvtx)
+    with pytest.raises(TypeError, match="nvtx must be a bool"):
+        trace.configure(nvtx="0")
 
 
 # exact cuzk formats (cuzk-pipeline.md §2.1/§2.2); %ld values are integers
@@ -182,7 +185,7 @@ def test_every_phase_line_has_the_exact_format():
         with tr.phase(name, worker=1, partition=2, fields=need.get(name, {})):
             pass
     kinds = [line_kind(x) for x in tr.log.lines]
-    assert None not in kinds, [x for x, k in zip(tr.log.lines, kinds) if k is None]
+    assert None not in kinds, [x for x, k in zip(tr.log.lines, kinds, strict=True) if k is None]
     text = "\n".join(tr.log.lines)
     assert "CUZK_TIMING: split_vectors_ms=0 setup_to_split_ms=1" in text
     assert "CUZK_TIMING: pre_lock_cpu_ms=3 mutex_wait_ms=0" in text

@@ -5,48 +5,24 @@ Every error is one line on stderr with exit status 2 (:mod:`zkgpu.errors`)."""
 from __future__ import annotations
 
 import json
-import platform
 import sys
-from importlib import metadata
 
 import click
 
-from . import __version__, live, record
+from . import __version__, live, record, settings
 from . import report as report_mod
-from ._cuda import device_info
 from .bench import hostload as bench_hostload
 from .bench import msm as bench_msm
 from .bench import ntt as bench_ntt
 from .bench import parse as bench_parse
 from .bench import prep as bench_prep
+from .bench import prove as bench_prove
 from .bench import transfer as bench_transfer
 from .chrome_trace import ExportError, export_recording, open_run
 from .errors import CliError, OneLineGroup
 from .groth16 import cli as groth16_cli
+from .manifest import environment
 from .parse_cli import parse_command
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def environment() -> dict:
-    """What zkgpu finds on this machine: GPU or none, driver, CUDA, CuPy, nvtx and versions."""
-    info = {
-        "zkgpu": __version__,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "numpy": _version("numpy"),
-        "pandas": _version("pandas"),
-        "nvtx": _version("nvtx"),
-        "py_ecc": _version("py_ecc"),
-        "py-arkworks-bls12381": _version("py-arkworks-bls12381"),
-    }
-    info.update(device_info())
-    return info
 
 
 @click.group(cls=OneLineGroup)
@@ -54,6 +30,7 @@ def environment() -> dict:
 def main() -> None:
     """zkgpu: GPU bottlenecks in ZK provers (BLS12-381 NTT/MSM, H2D paths, cuzk pipeline)."""
     try:
+        settings.apply()  # the ZKGPU_* variables (zkgpu.settings), once, before any command
         live.configure_from_env()  # ZKGPU_DATA, ZKGPU_NB_OUT -> replay, keynumbers
     except ValueError as exc:
         raise CliError(str(exc)) from exc
@@ -135,7 +112,7 @@ for _group, _cmd in (
     (main, record.record_command),
     (main, parse_command),
     (main, groth16_cli.prove_command),
-    (bench, groth16_cli.bench_command),
+    (bench, bench_prove.bench_command),
 ):
     _group.add_command(_cmd)
 

@@ -4,7 +4,8 @@
 (the message names the value and the fix); :class:`OneLineErrors` makes click's own usage errors
 (``--n abc``, an unknown choice) one line too, for the ``zkgpu`` group and for
 ``python -m zkgpu.pipeline``. An unexpected exception prints one line and exits with status 1
-(``ZKGPU_DEBUG=1`` re-raises it, with its traceback).
+(``configure(debug=True)`` re-raises it, with its traceback; the app layer sets it from
+``ZKGPU_DEBUG=1``).
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from typing import Any
 
 import click
 
-__all__ = ["check_writable_under", "CliError", "OneLineErrors", "OneLineGroup", "OneLineCommand", "USAGE_EXIT", "check_new_outputs", "debug_enabled"]
+__all__ = ["check_writable_under", "CliError", "OneLineErrors", "OneLineGroup", "OneLineCommand", "USAGE_EXIT", "check_new_outputs", "configure", "debug_enabled"]
 
 USAGE_EXIT = 2
+_DEBUG = False  # configure(debug=...)
 
 
 class CliError(click.ClickException):
@@ -69,10 +71,25 @@ def check_new_outputs(targets: dict[str, str | os.PathLike | None], command: str
         seen[key] = f"{opt} {target}"
 
 
+def configure(*, debug: bool) -> None:
+    """Process-wide error reporting of the commands.
+
+    Args:
+        debug: True: an unexpected exception in a command is re-raised with its traceback
+            instead of one ``internal error`` line (the app layer sets it from ``ZKGPU_DEBUG``).
+
+    Raises:
+        TypeError: ``debug`` is not a bool.
+    """
+    global _DEBUG
+    if not isinstance(debug, bool):
+        raise TypeError(f"errors.configure: debug must be a bool, got {debug!r}")
+    _DEBUG = debug
+
+
 def debug_enabled() -> bool:
-    """``ZKGPU_DEBUG`` is on: ``1``, ``true``, ``yes`` or ``on`` (any case); unset, empty, ``0``,
-    ``false``, ``no`` and ``off`` are off, and any other value is on (asking for more output)."""
-    return os.environ.get("ZKGPU_DEBUG", "").strip().lower() not in ("", "0", "false", "no", "off")
+    """Whether :func:`configure` turned debugging on (off by default)."""
+    return _DEBUG
 
 
 def _one_line(message: str) -> str:

@@ -37,8 +37,8 @@ from pathlib import Path
 import pandas as pd
 
 from . import _cuda, keynumbers, record, replay
+from .bench.prove import run_prove_bench
 from .groth16.circuits import ToolError, tools
-from .groth16.cli import run_prove_bench
 from .groth16.formats import read_wtns, read_zkey
 from .groth16.proof import proof_json, read_proof, verify_py_ecc
 from .groth16.prover import prove

@@ -1,49 +1,126 @@
 """Run manifests and run folders under ``data/``: every recorded result says where it came from.
 
-A manifest (``manifest.json``) holds the GPU, driver, CUDA, CuPy and package versions (from
-:func:`zkgpu.cli.environment`), the git commit (and whether the tree was dirty), the UTC date,
-the command and whatever sizes/parameters the producer adds. Run folders are created fresh and
-never reused, so nothing recorded is overwritten.
+A manifest (``manifest.json``) holds the GPU, driver, CUDA, CuPy and package versions
+(:func:`environment`), the git commit (and whether the tree was dirty), the UTC date, the command
+and whatever sizes/parameters the producer adds. Run folders are created fresh and never reused,
+so nothing recorded is overwritten.
+
+Settings (:func:`configure`; the app layer sets them from ``ZKGPU_COMMIT``, ``ZKGPU_DIRTY`` and
+``ZKGPU_DATA``): the commit to record where the checkout has no git (a copy sent to a lent GPU
+machine), and the base folder of new run folders.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import enum
 import json
 import os
+import platform
 import re
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-__all__ = ["REPO_ROOT", "DATA_DIR", "git_commit", "build_manifest", "new_run_dir", "write_json_new"]
+from . import __version__
+from ._cuda import device_info
+
+__all__ = ["REPO_ROOT", "DATA_DIR", "configure", "data_dir", "environment", "git_commit", "build_manifest", "new_run_dir", "write_json_new"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = REPO_ROOT / "data"
 
+_SETTINGS: dict[str, Any] = {"commit": None, "dirty": None, "data_dir": None}
+
+
+class _Keep(enum.Enum):
+    KEEP = "keep"
+
+
+_KEEP = _Keep.KEEP
+
+
+def configure(*, commit: str | None | _Keep = _KEEP, dirty: bool | None | _Keep = _KEEP, data_dir: str | os.PathLike[str] | None | _Keep = _KEEP) -> None:
+    """Set what manifests record where git cannot tell, and where run folders go. A keyword not
+    given keeps its current value (initially None for each).
+
+    Args:
+        commit: the commit of this copy of the code, recorded when the checkout has no git
+            (e.g. ``$(git rev-parse HEAD)`` of the machine that made the copy); None: unknown.
+        dirty: whether that copy had uncommitted changes; None: unknown.
+        data_dir: the base folder of :func:`new_run_dir` (where replay looks); None: ``data/``.
+
+    Raises:
+        ValueError: ``commit`` empty or containing whitespace, or ``data_dir`` empty.
+        TypeError: ``dirty`` not a bool or None.
+    """
+    if commit is not _KEEP:
+        if commit is not None and (not isinstance(commit, str) or not commit or commit.split() != [commit]):
+            raise ValueError(f"manifest.configure: commit must be a non-empty name without spaces, got {commit!r}")
+        _SETTINGS["commit"] = commit
+    if dirty is not _KEEP:
+        if dirty is not None and not isinstance(dirty, bool):
+            raise TypeError(f"manifest.configure: dirty must be a bool or None, got {dirty!r}")
+        _SETTINGS["dirty"] = dirty
+    if data_dir is not _KEEP:
+        if data_dir is not None and not str(data_dir):
+            raise ValueError("manifest.configure: data_dir must be a folder, got ''")
+        _SETTINGS["data_dir"] = None if data_dir is None else Path(data_dir)
+
+
+def data_dir() -> Path:
+    """The base folder of new run folders: the configured ``data_dir``, else the repository's ``data/``."""
+    return _SETTINGS["data_dir"] or DATA_DIR
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def environment() -> dict[str, Any]:
+    """What zkgpu finds on this machine: the zkgpu, Python, platform and package versions (None
+    where not installed), then :func:`zkgpu._cuda.device_info` (GPU or none, driver, CUDA, CuPy)."""
+    info: dict[str, Any] = {
+        "zkgpu": __version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "numpy": _version("numpy"),
+        "pandas": _version("pandas"),
+        "nvtx": _version("nvtx"),
+        "py_ecc": _version("py_ecc"),
+        "py-arkworks-bls12381": _version("py-arkworks-bls12381"),
+    }
+    info.update(device_info())
+    return info
+
 
 def git_commit() -> dict[str, Any]:
-    """``{"commit": sha or None, "dirty": bool or None}`` for the checkout zkgpu runs from.
+    """``{"commit": sha or None, "dirty": bool or None}`` for the code zkgpu runs from.
 
-    Where the tree has no ``.git`` (a copy sent to a lent GPU machine), ``ZKGPU_COMMIT`` and
-    ``ZKGPU_DIRTY`` (set by whoever made the copy, e.g. scripts/gpu_run.sh's caller) are used.
+    Git is asked first (``git rev-parse HEAD`` in the repository folder). Where that folder is not
+    a git checkout (a copy sent to a lent GPU machine), the commit and dirty flag given to
+    :func:`configure` are used (the app layer takes them from ``ZKGPU_COMMIT`` / ``ZKGPU_DIRTY``,
+    set by whoever made the copy, e.g. scripts/gpu_run.sh's caller), else None.
     """
-    if os.environ.get("ZKGPU_COMMIT"):
-        dirty = os.environ.get("ZKGPU_DIRTY")
-        return {"commit": os.environ["ZKGPU_COMMIT"], "dirty": None if dirty is None else dirty not in ("0", "false", "")}
     try:
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout.strip()
+        if Path(top).resolve() != REPO_ROOT:  # a copy inside some other checkout: not ours
+            raise subprocess.CalledProcessError(1, "git rev-parse --show-toplevel")
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout.strip()
         dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT, capture_output=True, text=True).stdout.strip())
         return {"commit": sha, "dirty": dirty}
     except (OSError, subprocess.CalledProcessError):
-        return {"commit": None, "dirty": None}
+        return {"commit": _SETTINGS["commit"], "dirty": _SETTINGS["dirty"] if _SETTINGS["commit"] else None}
 
 
 def build_manifest(**extra: Any) -> dict[str, Any]:
-    """The environment, commit, UTC date and command line, plus ``extra`` (sizes, parameters)."""
-    from .cli import environment
-
+    """The environment (:func:`environment`), commit (:func:`git_commit`), UTC date and command
+    line, plus ``extra`` (sizes, parameters)."""
     m: dict[str, Any] = {
         "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command": " ".join(sys.argv),
@@ -61,12 +138,14 @@ def _slug(text: str) -> str:
 def new_run_dir(kind: str, base: Path | None = None, gpu: str | None = None) -> Path:
     """Create and return a fresh ``<base>/<gpu-slug>-<YYYYMMDD>-<kind>[-N]/`` folder.
 
-    ``base`` defaults to ``$ZKGPU_DATA`` when set (where replay looks), else ``data/``; an
-    existing folder is never reused (a suffix is added).
-    """
-    from ._cuda import device_info
+    ``base`` defaults to :func:`data_dir` (the configured folder, where replay looks, else
+    ``data/``); ``gpu`` to this machine's GPU name (``cpu`` without one). An existing folder is
+    never reused (a suffix is added).
 
-    base = Path(base) if base is not None else Path(os.environ.get("ZKGPU_DATA") or DATA_DIR)
+    Raises:
+        RuntimeError: no fresh name was free (1000 tries).
+    """
+    base = Path(base) if base is not None else data_dir()
     gpu = gpu or device_info().get("gpu") or "cpu"
     stem = f"{_slug(gpu)}-{_dt.datetime.now(_dt.timezone.utc):%Y%m%d}-{_slug(kind)}"
     for i in range(1000):

@@ -32,13 +32,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .events import GPU_PHASES
+from .events import GPU_PHASES, union_ms
 
 __all__ = [
     "duration_ms",
     "phase_medians",
-    "union_ms",
-    "h2d_overlap",
     "detail_value",
     "wall_span",
     "timeline_utilization",
@@ -127,64 +125,6 @@ def phase_medians(events: pd.DataFrame) -> dict[str, float]:
         return {}
     d = events.assign(_ms=duration_ms(events))
     return {str(k): float(v) for k, v in d.groupby("phase", observed=True)["_ms"].median().items()}
-
-
-def union_ms(starts: Sequence[int] | np.ndarray, ends: Sequence[int] | np.ndarray) -> float:
-    """Length of the union of intervals [start, end) in ns, returned in **ms**.
-
-    Overlapping and touching intervals are merged; empty input gives 0.0.
-
-    Raises:
-        ValueError: starts and ends differ in length, or an end precedes its start.
-    """
-    s = np.asarray(starts, dtype=np.int64)
-    e = np.asarray(ends, dtype=np.int64)
-    if s.shape != e.shape:
-        raise ValueError(f"starts and ends differ in shape: {s.shape} vs {e.shape}")
-    if s.size == 0:
-        return 0.0
-    if np.any(e < s):
-        i = int(np.argmax(e < s))
-        raise ValueError(f"interval {i} ends before it starts: {s[i]} > {e[i]}")
-    order = np.argsort(s, kind="stable")
-    s, e = s[order], e[order]
-    total = 0
-    cur_s, cur_e = int(s[0]), int(e[0])
-    for a, b in zip(s[1:].tolist(), e[1:].tolist(), strict=True):
-        if a <= cur_e:
-            cur_e = max(cur_e, b)
-        else:
-            total += cur_e - cur_s
-            cur_s, cur_e = a, b
-    total += cur_e - cur_s
-    return total / 1e6
-
-
-def h2d_overlap(copies: Sequence[tuple[float, float]], kernels: Sequence[tuple[float, float]]) -> dict[str, float]:
-    """How much of the copy time the kernels hide, from intervals on one GPU timeline (in **ms**).
-
-    Args:
-        copies: ``(start_ms, end_ms)`` of each H2D copy.
-        kernels: ``(start_ms, end_ms)`` of each kernel stretch that can overlap them.
-
-    Returns:
-        ``copy_ms`` = Σ copy lengths; ``exposed_ms`` = length of the copy intervals not covered by
-        any kernel interval = |∪copies ∪ ∪kernels| − |∪kernels| (what the copies add to the
-        span); ``hidden_ms`` = ``copy_ms − exposed_ms`` when the copies do not overlap each other;
-        ``kernel_ms`` = |∪kernels|.
-
-    Raises:
-        ValueError: an interval that ends before it starts.
-    """
-    def ns(iv: Sequence[tuple[float, float]]) -> tuple[list[int], list[int]]:
-        return [round(a * 1e6) for a, _ in iv], [round(b * 1e6) for _, b in iv]
-
-    cs, ce = ns(copies)
-    ks, ke = ns(kernels)
-    both = union_ms(cs + ks, ce + ke)
-    exposed = max(0.0, both - union_ms(ks, ke))
-    copy = float(sum(b - a for a, b in copies))
-    return {"copy_ms": copy, "exposed_ms": exposed, "hidden_ms": max(0.0, copy - exposed), "kernel_ms": union_ms(ks, ke)}
 
 
 def wall_span(events: pd.DataFrame) -> pd.DataFrame:

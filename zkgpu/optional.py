@@ -58,7 +58,8 @@ def arkworks() -> ModuleType:
 
 
 def py_ecc() -> ModuleType:
-    """``py_ecc.optimized_bls12_381`` (the second BLS12-381 reference: projective points, ``FQ``, ``Z1``).
+    """``py_ecc.optimized_bls12_381`` (the second BLS12-381 reference: projective points, ``FQ``, ``Z1``;
+    the independent pairing check of :func:`zkgpu.groth16.proof.verify_py_ecc`).
 
     Raises:
         ImportError: the package is not installed (``pip install -e '.[test]'``).

@@ -23,7 +23,7 @@ and raises its errors.
 
 The selection form (``sel``) runs the same split over ``src[sel]`` without gathering it: the A and
 B vectors of a partition are density-filtered views of ``[inputs; aux]`` (cuzk packs ``a_bits`` /
-``b_bits`` by position in the filtered base list), see :func:`zkgpu.pipeline.backend.prep_partition`.
+``b_bits`` by position in the filtered base list), see :func:`zkgpu.pipeline.split.prep_partition`.
 
 ``zkgpu bench prep`` (:mod:`zkgpu.bench.prep`) times the three at 2^20..2^26 with PoRep-like scalars.
 :func:`configure` sets the default thread count of ``cpu_parallel``.

@@ -225,7 +225,7 @@ def run_scenario(
             exc.entry = entry
             raise
         _partial_entry(entry, result, run_dir, log_rel, ev_rel, t0)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a failed scenario is recorded in the manifest; the others still run
         entry["error"] = f"{type(exc).__name__}: {exc}"
         entry["traceback"] = traceback.format_exc(limit=8)
         ev_path = run_dir / ev_rel
@@ -268,7 +268,7 @@ def _sweep(run_dir: Path, quick: bool, notes: list[str]) -> str | None:
             notes.append(f"sweep: time budget reached, sizes not measured: {skipped_sizes}")
         df = pd.DataFrame(df)
         df.attrs = {}
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a failed sweep is noted in the manifest; the scenarios still count
         notes.append(f"sweep failed: {type(exc).__name__}: {exc}")
         return None
     df.to_parquet(run_dir / "sweep.parquet", index=False)
@@ -276,7 +276,7 @@ def _sweep(run_dir: Path, quick: bool, notes: list[str]) -> str | None:
     measured = sorted(set(int(x) for x in df["size_bytes"]))
     try:
         bench_transfer.host_alloc_costs(sizes=measured, repeat=2 if quick else 3).to_csv(run_dir / "host_alloc.csv", index=False)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - noted in the manifest, as the sweep
         notes.append(f"host_alloc_costs failed: {type(exc).__name__}: {exc}")
     return "sweep.parquet"
 
@@ -296,7 +296,7 @@ def _benchmarks(run_dir: Path, quick: bool, notes: list[str]) -> dict[str, str]:
         lo, hi = short if quick else normal
         try:
             rows = module.run_benchmark(min_log=lo, max_log=hi, repeat=5 if quick else 10)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a failing benchmark is noted, not raised (docstring)
             notes.append(f"{kind} benchmark failed: {type(exc).__name__}: {exc}")
             continue
         (run_dir / "bench").mkdir(exist_ok=True)
@@ -390,7 +390,7 @@ def record(
         raise ValueError(f"no scenario to record on device={device}: " + "; ".join(f"{k} skipped ({v})" for k, v in skipped.items()) + " (choose other --scenario values)")
     load = HostMemoryLoad(host_load)  # TypeError/ValueError naming host_load's value, before any folder
     # validate the sizes before a folder exists (ValueError/TypeError naming the setting)
-    opt_kw = {k: v for k, v in (("synth_workers", synth_workers), ("queue_depth", queue_depth)) if v is not None}
+    opt_kw: dict[str, Any] = {k: v for k, v in (("synth_workers", synth_workers), ("queue_depth", queue_depth)) if v is not None}
     try:
         abc = PipelineConfig(n=n, partitions=partitions, device=device, transfer="pageable", **opt_kw).abc_bytes
     except (TypeError, ValueError) as exc:

@@ -12,7 +12,7 @@ Usage::
     #    gpu_ms from CUDA events recorded on ``stream``), NVTX push/pop "ntt_msm_h p3 w0",
     #    and the line ``CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=<ms>``.
 
-Log formats (exact, from the cuzk sources; see /work/shared/reference/cuzk-pipeline.md §2):
+Log formats (exact, from the cuzk sources; cuzk-pipeline.md §2 collects them):
 
 * C++ ``CUZK_TIMING:`` lines (``groth16_cuda.cu``), integer ms: ``split_vectors_ms=%ld
   setup_to_split_ms=%ld``, ``prep_msm_ms=%ld``, ``b_g2_msm_ms=%ld num_circuits=%zu``,
@@ -30,7 +30,8 @@ Log formats (exact, from the cuzk sources; see /work/shared/reference/cuzk-pipel
 NVTX: every :meth:`Tracer.phase` is a push/pop range (balanced per thread, also when the body
 raises) in domain ``"zkgpu"`` labelled ``"<phase>[ p<partition>][ w<worker>]"``, e.g.
 ``"ntt_msm_h p3 w0"``; cross-thread spans (:meth:`Tracer.begin`, used for ``prove`` and
-``gpu_queue``) are start/end ranges with the same labels. ``ZKGPU_NVTX=0`` disables them.
+``gpu_queue``) are start/end ranges with the same labels. :func:`configure` (``nvtx=False``;
+the app layer sets it from ``ZKGPU_NVTX=0``) disables them.
 
 Which line a phase emits is fixed by :data:`PHASE_LINES`; values the line needs beyond the
 phase's own duration (``gpu_total_ms``, ``pre_lock_cpu_ms`` …) are passed as ``fields``.
@@ -56,9 +57,11 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from zkgpu import _cuda, optional
 from zkgpu.events import normalize_events
 
 __all__ = [
+    "configure",
     "NVTX_DOMAIN",
     "NvtxBackend",
     "NullNvtx",
@@ -77,6 +80,7 @@ __all__ = [
 ]
 
 NVTX_DOMAIN = "zkgpu"
+_NVTX_ON = True  # configure(nvtx=...)
 _CPU_ONLY = frozenset({"synthesize"})  # phases not tied to a GPU unless one is given
 
 
@@ -98,8 +102,25 @@ class NvtxBackend(Protocol):
     def end(self, handle: Any) -> None: ...
 
 
+def configure(*, nvtx: bool) -> None:
+    """Process-wide tracing settings.
+
+    Args:
+        nvtx: False: :func:`default_nvtx` returns :class:`NullNvtx` (no NVTX ranges, e.g. to
+            time the tracer's own overhead); True (the default): NVTX ranges when the ``nvtx``
+            package is installed. The app layer sets it from ``ZKGPU_NVTX`` (``0`` = off).
+
+    Raises:
+        TypeError: ``nvtx`` is not a bool.
+    """
+    global _NVTX_ON
+    if not isinstance(nvtx, bool):
+        raise TypeError(f"trace.configure: nvtx must be a bool, got {nvtx!r}")
+    _NVTX_ON = nvtx
+
+
 class NullNvtx:
-    """No-op backend (nvtx not installed, or disabled with ``ZKGPU_NVTX=0``)."""
+    """No-op backend (nvtx not installed, or disabled with ``configure(nvtx=False)``)."""
 
     def push(self, message: str) -> None:
         pass
@@ -122,9 +143,11 @@ class RealNvtx:
     """
 
     def __init__(self, domain: str = NVTX_DOMAIN) -> None:
-        import nvtx
-
-        self._nvtx = nvtx
+        """Raises ImportError: the ``nvtx`` package is not installed (extra ``gpu-cuda13`` / ``notebooks``)."""
+        mod = optional.nvtx()
+        if mod is None:
+            raise ImportError("the nvtx package is not installed: pip install -e '.[notebooks]' (or nvtx)")
+        self._nvtx = mod
         self.domain = domain
 
     def push(self, message: str) -> None:
@@ -142,13 +165,11 @@ class RealNvtx:
 
 
 def default_nvtx() -> NvtxBackend:
-    """:class:`RealNvtx` when ``nvtx`` imports and ``ZKGPU_NVTX`` is not ``0``, else :class:`NullNvtx`."""
-    if os.environ.get("ZKGPU_NVTX", "1") == "0":
+    """:class:`RealNvtx` when ``nvtx`` is installed and NVTX is on (:func:`configure`), else
+    :class:`NullNvtx` (tracing never stops a run)."""
+    if not _NVTX_ON or optional.nvtx() is None:
         return NullNvtx()
-    try:
-        return RealNvtx()
-    except Exception:  # ImportError or a broken install: tracing must never stop a run
-        return NullNvtx()
+    return RealNvtx()
 
 
 # --------------------------------------------------------------------------------------------
@@ -176,7 +197,7 @@ class LogWriter:
     def create(cls, path: str | os.PathLike[str], *, echo: Callable[[str], None] | None = None) -> LogWriter:
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
-        f = open(p, "x", encoding="utf-8", buffering=1)
+        f = open(p, "x", encoding="utf-8", buffering=1)  # noqa: SIM115 - the writer owns the file until close()
         w = cls(f, echo=echo)
         w.path = p
         return w
@@ -318,19 +339,19 @@ def _lines_synth(ph: Phase) -> list[str]:
     t = ph.tracer
     p = ph.partition
     return [
-        timeline_line(t.ns_to_ms(ph.end_ns), "SYNTH_END", t.job_id, f"partition={p},synth_ms={_ms(ph.ms)}"),
+        timeline_line(t.ns_to_ms(ph.ended_ns), "SYNTH_END", t.job_id, f"partition={p},synth_ms={_ms(ph.ms)}"),
         info_line("partition synthesis complete", {"partition": p, "synth_ms": _ms(ph.ms), "is_pinned": bool(ph.fields.get("is_pinned", False))}),
     ]
 
 
 def _lines_gpu_queue(ph: Phase) -> list[str]:
     t = ph.tracer
-    return [timeline_line(t.ns_to_ms(ph.end_ns), "GPU_PICKUP", t.job_id, f"worker={ph.worker},partition={ph.partition}")]
+    return [timeline_line(t.ns_to_ms(ph.ended_ns), "GPU_PICKUP", t.job_id, f"worker={ph.worker},partition={ph.partition}")]
 
 
 def _lines_prove(ph: Phase) -> list[str]:
     t = ph.tracer
-    return [timeline_line(t.ns_to_ms(ph.end_ns), "GPU_END", t.job_id, f"worker={ph.worker},partition={ph.partition},gpu_ms={_ms(ph.ms)}")]
+    return [timeline_line(t.ns_to_ms(ph.ended_ns), "GPU_END", t.job_id, f"worker={ph.worker},partition={ph.partition},gpu_ms={_ms(ph.ms)}")]
 
 
 def _lines_finalize(ph: Phase) -> list[str]:
@@ -393,6 +414,17 @@ class Phase:
     _cuda: tuple[Any, Any] | None = None
 
     @property
+    def ended_ns(self) -> int:
+        """``end_ns`` of an ended phase (the log lines are written after the end).
+
+        Raises:
+            RuntimeError: the phase is still open.
+        """
+        if self.end_ns is None:
+            raise RuntimeError(f"phase {self.label()} has not ended")
+        return self.end_ns
+
+    @property
     def ms(self) -> float:
         """Host duration in ms (up to now while the phase is open)."""
         end = self.end_ns if self.end_ns is not None else self.tracer.now_ns()
@@ -445,7 +477,7 @@ class Tracer:
         self.run = run
         self.log = log if log is not None else LogWriter()
         self.nvtx = nvtx if nvtx is not None else default_nvtx()
-        self.job_id = job_id or run
+        self.job_id: str = job_id or run
         self.gpu = gpu
         self.source = source
         self.epoch_ns = time.perf_counter_ns()
@@ -554,7 +586,7 @@ class Tracer:
             if ph._cuda is not None and len(ph._cuda) == 2 and hasattr(ph._cuda[1], "synchronize"):
                 start, end = ph._cuda
                 end.synchronize()
-                gpu_ms = float(_cupy().cuda.get_elapsed_time(start, end))
+                gpu_ms = float(_cuda.cupy().cuda.get_elapsed_time(start, end))
             rows.append(
                 {
                     "run": self.run,
@@ -576,15 +608,7 @@ class Tracer:
         return normalize_events(df)
 
 
-def _cupy() -> Any:
-    from zkgpu import _cuda
-
-    return _cuda.cupy()
-
-
 def _cuda_event() -> Any:
-    from zkgpu import _cuda
-
     if not _cuda.gpu_available():
         return None
     return _cuda.cupy().cuda.Event()

@@ -5,7 +5,7 @@
 - :mod:`~zkgpu.groth16.proof` -- snarkjs JSON output and an independent py_ecc pairing check.
 - :mod:`~zkgpu.groth16.circuits` -- circom2/snarkjs from ``node_modules``: compile, set up, witness,
   verify (tests, the large circuit, the benchmark).
-- :mod:`~zkgpu.groth16.cli` -- ``zkgpu prove`` and ``zkgpu bench prove``.
+- :mod:`~zkgpu.groth16.cli` -- ``zkgpu prove`` (its benchmark, ``zkgpu bench prove``, is :mod:`zkgpu.bench.prove`).
 """
 
 from .formats import FormatError, Witness, ZKey, read_wtns, read_zkey

@@ -1,10 +1,11 @@
 """circom2 and snarkjs from the repository's ``node_modules``: compile, set up, witness, prove, verify.
 
 The node tools are installed by ``make node`` (``npm ci`` from the committed ``package.json`` and
-``package-lock.json``). :func:`tools` finds them: the node binary from ``$ZKGPU_NODE``, else
-``node`` on PATH; the modules from ``$ZKGPU_NODE_MODULES``, else the repository's ``node_modules``.
-(On a GPU host without node, ``scripts/gpu_run.sh`` unpacks the carried ``.node/`` archives of
-``scripts/node_carry.sh`` and sets both variables.)
+``package-lock.json``). :func:`tools` finds them: the node binary given to it or to
+:func:`configure` (the app layer passes ``$ZKGPU_NODE``), else ``node`` on PATH; the modules
+likewise (``$ZKGPU_NODE_MODULES``), else the repository's ``node_modules``. (On a GPU host without
+node, ``scripts/gpu_run.sh`` unpacks the carried ``.node/`` archives of ``scripts/node_carry.sh``
+and sets both variables.)
 
 :func:`build` runs the whole snarkjs flow for one circuit into a folder, skipping every step whose
 output already exists (a cache): ``circom2 --r1cs --wasm --prime bls12381``; a powers-of-tau file
@@ -20,18 +21,23 @@ constraints each with circom2's default optimisation: ``poseidon-600`` is 310,20
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 import re
 import shutil
+import struct
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .formats import read_sections
 from .setup import fast_setup
 
 __all__ = [
+    "configure",
     "NodeTools",
     "ToolError",
     "tools",
@@ -45,6 +51,35 @@ __all__ = [
 ]
 
 REPO = Path(__file__).resolve().parents[2]
+_NODE: dict[str, str | Path | None] = {"node": None, "node_modules": None}  # configure(...)
+
+
+class _Keep(enum.Enum):
+    KEEP = "keep"
+
+
+_KEEP = _Keep.KEEP
+
+
+def configure(*, node: str | os.PathLike[str] | None | _Keep = _KEEP, node_modules: str | os.PathLike[str] | None | _Keep = _KEEP) -> None:
+    """Where :func:`tools` looks for node and the node_modules by default. A keyword not given
+    keeps its current value (initially None for each).
+
+    Args:
+        node: the node binary (path or command name); None: ``node`` on PATH.
+        node_modules: the folder holding snarkjs, circom2 and circomlib; None: the repository's
+            ``node_modules``.
+
+    Raises:
+        ValueError: an empty value.
+    """
+    for name, value in (("node", node), ("node_modules", node_modules)):
+        if value is not None and value is not _KEEP and not str(value):
+            raise ValueError(f"circuits.configure: {name} must be a path or None, got ''")
+    if node is not _KEEP:
+        _NODE["node"] = None if node is None else str(node)
+    if node_modules is not _KEEP:
+        _NODE["node_modules"] = None if node_modules is None else Path(node_modules)
 
 
 class ToolError(RuntimeError):
@@ -89,17 +124,24 @@ def _strip_ansi(s: str) -> str:
     return re.sub(r"\x1b\[[0-9;]*m", "", s).strip()
 
 
-def tools() -> NodeTools:
-    """Locate node and the node_modules (module docstring).
+def tools(*, node: str | os.PathLike[str] | None = None, node_modules: str | os.PathLike[str] | None = None) -> NodeTools:
+    """Locate node and the node_modules (module docstring): ``node`` / ``node_modules`` when
+    given, else those of :func:`configure`, else ``node`` on PATH and the repository's ``node_modules``.
 
     Raises:
         ToolError: node or the modules not found (says to run ``make node``).
     """
-    node = os.environ.get("ZKGPU_NODE") or shutil.which("node")
+    given = node if node is not None else _NODE["node"]
+    if given is not None:
+        node = shutil.which(str(given))
+        if not node:
+            raise ToolError(f"node {given}: not an executable file (check ZKGPU_NODE)")
+    else:
+        node = shutil.which("node")
     if not node:
         raise ToolError("node not found: install Node.js (apt-get install nodejs) or set ZKGPU_NODE")
-    env_mods = os.environ.get("ZKGPU_NODE_MODULES")
-    candidates = [Path(env_mods) if env_mods else REPO / "node_modules"]
+    mods = node_modules if node_modules is not None else _NODE["node_modules"]
+    candidates = [Path(mods) if mods is not None else REPO / "node_modules"]
     for mods in candidates:
         if (mods / "snarkjs/build/cli.cjs").exists() and (mods / "circom2/cli.js").exists():
             return NodeTools(node=node, modules=mods)
@@ -175,10 +217,6 @@ def ptau_power(r1cs: Path) -> int:
     + public signals + 1 (snarkjs adds one constraint per public signal and the constant), at least 4
     (read from the r1cs header: section 1 holds n8, the prime, nWires, nPubOut, nPubIn, nPrvIn,
     nLabels, nConstraints)."""
-    import struct
-
-    from .formats import read_sections
-
     data, secs = read_sections(r1cs, b"r1cs", 1)
     off, _ = secs[1][0]
     (n8,) = struct.unpack_from("<I", data, off)
@@ -303,8 +341,6 @@ def snarkjs_prove(zkey: str | Path, wtns: str | Path, proof: str | Path, public:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m zkgpu.groth16.circuits NAME FOLDER [--fast]``: build a circuit, print its files and step times."""
-    import sys
-
     args = sys.argv[1:] if argv is None else argv
     setup = "snarkjs"
     if args[2:] == ["--fast"]:
@@ -324,4 +360,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    # the script entry (app level): this module runs as __main__, so zkgpu.settings (which would
+    # configure the imported zkgpu.groth16.circuits, a second copy) cannot set it; read the two
+    # variables of the settings table here
+    configure(node=os.environ.get("ZKGPU_NODE") or None, node_modules=os.environ.get("ZKGPU_NODE_MODULES") or None)
     raise SystemExit(main())

@@ -94,7 +94,8 @@ def read_sections(path: str | Path, magic: bytes, max_version: int) -> tuple[byt
     version, nsec = struct.unpack_from("<II", data, 4)
     if not 1 <= version <= max_version:
         raise FormatError(f"{path}: .{kind} version {version} is not supported (1..{max_version})")
-    pos, sections = 12, {}
+    pos = 12
+    sections: dict[int, list[tuple[int, int]]] = {}
     for i in range(nsec):
         if pos + 12 > len(data):
             raise FormatError(f"{path}: truncated: section header {i + 1} of {nsec} at byte {pos}, file is {len(data)} bytes")

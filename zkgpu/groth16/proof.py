@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import optional
 from ..field import FQ, FR
 from .formats import ZKey
 from .prover import ProveResult
@@ -75,16 +76,13 @@ def read_proof(proof_path: str | Path, public_path: str | Path) -> tuple[dict[st
 
 
 def _py_ecc_g1(x: int, y: int) -> Any:
-    from py_ecc.optimized_bls12_381 import FQ as PFQ
-    from py_ecc.optimized_bls12_381 import Z1
-
-    return Z1 if x == y == 0 else (PFQ(x), PFQ(y), PFQ.one())
+    e = optional.py_ecc()
+    return e.Z1 if x == y == 0 else (e.FQ(x), e.FQ(y), e.FQ.one())
 
 
 def _py_ecc_g2(x0: int, x1: int, y0: int, y1: int) -> Any:
-    from py_ecc.optimized_bls12_381 import FQ2, Z2
-
-    return Z2 if x0 == x1 == y0 == y1 == 0 else (FQ2([x0, x1]), FQ2([y0, y1]), FQ2.one())
+    e = optional.py_ecc()
+    return e.Z2 if x0 == x1 == y0 == y1 == 0 else (e.FQ2([x0, x1]), e.FQ2([y0, y1]), e.FQ2.one())
 
 
 def verify_py_ecc(zkey: ZKey, proof: dict[str, Any], public: list[int]) -> bool:
@@ -99,18 +97,7 @@ def verify_py_ecc(zkey: ZKey, proof: dict[str, Any], public: list[int]) -> bool:
         True when the pairing equation holds; False for a wrong proof, a public input count that
         differs from the key's, a value >= r, or a point off the curve.
     """
-    from py_ecc.optimized_bls12_381 import (
-        FQ12,
-        add,
-        b,
-        b2,
-        final_exponentiate,
-        is_on_curve,
-        multiply,
-        neg,
-        pairing,
-    )
-
+    e = optional.py_ecc()
     if len(public) != zkey.n_public or any(not 0 <= v < FR.modulus for v in public):
         return False
     try:
@@ -122,15 +109,15 @@ def verify_py_ecc(zkey: ZKey, proof: dict[str, Any], public: list[int]) -> bool:
         return False
     q = FQ.modulus
     coords = [int(v) for v in (*proof["pi_a"][:2], *proof["pi_c"][:2], x0, x1, y0, y1)]
-    if any(not 0 <= v < q for v in coords) or not (is_on_curve(pa, b) and is_on_curve(pc, b) and is_on_curve(pb, b2)):
+    if any(not 0 <= v < q for v in coords) or not (e.is_on_curve(pa, e.b) and e.is_on_curve(pc, e.b) and e.is_on_curve(pb, e.b2)):
         return False
     ic = [_py_ecc_g1(*_ints(zkey.ic[i : i + 1])) for i in range(zkey.ic.shape[0])]
     vk_x = ic[0]
-    for v, pt in zip(public, ic[1:]):
-        vk_x = add(vk_x, multiply(pt, v))
+    for v, pt in zip(public, ic[1:], strict=True):  # len(public) == n_public, checked above
+        vk_x = e.add(vk_x, e.multiply(pt, v))
     alpha = _py_ecc_g1(*_ints(zkey.alpha1))
     beta2, gamma2, delta2 = (_py_ecc_g2(*_ints(g)) for g in (zkey.beta2, zkey.gamma2, zkey.delta2))
-    acc = FQ12.one()
-    for g2, g1 in ((pb, neg(pa)), (beta2, alpha), (gamma2, vk_x), (delta2, pc)):
-        acc = acc * pairing(g2, g1, final_exponentiate=False)
-    return final_exponentiate(acc) == FQ12.one()
+    acc = e.FQ12.one()
+    for g2, g1 in ((pb, e.neg(pa)), (beta2, alpha), (gamma2, vk_x), (delta2, pc)):
+        acc = acc * e.pairing(g2, g1, final_exponentiate=False)
+    return e.final_exponentiate(acc) == e.FQ12.one()

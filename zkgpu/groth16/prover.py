@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _cuda
+from .. import _cuda, optional
 from ..domain import ntt_reference
 from ..field import FR, fr_from_ints, fr_to_ints
 from ..fr_device import from_montgomery
@@ -200,12 +200,12 @@ def h_scalars(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, device: str = "cpu
         ints = []
         for x in (a, b, c):
             o = [0] * n
-            for j, v in zip(perm.tolist(), fr_to_ints(x)):
+            for j, v in zip(perm.tolist(), fr_to_ints(x), strict=True):
                 o[j] = v
             ints.append(o)
         h = compute_h_reference(*ints)
         t1 = time.perf_counter()
-        y = ntt_reference([hv * f % P for hv, f in zip(h, _odd_coset_factors(log_n))])
+        y = ntt_reference([hv * f % P for hv, f in zip(h, _odd_coset_factors(log_n), strict=True)])
         out = fr_from_ints([y[j] for j in perm.tolist()])
         t2 = time.perf_counter()
     if timings is not None:
@@ -217,22 +217,17 @@ def h_scalars(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, device: str = "cpu
 
 
 def _g1_ark(arr: np.ndarray) -> Any:
-    from py_arkworks_bls12381 import G1Point
-
-    return G1Point.from_xy_bytes_unchecked_le(np.ascontiguousarray(arr, dtype=np.uint64).astype("<u8").tobytes())
+    return optional.arkworks().G1Point.from_xy_bytes_unchecked_le(np.ascontiguousarray(arr, dtype=np.uint64).astype("<u8").tobytes())
 
 
 def _g2_ark_list(arr: np.ndarray) -> list[Any]:
-    from py_arkworks_bls12381 import G2Point
-
+    g2 = optional.arkworks().G2Point
     raw = np.ascontiguousarray(arr, dtype=np.uint64).astype("<u8").tobytes()
-    return [G2Point.from_xy_bytes_unchecked_le(raw[i : i + 192]) for i in range(0, len(raw), 192)]
+    return [g2.from_xy_bytes_unchecked_le(raw[i : i + 192]) for i in range(0, len(raw), 192)]
 
 
 def _ark_scalar(v: int) -> Any:
-    from py_arkworks_bls12381 import Scalar
-
-    return Scalar.from_le_bytes((v % P).to_bytes(32, "little"))
+    return optional.arkworks().Scalar.from_le_bytes((v % P).to_bytes(32, "little"))
 
 
 def _ark_to_array(p: Any, limbs: int) -> np.ndarray:
@@ -247,16 +242,17 @@ def msm_g2_cpu(points: np.ndarray, scalars: np.ndarray) -> np.ndarray:
             uint64 canonical Fr.
     Returns:
         ``(1, 24)`` uint64.
-    """
-    from py_arkworks_bls12381 import G2Point
 
+    Raises:
+        ValueError: the point and scalar counts differ. ImportError: py-arkworks-bls12381 missing.
+    """
     if points.shape[0] != scalars.shape[0]:
         raise ValueError(f"msm_g2_cpu: {points.shape[0]} points but {scalars.shape[0]} scalars")
     if points.shape[0] == 0:
         return np.zeros((1, 24), dtype=np.uint64)
     raw = scalars.astype("<u8").tobytes()
     ss = [_ark_scalar(int.from_bytes(raw[i : i + 32], "little")) for i in range(0, len(raw), 32)]
-    return _ark_to_array(G2Point.multiexp_unchecked(_g2_ark_list(points), ss), 24)
+    return _ark_to_array(optional.arkworks().G2Point.multiexp_unchecked(_g2_ark_list(points), ss), 24)
 
 
 # --------------------------------------------------------------------------- the prover
@@ -352,14 +348,12 @@ def prove(
             msm_b2 = timed("msm_b2_g2", msm_g2_cpu, zkey.b2, w)
 
     t = time.perf_counter()
-    from py_arkworks_bls12381 import G2Point
-
     r, s = _random_pair(seed)
     d1 = _g1_ark(zkey.delta1)
     pi_a = _g1_ark(zkey.alpha1) + _g1_ark(msm_a) + d1 * _ark_scalar(r)
     b1 = _g1_ark(zkey.beta1) + _g1_ark(msm_b1) + d1 * _ark_scalar(s)
     beta2, delta2, b2 = _g2_ark_list(np.concatenate([zkey.beta2, zkey.delta2, msm_b2]))
-    pi_b: G2Point = beta2 + b2 + delta2 * _ark_scalar(s)
+    pi_b = beta2 + b2 + delta2 * _ark_scalar(s)
     pi_c = (
         _g1_ark(msm_l) + _g1_ark(msm_h) + pi_a * _ark_scalar(s) + b1 * _ark_scalar(r) + d1 * _ark_scalar(P - r * s % P)
     )

@@ -31,14 +31,18 @@ combinations A, B, C of (wire uint32, canonical coefficient) terms):
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import struct
+import sys
+import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
+from .. import optional
 from ..field import FQ, FR
 from .formats import FormatError, read_sections
 from .prover import snarkjs_root
@@ -82,7 +86,7 @@ def read_r1cs(path: str | Path) -> R1cs:
         raise FormatError(f"{path}: the circuit is not for bls12381 (prime {prime:#x}); compile with --prime bls12381")
     wires, pub_out, pub_in, prv_in, _labels, cons = struct.unpack_from("<IIIIQI", data, off + 4 + n8)
     pos, end = secs[2][0][0], secs[2][0][0] + secs[2][0][1]
-    out = {k: ([], [], []) for k in "ABC"}
+    out: dict[str, tuple[list[int], list[int], list[int]]] = {k: ([], [], []) for k in "ABC"}
     tsize = 4 + n8
     try:
         for c in range(cons):
@@ -122,19 +126,18 @@ def _lagrange_at(tau: int, log_n: int) -> list[int]:
         inv[j] = inv_all * pref[j] % P
         inv_all = inv_all * den[j] % P
     k = (pow(tau, n, P) - 1) * pow(n, -1, P) % P
-    return [k * x % P * i % P for x, i in zip(pw, inv)]
+    return [k * x % P * i % P for x, i in zip(pw, inv, strict=True)]
 
 
 def _mul_chunk(args: tuple[str, list[int]]) -> bytes:
     """Fixed-base multiples of the generator, as snarkjs stores points (Montgomery-form Fq, LE)."""
-    from py_arkworks_bls12381 import G1Point, G2Point, Scalar
-
+    ark = optional.arkworks()
     group, scalars = args
-    g = G1Point() if group == "G1" else G2Point()
+    g = ark.G1Point() if group == "G1" else ark.G2Point()
     q, R = FQ.modulus, FQ.R
     out = bytearray()
     for k in scalars:
-        raw = (g * Scalar.from_le_bytes((k % P).to_bytes(32, "little"))).to_xy_bytes_le()
+        raw = (g * ark.Scalar.from_le_bytes((k % P).to_bytes(32, "little"))).to_xy_bytes_le()
         for i in range(0, len(raw), 48):
             out += (int.from_bytes(raw[i : i + 48], "little") * R % q).to_bytes(48, "little")
     return bytes(out)
@@ -173,12 +176,16 @@ def mulchain_r1cs(n: int, x: int = 3, y: int = 5) -> tuple[R1cs, list[int]]:
     b = ([0], [2], [1])
     c = ([0], [4], [neg])
     for i in range(1, n):
-        a[0].append(i), a[1].append(wire_t[i - 1]), a[2].append(neg)
-        b[0].append(i), b[1].append(3), b[2].append(1)
+        for vec, (wire, val) in ((a, (wire_t[i - 1], neg)), (b, (3, 1))):
+            vec[0].append(i)
+            vec[1].append(wire)
+            vec[2].append(val)
         terms = sorted([(2, 1), (wire_t[i], neg)])  # by wire, as circom writes them
         for w, v in terms:
-            c[0].append(i), c[1].append(w), c[2].append(v)
-    arr = {k: (np.array(v[0], dtype=np.int64), np.array(v[1], dtype=np.int64), v[2]) for k, v in zip("ABC", (a, b, c))}
+            c[0].append(i)
+            c[1].append(w)
+            c[2].append(v)
+    arr = {k: (np.array(v[0], dtype=np.int64), np.array(v[1], dtype=np.int64), v[2]) for k, v in zip("ABC", (a, b, c), strict=True)}
     witness = [1, t[-1], y % P, x % P] + t[:-1]
     return R1cs(n_wires=n + 3, n_pub_out=1, n_pub_in=1, n_prv_in=1, n_constraints=n, terms=arr), witness
 
@@ -253,7 +260,7 @@ def fast_setup(r1cs_path: str | Path | R1cs, zkey_path: str | Path, *, seed: int
     rows = []
     for mat, k in ((0, "A"), (1, "B")):
         cs, ws, vs = r1.terms[k]
-        rows += [(int(c), mat, int(s), val) for c, s, val in zip(cs, ws, vs)]
+        rows += [(int(c), mat, int(s), val) for c, s, val in zip(cs, ws, vs, strict=True)]
     rows += [(m + s, 0, s, 1) for s in range(n_pub + 1)]
     rows.sort(key=lambda t: t[0])
     r2 = FR.R2
@@ -287,10 +294,6 @@ class _NoPool:
 def main(argv: list[str] | None = None) -> int:
     """``python -m zkgpu.groth16.setup mulchain N FOLDER``: ``circuit.zkey`` (fast set-up) and
     ``circuit.wtns`` of :func:`mulchain_r1cs` in FOLDER, without node; prints sizes and seconds."""
-    import json
-    import sys
-    import time
-
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 3 or args[0] != "mulchain" or not args[1].isdigit() or int(args[1]) < 2:
         print("usage: python -m zkgpu.groth16.setup mulchain N FOLDER   (N >= 2)", file=sys.stderr)

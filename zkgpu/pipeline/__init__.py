@@ -9,8 +9,10 @@ Public API::
     res.partitions    # PartitionResult per partition: H, L, A, B_G1 points, B_G2, status, error
 
 Modules: :mod:`.config` (settings and scaling), :mod:`.synthesis` (synthetic witness),
-:mod:`.backend` (math/transfer adapters, CPU and GPU), :mod:`.worker` (start half, barrier, mutex,
-finalizer), :mod:`.runner` (threads, queues, run_pipeline).
+:mod:`.backend` (the :class:`~zkgpu.pipeline.backend.Backend` protocol the worker calls),
+:mod:`.cpu_backend` and :mod:`.gpu_backend` (its two implementations), :mod:`.points` (host G1/G2
+points, arkworks), :mod:`.split` (prep_msm of a partition, the split decision), :mod:`.worker`
+(start half, barrier, mutex, finalizer), :mod:`.runner` (threads, queues, make_backend, run_pipeline).
 """
 
 from zkgpu.pipeline.config import DEVICES, LOCK_SCOPES, TRANSFERS, Density, PipelineConfig

@@ -21,6 +21,7 @@ from pathlib import Path
 import click
 import pandas as pd
 
+from zkgpu import settings
 from zkgpu._cuda import gpu_available
 from zkgpu.bench.prep import threads_from_env
 from zkgpu.errors import CliError, OneLineCommand, check_writable_under
@@ -58,6 +59,10 @@ DEFAULT_LOG_N = {"gpu": 20, "cpu": 10}
 def main(log_n: int | None, partitions: int, gw: int, synth_workers: int, transfers: tuple[str, ...], scopes: tuple[str, ...], device: str,
          timeout_s: float, prep: str, tail_streams: int, out: Path | None) -> None:
     """Quick pipeline smoke run: per-phase medians for each --transfer and --scope."""
+    try:
+        settings.apply()  # the ZKGPU_* variables (zkgpu.settings)
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
     pd.set_option("display.width", 200)
     if device == "gpu" and not gpu_available():
         raise CliError("no CUDA GPU (CuPy) found: run on the CPU with --device cpu (reference math; --log-n 10 takes seconds)")

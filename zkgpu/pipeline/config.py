@@ -45,6 +45,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from zkgpu.prep import PREPS
 
@@ -243,6 +244,6 @@ class PipelineConfig:
         prep = "" if self.prep == "cpu" else f"-prep_{self.prep}"
         return self.run or f"{self.transfer}-{self.lock_scope}-gw{self.gw}-n{self.log_n}-{self.device}{prep}"
 
-    def with_(self, **changes: object) -> PipelineConfig:
+    def with_(self, **changes: Any) -> PipelineConfig:
         """A copy with some fields changed (validated)."""
         return replace(self, **changes)

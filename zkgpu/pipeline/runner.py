@@ -42,6 +42,7 @@ from __future__ import annotations
 import itertools
 import logging
 import queue
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -51,10 +52,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from zkgpu import pinned_pool
+from zkgpu import _cuda, pinned_pool
 from zkgpu.host_alloc import PageableAllocator
-from zkgpu.pipeline.backend import make_backend
+from zkgpu.pipeline.backend import Backend
 from zkgpu.pipeline.config import PipelineConfig
+from zkgpu.pipeline.cpu_backend import CpuBackend
+from zkgpu.pipeline.gpu_backend import GpuBackend
 from zkgpu.pipeline.synthesis import Circuit, make_circuit, synthesize_into
 from zkgpu.pipeline.worker import (
     Cancelled,
@@ -69,9 +72,9 @@ from zkgpu.pipeline.worker import (
     watchdog_limit_s,
 )
 from zkgpu.prep import warm_up as warm_up_prep
-from zkgpu.trace import LogWriter, NvtxBackend, Tracer, write_events_parquet
+from zkgpu.trace import LogWriter, NvtxBackend, Tracer, info_line, write_events_parquet
 
-__all__ = ["PipelineResult", "PipelineInterrupted", "run_pipeline", "prepare_backend"]
+__all__ = ["PipelineResult", "PipelineInterrupted", "run_pipeline", "prepare_backend", "make_backend"]
 
 GIB = 1 << 30
 
@@ -111,6 +114,8 @@ class PipelineResult:
 class PipelineInterrupted(KeyboardInterrupt):
     """KeyboardInterrupt after a clean stop; ``.result`` is the partial :class:`PipelineResult`."""
 
+    entry: dict[str, Any] | None = None  # the caller's record of the run (zkgpu.record sets its manifest entry)
+
     def __init__(self, result: PipelineResult, cause: str | None = None) -> None:
         why = f" by {cause}" if cause else ""
         super().__init__(f"pipeline run {result.run!r} interrupted{why}: {sum(p.status == 'ok' for p in result.partitions)}/{len(result.partitions)} partitions done")
@@ -129,19 +134,31 @@ class _PoolLogHandler(logging.Handler):
             msg = record.getMessage()
             if msg.startswith("pinned pool"):
                 self.tracer.write(_pool_line(msg, record.levelname))
-        except Exception:  # logging must never break the run
+        except Exception:  # noqa: BLE001 - logging must never break the run
             self.handleError(record)
 
 
 def _pool_line(msg: str, level: str) -> str:
     """tracing-subscriber style line; the level is right-aligned to 5 characters as it prints it."""
-    from zkgpu.trace import info_line
-
     lvl = {"WARNING": "WARN", "CRITICAL": "ERROR"}.get(level, level)
     return info_line(msg, target="zkgpu::pinned_pool").replace("  INFO ", f" {lvl:>5} ", 1)
 
 
-def prepare_backend(config: PipelineConfig) -> tuple[Circuit, Any]:
+def make_backend(config: PipelineConfig, circuit: Circuit) -> Backend:
+    """The backend for ``config.device``: :class:`~zkgpu.pipeline.gpu_backend.GpuBackend` or
+    :class:`~zkgpu.pipeline.cpu_backend.CpuBackend` (bases not generated yet: call ``setup()``).
+
+    Raises:
+        RuntimeError: device="gpu" without a usable GPU.
+    """
+    if config.device == "gpu":
+        if not _cuda.gpu_available():
+            raise RuntimeError("PipelineConfig.device='gpu' but no CUDA GPU is available; use device='cpu'")
+        return GpuBackend(config, circuit)
+    return CpuBackend(config, circuit)
+
+
+def prepare_backend(config: PipelineConfig) -> tuple[Circuit, Backend]:
     """Circuit structure + backend with its bases generated (the scaled-down SRS). Pass the pair
     to several :func:`run_pipeline` calls with the same n/seed/device to generate the bases once."""
     circuit = make_circuit(config)
@@ -150,7 +167,7 @@ def prepare_backend(config: PipelineConfig) -> tuple[Circuit, Any]:
     return circuit, backend
 
 
-def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Any] | None = None, pool: Any = None, nvtx: NvtxBackend | None = None) -> PipelineResult:
+def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Backend] | None = None, pool: Any = None, nvtx: NvtxBackend | None = None) -> PipelineResult:
     """Prove ``config.partitions`` partitions through the two-worker pipeline.
 
     Args:
@@ -228,8 +245,6 @@ def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Any] | None
 
 
 def _stderr_echo(line: str) -> None:
-    import sys
-
     print(line, file=sys.stderr, flush=True)
 
 
@@ -339,7 +354,7 @@ class _Run:
                 ctx.releasers.pop(p, None)  # the job owns a/b/c and the permit now
                 ctx.leave(p, "synth")
                 self.gpu_q.put((p, next(self.seq), job))
-            except BaseException as e:
+            except BaseException as e:  # noqa: BLE001 - any failure (KeyboardInterrupt included) fails this partition only
                 held.release()
                 self._fail(p, e)
                 if self._abandoned_me():
@@ -377,7 +392,7 @@ class _Run:
 
             ctx.releasers[p] = release_abc
             ctx.stage("gpu_pickup", p)
-            step_now = "gpu_pickup"
+            step_now: str | None = "gpu_pickup"
             try:
                 t0 = time.perf_counter()
                 self.busy.setdefault(w, None)  # status update
@@ -418,7 +433,7 @@ class _Run:
                 st.timings["prove_start_ms"] = (t_ret - t_call) * 1e3
                 tr.info("GPU_TIMING spawn_blocking prove_start", worker_id=w, partition=p, spawn_to_enter_ms=0, prove_start_ms=int((t_ret - t_call) * 1e3))
                 tr.info("GPU_TIMING prove_start returned", worker_id=w, partition=p, total_pre_prove_ms=int((t_ret - t_pick) * 1e3), spawn_blocking_wall_ms=int((t_ret - t_call) * 1e3))
-            except BaseException as e:
+            except BaseException as e:  # noqa: BLE001 - any failure (KeyboardInterrupt included) fails this partition only
                 release_abc()
                 ctx.releasers.pop(p, None)
                 step_now = ctx.steps.get((p, "gpu"), (step_now,))[0]

@@ -45,14 +45,16 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from zkgpu.pipeline.backend import Prep, g1_add, malloc_trim
+from zkgpu.pipeline.backend import Backend, malloc_trim
 from zkgpu.pipeline.config import PipelineConfig
+from zkgpu.pipeline.points import g1_sum
+from zkgpu.pipeline.split import Prep, splits
 from zkgpu.pipeline.synthesis import Circuit
 from zkgpu.prep import default_threads as default_prep_threads
 from zkgpu.trace import Span, Tracer, timing_line
@@ -73,15 +75,15 @@ __all__ = [
 ]
 
 
-class Cancelled(Exception):
+class Cancelled(Exception):  # noqa: N818 - the name is written into results and logs ("Cancelled: ..."), which recordings keep
     """The run's stop event was set (KeyboardInterrupt or shutdown) while this step waited."""
 
 
-class PrepFailed(RuntimeError):
+class PrepFailed(RuntimeError):  # noqa: N818 - the name is written into results and logs ("PrepFailed: ..."), which recordings keep
     """The prep_msm thread failed; ``__cause__`` is its exception."""
 
 
-class StageTimeout(TimeoutError):
+class StageTimeout(TimeoutError):  # noqa: N818 - the name is written into results and logs ("StageTimeout: ..."), which recordings keep
     """A pipeline step did not return within ``timeout_s``: its partition fails with this error
     (naming the step and the partition), its thread is abandoned, and what it held — a/b/c and
     its queue permit, the GPU mutex, the prep barrier — is released by the run's watchdog."""
@@ -247,7 +249,7 @@ class WorkerContext:
 
     config: PipelineConfig
     circuit: Circuit
-    backend: Any
+    backend: Backend
     tracer: Tracer
     mutexes: list[GpuMutex]
     tracker_lock: threading.Lock
@@ -316,13 +318,13 @@ def _prep_main(ctx: WorkerContext, job: SynthesizedJob, st: StartState, barrier:
             ctx.hook("prep_msm", p, None)
             cfg = ctx.config
             st.preps.update(ctx.backend.prep(job.aux, cfg.prep, cfg.prep_threads or None))
-            ph.detail.update({f"{k}_sig": v.n_sig for k, v in st.preps.items()})
+            ph.detail.update({f"{k}_sig": v.significant for k, v in st.preps.items()})
         barrier.notify()
         with tr.phase("b_g2_msm", worker=st.worker, partition=p, gpu=st.gpu, fields={"num_circuits": 1}):
             ctx.hook("b_g2_msm", p, None)
             pb = st.preps["b_g1"]
             st.b_g2 = ctx.backend.b_g2(pb.sig_scalars)
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 - handed to the GPU thread through the barrier and the finalizer
         st.prep_error = e
         barrier.abort(e)
     finally:
@@ -345,10 +347,10 @@ def _ntt_msm_h(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict
     with tr.phase("ntt_msm_h", **kw, stream=stream, fields={"gpu_tid": 0}) as ph:
         ctx.hook("ntt_msm_h", job.partition, st.worker)
         t0 = tr.now_ns()
-        staged = st.staged is not None  # transfer="resident": already on the device
-        inputs, st.staged = (st.staged if staged else (job.a, job.b, job.c)), None
+        staged, st.staged = st.staged, None  # transfer="resident": already on the device
+        inputs: Sequence[Any] = staged if staged is not None else (job.a, job.b, job.c)
         hd = None
-        if staged:
+        if staged is not None:
             hs = be.start_h(inputs, stream)
         else:
             # h2d: the three copies, each waited for, plus the (non-blocking) launches of each
@@ -389,18 +391,18 @@ def _ntt_msm_h(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict
 def _batch_add(ctx: WorkerContext, st: StartState, kw: dict[str, Any], stream: Any) -> None:
     with ctx.tracer.phase("batch_add", **kw, stream=stream) as ph:
         ctx.hook("batch_add", st.partition, st.worker)
-        jobs = {nm: pr.ones_bitmap for nm, pr in st.preps.items() if pr.split}
+        jobs = {nm: pr.bitmap for nm, pr in st.preps.items() if splits(pr)}
         st.batch.update(ctx.backend.batch_add_many(jobs, stream, ctx.config.tail_streams > 1))
-        ph.detail.update({f"{k}_ones": v.n_ones for k, v in st.preps.items() if v.split})
+        ph.detail.update({f"{k}_ones": v.ones for k, v in st.preps.items() if splits(v)})
 
 
 def _tail_msm(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict[str, Any], stream: Any, t_gpu0: int) -> None:
     tr, be = ctx.tracer, ctx.backend
     with tr.phase("tail_msm", **kw, stream=stream, fields={"gpu_tid": 0}) as tm:
         ctx.hook("tail_msm", st.partition, st.worker)
-        full = _msm_scalars(ctx.circuit, job.aux) if any(not pr.split for pr in st.preps.values()) else {}
+        full = _msm_scalars(ctx.circuit, job.aux) if any(not splits(pr) for pr in st.preps.values()) else {}
         # upstream: no split -> the "tail" MSM runs over the full vector
-        jobs = {nm: (pr.sig_scalars, pr.sig_idx) if pr.split else (full[nm], None) for nm, pr in st.preps.items()}
+        jobs = {nm: (pr.sig_scalars, pr.sig_indices) if splits(pr) else (full[nm], None) for nm, pr in st.preps.items()}
         st.tail.update(be.msm_many(jobs, stream, ctx.config.tail_streams > 1))
         be.synchronize(stream)
         tm.fields["gpu_total_ms"] = (tr.now_ns() - t_gpu0) / 1e6
@@ -503,7 +505,7 @@ class PartitionResult:
     worker: int | None = None
     gpu: int | None = None
     h: np.ndarray | None = None
-    l: np.ndarray | None = None
+    l: np.ndarray | None = None  # noqa: E741 - Groth16's L, as h, a, b_g1
     a: np.ndarray | None = None
     b_g1: np.ndarray | None = None
     b_g2: bytes | None = None
@@ -530,7 +532,7 @@ def finalize(ctx: WorkerContext, st: StartState, prove_span: Span | None) -> Non
     """The finalizer for one partition (own thread; see the module docstring). Never raises:
     errors are recorded in the partition's result."""
     cfg, tr, p = ctx.config, ctx.tracer, st.partition
-    kw = {"worker": st.worker, "partition": p, "gpu": st.gpu}
+    kw: dict[str, Any] = {"worker": st.worker, "partition": p, "gpu": st.gpu}
     t0 = tr.now_ns()
     result = PartitionResult(p, "ok", st.worker, st.gpu, timings=dict(st.timings))
     err: BaseException | None = None
@@ -548,14 +550,14 @@ def finalize(ctx: WorkerContext, st: StartState, prove_span: Span | None) -> Non
             result.h = st.h
             for nm in ("l", "a", "b_g1"):
                 parts = [x for x in (st.batch.get(nm), st.tail.get(nm)) if x is not None]
-                setattr(result, nm, g1_add(*parts))
+                setattr(result, nm, g1_sum(*parts))
             result.b_g2 = st.b_g2
             t_d = tr.now_ns()
             st.batch.clear()
             st.tail.clear()
             st.preps.clear()  # the "async dealloc" of the large vectors
             fin.fields["async_dealloc_ms"] = (tr.now_ns() - t_d) / 1e6
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 - recorded in the partition's result (the finalizer never raises)
         err = e
     finish_ms = (tr.now_ns() - t0) / 1e6
     if prove_span is not None:
@@ -588,7 +590,7 @@ def finalize(ctx: WorkerContext, st: StartState, prove_span: Span | None) -> Non
             process_ms=int(process_ms),
             total_ms=int((tr.now_ns() - t0) / 1e6),
         )
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 - recorded in the partition's result (the finalizer never raises)
         err = err or e
     if err is not None:
         if isinstance(err, KeyboardInterrupt):

@@ -1,0 +1,317 @@
+"""The GPU :class:`~zkgpu.pipeline.backend.Backend`: CuPy/CUDA math through :mod:`zkgpu.qap`,
+:mod:`zkgpu.msm`, :mod:`zkgpu.prep` and :mod:`zkgpu.transfer`.
+
+The H computation runs as upstream's ``execute_ntt_msm_h`` (supraseal ``groth16_ntt_h.cu:75-157``):
+a, b, c each copied and transformed on its own stream; the MSMs and batch additions with
+:func:`zkgpu.msm.msm` / :func:`zkgpu.msm.batch_add` over bases from :func:`zkgpu.msm.generate_points`;
+the B_G2 multiexp on the CPU (:func:`zkgpu.pipeline.points.cpu_g2_msm`), as upstream.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from zkgpu import _cuda, fr_device, msm, ntt, qap, transfer
+from zkgpu.events import h2d_overlap
+from zkgpu.pinned_pool import PinnedPool
+from zkgpu.pipeline.backend import BASE_NAMES, Array, HStart, Stream, fan_out
+from zkgpu.pipeline.config import PipelineConfig
+from zkgpu.pipeline.points import cpu_g2_msm, g2_bases
+from zkgpu.pipeline.split import Prep, prep_partition, selections
+from zkgpu.pipeline.synthesis import Circuit
+from zkgpu.prep import prep_msm_device
+
+__all__ = ["GpuBackend"]
+
+
+class GpuBackend:
+    """CuPy/CUDA math (see the module docstring). Each GPU worker thread passes its own stream;
+    the side streams of ``start_h`` are per thread, the streams of prep and of the concurrent
+    tail calls come from free lists."""
+
+    device = "gpu"
+
+    def __init__(self, config: PipelineConfig, circuit: Circuit) -> None:
+        """Raises RuntimeError (from :func:`zkgpu._cuda.cupy`) without a usable GPU."""
+        self.config, self.circuit = config, circuit
+        self.cp = _cuda.cupy()
+        self._local = threading.local()
+        self._lock = threading.Lock()  # guards the stream free lists and the device selections
+        self.bases: dict[str, Any] = {}
+        self._g2: list[Any] = []
+        self._prep_streams: list[Any] = []  # idle streams of prep="gpu" (one per concurrent prep thread)
+        self._side_free: list[Any] = []  # idle streams of msm_many / batch_add_many (concurrent)
+        self._staging = PinnedPool()  # pinned staging of aux for prep="gpu"
+        self._sel_d: tuple[Any, Any] | None = None
+
+    def setup(self) -> None:
+        """The bases (:func:`zkgpu.msm.generate_points`, seeded by ``config.seed``), the G2 bases,
+        and the pinned staging buffers of prep="gpu" (one per concurrent prep thread, up to 3
+        workers), allocated here so that no cudaHostAlloc lands in a timed partition."""
+        sizes = {"h": self.config.n, "l": self.circuit.l_size, "a": self.circuit.a_size, "b_g1": self.circuit.b_size}
+        for tag, nm in enumerate(BASE_NAMES):
+            self.bases[nm] = msm.generate_points(sizes[nm], seed=self.config.seed * 16 + tag)
+        self._g2 = g2_bases(self.config.b_g2_terms, self.config.seed)
+        held = [self._staging.checkout(self.circuit.aux_size * 32) for _ in range(3)]
+        for b in held:
+            self._staging.checkin(b)
+        self.cp.cuda.Device().synchronize()
+
+    def new_stream(self) -> Stream:
+        return self.cp.cuda.Stream(non_blocking=True)
+
+    def h2d(self, host: Sequence[np.ndarray], stream: Stream) -> tuple[list[Array], int]:
+        """H2D of a, b, c by ``config.transfer`` on ``stream`` through :mod:`zkgpu.transfer`
+        (``pageable``, ``registered`` or ``pinned_pool``; a pool fallback buffer that is not
+        page-locked is copied anyway). Returns the device arrays and the bytes moved; the
+        :class:`~zkgpu.transfer.TransferResult` of each copy is kept for :meth:`last_transfers`
+        (per thread).
+
+        Every device allocation and launch of a worker happens under ``with stream`` (CuPy's
+        memory pool is per stream, and the worker's stream is non-blocking, so nothing may be
+        left on the legacy default stream)."""
+        cp = self.cp
+        out, results = [], []
+        with stream:
+            for x in host:
+                d = cp.empty(x.shape, dtype=x.dtype)
+                results.append(self._copy(x, d, stream))
+                out.append(d)
+        self._local.last_transfers = results
+        return out, int(sum(x.nbytes for x in host))
+
+    def last_transfers(self) -> list[Any]:
+        return getattr(self._local, "last_transfers", [])
+
+    def _side_streams(self) -> list[Any]:
+        side = getattr(self._local, "side_streams", None)
+        if side is None:
+            side = self._local.side_streams = [self.cp.cuda.Stream(non_blocking=True) for _ in range(2)]
+        return side
+
+    def _copy(self, x: np.ndarray, d: Array, s: Stream) -> Any:
+        if self.config.transfer in ("pageable", "resident"):
+            return transfer.pageable(x, d, stream=s)
+        if self.config.transfer == "registered":
+            return transfer.registered(x, d, stream=s)
+        return transfer.pinned_pool(x, d, stream=s, require_pinned=False)
+
+    def start_h(self, inputs: Sequence[Array], stream: Stream) -> HStart:
+        """H2D of a, b, c, each followed on its own stream by its coset evaluations, as upstream's
+        ``execute_ntt_msm_h`` (groth16_ntt_h.cu:75-157, cuzk-pipeline.md §6: a on stream 0, b on
+        stream 1, c on stream 2). ``stream`` is stream 0; streams 1 and 2 belong to this thread.
+
+        Per vector: the copy by ``config.transfer`` through :mod:`zkgpu.transfer` (the call
+        returns once the copy has completed: a pageable copy blocks the host anyway, and the
+        pinned DMA is event-timed), then, queued on that vector's stream without a host wait,
+        :func:`zkgpu.qap.prepare_input` (its value check deferred to :meth:`finish_h`) and
+        :func:`zkgpu.ntt.coset_evals_inplace`; the host time of this call is the copies plus
+        kernel launches. So the copy of b runs while the NTTs of a run, and the copy of c while
+        those of b run; only the first copy cannot overlap any compute. Device-array inputs
+        (transfer ``resident``) are not copied. Stream 0 then waits for the other two. Finish
+        with :meth:`finish_h`.
+
+        Raises:
+            what :mod:`zkgpu.transfer` raises (a value >= r is reported by :meth:`finish_h`).
+        """
+        cp = self.cp
+        n = self.config.n
+        streams = [stream, *self._side_streams()]
+        st = HStart([], 0, ref=cp.cuda.Event(), check=qap.DeferredCheck())  # checks read in finish_h
+        st.ref.record(stream)
+        for x, s, nm in zip(inputs, streams, "abc", strict=True):
+            with s:
+                if _cuda.is_device_array(x):
+                    d, ms = x, None
+                else:
+                    d = cp.empty(x.shape, dtype=x.dtype)
+                    r = self._copy(x, d, s)
+                    st.transfers.append(r)
+                    st.nbytes += int(x.nbytes)
+                    ms = float(r.stream_ms)
+                ce = cp.cuda.Event()
+                ce.record(s)
+                buf = qap.prepare_input(d, n, name=nm, deferred=st.check)
+                st.inputs.append(d)  # alive until the deferred check has been read
+                ntt.coset_evals_inplace(buf)
+                ke = cp.cuda.Event()
+                ke.record(s)
+            st.bufs.append(buf)
+            st.marks.append((ce, ke, ms))
+        for _, ke, _ in st.marks[1:]:
+            stream.wait_event(ke)
+        self._local.last_transfers = st.transfers
+        return st
+
+    def finish_h(self, st: HStart, stream: Stream) -> Array:
+        """The rest of the H computation on stream 0 (:func:`zkgpu.qap.combine_h_inplace`, out of
+        Montgomery form), a sync of stream 0, the deferred value checks, and ``st.timing`` from
+        the CUDA events (see :class:`~zkgpu.pipeline.backend.HStart`). Returns h, (n, 4) uint64
+        canonical, on the device.
+
+        Raises:
+            ValueError: a value >= r in a, b or c (the first bad index named).
+        """
+        cp = self.cp
+        with stream:
+            cs = cp.cuda.Event()
+            cs.record(stream)
+            qap.combine_h_inplace(*st.bufs)
+            h = fr_device.from_montgomery(st.bufs[0])
+            end = cp.cuda.Event()
+            end.record(stream)
+        end.synchronize()
+        st.bufs = []
+        try:
+            st.check.raise_if_bad()  # ValueError naming a value >= r in a, b or c
+        finally:
+            st.inputs = []
+
+        def t(e: Any) -> float:
+            return float(cp.cuda.get_elapsed_time(st.ref, e))
+
+        copies, kernels = [], []
+        prev = 0.0
+        for ce, ke, ms in st.marks:
+            tc = t(ce)
+            if ms is not None:
+                copies.append((max(prev, tc - ms), tc))
+            kernels.append((tc, t(ke)))
+            prev = tc
+        kernels.append((t(cs), t(end)))
+        st.timing.update(h2d_overlap(copies, kernels))
+        return h
+
+    def synchronize(self, stream: Stream) -> None:
+        stream.synchronize()
+
+    def _host_point(self, r: Any, stream: Stream) -> np.ndarray:
+        if _cuda.is_device_array(r):
+            r = r.get(stream=stream)
+            stream.synchronize()
+        return np.asarray(r, dtype=np.uint64).reshape(1, 12)
+
+    def msm(self, name: str, scalars: Array, idx: np.ndarray | None, stream: Stream) -> np.ndarray:
+        """zkgpu.msm.msm over ``bases[name]`` (or its rows ``idx``: the compacted tail bases,
+        gathered on the device) and ``scalars`` (host or device); result on the host."""
+        cp = self.cp
+        with stream:
+            pts = self.bases[name]
+            if idx is not None:
+                if idx.size == 0:
+                    return np.zeros((1, 12), dtype=np.uint64)
+                pts = pts[cp.asarray(idx)]
+            r = msm.msm(pts, cp.asarray(scalars))
+            return self._host_point(r, stream)
+
+    def batch_add(self, name: str, bitmap: Array, stream: Stream) -> np.ndarray:
+        """:func:`zkgpu.msm.batch_add` over ``bases[name]``; result on the host."""
+        cp = self.cp
+        with stream:
+            r = msm.batch_add(self.bases[name], cp.asarray(bitmap))
+            return self._host_point(r, stream)
+
+    def _on_side_stream(self, stream: Stream, call: Callable[[Any], np.ndarray]) -> np.ndarray:
+        """``call(side)`` on a stream from the backend's free list, ordered after everything
+        already queued on ``stream`` (an event); ``call`` returns a host point (its stream synced)."""
+        cp = self.cp
+        ev = cp.cuda.Event(disable_timing=True)
+        ev.record(stream)
+        with self._lock:
+            side = self._side_free.pop() if self._side_free else cp.cuda.Stream(non_blocking=True)
+        try:
+            side.wait_event(ev)
+            return call(side)
+        finally:
+            side.synchronize()
+            with self._lock:
+                self._side_free.append(side)
+
+    def msm_many(self, jobs: dict[str, tuple[Array, np.ndarray | None]], stream: Stream, concurrent: bool = False) -> dict[str, np.ndarray]:
+        """:meth:`msm` of each ``name: (scalars, idx)``. ``concurrent``: each on its own stream from
+        a thread (:func:`~zkgpu.pipeline.backend.fan_out`), so that the small tail MSMs'
+        latency-bound kernels and host syncs overlap; else in order on ``stream``."""
+        if not concurrent:
+            return fan_out(lambda nm, j: self.msm(nm, j[0], j[1], stream), jobs, False)
+        return fan_out(lambda nm, j: self._on_side_stream(stream, lambda s: self.msm(nm, j[0], j[1], s)), jobs, True)
+
+    def batch_add_many(self, jobs: dict[str, Array], stream: Stream, concurrent: bool = False) -> dict[str, np.ndarray]:
+        """:meth:`batch_add` of each ``name: bitmap``, like :meth:`msm_many`."""
+        if not concurrent:
+            return fan_out(lambda nm, bm: self.batch_add(nm, bm, stream), jobs, False)
+        return fan_out(lambda nm, bm: self._on_side_stream(stream, lambda s: self.batch_add(nm, bm, s)), jobs, True)
+
+    def b_g2(self, scalars: Array) -> bytes:
+        """:func:`zkgpu.pipeline.points.cpu_g2_msm` (device scalars: only the first
+        ``b_g2_terms`` rows are copied back)."""
+        if _cuda.is_device_array(scalars):  # gpu prep: only the first b_g2_terms rows are used
+            scalars = scalars[: len(self._g2)].get()
+        return cpu_g2_msm(self._g2, scalars)
+
+    def prep(self, aux: np.ndarray, prep: str = "cpu", threads: int | None = None) -> Mapping[str, Prep]:
+        """prep_msm of one partition. ``cpu`` / ``cpu_parallel``: :func:`~zkgpu.pipeline.split.prep_partition`
+        on the host. ``gpu``: on this thread's own non-blocking prep stream, copy ``[inputs; aux]``
+        to the device (aux through pinned staging, :meth:`_stage_aux`), then
+        :func:`zkgpu.prep.prep_msm_device` for L (the aux rows) and for A and B (their
+        :func:`~zkgpu.pipeline.split.selections`); the bitmaps, significant scalars and indices
+        stay on the device for batch_add and the tail MSMs (which read them after the barrier,
+        so after this call's final stream sync). Returns ``{"l", "a", "b_g1"}``
+        (:class:`zkgpu.msm.PrepMsm` with CuPy arrays for ``gpu``).
+
+        Raises:
+            ValueError: a scalar >= r (its index named), or an unknown ``prep``.
+        """
+        if prep != "gpu":
+            return prep_partition(self.circuit, aux, prep, threads=threads)
+        cp = self.cp
+        k = self.circuit.inp.shape[0]
+        a_d, b_d = self._device_selections()
+        with self._lock:  # a stream from the backend's free list: CuPy's pool reuses memory per stream
+            s = self._prep_streams.pop() if self._prep_streams else cp.cuda.Stream(non_blocking=True)
+        try:
+            with s:
+                full = cp.empty((k + aux.shape[0], 4), dtype=cp.uint64)
+                full[:k].set(np.ascontiguousarray(self.circuit.inp), stream=s)
+                self._stage_aux(np.ascontiguousarray(aux), full[k:], s)
+                out: dict[str, Prep] = {
+                    "l": prep_msm_device(full, offset=k, stream=s, name="aux"),
+                    "a": prep_msm_device(full, sel=a_d, stream=s, name="a_scalars"),
+                    "b_g1": prep_msm_device(full, sel=b_d, stream=s, name="b_scalars"),
+                }
+        finally:
+            s.synchronize()
+            with self._lock:
+                self._prep_streams.append(s)
+        return out
+
+    def _stage_aux(self, aux: np.ndarray, dst: Array, stream: Stream) -> None:
+        """H2D of aux for prep="gpu" through a pinned staging buffer (:func:`zkgpu.transfer.pinned_staging`:
+        a host memcpy, then an async DMA), returning after the copy. Measured on the H200
+        (2026-12-01, 48 partitions): a direct pageable copy of aux on the prep thread tripled the
+        other worker's h2d window while they overlapped (34 vs 12.5 ms median), although its copies'
+        own DMA time did not change: the pageable copy holds up the other thread's CUDA calls. Falls
+        back to the pageable copy when no pinned buffer can be had."""
+        buf = self._staging.checkout(aux.nbytes)
+        try:
+            if buf.pinned:
+                transfer.pinned_staging(aux, dst, stream=stream, staging=buf)
+            else:
+                dst.set(aux, stream=stream)
+            stream.synchronize()  # the staging buffer is reused after checkin
+        finally:
+            self._staging.checkin(buf)
+
+    def _device_selections(self) -> tuple[Any, Any]:
+        with self._lock:
+            sel = self._sel_d
+        if sel is None:
+            a_sel, b_sel = selections(self.circuit)
+            sel = (self.cp.asarray(a_sel), self.cp.asarray(b_sel))
+            self.cp.cuda.Device().synchronize()
+            with self._lock:
+                self._sel_d = sel
+        return sel
