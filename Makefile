@@ -57,7 +57,7 @@ test: $(STAMP) $(NODE_STAMP)
 # the large real circuit (not in make test). SETUP=fast: zkgpu.groth16.setup (insecure, known toxic
 # waste, minutes); SETUP=snarkjs: snarkjs's powers of tau + groth16 setup (hours at 2^19 on 2 cores)
 circuit: $(STAMP) $(NODE_STAMP)
-	$(BIN)/python -m zkgpu.groth16.circuits $(CIRCUIT) build/circuits $(if $(filter fast,$(SETUP)),--fast)
+	$(BIN)/zkgpu circuit $(CIRCUIT) build/circuits $(if $(filter fast,$(SETUP)),--fast)
 
 node-carry: $(NODE_STAMP)
 	scripts/node_carry.sh

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from zkgpu import _cuda, msm, ntt
+from zkgpu import _cuda, bases, msm, ntt
 from zkgpu.field import FQ, FR, fr_random
 
 KERNEL_DIR = _cuda.KERNEL_DIR
@@ -242,7 +242,7 @@ def _warm(kind: str, key: str) -> tuple[str, str, float, str]:
                     ntt.ntt_inplace(d.copy(), order="nn")
         else:
             _set_msm_defines(key)
-            pts = msm.generate_points(1 << 10, 1)
+            pts = bases.generate_points(1 << 10, 1)
             sc = _cuda.cupy().asarray(fr_random(1 << 10, 1))
             msm.msm(pts, sc)
         _cuda.cupy().cuda.Device().synchronize()
@@ -296,7 +296,7 @@ def real_msm(values: tuple[str, ...], repeat: int, deadline: float) -> list[dict
         _set_msm_defines(v)
         try:
             if pts is None:
-                pts = msm.generate_points(1 << 14, 3)
+                pts = bases.generate_points(1 << 14, 3)
                 sc = cp.asarray(fr_random(1 << 14, 3))
             got = cp.asnumpy(msm.msm(pts, sc))
             if v == "0":

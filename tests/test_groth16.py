@@ -20,19 +20,18 @@ from click.testing import CliRunner
 
 from zkgpu.cli import main
 from zkgpu.field import FR, fr_from_ints, fr_to_ints
-from zkgpu.groth16 import (
-    FormatError,
+from zkgpu.groth16.circuits import ToolError, build, circuit_source, snarkjs_verify, tools
+from zkgpu.groth16.formats import FormatError, read_wtns, read_zkey
+from zkgpu.groth16.proof import proof_json, read_proof, verify_py_ecc
+from zkgpu.groth16.prover import (
+    check_witness,
     evaluate_qap,
     h_scalars,
-    proof_json,
     prove,
-    read_proof,
-    read_wtns,
-    read_zkey,
-    verify_py_ecc,
+    root_exponent,
+    snarkjs_order,
+    snarkjs_root,
 )
-from zkgpu.groth16.circuits import ToolError, build, circuit_source, snarkjs_verify, tools
-from zkgpu.groth16.prover import check_witness, root_exponent, snarkjs_order, snarkjs_root
 from zkgpu.qap import compute_h_reference
 
 ROOT = Path(__file__).resolve().parent.parent

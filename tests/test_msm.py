@@ -24,7 +24,7 @@ import py_ecc.optimized_bls12_381 as pe
 import pytest
 
 from seeding import new_pyrng, new_rng
-from zkgpu import _cuda, curve, msm
+from zkgpu import _cuda, bases, curve, msm
 from zkgpu.field import FR, fr_from_ints, fr_random
 
 R = FR.modulus
@@ -153,7 +153,7 @@ def _ints(sc: np.ndarray) -> list[int]:
 
 
 def rand_points(n: int) -> np.ndarray:
-    return msm.generate_points_cpu(n, new_pyrng().randrange(2**64))
+    return bases.generate_points_cpu(n, new_pyrng().randrange(2**64))
 
 
 # ----------------------------------------------------------------------------- msm
@@ -371,27 +371,27 @@ def test_prep_msm_property(path):
 
 
 def test_generate_points_cpu_valid_and_deterministic():
-    a = msm.generate_points_cpu(70, 5)
+    a = bases.generate_points_cpu(70, 5)
     curve.check_points(a)
-    assert (a == msm.generate_points_cpu(70, 5)).all()
-    assert not (a == msm.generate_points_cpu(70, 6)).all()
+    assert (a == bases.generate_points_cpu(70, 5)).all()
+    assert not (a == bases.generate_points_cpu(70, 6)).all()
     assert len({r.tobytes() for r in a}) == 70
     with pytest.raises(ValueError):
-        msm.generate_points_cpu(-1, 0)
+        bases.generate_points_cpu(-1, 0)
 
 
 def test_generate_points_emulated_matches_cpu():
     with emulated():
-        dev = msm._generate_device(70, 9)
-    assert (dev == msm.generate_points_cpu(70, 9)).all()
+        dev = bases._generate_device(70, 9)
+    assert (dev == bases.generate_points_cpu(70, 9)).all()
 
 
 @pytest.mark.gpu
 def test_generate_points_gpu_matches_cpu():
     cp = _cuda.cupy()
-    dev = msm.generate_points(100, 12345)
+    dev = bases.generate_points(100, 12345)
     assert isinstance(dev, cp.ndarray) and dev.shape == (100, 12)
-    assert (cp.asnumpy(dev) == msm.generate_points_cpu(100, 12345)).all()
+    assert (cp.asnumpy(dev) == bases.generate_points_cpu(100, 12345)).all()
 
 
 # ----------------------------------------------------------------------------- GPU at scale
@@ -411,7 +411,7 @@ def test_gpu_vs_arkworks(lg):
     cp = _cuda.cupy()
     n = 1 << lg
     seed = new_pyrng().randrange(2**64)
-    pts = msm.generate_points(n, seed)
+    pts = bases.generate_points(n, seed)
     sc = fr_random(n, new_rng())
     got = cp.asnumpy(msm.msm(pts, cp.asarray(sc)))
     assert (got == ref_arkworks(cp.asnumpy(pts), sc)).all()
@@ -427,7 +427,7 @@ def test_gpu_vs_arkworks(lg):
 def test_gpu_batch_add_large():
     cp = _cuda.cupy()
     n = 1 << 16
-    pts = msm.generate_points(n, new_pyrng().randrange(2**64))
+    pts = bases.generate_points(n, new_pyrng().randrange(2**64))
     sel = new_rng().random(n) < 0.3
     got = msm.batch_add(pts, cp.asarray(_bitmap(sel)))
     want = ref_arkworks(cp.asnumpy(pts), sel.astype(np.uint64)[:, None] * np.array([[1, 0, 0, 0]], dtype=np.uint64))

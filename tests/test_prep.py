@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zkgpu import prep
-from zkgpu.bench.prep import porep_like_scalars, threads_from_env
+from zkgpu import prep, settings
+from zkgpu.bench.prep import porep_like_scalars
 from zkgpu.field import FR
 from zkgpu.msm import prep_msm as reference
 from zkgpu.pipeline import Density, PipelineConfig, prepare_backend, run_pipeline
@@ -123,7 +123,7 @@ def test_cpu_parallel_errors_match_the_reference():
 
 
 def test_default_threads_configure_and_env(monkeypatch):
-    """prep.configure(threads=) sets the default; the app layer's threads_from_env applies and checks
+    """prep.configure(threads=) sets the default; the app layer (zkgpu.settings) applies and checks
     $ZKGPU_PREP_THREADS; configure(threads=None) restores min(8, CPUs)."""
     monkeypatch.setattr(prep, "_THREADS", None)
     auto = prep.default_threads()
@@ -134,15 +134,12 @@ def test_default_threads_configure_and_env(monkeypatch):
         with pytest.raises(ValueError, match="threads must be an int >= 1"):
             prep.configure(threads=bad)
     assert prep.default_threads() == 5  # a refused value leaves the setting as it was
-    monkeypatch.setenv("ZKGPU_PREP_THREADS", "3")
-    threads_from_env()
+    settings.apply({"ZKGPU_PREP_THREADS": "3"})
     assert prep.default_threads() == 3
     for bad in ("zero", "0", "-2"):
-        monkeypatch.setenv("ZKGPU_PREP_THREADS", bad)
-        with pytest.raises(ValueError, match=f"ZKGPU_PREP_THREADS must be an int >= 1, got '{bad}'"):
-            threads_from_env()
-    monkeypatch.delenv("ZKGPU_PREP_THREADS")
-    threads_from_env()  # unset: the setting stays
+        with pytest.raises(ValueError, match=f"ZKGPU_PREP_THREADS must be an integer >= 1, got '{bad}'"):
+            settings.apply({"ZKGPU_PREP_THREADS": bad})
+    settings.apply({})  # unset: the setting stays
     assert prep.default_threads() == 3
     prep.configure(threads=None)
     assert prep.default_threads() == auto

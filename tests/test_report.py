@@ -16,7 +16,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from zkgpu import report
 from zkgpu.events import normalize_events
-from zkgpu.replay import UNITS, Recording
+from zkgpu.keynumbers import UNITS
+from zkgpu.replay import Recording
 
 # --------------------------------------------------------------------------- formatting
 

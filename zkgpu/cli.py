@@ -112,6 +112,7 @@ for _group, _cmd in (
     (main, record.record_command),
     (main, parse_command),
     (main, groth16_cli.prove_command),
+    (main, groth16_cli.circuit_command),
     (bench, bench_prove.bench_command),
 ):
     _group.add_command(_cmd)

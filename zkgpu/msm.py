@@ -7,7 +7,7 @@ uint64 **canonical** Fr as in :mod:`zkgpu.field`):
 - :func:`batch_add` -- the sum of the points selected by a bitmap (cuzk/supraseal ``batch_add``).
 - :func:`prep_msm` -- supraseal's split of an assignment vector into an exactly-one bitmap,
   dropped zeros and the compacted significant scalars (the tail MSM).
-- :func:`generate_points` -- deterministic benchmark bases generated on the GPU.
+- :func:`kernel` -- msm.cu's kernels for other modules (the benchmark bases of :mod:`zkgpu.bases`).
 - :func:`msm_device` (with :class:`Phases`, CUDA-event marks between its phases) and :func:`settings` --
   what ``zkgpu bench msm`` (:mod:`zkgpu.bench.msm`) times and records.
 
@@ -55,14 +55,11 @@ from .curve import (
     LIMBS,
     check_points,
     g1_from_arkworks,
-    g1_mul,
     g1_sum,
     g1_to_arkworks,
-    g1_to_ints,
-    generator,
     identity,
 )
-from .field import FQ, FR, check_array, not_canonical
+from .field import FR, check_array, not_canonical
 
 __all__ = [
     "CHUNK",
@@ -82,8 +79,6 @@ __all__ = [
     "batch_add_cpu",
     "PrepMsm",
     "prep_msm",
-    "generate_points",
-    "generate_points_cpu",
 ]
 
 CHUNK = 64
@@ -101,8 +96,7 @@ CUBIN: str | None = None
 """A cubin of msm.cu prebuilt by nvcc for this GPU's architecture, loaded instead of compiling with NVRTC
 (to benchmark the inlined-product variant without its compile time; it must come from the current msm.cu)."""
 _SUM_FANIN = 8  # tree-sum fan-in: short serial chains (the reduction tail is latency-bound)
-_HEAVY_BLOCK = 128  # ~150 registers per thread: 3 blocks of 128 fit an SM, 1 block of 256
-_GEN_PER_THREAD = 32
+HEAVY_BLOCK = 128  # ~150 registers per thread: 3 blocks of 128 fit an SM, 1 block of 256
 _SENTINEL_KEY = _cuda.header_defines("msm.cu", "MSM_SENTINEL")[0] << 32  # the sort key of a dropped entry
 _FR_OPS_KERNELS = ("fr_first_unreduced",)  # kernels of fr_ops.cu that the MSM launches through _k
 _MIN_C, _MAX_C = 4, 20
@@ -244,6 +238,13 @@ def _k(name: str) -> Any:
     return _cuda.get_kernel("msm", name, _defines())
 
 
+def kernel(name: str) -> Any:
+    """The compiled kernel ``name`` of msm.cu, built with the configured options (:func:`configure`;
+    the prebuilt :data:`CUBIN` when set): for modules that launch msm.cu's kernels themselves
+    (:mod:`zkgpu.bases`). Raises RuntimeError without a GPU."""
+    return _k(name)
+
+
 def settings() -> dict[str, Any]:
     """The MSM kernel settings in force (what a benchmark records): ``chunk`` (entries per thread),
     ``level0`` ("balanced" or "runs"), ``inline_mul`` (Fq products inlined) and ``cubin`` (the prebuilt
@@ -335,7 +336,7 @@ def _tree_sum(cp: Any, parts: Any, groups: int, per_group: int) -> Any:
         k = min(per_group, _SUM_FANIN)
         count = groups * per_group
         out = cp.empty((count // k, 48), dtype=cp.uint32)
-        _cuda.launch_1d(_k("xyzz_sum_ranges"), count // k, (parts, _u64(count), _u32(k), out), block=_HEAVY_BLOCK)
+        _cuda.launch_1d(_k("xyzz_sum_ranges"), count // k, (parts, _u64(count), _u32(k), out), block=HEAVY_BLOCK)
         parts, per_group = out, per_group // k
     return parts
 
@@ -409,7 +410,7 @@ def msm_device(pts: Any, sc: Any, c: int | None = None, phases: Phases | None = 
             out_keys = cp.empty(K, dtype=cp.uint32)
             out_pts = cp.empty((K, 48), dtype=cp.uint32)
             _cuda.launch_1d(
-                _k("seg_accum_affine"), K, (keys, cstart, cend, _u64(K), mont, out_keys, out_pts), block=_HEAVY_BLOCK
+                _k("seg_accum_affine"), K, (keys, cstart, cend, _u64(K), mont, out_keys, out_pts), block=HEAVY_BLOCK
             )
         else:  # balanced: every thread exactly `chunk` entries
             nth = -(-E // chunk)
@@ -422,7 +423,7 @@ def msm_device(pts: Any, sc: Any, c: int | None = None, phases: Phases | None = 
             out_pts = cp.empty((K, 48), dtype=cp.uint32)
             _cuda.launch_1d(
                 _k("seg_accum_affine_balanced"), nth, (keys, _u64(E), _u32(chunk), _u64(nth), offs, mont, out_keys, out_pts),
-                block=_HEAVY_BLOCK,
+                block=HEAVY_BLOCK,
             )
             R = 0  # not known yet: the loop below finds out
         del keys
@@ -435,7 +436,7 @@ def msm_device(pts: Any, sc: Any, c: int | None = None, phases: Phases | None = 
             nk = cp.empty(K, dtype=cp.uint32)
             npts = cp.empty((K, 48), dtype=cp.uint32)
             _cuda.launch_1d(
-                _k("seg_accum_xyzz"), K, (out_keys, cstart, cend, _u64(K), out_pts, nk, npts), block=_HEAVY_BLOCK
+                _k("seg_accum_xyzz"), K, (out_keys, cstart, cend, _u64(K), out_pts, nk, npts), block=HEAVY_BLOCK
             )
             out_keys, out_pts = nk, npts
         _cuda.launch_1d(_k("scatter_buckets"), K, (out_keys, out_pts, _u64(K), buckets))
@@ -446,7 +447,7 @@ def msm_device(pts: Any, sc: Any, c: int | None = None, phases: Phases | None = 
         T *= 2
     R = m // T
     parts = cp.empty((nwin * T, 48), dtype=cp.uint32)
-    _cuda.launch_1d(_k("window_reduce"), nwin * T, (buckets, _u32(nwin), _u32(m), _u32(T), _u32(R), parts), block=_HEAVY_BLOCK)
+    _cuda.launch_1d(_k("window_reduce"), nwin * T, (buckets, _u32(nwin), _u32(m), _u32(T), _u32(R), parts), block=HEAVY_BLOCK)
     sums = _tree_sum(cp, parts, nwin, T)
     ph.mark("window_reduce")
     out = _finish(cp, sums, nwin, c)
@@ -558,7 +559,7 @@ def _batch_add_device(pts: Any, bm: Any) -> Any:
     while padded < nparts:
         padded *= 2
     parts = cp.zeros((padded, 48), dtype=cp.uint32)  # zero rows = identity padding
-    _cuda.launch_1d(_k("batch_add_ranges"), nparts, (mont, _u64(n), cp.ascontiguousarray(bm), _u32(per), parts), block=_HEAVY_BLOCK)
+    _cuda.launch_1d(_k("batch_add_ranges"), nparts, (mont, _u64(n), cp.ascontiguousarray(bm), _u32(per), parts), block=HEAVY_BLOCK)
     sums = _tree_sum(cp, parts, groups, padded)
     return _finish(cp, sums, 1, 0)
 
@@ -638,75 +639,3 @@ def prep_msm(scalars: np.ndarray) -> PrepMsm:
         sig_scalars=np.ascontiguousarray(sc[idx]),
         sig_indices=idx,
     )
-
-
-# --------------------------------------------------------------------------- benchmark points
-
-_M64 = (1 << 64) - 1
-
-
-def _splitmix64(z: int) -> int:
-    z = (z + 0x9E3779B97F4A7C15) & _M64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
-    return z ^ (z >> 31)
-
-
-def _gen_scalar(seed: int, i: int) -> int:
-    """The discrete log of generated point i: ``k_t + j * 2^64`` with t = i // 32, j = i % 32."""
-    t, j = divmod(i, _GEN_PER_THREAD)
-    k = _splitmix64((seed + t) & _M64) or 1
-    return k + (j << 64)
-
-
-def generate_points_cpu(n: int, seed: int = 0) -> np.ndarray:
-    """The points of :func:`generate_points` computed on the CPU (arkworks), ``(n, 12)`` uint64."""
-    ark = optional.arkworks()
-    _check_seed(n, seed)
-    g = ark.G1Point()
-    return g1_from_arkworks([g * ark.Scalar.from_le_bytes(_gen_scalar(seed, i).to_bytes(32, "little")) for i in range(n)])
-
-
-def _check_seed(n: int, seed: int) -> None:
-    if n < 0 or n > (1 << 31) - 1:
-        raise ValueError(f"n must be in [0, 2^31), got {n}")
-    if not 0 <= seed <= _M64:
-        raise ValueError(f"seed must be in [0, 2^64), got {seed}")
-
-
-def _mont_affine(p: np.ndarray) -> np.ndarray:
-    """Host (1, 12) canonical point -> 24 uint32 words in Montgomery form."""
-    x, y = g1_to_ints(p)[0]
-    buf = FQ.to_mont(x).to_bytes(48, "little") + FQ.to_mont(y).to_bytes(48, "little")
-    return np.frombuffer(buf, dtype="<u4").astype(np.uint32)
-
-
-def generate_points(n: int, seed: int = 0) -> Any:
-    """Deterministic valid G1 points for benchmarks: CuPy ``(n, 12)`` uint64 made on the GPU.
-
-    Point ``i = 32 t + j`` is ``(k_t + j * 2^64) * G`` with ``k_t = splitmix64(seed + t)`` (0 -> 1):
-    GPU thread t computes ``k_t * G`` by double-and-add in XYZZ and walks ``+ 2^64 G`` 32 times,
-    writing each point in affine (one Fermat inversion each). Distinct k_t give distinct points.
-    Without a GPU it returns :func:`generate_points_cpu` (numpy). Never stored in git.
-
-    Raises:
-        ValueError: n outside ``[0, 2^31)`` or seed outside ``[0, 2^64)``.
-    """
-    _check_seed(n, seed)
-    if not _cuda.gpu_available():
-        return generate_points_cpu(n, seed)
-    return _generate_device(n, seed)
-
-
-def _generate_device(n: int, seed: int) -> Any:
-    cp = _cuda.cupy()
-    g = generator()
-    G = cp.asarray(_mont_affine(g))
-    D = cp.asarray(_mont_affine(g1_mul(g, [1 << 64])))
-    out = cp.empty((n, LIMBS), dtype=cp.uint64)
-    if n:
-        nthreads = -(-n // _GEN_PER_THREAD)
-        _cuda.launch_1d(
-            _k("g1_generate"), nthreads, (_u64(n), _u32(_GEN_PER_THREAD), _u64(seed), G, D, out.view(cp.uint32)), block=_HEAVY_BLOCK
-        )
-    return out

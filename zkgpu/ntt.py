@@ -76,7 +76,6 @@ __all__ = [
     "settings",
     "resolve_algorithm",
     "clear_cache",
-    "KERNEL_SPECS",
 ]
 
 P = FR.modulus
@@ -689,18 +688,3 @@ def ntt(values: Any, *, inverse: bool = False, coset: bool = False, algorithm: s
     if _cuda.gpu_available():
         return _ntt_device(_cuda.cupy().asarray(arr), inverse, coset, algorithm=algorithm).get()
     return fr_from_ints(ntt_reference(fr_to_ints(arr), inverse=inverse, coset=coset))
-
-
-KERNEL_SPECS = tuple(
-    "-".join(["stagewise", *parts]) for parts in ([r, a] for r in ("", "r2", "r4") for a in ("", "ptx", "cxx"))
-    for parts in [[p for p in parts if p]]
-) + tuple(
-    "-".join(["fused", *parts])
-    for parts in ([r, o, t, a] for r in ("", "r2", "r4", "r8") for o in ("", "exact", "split", "table", "auto")
-                  for t in ("", "t12") for a in ("", "ptx", "cxx"))
-    for parts in [[p for p in parts if p]]
-)
-"""Kernel choices of ``zkgpu bench ntt`` (:func:`zkgpu.bench.ntt.kernel_settings` applies one): an
-algorithm, then optionally -rN (stagewise: ``zkgpu.ntt.RADIX`` 2/4; fused: ``FUSED_RADIX`` 2/4/8), -exact/-split/-table/-auto (fused: ``FUSED_OUTER``), -t12 (fused:
-``FUSED_TILE_LOG`` 12, 2^24 in two passes) and -ptx/-cxx (``FIELD_ARITH``); unstated settings keep their
-current values."""

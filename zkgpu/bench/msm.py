@@ -18,7 +18,7 @@ import click
 import numpy as np
 import pandas as pd
 
-from .. import _cuda, msm, optional
+from .. import _cuda, bases, msm, optional
 from ..errors import CliError
 from ..field import FR, fr_random
 from ..manifest import build_manifest, new_run_dir, write_json_new
@@ -90,7 +90,7 @@ def run_benchmark(
     for lg in logs:
         n = 1 << lg
         c = window or None
-        pts = msm.generate_points(n, seed)
+        pts = bases.generate_points(n, seed)
         sc_host = fr_random(n, rng)
         sc_dev = cp.asarray(sc_host)
         add(lg, "device", "uniform", _cuda.benchmark(functools.partial(msm.msm_device, pts, sc_dev, c), warmup=warmup, repeat=repeat).times_ms)

@@ -1,7 +1,7 @@
 """``zkgpu bench ntt``: the Fr NTT kernels timed on the GPU, and beside sppark's.
 
 :func:`run_benchmark` times every transform of :data:`BENCH_VARIANTS` on device-resident random data with
-each kernel of :data:`zkgpu.ntt.KERNEL_SPECS` (CUDA events, :func:`zkgpu._cuda.benchmark`), plus the whole
+each kernel of :data:`KERNEL_SPECS` (CUDA events, :func:`zkgpu._cuda.benchmark`), plus the whole
 Groth16 H computation (:func:`zkgpu.qap.compute_h_inplace`); :data:`bench_command` writes the rows to a
 fresh ``bench-ntt`` run folder (ntt.csv, ntt.json, manifest.json) and, with ``--sppark``, the ratios to
 sppark's rows of the same GPU (:mod:`zkgpu.anchors`).
@@ -29,11 +29,27 @@ from ..qap import compute_h_inplace
 
 __all__ = [
     "BENCH_VARIANTS",
+    "KERNEL_SPECS",
     "kernel_settings",
     "run_benchmark",
     "kernel_ratios",
     "bench_command",
 ]
+
+
+KERNEL_SPECS = tuple(
+    "-".join(["stagewise", *parts]) for parts in ([r, a] for r in ("", "r2", "r4") for a in ("", "ptx", "cxx"))
+    for parts in [[p for p in parts if p]]
+) + tuple(
+    "-".join(["fused", *parts])
+    for parts in ([r, o, t, a] for r in ("", "r2", "r4", "r8") for o in ("", "exact", "split", "table", "auto")
+                  for t in ("", "t12") for a in ("", "ptx", "cxx"))
+    for parts in [[p for p in parts if p]]
+)
+"""Kernel choices of ``zkgpu bench ntt`` (:func:`kernel_settings` applies one): an
+algorithm, then optionally -rN (stagewise: ``zkgpu.ntt.RADIX`` 2/4; fused: ``FUSED_RADIX`` 2/4/8), -exact/-split/-table/-auto (fused: ``FUSED_OUTER``), -t12 (fused:
+``FUSED_TILE_LOG`` 12, 2^24 in two passes) and -ptx/-cxx (``FIELD_ARITH``); unstated settings keep their
+current values."""
 
 BENCH_VARIANTS: dict[str, dict[str, Any]] = {
     "forward-nr": dict(inverse=False, coset=False, order="nr"),
@@ -48,15 +64,15 @@ BENCH_VARIANTS: dict[str, dict[str, Any]] = {
 @contextlib.contextmanager
 def kernel_settings(spec: str) -> Iterator[None]:
     """Within the block, :func:`zkgpu.ntt.ntt_inplace` and :func:`zkgpu.qap.compute_h_inplace` default to the
-    kernel named by ``spec`` (see :data:`zkgpu.ntt.KERNEL_SPECS`): the block sets the module settings of :mod:`zkgpu.ntt`
+    kernel named by ``spec`` (see :data:`KERNEL_SPECS`): the block sets the module settings of :mod:`zkgpu.ntt`
     and restores them afterwards.
 
     Raises:
         ValueError: an unknown spec.
     """
     parts = spec.split("-")
-    if parts[0] not in ntt.ALGORITHMS or spec not in ntt.KERNEL_SPECS:
-        raise ValueError(f"unknown NTT kernel {spec!r}; choose from {', '.join(ntt.KERNEL_SPECS)}")
+    if parts[0] not in ntt.ALGORITHMS or spec not in KERNEL_SPECS:
+        raise ValueError(f"unknown NTT kernel {spec!r}; choose from {', '.join(KERNEL_SPECS)}")
     names = ("ALGORITHM", "RADIX", "FUSED_RADIX", "FUSED_OUTER", "FUSED_TILE_LOG", "FIELD_ARITH")
     saved = {k: getattr(ntt, k) for k in names}
     try:
@@ -84,7 +100,7 @@ def run_benchmark(
     kernels: Sequence[str] = ("stagewise",), h_min_log: int = 20, h_max_log: int = 24,
 ) -> list[dict[str, Any]]:
     """Time every variant of :data:`BENCH_VARIANTS` on device-resident random data (CUDA events) with each
-    kernel of ``kernels`` (:data:`zkgpu.ntt.KERNEL_SPECS`), plus (``with_compute_h``, sizes h_min_log..h_max_log) the
+    kernel of ``kernels`` (:data:`KERNEL_SPECS`), plus (``with_compute_h``, sizes h_min_log..h_max_log) the
     whole Groth16 H computation :func:`zkgpu.qap.compute_h_inplace`.
 
     Returns one row per (log_n, kernel, variant): median/min/max ms, ``kernel`` and ``algorithm``,
@@ -162,7 +178,7 @@ def kernel_ratios(rows: Sequence[dict[str, Any]], baseline: str = "stagewise") -
 @click.option("--repeat", default=10, show_default=True, help="timed repeats per point (median reported)")
 @click.option("--kernel", "kernels", multiple=True, metavar="SPEC",
               help="NTT kernel(s) to time, e.g. stagewise, fused, fused-r4-auto-t12, stagewise-cxx (repeatable; "
-                   "default: stagewise and fused; zkgpu.ntt.KERNEL_SPECS lists them all)")
+                   "default: stagewise and fused; zkgpu.bench.ntt.KERNEL_SPECS lists them all)")
 @click.option("--h-min-log", default=20, show_default=True, help="smallest compute_h size, log2")
 @click.option("--h-max-log", default=24, show_default=True, help="largest compute_h size, log2")
 @click.option("--sppark", "sppark_file", default=None, type=click.Path(exists=True, dir_okay=False),
@@ -174,7 +190,7 @@ def ntt_bench(min_log: int, max_log: int, repeat: int, kernels: tuple[str, ...],
     per kernel, and compute_h at 2^h-min-log .. 2^h-max-log; CSV + JSON, and the ratios to stagewise."""
     kernels = kernels or ("stagewise", "fused")
     for spec in kernels:
-        if spec not in ntt.KERNEL_SPECS:
+        if spec not in KERNEL_SPECS:
             raise click.BadParameter(f"unknown NTT kernel {spec!r} (e.g. stagewise, fused, fused-r4-auto-t12)",
                                      param_hint="--kernel")
         with kernel_settings(spec):

@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import functools
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -17,32 +16,13 @@ import click
 import numpy as np
 import pandas as pd
 
-from .. import _cuda, prep
+from .. import _cuda
 from ..manifest import build_manifest, new_run_dir, write_json_new
 from ..msm import prep_msm as prep_msm_reference
 from ..pipeline.synthesis import fill_aux
 from ..prep import PREPS, default_threads, numba_available, prep_msm_device, prep_msm_parallel
 
-__all__ = ["threads_from_env", "porep_like_scalars", "run_benchmark", "bench_command"]
-
-
-def threads_from_env() -> None:
-    """Apply ``$ZKGPU_PREP_THREADS`` (when set) as :func:`zkgpu.prep.configure`'s ``threads``: the app
-    layer's reading of the variable (``zkgpu bench prep``, ``python -m zkgpu.pipeline``).
-
-    Raises:
-        ValueError: the value is not an int >= 1 (names the variable and the value).
-    """
-    env = os.environ.get("ZKGPU_PREP_THREADS", "")
-    if not env:
-        return
-    try:
-        value = int(env)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ValueError(f"ZKGPU_PREP_THREADS must be an int >= 1, got {env!r}")
-    prep.configure(threads=value)
+__all__ = ["porep_like_scalars", "run_benchmark", "bench_command"]
 
 
 def porep_like_scalars(n: int, seed: int = 0, zero: float = 0.45, one: float = 0.50) -> np.ndarray:
@@ -109,7 +89,6 @@ def prep_bench(min_log: int, max_log: int, repeat: int, threads: int | None, out
     """prep_msm variants (cpu, cpu_parallel, gpu) at 2^min-log .. 2^max-log: CSV + JSON + manifest."""
     if min_log > max_log:
         raise click.BadParameter(f"need --min-log <= --max-log, got {min_log} > {max_log}")
-    threads_from_env()
     rows = run_benchmark(min_log, max_log, repeat, threads)
     run_dir = new_run_dir("bench-prep", base=Path(out_base) if out_base else None)
     df = pd.DataFrame(rows)

@@ -28,7 +28,6 @@ import re
 import shutil
 import struct
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -337,31 +336,3 @@ def snarkjs_prove(zkey: str | Path, wtns: str | Path, proof: str | Path, public:
     t0 = time.perf_counter()
     t.run([*t.snarkjs, "groth16", "prove", str(zkey), str(wtns), str(proof), str(public)])
     return time.perf_counter() - t0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m zkgpu.groth16.circuits NAME FOLDER [--fast]``: build a circuit, print its files and step times."""
-    args = sys.argv[1:] if argv is None else argv
-    setup = "snarkjs"
-    if args[2:] == ["--fast"]:
-        args, setup = args[:2], "fast"
-    if len(args) != 2:
-        print("usage: python -m zkgpu.groth16.circuits NAME FOLDER [--fast]   (NAME: mulchain-N or poseidon-N;"
-              " --fast: zkgpu.groth16.setup's insecure set-up instead of snarkjs's)", file=sys.stderr)
-        return 2
-    try:
-        files = build(args[0], args[1], setup=setup)
-    except (ValueError, ToolError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    sizes = {p.name: p.stat().st_size for p in (files.r1cs, files.zkey, files.wtns)}
-    print(json.dumps({"root": str(files.root), "step_s": files.step_s, "bytes": sizes}, indent=1))
-    return 0
-
-
-if __name__ == "__main__":
-    # the script entry (app level): this module runs as __main__, so zkgpu.settings (which would
-    # configure the imported zkgpu.groth16.circuits, a second copy) cannot set it; read the two
-    # variables of the settings table here
-    configure(node=os.environ.get("ZKGPU_NODE") or None, node_modules=os.environ.get("ZKGPU_NODE_MODULES") or None)
-    raise SystemExit(main())

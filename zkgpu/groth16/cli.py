@@ -1,5 +1,6 @@
-"""``zkgpu prove``: one proof from a snarkjs key and witness (app layer). Its benchmark against
-``snarkjs groth16 prove``, ``zkgpu bench prove``, is :mod:`zkgpu.bench.prove`."""
+"""``zkgpu prove``: one proof from a snarkjs key and witness, and ``zkgpu circuit``: a circom circuit,
+its key and witness (app layer). The benchmark against ``snarkjs groth16 prove``, ``zkgpu bench
+prove``, is :mod:`zkgpu.bench.prove`."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ import click
 
 from .. import _cuda
 from ..errors import CliError, check_new_outputs
+from .circuits import ToolError, build
 from .formats import read_wtns, read_zkey
 from .proof import proof_json, public_json, verify_py_ecc, write_proof
 from .prover import prove
 
-__all__ = ["prove_command"]
+__all__ = ["prove_command", "circuit_command"]
 
 
 @click.command("prove")
@@ -66,3 +68,19 @@ def prove_command(zkey_path, wtns_path, proof_path, public_path, device, seed, t
         f"proof written to {proof_path}, {len(res.public)} public signals to {public_path} "
         f"(n_vars {zkey.n_vars}, domain 2^{zkey.log_n}, device {device}, {timings['read'] + timings['total']:.0f} ms)"
     )
+
+
+@click.command("circuit")
+@click.argument("name")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--fast", is_flag=True, help="zkgpu.groth16.setup's insecure known-toxic-waste set-up (minutes) instead of snarkjs's (hours at 2^19)")
+def circuit_command(name: str, folder: str, fast: bool) -> None:
+    """Build a circuit (NAME: mulchain-N or poseidon-N) with circom2 and snarkjs into FOLDER/NAME: its
+    r1cs, key and witness (cached by name); prints the files' sizes and each step's seconds as JSON.
+    node comes from $ZKGPU_NODE / $ZKGPU_NODE_MODULES or the repository's node_modules (make node)."""
+    try:
+        files = build(name, folder, setup="fast" if fast else "snarkjs")
+    except (ValueError, ToolError) as exc:
+        raise CliError(str(exc)) from None
+    sizes = {p.name: p.stat().st_size for p in (files.r1cs, files.zkey, files.wtns)}
+    click.echo(json.dumps({"root": str(files.root), "step_s": files.step_s, "bytes": sizes}, indent=1))

@@ -290,7 +290,7 @@ def prove(
     """Prove with a snarkjs BLS12-381 key and a circom witness (module docstring for the phases).
 
     Args:
-        zkey, witness: from :func:`zkgpu.groth16.read_zkey` / :func:`~zkgpu.groth16.read_wtns`.
+        zkey, witness: from :func:`zkgpu.groth16.formats.read_zkey` / :func:`~zkgpu.groth16.formats.read_wtns`.
         device: ``"gpu"`` (NTTs and G1 MSMs on zkgpu's kernels) or ``"cpu"`` (references).
         seed: fixes r and s (tests only); default: :mod:`secrets`.
         overlap: run the G2 MSM (CPU, arkworks, which releases the GIL during its multiexp) on a

@@ -258,7 +258,7 @@ __global__ void batch_add_ranges(const affine_t* pts, uint64_t n, const unsigned
 
 // Deterministic benchmark points: thread t computes k_t*G (k_t = splitmix64(seed + t), 0 -> 1)
 // by double-and-add, then writes P_{t*per + j} = k_t*G + j*D (j < per, index < n), canonical
-// affine. *G_mont and *D_mont are Montgomery affine. zkgpu.msm.generate_points_cpu computes the same
+// affine. *G_mont and *D_mont are Montgomery affine. zkgpu.bases.generate_points_cpu computes the same
 // points on the host.
 __global__ void g1_generate(uint64_t n, uint32_t per, uint64_t seed, const affine_t* G_mont, const affine_t* D_mont,
                             affine_t* out) {

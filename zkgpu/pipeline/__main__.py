@@ -23,7 +23,6 @@ import pandas as pd
 
 from zkgpu import settings
 from zkgpu._cuda import gpu_available
-from zkgpu.bench.prep import threads_from_env
 from zkgpu.errors import CliError, OneLineCommand, check_writable_under
 from zkgpu.host_alloc import PageableAllocator
 from zkgpu.pinned_pool import PinnedPool
@@ -72,8 +71,6 @@ def main(log_n: int | None, partitions: int, gw: int, synth_workers: int, transf
                               timeout_s=timeout_s, prep=prep, tail_streams=tail_streams)
         for transfer in transfers:
             base.with_(transfer=transfer)  # e.g. registered needs device=gpu: refused before any work
-        if prep == "cpu_parallel":
-            threads_from_env()  # a bad $ZKGPU_PREP_THREADS: refused here, not in every partition
     except (TypeError, ValueError) as exc:
         raise CliError(str(exc).replace("PipelineConfig.", "")) from exc
     if out is not None:

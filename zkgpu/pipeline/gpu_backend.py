@@ -3,7 +3,7 @@
 
 The H computation runs as upstream's ``execute_ntt_msm_h`` (supraseal ``groth16_ntt_h.cu:75-157``):
 a, b, c each copied and transformed on its own stream; the MSMs and batch additions with
-:func:`zkgpu.msm.msm` / :func:`zkgpu.msm.batch_add` over bases from :func:`zkgpu.msm.generate_points`;
+:func:`zkgpu.msm.msm` / :func:`zkgpu.msm.batch_add` over bases from :func:`zkgpu.bases.generate_points`;
 the B_G2 multiexp on the CPU (:func:`zkgpu.pipeline.points.cpu_g2_msm`), as upstream.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from zkgpu import _cuda, fr_device, msm, ntt, qap, transfer
+from zkgpu import _cuda, bases, fr_device, msm, ntt, qap, transfer
 from zkgpu.events import h2d_overlap
 from zkgpu.pinned_pool import PinnedPool
 from zkgpu.pipeline.backend import BASE_NAMES, Array, HStart, Stream, fan_out
@@ -49,12 +49,12 @@ class GpuBackend:
         self._sel_d: tuple[Any, Any] | None = None
 
     def setup(self) -> None:
-        """The bases (:func:`zkgpu.msm.generate_points`, seeded by ``config.seed``), the G2 bases,
+        """The bases (:func:`zkgpu.bases.generate_points`, seeded by ``config.seed``), the G2 bases,
         and the pinned staging buffers of prep="gpu" (one per concurrent prep thread, up to 3
         workers), allocated here so that no cudaHostAlloc lands in a timed partition."""
         sizes = {"h": self.config.n, "l": self.circuit.l_size, "a": self.circuit.a_size, "b_g1": self.circuit.b_size}
         for tag, nm in enumerate(BASE_NAMES):
-            self.bases[nm] = msm.generate_points(sizes[nm], seed=self.config.seed * 16 + tag)
+            self.bases[nm] = bases.generate_points(sizes[nm], seed=self.config.seed * 16 + tag)
         self._g2 = g2_bases(self.config.b_g2_terms, self.config.seed)
         held = [self._staging.checkout(self.circuit.aux_size * 32) for _ in range(3)]
         for b in held:
