@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-__all__ = ["check_writable_under", "CliError", "OneLineErrors", "OneLineGroup", "OneLineCommand", "USAGE_EXIT", "check_new_outputs", "configure", "debug_enabled"]
+__all__ = ["check_writable_under", "CliError", "OneLineErrors", "OneLineGroup", "OneLineCommand", "USAGE_EXIT", "check_new_outputs", "configure", "debug_enabled", "check_bool"]
 
 USAGE_EXIT = 2
 _DEBUG = False  # configure(debug=...)
@@ -82,9 +82,18 @@ def configure(*, debug: bool) -> None:
         TypeError: ``debug`` is not a bool.
     """
     global _DEBUG
-    if not isinstance(debug, bool):
-        raise TypeError(f"errors.configure: debug must be a bool, got {debug!r}")
-    _DEBUG = debug
+    _DEBUG = check_bool("errors.configure", "debug", debug)
+
+
+def check_bool(where: str, name: str, value: object) -> bool:
+    """``value`` when it is a bool (the flags of the ``configure()`` functions).
+
+    Raises:
+        TypeError: ``value`` is not a bool (one line naming ``where``, ``name`` and the value).
+    """
+    if not isinstance(value, bool):
+        raise TypeError(f"{where}: {name} must be a bool, got {value!r}")
+    return value
 
 
 def debug_enabled() -> bool:

@@ -58,6 +58,7 @@ from typing import Any, Protocol
 import pandas as pd
 
 from zkgpu import _cuda, optional
+from zkgpu.errors import check_bool
 from zkgpu.events import normalize_events
 
 __all__ = [
@@ -114,9 +115,7 @@ def configure(*, nvtx: bool) -> None:
         TypeError: ``nvtx`` is not a bool.
     """
     global _NVTX_ON
-    if not isinstance(nvtx, bool):
-        raise TypeError(f"trace.configure: nvtx must be a bool, got {nvtx!r}")
-    _NVTX_ON = nvtx
+    _NVTX_ON = check_bool("trace.configure", "nvtx", nvtx)
 
 
 class NullNvtx:

@@ -32,8 +32,9 @@ from zkgpu.pipeline.runner import prepare_backend, run_pipeline
 ORDER = ["synthesize", "gpu_queue", "prep_msm", "b_g2_msm", "mutex_wait", "ntt_msm_h", "h2d", "ntt", "h_msm", "barrier_wait", "batch_add", "tail_msm", "mutex_held", "finalize", "malloc_trim", "prove"]
 
 
-def phase_medians(events: pd.DataFrame) -> pd.DataFrame:
-    """Median host ms and median CUDA-event ms per phase (rows in pipeline order)."""
+def phase_table(events: pd.DataFrame) -> pd.DataFrame:
+    """Per phase: count ``n``, median host ms, median CUDA-event ``gpu_ms``, median ``bytes`` (rows in
+    pipeline order): the summary `python -m zkgpu.pipeline` prints for each run."""
     ev = events.assign(host_ms=(events["end_ns"] - events["start_ns"]) / 1e6)
     g = ev.groupby("phase").agg(n=("host_ms", "size"), host_ms=("host_ms", "median"), gpu_ms=("gpu_ms", "median"), bytes=("bytes", "median"))
     return g.reindex([p for p in ORDER if p in g.index] + [p for p in g.index if p not in ORDER])
@@ -99,7 +100,7 @@ def main(log_n: int | None, partitions: int, gw: int, synth_workers: int, transf
             wall = time.perf_counter() - t1
             if pool is not None:
                 pool.close()
-            med = phase_medians(res.events)
+            med = phase_table(res.events)
             h2d = res.events[res.events.phase == "h2d"]
             gbps = (h2d["bytes"].astype(float) / (h2d["end_ns"] - h2d["start_ns"])).median()
             click.echo(f"\n=== {cfg.run_name}: {partitions} partitions in {wall:.2f} s, ok={res.ok}, errors={res.errors[:2]}, H2D {gbps:.2f} GB/s, pool={res.pool_stats and {k: res.pool_stats[k] for k in ('allocations', 'reuses')}}")

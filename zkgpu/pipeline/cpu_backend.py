@@ -14,18 +14,12 @@ from typing import Any
 import numpy as np
 
 from zkgpu import optional
+from zkgpu.curve import g1_from_arkworks, g1_to_arkworks
 from zkgpu.field import fr_from_ints, fr_to_ints
 from zkgpu.msm import PrepMsm
 from zkgpu.pipeline.backend import BASE_NAMES, HStart, Stream, fan_out
 from zkgpu.pipeline.config import PipelineConfig
-from zkgpu.pipeline.points import (
-    cpu_g2_msm,
-    cpu_points,
-    g1_from_arkworks,
-    g1_to_arkworks,
-    g2_bases,
-    scalars_to_arkworks,
-)
+from zkgpu.pipeline.points import cpu_g2_msm, cpu_points, g2_bases, scalars_to_arkworks
 from zkgpu.pipeline.split import bitmap_indices, prep_partition
 from zkgpu.pipeline.synthesis import Circuit
 from zkgpu.qap import compute_h_reference
@@ -60,7 +54,7 @@ class CpuBackend:
         sizes = {"h": self.config.n, "l": self.circuit.l_size, "a": self.circuit.a_size, "b_g1": self.circuit.b_size}
         for tag, nm in enumerate(BASE_NAMES):
             self.bases[nm] = cpu_points(sizes[nm], self.config.seed, tag)
-            self._ark_bases[nm] = [g1_to_arkworks(self.bases[nm][i]) for i in range(sizes[nm])]
+            self._ark_bases[nm] = g1_to_arkworks(self.bases[nm], checked=False)  # generated: valid points
         self._g2 = g2_bases(self.config.b_g2_terms, self.config.seed)
 
     def new_stream(self) -> Stream:
@@ -92,7 +86,7 @@ class CpuBackend:
             pts = [pts[int(i)] for i in idx]
         if len(pts) == 0:
             return np.zeros((1, 12), dtype=np.uint64)
-        return g1_from_arkworks(optional.arkworks().G1Point.multiexp_unchecked(pts, scalars_to_arkworks(np.asarray(scalars))))
+        return g1_from_arkworks([optional.arkworks().G1Point.multiexp_unchecked(pts, scalars_to_arkworks(np.asarray(scalars)))])
 
     def batch_add(self, name: str, bitmap: np.ndarray, stream: Stream) -> np.ndarray:
         """The sum (arkworks) of the bases whose bit is set in ``bitmap``."""
@@ -100,7 +94,7 @@ class CpuBackend:
         acc = optional.arkworks().G1Point.identity()
         for i in bitmap_indices(bitmap, len(pts)):
             acc = acc + pts[int(i)]
-        return g1_from_arkworks(acc)
+        return g1_from_arkworks([acc])
 
     def msm_many(self, jobs: dict[str, tuple[np.ndarray, np.ndarray | None]], stream: Stream, concurrent: bool = False) -> dict[str, np.ndarray]:
         """:meth:`msm` of each ``name: (scalars, idx)``; ``concurrent``: on threads (:func:`~zkgpu.pipeline.backend.fan_out`)."""

@@ -3,8 +3,8 @@
 Point format: (1, 12) or (m, 12) uint64, affine x (6 limbs) then y (6 limbs), little-endian
 canonical Fq; the identity is all zeros. This is byte-for-byte arkworks' ``to_xy_bytes_le`` (whose
 identity is 96 zero bytes too), so the CPU and GPU backends hand the worker the same arrays.
-Scalars: (m, 4) uint64 canonical Fr. The pointwise G1 arithmetic on numpy arrays (no arkworks) is
-:mod:`zkgpu.curve`; :func:`g1_sum` here sums whole points on the host.
+Scalars: (m, 4) uint64 canonical Fr. Conversions to and from arkworks points and the host sums
+(``g1_add`` pointwise, ``g1_sum`` of all rows) are :mod:`zkgpu.curve`'s.
 """
 
 from __future__ import annotations
@@ -14,34 +14,9 @@ from typing import Any
 import numpy as np
 
 from zkgpu import optional
+from zkgpu.curve import g1_from_arkworks
 
-__all__ = ["g1_to_arkworks", "g1_from_arkworks", "g1_sum", "scalars_to_arkworks", "cpu_points", "g2_bases", "cpu_g2_msm"]
-
-
-def g1_to_arkworks(p: np.ndarray) -> Any:
-    """(12,) or (1, 12) uint64 affine -> arkworks ``G1Point`` (on-curve check, no subgroup check).
-
-    Raises:
-        ValueError: from arkworks, for bytes that are not a point on the curve.
-    """
-    arr = np.ascontiguousarray(p, dtype=np.uint64).reshape(12)
-    return optional.arkworks().G1Point.from_xy_bytes_unchecked_le(arr.tobytes())
-
-
-def g1_from_arkworks(pt: Any) -> np.ndarray:
-    """arkworks ``G1Point`` -> (1, 12) uint64 affine (identity = zeros)."""
-    return np.frombuffer(pt.to_xy_bytes_le(), dtype="<u8").astype(np.uint64).reshape(1, 12)
-
-
-def g1_sum(*points: np.ndarray) -> np.ndarray:
-    """The sum of (1, 12) uint64 affine points (host, arkworks); no points: the identity (zeros).
-
-    The finalizer adds each MSM's batch_add part and tail_msm part with it.
-    """
-    acc = optional.arkworks().G1Point.identity()
-    for p in points:
-        acc = acc + g1_to_arkworks(p)
-    return g1_from_arkworks(acc)
+__all__ = ["scalars_to_arkworks", "cpu_points", "g2_bases", "cpu_g2_msm"]
 
 
 def scalars_to_arkworks(s: np.ndarray) -> list[Any]:
@@ -59,7 +34,7 @@ def cpu_points(m: int, seed: int, tag: int = 0) -> np.ndarray:
     g = ark.G1Point()
     out = np.empty((m, 12), dtype=np.uint64)
     for i, k in enumerate(ks):
-        out[i] = g1_from_arkworks(g * ark.Scalar(int(k)))
+        out[i] = g1_from_arkworks([g * ark.Scalar(int(k))])[0]
     return out
 
 
