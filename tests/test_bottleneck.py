@@ -150,7 +150,7 @@ def test_predictions_calibrate_on_an_earlier_recording_of_the_scenario(tmp_path,
     (data / b.PILOT_DIR).mkdir(parents=True)
     new.rename(data / b.PILOT_DIR / new.name)  # data/last-mile: only notebook 07b sees it, and first
     old.rename(data / old.name)
-    monkeypatch.setenv("ZKGPU_DATA", str(data))
+    replay.configure(data_dir=data)  # what zkgpu.settings does with $ZKGPU_DATA (conftest restores it)
     assert [r.path.name for r in replay.find_recordings(data)] == ["fake-gpu-20990101-record"]
     src = b.last_mile_source("replay")
     assert src.recording.path.name == "fake-gpu-20990102-record"

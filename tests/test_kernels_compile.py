@@ -51,7 +51,7 @@ def _registers(ptxas_report: str) -> dict[str, int]:
     return out
 
 
-# the MSM kernels launched with zkgpu.msm._HEAVY_BLOCK threads, whose occupancy the register count sets
+# the MSM kernels launched with zkgpu.msm.HEAVY_BLOCK threads, whose occupancy the register count sets
 HEAVY_MSM_KERNELS = ("seg_accum_affine", "seg_accum_affine_balanced", "seg_accum_xyzz", "window_reduce",
                      "xyzz_sum_ranges", "batch_add_ranges", "g1_generate")
 
@@ -62,8 +62,8 @@ def test_kernel_compiles_sm90(path, tmp_path):
     if path.name == "msm.cu":
         from zkgpu import msm
 
-        # 3 blocks of _HEAVY_BLOCK threads per SM (65536 registers, allocated 8 per thread at a time)
-        limit = 65536 // (3 * msm._HEAVY_BLOCK) // 8 * 8
+        # 3 blocks of HEAVY_BLOCK threads per SM (65536 registers, allocated 8 per thread at a time)
+        limit = 65536 // (3 * msm.HEAVY_BLOCK) // 8 * 8
         regs = _registers(report)
         assert {k: regs[k] for k in HEAVY_MSM_KERNELS if regs[k] > limit} == {}, f"more than {limit} registers"
 

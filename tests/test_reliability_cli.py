@@ -173,10 +173,16 @@ def test_python_m_pipeline_cpu_default_is_small_and_talks():
 
 
 @pytest.mark.parametrize("value", [7, "4", True])
-def test_bad_ntt_radix_breaks_only_the_ntt(value, monkeypatch):
-    """A bad radix: configure refuses it naming the value; set directly, only the NTT calls raise."""
+def test_bad_ntt_radix_is_refused_up_front(value, monkeypatch):
+    """A bad radix: the CLI refuses $ZKGPU_NTT_RADIX before any command, in one line naming the
+    variable and the value (zkgpu.settings); configure refuses it naming the value; set directly,
+    only the NTT calls raise."""
     res = _cli(["info"], env={"ZKGPU_NTT_RADIX": str(value)})
-    assert res.returncode == 0 and "zkgpu" in res.stdout, res.stderr
+    if str(value) == "4":  # as an environment string "4" is the radix 4 (configure takes the int)
+        assert res.returncode == 0 and "zkgpu" in res.stdout, res.stderr
+    else:
+        assert res.returncode == 2 and res.stdout == "", res.stdout
+        assert len(res.stderr.strip().splitlines()) == 1 and "ZKGPU_NTT_RADIX" in res.stderr and str(value) in res.stderr, res.stderr
     monkeypatch.setattr(ntt, "RADIX", None)
     with pytest.raises(ValueError, match=f"radix must be 2 or 4, got {value!r}"):
         ntt.configure(radix=value)

@@ -71,7 +71,10 @@ def _checked_by_live(name: str) -> Callable[[str], None]:
     """A variable :mod:`zkgpu.live` reads when a notebook opens its data: checked here, up front."""
     def check(value: str) -> None:
         if name == "ZKGPU_MODE":
-            live.resolve_mode(value)
+            try:
+                live.resolve_mode(value)
+            except ValueError as exc:
+                raise ValueError(f"{exc} (unset ZKGPU_MODE or pass --mode replay)") from None
         elif name == "ZKGPU_HOST_LOAD":
             _int(name, value, low=0)
     return check
