@@ -18,6 +18,7 @@ from .bench import hostload as bench_hostload
 from .bench import msm as bench_msm
 from .bench import ntt as bench_ntt
 from .bench import prep as bench_prep
+from .bench import sppark as bench_sppark
 from .bench import transfer as bench_transfer
 from .chrome_trace import ExportError, export_recording, open_run
 from .errors import CliError, OneLineGroup
@@ -123,6 +124,8 @@ for _group, _cmd in (
     (bench, bench_ntt.bench_command),
     (bench, bench_msm.bench_command),
     (bench, bench_prep.bench_command),
+    (bench, bench_sppark.bench_command),
+    (bench, bench_sppark.table_command),
     (bench, bench_transfer.bench_command),
     (bench, bench_hostload.bench_command),
     (bench, logs.bench_parse_command),
