@@ -248,3 +248,30 @@ def test_script_dry_run(tmp_path):
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stdout.startswith("no CUDA GPU here: dry run") and "bench sppark --sppark" in r.stdout
     assert "--sizes 22,24,26" in r.stdout and not (tmp_path / "data").exists()
+
+
+def _notebook_cell(needle: str) -> str:
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "08_report.ipynb").read_text())
+    (src,) = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code" and needle in "".join(c["source"])]
+    return src
+
+
+def test_notebook_08_section(tmp_path, sppark_file, monkeypatch, capsys):
+    """Notebook 08's zkgpu/sppark cell, run on a synthetic recording and on a data folder without one."""
+    from IPython.display import display
+
+    from zkgpu import anchors, view
+
+    src = _notebook_cell("latest_vs_sppark")
+    ns = dict(anchors=anchors, plots=plots, view=view, display=display)
+    monkeypatch.setenv("ZKGPU_DATA", str(tmp_path / "empty"))
+    exec(src, dict(ns))  # the notebook's own cell, as its kernel runs it
+    assert "no bench-sppark recording" in capsys.readouterr().out
+    ntt_run, msm_run = _runs(tmp_path)
+    out = write_recording(sppark_file, ntt_run, msm_run, kernel="stagewise", base=tmp_path / "data", gpu="g")
+    monkeypatch.setenv("ZKGPU_DATA", str(tmp_path / "data"))
+    g = dict(ns)
+    exec(src, g)
+    assert g["vs_path"] == out and g["ratios"].loc["MSM uniform", "2^24"] == pytest.approx(1.2)
+    shown = capsys.readouterr().out  # outside a notebook display() prints the reprs: table, figure, its caption
+    assert shown.count("Styler") == 1 and "display.Image" in shown and "display.Markdown" in shown
