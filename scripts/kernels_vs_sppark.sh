@@ -23,6 +23,7 @@ read -r -a SIZES <<<"${VS_SIZES:-22 24 26}"
 KERNELS=${NTT_KERNELS:-stagewise}
 SCRATCH="$OUT/vs-sppark"
 SP=.anchors/sppark-bench
+SPW="${SPPARK_BUILD_DIR:-${TMPDIR:-/tmp}/zkgpu-sppark-bench}"  # writable copy of $SP where it is built and run
 MIN=$(printf '%s\n' "${SIZES[@]}" | sort -n | head -1)
 MAX=$(printf '%s\n' "${SIZES[@]}" | sort -n | tail -1)
 MSM_SIZES=$(IFS=,; echo "${SIZES[*]}")
@@ -36,10 +37,10 @@ SP_ARGS=(--ntt-min "$MIN" --ntt-max "$MAX" --ntt-host-lg 0 --msm-min "$MIN" --ms
 
 if ! "$PY" -c 'import sys; from zkgpu import _cuda; sys.exit(0 if _cuda.gpu_available() else 3)' 2>/dev/null; then
   echo "no CUDA GPU here: dry run, nothing measured. On a GPU this script runs:"
-  echo "  (background) bash $SP/build.sh   $([ -f "$SP/run.sh" ] && echo "($SP present)" || echo "(MISSING: copy shared/anchors/sppark-bench to $SP)")"
+  echo "  (background) cp -rp $SP/. $SPW/; bash $SPW/build.sh   $([ -f "$SP/run.sh" ] && echo "($SP present)" || echo "(MISSING: copy shared/anchors/sppark-bench to $SP)")"
   echo "  ${NTT_CMD[*]}"
   echo "  ${MSM_CMD[*]}"
-  echo "  OUT=$SCRATCH/sppark bash $SP/run.sh ${SP_ARGS[*]}"
+  echo "  OUT=$SCRATCH/sppark bash $SPW/run.sh ${SP_ARGS[*]}"
   echo "  $PY -m zkgpu.cli bench sppark --sppark $SCRATCH/sppark/sppark.txt --ntt-run <bench-ntt> --msm-run <bench-msm> --kernel ${KERNELS%% *} --sizes $MSM_SIZES --out $DATA"
   exit 2
 fi
@@ -47,7 +48,10 @@ fi
 mkdir -p "$SCRATCH/zkgpu" "$SCRATCH/sppark" "$DATA"
 build_pid=
 if [ -f "$SP/run.sh" ]; then
-  bash "$SP/build.sh" >"$SCRATCH/sppark-build.log" 2>&1 &
+  # the carried anchor may be read-only (as shared/anchors is): build in a writable copy outside $OUT, which
+  # keeps its build/ on a warm machine (cp -p keeps the sources' times, so build.sh finds the binary up to date)
+  mkdir -p "$SPW" && cp -rp "$SP/." "$SPW/" && chmod -R u+w "$SPW" || { echo "cannot copy $SP to $SPW"; exit 1; }
+  bash "$SPW/build.sh" >"$SCRATCH/sppark-build.log" 2>&1 &
   build_pid=$!
   trap '[ -n "$build_pid" ] && kill "$build_pid" 2>/dev/null' EXIT
 else
@@ -62,7 +66,7 @@ echo "=== bench msm: rc=$rc_msm at $((SECONDS - t0)) s"
 wait "$build_pid"; rc_build=$?
 build_pid=
 echo "=== sppark build: rc=$rc_build at $((SECONDS - t0)) s ($(tail -1 "$SCRATCH/sppark-build.log"))"
-OUT="$SCRATCH/sppark" bash "$SP/run.sh" "${SP_ARGS[@]}" >/dev/null 2>&1
+OUT="$SCRATCH/sppark" bash "$SPW/run.sh" "${SP_ARGS[@]}" >/dev/null 2>&1
 rc_sp=$?
 echo "=== sppark-bench: rc=$rc_sp at $((SECONDS - t0)) s ($(grep -c '^ntt,' "$SCRATCH/sppark/sppark.txt" 2>/dev/null) NTT rows," \
      "$(grep -c '^msm,' "$SCRATCH/sppark/sppark.txt" 2>/dev/null) MSM rows; 0 ok, 2 no GPU, 4 CUDA error, 5 check failed)"

@@ -94,13 +94,14 @@ def write_recording(
     h24 = compute_h_ms(ntt_rows, 24, kernel) if ntt_rows is not None else None
     out = new_run_dir("bench-sppark", base=Path(base) if base else None, gpu=gpu)
     shutil.copyfile(sppark_file, out / "sppark.txt")
-    for name, df in tables.items():
-        df.to_csv(out / f"{name}.csv", index=False)
+    for name, d in runs.items():
+        if d is not None:
+            shutil.copyfile(d / f"{name}.csv", out / f"{name}.csv")  # byte for byte, as the benchmark wrote it
     vs_all.to_csv(out / "vs_sppark.csv", index=False)
     write_json_new(out / "manifest.json", build_manifest(
         benchmark="sppark-comparison", sppark=sppark_provenance(sppark_file), sppark_scalars=SPPARK_SCALARS,
-        ntt_kernel=kernel, sizes_log2=sorted(sizes) if sizes else None, zkgpu_runs=manifests, ratios=manifest_summary(vs), compute_h_ms={"2^24": h24},
-        timing=TIMING, files=["sppark.txt", *(f"{n}.csv" for n in tables), "vs_sppark.csv"]))
+        ntt_kernel=kernel, sizes_log2=sorted(sizes) if sizes else None, zkgpu_runs=manifests, ratios=manifest_summary(vs),
+        compute_h_ms={"2^24": h24}, timing=TIMING, files=["sppark.txt", *(f"{n}.csv" for n in tables), "vs_sppark.csv"]))
     return out
 
 
