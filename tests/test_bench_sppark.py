@@ -113,8 +113,8 @@ def test_markdown_and_summary(sppark_file):
     vs = vs_sppark(_ntt_rows(), _msm_rows(), read_sppark(sppark_file), kernel="stagewise")
     md = markdown_table(vs)
     assert md.splitlines()[0].endswith("| 2^22 | 2^24 |")
-    assert "| NTT forward | 0.50 (0.5 / 1) | 0.50 (5 / 10) |" in md
-    assert "| NTT inverse | 0.50 (2 / 4) | – |" not in md and "| NTT inverse | 0.50 (1 / 2) | – |" in md
+    assert "| NTT forward | 0.50 (0.50 / 1.00) | 0.50 (5.00 / 10.0) |" in md
+    assert "| NTT inverse | 0.50 (1.00 / 2.00) | – |" in md
     s = manifest_summary(vs)
     assert s["MSM uniform"]["2^24"] == {"ratio": pytest.approx(1.2), "zkgpu_ms": 480.0, "sppark_ms": 400.0}
     assert s["NTT inverse"]["2^24"]["ratio"] is None
@@ -150,6 +150,8 @@ def test_write_recording_and_replay(tmp_path, sppark_file):
     assert m["compute_h_ms"]["2^24"] == pytest.approx(140.0)
     assert m["zkgpu_runs"]["ntt"]["kernels"] == ["fused", "stagewise"] and m["zkgpu_runs"]["msm"] is None
     assert "uniform only" in m["sppark_scalars"]
+    assert m["acceptance"] == {"worst_like_for_like_ratio": pytest.approx(1.2), "all_like_for_like_at_most_1": False,
+                               "compute_h_2^24_at_most_35_ms": False}  # fused: NTT 1.0-2.0, MSM uniform 0.8-1.2
     assert set(pd.read_csv(out / "vs_sppark.csv")["kernel"].dropna()) >= {"fused", "stagewise"}
     path, vs = latest_vs_sppark(data)
     assert path == out and set(vs[vs["op"] == "ntt"]["kernel"]) == {"fused"}
@@ -182,7 +184,7 @@ def test_readme_block(tmp_path, sppark_file):
     assert update_readme(readme, data)
     text = readme.read_text()
     assert text.startswith("intro\n") and text.endswith("rest\n") and "old" not in text
-    assert "| NTT forward | 1.00 (1 / 1) |" in text and "compute_h` at 2^24: 140.0 ms" in text
+    assert "| NTT forward | 1.00 (1.00 / 1.00) |" in text and "compute_h` at 2^24: 140.0 ms" in text
     assert not update_readme(readme, data)
     (tmp_path / "plain.md").write_text("no block\n")
     with pytest.raises(ValueError, match="vs-sppark:end"):
@@ -194,7 +196,7 @@ def test_cli(tmp_path, sppark_file):
     r = CliRunner().invoke(main, ["bench", "sppark", "--sppark", str(sppark_file), "--ntt-run", str(ntt_run),
                                   "--msm-run", str(msm_run), "--kernel", "stagewise", "--out", str(tmp_path / "data")])
     assert r.exit_code == 0, r.output
-    assert "| NTT forward | 0.50 (0.5 / 1) |" in r.output and "compute_h 2^24: 70.00 ms" in r.output
+    assert "| NTT forward | 0.50 (0.50 / 1.00) |" in r.output and "compute_h 2^24: 70.00 ms" in r.output
     r = CliRunner().invoke(main, ["bench", "sppark", "--sppark", str(sppark_file), "--out", str(tmp_path / "data")])
     assert r.exit_code != 0 and "no zkgpu run folder" in r.output and "Traceback" not in r.output
     r = CliRunner().invoke(main, ["bench", "sppark-table", "--data", str(tmp_path / "data")])

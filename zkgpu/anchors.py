@@ -231,6 +231,11 @@ def ratio_table(vs: pd.DataFrame) -> pd.DataFrame:
     return piv
 
 
+def _ms(v: float) -> str:
+    """Three significant figures, trailing zeros kept (2.00, 23.8, 556)."""
+    return f"{v:.2f}" if v < 10 else f"{v:.1f}" if v < 100 else f"{v:.0f}"
+
+
 def markdown_table(vs: pd.DataFrame) -> str:
     """A markdown table of :func:`ratio_table` with both medians per cell: ``ratio (zkgpu ms / sppark ms)``."""
     t = _one_kernel(vs)
@@ -238,7 +243,7 @@ def markdown_table(vs: pd.DataFrame) -> str:
     lines = ["| zkgpu / sppark (zkgpu ms / sppark ms) | " + " | ".join(f"2^{s}" for s in sizes) + " |",
              "|---|" + "---|" * len(sizes)]
     for row, g in t.groupby("row", sort=False):
-        cells = {r.log_n: (f"{r.ratio:.2f} ({r.zkgpu_ms:.3g} / {r.sppark_ms:.3g})" if pd.notna(r.ratio) else "–")
+        cells = {r.log_n: (f"{r.ratio:.2f} ({_ms(r.zkgpu_ms)} / {_ms(r.sppark_ms)})" if pd.notna(r.ratio) else "–")
                  for r in g.itertuples()}
         lines.append(f"| {row} | " + " | ".join(cells.get(s, "–") for s in sizes) + " |")
     return "\n".join(lines)

@@ -5,7 +5,8 @@
 into ONE fresh ``<gpu>-<date>-bench-sppark`` run folder: ``sppark.txt`` (as the anchor wrote it), ``ntt.csv``
 and ``msm.csv`` (zkgpu's rows), ``vs_sppark.csv`` (:func:`zkgpu.anchors.vs_sppark`, every NTT kernel) and
 ``manifest.json`` (sppark's commits from the anchor's ``VENDOR_COMMITS``, zkgpu's two run manifests, the
-zkgpu/sppark ratios per operation and size, and ``compute_h`` at 2^24). ``zkgpu bench sppark-table``
+zkgpu/sppark ratios per operation and size, ``compute_h`` at 2^24, and issue 13's targets checked on them:
+every like-for-like ratio <= 1.0, compute_h <= 35 ms). ``zkgpu bench sppark-table``
 prints the newest such recording's ratio table as markdown, and rewrites README.md's block with it.
 """
 
@@ -92,6 +93,12 @@ def write_recording(
     if sizes:
         vs = vs[vs["log_n"].isin(sizes)]
     h24 = compute_h_ms(ntt_rows, 24, kernel) if ntt_rows is not None else None
+    like = vs[vs["like_for_like"]]["ratio"].dropna()
+    acceptance = {  # issue 13's targets: every like-for-like ratio <= 1.0, compute_h at 2^24 <= 35 ms
+        "worst_like_for_like_ratio": float(like.max()) if len(like) else None,
+        "all_like_for_like_at_most_1": bool(len(like)) and bool((like <= 1.0).all()),
+        "compute_h_2^24_at_most_35_ms": None if h24 is None else h24 <= 35.0,
+    }
     out = new_run_dir("bench-sppark", base=Path(base) if base else None, gpu=gpu)
     shutil.copyfile(sppark_file, out / "sppark.txt")
     for name, d in runs.items():
@@ -101,7 +108,7 @@ def write_recording(
     write_json_new(out / "manifest.json", build_manifest(
         benchmark="sppark-comparison", sppark=sppark_provenance(sppark_file), sppark_scalars=SPPARK_SCALARS,
         ntt_kernel=kernel, sizes_log2=sorted(sizes) if sizes else None, zkgpu_runs=manifests, ratios=manifest_summary(vs),
-        compute_h_ms={"2^24": h24}, timing=TIMING, files=["sppark.txt", *(f"{n}.csv" for n in tables), "vs_sppark.csv"]))
+        compute_h_ms={"2^24": h24}, acceptance=acceptance, timing=TIMING, files=["sppark.txt", *(f"{n}.csv" for n in tables), "vs_sppark.csv"]))
     return out
 
 
@@ -166,6 +173,7 @@ def bench_sppark(sppark_file: str, ntt_run: str | None, msm_run: str | None, ker
     click.echo(markdown_table(load_vs_sppark(out)))
     h = m["compute_h_ms"]["2^24"]
     click.echo(f"compute_h 2^24: {h:.2f} ms" if h is not None else "compute_h 2^24: not measured")
+    click.echo(f"issue 13 targets (like-for-like ratios <= 1.0, compute_h 2^24 <= 35 ms): {m['acceptance']}")
 
 
 @click.command("sppark-table")
