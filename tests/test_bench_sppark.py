@@ -237,7 +237,8 @@ def test_sizes_filter(tmp_path, sppark_file):
 
 def test_figure_skips_unmeasured_sizes(sppark_file):
     t = ratio_table(vs_sppark(_ntt_rows(), None, read_sppark(sppark_file), kernel="stagewise"))
-    _, ax = plots.sppark_ratios(t)
+    fig, ax = plots.sppark_ratios(t)
+    assert "PoRep" not in plots.caption(fig)  # no MSM rows: no sentence about them
     inverse = next(ln for ln in ax.get_lines() if ln.get_label() == "NTT inverse")
     assert list(inverse.get_xdata()) == [22]  # 2^24 skipped by sppark: no point drawn there
 

@@ -121,7 +121,7 @@ def sppark_ratios(table: pd.DataFrame, ax: Axes | None = None, title: str | None
         ax.plot(x, vals.to_numpy(dtype=float)[ok], marker="o", ms=4, color=color, linestyle=ls, label=str(row))
     ax.axhline(1.0, color="k", linewidth=1.0)
     ax.annotate("sppark = 1.0", (logs[0], 1.0), textcoords="offset points", xytext=(2, 4), fontsize="x-small")
-    ax.set_xticks(logs, [f"2^{k}" for k in logs])
+    ax.set_xticks(logs, [f"$2^{{{k}}}$" for k in logs])
     ax.set_xlabel("size (elements / points)")
     ax.set_ylabel("zkgpu time / sppark time")
     ax.set_ylim(bottom=0)
@@ -131,6 +131,7 @@ def sppark_ratios(table: pd.DataFrame, ax: Axes | None = None, title: str | None
     fig.tight_layout()
     per = "; ".join(f"{row} " + ", ".join("–" if pd.isna(v) else f"{v:.2f}" for v in vals) for row, vals in table.iterrows())
     set_caption(fig, f"Median zkgpu time over median sppark time per size ({', '.join(f'2^{k}' for k in logs)}): {per}. "
-                     "The black line is parity; below it zkgpu is faster. The dashed MSM line is zkgpu with PoRep-like "
-                     "scalars against sppark with uniform ones (sppark's benchmark has uniform scalars only).")
+                     "The black line is parity; below it zkgpu is faster."
+                     + (" The dashed MSM line is zkgpu with PoRep-like scalars against sppark with uniform ones (sppark's "
+                        "benchmark has uniform scalars only)." if any(OP_STYLES.get(str(r), ("", ""))[1] == "--" for r in table.index) else ""))
     return fig, ax
