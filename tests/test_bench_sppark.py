@@ -22,7 +22,6 @@ from zkgpu._cuda import gpu_available
 from zkgpu.anchors import (
     VS_COLUMNS,
     compute_h_ms,
-    latest_vs_sppark,
     load_vs_sppark,
     manifest_summary,
     markdown_table,
@@ -30,7 +29,7 @@ from zkgpu.anchors import (
     read_sppark,
     vs_sppark,
 )
-from zkgpu.bench.sppark import README_BEGIN, README_END, readme_block, update_readme, write_recording
+from zkgpu.bench.sppark import README_BEGIN, README_END, latest_vs_sppark, readme_block, update_readme, write_recording
 from zkgpu.cli import main
 
 matplotlib.use("Agg")
@@ -263,16 +262,16 @@ def test_notebook_08_section(tmp_path, sppark_file, monkeypatch, capsys):
     """Notebook 08's zkgpu/sppark cell, run on a synthetic recording and on a data folder without one."""
     from IPython.display import display
 
-    from zkgpu import anchors, view
+    from zkgpu import anchors, replay, view
 
-    src = _notebook_cell("latest_vs_sppark")
-    ns = dict(anchors=anchors, plots=plots, view=view, display=display)
-    monkeypatch.setenv("ZKGPU_DATA", str(tmp_path / "empty"))
+    src = _notebook_cell("find_benchmarks(\"sppark\")")
+    ns = dict(anchors=anchors, plots=plots, replay=replay, view=view, display=display)
+    monkeypatch.setattr(replay, "data_dir", lambda: tmp_path / "empty")  # where the notebook's replay looks
     exec(src, dict(ns))  # the notebook's own cell, as its kernel runs it
     assert "no bench-sppark recording" in capsys.readouterr().out
     ntt_run, msm_run = _runs(tmp_path)
     out = write_recording(sppark_file, ntt_run, msm_run, kernel="stagewise", base=tmp_path / "data", gpu="g")
-    monkeypatch.setenv("ZKGPU_DATA", str(tmp_path / "data"))
+    monkeypatch.setattr(replay, "data_dir", lambda: tmp_path / "data")
     g = dict(ns)
     exec(src, g)
     assert g["vs_path"] == out and g["ratios"].loc["MSM uniform", "2^24"] == pytest.approx(1.2)

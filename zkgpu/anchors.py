@@ -23,8 +23,6 @@ from typing import Any
 
 import pandas as pd
 
-from .replay import find_benchmarks
-
 __all__ = [
     "SPPARK_NTT_VARIANTS",
     "SPPARK_MSM_VARIANTS",
@@ -37,7 +35,6 @@ __all__ = [
     "load_vs_sppark",
     "ratio_table",
     "markdown_table",
-    "latest_vs_sppark",
     "row_label",
     "compute_h_ms",
     "manifest_summary",
@@ -198,13 +195,6 @@ def load_vs_sppark(run_dir: str | Path, kernel: str | None = None) -> pd.DataFra
                    read_sppark(run_dir / "sppark.txt"), kernel=kernel or m.get("ntt_kernel"))
     sizes = m.get("sizes_log2")
     return vs if not sizes else vs[vs["log_n"].isin(sizes)].reset_index(drop=True)
-
-
-def latest_vs_sppark(base: str | Path | None = None) -> tuple[Path, pd.DataFrame] | None:
-    """The newest ``<gpu>-<date>-bench-sppark[-N]/`` folder under ``base`` (default: the replay data folder,
-    :func:`zkgpu.replay.data_dir`) and its :func:`load_vs_sppark` table; None when there is none."""
-    found = find_benchmarks("sppark", base)
-    return None if found is None else (found[0], load_vs_sppark(found[0]))
 
 
 def row_label(op: str, variant: str) -> str:

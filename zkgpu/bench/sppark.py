@@ -24,7 +24,6 @@ import pandas as pd
 
 from ..anchors import (
     compute_h_ms,
-    latest_vs_sppark,
     load_vs_sppark,
     manifest_summary,
     markdown_table,
@@ -34,8 +33,9 @@ from ..anchors import (
 )
 from ..errors import CliError
 from ..manifest import build_manifest, new_run_dir, write_json_new
+from ..replay import find_benchmarks
 
-__all__ = ["write_recording", "readme_block", "update_readme", "bench_command", "table_command"]
+__all__ = ["write_recording", "latest_vs_sppark", "readme_block", "update_readme", "bench_command", "table_command"]
 
 README_BEGIN = "<!-- vs-sppark:begin (zkgpu bench sppark-table --readme README.md rewrites this block) -->"
 README_END = "<!-- vs-sppark:end -->"
@@ -65,7 +65,8 @@ def write_recording(
             ``kernels``); ``vs_sppark.csv`` keeps every kernel.
         sizes: the log2 sizes compared in the manifest's ratios and by :func:`zkgpu.anchors.load_vs_sppark` (default:
             every size both sides measured); the CSVs keep every size.
-        base: where the run folder goes (default: ``$ZKGPU_DATA`` or ``data/``). gpu: its name (default: this GPU).
+        base: where the run folder goes (default: :func:`zkgpu.manifest.new_run_dir`'s, data/). gpu: its name
+            (default: this GPU).
 
     Raises:
         FileNotFoundError: a missing file or folder. ValueError: sppark.txt without result rows, no zkgpu run
@@ -110,6 +111,13 @@ def write_recording(
         ntt_kernel=kernel, sizes_log2=sorted(sizes) if sizes else None, zkgpu_runs=manifests, ratios=manifest_summary(vs),
         compute_h_ms={"2^24": h24}, acceptance=acceptance, timing=TIMING, files=["sppark.txt", *(f"{n}.csv" for n in tables), "vs_sppark.csv"]))
     return out
+
+
+def latest_vs_sppark(base: str | Path | None = None) -> tuple[Path, pd.DataFrame] | None:
+    """The newest ``<gpu>-<date>-bench-sppark[-N]/`` folder under ``base`` (default: the replay data folder,
+    :func:`zkgpu.replay.data_dir`) and its :func:`zkgpu.anchors.load_vs_sppark` table; None when there is none."""
+    found = find_benchmarks("sppark", base)
+    return None if found is None else (found[0], load_vs_sppark(found[0]))
 
 
 def readme_block(base: str | Path | None = None) -> str:
