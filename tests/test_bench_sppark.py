@@ -262,10 +262,10 @@ def test_notebook_08_section(tmp_path, sppark_file, monkeypatch, capsys):
     """Notebook 08's zkgpu/sppark cell, run on a synthetic recording and on a data folder without one."""
     from IPython.display import display
 
-    from zkgpu import anchors, replay, view
+    from zkgpu import replay, view
 
     src = _notebook_cell("find_benchmarks(\"sppark\")")
-    ns = dict(anchors=anchors, plots=plots, replay=replay, view=view, display=display)
+    ns = dict(plots=plots, replay=replay, view=view, display=display)
     monkeypatch.setattr(replay, "data_dir", lambda: tmp_path / "empty")  # where the notebook's replay looks
     exec(src, dict(ns))  # the notebook's own cell, as its kernel runs it
     assert "no bench-sppark recording" in capsys.readouterr().out
