@@ -45,6 +45,7 @@ if ! "$PY" -c 'import sys; from zkgpu import _cuda; sys.exit(0 if _cuda.gpu_avai
   exit 2
 fi
 
+rm -rf "$SCRATCH/zkgpu" "$SCRATCH/sppark"  # this script's own scratch: one bench-ntt and one bench-msm folder per run
 mkdir -p "$SCRATCH/zkgpu" "$SCRATCH/sppark" "$DATA"
 build_pid=
 if [ -f "$SP/run.sh" ]; then
