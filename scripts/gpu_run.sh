@@ -4,8 +4,10 @@
 # lent machine (which keeps nothing) can hand them back.
 #
 #   scripts/gpu_run.sh [STAGE ...]      stages: info record record-last-mile bench-h2d bench-load bench-ntt bench-ntt-sppark
-#                                       bench-msm bench-prep tests tests-ntt tests-transfer tests-prep notebooks prove-setup prove
-#                                       (bench-ntt-sppark needs .anchors/sppark-bench; NTT_KERNELS picks its kernels)
+#                                       bench-sppark bench-msm bench-prep tests tests-ntt tests-transfer tests-prep notebooks
+#                                       prove-setup prove
+#                                       (bench-ntt-sppark, bench-sppark need .anchors/sppark-bench; NTT_KERNELS picks kernels;
+#                                       bench-sppark: zkgpu's NTT + MSM beside sppark's, one bench-sppark recording)
 #                                       (default: info record bench-h2d bench-ntt tests; each stage is
 #                                       time-limited, see LIMIT_* below, so the whole fits one 10-min call)
 #   ZKGPU_COMMIT=$(git rev-parse HEAD) names the commit in the manifests when the copy has no .git.
@@ -45,6 +47,7 @@ failed=()
 : "${LIMIT_tests_transfer:=60}"
 : "${LIMIT_bench_ntt:=90}"
 : "${LIMIT_bench_ntt_sppark:=150}"
+: "${LIMIT_bench_sppark:=230}"  # scripts/kernels_vs_sppark.sh at 2^22, 2^24, 2^26: ~150 s estimated
 : "${LIMIT_tests_ntt:=240}"
 : "${LIMIT_bench_msm:=90}"
 : "${LIMIT_bench_h2d:=190}"
@@ -114,6 +117,8 @@ for s in "${stages[@]}"; do
     bench-ntt) run_stage bench-ntt python3 -m zkgpu.cli bench ntt --min-log 16 --max-log 26 --repeat 5 --out "$DATA" ;;
     # the NTT kernels beside sppark (needs .anchors/sppark-bench carried along; NTT_KERNELS, NTT_MIN_LOG ...)
     bench-ntt-sppark) run_stage bench-ntt-sppark env OUT="$OUT" DATA="$DATA" scripts/ntt_vs_sppark.sh ;;
+    # zkgpu's NTT and MSM beside sppark's at VS_SIZES (22 24 26) -> one data/<gpu>-<date>-bench-sppark recording
+    bench-sppark) run_stage bench-sppark env OUT="$OUT" DATA="$DATA" scripts/kernels_vs_sppark.sh ;;
     tests-ntt) run_stage tests-ntt python3 -m pytest -q -m gpu --durations=10 -p no:cacheprovider tests/test_ntt.py tests/test_qap.py ;;
     bench-msm) run_stage bench-msm python3 -m zkgpu.cli bench msm --repeat 3 --out "$DATA" ;;
     bench-h2d) run_stage bench-h2d python3 -m zkgpu.cli bench h2d --max-size 4GiB --repeat 3 --time-budget 110 --out "$DATA" ;;

@@ -7,6 +7,8 @@
 #
 # Writes $OUT/sppark/sppark.txt and a run folder bench-ntt under $OUT/data (or $DATA). sppark's MSM rows
 # are skipped (--msm-max 0) and so is its host-memory NTT (--ntt-host-lg 0): about 10 s plus its build.
+# For kernel iteration; the recorded NTT + MSM comparison (one bench-sppark recording) is
+# scripts/kernels_vs_sppark.sh (gpu_run.sh stage bench-sppark).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu-out}"

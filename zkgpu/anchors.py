@@ -1,22 +1,44 @@
 """Performance anchors measured beside zkgpu: the output of ``anchors/sppark-bench`` (sppark, the CUDA
-library of the seed's prover, carried as ``.anchors/sppark-bench`` and run by ``scripts/ntt_vs_sppark.sh``) and zkgpu's NTT benchmark
-rows side by side, as ratios zkgpu / sppark for the same transform on the same GPU in the same call.
+library of the seed's prover, carried as ``.anchors/sppark-bench`` and run by ``scripts/kernels_vs_sppark.sh``
+or ``scripts/ntt_vs_sppark.sh``) and zkgpu's NTT and MSM benchmark rows side by side, as ratios
+zkgpu / sppark for the same operation on the same GPU in the same call.
 
 sppark's NTT rows are natural order in and out (``InputOutputOrder::NN``), device-resident, CUDA-event
 timed: ``dev_fwd``, ``dev_inv``, ``dev_coset_fwd``, ``dev_coset_inv``; they compare with zkgpu's
 ``forward-nn``, ``inverse-nn``, ``coset-nn`` and ``inverse-coset-nn`` (:data:`SPPARK_NTT_VARIANTS`).
+sppark's MSM row ``devpts_devsc`` (points and scalars already on the GPU, wall clock around the whole
+call including sppark's CPU-side combination of the windows) compares with zkgpu's ``bench msm`` rows
+``mode=device`` (CUDA events around :func:`zkgpu.msm.msm_device`). The anchor draws **uniform** scalars
+only, so zkgpu's PoRep-like rows are set against sppark's uniform time as context, marked
+``like_for_like=False`` (:data:`SPPARK_MSM_VARIANTS`).
 """
 
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-__all__ = ["SPPARK_NTT_VARIANTS", "read_sppark", "sppark_provenance", "ntt_vs_sppark", "load_ntt_vs_sppark"]
+__all__ = [
+    "SPPARK_NTT_VARIANTS",
+    "SPPARK_MSM_VARIANTS",
+    "VS_COLUMNS",
+    "read_sppark",
+    "sppark_provenance",
+    "ntt_vs_sppark",
+    "load_ntt_vs_sppark",
+    "vs_sppark",
+    "load_vs_sppark",
+    "ratio_table",
+    "markdown_table",
+    "row_label",
+    "compute_h_ms",
+    "manifest_summary",
+]
 
 SPPARK_NTT_VARIANTS = {
     "dev_fwd": "forward-nn",
@@ -24,6 +46,17 @@ SPPARK_NTT_VARIANTS = {
     "dev_coset_fwd": "coset-nn",
     "dev_coset_inv": "inverse-coset-nn",
 }
+SPPARK_MSM_VARIANTS = {
+    ("device", "uniform"): "devpts_devsc",
+    ("device", "porep"): "devpts_devsc",
+}
+"""zkgpu ``bench msm`` (mode, scalars) -> the sppark-bench MSM row it is set against. sppark's rows have uniform
+scalars only: the PoRep-like row is context, not a like-for-like comparison."""
+VS_COLUMNS = ["op", "variant", "log_n", "sppark_ms", "zkgpu_ms", "ratio", "kernel", "zkgpu_variant", "sppark_variant",
+              "sppark_scalars", "like_for_like"]
+"""Columns of :func:`vs_sppark`'s table (times: medians in ms; ratio = zkgpu_ms / sppark_ms, < 1: zkgpu faster)."""
+_NTT_ORDER = ["forward", "inverse", "coset", "inverse-coset"]
+_MSM_ORDER = ["uniform", "porep"]
 _COLUMNS = ["op", "lg_n", "variant", "median_ms", "min_ms", "max_ms", "repeats", "check"]
 
 
@@ -90,3 +123,139 @@ def load_ntt_vs_sppark(run_dir: str | Path) -> pd.DataFrame:
         if not (run_dir / name).exists():
             raise FileNotFoundError(f"{run_dir / name}: not a bench-ntt run made with --sppark")
     return ntt_vs_sppark(pd.read_csv(run_dir / "ntt.csv"), read_sppark(run_dir / "sppark.txt"))
+
+
+def _ntt_op_variant(zkgpu_variant: str) -> str:
+    return zkgpu_variant.removesuffix("-nn")
+
+
+def vs_sppark(
+    ntt_rows: Iterable[dict[str, Any]] | pd.DataFrame | None,
+    msm_rows: Iterable[dict[str, Any]] | pd.DataFrame | None,
+    sppark: pd.DataFrame,
+    kernel: str | None = None,
+) -> pd.DataFrame:
+    """zkgpu beside sppark, one tidy row per (op, variant, log_n[, kernel]) measured on both sides.
+
+    Args:
+        ntt_rows: rows of ``zkgpu bench ntt`` (its ``ntt.csv``: log_n, variant, kernel, median_ms), or None.
+        msm_rows: rows of ``zkgpu bench msm`` (its ``msm.csv``: log2_n, mode, scalars, variant, median_ms), or None.
+        sppark: :func:`read_sppark`'s table.
+        kernel: keep only this NTT kernel (e.g. ``"stagewise"``); None keeps every kernel measured.
+
+    Returns:
+        a DataFrame with :data:`VS_COLUMNS`: op ``ntt`` (variants forward, inverse, coset, inverse-coset, natural
+        order) or ``msm`` (variants uniform, porep: the scalar distribution of zkgpu's run), ``sppark_ms`` and
+        ``zkgpu_ms`` (medians, ms), ``ratio`` = zkgpu_ms / sppark_ms, ``kernel`` (NTT kernel spec, or the MSM
+        build variant), the two benchmarks' own variant names, ``sppark_scalars`` (``uniform`` for MSM rows)
+        and ``like_for_like`` (False for zkgpu's PoRep-like scalars against sppark's uniform ones). A size
+        the sppark run skipped (deadline) has NaN sppark_ms and ratio.
+    """
+    parts = []
+    if ntt_rows is not None and len(z := pd.DataFrame(ntt_rows)):
+        n = ntt_vs_sppark(z, sppark)
+        if kernel is not None:
+            n = n[n["kernel"] == kernel]
+        back = {v: k for k, v in SPPARK_NTT_VARIANTS.items()}
+        parts.append(n.assign(op="ntt", zkgpu_variant=n["variant"], sppark_variant=n["variant"].map(back),
+                              variant=n["variant"].map(_ntt_op_variant), sppark_scalars="", like_for_like=True))
+    if msm_rows is not None and len(m := pd.DataFrame(msm_rows)):
+        m = m.rename(columns={"log2_n": "log_n", "median_ms": "zkgpu_ms"})
+        m = m[[(mode, sc) in SPPARK_MSM_VARIANTS for mode, sc in zip(m["mode"], m["scalars"], strict=True)]]
+        m = m.assign(sppark_variant=[SPPARK_MSM_VARIANTS[(mode, sc)] for mode, sc in zip(m["mode"], m["scalars"], strict=True)])
+        s = sppark[sppark["op"] == "msm"].rename(columns={"lg_n": "log_n", "median_ms": "sppark_ms", "variant": "sppark_variant"})
+        m = m.merge(s[["log_n", "sppark_variant", "sppark_ms"]], on=["log_n", "sppark_variant"], how="inner")
+        parts.append(m.assign(op="msm", variant=m["scalars"], kernel=m.get("variant", ""), zkgpu_variant=m["mode"] + "/" + m["scalars"],
+                              sppark_scalars="uniform", like_for_like=m["scalars"] == "uniform",
+                              ratio=m["zkgpu_ms"] / m["sppark_ms"]))
+    if not parts:
+        return pd.DataFrame(columns=VS_COLUMNS)
+    out = pd.concat([p[VS_COLUMNS] for p in parts], ignore_index=True)
+    order = {v: i for i, v in enumerate(_NTT_ORDER + _MSM_ORDER)}  # ntt variants before msm ones
+    out = out.assign(_o=out["variant"].map(order)).sort_values(["_o", "kernel", "log_n"]).drop(columns="_o")
+    return out.reset_index(drop=True).astype({"log_n": int, "like_for_like": bool})
+
+
+def load_vs_sppark(run_dir: str | Path, kernel: str | None = None) -> pd.DataFrame:
+    """:func:`vs_sppark` of a ``bench-sppark`` run folder (``zkgpu bench sppark``: ``sppark.txt`` plus
+    ``ntt.csv`` and/or ``msm.csv``). ``kernel`` defaults to the folder manifest's ``ntt_kernel``; only the
+    manifest's ``sizes_log2`` (the compared sizes, when it names them) are kept.
+
+    Raises:
+        FileNotFoundError: no sppark.txt, or neither ntt.csv nor msm.csv. ValueError: sppark.txt has no rows.
+    """
+    run_dir = Path(run_dir)
+    if not (run_dir / "sppark.txt").exists():
+        raise FileNotFoundError(f"{run_dir / 'sppark.txt'}: not a bench-sppark run folder")
+    ntt_csv, msm_csv = run_dir / "ntt.csv", run_dir / "msm.csv"
+    if not (ntt_csv.exists() or msm_csv.exists()):
+        raise FileNotFoundError(f"{run_dir}: neither ntt.csv nor msm.csv (not a bench-sppark run folder)")
+    m = json.loads((run_dir / "manifest.json").read_text()) if (run_dir / "manifest.json").exists() else {}
+    vs = vs_sppark(pd.read_csv(ntt_csv) if ntt_csv.exists() else None, pd.read_csv(msm_csv) if msm_csv.exists() else None,
+                   read_sppark(run_dir / "sppark.txt"), kernel=kernel or m.get("ntt_kernel"))
+    sizes = m.get("sizes_log2")
+    return vs if not sizes else vs[vs["log_n"].isin(sizes)].reset_index(drop=True)
+
+
+def row_label(op: str, variant: str) -> str:
+    """The display name of a :func:`vs_sppark` row: ``NTT forward`` ... ``MSM uniform``,
+    ``MSM PoRep-like (sppark: uniform)``."""
+    if op == "msm" and variant == "porep":
+        return "MSM PoRep-like (sppark: uniform)"
+    return f"{op.upper()} {variant}"
+
+
+def _one_kernel(vs: pd.DataFrame) -> pd.DataFrame:
+    if vs.duplicated(["op", "variant", "log_n"]).any():
+        raise ValueError("several zkgpu kernels per (op, variant, log_n): pass kernel= to vs_sppark / load_vs_sppark")
+    return vs.assign(row=[row_label(o, v) for o, v in zip(vs["op"], vs["variant"], strict=True)])
+
+
+def ratio_table(vs: pd.DataFrame) -> pd.DataFrame:
+    """zkgpu_ms / sppark_ms with one row per operation (:func:`row_label`, in :func:`vs_sppark`'s order) and one
+    column per size (``2^22`` ...). Raises ValueError if ``vs`` holds several NTT kernels (pass ``kernel=``)."""
+    t = _one_kernel(vs)
+    piv = t.pivot(index="row", columns="log_n", values="ratio").reindex(list(dict.fromkeys(t["row"])))
+    piv.columns = [f"2^{c}" for c in piv.columns]
+    piv.index.name = None
+    return piv
+
+
+def _ms(v: float) -> str:
+    """Three significant figures, trailing zeros kept (2.00, 23.8, 556)."""
+    return f"{v:.2f}" if v < 10 else f"{v:.1f}" if v < 100 else f"{v:.0f}"
+
+
+def markdown_table(vs: pd.DataFrame) -> str:
+    """A markdown table of :func:`ratio_table` with both medians per cell: ``ratio (zkgpu ms / sppark ms)``."""
+    t = _one_kernel(vs)
+    sizes = sorted(t["log_n"].unique())
+    lines = ["| zkgpu / sppark (zkgpu ms / sppark ms) | " + " | ".join(f"2^{s}" for s in sizes) + " |",
+             "|---|" + "---|" * len(sizes)]
+    for row, g in t.groupby("row", sort=False):
+        cells = {r.log_n: (f"{r.ratio:.2f} ({_ms(r.zkgpu_ms)} / {_ms(r.sppark_ms)})" if pd.notna(r.ratio) else "–")
+                 for r in g.itertuples()}
+        lines.append(f"| {row} | " + " | ".join(cells.get(s, "–") for s in sizes) + " |")
+    return "\n".join(lines)
+
+
+def compute_h_ms(ntt_rows: Iterable[dict[str, Any]] | pd.DataFrame, log_n: int = 24, kernel: str | None = None) -> float | None:
+    """The median ms of zkgpu's whole Groth16 H computation (``variant=compute_h`` of ``bench ntt``) at 2^log_n
+    with ``kernel`` (default: any, the first row); None when not measured."""
+    z = pd.DataFrame(ntt_rows)
+    if z.empty or "variant" not in z.columns:
+        return None
+    z = z[(z["variant"] == "compute_h") & (z["log_n"] == log_n)]
+    if kernel is not None and "kernel" in z.columns:
+        z = z[z["kernel"] == kernel]
+    return None if z.empty else float(z["median_ms"].iloc[0])
+
+
+def manifest_summary(vs: pd.DataFrame) -> dict[str, Any]:
+    """The ratios for a manifest: ``{row label: {"2^k": {"ratio", "zkgpu_ms", "sppark_ms"}}}`` (ms, medians)."""
+    out: dict[str, Any] = {}
+    for r in _one_kernel(vs).itertuples():
+        out.setdefault(r.row, {})[f"2^{r.log_n}"] = {
+            "ratio": None if pd.isna(r.ratio) else float(r.ratio), "zkgpu_ms": float(r.zkgpu_ms),
+            "sppark_ms": None if pd.isna(r.sppark_ms) else float(r.sppark_ms)}
+    return out

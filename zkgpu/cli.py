@@ -17,6 +17,7 @@ from .bench import ntt as bench_ntt
 from .bench import parse as bench_parse
 from .bench import prep as bench_prep
 from .bench import prove as bench_prove
+from .bench import sppark as bench_sppark
 from .bench import transfer as bench_transfer
 from .chrome_trace import ExportError, export_recording, open_run
 from .errors import CliError, OneLineGroup
@@ -106,6 +107,8 @@ for _group, _cmd in (
     (bench, bench_ntt.bench_command),
     (bench, bench_msm.bench_command),
     (bench, bench_prep.bench_command),
+    (bench, bench_sppark.bench_command),
+    (bench, bench_sppark.table_command),
     (bench, bench_transfer.bench_command),
     (bench, bench_hostload.bench_command),
     (bench, bench_parse.bench_parse_command),

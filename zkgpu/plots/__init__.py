@@ -16,7 +16,8 @@ Rules every figure follows, so that a reader can trust it:
 
 The package's modules, by concern: :mod:`~zkgpu.plots.style` (colours, styles, captions),
 :mod:`~zkgpu.plots.timelines` (per-worker Gantt charts), :mod:`~zkgpu.plots.bars` (utilizations,
-the GPU's time, throughput, the one-page summary), :mod:`~zkgpu.plots.curves` (H2D bandwidth).
+the GPU's time, throughput, the one-page summary), :mod:`~zkgpu.plots.curves` (H2D bandwidth, kernel
+times against sppark's).
 This file names the package's public API (``from zkgpu import plots; plots.timeline(...)``).
 """
 
@@ -34,7 +35,7 @@ from .bars import (
     throughput_bars,
     utilization_bars,
 )
-from .curves import bandwidth_curves, load_curves
+from .curves import OP_STYLES, bandwidth_curves, load_curves, sppark_ratios
 from .style import (
     METRIC_COLORS,
     PATH_STYLES,
@@ -51,4 +52,4 @@ from .timelines import MIN_PX, SIDE_PHASES, TIMELINE_PHASES, timeline, timelines
 __all__ = ["PHASE_COLORS", "METRIC_COLORS", "PATH_STYLES", "SERIES_STYLE", "path_style", "SIDE_PHASES", "TIMELINE_PHASES",
            "MIN_PX", "phase_color", "size_label", "caption", "set_caption", "timeline", "timelines", "utilization_bars",
            "critical_path", "gpu_window", "held_breakdown", "ntt_msm_h_split", "barrier_race", "throughput_bars", "gw_sweep",
-           "summary", "hbars", "bandwidth_curves", "load_curves"]
+           "summary", "hbars", "bandwidth_curves", "load_curves", "sppark_ratios", "OP_STYLES"]

@@ -1,5 +1,5 @@
 """Host-to-device bandwidth curves: GB/s against transfer size per H2D path (the sweep), and
-against host memory-load threads.
+against host memory-load threads; zkgpu's kernel times relative to sppark's per size.
 """
 
 from __future__ import annotations
@@ -12,7 +12,15 @@ from matplotlib.ticker import FuncFormatter
 
 from .style import fig_ax, path_style, require_columns, set_caption, size_label
 
-__all__ = ["bandwidth_curves", "load_curves"]
+__all__ = ["bandwidth_curves", "load_curves", "sppark_ratios", "OP_STYLES"]
+
+#: Colour and line style per operation of :func:`sppark_ratios` (labels of :func:`zkgpu.anchors.row_label`):
+#: NTT variants in purples, MSM in dark reds, colours no phase or H2D path uses; the PoRep-like MSM,
+#: compared with sppark's uniform scalars, is dashed.
+OP_STYLES: dict[str, tuple[str, str]] = {
+    "NTT forward": ("#3f007d", "-"), "NTT inverse": ("#6a51a3", "-"), "NTT coset": ("#807dba", "-"),
+    "NTT inverse-coset": ("#bcbddc", "-"), "MSM uniform": ("#67000d", "-"), "MSM PoRep-like (sppark: uniform)": ("#cb181d", "--"),
+}
 
 
 def bandwidth_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
@@ -86,4 +94,44 @@ def load_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None = No
     pts = "; ".join(f"{p}: " + ", ".join(f"{g:.1f}" for g in grp.sort_values("load_threads")["gbps"]) for p, grp in med.groupby("path", sort=False))
     set_caption(fig, "Median H2D GB/s of each copy mechanism (y, log scale) against the DRAM traffic of the background load "
                  f"threads (x; labels: threads), levels {', '.join(str(int(t)) for t in sorted(med['load_threads'].unique()))}: {pts} GB/s.")
+    return fig, ax
+
+
+def sppark_ratios(table: pd.DataFrame, ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
+    """zkgpu time / sppark time per size: one line per operation, the parity line 1.0 marked.
+
+    Input: :func:`zkgpu.anchors.ratio_table` (rows: operations such as ``NTT forward``; columns: sizes
+    ``2^k``; values: zkgpu_ms / sppark_ms of medians, NaN where a side was not measured). Below 1.0 zkgpu is
+    faster. The caption gives each operation's ratios from the data.
+
+    Raises:
+        ValueError: the table is empty or a column is not named ``2^k``.
+    """
+    if table.empty:
+        raise ValueError("sppark_ratios: empty ratio table")
+    try:
+        logs = [int(str(c).removeprefix("2^")) for c in table.columns]
+    except ValueError:
+        raise ValueError(f"sppark_ratios: columns must be sizes '2^k', got {list(table.columns)}") from None
+    fig, ax = fig_ax(ax, (7.0, 4.0))
+    for row, vals in table.iterrows():
+        color, ls = OP_STYLES.get(str(row), ("#969696", ":"))
+        ok = vals.notna().to_numpy()  # a size one side did not measure: no point, the line joins its neighbours
+        x = [k for k, keep in zip(logs, ok, strict=True) if keep]
+        ax.plot(x, vals.to_numpy(dtype=float)[ok], marker="o", ms=4, color=color, linestyle=ls, label=str(row))
+    ax.axhline(1.0, color="k", linewidth=1.0)
+    ax.annotate("sppark = 1.0", (logs[0], 1.0), textcoords="offset points", xytext=(2, 4), fontsize="x-small")
+    ax.set_xticks(logs, [f"$2^{{{k}}}$" for k in logs])
+    ax.set_xlabel("size (elements / points)")
+    ax.set_ylabel("zkgpu time / sppark time")
+    ax.set_ylim(bottom=0)
+    ax.set_title(title or "zkgpu against sppark, same GPU, same call (below 1: zkgpu faster)")
+    ax.legend(fontsize="small", frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    per = "; ".join(f"{row} " + ", ".join("–" if pd.isna(v) else f"{v:.2f}" for v in vals) for row, vals in table.iterrows())
+    set_caption(fig, f"Median zkgpu time over median sppark time per size ({', '.join(f'2^{k}' for k in logs)}): {per}. "
+                     "The black line is parity; below it zkgpu is faster."
+                     + (" The dashed MSM line is zkgpu with PoRep-like scalars against sppark with uniform ones (sppark's "
+                        "benchmark has uniform scalars only)." if any(OP_STYLES.get(str(r), ("", ""))[1] == "--" for r in table.index) else ""))
     return fig, ax

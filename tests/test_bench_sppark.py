@@ -1,0 +1,279 @@
+"""zkgpu beside sppark: the tidy table, the bench-sppark recording, README's block and the figure (CPU only).
+
+Every number below is SYNTHETIC (made up for the test, not measured); the sppark.txt fixture has the format
+of anchors/sppark-bench's output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import matplotlib
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from zkgpu import plots
+from zkgpu._cuda import gpu_available
+from zkgpu.anchors import (
+    VS_COLUMNS,
+    compute_h_ms,
+    load_vs_sppark,
+    manifest_summary,
+    markdown_table,
+    ratio_table,
+    read_sppark,
+    vs_sppark,
+)
+from zkgpu.bench.sppark import README_BEGIN, README_END, latest_vs_sppark, readme_block, update_readme, write_recording
+from zkgpu.cli import main
+
+matplotlib.use("Agg")
+
+SYNTHETIC_SPPARK = """# SYNTHETIC test fixture (format of anchors/sppark-bench; numbers made up)
+# vendor: sppark          17278d74295392f9813f009300b257a688422b7a  github.com/supranational/sppark
+# vendor: blst            dece82ea537b422890888bacde4034ca5b5a44d8  github.com/supranational/blst
+# sppark_bench: BLS12-381 Fr NTT + G1 MSM; sppark@17278d7; 16 host threads
+gpu,SYNTHETIC GPU,cc 9.0,132 SMs,139.8 GiB,driver 13000,runtime 13000
+op,lg_n,variant,median_ms,min_ms,max_ms,repeats,check
+ntt,22,dev_fwd,1.0,1.0,1.0,5,-
+ntt,22,dev_inv,2.0,2.0,2.0,5,-
+ntt,22,dev_coset_fwd,4.0,4.0,4.0,5,-
+ntt,22,dev_coset_inv,5.0,5.0,5.0,5,-
+ntt,24,dev_fwd,10.0,10.0,10.0,5,-
+ntt,24,dev_inv,,,,0,SKIPPED(deadline)
+msm,22,host_pageable,300.0,300.0,300.0,5,PASS
+msm,22,devpts_devsc,100.0,100.0,100.0,5,PASS
+msm,24,devpts_devsc,400.0,400.0,400.0,5,PASS
+"""
+
+
+def _ntt_rows():  # synthetic zkgpu bench ntt rows: two kernels
+    rows = []
+    for kernel, f in (("stagewise", 1.0), ("fused", 2.0)):
+        for lg, base in ((22, 1.0), (24, 10.0)):
+            for v, m in (("forward-nn", 0.5), ("inverse-nn", 1.0), ("coset-nn", 1.0), ("inverse-coset-nn", 1.0),
+                         ("forward-nr", 1.0), ("compute_h", 7.0)):
+                rows.append(dict(log_n=lg, variant=v, kernel=kernel, median_ms=base * m * f))
+    return pd.DataFrame(rows)
+
+
+def _msm_rows():  # synthetic zkgpu bench msm rows
+    rows = []
+    for lg, ms in ((22, 80.0), (24, 480.0)):
+        for mode, sc, f in (("device", "uniform", 1.0), ("pinned_h2d", "uniform", 1.1), ("device", "porep", 0.5)):
+            rows.append(dict(log2_n=lg, n=1 << lg, mode=mode, scalars=sc, variant="outline_mul/balanced/L32", median_ms=ms * f))
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture
+def sppark_file(tmp_path):
+    f = tmp_path / "sppark.txt"
+    f.write_text(SYNTHETIC_SPPARK)
+    return f
+
+
+def test_vs_sppark_tidy_table(sppark_file):
+    vs = vs_sppark(_ntt_rows(), _msm_rows(), read_sppark(sppark_file), kernel="stagewise")
+    assert list(vs.columns) == VS_COLUMNS
+    got = {(r.op, r.variant, r.log_n): r.ratio for r in vs.itertuples()}
+    assert got[("ntt", "forward", 22)] == pytest.approx(0.5)
+    assert got[("ntt", "inverse", 22)] == pytest.approx(0.5)  # 1.0 / 2.0
+    assert got[("ntt", "forward", 24)] == pytest.approx(0.5)
+    assert pd.isna(got[("ntt", "inverse", 24)])  # sppark skipped it: no invented ratio
+    assert got[("msm", "uniform", 22)] == pytest.approx(0.8) and got[("msm", "uniform", 24)] == pytest.approx(1.2)
+    assert got[("msm", "porep", 22)] == pytest.approx(0.4)
+    assert ("ntt", "coset", 24) not in got  # measured by zkgpu only
+    porep = vs[vs["variant"] == "porep"]
+    assert set(porep["sppark_scalars"]) == {"uniform"} and not porep["like_for_like"].any()
+    assert vs[vs["op"] == "ntt"]["like_for_like"].all()
+    assert list(dict.fromkeys(vs["variant"])) == ["forward", "inverse", "coset", "inverse-coset", "uniform", "porep"]
+    assert set(vs["sppark_variant"]) == {"dev_fwd", "dev_inv", "dev_coset_fwd", "dev_coset_inv", "devpts_devsc"}
+
+
+def test_ratio_table_needs_one_kernel(sppark_file):
+    sp = read_sppark(sppark_file)
+    both = vs_sppark(_ntt_rows(), None, sp)
+    assert set(both["kernel"]) == {"stagewise", "fused"}
+    with pytest.raises(ValueError, match="kernel="):
+        ratio_table(both)
+    t = ratio_table(vs_sppark(_ntt_rows(), _msm_rows(), sp, kernel="fused"))
+    assert list(t.columns) == ["2^22", "2^24"]
+    assert list(t.index) == ["NTT forward", "NTT inverse", "NTT coset", "NTT inverse-coset", "MSM uniform",
+                             "MSM PoRep-like (sppark: uniform)"]
+    assert t.loc["NTT forward", "2^22"] == pytest.approx(1.0)
+
+
+def test_markdown_and_summary(sppark_file):
+    vs = vs_sppark(_ntt_rows(), _msm_rows(), read_sppark(sppark_file), kernel="stagewise")
+    md = markdown_table(vs)
+    assert md.splitlines()[0].endswith("| 2^22 | 2^24 |")
+    assert "| NTT forward | 0.50 (0.50 / 1.00) | 0.50 (5.00 / 10.0) |" in md
+    assert "| NTT inverse | 0.50 (1.00 / 2.00) | – |" in md
+    s = manifest_summary(vs)
+    assert s["MSM uniform"]["2^24"] == {"ratio": pytest.approx(1.2), "zkgpu_ms": 480.0, "sppark_ms": 400.0}
+    assert s["NTT inverse"]["2^24"]["ratio"] is None
+    assert compute_h_ms(_ntt_rows(), 24, "stagewise") == pytest.approx(70.0)
+    assert compute_h_ms(_ntt_rows(), 26) is None and compute_h_ms([], 24) is None
+
+
+def test_empty_inputs(sppark_file):
+    vs = vs_sppark(None, None, read_sppark(sppark_file))
+    assert vs.empty and list(vs.columns) == VS_COLUMNS
+
+
+def _runs(tmp_path):
+    ntt_run, msm_run = tmp_path / "z" / "x-bench-ntt", tmp_path / "z" / "x-bench-msm"
+    ntt_run.mkdir(parents=True)
+    msm_run.mkdir()
+    _ntt_rows().to_csv(ntt_run / "ntt.csv", index=False)
+    (ntt_run / "manifest.json").write_text(json.dumps({"benchmark": "ntt", "kernels": ["fused", "stagewise"]}))
+    _msm_rows().to_csv(msm_run / "msm.csv", index=False)
+    return ntt_run, msm_run
+
+
+def test_write_recording_and_replay(tmp_path, sppark_file):
+    ntt_run, msm_run = _runs(tmp_path)
+    data = tmp_path / "data"
+    out = write_recording(sppark_file, ntt_run, msm_run, base=data, gpu="synthetic gpu")
+    assert out.name.startswith("synthetic-gpu-") and out.name.endswith("-bench-sppark")
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "msm.csv", "ntt.csv", "sppark.txt", "vs_sppark.csv"]
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["ntt_kernel"] == "fused"  # the NTT run's first kernel
+    assert m["sppark"]["vendor"]["sppark"] == "17278d74295392f9813f009300b257a688422b7a"
+    assert m["ratios"]["NTT forward"]["2^22"]["ratio"] == pytest.approx(1.0)
+    assert m["compute_h_ms"]["2^24"] == pytest.approx(140.0)
+    assert m["zkgpu_runs"]["ntt"]["kernels"] == ["fused", "stagewise"] and m["zkgpu_runs"]["msm"] is None
+    assert "uniform only" in m["sppark_scalars"]
+    assert m["acceptance"] == {"worst_like_for_like_ratio": pytest.approx(1.2), "all_like_for_like_at_most_1": False,
+                               "compute_h_2^24_at_most_35_ms": False}  # fused: NTT 1.0-2.0, MSM uniform 0.8-1.2
+    assert set(pd.read_csv(out / "vs_sppark.csv")["kernel"].dropna()) >= {"fused", "stagewise"}
+    path, vs = latest_vs_sppark(data)
+    assert path == out and set(vs[vs["op"] == "ntt"]["kernel"]) == {"fused"}
+    assert load_vs_sppark(out, kernel="stagewise")["ratio"].iloc[0] == pytest.approx(0.5)
+    assert latest_vs_sppark(tmp_path / "nothing") is None
+
+
+def test_write_recording_errors(tmp_path, sppark_file):
+    ntt_run, _ = _runs(tmp_path)
+    with pytest.raises(ValueError, match="no zkgpu run folder"):
+        write_recording(sppark_file, None, None, base=tmp_path / "d", gpu="g")
+    with pytest.raises(ValueError, match="'r9' not in the NTT run"):
+        write_recording(sppark_file, ntt_run, None, kernel="r9", base=tmp_path / "d", gpu="g")
+    with pytest.raises(FileNotFoundError, match="not a bench-msm run folder"):
+        write_recording(sppark_file, None, tmp_path, base=tmp_path / "d", gpu="g")
+    bad = tmp_path / "bad.txt"
+    bad.write_text("no GPU: CUDA driver version is insufficient\n")
+    with pytest.raises(ValueError, match="no sppark-bench result rows"):
+        write_recording(bad, ntt_run, None, base=tmp_path / "d", gpu="g")
+    assert not (tmp_path / "d").exists()  # nothing written on bad input
+
+
+def test_readme_block(tmp_path, sppark_file):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{README_BEGIN}\nold\n{README_END}\nrest\n")
+    data = tmp_path / "data"
+    assert "No `bench-sppark` recording" in readme_block(data)
+    ntt_run, msm_run = _runs(tmp_path)
+    write_recording(sppark_file, ntt_run, msm_run, base=data, gpu="g")
+    assert update_readme(readme, data)
+    text = readme.read_text()
+    assert text.startswith("intro\n") and text.endswith("rest\n") and "old" not in text
+    assert "| NTT forward | 1.00 (1.00 / 1.00) |" in text and "compute_h` at 2^24: 140.0 ms" in text
+    assert not update_readme(readme, data)
+    (tmp_path / "plain.md").write_text("no block\n")
+    with pytest.raises(ValueError, match="vs-sppark:end"):
+        update_readme(tmp_path / "plain.md", data)
+
+
+def test_cli(tmp_path, sppark_file):
+    ntt_run, msm_run = _runs(tmp_path)
+    r = CliRunner().invoke(main, ["bench", "sppark", "--sppark", str(sppark_file), "--ntt-run", str(ntt_run),
+                                  "--msm-run", str(msm_run), "--kernel", "stagewise", "--out", str(tmp_path / "data")])
+    assert r.exit_code == 0, r.output
+    assert "| NTT forward | 0.50 (0.50 / 1.00) |" in r.output and "compute_h 2^24: 70.00 ms" in r.output
+    r = CliRunner().invoke(main, ["bench", "sppark", "--sppark", str(sppark_file), "--out", str(tmp_path / "data")])
+    assert r.exit_code != 0 and "no zkgpu run folder" in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(main, ["bench", "sppark-table", "--data", str(tmp_path / "data")])
+    assert r.exit_code == 0 and README_BEGIN in r.output and "MSM uniform" in r.output
+
+
+def test_sppark_ratios_figure(sppark_file):
+    t = ratio_table(vs_sppark(_ntt_rows(), _msm_rows(), read_sppark(sppark_file), kernel="stagewise"))
+    fig, ax = plots.sppark_ratios(t)
+    assert [ln.get_label() for ln in ax.get_legend().get_lines()] == list(t.index)
+    assert any(ln.get_ydata()[0] == 1.0 and ln.get_ydata()[-1] == 1.0 for ln in ax.get_lines())  # parity line
+    cap = plots.caption(fig)
+    assert "NTT forward 0.50, 0.50" in cap and "NTT inverse 0.50, –" in cap and "uniform scalars only" in cap
+    with pytest.raises(ValueError, match="empty"):
+        plots.sppark_ratios(t.iloc[0:0])
+    with pytest.raises(ValueError, match="2\\^k"):
+        plots.sppark_ratios(t.rename(columns={"2^22": "big"}))
+
+
+def test_readme_block_is_current():
+    """README.md's zkgpu/sppark block shows the newest bench-sppark recording in data/ (or says there is none)."""
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "README.md").read_text()
+    assert readme_block(root / "data") in text, "run: zkgpu bench sppark-table --readme README.md"
+
+
+def test_sizes_filter(tmp_path, sppark_file):
+    ntt_run, msm_run = _runs(tmp_path)
+    out = write_recording(sppark_file, ntt_run, msm_run, sizes=[24], base=tmp_path / "data", gpu="g")
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["sizes_log2"] == [24] and set(m["ratios"]["NTT forward"]) == {"2^24"}
+    assert set(load_vs_sppark(out)["log_n"]) == {24}
+    assert set(pd.read_csv(out / "vs_sppark.csv")["log_n"]) == {22, 24}  # the CSV keeps every size
+    r = CliRunner().invoke(main, ["bench", "sppark", "--sppark", str(sppark_file), "--ntt-run", str(ntt_run),
+                                  "--sizes", "22,x", "--out", str(tmp_path / "data")])
+    assert r.exit_code == 2 and "'22,x'" in r.output
+
+
+def test_figure_skips_unmeasured_sizes(sppark_file):
+    t = ratio_table(vs_sppark(_ntt_rows(), None, read_sppark(sppark_file), kernel="stagewise"))
+    fig, ax = plots.sppark_ratios(t)
+    assert "PoRep" not in plots.caption(fig)  # no MSM rows: no sentence about them
+    inverse = next(ln for ln in ax.get_lines() if ln.get_label() == "NTT inverse")
+    assert list(inverse.get_xdata()) == [22]  # 2^24 skipped by sppark: no point drawn there
+
+
+@pytest.mark.skipif(gpu_available(), reason="on a GPU the script measures for minutes")
+def test_script_dry_run(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, OUT=str(tmp_path), PYTHON=sys.executable)
+    r = subprocess.run(["bash", str(root / "scripts" / "kernels_vs_sppark.sh")], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stdout.startswith("no CUDA GPU here: dry run") and "bench sppark --sppark" in r.stdout
+    assert "--sizes 22,24,26" in r.stdout and not (tmp_path / "data").exists()
+
+
+def _notebook_cell(needle: str) -> str:
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "08_report.ipynb").read_text())
+    (src,) = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code" and needle in "".join(c["source"])]
+    return src
+
+
+def test_notebook_08_section(tmp_path, sppark_file, monkeypatch, capsys):
+    """Notebook 08's zkgpu/sppark cell, run on a synthetic recording and on a data folder without one."""
+    from IPython.display import display
+
+    from zkgpu import replay, view
+
+    src = _notebook_cell("find_benchmarks(\"sppark\")")
+    ns = dict(plots=plots, replay=replay, view=view, display=display)
+    monkeypatch.setattr(replay, "data_dir", lambda: tmp_path / "empty")  # where the notebook's replay looks
+    exec(src, dict(ns))  # the notebook's own cell, as its kernel runs it
+    assert "no bench-sppark recording" in capsys.readouterr().out
+    ntt_run, msm_run = _runs(tmp_path)
+    out = write_recording(sppark_file, ntt_run, msm_run, kernel="stagewise", base=tmp_path / "data", gpu="g")
+    monkeypatch.setattr(replay, "data_dir", lambda: tmp_path / "data")
+    g = dict(ns)
+    exec(src, g)
+    assert g["vs_path"] == out and g["ratios"].loc["MSM uniform", "2^24"] == pytest.approx(1.2)
+    shown = capsys.readouterr().out  # outside a notebook display() prints the reprs: table, figure, its caption
+    assert shown.count("Styler") == 1 and "display.Image" in shown and "display.Markdown" in shown

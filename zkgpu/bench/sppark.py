@@ -1,0 +1,206 @@
+"""``zkgpu bench sppark``: one recording of zkgpu's kernels beside sppark's, measured in the same GPU call.
+
+``scripts/kernels_vs_sppark.sh`` runs the sppark anchor (``anchors/sppark-bench``: NTT and MSM rows),
+``zkgpu bench ntt`` and ``zkgpu bench msm`` on one GPU, then :data:`bench_command` gathers the three outputs
+into ONE fresh ``<gpu>-<date>-bench-sppark`` run folder: ``sppark.txt`` (as the anchor wrote it), ``ntt.csv``
+and ``msm.csv`` (zkgpu's rows), ``vs_sppark.csv`` (:func:`zkgpu.anchors.vs_sppark`, every NTT kernel) and
+``manifest.json`` (sppark's commits from the anchor's ``VENDOR_COMMITS``, zkgpu's two run manifests, the
+zkgpu/sppark ratios per operation and size, ``compute_h`` at 2^24, and issue 13's targets checked on them:
+every like-for-like ratio <= 1.0, compute_h <= 35 ms). ``zkgpu bench sppark-table``
+prints the newest such recording's ratio table as markdown, and rewrites README.md's block with it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+import pandas as pd
+
+from ..anchors import (
+    compute_h_ms,
+    load_vs_sppark,
+    manifest_summary,
+    markdown_table,
+    read_sppark,
+    sppark_provenance,
+    vs_sppark,
+)
+from ..errors import CliError
+from ..manifest import build_manifest, new_run_dir, write_json_new
+from ..replay import find_benchmarks
+
+__all__ = ["write_recording", "latest_vs_sppark", "readme_block", "update_readme", "bench_command", "table_command"]
+
+README_BEGIN = "<!-- vs-sppark:begin (zkgpu bench sppark-table --readme README.md rewrites this block) -->"
+README_END = "<!-- vs-sppark:end -->"
+SPPARK_SCALARS = ("uniform only: the anchor's driver draws uniform scalars in [0, r); zkgpu's PoRep-like MSM rows are "
+                  "set against sppark's uniform time as context (like_for_like = false)")
+TIMING = ("medians, ms, same GPU, same call. NTT: both device-resident, natural order in and out, CUDA events. MSM: "
+          "points and scalars on the GPU; zkgpu: CUDA events around zkgpu.msm.msm_device; sppark (devpts_devsc): wall "
+          "clock around the whole msm_t::invoke, which includes its CPU-side combination of the windows")
+
+
+def _run_manifest(run_dir: Path | None) -> dict[str, Any] | None:
+    p = run_dir / "manifest.json" if run_dir is not None else None
+    return json.loads(p.read_text()) if p is not None and p.exists() else None
+
+
+def write_recording(
+    sppark_file: str | Path, ntt_run: str | Path | None, msm_run: str | Path | None, *,
+    kernel: str | None = None, sizes: Sequence[int] | None = None, base: str | Path | None = None, gpu: str | None = None,
+) -> Path:
+    """Gather a sppark-bench output and zkgpu's ``bench-ntt`` / ``bench-msm`` run folders (of the same GPU call)
+    into a fresh ``<base>/<gpu>-<date>-bench-sppark[-N]/`` folder; returns it.
+
+    Args:
+        sppark_file: the anchor's ``sppark.txt``.
+        ntt_run, msm_run: run folders holding ``ntt.csv`` / ``msm.csv`` (either may be None, not both).
+        kernel: the NTT kernel the ratios and ``compute_h`` refer to (default: the first of the NTT run's
+            ``kernels``); ``vs_sppark.csv`` keeps every kernel.
+        sizes: the log2 sizes compared in the manifest's ratios and by :func:`zkgpu.anchors.load_vs_sppark` (default:
+            every size both sides measured); the CSVs keep every size.
+        base: where the run folder goes (default: :func:`zkgpu.manifest.new_run_dir`'s, data/). gpu: its name
+            (default: this GPU).
+
+    Raises:
+        FileNotFoundError: a missing file or folder. ValueError: sppark.txt without result rows, no zkgpu run
+        given, or ``kernel`` not measured in the NTT run.
+    """
+    sppark = read_sppark(sppark_file)  # FileNotFoundError / ValueError before anything is written
+    runs = {"ntt": Path(ntt_run) if ntt_run else None, "msm": Path(msm_run) if msm_run else None}
+    if not any(runs.values()):
+        raise ValueError("no zkgpu run folder given (need --ntt-run and/or --msm-run)")
+    tables: dict[str, pd.DataFrame] = {}
+    for name, d in runs.items():
+        if d is not None:
+            if not (d / f"{name}.csv").is_file():
+                raise FileNotFoundError(f"{d / f'{name}.csv'}: not a bench-{name} run folder")
+            tables[name] = pd.read_csv(d / f"{name}.csv")
+    ntt_rows = tables.get("ntt")
+    manifests = {name: _run_manifest(d) for name, d in runs.items() if d is not None}
+    if ntt_rows is not None:
+        measured = list(dict.fromkeys(ntt_rows["kernel"]))
+        kernel = kernel or next(iter((manifests.get("ntt") or {}).get("kernels", [])), None) or measured[0]
+        if kernel not in measured:
+            raise ValueError(f"NTT kernel {kernel!r} not in the NTT run (measured: {', '.join(map(str, measured))})")
+    vs_all = vs_sppark(ntt_rows, tables.get("msm"), sppark)
+    vs = vs_sppark(ntt_rows, tables.get("msm"), sppark, kernel=kernel)
+    if sizes:
+        vs = vs[vs["log_n"].isin(sizes)]
+    h24 = compute_h_ms(ntt_rows, 24, kernel) if ntt_rows is not None else None
+    like = vs[vs["like_for_like"]]["ratio"].dropna()
+    acceptance = {  # issue 13's targets: every like-for-like ratio <= 1.0, compute_h at 2^24 <= 35 ms
+        "worst_like_for_like_ratio": float(like.max()) if len(like) else None,
+        "all_like_for_like_at_most_1": bool(len(like)) and bool((like <= 1.0).all()),
+        "compute_h_2^24_at_most_35_ms": None if h24 is None else h24 <= 35.0,
+    }
+    out = new_run_dir("bench-sppark", base=Path(base) if base else None, gpu=gpu)
+    shutil.copyfile(sppark_file, out / "sppark.txt")
+    for name, d in runs.items():
+        if d is not None:
+            shutil.copyfile(d / f"{name}.csv", out / f"{name}.csv")  # byte for byte, as the benchmark wrote it
+    vs_all.to_csv(out / "vs_sppark.csv", index=False)
+    write_json_new(out / "manifest.json", build_manifest(
+        benchmark="sppark-comparison", sppark=sppark_provenance(sppark_file), sppark_scalars=SPPARK_SCALARS,
+        ntt_kernel=kernel, sizes_log2=sorted(sizes) if sizes else None, zkgpu_runs=manifests, ratios=manifest_summary(vs),
+        compute_h_ms={"2^24": h24}, acceptance=acceptance, timing=TIMING, files=["sppark.txt", *(f"{n}.csv" for n in tables), "vs_sppark.csv"]))
+    return out
+
+
+def latest_vs_sppark(base: str | Path | None = None) -> tuple[Path, pd.DataFrame] | None:
+    """The newest ``<gpu>-<date>-bench-sppark[-N]/`` folder under ``base`` (default: the replay data folder,
+    :func:`zkgpu.replay.data_dir`) and its :func:`zkgpu.anchors.load_vs_sppark` table; None when there is none."""
+    found = find_benchmarks("sppark", base)
+    return None if found is None else (found[0], load_vs_sppark(found[0]))
+
+
+def readme_block(base: str | Path | None = None) -> str:
+    """README.md's zkgpu/sppark block (markers included) from the newest ``bench-sppark`` recording under
+    ``base`` (default: the replay data folder), or a line saying there is none."""
+    found = latest_vs_sppark(base)
+    if found is None:
+        body = "No `bench-sppark` recording in `data/` yet (`scripts/gpu_run.sh bench-sppark` makes one on a GPU)."
+    else:
+        path, vs = found
+        m = json.loads((path / "manifest.json").read_text())
+        sp = (m.get("sppark") or {}).get("vendor", {}).get("sppark", "?")
+        h = (m.get("compute_h_ms") or {}).get("2^24")
+        body = (f"`data/{path.name}` (sppark `{sp[:12]}`, NTT kernel `{m.get('ntt_kernel')}`; {m.get('timing', '')}; "
+                f"below 1: zkgpu faster):\n\n{markdown_table(vs)}\n\n"
+                + (f"zkgpu `compute_h` at 2^24: {h:.1f} ms. " if h is not None else "")
+                + "sppark's MSM rows have uniform scalars only; the PoRep-like row is context.")
+    return f"{README_BEGIN}\n{body}\n{README_END}"
+
+
+def update_readme(readme: str | Path, base: str | Path | None = None) -> bool:
+    """Replace the block between :data:`README_BEGIN` and :data:`README_END` in ``readme`` with
+    :func:`readme_block`; True if the file changed.
+
+    Raises:
+        ValueError: the file lacks the markers.
+    """
+    p = Path(readme)
+    text = p.read_text()
+    pat = re.compile(re.escape(README_BEGIN) + r".*?" + re.escape(README_END), re.S)
+    if not pat.search(text):
+        raise ValueError(f"{p}: no '{README_END}' block to rewrite")
+    new = pat.sub(lambda _: readme_block(base), text, count=1)
+    if new != text:
+        p.write_text(new)
+    return new != text
+
+
+@click.command("sppark")
+@click.option("--sppark", "sppark_file", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="the sppark-bench output (sppark.txt) of this GPU call")
+@click.option("--ntt-run", default=None, type=click.Path(exists=True, file_okay=False), help="the bench-ntt run folder")
+@click.option("--msm-run", default=None, type=click.Path(exists=True, file_okay=False), help="the bench-msm run folder")
+@click.option("--kernel", default=None, help="NTT kernel of the ratios (default: the NTT run's first kernel)")
+@click.option("--sizes", default="", help="log2 sizes to compare, comma separated (default: every size both sides measured)")
+@click.option("--out", "base", default=None, help="base folder for the run folder (default data/)")
+def bench_sppark(sppark_file: str, ntt_run: str | None, msm_run: str | None, kernel: str | None, sizes: str,
+                 base: str | None) -> None:
+    """One bench-sppark recording from a sppark-bench output and zkgpu's bench-ntt / bench-msm run folders of
+    the same GPU call (scripts/kernels_vs_sppark.sh runs all three); prints the zkgpu/sppark ratios."""
+    try:
+        logs = [int(x) for x in sizes.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter(f"need comma-separated log2 sizes, got {sizes!r}", param_hint="--sizes") from None
+    try:
+        out = write_recording(sppark_file, ntt_run, msm_run, kernel=kernel, sizes=logs, base=base)
+    except (ValueError, FileNotFoundError) as exc:
+        raise CliError(str(exc)) from None
+    m = json.loads((out / "manifest.json").read_text())
+    click.echo(f"wrote {out}")
+    click.echo(markdown_table(load_vs_sppark(out)))
+    h = m["compute_h_ms"]["2^24"]
+    click.echo(f"compute_h 2^24: {h:.2f} ms" if h is not None else "compute_h 2^24: not measured")
+    click.echo(f"issue 13 targets (like-for-like ratios <= 1.0, compute_h 2^24 <= 35 ms): {m['acceptance']}")
+
+
+@click.command("sppark-table")
+@click.option("--data", "base", default=None, type=click.Path(file_okay=False), help="data folder (default data/)")
+@click.option("--readme", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="rewrite this README's vs-sppark block instead of printing")
+def sppark_table(base: str | None, readme: str | None) -> None:
+    """The zkgpu/sppark ratio table of the newest bench-sppark recording, as markdown."""
+    if readme:
+        try:
+            changed = update_readme(readme, base)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+        click.echo(f"{readme}: {'updated' if changed else 'already current'}")
+    else:
+        click.echo(readme_block(base))
+
+
+bench_command = bench_sppark
+"""``zkgpu bench sppark`` (registered by :mod:`zkgpu.cli`)."""
+table_command = sppark_table
+"""``zkgpu bench sppark-table`` (registered by :mod:`zkgpu.cli`)."""
