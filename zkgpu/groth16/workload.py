@@ -27,13 +27,16 @@ r and s come from a CSPRNG, or with ``seed`` from ``seed * 1_000_003 + partition
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .. import _cuda
+from .circuits import ToolError, snarkjs_verify
 from .formats import Witness, ZKey, read_wtns, read_zkey
+from .proof import proof_json, verify_py_ecc, write_proof
 from .prover import (
     ProveResult,
     assemble_proof,
@@ -44,7 +47,7 @@ from .prover import (
     to_zkgpu_order,
 )
 
-__all__ = ["SnarkjsCircuit", "load_circuit"]
+__all__ = ["SnarkjsCircuit", "load_circuit", "write_proofs", "verify_proofs", "default_vkey", "check_proofs"]
 
 
 def _nonzero_rows(points: np.ndarray) -> np.ndarray:
@@ -148,3 +151,69 @@ def load_circuit(zkey_path: str | Path, wtns_paths: list[str | Path] | tuple[str
     """
     zkey = read_zkey(zkey_path)
     return SnarkjsCircuit(zkey, [read_wtns(p) for p in wtns_paths], seed=seed)
+
+
+def write_proofs(partitions: Iterable[Any], folder: str | Path) -> list[tuple[int, Path, Path]]:
+    """Write each proven partition's proof as snarkjs JSON: ``folder/partition-<p>.proof.json`` and
+    ``folder/partition-<p>.public.json`` (the folder is created; existing files are never replaced).
+
+    Args:
+        partitions: :class:`zkgpu.pipeline.PartitionResult` objects; those without a proof
+            (failed, cancelled, synthetic) are skipped.
+
+    Returns:
+        ``[(partition, proof path, public path)]`` in the order given.
+
+    Raises:
+        FileExistsError: a proof file exists already.
+    """
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for pr in partitions:
+        if getattr(pr, "proof", None) is None:
+            continue
+        proof, public = out / f"partition-{pr.partition}.proof.json", out / f"partition-{pr.partition}.public.json"
+        for f in (proof, public):
+            if f.exists():
+                raise FileExistsError(f"{f} exists; proofs are written to a fresh folder")
+        write_proof(pr.proof, proof, public)
+        written.append((pr.partition, proof, public))
+    return written
+
+
+def verify_proofs(written: Iterable[tuple[int, Path, Path]], vkey: str | Path) -> dict[int, bool]:
+    """``snarkjs groth16 verify`` of each written proof (:func:`write_proofs`): ``{partition: accepted}``.
+
+    Raises:
+        ToolError: node, snarkjs missing (:func:`zkgpu.groth16.circuits.tools`).
+    """
+    return {p: snarkjs_verify(vkey, public, proof) for p, proof, public in written}
+
+
+def default_vkey(zkey_path: str | Path) -> Path | None:
+    """``vkey.json`` beside the key (where ``zkgpu circuit`` puts it), or None."""
+    p = Path(zkey_path).with_name("vkey.json")
+    return p if p.is_file() else None
+
+
+def check_proofs(real: SnarkjsCircuit, partitions: Iterable[Any], folder: str | Path | None, vkey: str | Path | None) -> tuple[dict[int, bool], str]:
+    """Write the partitions' proofs to ``folder`` (:func:`write_proofs`, when given) and verify each:
+    with ``snarkjs groth16 verify`` when they were written, a ``vkey`` is given (or
+    :func:`default_vkey` finds one) and node is there; else with py_ecc's pairing
+    (:func:`zkgpu.groth16.proof.verify_py_ecc`, a few seconds per proof).
+
+    Returns:
+        ``({partition: accepted}, tool)`` with tool ``"snarkjs"`` or ``"py_ecc"``; partitions
+        without a proof are left out.
+    """
+    proven = [p for p in partitions if getattr(p, "proof", None) is not None]
+    vkey = vkey or default_vkey(real.zkey.path)
+    if folder is not None:
+        written = write_proofs(proven, folder)
+        if vkey is not None:
+            try:
+                return verify_proofs(written, vkey), "snarkjs"
+            except ToolError:
+                pass  # no node here: py_ecc below
+    return {p.partition: verify_py_ecc(real.zkey, proof_json(p.proof), p.proof.public) for p in proven}, "py_ecc"
