@@ -62,6 +62,7 @@ __all__ = [
     "check_witness",
     "evaluate_qap",
     "to_zkgpu_order",
+    "prepare_device",
     "odd_coset_scalars",
     "h_scalars",
     "msm_g2_cpu",
@@ -174,6 +175,13 @@ def _snarkjs_order_device(log_n: int) -> Any:
     out = _cuda.cupy().asarray(snarkjs_order(log_n))
     _cuda.cupy().cuda.get_current_stream().synchronize()
     return out
+
+
+def prepare_device(log_n: int) -> None:
+    """Build the device tables of :func:`odd_coset_scalars` for n = 2^log_n now (the factors
+    ``-2 w_2n^i`` and snarkjs's order), so that no proof's timed phase builds them."""
+    _odd_coset_factors_device(log_n)
+    _snarkjs_order_device(log_n)
 
 
 def to_zkgpu_order(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

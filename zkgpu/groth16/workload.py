@@ -44,6 +44,7 @@ from .prover import (
     evaluate_qap,
     msm_g2_cpu,
     odd_coset_scalars,
+    prepare_device,
     to_zkgpu_order,
 )
 
@@ -99,8 +100,11 @@ class SnarkjsCircuit:
         }  # fmt: skip
 
     def setup(self, device: str) -> None:
-        """Remember the device of the H conversion (the GPU's tables are built on first use)."""
+        """Remember the device; on the GPU build the H conversion's tables
+        (:func:`~zkgpu.groth16.prover.prepare_device`) before any timed partition."""
         self.device = device
+        if device == "gpu":
+            prepare_device(self.n.bit_length() - 1)
 
     def bases(self) -> dict[str, np.ndarray]:
         """``{"h": H, "l": C, "a": A, "b_g1": B1}`` host points, A and B1 restricted to their densities."""
