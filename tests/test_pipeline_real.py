@@ -15,10 +15,13 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from zkgpu import _cuda
+from zkgpu.field import FR, fr_from_ints
 from zkgpu.groth16.circuits import ToolError, snarkjs_verify, tools
 from zkgpu.groth16.formats import read_wtns, read_zkey
 from zkgpu.groth16.proof import proof_json, read_proof, verify_py_ecc
-from zkgpu.groth16.prover import prove
+from zkgpu.groth16.prover import odd_coset_scalars, prove
+from zkgpu.groth16.results import real_pipeline_recording, real_pipeline_table
 from zkgpu.groth16.setup import mulchain_r1cs, write_wtns
 from zkgpu.groth16.workload import SnarkjsCircuit, check_proofs, load_circuit, write_proofs
 from zkgpu.pipeline import PipelineConfig, run_pipeline
@@ -150,6 +153,14 @@ def test_record_real_circuit(tmp_path):
         assert PHASES <= set(ev["phase"])
     with pytest.raises(ValueError, match="leave n out"):
         record(tmp_path, device="cpu", n=32, scenarios=["baseline"], circuit=rc)
+    # notebook 10 reads such recordings from data/real/ (GPU ones only by default)
+    (tmp_path / "real").mkdir()
+    run_dir.rename(tmp_path / "real" / run_dir.name)
+    assert real_pipeline_recording(tmp_path) is None
+    rec = real_pipeline_recording(tmp_path, gpu_only=False)
+    table = real_pipeline_table(rec)
+    assert list(table.index) == ["baseline", "pinned_narrow"]
+    assert (table["proofs_verified"] == 2).all() and (table["compute_utilization"].between(0, 1)).all()
 
 
 @pytest.mark.gpu
@@ -180,10 +191,6 @@ def test_gpu_pipeline_snarkjs(tmp_path):
 def test_odd_coset_scalars_gpu_canonical_matches_cpu():
     """The pipeline's path into odd_coset_scalars (canonical h on the device, on a worker stream)
     gives the CPU path's scalars."""
-    from zkgpu import _cuda
-    from zkgpu.field import FR, fr_from_ints
-    from zkgpu.groth16.prover import odd_coset_scalars
-
     cp = _cuda.cupy()
     rng = np.random.default_rng(3)
     h = fr_from_ints([int(v) % FR.modulus for v in rng.integers(0, 2**62, size=64)])
