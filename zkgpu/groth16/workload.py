@@ -99,6 +99,13 @@ class SnarkjsCircuit:
             "seeded": self.seed is not None,
         }  # fmt: skip
 
+    def as_dict(self) -> dict[str, Any]:
+        """:meth:`describe` (what a manifest writes for a config that holds this circuit)."""
+        return self.describe()
+
+    def __repr__(self) -> str:
+        return f"SnarkjsCircuit({self.name!r}, n={self.n}, n_vars={self.zkey.n_vars}, witnesses={len(self.witnesses)})"
+
     def setup(self, device: str) -> None:
         """Remember the device; on the GPU build the H conversion's tables
         (:func:`~zkgpu.groth16.prover.prepare_device`) before any timed partition."""
