@@ -5,7 +5,7 @@
 #
 #   scripts/gpu_run.sh [STAGE ...]      stages: info record record-last-mile bench-h2d bench-load bench-ntt bench-ntt-sppark
 #                                       bench-sppark bench-msm bench-prep tests tests-ntt tests-transfer tests-prep notebooks
-#                                       prove-setup prove
+#                                       prove-setup prove record-real
 #                                       (bench-ntt-sppark, bench-sppark need .anchors/sppark-bench; NTT_KERNELS picks kernels;
 #                                       bench-sppark: zkgpu's NTT + MSM beside sppark's, one bench-sppark recording)
 #                                       (default: info record bench-h2d bench-ntt tests; each stage is
@@ -25,8 +25,8 @@ mkdir -p "$DATA"
 # reserve the names of the runs already in data/ (empty folders, removed again before packing), so
 # that a new run folder gets the name (suffix -1, -2 ...) it will have when copied into data/
 reserved=()
-mkdir -p "$DATA/last-mile"
-for d in data/*/ data/last-mile/*/; do
+mkdir -p "$DATA/last-mile" "$DATA/real"
+for d in data/*/ data/last-mile/*/ data/real/*/; do
   [ -d "$d" ] || continue
   n=${d#data/}; n=${n%/}
   if [ ! -e "$DATA/$n" ]; then mkdir "$DATA/$n" && reserved+=("$DATA/$n"); fi
@@ -59,6 +59,7 @@ failed=()
 : "${LIMIT_notebooks:=220}"
 : "${LIMIT_prove_setup:=560}"
 : "${LIMIT_prove:=420}"
+: "${LIMIT_record_real:=170}"
 # Real proofs (zkgpu.groth16): node comes from the system or from the carried .node/ (scripts/node_carry.sh),
 # unpacked once into /tmp/zkgpu-node. prove-setup builds PROVE_CIRCUIT (circom2 + snarkjs powers of tau,
 # setup, witness) into build/circuits, which stays on a warm machine between calls; prove then proves it
@@ -94,6 +95,18 @@ prove_stage() {
   python3 -m zkgpu.cli bench prove --zkey "$d/circuit.zkey" --wtns "$d/circuit.wtns" --vkey "$d/vkey.json" \
     --device "${PROVE_DEVICE:-gpu}" --repeat "${PROVE_REPEAT:-3}" --out "$DATA"
 }
+# record-real: the pipeline proving PROVE_CIRCUIT (built by prove-setup) in REAL_SCENARIOS (default
+# pinned_pool: 2 GPU workers, the pinned pool), REAL_PARTITIONS proofs (default 4; ~10 s of CPU G2 MSM
+# each, on the partitions' prep threads, overlapping), 2 synthesis threads (the QAP evaluation is
+# Python ints), every proof checked by snarkjs; one recording under data/real/ (notebook 10 replays it).
+record_real_stage() {
+  local d="build/circuits/$PROVE_CIRCUIT$([ "$PROVE_SETUP" = fast ] && echo -fast)" s args=()
+  node_setup
+  [ -f "$d/circuit.wtns" ] || { echo "run the prove-setup stage first ($d/circuit.wtns missing)"; return 1; }
+  for s in ${REAL_SCENARIOS:-pinned_pool}; do args+=(--scenario "$s"); done
+  python3 -m zkgpu.cli record --no-sweep --no-bench --device "${PROVE_DEVICE:-gpu}" --zkey "$d/circuit.zkey" --wtns "$d/circuit.wtns" \
+    --vkey "$d/vkey.json" "${args[@]}" --partitions "${REAL_PARTITIONS:-4}" --synth-workers 2 --out "$DATA/real"
+}
 run_stage() {
   local name=$1; shift
   local var="LIMIT_${name//-/_}"
@@ -128,6 +141,7 @@ for s in "${stages[@]}"; do
     record)    run_stage record python3 -m zkgpu.cli record --no-sweep --no-bench ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${PARTITIONS:+--partitions $PARTITIONS} --out "$DATA" ;;
     prove-setup) node_setup; run_stage prove-setup python3 -m zkgpu.cli circuit "$PROVE_CIRCUIT" build/circuits $([ "$PROVE_SETUP" = fast ] && echo --fast) ;;
     prove)     export OUT DATA PROVE_CIRCUIT PROVE_SETUP PROVE_DEVICE; run_stage prove bash -c "$(declare -f node_setup prove_stage); prove_stage" ;;
+    record-real) export OUT DATA PROVE_CIRCUIT PROVE_SETUP PROVE_DEVICE; run_stage record-real bash -c "$(declare -f node_setup record_real_stage); record_real_stage" ;;
     # notebook 07b's set (baseline, the fix, prep_msm off the critical path ...) into data/last-mile/,
     # which only notebook 07b reads
     # SCENARIOS="a b ..." records those instead (names from zkgpu.record.SCENARIOS)
@@ -137,7 +151,7 @@ for s in "${stages[@]}"; do
   esac
 done
 for d in "${reserved[@]}"; do rmdir "$d" 2>/dev/null; done
-rmdir "$DATA/last-mile" 2>/dev/null
+rmdir "$DATA/last-mile" "$DATA/real" 2>/dev/null
 tar -C "$OUT" -czf "$OUT/results.tar.gz" data $( [ -d "$OUT/reports" ] && echo reports ) 2>/dev/null
 echo "results: $(du -h "$OUT/results.tar.gz" | cut -f1) in $OUT/results.tar.gz"
 if [ ${#failed[@]} -gt 0 ]; then echo "FAILED stages: ${failed[*]}"; exit 1; fi

@@ -23,6 +23,12 @@ also with gw=3), then ``narrow_prep_gpu_tails`` (``tail_streams=3``: the small b
 tail MSMs at once) and ``unlocked_prep_gpu_tails`` (no shared mutex). :data:`LAST_MILE_SCENARIOS` is the short set of notebook 07b. On the CPU (``--device cpu``) ``registered`` is skipped (it needs
 cudaHostRegister) and every number is a CPU number; the manifest says ``"device": "cpu"``.
 
+A real circuit (``--zkey K --wtns W``, :class:`zkgpu.groth16.workload.SnarkjsCircuit`): every
+partition of every scenario proves one witness, n is the key's domain, the manifest's ``circuit``
+names it (name, constraints, domain, signals, densities), and each scenario's proofs go to
+``proofs/<scenario>/`` as snarkjs JSON, verified there (``snarkjs groth16 verify`` with the vkey,
+else py_ecc): its entry's ``proofs`` says how many were accepted and by what.
+
 No raw vectors and no pickles are written: Parquet, CSV, JSON and text only (a few hundred kB).
 """
 
@@ -48,6 +54,7 @@ from .bench import msm as bench_msm
 from .bench import ntt as bench_ntt
 from .bench import transfer as bench_transfer
 from .errors import CliError, OneLineCommand
+from .groth16.workload import SnarkjsCircuit, check_proofs, load_circuit
 from .hostload import HostMemoryLoad
 from .manifest import build_manifest, new_run_dir, write_json_new
 from .pinned_pool import PinnedPool
@@ -184,6 +191,8 @@ def run_scenario(
     seed: int = 0, synth_workers: int | None = None, prepared: dict[tuple, Any] | None = None,
     queue_depth: int | None = None,
     pool: Any = None,
+    circuit: SnarkjsCircuit | None = None,
+    vkey: str | Path | None = None,
 ) -> dict[str, Any]:
     """Run one scenario into ``run_dir`` and return its manifest entry.
 
@@ -197,6 +206,10 @@ def run_scenario(
     bases (``zkgpu.pipeline.prepare_backend``) are kept there per (transfer, n, seed, device) —
     everything the backend depends on — so scenarios that differ only in lock scope or gw
     generate the bases once (``setup_s`` in the entry is 0 for them).
+
+    ``circuit``: prove this real circuit (``n`` must be its domain); the proofs go to
+    ``proofs/<name>/`` and are verified (:func:`zkgpu.groth16.workload.check_proofs`, ``vkey``):
+    the entry's ``proofs`` = ``{"folder", "written", "verified", "tool"}``.
     """
     (run_dir / "logs").mkdir(exist_ok=True)
     (run_dir / "events").mkdir(exist_ok=True)
@@ -207,12 +220,14 @@ def run_scenario(
         kw["synth_workers"] = synth_workers
     if queue_depth is not None:
         kw["queue_depth"] = queue_depth
+    if circuit is not None:
+        kw.update(real=circuit, num_inputs=circuit.num_inputs)
     entry: dict[str, Any] = {"settings": settings}
     t0 = time.perf_counter()
     try:
         cfg = PipelineConfig(**kw)
         entry["config"] = _config_dict(cfg)
-        key = (cfg.transfer, cfg.n, cfg.seed, cfg.device)
+        key = (cfg.transfer, cfg.n, cfg.seed, cfg.device, circuit.name if circuit is not None else None)
         cache = prepared if prepared is not None else {}
         t_setup = time.perf_counter()
         if key not in cache:
@@ -225,6 +240,11 @@ def run_scenario(
             exc.entry = entry
             raise
         _partial_entry(entry, result, run_dir, log_rel, ev_rel, t0)
+        if circuit is not None:
+            ok, tool = check_proofs(circuit, result.partitions, run_dir / "proofs" / name, vkey)
+            entry["proofs"] = {"folder": f"proofs/{name}", "written": len(ok), "verified": sum(ok.values()), "tool": tool}
+            if not all(ok.values()):
+                entry["error"] = f"{len(ok) - sum(ok.values())} of {len(ok)} proofs rejected by {tool}"
     except Exception as exc:  # noqa: BLE001 - a failed scenario is recorded in the manifest; the others still run
         entry["error"] = f"{type(exc).__name__}: {exc}"
         entry["traceback"] = traceback.format_exc(limit=8)
@@ -332,6 +352,8 @@ def record(
     seed: int = 0,
     host_load: int = 0,
     echo: Callable[[str], None] | None = None,
+    circuit: SnarkjsCircuit | None = None,
+    vkey: str | Path | None = None,
 ) -> Path:
     """Record the scenario matrix into a fresh run folder and return its path.
 
@@ -355,6 +377,9 @@ def record(
             load achieved (``host_load``), the manifest its settings. The sweep and benchmarks run
             without it. A load thread that fails is noted in the manifest, not raised.
         echo: progress callback (e.g. ``print``).
+        circuit: a real circuit to prove in every scenario (:func:`run_scenario`); ``n`` is then
+            its domain (a different ``n`` is a ValueError). vkey: its verification key for snarkjs
+            (default ``vkey.json`` beside the key; else the proofs are checked with py_ecc).
 
     Raises:
         ValueError: unknown device or scenario, a size the pipeline rejects (n not a power of
@@ -377,6 +402,10 @@ def record(
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ValueError(f"out={str(out)!r} is a file, not a folder: give a folder for the run folder (e.g. --out data)")
     # None means the default; any other value (0 included) is checked by PipelineConfig below
+    if circuit is not None:
+        if n is not None and n != circuit.n:
+            raise ValueError(f"n={n} but the circuit {circuit.name} has a domain of {circuit.n}: leave n out with a circuit")
+        n = circuit.n
     if device == "gpu":
         n = (GPU_QUICK_N if quick else GPU_DEFAULT_N) if n is None else n
         partitions = (GPU_QUICK_PARTITIONS if quick else GPU_DEFAULT_PARTITIONS) if partitions is None else partitions
@@ -433,9 +462,9 @@ def record(
             name0, settings0 = next(iter(runnable.items()))
             t_w = time.perf_counter()
             with tempfile.TemporaryDirectory(prefix="zkgpu-warmup-") as tmp:
-                w = run_scenario(f"warmup-{name0}", settings0, Path(tmp), n=n, partitions=2, device=device,
-                                 seed=seed, synth_workers=synth_workers, prepared=prepared, queue_depth=queue_depth)
-            msg = f"warm-up: 2 partitions of {name0}'s configuration in {time.perf_counter() - t_w:.1f} s, discarded (kernel compilation, CUDA set-up, NTT tables)"
+                w = run_scenario(f"warmup-{name0}", settings0, Path(tmp), n=n, partitions=1 if circuit else 2, device=device,
+                                 seed=seed, synth_workers=synth_workers, prepared=prepared, queue_depth=queue_depth, circuit=circuit, vkey=vkey)
+            msg = f"warm-up: {1 if circuit else 2} partition(s) of {name0}'s configuration in {time.perf_counter() - t_w:.1f} s, discarded (kernel compilation, CUDA set-up, NTT tables)"
             if "error" in w:
                 msg += f"; it failed: {w['error']}"
             notes.append(msg)
@@ -456,8 +485,8 @@ def record(
             say(f"record: scenario {name} {settings}")
             mark = load.snapshot()
             current = name
-            entries[name] = run_scenario(name, settings, run_dir, n=n, partitions=partitions, device=device,
-                                         seed=seed, synth_workers=synth_workers, prepared=prepared, queue_depth=queue_depth, pool=pool)
+            entries[name] = run_scenario(name, settings, run_dir, n=n, partitions=partitions, device=device, seed=seed, synth_workers=synth_workers,
+                                         prepared=prepared, queue_depth=queue_depth, pool=pool, circuit=circuit, vkey=vkey)
             current = None
             e = entries[name]
             if host_load:
@@ -499,6 +528,7 @@ def record(
         seed=seed,
         host_load={"threads": host_load, "buffer_bytes": load.buffer_bytes},
         sizes={"n": n, "log_n": n.bit_length() - 1, "abc_bytes_per_partition": abc, "fr_bytes": 32},
+        circuit=circuit.describe() if circuit is not None else None,
         scenarios=entries,
         sweep=sweep_rel,
         benchmarks=bench_rel,
@@ -525,7 +555,10 @@ def record(
 @click.option("--synth-workers", type=int, default=None, help="synthesis threads (default 8 on the GPU, else the pipeline's)")
 @click.option("--queue-depth", type=int, default=None, help="partitions synthesized ahead (default 8 on the GPU; 0: 2*gw)")
 @click.option("--host-load", type=click.IntRange(min=0), default=0, show_default=True, help="host memory-bandwidth load threads during the scenarios (zkgpu.hostload)")
-def record_command(n, partitions, quick, out, device, scenarios, no_sweep, no_bench, synth_workers, queue_depth, host_load) -> None:
+@click.option("--zkey", "zkey_path", type=click.Path(dir_okay=False, exists=True), default=None, help="prove a real circuit in every scenario: its snarkjs BLS12-381 key (n = its domain)")
+@click.option("--wtns", "wtns_paths", multiple=True, type=click.Path(dir_okay=False, exists=True), help="with --zkey: witness(es), cycled over the partitions")
+@click.option("--vkey", "vkey_path", type=click.Path(dir_okay=False, exists=True), default=None, help="with --zkey: verification key for snarkjs [default: vkey.json beside the key]")
+def record_command(n, partitions, quick, out, device, scenarios, no_sweep, no_bench, synth_workers, queue_depth, host_load, zkey_path, wtns_paths, vkey_path) -> None:
     """Run the scenario matrix (baseline, registered, pinned pool, narrow lock, gw=1/3, compute-only)
     and write logs, Parquet event tables, the H2D sweep, kernel benchmarks and manifest.json into
     one fresh data/<gpu>-<date>-record/ folder. Bad options fail (one line, exit 2) before any
@@ -538,11 +571,14 @@ def record_command(n, partitions, quick, out, device, scenarios, no_sweep, no_be
         previous = signal.signal(signal.SIGTERM, _on_term)
     except ValueError:  # not in the main thread
         previous = None
+    if bool(zkey_path) != bool(wtns_paths):
+        raise CliError("a real circuit needs both --zkey and --wtns")
     try:
+        circuit = load_circuit(zkey_path, wtns_paths) if zkey_path else None
         run_dir = record(
             out=out, device=None if device == "auto" else device, n=n, partitions=partitions, quick=quick,
             scenarios=scenarios or None, sweep=not no_sweep, bench=not no_bench, synth_workers=synth_workers,
-            queue_depth=queue_depth, host_load=host_load, echo=click.echo,
+            queue_depth=queue_depth, host_load=host_load, echo=click.echo, circuit=circuit, vkey=vkey_path,
         )
     except (ValueError, TypeError, RuntimeError) as exc:
         raise CliError(str(exc)) from exc

@@ -31,6 +31,12 @@ Phases (each timed, :class:`ProveResult.timings_ms`):
 
 r and s come from :mod:`secrets` (a CSPRNG) unless a seed is given (tests only: a seeded proof
 is not zero-knowledge).
+
+One proving path: :func:`prove` is :func:`evaluate_qap`, :func:`h_scalars` (:func:`to_zkgpu_order`,
+:mod:`zkgpu.qap`'s quotient, :func:`odd_coset_scalars`), the MSMs, :func:`msm_g2_cpu` and
+:func:`assemble_proof`; the pipeline's partitions on a real circuit
+(:class:`zkgpu.groth16.workload.SnarkjsCircuit`) call the same functions from their phases, with the
+pipeline's own H computation and MSMs in between.
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ import numpy as np
 from .. import _cuda, optional
 from ..domain import ntt_reference
 from ..field import FR, fr_from_ints, fr_to_ints
-from ..fr_device import from_montgomery
+from ..fr_device import from_montgomery, to_montgomery
 from ..msm import msm, msm_cpu
 from ..ntt import ntt_inplace, power_table
 from ..qap import compute_h_inplace, compute_h_reference, prepare_input
@@ -61,7 +67,13 @@ __all__ = [
     "snarkjs_order",
     "check_witness",
     "evaluate_qap",
+    "to_zkgpu_order",
+    "prepare_device",
+    "odd_coset_scalars",
     "h_scalars",
+    "msm_g2_cpu",
+    "random_pair",
+    "assemble_proof",
     "ProveResult",
     "prove",
 ]
@@ -152,15 +164,87 @@ def _odd_coset_factors(log_n: int) -> tuple[int, ...]:
     return tuple(out)
 
 
+@functools.lru_cache(maxsize=2)
 def _odd_coset_factors_device(log_n: int) -> Any:
     """:func:`_odd_coset_factors` built on the GPU (Montgomery form, flat uint32, 8 words each) with
     the NTT's power-table kernel (``ntt_build_powers``: ``lo[i mod 2^S] * hi[i >> S]``), instead
-    of 2^log_n Python multiplications and a host-to-device copy."""
-    return power_table(snarkjs_root(log_n + 1), log_n, P - 2)
+    of 2^log_n Python multiplications and a host-to-device copy. Cached (2^log_n * 32 bytes of
+    device memory per size): built once, then read by every proof of that size, from any stream."""
+    out = power_table(snarkjs_root(log_n + 1), log_n, P - 2)
+    _cuda.cupy().cuda.get_current_stream().synchronize()  # readable from the workers' streams
+    return out
+
+
+@functools.lru_cache(maxsize=2)
+def _snarkjs_order_device(log_n: int) -> Any:
+    """:func:`snarkjs_order` as a device int64 array (cached, like :func:`_odd_coset_factors_device`)."""
+    out = _cuda.cupy().asarray(snarkjs_order(log_n))
+    _cuda.cupy().cuda.get_current_stream().synchronize()
+    return out
+
+
+def prepare_device(log_n: int) -> None:
+    """Build the device tables of :func:`odd_coset_scalars` for n = 2^log_n now (the factors
+    ``-2 w_2n^i`` and snarkjs's order), so that no proof's timed phase builds them."""
+    _odd_coset_factors_device(log_n)
+    _snarkjs_order_device(log_n)
+
+
+def to_zkgpu_order(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Evaluations in snarkjs's domain order -> zkgpu's (``out[k*j mod n] = x[j]``, :func:`snarkjs_order`).
+
+    Args:
+        x: ``(n, 4)`` uint64 (n = 2^L), as :func:`evaluate_qap` returns.
+        out: a ``(n, 4)`` uint64 host array to fill (e.g. a pinned buffer); default a new one.
+
+    Returns:
+        ``out``: the same values at zkgpu's indices, ready for :func:`zkgpu.qap.compute_h`.
+
+    Raises:
+        ValueError: ``out`` of another shape or dtype.
+    """
+    n = x.shape[0]
+    if out is None:
+        out = np.empty_like(x)
+    if out.shape != x.shape or out.dtype != np.uint64:
+        raise ValueError(f"to_zkgpu_order: out must be {x.shape} uint64, got {out.shape} {out.dtype}")
+    out[snarkjs_order(n.bit_length() - 1)] = x
+    return out
+
+
+def odd_coset_scalars(h: Any, *, montgomery: bool = False) -> Any:
+    """The H points' scalars from h's coefficients: ``p_j = -2 h(w_2n^(2j+1))`` in snarkjs's order
+    (module docstring): one pointwise product with ``-2 w_2n^i`` and one forward NTT.
+
+    Args:
+        h: the n coefficients of ``h = (A*B - C)/Z`` in zkgpu's order, as :func:`zkgpu.qap.compute_h`
+            gives them: a ``(n, 4)`` uint64 CuPy array (the GPU path: NTT kernels, on CuPy's
+            current stream, overwritten) or a numpy array (the CPU path: Python ints, small n).
+        montgomery: the device ``h`` is in Montgomery form (:func:`zkgpu.qap.compute_h_inplace`'s
+            output); default canonical.
+
+    Returns:
+        ``(n, 4)`` uint64 canonical Fr in snarkjs's order: a new CuPy array for a CuPy ``h`` (not
+        synchronised), else a numpy array.
+    """
+    n = h.shape[0]
+    log_n = n.bit_length() - 1
+    if _cuda.is_device_array(h):
+        cp = _cuda.cupy()
+        if not montgomery:
+            to_montgomery(h)
+        f = _odd_coset_factors_device(log_n)
+        _cuda.launch_1d(_cuda.get_kernel("fr_ops", "fr_mul"), n, (h.view(cp.uint32), f.view(cp.uint32), h.view(cp.uint32), np.uint64(n)))
+        ntt_inplace(h, order="nn")
+        from_montgomery(h)
+        return h[_snarkjs_order_device(log_n)]
+    y = ntt_reference([hv * f % P for hv, f in zip(fr_to_ints(h), _odd_coset_factors(log_n), strict=True)])
+    return fr_from_ints([y[j] for j in snarkjs_order(log_n).tolist()])
 
 
 def h_scalars(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, device: str = "cpu", timings: dict | None = None) -> np.ndarray:
-    """The scalars for snarkjs's H points: ``(A*B - C)`` on the odd coset (module docstring).
+    """The scalars for snarkjs's H points: ``(A*B - C)`` on the odd coset (module docstring):
+    :func:`to_zkgpu_order`, the cuzk-convention quotient (:mod:`zkgpu.qap`), :func:`odd_coset_scalars`.
 
     Args:
         a, b, c: ``(n, 4)`` uint64 canonical Fr, evaluations in snarkjs's order, n = 2^L, with
@@ -176,38 +260,23 @@ def h_scalars(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, device: str = "cpu
         ``(n, 4)`` uint64 canonical: ``p_j = (A*B - C)(w_2n^(2j+1))``, snarkjs's roots.
     """
     n = a.shape[0]
-    log_n = n.bit_length() - 1
-    perm = snarkjs_order(log_n)
     t0 = time.perf_counter()
     if device == "gpu":
         cp = _cuda.cupy()
         bufs = []
-        for x, nm in ((a, "a"), (b, "b"), (c, "c")):
-            d = cp.zeros((n, 4), dtype=cp.uint64)
-            d[cp.asarray(perm)] = cp.asarray(x)  # zkgpu index k*j holds snarkjs's j
+        for x, nm in zip((a, b, c), "abc", strict=True):  # to_zkgpu_order, on the device
+            d = cp.empty((n, 4), dtype=cp.uint64)
+            d[_snarkjs_order_device(n.bit_length() - 1)] = cp.asarray(x)
             bufs.append(prepare_input(d, n, name=nm))
         compute_h_inplace(*bufs)  # bufs[0] <- h's coefficients, Montgomery form
         cp.cuda.get_current_stream().synchronize()
         t1 = time.perf_counter()
-        f = _odd_coset_factors_device(log_n)
-        h = bufs[0]
-        _cuda.launch_1d(_cuda.get_kernel("fr_ops", "fr_mul"), n, (h.view(cp.uint32), f.view(cp.uint32), h.view(cp.uint32), np.uint64(n)))
-        ntt_inplace(h, order="nn")
-        from_montgomery(h)
-        out = h[cp.asarray(perm)].get()
-        t2 = time.perf_counter()
+        out = odd_coset_scalars(bufs[0], montgomery=True).get()
     else:
-        ints = []
-        for x in (a, b, c):
-            o = [0] * n
-            for j, v in zip(perm.tolist(), fr_to_ints(x), strict=True):
-                o[j] = v
-            ints.append(o)
-        h = compute_h_reference(*ints)
+        h = fr_from_ints(compute_h_reference(*(fr_to_ints(to_zkgpu_order(x)) for x in (a, b, c))))
         t1 = time.perf_counter()
-        y = ntt_reference([hv * f % P for hv, f in zip(h, _odd_coset_factors(log_n), strict=True)])
-        out = fr_from_ints([y[j] for j in perm.tolist()])
-        t2 = time.perf_counter()
+        out = odd_coset_scalars(h)
+    t2 = time.perf_counter()
     if timings is not None:
         timings.update(quotient_ms=1e3 * (t1 - t0), odd_coset_ms=1e3 * (t2 - t1))
     return out
@@ -277,11 +346,48 @@ class ProveResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
-def _random_pair(seed: int | None) -> tuple[int, int]:
+def random_pair(seed: int | None) -> tuple[int, int]:
+    """r and s in [1, r): from :mod:`secrets` (a CSPRNG) when ``seed`` is None, else from
+    ``random.Random(seed)`` (tests only: a seeded proof is not zero-knowledge)."""
     if seed is None:
         return 1 + secrets.randbelow(P - 1), 1 + secrets.randbelow(P - 1)
     rng = random.Random(seed)
     return rng.randrange(1, P), rng.randrange(1, P)
+
+
+def assemble_proof(
+    zkey: ZKey, witness: np.ndarray, msms: dict[str, np.ndarray], b2: np.ndarray, *, seed: int | None = None, device: str = "gpu"
+) -> ProveResult:
+    """The proof from the MSMs (the Groth16 equations of the module docstring; arkworks on the CPU).
+
+    Args:
+        zkey: the proving key.
+        witness: ``(n_vars, 4)`` uint64 canonical Fr (its public signals go into the result).
+        msms: ``(1, 12)`` uint64 affine G1 points: ``"a"`` = sum w_i A_i, ``"b_g1"`` = sum w_i B1_i,
+            ``"l"`` = sum over private signals of w_i C_i, ``"h"`` = sum p_j H_j.
+        b2: ``(1, 24)`` uint64 affine G2, sum w_i B2_i (:func:`msm_g2_cpu`).
+        seed: fixes r and s (:func:`random_pair`).
+        device: recorded in the result.
+
+    Returns:
+        a :class:`ProveResult` (its ``timings_ms`` empty).
+
+    Raises:
+        KeyError: a missing MSM. ImportError: py-arkworks-bls12381 missing.
+    """
+    r, s = random_pair(seed)
+    d1 = _g1_ark(zkey.delta1)
+    pi_a = _g1_ark(zkey.alpha1) + _g1_ark(msms["a"]) + d1 * _ark_scalar(r)
+    b1 = _g1_ark(zkey.beta1) + _g1_ark(msms["b_g1"]) + d1 * _ark_scalar(s)
+    beta2, delta2, b2p = _g2_ark_list(np.concatenate([zkey.beta2, zkey.delta2, b2]))
+    pi_b = beta2 + b2p + delta2 * _ark_scalar(s)
+    pi_c = (
+        _g1_ark(msms["l"]) + _g1_ark(msms["h"]) + pi_a * _ark_scalar(s) + b1 * _ark_scalar(r) + d1 * _ark_scalar(P - r * s % P)
+    )
+    return ProveResult(
+        a=_ark_to_array(pi_a, 12), b=_ark_to_array(pi_b, 24), c=_ark_to_array(pi_c, 12),
+        public=fr_to_ints(witness[1 : zkey.n_public + 1]), device=device,
+    )  # fmt: skip
 
 
 def prove(
@@ -348,19 +454,9 @@ def prove(
             msm_b2 = timed("msm_b2_g2", msm_g2_cpu, zkey.b2, w)
 
     t = time.perf_counter()
-    r, s = _random_pair(seed)
-    d1 = _g1_ark(zkey.delta1)
-    pi_a = _g1_ark(zkey.alpha1) + _g1_ark(msm_a) + d1 * _ark_scalar(r)
-    b1 = _g1_ark(zkey.beta1) + _g1_ark(msm_b1) + d1 * _ark_scalar(s)
-    beta2, delta2, b2 = _g2_ark_list(np.concatenate([zkey.beta2, zkey.delta2, msm_b2]))
-    pi_b = beta2 + b2 + delta2 * _ark_scalar(s)
-    pi_c = (
-        _g1_ark(msm_l) + _g1_ark(msm_h) + pi_a * _ark_scalar(s) + b1 * _ark_scalar(r) + d1 * _ark_scalar(P - r * s % P)
-    )
+    msms = {"a": msm_a, "b_g1": msm_b1, "l": msm_l, "h": msm_h}
+    res = assemble_proof(zkey, w, msms, msm_b2, seed=seed, device=device)
     tm["finish"] = 1e3 * (time.perf_counter() - t)
     tm["total"] = 1e3 * (time.perf_counter() - t_start)
-    public = fr_to_ints(w[1 : zkey.n_public + 1])
-    return ProveResult(
-        a=_ark_to_array(pi_a, 12), b=_ark_to_array(pi_b, 24), c=_ark_to_array(pi_c, 12),
-        public=public, device=device, timings_ms=tm,
-    )  # fmt: skip
+    res.timings_ms = tm
+    return res

@@ -3,6 +3,10 @@
 axis and its key numbers. Proving now instead (live mode, or no recording) is
 :func:`zkgpu.live.open_prove_source`.
 
+The pipeline on real proofs (``zkgpu record --zkey K --wtns W``, ``scripts/gpu_run.sh record-real``)
+is a scenario recording under ``data/real/`` (:data:`REAL_DIR`): :func:`real_pipeline_recording`
+finds it, :func:`real_pipeline_table` sums it up per scenario.
+
 Phase names are those of :mod:`zkgpu.groth16.prover` plus ``read`` (reading the zkey/wtns files).
 """
 
@@ -16,7 +20,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from ..keynumbers import number
-from ..replay import find_benchmarks
+from ..metrics import compute_utilization, throughput
+from ..replay import Recording, data_dir, find_benchmarks, find_recordings
 
 __all__ = [
     "TIMELINE_PHASES",
@@ -27,7 +32,15 @@ __all__ = [
     "plot_phase_timeline",
     "prove_key_numbers",
     "prove_finding",
+    "REAL_DIR",
+    "real_pipeline_recording",
+    "real_pipeline_table",
 ]
+
+REAL_DIR = "real"
+"""Sub-folder of ``data/`` for recordings of the pipeline proving a real circuit
+(``scripts/gpu_run.sh record-real`` writes there), kept apart so that the scenario notebooks'
+newest recording stays a synthetic scenario matrix."""
 
 TIMELINE_PHASES = ("read", "synthesis", "h_scalars", "msm_a", "msm_b1", "msm_l", "msm_h", "msm_b2_g2", "g2_wait", "finish")
 """The phases of one proof in the order they run on the main thread (one after the other); with
@@ -185,3 +198,35 @@ def prove_finding(src: ProveSource) -> str:
     if "speedup_vs_snarkjs" in v:
         text += f"; snarkjs took {v['snarkjs_prove_ms']:,.0f} ms ({v['speedup_vs_snarkjs']:.2f}x zkgpu's time)"
     return text + "."
+
+
+def real_pipeline_recording(base: str | Path | None = None, *, gpu_only: bool = True) -> Recording | None:
+    """The newest recording under ``<base>/real/`` (:data:`REAL_DIR`; base default the replay data
+    folder) whose manifest names a circuit; with ``gpu_only`` (default) only GPU ones. None when
+    there is none."""
+    root = Path(base) if base is not None else data_dir()
+    for rec in find_recordings(root / REAL_DIR):
+        if rec.manifest.get("circuit") and (rec.is_gpu or not gpu_only):
+            return rec
+    return None
+
+
+def real_pipeline_table(rec: Recording) -> pd.DataFrame:
+    """One row per scenario of a real-circuit recording: partitions proven, proofs accepted (of
+    written) and by which verifier, the run's wall time (s), seconds per proof and compute
+    utilization (:func:`zkgpu.metrics.compute_utilization`: kernel time without exposed H2D over
+    wall time, a fraction)."""
+    rows = []
+    for name in rec.scenarios:
+        e = rec.scenario(name)
+        if "events" not in e:
+            continue
+        ev = rec.events(name)
+        tp, cu = throughput(ev), compute_utilization(ev)
+        pr = e.get("proofs") or {}
+        rows.append({
+            "scenario": name, "partitions_ok": e.get("partitions_ok"), "proofs_verified": pr.get("verified"),
+            "proofs_written": pr.get("written"), "verifier": pr.get("tool"), "wall_s": float(tp["wall_ms"].iloc[0]) / 1e3,
+            "s_per_partition": float(tp["s_per_partition"].iloc[0]), "compute_utilization": float(cu["utilization"].iloc[0]),
+        })  # fmt: skip
+    return pd.DataFrame(rows).set_index("scenario") if rows else pd.DataFrame()

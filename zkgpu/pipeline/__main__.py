@@ -9,6 +9,13 @@ a warm pinned pool), then the measured run, and prints the median host ms (and C
 every phase plus the H2D rate. With ``--out DIR`` each measured run's cuzk-format log and
 Parquet event table go to a fresh folder under DIR (never overwritten). The medians are a
 smoke check for choosing ``n``, not a benchmark record (``zkgpu record`` writes those).
+
+A real circuit (``--zkey K --wtns W [--wtns W2 ...]``, snarkjs BLS12-381): every partition proves
+one witness (cycled) through the same phases (:class:`zkgpu.groth16.workload.SnarkjsCircuit`); n is
+the key's domain. Each proof is checked: with ``--out``, written as snarkjs JSON to the run
+folder's ``proofs/`` and verified by ``snarkjs groth16 verify`` (``--vkey``, default ``vkey.json``
+beside the key) when node and a vkey are there, else by py_ecc's pairing. A rejected proof fails
+the command.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 import pandas as pd
@@ -24,6 +32,7 @@ import pandas as pd
 from zkgpu import settings
 from zkgpu._cuda import gpu_available
 from zkgpu.errors import CliError, OneLineCommand, check_writable_under
+from zkgpu.groth16.workload import SnarkjsCircuit, check_proofs, load_circuit
 from zkgpu.host_alloc import PageableAllocator
 from zkgpu.pinned_pool import PinnedPool
 from zkgpu.pipeline.config import DEVICES, LOCK_SCOPES, PREPS, TRANSFERS, PipelineConfig
@@ -55,10 +64,16 @@ DEFAULT_LOG_N = {"gpu": 20, "cpu": 10}
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True, help="seconds any one step or wait may take before its partition fails")
 @click.option("--prep", type=click.Choice(PREPS), default="cpu", show_default=True, help="prep_msm variant (zkgpu.prep)")
 @click.option("--tail-streams", type=click.IntRange(1, 3), default=1, show_default=True, help="3: batch adds and tail MSMs at once")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="folder for logs and event tables")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="folder for logs, event tables and proofs")
+@click.option("--zkey", "zkey_path", type=click.Path(dir_okay=False, exists=True), default=None, help="prove a real circuit: its snarkjs BLS12-381 key (n = its domain)")
+@click.option("--wtns", "wtns_paths", multiple=True, type=click.Path(dir_okay=False, exists=True), help="with --zkey: witness(es), cycled over the partitions")
+@click.option("--vkey", "vkey_path", type=click.Path(dir_okay=False, exists=True), default=None, help="with --zkey: the verification key for snarkjs [default: vkey.json beside the key]")
+@click.option("--seed", type=int, default=None, help="with --zkey: fix r, s (tests only: the proofs are then not zero-knowledge)")
 def main(log_n: int | None, partitions: int, gw: int, synth_workers: int, transfers: tuple[str, ...], scopes: tuple[str, ...], device: str,
-         timeout_s: float, prep: str, tail_streams: int, out: Path | None) -> None:
-    """Quick pipeline smoke run: per-phase medians for each --transfer and --scope."""
+         timeout_s: float, prep: str, tail_streams: int, out: Path | None, zkey_path: str | None, wtns_paths: tuple[str, ...],
+         vkey_path: str | None, seed: int | None) -> None:
+    """Quick pipeline smoke run: per-phase medians for each --transfer and --scope (synthetic
+    partitions, or proofs of a real circuit with --zkey/--wtns)."""
     try:
         settings.apply()  # the ZKGPU_* variables (zkgpu.settings)
     except ValueError as exc:
@@ -66,10 +81,11 @@ def main(log_n: int | None, partitions: int, gw: int, synth_workers: int, transf
     pd.set_option("display.width", 200)
     if device == "gpu" and not gpu_available():
         raise CliError("no CUDA GPU (CuPy) found: run on the CPU with --device cpu (reference math; --log-n 10 takes seconds)")
-    log_n = DEFAULT_LOG_N[device] if log_n is None else log_n
+    real = _real_circuit(zkey_path, wtns_paths, log_n, seed)
+    log_n = (real.n.bit_length() - 1) if real is not None else DEFAULT_LOG_N[device] if log_n is None else log_n
     try:
-        base = PipelineConfig(n=1 << log_n, partitions=partitions, gw=gw, synth_workers=synth_workers, device=device,
-                              timeout_s=timeout_s, prep=prep, tail_streams=tail_streams)
+        kw: dict[str, Any] = dict(partitions=partitions, gw=gw, synth_workers=synth_workers, device=device, timeout_s=timeout_s, prep=prep, tail_streams=tail_streams)
+        base = PipelineConfig.for_circuit(real, **kw) if real is not None else PipelineConfig(n=1 << log_n, **kw)
         for transfer in transfers:
             base.with_(transfer=transfer)  # e.g. registered needs device=gpu: refused before any work
     except (TypeError, ValueError) as exc:
@@ -107,6 +123,8 @@ def main(log_n: int | None, partitions: int, gw: int, synth_workers: int, transf
             click.echo(med.round(2).to_string())
             sys.stdout.flush()  # a run killed by a time limit keeps what it printed
             failed += [(cfg.run_name, p) for p in res.partitions if p.status != "ok"]
+            if real is not None:
+                failed += _check_proofs(real, res.partitions, cfg.run_name, cfg.log_path.parent / "proofs" if cfg.log_path else None, vkey_path)
             summary.append({"run": cfg.run_name, "wall_s": round(wall, 2), "h2d_GBps": round(gbps, 2), **{f"{p}_ms": round(float(med.at[p, "host_ms"]), 1) for p in ("ntt_msm_h", "prep_msm", "barrier_wait", "batch_add", "tail_msm", "mutex_wait") if p in med.index}})
     click.echo("\n=== summary (median host ms per partition)")
     click.echo(pd.DataFrame(summary).to_string(index=False))
@@ -115,6 +133,33 @@ def main(log_n: int | None, partitions: int, gw: int, synth_workers: int, transf
             click.echo(f"{run_name}: partition {p.partition} {p.status} at {p.stage or '-'}: {p.error}", err=True)
         raise click.ClickException(f"{len(failed)} partition(s) did not prove ({len({r for r, _ in failed})} of {runs} run(s)); see the lines above")
 
+
+def _real_circuit(zkey_path: str | None, wtns_paths: tuple[str, ...], log_n: int | None, seed: int | None) -> SnarkjsCircuit | None:
+    """The --zkey/--wtns circuit, or None; a one-line CliError for a bad combination or file."""
+    if zkey_path is None:
+        if wtns_paths or seed is not None:
+            raise CliError("--wtns and --seed prove a real circuit: give its key with --zkey")
+        return None
+    if not wtns_paths:
+        raise CliError("--zkey needs at least one --wtns (a witness of the key's circuit)")
+    if log_n is not None:
+        raise CliError("--log-n does not apply with --zkey: n is the key's domain size")
+    try:
+        return load_circuit(zkey_path, wtns_paths, seed=seed)
+    except (ValueError, OSError) as exc:
+        raise CliError(str(exc)) from exc
+
+
+def _check_proofs(real: SnarkjsCircuit, parts: list, run_name: str, folder: Path | None, vkey_path: str | None) -> list:
+    """:func:`zkgpu.groth16.workload.check_proofs`, one line printed; returns ``[(run_name,
+    partition)]`` for the rejected proofs (marked failed)."""
+    ok, tool = check_proofs(real, parts, folder, vkey_path)
+    where = f", written to {folder}" if folder is not None else ""
+    click.echo(f"{run_name}: {sum(ok.values())}/{len(ok)} proofs verified by {tool}{where}")
+    bad = [p for p in parts if p.partition in ok and not ok[p.partition]]
+    for p in bad:
+        p.status, p.error = "failed", f"the proof was rejected by {tool}"
+    return [(run_name, p) for p in bad]
 
 if __name__ == "__main__":
     sys.exit(main())

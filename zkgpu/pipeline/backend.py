@@ -33,6 +33,7 @@ from typing import Any, Protocol, TypeAlias, TypeVar
 import numpy as np
 
 from zkgpu.pipeline.split import Prep
+from zkgpu.pipeline.synthesis import Circuit
 
 __all__ = ["Array", "Stream", "Backend", "HStart", "BASE_NAMES", "fan_out", "malloc_trim"]
 
@@ -88,8 +89,9 @@ class Backend(Protocol):
     bases: dict[str, Array]
 
     def setup(self) -> None:
-        """Generate the bases (and the G2 bases of the CPU multiexp); allocate what timed
-        partitions must not allocate. Called once before any partition."""
+        """Generate the bases (and the G2 bases of the CPU multiexp), or take ``config.real``'s
+        (and call its ``setup``); allocate what timed partitions must not allocate. Called once
+        before any partition."""
 
     def new_stream(self) -> Stream:
         """A fresh non-blocking stream for one GPU worker (None on the CPU)."""
@@ -129,10 +131,11 @@ class Backend(Protocol):
     def b_g2(self, scalars: Array) -> bytes:
         """The scaled-down CPU B_G2 multiexp (:func:`zkgpu.pipeline.points.cpu_g2_msm`), 96 bytes compressed."""
 
-    def prep(self, aux: np.ndarray, prep: str = "cpu", threads: int | None = None) -> Mapping[str, Prep]:
+    def prep(self, aux: np.ndarray, prep: str = "cpu", threads: int | None = None, circuit: Circuit | None = None) -> Mapping[str, Prep]:
         """prep_msm of one partition's aux ((aux_size, 4) uint64) for the L, A, B_G1 MSMs
-        (``{"l", "a", "b_g1"}``; :mod:`zkgpu.pipeline.split`). Raises ValueError for a scalar >= r
-        or a ``prep`` the backend does not run."""
+        (``{"l", "a", "b_g1"}``; :mod:`zkgpu.pipeline.split`), with ``circuit``'s inputs (default
+        the run's; a real circuit's partitions each have their own). Raises ValueError for a
+        scalar >= r or a ``prep`` the backend does not run."""
 
 
 # --------------------------------------------------------------------------------------------

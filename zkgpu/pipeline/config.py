@@ -47,6 +47,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from zkgpu.pipeline.real import RealCircuit
 from zkgpu.prep import PREPS
 
 __all__ = ["Density", "PipelineConfig", "TRANSFERS", "LOCK_SCOPES", "DEVICES", "PREPS", "FaultHook"]
@@ -148,6 +149,12 @@ class PipelineConfig:
             (created fresh; existing files are never touched: FileExistsError).
         echo: also print each log line to stderr.
         fault_hook: see :data:`FaultHook` (tests).
+        real: a real circuit (:class:`~zkgpu.pipeline.real.RealCircuit`, e.g.
+            :class:`zkgpu.groth16.workload.SnarkjsCircuit`): each partition proves one of its
+            witnesses with its key's points as bases, and its result carries the proof; ``n`` and
+            ``num_inputs`` must be the circuit's (:meth:`for_circuit` sets them), ``aux_ratio``,
+            ``density`` and ``b_g2_terms`` are then unused (the circuit's own sizes and densities,
+            the full B2 MSM). None: synthetic partitions.
     """
 
     n: int = 1 << 23
@@ -173,6 +180,12 @@ class PipelineConfig:
     events_path: Path | None = None
     echo: bool = False
     fault_hook: FaultHook | None = field(default=None, compare=False, repr=False)
+    real: RealCircuit | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def for_circuit(cls, real: RealCircuit, **kw: Any) -> PipelineConfig:
+        """A config that proves ``real`` (its ``n`` and ``num_inputs``; other fields from ``kw``)."""
+        return cls(n=real.n, num_inputs=real.num_inputs, real=real, **kw)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -218,12 +231,18 @@ class PipelineConfig:
             raise ValueError("PipelineConfig.prep='gpu' needs device='gpu'; use prep='cpu' or 'cpu_parallel' on the CPU")
         if self.device == "gpu" and self.gpus != 1:
             raise ValueError(f"PipelineConfig.gpus={self.gpus} with device='gpu': one GPU per run for now (bases and streams live on device 0); gpus > 1 is emulated on device='cpu' only")
+        if self.real is not None and (self.n, self.num_inputs) != (self.real.n, self.real.num_inputs):
+            raise ValueError(f"PipelineConfig.n={self.n} and num_inputs={self.num_inputs} must be the circuit's ({self.real.name}: n={self.real.n}, "
+                             f"num_inputs={self.real.num_inputs}); use PipelineConfig.for_circuit")
         if self.fault_hook is not None and not callable(self.fault_hook):
             raise TypeError(f"PipelineConfig.fault_hook must be callable, got {type(self.fault_hook).__name__}")
 
     # ------------------------------------------------------------------------------------------
     @property
     def aux_size(self) -> int:
+        """Aux values per partition: the circuit's private signals, else ``aux_ratio * n``."""
+        if self.real is not None:
+            return self.real.aux_size
         return max(1, int(round(self.aux_ratio * self.n)))
 
     @property
@@ -242,7 +261,8 @@ class PipelineConfig:
     @property
     def run_name(self) -> str:
         prep = "" if self.prep == "cpu" else f"-prep_{self.prep}"
-        return self.run or f"{self.transfer}-{self.lock_scope}-gw{self.gw}-n{self.log_n}-{self.device}{prep}"
+        real = f"-{self.real.name}" if self.real is not None else ""
+        return self.run or f"{self.transfer}-{self.lock_scope}-gw{self.gw}-n{self.log_n}-{self.device}{prep}{real}"
 
     def with_(self, **changes: Any) -> PipelineConfig:
         """A copy with some fields changed (validated)."""

@@ -50,12 +50,19 @@ class CpuBackend:
         self._g2: list[Any] = []
 
     def setup(self) -> None:
-        """The bases: deterministic points from ``config.seed`` (arkworks), and the G2 bases."""
-        sizes = {"h": self.config.n, "l": self.circuit.l_size, "a": self.circuit.a_size, "b_g1": self.circuit.b_size}
-        for tag, nm in enumerate(BASE_NAMES):
-            self.bases[nm] = cpu_points(sizes[nm], self.config.seed, tag)
-            self._ark_bases[nm] = g1_to_arkworks(self.bases[nm], checked=False)  # generated: valid points
-        self._g2 = g2_bases(self.config.b_g2_terms, self.config.seed)
+        """The bases: deterministic points from ``config.seed`` (arkworks) and the G2 bases, or
+        the real circuit's key points (``config.real``)."""
+        real = self.config.real
+        if real is not None:
+            real.setup("cpu")
+            self.bases.update(real.bases())
+        else:
+            sizes = {"h": self.config.n, "l": self.circuit.l_size, "a": self.circuit.a_size, "b_g1": self.circuit.b_size}
+            for tag, nm in enumerate(BASE_NAMES):
+                self.bases[nm] = cpu_points(sizes[nm], self.config.seed, tag)
+            self._g2 = g2_bases(self.config.b_g2_terms, self.config.seed)
+        for nm in BASE_NAMES:
+            self._ark_bases[nm] = g1_to_arkworks(self.bases[nm], checked=False)  # generated or the key's: valid points
 
     def new_stream(self) -> Stream:
         return None
@@ -108,6 +115,7 @@ class CpuBackend:
         """:func:`zkgpu.pipeline.points.cpu_g2_msm` over the G2 bases."""
         return cpu_g2_msm(self._g2, scalars)
 
-    def prep(self, aux: np.ndarray, prep: str = "cpu", threads: int | None = None) -> dict[str, PrepMsm]:
-        """:func:`zkgpu.pipeline.split.prep_partition` (``prep`` = ``cpu`` or ``cpu_parallel``)."""
-        return prep_partition(self.circuit, aux, prep, threads=threads)
+    def prep(self, aux: np.ndarray, prep: str = "cpu", threads: int | None = None, circuit: Circuit | None = None) -> dict[str, PrepMsm]:
+        """:func:`zkgpu.pipeline.split.prep_partition` (``prep`` = ``cpu`` or ``cpu_parallel``)
+        with ``circuit`` (default the run's)."""
+        return prep_partition(circuit or self.circuit, aux, prep, threads=threads)

@@ -49,13 +49,19 @@ class GpuBackend:
         self._sel_d: tuple[Any, Any] | None = None
 
     def setup(self) -> None:
-        """The bases (:func:`zkgpu.bases.generate_points`, seeded by ``config.seed``), the G2 bases,
+        """The bases (:func:`zkgpu.bases.generate_points`, seeded by ``config.seed``) and the G2
+        bases, or ``config.real``'s key points (copied to the device),
         and the pinned staging buffers of prep="gpu" (one per concurrent prep thread, up to 3
         workers), allocated here so that no cudaHostAlloc lands in a timed partition."""
-        sizes = {"h": self.config.n, "l": self.circuit.l_size, "a": self.circuit.a_size, "b_g1": self.circuit.b_size}
-        for tag, nm in enumerate(BASE_NAMES):
-            self.bases[nm] = bases.generate_points(sizes[nm], seed=self.config.seed * 16 + tag)
-        self._g2 = g2_bases(self.config.b_g2_terms, self.config.seed)
+        real = self.config.real
+        if real is not None:  # the key's points, on the device once
+            real.setup("gpu")
+            self.bases.update({nm: self.cp.asarray(pts) for nm, pts in real.bases().items()})
+        else:
+            sizes = {"h": self.config.n, "l": self.circuit.l_size, "a": self.circuit.a_size, "b_g1": self.circuit.b_size}
+            for tag, nm in enumerate(BASE_NAMES):
+                self.bases[nm] = bases.generate_points(sizes[nm], seed=self.config.seed * 16 + tag)
+            self._g2 = g2_bases(self.config.b_g2_terms, self.config.seed)
         held = [self._staging.checkout(self.circuit.aux_size * 32) for _ in range(3)]
         for b in held:
             self._staging.checkin(b)
@@ -252,7 +258,7 @@ class GpuBackend:
             scalars = scalars[: len(self._g2)].get()
         return cpu_g2_msm(self._g2, scalars)
 
-    def prep(self, aux: np.ndarray, prep: str = "cpu", threads: int | None = None) -> Mapping[str, Prep]:
+    def prep(self, aux: np.ndarray, prep: str = "cpu", threads: int | None = None, circuit: Circuit | None = None) -> Mapping[str, Prep]:
         """prep_msm of one partition. ``cpu`` / ``cpu_parallel``: :func:`~zkgpu.pipeline.split.prep_partition`
         on the host. ``gpu``: on this thread's own non-blocking prep stream, copy ``[inputs; aux]``
         to the device (aux through pinned staging, :meth:`_stage_aux`), then
@@ -262,20 +268,24 @@ class GpuBackend:
         so after this call's final stream sync). Returns ``{"l", "a", "b_g1"}``
         (:class:`zkgpu.msm.PrepMsm` with CuPy arrays for ``gpu``).
 
+        ``circuit``: the partition's structure (default the run's): its inputs head the A and B
+        vectors; its densities are the run's.
+
         Raises:
             ValueError: a scalar >= r (its index named), or an unknown ``prep``.
         """
+        circuit = circuit or self.circuit
         if prep != "gpu":
-            return prep_partition(self.circuit, aux, prep, threads=threads)
+            return prep_partition(circuit, aux, prep, threads=threads)
         cp = self.cp
-        k = self.circuit.inp.shape[0]
+        k = circuit.inp.shape[0]
         a_d, b_d = self._device_selections()
         with self._lock:  # a stream from the backend's free list: CuPy's pool reuses memory per stream
             s = self._prep_streams.pop() if self._prep_streams else cp.cuda.Stream(non_blocking=True)
         try:
             with s:
                 full = cp.empty((k + aux.shape[0], 4), dtype=cp.uint64)
-                full[:k].set(np.ascontiguousarray(self.circuit.inp), stream=s)
+                full[:k].set(np.ascontiguousarray(circuit.inp), stream=s)
                 self._stage_aux(np.ascontiguousarray(aux), full[k:], s)
                 out: dict[str, Prep] = {
                     "l": prep_msm_device(full, offset=k, stream=s, name="aux"),

@@ -58,7 +58,7 @@ from zkgpu.pipeline.backend import Backend
 from zkgpu.pipeline.config import PipelineConfig
 from zkgpu.pipeline.cpu_backend import CpuBackend
 from zkgpu.pipeline.gpu_backend import GpuBackend
-from zkgpu.pipeline.synthesis import Circuit, make_circuit, synthesize_into
+from zkgpu.pipeline.synthesis import Circuit, make_circuit, partition_circuit, synthesize_into
 from zkgpu.pipeline.worker import (
     Cancelled,
     GpuMutex,
@@ -342,14 +342,15 @@ class _Run:
                         a, b, c = (np.empty((cfg.n, 4), dtype=np.uint64) for _ in range(3))
                         pinned = False
                     aux = np.empty((cfg.aux_size, 4), dtype=np.uint64)
-                    synthesize_into(cfg, p, a, b, c, aux)
+                    witness = synthesize_into(cfg, p, a, b, c, aux)
                     ph.fields["is_pinned"] = pinned
                     ph.bytes = 3 * a.nbytes
                     ph.detail["is_pinned"] = pinned
                 if p in ctx.abandoned:  # the watchdog failed it (and released what it held) meanwhile
                     held.release_buffers()  # a checkout made after the watchdog ran
                     return  # this (hung) thread was abandoned: it takes no more partitions
-                job = SynthesizedJob(p, a, b, c, aux, pinned, held.release_buffers, synth_ms=ph.ms)
+                job = SynthesizedJob(p, a, b, c, aux, pinned, held.release_buffers, witness=witness,
+                                     circuit=partition_circuit(cfg, ctx.circuit, p), synth_ms=ph.ms)
                 job.queue_span = tr.begin("gpu_queue", partition=p)
                 ctx.releasers.pop(p, None)  # the job owns a/b/c and the permit now
                 ctx.leave(p, "synth")

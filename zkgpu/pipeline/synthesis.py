@@ -1,6 +1,7 @@
-"""Synthetic partition synthesis: a, b, c and the aux assignment of one partition.
+"""Partition synthesis: a, b, c and the aux assignment of one partition.
 
-This is *not* a real circuit. a, b, c are uniform values in [0, 2^254) (hence canonical Fr) and
+With ``config.real`` (:mod:`zkgpu.pipeline.real`) synthesis is the real circuit's QAP evaluation
+of the partition's witness. Otherwise it is synthetic, *not* a real circuit: a, b, c are uniform values in [0, 2^254) (hence canonical Fr) and
 satisfy nothing in particular (a*b != c in general): the pipeline only needs their size and the
 H computation ``compute_h(a, b, c)`` (iNTT, coset NTT x3, (a*b - c) * Z^-1, inverse coset NTT) is
 defined for any input, and its result is checked against the reference on the same input. The
@@ -18,13 +19,13 @@ the same for every partition, as for PoRep.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from zkgpu.pipeline.config import PipelineConfig
 
-__all__ = ["Circuit", "make_circuit", "fill_fr", "fill_aux", "synthesize_into", "synthesize_arrays", "FR_TOP_MASK"]
+__all__ = ["Circuit", "make_circuit", "partition_circuit", "fill_fr", "fill_aux", "synthesize_into", "synthesize_arrays", "FR_TOP_MASK"]
 
 FR_TOP_MASK = np.uint64((1 << 62) - 1)
 """Top-limb mask: values < 2^254 < r (r ~ 0.45 * 2^256), so every value is canonical Fr."""
@@ -64,7 +65,11 @@ class Circuit:
 
 
 def make_circuit(config: PipelineConfig) -> Circuit:
-    """The circuit structure of a run (depends on ``config.seed``, n, aux_ratio, density)."""
+    """The circuit structure of a run (depends on ``config.seed``, n, aux_ratio, density), or that
+    of ``config.real`` (its densities; ``inp`` = partition 0's inputs, see :func:`partition_circuit`)."""
+    if config.real is not None:
+        rc = config.real
+        return _frozen(Circuit(config.n, rc.aux_size, rc.inputs(0), rc.a_aux_density, rc.b_inp_density, rc.b_aux_density))
     rng = np.random.default_rng([config.seed, 0xC1C])
     aux = config.aux_size
     inp = np.empty((config.num_inputs, 4), dtype=np.uint64)
@@ -74,9 +79,24 @@ def make_circuit(config: PipelineConfig) -> Circuit:
     b_den = rng.random(aux) < config.density.b_aux
     b_inp = np.zeros(config.num_inputs, dtype=bool)
     b_inp[0] = True
-    for arr in (inp, a_den, b_den, b_inp):
+    return _frozen(Circuit(config.n, aux, inp, a_den, b_inp, b_den))
+
+
+def _frozen(c: Circuit) -> Circuit:
+    for arr in (c.inp, c.a_aux_density, c.b_inp_density, c.b_aux_density):
         arr.setflags(write=False)
-    return Circuit(config.n, aux, inp, a_den, b_inp, b_den)
+    return c
+
+
+def partition_circuit(config: PipelineConfig, circuit: Circuit, partition: int) -> Circuit:
+    """The structure that ``partition`` is proven with: ``circuit`` itself, or for a real circuit
+    the same densities with that partition's public inputs (its witness's)."""
+    if config.real is None:
+        return circuit
+    inp = config.real.inputs(partition)
+    if np.array_equal(inp, circuit.inp):
+        return circuit
+    return _frozen(replace(circuit, inp=np.array(inp)))
 
 
 def fill_fr(out: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -107,16 +127,30 @@ def fill_aux(out: np.ndarray, rng: np.random.Generator, zero: float, one: float)
     return out
 
 
-def synthesize_into(config: PipelineConfig, partition: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, aux: np.ndarray) -> None:
-    """Write partition ``partition``'s a, b, c ((n, 4) each) and aux ((aux_size, 4)) in place."""
+def synthesize_into(config: PipelineConfig, partition: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, aux: np.ndarray) -> np.ndarray | None:
+    """Write partition ``partition``'s a, b, c ((n, 4) each) and aux ((aux_size, 4)) in place.
+
+    Returns:
+        None (synthetic), or for ``config.real`` the partition's witness ((num_inputs + aux_size, 4)
+        uint64: :meth:`~zkgpu.pipeline.real.RealCircuit.synthesize_into`, the QAP evaluation),
+        whose private part is written to aux.
+
+    Raises:
+        ValueError: a buffer of the wrong shape or dtype.
+    """
     for name, arr, rows in (("a", a, config.n), ("b", b, config.n), ("c", c, config.n), ("aux", aux, config.aux_size)):
         if not isinstance(arr, np.ndarray) or arr.shape != (rows, 4) or arr.dtype != np.uint64:
             raise ValueError(f"synthesis buffer {name} must be ({rows}, 4) uint64, got {getattr(arr, 'shape', None)} {getattr(arr, 'dtype', type(arr).__name__)}")
+    if config.real is not None:
+        w = config.real.synthesize_into(partition, a, b, c)
+        aux[:] = w[config.num_inputs :]
+        return w
     rng = np.random.default_rng([config.seed, 1, partition])
     fill_fr(a, rng)
     fill_fr(b, rng)
     fill_fr(c, rng)
     fill_aux(aux, rng, config.density.zero, config.density.one)
+    return None
 
 
 def synthesize_arrays(config: PipelineConfig, partition: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

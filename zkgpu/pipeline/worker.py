@@ -35,6 +35,10 @@ thread (b_g2), assemble H, L, A, B_G1 (batch-add part + tail part) and B_G2 -> `
 ``malloc_trim(0)`` (``FIN_TIMING malloc_trim``) and the result routing, then
 ``FIN_TIMING finalizer partition``.
 
+Real circuits (``config.real``, :mod:`zkgpu.pipeline.real`): the same steps, with the circuit's
+H scalars computed inside ``ntt`` (after the H computation), its full B2 MSM as ``b_g2_msm``, and
+its proof assembled inside ``finalize`` (``PartitionResult.proof``).
+
 Failure: any exception in the start half releases the mutex (if held), aborts the barrier (so
 neither thread waits for the other), returns a/b/c (the caller's ``finally``), and joins the prep
 thread (bounded by ``timeout_s``); the partition fails with that error. An exception in the prep
@@ -231,6 +235,8 @@ class SynthesizedJob:
     aux: np.ndarray
     pinned: bool
     release_abc: Callable[[], None]
+    witness: np.ndarray | None = None  # a real circuit's witness (PipelineConfig.real)
+    circuit: Circuit | None = None  # the partition's structure when it differs from the run's (real inputs)
     queue_span: Span | None = None
     synth_ms: float = 0.0
     _released: bool = False
@@ -290,12 +296,24 @@ class StartState:
     prep_thread: threading.Thread | None = None
     preps: dict[str, Prep] = field(default_factory=dict)
     prep_error: BaseException | None = None
-    b_g2: bytes | None = None
+    b_g2: bytes | np.ndarray | None = None
+    witness: np.ndarray | None = None
     h: np.ndarray | None = None
     batch: dict[str, np.ndarray] = field(default_factory=dict)
     tail: dict[str, np.ndarray] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     staged: list[Any] | None = None
+
+
+def _job_circuit(ctx: WorkerContext, job: SynthesizedJob) -> Circuit:
+    return job.circuit if job.circuit is not None else ctx.circuit
+
+
+def _witness(w: np.ndarray | None, partition: int) -> np.ndarray:
+    """A real circuit's witness of the partition (synthesis returned it)."""
+    if w is None:
+        raise RuntimeError(f"partition {partition}: a real circuit's partition without its witness (synthesis returned none)")
+    return w
 
 
 def _msm_scalars(circuit: Circuit, aux: np.ndarray) -> dict[str, np.ndarray]:
@@ -317,13 +335,15 @@ def _prep_main(ctx: WorkerContext, job: SynthesizedJob, st: StartState, barrier:
         with tr.phase("prep_msm", worker=st.worker, partition=p, gpu=st.gpu, detail=detail) as ph:
             ctx.hook("prep_msm", p, None)
             cfg = ctx.config
-            st.preps.update(ctx.backend.prep(job.aux, cfg.prep, cfg.prep_threads or None))
+            st.preps.update(ctx.backend.prep(job.aux, cfg.prep, cfg.prep_threads or None, circuit=_job_circuit(ctx, job)))
             ph.detail.update({f"{k}_sig": v.significant for k, v in st.preps.items()})
         barrier.notify()
         with tr.phase("b_g2_msm", worker=st.worker, partition=p, gpu=st.gpu, fields={"num_circuits": 1}):
             ctx.hook("b_g2_msm", p, None)
-            pb = st.preps["b_g1"]
-            st.b_g2 = ctx.backend.b_g2(pb.sig_scalars)
+            if ctx.config.real is not None:  # the full B2 MSM of the witness (CPU)
+                st.b_g2 = ctx.config.real.b_g2(_witness(job.witness, p))
+            else:
+                st.b_g2 = ctx.backend.b_g2(st.preps["b_g1"].sig_scalars)
     except BaseException as e:  # noqa: BLE001 - handed to the GPU thread through the barrier and the finalizer
         st.prep_error = e
         barrier.abort(e)
@@ -362,6 +382,10 @@ def _ntt_msm_h(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict
         t_enq = tr.now_ns()
         with tr.phase("ntt", **kw) as nt:
             dh = be.finish_h(hs, stream)
+            if ctx.config.real is not None:  # h's coefficients -> the scalars of the key's H points
+                dh = ctx.config.real.h_scalars(dh, stream)
+                be.synchronize(stream)
+                nt.detail["h_points"] = "real"
         tm = hs.timing
         if hd is not None and hs.transfers:  # CUDA-event times of the three copies (zkgpu.transfer)
             hd.fields["gpu_ms"] = round(tm["copy_ms"], 3)
@@ -400,7 +424,7 @@ def _tail_msm(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict[
     tr, be = ctx.tracer, ctx.backend
     with tr.phase("tail_msm", **kw, stream=stream, fields={"gpu_tid": 0}) as tm:
         ctx.hook("tail_msm", st.partition, st.worker)
-        full = _msm_scalars(ctx.circuit, job.aux) if any(not splits(pr) for pr in st.preps.values()) else {}
+        full = _msm_scalars(_job_circuit(ctx, job), job.aux) if any(not splits(pr) for pr in st.preps.values()) else {}
         # upstream: no split -> the "tail" MSM runs over the full vector
         jobs = {nm: (pr.sig_scalars, pr.sig_indices) if splits(pr) else (full[nm], None) for nm, pr in st.preps.items()}
         st.tail.update(be.msm_many(jobs, stream, ctx.config.tail_streams > 1))
@@ -417,7 +441,7 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
     """
     cfg, tr, p = ctx.config, ctx.tracer, job.partition
     mutex = ctx.mutexes[gpu] if cfg.lock_scope != "none" else GpuMutex(gpu)  # none: private, uncontended
-    st = StartState(p, worker, gpu)
+    st = StartState(p, worker, gpu, witness=job.witness)
     t_entry = tr.now_ns()
     barrier = PrepBarrier()
     ctx.barriers[p] = barrier
@@ -427,7 +451,8 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
     try:
         with tr.phase("pre_lock", **kw):
             with tr.phase("split_vectors", **kw) as sv:
-                sizes = {"l": ctx.circuit.l_size, "a": ctx.circuit.a_size, "b_g1": ctx.circuit.b_size}
+                c = _job_circuit(ctx, job)
+                sizes = {"l": c.l_size, "a": c.a_size, "b_g1": c.b_size}
                 st.timings["split_words"] = sum(np.zeros((s + 63) // 64, dtype=np.uint64).size for s in sizes.values())
                 sv.fields["setup_to_split_ms"] = (tr.now_ns() - t_entry) / 1e6
             st.prep_thread = threading.Thread(target=_prep_main, args=(ctx, job, st, barrier), name=f"prep_msm-p{p}", daemon=True)
@@ -492,7 +517,11 @@ class PartitionResult:
         status: ``ok``, ``failed`` or ``cancelled``.
         h, l, a, b_g1: (1, 12) uint64 affine G1 MSM results (None unless ok); l/a/b_g1 are
             batch-add part + tail part, as cuzk's epilogue sums them.
-        b_g2: compressed 96-byte G2 result of the scaled-down CPU B_g2 multiexp.
+        b_g2: compressed 96-byte G2 result of the scaled-down CPU B_g2 multiexp, or with a real
+            circuit its full B2 MSM, (1, 24) uint64 affine.
+        proof: with a real circuit (``PipelineConfig.real``), the partition's proof
+            (:meth:`~zkgpu.pipeline.real.RealCircuit.finish`: a
+            :class:`zkgpu.groth16.prover.ProveResult` for snarkjs keys); else None.
         error: ``Type: message`` of the exception for failed/cancelled partitions (a hung step:
             ``StageTimeout: partition P: <step> did not return within timeout_s=…``).
         stage: the step that failed (``synthesize``, ``ntt_msm_h``, ``mutex_wait``, ...), None
@@ -508,7 +537,8 @@ class PartitionResult:
     l: np.ndarray | None = None  # noqa: E741 - Groth16's L, as h, a, b_g1
     a: np.ndarray | None = None
     b_g1: np.ndarray | None = None
-    b_g2: bytes | None = None
+    b_g2: bytes | np.ndarray | None = None
+    proof: Any = None
     error: str | None = None
     stage: str | None = None
     exception: BaseException | None = field(default=None, repr=False)
@@ -553,6 +583,12 @@ def finalize(ctx: WorkerContext, st: StartState, prove_span: Span | None) -> Non
                 # the batch_add part + the tail_msm part ((1, 12) each; our own results: unchecked)
                 setattr(result, nm, g1_sum(np.concatenate(parts) if parts else np.zeros((0, LIMBS), dtype=np.uint64), checked=False))
             result.b_g2 = st.b_g2
+            if cfg.real is not None:  # assemble the proof (r, s, the key's alpha/beta/delta)
+                msms = {"h": st.h, **{nm: getattr(result, nm) for nm in ("l", "a", "b_g1")}}
+                if any(v is None for v in msms.values()) or not isinstance(st.b_g2, np.ndarray):
+                    raise RuntimeError(f"partition {p}: an MSM result is missing; no proof assembled")
+                result.proof = cfg.real.finish(p, _witness(st.witness, p), msms, st.b_g2)
+                fin.detail["proof"] = True
             t_d = tr.now_ns()
             st.batch.clear()
             st.tail.clear()
