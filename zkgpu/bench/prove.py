@@ -2,7 +2,7 @@
 timed as whole commands (process start to exit, wall-clock s), with zkgpu's per-phase times (ms);
 every proof is checked with ``snarkjs groth16 verify``. Writes ``prove.csv``, ``phases.csv`` and
 ``manifest.json`` into a fresh ``<gpu>-<date>-bench-prove`` run folder (read back by
-``zkgpu.groth16.replay``)."""
+``zkgpu.groth16.results``)."""
 
 from __future__ import annotations
 
