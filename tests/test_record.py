@@ -304,3 +304,16 @@ def test_benchmark_pivot_keeps_modes_and_scalars_apart():
     assert replay.benchmark_pivot(df.drop(columns=["log2_n"])) is None
     one = replay.benchmark_pivot(df.iloc[:1])
     assert one.loc[24, "median_ms"] == 207.9
+
+
+def test_find_benchmarks_where_passes_over_kernel_experiments(tmp_path):
+    """An NTT kernel experiment (other kernels only, no compute_h) is newer than the full run:
+    find_benchmarks(..., where=is_default_ntt_run) returns the full run, the plain call the newest."""
+    full = tmp_path / "gpu-20990101-bench-ntt"
+    exp = tmp_path / "gpu-20990101-bench-ntt-1"
+    for d, rows in ((full, [("stagewise", "forward-nn"), ("stagewise", "compute_h")]), (exp, [("fused-r2-auto", "forward-nn")])):
+        d.mkdir()
+        pd.DataFrame([{"log_n": 22, "kernel": k, "variant": v, "median_ms": 1.0} for k, v in rows]).to_csv(d / "ntt.csv", index=False)
+    assert replay.find_benchmarks("ntt", tmp_path)[0] == exp
+    assert replay.find_benchmarks("ntt", tmp_path, where=replay.is_default_ntt_run)[0] == full
+    assert replay.find_benchmarks("ntt", tmp_path, where=lambda t: False) is None

@@ -141,8 +141,11 @@ def test_python_m_pipeline_bad_prep_threads_and_out_under_a_file(tmp_path, monke
 
 
 def test_python_m_pipeline_failed_partitions_exit_non_zero(tmp_path):
-    """ok=False (steps of 2^8 on the CPU reference outlast a 1 ns timeout; at 2^4 both partitions could finish before the watchdog looked) is exit 1 with one stderr line per failed partition."""
-    args = ["--device", "cpu", "--log-n", "8", "--partitions", "2", "--transfer", "pageable", "--timeout", "1e-9"]
+    """ok=False is exit 1 with one stderr line per failed partition. The steps must outlast the
+    watchdog's 50 ms look: at 2^11 the CPU reference's synthesis and H computation take hundreds of
+    ms, so a 1 ns timeout always catches one (at 2^8 a whole run took 30-70 ms and could finish
+    between two looks: exit 0 now and then)."""
+    args = ["--device", "cpu", "--log-n", "11", "--partitions", "2", "--transfer", "pageable", "--timeout", "1e-9"]
     res = _run(args, "pipeline")
     assert res.returncode == 1, (res.returncode, res.stderr)
     import re

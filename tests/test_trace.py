@@ -145,7 +145,7 @@ def test_real_and_null_nvtx_backends_work(monkeypatch):
         trace.configure(nvtx="0")
 
 
-# exact cuzk formats (cuzk-pipeline.md §2.1/§2.2); %ld values are integers
+# exact cuzk formats (notes/cuzk-pipeline.md §2.1/§2.2); %ld values are integers
 FORMATS = {
     "split_vectors": r"CUZK_TIMING: split_vectors_ms=\d+ setup_to_split_ms=\d+",
     "prep_msm": r"CUZK_TIMING: prep_msm_ms=\d+",

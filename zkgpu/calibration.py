@@ -163,7 +163,7 @@ def calibrate(
 
 
 #: Constraints of one PoRep-32GiB partition (PCE extraction, curio ``extern/cuzk/cuzk-project.md``
-#: :1588-1601, quoted in cuzk-pipeline.md §4); a, b, c are one 32-byte Fr per constraint each.
+#: :1588-1601, quoted in notes/cuzk-pipeline.md §4); a, b, c are one 32-byte Fr per constraint each.
 POREP_CONSTRAINTS = 130_278_869
 FR_BYTES = 32
 

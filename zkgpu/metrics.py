@@ -350,7 +350,7 @@ def throughput(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def identity_check(partition_table: pd.DataFrame) -> pd.DataFrame:
-    """Check upstream's identities on :func:`zkgpu.logs.partition_table` rows (cuzk-pipeline.md §2.1).
+    """Check upstream's identities on :func:`zkgpu.logs.partition_table` rows (notes/cuzk-pipeline.md §2.1).
 
     Columns (ms; same index as the input):
 
@@ -580,7 +580,7 @@ def ntt_msm_h_split(events: pd.DataFrame) -> pd.DataFrame:
 def barrier_race(events: pd.DataFrame) -> pd.DataFrame:
     """Per partition of one run: does prep_msm finish before its worker reaches the barrier?
 
-    prep_msm is spawned before the worker asks for the mutex (cuzk-pipeline.md §1.2), so the worker
+    prep_msm is spawned before the worker asks for the mutex (notes/cuzk-pipeline.md §1.2), so the worker
     reaches the barrier after ``reach_barrier_ms`` = pre_lock + the first mutex_wait + ntt_msm_h and
     waits only if prep_msm is longer: ``slack_ms`` = reach_barrier_ms − prep_msm_ms (> 0: no wait).
 

@@ -1,7 +1,7 @@
 """A discrete-event what-if model of the cuzk partition pipeline (simpy).
 
 The model follows ``generate_groth16_proofs_start_c`` (curio ``extern/supraseal-c2/cuda/
-groth16_cuda.cu``; see ``cuzk-pipeline.md`` §1.2, §1.4, §3, §7) one partition at a time:
+groth16_cuda.cu``; see ``notes/cuzk-pipeline.md`` §1.2, §1.4, §3, §7) one partition at a time:
 
 * ``synth_workers`` synthesis processes (CPU) each produce a partition in ``synth_ms`` and put it
   into the GPU queue (optionally bounded by ``max_queue``: the dispatch throttle);

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,7 @@ __all__ = [
     "benchmark_pivot",
     "latest_recording",
     "find_benchmarks",
+    "is_default_ntt_run",
     "Source",
     "recorded_source",
     "STORY_ORDER",
@@ -287,8 +288,13 @@ def latest_recording(base: str | Path | None = None, gpu_only: bool = False) -> 
     return recs[0]
 
 
-def find_benchmarks(kind: str, base: str | Path | None = None) -> tuple[Path, dict[str, pd.DataFrame]] | None:
+def find_benchmarks(
+    kind: str, base: str | Path | None = None, *, where: Callable[[dict[str, pd.DataFrame]], bool] | None = None
+) -> tuple[Path, dict[str, pd.DataFrame]] | None:
     """Newest ``<gpu>-<date>-bench-<kind>[-N]/`` folder under ``base`` and its CSV/Parquet/JSON tables.
+
+    ``where``: only folders whose tables it accepts count (e.g. :func:`is_default_ntt_run`, so an
+    experiment that timed other kernels only is passed over).
 
     Returns:
         ``(folder, {file stem: DataFrame})`` or None when no such folder exists.
@@ -308,9 +314,20 @@ def find_benchmarks(kind: str, base: str | Path | None = None) -> tuple[Path, di
                     tables[f.stem] = _read_table(f)
                 except (ValueError, OSError):
                     continue
-        if tables:
+        if tables and (where is None or where(tables)):
             return p, tables
     return None
+
+
+def is_default_ntt_run(tables: dict[str, pd.DataFrame]) -> bool:
+    """True when a ``bench-ntt`` folder's ``ntt`` table has the default kernel's (``stagewise``)
+    forward natural-order rows and its ``compute_h`` rows: a full run, not a kernel experiment (for
+    :func:`find_benchmarks`)."""
+    t = tables.get("ntt")
+    if t is None or not {"kernel", "variant"} <= set(t.columns):
+        return False
+    default = t[t["kernel"] == "stagewise"]
+    return bool((default["variant"] == "forward-nn").any() and (default["variant"] == "compute_h").any())
 
 
 # --------------------------------------------------------------------------- the notebook's source
@@ -410,7 +427,7 @@ class Source:
         if self.kind == "recorded-gpu":
             for kind in ("ntt", "msm"):
                 if not any(k.startswith(kind) for k in out):
-                    found = find_benchmarks(kind)
+                    found = find_benchmarks(kind, where=is_default_ntt_run if kind == "ntt" else None)
                     if found:
                         for stem, df in found[1].items():
                             out[f"{kind}:{stem}"] = df

@@ -44,6 +44,7 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbconvert import HTMLExporter
+from nbconvert.preprocessors import TagRemovePreprocessor
 from papermill.iorw import load_notebook_node
 from papermill.parameterize import parameterize_notebook
 from tqdm.auto import tqdm
@@ -103,8 +104,11 @@ _TEMPLATE = ("{%- extends 'lab/index.html.j2' -%}\n{% block html_head_css %}{{ s
 
 
 def html_exporter():
-    """nbconvert's HTML exporter (lab template) whose pages let wide tables and code scroll sideways."""
-    return HTMLExporter(extra_loaders=[DictLoader({"zkgpu_report.html.j2": _TEMPLATE})], template_file="zkgpu_report.html.j2")
+    """nbconvert's HTML exporter (lab template) whose pages let wide tables and code scroll sideways;
+    papermill's injected-parameters cell is left out of the page (the page's banner names the mode)."""
+    exporter = HTMLExporter(extra_loaders=[DictLoader({"zkgpu_report.html.j2": _TEMPLATE})], template_file="zkgpu_report.html.j2")
+    exporter.register_preprocessor(TagRemovePreprocessor(remove_cell_tags={"injected-parameters"}, enabled=True), enabled=True)
+    return exporter
 
 
 def kernel_config(kernel_name: str = "python3") -> Config:

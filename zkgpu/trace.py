@@ -12,7 +12,7 @@ Usage::
     #    gpu_ms from CUDA events recorded on ``stream``), NVTX push/pop "ntt_msm_h p3 w0",
     #    and the line ``CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=<ms>``.
 
-Log formats (exact, from the cuzk sources; cuzk-pipeline.md §2 collects them):
+Log formats (exact, from the cuzk sources; notes/cuzk-pipeline.md §2 collects them):
 
 * C++ ``CUZK_TIMING:`` lines (``groth16_cuda.cu``), integer ms: ``split_vectors_ms=%ld
   setup_to_split_ms=%ld``, ``prep_msm_ms=%ld``, ``b_g2_msm_ms=%ld num_circuits=%zu``,

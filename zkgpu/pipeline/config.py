@@ -1,6 +1,6 @@
 """Configuration of the two-worker proving pipeline (a scaled-down cuzk engine partition path).
 
-Scaling (see /work/shared/reference/cuzk-pipeline.md §4 "Sizes" and §7): one PoRep-32GiB
+Scaling (upstream's sizes: filecoin-project/curio, extern/supraseal-c2 and the cuzk engine; data/reference/README.md): one PoRep-32GiB
 partition has 130,278,869 constraints in a 2^27 domain, aux 130,169,893, 328 inputs. We keep
 the *shape* and scale the size with ``n`` (constraints = domain = ``n``, a power of two; aux =
 ``aux_ratio * n``; a/b/c are ``3 * n * 32`` bytes). Every phase is linear (or n log n) in n, so
@@ -66,7 +66,7 @@ fault (tests); raising ``KeyboardInterrupt`` simulates Ctrl-C."""
 
 @dataclass(frozen=True)
 class Density:
-    """Witness statistics of the synthesized aux assignment (cuzk-pipeline.md §1.3).
+    """Witness statistics of the synthesized aux assignment (upstream's PoRep witness, data/reference/README.md).
 
     Attributes:
         zero: fraction of aux values equal to 0.

@@ -108,7 +108,7 @@ class GpuBackend:
 
     def start_h(self, inputs: Sequence[Array], stream: Stream) -> HStart:
         """H2D of a, b, c, each followed on its own stream by its coset evaluations, as upstream's
-        ``execute_ntt_msm_h`` (groth16_ntt_h.cu:75-157, cuzk-pipeline.md §6: a on stream 0, b on
+        ``execute_ntt_msm_h`` (groth16_ntt_h.cu:75-157, notes/cuzk-pipeline.md §6: a on stream 0, b on
         stream 1, c on stream 2). ``stream`` is stream 0; streams 1 and 2 belong to this thread.
 
         Per vector: the copy by ``config.transfer`` through :mod:`zkgpu.transfer` (the call

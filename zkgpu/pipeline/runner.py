@@ -1,6 +1,6 @@
 """The run: synthesis workers -> priority GPU queue -> gw GPU workers per GPU -> finalizers.
 
-Mirrors the cuzk engine's partition path (cuzk-pipeline.md §3):
+Mirrors the cuzk engine's partition path (notes/cuzk-pipeline.md §3):
 
 * ``synth_workers`` threads take partitions in order and synthesize each into fresh pageable
   arrays (``np.empty`` per partition, first touched by synthesis: bellperson's growing Vecs) or,

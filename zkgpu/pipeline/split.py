@@ -1,5 +1,5 @@
 """prep_msm of one partition on the host, and upstream's split decision (supraseal
-``groth16_cuda.cu:509-840``, cuzk-pipeline.md §1.6).
+``groth16_cuda.cu:509-840``, notes/cuzk-pipeline.md §1.6).
 
 Each of the L, A and B_G1 MSMs gets one prep_msm result: :class:`zkgpu.msm.PrepMsm` (host arrays)
 or with CuPy arrays (``prep="gpu"``, ``PrepMsm.on_device``). Its fields:
@@ -40,7 +40,7 @@ def splits(p: Prep) -> bool:
 def selections(circuit: Circuit) -> tuple[np.ndarray, np.ndarray]:
     """Row indices into ``[circuit.inp; aux]`` of the A and B scalar vectors (int64, ascending):
     A = every input then the aux rows in ``a_aux_density``; B = the inputs in ``b_inp_density``
-    then the aux rows in ``b_aux_density`` (cuzk-pipeline.md §1.6). Cached per circuit (the
+    then the aux rows in ``b_aux_density`` (notes/cuzk-pipeline.md §1.6). Cached per circuit (the
     structure is fixed for a run)."""
     with _SEL_LOCK:
         hit = _SEL_CACHE.get(id(circuit))

@@ -5,7 +5,7 @@ of the partition's witness. Otherwise it is synthetic, *not* a real circuit: a, 
 satisfy nothing in particular (a*b != c in general): the pipeline only needs their size and the
 H computation ``compute_h(a, b, c)`` (iNTT, coset NTT x3, (a*b - c) * Z^-1, inverse coset NTT) is
 defined for any input, and its result is checked against the reference on the same input. The
-aux assignment has the PoRep shape of cuzk-pipeline.md §1.3 (mostly 0 and 1, a minority of
+aux assignment has the PoRep shape of notes/cuzk-pipeline.md §1.3 (mostly 0 and 1, a minority of
 full-size values; fractions in :class:`~zkgpu.pipeline.config.Density`), which is what makes
 prep_msm, batch_add and the tail MSMs behave as upstream.
 

@@ -1,4 +1,4 @@
-"""One partition through cuzk's start half and finalizer (cuzk-pipeline.md §1.2, §3).
+"""One partition through cuzk's start half and finalizer (notes/cuzk-pipeline.md §1.2, §3).
 
 Start half (:func:`prove_start`, on the GPU worker's thread), in upstream's order:
 
