@@ -124,6 +124,8 @@ class GpuBackend:
         st = HStart([], 0, ref=cp.cuda.Event(), check=qap.DeferredCheck())  # checks read in finish_h
         st.ref.record(stream)
         for x, s, nm in zip(inputs, streams, "abc", strict=True):
+            if s is not stream:  # queued behind what stream 0 already holds (lock_scope="submit": another worker's partition)
+                s.wait_event(st.ref)
             with s:
                 if _cuda.is_device_array(x):
                     d, ms = x, None
@@ -147,14 +149,15 @@ class GpuBackend:
         self._local.last_transfers = st.transfers
         return st
 
-    def finish_h(self, st: HStart, stream: Stream) -> Array:
+    def finish_h(self, st: HStart, stream: Stream, wait: bool = True) -> Array:
         """The rest of the H computation on stream 0 (:func:`zkgpu.qap.combine_h_inplace`, out of
-        Montgomery form), a sync of stream 0, the deferred value checks, and ``st.timing`` from
-        the CUDA events (see :class:`~zkgpu.pipeline.backend.HStart`). Returns h, (n, 4) uint64
-        canonical, on the device.
+        Montgomery form), then (``wait``) a sync of stream 0 and :meth:`complete_h`. Returns h,
+        (n, 4) uint64 canonical, on the device. ``wait=False`` only queues the work: call
+        :meth:`complete_h` after a :meth:`wait` past it (h and ``st`` keep the inputs alive).
 
         Raises:
-            ValueError: a value >= r in a, b or c (the first bad index named).
+            ValueError: a value >= r in a, b or c (the first bad index named; with ``wait=False``
+            from :meth:`complete_h`).
         """
         cp = self.cp
         with stream:
@@ -164,8 +167,24 @@ class GpuBackend:
             h = fr_device.from_montgomery(st.bufs[0])
             end = cp.cuda.Event()
             end.record(stream)
-        end.synchronize()
         st.bufs = []
+        st.marks.append((cs, end, None))  # the combine step: its (start, end) events; read by complete_h
+        if wait:
+            self.complete_h(st)
+        return h
+
+    def complete_h(self, st: HStart) -> None:
+        """The deferred value checks and ``st.timing`` of :meth:`finish_h` (syncs on its last
+        event: a no-op wait once the stream has passed it). Idempotent.
+
+        Raises:
+            ValueError: a value >= r in a, b or c (the first bad index named).
+        """
+        if st.ref is None or not st.marks or st.timing:
+            return
+        cp = self.cp
+        cs, end, _ = st.marks[-1]
+        end.synchronize()
         try:
             st.check.raise_if_bad()  # ValueError naming a value >= r in a, b or c
         finally:
@@ -176,7 +195,7 @@ class GpuBackend:
 
         copies, kernels = [], []
         prev = 0.0
-        for ce, ke, ms in st.marks:
+        for ce, ke, ms in st.marks[:-1]:
             tc = t(ce)
             if ms is not None:
                 copies.append((max(prev, tc - ms), tc))
@@ -184,20 +203,38 @@ class GpuBackend:
             prev = tc
         kernels.append((t(cs), t(end)))
         st.timing.update(h2d_overlap(copies, kernels))
-        return h
 
     def synchronize(self, stream: Stream) -> None:
         stream.synchronize()
 
-    def _host_point(self, r: Any, stream: Stream) -> np.ndarray:
+    def mark(self, stream: Stream) -> Any:
+        """A CUDA event (no timing) recorded on ``stream``."""
+        ev = self.cp.cuda.Event(disable_timing=True)
+        ev.record(stream)
+        return ev
+
+    def wait(self, mark: Any) -> None:
+        mark.synchronize()
+
+    def to_host(self, point: Array) -> np.ndarray:
+        """A deferred (1, 12) point (device or host) on the host: a D2H copy on the legacy
+        stream after the caller's :meth:`wait` (a blocking ``get``)."""
+        if _cuda.is_device_array(point):
+            point = point.get()
+        return np.asarray(point, dtype=np.uint64).reshape(1, 12)
+
+    def _host_point(self, r: Any, stream: Stream, defer: bool) -> Array:
+        if defer:
+            return r
         if _cuda.is_device_array(r):
             r = r.get(stream=stream)
             stream.synchronize()
         return np.asarray(r, dtype=np.uint64).reshape(1, 12)
 
-    def msm(self, name: str, scalars: Array, idx: np.ndarray | None, stream: Stream) -> np.ndarray:
+    def msm(self, name: str, scalars: Array, idx: np.ndarray | None, stream: Stream, defer: bool = False) -> Array:
         """zkgpu.msm.msm over ``bases[name]`` (or its rows ``idx``: the compacted tail bases,
-        gathered on the device) and ``scalars`` (host or device); result on the host."""
+        gathered on the device) and ``scalars`` (host or device); result on the host, or on the
+        device with ``defer`` (no D2H, no sync after the MSM's last kernel)."""
         cp = self.cp
         with stream:
             pts = self.bases[name]
@@ -206,18 +243,20 @@ class GpuBackend:
                     return np.zeros((1, 12), dtype=np.uint64)
                 pts = pts[cp.asarray(idx)]
             r = msm.msm(pts, cp.asarray(scalars))
-            return self._host_point(r, stream)
+            return self._host_point(r, stream, defer)
 
-    def batch_add(self, name: str, bitmap: Array, stream: Stream) -> np.ndarray:
-        """:func:`zkgpu.msm.batch_add` over ``bases[name]``; result on the host."""
+    def batch_add(self, name: str, bitmap: Array, stream: Stream, defer: bool = False) -> Array:
+        """:func:`zkgpu.msm.batch_add` over ``bases[name]``; result on the host (``defer``: the device)."""
         cp = self.cp
         with stream:
             r = msm.batch_add(self.bases[name], cp.asarray(bitmap))
-            return self._host_point(r, stream)
+            return self._host_point(r, stream, defer)
 
-    def _on_side_stream(self, stream: Stream, call: Callable[[Any], np.ndarray]) -> np.ndarray:
+    def _on_side_stream(self, stream: Stream, call: Callable[[Any], Array], defer: bool) -> Array:
         """``call(side)`` on a stream from the backend's free list, ordered after everything
-        already queued on ``stream`` (an event); ``call`` returns a host point (its stream synced)."""
+        already queued on ``stream`` (an event). Without ``defer`` ``call`` returns a host point
+        and the side stream is synced; with ``defer`` ``stream`` instead waits for the side
+        stream's work (an event), so a later :meth:`mark` on ``stream`` covers it."""
         cp = self.cp
         ev = cp.cuda.Event(disable_timing=True)
         ev.record(stream)
@@ -227,23 +266,26 @@ class GpuBackend:
             side.wait_event(ev)
             return call(side)
         finally:
-            side.synchronize()
+            if defer:
+                stream.wait_event(self.mark(side))
+            else:
+                side.synchronize()
             with self._lock:
                 self._side_free.append(side)
 
-    def msm_many(self, jobs: dict[str, tuple[Array, np.ndarray | None]], stream: Stream, concurrent: bool = False) -> dict[str, np.ndarray]:
+    def msm_many(self, jobs: dict[str, tuple[Array, np.ndarray | None]], stream: Stream, concurrent: bool = False, defer: bool = False) -> dict[str, Array]:
         """:meth:`msm` of each ``name: (scalars, idx)``. ``concurrent``: each on its own stream from
         a thread (:func:`~zkgpu.pipeline.backend.fan_out`), so that the small tail MSMs'
         latency-bound kernels and host syncs overlap; else in order on ``stream``."""
         if not concurrent:
-            return fan_out(lambda nm, j: self.msm(nm, j[0], j[1], stream), jobs, False)
-        return fan_out(lambda nm, j: self._on_side_stream(stream, lambda s: self.msm(nm, j[0], j[1], s)), jobs, True)
+            return fan_out(lambda nm, j: self.msm(nm, j[0], j[1], stream, defer), jobs, False)
+        return fan_out(lambda nm, j: self._on_side_stream(stream, lambda s: self.msm(nm, j[0], j[1], s, defer), defer), jobs, True)
 
-    def batch_add_many(self, jobs: dict[str, Array], stream: Stream, concurrent: bool = False) -> dict[str, np.ndarray]:
+    def batch_add_many(self, jobs: dict[str, Array], stream: Stream, concurrent: bool = False, defer: bool = False) -> dict[str, Array]:
         """:meth:`batch_add` of each ``name: bitmap``, like :meth:`msm_many`."""
         if not concurrent:
-            return fan_out(lambda nm, bm: self.batch_add(nm, bm, stream), jobs, False)
-        return fan_out(lambda nm, bm: self._on_side_stream(stream, lambda s: self.batch_add(nm, bm, s)), jobs, True)
+            return fan_out(lambda nm, bm: self.batch_add(nm, bm, stream, defer), jobs, False)
+        return fan_out(lambda nm, bm: self._on_side_stream(stream, lambda s: self.batch_add(nm, bm, s, defer), defer), jobs, True)
 
     def b_g2(self, scalars: Array) -> bytes:
         """:func:`zkgpu.pipeline.points.cpu_g2_msm` (device scalars: only the first

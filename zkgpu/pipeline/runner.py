@@ -207,6 +207,8 @@ def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Backend] | 
         mutexes=[GpuMutex(g) for g in range(config.gpus)],
         tracker_lock=threading.Lock(),
         stop=threading.Event(),
+        # lock_scope="submit": the workers of a GPU queue their GPU phases on one shared stream
+        gpu_streams={g: backend.new_stream() for g in range(config.gpus)} if config.lock_scope == "submit" else {},
     )
     run = _Run(ctx, pool)
     pool_logger = pinned_pool.log

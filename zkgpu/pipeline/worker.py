@@ -28,6 +28,18 @@ Lock scope (``config.lock_scope``):
   shape: ``barrier_wait_ms`` = barrier wait + re-lock wait (the time the worker spent outside the
   mutex between ntt_msm_h and batch_add, so ``gpu_total ~ ntt + barrier + batch + tail`` still
   holds), ``mutex_held_ms`` = the sum of both held intervals, ``mutex_wait_ms`` = the first wait.
+* ``submit`` (not upstream): the mutex covers only the *submission* of the GPU phases. The
+  workers of a GPU queue them on one shared stream (``WorkerContext.gpu_streams``), so a
+  partition's kernels run after the previous one's in the order the mutex gave; a/b/c are copied
+  by the configured path before the mutex, on the worker's own stream (an ``h2d`` event with
+  ``stage=pre_lock``, its DMA overlapping the other worker's kernels); the barrier is outside the
+  mutex as in ``narrow``; the results stay on the device (``defer=True``) and the final stream
+  sync, the H computation's value checks and the results' D2H happen after the release, in a
+  ``gpu_wait`` phase that waits on an event (``Backend.mark`` / ``wait``). So the next worker's
+  submission queues behind while this partition's last kernels run. The GPU phase rows keep
+  their CUDA-event ``gpu_ms``; their host intervals are the submission, which still waits where
+  the MSM reads sizes back (its sort's valid-key count, the bucket-run counts of each reduction
+  round: :func:`zkgpu.msm.msm_device`) and where it checks its points and scalars.
 
 Finalizer (:func:`finalize`, its own thread per partition, outside the mutex): join the prep
 thread (b_g2), assemble H, L, A, B_G1 (batch-add part + tail part) and B_G2 -> ``finalize``
@@ -43,6 +55,7 @@ thread aborts the barrier, and the GPU thread's barrier_wait raises :class:`Prep
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -264,6 +277,8 @@ class WorkerContext:
     #: partition -> its prep barrier / the release of its a/b/c and queue permit (watchdog)
     barriers: dict[int, PrepBarrier] = field(default_factory=dict)
     releasers: dict[int, Callable[[], None]] = field(default_factory=dict)
+    #: lock_scope="submit": gpu -> the stream all its workers queue their GPU phases on
+    gpu_streams: dict[int, Any] = field(default_factory=dict)
 
     def stage(self, step: str, partition: int, lane: str | None = None) -> None:
         """Record that this thread starts ``step`` of ``partition`` (the watchdog's clock)."""
@@ -296,6 +311,7 @@ class StartState:
     tail: dict[str, np.ndarray] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     staged: list[Any] | None = None
+    hstart: Any = None  # the H computation's HStart (lock_scope="submit": completed after the wait)
 
 
 def _msm_scalars(circuit: Circuit, aux: np.ndarray) -> dict[str, np.ndarray]:
@@ -360,8 +376,10 @@ def _ntt_msm_h(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict
                 hd.bytes = hs.nbytes
         ph.bytes = hs.nbytes
         t_enq = tr.now_ns()
+        defer = ctx.config.lock_scope == "submit"
+        st.hstart = hs
         with tr.phase("ntt", **kw) as nt:
-            dh = be.finish_h(hs, stream)
+            dh = be.finish_h(hs, stream, wait=not defer)
         tm = hs.timing
         if hd is not None and hs.transfers:  # CUDA-event times of the three copies (zkgpu.transfer)
             hd.fields["gpu_ms"] = round(tm["copy_ms"], 3)
@@ -371,7 +389,7 @@ def _ntt_msm_h(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict
             nt.detail["kernel_ms"] = round(tm["kernel_ms"], 3)
         t_sync = tr.now_ns()
         with tr.phase("h_msm", **kw, stream=stream):
-            st.h = be.msm("h", dh, None, stream)
+            st.h = be.msm("h", dh, None, stream, defer=defer)
         del dh
         # CUZK_NTT_H mapping (groth16_ntt_h.cu:153-156): d_b_alloc = 0 (device buffers come from
         # CuPy's memory pool inside the H2D step); ntt_kernels = H2D + host enqueue of the NTT
@@ -392,7 +410,8 @@ def _batch_add(ctx: WorkerContext, st: StartState, kw: dict[str, Any], stream: A
     with ctx.tracer.phase("batch_add", **kw, stream=stream) as ph:
         ctx.hook("batch_add", st.partition, st.worker)
         jobs = {nm: pr.bitmap for nm, pr in st.preps.items() if splits(pr)}
-        st.batch.update(ctx.backend.batch_add_many(jobs, stream, ctx.config.tail_streams > 1))
+        cfg = ctx.config
+        st.batch.update(ctx.backend.batch_add_many(jobs, stream, cfg.tail_streams > 1, defer=cfg.lock_scope == "submit"))
         ph.detail.update({f"{k}_ones": v.ones for k, v in st.preps.items() if splits(v)})
 
 
@@ -403,9 +422,27 @@ def _tail_msm(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict[
         full = _msm_scalars(ctx.circuit, job.aux) if any(not splits(pr) for pr in st.preps.values()) else {}
         # upstream: no split -> the "tail" MSM runs over the full vector
         jobs = {nm: (pr.sig_scalars, pr.sig_indices) if splits(pr) else (full[nm], None) for nm, pr in st.preps.items()}
-        st.tail.update(be.msm_many(jobs, stream, ctx.config.tail_streams > 1))
-        be.synchronize(stream)
+        submit = ctx.config.lock_scope == "submit"
+        st.tail.update(be.msm_many(jobs, stream, ctx.config.tail_streams > 1, defer=submit))
+        if not submit:  # submit: the wait comes after the mutex (_gpu_wait); gpu_total_ms is the submission
+            be.synchronize(stream)
         tm.fields["gpu_total_ms"] = (tr.now_ns() - t_gpu0) / 1e6
+
+
+def _gpu_wait(ctx: WorkerContext, st: StartState, kw: dict[str, Any], done: Any) -> None:
+    """lock_scope="submit", after the mutex: wait for the partition's queued GPU work (``done``,
+    a :meth:`~zkgpu.pipeline.backend.Backend.mark` on the shared stream), run the H
+    computation's deferred value checks, and bring the deferred points to the host."""
+    be = ctx.backend
+    with ctx.tracer.phase("gpu_wait", **kw):
+        ctx.hook("gpu_wait", st.partition, st.worker)
+        be.wait(done)
+        if st.hstart is not None:
+            be.complete_h(st.hstart)  # ValueError naming a value >= r in a, b or c
+            st.hstart = None
+        st.h = be.to_host(st.h)
+        for d in (st.batch, st.tail):
+            d.update({k: be.to_host(v) for k, v in d.items()})
 
 
 def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, stream: Any) -> StartState:
@@ -417,11 +454,15 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
     """
     cfg, tr, p = ctx.config, ctx.tracer, job.partition
     mutex = ctx.mutexes[gpu] if cfg.lock_scope != "none" else GpuMutex(gpu)  # none: private, uncontended
+    submit = cfg.lock_scope == "submit"
+    own = stream  # the worker's own stream: the pre-lock copies
+    stream = ctx.gpu_streams.get(gpu, stream) if submit else stream  # submit: the GPU's shared stream
     st = StartState(p, worker, gpu)
     t_entry = tr.now_ns()
     barrier = PrepBarrier()
     ctx.barriers[p] = barrier
     held = False
+    done: Any = None  # submit: the mark after the partition's queued GPU work
     kw: dict[str, Any] = {"worker": worker, "partition": p, "gpu": gpu}
     ctx.stage("pre_lock", p)
     try:
@@ -432,8 +473,9 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
                 sv.fields["setup_to_split_ms"] = (tr.now_ns() - t_entry) / 1e6
             st.prep_thread = threading.Thread(target=_prep_main, args=(ctx, job, st, barrier), name=f"prep_msm-p{p}", daemon=True)
             st.prep_thread.start()
-            if cfg.transfer == "resident":  # pre-stage a/b/c before the mutex (compute-only bound)
-                st.staged, _ = _h2d(ctx, job, kw, stream, stage="pre_lock")
+            if cfg.transfer == "resident" or submit:  # a/b/c on the device before the mutex (resident: the
+                # compute-only bound; submit: by the configured path, the DMA overlapping the other worker's kernels)
+                st.staged, _ = _h2d(ctx, job, kw, own, stage="pre_lock")
         pre_lock_ms = (tr.now_ns() - t_entry) / 1e6
         with tr.phase("mutex_wait", **kw, fields={"pre_lock_cpu_ms": pre_lock_ms}):
             ctx.stage("mutex_wait", p)
@@ -468,8 +510,12 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
                 _batch_add(ctx, st, kw, stream)
                 _tail_msm(ctx, job, st, kw, stream, t_gpu0)
                 mh2.fields.update(mutex_held_ms=mh1.ms + mh2.ms, total_start_fn_ms=(tr.now_ns() - t_entry) / 1e6)
+                if submit:
+                    done = ctx.backend.mark(stream)
         mutex.release()
         held = False
+        if submit:
+            _gpu_wait(ctx, st, kw, done)
         st.timings["total_start_fn_ms"] = (tr.now_ns() - t_entry) / 1e6
         return st
     except BaseException as e:
@@ -477,6 +523,9 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
         if held:
             mutex.release()  # a no-op if the watchdog force-released it
             held = False
+        if submit:  # queued kernels may still read this partition's device buffers: let them finish
+            with contextlib.suppress(Exception):
+                ctx.backend.synchronize(stream)
         if st.prep_thread is not None:
             st.prep_thread.join(cfg.timeout_s)
         raise
