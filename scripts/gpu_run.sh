@@ -50,7 +50,7 @@ failed=()
 : "${LIMIT_bench_h2d:=190}"
 : "${LIMIT_bench_load:=90}"
 : "${LIMIT_record:=150}"
-: "${LIMIT_record_last_mile:=150}"
+: "${LIMIT_record_last_mile:=235}"
 : "${LIMIT_bench_prep:=90}"
 : "${LIMIT_tests_prep:=90}"
 : "${LIMIT_notebooks:=220}"
@@ -125,8 +125,9 @@ for s in "${stages[@]}"; do
     prove)     export OUT DATA PROVE_CIRCUIT PROVE_SETUP PROVE_DEVICE; run_stage prove bash -c "$(declare -f node_setup prove_stage); prove_stage" ;;
     # notebook 07b's set (baseline, the fix, prep_msm off the critical path ...) into data/last-mile/,
     # which only notebook 07b reads
-    # SCENARIOS="a b ..." records those instead (names from zkgpu.record.SCENARIOS)
-    record-last-mile) run_stage record-last-mile python3 -m zkgpu.cli record --no-sweep --no-bench $(for x in ${SCENARIOS:-$(python3 -c 'from zkgpu.record import LAST_MILE_SCENARIOS as s; print(" ".join(s))')}; do echo --scenario "$x"; done) ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${PARTITIONS:+--partitions $PARTITIONS} --out "$DATA/last-mile" ;;
+    # SCENARIOS="a b ..." records those instead (names from zkgpu.record.SCENARIOS); PARTITIONS
+    # defaults to zkgpu.record.LAST_MILE_PARTITIONS (128: baseline and best over the same partitions)
+    record-last-mile) run_stage record-last-mile python3 -m zkgpu.cli record --no-sweep --no-bench $(for x in ${SCENARIOS:-$(python3 -c 'from zkgpu.record import LAST_MILE_SCENARIOS as s; print(" ".join(s))')}; do echo --scenario "$x"; done) ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} --partitions ${PARTITIONS:-$(python3 -c 'from zkgpu.record import LAST_MILE_PARTITIONS as p; print(p)')} --out "$DATA/last-mile" ;;
     notebooks) run_stage notebooks python3 -m zkgpu.cli report --mode live --out "$OUT/reports" ${NOTEBOOKS:+--only $NOTEBOOKS} ;;  # live: measures now
     *) echo "unknown stage $s"; failed+=("$s") ;;
   esac
