@@ -150,7 +150,7 @@ def _story_step(settings: dict[str, Any]) -> tuple[int, int, bool, int]:
     """The last-mile story's order: CPU-parallel prep, then GPU prep, more workers, concurrent
     tail MSMs, then the mutex over the submission only, and last no shared mutex (each step
     changes one more thing)."""
-    return ({"none": 2, "submit": 1}.get(settings.get("lock_scope"), 0), int(settings.get("tail_streams", 1)),
+    return ({"none": 2, "submit": 1}.get(str(settings.get("lock_scope", "")), 0), int(settings.get("tail_streams", 1)),
             settings.get("prep") != "cpu_parallel", int(settings.get("gw", 2)))
 
 
