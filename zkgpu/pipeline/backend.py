@@ -32,6 +32,7 @@ from typing import Any, Protocol, TypeAlias, TypeVar
 
 import numpy as np
 
+from zkgpu import _cuda
 from zkgpu.pipeline.split import Prep
 
 __all__ = ["Array", "Stream", "Backend", "HStart", "BASE_NAMES", "fan_out", "malloc_trim"]
@@ -170,11 +171,26 @@ def _fan_pool() -> ThreadPoolExecutor:
 def fan_out(fn: Callable[[str, _J], Any], jobs: dict[str, _J], concurrent: bool) -> dict[str, Any]:
     """``{name: fn(name, job)}``; with ``concurrent`` each call on a thread of a shared pool (the
     calls are independent: their inputs are ready and each returns a host point), else in order.
-    The first exception of a call is re-raised after all have ended."""
+    The first exception of a call is re-raised after all have ended; the calls' host syncs
+    (:func:`zkgpu._cuda.count_sync`) are added to the calling thread's."""
     if not concurrent or len(jobs) <= 1:
         return {nm: fn(nm, job) for nm, job in jobs.items()}
-    futs = {nm: _fan_pool().submit(fn, nm, job) for nm, job in jobs.items()}
+
+    def counted(nm: str, job: _J) -> Any:  # the pool thread's host syncs, for the caller's count
+        before = _cuda.sync_counts()
+        try:
+            return fn(nm, job)
+        finally:
+            after = _cuda.sync_counts()
+            for k, v in after.items():
+                if v != before.get(k, 0):
+                    counted_syncs.append((k, v - before.get(k, 0)))
+
+    counted_syncs: list[tuple[str, int]] = []
+    futs = {nm: _fan_pool().submit(counted, nm, job) for nm, job in jobs.items()}
     errors = [f.exception() for f in futs.values()]
+    for k, v in counted_syncs:
+        _cuda.count_sync(k, v)
     first = next((e for e in errors if e is not None), None)
     if first is not None:
         raise first

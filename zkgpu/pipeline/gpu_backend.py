@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from zkgpu import _cuda, bases, fr_device, msm, ntt, qap, transfer
 from zkgpu.events import h2d_overlap
+from zkgpu.fr_device import DeferredCheck
 from zkgpu.pinned_pool import PinnedPool
 from zkgpu.pipeline.backend import BASE_NAMES, Array, HStart, Stream, fan_out
 from zkgpu.pipeline.config import PipelineConfig
@@ -26,6 +28,14 @@ from zkgpu.pipeline.synthesis import Circuit
 from zkgpu.prep import prep_msm_device
 
 __all__ = ["GpuBackend"]
+
+
+@dataclass
+class _Pending:
+    """A (1, 12) device point whose MSM's scalar check is still queued (``defer=True``)."""
+
+    point: Any
+    check: DeferredCheck
 
 
 class GpuBackend:
@@ -42,6 +52,7 @@ class GpuBackend:
         self._local = threading.local()
         self._lock = threading.Lock()  # guards the stream free lists and the device selections
         self.bases: dict[str, Any] = {}
+        self._mont: dict[str, Any] = {}  # the bases checked once and in Montgomery form (msm.prepare_points)
         self._g2: list[Any] = []
         self._prep_streams: list[Any] = []  # idle streams of prep="gpu" (one per concurrent prep thread)
         self._side_free: list[Any] = []  # idle streams of msm_many / batch_add_many (concurrent)
@@ -55,6 +66,7 @@ class GpuBackend:
         sizes = {"h": self.config.n, "l": self.circuit.l_size, "a": self.circuit.a_size, "b_g1": self.circuit.b_size}
         for tag, nm in enumerate(BASE_NAMES):
             self.bases[nm] = bases.generate_points(sizes[nm], seed=self.config.seed * 16 + tag)
+            self._mont[nm] = msm.prepare_points(self.bases[nm])
         self._g2 = g2_bases(self.config.b_g2_terms, self.config.seed)
         held = [self._staging.checkout(self.circuit.aux_size * 32) for _ in range(3)]
         for b in held:
@@ -185,6 +197,7 @@ class GpuBackend:
         cp = self.cp
         cs, end, _ = st.marks[-1]
         end.synchronize()
+        _cuda.count_sync("h_done")
         try:
             st.check.raise_if_bad()  # ValueError naming a value >= r in a, b or c
         finally:
@@ -206,6 +219,7 @@ class GpuBackend:
 
     def synchronize(self, stream: Stream) -> None:
         stream.synchronize()
+        _cuda.count_sync("stream_sync")
 
     def mark(self, stream: Stream) -> Any:
         """A CUDA event (no timing) recorded on ``stream``."""
@@ -215,42 +229,65 @@ class GpuBackend:
 
     def wait(self, mark: Any) -> None:
         mark.synchronize()
+        _cuda.count_sync("event_wait")
 
-    def to_host(self, point: Array) -> np.ndarray:
-        """A deferred (1, 12) point (device or host) on the host: a D2H copy on the legacy
-        stream after the caller's :meth:`wait` (a blocking ``get``)."""
-        if _cuda.is_device_array(point):
-            point = point.get()
+    def to_host(self, point: Any) -> np.ndarray:
+        """A deferred (1, 12) point on the host, after the caller's :meth:`wait`: its deferred
+        scalar check (ValueError naming a scalar >= r), then a D2H copy of the ready value."""
+        if isinstance(point, _Pending):
+            point.check.raise_if_bad()
+            point = _cuda.read_back(point.point, "result_d2h")
         return np.asarray(point, dtype=np.uint64).reshape(1, 12)
 
-    def _host_point(self, r: Any, stream: Stream, defer: bool) -> Array:
+    def _host_point(self, r: Any, check: Any, stream: Stream, defer: bool) -> Any:
         if defer:
-            return r
-        if _cuda.is_device_array(r):
-            r = r.get(stream=stream)
-            stream.synchronize()
+            return _Pending(r, check)
+        r = self.cp.asnumpy(r, stream=stream)
+        stream.synchronize()
+        _cuda.count_sync("result_d2h")
+        check.raise_if_bad()  # ValueError naming a scalar >= r (a ready flag: no wait)
         return np.asarray(r, dtype=np.uint64).reshape(1, 12)
 
-    def msm(self, name: str, scalars: Array, idx: np.ndarray | None, stream: Stream, defer: bool = False) -> Array:
-        """zkgpu.msm.msm over ``bases[name]`` (or its rows ``idx``: the compacted tail bases,
-        gathered on the device) and ``scalars`` (host or device); result on the host, or on the
-        device with ``defer`` (no D2H, no sync after the MSM's last kernel)."""
+    def msm(self, name: str, scalars: Array, idx: np.ndarray | None, stream: Stream, defer: bool = False) -> Any:
+        """:func:`zkgpu.msm.msm_device` over ``bases[name]`` (or its rows ``idx``: the compacted
+        tail bases, gathered on the device) and ``scalars`` (host or device). The bases were
+        checked and converted once (:func:`zkgpu.msm.prepare_points` in :meth:`setup`) and the
+        scalar check is deferred (:class:`zkgpu.fr_device.DeferredCheck`): the MSM's only host
+        syncs are its size read-backs. Result on the host, or with ``defer`` still on the device
+        (no D2H, no wait for the last kernels; :meth:`to_host` after :meth:`wait`).
+
+        Raises:
+            ValueError: a scalar >= r (its index named; with ``defer`` from :meth:`to_host`).
+        """
         cp = self.cp
         with stream:
-            pts = self.bases[name]
+            mont = self._mont[name]
             if idx is not None:
                 if idx.size == 0:
                     return np.zeros((1, 12), dtype=np.uint64)
-                pts = pts[cp.asarray(idx)]
-            r = msm.msm(pts, cp.asarray(scalars))
-            return self._host_point(r, stream, defer)
+                mont = mont[cp.asarray(idx)]
+            sc = cp.ascontiguousarray(cp.asarray(scalars))
+            if sc.ndim != 2 or sc.shape[1] != 4 or sc.dtype != np.uint64:
+                raise ValueError(f"scalars: expected (m, 4) uint64, got dtype {sc.dtype}, shape {sc.shape}")
+            check = DeferredCheck()
+            r = msm.msm_device(None, sc, mont=mont, deferred=check)
+            return self._host_point(r, check, stream, defer)
 
-    def batch_add(self, name: str, bitmap: Array, stream: Stream, defer: bool = False) -> Array:
-        """:func:`zkgpu.msm.batch_add` over ``bases[name]``; result on the host (``defer``: the device)."""
+    def batch_add(self, name: str, bitmap: Array, stream: Stream, defer: bool = False) -> Any:
+        """:func:`zkgpu.msm.batch_add_device` over the prepared ``bases[name]`` (no host sync);
+        result on the host (``defer``: the device, as :meth:`msm`).
+
+        Raises:
+            ValueError: a bitmap of the wrong dtype or too few words (names it).
+        """
         cp = self.cp
         with stream:
-            r = msm.batch_add(self.bases[name], cp.asarray(bitmap))
-            return self._host_point(r, stream, defer)
+            bm = cp.ascontiguousarray(cp.asarray(bitmap))
+            n = self._mont[name].shape[0]
+            if bm.dtype != np.uint64 or bm.ndim != 1 or bm.shape[0] < -(-n // 64):
+                raise ValueError(f"bitmap: expected >= {-(-n // 64)} uint64 words, got dtype {bm.dtype}, shape {bm.shape}")
+            r = msm.batch_add_device(None, bm, mont=self._mont[name])
+            return self._host_point(r, DeferredCheck(), stream, defer)
 
     def _on_side_stream(self, stream: Stream, call: Callable[[Any], Array], defer: bool) -> Array:
         """``call(side)`` on a stream from the backend's free list, ordered after everything
@@ -270,6 +307,7 @@ class GpuBackend:
                 stream.wait_event(self.mark(side))
             else:
                 side.synchronize()
+                _cuda.count_sync("stream_sync")
             with self._lock:
                 self._side_free.append(side)
 

@@ -64,6 +64,7 @@ from typing import Any
 
 import numpy as np
 
+from zkgpu import _cuda
 from zkgpu.pipeline.backend import Backend, malloc_trim
 from zkgpu.pipeline.config import PipelineConfig
 from zkgpu.pipeline.points import g1_sum
@@ -358,8 +359,15 @@ def _h2d(ctx: WorkerContext, job: SynthesizedJob, kw: dict[str, Any], stream: An
     return dev, nbytes
 
 
+def _syncs() -> int:
+    """Host synchronisations of this thread so far (:func:`zkgpu._cuda.count_sync`): a GPU
+    phase's ``host_syncs`` detail is the difference across it."""
+    return sum(_cuda.sync_counts().values())
+
+
 def _ntt_msm_h(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict[str, Any], stream: Any) -> None:
     tr, be = ctx.tracer, ctx.backend
+    s0 = _syncs()
     with tr.phase("ntt_msm_h", **kw, stream=stream, fields={"gpu_tid": 0}) as ph:
         ctx.hook("ntt_msm_h", job.partition, st.worker)
         t0 = tr.now_ns()
@@ -404,19 +412,23 @@ def _ntt_msm_h(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict
             "msm_invoke": (tr.now_ns() - t_sync) / 1e6,
             "msm_dtor": 0.0,
         }
+        ph.detail["host_syncs"] = _syncs() - s0
 
 
 def _batch_add(ctx: WorkerContext, st: StartState, kw: dict[str, Any], stream: Any) -> None:
+    s0 = _syncs()
     with ctx.tracer.phase("batch_add", **kw, stream=stream) as ph:
         ctx.hook("batch_add", st.partition, st.worker)
         jobs = {nm: pr.bitmap for nm, pr in st.preps.items() if splits(pr)}
         cfg = ctx.config
         st.batch.update(ctx.backend.batch_add_many(jobs, stream, cfg.tail_streams > 1, defer=cfg.lock_scope == "submit"))
         ph.detail.update({f"{k}_ones": v.ones for k, v in st.preps.items() if splits(v)})
+        ph.detail["host_syncs"] = _syncs() - s0
 
 
 def _tail_msm(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict[str, Any], stream: Any, t_gpu0: int) -> None:
     tr, be = ctx.tracer, ctx.backend
+    s0 = _syncs()
     with tr.phase("tail_msm", **kw, stream=stream, fields={"gpu_tid": 0}) as tm:
         ctx.hook("tail_msm", st.partition, st.worker)
         full = _msm_scalars(ctx.circuit, job.aux) if any(not splits(pr) for pr in st.preps.values()) else {}
@@ -427,6 +439,7 @@ def _tail_msm(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict[
         if not submit:  # submit: the wait comes after the mutex (_gpu_wait); gpu_total_ms is the submission
             be.synchronize(stream)
         tm.fields["gpu_total_ms"] = (tr.now_ns() - t_gpu0) / 1e6
+        tm.detail["host_syncs"] = _syncs() - s0
 
 
 def _gpu_wait(ctx: WorkerContext, st: StartState, kw: dict[str, Any], done: Any) -> None:
@@ -434,7 +447,8 @@ def _gpu_wait(ctx: WorkerContext, st: StartState, kw: dict[str, Any], done: Any)
     a :meth:`~zkgpu.pipeline.backend.Backend.mark` on the shared stream), run the H
     computation's deferred value checks, and bring the deferred points to the host."""
     be = ctx.backend
-    with ctx.tracer.phase("gpu_wait", **kw):
+    s0 = _syncs()
+    with ctx.tracer.phase("gpu_wait", **kw) as ph:
         ctx.hook("gpu_wait", st.partition, st.worker)
         be.wait(done)
         if st.hstart is not None:
@@ -443,6 +457,7 @@ def _gpu_wait(ctx: WorkerContext, st: StartState, kw: dict[str, Any], done: Any)
         st.h = be.to_host(st.h)
         for d in (st.batch, st.tail):
             d.update({k: be.to_host(v) for k, v in d.items()})
+        ph.detail["host_syncs"] = _syncs() - s0
 
 
 def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, stream: Any) -> StartState:
