@@ -459,6 +459,13 @@ def test_gpu_pipeline_matches_cpu_reference(transfer, scope, prep, tails):
         exposed, copy = detail_value(h, "exposed_ms"), detail_value(h, "stream_ms")
         assert exposed.notna().all() and (exposed >= 0).all() and (exposed <= copy + 1e-3).all()
         assert (h["gpu_ms"] == copy).all()
+    ev = res.events
+    syncs = {ph: detail_value(ev[ev.phase == ph], "host_syncs") for ph in ("ntt_msm_h", "batch_add", "tail_msm", "gpu_wait")}
+    assert syncs["ntt_msm_h"].notna().all() and (syncs["ntt_msm_h"] >= 1).all()  # at least the H MSM's sorted-key count
+    if scope == "submit":  # the batch additions over prepared bases never wait; the results are read in gpu_wait
+        assert (syncs["batch_add"] == 0).all() and len(syncs["gpu_wait"]) == c.partitions and (syncs["gpu_wait"] >= 1).all()
+    else:
+        assert len(syncs["gpu_wait"]) == 0
 
 
 @pytest.mark.parametrize("density", [Density(), Density(zero=0.1, one=0.1), Density(zero=0.0, one=1.0, a_aux=1.0, b_aux=0.0)])
