@@ -464,6 +464,13 @@ def test_gpu_pipeline_matches_cpu_reference(transfer, scope, prep, tails):
     assert syncs["ntt_msm_h"].notna().all() and (syncs["ntt_msm_h"] >= 1).all()  # at least the H MSM's sorted-key count
     if scope == "submit":  # the batch additions over prepared bases never wait; the results are read in gpu_wait
         assert (syncs["batch_add"] == 0).all() and len(syncs["gpu_wait"]) == c.partitions and (syncs["gpu_wait"] >= 1).all()
+        # the GPU phases moved to the GPU clock (where the wait began before the work was done) never
+        # overlap: one shared stream runs them one after another, in the order the mutex gave
+        moved = ev["detail"].str.contains("clock=gpu", na=False)
+        assert moved.sum() == detail_value(ev[ev.phase == "gpu_wait"], "gpu_clock").sum()
+        gpu = ev[moved & ev.phase.isin(["ntt_msm_h", "batch_add", "tail_msm"])]
+        iv = sorted(zip(gpu.start_ns, gpu.end_ns, strict=True))
+        assert all(e0 <= s1 + 20_000 for (_, e0), (s1, _) in itertools.pairwise(iv))  # 20 us: the events' resolution
     else:
         assert len(syncs["gpu_wait"]) == 0
 

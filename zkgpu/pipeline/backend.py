@@ -120,10 +120,13 @@ class Backend(Protocol):
         """Wait for everything queued on ``stream``."""
 
     def mark(self, stream: Stream) -> Any:
-        """A marker after everything queued on ``stream`` so far (a CUDA event; None on the CPU)."""
+        """A marker after everything queued on ``stream`` so far (a timed CUDA event; None on the CPU)."""
 
     def wait(self, mark: Any) -> None:
         """Block until the work before ``mark`` (from :meth:`mark`) is done."""
+
+    def ready(self, mark: Any) -> bool:
+        """Whether the work before ``mark`` is already done (no wait; True on the CPU)."""
 
     def to_host(self, point: Array) -> np.ndarray:
         """A (1, 12) point returned with ``defer=True``, on the host (a D2H copy; call after :meth:`wait`)."""

@@ -96,6 +96,9 @@ class CpuBackend:
     def wait(self, mark: Any) -> None:
         pass
 
+    def ready(self, mark: Any) -> bool:
+        return True
+
     def to_host(self, point: np.ndarray) -> np.ndarray:
         return np.asarray(point, dtype=np.uint64).reshape(1, 12)
 

@@ -222,10 +222,14 @@ class GpuBackend:
         _cuda.count_sync("stream_sync")
 
     def mark(self, stream: Stream) -> Any:
-        """A CUDA event (no timing) recorded on ``stream``."""
-        ev = self.cp.cuda.Event(disable_timing=True)
+        """A CUDA event (timed: the anchor of :meth:`zkgpu.trace.Tracer.place_on_gpu_clock`)
+        recorded on ``stream``."""
+        ev = self.cp.cuda.Event()
         ev.record(stream)
         return ev
+
+    def ready(self, mark: Any) -> bool:
+        return bool(mark.done)
 
     def wait(self, mark: Any) -> None:
         mark.synchronize()

@@ -36,10 +36,14 @@ Lock scope (``config.lock_scope``):
   mutex as in ``narrow``; the results stay on the device (``defer=True``) and the final stream
   sync, the H computation's value checks and the results' D2H happen after the release, in a
   ``gpu_wait`` phase that waits on an event (``Backend.mark`` / ``wait``). So the next worker's
-  submission queues behind while this partition's last kernels run. The GPU phase rows keep
-  their CUDA-event ``gpu_ms``; their host intervals are the submission, which still waits where
-  the MSM reads sizes back (its sort's valid-key count, the bucket-run counts of each reduction
-  round: :func:`zkgpu.msm.msm_device`) and where it checks its points and scalars.
+  submission queues behind while this partition's last kernels run. After the wait the GPU
+  phase rows (ntt_msm_h, h_msm, batch_add, tail_msm) are moved from the host interval of their
+  submission to the interval their kernels ran, from their CUDA events anchored at the wait's
+  return (:meth:`zkgpu.trace.Tracer.place_on_gpu_clock`; ``clock=gpu`` and the submission's
+  ``host_ms`` in the detail); ``mutex_held`` stays the submission on the host clock. The
+  submission still waits where the MSM reads sizes back (its sort's valid-key count, the
+  bucket-run counts of each reduction round: :func:`zkgpu.msm.msm_device`); each GPU phase's
+  ``host_syncs`` counts the waits (:func:`zkgpu._cuda.count_sync`).
 
 Finalizer (:func:`finalize`, its own thread per partition, outside the mutex): join the prep
 thread (b_g2), assemble H, L, A, B_G1 (batch-add part + tail part) and B_G2 -> ``finalize``
@@ -313,6 +317,7 @@ class StartState:
     timings: dict[str, float] = field(default_factory=dict)
     staged: list[Any] | None = None
     hstart: Any = None  # the H computation's HStart (lock_scope="submit": completed after the wait)
+    gpu_phases: list[Any] = field(default_factory=list)  # submit: the GPU phases, placed on the GPU clock after the wait
 
 
 def _msm_scalars(circuit: Circuit, aux: np.ndarray) -> dict[str, np.ndarray]:
@@ -369,6 +374,7 @@ def _ntt_msm_h(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict
     tr, be = ctx.tracer, ctx.backend
     s0 = _syncs()
     with tr.phase("ntt_msm_h", **kw, stream=stream, fields={"gpu_tid": 0}) as ph:
+        st.gpu_phases.append(ph)
         ctx.hook("ntt_msm_h", job.partition, st.worker)
         t0 = tr.now_ns()
         staged, st.staged = st.staged, None  # transfer="resident": already on the device
@@ -396,7 +402,8 @@ def _ntt_msm_h(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict
         if "kernel_ms" in tm:  # all H-computation kernels, also those that ran inside the h2d window
             nt.detail["kernel_ms"] = round(tm["kernel_ms"], 3)
         t_sync = tr.now_ns()
-        with tr.phase("h_msm", **kw, stream=stream):
+        with tr.phase("h_msm", **kw, stream=stream) as hm:
+            st.gpu_phases.append(hm)
             st.h = be.msm("h", dh, None, stream, defer=defer)
         del dh
         # CUZK_NTT_H mapping (groth16_ntt_h.cu:153-156): d_b_alloc = 0 (device buffers come from
@@ -418,6 +425,7 @@ def _ntt_msm_h(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict
 def _batch_add(ctx: WorkerContext, st: StartState, kw: dict[str, Any], stream: Any) -> None:
     s0 = _syncs()
     with ctx.tracer.phase("batch_add", **kw, stream=stream) as ph:
+        st.gpu_phases.append(ph)
         ctx.hook("batch_add", st.partition, st.worker)
         jobs = {nm: pr.bitmap for nm, pr in st.preps.items() if splits(pr)}
         cfg = ctx.config
@@ -430,6 +438,7 @@ def _tail_msm(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict[
     tr, be = ctx.tracer, ctx.backend
     s0 = _syncs()
     with tr.phase("tail_msm", **kw, stream=stream, fields={"gpu_tid": 0}) as tm:
+        st.gpu_phases.append(tm)
         ctx.hook("tail_msm", st.partition, st.worker)
         full = _msm_scalars(ctx.circuit, job.aux) if any(not splits(pr) for pr in st.preps.values()) else {}
         # upstream: no split -> the "tail" MSM runs over the full vector
@@ -444,13 +453,21 @@ def _tail_msm(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict[
 
 def _gpu_wait(ctx: WorkerContext, st: StartState, kw: dict[str, Any], done: Any) -> None:
     """lock_scope="submit", after the mutex: wait for the partition's queued GPU work (``done``,
-    a :meth:`~zkgpu.pipeline.backend.Backend.mark` on the shared stream), run the H
-    computation's deferred value checks, and bring the deferred points to the host."""
-    be = ctx.backend
+    a :meth:`~zkgpu.pipeline.backend.Backend.mark` on the shared stream), place the partition's
+    GPU phase rows on the GPU clock (:meth:`zkgpu.trace.Tracer.place_on_gpu_clock`: their
+    intervals become the time their kernels ran, anchored at the wait's return, unless the work
+    was already done when the wait began: then they keep their host interval and the wait's
+    detail says ``gpu_clock=0``), run the H computation's deferred value checks, and bring the
+    deferred points to the host."""
+    be, tr = ctx.backend, ctx.tracer
     s0 = _syncs()
-    with ctx.tracer.phase("gpu_wait", **kw) as ph:
+    with tr.phase("gpu_wait", **kw) as ph:
         ctx.hook("gpu_wait", st.partition, st.worker)
+        anchored = not be.ready(done)
         be.wait(done)
+        t_done = tr.now_ns()
+        ph.detail["gpu_clock"] = tr.place_on_gpu_clock(st.gpu_phases, done, t_done) if anchored else 0
+        st.gpu_phases.clear()
         if st.hstart is not None:
             be.complete_h(st.hstart)  # ValueError naming a value >= r in a, b or c
             st.hstart = None
