@@ -300,6 +300,8 @@ def prepare_points(points: Any) -> Any:
             ``>= q`` (the first bad index named). One host sync (the check's result).
     """
     _check_shape(points, LIMBS, "points")
+    if points.shape[0] == 0:
+        return _cuda.cupy().empty((0, 24), dtype=np.uint32)
     return _prepare_points_dev(points)
 
 
