@@ -4,7 +4,7 @@
 # lent machine (which keeps nothing) can hand them back.
 #
 #   scripts/gpu_run.sh [STAGE ...]      stages: info record record-last-mile bench-h2d bench-load bench-ntt bench-ntt-sppark
-#                                       bench-msm bench-prep tests tests-ntt tests-transfer tests-prep notebooks prove-setup prove
+#                                       bench-msm bench-prep tests tests-ntt tests-transfer tests-prep tests-pipeline notebooks prove-setup prove
 #                                       (bench-ntt-sppark needs .anchors/sppark-bench; NTT_KERNELS picks its kernels)
 #                                       (default: info record bench-h2d bench-ntt tests; each stage is
 #                                       time-limited, see LIMIT_* below, so the whole fits one 10-min call)
@@ -53,6 +53,7 @@ failed=()
 : "${LIMIT_record_last_mile:=235}"
 : "${LIMIT_bench_prep:=90}"
 : "${LIMIT_tests_prep:=90}"
+: "${LIMIT_tests_pipeline:=150}"
 : "${LIMIT_notebooks:=220}"
 : "${LIMIT_prove_setup:=560}"
 : "${LIMIT_prove:=420}"
@@ -109,6 +110,9 @@ for s in "${stages[@]}"; do
     tests)     run_stage tests python3 -m pytest -q -m gpu --durations=15 -p no:cacheprovider tests ;;
     tests-transfer) run_stage tests-transfer python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_transfer.py ;;
     tests-prep) run_stage tests-prep python3 -m pytest -q -p no:cacheprovider tests/test_prep.py ;;
+    # issue 12 (lock_scope="submit", prepared MSM bases, deferred checks, host-sync counts): the GPU
+    # tests of the pipeline, the MSM, the deferred checks and the fault paths
+    tests-pipeline) run_stage tests-pipeline python3 -m pytest -q -m gpu --durations=10 -p no:cacheprovider tests/test_pipeline.py tests/test_msm.py tests/test_qap.py tests/test_faults.py ;;
     # prep_msm variants (cpu, cpu_parallel, gpu) at 2^20..2^26 (PREP_MAX_LOG to shorten)
     bench-prep) run_stage bench-prep python3 -m zkgpu.cli bench prep --min-log 20 --max-log "${PREP_MAX_LOG:-26}" --repeat "${PREP_REPEAT:-5}" --out "$DATA" ;;
     bench-ntt) run_stage bench-ntt python3 -m zkgpu.cli bench ntt --min-log 16 --max-log 26 --repeat 5 --out "$DATA" ;;
