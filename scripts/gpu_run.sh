@@ -4,8 +4,8 @@
 # lent machine (which keeps nothing) can hand them back.
 #
 #   scripts/gpu_run.sh [STAGE ...]      stages: info record record-last-mile bench-h2d bench-load bench-ntt bench-ntt-sppark
-#                                       bench-sppark bench-msm bench-prep tests tests-ntt tests-transfer tests-prep notebooks
-#                                       prove-setup prove record-real
+#                                       bench-sppark bench-msm bench-prep tests tests-ntt tests-transfer tests-prep tests-pipeline
+#                                       notebooks prove-setup prove record-real
 #                                       (bench-ntt-sppark, bench-sppark need .anchors/sppark-bench; NTT_KERNELS picks kernels;
 #                                       bench-sppark: zkgpu's NTT + MSM beside sppark's, one bench-sppark recording)
 #                                       (default: info record bench-h2d bench-ntt tests; each stage is
@@ -53,9 +53,10 @@ failed=()
 : "${LIMIT_bench_h2d:=190}"
 : "${LIMIT_bench_load:=90}"
 : "${LIMIT_record:=150}"
-: "${LIMIT_record_last_mile:=150}"
+: "${LIMIT_record_last_mile:=235}"
 : "${LIMIT_bench_prep:=90}"
 : "${LIMIT_tests_prep:=90}"
+: "${LIMIT_tests_pipeline:=150}"
 : "${LIMIT_notebooks:=220}"
 : "${LIMIT_prove_setup:=560}"
 : "${LIMIT_prove:=420}"
@@ -125,6 +126,9 @@ for s in "${stages[@]}"; do
     tests)     run_stage tests python3 -m pytest -q -m gpu --durations=15 -p no:cacheprovider tests ;;
     tests-transfer) run_stage tests-transfer python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_transfer.py ;;
     tests-prep) run_stage tests-prep python3 -m pytest -q -p no:cacheprovider tests/test_prep.py ;;
+    # issue 12 (lock_scope="submit", prepared MSM bases, deferred checks, host-sync counts): the GPU
+    # tests of the pipeline, the MSM, the deferred checks and the fault paths
+    tests-pipeline) run_stage tests-pipeline python3 -m pytest -q -m gpu --durations=10 -p no:cacheprovider tests/test_pipeline.py tests/test_msm.py tests/test_qap.py tests/test_faults.py ;;
     # prep_msm variants (cpu, cpu_parallel, gpu) at 2^20..2^26 (PREP_MAX_LOG to shorten)
     bench-prep) run_stage bench-prep python3 -m zkgpu.cli bench prep --min-log 20 --max-log "${PREP_MAX_LOG:-26}" --repeat "${PREP_REPEAT:-5}" --out "$DATA" ;;
     bench-ntt) run_stage bench-ntt python3 -m zkgpu.cli bench ntt --min-log 16 --max-log 26 --repeat 5 --out "$DATA" ;;
@@ -144,8 +148,9 @@ for s in "${stages[@]}"; do
     record-real) export OUT DATA PROVE_CIRCUIT PROVE_SETUP PROVE_DEVICE; run_stage record-real bash -c "$(declare -f node_setup record_real_stage); record_real_stage" ;;
     # notebook 07b's set (baseline, the fix, prep_msm off the critical path ...) into data/last-mile/,
     # which only notebook 07b reads
-    # SCENARIOS="a b ..." records those instead (names from zkgpu.record.SCENARIOS)
-    record-last-mile) run_stage record-last-mile python3 -m zkgpu.cli record --no-sweep --no-bench $(for x in ${SCENARIOS:-$(python3 -c 'from zkgpu.record import LAST_MILE_SCENARIOS as s; print(" ".join(s))')}; do echo --scenario "$x"; done) ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${PARTITIONS:+--partitions $PARTITIONS} --out "$DATA/last-mile" ;;
+    # SCENARIOS="a b ..." records those instead (names from zkgpu.record.SCENARIOS); PARTITIONS
+    # defaults to zkgpu.record.LAST_MILE_PARTITIONS (128: baseline and best over the same partitions)
+    record-last-mile) run_stage record-last-mile python3 -m zkgpu.cli record --no-sweep --no-bench $(for x in ${SCENARIOS:-$(python3 -c 'from zkgpu.record import LAST_MILE_SCENARIOS as s; print(" ".join(s))')}; do echo --scenario "$x"; done) ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} --partitions ${PARTITIONS:-$(python3 -c 'from zkgpu.record import LAST_MILE_PARTITIONS as p; print(p)')} --out "$DATA/last-mile" ;;
     notebooks) run_stage notebooks python3 -m zkgpu.cli report --mode live --out "$OUT/reports" ${NOTEBOOKS:+--only $NOTEBOOKS} ;;  # live: measures now
     *) echo "unknown stage $s"; failed+=("$s") ;;
   esac

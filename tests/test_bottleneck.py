@@ -183,3 +183,17 @@ def test_model_scope_none_lets_the_workers_overlap():
     starts, ends = held["start_ns"].to_numpy(), held["end_ns"].to_numpy()
     assert (starts[1:] < ends[:-1]).any()  # two workers inside their GPU phases at once
     assert "none" in model.SCOPES
+
+
+def test_host_syncs_per_partition_by_phase():
+    rows = []
+    for p, (h, ba, tm, gw) in enumerate([(9, 0, 12, 16), (11, 0, 14, 16), (10, 0, 13, 16)]):
+        rows += [dict(phase="ntt_msm_h", partition=p, start_ns=0, end_ns=1, detail=f"host_syncs={h}"),
+                 dict(phase="batch_add", partition=p, start_ns=1, end_ns=2, detail=f"host_syncs={ba}"),
+                 dict(phase="tail_msm", partition=p, start_ns=2, end_ns=3, detail=f"x=1,host_syncs={tm}"),
+                 dict(phase="gpu_wait", partition=p, start_ns=3, end_ns=4, detail=f"host_syncs={gw}"),
+                 dict(phase="prep_msm", partition=p, start_ns=0, end_ns=4, detail="host_syncs=99")]  # not a GPU phase
+    s = gt.host_syncs(normalize_events(pd.DataFrame([{**r, "run": "x", "source": "zkgpu"} for r in rows])))
+    assert s.to_dict() == {"ntt_msm_h": 10.0, "batch_add": 0.0, "tail_msm": 13.0, "gpu_wait": 16.0, "total": 39.0}
+    old = normalize_events(pd.DataFrame([{**r, "detail": "", "run": "x", "source": "zkgpu"} for r in rows]))
+    assert gt.host_syncs(old).empty  # recorded before the count existed

@@ -16,7 +16,7 @@ from zkgpu import _cuda
 from zkgpu.host_alloc import CudaHostAllocator, PageableAllocator
 from zkgpu.pinned_pool import PinnedPool, PoolError
 from zkgpu.pipeline import PipelineConfig, prepare_backend, run_pipeline
-from zkgpu.pipeline.worker import Cancelled, GpuMutex, StageTimeout
+from zkgpu.pipeline.sync import Cancelled, GpuMutex, StageTimeout
 
 
 @pytest.fixture(scope="module")
@@ -331,9 +331,11 @@ def test_failed_partition_names_its_stage(prepared, step):
     assert res.partitions[1].status == "failed" and res.partitions[1].stage == step, (res.partitions[1].stage, res.errors)
 
 
-@pytest.mark.parametrize("step", ["ntt_msm_h", "barrier_wait", "tail_msm"])
-def test_a_hung_step_with_the_narrow_lock(prepared, release, step):
-    c = cfg(partitions=4, gw=2, lock_scope="narrow", transfer="pinned_pool", timeout_s=0.6, fault_hook=_hang_at(step, 1, release))
+@pytest.mark.parametrize("scope, step", [("narrow", "ntt_msm_h"), ("narrow", "barrier_wait"), ("narrow", "tail_msm"),
+                                         ("submit", "ntt_msm_h"), ("submit", "tail_msm"), ("submit", "gpu_wait")])
+def test_a_hung_step_with_the_narrow_lock(prepared, release, scope, step):
+    # submit: a hang while submitting (mutex held) or while waiting for the GPU (mutex released)
+    c = cfg(partitions=4, gw=2, lock_scope=scope, transfer="pinned_pool", timeout_s=0.6, fault_hook=_hang_at(step, 1, release))
     res, err = run_bounded(c, limit=30, prepared=prepared)
     assert err is None, err
     st = [r.status for r in res.partitions]

@@ -59,6 +59,25 @@ def test_narrow_scope_never_worse_than_coarse():
     assert n.partitions_per_min > c.partitions_per_min * 1.05
 
 
+def test_submit_scope_moves_the_copy_before_the_mutex_and_drops_the_lock_overhead():
+    p = params(prep_msm_ms=50.0, lock_overhead_ms=20.0)
+    n = model.simulate(p, partitions=12, gw=2, scope="narrow", transfer="pinned")
+    s = model.simulate(p, partitions=12, gw=2, scope="submit", transfer="pinned")
+    assert s.partitions_per_min > n.partitions_per_min and s.compute_util > n.compute_util
+    # with the copy hidden and no hand-off, two workers keep the GPU busy: the compute-only bound
+    assert s.partitions_per_min == pytest.approx(60_000 / p.gpu_compute_ms, rel=0.15)
+    ev = s.events
+    h2d, held = ev[ev.phase == "h2d"], ev[ev.phase == "mutex_held"]
+    assert len(h2d) == 12 and h2d["detail"].str.contains("stage=pre_lock").all()
+    for _, r in h2d.iterrows():  # every copy ends before its partition's first mutex_held starts
+        assert r.end_ns <= held[held.partition == r.partition]["start_ns"].min()
+    for prep in (50.0, 900.0):  # never worse than narrow
+        q = params(prep_msm_ms=prep)
+        for gw in (1, 2, 3):
+            a = model.simulate(q, partitions=10, gw=gw, scope="narrow", transfer="pinned")
+            b = model.simulate(q, partitions=10, gw=gw, scope="submit", transfer="pinned")
+            assert b.partitions_per_min >= a.partitions_per_min * (1 - 1e-9), (prep, gw)
+
 def test_faster_h2d_raises_utilization():
     p = params()
     utils = [model.simulate(p, partitions=8, gw=2, h2d_gbps=g).compute_util for g in (1.0, 4.0, 16.0, 64.0)]

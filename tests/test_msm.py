@@ -123,7 +123,7 @@ def run_batch_add(path: str, pts: np.ndarray, bm: np.ndarray) -> np.ndarray:
         return msm.batch_add_cpu(pts, bm)
     if path == "emu":
         with emulated():
-            return msm._batch_add_device(pts, bm)
+            return msm.batch_add_device(pts, bm)
     cp = _cuda.cupy()
     out = msm.batch_add(cp.asarray(pts), cp.asarray(bm))
     assert isinstance(out, cp.ndarray)
@@ -479,3 +479,133 @@ def test_level0_modes_and_chunk_sizes(path, mode, chunk, monkeypatch):
 def test_lists_are_type_errors_not_attribute_errors():
     with pytest.raises(TypeError, match="points: expected a numpy or CuPy"):
         msm.msm([1], [2])
+
+
+# ----------------------------------------------------------------------------- fewer host syncs
+
+
+def _delta(before: dict[str, int]) -> dict[str, int]:
+    after = _cuda.sync_counts()
+    return {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
+
+
+@pytest.mark.parametrize("n", [1, 33, 300])
+def test_prepared_points_and_deferred_check_same_result_fewer_syncs(n):
+    """The pipeline's path (bases prepared once, scalar check deferred) gives the same point as
+    the checked path, without the two checks' host syncs; rows gathered from the prepared bases
+    (the tail MSMs' compacted bases) too."""
+    pts, sc = rand_points(n), fr_random(n, new_rng())
+    sc[: n // 3] = fr_from_ints([1] * (n // 3))  # ones and zeros: long buckets, reduction rounds
+    sc[n // 3 : n // 2] = 0
+    with emulated():
+        c0 = _cuda.sync_counts()
+        want = msm.msm_device(pts, sc)
+        plain = _delta(c0)
+        mont = msm.prepare_points(pts)
+        chk = msm.DeferredCheck()
+        c1 = _cuda.sync_counts()
+        got = msm.msm_device(None, sc, mont=mont, deferred=chk)
+        lean = _delta(c1)
+        chk.raise_if_bad()
+        idx = np.arange(0, n, 2)
+        sub = msm.msm_device(None, sc[idx], mont=np.ascontiguousarray(mont[idx]))
+        c2 = _cuda.sync_counts()
+        ba = msm.batch_add_device(None, np.full(-(-n // 64), 0x5555555555555555, dtype=np.uint64), mont=mont)
+        assert _delta(c2) == {}  # batch add over prepared points: no host sync at all
+    assert np.array_equal(got, want) and np.array_equal(want, ref_arkworks(pts, sc))
+    assert np.array_equal(sub, ref_arkworks(pts[idx], sc[idx]))
+    assert np.array_equal(ba, msm.batch_add_cpu(pts, np.full(-(-n // 64), 0x5555555555555555, dtype=np.uint64)))
+    assert plain.get("msm.points_check") == 1 and plain.get("msm.scalars_check") == 1 and plain.get("msm.sorted_count") == 1
+    assert "msm.points_check" not in lean and "msm.scalars_check" not in lean
+    assert sum(lean.values()) == sum(plain.values()) - 2  # only the size read-backs are left
+
+
+def test_deferred_scalar_check_raises_later_with_the_same_message():
+    pts, sc = rand_points(6), fr_random(6, new_rng())
+    sc[4] = np.array([(R >> (64 * i)) & (2**64 - 1) for i in range(4)], dtype=np.uint64)  # == r
+    with emulated():
+        with pytest.raises(ValueError) as now:
+            msm.msm_device(pts, sc)
+        chk = msm.DeferredCheck()
+        msm.msm_device(None, sc, mont=msm.prepare_points(pts), deferred=chk)  # no error yet
+        with pytest.raises(ValueError) as later:
+            chk.raise_if_bad()
+        with pytest.raises(ValueError, match="expected 6 rows"):
+            msm.msm_device(None, sc[:5], mont=msm.prepare_points(pts))
+    assert str(later.value) == str(now.value) and "scalars[4]" in str(now.value)
+
+
+class _FakeStream:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def synchronize(self):
+        pass
+
+    def wait_event(self, ev):
+        pass
+
+
+class _FakeEvent:
+    def __init__(self, **kw):
+        pass
+
+    def record(self, stream=None):
+        pass
+
+    def synchronize(self):
+        pass
+
+
+class _FakeCupyStreams(_FakeCupy):
+    """The emulated device plus no-op streams and events: enough for the pipeline's GpuBackend."""
+
+    def __init__(self):
+        super().__init__()
+        self.asnumpy = lambda a, stream=None: np.asarray(a)
+        self.cuda = types.SimpleNamespace(Stream=lambda non_blocking=True: _FakeStream(), Event=_FakeEvent)
+
+
+@pytest.mark.parametrize("defer, concurrent", [(False, False), (True, False), (True, True), (False, True)])
+def test_gpu_backend_msm_and_batch_add_on_prepared_bases(defer, concurrent, monkeypatch):
+    """GpuBackend's MSM driver (prepared bases, tail rows gathered, deferred scalar checks, results
+    deferred on the device, side streams) on the emulated kernels, against arkworks; and its host
+    syncs: only the MSMs' size read-backs while it submits, plus the result reads."""
+    import threading
+
+    from zkgpu.pipeline.gpu_backend import GpuBackend
+
+    fake = _FakeCupyStreams()
+    monkeypatch.setattr(_cuda, "cupy", lambda: fake)
+    monkeypatch.setattr(msm, "_k", _emu_kernel)
+    pts = rand_points(70)
+    be = object.__new__(GpuBackend)
+    be.cp, be._lock, be._side_free = fake, threading.Lock(), []
+    be.bases, be._mont = {"l": pts}, {"l": msm.prepare_points(pts)}
+    sc = fr_random(70, new_rng())
+    sc[:30] = fr_from_ints([1] * 30)
+    idx = np.arange(3, 70, 3)
+    bm = np.array([0x0F0F_0000_FFFF_0001, 0x3F], dtype=np.uint64)
+    s = _FakeStream()
+    c0 = _cuda.sync_counts()
+    tails = be.msm_many({"l": (sc, None)}, s, concurrent, defer=defer)
+    sub = be.msm("l", sc[idx], idx, s, defer=defer)
+    ones = be.batch_add_many({"l": bm}, s, concurrent, defer=defer)
+    mid = _delta(c0)
+    got = {k: be.to_host(v) for k, v in {"full": tails["l"], "sub": sub, "ones": ones["l"]}.items()}
+    assert np.array_equal(got["full"], ref_arkworks(pts, sc))
+    assert np.array_equal(got["sub"], ref_arkworks(pts[idx], sc[idx]))
+    assert np.array_equal(got["ones"], msm.batch_add_cpu(pts, bm))
+    assert "msm.points_check" not in mid and "msm.scalars_check" not in mid
+    assert ("result_d2h" in mid) == (not defer)  # deferred: read only by to_host, after the wait
+    none = be.msm("l", sc[:0], np.zeros(0, dtype=np.int64), s, defer=defer)  # no significant scalar: the identity
+    assert np.array_equal(be.to_host(none), np.zeros((1, 12), dtype=np.uint64))
+    bad = sc.copy()
+    bad[5] = np.array([(R >> (64 * i)) & (2**64 - 1) for i in range(4)], dtype=np.uint64)
+    with pytest.raises(ValueError, match=r"scalars\[5\]"):
+        be.to_host(be.msm("l", bad, None, s, defer=defer))
+    with pytest.raises(ValueError, match="uint64 words"):
+        be.batch_add("l", bm[:1], s)

@@ -20,8 +20,8 @@ from zkgpu.msm import prep_msm
 from zkgpu.pipeline import Density, PipelineConfig, PipelineInterrupted, prepare_backend, run_pipeline
 from zkgpu.pipeline.cpu_backend import cpu_compute_h
 from zkgpu.pipeline.split import prep_partition, splits
+from zkgpu.pipeline.sync import PrepFailed
 from zkgpu.pipeline.synthesis import synthesize_arrays
-from zkgpu.pipeline.worker import PrepFailed
 
 PIPE_THREADS = ("synth-", "gpu0-worker", "prep_msm-", "finalizer-")
 
@@ -142,7 +142,8 @@ def test_prep_msm_split_edge_cases():
 # ----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "gw, scope, transfer",
-    [(1, "coarse", "pageable"), (2, "coarse", "pinned_pool"), (2, "narrow", "pageable"), (1, "narrow", "pinned_pool"), (2, "coarse", "resident")],
+    [(1, "coarse", "pageable"), (2, "coarse", "pinned_pool"), (2, "narrow", "pageable"), (1, "narrow", "pinned_pool"), (2, "coarse", "resident"),
+     (2, "submit", "pinned_pool"), (3, "submit", "pageable")],
 )
 def test_results_equal_reference(prepared, gw, scope, transfer):
     c = cfg(gw=gw, lock_scope=scope, transfer=transfer)
@@ -162,11 +163,17 @@ def test_results_equal_reference(prepared, gw, scope, transfer):
         st = res.pool_stats
         assert st["checkouts"] == st["checkins"] == 3 * c.partitions and st["buffers_in_use"] == 0
     h2d = res.events[res.events.phase == "h2d"]
-    stage = "pre_lock" if transfer == "resident" else "ntt_msm_h"
+    early = transfer == "resident" or scope == "submit"  # a/b/c copied before the mutex
+    stage = "pre_lock" if early else "ntt_msm_h"
     assert len(h2d) == c.partitions and h2d["detail"].str.contains(f"stage={stage}").all()
     held = _intervals(res.events, "mutex_held")
     inside = [any(hs <= s and e <= he and hp == p for hs, he, hp, _ in held) for s, e, p, _ in _intervals(res.events, "h2d")]
-    assert all(inside) == (transfer != "resident") and any(inside) == (transfer != "resident")
+    assert all(inside) == (not early) and any(inside) == (not early)
+    waits = _intervals(res.events, "gpu_wait")
+    assert len(waits) == (c.partitions if scope == "submit" else 0)
+    for s, e, p, _ in waits:  # outside the mutex, after the partition's last submission
+        assert not any(hs < e and s < he for hs, he, _, _ in held), p
+        assert max(he for _, he, hp, _ in held if hp == p) <= s
 
 
 def test_non_split_path_and_other_density(prepared):
@@ -264,7 +271,7 @@ def _check_mutex_exclusive(ev):
             assert e0 <= s1, "mutex_held intervals of one GPU overlap"
 
 
-@pytest.mark.parametrize("scope", ["coarse", "narrow"])
+@pytest.mark.parametrize("scope", ["coarse", "narrow", "submit"])
 def test_mutex_exclusive_and_barrier_scope(prepared, scope):
     c = cfg(lock_scope=scope, partitions=4, gw=2)
     res = run_pipeline(c, prepared=prepared)
@@ -316,9 +323,11 @@ def _raise_at(step, partition, exc=_INJECTED):
     return hook
 
 
-@pytest.mark.parametrize("step", ["synthesize", "ntt_msm_h", "barrier_wait", "batch_add", "tail_msm", "prep_msm", "b_g2_msm", "finalize"])
-@pytest.mark.parametrize("scope", ["coarse", "narrow"])
+@pytest.mark.parametrize("step", ["synthesize", "ntt_msm_h", "barrier_wait", "batch_add", "tail_msm", "prep_msm", "b_g2_msm", "finalize", "gpu_wait"])
+@pytest.mark.parametrize("scope", ["coarse", "narrow", "submit"])
 def test_fault_fails_only_that_partition(prepared, step, scope):
+    if step == "gpu_wait" and scope != "submit":
+        pytest.skip("gpu_wait exists only with lock_scope='submit'")
     c = cfg(partitions=4, lock_scope=scope, transfer="pinned_pool", fault_hook=_raise_at(step, 1))
     res, err = run_bounded(c, limit=60, prepared=prepared)
     assert err is None, err
@@ -425,9 +434,12 @@ def test_pool_reuse_with_backpressure(prepared):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("transfer", ["pageable", "registered", "pinned_pool", "resident"])
-def test_gpu_pipeline_matches_cpu_reference(transfer):
-    c = PipelineConfig(n=1 << 8, partitions=2, device="gpu", transfer=transfer, gw=2, b_g2_terms=4, timeout_s=120)
+@pytest.mark.parametrize("transfer, scope, prep, tails", [("pageable", "coarse", "cpu", 1), ("registered", "coarse", "cpu", 1), ("pinned_pool", "coarse", "cpu", 1),
+                                                          ("resident", "coarse", "cpu", 1), ("pinned_pool", "submit", "gpu", 1), ("pinned_pool", "submit", "gpu", 3)])
+def test_gpu_pipeline_matches_cpu_reference(transfer, scope, prep, tails):
+    # submit: results deferred on the device, one stream shared by the workers, a/b/c copied before the mutex
+    c = PipelineConfig(n=1 << 8, partitions=4 if scope == "submit" else 2, device="gpu", transfer=transfer, gw=2, b_g2_terms=4, timeout_s=120,
+                       lock_scope=scope, prep=prep, tail_streams=tails)
     circuit, backend = prepare_backend(c)
     res = run_pipeline(c, prepared=(circuit, backend))
     assert res.ok, res.errors
@@ -440,13 +452,27 @@ def test_gpu_pipeline_matches_cpu_reference(transfer):
     from zkgpu.metrics import detail_value
 
     h = res.events[(res.events["phase"] == "h2d") & res.events["detail"].str.contains("stage=ntt_msm_h")]
-    if transfer == "resident":  # copied before the mutex, not inside ntt_msm_h
+    if transfer == "resident" or scope == "submit":  # copied before the mutex, not inside ntt_msm_h
         assert h.empty
     else:  # three event-timed copies per partition; the exposed part never exceeds them
         assert len(h) == c.partitions and (h["bytes"] == 3 * c.n * 32).all()
         exposed, copy = detail_value(h, "exposed_ms"), detail_value(h, "stream_ms")
         assert exposed.notna().all() and (exposed >= 0).all() and (exposed <= copy + 1e-3).all()
         assert (h["gpu_ms"] == copy).all()
+    ev = res.events
+    syncs = {ph: detail_value(ev[ev.phase == ph], "host_syncs") for ph in ("ntt_msm_h", "batch_add", "tail_msm", "gpu_wait")}
+    assert syncs["ntt_msm_h"].notna().all() and (syncs["ntt_msm_h"] >= 1).all()  # at least the H MSM's sorted-key count
+    if scope == "submit":  # the batch additions over prepared bases never wait; the results are read in gpu_wait
+        assert (syncs["batch_add"] == 0).all() and len(syncs["gpu_wait"]) == c.partitions and (syncs["gpu_wait"] >= 1).all()
+        # the GPU phases moved to the GPU clock (where the wait began before the work was done) never
+        # overlap: one shared stream runs them one after another, in the order the mutex gave
+        moved = ev["detail"].str.contains("clock=gpu", na=False)
+        assert moved.sum() == detail_value(ev[ev.phase == "gpu_wait"], "gpu_clock").sum()
+        gpu = ev[moved & ev.phase.isin(["ntt_msm_h", "batch_add", "tail_msm"])]
+        iv = sorted(zip(gpu.start_ns, gpu.end_ns, strict=True))
+        assert all(e0 <= s1 + 20_000 for (_, e0), (s1, _) in itertools.pairwise(iv))  # 20 us: the events' resolution
+    else:
+        assert len(syncs["gpu_wait"]) == 0
 
 
 @pytest.mark.parametrize("density", [Density(), Density(zero=0.1, one=0.1), Density(zero=0.0, one=1.0, a_aux=1.0, b_aux=0.0)])

@@ -256,3 +256,32 @@ def test_write_events_parquet_never_truncates(tmp_path):
     with pytest.raises(FileExistsError):
         write_events_parquet(tr.events(), p)
     assert p.stat().st_size == size
+
+
+def test_place_on_gpu_clock_moves_rows_with_cuda_events(monkeypatch):
+    """lock_scope="submit": a GPU phase row's interval becomes its kernels' time, anchored at the
+    completion of a later event (fake events: times in ms on a GPU clock)."""
+    import types
+
+    from zkgpu import _cuda
+
+    class Ev:
+        def __init__(self, t_ms):
+            self.t = t_ms
+
+        def synchronize(self):
+            pass
+
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(get_elapsed_time=lambda a, b: b.t - a.t))
+    monkeypatch.setattr(_cuda, "cupy", lambda: fake)
+    tr = Tracer("r", log=LogWriter())
+    with tr.phase("batch_add", worker=0, partition=3) as ph:
+        pass
+    with tr.phase("pre_lock", worker=0, partition=3) as host_only:
+        pass
+    ph._cuda = (Ev(10.0), Ev(12.5))
+    before = (host_only.start_ns, host_only.end_ns)
+    assert tr.place_on_gpu_clock([ph, host_only], Ev(20.0), mark_ns=100_000_000) == 1
+    assert (ph.start_ns, ph.end_ns) == (90_000_000, 92_500_000)
+    assert ph.detail["clock"] == "gpu" and "host_ms" in ph.detail
+    assert (host_only.start_ns, host_only.end_ns) == before

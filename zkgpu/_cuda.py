@@ -22,6 +22,7 @@ import hashlib
 import importlib
 import re
 import statistics
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +46,34 @@ __all__ = [
     "device_info",
     "header_defines",
     "header_enum",
+    "count_sync",
+    "read_back",
+    "sync_counts",
 ]
+
+_SYNCS = threading.local()
+
+
+def count_sync(why: str, k: int = 1) -> None:
+    """Count ``k`` host synchronisations named ``why`` on the calling thread: a read-back of a
+    device value (the host waits for the stream to get there) or a stream/event wait. The
+    pipeline reads :func:`sync_counts` around each GPU phase (the ``host_syncs`` of its event)."""
+    counts = getattr(_SYNCS, "counts", None)
+    if counts is None:
+        counts = _SYNCS.counts = {}
+    counts[why] = counts.get(why, 0) + k
+
+
+def sync_counts() -> dict[str, int]:
+    """The calling thread's :func:`count_sync` totals so far, ``{why: count}`` (a copy)."""
+    return dict(getattr(_SYNCS, "counts", None) or {})
+
+
+def read_back(x: Any, why: str) -> Any:
+    """``cupy().asnumpy(x)``: a device value on the host, counted by :func:`count_sync` as ``why``."""
+    count_sync(why)
+    return cupy().asnumpy(x)
+
 
 GPU_ENABLED = True
 """False hides the GPU from zkgpu (:func:`configure`); read at every call."""

@@ -146,11 +146,12 @@ def _settings(entry: dict[str, Any]) -> dict[str, Any]:
     return {k: cfg[k] for k in _SETTING_KEYS if k in cfg}
 
 
-def _story_step(settings: dict[str, Any]) -> tuple[bool, int, bool, int]:
+def _story_step(settings: dict[str, Any]) -> tuple[int, int, bool, int]:
     """The last-mile story's order: CPU-parallel prep, then GPU prep, more workers, concurrent
-    tail MSMs, and last no shared mutex (each step changes one more thing)."""
-    return (settings.get("lock_scope") == "none", int(settings.get("tail_streams", 1)), settings.get("prep") != "cpu_parallel",
-            int(settings.get("gw", 2)))
+    tail MSMs, then the mutex over the submission only, and last no shared mutex (each step
+    changes one more thing)."""
+    return ({"none": 2, "submit": 1}.get(str(settings.get("lock_scope", "")), 0), int(settings.get("tail_streams", 1)),
+            settings.get("prep") != "cpu_parallel", int(settings.get("gw", 2)))
 
 
 def prep_scenarios(source: Source | Recording) -> dict[str, dict[str, Any]]:

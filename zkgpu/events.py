@@ -63,6 +63,7 @@ PHASES: tuple[str, ...] = (
     "batch_add",  # L, A, B_G1, B_G2 batch additions
     "tail_msm",  # L, A, B_G1 tail MSMs
     "mutex_held",  # lock acquired -> released
+    "gpu_wait",  # lock_scope="submit": outside the mutex, waiting for the partition's queued GPU work
     "finalize",  # join prep/b_g2, epilogue (outside the mutex)
     "tracker_lock",  # waiting for the tracker lock in the finalizer
     "malloc_trim",  # malloc_trim step after each partition

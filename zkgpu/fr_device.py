@@ -26,6 +26,7 @@ __all__ = [
     "first_unreduced",
     "raise_unreduced",
     "check_canonical",
+    "DeferredCheck",
     "to_montgomery",
     "from_montgomery",
     "to_device_mont",
@@ -89,15 +90,39 @@ def first_unreduced(w: Any) -> int | None:
     """Index of the first element ``>= r`` of the flat words ``w``, or None (syncs the current stream).
 
     The device counterpart of :func:`zkgpu.field.first_unreduced`."""
-    bad = int(first_unreduced_launch(w).get()[0])
+    bad = int(_cuda.read_back(first_unreduced_launch(w), "fr_check")[0])
     return None if bad >= w.size // 8 else bad
 
 
 def raise_unreduced(w: Any, bad: int, name: str) -> None:
     """Raise the ValueError of :func:`zkgpu.field.not_canonical` for element ``bad`` of the flat words ``w``
     (its value read back from the device as it is, unreduced)."""
-    value = to_ints(FR, w[8 * bad : 8 * bad + 8].view(_cuda.cupy().uint64).reshape(1, 4).get())[0]
+    cp = _cuda.cupy()
+    value = to_ints(FR, cp.asnumpy(w[8 * bad : 8 * bad + 8].view(cp.uint64).reshape(1, 4)))[0]
     raise not_canonical(FR, name, bad, value)
+
+
+class DeferredCheck:
+    """Value checks queued without a host sync (:func:`zkgpu.qap.prepare_input`, the scalar check
+    of :func:`zkgpu.msm.msm_device`); :meth:`raise_if_bad` reads them once the stream work is done
+    (one small read-back each, counted as ``deferred_check`` by :func:`zkgpu._cuda.count_sync`)."""
+
+    def __init__(self) -> None:
+        self._items: list[tuple[str, Any, Any]] = []
+
+    def add(self, name: str, words: Any, out: Any) -> None:
+        """Queue the check of the flat words ``words`` (8 per element) whose result ``out`` (from
+        :func:`first_unreduced_launch`) names the first element ``>= r``, or n."""
+        self._items.append((name, words, out))
+
+    def raise_if_bad(self) -> None:
+        """Raises: ValueError naming the first element >= r of the first bad input, as the
+        immediate checks do."""
+        for name, words, out in self._items:
+            bad = int(_cuda.read_back(out, "deferred_check")[0])
+            if bad < words.size // 8:
+                raise_unreduced(words, bad, name)
+        self._items.clear()
 
 
 def check_canonical(w: Any, name: str) -> None:

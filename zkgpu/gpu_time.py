@@ -34,6 +34,8 @@ from .events import GPU_PHASES
 from .metrics import detail_value, duration_ms
 
 __all__ = [
+    "host_syncs",
+    "SYNC_PHASES",
     "IDLE_CAUSES",
     "NO_PARTITION",
     "OTHER",
@@ -279,3 +281,24 @@ def gpu_budget(events: pd.DataFrame, n: int, ntt_bench: pd.DataFrame | None = No
     out["ratio"] = out["pipeline_ms"] / out["benchmark_ms"]
     out.index.name = "part"
     return out
+
+
+#: the phases whose events carry ``host_syncs`` (recordings made since the count was added)
+SYNC_PHASES: tuple[str, ...] = (*GPU_PHASES, "gpu_wait")
+
+
+def host_syncs(events: pd.DataFrame) -> pd.Series:
+    """Host synchronisations per partition, by phase: the median over partitions of each phase's
+    ``host_syncs`` (the waits of the worker's thread inside it, counted by
+    :func:`zkgpu._cuda.count_sync`: read-backs of device values and stream/event waits; several
+    events of one phase in a partition are summed), and ``total``. Empty for recordings made
+    before the count existed (no ``host_syncs`` in any event)."""
+    ev = events[events["phase"].isin(SYNC_PHASES)]
+    v = detail_value(ev, "host_syncs")
+    if not len(ev) or v.isna().all():
+        return pd.Series(dtype=float, name="host_syncs")
+    per = pd.DataFrame({"partition": ev["partition"], "phase": ev["phase"], "n": v}).dropna()
+    table = per.groupby(["partition", "phase"])["n"].sum().unstack("phase").fillna(0.0)
+    out = table.median().reindex([p for p in SYNC_PHASES if p in table.columns])
+    out["total"] = float(table.sum(axis=1).median())
+    return out.rename("host_syncs")

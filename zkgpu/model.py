@@ -15,6 +15,12 @@ groth16_cuda.cu``; see ``notes/cuzk-pipeline.md`` §1.2, §1.4, §3, §7) one pa
 * lock scope ``coarse`` (upstream): the barrier wait happens *inside* the mutex, so the GPU idles
   while another worker is blocked; ``narrow`` (the what-if): the worker releases the mutex after
   ntt_msm_h, waits for the barrier outside and re-acquires it for batch_add + tail_msm;
+  ``submit`` (:mod:`zkgpu.pipeline.worker`): as narrow, but the mutex covers only the
+  submission of the GPU phases, so the model (1) moves the H2D before the mutex (a/b/c are
+  copied on the worker's own stream, overlapping the other worker's kernels) and (2) drops
+  ``lock_overhead_ms`` (the syncs and hand-off the submission no longer waits for inside the lock):
+  the GPU phases of one GPU run back to back whenever work is queued (the optimistic bound of
+  the scope: host time inside the submission is taken as hidden behind the queued kernels);
 * the worker loops back immediately; **finalize** (join b_g2, epilogue ``finalize_ms``) runs on
   its own, and the ``prove`` interval (upstream's GPU_START → GPU_END) ends after it.
 
@@ -70,7 +76,7 @@ __all__ = [
     "compute_bound_per_min",
 ]
 
-SCOPES = ("coarse", "narrow", "none")
+SCOPES = ("coarse", "narrow", "none", "submit")
 #: transfer path names accepted by :func:`simulate`; ``registered`` and ``pinned_pool`` use the
 #: pinned rate (both DMA from page-locked memory), ``resident`` moves nothing (compute-only bound).
 TRANSFERS = ("pageable", "registered", "pinned", "pinned_pool", "resident")
@@ -220,7 +226,9 @@ def simulate(
         params: per-partition durations and rates (:func:`zkgpu.calibration.calibrate` or by hand).
         partitions: number of partitions (>= 1).
         gw: GPU workers per GPU sharing one mutex (>= 1).
-        scope: ``coarse`` (barrier wait inside the mutex, upstream), ``narrow`` (outside), or
+        scope: ``coarse`` (barrier wait inside the mutex, upstream), ``narrow`` (outside),
+            ``submit`` (as narrow, the H2D before the mutex, no ``lock_overhead_ms``; see the
+            module docstring), or
             ``none`` (no shared mutex: each worker's GPU phases run whenever it gets there, side
             by side with the other workers'; their durations are taken as given, so calibrate
             them on a run with the same concurrency).
@@ -329,6 +337,11 @@ def simulate(
                 t0 = env.now
                 yield env.timeout(params.pre_lock_ms)
                 rec("pre_lock", t0, env.now, **kw)
+            if scope == "submit" and h2d_ms > 0:  # a/b/c copied before the mutex (the copy engine, not the SMs)
+                t0 = env.now
+                d = dur(h2d_ms)
+                yield env.timeout(d)
+                rec("h2d", t0, env.now, nbytes=int(params.h2d_bytes), gpu_ms=d, detail=f"transfer={transfer},stage=pre_lock", **kw)
             t0 = env.now
             req = mtx.request()
             yield req
@@ -336,7 +349,7 @@ def simulate(
             held0 = env.now
             # ntt_msm_h = H2D + NTT + H MSM
             t_ntt0 = env.now
-            if h2d_ms > 0:
+            if h2d_ms > 0 and scope != "submit":
                 d = dur(h2d_ms)
                 yield env.timeout(d)
                 rec("h2d", t_ntt0, env.now, nbytes=int(params.h2d_bytes), gpu_ms=d, detail=f"transfer={transfer},stage=ntt_msm_h", **kw)
@@ -350,7 +363,7 @@ def simulate(
                 yield env.timeout(d)
                 rec("h_msm", t1, env.now, gpu_ms=d, **kw)
             rec("ntt_msm_h", t_ntt0, env.now, **kw)
-            if scope == "narrow":
+            if scope in ("narrow", "submit"):
                 mtx.release(req)
                 rec("mutex_held", held0, env.now, **kw, detail="part=1")
                 t0 = env.now
@@ -373,10 +386,10 @@ def simulate(
             d = dur(params.tail_msm_ms)
             yield env.timeout(d)
             rec("tail_msm", t0, env.now, gpu_ms=d, **kw)
-            if params.lock_overhead_ms > 0:
+            if params.lock_overhead_ms > 0 and scope != "submit":
                 yield env.timeout(dur(params.lock_overhead_ms))
             mtx.release(req)
-            rec("mutex_held", held0, env.now, **kw, detail="part=2" if scope == "narrow" else "")
+            rec("mutex_held", held0, env.now, **kw, detail="part=2" if scope in ("narrow", "submit") else "")
             gpu_done.succeed()
 
     synths = [env.process(synthesizer(s)) for s in range(sw)]

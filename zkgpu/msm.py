@@ -60,6 +60,7 @@ from .curve import (
     identity,
 )
 from .field import FR, check_array, not_canonical
+from .fr_device import DeferredCheck
 
 __all__ = [
     "CHUNK",
@@ -73,10 +74,13 @@ __all__ = [
     "msm",
     "msm_cpu",
     "msm_device",
+    "prepare_points",
+    "DeferredCheck",
     "Phases",
     "settings",
     "batch_add",
     "batch_add_cpu",
+    "batch_add_device",
     "PrepMsm",
     "prep_msm",
 ]
@@ -273,19 +277,44 @@ def _prepare_points_dev(pts: Any) -> Any:
     mont = cp.empty((n, 24), dtype=cp.uint32)
     bad = cp.full(1, n, dtype=cp.uint64)
     _cuda.launch_1d(_k("g1_prepare"), n, (pts.view(cp.uint32), mont, _u64(n), bad))
-    b = int(cp.asnumpy(bad)[0])
+    b = int(_cuda.read_back(bad, "msm.points_check")[0])
     if b < n:
         raise ValueError(f"points[{b}] is not a valid G1 point (coordinate >= q or not on y^2 = x^3 + 4)")
     return mont
 
 
-def _check_scalars_dev(sc: Any) -> Any:
+def prepare_points(points: Any) -> Any:
+    """Validate G1 points once and convert them to Montgomery form, for repeated MSMs and batch
+    additions over the same bases (``mont=`` of :func:`msm_device` and :func:`batch_add_device`,
+    which then neither check nor convert them again, and do not wait for that check).
+
+    Args:
+        points: ``(n, 12)`` uint64 affine points on the device (layout of :mod:`zkgpu.curve`).
+
+    Returns:
+        CuPy ``(n, 24)`` uint32, the points in Montgomery form (the kernels' layout); rows may be
+        gathered (``mont[idx]``) for a subset of the points.
+
+    Raises:
+        TypeError / ValueError: wrong dtype or shape, or a point off the curve / with a coordinate
+            ``>= q`` (the first bad index named). One host sync (the check's result).
+    """
+    _check_shape(points, LIMBS, "points")
+    if points.shape[0] == 0:
+        return _cuda.cupy().empty((0, 24), dtype=np.uint32)
+    return _prepare_points_dev(points)
+
+
+def _check_scalars_dev(sc: Any, deferred: DeferredCheck | None = None) -> Any:
     cp = _cuda.cupy()
     n = sc.shape[0]
     sc = cp.ascontiguousarray(sc)
     bad = cp.full(1, n, dtype=cp.uint64)
     _cuda.launch_1d(_k("fr_first_unreduced"), n, (sc.view(cp.uint32), _u64(n), bad))
-    b = int(cp.asnumpy(bad)[0])
+    if deferred is not None:  # read after the stream's work (DeferredCheck.raise_if_bad); sc stays alive there
+        deferred.add("scalars", sc.view(cp.uint32).reshape(-1), bad)
+        return sc
+    b = int(_cuda.read_back(bad, "msm.scalars_check")[0])
     if b < n:
         raise not_canonical(FR, "scalars", b, int.from_bytes(cp.asnumpy(sc[b]).astype("<u8").tobytes(), "little"))
     return sc
@@ -313,14 +342,16 @@ def _chunks(cp: Any, keys: Any, chunk: int = CHUNK) -> tuple[Any, Any, int, int]
     change = cp.empty(E, dtype=cp.bool_)
     change[0] = True
     cp.not_equal(keys[1:], keys[:-1], out=change[1:])
-    starts = cp.flatnonzero(change)
+    starts = cp.flatnonzero(change)  # its size is read back
+    _cuda.count_sync("msm.runs")
     R = int(starts.shape[0])
     ends = cp.empty_like(starts)
     ends[:-1] = starts[1:]
     ends[-1] = E
     per_run = (ends - starts + (chunk - 1)) // chunk
     cum = cp.cumsum(per_run)
-    K = int(cum[-1])
+    _cuda.count_sync("msm.chunks")
+    K = int(cum[-1])  # read back
     if K == R:
         return starts.astype(cp.uint64), ends.astype(cp.uint64), K, R
     cidx = cp.arange(K, dtype=cum.dtype)
@@ -374,22 +405,35 @@ class Phases:
         }
 
 
-def msm_device(pts: Any, sc: Any, c: int | None = None, phases: Phases | None = None) -> Any:
+def msm_device(pts: Any, sc: Any, c: int | None = None, phases: Phases | None = None, *,
+               mont: Any = None, deferred: DeferredCheck | None = None) -> Any:
     """The GPU Pippenger of :func:`msm` on CuPy inputs ``pts (n, 12)``, ``sc (n, 4)`` uint64 without
     :func:`msm`'s shape checks (values are still checked); ``c`` the window bits (default
     :func:`window_bits`). Returns CuPy ``(1, 12)``.
 
+    ``mont``: the points already checked and in Montgomery form (:func:`prepare_points`, or rows
+    of it); ``pts`` is then ignored (may be None). ``deferred``: the scalar check is queued on
+    it instead of read back here (``deferred.raise_if_bad()`` after the stream's work). Host
+    synchronisations left (:func:`zkgpu._cuda.count_sync`): ``msm.points_check`` and
+    ``msm.scalars_check`` unless ``mont`` / ``deferred`` are given, ``msm.sorted_count`` (the
+    number of nonzero digits after the sort), ``msm.partials`` (level 0's partial count, balanced
+    mode) and ``msm.runs`` + ``msm.chunks`` per reduction round (the sizes of the next arrays).
+
     Raises:
-        ValueError: a point or scalar out of range (first bad index named).
+        ValueError: a point or scalar out of range (first bad index named; with ``deferred`` the
+            scalar's from ``raise_if_bad``), or ``sc`` and ``mont`` of different lengths.
     """
     cp = _cuda.cupy()
     ph = phases or Phases(False)
-    n = pts.shape[0]
+    n = (pts if mont is None else mont).shape[0]
+    if sc.shape[0] != n:
+        raise ValueError(f"scalars: expected {n} rows (one per point), got {sc.shape[0]}")
     if n == 0:
         return cp.zeros((1, LIMBS), dtype=cp.uint64)
     ph.mark("start")
-    mont = _prepare_points_dev(pts)
-    sc = _check_scalars_dev(sc)
+    if mont is None:
+        mont = _prepare_points_dev(pts)
+    sc = _check_scalars_dev(sc, deferred)
     ph.mark("validate+to_mont")
     c = c or window_bits(n)
     nwin, m = num_windows(c), 1 << (c - 1)
@@ -397,7 +441,7 @@ def msm_device(pts: Any, sc: Any, c: int | None = None, phases: Phases | None = 
     _cuda.launch_1d(_k("msm_digits"), n, (sc.view(cp.uint32), mont, _u64(n), np.int32(c), np.int32(nwin), keys))
     ph.mark("digits")
     keys.sort()
-    E = int(cp.searchsorted(keys, cp.array([_SENTINEL_KEY], dtype=cp.uint64))[0])
+    E = int(_cuda.read_back(cp.searchsorted(keys, cp.array([_SENTINEL_KEY], dtype=cp.uint64)), "msm.sorted_count")[0])
     ph.mark("sort")
     buckets = cp.zeros((nwin * m, 48), dtype=cp.uint32)
     if E > 0:
@@ -417,7 +461,7 @@ def msm_device(pts: Any, sc: Any, c: int | None = None, phases: Phases | None = 
             counts = cp.empty(nth, dtype=cp.uint32)
             _cuda.launch_1d(_k("seg_count_sorted64"), nth, (keys, _u64(E), _u32(chunk), _u64(nth), counts))
             offs = cp.cumsum(counts, dtype=cp.uint64)
-            K = int(offs[-1])
+            K = int(_cuda.read_back(offs[-1:], "msm.partials")[0])
             offs -= counts
             out_keys = cp.empty(K, dtype=cp.uint32)
             out_pts = cp.empty((K, 48), dtype=cp.uint32)
@@ -542,16 +586,20 @@ def batch_add(points: Any, bitmap: Any) -> Any:
     cp = _cuda.cupy()
     pts = points if _cuda.is_device_array(points) else cp.asarray(np.ascontiguousarray(points))
     bm = bitmap if _cuda.is_device_array(bitmap) else cp.asarray(bitmap)
-    out = _batch_add_device(pts, bm)
+    out = batch_add_device(pts, bm)
     return out if dev else cp.asnumpy(out)
 
 
-def _batch_add_device(pts: Any, bm: Any) -> Any:
+def batch_add_device(pts: Any, bm: Any, *, mont: Any = None) -> Any:
+    """The GPU :func:`batch_add` on CuPy inputs without its checks of the bitmap; ``mont``: the
+    points already prepared (:func:`prepare_points`; ``pts`` is then ignored): no host sync at all.
+    Returns CuPy ``(1, 12)``. Raises ValueError for an invalid point (without ``mont``)."""
     cp = _cuda.cupy()
-    n = pts.shape[0]
+    n = (pts if mont is None else mont).shape[0]
     if n == 0:
         return cp.zeros((1, LIMBS), dtype=cp.uint64)
-    mont = _prepare_points_dev(pts)
+    if mont is None:
+        mont = _prepare_points_dev(pts)
     per = 64
     nparts = -(-n // per)
     groups = 1

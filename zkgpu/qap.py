@@ -28,12 +28,12 @@ from . import _cuda
 from .domain import log2_size, ntt_reference
 from .field import FR, check_array, fr_from_ints, fr_to_ints
 from .fr_device import (
+    DeferredCheck,
     check_canonical,
     check_device_array,
     device_words,
     first_unreduced_launch,
     from_montgomery,
-    raise_unreduced,
     to_device_mont,
     to_montgomery,
 )
@@ -169,26 +169,6 @@ def _compute_h_device(a: Any, b: Any, c: Any, log_n: int | None, timings: dict |
     bufs = [prepare_input(x, n, name=nm) for x, nm in ((a, "a"), (b, "b"), (c, "c"))]
     compute_h_inplace(*bufs, timings=timings, algorithm=algorithm)
     return from_montgomery(bufs[0])
-
-
-class DeferredCheck:
-    """Value checks queued by :func:`prepare_input` without a host sync; :meth:`raise_if_bad`
-    reads them once the stream work is done (it syncs each check's result)."""
-
-    def __init__(self) -> None:
-        self._items: list[tuple[str, Any, Any]] = []
-
-    def add(self, name: str, words: Any, out: Any) -> None:
-        self._items.append((name, words, out))
-
-    def raise_if_bad(self) -> None:
-        """Raises: ValueError naming the first element >= r of the first bad input, as
-        :func:`prepare_input` does when it checks at once."""
-        for name, words, out in self._items:
-            bad = int(out.get()[0])
-            if bad < words.size // 8:
-                raise_unreduced(words, bad, name)
-        self._items.clear()
 
 
 def prepare_input(x: Any, n: int, *, name: str = "x", deferred: DeferredCheck | None = None) -> Any:

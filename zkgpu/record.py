@@ -20,7 +20,8 @@ Scenarios (:data:`SCENARIOS`, in this order): ``baseline`` (pageable a/b/c, coar
 pipeline offers it; then, beyond upstream, the pinned pool with the narrow lock and prep_msm off the
 critical path (``narrow_prep_parallel``: ``prep="cpu_parallel"``, ``narrow_prep_gpu``: ``prep="gpu"``,
 also with gw=3), then ``narrow_prep_gpu_tails`` (``tail_streams=3``: the small batch additions and
-tail MSMs at once) and ``unlocked_prep_gpu_tails`` (no shared mutex). :data:`LAST_MILE_SCENARIOS` is the short set of notebook 07b. On the CPU (``--device cpu``) ``registered`` is skipped (it needs
+tail MSMs at once), ``unlocked_prep_gpu_tails`` (no shared mutex) and ``submit_prep_gpu`` /
+``submit_prep_gpu_tails`` (the mutex over the submission only: ``lock_scope="submit"``). :data:`LAST_MILE_SCENARIOS` is the short set of notebook 07b. On the CPU (``--device cpu``) ``registered`` is skipped (it needs
 cudaHostRegister) and every number is a CPU number; the manifest says ``"device": "cpu"``.
 
 A real circuit (``--zkey K --wtns W``, :class:`zkgpu.groth16.workload.SnarkjsCircuit`): every
@@ -64,6 +65,7 @@ from .prep import numba_available
 __all__ = [
     "SCENARIOS",
     "LAST_MILE_SCENARIOS",
+    "LAST_MILE_PARTITIONS",
     "GPU_DEFAULT_N",
     "GPU_DEFAULT_PARTITIONS",
     "GPU_SYNTH_WORKERS",
@@ -96,13 +98,21 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "narrow_prep_gpu_tails": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "gpu", "tail_streams": 3},
     # + no shared mutex: two workers' kernels overlap on the GPU (the mutex guards VRAM on small cards)
     "unlocked_prep_gpu_tails": {"transfer": "pinned_pool", "lock_scope": "none", "gw": 2, "prep": "gpu", "tail_streams": 3},
+    # the mutex over the submission only: a/b/c copied before it, the GPU phases queued on one
+    # shared stream, the wait for the kernels and the results' D2H after its release
+    "submit_prep_gpu": {"transfer": "pinned_pool", "lock_scope": "submit", "gw": 2, "prep": "gpu"},
+    "submit_prep_gpu_tails": {"transfer": "pinned_pool", "lock_scope": "submit", "gw": 2, "prep": "gpu", "tail_streams": 3},
 }
 
 #: The scenarios of notebook 07b ("the last bottleneck") in one short recording: the baseline and
 #: the fix it is measured against, then prep_msm taken off the critical path
 #: (``zkgpu record --scenario ...`` for each, ``scripts/gpu_run.sh record-last-mile``).
-LAST_MILE_SCENARIOS = ("baseline", "pinned_narrow", "narrow_prep_parallel", "narrow_prep_gpu", "narrow_prep_gpu_gw3",
-                       "narrow_prep_gpu_tails", "unlocked_prep_gpu_tails")
+LAST_MILE_SCENARIOS = ("baseline", "pinned_narrow", "narrow_prep_parallel", "narrow_prep_gpu", "narrow_prep_gpu_tails",
+                       "unlocked_prep_gpu_tails", "submit_prep_gpu")
+#: partitions per scenario of the last-mile recording (``scripts/gpu_run.sh record-last-mile``): the
+#: run's window includes the pipeline fill (the first synthesis before any GPU work), which weighs
+#: 1/partitions; 128 keeps it near 2-3% of the window for every scenario, baseline included.
+LAST_MILE_PARTITIONS = 128
 
 # Sizes. GPU: n = 2^22 constraints per partition (a/b/c = 3 x 128 MiB, 1/32 of a PoRep partition,
 # the pipeline's default); --quick quarters it. CPU: the reference math on Python ints and

@@ -50,7 +50,7 @@ import io
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -570,6 +570,26 @@ class Tracer:
         with self._lock:
             self._phases.append(ph)
         return ph
+
+    def place_on_gpu_clock(self, phases: Sequence[Phase], mark: Any, mark_ns: int) -> int:
+        """Move ended ``phases`` that recorded CUDA events (``stream=``) from their host interval
+        (the time the host spent queueing their work) to the interval their kernels ran: each
+        event's time before ``mark`` (a timed CUDA event recorded after all of them, which
+        completed at ``mark_ns`` on this tracer's clock: the return of a wait that began before it
+        completed) subtracted from ``mark_ns``. The host interval stays in the detail
+        (``host_ms``); ``clock=gpu`` marks a moved row. Returns how many rows moved (0 without CUDA)."""
+        moved = 0
+        for ph in phases:
+            if ph._cuda is None or len(ph._cuda) != 2 or not hasattr(ph._cuda[1], "synchronize"):
+                continue
+            start, end = ph._cuda
+            elapsed = _cuda.cupy().cuda.get_elapsed_time
+            s_ns = mark_ns - round(float(elapsed(start, mark)) * 1e6)
+            e_ns = mark_ns - round(float(elapsed(end, mark)) * 1e6)
+            ph.detail.update(host_ms=round(ph.ms, 3), clock="gpu")
+            ph.start_ns, ph.end_ns = s_ns, max(s_ns, e_ns)
+            moved += 1
+        return moved
 
     # output -----------------------------------------------------------------------------------
     def phases(self) -> list[Phase]:

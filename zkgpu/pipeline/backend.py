@@ -32,6 +32,7 @@ from typing import Any, Protocol, TypeAlias, TypeVar
 
 import numpy as np
 
+from zkgpu import _cuda
 from zkgpu.pipeline.split import Prep
 from zkgpu.pipeline.synthesis import Circuit
 
@@ -107,25 +108,44 @@ class Backend(Protocol):
         """Start the H computation from a, b, c (host arrays, copied, or device arrays): the
         copies and the queued coset NTTs. Finish with :meth:`finish_h`."""
 
-    def finish_h(self, st: HStart, stream: Stream) -> Array:
+    def finish_h(self, st: HStart, stream: Stream, wait: bool = True) -> Array:
         """Finish the H computation and fill ``st.timing`` (ms); returns h, (n, 4) uint64
-        canonical Fr. Raises ValueError naming the first a/b/c value >= r."""
+        canonical Fr. Raises ValueError naming the first a/b/c value >= r. ``wait=False``
+        (lock_scope="submit"): only queue the work (no host sync, no check, no timing; h is not
+        ready yet); :meth:`complete_h` then checks and times it once the stream's work is done."""
+
+    def complete_h(self, st: HStart) -> None:
+        """After ``finish_h(..., wait=False)`` and a wait past its work: the deferred value checks
+        (ValueError naming the first a/b/c value >= r) and ``st.timing``. A no-op otherwise."""
 
     def synchronize(self, stream: Stream) -> None:
         """Wait for everything queued on ``stream``."""
 
-    def msm(self, name: str, scalars: Array, idx: np.ndarray | None, stream: Stream) -> np.ndarray:
+    def mark(self, stream: Stream) -> Any:
+        """A marker after everything queued on ``stream`` so far (a timed CUDA event; None on the CPU)."""
+
+    def wait(self, mark: Any) -> None:
+        """Block until the work before ``mark`` (from :meth:`mark`) is done."""
+
+    def ready(self, mark: Any) -> bool:
+        """Whether the work before ``mark`` is already done (no wait; True on the CPU)."""
+
+    def to_host(self, point: Array) -> np.ndarray:
+        """A (1, 12) point returned with ``defer=True``, on the host (a D2H copy; call after :meth:`wait`)."""
+
+    def msm(self, name: str, scalars: Array, idx: np.ndarray | None, stream: Stream, defer: bool = False) -> Array:
         """MSM of ``scalars`` ((m, 4) uint64) over ``bases[name]``, or over its rows ``idx``
-        (int64, the tail MSM's compacted bases); the (1, 12) point on the host."""
+        (int64, the tail MSM's compacted bases); the (1, 12) point on the host, or with ``defer``
+        where it is computed (the device: no D2H and no sync; :meth:`to_host` later)."""
 
-    def batch_add(self, name: str, bitmap: Array, stream: Stream) -> np.ndarray:
+    def batch_add(self, name: str, bitmap: Array, stream: Stream, defer: bool = False) -> Array:
         """Sum of the rows of ``bases[name]`` whose bit is set in ``bitmap`` (uint64 words, LSB
-        first); the (1, 12) point on the host."""
+        first); the (1, 12) point on the host (``defer``: as :meth:`msm`)."""
 
-    def msm_many(self, jobs: dict[str, tuple[Array, np.ndarray | None]], stream: Stream, concurrent: bool = False) -> dict[str, np.ndarray]:
+    def msm_many(self, jobs: dict[str, tuple[Array, np.ndarray | None]], stream: Stream, concurrent: bool = False, defer: bool = False) -> dict[str, Array]:
         """:meth:`msm` of each ``name: (scalars, idx)``; ``concurrent``: the calls overlap."""
 
-    def batch_add_many(self, jobs: dict[str, Array], stream: Stream, concurrent: bool = False) -> dict[str, np.ndarray]:
+    def batch_add_many(self, jobs: dict[str, Array], stream: Stream, concurrent: bool = False, defer: bool = False) -> dict[str, Array]:
         """:meth:`batch_add` of each ``name: bitmap``; ``concurrent``: the calls overlap."""
 
     def b_g2(self, scalars: Array) -> bytes:
@@ -154,14 +174,29 @@ def _fan_pool() -> ThreadPoolExecutor:
         return _FAN_POOL
 
 
-def fan_out(fn: Callable[[str, _J], np.ndarray], jobs: dict[str, _J], concurrent: bool) -> dict[str, np.ndarray]:
+def fan_out(fn: Callable[[str, _J], Any], jobs: dict[str, _J], concurrent: bool) -> dict[str, Any]:
     """``{name: fn(name, job)}``; with ``concurrent`` each call on a thread of a shared pool (the
     calls are independent: their inputs are ready and each returns a host point), else in order.
-    The first exception of a call is re-raised after all have ended."""
+    The first exception of a call is re-raised after all have ended; the calls' host syncs
+    (:func:`zkgpu._cuda.count_sync`) are added to the calling thread's."""
     if not concurrent or len(jobs) <= 1:
         return {nm: fn(nm, job) for nm, job in jobs.items()}
-    futs = {nm: _fan_pool().submit(fn, nm, job) for nm, job in jobs.items()}
+
+    def counted(nm: str, job: _J) -> Any:  # the pool thread's host syncs, for the caller's count
+        before = _cuda.sync_counts()
+        try:
+            return fn(nm, job)
+        finally:
+            after = _cuda.sync_counts()
+            for k, v in after.items():
+                if v != before.get(k, 0):
+                    counted_syncs.append((k, v - before.get(k, 0)))
+
+    counted_syncs: list[tuple[str, int]] = []
+    futs = {nm: _fan_pool().submit(counted, nm, job) for nm, job in jobs.items()}
     errors = [f.exception() for f in futs.values()]
+    for k, v in counted_syncs:
+        _cuda.count_sync(k, v)
     first = next((e for e in errors if e is not None), None)
     if first is not None:
         raise first

@@ -54,7 +54,7 @@ __all__ = ["Density", "PipelineConfig", "TRANSFERS", "LOCK_SCOPES", "DEVICES", "
 
 TRANSFERS = ("pageable", "registered", "pinned_pool", "resident")
 
-LOCK_SCOPES = ("coarse", "narrow", "none")
+LOCK_SCOPES = ("coarse", "narrow", "none", "submit")
 DEVICES = ("gpu", "cpu")
 
 FaultHook = Callable[[str, int, "int | None"], None]
@@ -122,7 +122,11 @@ class PipelineConfig:
             outside: release the mutex after ntt_msm_h, wait for prep_msm, re-take it for
             batch_add + tail_msm), or ``none`` (no shared mutex: the workers of a GPU run their
             kernels concurrently on their own streams; upstream's mutex guards a 16 GB card's
-            memory, which an H200 does not need; not an upstream mode).
+            memory, which an H200 does not need; not an upstream mode), or ``submit`` (as narrow,
+            but the mutex covers only the enqueueing of the GPU phases on the GPU's one shared
+            stream; a/b/c are copied before the mutex, and the wait for the kernels, the deferred
+            checks and the results' D2H come after its release, in ``gpu_wait``; see
+            :mod:`zkgpu.pipeline.worker`; not an upstream mode).
         device: ``gpu`` (CuPy kernels) or ``cpu`` (reference math, same threads/mutex/barrier).
         prep: how the prep_msm thread splits the L, A, B scalars (:mod:`zkgpu.prep`): ``cpu``
             (numpy, one thread, as upstream's prep_msm with one circuit), ``cpu_parallel``

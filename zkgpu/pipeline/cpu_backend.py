@@ -78,15 +78,32 @@ class CpuBackend:
         """CPU: no copy; the bytes a GPU would move (see :meth:`zkgpu.pipeline.gpu_backend.GpuBackend.start_h`)."""
         return HStart(list(inputs), int(sum(x.nbytes for x in inputs)))
 
-    def finish_h(self, st: HStart, stream: Stream) -> np.ndarray:
-        """CPU: :func:`cpu_compute_h` (Python ints); no copy to expose (``copy_ms = exposed_ms = 0``)."""
+    def finish_h(self, st: HStart, stream: Stream, wait: bool = True) -> np.ndarray:
+        """CPU: :func:`cpu_compute_h` (Python ints, at once whatever ``wait``); no copy to expose
+        (``copy_ms = exposed_ms = 0``)."""
         st.timing.update(copy_ms=0.0, exposed_ms=0.0)
         return cpu_compute_h(*st.bufs)
+
+    def complete_h(self, st: HStart) -> None:
+        """CPU: nothing is deferred."""
 
     def synchronize(self, stream: Stream) -> None:
         pass
 
-    def msm(self, name: str, scalars: np.ndarray, idx: np.ndarray | None, stream: Stream) -> np.ndarray:
+    def mark(self, stream: Stream) -> None:
+        """CPU: the work is done when a call returns."""
+        return None
+
+    def wait(self, mark: Any) -> None:
+        pass
+
+    def ready(self, mark: Any) -> bool:
+        return True
+
+    def to_host(self, point: np.ndarray) -> np.ndarray:
+        return np.asarray(point, dtype=np.uint64).reshape(1, 12)
+
+    def msm(self, name: str, scalars: np.ndarray, idx: np.ndarray | None, stream: Stream, defer: bool = False) -> np.ndarray:
         """arkworks ``G1Point.multiexp_unchecked`` over ``bases[name]`` (or its rows ``idx``)."""
         pts = self._ark_bases[name]
         if idx is not None:
@@ -95,7 +112,7 @@ class CpuBackend:
             return np.zeros((1, 12), dtype=np.uint64)
         return g1_from_arkworks([optional.arkworks().G1Point.multiexp_unchecked(pts, scalars_to_arkworks(np.asarray(scalars)))])
 
-    def batch_add(self, name: str, bitmap: np.ndarray, stream: Stream) -> np.ndarray:
+    def batch_add(self, name: str, bitmap: np.ndarray, stream: Stream, defer: bool = False) -> np.ndarray:
         """The sum (arkworks) of the bases whose bit is set in ``bitmap``."""
         pts = self._ark_bases[name]
         acc = optional.arkworks().G1Point.identity()
@@ -103,11 +120,11 @@ class CpuBackend:
             acc = acc + pts[int(i)]
         return g1_from_arkworks([acc])
 
-    def msm_many(self, jobs: dict[str, tuple[np.ndarray, np.ndarray | None]], stream: Stream, concurrent: bool = False) -> dict[str, np.ndarray]:
+    def msm_many(self, jobs: dict[str, tuple[np.ndarray, np.ndarray | None]], stream: Stream, concurrent: bool = False, defer: bool = False) -> dict[str, np.ndarray]:
         """:meth:`msm` of each ``name: (scalars, idx)``; ``concurrent``: on threads (:func:`~zkgpu.pipeline.backend.fan_out`)."""
         return fan_out(lambda nm, j: self.msm(nm, j[0], j[1], stream), jobs, concurrent)
 
-    def batch_add_many(self, jobs: dict[str, np.ndarray], stream: Stream, concurrent: bool = False) -> dict[str, np.ndarray]:
+    def batch_add_many(self, jobs: dict[str, np.ndarray], stream: Stream, concurrent: bool = False, defer: bool = False) -> dict[str, np.ndarray]:
         """:meth:`batch_add` of each ``name: bitmap``; ``concurrent``: on threads (:func:`~zkgpu.pipeline.backend.fan_out`)."""
         return fan_out(lambda nm, bm: self.batch_add(nm, bm, stream), jobs, concurrent)
 

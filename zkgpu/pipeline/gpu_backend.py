@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from zkgpu import _cuda, bases, fr_device, msm, ntt, qap, transfer
 from zkgpu.events import h2d_overlap
+from zkgpu.fr_device import DeferredCheck
 from zkgpu.pinned_pool import PinnedPool
 from zkgpu.pipeline.backend import BASE_NAMES, Array, HStart, Stream, fan_out
 from zkgpu.pipeline.config import PipelineConfig
@@ -26,6 +28,14 @@ from zkgpu.pipeline.synthesis import Circuit
 from zkgpu.prep import prep_msm_device
 
 __all__ = ["GpuBackend"]
+
+
+@dataclass
+class _Pending:
+    """A (1, 12) device point whose MSM's scalar check is still queued (``defer=True``)."""
+
+    point: Any
+    check: DeferredCheck
 
 
 class GpuBackend:
@@ -42,6 +52,7 @@ class GpuBackend:
         self._local = threading.local()
         self._lock = threading.Lock()  # guards the stream free lists and the device selections
         self.bases: dict[str, Any] = {}
+        self._mont: dict[str, Any] = {}  # the bases checked once and in Montgomery form (msm.prepare_points)
         self._g2: list[Any] = []
         self._prep_streams: list[Any] = []  # idle streams of prep="gpu" (one per concurrent prep thread)
         self._side_free: list[Any] = []  # idle streams of msm_many / batch_add_many (concurrent)
@@ -62,6 +73,8 @@ class GpuBackend:
             for tag, nm in enumerate(BASE_NAMES):
                 self.bases[nm] = bases.generate_points(sizes[nm], seed=self.config.seed * 16 + tag)
             self._g2 = g2_bases(self.config.b_g2_terms, self.config.seed)
+        for nm in BASE_NAMES:  # checked and in Montgomery form once: the MSMs take their rows from these
+            self._mont[nm] = msm.prepare_points(self.bases[nm])
         held = [self._staging.checkout(self.circuit.aux_size * 32) for _ in range(3)]
         for b in held:
             self._staging.checkin(b)
@@ -130,6 +143,8 @@ class GpuBackend:
         st = HStart([], 0, ref=cp.cuda.Event(), check=qap.DeferredCheck())  # checks read in finish_h
         st.ref.record(stream)
         for x, s, nm in zip(inputs, streams, "abc", strict=True):
+            if s is not stream:  # queued behind what stream 0 already holds (lock_scope="submit": another worker's partition)
+                s.wait_event(st.ref)
             with s:
                 if _cuda.is_device_array(x):
                     d, ms = x, None
@@ -153,14 +168,15 @@ class GpuBackend:
         self._local.last_transfers = st.transfers
         return st
 
-    def finish_h(self, st: HStart, stream: Stream) -> Array:
+    def finish_h(self, st: HStart, stream: Stream, wait: bool = True) -> Array:
         """The rest of the H computation on stream 0 (:func:`zkgpu.qap.combine_h_inplace`, out of
-        Montgomery form), a sync of stream 0, the deferred value checks, and ``st.timing`` from
-        the CUDA events (see :class:`~zkgpu.pipeline.backend.HStart`). Returns h, (n, 4) uint64
-        canonical, on the device.
+        Montgomery form), then (``wait``) a sync of stream 0 and :meth:`complete_h`. Returns h,
+        (n, 4) uint64 canonical, on the device. ``wait=False`` only queues the work: call
+        :meth:`complete_h` after a :meth:`wait` past it (h and ``st`` keep the inputs alive).
 
         Raises:
-            ValueError: a value >= r in a, b or c (the first bad index named).
+            ValueError: a value >= r in a, b or c (the first bad index named; with ``wait=False``
+            from :meth:`complete_h`).
         """
         cp = self.cp
         with stream:
@@ -170,8 +186,25 @@ class GpuBackend:
             h = fr_device.from_montgomery(st.bufs[0])
             end = cp.cuda.Event()
             end.record(stream)
-        end.synchronize()
         st.bufs = []
+        st.marks.append((cs, end, None))  # the combine step: its (start, end) events; read by complete_h
+        if wait:
+            self.complete_h(st)
+        return h
+
+    def complete_h(self, st: HStart) -> None:
+        """The deferred value checks and ``st.timing`` of :meth:`finish_h` (syncs on its last
+        event: a no-op wait once the stream has passed it). Idempotent.
+
+        Raises:
+            ValueError: a value >= r in a, b or c (the first bad index named).
+        """
+        if st.ref is None or not st.marks or st.timing:
+            return
+        cp = self.cp
+        cs, end, _ = st.marks[-1]
+        end.synchronize()
+        _cuda.count_sync("h_done")
         try:
             st.check.raise_if_bad()  # ValueError naming a value >= r in a, b or c
         finally:
@@ -182,7 +215,7 @@ class GpuBackend:
 
         copies, kernels = [], []
         prev = 0.0
-        for ce, ke, ms in st.marks:
+        for ce, ke, ms in st.marks[:-1]:
             tc = t(ce)
             if ms is not None:
                 copies.append((max(prev, tc - ms), tc))
@@ -190,40 +223,88 @@ class GpuBackend:
             prev = tc
         kernels.append((t(cs), t(end)))
         st.timing.update(h2d_overlap(copies, kernels))
-        return h
 
     def synchronize(self, stream: Stream) -> None:
         stream.synchronize()
+        _cuda.count_sync("stream_sync")
 
-    def _host_point(self, r: Any, stream: Stream) -> np.ndarray:
-        if _cuda.is_device_array(r):
-            r = r.get(stream=stream)
-            stream.synchronize()
+    def mark(self, stream: Stream) -> Any:
+        """A CUDA event (timed: the anchor of :meth:`zkgpu.trace.Tracer.place_on_gpu_clock`)
+        recorded on ``stream``."""
+        ev = self.cp.cuda.Event()
+        ev.record(stream)
+        return ev
+
+    def ready(self, mark: Any) -> bool:
+        return bool(mark.done)
+
+    def wait(self, mark: Any) -> None:
+        mark.synchronize()
+        _cuda.count_sync("event_wait")
+
+    def to_host(self, point: Any) -> np.ndarray:
+        """A deferred (1, 12) point on the host, after the caller's :meth:`wait`: its deferred
+        scalar check (ValueError naming a scalar >= r), then a D2H copy of the ready value."""
+        if isinstance(point, _Pending):
+            point.check.raise_if_bad()
+            point = _cuda.read_back(point.point, "result_d2h")
+        return np.asarray(point, dtype=np.uint64).reshape(1, 12)
+
+    def _host_point(self, r: Any, check: Any, stream: Stream, defer: bool) -> Any:
+        if defer:
+            return _Pending(r, check)
+        r = self.cp.asnumpy(r, stream=stream)
+        stream.synchronize()
+        _cuda.count_sync("result_d2h")
+        check.raise_if_bad()  # ValueError naming a scalar >= r (a ready flag: no wait)
         return np.asarray(r, dtype=np.uint64).reshape(1, 12)
 
-    def msm(self, name: str, scalars: Array, idx: np.ndarray | None, stream: Stream) -> np.ndarray:
-        """zkgpu.msm.msm over ``bases[name]`` (or its rows ``idx``: the compacted tail bases,
-        gathered on the device) and ``scalars`` (host or device); result on the host."""
+    def msm(self, name: str, scalars: Array, idx: np.ndarray | None, stream: Stream, defer: bool = False) -> Any:
+        """:func:`zkgpu.msm.msm_device` over ``bases[name]`` (or its rows ``idx``: the compacted
+        tail bases, gathered on the device) and ``scalars`` (host or device). The bases were
+        checked and converted once (:func:`zkgpu.msm.prepare_points` in :meth:`setup`) and the
+        scalar check is deferred (:class:`zkgpu.fr_device.DeferredCheck`): the MSM's only host
+        syncs are its size read-backs. Result on the host, or with ``defer`` still on the device
+        (no D2H, no wait for the last kernels; :meth:`to_host` after :meth:`wait`).
+
+        Raises:
+            ValueError: a scalar >= r (its index named; with ``defer`` from :meth:`to_host`).
+        """
         cp = self.cp
         with stream:
-            pts = self.bases[name]
+            mont = self._mont[name]
             if idx is not None:
                 if idx.size == 0:
                     return np.zeros((1, 12), dtype=np.uint64)
-                pts = pts[cp.asarray(idx)]
-            r = msm.msm(pts, cp.asarray(scalars))
-            return self._host_point(r, stream)
+                mont = mont[cp.asarray(idx)]
+            sc = cp.ascontiguousarray(cp.asarray(scalars))
+            if sc.ndim != 2 or sc.shape[1] != 4 or sc.dtype != np.uint64:
+                raise ValueError(f"scalars: expected (m, 4) uint64, got dtype {sc.dtype}, shape {sc.shape}")
+            check = DeferredCheck()
+            r = msm.msm_device(None, sc, mont=mont, deferred=check)
+            return self._host_point(r, check, stream, defer)
 
-    def batch_add(self, name: str, bitmap: Array, stream: Stream) -> np.ndarray:
-        """:func:`zkgpu.msm.batch_add` over ``bases[name]``; result on the host."""
+    def batch_add(self, name: str, bitmap: Array, stream: Stream, defer: bool = False) -> Any:
+        """:func:`zkgpu.msm.batch_add_device` over the prepared ``bases[name]`` (no host sync);
+        result on the host (``defer``: the device, as :meth:`msm`).
+
+        Raises:
+            ValueError: a bitmap of the wrong dtype or too few words (names it).
+        """
         cp = self.cp
         with stream:
-            r = msm.batch_add(self.bases[name], cp.asarray(bitmap))
-            return self._host_point(r, stream)
+            bm = cp.ascontiguousarray(cp.asarray(bitmap))
+            n = self._mont[name].shape[0]
+            if bm.dtype != np.uint64 or bm.ndim != 1 or bm.shape[0] < -(-n // 64):
+                raise ValueError(f"bitmap: expected >= {-(-n // 64)} uint64 words, got dtype {bm.dtype}, shape {bm.shape}")
+            r = msm.batch_add_device(None, bm, mont=self._mont[name])
+            return self._host_point(r, DeferredCheck(), stream, defer)
 
-    def _on_side_stream(self, stream: Stream, call: Callable[[Any], np.ndarray]) -> np.ndarray:
+    def _on_side_stream(self, stream: Stream, call: Callable[[Any], Array], defer: bool) -> Array:
         """``call(side)`` on a stream from the backend's free list, ordered after everything
-        already queued on ``stream`` (an event); ``call`` returns a host point (its stream synced)."""
+        already queued on ``stream`` (an event). Without ``defer`` ``call`` returns a host point
+        and the side stream is synced; with ``defer`` ``stream`` instead waits for the side
+        stream's work (an event), so a later :meth:`mark` on ``stream`` covers it."""
         cp = self.cp
         ev = cp.cuda.Event(disable_timing=True)
         ev.record(stream)
@@ -233,23 +314,27 @@ class GpuBackend:
             side.wait_event(ev)
             return call(side)
         finally:
-            side.synchronize()
+            if defer:
+                stream.wait_event(self.mark(side))
+            else:
+                side.synchronize()
+                _cuda.count_sync("stream_sync")
             with self._lock:
                 self._side_free.append(side)
 
-    def msm_many(self, jobs: dict[str, tuple[Array, np.ndarray | None]], stream: Stream, concurrent: bool = False) -> dict[str, np.ndarray]:
+    def msm_many(self, jobs: dict[str, tuple[Array, np.ndarray | None]], stream: Stream, concurrent: bool = False, defer: bool = False) -> dict[str, Array]:
         """:meth:`msm` of each ``name: (scalars, idx)``. ``concurrent``: each on its own stream from
         a thread (:func:`~zkgpu.pipeline.backend.fan_out`), so that the small tail MSMs'
         latency-bound kernels and host syncs overlap; else in order on ``stream``."""
         if not concurrent:
-            return fan_out(lambda nm, j: self.msm(nm, j[0], j[1], stream), jobs, False)
-        return fan_out(lambda nm, j: self._on_side_stream(stream, lambda s: self.msm(nm, j[0], j[1], s)), jobs, True)
+            return fan_out(lambda nm, j: self.msm(nm, j[0], j[1], stream, defer), jobs, False)
+        return fan_out(lambda nm, j: self._on_side_stream(stream, lambda s: self.msm(nm, j[0], j[1], s, defer), defer), jobs, True)
 
-    def batch_add_many(self, jobs: dict[str, Array], stream: Stream, concurrent: bool = False) -> dict[str, np.ndarray]:
+    def batch_add_many(self, jobs: dict[str, Array], stream: Stream, concurrent: bool = False, defer: bool = False) -> dict[str, Array]:
         """:meth:`batch_add` of each ``name: bitmap``, like :meth:`msm_many`."""
         if not concurrent:
-            return fan_out(lambda nm, bm: self.batch_add(nm, bm, stream), jobs, False)
-        return fan_out(lambda nm, bm: self._on_side_stream(stream, lambda s: self.batch_add(nm, bm, s)), jobs, True)
+            return fan_out(lambda nm, bm: self.batch_add(nm, bm, stream, defer), jobs, False)
+        return fan_out(lambda nm, bm: self._on_side_stream(stream, lambda s: self.batch_add(nm, bm, s, defer), defer), jobs, True)
 
     def b_g2(self, scalars: Array) -> bytes:
         """:func:`zkgpu.pipeline.points.cpu_g2_msm` (device scalars: only the first

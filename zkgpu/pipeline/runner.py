@@ -9,7 +9,7 @@ Mirrors the cuzk engine's partition path (notes/cuzk-pipeline.md §3):
   partitions synthesized but not yet through the start half (cuzk's memory-budget backpressure);
   the permit returns when a/b/c are released.
 * The GPU queue is a priority queue keyed on the partition index (cuzk: ``(job_seq, partition)``).
-* ``gw`` GPU worker threads per GPU share one :class:`~zkgpu.pipeline.worker.GpuMutex`. Each
+* ``gw`` GPU worker threads per GPU share one :class:`~zkgpu.pipeline.sync.GpuMutex`. Each
   loops: pick up (GPU_PICKUP), two tracker-lock round trips (fail check, mark busy:
   ``GPU_TIMING hot_path pre-prove overhead``), GPU_START, the start half
   (:func:`~zkgpu.pipeline.worker.prove_start`; ``GPU_TIMING spawn_blocking prove_start`` /
@@ -26,10 +26,10 @@ running finish, queued partitions are released; then the log and event table are
 :class:`PipelineResult`) is raised.
 
 No hang: every blocking wait is bounded (mutex_wait by
-:func:`~zkgpu.pipeline.worker.mutex_wait_limit_s`, the barrier, queue and joins by ``timeout_s``),
+:func:`~zkgpu.pipeline.sync.mutex_wait_limit_s`, the barrier, queue and joins by ``timeout_s``),
 and a watchdog in the main thread fails any partition whose *step* (synthesize, prep_msm, b_g2_msm,
 ntt_msm_h, batch_add, tail_msm, finalize, …) runs past ``timeout_s``: the partition is ``failed``
-with :class:`~zkgpu.pipeline.worker.StageTimeout` naming the step and the partition, the run stops
+with :class:`~zkgpu.pipeline.sync.StageTimeout` naming the step and the partition, the run stops
 waiting for that thread, and the watchdog force-releases the GPU mutex the partition holds, aborts its
 prep barrier and returns its a/b/c and queue permit, so the other partitions go on. A thread that
 comes back from a hung step drops its results and exits. If every GPU worker hangs, queued partitions
@@ -58,18 +58,15 @@ from zkgpu.pipeline.backend import Backend
 from zkgpu.pipeline.config import PipelineConfig
 from zkgpu.pipeline.cpu_backend import CpuBackend
 from zkgpu.pipeline.gpu_backend import GpuBackend
+from zkgpu.pipeline.sync import Cancelled, GpuMutex, StageTimeout, watchdog_limit_s
 from zkgpu.pipeline.synthesis import Circuit, make_circuit, partition_circuit, synthesize_into
 from zkgpu.pipeline.worker import (
-    Cancelled,
-    GpuMutex,
     PartitionResult,
-    StageTimeout,
     SynthesizedJob,
     WorkerContext,
     finalize,
     prove_start,
     record_failure,
-    watchdog_limit_s,
 )
 from zkgpu.prep import warm_up as warm_up_prep
 from zkgpu.trace import LogWriter, NvtxBackend, Tracer, info_line, write_events_parquet
@@ -207,6 +204,8 @@ def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Backend] | 
         mutexes=[GpuMutex(g) for g in range(config.gpus)],
         tracker_lock=threading.Lock(),
         stop=threading.Event(),
+        # lock_scope="submit": the workers of a GPU queue their GPU phases on one shared stream
+        gpu_streams={g: backend.new_stream() for g in range(config.gpus)} if config.lock_scope == "submit" else {},
     )
     run = _Run(ctx, pool)
     pool_logger = pinned_pool.log
@@ -462,7 +461,7 @@ class _Run:
     # -- orchestration --------------------------------------------------------------------------
     def _watchdog(self) -> None:
         """Fail every partition whose step has run past ``timeout_s``
-        (:func:`~zkgpu.pipeline.worker.watchdog_limit_s`: the waits that raise TimeoutError
+        (:func:`~zkgpu.pipeline.sync.watchdog_limit_s`: the waits that raise TimeoutError
         themselves get a second past their own limit): record :class:`StageTimeout` naming the step and
         the partition, abandon its thread, force-release the GPU mutex it holds, abort its prep
         barrier and return its a/b/c and queue permit."""

@@ -28,6 +28,22 @@ Lock scope (``config.lock_scope``):
   shape: ``barrier_wait_ms`` = barrier wait + re-lock wait (the time the worker spent outside the
   mutex between ntt_msm_h and batch_add, so ``gpu_total ~ ntt + barrier + batch + tail`` still
   holds), ``mutex_held_ms`` = the sum of both held intervals, ``mutex_wait_ms`` = the first wait.
+* ``submit`` (not upstream): the mutex covers only the *submission* of the GPU phases. The
+  workers of a GPU queue them on one shared stream (``WorkerContext.gpu_streams``), so a
+  partition's kernels run after the previous one's in the order the mutex gave; a/b/c are copied
+  by the configured path before the mutex, on the worker's own stream (an ``h2d`` event with
+  ``stage=pre_lock``, its DMA overlapping the other worker's kernels); the barrier is outside the
+  mutex as in ``narrow``; the results stay on the device (``defer=True``) and the final stream
+  sync, the H computation's value checks and the results' D2H happen after the release, in a
+  ``gpu_wait`` phase that waits on an event (``Backend.mark`` / ``wait``). So the next worker's
+  submission queues behind while this partition's last kernels run. After the wait the GPU
+  phase rows (ntt_msm_h, h_msm, batch_add, tail_msm) are moved from the host interval of their
+  submission to the interval their kernels ran, from their CUDA events anchored at the wait's
+  return (:meth:`zkgpu.trace.Tracer.place_on_gpu_clock`; ``clock=gpu`` and the submission's
+  ``host_ms`` in the detail); ``mutex_held`` stays the submission on the host clock. The
+  submission still waits where the MSM reads sizes back (its sort's valid-key count, the
+  bucket-run counts of each reduction round: :func:`zkgpu.msm.msm_device`); each GPU phase's
+  ``host_syncs`` counts the waits (:func:`zkgpu._cuda.count_sync`).
 
 Finalizer (:func:`finalize`, its own thread per partition, outside the mutex): join the prep
 thread (b_g2), assemble H, L, A, B_G1 (batch-add part + tail part) and B_G2 -> ``finalize``
@@ -47,6 +63,7 @@ thread aborts the barrier, and the GPU thread's barrier_wait raises :class:`Prep
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -55,20 +72,23 @@ from typing import Any
 
 import numpy as np
 
+from zkgpu import _cuda
 from zkgpu.curve import LIMBS, g1_sum
 from zkgpu.pipeline.backend import Backend, malloc_trim
 from zkgpu.pipeline.config import PipelineConfig
 from zkgpu.pipeline.split import Prep, splits
+from zkgpu.pipeline.sync import (
+    Cancelled,
+    GpuMutex,
+    PrepBarrier,
+    PrepFailed,
+    mutex_wait_limit_s,
+)
 from zkgpu.pipeline.synthesis import Circuit
 from zkgpu.prep import default_threads as default_prep_threads
 from zkgpu.trace import Span, Tracer, timing_line
 
 __all__ = [
-    "Cancelled",
-    "StageTimeout",
-    "PrepFailed",
-    "PrepBarrier",
-    "GpuMutex",
     "SynthesizedJob",
     "StartState",
     "WorkerContext",
@@ -79,149 +99,8 @@ __all__ = [
 ]
 
 
-class Cancelled(Exception):  # noqa: N818 - the name is written into results and logs ("Cancelled: ..."), which recordings keep
-    """The run's stop event was set (KeyboardInterrupt or shutdown) while this step waited."""
-
-
-class PrepFailed(RuntimeError):  # noqa: N818 - the name is written into results and logs ("PrepFailed: ..."), which recordings keep
-    """The prep_msm thread failed; ``__cause__`` is its exception."""
-
-
-class StageTimeout(TimeoutError):  # noqa: N818 - the name is written into results and logs ("StageTimeout: ..."), which recordings keep
-    """A pipeline step did not return within ``timeout_s``: its partition fails with this error
-    (naming the step and the partition), its thread is abandoned, and what it held — a/b/c and
-    its queue permit, the GPU mutex, the prep barrier — is released by the run's watchdog."""
-
-    def __init__(self, message: str, *, partition: int, stage: str) -> None:
-        super().__init__(message)
-        self.partition = partition
-        self.stage = stage
-
-
 #: the thread ("lane") each hooked step runs on; steps not listed run on the GPU worker's thread
 LANES = {"synthesize": "synth", "prep_msm": "prep", "b_g2_msm": "prep", "finalize": "finalize"}
-
-
-def mutex_wait_limit_s(config: PipelineConfig) -> float:
-    """Longest mutex_wait: the holder may run ntt_msm_h, barrier_wait, batch_add and tail_msm,
-    each bounded by ``timeout_s`` (the watchdog), and up to ``gw`` workers may be ahead:
-    ``timeout_s * (4 * gw + 1)``. A wait this long means the mutex is leaked, not busy."""
-    return config.timeout_s * (4 * config.gw + 1)
-
-
-def watchdog_limit_s(config: PipelineConfig, step: str) -> float:
-    """How long the watchdog lets ``step`` run before it fails the partition: ``timeout_s``; for
-    the waits that raise TimeoutError themselves, a second past their own limit (mutex_wait:
-    :func:`mutex_wait_limit_s`; barrier_wait: ``2 * timeout_s``), so their own error comes first."""
-    if step == "mutex_wait":
-        return mutex_wait_limit_s(config) + 1.0
-    if step == "barrier_wait":
-        return 2 * config.timeout_s + 1.0
-    return config.timeout_s
-
-
-_POLL_S = 0.02
-
-
-class PrepBarrier:
-    """sppark's ``semaphore_t`` as used by groth16_cuda.cu:846-847/940: the prep thread
-    :meth:`notify` s once, the GPU thread :meth:`wait` s. Unlike ``threading.Barrier`` the notifier
-    does not block (the prep thread goes straight on to b_g2_msm). :meth:`abort` wakes the waiter
-    with an error (worker failure paths)."""
-
-    def __init__(self) -> None:
-        self._cv = threading.Condition()
-        self._count = 0
-        self._aborted: BaseException | None = None
-
-    def notify(self) -> None:
-        with self._cv:
-            self._count += 1
-            self._cv.notify_all()
-
-    def abort(self, error: BaseException | None = None) -> None:
-        with self._cv:
-            if self._aborted is None:
-                self._aborted = error or RuntimeError("barrier aborted")
-            self._cv.notify_all()
-
-    def wait(self, timeout_s: float, stop: threading.Event, partition: int | None = None) -> None:
-        """Block until notified. Raises PrepFailed (aborted), Cancelled (stop), TimeoutError."""
-        deadline = _now() + timeout_s
-        with self._cv:
-            while True:
-                if self._aborted is not None:
-                    if isinstance(self._aborted, KeyboardInterrupt):  # Ctrl-C in the prep thread stops the run
-                        raise self._aborted
-                    raise PrepFailed(f"prep_msm thread failed: {self._aborted!r}") from self._aborted
-                if self._count > 0:
-                    self._count -= 1
-                    return
-                if stop.is_set():
-                    raise Cancelled("stopped while waiting at the prep_msm barrier")
-                left = deadline - _now()
-                if left <= 0:
-                    raise TimeoutError(f"partition {partition}: barrier_wait exceeded timeout_s={timeout_s} (prep_msm did not notify)")
-                self._cv.wait(min(left, _POLL_S))
-
-
-_now = time.monotonic
-
-
-class GpuMutex:
-    """The per-GPU ``std::mutex`` (engine.rs:2928-2935), a ``threading.Lock`` plus a stop-aware,
-    bounded acquire. ``owner`` is the holding worker and ``partition`` its partition.
-
-    Not re-entrant, as ``std::mutex``: :meth:`acquire` by the worker that holds it raises
-    RuntimeError at once (it would otherwise wait for itself until ``timeout_s``). The run's
-    watchdog may :meth:`force_release` the mutex of a partition whose step hung; the hung
-    thread's own later :meth:`release` is then a no-op (it no longer holds it)."""
-
-    def __init__(self, gpu: int) -> None:
-        self.gpu = gpu
-        self.lock = threading.Lock()
-        self.owner: int | None = None
-        self.partition: int | None = None
-        self._holder: int | None = None  # thread ident of the holder
-        self._meta = threading.Lock()
-
-    def acquire(self, worker: int, timeout_s: float, stop: threading.Event, partition: int | None = None) -> None:
-        """Take the mutex for ``worker`` (working on ``partition``).
-
-        Raises:
-            RuntimeError: ``worker`` already holds it (re-entry), at once.
-            Cancelled: the run stopped while waiting. TimeoutError: not acquired within timeout_s.
-        """
-        if self.owner == worker and self._holder == threading.get_ident():
-            raise RuntimeError(f"worker {worker} already holds the mutex of gpu {self.gpu} (partition {self.partition}); it is not re-entrant")
-        deadline = _now() + timeout_s
-        while not self.lock.acquire(timeout=_POLL_S):  # wakes at once on release; polls stop
-            if stop.is_set():
-                raise Cancelled("stopped while waiting for the GPU mutex")
-            if _now() > deadline:
-                raise TimeoutError(f"partition {partition}: mutex_wait on gpu {self.gpu} exceeded {timeout_s:g} s (held by worker {self.owner}, partition {self.partition})")
-        with self._meta:
-            self.owner, self.partition, self._holder = worker, partition, threading.get_ident()
-
-    def release(self) -> bool:
-        """Release it if the calling thread holds it. Returns False (and does nothing) when the
-        watchdog force-released it meanwhile."""
-        with self._meta:
-            if self._holder != threading.get_ident():
-                return False
-            self.owner = self.partition = self._holder = None
-            self.lock.release()
-            return True
-
-    def force_release(self, partition: int) -> bool:
-        """Release the mutex if ``partition`` holds it (watchdog, for a hung step). Returns
-        whether it did."""
-        with self._meta:
-            if self._holder is None or self.partition != partition:
-                return False
-            self.owner = self.partition = self._holder = None
-            self.lock.release()
-            return True
 
 
 @dataclass
@@ -270,10 +149,12 @@ class WorkerContext:
     #: partition -> its prep barrier / the release of its a/b/c and queue permit (watchdog)
     barriers: dict[int, PrepBarrier] = field(default_factory=dict)
     releasers: dict[int, Callable[[], None]] = field(default_factory=dict)
+    #: lock_scope="submit": gpu -> the stream all its workers queue their GPU phases on
+    gpu_streams: dict[int, Any] = field(default_factory=dict)
 
     def stage(self, step: str, partition: int, lane: str | None = None) -> None:
         """Record that this thread starts ``step`` of ``partition`` (the watchdog's clock)."""
-        self.steps[(partition, lane or LANES.get(step, "gpu"))] = (step, _now(), threading.get_ident())
+        self.steps[(partition, lane or LANES.get(step, "gpu"))] = (step, time.monotonic(), threading.get_ident())
 
     def leave(self, partition: int, lane: str) -> None:
         """This thread is done with ``partition`` on ``lane``."""
@@ -303,6 +184,8 @@ class StartState:
     tail: dict[str, np.ndarray] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     staged: list[Any] | None = None
+    hstart: Any = None  # the H computation's HStart (lock_scope="submit": completed after the wait)
+    gpu_phases: list[Any] = field(default_factory=list)  # submit: the GPU phases, placed on the GPU clock after the wait
 
 
 def _job_circuit(ctx: WorkerContext, job: SynthesizedJob) -> Circuit:
@@ -362,9 +245,17 @@ def _h2d(ctx: WorkerContext, job: SynthesizedJob, kw: dict[str, Any], stream: An
     return dev, nbytes
 
 
+def _syncs() -> int:
+    """Host synchronisations of this thread so far (:func:`zkgpu._cuda.count_sync`): a GPU
+    phase's ``host_syncs`` detail is the difference across it."""
+    return sum(_cuda.sync_counts().values())
+
+
 def _ntt_msm_h(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict[str, Any], stream: Any) -> None:
     tr, be = ctx.tracer, ctx.backend
+    s0 = _syncs()
     with tr.phase("ntt_msm_h", **kw, stream=stream, fields={"gpu_tid": 0}) as ph:
+        st.gpu_phases.append(ph)
         ctx.hook("ntt_msm_h", job.partition, st.worker)
         t0 = tr.now_ns()
         staged, st.staged = st.staged, None  # transfer="resident": already on the device
@@ -380,8 +271,10 @@ def _ntt_msm_h(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict
                 hd.bytes = hs.nbytes
         ph.bytes = hs.nbytes
         t_enq = tr.now_ns()
+        defer = ctx.config.lock_scope == "submit"
+        st.hstart = hs
         with tr.phase("ntt", **kw) as nt:
-            dh = be.finish_h(hs, stream)
+            dh = be.finish_h(hs, stream, wait=not defer)
             if ctx.config.real is not None:  # h's coefficients -> the scalars of the key's H points
                 dh = ctx.config.real.h_scalars(dh, stream)
                 be.synchronize(stream)
@@ -394,8 +287,9 @@ def _ntt_msm_h(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict
         if "kernel_ms" in tm:  # all H-computation kernels, also those that ran inside the h2d window
             nt.detail["kernel_ms"] = round(tm["kernel_ms"], 3)
         t_sync = tr.now_ns()
-        with tr.phase("h_msm", **kw, stream=stream):
-            st.h = be.msm("h", dh, None, stream)
+        with tr.phase("h_msm", **kw, stream=stream) as hm:
+            st.gpu_phases.append(hm)
+            st.h = be.msm("h", dh, None, stream, defer=defer)
         del dh
         # CUZK_NTT_H mapping (groth16_ntt_h.cu:153-156): d_b_alloc = 0 (device buffers come from
         # CuPy's memory pool inside the H2D step); ntt_kernels = H2D + host enqueue of the NTT
@@ -410,26 +304,62 @@ def _ntt_msm_h(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict
             "msm_invoke": (tr.now_ns() - t_sync) / 1e6,
             "msm_dtor": 0.0,
         }
+        ph.detail["host_syncs"] = _syncs() - s0
 
 
 def _batch_add(ctx: WorkerContext, st: StartState, kw: dict[str, Any], stream: Any) -> None:
+    s0 = _syncs()
     with ctx.tracer.phase("batch_add", **kw, stream=stream) as ph:
+        st.gpu_phases.append(ph)
         ctx.hook("batch_add", st.partition, st.worker)
         jobs = {nm: pr.bitmap for nm, pr in st.preps.items() if splits(pr)}
-        st.batch.update(ctx.backend.batch_add_many(jobs, stream, ctx.config.tail_streams > 1))
+        cfg = ctx.config
+        st.batch.update(ctx.backend.batch_add_many(jobs, stream, cfg.tail_streams > 1, defer=cfg.lock_scope == "submit"))
         ph.detail.update({f"{k}_ones": v.ones for k, v in st.preps.items() if splits(v)})
+        ph.detail["host_syncs"] = _syncs() - s0
 
 
 def _tail_msm(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict[str, Any], stream: Any, t_gpu0: int) -> None:
     tr, be = ctx.tracer, ctx.backend
+    s0 = _syncs()
     with tr.phase("tail_msm", **kw, stream=stream, fields={"gpu_tid": 0}) as tm:
+        st.gpu_phases.append(tm)
         ctx.hook("tail_msm", st.partition, st.worker)
         full = _msm_scalars(_job_circuit(ctx, job), job.aux) if any(not splits(pr) for pr in st.preps.values()) else {}
         # upstream: no split -> the "tail" MSM runs over the full vector
         jobs = {nm: (pr.sig_scalars, pr.sig_indices) if splits(pr) else (full[nm], None) for nm, pr in st.preps.items()}
-        st.tail.update(be.msm_many(jobs, stream, ctx.config.tail_streams > 1))
-        be.synchronize(stream)
+        submit = ctx.config.lock_scope == "submit"
+        st.tail.update(be.msm_many(jobs, stream, ctx.config.tail_streams > 1, defer=submit))
+        if not submit:  # submit: the wait comes after the mutex (_gpu_wait); gpu_total_ms is the submission
+            be.synchronize(stream)
         tm.fields["gpu_total_ms"] = (tr.now_ns() - t_gpu0) / 1e6
+        tm.detail["host_syncs"] = _syncs() - s0
+
+
+def _gpu_wait(ctx: WorkerContext, st: StartState, kw: dict[str, Any], done: Any) -> None:
+    """lock_scope="submit", after the mutex: wait for the partition's queued GPU work (``done``,
+    a :meth:`~zkgpu.pipeline.backend.Backend.mark` on the shared stream), place the partition's
+    GPU phase rows on the GPU clock (:meth:`zkgpu.trace.Tracer.place_on_gpu_clock`: their
+    intervals become the time their kernels ran, anchored at the wait's return, unless the work
+    was already done when the wait began: then they keep their host interval and the wait's
+    detail says ``gpu_clock=0``), run the H computation's deferred value checks, and bring the
+    deferred points to the host."""
+    be, tr = ctx.backend, ctx.tracer
+    s0 = _syncs()
+    with tr.phase("gpu_wait", **kw) as ph:
+        ctx.hook("gpu_wait", st.partition, st.worker)
+        anchored = not be.ready(done)
+        be.wait(done)
+        t_done = tr.now_ns()
+        ph.detail["gpu_clock"] = tr.place_on_gpu_clock(st.gpu_phases, done, t_done) if anchored else 0
+        st.gpu_phases.clear()
+        if st.hstart is not None:
+            be.complete_h(st.hstart)  # ValueError naming a value >= r in a, b or c
+            st.hstart = None
+        st.h = be.to_host(st.h)
+        for d in (st.batch, st.tail):
+            d.update({k: be.to_host(v) for k, v in d.items()})
+        ph.detail["host_syncs"] = _syncs() - s0
 
 
 def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, stream: Any) -> StartState:
@@ -441,11 +371,15 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
     """
     cfg, tr, p = ctx.config, ctx.tracer, job.partition
     mutex = ctx.mutexes[gpu] if cfg.lock_scope != "none" else GpuMutex(gpu)  # none: private, uncontended
+    submit = cfg.lock_scope == "submit"
+    own = stream  # the worker's own stream: the pre-lock copies
+    stream = ctx.gpu_streams.get(gpu, stream) if submit else stream  # submit: the GPU's shared stream
     st = StartState(p, worker, gpu, witness=job.witness)
     t_entry = tr.now_ns()
     barrier = PrepBarrier()
     ctx.barriers[p] = barrier
     held = False
+    done: Any = None  # submit: the mark after the partition's queued GPU work
     kw: dict[str, Any] = {"worker": worker, "partition": p, "gpu": gpu}
     ctx.stage("pre_lock", p)
     try:
@@ -457,8 +391,9 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
                 sv.fields["setup_to_split_ms"] = (tr.now_ns() - t_entry) / 1e6
             st.prep_thread = threading.Thread(target=_prep_main, args=(ctx, job, st, barrier), name=f"prep_msm-p{p}", daemon=True)
             st.prep_thread.start()
-            if cfg.transfer == "resident":  # pre-stage a/b/c before the mutex (compute-only bound)
-                st.staged, _ = _h2d(ctx, job, kw, stream, stage="pre_lock")
+            if cfg.transfer == "resident" or submit:  # a/b/c on the device before the mutex (resident: the
+                # compute-only bound; submit: by the configured path, the DMA overlapping the other worker's kernels)
+                st.staged, _ = _h2d(ctx, job, kw, own, stage="pre_lock")
         pre_lock_ms = (tr.now_ns() - t_entry) / 1e6
         with tr.phase("mutex_wait", **kw, fields={"pre_lock_cpu_ms": pre_lock_ms}):
             ctx.stage("mutex_wait", p)
@@ -493,8 +428,12 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
                 _batch_add(ctx, st, kw, stream)
                 _tail_msm(ctx, job, st, kw, stream, t_gpu0)
                 mh2.fields.update(mutex_held_ms=mh1.ms + mh2.ms, total_start_fn_ms=(tr.now_ns() - t_entry) / 1e6)
+                if submit:
+                    done = ctx.backend.mark(stream)
         mutex.release()
         held = False
+        if submit:
+            _gpu_wait(ctx, st, kw, done)
         st.timings["total_start_fn_ms"] = (tr.now_ns() - t_entry) / 1e6
         return st
     except BaseException as e:
@@ -502,6 +441,9 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
         if held:
             mutex.release()  # a no-op if the watchdog force-released it
             held = False
+        if submit:  # queued kernels may still read this partition's device buffers: let them finish
+            with contextlib.suppress(Exception):
+                ctx.backend.synchronize(stream)
         if st.prep_thread is not None:
             st.prep_thread.join(cfg.timeout_s)
         raise

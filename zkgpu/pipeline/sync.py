@@ -1,0 +1,156 @@
+"""The pipeline's synchronisation: the GPU mutex (:class:`GpuMutex`), the prep barrier
+(:class:`PrepBarrier`), the limits their waits are bounded by (:func:`mutex_wait_limit_s`,
+:func:`watchdog_limit_s`) and the ways a step fails (:class:`Cancelled`, :class:`PrepFailed`,
+:class:`StageTimeout`). The workers (:mod:`zkgpu.pipeline.worker`) and the runner's watchdog
+(:mod:`zkgpu.pipeline.runner`) use them; notes/cuzk-pipeline.md §1.2 describes upstream's lock and barrier.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from zkgpu.pipeline.config import PipelineConfig
+
+__all__ = ["Cancelled", "PrepFailed", "StageTimeout", "PrepBarrier", "GpuMutex", "mutex_wait_limit_s", "watchdog_limit_s"]
+
+
+class Cancelled(Exception):  # noqa: N818 - the name is written into results and logs ("Cancelled: ..."), which recordings keep
+    """The run's stop event was set (KeyboardInterrupt or shutdown) while this step waited."""
+
+
+class PrepFailed(RuntimeError):  # noqa: N818 - the name is written into results and logs ("PrepFailed: ..."), which recordings keep
+    """The prep_msm thread failed; ``__cause__`` is its exception."""
+
+
+class StageTimeout(TimeoutError):  # noqa: N818 - the name is written into results and logs ("StageTimeout: ..."), which recordings keep
+    """A pipeline step did not return within ``timeout_s``: its partition fails with this error
+    (naming the step and the partition), its thread is abandoned, and what it held — a/b/c and
+    its queue permit, the GPU mutex, the prep barrier — is released by the run's watchdog."""
+
+    def __init__(self, message: str, *, partition: int, stage: str) -> None:
+        super().__init__(message)
+        self.partition = partition
+        self.stage = stage
+
+
+def mutex_wait_limit_s(config: PipelineConfig) -> float:
+    """Longest mutex_wait: the holder may run ntt_msm_h, barrier_wait, batch_add and tail_msm,
+    each bounded by ``timeout_s`` (the watchdog), and up to ``gw`` workers may be ahead:
+    ``timeout_s * (4 * gw + 1)``. A wait this long means the mutex is leaked, not busy."""
+    return config.timeout_s * (4 * config.gw + 1)
+
+
+def watchdog_limit_s(config: PipelineConfig, step: str) -> float:
+    """How long the watchdog lets ``step`` run before it fails the partition: ``timeout_s``; for
+    the waits that raise TimeoutError themselves, a second past their own limit (mutex_wait:
+    :func:`mutex_wait_limit_s`; barrier_wait: ``2 * timeout_s``), so their own error comes first."""
+    if step == "mutex_wait":
+        return mutex_wait_limit_s(config) + 1.0
+    if step == "barrier_wait":
+        return 2 * config.timeout_s + 1.0
+    return config.timeout_s
+
+
+_POLL_S = 0.02
+
+
+class PrepBarrier:
+    """sppark's ``semaphore_t`` as used by groth16_cuda.cu:846-847/940: the prep thread
+    :meth:`notify` s once, the GPU thread :meth:`wait` s. Unlike ``threading.Barrier`` the notifier
+    does not block (the prep thread goes straight on to b_g2_msm). :meth:`abort` wakes the waiter
+    with an error (worker failure paths)."""
+
+    def __init__(self) -> None:
+        self._cv = threading.Condition()
+        self._count = 0
+        self._aborted: BaseException | None = None
+
+    def notify(self) -> None:
+        with self._cv:
+            self._count += 1
+            self._cv.notify_all()
+
+    def abort(self, error: BaseException | None = None) -> None:
+        with self._cv:
+            if self._aborted is None:
+                self._aborted = error or RuntimeError("barrier aborted")
+            self._cv.notify_all()
+
+    def wait(self, timeout_s: float, stop: threading.Event, partition: int | None = None) -> None:
+        """Block until notified. Raises PrepFailed (aborted), Cancelled (stop), TimeoutError."""
+        deadline = _now() + timeout_s
+        with self._cv:
+            while True:
+                if self._aborted is not None:
+                    if isinstance(self._aborted, KeyboardInterrupt):  # Ctrl-C in the prep thread stops the run
+                        raise self._aborted
+                    raise PrepFailed(f"prep_msm thread failed: {self._aborted!r}") from self._aborted
+                if self._count > 0:
+                    self._count -= 1
+                    return
+                if stop.is_set():
+                    raise Cancelled("stopped while waiting at the prep_msm barrier")
+                left = deadline - _now()
+                if left <= 0:
+                    raise TimeoutError(f"partition {partition}: barrier_wait exceeded timeout_s={timeout_s} (prep_msm did not notify)")
+                self._cv.wait(min(left, _POLL_S))
+
+
+_now = time.monotonic
+
+
+class GpuMutex:
+    """The per-GPU ``std::mutex`` (engine.rs:2928-2935), a ``threading.Lock`` plus a stop-aware,
+    bounded acquire. ``owner`` is the holding worker and ``partition`` its partition.
+
+    Not re-entrant, as ``std::mutex``: :meth:`acquire` by the worker that holds it raises
+    RuntimeError at once (it would otherwise wait for itself until ``timeout_s``). The run's
+    watchdog may :meth:`force_release` the mutex of a partition whose step hung; the hung
+    thread's own later :meth:`release` is then a no-op (it no longer holds it)."""
+
+    def __init__(self, gpu: int) -> None:
+        self.gpu = gpu
+        self.lock = threading.Lock()
+        self.owner: int | None = None
+        self.partition: int | None = None
+        self._holder: int | None = None  # thread ident of the holder
+        self._meta = threading.Lock()
+
+    def acquire(self, worker: int, timeout_s: float, stop: threading.Event, partition: int | None = None) -> None:
+        """Take the mutex for ``worker`` (working on ``partition``).
+
+        Raises:
+            RuntimeError: ``worker`` already holds it (re-entry), at once.
+            Cancelled: the run stopped while waiting. TimeoutError: not acquired within timeout_s.
+        """
+        if self.owner == worker and self._holder == threading.get_ident():
+            raise RuntimeError(f"worker {worker} already holds the mutex of gpu {self.gpu} (partition {self.partition}); it is not re-entrant")
+        deadline = _now() + timeout_s
+        while not self.lock.acquire(timeout=_POLL_S):  # wakes at once on release; polls stop
+            if stop.is_set():
+                raise Cancelled("stopped while waiting for the GPU mutex")
+            if _now() > deadline:
+                raise TimeoutError(f"partition {partition}: mutex_wait on gpu {self.gpu} exceeded {timeout_s:g} s (held by worker {self.owner}, partition {self.partition})")
+        with self._meta:
+            self.owner, self.partition, self._holder = worker, partition, threading.get_ident()
+
+    def release(self) -> bool:
+        """Release it if the calling thread holds it. Returns False (and does nothing) when the
+        watchdog force-released it meanwhile."""
+        with self._meta:
+            if self._holder != threading.get_ident():
+                return False
+            self.owner = self.partition = self._holder = None
+            self.lock.release()
+            return True
+
+    def force_release(self, partition: int) -> bool:
+        """Release the mutex if ``partition`` holds it (watchdog, for a hung step). Returns
+        whether it did."""
+        with self._meta:
+            if self._holder is None or self.partition != partition:
+                return False
+            self.owner = self.partition = self._holder = None
+            self.lock.release()
+            return True
