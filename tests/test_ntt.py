@@ -10,7 +10,7 @@ import pytest
 
 from seeding import new_pyrng, new_rng
 from zkgpu import ntt as N
-from zkgpu.bench.ntt import bench_command, kernel_settings
+from zkgpu.bench.ntt import KERNEL_SPECS, bench_command, kernel_settings
 from zkgpu.domain import bitrev_indices, dft_naive, log2_size, ntt_reference
 from zkgpu.field import FR, fr_from_ints, fr_random, fr_to_ints
 from zkgpu.fr_device import from_montgomery, to_montgomery
@@ -545,6 +545,55 @@ def test_gpu_fused_equals_stagewise(L, kernel):
     cp.get_default_memory_pool().free_all_blocks()
 
 
+STAGEWISE_VARIANTS = ("stagewise-cxx", "stagewise-asm", "stagewise-lz-asm", "stagewise-st-b3-asm", "stagewise-lz-st-b3-asm",
+                      "stagewise-lz-st-b3-cxx", "stagewise-r4-asm", "stagewise-r4-lz-st-asm")
+"""Builds of the stagewise kernels that must equal the plain one bit for bit (zkgpu.bench.ntt.KERNEL_SPECS: -asm the
+butterflies' additions as asm chains, -lz the lazy DIF difference, -st the pass twiddles in shared memory)."""
+
+
+def _edge_words(n: int, seed: int) -> np.ndarray:
+    """n elements whose Montgomery words are 0, 1, r-1 or r-2 (seeded mix): a - b at its extremes in the butterflies."""
+    pick = np.random.default_rng(seed).integers(0, 4, size=n)
+    return fr_from_ints([(0, 1, P - 1, P - 2)[i] for i in pick])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", STAGEWISE_VARIANTS)
+def test_gpu_stagewise_variants_equal_stagewise(kernel):
+    """Every transform of a stagewise build equals the plain stagewise kernel (today's default build) bit for bit:
+    sizes 2^1..2^13 in every order, on random and on edge words; 2^20 and 2^24 natural order on random words;
+    compute_h at 2^14."""
+    from zkgpu.qap import compute_h_inplace
+
+    cp = _cp()
+    seed = int(new_rng().integers(2**32))
+    cases = [(L, order, edge) for L in range(1, 14) for order in N.ORDERS for edge in (False, True)]
+    cases += [(20, "nn", False), (24, "nn", False)]
+    for L, order, edge in cases:
+        x = cp.asarray(_edge_words(1 << L, seed + L)) if edge else _dev_random(1 << L, seed + L)
+        if not edge:
+            to_montgomery(x)
+        for inverse, coset in VARIANTS:
+            want = x.copy()
+            N.ntt_inplace(want, inverse=inverse, coset=coset, order=order, algorithm="stagewise")
+            got = x.copy()
+            with kernel_settings(kernel):
+                N.ntt_inplace(got, inverse=inverse, coset=coset, order=order)
+            assert bool((got == want).all()), (kernel, L, order, edge, inverse, coset)
+            del want, got
+        del x
+    abc = [_dev_random(1 << 14, seed + i) for i in range(3)]
+    for d in abc:
+        to_montgomery(d)
+    want = [d.copy() for d in abc]
+    compute_h_inplace(*want, algorithm="stagewise")
+    with kernel_settings(kernel):
+        compute_h_inplace(*abc)
+    assert bool((abc[0] == want[0]).all()), (kernel, "compute_h")
+    N.clear_cache()
+    cp.get_default_memory_pool().free_all_blocks()
+
+
 @pytest.mark.gpu
 def test_gpu_arbitrary_positions_horner_2_20():
     n = 1 << 20
@@ -634,3 +683,10 @@ def test_kernel_settings_set_and_restore_the_ntt_settings():
         assert N.settings()["radix"] == 4
         raise RuntimeError("restored on the way out too")
     assert N.settings() == before
+    with kernel_settings("stagewise-r4-lz-st-b3-asm"):
+        s = N.settings()
+        assert (s["algorithm"], s["radix"], s["field_arith"]) == ("stagewise", 4, "asm")
+        assert s["defines"] == {"ZK_NTT_LAZY": "1", "NTT_SMEM_TW": "1", "NTT_MIN_BLOCKS": "3", "NTT_R4_MIN_BLOCKS": "3",
+                                "ZK_NTT_PTX": "0", "ZK_NTT_ASM": "1"}
+    assert N.settings() == before
+    assert set(STAGEWISE_VARIANTS) <= set(KERNEL_SPECS)
