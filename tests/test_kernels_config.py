@@ -38,7 +38,7 @@ def test_ntt_defines(saved):
     assert ntt._threads() == 128
     ntt.configure(defines={})
     ntt.FIELD_ARITH = "ptx"
-    assert ntt._defines() == (("ZK_NTT_PTX", "1"),)
+    assert ntt._defines() == (("ZK_NTT_PTX", "1"), ("ZK_NTT_ASM", "0"))
     ntt.FIELD_ARITH = "asm"
     assert ntt._defines() == (("ZK_NTT_PTX", "0"), ("ZK_NTT_ASM", "1"))
     ntt.FIELD_ARITH = "fast"

@@ -196,10 +196,10 @@ def _defines() -> tuple[tuple[str, str], ...]:
     out = [(k, str(v)) for k, v in DEFINES.items()]
     if FIELD_ARITH is not None and FIELD_ARITH not in FIELD_ARITHS:
         raise ValueError(f"zkgpu.ntt.FIELD_ARITH must be one of {FIELD_ARITHS} or None, got {FIELD_ARITH!r}")
-    if FIELD_ARITH is not None and "ZK_NTT_PTX" not in DEFINES:
-        out.append(("ZK_NTT_PTX", "1" if FIELD_ARITH == "ptx" else "0"))
-    if FIELD_ARITH == "asm" and "ZK_NTT_ASM" not in DEFINES:
-        out.append(("ZK_NTT_ASM", "1"))
+    if FIELD_ARITH is not None:  # each choice sets both macros, whatever the headers' defaults
+        for name, value in (("ZK_NTT_PTX", FIELD_ARITH == "ptx"), ("ZK_NTT_ASM", FIELD_ARITH == "asm")):
+            if name not in DEFINES:
+                out.append((name, str(int(value))))
     return tuple(out)
 
 
