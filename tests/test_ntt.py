@@ -546,10 +546,11 @@ def test_gpu_fused_equals_stagewise(L, kernel):
 
 
 STAGEWISE_VARIANTS = ("stagewise-cxx", "stagewise-asm", "stagewise-lz-asm", "stagewise-lz-b3-asm", "stagewise-st-b3-asm",
-                      "stagewise-lz-st-b3-asm", "stagewise-lz-st-b2-w512-asm", "stagewise-lz-st-b3-cxx", "stagewise-r4-lz-st-asm",
-                      "stagewise-r4-lz-st-b3-w128-asm")
+                      "stagewise-lz-st-b3-asm", "stagewise-lz-st-b2-w512-asm", "stagewise-lz-st-b3-cxx", "stagewise-lz-st-i2-b2-asm",
+                      "stagewise-r4-lz-st-asm", "stagewise-r4-lz-st-b3-w128-asm", "stagewise-ptx")
 """Builds of the stagewise kernels that must equal the plain one bit for bit (zkgpu.bench.ntt.KERNEL_SPECS: -asm the
-butterflies' additions as asm chains, -lz the lazy DIF difference, -st the pass twiddles in shared memory)."""
+butterflies' additions as asm chains, -lz the lazy DIF difference, -st the pass twiddles in shared memory, -i2 two
+butterflies per thread in flight; -ptx the volatile-asm additions of the earlier default build)."""
 
 
 def _edge_words(n: int, seed: int) -> np.ndarray:

@@ -131,7 +131,7 @@ the portable C++ field arithmetic instead of the PTX carry chains (1 the other w
 ntt.cu, portable for ntt_fused.cu); ``ZK_NTT_ASM`` 1 (stagewise) the butterflies' additions as non-volatile
 asm chains; ``ZK_NTT_LAZY`` 1 (stagewise) the DIF difference unreduced into its twiddle product
 (ntt_common.cuh says why that is exact); ``NTT_SMEM_TW`` 1 (stagewise) a pass's twiddles copied to shared memory
-once per pass (ntt.cu's load_pass_twiddles); ``NTT_THREADS`` / ``NTT_MIN_BLOCKS`` / ``NTT_R4_MIN_BLOCKS`` (stagewise) and
+once per pass (ntt.cu's load_pass_twiddles); ``NTT_ILP`` 2 two radix-2 butterflies per thread in flight; ``NTT_THREADS`` / ``NTT_MIN_BLOCKS`` / ``NTT_R4_MIN_BLOCKS`` (stagewise) and
 ``NTT_FUSED_THREADS`` / ``NTT_FUSED_MIN_BLOCKS`` (fused) set the block size and the occupancy target."""
 
 

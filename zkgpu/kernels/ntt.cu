@@ -79,25 +79,62 @@ __device__ __forceinline__ void load_pass_twiddles(uint32_t* smt, uint32_t T, co
     }
 }
 
-// One radix-2 stage: global bit s, tile bit lb. At s = 0 every twiddle is 1 (no multiply).
+// The butterfly (j, j + 2^lb) of a radix-2 stage on (a, b) in registers.
+template <bool DIT>
+__device__ __forceinline__ void butterfly_r2(fr_t& a, fr_t& b, const tile_t& tl, const pass_tw_t& tw, int s, uint32_t j) {
+    if (s == 0) {
+        const fr_t t = bf_add(a, b);
+        b = bf_sub(a, b);
+        a = t;
+    } else if (DIT) {
+        const fr_t bw = b * tw.at(s, tl, j);
+        b = bf_sub(a, bw);
+        a = bf_add(a, bw);
+    } else {
+        const fr_t t = bf_add(a, b);
+        b = bf_dif_mul(tw.at(s, tl, j), a, b);
+        a = t;
+    }
+}
+
+// One radix-2 stage: global bit s, tile bit lb. At s = 0 every twiddle is 1 (no multiply). NTT_ILP=2: a thread
+// loads two butterflies (tid and tid + blockDim) before computing either, so their products can interleave
+// (the shared-memory stores of one would otherwise have to precede the loads of the next).
+#ifndef NTT_ILP
+#define NTT_ILP 1
+#endif
 template <bool DIT>
 __device__ __forceinline__ void stage_r2(uint32_t* sm, uint32_t T, const tile_t& tl, const pass_tw_t& tw, int s, int lb) {
     const uint32_t hl = 1u << lb;
+#if NTT_ILP == 2
+    for (uint32_t tid = threadIdx.x; tid < (T >> 1); tid += 2 * blockDim.x) {
+        const uint32_t tid2 = tid + blockDim.x;
+        const bool two = tid2 < (T >> 1);
+        const uint32_t j = (tid & (hl - 1)) | ((tid >> lb) << (lb + 1));
+        const uint32_t j2 = (tid2 & (hl - 1)) | ((tid2 >> lb) << (lb + 1));
+        fr_t a = load_s(sm, T, j), b = load_s(sm, T, j + hl), a2, b2;
+        if (two) {
+            a2 = load_s(sm, T, j2);
+            b2 = load_s(sm, T, j2 + hl);
+        }
+        butterfly_r2<DIT>(a, b, tl, tw, s, j);
+        if (two) butterfly_r2<DIT>(a2, b2, tl, tw, s, j2);
+        store_s(sm, T, j, a);
+        store_s(sm, T, j + hl, b);
+        if (two) {
+            store_s(sm, T, j2, a2);
+            store_s(sm, T, j2 + hl, b2);
+        }
+    }
+#else
     for (uint32_t tid = threadIdx.x; tid < (T >> 1); tid += blockDim.x) {
         const uint32_t j = (tid & (hl - 1)) | ((tid >> lb) << (lb + 1));
         fr_t a = load_s(sm, T, j), b = load_s(sm, T, j + hl);
-        if (s == 0) {
-            store_s(sm, T, j, bf_add(a, b));
-            store_s(sm, T, j + hl, bf_sub(a, b));
-        } else if (DIT) {
-            b = b * tw.at(s, tl, j);
-            store_s(sm, T, j, bf_add(a, b));
-            store_s(sm, T, j + hl, bf_sub(a, b));
-        } else {
-            store_s(sm, T, j, bf_add(a, b));
-            store_s(sm, T, j + hl, bf_dif_mul(tw.at(s, tl, j), a, b));
-        }
+        butterfly_r2<DIT>(a, b, tl, tw, s, j);
+        store_s(sm, T, j, a);
+        store_s(sm, T, j + hl, b);
     }
+#endif
 }
 
 // Two stages in registers (global bits s and s+1, tile bits lb and lb+1) on quads
