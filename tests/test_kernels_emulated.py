@@ -20,15 +20,15 @@ from zkgpu import ntt as N
 from zkgpu._cuda import KERNEL_DIR
 from zkgpu.field import FR, fr_from_ints, fr_to_ints
 
-BUILDS = {"default": {}, "lazy": {"ZK_NTT_LAZY": 1}, "smem-tw": {"NTT_SMEM_TW": 1},
+BUILDS = {"default": {}, "lazy": {"ZK_NTT_LAZY": 1}, "no-smem-tw": {"NTT_SMEM_TW": 0},
           "lazy-smem-tw-ilp2": {"ZK_NTT_LAZY": 1, "NTT_SMEM_TW": 1, "NTT_ILP": 2}}
 
 
 @pytest.fixture(params=list(BUILDS))
 def stagewise_emulated(request, monkeypatch):
-    """The emulated stagewise kernels, built as they are by default, with ZK_NTT_LAZY=1 (the DIF difference
-    enters its twiddle product unreduced, ntt_common.cuh's bf_dif_mul) and with NTT_SMEM_TW=1 (each pass's
-    twiddles copied to shared memory first, ntt.cu's load_pass_twiddles) and NTT_ILP=2 (two butterflies per thread
+    """The emulated stagewise kernels, built as they are by default (NTT_SMEM_TW=1: each pass's twiddles copied
+    to shared memory first, ntt.cu's load_pass_twiddles), with ZK_NTT_LAZY=1 (the DIF difference enters its twiddle
+    product unreduced, ntt_common.cuh's bf_dif_mul), with NTT_SMEM_TW=0 (every twiddle from the table) and NTT_ILP=2 (two butterflies per thread
 in flight; the emulation's one thread per block takes both); the host sees the same defines."""
     N.clear_cache()
     monkeypatch.setattr(_cuda, "cupy", NumpyAsCupy)

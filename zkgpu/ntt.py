@@ -127,10 +127,9 @@ because it was the faster of the two on the H200 (``zkgpu bench ntt`` with each 
 DEFINES: dict[str, int] = {}
 """Extra ``-D`` build options of the NTT kernel modules (:func:`configure`; the command line maps
 ``ZKGPU_NTT_DEFINES="ZK_NTT_PTX=0,NTT_MIN_BLOCKS=3"`` to it): ``ZK_NTT_PTX`` 0 builds the kernels with
-the portable C++ field arithmetic instead of the PTX carry chains (1 the other way; defaults: PTX for
-ntt.cu, portable for ntt_fused.cu); ``ZK_NTT_ASM`` 1 (stagewise) the butterflies' additions as non-volatile
-asm chains; ``ZK_NTT_LAZY`` 1 (stagewise) the DIF difference unreduced into its twiddle product
-(ntt_common.cuh says why that is exact); ``NTT_SMEM_TW`` 1 (stagewise) a pass's twiddles copied to shared memory
+the portable C++ additions instead of the volatile PTX chains (1 the other way; default 0 in both modules);
+``ZK_NTT_ASM`` 1 (stagewise; the default) the butterflies' additions as non-volatile asm chains; ``ZK_NTT_LAZY`` 1 (stagewise) the DIF difference unreduced into its twiddle product
+(ntt_common.cuh says why that is exact); ``NTT_SMEM_TW`` 1 (stagewise; the default) a pass's twiddles copied to shared memory
 once per pass (ntt.cu's load_pass_twiddles); ``NTT_ILP`` 2 two radix-2 butterflies per thread in flight; ``NTT_THREADS`` / ``NTT_MIN_BLOCKS`` / ``NTT_R4_MIN_BLOCKS`` (stagewise) and
 ``NTT_FUSED_THREADS`` / ``NTT_FUSED_MIN_BLOCKS`` (fused) set the block size and the occupancy target."""
 

@@ -26,6 +26,14 @@
 //
 // zkgpu/ntt.py reads NTT_MAX_TILE_LOG, NTT_THREADS, NTT_BR_Q and NTT_SMEM_TW from this file (common.cuh says how);
 // it passes -DNTT_THREADS=... only where its build options set another value.
+// The default build (issue 13; notes/ntt-kernels.md, run k13-ntt): the butterflies' additions as non-volatile asm
+// chains (ZK_NTT_ASM), each pass's twiddles in shared memory (NTT_SMEM_TW), 3 blocks per SM (NTT_MIN_BLOCKS).
+#ifndef ZK_NTT_PTX
+#define ZK_NTT_PTX 0
+#endif
+#ifndef ZK_NTT_ASM
+#define ZK_NTT_ASM 1
+#endif
 #include "ntt_common.cuh"
 
 #define NTT_MAX_TILE_LOG 10  // the largest tile of a pass, log2: 1024 elements = 32 KiB of shared memory
@@ -33,14 +41,14 @@
 #define NTT_THREADS 256  // the most threads per block
 #endif
 #ifndef NTT_MIN_BLOCKS
-#define NTT_MIN_BLOCKS 4  // 4 x 256 threads per SM: caps registers at 64 per thread
+#define NTT_MIN_BLOCKS 3  // 3 x 256 threads per SM (the shared memory of 3 tiles and their twiddles): 85 registers
 #endif
 #ifndef NTT_R4_MIN_BLOCKS
 #define NTT_R4_MIN_BLOCKS 2
 #endif
 
 #ifndef NTT_SMEM_TW
-#define NTT_SMEM_TW 0  // 1: a pass first copies its tile's twiddles into shared memory (load_pass_twiddles)
+#define NTT_SMEM_TW 1  // 1: a pass first copies its tile's twiddles into shared memory (load_pass_twiddles)
 #endif
 
 // omega_{2h}^(g mod h), h = 2^s.
