@@ -92,8 +92,8 @@ _BIG_MAXK = 12  # NTT_FUSED_MAXK of the big-tile builds (FUSED_TILE_LOG 11, 12)
 ALGORITHMS = ("stagewise", "fused")
 ALGORITHM = "stagewise"
 """The default ``algorithm`` of :func:`ntt_inplace` (read at each call; a benchmark's kernel spec,
-:func:`zkgpu.bench.ntt.kernel_settings`, sets it for a block): "stagewise" (kernel ntt_pass: one radix-2 stage per shared-memory round trip, every twiddle
-from an n-entry table) or "fused" (kernels ntt_fused_*: radix-2^k sub-transforms with the stages in
+:func:`zkgpu.bench.ntt.kernel_settings`, sets it for a block): "stagewise" (kernel ntt_pass: one radix-2 stage per shared-memory round trip, each pass's twiddles
+copied from an n-entry table into shared memory) or "fused" (kernels ntt_fused_*: radix-2^k sub-transforms with the stages in
 registers, small twiddle tables, one outer twiddle per element per pass; see ntt.cu)."""
 FUSED_RADIX = 2
 """Elements per thread in the fused kernels (2, 4 or 8): the stages done in registers per shared-memory
