@@ -3,6 +3,7 @@ schedule in Python, and (marked gpu) the kernels against the reference on fresh 
 
 from __future__ import annotations
 
+import contextlib
 import random
 
 import numpy as np
@@ -545,12 +546,17 @@ def test_gpu_fused_equals_stagewise(L, kernel):
     cp.get_default_memory_pool().free_all_blocks()
 
 
-STAGEWISE_VARIANTS = ("stagewise-cxx", "stagewise-asm", "stagewise-lz-asm", "stagewise-lz-b3-asm", "stagewise-st-b3-asm",
-                      "stagewise-lz-st-b3-asm", "stagewise-lz-st-b2-w512-asm", "stagewise-lz-st-b3-cxx", "stagewise-lz-st-i2-b2-asm",
-                      "stagewise-r4-lz-st-asm", "stagewise-r4-lz-st-b3-w128-asm", "stagewise-ptx")
-"""Builds of the stagewise kernels that must equal the plain one bit for bit (zkgpu.bench.ntt.KERNEL_SPECS: -asm the
-butterflies' additions as asm chains, -lz the lazy DIF difference, -st the pass twiddles in shared memory, -i2 two
-butterflies per thread in flight; -ptx the volatile-asm additions of the earlier default build)."""
+STAGEWISE_VARIANTS = {  # id -> (kernel spec, extra zkgpu.ntt.DEFINES)
+    "old-default": ("stagewise-ptx", {"NTT_SMEM_TW": 0, "NTT_MIN_BLOCKS": 4}),
+    "cxx": ("stagewise-cxx", {}),
+    "lazy": ("stagewise-lz-asm", {}),
+    "ilp2": ("stagewise-lz-st-i2-b2-asm", {}),
+    "r4-table-twiddles": ("stagewise-r4-lz-b3-w128-asm", {"NTT_SMEM_TW": 0}),
+}
+"""Builds of the stagewise kernels that must equal the default one bit for bit, one per code path the default build
+(asm-chain additions, each pass's twiddles in shared memory) does not take: the build that was the default before
+issue 13's run k13-ntt (volatile-PTX additions, every twiddle from the table), the portable additions, the lazy DIF
+difference, two butterflies per thread, radix-4 with table twiddles (zkgpu.bench.ntt.KERNEL_SPECS for the parts)."""
 
 
 def _edge_words(n: int, seed: int) -> np.ndarray:
@@ -560,12 +566,20 @@ def _edge_words(n: int, seed: int) -> np.ndarray:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("kernel", STAGEWISE_VARIANTS)
-def test_gpu_stagewise_variants_equal_stagewise(kernel):
+@pytest.mark.parametrize("variant", list(STAGEWISE_VARIANTS))
+def test_gpu_stagewise_variants_equal_stagewise(variant):
     """Every transform of a stagewise build equals the plain stagewise kernel (today's default build) bit for bit:
     sizes 2^1..2^13 in every order, on random and on edge words; 2^20 and 2^24 natural order on random words;
     compute_h at 2^14."""
     from zkgpu.qap import compute_h_inplace
+
+    kernel, extra = STAGEWISE_VARIANTS[variant]
+
+    @contextlib.contextmanager
+    def build():
+        with kernel_settings(kernel):
+            N.DEFINES = {**N.DEFINES, **extra}  # kernel_settings restores DEFINES on the way out
+            yield
 
     cp = _cp()
     seed = int(new_rng().integers(2**32))
@@ -581,9 +595,9 @@ def test_gpu_stagewise_variants_equal_stagewise(kernel):
             want = x.copy()
             N.ntt_inplace(want, inverse=inverse, coset=coset, order=order, algorithm="stagewise")
             got = x.copy()
-            with kernel_settings(kernel):
+            with build():
                 N.ntt_inplace(got, inverse=inverse, coset=coset, order=order)
-            assert bool((got == want).all()), (kernel, L, order, edge, inverse, coset)
+            assert bool((got == want).all()), (variant, L, order, edge, inverse, coset)
             del want, got
         del x
     abc = [_dev_random(1 << 14, seed + i) for i in range(3)]
@@ -591,9 +605,9 @@ def test_gpu_stagewise_variants_equal_stagewise(kernel):
         to_montgomery(d)
     want = [d.copy() for d in abc]
     compute_h_inplace(*want, algorithm="stagewise")
-    with kernel_settings(kernel):
+    with build():
         compute_h_inplace(*abc)
-    assert bool((abc[0] == want[0]).all()), (kernel, "compute_h")
+    assert bool((abc[0] == want[0]).all()), (variant, "compute_h")
     N.clear_cache()
     cp.get_default_memory_pool().free_all_blocks()
 
@@ -693,4 +707,4 @@ def test_kernel_settings_set_and_restore_the_ntt_settings():
         assert s["defines"] == {"ZK_NTT_LAZY": "1", "NTT_SMEM_TW": "1", "NTT_MIN_BLOCKS": "3", "NTT_R4_MIN_BLOCKS": "3",
                                 "ZK_NTT_PTX": "0", "ZK_NTT_ASM": "1"}
     assert N.settings() == before
-    assert set(STAGEWISE_VARIANTS) <= set(KERNEL_SPECS)
+    assert {spec for spec, _ in STAGEWISE_VARIANTS.values()} <= set(KERNEL_SPECS)
