@@ -38,7 +38,13 @@ def test_ntt_defines(saved):
     assert ntt._threads() == 128
     ntt.configure(defines={})
     ntt.FIELD_ARITH = "ptx"
-    assert ntt._defines() == (("ZK_NTT_PTX", "1"),)
+    assert ntt._defines() == (("ZK_NTT_PTX", "1"), ("ZK_NTT_ASM", "0"))
+    ntt.FIELD_ARITH = "asm"
+    assert ntt._defines() == (("ZK_NTT_PTX", "0"), ("ZK_NTT_ASM", "1"))
+    ntt.FIELD_ARITH = "fast"
+    with pytest.raises(ValueError, match="FIELD_ARITH must be one of .* got 'fast'"):
+        ntt._defines()
+    ntt.FIELD_ARITH = "ptx"
     assert ntt._threads() == ntt._THREADS
     for bad in ({"1X": 1}, {"NTT_THREADS": "128"}, {"NTT_THREADS": True}):
         with pytest.raises(ValueError, match="must be a C identifier with an integer value"):

@@ -5,20 +5,36 @@ reference, for every transform and order. The fused kernels have the same check 
 
 from __future__ import annotations
 
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
 import numpy as np
+import ptxemu
 import pytest
-from native import NumpyAsCupy, emulated_kernel, load
+from native import HERE, NumpyAsCupy, emulated_kernel, load
 
 from zkgpu import _cuda
 from zkgpu import ntt as N
+from zkgpu._cuda import KERNEL_DIR
 from zkgpu.field import FR, fr_from_ints, fr_to_ints
 
+BUILDS = {"default": {}, "lazy": {"ZK_NTT_LAZY": 1}, "no-smem-tw": {"NTT_SMEM_TW": 0},
+          "lazy-smem-tw-ilp2": {"ZK_NTT_LAZY": 1, "NTT_SMEM_TW": 1, "NTT_ILP": 2}}
 
-@pytest.fixture
-def stagewise_emulated(monkeypatch):
+
+@pytest.fixture(params=list(BUILDS))
+def stagewise_emulated(request, monkeypatch):
+    """The emulated stagewise kernels, built as they are by default (NTT_SMEM_TW=1: each pass's twiddles copied
+    to shared memory first, ntt.cu's load_pass_twiddles), with ZK_NTT_LAZY=1 (the DIF difference enters its twiddle
+    product unreduced, ntt_common.cuh's bf_dif_mul), with NTT_SMEM_TW=0 (every twiddle from the table) and NTT_ILP=2 (two butterflies per thread
+in flight; the emulation's one thread per block takes both); the host sees the same defines."""
     N.clear_cache()
     monkeypatch.setattr(_cuda, "cupy", NumpyAsCupy)
-    monkeypatch.setattr(N, "_kernel", lambda name: emulated_kernel(load("ntt_emu"), name))
+    monkeypatch.setattr(N, "DEFINES", dict(BUILDS[request.param]))
+    lib = load("ntt_emu", tuple((k, str(v)) for k, v in BUILDS[request.param].items()))
+    monkeypatch.setattr(N, "_kernel", lambda name: emulated_kernel(lib, name))
     monkeypatch.setattr(N, "_BR_Q", 16)  # ntt_bitrev_tiled needs 256 threads: the grid-stride ntt_bitrev
     yield
     N.clear_cache()
@@ -43,3 +59,60 @@ def test_stagewise_pass_kernels_emulated(radix, L, stagewise_emulated, monkeypat
                 N.ntt_inplace(w, inverse=inverse, coset=coset, order=order, algorithm="stagewise")
                 got = [FR.from_mont(v) for v in fr_to_ints(w.view(np.uint64).reshape(-1, 4))]
                 assert got == expected, f"radix {radix}, 2^{L}, inverse={inverse}, coset={coset}, {order}"
+
+
+@pytest.mark.parametrize("radix", [2, 4])
+def test_stagewise_edge_values_emulated(radix, stagewise_emulated, monkeypatch, pyrng):
+    """Inputs of 0, 1, r-1 and r-2 side by side: the butterflies see a - b at its extremes (r-1 - 0 gives the
+    lazy difference 2r-1, 0 - (r-1) gives 1), for every transform and order, against the reference."""
+    monkeypatch.setattr(N, "RADIX", radix)
+    r = FR.modulus
+    L = 6
+    edges = [0, 1, r - 1, r - 2]
+    for pattern in range(4):
+        x = [edges[(i * (pattern + 1) + (i >> 3)) % 4] if pattern < 3 else pyrng.choice(edges) for i in range(1 << L)]
+        for inverse in (False, True):
+            for coset in (False, True):
+                w = fr_from_ints([FR.to_mont(v) for v in x]).view(np.uint32).reshape(-1)
+                N.ntt_inplace(w, inverse=inverse, coset=coset, order="nn", algorithm="stagewise")
+                got = [FR.from_mont(v) for v in fr_to_ints(w.view(np.uint64).reshape(-1, 4))]
+                assert got == N.ntt_reference(x, inverse=inverse, coset=coset), (pattern, inverse, coset)
+
+
+def _ptx_butterfly_ops(lazy: int, tmp_path: Path, a: list[int], b: list[int], w: list[int]) -> list[tuple[int, int, int]]:
+    """(bf_add, bf_sub, bf_dif_mul) of ntt_common.cuh with -DZK_NTT_ASM=1 (the device asm chains), from the sm_90
+    PTX of tests/native/ntt_bf_check.cu run by the interpreter tests/ptxemu.py, one element at a time."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc not found")
+    out = tmp_path / f"bf{lazy}.ptx"
+    res = subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", "-ptx", f"-I{KERNEL_DIR}", "-DZK_NTT_ASM=1",
+                          f"-DZK_NTT_LAZY={lazy}", str(HERE / "ntt_bf_check.cu"), "-o", str(out)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    lines = ptxemu.entry_body(out.read_text(), "ntt_bf_check")
+    got = []
+    for x, y, z in zip(a, b, w, strict=True):
+        mem = {}
+        for base, v in ((0x1000, x), (0x2000, y), (0x3000, z)):
+            mem.update({base + 4 * k: (v >> (32 * k)) & 0xFFFFFFFF for k in range(8)})
+        ptxemu.run(lines, [0x1000, 0x2000, 0x3000, 0x4000, 1], mem)
+        got.append(tuple(sum(mem.get(0x4000 + 32 * j + 4 * k, 0) << (32 * k) for k in range(8)) for j in range(3)))
+    return got
+
+
+@pytest.mark.parametrize("lazy", [0, 1])
+def test_butterfly_asm_chains_in_ptx(lazy, tmp_path):
+    """The asm carry chains of bf_add / bf_sub / bf_dif_mul (ZK_NTT_ASM=1) as nvcc emits them for sm_90, with the
+    exact and the lazy difference: a + b, a - b mod r and (a - b) * w * R^-1 mod r on edge values (0, 1, r-1,
+    r-2, 2^k around the word boundaries; a - b reaches 2r-1 and 1 in the lazy form) and seeded random ones."""
+    r = FR.modulus
+    edges = [0, 1, 2, r - 1, r - 2, r // 2, (1 << 224) - 1, (1 << 32), (1 << 254) % r]
+    rnd = random.Random(13 + lazy)
+    pairs = [(x, y) for x in edges for y in edges][::3] + [(rnd.randrange(r), rnd.randrange(r)) for _ in range(6)]
+    a, b = [x for x, _ in pairs], [y for _, y in pairs]
+    w = [edges[i % len(edges)] if i % 2 else rnd.randrange(r) for i in range(len(pairs))]
+    rinv = pow(1 << 256, -1, r)
+    got = _ptx_butterfly_ops(lazy, tmp_path, a, b, w)
+    want = [((x + y) % r, (x - y) % r, (x - y) * z * rinv % r) for x, y, z in zip(a, b, w, strict=True)]
+    assert got == want

@@ -3,6 +3,7 @@ schedule in Python, and (marked gpu) the kernels against the reference on fresh 
 
 from __future__ import annotations
 
+import contextlib
 import random
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 
 from seeding import new_pyrng, new_rng
 from zkgpu import ntt as N
-from zkgpu.bench.ntt import bench_command, kernel_settings
+from zkgpu.bench.ntt import KERNEL_SPECS, bench_command, kernel_settings
 from zkgpu.domain import bitrev_indices, dft_naive, log2_size, ntt_reference
 from zkgpu.field import FR, fr_from_ints, fr_random, fr_to_ints
 from zkgpu.fr_device import from_montgomery, to_montgomery
@@ -545,6 +546,72 @@ def test_gpu_fused_equals_stagewise(L, kernel):
     cp.get_default_memory_pool().free_all_blocks()
 
 
+STAGEWISE_VARIANTS = {  # id -> (kernel spec, extra zkgpu.ntt.DEFINES)
+    "old-default": ("stagewise-ptx", {"NTT_SMEM_TW": 0, "NTT_MIN_BLOCKS": 4}),
+    "cxx": ("stagewise-cxx", {}),
+    "lazy": ("stagewise-lz-asm", {}),
+    "ilp2": ("stagewise-lz-st-i2-b2-asm", {}),
+    "r4-table-twiddles": ("stagewise-r4-lz-b3-w128-asm", {"NTT_SMEM_TW": 0}),
+}
+"""Builds of the stagewise kernels that must equal the default one bit for bit, one per code path the default build
+(asm-chain additions, each pass's twiddles in shared memory) does not take: the build that was the default before
+issue 13's run k13-ntt (volatile-PTX additions, every twiddle from the table), the portable additions, the lazy DIF
+difference, two butterflies per thread, radix-4 with table twiddles (zkgpu.bench.ntt.KERNEL_SPECS for the parts)."""
+
+
+def _edge_words(n: int, seed: int) -> np.ndarray:
+    """n elements whose Montgomery words are 0, 1, r-1 or r-2 (seeded mix): a - b at its extremes in the butterflies."""
+    pick = np.random.default_rng(seed).integers(0, 4, size=n)
+    return fr_from_ints([(0, 1, P - 1, P - 2)[i] for i in pick])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", list(STAGEWISE_VARIANTS))
+def test_gpu_stagewise_variants_equal_stagewise(variant):
+    """Every transform of a stagewise build equals the plain stagewise kernel (today's default build) bit for bit:
+    sizes 2^1..2^13 in every order, on random and on edge words; 2^20 and 2^24 natural order on random words;
+    compute_h at 2^14."""
+    from zkgpu.qap import compute_h_inplace
+
+    kernel, extra = STAGEWISE_VARIANTS[variant]
+
+    @contextlib.contextmanager
+    def build():
+        with kernel_settings(kernel):
+            N.DEFINES = {**N.DEFINES, **extra}  # kernel_settings restores DEFINES on the way out
+            yield
+
+    cp = _cp()
+    seed = int(new_rng().integers(2**32))
+    cases = [(L, order, edge) for L in range(1, 14) for order in N.ORDERS for edge in (False, True)]
+    cases += [(20, "nn", False), (24, "nn", False)]
+    cp.random.seed(seed)
+    for L, order, edge in cases:
+        if edge:
+            x = cp.asarray(_edge_words(1 << L, seed + L))
+        else:  # random words below 2^30 each (< r), drawn on the device
+            x = cp.random.randint(0, 1 << 30, size=(1 << L, 8), dtype=cp.uint32).view(cp.uint64)
+        for inverse, coset in VARIANTS:
+            want = x.copy()
+            N.ntt_inplace(want, inverse=inverse, coset=coset, order=order, algorithm="stagewise")
+            got = x.copy()
+            with build():
+                N.ntt_inplace(got, inverse=inverse, coset=coset, order=order)
+            assert bool((got == want).all()), (variant, L, order, edge, inverse, coset)
+            del want, got
+        del x
+    abc = [_dev_random(1 << 14, seed + i) for i in range(3)]
+    for d in abc:
+        to_montgomery(d)
+    want = [d.copy() for d in abc]
+    compute_h_inplace(*want, algorithm="stagewise")
+    with build():
+        compute_h_inplace(*abc)
+    assert bool((abc[0] == want[0]).all()), (variant, "compute_h")
+    N.clear_cache()
+    cp.get_default_memory_pool().free_all_blocks()
+
+
 @pytest.mark.gpu
 def test_gpu_arbitrary_positions_horner_2_20():
     n = 1 << 20
@@ -634,3 +701,10 @@ def test_kernel_settings_set_and_restore_the_ntt_settings():
         assert N.settings()["radix"] == 4
         raise RuntimeError("restored on the way out too")
     assert N.settings() == before
+    with kernel_settings("stagewise-r4-lz-st-b3-asm"):
+        s = N.settings()
+        assert (s["algorithm"], s["radix"], s["field_arith"]) == ("stagewise", 4, "asm")
+        assert s["defines"] == {"ZK_NTT_LAZY": "1", "NTT_SMEM_TW": "1", "NTT_MIN_BLOCKS": "3", "NTT_R4_MIN_BLOCKS": "3",
+                                "ZK_NTT_PTX": "0", "ZK_NTT_ASM": "1"}
+    assert N.settings() == before
+    assert {spec for spec, _ in STAGEWISE_VARIANTS.values()} <= set(KERNEL_SPECS)

@@ -82,7 +82,8 @@ P = FR.modulus
 G = FR.generator
 ORDERS = ("nn", "nr", "rn")
 # read from the kernel sources (zkgpu/_cuda.py: header_defines / header_enum), never restated here
-_MAX_TILE_LOG, _THREADS, _BR_Q = _cuda.header_defines("ntt.cu", "NTT_MAX_TILE_LOG", "NTT_THREADS", "NTT_BR_Q")
+_MAX_TILE_LOG, _THREADS, _BR_Q, _SMEM_TW = _cuda.header_defines("ntt.cu", "NTT_MAX_TILE_LOG", "NTT_THREADS", "NTT_BR_Q",
+                                                                "NTT_SMEM_TW")
 _FUSED_MAXK, _FUSED_THREADS = _cuda.header_defines("ntt_fused.cu", "NTT_FUSED_MAXK", "NTT_FUSED_THREADS")
 _ORDER = _cuda.header_enum("ntt_common.cuh", "ntt_order")  # the butterflies of a pass: nr (DIF), rn (DIT)
 _SCALE = _cuda.header_enum("ntt_common.cuh", "scale_mode")  # none, natural, bitrev, constant, h_step
@@ -91,8 +92,8 @@ _BIG_MAXK = 12  # NTT_FUSED_MAXK of the big-tile builds (FUSED_TILE_LOG 11, 12)
 ALGORITHMS = ("stagewise", "fused")
 ALGORITHM = "stagewise"
 """The default ``algorithm`` of :func:`ntt_inplace` (read at each call; a benchmark's kernel spec,
-:func:`zkgpu.bench.ntt.kernel_settings`, sets it for a block): "stagewise" (kernel ntt_pass: one radix-2 stage per shared-memory round trip, every twiddle
-from an n-entry table) or "fused" (kernels ntt_fused_*: radix-2^k sub-transforms with the stages in
+:func:`zkgpu.bench.ntt.kernel_settings`, sets it for a block): "stagewise" (kernel ntt_pass: one radix-2 stage per shared-memory round trip, each pass's twiddles
+copied from an n-entry table into shared memory) or "fused" (kernels ntt_fused_*: radix-2^k sub-transforms with the stages in
 registers, small twiddle tables, one outer twiddle per element per pass; see ntt.cu)."""
 FUSED_RADIX = 2
 """Elements per thread in the fused kernels (2, 4 or 8): the stages done in registers per shared-memory
@@ -108,8 +109,10 @@ m = 2^(s_lo+k): "split" (omega_n^E from two tables of about sqrt(n) entries, one
 H200 the outer products cost more than the table loads they save (data/nvidia-h200-20261201-bench-ntt)."""
 _OUTER_TABLE_MAX_LOG = 19  # 2^19 entries = 16 MiB
 FIELD_ARITH: str | None = None
-"""Field arithmetic of the NTT kernels when set: "ptx" (carry-chain asm) or "cxx" (portable C++); None
-keeps each module's default (kernel specs -ptx / -cxx set it for a benchmark)."""
+"""Additions of the NTT kernels when set (the product is ff.cuh's ZK_FF_MUL in every case): "ptx" (volatile asm,
+ZK_NTT_PTX=1), "cxx" (portable C++) or "asm" (stagewise: non-volatile asm chains, ZK_NTT_ASM=1; fused: portable).
+None keeps each module's default (kernel specs -ptx / -cxx / -asm set it for a benchmark)."""
+FIELD_ARITHS = ("ptx", "cxx", "asm")
 FUSED_TILE_LOG = 10
 """log2 of the fused passes' tiles (k field bits + c column bits), 1..12; a pass does at most this many
 stages. 10 (33 KiB of shared memory per block, 128 threads, several blocks per SM): 2^24 in 3 passes.
@@ -124,8 +127,10 @@ because it was the faster of the two on the H200 (``zkgpu bench ntt`` with each 
 DEFINES: dict[str, int] = {}
 """Extra ``-D`` build options of the NTT kernel modules (:func:`configure`; the command line maps
 ``ZKGPU_NTT_DEFINES="ZK_NTT_PTX=0,NTT_MIN_BLOCKS=3"`` to it): ``ZK_NTT_PTX`` 0 builds the kernels with
-the portable C++ field arithmetic instead of the PTX carry chains (1 the other way; defaults: PTX for
-ntt.cu, portable for ntt_fused.cu); ``NTT_THREADS`` / ``NTT_MIN_BLOCKS`` (stagewise) and
+the portable C++ additions instead of the volatile PTX chains (1 the other way; default 0 in both modules);
+``ZK_NTT_ASM`` 1 (stagewise; the default) the butterflies' additions as non-volatile asm chains; ``ZK_NTT_LAZY`` 1 (stagewise) the DIF difference unreduced into its twiddle product
+(ntt_common.cuh says why that is exact); ``NTT_SMEM_TW`` 1 (stagewise; the default) a pass's twiddles copied to shared memory
+once per pass (ntt.cu's load_pass_twiddles); ``NTT_ILP`` 2 two radix-2 butterflies per thread in flight; ``NTT_THREADS`` / ``NTT_MIN_BLOCKS`` / ``NTT_R4_MIN_BLOCKS`` (stagewise) and
 ``NTT_FUSED_THREADS`` / ``NTT_FUSED_MIN_BLOCKS`` (fused) set the block size and the occupancy target."""
 
 
@@ -188,8 +193,12 @@ def _defines() -> tuple[tuple[str, str], ...]:
     """The ``-D`` build options of the NTT modules: :data:`DEFINES`, plus ZK_NTT_PTX from
     :data:`FIELD_ARITH` when that is set and DEFINES does not set it."""
     out = [(k, str(v)) for k, v in DEFINES.items()]
-    if FIELD_ARITH is not None and "ZK_NTT_PTX" not in DEFINES:
-        out.append(("ZK_NTT_PTX", "1" if FIELD_ARITH == "ptx" else "0"))
+    if FIELD_ARITH is not None and FIELD_ARITH not in FIELD_ARITHS:
+        raise ValueError(f"zkgpu.ntt.FIELD_ARITH must be one of {FIELD_ARITHS} or None, got {FIELD_ARITH!r}")
+    if FIELD_ARITH is not None:  # each choice sets both macros, whatever the headers' defaults
+        for name, value in (("ZK_NTT_PTX", FIELD_ARITH == "ptx"), ("ZK_NTT_ASM", FIELD_ARITH == "asm")):
+            if name not in DEFINES:
+                out.append((name, str(int(value))))
     return tuple(out)
 
 
@@ -231,6 +240,7 @@ def _fused_kernel(name: str, lr: int) -> Any:
 
 
 def _launch_fused(kern: Any, grid: int, block: int, shared: int, args: tuple) -> None:
+    """Launch a pass kernel (stagewise or fused) with ``shared`` bytes of dynamic shared memory."""
     if shared > 48 * 1024:  # beyond the default limit of dynamic shared memory: opt in
         kern.max_dynamic_shared_size_bytes = shared
     kern((grid,), (block,), args, shared_mem=shared)
@@ -587,17 +597,16 @@ def ntt_inplace(
     rad = radix()
     kern = _kernel("ntt_pass_r4" if rad == 4 else "ntt_pass")
     nthreads = _threads()
+    smem_per_element = 64 if int(dict(_defines()).get("NTT_SMEM_TW", _SMEM_TW)) else 32  # + the pass's twiddles
     last = len(passes) - 1
     for i, (s_lo, k, c) in enumerate(passes):
         T = 1 << (k + c)
-        kern(
-            (n // T,),
-            (max(1, min(T // rad, nthreads)),),
+        _launch_fused(
+            kern, n // T, max(1, min(T // rad, nthreads)), smem_per_element * T,
             (
                 w, tw, np.int32(L), np.int32(s_lo), np.int32(k), np.int32(c), np.int32(_ORDER["rn" if dit else "nr"]),
                 pre, np.int32(pre_mode if i == 0 else _SCALE["none"]), post, np.int32(post_mode if i == last else _SCALE["none"]),
             ),
-            shared_mem=32 * T,
         )
     if order == "nn":
         bitrev_permute(w)

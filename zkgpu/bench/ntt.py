@@ -38,7 +38,10 @@ __all__ = [
 
 
 KERNEL_SPECS = tuple(
-    "-".join(["stagewise", *parts]) for parts in ([r, a] for r in ("", "r2", "r4") for a in ("", "ptx", "cxx"))
+    "-".join(["stagewise", *parts])
+    for parts in ([r, z, st, i, b, w, a] for r in ("", "r2", "r4") for z in ("", "lz") for st in ("", "st")
+                  for i in ("", "i2") for b in ("", "b1", "b2", "b3", "b4") for w in ("", "w128", "w512")
+                  for a in ("", "ptx", "cxx", "asm"))
     for parts in [[p for p in parts if p]]
 ) + tuple(
     "-".join(["fused", *parts])
@@ -48,8 +51,13 @@ KERNEL_SPECS = tuple(
 )
 """Kernel choices of ``zkgpu bench ntt`` (:func:`kernel_settings` applies one): an
 algorithm, then optionally -rN (stagewise: ``zkgpu.ntt.RADIX`` 2/4; fused: ``FUSED_RADIX`` 2/4/8), -exact/-split/-table/-auto (fused: ``FUSED_OUTER``), -t12 (fused:
-``FUSED_TILE_LOG`` 12, 2^24 in two passes) and -ptx/-cxx (``FIELD_ARITH``); unstated settings keep their
-current values."""
+``FUSED_TILE_LOG`` 12, 2^24 in two passes), -lz (stagewise: the lazy DIF difference, ``ZK_NTT_LAZY=1``), -st
+(stagewise: each pass's twiddles in shared memory, ``NTT_SMEM_TW=1``), -i2 (stagewise radix-2: two butterflies
+loaded before either is computed, ``NTT_ILP=2``), -w128/-w512 (stagewise: threads per
+block, ``NTT_THREADS``), -bN
+(stagewise: N blocks per SM as the register target, ``NTT_MIN_BLOCKS`` and ``NTT_R4_MIN_BLOCKS``) and
+-ptx/-cxx/-asm (``FIELD_ARITH``); unstated settings keep their current values (-lz, -st, -i2, -wN and -bN add to
+``zkgpu.ntt.DEFINES`` for the block)."""
 
 BENCH_VARIANTS: dict[str, dict[str, Any]] = {
     "forward-nr": dict(inverse=False, coset=False, order="nr"),
@@ -72,14 +80,25 @@ def kernel_settings(spec: str) -> Iterator[None]:
     """
     parts = spec.split("-")
     if parts[0] not in ntt.ALGORITHMS or spec not in KERNEL_SPECS:
-        raise ValueError(f"unknown NTT kernel {spec!r}; choose from {', '.join(KERNEL_SPECS)}")
-    names = ("ALGORITHM", "RADIX", "FUSED_RADIX", "FUSED_OUTER", "FUSED_TILE_LOG", "FIELD_ARITH")
+        raise ValueError(f"unknown NTT kernel {spec!r}; zkgpu.bench.ntt.KERNEL_SPECS lists the {len(KERNEL_SPECS)} choices "
+                         "(e.g. stagewise, stagewise-lz-st-b3-asm, fused, fused-r4-auto-t12)")
+    names = ("ALGORITHM", "RADIX", "FUSED_RADIX", "FUSED_OUTER", "FUSED_TILE_LOG", "FIELD_ARITH", "DEFINES")
     saved = {k: getattr(ntt, k) for k in names}
     try:
         ntt.ALGORITHM = parts[0]
         for part in parts[1:]:
-            if part in ("ptx", "cxx"):
+            if part in ntt.FIELD_ARITHS:
                 ntt.FIELD_ARITH = part
+            elif part == "lz":
+                ntt.DEFINES = {**ntt.DEFINES, "ZK_NTT_LAZY": 1}
+            elif part == "st":
+                ntt.DEFINES = {**ntt.DEFINES, "NTT_SMEM_TW": 1}
+            elif part == "i2":
+                ntt.DEFINES = {**ntt.DEFINES, "NTT_ILP": 2}
+            elif part.startswith("w"):
+                ntt.DEFINES = {**ntt.DEFINES, "NTT_THREADS": int(part[1:])}
+            elif part.startswith("b"):
+                ntt.DEFINES = {**ntt.DEFINES, "NTT_MIN_BLOCKS": int(part[1:]), "NTT_R4_MIN_BLOCKS": int(part[1:])}
             elif part.startswith("t"):
                 ntt.FUSED_TILE_LOG = int(part[1:])
             elif part.startswith("r"):

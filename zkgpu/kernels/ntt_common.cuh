@@ -1,6 +1,7 @@
-// zkgpu: what the NTT modules share (ntt.cu, ntt_fused.cu): Fr with the PTX carry chains (ZK_NTT_PTX=0
-// selects the portable C++ arithmetic), shared-memory element access, the orders and pointwise scalings
-// of a pass (enums that zkgpu/ntt.py reads from this file, common.cuh) and the tile geometry of a pass
+// zkgpu: what the NTT modules share (ntt.cu, ntt_fused.cu): Fr with the volatile PTX additions where a module
+// leaves ZK_NTT_PTX unset or 1 (both modules set 0, the portable C++ additions, by default), the stagewise
+// butterflies' additions (bf_add, bf_sub, bf_dif_mul), shared-memory element access, the orders and pointwise
+// scalings of a pass (enums that zkgpu/ntt.py reads from this file, common.cuh) and the tile geometry of a pass
 // (see ntt.cu's file comment).
 #pragma once
 #define ZK_FF_PTX_DEFAULT 1
@@ -46,6 +47,103 @@ __device__ __forceinline__ fr_t scale(const fr_t& x, const fr_t* tab, scale_mode
     if (mode == scale_mode::none) return x;
     uint32_t idx = mode == scale_mode::natural ? g : (mode == scale_mode::bitrev ? bitrev(g, L) : 0u);
     return x * load_v4(tab, idx);
+}
+
+// The additions of the stagewise butterflies (ntt.cu), a, b < r:
+//   bf_add(a, b) = a + b mod r, bf_sub(a, b) = a - b mod r: fr_t's operators, or with ZK_NTT_ASM=1 (device code)
+//     non-volatile asm statements, each one whole carry chain (as ff.cuh's even/odd product): the compiler may
+//     interleave them with the products. r < 2^255, so a + b < 2^256 has no carry out of the top word.
+//   bf_dif_mul(w, a, b) = (a - b) * w, w < r: with ZK_NTT_LAZY=1 the difference enters the product unreduced,
+//     as d = a - b + r (mod 2^256) in [1, 2r), one chain of subtractions and one of additions instead of the
+//     conditional add-back. Correct because the Montgomery product x * y (every ZK_FF_MUL variant) splits
+//     the limbs of its first operand x and reads y only word by word: with x < r, any y < 2^256 and a running
+//     value t < 2r, a row gives (t + x*y_i + m*r) / 2^32 < (2r + 2 * (2^32-1) * r) / 2^32 < 2r, so every
+//     bound the product relies on (t < 2r before the final subtraction, the even/odd split's dropped carry:
+//     its odd accumulator is at most the row's total / 2^32 < 2r < 2^256) holds as for y < r, and the
+//     result is the same fully reduced residue, bit for bit. The twiddle w must be the FIRST operand.
+#ifndef ZK_NTT_ASM
+#define ZK_NTT_ASM 0
+#endif
+#ifndef ZK_NTT_LAZY
+#define ZK_NTT_LAZY 0
+#endif
+static_assert(zk::fr_params::p(7) < 0x80000000u, "bf_add and the lazy difference need 2r < 2^256");
+#define ZK_NTT_R8(x) "r"(x.v[0]), "r"(x.v[1]), "r"(x.v[2]), "r"(x.v[3]), "r"(x.v[4]), "r"(x.v[5]), "r"(x.v[6]), "r"(x.v[7])
+#define ZK_NTT_W8(x) "=r"(x[0]), "=r"(x[1]), "=r"(x[2]), "=r"(x[3]), "=r"(x[4]), "=r"(x[5]), "=r"(x[6]), "=r"(x[7])
+#define ZK_NTT_P8 "n"(zk::fr_params::p(0)), "n"(zk::fr_params::p(1)), "n"(zk::fr_params::p(2)), "n"(zk::fr_params::p(3)), \
+    "n"(zk::fr_params::p(4)), "n"(zk::fr_params::p(5)), "n"(zk::fr_params::p(6)), "n"(zk::fr_params::p(7))
+// %0..%7 = %8..%15 OP %16..%23 as one carry chain (OP: add or sub)
+#define ZK_NTT_CHAIN8(op)                                                                                     \
+    #op ".cc.u32 %0, %8, %16;\n\t" #op "c.cc.u32 %1, %9, %17;\n\t" #op "c.cc.u32 %2, %10, %18;\n\t"            \
+    #op "c.cc.u32 %3, %11, %19;\n\t" #op "c.cc.u32 %4, %12, %20;\n\t" #op "c.cc.u32 %5, %13, %21;\n\t"       \
+    #op "c.cc.u32 %6, %14, %22;\n\t"
+#if defined(__CUDA_ARCH__) && ZK_NTT_ASM
+__device__ __forceinline__ fr_t bf_add(const fr_t& a, const fr_t& b) {
+    uint32_t t[8], d[8], keep;
+    asm(ZK_NTT_CHAIN8(add) "addc.u32 %7, %15, %23;" : ZK_NTT_W8(t) : ZK_NTT_R8(a), ZK_NTT_R8(b));
+    // d = t - r; keep = all ones iff that borrows (t < r)
+    asm("sub.cc.u32 %0, %9, %17;\n\t subc.cc.u32 %1, %10, %18;\n\t subc.cc.u32 %2, %11, %19;\n\t"
+        "subc.cc.u32 %3, %12, %20;\n\t subc.cc.u32 %4, %13, %21;\n\t subc.cc.u32 %5, %14, %22;\n\t"
+        "subc.cc.u32 %6, %15, %23;\n\t subc.cc.u32 %7, %16, %24;\n\t subc.u32 %8, %25, %25;"
+        : ZK_NTT_W8(d), "=r"(keep)
+        : "r"(t[0]), "r"(t[1]), "r"(t[2]), "r"(t[3]), "r"(t[4]), "r"(t[5]), "r"(t[6]), "r"(t[7]), ZK_NTT_P8, "r"(0u));
+    fr_t r;
+ZK_UNROLL
+    for (int i = 0; i < 8; i++) r.v[i] = (t[i] & keep) | (d[i] & ~keep);
+    return r;
+}
+// d = a - b (%0..%7) and mask = all ones on borrow (%8).
+__device__ __forceinline__ uint32_t bf_sub_raw(uint32_t* d, const fr_t& a, const fr_t& b) {
+    uint32_t mask;
+    asm("sub.cc.u32 %0, %9, %17;\n\t subc.cc.u32 %1, %10, %18;\n\t subc.cc.u32 %2, %11, %19;\n\t"
+        "subc.cc.u32 %3, %12, %20;\n\t subc.cc.u32 %4, %13, %21;\n\t subc.cc.u32 %5, %14, %22;\n\t"
+        "subc.cc.u32 %6, %15, %23;\n\t subc.cc.u32 %7, %16, %24;\n\t subc.u32 %8, %25, %25;"
+        : ZK_NTT_W8(d), "=r"(mask) : ZK_NTT_R8(a), ZK_NTT_R8(b), "r"(0u));
+    return mask;
+}
+// r = d + (p & mask), the carry out dropped (d + p wraps back below 2^256 exactly when d wrapped).
+__device__ __forceinline__ fr_t bf_add_p(const uint32_t* d, uint32_t mask) {
+    fr_t r, pm;
+ZK_UNROLL
+    for (int i = 0; i < 8; i++) pm.v[i] = zk::fr_params::p(i) & mask;
+    asm(ZK_NTT_CHAIN8(add) "addc.u32 %7, %15, %23;" : ZK_NTT_W8(r.v)
+        : "r"(d[0]), "r"(d[1]), "r"(d[2]), "r"(d[3]), "r"(d[4]), "r"(d[5]), "r"(d[6]), "r"(d[7]), ZK_NTT_R8(pm));
+    return r;
+}
+__device__ __forceinline__ fr_t bf_sub(const fr_t& a, const fr_t& b) {
+    uint32_t d[8];
+    const uint32_t mask = bf_sub_raw(d, a, b);
+    return bf_add_p(d, mask);
+}
+__device__ __forceinline__ fr_t bf_sub_lazy(const fr_t& a, const fr_t& b) {
+    uint32_t d[8];
+    bf_sub_raw(d, a, b);
+    return bf_add_p(d, 0xffffffffu);
+}
+#else
+ZK_HD fr_t bf_add(const fr_t& a, const fr_t& b) { return a + b; }
+ZK_HD fr_t bf_sub(const fr_t& a, const fr_t& b) { return a - b; }
+// a - b + r (mod 2^256), in [1, 2r) for a, b < r.
+ZK_HD fr_t bf_sub_lazy(const fr_t& a, const fr_t& b) {
+    fr_t d;
+    uint64_t borrow = 0, carry = 0;
+ZK_UNROLL
+    for (int i = 0; i < 8; i++) {
+        const uint64_t s = (uint64_t)a.v[i] - b.v[i] - borrow;
+        borrow = (s >> 63) & 1;
+        const uint64_t t = (uint64_t)(uint32_t)s + zk::fr_params::p(i) + carry;
+        d.v[i] = (uint32_t)t;
+        carry = t >> 32;
+    }
+    return d;
+}
+#endif
+ZK_HD fr_t bf_dif_mul(const fr_t& w, const fr_t& a, const fr_t& b) {
+#if ZK_NTT_LAZY
+    return w * bf_sub_lazy(a, b);
+#else
+    return bf_sub(a, b) * w;
+#endif
 }
 
 // The tile of a pass: tile element u <-> global index g(u) (see ntt.cu's file comment). Tile b of the pass over
