@@ -708,3 +708,15 @@ def test_kernel_settings_set_and_restore_the_ntt_settings():
                                 "ZK_NTT_PTX": "0", "ZK_NTT_ASM": "1"}
     assert N.settings() == before
     assert {spec for spec, _ in STAGEWISE_VARIANTS.values()} <= set(KERNEL_SPECS)
+
+
+def test_every_kernel_spec_parses():
+    """Each name of zkgpu.bench.ntt.KERNEL_SPECS sets the module settings it names ("table" is an outer
+    mode, not a tile "t<N>": the GPU run of 2026-12-01 caught that parse error in fused-r4-table)."""
+    from zkgpu.bench.ntt import KERNEL_SPECS, kernel_settings
+
+    for spec in KERNEL_SPECS:
+        with kernel_settings(spec):
+            pass
+    with kernel_settings("fused-r4-table-t12"):
+        assert (N.FUSED_OUTER, N.FUSED_TILE_LOG, N.FUSED_RADIX) == ("table", 12, 4)

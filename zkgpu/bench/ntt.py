@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -95,13 +96,13 @@ def kernel_settings(spec: str) -> Iterator[None]:
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_SMEM_TW": 1}
             elif part == "i2":
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_ILP": 2}
-            elif part.startswith("w"):
+            elif re.fullmatch(r"w\d+", part):
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_THREADS": int(part[1:])}
-            elif part.startswith("b"):
+            elif re.fullmatch(r"b\d+", part):
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_MIN_BLOCKS": int(part[1:]), "NTT_R4_MIN_BLOCKS": int(part[1:])}
-            elif part.startswith("t"):
+            elif re.fullmatch(r"t\d+", part):  # not "table", an outer mode
                 ntt.FUSED_TILE_LOG = int(part[1:])
-            elif part.startswith("r"):
+            elif re.fullmatch(r"r\d+", part):
                 if ntt.ALGORITHM == "fused":
                     ntt.FUSED_RADIX = int(part[1:])
                 else:
