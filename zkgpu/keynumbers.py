@@ -73,7 +73,8 @@ def save_key_numbers(name: str, numbers: dict[str, Any], finding: str = "", *, o
     The file is ``{"finding": "<one sentence>", "numbers": {key: {"value", "unit", "label",
     "scenario"}}}`` (build entries with :func:`number`; plain ``key: scalar`` entries are kept as
     they are). ``out_dir`` defaults to the folder given to :func:`configure`; with neither, nothing
-    is written and None returned. Values must be JSON-serializable (numpy scalars are converted).
+    is written and None returned. Values must be JSON-serializable (numpy scalars are converted); the
+    keys keep the order the notebook gave them (the index page lists them in that order).
 
     Returns: the file written, or None.
     """
@@ -83,5 +84,5 @@ def save_key_numbers(name: str, numbers: dict[str, Any], finding: str = "", *, o
     folder.mkdir(parents=True, exist_ok=True)
     f = folder / f"{name}.json"
     doc = {"finding": str(finding), "numbers": _plain(numbers)}
-    f.write_text(json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    f.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
     return f
