@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from nodetools import need_node
 
 from zkgpu.cli import main
 from zkgpu.field import FR, fr_from_ints, fr_to_ints
@@ -40,15 +41,6 @@ FIXTURE = ROOT / "zkgpu" / "groth16" / "fixtures"  # mulchain-8, committed: proo
 P = FR.modulus
 
 
-def _need_node():
-    try:
-        return tools()
-    except ToolError as exc:
-        if os.environ.get("ZKGPU_REQUIRE_NODE"):
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
-
-
 def test_tools_take_node_and_modules_from_keywords_and_configure(tmp_path, restore_settings):
     from zkgpu import settings
     from zkgpu.groth16 import circuits
@@ -68,14 +60,14 @@ def test_tools_take_node_and_modules_from_keywords_and_configure(tmp_path, resto
 
 @pytest.fixture(scope="session")
 def mulchain():
-    _need_node()
+    need_node()
     return build("mulchain-8", CACHE)
 
 
 @pytest.fixture(scope="session")
 def mulchain_bn128():
     """The same circuit for bn128 (snarkjs's default curve): compiled without --prime, bn128 ptau."""
-    t = _need_node()
+    t = need_node()
     root = CACHE / "mulchain-8-bn128"
     zkey, wtns = root / "circuit.zkey", root / "circuit.wtns"
     if not (zkey.exists() and wtns.exists()):
@@ -330,7 +322,7 @@ def test_cli_errors_are_one_line(mulchain, mulchain_bn128, tmp_path):
 @pytest.mark.slow
 def test_poseidon_proof(tmp_path):
     """A circomlib Poseidon(2) hash (517 constraints, domain 2^10) proven on the CPU, verified by snarkjs."""
-    _need_node()
+    need_node()
     files = build("poseidon-1", CACHE)
     res, proof, public = _prove_cli(files.zkey, files.wtns, tmp_path)
     assert res.exit_code == 0, res.output
@@ -350,7 +342,7 @@ def test_gpu_proof_verified_by_snarkjs(mulchain, tmp_path):
 
 @pytest.mark.gpu
 def test_gpu_poseidon_matches_cpu(tmp_path):
-    _need_node()
+    need_node()
     files = build("poseidon-1", CACHE)
     zk, w = read_zkey(files.zkey), read_wtns(files.wtns)
     g, c = prove(zk, w, device="gpu", seed=4), prove(zk, w, device="cpu", seed=4)
@@ -446,7 +438,7 @@ def test_bench_prove_usage_errors(tmp_path):
 def test_fast_setup_keys_work_with_snarkjs(name, tmp_path):
     """zkgpu.groth16.setup's key: snarkjs exports its verification key, proves with it, and accepts
     both snarkjs's and zkgpu's proofs; a wrong public input is still rejected."""
-    t = _need_node()
+    t = need_node()
     files = build(name, CACHE, setup="fast")
     res, proof, public = _prove_cli(files.zkey, files.wtns, tmp_path)
     assert res.exit_code == 0, res.output
@@ -475,7 +467,7 @@ def test_python_mulchain_is_circoms(n):
     """zkgpu.groth16.setup.mulchain_r1cs builds circom2's mulchain-N term for term, and its witness."""
     from zkgpu.groth16.setup import mulchain_r1cs, read_r1cs
 
-    _need_node()
+    need_node()
     files = build(f"mulchain-{n}", CACHE)
     ref, mine = read_r1cs(files.r1cs), mulchain_r1cs(n)
     r1, wit = mine

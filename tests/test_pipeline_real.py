@@ -7,17 +7,17 @@ except for the snarkjs checks)."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from nodetools import need_node
 
 from zkgpu import _cuda
 from zkgpu.field import FR, fr_from_ints
-from zkgpu.groth16.circuits import ToolError, snarkjs_verify, tools
+from zkgpu.groth16.circuits import snarkjs_verify
 from zkgpu.groth16.formats import read_wtns, read_zkey
 from zkgpu.groth16.proof import proof_json, read_proof, verify_py_ecc
 from zkgpu.groth16.prover import odd_coset_scalars, prove
@@ -33,15 +33,6 @@ ZKEY, WTNS, VKEY = FIXTURE / "circuit.zkey", FIXTURE / "circuit.wtns", FIXTURE /
 #: the phases every notebook reads, present in a real-proof run too
 PHASES = {"synthesize", "prep_msm", "b_g2_msm", "ntt_msm_h", "h2d", "ntt", "h_msm", "barrier_wait", "batch_add", "tail_msm", "finalize"}
 SEED = 5
-
-
-def _need_node():
-    try:
-        return tools()
-    except ToolError as exc:
-        if os.environ.get("ZKGPU_REQUIRE_NODE"):
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +107,7 @@ def test_write_proofs_never_overwrites(tmp_path):
 
 
 def test_snarkjs_verifies_every_partition(tmp_path, second_wtns):
-    _need_node()
+    need_node()
     rc = load_circuit(ZKEY, [WTNS, second_wtns])
     res = run_pipeline(PipelineConfig.for_circuit(rc, partitions=3, device="cpu", transfer="pinned_pool"))
     written = write_proofs(res.partitions, tmp_path)
@@ -180,7 +171,7 @@ def test_gpu_pipeline_proofs_verify(transfer, scope, prep, second_wtns):
 @pytest.mark.gpu
 def test_gpu_pipeline_snarkjs(tmp_path):
     """On the GPU host: the GPU pipeline's proofs pass snarkjs groth16 verify."""
-    _need_node()
+    need_node()
     rc = load_circuit(ZKEY, [WTNS])
     res = run_pipeline(PipelineConfig.for_circuit(rc, partitions=2, device="gpu", transfer="pinned_pool"))
     ok, tool = check_proofs(rc, res.partitions, tmp_path, VKEY)

@@ -50,6 +50,15 @@ def cases() -> dict[str, np.ndarray]:
 CASES = cases()
 
 
+def _assert_same_proof_parts(got, ref) -> None:
+    """Both runs ok, and every partition's h, l, a, b_g1, b_g2 equal bit for bit (names partition and part)."""
+    assert ref.ok and got.ok, (ref.errors, got.errors)
+    assert len(got.partitions) == len(ref.partitions)
+    for p in range(len(ref.partitions)):
+        for k in ("h", "l", "a", "b_g1", "b_g2"):
+            assert np.array_equal(getattr(got.partitions[p], k), getattr(ref.partitions[p], k)), (p, k)
+
+
 def assert_same(got, want) -> None:
     assert (got.n, got.ones, got.zeros, got.significant) == (want.n, want.ones, want.zeros, want.significant)
     assert got.bitmap.dtype == want.bitmap.dtype and np.array_equal(got.bitmap, want.bitmap)
@@ -196,10 +205,7 @@ def test_pipeline_cpu_parallel_gives_the_same_proof_parts(scope):
     prepared = prepare_backend(base)
     ref = run_pipeline(base, prepared=prepared)
     par = run_pipeline(base.with_(prep="cpu_parallel", prep_threads=2), prepared=prepared)
-    assert ref.ok and par.ok, (ref.errors, par.errors)
-    for p in range(base.partitions):
-        for k in ("h", "l", "a", "b_g1", "b_g2"):
-            assert np.array_equal(getattr(par.partitions[p], k), getattr(ref.partitions[p], k)), (p, k)
+    _assert_same_proof_parts(par, ref)
     pm = par.events[par.events.phase == "prep_msm"]
     assert len(pm) == base.partitions and pm["detail"].str.contains("prep=cpu_parallel").all()
     assert par.events["run"].iloc[0].endswith("prep_cpu_parallel")
@@ -211,10 +217,7 @@ def test_pipeline_without_shared_mutex_or_with_concurrent_tails_gives_the_same_p
     prepared = prepare_backend(base)
     ref = run_pipeline(base, prepared=prepared)
     free = run_pipeline(base.with_(**kw), prepared=prepared)
-    assert ref.ok and free.ok, (ref.errors, free.errors)
-    for p in range(base.partitions):
-        for k in ("h", "l", "a", "b_g1", "b_g2"):
-            assert np.array_equal(getattr(free.partitions[p], k), getattr(ref.partitions[p], k)), (p, k)
+    _assert_same_proof_parts(free, ref)
     held = free.events[free.events.phase == "mutex_held"]
     assert len(held) == base.partitions  # one private lock interval per partition, as coarse
 
@@ -262,7 +265,4 @@ def test_gpu_pipeline_prep_variants_match_cpu_prep(kw):
     prepared = prepare_backend(base)
     ref = run_pipeline(base, prepared=prepared)
     got = run_pipeline(base.with_(**kw), prepared=prepared)
-    assert ref.ok and got.ok, (ref.errors, got.errors)
-    for i in range(base.partitions):
-        for k in ("h", "l", "a", "b_g1", "b_g2"):
-            assert np.array_equal(getattr(got.partitions[i], k), getattr(ref.partitions[i], k)), (i, k)
+    _assert_same_proof_parts(got, ref)

@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from . import __version__, live, record, settings
+from . import __version__, record, settings
 from . import report as report_mod
 from .bench import hostload as bench_hostload
 from .bench import msm as bench_msm
@@ -32,7 +32,6 @@ def main() -> None:
     """zkgpu: GPU bottlenecks in ZK provers (BLS12-381 NTT/MSM, H2D paths, cuzk pipeline)."""
     try:
         settings.apply()  # the ZKGPU_* variables (zkgpu.settings), once, before any command
-        live.configure_from_env()  # ZKGPU_DATA, ZKGPU_NB_OUT -> replay, keynumbers
     except ValueError as exc:
         raise CliError(str(exc)) from exc
 

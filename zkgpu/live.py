@@ -77,7 +77,8 @@ def configure_from_env() -> None:
     notebooks write their key numbers; ``zkgpu report`` sets it) to the library:
     :func:`zkgpu.replay.configure` and :func:`zkgpu.keynumbers.configure` (unset or empty: the
     repository's ``data/``, and no key-numbers file). Called by :func:`open_source`,
-    :func:`open_prove_source` and the ``zkgpu`` command.
+    :func:`open_prove_source` and notebook 07b, in the notebooks' kernels (the ``zkgpu`` command
+    applies the same two variables through :mod:`zkgpu.settings`).
 
     Raises:
         ValueError: ``$ZKGPU_NB_OUT`` names an existing file (names the variable).
