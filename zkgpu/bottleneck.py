@@ -136,7 +136,7 @@ the other notebooks, which replay the newest ``data/*-record*`` with the full sc
 not see them."""
 
 #: the settings that name a scenario (``settings`` of a manifest entry; older entries: its ``config``)
-_SETTING_KEYS = ("transfer", "lock_scope", "gw", "prep", "tail_streams")
+_SETTING_KEYS = ("transfer", "lock_scope", "gw", "prep", "tail_streams", "h2d_stage")
 
 
 def _settings(entry: dict[str, Any]) -> dict[str, Any]:
@@ -146,12 +146,12 @@ def _settings(entry: dict[str, Any]) -> dict[str, Any]:
     return {k: cfg[k] for k in _SETTING_KEYS if k in cfg}
 
 
-def _story_step(settings: dict[str, Any]) -> tuple[int, int, bool, int]:
-    """The last-mile story's order: CPU-parallel prep, then GPU prep, more workers, concurrent
-    tail MSMs, then the mutex over the submission only, and last no shared mutex (each step
-    changes one more thing)."""
+def _story_step(settings: dict[str, Any]) -> tuple[int, int, bool, bool, int]:
+    """The last-mile story's order: CPU-parallel prep, then GPU prep, the H2D before the mutex,
+    more workers, concurrent tail MSMs, then the mutex over the submission only, and last no
+    shared mutex (each step changes one more thing)."""
     return ({"none": 2, "submit": 1}.get(str(settings.get("lock_scope", "")), 0), int(settings.get("tail_streams", 1)),
-            settings.get("prep") != "cpu_parallel", int(settings.get("gw", 2)))
+            settings.get("prep") != "cpu_parallel", settings.get("h2d_stage", "in_lock") == "pre_lock", int(settings.get("gw", 2)))
 
 
 def prep_scenarios(source: Source | Recording) -> dict[str, dict[str, Any]]:

@@ -19,7 +19,8 @@ Scenarios (:data:`SCENARIOS`, in this order): ``baseline`` (pageable a/b/c, coar
 (cudaHostRegister, coarse, gw=2), ``pinned_gw1``, ``pinned_gw3``, and ``compute_only`` (data resident on the device) when the
 pipeline offers it; then, beyond upstream, the pinned pool with the narrow lock and prep_msm off the
 critical path (``narrow_prep_parallel``: ``prep="cpu_parallel"``, ``narrow_prep_gpu``: ``prep="gpu"``,
-also with gw=3), then ``narrow_prep_gpu_tails`` (``tail_streams=3``: the small batch additions and
+then ``narrow_prep_gpu_h2d_pre_lock``: a/b/c copied before the mutex, ``h2d_stage="pre_lock"``;
+``narrow_prep_gpu_gw3``: gw=3), then ``narrow_prep_gpu_tails`` (``tail_streams=3``: the small batch additions and
 tail MSMs at once), ``unlocked_prep_gpu_tails`` (no shared mutex) and ``submit_prep_gpu`` /
 ``submit_prep_gpu_tails`` (the mutex over the submission only: ``lock_scope="submit"``). :data:`LAST_MILE_SCENARIOS` is the short set of notebook 07b. On the CPU (``--device cpu``) ``registered`` is skipped (it needs
 cudaHostRegister) and every number is a CPU number; the manifest says ``"device": "cpu"``.
@@ -93,6 +94,8 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     # beyond upstream (notebook 07b): prep_msm off the critical path, then the GPU phases themselves
     "narrow_prep_parallel": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "cpu_parallel"},
     "narrow_prep_gpu": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "gpu"},
+    # + the H2D of a/b/c before the mutex (h2d_stage="pre_lock"): its DMA overlaps the other worker's kernels
+    "narrow_prep_gpu_h2d_pre_lock": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "gpu", "h2d_stage": "pre_lock"},
     "narrow_prep_gpu_gw3": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 3, "prep": "gpu"},
     # + the three batch additions and the three tail MSMs each on its own stream, at once
     "narrow_prep_gpu_tails": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "gpu", "tail_streams": 3},
