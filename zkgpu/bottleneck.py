@@ -7,10 +7,14 @@
   ``zkgpu bench prep`` table scaled by the measured slowdown of the ``cpu`` variant in the pipeline;
   :func:`prep_workload`: the scalars one partition's prep_msm classifies.
 * :func:`predict`: :func:`zkgpu.model.simulate` of a scenario with that prep time;
-  :func:`predictions`: that for every prep scenario, calibrated on the recording (and on an earlier
-  one, :func:`prior_recording`).
-* The notebook's tables: :func:`idle_table`, :func:`steps_table`, :func:`prediction_vs_measurement`;
-  issue 12's targets: :func:`acceptance`, :func:`acceptance_markdown`; its key numbers:
+  :func:`predictions`: that for every prep scenario (and for steps not yet recorded), each
+  calibrated on another scenario of the recording with the same prep placement
+  (:func:`calibration_scenario`: the GPU phases' host part depends on what the host's CPUs do),
+  and on an earlier recording of the same scenario (:func:`prior_recording`).
+* The notebook's tables: :func:`idle_table`, :func:`lock_table` (what the mutex holds, the copy of
+  a/b/c inside it or not), :func:`steps_table`, :func:`prediction_vs_measurement`; the targets
+  (utilization, throughput against the baseline and the compute-only bound, the model's error):
+  :func:`acceptance`, :func:`acceptance_markdown`; the key numbers:
   :func:`key_numbers`, :func:`summary`.
 * :func:`last_mile_source`: the newest last-mile recording (``data/last-mile/``), replayed.
 """
@@ -54,6 +58,7 @@ __all__ = [
     "calibration_scenario",
     "predictions",
     "idle_table",
+    "lock_table",
     "steps_table",
     "prediction_vs_measurement",
     "acceptance",
@@ -350,6 +355,37 @@ def predictions(source: Source, *, bench: pd.DataFrame | None = None, bench_labe
     return out, sims
 
 
+def lock_table(source: Source, names: Iterable[str]) -> pd.DataFrame:
+    """What each recorded scenario in ``names`` holds the mutex for, per partition: ``h2d_stage``
+    (``in_lock``: a/b/c copied inside ntt_msm_h; ``pre_lock``: before the mutex), ``h2d_ms`` (the
+    copy's wall time, the host waiting for its three copies, median per partition), ``h2d_dma_ms``
+    (the same copies on the GPU timeline, CUDA events, ``gpu_ms``), ``in_lock_h2d_ms`` (the part of
+    ``h2d_ms`` spent holding the mutex), ``mutex_held_ms`` (both held intervals, mean per partition:
+    means add up as the run does), ``ntt_msm_h_ms`` (median) and ``partitions_per_min`` over the GPU
+    window (:func:`zkgpu.model.utilization`)."""
+    rows = {}
+    for name in names:
+        if not source.has(name):
+            continue
+        ev = source.events(name)
+        h = ev[ev["phase"] == "h2d"]
+        ms = (h["end_ns"] - h["start_ns"]) / 1e6
+        pre = bool(len(h)) and bool(h["detail"].astype("string").str.contains("stage=pre_lock", regex=False).fillna(False).all())
+        held = ev[ev["phase"] == "mutex_held"]
+        per_held = ((held["end_ns"] - held["start_ns"]) / 1e6).groupby(held["partition"]).sum()
+        per_h2d = ms.groupby(h["partition"]).sum()
+        nt = ev[ev["phase"] == "ntt_msm_h"]
+        rows[name] = {"h2d_stage": "pre_lock" if pre else "in_lock", "h2d_ms": float(per_h2d.median()) if len(h) else float("nan"),
+                      "h2d_dma_ms": float(h["gpu_ms"].astype("float64").groupby(h["partition"]).sum().median()) if len(h) else float("nan"),
+                      "in_lock_h2d_ms": 0.0 if pre else (float(per_h2d.median()) if len(h) else float("nan")),
+                      "mutex_held_ms": float(per_held.mean()) if len(held) else float("nan"),
+                      "ntt_msm_h_ms": float(((nt["end_ns"] - nt["start_ns"]) / 1e6).median()) if len(nt) else float("nan"),
+                      "partitions_per_min": utilization(ev)["partitions_per_min"]}
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out.index.name = "scenario"
+    return out
+
+
 def _union_compute_share(events: pd.DataFrame) -> float:
     """(union of the GPU phases − exposed copies) / the run's whole wall span (all events)."""
     t = idle_causes(events)
@@ -382,7 +418,7 @@ def steps_table(source: Source, names: Iterable[str]) -> pd.DataFrame:
 
 
 def acceptance(source: Source, preds: pd.DataFrame, sims: dict[str, ModelResult]) -> dict[str, Any] | None:
-    """Issue 12's acceptance on the recorded :func:`prep_scenarios` (None when none was recorded):
+    """The targets on the recorded :func:`prep_scenarios` (None when none was recorded):
     the best (highest whole-run partitions/min) one's compute utilization (whole run: the lower of
     :func:`zkgpu.metrics.compute_utilization` and the union-based figure of :func:`steps_table`,
     since Σ gpu_ms double-counts workers whose phases overlap; and over the GPU window), its throughput against the
@@ -405,7 +441,8 @@ def acceptance(source: Source, preds: pd.DataFrame, sims: dict[str, ModelResult]
     bound_from = min(kms, key=lambda k: kms[k]) if kms else None
     bound = 60000.0 / kms[bound_from] if bound_from else float("nan")
     prior_sims = preds.attrs.get("prior_sims", {})
-    sim, basis = (sims[best], "calibration") if best in sims else ((prior_sims[best], "prior") if best in prior_sims else (None, ""))
+    on = str(preds.loc[best, "calibrated_on"]) if best in preds.index and "calibrated_on" in preds.columns else ""
+    sim, basis = (sims[best], f"calibrated on {on}") if best in sims else ((prior_sims[best], "calibrated on an earlier run of it") if best in prior_sims else (None, ""))
     c = compare(sim, ev) if sim is not None else None
     rel = float(c.loc["partitions_per_min", "rel_err"]) if c is not None else float("nan")
     # the model's own event table includes its synthesis from t = 0, so the whole-run figure compares too
@@ -496,8 +533,8 @@ def key_numbers(source: Source, idle: pd.DataFrame, after_fix: str, preds: pd.Da
                  f"{acc['baseline_partitions_per_min']:.0f} in the same recording and {acc['vs_bound']:.0%} of the compute-only "
                  f"bound of {acc['compute_bound_per_min']:.0f} (targets: 90% utilization "
                  f"{'met' if acc['compute_util_ok'] else 'not met'}, 2x the baseline {'met' if acc['x_baseline_ok'] else 'not met'}, "
-                 f"90% of the bound {'met' if acc['vs_bound_ok'] else 'not met'}); the model predicted "
-                 f"{acc['model_partitions_per_min']:.0f} ({acc['model_rel_err']:+.1%})")
+                 f"90% of the bound {'met' if acc['vs_bound_ok'] else 'not met'}); the model, {acc['model_basis'] or 'without a prediction'}, "
+                 f"predicted {acc['model_partitions_per_min']:.0f} ({acc['model_rel_err']:+.1%})")
     else:
         text += "; this recording has no run with prep_msm off the critical path yet"
     k = {f"last_mile_{name}": v for name, v in k.items()}
@@ -531,7 +568,7 @@ def summary(base: str | Path | None = None) -> tuple[dict[str, Any], str]:
 
 
 def acceptance_markdown(acc: dict[str, Any]) -> str:
-    """Issue 12's targets against :func:`acceptance`, one markdown bullet each: what was measured,
+    """The targets against :func:`acceptance`, one markdown bullet each: what was measured,
     the target, met or not."""
     rows = [
         ("compute utilization of the best run (whole run)", f"{acc['compute_util']:.1%}", ">= 90%", acc["compute_util_ok"]),
@@ -539,6 +576,7 @@ def acceptance_markdown(acc: dict[str, Any]) -> str:
          f"{acc['baseline_partitions_per_min']:.0f} partitions/min)", ">= 2x", acc["x_baseline_ok"]),
         ("its throughput / the compute-only bound", f"{acc['vs_bound']:.1%} of {acc['compute_bound_per_min']:.0f} partitions/min "
          f"(60000 / {acc['kernel_ms_per_partition']:.1f} kernel ms per partition, from {acc['compute_bound_from']})", ">= 90%", acc["vs_bound_ok"]),
-        ("the model's throughput error", f"{acc['model_rel_err']:+.1%} (predicted {acc['model_partitions_per_min']:.0f})", "within 10%", acc["model_ok"]),
+        ("the model's throughput error", f"{acc['model_rel_err']:+.1%} (predicted {acc['model_partitions_per_min']:.0f}, {acc['model_basis'] or 'no prediction'})",
+         "within 10%", acc["model_ok"]),
     ]
     return "\n".join(f"* {what}: **{val}** — target {target}: {'met' if ok else '**not met**'}" for what, val, target, ok in rows)
