@@ -48,8 +48,10 @@ utilizations ``compute_util`` (kernels only: the model's ``ntt``, ``h_msm``, ``b
 ``timeline_util`` (``prove`` intervals), and ``partitions_per_min``, all over the run's wall span
 (first synthesis start to the last event).
 
-Parameters come from a recorded event table (:func:`zkgpu.calibration.calibrate`; medians per
-phase, H2D rate from bytes / time) or from upstream's published numbers
+Parameters come from a recorded event table (:func:`zkgpu.calibration.calibrate`; medians or
+means per phase, H2D rate from bytes / time; notebook 07b calibrates each step on another run of the
+same recording whose prep_msm runs in the same place, :func:`zkgpu.bottleneck.predictions`, because
+the GPU phases' wall time includes host work that depends on what the host's CPUs do) or from upstream's published numbers
 (:func:`zkgpu.calibration.reference_params`: the seed's ``CUZK_TIMING`` lines and the tables in
 ``data/reference/``).
 
