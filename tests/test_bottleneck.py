@@ -239,3 +239,18 @@ def test_model_structure_on_the_committed_last_mile_recording():
     # ... and the copy left the mutex in the model's own event table
     mev = sims[nxt].events
     assert mev[mev.phase == "h2d"]["detail"].str.contains("stage=pre_lock").all()
+
+
+@pytest.mark.skipif(not __import__("zkgpu.prep", fromlist=["x"]).numba_available(), reason="numba not installed")
+def test_a_step_whose_calibration_run_cannot_calibrate_is_named_not_predicted(tmp_path):
+    # the only CPU-prep run besides narrow_prep_parallel is the pageable baseline, which has no pinned rate to give
+    from zkgpu import record, replay
+
+    d = _as_gpu(record.record(out=tmp_path / "a", device="cpu", n=1 << 6, partitions=2, scenarios=["baseline", "narrow_prep_parallel"]),
+                "fake-gpu-20990103-record", "2099-01-03T00:00:00+00:00")
+    src = replay.Source("recorded-gpu", replay.Recording.open(d), "replay")
+    preds, sims = b.predictions(src)
+    row = preds.loc["narrow_prep_parallel"]
+    assert row["calibrated_on"] == "baseline" and "not predicted" in row["prep_basis"] and "pinned" in row["prep_basis"]
+    assert math.isnan(row["partitions_per_min"]) and "narrow_prep_parallel" not in sims
+    assert b.acceptance(src, preds, sims)["model_ok"] is False  # no prediction: the target is not met, not an error

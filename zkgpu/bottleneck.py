@@ -343,7 +343,12 @@ def predictions(source: Source, *, bench: pd.DataFrame | None = None, bench_labe
                                  else f"no other recorded scenario runs prep_msm on the {prep_placement(st)}: not predicted")
             rows[name] = row
             continue
-        params = params_used[name] = calibrated_params(source, scenario=base, stat="mean")
+        try:
+            params = params_used[name] = calibrated_params(source, scenario=base, stat="mean")
+        except ValueError as exc:  # e.g. a pageable run without a pinned one to take the pinned rate from
+            row["prep_basis"] = f"not predicted: calibrating on {base} failed ({exc})"
+            rows[name] = row
+            continue
         prep_ms, basis = _prep_ms(source, name, st, params, base, cfg, bench, bench_label)
         sims[name] = predict(params, prep_ms=prep_ms, **run_kw)
         row.update(prep_ms=prep_ms, prep_basis=basis, partitions_per_min=sims[name].partitions_per_min, model_util=sims[name].compute_util)
