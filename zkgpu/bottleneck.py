@@ -181,7 +181,7 @@ def _prep_ms(source: Source, name: str, st: dict[str, Any], params: ModelParams,
         rows = source.events(same[0])
         rows = rows[rows["phase"] == "prep_msm"]
         if len(rows):
-            return float(((rows["end_ns"] - rows["start_ns"]) / 1e6).median()), f"prep_msm of {same[0]} (same variant)"
+            return float(((rows["end_ns"] - rows["start_ns"]) / 1e6).mean()), f"prep_msm of {same[0]} (same variant, mean)"
     if bench is not None and len(bench) and source.has("pinned_narrow"):
         cpu = source.events("pinned_narrow")
         cpu = cpu[cpu["phase"] == "prep_msm"]
