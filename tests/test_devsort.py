@@ -72,6 +72,18 @@ def test_library_compiles_and_loads():
     assert path.stat().st_size < 5 * 2**20  # carryable
 
 
+@pytest.mark.slow
+def test_a_library_that_does_not_load_is_rebuilt(tmp_path, monkeypatch):
+    """A cached file that dlopen refuses (e.g. carried from another image) is rebuilt, not fallen back from."""
+    _need_nvcc()
+    monkeypatch.setattr(devsort, "_cache_dir", lambda: tmp_path)
+    path = devsort.library_path()
+    path.write_bytes(b"not an ELF file")
+    lib = devsort._open()
+    assert not isinstance(lib, str), lib
+    assert lib.zk_devsort_abi() == devsort._ABI and path.read_bytes()[:4] == b"\x7fELF"
+
+
 def test_library_path_keys_on_source_and_nvcc(tmp_path, monkeypatch):
     _need_nvcc()
     first = devsort.library_path()
@@ -85,6 +97,7 @@ def test_library_path_keys_on_source_and_nvcc(tmp_path, monkeypatch):
 
 def test_no_nvcc(monkeypatch):
     monkeypatch.setattr(devsort, "_nvcc", lambda: None)
+    monkeypatch.setattr(devsort, "_ACTIVE", [])
     assert devsort.library_path() is None
     assert not devsort.available()
     assert "nvcc not found" in devsort._load()
@@ -271,6 +284,7 @@ def test_gpu_cupy_backend_counts_its_sync(rng, backend):
 def test_gpu_cub_backend_without_library_raises(monkeypatch, backend):
     cp = _cuda.cupy()
     monkeypatch.setattr(devsort, "_nvcc", lambda: None)
+    monkeypatch.setattr(devsort, "_ACTIVE", [])
     devsort.configure(backend="cub")
     with pytest.raises(RuntimeError, match="CUB library is not available"):
         devsort.sort_keys(cp.arange(10, dtype=cp.uint64))

@@ -7,17 +7,17 @@ radix sort of Adinets & Merrill, "Onesweep: A Faster Least Significant Digit Rad
 2022, which builds on Merrill & Grimshaw, "High Performance and Scalable Radix Sorting", 2011) through
 ``zkgpu/kernels/nvcc/devsort.cu``: one pass per 8 bits of the field (a 20-bit MSM bucket field: 3
 passes where sorting all 64 bits takes 8), queued on the caller's stream, temporary storage from CuPy's
-memory pool on that stream, nothing read back. CuPy's own ``ndarray.sort`` (Thrust's ``stable_sort``)
-sorts all 64 bits and synchronises the host with the stream when it returns.
+memory pool on that stream, nothing read back. CuPy's own ``ndarray.sort`` (Thrust's ``stable_sort``
+under Thrust's default ``par`` policy) sorts all 64 bits and the host waits for the stream before it returns.
 
-The library: nvcc builds ``devsort.cu`` once into a shared library (``-shared -Xcompiler -fPIC``,
-sm_90 code plus compute_90 PTX, and the device's own architecture when it is another; the CUDA runtime
-linked statically, so only the driver is needed at run time, and it works in the device's primary
-context as CuPy does, so CuPy's pointers and stream handles are valid in it). The library is cached in
-``build/devsort/`` of the source tree (else the temporary folder), named by a hash of the source, the
-nvcc version and the options, and loaded with ctypes. :func:`build` makes it (about 5 s of nvcc on one
-core; thread- and process-safe: the file appears by an atomic rename); :func:`available` says whether
-the GPU path can run.
+The library: nvcc builds ``devsort.cu`` once into a shared library (``-shared -Xcompiler -fPIC``, only
+its ``zk_devsort_*`` functions exported, sm_90 code plus compute_90 PTX, and the device's own
+architecture when it is another; the CUDA runtime linked statically, so only the driver is needed at run
+time, and it works in the device's primary context as CuPy does, so CuPy's pointers and stream handles
+are valid in it). The library is cached in ``build/devsort/`` of the source tree (else the temporary
+folder), named by a hash of the source, the nvcc version and the options, and loaded with ctypes.
+:func:`build` makes it (5-10 s of nvcc on this project's 2-core build machine; thread- and process-safe:
+the file appears by an atomic rename); :func:`available` says whether the GPU path can run.
 
 Fallback: without nvcc or a loadable library (or with ``configure(backend="cupy")``) :func:`sort_keys`
 uses CuPy's stable sort (``cupy.sort`` for all 64 bits, else ``cupy.argsort`` of the field), which does
@@ -52,10 +52,11 @@ BACKEND = "auto"
 CuPy's sort), ``cub`` (the library or a RuntimeError) or ``cupy`` (CuPy's sort: the MSM's sort before
 this module, for comparisons)."""
 _ABI = 1  # zk_devsort_abi() of the source this module speaks to
-_NVCC_FLAGS = ("-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-cudart", "static")
+_NVCC_FLAGS = ("-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden", "-cudart", "static")
 _NVCC_TIMEOUT_S = 600
 _LOCK = threading.Lock()
-_LIB: dict[str, Any] = {}  # library path -> ctypes.CDLL, or the message of why it could not load
+_LOAD_LOCK = threading.Lock()
+_ACTIVE: list[Any] = []  # [the ctypes.CDLL] or [why there is none], after the first _load()
 
 
 def configure(*, backend: str | None = None) -> None:
@@ -150,7 +151,6 @@ def build(*, force: bool = False) -> Path:
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
-        _LIB.pop(str(path), None)
     return path
 
 
@@ -168,24 +168,32 @@ def _declare(lib: Any) -> Any:
     return lib
 
 
-def _load() -> Any:
-    """The loaded library (built first if needed), or a str saying why there is none."""
+def _open() -> Any:
+    """Build (if not cached) and load the library; a str saying why not on failure."""
     try:
         path = library_path()
         if path is None:
-            return "nvcc not found"
-        key = str(path)
-        if key not in _LIB:
-            if not path.is_file():
-                build()
-            with _LOCK:
-                if key not in _LIB:
-                    lib = _declare(ctypes.CDLL(key))
-                    abi = lib.zk_devsort_abi()
-                    _LIB[key] = lib if abi == _ABI else f"{path} speaks ABI {abi}, this module {_ABI}"
-        return _LIB[key]
+            return "nvcc not found (on PATH or /usr/local/cuda/bin)"
+        if not path.is_file():
+            build()
+        try:
+            lib = _declare(ctypes.CDLL(str(path)))
+        except OSError:  # e.g. carried from a machine with other system libraries: build it here
+            lib = _declare(ctypes.CDLL(str(build(force=True))))
+        abi = lib.zk_devsort_abi()
+        return lib if abi == _ABI else f"{path} speaks ABI {abi}, this module {_ABI}"
     except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
         return f"{type(exc).__name__}: {exc}"
+
+
+def _load() -> Any:
+    """The loaded library, or a str saying why there is none: decided once per process (the first call
+    may build it), so that a sort costs no file hashing or path search."""
+    if not _ACTIVE:
+        with _LOAD_LOCK:
+            if not _ACTIVE:
+                _ACTIVE.append(_open())
+    return _ACTIVE[0]
 
 
 def available() -> bool:

@@ -12,7 +12,9 @@
 // or shared, works in the device's primary context, the one CuPy uses, so CuPy's device pointers
 // and stream handles (cudaStream_t == CUstream) are valid here. The runtime's current device is
 // per runtime instance and thread, so each call sets the caller's device first and restores the
-// previous one after.
+// previous one after. Built with -fvisibility=hidden: only the zk_devsort_* functions are exported,
+// so CUB's template instances and caches here never bind to those of another CUB user in the process
+// (CuPy's), whatever their CCCL version.
 #include <cstddef>
 #include <cstdint>
 
@@ -52,14 +54,16 @@ struct device_guard {
 
 }  // namespace
 
+#define ZK_EXPORT __attribute__((visibility("default")))
+
 extern "C" {
 
 // ABI version of this file's functions; zkgpu/devsort.py checks it after loading the library.
-int zk_devsort_abi(void) { return 1; }
+ZK_EXPORT int zk_devsort_abi(void) { return 1; }
 
 // Bytes of temporary storage the sort of n keys over bits [begin_bit, end_bit) needs on `device`
 // (no device work, no synchronisation). Returns a cudaError_t (0 = success).
-int zk_devsort_temp_bytes(count_t n, int begin_bit, int end_bit, int device, size_t* bytes) {
+ZK_EXPORT int zk_devsort_temp_bytes(count_t n, int begin_bit, int end_bit, int device, size_t* bytes) {
     device_guard g(device);
     if (g.err != cudaSuccess) return (int)g.err;
     cub::DoubleBuffer<uint64_t> buf(nullptr, nullptr);
@@ -73,7 +77,7 @@ int zk_devsort_temp_bytes(count_t n, int begin_bit, int end_bit, int device, siz
 // `stream`. `keys` holds the input, `alt` is a second buffer of n keys; both are overwritten.
 // *selector = 0 when the sorted keys end up in `keys`, 1 when in `alt`. `temp` holds temp_bytes
 // from zk_devsort_temp_bytes. Returns a cudaError_t (0 = success; launch errors included).
-int zk_devsort_keys(void* temp, size_t temp_bytes, uint64_t* keys, uint64_t* alt, count_t n, int begin_bit,
+ZK_EXPORT int zk_devsort_keys(void* temp, size_t temp_bytes, uint64_t* keys, uint64_t* alt, count_t n, int begin_bit,
                     int end_bit, void* stream, int device, int* selector) {
     device_guard g(device);
     if (g.err != cudaSuccess) return (int)g.err;
@@ -85,6 +89,6 @@ int zk_devsort_keys(void* temp, size_t temp_bytes, uint64_t* keys, uint64_t* alt
 }
 
 // The runtime's message for a cudaError_t returned above.
-const char* zk_devsort_error_string(int err) { return cudaGetErrorString((cudaError_t)err); }
+ZK_EXPORT const char* zk_devsort_error_string(int err) { return cudaGetErrorString((cudaError_t)err); }
 
 }  // extern "C"
