@@ -73,6 +73,23 @@ def test_library_compiles_and_loads():
 
 
 @pytest.mark.slow
+def test_library_calls_without_a_device_return_the_cuda_error():
+    """The ctypes signatures of both entry points, and a CUDA error as a one-line RuntimeError (on a
+    machine without a GPU, where the runtime answers cudaErrorNoDevice)."""
+    _need_nvcc()
+    if _cuda.gpu_available():
+        pytest.skip("a GPU is present")
+    lib = devsort._declare(ctypes.CDLL(str(devsort.build())))
+    with pytest.raises(RuntimeError, match=r"temp-size query failed: .* \(cudaError \d+\)$"):
+        devsort._temp_bytes(lib, 1000, 32, 52, 0)
+    sel = ctypes.c_int(-1)
+    err = lib.zk_devsort_keys(None, 0, None, None, 1000, 32, 52, None, 0, ctypes.byref(sel))
+    assert err != 0 and sel.value == -1
+    with pytest.raises(RuntimeError, match=r"launch failed: .*\(cudaError \d+\)$"):
+        devsort._raise_on(lib, err, "launch")
+
+
+@pytest.mark.slow
 def test_a_library_that_does_not_load_is_rebuilt(tmp_path, monkeypatch):
     """A cached file that dlopen refuses (e.g. carried from another image) is rebuilt, not fallen back from."""
     _need_nvcc()
