@@ -38,6 +38,12 @@ if compgen -G ".whl/*.whl" >/dev/null; then
 else
   export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 fi
+# zkgpu.devsort's CUB radix sort (the MSM's sort, no host sync): nvcc builds its library once here
+# (~5-10 s; cached in build/devsort/, kept on a warm machine), so that the stages' processes load it
+# instead of each building it inside their time limits. If the build fails the MSM falls back to CuPy's
+# synchronising sort and tests/test_devsort.py's GPU tests fail, naming the reason.
+python3 -c 'from zkgpu import devsort; print("devsort library:", devsort.build())' ||
+  echo "devsort: the nvcc build failed (the MSM sorts with CuPy's sort)"
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(info record bench-h2d bench-ntt tests)
 failed=()

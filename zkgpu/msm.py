@@ -16,7 +16,7 @@ Pippenger's bucket method (Pippenger 1976; the GPU form of sppark ``msm/pippenge
 cuzk / supraseal ``msm``) with signed c-bit window digits in ``[-2^(c-1), 2^(c-1)]`` (2^(c-1)
 buckets per window, a negative digit adds ``-P``). Per call: validate and convert points to
 Montgomery form; one 64-bit key per (window, point) holding bucket, sign and index; radix sort of
-the keys (CuPy/CUB); bucket accumulation: each GPU thread takes exactly :data:`CHUNK` consecutive
+the keys' bucket bits (CUB, :mod:`zkgpu.devsort`); bucket accumulation: each GPU thread takes exactly :data:`CHUNK` consecutive
 sorted entries and adds each run of equal bucket key among them by mixed XYZZ + affine addition,
 writing one partial per run (so every thread does the same work, and a bucket of millions of
 points -- real scalars are mostly 0 and 1 -- is spread over many threads); the partials, still
@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _cuda, optional
+from . import _cuda, devsort, optional
 from .curve import (
     LIMBS,
     check_points,
@@ -440,7 +440,8 @@ def msm_device(pts: Any, sc: Any, c: int | None = None, phases: Phases | None = 
     keys = cp.empty(nwin * n, dtype=cp.uint64)
     _cuda.launch_1d(_k("msm_digits"), n, (sc.view(cp.uint32), mont, _u64(n), np.int32(c), np.int32(nwin), keys))
     ph.mark("digits")
-    keys.sort()
+    bits = (nwin * m).bit_length()  # buckets < nwin*m <= 2^bits - 1: a sentinel's field (all ones) sorts last
+    keys = devsort.sort_keys(keys, begin_bit=32, end_bit=32 + bits, overwrite=True)  # bucket bits only, no host sync
     E = int(_cuda.read_back(cp.searchsorted(keys, cp.array([_SENTINEL_KEY], dtype=cp.uint64)), "msm.sorted_count")[0])
     ph.mark("sort")
     buckets = cp.zeros((nwin * m, 48), dtype=cp.uint32)
