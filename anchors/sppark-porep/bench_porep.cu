@@ -37,10 +37,11 @@ static_assert(sizeof(scalar_t) == 32, "Fr");
 
 static const double P_ZERO = 0.45, P_ONE = 0.45;   // zkgpu's _porep_scalars: u < .45 -> 0, u < .90 -> 1
 static const char* VARIANT = "devpts_devsc_porep";
+static const char* CONTROL = "devpts_devsc_uniform";  // --uniform-control: the same call on uniform scalars
 
 static struct {
     std::vector<int> sizes = {22, 24, 26};   // log2 n, ascending
-    int base_lg = 20, reps = 5, warm = 1, deadline_s = 0, seed = 12345, host_only = 0;
+    int base_lg = 20, reps = 5, warm = 1, deadline_s = 0, seed = 12345, host_only = 0, control = 0;
 } opt;
 typedef std::chrono::steady_clock clk;
 static const clk::time_point t0_run = clk::now();
@@ -65,9 +66,9 @@ static uint64_t mix64(uint64_t& s)  // splitmix64 step
 }
 static bool below_r(const fr4& a)
 {   for (int i = 3; i >= 0; i--) if (a.w[i] != R[i]) return a.w[i] < R[i]; return false;   }
-// One u in [0,1) (53 bits) per scalar picks zero / one / uniform; uniform values are 255-bit draws
-// rejected while >= r. Each 64K chunk has its own stream: the data do not depend on the thread count.
-static void porep_scalars(fr4* out, size_t n, uint64_t seed)
+// One u in [0,1) (53 bits) per scalar picks zero (u < p0) / one (u < p0 + p1) / uniform; uniform values are
+// 255-bit draws rejected while >= r. Each 64K chunk has its own stream: the data do not depend on the thread count.
+static void draw_scalars(fr4* out, size_t n, uint64_t seed, double p0, double p1)
 {
     const size_t CH = 1 << 16;
     pool.par_map((n + CH - 1) / CH, [&](size_t c) {
@@ -75,8 +76,8 @@ static void porep_scalars(fr4* out, size_t n, uint64_t seed)
         for (size_t i = c * CH; i < std::min(n, (c + 1) * CH); i++) {
             double u = (mix64(s) >> 11) * 0x1.0p-53;
             fr4& v = out[i];
-            v = fr4{{u >= P_ZERO && u < P_ZERO + P_ONE, 0, 0, 0}};
-            if (u >= P_ZERO + P_ONE)
+            v = fr4{{u >= p0 && u < p0 + p1, 0, 0, 0}};
+            if (u >= p0 + p1)
                 do { for (auto& w : v.w) w = mix64(s); v.w[3] >>= 1; } while (!below_r(v));
         }
     });
@@ -138,12 +139,12 @@ static blst_p1 tiled_ref(const blst_p1_affine* base, size_t T, const fr4* s, siz
 }
 
 // ---------------------------------------------------------------- output
-static void row(int lg, std::vector<double> t, const char* check)
+static void row(int lg, const char* var, std::vector<double> t, const char* check)
 {
     std::sort(t.begin(), t.end());
     size_t n = t.size();
-    if (!n) printf("msm,%d,%s,,,,0,SKIPPED(deadline)\n", lg, VARIANT);
-    else printf("msm,%d,%s,%.3f,%.3f,%.3f,%zu,%s\n", lg, VARIANT,
+    if (!n) printf("msm,%d,%s,,,,0,SKIPPED(deadline)\n", lg, var);
+    else printf("msm,%d,%s,%.3f,%.3f,%.3f,%zu,%s\n", lg, var,
                 n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]), t[0], t[n - 1], n, check);
     fflush(stdout);
 }
@@ -165,13 +166,14 @@ static void check_distribution(const fr4* s, size_t n)  // the proportions, with
 
 int main(int argc, char** argv)
 {
-    struct { const char* name; int* v; } iopt[] = {
+    struct { const char* name; int* v; } fopt[] = { {"--host-only", &opt.host_only}, {"--uniform-control", &opt.control} },
+                                         iopt[] = {
         {"--base-lg", &opt.base_lg}, {"--reps", &opt.reps},
         {"--warmup", &opt.warm}, {"--deadline-s", &opt.deadline_s}, {"--seed", &opt.seed} };
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
-        bool known = a == "--host-only";
-        if (known) opt.host_only = 1;
+        bool known = false;
+        for (auto& o : fopt) if (a == o.name) *o.v = known = true;
         for (auto& o : iopt) if (a == o.name && i + 1 < argc) *o.v = atoi(argv[++i]), known = true;
         if (a == "--sizes" && i + 1 < argc) {   // comma-separated log2 sizes
             opt.sizes.clear(), known = true;
@@ -179,9 +181,10 @@ int main(int argc, char** argv)
             std::sort(opt.sizes.begin(), opt.sizes.end());
         }
         if (!known) {
-            printf("usage: sppark_porep [--host-only] [--sizes 22,24,26]");
+            printf("usage: sppark_porep [--host-only] [--uniform-control] [--sizes 22,24,26]");
             for (auto& o : iopt) printf(" [%s %d]", o.name, *o.v);
-            printf("\n  MSM rows %s at 2^sizes; --host-only: data, proportions and blst references only\n", VARIANT);
+            printf("\n  MSM rows %s at 2^sizes; --host-only: data, proportions and blst references only;\n"
+                   "  --uniform-control: also rows %s (uniform scalars, the anchor's devpts_devsc setup)\n", VARIANT, CONTROL);
             return a == "--help" || a == "-h" ? 0 : 1;
         }
     }
@@ -207,18 +210,21 @@ int main(int argc, char** argv)
     const int hi = opt.sizes.back();
     const size_t N = (size_t)1 << hi, T = std::min((size_t)1 << opt.base_lg, N);
     fr4* sc = host_alloc<fr4>(N);
+    fr4* su = opt.control ? host_alloc<fr4>(N) : nullptr;
     blst_p1_affine* pts = host_alloc<blst_p1_affine>(N);
     printf("# host data: %zu scalars; %zu points: P_i = base[i mod %zu]\n", N, N, T);
-    setup("PoRep-like scalars", [&]() { porep_scalars(sc, N, opt.seed); });
+    setup("PoRep-like scalars", [&]() { draw_scalars(sc, N, opt.seed, P_ZERO, P_ONE); });
     check_distribution(sc, N);
+    if (su) setup("uniform scalars (control)", [&]() { draw_scalars(su, N, opt.seed + 2, 0, 0); });
     setup("distinct G1 points (blst)", [&]() { distinct_points(pts, T, opt.seed + 1); });
     setup("tiling", [&]() { pool.par_map(N / T, [&](size_t c) { if (c) memcpy(pts + c * T, pts, T * sizeof(pts[0])); }); });
     bool g1 = true;
     for (size_t i = 0; i < T; i += T / 64 + 1) g1 &= blst_p1_affine_in_g1(&pts[i]);
     verdict("base points in G1 (sample of 64)", g1);
-    std::vector<blst_p1> ref(hi + 1);
+    std::vector<blst_p1> ref(hi + 1), ref_u(hi + 1);
     setup("blst references (folded)", [&]() {
-        for (int lg : opt.sizes) ref[lg] = tiled_ref(pts, T, sc, (size_t)1 << lg); });
+        for (int lg : opt.sizes) ref[lg] = tiled_ref(pts, T, sc, (size_t)1 << lg);
+        if (su) for (int lg : opt.sizes) ref_u[lg] = tiled_ref(pts, T, su, (size_t)1 << lg); });
     if (opt.host_only) {            // the fold against direct MSMs where that is cheap
         for (int lg : opt.sizes)
             if (lg <= 18 && ((size_t)1 << lg) > T) {
@@ -236,25 +242,31 @@ int main(int argc, char** argv)
         blst_p1 r10 = blst_msm(pts, sc, 1024);
         verdict("MSM 2^10 (PoRep-like) == blst Pippenger", blst_p1_is_equal(&r10, (const blst_p1*)&small));
         printf("op,lg_n,variant,median_ms,min_ms,max_ms,repeats,check\n");
-        for (int lg : opt.sizes) {
-            if (opt.deadline_s > 0 && ms_since(t0_run) > 1e3 * opt.deadline_s) { row(lg, {}, ""); continue; }
-            size_t n = (size_t)1 << lg;
-            msm_t<bucket_t, point_t, affine_t, scalar_t> msm{P, n};   // points preloaded (untimed)
+        typedef msm_t<bucket_t, point_t, affine_t, scalar_t> msm_type;
+        // the anchor's devpts_devsc: scalars already on the GPU, wall clock around invoke() between syncs
+        auto time_rows = [&](msm_type& msm, const void* host, size_t n, int lg, const blst_p1& r, const char* var) {
             dev_ptr_t<scalar_t> dS{n};
-            gpu->HtoD(&dS[0], S, n);
+            gpu->HtoD(&dS[0], (const scalar_t*)host, n);
             gpu->sync();            // also waits for the constructor's H2D of the points
             point_t out;
             std::vector<double> t;
             for (int i = 0; i < opt.warm + opt.reps; i++) {
                 CUDA_OK(cudaDeviceSynchronize());
                 auto ts = clk::now();
-                rust_ok(msm.invoke(out, (const affine_t*)nullptr, n, dS, false), VARIANT);
+                rust_ok(msm.invoke(out, (const affine_t*)nullptr, n, dS, false), var);
                 CUDA_OK(cudaDeviceSynchronize());
                 if (i >= opt.warm) t.push_back(ms_since(ts));
             }
-            bool ok = blst_p1_is_equal(&ref[lg], (const blst_p1*)&out);   // the last timed call's result
+            bool ok = blst_p1_is_equal(&r, (const blst_p1*)&out);   // the last timed call's result
             n_fail += !ok;
-            row(lg, t, ok ? "PASS" : "FAIL");
+            row(lg, var, t, ok ? "PASS" : "FAIL");
+        };
+        for (int lg : opt.sizes) {
+            if (opt.deadline_s > 0 && ms_since(t0_run) > 1e3 * opt.deadline_s) { row(lg, VARIANT, {}, ""); continue; }
+            size_t n = (size_t)1 << lg;
+            msm_type msm{P, n};     // points preloaded (untimed)
+            time_rows(msm, sc, n, lg, ref[lg], VARIANT);
+            if (su) time_rows(msm, su, n, lg, ref_u[lg], CONTROL);
         }
     } catch (const cuda_error& e) {
         return fprintf(stderr, "CUDA error %d: %s\n", e.code(), e.what()), 4;
