@@ -288,6 +288,7 @@ gpu,SYNTHETIC GPU,cc 9.0,132 SMs,139.8 GiB,driver 13000,runtime 13000
 # scalars: 67108864; zero 0.4500, one 0.4500, other 0.1000 (expected 0.45, 0.45, 0.10)
 op,lg_n,variant,median_ms,min_ms,max_ms,repeats,check
 msm,22,devpts_devsc_porep,50.0,49.0,51.0,5,PASS
+msm,22,devpts_devsc_uniform,101.0,100.0,102.0,5,PASS
 msm,24,devpts_devsc_porep,,,,0,SKIPPED(deadline)
 """
 
@@ -301,8 +302,9 @@ def porep_file(tmp_path):
 
 def test_vs_sppark_porep_like_for_like(sppark_file, porep_file):
     sp = read_sppark(sppark_file, porep_file)
-    assert list(sp["variant"])[-2:] == ["devpts_devsc_porep", "devpts_devsc_porep"]
+    assert list(sp["variant"])[-3:] == ["devpts_devsc_porep", "devpts_devsc_uniform", "devpts_devsc_porep"]
     vs = vs_sppark(None, _msm_rows(), sp)
+    assert "devpts_devsc_uniform" not in set(vs["sppark_variant"])  # the driver's control rows are not compared
     porep = vs[vs["variant"] == "porep"].set_index("log_n")
     assert porep.loc[22, "ratio"] == pytest.approx(0.8)  # 40 / 50: against sppark's PoRep-like row
     assert pd.isna(porep.loc[24, "ratio"])  # sppark's PoRep-like row skipped: NaN, no fallback to its uniform time
