@@ -41,7 +41,9 @@ NTT_CMD=("$PY" -m zkgpu.cli bench ntt --min-log "$MIN" --max-log "$MAX" --repeat
 MSM_CMD=("$PY" -m zkgpu.cli bench msm --sizes "$MSM_SIZES" --repeat "${MSM_REPEAT:-3}" --no-phases --out "$SCRATCH/zkgpu")
 SP_ARGS=(--ntt-min "$MIN" --ntt-max "$MAX" --ntt-host-lg 0 --msm-min "$MIN" --msm-max "$MAX"
          --reps "${SPPARK_REPS:-5}" --no-pinned --deadline-s "${SPPARK_DEADLINE_S:-110}")
-PR_ARGS=(--sizes "$MSM_SIZES" --reps "${SPPARK_REPS:-5}" --deadline-s "${SPPARK_POREP_DEADLINE_S:-40}")
+# --uniform-control: the driver also times the anchor's uniform call (rows devpts_devsc_uniform, not compared with
+# zkgpu; the manifest's sppark_porep_control sets them against the anchor's devpts_devsc: ~1 = the drivers agree)
+PR_ARGS=(--sizes "$MSM_SIZES" --reps "${SPPARK_REPS:-5}" --uniform-control --deadline-s "${SPPARK_POREP_DEADLINE_S:-40}")
 
 if ! "$PY" -c 'import sys; from zkgpu import _cuda; sys.exit(0 if _cuda.gpu_available() else 3)' 2>/dev/null; then
   echo "no CUDA GPU here: dry run, nothing measured. On a GPU this script runs:"

@@ -340,6 +340,7 @@ def test_write_recording_with_porep(tmp_path, sppark_file, porep_file):
     assert m["ratios"]["MSM PoRep-like"]["2^22"]["ratio"] == pytest.approx(0.8)
     assert "MSM PoRep-like (sppark: uniform)" not in m["ratios"]
     assert m["acceptance"]["worst_like_for_like_ratio"] == pytest.approx(1.2)  # MSM uniform 2^24; PoRep-like 0.8 counted
+    assert m["sppark_porep_control"] == {"2^22": {"porep_driver_ms": 101.0, "anchor_ms": 100.0, "ratio": pytest.approx(1.01)}}
     vs = load_vs_sppark(out)
     assert vs[vs["variant"] == "porep"]["like_for_like"].all()
     block = readme_block(data)
@@ -356,7 +357,7 @@ def test_cli_with_porep(tmp_path, sppark_file, porep_file):
     r = CliRunner().invoke(main, ["bench", "sppark", "--sppark", str(sppark_file), "--sppark-porep", str(porep_file),
                                   "--msm-run", str(msm_run), "--out", str(tmp_path / "data")])
     assert r.exit_code == 0, r.output
-    assert "| MSM PoRep-like | 0.80 (40.0 / 50.0) | – |" in r.output
+    assert "| MSM PoRep-like | 0.80 (40.0 / 50.0) | – |" in r.output and "time sppark alike): 2^22 1.010" in r.output
     r = CliRunner().invoke(main, ["bench", "sppark", "--sppark", str(sppark_file), "--sppark-porep", str(tmp_path / "none.txt"),
                                   "--msm-run", str(msm_run), "--out", str(tmp_path / "data")])
     assert r.exit_code == 2 and "none.txt" in r.output and "Traceback" not in r.output

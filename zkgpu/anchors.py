@@ -33,6 +33,8 @@ __all__ = [
     "SPPARK_MSM_CONTEXT",
     "SPPARK_MSM_SCALARS",
     "POREP_FILE",
+    "POREP_CONTROL_VARIANT",
+    "porep_driver_control",
     "VS_COLUMNS",
     "read_sppark",
     "sppark_provenance",
@@ -71,6 +73,9 @@ _NTT_ORDER = ["forward", "inverse", "coset", "inverse-coset"]
 _MSM_ORDER = ["uniform", "porep"]
 POREP_FILE = "sppark_porep.txt"
 """The output of ``anchors/sppark-porep/run.sh`` in a run folder (sppark-bench's format, rows ``devpts_devsc_porep``)."""
+POREP_CONTROL_VARIANT = "devpts_devsc_uniform"
+"""``anchors/sppark-porep --uniform-control``'s rows: its own timing of the anchor's ``devpts_devsc`` call on uniform
+scalars, a check that both drivers time sppark alike (never compared with zkgpu)."""
 _COLUMNS = ["op", "lg_n", "variant", "median_ms", "min_ms", "max_ms", "repeats", "check"]
 
 
@@ -228,6 +233,24 @@ def load_vs_sppark(run_dir: str | Path, kernel: str | None = None) -> pd.DataFra
                    read_sppark(run_dir / "sppark.txt", *porep), kernel=kernel or m.get("ntt_kernel"))
     sizes = m.get("sizes_log2")
     return vs if not sizes else vs[vs["log_n"].isin(sizes)].reset_index(drop=True)
+
+
+def porep_driver_control(sppark: pd.DataFrame, sizes: Iterable[int] | None = None) -> dict[str, Any]:
+    """The PoRep-like driver's uniform control rows (:data:`POREP_CONTROL_VARIANT`) beside the anchor's ``devpts_devsc``
+    of the same call, per size: ``{"2^k": {"porep_driver_ms", "anchor_ms", "ratio"}}`` (medians, ms; ratio =
+    porep_driver_ms / anchor_ms, near 1 when both drivers time sppark alike; None where a side was skipped). Only
+    sizes with both rows (and in ``sizes``, when given); empty without control rows."""
+    s = sppark[sppark["op"] == "msm"]
+    anchor = s[s["variant"] == "devpts_devsc"].drop_duplicates("lg_n").set_index("lg_n")["median_ms"]
+    ctrl = s[s["variant"] == POREP_CONTROL_VARIANT].drop_duplicates("lg_n").set_index("lg_n")["median_ms"]
+    keep = None if sizes is None else set(sizes)
+    out: dict[str, Any] = {}
+    for lg in sorted(set(anchor.index) & set(ctrl.index)):
+        if keep is None or lg in keep:
+            c, a = ctrl[lg], anchor[lg]
+            out[f"2^{lg}"] = {"porep_driver_ms": None if pd.isna(c) else float(c), "anchor_ms": None if pd.isna(a) else float(a),
+                              "ratio": None if pd.isna(c) or pd.isna(a) else float(c / a)}
+    return out
 
 
 def row_label(op: str, variant: str, like_for_like: bool = True) -> str:

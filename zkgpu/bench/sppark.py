@@ -29,6 +29,7 @@ from ..anchors import (
     load_vs_sppark,
     manifest_summary,
     markdown_table,
+    porep_driver_control,
     read_sppark,
     sppark_provenance,
     vs_sppark,
@@ -121,7 +122,8 @@ def write_recording(
         if d is not None:
             shutil.copyfile(d / f"{name}.csv", out / f"{name}.csv")  # byte for byte, as the benchmark wrote it
     vs_all.to_csv(out / "vs_sppark.csv", index=False)
-    extra = {"sppark_porep": sppark_provenance(sppark_porep)} if sppark_porep else {}
+    extra = {"sppark_porep": sppark_provenance(sppark_porep),
+             "sppark_porep_control": porep_driver_control(sppark, sizes or None)} if sppark_porep else {}
     write_json_new(out / "manifest.json", build_manifest(
         benchmark="sppark-comparison", sppark=sppark_provenance(sppark_file), **extra,
         sppark_scalars=SPPARK_SCALARS_POREP if sppark_porep else SPPARK_SCALARS,
@@ -212,6 +214,10 @@ def bench_sppark(sppark_file: str, sppark_porep: str | None, ntt_run: str | None
     h = m["compute_h_ms"]["2^24"]
     click.echo(f"compute_h 2^24: {h:.2f} ms" if h is not None else "compute_h 2^24: not measured")
     click.echo(f"issue 13 targets (like-for-like ratios <= 1.0, compute_h 2^24 <= 35 ms): {m['acceptance']}")
+    control = {k: "–" if v["ratio"] is None else f"{v['ratio']:.3f}" for k, v in (m.get("sppark_porep_control") or {}).items()}
+    if control:
+        click.echo("PoRep-like driver's uniform control / the anchor's devpts_devsc (near 1: both drivers time sppark alike): "
+                   + ", ".join(f"{k} {v}" for k, v in control.items()))
 
 
 @click.command("sppark-table")
