@@ -250,6 +250,7 @@ def test_script_dry_run(tmp_path):
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stdout.startswith("no CUDA GPU here: dry run") and "bench sppark --sppark" in r.stdout
     assert "--sizes 22,24,26" in r.stdout and not (tmp_path / "data").exists()
+    assert "anchors/sppark-porep/run.sh --sizes 22,24,26" in r.stdout and "--sppark-porep" in r.stdout
 
 
 def _notebook_cell(needle: str) -> str:
@@ -293,6 +294,12 @@ msm,24,devpts_devsc_porep,,,,0,SKIPPED(deadline)
 """
 
 
+def _edited_copy(beside: Path, text: str) -> Path:
+    f = beside.with_name("edited_" + beside.name)
+    f.write_text(text)
+    return f
+
+
 @pytest.fixture
 def porep_file(tmp_path):
     f = tmp_path / "sppark_porep.txt"
@@ -311,6 +318,9 @@ def test_vs_sppark_porep_like_for_like(sppark_file, porep_file):
     assert set(porep["sppark_variant"]) == {"devpts_devsc_porep"} and set(porep["sppark_scalars"]) == {"porep"}
     assert vs["like_for_like"].all()
     assert list(ratio_table(vs).index) == ["MSM uniform", "MSM PoRep-like"]
+    failed = _edited_copy(porep_file, SYNTHETIC_POREP.replace("51.0,5,PASS", "51.0,5,FAIL"))
+    vs = vs_sppark(None, _msm_rows(), read_sppark(sppark_file, failed))
+    assert vs[vs["variant"] == "porep"]["ratio"].isna().all()  # a result that failed blst's check gives no ratio
 
 
 def test_vs_sppark_porep_partial_falls_back(sppark_file, tmp_path):

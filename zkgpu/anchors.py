@@ -194,11 +194,13 @@ def vs_sppark(
 
 def _msm_vs_sppark(msm_rows: pd.DataFrame, sppark: pd.DataFrame) -> pd.DataFrame:
     """zkgpu's MSM rows joined with the sppark row of the same scalar distribution (:data:`SPPARK_MSM_VARIANTS`), or,
-    at a size where sppark has no such row, with the :data:`SPPARK_MSM_CONTEXT` one; rows with neither are dropped."""
+    at a size where sppark has no such row, with the :data:`SPPARK_MSM_CONTEXT` one; rows with neither are dropped. A
+    sppark row whose result failed its blst check (``check=FAIL``) has NaN sppark_ms and ratio."""
     m = msm_rows.rename(columns={"log2_n": "log_n", "median_ms": "zkgpu_ms"})
     keys = list(zip(m["mode"], m["scalars"], strict=True))
     m = m[[k in SPPARK_MSM_VARIANTS for k in keys]]
     s = sppark[sppark["op"] == "msm"].rename(columns={"lg_n": "log_n", "median_ms": "sppark_ms", "variant": "sppark_variant"})
+    s = s.assign(sppark_ms=s["sppark_ms"].where(s["check"] != "FAIL"))  # a wrong result times nothing: NaN, no ratio
     have = set(zip(s["log_n"], s["sppark_variant"], strict=True))
 
     def pick(lg: int, mode: str, sc: str) -> str:
