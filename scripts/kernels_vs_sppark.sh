@@ -16,8 +16,8 @@
 #
 # Repeats: NTT_REPEAT (7), MSM_REPEAT (3), SPPARK_REPS (5, both sppark drivers); SPPARK_DEADLINE_S (110) and
 # SPPARK_POREP_DEADLINE_S (40): a driver starts no new item after that many seconds of its own run. The anchor's part
-# took 97 s on the H200 (data/nvidia-h200-20261201-bench-sppark); the PoRep-like driver adds its run (estimate
-# 10-20 s; its build overlaps zkgpu's runs). zkgpu's run folders and the drivers' outputs stay in $OUT/vs-sppark/
+# took 97 s on the H200 (data/nvidia-h200-20261201-bench-sppark); the PoRep-like driver adds its run (16.4 s there
+# with --uniform-control) and its build (23.4 s after the anchor's 30 s, in the background, ending before zkgpu's runs do). zkgpu's run folders and the drivers' outputs stay in $OUT/vs-sppark/
 # (not in $DATA). Without a GPU it says so and exits 2 (a dry run).
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -1,7 +1,8 @@
 """zkgpu beside sppark: the tidy table, the bench-sppark recording, README's block and the figure (CPU only).
 
 Every number below is SYNTHETIC (made up for the test, not measured); the sppark.txt fixture has the format
-of anchors/sppark-bench's output.
+of anchors/sppark-bench's output. The exception is test_real_porep_output, which reads a real H200 output of
+anchors/sppark-porep (tests/fixtures/sppark_porep_h200.txt).
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from zkgpu.anchors import (
     load_vs_sppark,
     manifest_summary,
     markdown_table,
+    porep_driver_control,
     ratio_table,
     read_sppark,
+    sppark_provenance,
     vs_sppark,
 )
 from zkgpu.bench.sppark import README_BEGIN, README_END, latest_vs_sppark, readme_block, update_readme, write_recording
@@ -395,3 +398,23 @@ def test_figure_porep_like_for_like(sppark_file, porep_file):
     fig, ax = plots.sppark_ratios(t)
     porep = next(ln for ln in ax.get_lines() if ln.get_label() == "MSM PoRep-like")
     assert porep.get_linestyle() == "-" and "dashed" not in plots.caption(fig)  # like for like: no context sentence
+
+
+def test_real_porep_output():
+    """tests/fixtures/sppark_porep_h200.txt: anchors/sppark-porep's output of an H200 run (commit 21c1272, with
+    --uniform-control), verbatim: its rows, provenance and control rows parse; beside the 20261201 recording's anchor
+    rows (another call) the control ratios are near 1."""
+    root = Path(__file__).resolve().parents[1]
+    f = root / "tests" / "fixtures" / "sppark_porep_h200.txt"
+    sp = read_sppark(f)
+    assert list(sp["variant"]) == ["devpts_devsc_porep", "devpts_devsc_uniform"] * 3
+    assert list(sp["lg_n"]) == [22, 22, 24, 24, 26, 26] and set(sp["check"]) == {"PASS"} and sp["median_ms"].notna().all()
+    p = sppark_provenance(f)
+    assert p["vendor"]["sppark"] == "17278d74295392f9813f009300b257a688422b7a" and p["gpu"].startswith("NVIDIA H200")
+    anchor = read_sppark(root / "data" / "nvidia-h200-20261201-bench-sppark" / "sppark.txt", f)
+    control = porep_driver_control(anchor, [22, 24, 26])
+    assert set(control) == {"2^22", "2^24", "2^26"}
+    assert all(0.95 < c["ratio"] < 1.05 for c in control.values())
+    rows = pd.DataFrame([dict(log2_n=lg, mode="device", scalars="porep", median_ms=1.0) for lg in (22, 24, 26)])
+    vs = vs_sppark(None, rows, anchor)
+    assert vs["like_for_like"].all() and set(vs["sppark_variant"]) == {"devpts_devsc_porep"}
