@@ -53,7 +53,7 @@ failed=()
 : "${LIMIT_tests_transfer:=60}"
 : "${LIMIT_bench_ntt:=90}"
 : "${LIMIT_bench_ntt_sppark:=150}"
-: "${LIMIT_bench_sppark:=230}"  # scripts/kernels_vs_sppark.sh at 2^22, 2^24, 2^26: ~150 s estimated
+: "${LIMIT_bench_sppark:=230}"  # scripts/kernels_vs_sppark.sh at 2^22, 2^24, 2^26: 97 s on the H200 before the PoRep-like driver (+16 s run; build overlapped)
 : "${LIMIT_tests_ntt:=240}"
 : "${LIMIT_bench_msm:=90}"
 : "${LIMIT_bench_h2d:=190}"
@@ -140,7 +140,8 @@ for s in "${stages[@]}"; do
     bench-ntt) run_stage bench-ntt python3 -m zkgpu.cli bench ntt --min-log 16 --max-log 26 --repeat 5 --out "$DATA" ;;
     # the NTT kernels beside sppark (needs .anchors/sppark-bench carried along; NTT_KERNELS, NTT_MIN_LOG ...)
     bench-ntt-sppark) run_stage bench-ntt-sppark env OUT="$OUT" DATA="$DATA" scripts/ntt_vs_sppark.sh ;;
-    # zkgpu's NTT and MSM beside sppark's at VS_SIZES (22 24 26) -> one data/<gpu>-<date>-bench-sppark recording
+    # zkgpu's NTT and MSM beside sppark's at VS_SIZES (22 24 26) -> one data/<gpu>-<date>-bench-sppark recording;
+    # sppark's MSM on uniform scalars (the anchor) and on PoRep-like ones (anchors/sppark-porep, built from the anchor)
     bench-sppark) run_stage bench-sppark env OUT="$OUT" DATA="$DATA" scripts/kernels_vs_sppark.sh ;;
     tests-ntt) run_stage tests-ntt python3 -m pytest -q -m gpu --durations=10 -p no:cacheprovider tests/test_ntt.py tests/test_qap.py ;;
     bench-msm) run_stage bench-msm python3 -m zkgpu.cli bench msm --repeat 3 --out "$DATA" ;;
