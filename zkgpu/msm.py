@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _cuda, optional
+from . import _cuda, msm_reduce, optional
 from .curve import (
     LIMBS,
     check_points,
@@ -61,6 +61,7 @@ from .curve import (
 )
 from .field import FR, check_array, not_canonical
 from .fr_device import DeferredCheck
+from .msm_reduce import HEAVY_BLOCK
 
 __all__ = [
     "CHUNK",
@@ -100,7 +101,6 @@ CUBIN: str | None = None
 """A cubin of msm.cu prebuilt by nvcc for this GPU's architecture, loaded instead of compiling with NVRTC
 (to benchmark the inlined-product variant without its compile time; it must come from the current msm.cu)."""
 _SUM_FANIN = 8  # tree-sum fan-in: short serial chains (the reduction tail is latency-bound)
-HEAVY_BLOCK = 128  # ~150 registers per thread: 3 blocks of 128 fit an SM, 1 block of 256
 _SENTINEL_KEY = _cuda.header_defines("msm.cu", "MSM_SENTINEL")[0] << 32  # the sort key of a dropped entry
 _FR_OPS_KERNELS = ("fr_first_unreduced",)  # kernels of fr_ops.cu that the MSM launches through _k
 _MIN_C, _MAX_C = 4, 20
@@ -361,6 +361,22 @@ def _chunks(cp: Any, keys: Any, chunk: int = CHUNK) -> tuple[Any, Any, int, int]
     return cstart.astype(cp.uint64), cend.astype(cp.uint64), K, R
 
 
+def _level0_runs(cp: Any, keys: Any, e: Any, mont: Any, chunk: int) -> msm_reduce.Partials | None:
+    """Level 0 in "runs" mode: each bucket's run cut into chunks of at most ``chunk`` on the host
+    (:func:`_chunks`), one thread per chunk; reads E and the run counts back (``msm.sorted_count``,
+    ``msm.runs``, ``msm.chunks``). None when no digit is nonzero."""
+    E = int(_cuda.read_back(e, "msm.sorted_count")[0])
+    if E == 0:
+        return None
+    keys = keys[:E]
+    hi = (keys >> np.uint64(32)).astype(cp.uint32)
+    cstart, cend, K, _ = _chunks(cp, hi, chunk)
+    del hi
+    out = msm_reduce.Partials.empty(cp, K, count=cp.full(1, K, dtype=cp.uint64))
+    _cuda.launch_1d(_k("seg_accum_affine"), K, (keys, cstart, cend, _u64(K), mont, out.keys, out.pts), block=HEAVY_BLOCK)
+    return out
+
+
 def _tree_sum(cp: Any, parts: Any, groups: int, per_group: int) -> Any:
     """Sum each of ``groups`` consecutive runs of ``per_group`` XYZZ points (per_group a power of 2)."""
     while per_group > 1:
@@ -441,49 +457,18 @@ def msm_device(pts: Any, sc: Any, c: int | None = None, phases: Phases | None = 
     _cuda.launch_1d(_k("msm_digits"), n, (sc.view(cp.uint32), mont, _u64(n), np.int32(c), np.int32(nwin), keys))
     ph.mark("digits")
     keys.sort()
-    E = int(_cuda.read_back(cp.searchsorted(keys, cp.array([_SENTINEL_KEY], dtype=cp.uint64)), "msm.sorted_count")[0])
+    e = msm_reduce.valid_count(cp, _k, keys)
     ph.mark("sort")
     buckets = cp.zeros((nwin * m, 48), dtype=cp.uint32)
-    if E > 0:
-        keys = keys[:E]
-        chunk = _chunk_size()
-        if _level0_mode() == "runs":
-            hi = (keys >> np.uint64(32)).astype(cp.uint32)
-            cstart, cend, K, R = _chunks(cp, hi, chunk)
-            del hi
-            out_keys = cp.empty(K, dtype=cp.uint32)
-            out_pts = cp.empty((K, 48), dtype=cp.uint32)
-            _cuda.launch_1d(
-                _k("seg_accum_affine"), K, (keys, cstart, cend, _u64(K), mont, out_keys, out_pts), block=HEAVY_BLOCK
-            )
-        else:  # balanced: every thread exactly `chunk` entries
-            nth = -(-E // chunk)
-            counts = cp.empty(nth, dtype=cp.uint32)
-            _cuda.launch_1d(_k("seg_count_sorted64"), nth, (keys, _u64(E), _u32(chunk), _u64(nth), counts))
-            offs = cp.cumsum(counts, dtype=cp.uint64)
-            K = int(_cuda.read_back(offs[-1:], "msm.partials")[0])
-            offs -= counts
-            out_keys = cp.empty(K, dtype=cp.uint32)
-            out_pts = cp.empty((K, 48), dtype=cp.uint32)
-            _cuda.launch_1d(
-                _k("seg_accum_affine_balanced"), nth, (keys, _u64(E), _u32(chunk), _u64(nth), offs, mont, out_keys, out_pts),
-                block=HEAVY_BLOCK,
-            )
-            R = 0  # not known yet: the loop below finds out
-        del keys
-        ph.mark("bucket_accumulate")
-        while K > R:  # some bucket still has several partials
-            cstart, cend, K2, R = _chunks(cp, out_keys, chunk)
-            if K2 == K:  # every key already once
-                break
-            K = K2
-            nk = cp.empty(K, dtype=cp.uint32)
-            npts = cp.empty((K, 48), dtype=cp.uint32)
-            _cuda.launch_1d(
-                _k("seg_accum_xyzz"), K, (out_keys, cstart, cend, _u64(K), out_pts, nk, npts), block=HEAVY_BLOCK
-            )
-            out_keys, out_pts = nk, npts
-        _cuda.launch_1d(_k("scatter_buckets"), K, (out_keys, out_pts, _u64(K), buckets))
+    plan = msm_reduce.plan(n, nwin, m, _chunk_size())
+    if _level0_mode() == "runs":
+        parts = _level0_runs(cp, keys, e, mont, plan.chunk)
+    else:
+        parts = msm_reduce.level0(cp, _k, keys, e, mont, plan)
+    del keys
+    ph.mark("bucket_accumulate")
+    if parts is not None:
+        msm_reduce.to_buckets(cp, _k, parts, plan, buckets)
     ph.mark("bucket_partials")
     # running-sum reduction: T threads per window, each a range of R buckets
     T = 1
