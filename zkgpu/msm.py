@@ -16,18 +16,23 @@ Pippenger's bucket method (Pippenger 1976; the GPU form of sppark ``msm/pippenge
 cuzk / supraseal ``msm``) with signed c-bit window digits in ``[-2^(c-1), 2^(c-1)]`` (2^(c-1)
 buckets per window, a negative digit adds ``-P``). Per call: validate and convert points to
 Montgomery form; one 64-bit key per (window, point) holding bucket, sign and index; radix sort of
-the keys (CuPy/CUB); bucket accumulation: each GPU thread takes exactly :data:`CHUNK` consecutive
-sorted entries and adds each run of equal bucket key among them by mixed XYZZ + affine addition,
-writing one partial per run (so every thread does the same work, and a bucket of millions of
-points -- real scalars are mostly 0 and 1 -- is spread over many threads); the partials, still
-sorted by bucket, are cut per bucket into chunks of at most CHUNK and summed (XYZZ + XYZZ) until
-one per bucket; window sums by a running sum over contiguous bucket ranges (one thread per range,
+the keys (CuPy/CUB); the count of valid keys found on the device; bucket accumulation
+(:mod:`zkgpu.msm_reduce`): each GPU thread takes exactly :data:`CHUNK` consecutive sorted entries
+and adds each run of equal bucket key among them by mixed XYZZ + affine addition, writing one
+partial per run (so every thread does the same work, and a bucket of millions of points -- real
+scalars are mostly 0 and 1 -- is spread over many threads); a fixed number of balanced rounds
+(computed on the host from n and CHUNK) sums the partials, still sorted by bucket, the same way
+(XYZZ + XYZZ) until each bucket has at most CHUNK + 1, which one thread per bucket adds into the
+bucket; window sums by a running sum over contiguous bucket ranges (one thread per range,
 combined with the range's offset times its bucket sum); a tree sum per window; Horner over
-windows; affine (one Fermat inversion).
+windows; affine (one Fermat inversion). Every array is sized for the worst case and every kernel
+reads its live count from device memory, so the host never waits for the GPU inside an MSM on
+prepared points with a deferred scalar check (:func:`msm_device`).
 
 Tunables (module settings read per call, set by :func:`configure`; the command line maps
 ``ZKGPU_MSM_CHUNK``, ``ZKGPU_MSM_LEVEL0``, ``ZKGPU_MSM_INLINE_MUL`` and ``ZKGPU_MSM_CUBIN`` to them):
-:data:`CHUNK`, :data:`LEVEL0` (``balanced`` as above, or ``runs``: level 0 also cut per bucket),
+:data:`CHUNK`, :data:`LEVEL0` (``balanced`` as above, or ``runs``: level 0 cut per bucket on the host,
+which reads the sizes back: three host syncs per MSM),
 :data:`INLINE_MUL` (Fq products inlined into the group operations: slower on the H200 in our
 measurement, and a minute of NVRTC compile), :data:`CUBIN` (a prebuilt cubin).
 
@@ -92,8 +97,8 @@ CHUNK = 64
 (bench-msm runs of 2026-11-29)."""
 LEVEL0 = "balanced"
 """Level 0 of the bucket accumulation: "balanced" (each thread exactly CHUNK sorted entries, one partial
-per bucket run inside them) or "runs" (each bucket's run cut into chunks of at most CHUNK, one thread per
-chunk)."""
+per bucket run inside them; no host sync) or "runs" (each bucket's run cut into chunks of at most CHUNK on
+the host, one thread per chunk; three size read-backs per MSM). The rounds after it are the same."""
 INLINE_MUL = False
 """True compiles msm.cu with the Fq products inlined into the group operations (ZK_G1_INLINE_MUL=1: faster
 kernels, about a minute of NVRTC compile instead of seconds)."""
@@ -101,7 +106,7 @@ CUBIN: str | None = None
 """A cubin of msm.cu prebuilt by nvcc for this GPU's architecture, loaded instead of compiling with NVRTC
 (to benchmark the inlined-product variant without its compile time; it must come from the current msm.cu)."""
 _SUM_FANIN = 8  # tree-sum fan-in: short serial chains (the reduction tail is latency-bound)
-_SENTINEL_KEY = _cuda.header_defines("msm.cu", "MSM_SENTINEL")[0] << 32  # the sort key of a dropped entry
+_SENTINEL_KEY = _cuda.header_defines("msm.cu", "MSM_SENTINEL")[0] << 32  # the sort key of a dropped entry (sorted last)
 _FR_OPS_KERNELS = ("fr_first_unreduced",)  # kernels of fr_ops.cu that the MSM launches through _k
 _MIN_C, _MAX_C = 4, 20
 
@@ -430,10 +435,13 @@ def msm_device(pts: Any, sc: Any, c: int | None = None, phases: Phases | None = 
     ``mont``: the points already checked and in Montgomery form (:func:`prepare_points`, or rows
     of it); ``pts`` is then ignored (may be None). ``deferred``: the scalar check is queued on
     it instead of read back here (``deferred.raise_if_bad()`` after the stream's work). Host
-    synchronisations left (:func:`zkgpu._cuda.count_sync`): ``msm.points_check`` and
-    ``msm.scalars_check`` unless ``mont`` / ``deferred`` are given, ``msm.sorted_count`` (the
-    number of nonzero digits after the sort), ``msm.partials`` (level 0's partial count, balanced
-    mode) and ``msm.runs`` + ``msm.chunks`` per reduction round (the sizes of the next arrays).
+    synchronisations (:func:`zkgpu._cuda.count_sync`): ``msm.points_check`` and
+    ``msm.scalars_check`` unless ``mont`` / ``deferred`` are given; none otherwise in the default
+    balanced level 0 (every size stays on the device: :mod:`zkgpu.msm_reduce`), so with both the
+    call only queues kernels. :data:`LEVEL0` ``"runs"`` adds ``msm.sorted_count``, ``msm.runs`` and
+    ``msm.chunks`` (its host-cut chunks). Device memory: the sorted keys (``8 * nwin * n`` bytes),
+    the buckets (``192 * nwin * 2^(c-1)``) and two partial buffers of at most
+    ``192 * (nwin * n / CHUNK + nwin * 2^(c-1))`` bytes each.
 
     Raises:
         ValueError: a point or scalar out of range (first bad index named; with ``deferred`` the

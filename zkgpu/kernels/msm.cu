@@ -14,19 +14,24 @@
 //                   bucket key = w * 2^(c-1) + |d| - 1; zero digits and identity points get the
 //                   sentinel key 0xffffffff (sorted last and dropped)
 //   (CuPy sort)     radix sort of the keys (CUB/thrust)
+//   msm_valid_count the number E of non-sentinel keys, by binary search, into device memory
 //   seg_count_sorted64, seg_accum_affine_balanced (level 0, default): each thread takes exactly
 //                   CHUNK consecutive sorted entries and writes one XYZZ partial (mixed addition)
 //                   per run of equal bucket key among them, so all threads do equal work and a
 //                   bucket of millions of points is spread over many threads
 //   seg_accum_affine (level 0, zkgpu.msm.LEVEL0 "runs"): one thread per chunk of at most CHUNK
 //                   entries of one bucket (chunks cut on the host with CuPy)
-//   seg_accum_xyzz  levels >= 1: the partials (still sorted by key) are cut per key into chunks
-//                   of at most CHUNK and summed (XYZZ + XYZZ) until every key is left once
-//   scatter_buckets partials -> bucket array (empty buckets stay the identity)
+//   seg_count_sorted32, seg_accum_xyzz  a fixed number of rounds (zkgpu/msm_reduce.py): the same
+//                   balanced scheme over the (key, XYZZ partial) pairs, still sorted by key
+//   scatter_buckets the thread of each key's first partial sums its last few partials (at most
+//                   CHUNK + 1 after the rounds) into the bucket array (empty buckets stay the identity)
 //   window_reduce   each thread a contiguous range of buckets: running sum + sum, then
 //                   sum_range + offset * running_total (the range's offset times its bucket sum)
 //   xyzz_sum_ranges tree sum of the per-thread results of each window
 //   msm_final       Horner over windows, to affine, out of Montgomery form
+// No kernel needs a count from the host: the grids cover the worst case (sizes from n, c and CHUNK),
+// each kernel reads the live count (E, or the partial count = the last prefix-sum entry) from device
+// memory and its threads past it exit, so the host queues one MSM without waiting for the GPU.
 #include "common.cuh"
 #include "fr.cuh"
 #include "g1.cuh"
