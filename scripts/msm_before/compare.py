@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -78,6 +79,7 @@ class GilLoad:
 
 def main(logs):
     rows = []
+    out = Path(os.environ.get("OUT", ".")) / "msm-before-after.csv"
     rng = np.random.default_rng(7)
     for lg in logs:
         n = 1 << lg
@@ -98,9 +100,9 @@ def main(logs):
                 fn()
                 host_ms = (time.perf_counter() - t0) * 1e3
                 cp.cuda.get_current_stream().synchronize()
-                idle = _cuda.benchmark(fn, warmup=1, repeat=5).median_ms
+                idle = _cuda.benchmark(fn, warmup=0, repeat=3).median_ms
                 with GilLoad(2):
-                    loaded = _cuda.benchmark(fn, warmup=1, repeat=5).median_ms
+                    loaded = _cuda.benchmark(fn, warmup=0, repeat=3).median_ms
                 ph = mod.Phases(True)
                 mod.msm_device(None, sc, None, ph, mont=mont)
                 phases = ph.result()
@@ -109,14 +111,11 @@ def main(logs):
                            **{f"phase_{k}": round(v, 3) for k, v in phases.items()})
                 rows.append(row)
                 print(row, flush=True)
+                pd.DataFrame(rows).to_csv(out, index=False)
             print(f"2^{lg} {kind}: before == after: {bool((res['before'] == res['after']).all())}", flush=True)
         del pts, mont, sc
         cp.get_default_memory_pool().free_all_blocks()
-    import pandas as pd
-
     df = pd.DataFrame(rows)
-    out = Path(os.environ.get("OUT", ".")) / "msm-before-after.csv"
-    df.to_csv(out, index=False)
     print(df[["log2_n", "scalars", "version", "median_ms", "gil_load2_ms", "host_enqueue_ms", "syncs"]].to_string(index=False))
 
 
