@@ -21,6 +21,7 @@ from test_msm import emulated, rand_points, ref_arkworks
 
 from seeding import current_seed, new_pyrng, new_rng
 from zkgpu import _cuda, bases, curve, msm, msm_reduce
+from zkgpu.bench.msm import _porep_scalars
 from zkgpu.field import FR, fr_from_ints, fr_random, fr_to_ints
 
 R = FR.modulus
@@ -231,26 +232,16 @@ def test_emu_porep_like_small_chunks(chunk, monkeypatch):
     """PoRep-like scalars with tiny chunks: many rounds (7 for n = 300 and chunk 2) on the real kernels."""
     monkeypatch.setattr(msm, "CHUNK", chunk)
     n = 300
-    rng = new_rng()
-    pts = rand_points(n)
-    sc = fr_random(n, rng)
-    u = rng.random(n)
-    sc[u < 0.45] = 0
-    ones = (u >= 0.45) & (u < 0.9)
-    sc[ones] = fr_from_ints([1])[0]
+    pts, sc = rand_points(n), _porep_scalars(n, new_rng())
     assert (_msm_emu(pts, sc) == ref_arkworks(pts, sc)).all(), f"seed {current_seed()}"
 
 
-@pytest.mark.parametrize("case", ["zero", "one", "r-1", "identity", "p_minus_p", "repeated"])
-def test_emu_edge_inputs(case):
-    n = 70
+def _edge_case(case: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Points and scalars of one edge case: every scalar 0, 1 or r - 1; every third point the identity;
+    P and -P with equal scalars; one point repeated n times (other values random)."""
     pts, sc = rand_points(n), fr_random(n, new_rng())
-    if case == "zero":
-        sc[:] = 0
-    elif case == "one":
-        sc[:] = fr_from_ints([1])[0]
-    elif case == "r-1":
-        sc[:] = fr_from_ints([R - 1])[0]
+    if case in ("zero", "one", "r-1"):
+        sc[:] = fr_from_ints([{"zero": 0, "one": 1, "r-1": R - 1}[case]])[0]
     elif case == "identity":
         pts[::3] = 0
     elif case == "p_minus_p":
@@ -258,6 +249,15 @@ def test_emu_edge_inputs(case):
         sc[1::2] = sc[0::2]
     else:
         pts[:] = pts[0]
+    return pts, sc
+
+
+EDGE_CASES = ["zero", "one", "r-1", "identity", "p_minus_p", "repeated"]
+
+
+@pytest.mark.parametrize("case", EDGE_CASES)
+def test_emu_edge_inputs(case):
+    pts, sc = _edge_case(case, 70)
     assert (_msm_emu(pts, sc, 5) == ref_arkworks(pts, sc)).all(), f"seed {current_seed()}"
 
 
@@ -300,16 +300,6 @@ def _gpu_msm_synced(cp, pts, sc, c=None):
     return host
 
 
-def _porep(n: int, rng: np.random.Generator) -> np.ndarray:
-    sc = fr_random(n, rng)
-    u = rng.random(n)
-    sc[u < 0.45] = 0
-    ones = (u >= 0.45) & (u < 0.9)
-    sc[ones] = 0
-    sc[ones, 0] = 1
-    return sc
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("n", [1, 2, 3, 1000])
 def test_gpu_random_small_vs_arkworks(n):
@@ -325,7 +315,7 @@ def test_gpu_random_small_vs_arkworks(n):
 def test_gpu_large_vs_discrete_logs(lg_or_n, kind):
     cp = _cuda.cupy()
     n, seed, rng = lg_or_n, new_pyrng().randrange(2**64), new_rng()
-    sc = {"uniform": lambda: fr_random(n, rng), "porep": lambda: _porep(n, rng),
+    sc = {"uniform": lambda: fr_random(n, rng), "porep": lambda: _porep_scalars(n, rng),
           "ones": lambda: fr_from_ints([1] * n), "zeros": lambda: np.zeros((n, 4), dtype=np.uint64)}[kind]()
     got = _gpu_msm_synced(cp, bases.generate_points(n, seed), cp.asarray(sc))
     assert (got == _dlog_reference(n, seed, sc)).all(), f"seed {current_seed()} (points seed {seed}), n={n}, {kind}"
@@ -336,31 +326,17 @@ def test_gpu_large_vs_discrete_logs(lg_or_n, kind):
 def test_gpu_windows(c):
     cp = _cuda.cupy()
     n, rng = 3000, new_rng()
-    pts, sc = rand_points(n), _porep(n, rng)
+    pts, sc = rand_points(n), _porep_scalars(n, rng)
     sc[: n // 3] = fr_random(n // 3, rng)
     got = _gpu_msm_synced(cp, cp.asarray(pts), cp.asarray(sc), c)
     assert (got == ref_arkworks(pts, sc)).all(), f"seed {current_seed()}, c={c}"
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("case", ["zero", "one", "r-1", "identity", "p_minus_p", "repeated"])
+@pytest.mark.parametrize("case", EDGE_CASES)
 def test_gpu_edge_inputs(case):
     cp = _cuda.cupy()
-    n = 2000
-    pts, sc = rand_points(n), fr_random(n, new_rng())
-    if case == "zero":
-        sc[:] = 0
-    elif case == "one":
-        sc[:] = fr_from_ints([1])[0]
-    elif case == "r-1":
-        sc[:] = fr_from_ints([R - 1])[0]
-    elif case == "identity":
-        pts[::3] = 0
-    elif case == "p_minus_p":
-        pts[1::2] = curve.g1_neg(pts[0::2])
-        sc[1::2] = sc[0::2]
-    else:
-        pts[:] = pts[0]
+    pts, sc = _edge_case(case, 2000)
     got = _gpu_msm_synced(cp, cp.asarray(pts), cp.asarray(sc))
     assert (got == ref_arkworks(pts, sc)).all(), f"seed {current_seed()}, {case}"
 
@@ -371,7 +347,7 @@ def test_gpu_chunks_porep_like(chunk, monkeypatch):
     monkeypatch.setattr(msm, "CHUNK", chunk)
     cp = _cuda.cupy()
     n, seed = 2**15, new_pyrng().randrange(2**64)
-    sc = _porep(n, new_rng())
+    sc = _porep_scalars(n, new_rng())
     got = _gpu_msm_synced(cp, bases.generate_points(n, seed), cp.asarray(sc))
     assert (got == _dlog_reference(n, seed, sc)).all(), f"seed {current_seed()}, chunk={chunk}"
 
@@ -380,7 +356,7 @@ def test_gpu_chunks_porep_like(chunk, monkeypatch):
 def test_gpu_sync_count_zero_and_same_as_checked_path():
     cp = _cuda.cupy()
     n = 5000
-    pts, sc = cp.asarray(rand_points(n)), cp.asarray(_porep(n, new_rng()))
+    pts, sc = cp.asarray(rand_points(n)), cp.asarray(_porep_scalars(n, new_rng()))
     checked = cp.asnumpy(msm.msm_device(pts, sc))
     assert (_gpu_msm_synced(cp, pts, sc) == checked).all()
 
