@@ -20,10 +20,10 @@ the keys (CuPy/CUB); the count of valid keys found on the device; bucket accumul
 (:mod:`zkgpu.msm_reduce`): each GPU thread takes exactly :data:`CHUNK` consecutive sorted entries
 and adds each run of equal bucket key among them by mixed XYZZ + affine addition, writing one
 partial per run (so every thread does the same work, and a bucket of millions of points -- real
-scalars are mostly 0 and 1 -- is spread over many threads); a fixed number of balanced rounds
-(computed on the host from n and CHUNK) sums the partials, still sorted by bucket, the same way
-(XYZZ + XYZZ) until each bucket has at most CHUNK + 1, which one thread per bucket adds into the
-bucket; window sums by a running sum over contiguous bucket ranges (one thread per range,
+scalars are mostly 0 and 1 -- is spread over many threads); a fixed number of rounds (computed on
+the host from n and CHUNK) cuts each bucket's partials, still sorted by bucket, into chunks of at
+most CHUNK, one thread per chunk (XYZZ + XYZZ), until each bucket has at most CHUNK + 1, which one
+thread per bucket adds into the bucket; window sums by a running sum over contiguous bucket ranges (one thread per range,
 combined with the range's offset times its bucket sum); a tree sum per window; Horner over
 windows; affine (one Fermat inversion). Every array is sized for the worst case and every kernel
 reads its live count from device memory, so the host never waits for the GPU inside an MSM on
