@@ -42,9 +42,10 @@ Lock scope (``config.lock_scope``):
   submission to the interval their kernels ran, from their CUDA events anchored at the wait's
   return (:meth:`zkgpu.trace.Tracer.place_on_gpu_clock`; ``clock=gpu`` and the submission's
   ``host_ms`` in the detail); ``mutex_held`` stays the submission on the host clock. The
-  submission still waits where the MSM reads sizes back (its sort's valid-key count, the
-  bucket-run counts of each reduction round: :func:`zkgpu.msm.msm_device`); each GPU phase's
-  ``host_syncs`` counts the waits (:func:`zkgpu._cuda.count_sync`).
+  submission does not wait for the GPU: the MSMs, on prepared bases with deferred scalar
+  checks, keep every size on the device (:func:`zkgpu.msm.msm_device`, :mod:`zkgpu.msm_reduce`),
+  so ``mutex_held`` is the host's time to queue the kernels; each GPU phase's ``host_syncs``
+  counts any wait that is left (:func:`zkgpu._cuda.count_sync`; none in ``submit``).
 
 H2D stage (``config.h2d_stage``; :attr:`~zkgpu.pipeline.config.PipelineConfig.h2d_pre_lock`):
 ``in_lock`` (upstream) copies a/b/c inside ntt_msm_h, the mutex held, each copy followed on its
