@@ -330,6 +330,7 @@ def emu(monkeypatch):
 
     N.clear_cache()
     qap._z_inv_device.cache_clear()
+    qap._icoset_zinv_table.cache_clear()
     monkeypatch.setattr(_cuda, "cupy", lambda: NumpyAsCupy())
     monkeypatch.setattr(N, "_kernel", lambda name: emulated_kernel(load("ntt_emu"), name))
     monkeypatch.setattr(N, "_fused_kernel", lambda name, lr: emulated_kernel(load("ntt_emu", N._fused_defines(lr)), name))
@@ -337,6 +338,7 @@ def emu(monkeypatch):
     yield
     N.clear_cache()
     qap._z_inv_device.cache_clear()
+    qap._icoset_zinv_table.cache_clear()
 
 
 def _mont_words(x: list[int]) -> np.ndarray:
@@ -552,11 +554,15 @@ STAGEWISE_VARIANTS = {  # id -> (kernel spec, extra zkgpu.ntt.DEFINES)
     "lazy": ("stagewise-lz-asm", {}),
     "ilp2": ("stagewise-lz-st-i2-b2-asm", {}),
     "r4-table-twiddles": ("stagewise-r4-lz-b3-w128-asm", {"NTT_SMEM_TW": 0}),
+    "shfl": ("stagewise-sh", {}),
+    "shfl-b2": ("stagewise-sh-b2", {}),
+    "shfl-table-twiddles": ("stagewise-sh", {"NTT_SMEM_TW": 0}),
 }
 """Builds of the stagewise kernels that must equal the default one bit for bit, one per code path the default build
 (asm-chain additions, each pass's twiddles in shared memory) does not take: the build that was the default before
 issue 13's run k13-ntt (volatile-PTX additions, every twiddle from the table), the portable additions, the lazy DIF
-difference, two butterflies per thread, radix-4 with table twiddles (zkgpu.bench.ntt.KERNEL_SPECS for the parts)."""
+difference, two butterflies per thread, radix-4 with table twiddles, the warp-shuffle stages (NTT_SHFL) with
+shared-memory and with table twiddles (zkgpu.bench.ntt.KERNEL_SPECS for the parts)."""
 
 
 def _edge_words(n: int, seed: int) -> np.ndarray:

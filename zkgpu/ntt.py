@@ -61,21 +61,9 @@ from .fr_device import (
 )
 
 __all__ = [
-    "ORDERS",
-    "ALGORITHMS",
-    "RADIX",
-    "DEFINES",
-    "configure",
-    "radix",
-    "ntt",
-    "ntt_inplace",
-    "coset_evals_inplace",
-    "bitrev_permute",
-    "power_table",
-    "global_passes",
-    "settings",
-    "resolve_algorithm",
-    "clear_cache",
+    "ORDERS", "ALGORITHMS", "RADIX", "DEFINES", "configure", "radix", "ntt", "ntt_inplace",
+    "coset_evals_inplace", "stagewise_passes", "bitrev_permute", "power_table", "global_passes", "settings",
+    "resolve_algorithm", "clear_cache",
 ]
 
 P = FR.modulus
@@ -588,29 +576,37 @@ def ntt_inplace(
         _ntt_fused(w, L, bool(inverse), bool(coset), order, scratch=scratch)
         return d
     dit = order == "rn"
-    tw = _twiddles(L, bool(inverse))
-    pre, pre_mode, post, post_mode = _scalings(L, bool(inverse), bool(coset), dit)
-    pre, post = (tw if pre is None else pre), (tw if post is None else post)  # mode 0 ignores the table
-    passes = _passes(L)
-    if dit:
-        passes = passes[::-1]
-    rad = radix()
-    kern = _kernel("ntt_pass_r4" if rad == 4 else "ntt_pass")
-    nthreads = _threads()
-    smem_per_element = 64 if int(dict(_defines()).get("NTT_SMEM_TW", _SMEM_TW)) else 32  # + the pass's twiddles
-    last = len(passes) - 1
-    for i, (s_lo, k, c) in enumerate(passes):
-        T = 1 << (k + c)
-        _launch_fused(
-            kern, n // T, max(1, min(T // rad, nthreads)), smem_per_element * T,
-            (
-                w, tw, np.int32(L), np.int32(s_lo), np.int32(k), np.int32(c), np.int32(_ORDER["rn" if dit else "nr"]),
-                pre, np.int32(pre_mode if i == 0 else _SCALE["none"]), post, np.int32(post_mode if i == last else _SCALE["none"]),
-            ),
-        )
+    stagewise_passes(w, L, bool(inverse), dit, *_scalings(L, bool(inverse), bool(coset), dit))
     if order == "nn":
         bitrev_permute(w)
     return d
+
+
+def stagewise_passes(w: Any, L: int, inverse: bool, dit: bool, pre: Any, pre_mode: int, post: Any, post_mode: int,
+                     aux: tuple[Any, Any] | None = None) -> None:
+    """The passes of one stagewise transform (kernel ntt_pass, or ntt_pass_r4 with :data:`RADIX` 4) on the flat words
+    w of 2^L elements, on the current stream: DIF, natural -> bit-reversed (DIT with ``dit``: the other way), with
+    the inverse root's twiddles if ``inverse`` (no 1/n: that is in the scalings). pre/post (tables, or None) and
+    their modes (scale_mode values) scale at the first pass's load and the last pass's store; pre_mode mul_sub
+    loads x * aux[0][g] - aux[1][g] (``aux``: two buffers of 2^L elements)."""
+    n = w.size // 8
+    tw = _twiddles(L, inverse)
+    pre, post = (tw if pre is None else pre), (tw if post is None else post)  # mode 0 ignores the table
+    aux1, aux2 = (tw, tw) if aux is None else aux
+    passes = _passes(L)[::-1] if dit else _passes(L)
+    rad = radix()
+    kern = _kernel("ntt_pass_r4" if rad == 4 else "ntt_pass")
+    smem_per_element = 64 if int(dict(_defines()).get("NTT_SMEM_TW", _SMEM_TW)) else 32  # + the pass's twiddles
+    for i, (s_lo, k, c) in enumerate(passes):
+        T = 1 << (k + c)
+        _launch_fused(
+            kern, n // T, max(1, min(T // rad, _threads())), smem_per_element * T,
+            (
+                w, tw, np.int32(L), np.int32(s_lo), np.int32(k), np.int32(c), np.int32(_ORDER["rn" if dit else "nr"]),
+                pre, np.int32(pre_mode if i == 0 else _SCALE["none"]),
+                post, np.int32(post_mode if i == len(passes) - 1 else _SCALE["none"]), aux1, aux2,
+            ),
+        )
 
 
 def coset_evals_inplace(w: Any, *, algorithm: str | None = None, post_op: tuple | None = None) -> Any:
@@ -624,19 +620,21 @@ def coset_evals_inplace(w: Any, *, algorithm: str | None = None, post_op: tuple 
         ValueError: a size that is not a power of two, an unknown algorithm, or ``post_op`` where it
             cannot apply (stagewise, or a transform of one pass).
 
+    Stagewise: the inverse NTT's 1/n and the coset shift g^i are one scaling, by g^i/n at the coset NTT's load.
     With ``algorithm="fused"`` the two transforms share their pass on the low index bits (kernel
     ntt_fused2_*: the inverse sub-transform, the factor g^i/n, the forward sub-transform), so the pair
     makes 2*ceil(L/10) - 1 passes over memory instead of 2*ceil(L/10). ``post_op = (zinv, b, c)`` (fused
     only, more than one pass): the last pass stores (w * b - c) * zinv, the Groth16 pointwise step."""
     algorithm = resolve_algorithm(algorithm)
+    words = device_words(w)
+    L = log2_size(words.size // 8)
     if algorithm != "fused":
         if post_op is not None:
             raise ValueError("coset_evals_inplace: post_op needs algorithm='fused'")
-        ntt_inplace(w, inverse=True, order="nr", algorithm=algorithm)
-        ntt_inplace(w, coset=True, order="rn", algorithm=algorithm)
+        if L:  # the iNTT's 1/n rides on the coset shift: one table g^i/n, one product per element instead of two
+            stagewise_passes(words, L, True, False, None, _SCALE["none"], None, _SCALE["none"])
+            stagewise_passes(words, L, False, True, _scale_table(L, "coset_ninv"), _SCALE["bitrev"], None, _SCALE["none"])
         return w
-    words = device_words(w)
-    L = log2_size(words.size // 8)
     if L == 0:
         if post_op is not None:
             raise ValueError("coset_evals_inplace: post_op needs more than one pass")
