@@ -557,12 +557,13 @@ STAGEWISE_VARIANTS = {  # id -> (kernel spec, extra zkgpu.ntt.DEFINES)
     "shfl": ("stagewise-sh", {}),
     "shfl-b2": ("stagewise-sh-b2", {}),
     "shfl-table-twiddles": ("stagewise-sh", {"NTT_SMEM_TW": 0}),
+    "gather-scalings": ("stagewise-gt", {}),
 }
 """Builds of the stagewise kernels that must equal the default one bit for bit, one per code path the default build
 (asm-chain additions, each pass's twiddles in shared memory) does not take: the build that was the default before
 issue 13's run k13-ntt (volatile-PTX additions, every twiddle from the table), the portable additions, the lazy DIF
 difference, two butterflies per thread, radix-4 with table twiddles, the warp-shuffle stages (NTT_SHFL) with
-shared-memory and with table twiddles (zkgpu.bench.ntt.KERNEL_SPECS for the parts)."""
+shared-memory and with table twiddles, the gathered scalings (NTT_SCALE_BR=0) (zkgpu.bench.ntt.KERNEL_SPECS for the parts)."""
 
 
 def _edge_words(n: int, seed: int) -> np.ndarray:
@@ -683,7 +684,11 @@ def test_coset_evals_emulated(algorithm, L, tile_log, emu, monkeypatch, rng):
 def test_global_passes_and_settings(monkeypatch):
     """Passes over memory per transform (the bench's effective-bandwidth denominator) and the recorded settings."""
     assert [N.global_passes(L, "nr", "stagewise") for L in (1, 10, 11, 20, 24, 30)] == [1, 1, 2, 2, 3, 3]
+    assert N.global_passes(24, "nn", "stagewise") == 3  # the last pass scatters (NTT_NN_SCATTER, the default)
+    assert N.global_passes(8, "nn", "stagewise") == 2  # one pass: the bit-reversal pass follows
+    monkeypatch.setattr(N, "DEFINES", {"NTT_NN_SCATTER": 0})
     assert N.global_passes(24, "nn", "stagewise") == 4  # + the bit-reversal pass
+    monkeypatch.setattr(N, "DEFINES", {})
     assert N.global_passes(24, "nn", "fused") == 3  # folded into the first and last passes
     assert N.global_passes(8, "nn", "fused") == 2  # one pass: the bit-reversal pass follows
     monkeypatch.setattr(N, "FUSED_TILE_LOG", 12)

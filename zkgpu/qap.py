@@ -13,8 +13,9 @@ On the GPU the orders are the cuzk ones (no bit-reversal pass until the last ste
 coset NTT "rn", pointwise, inverse coset NTT "nn". With the stagewise kernels every constant rides on a
 product that happens anyway: the iNTT's 1/N on the coset shift (one table g^i/N at the coset NTT's load),
 the pointwise a*b - c at the load of the final inverse NTT (no pass of its own), and 1/Z with g^-i/N in one
-table at its store; 7 transforms, one bit-reversal pass, 5 products per element besides the butterflies
-(before: 9, and a pointwise pass ``fr_mul_sub_scale`` of fr_ops.cu, which the fused kernels still use).
+table at its store, which scatters to the bit-reversed places (c as scratch); 7 transforms, no bit-reversal
+pass, 5 products per element besides the butterflies (before: 9, and a pointwise pass ``fr_mul_sub_scale`` of
+fr_ops.cu, which the fused kernels still use).
 
 Inputs of length m <= N are zero-padded to N = the next power of two >= max(m) (or 2^log_n if
 given), as cuzk pads ``abc_size`` to the domain size.
@@ -45,9 +46,11 @@ from .ntt import (
     bitrev_permute,
     coset_evals_inplace,
     global_passes,
+    nn_scatter,
     ntt_inplace,
     power_table,
     resolve_algorithm,
+    scale_br,
     stagewise_passes,
 )
 
@@ -215,19 +218,26 @@ def prepare_input(x: Any, n: int, *, name: str = "x", deferred: DeferredCheck | 
 
 
 @functools.cache
-def _icoset_zinv_table(log_n: int) -> Any:
-    """g^-i * Z^-1 / N for i < N (Montgomery, flat uint32, on the device)."""
+def _icoset_zinv_table(log_n: int, br: bool) -> Any:
+    """g^-i * Z^-1 / N for i < N (Montgomery, flat uint32, on the device); with ``br`` entry i holds that of
+    bitrev(i) (zkgpu.ntt.scale_on_bitrev_side)."""
     n_inv = pow(1 << log_n, -1, P)
-    return power_table(pow(FR.generator, -1, P), log_n, n_inv * z_inv_on_coset(log_n) % P)
+    tab = power_table(pow(FR.generator, -1, P), log_n, n_inv * z_inv_on_coset(log_n) % P)
+    return bitrev_permute(tab) if br else tab
 
 
-def _h_inverse_stagewise(wa: Any, wb: Any, wc: Any, log_n: int) -> None:
+def _h_inverse_stagewise(wa: Any, wb: Any, wc: Any, log_n: int, scatter: bool = True) -> None:
     """a <- the inverse coset NTT of (a*b - c) / Z, natural order, in one stagewise transform: the pointwise
     a*b - c at the first pass's load (scale_mode mul_sub), the constant 1/Z folded with the coset factor g^-i/N
-    into one table at the last pass's store (h is linear in the pointwise values), then the bit-reversal pass."""
-    stagewise_passes(wa, log_n, True, False, None, _SCALE["mul_sub"], _icoset_zinv_table(log_n), _SCALE["bitrev"],
-                     aux=(wb, wc))
-    bitrev_permute(wa)
+    into one table at the last pass's store (h is linear in the pointwise values). With ``scatter`` (and
+    zkgpu.ntt.nn_scatter, two or more passes) c is the scratch buffer and the last pass stores in natural order;
+    otherwise a bit-reversal pass follows and b, c are left as they were."""
+    br = scale_br()
+    tmp = wc if scatter and nn_scatter() and global_passes(log_n, "nr", "stagewise") > 1 else None
+    stagewise_passes(wa, log_n, True, False, None, _SCALE["mul_sub"], _icoset_zinv_table(log_n, br),
+                     _SCALE["natural" if br else "bitrev"], aux=(wb, wc), nn_scratch=tmp)
+    if tmp is None:
+        bitrev_permute(wa)
 
 
 def _mul_sub_scale(wa: Any, wb: Any, wc: Any, log_n: int) -> None:
@@ -248,7 +258,7 @@ def combine_h_inplace(a: Any, b: Any, c: Any) -> Any:
         raise ValueError(f"combine_h_inplace: a, b, c sizes differ ({wa.size // 8}, {wb.size // 8}, {wc.size // 8})")
     L = log2_size(wa.size // 8)
     if L and resolve_algorithm(None) == "stagewise":
-        _h_inverse_stagewise(wa, wb, wc, L)
+        _h_inverse_stagewise(wa, wb, wc, L, scatter=False)
         return a
     _mul_sub_scale(wa, wb, wc, L)
     ntt_inplace(wa, inverse=True, coset=True, order="nn")

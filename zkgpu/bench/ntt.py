@@ -41,7 +41,7 @@ __all__ = [
 KERNEL_SPECS = tuple(
     "-".join(["stagewise", *parts])
     for parts in ([r, z, st, sh, i, b, w, a] for r in ("", "r2", "r4") for z in ("", "lz") for st in ("", "st")
-                  for sh in ("", "sh") for i in ("", "i2") for b in ("", "b1", "b2", "b3", "b4")
+                  for sh in ("", "sh", "gt", "sh-gt") for i in ("", "i2") for b in ("", "b1", "b2", "b3", "b4")
                   for w in ("", "w128", "w512") for a in ("", "ptx", "cxx", "asm"))
     for parts in [[p for p in parts if p]]
 ) + tuple(
@@ -54,11 +54,13 @@ KERNEL_SPECS = tuple(
 algorithm, then optionally -rN (stagewise: ``zkgpu.ntt.RADIX`` 2/4; fused: ``FUSED_RADIX`` 2/4/8), -exact/-split/-table/-auto (fused: ``FUSED_OUTER``), -t12 (fused:
 ``FUSED_TILE_LOG`` 12, 2^24 in two passes), -lz (stagewise: the lazy DIF difference, ``ZK_NTT_LAZY=1``), -st
 (stagewise: each pass's twiddles in shared memory, ``NTT_SMEM_TW=1``), -sh (stagewise radix-2: the stages on the
-tile bits below 6 in registers, exchanged by warp shuffles, ``NTT_SHFL=1``), -i2 (stagewise radix-2: two butterflies
+tile bits below 6 in registers, exchanged by warp shuffles, ``NTT_SHFL=1``), -gt (stagewise host data paths as
+before issue 13's run s3-ntt: the scalings on the bit-reversed side gathered from a natural table, ``NTT_SCALE_BR=0``,
+and "nn" in place plus a bit-reversal pass, ``NTT_NN_SCATTER=0``), -i2 (stagewise radix-2: two butterflies
 loaded before either is computed, ``NTT_ILP=2``), -w128/-w512 (stagewise: threads per
 block, ``NTT_THREADS``), -bN
 (stagewise: N blocks per SM as the register target, ``NTT_MIN_BLOCKS`` and ``NTT_R4_MIN_BLOCKS``) and
--ptx/-cxx/-asm (``FIELD_ARITH``); unstated settings keep their current values (-lz, -st, -sh, -i2, -wN and -bN add to
+-ptx/-cxx/-asm (``FIELD_ARITH``); unstated settings keep their current values (-lz, -st, -sh, -gt, -i2, -wN and -bN add to
 ``zkgpu.ntt.DEFINES`` for the block)."""
 
 BENCH_VARIANTS: dict[str, dict[str, Any]] = {
@@ -97,6 +99,8 @@ def kernel_settings(spec: str) -> Iterator[None]:
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_SMEM_TW": 1}
             elif part == "sh":
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_SHFL": 1}
+            elif part == "gt":
+                ntt.DEFINES = {**ntt.DEFINES, "NTT_SCALE_BR": 0, "NTT_NN_SCATTER": 0}
             elif part == "i2":
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_ILP": 2}
             elif re.fullmatch(r"w\d+", part):

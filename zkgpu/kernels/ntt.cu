@@ -47,6 +47,12 @@
 #define NTT_R4_MIN_BLOCKS 2
 #endif
 
+#ifndef NTT_SCALE_BR  // read by the host only (zkgpu/ntt.py: scale_br)
+#define NTT_SCALE_BR 1  // 1: a scaling on the bit-reversed side reads a bit-reversed table in order (scale_mode natural)
+#endif
+#ifndef NTT_NN_SCATTER  // read by the host only (zkgpu/ntt.py: stagewise_passes)
+#define NTT_NN_SCATTER 1  // 1: "nn" with 2+ passes: the last pass scatters into bit-reversed places (no bit-reversal pass)
+#endif
 #ifndef NTT_SMEM_TW
 #define NTT_SMEM_TW 1  // 1: a pass first copies its tile's twiddles into shared memory (load_pass_twiddles)
 #endif
@@ -268,8 +274,8 @@ struct pass_io_t {
 };
 
 template <bool R4>
-__device__ __forceinline__ void pass_body(fr_t* x, const fr_t* tw, int s_lo, int k, int c, ntt_order order,
-                                          const pass_io_t& io) {
+__device__ __forceinline__ void pass_body(const fr_t* x, fr_t* out, bool brev_out, const fr_t* tw, int s_lo, int k, int c,
+                                          ntt_order order, const pass_io_t& io) {
     extern __shared__ uint32_t sm[];
     const uint32_t T = 1u << (k + c);
     const tile_t tl = tile_t::of(blockIdx.x, s_lo, k, c);
@@ -349,8 +355,8 @@ ZK_UNROLL
 ZK_UNROLL
                 for (int i = 0; i < NTT_LANES; i++) {
                     const uint32_t g0 = tl.g(p.e0[i]), g1 = tl.g(p.e0[i] | (1u << p.r));
-                    store_v4(x, g0, io.out(p.x0[i], g0));
-                    store_v4(x, g1, io.out(p.x1[i], g1));
+                    store_v4(out, brev_out ? bitrev(g0, io.L) : g0, io.out(p.x0[i], g0));
+                    store_v4(out, brev_out ? bitrev(g1, io.L) : g1, io.out(p.x1[i], g1));
                 }
             }
             return;
@@ -359,7 +365,7 @@ ZK_UNROLL
 
     for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) {
         const uint32_t g = tl.g(u);
-        store_v4(x, g, io.out(load_s(sm, T, u), g));
+        store_v4(out, brev_out ? bitrev(g, io.L) : g, io.out(load_s(sm, T, u), g));
     }
 }
 
@@ -372,16 +378,18 @@ extern "C" {
 // shared-memory round trip (NTT_SHFL=1: the stages on tile bits below 6 in registers, warp shuffles between them);
 // ntt_pass_r4 does two (radix-4 in registers), then a radix-2 stage if k is odd. pre may be scale_mode::mul_sub
 // (x * aux1[g] - aux2[g], the Groth16 H pointwise step at the load of the final inverse NTT); aux1 and aux2 are
-// read only then.
+// read only then. The pass reads x and writes out (x itself, or another buffer: each block reads its whole tile
+// before it writes any of it, so out may also be aux2); brev_out: element g goes to out[bitrev_L(g)] (the last pass
+// of an "nn" transform, which then needs no bit-reversal pass; out must not be x).
 __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
-ntt_pass(fr_t* x, const fr_t* tw, int L, int s_lo, int k, int c, ntt_order order,
+ntt_pass(const fr_t* x, fr_t* out, int brev_out, const fr_t* tw, int L, int s_lo, int k, int c, ntt_order order,
          const fr_t* pre, scale_mode pre_mode, const fr_t* post, scale_mode post_mode, const fr_t* aux1, const fr_t* aux2) {
-    pass_body<false>(x, tw, s_lo, k, c, order, pass_io_t{pre, post, aux1, aux2, pre_mode, post_mode, L});
+    pass_body<false>(x, out, brev_out, tw, s_lo, k, c, order, pass_io_t{pre, post, aux1, aux2, pre_mode, post_mode, L});
 }
 __global__ void __launch_bounds__(NTT_THREADS, NTT_R4_MIN_BLOCKS)
-ntt_pass_r4(fr_t* x, const fr_t* tw, int L, int s_lo, int k, int c, ntt_order order,
+ntt_pass_r4(const fr_t* x, fr_t* out, int brev_out, const fr_t* tw, int L, int s_lo, int k, int c, ntt_order order,
             const fr_t* pre, scale_mode pre_mode, const fr_t* post, scale_mode post_mode, const fr_t* aux1, const fr_t* aux2) {
-    pass_body<true>(x, tw, s_lo, k, c, order, pass_io_t{pre, post, aux1, aux2, pre_mode, post_mode, L});
+    pass_body<true>(x, out, brev_out, tw, s_lo, k, c, order, pass_io_t{pre, post, aux1, aux2, pre_mode, post_mode, L});
 }
 
 // tw[i] for 1 <= i < n: i = h + t (h the top bit of i) -> omega_n^(t * n/(2h)) = hi[e >> S] * lo[e & (2^S-1)].
