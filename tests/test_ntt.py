@@ -558,6 +558,7 @@ STAGEWISE_VARIANTS = {  # id -> (kernel spec, extra zkgpu.ntt.DEFINES)
     "shfl-b2": ("stagewise-sh-b2", {}),
     "shfl-table-twiddles": ("stagewise-sh", {"NTT_SMEM_TW": 0}),
     "gather-scalings": ("stagewise-gt", {}),
+    "no-pair": ("stagewise-np", {}),
 }
 """Builds of the stagewise kernels that must equal the default one bit for bit, one per code path the default build
 (asm-chain additions, each pass's twiddles in shared memory) does not take: the build that was the default before

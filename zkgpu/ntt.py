@@ -36,7 +36,7 @@ GPU algorithms (``algorithm=``, default :data:`ALGORITHM`; both give the same re
 
 Both build their tables on the GPU and cache them per size, and fuse the coset shift and the 1/n (or
 g^-i/n) scaling into the first/last pass; "nn" of two or more passes goes through a scratch buffer whose last pass
-stores to the bit-reversed places (stagewise: :func:`nn_scatter`), otherwise it adds one bit-reversal pass.
+stores to the bit-reversed places (stagewise: NTT_NN_SCATTER, :func:`host_option`), otherwise it adds one bit-reversal pass.
 References: Cooley & Tukey, Math. Comp. 19 (1965); Gentleman & Sande, AFIPS 1966; sppark
 ``ntt/`` (radix-2^k passes, NR/RN orders) and cuzk ``groth16_ntt_h.cu`` for the orders used by Groth16.
 """
@@ -61,7 +61,7 @@ from .ntt_plan import split_tables as _split_tables
 
 __all__ = [
     "ORDERS", "ALGORITHMS", "RADIX", "DEFINES", "configure", "radix", "ntt", "ntt_inplace", "coset_evals_inplace",
-    "stagewise_passes", "nn_scatter", "scale_br", "scale_on_bitrev_side", "bitrev_permute", "power_table", "global_passes",
+    "stagewise_passes", "host_option", "scale_on_bitrev_side", "bitrev_permute", "power_table", "global_passes",
     "settings", "resolve_algorithm", "clear_cache",
 ]
 
@@ -69,8 +69,10 @@ P = FR.modulus
 G = FR.generator
 ORDERS = ("nn", "nr", "rn")
 # read from the kernel sources (zkgpu/_cuda.py: header_defines / header_enum), never restated here
-_MAX_TILE_LOG, _THREADS, _BR_Q, _SMEM_TW, _SCALE_BR, _NN_SCATTER = _cuda.header_defines(
-    "ntt.cu", "NTT_MAX_TILE_LOG", "NTT_THREADS", "NTT_BR_Q", "NTT_SMEM_TW", "NTT_SCALE_BR", "NTT_NN_SCATTER")
+_MAX_TILE_LOG, _THREADS, _BR_Q, _SMEM_TW = _cuda.header_defines("ntt.cu", "NTT_MAX_TILE_LOG", "NTT_THREADS", "NTT_BR_Q",
+                                                                "NTT_SMEM_TW")
+_HOST_OPTIONS = ("NTT_SCALE_BR", "NTT_NN_SCATTER", "NTT_PAIR")  # host_option()
+_HOST_DEFAULTS = dict(zip(_HOST_OPTIONS, _cuda.header_defines("ntt.cu", *_HOST_OPTIONS), strict=True))
 _FUSED_MAXK, _FUSED_THREADS = _cuda.header_defines("ntt_fused.cu", "NTT_FUSED_MAXK", "NTT_FUSED_THREADS")
 _ORDER = _cuda.header_enum("ntt_common.cuh", "ntt_order")  # the butterflies of a pass: nr (DIF), rn (DIT)
 _SCALE = _cuda.header_enum("ntt_common.cuh", "scale_mode")  # none, natural, bitrev, constant, h_step
@@ -122,7 +124,7 @@ the default) a pass's twiddles copied to shared memory once per pass (ntt.cu's l
 radix-2 butterflies per thread in flight; ``NTT_THREADS`` / ``NTT_MIN_BLOCKS`` / ``NTT_R4_MIN_BLOCKS`` (stagewise)
 and ``NTT_FUSED_THREADS`` / ``NTT_FUSED_MIN_BLOCKS`` (fused) set the block size and the occupancy target;
 ``NTT_SHFL`` 1 (stagewise radix-2) the stages on the tile bits below 6 in registers with warp shuffles;
-``NTT_SCALE_BR`` 0 (host only) the bit-reversed side's scalings gathered from a natural table (:func:`scale_br`)."""
+``NTT_SCALE_BR`` 0 (host only) the bit-reversed side's scalings gathered from a natural table (:func:`host_option`)."""
 
 
 def configure(*, radix: int | None = None, defines: Mapping[str, int] | None = None) -> None:
@@ -283,15 +285,19 @@ def _scale_table(L: int, kind: str, br: bool = False) -> Any:
     return bitrev_permute(power_table(x, L, scale)) if br else power_table(x, L, scale)
 
 
-def scale_br() -> bool:
-    """Whether a scaling on the bit-reversed side of a transform reads a bit-reversed table in order (build option
-    NTT_SCALE_BR=1, the default; host only) rather than the table at bitrev_L(g) (0: 32 bytes gathered per element)."""
-    return bool(int(dict(_defines()).get("NTT_SCALE_BR", _SCALE_BR)))
+def host_option(name: str) -> bool:
+    """A host-only build option of the stagewise NTT in force (:data:`DEFINES`, else ntt.cu's default, 1 for each):
+    NTT_SCALE_BR, scalings on the bit-reversed side from bit-reversed tables read in order (0: gathered from a
+    natural table); NTT_NN_SCATTER, "nn" of 2+ passes through a scratch buffer whose last pass stores to the
+    bit-reversed places (0: in place plus a bit-reversal pass); NTT_PAIR, :func:`coset_evals_inplace` with the iNTT's
+    last pass and the coset NTT's first as one launch (kernel ntt_pass_pair; 0: two)."""
+    return bool(int(dict(_defines()).get(name, _HOST_DEFAULTS[name])))
 
 
 def scale_on_bitrev_side(L: int, kind: str) -> tuple[Any, int]:
-    """(table, scale_mode) scaling the bit-reversed side of a transform by :func:`_scale_table` ``kind`` (:func:`scale_br`)."""
-    return (_scale_table(L, kind, True), _SCALE["natural"]) if scale_br() else (_scale_table(L, kind), _SCALE["bitrev"])
+    """(table, scale_mode) scaling the bit-reversed side of a transform by :func:`_scale_table` ``kind`` (NTT_SCALE_BR)."""
+    br = host_option("NTT_SCALE_BR")
+    return (_scale_table(L, kind, True), _SCALE["natural"]) if br else (_scale_table(L, kind), _SCALE["bitrev"])
 
 
 def _inner_twiddles(inverse: bool) -> Any:
@@ -345,7 +351,7 @@ def global_passes(L: int, order: str, algorithm: str | None = None) -> int:
     """Passes over global memory of one transform of 2^L elements in ``order`` with ``algorithm``
     (default :data:`ALGORITHM`): ceil(L / tile) butterfly passes (tile: 10 bits, fused
     :data:`FUSED_TILE_LOG`), plus the bit-reversal pass of "nn" (folded into the first and last passes when there
-    are two or more: fused always, stagewise with :func:`nn_scatter`).
+    are two or more: fused always, stagewise with NTT_NN_SCATTER).
 
     Raises:
         ValueError: an unknown algorithm or a bad :data:`FUSED_TILE_LOG`.
@@ -353,7 +359,7 @@ def global_passes(L: int, order: str, algorithm: str | None = None) -> int:
     algorithm = resolve_algorithm(algorithm)
     tile = _fused_tile_log() if algorithm == "fused" else _MAX_TILE_LOG
     npass = len(_passes(L, tile))
-    return npass + (1 if order == "nn" and (npass == 1 or (algorithm != "fused" and not nn_scatter())) else 0)
+    return npass + (1 if order == "nn" and (npass == 1 or (algorithm != "fused" and not host_option("NTT_NN_SCATTER"))) else 0)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -522,7 +528,7 @@ def ntt_inplace(
             element of index bitrev(i) at position i.
         algorithm: "stagewise" or "fused" (see :data:`ALGORITHM`, the default when None); both give
             the same result bit for bit.
-        scratch: "nn" of two or more passes only (ignored otherwise; stagewise with :func:`nn_scatter`): a device
+        scratch: "nn" of two or more passes only (ignored otherwise; stagewise with NTT_NN_SCATTER): a device
             buffer of n elements (any :func:`zkgpu.fr_device.device_words` layout) that the first pass writes
             instead of a fresh one from CuPy's pool; its contents are overwritten.
 
@@ -543,25 +549,15 @@ def ntt_inplace(
         _ntt_fused(w, L, bool(inverse), bool(coset), order, scratch=scratch)
         return d
     dit = order == "rn"
-    tmp = _scratch(w, scratch) if order == "nn" and nn_scatter() and len(_passes(L)) > 1 else None
+    tmp = _scratch(w, scratch) if order == "nn" and host_option("NTT_NN_SCATTER") and len(_passes(L)) > 1 else None
     stagewise_passes(w, L, bool(inverse), dit, *_scalings(L, bool(inverse), bool(coset), dit), nn_scratch=tmp)
     if order == "nn" and tmp is None:
         bitrev_permute(w)
     return d
 
 
-def nn_scatter() -> bool:
-    """Whether a stagewise "nn" transform of two or more passes runs through a scratch buffer, its last pass storing
-    to the bit-reversed places (build option NTT_NN_SCATTER=1, the default; host only), instead of in place followed
-    by the bit-reversal pass (0)."""
-    return bool(int(dict(_defines()).get("NTT_NN_SCATTER", _NN_SCATTER)))
-
-
 def _scratch(w: Any, scratch: Any) -> Any:
-    """The flat words of ``scratch``, or a fresh buffer from CuPy's pool, of w's size.
-
-    Raises:
-        ValueError: a scratch buffer of another size."""
+    """The flat words of ``scratch``, or a fresh buffer from CuPy's pool, of w's size (ValueError: another size)."""
     tmp = _cuda.cupy().empty(w.size, dtype=w.dtype) if scratch is None else device_words(scratch, name="scratch")
     if tmp.size != w.size:
         raise ValueError(f"scratch holds {tmp.size // 8} elements, the transform {w.size // 8}")
@@ -569,14 +565,15 @@ def _scratch(w: Any, scratch: Any) -> Any:
 
 
 def stagewise_passes(w: Any, L: int, inverse: bool, dit: bool, pre: Any, pre_mode: int, post: Any, post_mode: int,
-                     aux: tuple[Any, Any] | None = None, nn_scratch: Any = None) -> None:
+                     aux: tuple[Any, Any] | None = None, nn_scratch: Any = None, only: slice = slice(None)) -> None:
     """The passes of one stagewise transform (kernel ntt_pass, or ntt_pass_r4 with :data:`RADIX` 4) on the flat words
     w of 2^L elements, on the current stream: DIF, natural -> bit-reversed (DIT with ``dit``: the other way), with
     the inverse root's twiddles if ``inverse`` (no 1/n: that is in the scalings). pre/post (tables, or None) and
     their modes (scale_mode values) scale at the first pass's load and the last pass's store; pre_mode mul_sub
     loads x * aux[0][g] - aux[1][g] (``aux``: two buffers of 2^L elements). ``nn_scratch`` (flat words of 2^L
     elements; DIF with two or more passes): the first pass writes it, the last one writes w in natural order (element g
-    to bitrev_L(g)); it may be aux[1], which the first pass reads before it writes the same places."""
+    to bitrev_L(g)); it may be aux[1], which the first pass reads before it writes the same places. ``only``: the
+    passes to launch, a slice of the transform's passes in the order they run (the others belong to a pair pass)."""
     n = w.size // 8
     tw = _twiddles(L, inverse)
     pre, post = (tw if pre is None else pre), (tw if post is None else post)  # mode 0 ignores the table
@@ -588,7 +585,8 @@ def stagewise_passes(w: Any, L: int, inverse: bool, dit: bool, pre: Any, pre_mod
     if nn_scratch is not None and (dit or len(passes) < 2):
         raise ValueError("stagewise_passes: nn_scratch needs a DIF transform of two or more passes")
     last = len(passes) - 1
-    for i, (s_lo, k, c) in enumerate(passes):
+    for i in range(len(passes))[only]:
+        s_lo, k, c = passes[i]
         T = 1 << (k + c)
         src = w if nn_scratch is None or i == 0 else nn_scratch
         dst = w if nn_scratch is None or i == last else nn_scratch
@@ -613,7 +611,8 @@ def coset_evals_inplace(w: Any, *, algorithm: str | None = None, post_op: tuple 
         ValueError: a size that is not a power of two, an unknown algorithm, or ``post_op`` where it
             cannot apply (stagewise, or a transform of one pass).
 
-    Stagewise: the inverse NTT's 1/n and the coset shift g^i are one scaling, by g^i/n at the coset NTT's load.
+    Stagewise: the inverse NTT's 1/n and the coset shift g^i are one scaling, by g^i/n at the coset NTT's load; with
+    NTT_PAIR (:func:`host_option`) the two transforms' passes on the low bits run as one (kernel ntt_pass_pair, g^i/n between).
     With ``algorithm="fused"`` the two transforms share their pass on the low index bits (kernel
     ntt_fused2_*: the inverse sub-transform, the factor g^i/n, the forward sub-transform), so the pair
     makes 2*ceil(L/10) - 1 passes over memory instead of 2*ceil(L/10). ``post_op = (zinv, b, c)`` (fused
@@ -624,9 +623,18 @@ def coset_evals_inplace(w: Any, *, algorithm: str | None = None, post_op: tuple 
     if algorithm != "fused":
         if post_op is not None:
             raise ValueError("coset_evals_inplace: post_op needs algorithm='fused'")
-        if L:  # the iNTT's 1/n rides on the coset shift: one table g^i/n, one product per element instead of two
-            stagewise_passes(words, L, True, False, None, _SCALE["none"], None, _SCALE["none"])
-            stagewise_passes(words, L, False, True, *scale_on_bitrev_side(L, "coset_ninv"), None, _SCALE["none"])
+        none = _SCALE["none"]  # the iNTT's 1/n rides on the coset shift: one product per element by g^i/n
+        if L and host_option("NTT_PAIR"):
+            stagewise_passes(words, L, True, False, None, none, None, none, only=slice(0, -1))
+            k = _passes(L)[-1][1]
+            mid, mid_mode = scale_on_bitrev_side(L, "coset_ninv")
+            shared = (96 if int(dict(_defines()).get("NTT_SMEM_TW", _SMEM_TW)) else 32) << k
+            _launch_fused(_kernel("ntt_pass_pair"), 1 << (L - k), min(1 << (k - 1), _threads()), shared,
+                          (words, _twiddles(L, True), _twiddles(L, False), np.int32(L), np.int32(k), mid, np.int32(mid_mode)))
+            stagewise_passes(words, L, False, True, None, none, None, none, only=slice(1, None))
+        elif L:
+            stagewise_passes(words, L, True, False, None, none, None, none)
+            stagewise_passes(words, L, False, True, *scale_on_bitrev_side(L, "coset_ninv"), None, none)
         return w
     if L == 0:
         if post_op is not None:

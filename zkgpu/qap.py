@@ -46,11 +46,10 @@ from .ntt import (
     bitrev_permute,
     coset_evals_inplace,
     global_passes,
-    nn_scatter,
+    host_option,
     ntt_inplace,
     power_table,
     resolve_algorithm,
-    scale_br,
     stagewise_passes,
 )
 
@@ -230,10 +229,10 @@ def _h_inverse_stagewise(wa: Any, wb: Any, wc: Any, log_n: int, scatter: bool = 
     """a <- the inverse coset NTT of (a*b - c) / Z, natural order, in one stagewise transform: the pointwise
     a*b - c at the first pass's load (scale_mode mul_sub), the constant 1/Z folded with the coset factor g^-i/N
     into one table at the last pass's store (h is linear in the pointwise values). With ``scatter`` (and
-    zkgpu.ntt.nn_scatter, two or more passes) c is the scratch buffer and the last pass stores in natural order;
+    zkgpu.ntt's NTT_NN_SCATTER, two or more passes) c is the scratch buffer and the last pass stores in natural order;
     otherwise a bit-reversal pass follows and b, c are left as they were."""
-    br = scale_br()
-    tmp = wc if scatter and nn_scatter() and global_passes(log_n, "nr", "stagewise") > 1 else None
+    br = host_option("NTT_SCALE_BR")
+    tmp = wc if scatter and host_option("NTT_NN_SCATTER") and global_passes(log_n, "nr", "stagewise") > 1 else None
     stagewise_passes(wa, log_n, True, False, None, _SCALE["mul_sub"], _icoset_zinv_table(log_n, br),
                      _SCALE["natural" if br else "bitrev"], aux=(wb, wc), nn_scratch=tmp)
     if tmp is None:

@@ -41,7 +41,7 @@ __all__ = [
 KERNEL_SPECS = tuple(
     "-".join(["stagewise", *parts])
     for parts in ([r, z, st, sh, i, b, w, a] for r in ("", "r2", "r4") for z in ("", "lz") for st in ("", "st")
-                  for sh in ("", "sh", "gt", "sh-gt") for i in ("", "i2") for b in ("", "b1", "b2", "b3", "b4")
+                  for sh in ("", "sh", "gt", "sh-gt", "np", "sh-np") for i in ("", "i2") for b in ("", "b1", "b2", "b3", "b4")
                   for w in ("", "w128", "w512") for a in ("", "ptx", "cxx", "asm"))
     for parts in [[p for p in parts if p]]
 ) + tuple(
@@ -56,11 +56,12 @@ algorithm, then optionally -rN (stagewise: ``zkgpu.ntt.RADIX`` 2/4; fused: ``FUS
 (stagewise: each pass's twiddles in shared memory, ``NTT_SMEM_TW=1``), -sh (stagewise radix-2: the stages on the
 tile bits below 6 in registers, exchanged by warp shuffles, ``NTT_SHFL=1``), -gt (stagewise host data paths as
 before issue 13's run s3-ntt: the scalings on the bit-reversed side gathered from a natural table, ``NTT_SCALE_BR=0``,
-and "nn" in place plus a bit-reversal pass, ``NTT_NN_SCATTER=0``), -i2 (stagewise radix-2: two butterflies
+and "nn" in place plus a bit-reversal pass, ``NTT_NN_SCATTER=0``), -np (stagewise compute_h: the iNTT's last
+pass and the coset NTT's first as two launches, ``NTT_PAIR=0``), -i2 (stagewise radix-2: two butterflies
 loaded before either is computed, ``NTT_ILP=2``), -w128/-w512 (stagewise: threads per
 block, ``NTT_THREADS``), -bN
 (stagewise: N blocks per SM as the register target, ``NTT_MIN_BLOCKS`` and ``NTT_R4_MIN_BLOCKS``) and
--ptx/-cxx/-asm (``FIELD_ARITH``); unstated settings keep their current values (-lz, -st, -sh, -gt, -i2, -wN and -bN add to
+-ptx/-cxx/-asm (``FIELD_ARITH``); unstated settings keep their current values (-lz, -st, -sh, -gt, -np, -i2, -wN and -bN add to
 ``zkgpu.ntt.DEFINES`` for the block)."""
 
 BENCH_VARIANTS: dict[str, dict[str, Any]] = {
@@ -99,6 +100,8 @@ def kernel_settings(spec: str) -> Iterator[None]:
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_SMEM_TW": 1}
             elif part == "sh":
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_SHFL": 1}
+            elif part == "np":
+                ntt.DEFINES = {**ntt.DEFINES, "NTT_PAIR": 0}
             elif part == "gt":
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_SCALE_BR": 0, "NTT_NN_SCATTER": 0}
             elif part == "i2":

@@ -47,10 +47,13 @@
 #define NTT_R4_MIN_BLOCKS 2
 #endif
 
-#ifndef NTT_SCALE_BR  // read by the host only (zkgpu/ntt.py: scale_br)
+#ifndef NTT_SCALE_BR  // read by the host only (zkgpu/ntt.py: host_option)
 #define NTT_SCALE_BR 1  // 1: a scaling on the bit-reversed side reads a bit-reversed table in order (scale_mode natural)
 #endif
-#ifndef NTT_NN_SCATTER  // read by the host only (zkgpu/ntt.py: stagewise_passes)
+#ifndef NTT_PAIR  // read by the host only (zkgpu/ntt.py: host_option)
+#define NTT_PAIR 1  // 1: coset_evals_inplace runs the iNTT's last pass and the coset NTT's first as one (ntt_pass_pair)
+#endif
+#ifndef NTT_NN_SCATTER  // read by the host only (zkgpu/ntt.py: host_option)
 #define NTT_NN_SCATTER 1  // 1: "nn" with 2+ passes: the last pass scatters into bit-reversed places (no bit-reversal pass)
 #endif
 #ifndef NTT_SMEM_TW
@@ -258,6 +261,45 @@ ZK_UNROLL
 ZK_UNROLL
         for (int i = 0; i < NTT_LANES; i++) butterfly_r2<DIT>(x0[i], x1[i], tl, tw, s, e0[i]);
     }
+    // DIF: the group grp of the tile from shared memory, stages on tile bits 5 .. c; ends with r = c
+    __device__ __forceinline__ void dif(const uint32_t* sm, uint32_t T, uint32_t grp, const tile_t& tl,
+                                        const pass_tw_t& tw, int s_lo, int c) {
+        r = 5;
+ZK_UNROLL
+        for (int i = 0; i < NTT_LANES; i++) {
+            e0[i] = (grp << 6) | ntt_lane(i);
+            x0[i] = load_s(sm, T, e0[i]);
+            x1[i] = load_s(sm, T, e0[i] | 32u);
+        }
+        stage<false>(tl, tw, s_lo + 5 - c);
+        for (int b = 4; b >= c; b--) {
+            exchange(b, b);
+            stage<false>(tl, tw, s_lo + b - c);
+        }
+    }
+    // DIT from where dif() ends (r = c): stages on tile bits c .. 5, then the group into shared memory
+    __device__ __forceinline__ void dit(uint32_t* sm, uint32_t T, const tile_t& tl, const pass_tw_t& tw, int s_lo,
+                                        int c) {
+        stage<true>(tl, tw, s_lo);
+        for (int b = c + 1; b < 6; b++) {
+            exchange(b - 1, b);
+            stage<true>(tl, tw, s_lo + b - c);
+        }
+ZK_UNROLL
+        for (int i = 0; i < NTT_LANES; i++) {
+            store_s(sm, T, e0[i], x0[i]);
+            store_s(sm, T, e0[i] | (1u << r), x1[i]);
+        }
+    }
+    // the state dif() ends in, for group grp: r = c, lane bits [c, 5) spelling tile bits [c+1, 6)
+    __device__ __forceinline__ void dit_layout(uint32_t grp, int c) {
+        r = c;
+ZK_UNROLL
+        for (int i = 0; i < NTT_LANES; i++) {
+            const uint32_t lane = ntt_lane(i);
+            e0[i] = (grp << 6) | (lane & ((1u << c) - 1)) | ((lane >> c) << (c + 1));
+        }
+    }
 };
 
 // The pointwise step at a pass's global load (pre) or store (post): scale() plus scale_mode::mul_sub (pre).
@@ -293,24 +335,13 @@ __device__ __forceinline__ void pass_body(const fr_t* x, fr_t* out, bool brev_ou
             if (NTT_SMEM_TW) __syncthreads();  // the register stages read the pass's twiddles first
             for (uint32_t grp = ntt_warp(); grp < groups; grp += ntt_nwarps()) {
                 warp_pairs_t p;
-                p.r = c;
+                p.dit_layout(grp, c);
 ZK_UNROLL
                 for (int i = 0; i < NTT_LANES; i++) {
-                    const uint32_t lane = ntt_lane(i);
-                    p.e0[i] = (grp << 6) | (lane & ((1u << c) - 1)) | ((lane >> c) << (c + 1));
                     p.x0[i] = io.in(x, tl.g(p.e0[i]));
                     p.x1[i] = io.in(x, tl.g(p.e0[i] | (1u << c)));
                 }
-                p.stage<true>(tl, ptw, s_lo);
-                for (int b = c + 1; b < 6; b++) {
-                    p.exchange(b - 1, b);
-                    p.stage<true>(tl, ptw, s_lo + b - c);
-                }
-ZK_UNROLL
-                for (int i = 0; i < NTT_LANES; i++) {
-                    store_s(sm, T, p.e0[i], p.x0[i]);
-                    store_s(sm, T, p.e0[i] | (1u << p.r), p.x1[i]);
-                }
+                p.dit(sm, T, tl, ptw, s_lo, c);
             }
         } else {
             for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) store_s(sm, T, u, io.in(x, tl.g(u)));
@@ -340,18 +371,7 @@ ZK_UNROLL
         if (shfl) {
             for (uint32_t grp = ntt_warp(); grp < groups; grp += ntt_nwarps()) {
                 warp_pairs_t p;
-                p.r = 5;
-ZK_UNROLL
-                for (int i = 0; i < NTT_LANES; i++) {
-                    p.e0[i] = (grp << 6) | ntt_lane(i);
-                    p.x0[i] = load_s(sm, T, p.e0[i]);
-                    p.x1[i] = load_s(sm, T, p.e0[i] | 32u);
-                }
-                p.stage<false>(tl, ptw, s_lo + 5 - c);
-                for (int b = 4; b >= c; b--) {
-                    p.exchange(b, b);
-                    p.stage<false>(tl, ptw, s_lo + b - c);
-                }
+                p.dif(sm, T, grp, tl, ptw, s_lo, c);
 ZK_UNROLL
                 for (int i = 0; i < NTT_LANES; i++) {
                     const uint32_t g0 = tl.g(p.e0[i]), g1 = tl.g(p.e0[i] | (1u << p.r));
@@ -367,6 +387,52 @@ ZK_UNROLL
         const uint32_t g = tl.g(u);
         store_v4(out, brev_out ? bitrev(g, io.L) : g, io.out(load_s(sm, T, u), g));
     }
+}
+
+// The pass shared by an inverse NTT "nr" and the coset NTT "rn" that follows it (compute_h): both have a pass on the
+// low k index bits (s_lo = 0, c = 0, tiles of 2^k adjacent elements), so one launch does the inverse DIF stages
+// (twiddles tw_inv), the scaling by mid (scale_mode natural or bitrev: g^i/n, i the coefficient's index) and the
+// forward DIT stages (tw_fwd) with one load and one store of the tile. NTT_SHFL=1: the register stages of the two
+// meet in registers (dif() ends in the state dit() starts from). Shared memory: 32*T bytes, plus 64*T for the two
+// twiddle sets with NTT_SMEM_TW=1.
+__device__ __forceinline__ void pair_body(fr_t* x, const fr_t* tw_inv, const fr_t* tw_fwd, int L, int k,
+                                          const fr_t* mid, scale_mode mid_mode) {
+    extern __shared__ uint32_t sm[];
+    const uint32_t T = 1u << k;
+    const tile_t tl = tile_t::of(blockIdx.x, 0, k, 0);
+    const pass_tw_t pi{tw_inv, sm + 8 * T, T, 0, 0}, pf{tw_fwd, sm + 16 * T, T, 0, 0};
+#if NTT_SMEM_TW
+    load_pass_twiddles(sm + 8 * T, T, tl, tw_inv, 0, k, 0);
+    load_pass_twiddles(sm + 16 * T, T, tl, tw_fwd, 0, k, 0);
+#endif
+    const bool shfl = NTT_SHFL && k >= 6;
+    const int q_sh = shfl ? 6 : 0;
+    for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) store_s(sm, T, u, load_v4(x, tl.g(u)));
+    __syncthreads();
+    for (int q = k; q > q_sh; q--) {
+        stage_r2<false>(sm, T, tl, pi, q - 1, q - 1);
+        __syncthreads();
+    }
+    if (shfl) {
+        for (uint32_t grp = ntt_warp(); grp < (T >> 6); grp += ntt_nwarps()) {
+            warp_pairs_t p;
+            p.dif(sm, T, grp, tl, pi, 0, 0);
+ZK_UNROLL
+            for (int i = 0; i < NTT_LANES; i++) {
+                p.x0[i] = scale(p.x0[i], mid, mid_mode, tl.g(p.e0[i]), L);
+                p.x1[i] = scale(p.x1[i], mid, mid_mode, tl.g(p.e0[i] | (1u << p.r)), L);
+            }
+            p.dit(sm, T, tl, pf, 0, 0);  // its stores go to the places its loads came from, in this warp only
+        }
+    } else {
+        for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) store_s(sm, T, u, scale(load_s(sm, T, u), mid, mid_mode, tl.g(u), L));
+    }
+    __syncthreads();
+    for (int q = q_sh; q < k; q++) {
+        stage_r2<true>(sm, T, tl, pf, q, q);
+        __syncthreads();
+    }
+    for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) store_v4(x, tl.g(u), load_s(sm, T, u));
 }
 
 extern "C" {
@@ -390,6 +456,12 @@ __global__ void __launch_bounds__(NTT_THREADS, NTT_R4_MIN_BLOCKS)
 ntt_pass_r4(const fr_t* x, fr_t* out, int brev_out, const fr_t* tw, int L, int s_lo, int k, int c, ntt_order order,
             const fr_t* pre, scale_mode pre_mode, const fr_t* post, scale_mode post_mode, const fr_t* aux1, const fr_t* aux2) {
     pass_body<true>(x, out, brev_out, tw, s_lo, k, c, order, pass_io_t{pre, post, aux1, aux2, pre_mode, post_mode, L});
+}
+
+// pair_body on tiles of 2^k elements; grid = n / 2^k, blockDim = min(2^(k-1), NTT_THREADS).
+__global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
+ntt_pass_pair(fr_t* x, const fr_t* tw_inv, const fr_t* tw_fwd, int L, int k, const fr_t* mid, scale_mode mid_mode) {
+    pair_body(x, tw_inv, tw_fwd, L, k, mid, mid_mode);
 }
 
 // tw[i] for 1 <= i < n: i = h + t (h the top bit of i) -> omega_n^(t * n/(2h)) = hi[e >> S] * lo[e & (2^S-1)].
