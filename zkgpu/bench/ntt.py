@@ -40,9 +40,9 @@ __all__ = [
 
 KERNEL_SPECS = tuple(
     "-".join(["stagewise", *parts])
-    for parts in ([r, z, st, sh, i, b, w, a] for r in ("", "r2", "r4") for z in ("", "lz") for st in ("", "st")
-                  for sh in ("", "sh", "gt", "sh-gt", "np", "sh-np") for i in ("", "i2") for b in ("", "b1", "b2", "b3", "b4")
-                  for w in ("", "w128", "w512") for a in ("", "ptx", "cxx", "asm"))
+    for parts in ([r, z, st, sh, gt, np_, i, b, w, a] for r in ("", "r2", "r4") for z in ("", "lz") for st in ("", "st")
+                  for sh in ("", "sh") for gt in ("", "gt") for np_ in ("", "np") for i in ("", "i2")
+                  for b in ("", "b1", "b2", "b3", "b4") for w in ("", "w128", "w512") for a in ("", "ptx", "cxx", "asm"))
     for parts in [[p for p in parts if p]]
 ) + tuple(
     "-".join(["fused", *parts])
