@@ -123,7 +123,8 @@ difference unreduced into its twiddle product (ntt_common.cuh says why that is e
 the default) a pass's twiddles copied to shared memory once per pass (ntt.cu's load_pass_twiddles); ``NTT_ILP`` 2 two
 radix-2 butterflies per thread in flight; ``NTT_THREADS`` / ``NTT_MIN_BLOCKS`` / ``NTT_R4_MIN_BLOCKS`` (stagewise)
 and ``NTT_FUSED_THREADS`` / ``NTT_FUSED_MIN_BLOCKS`` (fused) set the block size and the occupancy target;
-``NTT_SHFL`` 1 (stagewise radix-2) the stages on the tile bits below 6 in registers with warp shuffles;
+``NTT_SHFL`` (stagewise radix-2) the stages on the tile bits below 6 in registers with warp shuffles: 1 every pass, 2
+the DIT passes (the default), 0 none;
 ``NTT_SCALE_BR`` 0 (host only) the bit-reversed side's scalings gathered from a natural table (:func:`host_option`)."""
 
 

@@ -41,7 +41,7 @@ __all__ = [
 KERNEL_SPECS = tuple(
     "-".join(["stagewise", *parts])
     for parts in ([r, z, st, sh, gt, np_, i, b, w, a] for r in ("", "r2", "r4") for z in ("", "lz") for st in ("", "st")
-                  for sh in ("", "sh") for gt in ("", "gt") for np_ in ("", "np") for i in ("", "i2")
+                  for sh in ("", "sh", "sh0", "sh2") for gt in ("", "gt") for np_ in ("", "np") for i in ("", "i2")
                   for b in ("", "b1", "b2", "b3", "b4") for w in ("", "w128", "w512") for a in ("", "ptx", "cxx", "asm"))
     for parts in [[p for p in parts if p]]
 ) + tuple(
@@ -53,8 +53,9 @@ KERNEL_SPECS = tuple(
 """Kernel choices of ``zkgpu bench ntt`` (:func:`kernel_settings` applies one): an
 algorithm, then optionally -rN (stagewise: ``zkgpu.ntt.RADIX`` 2/4; fused: ``FUSED_RADIX`` 2/4/8), -exact/-split/-table/-auto (fused: ``FUSED_OUTER``), -t12 (fused:
 ``FUSED_TILE_LOG`` 12, 2^24 in two passes), -lz (stagewise: the lazy DIF difference, ``ZK_NTT_LAZY=1``), -st
-(stagewise: each pass's twiddles in shared memory, ``NTT_SMEM_TW=1``), -sh (stagewise radix-2: the stages on the
-tile bits below 6 in registers, exchanged by warp shuffles, ``NTT_SHFL=1``), -gt (stagewise host data paths as
+(stagewise: each pass's twiddles in shared memory, ``NTT_SMEM_TW=1``), -sh / -sh2 / -sh0 (stagewise radix-2: the stages on
+the tile bits below 6 in registers, exchanged by warp shuffles, in every pass / in the DIT passes (the default) / in
+none, ``NTT_SHFL`` 1 / 2 / 0), -gt (stagewise host data paths as
 before issue 13's run s3-ntt: the scalings on the bit-reversed side gathered from a natural table, ``NTT_SCALE_BR=0``,
 and "nn" in place plus a bit-reversal pass, ``NTT_NN_SCATTER=0``), -np (stagewise compute_h: the iNTT's last
 pass and the coset NTT's first as two launches, ``NTT_PAIR=0``), -i2 (stagewise radix-2: two butterflies
@@ -98,8 +99,8 @@ def kernel_settings(spec: str) -> Iterator[None]:
                 ntt.DEFINES = {**ntt.DEFINES, "ZK_NTT_LAZY": 1}
             elif part == "st":
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_SMEM_TW": 1}
-            elif part == "sh":
-                ntt.DEFINES = {**ntt.DEFINES, "NTT_SHFL": 1}
+            elif part in ("sh", "sh0", "sh2"):
+                ntt.DEFINES = {**ntt.DEFINES, "NTT_SHFL": int(part[2:] or 1)}
             elif part == "np":
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_PAIR": 0}
             elif part == "gt":

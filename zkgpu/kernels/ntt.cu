@@ -26,8 +26,9 @@
 //
 // zkgpu/ntt.py reads NTT_MAX_TILE_LOG, NTT_THREADS, NTT_BR_Q and NTT_SMEM_TW from this file (common.cuh says how);
 // it passes -DNTT_THREADS=... only where its build options set another value.
-// The default build (issue 13; notes/ntt-kernels.md, run k13-ntt): the butterflies' additions as non-volatile asm
-// chains (ZK_NTT_ASM), each pass's twiddles in shared memory (NTT_SMEM_TW), 3 blocks per SM (NTT_MIN_BLOCKS).
+// The default build (issue 13; notes/ntt-kernels.md, runs k13-ntt and s3-ntt): the butterflies' additions as non-volatile
+// asm chains (ZK_NTT_ASM), each pass's twiddles in shared memory (NTT_SMEM_TW), 3 blocks per SM (NTT_MIN_BLOCKS), the
+// DIT passes' low stages in registers with warp shuffles (NTT_SHFL=2).
 #ifndef ZK_NTT_PTX
 #define ZK_NTT_PTX 0
 #endif
@@ -210,8 +211,11 @@ __device__ __forceinline__ void stage_r4(uint32_t* sm, uint32_t T, const tile_t&
 // DIT: starts where the DIF ends (r = c, lane bits [c, 5) spell tile bits [c+1, 6)), stage c local, then the
 // exchange over lane bit b-1 before stage b = c+1 .. 5, and ends with e0 = grp*64 + lane (conflict-free stores).
 // Under g++ (tests/native/emu.h: one thread per block) the one thread plays the 32 lanes of one warp.
+// NTT_SHFL=2 (the default): the DIT passes only. Run s3-ntt (notes/ntt-kernels.md): with the register stages the DIT
+// passes ran 0.92-0.94x (coset "rn", 2^22..2^26) and the DIF passes 1.02-1.06x (forward "nr": 8% more instructions,
+// per ncu; their register stages end in stores straight to global memory), the pair pass no faster.
 #ifndef NTT_SHFL
-#define NTT_SHFL 0
+#define NTT_SHFL 2
 #endif
 #ifdef __CUDACC__
 #define NTT_LANES 1
@@ -326,7 +330,7 @@ __device__ __forceinline__ void pass_body(const fr_t* x, fr_t* out, bool brev_ou
     load_pass_twiddles(sm + 8 * T, T, tl, tw, s_lo, k, c);
 #endif
     // the register stages: tile bits [c, 6), whole warps (host: blockDim = min(T/2, NTT_THREADS), a multiple of 32)
-    const bool shfl = NTT_SHFL && !R4 && c <= 5 && k + c >= 6;
+    const bool shfl = (NTT_SHFL == 1 || (NTT_SHFL == 2 && order == ntt_order::rn)) && !R4 && c <= 5 && k + c >= 6;
     const int q_sh = shfl ? 6 - c : 0;  // the stages below it are the register ones
     const uint32_t groups = T >> 6;
 
@@ -392,7 +396,7 @@ ZK_UNROLL
 // The pass shared by an inverse NTT "nr" and the coset NTT "rn" that follows it (compute_h): both have a pass on the
 // low k index bits (s_lo = 0, c = 0, tiles of 2^k adjacent elements), so one launch does the inverse DIF stages
 // (twiddles tw_inv), the scaling by mid (scale_mode natural or bitrev: g^i/n, i the coefficient's index) and the
-// forward DIT stages (tw_fwd) with one load and one store of the tile. NTT_SHFL=1: the register stages of the two
+// forward DIT stages (tw_fwd) with one load and one store of the tile. NTT_SHFL=1 (not 2): the register stages of the two
 // meet in registers (dif() ends in the state dit() starts from). Shared memory: 32*T bytes, plus 64*T for the two
 // twiddle sets with NTT_SMEM_TW=1.
 __device__ __forceinline__ void pair_body(fr_t* x, const fr_t* tw_inv, const fr_t* tw_fwd, int L, int k,
@@ -405,7 +409,7 @@ __device__ __forceinline__ void pair_body(fr_t* x, const fr_t* tw_inv, const fr_
     load_pass_twiddles(sm + 8 * T, T, tl, tw_inv, 0, k, 0);
     load_pass_twiddles(sm + 16 * T, T, tl, tw_fwd, 0, k, 0);
 #endif
-    const bool shfl = NTT_SHFL && k >= 6;
+    const bool shfl = NTT_SHFL == 1 && k >= 6;
     const int q_sh = shfl ? 6 : 0;
     for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) store_s(sm, T, u, load_v4(x, tl.g(u)));
     __syncthreads();
@@ -441,7 +445,8 @@ extern "C" {
 // uses min(T/2, NTT_THREADS), or T/4 for ntt_pass_r4), dynamic shared memory = 32*T bytes (64*T with
 // NTT_SMEM_TW=1: the pass's twiddles beside the tile).
 // order nr: DIF stages from high to low; rn: DIT, low to high. ntt_pass does one radix-2 stage per
-// shared-memory round trip (NTT_SHFL=1: the stages on tile bits below 6 in registers, warp shuffles between them);
+// shared-memory round trip (NTT_SHFL=1, or 2 in the DIT passes: the stages on tile bits below 6 in registers, warp
+// shuffles between them);
 // ntt_pass_r4 does two (radix-4 in registers), then a radix-2 stage if k is odd. pre may be scale_mode::mul_sub
 // (x * aux1[g] - aux2[g], the Groth16 H pointwise step at the load of the final inverse NTT); aux1 and aux2 are
 // read only then. The pass reads x and writes out (x itself, or another buffer: each block reads its whole tile
