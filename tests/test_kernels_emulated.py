@@ -23,7 +23,8 @@ from zkgpu.field import FR, fr_from_ints, fr_to_ints
 BUILDS = {"default": {}, "lazy": {"ZK_NTT_LAZY": 1}, "no-smem-tw": {"NTT_SMEM_TW": 0},
           "lazy-smem-tw-ilp2": {"ZK_NTT_LAZY": 1, "NTT_SMEM_TW": 1, "NTT_ILP": 2},
           "shfl": {"NTT_SHFL": 1}, "shfl-no-smem-tw-gather": {"NTT_SHFL": 1, "NTT_SMEM_TW": 0, "NTT_SCALE_BR": 0, "NTT_NN_SCATTER": 0},
-          "no-pair": {"NTT_PAIR": 0}, "no-shfl": {"NTT_SHFL": 0}}
+          "no-pair": {"NTT_PAIR": 0}, "no-shfl": {"NTT_SHFL": 0}, "cols0": {"NTT_TILE_COLS": 0},
+          "cols1-shfl": {"NTT_TILE_COLS": 1, "NTT_SHFL": 1}}
 
 
 @pytest.fixture(params=list(BUILDS))

@@ -560,12 +560,15 @@ STAGEWISE_VARIANTS = {  # id -> (kernel spec, extra zkgpu.ntt.DEFINES)
     "gather-scalings": ("stagewise-gt", {}),
     "no-pair": ("stagewise-np", {}),
     "no-shfl": ("stagewise-sh0", {}),
+    "cols1-w128": ("stagewise-c1-b6-w128", {}),
+    "cols0-w128": ("stagewise-c0-b6-w128", {}),
 }
 """Builds of the stagewise kernels that must equal the default one bit for bit, one per code path the default build
 (asm-chain additions, each pass's twiddles in shared memory) does not take: the build that was the default before
 issue 13's run k13-ntt (volatile-PTX additions, every twiddle from the table), the portable additions, the lazy DIF
 difference, two butterflies per thread, radix-4 with table twiddles, the warp-shuffle stages in every pass (NTT_SHFL=1) with
-shared-memory and with table twiddles, and in none (0; the default, 2, has them in the DIT passes), the gathered scalings (NTT_SCALE_BR=0) (zkgpu.bench.ntt.KERNEL_SPECS for the parts)."""
+shared-memory and with table twiddles, and in none (0; the default, 2, has them in the DIT passes), tiles with
+at most 1 or 0 column bits in 128-thread blocks, the gathered scalings (NTT_SCALE_BR=0) (zkgpu.bench.ntt.KERNEL_SPECS for the parts)."""
 
 
 def _edge_words(n: int, seed: int) -> np.ndarray:

@@ -71,7 +71,7 @@ ORDERS = ("nn", "nr", "rn")
 # read from the kernel sources (zkgpu/_cuda.py: header_defines / header_enum), never restated here
 _MAX_TILE_LOG, _THREADS, _BR_Q, _SMEM_TW = _cuda.header_defines("ntt.cu", "NTT_MAX_TILE_LOG", "NTT_THREADS", "NTT_BR_Q",
                                                                 "NTT_SMEM_TW")
-_HOST_OPTIONS = ("NTT_SCALE_BR", "NTT_NN_SCATTER", "NTT_PAIR")  # host_option()
+_HOST_OPTIONS = ("NTT_SCALE_BR", "NTT_NN_SCATTER", "NTT_PAIR", "NTT_TILE_COLS")  # host_option()
 _HOST_DEFAULTS = dict(zip(_HOST_OPTIONS, _cuda.header_defines("ntt.cu", *_HOST_OPTIONS), strict=True))
 _FUSED_MAXK, _FUSED_THREADS = _cuda.header_defines("ntt_fused.cu", "NTT_FUSED_MAXK", "NTT_FUSED_THREADS")
 _ORDER = _cuda.header_enum("ntt_common.cuh", "ntt_order")  # the butterflies of a pass: nr (DIF), rn (DIT)
@@ -286,13 +286,13 @@ def _scale_table(L: int, kind: str, br: bool = False) -> Any:
     return bitrev_permute(power_table(x, L, scale)) if br else power_table(x, L, scale)
 
 
-def host_option(name: str) -> bool:
-    """A host-only build option of the stagewise NTT in force (:data:`DEFINES`, else ntt.cu's default, 1 for each):
-    NTT_SCALE_BR, scalings on the bit-reversed side from bit-reversed tables read in order (0: gathered from a
-    natural table); NTT_NN_SCATTER, "nn" of 2+ passes through a scratch buffer whose last pass stores to the
-    bit-reversed places (0: in place plus a bit-reversal pass); NTT_PAIR, :func:`coset_evals_inplace` with the iNTT's
-    last pass and the coset NTT's first as one launch (kernel ntt_pass_pair; 0: two)."""
-    return bool(int(dict(_defines()).get(name, _HOST_DEFAULTS[name])))
+def host_option(name: str) -> int:
+    """A host-only build option of the stagewise NTT in force (:data:`DEFINES`, else ntt.cu's default): NTT_SCALE_BR 1,
+    scalings on the bit-reversed side from bit-reversed tables read in order (0: gathered); NTT_NN_SCATTER 1, "nn" of
+    2+ passes through a scratch buffer whose last pass stores to the bit-reversed places (0: in place and a bit-reversal
+    pass); NTT_PAIR 1, :func:`coset_evals_inplace` with the iNTT's last pass and the coset NTT's first as one launch
+    (kernel ntt_pass_pair; 0: two); NTT_TILE_COLS 10, the most column bits c of a pass's tile (c = 2 at 2^24)."""
+    return int(dict(_defines()).get(name, _HOST_DEFAULTS[name]))
 
 
 def scale_on_bitrev_side(L: int, kind: str) -> tuple[Any, int]:
@@ -579,7 +579,8 @@ def stagewise_passes(w: Any, L: int, inverse: bool, dit: bool, pre: Any, pre_mod
     tw = _twiddles(L, inverse)
     pre, post = (tw if pre is None else pre), (tw if post is None else post)  # mode 0 ignores the table
     aux1, aux2 = (tw, tw) if aux is None else aux
-    passes = _passes(L)[::-1] if dit else _passes(L)
+    passes = _passes(L, _MAX_TILE_LOG, host_option("NTT_TILE_COLS"))
+    passes = passes[::-1] if dit else passes
     rad = radix()
     kern = _kernel("ntt_pass_r4" if rad == 4 else "ntt_pass")
     smem_per_element = 64 if int(dict(_defines()).get("NTT_SMEM_TW", _SMEM_TW)) else 32  # + the pass's twiddles

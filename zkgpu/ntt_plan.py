@@ -21,11 +21,12 @@ P = FR.modulus
 (MAX_TILE_LOG,) = _cuda.header_defines("ntt.cu", "NTT_MAX_TILE_LOG")  # the largest tile of a stagewise pass, log2
 
 
-def passes(L: int, max_tile_log: int = MAX_TILE_LOG) -> list[tuple[int, int, int]]:
+def passes(L: int, max_tile_log: int = MAX_TILE_LOG, max_cols: int = MAX_TILE_LOG) -> list[tuple[int, int, int]]:
     """(s_lo, k, c) per pass in DIF order (high bits first): as even a split of L into <= max_tile_log-bit groups.
 
     A pass does the stages of index bits [s_lo, s_lo + k) on tiles of 2^(k+c) elements that also span
-    the c lowest index bits (runs of 2^c adjacent elements, for coalesced loads)."""
+    the c lowest index bits (runs of 2^c adjacent elements, for coalesced loads): c = min(s_lo,
+    max_tile_log - k, max_cols)."""
     if L == 0:
         return []
     npass = -(-L // max_tile_log)
@@ -33,7 +34,7 @@ def passes(L: int, max_tile_log: int = MAX_TILE_LOG) -> list[tuple[int, int, int
     out, top = [], L
     for k in ks:
         s_lo = top - k
-        out.append((s_lo, k, min(s_lo, max_tile_log - k)))
+        out.append((s_lo, k, min(s_lo, max_tile_log - k, max_cols)))
         top = s_lo
     return out
 

@@ -40,9 +40,9 @@ __all__ = [
 
 KERNEL_SPECS = tuple(
     "-".join(["stagewise", *parts])
-    for parts in ([r, z, st, sh, gt, np_, i, b, w, a] for r in ("", "r2", "r4") for z in ("", "lz") for st in ("", "st")
+    for parts in ([r, z, st, sh, gt, np_, i, c, b, w, a] for r in ("", "r2", "r4") for z in ("", "lz") for st in ("", "st")
                   for sh in ("", "sh", "sh0", "sh2") for gt in ("", "gt") for np_ in ("", "np") for i in ("", "i2")
-                  for b in ("", "b1", "b2", "b3", "b4") for w in ("", "w128", "w512") for a in ("", "ptx", "cxx", "asm"))
+                  for c in ("", "c0", "c1") for b in ("", "b1", "b2", "b3", "b4", "b6") for w in ("", "w128", "w512") for a in ("", "ptx", "cxx", "asm"))
     for parts in [[p for p in parts if p]]
 ) + tuple(
     "-".join(["fused", *parts])
@@ -55,7 +55,9 @@ algorithm, then optionally -rN (stagewise: ``zkgpu.ntt.RADIX`` 2/4; fused: ``FUS
 ``FUSED_TILE_LOG`` 12, 2^24 in two passes), -lz (stagewise: the lazy DIF difference, ``ZK_NTT_LAZY=1``), -st
 (stagewise: each pass's twiddles in shared memory, ``NTT_SMEM_TW=1``), -sh / -sh2 / -sh0 (stagewise radix-2: the stages on
 the tile bits below 6 in registers, exchanged by warp shuffles, in every pass / in the DIT passes (the default) / in
-none, ``NTT_SHFL`` 1 / 2 / 0), -gt (stagewise host data paths as
+none, ``NTT_SHFL`` 1 / 2 / 0), -cN (stagewise: at most N column bits per tile, ``NTT_TILE_COLS``; with -w128-b6 the passes on high bits run
+512-element (c1) or 256-element (c0) tiles in 128-thread blocks, six per SM, as the pass on the low bits does), -gt
+(stagewise host data paths as
 before issue 13's run s3-ntt: the scalings on the bit-reversed side gathered from a natural table, ``NTT_SCALE_BR=0``,
 and "nn" in place plus a bit-reversal pass, ``NTT_NN_SCATTER=0``), -np (stagewise compute_h: the iNTT's last
 pass and the coset NTT's first as two launches, ``NTT_PAIR=0``), -i2 (stagewise radix-2: two butterflies
@@ -107,6 +109,8 @@ def kernel_settings(spec: str) -> Iterator[None]:
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_SCALE_BR": 0, "NTT_NN_SCATTER": 0}
             elif part == "i2":
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_ILP": 2}
+            elif re.fullmatch(r"c\d+", part):
+                ntt.DEFINES = {**ntt.DEFINES, "NTT_TILE_COLS": int(part[1:])}
             elif re.fullmatch(r"w\d+", part):
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_THREADS": int(part[1:])}
             elif re.fullmatch(r"b\d+", part):

@@ -57,6 +57,9 @@
 #ifndef NTT_NN_SCATTER  // read by the host only (zkgpu/ntt.py: host_option)
 #define NTT_NN_SCATTER 1  // 1: "nn" with 2+ passes: the last pass scatters into bit-reversed places (no bit-reversal pass)
 #endif
+#ifndef NTT_TILE_COLS  // read by the host only (zkgpu/ntt.py: host_option)
+#define NTT_TILE_COLS 10  // the most column bits c of a pass's tile (10: as many as NTT_MAX_TILE_LOG leaves)
+#endif
 #ifndef NTT_SMEM_TW
 #define NTT_SMEM_TW 1  // 1: a pass first copies its tile's twiddles into shared memory (load_pass_twiddles)
 #endif
