@@ -67,6 +67,8 @@ block, ``NTT_THREADS``), -bN
 -ptx/-cxx/-asm (``FIELD_ARITH``); unstated settings keep their current values (-lz, -st, -sh, -gt, -np, -i2, -wN and -bN add to
 ``zkgpu.ntt.DEFINES`` for the block)."""
 
+_SPEC_SET = frozenset(KERNEL_SPECS)
+
 BENCH_VARIANTS: dict[str, dict[str, Any]] = {
     "forward-nr": dict(inverse=False, coset=False, order="nr"),
     "forward-nn": dict(inverse=False, coset=False, order="nn"),
@@ -87,7 +89,7 @@ def kernel_settings(spec: str) -> Iterator[None]:
         ValueError: an unknown spec.
     """
     parts = spec.split("-")
-    if parts[0] not in ntt.ALGORITHMS or spec not in KERNEL_SPECS:
+    if parts[0] not in ntt.ALGORITHMS or spec not in _SPEC_SET:
         raise ValueError(f"unknown NTT kernel {spec!r}; zkgpu.bench.ntt.KERNEL_SPECS lists the {len(KERNEL_SPECS)} choices "
                          "(e.g. stagewise, stagewise-lz-st-b3-asm, fused, fused-r4-auto-t12)")
     names = ("ALGORITHM", "RADIX", "FUSED_RADIX", "FUSED_OUTER", "FUSED_TILE_LOG", "FIELD_ARITH", "DEFINES")
@@ -225,7 +227,7 @@ def ntt_bench(min_log: int, max_log: int, repeat: int, kernels: tuple[str, ...],
     per kernel, and compute_h at 2^h-min-log .. 2^h-max-log; CSV + JSON, and the ratios to stagewise."""
     kernels = kernels or ("stagewise", "fused")
     for spec in kernels:
-        if spec not in KERNEL_SPECS:
+        if spec not in _SPEC_SET:
             raise click.BadParameter(f"unknown NTT kernel {spec!r} (e.g. stagewise, fused, fused-r4-auto-t12)",
                                      param_hint="--kernel")
         with kernel_settings(spec):
