@@ -16,18 +16,23 @@ Pippenger's bucket method (Pippenger 1976; the GPU form of sppark ``msm/pippenge
 cuzk / supraseal ``msm``) with signed c-bit window digits in ``[-2^(c-1), 2^(c-1)]`` (2^(c-1)
 buckets per window, a negative digit adds ``-P``). Per call: validate and convert points to
 Montgomery form; one 64-bit key per (window, point) holding bucket, sign and index; radix sort of
-the keys' bucket bits (CUB, :mod:`zkgpu.devsort`); bucket accumulation: each GPU thread takes exactly :data:`CHUNK` consecutive
-sorted entries and adds each run of equal bucket key among them by mixed XYZZ + affine addition,
-writing one partial per run (so every thread does the same work, and a bucket of millions of
-points -- real scalars are mostly 0 and 1 -- is spread over many threads); the partials, still
-sorted by bucket, are cut per bucket into chunks of at most CHUNK and summed (XYZZ + XYZZ) until
-one per bucket; window sums by a running sum over contiguous bucket ranges (one thread per range,
+the keys' bucket bits (CUB, :mod:`zkgpu.devsort`, on the stream); the count of valid keys found on the device; bucket accumulation
+(:mod:`zkgpu.msm_reduce`): each GPU thread takes exactly :data:`CHUNK` consecutive sorted entries
+and adds each run of equal bucket key among them by mixed XYZZ + affine addition, writing one
+partial per run (so every thread does the same work, and a bucket of millions of points -- real
+scalars are mostly 0 and 1 -- is spread over many threads); a fixed number of balanced rounds
+(computed on the host from n and CHUNK) sums the partials, still sorted by bucket, the same way
+(XYZZ + XYZZ) until each bucket has at most CHUNK + 1, which one thread per bucket adds into the
+bucket; window sums by a running sum over contiguous bucket ranges (one thread per range,
 combined with the range's offset times its bucket sum); a tree sum per window; Horner over
-windows; affine (one Fermat inversion).
+windows; affine (one Fermat inversion). Every array is sized for the worst case and every kernel
+reads its live count from device memory, so the host never waits for the GPU inside an MSM on
+prepared points with a deferred scalar check (:func:`msm_device`).
 
 Tunables (module settings read per call, set by :func:`configure`; the command line maps
 ``ZKGPU_MSM_CHUNK``, ``ZKGPU_MSM_LEVEL0``, ``ZKGPU_MSM_INLINE_MUL`` and ``ZKGPU_MSM_CUBIN`` to them):
-:data:`CHUNK`, :data:`LEVEL0` (``balanced`` as above, or ``runs``: level 0 also cut per bucket),
+:data:`CHUNK`, :data:`LEVEL0` (``balanced`` as above, or ``runs``: level 0 cut per bucket on the host,
+which reads the sizes back: three host syncs per MSM),
 :data:`INLINE_MUL` (Fq products inlined into the group operations: slower on the H200 in our
 measurement, and a minute of NVRTC compile), :data:`CUBIN` (a prebuilt cubin).
 
@@ -50,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _cuda, devsort, optional
+from . import _cuda, devsort, msm_reduce, optional
 from .curve import (
     LIMBS,
     check_points,
@@ -61,6 +66,7 @@ from .curve import (
 )
 from .field import FR, check_array, not_canonical
 from .fr_device import DeferredCheck
+from .msm_reduce import HEAVY_BLOCK
 
 __all__ = [
     "CHUNK",
@@ -91,8 +97,8 @@ CHUNK = 64
 (bench-msm runs of 2026-11-29)."""
 LEVEL0 = "balanced"
 """Level 0 of the bucket accumulation: "balanced" (each thread exactly CHUNK sorted entries, one partial
-per bucket run inside them) or "runs" (each bucket's run cut into chunks of at most CHUNK, one thread per
-chunk)."""
+per bucket run inside them; no host sync) or "runs" (each bucket's run cut into chunks of at most CHUNK on
+the host, one thread per chunk; three size read-backs per MSM). The rounds after it are the same."""
 INLINE_MUL = False
 """True compiles msm.cu with the Fq products inlined into the group operations (ZK_G1_INLINE_MUL=1: faster
 kernels, about a minute of NVRTC compile instead of seconds)."""
@@ -100,8 +106,7 @@ CUBIN: str | None = None
 """A cubin of msm.cu prebuilt by nvcc for this GPU's architecture, loaded instead of compiling with NVRTC
 (to benchmark the inlined-product variant without its compile time; it must come from the current msm.cu)."""
 _SUM_FANIN = 8  # tree-sum fan-in: short serial chains (the reduction tail is latency-bound)
-HEAVY_BLOCK = 128  # ~150 registers per thread: 3 blocks of 128 fit an SM, 1 block of 256
-_SENTINEL_KEY = _cuda.header_defines("msm.cu", "MSM_SENTINEL")[0] << 32  # the sort key of a dropped entry
+_SENTINEL_KEY = _cuda.header_defines("msm.cu", "MSM_SENTINEL")[0] << 32  # the sort key of a dropped entry (sorted last)
 _FR_OPS_KERNELS = ("fr_first_unreduced",)  # kernels of fr_ops.cu that the MSM launches through _k
 _MIN_C, _MAX_C = 4, 20
 
@@ -361,6 +366,22 @@ def _chunks(cp: Any, keys: Any, chunk: int = CHUNK) -> tuple[Any, Any, int, int]
     return cstart.astype(cp.uint64), cend.astype(cp.uint64), K, R
 
 
+def _level0_runs(cp: Any, keys: Any, e: Any, mont: Any, chunk: int) -> msm_reduce.Partials | None:
+    """Level 0 in "runs" mode: each bucket's run cut into chunks of at most ``chunk`` on the host
+    (:func:`_chunks`), one thread per chunk; reads E and the run counts back (``msm.sorted_count``,
+    ``msm.runs``, ``msm.chunks``). None when no digit is nonzero."""
+    E = int(_cuda.read_back(e, "msm.sorted_count")[0])
+    if E == 0:
+        return None
+    keys = keys[:E]
+    hi = (keys >> np.uint64(32)).astype(cp.uint32)
+    cstart, cend, K, _ = _chunks(cp, hi, chunk)
+    del hi
+    out = msm_reduce.Partials.empty(cp, K, count=cp.full(1, K, dtype=cp.uint64))
+    _cuda.launch_1d(_k("seg_accum_affine"), K, (keys, cstart, cend, _u64(K), mont, out.keys, out.pts), block=HEAVY_BLOCK)
+    return out
+
+
 def _tree_sum(cp: Any, parts: Any, groups: int, per_group: int) -> Any:
     """Sum each of ``groups`` consecutive runs of ``per_group`` XYZZ points (per_group a power of 2)."""
     while per_group > 1:
@@ -414,10 +435,13 @@ def msm_device(pts: Any, sc: Any, c: int | None = None, phases: Phases | None = 
     ``mont``: the points already checked and in Montgomery form (:func:`prepare_points`, or rows
     of it); ``pts`` is then ignored (may be None). ``deferred``: the scalar check is queued on
     it instead of read back here (``deferred.raise_if_bad()`` after the stream's work). Host
-    synchronisations left (:func:`zkgpu._cuda.count_sync`): ``msm.points_check`` and
-    ``msm.scalars_check`` unless ``mont`` / ``deferred`` are given, ``msm.sorted_count`` (the
-    number of nonzero digits after the sort), ``msm.partials`` (level 0's partial count, balanced
-    mode) and ``msm.runs`` + ``msm.chunks`` per reduction round (the sizes of the next arrays).
+    synchronisations (:func:`zkgpu._cuda.count_sync`): ``msm.points_check`` and
+    ``msm.scalars_check`` unless ``mont`` / ``deferred`` are given; none otherwise in the default
+    balanced level 0 (every size stays on the device: :mod:`zkgpu.msm_reduce`), so with both the
+    call only queues kernels. :data:`LEVEL0` ``"runs"`` adds ``msm.sorted_count``, ``msm.runs`` and
+    ``msm.chunks`` (its host-cut chunks). Device memory: the sorted keys (``8 * nwin * n`` bytes),
+    the buckets (``192 * nwin * 2^(c-1)``) and two partial buffers of at most
+    ``192 * (nwin * n / CHUNK + nwin * 2^(c-1))`` bytes each.
 
     Raises:
         ValueError: a point or scalar out of range (first bad index named; with ``deferred`` the
@@ -442,49 +466,18 @@ def msm_device(pts: Any, sc: Any, c: int | None = None, phases: Phases | None = 
     ph.mark("digits")
     bits = (nwin * m).bit_length()  # buckets < nwin*m <= 2^bits - 1: a sentinel's field (all ones) sorts last
     keys = devsort.sort_keys(keys, begin_bit=32, end_bit=32 + bits, overwrite=True)  # bucket bits only, no host sync
-    E = int(_cuda.read_back(cp.searchsorted(keys, cp.array([_SENTINEL_KEY], dtype=cp.uint64)), "msm.sorted_count")[0])
+    e = msm_reduce.valid_count(cp, _k, keys)
     ph.mark("sort")
     buckets = cp.zeros((nwin * m, 48), dtype=cp.uint32)
-    if E > 0:
-        keys = keys[:E]
-        chunk = _chunk_size()
-        if _level0_mode() == "runs":
-            hi = (keys >> np.uint64(32)).astype(cp.uint32)
-            cstart, cend, K, R = _chunks(cp, hi, chunk)
-            del hi
-            out_keys = cp.empty(K, dtype=cp.uint32)
-            out_pts = cp.empty((K, 48), dtype=cp.uint32)
-            _cuda.launch_1d(
-                _k("seg_accum_affine"), K, (keys, cstart, cend, _u64(K), mont, out_keys, out_pts), block=HEAVY_BLOCK
-            )
-        else:  # balanced: every thread exactly `chunk` entries
-            nth = -(-E // chunk)
-            counts = cp.empty(nth, dtype=cp.uint32)
-            _cuda.launch_1d(_k("seg_count_sorted64"), nth, (keys, _u64(E), _u32(chunk), _u64(nth), counts))
-            offs = cp.cumsum(counts, dtype=cp.uint64)
-            K = int(_cuda.read_back(offs[-1:], "msm.partials")[0])
-            offs -= counts
-            out_keys = cp.empty(K, dtype=cp.uint32)
-            out_pts = cp.empty((K, 48), dtype=cp.uint32)
-            _cuda.launch_1d(
-                _k("seg_accum_affine_balanced"), nth, (keys, _u64(E), _u32(chunk), _u64(nth), offs, mont, out_keys, out_pts),
-                block=HEAVY_BLOCK,
-            )
-            R = 0  # not known yet: the loop below finds out
-        del keys
-        ph.mark("bucket_accumulate")
-        while K > R:  # some bucket still has several partials
-            cstart, cend, K2, R = _chunks(cp, out_keys, chunk)
-            if K2 == K:  # every key already once
-                break
-            K = K2
-            nk = cp.empty(K, dtype=cp.uint32)
-            npts = cp.empty((K, 48), dtype=cp.uint32)
-            _cuda.launch_1d(
-                _k("seg_accum_xyzz"), K, (out_keys, cstart, cend, _u64(K), out_pts, nk, npts), block=HEAVY_BLOCK
-            )
-            out_keys, out_pts = nk, npts
-        _cuda.launch_1d(_k("scatter_buckets"), K, (out_keys, out_pts, _u64(K), buckets))
+    plan = msm_reduce.plan(n, nwin, m, _chunk_size())
+    if _level0_mode() == "runs":
+        parts = _level0_runs(cp, keys, e, mont, plan.chunk)
+    else:
+        parts = msm_reduce.level0(cp, _k, keys, e, mont, plan)
+    del keys
+    ph.mark("bucket_accumulate")
+    if parts is not None:
+        msm_reduce.to_buckets(cp, _k, parts, plan, buckets)
     ph.mark("bucket_partials")
     # running-sum reduction: T threads per window, each a range of R buckets
     T = 1

@@ -14,19 +14,24 @@
 //                   bucket key = w * 2^(c-1) + |d| - 1; zero digits and identity points get the
 //                   sentinel key 0xffffffff (sorted last and dropped)
 //   (CuPy sort)     radix sort of the keys (CUB/thrust)
+//   msm_valid_count the number E of non-sentinel keys, by binary search, into device memory
 //   seg_count_sorted64, seg_accum_affine_balanced (level 0, default): each thread takes exactly
 //                   CHUNK consecutive sorted entries and writes one XYZZ partial (mixed addition)
 //                   per run of equal bucket key among them, so all threads do equal work and a
 //                   bucket of millions of points is spread over many threads
 //   seg_accum_affine (level 0, zkgpu.msm.LEVEL0 "runs"): one thread per chunk of at most CHUNK
 //                   entries of one bucket (chunks cut on the host with CuPy)
-//   seg_accum_xyzz  levels >= 1: the partials (still sorted by key) are cut per key into chunks
-//                   of at most CHUNK and summed (XYZZ + XYZZ) until every key is left once
-//   scatter_buckets partials -> bucket array (empty buckets stay the identity)
+//   seg_count_sorted32, seg_accum_xyzz  a fixed number of rounds (zkgpu/msm_reduce.py): the same
+//                   balanced scheme over the (key, XYZZ partial) pairs, still sorted by key
+//   scatter_buckets the thread of each key's first partial sums its last few partials (at most
+//                   CHUNK + 1 after the rounds) into the bucket array (empty buckets stay the identity)
 //   window_reduce   each thread a contiguous range of buckets: running sum + sum, then
 //                   sum_range + offset * running_total (the range's offset times its bucket sum)
 //   xyzz_sum_ranges tree sum of the per-thread results of each window
 //   msm_final       Horner over windows, to affine, out of Montgomery form
+// No kernel needs a count from the host: the grids cover the worst case (sizes from n, c and CHUNK),
+// each kernel reads the live count (E, or the partial count = the last prefix-sum entry) from device
+// memory and its threads past it exit, so the host queues one MSM without waiting for the GPU.
 #include "common.cuh"
 #include "fr.cuh"
 #include "g1.cuh"
@@ -49,6 +54,32 @@ __device__ __forceinline__ uint64_t splitmix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
+}
+
+// The bucket key of a sorted entry: the high word of a level-0 sort key, or a partial's key itself.
+__device__ __forceinline__ uint32_t entry_key(unsigned long long e) { return (uint32_t)(e >> 32); }
+__device__ __forceinline__ uint32_t entry_key(uint32_t k) { return k; }
+
+// counts[t] = the number of runs of equal bucket key among entries [t*L, min((t+1)*L, *count)), 0 for a
+// thread past the live count (the grid covers the worst case; *count is read on the device).
+template <class Key>
+__device__ __forceinline__ void count_runs(const Key* keys, uint64_t count, uint32_t L, uint64_t nthreads,
+                                           uint32_t* counts) {
+    ZK_GRID_STRIDE(t, nthreads) {
+        const uint64_t lo = t * L;
+        if (lo >= count) {
+            counts[t] = 0;
+            continue;
+        }
+        const uint64_t hi = lo + L < count ? lo + L : count;
+        uint32_t prev = entry_key(keys[lo]), runs = 1;
+        for (uint64_t j = lo + 1; j < hi; j++) {
+            const uint32_t k = entry_key(keys[j]);
+            runs += (k != prev);
+            prev = k;
+        }
+        counts[t] = runs;
+    }
 }
 
 extern "C" {
@@ -125,29 +156,41 @@ __global__ void seg_accum_affine(const unsigned long long* keys, const unsigned 
     }
 }
 
-// Level 0, balanced variant: thread t takes exactly the entries [t*L, min((t+1)*L, E)) and
-// writes one partial per run of equal key inside them (a bucket crossing a thread boundary gets
-// one partial from each side; levels >= 1 merge them). counts[t] = runs in thread t's range;
-// seg_accum_affine_balanced writes them at out[offsets[t] ...] (offsets = exclusive prefix sum).
-__global__ void seg_count_sorted64(const unsigned long long* keys, uint64_t E, uint32_t L, uint64_t nthreads,
-                                   uint32_t* counts) {
-    ZK_GRID_STRIDE(t, nthreads) {
-        uint64_t lo = t * L, hi = lo + L < E ? lo + L : E;
-        uint32_t prev = (uint32_t)(keys[lo] >> 32), runs = 1;
-        for (uint64_t j = lo + 1; j < hi; j++) {
-            uint32_t k = (uint32_t)(keys[j] >> 32);
-            runs += (k != prev);
-            prev = k;
+// The number of valid (non-sentinel) keys E of the sorted keys[0..N): the index of the first key whose
+// bucket is MSM_SENTINEL (N if none), found by one thread's binary search and written to *E on the
+// device, so that no host read-back sizes the next kernels (they read *E and exit early).
+__global__ void msm_valid_count(const unsigned long long* keys, uint64_t N, unsigned long long* E) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    uint64_t lo = 0, hi = N;
+    while (lo < hi) {
+        const uint64_t mid = lo + (hi - lo) / 2;
+        if ((uint32_t)(keys[mid] >> 32) == MSM_SENTINEL) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
         }
-        counts[t] = runs;
     }
+    *E = lo;
 }
 
-__global__ void seg_accum_affine_balanced(const unsigned long long* keys, uint64_t E, uint32_t L, uint64_t nthreads,
-                                          const unsigned long long* offsets, const affine_t* pts, uint32_t* out_keys,
-                                          xyzz_t* out_pts) {
+// Level 0, balanced variant: thread t takes exactly the entries [t*L, min((t+1)*L, *E)) and writes one
+// partial per run of equal key inside them (a bucket crossing a thread boundary gets one partial from
+// each side; the rounds of seg_accum_xyzz merge them). counts[t] = runs in thread t's range;
+// seg_accum_affine_balanced writes them at out[offsets[t] ...] (offsets = exclusive prefix sum of counts,
+// offsets[nthreads] = the partial count). Threads with t*L >= *E do nothing.
+__global__ void seg_count_sorted64(const unsigned long long* keys, const unsigned long long* E, uint32_t L,
+                                   uint64_t nthreads, uint32_t* counts) {
+    count_runs(keys, *E, L, nthreads, counts);
+}
+
+__global__ void seg_accum_affine_balanced(const unsigned long long* keys, const unsigned long long* Ep, uint32_t L,
+                                          uint64_t nthreads, const unsigned long long* offsets, const affine_t* pts,
+                                          uint32_t* out_keys, xyzz_t* out_pts) {
+    const uint64_t E = *Ep;
     ZK_GRID_STRIDE(t, nthreads) {
-        uint64_t lo = t * L, hi = lo + L < E ? lo + L : E;
+        const uint64_t lo = t * L;
+        if (lo >= E) break;
+        const uint64_t hi = lo + L < E ? lo + L : E;
         uint64_t seg = offsets[t];
         uint32_t cur = (uint32_t)(keys[lo] >> 32);
         xyzz_t acc = xyzz_t::inf();
@@ -169,24 +212,54 @@ __global__ void seg_accum_affine_balanced(const unsigned long long* keys, uint64
     }
 }
 
-// Level >= 1: the same over (key, XYZZ partial) pairs, until every key is left once.
-__global__ void seg_accum_xyzz(const uint32_t* keys, const unsigned long long* cstart, const unsigned long long* cend,
-                               uint64_t nchunks, const xyzz_t* pts, uint32_t* out_keys, xyzz_t* out_pts) {
-    ZK_GRID_STRIDE(c, nchunks) {
-        uint64_t lo = cstart[c], hi = cend[c];
-        xyzz_t acc = pts[lo];
-        for (uint64_t j = lo + 1; j < hi; j++) {
-            const xyzz_t b = pts[j];
-            acc.add(b);
+// A reduction round over (key, XYZZ partial) pairs sorted by key, *count of them live: the balanced
+// scheme of level 0 again (thread t sums each run of equal key among [t*L, min((t+1)*L, *count)) into
+// one partial at out[offsets[t] ...]), so a key with x partials leaves at most ceil((x-1)/L) + 1 and no
+// thread adds more than L - 1 points however long a bucket is (zkgpu/msm_reduce.py bounds the rounds).
+__global__ void seg_count_sorted32(const uint32_t* keys, const unsigned long long* count, uint32_t L,
+                                   uint64_t nthreads, uint32_t* counts) {
+    count_runs(keys, *count, L, nthreads, counts);
+}
+
+__global__ void seg_accum_xyzz(const uint32_t* keys, const unsigned long long* countp, uint32_t L, uint64_t nthreads,
+                               const unsigned long long* offsets, const xyzz_t* pts, uint32_t* out_keys,
+                               xyzz_t* out_pts) {
+    const uint64_t count = *countp;
+    ZK_GRID_STRIDE(t, nthreads) {
+        const uint64_t lo = t * L;
+        if (lo >= count) break;
+        const uint64_t hi = lo + L < count ? lo + L : count;
+        uint64_t seg = offsets[t];
+        for (uint64_t j = lo; j < hi; seg++) {
+            const uint32_t k = keys[j];
+            xyzz_t acc = pts[j];
+            for (j++; j < hi && keys[j] == k; j++) {
+                const xyzz_t b = pts[j];
+                acc.add(b);
+            }
+            out_keys[seg] = k;
+            out_pts[seg] = acc;
         }
-        out_keys[c] = keys[lo];
-        out_pts[c] = acc;
     }
 }
 
-// buckets[keys[j]] = pts[j] for D distinct keys (buckets zero-filled = identity beforehand).
-__global__ void scatter_buckets(const uint32_t* keys, const xyzz_t* pts, uint64_t D, xyzz_t* buckets) {
-    ZK_GRID_STRIDE(j, D) { buckets[keys[j]] = pts[j]; }
+// The last pass: the thread of the first partial of each key sums that key's partials (a few, bounded by
+// the rounds before) into its bucket; buckets zero-filled beforehand (identity), *count partials live,
+// the grid covers the worst case kmax.
+__global__ void scatter_buckets(const uint32_t* keys, const xyzz_t* pts, const unsigned long long* countp,
+                                uint64_t kmax, xyzz_t* buckets) {
+    const uint64_t count = *countp;
+    ZK_GRID_STRIDE(j, kmax) {
+        if (j >= count) break;
+        const uint32_t k = keys[j];
+        if (j > 0 && keys[j - 1] == k) continue;
+        xyzz_t acc = pts[j];
+        for (uint64_t i = j + 1; i < count && keys[i] == k; i++) {
+            const xyzz_t b = pts[i];
+            acc.add(b);
+        }
+        buckets[k] = acc;
+    }
 }
 
 // Window w, thread t (g = w*T + t) covers buckets k = t*R+1 .. min((t+1)*R, m) (bucket k of window

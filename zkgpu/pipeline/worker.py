@@ -41,9 +41,10 @@ Lock scope (``config.lock_scope``):
   submission to the interval their kernels ran, from their CUDA events anchored at the wait's
   return (:meth:`zkgpu.trace.Tracer.place_on_gpu_clock`; ``clock=gpu`` and the submission's
   ``host_ms`` in the detail); ``mutex_held`` stays the submission on the host clock. The
-  submission still waits where the MSM reads sizes back (its sort's valid-key count, the
-  bucket-run counts of each reduction round: :func:`zkgpu.msm.msm_device`); each GPU phase's
-  ``host_syncs`` counts the waits (:func:`zkgpu._cuda.count_sync`).
+  submission does not wait for the GPU: the MSMs, on prepared bases with deferred scalar
+  checks, keep every size on the device (:func:`zkgpu.msm.msm_device`, :mod:`zkgpu.msm_reduce`),
+  so ``mutex_held`` is the host's time to queue the kernels; each GPU phase's ``host_syncs``
+  counts any wait that is left (:func:`zkgpu._cuda.count_sync`; none in ``submit``).
 
 Finalizer (:func:`finalize`, its own thread per partition, outside the mutex): join the prep
 thread (b_g2), assemble H, L, A, B_G1 (batch-add part + tail part) and B_G2 -> ``finalize``

@@ -1,0 +1,287 @@
+// zkgpu: G1 multi-scalar multiplication (Pippenger with signed digits, XYZZ buckets), batch
+// addition (cuzk/supraseal batch_add) and deterministic benchmark point generation.
+//
+// Host driver: zkgpu/msm.py. Data layouts (g1.cuh, fr.cuh; uint32 words, little-endian limbs):
+//   affine_t, canonical    : 24 words, x then y (12 limbs each), identity = all zero
+//   affine_t, Montgomery   : the same after g1_prepare (identity stays all zero)
+//   xyzz_t                 : 48 words X, Y, ZZ, ZZZ (Montgomery); identity = ZZ == 0
+//   fr_t scalar            : 8 words, canonical
+//
+// Pippenger pipeline (one call of zkgpu.msm.msm):
+//   g1_prepare      check (< q, on curve) and convert points to Montgomery form
+//   (fr_ops.cu)     fr_first_unreduced: check the scalars (< r)
+//   msm_digits      one 64-bit sort key per (window, point): (bucket key << 32) | sign << 31 | index,
+//                   bucket key = w * 2^(c-1) + |d| - 1; zero digits and identity points get the
+//                   sentinel key 0xffffffff (sorted last and dropped)
+//   (CuPy sort)     radix sort of the keys (CUB/thrust)
+//   seg_count_sorted64, seg_accum_affine_balanced (level 0, default): each thread takes exactly
+//                   CHUNK consecutive sorted entries and writes one XYZZ partial (mixed addition)
+//                   per run of equal bucket key among them, so all threads do equal work and a
+//                   bucket of millions of points is spread over many threads
+//   seg_accum_affine (level 0, zkgpu.msm.LEVEL0 "runs"): one thread per chunk of at most CHUNK
+//                   entries of one bucket (chunks cut on the host with CuPy)
+//   seg_accum_xyzz  levels >= 1: the partials (still sorted by key) are cut per key into chunks
+//                   of at most CHUNK and summed (XYZZ + XYZZ) until every key is left once
+//   scatter_buckets partials -> bucket array (empty buckets stay the identity)
+//   window_reduce   each thread a contiguous range of buckets: running sum + sum, then
+//                   sum_range + offset * running_total (the range's offset times its bucket sum)
+//   xyzz_sum_ranges tree sum of the per-thread results of each window
+//   msm_final       Horner over windows, to affine, out of Montgomery form
+#include "common.cuh"
+#include "fr.cuh"
+#include "g1.cuh"
+
+using zk::affine_t;
+using zk::fq_t;
+using zk::fr_t;
+using zk::mark_bad;
+using zk::xyzz_t;
+
+// The bucket key of a zero digit or an identity point (sorted last, dropped); zkgpu/msm.py reads it.
+#define MSM_SENTINEL 0xffffffffu
+
+// The kernels copy each point they add from global memory into a local (const xyzz_t b = in[j]) before
+// passing it to the out-of-line group operation, as a reference to the global element would: ptxas then
+// keeps the register counts near 160 (3 blocks of 128 threads per SM; zkgpu/msm.py _HEAVY_BLOCK).
+
+__device__ __forceinline__ uint64_t splitmix64(uint64_t z) {
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+extern "C" {
+
+// Canonical affine -> Montgomery affine; *bad = the smallest index with a coordinate >= q or
+// not on the curve (initialise *bad to n).
+__global__ void g1_prepare(const affine_t* in, affine_t* out, uint64_t n, unsigned long long* bad) {
+    ZK_GRID_STRIDE(i, n) {
+        affine_t a = in[i];
+        bool ok = a.x.is_reduced() & a.y.is_reduced();
+        if (ok && !a.is_inf()) {
+            a.x = a.x.to_mont();
+            a.y = a.y.to_mont();
+            ok = a.on_curve();
+        }
+        if (!ok) mark_bad(bad, i);
+        out[i] = a;
+    }
+}
+
+// Fq elements (12 words each) from Montgomery to canonical form in place (snarkjs stores its
+// keys' coordinates in Montgomery form); *bad = the smallest index of a value >= q (initialise
+// *bad to n; such a value is left as it was).
+__global__ void fq_from_mont(fq_t* a, uint64_t n, unsigned long long* bad) {
+    ZK_GRID_STRIDE(i, n) {
+        const fq_t x = a[i];
+        if (!x.is_reduced()) {
+            mark_bad(bad, i);
+        } else {
+            a[i] = x.from_mont();
+        }
+    }
+}
+
+// One sort key per (window w, point i) at keys[w * n + i].
+__global__ void msm_digits(const fr_t* scalars, const affine_t* pts, uint64_t n, int c, int nwin,
+                           unsigned long long* keys) {
+    const uint32_t m = 1u << (c - 1);
+    ZK_GRID_STRIDE(i, n) {
+        const fr_t s = scalars[i];
+        const bool inf = pts[i].is_inf();
+        uint32_t carry = 0;
+        for (int w = 0; w < nwin; w++) {
+            int32_t d = zk::signed_digit(s.v, w, c, carry);
+            unsigned long long key;
+            if (d == 0 || inf) {
+                key = ((unsigned long long)MSM_SENTINEL << 32) | (uint32_t)i;
+            } else {
+                uint32_t mag = d < 0 ? (uint32_t)(-d) : (uint32_t)d;
+                uint32_t bucket = (uint32_t)w * m + mag - 1;
+                key = ((unsigned long long)bucket << 32) | ((d < 0 ? 1u : 0u) << 31) | (uint32_t)i;
+            }
+            keys[(uint64_t)w * n + i] = key;
+        }
+    }
+}
+
+// Level 0: chunk c = sorted entries [cstart[c], cend[c]), all of one bucket key and at most
+// CHUNK long (a bucket's run of entries is cut into chunks by the host); out[c] = the sum of
+// the chunk's signed affine points in XYZZ (mixed addition), out_keys[c] = its bucket key.
+__global__ void seg_accum_affine(const unsigned long long* keys, const unsigned long long* cstart,
+                                 const unsigned long long* cend, uint64_t nchunks, const affine_t* pts,
+                                 uint32_t* out_keys, xyzz_t* out_pts) {
+    ZK_GRID_STRIDE(c, nchunks) {
+        uint64_t lo = cstart[c], hi = cend[c];
+        xyzz_t acc = xyzz_t::inf();
+        for (uint64_t j = lo; j < hi; j++) {
+            uint32_t v = (uint32_t)keys[j];
+            const affine_t p = pts[v & 0x7fffffffu];
+            acc.add_affine((v >> 31) ? p.neg() : p);
+        }
+        out_keys[c] = (uint32_t)(keys[lo] >> 32);
+        out_pts[c] = acc;
+    }
+}
+
+// Level 0, balanced variant: thread t takes exactly the entries [t*L, min((t+1)*L, E)) and
+// writes one partial per run of equal key inside them (a bucket crossing a thread boundary gets
+// one partial from each side; levels >= 1 merge them). counts[t] = runs in thread t's range;
+// seg_accum_affine_balanced writes them at out[offsets[t] ...] (offsets = exclusive prefix sum).
+__global__ void seg_count_sorted64(const unsigned long long* keys, uint64_t E, uint32_t L, uint64_t nthreads,
+                                   uint32_t* counts) {
+    ZK_GRID_STRIDE(t, nthreads) {
+        uint64_t lo = t * L, hi = lo + L < E ? lo + L : E;
+        uint32_t prev = (uint32_t)(keys[lo] >> 32), runs = 1;
+        for (uint64_t j = lo + 1; j < hi; j++) {
+            uint32_t k = (uint32_t)(keys[j] >> 32);
+            runs += (k != prev);
+            prev = k;
+        }
+        counts[t] = runs;
+    }
+}
+
+__global__ void seg_accum_affine_balanced(const unsigned long long* keys, uint64_t E, uint32_t L, uint64_t nthreads,
+                                          const unsigned long long* offsets, const affine_t* pts, uint32_t* out_keys,
+                                          xyzz_t* out_pts) {
+    ZK_GRID_STRIDE(t, nthreads) {
+        uint64_t lo = t * L, hi = lo + L < E ? lo + L : E;
+        uint64_t seg = offsets[t];
+        uint32_t cur = (uint32_t)(keys[lo] >> 32);
+        xyzz_t acc = xyzz_t::inf();
+        for (uint64_t j = lo; j < hi; j++) {
+            unsigned long long e = keys[j];
+            uint32_t k = (uint32_t)(e >> 32), v = (uint32_t)e;
+            if (k != cur) {
+                out_keys[seg] = cur;
+                out_pts[seg] = acc;
+                seg++;
+                cur = k;
+                acc = xyzz_t::inf();
+            }
+            const affine_t p = pts[v & 0x7fffffffu];
+            acc.add_affine((v >> 31) ? p.neg() : p);
+        }
+        out_keys[seg] = cur;
+        out_pts[seg] = acc;
+    }
+}
+
+// Level >= 1: the same over (key, XYZZ partial) pairs, until every key is left once.
+__global__ void seg_accum_xyzz(const uint32_t* keys, const unsigned long long* cstart, const unsigned long long* cend,
+                               uint64_t nchunks, const xyzz_t* pts, uint32_t* out_keys, xyzz_t* out_pts) {
+    ZK_GRID_STRIDE(c, nchunks) {
+        uint64_t lo = cstart[c], hi = cend[c];
+        xyzz_t acc = pts[lo];
+        for (uint64_t j = lo + 1; j < hi; j++) {
+            const xyzz_t b = pts[j];
+            acc.add(b);
+        }
+        out_keys[c] = keys[lo];
+        out_pts[c] = acc;
+    }
+}
+
+// buckets[keys[j]] = pts[j] for D distinct keys (buckets zero-filled = identity beforehand).
+__global__ void scatter_buckets(const uint32_t* keys, const xyzz_t* pts, uint64_t D, xyzz_t* buckets) {
+    ZK_GRID_STRIDE(j, D) { buckets[keys[j]] = pts[j]; }
+}
+
+// Window w, thread t (g = w*T + t) covers buckets k = t*R+1 .. min((t+1)*R, m) (bucket k of window
+// w at index w*m + k - 1). With the running sum from the top, acc = sum (k - t*R) B_k and
+// run = sum B_k; the thread's share of sum_k k*B_k is acc + (t*R) * run.
+__global__ void window_reduce(const xyzz_t* buckets, uint32_t nwin, uint32_t m, uint32_t T, uint32_t R,
+                              xyzz_t* partials) {
+    ZK_GRID_STRIDE(g, (uint64_t)nwin * T) {
+        uint32_t w = (uint32_t)(g / T), t = (uint32_t)(g % T);
+        uint64_t lo = (uint64_t)t * R + 1;
+        uint64_t hi = (uint64_t)(t + 1) * R < m ? (uint64_t)(t + 1) * R : m;
+        xyzz_t run = xyzz_t::inf(), acc = xyzz_t::inf();
+        for (uint64_t k = hi; k >= lo; k--) {
+            const xyzz_t b = buckets[(uint64_t)w * m + k - 1];
+            run.add(b);
+            acc.add(run);
+        }
+        acc.add(run.mul_u32(t * R));
+        partials[g] = acc;
+    }
+}
+
+// out[t] = sum of in[t*K .. min((t+1)*K, count)) (XYZZ).
+__global__ void xyzz_sum_ranges(const xyzz_t* in, uint64_t count, uint32_t K, xyzz_t* out) {
+    uint64_t nout = (count + K - 1) / K;
+    ZK_GRID_STRIDE(t, nout) {
+        uint64_t lo = t * K, hi = lo + K < count ? lo + K : count;
+        xyzz_t acc = in[lo];
+        for (uint64_t j = lo + 1; j < hi; j++) {
+            const xyzz_t b = in[j];
+            acc.add(b);
+        }
+        out[t] = acc;
+    }
+}
+
+// One thread: *out = sum_w 2^(c*w) S_w by Horner, then affine and canonical.
+__global__ void msm_final(const xyzz_t* window_sums, uint32_t nwin, uint32_t c, affine_t* out) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    xyzz_t acc = xyzz_t::inf();
+    for (int w = (int)nwin - 1; w >= 0; w--) {
+        for (uint32_t b = 0; b < c; b++) acc = acc.dbl();
+        const xyzz_t s = window_sums[w];
+        acc.add(s);
+    }
+    affine_t a = acc.to_affine();
+    a.x = a.x.from_mont();
+    a.y = a.y.from_mont();
+    *out = a;
+}
+
+// Batch addition: out[t] = sum of the Montgomery affine points i in [t*K, (t+1)*K) whose bit
+// (bit i % 64 of word i / 64, LSB first) is set.
+__global__ void batch_add_ranges(const affine_t* pts, uint64_t n, const unsigned long long* bitmap, uint32_t K,
+                                 xyzz_t* out) {
+    uint64_t nout = (n + K - 1) / K;
+    ZK_GRID_STRIDE(t, nout) {
+        uint64_t lo = t * K, hi = lo + K < n ? lo + K : n;
+        xyzz_t acc = xyzz_t::inf();
+        for (uint64_t i = lo; i < hi; i++) {
+            if ((bitmap[i >> 6] >> (i & 63)) & 1ull) {
+                const affine_t p = pts[i];
+                acc.add_affine(p);
+            }
+        }
+        out[t] = acc;
+    }
+}
+
+// Deterministic benchmark points: thread t computes k_t*G (k_t = splitmix64(seed + t), 0 -> 1)
+// by double-and-add, then writes P_{t*per + j} = k_t*G + j*D (j < per, index < n), canonical
+// affine. *G_mont and *D_mont are Montgomery affine. zkgpu.bases.generate_points_cpu computes the same
+// points on the host.
+__global__ void g1_generate(uint64_t n, uint32_t per, uint64_t seed, const affine_t* G_mont, const affine_t* D_mont,
+                            affine_t* out) {
+    uint64_t nthreads = (n + per - 1) / per;
+    const affine_t G = *G_mont, D = *D_mont;
+    ZK_GRID_STRIDE(t, nthreads) {
+        uint64_t k = splitmix64(seed + t);
+        if (k == 0) k = 1;
+        xyzz_t acc = xyzz_t::inf();
+        for (int b = 63; b >= 0; b--) {
+            acc = acc.dbl();
+            if ((k >> b) & 1) acc.add_affine(G);
+        }
+        for (uint32_t j = 0; j < per; j++) {
+            uint64_t i = t * per + j;
+            if (i >= n) break;
+            affine_t a = acc.to_affine();
+            a.x = a.x.from_mont();
+            a.y = a.y.from_mont();
+            out[i] = a;
+            acc.add_affine(D);
+        }
+    }
+}
+
+}  // extern "C"

@@ -1,0 +1,689 @@
+"""G1 multi-scalar multiplication (Pippenger, XYZZ buckets), batch addition and prep_msm.
+
+Public API (host layouts: points ``(n, 12)`` uint64 as in :mod:`zkgpu.curve`, scalars ``(n, 4)``
+uint64 **canonical** Fr as in :mod:`zkgpu.field`):
+
+- :func:`msm` -- ``sum_i scalars[i] * points[i]`` as one point ``(1, 12)``.
+- :func:`batch_add` -- the sum of the points selected by a bitmap (cuzk/supraseal ``batch_add``).
+- :func:`prep_msm` -- supraseal's split of an assignment vector into an exactly-one bitmap,
+  dropped zeros and the compacted significant scalars (the tail MSM).
+- :func:`kernel` -- msm.cu's kernels for other modules (the benchmark bases of :mod:`zkgpu.bases`).
+- :func:`msm_device` (with :class:`Phases`, CUDA-event marks between its phases) and :func:`settings` --
+  what ``zkgpu bench msm`` (:mod:`zkgpu.bench.msm`) times and records.
+
+GPU algorithm (``zkgpu/kernels/msm.cu`` has the kernels, ``g1.cuh`` the formulas):
+Pippenger's bucket method (Pippenger 1976; the GPU form of sppark ``msm/pippenger.cuh`` and
+cuzk / supraseal ``msm``) with signed c-bit window digits in ``[-2^(c-1), 2^(c-1)]`` (2^(c-1)
+buckets per window, a negative digit adds ``-P``). Per call: validate and convert points to
+Montgomery form; one 64-bit key per (window, point) holding bucket, sign and index; radix sort of
+the keys (CuPy/CUB); bucket accumulation: each GPU thread takes exactly :data:`CHUNK` consecutive
+sorted entries and adds each run of equal bucket key among them by mixed XYZZ + affine addition,
+writing one partial per run (so every thread does the same work, and a bucket of millions of
+points -- real scalars are mostly 0 and 1 -- is spread over many threads); the partials, still
+sorted by bucket, are cut per bucket into chunks of at most CHUNK and summed (XYZZ + XYZZ) until
+one per bucket; window sums by a running sum over contiguous bucket ranges (one thread per range,
+combined with the range's offset times its bucket sum); a tree sum per window; Horner over
+windows; affine (one Fermat inversion).
+
+Tunables (module settings read per call, set by :func:`configure`; the command line maps
+``ZKGPU_MSM_CHUNK``, ``ZKGPU_MSM_LEVEL0``, ``ZKGPU_MSM_INLINE_MUL`` and ``ZKGPU_MSM_CUBIN`` to them):
+:data:`CHUNK`, :data:`LEVEL0` (``balanced`` as above, or ``runs``: level 0 also cut per bucket),
+:data:`INLINE_MUL` (Fq products inlined into the group operations: slower on the H200 in our
+measurement, and a minute of NVRTC compile), :data:`CUBIN` (a prebuilt cubin).
+
+Window size rule (:func:`window_bits`): ``c`` minimises the model cost
+``ceil(256/c) * (n + 3 * 2^(c-1))`` -- one mixed addition per (point, window) plus about three
+additions' worth per bucket for the running-sum reduction -- over ``4 <= c <= 20``. For example
+2^16 -> 13, 2^20 -> 16, 2^24 -> 20.
+
+Empty input (n = 0) returns the identity. Without a GPU (or with ``_cuda.configure(gpu=False)``) every
+function runs on the CPU through py-arkworks-bls12381 (``G1Point.multiexp_unchecked``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+import os
+from typing import Any
+
+import numpy as np
+
+from zkgpu import _cuda, optional
+from zkgpu.curve import (
+    LIMBS,
+    check_points,
+    g1_from_arkworks,
+    g1_sum,
+    g1_to_arkworks,
+    identity,
+)
+from zkgpu.field import FR, check_array, not_canonical
+from zkgpu.fr_device import DeferredCheck
+
+__all__ = [
+    "CHUNK",
+    "LEVEL0",
+    "INLINE_MUL",
+    "CUBIN",
+    "configure",
+    "window_bits",
+    "num_windows",
+    "signed_digits",
+    "msm",
+    "msm_cpu",
+    "msm_device",
+    "prepare_points",
+    "DeferredCheck",
+    "Phases",
+    "settings",
+    "batch_add",
+    "batch_add_cpu",
+    "batch_add_device",
+    "PrepMsm",
+    "prep_msm",
+]
+
+CHUNK = 64
+"""Sorted (bucket, point) entries per GPU thread in the bucket accumulation. On the H200 at 2^24
+(uniform scalars, c = 20, balanced level 0) 64 gave 204 ms against 208 ms for 32 and 217 ms for 16
+(bench-msm runs of 2026-11-29)."""
+LEVEL0 = "balanced"
+"""Level 0 of the bucket accumulation: "balanced" (each thread exactly CHUNK sorted entries, one partial
+per bucket run inside them) or "runs" (each bucket's run cut into chunks of at most CHUNK, one thread per
+chunk)."""
+INLINE_MUL = False
+"""True compiles msm.cu with the Fq products inlined into the group operations (ZK_G1_INLINE_MUL=1: faster
+kernels, about a minute of NVRTC compile instead of seconds)."""
+CUBIN: str | None = None
+"""A cubin of msm.cu prebuilt by nvcc for this GPU's architecture, loaded instead of compiling with NVRTC
+(to benchmark the inlined-product variant without its compile time; it must come from the current msm.cu)."""
+_SUM_FANIN = 8  # tree-sum fan-in: short serial chains (the reduction tail is latency-bound)
+HEAVY_BLOCK = 128  # ~150 registers per thread: 3 blocks of 128 fit an SM, 1 block of 256
+_SENTINEL_KEY = _cuda.header_defines("msm.cu", "MSM_SENTINEL")[0] << 32  # the sort key of a dropped entry
+_FR_OPS_KERNELS = ("fr_first_unreduced",)  # kernels of fr_ops.cu that the MSM launches through _k
+_MIN_C, _MAX_C = 4, 20
+
+
+# --------------------------------------------------------------------------- window rule, digits
+
+
+def num_windows(c: int) -> int:
+    """Signed c-bit windows for 255-bit scalars: ``ceil(256 / c)`` (the top carry is then 0).
+
+    Raises:
+        ValueError: c not an int >= 1.
+    """
+    if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1:
+        raise ValueError(f"window size c must be an int >= 1, got {c!r}")
+    return -(-256 // c)
+
+
+def window_bits(n: int) -> int:
+    """The window size c for an n-point MSM (see the module docstring for the cost model).
+
+    Raises:
+        ValueError: n not an int >= 0.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"window_bits: n (points) must be an int >= 0, got {n!r}")
+    best_c, best = _MIN_C, None
+    for c in range(_MIN_C, _MAX_C + 1):
+        cost = num_windows(c) * (max(n, 1) + 3 * (1 << (c - 1)))
+        if best is None or cost < best:
+            best_c, best = c, cost
+    return best_c
+
+
+def signed_digits(k: int, c: int) -> list[int]:
+    """Reference signed-digit recoding of one scalar ``0 <= k < 2^255`` (the kernel's rule).
+
+    Returns ``num_windows(c)`` digits in ``[-2^(c-1), 2^(c-1)]`` with
+    ``k == sum(d * 2^(c*w))``.
+
+    Raises:
+        ValueError: c not an int >= 1, or k outside ``[0, 2^255)``.
+    """
+    nw = num_windows(c)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k < (1 << 255):
+        raise ValueError(f"signed_digits: k must be an int in [0, 2^255), got {k!r}")
+    k = int(k)
+    half, carry, out = 1 << (c - 1), 0, []
+    for w in range(nw):
+        v = ((k >> (w * c)) & ((1 << c) - 1)) + carry
+        if v > half:
+            out.append(v - (1 << c))
+            carry = 1
+        else:
+            out.append(v)
+            carry = 0
+    if carry:
+        raise ValueError("scalar too large for the window count")
+    return out
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _check_scalars_host(scalars: Any, n: int) -> np.ndarray:
+    arr = check_array(FR, scalars, name="scalars")
+    if arr.shape[0] != n:
+        raise ValueError(f"scalars: expected {n} rows (one per point), got {arr.shape[0]}")
+    return arr
+
+
+def _check_shape(arr: Any, cols: int, name: str) -> None:
+    if not (isinstance(arr, np.ndarray) or _cuda.is_device_array(arr)):
+        raise TypeError(f"{name}: expected a numpy or CuPy uint64 array of shape (n, {cols}), got {type(arr).__name__}")
+    if arr.ndim != 2 or arr.shape[1] != cols:
+        raise ValueError(f"{name}: expected shape (n, {cols}), got {tuple(arr.shape)}")
+    if arr.dtype != np.uint64:
+        raise TypeError(f"{name}: expected dtype uint64, got {arr.dtype}")
+
+
+# --------------------------------------------------------------------------- GPU plumbing
+
+
+def configure(
+    *, chunk: int | None = None, level0: str | None = None, inline_mul: bool | None = None, cubin: str | None = None
+) -> None:
+    """Set the GPU MSM tunables (:data:`CHUNK`, :data:`LEVEL0`, :data:`INLINE_MUL`, :data:`CUBIN`); an
+    argument left None keeps its current value (``cubin=""`` goes back to compiling msm.cu).
+
+    Raises:
+        ValueError: chunk not an int >= 1, level0 not "balanced" or "runs", inline_mul not a bool, or
+            cubin naming no file (the message names the value).
+    """
+    global CHUNK, LEVEL0, INLINE_MUL, CUBIN
+    if chunk is not None:
+        _check_chunk(chunk)
+        CHUNK = int(chunk)
+    if level0 is not None:
+        _check_level0(level0)
+        LEVEL0 = level0
+    if inline_mul is not None:
+        if not isinstance(inline_mul, bool):
+            raise ValueError(f"zkgpu.msm.configure: inline_mul must be True or False, got {inline_mul!r}")
+        INLINE_MUL = inline_mul
+    if cubin is not None:
+        if cubin and not os.path.isfile(cubin):
+            raise ValueError(f"zkgpu.msm.configure: cubin {cubin!r} is not a file")
+        CUBIN = cubin or None
+
+
+def _check_chunk(value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"zkgpu.msm: chunk (entries per thread) must be a positive integer, got {value!r}")
+
+
+def _check_level0(value: object) -> None:
+    if value not in ("balanced", "runs"):
+        raise ValueError(f"zkgpu.msm: level0 must be 'balanced' or 'runs', got {value!r}")
+
+
+def _defines() -> tuple[tuple[str, str], ...]:
+    """The ``-D`` build options of msm.cu: ZK_G1_INLINE_MUL=1 with :data:`INLINE_MUL`."""
+    return (("ZK_G1_INLINE_MUL", "1"),) if INLINE_MUL else ()
+
+
+@functools.lru_cache(maxsize=4)
+def _prebuilt(path: str) -> Any:
+    return _cuda.cupy().RawModule(path=path)
+
+
+def _k(name: str) -> Any:
+    """A kernel of msm.cu (from :data:`CUBIN` when set), or of fr_ops.cu for the Fr check it shares
+    with the NTT (fr_first_unreduced)."""
+    if name in _FR_OPS_KERNELS:
+        return _cuda.get_kernel("fr_ops", name)
+    if CUBIN:
+        return _prebuilt(CUBIN).get_function(name)
+    return _cuda.get_kernel("msm", name, _defines())
+
+
+def kernel(name: str) -> Any:
+    """The compiled kernel ``name`` of msm.cu, built with the configured options (:func:`configure`;
+    the prebuilt :data:`CUBIN` when set): for modules that launch msm.cu's kernels themselves
+    (:mod:`zkgpu.bases`). Raises RuntimeError without a GPU."""
+    return _k(name)
+
+
+def settings() -> dict[str, Any]:
+    """The MSM kernel settings in force (what a benchmark records): ``chunk`` (entries per thread),
+    ``level0`` ("balanced" or "runs"), ``inline_mul`` (Fq products inlined) and ``cubin`` (the prebuilt
+    cubin's path, "" when compiled with NVRTC).
+
+    Raises:
+        ValueError: a bad chunk or level-0 mode (names the value).
+    """
+    return dict(chunk=_chunk_size(), level0=_level0_mode(), inline_mul=bool(_defines()),
+                cubin=CUBIN or "")
+
+
+def _u32(x: int) -> np.uint32:
+    return np.uint32(x)
+
+
+def _u64(x: int) -> np.uint64:
+    return np.uint64(x)
+
+
+def _prepare_points_dev(pts: Any) -> Any:
+    """Validate (< q, on curve) and convert to Montgomery form; returns ``(n, 24)`` uint32."""
+    cp = _cuda.cupy()
+    n = pts.shape[0]
+    pts = cp.ascontiguousarray(pts)
+    mont = cp.empty((n, 24), dtype=cp.uint32)
+    bad = cp.full(1, n, dtype=cp.uint64)
+    _cuda.launch_1d(_k("g1_prepare"), n, (pts.view(cp.uint32), mont, _u64(n), bad))
+    b = int(_cuda.read_back(bad, "msm.points_check")[0])
+    if b < n:
+        raise ValueError(f"points[{b}] is not a valid G1 point (coordinate >= q or not on y^2 = x^3 + 4)")
+    return mont
+
+
+def prepare_points(points: Any) -> Any:
+    """Validate G1 points once and convert them to Montgomery form, for repeated MSMs and batch
+    additions over the same bases (``mont=`` of :func:`msm_device` and :func:`batch_add_device`,
+    which then neither check nor convert them again, and do not wait for that check).
+
+    Args:
+        points: ``(n, 12)`` uint64 affine points on the device (layout of :mod:`zkgpu.curve`).
+
+    Returns:
+        CuPy ``(n, 24)`` uint32, the points in Montgomery form (the kernels' layout); rows may be
+        gathered (``mont[idx]``) for a subset of the points.
+
+    Raises:
+        TypeError / ValueError: wrong dtype or shape, or a point off the curve / with a coordinate
+            ``>= q`` (the first bad index named). One host sync (the check's result).
+    """
+    _check_shape(points, LIMBS, "points")
+    if points.shape[0] == 0:
+        return _cuda.cupy().empty((0, 24), dtype=np.uint32)
+    return _prepare_points_dev(points)
+
+
+def _check_scalars_dev(sc: Any, deferred: DeferredCheck | None = None) -> Any:
+    cp = _cuda.cupy()
+    n = sc.shape[0]
+    sc = cp.ascontiguousarray(sc)
+    bad = cp.full(1, n, dtype=cp.uint64)
+    _cuda.launch_1d(_k("fr_first_unreduced"), n, (sc.view(cp.uint32), _u64(n), bad))
+    if deferred is not None:  # read after the stream's work (DeferredCheck.raise_if_bad); sc stays alive there
+        deferred.add("scalars", sc.view(cp.uint32).reshape(-1), bad)
+        return sc
+    b = int(_cuda.read_back(bad, "msm.scalars_check")[0])
+    if b < n:
+        raise not_canonical(FR, "scalars", b, int.from_bytes(cp.asnumpy(sc[b]).astype("<u8").tobytes(), "little"))
+    return sc
+
+
+def _chunk_size() -> int:
+    """Entries per GPU thread in the bucket accumulation, :data:`CHUNK` (checked)."""
+    _check_chunk(CHUNK)
+    return int(CHUNK)
+
+
+def _level0_mode() -> str:
+    """:data:`LEVEL0` (checked)."""
+    _check_level0(LEVEL0)
+    return LEVEL0
+
+
+def _chunks(cp: Any, keys: Any, chunk: int = CHUNK) -> tuple[Any, Any, int, int]:
+    """Cut the runs of equal values of the sorted uint32 ``keys`` into chunks of <= CHUNK entries.
+
+    Returns ``(cstart, cend, K, R)``: uint64 chunk bounds (K chunks, in order, never crossing a
+    run) and the number of runs R (K == R: every run fits one chunk).
+    """
+    E = keys.shape[0]
+    change = cp.empty(E, dtype=cp.bool_)
+    change[0] = True
+    cp.not_equal(keys[1:], keys[:-1], out=change[1:])
+    starts = cp.flatnonzero(change)  # its size is read back
+    _cuda.count_sync("msm.runs")
+    R = int(starts.shape[0])
+    ends = cp.empty_like(starts)
+    ends[:-1] = starts[1:]
+    ends[-1] = E
+    per_run = (ends - starts + (chunk - 1)) // chunk
+    cum = cp.cumsum(per_run)
+    _cuda.count_sync("msm.chunks")
+    K = int(cum[-1])  # read back
+    if K == R:
+        return starts.astype(cp.uint64), ends.astype(cp.uint64), K, R
+    cidx = cp.arange(K, dtype=cum.dtype)
+    run = cp.searchsorted(cum, cidx, side="right")
+    cstart = starts[run] + (cidx - (cum[run] - per_run[run])) * chunk
+    cend = cp.minimum(cstart + chunk, ends[run])
+    return cstart.astype(cp.uint64), cend.astype(cp.uint64), K, R
+
+
+def _tree_sum(cp: Any, parts: Any, groups: int, per_group: int) -> Any:
+    """Sum each of ``groups`` consecutive runs of ``per_group`` XYZZ points (per_group a power of 2)."""
+    while per_group > 1:
+        k = min(per_group, _SUM_FANIN)
+        count = groups * per_group
+        out = cp.empty((count // k, 48), dtype=cp.uint32)
+        _cuda.launch_1d(_k("xyzz_sum_ranges"), count // k, (parts, _u64(count), _u32(k), out), block=HEAVY_BLOCK)
+        parts, per_group = out, per_group // k
+    return parts
+
+
+def _finish(cp: Any, sums: Any, nwin: int, c: int) -> Any:
+    out = cp.empty((1, LIMBS), dtype=cp.uint64)
+    _k("msm_final")((1,), (1,), (sums, _u32(nwin), _u32(c), out.view(cp.uint32)))
+    return out
+
+
+class Phases:
+    """Optional CUDA-event marks between the phases of one GPU MSM (for the benchmark): pass one to
+    :func:`msm_device`, then :meth:`result` gives ms per phase (``validate+to_mont``, ``digits``,
+    ``sort``, ``bucket_accumulate``, ``bucket_partials``, ``window_reduce``, ``final``)."""
+
+    def __init__(self, enabled: bool):
+        self.marks: list[tuple[str, Any]] = []
+        self.enabled = enabled
+
+    def mark(self, name: str) -> None:
+        if self.enabled:
+            ev = _cuda.cupy().cuda.Event()
+            ev.record()
+            self.marks.append((name, ev))
+
+    def result(self) -> dict[str, float]:
+        """Phase name -> ms from the previous mark (syncs on the last mark); empty when disabled."""
+        if not self.marks:
+            return {}
+        cp = _cuda.cupy()
+        self.marks[-1][1].synchronize()
+        return {
+            name: float(cp.cuda.get_elapsed_time(prev_ev, ev))
+            for (_, prev_ev), (name, ev) in itertools.pairwise(self.marks)
+        }
+
+
+def msm_device(pts: Any, sc: Any, c: int | None = None, phases: Phases | None = None, *,
+               mont: Any = None, deferred: DeferredCheck | None = None) -> Any:
+    """The GPU Pippenger of :func:`msm` on CuPy inputs ``pts (n, 12)``, ``sc (n, 4)`` uint64 without
+    :func:`msm`'s shape checks (values are still checked); ``c`` the window bits (default
+    :func:`window_bits`). Returns CuPy ``(1, 12)``.
+
+    ``mont``: the points already checked and in Montgomery form (:func:`prepare_points`, or rows
+    of it); ``pts`` is then ignored (may be None). ``deferred``: the scalar check is queued on
+    it instead of read back here (``deferred.raise_if_bad()`` after the stream's work). Host
+    synchronisations left (:func:`zkgpu._cuda.count_sync`): ``msm.points_check`` and
+    ``msm.scalars_check`` unless ``mont`` / ``deferred`` are given, ``msm.sorted_count`` (the
+    number of nonzero digits after the sort), ``msm.partials`` (level 0's partial count, balanced
+    mode) and ``msm.runs`` + ``msm.chunks`` per reduction round (the sizes of the next arrays).
+
+    Raises:
+        ValueError: a point or scalar out of range (first bad index named; with ``deferred`` the
+            scalar's from ``raise_if_bad``), or ``sc`` and ``mont`` of different lengths.
+    """
+    cp = _cuda.cupy()
+    ph = phases or Phases(False)
+    n = (pts if mont is None else mont).shape[0]
+    if sc.shape[0] != n:
+        raise ValueError(f"scalars: expected {n} rows (one per point), got {sc.shape[0]}")
+    if n == 0:
+        return cp.zeros((1, LIMBS), dtype=cp.uint64)
+    ph.mark("start")
+    if mont is None:
+        mont = _prepare_points_dev(pts)
+    sc = _check_scalars_dev(sc, deferred)
+    ph.mark("validate+to_mont")
+    c = c or window_bits(n)
+    nwin, m = num_windows(c), 1 << (c - 1)
+    keys = cp.empty(nwin * n, dtype=cp.uint64)
+    _cuda.launch_1d(_k("msm_digits"), n, (sc.view(cp.uint32), mont, _u64(n), np.int32(c), np.int32(nwin), keys))
+    ph.mark("digits")
+    keys.sort()
+    E = int(_cuda.read_back(cp.searchsorted(keys, cp.array([_SENTINEL_KEY], dtype=cp.uint64)), "msm.sorted_count")[0])
+    ph.mark("sort")
+    buckets = cp.zeros((nwin * m, 48), dtype=cp.uint32)
+    if E > 0:
+        keys = keys[:E]
+        chunk = _chunk_size()
+        if _level0_mode() == "runs":
+            hi = (keys >> np.uint64(32)).astype(cp.uint32)
+            cstart, cend, K, R = _chunks(cp, hi, chunk)
+            del hi
+            out_keys = cp.empty(K, dtype=cp.uint32)
+            out_pts = cp.empty((K, 48), dtype=cp.uint32)
+            _cuda.launch_1d(
+                _k("seg_accum_affine"), K, (keys, cstart, cend, _u64(K), mont, out_keys, out_pts), block=HEAVY_BLOCK
+            )
+        else:  # balanced: every thread exactly `chunk` entries
+            nth = -(-E // chunk)
+            counts = cp.empty(nth, dtype=cp.uint32)
+            _cuda.launch_1d(_k("seg_count_sorted64"), nth, (keys, _u64(E), _u32(chunk), _u64(nth), counts))
+            offs = cp.cumsum(counts, dtype=cp.uint64)
+            K = int(_cuda.read_back(offs[-1:], "msm.partials")[0])
+            offs -= counts
+            out_keys = cp.empty(K, dtype=cp.uint32)
+            out_pts = cp.empty((K, 48), dtype=cp.uint32)
+            _cuda.launch_1d(
+                _k("seg_accum_affine_balanced"), nth, (keys, _u64(E), _u32(chunk), _u64(nth), offs, mont, out_keys, out_pts),
+                block=HEAVY_BLOCK,
+            )
+            R = 0  # not known yet: the loop below finds out
+        del keys
+        ph.mark("bucket_accumulate")
+        while K > R:  # some bucket still has several partials
+            cstart, cend, K2, R = _chunks(cp, out_keys, chunk)
+            if K2 == K:  # every key already once
+                break
+            K = K2
+            nk = cp.empty(K, dtype=cp.uint32)
+            npts = cp.empty((K, 48), dtype=cp.uint32)
+            _cuda.launch_1d(
+                _k("seg_accum_xyzz"), K, (out_keys, cstart, cend, _u64(K), out_pts, nk, npts), block=HEAVY_BLOCK
+            )
+            out_keys, out_pts = nk, npts
+        _cuda.launch_1d(_k("scatter_buckets"), K, (out_keys, out_pts, _u64(K), buckets))
+    ph.mark("bucket_partials")
+    # running-sum reduction: T threads per window, each a range of R buckets
+    T = 1
+    while T * 2 <= m and nwin * T * 2 <= (1 << 17):
+        T *= 2
+    R = m // T
+    parts = cp.empty((nwin * T, 48), dtype=cp.uint32)
+    _cuda.launch_1d(_k("window_reduce"), nwin * T, (buckets, _u32(nwin), _u32(m), _u32(T), _u32(R), parts), block=HEAVY_BLOCK)
+    sums = _tree_sum(cp, parts, nwin, T)
+    ph.mark("window_reduce")
+    out = _finish(cp, sums, nwin, c)
+    ph.mark("final")
+    return out
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def msm(points: Any, scalars: Any, *, window: int | None = None) -> Any:
+    """Multi-scalar multiplication ``sum_i scalars[i] * points[i]`` on BLS12-381 G1.
+
+    Args:
+        points: ``(n, 12)`` uint64 affine points (numpy or CuPy), layout of :mod:`zkgpu.curve`;
+            identities allowed.
+        scalars: ``(n, 4)`` uint64 canonical Fr (numpy or CuPy), values ``< r``.
+        window: override the window size c (2..24, GPU path only; the bucket array holds
+            ``ceil(256/c) * 2^(c-1)`` XYZZ points of 192 bytes); default :func:`window_bits`.
+
+    Returns:
+        ``(1, 12)`` uint64: a CuPy array when both inputs are CuPy arrays, else numpy. n = 0
+        gives the identity.
+
+    Raises:
+        TypeError / ValueError: wrong dtype or shape, mismatched n, a scalar ``>= r`` or a point
+            off the curve / with a coordinate ``>= q`` (the message names the first bad index).
+    """
+    dev = _cuda.is_device_array(points) and _cuda.is_device_array(scalars)
+    _check_shape(points, LIMBS, "points")
+    _check_shape(scalars, FR.limbs, "scalars")
+    n = points.shape[0]
+    if scalars.shape[0] != n:
+        raise ValueError(f"scalars: expected {n} rows (one per point), got {scalars.shape[0]}")
+    if window is not None and not 2 <= int(window) <= 24:
+        raise ValueError(f"window must be in 2..24, got {window}")
+    if dev:
+        return msm_device(points, scalars, window)
+    if _cuda.gpu_available():
+        cp = _cuda.cupy()
+        pts = points if _cuda.is_device_array(points) else cp.asarray(np.ascontiguousarray(points))
+        sc = scalars if _cuda.is_device_array(scalars) else cp.asarray(np.ascontiguousarray(scalars))
+        return cp.asnumpy(msm_device(pts, sc, window))
+    return msm_cpu(points, scalars)
+
+
+def msm_cpu(points: np.ndarray, scalars: np.ndarray) -> np.ndarray:
+    """CPU reference: validates, then py-arkworks-bls12381 ``G1Point.multiexp_unchecked``."""
+    ark = optional.arkworks()
+    pts = check_points(np.asarray(points))
+    sc = _check_scalars_host(np.asarray(scalars), pts.shape[0])
+    if pts.shape[0] == 0:
+        return identity(1)
+    raw = sc.astype("<u8").tobytes()
+    ss = [ark.Scalar.from_le_bytes(raw[i : i + 32]) for i in range(0, len(raw), 32)]
+    return g1_from_arkworks([ark.G1Point.multiexp_unchecked(g1_to_arkworks(pts, checked=False), ss)])
+
+
+def _bitmap_host(bitmap: Any, n: int) -> np.ndarray:
+    bm = np.ascontiguousarray(bitmap)
+    if bm.dtype != np.uint64 or bm.ndim != 1:
+        raise TypeError(f"bitmap: expected a 1-D uint64 array, got dtype {bm.dtype}, shape {bm.shape}")
+    if bm.shape[0] < -(-n // 64):
+        raise ValueError(f"bitmap: {bm.shape[0]} words cannot cover {n} points (need {-(-n // 64)})")
+    return bm
+
+
+def batch_add(points: Any, bitmap: Any) -> Any:
+    """Sum of the points whose bitmap bit is set (cuzk/supraseal ``batch_add``).
+
+    Args:
+        points: ``(n, 12)`` uint64 affine points (numpy or CuPy).
+        bitmap: 1-D uint64 words (numpy or CuPy), at least ``ceil(n/64)``; bit ``i % 64``
+            (least significant first) of word ``i // 64`` selects point i; bits ``>= n`` are ignored.
+
+    Returns:
+        ``(1, 12)`` uint64, CuPy when both inputs are CuPy, else numpy (identity when nothing is
+        selected or n = 0).
+
+    GPU: each thread adds 64 consecutive points' selected ones by mixed XYZZ addition, then a
+    tree sum (fan-in 8) of the XYZZ partials.
+    """
+    _check_shape(points, LIMBS, "points")
+    n = points.shape[0]
+    dev = _cuda.is_device_array(points) and _cuda.is_device_array(bitmap)
+    if not dev and not _cuda.is_device_array(bitmap):
+        bitmap = _bitmap_host(bitmap, n)
+    elif bitmap.dtype != np.uint64 or bitmap.ndim != 1 or bitmap.shape[0] < -(-n // 64):
+        raise ValueError(f"bitmap: expected >= {-(-n // 64)} uint64 words, got dtype {bitmap.dtype}, shape {bitmap.shape}")
+    if not _cuda.gpu_available():
+        return batch_add_cpu(points, bitmap)
+    cp = _cuda.cupy()
+    pts = points if _cuda.is_device_array(points) else cp.asarray(np.ascontiguousarray(points))
+    bm = bitmap if _cuda.is_device_array(bitmap) else cp.asarray(bitmap)
+    out = batch_add_device(pts, bm)
+    return out if dev else cp.asnumpy(out)
+
+
+def batch_add_device(pts: Any, bm: Any, *, mont: Any = None) -> Any:
+    """The GPU :func:`batch_add` on CuPy inputs without its checks of the bitmap; ``mont``: the
+    points already prepared (:func:`prepare_points`; ``pts`` is then ignored): no host sync at all.
+    Returns CuPy ``(1, 12)``. Raises ValueError for an invalid point (without ``mont``)."""
+    cp = _cuda.cupy()
+    n = (pts if mont is None else mont).shape[0]
+    if n == 0:
+        return cp.zeros((1, LIMBS), dtype=cp.uint64)
+    if mont is None:
+        mont = _prepare_points_dev(pts)
+    per = 64
+    nparts = -(-n // per)
+    groups = 1
+    padded = 1
+    while padded < nparts:
+        padded *= 2
+    parts = cp.zeros((padded, 48), dtype=cp.uint32)  # zero rows = identity padding
+    _cuda.launch_1d(_k("batch_add_ranges"), nparts, (mont, _u64(n), cp.ascontiguousarray(bm), _u32(per), parts), block=HEAVY_BLOCK)
+    sums = _tree_sum(cp, parts, groups, padded)
+    return _finish(cp, sums, 1, 0)
+
+
+def batch_add_cpu(points: np.ndarray, bitmap: np.ndarray) -> np.ndarray:
+    """CPU reference for :func:`batch_add` (arkworks additions)."""
+    pts = check_points(np.asarray(points))
+    n = pts.shape[0]
+    bits = np.unpackbits(_bitmap_host(bitmap, n).astype("<u8").view(np.uint8), bitorder="little")[:n]
+    return g1_sum(pts[np.flatnonzero(bits)], checked=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class PrepMsm:
+    """supraseal's prep_msm split of an assignment vector of n scalars, on the host (numpy arrays: the
+    CPU variants) or on the device (CuPy arrays: :func:`zkgpu.prep.prep_msm_device`).
+
+    Attributes:
+        n: number of scalars.
+        bitmap: ``(ceil(n/64),)`` uint64, bit i set iff scalar i == 1 (layout of :func:`batch_add`).
+        ones: number of scalars equal to 1 (summed by batch_add).
+        zeros: number of scalars equal to 0 (dropped).
+        sig_scalars: ``(m, 4)`` uint64 canonical Fr, the significant scalars (neither 0 nor 1), in index order.
+        sig_indices: ``(m,)`` int64, their base indices (for the tail MSM).
+    """
+
+    n: int
+    bitmap: Any
+    ones: int
+    zeros: int
+    sig_scalars: Any
+    sig_indices: Any
+
+    @property
+    def significant(self) -> int:
+        """Number of significant scalars (m)."""
+        return int(self.sig_indices.shape[0])
+
+    @property
+    def on_device(self) -> bool:
+        """True when the arrays are CuPy arrays."""
+        return _cuda.is_device_array(self.sig_indices)
+
+    def to_host(self) -> PrepMsm:
+        """The same split with numpy arrays (self when it is already on the host)."""
+        if not self.on_device:
+            return self
+        return PrepMsm(n=self.n, bitmap=self.bitmap.get(), ones=self.ones, zeros=self.zeros,
+                       sig_scalars=self.sig_scalars.get(), sig_indices=self.sig_indices.get())
+
+
+def prep_msm(scalars: np.ndarray) -> PrepMsm:
+    """Split canonical Fr scalars ``(n, 4)`` uint64 into ones (bitmap), zeros and significant.
+
+    Vectorised numpy on the CPU (as supraseal's prep_msm thread, ``filecoin-project/curio: extern/supraseal-c2/cuda/groth16_cuda.cu``). Then
+    ``batch_add(points, p.bitmap) + msm(points[p.sig_indices], p.sig_scalars) == msm(points, scalars)``.
+
+    Raises:
+        TypeError / ValueError: as :func:`zkgpu.field.check_array` (a scalar ``>= r`` names its index).
+    """
+    sc = check_array(FR, scalars, name="scalars")
+    n = sc.shape[0]
+    high_zero = ~np.any(sc[:, 1:] != 0, axis=1)
+    is_zero = high_zero & (sc[:, 0] == 0)
+    is_one = high_zero & (sc[:, 0] == 1)
+    sig = ~(is_zero | is_one)
+    packed = np.packbits(is_one, bitorder="little")
+    words = -(-n // 64)
+    buf = np.zeros(words * 8, dtype=np.uint8)
+    buf[: packed.size] = packed
+    idx = np.flatnonzero(sig).astype(np.int64)
+    return PrepMsm(
+        n=n,
+        bitmap=buf.view("<u8").astype(np.uint64),
+        ones=int(is_one.sum()),
+        zeros=int(is_zero.sum()),
+        sig_scalars=np.ascontiguousarray(sc[idx]),
+        sig_indices=idx,
+    )

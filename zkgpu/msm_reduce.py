@@ -1,0 +1,217 @@
+"""The GPU MSM's bucket accumulation without host synchronisation: worst-case sizes, fixed rounds.
+
+:func:`zkgpu.msm.msm_device` sorts one 64-bit key per (window, point) -- bucket key in the high word,
+zero digits and identity points as sentinel keys sorted last -- and then calls, in this order:
+
+1. :func:`valid_count`: ``E`` (the number of non-sentinel keys) found on the device by a binary
+   search (``msm_valid_count``) and left there: no read-back.
+2. :func:`level0`: balanced level 0 (``seg_count_sorted64`` + ``seg_accum_affine_balanced``): thread t
+   takes exactly ``chunk`` sorted entries ``[t*chunk, (t+1)*chunk)`` and writes one XYZZ partial per
+   run of equal bucket key among them, at offsets from a prefix sum of the per-thread run counts
+   (``cupy.cumsum``, no sync). The grid covers the worst case (every key valid); threads past ``E``,
+   read from device memory, exit at once.
+3. :func:`to_buckets`: a FIXED number of balanced rounds (``seg_count_sorted32`` + ``seg_accum_xyzz``)
+   over the (key, partial) pairs, still sorted by key, then ``scatter_buckets``: the thread of each
+   key's first partial sums that key's few partials into its bucket.
+
+Every array is sized on the host from n, the window count, ``2^(c-1)`` and the chunk (:func:`plan`);
+every kernel reads its live count from device memory. So no step waits for the GPU, and the host
+can queue the whole MSM at once.
+
+Why a fixed number of rounds suffices (the bound :func:`plan` computes, tested in
+``tests/test_msm_reduce.py``): with ``L`` entries per thread, the x consecutive entries of one key
+touch at most ``g(x) = ceil((x - 1) / L) + 1`` thread ranges (``floor((s+x-1)/L) - floor(s/L) <=
+ceil((x-1)/L)`` for any start s), and each thread writes one partial per key it touches, in key order:
+a key with x entries leaves at most ``g(x)`` partials, still contiguous and sorted. A bucket holds at
+most n entries (one per point: a bucket key names its window), so after level 0 a key has at most
+``g(n)`` partials and after r rounds ``g^(r+1)(n)``; g is non-decreasing, and ``g(x) < x`` for
+``x >= 3`` when ``L >= 2``, so the rounds stop at the first r with ``g^(r+1)(n) <= L + 1`` (the rounds
+use ``L = max(chunk, 2)``; a round with L = 1 would change nothing). The last pass then adds at most
+``L`` partials per bucket -- no more than a round's thread -- however the scalars fall: PoRep-like
+scalars (45% zero, 45% one) put about half the points into window 0's bucket 1, and that bucket is
+spread over ``n / (2 L)`` threads at level 0, ``n / (2 L^2)`` in round 1, and so on. With L = 64:
+no round up to n = 4097, one up to 2^18 + 1, two up to 2^24 + 1, three up to 2^30 + 1.
+
+Sizes: level 0 has ``T0 = ceil(N / L)`` threads over ``N = nwin * n`` entries and writes at most
+``min(N, T0 + D - 1)`` partials, ``D = nwin * 2^(c-1)`` the number of bucket keys (each live thread
+writes one partial plus one per key change inside its range, and there are at most D - 1 key changes);
+each round likewise ``min(K, ceil(K / L) + D - 1)`` from K. Rounds alternate between two buffers.
+
+Algorithm sources: the balanced level 0 follows the sorted-bucket accumulation of sppark
+``msm/pippenger.cuh`` and cuzk / supraseal ``msm`` (each thread an equal share of the sorted entries);
+the device-side counts and the bound on the rounds are ours.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import _cuda
+
+__all__ = ["HEAVY_BLOCK", "Plan", "Round", "Partials", "partials_bound", "plan", "valid_count", "level0",
+           "to_buckets"]
+
+HEAVY_BLOCK = 128  # ~150 registers per thread: 3 blocks of 128 fit an SM, 1 block of 256
+XYZZ_WORDS = 48  # uint32 words of one XYZZ point (g1.cuh xyzz_t)
+
+Kernel = Callable[[str], Any]  # msm.cu's kernel by name (zkgpu.msm._k: NVRTC build, cubin or emulation)
+
+
+def partials_bound(x: int, chunk: int) -> int:
+    """The most partials that one key with ``x`` consecutive sorted entries leaves after a balanced
+    pass of ``chunk`` entries per thread: ``ceil((x - 1) / chunk) + 1`` (0 for x = 0).
+
+    Raises:
+        ValueError: x < 0 or chunk < 1 (names the value).
+    """
+    if x < 0 or chunk < 1:
+        raise ValueError(f"partials_bound: need x >= 0 and chunk >= 1, got x={x}, chunk={chunk}")
+    return 0 if x == 0 else -(-(x - 1) // chunk) + 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Round:
+    """One balanced round: ``threads`` threads over at most ``k_in`` partials, writing at most
+    ``k_out``; ``run_bound`` = the most partials of one key after it."""
+
+    threads: int
+    k_in: int
+    k_out: int
+    run_bound: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """The host-side sizes of one MSM's bucket accumulation (:func:`plan`; counts of entries, partials
+    and threads, no units).
+
+    Attributes:
+        entries: N = nwin * n, the sorted keys (valid ones first, sentinels after).
+        keys: D = nwin * 2^(c-1), the bucket keys.
+        chunk: level 0's entries per thread (:data:`zkgpu.msm.CHUNK`).
+        round_chunk: the rounds' partials per thread, ``max(chunk, 2)``.
+        max_bucket: the most entries one bucket can hold (n).
+        threads0: level 0's threads, ``ceil(N / chunk)``.
+        partials0: the most partials level 0 writes, ``min(N, threads0 + D - 1)``.
+        run_bound0: the most partials of one key after level 0, ``partials_bound(n, chunk)``.
+        rounds: the balanced rounds for ``partials0`` partials (:meth:`rounds_from`).
+        final_bound: the most partials one key has when ``scatter_buckets`` sums them (``<= round_chunk + 1``).
+    """
+
+    entries: int
+    keys: int
+    chunk: int
+    round_chunk: int
+    max_bucket: int
+    threads0: int
+    partials0: int
+    run_bound0: int
+    rounds: tuple[Round, ...]
+    final_bound: int
+
+    def rounds_from(self, k0: int) -> tuple[Round, ...]:
+        """The rounds (sizes) when level 0 leaves at most ``k0`` partials (``partials0``, or the exact
+        count of the "runs" level 0); their number depends only on n and the chunk."""
+        out, k, run = [], k0, self.run_bound0
+        while run > self.round_chunk + 1:
+            threads = -(-k // self.round_chunk)
+            k_out = min(k, threads + self.keys - 1) if k else 0
+            run = partials_bound(run, self.round_chunk)
+            out.append(Round(threads=threads, k_in=k, k_out=k_out, run_bound=run))
+            k = k_out
+        return tuple(out)
+
+
+def plan(n: int, nwin: int, buckets_per_window: int, chunk: int) -> Plan:
+    """The sizes and the fixed round count of the bucket accumulation of an n-point MSM with ``nwin``
+    windows of ``buckets_per_window`` (2^(c-1)) buckets and ``chunk`` entries per level-0 thread
+    (module docstring: the bound and its proof).
+
+    Raises:
+        ValueError: n, nwin, buckets_per_window or chunk < 1 (names the value).
+    """
+    for name, v in (("n", n), ("nwin", nwin), ("buckets_per_window", buckets_per_window), ("chunk", chunk)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"msm_reduce.plan: {name} must be an int >= 1, got {v!r}")
+    n, chunk = int(n), int(chunk)
+    entries, keys = int(nwin) * n, int(nwin) * int(buckets_per_window)
+    threads0 = -(-entries // chunk)
+    partials0 = min(entries, threads0 + keys - 1)
+    rc = max(chunk, 2)
+    p = Plan(entries=entries, keys=keys, chunk=chunk, round_chunk=rc, max_bucket=n, threads0=threads0,
+             partials0=partials0, run_bound0=partials_bound(n, chunk), rounds=(), final_bound=0)
+    rounds = p.rounds_from(partials0)
+    return dataclasses.replace(p, rounds=rounds, final_bound=rounds[-1].run_bound if rounds else p.run_bound0)
+
+
+@dataclasses.dataclass
+class Partials:
+    """(bucket key, XYZZ partial) pairs sorted by key on the device: ``keys (cap,)`` uint32, ``pts
+    (cap, 48)`` uint32, ``count`` a ``(1,)`` uint64 device array holding how many are live."""
+
+    keys: Any
+    pts: Any
+    count: Any
+
+    @classmethod
+    def empty(cls, cp: Any, cap: int, count: Any = None) -> Partials:
+        """Room for ``cap`` pairs; ``count`` the live-count array (a new one when None)."""
+        return cls(cp.empty(cap, dtype=cp.uint32), cp.empty((cap, XYZZ_WORDS), dtype=cp.uint32),
+                   cp.empty(1, dtype=cp.uint64) if count is None else count)
+
+    @property
+    def cap(self) -> int:
+        return int(self.keys.shape[0])
+
+
+def valid_count(cp: Any, k: Kernel, keys: Any) -> Any:
+    """The number of non-sentinel keys of the sorted uint64 ``keys`` as a ``(1,)`` uint64 device array
+    (``msm_valid_count``, one thread's binary search); nothing read back."""
+    e = cp.empty(1, dtype=cp.uint64)
+    k("msm_valid_count")((1,), (1,), (keys, np.uint64(keys.shape[0]), e))
+    return e
+
+
+def _offsets(cp: Any, k: Kernel, count_kernel: str, keys: Any, count: Any, chunk: int, threads: int) -> Any:
+    """``(threads + 1,)`` uint64: exclusive prefix sum of each thread's run count, the total last."""
+    counts = cp.empty(max(threads, 1), dtype=cp.uint32)
+    _cuda.launch_1d(k(count_kernel), threads, (keys, count, np.uint32(chunk), np.uint64(threads), counts))
+    offs = cp.empty(threads + 1, dtype=cp.uint64)
+    offs[:1] = 0
+    offs[1:] = cp.cumsum(counts[:threads], dtype=cp.uint64)
+    return offs
+
+
+def level0(cp: Any, k: Kernel, keys: Any, e: Any, mont: Any, p: Plan) -> Partials:
+    """Balanced level 0 over the sorted ``keys (N,)`` uint64 with ``e`` (:func:`valid_count`) of them
+    valid, points ``mont (n, 24)`` uint32 in Montgomery form: at most ``p.partials0`` partials."""
+    offs = _offsets(cp, k, "seg_count_sorted64", keys, e, p.chunk, p.threads0)
+    out = Partials.empty(cp, p.partials0, count=offs[p.threads0:])
+    _cuda.launch_1d(
+        k("seg_accum_affine_balanced"), p.threads0,
+        (keys, e, np.uint32(p.chunk), np.uint64(p.threads0), offs, mont, out.keys, out.pts), block=HEAVY_BLOCK,
+    )
+    return out
+
+
+def to_buckets(cp: Any, k: Kernel, parts: Partials, p: Plan, buckets: Any) -> None:
+    """Sum the sorted partials of each key into ``buckets (D, 48)`` uint32 (zero-filled beforehand =
+    identity): the plan's rounds, then ``scatter_buckets``. Queues kernels only; no host sync."""
+    rounds = p.rounds_from(parts.cap)
+    spare = Partials.empty(cp, rounds[0].k_out) if rounds else None
+    for r in rounds:
+        offs = _offsets(cp, k, "seg_count_sorted32", parts.keys, parts.count, p.round_chunk, r.threads)
+        dst = spare if spare is not None and spare.cap >= r.k_out else Partials.empty(cp, r.k_out)
+        dst = Partials(dst.keys[: r.k_out], dst.pts[: r.k_out], offs[r.threads:])
+        _cuda.launch_1d(
+            k("seg_accum_xyzz"), r.threads,
+            (parts.keys, parts.count, np.uint32(p.round_chunk), np.uint64(r.threads), offs, parts.pts, dst.keys, dst.pts),
+            block=HEAVY_BLOCK,
+        )
+        parts, spare = dst, parts
+    _cuda.launch_1d(k("scatter_buckets"), parts.cap, (parts.keys, parts.pts, parts.count, np.uint64(parts.cap), buckets),
+                    block=HEAVY_BLOCK)
