@@ -49,14 +49,18 @@ SPPARK_NTT_VARIANTS = {
 SPPARK_MSM_VARIANTS = {
     ("device", "uniform"): "devpts_devsc",
     ("device", "porep"): "devpts_devsc",
+    ("device_precomp", "uniform"): "devpts_devsc",
+    ("device_precomp", "porep"): "devpts_devsc",
 }
 """zkgpu ``bench msm`` (mode, scalars) -> the sppark-bench MSM row it is set against. sppark's rows have uniform
-scalars only: the PoRep-like row is context, not a like-for-like comparison."""
+scalars only: the PoRep-like row is context, not a like-for-like comparison. ``device_precomp`` rows (the MSM over
+precomputed shifted bases, :mod:`zkgpu.msm_precomp`, its table built once beforehand and not timed) are the
+variants ``precomp-uniform`` / ``precomp-porep``."""
 VS_COLUMNS = ["op", "variant", "log_n", "sppark_ms", "zkgpu_ms", "ratio", "kernel", "zkgpu_variant", "sppark_variant",
               "sppark_scalars", "like_for_like"]
 """Columns of :func:`vs_sppark`'s table (times: medians in ms; ratio = zkgpu_ms / sppark_ms, < 1: zkgpu faster)."""
 _NTT_ORDER = ["forward", "inverse", "coset", "inverse-coset"]
-_MSM_ORDER = ["uniform", "porep"]
+_MSM_ORDER = ["uniform", "porep", "precomp-uniform", "precomp-porep"]
 _COLUMNS = ["op", "lg_n", "variant", "median_ms", "min_ms", "max_ms", "repeats", "check"]
 
 
@@ -165,7 +169,7 @@ def vs_sppark(
         m = m.assign(sppark_variant=[SPPARK_MSM_VARIANTS[(mode, sc)] for mode, sc in zip(m["mode"], m["scalars"], strict=True)])
         s = sppark[sppark["op"] == "msm"].rename(columns={"lg_n": "log_n", "median_ms": "sppark_ms", "variant": "sppark_variant"})
         m = m.merge(s[["log_n", "sppark_variant", "sppark_ms"]], on=["log_n", "sppark_variant"], how="inner")
-        parts.append(m.assign(op="msm", variant=m["scalars"], kernel=m.get("variant", ""), zkgpu_variant=m["mode"] + "/" + m["scalars"],
+        parts.append(m.assign(op="msm", variant=m["scalars"].where(m["mode"] == "device", "precomp-" + m["scalars"]), kernel=m.get("variant", ""), zkgpu_variant=m["mode"] + "/" + m["scalars"],
                               sppark_scalars="uniform", like_for_like=m["scalars"] == "uniform",
                               ratio=m["zkgpu_ms"] / m["sppark_ms"]))
     if not parts:
@@ -199,9 +203,10 @@ def load_vs_sppark(run_dir: str | Path, kernel: str | None = None) -> pd.DataFra
 
 def row_label(op: str, variant: str) -> str:
     """The display name of a :func:`vs_sppark` row: ``NTT forward`` ... ``MSM uniform``,
-    ``MSM PoRep-like (sppark: uniform)``."""
-    if op == "msm" and variant == "porep":
-        return "MSM PoRep-like (sppark: uniform)"
+    ``MSM PoRep-like (sppark: uniform)``, ``MSM precomputed bases, uniform`` ..."""
+    if op == "msm":
+        pre, scalars = ("precomputed bases, ", variant[8:]) if variant.startswith("precomp-") else ("", variant)
+        return f"MSM {pre}" + ("PoRep-like (sppark: uniform)" if scalars == "porep" else scalars)
     return f"{op.upper()} {variant}"
 
 
