@@ -48,7 +48,7 @@ INDEX_LIMIT = 1 << 31
 """``nwin * n`` must stay below this: a sort key holds its table index in 31 bits (the sign in the 32nd)."""
 OWN_KERNELS = ("msm_precomp_table", "msm_precomp_digits")
 _RULE_C = range(8, 25)  # the windows window_bits chooses from
-_REDUCE_THREADS = 1 << 17  # window_reduce threads at most (as msm_device's per-window cap)
+_REDUCE_THREADS = 1 << 16  # window_reduce threads at most: each ends with a 32-bit mul_u32 (~48 group operations)
 
 
 def _own(name: str) -> Any:

@@ -114,7 +114,7 @@ def _precomp_rows(add: Callable[..., None], lg: int, pts: Any, scal: dict[str, A
 def run_benchmark(
     min_log: int = 12, max_log: int = 20, repeat: int = 10, warmup: int = 1, seed: int = 1, *,
     sizes: Iterable[int] | None = None, phases: bool = True, window: int = 0, echo: Callable[[str], None] | None = None,
-    precomp_windows: Iterable[int] = (),
+    precomp_windows: Iterable[int] = (), plain: bool = True,
 ) -> list[dict[str, Any]]:
     """Time the G1 MSM on the GPU at 2^min_log .. 2^max_log points (or the log2 ``sizes``):
     device-resident uniform scalars (``mode=device``), the same scalars copied from pinned host
@@ -123,7 +123,7 @@ def run_benchmark(
     (windows, 0 = :func:`zkgpu.msm_precomp.window_bits`'s) the MSM over precomputed shifted bases on the same
     points and scalars (uniform and PoRep-like): ``mode=device_precomp`` at the rule's window,
     ``device_precomp_sweep`` at the others, ``precomp_build`` the table build (one run; not inside the MSM
-    times) and with ``phases`` ``phase_precomp:<name>``. CUDA events (:func:`zkgpu._cuda.benchmark`),
+    times) and with ``phases`` ``phase_precomp:<name>``; ``plain=False`` leaves out the msm_device rows. CUDA events (:func:`zkgpu._cuda.benchmark`),
     warm-up excluded.
 
     Returns:
@@ -158,19 +158,21 @@ def run_benchmark(
         pts = bases.generate_points(n, seed)
         sc_host = fr_random(n, rng)
         sc_dev = cp.asarray(sc_host)
-        add(lg, "device", "uniform", _cuda.benchmark(functools.partial(msm.msm_device, pts, sc_dev, c), warmup=warmup, repeat=repeat).times_ms)
-        pinned = cupyx.empty_pinned((n, FR.limbs), dtype=np.uint64)
-        pinned[...] = sc_host
-        sc_buf = cp.empty((n, FR.limbs), dtype=cp.uint64)
-        pinned_call = functools.partial(_h2d_then_msm, sc_buf, pinned, pts, c)
-        add(lg, "pinned_h2d", "uniform", _cuda.benchmark(pinned_call, warmup=warmup, repeat=repeat).times_ms)
         sc_porep = cp.asarray(_porep_scalars(n, rng))
-        add(lg, "device", "porep", _cuda.benchmark(functools.partial(msm.msm_device, pts, sc_porep, c), warmup=warmup, repeat=repeat).times_ms)
-        if phases:
-            ph = msm.Phases(True)
-            msm.msm_device(pts, sc_dev, c, phases=ph)
-            for name, ms in ph.result().items():
-                add(lg, f"phase:{name}", "uniform", [ms])
+        sc_buf = pinned = None
+        if plain:
+            add(lg, "device", "uniform", _cuda.benchmark(functools.partial(msm.msm_device, pts, sc_dev, c), warmup=warmup, repeat=repeat).times_ms)
+            pinned = cupyx.empty_pinned((n, FR.limbs), dtype=np.uint64)
+            pinned[...] = sc_host
+            sc_buf = cp.empty((n, FR.limbs), dtype=cp.uint64)
+            pinned_call = functools.partial(_h2d_then_msm, sc_buf, pinned, pts, c)
+            add(lg, "pinned_h2d", "uniform", _cuda.benchmark(pinned_call, warmup=warmup, repeat=repeat).times_ms)
+            add(lg, "device", "porep", _cuda.benchmark(functools.partial(msm.msm_device, pts, sc_porep, c), warmup=warmup, repeat=repeat).times_ms)
+            if phases:
+                ph = msm.Phases(True)
+                msm.msm_device(pts, sc_dev, c, phases=ph)
+                for name, ms in ph.result().items():
+                    add(lg, f"phase:{name}", "uniform", [ms])
         del sc_buf, pinned
         cp.get_default_memory_pool().free_all_blocks()
         if precomp_windows:
@@ -181,19 +183,19 @@ def run_benchmark(
 
 
 def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str | None, phases: bool, inline_mul: bool, window: int = 0,
-               precomp_windows: tuple[int, ...] = ()) -> Any:
+               precomp_windows: tuple[int, ...] = (), plain: bool = True) -> Any:
     if inline_mul:
         msm.configure(inline_mul=True)
     out_dir = new_run_dir("bench-msm", base=Path(base) if base else None)
     rows = run_benchmark(sizes=sizes, repeat=repeat, warmup=warmup, seed=seed, phases=phases, window=window,
-                         precomp_windows=precomp_windows, echo=lambda m: click.echo(m, err=True))
+                         precomp_windows=precomp_windows, plain=plain, echo=lambda m: click.echo(m, err=True))
     variant = rows[0]["variant"] if rows else ""
     df = pd.DataFrame(rows)
     df.to_csv(out_dir / "msm.csv", index=False)
     s = msm.settings()
     write_json_new(
         out_dir / "manifest.json",
-        build_manifest(kind="bench-msm", sizes_log2=sizes, window_override=window, precomp_windows=list(precomp_windows), repeat=repeat, warmup=warmup, seed=seed, chunk=s["chunk"], level0=s["level0"],
+        build_manifest(kind="bench-msm", sizes_log2=sizes, window_override=window, precomp_windows=list(precomp_windows), plain=plain, repeat=repeat, warmup=warmup, seed=seed, chunk=s["chunk"], level0=s["level0"],
                        variant=variant, timing="CUDA events (zkgpu._cuda.benchmark), medians, ms", files=["msm.csv"]),
     )
     click.echo(f"wrote {out_dir}")
@@ -212,8 +214,9 @@ def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str 
 @click.option("--inline-mul", is_flag=True, help="compile with the Fq products inlined (zkgpu.msm.INLINE_MUL)")
 @click.option("--precomp-windows", default="none", show_default=True,
               help="MSM over precomputed shifted bases too: 'auto' (the rule's window), a list like 'auto,18,20,22', or 'none'")
+@click.option("--plain/--no-plain", default=True, show_default=True, help="the msm_device rows (--no-plain: precomputed-bases rows only)")
 def bench_msm(sizes: str, repeat: int, warmup: int, seed: int, base: str | None, phases: bool, inline_mul: bool, window: int,
-              precomp_windows: str) -> None:
+              precomp_windows: str, plain: bool) -> None:
     """G1 MSM, 2^16..2^26 points: device-resident scalars, scalars from pinned host memory
     (async H2D inside the timing), and PoRep-like (mostly 0/1) scalars; with --precomp-windows also the MSM
     over precomputed shifted bases (table build timed apart); CUDA events, medians
@@ -221,7 +224,9 @@ def bench_msm(sizes: str, repeat: int, warmup: int, seed: int, base: str | None,
     windows = parse_precomp_windows(precomp_windows)
     if not _cuda.gpu_available():
         raise CliError("zkgpu bench msm needs a CUDA GPU (GPU benchmarks; without a GPU, replay the recordings: zkgpu report)")
-    _run_bench([int(s) for s in sizes.split(",") if s.strip()], repeat, warmup, seed, base, phases, inline_mul, window, windows)
+    if not plain and not windows:
+        raise CliError("zkgpu bench msm: --no-plain needs --precomp-windows (nothing would be measured)")
+    _run_bench([int(s) for s in sizes.split(",") if s.strip()], repeat, warmup, seed, base, phases, inline_mul, window, windows, plain)
 
 
 bench_command = bench_msm
