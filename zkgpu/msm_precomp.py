@@ -8,10 +8,9 @@ table ``T[w*n + i] = 2^(c*w) * P_i`` (affine, Montgomery form). Then
 ``2^(c-1)`` buckets. Against :func:`zkgpu.msm.msm_device` (``nwin`` bucket sets, a running-sum reduction
 per window, Horner over windows) the bucket reduction runs once instead of ``nwin`` times, so the window
 can grow (c = 20..23) and the per-window fixed costs vanish: fewer windows, fewer additions, at the
-price of device memory. The precomputation is the fixed-base method of Brickell, Gordon, McCurley and
-Wilson (Eurocrypt 1992) applied to Pippenger's buckets (Pippenger 1976); production provers offer
-the same layout (sppark ``msm/pippenger.cuh`` and cuzk / supraseal ``msm``: precomputed bases with fewer
-windows).
+price of device memory and a one-off table build. The precomputation is the fixed-base method of
+Brickell, Gordon, McCurley and Wilson ("Fast exponentiation with precomputation", Eurocrypt 1992) applied to
+Pippenger's buckets (Pippenger 1976): fixed bases (a Groth16 SRS) make it pay for every proof.
 
 Device memory (bytes): the table ``96 * nwin * n`` (2^24 bases at c = 22, 12 windows: 19.3 GB; 2^26:
 77.3 GB), plus per MSM about :func:`workspace_bytes` (sort keys ``8 * nwin * n`` twice and the

@@ -7,9 +7,8 @@
 //   table[w * n + i] = 2^(c*w) * P_i          (affine, Montgomery form; w < nwin)
 // so sum_i s_i P_i = sum_i sum_w d_{i,w} 2^(c*w) P_i = sum_{(w,i)} d_{i,w} table[w*n + i]: every window's
 // digit indexes a table point into ONE set of 2^(c-1) buckets. The MSM then is one Pippenger window over
-// nwin * n points: no per-window bucket sets, no Horner doublings (the precomputation of
-// "fixed-base" Pippenger / BGMW, Brickell-Gordon-McCurley-Wilson 1992; as an MSM layout e.g. in
-// cuzk / supraseal's and sppark's precomputed-bases option). The kernels here:
+// nwin * n points: no per-window bucket sets, no Horner doublings (the fixed-base precomputation of
+// Brickell-Gordon-McCurley-Wilson 1992 applied to Pippenger's buckets). The kernels here:
 //   msm_precomp_table   the table, one thread per base: c doublings per window (XYZZ), to affine with
 //                       one inversion per group of PRECOMP_GROUP windows (Montgomery's batch trick)
 //   msm_precomp_digits  one 64-bit sort key per (window, base) at keys[w*n + i]:
