@@ -4,7 +4,7 @@
 # lent machine (which keeps nothing) can hand them back.
 #
 #   scripts/gpu_run.sh [STAGE ...]      stages: info record record-last-mile bench-h2d bench-load bench-ntt bench-ntt-sppark
-#                                       bench-sppark bench-msm bench-prep tests tests-ntt tests-transfer tests-prep tests-pipeline
+#                                       bench-sppark bench-msm bench-msm-precomp bench-prep tests tests-ntt tests-transfer tests-prep tests-pipeline
 #                                       notebooks prove-setup prove record-real
 #                                       (bench-ntt-sppark, bench-sppark need .anchors/sppark-bench; NTT_KERNELS picks kernels;
 #                                       bench-sppark: zkgpu's NTT + MSM beside sppark's, one bench-sppark recording)
@@ -56,6 +56,7 @@ failed=()
 : "${LIMIT_bench_sppark:=230}"  # scripts/kernels_vs_sppark.sh at 2^22, 2^24, 2^26: 97 s on the H200 before the PoRep-like driver (+16 s run; build overlapped)
 : "${LIMIT_tests_ntt:=240}"
 : "${LIMIT_bench_msm:=90}"
+: "${LIMIT_bench_msm_precomp:=150}"  # plain + precomputed-bases MSM at 2^22..2^26 (the 2^26 table: ~71 GB, seconds to build)
 : "${LIMIT_bench_h2d:=190}"
 : "${LIMIT_bench_load:=90}"
 : "${LIMIT_record:=150}"
@@ -145,6 +146,7 @@ for s in "${stages[@]}"; do
     bench-sppark) run_stage bench-sppark env OUT="$OUT" DATA="$DATA" scripts/kernels_vs_sppark.sh ;;
     tests-ntt) run_stage tests-ntt python3 -m pytest -q -m gpu --durations=10 -p no:cacheprovider tests/test_ntt.py tests/test_qap.py ;;
     bench-msm) run_stage bench-msm python3 -m zkgpu.cli bench msm --repeat 3 --out "$DATA" ;;
+    bench-msm-precomp) run_stage bench-msm-precomp python3 -m zkgpu.cli bench msm --sizes 22,24,26 --repeat 3 --precomp-windows "${PRECOMP_WINDOWS:-auto}" --out "$DATA" ;;
     bench-h2d) run_stage bench-h2d python3 -m zkgpu.cli bench h2d --max-size 4GiB --repeat 3 --time-budget 110 --out "$DATA" ;;
     # the scenario matrix; its sweep and kernel benchmarks are the bench-* stages' job here
     bench-load) run_stage bench-load python3 -m zkgpu.cli bench load ${LOAD_LEVELS:+--levels $LOAD_LEVELS} --out "$DATA" ;;
