@@ -20,7 +20,7 @@ import click
 import numpy as np
 import pandas as pd
 
-from .. import _cuda, bases, msm, msm_precomp, optional
+from .. import _cuda, bases, msm, msm_precomp, msm_window, optional
 from ..errors import CliError
 from ..field import FR, fr_random
 from ..manifest import build_manifest, new_run_dir, write_json_new
@@ -118,7 +118,8 @@ def run_benchmark(
 ) -> list[dict[str, Any]]:
     """Time the G1 MSM on the GPU at 2^min_log .. 2^max_log points (or the log2 ``sizes``):
     device-resident uniform scalars (``mode=device``), the same scalars copied from pinned host
-    memory inside the timing (``pinned_h2d``), PoRep-like mostly-0/1 scalars (``scalars=porep``),
+    memory inside the timing (``pinned_h2d``), PoRep-like mostly-0/1 scalars (``scalars=porep``; the window from
+    the count of scalars > 1, :func:`zkgpu.msm_window.sparse_window_bits`, counted inside the timing),
     and with ``phases`` one per-phase breakdown (``mode=phase:<name>``, one run). With ``precomp_windows``
     (windows, 0 = :func:`zkgpu.msm_precomp.window_bits`'s) the MSM over precomputed shifted bases on the same
     points and scalars (uniform and PoRep-like): ``mode=device_precomp`` at the rule's window,
@@ -167,7 +168,11 @@ def run_benchmark(
             sc_buf = cp.empty((n, FR.limbs), dtype=cp.uint64)
             pinned_call = functools.partial(_h2d_then_msm, sc_buf, pinned, pts, c)
             add(lg, "pinned_h2d", "uniform", _cuda.benchmark(pinned_call, warmup=warmup, repeat=repeat).times_ms)
-            add(lg, "device", "porep", _cuda.benchmark(functools.partial(msm.msm_device, pts, sc_porep, c), warmup=warmup, repeat=repeat).times_ms)
+            # PoRep-like: the window from the scalars > 1 (msm_window.sparse_window_bits; its count and read-back
+            # are inside the timing) unless --window fixes it
+            c_porep = c or msm_window.sparse_window_bits(sc_porep)
+            add(lg, "device", "porep", _cuda.benchmark(functools.partial(msm.msm_device, pts, sc_porep, c or "sparse"), warmup=warmup,
+                                                        repeat=repeat).times_ms, c_porep)
             if phases:
                 ph = msm.Phases(True)
                 msm.msm_device(pts, sc_dev, c, phases=ph)
