@@ -4,7 +4,7 @@
 #      PoRep-like sppark driver (anchors/sppark-porep, against the anchor's vendor/ and libblst.a) in the
 #      background (CPU only, ~30 s + ~15 s) while zkgpu measures;
 #   2. `zkgpu bench ntt` (forward, inverse, coset, inverse coset, natural order; compute_h at 2^24) and
-#      `zkgpu bench msm` (uniform and PoRep-like scalars, device-resident) at the sizes VS_SIZES;
+#      `zkgpu bench msm` (uniform and PoRep-like scalars, device-resident; also over precomputed bases) at the sizes VS_SIZES;
 #   3. the anchor's NTT rows (the same four transforms) and MSM rows (uniform scalars) at the same sizes, then
 #      anchors/sppark-porep's MSM rows (the same sppark call on PoRep-like scalars: 45% zero, 45% one, 10% uniform,
 #      zkgpu's distribution) at VS_SIZES, after zkgpu's runs, so the two never share the GPU;
@@ -38,7 +38,10 @@ KARGS=()
 for k in $KERNELS; do KARGS+=(--kernel "$k"); done
 NTT_CMD=("$PY" -m zkgpu.cli bench ntt --min-log "$MIN" --max-log "$MAX" --repeat "${NTT_REPEAT:-7}" "${KARGS[@]}"
          --h-min-log 24 --h-max-log 24 --out "$SCRATCH/zkgpu")
-MSM_CMD=("$PY" -m zkgpu.cli bench msm --sizes "$MSM_SIZES" --repeat "${MSM_REPEAT:-3}" --no-phases --out "$SCRATCH/zkgpu")
+# --precomp-windows: the MSM over precomputed shifted bases too (zkgpu.msm_precomp; rows device_precomp at its
+# rule's window, the table build timed apart), PRECOMP_WINDOWS=none leaves it out
+MSM_CMD=("$PY" -m zkgpu.cli bench msm --sizes "$MSM_SIZES" --repeat "${MSM_REPEAT:-3}" --no-phases
+         --precomp-windows "${PRECOMP_WINDOWS:-auto}" --out "$SCRATCH/zkgpu")
 SP_ARGS=(--ntt-min "$MIN" --ntt-max "$MAX" --ntt-host-lg 0 --msm-min "$MIN" --msm-max "$MAX"
          --reps "${SPPARK_REPS:-5}" --no-pinned --deadline-s "${SPPARK_DEADLINE_S:-110}")
 # --uniform-control: the driver also times the anchor's uniform call (rows devpts_devsc_uniform, not compared with
