@@ -33,7 +33,7 @@ def test_sentinel_is_msm_cu_s():
 
 
 def test_window_rule_documented_values():
-    assert [msm_precomp.window_bits(1 << lg) for lg in (16, 20, 22, 24, 26)] == [16, 20, 20, 22, 24]
+    assert [msm_precomp.window_bits(1 << lg) for lg in (16, 20, 22, 24, 26)] == [14, 16, 20, 20, 22]
     for lg in range(0, 28):
         c = msm_precomp.window_bits(1 << lg)
         assert msm.num_windows(c) * (1 << lg) < msm_precomp.INDEX_LIMIT

@@ -12,8 +12,8 @@ price of device memory and a one-off table build. The precomputation is the fixe
 Brickell, Gordon, McCurley and Wilson ("Fast exponentiation with precomputation", Eurocrypt 1992) applied to
 Pippenger's buckets (Pippenger 1976): fixed bases (a Groth16 SRS) make it pay for every proof.
 
-Device memory (bytes): the table ``96 * nwin * n`` (2^24 bases at c = 22, 12 windows: 19.3 GB; 2^26:
-77.3 GB), plus per MSM about :func:`workspace_bytes` (sort keys ``8 * nwin * n`` twice and the
+Device memory (bytes): the table ``96 * nwin * n`` (2^24 bases at c = 20, 13 windows: 20.9 GB; 2^26 at
+c = 22, 12 windows: 77.3 GB), plus per MSM about :func:`workspace_bytes` (sort keys ``8 * nwin * n`` twice and the
 partials). :meth:`PrecomputedBases.build` refuses, with a one-line ValueError, a table that would not fit
 beside its workspace in the GPU's free memory, and any ``nwin * n >= 2^31`` (a sort key holds the table
 index in 31 bits).
@@ -47,6 +47,7 @@ INDEX_LIMIT = 1 << 31
 """``nwin * n`` must stay below this: a sort key holds its table index in 31 bits (the sign in the 32nd)."""
 OWN_KERNELS = ("msm_precomp_table", "msm_precomp_digits")
 _RULE_C = range(8, 25)  # the windows window_bits chooses from
+_BUCKET_WEIGHT = 14  # a bucket's cost in table entries' (window_bits: fitted on the H200)
 _REDUCE_THREADS = 1 << 16  # window_reduce threads at most: each ends with a 32-bit mul_u32 (~48 group operations)
 
 
@@ -88,9 +89,14 @@ def check_size(n: int, c: int) -> None:
 
 
 def window_bits(n: int) -> int:
-    """The default window c for n bases: the c in 8..24 minimising ``nwin(c) * n + 3 * 2^(c-1)`` (one mixed
-    addition per table entry, about three per bucket for the single reduction) among those with
-    ``nwin(c) * n < 2^31``; e.g. 2^16 -> 16, 2^20 -> 20, 2^22 -> 20, 2^24 -> 22, 2^26 -> 24.
+    """The default window c for n bases: the c in 8..24 minimising ``nwin(c) * n + 14 * 2^(c-1)`` among those
+    with ``nwin(c) * n < 2^31``; e.g. 2^16 -> 14, 2^20 -> 16, 2^22 -> 20, 2^24 -> 20, 2^26 -> 22.
+
+    The weight 14 is fitted to the H200 phase breakdowns of ``zkgpu bench msm --precomp-windows`` (2026-12-01,
+    windows 16..24 at 2^22 and 2^24): a table entry's accumulation costs about 0.55 ns, a bucket's rounds and
+    running-sum reduction 4-6 ns, and PoRep-like scalars (45% zero, 45% one) keep the bucket cost while cutting
+    the entries to about a tenth; 14 minimises the sum of one uniform and one PoRep-like MSM over the windows
+    measured (there c = 20 at 2^22 and 2^24: 42.5 + 17.3 ms and 139.0 + 34.1 ms).
 
     Raises:
         ValueError: n not an int >= 1, or no window in 8..24 keeps ``nwin * n < 2^31``.
@@ -100,7 +106,7 @@ def window_bits(n: int) -> int:
     ok = [c for c in _RULE_C if msm.num_windows(c) * int(n) < INDEX_LIMIT]
     if not ok:
         raise ValueError(f"msm_precomp: {n} bases exceed the 2^31 table index at every window in 8..24")
-    return min(ok, key=lambda c: (msm.num_windows(c) * int(n) + 3 * (1 << (c - 1)), c))
+    return min(ok, key=lambda c: (msm.num_windows(c) * int(n) + _BUCKET_WEIGHT * (1 << (c - 1)), c))
 
 
 def _free_bytes() -> int:
