@@ -53,14 +53,14 @@ failed=()
 : "${LIMIT_tests_transfer:=60}"
 : "${LIMIT_bench_ntt:=90}"
 : "${LIMIT_bench_ntt_sppark:=150}"
-: "${LIMIT_bench_sppark:=230}"  # scripts/kernels_vs_sppark.sh at 2^22, 2^24, 2^26: ~150 s estimated
+: "${LIMIT_bench_sppark:=230}"  # scripts/kernels_vs_sppark.sh at 2^22, 2^24, 2^26: 97 s on the H200 before the PoRep-like driver (+16 s run; build overlapped)
 : "${LIMIT_tests_ntt:=240}"
 : "${LIMIT_bench_msm:=90}"
 : "${LIMIT_bench_msm_precomp:=150}"  # plain + precomputed-bases MSM at 2^22..2^26 (the 2^26 table: ~71 GB, seconds to build)
 : "${LIMIT_bench_h2d:=190}"
 : "${LIMIT_bench_load:=90}"
 : "${LIMIT_record:=150}"
-: "${LIMIT_record_last_mile:=235}"
+: "${LIMIT_record_last_mile:=270}"
 : "${LIMIT_bench_prep:=90}"
 : "${LIMIT_tests_prep:=90}"
 : "${LIMIT_tests_pipeline:=150}"
@@ -141,7 +141,8 @@ for s in "${stages[@]}"; do
     bench-ntt) run_stage bench-ntt python3 -m zkgpu.cli bench ntt --min-log 16 --max-log 26 --repeat 5 --out "$DATA" ;;
     # the NTT kernels beside sppark (needs .anchors/sppark-bench carried along; NTT_KERNELS, NTT_MIN_LOG ...)
     bench-ntt-sppark) run_stage bench-ntt-sppark env OUT="$OUT" DATA="$DATA" scripts/ntt_vs_sppark.sh ;;
-    # zkgpu's NTT and MSM beside sppark's at VS_SIZES (22 24 26) -> one data/<gpu>-<date>-bench-sppark recording
+    # zkgpu's NTT and MSM beside sppark's at VS_SIZES (22 24 26) -> one data/<gpu>-<date>-bench-sppark recording;
+    # sppark's MSM on uniform scalars (the anchor) and on PoRep-like ones (anchors/sppark-porep, built from the anchor)
     bench-sppark) run_stage bench-sppark env OUT="$OUT" DATA="$DATA" scripts/kernels_vs_sppark.sh ;;
     tests-ntt) run_stage tests-ntt python3 -m pytest -q -m gpu --durations=10 -p no:cacheprovider tests/test_ntt.py tests/test_qap.py ;;
     bench-msm) run_stage bench-msm python3 -m zkgpu.cli bench msm --repeat 3 --out "$DATA" ;;
@@ -157,8 +158,10 @@ for s in "${stages[@]}"; do
     # notebook 07b's set (baseline, the fix, prep_msm off the critical path ...) into data/last-mile/,
     # which only notebook 07b reads
     # SCENARIOS="a b ..." records those instead (names from zkgpu.record.SCENARIOS); PARTITIONS
-    # defaults to zkgpu.record.LAST_MILE_PARTITIONS (128: baseline and best over the same partitions)
-    record-last-mile) run_stage record-last-mile python3 -m zkgpu.cli record --no-sweep --no-bench $(for x in ${SCENARIOS:-$(python3 -c 'from zkgpu.record import LAST_MILE_SCENARIOS as s; print(" ".join(s))')}; do echo --scenario "$x"; done) ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} --partitions ${PARTITIONS:-$(python3 -c 'from zkgpu.record import LAST_MILE_PARTITIONS as p; print(p)')} --out "$DATA/last-mile" ;;
+    # defaults to zkgpu.record.LAST_MILE_PARTITIONS (128: baseline and the story's steps over the same
+    # partitions); without SCENARIOS the alternatives run zkgpu.record.LAST_MILE_ALTERNATIVE_PARTITIONS
+    # (64: the eight scenarios fit the stage's limit, ~200 s)
+    record-last-mile) run_stage record-last-mile python3 -m zkgpu.cli record --no-sweep --no-bench $(for x in ${SCENARIOS:-$(python3 -c 'from zkgpu.record import LAST_MILE_SCENARIOS as s; print(" ".join(s))')}; do echo --scenario "$x"; done) $([ -z "${SCENARIOS:-}" ] && python3 -c 'from zkgpu.record import LAST_MILE_ALTERNATIVE_PARTITIONS as a; print(" ".join(f"--scenario-partitions {k}={v}" for k, v in a.items()))') ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} --partitions ${PARTITIONS:-$(python3 -c 'from zkgpu.record import LAST_MILE_PARTITIONS as p; print(p)')} --out "$DATA/last-mile" ;;
     notebooks) run_stage notebooks python3 -m zkgpu.cli report --mode live --out "$OUT/reports" ${NOTEBOOKS:+--only $NOTEBOOKS} ;;  # live: measures now
     *) echo "unknown stage $s"; failed+=("$s") ;;
   esac

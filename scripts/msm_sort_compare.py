@@ -1,6 +1,6 @@
 """The GPU MSM with CuPy's 64-bit sort against zkgpu.devsort's CUB bucket-field sort, and the window sweep.
 
-    python3 scripts/msm_sort_compare.py OUT_DIR [--sizes 20,22,24] [--windows 12-21] [--repeat 5]
+    python3 scripts/msm_sort_compare.py BASE_DIR [--sizes 24,22,20] [--windows 13-22] [--repeat 5]
 
 Per log2 size: device-resident points (zkgpu.bases) and scalars (uniform, and PoRep-like as in
 ``zkgpu bench msm``); for each sort backend (``devsort.configure(backend=...)``: ``cupy`` = the MSM's
@@ -9,8 +9,10 @@ sort before devsort, ``cub`` = devsort) the MSM's total time (CUDA events, warm-
 then, with the CUB sort, the total at every window c of ``--windows``. Every result point is compared
 with the first one of its size and scalars (same input, so every backend and window must agree).
 
-Writes OUT_DIR/msm_sort.csv (log2_n, sort, c, scalars, what = total | phase:<name>, median_ms, min_ms,
-max_ms, repeat) and prints the sync counts, the agreement and the best c per size (from the CSV rows).
+Writes a fresh run folder BASE_DIR/<gpu>-<date>-bench-msm-sort/ (zkgpu.manifest): manifest.json, msm_sort.csv
+(log2_n, sort, c, scalars, what = total | phase:<name>, median_ms, min_ms, max_ms, repeat; rewritten after
+each size, so a run cut short keeps the sizes it finished) and syncs.json (host syncs per size and sort, the
+results that disagree); prints the sync counts, the agreement and the best c per size (from the CSV rows).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import pandas as pd
 from zkgpu import _cuda, bases, devsort, msm
 from zkgpu.bench.msm import _porep_scalars
 from zkgpu.field import fr_random
+from zkgpu.manifest import build_manifest, new_run_dir, write_json_new
 
 
 def _windows(text: str) -> list[int]:
@@ -36,16 +39,23 @@ def _windows(text: str) -> list[int]:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out", type=Path)
-    ap.add_argument("--sizes", default="20,22,24")
-    ap.add_argument("--windows", default="12-21", help="c range of the window sweep (CUB sort), e.g. 13-18; '' skips it")
+    ap.add_argument("base", type=Path, help="where the run folder is made (e.g. data/)")
+    ap.add_argument("--sizes", default="24,22,20")
+    ap.add_argument("--windows", default="13-22", help="c range of the window sweep (CUB sort), e.g. 13-18; '' skips it")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--sweep-repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
     cp = _cuda.cupy()
-    args.out.mkdir(parents=True, exist_ok=True)
-    print(f"devsort available: {devsort.available()} ({devsort.library_path()})", flush=True)
+    out = new_run_dir("bench-msm-sort", base=args.base)
+    lib = devsort.library_path()
+    write_json_new(out / "manifest.json", build_manifest(
+        kind="bench-msm-sort", sizes_log2=args.sizes, windows=args.windows, repeat=args.repeat,
+        sweep_repeat=args.sweep_repeat, warmup=1, seed=args.seed, msm_settings=msm.settings(),
+        devsort_available=devsort.available(), devsort_library=lib.name if lib else None,
+        timing="CUDA events (zkgpu._cuda.benchmark), medians, ms; phases: one run (zkgpu.msm.Phases)",
+        files=["msm_sort.csv", "syncs.json"]))
+    print(f"devsort available: {devsort.available()} ({lib}); writing {out}", flush=True)
     rng = np.random.default_rng(args.seed)
     rows: list[dict] = []
     report: dict = {"syncs": {}, "disagree": []}
@@ -92,7 +102,8 @@ def main(argv: list[str]) -> int:
                 add(lg, "cub", c, scal, "total", list(res.times_ms))
         del pts, scalars
         cp.get_default_memory_pool().free_all_blocks()
-        pd.DataFrame(rows).to_csv(args.out / "msm_sort.csv", index=False)  # after each size: a timeout keeps the rest
+        pd.DataFrame(rows).to_csv(out / "msm_sort.csv", index=False)  # after each size: a timeout keeps the rest
+        (out / "syncs.json").write_text(json.dumps(report, indent=1) + "\n")
 
     df = pd.DataFrame(rows)
     print("host syncs around one msm_device (uniform):", json.dumps(report["syncs"], indent=1))

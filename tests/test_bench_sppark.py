@@ -1,7 +1,8 @@
 """zkgpu beside sppark: the tidy table, the bench-sppark recording, README's block and the figure (CPU only).
 
 Every number below is SYNTHETIC (made up for the test, not measured); the sppark.txt fixture has the format
-of anchors/sppark-bench's output.
+of anchors/sppark-bench's output. The exception is test_real_porep_output, which reads a real H200 output of
+anchors/sppark-porep (tests/fixtures/sppark_porep_h200.txt).
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from zkgpu.anchors import (
     load_vs_sppark,
     manifest_summary,
     markdown_table,
+    porep_driver_control,
     ratio_table,
     read_sppark,
+    sppark_provenance,
     vs_sppark,
 )
 from zkgpu.bench.sppark import README_BEGIN, README_END, latest_vs_sppark, readme_block, update_readme, write_recording
@@ -250,6 +253,7 @@ def test_script_dry_run(tmp_path):
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stdout.startswith("no CUDA GPU here: dry run") and "bench sppark --sppark" in r.stdout
     assert "--sizes 22,24,26" in r.stdout and not (tmp_path / "data").exists()
+    assert "anchors/sppark-porep/run.sh --sizes 22,24,26" in r.stdout and "--sppark-porep" in r.stdout
 
 
 def _notebook_cell(needle: str) -> str:
@@ -277,3 +281,140 @@ def test_notebook_08_section(tmp_path, sppark_file, monkeypatch, capsys):
     assert g["vs_path"] == out and g["ratios"].loc["MSM uniform", "2^24"] == pytest.approx(1.2)
     shown = capsys.readouterr().out  # outside a notebook display() prints the reprs: table, figure, its caption
     assert shown.count("Styler") == 1 and "display.Image" in shown and "display.Markdown" in shown
+
+
+# ---------------------------------------------------------------- PoRep-like MSM like for like (anchors/sppark-porep)
+SYNTHETIC_POREP = """# SYNTHETIC test fixture (format of anchors/sppark-porep; numbers made up)
+# vendor: sppark          17278d74295392f9813f009300b257a688422b7a  github.com/supranational/sppark
+# vendor: blst            dece82ea537b422890888bacde4034ca5b5a44d8  github.com/supranational/blst
+# sppark_porep: BLS12-381 G1 MSM, PoRep-like scalars; sppark@17278d7; 16 host threads
+gpu,SYNTHETIC GPU,cc 9.0,132 SMs,139.8 GiB,driver 13000,runtime 13000
+# scalars: 67108864; zero 0.4500, one 0.4500, other 0.1000 (expected 0.45, 0.45, 0.10)
+op,lg_n,variant,median_ms,min_ms,max_ms,repeats,check
+msm,22,devpts_devsc_porep,50.0,49.0,51.0,5,PASS
+msm,22,devpts_devsc_uniform,101.0,100.0,102.0,5,PASS
+msm,24,devpts_devsc_porep,,,,0,SKIPPED(deadline)
+"""
+
+
+def _edited_copy(beside: Path, text: str) -> Path:
+    f = beside.with_name("edited_" + beside.name)
+    f.write_text(text)
+    return f
+
+
+@pytest.fixture
+def porep_file(tmp_path):
+    f = tmp_path / "sppark_porep.txt"
+    f.write_text(SYNTHETIC_POREP)
+    return f
+
+
+def test_vs_sppark_porep_like_for_like(sppark_file, porep_file):
+    sp = read_sppark(sppark_file, porep_file)
+    assert list(sp["variant"])[-3:] == ["devpts_devsc_porep", "devpts_devsc_uniform", "devpts_devsc_porep"]
+    vs = vs_sppark(None, _msm_rows(), sp)
+    assert "devpts_devsc_uniform" not in set(vs["sppark_variant"])  # the driver's control rows are not compared
+    porep = vs[vs["variant"] == "porep"].set_index("log_n")
+    assert porep.loc[22, "ratio"] == pytest.approx(0.8)  # 40 / 50: against sppark's PoRep-like row
+    assert pd.isna(porep.loc[24, "ratio"])  # sppark's PoRep-like row skipped: NaN, no fallback to its uniform time
+    assert set(porep["sppark_variant"]) == {"devpts_devsc_porep"} and set(porep["sppark_scalars"]) == {"porep"}
+    assert vs["like_for_like"].all()
+    assert list(ratio_table(vs).index) == ["MSM uniform", "MSM PoRep-like"]
+    failed = _edited_copy(porep_file, SYNTHETIC_POREP.replace("51.0,5,PASS", "51.0,5,FAIL"))
+    vs = vs_sppark(None, _msm_rows(), read_sppark(sppark_file, failed))
+    assert vs[vs["variant"] == "porep"]["ratio"].isna().all()  # a result that failed blst's check gives no ratio
+
+
+def test_vs_sppark_porep_partial_falls_back(sppark_file, tmp_path):
+    only22 = tmp_path / "p.txt"
+    only22.write_text("\n".join(ln for ln in SYNTHETIC_POREP.splitlines() if not ln.startswith("msm,24")))
+    vs = vs_sppark(None, _msm_rows(), read_sppark(sppark_file, only22))
+    porep = vs[vs["variant"] == "porep"].set_index("log_n")
+    assert porep.loc[22, "like_for_like"] and porep.loc[22, "sppark_scalars"] == "porep"
+    assert not porep.loc[24, "like_for_like"] and porep.loc[24, "sppark_variant"] == "devpts_devsc"
+    assert porep.loc[24, "ratio"] == pytest.approx(0.6)  # 240 / 400: context, labelled so
+    t = ratio_table(vs)
+    assert list(t.index) == ["MSM uniform", "MSM PoRep-like", "MSM PoRep-like (sppark: uniform)"]
+    assert pd.isna(t.loc["MSM PoRep-like", "2^24"]) and pd.isna(t.loc["MSM PoRep-like (sppark: uniform)", "2^22"])
+
+
+def test_write_recording_with_porep(tmp_path, sppark_file, porep_file):
+    ntt_run, msm_run = _runs(tmp_path)
+    data = tmp_path / "data"
+    out = write_recording(sppark_file, ntt_run, msm_run, sppark_porep=porep_file, kernel="stagewise", base=data, gpu="g")
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "msm.csv", "ntt.csv", "sppark.txt", "sppark_porep.txt",
+                                                     "vs_sppark.csv"]
+    assert (out / "sppark_porep.txt").read_text() == SYNTHETIC_POREP
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["files"][:2] == ["sppark.txt", "sppark_porep.txt"] and "PoRep-like" in m["sppark_scalars"]
+    assert m["sppark_porep"]["vendor"]["sppark"] == "17278d74295392f9813f009300b257a688422b7a"
+    assert "PoRep-like scalars" in m["sppark_porep"]["revision"] and "devpts_devsc_porep" in m["timing"]
+    assert m["ratios"]["MSM PoRep-like"]["2^22"]["ratio"] == pytest.approx(0.8)
+    assert "MSM PoRep-like (sppark: uniform)" not in m["ratios"]
+    assert m["acceptance"]["worst_like_for_like_ratio"] == pytest.approx(1.2)  # MSM uniform 2^24; PoRep-like 0.8 counted
+    assert m["sppark_porep_control"] == {"2^22": {"porep_driver_ms": 101.0, "anchor_ms": 100.0, "ratio": pytest.approx(1.01)}}
+    vs = load_vs_sppark(out)
+    assert vs[vs["variant"] == "porep"]["like_for_like"].all()
+    block = readme_block(data)
+    assert "| MSM PoRep-like | 0.80 (40.0 / 50.0) | – |" in block and "like for like" in block and "context" not in block
+    bad = tmp_path / "bad.txt"
+    bad.write_text("no GPU: CUDA driver version is insufficient\n")
+    with pytest.raises(ValueError, match="bad.txt: no sppark-bench result rows"):
+        write_recording(sppark_file, ntt_run, msm_run, sppark_porep=bad, base=tmp_path / "d", gpu="g")
+    assert not (tmp_path / "d").exists()
+
+
+def test_cli_with_porep(tmp_path, sppark_file, porep_file):
+    _, msm_run = _runs(tmp_path)
+    r = CliRunner().invoke(main, ["bench", "sppark", "--sppark", str(sppark_file), "--sppark-porep", str(porep_file),
+                                  "--msm-run", str(msm_run), "--out", str(tmp_path / "data")])
+    assert r.exit_code == 0, r.output
+    assert "| MSM PoRep-like | 0.80 (40.0 / 50.0) | – |" in r.output and "time sppark alike): 2^22 1.010" in r.output
+    r = CliRunner().invoke(main, ["bench", "sppark", "--sppark", str(sppark_file), "--sppark-porep", str(tmp_path / "none.txt"),
+                                  "--msm-run", str(msm_run), "--out", str(tmp_path / "data")])
+    assert r.exit_code == 2 and "none.txt" in r.output and "Traceback" not in r.output
+
+
+def test_recording_without_porep_replays_as_recorded():
+    """data/nvidia-h200-20261201-bench-sppark predates anchors/sppark-porep: its PoRep-like row stays context, and the
+    ratios replayed from its files are the ones its manifest recorded."""
+    run = Path(__file__).resolve().parents[1] / "data" / "nvidia-h200-20261201-bench-sppark"
+    m = json.loads((run / "manifest.json").read_text())
+    vs = load_vs_sppark(run)
+    got = manifest_summary(vs)
+    assert got.keys() == m["ratios"].keys()
+    for row, sizes in m["ratios"].items():
+        assert got[row].keys() == sizes.keys()
+        for size, cell in sizes.items():
+            assert got[row][size] == pytest.approx(cell, rel=1e-12), (row, size)  # JSON's float round trip
+    porep = vs[vs["variant"] == "porep"]
+    assert len(porep) == 3 and not porep["like_for_like"].any() and set(porep["sppark_variant"]) == {"devpts_devsc"}
+    assert "the PoRep-like row is context" in readme_block(run.parent)
+
+
+def test_figure_porep_like_for_like(sppark_file, porep_file):
+    t = ratio_table(vs_sppark(None, _msm_rows(), read_sppark(sppark_file, porep_file)))
+    fig, ax = plots.sppark_ratios(t)
+    porep = next(ln for ln in ax.get_lines() if ln.get_label() == "MSM PoRep-like")
+    assert porep.get_linestyle() == "-" and "dashed" not in plots.caption(fig)  # like for like: no context sentence
+
+
+def test_real_porep_output():
+    """tests/fixtures/sppark_porep_h200.txt: anchors/sppark-porep's output of an H200 run (commit 21c1272, with
+    --uniform-control), verbatim: its rows, provenance and control rows parse; beside the 20261201 recording's anchor
+    rows (another call) the control ratios are near 1."""
+    root = Path(__file__).resolve().parents[1]
+    f = root / "tests" / "fixtures" / "sppark_porep_h200.txt"
+    sp = read_sppark(f)
+    assert list(sp["variant"]) == ["devpts_devsc_porep", "devpts_devsc_uniform"] * 3
+    assert list(sp["lg_n"]) == [22, 22, 24, 24, 26, 26] and set(sp["check"]) == {"PASS"} and sp["median_ms"].notna().all()
+    p = sppark_provenance(f)
+    assert p["vendor"]["sppark"] == "17278d74295392f9813f009300b257a688422b7a" and p["gpu"].startswith("NVIDIA H200")
+    anchor = read_sppark(root / "data" / "nvidia-h200-20261201-bench-sppark" / "sppark.txt", f)
+    control = porep_driver_control(anchor, [22, 24, 26])
+    assert set(control) == {"2^22", "2^24", "2^26"}
+    assert all(0.95 < c["ratio"] < 1.05 for c in control.values())
+    rows = pd.DataFrame([dict(log2_n=lg, mode="device", scalars="porep", median_ms=1.0) for lg in (22, 24, 26)])
+    vs = vs_sppark(None, rows, anchor)
+    assert vs["like_for_like"].all() and set(vs["sppark_variant"]) == {"devpts_devsc_porep"}

@@ -341,3 +341,71 @@ def test_a_hung_step_with_the_narrow_lock(prepared, release, scope, step):
     st = [r.status for r in res.partitions]
     assert st == ["ok", "failed", "ok", "ok"], (st, res.errors)
     assert step in res.partitions[1].error and res.pool_stats["buffers_in_use"] == 0
+
+
+# ----------------------------------------------------------------------------------------------
+# h2d_stage="pre_lock": the copy of a/b/c before the mutex (fault-hook step "h2d")
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("scope", ["narrow", "coarse", "submit"])
+def test_a_failed_pre_lock_copy_fails_its_partition_and_returns_its_buffers(prepared, scope):
+    def hook(s, p, w):
+        if s == "h2d" and p == 1:
+            raise RuntimeError("injected copy fault")
+
+    c = cfg(partitions=4, gw=2, lock_scope=scope, transfer="pinned_pool", h2d_stage="pre_lock", fault_hook=hook)
+    res, err = run_bounded(c, limit=30, prepared=prepared)
+    assert err is None, err
+    st = [r.status for r in res.partitions]
+    assert st == ["ok", "failed", "ok", "ok"], (st, res.errors)
+    r1 = res.partitions[1]
+    assert "injected copy fault" in r1.error and r1.stage == "h2d", (r1.error, r1.stage)
+    assert res.pool_stats["buffers_in_use"] == 0 and res.pool_stats["checkouts"] == res.pool_stats["checkins"]
+    ev = res.events
+    # the failed copy never held the mutex: partition 1 has no mutex_wait / mutex_held, its h2d row carries the error
+    assert ev[(ev.partition == 1) & ev.phase.isin(["mutex_wait", "mutex_held"])].empty
+    e1 = ev[(ev.partition == 1) & (ev.phase == "h2d")]
+    assert len(e1) == 1 and "error=RuntimeError" in e1["detail"].iloc[0] and "stage=pre_lock" in e1["detail"].iloc[0]
+    assert no_pipeline_threads_left()
+
+
+def test_a_hung_pre_lock_copy_times_out_without_blocking_the_other_worker(prepared, release):
+    c = cfg(partitions=4, gw=2, lock_scope="narrow", transfer="pinned_pool", h2d_stage="pre_lock", timeout_s=0.6,
+            fault_hook=_hang_at("h2d", 1, release))
+    res, err = run_bounded(c, limit=30, prepared=prepared)
+    assert err is None, err
+    st = [r.status for r in res.partitions]
+    assert st == ["ok", "failed", "ok", "ok"], (st, res.errors)
+    r1 = res.partitions[1]
+    assert "h2d" in r1.error and "timeout_s=0.6" in r1.error and r1.stage == "h2d", (r1.error, r1.stage)
+    assert res.pool_stats["buffers_in_use"] == 0
+    # no mutex was held while the copy hung: the other partitions never waited for partition 1
+    ev = res.events
+    assert ev[(ev.partition == 1) & (ev.phase == "mutex_held")].empty
+
+
+def test_ctrl_c_in_the_pre_lock_copy_cancels_cleanly(prepared):
+    def hook(s, p, w):
+        if s == "h2d" and p == 2:
+            raise KeyboardInterrupt
+
+    c = cfg(partitions=6, gw=2, transfer="pinned_pool", lock_scope="narrow", h2d_stage="pre_lock", queue_depth=2, fault_hook=hook)
+    res, err = run_bounded(c, limit=60, prepared=prepared)
+    assert res is None and isinstance(err, KeyboardInterrupt), (res, err)
+    r = err.result
+    assert r.interrupted and r.partitions[2].status == "cancelled" and r.partitions[2].stage == "h2d"
+    assert all(p.status in ("ok", "cancelled") for p in r.partitions)
+    assert r.pool_stats["buffers_in_use"] == 0
+    assert no_pipeline_threads_left()
+
+
+def test_pre_lock_copies_with_three_workers_and_a_small_pool_do_not_deadlock(prepared):
+    # every worker copies before asking for the mutex while the others hold it; a pool of exactly the
+    # queue's buffers (queue_depth=3 partitions x 3 vectors) is drained and refilled many times
+    pool = PinnedPool(PageableAllocator())
+    c = cfg(partitions=12, gw=3, synth_workers=3, queue_depth=3, lock_scope="narrow", transfer="pinned_pool", h2d_stage="pre_lock")
+    res, err = run_bounded(c, limit=60, prepared=prepared, pool=pool)
+    assert err is None, err
+    assert res.ok and all(p.status == "ok" for p in res.partitions)
+    st = res.pool_stats
+    assert st["buffers_in_use"] == 0 and st["checkouts"] == st["checkins"] == 36
+    assert no_pipeline_threads_left()

@@ -15,13 +15,16 @@ import ptxemu
 import pytest
 from native import HERE, NumpyAsCupy, emulated_kernel, load
 
-from zkgpu import _cuda
+from zkgpu import _cuda, qap
 from zkgpu import ntt as N
 from zkgpu._cuda import KERNEL_DIR
 from zkgpu.field import FR, fr_from_ints, fr_to_ints
 
 BUILDS = {"default": {}, "lazy": {"ZK_NTT_LAZY": 1}, "no-smem-tw": {"NTT_SMEM_TW": 0},
-          "lazy-smem-tw-ilp2": {"ZK_NTT_LAZY": 1, "NTT_SMEM_TW": 1, "NTT_ILP": 2}}
+          "lazy-smem-tw-ilp2": {"ZK_NTT_LAZY": 1, "NTT_SMEM_TW": 1, "NTT_ILP": 2},
+          "shfl": {"NTT_SHFL": 1}, "shfl-no-smem-tw-gather": {"NTT_SHFL": 1, "NTT_SMEM_TW": 0, "NTT_SCALE_BR": 0, "NTT_NN_SCATTER": 0},
+          "no-pair": {"NTT_PAIR": 0}, "no-shfl": {"NTT_SHFL": 0}, "cols0": {"NTT_TILE_COLS": 0},
+          "cols1-shfl": {"NTT_TILE_COLS": 1, "NTT_SHFL": 1}}
 
 
 @pytest.fixture(params=list(BUILDS))
@@ -31,6 +34,7 @@ def stagewise_emulated(request, monkeypatch):
     product unreduced, ntt_common.cuh's bf_dif_mul), with NTT_SMEM_TW=0 (every twiddle from the table) and NTT_ILP=2 (two butterflies per thread
 in flight; the emulation's one thread per block takes both); the host sees the same defines."""
     N.clear_cache()
+    qap._icoset_zinv_table.cache_clear()
     monkeypatch.setattr(_cuda, "cupy", NumpyAsCupy)
     monkeypatch.setattr(N, "DEFINES", dict(BUILDS[request.param]))
     lib = load("ntt_emu", tuple((k, str(v)) for k, v in BUILDS[request.param].items()))
@@ -38,10 +42,11 @@ in flight; the emulation's one thread per block takes both); the host sees the s
     monkeypatch.setattr(N, "_BR_Q", 16)  # ntt_bitrev_tiled needs 256 threads: the grid-stride ntt_bitrev
     yield
     N.clear_cache()
+    qap._icoset_zinv_table.cache_clear()
 
 
 @pytest.mark.parametrize("radix", [2, 4])
-@pytest.mark.parametrize("L", [1, 2, 5, 11, 13])  # 13: two passes of the 10-bit tiles
+@pytest.mark.parametrize("L", [1, 2, 5, 6, 8, 11, 13])  # 13: two passes of the 10-bit tiles (NTT_SHFL: c = 3, 0)
 def test_stagewise_pass_kernels_emulated(radix, L, stagewise_emulated, monkeypatch, pyrng):
     monkeypatch.setattr(N, "RADIX", radix)
     n = 1 << L
@@ -59,6 +64,27 @@ def test_stagewise_pass_kernels_emulated(radix, L, stagewise_emulated, monkeypat
                 N.ntt_inplace(w, inverse=inverse, coset=coset, order=order, algorithm="stagewise")
                 got = [FR.from_mont(v) for v in fr_to_ints(w.view(np.uint64).reshape(-1, 4))]
                 assert got == expected, f"radix {radix}, 2^{L}, inverse={inverse}, coset={coset}, {order}"
+
+
+@pytest.mark.parametrize("radix", [2, 4])
+@pytest.mark.parametrize("L", [1, 2, 6, 11, 13])
+def test_stagewise_compute_h_emulated(radix, L, stagewise_emulated, monkeypatch, pyrng):
+    """compute_h_inplace with the stagewise kernels (1/N folded into the coset table, the pointwise a*b - c at the
+    final inverse NTT's load, 1/Z in its store's table: qap._h_inverse_stagewise) and the pipeline's split of it
+    (coset_evals_inplace per vector, then combine_h_inplace) against compute_h_reference."""
+    monkeypatch.setattr(N, "RADIX", radix)
+    monkeypatch.setattr(N, "ALGORITHM", "stagewise")
+    n = 1 << L
+    a, b, c = ([pyrng.randrange(FR.modulus) for _ in range(n)] for _ in range(3))
+    want = qap.compute_h_reference(a, b, c)
+    bufs = [fr_from_ints([FR.to_mont(v) for v in x]).view(np.uint32).reshape(-1) for x in (a, b, c)]
+    split = [w.copy() for w in bufs]
+    qap.compute_h_inplace(*bufs, algorithm="stagewise")
+    for w in split:
+        N.coset_evals_inplace(w)
+    qap.combine_h_inplace(*split)
+    for w in (bufs[0], split[0]):
+        assert [FR.from_mont(v) for v in fr_to_ints(w.view(np.uint64).reshape(-1, 4))] == want
 
 
 @pytest.mark.parametrize("radix", [2, 4])

@@ -215,3 +215,61 @@ def test_reference_params_from_the_seed_and_upstream_tables():
     c = model.simulate(p, partitions=10, gw=2, scope="coarse", transfer="pinned")
     n = model.simulate(p, partitions=10, gw=2, scope="narrow", transfer="pinned")
     assert n.partitions_per_min > c.partitions_per_min > pageable.partitions_per_min
+
+
+def test_pre_lock_h2d_stage_moves_the_copy_out_of_the_mutex():
+    p = params(prep_msm_ms=50.0, ntt_ms=40.0, h_kernel_ms=120.0)  # pinned copy 100 ms; H kernels 120 ms on device-resident inputs
+    n = model.simulate(p, partitions=12, gw=2, scope="narrow", transfer="pinned")
+    q = model.simulate(p, partitions=12, gw=2, scope="narrow", transfer="pinned", h2d_stage="pre_lock")
+    assert q.settings["h2d_stage"] == "pre_lock" and n.settings["h2d_stage"] == "in_lock"
+    ev = q.events
+    h2d, held, ntt = ev[ev.phase == "h2d"], ev[ev.phase == "mutex_held"], ev[ev.phase == "ntt"]
+    assert len(h2d) == 12 and h2d["detail"].str.contains("stage=pre_lock").all()
+    for _, r in h2d.iterrows():  # every copy ends before its partition's first mutex_held starts
+        assert r.end_ns <= held[held.partition == r.partition]["start_ns"].min()
+    # inside the mutex the H computation takes its kernels' time on device-resident inputs
+    assert ((ntt.end_ns - ntt.start_ns) / 1e6).tolist() == pytest.approx([120.0] * 12)
+    # held per partition: 100 + 40 (in_lock) -> 120 (pre_lock): the mutex-bound throughput follows
+    per = p.h_msm_ms + p.batch_add_ms + p.tail_msm_ms
+    assert q.partitions_per_min > n.partitions_per_min
+    assert q.partitions_per_min == pytest.approx(60_000 / (120.0 + per), rel=0.08)
+    assert n.partitions_per_min == pytest.approx(60_000 / (100.0 + 40.0 + per), rel=0.08)
+    # submit always copies before the mutex; resident never copies; h_kernel_ms unknown (0): ntt_ms
+    assert model.simulate(p, partitions=4, gw=2, scope="submit", transfer="pinned").settings["h2d_stage"] == "pre_lock"
+    r = model.simulate(params(h_kernel_ms=0.0), partitions=3, gw=1, transfer="pinned", h2d_stage="pre_lock").events
+    assert ((r[r.phase == "ntt"].end_ns - r[r.phase == "ntt"].start_ns) / 1e6).tolist() == pytest.approx([300.0] * 3)
+    with pytest.raises(ValueError, match="h2d_stage"):
+        model.simulate(p, h2d_stage="early")
+
+
+def test_in_lock_tail_and_the_calibration_of_either_stage():
+    # the three-stream overlap: short copies leave the kernels' last third (or more) after them
+    assert model.in_lock_tail_ms(15.0, 21.0) == pytest.approx(5.0)
+    assert model.in_lock_tail_ms(30.0, 6.0) == pytest.approx(26.0)
+    p = params(ntt_ms=10.0, h_kernel_ms=24.0, h_msm_ms=20.0)
+    # in_lock table: ntt_ms from the rest of ntt_msm_h, h_kernel_ms from the ntt rows' kernel_ms
+    q = calibration.calibrate(model.simulate(p, partitions=8, gw=2, scope="narrow", transfer="pinned").events, pageable_gbps=2.0)
+    assert q.ntt_ms == pytest.approx(10.0) and q.h_kernel_ms == pytest.approx(24.0)
+    # pre_lock table: the H part of ntt_msm_h is the device-resident H computation; the in-lock tail from the formula
+    ev = model.simulate(p, partitions=8, gw=2, scope="narrow", transfer="pinned", h2d_stage="pre_lock").events
+    r = calibration.calibrate(ev, pageable_gbps=2.0)
+    assert r.h_kernel_ms == pytest.approx(24.0) and r.ntt_ms == pytest.approx(model.in_lock_tail_ms(24.0, p.h2d_ms(20.0)))
+    # means and medians agree on a deterministic table; stat is checked
+    assert calibration.calibrate(ev, pageable_gbps=2.0, stat="mean").batch_add_ms == pytest.approx(p.batch_add_ms)
+    with pytest.raises(ValueError, match="stat"):
+        calibration.calibrate(ev, pageable_gbps=2.0, stat="mode")
+
+
+@pytest.mark.parametrize("host_ms", [30.0, 2.0])
+def test_prediction_of_the_pre_lock_stage_follows_the_host_component_of_its_sibling(host_ms):
+    # the GPU phases' wall time is kernels + host work inside them (launches, read-backs); whether
+    # that host part is large (MSM size read-backs) or small (removed), the pre-lock prediction
+    # calibrated on the in-lock run of the same code reproduces the pre-lock run of that code
+    truth = params(prep_msm_ms=40.0, ntt_ms=5.0, h_kernel_ms=15.0, h_msm_ms=50.0 + host_ms, batch_add_ms=10.0 + host_ms / 3, h2d_bytes=0.5 * GB,
+                   tail_msm_ms=30.0 + host_ms, lock_overhead_ms=1.0)
+    in_lock = model.simulate(truth, partitions=40, gw=2, scope="narrow", transfer="pinned", jitter=0.1, seed=1)
+    pre_lock = model.simulate(truth, partitions=40, gw=2, scope="narrow", transfer="pinned", h2d_stage="pre_lock", jitter=0.1, seed=2)
+    cal = calibration.calibrate(in_lock.events, pageable_gbps=2.0, stat="mean")
+    pred = model.simulate(cal, partitions=40, gw=2, scope="narrow", transfer="pinned", h2d_stage="pre_lock")
+    assert pred.partitions_per_min == pytest.approx(pre_lock.partitions_per_min, rel=0.05)
+    assert pred.partitions_per_min > model.simulate(cal, partitions=40, gw=2, scope="narrow", transfer="pinned").partitions_per_min

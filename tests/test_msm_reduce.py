@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_kernels_compile import KERNEL_DIR, _nvcc_cubin, _registers
 from test_msm import emulated, rand_points, ref_arkworks
 
 from seeding import current_seed, new_pyrng, new_rng
@@ -43,9 +44,11 @@ def test_partials_bound():
 
 
 def test_round_count_is_the_documented_one():
-    # module docstring: with L = 64, no round up to n = 4097, one up to 2^18 + 1, two up to 2^24 + 1, three up to 2^30 + 1
-    assert [_rounds(n) for n in (1, 2, 4097, 4098, 2**18 + 1, 2**18 + 2, 2**24 + 1, 2**24 + 2, 2**30 + 1)] == [0, 0, 0, 1, 1, 2, 2, 3, 3]
-    assert _rounds(300, 2) == 7 and _rounds(300, 1) == 8  # chunk 1: level 0 leaves runs of n, the rounds take 2 per thread
+    # module docstring: with L = 64, no round up to n = 4097, one up to 2^18 + 4,033, two up to 2^24 + 262,081, three up to
+    # 2^30 + 16,777,153 (r rounds while ceil((n-1)/64) + 1 <= 65 * 64^r)
+    sizes = (1, 2, 4097, 4098, 2**18 + 4033, 2**18 + 4034, 2**24 + 262081, 2**24 + 262082, 2**30 + 16777153, 2**30 + 16777154)
+    assert [_rounds(n) for n in sizes] == [0, 0, 0, 1, 1, 2, 2, 3, 3, 4]
+    assert _rounds(300, 2) == 6 and _rounds(300, 1) == 7  # chunk 1: level 0 leaves runs of n, the rounds take 2 per chunk
 
 
 @pytest.mark.parametrize("n,nwin,m,chunk", [(1, 1, 1, 64), (1000, 20, 2**12, 64), (2**24, 13, 2**19, 64), (300, 128, 2, 1),
@@ -58,8 +61,8 @@ def test_plan_sizes(n, nwin, m, chunk):
     assert p.final_bound <= p.round_chunk + 1
     k, run = p.partials0, p.run_bound0
     for r in p.rounds:
-        assert r.k_in == k and r.threads == -(-k // p.round_chunk) and r.k_out <= k
-        assert r.run_bound == msm_reduce.partials_bound(run, p.round_chunk) < run
+        assert r.k_in == k and r.k_out == min(k, k // p.round_chunk + D)
+        assert r.run_bound == -(-run // p.round_chunk) < run
         k, run = r.k_out, r.run_bound
     assert run == p.final_bound
 
@@ -116,8 +119,13 @@ class IntKernels:
     def seg_count_sorted64(self, keys, e, L, T, counts):
         self._count(keys >> np.uint64(32), e, L, T, counts)
 
-    def seg_count_sorted32(self, keys, count, L, T, counts):
-        self._count(keys, count, L, T, counts)
+    def run_chunk_count(self, keys, count, L, kmax, counts):
+        k = int(count[0])
+        assert k <= int(kmax) <= counts.size, "the grid does not cover the live partials"
+        counts[:] = 0
+        if k:
+            s = np.flatnonzero(np.r_[True, keys[1:k] != keys[: k - 1]])
+            counts[s] = -(-np.diff(np.r_[s, k]) // int(L))
 
     def _accum(self, bkeys, vals, count, L, offs, out_keys, out_pts, bound):
         k = int(count[0])
@@ -138,10 +146,20 @@ class IntKernels:
         vals = np.where(low >> 31 == 1, (P - v) % P, v)
         self._accum((keys >> np.uint64(32)).astype(np.uint32), vals, e, L, offs, out_keys, out_pts, self.plan.max_bucket)
 
-    def seg_accum_xyzz(self, keys, count, L, T, offs, pts, out_keys, out_pts):
+    def seg_accum_xyzz(self, keys, count, L, kmax, offs, nchunks_max, pts, out_keys, out_pts):
         bound = self.plan.run_bound0 if self.stage == 0 else self.plan.rounds[self.stage - 1].run_bound
         self.stage += 1
-        self._accum(keys, pts[:, 0].astype(np.int64), count, L, offs, out_keys, out_pts, bound)
+        k, L = int(count[0]), int(L)
+        assert _max_run(keys[:k]) <= bound, f"a run of {_max_run(keys[:k])} partials, bound {bound}"
+        idx = np.arange(k)
+        first = np.r_[True, keys[1:k] != keys[: k - 1]] if k else np.zeros(0, dtype=bool)
+        run_start = np.maximum.accumulate(np.where(first, idx, 0)) if k else idx
+        c = np.flatnonzero((idx - run_start) % L == 0)  # chunk starts: every L-th partial of a run
+        assert c.size == int(offs[int(kmax)]) and c.size <= int(nchunks_max) <= out_keys.size, "chunk count or room"
+        assert np.array_equal(offs[run_start[c]].astype(np.int64) + (c - run_start[c]) // L, np.arange(c.size)), "offsets"
+        out_keys[: c.size] = keys[c]
+        out_pts[: c.size, 0] = np.add.reduceat(pts[:k, 0].astype(np.int64), c) % P if k else 0
+        self.log.append((k, c.size, _max_run(keys[c])))
 
     def scatter_buckets(self, keys, pts, count, kmax, buckets):
         k = int(count[0])
@@ -274,6 +292,25 @@ def test_emu_no_host_sync_inside_the_msm():
         chk.raise_if_bad()
     assert {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)} == {}
     assert (got == ref_arkworks(pts, sc)).all()
+
+
+def test_emu_one_round_at_the_default_chunk():
+    """n = 4500 > 4097: with CHUNK = 64 the rounds run once (the giant bucket of ones: 4500 entries)."""
+    n = 4500
+    assert len(msm_reduce.plan(n, 1, 1, msm.CHUNK).rounds) == 1
+    pts, sc = rand_points(n), _porep_scalars(n, new_rng())
+    sc[: n // 2] = fr_from_ints([1])[0]
+    assert (_msm_emu(pts, sc, 8) == ref_arkworks(pts, sc)).all(), f"seed {current_seed()}"
+
+
+def test_reduction_kernels_fit_three_blocks_per_sm(tmp_path):
+    """The kernels that zkgpu.msm_reduce launches with HEAVY_BLOCK threads keep 3 blocks per SM (as
+    test_kernels_compile checks for msm.cu's other heavy kernels)."""
+    report = _nvcc_cubin(KERNEL_DIR / "msm.cu", tmp_path)
+    limit = 65536 // (3 * msm_reduce.HEAVY_BLOCK) // 8 * 8
+    regs = _registers(report)
+    heavy = ("seg_accum_affine_balanced", "seg_accum_xyzz", "scatter_buckets")
+    assert {k: regs[k] for k in heavy if regs[k] > limit} == {}, f"more than {limit} registers"
 
 
 # ----------------------------------------------------------------------------- gpu

@@ -330,6 +330,7 @@ def emu(monkeypatch):
 
     N.clear_cache()
     qap._z_inv_device.cache_clear()
+    qap._icoset_zinv_table.cache_clear()
     monkeypatch.setattr(_cuda, "cupy", lambda: NumpyAsCupy())
     monkeypatch.setattr(N, "_kernel", lambda name: emulated_kernel(load("ntt_emu"), name))
     monkeypatch.setattr(N, "_fused_kernel", lambda name, lr: emulated_kernel(load("ntt_emu", N._fused_defines(lr)), name))
@@ -337,6 +338,7 @@ def emu(monkeypatch):
     yield
     N.clear_cache()
     qap._z_inv_device.cache_clear()
+    qap._icoset_zinv_table.cache_clear()
 
 
 def _mont_words(x: list[int]) -> np.ndarray:
@@ -552,11 +554,21 @@ STAGEWISE_VARIANTS = {  # id -> (kernel spec, extra zkgpu.ntt.DEFINES)
     "lazy": ("stagewise-lz-asm", {}),
     "ilp2": ("stagewise-lz-st-i2-b2-asm", {}),
     "r4-table-twiddles": ("stagewise-r4-lz-b3-w128-asm", {"NTT_SMEM_TW": 0}),
+    "shfl": ("stagewise-sh", {}),
+    "shfl-b2": ("stagewise-sh-b2", {}),
+    "shfl-table-twiddles": ("stagewise-sh", {"NTT_SMEM_TW": 0}),
+    "gather-scalings": ("stagewise-gt", {}),
+    "no-pair": ("stagewise-np", {}),
+    "no-shfl": ("stagewise-sh0", {}),
+    "cols1-w128": ("stagewise-c1-b6-w128", {}),
+    "cols0-w128": ("stagewise-c0-b6-w128", {}),
 }
 """Builds of the stagewise kernels that must equal the default one bit for bit, one per code path the default build
 (asm-chain additions, each pass's twiddles in shared memory) does not take: the build that was the default before
 issue 13's run k13-ntt (volatile-PTX additions, every twiddle from the table), the portable additions, the lazy DIF
-difference, two butterflies per thread, radix-4 with table twiddles (zkgpu.bench.ntt.KERNEL_SPECS for the parts)."""
+difference, two butterflies per thread, radix-4 with table twiddles, the warp-shuffle stages in every pass (NTT_SHFL=1) with
+shared-memory and with table twiddles, and in none (0; the default, 2, has them in the DIT passes), tiles with
+at most 1 or 0 column bits in 128-thread blocks, the gathered scalings (NTT_SCALE_BR=0) (zkgpu.bench.ntt.KERNEL_SPECS for the parts)."""
 
 
 def _edge_words(n: int, seed: int) -> np.ndarray:
@@ -677,7 +689,11 @@ def test_coset_evals_emulated(algorithm, L, tile_log, emu, monkeypatch, rng):
 def test_global_passes_and_settings(monkeypatch):
     """Passes over memory per transform (the bench's effective-bandwidth denominator) and the recorded settings."""
     assert [N.global_passes(L, "nr", "stagewise") for L in (1, 10, 11, 20, 24, 30)] == [1, 1, 2, 2, 3, 3]
+    assert N.global_passes(24, "nn", "stagewise") == 3  # the last pass scatters (NTT_NN_SCATTER, the default)
+    assert N.global_passes(8, "nn", "stagewise") == 2  # one pass: the bit-reversal pass follows
+    monkeypatch.setattr(N, "DEFINES", {"NTT_NN_SCATTER": 0})
     assert N.global_passes(24, "nn", "stagewise") == 4  # + the bit-reversal pass
+    monkeypatch.setattr(N, "DEFINES", {})
     assert N.global_passes(24, "nn", "fused") == 3  # folded into the first and last passes
     assert N.global_passes(8, "nn", "fused") == 2  # one pass: the bit-reversal pass follows
     monkeypatch.setattr(N, "FUSED_TILE_LOG", 12)

@@ -88,6 +88,7 @@ def reference(config, circuit, backend, p):
         (dict(gw=2.0), TypeError, "gw"),
         (dict(transfer="mapped"), ValueError, "transfer"),
         (dict(lock_scope="wide"), ValueError, "lock_scope"),
+        (dict(h2d_stage="early"), ValueError, "PipelineConfig.h2d_stage must be one of .*'early'"),
         (dict(device="tpu"), ValueError, "device"),
         (dict(transfer="registered"), ValueError, "registered"),
         (dict(density=Density(zero=0.7, one=0.5)), ValueError, "zero \\+"),
@@ -106,6 +107,10 @@ def test_config_defaults_and_names():
     assert c.n == 1 << 23 and c.gw == 2 and c.transfer == "pageable" and c.lock_scope == "coarse"
     assert c.run_name == "pageable-coarse-gw2-n23-cpu" and c.abc_bytes == 3 * (1 << 23) * 32
     assert c.with_(gw=1).gw == 1
+    # the H2D stage: upstream's in_lock by default; resident and submit always copy before the mutex
+    assert c.h2d_stage == "in_lock" and not c.h2d_pre_lock
+    assert c.with_(h2d_stage="pre_lock").h2d_pre_lock and c.with_(h2d_stage="pre_lock").run_name.endswith("-h2d_pre_lock")
+    assert c.with_(transfer="resident").h2d_pre_lock and c.with_(lock_scope="submit").h2d_pre_lock
 
 
 def test_synthesis_density_canonical_and_deterministic():
@@ -141,12 +146,13 @@ def test_prep_msm_split_edge_cases():
 # results
 # ----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
-    "gw, scope, transfer",
-    [(1, "coarse", "pageable"), (2, "coarse", "pinned_pool"), (2, "narrow", "pageable"), (1, "narrow", "pinned_pool"), (2, "coarse", "resident"),
-     (2, "submit", "pinned_pool"), (3, "submit", "pageable")],
+    "gw, scope, transfer, stage",
+    [(1, "coarse", "pageable", "in_lock"), (2, "coarse", "pinned_pool", "in_lock"), (2, "narrow", "pageable", "in_lock"), (1, "narrow", "pinned_pool", "in_lock"),
+     (2, "coarse", "resident", "in_lock"), (2, "submit", "pinned_pool", "in_lock"), (3, "submit", "pageable", "in_lock"),
+     (2, "narrow", "pinned_pool", "pre_lock"), (3, "narrow", "pinned_pool", "pre_lock"), (2, "coarse", "pageable", "pre_lock"), (2, "none", "pinned_pool", "pre_lock")],
 )
-def test_results_equal_reference(prepared, gw, scope, transfer):
-    c = cfg(gw=gw, lock_scope=scope, transfer=transfer)
+def test_results_equal_reference(prepared, gw, scope, transfer, stage):
+    c = cfg(gw=gw, lock_scope=scope, transfer=transfer, h2d_stage=stage)
     res, err = run_bounded(c, prepared=prepared)
     assert err is None, err
     assert res.ok and res.errors == [] and not res.interrupted
@@ -163,9 +169,15 @@ def test_results_equal_reference(prepared, gw, scope, transfer):
         st = res.pool_stats
         assert st["checkouts"] == st["checkins"] == 3 * c.partitions and st["buffers_in_use"] == 0
     h2d = res.events[res.events.phase == "h2d"]
-    early = transfer == "resident" or scope == "submit"  # a/b/c copied before the mutex
-    stage = "pre_lock" if early else "ntt_msm_h"
-    assert len(h2d) == c.partitions and h2d["detail"].str.contains(f"stage={stage}").all()
+    early = c.h2d_pre_lock  # a/b/c copied before the mutex (h2d_stage="pre_lock", resident, submit)
+    assert early == (stage == "pre_lock" or transfer == "resident" or scope == "submit")
+    want = "pre_lock" if early else "ntt_msm_h"
+    assert len(h2d) == c.partitions and h2d["detail"].str.contains(f"stage={want}").all()
+    if early:  # the copy inside the partition's pre_lock phase, done before its first mutex_wait begins
+        first_wait = res.events[res.events.phase == "mutex_wait"].groupby("partition")["start_ns"].min()
+        pre = res.events[res.events.phase == "pre_lock"].set_index("partition")
+        for _, r in h2d.iterrows():
+            assert r.end_ns <= first_wait[r.partition] and pre.loc[r.partition, "start_ns"] <= r.start_ns <= r.end_ns <= pre.loc[r.partition, "end_ns"]
     held = _intervals(res.events, "mutex_held")
     inside = [any(hs <= s and e <= he and hp == p for hs, he, hp, _ in held) for s, e, p, _ in _intervals(res.events, "h2d")]
     assert all(inside) == (not early) and any(inside) == (not early)
@@ -434,12 +446,15 @@ def test_pool_reuse_with_backpressure(prepared):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("transfer, scope, prep, tails", [("pageable", "coarse", "cpu", 1), ("registered", "coarse", "cpu", 1), ("pinned_pool", "coarse", "cpu", 1),
-                                                          ("resident", "coarse", "cpu", 1), ("pinned_pool", "submit", "gpu", 1), ("pinned_pool", "submit", "gpu", 3)])
-def test_gpu_pipeline_matches_cpu_reference(transfer, scope, prep, tails):
-    # submit: results deferred on the device, one stream shared by the workers, a/b/c copied before the mutex
-    c = PipelineConfig(n=1 << 8, partitions=4 if scope == "submit" else 2, device="gpu", transfer=transfer, gw=2, b_g2_terms=4, timeout_s=120,
-                       lock_scope=scope, prep=prep, tail_streams=tails)
+@pytest.mark.parametrize("transfer, scope, prep, tails, stage", [
+    ("pageable", "coarse", "cpu", 1, "in_lock"), ("registered", "coarse", "cpu", 1, "in_lock"), ("pinned_pool", "coarse", "cpu", 1, "in_lock"),
+    ("resident", "coarse", "cpu", 1, "in_lock"), ("pinned_pool", "submit", "gpu", 1, "in_lock"), ("pinned_pool", "submit", "gpu", 3, "in_lock"),
+    ("pinned_pool", "narrow", "gpu", 1, "pre_lock"), ("pageable", "coarse", "cpu", 1, "pre_lock")])
+def test_gpu_pipeline_matches_cpu_reference(transfer, scope, prep, tails, stage):
+    # submit: results deferred on the device, one stream shared by the workers, a/b/c copied before the mutex;
+    # h2d_stage="pre_lock": the copy before the mutex on the worker's own stream, its NTTs after it there
+    c = PipelineConfig(n=1 << 8, partitions=4 if scope == "submit" or stage == "pre_lock" else 2, device="gpu", transfer=transfer, gw=2,
+                       b_g2_terms=4, timeout_s=120, lock_scope=scope, prep=prep, tail_streams=tails, h2d_stage=stage)
     circuit, backend = prepare_backend(c)
     res = run_pipeline(c, prepared=(circuit, backend))
     assert res.ok, res.errors
@@ -452,8 +467,12 @@ def test_gpu_pipeline_matches_cpu_reference(transfer, scope, prep, tails):
     from zkgpu.metrics import detail_value
 
     h = res.events[(res.events["phase"] == "h2d") & res.events["detail"].str.contains("stage=ntt_msm_h")]
-    if transfer == "resident" or scope == "submit":  # copied before the mutex, not inside ntt_msm_h
+    if c.h2d_pre_lock:  # copied before the mutex, not inside ntt_msm_h: three event-timed copies, outside mutex_held
         assert h.empty
+        pre = res.events[(res.events["phase"] == "h2d") & res.events["detail"].str.contains("stage=pre_lock")]
+        assert len(pre) == c.partitions and (pre["bytes"] == 3 * c.n * 32).all() and (pre["gpu_ms"] > 0).all()
+        held = _intervals(res.events, "mutex_held")
+        assert not any(hs < e and s < he and hp == p for s, e, p, _ in _intervals(res.events, "h2d") for hs, he, hp, _ in held)
     else:  # three event-timed copies per partition; the exposed part never exceeds them
         assert len(h) == c.partitions and (h["bytes"] == 3 * c.n * 32).all()
         exposed, copy = detail_value(h, "exposed_ms"), detail_value(h, "stream_ms")
@@ -466,12 +485,19 @@ def test_gpu_pipeline_matches_cpu_reference(transfer, scope, prep, tails):
         assert (syncs["ntt_msm_h"] == 0).all() and (syncs["batch_add"] == 0).all() and (syncs["tail_msm"] == 0).all()
         assert len(syncs["gpu_wait"]) == c.partitions and (syncs["gpu_wait"] >= 1).all()
         # the GPU phases moved to the GPU clock (where the wait began before the work was done) never
-        # overlap: one shared stream runs them one after another, in the order the mutex gave
+        # overlap: one shared stream runs them one after another, in the order the mutex gave. A
+        # partition's rows share one anchor, its wait's return, which is later than the work's end by
+        # less than the wait's length (the waiting thread may get the GIL back late while the other
+        # worker submits; with no host sync in the submission the partitions' kernels run back to
+        # back): rows of two partitions may overlap by at most the longer of their gpu_wait phases.
         moved = ev["detail"].str.contains("clock=gpu", na=False)
-        assert moved.sum() == detail_value(ev[ev.phase == "gpu_wait"], "gpu_clock").sum()
+        waits = ev[ev.phase == "gpu_wait"]
+        assert moved.sum() == detail_value(waits, "gpu_clock").sum()
+        slack = dict(zip(waits.partition, waits.end_ns - waits.start_ns, strict=True))
         gpu = ev[moved & ev.phase.isin(["ntt_msm_h", "batch_add", "tail_msm"])]
-        iv = sorted(zip(gpu.start_ns, gpu.end_ns, strict=True))
-        assert all(e0 <= s1 + 20_000 for (_, e0), (s1, _) in itertools.pairwise(iv))  # 20 us: the events' resolution
+        rows = list(zip(gpu.start_ns, gpu.end_ns, gpu.partition, strict=True))
+        for (s0, e0, p0), (s1, e1, p1) in itertools.combinations(rows, 2):  # 20 us: the events' resolution
+            assert min(e0, e1) - max(s0, s1) <= 20_000 + (max(slack[p0], slack[p1]) if p0 != p1 else 0), (p0, p1)
     else:  # the phases read their results inside (at least the H computation's end and the H MSM's point)
         assert (syncs["ntt_msm_h"] >= 1).all() and len(syncs["gpu_wait"]) == 0
 

@@ -79,6 +79,25 @@ def test_record_command_and_bad_arguments(tmp_path):
     assert list(tmp_path.iterdir()) == [run_dir]  # rejected before any folder was made
 
 
+def test_per_scenario_partitions(tmp_path):
+    res = CliRunner().invoke(record.record_command, ["--device", "cpu", "--out", str(tmp_path), "--n", "32", "--partitions", "2",
+                                                    "--scenario", "baseline", "--scenario", "pinned_narrow", "--scenario-partitions", "pinned_narrow=1"])
+    assert res.exit_code == 0, res.output
+    (run_dir,) = tmp_path.iterdir()
+    sc = json.loads((run_dir / "manifest.json").read_text())["scenarios"]
+    assert sc["baseline"]["config"]["partitions"] == 2 and sc["pinned_narrow"]["config"]["partitions"] == 1
+    assert sc["pinned_narrow"]["partitions_ok"] == 1
+    for arg, msg in (("pinned_narrow", "NAME=K"), ("pinned_narrow=x", "NAME=K"), ("pinned_gw3=4", "does not run"), ("pinned_narrow=0", "must be in")):
+        bad = CliRunner().invoke(record.record_command, ["--device", "cpu", "--out", str(tmp_path), "--n", "32", "--scenario", "baseline",
+                                                         "--scenario", "pinned_narrow", "--scenario-partitions", arg])
+        assert bad.exit_code == 2 and msg in bad.output and "Traceback" not in bad.output, (arg, bad.output)
+    assert list(tmp_path.iterdir()) == [run_dir]  # rejected before any folder was made
+    # the last-mile set: the story over LAST_MILE_PARTITIONS, the alternatives (and only they) over fewer
+    assert set(record.LAST_MILE_ALTERNATIVE_PARTITIONS) < set(record.LAST_MILE_SCENARIOS) <= set(record.SCENARIOS)
+    assert "narrow_prep_gpu_h2d_pre_lock" in record.LAST_MILE_SCENARIOS
+    assert all(0 < k < record.LAST_MILE_PARTITIONS for k in record.LAST_MILE_ALTERNATIVE_PARTITIONS.values())
+
+
 def test_replay_reads_a_recording(recorded, monkeypatch):
     base, run_dir = recorded
     monkeypatch.setenv("ZKGPU_DATA", str(base))

@@ -123,6 +123,7 @@ PIPELINE_BAD = [
     (["--device", "cpu", "--transfer", "registered"], ["registered", "device='gpu'"]),
     (["--device", "cpu", "--timeout", "0"], ["--timeout"]),
     (["--device", "cpu", "--gw", "9"], ["--gw", "9"]),
+    (["--device", "cpu", "--h2d-stage", "early"], ["--h2d-stage", "early"]),
 ]
 
 
@@ -154,6 +155,13 @@ def test_python_m_pipeline_failed_partitions_exit_non_zero(tmp_path):
     assert m and int(m.group(1)) >= 1, res.stderr  # how many beat a 1 ns watchdog depends on the load
     lines = re.findall(r"^pageable-coarse\S*: partition \d+ (?:failed|cancelled) at \S+: \S", res.stderr, re.M)
     assert len(lines) == int(m.group(1)), res.stderr
+
+
+def test_python_m_pipeline_copies_before_the_mutex(tmp_path):
+    args = ["--device", "cpu", "--log-n", "4", "--partitions", "2", "--transfer", "pinned_pool", "--scope", "narrow", "--h2d-stage", "pre_lock", "--out", str(tmp_path)]
+    res = _run(args, "pipeline")
+    assert res.returncode == 0, res.stderr
+    assert "pinned_pool-narrow-gw2-n4-cpu-h2d_pre_lock" in res.stdout
 
 
 def test_python_m_pipeline_out_folders_unique_within_a_second(tmp_path):

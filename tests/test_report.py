@@ -17,6 +17,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from zkgpu import report
 from zkgpu.events import normalize_events
 from zkgpu.keynumbers import UNITS
+from zkgpu.optional import notebook_tools
 from zkgpu.replay import Recording
 
 # --------------------------------------------------------------------------- formatting
@@ -174,7 +175,7 @@ def test_kernel_runs_without_transport_warning(capfd):
 
 @pytest.mark.skipif(report.os.name != "posix", reason="IPC sockets need POSIX")
 def test_kernel_without_curve_uses_ipc(capfd, monkeypatch):
-    monkeypatch.setattr(report.zmq, "has", lambda feature: False)
+    monkeypatch.setattr(notebook_tools().zmq, "has", lambda feature: False)
     cfg = report.kernel_config()
     assert cfg.KernelManager.transport == "ipc" and "transport_encryption" not in cfg.KernelManager
     nb = _wide_notebook()
@@ -187,7 +188,7 @@ def test_kernel_config_uses_curve_only_where_the_kernelspec_declares_it(monkeypa
     class Spec:
         metadata: dict = {}
 
-    monkeypatch.setattr(report.KernelSpecManager, "get_kernel_spec", lambda self, name: Spec())
+    monkeypatch.setattr(notebook_tools().KernelSpecManager, "get_kernel_spec", lambda self, name: Spec())
     cfg = report.kernel_config()
     assert "transport_encryption" not in cfg.KernelManager
     if report.os.name == "posix":
@@ -285,3 +286,16 @@ def test_notebook_parameters_read_the_environment_once_and_check_it():
     assert report.resolve_report_mode("replay", {"ZKGPU_MODE": "live"}) == "replay"  # the argument wins
     with pytest.raises(ValueError, match="bogus"):
         report.resolve_report_mode(None, {"ZKGPU_MODE": "bogus"})
+
+
+def test_zkgpu_help_imports_no_notebook_machinery():
+    # the report's nbconvert / papermill / nbclient / nbformat come through zkgpu.optional.notebook_tools
+    # when notebooks run, not at start-up: `zkgpu --help` (and every other command) starts without them
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom zkgpu.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] in ('nbconvert', 'papermill', 'nbclient', 'nbformat', 'jupyter_client')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "Usage:" in out and "LOADED []" in out, out[-500:]
+    assert callable(notebook_tools().HTMLExporter) and notebook_tools() is notebook_tools()  # imported once, on use

@@ -1,16 +1,20 @@
 """Performance anchors measured beside zkgpu: the output of ``anchors/sppark-bench`` (sppark, the CUDA
 library of the seed's prover, carried as ``.anchors/sppark-bench`` and run by ``scripts/kernels_vs_sppark.sh``
-or ``scripts/ntt_vs_sppark.sh``) and zkgpu's NTT and MSM benchmark rows side by side, as ratios
-zkgpu / sppark for the same operation on the same GPU in the same call.
+or ``scripts/ntt_vs_sppark.sh``), of its PoRep-like sibling ``anchors/sppark-porep`` (this repository), and
+zkgpu's NTT and MSM benchmark rows side by side, as ratios zkgpu / sppark for the same operation on the same
+GPU in the same call.
 
 sppark's NTT rows are natural order in and out (``InputOutputOrder::NN``), device-resident, CUDA-event
 timed: ``dev_fwd``, ``dev_inv``, ``dev_coset_fwd``, ``dev_coset_inv``; they compare with zkgpu's
 ``forward-nn``, ``inverse-nn``, ``coset-nn`` and ``inverse-coset-nn`` (:data:`SPPARK_NTT_VARIANTS`).
 sppark's MSM row ``devpts_devsc`` (points and scalars already on the GPU, wall clock around the whole
 call including sppark's CPU-side combination of the windows) compares with zkgpu's ``bench msm`` rows
-``mode=device`` (CUDA events around :func:`zkgpu.msm.msm_device`). The anchor draws **uniform** scalars
-only, so zkgpu's PoRep-like rows are set against sppark's uniform time as context, marked
-``like_for_like=False`` (:data:`SPPARK_MSM_VARIANTS`).
+``mode=device, scalars=uniform`` (CUDA events around :func:`zkgpu.msm.msm_device`). The anchor draws uniform
+scalars only; ``anchors/sppark-porep`` times the same sppark call on PoRep-like scalars (45% zero, 45% one,
+10% uniform: the distribution of zkgpu's ``scalars=porep`` rows, drawn by its own seeded generator) as rows
+``devpts_devsc_porep``, which zkgpu's PoRep-like rows are compared with like for like. Where those rows are
+absent (recordings made before that driver), the PoRep-like rows are set against sppark's uniform time as
+context, marked ``like_for_like=False`` (:data:`SPPARK_MSM_VARIANTS`, :data:`SPPARK_MSM_CONTEXT`).
 """
 
 from __future__ import annotations
@@ -26,6 +30,11 @@ import pandas as pd
 __all__ = [
     "SPPARK_NTT_VARIANTS",
     "SPPARK_MSM_VARIANTS",
+    "SPPARK_MSM_CONTEXT",
+    "SPPARK_MSM_SCALARS",
+    "POREP_FILE",
+    "POREP_CONTROL_VARIANT",
+    "porep_driver_control",
     "VS_COLUMNS",
     "read_sppark",
     "sppark_provenance",
@@ -48,6 +57,7 @@ SPPARK_NTT_VARIANTS = {
 }
 SPPARK_MSM_VARIANTS = {
     ("device", "uniform"): "devpts_devsc",
+<<<<<<< HEAD
     ("device", "porep"): "devpts_devsc",
     ("device_precomp", "uniform"): "devpts_devsc",
     ("device_precomp", "porep"): "devpts_devsc",
@@ -56,26 +66,49 @@ SPPARK_MSM_VARIANTS = {
 scalars only: the PoRep-like row is context, not a like-for-like comparison. ``device_precomp`` rows (the MSM over
 precomputed shifted bases, :mod:`zkgpu.msm_precomp`, its table built once beforehand and not timed) are the
 variants ``precomp-uniform`` / ``precomp-porep``."""
+=======
+    ("device", "porep"): "devpts_devsc_porep",
+}
+"""zkgpu ``bench msm`` (mode, scalars) -> the sppark MSM row with the same scalar distribution (``devpts_devsc``:
+the anchor's uniform scalars; ``devpts_devsc_porep``: ``anchors/sppark-porep``'s PoRep-like ones)."""
+SPPARK_MSM_CONTEXT = {("device", "porep"): "devpts_devsc"}
+"""The sppark row a zkgpu (mode, scalars) falls back to, as context (``like_for_like=False``), at a size where the
+sppark output has no :data:`SPPARK_MSM_VARIANTS` row at all (not even a deadline-skipped one)."""
+SPPARK_MSM_SCALARS = {"devpts_devsc": "uniform", "devpts_devsc_porep": "porep"}
+"""sppark MSM row -> the scalar distribution it was measured with (zkgpu's ``scalars`` names)."""
+>>>>>>> main
 VS_COLUMNS = ["op", "variant", "log_n", "sppark_ms", "zkgpu_ms", "ratio", "kernel", "zkgpu_variant", "sppark_variant",
               "sppark_scalars", "like_for_like"]
 """Columns of :func:`vs_sppark`'s table (times: medians in ms; ratio = zkgpu_ms / sppark_ms, < 1: zkgpu faster)."""
 _NTT_ORDER = ["forward", "inverse", "coset", "inverse-coset"]
+<<<<<<< HEAD
 _MSM_ORDER = ["uniform", "porep", "precomp-uniform", "precomp-porep"]
+=======
+_MSM_ORDER = ["uniform", "porep"]
+POREP_FILE = "sppark_porep.txt"
+"""The output of ``anchors/sppark-porep/run.sh`` in a run folder (sppark-bench's format, rows ``devpts_devsc_porep``)."""
+POREP_CONTROL_VARIANT = "devpts_devsc_uniform"
+"""``anchors/sppark-porep --uniform-control``'s rows: its own timing of the anchor's ``devpts_devsc`` call on uniform
+scalars, a check that both drivers time sppark alike (never compared with zkgpu)."""
+>>>>>>> main
 _COLUMNS = ["op", "lg_n", "variant", "median_ms", "min_ms", "max_ms", "repeats", "check"]
 
 
-def read_sppark(path: str | Path) -> pd.DataFrame:
+def read_sppark(path: str | Path, *more: str | Path) -> pd.DataFrame:
     """The CSV rows of a sppark-bench output file (``sppark.txt``; ``#`` comment lines and the ``gpu,`` line
-    skipped): columns op, lg_n, variant, median_ms, min_ms, max_ms (ms), repeats, check. Rows skipped by
-    the benchmark's deadline have NaN times.
+    skipped), followed by those of the ``more`` files of the same format (``anchors/sppark-porep``'s
+    ``sppark_porep.txt``): columns op, lg_n, variant, median_ms, min_ms, max_ms (ms), repeats, check. Rows
+    skipped by the benchmark's deadline have NaN times.
 
     Raises:
-        FileNotFoundError: no such file. ValueError: the file holds no result table.
+        FileNotFoundError: no such file. ValueError: a file holds no result table.
     """
-    lines = Path(path).read_text().splitlines()
-    rows = [ln for ln in lines if ln.startswith(("ntt,", "msm,"))]
-    if not rows:
-        raise ValueError(f"{path}: no sppark-bench result rows (lines starting with 'ntt,' or 'msm,')")
+    rows = []
+    for p in (path, *more):
+        got = [ln for ln in Path(p).read_text().splitlines() if ln.startswith(("ntt,", "msm,"))]
+        if not got:
+            raise ValueError(f"{p}: no sppark-bench result rows (lines starting with 'ntt,' or 'msm,')")
+        rows += got
     df = pd.read_csv(io.StringIO("\n".join(rows)), names=_COLUMNS, header=None)
     for c in ("median_ms", "min_ms", "max_ms"):
         df[c] = pd.to_numeric(df[c], errors="coerce")
@@ -83,17 +116,17 @@ def read_sppark(path: str | Path) -> pd.DataFrame:
 
 
 def sppark_provenance(path: str | Path) -> dict[str, Any]:
-    """What a sppark-bench output says about itself, for a manifest: ``vendor`` (name -> commit, from the
-    ``# vendor:`` lines that run.sh copies from VENDOR_COMMITS), ``revision`` (the binary's sppark@commit
-    line) and ``gpu`` (its ``gpu,`` line), each absent when the file lacks it."""
+    """What a sppark-bench (or sppark-porep) output says about itself, for a manifest: ``vendor`` (name -> commit,
+    from the ``# vendor:`` lines that run.sh copies from VENDOR_COMMITS), ``revision`` (the binary's
+    sppark@commit line) and ``gpu`` (its ``gpu,`` line), each absent when the file lacks it."""
     out: dict[str, Any] = {}
     for ln in Path(path).read_text().splitlines():
         if ln.startswith("# vendor:"):
             parts = ln[len("# vendor:"):].split()
             if len(parts) >= 2:
                 out.setdefault("vendor", {})[parts[0]] = parts[1]
-        elif ln.startswith("# sppark_bench:") and "revision" not in out:
-            out["revision"] = ln[len("# sppark_bench:"):].strip()
+        elif ln.startswith(("# sppark_bench:", "# sppark_porep:")) and "revision" not in out:
+            out["revision"] = ln.split(":", 1)[1].strip()
         elif ln.startswith("gpu,") and "gpu" not in out:
             out["gpu"] = ln[len("gpu,"):].strip()
     return out
@@ -151,9 +184,10 @@ def vs_sppark(
         a DataFrame with :data:`VS_COLUMNS`: op ``ntt`` (variants forward, inverse, coset, inverse-coset, natural
         order) or ``msm`` (variants uniform, porep: the scalar distribution of zkgpu's run), ``sppark_ms`` and
         ``zkgpu_ms`` (medians, ms), ``ratio`` = zkgpu_ms / sppark_ms, ``kernel`` (NTT kernel spec, or the MSM
-        build variant), the two benchmarks' own variant names, ``sppark_scalars`` (``uniform`` for MSM rows)
-        and ``like_for_like`` (False for zkgpu's PoRep-like scalars against sppark's uniform ones). A size
-        the sppark run skipped (deadline) has NaN sppark_ms and ratio.
+        build variant), the two benchmarks' own variant names, ``sppark_scalars`` (MSM rows: ``uniform`` or
+        ``porep``, the distribution of the sppark row used) and ``like_for_like`` (False only where zkgpu's
+        PoRep-like row falls back to sppark's uniform time: :data:`SPPARK_MSM_CONTEXT`). A size the sppark
+        run skipped (deadline) has NaN sppark_ms and ratio.
     """
     parts = []
     if ntt_rows is not None and len(z := pd.DataFrame(ntt_rows)):
@@ -164,6 +198,7 @@ def vs_sppark(
         parts.append(n.assign(op="ntt", zkgpu_variant=n["variant"], sppark_variant=n["variant"].map(back),
                               variant=n["variant"].map(_ntt_op_variant), sppark_scalars="", like_for_like=True))
     if msm_rows is not None and len(m := pd.DataFrame(msm_rows)):
+<<<<<<< HEAD
         m = m.rename(columns={"log2_n": "log_n", "median_ms": "zkgpu_ms"})
         m = m[[(mode, sc) in SPPARK_MSM_VARIANTS for mode, sc in zip(m["mode"], m["scalars"], strict=True)]]
         m = m.assign(sppark_variant=[SPPARK_MSM_VARIANTS[(mode, sc)] for mode, sc in zip(m["mode"], m["scalars"], strict=True)])
@@ -172,6 +207,9 @@ def vs_sppark(
         parts.append(m.assign(op="msm", variant=m["scalars"].where(m["mode"] == "device", "precomp-" + m["scalars"]), kernel=m.get("variant", ""), zkgpu_variant=m["mode"] + "/" + m["scalars"],
                               sppark_scalars="uniform", like_for_like=m["scalars"] == "uniform",
                               ratio=m["zkgpu_ms"] / m["sppark_ms"]))
+=======
+        parts.append(_msm_vs_sppark(m, sppark))
+>>>>>>> main
     if not parts:
         return pd.DataFrame(columns=VS_COLUMNS)
     out = pd.concat([p[VS_COLUMNS] for p in parts], ignore_index=True)
@@ -180,10 +218,33 @@ def vs_sppark(
     return out.reset_index(drop=True).astype({"log_n": int, "like_for_like": bool})
 
 
+def _msm_vs_sppark(msm_rows: pd.DataFrame, sppark: pd.DataFrame) -> pd.DataFrame:
+    """zkgpu's MSM rows joined with the sppark row of the same scalar distribution (:data:`SPPARK_MSM_VARIANTS`), or,
+    at a size where sppark has no such row, with the :data:`SPPARK_MSM_CONTEXT` one; rows with neither are dropped. A
+    sppark row whose result failed its blst check (``check=FAIL``) has NaN sppark_ms and ratio."""
+    m = msm_rows.rename(columns={"log2_n": "log_n", "median_ms": "zkgpu_ms"})
+    keys = list(zip(m["mode"], m["scalars"], strict=True))
+    m = m[[k in SPPARK_MSM_VARIANTS for k in keys]]
+    s = sppark[sppark["op"] == "msm"].rename(columns={"lg_n": "log_n", "median_ms": "sppark_ms", "variant": "sppark_variant"})
+    s = s.assign(sppark_ms=s["sppark_ms"].where(s["check"] != "FAIL"))  # a wrong result times nothing: NaN, no ratio
+    have = set(zip(s["log_n"], s["sppark_variant"], strict=True))
+
+    def pick(lg: int, mode: str, sc: str) -> str:
+        v = SPPARK_MSM_VARIANTS[(mode, sc)]
+        return v if (lg, v) in have else SPPARK_MSM_CONTEXT.get((mode, sc), v)
+
+    m = m.assign(sppark_variant=[pick(lg, mo, sc) for lg, mo, sc in zip(m["log_n"], m["mode"], m["scalars"], strict=True)])
+    m = m.merge(s[["log_n", "sppark_variant", "sppark_ms"]], on=["log_n", "sppark_variant"], how="inner")
+    sc_sp = m["sppark_variant"].map(SPPARK_MSM_SCALARS)
+    return m.assign(op="msm", variant=m["scalars"], kernel=m.get("variant", ""), zkgpu_variant=m["mode"] + "/" + m["scalars"],
+                    sppark_scalars=sc_sp, like_for_like=sc_sp == m["scalars"], ratio=m["zkgpu_ms"] / m["sppark_ms"])
+
+
 def load_vs_sppark(run_dir: str | Path, kernel: str | None = None) -> pd.DataFrame:
-    """:func:`vs_sppark` of a ``bench-sppark`` run folder (``zkgpu bench sppark``: ``sppark.txt`` plus
-    ``ntt.csv`` and/or ``msm.csv``). ``kernel`` defaults to the folder manifest's ``ntt_kernel``; only the
-    manifest's ``sizes_log2`` (the compared sizes, when it names them) are kept.
+    """:func:`vs_sppark` of a ``bench-sppark`` run folder (``zkgpu bench sppark``: ``sppark.txt``, with
+    ``sppark_porep.txt`` when the PoRep-like sppark driver ran, plus ``ntt.csv`` and/or ``msm.csv``). ``kernel``
+    defaults to the folder manifest's ``ntt_kernel``; only the manifest's ``sizes_log2`` (the compared sizes,
+    when it names them) are kept.
 
     Raises:
         FileNotFoundError: no sppark.txt, or neither ntt.csv nor msm.csv. ValueError: sppark.txt has no rows.
@@ -195,25 +256,52 @@ def load_vs_sppark(run_dir: str | Path, kernel: str | None = None) -> pd.DataFra
     if not (ntt_csv.exists() or msm_csv.exists()):
         raise FileNotFoundError(f"{run_dir}: neither ntt.csv nor msm.csv (not a bench-sppark run folder)")
     m = json.loads((run_dir / "manifest.json").read_text()) if (run_dir / "manifest.json").exists() else {}
+    porep = [run_dir / POREP_FILE] if (run_dir / POREP_FILE).exists() else []
     vs = vs_sppark(pd.read_csv(ntt_csv) if ntt_csv.exists() else None, pd.read_csv(msm_csv) if msm_csv.exists() else None,
-                   read_sppark(run_dir / "sppark.txt"), kernel=kernel or m.get("ntt_kernel"))
+                   read_sppark(run_dir / "sppark.txt", *porep), kernel=kernel or m.get("ntt_kernel"))
     sizes = m.get("sizes_log2")
     return vs if not sizes else vs[vs["log_n"].isin(sizes)].reset_index(drop=True)
 
 
+<<<<<<< HEAD
 def row_label(op: str, variant: str) -> str:
     """The display name of a :func:`vs_sppark` row: ``NTT forward`` ... ``MSM uniform``,
     ``MSM PoRep-like (sppark: uniform)``, ``MSM precomputed bases, uniform`` ..."""
     if op == "msm":
         pre, scalars = ("precomputed bases, ", variant[8:]) if variant.startswith("precomp-") else ("", variant)
         return f"MSM {pre}" + ("PoRep-like (sppark: uniform)" if scalars == "porep" else scalars)
+=======
+def porep_driver_control(sppark: pd.DataFrame, sizes: Iterable[int] | None = None) -> dict[str, Any]:
+    """The PoRep-like driver's uniform control rows (:data:`POREP_CONTROL_VARIANT`) beside the anchor's ``devpts_devsc``
+    of the same call, per size: ``{"2^k": {"porep_driver_ms", "anchor_ms", "ratio"}}`` (medians, ms; ratio =
+    porep_driver_ms / anchor_ms, near 1 when both drivers time sppark alike; None where a side was skipped). Only
+    sizes with both rows (and in ``sizes``, when given); empty without control rows."""
+    s = sppark[sppark["op"] == "msm"]
+    anchor = s[s["variant"] == "devpts_devsc"].drop_duplicates("lg_n").set_index("lg_n")["median_ms"]
+    ctrl = s[s["variant"] == POREP_CONTROL_VARIANT].drop_duplicates("lg_n").set_index("lg_n")["median_ms"]
+    keep = None if sizes is None else set(sizes)
+    out: dict[str, Any] = {}
+    for lg in sorted(set(anchor.index) & set(ctrl.index)):
+        if keep is None or lg in keep:
+            c, a = ctrl[lg], anchor[lg]
+            out[f"2^{lg}"] = {"porep_driver_ms": None if pd.isna(c) else float(c), "anchor_ms": None if pd.isna(a) else float(a),
+                              "ratio": None if pd.isna(c) or pd.isna(a) else float(c / a)}
+    return out
+
+
+def row_label(op: str, variant: str, like_for_like: bool = True) -> str:
+    """The display name of a :func:`vs_sppark` row: ``NTT forward`` ... ``MSM uniform``, ``MSM PoRep-like``
+    (against sppark on PoRep-like scalars), ``MSM PoRep-like (sppark: uniform)`` (against its uniform time)."""
+    if op == "msm" and variant == "porep":
+        return "MSM PoRep-like" if like_for_like else "MSM PoRep-like (sppark: uniform)"
+>>>>>>> main
     return f"{op.upper()} {variant}"
 
 
 def _one_kernel(vs: pd.DataFrame) -> pd.DataFrame:
     if vs.duplicated(["op", "variant", "log_n"]).any():
         raise ValueError("several zkgpu kernels per (op, variant, log_n): pass kernel= to vs_sppark / load_vs_sppark")
-    return vs.assign(row=[row_label(o, v) for o, v in zip(vs["op"], vs["variant"], strict=True)])
+    return vs.assign(row=[row_label(o, v, bool(k)) for o, v, k in zip(vs["op"], vs["variant"], vs["like_for_like"], strict=True)])
 
 
 def ratio_table(vs: pd.DataFrame) -> pd.DataFrame:

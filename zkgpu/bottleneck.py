@@ -7,10 +7,14 @@
   ``zkgpu bench prep`` table scaled by the measured slowdown of the ``cpu`` variant in the pipeline;
   :func:`prep_workload`: the scalars one partition's prep_msm classifies.
 * :func:`predict`: :func:`zkgpu.model.simulate` of a scenario with that prep time;
-  :func:`predictions`: that for every prep scenario, calibrated on the recording (and on an earlier
-  one, :func:`prior_recording`).
-* The notebook's tables: :func:`idle_table`, :func:`steps_table`, :func:`prediction_vs_measurement`;
-  issue 12's targets: :func:`acceptance`, :func:`acceptance_markdown`; its key numbers:
+  :func:`predictions`: that for every prep scenario (and for steps not yet recorded), each
+  calibrated on another scenario of the recording with the same prep placement
+  (:func:`calibration_scenario`: the GPU phases' host part depends on what the host's CPUs do),
+  and on an earlier recording of the same scenario (:func:`prior_recording`).
+* The notebook's tables: :func:`idle_table`, :func:`lock_table` (what the mutex holds, the copy of
+  a/b/c inside it or not), :func:`steps_table`, :func:`prediction_vs_measurement`; the targets
+  (utilization, throughput against the baseline and the compute-only bound, the model's error):
+  :func:`acceptance`, :func:`acceptance_markdown`; the key numbers:
   :func:`key_numbers`, :func:`summary`.
 * :func:`last_mile_source`: the newest last-mile recording (``data/last-mile/``), replayed.
 """
@@ -18,7 +22,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +42,7 @@ from .replay import (
     find_benchmarks,
     find_recordings,
     scenario_table,
+    story_order,
 )
 
 __all__ = [
@@ -48,8 +54,11 @@ __all__ = [
     "prep_workload",
     "prep_ms_prediction",
     "predict",
+    "prep_placement",
+    "calibration_scenario",
     "predictions",
     "idle_table",
+    "lock_table",
     "steps_table",
     "prediction_vs_measurement",
     "acceptance",
@@ -115,14 +124,70 @@ def prep_ms_prediction(bench: pd.DataFrame, variant: str, scalars: int, measured
 
 
 def predict(params: ModelParams, *, prep_ms: float, gw: int, scope: str = "narrow", transfer: str = "pinned_pool",
-            partitions: int = 16, max_queue: int | None = None, run: str | None = None) -> ModelResult:
+            partitions: int = 16, max_queue: int | None = None, run: str | None = None, h2d_stage: str = "in_lock") -> ModelResult:
     """:func:`zkgpu.model.simulate` with prep_msm taking ``prep_ms`` (ms, >= 0) instead of the
     calibrated ``params.prep_msm_ms``; everything else as calibrated."""
     if not (math.isfinite(prep_ms) and prep_ms >= 0):
         raise ValueError(f"prep_ms must be a finite number >= 0, got {prep_ms!r}")
-    speedup = params.prep_msm_ms / max(prep_ms, 1e-6) if params.prep_msm_ms > 0 else 1.0
-    return simulate(params, partitions=partitions, gw=gw, scope=scope, transfer=transfer, prep_speedup=speedup,
-                    max_queue=max_queue, run=run)
+    return simulate(replace(params, prep_msm_ms=float(prep_ms)), partitions=partitions, gw=gw, scope=scope, transfer=transfer,
+                    h2d_stage=h2d_stage, max_queue=max_queue, run=run)
+
+
+#: how much each setting that differs weighs when :func:`calibration_scenario` picks the run a
+#: prediction is calibrated on: the lock scope and the transfer path change what the lock holds,
+#: concurrent tails and more workers change how the GPU phases share the device; the H2D stage
+#: is what the model itself moves (:mod:`zkgpu.model`), so it weighs least
+_CALIBRATION_WEIGHTS = {"transfer": 4, "lock_scope": 3, "tail_streams": 2, "gw": 2, "h2d_stage": 1}
+_SETTING_DEFAULTS: dict[str, Any] = {"prep": "cpu", "tail_streams": 1, "h2d_stage": "in_lock", "gw": 2}
+
+
+def prep_placement(settings: dict[str, Any]) -> str:
+    """Where a scenario's prep_msm runs: ``gpu`` (``prep="gpu"``: kernels, the host copies aux and
+    launches) or ``cpu`` (``cpu``, ``cpu_parallel``: numpy or numba threads that compete with the GPU
+    workers' host side). It decides the host component of the GPU phases (see :func:`predictions`)."""
+    return "gpu" if settings.get("prep", "cpu") == "gpu" else "cpu"
+
+
+def calibration_scenario(source: Source, name: str, settings: dict[str, Any]) -> str | None:
+    """The recorded scenario of ``source`` that the model calibrates ``name``'s prediction on:
+    another scenario (never ``name`` itself, nor ``compute_only``) whose prep_msm runs in the same
+    place (:func:`prep_placement`), with the fewest weighted differences in transfer, lock scope,
+    tail streams, gw and H2D stage (weights :data:`_CALIBRATION_WEIGHTS`), ties broken by the
+    story's order; None when no scenario has the same prep placement."""
+    def val(st: dict[str, Any], k: str) -> Any:
+        return st.get(k, _SETTING_DEFAULTS.get(k))
+
+    rec = source.recording
+    cands = []
+    for order, other in enumerate(story_order(rec.scenarios)):
+        if other in (name, "compute_only") or not source.has(other):
+            continue
+        st = _settings(rec.scenario(other))
+        if prep_placement(st) != prep_placement(settings):
+            continue
+        cost = sum(w for k, w in _CALIBRATION_WEIGHTS.items() if str(val(st, k)) != str(val(settings, k)))
+        cands.append((cost, order, other))
+    return min(cands)[2] if cands else None
+
+
+def _prep_ms(source: Source, name: str, st: dict[str, Any], params: ModelParams, calibrated_on: str, cfg: dict[str, Any],
+             bench: pd.DataFrame | None, bench_label: str) -> tuple[float, str]:
+    """prep_msm ms of ``name`` and where it comes from (see :func:`predictions`)."""
+    variant = st.get("prep", "cpu")
+    if _settings(source.recording.scenario(calibrated_on)).get("prep", "cpu") == variant:
+        return params.prep_msm_ms, f"prep_msm of {calibrated_on} (same variant)"
+    same = [o for o in story_order(source.scenarios) if o != name and _settings(source.recording.scenario(o)).get("prep", "cpu") == variant]
+    if same:
+        rows = source.events(same[0])
+        rows = rows[rows["phase"] == "prep_msm"]
+        if len(rows):
+            return float(((rows["end_ns"] - rows["start_ns"]) / 1e6).mean()), f"prep_msm of {same[0]} (same variant, mean)"
+    if bench is not None and len(bench) and source.has("pinned_narrow"):
+        cpu = source.events("pinned_narrow")
+        cpu = cpu[cpu["phase"] == "prep_msm"]
+        p = prep_ms_prediction(bench, variant, prep_workload(cfg), float(((cpu["end_ns"] - cpu["start_ns"]) / 1e6).median()))
+        return p["predicted_ms"], f"bench prep {bench_label} x {p['slowdown']:.2f} (cpu slowdown in pinned_narrow)".strip()
+    return 0.0, "0 ms: no recorded run or benchmark of this prep variant (prep_msm assumed off the critical path)"
 
 
 # --------------------------------------------------------------------------- notebook 07b tables
@@ -136,7 +201,7 @@ the other notebooks, which replay the newest ``data/*-record*`` with the full sc
 not see them."""
 
 #: the settings that name a scenario (``settings`` of a manifest entry; older entries: its ``config``)
-_SETTING_KEYS = ("transfer", "lock_scope", "gw", "prep", "tail_streams")
+_SETTING_KEYS = ("transfer", "lock_scope", "gw", "prep", "tail_streams", "h2d_stage")
 
 
 def _settings(entry: dict[str, Any]) -> dict[str, Any]:
@@ -146,12 +211,12 @@ def _settings(entry: dict[str, Any]) -> dict[str, Any]:
     return {k: cfg[k] for k in _SETTING_KEYS if k in cfg}
 
 
-def _story_step(settings: dict[str, Any]) -> tuple[int, int, bool, int]:
-    """The last-mile story's order: CPU-parallel prep, then GPU prep, more workers, concurrent
-    tail MSMs, then the mutex over the submission only, and last no shared mutex (each step
-    changes one more thing)."""
+def _story_step(settings: dict[str, Any]) -> tuple[int, int, bool, bool, int]:
+    """The last-mile story's order: CPU-parallel prep, then GPU prep, the H2D before the mutex,
+    more workers, concurrent tail MSMs, then the mutex over the submission only, and last no
+    shared mutex (each step changes one more thing)."""
     return ({"none": 2, "submit": 1}.get(str(settings.get("lock_scope", "")), 0), int(settings.get("tail_streams", 1)),
-            settings.get("prep") != "cpu_parallel", int(settings.get("gw", 2)))
+            settings.get("prep") != "cpu_parallel", settings.get("h2d_stage", "in_lock") == "pre_lock", int(settings.get("gw", 2)))
 
 
 def prep_scenarios(source: Source | Recording) -> dict[str, dict[str, Any]]:
@@ -219,67 +284,111 @@ def prior_recording(source: Source, base: str | Path | None = None) -> Recording
     return max(older, key=lambda r: r.date) if older else None
 
 
-def predictions(source: Source, *, calibrate_on: str = "pinned_narrow", bench: pd.DataFrame | None = None,
-                bench_label: str = "", prior: Recording | None = None) -> tuple[pd.DataFrame, dict[str, ModelResult]]:
-    """The model's prediction for every :func:`prep_scenarios` entry, made without its measurement
-    in ``source``: calibrated on ``calibrate_on`` of ``source`` (:func:`zkgpu.calibration.calibrated_params`),
-    with prep_msm taking the time :func:`prep_ms_prediction` gives from ``bench`` (a ``zkgpu bench
-    prep`` table), or 0 ms without one (the bound where prep_msm no longer limits); batch_add and
-    tail_msm stay as calibrated (the model does not know how well ``tail_streams=3`` overlaps them).
-    ``prep_basis`` says which. Where ``prior`` (an earlier :class:`~zkgpu.replay.Recording`, e.g.
+def predictions(source: Source, *, bench: pd.DataFrame | None = None, bench_label: str = "", prior: Recording | None = None,
+                extra: Mapping[str, dict[str, Any]] | None = None) -> tuple[pd.DataFrame, dict[str, ModelResult]]:
+    """The model's prediction for every :func:`prep_scenarios` entry (and every ``extra`` scenario
+    not recorded: name -> settings, e.g. the next step before its recording), each made without
+    that scenario's own measurement.
+
+    The model's structure follows what changes between the steps (:mod:`zkgpu.model`): the lock
+    scope, the H2D stage (the copy inside ntt_msm_h, or before the mutex with the H computation
+    on device-resident inputs), gw and prep_msm's time are simulated. The GPU phases' wall time
+    (``h_msm``, ``batch_add``, ``tail_msm``, the H computation) is kernel time *plus* the host's
+    part inside them (Python launches, the MSM's size read-backs), and the host part depends on
+    what the host's CPUs are doing — numpy or numba prep threads beside the synthesis and load
+    threads slow it (record-2: the same kernels took 138 ms per partition next to GPU prep, 175 ms
+    next to numpy prep) — and on the code's host syncs. So each scenario is calibrated
+    (:func:`zkgpu.calibration.calibrated_params`) on :func:`calibration_scenario`: another
+    scenario of the same recording (same code, same syncs, same host load) whose prep_msm runs in
+    the same place, the closest in settings. prep_msm's time comes from the recording: the
+    calibration scenario's own prep_msm when it runs the same variant, else another recorded
+    scenario's of that variant, else a ``zkgpu bench prep`` table (``bench``) scaled by the ``cpu``
+    variant's slowdown in pinned_narrow (:func:`prep_ms_prediction`), else 0 ms (the bound where
+    prep_msm no longer limits); ``prep_basis`` says which. ``lock_scope="none"`` (two workers'
+    kernels sharing the GPU, which no other scope measures) is predicted only from an earlier
+    run of it: where ``prior`` (an earlier :class:`~zkgpu.replay.Recording`, e.g.
     :func:`prior_recording`) recorded the same scenario, ``prior_partitions_per_min`` is the model
-    calibrated on that earlier run instead (the only prediction for ``lock_scope="none"``, whose
-    phase durations depend on how the workers share the GPU). Partitions, queue depth and gw as
-    the recording's configuration (or the calibration scenario's where the scenario was not
-    recorded).
+    calibrated on that earlier run. Partitions, queue depth and gw as the scenario's recorded
+    configuration (or, not recorded, its calibration scenario's).
 
     Returns:
         ``(table, {scenario: ModelResult})`` (the calibration-based runs); the table has ``prep``,
-        ``gw``, ``prep_ms``, ``prep_basis``, ``partitions_per_min`` (over the GPU window),
-        ``model_util`` (the model's kernel utilization, which counts the whole copy as
-        non-compute) and ``prior_partitions_per_min``; ``attrs["params"]`` holds the calibrated
-        :class:`~zkgpu.model.ModelParams`, ``attrs["prior_sims"]`` the prior-calibrated runs.
-
-    Raises:
-        ValueError: the calibration scenario is missing (names it).
+        ``gw``, ``h2d_stage``, ``calibrated_on``, ``prep_ms``, ``prep_basis``, ``partitions_per_min``
+        (over the GPU window), ``model_util`` (the model's kernel utilization, which counts the whole
+        copy as non-compute) and ``prior_partitions_per_min``; ``attrs["params"]`` holds each
+        prediction's calibrated :class:`~zkgpu.model.ModelParams`, ``attrs["prior_sims"]`` the
+        prior-calibrated runs.
     """
-    if not source.has(calibrate_on):
-        raise ValueError(f"predictions: {calibrate_on!r} is not in {source.recording.path.name}; recorded: {source.scenarios}")
-    params = calibrated_params(source, scenario=calibrate_on)
-    base_cfg = source.config(calibrate_on)
-    rows, sims, prior_sims = {}, {}, {}
-    for name, st in prep_scenarios(source).items():
-        cfg = source.config(name) if source.has(name) else {**base_cfg, **st}
-        run_kw = dict(gw=int(st["gw"]), scope=st["lock_scope"], transfer=st["transfer"], partitions=int(cfg.get("partitions", 16)),
-                      max_queue=int(cfg.get("queue_depth") or 0) or None, run=f"model-{name}")
-        row: dict[str, Any] = {"prep": st["prep"], "gw": st["gw"], "prep_ms": float("nan"), "prep_basis": "", "partitions_per_min": float("nan"),
+    todo = dict(prep_scenarios(source))
+    for name, st in (extra or {}).items():
+        if name not in todo and not source.has(name) and st.get("prep", "cpu") != "cpu":
+            todo[name] = {k: st[k] for k in _SETTING_KEYS if k in st}
+    rows, sims, prior_sims, params_used = {}, {}, {}, {}
+    for name, st in todo.items():
+        base = calibration_scenario(source, name, st)
+        cfg = source.config(name) if source.has(name) else {**(source.config(base) if base else {}), **st}
+        run_kw = dict(gw=int(st.get("gw", 2)), scope=st["lock_scope"], transfer=st["transfer"], partitions=int(cfg.get("partitions", 16)),
+                      max_queue=int(cfg.get("queue_depth") or 0) or None, run=f"model-{name}", h2d_stage=str(st.get("h2d_stage", "in_lock")))
+        pre = run_kw["h2d_stage"] == "pre_lock" or st["lock_scope"] == "submit" or st["transfer"] == "resident"  # PipelineConfig.h2d_pre_lock
+        row: dict[str, Any] = {"prep": st.get("prep", "cpu"), "gw": st.get("gw", 2), "h2d_stage": "pre_lock" if pre else "in_lock", "calibrated_on": base or "",
+                               "prep_ms": float("nan"), "prep_basis": "", "partitions_per_min": float("nan"),
                                "model_util": float("nan"), "prior_partitions_per_min": float("nan")}
         if prior is not None and name in prior.scenarios and prior.scenario(name).get("events"):
             # an earlier recording of this very configuration: calibrate on it, predict this run
-            pp = calibrated_params(Source("recorded-gpu", prior, "replay"), scenario=name)
+            pp = calibrated_params(Source("recorded-gpu", prior, "replay"), scenario=name, stat="mean")
             prior_sims[name] = predict(pp, prep_ms=pp.prep_msm_ms, **run_kw)
             row["prior_partitions_per_min"] = prior_sims[name].partitions_per_min
-        if st["lock_scope"] == "none":
-            # no shared mutex: the phases' durations depend on how the workers share the GPU, which
-            # only a run with the same concurrency measures (the prior-calibrated column)
-            row["prep_basis"] = "lock_scope='none': predicted only from an earlier run of it (prior_partitions_per_min)"
+        if st["lock_scope"] == "none" or base is None:
+            row["prep_basis"] = ("lock_scope='none': predicted only from an earlier run of it (prior_partitions_per_min)" if st["lock_scope"] == "none"
+                                 else f"no other recorded scenario runs prep_msm on the {prep_placement(st)}: not predicted")
             rows[name] = row
             continue
-        if bench is not None and len(bench):
-            p = prep_ms_prediction(bench, st["prep"], prep_workload(cfg), params.prep_msm_ms)
-            prep_ms, basis = p["predicted_ms"], f"bench prep {bench_label} x {p['slowdown']:.2f} (cpu slowdown in {calibrate_on})".strip()
-        else:
-            prep_ms, basis = 0.0, "0 ms: no prep benchmark recorded (prep_msm assumed off the critical path)"
-        if int(st.get("tail_streams", 1)) > 1:
-            basis += "; tail_streams=3 not modelled (batch_add and tail_msm as calibrated)"
+        try:
+            params = params_used[name] = calibrated_params(source, scenario=base, stat="mean")
+        except ValueError as exc:  # e.g. a pageable run without a pinned one to take the pinned rate from
+            row["prep_basis"] = f"not predicted: calibrating on {base} failed ({exc})"
+            rows[name] = row
+            continue
+        prep_ms, basis = _prep_ms(source, name, st, params, base, cfg, bench, bench_label)
         sims[name] = predict(params, prep_ms=prep_ms, **run_kw)
         row.update(prep_ms=prep_ms, prep_basis=basis, partitions_per_min=sims[name].partitions_per_min, model_util=sims[name].compute_util)
         rows[name] = row
     out = pd.DataFrame.from_dict(rows, orient="index")
     out.index.name = "scenario"
-    out.attrs["params"] = params
+    out.attrs["params"] = params_used
     out.attrs["prior_sims"] = prior_sims
     return out, sims
+
+
+def lock_table(source: Source, names: Iterable[str]) -> pd.DataFrame:
+    """What each recorded scenario in ``names`` holds the mutex for, per partition: ``h2d_stage``
+    (``in_lock``: a/b/c copied inside ntt_msm_h; ``pre_lock``: before the mutex), ``h2d_ms`` (the
+    copy's wall time, the host waiting for its three copies, median per partition), ``h2d_dma_ms``
+    (the same copies on the GPU timeline, CUDA events, ``gpu_ms``), ``in_lock_h2d_ms`` (the part of
+    ``h2d_ms`` spent holding the mutex), ``mutex_held_ms`` (both held intervals, mean per partition:
+    means add up as the run does), ``ntt_msm_h_ms`` (median) and ``partitions_per_min`` over the GPU
+    window (:func:`zkgpu.model.utilization`)."""
+    rows = {}
+    for name in names:
+        if not source.has(name):
+            continue
+        ev = source.events(name)
+        h = ev[ev["phase"] == "h2d"]
+        ms = (h["end_ns"] - h["start_ns"]) / 1e6
+        pre = bool(len(h)) and bool(h["detail"].astype("string").str.contains("stage=pre_lock", regex=False).fillna(False).all())
+        held = ev[ev["phase"] == "mutex_held"]
+        per_held = ((held["end_ns"] - held["start_ns"]) / 1e6).groupby(held["partition"]).sum()
+        per_h2d = ms.groupby(h["partition"]).sum()
+        nt = ev[ev["phase"] == "ntt_msm_h"]
+        rows[name] = {"h2d_stage": "pre_lock" if pre else "in_lock", "h2d_ms": float(per_h2d.median()) if len(h) else float("nan"),
+                      "h2d_dma_ms": float(h["gpu_ms"].astype("float64").groupby(h["partition"]).sum().median()) if len(h) else float("nan"),
+                      "in_lock_h2d_ms": 0.0 if pre else (float(per_h2d.median()) if len(h) else float("nan")),
+                      "mutex_held_ms": float(per_held.mean()) if len(held) else float("nan"),
+                      "ntt_msm_h_ms": float(((nt["end_ns"] - nt["start_ns"]) / 1e6).median()) if len(nt) else float("nan"),
+                      "partitions_per_min": utilization(ev)["partitions_per_min"]}
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out.index.name = "scenario"
+    return out
 
 
 def _union_compute_share(events: pd.DataFrame) -> float:
@@ -314,7 +423,7 @@ def steps_table(source: Source, names: Iterable[str]) -> pd.DataFrame:
 
 
 def acceptance(source: Source, preds: pd.DataFrame, sims: dict[str, ModelResult]) -> dict[str, Any] | None:
-    """Issue 12's acceptance on the recorded :func:`prep_scenarios` (None when none was recorded):
+    """The targets on the recorded :func:`prep_scenarios` (None when none was recorded):
     the best (highest whole-run partitions/min) one's compute utilization (whole run: the lower of
     :func:`zkgpu.metrics.compute_utilization` and the union-based figure of :func:`steps_table`,
     since Σ gpu_ms double-counts workers whose phases overlap; and over the GPU window), its throughput against the
@@ -337,7 +446,8 @@ def acceptance(source: Source, preds: pd.DataFrame, sims: dict[str, ModelResult]
     bound_from = min(kms, key=lambda k: kms[k]) if kms else None
     bound = 60000.0 / kms[bound_from] if bound_from else float("nan")
     prior_sims = preds.attrs.get("prior_sims", {})
-    sim, basis = (sims[best], "calibration") if best in sims else ((prior_sims[best], "prior") if best in prior_sims else (None, ""))
+    on = str(preds.loc[best, "calibrated_on"]) if best in preds.index and "calibrated_on" in preds.columns else ""
+    sim, basis = (sims[best], f"calibrated on {on}") if best in sims else ((prior_sims[best], "calibrated on an earlier run of it") if best in prior_sims else (None, ""))
     c = compare(sim, ev) if sim is not None else None
     rel = float(c.loc["partitions_per_min", "rel_err"]) if c is not None else float("nan")
     # the model's own event table includes its synthesis from t = 0, so the whole-run figure compares too
@@ -428,8 +538,8 @@ def key_numbers(source: Source, idle: pd.DataFrame, after_fix: str, preds: pd.Da
                  f"{acc['baseline_partitions_per_min']:.0f} in the same recording and {acc['vs_bound']:.0%} of the compute-only "
                  f"bound of {acc['compute_bound_per_min']:.0f} (targets: 90% utilization "
                  f"{'met' if acc['compute_util_ok'] else 'not met'}, 2x the baseline {'met' if acc['x_baseline_ok'] else 'not met'}, "
-                 f"90% of the bound {'met' if acc['vs_bound_ok'] else 'not met'}); the model predicted "
-                 f"{acc['model_partitions_per_min']:.0f} ({acc['model_rel_err']:+.1%})")
+                 f"90% of the bound {'met' if acc['vs_bound_ok'] else 'not met'}); the model, {acc['model_basis'] or 'without a prediction'}, "
+                 f"predicted {acc['model_partitions_per_min']:.0f} ({acc['model_rel_err']:+.1%})")
     else:
         text += "; this recording has no run with prep_msm off the critical path yet"
     k = {f"last_mile_{name}": v for name, v in k.items()}
@@ -463,7 +573,7 @@ def summary(base: str | Path | None = None) -> tuple[dict[str, Any], str]:
 
 
 def acceptance_markdown(acc: dict[str, Any]) -> str:
-    """Issue 12's targets against :func:`acceptance`, one markdown bullet each: what was measured,
+    """The targets against :func:`acceptance`, one markdown bullet each: what was measured,
     the target, met or not."""
     rows = [
         ("compute utilization of the best run (whole run)", f"{acc['compute_util']:.1%}", ">= 90%", acc["compute_util_ok"]),
@@ -471,6 +581,7 @@ def acceptance_markdown(acc: dict[str, Any]) -> str:
          f"{acc['baseline_partitions_per_min']:.0f} partitions/min)", ">= 2x", acc["x_baseline_ok"]),
         ("its throughput / the compute-only bound", f"{acc['vs_bound']:.1%} of {acc['compute_bound_per_min']:.0f} partitions/min "
          f"(60000 / {acc['kernel_ms_per_partition']:.1f} kernel ms per partition, from {acc['compute_bound_from']})", ">= 90%", acc["vs_bound_ok"]),
-        ("the model's throughput error", f"{acc['model_rel_err']:+.1%} (predicted {acc['model_partitions_per_min']:.0f})", "within 10%", acc["model_ok"]),
+        ("the model's throughput error", f"{acc['model_rel_err']:+.1%} (predicted {acc['model_partitions_per_min']:.0f}, {acc['model_basis'] or 'no prediction'})",
+         "within 10%", acc["model_ok"]),
     ]
     return "\n".join(f"* {what}: **{val}** — target {target}: {'met' if ok else '**not met**'}" for what, val, target, ok in rows)

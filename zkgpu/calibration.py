@@ -20,6 +20,7 @@ import pandas as pd
 
 from . import logs, metrics, model
 from .manifest import DATA_DIR
+from .metrics import detail_value
 from .model import ModelParams
 from .replay import Source, story_order
 
@@ -38,8 +39,8 @@ def _max_overlap(df: pd.DataFrame) -> int:
     return best
 
 
-def _lock_overhead_ms(ev: pd.DataFrame) -> float:
-    """Median over partitions of Σ mutex_held − Σ durations of the phases lying inside the held intervals."""
+def _lock_overhead_ms(ev: pd.DataFrame, stat: str = "median") -> float:
+    """Median (or mean: ``stat``) over partitions of Σ mutex_held − Σ durations of the phases lying inside the held intervals."""
     held = ev[ev["phase"] == "mutex_held"]
     if not len(held):
         return 0.0
@@ -53,7 +54,7 @@ def _lock_overhead_ms(ev: pd.DataFrame) -> float:
             if any(hs <= int(s) and int(e) <= he for hs, he in ivs)
         )
         vals.append(max(0.0, (sum(he - hs for hs, he in ivs) - inside) / 1e6))
-    return float(np.median(vals)) if vals else 0.0
+    return float(np.median(vals) if stat == "median" else np.mean(vals)) if vals else 0.0
 
 
 def calibrate(
@@ -64,17 +65,27 @@ def calibrate(
     h2d_bytes: float | None = None,
     transfer: str | None = None,
     source: str | None = None,
+    stat: str = "median",
 ) -> ModelParams:
-    """Fit :class:`ModelParams` to a recorded event table (medians per phase).
+    """Fit :class:`ModelParams` to a recorded event table (medians per phase, or means).
 
-    Rules: each duration is the median wall time (``end_ns - start_ns``) of its phase. The H2D
+    Rules: each duration is the median (``stat="mean"``: the mean) wall time (``end_ns -
+    start_ns``) of its phase, and every "median" below is then a mean. Medians ignore the odd slow
+    partition; means add up as the run does (a throughput is partitions over the *sum* of the
+    cycle's durations, so a right-skewed phase costs its mean, not its median). The H2D
     rate is ``sum(bytes) / sum(time)`` over ``h2d`` rows with bytes; it is assigned to the
     pageable or pinned rate according to ``transfer`` or else the rows' ``detail``
     (``path=``/``transfer=`` ``registered``, ``pinned``, ``pinned_pool`` → pinned; otherwise
     pageable), and the other rate comes from the argument. Without ``h2d`` rows the whole
     ``ntt_msm_h`` is taken as compute (``ntt_ms``) unless ``h2d_bytes`` and a rate are given, in
-    which case the H2D time at that rate is subtracted. ``ntt_ms`` = median ``ntt_msm_h`` − median
-    per-partition ``h2d`` − median ``h_msm`` (so the model's ntt_msm_h is the measured median).
+    which case the H2D time at that rate is subtracted. Copies inside ntt_msm_h (``h2d`` rows with
+    ``stage=ntt_msm_h``, or without a stage): ``ntt_ms`` = median ``ntt_msm_h`` − median
+    per-partition ``h2d`` − median ``h_msm`` (so the model's ntt_msm_h is the measured median),
+    ``h_kernel_ms`` = the median ``kernel_ms`` of the ``ntt`` rows (the H computation's kernels,
+    CUDA events; 0 without). Copies before the mutex (``stage=pre_lock``: ``h2d_stage="pre_lock"``,
+    ``submit``, ``resident``): ``h_kernel_ms`` = median ``ntt_msm_h`` − median ``h_msm`` (the H
+    computation on device-resident inputs, as it held the mutex) and ``ntt_ms`` =
+    :func:`zkgpu.model.in_lock_tail_ms` of it and the copy time.
     Synthesis: median ``synthesize`` time and the largest number of syntheses running at once. ``lock_overhead_ms``: median per partition
     of the mutex_held time not covered by the phases inside it; ``pre_lock_ms``: median pre_lock.
 
@@ -89,8 +100,11 @@ def calibrate(
     Raises:
         ValueError: a required phase is missing (names it), or a rate is needed but unknown.
     """
+    if stat not in ("median", "mean"):
+        raise ValueError(f"calibrate: stat must be 'median' or 'mean', got {stat!r}")
     ev = events
-    med = metrics.phase_medians(ev)
+    med = metrics.phase_medians(ev) if stat == "median" else {
+        str(k): float(v) for k, v in ev.assign(_ms=metrics.duration_ms(ev)).groupby("phase", observed=True)["_ms"].mean().items()}
     missing = [p for p in ("prep_msm", "ntt_msm_h", "batch_add", "tail_msm") if p not in med]
     if missing:
         raise ValueError(f"calibrate: the event table has no rows for phase(s) {missing}; phases present: {sorted(med)}")
@@ -99,6 +113,7 @@ def calibrate(
     measured_rate = None
     measured_kind = None
     h2d_ms = 0.0
+    pre_lock = False
     if len(h2d):
         secs = float(metrics.duration_ms(h2d).sum()) / 1e3
         total_bytes = float(h2d["bytes"].astype("float64").sum())
@@ -106,7 +121,8 @@ def calibrate(
             measured_rate = total_bytes / secs / 1e9
         per_part = h2d.groupby(["run", "partition"], dropna=False)["bytes"].sum().astype("float64")
         h2d_bytes = float(per_part.median()) if h2d_bytes is None else h2d_bytes
-        h2d_ms = float(h2d.assign(_ms=metrics.duration_ms(h2d)).groupby(["run", "partition"], dropna=False)["_ms"].sum().median())
+        h2d_ms = float(h2d.assign(_ms=metrics.duration_ms(h2d)).groupby(["run", "partition"], dropna=False)["_ms"].sum().agg(stat))
+        pre_lock = bool(h2d["detail"].astype("string").str.contains("stage=pre_lock", regex=False).fillna(False).all()) if "detail" in h2d else False
         if transfer is not None:
             measured_kind = "pageable" if transfer == "pageable" else "pinned"
         else:
@@ -126,7 +142,14 @@ def calibrate(
         h2d_ms = h2d_bytes / (rate * 1e9) * 1e3
     # the rest of the median ntt_msm_h, so that the model's ntt_msm_h equals the measured median
     # (a sum of sub-phase medians need not equal the median of their sum)
-    ntt = max(med["ntt_msm_h"] - h2d_ms - h_msm, 0.0)
+    if pre_lock:  # no copy inside ntt_msm_h: its H part is the computation on device-resident inputs
+        h_kernel = max(med["ntt_msm_h"] - h_msm, 0.0)
+        ntt = model.in_lock_tail_ms(h_kernel, h2d_ms)
+    else:
+        ntt = max(med["ntt_msm_h"] - h2d_ms - h_msm, 0.0)
+        nt = ev[ev["phase"] == "ntt"]
+        k = detail_value(nt, "kernel_ms").dropna() if len(nt) and "detail" in nt else pd.Series(dtype=float)
+        h_kernel = float(k.agg(stat)) if len(k) else 0.0
 
     if h2d_bytes is None:
         h2d_bytes = 0.0
@@ -139,7 +162,7 @@ def calibrate(
                 f"calibrate: the table measures only the {measured_kind or 'no'} H2D rate; pass "
                 f"{'pinned_gbps' if pinned_gbps is None else 'pageable_gbps'} (e.g. from the bandwidth sweep)"
             )
-    lock_overhead = _lock_overhead_ms(ev)
+    lock_overhead = _lock_overhead_ms(ev, stat)
     synth = ev[ev["phase"] == "synthesize"]
     synth_workers = max(1, max((_max_overlap(g) for _, g in synth.groupby("run")), default=1)) if len(synth) else 1
     runs = sorted(str(r) for r in ev["run"].dropna().unique()) if "run" in ev else []
@@ -147,6 +170,7 @@ def calibrate(
         prep_msm_ms=med["prep_msm"],
         ntt_ms=ntt,
         h_msm_ms=h_msm,
+        h_kernel_ms=h_kernel,
         batch_add_ms=med["batch_add"],
         tail_msm_ms=med["tail_msm"],
         h2d_bytes=float(h2d_bytes),
@@ -213,13 +237,14 @@ def _h2d_rate_gbps(events: pd.DataFrame) -> float | None:
 
 
 def calibrated_params(
-    source: Source, scenario: str = "baseline", *, pageable_scenario: str = "baseline", pinned_scenario: str = "pinned_pool"
+    source: Source, scenario: str = "baseline", *, pageable_scenario: str = "baseline", pinned_scenario: str = "pinned_pool",
+    stat: str = "median",
 ) -> ModelParams:
     """:func:`calibrate` on one recorded scenario, with both H2D rates from the recording.
 
     The pageable rate comes from ``pageable_scenario``'s ``h2d`` rows, the pinned rate from
     ``pinned_scenario``'s (Σ bytes / Σ interval time, the same clock as the calibration);
-    the calibrated scenario's own rows supply the rate of its own path.
+    the calibrated scenario's own rows supply the rate of its own path. ``stat``: as :func:`calibrate`.
 
     Raises:
         ValueError: a rate is needed but neither scenario measured it (from ``calibrate``).
@@ -231,8 +256,8 @@ def calibrated_params(
     for name, k in ((pageable_scenario, "pageable"), (pinned_scenario, "pinned")):
         if k != kind and source.has(name):
             rates[k] = _h2d_rate_gbps(source.events(name))
-    return calibrate(ev, pageable_gbps=rates["pageable"], pinned_gbps=rates["pinned"], transfer=transfer,
-                     source=f"calibrated from {scenario} of {source.recording.path.name} ({source.device_label})")
+    return calibrate(ev, pageable_gbps=rates["pageable"], pinned_gbps=rates["pinned"], transfer=transfer, stat=stat,
+                     source=f"calibrated ({stat}s) from {scenario} of {source.recording.path.name} ({source.device_label})")
 
 
 def model_vs_measured(source: Source, names: Iterable[str] | None = None, calibrate_on: str = "pinned_pool") -> pd.DataFrame:
@@ -255,7 +280,8 @@ def model_vs_measured(source: Source, names: Iterable[str] | None = None, calibr
     for name in [s for s in (names if names is not None else story_order(source.scenarios)) if source.has(s)]:
         cfg = source.config(name)
         transfer = "resident" if name == "compute_only" else (cfg.get("transfer") or "pinned")
-        sim = model.simulate(params, partitions=int(cfg["partitions"]), gw=int(cfg["gw"]), scope=cfg["lock_scope"], transfer=transfer)
+        sim = model.simulate(params, partitions=int(cfg["partitions"]), gw=int(cfg["gw"]), scope=cfg["lock_scope"], transfer=transfer,
+                             h2d_stage=cfg.get("h2d_stage") or "in_lock")
         meas = metrics.utilization(source.events(name)).iloc[0]
         rows.append({"scenario": name, "measured_per_min": float(meas["partitions_per_min"]), "model_per_min": sim.partitions_per_min,
                      "rel_err": (sim.partitions_per_min - float(meas["partitions_per_min"])) / float(meas["partitions_per_min"]),

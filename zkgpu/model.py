@@ -16,11 +16,25 @@ groth16_cuda.cu``; see ``notes/cuzk-pipeline.md`` §1.2, §1.4, §3, §7) one pa
   while another worker is blocked; ``narrow`` (the what-if): the worker releases the mutex after
   ntt_msm_h, waits for the barrier outside and re-acquires it for batch_add + tail_msm;
   ``submit`` (:mod:`zkgpu.pipeline.worker`): as narrow, but the mutex covers only the
-  submission of the GPU phases, so the model (1) moves the H2D before the mutex (a/b/c are
-  copied on the worker's own stream, overlapping the other worker's kernels) and (2) drops
-  ``lock_overhead_ms`` (the syncs and hand-off the submission no longer waits for inside the lock):
-  the GPU phases of one GPU run back to back whenever work is queued (the optimistic bound of
-  the scope: host time inside the submission is taken as hidden behind the queued kernels);
+  submission of the GPU phases, so the model (1) moves the H2D before the mutex (as
+  ``h2d_stage="pre_lock"`` below) and (2) drops ``lock_overhead_ms`` (the syncs and hand-off the
+  submission no longer waits for inside the lock): the GPU phases of one GPU run back to back
+  whenever work is queued (the optimistic bound of the scope: host time inside the submission
+  is taken as hidden behind the queued kernels);
+* the H2D stage (``h2d_stage``, :attr:`zkgpu.pipeline.config.PipelineConfig.h2d_stage`):
+  ``in_lock`` (upstream) copies a/b/c inside ntt_msm_h; the H computation there is the copies
+  (``h2d_bytes / rate``) then ``ntt_ms``, the part of it after the last copy (the pipeline's
+  ``start_h`` queues each vector's NTTs behind its copy on its own stream, so the NTTs of a and
+  b run under the copies of b and c). ``pre_lock`` (also ``submit``, and ``resident`` without any
+  copy) copies them before the mutex, on the worker's own stream, so the copy delays only that
+  worker's request for the mutex and overlaps the other worker's kernels; inside the mutex the H
+  computation then takes ``h_kernel_ms``, the time its kernels need with the inputs already on
+  the device (CUDA events; ``ntt_ms`` when unknown). The two are tied by the three-stream overlap:
+  with per-vector kernels of about ``h_kernel_ms / 3`` queued behind copies that together take
+  ``h2d``, the part after the last copy is ``max(h_kernel_ms / 3, h_kernel_ms - 2 h2d / 3)``
+  (:func:`in_lock_tail_ms`; record-2's narrow_prep_gpu: 4.9 ms from its 14.8 ms of kernels and
+  21.4 ms of copies, measured 5.0 ms), which :func:`zkgpu.calibration.calibrate` uses for a
+  table recorded with the copy before the mutex;
 * the worker loops back immediately; **finalize** (join b_g2, epilogue ``finalize_ms``) runs on
   its own, and the ``prove`` interval (upstream's GPU_START → GPU_END) ends after it.
 
@@ -34,8 +48,10 @@ utilizations ``compute_util`` (kernels only: the model's ``ntt``, ``h_msm``, ``b
 ``timeline_util`` (``prove`` intervals), and ``partitions_per_min``, all over the run's wall span
 (first synthesis start to the last event).
 
-Parameters come from a recorded event table (:func:`zkgpu.calibration.calibrate`; medians per
-phase, H2D rate from bytes / time) or from upstream's published numbers
+Parameters come from a recorded event table (:func:`zkgpu.calibration.calibrate`; medians or
+means per phase, H2D rate from bytes / time; notebook 07b calibrates each step on another run of the
+same recording whose prep_msm runs in the same place, :func:`zkgpu.bottleneck.predictions`, because
+the GPU phases' wall time includes host work that depends on what the host's CPUs do) or from upstream's published numbers
 (:func:`zkgpu.calibration.reference_params`: the seed's ``CUZK_TIMING`` lines and the tables in
 ``data/reference/``).
 
@@ -69,6 +85,8 @@ __all__ = [
     "ModelResult",
     "SCOPES",
     "TRANSFERS",
+    "H2D_STAGES",
+    "in_lock_tail_ms",
     "simulate",
     "what_if",
     "compare",
@@ -80,6 +98,18 @@ SCOPES = ("coarse", "narrow", "none", "submit")
 #: transfer path names accepted by :func:`simulate`; ``registered`` and ``pinned_pool`` use the
 #: pinned rate (both DMA from page-locked memory), ``resident`` moves nothing (compute-only bound).
 TRANSFERS = ("pageable", "registered", "pinned", "pinned_pool", "resident")
+#: where a/b/c are copied (:attr:`zkgpu.pipeline.config.PipelineConfig.h2d_stage`)
+H2D_STAGES = ("in_lock", "pre_lock")
+
+
+def in_lock_tail_ms(h_kernel_ms: float, h2d_ms: float) -> float:
+    """The part of the H computation after the last of the three copies when a/b/c are copied
+    inside ntt_msm_h (ms): ``max(h_kernel_ms / 3, h_kernel_ms - 2 * h2d_ms / 3)`` — each
+    vector's NTTs (about a third of the kernels) queue behind its own copy, the copies follow
+    one another, so the kernels of a and b run under the later copies unless they outlast them
+    (see the module docstring)."""
+    return max(h_kernel_ms / 3.0, h_kernel_ms - 2.0 * h2d_ms / 3.0)
+
 
 
 
@@ -89,7 +119,11 @@ class ModelParams:
 
     Attributes:
         prep_msm_ms: CPU prep_msm per partition (one thread per partition, as upstream).
-        ntt_ms: GPU NTT work of ntt_msm_h (iNTT, coset NTTs, pointwise), H2D excluded.
+        ntt_ms: the H computation's part of ntt_msm_h after the last copy when a/b/c are copied
+            inside it (``h2d_stage="in_lock"``): the NTTs, the pointwise step, H2D excluded.
+        h_kernel_ms: the H computation's time when a/b/c are already on the device (``pre_lock``,
+            ``submit``, ``resident``): its kernels' span from CUDA events; 0 = unknown, then
+            ``ntt_ms``.
         h_msm_ms: GPU H MSM inside ntt_msm_h (0 when the table does not separate it; then it
             is part of ``ntt_ms``).
         batch_add_ms: GPU batch additions (L, A, B_g1, B_g2).
@@ -115,6 +149,7 @@ class ModelParams:
     pageable_gbps: float
     pinned_gbps: float
     h_msm_ms: float = 0.0
+    h_kernel_ms: float = 0.0
     b_g2_msm_ms: float = 0.0
     synth_ms: float = 0.0
     synth_workers: int = 1
@@ -125,7 +160,7 @@ class ModelParams:
 
     def __post_init__(self) -> None:
         for name in (
-            "prep_msm_ms", "ntt_ms", "h_msm_ms", "batch_add_ms", "tail_msm_ms", "h2d_bytes",
+            "prep_msm_ms", "ntt_ms", "h_msm_ms", "h_kernel_ms", "batch_add_ms", "tail_msm_ms", "h2d_bytes",
             "b_g2_msm_ms", "synth_ms", "finalize_ms", "pre_lock_ms", "lock_overhead_ms",
         ):
             v = getattr(self, name)
@@ -142,6 +177,11 @@ class ModelParams:
     def gpu_compute_ms(self) -> float:
         """GPU compute per partition without transfers: ntt + h_msm + batch_add + tail_msm, ms."""
         return self.ntt_ms + self.h_msm_ms + self.batch_add_ms + self.tail_msm_ms
+
+    @property
+    def h_on_device_ms(self) -> float:
+        """The H computation with a/b/c already on the device: ``h_kernel_ms``, else ``ntt_ms``."""
+        return self.h_kernel_ms if self.h_kernel_ms > 0 else self.ntt_ms
 
     def h2d_ms(self, gbps: float) -> float:
         """H2D time of a, b, c at ``gbps`` GB/s, ms."""
@@ -211,6 +251,7 @@ def simulate(
     gw: int = 2,
     scope: str = "coarse",
     transfer: str = "pageable",
+    h2d_stage: str = "in_lock",
     h2d_gbps: float | None = None,
     prep_speedup: float = 1.0,
     gpus: int = 1,
@@ -233,6 +274,8 @@ def simulate(
             by side with the other workers'; their durations are taken as given, so calibrate
             them on a run with the same concurrency).
         transfer: one of :data:`TRANSFERS`; picks the H2D rate (``resident``: no H2D at all).
+        h2d_stage: one of :data:`H2D_STAGES`: ``in_lock`` (upstream) or ``pre_lock`` (a/b/c copied
+            before the mutex; always so with ``submit``); see the module docstring.
         h2d_gbps: override the H2D rate, GB/s.
         prep_speedup: prep_msm runs ``prep_speedup`` times faster (> 0).
         gpus: number of GPUs, each with its own mutex and ``gw`` workers.
@@ -250,6 +293,8 @@ def simulate(
             raise ValueError(f"{name} must be an int >= 1, got {v!r}")
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
+    if h2d_stage not in H2D_STAGES:
+        raise ValueError(f"h2d_stage must be one of {H2D_STAGES}, got {h2d_stage!r}")
     if not (isinstance(prep_speedup, (int, float)) and math.isfinite(prep_speedup) and prep_speedup > 0):
         raise ValueError(f"prep_speedup must be a finite number > 0, got {prep_speedup!r}")
     if not (jitter >= 0 and math.isfinite(jitter)):
@@ -261,11 +306,14 @@ def simulate(
         raise ValueError(f"synth_workers must be an int >= 1, got {sw!r}")
     rate = _rate_for(params, transfer, h2d_gbps)
     h2d_ms = 0.0 if rate is None else params.h2d_ms(rate)
+    pre_lock = scope == "submit" or h2d_stage == "pre_lock"  # a/b/c copied before the mutex
+    # the H computation inside the mutex: after the copies (in_lock), or on device-resident inputs
+    ntt_ms = params.h_on_device_ms if (pre_lock or rate is None) else params.ntt_ms
     prep_ms = params.prep_msm_ms / prep_speedup
     used = replace(params, prep_msm_ms=prep_ms, synth_workers=int(sw))
     settings = {
         "partitions": int(partitions), "gw": int(gw), "scope": scope, "transfer": transfer,
-        "h2d_gbps": rate, "prep_speedup": float(prep_speedup), "gpus": int(gpus),
+        "h2d_stage": "pre_lock" if pre_lock else "in_lock", "h2d_gbps": rate, "prep_speedup": float(prep_speedup), "gpus": int(gpus),
         "synth_workers": int(sw), "max_queue": max_queue, "jitter": float(jitter),
     }
     run = run or f"model-{transfer}-{scope}-gw{gw}"
@@ -337,7 +385,7 @@ def simulate(
                 t0 = env.now
                 yield env.timeout(params.pre_lock_ms)
                 rec("pre_lock", t0, env.now, **kw)
-            if scope == "submit" and h2d_ms > 0:  # a/b/c copied before the mutex (the copy engine, not the SMs)
+            if pre_lock and h2d_ms > 0:  # a/b/c copied before the mutex (the copy engine, not the SMs)
                 t0 = env.now
                 d = dur(h2d_ms)
                 yield env.timeout(d)
@@ -349,14 +397,14 @@ def simulate(
             held0 = env.now
             # ntt_msm_h = H2D + NTT + H MSM
             t_ntt0 = env.now
-            if h2d_ms > 0 and scope != "submit":
+            if h2d_ms > 0 and not pre_lock:
                 d = dur(h2d_ms)
                 yield env.timeout(d)
                 rec("h2d", t_ntt0, env.now, nbytes=int(params.h2d_bytes), gpu_ms=d, detail=f"transfer={transfer},stage=ntt_msm_h", **kw)
             t1 = env.now
-            d = dur(params.ntt_ms)
+            d = dur(ntt_ms)
             yield env.timeout(d)
-            rec("ntt", t1, env.now, gpu_ms=d, **kw)
+            rec("ntt", t1, env.now, gpu_ms=d, detail=f"kernel_ms={params.h_on_device_ms:.6g}", **kw)
             if params.h_msm_ms > 0:
                 t1 = env.now
                 d = dur(params.h_msm_ms)

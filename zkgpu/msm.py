@@ -20,10 +20,10 @@ the keys' bucket bits (CUB, :mod:`zkgpu.devsort`, on the stream); the count of v
 (:mod:`zkgpu.msm_reduce`): each GPU thread takes exactly :data:`CHUNK` consecutive sorted entries
 and adds each run of equal bucket key among them by mixed XYZZ + affine addition, writing one
 partial per run (so every thread does the same work, and a bucket of millions of points -- real
-scalars are mostly 0 and 1 -- is spread over many threads); a fixed number of balanced rounds
-(computed on the host from n and CHUNK) sums the partials, still sorted by bucket, the same way
-(XYZZ + XYZZ) until each bucket has at most CHUNK + 1, which one thread per bucket adds into the
-bucket; window sums by a running sum over contiguous bucket ranges (one thread per range,
+scalars are mostly 0 and 1 -- is spread over many threads); a fixed number of rounds (computed on
+the host from n and CHUNK) cuts each bucket's partials, still sorted by bucket, into chunks of at
+most CHUNK, one thread per chunk (XYZZ + XYZZ), until each bucket has at most CHUNK + 1, which one
+thread per bucket adds into the bucket; window sums by a running sum over contiguous bucket ranges (one thread per range,
 combined with the range's offset times its bucket sum); a tree sum per window; Horner over
 windows; affine (one Fermat inversion). Every array is sized for the worst case and every kernel
 reads its live count from device memory, so the host never waits for the GPU inside an MSM on
@@ -36,10 +36,7 @@ which reads the sizes back: three host syncs per MSM),
 :data:`INLINE_MUL` (Fq products inlined into the group operations: slower on the H200 in our
 measurement, and a minute of NVRTC compile), :data:`CUBIN` (a prebuilt cubin).
 
-Window size rule (:func:`window_bits`): ``c`` minimises the model cost
-``ceil(256/c) * (n + 3 * 2^(c-1))`` -- one mixed addition per (point, window) plus about three
-additions' worth per bucket for the running-sum reduction -- over ``4 <= c <= 20``. For example
-2^16 -> 13, 2^20 -> 16, 2^24 -> 20.
+Window size: :mod:`zkgpu.msm_window` (the rule for n points, and for sparse scalars: ``c="sparse"``).
 
 Empty input (n = 0) returns the identity. Without a GPU (or with ``_cuda.configure(gpu=False)``) every
 function runs on the CPU through py-arkworks-bls12381 (``G1Point.multiexp_unchecked``).
@@ -67,6 +64,7 @@ from .curve import (
 from .field import FR, check_array, not_canonical
 from .fr_device import DeferredCheck
 from .msm_reduce import HEAVY_BLOCK
+from .msm_window import num_windows, signed_digits, significant_count, sparse_window_bits, window_bits
 
 __all__ = [
     "CHUNK",
@@ -77,6 +75,8 @@ __all__ = [
     "window_bits",
     "num_windows",
     "signed_digits",
+    "significant_count",
+    "sparse_window_bits",
     "msm",
     "msm_cpu",
     "msm_device",
@@ -108,64 +108,8 @@ CUBIN: str | None = None
 _SUM_FANIN = 8  # tree-sum fan-in: short serial chains (the reduction tail is latency-bound)
 _SENTINEL_KEY = _cuda.header_defines("msm.cu", "MSM_SENTINEL")[0] << 32  # the sort key of a dropped entry (sorted last)
 _FR_OPS_KERNELS = ("fr_first_unreduced",)  # kernels of fr_ops.cu that the MSM launches through _k
-_MIN_C, _MAX_C = 4, 20
 
 
-# --------------------------------------------------------------------------- window rule, digits
-
-
-def num_windows(c: int) -> int:
-    """Signed c-bit windows for 255-bit scalars: ``ceil(256 / c)`` (the top carry is then 0).
-
-    Raises:
-        ValueError: c not an int >= 1.
-    """
-    if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1:
-        raise ValueError(f"window size c must be an int >= 1, got {c!r}")
-    return -(-256 // c)
-
-
-def window_bits(n: int) -> int:
-    """The window size c for an n-point MSM (see the module docstring for the cost model).
-
-    Raises:
-        ValueError: n not an int >= 0.
-    """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"window_bits: n (points) must be an int >= 0, got {n!r}")
-    best_c, best = _MIN_C, None
-    for c in range(_MIN_C, _MAX_C + 1):
-        cost = num_windows(c) * (max(n, 1) + 3 * (1 << (c - 1)))
-        if best is None or cost < best:
-            best_c, best = c, cost
-    return best_c
-
-
-def signed_digits(k: int, c: int) -> list[int]:
-    """Reference signed-digit recoding of one scalar ``0 <= k < 2^255`` (the kernel's rule).
-
-    Returns ``num_windows(c)`` digits in ``[-2^(c-1), 2^(c-1)]`` with
-    ``k == sum(d * 2^(c*w))``.
-
-    Raises:
-        ValueError: c not an int >= 1, or k outside ``[0, 2^255)``.
-    """
-    nw = num_windows(c)
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k < (1 << 255):
-        raise ValueError(f"signed_digits: k must be an int in [0, 2^255), got {k!r}")
-    k = int(k)
-    half, carry, out = 1 << (c - 1), 0, []
-    for w in range(nw):
-        v = ((k >> (w * c)) & ((1 << c) - 1)) + carry
-        if v > half:
-            out.append(v - (1 << c))
-            carry = 1
-        else:
-            out.append(v)
-            carry = 0
-    if carry:
-        raise ValueError("scalar too large for the window count")
-    return out
 
 
 # --------------------------------------------------------------------------- validation
@@ -426,11 +370,13 @@ class Phases:
         }
 
 
-def msm_device(pts: Any, sc: Any, c: int | None = None, phases: Phases | None = None, *,
+def msm_device(pts: Any, sc: Any, c: int | str | None = None, phases: Phases | None = None, *,
                mont: Any = None, deferred: DeferredCheck | None = None) -> Any:
     """The GPU Pippenger of :func:`msm` on CuPy inputs ``pts (n, 12)``, ``sc (n, 4)`` uint64 without
     :func:`msm`'s shape checks (values are still checked); ``c`` the window bits (default
-    :func:`window_bits`). Returns CuPy ``(1, 12)``.
+    :func:`window_bits` of n; ``"sparse"``: :func:`~zkgpu.msm_window.sparse_window_bits`, which counts
+    the scalars > 1 on the device and reads the count back, one host sync named ``msm.window``).
+    Returns CuPy ``(1, 12)``.
 
     ``mont``: the points already checked and in Montgomery form (:func:`prepare_points`, or rows
     of it); ``pts`` is then ignored (may be None). ``deferred``: the scalar check is queued on
@@ -445,8 +391,11 @@ def msm_device(pts: Any, sc: Any, c: int | None = None, phases: Phases | None = 
 
     Raises:
         ValueError: a point or scalar out of range (first bad index named; with ``deferred`` the
-            scalar's from ``raise_if_bad``), or ``sc`` and ``mont`` of different lengths.
+            scalar's from ``raise_if_bad``), ``sc`` and ``mont`` of different lengths, or ``c`` neither
+            an int in [2, 24] nor "sparse".
     """
+    if not (c is None or c == "sparse" or (isinstance(c, (int, np.integer)) and not isinstance(c, bool) and 2 <= c <= 24)):
+        raise ValueError(f"msm_device: window c must be an int in [2, 24], 'sparse' or None, got {c!r}")
     cp = _cuda.cupy()
     ph = phases or Phases(False)
     n = (pts if mont is None else mont).shape[0]
@@ -459,7 +408,7 @@ def msm_device(pts: Any, sc: Any, c: int | None = None, phases: Phases | None = 
         mont = _prepare_points_dev(pts)
     sc = _check_scalars_dev(sc, deferred)
     ph.mark("validate+to_mont")
-    c = c or window_bits(n)
+    c = sparse_window_bits(sc) if c == "sparse" else int(c or window_bits(n))
     nwin, m = num_windows(c), 1 << (c - 1)
     keys = cp.empty(nwin * n, dtype=cp.uint64)
     _cuda.launch_1d(_k("msm_digits"), n, (sc.view(cp.uint32), mont, _u64(n), np.int32(c), np.int32(nwin), keys))

@@ -10,36 +10,42 @@ zero digits and identity points as sentinel keys sorted last -- and then calls, 
    run of equal bucket key among them, at offsets from a prefix sum of the per-thread run counts
    (``cupy.cumsum``, no sync). The grid covers the worst case (every key valid); threads past ``E``,
    read from device memory, exit at once.
-3. :func:`to_buckets`: a FIXED number of balanced rounds (``seg_count_sorted32`` + ``seg_accum_xyzz``)
-   over the (key, partial) pairs, still sorted by key, then ``scatter_buckets``: the thread of each
-   key's first partial sums that key's few partials into its bucket.
+3. :func:`to_buckets`: a FIXED number of rounds over the (key, partial) pairs, still sorted by key:
+   each key's run of partials cut into chunks of at most ``L`` (``run_chunk_count``: the chunk count
+   at each run's first partial, the run's end by a galloping search; an exclusive ``cupy.cumsum``),
+   one thread per chunk summing it (``seg_accum_xyzz``, which finds its chunk by a binary search in
+   the prefix sum); then ``scatter_buckets``: the thread of each key's first partial sums that key's
+   last few partials into its bucket.
 
 Every array is sized on the host from n, the window count, ``2^(c-1)`` and the chunk (:func:`plan`);
 every kernel reads its live count from device memory. So no step waits for the GPU, and the host
 can queue the whole MSM at once.
 
 Why a fixed number of rounds suffices (the bound :func:`plan` computes, tested in
-``tests/test_msm_reduce.py``): with ``L`` entries per thread, the x consecutive entries of one key
-touch at most ``g(x) = ceil((x - 1) / L) + 1`` thread ranges (``floor((s+x-1)/L) - floor(s/L) <=
-ceil((x-1)/L)`` for any start s), and each thread writes one partial per key it touches, in key order:
-a key with x entries leaves at most ``g(x)`` partials, still contiguous and sorted. A bucket holds at
-most n entries (one per point: a bucket key names its window), so after level 0 a key has at most
-``g(n)`` partials and after r rounds ``g^(r+1)(n)``; g is non-decreasing, and ``g(x) < x`` for
-``x >= 3`` when ``L >= 2``, so the rounds stop at the first r with ``g^(r+1)(n) <= L + 1`` (the rounds
-use ``L = max(chunk, 2)``; a round with L = 1 would change nothing). The last pass then adds at most
-``L`` partials per bucket -- no more than a round's thread -- however the scalars fall: PoRep-like
-scalars (45% zero, 45% one) put about half the points into window 0's bucket 1, and that bucket is
-spread over ``n / (2 L)`` threads at level 0, ``n / (2 L^2)`` in round 1, and so on. With L = 64:
-no round up to n = 4097, one up to 2^18 + 1, two up to 2^24 + 1, three up to 2^30 + 1.
+``tests/test_msm_reduce.py``). Level 0: with ``L`` entries per thread, the x consecutive entries of
+one key touch at most ``g(x) = ceil((x - 1) / L) + 1`` thread ranges (``floor((s+x-1)/L) - floor(s/L)
+<= ceil((x-1)/L)`` for any start s), and each thread writes one partial per key it touches, in key
+order: a key with x entries leaves at most ``g(x)`` partials, still contiguous and sorted. A bucket
+holds at most n entries (one per point: a bucket key names its window), so after level 0 a key has at
+most ``g(n)`` partials. A round cuts a key's x partials into ``ceil(x / L)`` chunks and writes one
+partial per chunk, in order, so after r rounds a key has at most ``ceil(g(n) / L^r)`` partials (the
+rounds use ``L = max(chunk, 2)``, so each divides the bound by at least 2). The rounds stop at the
+first r with that bound ``<= L + 1``; the last pass then adds at most ``L`` partials per bucket -- no
+more than a round's thread -- however the scalars fall. PoRep-like scalars (45% zero, 45% one) put
+about half the points into window 0's bucket 1; that bucket is spread over ``n / (2 L)`` threads at
+level 0, ``n / (2 L^2)`` in round 1, and so on, while a round over uniform scalars' keys (a few
+partials each) has about one thread per key. With L = 64: no round up to n = 4097, one up to
+266,177 (2^18 + 4,033), two up to 17,039,297 (2^24 + 262,081), three up to 2^30 + 16,777,153.
 
 Sizes: level 0 has ``T0 = ceil(N / L)`` threads over ``N = nwin * n`` entries and writes at most
 ``min(N, T0 + D - 1)`` partials, ``D = nwin * 2^(c-1)`` the number of bucket keys (each live thread
-writes one partial plus one per key change inside its range, and there are at most D - 1 key changes);
-each round likewise ``min(K, ceil(K / L) + D - 1)`` from K. Rounds alternate between two buffers.
+writes one partial plus one per key change inside its range, and there are at most D - 1 key changes).
+A round over K partials writes at most ``min(K, floor(K / L) + D)`` (the sum over runs of
+``ceil(x / L) <= floor(x / L) + 1``). Rounds alternate between two buffers.
 
 Algorithm sources: the balanced level 0 follows the sorted-bucket accumulation of sppark
 ``msm/pippenger.cuh`` and cuzk / supraseal ``msm`` (each thread an equal share of the sorted entries);
-the device-side counts and the bound on the rounds are ours.
+the device-side counts and chunk bounds and the bound on the rounds are ours.
 """
 
 from __future__ import annotations
@@ -75,10 +81,10 @@ def partials_bound(x: int, chunk: int) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class Round:
-    """One balanced round: ``threads`` threads over at most ``k_in`` partials, writing at most
-    ``k_out``; ``run_bound`` = the most partials of one key after it."""
+    """One round over at most ``k_in`` partials (one ``run_chunk_count`` thread each), writing at most
+    ``k_out`` (one ``seg_accum_xyzz`` thread per chunk); ``run_bound`` = the most partials of one key
+    after it."""
 
-    threads: int
     k_in: int
     k_out: int
     run_bound: int
@@ -98,7 +104,7 @@ class Plan:
         threads0: level 0's threads, ``ceil(N / chunk)``.
         partials0: the most partials level 0 writes, ``min(N, threads0 + D - 1)``.
         run_bound0: the most partials of one key after level 0, ``partials_bound(n, chunk)``.
-        rounds: the balanced rounds for ``partials0`` partials (:meth:`rounds_from`).
+        rounds: the rounds for ``partials0`` partials (:meth:`rounds_from`).
         final_bound: the most partials one key has when ``scatter_buckets`` sums them (``<= round_chunk + 1``).
     """
 
@@ -118,10 +124,9 @@ class Plan:
         count of the "runs" level 0); their number depends only on n and the chunk."""
         out, k, run = [], k0, self.run_bound0
         while run > self.round_chunk + 1:
-            threads = -(-k // self.round_chunk)
-            k_out = min(k, threads + self.keys - 1) if k else 0
-            run = partials_bound(run, self.round_chunk)
-            out.append(Round(threads=threads, k_in=k, k_out=k_out, run_bound=run))
+            k_out = min(k, k // self.round_chunk + self.keys)
+            run = -(-run // self.round_chunk)
+            out.append(Round(k_in=k, k_out=k_out, run_bound=run))
             k = k_out
         return tuple(out)
 
@@ -177,7 +182,8 @@ def valid_count(cp: Any, k: Kernel, keys: Any) -> Any:
 
 
 def _offsets(cp: Any, k: Kernel, count_kernel: str, keys: Any, count: Any, chunk: int, threads: int) -> Any:
-    """``(threads + 1,)`` uint64: exclusive prefix sum of each thread's run count, the total last."""
+    """``(threads + 1,)`` uint64: the exclusive prefix sum of the counts that ``count_kernel`` writes, one
+    per thread (partials of a level-0 thread, chunks at a run's first partial), the total last."""
     counts = cp.empty(max(threads, 1), dtype=cp.uint32)
     _cuda.launch_1d(k(count_kernel), threads, (keys, count, np.uint32(chunk), np.uint64(threads), counts))
     offs = cp.empty(threads + 1, dtype=cp.uint64)
@@ -200,16 +206,18 @@ def level0(cp: Any, k: Kernel, keys: Any, e: Any, mont: Any, p: Plan) -> Partial
 
 def to_buckets(cp: Any, k: Kernel, parts: Partials, p: Plan, buckets: Any) -> None:
     """Sum the sorted partials of each key into ``buckets (D, 48)`` uint32 (zero-filled beforehand =
-    identity): the plan's rounds, then ``scatter_buckets``. Queues kernels only; no host sync."""
+    identity): the plan's rounds (per-key chunks), then ``scatter_buckets``. Queues kernels only; no
+    host sync."""
     rounds = p.rounds_from(parts.cap)
     spare = Partials.empty(cp, rounds[0].k_out) if rounds else None
+    lr = np.uint32(p.round_chunk)
     for r in rounds:
-        offs = _offsets(cp, k, "seg_count_sorted32", parts.keys, parts.count, p.round_chunk, r.threads)
+        offs = _offsets(cp, k, "run_chunk_count", parts.keys, parts.count, p.round_chunk, r.k_in)
         dst = spare if spare is not None and spare.cap >= r.k_out else Partials.empty(cp, r.k_out)
-        dst = Partials(dst.keys[: r.k_out], dst.pts[: r.k_out], offs[r.threads:])
+        dst = Partials(dst.keys[: r.k_out], dst.pts[: r.k_out], offs[r.k_in:])
         _cuda.launch_1d(
-            k("seg_accum_xyzz"), r.threads,
-            (parts.keys, parts.count, np.uint32(p.round_chunk), np.uint64(r.threads), offs, parts.pts, dst.keys, dst.pts),
+            k("seg_accum_xyzz"), r.k_out,
+            (parts.keys, parts.count, lr, np.uint64(r.k_in), offs, np.uint64(r.k_out), parts.pts, dst.keys, dst.pts),
             block=HEAVY_BLOCK,
         )
         parts, spare = dst, parts

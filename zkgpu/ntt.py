@@ -35,7 +35,8 @@ GPU algorithms (``algorithm=``, default :data:`ALGORITHM`; both give the same re
   compute_h shares passes between its transforms (:func:`zkgpu.qap.compute_h_inplace`).
 
 Both build their tables on the GPU and cache them per size, and fuse the coset shift and the 1/n (or
-g^-i/n) scaling into the first/last pass; "nn" adds one bit-reversal pass.
+g^-i/n) scaling into the first/last pass; "nn" of two or more passes goes through a scratch buffer whose last pass
+stores to the bit-reversed places (stagewise: NTT_NN_SCATTER, :func:`host_option`), otherwise it adds one bit-reversal pass.
 References: Cooley & Tukey, Math. Comp. 19 (1965); Gentleman & Sande, AFIPS 1966; sppark
 ``ntt/`` (radix-2^k passes, NR/RN orders) and cuzk ``groth16_ntt_h.cu`` for the orders used by Groth16.
 """
@@ -49,33 +50,19 @@ from typing import Any
 import numpy as np
 
 from . import _cuda
-from .domain import log2_size, ntt_reference, powers
+from .domain import log2_size, ntt_reference
 from .field import FR, check_array, fr_from_ints, fr_to_ints
-from .fr_device import (
-    check_canonical,
-    check_device_array,
-    device_words,
-    from_montgomery,
-    to_device_mont,
-    to_montgomery,
-)
+from .fr_device import check_canonical, check_device_array, device_words, from_montgomery, to_device_mont, to_montgomery
+from .ntt_plan import grid as _grid
+from .ntt_plan import inner_table as _inner_table
+from .ntt_plan import passes as _passes
+from .ntt_plan import split_outer as _split_outer
+from .ntt_plan import split_tables as _split_tables
 
 __all__ = [
-    "ORDERS",
-    "ALGORITHMS",
-    "RADIX",
-    "DEFINES",
-    "configure",
-    "radix",
-    "ntt",
-    "ntt_inplace",
-    "coset_evals_inplace",
-    "bitrev_permute",
-    "power_table",
-    "global_passes",
-    "settings",
-    "resolve_algorithm",
-    "clear_cache",
+    "ORDERS", "ALGORITHMS", "RADIX", "DEFINES", "configure", "radix", "ntt", "ntt_inplace", "coset_evals_inplace",
+    "stagewise_passes", "host_option", "scale_on_bitrev_side", "bitrev_permute", "power_table", "global_passes",
+    "settings", "resolve_algorithm", "clear_cache",
 ]
 
 P = FR.modulus
@@ -84,6 +71,8 @@ ORDERS = ("nn", "nr", "rn")
 # read from the kernel sources (zkgpu/_cuda.py: header_defines / header_enum), never restated here
 _MAX_TILE_LOG, _THREADS, _BR_Q, _SMEM_TW = _cuda.header_defines("ntt.cu", "NTT_MAX_TILE_LOG", "NTT_THREADS", "NTT_BR_Q",
                                                                 "NTT_SMEM_TW")
+_HOST_OPTIONS = ("NTT_SCALE_BR", "NTT_NN_SCATTER", "NTT_PAIR", "NTT_TILE_COLS")  # host_option()
+_HOST_DEFAULTS = dict(zip(_HOST_OPTIONS, _cuda.header_defines("ntt.cu", *_HOST_OPTIONS), strict=True))
 _FUSED_MAXK, _FUSED_THREADS = _cuda.header_defines("ntt_fused.cu", "NTT_FUSED_MAXK", "NTT_FUSED_THREADS")
 _ORDER = _cuda.header_enum("ntt_common.cuh", "ntt_order")  # the butterflies of a pass: nr (DIF), rn (DIT)
 _SCALE = _cuda.header_enum("ntt_common.cuh", "scale_mode")  # none, natural, bitrev, constant, h_step
@@ -92,21 +81,22 @@ _BIG_MAXK = 12  # NTT_FUSED_MAXK of the big-tile builds (FUSED_TILE_LOG 11, 12)
 ALGORITHMS = ("stagewise", "fused")
 ALGORITHM = "stagewise"
 """The default ``algorithm`` of :func:`ntt_inplace` (read at each call; a benchmark's kernel spec,
-:func:`zkgpu.bench.ntt.kernel_settings`, sets it for a block): "stagewise" (kernel ntt_pass: one radix-2 stage per shared-memory round trip, each pass's twiddles
-copied from an n-entry table into shared memory) or "fused" (kernels ntt_fused_*: radix-2^k sub-transforms with the stages in
-registers, small twiddle tables, one outer twiddle per element per pass; see ntt.cu)."""
+:func:`zkgpu.bench.ntt.kernel_settings`, sets it for a block): "stagewise" (kernel ntt_pass: one radix-2 stage per
+shared-memory round trip, each pass's twiddles copied from an n-entry table into shared memory) or "fused" (kernels
+ntt_fused_*: radix-2^k sub-transforms with the stages in registers, small twiddle tables, one outer twiddle per
+element per pass; see ntt.cu)."""
 FUSED_RADIX = 2
-"""Elements per thread in the fused kernels (2, 4 or 8): the stages done in registers per shared-memory
-round trip are log2 of it; 2 is the default, the fastest
-of the three on the H200 (data/nvidia-h200-20261201-bench-ntt: 2^24 forward 9.2 / 11.5 / 16.4 ms)."""
+"""Elements per thread in the fused kernels (2, 4 or 8): the stages done in registers per shared-memory round trip are
+log2 of it; 2 is the default, the fastest of the three on the H200 (data/nvidia-h200-20261201-bench-ntt: 2^24 forward
+9.2 / 11.5 / 16.4 ms)."""
 FUSED_OUTER = "exact"
-"""How a fused pass over the index bits [s_lo, s_lo+k), s_lo > 0, gets its twiddles. "exact": every
-butterfly loads its own twiddle from the n-entry stagewise table (the stagewise kernel's products, no extra
-one). Otherwise inner twiddles from a small table and one outer twiddle per element, a power of omega_m with
-m = 2^(s_lo+k): "split" (omega_n^E from two tables of about sqrt(n) entries, one extra product), "table"
-(a table of omega_m^e, e < m/2: one load, m/2 * 32 bytes) or "auto" (the table where it has at most
-2^_OUTER_TABLE_MAX_LOG entries, so it stays in L2; split tables elsewhere). "exact" is the default: on the
-H200 the outer products cost more than the table loads they save (data/nvidia-h200-20261201-bench-ntt)."""
+"""How a fused pass over the index bits [s_lo, s_lo+k), s_lo > 0, gets its twiddles. "exact": every butterfly loads its
+own twiddle from the n-entry stagewise table (the stagewise kernel's products, no extra one). Otherwise inner
+twiddles from a small table and one outer twiddle per element, a power of omega_m with m = 2^(s_lo+k): "split"
+(omega_n^E from two tables of about sqrt(n) entries, one extra product), "table" (a table of omega_m^e, e < m/2: one
+load, m/2 * 32 bytes) or "auto" (the table where it has at most 2^_OUTER_TABLE_MAX_LOG entries, so it stays in L2;
+split tables elsewhere). "exact" is the default: on the H200 the outer products cost more than the table loads they
+save (data/nvidia-h200-20261201-bench-ntt)."""
 _OUTER_TABLE_MAX_LOG = 19  # 2^19 entries = 16 MiB
 FIELD_ARITH: str | None = None
 """Additions of the NTT kernels when set (the product is ff.cuh's ZK_FF_MUL in every case): "ptx" (volatile asm,
@@ -114,24 +104,28 @@ ZK_NTT_PTX=1), "cxx" (portable C++) or "asm" (stagewise: non-volatile asm chains
 None keeps each module's default (kernel specs -ptx / -cxx / -asm set it for a benchmark)."""
 FIELD_ARITHS = ("ptx", "cxx", "asm")
 FUSED_TILE_LOG = 10
-"""log2 of the fused passes' tiles (k field bits + c column bits), 1..12; a pass does at most this many
-stages. 10 (33 KiB of shared memory per block, 128 threads, several blocks per SM): 2^24 in 3 passes.
-11 or 12 (up to 132 KiB, 512 threads, one block per SM; kernels built with NTT_FUSED_MAXK=12): 2^24 in
-2 passes. Smaller values (tests) give more passes."""
+"""log2 of the fused passes' tiles (k field bits + c column bits), 1..12; a pass does at most this many stages. 10 (33
+KiB of shared memory per block, 128 threads, several blocks per SM): 2^24 in 3 passes. 11 or 12 (up to 132 KiB, 512
+threads, one block per SM; kernels built with NTT_FUSED_MAXK=12): 2^24 in 2 passes. Smaller values (tests) give more
+passes."""
 RADIX: int | None = None
-"""Stages per shared-memory round trip in a stagewise pass: 2 (kernel ntt_pass, radix-2) or 4 (ntt_pass_r4,
-two radix-2 stages in registers); None (the default) means 2. Read at each call through :func:`radix`
-(set it with :func:`configure`; the command line maps ``ZKGPU_NTT_RADIX`` to it). Radix-2 is the default
-because it was the faster of the two on the H200 (``zkgpu bench ntt`` with each value; ntt_pass_r4 needs
-128 registers, halving the resident threads). Both are tested on the GPU."""
+"""Stages per shared-memory round trip in a stagewise pass: 2 (kernel ntt_pass, radix-2) or 4 (ntt_pass_r4, two radix-2
+stages in registers); None (the default) means 2. Read at each call through :func:`radix` (set it with
+:func:`configure`; the command line maps ``ZKGPU_NTT_RADIX`` to it). Radix-2 is the default because it was the faster
+of the two on the H200 (``zkgpu bench ntt`` with each value; ntt_pass_r4 needs 128 registers, halving the resident
+threads). Both are tested on the GPU."""
 DEFINES: dict[str, int] = {}
 """Extra ``-D`` build options of the NTT kernel modules (:func:`configure`; the command line maps
-``ZKGPU_NTT_DEFINES="ZK_NTT_PTX=0,NTT_MIN_BLOCKS=3"`` to it): ``ZK_NTT_PTX`` 0 builds the kernels with
-the portable C++ additions instead of the volatile PTX chains (1 the other way; default 0 in both modules);
-``ZK_NTT_ASM`` 1 (stagewise; the default) the butterflies' additions as non-volatile asm chains; ``ZK_NTT_LAZY`` 1 (stagewise) the DIF difference unreduced into its twiddle product
-(ntt_common.cuh says why that is exact); ``NTT_SMEM_TW`` 1 (stagewise; the default) a pass's twiddles copied to shared memory
-once per pass (ntt.cu's load_pass_twiddles); ``NTT_ILP`` 2 two radix-2 butterflies per thread in flight; ``NTT_THREADS`` / ``NTT_MIN_BLOCKS`` / ``NTT_R4_MIN_BLOCKS`` (stagewise) and
-``NTT_FUSED_THREADS`` / ``NTT_FUSED_MIN_BLOCKS`` (fused) set the block size and the occupancy target."""
+``ZKGPU_NTT_DEFINES="ZK_NTT_PTX=0,NTT_MIN_BLOCKS=3"`` to it): ``ZK_NTT_PTX`` 0 builds the kernels with the portable
+C++ additions instead of the volatile PTX chains (1 the other way; default 0 in both modules); ``ZK_NTT_ASM`` 1
+(stagewise; the default) the butterflies' additions as non-volatile asm chains; ``ZK_NTT_LAZY`` 1 (stagewise) the DIF
+difference unreduced into its twiddle product (ntt_common.cuh says why that is exact); ``NTT_SMEM_TW`` 1 (stagewise;
+the default) a pass's twiddles copied to shared memory once per pass (ntt.cu's load_pass_twiddles); ``NTT_ILP`` 2 two
+radix-2 butterflies per thread in flight; ``NTT_THREADS`` / ``NTT_MIN_BLOCKS`` / ``NTT_R4_MIN_BLOCKS`` (stagewise)
+and ``NTT_FUSED_THREADS`` / ``NTT_FUSED_MIN_BLOCKS`` (fused) set the block size and the occupancy target;
+``NTT_SHFL`` (stagewise radix-2) the stages on the tile bits below 6 in registers with warp shuffles: 1 every pass, 2
+the DIT passes (the default), 0 none;
+``NTT_SCALE_BR`` 0 (host only) the bit-reversed side's scalings gathered from a natural table (:func:`host_option`)."""
 
 
 def configure(*, radix: int | None = None, defines: Mapping[str, int] | None = None) -> None:
@@ -249,19 +243,6 @@ def _launch_fused(kern: Any, grid: int, block: int, shared: int, args: tuple) ->
 # ----------------------------------------------------------------------------------------------
 # device tables (cached per size and direction)
 # ----------------------------------------------------------------------------------------------
-def _split_tables(x: int, bits: int, scale: int = 1) -> tuple[Any, Any, int]:
-    """lo[j] = x^j (j < 2^S), hi[j] = scale * x^(j*2^S) (j < 2^(bits-S)), on the device, Montgomery."""
-    S = (bits + 1) // 2
-    lo = powers(x, 1 << S)
-    step = pow(x, 1 << S, P)
-    hi = [v * scale % P for v in powers(step, 1 << (bits - S))]
-    return to_device_mont(lo), to_device_mont(hi), S
-
-
-def _grid(n: int, block: int = 256) -> tuple[int, int]:
-    return max(1, min((n + block - 1) // block, 65535 * 8)), block
-
-
 def power_table(x: int, bits: int, scale: int = 1) -> Any:
     """``scale * x^i`` mod r for i < 2^bits, built on the GPU (kernel ``ntt_build_powers``:
     ``lo[i mod 2^S] * hi[i >> S]`` from two tables of about 2^(bits/2) entries made on the host).
@@ -294,27 +275,36 @@ def _twiddles(L: int, inverse: bool) -> Any:
 
 
 @functools.cache
-def _scale_table(L: int, kind: str) -> Any:
-    """'coset': g^i; 'coset_ninv': g^i / n; 'icoset': g^-i / n; 'ninv': [1/n] (Montgomery, flat uint32)."""
+def _scale_table(L: int, kind: str, br: bool = False) -> Any:
+    """'coset': g^i; 'coset_ninv': g^i / n; 'icoset': g^-i / n; 'ninv': [1/n] (Montgomery, flat uint32); with
+    ``br`` bit-reversed (entry i holds the power of bitrev_L(i)): scale_mode natural then reads it in order where
+    bitrev would gather 32 bytes from across the table per element."""
     n_inv = pow(1 << L, -1, P)
     if kind == "ninv":
         return to_device_mont([n_inv])
     x, scale = {"coset": (G, 1), "coset_ninv": (G, n_inv)}.get(kind, (pow(G, -1, P), n_inv))
-    return power_table(x, L, scale)
+    return bitrev_permute(power_table(x, L, scale)) if br else power_table(x, L, scale)
+
+
+def host_option(name: str) -> int:
+    """A host-only build option of the stagewise NTT in force (:data:`DEFINES`, else ntt.cu's default): NTT_SCALE_BR 1,
+    scalings on the bit-reversed side from bit-reversed tables read in order (0: gathered); NTT_NN_SCATTER 1, "nn" of
+    2+ passes through a scratch buffer whose last pass stores to the bit-reversed places (0: in place and a bit-reversal
+    pass); NTT_PAIR 1, :func:`coset_evals_inplace` with the iNTT's last pass and the coset NTT's first as one launch
+    (kernel ntt_pass_pair; 0: two); NTT_TILE_COLS 10, the most column bits c of a pass's tile (c = 2 at 2^24)."""
+    return int(dict(_defines()).get(name, _HOST_DEFAULTS[name]))
+
+
+def scale_on_bitrev_side(L: int, kind: str) -> tuple[Any, int]:
+    """(table, scale_mode) scaling the bit-reversed side of a transform by :func:`_scale_table` ``kind`` (NTT_SCALE_BR)."""
+    br = host_option("NTT_SCALE_BR")
+    return (_scale_table(L, kind, True), _SCALE["natural"]) if br else (_scale_table(L, kind), _SCALE["bitrev"])
 
 
 def _inner_twiddles(inverse: bool) -> Any:
     """itw[i] = omega_{2^MAXK}^i (inverse: omega^-i), i < 2^(MAXK-1): the inner twiddles of every fused pass
     (omega_{2^k} = omega_{2^MAXK}^(2^(MAXK-k)), consistent with FR.root_of_unity at every size)."""
     return _inner_table(inverse, _fused_maxk())
-
-
-@functools.cache
-def _inner_table(inverse: bool, maxk: int) -> Any:
-    w = FR.root_of_unity(maxk)
-    if inverse:
-        w = pow(w, -1, P)
-    return to_device_mont(powers(w, 1 << (maxk - 1)))
 
 
 def _outer_twiddles(L: int, m: int, inverse: bool, mode: str, scale: int = 1) -> tuple[Any, Any, int, int]:
@@ -341,14 +331,6 @@ def _outer_twiddles(L: int, m: int, inverse: bool, mode: str, scale: int = 1) ->
 
 
 @functools.cache
-def _split_outer(L: int, inverse: bool, scale: int = 1) -> tuple[Any, Any, int]:
-    omega = FR.root_of_unity(L)
-    if inverse:
-        omega = pow(omega, -1, P)
-    return _split_tables(omega, L, scale)
-
-
-@functools.cache
 def _outer_table(m: int, inverse: bool, scale: int = 1) -> Any:
     """scale * omega_{2^m}^e (inverse: omega^-e) for e < 2^(m-1), Montgomery, flat uint32."""
     omega = FR.root_of_unity(m)
@@ -366,28 +348,11 @@ def clear_cache() -> None:
     _outer_table.cache_clear()
 
 
-def _passes(L: int, max_tile_log: int = _MAX_TILE_LOG) -> list[tuple[int, int, int]]:
-    """(s_lo, k, c) per pass in DIF order (high bits first): as even a split of L into <= 10-bit groups.
-
-    A pass does the stages of index bits [s_lo, s_lo + k) on tiles of 2^(k+c) elements that also span
-    the c lowest index bits (runs of 2^c adjacent elements, for coalesced loads)."""
-    if L == 0:
-        return []
-    npass = -(-L // max_tile_log)
-    ks = [L // npass + (1 if i < L % npass else 0) for i in range(npass)]
-    out, top = [], L
-    for k in ks:
-        s_lo = top - k
-        out.append((s_lo, k, min(s_lo, max_tile_log - k)))
-        top = s_lo
-    return out
-
-
 def global_passes(L: int, order: str, algorithm: str | None = None) -> int:
     """Passes over global memory of one transform of 2^L elements in ``order`` with ``algorithm``
     (default :data:`ALGORITHM`): ceil(L / tile) butterfly passes (tile: 10 bits, fused
-    :data:`FUSED_TILE_LOG`), plus the bit-reversal pass of "nn" (the fused kernels fold it into their
-    first and last passes when there are two or more).
+    :data:`FUSED_TILE_LOG`), plus the bit-reversal pass of "nn" (folded into the first and last passes when there
+    are two or more: fused always, stagewise with NTT_NN_SCATTER).
 
     Raises:
         ValueError: an unknown algorithm or a bad :data:`FUSED_TILE_LOG`.
@@ -395,7 +360,7 @@ def global_passes(L: int, order: str, algorithm: str | None = None) -> int:
     algorithm = resolve_algorithm(algorithm)
     tile = _fused_tile_log() if algorithm == "fused" else _MAX_TILE_LOG
     npass = len(_passes(L, tile))
-    return npass + (1 if order == "nn" and (algorithm != "fused" or npass == 1) else 0)
+    return npass + (1 if order == "nn" and (npass == 1 or (algorithm != "fused" and not host_option("NTT_NN_SCATTER"))) else 0)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -485,13 +450,14 @@ def _scalings(L: int, inverse: bool, coset: bool, dit: bool) -> tuple[Any, int, 
     """(pre, pre_mode, post, post_mode) of a transform, for the stagewise and the fused kernels: the coset
     shift at the first pass's load, 1/n or g^-i/n at the last pass's store (bit-reversed index on the
     bit-reversed side); None tables with mode 0 where nothing is scaled."""
-    none, natural, bitrev = _SCALE["none"], _SCALE["natural"], _SCALE["bitrev"]
+    none, natural = _SCALE["none"], _SCALE["natural"]
     pre, pre_mode, post, post_mode = None, none, None, none
     if coset and not inverse:
-        pre, pre_mode = _scale_table(L, "coset"), (bitrev if dit else natural)
-    if inverse:
-        post = _scale_table(L, "icoset" if coset else "ninv")
-        post_mode = _SCALE["constant"] if not coset else (natural if dit else bitrev)
+        pre, pre_mode = scale_on_bitrev_side(L, "coset") if dit else (_scale_table(L, "coset"), natural)
+    if inverse and not coset:
+        post, post_mode = _scale_table(L, "ninv"), _SCALE["constant"]
+    if inverse and coset:
+        post, post_mode = (_scale_table(L, "icoset"), natural) if dit else scale_on_bitrev_side(L, "icoset")
     return pre, pre_mode, post, post_mode
 
 
@@ -513,11 +479,7 @@ def _ntt_fused(
     outer_scale = 1
     if inverse and not coset and last > 0 and FUSED_OUTER != "exact":  # 1/n folded into the outer twiddles
         outer_scale, post, post_mode = pow(1 << L, -1, P), None, _SCALE["none"]
-    tmp = None
-    if order == "nn" and last > 0:
-        tmp = _cuda.cupy().empty(w.size, dtype=w.dtype) if scratch is None else device_words(scratch, name="scratch")
-        if tmp.size != w.size:
-            raise ValueError(f"scratch holds {tmp.size // 8} elements, the transform {w.size // 8}")
+    tmp = _scratch(w, scratch) if order == "nn" and last > 0 else None
     src = w
     for i, (s_lo, k, c) in enumerate(passes):
         kw: dict[str, Any] = {}
@@ -562,14 +524,14 @@ def ntt_inplace(
         d: C-contiguous CuPy array of n = 2^L elements: uint64 ``(n, 4)``, uint32 ``(n, 8)`` or
             flat uint32 ``(8n,)``, Montgomery form (values are not checked).
         inverse, coset: which transform (module docstring); inverse includes the 1/n factor.
-        order: "nn" natural -> natural (adds a bit-reversal pass), "nr" natural -> bit-reversed
+        order: "nn" natural -> natural (the last pass scatters, or a bit-reversal pass), "nr" natural -> bit-reversed
             (DIF), "rn" bit-reversed -> natural (DIT). In "nr"/"rn" the bit-reversed side holds the
             element of index bitrev(i) at position i.
         algorithm: "stagewise" or "fused" (see :data:`ALGORITHM`, the default when None); both give
             the same result bit for bit.
-        scratch: fused "nn" only (ignored otherwise): a device buffer of n elements (any
-            :func:`zkgpu.fr_device.device_words` layout) that the first pass writes instead of a fresh
-            one from CuPy's pool; its contents are overwritten.
+        scratch: "nn" of two or more passes only (ignored otherwise; stagewise with NTT_NN_SCATTER): a device
+            buffer of n elements (any :func:`zkgpu.fr_device.device_words` layout) that the first pass writes
+            instead of a fresh one from CuPy's pool; its contents are overwritten.
 
     Raises:
         ValueError: bad order or algorithm, size not a power of two / empty / beyond 2^32, a scratch
@@ -588,29 +550,56 @@ def ntt_inplace(
         _ntt_fused(w, L, bool(inverse), bool(coset), order, scratch=scratch)
         return d
     dit = order == "rn"
-    tw = _twiddles(L, bool(inverse))
-    pre, pre_mode, post, post_mode = _scalings(L, bool(inverse), bool(coset), dit)
-    pre, post = (tw if pre is None else pre), (tw if post is None else post)  # mode 0 ignores the table
-    passes = _passes(L)
-    if dit:
-        passes = passes[::-1]
-    rad = radix()
-    kern = _kernel("ntt_pass_r4" if rad == 4 else "ntt_pass")
-    nthreads = _threads()
-    smem_per_element = 64 if int(dict(_defines()).get("NTT_SMEM_TW", _SMEM_TW)) else 32  # + the pass's twiddles
-    last = len(passes) - 1
-    for i, (s_lo, k, c) in enumerate(passes):
-        T = 1 << (k + c)
-        _launch_fused(
-            kern, n // T, max(1, min(T // rad, nthreads)), smem_per_element * T,
-            (
-                w, tw, np.int32(L), np.int32(s_lo), np.int32(k), np.int32(c), np.int32(_ORDER["rn" if dit else "nr"]),
-                pre, np.int32(pre_mode if i == 0 else _SCALE["none"]), post, np.int32(post_mode if i == last else _SCALE["none"]),
-            ),
-        )
-    if order == "nn":
+    tmp = _scratch(w, scratch) if order == "nn" and host_option("NTT_NN_SCATTER") and len(_passes(L)) > 1 else None
+    stagewise_passes(w, L, bool(inverse), dit, *_scalings(L, bool(inverse), bool(coset), dit), nn_scratch=tmp)
+    if order == "nn" and tmp is None:
         bitrev_permute(w)
     return d
+
+
+def _scratch(w: Any, scratch: Any) -> Any:
+    """The flat words of ``scratch``, or a fresh buffer from CuPy's pool, of w's size (ValueError: another size)."""
+    tmp = _cuda.cupy().empty(w.size, dtype=w.dtype) if scratch is None else device_words(scratch, name="scratch")
+    if tmp.size != w.size:
+        raise ValueError(f"scratch holds {tmp.size // 8} elements, the transform {w.size // 8}")
+    return tmp
+
+
+def stagewise_passes(w: Any, L: int, inverse: bool, dit: bool, pre: Any, pre_mode: int, post: Any, post_mode: int,
+                     aux: tuple[Any, Any] | None = None, nn_scratch: Any = None, only: slice = slice(None)) -> None:
+    """The passes of one stagewise transform (kernel ntt_pass, or ntt_pass_r4 with :data:`RADIX` 4) on the flat words
+    w of 2^L elements, on the current stream: DIF, natural -> bit-reversed (DIT with ``dit``: the other way), with
+    the inverse root's twiddles if ``inverse`` (no 1/n: that is in the scalings). pre/post (tables, or None) and
+    their modes (scale_mode values) scale at the first pass's load and the last pass's store; pre_mode mul_sub
+    loads x * aux[0][g] - aux[1][g] (``aux``: two buffers of 2^L elements). ``nn_scratch`` (flat words of 2^L
+    elements; DIF with two or more passes): the first pass writes it, the last one writes w in natural order (element g
+    to bitrev_L(g)); it may be aux[1], which the first pass reads before it writes the same places. ``only``: the
+    passes to launch, a slice of the transform's passes in the order they run (the others belong to a pair pass)."""
+    n = w.size // 8
+    tw = _twiddles(L, inverse)
+    pre, post = (tw if pre is None else pre), (tw if post is None else post)  # mode 0 ignores the table
+    aux1, aux2 = (tw, tw) if aux is None else aux
+    passes = _passes(L, _MAX_TILE_LOG, host_option("NTT_TILE_COLS"))
+    passes = passes[::-1] if dit else passes
+    rad = radix()
+    kern = _kernel("ntt_pass_r4" if rad == 4 else "ntt_pass")
+    smem_per_element = 64 if int(dict(_defines()).get("NTT_SMEM_TW", _SMEM_TW)) else 32  # + the pass's twiddles
+    if nn_scratch is not None and (dit or len(passes) < 2):
+        raise ValueError("stagewise_passes: nn_scratch needs a DIF transform of two or more passes")
+    last = len(passes) - 1
+    for i in range(len(passes))[only]:
+        s_lo, k, c = passes[i]
+        T = 1 << (k + c)
+        src = w if nn_scratch is None or i == 0 else nn_scratch
+        dst = w if nn_scratch is None or i == last else nn_scratch
+        _launch_fused(
+            kern, n // T, max(1, min(T // rad, _threads())), smem_per_element * T,
+            (
+                src, dst, np.int32(nn_scratch is not None and i == last), tw, np.int32(L), np.int32(s_lo), np.int32(k), np.int32(c), np.int32(_ORDER["rn" if dit else "nr"]),
+                pre, np.int32(pre_mode if i == 0 else _SCALE["none"]),
+                post, np.int32(post_mode if i == last else _SCALE["none"]), aux1, aux2,
+            ),
+        )
 
 
 def coset_evals_inplace(w: Any, *, algorithm: str | None = None, post_op: tuple | None = None) -> Any:
@@ -624,19 +613,31 @@ def coset_evals_inplace(w: Any, *, algorithm: str | None = None, post_op: tuple 
         ValueError: a size that is not a power of two, an unknown algorithm, or ``post_op`` where it
             cannot apply (stagewise, or a transform of one pass).
 
+    Stagewise: the inverse NTT's 1/n and the coset shift g^i are one scaling, by g^i/n at the coset NTT's load; with
+    NTT_PAIR (:func:`host_option`) the two transforms' passes on the low bits run as one (kernel ntt_pass_pair, g^i/n between).
     With ``algorithm="fused"`` the two transforms share their pass on the low index bits (kernel
     ntt_fused2_*: the inverse sub-transform, the factor g^i/n, the forward sub-transform), so the pair
     makes 2*ceil(L/10) - 1 passes over memory instead of 2*ceil(L/10). ``post_op = (zinv, b, c)`` (fused
     only, more than one pass): the last pass stores (w * b - c) * zinv, the Groth16 pointwise step."""
     algorithm = resolve_algorithm(algorithm)
+    words = device_words(w)
+    L = log2_size(words.size // 8)
     if algorithm != "fused":
         if post_op is not None:
             raise ValueError("coset_evals_inplace: post_op needs algorithm='fused'")
-        ntt_inplace(w, inverse=True, order="nr", algorithm=algorithm)
-        ntt_inplace(w, coset=True, order="rn", algorithm=algorithm)
+        none = _SCALE["none"]  # the iNTT's 1/n rides on the coset shift: one product per element by g^i/n
+        if L and host_option("NTT_PAIR"):
+            stagewise_passes(words, L, True, False, None, none, None, none, only=slice(0, -1))
+            k = _passes(L)[-1][1]
+            mid, mid_mode = scale_on_bitrev_side(L, "coset_ninv")
+            shared = (96 if int(dict(_defines()).get("NTT_SMEM_TW", _SMEM_TW)) else 32) << k
+            _launch_fused(_kernel("ntt_pass_pair"), 1 << (L - k), min(1 << (k - 1), _threads()), shared,
+                          (words, _twiddles(L, True), _twiddles(L, False), np.int32(L), np.int32(k), mid, np.int32(mid_mode)))
+            stagewise_passes(words, L, False, True, None, none, None, none, only=slice(1, None))
+        elif L:
+            stagewise_passes(words, L, True, False, None, none, None, none)
+            stagewise_passes(words, L, False, True, *scale_on_bitrev_side(L, "coset_ninv"), None, none)
         return w
-    words = device_words(w)
-    L = log2_size(words.size // 8)
     if L == 0:
         if post_op is not None:
             raise ValueError("coset_evals_inplace: post_op needs more than one pass")

@@ -14,18 +14,25 @@ accessor                  package              extra (pyproject.toml)           
 :func:`numba`             numba                ``cpu-parallel`` / ``test``      ``None``
 :func:`nvtx`              nvtx                 ``gpu-cuda13`` / ``notebooks``   ``None``
 :func:`cupyx`             cupyx (CuPy)         ``gpu-cuda13`` / ``gpu-cuda12``  RuntimeError
+:func:`notebook_tools`    nbformat, nbclient,  ``notebooks``                    ImportError
+                          nbconvert, papermill,
+                          jupyter_client, zmq
 ========================  ===================  ===============================  =================
+
+The notebook machinery (:func:`notebook_tools`) is installed with the ``notebooks`` extra that ``make``
+always installs, but importing it takes over a second: ``zkgpu report`` (:mod:`zkgpu.report`) reaches
+it here when it runs notebooks, so that ``zkgpu --help`` and the other commands start without it.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 from . import _cuda
 
-__all__ = ["arkworks", "py_ecc", "numba", "nvtx", "cupyx", "has"]
+__all__ = ["arkworks", "py_ecc", "numba", "nvtx", "cupyx", "notebook_tools", "has"]
 
 
 @functools.cache
@@ -88,3 +95,41 @@ def cupyx() -> ModuleType:
     if mod is None:  # pragma: no cover - cupy imports cupyx itself
         raise RuntimeError("cupyx is missing although CuPy imported")
     return mod
+
+
+#: name in :func:`notebook_tools`'s namespace -> (module, attribute or None for the module itself)
+_NOTEBOOK_TOOLS = {
+    "nbformat": ("nbformat", None),
+    "zmq": ("zmq", None),
+    "DictLoader": ("jinja2", "DictLoader"),
+    "KernelSpecManager": ("jupyter_client.kernelspec", "KernelSpecManager"),
+    "NoSuchKernel": ("jupyter_client.kernelspec", "NoSuchKernel"),
+    "KernelManager": ("jupyter_client.manager", "KernelManager"),
+    "NotebookClient": ("nbclient", "NotebookClient"),
+    "CellExecutionError": ("nbclient.exceptions", "CellExecutionError"),
+    "HTMLExporter": ("nbconvert", "HTMLExporter"),
+    "TagRemovePreprocessor": ("nbconvert.preprocessors", "TagRemovePreprocessor"),
+    "load_notebook_node": ("papermill.iorw", "load_notebook_node"),
+    "parameterize_notebook": ("papermill.parameterize", "parameterize_notebook"),
+    "Config": ("traitlets.config", "Config"),
+}
+
+
+@functools.cache
+def notebook_tools() -> SimpleNamespace:
+    """What ``zkgpu report`` needs to execute and render notebooks, imported once on first use:
+    ``nbformat``, ``zmq``, jinja2's ``DictLoader``, jupyter_client's ``KernelSpecManager``,
+    ``NoSuchKernel``, ``KernelManager``, nbclient's ``NotebookClient``, ``CellExecutionError``,
+    nbconvert's ``HTMLExporter``, ``TagRemovePreprocessor``, papermill's ``load_notebook_node``,
+    ``parameterize_notebook`` and traitlets' ``Config``, as attributes of one namespace.
+
+    Raises:
+        ImportError: one of them is not installed (``pip install -e '.[notebooks]'``; names it).
+    """
+    found = {}
+    for name, (module, attr) in _NOTEBOOK_TOOLS.items():
+        mod = _try(module)
+        if mod is None:
+            raise ImportError(f"{module} is not installed: pip install -e '.[notebooks]' (zkgpu report runs the notebooks with it)")
+        found[name] = mod if attr is None else getattr(mod, attr)
+    return SimpleNamespace(**found)

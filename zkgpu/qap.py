@@ -10,7 +10,12 @@ N = 2^L, the prover needs h = (A*B - C) / Z, Z(X) = X^N - 1. As in cuzk (``groth
 3. inverse coset NTT of H -> the N coefficients of h.
 
 On the GPU the orders are the cuzk ones (no bit-reversal pass until the last step): iNTT "nr",
-coset NTT "rn", pointwise (``fr_mul_sub_scale`` in fr_ops.cu), inverse coset NTT "nn".
+coset NTT "rn", pointwise, inverse coset NTT "nn". With the stagewise kernels every constant rides on a
+product that happens anyway: the iNTT's 1/N on the coset shift (one table g^i/N at the coset NTT's load),
+the pointwise a*b - c at the load of the final inverse NTT (no pass of its own), and 1/Z with g^-i/N in one
+table at its store, which scatters to the bit-reversed places (c as scratch); 7 transforms, no bit-reversal
+pass, 5 products per element besides the butterflies (before: 9, and a pointwise pass ``fr_mul_sub_scale`` of
+fr_ops.cu, which the fused kernels still use).
 
 Inputs of length m <= N are zero-padded to N = the next power of two >= max(m) (or 2^log_n if
 given), as cuzk pads ``abc_size`` to the domain size.
@@ -37,7 +42,16 @@ from .fr_device import (
     to_device_mont,
     to_montgomery,
 )
-from .ntt import coset_evals_inplace, global_passes, ntt_inplace, resolve_algorithm
+from .ntt import (
+    bitrev_permute,
+    coset_evals_inplace,
+    global_passes,
+    host_option,
+    ntt_inplace,
+    power_table,
+    resolve_algorithm,
+    stagewise_passes,
+)
 
 __all__ = [
     "domain_log_size",
@@ -51,6 +65,7 @@ __all__ = [
 ]
 
 P = FR.modulus
+_SCALE = _cuda.header_enum("ntt_common.cuh", "scale_mode")  # the pointwise steps of a pass (ntt.cu)
 
 
 def domain_log_size(lengths: Sequence[int], log_n: int | None = None) -> int:
@@ -109,7 +124,8 @@ def compute_h_inplace(
     overwritten (b and c hold scratch data afterwards); a receives the N coefficients of h (Montgomery form). Launches on CuPy's current
     stream; synchronises only when ``timings`` is given, which is then filled with CUDA-event times
     in ms: ``ntt_ms`` (3 iNTT + 3 coset NTT), ``pointwise_ms``, ``intt_ms`` (inverse coset NTT),
-    ``total_ms``.
+    ``total_ms``. Stagewise (N > 1): the pointwise step runs in the inverse coset NTT's first pass, so
+    ``pointwise_ms`` is 0 and ``intt_ms`` includes it.
 
     ``algorithm`` ("stagewise" or "fused", default :data:`zkgpu.ntt.ALGORITHM`) picks the NTT kernels.
     With "fused" the last pass of each iNTT and the first pass of the following coset NTT run as one
@@ -142,13 +158,14 @@ def compute_h_inplace(
             coset_evals_inplace(w, algorithm=algorithm)
         if ev:
             ev[1].record()
-        _mul_sub_scale(wa, wb, wc, L)
+        if L == 0:
+            _mul_sub_scale(wa, wb, wc, L)
     if ev:
         ev[2].record()
     if fused:  # b is free now: the scratch buffer that spares the "nn" transform its bit-reversal pass
         ntt_inplace(wa, inverse=True, coset=True, order="nn", algorithm=algorithm, scratch=wb)
-    else:
-        ntt_inplace(wa, inverse=True, coset=True, order="nn", algorithm=algorithm)
+    elif L:
+        _h_inverse_stagewise(wa, wb, wc, L)
     if ev and timings is not None:
         ev[3].record()
         ev[3].synchronize()
@@ -199,6 +216,29 @@ def prepare_input(x: Any, n: int, *, name: str = "x", deferred: DeferredCheck | 
     return buf
 
 
+@functools.cache
+def _icoset_zinv_table(log_n: int, br: bool) -> Any:
+    """g^-i * Z^-1 / N for i < N (Montgomery, flat uint32, on the device); with ``br`` entry i holds that of
+    bitrev(i) (zkgpu.ntt.scale_on_bitrev_side)."""
+    n_inv = pow(1 << log_n, -1, P)
+    tab = power_table(pow(FR.generator, -1, P), log_n, n_inv * z_inv_on_coset(log_n) % P)
+    return bitrev_permute(tab) if br else tab
+
+
+def _h_inverse_stagewise(wa: Any, wb: Any, wc: Any, log_n: int, scatter: bool = True) -> None:
+    """a <- the inverse coset NTT of (a*b - c) / Z, natural order, in one stagewise transform: the pointwise
+    a*b - c at the first pass's load (scale_mode mul_sub), the constant 1/Z folded with the coset factor g^-i/N
+    into one table at the last pass's store (h is linear in the pointwise values). With ``scatter`` (and
+    zkgpu.ntt's NTT_NN_SCATTER, two or more passes) c is the scratch buffer and the last pass stores in natural order;
+    otherwise a bit-reversal pass follows and b, c are left as they were."""
+    br = host_option("NTT_SCALE_BR")
+    tmp = wc if scatter and host_option("NTT_NN_SCATTER") and global_passes(log_n, "nr", "stagewise") > 1 else None
+    stagewise_passes(wa, log_n, True, False, None, _SCALE["mul_sub"], _icoset_zinv_table(log_n, br),
+                     _SCALE["natural" if br else "bitrev"], aux=(wb, wc), nn_scratch=tmp)
+    if tmp is None:
+        bitrev_permute(wa)
+
+
 def _mul_sub_scale(wa: Any, wb: Any, wc: Any, log_n: int) -> None:
     n = 1 << log_n
     _cuda.launch_1d(_cuda.get_kernel("fr_ops", "fr_mul_sub_scale"), n, (wa, wb, wc, _z_inv_device(log_n), np.uint64(n)))
@@ -216,6 +256,9 @@ def combine_h_inplace(a: Any, b: Any, c: Any) -> Any:
     if not wa.size == wb.size == wc.size:
         raise ValueError(f"combine_h_inplace: a, b, c sizes differ ({wa.size // 8}, {wb.size // 8}, {wc.size // 8})")
     L = log2_size(wa.size // 8)
+    if L and resolve_algorithm(None) == "stagewise":
+        _h_inverse_stagewise(wa, wb, wc, L, scatter=False)
+        return a
     _mul_sub_scale(wa, wb, wc, L)
     ntt_inplace(wa, inverse=True, coset=True, order="nn")
     return a

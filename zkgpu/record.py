@@ -19,7 +19,8 @@ Scenarios (:data:`SCENARIOS`, in this order): ``baseline`` (pageable a/b/c, coar
 (cudaHostRegister, coarse, gw=2), ``pinned_gw1``, ``pinned_gw3``, and ``compute_only`` (data resident on the device) when the
 pipeline offers it; then, beyond upstream, the pinned pool with the narrow lock and prep_msm off the
 critical path (``narrow_prep_parallel``: ``prep="cpu_parallel"``, ``narrow_prep_gpu``: ``prep="gpu"``,
-also with gw=3), then ``narrow_prep_gpu_tails`` (``tail_streams=3``: the small batch additions and
+then ``narrow_prep_gpu_h2d_pre_lock``: a/b/c copied before the mutex, ``h2d_stage="pre_lock"``;
+``narrow_prep_gpu_gw3``: gw=3), then ``narrow_prep_gpu_tails`` (``tail_streams=3``: the small batch additions and
 tail MSMs at once), ``unlocked_prep_gpu_tails`` (no shared mutex) and ``submit_prep_gpu`` /
 ``submit_prep_gpu_tails`` (the mutex over the submission only: ``lock_scope="submit"``). :data:`LAST_MILE_SCENARIOS` is the short set of notebook 07b. On the CPU (``--device cpu``) ``registered`` is skipped (it needs
 cudaHostRegister) and every number is a CPU number; the manifest says ``"device": "cpu"``.
@@ -42,7 +43,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,7 @@ __all__ = [
     "SCENARIOS",
     "LAST_MILE_SCENARIOS",
     "LAST_MILE_PARTITIONS",
+    "LAST_MILE_ALTERNATIVE_PARTITIONS",
     "GPU_DEFAULT_N",
     "GPU_DEFAULT_PARTITIONS",
     "GPU_SYNTH_WORKERS",
@@ -93,6 +95,8 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     # beyond upstream (notebook 07b): prep_msm off the critical path, then the GPU phases themselves
     "narrow_prep_parallel": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "cpu_parallel"},
     "narrow_prep_gpu": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "gpu"},
+    # + the H2D of a/b/c before the mutex (h2d_stage="pre_lock"): its DMA overlaps the other worker's kernels
+    "narrow_prep_gpu_h2d_pre_lock": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "gpu", "h2d_stage": "pre_lock"},
     "narrow_prep_gpu_gw3": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 3, "prep": "gpu"},
     # + the three batch additions and the three tail MSMs each on its own stream, at once
     "narrow_prep_gpu_tails": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "gpu", "tail_streams": 3},
@@ -104,15 +108,23 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "submit_prep_gpu_tails": {"transfer": "pinned_pool", "lock_scope": "submit", "gw": 2, "prep": "gpu", "tail_streams": 3},
 }
 
-#: The scenarios of notebook 07b ("the last bottleneck") in one short recording: the baseline and
-#: the fix it is measured against, then prep_msm taken off the critical path
-#: (``zkgpu record --scenario ...`` for each, ``scripts/gpu_run.sh record-last-mile``).
-LAST_MILE_SCENARIOS = ("baseline", "pinned_narrow", "narrow_prep_parallel", "narrow_prep_gpu", "narrow_prep_gpu_tails",
-                       "unlocked_prep_gpu_tails", "submit_prep_gpu")
+#: The scenarios of notebook 07b ("the last bottleneck") in one recording: the story (the baseline
+#: and the fix it is measured against, prep_msm taken off the critical path on the CPU and on the
+#: GPU, then the H2D before the mutex), then the informative alternatives (concurrent tails, no
+#: shared mutex, the mutex over the submission only; :data:`LAST_MILE_ALTERNATIVE_PARTITIONS`)
+#: (``scripts/gpu_run.sh record-last-mile``).
+LAST_MILE_SCENARIOS = ("baseline", "pinned_narrow", "narrow_prep_parallel", "narrow_prep_gpu", "narrow_prep_gpu_h2d_pre_lock",
+                       "narrow_prep_gpu_tails", "unlocked_prep_gpu_tails", "submit_prep_gpu")
 #: partitions per scenario of the last-mile recording (``scripts/gpu_run.sh record-last-mile``): the
 #: run's window includes the pipeline fill (the first synthesis before any GPU work), which weighs
 #: 1/partitions; 128 keeps it near 2-3% of the window for every scenario, baseline included.
 LAST_MILE_PARTITIONS = 128
+#: two alternatives run half as many partitions (``zkgpu record --scenario-partitions``): the eight
+#: scenarios at 128 take about 230 s on the H200 (record-2: 7 of them 219 s); with these two at 64 about
+#: 215 s. Their fill then weighs ~4% instead of ~2% of their whole-run figures (the GPU-window figures and
+#: the model's comparison do not include it). ``submit_prep_gpu`` keeps 128: with the MSM's sizes on the
+#: device (zkgpu.msm_reduce) its submission no longer waits inside the lock, so it competes for the best run.
+LAST_MILE_ALTERNATIVE_PARTITIONS = {"narrow_prep_gpu_tails": 64, "unlocked_prep_gpu_tails": 64}
 
 # Sizes. GPU: n = 2^22 constraints per partition (a/b/c = 3 x 128 MiB, 1/32 of a PoRep partition,
 # the pipeline's default); --quick quarters it. CPU: the reference math on Python ints and
@@ -347,6 +359,21 @@ def _interrupted_entry(name: str, run_dir: Path, exc: BaseException) -> dict[str
     return entry
 
 
+def _scenario_partitions(given: Mapping[str, int] | None, runnable: dict[str, Any], skipped: dict[str, str]) -> dict[str, int]:
+    """``scenario_partitions`` checked: every name a scenario of this recording, every count an int
+    in [1, MAX_PARTITIONS] (ValueError/TypeError naming the entry)."""
+    out: dict[str, int] = {}
+    for name, k in (given or {}).items():
+        if name not in runnable and name not in skipped:
+            raise ValueError(f"scenario_partitions names {name!r}, which this recording does not run (it runs {list(runnable)})")
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise TypeError(f"scenario_partitions[{name!r}] must be an int, got {type(k).__name__} {k!r}")
+        if not 1 <= k <= MAX_PARTITIONS:
+            raise ValueError(f"scenario_partitions[{name!r}]={k} must be in [1, {MAX_PARTITIONS}]")
+        out[name] = k
+    return out
+
+
 def record(
     out: str | Path | None = None,
     *,
@@ -364,6 +391,7 @@ def record(
     echo: Callable[[str], None] | None = None,
     circuit: SnarkjsCircuit | None = None,
     vkey: str | Path | None = None,
+    scenario_partitions: Mapping[str, int] | None = None,
 ) -> Path:
     """Record the scenario matrix into a fresh run folder and return its path.
 
@@ -390,6 +418,9 @@ def record(
         circuit: a real circuit to prove in every scenario (:func:`run_scenario`); ``n`` is then
             its domain (a different ``n`` is a ValueError). vkey: its verification key for snarkjs
             (default ``vkey.json`` beside the key; else the proofs are checked with py_ecc).
+        scenario_partitions: ``{scenario: partitions}`` for scenarios that run a different number
+            of partitions than ``partitions`` (e.g. fewer for the alternatives of a long recording);
+            each entry's configuration records its own count.
 
     Raises:
         ValueError: unknown device or scenario, a size the pipeline rejects (n not a power of
@@ -425,6 +456,7 @@ def record(
         n = CPU_DEFAULT_N if n is None else n
         partitions = CPU_DEFAULT_PARTITIONS if partitions is None else partitions
     runnable, skipped = scenario_configs(scenarios, device=device)
+    counts = _scenario_partitions(scenario_partitions, runnable, skipped)
     if not runnable:
         raise ValueError(f"no scenario to record on device={device}: " + "; ".join(f"{k} skipped ({v})" for k, v in skipped.items()) + " (choose other --scenario values)")
     load = HostMemoryLoad(host_load)  # TypeError/ValueError naming host_load's value, before any folder
@@ -495,7 +527,7 @@ def record(
             say(f"record: scenario {name} {settings}")
             mark = load.snapshot()
             current = name
-            entries[name] = run_scenario(name, settings, run_dir, n=n, partitions=partitions, device=device, seed=seed, synth_workers=synth_workers,
+            entries[name] = run_scenario(name, settings, run_dir, n=n, partitions=counts.get(name, partitions), device=device, seed=seed, synth_workers=synth_workers,
                                          prepared=prepared, queue_depth=queue_depth, pool=pool, circuit=circuit, vkey=vkey)
             current = None
             e = entries[name]
@@ -560,6 +592,8 @@ def record(
 @click.option("--out", "out", default=None, help="base folder for the run folder (default $ZKGPU_DATA, else data/)")
 @click.option("--device", type=click.Choice(["auto", "gpu", "cpu"]), default="auto", show_default=True)
 @click.option("--scenario", "scenarios", multiple=True, type=click.Choice(list(SCENARIOS)), help="run only these (repeatable)")
+@click.option("--scenario-partitions", "scenario_partitions", multiple=True, metavar="NAME=K",
+              help="run scenario NAME over K partitions instead of --partitions (repeatable)")
 @click.option("--no-sweep", is_flag=True, help="skip the H2D bandwidth sweep")
 @click.option("--no-bench", is_flag=True, help="skip the kernel benchmarks")
 @click.option("--synth-workers", type=int, default=None, help="synthesis threads (default 8 on the GPU, else the pipeline's)")
@@ -568,7 +602,8 @@ def record(
 @click.option("--zkey", "zkey_path", type=click.Path(dir_okay=False, exists=True), default=None, help="prove a real circuit in every scenario: its snarkjs BLS12-381 key (n = its domain)")
 @click.option("--wtns", "wtns_paths", multiple=True, type=click.Path(dir_okay=False, exists=True), help="with --zkey: witness(es), cycled over the partitions")
 @click.option("--vkey", "vkey_path", type=click.Path(dir_okay=False, exists=True), default=None, help="with --zkey: verification key for snarkjs [default: vkey.json beside the key]")
-def record_command(n, partitions, quick, out, device, scenarios, no_sweep, no_bench, synth_workers, queue_depth, host_load, zkey_path, wtns_paths, vkey_path) -> None:
+def record_command(n, partitions, quick, out, device, scenarios, scenario_partitions, no_sweep, no_bench, synth_workers, queue_depth, host_load, zkey_path,
+                   wtns_paths, vkey_path) -> None:
     """Run the scenario matrix (baseline, registered, pinned pool, narrow lock, gw=1/3, compute-only)
     and write logs, Parquet event tables, the H2D sweep, kernel benchmarks and manifest.json into
     one fresh data/<gpu>-<date>-record/ folder. Bad options fail (one line, exit 2) before any
@@ -583,12 +618,19 @@ def record_command(n, partitions, quick, out, device, scenarios, no_sweep, no_be
         previous = None
     if bool(zkey_path) != bool(wtns_paths):
         raise CliError("a real circuit needs both --zkey and --wtns")
+    counts: dict[str, int] = {}
+    for item in scenario_partitions:
+        name, sep, k = item.partition("=")
+        if not sep or not k.strip().isdigit():
+            raise CliError(f"--scenario-partitions {item!r}: expected NAME=K with K a whole number of partitions (e.g. submit_prep_gpu=64)")
+        counts[name.strip()] = int(k)
     try:
         circuit = load_circuit(zkey_path, wtns_paths) if zkey_path else None
         run_dir = record(
             out=out, device=None if device == "auto" else device, n=n, partitions=partitions, quick=quick,
             scenarios=scenarios or None, sweep=not no_sweep, bench=not no_bench, synth_workers=synth_workers,
             queue_depth=queue_depth, host_load=host_load, echo=click.echo, circuit=circuit, vkey=vkey_path,
+            scenario_partitions=counts or None,
         )
     except (ValueError, TypeError, RuntimeError) as exc:
         raise CliError(str(exc)) from exc

@@ -35,24 +35,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import numpy as np
-import zmq
-from jinja2 import DictLoader
-from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
-from jupyter_client.manager import KernelManager
-from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
-from nbconvert import HTMLExporter
-from nbconvert.preprocessors import TagRemovePreprocessor
-from papermill.iorw import load_notebook_node
-from papermill.parameterize import parameterize_notebook
 from tqdm.auto import tqdm
-from traitlets.config import Config
 
 from .bottleneck import last_mile_recordings
 from .chrome_trace import export_recording
 from .live import open_source, resolve_mode
+from .optional import notebook_tools
 from .replay import Recording, find_benchmarks, latest_recording
 
 __all__ = ["NotebookResult", "KeyNumber", "page_title", "TraceFile", "run_report", "find_notebooks", "html_exporter",
@@ -103,15 +92,16 @@ _TEMPLATE = ("{%- extends 'lab/index.html.j2' -%}\n{% block html_head_css %}{{ s
              "</div>{% endblock data_png %}")
 
 
-def html_exporter():
+def html_exporter() -> Any:
     """nbconvert's HTML exporter (lab template) whose pages let wide tables and code scroll sideways;
     papermill's injected-parameters cell is left out of the page (the page's banner names the mode)."""
-    exporter = HTMLExporter(extra_loaders=[DictLoader({"zkgpu_report.html.j2": _TEMPLATE})], template_file="zkgpu_report.html.j2")
-    exporter.register_preprocessor(TagRemovePreprocessor(remove_cell_tags={"injected-parameters"}, enabled=True), enabled=True)
+    nt = notebook_tools()
+    exporter = nt.HTMLExporter(extra_loaders=[nt.DictLoader({"zkgpu_report.html.j2": _TEMPLATE})], template_file="zkgpu_report.html.j2")
+    exporter.register_preprocessor(nt.TagRemovePreprocessor(remove_cell_tags={"injected-parameters"}, enabled=True), enabled=True)
     return exporter
 
 
-def kernel_config(kernel_name: str = "python3") -> Config:
+def kernel_config(kernel_name: str = "python3") -> Any:
     """traitlets config for the notebooks' kernels, so that ipykernel (>= 7) has no reason to print
     its "Kernel is running over TCP without encryption" warning on stderr, once per kernel:
 
@@ -121,14 +111,15 @@ def kernel_config(kernel_name: str = "python3") -> Config:
     * else, on POSIX, IPC (Unix-domain sockets in Jupyter's runtime folder);
     * else (Windows without CURVE) the default TCP transport.
     """
-    cfg = Config()
+    nt = notebook_tools()
+    cfg = nt.Config()
     try:
-        meta = KernelSpecManager().get_kernel_spec(kernel_name).metadata or {}
-    except NoSuchKernel:
+        meta = nt.KernelSpecManager().get_kernel_spec(kernel_name).metadata or {}
+    except nt.NoSuchKernel:
         meta = {}
     declared = meta.get("supported_encryption") or ()
     declared = {declared} if isinstance(declared, str) else set(declared)
-    if "transport_encryption" in KernelManager.class_trait_names() and zmq.has("curve") and "curve" in declared:
+    if "transport_encryption" in nt.KernelManager.class_trait_names() and nt.zmq.has("curve") and "curve" in declared:
         cfg.KernelManager.transport_encryption = "auto"
     elif os.name == "posix":
         cfg.KernelManager.transport = "ipc"
@@ -179,16 +170,17 @@ def notebook_parameters(mode: str, environ: Mapping[str, str] | None = None) -> 
 
 
 def _execute(path: Path, out_dir: Path, params: Mapping[str, Any], timeout: int) -> NotebookResult:
-    nb = parameterize_notebook(load_notebook_node(str(path)), dict(params), kernel_name="python3", language="python")
+    nt = notebook_tools()
+    nb = nt.parameterize_notebook(nt.load_notebook_node(str(path)), dict(params), kernel_name="python3", language="python")
     t0 = time.perf_counter()
     status, error = "ok", ""
     try:
-        client = NotebookClient(
+        client = nt.NotebookClient(
             nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
             config=kernel_config(),
         )
         client.execute()
-    except CellExecutionError as exc:
+    except nt.CellExecutionError as exc:
         status, error = "failed", str(exc)
     except Exception as exc:  # noqa: BLE001 - any failure of one notebook (kernel died, timeout, ...) is reported, the others still run
         status, error = "failed", f"{type(exc).__name__}: {exc}"
@@ -196,7 +188,7 @@ def _execute(path: Path, out_dir: Path, params: Mapping[str, Any], timeout: int)
     body, _ = html_exporter().from_notebook_node(nb, resources={"metadata": {"name": page_title(nb, path.stem)}})
     out = out_dir / f"{path.stem}.html"
     out.write_text(body, encoding="utf-8")
-    nbformat.write(nb, out_dir / path.name)
+    nt.nbformat.write(nb, out_dir / path.name)
     return NotebookResult(path.stem, status, seconds, out, error)
 
 

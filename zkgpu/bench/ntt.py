@@ -40,9 +40,9 @@ __all__ = [
 
 KERNEL_SPECS = tuple(
     "-".join(["stagewise", *parts])
-    for parts in ([r, z, st, i, b, w, a] for r in ("", "r2", "r4") for z in ("", "lz") for st in ("", "st")
-                  for i in ("", "i2") for b in ("", "b1", "b2", "b3", "b4") for w in ("", "w128", "w512")
-                  for a in ("", "ptx", "cxx", "asm"))
+    for parts in ([r, z, st, sh, gt, np_, i, c, b, w, a] for r in ("", "r2", "r4") for z in ("", "lz") for st in ("", "st")
+                  for sh in ("", "sh", "sh0", "sh2") for gt in ("", "gt") for np_ in ("", "np") for i in ("", "i2")
+                  for c in ("", "c0", "c1") for b in ("", "b1", "b2", "b3", "b4", "b6") for w in ("", "w128", "w512") for a in ("", "ptx", "cxx", "asm"))
     for parts in [[p for p in parts if p]]
 ) + tuple(
     "-".join(["fused", *parts])
@@ -53,12 +53,21 @@ KERNEL_SPECS = tuple(
 """Kernel choices of ``zkgpu bench ntt`` (:func:`kernel_settings` applies one): an
 algorithm, then optionally -rN (stagewise: ``zkgpu.ntt.RADIX`` 2/4; fused: ``FUSED_RADIX`` 2/4/8), -exact/-split/-table/-auto (fused: ``FUSED_OUTER``), -t12 (fused:
 ``FUSED_TILE_LOG`` 12, 2^24 in two passes), -lz (stagewise: the lazy DIF difference, ``ZK_NTT_LAZY=1``), -st
-(stagewise: each pass's twiddles in shared memory, ``NTT_SMEM_TW=1``), -i2 (stagewise radix-2: two butterflies
+(stagewise: each pass's twiddles in shared memory, ``NTT_SMEM_TW=1``), -sh / -sh2 / -sh0 (stagewise radix-2: the stages on
+the tile bits below 6 in registers, exchanged by warp shuffles, in every pass / in the DIT passes (the default) / in
+none, ``NTT_SHFL`` 1 / 2 / 0), -cN (stagewise: at most N column bits per tile, ``NTT_TILE_COLS``; with -w128-b6 the passes on high bits run
+512-element (c1) or 256-element (c0) tiles in 128-thread blocks, six per SM, as the pass on the low bits does), -gt
+(stagewise host data paths as
+before issue 13's run s3-ntt: the scalings on the bit-reversed side gathered from a natural table, ``NTT_SCALE_BR=0``,
+and "nn" in place plus a bit-reversal pass, ``NTT_NN_SCATTER=0``), -np (stagewise compute_h: the iNTT's last
+pass and the coset NTT's first as two launches, ``NTT_PAIR=0``), -i2 (stagewise radix-2: two butterflies
 loaded before either is computed, ``NTT_ILP=2``), -w128/-w512 (stagewise: threads per
 block, ``NTT_THREADS``), -bN
 (stagewise: N blocks per SM as the register target, ``NTT_MIN_BLOCKS`` and ``NTT_R4_MIN_BLOCKS``) and
--ptx/-cxx/-asm (``FIELD_ARITH``); unstated settings keep their current values (-lz, -st, -i2, -wN and -bN add to
+-ptx/-cxx/-asm (``FIELD_ARITH``); unstated settings keep their current values (-lz, -st, -sh, -gt, -np, -i2, -wN and -bN add to
 ``zkgpu.ntt.DEFINES`` for the block)."""
+
+_SPEC_SET = frozenset(KERNEL_SPECS)
 
 BENCH_VARIANTS: dict[str, dict[str, Any]] = {
     "forward-nr": dict(inverse=False, coset=False, order="nr"),
@@ -80,7 +89,7 @@ def kernel_settings(spec: str) -> Iterator[None]:
         ValueError: an unknown spec.
     """
     parts = spec.split("-")
-    if parts[0] not in ntt.ALGORITHMS or spec not in KERNEL_SPECS:
+    if parts[0] not in ntt.ALGORITHMS or spec not in _SPEC_SET:
         raise ValueError(f"unknown NTT kernel {spec!r}; zkgpu.bench.ntt.KERNEL_SPECS lists the {len(KERNEL_SPECS)} choices "
                          "(e.g. stagewise, stagewise-lz-st-b3-asm, fused, fused-r4-auto-t12)")
     names = ("ALGORITHM", "RADIX", "FUSED_RADIX", "FUSED_OUTER", "FUSED_TILE_LOG", "FIELD_ARITH", "DEFINES")
@@ -94,8 +103,16 @@ def kernel_settings(spec: str) -> Iterator[None]:
                 ntt.DEFINES = {**ntt.DEFINES, "ZK_NTT_LAZY": 1}
             elif part == "st":
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_SMEM_TW": 1}
+            elif part in ("sh", "sh0", "sh2"):
+                ntt.DEFINES = {**ntt.DEFINES, "NTT_SHFL": int(part[2:] or 1)}
+            elif part == "np":
+                ntt.DEFINES = {**ntt.DEFINES, "NTT_PAIR": 0}
+            elif part == "gt":
+                ntt.DEFINES = {**ntt.DEFINES, "NTT_SCALE_BR": 0, "NTT_NN_SCATTER": 0}
             elif part == "i2":
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_ILP": 2}
+            elif re.fullmatch(r"c\d+", part):
+                ntt.DEFINES = {**ntt.DEFINES, "NTT_TILE_COLS": int(part[1:])}
             elif re.fullmatch(r"w\d+", part):
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_THREADS": int(part[1:])}
             elif re.fullmatch(r"b\d+", part):
@@ -210,7 +227,7 @@ def ntt_bench(min_log: int, max_log: int, repeat: int, kernels: tuple[str, ...],
     per kernel, and compute_h at 2^h-min-log .. 2^h-max-log; CSV + JSON, and the ratios to stagewise."""
     kernels = kernels or ("stagewise", "fused")
     for spec in kernels:
-        if spec not in KERNEL_SPECS:
+        if spec not in _SPEC_SET:
             raise click.BadParameter(f"unknown NTT kernel {spec!r} (e.g. stagewise, fused, fused-r4-auto-t12)",
                                      param_hint="--kernel")
         with kernel_settings(spec):

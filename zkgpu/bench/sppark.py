@@ -1,13 +1,15 @@
 """``zkgpu bench sppark``: one recording of zkgpu's kernels beside sppark's, measured in the same GPU call.
 
-``scripts/kernels_vs_sppark.sh`` runs the sppark anchor (``anchors/sppark-bench``: NTT and MSM rows),
-``zkgpu bench ntt`` and ``zkgpu bench msm`` on one GPU, then :data:`bench_command` gathers the three outputs
-into ONE fresh ``<gpu>-<date>-bench-sppark`` run folder: ``sppark.txt`` (as the anchor wrote it), ``ntt.csv``
-and ``msm.csv`` (zkgpu's rows), ``vs_sppark.csv`` (:func:`zkgpu.anchors.vs_sppark`, every NTT kernel) and
-``manifest.json`` (sppark's commits from the anchor's ``VENDOR_COMMITS``, zkgpu's two run manifests, the
-zkgpu/sppark ratios per operation and size, ``compute_h`` at 2^24, and issue 13's targets checked on them:
-every like-for-like ratio <= 1.0, compute_h <= 35 ms). ``zkgpu bench sppark-table``
-prints the newest such recording's ratio table as markdown, and rewrites README.md's block with it.
+``scripts/kernels_vs_sppark.sh`` runs the sppark anchor (``anchors/sppark-bench``: NTT and MSM rows, uniform
+scalars), our PoRep-like sppark driver (``anchors/sppark-porep``: the same sppark MSM call on PoRep-like
+scalars), ``zkgpu bench ntt`` and ``zkgpu bench msm`` on one GPU, then :data:`bench_command` gathers the outputs
+into ONE fresh ``<gpu>-<date>-bench-sppark`` run folder: ``sppark.txt`` (as the anchor wrote it),
+``sppark_porep.txt`` (as the PoRep-like driver wrote it, when it ran), ``ntt.csv`` and ``msm.csv`` (zkgpu's rows),
+``vs_sppark.csv`` (:func:`zkgpu.anchors.vs_sppark`, every NTT kernel) and ``manifest.json`` (sppark's commits from
+the anchor's ``VENDOR_COMMITS``, zkgpu's two run manifests, the zkgpu/sppark ratios per operation and size,
+``compute_h`` at 2^24, issue 13's targets checked on them: every like-for-like ratio <= 1.0, compute_h <= 35 ms,
+and the PoRep-like driver's uniform control against the anchor's row). ``zkgpu bench sppark-table`` prints the
+newest such recording's ratio table as markdown, and rewrites README.md's block with it.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ import click
 import pandas as pd
 
 from ..anchors import (
+    POREP_FILE,
     compute_h_ms,
     load_vs_sppark,
     manifest_summary,
     markdown_table,
+    porep_driver_control,
     read_sppark,
     sppark_provenance,
     vs_sppark,
@@ -41,9 +45,16 @@ README_BEGIN = "<!-- vs-sppark:begin (zkgpu bench sppark-table --readme README.m
 README_END = "<!-- vs-sppark:end -->"
 SPPARK_SCALARS = ("uniform only: the anchor's driver draws uniform scalars in [0, r); zkgpu's PoRep-like MSM rows are "
                   "set against sppark's uniform time as context (like_for_like = false)")
+SPPARK_SCALARS_POREP = ("uniform (the anchor, devpts_devsc) and PoRep-like (anchors/sppark-porep, devpts_devsc_porep: 45% zero, "
+                        "45% one, 10% uniform in [0, r), zkgpu's distribution drawn by the driver's own seeded generator, "
+                        "not the same values); each zkgpu MSM row is compared with the sppark row of its distribution")
 TIMING = ("medians, ms, same GPU, same call. NTT: both device-resident, natural order in and out, CUDA events. MSM: "
           "points and scalars on the GPU; zkgpu: CUDA events around zkgpu.msm.msm_device; sppark (devpts_devsc): wall "
           "clock around the whole msm_t::invoke, which includes its CPU-side combination of the windows")
+TIMING_POREP = TIMING.replace("(devpts_devsc)", "(devpts_devsc, and devpts_devsc_porep on PoRep-like scalars)")
+POREP_NOTE = ("The PoRep-like MSM row is like for like: sppark's same call on scalars of zkgpu's PoRep-like distribution "
+              "(45% zero, 45% one, 10% uniform; anchors/sppark-porep), both on 2^k points (sppark's tiled from 2^20 distinct "
+              "ones, as in its uniform rows).")
 
 
 def _run_manifest(run_dir: Path | None) -> dict[str, Any] | None:
@@ -52,7 +63,7 @@ def _run_manifest(run_dir: Path | None) -> dict[str, Any] | None:
 
 
 def write_recording(
-    sppark_file: str | Path, ntt_run: str | Path | None, msm_run: str | Path | None, *,
+    sppark_file: str | Path, ntt_run: str | Path | None, msm_run: str | Path | None, *, sppark_porep: str | Path | None = None,
     kernel: str | None = None, sizes: Sequence[int] | None = None, base: str | Path | None = None, gpu: str | None = None,
 ) -> Path:
     """Gather a sppark-bench output and zkgpu's ``bench-ntt`` / ``bench-msm`` run folders (of the same GPU call)
@@ -60,6 +71,9 @@ def write_recording(
 
     Args:
         sppark_file: the anchor's ``sppark.txt``.
+        sppark_porep: ``anchors/sppark-porep``'s output of the same call (rows ``devpts_devsc_porep``), copied as
+            ``sppark_porep.txt``; zkgpu's PoRep-like MSM rows are then compared with it like for like. None: they
+            are set against sppark's uniform time as context.
         ntt_run, msm_run: run folders holding ``ntt.csv`` / ``msm.csv`` (either may be None, not both).
         kernel: the NTT kernel the ratios and ``compute_h`` refer to (default: the first of the NTT run's
             ``kernels``); ``vs_sppark.csv`` keeps every kernel.
@@ -69,10 +83,11 @@ def write_recording(
             (default: this GPU).
 
     Raises:
-        FileNotFoundError: a missing file or folder. ValueError: sppark.txt without result rows, no zkgpu run
-        given, or ``kernel`` not measured in the NTT run.
+        FileNotFoundError: a missing file or folder. ValueError: sppark.txt (or sppark_porep) without result rows, no
+        zkgpu run given, or ``kernel`` not measured in the NTT run.
     """
-    sppark = read_sppark(sppark_file)  # FileNotFoundError / ValueError before anything is written
+    porep = [sppark_porep] if sppark_porep else []
+    sppark = read_sppark(sppark_file, *porep)  # FileNotFoundError / ValueError before anything is written
     runs = {"ntt": Path(ntt_run) if ntt_run else None, "msm": Path(msm_run) if msm_run else None}
     if not any(runs.values()):
         raise ValueError("no zkgpu run folder given (need --ntt-run and/or --msm-run)")
@@ -102,14 +117,20 @@ def write_recording(
     }
     out = new_run_dir("bench-sppark", base=Path(base) if base else None, gpu=gpu)
     shutil.copyfile(sppark_file, out / "sppark.txt")
+    if sppark_porep:
+        shutil.copyfile(sppark_porep, out / POREP_FILE)
     for name, d in runs.items():
         if d is not None:
             shutil.copyfile(d / f"{name}.csv", out / f"{name}.csv")  # byte for byte, as the benchmark wrote it
     vs_all.to_csv(out / "vs_sppark.csv", index=False)
+    extra = {"sppark_porep": sppark_provenance(sppark_porep),
+             "sppark_porep_control": porep_driver_control(sppark, sizes or None)} if sppark_porep else {}
     write_json_new(out / "manifest.json", build_manifest(
-        benchmark="sppark-comparison", sppark=sppark_provenance(sppark_file), sppark_scalars=SPPARK_SCALARS,
+        benchmark="sppark-comparison", sppark=sppark_provenance(sppark_file), **extra,
+        sppark_scalars=SPPARK_SCALARS_POREP if sppark_porep else SPPARK_SCALARS,
         ntt_kernel=kernel, sizes_log2=sorted(sizes) if sizes else None, zkgpu_runs=manifests, ratios=manifest_summary(vs),
-        compute_h_ms={"2^24": h24}, acceptance=acceptance, timing=TIMING, files=["sppark.txt", *(f"{n}.csv" for n in tables), "vs_sppark.csv"]))
+        compute_h_ms={"2^24": h24}, acceptance=acceptance, timing=TIMING_POREP if sppark_porep else TIMING,
+        files=["sppark.txt", *([POREP_FILE] if sppark_porep else []), *(f"{n}.csv" for n in tables), "vs_sppark.csv"]))
     return out
 
 
@@ -134,8 +155,18 @@ def readme_block(base: str | Path | None = None) -> str:
         body = (f"`data/{path.name}` (sppark `{sp[:12]}`, NTT kernel `{m.get('ntt_kernel')}`; {m.get('timing', '')}; "
                 f"below 1: zkgpu faster):\n\n{markdown_table(vs)}\n\n"
                 + (f"zkgpu `compute_h` at 2^24: {h:.1f} ms. " if h is not None else "")
-                + "sppark's MSM rows have uniform scalars only; the PoRep-like row is context.")
+                + _msm_note(vs))
     return f"{README_BEGIN}\n{body}\n{README_END}"
+
+
+def _msm_note(vs: pd.DataFrame) -> str:
+    """README's sentence on the PoRep-like MSM row: like for like, context, or both (sizes without sppark PoRep rows)."""
+    porep = vs[(vs["op"] == "msm") & (vs["variant"] == "porep")]
+    if not len(porep) or not porep["like_for_like"].any():
+        return "sppark's MSM rows have uniform scalars only; the PoRep-like row is context."
+    if porep["like_for_like"].all():
+        return POREP_NOTE
+    return POREP_NOTE + " Sizes without a sppark PoRep-like row are set against its uniform time as context (a separate row)."
 
 
 def update_readme(readme: str | Path, base: str | Path | None = None) -> bool:
@@ -159,13 +190,15 @@ def update_readme(readme: str | Path, base: str | Path | None = None) -> bool:
 @click.command("sppark")
 @click.option("--sppark", "sppark_file", required=True, type=click.Path(exists=True, dir_okay=False),
               help="the sppark-bench output (sppark.txt) of this GPU call")
+@click.option("--sppark-porep", "sppark_porep", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="anchors/sppark-porep's output (sppark_porep.txt) of this GPU call: PoRep-like MSM like for like")
 @click.option("--ntt-run", default=None, type=click.Path(exists=True, file_okay=False), help="the bench-ntt run folder")
 @click.option("--msm-run", default=None, type=click.Path(exists=True, file_okay=False), help="the bench-msm run folder")
 @click.option("--kernel", default=None, help="NTT kernel of the ratios (default: the NTT run's first kernel)")
 @click.option("--sizes", default="", help="log2 sizes to compare, comma separated (default: every size both sides measured)")
 @click.option("--out", "base", default=None, help="base folder for the run folder (default data/)")
-def bench_sppark(sppark_file: str, ntt_run: str | None, msm_run: str | None, kernel: str | None, sizes: str,
-                 base: str | None) -> None:
+def bench_sppark(sppark_file: str, sppark_porep: str | None, ntt_run: str | None, msm_run: str | None, kernel: str | None,
+                 sizes: str, base: str | None) -> None:
     """One bench-sppark recording from a sppark-bench output and zkgpu's bench-ntt / bench-msm run folders of
     the same GPU call (scripts/kernels_vs_sppark.sh runs all three); prints the zkgpu/sppark ratios."""
     try:
@@ -173,7 +206,7 @@ def bench_sppark(sppark_file: str, ntt_run: str | None, msm_run: str | None, ker
     except ValueError:
         raise click.BadParameter(f"need comma-separated log2 sizes, got {sizes!r}", param_hint="--sizes") from None
     try:
-        out = write_recording(sppark_file, ntt_run, msm_run, kernel=kernel, sizes=logs, base=base)
+        out = write_recording(sppark_file, ntt_run, msm_run, sppark_porep=sppark_porep, kernel=kernel, sizes=logs, base=base)
     except (ValueError, FileNotFoundError) as exc:
         raise CliError(str(exc)) from None
     m = json.loads((out / "manifest.json").read_text())
@@ -182,6 +215,10 @@ def bench_sppark(sppark_file: str, ntt_run: str | None, msm_run: str | None, ker
     h = m["compute_h_ms"]["2^24"]
     click.echo(f"compute_h 2^24: {h:.2f} ms" if h is not None else "compute_h 2^24: not measured")
     click.echo(f"issue 13 targets (like-for-like ratios <= 1.0, compute_h 2^24 <= 35 ms): {m['acceptance']}")
+    control = {k: "–" if v["ratio"] is None else f"{v['ratio']:.3f}" for k, v in (m.get("sppark_porep_control") or {}).items()}
+    if control:
+        click.echo("PoRep-like driver's uniform control / the anchor's devpts_devsc (near 1: both drivers time sppark alike): "
+                   + ", ".join(f"{k} {v}" for k, v in control.items()))
 
 
 @click.command("sppark-table")

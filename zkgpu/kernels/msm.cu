@@ -21,10 +21,11 @@
 //                   bucket of millions of points is spread over many threads
 //   seg_accum_affine (level 0, zkgpu.msm.LEVEL0 "runs"): one thread per chunk of at most CHUNK
 //                   entries of one bucket (chunks cut on the host with CuPy)
-//   seg_count_sorted32, seg_accum_xyzz  a fixed number of rounds (zkgpu/msm_reduce.py): the same
-//                   balanced scheme over the (key, XYZZ partial) pairs, still sorted by key
+//   run_chunk_count, seg_accum_xyzz  a fixed number of rounds (zkgpu/msm_reduce.py) over the (key,
+//                   XYZZ partial) pairs, still sorted by key: each key's run cut into chunks of at most
+//                   CHUNK, one thread per chunk, chunk bounds found on the device
 //   scatter_buckets the thread of each key's first partial sums its last few partials (at most
-//                   CHUNK + 1 after the rounds) into the bucket array (empty buckets stay the identity)
+//                   max(CHUNK, 2) + 1 after the rounds) into the bucket array (empty buckets stay the identity)
 //   window_reduce   each thread a contiguous range of buckets: running sum + sum, then
 //                   sum_range + offset * running_total (the range's offset times its bucket sum)
 //   xyzz_sum_ranges tree sum of the per-thread results of each window
@@ -56,15 +57,10 @@ __device__ __forceinline__ uint64_t splitmix64(uint64_t z) {
     return z ^ (z >> 31);
 }
 
-// The bucket key of a sorted entry: the high word of a level-0 sort key, or a partial's key itself.
-__device__ __forceinline__ uint32_t entry_key(unsigned long long e) { return (uint32_t)(e >> 32); }
-__device__ __forceinline__ uint32_t entry_key(uint32_t k) { return k; }
-
-// counts[t] = the number of runs of equal bucket key among entries [t*L, min((t+1)*L, *count)), 0 for a
-// thread past the live count (the grid covers the worst case; *count is read on the device).
-template <class Key>
-__device__ __forceinline__ void count_runs(const Key* keys, uint64_t count, uint32_t L, uint64_t nthreads,
-                                           uint32_t* counts) {
+// counts[t] = the number of runs of equal bucket key (the high word) among the sorted 64-bit entries
+// [t*L, min((t+1)*L, count)), 0 for a thread past the live count (the grid covers the worst case).
+__device__ __forceinline__ void count_runs(const unsigned long long* keys, uint64_t count, uint32_t L,
+                                           uint64_t nthreads, uint32_t* counts) {
     ZK_GRID_STRIDE(t, nthreads) {
         const uint64_t lo = t * L;
         if (lo >= count) {
@@ -72,9 +68,9 @@ __device__ __forceinline__ void count_runs(const Key* keys, uint64_t count, uint
             continue;
         }
         const uint64_t hi = lo + L < count ? lo + L : count;
-        uint32_t prev = entry_key(keys[lo]), runs = 1;
+        uint32_t prev = (uint32_t)(keys[lo] >> 32), runs = 1;
         for (uint64_t j = lo + 1; j < hi; j++) {
-            const uint32_t k = entry_key(keys[j]);
+            const uint32_t k = (uint32_t)(keys[j] >> 32);
             runs += (k != prev);
             prev = k;
         }
@@ -212,34 +208,68 @@ __global__ void seg_accum_affine_balanced(const unsigned long long* keys, const 
     }
 }
 
-// A reduction round over (key, XYZZ partial) pairs sorted by key, *count of them live: the balanced
-// scheme of level 0 again (thread t sums each run of equal key among [t*L, min((t+1)*L, *count)) into
-// one partial at out[offsets[t] ...]), so a key with x partials leaves at most ceil((x-1)/L) + 1 and no
-// thread adds more than L - 1 points however long a bucket is (zkgpu/msm_reduce.py bounds the rounds).
-__global__ void seg_count_sorted32(const uint32_t* keys, const unsigned long long* count, uint32_t L,
-                                   uint64_t nthreads, uint32_t* counts) {
-    count_runs(keys, *count, L, nthreads, counts);
+// A reduction round over (key, XYZZ partial) pairs sorted by key, *count of them live, kmax the worst
+// case: each key's run of x partials is cut into ceil(x/L) chunks of at most L, one thread per chunk
+// (the "runs" scheme of level 0, with every size on the device), so a round leaves ceil(x/L) partials
+// per key, no thread adds more than L - 1 points however long a bucket is, and a round over keys with a
+// few partials each has one thread per key (zkgpu/msm_reduce.py bounds the rounds).
+// run_chunk_count: counts[j] = ceil(x/L) at the first partial j of each run of x, 0 elsewhere (and past
+// *count); the run's end by a galloping then binary search from j, so a long run costs O(log x).
+__global__ void run_chunk_count(const uint32_t* keys, const unsigned long long* countp, uint32_t L, uint64_t kmax,
+                                uint32_t* counts) {
+    const uint64_t count = *countp;
+    ZK_GRID_STRIDE(j, kmax) {
+        uint32_t chunks = 0;
+        if (j < count && (j == 0 || keys[j - 1] != keys[j])) {
+            const uint32_t k = keys[j];
+            uint64_t lo = j, step = 1;  // keys[lo] == k
+            while (j + step < count && keys[j + step] == k) {
+                lo = j + step;
+                step *= 2;
+            }
+            uint64_t hi = j + step < count ? j + step : count;  // hi == count or keys[hi] != k
+            while (hi - lo > 1) {
+                const uint64_t mid = lo + (hi - lo) / 2;
+                if (keys[mid] == k) {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            chunks = (uint32_t)((hi - j + L - 1) / L);
+        }
+        counts[j] = chunks;
+    }
 }
 
-__global__ void seg_accum_xyzz(const uint32_t* keys, const unsigned long long* countp, uint32_t L, uint64_t nthreads,
-                               const unsigned long long* offsets, const xyzz_t* pts, uint32_t* out_keys,
-                               xyzz_t* out_pts) {
-    const uint64_t count = *countp;
-    ZK_GRID_STRIDE(t, nthreads) {
-        const uint64_t lo = t * L;
-        if (lo >= count) break;
-        const uint64_t hi = lo + L < count ? lo + L : count;
-        uint64_t seg = offsets[t];
-        for (uint64_t j = lo; j < hi; seg++) {
-            const uint32_t k = keys[j];
-            xyzz_t acc = pts[j];
-            for (j++; j < hi && keys[j] == k; j++) {
-                const xyzz_t b = pts[j];
-                acc.add(b);
+// Chunk t of the round (offsets = exclusive prefix sum of run_chunk_count's counts, kmax + 1 entries,
+// offsets[kmax] = the chunk count): the run starts at the last j with offsets[j] <= t (binary search;
+// counts are nonzero only at run starts), the chunk at j + (t - offsets[j]) * L; its sum goes to out[t].
+__global__ void seg_accum_xyzz(const uint32_t* keys, const unsigned long long* countp, uint32_t L, uint64_t kmax,
+                               const unsigned long long* offsets, uint64_t nchunks_max, const xyzz_t* pts,
+                               uint32_t* out_keys, xyzz_t* out_pts) {
+    const uint64_t count = *countp, nchunks = offsets[kmax];
+    ZK_GRID_STRIDE(t, nchunks_max) {
+        if (t >= nchunks) break;
+        uint64_t lo = 0, hi = kmax;  // offsets[lo] <= t < offsets[hi]
+        while (hi - lo > 1) {
+            const uint64_t mid = lo + (hi - lo) / 2;
+            if (offsets[mid] <= t) {
+                lo = mid;
+            } else {
+                hi = mid;
             }
-            out_keys[seg] = k;
-            out_pts[seg] = acc;
         }
+        const uint64_t start = lo + (t - offsets[lo]) * L;
+        const uint64_t end = start + L < count ? start + L : count;
+        const uint32_t k = keys[start];
+        xyzz_t acc = pts[start];
+        for (uint64_t j = start + 1; j < end && keys[j] == k; j++) {
+            const xyzz_t b = pts[j];
+            acc.add(b);
+        }
+        out_keys[t] = k;
+        out_pts[t] = acc;
     }
 }
 

@@ -26,8 +26,9 @@
 //
 // zkgpu/ntt.py reads NTT_MAX_TILE_LOG, NTT_THREADS, NTT_BR_Q and NTT_SMEM_TW from this file (common.cuh says how);
 // it passes -DNTT_THREADS=... only where its build options set another value.
-// The default build (issue 13; notes/ntt-kernels.md, run k13-ntt): the butterflies' additions as non-volatile asm
-// chains (ZK_NTT_ASM), each pass's twiddles in shared memory (NTT_SMEM_TW), 3 blocks per SM (NTT_MIN_BLOCKS).
+// The default build (issue 13; notes/ntt-kernels.md, runs k13-ntt and s3-ntt): the butterflies' additions as non-volatile
+// asm chains (ZK_NTT_ASM), each pass's twiddles in shared memory (NTT_SMEM_TW), 3 blocks per SM (NTT_MIN_BLOCKS), the
+// DIT passes' low stages in registers with warp shuffles (NTT_SHFL=2).
 #ifndef ZK_NTT_PTX
 #define ZK_NTT_PTX 0
 #endif
@@ -47,6 +48,18 @@
 #define NTT_R4_MIN_BLOCKS 2
 #endif
 
+#ifndef NTT_SCALE_BR  // read by the host only (zkgpu/ntt.py: host_option)
+#define NTT_SCALE_BR 1  // 1: a scaling on the bit-reversed side reads a bit-reversed table in order (scale_mode natural)
+#endif
+#ifndef NTT_PAIR  // read by the host only (zkgpu/ntt.py: host_option)
+#define NTT_PAIR 1  // 1: coset_evals_inplace runs the iNTT's last pass and the coset NTT's first as one (ntt_pass_pair)
+#endif
+#ifndef NTT_NN_SCATTER  // read by the host only (zkgpu/ntt.py: host_option)
+#define NTT_NN_SCATTER 1  // 1: "nn" with 2+ passes: the last pass scatters into bit-reversed places (no bit-reversal pass)
+#endif
+#ifndef NTT_TILE_COLS  // read by the host only (zkgpu/ntt.py: host_option)
+#define NTT_TILE_COLS 10  // the most column bits c of a pass's tile (10: as many as NTT_MAX_TILE_LOG leaves)
+#endif
 #ifndef NTT_SMEM_TW
 #define NTT_SMEM_TW 1  // 1: a pass first copies its tile's twiddles into shared memory (load_pass_twiddles)
 #endif
@@ -189,9 +202,129 @@ __device__ __forceinline__ void stage_r4(uint32_t* sm, uint32_t T, const tile_t&
     }
 }
 
+// NTT_SHFL=1 (issue 13): the stages on tile bits [c, 6) of a radix-2 pass run in registers, two elements per thread,
+// the partners exchanged between the lanes of a warp (__shfl_xor_sync) instead of a shared-memory round trip and a
+// barrier per stage; the DIF pass stores from registers straight to global memory, the DIT pass loads straight into
+// them (one shared-memory round trip fewer as well). A warp holds one 64-element group of the tile (tile bits 6 and
+// up: grp); each lane holds x0 at tile index e0 and x1 at e0 | 2^r (r, the register bit, the same in every lane), the
+// other five group bits spelled by its lane bits. The exchange over lane bit lb, which spells tile bit t: a lane
+// whose bit t is 0 sends x1 and receives its partner's x0 (new pair: its old r-bit-0 element, both values of t), a
+// lane whose bit t is 1 sends x0 and receives the partner's x1; afterwards r = t and lane bit lb spells the old r.
+// DIF: r = 5 (e0 = grp*64 + lane), stage 5 local, then the exchange over lane bit b before stage b = 4 .. c.
+// DIT: starts where the DIF ends (r = c, lane bits [c, 5) spell tile bits [c+1, 6)), stage c local, then the
+// exchange over lane bit b-1 before stage b = c+1 .. 5, and ends with e0 = grp*64 + lane (conflict-free stores).
+// Under g++ (tests/native/emu.h: one thread per block) the one thread plays the 32 lanes of one warp.
+// NTT_SHFL=2 (the default): the DIT passes only. Run s3-ntt (notes/ntt-kernels.md): with the register stages the DIT
+// passes ran 0.92-0.94x (coset "rn", 2^22..2^26) and the DIF passes 1.02-1.06x (forward "nr": 8% more instructions,
+// per ncu; their register stages end in stores straight to global memory), the pair pass no faster.
+#ifndef NTT_SHFL
+#define NTT_SHFL 2
+#endif
+#ifdef __CUDACC__
+#define NTT_LANES 1
+__device__ __forceinline__ uint32_t ntt_lane(int) { return threadIdx.x & 31; }
+__device__ __forceinline__ uint32_t ntt_warp() { return threadIdx.x >> 5; }
+__device__ __forceinline__ uint32_t ntt_nwarps() { return blockDim.x >> 5; }
+#else
+#define NTT_LANES 32
+__device__ __forceinline__ uint32_t ntt_lane(int i) { return (uint32_t)i; }
+__device__ __forceinline__ uint32_t ntt_warp() { return 0; }
+__device__ __forceinline__ uint32_t ntt_nwarps() { return 1; }
+#endif
+struct warp_pairs_t {  // lane i: x0[i] at tile index e0[i], x1[i] at e0[i] | 2^r
+    fr_t x0[NTT_LANES], x1[NTT_LANES];
+    uint32_t e0[NTT_LANES];
+    int r;
+    // the exchange over lane bit lb, which spells tile bit t (the comment above)
+    __device__ __forceinline__ void exchange(int lb, int t) {
+        fr_t send[NTT_LANES];
+ZK_UNROLL
+        for (int i = 0; i < NTT_LANES; i++) {
+            const bool hi = (e0[i] >> t) & 1u;
+ZK_UNROLL
+            for (int l = 0; l < 8; l++) send[i].v[l] = hi ? x0[i].v[l] : x1[i].v[l];
+        }
+ZK_UNROLL
+        for (int i = 0; i < NTT_LANES; i++) {
+            fr_t got;
+#ifdef __CUDACC__
+ZK_UNROLL
+            for (int l = 0; l < 8; l++) got.v[l] = __shfl_xor_sync(0xffffffffu, send[i].v[l], 1u << lb);
+#else
+            got = send[i ^ (1 << lb)];
+#endif
+            const bool hi = (e0[i] >> t) & 1u;
+            if (hi) {
+                x0[i] = got;
+                e0[i] = (e0[i] | (1u << r)) & ~(1u << t);
+            } else {
+                x1[i] = got;
+            }
+        }
+        r = t;
+    }
+    template <bool DIT>
+    __device__ __forceinline__ void stage(const tile_t& tl, const pass_tw_t& tw, int s) {
+ZK_UNROLL
+        for (int i = 0; i < NTT_LANES; i++) butterfly_r2<DIT>(x0[i], x1[i], tl, tw, s, e0[i]);
+    }
+    // DIF: the group grp of the tile from shared memory, stages on tile bits 5 .. c; ends with r = c
+    __device__ __forceinline__ void dif(const uint32_t* sm, uint32_t T, uint32_t grp, const tile_t& tl,
+                                        const pass_tw_t& tw, int s_lo, int c) {
+        r = 5;
+ZK_UNROLL
+        for (int i = 0; i < NTT_LANES; i++) {
+            e0[i] = (grp << 6) | ntt_lane(i);
+            x0[i] = load_s(sm, T, e0[i]);
+            x1[i] = load_s(sm, T, e0[i] | 32u);
+        }
+        stage<false>(tl, tw, s_lo + 5 - c);
+        for (int b = 4; b >= c; b--) {
+            exchange(b, b);
+            stage<false>(tl, tw, s_lo + b - c);
+        }
+    }
+    // DIT from where dif() ends (r = c): stages on tile bits c .. 5, then the group into shared memory
+    __device__ __forceinline__ void dit(uint32_t* sm, uint32_t T, const tile_t& tl, const pass_tw_t& tw, int s_lo,
+                                        int c) {
+        stage<true>(tl, tw, s_lo);
+        for (int b = c + 1; b < 6; b++) {
+            exchange(b - 1, b);
+            stage<true>(tl, tw, s_lo + b - c);
+        }
+ZK_UNROLL
+        for (int i = 0; i < NTT_LANES; i++) {
+            store_s(sm, T, e0[i], x0[i]);
+            store_s(sm, T, e0[i] | (1u << r), x1[i]);
+        }
+    }
+    // the state dif() ends in, for group grp: r = c, lane bits [c, 5) spelling tile bits [c+1, 6)
+    __device__ __forceinline__ void dit_layout(uint32_t grp, int c) {
+        r = c;
+ZK_UNROLL
+        for (int i = 0; i < NTT_LANES; i++) {
+            const uint32_t lane = ntt_lane(i);
+            e0[i] = (grp << 6) | (lane & ((1u << c) - 1)) | ((lane >> c) << (c + 1));
+        }
+    }
+};
+
+// The pointwise step at a pass's global load (pre) or store (post): scale() plus scale_mode::mul_sub (pre).
+struct pass_io_t {
+    const fr_t *pre, *post, *aux1, *aux2;
+    scale_mode pre_mode, post_mode;
+    int L;
+    __device__ __forceinline__ fr_t in(const fr_t* x, uint32_t g) const {
+        const fr_t v = load_v4(x, g);
+        if (pre_mode == scale_mode::mul_sub) return v * load_v4(aux1, g) - load_v4(aux2, g);
+        return scale(v, pre, pre_mode, g, L);
+    }
+    __device__ __forceinline__ fr_t out(const fr_t& v, uint32_t g) const { return scale(v, post, post_mode, g, L); }
+};
+
 template <bool R4>
-__device__ __forceinline__ void pass_body(fr_t* x, const fr_t* tw, int L, int s_lo, int k, int c, ntt_order order,
-                                          const fr_t* pre, scale_mode pre_mode, const fr_t* post, scale_mode post_mode) {
+__device__ __forceinline__ void pass_body(const fr_t* x, fr_t* out, bool brev_out, const fr_t* tw, int s_lo, int k, int c,
+                                          ntt_order order, const pass_io_t& io) {
     extern __shared__ uint32_t sm[];
     const uint32_t T = 1u << (k + c);
     const tile_t tl = tile_t::of(blockIdx.x, s_lo, k, c);
@@ -199,15 +332,29 @@ __device__ __forceinline__ void pass_body(fr_t* x, const fr_t* tw, int L, int s_
 #if NTT_SMEM_TW
     load_pass_twiddles(sm + 8 * T, T, tl, tw, s_lo, k, c);
 #endif
-
-    for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) {
-        const uint32_t g = tl.g(u);
-        store_s(sm, T, u, scale(load_v4(x, g), pre, pre_mode, g, L));
-    }
-    __syncthreads();
+    // the register stages: tile bits [c, 6), whole warps (host: blockDim = min(T/2, NTT_THREADS), a multiple of 32)
+    const bool shfl = (NTT_SHFL == 1 || (NTT_SHFL == 2 && order == ntt_order::rn)) && !R4 && c <= 5 && k + c >= 6;
+    const int q_sh = shfl ? 6 - c : 0;  // the stages below it are the register ones
+    const uint32_t groups = T >> 6;
 
     if (order == ntt_order::rn) {  // DIT
-        int q = 0;
+        if (shfl) {
+            if (NTT_SMEM_TW) __syncthreads();  // the register stages read the pass's twiddles first
+            for (uint32_t grp = ntt_warp(); grp < groups; grp += ntt_nwarps()) {
+                warp_pairs_t p;
+                p.dit_layout(grp, c);
+ZK_UNROLL
+                for (int i = 0; i < NTT_LANES; i++) {
+                    p.x0[i] = io.in(x, tl.g(p.e0[i]));
+                    p.x1[i] = io.in(x, tl.g(p.e0[i] | (1u << c)));
+                }
+                p.dit(sm, T, tl, ptw, s_lo, c);
+            }
+        } else {
+            for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) store_s(sm, T, u, io.in(x, tl.g(u)));
+        }
+        __syncthreads();
+        int q = q_sh;
         for (; R4 && q + 2 <= k; q += 2) {  // stages s_lo+q, s_lo+q+1
             stage_r4<true>(sm, T, tl, ptw, s_lo + q, c + q);
             __syncthreads();
@@ -217,21 +364,82 @@ __device__ __forceinline__ void pass_body(fr_t* x, const fr_t* tw, int L, int s_
             __syncthreads();
         }
     } else {  // DIF
+        for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) store_s(sm, T, u, io.in(x, tl.g(u)));
+        __syncthreads();
         int q = k;  // stages below s_lo+q remain
         for (; R4 && q >= 2; q -= 2) {  // stages s_lo+q-1, s_lo+q-2
             stage_r4<false>(sm, T, tl, ptw, s_lo + q - 2, c + q - 2);
             __syncthreads();
         }
-        for (; q > 0; q--) {
+        for (; q > q_sh; q--) {
             stage_r2<false>(sm, T, tl, ptw, s_lo + q - 1, c + q - 1);
             __syncthreads();
+        }
+        if (shfl) {
+            for (uint32_t grp = ntt_warp(); grp < groups; grp += ntt_nwarps()) {
+                warp_pairs_t p;
+                p.dif(sm, T, grp, tl, ptw, s_lo, c);
+ZK_UNROLL
+                for (int i = 0; i < NTT_LANES; i++) {
+                    const uint32_t g0 = tl.g(p.e0[i]), g1 = tl.g(p.e0[i] | (1u << p.r));
+                    store_v4(out, brev_out ? bitrev(g0, io.L) : g0, io.out(p.x0[i], g0));
+                    store_v4(out, brev_out ? bitrev(g1, io.L) : g1, io.out(p.x1[i], g1));
+                }
+            }
+            return;
         }
     }
 
     for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) {
         const uint32_t g = tl.g(u);
-        store_v4(x, g, scale(load_s(sm, T, u), post, post_mode, g, L));
+        store_v4(out, brev_out ? bitrev(g, io.L) : g, io.out(load_s(sm, T, u), g));
     }
+}
+
+// The pass shared by an inverse NTT "nr" and the coset NTT "rn" that follows it (compute_h): both have a pass on the
+// low k index bits (s_lo = 0, c = 0, tiles of 2^k adjacent elements), so one launch does the inverse DIF stages
+// (twiddles tw_inv), the scaling by mid (scale_mode natural or bitrev: g^i/n, i the coefficient's index) and the
+// forward DIT stages (tw_fwd) with one load and one store of the tile. NTT_SHFL=1 (not 2): the register stages of the two
+// meet in registers (dif() ends in the state dit() starts from). Shared memory: 32*T bytes, plus 64*T for the two
+// twiddle sets with NTT_SMEM_TW=1.
+__device__ __forceinline__ void pair_body(fr_t* x, const fr_t* tw_inv, const fr_t* tw_fwd, int L, int k,
+                                          const fr_t* mid, scale_mode mid_mode) {
+    extern __shared__ uint32_t sm[];
+    const uint32_t T = 1u << k;
+    const tile_t tl = tile_t::of(blockIdx.x, 0, k, 0);
+    const pass_tw_t pi{tw_inv, sm + 8 * T, T, 0, 0}, pf{tw_fwd, sm + 16 * T, T, 0, 0};
+#if NTT_SMEM_TW
+    load_pass_twiddles(sm + 8 * T, T, tl, tw_inv, 0, k, 0);
+    load_pass_twiddles(sm + 16 * T, T, tl, tw_fwd, 0, k, 0);
+#endif
+    const bool shfl = NTT_SHFL == 1 && k >= 6;
+    const int q_sh = shfl ? 6 : 0;
+    for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) store_s(sm, T, u, load_v4(x, tl.g(u)));
+    __syncthreads();
+    for (int q = k; q > q_sh; q--) {
+        stage_r2<false>(sm, T, tl, pi, q - 1, q - 1);
+        __syncthreads();
+    }
+    if (shfl) {
+        for (uint32_t grp = ntt_warp(); grp < (T >> 6); grp += ntt_nwarps()) {
+            warp_pairs_t p;
+            p.dif(sm, T, grp, tl, pi, 0, 0);
+ZK_UNROLL
+            for (int i = 0; i < NTT_LANES; i++) {
+                p.x0[i] = scale(p.x0[i], mid, mid_mode, tl.g(p.e0[i]), L);
+                p.x1[i] = scale(p.x1[i], mid, mid_mode, tl.g(p.e0[i] | (1u << p.r)), L);
+            }
+            p.dit(sm, T, tl, pf, 0, 0);  // its stores go to the places its loads came from, in this warp only
+        }
+    } else {
+        for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) store_s(sm, T, u, scale(load_s(sm, T, u), mid, mid_mode, tl.g(u), L));
+    }
+    __syncthreads();
+    for (int q = q_sh; q < k; q++) {
+        stage_r2<true>(sm, T, tl, pf, q, q);
+        __syncthreads();
+    }
+    for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) store_v4(x, tl.g(u), load_s(sm, T, u));
 }
 
 extern "C" {
@@ -240,16 +448,28 @@ extern "C" {
 // uses min(T/2, NTT_THREADS), or T/4 for ntt_pass_r4), dynamic shared memory = 32*T bytes (64*T with
 // NTT_SMEM_TW=1: the pass's twiddles beside the tile).
 // order nr: DIF stages from high to low; rn: DIT, low to high. ntt_pass does one radix-2 stage per
-// shared-memory round trip; ntt_pass_r4 does two (radix-4 in registers), then a radix-2 stage if k is odd.
+// shared-memory round trip (NTT_SHFL=1, or 2 in the DIT passes: the stages on tile bits below 6 in registers, warp
+// shuffles between them);
+// ntt_pass_r4 does two (radix-4 in registers), then a radix-2 stage if k is odd. pre may be scale_mode::mul_sub
+// (x * aux1[g] - aux2[g], the Groth16 H pointwise step at the load of the final inverse NTT); aux1 and aux2 are
+// read only then. The pass reads x and writes out (x itself, or another buffer: each block reads its whole tile
+// before it writes any of it, so out may also be aux2); brev_out: element g goes to out[bitrev_L(g)] (the last pass
+// of an "nn" transform, which then needs no bit-reversal pass; out must not be x).
 __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
-ntt_pass(fr_t* x, const fr_t* tw, int L, int s_lo, int k, int c, ntt_order order,
-         const fr_t* pre, scale_mode pre_mode, const fr_t* post, scale_mode post_mode) {
-    pass_body<false>(x, tw, L, s_lo, k, c, order, pre, pre_mode, post, post_mode);
+ntt_pass(const fr_t* x, fr_t* out, int brev_out, const fr_t* tw, int L, int s_lo, int k, int c, ntt_order order,
+         const fr_t* pre, scale_mode pre_mode, const fr_t* post, scale_mode post_mode, const fr_t* aux1, const fr_t* aux2) {
+    pass_body<false>(x, out, brev_out, tw, s_lo, k, c, order, pass_io_t{pre, post, aux1, aux2, pre_mode, post_mode, L});
 }
 __global__ void __launch_bounds__(NTT_THREADS, NTT_R4_MIN_BLOCKS)
-ntt_pass_r4(fr_t* x, const fr_t* tw, int L, int s_lo, int k, int c, ntt_order order,
-            const fr_t* pre, scale_mode pre_mode, const fr_t* post, scale_mode post_mode) {
-    pass_body<true>(x, tw, L, s_lo, k, c, order, pre, pre_mode, post, post_mode);
+ntt_pass_r4(const fr_t* x, fr_t* out, int brev_out, const fr_t* tw, int L, int s_lo, int k, int c, ntt_order order,
+            const fr_t* pre, scale_mode pre_mode, const fr_t* post, scale_mode post_mode, const fr_t* aux1, const fr_t* aux2) {
+    pass_body<true>(x, out, brev_out, tw, s_lo, k, c, order, pass_io_t{pre, post, aux1, aux2, pre_mode, post_mode, L});
+}
+
+// pair_body on tiles of 2^k elements; grid = n / 2^k, blockDim = min(2^(k-1), NTT_THREADS).
+__global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
+ntt_pass_pair(fr_t* x, const fr_t* tw_inv, const fr_t* tw_fwd, int L, int k, const fr_t* mid, scale_mode mid_mode) {
+    pair_body(x, tw_inv, tw_fwd, L, k, mid, mid_mode);
 }
 
 // tw[i] for 1 <= i < n: i = h + t (h the top bit of i) -> omega_n^(t * n/(2h)) = hi[e >> S] * lo[e & (2^S-1)].

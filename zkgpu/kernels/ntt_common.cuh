@@ -28,6 +28,7 @@ enum class scale_mode : int {
     bitrev = 2,    // x * tab[bitrev_L(g)]
     constant = 3,  // x * tab[0]
     h_step = 4,    // (x * aux1[g] - aux2[g]) * tab[0]: the Groth16 H pointwise step
+    mul_sub = 5,   // x * aux1[g] - aux2[g]: the same step with its constant folded elsewhere (stagewise pre only)
 };
 
 __device__ __forceinline__ uint32_t bitrev(uint32_t i, int L) { return L == 0 ? 0u : (__brev(i) >> (32 - L)); }

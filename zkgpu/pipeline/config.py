@@ -50,17 +50,21 @@ from typing import Any
 from zkgpu.pipeline.real import RealCircuit
 from zkgpu.prep import PREPS
 
-__all__ = ["Density", "PipelineConfig", "TRANSFERS", "LOCK_SCOPES", "DEVICES", "PREPS", "FaultHook"]
+__all__ = ["Density", "PipelineConfig", "TRANSFERS", "LOCK_SCOPES", "H2D_STAGES", "DEVICES", "PREPS", "FaultHook"]
 
 TRANSFERS = ("pageable", "registered", "pinned_pool", "resident")
 
 LOCK_SCOPES = ("coarse", "narrow", "none", "submit")
+#: where the H2D of a/b/c happens: ``in_lock`` (upstream: inside ntt_msm_h, mutex held) or
+#: ``pre_lock`` (before the worker asks for the mutex, on its own stream)
+H2D_STAGES = ("in_lock", "pre_lock")
 DEVICES = ("gpu", "cpu")
 
 FaultHook = Callable[[str, int, "int | None"], None]
 """``hook(step, partition, worker)`` called at the start of each pipeline step (``synthesize``,
-``prep_msm``, ``b_g2_msm``, ``ntt_msm_h``, ``barrier_wait``, ``batch_add``, ``tail_msm``,
-``finalize``); worker is None for synthesis and for the prep thread. Raising from it injects a
+``prep_msm``, ``b_g2_msm``, ``h2d`` (the copy of a/b/c before the mutex, where
+:attr:`PipelineConfig.h2d_pre_lock`), ``ntt_msm_h``, ``barrier_wait``, ``batch_add``, ``tail_msm``,
+``gpu_wait``, ``finalize``); worker is None for synthesis and for the prep thread. Raising from it injects a
 fault (tests); raising ``KeyboardInterrupt`` simulates Ctrl-C."""
 
 
@@ -127,6 +131,13 @@ class PipelineConfig:
             stream; a/b/c are copied before the mutex, and the wait for the kernels, the deferred
             checks and the results' D2H come after its release, in ``gpu_wait``; see
             :mod:`zkgpu.pipeline.worker`; not an upstream mode).
+        h2d_stage: ``in_lock`` (upstream: a/b/c are copied inside ntt_msm_h, the mutex held) or
+            ``pre_lock`` (the worker copies them by ``transfer``'s path on its own stream *before*
+            it asks for the mutex, an ``h2d`` event with ``stage=pre_lock``; its DMA overlaps the
+            other worker's kernels, and ntt_msm_h finds them on the device; its kernels follow the
+            copy on the same stream; not an upstream mode). ``transfer="resident"`` and
+            ``lock_scope="submit"`` always copy before the mutex, whatever this says
+            (:attr:`h2d_pre_lock` is the stage a run uses).
         device: ``gpu`` (CuPy kernels) or ``cpu`` (reference math, same threads/mutex/barrier).
         prep: how the prep_msm thread splits the L, A, B scalars (:mod:`zkgpu.prep`): ``cpu``
             (numpy, one thread, as upstream's prep_msm with one circuit), ``cpu_parallel``
@@ -168,6 +179,7 @@ class PipelineConfig:
     gpus: int = 1
     transfer: str = "pageable"
     lock_scope: str = "coarse"
+    h2d_stage: str = "in_lock"
     device: str = "gpu"
     prep: str = "cpu"
     prep_threads: int = 0
@@ -218,7 +230,7 @@ class PipelineConfig:
         _int("queue_depth", 0)
         _int("prep_threads", 0, 256)
         _int("tail_streams", 1, 3)
-        for name, allowed in (("transfer", TRANSFERS), ("lock_scope", LOCK_SCOPES), ("device", DEVICES), ("prep", PREPS)):
+        for name, allowed in (("transfer", TRANSFERS), ("lock_scope", LOCK_SCOPES), ("h2d_stage", H2D_STAGES), ("device", DEVICES), ("prep", PREPS)):
             v = getattr(self, name)
             if v not in allowed:
                 raise ValueError(f"PipelineConfig.{name} must be one of {allowed}, got {v!r}")
@@ -250,6 +262,12 @@ class PipelineConfig:
         return max(1, int(round(self.aux_ratio * self.n)))
 
     @property
+    def h2d_pre_lock(self) -> bool:
+        """Whether a/b/c are copied before the mutex: ``h2d_stage="pre_lock"``, and always with
+        ``transfer="resident"`` (the compute-only bound) or ``lock_scope="submit"``."""
+        return self.h2d_stage == "pre_lock" or self.transfer == "resident" or self.lock_scope == "submit"
+
+    @property
     def log_n(self) -> int:
         return self.n.bit_length() - 1
 
@@ -266,7 +284,8 @@ class PipelineConfig:
     def run_name(self) -> str:
         prep = "" if self.prep == "cpu" else f"-prep_{self.prep}"
         real = f"-{self.real.name}" if self.real is not None else ""
-        return self.run or f"{self.transfer}-{self.lock_scope}-gw{self.gw}-n{self.log_n}-{self.device}{prep}{real}"
+        stage = "-h2d_pre_lock" if self.h2d_stage == "pre_lock" else ""
+        return self.run or f"{self.transfer}-{self.lock_scope}-gw{self.gw}-n{self.log_n}-{self.device}{prep}{stage}{real}"
 
     def with_(self, **changes: Any) -> PipelineConfig:
         """A copy with some fields changed (validated)."""

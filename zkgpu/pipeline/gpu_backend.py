@@ -263,8 +263,8 @@ class GpuBackend:
         """:func:`zkgpu.msm.msm_device` over ``bases[name]`` (or its rows ``idx``: the compacted
         tail bases, gathered on the device) and ``scalars`` (host or device). The bases were
         checked and converted once (:func:`zkgpu.msm.prepare_points` in :meth:`setup`) and the
-        scalar check is deferred (:class:`zkgpu.fr_device.DeferredCheck`): the MSM's only host
-        syncs are its size read-backs. Result on the host, or with ``defer`` still on the device
+        scalar check is deferred (:class:`zkgpu.fr_device.DeferredCheck`), and the MSM keeps its
+        sizes on the device (:mod:`zkgpu.msm_reduce`): the call only queues kernels. Result on the host, or with ``defer`` still on the device
         (no D2H, no wait for the last kernels; :meth:`to_host` after :meth:`wait`).
 
         Raises:

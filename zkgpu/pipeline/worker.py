@@ -6,8 +6,9 @@ Start half (:func:`prove_start`, on the GPU worker's thread), in upstream's orde
 2. spawn the **prep_msm thread**: prep_msm for L, A, B (``prep_msm_ms``), **notify the barrier**,
    then the CPU **b_g2_msm** (``b_g2_msm_ms num_circuits``);
 3. take the per-GPU **mutex** -> ``pre_lock_cpu_ms mutex_wait_ms``;
-4. inside the mutex: **ntt_msm_h** (H2D a/b/c by the configured path — except ``resident``,
-   which copied them during step 2, before the mutex — compute_h, stream sync, H MSM) -> ``gpu_tid ntt_msm_h_ms`` + ``CUZK_NTT_H``; **barrier_wait**; **batch_add** (L, A, B_G1
+4. inside the mutex: **ntt_msm_h** (H2D a/b/c by the configured path — except where
+   ``config.h2d_pre_lock``, which copied them during step 2, before the mutex — compute_h,
+   stream sync, H MSM) -> ``gpu_tid ntt_msm_h_ms`` + ``CUZK_NTT_H``; **barrier_wait**; **batch_add** (L, A, B_G1
    over the ones bitmaps); **tail_msm** (L, A, B_G1 over the significant scalars) ->
    ``tail_msm_ms gpu_total_ms``;
 5. ``mutex_held_ms total_start_fn_ms``, unlock; the caller then returns a/b/c to the pool.
@@ -45,6 +46,19 @@ Lock scope (``config.lock_scope``):
   checks, keep every size on the device (:func:`zkgpu.msm.msm_device`, :mod:`zkgpu.msm_reduce`),
   so ``mutex_held`` is the host's time to queue the kernels; each GPU phase's ``host_syncs``
   counts any wait that is left (:func:`zkgpu._cuda.count_sync`; none in ``submit``).
+
+H2D stage (``config.h2d_stage``; :attr:`~zkgpu.pipeline.config.PipelineConfig.h2d_pre_lock`):
+``in_lock`` (upstream) copies a/b/c inside ntt_msm_h, the mutex held, each copy followed on its
+own stream by that vector's NTTs (an ``h2d`` event with ``stage=ntt_msm_h``). ``pre_lock`` (and
+always ``resident`` and ``submit``) copies them by the same path in step 2, after the prep
+thread's start and before ``mutex_wait``, on the worker's own stream (:func:`_h2d`: an ``h2d``
+event with ``stage=pre_lock`` inside ``pre_lock``, fault-hook step ``h2d``): the copy has completed
+when the worker asks for the mutex (:mod:`zkgpu.transfer` waits for each copy's end event), so
+its DMA overlaps the other worker's kernels, not this worker's, and ntt_msm_h starts its NTTs on
+device-resident inputs, queued on that same stream (the two side streams wait for stream 0's
+event first). The pool buffers still return after the start half (the caller's ``finally``),
+also when the copy fails; the mutex is never held during the copy, so a failed or hung copy
+fails its partition without blocking the other worker.
 
 Finalizer (:func:`finalize`, its own thread per partition, outside the mutex): join the prep
 thread (b_g2), assemble H, L, A, B_G1 (batch-add part + tail part) and B_G2 -> ``finalize``
@@ -236,7 +250,11 @@ def _prep_main(ctx: WorkerContext, job: SynthesizedJob, st: StartState, barrier:
 
 
 def _h2d(ctx: WorkerContext, job: SynthesizedJob, kw: dict[str, Any], stream: Any, *, stage: str) -> tuple[list[Any], int]:
+    """The copy of a/b/c before the mutex (``config.h2d_pre_lock``) on the worker's own stream:
+    an ``h2d`` event (``stage``, bytes, the copies' CUDA-event ``stream_ms``); returns the device
+    arrays and the bytes moved (see the module docstring)."""
     with ctx.tracer.phase("h2d", **kw, stream=stream, detail={"path": ctx.config.transfer, "stage": stage}) as hd:
+        ctx.hook("h2d", job.partition, kw.get("worker"))
         dev, nbytes = ctx.backend.h2d((job.a, job.b, job.c), stream)
         hd.bytes = nbytes
         trs = ctx.backend.last_transfers()
@@ -392,9 +410,10 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
                 sv.fields["setup_to_split_ms"] = (tr.now_ns() - t_entry) / 1e6
             st.prep_thread = threading.Thread(target=_prep_main, args=(ctx, job, st, barrier), name=f"prep_msm-p{p}", daemon=True)
             st.prep_thread.start()
-            if cfg.transfer == "resident" or submit:  # a/b/c on the device before the mutex (resident: the
-                # compute-only bound; submit: by the configured path, the DMA overlapping the other worker's kernels)
+            if cfg.h2d_pre_lock:  # a/b/c on the device before the mutex (resident: the compute-only bound;
+                # h2d_stage="pre_lock" and submit: by the configured path, the DMA overlapping the other worker's kernels)
                 st.staged, _ = _h2d(ctx, job, kw, own, stage="pre_lock")
+                ctx.stage("pre_lock", p)
         pre_lock_ms = (tr.now_ns() - t_entry) / 1e6
         with tr.phase("mutex_wait", **kw, fields={"pre_lock_cpu_ms": pre_lock_ms}):
             ctx.stage("mutex_wait", p)

@@ -15,11 +15,12 @@ from .style import fig_ax, path_style, require_columns, set_caption, size_label
 __all__ = ["bandwidth_curves", "load_curves", "sppark_ratios", "OP_STYLES"]
 
 #: Colour and line style per operation of :func:`sppark_ratios` (labels of :func:`zkgpu.anchors.row_label`):
-#: NTT variants in purples, MSM in dark reds, colours no phase or H2D path uses; the PoRep-like MSM,
-#: compared with sppark's uniform scalars, is dashed.
+#: NTT variants in purples, MSM in dark reds, colours no phase or H2D path uses; the PoRep-like MSM is solid against
+#: sppark on PoRep-like scalars, dashed where it is compared with sppark's uniform scalars (context).
 OP_STYLES: dict[str, tuple[str, str]] = {
     "NTT forward": ("#3f007d", "-"), "NTT inverse": ("#6a51a3", "-"), "NTT coset": ("#807dba", "-"),
-    "NTT inverse-coset": ("#bcbddc", "-"), "MSM uniform": ("#67000d", "-"), "MSM PoRep-like (sppark: uniform)": ("#cb181d", "--"),
+    "NTT inverse-coset": ("#bcbddc", "-"), "MSM uniform": ("#67000d", "-"), "MSM PoRep-like": ("#cb181d", "-"),
+    "MSM PoRep-like (sppark: uniform)": ("#cb181d", "--"),
 }
 
 

@@ -1,0 +1,72 @@
+"""The host side of the NTT kernels' plan that needs no kernel: how a transform splits into passes over global
+memory, launch grids, and the small tables made on the host (:mod:`zkgpu.ntt` builds the rest on the GPU).
+
+The stagewise and fused passes (``zkgpu/kernels/ntt.cu``, ``ntt_fused.cu``) each do the stages of index bits
+[s_lo, s_lo + k) of an n = 2^L transform on tiles of 2^(k+c) elements; :func:`passes` picks (s_lo, k, c).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from . import _cuda
+from .domain import powers
+from .field import FR
+from .fr_device import to_device_mont
+
+__all__ = ["MAX_TILE_LOG", "passes", "grid", "split_tables", "inner_table", "split_outer"]
+
+P = FR.modulus
+(MAX_TILE_LOG,) = _cuda.header_defines("ntt.cu", "NTT_MAX_TILE_LOG")  # the largest tile of a stagewise pass, log2
+
+
+def passes(L: int, max_tile_log: int = MAX_TILE_LOG, max_cols: int = MAX_TILE_LOG) -> list[tuple[int, int, int]]:
+    """(s_lo, k, c) per pass in DIF order (high bits first): as even a split of L into <= max_tile_log-bit groups.
+
+    A pass does the stages of index bits [s_lo, s_lo + k) on tiles of 2^(k+c) elements that also span
+    the c lowest index bits (runs of 2^c adjacent elements, for coalesced loads): c = min(s_lo,
+    max_tile_log - k, max_cols)."""
+    if L == 0:
+        return []
+    npass = -(-L // max_tile_log)
+    ks = [L // npass + (1 if i < L % npass else 0) for i in range(npass)]
+    out, top = [], L
+    for k in ks:
+        s_lo = top - k
+        out.append((s_lo, k, min(s_lo, max_tile_log - k, max_cols)))
+        top = s_lo
+    return out
+
+
+def grid(n: int, block: int = 256) -> tuple[int, int]:
+    """(blocks, threads) of a grid-stride kernel over n items: at most 65535 * 8 blocks of ``block`` threads."""
+    return max(1, min((n + block - 1) // block, 65535 * 8)), block
+
+
+def split_tables(x: int, bits: int, scale: int = 1) -> tuple[Any, Any, int]:
+    """lo[j] = x^j (j < 2^S), hi[j] = scale * x^(j*2^S) (j < 2^(bits-S)), S = ceil(bits/2), on the device in
+    Montgomery form (flat uint32 CuPy arrays), with S: x^i * scale = lo[i mod 2^S] * hi[i >> S]."""
+    S = (bits + 1) // 2
+    lo = powers(x, 1 << S)
+    step = pow(x, 1 << S, P)
+    hi = [v * scale % P for v in powers(step, 1 << (bits - S))]
+    return to_device_mont(lo), to_device_mont(hi), S
+
+
+@functools.cache
+def inner_table(inverse: bool, maxk: int) -> Any:
+    """omega_{2^maxk}^i (inverse: omega^-i) for i < 2^(maxk-1), on the device (Montgomery, flat uint32); cached."""
+    w = FR.root_of_unity(maxk)
+    if inverse:
+        w = pow(w, -1, P)
+    return to_device_mont(powers(w, 1 << (maxk - 1)))
+
+
+@functools.cache
+def split_outer(L: int, inverse: bool, scale: int = 1) -> tuple[Any, Any, int]:
+    """:func:`split_tables` of omega_n (inverse: omega_n^-1), n = 2^L, times ``scale``; cached."""
+    omega = FR.root_of_unity(L)
+    if inverse:
+        omega = pow(omega, -1, P)
+    return split_tables(omega, L, scale)
