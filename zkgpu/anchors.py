@@ -57,16 +57,6 @@ SPPARK_NTT_VARIANTS = {
 }
 SPPARK_MSM_VARIANTS = {
     ("device", "uniform"): "devpts_devsc",
-<<<<<<< HEAD
-    ("device", "porep"): "devpts_devsc",
-    ("device_precomp", "uniform"): "devpts_devsc",
-    ("device_precomp", "porep"): "devpts_devsc",
-}
-"""zkgpu ``bench msm`` (mode, scalars) -> the sppark-bench MSM row it is set against. sppark's rows have uniform
-scalars only: the PoRep-like row is context, not a like-for-like comparison. ``device_precomp`` rows (the MSM over
-precomputed shifted bases, :mod:`zkgpu.msm_precomp`, its table built once beforehand and not timed) are the
-variants ``precomp-uniform`` / ``precomp-porep``."""
-=======
     ("device", "porep"): "devpts_devsc_porep",
 }
 """zkgpu ``bench msm`` (mode, scalars) -> the sppark MSM row with the same scalar distribution (``devpts_devsc``:
@@ -76,21 +66,16 @@ SPPARK_MSM_CONTEXT = {("device", "porep"): "devpts_devsc"}
 sppark output has no :data:`SPPARK_MSM_VARIANTS` row at all (not even a deadline-skipped one)."""
 SPPARK_MSM_SCALARS = {"devpts_devsc": "uniform", "devpts_devsc_porep": "porep"}
 """sppark MSM row -> the scalar distribution it was measured with (zkgpu's ``scalars`` names)."""
->>>>>>> main
 VS_COLUMNS = ["op", "variant", "log_n", "sppark_ms", "zkgpu_ms", "ratio", "kernel", "zkgpu_variant", "sppark_variant",
               "sppark_scalars", "like_for_like"]
 """Columns of :func:`vs_sppark`'s table (times: medians in ms; ratio = zkgpu_ms / sppark_ms, < 1: zkgpu faster)."""
 _NTT_ORDER = ["forward", "inverse", "coset", "inverse-coset"]
-<<<<<<< HEAD
-_MSM_ORDER = ["uniform", "porep", "precomp-uniform", "precomp-porep"]
-=======
 _MSM_ORDER = ["uniform", "porep"]
 POREP_FILE = "sppark_porep.txt"
 """The output of ``anchors/sppark-porep/run.sh`` in a run folder (sppark-bench's format, rows ``devpts_devsc_porep``)."""
 POREP_CONTROL_VARIANT = "devpts_devsc_uniform"
 """``anchors/sppark-porep --uniform-control``'s rows: its own timing of the anchor's ``devpts_devsc`` call on uniform
 scalars, a check that both drivers time sppark alike (never compared with zkgpu)."""
->>>>>>> main
 _COLUMNS = ["op", "lg_n", "variant", "median_ms", "min_ms", "max_ms", "repeats", "check"]
 
 
@@ -198,18 +183,7 @@ def vs_sppark(
         parts.append(n.assign(op="ntt", zkgpu_variant=n["variant"], sppark_variant=n["variant"].map(back),
                               variant=n["variant"].map(_ntt_op_variant), sppark_scalars="", like_for_like=True))
     if msm_rows is not None and len(m := pd.DataFrame(msm_rows)):
-<<<<<<< HEAD
-        m = m.rename(columns={"log2_n": "log_n", "median_ms": "zkgpu_ms"})
-        m = m[[(mode, sc) in SPPARK_MSM_VARIANTS for mode, sc in zip(m["mode"], m["scalars"], strict=True)]]
-        m = m.assign(sppark_variant=[SPPARK_MSM_VARIANTS[(mode, sc)] for mode, sc in zip(m["mode"], m["scalars"], strict=True)])
-        s = sppark[sppark["op"] == "msm"].rename(columns={"lg_n": "log_n", "median_ms": "sppark_ms", "variant": "sppark_variant"})
-        m = m.merge(s[["log_n", "sppark_variant", "sppark_ms"]], on=["log_n", "sppark_variant"], how="inner")
-        parts.append(m.assign(op="msm", variant=m["scalars"].where(m["mode"] == "device", "precomp-" + m["scalars"]), kernel=m.get("variant", ""), zkgpu_variant=m["mode"] + "/" + m["scalars"],
-                              sppark_scalars="uniform", like_for_like=m["scalars"] == "uniform",
-                              ratio=m["zkgpu_ms"] / m["sppark_ms"]))
-=======
         parts.append(_msm_vs_sppark(m, sppark))
->>>>>>> main
     if not parts:
         return pd.DataFrame(columns=VS_COLUMNS)
     out = pd.concat([p[VS_COLUMNS] for p in parts], ignore_index=True)
@@ -263,14 +237,6 @@ def load_vs_sppark(run_dir: str | Path, kernel: str | None = None) -> pd.DataFra
     return vs if not sizes else vs[vs["log_n"].isin(sizes)].reset_index(drop=True)
 
 
-<<<<<<< HEAD
-def row_label(op: str, variant: str) -> str:
-    """The display name of a :func:`vs_sppark` row: ``NTT forward`` ... ``MSM uniform``,
-    ``MSM PoRep-like (sppark: uniform)``, ``MSM precomputed bases, uniform`` ..."""
-    if op == "msm":
-        pre, scalars = ("precomputed bases, ", variant[8:]) if variant.startswith("precomp-") else ("", variant)
-        return f"MSM {pre}" + ("PoRep-like (sppark: uniform)" if scalars == "porep" else scalars)
-=======
 def porep_driver_control(sppark: pd.DataFrame, sizes: Iterable[int] | None = None) -> dict[str, Any]:
     """The PoRep-like driver's uniform control rows (:data:`POREP_CONTROL_VARIANT`) beside the anchor's ``devpts_devsc``
     of the same call, per size: ``{"2^k": {"porep_driver_ms", "anchor_ms", "ratio"}}`` (medians, ms; ratio =
@@ -294,7 +260,6 @@ def row_label(op: str, variant: str, like_for_like: bool = True) -> str:
     (against sppark on PoRep-like scalars), ``MSM PoRep-like (sppark: uniform)`` (against its uniform time)."""
     if op == "msm" and variant == "porep":
         return "MSM PoRep-like" if like_for_like else "MSM PoRep-like (sppark: uniform)"
->>>>>>> main
     return f"{op.upper()} {variant}"
 
 
