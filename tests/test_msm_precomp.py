@@ -308,18 +308,3 @@ def test_bench_precomp_windows_option(text, want):
 def test_bench_precomp_windows_option_errors(text):
     with pytest.raises(CliError, match="--precomp-windows"):
         parse_precomp_windows(text)
-
-
-def test_anchors_precomp_rows_beside_sppark():
-    """bench msm's device_precomp rows are their own variants beside sppark (its sweep rows are not compared)."""
-    sp = pd.DataFrame([dict(op="msm", lg_n=22, variant="devpts_devsc", median_ms=100.0)])
-    rows = pd.DataFrame([dict(log2_n=22, mode=mode, scalars=sc, variant="v", median_ms=ms)
-                         for mode, sc, ms in (("device", "uniform", 80.0), ("device", "porep", 40.0),
-                                              ("device_precomp", "uniform", 60.0), ("device_precomp", "porep", 20.0),
-                                              ("device_precomp_sweep", "uniform", 50.0), ("precomp_build", "", 900.0))])
-    vs = anchors.vs_sppark(None, rows, sp)
-    assert list(vs["variant"]) == ["uniform", "porep", "precomp-uniform", "precomp-porep"]
-    assert list(vs["ratio"]) == pytest.approx([0.8, 0.4, 0.6, 0.2])
-    assert list(vs["like_for_like"]) == [True, False, True, False]
-    assert list(anchors.ratio_table(vs).index) == ["MSM uniform", "MSM PoRep-like (sppark: uniform)", "MSM precomputed bases, uniform",
-                                                   "MSM precomputed bases, PoRep-like (sppark: uniform)"]
