@@ -9,13 +9,12 @@ random draw comes from the test's seed (named in the failure)."""
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 from test_msm import _emu_kernel, emulated, rand_points, ref_arkworks
 from test_msm_reduce import EDGE_CASES, IntKernels, P, _dlog_reference, _edge_case, _expected_buckets
 
 from seeding import current_seed, new_pyrng, new_rng
-from zkgpu import _cuda, anchors, bases, curve, msm, msm_precomp, msm_reduce
+from zkgpu import _cuda, bases, curve, msm, msm_precomp, msm_reduce
 from zkgpu.bench.msm import _porep_scalars, parse_precomp_windows
 from zkgpu.errors import CliError
 from zkgpu.field import FR, fr_from_ints, fr_random
