@@ -176,7 +176,7 @@ def msm_speedups(source: Source, name: str, msm_bench: pd.DataFrame | None = Non
         return None
     cfg = source.config(name) if source.has(name) else dict(config or {})
     n = int(cfg.get("n") or 2 ** max(sizes))
-    dens = cfg.get("density") if isinstance(cfg.get("density"), dict) else {}
+    dens: dict[str, Any] = cfg["density"] if isinstance(cfg.get("density"), dict) else {}
     rows = max(1.0, (1.0 - float(dens.get("zero", 0.45)) - float(dens.get("one", 0.50))) * float(cfg.get("aux_ratio", 0.5)) * n)
 
     def ratio(points: float) -> tuple[float, int]:
