@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _cuda, devsort, msm, msm_reduce
+from . import _cuda, devsort, msm, msm_precomp, msm_reduce
 from .msm_precomp import _REDUCE_THREADS, PrecomputedBases
 from .msm_reduce import HEAVY_BLOCK
 
@@ -87,7 +87,7 @@ def msm_precomputed_rows(bases: PrecomputedBases, scalars: Any, idx: Any, *, def
     sc = msm._check_scalars_dev(cp.asarray(scalars), deferred)
     N, buckets = nwin * m, 1 << (c - 1)
     keys = cp.empty(N, dtype=cp.uint64)
-    _cuda.launch_1d(_cuda.get_kernel("msm_precomp", "msm_precomp_rows_digits"), m,
+    _cuda.launch_1d(msm_precomp._own("msm_precomp_rows_digits"), m,
                     (sc.view(cp.uint32), rows, bases.table, np.uint64(n), np.uint64(m), np.int32(c), np.int32(nwin), keys))
     return _one_bucket_set(cp, keys, bases.table, buckets)
 
