@@ -7,6 +7,7 @@ import itertools
 import re
 import threading
 import time
+import types
 
 import numpy as np
 import pandas as pd
@@ -20,7 +21,7 @@ from zkgpu.msm import msm_cpu as cpu_msm  # the reference MSM (arkworks), not th
 from zkgpu.msm import prep_msm
 from zkgpu.pipeline import Density, PipelineConfig, PipelineInterrupted, prepare_backend, run_pipeline
 from zkgpu.pipeline.cpu_backend import cpu_compute_h
-from zkgpu.pipeline.gpu_backend import precomp_windows
+from zkgpu.pipeline.gpu_backend import GpuBackend, precomp_windows
 from zkgpu.pipeline.split import prep_partition, splits
 from zkgpu.pipeline.sync import PrepFailed
 from zkgpu.pipeline.synthesis import synthesize_arrays
@@ -135,6 +136,20 @@ def test_precomp_windows_rule():
     assert w["h"] == msm_precomp.window_bits(1 << 22) == 20
     assert w["l"] == msm_precomp.window_bits(round(c.density.full * (1 << 21))) == 16
     assert set(w) == {"h", "l", "a", "b_g1"} and all(msm_precomp.MIN_C <= v <= msm_precomp.MAX_C for v in w.values())
+
+
+def test_precomputed_tables_that_do_not_fit_are_refused_in_one_line():
+    """GpuBackend's setup check (no GPU needed: a fake device with 1 GB free): tables + gw x (workspace + a/b/c)."""
+    be = object.__new__(GpuBackend)
+    be.config = PipelineConfig(n=1 << 22, device="cpu", msm_bases="precomputed")
+    be._mont = {nm: types.SimpleNamespace(shape=(size, 24)) for nm, size in
+                {"h": 1 << 22, "l": 1 << 21, "a": 1 << 21, "b_g1": 1 << 19}.items()}
+    dev = types.SimpleNamespace(mem_info=(10**9, 10**12))
+    be.cp = types.SimpleNamespace(cuda=types.SimpleNamespace(Device=lambda: dev),
+                                  get_default_memory_pool=lambda: types.SimpleNamespace(free_bytes=lambda: 0))
+    with pytest.raises(ValueError, match=r"msm_bases='precomputed': the tables \(\d+\.\d\d GB at windows .*'h': 20.*1\.00 GB free") as e:
+        be._build_tables()
+    assert "\n" not in str(e.value)
 
 
 def test_synthesis_density_canonical_and_deterministic():
