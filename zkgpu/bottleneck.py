@@ -10,7 +10,8 @@
   :func:`predictions`: that for every prep scenario (and for steps not yet recorded), each
   calibrated on another scenario of the recording with the same prep placement
   (:func:`calibration_scenario`: the GPU phases' host part depends on what the host's CPUs do),
-  and on an earlier recording of the same scenario (:func:`prior_recording`).
+  and on an earlier recording of the same scenario (:func:`prior_recording`); a step whose MSMs run
+  over precomputed bases from a plain run with its MSM phases scaled by :func:`msm_speedups`.
 * The notebook's tables: :func:`idle_table`, :func:`lock_table` (what the mutex holds, the copy of
   a/b/c inside it or not), :func:`steps_table`, :func:`prediction_vs_measurement`; the targets
   (utilization, throughput against the baseline and the compute-only bound, the model's error):
