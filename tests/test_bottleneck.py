@@ -254,3 +254,48 @@ def test_a_step_whose_calibration_run_cannot_calibrate_is_named_not_predicted(tm
     assert row["calibrated_on"] == "baseline" and "not predicted" in row["prep_basis"] and "pinned" in row["prep_basis"]
     assert math.isnan(row["partitions_per_min"]) and "narrow_prep_parallel" not in sims
     assert b.acceptance(src, preds, sims)["model_ok"] is False  # no prediction: the target is not met, not an error
+
+
+@pytest.mark.skipif(not __import__("zkgpu.prep", fromlist=["x"]).numba_available(), reason="numba not installed")
+def test_precomputed_bases_step_is_the_plain_run_with_its_msm_phases_scaled(tmp_path):
+    """A msm_bases="precomputed" step, predicted before it is recorded: calibrated on a plain run of the same
+    prep placement, its h_msm and tail_msm scaled by the setup benchmark's precomputed / plain ratio (here a
+    synthetic benchmark written into the fixture's manifest), else by a bench-msm table; without either it is
+    named not predicted. A precomputed run is never the calibration run of another step."""
+    import json
+
+    from zkgpu import record, replay
+
+    d = _as_gpu(record.record(out=tmp_path / "a", device="cpu", n=1 << 6, partitions=3, scenarios=["baseline", "pinned_narrow", "narrow_prep_parallel"]),
+                "fake-gpu-20990104-record", "2099-01-04T00:00:00+00:00")
+    step = "narrow_prep_parallel_msm_precomp"
+    extra = {step: {**record.SCENARIOS["narrow_prep_parallel"], "msm_bases": "precomputed"}}
+    src = replay.Source("recorded-gpu", replay.Recording.open(d), "replay")
+    preds, sims = b.predictions(src, extra=extra)
+    assert "not predicted: no MSM benchmark" in preds.loc[step, "prep_basis"] and preds.loc[step, "msm_basis"] == ""
+    assert step not in sims and math.isnan(preds.loc[step, "partitions_per_min"])
+    assert b.msm_speedups(src, step) is None
+    # a zkgpu bench msm table: H at the nearest size to n, the tails at the nearest to their expected rows
+    bench = pd.DataFrame([dict(log2_n=lg, scalars="uniform", mode=m, median_ms=ms) for lg, m, ms in
+                          [(6, "device", 10.0), (6, "device_precomp", 5.0), (2, "device", 4.0), (2, "device_precomp", 1.0)]])
+    rh, rt, basis = b.msm_speedups(src, step, bench)
+    assert (rh, rt) == (0.5, 0.25) and "2^6 (H) and 2^2 (tails)" in basis
+    # the setup benchmark of zkgpu record (in the manifest) comes first
+    m = json.loads((d / "manifest.json").read_text())
+    m["scenarios"]["pinned_narrow"]["setup"] = {"msm_bench": {"h_plain": 50.0, "h_precomp": 40.0, "tail_plain": 20.0, "tail_precomp": 10.0}}
+    (d / "manifest.json").write_text(json.dumps(m))
+    src = replay.Source("recorded-gpu", replay.Recording.open(d), "replay")
+    preds, sims = b.predictions(src, extra=extra, msm_bench=bench)
+    row = preds.loc[step]
+    base = row["calibrated_on"]
+    assert base in ("pinned_narrow", "narrow_prep_parallel") and row["msm_bases"] == "precomputed"
+    assert "h_msm x 0.80, tail_msm x 0.50 (setup MSM benchmark of pinned_narrow)" == row["msm_basis"]
+    plain = b.calibrated_params(src, scenario=base, stat="mean")
+    got = preds.attrs["params"][step]
+    assert got.h_msm_ms == pytest.approx(plain.h_msm_ms * 0.8) and got.tail_msm_ms == pytest.approx(plain.tail_msm_ms * 0.5)
+    assert got.ntt_ms == plain.ntt_ms and got.batch_add_ms == plain.batch_add_ms  # only the MSM phases change
+    assert sims[step].partitions_per_min == pytest.approx(row["partitions_per_min"])
+    assert b.calibration_scenario(src, "narrow_prep_parallel", record.SCENARIOS["narrow_prep_parallel"]) == "pinned_narrow"
+    assert b._story_step(extra[step]) > b._story_step(record.SCENARIOS["narrow_prep_parallel"])
+    steps = b.steps_table(src, ["pinned_narrow", "narrow_prep_parallel"])
+    assert (steps["msm_bases"] == "plain").all()

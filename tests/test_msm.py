@@ -583,7 +583,7 @@ def test_gpu_backend_msm_and_batch_add_on_prepared_bases(defer, concurrent, monk
     pts = rand_points(70)
     be = object.__new__(GpuBackend)
     be.cp, be._lock, be._side_free = fake, threading.Lock(), []
-    be.bases, be._mont = {"l": pts}, {"l": msm.prepare_points(pts)}
+    be.bases, be._mont, be._tables = {"l": pts}, {"l": msm.prepare_points(pts)}, {}  # plain bases (msm_bases="plain")
     sc = fr_random(70, new_rng())
     sc[:30] = fr_from_ints([1] * 30)
     idx = np.arange(3, 70, 3)

@@ -7,18 +7,21 @@ import itertools
 import re
 import threading
 import time
+import types
 
 import numpy as np
 import pandas as pd
 import pytest
 from test_trace import CountingNvtx, line_kind
 
+from zkgpu import msm_precomp
 from zkgpu.events import COLUMNS
 from zkgpu.field import FR, fr_from_ints, fr_to_ints
 from zkgpu.msm import msm_cpu as cpu_msm  # the reference MSM (arkworks), not the pipeline's path
 from zkgpu.msm import prep_msm
 from zkgpu.pipeline import Density, PipelineConfig, PipelineInterrupted, prepare_backend, run_pipeline
 from zkgpu.pipeline.cpu_backend import cpu_compute_h
+from zkgpu.pipeline.gpu_backend import GpuBackend, precomp_windows
 from zkgpu.pipeline.split import prep_partition, splits
 from zkgpu.pipeline.sync import PrepFailed
 from zkgpu.pipeline.synthesis import synthesize_arrays
@@ -89,6 +92,7 @@ def reference(config, circuit, backend, p):
         (dict(transfer="mapped"), ValueError, "transfer"),
         (dict(lock_scope="wide"), ValueError, "lock_scope"),
         (dict(h2d_stage="early"), ValueError, "PipelineConfig.h2d_stage must be one of .*'early'"),
+        (dict(msm_bases="fixed"), ValueError, "PipelineConfig.msm_bases must be one of .*'fixed'"),
         (dict(device="tpu"), ValueError, "device"),
         (dict(transfer="registered"), ValueError, "registered"),
         (dict(density=Density(zero=0.7, one=0.5)), ValueError, "zero \\+"),
@@ -111,6 +115,41 @@ def test_config_defaults_and_names():
     assert c.h2d_stage == "in_lock" and not c.h2d_pre_lock
     assert c.with_(h2d_stage="pre_lock").h2d_pre_lock and c.with_(h2d_stage="pre_lock").run_name.endswith("-h2d_pre_lock")
     assert c.with_(transfer="resident").h2d_pre_lock and c.with_(lock_scope="submit").h2d_pre_lock
+    assert c.msm_bases == "plain" and c.with_(msm_bases="precomputed").run_name.endswith("-msm_precomp")
+
+
+def test_cpu_backend_runs_precomputed_bases_as_plain(prepared):
+    """The CPU reference has no tables: msm_bases="precomputed" gives the plain run's results."""
+    plain = run_pipeline(cfg(partitions=2), prepared=prepared)
+    pre = run_pipeline(cfg(partitions=2, msm_bases="precomputed"), prepared=prepared)
+    assert plain.ok and pre.ok
+    for p in range(2):
+        for k in ("h", "l", "a", "b_g1"):
+            assert np.array_equal(getattr(plain.partitions[p], k), getattr(pre.partitions[p], k)), (p, k)
+
+
+def test_precomp_windows_rule():
+    """H at window_bits(n); the tails at window_bits of their expected significant rows (synthetic), or of all rows (real)."""
+    c = PipelineConfig(n=1 << 22, device="cpu")
+    sizes = {"h": 1 << 22, "l": 1 << 21, "a": 1 << 21, "b_g1": 1 << 19}
+    w = precomp_windows(c, sizes)
+    assert w["h"] == msm_precomp.window_bits(1 << 22) == 20
+    assert w["l"] == msm_precomp.window_bits(round(c.density.full * (1 << 21))) == 16
+    assert set(w) == {"h", "l", "a", "b_g1"} and all(msm_precomp.MIN_C <= v <= msm_precomp.MAX_C for v in w.values())
+
+
+def test_precomputed_tables_that_do_not_fit_are_refused_in_one_line():
+    """GpuBackend's setup check (no GPU needed: a fake device with 1 GB free): tables + gw x (workspace + a/b/c)."""
+    be = object.__new__(GpuBackend)
+    be.config = PipelineConfig(n=1 << 22, device="cpu", msm_bases="precomputed")
+    be._mont = {nm: types.SimpleNamespace(shape=(size, 24)) for nm, size in
+                {"h": 1 << 22, "l": 1 << 21, "a": 1 << 21, "b_g1": 1 << 19}.items()}
+    dev = types.SimpleNamespace(mem_info=(10**9, 10**12))
+    be.cp = types.SimpleNamespace(cuda=types.SimpleNamespace(Device=lambda: dev),
+                                  get_default_memory_pool=lambda: types.SimpleNamespace(free_bytes=lambda: 0))
+    with pytest.raises(ValueError, match=r"msm_bases='precomputed': the tables \(\d+\.\d\d GB at windows .*'h': 20.*1\.00 GB free") as e:
+        be._build_tables()
+    assert "\n" not in str(e.value)
 
 
 def test_synthesis_density_canonical_and_deterministic():
@@ -446,16 +485,22 @@ def test_pool_reuse_with_backpressure(prepared):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("transfer, scope, prep, tails, stage", [
-    ("pageable", "coarse", "cpu", 1, "in_lock"), ("registered", "coarse", "cpu", 1, "in_lock"), ("pinned_pool", "coarse", "cpu", 1, "in_lock"),
-    ("resident", "coarse", "cpu", 1, "in_lock"), ("pinned_pool", "submit", "gpu", 1, "in_lock"), ("pinned_pool", "submit", "gpu", 3, "in_lock"),
-    ("pinned_pool", "narrow", "gpu", 1, "pre_lock"), ("pageable", "coarse", "cpu", 1, "pre_lock")])
-def test_gpu_pipeline_matches_cpu_reference(transfer, scope, prep, tails, stage):
+@pytest.mark.parametrize("transfer, scope, prep, tails, stage, msm_bases", [
+    ("pageable", "coarse", "cpu", 1, "in_lock", "plain"), ("registered", "coarse", "cpu", 1, "in_lock", "plain"),
+    ("pinned_pool", "coarse", "cpu", 1, "in_lock", "plain"), ("resident", "coarse", "cpu", 1, "in_lock", "plain"),
+    ("pinned_pool", "submit", "gpu", 1, "in_lock", "plain"), ("pinned_pool", "submit", "gpu", 3, "in_lock", "plain"),
+    ("pinned_pool", "narrow", "gpu", 1, "pre_lock", "plain"), ("pageable", "coarse", "cpu", 1, "pre_lock", "plain"),
+    ("pinned_pool", "narrow", "gpu", 1, "pre_lock", "precomputed"), ("pinned_pool", "submit", "cpu", 3, "in_lock", "precomputed")])
+def test_gpu_pipeline_matches_cpu_reference(transfer, scope, prep, tails, stage, msm_bases):
     # submit: results deferred on the device, one stream shared by the workers, a/b/c copied before the mutex;
-    # h2d_stage="pre_lock": the copy before the mutex on the worker's own stream, its NTTs after it there
+    # h2d_stage="pre_lock": the copy before the mutex on the worker's own stream, its NTTs after it there;
+    # msm_bases="precomputed": every G1 MSM over the tables (tails over device rows with prep=gpu, host rows with cpu)
     c = PipelineConfig(n=1 << 8, partitions=4 if scope == "submit" or stage == "pre_lock" else 2, device="gpu", transfer=transfer, gw=2,
-                       b_g2_terms=4, timeout_s=120, lock_scope=scope, prep=prep, tail_streams=tails, h2d_stage=stage)
+                       b_g2_terms=4, timeout_s=120, lock_scope=scope, prep=prep, tail_streams=tails, h2d_stage=stage, msm_bases=msm_bases)
     circuit, backend = prepare_backend(c)
+    if msm_bases == "precomputed":  # the tables and the setup benchmark (what the model scales the MSM phases by)
+        assert set(backend.setup_details["precomp_windows"]) == {"h", "l", "a", "b_g1"}
+        assert set(backend.setup_details["msm_bench"]) == {"h_plain", "h_precomp", "tail_plain", "tail_precomp"}
     res = run_pipeline(c, prepared=(circuit, backend))
     assert res.ok, res.errors
     cpu_bases = type("B", (), {"bases": {k: np.asarray(v.get() if hasattr(v, "get") else v) for k, v in backend.bases.items()}})()

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from zkgpu import calibration, keynumbers, live, model, record, replay
 from zkgpu.cli import main as cli_main
 from zkgpu.events import COLUMNS
+from zkgpu.pipeline.config import PipelineConfig
 
 N, PARTS = 1 << 6, 2
 
@@ -95,6 +96,12 @@ def test_per_scenario_partitions(tmp_path):
     # the last-mile set: the story over LAST_MILE_PARTITIONS, the alternatives (and only they) over fewer
     assert set(record.LAST_MILE_ALTERNATIVE_PARTITIONS) < set(record.LAST_MILE_SCENARIOS) <= set(record.SCENARIOS)
     assert "narrow_prep_gpu_h2d_pre_lock" in record.LAST_MILE_SCENARIOS
+    # the story's last step: the pre-lock step with every G1 MSM over precomputed bases, all its partitions
+    step = "narrow_prep_gpu_h2d_pre_lock_msm_precomp"
+    s = record.LAST_MILE_SCENARIOS
+    assert s.index(step) == s.index("narrow_prep_gpu_h2d_pre_lock") + 1 and step not in record.LAST_MILE_ALTERNATIVE_PARTITIONS
+    assert record.SCENARIOS[step] == {**record.SCENARIOS["narrow_prep_gpu_h2d_pre_lock"], "msm_bases": "precomputed"}
+    assert PipelineConfig(n=1 << 6, device="cpu", **{**record.SCENARIOS[step], "prep": "cpu"}).msm_bases == "precomputed"
     assert all(0 < k < record.LAST_MILE_PARTITIONS for k in record.LAST_MILE_ALTERNATIVE_PARTITIONS.values())
 
 

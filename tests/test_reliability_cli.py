@@ -164,6 +164,16 @@ def test_python_m_pipeline_copies_before_the_mutex(tmp_path):
     assert "pinned_pool-narrow-gw2-n4-cpu-h2d_pre_lock" in res.stdout
 
 
+def test_python_m_pipeline_msm_bases(tmp_path):
+    # the CPU reference computes the same sums: precomputed bases run as plain there, under their own run name
+    args = ["--device", "cpu", "--log-n", "4", "--partitions", "1", "--transfer", "pinned_pool", "--msm-bases", "precomputed", "--out", str(tmp_path)]
+    res = _run(args, "pipeline")
+    assert res.returncode == 0, res.stderr
+    assert "pinned_pool-coarse-gw2-n4-cpu-msm_precomp" in res.stdout
+    bad = _run(["--device", "cpu", "--msm-bases", "fixed"], "pipeline")
+    assert bad.returncode == 2 and "'fixed' is not one of 'plain', 'precomputed'" in bad.stderr and "Traceback" not in bad.stderr
+
+
 def test_python_m_pipeline_out_folders_unique_within_a_second(tmp_path):
     args = ["--device", "cpu", "--log-n", "4", "--partitions", "1", "--transfer", "pageable", "--out", str(tmp_path)]
     for _ in range(2):

@@ -10,7 +10,8 @@
   :func:`predictions`: that for every prep scenario (and for steps not yet recorded), each
   calibrated on another scenario of the recording with the same prep placement
   (:func:`calibration_scenario`: the GPU phases' host part depends on what the host's CPUs do),
-  and on an earlier recording of the same scenario (:func:`prior_recording`).
+  and on an earlier recording of the same scenario (:func:`prior_recording`); a step whose MSMs run
+  over precomputed bases from a plain run with its MSM phases scaled by :func:`msm_speedups`.
 * The notebook's tables: :func:`idle_table`, :func:`lock_table` (what the mutex holds, the copy of
   a/b/c inside it or not), :func:`steps_table`, :func:`prediction_vs_measurement`; the targets
   (utilization, throughput against the baseline and the compute-only bound, the model's error):
@@ -56,6 +57,7 @@ __all__ = [
     "predict",
     "prep_placement",
     "calibration_scenario",
+    "msm_speedups",
     "predictions",
     "idle_table",
     "lock_table",
@@ -138,7 +140,52 @@ def predict(params: ModelParams, *, prep_ms: float, gw: int, scope: str = "narro
 #: concurrent tails and more workers change how the GPU phases share the device; the H2D stage
 #: is what the model itself moves (:mod:`zkgpu.model`), so it weighs least
 _CALIBRATION_WEIGHTS = {"transfer": 4, "lock_scope": 3, "tail_streams": 2, "gw": 2, "h2d_stage": 1}
-_SETTING_DEFAULTS: dict[str, Any] = {"prep": "cpu", "tail_streams": 1, "h2d_stage": "in_lock", "gw": 2}
+_SETTING_DEFAULTS: dict[str, Any] = {"prep": "cpu", "tail_streams": 1, "h2d_stage": "in_lock", "gw": 2, "msm_bases": "plain"}
+#: the setup benchmark's keys (:meth:`zkgpu.pipeline.gpu_backend.GpuBackend.setup`, a manifest entry's ``setup.msm_bench``)
+_MSM_BENCH_KEYS = ("h_plain", "h_precomp", "tail_plain", "tail_precomp")
+
+
+def msm_speedups(source: Source, name: str, msm_bench: pd.DataFrame | None = None,
+                 config: Mapping[str, Any] | None = None) -> tuple[float, float, str] | None:
+    """How much faster the G1 MSMs run over precomputed bases (``msm_bases="precomputed"``) than plain:
+    ``(h_ratio, tail_ratio, basis)``, each precomputed ms / plain ms, what :func:`predictions` scales the
+    calibrated ``h_msm`` and ``tail_msm`` phases of a plain run by.
+
+    Sources, in order: the MSM benchmark that ``zkgpu record`` ran at the setup of ``name``'s scenario (a
+    manifest entry's ``setup.msm_bench``: the H MSM over n uniform scalars and the L tail over its expected
+    significant rows, plain and over the tables, median ms by CUDA events, before any partition ran), else
+    that of another scenario of the recording; else a ``zkgpu bench msm`` table (``msm_bench``: ``mode``
+    ``device_precomp`` against ``device``, uniform scalars, at the benchmarked size nearest to the
+    scenario's n for H, and to its expected significant tail rows for the tails; ``config``: the scenario's
+    configuration where it is not recorded, e.g. its calibration run's). None when there is none.
+    Kernel-time ratios: the host part of the phases is assumed to scale with them."""
+    rec = source.recording
+    for other in [name, *story_order(rec.scenarios)]:
+        if other not in rec.scenarios:
+            continue
+        b = (rec.scenario(other).get("setup") or {}).get("msm_bench") or {}
+        if all(float(b.get(k) or 0) > 0 for k in _MSM_BENCH_KEYS):
+            return (float(b["h_precomp"]) / float(b["h_plain"]), float(b["tail_precomp"]) / float(b["tail_plain"]),
+                    f"setup MSM benchmark of {other}")
+    if msm_bench is None or not len(msm_bench):
+        return None
+    uni = msm_bench[msm_bench["scalars"] == "uniform"]
+    plain = uni[uni["mode"] == "device"].groupby("log2_n")["median_ms"].median()
+    pre = uni[uni["mode"] == "device_precomp"].groupby("log2_n")["median_ms"].median()
+    sizes = sorted(set(plain.index) & set(pre.index))
+    if not sizes:
+        return None
+    cfg = source.config(name) if source.has(name) else dict(config or {})
+    n = int(cfg.get("n") or 2 ** max(sizes))
+    dens: dict[str, Any] = cfg["density"] if isinstance(cfg.get("density"), dict) else {}
+    rows = max(1.0, (1.0 - float(dens.get("zero", 0.45)) - float(dens.get("one", 0.50))) * float(cfg.get("aux_ratio", 0.5)) * n)
+
+    def ratio(points: float) -> tuple[float, int]:
+        lg = min(sizes, key=lambda x: abs(x - math.log2(points)))
+        return float(pre[lg] / plain[lg]), int(lg)
+
+    (rh, lh), (rt, lt) = ratio(n), ratio(rows)
+    return rh, rt, f"bench msm device_precomp / device, uniform, 2^{lh} (H) and 2^{lt} (tails)"
 
 
 def prep_placement(settings: dict[str, Any]) -> str:
@@ -151,9 +198,10 @@ def prep_placement(settings: dict[str, Any]) -> str:
 def calibration_scenario(source: Source, name: str, settings: dict[str, Any]) -> str | None:
     """The recorded scenario of ``source`` that the model calibrates ``name``'s prediction on:
     another scenario (never ``name`` itself, nor ``compute_only``) whose prep_msm runs in the same
-    place (:func:`prep_placement`), with the fewest weighted differences in transfer, lock scope,
-    tail streams, gw and H2D stage (weights :data:`_CALIBRATION_WEIGHTS`), ties broken by the
-    story's order; None when no scenario has the same prep placement."""
+    place (:func:`prep_placement`) and whose MSMs run over plain bases (a precomputed-bases step is
+    predicted from a plain one, :func:`msm_speedups`), with the fewest weighted differences in transfer,
+    lock scope, tail streams, gw and H2D stage (weights :data:`_CALIBRATION_WEIGHTS`), ties broken by the
+    story's order; None when no scenario qualifies."""
     def val(st: dict[str, Any], k: str) -> Any:
         return st.get(k, _SETTING_DEFAULTS.get(k))
 
@@ -163,7 +211,7 @@ def calibration_scenario(source: Source, name: str, settings: dict[str, Any]) ->
         if other in (name, "compute_only") or not source.has(other):
             continue
         st = _settings(rec.scenario(other))
-        if prep_placement(st) != prep_placement(settings):
+        if prep_placement(st) != prep_placement(settings) or val(st, "msm_bases") != "plain":
             continue
         cost = sum(w for k, w in _CALIBRATION_WEIGHTS.items() if str(val(st, k)) != str(val(settings, k)))
         cands.append((cost, order, other))
@@ -201,7 +249,7 @@ the other notebooks, which replay the newest ``data/*-record*`` with the full sc
 not see them."""
 
 #: the settings that name a scenario (``settings`` of a manifest entry; older entries: its ``config``)
-_SETTING_KEYS = ("transfer", "lock_scope", "gw", "prep", "tail_streams", "h2d_stage")
+_SETTING_KEYS = ("transfer", "lock_scope", "gw", "prep", "tail_streams", "h2d_stage", "msm_bases")
 
 
 def _settings(entry: dict[str, Any]) -> dict[str, Any]:
@@ -211,12 +259,14 @@ def _settings(entry: dict[str, Any]) -> dict[str, Any]:
     return {k: cfg[k] for k in _SETTING_KEYS if k in cfg}
 
 
-def _story_step(settings: dict[str, Any]) -> tuple[int, int, bool, bool, int]:
+def _story_step(settings: dict[str, Any]) -> tuple[int, int, bool, bool, int, bool]:
     """The last-mile story's order: CPU-parallel prep, then GPU prep, the H2D before the mutex,
-    more workers, concurrent tail MSMs, then the mutex over the submission only, and last no
-    shared mutex (each step changes one more thing)."""
+    more workers, the MSMs over precomputed bases (after the same step with plain ones), concurrent
+    tail MSMs, then the mutex over the submission only, and last no shared mutex (each step changes
+    one more thing)."""
     return ({"none": 2, "submit": 1}.get(str(settings.get("lock_scope", "")), 0), int(settings.get("tail_streams", 1)),
-            settings.get("prep") != "cpu_parallel", settings.get("h2d_stage", "in_lock") == "pre_lock", int(settings.get("gw", 2)))
+            settings.get("prep") != "cpu_parallel", settings.get("h2d_stage", "in_lock") == "pre_lock", int(settings.get("gw", 2)),
+            settings.get("msm_bases", "plain") == "precomputed")
 
 
 def prep_scenarios(source: Source | Recording) -> dict[str, dict[str, Any]]:
@@ -285,7 +335,8 @@ def prior_recording(source: Source, base: str | Path | None = None) -> Recording
 
 
 def predictions(source: Source, *, bench: pd.DataFrame | None = None, bench_label: str = "", prior: Recording | None = None,
-                extra: Mapping[str, dict[str, Any]] | None = None) -> tuple[pd.DataFrame, dict[str, ModelResult]]:
+                extra: Mapping[str, dict[str, Any]] | None = None,
+                msm_bench: pd.DataFrame | None = None) -> tuple[pd.DataFrame, dict[str, ModelResult]]:
     """The model's prediction for every :func:`prep_scenarios` entry (and every ``extra`` scenario
     not recorded: name -> settings, e.g. the next step before its recording), each made without
     that scenario's own measurement.
@@ -309,11 +360,16 @@ def predictions(source: Source, *, bench: pd.DataFrame | None = None, bench_labe
     run of it: where ``prior`` (an earlier :class:`~zkgpu.replay.Recording`, e.g.
     :func:`prior_recording`) recorded the same scenario, ``prior_partitions_per_min`` is the model
     calibrated on that earlier run. Partitions, queue depth and gw as the scenario's recorded
-    configuration (or, not recorded, its calibration scenario's).
+    configuration (or, not recorded, its calibration scenario's). A step whose MSMs run over
+    precomputed bases (``msm_bases="precomputed"``) is calibrated on a plain one (the pre-lock step for
+    the story's last step) whose ``h_msm`` and ``tail_msm`` phases are then scaled by the kernels'
+    precomputed / plain time (:func:`msm_speedups`: ``zkgpu record``'s setup benchmark, else
+    ``msm_bench``, a ``zkgpu bench msm`` table; never the step's own pipeline times; ``msm_basis``
+    says which); without such a benchmark it is not predicted (``prep_basis`` says so).
 
     Returns:
         ``(table, {scenario: ModelResult})`` (the calibration-based runs); the table has ``prep``,
-        ``gw``, ``h2d_stage``, ``calibrated_on``, ``prep_ms``, ``prep_basis``, ``partitions_per_min``
+        ``gw``, ``h2d_stage``, ``msm_bases``, ``msm_basis``, ``calibrated_on``, ``prep_ms``, ``prep_basis``, ``partitions_per_min``
         (over the GPU window), ``model_util`` (the model's kernel utilization, which counts the whole
         copy as non-compute) and ``prior_partitions_per_min``; ``attrs["params"]`` holds each
         prediction's calibrated :class:`~zkgpu.model.ModelParams`, ``attrs["prior_sims"]`` the
@@ -330,7 +386,9 @@ def predictions(source: Source, *, bench: pd.DataFrame | None = None, bench_labe
         run_kw = dict(gw=int(st.get("gw", 2)), scope=st["lock_scope"], transfer=st["transfer"], partitions=int(cfg.get("partitions", 16)),
                       max_queue=int(cfg.get("queue_depth") or 0) or None, run=f"model-{name}", h2d_stage=str(st.get("h2d_stage", "in_lock")))
         pre = run_kw["h2d_stage"] == "pre_lock" or st["lock_scope"] == "submit" or st["transfer"] == "resident"  # PipelineConfig.h2d_pre_lock
-        row: dict[str, Any] = {"prep": st.get("prep", "cpu"), "gw": st.get("gw", 2), "h2d_stage": "pre_lock" if pre else "in_lock", "calibrated_on": base or "",
+        precomp = st.get("msm_bases", "plain") == "precomputed"
+        row: dict[str, Any] = {"prep": st.get("prep", "cpu"), "gw": st.get("gw", 2), "h2d_stage": "pre_lock" if pre else "in_lock",
+                               "msm_bases": st.get("msm_bases", "plain"), "msm_basis": "", "calibrated_on": base or "",
                                "prep_ms": float("nan"), "prep_basis": "", "partitions_per_min": float("nan"),
                                "model_util": float("nan"), "prior_partitions_per_min": float("nan")}
         if prior is not None and name in prior.scenarios and prior.scenario(name).get("events"):
@@ -349,6 +407,17 @@ def predictions(source: Source, *, bench: pd.DataFrame | None = None, bench_labe
             row["prep_basis"] = f"not predicted: calibrating on {base} failed ({exc})"
             rows[name] = row
             continue
+        if precomp:  # the plain run's MSM phases scaled by the kernels' precomputed / plain time
+            sp = msm_speedups(source, name, msm_bench, cfg)
+            if sp is None:
+                row["prep_basis"] = "not predicted: no MSM benchmark over precomputed bases (zkgpu record's setup, or zkgpu bench msm device_precomp rows)"
+                rows[name] = row
+                params_used.pop(name)
+                continue
+            rh, rt, basis = sp
+            params = params_used[name] = replace(params, h_msm_ms=params.h_msm_ms * rh, tail_msm_ms=params.tail_msm_ms * rt,
+                                                 source=f"{params.source}; h_msm x {rh:.3g}, tail_msm x {rt:.3g} ({basis})")
+            row["msm_basis"] = f"h_msm x {rh:.2f}, tail_msm x {rt:.2f} ({basis})"
         prep_ms, basis = _prep_ms(source, name, st, params, base, cfg, bench, bench_label)
         sims[name] = predict(params, prep_ms=prep_ms, **run_kw)
         row.update(prep_ms=prep_ms, prep_basis=basis, partitions_per_min=sims[name].partitions_per_min, model_util=sims[name].compute_util)
@@ -411,6 +480,7 @@ def steps_table(source: Source, names: Iterable[str]) -> pd.DataFrame:
     out = tab[[c for c in cols if c in tab.columns]].copy()
     out.insert(3, "prep", [source.config(n).get("prep", "cpu") for n in out.index])
     out.insert(4, "tail_streams", [int(source.config(n).get("tail_streams", 1)) for n in out.index])
+    out.insert(5, "msm_bases", [str(source.config(n).get("msm_bases", "plain")) for n in out.index])
     win = {n: utilization(source.events(n)) for n in out.index}
     # compute utilization from the union of the GPU phases (no double count where the workers'
     # phases overlap, lock_scope="none") over the whole run, as compute_util's wall span

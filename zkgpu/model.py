@@ -53,7 +53,9 @@ means per phase, H2D rate from bytes / time; notebook 07b calibrates each step o
 same recording whose prep_msm runs in the same place, :func:`zkgpu.bottleneck.predictions`, because
 the GPU phases' wall time includes host work that depends on what the host's CPUs do) or from upstream's published numbers
 (:func:`zkgpu.calibration.reference_params`: the seed's ``CUZK_TIMING`` lines and the tables in
-``data/reference/``).
+``data/reference/``). A kernel change the model has no structure for (the G1 MSMs over precomputed bases,
+``PipelineConfig.msm_bases``) enters through its parameters: :func:`zkgpu.bottleneck.predictions` scales a
+plain run's ``h_msm_ms`` and ``tail_msm_ms`` by the kernels' benchmarked time ratio.
 
 Example::
 

@@ -19,7 +19,10 @@ Scenarios (:data:`SCENARIOS`, in this order): ``baseline`` (pageable a/b/c, coar
 (cudaHostRegister, coarse, gw=2), ``pinned_gw1``, ``pinned_gw3``, and ``compute_only`` (data resident on the device) when the
 pipeline offers it; then, beyond upstream, the pinned pool with the narrow lock and prep_msm off the
 critical path (``narrow_prep_parallel``: ``prep="cpu_parallel"``, ``narrow_prep_gpu``: ``prep="gpu"``,
-then ``narrow_prep_gpu_h2d_pre_lock``: a/b/c copied before the mutex, ``h2d_stage="pre_lock"``;
+then ``narrow_prep_gpu_h2d_pre_lock``: a/b/c copied before the mutex, ``h2d_stage="pre_lock"``, then
+``narrow_prep_gpu_h2d_pre_lock_msm_precomp``: the same with every G1 MSM over precomputed shifted bases,
+``msm_bases="precomputed"``, whose entry's ``setup`` holds the tables' build time and the MSM benchmark of
+:meth:`zkgpu.pipeline.gpu_backend.GpuBackend.setup`;
 ``narrow_prep_gpu_gw3``: gw=3), then ``narrow_prep_gpu_tails`` (``tail_streams=3``: the small batch additions and
 tail MSMs at once), ``unlocked_prep_gpu_tails`` (no shared mutex) and ``submit_prep_gpu`` /
 ``submit_prep_gpu_tails`` (the mutex over the submission only: ``lock_scope="submit"``). :data:`LAST_MILE_SCENARIOS` is the short set of notebook 07b. On the CPU (``--device cpu``) ``registered`` is skipped (it needs
@@ -97,6 +100,9 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "narrow_prep_gpu": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "gpu"},
     # + the H2D of a/b/c before the mutex (h2d_stage="pre_lock"): its DMA overlaps the other worker's kernels
     "narrow_prep_gpu_h2d_pre_lock": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "gpu", "h2d_stage": "pre_lock"},
+    # + every G1 MSM over precomputed shifted bases (msm_bases="precomputed"): one bucket set, no Horner doublings
+    "narrow_prep_gpu_h2d_pre_lock_msm_precomp": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "gpu",
+                                                 "h2d_stage": "pre_lock", "msm_bases": "precomputed"},
     "narrow_prep_gpu_gw3": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 3, "prep": "gpu"},
     # + the three batch additions and the three tail MSMs each on its own stream, at once
     "narrow_prep_gpu_tails": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "gpu", "tail_streams": 3},
@@ -110,11 +116,11 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 
 #: The scenarios of notebook 07b ("the last bottleneck") in one recording: the story (the baseline
 #: and the fix it is measured against, prep_msm taken off the critical path on the CPU and on the
-#: GPU, then the H2D before the mutex), then the informative alternatives (concurrent tails, no
+#: GPU, then the H2D before the mutex, then the G1 MSMs over precomputed bases), then the informative alternatives (concurrent tails, no
 #: shared mutex, the mutex over the submission only; :data:`LAST_MILE_ALTERNATIVE_PARTITIONS`)
 #: (``scripts/gpu_run.sh record-last-mile``).
 LAST_MILE_SCENARIOS = ("baseline", "pinned_narrow", "narrow_prep_parallel", "narrow_prep_gpu", "narrow_prep_gpu_h2d_pre_lock",
-                       "narrow_prep_gpu_tails", "unlocked_prep_gpu_tails", "submit_prep_gpu")
+                       "narrow_prep_gpu_h2d_pre_lock_msm_precomp", "narrow_prep_gpu_tails", "unlocked_prep_gpu_tails", "submit_prep_gpu")
 #: partitions per scenario of the last-mile recording (``scripts/gpu_run.sh record-last-mile``): the
 #: run's window includes the pipeline fill (the first synthesis before any GPU work), which weighs
 #: 1/partitions; 128 keeps it near 2-3% of the window for every scenario, baseline included.
@@ -122,7 +128,9 @@ LAST_MILE_PARTITIONS = 128
 #: two alternatives run half as many partitions (``zkgpu record --scenario-partitions``): the eight
 #: scenarios at 128 take about 230 s on the H200 (record-2: 7 of them 219 s); with these two at 64 about
 #: 215 s. Their fill then weighs ~4% instead of ~2% of their whole-run figures (the GPU-window figures and
-#: the model's comparison do not include it). ``submit_prep_gpu`` keeps 128: with the MSM's sizes on the
+#: the model's comparison do not include it). The precomputed-bases step (128 partitions, at least as fast as
+#: the pre-lock step, ~20 s, plus a few seconds of setup: bases, tables and the MSM benchmark) brings the
+#: estimate to about 240 s, inside record-last-mile's limit. ``submit_prep_gpu`` keeps 128: with the MSM's sizes on the
 #: device (zkgpu.msm_reduce) its submission no longer waits inside the lock, so it competes for the best run.
 LAST_MILE_ALTERNATIVE_PARTITIONS = {"narrow_prep_gpu_tails": 64, "unlocked_prep_gpu_tails": 64}
 
@@ -226,7 +234,7 @@ def run_scenario(
 
     ``prepared``: a dict shared across calls; the circuit and the backend with its generated
     bases (``zkgpu.pipeline.prepare_backend``) are kept there per (transfer, n, seed, device) —
-    everything the backend depends on — so scenarios that differ only in lock scope or gw
+    and MSM bases, everything the backend depends on — so scenarios that differ only in lock scope or gw
     generate the bases once (``setup_s`` in the entry is 0 for them).
 
     ``circuit``: prove this real circuit (``n`` must be its domain); the proofs go to
@@ -249,12 +257,15 @@ def run_scenario(
     try:
         cfg = PipelineConfig(**kw)
         entry["config"] = _config_dict(cfg)
-        key = (cfg.transfer, cfg.n, cfg.seed, cfg.device, circuit.name if circuit is not None else None)
+        key = (cfg.transfer, cfg.n, cfg.seed, cfg.device, cfg.msm_bases, circuit.name if circuit is not None else None)
         cache = prepared if prepared is not None else {}
         t_setup = time.perf_counter()
         if key not in cache:
             cache[key] = pipeline.prepare_backend(cfg)
         entry["setup_s"] = round(time.perf_counter() - t_setup, 3)
+        details = getattr(cache[key][1], "setup_details", None)
+        if details:  # msm_bases="precomputed": the tables' build and the MSM benchmark at setup
+            entry["setup"] = _as_jsonable(details)
         try:
             result = pipeline.run_pipeline(cfg, prepared=cache[key], pool=pool if cfg.transfer == "pinned_pool" else None)
         except pipeline.PipelineInterrupted as exc:  # Ctrl-C / SIGTERM: say what ran, then stop

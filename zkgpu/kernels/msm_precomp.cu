@@ -89,4 +89,32 @@ __global__ void msm_precomp_digits(const zk::fr_t* scalars, const zk::affine_t* 
     }
 }
 
+// Row selection (host driver: zkgpu/msm_precomp_rows.py): the MSM over the bases P_idx[j], j < m, of the
+// table without gathering it. One thread per selected row j: scalar j, base row r = idx[j]; window w's key
+// at keys[w*m + j] indexes the table point w*n + r. A row outside [0, n) reads nothing and gets the
+// sentinel (the host checks the rows where it can, zkgpu/msm_precomp_rows.py).
+__global__ void msm_precomp_rows_digits(const zk::fr_t* scalars, const long long* idx, const zk::affine_t* pts, uint64_t n,
+                                        uint64_t m, int c, int nwin, unsigned long long* keys) {
+    ZK_GRID_STRIDE(j, m) {
+        const long long r = idx[j];
+        const bool ok = r >= 0 && (uint64_t)r < n;
+        const uint64_t row = ok ? (uint64_t)r : 0;
+        const zk::fr_t s = scalars[j];
+        const bool inf = !ok || pts[row].is_inf();
+        uint32_t carry = 0;
+        for (int w = 0; w < nwin; w++) {
+            const int32_t d = zk::signed_digit(s.v, w, c, carry);
+            const uint64_t at = (uint64_t)w * n + row;  // < 2^31 (the host checks nwin * n)
+            unsigned long long key;
+            if (d == 0 || inf) {
+                key = ((unsigned long long)MSM_SENTINEL << 32) | (uint32_t)(at & 0x7fffffffu);
+            } else {
+                const uint32_t mag = d < 0 ? (uint32_t)(-d) : (uint32_t)d;
+                key = ((unsigned long long)(mag - 1) << 32) | ((d < 0 ? 1u : 0u) << 31) | (uint32_t)at;
+            }
+            keys[(uint64_t)w * m + j] = key;
+        }
+    }
+}
+
 }  // extern "C"

@@ -35,7 +35,7 @@ from zkgpu.errors import CliError, OneLineCommand, check_writable_under
 from zkgpu.groth16.workload import SnarkjsCircuit, check_proofs, load_circuit
 from zkgpu.host_alloc import PageableAllocator
 from zkgpu.pinned_pool import PinnedPool
-from zkgpu.pipeline.config import DEVICES, H2D_STAGES, LOCK_SCOPES, PREPS, TRANSFERS, PipelineConfig
+from zkgpu.pipeline.config import DEVICES, H2D_STAGES, LOCK_SCOPES, MSM_BASES, PREPS, TRANSFERS, PipelineConfig
 from zkgpu.pipeline.runner import prepare_backend, run_pipeline
 
 ORDER = ["synthesize", "gpu_queue", "prep_msm", "b_g2_msm", "mutex_wait", "ntt_msm_h", "h2d", "ntt", "h_msm", "barrier_wait", "batch_add", "tail_msm", "mutex_held", "finalize", "malloc_trim", "prove"]
@@ -66,13 +66,15 @@ DEFAULT_LOG_N = {"gpu": 20, "cpu": 10}
 @click.option("--tail-streams", type=click.IntRange(1, 3), default=1, show_default=True, help="3: batch adds and tail MSMs at once")
 @click.option("--h2d-stage", type=click.Choice(H2D_STAGES), default="in_lock", show_default=True,
               help="pre_lock: copy a/b/c before the mutex (PipelineConfig.h2d_stage)")
+@click.option("--msm-bases", type=click.Choice(MSM_BASES), default="plain", show_default=True,
+              help="precomputed: G1 MSMs over shifted-bases tables built at setup (PipelineConfig.msm_bases)")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="folder for logs, event tables and proofs")
 @click.option("--zkey", "zkey_path", type=click.Path(dir_okay=False, exists=True), default=None, help="prove a real circuit: its snarkjs BLS12-381 key (n = its domain)")
 @click.option("--wtns", "wtns_paths", multiple=True, type=click.Path(dir_okay=False, exists=True), help="with --zkey: witness(es), cycled over the partitions")
 @click.option("--vkey", "vkey_path", type=click.Path(dir_okay=False, exists=True), default=None, help="with --zkey: the verification key for snarkjs [default: vkey.json beside the key]")
 @click.option("--seed", type=int, default=None, help="with --zkey: fix r, s (tests only: the proofs are then not zero-knowledge)")
 def main(log_n: int | None, partitions: int, gw: int, synth_workers: int, transfers: tuple[str, ...], scopes: tuple[str, ...], device: str,
-         timeout_s: float, prep: str, tail_streams: int, h2d_stage: str, out: Path | None, zkey_path: str | None, wtns_paths: tuple[str, ...],
+         timeout_s: float, prep: str, tail_streams: int, h2d_stage: str, msm_bases: str, out: Path | None, zkey_path: str | None, wtns_paths: tuple[str, ...],
          vkey_path: str | None, seed: int | None) -> None:
     """Quick pipeline smoke run: per-phase medians for each --transfer and --scope (synthetic
     partitions, or proofs of a real circuit with --zkey/--wtns)."""
@@ -87,7 +89,7 @@ def main(log_n: int | None, partitions: int, gw: int, synth_workers: int, transf
     log_n = (real.n.bit_length() - 1) if real is not None else DEFAULT_LOG_N[device] if log_n is None else log_n
     try:
         kw: dict[str, Any] = dict(partitions=partitions, gw=gw, synth_workers=synth_workers, device=device, timeout_s=timeout_s, prep=prep, tail_streams=tail_streams,
-                              h2d_stage=h2d_stage)
+                              h2d_stage=h2d_stage, msm_bases=msm_bases)
         base = PipelineConfig.for_circuit(real, **kw) if real is not None else PipelineConfig(n=1 << log_n, **kw)
         for transfer in transfers:
             base.with_(transfer=transfer)  # e.g. registered needs device=gpu: refused before any work

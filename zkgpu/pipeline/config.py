@@ -50,7 +50,7 @@ from typing import Any
 from zkgpu.pipeline.real import RealCircuit
 from zkgpu.prep import PREPS
 
-__all__ = ["Density", "PipelineConfig", "TRANSFERS", "LOCK_SCOPES", "H2D_STAGES", "DEVICES", "PREPS", "FaultHook"]
+__all__ = ["Density", "PipelineConfig", "TRANSFERS", "LOCK_SCOPES", "H2D_STAGES", "MSM_BASES", "DEVICES", "PREPS", "FaultHook"]
 
 TRANSFERS = ("pageable", "registered", "pinned_pool", "resident")
 
@@ -58,6 +58,9 @@ LOCK_SCOPES = ("coarse", "narrow", "none", "submit")
 #: where the H2D of a/b/c happens: ``in_lock`` (upstream: inside ntt_msm_h, mutex held) or
 #: ``pre_lock`` (before the worker asks for the mutex, on its own stream)
 H2D_STAGES = ("in_lock", "pre_lock")
+#: the G1 MSMs' bases: ``plain`` (:func:`zkgpu.msm.msm_device`) or ``precomputed`` (shifted-bases tables,
+#: :mod:`zkgpu.msm_precomp` and :mod:`zkgpu.msm_precomp_rows`)
+MSM_BASES = ("plain", "precomputed")
 DEVICES = ("gpu", "cpu")
 
 FaultHook = Callable[[str, int, "int | None"], None]
@@ -138,6 +141,14 @@ class PipelineConfig:
             copy on the same stream; not an upstream mode). ``transfer="resident"`` and
             ``lock_scope="submit"`` always copy before the mutex, whatever this says
             (:attr:`h2d_pre_lock` is the stage a run uses).
+        msm_bases: ``plain`` (upstream: each G1 MSM is :func:`zkgpu.msm.msm_device` over the bases, one
+            bucket set per window) or ``precomputed`` (the GPU backend's ``setup`` builds a table of
+            shifted bases ``2^(c*w) P_i`` per base set (H, L, A, B_G1; :class:`zkgpu.msm_precomp.PrecomputedBases`,
+            ``96 * nwin * n`` bytes each) and every G1 MSM runs one bucket set over it
+            (:func:`zkgpu.msm_precomp.msm_precomputed`; the tails over their rows ``idx`` with
+            :func:`zkgpu.msm_precomp_rows.msm_precomputed_rows`). Same results bit for bit. The CPU
+            backend computes the same sums either way (its reference MSM), so ``precomputed`` is
+            accepted there and changes nothing. Not an upstream default (sppark offers it).
         device: ``gpu`` (CuPy kernels) or ``cpu`` (reference math, same threads/mutex/barrier).
         prep: how the prep_msm thread splits the L, A, B scalars (:mod:`zkgpu.prep`): ``cpu``
             (numpy, one thread, as upstream's prep_msm with one circuit), ``cpu_parallel``
@@ -180,6 +191,7 @@ class PipelineConfig:
     transfer: str = "pageable"
     lock_scope: str = "coarse"
     h2d_stage: str = "in_lock"
+    msm_bases: str = "plain"
     device: str = "gpu"
     prep: str = "cpu"
     prep_threads: int = 0
@@ -230,7 +242,7 @@ class PipelineConfig:
         _int("queue_depth", 0)
         _int("prep_threads", 0, 256)
         _int("tail_streams", 1, 3)
-        for name, allowed in (("transfer", TRANSFERS), ("lock_scope", LOCK_SCOPES), ("h2d_stage", H2D_STAGES), ("device", DEVICES), ("prep", PREPS)):
+        for name, allowed in (("transfer", TRANSFERS), ("lock_scope", LOCK_SCOPES), ("h2d_stage", H2D_STAGES), ("msm_bases", MSM_BASES), ("device", DEVICES), ("prep", PREPS)):
             v = getattr(self, name)
             if v not in allowed:
                 raise ValueError(f"PipelineConfig.{name} must be one of {allowed}, got {v!r}")
@@ -285,7 +297,8 @@ class PipelineConfig:
         prep = "" if self.prep == "cpu" else f"-prep_{self.prep}"
         real = f"-{self.real.name}" if self.real is not None else ""
         stage = "-h2d_pre_lock" if self.h2d_stage == "pre_lock" else ""
-        return self.run or f"{self.transfer}-{self.lock_scope}-gw{self.gw}-n{self.log_n}-{self.device}{prep}{stage}{real}"
+        bases = "-msm_precomp" if self.msm_bases == "precomputed" else ""
+        return self.run or f"{self.transfer}-{self.lock_scope}-gw{self.gw}-n{self.log_n}-{self.device}{prep}{stage}{bases}{real}"
 
     def with_(self, **changes: Any) -> PipelineConfig:
         """A copy with some fields changed (validated)."""

@@ -39,7 +39,8 @@ def cpu_compute_h(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 class CpuBackend:
     """Reference math on the host (see the module docstring). Thread-safe (no shared state
-    mutated after :meth:`setup`)."""
+    mutated after :meth:`setup`). ``config.msm_bases="precomputed"`` changes nothing here: the
+    reference MSM computes the same sums, so the CPU runs it as ``plain`` (no tables)."""
 
     device = "cpu"
 

@@ -9,16 +9,21 @@ the B_G2 multiexp on the CPU (:func:`zkgpu.pipeline.points.cpu_g2_msm`), as upst
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from zkgpu import _cuda, bases, fr_device, msm, ntt, qap, transfer
+from zkgpu import _cuda, bases, fr_device, msm, msm_precomp, ntt, qap, transfer
 from zkgpu.events import h2d_overlap
+from zkgpu.field import fr_random
 from zkgpu.fr_device import DeferredCheck
+from zkgpu.msm_precomp import PrecomputedBases
+from zkgpu.msm_precomp_rows import msm_precomputed_rows
 from zkgpu.pinned_pool import PinnedPool
 from zkgpu.pipeline.backend import BASE_NAMES, Array, HStart, Stream, fan_out
 from zkgpu.pipeline.config import PipelineConfig
@@ -27,7 +32,22 @@ from zkgpu.pipeline.split import Prep, prep_partition, selections
 from zkgpu.pipeline.synthesis import Circuit
 from zkgpu.prep import prep_msm_device
 
-__all__ = ["GpuBackend"]
+__all__ = ["GpuBackend", "precomp_windows"]
+
+_log = logging.getLogger(__name__)
+
+
+def precomp_windows(config: PipelineConfig, sizes: Mapping[str, int]) -> dict[str, int]:
+    """The window c of each base set's precomputed table (``msm_bases="precomputed"``): H's MSM runs over
+    all n uniform scalars, so :func:`zkgpu.msm_precomp.window_bits` of n (2^22 -> 20); the L, A and B_G1
+    MSMs run over the significant (full-size) scalars only, so ``window_bits`` of their expected count,
+    ``density.full * size`` (the synthetic witness; 2^22 at aux_ratio 0.5: ~1e5 rows -> 16), and of the
+    whole size for a real circuit (its densities are its own). ``sizes``: bases per set (``BASE_NAMES``)."""
+    out = {"h": msm_precomp.window_bits(int(sizes["h"]))}
+    for nm in BASE_NAMES[1:]:
+        rows = int(sizes[nm]) if config.real is not None else max(1, round(config.density.full * int(sizes[nm])))
+        out[nm] = msm_precomp.window_bits(rows)
+    return out
 
 
 @dataclass
@@ -53,6 +73,8 @@ class GpuBackend:
         self._lock = threading.Lock()  # guards the stream free lists and the device selections
         self.bases: dict[str, Any] = {}
         self._mont: dict[str, Any] = {}  # the bases checked once and in Montgomery form (msm.prepare_points)
+        self._tables: dict[str, PrecomputedBases] = {}  # msm_bases="precomputed": the shifted-bases tables
+        self.setup_details: dict[str, Any] = {}  # what setup built and how long it took (s, bytes, windows)
         self._g2: list[Any] = []
         self._prep_streams: list[Any] = []  # idle streams of prep="gpu" (one per concurrent prep thread)
         self._side_free: list[Any] = []  # idle streams of msm_many / batch_add_many (concurrent)
@@ -75,10 +97,65 @@ class GpuBackend:
             self._g2 = g2_bases(self.config.b_g2_terms, self.config.seed)
         for nm in BASE_NAMES:  # checked and in Montgomery form once: the MSMs take their rows from these
             self._mont[nm] = msm.prepare_points(self.bases[nm])
+        if self.config.msm_bases == "precomputed":
+            self._build_tables()
         held = [self._staging.checkout(self.circuit.aux_size * 32) for _ in range(3)]
         for b in held:
             self._staging.checkin(b)
         self.cp.cuda.Device().synchronize()
+
+    def _build_tables(self) -> None:
+        """The :class:`~zkgpu.msm_precomp.PrecomputedBases` table of each base set at :func:`precomp_windows`,
+        timed (``setup_details``: ``precomp_s``, ``precomp_bytes``, ``precomp_windows``; and a log line),
+        then one MSM over each (all-zero scalars) so that its kernels are compiled before any timed
+        partition.
+
+        Raises:
+            ValueError: the tables plus, per GPU worker, the largest table's MSM workspace and two sets of
+                a/b/c buffers exceed the GPU's free memory (bytes named), or a table does not fit
+                (:meth:`~zkgpu.msm_precomp.PrecomputedBases.build`).
+        """
+        cp = self.cp
+        sizes = {nm: int(self._mont[nm].shape[0]) for nm in BASE_NAMES}
+        windows = precomp_windows(self.config, sizes)
+        tables = sum(msm_precomp.table_bytes(sizes[nm], windows[nm]) for nm in BASE_NAMES)
+        per_worker = max(msm_precomp.workspace_bytes(sizes[nm], windows[nm]) for nm in BASE_NAMES) + 2 * self.config.abc_bytes
+        need = tables + self.config.gw * per_worker
+        free = int(cp.cuda.Device().mem_info[0]) + int(cp.get_default_memory_pool().free_bytes())
+        if need > free:
+            raise ValueError(f"msm_bases='precomputed': the tables ({tables / 1e9:.2f} GB at windows {windows}) and {self.config.gw} "
+                             f"workers' MSM workspace and a/b/c buffers need {need / 1e9:.2f} GB, {free / 1e9:.2f} GB free on the GPU; "
+                             f"use msm_bases='plain' or a smaller n")
+        t0 = time.perf_counter()
+        for nm in BASE_NAMES:
+            self._tables[nm] = PrecomputedBases.build(self._mont[nm], windows[nm])
+        cp.cuda.Device().synchronize()
+        secs = time.perf_counter() - t0
+        bench = self._msm_bench(sizes)
+        self.setup_details.update(precomp_s=round(secs, 3), precomp_bytes=int(tables), precomp_windows=windows, msm_bench=bench)
+        _log.info("msm_bases=precomputed: %d tables, %.2f GB, windows %s, built in %.2f s; MSM ms plain -> precomputed %s",
+                  len(self._tables), tables / 1e9, windows, secs, bench)
+
+    def _msm_bench(self, sizes: Mapping[str, int], repeat: int = 5) -> dict[str, float]:
+        """The H MSM (n uniform scalars) and the L tail MSM (``density.full * l_size`` uniform scalars at
+        random rows; a real circuit: all rows) plain and over the tables, median ms of ``repeat`` runs
+        after two warm-ups (CUDA events, :func:`zkgpu._cuda.benchmark`): ``h_plain``, ``h_precomp``,
+        ``tail_plain``, ``tail_precomp``. Measured at setup, before any partition (the warm-ups also
+        compile the kernels), on this run's bases: what :func:`zkgpu.bottleneck.predictions` scales the
+        calibrated ``h_msm`` and ``tail_msm`` phases by (never the scenario's own pipeline times)."""
+        cp = self.cp
+        rng = np.random.default_rng(self.config.seed + 7)
+        rows = sizes["l"] if self.config.real is not None else max(1, round(self.config.density.full * sizes["l"]))
+        h_sc = cp.asarray(fr_random(sizes["h"], rng))
+        t_sc = cp.asarray(fr_random(rows, rng))
+        idx = cp.asarray(np.sort(rng.choice(sizes["l"], size=rows, replace=False)).astype(np.int64))
+        calls = {
+            "h_plain": lambda: msm.msm_device(None, h_sc, mont=self._mont["h"], deferred=DeferredCheck()),
+            "h_precomp": lambda: msm_precomp.msm_precomputed(self._tables["h"], h_sc, deferred=DeferredCheck()),
+            "tail_plain": lambda: msm.msm_device(None, t_sc, mont=self._mont["l"][idx], deferred=DeferredCheck()),
+            "tail_precomp": lambda: msm_precomputed_rows(self._tables["l"], t_sc, idx, deferred=DeferredCheck()),
+        }
+        return {k: round(float(np.median(_cuda.benchmark(f, repeat=repeat).times_ms)), 3) for k, f in calls.items()}
 
     def new_stream(self) -> Stream:
         return self.cp.cuda.Stream(non_blocking=True)
@@ -261,7 +338,9 @@ class GpuBackend:
 
     def msm(self, name: str, scalars: Array, idx: np.ndarray | None, stream: Stream, defer: bool = False) -> Any:
         """:func:`zkgpu.msm.msm_device` over ``bases[name]`` (or its rows ``idx``: the compacted
-        tail bases, gathered on the device) and ``scalars`` (host or device). The bases were
+        tail bases, gathered on the device) and ``scalars`` (host or device); with
+        ``msm_bases="precomputed"`` :func:`zkgpu.msm_precomp.msm_precomputed` over the base set's table
+        (its rows ``idx``: :func:`zkgpu.msm_precomp_rows.msm_precomputed_rows`, nothing gathered). The bases were
         checked and converted once (:func:`zkgpu.msm.prepare_points` in :meth:`setup`) and the
         scalar check is deferred (:class:`zkgpu.fr_device.DeferredCheck`), and the MSM keeps its
         sizes on the device (:mod:`zkgpu.msm_reduce`): the call only queues kernels. Result on the host, or with ``defer`` still on the device
@@ -272,16 +351,19 @@ class GpuBackend:
         """
         cp = self.cp
         with stream:
-            mont = self._mont[name]
-            if idx is not None:
-                if idx.size == 0:
-                    return np.zeros((1, 12), dtype=np.uint64)
-                mont = mont[cp.asarray(idx)]
+            if idx is not None and idx.size == 0:
+                return np.zeros((1, 12), dtype=np.uint64)
             sc = cp.ascontiguousarray(cp.asarray(scalars))
             if sc.ndim != 2 or sc.shape[1] != 4 or sc.dtype != np.uint64:
                 raise ValueError(f"scalars: expected (m, 4) uint64, got dtype {sc.dtype}, shape {sc.shape}")
             check = DeferredCheck()
-            r = msm.msm_device(None, sc, mont=mont, deferred=check)
+            table = self._tables.get(name)
+            if table is not None:
+                r = (msm_precomp.msm_precomputed(table, sc, deferred=check) if idx is None
+                     else msm_precomputed_rows(table, sc, idx, deferred=check))
+            else:
+                mont = self._mont[name] if idx is None else self._mont[name][cp.asarray(idx)]
+                r = msm.msm_device(None, sc, mont=mont, deferred=check)
             return self._host_point(r, check, stream, defer)
 
     def batch_add(self, name: str, bitmap: Array, stream: Stream, defer: bool = False) -> Any:
