@@ -8,14 +8,16 @@ from zkgpu.manifest import environment, git_commit, new_run_dir, write_json_new
 
 def test_manifest_commit_configured_where_git_cannot_tell(monkeypatch, tmp_path, restore_settings):
     settings.apply({"ZKGPU_COMMIT": "abc123", "ZKGPU_DIRTY": "0"})
-    real = git_commit()  # git is asked first: this checkout's own commit wins
-    assert real["commit"] != "abc123" or real["commit"] is None
+    real = git_commit()  # the configured commit wins; git's own HEAD is kept beside it
+    assert real["commit"] == "abc123" and real["dirty"] is False and real.get("git_head") != "abc123"
     monkeypatch.setattr(manifest, "REPO_ROOT", tmp_path)  # a copy without .git (a lent GPU machine)
     assert git_commit() == {"commit": "abc123", "dirty": False}
     manifest.configure(dirty=None)  # commit kept
     assert git_commit() == {"commit": "abc123", "dirty": None}
     manifest.configure(commit=None)
     assert git_commit() == {"commit": None, "dirty": None}
+    monkeypatch.setattr(manifest, "REPO_ROOT", manifest.Path(__file__).resolve().parents[1])
+    assert git_commit()["commit"] not in (None, "abc123")  # nothing configured: git's HEAD
     with pytest.raises(ValueError, match="ZKGPU_COMMIT .*'a b'"):
         settings.apply({"ZKGPU_COMMIT": "a b"})
     with pytest.raises(ValueError, match="ZKGPU_DIRTY must be 0 or 1"):

@@ -102,20 +102,28 @@ def environment() -> dict[str, Any]:
 def git_commit() -> dict[str, Any]:
     """``{"commit": sha or None, "dirty": bool or None}`` for the code zkgpu runs from.
 
-    Git is asked first (``git rev-parse HEAD`` in the repository folder). Where that folder is not
-    a git checkout (a copy sent to a lent GPU machine), the commit and dirty flag given to
-    :func:`configure` are used (the app layer takes them from ``ZKGPU_COMMIT`` / ``ZKGPU_DIRTY``,
-    set by whoever made the copy, e.g. scripts/gpu_run.sh's caller), else None.
+    A commit given to :func:`configure` (the app layer takes it from ``ZKGPU_COMMIT`` / ``ZKGPU_DIRTY``, set by
+    whoever made a copy of the tree, e.g. scripts/gpu_run.sh's caller) wins: a copy sent to a lent GPU machine may
+    carry a ``.git`` whose HEAD is not the commit it was made from (there the tree then also reads as dirty); git's
+    own HEAD is then kept beside it as ``git_head``. Otherwise git is asked (``git rev-parse HEAD`` in the
+    repository folder), else None.
     """
+    head: dict[str, Any] | None
     try:
         top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout.strip()
         if Path(top).resolve() != REPO_ROOT:  # a copy inside some other checkout: not ours
             raise subprocess.CalledProcessError(1, "git rev-parse --show-toplevel")
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout.strip()
         dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT, capture_output=True, text=True).stdout.strip())
-        return {"commit": sha, "dirty": dirty}
+        head = {"commit": sha, "dirty": dirty}
     except (OSError, subprocess.CalledProcessError):
-        return {"commit": _SETTINGS["commit"], "dirty": _SETTINGS["dirty"] if _SETTINGS["commit"] else None}
+        head = None
+    if _SETTINGS["commit"]:
+        out = {"commit": _SETTINGS["commit"], "dirty": _SETTINGS["dirty"]}
+        if head is not None and head["commit"] != _SETTINGS["commit"]:
+            out["git_head"] = head["commit"]
+        return out
+    return head if head is not None else {"commit": None, "dirty": None}
 
 
 def build_manifest(**extra: Any) -> dict[str, Any]:

@@ -27,8 +27,8 @@
 // zkgpu/ntt.py reads NTT_MAX_TILE_LOG, NTT_THREADS, NTT_BR_Q and NTT_SMEM_TW from this file (common.cuh says how);
 // it passes -DNTT_THREADS=... only where its build options set another value.
 // The default build (issue 13; notes/ntt-kernels.md, runs k13-ntt and s3-ntt): the butterflies' additions as non-volatile
-// asm chains (ZK_NTT_ASM), each pass's twiddles in shared memory (NTT_SMEM_TW), 3 blocks per SM (NTT_MIN_BLOCKS), the
-// DIT passes' low stages in registers with warp shuffles (NTT_SHFL=2).
+// asm chains (ZK_NTT_ASM), each pass's twiddles in shared memory (NTT_SMEM_TW), 3 blocks per SM (NTT_MIN_BLOCKS);
+// no warp-shuffle stages (NTT_SHFL=0: the final side-by-side, data/nvidia-h200-20261201-bench-sppark-1 and -2).
 #ifndef ZK_NTT_PTX
 #define ZK_NTT_PTX 0
 #endif
@@ -214,11 +214,13 @@ __device__ __forceinline__ void stage_r4(uint32_t* sm, uint32_t T, const tile_t&
 // DIT: starts where the DIF ends (r = c, lane bits [c, 5) spell tile bits [c+1, 6)), stage c local, then the
 // exchange over lane bit b-1 before stage b = c+1 .. 5, and ends with e0 = grp*64 + lane (conflict-free stores).
 // Under g++ (tests/native/emu.h: one thread per block) the one thread plays the 32 lanes of one warp.
-// NTT_SHFL=2 (the default): the DIT passes only. Run s3-ntt (notes/ntt-kernels.md): with the register stages the DIT
+// NTT_SHFL=2: the DIT passes only (not the default: with the choice made at run time every pass carried both code
+// paths, and the final side-by-side measured all transforms ~9% slower than NTT_SHFL=0, 2^24 forward nn 6.24 against
+// 5.72 ms: data/nvidia-h200-20261201-bench-sppark-1 and -2). Run s3-ntt (notes/ntt-kernels.md): with the register stages the DIT
 // passes ran 0.92-0.94x (coset "rn", 2^22..2^26) and the DIF passes 1.02-1.06x (forward "nr": 8% more instructions,
 // per ncu; their register stages end in stores straight to global memory), the pair pass no faster.
 #ifndef NTT_SHFL
-#define NTT_SHFL 2
+#define NTT_SHFL 0
 #endif
 #ifdef __CUDACC__
 #define NTT_LANES 1
