@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -376,7 +377,7 @@ def test_cli_with_porep(tmp_path, sppark_file, porep_file):
     assert r.exit_code == 2 and "none.txt" in r.output and "Traceback" not in r.output
 
 
-def test_recording_without_porep_replays_as_recorded():
+def test_recording_without_porep_replays_as_recorded(tmp_path):
     """data/nvidia-h200-20261201-bench-sppark predates anchors/sppark-porep: its PoRep-like row stays context, and the
     ratios replayed from its files are the ones its manifest recorded."""
     run = Path(__file__).resolve().parents[1] / "data" / "nvidia-h200-20261201-bench-sppark"
@@ -390,7 +391,8 @@ def test_recording_without_porep_replays_as_recorded():
             assert got[row][size] == pytest.approx(cell, rel=1e-12), (row, size)  # JSON's float round trip
     porep = vs[vs["variant"] == "porep"]
     assert len(porep) == 3 and not porep["like_for_like"].any() and set(porep["sppark_variant"]) == {"devpts_devsc"}
-    assert "the PoRep-like row is context" in readme_block(run.parent)
+    shutil.copytree(run, tmp_path / run.name)  # alone in a data folder: the newest there
+    assert "the PoRep-like row is context" in readme_block(tmp_path)
 
 
 def test_figure_porep_like_for_like(sppark_file, porep_file):
