@@ -12,18 +12,8 @@ import pytest
 
 from seeding import new_pyrng, new_rng
 from zkgpu import _cuda, bases, msm, msm_window
+from zkgpu.bench.msm import _porep_scalars as porep_like
 from zkgpu.field import FR, fr_random
-
-
-def porep_like(n: int, rng: np.random.Generator) -> np.ndarray:
-    """(n, 4) uint64: 45% zero, 45% one, 10% uniform (the benchmark's distribution)."""
-    sc = fr_random(n, rng)
-    u = rng.random(n)
-    sc[u < 0.45] = 0
-    ones = (u >= 0.45) & (u < 0.90)
-    sc[ones] = 0
-    sc[ones, 0] = 1
-    return sc
 
 
 def _count_python(sc: np.ndarray) -> int:

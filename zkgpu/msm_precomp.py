@@ -39,7 +39,7 @@ from . import _cuda, devsort, msm, msm_reduce
 from .msm_reduce import HEAVY_BLOCK
 
 __all__ = ["MIN_C", "MAX_C", "INDEX_LIMIT", "PrecomputedBases", "window_bits", "table_bytes", "workspace_bytes",
-           "check_size", "msm_precomputed"]
+           "check_size", "msm_precomputed", "one_bucket_set"]
 
 MIN_C, MAX_C = 2, 26
 """Window sizes :meth:`PrecomputedBases.build` accepts (the bucket array is ``192 * 2^(c-1)`` bytes: 6.4 GB at 26)."""
@@ -218,11 +218,22 @@ def msm_precomputed(bases: PrecomputedBases, scalars: Any, *, deferred: msm.Defe
     _cuda.launch_1d(_k("msm_precomp_digits"), n, (sc.view(cp.uint32), bases.table, np.uint64(n), np.int32(c),
                                                   np.int32(nwin), keys))
     ph.mark("digits")
+    return one_bucket_set(cp, keys, bases.table, m, ph)
+
+
+def one_bucket_set(cp: Any, keys: Any, table: Any, m: int, ph: msm.Phases) -> Any:
+    """The single-window Pippenger over one-bucket-set ``keys (N,)`` uint64 (``bucket << 32 | sign << 31 |
+    table index``, msm.cu's sentinel for zero digits) and the table points ``table``: the sort of the bucket bits
+    (:func:`zkgpu.devsort.sort_keys`), :mod:`zkgpu.msm_reduce`'s balanced accumulation into ``m`` buckets (a bucket
+    holds at most N entries), one ``window_reduce`` and the affine result; marks ``sort`` ... ``final`` on ``ph``.
+    Shared by :func:`msm_precomputed` and :func:`zkgpu.msm_precomp_rows.msm_precomputed_rows`. Returns CuPy
+    ``(1, 12)`` uint64; no host sync."""
+    N = int(keys.shape[0])
     keys = devsort.sort_keys(keys, begin_bit=32, end_bit=32 + m.bit_length(), overwrite=True)  # sentinel sorts last
     e = msm_reduce.valid_count(cp, _k, keys)
     ph.mark("sort")
     plan = msm_reduce.plan(N, 1, m, msm._chunk_size())  # one window; a bucket holds at most N entries
-    parts = msm_reduce.level0(cp, _k, keys, e, bases.table, plan)
+    parts = msm_reduce.level0(cp, _k, keys, e, table, plan)
     del keys
     ph.mark("bucket_accumulate")
     buckets = cp.zeros((m, 48), dtype=cp.uint32)

@@ -20,9 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from . import _cuda, devsort, msm, msm_precomp, msm_reduce
-from .msm_precomp import _REDUCE_THREADS, PrecomputedBases
-from .msm_reduce import HEAVY_BLOCK
+from . import _cuda, msm, msm_precomp
+from .msm_precomp import PrecomputedBases
 
 __all__ = ["msm_precomputed_rows"]
 
@@ -89,28 +88,4 @@ def msm_precomputed_rows(bases: PrecomputedBases, scalars: Any, idx: Any, *, def
     keys = cp.empty(N, dtype=cp.uint64)
     _cuda.launch_1d(msm_precomp._own("msm_precomp_rows_digits"), m,
                     (sc.view(cp.uint32), rows, bases.table, np.uint64(n), np.uint64(m), np.int32(c), np.int32(nwin), keys))
-    return _one_bucket_set(cp, keys, bases.table, buckets)
-
-
-def _one_bucket_set(cp: Any, keys: Any, table: Any, buckets: int) -> Any:
-    """The single-window Pippenger over the (bucket, sign, table index) ``keys (N,)`` uint64 of
-    :func:`zkgpu.msm_precomp.msm_precomputed` (the same steps from its sort on): sort of the bucket bits,
-    the balanced accumulation of :mod:`zkgpu.msm_reduce` (a bucket holds at most N entries), one
-    ``window_reduce`` and the affine result. Returns CuPy ``(1, 12)`` uint64."""
-    k = msm.kernel
-    N = int(keys.shape[0])
-    keys = devsort.sort_keys(keys, begin_bit=32, end_bit=32 + buckets.bit_length(), overwrite=True)  # sentinel last
-    e = msm_reduce.valid_count(cp, k, keys)
-    plan = msm_reduce.plan(N, 1, buckets, msm._chunk_size())
-    parts = msm_reduce.level0(cp, k, keys, e, table, plan)
-    del keys
-    acc = cp.zeros((buckets, 48), dtype=cp.uint32)
-    msm_reduce.to_buckets(cp, k, parts, plan, acc)
-    del parts
-    T = 1
-    while T * 2 <= buckets and T * 2 <= _REDUCE_THREADS:
-        T *= 2
-    sums = cp.empty((T, 48), dtype=cp.uint32)
-    _cuda.launch_1d(k("window_reduce"), T, (acc, np.uint32(1), np.uint32(buckets), np.uint32(T), np.uint32(buckets // T), sums),
-                    block=HEAVY_BLOCK)
-    return msm._finish(cp, msm._tree_sum(cp, sums, 1, T), 1, 0)  # one window, c = 0: no doublings
+    return msm_precomp.one_bucket_set(cp, keys, bases.table, buckets, msm.Phases(False))

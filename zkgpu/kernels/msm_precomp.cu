@@ -27,6 +27,14 @@
 // Windows converted to affine per inversion in msm_precomp_table (local memory: 240 bytes per window).
 #define PRECOMP_GROUP 8
 
+// The sort key of signed digit d of table point `at` (< 2^31): bucket |d| - 1, the sign, the table index; a zero
+// digit or an identity point gets msm.cu's sentinel bucket (sorted last, dropped).
+__device__ __forceinline__ unsigned long long precomp_key(int32_t d, bool inf, uint64_t at) {
+    if (d == 0 || inf) return ((unsigned long long)MSM_SENTINEL << 32) | (uint32_t)(at & 0x7fffffffu);
+    const uint32_t mag = d < 0 ? (uint32_t)(-d) : (uint32_t)d;
+    return ((unsigned long long)(mag - 1) << 32) | ((d < 0 ? 1u : 0u) << 31) | (uint32_t)at;
+}
+
 extern "C" {
 
 // table[w*n + i] = 2^(c*w) * pts[i] for w < nwin (pts Montgomery affine; identity rows stay zero).
@@ -77,13 +85,7 @@ __global__ void msm_precomp_digits(const zk::fr_t* scalars, const zk::affine_t* 
         for (int w = 0; w < nwin; w++) {
             const int32_t d = zk::signed_digit(s.v, w, c, carry);
             const uint64_t at = (uint64_t)w * n + i;  // < 2^31 (the host checks nwin * n)
-            unsigned long long key;
-            if (d == 0 || inf) {
-                key = ((unsigned long long)MSM_SENTINEL << 32) | (uint32_t)(at & 0x7fffffffu);
-            } else {
-                const uint32_t mag = d < 0 ? (uint32_t)(-d) : (uint32_t)d;
-                key = ((unsigned long long)(mag - 1) << 32) | ((d < 0 ? 1u : 0u) << 31) | (uint32_t)at;
-            }
+            const unsigned long long key = precomp_key(d, inf, at);
             keys[at] = key;
         }
     }
@@ -105,13 +107,7 @@ __global__ void msm_precomp_rows_digits(const zk::fr_t* scalars, const long long
         for (int w = 0; w < nwin; w++) {
             const int32_t d = zk::signed_digit(s.v, w, c, carry);
             const uint64_t at = (uint64_t)w * n + row;  // < 2^31 (the host checks nwin * n)
-            unsigned long long key;
-            if (d == 0 || inf) {
-                key = ((unsigned long long)MSM_SENTINEL << 32) | (uint32_t)(at & 0x7fffffffu);
-            } else {
-                const uint32_t mag = d < 0 ? (uint32_t)(-d) : (uint32_t)d;
-                key = ((unsigned long long)(mag - 1) << 32) | ((d < 0 ? 1u : 0u) << 31) | (uint32_t)at;
-            }
+            const unsigned long long key = precomp_key(d, inf, at);
             keys[(uint64_t)w * m + j] = key;
         }
     }
