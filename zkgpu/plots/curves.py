@@ -16,11 +16,14 @@ __all__ = ["bandwidth_curves", "load_curves", "sppark_ratios", "OP_STYLES"]
 
 #: Colour and line style per operation of :func:`sppark_ratios` (labels of :func:`zkgpu.anchors.row_label`):
 #: NTT variants in purples, MSM in dark reds, colours no phase or H2D path uses; the PoRep-like MSM is solid against
-#: sppark on PoRep-like scalars, dashed where it is compared with sppark's uniform scalars (context).
+#: sppark on PoRep-like scalars, dashed where it is compared with sppark's uniform scalars (context); the MSM over
+#: precomputed bases in the same two colours, dash-dotted (dotted for its PoRep-like context row).
 OP_STYLES: dict[str, tuple[str, str]] = {
     "NTT forward": ("#3f007d", "-"), "NTT inverse": ("#6a51a3", "-"), "NTT coset": ("#807dba", "-"),
     "NTT inverse-coset": ("#bcbddc", "-"), "MSM uniform": ("#67000d", "-"), "MSM PoRep-like": ("#cb181d", "-"),
     "MSM PoRep-like (sppark: uniform)": ("#cb181d", "--"),
+    "MSM precomputed bases, uniform": ("#67000d", "-."), "MSM precomputed bases, PoRep-like": ("#cb181d", "-."),
+    "MSM precomputed bases, PoRep-like (sppark: uniform)": ("#cb181d", ":"),
 }
 
 
