@@ -76,7 +76,7 @@ def test_build_argument_errors():
 
 
 def test_build_refuses_a_table_that_does_not_fit(monkeypatch):
-    monkeypatch.setattr(msm_precomp, "_free_bytes", lambda: 10**9)
+    monkeypatch.setattr(msm_precomp, "free_bytes", lambda: 10**9)
     with pytest.raises(ValueError, match=r"needs .* GB \+ .* GB of MSM workspace, 1.00 GB free"):
         msm_precomp.PrecomputedBases.build(np.zeros((2**20, 24), dtype=np.uint32), 16)
 
@@ -150,7 +150,7 @@ def test_integer_group_one_bucket_set(n, nwin, m, chunk, kind):
 def _precomp_emu(pts, sc, c, monkeypatch, deferred=None):
     """The table and the MSM on the emulated kernels; (result, table, prepared bases)."""
     monkeypatch.setattr(msm_precomp, "_own", _emu_kernel)
-    monkeypatch.setattr(msm_precomp, "_free_bytes", lambda: 1 << 40)
+    monkeypatch.setattr(msm_precomp, "free_bytes", lambda: 1 << 40)
     with emulated():
         mont = msm.prepare_points(pts)
         table = msm_precomp.PrecomputedBases.build(mont, c)
@@ -200,7 +200,7 @@ def test_emu_no_host_sync_and_deferred_check(monkeypatch):
     pts, sc = rand_points(n), _porep_scalars(n, new_rng())
     chk = msm.DeferredCheck()
     monkeypatch.setattr(msm_precomp, "_own", _emu_kernel)
-    monkeypatch.setattr(msm_precomp, "_free_bytes", lambda: 1 << 40)
+    monkeypatch.setattr(msm_precomp, "free_bytes", lambda: 1 << 40)
     bad = sc.copy()
     bad[5] = fr_from_ints([R - 1])[0]
     bad[5, 3] = np.uint64(2**64 - 1)  # >= r

@@ -46,7 +46,7 @@ def _case(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
 
 def _table_emu(pts, c, monkeypatch):
     monkeypatch.setattr(msm_precomp, "_own", _emu_kernel)
-    monkeypatch.setattr(msm_precomp, "_free_bytes", lambda: 1 << 40)
+    monkeypatch.setattr(msm_precomp, "free_bytes", lambda: 1 << 40)
     mont = msm.prepare_points(pts)
     return msm_precomp.PrecomputedBases.build(mont, c), mont
 

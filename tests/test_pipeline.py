@@ -138,15 +138,14 @@ def test_precomp_windows_rule():
     assert set(w) == {"h", "l", "a", "b_g1"} and all(msm_precomp.MIN_C <= v <= msm_precomp.MAX_C for v in w.values())
 
 
-def test_precomputed_tables_that_do_not_fit_are_refused_in_one_line():
+def test_precomputed_tables_that_do_not_fit_are_refused_in_one_line(monkeypatch):
     """GpuBackend's setup check (no GPU needed: a fake device with 1 GB free): tables + gw x (workspace + a/b/c)."""
     be = object.__new__(GpuBackend)
     be.config = PipelineConfig(n=1 << 22, device="cpu", msm_bases="precomputed")
     be._mont = {nm: types.SimpleNamespace(shape=(size, 24)) for nm, size in
                 {"h": 1 << 22, "l": 1 << 21, "a": 1 << 21, "b_g1": 1 << 19}.items()}
-    dev = types.SimpleNamespace(mem_info=(10**9, 10**12))
-    be.cp = types.SimpleNamespace(cuda=types.SimpleNamespace(Device=lambda: dev),
-                                  get_default_memory_pool=lambda: types.SimpleNamespace(free_bytes=lambda: 0))
+    be.cp = None  # nothing of CuPy is needed before the check
+    monkeypatch.setattr(msm_precomp, "free_bytes", lambda: 10**9)
     with pytest.raises(ValueError, match=r"msm_bases='precomputed': the tables \(\d+\.\d\d GB at windows .*'h': 20.*1\.00 GB free") as e:
         be._build_tables()
     assert "\n" not in str(e.value)

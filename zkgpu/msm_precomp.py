@@ -39,7 +39,7 @@ from . import _cuda, devsort, msm, msm_reduce
 from .msm_reduce import HEAVY_BLOCK
 
 __all__ = ["MIN_C", "MAX_C", "INDEX_LIMIT", "PrecomputedBases", "window_bits", "table_bytes", "workspace_bytes",
-           "check_size", "msm_precomputed", "one_bucket_set"]
+           "check_size", "free_bytes", "msm_precomputed", "one_bucket_set"]
 
 MIN_C, MAX_C = 2, 26
 """Window sizes :meth:`PrecomputedBases.build` accepts (the bucket array is ``192 * 2^(c-1)`` bytes: 6.4 GB at 26)."""
@@ -109,7 +109,7 @@ def window_bits(n: int) -> int:
     return min(ok, key=lambda c: (msm.num_windows(c) * int(n) + _BUCKET_WEIGHT * (1 << (c - 1)), c))
 
 
-def _free_bytes() -> int:
+def free_bytes() -> int:
     """Device bytes free for a new allocation: the driver's free memory plus CuPy's pooled free blocks."""
     cp = _cuda.cupy()
     return int(cp.cuda.Device().mem_info[0]) + int(cp.get_default_memory_pool().free_bytes())
@@ -166,7 +166,7 @@ class PrecomputedBases:
         c = window_bits(n) if c is None else c
         check_size(n, c)
         c = int(c)
-        need, free = table_bytes(n, c) + workspace_bytes(n, c), _free_bytes()
+        need, free = table_bytes(n, c) + workspace_bytes(n, c), free_bytes()
         if need > free:
             raise ValueError(f"msm_precomp: the table for n={n}, c={c} ({msm.num_windows(c)} windows) needs "
                              f"{table_bytes(n, c) / 1e9:.2f} GB + {workspace_bytes(n, c) / 1e9:.2f} GB of MSM "

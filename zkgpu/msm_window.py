@@ -67,12 +67,10 @@ def significant_count(scalars: Any) -> int:
         raise ValueError(f"significant_count: scalars must be (n, 4) uint64, got shape {shape} dtype {dtype}")
     if shape[0] == 0:
         return 0
-    if _cuda.is_device_array(scalars):
-        cp = _cuda.cupy()
-        big = (scalars[:, 0] > 1) | (scalars[:, 1:] != 0).any(axis=1)
-        return int(_cuda.read_back(cp.count_nonzero(big).reshape(1), "msm.window")[0])
-    big = (scalars[:, 0] > 1) | (scalars[:, 1:] != 0).any(axis=1)
-    return int(np.count_nonzero(big))
+    device = _cuda.is_device_array(scalars)
+    xp = _cuda.cupy() if device else np
+    count = xp.count_nonzero((scalars[:, 0] > 1) | (scalars[:, 1:] != 0).any(axis=1))
+    return int(_cuda.read_back(count.reshape(1), "msm.window")[0]) if device else int(count)
 
 
 def sparse_window_bits(scalars: Any) -> int:

@@ -41,13 +41,18 @@ def precomp_windows(config: PipelineConfig, sizes: Mapping[str, int]) -> dict[st
     """The window c of each base set's precomputed table (``msm_bases="precomputed"``): H's MSM runs over
     all n uniform scalars, so :func:`zkgpu.msm_precomp.window_bits` of n (2^22 -> 20); the L, A and B_G1
     MSMs run over the significant (full-size) scalars only, so ``window_bits`` of their expected count,
-    ``density.full * size`` (the synthetic witness; 2^22 at aux_ratio 0.5: ~1e5 rows -> 16), and of the
+    ``density.full * size`` (the synthetic witness; 2^22 at aux_ratio 0.5: ~1e5 rows), and of the
     whole size for a real circuit (its densities are its own). ``sizes``: bases per set (``BASE_NAMES``)."""
     out = {"h": msm_precomp.window_bits(int(sizes["h"]))}
     for nm in BASE_NAMES[1:]:
-        rows = int(sizes[nm]) if config.real is not None else max(1, round(config.density.full * int(sizes[nm])))
-        out[nm] = msm_precomp.window_bits(rows)
+        out[nm] = msm_precomp.window_bits(_tail_rows(config, int(sizes[nm])))
     return out
+
+
+def _tail_rows(config: PipelineConfig, size: int) -> int:
+    """The expected rows of a tail MSM over ``size`` bases: all of them for a real circuit, else the synthetic
+    witness's significant share ``density.full * size`` (at least 1)."""
+    return size if config.real is not None else max(1, round(config.density.full * size))
 
 
 @dataclass
@@ -107,7 +112,7 @@ class GpuBackend:
     def _build_tables(self) -> None:
         """The :class:`~zkgpu.msm_precomp.PrecomputedBases` table of each base set at :func:`precomp_windows`,
         timed (``setup_details``: ``precomp_s``, ``precomp_bytes``, ``precomp_windows``; and a log line),
-        then one MSM over each (all-zero scalars) so that its kernels are compiled before any timed
+        then :meth:`_msm_bench` (``msm_bench``), whose warm-ups also compile the kernels before any timed
         partition.
 
         Raises:
@@ -121,7 +126,7 @@ class GpuBackend:
         tables = sum(msm_precomp.table_bytes(sizes[nm], windows[nm]) for nm in BASE_NAMES)
         per_worker = max(msm_precomp.workspace_bytes(sizes[nm], windows[nm]) for nm in BASE_NAMES) + 2 * self.config.abc_bytes
         need = tables + self.config.gw * per_worker
-        free = int(cp.cuda.Device().mem_info[0]) + int(cp.get_default_memory_pool().free_bytes())
+        free = msm_precomp.free_bytes()
         if need > free:
             raise ValueError(f"msm_bases='precomputed': the tables ({tables / 1e9:.2f} GB at windows {windows}) and {self.config.gw} "
                              f"workers' MSM workspace and a/b/c buffers need {need / 1e9:.2f} GB, {free / 1e9:.2f} GB free on the GPU; "
@@ -145,7 +150,7 @@ class GpuBackend:
         calibrated ``h_msm`` and ``tail_msm`` phases by (never the scenario's own pipeline times)."""
         cp = self.cp
         rng = np.random.default_rng(self.config.seed + 7)
-        rows = sizes["l"] if self.config.real is not None else max(1, round(self.config.density.full * sizes["l"]))
+        rows = _tail_rows(self.config, sizes["l"])
         h_sc = cp.asarray(fr_random(sizes["h"], rng))
         t_sc = cp.asarray(fr_random(rows, rng))
         idx = cp.asarray(np.sort(rng.choice(sizes["l"], size=rows, replace=False)).astype(np.int64))
