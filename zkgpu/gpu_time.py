@@ -44,6 +44,7 @@ __all__ = [
     "idle_causes",
     "gpu_ms_per_partition",
     "kernel_ms_per_partition",
+    "h_kernel_ms",
     "msm_bench_ms",
     "kernel_floor_ms",
     "gpu_budget",
@@ -194,15 +195,41 @@ def gpu_ms_per_partition(events: pd.DataFrame) -> float:
     return float(per.median())
 
 
-def kernel_ms_per_partition(events: pd.DataFrame) -> float:
-    """GPU kernel ms one partition needs, from a run's medians: the H computation's kernels (the
-    ``ntt`` row's ``kernel_ms``, CUDA events), the H MSM, batch_add and tail_msm (each a stream
-    span between CUDA events). Unlike :func:`gpu_ms_per_partition` it leaves out the host work
-    inside the phases and the exposed copies: 60000 / it is the compute-only bound (partitions/min).
-    NaN when a part is missing."""
+def _gpu_clock(rows: pd.DataFrame) -> np.ndarray:
+    """Rows placed on the GPU clock (``clock=gpu`` in the detail: ``lock_scope="submit"``, whose GPU
+    phases are the interval their kernels ran, :meth:`zkgpu.trace.Tracer.place_on_gpu_clock`)."""
+    return rows["detail"].astype("string").str.contains("clock=gpu", regex=False).fillna(False).to_numpy(bool)
+
+
+def h_kernel_ms(events: pd.DataFrame) -> float:
+    """The H computation's kernel ms per partition (median): the ``ntt`` row's ``kernel_ms`` (CUDA
+    events around every kernel of compute_h, also those that ran inside the copies' window); for a
+    run whose GPU phases are on the GPU clock (``lock_scope="submit"``, which records no
+    ``kernel_ms``: its ``ntt`` row is only the host's submission) the span of ``ntt_msm_h`` minus
+    that of the ``h_msm`` inside it, per partition (both the interval their kernels ran on the
+    shared stream, so gaps in which the stream waited for the host's launches count too). NaN
+    when neither is recorded."""
     nt = events[events["phase"] == "ntt"]
-    h = float(detail_value(nt, "kernel_ms").median()) if len(nt) else float("nan")
-    return h + _median_ms(events, "h_msm") + _median_ms(events, "batch_add") + _median_ms(events, "tail_msm")
+    k = detail_value(nt, "kernel_ms") if len(nt) else pd.Series(dtype=float)
+    if k.notna().any():
+        return float(k.median())
+    g = events[events["phase"].isin(("ntt_msm_h", "h_msm"))]
+    g = g[_gpu_clock(g)]
+    if not len(g):
+        return float("nan")
+    per = duration_ms(g).groupby([g["partition"], g["phase"]]).sum().unstack("phase")
+    if not {"ntt_msm_h", "h_msm"} <= set(per.columns):
+        return float("nan")
+    return float((per["ntt_msm_h"] - per["h_msm"]).dropna().median())
+
+
+def kernel_ms_per_partition(events: pd.DataFrame) -> float:
+    """GPU kernel ms one partition needs, from a run's medians: the H computation's kernels
+    (:func:`h_kernel_ms`), the H MSM, batch_add and tail_msm (each a stream span between CUDA
+    events; on the GPU clock in ``lock_scope="submit"`` runs). Unlike :func:`gpu_ms_per_partition`
+    it leaves out the host work inside the phases and the exposed copies: 60000 / it is the
+    compute-only bound (partitions/min). NaN when a part is missing."""
+    return h_kernel_ms(events) + _median_ms(events, "h_msm") + _median_ms(events, "batch_add") + _median_ms(events, "tail_msm")
 
 
 def _msm_rows(msm_bench: pd.DataFrame | None) -> pd.DataFrame | None:
