@@ -375,3 +375,22 @@ def test_window_columns_are_the_gpu_window_not_the_whole_run():
         assert steps.loc[n, "startup_ms"] == pytest.approx(t.attrs["startup_ms"]) and steps.loc[n, "startup_ms"] > 0
         # without the start-up both are higher than over the whole run
         assert steps.loc[n, "window_partitions_per_min"] > steps.loc[n, "partitions_per_min"]
+
+
+def test_gpu_budget_of_a_precomputed_pre_lock_run_uses_the_setup_benchmark():
+    """A run with a/b/c copied before the mutex has no exposed copy (0, not NaN, so the host work inside the
+    phases is still the remainder), and the recording's set-up benchmark is the MSMs' benchmark for its bases."""
+    bench = pd.DataFrame({"log2_n": [16, 18], "mode": ["device", "device"], "scalars": ["uniform"] * 2, "median_ms": [10.0, 40.0]})
+    ev = table([("prep_msm", 0, 0, 0, 5, "prep=gpu,l_sig=65536,a_sig=65536,b_g1_sig=262144"), ("ntt_msm_h", 0, 0, 10, 60),
+                ("h2d", 0, 0, 5, 9, "path=pinned_pool,stage=pre_lock"), ("ntt", 0, 0, 10, 12, "kernel_ms=4"), ("h_msm", 0, 0, 15, 55),
+                ("batch_add", 0, 0, 60, 70), ("tail_msm", 0, 0, 70, 90)])
+    setup = {"h_plain": 50.0, "h_precomp": 35.0, "tail_plain": 10.0, "tail_precomp": 5.0}
+    pre = gt.gpu_budget(ev, 1 << 16, None, bench, setup, "precomputed")
+    assert pre.loc["exposed H2D", "pipeline_ms"] == 0.0
+    assert pre.loc["host work inside the phases", "pipeline_ms"] == pytest.approx(50 + 10 + 20 - (4 + 40 + 10 + 20))
+    assert pre.loc["H MSM", "benchmark_ms"] == 35.0 and pre.loc["tail_msm", "benchmark_ms"] == pytest.approx((10 + 10 + 40) * 0.5)
+    plain = gt.gpu_budget(ev, 1 << 16, None, bench, setup)
+    assert plain.loc["H MSM", "benchmark_ms"] == 50.0 and plain.loc["tail_msm", "benchmark_ms"] == pytest.approx(60.0)
+    assert gt.gpu_budget(ev, 1 << 16, None, bench).loc["H MSM", "benchmark_ms"] == pytest.approx(10.0)  # no set-up benchmark
+    with pytest.raises(ValueError, match="msm_bases must be"):
+        gt.gpu_budget(ev, 1 << 16, msm_bases="shifted")

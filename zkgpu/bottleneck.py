@@ -46,27 +46,10 @@ from .replay import (
 )
 
 __all__ = [
-    "PILOT_DIR",
-    "prep_scenarios",
-    "last_mile_recordings",
-    "last_mile_source",
-    "prior_recording",
-    "prep_workload",
-    "prep_ms_prediction",
-    "predict",
-    "prep_placement",
-    "calibration_scenario",
-    "msm_speedups",
-    "predictions",
-    "idle_table",
-    "lock_table",
-    "steps_table",
-    "prediction_vs_measurement",
-    "acceptance",
-    "acceptance_markdown",
-    "key_numbers",
-    "summary",
-    "summary_text",
+    "PILOT_DIR", "prep_scenarios", "last_mile_recordings", "last_mile_source", "prior_recording", "prep_workload",
+    "prep_ms_prediction", "predict", "prep_placement", "calibration_scenario", "msm_speedups", "setup_msm_bench",
+    "predictions", "idle_table", "lock_table", "steps_table", "prediction_vs_measurement", "acceptance",
+    "acceptance_markdown", "key_numbers", "summary", "summary_text"
 ]
 
 
@@ -159,14 +142,10 @@ def msm_speedups(source: Source, name: str, msm_bench: pd.DataFrame | None = Non
     scenario's n for H, and to its expected significant tail rows for the tails; ``config``: the scenario's
     configuration where it is not recorded, e.g. its calibration run's). None when there is none.
     Kernel-time ratios: the host part of the phases is assumed to scale with them."""
-    rec = source.recording
-    for other in [name, *story_order(rec.scenarios)]:
-        if other not in rec.scenarios:
-            continue
-        b = (rec.scenario(other).get("setup") or {}).get("msm_bench") or {}
-        if all(float(b.get(k) or 0) > 0 for k in _MSM_BENCH_KEYS):
-            return (float(b["h_precomp"]) / float(b["h_plain"]), float(b["tail_precomp"]) / float(b["tail_plain"]),
-                    f"setup MSM benchmark of {other}")
+    found = setup_msm_bench(source, name)
+    if found is not None:
+        b, other = found
+        return b["h_precomp"] / b["h_plain"], b["tail_precomp"] / b["tail_plain"], f"setup MSM benchmark of {other}"
     if msm_bench is None or not len(msm_bench):
         return None
     uni = msm_bench[msm_bench["scalars"] == "uniform"]
@@ -186,6 +165,21 @@ def msm_speedups(source: Source, name: str, msm_bench: pd.DataFrame | None = Non
 
     (rh, lh), (rt, lt) = ratio(n), ratio(rows)
     return rh, rt, f"bench msm device_precomp / device, uniform, 2^{lh} (H) and 2^{lt} (tails)"
+
+
+def setup_msm_bench(source: Source, name: str) -> tuple[dict[str, float], str] | None:
+    """The MSM benchmark ``zkgpu record`` ran at the set-up of ``name``'s scenario (a manifest entry's
+    ``setup.msm_bench``: ``h_plain``, ``h_precomp``, ``tail_plain``, ``tail_precomp``, median ms by CUDA
+    events, in the recording's own session), else that of the first scenario of the story that has
+    one: ``(bench, scenario it comes from)``, or None when no scenario of the recording has one."""
+    rec = source.recording
+    for other in [name, *story_order(rec.scenarios)]:
+        if other not in rec.scenarios:
+            continue
+        b = (rec.scenario(other).get("setup") or {}).get("msm_bench") or {}
+        if all(float(b.get(k) or 0) > 0 for k in _MSM_BENCH_KEYS):
+            return {k: float(b[k]) for k in _MSM_BENCH_KEYS}, other
+    return None
 
 
 def prep_placement(settings: dict[str, Any]) -> str:
@@ -620,6 +614,14 @@ def key_numbers(source: Source, idle: pd.DataFrame, after_fix: str, preds: pd.Da
     return k, text + "."
 
 
+def _replayed(base: str | Path | None) -> tuple[Source, list[str], list[str]]:
+    """:func:`last_mile_source` replayed, its recorded reference runs and its recorded :func:`prep_scenarios`."""
+    src = last_mile_source("replay", base=base)
+    if src is None:
+        raise ValueError(f"no recording with a prep scenario in {Path(base) if base is not None else data_dir()}/{PILOT_DIR} or above it")
+    return src, [s for s in ("baseline", "pinned_pool", "pinned_narrow") if src.has(s)], [s for s in prep_scenarios(src) if src.has(s)]
+
+
 def summary(base: str | Path | None = None) -> tuple[dict[str, Any], str]:
     """Notebook 07b's key numbers and finding (:func:`key_numbers`) from the newest last-mile
     recording (:func:`last_mile_source`, replayed), computed the way 07b computes them (for notebook
@@ -629,11 +631,7 @@ def summary(base: str | Path | None = None) -> tuple[dict[str, Any], str]:
         ValueError: no last-mile recording (``data/last-mile/``, or one in ``data/`` with a prep
             scenario) to replay.
     """
-    src = last_mile_source("replay", base=base)
-    if src is None:
-        raise ValueError(f"no recording with a prep scenario in {Path(base) if base is not None else data_dir()}/{PILOT_DIR} or above it")
-    new = [s for s in prep_scenarios(src) if src.has(s)]
-    before = [s for s in ("baseline", "pinned_pool", "pinned_narrow") if src.has(s)]
+    src, before, new = _replayed(base)
     idle = idle_table(src, before + new)
     after_fix = "pinned_narrow" if "pinned_narrow" in idle.index else str(idle.index[-1])
     found = find_benchmarks("prep")
@@ -655,11 +653,8 @@ def summary_text(base: str | Path | None = None) -> str:
     Raises:
         ValueError: no last-mile recording under ``base``.
     """
-    src = last_mile_source("replay", base=base)
-    if src is None:
-        raise ValueError(f"no recording with a prep scenario in {Path(base) if base is not None else data_dir()}/{PILOT_DIR} or above it")
-    new = [s for s in prep_scenarios(src) if src.has(s)]
-    names = [s for s in ("baseline", "pinned_pool", "pinned_narrow") if src.has(s)] + new
+    src, before, new = _replayed(base)
+    names = before + new
     preds, sims = predictions(src, prior=prior_recording(src, base))
     acc = acceptance(src, preds, sims)
     steps = steps_table(src, names)
