@@ -394,3 +394,14 @@ def test_gpu_budget_of_a_precomputed_pre_lock_run_uses_the_setup_benchmark():
     assert gt.gpu_budget(ev, 1 << 16, None, bench).loc["H MSM", "benchmark_ms"] == pytest.approx(10.0)  # no set-up benchmark
     with pytest.raises(ValueError, match="msm_bases must be"):
         gt.gpu_budget(ev, 1 << 16, msm_bases="shifted")
+
+
+def test_run_differences_sets_a_run_beside_its_calibration_run():
+    from zkgpu.calibration import run_differences
+
+    slow = table([("synthesize", 0, None, 0, 80), ("ntt_msm_h", 0, 0, 100, 160), ("tail_msm", 0, 0, 160, 200), ("prep_msm", 0, 0, 90, 95)])
+    base = table([("synthesize", 0, None, 0, 40), ("ntt_msm_h", 0, 0, 50, 80), ("tail_msm", 0, 0, 80, 100)])
+    d = run_differences(slow, base)
+    assert list(d.index) == ["synthesize", "prep_msm", "ntt_msm_h", "tail_msm", "GPU phases per partition"]
+    assert d.loc["synthesize", "ratio"] == 2.0 and d.loc["GPU phases per partition", "run_ms"] == 100.0
+    assert d.loc["GPU phases per partition", "calibration_ms"] == 50.0 and math.isnan(d.loc["prep_msm", "calibration_ms"])
