@@ -139,10 +139,11 @@ LAST_MILE_SCENARIOS = ("baseline", "pinned_narrow", "narrow_prep_parallel", "nar
 LAST_MILE_PARTITIONS = 128
 #: the alternatives run half as many partitions (``zkgpu record --scenario-partitions``); their fill
 #: then weighs ~4% instead of ~2% of their whole-run figures (the GPU-window figures do not include it).
-#: Time on the H200 (record-3: the first nine scenarios, the same two alternatives at 64, 181 s in all,
-#: ~15 s per story step at 128 partitions and ~8 s per alternative): the submission-scope step over
-#: precomputed bases (128 partitions, sharing the precomputed step's tables, ~15 s) and the two gw = 3
-#: alternatives (~8 s each) bring it to about 215 s, inside record-last-mile's limit (270 s).
+#: Time on the H200: record-3 (the first nine scenarios, the same two alternatives at 64) took 181 s. With the
+#: counter-based synthesis (:mod:`zkgpu.pipeline.synthesis`) the GPU-prep steps run faster (a short recording of
+#: 40 partitions each, 2026-12-01, not kept: 585-780 partitions/min, 3-5 s per such scenario after the tables' set-up), so
+#: the two submission-scope steps (128 partitions, ~10-13 s each, sharing the precomputed step's tables) and the
+#: two gw = 3 alternatives (~5 s each) bring the estimate to about 205 s, inside record-last-mile's limit (270 s).
 #: ``submit_prep_gpu`` keeps 128: it is a story step, and the calibration run of the last one.
 LAST_MILE_ALTERNATIVE_PARTITIONS = {"narrow_prep_gpu_tails": 64, "unlocked_prep_gpu_tails": 64,
                                     "narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3": 64, "submit_prep_gpu_msm_precomp_gw3": 64}
@@ -158,7 +159,13 @@ GPU_QUEUE_DEPTH = 8
 ``max_gpu_queue_depth``), so that synthesis keeps both GPU workers fed and the GPU side (mutex,
 H2D, barrier) is what limits throughput, as in the seed. With the pipeline's defaults (2 threads,
 depth 2*gw) a 16-core host is synthesis-bound at n = 2^22 (measured 2026-11-29: a partition every
-~250 ms in every scenario, GPU workers starved)."""
+~250 ms in every scenario, GPU workers starved). The depth counts the partitions held by the GPU
+workers' start halves too (gw of them), and the pinned pool is pre-warmed with ``depth + gw + 2`` sets,
+so the pool never makes a synthesis thread wait; the permits do. With the counter-based synthesis
+(the same short recording, host load 8: ~170 ms per 2^22 partition and thread, 8 threads at once ~260 ms) six threads
+synthesizing supply over 1300 partitions/min against the ~800 the best step consumes: the ready queue
+stays full (``gpu_queue`` waits of 180-370 ms) and no GPU window idles for want of a partition, while the
+load threads keep their bandwidth (63-68 GB/s against record-3's 58-63). So these defaults stay."""
 GPU_QUICK_N = 1 << 20
 GPU_QUICK_PARTITIONS = 4
 CPU_DEFAULT_N = 1 << 10
