@@ -27,8 +27,9 @@ Any word is a function of its position only, so the fill needs no state, no temp
 order: one pass straight into the destination (first touch by synthesis, as bellperson's
 ``enforce()`` pushes; for the pinned pool, straight into the pinned buffers). Two implementations
 give the same words (tested equal): a numba ``@njit(nogil=True)`` loop (:func:`zkgpu.optional.numba`;
-the synthesis threads then run in parallel, without the GIL) and a NumPy fallback in chunks of
-:data:`_CHUNK` rows when numba is not installed. The aux selector is ``u = (word >> 11) * 2^-53``
+the synthesis threads then run in parallel, without the GIL) and a NumPy fallback in cache-sized chunks
+of 2^15 words, without temporaries, when numba is not installed (a few times slower: it makes eight
+passes over each chunk where the loop makes one). The aux selector is ``u = (word >> 11) * 2^-53``
 (uniform in [0, 1), exact in float64): 0 when ``u < zero``, 1 when ``u < zero + one``, else the
 row's full-size value.
 
@@ -54,7 +55,7 @@ __all__ = ["Circuit", "make_circuit", "partition_circuit", "fill_fr", "fill_aux"
 FR_TOP_MASK = np.uint64((1 << 62) - 1)
 """Top-limb mask: values < 2^254 < r (r ~ 0.45 * 2^256), so every value is canonical Fr."""
 
-_CHUNK = 1 << 16  # rows per vectorised chunk (bounds the NumPy paths' temporaries to 2 MiB)
+_CHUNK = 1 << 16  # rows per vectorised chunk of the rng fills (bounds their temporaries to 2 MiB)
 
 # SplitMix64 (Steele, Lea & Flood 2014; Vigna's splitmix64.c): the Weyl increment and the output mix
 _GAMMA = 0x9E3779B97F4A7C15
@@ -242,22 +243,28 @@ def _nb() -> tuple[Any, Any] | None:
     return fr, aux
 
 
-def _mix_np(z: np.ndarray) -> np.ndarray:
-    """SplitMix64's output function on a uint64 array, in place (wrapping arithmetic)."""
-    z ^= z >> np.uint64(30)
-    z *= np.uint64(_M1)
-    z ^= z >> np.uint64(27)
-    z *= np.uint64(_M2)
-    z ^= z >> np.uint64(31)
-    return z
+_NP_WORDS = 1 << 15  # words per NumPy chunk: 256 KiB per array, so the passes below stay in cache
 
 
-def _words_np(key: int, start: int, count: int) -> np.ndarray:
-    """Words ``start .. start + count - 1`` of the stream ``key``: mix(key + (i + 1) * gamma)."""
-    i = np.arange(start + 1, start + count + 1, dtype=np.uint64)
-    i *= np.uint64(_GAMMA)
-    i += np.uint64(key)
-    return _mix_np(i)
+@functools.lru_cache(maxsize=1)
+def _ramp() -> np.ndarray:
+    """(i + 1) * gamma for i < :data:`_NP_WORDS` (uint64, wrapping), read-only."""
+    r = np.arange(1, _NP_WORDS + 1, dtype=np.uint64) * np.uint64(_GAMMA)
+    r.setflags(write=False)
+    return r
+
+
+def _words_np(key: int, start: int, out: np.ndarray, tmp: np.ndarray) -> np.ndarray:
+    """``out[i]`` = word ``start + i`` of the stream ``key`` = mix(key + (start + i + 1) * gamma), for
+    ``len(out) <= _NP_WORDS``; ``tmp`` is scratch of the same length. In place, no temporaries
+    (SplitMix64's output function with NumPy's wrapping uint64 arithmetic)."""
+    np.add(_ramp()[: out.shape[0]], np.uint64((key + start * _GAMMA) & _MASK64), out=out)
+    for shift, mul in ((30, _M1), (27, _M2), (31, 0)):
+        np.right_shift(out, np.uint64(shift), out=tmp)
+        np.bitwise_xor(out, tmp, out=out)
+        if mul:
+            np.multiply(out, np.uint64(mul), out=out)
+    return out
 
 
 def _use_numba(impl: str) -> bool:
@@ -271,7 +278,7 @@ def _use_numba(impl: str) -> bool:
 def fill_fr_counter(out: np.ndarray, key: int, *, impl: str = "auto") -> np.ndarray:
     """Fill ``out`` ((m, 4) uint64, C-contiguous) in place with uniform values in [0, 2^254): row
     r, limb k = word 4r + k of the counter stream ``key`` (:func:`stream_key`), the top limb
-    masked to 62 bits. ``impl``: ``numba`` (nogil), ``numpy`` (chunks of 2^16 rows) or ``auto``
+    masked to 62 bits. ``impl``: ``numba`` (nogil), ``numpy`` (cache-sized chunks) or ``auto``
     (numba when installed); both give the same values.
 
     Raises:
@@ -284,12 +291,12 @@ def fill_fr_counter(out: np.ndarray, key: int, *, impl: str = "auto") -> np.ndar
         assert nb is not None
         nb[0](out, np.uint64(key))
         return out
-    flat = out.reshape(-1)
-    m = out.shape[0]
-    for i in range(0, m, _CHUNK):
-        j = min(m, i + _CHUNK)
-        flat[4 * i : 4 * j] = _words_np(key, 4 * i, 4 * (j - i))
-        out[i:j, 3] &= FR_TOP_MASK
+    flat = out.reshape(-1)  # C-contiguous: a view
+    tmp = np.empty(_NP_WORDS, dtype=np.uint64)
+    for i in range(0, flat.shape[0], _NP_WORDS):  # _NP_WORDS is a multiple of 4: chunks start at limb 0
+        j = min(flat.shape[0], i + _NP_WORDS)
+        _words_np(key, i, flat[i:j], tmp[: j - i])
+        flat[i + 3 : j : 4] &= FR_TOP_MASK
     return out
 
 
@@ -315,9 +322,10 @@ def fill_aux_counter(out: np.ndarray, key: int, select_key: int, zero: float, on
         return out
     fill_fr_counter(out, key, impl="numpy")
     m = out.shape[0]
-    for i in range(0, m, _CHUNK):
-        j = min(m, i + _CHUNK)
-        u = (_words_np(select_key, i, j - i) >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+    w, tmp = np.empty(_NP_WORDS, dtype=np.uint64), np.empty(_NP_WORDS, dtype=np.uint64)
+    for i in range(0, m, _NP_WORDS):
+        j = min(m, i + _NP_WORDS)
+        u = (_words_np(select_key, i, w[: j - i], tmp[: j - i]) >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
         blk = out[i:j]
         blk[u < zero] = 0
         blk[(u >= zero) & (u < zero_one)] = (1, 0, 0, 0)
