@@ -160,8 +160,9 @@ for s in "${stages[@]}"; do
     # SCENARIOS="a b ..." records those instead (names from zkgpu.record.SCENARIOS); PARTITIONS
     # defaults to zkgpu.record.LAST_MILE_PARTITIONS (128: baseline and the story's steps over the same
     # partitions); without SCENARIOS the alternatives run zkgpu.record.LAST_MILE_ALTERNATIVE_PARTITIONS
-    # (64: the eight scenarios fit the stage's limit, ~200 s)
-    record-last-mile) run_stage record-last-mile python3 -m zkgpu.cli record --no-sweep --no-bench $(for x in ${SCENARIOS:-$(python3 -c 'from zkgpu.record import LAST_MILE_SCENARIOS as s; print(" ".join(s))')}; do echo --scenario "$x"; done) $([ -z "${SCENARIOS:-}" ] && python3 -c 'from zkgpu.record import LAST_MILE_ALTERNATIVE_PARTITIONS as a; print(" ".join(f"--scenario-partitions {k}={v}" for k, v in a.items()))') ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} --partitions ${PARTITIONS:-$(python3 -c 'from zkgpu.record import LAST_MILE_PARTITIONS as p; print(p)')} --out "$DATA/last-mile" ;;
+    # (64: the twelve scenarios fit the stage's limit, about 210 s estimated from record-3 and a short run);
+    # SYNTH_WORKERS / QUEUE_DEPTH override zkgpu.record's GPU defaults (GPU_SYNTH_WORKERS, GPU_QUEUE_DEPTH)
+    record-last-mile) run_stage record-last-mile python3 -m zkgpu.cli record --no-sweep --no-bench $(for x in ${SCENARIOS:-$(python3 -c 'from zkgpu.record import LAST_MILE_SCENARIOS as s; print(" ".join(s))')}; do echo --scenario "$x"; done) $([ -z "${SCENARIOS:-}" ] && python3 -c 'from zkgpu.record import LAST_MILE_ALTERNATIVE_PARTITIONS as a; print(" ".join(f"--scenario-partitions {k}={v}" for k, v in a.items()))') ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${QUEUE_DEPTH:+--queue-depth $QUEUE_DEPTH} ${HOST_LOAD:+--host-load $HOST_LOAD} --partitions ${PARTITIONS:-$(python3 -c 'from zkgpu.record import LAST_MILE_PARTITIONS as p; print(p)')} --out "$DATA/last-mile" ;;
     notebooks) run_stage notebooks python3 -m zkgpu.cli report --mode live --out "$OUT/reports" ${NOTEBOOKS:+--only $NOTEBOOKS} ;;  # live: measures now
     *) echo "unknown stage $s"; failed+=("$s") ;;
   esac

@@ -205,7 +205,7 @@ def test_host_syncs_per_partition_by_phase():
 def test_model_structure_on_the_committed_last_mile_recording():
     """Replays data/last-mile/nvidia-h200-20261201-record-2 (H200, n = 2^22, 128 partitions, host load 8).
 
-    The model's errors there (partitions/min over the GPU window, model vs measured): narrow_prep_parallel
+    The model's errors there (partitions/min over the whole run, model vs measured): narrow_prep_parallel
     +59% (calibrated on pinned_narrow: numba's threads slow the GPU phases' host side far more than numpy's one),
     narrow_prep_gpu -15% (on narrow_prep_gpu_tails, whose concurrent tails the model does not separate),
     narrow_prep_gpu_tails +19% and submit_prep_gpu +38% (both on narrow_prep_gpu: the model does not see what
@@ -299,3 +299,109 @@ def test_precomputed_bases_step_is_the_plain_run_with_its_msm_phases_scaled(tmp_
     assert b._story_step(extra[step]) > b._story_step(record.SCENARIOS["narrow_prep_parallel"])
     steps = b.steps_table(src, ["pinned_narrow", "narrow_prep_parallel"])
     assert (steps["msm_bases"] == "plain").all()
+
+
+def test_kernel_ms_of_a_run_on_the_gpu_clock():
+    """lock_scope="submit" records no kernel_ms (its ntt row is the host's submission): the H computation's kernels
+    are then ntt_msm_h's GPU-clock span minus the h_msm inside it, per partition."""
+    rows = []
+    for p, (h_comp, h_msm) in enumerate([(10, 40), (12, 41), (30, 45)]):
+        t = 1000 * p
+        rows += [("ntt", p, 0, t, t + 1), ("ntt_msm_h", p, 0, t, t + h_comp + h_msm, "host_ms=20,clock=gpu"),
+                 ("h_msm", p, 0, t + h_comp, t + h_comp + h_msm, "host_ms=9,clock=gpu"),
+                 ("batch_add", p, 0, t + 100, t + 108, "clock=gpu"), ("tail_msm", p, 0, t + 108, t + 128, "clock=gpu")]
+    ev = table(rows)
+    assert gt.h_kernel_ms(ev) == pytest.approx(12)  # median of 10, 12, 30
+    assert gt.kernel_ms_per_partition(ev) == pytest.approx(12 + 41 + 8 + 20)
+    host_clock = table([r[:5] for r in rows])  # the same rows without clock=gpu: not a GPU-clock run, no kernel_ms
+    assert math.isnan(gt.h_kernel_ms(host_clock)) and math.isnan(gt.kernel_ms_per_partition(host_clock))
+    with_kernel_ms = table([("ntt", 0, 0, 0, 1, "kernel_ms=7.5"), *rows[1:]])  # a recorded kernel_ms comes first
+    assert gt.h_kernel_ms(with_kernel_ms) == 7.5
+
+
+def test_the_last_step_is_predicted_from_the_submit_run_before_it_is_recorded():
+    """record-3 (H200, n = 2^22) has submit_prep_gpu and the precomputed-bases narrow step, not the story's last
+    step (the submission scope over precomputed bases): predicted from submit_prep_gpu, its MSM phases scaled by
+    the recording's setup benchmark, never from a precomputed run. Its kernel ms are defined from the GPU clock,
+    and acceptance reports a submit run when it is the best (here with the narrow precomputed run hidden)."""
+    from zkgpu import record, replay
+
+    rec = replay.Recording.open(replay.data_dir() / b.PILOT_DIR / "nvidia-h200-20261201-record-3")
+    src = replay.Source("recorded-gpu", rec, "replay")
+    last = "submit_prep_gpu_msm_precomp"
+    assert not src.has(last) and record.LAST_MILE_SCENARIOS.index(last) > record.LAST_MILE_SCENARIOS.index("submit_prep_gpu")
+    story = [n for n in record.LAST_MILE_SCENARIOS if n not in record.LAST_MILE_ALTERNATIVE_PARTITIONS]
+    assert story[-1] == last and sorted(story[2:], key=lambda n: b._story_step(record.SCENARIOS[n]))[-1] == last
+    extra = {n: record.SCENARIOS[n] for n in (last, "submit_prep_gpu_msm_precomp_gw3")}
+    preds, sims = b.predictions(src, extra=extra)
+    for n in extra:
+        assert preds.loc[n, "calibrated_on"] == "submit_prep_gpu" and preds.loc[n, "h2d_stage"] == "pre_lock"
+        assert "setup MSM benchmark of narrow_prep_gpu_h2d_pre_lock_msm_precomp" in preds.loc[n, "msm_basis"]
+    bench = rec.scenario("narrow_prep_gpu_h2d_pre_lock_msm_precomp")["setup"]["msm_bench"]
+    plain, got = b.calibrated_params(src, scenario="submit_prep_gpu", stat="mean"), preds.attrs["params"][last]
+    assert got.h_msm_ms == pytest.approx(plain.h_msm_ms * bench["h_precomp"] / bench["h_plain"])
+    assert got.tail_msm_ms == pytest.approx(plain.tail_msm_ms * bench["tail_precomp"] / bench["tail_plain"])
+    assert sims[last].partitions_per_min > utilization(src.events("submit_prep_gpu"))["partitions_per_min"]
+    # the submit run's kernel time, from its GPU-clock rows: H computation + H MSM + batch_add + tail_msm
+    ev = src.events("submit_prep_gpu")
+    k = gt.kernel_ms_per_partition(ev)
+    assert math.isfinite(k) and gt.h_kernel_ms(ev) > 0 and k <= gt.gpu_ms_per_partition(ev) * 1.01
+    hidden = "narrow_prep_gpu_h2d_pre_lock_msm_precomp"
+
+    class Without(replay.Source):
+        def has(self, name):
+            return name != hidden and super().has(name)
+
+    src2 = Without("recorded-gpu", rec, "replay")
+    preds2, sims2 = b.predictions(src2)
+    acc = b.acceptance(src2, preds2, sims2)
+    steps = b.steps_table(src2, ["baseline", "submit_prep_gpu"])
+    assert acc["best"] == "submit_prep_gpu" and acc["kernel_ms_per_partition"] == pytest.approx(k)
+    assert acc["compute_util"] == pytest.approx(min(steps.loc["submit_prep_gpu", ["compute_util", "union_compute_util"]]))
+    assert acc["compute_bound_per_min"] == pytest.approx(60000 / acc["bound_kernel_ms"])
+    assert f"60000 / {acc['bound_kernel_ms']:.1f} kernel ms" in b.acceptance_markdown(acc)
+
+
+def test_window_columns_are_the_gpu_window_not_the_whole_run():
+    from zkgpu import replay
+
+    rec = replay.Recording.open(replay.data_dir() / b.PILOT_DIR / "nvidia-h200-20261201-record-3")
+    src = replay.Source("recorded-gpu", rec, "replay")
+    steps = b.steps_table(src, ["baseline", "narrow_prep_gpu"])
+    for n in steps.index:
+        t = gt.idle_causes(src.events(n))
+        assert steps.loc[n, "window_compute_util"] == pytest.approx(t.loc["compute", "share"])
+        assert steps.loc[n, "window_partitions_per_min"] == pytest.approx(60000 * t.attrs["partitions"] / t.attrs["window_ms"])
+        assert steps.loc[n, "startup_ms"] == pytest.approx(t.attrs["startup_ms"]) and steps.loc[n, "startup_ms"] > 0
+        # without the start-up both are higher than over the whole run
+        assert steps.loc[n, "window_partitions_per_min"] > steps.loc[n, "partitions_per_min"]
+
+
+def test_gpu_budget_of_a_precomputed_pre_lock_run_uses_the_setup_benchmark():
+    """A run with a/b/c copied before the mutex has no exposed copy (0, not NaN, so the host work inside the
+    phases is still the remainder), and the recording's set-up benchmark is the MSMs' benchmark for its bases."""
+    bench = pd.DataFrame({"log2_n": [16, 18], "mode": ["device", "device"], "scalars": ["uniform"] * 2, "median_ms": [10.0, 40.0]})
+    ev = table([("prep_msm", 0, 0, 0, 5, "prep=gpu,l_sig=65536,a_sig=65536,b_g1_sig=262144"), ("ntt_msm_h", 0, 0, 10, 60),
+                ("h2d", 0, 0, 5, 9, "path=pinned_pool,stage=pre_lock"), ("ntt", 0, 0, 10, 12, "kernel_ms=4"), ("h_msm", 0, 0, 15, 55),
+                ("batch_add", 0, 0, 60, 70), ("tail_msm", 0, 0, 70, 90)])
+    setup = {"h_plain": 50.0, "h_precomp": 35.0, "tail_plain": 10.0, "tail_precomp": 5.0}
+    pre = gt.gpu_budget(ev, 1 << 16, None, bench, setup, "precomputed")
+    assert pre.loc["exposed H2D", "pipeline_ms"] == 0.0
+    assert pre.loc["host work inside the phases", "pipeline_ms"] == pytest.approx(50 + 10 + 20 - (4 + 40 + 10 + 20))
+    assert pre.loc["H MSM", "benchmark_ms"] == 35.0 and pre.loc["tail_msm", "benchmark_ms"] == pytest.approx((10 + 10 + 40) * 0.5)
+    plain = gt.gpu_budget(ev, 1 << 16, None, bench, setup)
+    assert plain.loc["H MSM", "benchmark_ms"] == 50.0 and plain.loc["tail_msm", "benchmark_ms"] == pytest.approx(60.0)
+    assert gt.gpu_budget(ev, 1 << 16, None, bench).loc["H MSM", "benchmark_ms"] == pytest.approx(10.0)  # no set-up benchmark
+    with pytest.raises(ValueError, match="msm_bases must be"):
+        gt.gpu_budget(ev, 1 << 16, msm_bases="shifted")
+
+
+def test_run_differences_sets_a_run_beside_its_calibration_run():
+    from zkgpu.calibration import run_differences
+
+    slow = table([("synthesize", 0, None, 0, 80), ("ntt_msm_h", 0, 0, 100, 160), ("tail_msm", 0, 0, 160, 200), ("prep_msm", 0, 0, 90, 95)])
+    base = table([("synthesize", 0, None, 0, 40), ("ntt_msm_h", 0, 0, 50, 80), ("tail_msm", 0, 0, 80, 100)])
+    d = run_differences(slow, base)
+    assert list(d.index) == ["synthesize", "prep_msm", "ntt_msm_h", "tail_msm", "GPU phases per partition"]
+    assert d.loc["synthesize", "ratio"] == 2.0 and d.loc["GPU phases per partition", "run_ms"] == 100.0
+    assert d.loc["GPU phases per partition", "calibration_ms"] == 50.0 and math.isnan(d.loc["prep_msm", "calibration_ms"])

@@ -489,7 +489,8 @@ def test_pool_reuse_with_backpressure(prepared):
     ("pinned_pool", "coarse", "cpu", 1, "in_lock", "plain"), ("resident", "coarse", "cpu", 1, "in_lock", "plain"),
     ("pinned_pool", "submit", "gpu", 1, "in_lock", "plain"), ("pinned_pool", "submit", "gpu", 3, "in_lock", "plain"),
     ("pinned_pool", "narrow", "gpu", 1, "pre_lock", "plain"), ("pageable", "coarse", "cpu", 1, "pre_lock", "plain"),
-    ("pinned_pool", "narrow", "gpu", 1, "pre_lock", "precomputed"), ("pinned_pool", "submit", "cpu", 3, "in_lock", "precomputed")])
+    ("pinned_pool", "narrow", "gpu", 1, "pre_lock", "precomputed"), ("pinned_pool", "submit", "cpu", 3, "in_lock", "precomputed"),
+    ("pinned_pool", "submit", "gpu", 1, "in_lock", "precomputed")])  # the last-mile story's last step
 def test_gpu_pipeline_matches_cpu_reference(transfer, scope, prep, tails, stage, msm_bases):
     # submit: results deferred on the device, one stream shared by the workers, a/b/c copied before the mutex;
     # h2d_stage="pre_lock": the copy before the mutex on the worker's own stream, its NTTs after it there;

@@ -18,13 +18,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import logs, metrics, model
+from . import gpu_time, logs, metrics, model
 from .manifest import DATA_DIR
 from .metrics import detail_value
 from .model import ModelParams
 from .replay import Source, story_order
 
-__all__ = ["calibrate", "reference_params", "POREP_CONSTRAINTS", "FR_BYTES", "calibrated_params", "model_vs_measured"]
+__all__ = ["calibrate", "reference_params", "POREP_CONSTRAINTS", "FR_BYTES", "calibrated_params", "model_vs_measured", "run_differences",
+           "DIFFERENCE_PHASES"]
 
 
 def _max_overlap(df: pd.DataFrame) -> int:
@@ -287,3 +288,32 @@ def model_vs_measured(source: Source, names: Iterable[str] | None = None, calibr
                      "rel_err": (sim.partitions_per_min - float(meas["partitions_per_min"])) / float(meas["partitions_per_min"]),
                      "measured_compute_util": float(meas["compute_util"]), "model_compute_util": sim.compute_util})
     return pd.DataFrame(rows).set_index("scenario")
+
+
+#: the phases :func:`run_differences` compares (the model's parameters, and synthesis, which feeds it)
+DIFFERENCE_PHASES = ("synthesize", "prep_msm", "pre_lock", "mutex_wait", "mutex_held", "ntt_msm_h", "h_msm", "batch_add", "tail_msm")
+
+
+def run_differences(events: pd.DataFrame, calibration_events: pd.DataFrame) -> pd.DataFrame:
+    """What a prediction calibrated on one run carries over to another: the mean ms per event of each of
+    :data:`DIFFERENCE_PHASES` (the means :func:`calibrated_params` takes) and the GPU phases per partition
+    (:func:`zkgpu.gpu_time.gpu_ms_per_partition`, median) in the predicted run (``events``) and in its
+    calibration run, and their ratio. A phase the model takes as given (the GPU phases, synthesis) that
+    changed between the two is a source of the prediction's error the model cannot see; one it simulates
+    (``mutex_wait``) is its output.
+
+    Returns:
+        DataFrame indexed by ``phase`` (the phases either run has, then ``GPU phases per partition``)
+        with ``run_ms``, ``calibration_ms`` (NaN where a run lacks the phase) and ``ratio``.
+    """
+    def means(ev: pd.DataFrame) -> pd.Series:
+        sub = ev[ev["phase"].isin(DIFFERENCE_PHASES)]
+        return metrics.duration_ms(sub).groupby(sub["phase"].astype(str)).mean()
+
+    a, b = means(events), means(calibration_events)
+    order = [p for p in DIFFERENCE_PHASES if p in a.index or p in b.index]
+    out = pd.DataFrame({"run_ms": a.reindex(order), "calibration_ms": b.reindex(order)})
+    out.loc["GPU phases per partition"] = [gpu_time.gpu_ms_per_partition(events), gpu_time.gpu_ms_per_partition(calibration_events)]
+    out["ratio"] = out["run_ms"] / out["calibration_ms"]
+    out.index.name = "phase"
+    return out

@@ -25,7 +25,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -44,6 +44,7 @@ __all__ = [
     "idle_causes",
     "gpu_ms_per_partition",
     "kernel_ms_per_partition",
+    "h_kernel_ms",
     "msm_bench_ms",
     "kernel_floor_ms",
     "gpu_budget",
@@ -194,15 +195,41 @@ def gpu_ms_per_partition(events: pd.DataFrame) -> float:
     return float(per.median())
 
 
-def kernel_ms_per_partition(events: pd.DataFrame) -> float:
-    """GPU kernel ms one partition needs, from a run's medians: the H computation's kernels (the
-    ``ntt`` row's ``kernel_ms``, CUDA events), the H MSM, batch_add and tail_msm (each a stream
-    span between CUDA events). Unlike :func:`gpu_ms_per_partition` it leaves out the host work
-    inside the phases and the exposed copies: 60000 / it is the compute-only bound (partitions/min).
-    NaN when a part is missing."""
+def _gpu_clock(rows: pd.DataFrame) -> np.ndarray:
+    """Rows placed on the GPU clock (``clock=gpu`` in the detail: ``lock_scope="submit"``, whose GPU
+    phases are the interval their kernels ran, :meth:`zkgpu.trace.Tracer.place_on_gpu_clock`)."""
+    return rows["detail"].astype("string").str.contains("clock=gpu", regex=False).fillna(False).to_numpy(bool)
+
+
+def h_kernel_ms(events: pd.DataFrame) -> float:
+    """The H computation's kernel ms per partition (median): the ``ntt`` row's ``kernel_ms`` (CUDA
+    events around every kernel of compute_h, also those that ran inside the copies' window); for a
+    run whose GPU phases are on the GPU clock (``lock_scope="submit"``, which records no
+    ``kernel_ms``: its ``ntt`` row is only the host's submission) the span of ``ntt_msm_h`` minus
+    that of the ``h_msm`` inside it, per partition (both the interval their kernels ran on the
+    shared stream, so gaps in which the stream waited for the host's launches count too). NaN
+    when neither is recorded."""
     nt = events[events["phase"] == "ntt"]
-    h = float(detail_value(nt, "kernel_ms").median()) if len(nt) else float("nan")
-    return h + _median_ms(events, "h_msm") + _median_ms(events, "batch_add") + _median_ms(events, "tail_msm")
+    k = detail_value(nt, "kernel_ms") if len(nt) else pd.Series(dtype=float)
+    if k.notna().any():
+        return float(k.median())
+    g = events[events["phase"].isin(("ntt_msm_h", "h_msm"))]
+    g = g[_gpu_clock(g)]
+    if not len(g):
+        return float("nan")
+    per = duration_ms(g).groupby([g["partition"], g["phase"]]).sum().unstack("phase")
+    if not {"ntt_msm_h", "h_msm"} <= set(per.columns):
+        return float("nan")
+    return float((per["ntt_msm_h"] - per["h_msm"]).dropna().median())
+
+
+def kernel_ms_per_partition(events: pd.DataFrame) -> float:
+    """GPU kernel ms one partition needs, from a run's medians: the H computation's kernels
+    (:func:`h_kernel_ms`), the H MSM, batch_add and tail_msm (each a stream span between CUDA
+    events; on the GPU clock in ``lock_scope="submit"`` runs). Unlike :func:`gpu_ms_per_partition`
+    it leaves out the host work inside the phases and the exposed copies: 60000 / it is the
+    compute-only bound (partitions/min). NaN when a part is missing."""
+    return h_kernel_ms(events) + _median_ms(events, "h_msm") + _median_ms(events, "batch_add") + _median_ms(events, "tail_msm")
 
 
 def _msm_rows(msm_bench: pd.DataFrame | None) -> pd.DataFrame | None:
@@ -245,38 +272,60 @@ def kernel_floor_ms(n: int, ntt_bench: pd.DataFrame | None, msm_bench: pd.DataFr
     return out
 
 
-def gpu_budget(events: pd.DataFrame, n: int, ntt_bench: pd.DataFrame | None = None, msm_bench: pd.DataFrame | None = None) -> pd.DataFrame:
+def gpu_budget(events: pd.DataFrame, n: int, ntt_bench: pd.DataFrame | None = None, msm_bench: pd.DataFrame | None = None,
+               setup_bench: Mapping[str, float] | None = None, msm_bases: str = "plain") -> pd.DataFrame:
     """Where one partition's GPU time goes in a run, against the kernels' own benchmarks.
 
-    Rows (median ms per partition): ``H computation`` (the ``ntt`` row's ``kernel_ms``: every
-    kernel of compute_h by CUDA events, also those overlapping the copies) against
-    :func:`kernel_floor_ms` ``compute_h``; ``exposed H2D`` (``exposed_ms``); ``H MSM`` (``h_msm``)
-    against the benchmarked MSM at n; ``batch_add`` (no benchmark); ``tail_msm`` against the sum of
-    :func:`msm_bench_ms` at the median significant counts of L, A and B (``*_sig`` in prep_msm's
-    detail), one after another; ``GPU phases`` = :func:`gpu_ms_per_partition`; ``host work inside
-    the phases`` = GPU phases + exposed H2D − the parts above (≥ 0): the time inside ntt_msm_h,
-    batch_add and tail_msm in which the GPU waited for the worker's host side (Python, launches,
-    copies it waits for, syncs). The parts are medians, so this is an estimate.
+    Rows (median ms per partition): ``H computation`` (:func:`h_kernel_ms`: every kernel of compute_h
+    by CUDA events, also those overlapping the copies) against :func:`kernel_floor_ms` ``compute_h``;
+    ``exposed H2D`` (``exposed_ms`` of the copies inside ntt_msm_h; 0 when a/b/c are copied before the
+    mutex); ``H MSM`` (``h_msm``) against the benchmarked MSM at n; ``batch_add`` (no benchmark);
+    ``tail_msm`` against the sum of :func:`msm_bench_ms` at the median significant counts of L, A and
+    B (``*_sig`` in prep_msm's detail), one after another; ``GPU phases`` = :func:`gpu_ms_per_partition`;
+    ``host work inside the phases`` = GPU phases + exposed H2D − the parts above (≥ 0): the time inside
+    ntt_msm_h, batch_add and tail_msm in which the GPU waited for the worker's host side (Python,
+    launches, copies it waits for, syncs); about 0 for a run on the GPU clock (``lock_scope="submit"``,
+    whose phases are their kernels' span). The parts are medians, so this is an estimate.
+
+    The MSM benchmarks: ``setup_bench`` (the recording's own set-up benchmark, a manifest entry's
+    ``setup.msm_bench``: ``h_plain``, ``h_precomp``, ``tail_plain``, ``tail_precomp`` in ms, measured
+    in the same session as the run), when given, is the H MSM's benchmark for the run's ``msm_bases``
+    (``plain`` or ``precomputed``), and for precomputed bases the tails' benchmark is the plain one
+    (``msm_bench``) times its ``tail_precomp / tail_plain``; without it ``msm_bench`` (``zkgpu bench
+    msm``, device, uniform scalars: plain bases) is used for both.
     Columns: ``pipeline_ms``, ``benchmark_ms`` (NaN where none), ``ratio``.
+
+    Raises:
+        ValueError: ``msm_bases`` is not ``plain`` or ``precomputed``.
     """
+    if msm_bases not in ("plain", "precomputed"):
+        raise ValueError(f"msm_bases must be 'plain' or 'precomputed', got {msm_bases!r}")
     floor = kernel_floor_ms(n, ntt_bench, msm_bench)
     pm = events[events["phase"] == "prep_msm"]
     sig = [detail_value(pm, f"{k}_sig").median() for k in ("l", "a", "b_g1")] if len(pm) else []
     tails = sum(msm_bench_ms(msm_bench, int(m)) for m in sig if np.isfinite(m) and m > 0) if sig else float("nan")
-    nt = events[events["phase"] == "ntt"]
-    h = events[events["phase"] == "h2d"]
+    h_bench = floor["h_msm"]
+    sb = {k: float(v) for k, v in (setup_bench or {}).items() if isinstance(v, (int, float)) and v > 0}
+    variant = "precomp" if msm_bases == "precomputed" else "plain"
+    if f"h_{variant}" in sb:
+        h_bench = sb[f"h_{variant}"]
+    if variant == "precomp":
+        tails = tails * sb["tail_precomp"] / sb["tail_plain"] if {"tail_precomp", "tail_plain"} <= set(sb) else float("nan")
+    ex = _exposed_inside(events)
+    exposed = float(ex.groupby("partition")["exposed_ms"].sum().median()) if len(ex) else 0.0
     rows = {
-        "H computation": (float(detail_value(nt, "kernel_ms").median()) if len(nt) else float("nan"), floor["compute_h"]),
-        "exposed H2D": (float(detail_value(h, "exposed_ms").median()) if len(h) else 0.0, float("nan")),
-        "H MSM": (_median_ms(events, "h_msm"), floor["h_msm"]),
+        "H computation": (h_kernel_ms(events), floor["compute_h"]),
+        "exposed H2D": (exposed, float("nan")),
+        "H MSM": (_median_ms(events, "h_msm"), h_bench),
         "batch_add": (_median_ms(events, "batch_add"), float("nan")),
         "tail_msm": (_median_ms(events, "tail_msm"), tails if tails else float("nan")),
         "GPU phases": (gpu_ms_per_partition(events), float("nan")),
     }
-    parts = sum(v[0] for k, v in rows.items() if k != "GPU phases" and np.isfinite(v[0]))
+    parts = [v[0] for k, v in rows.items() if k != "GPU phases"]
     # the part of the GPU phases in which none of the above ran: the worker's host work (Python,
     # launches, waits on copies and syncs) that the GPU waited for
-    rows["host work inside the phases"] = (max(0.0, rows["GPU phases"][0] + rows["exposed H2D"][0] - parts) if parts else float("nan"), float("nan"))
+    host = rows["GPU phases"][0] + exposed - sum(parts) if all(np.isfinite(parts)) else float("nan")
+    rows["host work inside the phases"] = (max(0.0, host) if np.isfinite(host) else float("nan"), float("nan"))
     out = pd.DataFrame.from_dict(rows, orient="index", columns=["pipeline_ms", "benchmark_ms"])
     out["ratio"] = out["pipeline_ms"] / out["benchmark_ms"]
     out.index.name = "part"

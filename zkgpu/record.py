@@ -25,7 +25,10 @@ then ``narrow_prep_gpu_h2d_pre_lock``: a/b/c copied before the mutex, ``h2d_stag
 :meth:`zkgpu.pipeline.gpu_backend.GpuBackend.setup`;
 ``narrow_prep_gpu_gw3``: gw=3), then ``narrow_prep_gpu_tails`` (``tail_streams=3``: the small batch additions and
 tail MSMs at once), ``unlocked_prep_gpu_tails`` (no shared mutex) and ``submit_prep_gpu`` /
-``submit_prep_gpu_tails`` (the mutex over the submission only: ``lock_scope="submit"``). :data:`LAST_MILE_SCENARIOS` is the short set of notebook 07b. On the CPU (``--device cpu``) ``registered`` is skipped (it needs
+``submit_prep_gpu_tails`` (the mutex over the submission only: ``lock_scope="submit"``), then
+``narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3`` (the precomputed step with gw=3),
+``submit_prep_gpu_msm_precomp`` (the submission scope over precomputed bases: the last-mile story's last
+step) and its gw=3 variant. :data:`LAST_MILE_SCENARIOS` is the short set of notebook 07b. On the CPU (``--device cpu``) ``registered`` is skipped (it needs
 cudaHostRegister) and every number is a CPU number; the manifest says ``"device": "cpu"``.
 
 A real circuit (``--zkey K --wtns W``, :class:`zkgpu.groth16.workload.SnarkjsCircuit`): every
@@ -112,27 +115,38 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     # shared stream, the wait for the kernels and the results' D2H after its release
     "submit_prep_gpu": {"transfer": "pinned_pool", "lock_scope": "submit", "gw": 2, "prep": "gpu"},
     "submit_prep_gpu_tails": {"transfer": "pinned_pool", "lock_scope": "submit", "gw": 2, "prep": "gpu", "tail_streams": 3},
+    # the precomputed-bases step with a third worker (one more partition set up while two hold the GPU)
+    "narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 3, "prep": "gpu",
+                                                     "h2d_stage": "pre_lock", "msm_bases": "precomputed"},
+    # the story's last step: the mutex over the submission only, every G1 MSM over precomputed bases
+    "submit_prep_gpu_msm_precomp": {"transfer": "pinned_pool", "lock_scope": "submit", "gw": 2, "prep": "gpu", "msm_bases": "precomputed"},
+    "submit_prep_gpu_msm_precomp_gw3": {"transfer": "pinned_pool", "lock_scope": "submit", "gw": 3, "prep": "gpu", "msm_bases": "precomputed"},
 }
 
 #: The scenarios of notebook 07b ("the last bottleneck") in one recording: the story (the baseline
 #: and the fix it is measured against, prep_msm taken off the critical path on the CPU and on the
-#: GPU, then the H2D before the mutex, then the G1 MSMs over precomputed bases), then the informative alternatives (concurrent tails, no
-#: shared mutex, the mutex over the submission only; :data:`LAST_MILE_ALTERNATIVE_PARTITIONS`)
-#: (``scripts/gpu_run.sh record-last-mile``).
+#: GPU, then the H2D before the mutex, then the G1 MSMs over precomputed bases, then the mutex over the
+#: submission only, with plain and with precomputed bases: the last step), then the informative
+#: alternatives (concurrent tails, no shared mutex, a third worker;
+#: :data:`LAST_MILE_ALTERNATIVE_PARTITIONS`) (``scripts/gpu_run.sh record-last-mile``).
 LAST_MILE_SCENARIOS = ("baseline", "pinned_narrow", "narrow_prep_parallel", "narrow_prep_gpu", "narrow_prep_gpu_h2d_pre_lock",
-                       "narrow_prep_gpu_h2d_pre_lock_msm_precomp", "narrow_prep_gpu_tails", "unlocked_prep_gpu_tails", "submit_prep_gpu")
+                       "narrow_prep_gpu_h2d_pre_lock_msm_precomp", "submit_prep_gpu", "submit_prep_gpu_msm_precomp",
+                       "narrow_prep_gpu_tails", "unlocked_prep_gpu_tails", "narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3",
+                       "submit_prep_gpu_msm_precomp_gw3")
 #: partitions per scenario of the last-mile recording (``scripts/gpu_run.sh record-last-mile``): the
 #: run's window includes the pipeline fill (the first synthesis before any GPU work), which weighs
 #: 1/partitions; 128 keeps it near 2-3% of the window for every scenario, baseline included.
 LAST_MILE_PARTITIONS = 128
-#: two alternatives run half as many partitions (``zkgpu record --scenario-partitions``): the eight
-#: scenarios at 128 take about 230 s on the H200 (record-2: 7 of them 219 s); with these two at 64 about
-#: 215 s. Their fill then weighs ~4% instead of ~2% of their whole-run figures (the GPU-window figures and
-#: the model's comparison do not include it). The precomputed-bases step (128 partitions, at least as fast as
-#: the pre-lock step, ~20 s, plus a few seconds of setup: bases, tables and the MSM benchmark) brings the
-#: estimate to about 240 s, inside record-last-mile's limit. ``submit_prep_gpu`` keeps 128: with the MSM's sizes on the
-#: device (zkgpu.msm_reduce) its submission no longer waits inside the lock, so it competes for the best run.
-LAST_MILE_ALTERNATIVE_PARTITIONS = {"narrow_prep_gpu_tails": 64, "unlocked_prep_gpu_tails": 64}
+#: the alternatives run half as many partitions (``zkgpu record --scenario-partitions``); their fill
+#: then weighs ~4% instead of ~2% of their whole-run figures (the GPU-window figures do not include it).
+#: Time on the H200: record-3 (the first nine scenarios, the same two alternatives at 64) took 181 s. With the
+#: counter-based synthesis (:mod:`zkgpu.pipeline.synthesis`) the GPU-prep steps run faster (a short recording of
+#: 40 partitions each, 2026-12-01, not kept: 585-780 partitions/min, 3-5 s per such scenario after the tables' set-up), so
+#: the two submission-scope steps (128 partitions, ~10-13 s each, sharing the precomputed step's tables) and the
+#: two gw = 3 alternatives (~5 s each) bring the estimate to about 205 s, inside record-last-mile's limit (270 s).
+#: ``submit_prep_gpu`` keeps 128: it is a story step, and the calibration run of the last one.
+LAST_MILE_ALTERNATIVE_PARTITIONS = {"narrow_prep_gpu_tails": 64, "unlocked_prep_gpu_tails": 64,
+                                    "narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3": 64, "submit_prep_gpu_msm_precomp_gw3": 64}
 
 # Sizes. GPU: n = 2^22 constraints per partition (a/b/c = 3 x 128 MiB, 1/32 of a PoRep partition,
 # the pipeline's default); --quick quarters it. CPU: the reference math on Python ints and
@@ -145,7 +159,13 @@ GPU_QUEUE_DEPTH = 8
 ``max_gpu_queue_depth``), so that synthesis keeps both GPU workers fed and the GPU side (mutex,
 H2D, barrier) is what limits throughput, as in the seed. With the pipeline's defaults (2 threads,
 depth 2*gw) a 16-core host is synthesis-bound at n = 2^22 (measured 2026-11-29: a partition every
-~250 ms in every scenario, GPU workers starved)."""
+~250 ms in every scenario, GPU workers starved). The depth counts the partitions held by the GPU
+workers' start halves too (gw of them), and the pinned pool is pre-warmed with ``depth + gw + 2`` sets,
+so the pool never makes a synthesis thread wait; the permits do. With the counter-based synthesis
+(the same short recording, host load 8: ~170 ms per 2^22 partition and thread, 8 threads at once ~260 ms) six threads
+synthesizing supply over 1300 partitions/min against the ~800 the best step consumes: the ready queue
+stays full (``gpu_queue`` waits of 180-370 ms) and no GPU window idles for want of a partition, while the
+load threads keep their bandwidth (63-68 GB/s against record-3's 58-63). So these defaults stay."""
 GPU_QUICK_N = 1 << 20
 GPU_QUICK_PARTITIONS = 4
 CPU_DEFAULT_N = 1 << 10

@@ -59,7 +59,7 @@ from zkgpu.pipeline.config import PipelineConfig
 from zkgpu.pipeline.cpu_backend import CpuBackend
 from zkgpu.pipeline.gpu_backend import GpuBackend
 from zkgpu.pipeline.sync import Cancelled, GpuMutex, StageTimeout, watchdog_limit_s
-from zkgpu.pipeline.synthesis import Circuit, make_circuit, partition_circuit, synthesize_into
+from zkgpu.pipeline.synthesis import Circuit, make_circuit, partition_circuit, synthesize_into, warm_up_synthesis
 from zkgpu.pipeline.worker import (
     PartitionResult,
     SynthesizedJob,
@@ -188,6 +188,7 @@ def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Backend] | 
             raise FileExistsError(f"{pth} exists; zkgpu never overwrites a log or event file (use a fresh run folder)")
     circuit, backend = prepared if prepared is not None else prepare_backend(config)
     warm_up_prep(config.prep)  # numba / NVRTC compilation of the prep variant, before any timed phase
+    warm_up_synthesis()  # the synthetic fill's numba loops, likewise
     log = LogWriter.create(config.log_path, echo=_stderr_echo if config.echo else None) if config.log_path is not None else LogWriter(echo=_stderr_echo if config.echo else None)
     tracer = Tracer(config.run_name, log=log, nvtx=nvtx)
     own_pool = False

@@ -9,28 +9,79 @@ aux assignment has the PoRep shape of notes/cuzk-pipeline.md §1.3 (mostly 0 and
 full-size values; fractions in :class:`~zkgpu.pipeline.config.Density`), which is what makes
 prep_msm, batch_add and the tail MSMs behave as upstream.
 
-Everything is derived from ``(config.seed, partition)`` with numpy's PCG64 in vectorised chunks,
-written straight into the destination arrays (first touch by synthesis, as bellperson's
-``enforce()`` pushes; for the pinned pool, straight into the pinned buffers).
+**A stand-in, priced as its generator.** Upstream's synthesis is bellperson running the circuit's
+``synthesize`` (SHA-256 / Poseidon gadgets) and ``enforce()`` pushing each constraint's a, b, c
+evaluations, multi-threaded *within* a partition (bellperson synthesizes a partition's circuit
+over rayon threads) — a real CPU cost that cuzk overlaps with the GPU by synthesizing ahead
+(``max_gpu_queue_depth``). Here the synthetic partition costs what its random-number generator
+costs: one pass writing the destination arrays, nothing else. Its only job is to keep the
+partitions coming at the rate the pipeline consumes them, so that the GPU side is what the
+recordings measure (if it is too slow, the GPU idles with *no partition ready*:
+:func:`zkgpu.gpu_time.idle_causes`).
 
+The generator is counter-based: SplitMix64's output function (Steele, Lea & Flood, "Fast
+splittable pseudorandom number generators", OOPSLA 2014; the constants of Vigna's ``splitmix64.c``)
+applied to ``key + (i + 1) * 0x9E3779B97F4A7C15`` for the i-th 64-bit word of a stream, with one key
+per (``config.seed``, partition, stream) — a, b, c, the aux limbs and the aux 0/1/full selector.
+Any word is a function of its position only, so the fill needs no state, no temporaries and no
+order: one pass straight into the destination (first touch by synthesis, as bellperson's
+``enforce()`` pushes; for the pinned pool, straight into the pinned buffers). Two implementations
+give the same words (tested equal): a numba ``@njit(nogil=True)`` loop (:func:`zkgpu.optional.numba`;
+the synthesis threads then run in parallel, without the GIL) and a NumPy fallback in cache-sized chunks
+of 2^15 words, without temporaries, when numba is not installed (a few times slower: it makes eight
+passes over each chunk where the loop makes one). The aux selector is ``u = (word >> 11) * 2^-53``
+(uniform in [0, 1), exact in float64): 0 when ``u < zero``, 1 when ``u < zero + one``, else the
+row's full-size value.
+
+Same ``(config.seed, partition)`` -> same arrays, on every machine and either implementation.
 The circuit structure (density bitmaps, public inputs) depends only on ``config.seed`` and is
-the same for every partition, as for PoRep.
+the same for every partition, as for PoRep (numpy's PCG64: it is made once per run).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
+from zkgpu import optional
 from zkgpu.pipeline.config import PipelineConfig
 
-__all__ = ["Circuit", "make_circuit", "partition_circuit", "fill_fr", "fill_aux", "synthesize_into", "synthesize_arrays", "FR_TOP_MASK"]
+__all__ = ["Circuit", "make_circuit", "partition_circuit", "fill_fr", "fill_aux", "stream_key", "fill_fr_counter",
+           "fill_aux_counter", "warm_up_synthesis", "synthesize_into", "synthesize_arrays", "FR_TOP_MASK", "SYNTH_STREAMS"]
 
 FR_TOP_MASK = np.uint64((1 << 62) - 1)
 """Top-limb mask: values < 2^254 < r (r ~ 0.45 * 2^256), so every value is canonical Fr."""
 
-_CHUNK = 1 << 16  # rows per vectorised chunk (bounds temporaries to 2 MiB)
+_CHUNK = 1 << 16  # rows per vectorised chunk of the rng fills (bounds their temporaries to 2 MiB)
+
+# SplitMix64 (Steele, Lea & Flood 2014; Vigna's splitmix64.c): the Weyl increment and the output mix
+_GAMMA = 0x9E3779B97F4A7C15
+_M1 = 0xBF58476D1CE4E5B9
+_M2 = 0x94D049BB133111EB
+_MASK64 = (1 << 64) - 1
+
+#: the counter streams of one partition (:func:`stream_key`'s ``stream``)
+SYNTH_STREAMS = {"a": 1, "b": 2, "c": 3, "aux": 4, "aux_select": 5}
+
+
+def _mix_int(z: int) -> int:
+    z = ((z ^ (z >> 30)) * _M1) & _MASK64
+    z = ((z ^ (z >> 27)) * _M2) & _MASK64
+    return z ^ (z >> 31)
+
+
+def stream_key(seed: int, partition: int, stream: int) -> int:
+    """The 64-bit key of one counter stream: SplitMix64 outputs chained over (seed, partition,
+    stream), so nearby inputs give unrelated keys. Integers >= 0 (taken modulo 2^64)."""
+    if min(seed, partition, stream) < 0:
+        raise ValueError(f"stream_key needs seed, partition, stream >= 0, got {seed}, {partition}, {stream}")
+    k = 0x5A4B47505553594E  # "ZKGPUSYN"
+    for v in (seed, partition, stream):
+        k = _mix_int((k ^ (v & _MASK64)) + _GAMMA & _MASK64)
+    return k
 
 
 @dataclass(frozen=True)
@@ -99,10 +150,16 @@ def partition_circuit(config: PipelineConfig, circuit: Circuit, partition: int) 
     return _frozen(replace(circuit, inp=np.array(inp)))
 
 
+def _check_rows(out: np.ndarray) -> None:
+    if not isinstance(out, np.ndarray) or out.ndim != 2 or out.shape[1] != 4 or out.dtype != np.uint64 or not out.flags.c_contiguous:
+        raise ValueError(f"expected a C-contiguous (m, 4) uint64 array, got shape {getattr(out, 'shape', None)} "
+                         f"dtype {getattr(out, 'dtype', type(out).__name__)}")
+
+
 def fill_fr(out: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Fill ``out`` ((m, 4) uint64, C-contiguous) with uniform values in [0, 2^254), in place."""
-    if out.ndim != 2 or out.shape[1] != 4 or out.dtype != np.uint64:
-        raise ValueError(f"expected an (m, 4) uint64 array, got shape {out.shape} dtype {out.dtype}")
+    """Fill ``out`` ((m, 4) uint64, C-contiguous) with uniform values in [0, 2^254) from ``rng``,
+    in place (the circuit's public inputs; a stateful generator, chunk by chunk)."""
+    _check_rows(out)
     m = out.shape[0]
     for i in range(0, m, _CHUNK):
         j = min(m, i + _CHUNK)
@@ -112,8 +169,9 @@ def fill_fr(out: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def fill_aux(out: np.ndarray, rng: np.random.Generator, zero: float, one: float) -> np.ndarray:
-    """Fill ``out`` ((m, 4) uint64) with an aux assignment: 0 with probability ``zero``, 1 with
-    probability ``one``, otherwise uniform in [0, 2^254). In place, vectorised per chunk."""
+    """Fill ``out`` ((m, 4) uint64) from ``rng`` with an aux assignment: 0 with probability ``zero``,
+    1 with probability ``one``, otherwise uniform in [0, 2^254). In place, vectorised per chunk
+    (the prep benchmark's inputs, :mod:`zkgpu.bench.prep`)."""
     fill_fr(out, rng)
     m = out.shape[0]
     for i in range(0, m, _CHUNK):
@@ -127,8 +185,167 @@ def fill_aux(out: np.ndarray, rng: np.random.Generator, zero: float, one: float)
     return out
 
 
-def synthesize_into(config: PipelineConfig, partition: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, aux: np.ndarray) -> np.ndarray | None:
+# --------------------------------------------------------------------------- counter-based fill
+
+
+@functools.lru_cache(maxsize=1)
+def _nb() -> tuple[Any, Any] | None:
+    """The numba fills ``(fr, aux)`` (compiled on first use, cached on disk by numba), or None
+    without numba."""
+    numba = optional.numba()
+    if numba is None:
+        return None
+    gamma, m1, m2, top = np.uint64(_GAMMA), np.uint64(_M1), np.uint64(_M2), FR_TOP_MASK
+    s30, s27, s31, s11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
+    one64 = np.uint64(1)
+    inv53 = 1.0 / 9007199254740992.0
+
+    @numba.njit(nogil=True, cache=True, inline="always")
+    def mix(z):
+        z = (z ^ (z >> s30)) * m1
+        z = (z ^ (z >> s27)) * m2
+        return z ^ (z >> s31)
+
+    @numba.njit(nogil=True, cache=True)
+    def fr(out, key):
+        c = key
+        for r in range(out.shape[0]):
+            for k in range(4):
+                c += gamma
+                out[r, k] = mix(c)
+            out[r, 3] &= top
+
+    @numba.njit(nogil=True, cache=True)
+    def aux(out, key, sel_key, zero, zero_one):
+        c = key
+        s = sel_key
+        for r in range(out.shape[0]):
+            s += gamma
+            u = float(mix(s) >> s11) * inv53
+            if u < zero:
+                out[r, 0] = 0
+                out[r, 1] = 0
+                out[r, 2] = 0
+                out[r, 3] = 0
+                c += gamma * np.uint64(4)
+            elif u < zero_one:
+                out[r, 0] = one64
+                out[r, 1] = 0
+                out[r, 2] = 0
+                out[r, 3] = 0
+                c += gamma * np.uint64(4)
+            else:
+                for k in range(4):
+                    c += gamma
+                    out[r, k] = mix(c)
+                out[r, 3] &= top
+
+    return fr, aux
+
+
+_NP_WORDS = 1 << 15  # words per NumPy chunk: 256 KiB per array, so the passes below stay in cache
+
+
+@functools.lru_cache(maxsize=1)
+def _ramp() -> np.ndarray:
+    """(i + 1) * gamma for i < :data:`_NP_WORDS` (uint64, wrapping), read-only."""
+    r = np.arange(1, _NP_WORDS + 1, dtype=np.uint64) * np.uint64(_GAMMA)
+    r.setflags(write=False)
+    return r
+
+
+def _words_np(key: int, start: int, out: np.ndarray, tmp: np.ndarray) -> np.ndarray:
+    """``out[i]`` = word ``start + i`` of the stream ``key`` = mix(key + (start + i + 1) * gamma), for
+    ``len(out) <= _NP_WORDS``; ``tmp`` is scratch of the same length. In place, no temporaries
+    (SplitMix64's output function with NumPy's wrapping uint64 arithmetic)."""
+    np.add(_ramp()[: out.shape[0]], np.uint64((key + start * _GAMMA) & _MASK64), out=out)
+    for shift, mul in ((30, _M1), (27, _M2), (31, 0)):
+        np.right_shift(out, np.uint64(shift), out=tmp)
+        np.bitwise_xor(out, tmp, out=out)
+        if mul:
+            np.multiply(out, np.uint64(mul), out=out)
+    return out
+
+
+def _use_numba(impl: str) -> bool:
+    if impl not in ("auto", "numba", "numpy"):
+        raise ValueError(f"impl must be 'auto', 'numba' or 'numpy', got {impl!r}")
+    if impl == "numba" and _nb() is None:
+        raise RuntimeError("impl='numba' needs numba: pip install 'zkgpu[cpu-parallel]' (or impl='numpy')")
+    return impl != "numpy" and _nb() is not None
+
+
+def fill_fr_counter(out: np.ndarray, key: int, *, impl: str = "auto") -> np.ndarray:
+    """Fill ``out`` ((m, 4) uint64, C-contiguous) in place with uniform values in [0, 2^254): row
+    r, limb k = word 4r + k of the counter stream ``key`` (:func:`stream_key`), the top limb
+    masked to 62 bits. ``impl``: ``numba`` (nogil), ``numpy`` (cache-sized chunks) or ``auto``
+    (numba when installed); both give the same values.
+
+    Raises:
+        ValueError: a bad array or ``impl``; RuntimeError: ``impl="numba"`` without numba.
+    """
+    _check_rows(out)
+    key = int(key) & _MASK64
+    if _use_numba(impl):
+        nb = _nb()
+        assert nb is not None
+        nb[0](out, np.uint64(key))
+        return out
+    flat = out.reshape(-1)  # C-contiguous: a view
+    tmp = np.empty(_NP_WORDS, dtype=np.uint64)
+    for i in range(0, flat.shape[0], _NP_WORDS):  # _NP_WORDS is a multiple of 4: chunks start at limb 0
+        j = min(flat.shape[0], i + _NP_WORDS)
+        _words_np(key, i, flat[i:j], tmp[: j - i])
+        flat[i + 3 : j : 4] &= FR_TOP_MASK
+    return out
+
+
+def fill_aux_counter(out: np.ndarray, key: int, select_key: int, zero: float, one: float, *, impl: str = "auto") -> np.ndarray:
+    """Fill ``out`` ((m, 4) uint64) in place with an aux assignment: row r is 0 when
+    ``u_r < zero``, 1 when ``u_r < zero + one``, else :func:`fill_fr_counter`'s row r of stream
+    ``key``; ``u_r`` = (word r of stream ``select_key``) >> 11, times 2^-53 (uniform in [0, 1)).
+    So 0 with probability ``zero``, 1 with probability ``one``. ``impl`` as :func:`fill_fr_counter`
+    (the numba loop draws a row's four limbs only for full-size rows; same values).
+
+    Raises:
+        ValueError: a bad array, ``impl``, or fractions outside [0, 1] / summing over 1.
+    """
+    _check_rows(out)
+    if not (0.0 <= zero <= 1.0 and 0.0 <= one <= 1.0 and zero + one <= 1.0 + 1e-12):
+        raise ValueError(f"fill_aux_counter needs zero, one in [0, 1] with zero + one <= 1, got {zero!r}, {one!r}")
+    key, select_key = int(key) & _MASK64, int(select_key) & _MASK64
+    zero_one = float(zero) + float(one)
+    if _use_numba(impl):
+        nb = _nb()
+        assert nb is not None
+        nb[1](out, np.uint64(key), np.uint64(select_key), float(zero), zero_one)
+        return out
+    fill_fr_counter(out, key, impl="numpy")
+    m = out.shape[0]
+    w, tmp = np.empty(_NP_WORDS, dtype=np.uint64), np.empty(_NP_WORDS, dtype=np.uint64)
+    for i in range(0, m, _NP_WORDS):
+        j = min(m, i + _NP_WORDS)
+        u = (_words_np(select_key, i, w[: j - i], tmp[: j - i]) >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+        blk = out[i:j]
+        blk[u < zero] = 0
+        blk[(u >= zero) & (u < zero_one)] = (1, 0, 0, 0)
+    return out
+
+
+def warm_up_synthesis() -> None:
+    """Compile the numba fills (or load them from numba's disk cache) outside any timed phase;
+    nothing without numba."""
+    if _nb() is not None:
+        tiny = np.empty((2, 4), dtype=np.uint64)
+        fill_fr_counter(tiny, 1)
+        fill_aux_counter(tiny, 1, 2, 0.5, 0.25)
+
+
+def synthesize_into(config: PipelineConfig, partition: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, aux: np.ndarray,
+                    *, impl: str = "auto") -> np.ndarray | None:
     """Write partition ``partition``'s a, b, c ((n, 4) each) and aux ((aux_size, 4)) in place.
+
+    ``impl``: the synthetic fill's implementation (:func:`fill_fr_counter`; same values).
 
     Returns:
         None (synthetic), or for ``config.real`` the partition's witness ((num_inputs + aux_size, 4)
@@ -145,17 +362,16 @@ def synthesize_into(config: PipelineConfig, partition: int, a: np.ndarray, b: np
         w = config.real.synthesize_into(partition, a, b, c)
         aux[:] = w[config.num_inputs :]
         return w
-    rng = np.random.default_rng([config.seed, 1, partition])
-    fill_fr(a, rng)
-    fill_fr(b, rng)
-    fill_fr(c, rng)
-    fill_aux(aux, rng, config.density.zero, config.density.one)
+    for name, arr in (("a", a), ("b", b), ("c", c)):
+        fill_fr_counter(arr, stream_key(config.seed, partition, SYNTH_STREAMS[name]), impl=impl)
+    fill_aux_counter(aux, stream_key(config.seed, partition, SYNTH_STREAMS["aux"]),
+                     stream_key(config.seed, partition, SYNTH_STREAMS["aux_select"]), config.density.zero, config.density.one, impl=impl)
     return None
 
 
-def synthesize_arrays(config: PipelineConfig, partition: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def synthesize_arrays(config: PipelineConfig, partition: int, *, impl: str = "auto") -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Fresh (a, b, c, aux) for a partition (tests and references)."""
     a, b, c = (np.empty((config.n, 4), dtype=np.uint64) for _ in range(3))
     aux = np.empty((config.aux_size, 4), dtype=np.uint64)
-    synthesize_into(config, partition, a, b, c, aux)
+    synthesize_into(config, partition, a, b, c, aux, impl=impl)
     return a, b, c, aux
