@@ -42,9 +42,9 @@ from .bottleneck import last_mile_recordings
 from .chrome_trace import export_recording
 from .live import open_source, resolve_mode
 from .optional import notebook_tools
-from .replay import Recording, find_benchmarks, latest_recording
+from .replay import Recording, data_dir, find_benchmarks, inventory, inventory_by_kind, latest_recording
 
-__all__ = ["NotebookResult", "KeyNumber", "page_title", "TraceFile", "run_report", "find_notebooks", "html_exporter",
+__all__ = ["NotebookResult", "KeyNumber", "SHOWN_KEY_NUMBERS", "page_title", "TraceFile", "run_report", "find_notebooks", "html_exporter",
            "kernel_config", "format_value", "infer_unit", "read_key_numbers", "export_traces", "notebook_parameters",
            "resolve_report_mode"]
 
@@ -203,12 +203,15 @@ def _data_note(mode: str) -> str:
     others = []
     last_mile = last_mile_recordings()
     if last_mile:
-        others.append(f"07b replays data/last-mile/{last_mile[0].path.name}")
+        lm = last_mile[0].path
+        others.append(f"07b and 08's last-mile page replay data/{lm.relative_to(data_dir()).as_posix() if lm.is_relative_to(data_dir()) else lm.name}")
     prove = find_benchmarks("prove")
     if prove is not None:
         others.append(f"10 replays data/{prove[0].name}")
     extra = f" ({'; '.join(others)}: their own runs, so their baselines differ from this one's)" if others else ""
-    return f"Data: replay of {rec.label}{extra}."
+    kinds = inventory_by_kind(inventory())["recordings"]
+    counted = f" data/ holds {int(kinds.sum())} recordings: " + ", ".join(f"{n} {k}" for k, n in kinds.items()) + " (00_index says what each kind is)."
+    return f"Data: replay of {rec.label}{extra}.{counted}"
 
 
 # --------------------------------------------------------------------------- key numbers
@@ -314,6 +317,28 @@ def read_key_numbers(path: Path) -> tuple[str, list[KeyNumber]]:
     return finding, rows
 
 
+#: Key numbers shown on a notebook's card before the rest fold away under "all N key numbers".
+SHOWN_KEY_NUMBERS = 12
+
+
+def _key_numbers_html(rows: list[KeyNumber], shown: int = SHOWN_KEY_NUMBERS) -> str:
+    """A notebook's key numbers as a table: the first ``shown`` rows (the notebook lists its
+    finding's numbers first), the others in a folded ``<details>`` table below it."""
+    scen = any(k.scenario for k in rows)  # the scenario column only where one is named
+
+    def tab(part: list[KeyNumber]) -> str:
+        trs = "".join(f"<tr><td>{html.escape(k.label)}</td>"
+                      + (f"<td>{html.escape(k.scenario)}</td>" if scen else "")
+                      + f"<td class='{'num' if k.numeric else 'txt'}'>{html.escape(k.text)}</td></tr>" for k in part)
+        return ("<div class='scroll'><table class='kn'><tr><th>key number</th>" + ("<th>scenario</th>" if scen else "")
+                + f"<th class='num'>value</th></tr>{trs}</table></div>")
+
+    if len(rows) <= shown + 2:  # folding away one or two rows would hide more than it saves
+        return tab(rows)
+    return (tab(rows[:shown]) + f"<details><summary>all {len(rows)} key numbers of this notebook</summary>"
+            + tab(rows[shown:]) + "</details>")
+
+
 def _notebooks_html(results: list[NotebookResult], key_dir: Path) -> str:
     """Per notebook: link, status, seconds, its one-line finding and its key numbers."""
     parts = []
@@ -333,13 +358,7 @@ def _notebooks_html(results: list[NotebookResult], key_dir: Path) -> str:
             if finding:
                 body += f"<p class='finding'>{html.escape(finding)}</p>"
             if rows:
-                scen = any(k.scenario for k in rows)  # the scenario column only where one is named
-                trs = "".join(f"<tr><td>{html.escape(k.label)}</td>"
-                              + (f"<td>{html.escape(k.scenario)}</td>" if scen else "")
-                              + f"<td class='{'num' if k.numeric else 'txt'}'>{html.escape(k.text)}</td></tr>" for k in rows)
-                body += ("<div class='scroll'><table class='kn'><tr><th>key number</th>"
-                         + ("<th>scenario</th>" if scen else "")
-                         + f"<th class='num'>value</th></tr>{trs}</table></div>")
+                body += _key_numbers_html(rows)
         parts.append(f"<section class='nb'>{head}{body}</section>")
     return "\n".join(parts)
 
@@ -412,6 +431,7 @@ tr:nth-child(even) td{background:#f6f6f6} th{border-bottom:1px solid #999}
 .num{text-align:right;font-variant-numeric:tabular-nums}
 .scroll{max-width:100%;overflow-x:auto} section.nb{margin:1.2em 0} section.nb h3{margin:.2em 0}
 .finding{margin:.3em 0 .5em 0;font-size:1.05em} .secs{color:#666;font-weight:normal;font-size:.85em}
+details{margin:.3em 0} summary{cursor:pointer;color:#444}
 .ok{color:#070;font-size:.85em} .failed{color:#b00;font-weight:bold} pre{margin:0;white-space:pre-wrap}"""
 
 
