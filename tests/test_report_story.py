@@ -173,3 +173,15 @@ def test_notebook_08_shows_the_newest_recordings_without_code_edits(tmp_path: Pa
     assert new_lm in key["finding"] and key["finding"].endswith(".")
     assert f"Data: {new_lm}" in text  # the last-mile page's banner
     assert f"zkgpu against sppark ({new_sp})" in text or f"zkgpu time / sppark time, {new_sp}" in text
+
+
+def test_readme_lists_the_notebooks_in_story_order_with_their_titles():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## The notebooks\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    paths = report.find_notebooks()
+    assert [r.split("`")[1] for r in rows] == [p.stem for p in paths]  # the suite, in the order make report runs it
+    for row, p in zip(rows, paths, strict=True):
+        heading = nbformat.read(p, as_version=4).cells[0].source.splitlines()[0].lstrip("# ")
+        title = heading.split(" — ", 1)[1] if heading.split(" — ", 1)[0].split()[0] in (p.stem.split("_")[0], "Appendix") else heading
+        assert f"| {title} |" in row, (p.stem, title)
