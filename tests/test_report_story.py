@@ -185,3 +185,41 @@ def test_readme_lists_the_notebooks_in_story_order_with_their_titles():
         heading = nbformat.read(p, as_version=4).cells[0].source.splitlines()[0].lstrip("# ")
         title = heading.split(" — ", 1)[1] if heading.split(" — ", 1)[0].split()[0] in (p.stem.split("_")[0], "Appendix") else heading
         assert f"| {title} |" in row, (p.stem, title)
+
+
+def test_proof_phases_use_the_reports_colour_map():
+    tl = pd.DataFrame({"phase": ["read", "msm_a", "msm_b2_g2", "g2_wait"], "start_ms": [0.0, 100.0, 50.0, 130.0],
+                       "ms": [100.0, 30.0, 400.0, 320.0], "on": ["CPU", "GPU", "CPU thread", "CPU"]})
+    fig, ax = plots.proof_phases(tl)
+    faces = [matplotlib.colors.to_hex(p.get_facecolor()) for p in ax.patches]
+    assert faces == [matplotlib.colors.to_hex(plots.PROOF_SIDES[o][1]) for o in tl["on"]]
+    assert plots.PROOF_SIDES["GPU"][1] == plots.phase_color("kernel") and plots.PROOF_SIDES["CPU thread"][1] == plots.phase_color("b_g2_msm")
+    # the main thread's grey means nothing else: no phase, utilization or H2D path has it
+    others = {*plots.PHASE_COLORS.values(), *plots.METRIC_COLORS.values(), *(c for c, _ in plots.PATH_STYLES.values())}
+    assert plots.PROOF_SIDES["CPU"][1] not in others
+    text = plots.caption(fig)
+    assert "The proof takes 450 ms; the longest phase is msm_b2_g2 (400 ms, CPU thread)." in text
+    assert "CPU references" in plots.caption(plots.proof_phases(tl, on_gpu=False)[0])
+    with pytest.raises(ValueError, match="'on' must be one of"):
+        plots.proof_phases(tl.assign(on="TPU"))
+
+
+def test_index_card_shows_the_notebooks_title_and_its_own_finding(tmp_path: Path):
+    keys = tmp_path / "key_numbers"
+    keys.mkdir()
+    for name, finding in (("06_pinned_pool_fix", "The fix finding."), ("08_report", "The whole story.")):
+        (keys / f"{name}.json").write_text(json.dumps({"finding": finding, "numbers": {}}), encoding="utf-8")
+    results = [report.NotebookResult("06_pinned_pool_fix", "ok", 1.0, tmp_path / "06.html", title="zkgpu 06 — The fix: a pool"),
+               report.NotebookResult("08_report", "ok", 1.0, tmp_path / "08.html", title="zkgpu 08 — Report: one page")]
+    page = report._notebooks_html(results, keys)
+    six, eight = page.split("<section class='nb'>")[1:]
+    assert "The fix: a pool" in six and "The fix finding." in six and "The whole story." not in six
+    assert "Report: one page" in eight and "The whole story." in eight and "The fix finding." not in eight
+
+
+def test_tables_left_align_text_and_right_align_numbers():
+    from zkgpu import view
+
+    html = view.table(pd.DataFrame({"what": ["a b", "c"], "ms": [1.0, 2.0]})).to_html()
+    assert "text-align: left" in html
+    assert "text-align: left" not in view.table(pd.DataFrame({"ms": [1.0, 2.0]})).to_html()

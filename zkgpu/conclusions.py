@@ -345,7 +345,10 @@ STORY_KEYS: tuple[str, ...] = (
 def story_numbers(items: list[Conclusion]) -> dict[str, dict[str, Any]]:
     """The :data:`STORY_KEYS` entries that ``items`` carry, in that order (notebook 08 lists them first)."""
     nums = key_numbers(items)
-    return {k: nums[k] for k in STORY_KEYS if k in nums}
+    out = {k: dict(nums[k]) for k in STORY_KEYS if k in nums}
+    if "last_mile_recording" in out:  # beside 08's own numbers, say which recording it is
+        out["last_mile_recording"]["label"] = "last-mile recording (07b's, newest in data/last-mile/)"
+    return out
 
 
 def story_finding(items: list[Conclusion]) -> str:

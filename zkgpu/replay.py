@@ -371,7 +371,7 @@ def inventory(base: str | Path | None = None) -> pd.DataFrame:
         elif kind == "bench" and bench:
             detail = bench.group("kind")
         else:
-            detail = f"{len(scen)} scenarios" if isinstance(scen, dict) else ""
+            detail = f"{len(scen)} scenario{'s' if len(scen) != 1 else ''}" if isinstance(scen, dict) else ""
         env = m["environment"] if isinstance(m.get("environment"), dict) else {}
         rows.append({"folder": rel.as_posix(), "kind": kind, "detail": detail, "date_utc": str(m.get("date_utc") or ""),
                      "gpu": str(env.get("gpu") or ("CPU" if m.get("device") == "cpu" else ""))})

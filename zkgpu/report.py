@@ -42,7 +42,7 @@ from .bottleneck import last_mile_recordings
 from .chrome_trace import export_recording
 from .live import open_source, resolve_mode
 from .optional import notebook_tools
-from .replay import Recording, data_dir, find_benchmarks, inventory, inventory_by_kind, latest_recording
+from .replay import Recording, data_dir, find_benchmarks, inventory, inventory_by_kind, latest_recording, story_order
 
 __all__ = ["NotebookResult", "KeyNumber", "SHOWN_KEY_NUMBERS", "page_title", "TraceFile", "run_report", "find_notebooks", "html_exporter",
            "kernel_config", "format_value", "infer_unit", "read_key_numbers", "export_traces", "notebook_parameters",
@@ -53,13 +53,15 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 @dataclass
 class NotebookResult:
-    """Outcome of one notebook: name, status ("ok" or "failed"), seconds, HTML path, error text."""
+    """Outcome of one notebook: name, status ("ok" or "failed"), seconds, HTML path, error text, and
+    the page's title (:func:`page_title`, '' if unknown)."""
 
     name: str
     status: str
     seconds: float
     html: Path | None
     error: str = ""
+    title: str = ""
 
 
 def find_notebooks(root: Path | None = None, only: tuple[str, ...] = ()) -> list[Path]:
@@ -185,11 +187,12 @@ def _execute(path: Path, out_dir: Path, params: Mapping[str, Any], timeout: int)
     except Exception as exc:  # noqa: BLE001 - any failure of one notebook (kernel died, timeout, ...) is reported, the others still run
         status, error = "failed", f"{type(exc).__name__}: {exc}"
     seconds = time.perf_counter() - t0
-    body, _ = html_exporter().from_notebook_node(nb, resources={"metadata": {"name": page_title(nb, path.stem)}})
+    title = page_title(nb, path.stem)
+    body, _ = html_exporter().from_notebook_node(nb, resources={"metadata": {"name": title}})
     out = out_dir / f"{path.stem}.html"
     out.write_text(body, encoding="utf-8")
     nt.nbformat.write(nb, out_dir / path.name)
-    return NotebookResult(path.stem, status, seconds, out, error)
+    return NotebookResult(path.stem, status, seconds, out, error, title)
 
 
 def _data_note(mode: str) -> str:
@@ -344,8 +347,10 @@ def _notebooks_html(results: list[NotebookResult], key_dir: Path) -> str:
     parts = []
     for r in results:
         link = html.escape(r.html.name) if r.html else "#"
-        head = (f"<h3><a href='{link}'>{html.escape(r.name)}</a> <span class='{r.status}'>{r.status}</span>"
-                f" <span class='secs'>{r.seconds:.1f} s</span></h3>")
+        # the page's title without the "zkgpu " prefix and the number the link already gives ("01 — ")
+        title = r.title.removeprefix("zkgpu ").split(" — ", 1)[-1] if r.title else ""
+        head = (f"<h3><a href='{link}'>{html.escape(r.name)}</a>" + (f" <span class='title'>{html.escape(title)}</span>" if title else "")
+                + f" <span class='{r.status}'>{r.status}</span> <span class='secs'>{r.seconds:.1f} s</span></h3>")
         body = ""
         if r.error:
             body += f"<pre class='failed'>{html.escape(r.error.strip().splitlines()[-1])}</pre>"
@@ -392,12 +397,13 @@ def _traced_recording(mode: str, live_dir: Path):
 
 def export_traces(rec, trace_dir: Path) -> list[TraceFile]:
     """One Chrome/Perfetto trace per scenario of ``rec`` into ``trace_dir/<scenario>.json``
-    (the folder's old ``*.json`` files are removed first; :func:`zkgpu.chrome_trace.export_recording`)."""
+    (the folder's old ``*.json`` files are removed first; :func:`zkgpu.chrome_trace.export_recording`), in
+    :func:`zkgpu.replay.story_order`."""
     trace_dir.mkdir(parents=True, exist_ok=True)
     for old in trace_dir.glob("*.json"):
         old.unlink()
     out = []
-    for s in rec.scenarios:
+    for s in story_order(rec.scenarios):  # the story's order, as every table and figure
         if rec.scenario(s).get("events"):
             path, n = export_recording(rec, trace_dir / f"{s}.json", [s], overwrite=True)
             out.append(TraceFile(s, path, n))
@@ -430,7 +436,7 @@ table{border-collapse:collapse} td,th{padding:.2em .8em;text-align:left;vertical
 tr:nth-child(even) td{background:#f6f6f6} th{border-bottom:1px solid #999}
 .num{text-align:right;font-variant-numeric:tabular-nums}
 .scroll{max-width:100%;overflow-x:auto} section.nb{margin:1.2em 0} section.nb h3{margin:.2em 0}
-.finding{margin:.3em 0 .5em 0;font-size:1.05em} .secs{color:#666;font-weight:normal;font-size:.85em}
+.finding{margin:.3em 0 .5em 0;font-size:1.05em} .title{font-weight:normal} .secs{color:#666;font-weight:normal;font-size:.85em}
 details{margin:.3em 0} summary{cursor:pointer;color:#444}
 .ok{color:#070;font-size:.85em} .failed{color:#b00;font-weight:bold} pre{margin:0;white-space:pre-wrap}"""
 

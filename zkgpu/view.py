@@ -102,7 +102,7 @@ def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row:
     scrolls them). Columns of a MultiIndex are formatted by their first level. ``by_row``: format
     the cells of the columns without a formatter of their own by their row's name instead (a table
     with one metric per row, e.g. :func:`zkgpu.model.compare`; there a ``diff`` of two percentages
-    is shown in percentage points)."""
+    is shown in percentage points). Text columns are left-aligned, numbers right-aligned."""
     for level in [n for n in getattr(df.index, "names", []) if n is not None and "bytes" in str(n)]:
         df = df.rename(index=lambda v: size_label(v) if isinstance(v, (int, float)) else v, level=level)  # 4 GiB, not 4294967296
     if isinstance(df, pd.Series):  # one value per row: format each by its row's name
@@ -116,6 +116,9 @@ def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row:
         if f is not None:
             formats[c] = f
     sty = df.style.format(formats, na_rep="–")
+    text = [c for c in df.columns if c not in formats and not pd.api.types.is_numeric_dtype(df[c])]
+    if text:  # words read from the left; numbers stay right-aligned under each other
+        sty = sty.set_properties(subset=text, **{"text-align": "left"})
     if by_row:
         rest = [c for c in df.columns if c not in formats or column_format(c[0] if isinstance(c, tuple) else c) is None]
         for r in df.index:
