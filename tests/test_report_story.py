@@ -223,3 +223,10 @@ def test_tables_left_align_text_and_right_align_numbers():
     html = view.table(pd.DataFrame({"what": ["a b", "c"], "ms": [1.0, 2.0]})).to_html()
     assert "text-align: left" in html
     assert "text-align: left" not in view.table(pd.DataFrame({"ms": [1.0, 2.0]})).to_html()
+
+
+def test_ms_per_partition_columns_carry_their_unit():
+    from zkgpu import view
+
+    assert view.fmt(112.766, "gpu_ms_per_partition") == "112.8 ms" and view.fmt(262.0, "ms_per_partition") == "262.0 ms"
+    assert view.fmt(1.0667, "x_baseline") == "1.07×"  # times the baseline's throughput

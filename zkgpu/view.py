@@ -64,12 +64,12 @@ def column_format(name: str) -> Callable[[Any], str] | None:
     """The formatter for a column called ``name`` (None: leave it to pandas).
 
     By suffix/substring: ``*_util``, ``*share*``, ``rel_err``, ``vs_compute_bound``,
-    ``barrier_in_held`` → percent (the value is a fraction); ``*_ms`` → ``"12.3 ms"``;
-    ``*gbps`` → ``"3.27 GB/s"``; ``*per_min`` → ``"229.0 /min"``; ``*speedup*``, ``*ratio*`` →
+    ``barrier_in_held`` → percent (the value is a fraction); ``*_ms``, ``*ms_per_partition`` → ``"12.3 ms"``;
+    ``*gbps`` → ``"3.27 GB/s"``; ``*per_min`` → ``"229.0 /min"``; ``*speedup*``, ``*ratio*``, ``x_*`` →
     ``"1.86×"``; ``*bytes*`` → binary units (``"256 MiB"``, :func:`zkgpu.plots.size_label`); other floats → 3 decimals.
     """
     n = str(name).lower()
-    if n.endswith("_ms") or n.endswith(" ms") or n == "ms" or n in _MS_NAMES:
+    if n.endswith("_ms") or n.endswith(" ms") or n == "ms" or n in _MS_NAMES or "ms_per_partition" in n:
         return lambda v: "–" if _missing(v) else f"{_unsigned_zero(float(v), 1):,.1f} ms"
     if any(k in n for k in _PCT) or n.endswith("%"):
         return _pct
@@ -79,7 +79,7 @@ def column_format(name: str) -> Callable[[Any], str] | None:
         return lambda v: "–" if _missing(v) else f"{float(v):,.1f} s"
     if "per_min" in n or "/min" in n:
         return lambda v: "–" if _missing(v) else f"{float(v):,.1f} /min"
-    if any(k in n for k in _RATIO):
+    if any(k in n for k in _RATIO) or n.startswith("x_"):  # x_baseline: times the baseline's
         return lambda v: "–" if _missing(v) else f"{float(v):.2f}×"
     if "bytes" in n:
         return lambda v: "–" if _missing(v) else size_label(v)
