@@ -404,8 +404,9 @@ def summary(table: pd.DataFrame, path: pd.DataFrame, split: pd.DataFrame, bound:
             a.set_title(a.get_title(), pad=24)
             if long_names:  # upright names, not slanted ones that run into the next group's
                 plt.setp(a.get_xticklabels(), rotation=90, ha="center", rotation_mode="default")
-        else:
-            a.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=ncol, fontsize="small", frameon=False)
+        else:  # long names narrow the axes: a legend in fewer columns keeps them from pushing the panels apart
+            a.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=min(ncol, 2) if long_names else ncol,
+                     fontsize="small", frameon=False)
     if long_names:  # (d)'s rows are (c)'s: long names once, on (c), leave the panels their width
         axes[3].set_yticklabels([])
         axes[3].set_title(axes[3].get_title() + " (rows as in (c))")
