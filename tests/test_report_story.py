@@ -230,3 +230,9 @@ def test_ms_per_partition_columns_carry_their_unit():
 
     assert view.fmt(112.766, "gpu_ms_per_partition") == "112.8 ms" and view.fmt(262.0, "ms_per_partition") == "262.0 ms"
     assert view.fmt(1.0667, "x_baseline") == "1.07×"  # times the baseline's throughput
+
+
+def test_index_says_how_to_read_the_cards():
+    with_08 = report._reading_guide([report.NotebookResult("08_report", "ok", 1.0, Path("08_report.html"))])
+    assert "one story, in this order" in with_08 and "<a href='08_report.html'>08_report</a>" in with_08
+    assert "<a " not in report._reading_guide([report.NotebookResult("01_symptom", "ok", 1.0, Path("01_symptom.html"))])

@@ -342,6 +342,18 @@ def _key_numbers_html(rows: list[KeyNumber], shown: int = SHOWN_KEY_NUMBERS) -> 
             + tab(rows[shown:]) + "</details>")
 
 
+def _reading_guide(results: list[NotebookResult]) -> str:
+    """One paragraph on how to read the cards below: in story order, each with its own finding,
+    and where the whole story is on one page (``08_report``, when it ran)."""
+    one_page = next((r for r in results if r.name.startswith("08_") and r.html is not None), None)
+    return ("<p>The notebooks tell one story, in this order: the symptom, the host ruled out, the mutex and the barrier, "
+            "the smoking gun (pageable H2D), the H2D bandwidth, the pinned-pool fix, the next and the last bottleneck, "
+            "the report, real proofs. Each card gives the notebook's title, its one-sentence finding and its key numbers, "
+            "all computed from <code>data/</code>"
+            + (f"; <a href='{html.escape(one_page.html.name)}'>{html.escape(one_page.name)}</a> puts the whole story on one page"
+               if one_page is not None and one_page.html is not None else "") + ".</p>")
+
+
 def _notebooks_html(results: list[NotebookResult], key_dir: Path) -> str:
     """Per notebook: link, status, seconds, its one-line finding and its key numbers."""
     parts = []
@@ -452,6 +464,7 @@ def _write_index(out_dir: Path, results: list[NotebookResult], mode: str, note: 
 <h1>zkgpu: GPU bottlenecks in a Groth16 prover</h1>
 <p>Generated {_dt.datetime.now().isoformat(timespec='seconds')} in <b>{html.escape(mode)}</b> mode. {html.escape(note)}</p>
 <h2>Key numbers and findings, per notebook</h2>
+{_reading_guide(results)}
 {_notebooks_html(results, out_dir / "key_numbers")}
 {extra_html}
 {f"<h2>Environment</h2><div class='scroll'><table>{env_rows}</table></div>" if env_rows else ""}</body></html>"""

@@ -333,13 +333,14 @@ def gw_sweep(measured: Mapping[int, float], model: Mapping[int, float] | None = 
 def hbars(values: Mapping[str, float], unit: str = "%", ax: Axes | None = None, title: str | None = None, color: str | None = None,
           full_scale: bool = True) -> tuple[Figure, Axes]:
     """Horizontal bars of a few named values (``unit`` "%": fractions drawn in %, on a 0–100 %
-    axis unless ``full_scale`` is False; else as given), labelled with their values."""
+    axis unless ``full_scale`` is False; else as given), labelled with their values; grey (measured
+    values, :data:`SERIES_STYLE`) unless ``color`` says otherwise."""
     if not values:
         raise ValueError("nothing to draw")
     names = list(values)
     v = np.array([values[k] for k in names], dtype=float) * (100 if unit == "%" else 1)
     fig, ax = fig_ax(ax, (8, 0.45 * len(names) + 1.4))
-    bars = ax.barh(np.arange(len(names)), v, color=color or "#4c72b0", height=0.6)
+    bars = ax.barh(np.arange(len(names)), v, color=color or SERIES_STYLE["measured"]["color"], height=0.6)  # no phase's blue
     ax.bar_label(bars, labels=[(f"{a:.2f}%" if unit == "%" else f"{a:,.1f} {unit}") for a in v], fontsize="x-small", padding=3)
     ax.set_yticks(np.arange(len(names)))
     ax.set_yticklabels(names)
