@@ -209,6 +209,8 @@ def test_index_card_shows_the_notebooks_title_and_its_own_finding(tmp_path: Path
     keys.mkdir()
     for name, finding in (("06_pinned_pool_fix", "The fix finding."), ("08_report", "The whole story.")):
         (keys / f"{name}.json").write_text(json.dumps({"finding": finding, "numbers": {}}), encoding="utf-8")
+    index = report.NotebookResult("00_index", "ok", 1.0, tmp_path / "00.html", title="zkgpu — why it idled")
+    assert "<span class='title'>why it idled</span>" in report._notebooks_html([index], keys)
     results = [report.NotebookResult("06_pinned_pool_fix", "ok", 1.0, tmp_path / "06.html", title="zkgpu 06 — The fix: a pool"),
                report.NotebookResult("08_report", "ok", 1.0, tmp_path / "08.html", title="zkgpu 08 — Report: one page")]
     page = report._notebooks_html(results, keys)

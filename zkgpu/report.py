@@ -360,7 +360,7 @@ def _notebooks_html(results: list[NotebookResult], key_dir: Path) -> str:
     for r in results:
         link = html.escape(r.html.name) if r.html else "#"
         # the page's title without the "zkgpu " prefix and the number the link already gives ("01 — ")
-        title = r.title.removeprefix("zkgpu ").split(" — ", 1)[-1] if r.title else ""
+        title = r.title.removeprefix("zkgpu").strip().split("— ", 1)[-1].strip()
         head = (f"<h3><a href='{link}'>{html.escape(r.name)}</a>" + (f" <span class='title'>{html.escape(title)}</span>" if title else "")
                 + f" <span class='{r.status}'>{r.status}</span> <span class='secs'>{r.seconds:.1f} s</span></h3>")
         body = ""
