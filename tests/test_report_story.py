@@ -238,3 +238,19 @@ def test_index_says_how_to_read_the_cards():
     with_08 = report._reading_guide([report.NotebookResult("08_report", "ok", 1.0, Path("08_report.html"))])
     assert "one story, in this order" in with_08 and "<a href='08_report.html'>08_report</a>" in with_08
     assert "<a " not in report._reading_guide([report.NotebookResult("01_symptom", "ok", 1.0, Path("01_symptom.html"))])
+
+
+def test_index_lists_the_recordings_by_kind_with_what_each_is(tmp_path: Path):
+    _manifest(tmp_path / "gpu-20990101-record", date_utc="2099-01-01", scenarios={"baseline": {}})
+    _manifest(tmp_path / "last-mile" / "gpu-20990104-record", date_utc="2099-01-04", scenarios={"a": {}})
+    replay.configure(tmp_path)
+    try:
+        page = report._recordings_html()
+    finally:
+        replay.configure(None)
+    assert "2 in all" in page and replay.RECORDING_KINDS["last-mile"] in page and "<td>record</td><td class='num'>1</td>" in page
+    replay.configure(tmp_path / "empty")
+    try:
+        assert report._recordings_html() == ""
+    finally:
+        replay.configure(None)

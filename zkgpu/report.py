@@ -28,6 +28,7 @@ import html
 import json
 import math
 import os
+import re
 import shutil
 import time
 from collections.abc import Mapping
@@ -213,8 +214,26 @@ def _data_note(mode: str) -> str:
         others.append(f"10 replays data/{prove[0].name}")
     extra = f" ({'; '.join(others)}: their own runs, so their baselines differ from this one's)" if others else ""
     kinds = inventory_by_kind(inventory())["recordings"]
-    counted = f" data/ holds {int(kinds.sum())} recordings: " + ", ".join(f"{n} {k}" for k, n in kinds.items()) + " (00_index says what each kind is)."
+    counted = f" data/ holds {int(kinds.sum())} recordings: " + ", ".join(f"{n} {k}" for k, n in kinds.items()) + " (below: what each kind is)."
     return f"Data: replay of {rec.label}{extra}.{counted}"
+
+
+def _code(text: str) -> str:
+    """``text`` as HTML, its markdown `code` spans as <code>."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
+def _recordings_html() -> str:
+    """The recordings in the data folder counted by kind, with what each kind is
+    (:func:`zkgpu.replay.inventory_by_kind`); '' when there is none."""
+    by = inventory_by_kind(inventory())
+    if not len(by):
+        return ""
+    rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td class='num'>{int(r['recordings'])}</td><td>{html.escape(str(r['details']))}</td>"
+                   f"<td>{_code(str(r['what']))}</td></tr>" for k, r in by.iterrows())
+    return (f"<h2>Recordings in data/</h2><p>Every folder with a <code>manifest.json</code> in <code>{html.escape(str(data_dir()))}</code> "
+            f"and its sub-folders, {int(by['recordings'].sum())} in all, by kind:</p><div class='scroll'><table><tr><th>kind</th>"
+            f"<th class='num'>recordings</th><th>details</th><th>what it is</th></tr>{rows}</table></div>")
 
 
 # --------------------------------------------------------------------------- key numbers
@@ -536,7 +555,7 @@ def run_report(out_dir: str | Path = "reports", mode: str | None = None, only: t
         except (OSError, ValueError, KeyError) as exc:
             traces_html = _traces_html([], None, out, problem=f"{type(exc).__name__}: {exc}")
             print(f"report: traces not written: {exc}")
-    index = _write_index(out, results, mode, note, traces_html, environment)
+    index = _write_index(out, results, mode, note, _recordings_html() + traces_html, environment)
     failed = [r.name for r in results if r.status != "ok"]
     print(f"report: {len(results) - len(failed)}/{len(results)} notebooks ok -> {index}")
     if note:
