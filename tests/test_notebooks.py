@@ -137,6 +137,15 @@ def test_every_notebook_has_figures_with_captions(executed):
         assert _markdown_out(nb).count("*Figure.*") >= n, f"{name}: a figure without a caption"
 
 
+def test_each_notebook_card_has_its_own_finding(executed):
+    """The index shows each notebook's finding: no two notebooks may share one (08 once showed 06's)."""
+    findings = {name: executed[name][1]["finding"] for name in EXPECTED}
+    assert len(set(findings.values())) == len(findings), findings
+    k8 = executed["08_report"][1]["numbers"]
+    assert list(k8)[: len([k for k in ("baseline_h2d_share", "pinned_pool_h2d_share") if k in k8])] == [
+        k for k in ("baseline_h2d_share", "pinned_pool_h2d_share") if k in k8]  # the finding's numbers come first
+
+
 def test_key_numbers_follow_the_contract(executed):
     from zkgpu.keynumbers import UNITS
 

@@ -25,9 +25,10 @@ from . import bottleneck, logs, metrics, model
 from .calibration import calibrated_params
 from .groth16 import results as proofs
 from .keynumbers import number
-from .replay import Source, reference_path, reference_table, scenario_table
+from .replay import Source, reference_path, reference_table, scenario_table, story_order
 
-__all__ = ["Conclusion", "host_suspects", "published_utilization", "conclusions", "beyond", "finding", "key_numbers", "markdown"]
+__all__ = ["Conclusion", "host_suspects", "published_utilization", "conclusions", "beyond", "finding", "key_numbers", "markdown",
+           "STORY_KEYS", "story_numbers", "story_finding", "summary_frames", "last_mile_scenarios", "last_mile_bound"]
 
 
 @dataclass
@@ -331,3 +332,75 @@ def markdown(items: list[Conclusion], suffix: str = ".html") -> str:
     for i, c in enumerate(items, 1):
         lines.append(f"{i}. **{c.step[0].upper() + c.step[1:]}.** {c.text} → [{c.notebook}]({c.notebook}{suffix})")
     return "\n".join(lines)
+
+
+#: The key numbers of the whole story's one sentence (:func:`story_finding`), in its order: the
+#: smoking gun and the fix (the replayed recording), the next bottleneck, the last mile (its own recording).
+STORY_KEYS: tuple[str, ...] = (
+    "baseline_h2d_share", "pinned_pool_h2d_share", "baseline_per_min", "pinned_pool_per_min", "fix_throughput_ratio",
+    "pinned_pool_barrier_in_held", "last_mile_recording", "last_mile_best_partitions_per_min", "last_mile_best_x_baseline",
+    "last_mile_best_compute_util")
+
+
+def story_numbers(items: list[Conclusion]) -> dict[str, dict[str, Any]]:
+    """The :data:`STORY_KEYS` entries that ``items`` carry, in that order (notebook 08 lists them first)."""
+    nums = key_numbers(items)
+    out = {k: dict(nums[k]) for k in STORY_KEYS if k in nums}
+    if "last_mile_recording" in out:  # beside 08's own numbers, say which recording it is
+        out["last_mile_recording"]["label"] = "last-mile recording (07b's, newest in data/last-mile/)"
+    return out
+
+
+def story_finding(items: list[Conclusion]) -> str:
+    """Notebook 08's one-sentence finding: the whole story from the numbers of ``items``
+    (:func:`conclusions` + :func:`beyond`): how much of ntt_msm_h the pageable copies took and what
+    the pinned pool made of it and of the throughput, what the GPU waited for next, and where the
+    last-mile recording ended. A step whose numbers are missing is left out; '' if none is there."""
+    n = story_numbers(items)
+
+    def v(k: str) -> Any:
+        return n[k]["value"]
+
+    parts = []
+    if {"baseline_h2d_share", "pinned_pool_h2d_share", "baseline_per_min", "pinned_pool_per_min", "fix_throughput_ratio"} <= n.keys():
+        parts.append(f"pageable H2D of a, b, c took {_pct(v('baseline_h2d_share'))} of ntt_msm_h in the baseline and the pinned pool "
+                     f"cut it to {_pct(v('pinned_pool_h2d_share'))}, taking throughput from {v('baseline_per_min'):.0f} to "
+                     f"{v('pinned_pool_per_min'):.0f} partitions/min ({v('fix_throughput_ratio'):.2f}×)")
+    if "pinned_pool_barrier_in_held" in n:
+        parts.append(f"the GPU then waited inside the lock for the CPU's prep_msm ({_pct(v('pinned_pool_barrier_in_held'))} "
+                     f"of the held mutex)")
+    if {"last_mile_recording", "last_mile_best_partitions_per_min", "last_mile_best_x_baseline", "last_mile_best_compute_util"} <= n.keys():
+        parts.append(f"with prep_msm off the critical path ({v('last_mile_recording')}) the best configuration, "
+                     f"{n['last_mile_best_partitions_per_min']['scenario']}, reached {v('last_mile_best_partitions_per_min'):.0f} "
+                     f"partitions/min, {v('last_mile_best_x_baseline'):.2f}× that recording's baseline, at "
+                     f"{_pct(v('last_mile_best_compute_util'))} compute utilization")
+    text = "; ".join(parts)
+    return (text[0].upper() + text[1:] + ".") if text else ""
+
+
+def summary_frames(source: Source, names: list[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """What :func:`zkgpu.plots.summary` draws for ``source``'s scenarios ``names`` (default: all, in
+    :data:`zkgpu.replay.STORY_ORDER`): :func:`zkgpu.replay.scenario_table`, the GPU critical path
+    (:func:`zkgpu.metrics.critical_path`) and ntt_msm_h's split (:func:`zkgpu.metrics.ntt_msm_h_split`),
+    the last two indexed like the table."""
+    tab = scenario_table(source, names)
+    evs = source.all_events(list(tab.index))
+    return tab, metrics.critical_path(evs).reindex(tab.index), metrics.ntt_msm_h_split(evs).reindex(tab.index)
+
+
+def last_mile_scenarios(source: Source) -> list[str]:
+    """A last-mile recording's scenarios in the story's order: those of the investigation
+    (:func:`zkgpu.replay.story_order`: baseline, pinned_narrow, ...), then those that take prep_msm off
+    the critical path in :func:`zkgpu.bottleneck.prep_scenarios`' order."""
+    prep = [s for s in bottleneck.prep_scenarios(source) if source.has(s)]
+    return [s for s in story_order(source.scenarios) if source.has(s) and s not in prep] + prep
+
+
+def last_mile_bound(items: list[Conclusion]) -> float | None:
+    """The compute-only bound (partitions/min) that :func:`beyond`'s last-mile finding measures its
+    best run against (:func:`zkgpu.bottleneck.acceptance`'s), recovered from its two key numbers
+    (best throughput / its share of the bound); None without them."""
+    n = key_numbers(items)
+    if {"last_mile_best_partitions_per_min", "last_mile_best_vs_bound"} <= n.keys() and n["last_mile_best_vs_bound"]["value"]:
+        return float(n["last_mile_best_partitions_per_min"]["value"]) / float(n["last_mile_best_vs_bound"]["value"])
+    return None

@@ -40,6 +40,9 @@ __all__ = [
     "reference_path",
     "Recording",
     "find_recordings",
+    "RECORDING_KINDS",
+    "inventory",
+    "inventory_by_kind",
     "benchmark_pivot",
     "latest_recording",
     "find_benchmarks",
@@ -328,6 +331,66 @@ def is_default_ntt_run(tables: dict[str, pd.DataFrame]) -> bool:
         return False
     default = t[t["kernel"] == "stagewise"]
     return bool((default["variant"] == "forward-nn").any() and (default["variant"] == "compute_h").any())
+
+
+#: What each kind of recorded folder in ``data/`` is, and which notebooks read it (:func:`inventory`).
+RECORDING_KINDS: dict[str, str] = {
+    "record": "the scenario matrix (baseline → compute_only) by `zkgpu record`; notebooks 00-08 replay the newest",
+    "bench": "kernel and transfer benchmarks (`zkgpu bench`, scripts/gpu_run.sh); the newest of each kind feeds "
+             "05 (h2d, load), 07b (prep), 08 (ntt, msm, sppark) and 10 (prove)",
+    "last-mile": "data/last-mile/: the scenarios that take prep_msm off the critical path; 07b and 08 replay the newest",
+    "real": "data/real/: the pipeline proving a real circom circuit; notebook 10 replays the newest",
+}
+
+
+def inventory(base: str | Path | None = None) -> pd.DataFrame:
+    """Every recorded folder with a ``manifest.json`` under ``base`` (default :func:`data_dir`):
+    ``<base>/*/`` and one level of sub-folders (``last-mile/``, ``real/``), one row each, newest first.
+
+    Columns: ``folder`` (path relative to ``base``), ``kind`` (a key of :data:`RECORDING_KINDS`:
+    ``record`` and ``bench`` by their folder name, ``last-mile`` / ``real`` by their sub-folder; any
+    other sub-folder's name, or ``other``), ``detail`` (a benchmark's kind, e.g. ``sppark``; a
+    recording's scenario count), ``date_utc`` (the manifest's, '' if it has none) and ``gpu``. A
+    manifest that is not a JSON object still counts (``detail`` says it is unreadable)."""
+    root = Path(base) if base is not None else data_dir()
+    rows = []
+    for mf in sorted([*root.glob("*/manifest.json"), *root.glob("*/*/manifest.json")]):
+        folder = mf.parent
+        rel = folder.relative_to(root)
+        try:
+            loaded = json.loads(mf.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            loaded = None
+        m: dict[str, Any] = loaded if isinstance(loaded, dict) else {}
+        sub = rel.parts[0] if len(rel.parts) > 1 else ""
+        bench = _BENCH_RE.match(folder.name)
+        kind = sub or ("record" if _RECORD_RE.match(folder.name) else "bench" if bench else "other")
+        scen = m.get("scenarios")
+        if not m:
+            detail = "unreadable manifest"
+        elif kind == "bench" and bench:
+            detail = bench.group("kind")
+        else:
+            detail = f"{len(scen)} scenario{'s' if len(scen) != 1 else ''}" if isinstance(scen, dict) else ""
+        env = m["environment"] if isinstance(m.get("environment"), dict) else {}
+        rows.append({"folder": rel.as_posix(), "kind": kind, "detail": detail, "date_utc": str(m.get("date_utc") or ""),
+                     "gpu": str(env.get("gpu") or ("CPU" if m.get("device") == "cpu" else ""))})
+    cols = ["folder", "kind", "detail", "date_utc", "gpu"]
+    out = pd.DataFrame(rows, columns=cols)
+    return out.sort_values(["date_utc", "folder"], ascending=False, ignore_index=True) if len(out) else out
+
+
+def inventory_by_kind(inv: pd.DataFrame) -> pd.DataFrame:
+    """:func:`inventory` counted per kind (index ``kind``, in :data:`RECORDING_KINDS` order, other
+    kinds after): ``recordings`` (folders with a manifest), ``details`` (the benchmarks' kinds, or
+    the scenario counts, distinct, joined) and ``what`` (:data:`RECORDING_KINDS`, '' for others)."""
+    kinds = [k for k in RECORDING_KINDS if k in set(inv["kind"])] + sorted(set(inv["kind"]) - set(RECORDING_KINDS))
+    rows = {k: {"recordings": int((inv["kind"] == k).sum()),
+                "details": ", ".join(sorted({d for d in inv.loc[inv["kind"] == k, "detail"] if d})),
+                "what": RECORDING_KINDS.get(k, "")} for k in kinds}
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=["recordings", "details", "what"])
+    out.index.name = "kind"
+    return out
 
 
 # --------------------------------------------------------------------------- the notebook's source

@@ -28,6 +28,7 @@ import html
 import json
 import math
 import os
+import re
 import shutil
 import time
 from collections.abc import Mapping
@@ -42,9 +43,9 @@ from .bottleneck import last_mile_recordings
 from .chrome_trace import export_recording
 from .live import open_source, resolve_mode
 from .optional import notebook_tools
-from .replay import Recording, find_benchmarks, latest_recording
+from .replay import Recording, data_dir, find_benchmarks, inventory, inventory_by_kind, latest_recording, story_order
 
-__all__ = ["NotebookResult", "KeyNumber", "page_title", "TraceFile", "run_report", "find_notebooks", "html_exporter",
+__all__ = ["NotebookResult", "KeyNumber", "SHOWN_KEY_NUMBERS", "page_title", "TraceFile", "run_report", "find_notebooks", "html_exporter",
            "kernel_config", "format_value", "infer_unit", "read_key_numbers", "export_traces", "notebook_parameters",
            "resolve_report_mode"]
 
@@ -53,13 +54,15 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 @dataclass
 class NotebookResult:
-    """Outcome of one notebook: name, status ("ok" or "failed"), seconds, HTML path, error text."""
+    """Outcome of one notebook: name, status ("ok" or "failed"), seconds, HTML path, error text, and
+    the page's title (:func:`page_title`, '' if unknown)."""
 
     name: str
     status: str
     seconds: float
     html: Path | None
     error: str = ""
+    title: str = ""
 
 
 def find_notebooks(root: Path | None = None, only: tuple[str, ...] = ()) -> list[Path]:
@@ -185,11 +188,12 @@ def _execute(path: Path, out_dir: Path, params: Mapping[str, Any], timeout: int)
     except Exception as exc:  # noqa: BLE001 - any failure of one notebook (kernel died, timeout, ...) is reported, the others still run
         status, error = "failed", f"{type(exc).__name__}: {exc}"
     seconds = time.perf_counter() - t0
-    body, _ = html_exporter().from_notebook_node(nb, resources={"metadata": {"name": page_title(nb, path.stem)}})
+    title = page_title(nb, path.stem)
+    body, _ = html_exporter().from_notebook_node(nb, resources={"metadata": {"name": title}})
     out = out_dir / f"{path.stem}.html"
     out.write_text(body, encoding="utf-8")
     nt.nbformat.write(nb, out_dir / path.name)
-    return NotebookResult(path.stem, status, seconds, out, error)
+    return NotebookResult(path.stem, status, seconds, out, error, title)
 
 
 def _data_note(mode: str) -> str:
@@ -203,12 +207,33 @@ def _data_note(mode: str) -> str:
     others = []
     last_mile = last_mile_recordings()
     if last_mile:
-        others.append(f"07b replays data/last-mile/{last_mile[0].path.name}")
+        lm = last_mile[0].path
+        others.append(f"07b and 08's last-mile page replay data/{lm.relative_to(data_dir()).as_posix() if lm.is_relative_to(data_dir()) else lm.name}")
     prove = find_benchmarks("prove")
     if prove is not None:
         others.append(f"10 replays data/{prove[0].name}")
     extra = f" ({'; '.join(others)}: their own runs, so their baselines differ from this one's)" if others else ""
-    return f"Data: replay of {rec.label}{extra}."
+    kinds = inventory_by_kind(inventory())["recordings"]
+    counted = f" data/ holds {int(kinds.sum())} recordings: " + ", ".join(f"{n} {k}" for k, n in kinds.items()) + " (below: what each kind is)."
+    return f"Data: replay of {rec.label}{extra}.{counted}"
+
+
+def _code(text: str) -> str:
+    """``text`` as HTML, its markdown `code` spans as <code>."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
+def _recordings_html() -> str:
+    """The recordings in the data folder counted by kind, with what each kind is
+    (:func:`zkgpu.replay.inventory_by_kind`); '' when there is none."""
+    by = inventory_by_kind(inventory())
+    if not len(by):
+        return ""
+    rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td class='num'>{int(r['recordings'])}</td><td>{html.escape(str(r['details']))}</td>"
+                   f"<td>{_code(str(r['what']))}</td></tr>" for k, r in by.iterrows())
+    return (f"<h2>Recordings in data/</h2><p>Every folder with a <code>manifest.json</code> in <code>{html.escape(str(data_dir()))}</code> "
+            f"and its sub-folders, {int(by['recordings'].sum())} in all, by kind:</p><div class='scroll'><table><tr><th>kind</th>"
+            f"<th class='num'>recordings</th><th>details</th><th>what it is</th></tr>{rows}</table></div>")
 
 
 # --------------------------------------------------------------------------- key numbers
@@ -314,13 +339,49 @@ def read_key_numbers(path: Path) -> tuple[str, list[KeyNumber]]:
     return finding, rows
 
 
+#: Key numbers shown on a notebook's card before the rest fold away under "all N key numbers".
+SHOWN_KEY_NUMBERS = 12
+
+
+def _key_numbers_html(rows: list[KeyNumber], shown: int = SHOWN_KEY_NUMBERS) -> str:
+    """A notebook's key numbers as a table: the first ``shown`` rows (the notebook lists its
+    finding's numbers first), the others in a folded ``<details>`` table below it."""
+    scen = any(k.scenario for k in rows)  # the scenario column only where one is named
+
+    def tab(part: list[KeyNumber]) -> str:
+        trs = "".join(f"<tr><td>{html.escape(k.label)}</td>"
+                      + (f"<td>{html.escape(k.scenario)}</td>" if scen else "")
+                      + f"<td class='{'num' if k.numeric else 'txt'}'>{html.escape(k.text)}</td></tr>" for k in part)
+        return ("<div class='scroll'><table class='kn'><tr><th>key number</th>" + ("<th>scenario</th>" if scen else "")
+                + f"<th class='num'>value</th></tr>{trs}</table></div>")
+
+    if len(rows) <= shown + 2:  # folding away one or two rows would hide more than it saves
+        return tab(rows)
+    return (tab(rows[:shown]) + f"<details><summary>all {len(rows)} key numbers of this notebook</summary>"
+            + tab(rows[shown:]) + "</details>")
+
+
+def _reading_guide(results: list[NotebookResult]) -> str:
+    """One paragraph on how to read the cards below: in story order, each with its own finding,
+    and where the whole story is on one page (``08_report``, when it ran)."""
+    one_page = next((r for r in results if r.name.startswith("08_") and r.html is not None), None)
+    return ("<p>The notebooks tell one story, in this order: the symptom, the host ruled out, the mutex and the barrier, "
+            "the smoking gun (pageable H2D), the H2D bandwidth, the pinned-pool fix, the next and the last bottleneck, "
+            "the report, real proofs. Each card gives the notebook's title, its one-sentence finding and its key numbers, "
+            "all computed from <code>data/</code>"
+            + (f"; <a href='{html.escape(one_page.html.name)}'>{html.escape(one_page.name)}</a> puts the whole story on one page"
+               if one_page is not None and one_page.html is not None else "") + ".</p>")
+
+
 def _notebooks_html(results: list[NotebookResult], key_dir: Path) -> str:
     """Per notebook: link, status, seconds, its one-line finding and its key numbers."""
     parts = []
     for r in results:
         link = html.escape(r.html.name) if r.html else "#"
-        head = (f"<h3><a href='{link}'>{html.escape(r.name)}</a> <span class='{r.status}'>{r.status}</span>"
-                f" <span class='secs'>{r.seconds:.1f} s</span></h3>")
+        # the page's title without the "zkgpu " prefix and the number the link already gives ("01 — ")
+        title = r.title.removeprefix("zkgpu").strip().split("— ", 1)[-1].strip()
+        head = (f"<h3><a href='{link}'>{html.escape(r.name)}</a>" + (f" <span class='title'>{html.escape(title)}</span>" if title else "")
+                + f" <span class='{r.status}'>{r.status}</span> <span class='secs'>{r.seconds:.1f} s</span></h3>")
         body = ""
         if r.error:
             body += f"<pre class='failed'>{html.escape(r.error.strip().splitlines()[-1])}</pre>"
@@ -333,13 +394,7 @@ def _notebooks_html(results: list[NotebookResult], key_dir: Path) -> str:
             if finding:
                 body += f"<p class='finding'>{html.escape(finding)}</p>"
             if rows:
-                scen = any(k.scenario for k in rows)  # the scenario column only where one is named
-                trs = "".join(f"<tr><td>{html.escape(k.label)}</td>"
-                              + (f"<td>{html.escape(k.scenario)}</td>" if scen else "")
-                              + f"<td class='{'num' if k.numeric else 'txt'}'>{html.escape(k.text)}</td></tr>" for k in rows)
-                body += ("<div class='scroll'><table class='kn'><tr><th>key number</th>"
-                         + ("<th>scenario</th>" if scen else "")
-                         + f"<th class='num'>value</th></tr>{trs}</table></div>")
+                body += _key_numbers_html(rows)
         parts.append(f"<section class='nb'>{head}{body}</section>")
     return "\n".join(parts)
 
@@ -373,12 +428,13 @@ def _traced_recording(mode: str, live_dir: Path):
 
 def export_traces(rec, trace_dir: Path) -> list[TraceFile]:
     """One Chrome/Perfetto trace per scenario of ``rec`` into ``trace_dir/<scenario>.json``
-    (the folder's old ``*.json`` files are removed first; :func:`zkgpu.chrome_trace.export_recording`)."""
+    (the folder's old ``*.json`` files are removed first; :func:`zkgpu.chrome_trace.export_recording`), in
+    :func:`zkgpu.replay.story_order`."""
     trace_dir.mkdir(parents=True, exist_ok=True)
     for old in trace_dir.glob("*.json"):
         old.unlink()
     out = []
-    for s in rec.scenarios:
+    for s in story_order(rec.scenarios):  # the story's order, as every table and figure
         if rec.scenario(s).get("events"):
             path, n = export_recording(rec, trace_dir / f"{s}.json", [s], overwrite=True)
             out.append(TraceFile(s, path, n))
@@ -411,7 +467,8 @@ table{border-collapse:collapse} td,th{padding:.2em .8em;text-align:left;vertical
 tr:nth-child(even) td{background:#f6f6f6} th{border-bottom:1px solid #999}
 .num{text-align:right;font-variant-numeric:tabular-nums}
 .scroll{max-width:100%;overflow-x:auto} section.nb{margin:1.2em 0} section.nb h3{margin:.2em 0}
-.finding{margin:.3em 0 .5em 0;font-size:1.05em} .secs{color:#666;font-weight:normal;font-size:.85em}
+.finding{margin:.3em 0 .5em 0;font-size:1.05em} .title{font-weight:normal} .secs{color:#666;font-weight:normal;font-size:.85em}
+details{margin:.3em 0} summary{cursor:pointer;color:#444}
 .ok{color:#070;font-size:.85em} .failed{color:#b00;font-weight:bold} pre{margin:0;white-space:pre-wrap}"""
 
 
@@ -426,6 +483,7 @@ def _write_index(out_dir: Path, results: list[NotebookResult], mode: str, note: 
 <h1>zkgpu: GPU bottlenecks in a Groth16 prover</h1>
 <p>Generated {_dt.datetime.now().isoformat(timespec='seconds')} in <b>{html.escape(mode)}</b> mode. {html.escape(note)}</p>
 <h2>Key numbers and findings, per notebook</h2>
+{_reading_guide(results)}
 {_notebooks_html(results, out_dir / "key_numbers")}
 {extra_html}
 {f"<h2>Environment</h2><div class='scroll'><table>{env_rows}</table></div>" if env_rows else ""}</body></html>"""
@@ -497,7 +555,7 @@ def run_report(out_dir: str | Path = "reports", mode: str | None = None, only: t
         except (OSError, ValueError, KeyError) as exc:
             traces_html = _traces_html([], None, out, problem=f"{type(exc).__name__}: {exc}")
             print(f"report: traces not written: {exc}")
-    index = _write_index(out, results, mode, note, traces_html, environment)
+    index = _write_index(out, results, mode, note, _recordings_html() + traces_html, environment)
     failed = [r.name for r in results if r.status != "ok"]
     print(f"report: {len(results) - len(failed)}/{len(results)} notebooks ok -> {index}")
     if note:

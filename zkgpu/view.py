@@ -64,12 +64,12 @@ def column_format(name: str) -> Callable[[Any], str] | None:
     """The formatter for a column called ``name`` (None: leave it to pandas).
 
     By suffix/substring: ``*_util``, ``*share*``, ``rel_err``, ``vs_compute_bound``,
-    ``barrier_in_held`` → percent (the value is a fraction); ``*_ms`` → ``"12.3 ms"``;
-    ``*gbps`` → ``"3.27 GB/s"``; ``*per_min`` → ``"229.0 /min"``; ``*speedup*``, ``*ratio*`` →
+    ``barrier_in_held`` → percent (the value is a fraction); ``*_ms``, ``*ms_per_partition`` → ``"12.3 ms"``;
+    ``*gbps`` → ``"3.27 GB/s"``; ``*per_min`` → ``"229.0 /min"``; ``*speedup*``, ``*ratio*``, ``x_*`` →
     ``"1.86×"``; ``*bytes*`` → binary units (``"256 MiB"``, :func:`zkgpu.plots.size_label`); other floats → 3 decimals.
     """
     n = str(name).lower()
-    if n.endswith("_ms") or n.endswith(" ms") or n == "ms" or n in _MS_NAMES:
+    if n.endswith("_ms") or n.endswith(" ms") or n == "ms" or n in _MS_NAMES or "ms_per_partition" in n:
         return lambda v: "–" if _missing(v) else f"{_unsigned_zero(float(v), 1):,.1f} ms"
     if any(k in n for k in _PCT) or n.endswith("%"):
         return _pct
@@ -79,7 +79,7 @@ def column_format(name: str) -> Callable[[Any], str] | None:
         return lambda v: "–" if _missing(v) else f"{float(v):,.1f} s"
     if "per_min" in n or "/min" in n:
         return lambda v: "–" if _missing(v) else f"{float(v):,.1f} /min"
-    if any(k in n for k in _RATIO):
+    if any(k in n for k in _RATIO) or n.startswith("x_"):  # x_baseline: times the baseline's
         return lambda v: "–" if _missing(v) else f"{float(v):.2f}×"
     if "bytes" in n:
         return lambda v: "–" if _missing(v) else size_label(v)
@@ -102,7 +102,7 @@ def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row:
     scrolls them). Columns of a MultiIndex are formatted by their first level. ``by_row``: format
     the cells of the columns without a formatter of their own by their row's name instead (a table
     with one metric per row, e.g. :func:`zkgpu.model.compare`; there a ``diff`` of two percentages
-    is shown in percentage points)."""
+    is shown in percentage points). Text columns are left-aligned, numbers right-aligned."""
     for level in [n for n in getattr(df.index, "names", []) if n is not None and "bytes" in str(n)]:
         df = df.rename(index=lambda v: size_label(v) if isinstance(v, (int, float)) else v, level=level)  # 4 GiB, not 4294967296
     if isinstance(df, pd.Series):  # one value per row: format each by its row's name
@@ -116,6 +116,9 @@ def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row:
         if f is not None:
             formats[c] = f
     sty = df.style.format(formats, na_rep="–")
+    text = [c for c in df.columns if c not in formats and not pd.api.types.is_numeric_dtype(df[c])]
+    if text:  # words read from the left; numbers stay right-aligned under each other
+        sty = sty.set_properties(subset=text, **{"text-align": "left"})
     if by_row:
         rest = [c for c in df.columns if c not in formats or column_format(c[0] if isinstance(c, tuple) else c) is None]
         for r in df.index:

@@ -32,6 +32,7 @@ from .bars import (
     held_breakdown,
     ntt_msm_h_split,
     summary,
+    summary_scale,
     throughput_bars,
     utilization_bars,
 )
@@ -47,9 +48,9 @@ from .style import (
     set_caption,
     size_label,
 )
-from .timelines import MIN_PX, SIDE_PHASES, TIMELINE_PHASES, timeline, timelines
+from .timelines import MIN_PX, PROOF_SIDES, SIDE_PHASES, TIMELINE_PHASES, proof_phases, timeline, timelines
 
 __all__ = ["PHASE_COLORS", "METRIC_COLORS", "PATH_STYLES", "SERIES_STYLE", "path_style", "SIDE_PHASES", "TIMELINE_PHASES",
-           "MIN_PX", "phase_color", "size_label", "caption", "set_caption", "timeline", "timelines", "utilization_bars",
+           "MIN_PX", "PROOF_SIDES", "proof_phases", "phase_color", "size_label", "caption", "set_caption", "timeline", "timelines", "utilization_bars",
            "critical_path", "gpu_window", "held_breakdown", "ntt_msm_h_split", "barrier_race", "throughput_bars", "gw_sweep",
-           "summary", "hbars", "bandwidth_curves", "load_curves", "sppark_ratios", "OP_STYLES"]
+           "summary", "summary_scale", "hbars", "bandwidth_curves", "load_curves", "sppark_ratios", "OP_STYLES"]

@@ -18,7 +18,7 @@ from ..metrics import GPU_PATH, UTILIZATIONS, utilization
 from .style import METRIC_COLORS, SERIES_STYLE, fig_ax, patch_legend, phase_color, set_caption
 
 __all__ = ["utilization_bars", "critical_path", "gpu_window", "held_breakdown", "ntt_msm_h_split", "barrier_race",
-           "throughput_bars", "gw_sweep", "hbars", "summary"]
+           "throughput_bars", "gw_sweep", "hbars", "summary", "summary_scale"]
 
 #: Legend labels of the GPU critical path's categories (:data:`zkgpu.metrics.GPU_PATH`).
 PATH_LABELS = {"lock_free": "GPU free (no worker holds the lock)", "h2d": "H2D (exposed)", "ntt": "NTT and the rest of ntt_msm_h", "h_msm": "H MSM",
@@ -79,8 +79,10 @@ def utilization_bars(data: pd.DataFrame, ax: Axes | None = None, reference: Mapp
 
 
 def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: str, title: str, normalize: bool = False,
-             labels: Mapping[str, str] | None = None, totals: Mapping[str, str] | None = None, figw: float = 10.0) -> tuple[Figure, Axes, pd.DataFrame]:
-    """Horizontal stacked bars, one per row of ``table`` (top to bottom in its order)."""
+             labels: Mapping[str, str] | None = None, totals: Mapping[str, str] | None = None, figw: float = 10.0,
+             xmax: float | None = None) -> tuple[Figure, Axes, pd.DataFrame]:
+    """Horizontal stacked bars, one per row of ``table`` (top to bottom in its order); ``xmax``: the
+    longest bar the axis must hold (default: this table's), so that figures compared share it."""
     if not len(table):
         raise ValueError("nothing to draw")
     missing = set(cats) - set(table.columns)
@@ -114,7 +116,10 @@ def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: 
         # room for the longest bar-end label inside the axes: x-small text is ~0.075 inch per character
         chars = max((len(str(t)) for t in (totals or {}).values()), default=0)
         axis_in = max(1.0, ax.get_position().width * fig.get_figwidth())
-        ax.set_xlim(0, float(left.max()) / max(0.3, 1.0 - 0.075 * (chars + 2) / axis_in) if len(left) else 1)
+        longest = max(float(left.max()) if len(left) else 0.0, xmax or 0.0)
+        # a shared axis (xmax given): the same room for the labels in every figure that shares it
+        room = 0.62 if xmax is not None else max(0.3, 1.0 - 0.075 * (chars + 2) / axis_in)
+        ax.set_xlim(0, longest / room if longest > 0 else 1)
     # the legend lists what a reader can see: a category under 1 % of the longest bar in every row
     # (e.g. "lock held, other", ~0.5 ms) is drawn but not listed (the caption still gives its ms)
     seen = [c for c in drawn if float(v[c].max()) >= 0.01 * float(left.max())]
@@ -124,11 +129,12 @@ def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: 
     return fig, ax, v
 
 
-def critical_path(table: pd.DataFrame, ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
+def critical_path(table: pd.DataFrame, ax: Axes | None = None, title: str | None = None, xmax: float | None = None) -> tuple[Figure, Axes]:
     """Per partition, what the GPU does and waits for: one bar per run (rows of
     :func:`zkgpu.metrics.critical_path`, drawn in the table's order), segments in
     :data:`zkgpu.metrics.GPU_PATH` order. The segments never overlap in time, so a bar's length is
-    the GPU's wall time per partition (60 000 / partitions per minute ms).
+    the GPU's wall time per partition (60 000 / partitions per minute ms). ``xmax`` (ms): the
+    longest bar the axis holds, when figures that are compared share it (:func:`summary_scale`).
 
     Raises:
         ValueError: the table lacks a category column or is empty.
@@ -136,7 +142,7 @@ def critical_path(table: pd.DataFrame, ax: Axes | None = None, title: str | None
     tot = {i: f"{r['ms_per_partition']:.0f} ms = {60000 / r['ms_per_partition']:.0f} partitions/min" for i, r in table.iterrows()
            if r.get("ms_per_partition", 0) and np.isfinite(r.get("ms_per_partition", np.nan))}
     fig, ax, v = _stacked(table, list(GPU_PATH), ax, "ms of GPU time per partition", title or "the GPU's time per partition, along its critical path",
-                          labels=PATH_LABELS, totals=tot)
+                          labels=PATH_LABELS, totals=tot, xmax=xmax)
     first = v.index[0]
     parts = ", ".join(f"{PATH_LABELS[c]} {v.at[first, c]:.0f}" for c in GPU_PATH if v.at[first, c] >= 0.5)
     set_caption(fig, "Each bar is one GPU's wall time divided by the partitions it finished; the segments are disjoint "
@@ -185,12 +191,15 @@ def held_breakdown(table: pd.DataFrame, ax: Axes | None = None, title: str | Non
     return fig, ax
 
 
-def ntt_msm_h_split(table: pd.DataFrame, ax: Axes | None = None, title: str | None = None, gbps: Mapping[str, float] | None = None) -> tuple[Figure, Axes]:
+def ntt_msm_h_split(table: pd.DataFrame, ax: Axes | None = None, title: str | None = None, gbps: Mapping[str, float] | None = None,
+                    xmax: float | None = None) -> tuple[Figure, Axes]:
     """ntt_msm_h per partition split into exposed H2D, NTT and H MSM (ms), one bar per run (rows of
-    :func:`zkgpu.metrics.ntt_msm_h_split`); ``gbps`` ({run: effective H2D GB/s}) labels the bars."""
+    :func:`zkgpu.metrics.ntt_msm_h_split`); ``gbps`` ({run: effective H2D GB/s}) labels the bars;
+    ``xmax`` (ms): the longest bar the axis holds (shared by figures that are compared)."""
     tot = {i: f"{r['ntt_msm_h']:.0f} ms" + (f", H2D at {gbps[i]:.1f} GB/s" if gbps and i in gbps and np.isfinite(gbps[i]) and r["h2d"] > 0 else "")
            for i, r in table.iterrows()}
-    fig, ax, v = _stacked(table, ["h2d", "ntt", "h_msm"], ax, "ms per partition", title or "inside ntt_msm_h", labels=PATH_LABELS, totals=tot, figw=9.0)
+    fig, ax, v = _stacked(table, ["h2d", "ntt", "h_msm"], ax, "ms per partition", title or "inside ntt_msm_h", labels=PATH_LABELS, totals=tot, figw=9.0,
+                          xmax=xmax)
     bits = "; ".join(f"{i}: {r['h2d']:.1f} ms H2D of {r.sum():.1f} ms ({r['h2d'] / r.sum():.1%})" for i, r in v.iterrows() if r.sum() > 0)
     set_caption(fig, "Mean ntt_msm_h per partition: the exposed H2D (copy time no kernel hid, CUDA events), the H MSM, and "
                  "the rest — the NTTs, the copy time they hid, and any host-side work inside ntt_msm_h such as registering "
@@ -255,10 +264,11 @@ def barrier_race(panels: Mapping[str, pd.DataFrame], title: str | None = None) -
 
 
 def throughput_bars(table: pd.DataFrame, ax: Axes | None = None, bound: float | None = None, model: Mapping[str, float] | None = None,
-                    title: str | None = None) -> tuple[Figure, Axes]:
+                    title: str | None = None, ymax: float | None = None) -> tuple[Figure, Axes]:
     """Measured partitions per minute per run (``table`` indexed by run with ``partitions_per_min``),
     optionally the model's prediction per run (``model``: {run: partitions/min}, white hatched bars)
-    and the compute-only bound (``bound``, a dashed line; each bar then says its share of it)."""
+    and the compute-only bound (``bound``, a dashed line; each bar then says its share of it).
+    ``ymax`` (partitions/min): the highest value the axis holds, when figures compared share it."""
     if "partitions_per_min" not in table.columns or not len(table):
         raise ValueError("table needs a partitions_per_min column and rows")
     fig, ax = fig_ax(ax, (max(6, 1.1 * len(table) + 3), 4.2))
@@ -274,7 +284,7 @@ def throughput_bars(table: pd.DataFrame, ax: Axes | None = None, bound: float | 
         mb = ax.bar(x + w / 2, np.nan_to_num(mv), w, **SERIES_STYLE["model"], linewidth=0.6, label="model prediction")
         ax.bar_label(mb, labels=[f"{m:.0f}" if np.isfinite(m) else "" for m in mv], fontsize="x-small", padding=2, color="#252525")
         caps.append("white hatched bars, the model's prediction: " + ", ".join(f"{i} {m:.0f}" for i, m in zip(table.index, mv, strict=True) if np.isfinite(m)))
-    top = max(np.nanmax(v), bound or 0, np.nanmax(list(model.values())) if model else 0)
+    top = max(np.nanmax(v), bound or 0, np.nanmax(list(model.values())) if model else 0, ymax or 0)
     if bound:
         ax.axhline(bound, color="#333333", ls="--", lw=1, label=f"compute-only bound ({bound:.0f}/min)")
     ax.set_ylim(0, top * 1.25)
@@ -323,13 +333,14 @@ def gw_sweep(measured: Mapping[int, float], model: Mapping[int, float] | None = 
 def hbars(values: Mapping[str, float], unit: str = "%", ax: Axes | None = None, title: str | None = None, color: str | None = None,
           full_scale: bool = True) -> tuple[Figure, Axes]:
     """Horizontal bars of a few named values (``unit`` "%": fractions drawn in %, on a 0–100 %
-    axis unless ``full_scale`` is False; else as given), labelled with their values."""
+    axis unless ``full_scale`` is False; else as given), labelled with their values; grey (measured
+    values, :data:`SERIES_STYLE`) unless ``color`` says otherwise."""
     if not values:
         raise ValueError("nothing to draw")
     names = list(values)
     v = np.array([values[k] for k in names], dtype=float) * (100 if unit == "%" else 1)
     fig, ax = fig_ax(ax, (8, 0.45 * len(names) + 1.4))
-    bars = ax.barh(np.arange(len(names)), v, color=color or "#4c72b0", height=0.6)
+    bars = ax.barh(np.arange(len(names)), v, color=color or SERIES_STYLE["measured"]["color"], height=0.6)  # no phase's blue
     ax.bar_label(bars, labels=[(f"{a:.2f}%" if unit == "%" else f"{a:,.1f} {unit}") for a in v], fontsize="x-small", padding=3)
     ax.set_yticks(np.arange(len(names)))
     ax.set_yticklabels(names)
@@ -342,35 +353,74 @@ def hbars(values: Mapping[str, float], unit: str = "%", ax: Axes | None = None, 
     return fig, ax
 
 
+def summary_scale(*runs: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, float | None]) -> dict[str, float]:
+    """The axis limits :func:`summary` figures of several runs share, so that they compare at a
+    glance: ``runs`` are ``(table, path, split, bound)`` as :func:`summary` takes them; returns the
+    largest ``partitions_per_min`` (throughput or bound), ``ms_per_partition`` (a critical-path bar)
+    and ``ntt_msm_h`` (an ntt_msm_h bar, ms) over all of them.
+
+    Raises:
+        ValueError: no runs.
+    """
+    if not runs:
+        raise ValueError("summary_scale needs at least one run")
+
+    def top(values: Sequence[float]) -> float:
+        finite = [float(v) for v in values if v is not None and np.isfinite(v)]
+        return max(finite, default=0.0)
+
+    return {"partitions_per_min": top([v for t, _, _, b in runs for v in (*t["partitions_per_min"], b or 0.0)]),
+            "ms_per_partition": top([v for _, p, _, _ in runs for v in p[list(GPU_PATH)].astype(float).fillna(0.0).sum(axis=1)]),
+            "ntt_msm_h": top([v for _, _, s, _ in runs for v in s[["h2d", "ntt", "h_msm"]].astype(float).fillna(0.0).sum(axis=1)])}
+
+
 def summary(table: pd.DataFrame, path: pd.DataFrame, split: pd.DataFrame, bound: float | None = None,
-            reference: Mapping[str, Mapping[str, float]] | None = None, title: str | None = None) -> tuple[Figure, np.ndarray]:
+            reference: Mapping[str, Mapping[str, float]] | None = None, title: str | None = None,
+            scale: Mapping[str, float] | None = None, bound_note: str = "a model figure, not the compute_only run") -> tuple[Figure, np.ndarray]:
     """The investigation on one page: (a) the three utilizations per scenario, (b) throughput per
     scenario against the compute-only bound, (c) the GPU critical path per partition, (d) ntt_msm_h
     split into exposed H2D, NTT and H MSM. ``table``: :func:`zkgpu.replay.scenario_table`;
     ``path``: :func:`zkgpu.metrics.critical_path`; ``split``: :func:`zkgpu.metrics.ntt_msm_h_split`
-    (all indexed by scenario, drawn in ``table``'s order)."""
+    (all indexed by scenario, drawn in ``table``'s order). ``scale``: shared axis limits
+    (:func:`summary_scale`) when summaries of several runs are compared; the caption then says so.
+    ``bound_note``: what the caption says the bound is."""
     order = list(table.index)
-    fig = plt.figure(figsize=(16, 12.5))
+    long_names = max((len(str(i)) for i in order), default=0) > 14
+    fig = plt.figure(figsize=(16, 15.5 if long_names else 12.5))
     gs = fig.add_gridspec(2, 2)
     axes = np.array([fig.add_subplot(gs[i, j]) for i in range(2) for j in range(2)])
     gb = table["h2d_gbps"].to_dict() if "h2d_gbps" in table.columns else None
+    sc = dict(scale or {})
     for i, draw in enumerate((lambda a: utilization_bars(table, ax=a, reference=reference, title="(a) three utilizations"),
-                              lambda a: throughput_bars(table, ax=a, bound=bound, title="(b) throughput"),
-                              lambda a: critical_path(path.reindex(order), ax=a, title="(c) the GPU's time per partition"),
-                              lambda a: ntt_msm_h_split(split.reindex(order), ax=a, gbps=gb, title="(d) inside ntt_msm_h"))):
+                              lambda a: throughput_bars(table, ax=a, bound=bound, title="(b) throughput", ymax=sc.get("partitions_per_min")),
+                              lambda a: critical_path(path.reindex(order), ax=a, title="(c) the GPU's time per partition",
+                                                      xmax=sc.get("ms_per_partition")),
+                              lambda a: ntt_msm_h_split(split.reindex(order), ax=a, gbps=gb, title="(d) inside ntt_msm_h", xmax=sc.get("ntt_msm_h")))):
         a = axes[i]
         draw(a)
         h, lab = a.get_legend_handles_labels() if a.get_legend() is None else (a.get_legend().legend_handles, [t.get_text() for t in a.get_legend().get_texts()])
-        a.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=4 if len(lab) > 3 else len(lab), fontsize="small", frameon=False)
+        ncol = 4 if len(lab) > 3 else len(lab)
+        if i < 2:  # (a), (b): scenario names below the bars, so the legend goes between the title and the axes
+            a.legend(h, lab, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=ncol, fontsize="small", frameon=False)
+            a.set_title(a.get_title(), pad=24)
+            if long_names:  # upright names, not slanted ones that run into the next group's
+                plt.setp(a.get_xticklabels(), rotation=90, ha="center", rotation_mode="default")
+        else:  # long names narrow the axes: a legend in fewer columns keeps them from pushing the panels apart
+            a.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=min(ncol, 2) if long_names else ncol,
+                     fontsize="small", frameon=False)
+    if long_names:  # (d)'s rows are (c)'s: long names once, on (c), leave the panels their width
+        axes[3].set_yticklabels([])
+        axes[3].set_title(axes[3].get_title() + " (rows as in (c))")
     fig.suptitle(title or "the investigation on one page", fontsize="x-large")
     fig.tight_layout()
     # one short caption: what each panel is; the numbers are on the panels, in the scenario table
     # and in the conclusions (the panels' own long captions are for their stand-alone figures)
     set_caption(fig, "(a) compute utilization (dark, kernels only: the headline), upstream's kernel utilization "
                 "(copies counted) and TIMELINE over each run's wall span; (b) measured partitions per minute"
-                + (f", in brackets the share of the compute-only bound ({bound:.0f}/min, dashed; a model "
-                   "figure, not the compute_only run)" if bound else "")
+                + (f", in brackets the share of the compute-only bound ({bound:.0f}/min, dashed; {bound_note})" if bound else "")
                 + "; (c) the GPU's time per partition along its critical path (means per partition; the "
                 "segments never overlap and add up to 60 000 / throughput); (d) ntt_msm_h split into exposed "
-                "H2D, NTT and H MSM (means per partition), with the effective H2D rate of a, b, c.", append=False)
+                "H2D, NTT and H MSM (means per partition), with the effective H2D rate of a, b, c."
+                + (" Panels (b), (c) and (d) share their axes with the other one-page summaries of this report, so that "
+                   "bars of different recordings compare by length." if scale else ""), append=False)
     return fig, axes

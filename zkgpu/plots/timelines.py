@@ -17,9 +17,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..metrics import CONTAINER_PHASES, SUB_PHASES
-from .style import fig_ax, patch_legend, phase_color, phase_sort, root_figure, set_caption
+from .style import fig_ax, patch_legend, phase_color, phase_sort, require_columns, root_figure, set_caption
 
-__all__ = ["SIDE_PHASES", "TIMELINE_PHASES", "MIN_PX", "timeline", "timelines"]
+__all__ = ["SIDE_PHASES", "TIMELINE_PHASES", "MIN_PX", "PROOF_SIDES", "timeline", "timelines", "proof_phases"]
 
 #: Phases of the prep_msm / finalize side threads, drawn in the lower half of a worker's lane so they
 #: do not hide the worker's main chain (pre_lock, mutex_wait, ntt_msm_h, barrier_wait, ...).
@@ -207,3 +207,53 @@ def timelines(runs: Mapping[str, pd.DataFrame], phases: Sequence[str] | None = N
         fig.suptitle(title)
     set_caption(fig, f"Panels share one time axis, x = 0 at each run's first event (synthesis of its first partition; wall spans: {', '.join(caps)}). " + _timeline_caption(drawn_all, tot_n, tot_thin, wid_all, sorted(left_all), min_s))
     return fig, axes
+
+
+#: Where a phase of one ``zkgpu prove`` runs (the ``on`` column of
+#: :func:`zkgpu.groth16.results.phase_timeline`) -> (legend label, colour, hatch), in the report's
+#: one colour map: the GPU's kernels in the nsys ``kernel`` row's colour, the G2 MSM on its CPU
+#: thread in ``b_g2_msm``'s (the pipeline's name for it), the main thread in a grey no phase uses.
+PROOF_SIDES: dict[str, tuple[str, str, str | None]] = {
+    "GPU": ("zkgpu kernels (GPU)", phase_color("kernel"), None),
+    "CPU": ("CPU, main thread", "#525252", None),
+    "CPU thread": ("CPU, G2 MSM thread (b_g2_msm, overlapped)", phase_color("b_g2_msm"), "//"),
+}
+
+
+def proof_phases(table: pd.DataFrame, *, on_gpu: bool = True, ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
+    """One real Groth16 proof phase by phase: one horizontal bar per row of ``table`` (columns
+    ``phase``, ``start_ms``, ``ms``, ``on`` in :data:`PROOF_SIDES`, as
+    :func:`zkgpu.groth16.results.phase_timeline` builds it), from its start to its end in ms since
+    the proof began, coloured by where it runs. ``on_gpu`` False: the "GPU" rows ran the kernels'
+    CPU references (the legend says so).
+
+    Raises:
+        ValueError: a column is missing, the table is empty, or an ``on`` value is unknown.
+    """
+    require_columns(table, {"phase", "start_ms", "ms", "on"}, "proof phase")
+    unknown = sorted(set(table["on"]) - set(PROOF_SIDES))
+    if unknown:
+        raise ValueError(f"proof phase rows 'on' must be one of {list(PROOF_SIDES)}, got {unknown}")
+    labels = {k: v[0] for k, v in PROOF_SIDES.items()} | ({} if on_gpu else {"GPU": "zkgpu kernels' CPU references (no GPU)"})
+    fig, ax = fig_ax(ax, (9, 0.3 * len(table) + 1.6))
+    for i, r in enumerate(table.itertuples()):
+        _, color, hatch = PROOF_SIDES[r.on]
+        ax.barh(i, r.ms, left=r.start_ms, color=color, hatch=hatch, edgecolor="#555555" if hatch else color, linewidth=0.4)
+    ax.set_yticks(range(len(table)), [str(p) for p in table["phase"]])
+    ax.invert_yaxis()
+    ax.set_xlim(0, float((table["start_ms"] + table["ms"]).max()) * 1.02)
+    ax.set_xlabel("ms since the start of the proof")
+    present = [k for k in PROOF_SIDES if k in set(table["on"])]
+    ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, facecolor=PROOF_SIDES[k][1], hatch=PROOF_SIDES[k][2], edgecolor="#555555")
+                       for k in present], labels=[labels[k] for k in present],
+              loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=len(present), fontsize="small", frameon=False)
+    ax.set_title(title or "one real Groth16 proof, phase by phase (median over proofs)")
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    end = table.assign(end=table["start_ms"] + table["ms"])
+    longest = end.loc[end["ms"].idxmax()]
+    set_caption(fig, "One bar per phase of `zkgpu prove`, from its start to its end in ms since the proof began (median over "
+                "the proofs), coloured by where it runs: " + ", ".join(labels[k] for k in present)
+                + f". The proof takes {float(end['end'].max()):,.0f} ms; the longest phase is {longest['phase']} "
+                f"({float(longest['ms']):,.0f} ms, {longest['on']}).")
+    return fig, ax

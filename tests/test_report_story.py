@@ -1,0 +1,256 @@
+"""The report's story: every recording counted by kind, each notebook's card with its own finding,
+notebook 08's one-page summaries on shared axes, and a new recording flowing through without code
+edits (tonight's final GPU run adds a last-mile and a bench-sppark recording)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import matplotlib
+import pandas as pd
+import pytest
+
+matplotlib.use("Agg")
+
+from zkgpu import bottleneck, conclusions, metrics, plots, replay, report
+from zkgpu.keynumbers import number
+from zkgpu.manifest import DATA_DIR
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _manifest(folder: Path, **fields) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "manifest.json").write_text(json.dumps(fields), encoding="utf-8")
+    return folder
+
+
+def test_inventory_counts_every_folder_with_a_manifest_by_kind(tmp_path: Path):
+    _manifest(tmp_path / "gpu-20990101-record", date_utc="2099-01-01", scenarios={"baseline": {}}, environment={"gpu": "G"})
+    _manifest(tmp_path / "gpu-20990102-bench-sppark-1", date_utc="2099-01-02", environment={"gpu": "G"})
+    _manifest(tmp_path / "gpu-20990103-bench-ntt", date_utc="2099-01-03")
+    _manifest(tmp_path / "last-mile" / "gpu-20990104-record", date_utc="2099-01-04", scenarios={"a": {}, "b": {}})
+    _manifest(tmp_path / "real" / "gpu-20990105-record", date_utc="2099-01-05", device="cpu")
+    (tmp_path / "gpu-20990106-record-1").mkdir()  # killed hard: no manifest, not a recording
+    (tmp_path / "odd").mkdir()
+    (tmp_path / "odd" / "manifest.json").write_text("[1, 2]", encoding="utf-8")
+    inv = replay.inventory(tmp_path)
+    assert list(inv["folder"])[:2] == ["real/gpu-20990105-record", "last-mile/gpu-20990104-record"]  # newest first
+    assert dict(zip(inv["folder"], inv["kind"], strict=True)) == {
+        "real/gpu-20990105-record": "real", "last-mile/gpu-20990104-record": "last-mile", "gpu-20990103-bench-ntt": "bench",
+        "gpu-20990102-bench-sppark-1": "bench", "gpu-20990101-record": "record", "odd": "other"}
+    assert inv.set_index("folder").loc["gpu-20990102-bench-sppark-1", "detail"] == "sppark"
+    assert inv.set_index("folder").loc["odd", "detail"] == "unreadable manifest"
+    by = replay.inventory_by_kind(inv)
+    assert list(by.index) == ["record", "bench", "last-mile", "real", "other"]
+    assert by["recordings"].to_dict() == {"record": 1, "bench": 2, "last-mile": 1, "real": 1, "other": 1}
+    assert by.loc["bench", "details"] == "ntt, sppark" and by.loc["last-mile", "details"] == "2 scenarios"
+    assert all(by.loc[k, "what"] for k in replay.RECORDING_KINDS)
+
+
+def test_inventory_of_the_repository_counts_more_than_the_record_folders():
+    inv = replay.inventory()
+    kinds = replay.inventory_by_kind(inv)["recordings"]
+    assert kinds.sum() == len(list(DATA_DIR.glob("*/manifest.json"))) + len(list(DATA_DIR.glob("*/*/manifest.json")))
+    assert kinds.get("record", 0) == len(replay.find_recordings())
+
+
+def test_index_card_folds_long_key_number_tables():
+    rows = [report.KeyNumber(f"n{i}", "s", str(i)) for i in range(30)]
+    page = report._key_numbers_html(rows)
+    shown, folded = page.split("<details>")
+    assert shown.count("<tr><td>") == report.SHOWN_KEY_NUMBERS and folded.count("<tr><td>") == 30 - report.SHOWN_KEY_NUMBERS
+    assert "all 30 key numbers" in folded
+    assert "<details>" not in report._key_numbers_html(rows[: report.SHOWN_KEY_NUMBERS + 2])  # nothing worth folding
+
+
+def _items() -> list[conclusions.Conclusion]:
+    return [conclusions.Conclusion("fix", "06_pinned_pool_fix", "", {
+        "baseline_h2d_share": number(0.58, "%", "x", "baseline"), "pinned_pool_h2d_share": number(0.047, "%", "x", "pinned_pool"),
+        "baseline_per_min": number(190.4, "partitions/min", "x", "baseline"),
+        "pinned_pool_per_min": number(228.9, "partitions/min", "x", "pinned_pool"),
+        "fix_throughput_ratio": number(228.9 / 190.4, "x", "x", "pinned_pool")}),
+        conclusions.Conclusion("next bottleneck", "07_next_bottleneck", "", {"pinned_pool_barrier_in_held": number(0.383, "%", "x", "pinned_pool")}),
+        conclusions.Conclusion("beyond the fix", "07b_last_bottleneck", "", {
+            "last_mile_recording": number("rec-9", "", "recording"),
+            "last_mile_best_partitions_per_min": number(514.0, "partitions/min", "x", "best_run"),
+            "last_mile_best_x_baseline": number(1.98, "x", "x", "best_run"),
+            "last_mile_best_compute_util": number(0.877, "%", "x", "best_run"),
+            "last_mile_best_vs_bound": number(0.8, "x", "x", "best_run")})]
+
+
+def test_story_finding_is_one_sentence_from_the_numbers():
+    items = _items()
+    text = conclusions.story_finding(items)
+    assert text == ("Pageable H2D of a, b, c took 58.0% of ntt_msm_h in the baseline and the pinned pool cut it to 4.7%, taking "
+                    "throughput from 190 to 229 partitions/min (1.20×); the GPU then waited inside the lock for the CPU's prep_msm "
+                    "(38.3% of the held mutex); with prep_msm off the critical path (rec-9) the best configuration, best_run, "
+                    "reached 514 partitions/min, 1.98× that recording's baseline, at 87.7% compute utilization.")
+    assert list(conclusions.story_numbers(items)) == list(conclusions.STORY_KEYS)
+    assert conclusions.last_mile_bound(items) == pytest.approx(514.0 / 0.8)
+    # a step without its numbers is left out; with none, no sentence
+    assert conclusions.story_finding(items[2:]).startswith("With prep_msm off the critical path (rec-9)")
+    assert conclusions.story_finding([]) == "" and conclusions.last_mile_bound(items[:2]) is None
+
+
+def test_summary_figures_share_their_axes():
+    def run(ppm, ms, h2d):
+        idx = [f"s{i}" for i in range(len(ppm))]
+        tab = pd.DataFrame({"partitions_per_min": ppm, "compute_util": 0.5, "kernel_util": 0.6, "timeline_util": 0.9, "h2d_gbps": 3.0}, index=idx)
+        path = pd.DataFrame({c: 0.0 for c in metrics.GPU_PATH}, index=idx)
+        path["ntt"] = ms
+        path["ms_per_partition"] = ms
+        split = pd.DataFrame({"h2d": h2d, "ntt": 10.0, "h_msm": 20.0, "ntt_msm_h": [h + 30.0 for h in h2d]}, index=idx)
+        return tab, path, split
+
+    small, big = (*run([100.0, 150.0], [600.0, 400.0], [5.0, 1.0]), 300.0), (*run([400.0], [150.0], [100.0]), None)
+    scale = plots.summary_scale(small, big)
+    assert scale == {"partitions_per_min": 400.0, "ms_per_partition": 600.0, "ntt_msm_h": 130.0}
+    lims = []
+    for r in (small, big):
+        fig, axes = plots.summary(*r, scale=scale)
+        lims.append((axes[1].get_ylim(), axes[2].get_xlim(), axes[3].get_xlim()))
+        assert "share their axes" in plots.caption(fig)
+    assert lims[0] == lims[1]
+    fig, axes = plots.summary(*small)  # alone: its own axes, no such claim
+    assert "share their axes" not in plots.caption(fig) and axes[2].get_xlim()[1] >= 600.0
+    with pytest.raises(ValueError, match="at least one run"):
+        plots.summary_scale()
+
+
+def _data_with_newer_recordings(tmp_path: Path) -> tuple[Path, str, str]:
+    """A data folder that links every folder of data/ and adds a copy of the newest last-mile and
+    bench-sppark recordings under newer names (as tonight's final run will), dated a day later."""
+    data = tmp_path / "data"
+    (data / bottleneck.PILOT_DIR).mkdir(parents=True)
+    for p in DATA_DIR.iterdir():
+        if p.is_dir() and p.name != bottleneck.PILOT_DIR:
+            (data / p.name).symlink_to(p)
+    for p in (DATA_DIR / bottleneck.PILOT_DIR).iterdir():
+        (data / bottleneck.PILOT_DIR / p.name).symlink_to(p)
+    lm = bottleneck.last_mile_recordings()[0]
+    sp = replay.find_benchmarks("sppark")
+    assert sp is not None
+    new_lm, new_sp = "nvidia-h200-20991231-record", "nvidia-h200-20991231-bench-sppark"
+    for src, dst in ((lm.path, data / bottleneck.PILOT_DIR / new_lm), (sp[0], data / new_sp)):
+        shutil.copytree(src, dst)
+        m = json.loads((dst / "manifest.json").read_text(encoding="utf-8"))
+        m["date_utc"] = "2099-12-31T00:00:00+00:00"
+        (dst / "manifest.json").write_text(json.dumps(m), encoding="utf-8")
+    return data, new_lm, new_sp
+
+
+def test_a_newer_recording_is_picked_by_the_librarys_rule(tmp_path: Path):
+    data, new_lm, new_sp = _data_with_newer_recordings(tmp_path)
+    src = bottleneck.last_mile_source("replay", base=data)
+    assert src is not None and src.recording.path.name == new_lm
+    assert conclusions.last_mile_scenarios(src)[0] == "baseline"
+    found = replay.find_benchmarks("sppark", base=data)
+    assert found is not None and found[0].name == new_sp
+    assert replay.inventory_by_kind(replay.inventory(data))["recordings"].sum() == len(replay.inventory()) + 2
+
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+
+
+def test_notebook_08_shows_the_newest_recordings_without_code_edits(tmp_path: Path, monkeypatch):
+    """Notebook 08 in replay on a data folder with a newer last-mile and bench-sppark recording:
+    its last-mile page, its conclusions, its finding and its sppark section name the new ones."""
+    data, new_lm, new_sp = _data_with_newer_recordings(tmp_path)
+    out = tmp_path / "out"
+    for k, v in {"ZKGPU_DATA": str(data), "ZKGPU_MODE": "replay", "ZKGPU_NB_OUT": str(out), "MPLBACKEND": "Agg",
+                 "ZKGPU_CACHE": str(tmp_path / "cache")}.items():
+        monkeypatch.setenv(k, v)
+    nb = nbformat.read(ROOT / "notebooks" / "08_report.ipynb", as_version=4)
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+    text = "\n".join(str(o.get("text", "")) + "\n".join(str(v) for v in o.get("data", {}).values())
+                     for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    key = json.loads((out / "08_report.json").read_text(encoding="utf-8"))
+    assert key["numbers"]["last_mile_recording"]["value"] == new_lm
+    assert new_lm in key["finding"] and key["finding"].endswith(".")
+    assert f"Data: {new_lm}" in text  # the last-mile page's banner
+    assert f"zkgpu against sppark ({new_sp})" in text or f"zkgpu time / sppark time, {new_sp}" in text
+
+
+def test_readme_lists_the_notebooks_in_story_order_with_their_titles():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## The notebooks\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    paths = report.find_notebooks()
+    assert [r.split("`")[1] for r in rows] == [p.stem for p in paths]  # the suite, in the order make report runs it
+    for row, p in zip(rows, paths, strict=True):
+        heading = nbformat.read(p, as_version=4).cells[0].source.splitlines()[0].lstrip("# ")
+        title = heading.split(" — ", 1)[1] if heading.split(" — ", 1)[0].split()[0] in (p.stem.split("_")[0], "Appendix") else heading
+        assert f"| {title} |" in row, (p.stem, title)
+
+
+def test_proof_phases_use_the_reports_colour_map():
+    tl = pd.DataFrame({"phase": ["read", "msm_a", "msm_b2_g2", "g2_wait"], "start_ms": [0.0, 100.0, 50.0, 130.0],
+                       "ms": [100.0, 30.0, 400.0, 320.0], "on": ["CPU", "GPU", "CPU thread", "CPU"]})
+    fig, ax = plots.proof_phases(tl)
+    faces = [matplotlib.colors.to_hex(p.get_facecolor()) for p in ax.patches]
+    assert faces == [matplotlib.colors.to_hex(plots.PROOF_SIDES[o][1]) for o in tl["on"]]
+    assert plots.PROOF_SIDES["GPU"][1] == plots.phase_color("kernel") and plots.PROOF_SIDES["CPU thread"][1] == plots.phase_color("b_g2_msm")
+    # the main thread's grey means nothing else: no phase, utilization or H2D path has it
+    others = {*plots.PHASE_COLORS.values(), *plots.METRIC_COLORS.values(), *(c for c, _ in plots.PATH_STYLES.values())}
+    assert plots.PROOF_SIDES["CPU"][1] not in others
+    text = plots.caption(fig)
+    assert "The proof takes 450 ms; the longest phase is msm_b2_g2 (400 ms, CPU thread)." in text
+    assert "CPU references" in plots.caption(plots.proof_phases(tl, on_gpu=False)[0])
+    with pytest.raises(ValueError, match="'on' must be one of"):
+        plots.proof_phases(tl.assign(on="TPU"))
+
+
+def test_index_card_shows_the_notebooks_title_and_its_own_finding(tmp_path: Path):
+    keys = tmp_path / "key_numbers"
+    keys.mkdir()
+    for name, finding in (("06_pinned_pool_fix", "The fix finding."), ("08_report", "The whole story.")):
+        (keys / f"{name}.json").write_text(json.dumps({"finding": finding, "numbers": {}}), encoding="utf-8")
+    index = report.NotebookResult("00_index", "ok", 1.0, tmp_path / "00.html", title="zkgpu — why it idled")
+    assert "<span class='title'>why it idled</span>" in report._notebooks_html([index], keys)
+    results = [report.NotebookResult("06_pinned_pool_fix", "ok", 1.0, tmp_path / "06.html", title="zkgpu 06 — The fix: a pool"),
+               report.NotebookResult("08_report", "ok", 1.0, tmp_path / "08.html", title="zkgpu 08 — Report: one page")]
+    page = report._notebooks_html(results, keys)
+    six, eight = page.split("<section class='nb'>")[1:]
+    assert "The fix: a pool" in six and "The fix finding." in six and "The whole story." not in six
+    assert "Report: one page" in eight and "The whole story." in eight and "The fix finding." not in eight
+
+
+def test_tables_left_align_text_and_right_align_numbers():
+    from zkgpu import view
+
+    html = view.table(pd.DataFrame({"what": ["a b", "c"], "ms": [1.0, 2.0]})).to_html()
+    assert "text-align: left" in html
+    assert "text-align: left" not in view.table(pd.DataFrame({"ms": [1.0, 2.0]})).to_html()
+
+
+def test_ms_per_partition_columns_carry_their_unit():
+    from zkgpu import view
+
+    assert view.fmt(112.766, "gpu_ms_per_partition") == "112.8 ms" and view.fmt(262.0, "ms_per_partition") == "262.0 ms"
+    assert view.fmt(1.0667, "x_baseline") == "1.07×"  # times the baseline's throughput
+
+
+def test_index_says_how_to_read_the_cards():
+    with_08 = report._reading_guide([report.NotebookResult("08_report", "ok", 1.0, Path("08_report.html"))])
+    assert "one story, in this order" in with_08 and "<a href='08_report.html'>08_report</a>" in with_08
+    assert "<a " not in report._reading_guide([report.NotebookResult("01_symptom", "ok", 1.0, Path("01_symptom.html"))])
+
+
+def test_index_lists_the_recordings_by_kind_with_what_each_is(tmp_path: Path):
+    _manifest(tmp_path / "gpu-20990101-record", date_utc="2099-01-01", scenarios={"baseline": {}})
+    _manifest(tmp_path / "last-mile" / "gpu-20990104-record", date_utc="2099-01-04", scenarios={"a": {}})
+    replay.configure(tmp_path)
+    try:
+        page = report._recordings_html()
+    finally:
+        replay.configure(None)
+    assert "2 in all" in page and replay.RECORDING_KINDS["last-mile"] in page and "<td>record</td><td class='num'>1</td>" in page
+    replay.configure(tmp_path / "empty")
+    try:
+        assert report._recordings_html() == ""
+    finally:
+        replay.configure(None)
