@@ -58,3 +58,10 @@ def test_byte_counts_read_in_binary_units():
                       index=pd.Index([1 << 20, 1 << 32], name="size_bytes"))
     html = view.table(df).to_html()
     assert "1 MiB" in html and "4 GiB" in html and "384.3 MiB" in html and "4294967296" not in html
+
+
+def test_table_percent_columns_whatever_their_name():
+    # bottleneck.idle_table's causes are fractions of the GPU window under plain names ("compute")
+    df = pd.DataFrame({"compute": [0.504], "exposed H2D": [0.0123], "window_ms": [1500.0]}, index=["baseline"])
+    html = view.table(df, percent=["compute", "exposed H2D"]).to_html()
+    assert "50.4%" in html and "1.2%" in html and "1,500.0 ms" in html and "0.504" not in html

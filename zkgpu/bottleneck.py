@@ -598,9 +598,9 @@ def key_numbers(source: Source, idle: pd.DataFrame, after_fix: str, preds: pd.Da
             "best_x_baseline": number(float(acc["x_baseline"]), "x", "throughput / baseline's", best),
             "best_vs_bound": number(float(acc["vs_bound"]), "x", "throughput / compute-only bound", best),
         })
-        err = abs(float(acc["model_rel_err"]))
-        if math.isfinite(err) and err <= 1.0:
-            k["model_rel_err"] = number(err, "%", "model's throughput error (whole run)", best)
+        err = float(acc["model_rel_err"])
+        if math.isfinite(err) and abs(err) <= 1.0:
+            k["model_rel_err"] = number(err, "%", "model's throughput error (whole run; > 0: the model predicted more)", best)
         text += (f"; with prep_msm off the critical path the best configuration ({best}) computes {acc['compute_util']:.0%} "
                  f"of the run at {acc['partitions_per_min']:.0f} partitions/min, {acc['x_baseline']:.2f}x the baseline's "
                  f"{acc['baseline_partitions_per_min']:.0f} in the same recording and {acc['vs_bound']:.0%} of the compute-only "
@@ -641,7 +641,7 @@ def summary(base: str | Path | None = None) -> tuple[dict[str, Any], str]:
     shown = acc["best"] if acc else after_fix
     budget = gpu_budget(src.events(shown), int(src.config(shown).get("n", 0) or 0))
     nums, text = key_numbers(src, idle, after_fix, preds, acc, float(budget.loc["GPU phases", "pipeline_ms"]))
-    return nums, f"In {src.recording.path.name} (data/last-mile/, {int(src.config(shown).get('partitions', 0) or 0)} partitions): " + text
+    return nums, f"In {src.recording.path.name} (data/last-mile/, {int(src.config(shown).get('partitions', 0) or 0)} partitions): " + text[:1].lower() + text[1:]
 
 
 def summary_text(base: str | Path | None = None) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -96,13 +96,16 @@ def fmt(value: Any, name: str) -> str:
     return str(value)
 
 
-def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row: bool = False):
+def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row: bool = False, percent: Iterable[Any] = ()):
     """``df`` as a pandas Styler with every column formatted by its name (:func:`column_format`);
     a Series is shown as a one-column table, each value formatted by its row's name. Wide tables keep their columns (the report's CSS
     scrolls them). Columns of a MultiIndex are formatted by their first level. ``by_row``: format
     the cells of the columns without a formatter of their own by their row's name instead (a table
     with one metric per row, e.g. :func:`zkgpu.model.compare`; there a ``diff`` of two percentages
-    is shown in percentage points). Text columns are left-aligned, numbers right-aligned."""
+    is shown in percentage points). ``percent``: columns shown as percentages whatever their name
+    (their values are fractions, e.g. the shares of :func:`zkgpu.bottleneck.idle_table`). Text
+    columns are left-aligned, numbers right-aligned."""
+    pct_cols = set(percent)
     for level in [n for n in getattr(df.index, "names", []) if n is not None and "bytes" in str(n)]:
         df = df.rename(index=lambda v: size_label(v) if isinstance(v, (int, float)) else v, level=level)  # 4 GiB, not 4294967296
     if isinstance(df, pd.Series):  # one value per row: format each by its row's name
@@ -110,7 +113,7 @@ def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row:
     formats: dict[Any, Callable[[Any], str]] = {}
     for c in df.columns:
         key = c[0] if isinstance(c, tuple) else c
-        f = column_format(key)
+        f = _pct if c in pct_cols or key in pct_cols else column_format(key)
         if f is None and pd.api.types.is_float_dtype(df[c]):
             f = _plain
         if f is not None:
