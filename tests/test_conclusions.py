@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from zkgpu import conclusions, live, metrics, replay
+from zkgpu import bottleneck, conclusions, live, metrics, replay
 from zkgpu.keynumbers import UNITS
 
 
@@ -101,3 +101,25 @@ def test_compute_utilization_is_not_read_as_a_ranking(src):
     text = conclusions.finding(src, "fix")
     if src.has("registered") and tab.loc["registered", "compute_util"] > tab.loc["pinned_pool", "compute_util"]:
         assert "does not rank configurations" in text and "GPU kernel ms per partition" in text
+
+
+def test_baseline_proportions_are_the_split_of_each_last_mile_baseline():
+    tab = conclusions.baseline_proportions()
+    recs = [r for r in bottleneck.last_mile_recordings() if "baseline" in r.scenarios]
+    assert list(tab.index) == [r.path.name for r in reversed(recs)]  # oldest first
+    if tab.empty:
+        pytest.skip("no last-mile recording with a baseline")
+    newest = recs[0]
+    split = metrics.ntt_msm_h_split(newest.events("baseline")).loc["baseline"]
+    row = tab.loc[newest.path.name]
+    assert row["ntt_msm_h"] == pytest.approx(row["h2d"] + row["ntt"] + row["h_msm"])
+    assert row["h2d"] == pytest.approx(split["h2d"]) and row["h2d_share"] == pytest.approx(split["h2d"] / split["ntt_msm_h"])
+    text = conclusions.baseline_proportions_text(tab)
+    assert (text == "") == (len(tab) < 2)
+    if text:
+        assert f"{tab['h2d_share'].iloc[-1]:.1%}" in text and tab.index[-1] in text
+
+
+def test_baseline_proportions_without_recordings(tmp_path):
+    tab = conclusions.baseline_proportions(tmp_path)
+    assert tab.empty and "h2d_share" in tab.columns and conclusions.baseline_proportions_text(tab) == ""

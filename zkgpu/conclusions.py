@@ -17,6 +17,7 @@ from ``data/reference/cuzk_utilization.csv``; the seed's ``CUZK_TIMING`` lines f
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -28,7 +29,8 @@ from .keynumbers import number
 from .replay import Source, reference_path, reference_table, scenario_table, story_order
 
 __all__ = ["Conclusion", "host_suspects", "published_utilization", "conclusions", "beyond", "finding", "key_numbers", "markdown",
-           "STORY_KEYS", "story_numbers", "story_finding", "summary_frames", "last_mile_scenarios", "last_mile_bound"]
+           "STORY_KEYS", "story_numbers", "story_finding", "summary_frames", "last_mile_scenarios", "last_mile_bound",
+           "baseline_proportions", "baseline_proportions_text"]
 
 
 @dataclass
@@ -404,3 +406,35 @@ def last_mile_bound(items: list[Conclusion]) -> float | None:
     if {"last_mile_best_partitions_per_min", "last_mile_best_vs_bound"} <= n.keys() and n["last_mile_best_vs_bound"]["value"]:
         return float(n["last_mile_best_partitions_per_min"]["value"]) / float(n["last_mile_best_vs_bound"]["value"])
     return None
+
+
+def baseline_proportions(base: str | Path | None = None) -> pd.DataFrame:
+    """The baseline's ntt_msm_h in every last-mile recording that has a baseline
+    (:func:`zkgpu.bottleneck.last_mile_recordings`, oldest first), split as
+    :func:`zkgpu.metrics.ntt_msm_h_split` splits it: ``h2d`` (the exposed pageable copy), ``ntt`` and
+    ``h_msm`` (ms per partition), ``ntt_msm_h`` (their sum), ``h2d_share`` (h2d / ntt_msm_h, a
+    fraction), with the recording's ``commit`` (the kernels it ran) and ``date``. Faster kernels
+    shrink ``ntt`` and ``h_msm`` while the copy does not shrink, so the copy's share of the same phase grows.
+    Empty (same columns) without such recordings."""
+    cols = ["date", "commit", "h2d", "ntt", "h_msm", "ntt_msm_h", "h2d_share"]
+    rows = {}
+    for rec in reversed(bottleneck.last_mile_recordings(base)):
+        if "baseline" not in rec.scenarios:
+            continue
+        split = metrics.ntt_msm_h_split(rec.events("baseline")).loc["baseline"]
+        rows[rec.path.name] = {"date": rec.date, "commit": str(rec.manifest.get("commit", ""))[:10],
+                               **{c: float(split[c]) for c in ("h2d", "ntt", "h_msm", "ntt_msm_h")},
+                               "h2d_share": float(split["h2d"] / split["ntt_msm_h"]) if split["ntt_msm_h"] > 0 else float("nan")}
+    return pd.DataFrame.from_dict(rows, orient="index", columns=cols).rename_axis("recording")
+
+
+def baseline_proportions_text(tab: pd.DataFrame) -> str:
+    """One sentence comparing the first and the last row of :func:`baseline_proportions` ("" with
+    fewer than two rows): the baseline's kernel parts and its copy's share of ntt_msm_h."""
+    if len(tab) < 2:
+        return ""
+    a, b = tab.iloc[0], tab.iloc[-1]
+    return (f"From {tab.index[0]} to {tab.index[-1]} the baseline's NTT part of ntt_msm_h went from {a['ntt']:.1f} to "
+            f"{b['ntt']:.1f} ms and its H MSM from {a['h_msm']:.1f} to {b['h_msm']:.1f} ms per partition, while the exposed "
+            f"pageable copy went from {a['h2d']:.1f} to {b['h2d']:.1f} ms (it depends on the host, not the kernels): the copy's "
+            f"share of ntt_msm_h went from {_pct(a['h2d_share'])} to {_pct(b['h2d_share'])}.")
