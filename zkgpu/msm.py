@@ -24,8 +24,8 @@ scalars are mostly 0 and 1 -- is spread over many threads); a fixed number of ro
 the host from n and CHUNK) cuts each bucket's partials, still sorted by bucket, into chunks of at
 most CHUNK, one thread per chunk (XYZZ + XYZZ), until each bucket has at most CHUNK + 1, which one
 thread per bucket adds into the bucket; window sums by a running sum over contiguous bucket ranges (one thread per range,
-combined with the range's offset times its bucket sum); a tree sum per window; Horner over
-windows; affine (one Fermat inversion). Every array is sized for the worst case and every kernel
+combined with the range's offset times its bucket sum; the top window only up to the buckets its digits
+can reach); a tree sum per window; Horner over windows and affine on one warp (:mod:`zkgpu.msm_final`). Every array is sized for the worst case and every kernel
 reads its live count from device memory, so the host never waits for the GPU inside an MSM on
 prepared points with a deferred scalar check (:func:`msm_device`).
 
@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _cuda, devsort, msm_reduce, optional
+from . import _cuda, devsort, msm_final, msm_reduce, optional
 from .curve import (
     LIMBS,
     check_points,
@@ -338,9 +338,14 @@ def _tree_sum(cp: Any, parts: Any, groups: int, per_group: int) -> Any:
 
 
 def _finish(cp: Any, sums: Any, nwin: int, c: int) -> Any:
-    out = cp.empty((1, LIMBS), dtype=cp.uint64)
-    _k("msm_final")((1,), (1,), (sums, _u32(nwin), _u32(c), out.view(cp.uint32)))
-    return out
+    """Horner over the window sums, to affine (:func:`zkgpu.msm_final.finish`)."""
+    return msm_final.finish(cp, _k, sums, nwin, c)
+
+
+def _top_window_buckets(c: int, nwin: int, m: int) -> int:
+    """The buckets of the top window that a scalar < 2^255 can reach: its digit is at most
+    ``2^(255 - c*(nwin-1))`` (at most 2^(c-1), since c * nwin >= 256), so window_reduce stops there."""
+    return min(m, 1 << (255 - c * (nwin - 1)))
 
 
 class Phases:
@@ -434,7 +439,8 @@ def msm_device(pts: Any, sc: Any, c: int | str | None = None, phases: Phases | N
         T *= 2
     R = m // T
     parts = cp.empty((nwin * T, 48), dtype=cp.uint32)
-    _cuda.launch_1d(_k("window_reduce"), nwin * T, (buckets, _u32(nwin), _u32(m), _u32(T), _u32(R), parts), block=HEAVY_BLOCK)
+    _cuda.launch_1d(_k("window_reduce"), nwin * T, (buckets, _u32(nwin), _u32(m), _u32(T), _u32(R),
+                                                   _u32(_top_window_buckets(c, nwin, m)), parts), block=HEAVY_BLOCK)
     sums = _tree_sum(cp, parts, nwin, T)
     ph.mark("window_reduce")
     out = _finish(cp, sums, nwin, c)

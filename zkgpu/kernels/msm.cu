@@ -29,13 +29,15 @@
 //   window_reduce   each thread a contiguous range of buckets: running sum + sum, then
 //                   sum_range + offset * running_total (the range's offset times its bucket sum)
 //   xyzz_sum_ranges tree sum of the per-thread results of each window
-//   msm_final       Horner over windows, to affine, out of Montgomery form
+//   msm_final       Horner over windows, to affine, out of Montgomery form (one thread)
+//   msm_final_warp  the same on one warp (msm_final.cuh; zkgpu/msm_final.py picks the variant)
 // No kernel needs a count from the host: the grids cover the worst case (sizes from n, c and CHUNK),
 // each kernel reads the live count (E, or the partial count = the last prefix-sum entry) from device
 // memory and its threads past it exit, so the host queues one MSM without waiting for the GPU.
 #include "common.cuh"
 #include "fr.cuh"
 #include "g1.cuh"
+#include "msm_final.cuh"
 
 using zk::affine_t;
 using zk::fq_t;
@@ -294,13 +296,16 @@ __global__ void scatter_buckets(const uint32_t* keys, const xyzz_t* pts, const u
 
 // Window w, thread t (g = w*T + t) covers buckets k = t*R+1 .. min((t+1)*R, m) (bucket k of window
 // w at index w*m + k - 1). With the running sum from the top, acc = sum (k - t*R) B_k and
-// run = sum B_k; the thread's share of sum_k k*B_k is acc + (t*R) * run.
+// run = sum B_k; the thread's share of sum_k k*B_k is acc + (t*R) * run. The top window (w = nwin - 1)
+// stops at bucket mtop: its digits of scalars < 2^255 are at most 2^(255 - c(nwin-1)) (zkgpu/msm.py
+// passes min(m, that); the buckets above it are empty), so its threads above mtop add nothing.
 __global__ void window_reduce(const xyzz_t* buckets, uint32_t nwin, uint32_t m, uint32_t T, uint32_t R,
-                              xyzz_t* partials) {
+                              uint32_t mtop, xyzz_t* partials) {
     ZK_GRID_STRIDE(g, (uint64_t)nwin * T) {
         uint32_t w = (uint32_t)(g / T), t = (uint32_t)(g % T);
+        const uint64_t mw = w + 1 == nwin ? mtop : m;
         uint64_t lo = (uint64_t)t * R + 1;
-        uint64_t hi = (uint64_t)(t + 1) * R < m ? (uint64_t)(t + 1) * R : m;
+        uint64_t hi = (uint64_t)(t + 1) * R < mw ? (uint64_t)(t + 1) * R : mw;
         xyzz_t run = xyzz_t::inf(), acc = xyzz_t::inf();
         for (uint64_t k = hi; k >= lo; k--) {
             const xyzz_t b = buckets[(uint64_t)w * m + k - 1];
@@ -339,6 +344,32 @@ __global__ void msm_final(const xyzz_t* window_sums, uint32_t nwin, uint32_t c, 
     a.x = a.x.from_mont();
     a.y = a.y.from_mont();
     *out = a;
+}
+
+// msm_final with the group operations' independent Fq products on the lanes of one warp (msm_final.cuh:
+// a doubling 3 product latencies instead of 9, an addition 4 instead of 14) and, with binary_inv != 0, the
+// inversion by the binary extended Euclidean algorithm instead of Fermat. Launch exactly one warp (one
+// block of 32 threads); every lane holds the same accumulator, lane 0 writes *out.
+__global__ void msm_final_warp(const xyzz_t* window_sums, uint32_t nwin, uint32_t c, uint32_t binary_inv,
+                               affine_t* out) {
+    if (blockIdx.x != 0 || threadIdx.x >= 32) return;
+    xyzz_t acc = xyzz_t::inf();
+    for (int w = (int)nwin - 1; w >= 0; w--) {
+        for (uint32_t b = 0; b < c; b++) acc = zk::warp_dbl(acc);
+        const xyzz_t s = window_sums[w];
+        acc = zk::warp_add(acc, s);
+    }
+    affine_t a = affine_t::inf();
+    if (!acc.is_inf()) {
+        const fq_t zz3 = zk::fmul_ool(acc.ZZ, acc.ZZZ);
+        const fq_t J = binary_inv ? zk::fq_inv_binary(zz3) : zk::finv(zz3);  // 1/(ZZ*ZZZ)
+        fq_t izz, izzz, d2, d3;
+        zk::warp_mul4(izz, J, acc.ZZZ, izzz, J, acc.ZZ, d2, J, J, d3, J, J);  // 1/ZZ, 1/ZZZ
+        zk::warp_mul4(a.x, acc.X, izz, a.y, acc.Y, izzz, d2, J, J, d3, J, J);
+        a.x = a.x.from_mont();
+        a.y = a.y.from_mont();
+    }
+    if (threadIdx.x == 0) *out = a;
 }
 
 // Batch addition: out[t] = sum of the Montgomery affine points i in [t*K, (t+1)*K) whose bit

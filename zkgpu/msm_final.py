@@ -1,0 +1,84 @@
+"""The last step of the GPU MSM: Horner over the window sums, to affine, out of Montgomery form.
+
+:func:`finish` launches it for :func:`zkgpu.msm.msm_device`, :func:`zkgpu.msm.batch_add_device` and
+:mod:`zkgpu.msm_precomp` (``(nwin, 48)`` uint32 XYZZ window sums in, ``(1, 12)`` uint64 canonical affine out,
+on the current stream, no host sync). The step is one dependency chain: ``c`` doublings per window (the top
+window's sum is doubled ``c * (nwin - 1)`` times in a row), one addition per window and one inversion, so a
+single GPU thread runs it latency-bound, about 1.4 us per 12-limb Fq product on the H200: a fixed ~4.8 ms
+per MSM at every size in session 3's phase breakdowns (``phase:final``), 22% of a 2^22 PoRep-like MSM.
+
+Variants (:data:`FINAL`, :data:`INVERSE`, set by :func:`configure`; ``zkgpu/kernels/msm_final.cuh``):
+
+- ``FINAL = "warp"`` (``msm_final_warp``): one warp; the independent Fq products of each group operation on
+  different lanes (one instruction stream, so a level of independent products costs one product's
+  latency): a doubling (EFD dbl-2008-s, 9 products in 3 levels) costs 3 product latencies, an addition
+  (add-2008-s, 14 products in 4 levels) 4. ``"serial"`` (``msm_final``): one thread, every product in turn.
+- ``INVERSE = "binary"``: the one inversion by the binary extended Euclidean algorithm (Hankerson, Menezes,
+  Vanstone, *Guide to Elliptic Curve Cryptography*, algorithm 2.22: shifts and subtractions of 12-limb
+  integers); ``"fermat"``: ``x^(q-2)``, 380 squarings in a row (the serial kernel's, always).
+
+Model (products in the chain, at c = 20, 13 windows): serial 13 * (20 * 9 + 14) + ~570 (Fermat) ~ 3100;
+warp 13 * (20 * 3 + 4) ~ 830, plus ~570 with Fermat or the binary algorithm's ~1100 short steps. The
+measurements (``zkgpu bench msm`` phase rows, ``scripts/msm_final_compare.py``) are in notes/msm-kernels.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .curve import LIMBS
+
+__all__ = ["FINAL", "INVERSE", "VARIANTS", "INVERSES", "configure", "finish"]
+
+VARIANTS = ("warp", "serial")
+INVERSES = ("binary", "fermat")
+FINAL = "warp"
+"""``"warp"`` (msm_final_warp, one warp) or ``"serial"`` (msm_final, one thread)."""
+INVERSE = "binary"
+"""The warp variant's inversion: ``"binary"`` (binary extended Euclid) or ``"fermat"`` (x^(q-2))."""
+
+Kernel = Callable[[str], Any]  # msm.cu's kernel by name (zkgpu.msm._k)
+
+
+def configure(*, final: str | None = None, inverse: str | None = None) -> None:
+    """Set :data:`FINAL` and :data:`INVERSE` (None keeps the current value).
+
+    Raises:
+        ValueError: a name not in :data:`VARIANTS` / :data:`INVERSES` (names the value).
+    """
+    global FINAL, INVERSE
+    if final is not None:
+        _check(final, VARIANTS, "final")
+        FINAL = final
+    if inverse is not None:
+        _check(inverse, INVERSES, "inverse")
+        INVERSE = inverse
+
+
+def _check(value: object, allowed: tuple[str, ...], what: str) -> None:
+    if value not in allowed:
+        raise ValueError(f"zkgpu.msm_final: {what} must be one of {', '.join(allowed)}, got {value!r}")
+
+
+def settings() -> dict[str, str]:
+    """``{"final": FINAL, "inverse": INVERSE}`` (checked), for a benchmark's records."""
+    _check(FINAL, VARIANTS, "final")
+    _check(INVERSE, INVERSES, "inverse")
+    return {"final": FINAL, "inverse": INVERSE if FINAL == "warp" else "fermat"}
+
+
+def finish(cp: Any, k: Kernel, sums: Any, nwin: int, c: int) -> Any:
+    """``sum_w 2^(c*w) sums[w]`` as canonical affine ``(1, 12)`` uint64 (CuPy; the identity all zero), from
+    ``sums (nwin, 48)`` uint32 XYZZ window sums in Montgomery form; ``c = 0`` with ``nwin = 1``: just the
+    point to affine. Queues one kernel (one thread or one warp, :data:`FINAL`); no host sync."""
+    s = settings()
+    out = cp.empty((1, LIMBS), dtype=cp.uint64)
+    if s["final"] == "serial":
+        k("msm_final")((1,), (1,), (sums, np.uint32(nwin), np.uint32(c), out.view(cp.uint32)))
+    else:
+        k("msm_final_warp")((1,), (32,), (sums, np.uint32(nwin), np.uint32(c), np.uint32(s["inverse"] == "binary"),
+                                         out.view(cp.uint32)))
+    return out
