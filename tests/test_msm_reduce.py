@@ -75,6 +75,18 @@ def test_plan_rejects_bad_sizes(bad):
         msm_reduce.plan(**args)
 
 
+def test_round_starts_configure():
+    before = msm_reduce.ROUND_STARTS
+    try:
+        msm_reduce.configure(round_starts="search")
+        assert msm_reduce.ROUND_STARTS == "search"
+        with pytest.raises(ValueError, match="round_starts must be 'table' or 'search', got 'scan'"):
+            msm_reduce.configure(round_starts="scan")
+        assert msm_reduce.ROUND_STARTS == "search"
+    finally:
+        msm_reduce.configure(round_starts=before)
+
+
 # ----------------------------------------------------------------------------- group: numpy kernels over Z/P
 
 P = 2**31 - 1  # the "points": integers mod P, addition mod P
@@ -161,6 +173,23 @@ class IntKernels:
         out_pts[: c.size, 0] = np.add.reduceat(pts[:k, 0].astype(np.int64), c) % P if k else 0
         self.log.append((k, c.size, _max_run(keys[c])))
 
+    def round_chunk_starts(self, offs, L, kmax, starts):
+        kmax, L = int(kmax), int(L)
+        chunks = np.diff(offs[: kmax + 1].astype(np.int64))
+        first = np.flatnonzero(chunks)
+        assert int(offs[kmax]) <= starts.size, "room for the chunk starts"
+        for j in first:
+            starts[int(offs[j]) : int(offs[j + 1])] = j + L * np.arange(chunks[j], dtype=np.uint64)
+
+    def seg_accum_xyzz_from(self, keys, count, L, kmax, offs, nchunks_max, starts, pts, out_keys, out_pts):
+        k, Li = int(count[0]), int(L)
+        idx = np.arange(k)
+        first = np.r_[True, keys[1:k] != keys[: k - 1]] if k else np.zeros(0, dtype=bool)
+        run_start = np.maximum.accumulate(np.where(first, idx, 0)) if k else idx
+        c = np.flatnonzero((idx - run_start) % Li == 0)
+        assert np.array_equal(starts[: c.size].astype(np.int64), c), "the chunk-start table"
+        self.seg_accum_xyzz(keys, count, L, kmax, offs, nchunks_max, pts, out_keys, out_pts)
+
     def scatter_buckets(self, keys, pts, count, kmax, buckets):
         k = int(count[0])
         assert k <= int(kmax) <= keys.size
@@ -217,7 +246,9 @@ def _reduce_int(keys: np.ndarray, values: np.ndarray, nwin: int, m: int, chunk: 
     (4098, 1, 1, 64, 0.0, 1.0),          # one bucket of 4098: the first size with a round
     (1000, 5, 64, 64, 1.0, 0.0),         # every scalar zero: E = 0
 ])
-def test_integer_group_reduction(n, nwin, m, chunk, zero, one):
+@pytest.mark.parametrize("round_starts", msm_reduce.ROUND_STARTS_MODES)
+def test_integer_group_reduction(n, nwin, m, chunk, zero, one, round_starts, monkeypatch):
+    monkeypatch.setattr(msm_reduce, "ROUND_STARTS", round_starts)
     rng = new_rng()
     keys = np.sort(_keys_porep(rng, n, nwin, m, zero, one))
     values = rng.integers(0, P, size=n)
@@ -245,10 +276,13 @@ def _msm_emu(pts, sc, c=None):
         return msm.msm_device(pts, sc, c)
 
 
+@pytest.mark.parametrize("round_starts", msm_reduce.ROUND_STARTS_MODES)
 @pytest.mark.parametrize("chunk", [1, 2, 3, 64])
-def test_emu_porep_like_small_chunks(chunk, monkeypatch):
-    """PoRep-like scalars with tiny chunks: many rounds (7 for n = 300 and chunk 2) on the real kernels."""
+def test_emu_porep_like_small_chunks(chunk, round_starts, monkeypatch):
+    """PoRep-like scalars with tiny chunks: many rounds (7 for n = 300 and chunk 2) on the real kernels, the
+    chunk starts from the table or by search."""
     monkeypatch.setattr(msm, "CHUNK", chunk)
+    monkeypatch.setattr(msm_reduce, "ROUND_STARTS", round_starts)
     n = 300
     pts, sc = rand_points(n), _porep_scalars(n, new_rng())
     assert (_msm_emu(pts, sc) == ref_arkworks(pts, sc)).all(), f"seed {current_seed()}"
@@ -309,7 +343,7 @@ def test_reduction_kernels_fit_three_blocks_per_sm(tmp_path):
     report = _nvcc_cubin(KERNEL_DIR / "msm.cu", tmp_path)
     limit = 65536 // (3 * msm_reduce.HEAVY_BLOCK) // 8 * 8
     regs = _registers(report)
-    heavy = ("seg_accum_affine_balanced", "seg_accum_xyzz", "scatter_buckets")
+    heavy = ("seg_accum_affine_balanced", "seg_accum_xyzz", "seg_accum_xyzz_from", "scatter_buckets")
     assert {k: regs[k] for k in heavy if regs[k] > limit} == {}, f"more than {limit} registers"
 
 
@@ -379,9 +413,11 @@ def test_gpu_edge_inputs(case):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("chunk", [1, 3, 64])
-def test_gpu_chunks_porep_like(chunk, monkeypatch):
+@pytest.mark.parametrize("round_starts", msm_reduce.ROUND_STARTS_MODES)
+@pytest.mark.parametrize("chunk", [1, 3, 64, 256])
+def test_gpu_chunks_porep_like(chunk, round_starts, monkeypatch):
     monkeypatch.setattr(msm, "CHUNK", chunk)
+    monkeypatch.setattr(msm_reduce, "ROUND_STARTS", round_starts)
     cp = _cuda.cupy()
     n, seed = 2**15, new_pyrng().randrange(2**64)
     sc = _porep_scalars(n, new_rng())

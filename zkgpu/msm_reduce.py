@@ -13,8 +13,10 @@ zero digits and identity points as sentinel keys sorted last -- and then calls, 
 3. :func:`to_buckets`: a FIXED number of rounds over the (key, partial) pairs, still sorted by key:
    each key's run of partials cut into chunks of at most ``L`` (``run_chunk_count``: the chunk count
    at each run's first partial, the run's end by a galloping search; an exclusive ``cupy.cumsum``),
-   one thread per chunk summing it (``seg_accum_xyzz``, which finds its chunk by a binary search in
-   the prefix sum); then ``scatter_buckets``: the thread of each key's first partial sums that key's
+   ``round_chunk_starts`` writes each chunk's first partial into a table (the thread of each run's first
+   partial, one write per chunk), one thread per chunk sums it (``seg_accum_xyzz_from``; with
+   :data:`ROUND_STARTS` ``"search"``, ``seg_accum_xyzz`` finds its chunk by a binary search in the
+   prefix sum instead); then ``scatter_buckets``: the thread of each key's first partial sums that key's
    last few partials into its bucket.
 
 Every array is sized on the host from n, the window count, ``2^(c-1)`` and the chunk (:func:`plan`);
@@ -58,13 +60,42 @@ import numpy as np
 
 from . import _cuda
 
-__all__ = ["HEAVY_BLOCK", "Plan", "Round", "Partials", "partials_bound", "plan", "valid_count", "level0",
+__all__ = ["HEAVY_BLOCK", "ROUND_STARTS", "configure", "Plan", "Round", "Partials", "partials_bound", "plan", "valid_count", "level0",
            "to_buckets"]
 
 HEAVY_BLOCK = 128  # ~150 registers per thread: 3 blocks of 128 fit an SM, 1 block of 256
 XYZZ_WORDS = 48  # uint32 words of one XYZZ point (g1.cuh xyzz_t)
 
 Kernel = Callable[[str], Any]  # msm.cu's kernel by name (zkgpu.msm._k: NVRTC build, cubin or emulation)
+
+
+ROUND_STARTS = "table"
+"""How a round's thread finds its chunk: ``"table"`` (``round_chunk_starts`` writes every chunk's first partial,
+``seg_accum_xyzz_from`` reads it: one load) or ``"search"`` (``seg_accum_xyzz``: a binary search in the round's
+prefix sum, ~log2(partials) dependent loads per thread). Set by :func:`configure`."""
+ROUND_STARTS_MODES = ("table", "search")
+
+
+def configure(*, round_starts: str | None = None) -> None:
+    """Set :data:`ROUND_STARTS` (None keeps it).
+
+    Raises:
+        ValueError: a mode not in :data:`ROUND_STARTS_MODES` (names the value).
+    """
+    global ROUND_STARTS
+    if round_starts is not None:
+        _check_round_starts(round_starts)
+        ROUND_STARTS = round_starts
+
+
+def _check_round_starts(value: object) -> None:
+    if value not in ROUND_STARTS_MODES:
+        raise ValueError(f"zkgpu.msm_reduce: round_starts must be 'table' or 'search', got {value!r}")
+
+
+def _round_starts() -> str:
+    _check_round_starts(ROUND_STARTS)
+    return ROUND_STARTS
 
 
 def partials_bound(x: int, chunk: int) -> int:
@@ -210,16 +241,20 @@ def to_buckets(cp: Any, k: Kernel, parts: Partials, p: Plan, buckets: Any) -> No
     host sync."""
     rounds = p.rounds_from(parts.cap)
     spare = Partials.empty(cp, rounds[0].k_out) if rounds else None
+    table = _round_starts() == "table"
+    starts = cp.empty(max(rounds[0].k_out, 1), dtype=cp.uint64) if rounds and table else None
     lr = np.uint32(p.round_chunk)
     for r in rounds:
         offs = _offsets(cp, k, "run_chunk_count", parts.keys, parts.count, p.round_chunk, r.k_in)
         dst = spare if spare is not None and spare.cap >= r.k_out else Partials.empty(cp, r.k_out)
         dst = Partials(dst.keys[: r.k_out], dst.pts[: r.k_out], offs[r.k_in:])
-        _cuda.launch_1d(
-            k("seg_accum_xyzz"), r.k_out,
-            (parts.keys, parts.count, lr, np.uint64(r.k_in), offs, np.uint64(r.k_out), parts.pts, dst.keys, dst.pts),
-            block=HEAVY_BLOCK,
-        )
+        head = (parts.keys, parts.count, lr, np.uint64(r.k_in), offs, np.uint64(r.k_out))
+        if starts is not None:
+            _cuda.launch_1d(k("round_chunk_starts"), r.k_in, (offs, lr, np.uint64(r.k_in), starts))
+            _cuda.launch_1d(k("seg_accum_xyzz_from"), r.k_out, (*head, starts, parts.pts, dst.keys, dst.pts),
+                            block=HEAVY_BLOCK)
+        else:
+            _cuda.launch_1d(k("seg_accum_xyzz"), r.k_out, (*head, parts.pts, dst.keys, dst.pts), block=HEAVY_BLOCK)
         parts, spare = dst, parts
     _cuda.launch_1d(k("scatter_buckets"), parts.cap, (parts.keys, parts.pts, parts.count, np.uint64(parts.cap), buckets),
                     block=HEAVY_BLOCK)

@@ -21,7 +21,8 @@
 //                   bucket of millions of points is spread over many threads
 //   seg_accum_affine (level 0, zkgpu.msm.LEVEL0 "runs"): one thread per chunk of at most CHUNK
 //                   entries of one bucket (chunks cut on the host with CuPy)
-//   run_chunk_count, seg_accum_xyzz  a fixed number of rounds (zkgpu/msm_reduce.py) over the (key,
+//   run_chunk_count, round_chunk_starts, seg_accum_xyzz_from (or seg_accum_xyzz: chunk starts by binary
+//                   search)  a fixed number of rounds (zkgpu/msm_reduce.py) over the (key,
 //                   XYZZ partial) pairs, still sorted by key: each key's run cut into chunks of at most
 //                   CHUNK, one thread per chunk, chunk bounds found on the device
 //   scatter_buckets the thread of each key's first partial sums its last few partials (at most
@@ -244,6 +245,21 @@ __global__ void run_chunk_count(const uint32_t* keys, const unsigned long long* 
     }
 }
 
+// The sum of the chunk of a round that starts at partial `start` (at most L partials of its key) into
+// out[t]: seg_accum_xyzz and seg_accum_xyzz_from.
+__device__ __forceinline__ void accum_chunk(const uint32_t* keys, uint64_t count, uint32_t L, uint64_t start, uint64_t t,
+                                            const xyzz_t* pts, uint32_t* out_keys, xyzz_t* out_pts) {
+    const uint64_t end = start + L < count ? start + L : count;
+    const uint32_t k = keys[start];
+    xyzz_t acc = pts[start];
+    for (uint64_t j = start + 1; j < end && keys[j] == k; j++) {
+        const xyzz_t b = pts[j];
+        acc.add(b);
+    }
+    out_keys[t] = k;
+    out_pts[t] = acc;
+}
+
 // Chunk t of the round (offsets = exclusive prefix sum of run_chunk_count's counts, kmax + 1 entries,
 // offsets[kmax] = the chunk count): the run starts at the last j with offsets[j] <= t (binary search;
 // counts are nonzero only at run starts), the chunk at j + (t - offsets[j]) * L; its sum goes to out[t].
@@ -262,16 +278,31 @@ __global__ void seg_accum_xyzz(const uint32_t* keys, const unsigned long long* c
                 hi = mid;
             }
         }
-        const uint64_t start = lo + (t - offsets[lo]) * L;
-        const uint64_t end = start + L < count ? start + L : count;
-        const uint32_t k = keys[start];
-        xyzz_t acc = pts[start];
-        for (uint64_t j = start + 1; j < end && keys[j] == k; j++) {
-            const xyzz_t b = pts[j];
-            acc.add(b);
-        }
-        out_keys[t] = k;
-        out_pts[t] = acc;
+        accum_chunk(keys, count, L, lo + (t - offsets[lo]) * L, t, pts, out_keys, out_pts);
+    }
+}
+
+// The chunk starts of a round written out instead of searched: the thread of each run's first partial j
+// (offsets[j + 1] > offsets[j], the counts of run_chunk_count) writes starts[offsets[j] + i] = j + i * L
+// for each of its run's chunks i (one write per chunk; the longest run, the PoRep-like ones' bucket, has
+// about n / L^2 chunks in the first round). Threads j < kmax, the worst case.
+__global__ void round_chunk_starts(const unsigned long long* offsets, uint32_t L, uint64_t kmax,
+                                   unsigned long long* starts) {
+    ZK_GRID_STRIDE(j, kmax) {
+        const uint64_t o = offsets[j], chunks = offsets[j + 1] - o;
+        for (uint64_t i = 0; i < chunks; i++) starts[o + i] = j + i * L;
+    }
+}
+
+// seg_accum_xyzz with chunk t's start read from round_chunk_starts' table: no search, one load.
+__global__ void seg_accum_xyzz_from(const uint32_t* keys, const unsigned long long* countp, uint32_t L, uint64_t kmax,
+                                    const unsigned long long* offsets, uint64_t nchunks_max,
+                                    const unsigned long long* starts, const xyzz_t* pts, uint32_t* out_keys,
+                                    xyzz_t* out_pts) {
+    const uint64_t count = *countp, nchunks = offsets[kmax];
+    ZK_GRID_STRIDE(t, nchunks_max) {
+        if (t >= nchunks) break;
+        accum_chunk(keys, count, L, starts[t], t, pts, out_keys, out_pts);
     }
 }
 
