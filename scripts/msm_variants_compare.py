@@ -5,7 +5,8 @@
 Per log2 size: device-resident points (zkgpu.bases) and scalars, uniform and PoRep-like (as ``zkgpu bench msm``:
 the PoRep-like window from ``c="sparse"``, counted inside the timing); for each variant (:data:`VARIANTS`: the
 final step one thread or one warp (zkgpu.msm_final), the rounds' chunk starts by search or from a table
-(zkgpu.msm_reduce.ROUND_STARTS), the level-0 chunk (zkgpu.msm.CHUNK)) the MSM's total time (CUDA events, warm-up
+(zkgpu.msm_reduce.ROUND_STARTS), the short runs summed before the rounds or not (SHORT_FIRST), the rounds' chunk
+(ROUND_CHUNK, 0 = the level-0 chunk), the level-0 chunk (zkgpu.msm.CHUNK)) the MSM's total time (CUDA events, warm-up
 excluded, median of ``--repeat``) and one per-phase breakdown (zkgpu.msm.Phases); then, with the default
 variant, the PoRep-like total at each window of ``--porep-windows`` (at the first size only). Every result is
 compared with the first variant's on the same input (they must agree bit for bit).
@@ -30,23 +31,27 @@ from zkgpu.bench.msm import _porep_scalars
 from zkgpu.field import fr_random
 from zkgpu.manifest import build_manifest, new_run_dir, write_json_new
 
-# name -> (final, inverse, round_starts, chunk); the first is the session-3 baseline
+# name -> (final, inverse, round_starts, short_first, round_chunk, chunk); the first is the session-3 baseline
 VARIANTS = {
-    "serial/search/L64": ("serial", "fermat", "search", 64),
-    "warp-fermat/search/L64": ("warp", "fermat", "search", 64),
-    "warp/search/L64": ("warp", "binary", "search", 64),
-    "warp/table/L64": ("warp", "binary", "table", 64),
-    "warp/table/L128": ("warp", "binary", "table", 128),
-    "warp/table/L256": ("warp", "binary", "table", 256),
+    "serial/search/all/L64": ("serial", "fermat", "search", False, 0, 64),
+    "warp-fermat/search/all/L64": ("warp", "fermat", "search", False, 0, 64),
+    "warp/search/all/L64": ("warp", "binary", "search", False, 0, 64),
+    "warp/table/all/L64": ("warp", "binary", "table", False, 0, 64),
+    "warp/table/short/L64": ("warp", "binary", "table", True, 0, 64),
+    "warp/table/short-R16/L64": ("warp", "binary", "table", True, 16, 64),
+    "warp/table/short-R16/L128": ("warp", "binary", "table", True, 16, 128),
+    "warp/table/short-R16/L256": ("warp", "binary", "table", True, 16, 256),
+    "warp/table/short/L256": ("warp", "binary", "table", True, 0, 256),
 }
-LARGE_VARIANTS = ("serial/search/L64", "warp/table/L64", "warp/table/L256")  # at 2^26 (time)
-SWEEP = "warp/table/L64"  # the variant of the PoRep-like window sweep (the shipped defaults)
+LARGE_VARIANTS = ("serial/search/all/L64", "warp/table/short/L64", "warp/table/short-R16/L64",
+                  "warp/table/short-R16/L256")  # at 2^26 (time)
+SWEEP = "warp/table/short/L64"  # the variant of the PoRep-like window sweep (the shipped defaults)
 
 
 def _use(name: str) -> None:
-    final, inverse, starts, chunk = VARIANTS[name]
+    final, inverse, starts, short_first, round_chunk, chunk = VARIANTS[name]
     msm_final.configure(final=final, inverse=inverse)
-    msm_reduce.configure(round_starts=starts)
+    msm_reduce.configure(round_starts=starts, short_first=short_first, round_chunk=round_chunk)
     msm.configure(chunk=chunk)
 
 

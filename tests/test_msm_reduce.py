@@ -75,16 +75,20 @@ def test_plan_rejects_bad_sizes(bad):
         msm_reduce.plan(**args)
 
 
-def test_round_starts_configure():
-    before = msm_reduce.ROUND_STARTS
-    try:
-        msm_reduce.configure(round_starts="search")
-        assert msm_reduce.ROUND_STARTS == "search"
-        with pytest.raises(ValueError, match="round_starts must be 'table' or 'search', got 'scan'"):
-            msm_reduce.configure(round_starts="scan")
-        assert msm_reduce.ROUND_STARTS == "search"
-    finally:
-        msm_reduce.configure(round_starts=before)
+def test_reduce_configure(monkeypatch):
+    for name in ("ROUND_STARTS", "SHORT_FIRST", "ROUND_CHUNK"):
+        monkeypatch.setattr(msm_reduce, name, getattr(msm_reduce, name))
+    msm_reduce.configure(round_starts="search", short_first=False, round_chunk=8)
+    assert (msm_reduce.ROUND_STARTS, msm_reduce.SHORT_FIRST, msm_reduce.ROUND_CHUNK) == ("search", False, 8)
+    assert msm_reduce.plan(1 << 20, 2, 16, 64).round_chunk == 8
+    assert msm_reduce.plan(1 << 20, 2, 16, 64, round_chunk=0).round_chunk == 64
+    with pytest.raises(ValueError, match="round_starts must be 'table' or 'search', got 'scan'"):
+        msm_reduce.configure(round_starts="scan")
+    with pytest.raises(ValueError, match="short_first must be True or False, got 1"):
+        msm_reduce.configure(short_first=1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="round_chunk must be 0 .* or an int >= 2, got 1"):
+        msm_reduce.configure(round_chunk=1)
+    assert msm_reduce.ROUND_STARTS == "search"
 
 
 # ----------------------------------------------------------------------------- group: numpy kernels over Z/P
@@ -190,6 +194,32 @@ class IntKernels:
         assert np.array_equal(starts[: c.size].astype(np.int64), c), "the chunk-start table"
         self.seg_accum_xyzz(keys, count, L, kmax, offs, nchunks_max, pts, out_keys, out_pts)
 
+    def scatter_short_runs(self, keys, pts, count, Lf, kmax, buckets, counts):
+        k, Lf = int(count[0]), int(Lf)
+        assert k <= int(kmax) <= counts.size
+        assert self.stage == 0, "short runs first: right after level 0"
+        assert _max_run(keys[:k]) <= self.plan.run_bound0
+        counts[:] = 0
+        if k:
+            s = np.flatnonzero(np.r_[True, keys[1:k] != keys[: k - 1]])
+            lens = np.diff(np.r_[s, k])
+            short = lens <= Lf
+            sums = np.add.reduceat(pts[:k, 0].astype(np.int64), s) % P
+            buckets[keys[s[short]], 0] = sums[short]
+            counts[s[~short]] = lens[~short]
+            self.short_keys = set(keys[s[short]].tolist())
+
+    def gather_long_runs(self, keys, pts, offs, kmax, cap, out_keys, out_pts):
+        kmax = int(kmax)
+        total = int(offs[kmax])
+        assert total <= int(cap) <= out_keys.size
+        lens = np.diff(offs[: kmax + 1].astype(np.int64))
+        idx = np.concatenate([np.arange(j, j + lens[j]) for j in np.flatnonzero(lens)] or [np.zeros(0, np.int64)])
+        assert idx.size == total
+        out_keys[:total] = keys[idx]
+        out_pts[:total] = pts[idx]
+        assert not set(keys[idx].tolist()) & getattr(self, "short_keys", set()), "a key both short and long"
+
     def scatter_buckets(self, keys, pts, count, kmax, buckets):
         k = int(count[0])
         assert k <= int(kmax) <= keys.size
@@ -198,6 +228,17 @@ class IntKernels:
         if k:
             s = np.flatnonzero(np.r_[True, keys[1 : k] != keys[: k - 1]])
             buckets[keys[s], 0] = np.add.reduceat(pts[:k, 0].astype(np.int64), s) % P
+
+
+# (ROUND_STARTS, SHORT_FIRST, ROUND_CHUNK): the default first, then the session-3 reduction, then small rounds
+REDUCE_MODES = [("table", True, 0), ("search", False, 0), ("table", True, 4), ("search", True, 2), ("table", False, 3)]
+
+
+def _set_reduce_mode(monkeypatch, mode) -> None:
+    starts, short_first, round_chunk = mode
+    monkeypatch.setattr(msm_reduce, "ROUND_STARTS", starts)
+    monkeypatch.setattr(msm_reduce, "SHORT_FIRST", short_first)
+    monkeypatch.setattr(msm_reduce, "ROUND_CHUNK", round_chunk)
 
 
 def _keys_porep(rng: np.random.Generator, n: int, nwin: int, m: int, zero=0.45, one=0.45) -> np.ndarray:
@@ -246,9 +287,9 @@ def _reduce_int(keys: np.ndarray, values: np.ndarray, nwin: int, m: int, chunk: 
     (4098, 1, 1, 64, 0.0, 1.0),          # one bucket of 4098: the first size with a round
     (1000, 5, 64, 64, 1.0, 0.0),         # every scalar zero: E = 0
 ])
-@pytest.mark.parametrize("round_starts", msm_reduce.ROUND_STARTS_MODES)
-def test_integer_group_reduction(n, nwin, m, chunk, zero, one, round_starts, monkeypatch):
-    monkeypatch.setattr(msm_reduce, "ROUND_STARTS", round_starts)
+@pytest.mark.parametrize("reduce_mode", REDUCE_MODES)
+def test_integer_group_reduction(n, nwin, m, chunk, zero, one, reduce_mode, monkeypatch):
+    _set_reduce_mode(monkeypatch, reduce_mode)
     rng = new_rng()
     keys = np.sort(_keys_porep(rng, n, nwin, m, zero, one))
     values = rng.integers(0, P, size=n)
@@ -276,13 +317,13 @@ def _msm_emu(pts, sc, c=None):
         return msm.msm_device(pts, sc, c)
 
 
-@pytest.mark.parametrize("round_starts", msm_reduce.ROUND_STARTS_MODES)
+@pytest.mark.parametrize("reduce_mode", REDUCE_MODES)
 @pytest.mark.parametrize("chunk", [1, 2, 3, 64])
-def test_emu_porep_like_small_chunks(chunk, round_starts, monkeypatch):
-    """PoRep-like scalars with tiny chunks: many rounds (7 for n = 300 and chunk 2) on the real kernels, the
-    chunk starts from the table or by search."""
+def test_emu_porep_like_small_chunks(chunk, reduce_mode, monkeypatch):
+    """PoRep-like scalars with tiny chunks: many rounds (7 for n = 300 and chunk 2) on the real kernels, in each
+    reduction mode (chunk starts from the table or by search, short runs first or not, the rounds' chunk)."""
     monkeypatch.setattr(msm, "CHUNK", chunk)
-    monkeypatch.setattr(msm_reduce, "ROUND_STARTS", round_starts)
+    _set_reduce_mode(monkeypatch, reduce_mode)
     n = 300
     pts, sc = rand_points(n), _porep_scalars(n, new_rng())
     assert (_msm_emu(pts, sc) == ref_arkworks(pts, sc)).all(), f"seed {current_seed()}"
@@ -343,7 +384,7 @@ def test_reduction_kernels_fit_three_blocks_per_sm(tmp_path):
     report = _nvcc_cubin(KERNEL_DIR / "msm.cu", tmp_path)
     limit = 65536 // (3 * msm_reduce.HEAVY_BLOCK) // 8 * 8
     regs = _registers(report)
-    heavy = ("seg_accum_affine_balanced", "seg_accum_xyzz", "seg_accum_xyzz_from", "scatter_buckets")
+    heavy = ("seg_accum_affine_balanced", "seg_accum_xyzz", "seg_accum_xyzz_from", "scatter_short_runs", "scatter_buckets")
     assert {k: regs[k] for k in heavy if regs[k] > limit} == {}, f"more than {limit} registers"
 
 
@@ -413,11 +454,11 @@ def test_gpu_edge_inputs(case):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("round_starts", msm_reduce.ROUND_STARTS_MODES)
+@pytest.mark.parametrize("reduce_mode", REDUCE_MODES)
 @pytest.mark.parametrize("chunk", [1, 3, 64, 256])
-def test_gpu_chunks_porep_like(chunk, round_starts, monkeypatch):
+def test_gpu_chunks_porep_like(chunk, reduce_mode, monkeypatch):
     monkeypatch.setattr(msm, "CHUNK", chunk)
-    monkeypatch.setattr(msm_reduce, "ROUND_STARTS", round_starts)
+    _set_reduce_mode(monkeypatch, reduce_mode)
     cp = _cuda.cupy()
     n, seed = 2**15, new_pyrng().randrange(2**64)
     sc = _porep_scalars(n, new_rng())

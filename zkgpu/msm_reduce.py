@@ -10,7 +10,12 @@ zero digits and identity points as sentinel keys sorted last -- and then calls, 
    run of equal bucket key among them, at offsets from a prefix sum of the per-thread run counts
    (``cupy.cumsum``, no sync). The grid covers the worst case (every key valid); threads past ``E``,
    read from device memory, exit at once.
-3. :func:`to_buckets`: a FIXED number of rounds over the (key, partial) pairs, still sorted by key:
+3. :func:`to_buckets`: with :data:`SHORT_FIRST` (default) first ``scatter_short_runs``: the thread of each
+   key's first partial sums the key into its bucket when it has at most ``L + 1`` partials (uniform
+   scalars' keys have 1 to 3) and otherwise records the run's length; an exclusive ``cupy.cumsum`` of
+   those lengths and ``gather_long_runs`` copy the long runs' partials, in order, into a fresh buffer, so
+   the rounds carry only those (the PoRep-like ones' bucket) instead of copying every partial each round.
+   Then a FIXED number of rounds over the (key, partial) pairs, still sorted by key:
    each key's run of partials cut into chunks of at most ``L`` (``run_chunk_count``: the chunk count
    at each run's first partial, the run's end by a galloping search; an exclusive ``cupy.cumsum``),
    ``round_chunk_starts`` writes each chunk's first partial into a table (the thread of each run's first
@@ -60,7 +65,7 @@ import numpy as np
 
 from . import _cuda
 
-__all__ = ["HEAVY_BLOCK", "ROUND_STARTS", "configure", "Plan", "Round", "Partials", "partials_bound", "plan", "valid_count", "level0",
+__all__ = ["HEAVY_BLOCK", "ROUND_STARTS", "SHORT_FIRST", "ROUND_CHUNK", "configure", "Plan", "Round", "Partials", "partials_bound", "plan", "valid_count", "level0",
            "to_buckets"]
 
 HEAVY_BLOCK = 128  # ~150 registers per thread: 3 blocks of 128 fit an SM, 1 block of 256
@@ -76,16 +81,39 @@ prefix sum, ~log2(partials) dependent loads per thread). Set by :func:`configure
 ROUND_STARTS_MODES = ("table", "search")
 
 
-def configure(*, round_starts: str | None = None) -> None:
-    """Set :data:`ROUND_STARTS` (None keeps it).
+SHORT_FIRST = True
+"""True: after level 0, ``scatter_short_runs`` sums every key with at most ``round_chunk + 1`` partials into its
+bucket at once and ``gather_long_runs`` gathers the longer runs' partials, so the rounds only carry the few long
+runs (the PoRep-like ones' bucket); False: the rounds carry every partial (copying the short runs each round)."""
+ROUND_CHUNK = 0
+"""The rounds' partials per thread; 0: ``max(chunk, 2)`` (the level-0 chunk). Smaller rounds mean shorter
+dependency chains on a long run (more rounds); with :data:`SHORT_FIRST` the rounds carry only the long runs."""
+
+
+def configure(*, round_starts: str | None = None, short_first: bool | None = None,
+              round_chunk: int | None = None) -> None:
+    """Set :data:`ROUND_STARTS`, :data:`SHORT_FIRST` and :data:`ROUND_CHUNK` (None keeps a value).
 
     Raises:
-        ValueError: a mode not in :data:`ROUND_STARTS_MODES` (names the value).
+        ValueError: a mode not in :data:`ROUND_STARTS_MODES`, short_first not a bool, round_chunk not 0 or an
+            int >= 2 (names the value).
     """
-    global ROUND_STARTS
+    global ROUND_STARTS, SHORT_FIRST, ROUND_CHUNK
     if round_starts is not None:
         _check_round_starts(round_starts)
         ROUND_STARTS = round_starts
+    if short_first is not None:
+        if not isinstance(short_first, bool):
+            raise ValueError(f"zkgpu.msm_reduce: short_first must be True or False, got {short_first!r}")
+        SHORT_FIRST = short_first
+    if round_chunk is not None:
+        _check_round_chunk(round_chunk)
+        ROUND_CHUNK = int(round_chunk)
+
+
+def _check_round_chunk(value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or (value != 0 and value < 2):
+        raise ValueError(f"zkgpu.msm_reduce: round_chunk must be 0 (the level-0 chunk) or an int >= 2, got {value!r}")
 
 
 def _check_round_starts(value: object) -> None:
@@ -162,13 +190,14 @@ class Plan:
         return tuple(out)
 
 
-def plan(n: int, nwin: int, buckets_per_window: int, chunk: int) -> Plan:
+def plan(n: int, nwin: int, buckets_per_window: int, chunk: int, round_chunk: int | None = None) -> Plan:
     """The sizes and the fixed round count of the bucket accumulation of an n-point MSM with ``nwin``
     windows of ``buckets_per_window`` (2^(c-1)) buckets and ``chunk`` entries per level-0 thread
-    (module docstring: the bound and its proof).
+    (module docstring: the bound and its proof); ``round_chunk`` the rounds' partials per thread (None:
+    :data:`ROUND_CHUNK`, whose 0 means ``max(chunk, 2)``).
 
     Raises:
-        ValueError: n, nwin, buckets_per_window or chunk < 1 (names the value).
+        ValueError: n, nwin, buckets_per_window or chunk < 1, or round_chunk neither 0 nor >= 2 (names the value).
     """
     for name, v in (("n", n), ("nwin", nwin), ("buckets_per_window", buckets_per_window), ("chunk", chunk)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
@@ -177,7 +206,9 @@ def plan(n: int, nwin: int, buckets_per_window: int, chunk: int) -> Plan:
     entries, keys = int(nwin) * n, int(nwin) * int(buckets_per_window)
     threads0 = -(-entries // chunk)
     partials0 = min(entries, threads0 + keys - 1)
-    rc = max(chunk, 2)
+    rc = ROUND_CHUNK if round_chunk is None else round_chunk
+    _check_round_chunk(rc)
+    rc = int(rc) or max(chunk, 2)
     p = Plan(entries=entries, keys=keys, chunk=chunk, round_chunk=rc, max_bucket=n, threads0=threads0,
              partials0=partials0, run_bound0=partials_bound(n, chunk), rounds=(), final_bound=0)
     rounds = p.rounds_from(partials0)
@@ -239,6 +270,8 @@ def to_buckets(cp: Any, k: Kernel, parts: Partials, p: Plan, buckets: Any) -> No
     """Sum the sorted partials of each key into ``buckets (D, 48)`` uint32 (zero-filled beforehand =
     identity): the plan's rounds (per-key chunks), then ``scatter_buckets``. Queues kernels only; no
     host sync."""
+    if SHORT_FIRST:
+        parts = _short_runs_first(cp, k, parts, p, buckets)
     rounds = p.rounds_from(parts.cap)
     spare = Partials.empty(cp, rounds[0].k_out) if rounds else None
     table = _round_starts() == "table"
@@ -258,3 +291,20 @@ def to_buckets(cp: Any, k: Kernel, parts: Partials, p: Plan, buckets: Any) -> No
         parts, spare = dst, parts
     _cuda.launch_1d(k("scatter_buckets"), parts.cap, (parts.keys, parts.pts, parts.count, np.uint64(parts.cap), buckets),
                     block=HEAVY_BLOCK)
+
+
+def _short_runs_first(cp: Any, k: Kernel, parts: Partials, p: Plan, buckets: Any) -> Partials:
+    """The keys with at most ``p.round_chunk + 1`` partials summed into their buckets (``scatter_short_runs``);
+    the other keys' partials gathered, in order, for the rounds (``gather_long_runs``; room for all of them,
+    the count on the device)."""
+    kmax = parts.cap
+    counts = cp.empty(max(kmax, 1), dtype=cp.uint32)
+    _cuda.launch_1d(k("scatter_short_runs"), kmax, (parts.keys, parts.pts, parts.count, np.uint32(p.round_chunk + 1),
+                                                    np.uint64(kmax), buckets, counts), block=HEAVY_BLOCK)
+    offs = cp.empty(kmax + 1, dtype=cp.uint64)
+    offs[:1] = 0
+    offs[1:] = cp.cumsum(counts[:kmax], dtype=cp.uint64)
+    out = Partials.empty(cp, kmax, count=offs[kmax:])
+    _cuda.launch_1d(k("gather_long_runs"), kmax, (parts.keys, parts.pts, offs, np.uint64(kmax), np.uint64(kmax),
+                                                  out.keys, out.pts))
+    return out

@@ -25,6 +25,9 @@
 //                   search)  a fixed number of rounds (zkgpu/msm_reduce.py) over the (key,
 //                   XYZZ partial) pairs, still sorted by key: each key's run cut into chunks of at most
 //                   CHUNK, one thread per chunk, chunk bounds found on the device
+//   scatter_short_runs, gather_long_runs (zkgpu.msm_reduce.SHORT_FIRST) the keys with few partials after level 0
+//                   summed into their buckets at once, the long runs gathered for the rounds (which then never
+//                   copy the short runs' partials)
 //   scatter_buckets the thread of each key's first partial sums its last few partials (at most
 //                   max(CHUNK, 2) + 1 after the rounds) into the bucket array (empty buckets stay the identity)
 //   window_reduce   each thread a contiguous range of buckets: running sum + sum, then
@@ -303,6 +306,71 @@ __global__ void seg_accum_xyzz_from(const uint32_t* keys, const unsigned long lo
     ZK_GRID_STRIDE(t, nchunks_max) {
         if (t >= nchunks) break;
         accum_chunk(keys, count, L, starts[t], t, pts, out_keys, out_pts);
+    }
+}
+
+// Short runs first (zkgpu/msm_reduce.py SHORT_FIRST): over the level-0 partials (sorted by key, *countp live,
+// kmax the worst case), the thread of each key's first partial j sums the key's run into its bucket when the
+// run has at most Lf partials (Lf = the rounds' chunk + 1, what scatter_buckets adds; uniform scalars' runs
+// are 1 to 3 partials), so the rounds never copy those partials; a longer run (a bucket of many points: the
+// PoRep-like ones) is left for the rounds, counts[j] = its length (0 everywhere else).
+__global__ void scatter_short_runs(const uint32_t* keys, const xyzz_t* pts, const unsigned long long* countp,
+                                   uint32_t Lf, uint64_t kmax, xyzz_t* buckets, uint32_t* counts) {
+    const uint64_t count = *countp;
+    ZK_GRID_STRIDE(j, kmax) {
+        uint32_t long_len = 0;
+        if (j < count && (j == 0 || keys[j - 1] != keys[j])) {
+            const uint32_t k = keys[j];
+            if (j + Lf < count && keys[j + Lf] == k) {  // longer than Lf: its length by galloping + binary search
+                uint64_t lo = j + Lf, step = Lf;          // keys[lo] == k
+                while (lo + step < count && keys[lo + step] == k) {
+                    lo += step;
+                    step *= 2;
+                }
+                uint64_t hi = lo + step < count ? lo + step : count;  // hi == count or keys[hi] != k
+                while (hi - lo > 1) {
+                    const uint64_t mid = lo + (hi - lo) / 2;
+                    if (keys[mid] == k) {
+                        lo = mid;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                long_len = (uint32_t)(hi - j);
+            } else {
+                xyzz_t acc = pts[j];
+                for (uint64_t i = j + 1; i < count && keys[i] == k; i++) {
+                    const xyzz_t b = pts[i];
+                    acc.add(b);
+                }
+                buckets[k] = acc;
+            }
+        }
+        counts[j] = long_len;
+    }
+}
+
+// The long runs' partials gathered in order (offsets = exclusive prefix sum of scatter_short_runs' counts,
+// kmax + 1 entries, offsets[kmax] = how many): output p comes from the run whose offsets[j] <= p is the last
+// (binary search; counts are nonzero only at long runs' first partials), partial j + (p - offsets[j]).
+// Threads p < cap, the worst case; those past offsets[kmax] exit.
+__global__ void gather_long_runs(const uint32_t* keys, const xyzz_t* pts, const unsigned long long* offsets,
+                                 uint64_t kmax, uint64_t cap, uint32_t* out_keys, xyzz_t* out_pts) {
+    const uint64_t total = offsets[kmax];
+    ZK_GRID_STRIDE(p, cap) {
+        if (p >= total) break;
+        uint64_t lo = 0, hi = kmax;  // offsets[lo] <= p < offsets[hi]
+        while (hi - lo > 1) {
+            const uint64_t mid = lo + (hi - lo) / 2;
+            if (offsets[mid] <= p) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        const uint64_t src = lo + (p - offsets[lo]);
+        out_keys[p] = keys[src];
+        out_pts[p] = pts[src];
     }
 }
 
