@@ -1,14 +1,15 @@
 """The GPU MSM's kernel variants side by side in one process: the last step, the rounds' chunk starts, the chunk.
 
-    python3 scripts/msm_variants_compare.py BASE_DIR [--sizes 24,22,26] [--repeat 5] [--porep-windows 12-16]
+    python3 scripts/msm_variants_compare.py BASE_DIR [--sizes 26,24,22] [--repeat 5] [--porep-windows 12-16]
 
 Per log2 size: device-resident points (zkgpu.bases) and scalars, uniform and PoRep-like (as ``zkgpu bench msm``:
 the PoRep-like window from ``c="sparse"``, counted inside the timing); for each variant (:data:`VARIANTS`: the
 final step one thread or one warp (zkgpu.msm_final), the rounds' chunk starts by search or from a table
 (zkgpu.msm_reduce.ROUND_STARTS), the short runs summed before the rounds or not (SHORT_FIRST), the rounds' chunk
 (ROUND_CHUNK, 0 = the level-0 chunk), the level-0 chunk (zkgpu.msm.CHUNK)) the MSM's total time (CUDA events, warm-up
-excluded, median of ``--repeat``) and one per-phase breakdown (zkgpu.msm.Phases); then, with the default
-variant, the PoRep-like total at each window of ``--porep-windows`` (at the first size only). Every result is
+excluded, median of ``--repeat``) and one per-phase breakdown (zkgpu.msm.Phases); then, with the shipped
+defaults, both totals over points prepared once (``msm.prepare_points``, outside the timing) and the PoRep-like
+total at each window of ``--porep-windows`` (at the first size and 2^22). Every result is
 compared with the first variant's on the same input (they must agree bit for bit).
 
 Writes a fresh run folder BASE_DIR/<gpu>-<date>-bench-msm-variants/ (zkgpu.manifest): manifest.json and
@@ -31,21 +32,17 @@ from zkgpu.bench.msm import _porep_scalars
 from zkgpu.field import fr_random
 from zkgpu.manifest import build_manifest, new_run_dir, write_json_new
 
-# name -> (final, inverse, round_starts, short_first, round_chunk, chunk); the first is the session-3 baseline
+# name -> (final, inverse, round_starts, short_first, round_chunk, chunk); the first is the session-3 baseline, the
+# last the shipped defaults (short runs first decided per MSM: msm_reduce.short_first)
 VARIANTS = {
-    "serial/search/all/L64": ("serial", "fermat", "search", False, 0, 64),
-    "warp-fermat/search/all/L64": ("warp", "fermat", "search", False, 0, 64),
-    "warp/search/all/L64": ("warp", "binary", "search", False, 0, 64),
-    "warp/table/all/L64": ("warp", "binary", "table", False, 0, 64),
-    "warp/table/short/L64": ("warp", "binary", "table", True, 0, 64),
+    "serial/search/all/L64": ("serial", "fermat", "search", False, 64, 64),
+    "warp/table/all/L64": ("warp", "binary", "table", False, 64, 64),
     "warp/table/short-R16/L64": ("warp", "binary", "table", True, 16, 64),
     "warp/table/short-R16/L128": ("warp", "binary", "table", True, 16, 128),
-    "warp/table/short-R16/L256": ("warp", "binary", "table", True, 16, 256),
-    "warp/table/short/L256": ("warp", "binary", "table", True, 0, 256),
+    "warp/table/auto/L64": ("warp", "binary", "table", "auto", 0, 64),
 }
-LARGE_VARIANTS = ("serial/search/all/L64", "warp/table/short/L64", "warp/table/short-R16/L64",
-                  "warp/table/short-R16/L256")  # at 2^26 (time)
-SWEEP = "warp/table/short/L64"  # the variant of the PoRep-like window sweep (the shipped defaults)
+LARGE_VARIANTS = ("serial/search/all/L64", "warp/table/all/L64", "warp/table/short-R16/L64")  # at 2^26 (time)
+SWEEP = "warp/table/auto/L64"  # the variant of the PoRep-like window sweep and the prepared-points rows
 
 
 def _use(name: str) -> None:
@@ -63,9 +60,9 @@ def _windows(text: str) -> list[int]:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("base", type=Path, help="where the run folder is made (e.g. data/)")
-    ap.add_argument("--sizes", default="24,22,26")
+    ap.add_argument("--sizes", default="26,24,22")
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--porep-windows", default="12-16")
+    ap.add_argument("--porep-windows", default="")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
     cp = _cuda.cupy()
@@ -108,6 +105,15 @@ def main(argv: list[str]) -> int:
                 for pname, ms in ph.result().items():
                     add(lg, name, c, scal, f"phase:{pname}", [ms])
         _use(SWEEP)
+        mont = msm.prepare_points(pts)  # points checked and in Montgomery form once (as sppark's preloaded msm_t)
+        for scal, sc in scalars.items():
+            arg = "sparse" if scal == "porep" else None
+            got = cp.asnumpy(msm.msm_device(None, sc, arg, mont=mont))
+            if not (got == first[scal]).all():
+                disagree.append(f"2^{lg} {scal} prepared")
+            res = _cuda.benchmark(functools.partial(msm.msm_device, None, sc, arg, mont=mont), warmup=1, repeat=args.repeat)
+            add(lg, SWEEP + " prepared", windows[scal], scal, "total", list(res.times_ms))
+        del mont
         for c in _windows(args.porep_windows) if k == 0 or lg == 22 else []:
             sc = scalars["porep"]
             got = cp.asnumpy(msm.msm_device(pts, sc, c))

@@ -32,7 +32,8 @@ SENTINEL = msm._SENTINEL_KEY >> 32
 
 
 def _rounds(n: int, chunk: int = 64) -> int:
-    return len(msm_reduce.plan(n, 1, 1, chunk).rounds)
+    """The rounds of one bucket of n entries, the rounds' chunk = the level-0 chunk (no short runs first)."""
+    return len(msm_reduce.plan(n, 1, 1, chunk, entries_per_key=float("inf")).rounds)
 
 
 def test_partials_bound():
@@ -57,7 +58,9 @@ def test_plan_sizes(n, nwin, m, chunk):
     p = msm_reduce.plan(n, nwin, m, chunk)
     N, D = nwin * n, nwin * m
     assert (p.entries, p.keys, p.threads0) == (N, D, -(-N // chunk))
-    assert p.partials0 == min(N, p.threads0 + D - 1) and p.round_chunk == max(chunk, 2)
+    assert p.partials0 == min(N, p.threads0 + D - 1)
+    assert p.short_first == (n / m < chunk)  # the "auto" rule
+    assert p.round_chunk == (msm_reduce.SHORT_ROUND_CHUNK if p.short_first else max(chunk, 2))
     assert p.final_bound <= p.round_chunk + 1
     k, run = p.partials0, p.run_bound0
     for r in p.rounds:
@@ -82,9 +85,16 @@ def test_reduce_configure(monkeypatch):
     assert (msm_reduce.ROUND_STARTS, msm_reduce.SHORT_FIRST, msm_reduce.ROUND_CHUNK) == ("search", False, 8)
     assert msm_reduce.plan(1 << 20, 2, 16, 64).round_chunk == 8
     assert msm_reduce.plan(1 << 20, 2, 16, 64, round_chunk=0).round_chunk == 64
+    msm_reduce.configure(short_first="auto", round_chunk=0)
+    # auto: short runs first when a key expects fewer entries than the level-0 chunk (then the rounds' chunk 16)
+    assert not msm_reduce.plan(1 << 22, 16, 1 << 15, 64).short_first  # 2^22 uniform, c = 16: 128 per key
+    assert msm_reduce.plan(1 << 24, 13, 1 << 19, 64).short_first  # 2^24 uniform, c = 20: 32 per key
+    assert msm_reduce.plan(1 << 24, 13, 1 << 19, 64).round_chunk == msm_reduce.SHORT_ROUND_CHUNK
+    assert not msm_reduce.plan(1 << 26, 13, 1 << 19, 64).short_first  # 2^26 uniform: 128 per key
+    assert msm_reduce.plan(1 << 22, 16, 1 << 15, 64, entries_per_key=419430 / (1 << 15)).short_first  # PoRep-like
     with pytest.raises(ValueError, match="round_starts must be 'table' or 'search', got 'scan'"):
         msm_reduce.configure(round_starts="scan")
-    with pytest.raises(ValueError, match="short_first must be True or False, got 1"):
+    with pytest.raises(ValueError, match="short_first must be True, False or 'auto', got 1"):
         msm_reduce.configure(short_first=1)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="round_chunk must be 0 .* or an int >= 2, got 1"):
         msm_reduce.configure(round_chunk=1)
@@ -194,26 +204,44 @@ class IntKernels:
         assert np.array_equal(starts[: c.size].astype(np.int64), c), "the chunk-start table"
         self.seg_accum_xyzz(keys, count, L, kmax, offs, nchunks_max, pts, out_keys, out_pts)
 
-    def scatter_short_runs(self, keys, pts, count, Lf, kmax, buckets, counts):
+    def short_long_count(self, keys, count, Lf, kmax, packed):
         k, Lf = int(count[0]), int(Lf)
-        assert k <= int(kmax) <= counts.size
+        assert k <= int(kmax) <= packed.size
         assert self.stage == 0, "short runs first: right after level 0"
         assert _max_run(keys[:k]) <= self.plan.run_bound0
-        counts[:] = 0
+        packed[:] = 0
         if k:
             s = np.flatnonzero(np.r_[True, keys[1:k] != keys[: k - 1]])
             lens = np.diff(np.r_[s, k])
             short = lens <= Lf
-            sums = np.add.reduceat(pts[:k, 0].astype(np.int64), s) % P
-            buckets[keys[s[short]], 0] = sums[short]
-            counts[s[~short]] = lens[~short]
-            self.short_keys = set(keys[s[short]].tolist())
+            packed[s[short]] = np.uint64(1 << 32)
+            packed[s[~short]] = lens[~short].astype(np.uint64)
+
+    def short_run_starts(self, offs, kmax, starts):
+        kmax = int(kmax)
+        hi = (offs[: kmax + 1] >> np.uint64(32)).astype(np.int64)
+        first = np.flatnonzero(np.diff(hi))
+        assert first.size <= starts.size, "room for the short runs' starts"
+        starts[hi[first]] = first
+
+    def scatter_short_from(self, keys, pts, count, offs, kmax, nmax, starts, buckets):
+        k, nshort = int(count[0]), int(offs[int(kmax)] >> np.uint64(32))
+        assert nshort <= int(nmax) <= starts.size
+        self.short_keys = set()
+        for j in starts[:nshort].astype(np.int64):
+            end = j + 1
+            while end < k and keys[end] == keys[j]:
+                end += 1
+            assert end - j <= self.plan.round_chunk + 1, "a short run longer than the rounds' chunk + 1"
+            buckets[keys[j], 0] = int(pts[j:end, 0].astype(np.int64).sum() % P)
+            self.short_keys.add(int(keys[j]))
 
     def gather_long_runs(self, keys, pts, offs, kmax, cap, out_keys, out_pts):
         kmax = int(kmax)
-        total = int(offs[kmax])
+        low = (offs[: kmax + 1] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        total = int(low[kmax])
         assert total <= int(cap) <= out_keys.size
-        lens = np.diff(offs[: kmax + 1].astype(np.int64))
+        lens = np.diff(low)
         idx = np.concatenate([np.arange(j, j + lens[j]) for j in np.flatnonzero(lens)] or [np.zeros(0, np.int64)])
         assert idx.size == total
         out_keys[:total] = keys[idx]
@@ -231,7 +259,8 @@ class IntKernels:
 
 
 # (ROUND_STARTS, SHORT_FIRST, ROUND_CHUNK): the default first, then the session-3 reduction, then small rounds
-REDUCE_MODES = [("table", True, 0), ("search", False, 0), ("table", True, 4), ("search", True, 2), ("table", False, 3)]
+REDUCE_MODES = [("table", "auto", 0), ("search", False, 0), ("table", True, 4), ("search", True, 2), ("table", False, 3),
+                ("table", True, 0)]
 
 
 def _set_reduce_mode(monkeypatch, mode) -> None:
@@ -384,7 +413,7 @@ def test_reduction_kernels_fit_three_blocks_per_sm(tmp_path):
     report = _nvcc_cubin(KERNEL_DIR / "msm.cu", tmp_path)
     limit = 65536 // (3 * msm_reduce.HEAVY_BLOCK) // 8 * 8
     regs = _registers(report)
-    heavy = ("seg_accum_affine_balanced", "seg_accum_xyzz", "seg_accum_xyzz_from", "scatter_short_runs", "scatter_buckets")
+    heavy = ("seg_accum_affine_balanced", "seg_accum_xyzz", "seg_accum_xyzz_from", "scatter_short_from", "scatter_buckets")
     assert {k: regs[k] for k in heavy if regs[k] > limit} == {}, f"more than {limit} registers"
 
 
@@ -455,7 +484,7 @@ def test_gpu_edge_inputs(case):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("reduce_mode", REDUCE_MODES)
-@pytest.mark.parametrize("chunk", [1, 3, 64, 256])
+@pytest.mark.parametrize("chunk", [1, 64, 256])
 def test_gpu_chunks_porep_like(chunk, reduce_mode, monkeypatch):
     monkeypatch.setattr(msm, "CHUNK", chunk)
     _set_reduce_mode(monkeypatch, reduce_mode)

@@ -413,7 +413,11 @@ def msm_device(pts: Any, sc: Any, c: int | str | None = None, phases: Phases | N
         mont = _prepare_points_dev(pts)
     sc = _check_scalars_dev(sc, deferred)
     ph.mark("validate+to_mont")
-    c = sparse_window_bits(sc) if c == "sparse" else int(c or window_bits(n))
+    live = n  # the scalars with a digit in every window (the significant ones for c="sparse")
+    if c == "sparse":
+        live = max(significant_count(sc), 1)  # one read-back (msm.window), as sparse_window_bits
+        c = window_bits(live)
+    c = int(c or window_bits(n))
     nwin, m = num_windows(c), 1 << (c - 1)
     keys = cp.empty(nwin * n, dtype=cp.uint64)
     _cuda.launch_1d(_k("msm_digits"), n, (sc.view(cp.uint32), mont, _u64(n), np.int32(c), np.int32(nwin), keys))
@@ -423,7 +427,7 @@ def msm_device(pts: Any, sc: Any, c: int | str | None = None, phases: Phases | N
     e = msm_reduce.valid_count(cp, _k, keys)
     ph.mark("sort")
     buckets = cp.zeros((nwin * m, 48), dtype=cp.uint32)
-    plan = msm_reduce.plan(n, nwin, m, _chunk_size())
+    plan = msm_reduce.plan(n, nwin, m, _chunk_size(), entries_per_key=live / m)
     if _level0_mode() == "runs":
         parts = _level0_runs(cp, keys, e, mont, plan.chunk)
     else:

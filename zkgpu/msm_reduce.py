@@ -10,11 +10,13 @@ zero digits and identity points as sentinel keys sorted last -- and then calls, 
    run of equal bucket key among them, at offsets from a prefix sum of the per-thread run counts
    (``cupy.cumsum``, no sync). The grid covers the worst case (every key valid); threads past ``E``,
    read from device memory, exit at once.
-3. :func:`to_buckets`: with :data:`SHORT_FIRST` (default) first ``scatter_short_runs``: the thread of each
-   key's first partial sums the key into its bucket when it has at most ``L + 1`` partials (uniform
-   scalars' keys have 1 to 3) and otherwise records the run's length; an exclusive ``cupy.cumsum`` of
-   those lengths and ``gather_long_runs`` copy the long runs' partials, in order, into a fresh buffer, so
-   the rounds carry only those (the PoRep-like ones' bucket) instead of copying every partial each round.
+3. :func:`to_buckets`: with short runs first (:data:`SHORT_FIRST`, :func:`short_first`) first
+   ``short_long_count``: at each key's first partial, a short-run mark (at most ``L + 1`` partials; uniform
+   scalars' keys have 1 to 3) or the long run's length, both packed in one uint64; one exclusive
+   ``cupy.cumsum`` ranks the short runs (high words) and places the long partials (low words);
+   ``short_run_starts`` + ``scatter_short_from`` sum each short run into its bucket, one thread per key,
+   and ``gather_long_runs`` copies the long runs' partials, in order, into a fresh buffer, so the rounds
+   carry only those (the PoRep-like ones' bucket) instead of copying every partial each round.
    Then a FIXED number of rounds over the (key, partial) pairs, still sorted by key:
    each key's run of partials cut into chunks of at most ``L`` (``run_chunk_count``: the chunk count
    at each run's first partial, the run's end by a galloping search; an exclusive ``cupy.cumsum``),
@@ -65,7 +67,7 @@ import numpy as np
 
 from . import _cuda
 
-__all__ = ["HEAVY_BLOCK", "ROUND_STARTS", "SHORT_FIRST", "ROUND_CHUNK", "configure", "Plan", "Round", "Partials", "partials_bound", "plan", "valid_count", "level0",
+__all__ = ["HEAVY_BLOCK", "ROUND_STARTS", "SHORT_FIRST", "ROUND_CHUNK", "SHORT_ROUND_CHUNK", "configure", "short_first", "Plan", "Round", "Partials", "partials_bound", "plan", "valid_count", "level0",
            "to_buckets"]
 
 HEAVY_BLOCK = 128  # ~150 registers per thread: 3 blocks of 128 fit an SM, 1 block of 256
@@ -81,13 +83,17 @@ prefix sum, ~log2(partials) dependent loads per thread). Set by :func:`configure
 ROUND_STARTS_MODES = ("table", "search")
 
 
-SHORT_FIRST = True
-"""True: after level 0, ``scatter_short_runs`` sums every key with at most ``round_chunk + 1`` partials into its
-bucket at once and ``gather_long_runs`` gathers the longer runs' partials, so the rounds only carry the few long
-runs (the PoRep-like ones' bucket); False: the rounds carry every partial (copying the short runs each round)."""
+SHORT_FIRST: bool | str = "auto"
+"""True: after level 0, every key with at most ``round_chunk + 1`` partials is summed into its bucket at once
+and only the longer runs' partials go through the rounds (the PoRep-like ones' bucket); False: the rounds carry
+every partial (copying the short runs each round); ``"auto"``: :func:`short_first` decides per MSM."""
 ROUND_CHUNK = 0
-"""The rounds' partials per thread; 0: ``max(chunk, 2)`` (the level-0 chunk). Smaller rounds mean shorter
-dependency chains on a long run (more rounds); with :data:`SHORT_FIRST` the rounds carry only the long runs."""
+"""The rounds' partials per thread; 0: with short runs first :data:`SHORT_ROUND_CHUNK`, else ``max(chunk, 2)``
+(the level-0 chunk). Smaller rounds mean shorter dependency chains on a long run, and more rounds; with short
+runs first the rounds carry only the long runs, so more rounds cost little."""
+SHORT_ROUND_CHUNK = 16
+"""The rounds' chunk with short runs first (ROUND_CHUNK = 0): 16 measured faster than 64 on PoRep-like scalars
+(notes/msm-kernels.md)."""
 
 
 def configure(*, round_starts: str | None = None, short_first: bool | None = None,
@@ -103,12 +109,25 @@ def configure(*, round_starts: str | None = None, short_first: bool | None = Non
         _check_round_starts(round_starts)
         ROUND_STARTS = round_starts
     if short_first is not None:
-        if not isinstance(short_first, bool):
-            raise ValueError(f"zkgpu.msm_reduce: short_first must be True or False, got {short_first!r}")
+        if not (isinstance(short_first, bool) or short_first == "auto"):
+            raise ValueError(f"zkgpu.msm_reduce: short_first must be True, False or 'auto', got {short_first!r}")
         SHORT_FIRST = short_first
     if round_chunk is not None:
         _check_round_chunk(round_chunk)
         ROUND_CHUNK = int(round_chunk)
+
+
+def short_first(entries_per_key: float, chunk: int) -> bool:
+    """Whether to sum the short runs first (:data:`SHORT_FIRST`; ``"auto"``: when the expected entries per bucket
+    key, ``entries_per_key``, are fewer than the level-0 ``chunk``, so that most keys leave one or two partials).
+
+    Measured on the H200 (notes/msm-kernels.md, one thread per partial then): short runs first saved 8 ms of
+    ``bucket_partials`` at 2^24 uniform scalars (c = 20: 32 entries per key) and 1 to 2 ms on PoRep-like ones,
+    and cost time at 2^22 and 2^26 uniform (128 entries per key: ~3 partials per key).
+    """
+    if SHORT_FIRST == "auto":
+        return entries_per_key < chunk
+    return bool(SHORT_FIRST)
 
 
 def _check_round_chunk(value: object) -> None:
@@ -158,7 +177,8 @@ class Plan:
         entries: N = nwin * n, the sorted keys (valid ones first, sentinels after).
         keys: D = nwin * 2^(c-1), the bucket keys.
         chunk: level 0's entries per thread (:data:`zkgpu.msm.CHUNK`).
-        round_chunk: the rounds' partials per thread, ``max(chunk, 2)``.
+        round_chunk: the rounds' partials per thread (:data:`ROUND_CHUNK`).
+        short_first: whether the short runs go to their buckets before the rounds (:func:`short_first`).
         max_bucket: the most entries one bucket can hold (n).
         threads0: level 0's threads, ``ceil(N / chunk)``.
         partials0: the most partials level 0 writes, ``min(N, threads0 + D - 1)``.
@@ -171,6 +191,7 @@ class Plan:
     keys: int
     chunk: int
     round_chunk: int
+    short_first: bool
     max_bucket: int
     threads0: int
     partials0: int
@@ -190,11 +211,14 @@ class Plan:
         return tuple(out)
 
 
-def plan(n: int, nwin: int, buckets_per_window: int, chunk: int, round_chunk: int | None = None) -> Plan:
+def plan(n: int, nwin: int, buckets_per_window: int, chunk: int, round_chunk: int | None = None, *,
+         entries_per_key: float | None = None) -> Plan:
     """The sizes and the fixed round count of the bucket accumulation of an n-point MSM with ``nwin``
     windows of ``buckets_per_window`` (2^(c-1)) buckets and ``chunk`` entries per level-0 thread
     (module docstring: the bound and its proof); ``round_chunk`` the rounds' partials per thread (None:
-    :data:`ROUND_CHUNK`, whose 0 means ``max(chunk, 2)``).
+    :data:`ROUND_CHUNK`, whose 0 means :data:`SHORT_ROUND_CHUNK` with short runs first, else ``max(chunk, 2)``);
+    ``entries_per_key`` the expected entries per bucket key for :func:`short_first` (None: n / 2^(c-1), uniform
+    scalars; the MSM passes the significant count's share for sparse scalars).
 
     Raises:
         ValueError: n, nwin, buckets_per_window or chunk < 1, or round_chunk neither 0 nor >= 2 (names the value).
@@ -206,10 +230,11 @@ def plan(n: int, nwin: int, buckets_per_window: int, chunk: int, round_chunk: in
     entries, keys = int(nwin) * n, int(nwin) * int(buckets_per_window)
     threads0 = -(-entries // chunk)
     partials0 = min(entries, threads0 + keys - 1)
+    sf = short_first(n / int(buckets_per_window) if entries_per_key is None else entries_per_key, chunk)
     rc = ROUND_CHUNK if round_chunk is None else round_chunk
     _check_round_chunk(rc)
-    rc = int(rc) or max(chunk, 2)
-    p = Plan(entries=entries, keys=keys, chunk=chunk, round_chunk=rc, max_bucket=n, threads0=threads0,
+    rc = int(rc) or (SHORT_ROUND_CHUNK if sf else max(chunk, 2))
+    p = Plan(entries=entries, keys=keys, chunk=chunk, round_chunk=rc, short_first=sf, max_bucket=n, threads0=threads0,
              partials0=partials0, run_bound0=partials_bound(n, chunk), rounds=(), final_bound=0)
     rounds = p.rounds_from(partials0)
     return dataclasses.replace(p, rounds=rounds, final_bound=rounds[-1].run_bound if rounds else p.run_bound0)
@@ -270,7 +295,7 @@ def to_buckets(cp: Any, k: Kernel, parts: Partials, p: Plan, buckets: Any) -> No
     """Sum the sorted partials of each key into ``buckets (D, 48)`` uint32 (zero-filled beforehand =
     identity): the plan's rounds (per-key chunks), then ``scatter_buckets``. Queues kernels only; no
     host sync."""
-    if SHORT_FIRST:
+    if p.short_first:
         parts = _short_runs_first(cp, k, parts, p, buckets)
     rounds = p.rounds_from(parts.cap)
     spare = Partials.empty(cp, rounds[0].k_out) if rounds else None
@@ -294,17 +319,24 @@ def to_buckets(cp: Any, k: Kernel, parts: Partials, p: Plan, buckets: Any) -> No
 
 
 def _short_runs_first(cp: Any, k: Kernel, parts: Partials, p: Plan, buckets: Any) -> Partials:
-    """The keys with at most ``p.round_chunk + 1`` partials summed into their buckets (``scatter_short_runs``);
-    the other keys' partials gathered, in order, for the rounds (``gather_long_runs``; room for all of them,
-    the count on the device)."""
+    """The keys with at most ``p.round_chunk + 1`` partials summed into their buckets, one thread per key
+    (``short_long_count``, one prefix sum, ``short_run_starts``, ``scatter_short_from``); the other keys' partials
+    gathered, in order, for the rounds (``gather_long_runs``; room for all of them, the count on the device)."""
     kmax = parts.cap
-    counts = cp.empty(max(kmax, 1), dtype=cp.uint32)
-    _cuda.launch_1d(k("scatter_short_runs"), kmax, (parts.keys, parts.pts, parts.count, np.uint32(p.round_chunk + 1),
-                                                    np.uint64(kmax), buckets, counts), block=HEAVY_BLOCK)
+    if kmax >= 1 << 32:
+        raise ValueError(f"msm_reduce: {kmax} level-0 partials, the short/long prefix sum packs counts below 2^32")
+    packed = cp.empty(max(kmax, 1), dtype=cp.uint64)
+    _cuda.launch_1d(k("short_long_count"), kmax, (parts.keys, parts.count, np.uint32(p.round_chunk + 1), np.uint64(kmax),
+                                                  packed))
     offs = cp.empty(kmax + 1, dtype=cp.uint64)
     offs[:1] = 0
-    offs[1:] = cp.cumsum(counts[:kmax], dtype=cp.uint64)
-    out = Partials.empty(cp, kmax, count=offs[kmax:])
+    cp.cumsum(packed[:kmax], out=offs[1:])
+    nmax = min(kmax, p.keys)  # at most one short run per key
+    starts = cp.empty(max(nmax, 1), dtype=cp.uint64)
+    _cuda.launch_1d(k("short_run_starts"), kmax, (offs, np.uint64(kmax), starts))
+    _cuda.launch_1d(k("scatter_short_from"), nmax, (parts.keys, parts.pts, parts.count, offs, np.uint64(kmax), np.uint64(nmax),
+                                                    starts, buckets), block=HEAVY_BLOCK)
+    out = Partials.empty(cp, kmax, count=offs[kmax:] & np.uint64(0xFFFFFFFF))
     _cuda.launch_1d(k("gather_long_runs"), kmax, (parts.keys, parts.pts, offs, np.uint64(kmax), np.uint64(kmax),
                                                   out.keys, out.pts))
     return out

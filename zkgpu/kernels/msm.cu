@@ -25,9 +25,9 @@
 //                   search)  a fixed number of rounds (zkgpu/msm_reduce.py) over the (key,
 //                   XYZZ partial) pairs, still sorted by key: each key's run cut into chunks of at most
 //                   CHUNK, one thread per chunk, chunk bounds found on the device
-//   scatter_short_runs, gather_long_runs (zkgpu.msm_reduce.SHORT_FIRST) the keys with few partials after level 0
-//                   summed into their buckets at once, the long runs gathered for the rounds (which then never
-//                   copy the short runs' partials)
+//   short_long_count, short_run_starts, scatter_short_from, gather_long_runs (zkgpu.msm_reduce.SHORT_FIRST)
+//                   the keys with few partials after level 0 summed into their buckets at once (one thread per
+//                   key), the long runs gathered for the rounds (which then never copy the short runs' partials)
 //   scatter_buckets the thread of each key's first partial sums its last few partials (at most
 //                   max(CHUNK, 2) + 1 after the rounds) into the bucket array (empty buckets stay the identity)
 //   window_reduce   each thread a contiguous range of buckets: running sum + sum, then
@@ -309,16 +309,18 @@ __global__ void seg_accum_xyzz_from(const uint32_t* keys, const unsigned long lo
     }
 }
 
-// Short runs first (zkgpu/msm_reduce.py SHORT_FIRST): over the level-0 partials (sorted by key, *countp live,
-// kmax the worst case), the thread of each key's first partial j sums the key's run into its bucket when the
-// run has at most Lf partials (Lf = the rounds' chunk + 1, what scatter_buckets adds; uniform scalars' runs
-// are 1 to 3 partials), so the rounds never copy those partials; a longer run (a bucket of many points: the
-// PoRep-like ones) is left for the rounds, counts[j] = its length (0 everywhere else).
-__global__ void scatter_short_runs(const uint32_t* keys, const xyzz_t* pts, const unsigned long long* countp,
-                                   uint32_t Lf, uint64_t kmax, xyzz_t* buckets, uint32_t* counts) {
+// Short runs first (zkgpu/msm_reduce.py SHORT_FIRST), over the level-0 partials (sorted by key, *countp live,
+// kmax the worst case): a key with at most Lf partials (Lf = the rounds' chunk + 1, what scatter_buckets adds;
+// uniform scalars' keys have 1 to 3) is summed into its bucket at once by one thread of scatter_short_from, so
+// the rounds never copy its partials; a longer run (a bucket of many points: the PoRep-like ones) is gathered
+// for the rounds (gather_long_runs). short_long_count writes, at each key's first partial j, (1 << 32) for a
+// short run or the run's length for a long one (0 everywhere else): one exclusive prefix sum of these gives
+// both the short runs' ranks (high word) and the long partials' offsets (low word; the host checks kmax < 2^32).
+__global__ void short_long_count(const uint32_t* keys, const unsigned long long* countp, uint32_t Lf, uint64_t kmax,
+                                 unsigned long long* packed) {
     const uint64_t count = *countp;
     ZK_GRID_STRIDE(j, kmax) {
-        uint32_t long_len = 0;
+        unsigned long long v = 0;
         if (j < count && (j == 0 || keys[j - 1] != keys[j])) {
             const uint32_t k = keys[j];
             if (j + Lf < count && keys[j + Lf] == k) {  // longer than Lf: its length by galloping + binary search
@@ -336,39 +338,62 @@ __global__ void scatter_short_runs(const uint32_t* keys, const xyzz_t* pts, cons
                         hi = mid;
                     }
                 }
-                long_len = (uint32_t)(hi - j);
+                v = hi - j;
             } else {
-                xyzz_t acc = pts[j];
-                for (uint64_t i = j + 1; i < count && keys[i] == k; i++) {
-                    const xyzz_t b = pts[i];
-                    acc.add(b);
-                }
-                buckets[k] = acc;
+                v = 1ull << 32;
             }
         }
-        counts[j] = long_len;
+        packed[j] = v;
     }
 }
 
-// The long runs' partials gathered in order (offsets = exclusive prefix sum of scatter_short_runs' counts,
-// kmax + 1 entries, offsets[kmax] = how many): output p comes from the run whose offsets[j] <= p is the last
-// (binary search; counts are nonzero only at long runs' first partials), partial j + (p - offsets[j]).
-// Threads p < cap, the worst case; those past offsets[kmax] exit.
+// starts[r] = the first partial of the r-th short run (r = the high word of the prefix sum at it).
+__global__ void short_run_starts(const unsigned long long* offsets, uint64_t kmax, unsigned long long* starts) {
+    ZK_GRID_STRIDE(j, kmax) {
+        const uint64_t r = offsets[j] >> 32;
+        if ((offsets[j + 1] >> 32) > r) starts[r] = j;
+    }
+}
+
+// One thread per short run t (< offsets[kmax] >> 32; the grid covers nmax, the worst case): the run's partials
+// (at most Lf) summed into its bucket, so each warp's lanes all add (a thread per partial would leave most
+// lanes idle where keys have several partials).
+__global__ void scatter_short_from(const uint32_t* keys, const xyzz_t* pts, const unsigned long long* countp,
+                                   const unsigned long long* offsets, uint64_t kmax, uint64_t nmax,
+                                   const unsigned long long* starts, xyzz_t* buckets) {
+    const uint64_t count = *countp, nshort = offsets[kmax] >> 32;
+    ZK_GRID_STRIDE(t, nmax) {
+        if (t >= nshort) break;
+        const uint64_t j = starts[t];
+        const uint32_t k = keys[j];
+        xyzz_t acc = pts[j];
+        for (uint64_t i = j + 1; i < count && keys[i] == k; i++) {
+            const xyzz_t b = pts[i];
+            acc.add(b);
+        }
+        buckets[k] = acc;
+    }
+}
+
+// The long runs' partials gathered in order (the low words of short_long_count's prefix sum, kmax + 1 entries:
+// the low word at kmax = how many): output p comes from the run whose low word <= p is the last (binary
+// search; the long lengths are nonzero only at long runs' first partials), partial j + (p - low(offsets[j])).
+// Threads p < cap, the worst case; those past the total exit.
 __global__ void gather_long_runs(const uint32_t* keys, const xyzz_t* pts, const unsigned long long* offsets,
                                  uint64_t kmax, uint64_t cap, uint32_t* out_keys, xyzz_t* out_pts) {
-    const uint64_t total = offsets[kmax];
+    const uint64_t total = offsets[kmax] & 0xffffffffull;
     ZK_GRID_STRIDE(p, cap) {
         if (p >= total) break;
-        uint64_t lo = 0, hi = kmax;  // offsets[lo] <= p < offsets[hi]
+        uint64_t lo = 0, hi = kmax;  // low(offsets[lo]) <= p < low(offsets[hi])
         while (hi - lo > 1) {
             const uint64_t mid = lo + (hi - lo) / 2;
-            if (offsets[mid] <= p) {
+            if ((offsets[mid] & 0xffffffffull) <= p) {
                 lo = mid;
             } else {
                 hi = mid;
             }
         }
-        const uint64_t src = lo + (p - offsets[lo]);
+        const uint64_t src = lo + (p - (offsets[lo] & 0xffffffffull));
         out_keys[p] = keys[src];
         out_pts[p] = pts[src];
     }
