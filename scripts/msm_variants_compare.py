@@ -2,11 +2,12 @@
 
     python3 scripts/msm_variants_compare.py BASE_DIR [--sizes 26,24,22] [--repeat 5] [--porep-windows 12-16]
 
-Per log2 size: device-resident points (zkgpu.bases) and scalars, uniform and PoRep-like (as ``zkgpu bench msm``:
+Per log2 size: device-resident points (zkgpu.bases) and scalars (from 2^26 drawn on the GPU, uniform below 2^254),
+uniform and PoRep-like (as ``zkgpu bench msm``:
 the PoRep-like window from ``c="sparse"``, counted inside the timing); for each variant (:data:`VARIANTS`: the
 final step one thread or one warp (zkgpu.msm_final), the rounds' chunk starts by search or from a table
 (zkgpu.msm_reduce.ROUND_STARTS), the short runs summed before the rounds or not (SHORT_FIRST), the rounds' chunk
-(ROUND_CHUNK, 0 = the level-0 chunk), the level-0 chunk (zkgpu.msm.CHUNK)) the MSM's total time (CUDA events, warm-up
+(ROUND_CHUNK), the level-0 chunk (zkgpu.msm.CHUNK), the window reduction's threads (msm_final.REDUCE_THREADS)) the MSM's total time (CUDA events, warm-up
 excluded, median of ``--repeat``) and one per-phase breakdown (zkgpu.msm.Phases); then, with the shipped
 defaults, both totals over points prepared once (``msm.prepare_points``, outside the timing) and the PoRep-like
 total at each window of ``--porep-windows`` (at the first size and 2^22). Every result is
@@ -32,24 +33,39 @@ from zkgpu.bench.msm import _porep_scalars
 from zkgpu.field import fr_random
 from zkgpu.manifest import build_manifest, new_run_dir, write_json_new
 
-# name -> (final, inverse, round_starts, short_first, round_chunk, chunk); the first is the session-3 baseline, the
-# last the shipped defaults (short runs first decided per MSM: msm_reduce.short_first)
+# name -> (final, inverse, round_starts, short_first, round_chunk, chunk, reduce_threads); the first is the
+# session-3 baseline; SWEEP the shipped defaults (short runs first decided per MSM: msm_reduce.short_first)
 VARIANTS = {
-    "serial/search/all/L64": ("serial", "fermat", "search", False, 64, 64),
-    "warp/table/all/L64": ("warp", "binary", "table", False, 64, 64),
-    "warp/table/short-R16/L64": ("warp", "binary", "table", True, 16, 64),
-    "warp/table/short-R16/L128": ("warp", "binary", "table", True, 16, 128),
-    "warp/table/auto/L64": ("warp", "binary", "table", "auto", 0, 64),
+    "serial/search/all/L64": ("serial", "fermat", "search", False, 64, 64, 1 << 17),
+    "warp/table/all/L64": ("warp", "binary", "table", False, 64, 64, 1 << 17),
+    "warp/table/short-R16/L64": ("warp", "binary", "table", True, 16, 64, 1 << 17),
+    "warp/table/short-R16/L128": ("warp", "binary", "table", True, 16, 128, 1 << 17),
+    "warp/table/auto/L64": ("warp", "binary", "table", "auto", 0, 64, 1 << 17),
+    "warp/table/auto/L64/W16": ("warp", "binary", "table", "auto", 0, 64, 1 << 16),
+    "warp/table/auto/L64/W15": ("warp", "binary", "table", "auto", 0, 64, 1 << 15),
 }
 LARGE_VARIANTS = ("serial/search/all/L64", "warp/table/all/L64", "warp/table/short-R16/L64")  # at 2^26 (time)
 SWEEP = "warp/table/auto/L64"  # the variant of the PoRep-like window sweep and the prepared-points rows
 
 
 def _use(name: str) -> None:
-    final, inverse, starts, short_first, round_chunk, chunk = VARIANTS[name]
-    msm_final.configure(final=final, inverse=inverse)
+    final, inverse, starts, short_first, round_chunk, chunk, reduce_threads = VARIANTS[name]
+    msm_final.configure(final=final, inverse=inverse, reduce_threads=reduce_threads)
     msm_reduce.configure(round_starts=starts, short_first=short_first, round_chunk=round_chunk)
     msm.configure(chunk=chunk)
+
+
+def _device_scalars(cp, n: int, seed: int) -> dict:
+    """Uniform scalars below 2^254 (< r) and PoRep-like ones (45% zero, 45% one) drawn on the GPU: at 2^26 the
+    host's fr_random alone takes tens of seconds of the run's time limit."""
+    cp.random.seed(seed)
+    words = (cp.random.random((n, 8)) * 2.0**32).astype(cp.uint32)
+    uni = cp.ascontiguousarray(words).view(cp.uint64).reshape(n, 4)
+    uni[:, 3] &= cp.uint64((1 << 62) - 1)
+    u = cp.random.random(n)
+    porep = uni * (u >= 0.9).astype(cp.uint64)[:, None]  # 90% zero rows
+    porep[:, 0] += ((u >= 0.45) & (u < 0.9)).astype(cp.uint64)  # half of them one
+    return {"uniform": uni, "porep": porep}
 
 
 def _windows(text: str) -> list[int]:
@@ -86,7 +102,10 @@ def main(argv: list[str]) -> int:
     for k, lg in enumerate(int(s) for s in args.sizes.split(",") if s.strip()):
         n = 1 << lg
         pts = bases.generate_points(n, args.seed)
-        scalars = {"uniform": cp.asarray(fr_random(n, rng)), "porep": cp.asarray(_porep_scalars(n, rng))}
+        if lg >= 26:
+            scalars = _device_scalars(cp, n, args.seed)
+        else:
+            scalars = {"uniform": cp.asarray(fr_random(n, rng)), "porep": cp.asarray(_porep_scalars(n, rng))}
         windows = {"uniform": msm.window_bits(n), "porep": msm_window.sparse_window_bits(scalars["porep"])}
         first: dict[str, np.ndarray] = {}
         names = LARGE_VARIANTS if lg >= 26 else tuple(VARIANTS)

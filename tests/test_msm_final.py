@@ -113,6 +113,27 @@ def test_configure_and_settings():
         msm_final.configure(final=before[0], inverse=before[1])
 
 
+def test_window_threads(monkeypatch):
+    monkeypatch.setattr(msm_final, "REDUCE_THREADS", 1 << 17)
+    assert msm_final.window_threads(13, 1 << 19) == 8192 and msm_final.window_threads(16, 1 << 15) == 8192
+    assert msm_final.window_threads(1, 4) == 4 and msm_final.window_threads(128, 2) == 2
+    msm_final.configure(reduce_threads=1 << 15)
+    assert msm_final.window_threads(13, 1 << 19) == 2048
+    with pytest.raises(ValueError, match="reduce_threads must be an int >= 1, got 0"):
+        msm_final.configure(reduce_threads=0)
+
+
+@pytest.mark.parametrize("threads", [1, 7, 1 << 17])
+def test_emu_msm_reduce_threads(threads, monkeypatch):
+    """window_reduce with few threads (one per window: each sums every bucket) and many."""
+    monkeypatch.setattr(msm_final, "REDUCE_THREADS", threads)
+    n = 60
+    pts, sc = rand_points(n), fr_random(n, new_rng())
+    with emulated():
+        got = msm.msm_device(pts, sc, 6)
+    assert (got == ref_arkworks(pts, sc)).all(), f"seed {current_seed()}, {threads} threads"
+
+
 @pytest.mark.parametrize("c", list(range(2, 25)))
 def test_top_window_bucket_bound(c):
     """window_reduce's top window stops at msm._top_window_buckets: no scalar < r (nor < 2^255) has a larger

@@ -438,9 +438,7 @@ def msm_device(pts: Any, sc: Any, c: int | str | None = None, phases: Phases | N
         msm_reduce.to_buckets(cp, _k, parts, plan, buckets)
     ph.mark("bucket_partials")
     # running-sum reduction: T threads per window, each a range of R buckets
-    T = 1
-    while T * 2 <= m and nwin * T * 2 <= (1 << 17):
-        T *= 2
+    T = msm_final.window_threads(nwin, m)
     R = m // T
     parts = cp.empty((nwin * T, 48), dtype=cp.uint32)
     _cuda.launch_1d(_k("window_reduce"), nwin * T, (buckets, _u32(nwin), _u32(m), _u32(T), _u32(R),

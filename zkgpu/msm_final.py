@@ -1,4 +1,5 @@
-"""The last step of the GPU MSM: Horner over the window sums, to affine, out of Montgomery form.
+"""The last step of the GPU MSM: Horner over the window sums, to affine, out of Montgomery form (and the
+window reduction's thread split before it, :func:`window_threads`).
 
 :func:`finish` launches it for :func:`zkgpu.msm.msm_device`, :func:`zkgpu.msm.batch_add_device` and
 :mod:`zkgpu.msm_precomp` (``(nwin, 48)`` uint32 XYZZ window sums in, ``(1, 12)`` uint64 canonical affine out,
@@ -31,7 +32,7 @@ import numpy as np
 
 from .curve import LIMBS
 
-__all__ = ["FINAL", "INVERSE", "VARIANTS", "INVERSES", "configure", "finish"]
+__all__ = ["FINAL", "INVERSE", "VARIANTS", "INVERSES", "REDUCE_THREADS", "configure", "finish", "window_threads"]
 
 VARIANTS = ("warp", "serial")
 INVERSES = ("binary", "fermat")
@@ -40,16 +41,34 @@ FINAL = "warp"
 INVERSE = "binary"
 """The warp variant's inversion: ``"binary"`` (binary extended Euclid) or ``"fermat"`` (x^(q-2))."""
 
+REDUCE_THREADS = 1 << 17
+"""The window reduction's threads at most (``window_reduce``: each thread a range of buckets, then a 32-bit
+``mul_u32`` by its offset, ~20 group operations): :func:`window_threads`."""
+
 Kernel = Callable[[str], Any]  # msm.cu's kernel by name (zkgpu.msm._k)
 
 
-def configure(*, final: str | None = None, inverse: str | None = None) -> None:
-    """Set :data:`FINAL` and :data:`INVERSE` (None keeps the current value).
+def window_threads(nwin: int, m: int) -> int:
+    """T, the window reduction's threads per window: the largest power of 2 with ``T <= m`` and
+    ``nwin * T <= REDUCE_THREADS`` (each thread then sums ``m / T`` buckets)."""
+    t = 1
+    while t * 2 <= m and nwin * t * 2 <= REDUCE_THREADS:
+        t *= 2
+    return t
+
+
+def configure(*, final: str | None = None, inverse: str | None = None, reduce_threads: int | None = None) -> None:
+    """Set :data:`FINAL`, :data:`INVERSE` and :data:`REDUCE_THREADS` (None keeps the current value).
 
     Raises:
-        ValueError: a name not in :data:`VARIANTS` / :data:`INVERSES` (names the value).
+        ValueError: a name not in :data:`VARIANTS` / :data:`INVERSES`, or reduce_threads not an int >= 1
+            (names the value).
     """
-    global FINAL, INVERSE
+    global FINAL, INVERSE, REDUCE_THREADS
+    if reduce_threads is not None:
+        if isinstance(reduce_threads, bool) or not isinstance(reduce_threads, (int, np.integer)) or reduce_threads < 1:
+            raise ValueError(f"zkgpu.msm_final: reduce_threads must be an int >= 1, got {reduce_threads!r}")
+        REDUCE_THREADS = int(reduce_threads)
     if final is not None:
         _check(final, VARIANTS, "final")
         FINAL = final
