@@ -20,10 +20,11 @@ the keys' bucket bits (CUB, :mod:`zkgpu.devsort`, on the stream); the count of v
 (:mod:`zkgpu.msm_reduce`): each GPU thread takes exactly :data:`CHUNK` consecutive sorted entries
 and adds each run of equal bucket key among them by mixed XYZZ + affine addition, writing one
 partial per run (so every thread does the same work, and a bucket of millions of points -- real
-scalars are mostly 0 and 1 -- is spread over many threads); a fixed number of rounds (computed on
-the host from n and CHUNK) cuts each bucket's partials, still sorted by bucket, into chunks of at
-most CHUNK, one thread per chunk (XYZZ + XYZZ), until each bucket has at most CHUNK + 1, which one
-thread per bucket adds into the bucket; window sums by a running sum over contiguous bucket ranges (one thread per range,
+scalars are mostly 0 and 1 -- is spread over many threads); where keys expect few entries, the buckets
+with a few partials are summed at once, one thread each, and only the long runs go on; a fixed number
+of rounds (computed on the host from n and the rounds' chunk L) cuts each bucket's partials, still
+sorted by bucket, into chunks of at most L, one thread per chunk (XYZZ + XYZZ), until each bucket has
+at most L + 1, which one thread per bucket adds into the bucket; window sums by a running sum over contiguous bucket ranges (one thread per range,
 combined with the range's offset times its bucket sum; the top window only up to the buckets its digits
 can reach); a tree sum per window; Horner over windows and affine on one warp (:mod:`zkgpu.msm_final`). Every array is sized for the worst case and every kernel
 reads its live count from device memory, so the host never waits for the GPU inside an MSM on
