@@ -7,7 +7,8 @@ uniform and PoRep-like (as ``zkgpu bench msm``:
 the PoRep-like window from ``c="sparse"``, counted inside the timing); for each variant (:data:`VARIANTS`: the
 final step one thread or one warp (zkgpu.msm_final), the rounds' chunk starts by search or from a table
 (zkgpu.msm_reduce.ROUND_STARTS), the short runs summed before the rounds or not (SHORT_FIRST), the rounds' chunk
-(ROUND_CHUNK), the level-0 chunk (zkgpu.msm.CHUNK), the window reduction's threads (msm_final.REDUCE_THREADS)) the MSM's total time (CUDA events, warm-up
+(ROUND_CHUNK), the level-0 chunk (zkgpu.msm.CHUNK), the window reduction's threads (msm_final.REDUCE_THREADS,
+MIN_RANGE)) the MSM's total time (CUDA events, warm-up
 excluded, median of ``--repeat``) and one per-phase breakdown (zkgpu.msm.Phases); then, with the shipped
 defaults, both totals over points prepared once (``msm.prepare_points``, outside the timing) and the PoRep-like
 total at each window of ``--porep-windows`` (at the first size and 2^22). Every result is
@@ -33,24 +34,26 @@ from zkgpu.bench.msm import _porep_scalars
 from zkgpu.field import fr_random
 from zkgpu.manifest import build_manifest, new_run_dir, write_json_new
 
-# name -> (final, inverse, round_starts, short_first, round_chunk, chunk, reduce_threads); the first is the
-# session-3 baseline; SWEEP the shipped defaults (short runs first decided per MSM: msm_reduce.short_first)
+# name -> (final, inverse, round_starts, short_first, round_chunk, chunk, reduce_threads, min_range); the first is
+# the session-3 baseline (one-thread final, every partial through the rounds, 2^17 reduction threads), SWEEP the
+# shipped defaults
 VARIANTS = {
-    "serial/search/all/L64": ("serial", "fermat", "search", False, 64, 64, 1 << 17),
-    "warp/table/all/L64": ("warp", "binary", "table", False, 64, 64, 1 << 17),
-    "warp/table/short-R16/L64": ("warp", "binary", "table", True, 16, 64, 1 << 17),
-    "warp/table/short-R16/L128": ("warp", "binary", "table", True, 16, 128, 1 << 17),
-    "warp/table/auto/L64": ("warp", "binary", "table", "auto", 0, 64, 1 << 17),
-    "warp/table/auto/L64/W16": ("warp", "binary", "table", "auto", 0, 64, 1 << 16),
-    "warp/table/auto/L64/W15": ("warp", "binary", "table", "auto", 0, 64, 1 << 15),
+    "serial/search/all/L64": ("serial", "fermat", "search", False, 64, 64, 1 << 17, 1),
+    "warp/table/all/L64": ("warp", "binary", "table", False, 64, 64, 1 << 17, 1),
+    "warp/table/short-R16/L64": ("warp", "binary", "table", True, 16, 64, 1 << 17, 1),
+    "warp/table/short-R16/L128": ("warp", "binary", "table", True, 16, 128, 1 << 17, 1),
+    "warp/table/short-R16/L64/W16": ("warp", "binary", "table", True, 16, 64, 1 << 16, 1),
+    "warp/table/short-R16/L64/W15": ("warp", "binary", "table", True, 16, 64, 1 << 15, 1),
+    "shipped": ("warp", "binary", "table", True, 0, 64, 1 << 16, 16),
 }
-LARGE_VARIANTS = ("serial/search/all/L64", "warp/table/all/L64", "warp/table/short-R16/L64")  # at 2^26 (time)
-SWEEP = "warp/table/auto/L64"  # the variant of the PoRep-like window sweep and the prepared-points rows
+LARGE_VARIANTS = ("serial/search/all/L64", "warp/table/all/L64", "shipped")  # at 2^26 (time)
+SWEEP = "shipped"  # the variant of the PoRep-like window sweep and the prepared-points rows
 
 
 def _use(name: str) -> None:
-    final, inverse, starts, short_first, round_chunk, chunk, reduce_threads = VARIANTS[name]
+    final, inverse, starts, short_first, round_chunk, chunk, reduce_threads, min_range = VARIANTS[name]
     msm_final.configure(final=final, inverse=inverse, reduce_threads=reduce_threads)
+    msm_final.MIN_RANGE = min_range
     msm_reduce.configure(round_starts=starts, short_first=short_first, round_chunk=round_chunk)
     msm.configure(chunk=chunk)
 

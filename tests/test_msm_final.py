@@ -114,19 +114,27 @@ def test_configure_and_settings():
 
 
 def test_window_threads(monkeypatch):
-    monkeypatch.setattr(msm_final, "REDUCE_THREADS", 1 << 17)
-    assert msm_final.window_threads(13, 1 << 19) == 8192 and msm_final.window_threads(16, 1 << 15) == 8192
-    assert msm_final.window_threads(1, 4) == 4 and msm_final.window_threads(128, 2) == 2
+    """The defaults give the measured best splits (c = 16: T = 2048; c = 20: T = 4096), at least MIN_RANGE buckets a
+    thread, T = 1 when even one thread per window exceeds the budget."""
+    monkeypatch.setattr(msm_final, "REDUCE_THREADS", 1 << 16)
+    monkeypatch.setattr(msm_final, "MIN_RANGE", 16)
+    assert msm_final.window_threads(16, 1 << 15) == 2048 and msm_final.window_threads(13, 1 << 19) == 4096
+    assert msm_final.window_threads(20, 1 << 12) == 256  # c = 13: 16 buckets a thread
+    assert msm_final.window_threads(1, 4) == 1 and msm_final.window_threads(128, 2) == 1  # fewer than 16 buckets
+    assert msm_final.window_threads(1, 1 << 23) == 1 << 16
     msm_final.configure(reduce_threads=1 << 15)
     assert msm_final.window_threads(13, 1 << 19) == 2048
+    monkeypatch.setattr(msm_final, "MIN_RANGE", 1)
+    assert msm_final.window_threads(1, 4) == 4
     with pytest.raises(ValueError, match="reduce_threads must be an int >= 1, got 0"):
         msm_final.configure(reduce_threads=0)
 
 
-@pytest.mark.parametrize("threads", [1, 7, 1 << 17])
-def test_emu_msm_reduce_threads(threads, monkeypatch):
+@pytest.mark.parametrize("threads,min_range", [(1, 16), (7, 16), (1 << 17, 1), (1 << 16, 16), (1 << 17, 4)])
+def test_emu_msm_reduce_threads(threads, min_range, monkeypatch):
     """window_reduce with few threads (one per window: each sums every bucket) and many."""
     monkeypatch.setattr(msm_final, "REDUCE_THREADS", threads)
+    monkeypatch.setattr(msm_final, "MIN_RANGE", min_range)
     n = 60
     pts, sc = rand_points(n), fr_random(n, new_rng())
     with emulated():

@@ -31,9 +31,9 @@ SENTINEL = msm._SENTINEL_KEY >> 32
 # ----------------------------------------------------------------------------- plan
 
 
-def _rounds(n: int, chunk: int = 64) -> int:
-    """The rounds of one bucket of n entries, the rounds' chunk = the level-0 chunk (no short runs first)."""
-    return len(msm_reduce.plan(n, 1, 1, chunk, entries_per_key=float("inf")).rounds)
+def _rounds(n: int, chunk: int = 64, round_chunk: int = 0) -> int:
+    """The rounds of one bucket of n entries, the rounds' chunk the level-0 chunk (0) or its own."""
+    return len(msm_reduce.plan(n, 1, 1, chunk, round_chunk or max(chunk, 2)).rounds)
 
 
 def test_partials_bound():
@@ -49,6 +49,9 @@ def test_round_count_is_the_documented_one():
     # 2^30 + 16,777,153 (r rounds while ceil((n-1)/64) + 1 <= 65 * 64^r)
     sizes = (1, 2, 4097, 4098, 2**18 + 4033, 2**18 + 4034, 2**24 + 262081, 2**24 + 262082, 2**30 + 16777153, 2**30 + 16777154)
     assert [_rounds(n) for n in sizes] == [0, 0, 0, 1, 1, 2, 2, 3, 3, 4]
+    # L = 64, R = 16: one round from n = 1,026 (g(n) > 17), two from 17,346, three from 278,466, four from 4,456,386
+    edges = (1026, 17346, 278466, 4456386)
+    assert [_rounds(n, 64, 16) for e in edges for n in (e - 1, e)] == [0, 1, 1, 2, 2, 3, 3, 4]
     assert _rounds(300, 2) == 6 and _rounds(300, 1) == 7  # chunk 1: level 0 leaves runs of n, the rounds take 2 per chunk
 
 
@@ -59,7 +62,7 @@ def test_plan_sizes(n, nwin, m, chunk):
     N, D = nwin * n, nwin * m
     assert (p.entries, p.keys, p.threads0) == (N, D, -(-N // chunk))
     assert p.partials0 == min(N, p.threads0 + D - 1)
-    assert p.short_first == (n / m < chunk)  # the "auto" rule
+    assert p.short_first == msm_reduce.short_first(n / m, chunk)
     assert p.round_chunk == (msm_reduce.SHORT_ROUND_CHUNK if p.short_first else max(chunk, 2))
     assert p.final_bound <= p.round_chunk + 1
     k, run = p.partials0, p.run_bound0

@@ -32,7 +32,8 @@ import numpy as np
 
 from .curve import LIMBS
 
-__all__ = ["FINAL", "INVERSE", "VARIANTS", "INVERSES", "REDUCE_THREADS", "configure", "finish", "window_threads"]
+__all__ = ["FINAL", "INVERSE", "VARIANTS", "INVERSES", "REDUCE_THREADS", "MIN_RANGE", "configure", "finish",
+           "window_threads"]
 
 VARIANTS = ("warp", "serial")
 INVERSES = ("binary", "fermat")
@@ -41,18 +42,25 @@ FINAL = "warp"
 INVERSE = "binary"
 """The warp variant's inversion: ``"binary"`` (binary extended Euclid) or ``"fermat"`` (x^(q-2))."""
 
-REDUCE_THREADS = 1 << 17
+REDUCE_THREADS = 1 << 16
 """The window reduction's threads at most (``window_reduce``: each thread a range of buckets, then a 32-bit
-``mul_u32`` by its offset, ~20 group operations): :func:`window_threads`."""
+``mul_u32`` by its offset, ~20 group operations): :func:`window_threads`. 2^16 is about one wave of resident
+threads on the H200 (132 SMs x 384); measured against 2^17 and 2^15 in notes/msm-kernels.md."""
+MIN_RANGE = 16
+"""The fewest buckets per window_reduce thread (when the thread budget allows fewer): below it the offset
+product (~20 group operations) outweighs the thread's 2 additions per bucket."""
 
 Kernel = Callable[[str], Any]  # msm.cu's kernel by name (zkgpu.msm._k)
 
 
 def window_threads(nwin: int, m: int) -> int:
-    """T, the window reduction's threads per window: the largest power of 2 with ``T <= m`` and
-    ``nwin * T <= REDUCE_THREADS`` (each thread then sums ``m / T`` buckets)."""
+    """T, the window reduction's threads per window: the largest power of 2 with ``nwin * T <=``
+    :data:`REDUCE_THREADS` and ``m / T >=`` :data:`MIN_RANGE` (or T = 1), each thread then summing ``m / T``
+    buckets. On the H200 (scripts/msm_variants_compare.py, notes/msm-kernels.md): c = 16 (16 windows of 2^15
+    buckets) T = 2048 took 2.2 ms against 3.0 (T = 4096) and 3.7 (T = 8192); c = 20 (13 windows of 2^19)
+    T = 4096 took 12.9 ms against 13.6 (8192) and 17.6 (2048)."""
     t = 1
-    while t * 2 <= m and nwin * t * 2 <= REDUCE_THREADS:
+    while nwin * t * 2 <= REDUCE_THREADS and m // (t * 2) >= MIN_RANGE:
         t *= 2
     return t
 

@@ -36,15 +36,17 @@ one key touch at most ``g(x) = ceil((x - 1) / L) + 1`` thread ranges (``floor((s
 <= ceil((x-1)/L)`` for any start s), and each thread writes one partial per key it touches, in key
 order: a key with x entries leaves at most ``g(x)`` partials, still contiguous and sorted. A bucket
 holds at most n entries (one per point: a bucket key names its window), so after level 0 a key has at
-most ``g(n)`` partials. A round cuts a key's x partials into ``ceil(x / L)`` chunks and writes one
-partial per chunk, in order, so after r rounds a key has at most ``ceil(g(n) / L^r)`` partials (the
-rounds use ``L = max(chunk, 2)``, so each divides the bound by at least 2). The rounds stop at the
-first r with that bound ``<= L + 1``; the last pass then adds at most ``L`` partials per bucket -- no
-more than a round's thread -- however the scalars fall. PoRep-like scalars (45% zero, 45% one) put
-about half the points into window 0's bucket 1; that bucket is spread over ``n / (2 L)`` threads at
-level 0, ``n / (2 L^2)`` in round 1, and so on, while a round over uniform scalars' keys (a few
-partials each) has about one thread per key. With L = 64: no round up to n = 4097, one up to
-266,177 (2^18 + 4,033), two up to 17,039,297 (2^24 + 262,081), three up to 2^30 + 16,777,153.
+most ``g(n)`` partials. A round with the rounds' chunk ``R >= 2`` (:data:`ROUND_CHUNK`) cuts a key's x
+partials into ``ceil(x / R)`` chunks and writes one partial per chunk, in order, so after r rounds a key has
+at most ``ceil(g(n) / R^r)`` partials (each round divides the bound by at least 2). The rounds stop at
+the first r with that bound ``<= R + 1``; the last pass (and, with short runs first, ``scatter_short_from``)
+then adds at most ``R`` partials per bucket -- no more than a round's thread -- however the scalars fall.
+PoRep-like scalars (45% zero, 45% one) put about half the points into window 0's bucket 1; that bucket is
+spread over ``n / (2 L)`` threads at level 0, ``n / (2 L R)`` in round 1, and so on, while a round over
+uniform scalars' keys (a few partials each) has about one thread per key. With L = R = 64: no round up to
+n = 4097, one up to 266,177 (2^18 + 4,033), two up to 17,039,297 (2^24 + 262,081), three up to
+2^30 + 16,777,153; with L = 64 and R = 16 (the default, with short runs first), one round from n = 1,026,
+two from 17,346, three from 278,466, four from 4,456,386 (the rounds then carry only the long runs).
 
 Sizes: level 0 has ``T0 = ceil(N / L)`` threads over ``N = nwin * n`` entries and writes at most
 ``min(N, T0 + D - 1)`` partials, ``D = nwin * 2^(c-1)`` the number of bucket keys (each live thread
@@ -83,10 +85,12 @@ prefix sum, ~log2(partials) dependent loads per thread). Set by :func:`configure
 ROUND_STARTS_MODES = ("table", "search")
 
 
-SHORT_FIRST: bool | str = "auto"
+SHORT_FIRST: bool | str = True
 """True: after level 0, every key with at most ``round_chunk + 1`` partials is summed into its bucket at once
 and only the longer runs' partials go through the rounds (the PoRep-like ones' bucket); False: the rounds carry
-every partial (copying the short runs each round); ``"auto"``: :func:`short_first` decides per MSM."""
+every partial (copying the short runs each round); ``"auto"``: :func:`short_first` decides per MSM. True
+measured faster at every size and distribution on the H200 (2^22 .. 2^26, uniform and PoRep-like; 2^26 uniform
+``bucket_partials`` 34.2 -> 20.6 ms; notes/msm-kernels.md)."""
 ROUND_CHUNK = 0
 """The rounds' partials per thread; 0: with short runs first :data:`SHORT_ROUND_CHUNK`, else ``max(chunk, 2)``
 (the level-0 chunk). Smaller rounds mean shorter dependency chains on a long run, and more rounds; with short
@@ -121,9 +125,9 @@ def short_first(entries_per_key: float, chunk: int) -> bool:
     """Whether to sum the short runs first (:data:`SHORT_FIRST`; ``"auto"``: when the expected entries per bucket
     key, ``entries_per_key``, are fewer than the level-0 ``chunk``, so that most keys leave one or two partials).
 
-    Measured on the H200 (notes/msm-kernels.md, one thread per partial then): short runs first saved 8 ms of
-    ``bucket_partials`` at 2^24 uniform scalars (c = 20: 32 entries per key) and 1 to 2 ms on PoRep-like ones,
-    and cost time at 2^22 and 2^26 uniform (128 entries per key: ~3 partials per key).
+    "auto" is the pattern of the first measurement (notes/msm-kernels.md), when the short runs were summed one
+    thread per partial: faster at 32 entries per key, slower at 128 (~3 partials per key, most lanes idle). With
+    one thread per key (now) short runs first measured faster everywhere, hence the default True.
     """
     if SHORT_FIRST == "auto":
         return entries_per_key < chunk
