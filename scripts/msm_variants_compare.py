@@ -83,6 +83,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--porep-windows", default="")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--variants", default="", help="comma list of VARIANTS names (default: all; at 2^26 LARGE_VARIANTS)")
     args = ap.parse_args(argv)
     cp = _cuda.cupy()
     out = new_run_dir("bench-msm-variants", base=args.base)
@@ -112,6 +113,11 @@ def main(argv: list[str]) -> int:
         windows = {"uniform": msm.window_bits(n), "porep": msm_window.sparse_window_bits(scalars["porep"])}
         first: dict[str, np.ndarray] = {}
         names = LARGE_VARIANTS if lg >= 26 else tuple(VARIANTS)
+        if args.variants:
+            names = tuple(v for v in args.variants.split(",") if v)
+            unknown = [v for v in names if v not in VARIANTS]
+            if unknown:
+                raise SystemExit(f"unknown variants {unknown}; known: {', '.join(VARIANTS)}")
         for name in names:
             _use(name)
             for scal, sc in scalars.items():
