@@ -179,11 +179,11 @@ def test_gpu_edge_inputs_each_final_variant(variant, case):
 
 
 @pytest.mark.gpu
-def test_gpu_variants_agree_at_2_20_with_top_window():
-    """2^20 uniform scalars at c = 20 (the top window's bound 2^15 of 2^19 buckets) and c = 13: every final
+def test_gpu_variants_agree_with_top_window():
+    """2^18 uniform scalars at c = 20 (the top window's bound 2^15 of 2^19 buckets) and c = 13: every final
     variant gives the same point as the others and as the points' discrete logs."""
     cp = _cuda.cupy()
-    n, seed = 1 << 20, new_pyrng().randrange(2**64)
+    n, seed = 1 << 18, new_pyrng().randrange(2**64)
     pts, sc = bases.generate_points(n, seed), fr_random(n, new_rng())
     sc[0] = fr_from_ints([FR.modulus - 1])[0]
     want = _dlog_reference(n, seed, sc)
