@@ -262,8 +262,8 @@ class IntKernels:
 
 
 # (ROUND_STARTS, SHORT_FIRST, ROUND_CHUNK): the default first, then the session-3 reduction, then small rounds
-REDUCE_MODES = [("table", "auto", 0), ("search", False, 0), ("table", True, 4), ("search", True, 2), ("table", False, 3),
-                ("table", True, 0)]
+REDUCE_MODES = [("table", True, 0), ("search", False, 0), ("table", True, 4), ("search", True, 2), ("table", False, 3),
+                ("table", "auto", 0)]
 
 
 def _set_reduce_mode(monkeypatch, mode) -> None:
