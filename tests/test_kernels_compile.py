@@ -54,7 +54,7 @@ def _registers(ptxas_report: str) -> dict[str, int]:
 
 
 # the MSM kernels launched with zkgpu.msm.HEAVY_BLOCK threads, whose occupancy the register count sets
-HEAVY_MSM_KERNELS = ("seg_accum_affine", "seg_accum_affine_balanced", "seg_accum_xyzz", "window_reduce",
+HEAVY_MSM_KERNELS = ("seg_accum_affine", "seg_accum_affine_balanced", "seg_accum_xyzz", "seg_accum_xyzz_from", "scatter_short_from", "window_reduce",
                      "xyzz_sum_ranges", "batch_add_ranges", "g1_generate")
 
 

@@ -31,8 +31,9 @@ SENTINEL = msm._SENTINEL_KEY >> 32
 # ----------------------------------------------------------------------------- plan
 
 
-def _rounds(n: int, chunk: int = 64) -> int:
-    return len(msm_reduce.plan(n, 1, 1, chunk).rounds)
+def _rounds(n: int, chunk: int = 64, round_chunk: int = 0) -> int:
+    """The rounds of one bucket of n entries, the rounds' chunk the level-0 chunk (0) or its own."""
+    return len(msm_reduce.plan(n, 1, 1, chunk, round_chunk or max(chunk, 2)).rounds)
 
 
 def test_partials_bound():
@@ -48,6 +49,9 @@ def test_round_count_is_the_documented_one():
     # 2^30 + 16,777,153 (r rounds while ceil((n-1)/64) + 1 <= 65 * 64^r)
     sizes = (1, 2, 4097, 4098, 2**18 + 4033, 2**18 + 4034, 2**24 + 262081, 2**24 + 262082, 2**30 + 16777153, 2**30 + 16777154)
     assert [_rounds(n) for n in sizes] == [0, 0, 0, 1, 1, 2, 2, 3, 3, 4]
+    # L = 64, R = 16: one round from n = 1,026 (g(n) > 17), two from 17,346, three from 278,466, four from 4,456,386
+    edges = (1026, 17346, 278466, 4456386)
+    assert [_rounds(n, 64, 16) for e in edges for n in (e - 1, e)] == [0, 1, 1, 2, 2, 3, 3, 4]
     assert _rounds(300, 2) == 6 and _rounds(300, 1) == 7  # chunk 1: level 0 leaves runs of n, the rounds take 2 per chunk
 
 
@@ -57,7 +61,9 @@ def test_plan_sizes(n, nwin, m, chunk):
     p = msm_reduce.plan(n, nwin, m, chunk)
     N, D = nwin * n, nwin * m
     assert (p.entries, p.keys, p.threads0) == (N, D, -(-N // chunk))
-    assert p.partials0 == min(N, p.threads0 + D - 1) and p.round_chunk == max(chunk, 2)
+    assert p.partials0 == min(N, p.threads0 + D - 1)
+    assert p.short_first == msm_reduce.short_first(n / m, chunk)
+    assert p.round_chunk == (msm_reduce.SHORT_ROUND_CHUNK if p.short_first else max(chunk, 2))
     assert p.final_bound <= p.round_chunk + 1
     k, run = p.partials0, p.run_bound0
     for r in p.rounds:
@@ -73,6 +79,29 @@ def test_plan_rejects_bad_sizes(bad):
     (name, value), = bad.items()
     with pytest.raises(ValueError, match=f"{name} must be an int >= 1, got {value!r}"):
         msm_reduce.plan(**args)
+
+
+def test_reduce_configure(monkeypatch):
+    for name in ("ROUND_STARTS", "SHORT_FIRST", "ROUND_CHUNK"):
+        monkeypatch.setattr(msm_reduce, name, getattr(msm_reduce, name))
+    msm_reduce.configure(round_starts="search", short_first=False, round_chunk=8)
+    assert (msm_reduce.ROUND_STARTS, msm_reduce.SHORT_FIRST, msm_reduce.ROUND_CHUNK) == ("search", False, 8)
+    assert msm_reduce.plan(1 << 20, 2, 16, 64).round_chunk == 8
+    assert msm_reduce.plan(1 << 20, 2, 16, 64, round_chunk=0).round_chunk == 64
+    msm_reduce.configure(short_first="auto", round_chunk=0)
+    # auto: short runs first when a key expects fewer entries than the level-0 chunk (then the rounds' chunk 16)
+    assert not msm_reduce.plan(1 << 22, 16, 1 << 15, 64).short_first  # 2^22 uniform, c = 16: 128 per key
+    assert msm_reduce.plan(1 << 24, 13, 1 << 19, 64).short_first  # 2^24 uniform, c = 20: 32 per key
+    assert msm_reduce.plan(1 << 24, 13, 1 << 19, 64).round_chunk == msm_reduce.SHORT_ROUND_CHUNK
+    assert not msm_reduce.plan(1 << 26, 13, 1 << 19, 64).short_first  # 2^26 uniform: 128 per key
+    assert msm_reduce.plan(1 << 22, 16, 1 << 15, 64, entries_per_key=419430 / (1 << 15)).short_first  # PoRep-like
+    with pytest.raises(ValueError, match="round_starts must be 'table' or 'search', got 'scan'"):
+        msm_reduce.configure(round_starts="scan")
+    with pytest.raises(ValueError, match="short_first must be True, False or 'auto', got 1"):
+        msm_reduce.configure(short_first=1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="round_chunk must be 0 .* or an int >= 2, got 1"):
+        msm_reduce.configure(round_chunk=1)
+    assert msm_reduce.ROUND_STARTS == "search"
 
 
 # ----------------------------------------------------------------------------- group: numpy kernels over Z/P
@@ -161,6 +190,67 @@ class IntKernels:
         out_pts[: c.size, 0] = np.add.reduceat(pts[:k, 0].astype(np.int64), c) % P if k else 0
         self.log.append((k, c.size, _max_run(keys[c])))
 
+    def round_chunk_starts(self, offs, L, kmax, starts):
+        kmax, L = int(kmax), int(L)
+        chunks = np.diff(offs[: kmax + 1].astype(np.int64))
+        first = np.flatnonzero(chunks)
+        assert int(offs[kmax]) <= starts.size, "room for the chunk starts"
+        for j in first:
+            starts[int(offs[j]) : int(offs[j + 1])] = j + L * np.arange(chunks[j], dtype=np.uint64)
+
+    def seg_accum_xyzz_from(self, keys, count, L, kmax, offs, nchunks_max, starts, pts, out_keys, out_pts):
+        k, Li = int(count[0]), int(L)
+        idx = np.arange(k)
+        first = np.r_[True, keys[1:k] != keys[: k - 1]] if k else np.zeros(0, dtype=bool)
+        run_start = np.maximum.accumulate(np.where(first, idx, 0)) if k else idx
+        c = np.flatnonzero((idx - run_start) % Li == 0)
+        assert np.array_equal(starts[: c.size].astype(np.int64), c), "the chunk-start table"
+        self.seg_accum_xyzz(keys, count, L, kmax, offs, nchunks_max, pts, out_keys, out_pts)
+
+    def short_long_count(self, keys, count, Lf, kmax, packed):
+        k, Lf = int(count[0]), int(Lf)
+        assert k <= int(kmax) <= packed.size
+        assert self.stage == 0, "short runs first: right after level 0"
+        assert _max_run(keys[:k]) <= self.plan.run_bound0
+        packed[:] = 0
+        if k:
+            s = np.flatnonzero(np.r_[True, keys[1:k] != keys[: k - 1]])
+            lens = np.diff(np.r_[s, k])
+            short = lens <= Lf
+            packed[s[short]] = np.uint64(1 << 32)
+            packed[s[~short]] = lens[~short].astype(np.uint64)
+
+    def short_run_starts(self, offs, kmax, starts):
+        kmax = int(kmax)
+        hi = (offs[: kmax + 1] >> np.uint64(32)).astype(np.int64)
+        first = np.flatnonzero(np.diff(hi))
+        assert first.size <= starts.size, "room for the short runs' starts"
+        starts[hi[first]] = first
+
+    def scatter_short_from(self, keys, pts, count, offs, kmax, nmax, starts, buckets):
+        k, nshort = int(count[0]), int(offs[int(kmax)] >> np.uint64(32))
+        assert nshort <= int(nmax) <= starts.size
+        self.short_keys = set()
+        for j in starts[:nshort].astype(np.int64):
+            end = j + 1
+            while end < k and keys[end] == keys[j]:
+                end += 1
+            assert end - j <= self.plan.round_chunk + 1, "a short run longer than the rounds' chunk + 1"
+            buckets[keys[j], 0] = int(pts[j:end, 0].astype(np.int64).sum() % P)
+            self.short_keys.add(int(keys[j]))
+
+    def gather_long_runs(self, keys, pts, offs, kmax, cap, out_keys, out_pts):
+        kmax = int(kmax)
+        low = (offs[: kmax + 1] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        total = int(low[kmax])
+        assert total <= int(cap) <= out_keys.size
+        lens = np.diff(low)
+        idx = np.concatenate([np.arange(j, j + lens[j]) for j in np.flatnonzero(lens)] or [np.zeros(0, np.int64)])
+        assert idx.size == total
+        out_keys[:total] = keys[idx]
+        out_pts[:total] = pts[idx]
+        assert not set(keys[idx].tolist()) & getattr(self, "short_keys", set()), "a key both short and long"
+
     def scatter_buckets(self, keys, pts, count, kmax, buckets):
         k = int(count[0])
         assert k <= int(kmax) <= keys.size
@@ -169,6 +259,18 @@ class IntKernels:
         if k:
             s = np.flatnonzero(np.r_[True, keys[1 : k] != keys[: k - 1]])
             buckets[keys[s], 0] = np.add.reduceat(pts[:k, 0].astype(np.int64), s) % P
+
+
+# (ROUND_STARTS, SHORT_FIRST, ROUND_CHUNK): the default first, then the session-3 reduction, then small rounds
+REDUCE_MODES = [("table", True, 0), ("search", False, 0), ("table", True, 4), ("search", True, 2), ("table", False, 3),
+                ("table", "auto", 0)]
+
+
+def _set_reduce_mode(monkeypatch, mode) -> None:
+    starts, short_first, round_chunk = mode
+    monkeypatch.setattr(msm_reduce, "ROUND_STARTS", starts)
+    monkeypatch.setattr(msm_reduce, "SHORT_FIRST", short_first)
+    monkeypatch.setattr(msm_reduce, "ROUND_CHUNK", round_chunk)
 
 
 def _keys_porep(rng: np.random.Generator, n: int, nwin: int, m: int, zero=0.45, one=0.45) -> np.ndarray:
@@ -217,7 +319,9 @@ def _reduce_int(keys: np.ndarray, values: np.ndarray, nwin: int, m: int, chunk: 
     (4098, 1, 1, 64, 0.0, 1.0),          # one bucket of 4098: the first size with a round
     (1000, 5, 64, 64, 1.0, 0.0),         # every scalar zero: E = 0
 ])
-def test_integer_group_reduction(n, nwin, m, chunk, zero, one):
+@pytest.mark.parametrize("reduce_mode", REDUCE_MODES)
+def test_integer_group_reduction(n, nwin, m, chunk, zero, one, reduce_mode, monkeypatch):
+    _set_reduce_mode(monkeypatch, reduce_mode)
     rng = new_rng()
     keys = np.sort(_keys_porep(rng, n, nwin, m, zero, one))
     values = rng.integers(0, P, size=n)
@@ -245,10 +349,13 @@ def _msm_emu(pts, sc, c=None):
         return msm.msm_device(pts, sc, c)
 
 
+@pytest.mark.parametrize("reduce_mode", REDUCE_MODES)
 @pytest.mark.parametrize("chunk", [1, 2, 3, 64])
-def test_emu_porep_like_small_chunks(chunk, monkeypatch):
-    """PoRep-like scalars with tiny chunks: many rounds (7 for n = 300 and chunk 2) on the real kernels."""
+def test_emu_porep_like_small_chunks(chunk, reduce_mode, monkeypatch):
+    """PoRep-like scalars with tiny chunks: many rounds (7 for n = 300 and chunk 2) on the real kernels, in each
+    reduction mode (chunk starts from the table or by search, short runs first or not, the rounds' chunk)."""
     monkeypatch.setattr(msm, "CHUNK", chunk)
+    _set_reduce_mode(monkeypatch, reduce_mode)
     n = 300
     pts, sc = rand_points(n), _porep_scalars(n, new_rng())
     assert (_msm_emu(pts, sc) == ref_arkworks(pts, sc)).all(), f"seed {current_seed()}"
@@ -309,7 +416,7 @@ def test_reduction_kernels_fit_three_blocks_per_sm(tmp_path):
     report = _nvcc_cubin(KERNEL_DIR / "msm.cu", tmp_path)
     limit = 65536 // (3 * msm_reduce.HEAVY_BLOCK) // 8 * 8
     regs = _registers(report)
-    heavy = ("seg_accum_affine_balanced", "seg_accum_xyzz", "scatter_buckets")
+    heavy = ("seg_accum_affine_balanced", "seg_accum_xyzz", "seg_accum_xyzz_from", "scatter_short_from", "scatter_buckets")
     assert {k: regs[k] for k in heavy if regs[k] > limit} == {}, f"more than {limit} registers"
 
 
@@ -379,9 +486,11 @@ def test_gpu_edge_inputs(case):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("chunk", [1, 3, 64])
-def test_gpu_chunks_porep_like(chunk, monkeypatch):
+@pytest.mark.parametrize("reduce_mode", REDUCE_MODES[:3])
+@pytest.mark.parametrize("chunk", [1, 64, 256])
+def test_gpu_chunks_porep_like(chunk, reduce_mode, monkeypatch):
     monkeypatch.setattr(msm, "CHUNK", chunk)
+    _set_reduce_mode(monkeypatch, reduce_mode)
     cp = _cuda.cupy()
     n, seed = 2**15, new_pyrng().randrange(2**64)
     sc = _porep_scalars(n, new_rng())

@@ -20,12 +20,13 @@ the keys' bucket bits (CUB, :mod:`zkgpu.devsort`, on the stream); the count of v
 (:mod:`zkgpu.msm_reduce`): each GPU thread takes exactly :data:`CHUNK` consecutive sorted entries
 and adds each run of equal bucket key among them by mixed XYZZ + affine addition, writing one
 partial per run (so every thread does the same work, and a bucket of millions of points -- real
-scalars are mostly 0 and 1 -- is spread over many threads); a fixed number of rounds (computed on
-the host from n and CHUNK) cuts each bucket's partials, still sorted by bucket, into chunks of at
-most CHUNK, one thread per chunk (XYZZ + XYZZ), until each bucket has at most CHUNK + 1, which one
-thread per bucket adds into the bucket; window sums by a running sum over contiguous bucket ranges (one thread per range,
-combined with the range's offset times its bucket sum); a tree sum per window; Horner over
-windows; affine (one Fermat inversion). Every array is sized for the worst case and every kernel
+scalars are mostly 0 and 1 -- is spread over many threads); where keys expect few entries, the buckets
+with a few partials are summed at once, one thread each, and only the long runs go on; a fixed number
+of rounds (computed on the host from n and the rounds' chunk L) cuts each bucket's partials, still
+sorted by bucket, into chunks of at most L, one thread per chunk (XYZZ + XYZZ), until each bucket has
+at most L + 1, which one thread per bucket adds into the bucket; window sums by a running sum over contiguous bucket ranges (one thread per range,
+combined with the range's offset times its bucket sum; the top window only up to the buckets its digits
+can reach); a tree sum per window; Horner over windows and affine on one warp (:mod:`zkgpu.msm_final`). Every array is sized for the worst case and every kernel
 reads its live count from device memory, so the host never waits for the GPU inside an MSM on
 prepared points with a deferred scalar check (:func:`msm_device`).
 
@@ -52,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _cuda, devsort, msm_reduce, optional
+from . import _cuda, devsort, msm_final, msm_reduce, optional
 from .curve import (
     LIMBS,
     check_points,
@@ -338,9 +339,14 @@ def _tree_sum(cp: Any, parts: Any, groups: int, per_group: int) -> Any:
 
 
 def _finish(cp: Any, sums: Any, nwin: int, c: int) -> Any:
-    out = cp.empty((1, LIMBS), dtype=cp.uint64)
-    _k("msm_final")((1,), (1,), (sums, _u32(nwin), _u32(c), out.view(cp.uint32)))
-    return out
+    """Horner over the window sums, to affine (:func:`zkgpu.msm_final.finish`)."""
+    return msm_final.finish(cp, _k, sums, nwin, c)
+
+
+def _top_window_buckets(c: int, nwin: int, m: int) -> int:
+    """The buckets of the top window that a scalar < 2^255 can reach: its digit is at most
+    ``2^(255 - c*(nwin-1))`` (at most 2^(c-1), since c * nwin >= 256), so window_reduce stops there."""
+    return min(m, 1 << (255 - c * (nwin - 1)))
 
 
 class Phases:
@@ -408,7 +414,11 @@ def msm_device(pts: Any, sc: Any, c: int | str | None = None, phases: Phases | N
         mont = _prepare_points_dev(pts)
     sc = _check_scalars_dev(sc, deferred)
     ph.mark("validate+to_mont")
-    c = sparse_window_bits(sc) if c == "sparse" else int(c or window_bits(n))
+    live = n  # the scalars with a digit in every window (the significant ones for c="sparse")
+    if c == "sparse":
+        live = max(significant_count(sc), 1)  # one read-back (msm.window), as sparse_window_bits
+        c = window_bits(live)
+    c = int(c or window_bits(n))
     nwin, m = num_windows(c), 1 << (c - 1)
     keys = cp.empty(nwin * n, dtype=cp.uint64)
     _cuda.launch_1d(_k("msm_digits"), n, (sc.view(cp.uint32), mont, _u64(n), np.int32(c), np.int32(nwin), keys))
@@ -418,7 +428,7 @@ def msm_device(pts: Any, sc: Any, c: int | str | None = None, phases: Phases | N
     e = msm_reduce.valid_count(cp, _k, keys)
     ph.mark("sort")
     buckets = cp.zeros((nwin * m, 48), dtype=cp.uint32)
-    plan = msm_reduce.plan(n, nwin, m, _chunk_size())
+    plan = msm_reduce.plan(n, nwin, m, _chunk_size(), entries_per_key=live / m)
     if _level0_mode() == "runs":
         parts = _level0_runs(cp, keys, e, mont, plan.chunk)
     else:
@@ -429,12 +439,11 @@ def msm_device(pts: Any, sc: Any, c: int | str | None = None, phases: Phases | N
         msm_reduce.to_buckets(cp, _k, parts, plan, buckets)
     ph.mark("bucket_partials")
     # running-sum reduction: T threads per window, each a range of R buckets
-    T = 1
-    while T * 2 <= m and nwin * T * 2 <= (1 << 17):
-        T *= 2
+    T = msm_final.window_threads(nwin, m)
     R = m // T
     parts = cp.empty((nwin * T, 48), dtype=cp.uint32)
-    _cuda.launch_1d(_k("window_reduce"), nwin * T, (buckets, _u32(nwin), _u32(m), _u32(T), _u32(R), parts), block=HEAVY_BLOCK)
+    _cuda.launch_1d(_k("window_reduce"), nwin * T, (buckets, _u32(nwin), _u32(m), _u32(T), _u32(R),
+                                                   _u32(_top_window_buckets(c, nwin, m)), parts), block=HEAVY_BLOCK)
     sums = _tree_sum(cp, parts, nwin, T)
     ph.mark("window_reduce")
     out = _finish(cp, sums, nwin, c)

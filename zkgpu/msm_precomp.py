@@ -244,7 +244,7 @@ def one_bucket_set(cp: Any, keys: Any, table: Any, m: int, ph: msm.Phases) -> An
     while T * 2 <= m and T * 2 <= _REDUCE_THREADS:
         T *= 2
     sums = cp.empty((T, 48), dtype=cp.uint32)
-    _cuda.launch_1d(_k("window_reduce"), T, (buckets, np.uint32(1), np.uint32(m), np.uint32(T), np.uint32(m // T), sums),
+    _cuda.launch_1d(_k("window_reduce"), T, (buckets, np.uint32(1), np.uint32(m), np.uint32(T), np.uint32(m // T), np.uint32(m), sums),
                     block=HEAVY_BLOCK)
     total = msm._tree_sum(cp, sums, 1, T)
     ph.mark("window_reduce")

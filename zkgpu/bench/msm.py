@@ -20,7 +20,7 @@ import click
 import numpy as np
 import pandas as pd
 
-from .. import _cuda, bases, msm, msm_precomp, msm_window, optional
+from .. import _cuda, bases, msm, msm_final, msm_precomp, msm_reduce, msm_window, optional
 from ..errors import CliError
 from ..field import FR, fr_random
 from ..manifest import build_manifest, new_run_dir, write_json_new
@@ -33,11 +33,15 @@ PRECOMP_MODE = "device_precomp"
 
 
 def _variant(s: dict[str, Any]) -> str:
-    """The kernel variant of the rows: outline_mul / inline_mul (or the cubin's name), level 0 mode, chunk."""
+    """The kernel variant of the rows: outline_mul / inline_mul (or the cubin's name), level 0 mode, chunk, then
+    the reduction (:mod:`zkgpu.msm_reduce`: ``short`` or ``all`` partials through the rounds, ``-R<k>`` a
+    rounds' chunk of its own, the chunk starts) and the final step (:mod:`zkgpu.msm_final`)."""
     variant = "inline_mul" if s["inline_mul"] else "outline_mul"
     if s["cubin"]:
         variant = "cubin:" + os.path.basename(s["cubin"])
-    return variant + f"/{s['level0']}/L{s['chunk']}"
+    red = ("short" if msm_reduce.SHORT_FIRST else "all") + (f"-R{msm_reduce.ROUND_CHUNK}" if msm_reduce.ROUND_CHUNK else "")
+    fin = msm_final.settings()
+    return variant + f"/{s['level0']}/L{s['chunk']}/{red}/{msm_reduce.ROUND_STARTS}/final-{fin['final']}-{fin['inverse']}"
 
 
 def _porep_scalars(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -119,7 +123,9 @@ def run_benchmark(
     """Time the G1 MSM on the GPU at 2^min_log .. 2^max_log points (or the log2 ``sizes``):
     device-resident uniform scalars (``mode=device``), the same scalars copied from pinned host
     memory inside the timing (``pinned_h2d``), PoRep-like mostly-0/1 scalars (``scalars=porep``; the window from
-    the count of scalars > 1, :func:`zkgpu.msm_window.sparse_window_bits`, counted inside the timing),
+    the count of scalars > 1, :func:`zkgpu.msm_window.sparse_window_bits`, counted inside the timing), both
+    distributions over points prepared once outside the timing (``mode=device_prepared``: checked and in
+    Montgomery form by :func:`zkgpu.msm.prepare_points`, as the pipeline's bases and sppark's preloaded ``msm_t``),
     and with ``phases`` one per-phase breakdown (``mode=phase:<name>``, one run). With ``precomp_windows``
     (windows, 0 = :func:`zkgpu.msm_precomp.window_bits`'s) the MSM over precomputed shifted bases on the same
     points and scalars (uniform and PoRep-like): ``mode=device_precomp`` at the rule's window,
@@ -173,6 +179,14 @@ def run_benchmark(
             c_porep = c or msm_window.sparse_window_bits(sc_porep)
             add(lg, "device", "porep", _cuda.benchmark(functools.partial(msm.msm_device, pts, sc_porep, c or "sparse"), warmup=warmup,
                                                         repeat=repeat).times_ms, c_porep)
+            # points prepared once (checked, Montgomery form: msm.prepare_points, as the pipeline's bases and as
+            # sppark's msm_t, whose points are loaded before its timed invoke): the MSM without g1_prepare
+            mont = msm.prepare_points(pts)
+            add(lg, "device_prepared", "uniform", _cuda.benchmark(functools.partial(msm.msm_device, None, sc_dev, c, mont=mont),
+                                                                  warmup=warmup, repeat=repeat).times_ms)
+            add(lg, "device_prepared", "porep", _cuda.benchmark(functools.partial(msm.msm_device, None, sc_porep, c or "sparse", mont=mont),
+                                                                warmup=warmup, repeat=repeat).times_ms, c_porep)
+            del mont
             if phases:
                 ph = msm.Phases(True)
                 msm.msm_device(pts, sc_dev, c, phases=ph)

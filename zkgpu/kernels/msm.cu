@@ -21,21 +21,27 @@
 //                   bucket of millions of points is spread over many threads
 //   seg_accum_affine (level 0, zkgpu.msm.LEVEL0 "runs"): one thread per chunk of at most CHUNK
 //                   entries of one bucket (chunks cut on the host with CuPy)
-//   run_chunk_count, seg_accum_xyzz  a fixed number of rounds (zkgpu/msm_reduce.py) over the (key,
+//   run_chunk_count, round_chunk_starts, seg_accum_xyzz_from (or seg_accum_xyzz: chunk starts by binary
+//                   search)  a fixed number of rounds (zkgpu/msm_reduce.py) over the (key,
 //                   XYZZ partial) pairs, still sorted by key: each key's run cut into chunks of at most
 //                   CHUNK, one thread per chunk, chunk bounds found on the device
+//   short_long_count, short_run_starts, scatter_short_from, gather_long_runs (zkgpu.msm_reduce.SHORT_FIRST)
+//                   the keys with few partials after level 0 summed into their buckets at once (one thread per
+//                   key), the long runs gathered for the rounds (which then never copy the short runs' partials)
 //   scatter_buckets the thread of each key's first partial sums its last few partials (at most
 //                   max(CHUNK, 2) + 1 after the rounds) into the bucket array (empty buckets stay the identity)
 //   window_reduce   each thread a contiguous range of buckets: running sum + sum, then
 //                   sum_range + offset * running_total (the range's offset times its bucket sum)
 //   xyzz_sum_ranges tree sum of the per-thread results of each window
-//   msm_final       Horner over windows, to affine, out of Montgomery form
+//   msm_final       Horner over windows, to affine, out of Montgomery form (one thread)
+//   msm_final_warp  the same on one warp (msm_final.cuh; zkgpu/msm_final.py picks the variant)
 // No kernel needs a count from the host: the grids cover the worst case (sizes from n, c and CHUNK),
 // each kernel reads the live count (E, or the partial count = the last prefix-sum entry) from device
 // memory and its threads past it exit, so the host queues one MSM without waiting for the GPU.
 #include "common.cuh"
 #include "fr.cuh"
 #include "g1.cuh"
+#include "msm_final.cuh"
 
 using zk::affine_t;
 using zk::fq_t;
@@ -242,6 +248,21 @@ __global__ void run_chunk_count(const uint32_t* keys, const unsigned long long* 
     }
 }
 
+// The sum of the chunk of a round that starts at partial `start` (at most L partials of its key) into
+// out[t]: seg_accum_xyzz and seg_accum_xyzz_from.
+__device__ __forceinline__ void accum_chunk(const uint32_t* keys, uint64_t count, uint32_t L, uint64_t start, uint64_t t,
+                                            const xyzz_t* pts, uint32_t* out_keys, xyzz_t* out_pts) {
+    const uint64_t end = start + L < count ? start + L : count;
+    const uint32_t k = keys[start];
+    xyzz_t acc = pts[start];
+    for (uint64_t j = start + 1; j < end && keys[j] == k; j++) {
+        const xyzz_t b = pts[j];
+        acc.add(b);
+    }
+    out_keys[t] = k;
+    out_pts[t] = acc;
+}
+
 // Chunk t of the round (offsets = exclusive prefix sum of run_chunk_count's counts, kmax + 1 entries,
 // offsets[kmax] = the chunk count): the run starts at the last j with offsets[j] <= t (binary search;
 // counts are nonzero only at run starts), the chunk at j + (t - offsets[j]) * L; its sum goes to out[t].
@@ -260,16 +281,121 @@ __global__ void seg_accum_xyzz(const uint32_t* keys, const unsigned long long* c
                 hi = mid;
             }
         }
-        const uint64_t start = lo + (t - offsets[lo]) * L;
-        const uint64_t end = start + L < count ? start + L : count;
-        const uint32_t k = keys[start];
-        xyzz_t acc = pts[start];
-        for (uint64_t j = start + 1; j < end && keys[j] == k; j++) {
-            const xyzz_t b = pts[j];
+        accum_chunk(keys, count, L, lo + (t - offsets[lo]) * L, t, pts, out_keys, out_pts);
+    }
+}
+
+// The chunk starts of a round written out instead of searched: the thread of each run's first partial j
+// (offsets[j + 1] > offsets[j], the counts of run_chunk_count) writes starts[offsets[j] + i] = j + i * L
+// for each of its run's chunks i (one write per chunk; the longest run, the PoRep-like ones' bucket, has
+// about n / L^2 chunks in the first round). Threads j < kmax, the worst case.
+__global__ void round_chunk_starts(const unsigned long long* offsets, uint32_t L, uint64_t kmax,
+                                   unsigned long long* starts) {
+    ZK_GRID_STRIDE(j, kmax) {
+        const uint64_t o = offsets[j], chunks = offsets[j + 1] - o;
+        for (uint64_t i = 0; i < chunks; i++) starts[o + i] = j + i * L;
+    }
+}
+
+// seg_accum_xyzz with chunk t's start read from round_chunk_starts' table: no search, one load.
+__global__ void seg_accum_xyzz_from(const uint32_t* keys, const unsigned long long* countp, uint32_t L, uint64_t kmax,
+                                    const unsigned long long* offsets, uint64_t nchunks_max,
+                                    const unsigned long long* starts, const xyzz_t* pts, uint32_t* out_keys,
+                                    xyzz_t* out_pts) {
+    const uint64_t count = *countp, nchunks = offsets[kmax];
+    ZK_GRID_STRIDE(t, nchunks_max) {
+        if (t >= nchunks) break;
+        accum_chunk(keys, count, L, starts[t], t, pts, out_keys, out_pts);
+    }
+}
+
+// Short runs first (zkgpu/msm_reduce.py SHORT_FIRST), over the level-0 partials (sorted by key, *countp live,
+// kmax the worst case): a key with at most Lf partials (Lf = the rounds' chunk + 1, what scatter_buckets adds;
+// uniform scalars' keys have 1 to 3) is summed into its bucket at once by one thread of scatter_short_from, so
+// the rounds never copy its partials; a longer run (a bucket of many points: the PoRep-like ones) is gathered
+// for the rounds (gather_long_runs). short_long_count writes, at each key's first partial j, (1 << 32) for a
+// short run or the run's length for a long one (0 everywhere else): one exclusive prefix sum of these gives
+// both the short runs' ranks (high word) and the long partials' offsets (low word; the host checks kmax < 2^32).
+__global__ void short_long_count(const uint32_t* keys, const unsigned long long* countp, uint32_t Lf, uint64_t kmax,
+                                 unsigned long long* packed) {
+    const uint64_t count = *countp;
+    ZK_GRID_STRIDE(j, kmax) {
+        unsigned long long v = 0;
+        if (j < count && (j == 0 || keys[j - 1] != keys[j])) {
+            const uint32_t k = keys[j];
+            if (j + Lf < count && keys[j + Lf] == k) {  // longer than Lf: its length by galloping + binary search
+                uint64_t lo = j + Lf, step = Lf;          // keys[lo] == k
+                while (lo + step < count && keys[lo + step] == k) {
+                    lo += step;
+                    step *= 2;
+                }
+                uint64_t hi = lo + step < count ? lo + step : count;  // hi == count or keys[hi] != k
+                while (hi - lo > 1) {
+                    const uint64_t mid = lo + (hi - lo) / 2;
+                    if (keys[mid] == k) {
+                        lo = mid;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                v = hi - j;
+            } else {
+                v = 1ull << 32;
+            }
+        }
+        packed[j] = v;
+    }
+}
+
+// starts[r] = the first partial of the r-th short run (r = the high word of the prefix sum at it).
+__global__ void short_run_starts(const unsigned long long* offsets, uint64_t kmax, unsigned long long* starts) {
+    ZK_GRID_STRIDE(j, kmax) {
+        const uint64_t r = offsets[j] >> 32;
+        if ((offsets[j + 1] >> 32) > r) starts[r] = j;
+    }
+}
+
+// One thread per short run t (< offsets[kmax] >> 32; the grid covers nmax, the worst case): the run's partials
+// (at most Lf) summed into its bucket, so each warp's lanes all add (a thread per partial would leave most
+// lanes idle where keys have several partials).
+__global__ void scatter_short_from(const uint32_t* keys, const xyzz_t* pts, const unsigned long long* countp,
+                                   const unsigned long long* offsets, uint64_t kmax, uint64_t nmax,
+                                   const unsigned long long* starts, xyzz_t* buckets) {
+    const uint64_t count = *countp, nshort = offsets[kmax] >> 32;
+    ZK_GRID_STRIDE(t, nmax) {
+        if (t >= nshort) break;
+        const uint64_t j = starts[t];
+        const uint32_t k = keys[j];
+        xyzz_t acc = pts[j];
+        for (uint64_t i = j + 1; i < count && keys[i] == k; i++) {
+            const xyzz_t b = pts[i];
             acc.add(b);
         }
-        out_keys[t] = k;
-        out_pts[t] = acc;
+        buckets[k] = acc;
+    }
+}
+
+// The long runs' partials gathered in order (the low words of short_long_count's prefix sum, kmax + 1 entries:
+// the low word at kmax = how many): output p comes from the run whose low word <= p is the last (binary
+// search; the long lengths are nonzero only at long runs' first partials), partial j + (p - low(offsets[j])).
+// Threads p < cap, the worst case; those past the total exit.
+__global__ void gather_long_runs(const uint32_t* keys, const xyzz_t* pts, const unsigned long long* offsets,
+                                 uint64_t kmax, uint64_t cap, uint32_t* out_keys, xyzz_t* out_pts) {
+    const uint64_t total = offsets[kmax] & 0xffffffffull;
+    ZK_GRID_STRIDE(p, cap) {
+        if (p >= total) break;
+        uint64_t lo = 0, hi = kmax;  // low(offsets[lo]) <= p < low(offsets[hi])
+        while (hi - lo > 1) {
+            const uint64_t mid = lo + (hi - lo) / 2;
+            if ((offsets[mid] & 0xffffffffull) <= p) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        const uint64_t src = lo + (p - (offsets[lo] & 0xffffffffull));
+        out_keys[p] = keys[src];
+        out_pts[p] = pts[src];
     }
 }
 
@@ -294,13 +420,16 @@ __global__ void scatter_buckets(const uint32_t* keys, const xyzz_t* pts, const u
 
 // Window w, thread t (g = w*T + t) covers buckets k = t*R+1 .. min((t+1)*R, m) (bucket k of window
 // w at index w*m + k - 1). With the running sum from the top, acc = sum (k - t*R) B_k and
-// run = sum B_k; the thread's share of sum_k k*B_k is acc + (t*R) * run.
+// run = sum B_k; the thread's share of sum_k k*B_k is acc + (t*R) * run. The top window (w = nwin - 1)
+// stops at bucket mtop: its digits of scalars < 2^255 are at most 2^(255 - c(nwin-1)) (zkgpu/msm.py
+// passes min(m, that); the buckets above it are empty), so its threads above mtop add nothing.
 __global__ void window_reduce(const xyzz_t* buckets, uint32_t nwin, uint32_t m, uint32_t T, uint32_t R,
-                              xyzz_t* partials) {
+                              uint32_t mtop, xyzz_t* partials) {
     ZK_GRID_STRIDE(g, (uint64_t)nwin * T) {
         uint32_t w = (uint32_t)(g / T), t = (uint32_t)(g % T);
+        const uint64_t mw = w + 1 == nwin ? mtop : m;
         uint64_t lo = (uint64_t)t * R + 1;
-        uint64_t hi = (uint64_t)(t + 1) * R < m ? (uint64_t)(t + 1) * R : m;
+        uint64_t hi = (uint64_t)(t + 1) * R < mw ? (uint64_t)(t + 1) * R : mw;
         xyzz_t run = xyzz_t::inf(), acc = xyzz_t::inf();
         for (uint64_t k = hi; k >= lo; k--) {
             const xyzz_t b = buckets[(uint64_t)w * m + k - 1];
@@ -339,6 +468,32 @@ __global__ void msm_final(const xyzz_t* window_sums, uint32_t nwin, uint32_t c, 
     a.x = a.x.from_mont();
     a.y = a.y.from_mont();
     *out = a;
+}
+
+// msm_final with the group operations' independent Fq products on the lanes of one warp (msm_final.cuh:
+// a doubling 3 product latencies instead of 9, an addition 4 instead of 14) and, with binary_inv != 0, the
+// inversion by the binary extended Euclidean algorithm instead of Fermat. Launch exactly one warp (one
+// block of 32 threads); every lane holds the same accumulator, lane 0 writes *out.
+__global__ void msm_final_warp(const xyzz_t* window_sums, uint32_t nwin, uint32_t c, uint32_t binary_inv,
+                               affine_t* out) {
+    if (blockIdx.x != 0 || threadIdx.x >= 32) return;
+    xyzz_t acc = xyzz_t::inf();
+    for (int w = (int)nwin - 1; w >= 0; w--) {
+        for (uint32_t b = 0; b < c; b++) acc = zk::warp_dbl(acc);
+        const xyzz_t s = window_sums[w];
+        acc = zk::warp_add(acc, s);
+    }
+    affine_t a = affine_t::inf();
+    if (!acc.is_inf()) {
+        const fq_t zz3 = zk::fmul_ool(acc.ZZ, acc.ZZZ);
+        const fq_t J = binary_inv ? zk::fq_inv_binary(zz3) : zk::finv(zz3);  // 1/(ZZ*ZZZ)
+        fq_t izz, izzz, d2, d3;
+        zk::warp_mul4(izz, J, acc.ZZZ, izzz, J, acc.ZZ, d2, J, J, d3, J, J);  // 1/ZZ, 1/ZZZ
+        zk::warp_mul4(a.x, acc.X, izz, a.y, acc.Y, izzz, d2, J, J, d3, J, J);
+        a.x = a.x.from_mont();
+        a.y = a.y.from_mont();
+    }
+    if (threadIdx.x == 0) *out = a;
 }
 
 // Batch addition: out[t] = sum of the Montgomery affine points i in [t*K, (t+1)*K) whose bit
