@@ -58,15 +58,22 @@ SPPARK_NTT_VARIANTS = {
 SPPARK_MSM_VARIANTS = {
     ("device", "uniform"): "devpts_devsc",
     ("device", "porep"): "devpts_devsc_porep",
+    ("device_prepared", "uniform"): "devpts_devsc",
+    ("device_prepared", "porep"): "devpts_devsc_porep",
     ("device_precomp", "uniform"): "devpts_devsc",
     ("device_precomp", "porep"): "devpts_devsc_porep",
 }
 """zkgpu ``bench msm`` (mode, scalars) -> the sppark MSM row with the same scalar distribution (``devpts_devsc``:
 the anchor's uniform scalars; ``devpts_devsc_porep``: ``anchors/sppark-porep``'s PoRep-like ones). ``device_precomp``
+rows are zkgpu's MSM over points prepared once outside the timing (checked and in Montgomery form,
+``zkgpu.msm.prepare_points``), as sppark's benchmark loads its points into ``msm_t`` before the timed ``invoke``
+(sppark-bench ``bench.cu``: "points preloaded (untimed)"): variants ``prepared-uniform`` / ``prepared-porep``, the
+like-for-like comparison; ``device`` rows prepare the points inside the timing. ``device_precomp``
 rows are zkgpu's MSM over precomputed shifted bases (:mod:`zkgpu.msm_precomp`; the table is built once per base set,
 like loading the SRS, and not timed; sppark's ``msm_t`` has its points preloaded too): variants ``precomp-uniform`` /
 ``precomp-porep``, set against the same sppark rows as the plain MSM."""
-SPPARK_MSM_CONTEXT = {("device", "porep"): "devpts_devsc", ("device_precomp", "porep"): "devpts_devsc"}
+SPPARK_MSM_CONTEXT = {("device", "porep"): "devpts_devsc", ("device_prepared", "porep"): "devpts_devsc",
+                      ("device_precomp", "porep"): "devpts_devsc"}
 """The sppark row a zkgpu (mode, scalars) falls back to, as context (``like_for_like=False``), at a size where the
 sppark output has no :data:`SPPARK_MSM_VARIANTS` row at all (not even a deadline-skipped one)."""
 SPPARK_MSM_SCALARS = {"devpts_devsc": "uniform", "devpts_devsc_porep": "porep"}
@@ -75,7 +82,8 @@ VS_COLUMNS = ["op", "variant", "log_n", "sppark_ms", "zkgpu_ms", "ratio", "kerne
               "sppark_scalars", "like_for_like"]
 """Columns of :func:`vs_sppark`'s table (times: medians in ms; ratio = zkgpu_ms / sppark_ms, < 1: zkgpu faster)."""
 _NTT_ORDER = ["forward", "inverse", "coset", "inverse-coset"]
-_MSM_ORDER = ["uniform", "porep", "precomp-uniform", "precomp-porep"]
+_MSM_ORDER = ["uniform", "porep", "prepared-uniform", "prepared-porep", "precomp-uniform", "precomp-porep"]
+_MSM_MODE_PREFIX = {"device": "", "device_prepared": "prepared-", "device_precomp": "precomp-"}
 POREP_FILE = "sppark_porep.txt"
 """The output of ``anchors/sppark-porep/run.sh`` in a run folder (sppark-bench's format, rows ``devpts_devsc_porep``)."""
 POREP_CONTROL_VARIANT = "devpts_devsc_uniform"
@@ -215,7 +223,7 @@ def _msm_vs_sppark(msm_rows: pd.DataFrame, sppark: pd.DataFrame) -> pd.DataFrame
     m = m.assign(sppark_variant=[pick(lg, mo, sc) for lg, mo, sc in zip(m["log_n"], m["mode"], m["scalars"], strict=True)])
     m = m.merge(s[["log_n", "sppark_variant", "sppark_ms"]], on=["log_n", "sppark_variant"], how="inner")
     sc_sp = m["sppark_variant"].map(SPPARK_MSM_SCALARS)
-    return m.assign(op="msm", variant=m["scalars"].where(m["mode"] == "device", "precomp-" + m["scalars"]), kernel=m.get("variant", ""), zkgpu_variant=m["mode"] + "/" + m["scalars"],
+    return m.assign(op="msm", variant=m["mode"].map(_MSM_MODE_PREFIX) + m["scalars"], kernel=m.get("variant", ""), zkgpu_variant=m["mode"] + "/" + m["scalars"],
                     sppark_scalars=sc_sp, like_for_like=sc_sp == m["scalars"], ratio=m["zkgpu_ms"] / m["sppark_ms"])
 
 
@@ -263,9 +271,13 @@ def porep_driver_control(sppark: pd.DataFrame, sizes: Iterable[int] | None = Non
 def row_label(op: str, variant: str, like_for_like: bool = True) -> str:
     """The display name of a :func:`vs_sppark` row: ``NTT forward`` ... ``MSM uniform``, ``MSM PoRep-like``
     (against sppark on PoRep-like scalars), ``MSM PoRep-like (sppark: uniform)`` (against its uniform time), and
-    for the MSM over precomputed bases ``MSM precomputed bases, uniform`` / ``..., PoRep-like``."""
+    for the MSM over points prepared outside the timing ``MSM points prepared, uniform`` / ``..., PoRep-like``,
+    over precomputed bases ``MSM precomputed bases, uniform`` / ``..., PoRep-like``."""
     if op == "msm":
-        pre, scalars = ("precomputed bases, ", variant[len("precomp-"):]) if variant.startswith("precomp-") else ("", variant)
+        pre, scalars = "", variant
+        for prefix, words in (("precomp-", "precomputed bases, "), ("prepared-", "points prepared, ")):
+            if variant.startswith(prefix):
+                pre, scalars = words, variant[len(prefix):]
         if scalars == "porep":
             return f"MSM {pre}PoRep-like" + ("" if like_for_like else " (sppark: uniform)")
         return f"MSM {pre}{scalars}"

@@ -49,7 +49,9 @@ SPPARK_SCALARS_POREP = ("uniform (the anchor, devpts_devsc) and PoRep-like (anch
                         "45% one, 10% uniform in [0, r), zkgpu's distribution drawn by the driver's own seeded generator, "
                         "not the same values); each zkgpu MSM row is compared with the sppark row of its distribution")
 TIMING = ("medians, ms, same GPU, same call. NTT: both device-resident, natural order in and out, CUDA events. MSM: "
-          "points and scalars on the GPU; zkgpu: CUDA events around zkgpu.msm.msm_device (precomputed bases: around "
+          "points and scalars on the GPU; zkgpu: CUDA events around zkgpu.msm.msm_device, which checks the points and puts "
+          "them in Montgomery form inside the timing (rows 'points prepared': done once beforehand, untimed, as sppark's "
+          "benchmark loads its points into msm_t before the timed invoke: the like-for-like rows; precomputed bases: around "
           "zkgpu.msm_precomp.msm_precomputed, its table of shifted bases built once beforehand, untimed, as sppark's msm_t "
           "has its points on the GPU before the call); sppark (devpts_devsc): wall "
           "clock around the whole msm_t::invoke, which includes its CPU-side combination of the windows")
