@@ -24,7 +24,9 @@ BUILDS = {"default": {}, "lazy": {"ZK_NTT_LAZY": 1}, "no-smem-tw": {"NTT_SMEM_TW
           "lazy-smem-tw-ilp2": {"ZK_NTT_LAZY": 1, "NTT_SMEM_TW": 1, "NTT_ILP": 2},
           "shfl": {"NTT_SHFL": 1}, "shfl-no-smem-tw-gather": {"NTT_SHFL": 1, "NTT_SMEM_TW": 0, "NTT_SCALE_BR": 0, "NTT_NN_SCATTER": 0},
           "no-pair": {"NTT_PAIR": 0}, "no-shfl": {"NTT_SHFL": 0}, "cols0": {"NTT_TILE_COLS": 0},
-          "cols1-shfl": {"NTT_TILE_COLS": 1, "NTT_SHFL": 1}}
+          "cols1-shfl": {"NTT_TILE_COLS": 1, "NTT_SHFL": 1}, "smem-v4": {"NTT_SMEM_V4": 1},
+          "smem-v4-prefetch4": {"NTT_SMEM_V4": 1, "NTT_PREFETCH": 4}, "prefetch3-pair-shfl": {"NTT_PREFETCH": 3, "NTT_SHFL": 1},
+          "smem-v4-shfl-no-smem-tw": {"NTT_SMEM_V4": 1, "NTT_SHFL": 1, "NTT_SMEM_TW": 0}}
 
 
 @pytest.fixture(params=list(BUILDS))
@@ -142,3 +144,27 @@ def test_butterfly_asm_chains_in_ptx(lazy, tmp_path):
     got = _ptx_butterfly_ops(lazy, tmp_path, a, b, w)
     want = [((x + y) % r, (x - y) % r, (x - y) * z * rinv % r) for x, y, z in zip(a, b, w, strict=True)]
     assert got == want
+
+
+def _smem_slot(u: int) -> int:
+    """ntt_common.cuh's smem_slot (NTT_SMEM_V4=1): the 16-byte word of tile element u in each plane."""
+    return u ^ ((u >> 1) & 7)
+
+
+@pytest.mark.parametrize("T", [1 << t for t in range(11)])
+def test_smem_v4_slots_conflict_free(T):
+    """The NTT_SMEM_V4 layout: smem_slot is a bijection on [0, T), and every quarter warp (8 lanes, which a 128-bit
+    shared-memory access serves together) of a radix-2 stage on any tile bit lb, and of the tile's global loads and
+    stores (consecutive u), reads 8 different 16-byte bank groups (slot mod 8): no bank conflicts. The emulated
+    transforms above (builds smem-v4*) check that the kernels use it consistently."""
+    assert sorted(_smem_slot(u) for u in range(T)) == list(range(T))
+    if T < 16:
+        return
+    for lb in range(T.bit_length() - 1):
+        hl = 1 << lb
+        for q in range(T // 16):
+            for half in (0, hl):
+                js = [((t & (hl - 1)) | ((t >> lb) << (lb + 1))) + half for t in range(8 * q, 8 * q + 8)]
+                assert len({_smem_slot(j) & 7 for j in js}) == 8, (T, lb, q, half)
+    for q in range(T // 8):
+        assert len({_smem_slot(u) & 7 for u in range(8 * q, 8 * q + 8)}) == 8

@@ -11,7 +11,7 @@ import pytest
 
 from seeding import new_pyrng, new_rng
 from zkgpu import ntt as N
-from zkgpu.bench.ntt import KERNEL_SPECS, bench_command, kernel_settings
+from zkgpu.bench.ntt import KERNEL_SPEC_PARTS, bench_command, is_kernel_spec, kernel_settings
 from zkgpu.domain import bitrev_indices, dft_naive, log2_size, ntt_reference
 from zkgpu.field import FR, fr_from_ints, fr_random, fr_to_ints
 from zkgpu.fr_device import from_montgomery, to_montgomery
@@ -562,13 +562,22 @@ STAGEWISE_VARIANTS = {  # id -> (kernel spec, extra zkgpu.ntt.DEFINES)
     "no-shfl": ("stagewise-sh0", {}),
     "cols1-w128": ("stagewise-c1-b6-w128", {}),
     "cols0-w128": ("stagewise-c0-b6-w128", {}),
+    "smem-v4": ("stagewise-v4", {}),
+    "ptxas-o1": ("stagewise-o1", {}),
+    "smem-v4-o1": ("stagewise-v4-o1", {}),
+    "smem-v4-o1-shfl": ("stagewise-sh-v4-o1", {}),
+    "smem-v4-o1-r4": ("stagewise-r4-v4-o1", {}),
+    "smem-v4-prefetch4-o1": ("stagewise-v4-pf4-o1", {}),
+    "prefetch3-shfl": ("stagewise-sh", {"NTT_PREFETCH": 3}),
 }
 """Builds of the stagewise kernels that must equal the default one bit for bit, one per code path the default build
 (asm-chain additions, each pass's twiddles in shared memory) does not take: the build that was the default before
 issue 13's run k13-ntt (volatile-PTX additions, every twiddle from the table), the portable additions, the lazy DIF
 difference, two butterflies per thread, radix-4 with table twiddles, the warp-shuffle stages in every pass (NTT_SHFL=1) with
 shared-memory and with table twiddles, and in none (0; the default, 2, has them in the DIT passes), tiles with
-at most 1 or 0 column bits in 128-thread blocks, the gathered scalings (NTT_SCALE_BR=0) (zkgpu.bench.ntt.KERNEL_SPECS for the parts)."""
+at most 1 or 0 column bits in 128-thread blocks, the gathered scalings (NTT_SCALE_BR=0), the 128-bit shared-memory
+layout (NTT_SMEM_V4=1), ptxas -O1 (ZK_PTXAS_O=1), alone, together, and with the shuffle and radix-4 paths, and the
+global loads several per thread at a time (NTT_PREFETCH 4, and 3, which leaves remainders) (zkgpu.bench.ntt.KERNEL_SPEC_PARTS for the parts)."""
 
 
 def _edge_words(n: int, seed: int) -> np.ndarray:
@@ -723,16 +732,27 @@ def test_kernel_settings_set_and_restore_the_ntt_settings():
         assert s["defines"] == {"ZK_NTT_LAZY": "1", "NTT_SMEM_TW": "1", "NTT_MIN_BLOCKS": "3", "NTT_R4_MIN_BLOCKS": "3",
                                 "ZK_NTT_PTX": "0", "ZK_NTT_ASM": "1"}
     assert N.settings() == before
-    assert {spec for spec, _ in STAGEWISE_VARIANTS.values()} <= set(KERNEL_SPECS)
+    assert all(is_kernel_spec(spec) for spec, _ in STAGEWISE_VARIANTS.values())
 
 
 def test_every_kernel_spec_parses():
-    """Each name of zkgpu.bench.ntt.KERNEL_SPECS sets the module settings it names ("table" is an outer
-    mode, not a tile "t<N>": the GPU run of 2026-12-01 caught that parse error in fused-r4-table)."""
-    from zkgpu.bench.ntt import KERNEL_SPECS, kernel_settings
-
-    for spec in KERNEL_SPECS:
-        with kernel_settings(spec):
+    """Each part of zkgpu.bench.ntt.KERNEL_SPEC_PARTS, alone and all groups at once, is a spec that sets the module
+    settings it names ("table" is an outer mode, not a tile "t<N>": the GPU run of 2026-12-01 caught that parse error
+    in fused-r4-table); parts out of order, repeated or unknown are not specs."""
+    for alg, groups in KERNEL_SPEC_PARTS.items():
+        for group in groups:
+            for part in group:
+                with kernel_settings(f"{alg}-{part}"):
+                    pass
+        with kernel_settings("-".join([alg, *(group[-1] for group in groups)])):
             pass
+    for bad in ("stagewise-o1-v4", "stagewise-v4-v4", "stagewise-v5", "fused-v4", "stagewise-", "ntt"):
+        assert not is_kernel_spec(bad), bad
+        with pytest.raises(ValueError, match="unknown NTT kernel"):
+            with kernel_settings(bad):
+                pass
+    with kernel_settings("stagewise-sh0-v4-pf4-o1"):
+        want = {"NTT_SHFL": 0, "NTT_SMEM_V4": 1, "NTT_PREFETCH": 4, "ZK_PTXAS_O": 1}
+        assert {k: N.DEFINES[k] for k in want} == want
     with kernel_settings("fused-r4-table-t12"):
         assert (N.FUSED_OUTER, N.FUSED_TILE_LOG, N.FUSED_RADIX) == ("table", 12, 4)

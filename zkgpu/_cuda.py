@@ -201,12 +201,17 @@ def get_module(name: str, defines: tuple[tuple[str, str], ...] = ()) -> Any:
 
     Args:
         name: the file stem, e.g. ``"ntt"``.
-        defines: extra ``-D`` macros as ``(name, value)`` pairs.
+        defines: extra ``-D`` macros as ``(name, value)`` pairs. ``ZK_PTXAS_O`` (an integer 0-3) also sets ptxas'
+            optimisation level (``--ptxas-options=-O<n>``; NVRTC's default is 3): at -O3 ptxas interleaves the carry
+            chains of a Montgomery product so far that it runs out of the 7 predicate registers that hold their
+            carries and spills them to general registers (P2R / ISETP / LOP3 pairs, ~70 instructions per Fr product
+            on sm_90, notes/ntt-kernels.md session s4); -O1 schedules the chains one after another.
     """
     cp = cupy()
     src = (KERNEL_DIR / f"{name}.cu").read_text()
     opts = ["-std=c++17", f"-I{KERNEL_DIR}", f"-DZKGPU_SOURCES={_sources_hash()}"]
     opts += [f"-D{k}={v}" for k, v in defines]
+    opts += [f"--ptxas-options=-O{int(v)}" for k, v in defines if k == "ZK_PTXAS_O"]
     return cp.RawModule(code=src, options=tuple(opts))
 
 

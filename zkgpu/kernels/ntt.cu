@@ -84,20 +84,48 @@ struct pass_tw_t {
     __device__ __forceinline__ fr_t at(int s, const tile_t& tl, uint32_t j) const {
 #if NTT_SMEM_TW
         const int q = s - s_lo;
-        return load_s(smt, T, (((1u << q) - 1) << c) + (j & ((1u << (c + q)) - 1)));
+        return load_t(smt, T, (((1u << q) - 1) << c) + (j & ((1u << (c + q)) - 1)));
 #else
         return twiddle(tw, s, tl.g(j));
 #endif
     }
 };
+// put(u, get(u)) for u < count, the block's threads taking every blockDim-th u. A thread's items follow one another
+// with NTT_PREFETCH=1; with NTT_PREFETCH=P > 1 (issue 13, session s4) a thread issues the global loads of P items
+// (get) before it stores any of them (put), so the latencies of its loads overlap instead of adding up (a pass of
+// 1024-element tiles in 256-thread blocks: 4 twiddles and 4 elements per thread, 8 round trips to L2/DRAM one after
+// another without it).
+#ifndef NTT_PREFETCH
+#define NTT_PREFETCH 1
+#endif
+template <class Get, class Put>
+__device__ __forceinline__ void copy_in(uint32_t count, const Get& get, const Put& put) {
+#if NTT_PREFETCH > 1
+    for (uint32_t u0 = threadIdx.x; u0 < count; u0 += NTT_PREFETCH * blockDim.x) {
+        fr_t v[NTT_PREFETCH];
+ZK_UNROLL
+        for (int i = 0; i < NTT_PREFETCH; i++) {
+            const uint32_t u = u0 + i * blockDim.x;
+            if (u < count) v[i] = get(u);
+        }
+ZK_UNROLL
+        for (int i = 0; i < NTT_PREFETCH; i++) {
+            const uint32_t u = u0 + i * blockDim.x;
+            if (u < count) put(u, v[i]);
+        }
+    }
+#else
+    for (uint32_t u = threadIdx.x; u < count; u += blockDim.x) put(u, get(u));
+#endif
+}
 __device__ __forceinline__ void load_pass_twiddles(uint32_t* smt, uint32_t T, const tile_t& tl, const fr_t* tw,
                                                    int s_lo, int k, int c) {
-    const uint32_t count = ((1u << k) - 1) << c;
-    for (uint32_t v = threadIdx.x; v < count; v += blockDim.x) {
-        const int q = 31 - __clz((v >> c) + 1);
-        const uint32_t u = v - (((1u << q) - 1) << c);
-        store_s(smt, T, v, twiddle(tw, s_lo + q, tl.g(u)));
-    }
+    copy_in(((1u << k) - 1) << c,
+            [&](uint32_t v) {
+                const int q = 31 - __clz((v >> c) + 1);
+                return twiddle(tw, s_lo + q, tl.g(v - (((1u << q) - 1) << c)));
+            },
+            [&](uint32_t v, const fr_t& w) { store_t(smt, T, v, w); });
 }
 
 // The butterfly (j, j + 2^lb) of a radix-2 stage on (a, b) in registers.
@@ -353,7 +381,7 @@ ZK_UNROLL
                 p.dit(sm, T, tl, ptw, s_lo, c);
             }
         } else {
-            for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) store_s(sm, T, u, io.in(x, tl.g(u)));
+            copy_in(T, [&](uint32_t u) { return io.in(x, tl.g(u)); }, [&](uint32_t u, const fr_t& v) { store_s(sm, T, u, v); });
         }
         __syncthreads();
         int q = q_sh;
@@ -366,7 +394,7 @@ ZK_UNROLL
             __syncthreads();
         }
     } else {  // DIF
-        for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) store_s(sm, T, u, io.in(x, tl.g(u)));
+        copy_in(T, [&](uint32_t u) { return io.in(x, tl.g(u)); }, [&](uint32_t u, const fr_t& v) { store_s(sm, T, u, v); });
         __syncthreads();
         int q = k;  // stages below s_lo+q remain
         for (; R4 && q >= 2; q -= 2) {  // stages s_lo+q-1, s_lo+q-2
@@ -416,7 +444,7 @@ __device__ __forceinline__ void pair_body(fr_t* x, const fr_t* tw_inv, const fr_
 #endif
     const bool shfl = NTT_SHFL == 1 && k >= 6;
     const int q_sh = shfl ? 6 : 0;
-    for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) store_s(sm, T, u, load_v4(x, tl.g(u)));
+    copy_in(T, [&](uint32_t u) { return load_v4(x, tl.g(u)); }, [&](uint32_t u, const fr_t& v) { store_s(sm, T, u, v); });
     __syncthreads();
     for (int q = k; q > q_sh; q--) {
         stage_r2<false>(sm, T, tl, pi, q - 1, q - 1);
@@ -504,7 +532,8 @@ __global__ void ntt_build_powers(fr_t* out, const fr_t* lo, const fr_t* hi, int 
 #define NTT_BR_Q 4
 #define NTT_BR_T (1 << (2 * NTT_BR_Q))
 __global__ void __launch_bounds__(NTT_BR_T) ntt_bitrev_tiled(fr_t* x, int L) {
-    __shared__ uint32_t sa[8 * NTT_BR_T], sb[8 * NTT_BR_T];
+    __shared__ uint4 sa4[2 * NTT_BR_T], sb4[2 * NTT_BR_T];  // uint4: 16-byte aligned for NTT_SMEM_V4's accesses
+    uint32_t *sa = reinterpret_cast<uint32_t*>(sa4), *sb = reinterpret_cast<uint32_t*>(sb4);
     const int q = NTT_BR_Q;
     const uint32_t mid = blockIdx.x;
     const uint32_t rmid = bitrev(mid, L - 2 * q);
