@@ -748,11 +748,28 @@ def test_every_kernel_spec_parses():
             pass
     for bad in ("stagewise-o1-v4", "stagewise-v4-v4", "stagewise-v5", "fused-v4", "stagewise-", "ntt"):
         assert not is_kernel_spec(bad), bad
-        with pytest.raises(ValueError, match="unknown NTT kernel"):
-            with kernel_settings(bad):
-                pass
+        with pytest.raises(ValueError, match="unknown NTT kernel"), kernel_settings(bad):
+            pass
     with kernel_settings("stagewise-sh0-v4-pf4-o1"):
         want = {"NTT_SHFL": 0, "NTT_SMEM_V4": 1, "NTT_PREFETCH": 4, "ZK_PTXAS_O": 1}
         assert {k: N.DEFINES[k] for k in want} == want
     with kernel_settings("fused-r4-table-t12"):
         assert (N.FUSED_OUTER, N.FUSED_TILE_LOG, N.FUSED_RADIX) == ("table", 12, 4)
+
+
+def test_build_options_ptxas_level():
+    """ZK_PTXAS_O (kernel spec part -o1) reaches NVRTC as --ptxas-options=-O<n>, from the defines or from a module's
+    own `#define ZK_PTXAS_O <n>` line; other modules and other values get none, a bad value a clear error."""
+    from zkgpu._cuda import build_options, header_defines
+
+    assert "--ptxas-options=-O1" in build_options("ntt", (("ZK_PTXAS_O", "1"),))
+    assert "-DZK_PTXAS_O=1" in build_options("ntt", (("ZK_PTXAS_O", "1"),))
+    assert not any(o.startswith("--ptxas") for o in build_options("msm"))
+    try:
+        (level,) = header_defines("ntt.cu", "ZK_PTXAS_O")
+        want = [f"--ptxas-options=-O{level}"]
+    except LookupError:
+        want = []
+    assert [o for o in build_options("ntt") if o.startswith("--ptxas")] == want
+    with pytest.raises(ValueError, match="ZK_PTXAS_O"):
+        build_options("ntt", (("ZK_PTXAS_O", "4"),))
