@@ -26,6 +26,8 @@ BUILDS = {"default": {}, "lazy": {"ZK_NTT_LAZY": 1}, "no-smem-tw": {"NTT_SMEM_TW
           "no-pair": {"NTT_PAIR": 0}, "no-shfl": {"NTT_SHFL": 0}, "cols0": {"NTT_TILE_COLS": 0},
           "cols1-shfl": {"NTT_TILE_COLS": 1, "NTT_SHFL": 1}, "smem-v4": {"NTT_SMEM_V4": 1},
           "smem-v4-prefetch4": {"NTT_SMEM_V4": 1, "NTT_PREFETCH": 4}, "prefetch3-pair-shfl": {"NTT_PREFETCH": 3, "NTT_SHFL": 1},
+          "io-stage": {"NTT_IO_STAGE": 1}, "io-stage-v4-prefetch4": {"NTT_IO_STAGE": 1, "NTT_SMEM_V4": 1, "NTT_PREFETCH": 4},
+          "io-stage-no-smem-tw": {"NTT_IO_STAGE": 1, "NTT_SMEM_TW": 0}, "io-stage-shfl2": {"NTT_IO_STAGE": 1, "NTT_SHFL": 2},
           "smem-v4-shfl-no-smem-tw": {"NTT_SMEM_V4": 1, "NTT_SHFL": 1, "NTT_SMEM_TW": 0}}
 
 

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _cuda
+from . import _cuda, ntt_plan
 from .domain import log2_size, ntt_reference
 from .field import FR, check_array, fr_from_ints, fr_to_ints
 from .fr_device import check_canonical, check_device_array, device_words, from_montgomery, to_device_mont, to_montgomery
@@ -583,7 +583,7 @@ def stagewise_passes(w: Any, L: int, inverse: bool, dit: bool, pre: Any, pre_mod
     passes = passes[::-1] if dit else passes
     rad = radix()
     kern = _kernel("ntt_pass_r4" if rad == 4 else "ntt_pass")
-    smem_per_element = 64 if int(dict(_defines()).get("NTT_SMEM_TW", _SMEM_TW)) else 32  # + the pass's twiddles
+    defs = dict(_defines())  # the build options, for the passes' shared memory (ntt_plan.pass_shared_bytes)
     if nn_scratch is not None and (dit or len(passes) < 2):
         raise ValueError("stagewise_passes: nn_scratch needs a DIF transform of two or more passes")
     last = len(passes) - 1
@@ -593,7 +593,7 @@ def stagewise_passes(w: Any, L: int, inverse: bool, dit: bool, pre: Any, pre_mod
         src = w if nn_scratch is None or i == 0 else nn_scratch
         dst = w if nn_scratch is None or i == last else nn_scratch
         _launch_fused(
-            kern, n // T, max(1, min(T // rad, _threads())), smem_per_element * T,
+            kern, n // T, max(1, min(T // rad, _threads())), ntt_plan.pass_shared_bytes(T, defs),
             (
                 src, dst, np.int32(nn_scratch is not None and i == last), tw, np.int32(L), np.int32(s_lo), np.int32(k), np.int32(c), np.int32(_ORDER["rn" if dit else "nr"]),
                 pre, np.int32(pre_mode if i == 0 else _SCALE["none"]),

@@ -352,20 +352,82 @@ struct pass_io_t {
     __device__ __forceinline__ fr_t out(const fr_t& v, uint32_t g) const { return scale(v, post, post_mode, g, L); }
 };
 
+// NTT_IO_STAGE=1 (issue 13, session s4): a radix-2 pass (without the register stages of NTT_SHFL) does the stage on
+// its top tile bit (global bit s, tile bit lb = log2(T) - 1: butterflies (j, j + T/2), j < T/2) at the global load
+// (DIF, its first stage) or store (DIT, its last): one shared-memory round trip and one barrier fewer per pass, and
+// that stage's T/2 twiddles, each used once per tile, come from the global table into registers instead of through
+// shared memory, so the shared twiddle area halves (at 2^24: 48 instead of 64 KiB per 1024-element tile, 4 blocks
+// per SM instead of 3). A thread takes its butterflies NB at a time, the global loads of all NB first.
+#ifndef NTT_IO_STAGE
+#define NTT_IO_STAGE 0
+#endif
+#define NTT_IO_NB 1  // butterflies per thread in flight (2: 80 registers and spills at -O1, ptxas -v)
+__device__ __forceinline__ void io_stage_dif(uint32_t* sm, uint32_t T, const tile_t& tl, const fr_t* tw, int s,
+                                             const fr_t* x, const pass_io_t& io) {
+    const uint32_t H = T >> 1;
+    for (uint32_t j0 = threadIdx.x; j0 < H; j0 += NTT_IO_NB * blockDim.x) {
+        fr_t a[NTT_IO_NB], b[NTT_IO_NB], w[NTT_IO_NB];
+ZK_UNROLL
+        for (int i = 0; i < NTT_IO_NB; i++) {
+            const uint32_t j = j0 + i * blockDim.x;
+            if (j < H) {
+                a[i] = io.in(x, tl.g(j));
+                b[i] = io.in(x, tl.g(j + H));
+                if (s != 0) w[i] = twiddle(tw, s, tl.g(j));
+            }
+        }
+ZK_UNROLL
+        for (int i = 0; i < NTT_IO_NB; i++) {
+            const uint32_t j = j0 + i * blockDim.x;
+            if (j < H) {
+                const fr_t t = bf_add(a[i], b[i]);
+                store_s(sm, T, j + H, s == 0 ? bf_sub(a[i], b[i]) : bf_dif_mul(w[i], a[i], b[i]));
+                store_s(sm, T, j, t);
+            }
+        }
+    }
+}
+__device__ __forceinline__ void io_stage_dit(const uint32_t* sm, uint32_t T, const tile_t& tl, const fr_t* tw, int s,
+                                             fr_t* out, bool brev_out, const pass_io_t& io) {
+    const uint32_t H = T >> 1;
+    for (uint32_t j0 = threadIdx.x; j0 < H; j0 += NTT_IO_NB * blockDim.x) {
+        fr_t w[NTT_IO_NB];
+ZK_UNROLL
+        for (int i = 0; i < NTT_IO_NB; i++) {
+            const uint32_t j = j0 + i * blockDim.x;
+            if (j < H && s != 0) w[i] = twiddle(tw, s, tl.g(j));
+        }
+ZK_UNROLL
+        for (int i = 0; i < NTT_IO_NB; i++) {
+            const uint32_t j = j0 + i * blockDim.x;
+            if (j < H) {
+                const fr_t a = load_s(sm, T, j), b = load_s(sm, T, j + H);
+                const fr_t bw = s == 0 ? b : b * w[i];
+                const uint32_t g0 = tl.g(j), g1 = tl.g(j + H);
+                store_v4(out, brev_out ? bitrev(g0, io.L) : g0, io.out(bf_add(a, bw), g0));
+                store_v4(out, brev_out ? bitrev(g1, io.L) : g1, io.out(bf_sub(a, bw), g1));
+            }
+        }
+    }
+}
+
 template <bool R4>
 __device__ __forceinline__ void pass_body(const fr_t* x, fr_t* out, bool brev_out, const fr_t* tw, int s_lo, int k, int c,
                                           ntt_order order, const pass_io_t& io) {
     extern __shared__ uint32_t sm[];
     const uint32_t T = 1u << (k + c);
     const tile_t tl = tile_t::of(blockIdx.x, s_lo, k, c);
-    const pass_tw_t ptw{tw, sm + 8 * T, T, s_lo, c};
-#if NTT_SMEM_TW
-    load_pass_twiddles(sm + 8 * T, T, tl, tw, s_lo, k, c);
-#endif
     // the register stages: tile bits [c, 6), whole warps (host: blockDim = min(T/2, NTT_THREADS), a multiple of 32)
     const bool shfl = (NTT_SHFL == 1 || (NTT_SHFL == 2 && order == ntt_order::rn)) && !R4 && c <= 5 && k + c >= 6;
     const int q_sh = shfl ? 6 - c : 0;  // the stages below it are the register ones
     const uint32_t groups = T >> 6;
+    // NTT_IO_STAGE: the stage on the top tile bit at the global load (DIF) / store (DIT), its twiddles from global memory
+    const int io_stage = NTT_IO_STAGE && !shfl && k >= 1 ? 1 : 0;
+    const uint32_t Tt = T >> io_stage;  // the shared twiddle area: 2^c (2^(k - io_stage) - 1) < Tt entries
+    const pass_tw_t ptw{tw, sm + 8 * T, Tt, s_lo, c};
+#if NTT_SMEM_TW
+    load_pass_twiddles(sm + 8 * T, Tt, tl, tw, s_lo, k - io_stage, c);
+#endif
 
     if (order == ntt_order::rn) {  // DIT
         if (shfl) {
@@ -385,18 +447,26 @@ ZK_UNROLL
         }
         __syncthreads();
         int q = q_sh;
-        for (; R4 && q + 2 <= k; q += 2) {  // stages s_lo+q, s_lo+q+1
+        for (; R4 && q + 2 <= k - io_stage; q += 2) {  // stages s_lo+q, s_lo+q+1
             stage_r4<true>(sm, T, tl, ptw, s_lo + q, c + q);
             __syncthreads();
         }
-        for (; q < k; q++) {
+        for (; q < k - io_stage; q++) {
             stage_r2<true>(sm, T, tl, ptw, s_lo + q, c + q);
             __syncthreads();
         }
+        if (io_stage) {  // the last stage (global bit s_lo+k-1) straight to global memory
+            io_stage_dit(sm, T, tl, tw, s_lo + k - 1, out, brev_out, io);
+            return;
+        }
     } else {  // DIF
-        copy_in(T, [&](uint32_t u) { return io.in(x, tl.g(u)); }, [&](uint32_t u, const fr_t& v) { store_s(sm, T, u, v); });
+        if (io_stage) {  // the first stage (global bit s_lo+k-1) on the way in
+            io_stage_dif(sm, T, tl, tw, s_lo + k - 1, x, io);
+        } else {
+            copy_in(T, [&](uint32_t u) { return io.in(x, tl.g(u)); }, [&](uint32_t u, const fr_t& v) { store_s(sm, T, u, v); });
+        }
         __syncthreads();
-        int q = k;  // stages below s_lo+q remain
+        int q = k - io_stage;  // stages below s_lo+q remain
         for (; R4 && q >= 2; q -= 2) {  // stages s_lo+q-1, s_lo+q-2
             stage_r4<false>(sm, T, tl, ptw, s_lo + q - 2, c + q - 2);
             __syncthreads();
