@@ -47,7 +47,7 @@ def pass_shared_bytes(T: int, defines: Mapping[str, str]) -> int:
     twiddles from the global table). The NTT_SHFL passes keep 32 T of twiddles either way (io_stage is off there);
     the host sizes them the same, which is never less than they use."""
     names = ("NTT_SMEM_TW", "NTT_IO_STAGE", "NTT_SHFL")
-    smem_tw, io_stage, shfl = (int(defines.get(k, v)) for k, v in zip(names, _cuda.header_defines("ntt.cu", *names)))
+    smem_tw, io_stage, shfl = (int(defines.get(k, v)) for k, v in zip(names, _cuda.header_defines("ntt.cu", *names), strict=True))
     if not smem_tw:
         return 32 * T
     return 32 * T + (16 * T if io_stage and not shfl else 32 * T)
