@@ -109,15 +109,17 @@ def test_stagewise_edge_values_emulated(radix, stagewise_emulated, monkeypatch, 
                 assert got == N.ntt_reference(x, inverse=inverse, coset=coset), (pattern, inverse, coset)
 
 
-def _ptx_butterfly_ops(lazy: int, tmp_path: Path, a: list[int], b: list[int], w: list[int]) -> list[tuple[int, int, int]]:
-    """(bf_add, bf_sub, bf_dif_mul) of ntt_common.cuh with -DZK_NTT_ASM=1 (the device asm chains), from the sm_90
-    PTX of tests/native/ntt_bf_check.cu run by the interpreter tests/ptxemu.py, one element at a time."""
+def _ptx_butterfly_ops(lazy: int, tmp_path: Path, a: list[int], b: list[int], w: list[int],
+                       tail: int = 0) -> list[tuple[int, int, int]]:
+    """(bf_add, bf_sub, bf_dif_mul) of ntt_common.cuh with -DZK_NTT_ASM=1 (the device asm chains; ``tail``: the
+    product's merge and final subtraction as asm chains too, -DZK_FF_ASM_TAIL), from the sm_90 PTX of
+    tests/native/ntt_bf_check.cu run by the interpreter tests/ptxemu.py, one element at a time."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         pytest.skip("nvcc not found")
-    out = tmp_path / f"bf{lazy}.ptx"
+    out = tmp_path / f"bf{lazy}{tail}.ptx"
     res = subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", "-ptx", f"-I{KERNEL_DIR}", "-DZK_NTT_ASM=1",
-                          f"-DZK_NTT_LAZY={lazy}", str(HERE / "ntt_bf_check.cu"), "-o", str(out)],
+                          f"-DZK_NTT_LAZY={lazy}", f"-DZK_FF_ASM_TAIL={tail}", str(HERE / "ntt_bf_check.cu"), "-o", str(out)],
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     lines = ptxemu.entry_body(out.read_text(), "ntt_bf_check")
@@ -131,11 +133,12 @@ def _ptx_butterfly_ops(lazy: int, tmp_path: Path, a: list[int], b: list[int], w:
     return got
 
 
-@pytest.mark.parametrize("lazy", [0, 1])
-def test_butterfly_asm_chains_in_ptx(lazy, tmp_path):
+@pytest.mark.parametrize("lazy,tail", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_butterfly_asm_chains_in_ptx(lazy, tail, tmp_path):
     """The asm carry chains of bf_add / bf_sub / bf_dif_mul (ZK_NTT_ASM=1) as nvcc emits them for sm_90, with the
-    exact and the lazy difference: a + b, a - b mod r and (a - b) * w * R^-1 mod r on edge values (0, 1, r-1,
-    r-2, 2^k around the word boundaries; a - b reaches 2r-1 and 1 in the lazy form) and seeded random ones."""
+    exact and the lazy difference, and with the product's asm tail (ZK_FF_ASM_TAIL=1: merge and final subtraction,
+    ff.cuh's eo_tail8): a + b, a - b mod r and (a - b) * w * R^-1 mod r on edge values (0, 1, r-1, r-2, 2^k around
+    the word boundaries; a - b reaches 2r-1 and 1 in the lazy form) and seeded random ones."""
     r = FR.modulus
     edges = [0, 1, 2, r - 1, r - 2, r // 2, (1 << 224) - 1, (1 << 32), (1 << 254) % r]
     rnd = random.Random(13 + lazy)
@@ -143,7 +146,7 @@ def test_butterfly_asm_chains_in_ptx(lazy, tmp_path):
     a, b = [x for x, _ in pairs], [y for _, y in pairs]
     w = [edges[i % len(edges)] if i % 2 else rnd.randrange(r) for i in range(len(pairs))]
     rinv = pow(1 << 256, -1, r)
-    got = _ptx_butterfly_ops(lazy, tmp_path, a, b, w)
+    got = _ptx_butterfly_ops(lazy, tmp_path, a, b, w, tail)
     want = [((x + y) % r, (x - y) % r, (x - y) * z * rinv % r) for x, y, z in zip(a, b, w, strict=True)]
     assert got == want
 

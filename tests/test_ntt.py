@@ -573,6 +573,9 @@ STAGEWISE_VARIANTS = {  # id -> (kernel spec, extra zkgpu.ntt.DEFINES)
     "io-stage-v4-prefetch4-o1": ("stagewise-v4-pf4-io-o1", {}),
     "io-stage-v4-o1-r4": ("stagewise-r4-v4-io-o1", {}),
     "io-stage-table-twiddles-shfl2": ("stagewise-sh2-io-st0", {}),
+    "asm-tail-v4-pf2": ("stagewise-v4-pf2-at", {}),
+    "asm-tail-v4-io-b4": ("stagewise-b4-v4-io-at", {}),
+    "asm-tail-c1-b4-o1": ("stagewise-c1-b4-v4-pf2-at-o1", {}),
 }
 """Builds of the stagewise kernels that must equal the default one bit for bit, one per code path the default build
 (asm-chain additions, each pass's twiddles in shared memory) does not take: the build that was the default before
@@ -582,7 +585,8 @@ shared-memory and with table twiddles, and in none (0; the default, 2, has them 
 at most 1 or 0 column bits in 128-thread blocks, the gathered scalings (NTT_SCALE_BR=0), the 128-bit shared-memory
 layout (NTT_SMEM_V4=1), ptxas -O1 (ZK_PTXAS_O=1), alone, together, and with the shuffle and radix-4 paths, and the
 global loads several per thread at a time (NTT_PREFETCH 4, and 3, which leaves remainders), the stage on the tile's top
-bit at the global load / store (NTT_IO_STAGE, also with radix 4, table twiddles and the DIT shuffles) (zkgpu.bench.ntt.KERNEL_SPEC_PARTS for the parts)."""
+bit at the global load / store (NTT_IO_STAGE, also with radix 4, table twiddles and the DIT shuffles), and the product's
+asm tail (ZK_FF_ASM_TAIL) with these (zkgpu.bench.ntt.KERNEL_SPEC_PARTS for the parts)."""
 
 
 def _edge_words(n: int, seed: int) -> np.ndarray:

@@ -41,7 +41,7 @@ __all__ = [
 
 KERNEL_SPEC_PARTS: dict[str, tuple[tuple[str, ...], ...]] = {
     "stagewise": (("r2", "r4"), ("lz",), ("st",), ("sh", "sh0", "sh2"), ("gt",), ("np",), ("i2",), ("c0", "c1"),
-                  ("b1", "b2", "b3", "b4", "b6"), ("w128", "w512"), ("v4", "v40"), ("pf1", "pf2", "pf4"), ("io", "io0"), ("st0",), ("o1", "o3"),
+                  ("b1", "b2", "b3", "b4", "b6"), ("w128", "w512"), ("v4", "v40"), ("pf1", "pf2", "pf4"), ("io", "io0"), ("st0",), ("at",), ("o1", "o3"),
                   ("ptx", "cxx", "asm")),
     "fused": (("r2", "r4", "r8"), ("exact", "split", "table", "auto"), ("t12",), ("ptx", "cxx")),
 }
@@ -62,7 +62,8 @@ block, ``NTT_THREADS``), -bN
 -v4 / -v40 (stagewise: the tile in shared memory as two planes of 16-byte words read and written 128 bits at a time,
 ``NTT_SMEM_V4`` 1 / 0), -pfN (stagewise: a thread's global loads into shared memory N at a time, ``NTT_PREFETCH``),
 -io / -io0 (stagewise radix-2: the stage on a tile's top bit at the global load / store, its twiddles from the table,
-``NTT_IO_STAGE`` 1 / 0), -st0 (stagewise: every twiddle from the table, ``NTT_SMEM_TW=0``), -o1 / -o3 (the NTT modules built at ptxas -O1 / -O3, ``ZK_PTXAS_O``:
+``NTT_IO_STAGE`` 1 / 0), -st0 (stagewise: every twiddle from the table, ``NTT_SMEM_TW=0``), -at (the product's merge
+and final subtraction as asm chains, ``ZK_FF_ASM_TAIL=1``, ff.cuh), -o1 / -o3 (the NTT modules built at ptxas -O1 / -O3, ``ZK_PTXAS_O``:
 :func:`zkgpu._cuda.get_module` says why) and -ptx/-cxx/-asm (``FIELD_ARITH``); unstated settings keep their current values (-lz, -st, -sh, -gt, -np, -i2, -wN and -bN add to
 ``zkgpu.ntt.DEFINES`` for the block)."""
 
@@ -121,6 +122,8 @@ def kernel_settings(spec: str) -> Iterator[None]:
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_PREFETCH": int(part[2:])}
             elif part in ("io", "io0"):
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_IO_STAGE": int(part == "io")}
+            elif part == "at":
+                ntt.DEFINES = {**ntt.DEFINES, "ZK_FF_ASM_TAIL": 1}
             elif part == "st0":
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_SMEM_TW": 0}
             elif part in ("o1", "o3"):
