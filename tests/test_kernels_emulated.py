@@ -20,11 +20,11 @@ from zkgpu import ntt as N
 from zkgpu._cuda import KERNEL_DIR
 from zkgpu.field import FR, fr_from_ints, fr_to_ints
 
-BUILDS = {"default": {}, "lazy": {"ZK_NTT_LAZY": 1}, "no-smem-tw": {"NTT_SMEM_TW": 0},
+BUILDS = {"default": {}, "previous-default": {"NTT_SMEM_V4": 0, "NTT_PREFETCH": 1, "NTT_TILE_COLS": 10}, "lazy": {"ZK_NTT_LAZY": 1}, "no-smem-tw": {"NTT_SMEM_TW": 0},
           "lazy-smem-tw-ilp2": {"ZK_NTT_LAZY": 1, "NTT_SMEM_TW": 1, "NTT_ILP": 2},
           "shfl": {"NTT_SHFL": 1}, "shfl-no-smem-tw-gather": {"NTT_SHFL": 1, "NTT_SMEM_TW": 0, "NTT_SCALE_BR": 0, "NTT_NN_SCATTER": 0},
           "no-pair": {"NTT_PAIR": 0}, "no-shfl": {"NTT_SHFL": 0}, "cols0": {"NTT_TILE_COLS": 0},
-          "cols1-shfl": {"NTT_TILE_COLS": 1, "NTT_SHFL": 1}, "smem-v4": {"NTT_SMEM_V4": 1},
+          "cols1-shfl": {"NTT_TILE_COLS": 1, "NTT_SHFL": 1}, "smem-v4-cols10": {"NTT_SMEM_V4": 1, "NTT_TILE_COLS": 10},
           "smem-v4-prefetch4": {"NTT_SMEM_V4": 1, "NTT_PREFETCH": 4}, "prefetch3-pair-shfl": {"NTT_PREFETCH": 3, "NTT_SHFL": 1},
           "io-stage": {"NTT_IO_STAGE": 1}, "io-stage-v4-prefetch4": {"NTT_IO_STAGE": 1, "NTT_SMEM_V4": 1, "NTT_PREFETCH": 4},
           "io-stage-no-smem-tw": {"NTT_IO_STAGE": 1, "NTT_SMEM_TW": 0}, "io-stage-shfl2": {"NTT_IO_STAGE": 1, "NTT_SHFL": 2},

@@ -549,44 +549,36 @@ def test_gpu_fused_equals_stagewise(L, kernel):
 
 
 STAGEWISE_VARIANTS = {  # id -> (kernel spec, extra zkgpu.ntt.DEFINES)
-    "old-default": ("stagewise-ptx", {"NTT_SMEM_TW": 0, "NTT_MIN_BLOCKS": 4}),
+    "old-default": ("stagewise-v40-o3-ptx", {"NTT_SMEM_TW": 0, "NTT_MIN_BLOCKS": 4, "NTT_THREADS": 256}),
+    "previous-default": ("stagewise-v40-pf1-o3", {"NTT_THREADS": 256, "NTT_MIN_BLOCKS": 3, "NTT_TILE_COLS": 10}),
     "cxx": ("stagewise-cxx", {}),
     "lazy": ("stagewise-lz-asm", {}),
     "ilp2": ("stagewise-lz-st-i2-b2-asm", {}),
     "r4-table-twiddles": ("stagewise-r4-lz-b3-w128-asm", {"NTT_SMEM_TW": 0}),
     "shfl": ("stagewise-sh", {}),
-    "shfl-b2": ("stagewise-sh-b2", {}),
     "shfl-table-twiddles": ("stagewise-sh", {"NTT_SMEM_TW": 0}),
     "gather-scalings": ("stagewise-gt", {}),
     "no-pair": ("stagewise-np", {}),
-    "no-shfl": ("stagewise-sh0", {}),
-    "cols1-w128": ("stagewise-c1-b6-w128", {}),
-    "cols0-w128": ("stagewise-c0-b6-w128", {}),
-    "smem-v4": ("stagewise-v4", {}),
-    "ptxas-o1": ("stagewise-o1", {}),
-    "smem-v4-o1": ("stagewise-v4-o1", {}),
-    "smem-v4-o1-shfl": ("stagewise-sh-v4-o1", {}),
-    "smem-v4-o1-r4": ("stagewise-r4-v4-o1", {}),
-    "smem-v4-prefetch4-o1": ("stagewise-v4-pf4-o1", {}),
+    "cols0": ("stagewise-c0", {}),
+    "ptxas-o3": ("stagewise-o3", {}),
+    "smem-v40-prefetch1": ("stagewise-v40-pf1", {}),
     "prefetch3-shfl": ("stagewise-sh", {"NTT_PREFETCH": 3}),
     "io-stage": ("stagewise-io", {}),
-    "io-stage-v4-prefetch4-o1": ("stagewise-v4-pf4-io-o1", {}),
-    "io-stage-v4-o1-r4": ("stagewise-r4-v4-io-o1", {}),
+    "io-stage-r4": ("stagewise-r4-io", {}),
     "io-stage-table-twiddles-shfl2": ("stagewise-sh2-io-st0", {}),
-    "asm-tail-v4-pf2": ("stagewise-v4-pf2-at", {}),
-    "asm-tail-v4-io-b4": ("stagewise-b4-v4-io-at", {}),
-    "asm-tail-c1-b4-o1": ("stagewise-c1-b4-v4-pf2-at-o1", {}),
+    "asm-tail": ("stagewise-at", {}),
+    "asm-tail-io-b4-o3": ("stagewise-b4-io-at-o3", {"NTT_THREADS": 256, "NTT_TILE_COLS": 10}),
 }
 """Builds of the stagewise kernels that must equal the default one bit for bit, one per code path the default build
-(asm-chain additions, each pass's twiddles in shared memory) does not take: the build that was the default before
-issue 13's run k13-ntt (volatile-PTX additions, every twiddle from the table), the portable additions, the lazy DIF
-difference, two butterflies per thread, radix-4 with table twiddles, the warp-shuffle stages in every pass (NTT_SHFL=1) with
-shared-memory and with table twiddles, and in none (0; the default, 2, has them in the DIT passes), tiles with
-at most 1 or 0 column bits in 128-thread blocks, the gathered scalings (NTT_SCALE_BR=0), the 128-bit shared-memory
-layout (NTT_SMEM_V4=1), ptxas -O1 (ZK_PTXAS_O=1), alone, together, and with the shuffle and radix-4 paths, and the
-global loads several per thread at a time (NTT_PREFETCH 4, and 3, which leaves remainders), the stage on the tile's top
-bit at the global load / store (NTT_IO_STAGE, also with radix 4, table twiddles and the DIT shuffles), and the product's
-asm tail (ZK_FF_ASM_TAIL) with these (zkgpu.bench.ntt.KERNEL_SPEC_PARTS for the parts)."""
+(asm-chain additions, each pass's twiddles in shared memory, no register stages; since run s4-ntt the 16-byte shared-memory
+planes, loads 4 at a time, ptxas -O1, 128-thread blocks on tiles of at most 512 elements) does not take: the build that
+was the default before issue 13's run k13-ntt (volatile-PTX additions, every twiddle from the table) and the one before
+run s4-ntt (limb-major tile, one load at a time, ptxas -O3, 256-thread blocks on 1024-element tiles), the portable
+additions, the lazy DIF difference, two butterflies per thread, radix-4 with table twiddles, the warp-shuffle stages in
+every pass (NTT_SHFL=1) with shared-memory and with table twiddles, the gathered scalings (NTT_SCALE_BR=0), no pair pass,
+256-element tiles, ptxas -O3, the limb-major tile alone, prefetch 3 (remainders), the stage on the tile's top bit at the
+global load / store (NTT_IO_STAGE, also with radix 4, table twiddles and the DIT shuffles), and the product's asm tail
+(ZK_FF_ASM_TAIL, also at -O3 with the io stage in 4 blocks of 256) (zkgpu.bench.ntt.KERNEL_SPEC_PARTS for the parts)."""
 
 
 def _edge_words(n: int, seed: int) -> np.ndarray:

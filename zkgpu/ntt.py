@@ -125,7 +125,7 @@ radix-2 butterflies per thread in flight; ``NTT_THREADS`` / ``NTT_MIN_BLOCKS`` /
 and ``NTT_FUSED_THREADS`` / ``NTT_FUSED_MIN_BLOCKS`` (fused) set the block size and the occupancy target;
 ``NTT_SHFL`` (stagewise radix-2) the stages on the tile bits below 6 in registers with warp shuffles: 1 every pass, 2
 the DIT passes, 0 none (the default: the final side-by-side measured 2 about 9% slower on every transform);
-``NTT_SCALE_BR`` 0 (host only) the bit-reversed side's scalings gathered from a natural table (:func:`host_option`)."""
+``NTT_SCALE_BR`` 0 (host only) gathered scalings (:func:`host_option`); the rest: zkgpu.bench.ntt.KERNEL_SPEC_PARTS."""
 
 
 def configure(*, radix: int | None = None, defines: Mapping[str, int] | None = None) -> None:
@@ -291,7 +291,7 @@ def host_option(name: str) -> int:
     scalings on the bit-reversed side from bit-reversed tables read in order (0: gathered); NTT_NN_SCATTER 1, "nn" of
     2+ passes through a scratch buffer whose last pass stores to the bit-reversed places (0: in place and a bit-reversal
     pass); NTT_PAIR 1, :func:`coset_evals_inplace` with the iNTT's last pass and the coset NTT's first as one launch
-    (kernel ntt_pass_pair; 0: two); NTT_TILE_COLS 10, the most column bits c of a pass's tile (c = 2 at 2^24)."""
+    (kernel ntt_pass_pair; 0: two); NTT_TILE_COLS 1, the most column bits c of a pass's tile (10: c = 2 at 2^24)."""
     return int(dict(_defines()).get(name, _HOST_DEFAULTS[name]))
 
 

@@ -41,8 +41,8 @@ __all__ = [
 
 KERNEL_SPEC_PARTS: dict[str, tuple[tuple[str, ...], ...]] = {
     "stagewise": (("r2", "r4"), ("lz",), ("st",), ("sh", "sh0", "sh2"), ("gt",), ("np",), ("i2",), ("c0", "c1"),
-                  ("b1", "b2", "b3", "b4", "b6"), ("w128", "w512"), ("v4", "v40"), ("pf1", "pf2", "pf4"), ("io", "io0"), ("st0",), ("at",), ("o1", "o3"),
-                  ("ptx", "cxx", "asm")),
+                  ("b1", "b2", "b3", "b4", "b6", "b8"), ("w128", "w512"), ("v4", "v40"), ("pf1", "pf2", "pf4"),
+                  ("io", "io0"), ("st0",), ("at",), ("o1", "o3"), ("ptx", "cxx", "asm")),
     "fused": (("r2", "r4", "r8"), ("exact", "split", "table", "auto"), ("t12",), ("ptx", "cxx")),
 }
 """Kernel choices of ``zkgpu bench ntt`` (:func:`kernel_settings` applies one; :func:`is_kernel_spec` tells one): an

@@ -26,23 +26,33 @@
 //
 // zkgpu/ntt.py reads NTT_MAX_TILE_LOG, NTT_THREADS, NTT_BR_Q and NTT_SMEM_TW from this file (common.cuh says how);
 // it passes -DNTT_THREADS=... only where its build options set another value.
-// The default build (issue 13; notes/ntt-kernels.md, runs k13-ntt and s3-ntt): the butterflies' additions as non-volatile
-// asm chains (ZK_NTT_ASM), each pass's twiddles in shared memory (NTT_SMEM_TW), 3 blocks per SM (NTT_MIN_BLOCKS);
-// no warp-shuffle stages (NTT_SHFL=0: the final side-by-side, data/nvidia-h200-20261201-bench-sppark-1 and -2).
+// The default build (issue 13; notes/ntt-kernels.md, runs k13-ntt, s3-ntt and s4-ntt): the butterflies' additions as
+// non-volatile asm chains (ZK_NTT_ASM), each pass's twiddles in shared memory (NTT_SMEM_TW); no warp-shuffle stages
+// (NTT_SHFL=0: the final side-by-side of session 3, data/nvidia-h200-20261201-bench-sppark-1 and -2); since run s4-ntt
+// (kernel spec stagewise-c1-b6-w128-v4-pf4-o1, 0.79-0.86x of the previous default on every transform at 2^22..2^24):
+// the tile in 16-byte planes (NTT_SMEM_V4), a thread's global loads 4 at a time (NTT_PREFETCH), ptxas -O1 (ZK_PTXAS_O,
+// read by the host: zkgpu/_cuda.py build_options), and 128-thread blocks, 6 per SM (NTT_THREADS, NTT_MIN_BLOCKS) on
+// tiles of at most 512 elements in the passes on high bits (NTT_TILE_COLS 1).
 #ifndef ZK_NTT_PTX
 #define ZK_NTT_PTX 0
 #endif
 #ifndef ZK_NTT_ASM
 #define ZK_NTT_ASM 1
 #endif
+#ifndef ZK_PTXAS_O  // read by the host (NVRTC's --ptxas-options=-O<n>); -O3 spills the products' carry predicates
+#define ZK_PTXAS_O 1
+#endif
+#ifndef NTT_SMEM_V4
+#define NTT_SMEM_V4 1  // ntt_common.cuh: the tile as two planes of 16-byte words (128-bit shared-memory accesses)
+#endif
 #include "ntt_common.cuh"
 
 #define NTT_MAX_TILE_LOG 10  // the largest tile of a pass, log2: 1024 elements = 32 KiB of shared memory
 #ifndef NTT_THREADS
-#define NTT_THREADS 256  // the most threads per block
+#define NTT_THREADS 128  // the most threads per block
 #endif
 #ifndef NTT_MIN_BLOCKS
-#define NTT_MIN_BLOCKS 3  // 3 x 256 threads per SM (the shared memory of 3 tiles and their twiddles): 85 registers
+#define NTT_MIN_BLOCKS 6  // 6 x 128 threads per SM (512-element tiles and their twiddles: 32 KiB each): 85 registers
 #endif
 #ifndef NTT_R4_MIN_BLOCKS
 #define NTT_R4_MIN_BLOCKS 2
@@ -58,7 +68,7 @@
 #define NTT_NN_SCATTER 1  // 1: "nn" with 2+ passes: the last pass scatters into bit-reversed places (no bit-reversal pass)
 #endif
 #ifndef NTT_TILE_COLS  // read by the host only (zkgpu/ntt.py: host_option)
-#define NTT_TILE_COLS 10  // the most column bits c of a pass's tile (10: as many as NTT_MAX_TILE_LOG leaves)
+#define NTT_TILE_COLS 1  // the most column bits c of a pass's tile (10: as many as NTT_MAX_TILE_LOG leaves)
 #endif
 #ifndef NTT_SMEM_TW
 #define NTT_SMEM_TW 1  // 1: a pass first copies its tile's twiddles into shared memory (load_pass_twiddles)
@@ -96,7 +106,7 @@ struct pass_tw_t {
 // 1024-element tiles in 256-thread blocks: 4 twiddles and 4 elements per thread, 8 round trips to L2/DRAM one after
 // another without it).
 #ifndef NTT_PREFETCH
-#define NTT_PREFETCH 1
+#define NTT_PREFETCH 4
 #endif
 template <class Get, class Put>
 __device__ __forceinline__ void copy_in(uint32_t count, const Get& get, const Put& put) {
