@@ -550,7 +550,7 @@ def test_gpu_fused_equals_stagewise(L, kernel):
 
 STAGEWISE_VARIANTS = {  # id -> (kernel spec, extra zkgpu.ntt.DEFINES)
     "old-default": ("stagewise-v40-o3-ptx", {"NTT_SMEM_TW": 0, "NTT_MIN_BLOCKS": 4, "NTT_THREADS": 256}),
-    "previous-default": ("stagewise-v40-pf1-o3", {"NTT_THREADS": 256, "NTT_MIN_BLOCKS": 3, "NTT_TILE_COLS": 10}),
+    "previous-default": ("stagewise-c10-b3-w256-v40-pf1-o3", {}),
     "cxx": ("stagewise-cxx", {}),
     "lazy": ("stagewise-lz-asm", {}),
     "ilp2": ("stagewise-lz-st-i2-b2-asm", {}),

@@ -40,8 +40,8 @@ __all__ = [
 
 
 KERNEL_SPEC_PARTS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "stagewise": (("r2", "r4"), ("lz",), ("st",), ("sh", "sh0", "sh2"), ("gt",), ("np",), ("i2",), ("c0", "c1"),
-                  ("b1", "b2", "b3", "b4", "b6", "b8"), ("w128", "w512"), ("v4", "v40"), ("pf1", "pf2", "pf4"),
+    "stagewise": (("r2", "r4"), ("lz",), ("st",), ("sh", "sh0", "sh2"), ("gt",), ("np",), ("i2",), ("c0", "c1", "c10"),
+                  ("b1", "b2", "b3", "b4", "b6", "b8"), ("w128", "w256", "w512"), ("v4", "v40"), ("pf1", "pf2", "pf4"),
                   ("io", "io0"), ("st0",), ("at",), ("o1", "o3"), ("ptx", "cxx", "asm")),
     "fused": (("r2", "r4", "r8"), ("exact", "split", "table", "auto"), ("t12",), ("ptx", "cxx")),
 }
@@ -50,13 +50,14 @@ algorithm, then optionally at most one of each group, in this order, -rN (stagew
 ``FUSED_TILE_LOG`` 12, 2^24 in two passes), -lz (stagewise: the lazy DIF difference, ``ZK_NTT_LAZY=1``), -st
 (stagewise: each pass's twiddles in shared memory, ``NTT_SMEM_TW=1``), -sh / -sh2 / -sh0 (stagewise radix-2: the stages on
 the tile bits below 6 in registers, exchanged by warp shuffles, in every pass / in the DIT passes (the default) / in
-none, ``NTT_SHFL`` 1 / 2 / 0), -cN (stagewise: at most N column bits per tile, ``NTT_TILE_COLS``; with -w128-b6 the passes on high bits run
+none, ``NTT_SHFL`` 1 / 2 / 0), -cN (stagewise: at most N column bits per tile, ``NTT_TILE_COLS``; stagewise-c10-b3-w256-v40-pf1-o3 is the default
+before run s4-ntt; with -w128-b6 the passes on high bits run
 512-element (c1) or 256-element (c0) tiles in 128-thread blocks, six per SM, as the pass on the low bits does), -gt
 (stagewise host data paths as
 before issue 13's run s3-ntt: the scalings on the bit-reversed side gathered from a natural table, ``NTT_SCALE_BR=0``,
 and "nn" in place plus a bit-reversal pass, ``NTT_NN_SCATTER=0``), -np (stagewise compute_h: the iNTT's last
 pass and the coset NTT's first as two launches, ``NTT_PAIR=0``), -i2 (stagewise radix-2: two butterflies
-loaded before either is computed, ``NTT_ILP=2``), -w128/-w512 (stagewise: threads per
+loaded before either is computed, ``NTT_ILP=2``), -w128/-w256/-w512 (stagewise: threads per
 block, ``NTT_THREADS``), -bN
 (stagewise: N blocks per SM as the register target, ``NTT_MIN_BLOCKS`` and ``NTT_R4_MIN_BLOCKS``) and
 -v4 / -v40 (stagewise: the tile in shared memory as two planes of 16-byte words read and written 128 bits at a time,
