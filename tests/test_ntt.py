@@ -553,17 +553,11 @@ STAGEWISE_VARIANTS = {  # id -> (kernel spec, extra zkgpu.ntt.DEFINES)
     "previous-default": ("stagewise-c10-b3-w256-v40-pf1-o3", {}),
     "cxx": ("stagewise-cxx", {}),
     "lazy": ("stagewise-lz-asm", {}),
-    "ilp2": ("stagewise-lz-st-i2-b2-asm", {}),
     "r4-table-twiddles": ("stagewise-r4-lz-b3-w128-asm", {"NTT_SMEM_TW": 0}),
     "shfl": ("stagewise-sh", {}),
-    "shfl-table-twiddles": ("stagewise-sh", {"NTT_SMEM_TW": 0}),
     "gather-scalings": ("stagewise-gt", {}),
     "no-pair": ("stagewise-np", {}),
-    "cols0": ("stagewise-c0", {}),
-    "ptxas-o3": ("stagewise-o3", {}),
-    "smem-v40-prefetch1": ("stagewise-v40-pf1", {}),
     "prefetch3-shfl": ("stagewise-sh", {"NTT_PREFETCH": 3}),
-    "io-stage": ("stagewise-io", {}),
     "io-stage-r4": ("stagewise-r4-io", {}),
     "io-stage-table-twiddles-shfl2": ("stagewise-sh2-io-st0", {}),
     "asm-tail": ("stagewise-at", {}),
@@ -574,11 +568,13 @@ STAGEWISE_VARIANTS = {  # id -> (kernel spec, extra zkgpu.ntt.DEFINES)
 planes, loads 4 at a time, ptxas -O1, 128-thread blocks on tiles of at most 512 elements) does not take: the build that
 was the default before issue 13's run k13-ntt (volatile-PTX additions, every twiddle from the table) and the one before
 run s4-ntt (limb-major tile, one load at a time, ptxas -O3, 256-thread blocks on 1024-element tiles), the portable
-additions, the lazy DIF difference, two butterflies per thread, radix-4 with table twiddles, the warp-shuffle stages in
-every pass (NTT_SHFL=1) with shared-memory and with table twiddles, the gathered scalings (NTT_SCALE_BR=0), no pair pass,
-256-element tiles, ptxas -O3, the limb-major tile alone, prefetch 3 (remainders), the stage on the tile's top bit at the
-global load / store (NTT_IO_STAGE, also with radix 4, table twiddles and the DIT shuffles), and the product's asm tail
-(ZK_FF_ASM_TAIL, also at -O3 with the io stage in 4 blocks of 256) (zkgpu.bench.ntt.KERNEL_SPEC_PARTS for the parts)."""
+additions, the lazy DIF difference, radix-4 with table twiddles, the warp-shuffle stages in every pass (NTT_SHFL=1), the
+gathered scalings (NTT_SCALE_BR=0), no pair pass, prefetch 3 (remainders), the stage on the tile's top bit at the global
+load / store (NTT_IO_STAGE, with radix 4, and with table twiddles and the DIT shuffles), and the product's asm tail
+(ZK_FF_ASM_TAIL, also at -O3 with the io stage in 4 blocks of 256) (zkgpu.bench.ntt.KERNEL_SPEC_PARTS for the parts).
+Each build costs the GPU run a module compile and ~10 s; the other build options (two butterflies per thread, table
+twiddles with shuffles, 256-element tiles, each of s4's options alone) are covered by the emulated kernels
+(tests/test_kernels_emulated.py) and by these combinations."""
 
 
 def _edge_words(n: int, seed: int) -> np.ndarray:
