@@ -20,7 +20,8 @@ from zkgpu import ntt as N
 from zkgpu._cuda import KERNEL_DIR
 from zkgpu.field import FR, fr_from_ints, fr_to_ints
 
-BUILDS = {"default": {}, "previous-default": {"NTT_SMEM_V4": 0, "NTT_PREFETCH": 1, "NTT_TILE_COLS": 10}, "lazy": {"ZK_NTT_LAZY": 1}, "no-smem-tw": {"NTT_SMEM_TW": 0},
+BUILDS = {"default": {}, "previous-default": {"NTT_SMEM_V4": 0, "NTT_PREFETCH": 1, "NTT_TILE_COLS": 10, "NTT_IO_STAGE": 0},
+          "no-io-stage-prefetch4": {"NTT_IO_STAGE": 0, "NTT_PREFETCH": 4}, "lazy": {"ZK_NTT_LAZY": 1}, "no-smem-tw": {"NTT_SMEM_TW": 0},
           "lazy-smem-tw-ilp2": {"ZK_NTT_LAZY": 1, "NTT_SMEM_TW": 1, "NTT_ILP": 2},
           "shfl": {"NTT_SHFL": 1}, "shfl-no-smem-tw-gather": {"NTT_SHFL": 1, "NTT_SMEM_TW": 0, "NTT_SCALE_BR": 0, "NTT_NN_SCATTER": 0},
           "no-pair": {"NTT_PAIR": 0}, "no-shfl": {"NTT_SHFL": 0}, "cols0": {"NTT_TILE_COLS": 0},

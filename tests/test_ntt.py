@@ -550,7 +550,8 @@ def test_gpu_fused_equals_stagewise(L, kernel):
 
 STAGEWISE_VARIANTS = {  # id -> (kernel spec, extra zkgpu.ntt.DEFINES)
     "old-default": ("stagewise-v40-o3-ptx", {"NTT_SMEM_TW": 0, "NTT_MIN_BLOCKS": 4, "NTT_THREADS": 256}),
-    "previous-default": ("stagewise-c10-b3-w256-v40-pf1-o3", {}),
+    "previous-default": ("stagewise-c10-b3-w256-v40-pf1-io0-o3", {"ZK_FF_ASM_TAIL": 0}),
+    "run1-default": ("stagewise-b6-pf4-io0", {"ZK_FF_ASM_TAIL": 0}),
     "cxx": ("stagewise-cxx", {}),
     "lazy": ("stagewise-lz-asm", {}),
     "r4-table-twiddles": ("stagewise-r4-lz-b3-w128-asm", {"NTT_SMEM_TW": 0}),
@@ -558,20 +559,21 @@ STAGEWISE_VARIANTS = {  # id -> (kernel spec, extra zkgpu.ntt.DEFINES)
     "gather-scalings": ("stagewise-gt", {}),
     "no-pair": ("stagewise-np", {}),
     "prefetch3-shfl": ("stagewise-sh", {"NTT_PREFETCH": 3}),
-    "io-stage-r4": ("stagewise-r4-io", {}),
-    "io-stage-table-twiddles-shfl2": ("stagewise-sh2-io-st0", {}),
-    "asm-tail": ("stagewise-at", {}),
-    "asm-tail-io-b4-o3": ("stagewise-b4-io-at-o3", {"NTT_THREADS": 256, "NTT_TILE_COLS": 10}),
+    "r4": ("stagewise-r4", {}),
+    "table-twiddles-shfl2": ("stagewise-sh2-st0", {}),
+    "o3-b4-w256-cols10": ("stagewise-c10-b4-w256-o3", {}),
 }
 """Builds of the stagewise kernels that must equal the default one bit for bit, one per code path the default build
 (asm-chain additions, each pass's twiddles in shared memory, no register stages; since run s4-ntt the 16-byte shared-memory
-planes, loads 4 at a time, ptxas -O1, 128-thread blocks on tiles of at most 512 elements) does not take: the build that
-was the default before issue 13's run k13-ntt (volatile-PTX additions, every twiddle from the table) and the one before
-run s4-ntt (limb-major tile, one load at a time, ptxas -O3, 256-thread blocks on 1024-element tiles), the portable
-additions, the lazy DIF difference, radix-4 with table twiddles, the warp-shuffle stages in every pass (NTT_SHFL=1), the
-gathered scalings (NTT_SCALE_BR=0), no pair pass, prefetch 3 (remainders), the stage on the tile's top bit at the global
-load / store (NTT_IO_STAGE, with radix 4, and with table twiddles and the DIT shuffles), and the product's asm tail
-(ZK_FF_ASM_TAIL, also at -O3 with the io stage in 4 blocks of 256) (zkgpu.bench.ntt.KERNEL_SPEC_PARTS for the parts).
+planes, ptxas -O1, 128-thread blocks on tiles of at most 512 elements, loads 2 at a time, the stage on the tile's top
+bit at the global load / store (NTT_IO_STAGE), the product's asm tail (ZK_FF_ASM_TAIL), 8 blocks per SM) does not take:
+the build that was the default before issue 13's run k13-ntt (volatile-PTX additions, every twiddle from the table),
+the one before session s4 (limb-major tile, one load at a time, ptxas -O3, 256-thread blocks on 1024-element tiles, no
+io stage, the portable tail) and the one of run s4-ntt's first part (no io stage, loads 4 at a time, the portable
+tail), the portable additions, the lazy DIF difference, radix-4 with table twiddles, radix 4 with the io stage, the
+warp-shuffle stages in every pass (NTT_SHFL=1), the gathered scalings (NTT_SCALE_BR=0), no pair pass, prefetch 3
+(remainders), table twiddles with the DIT shuffles, and -O3 with 4 blocks of 256 on 1024-element tiles
+(zkgpu.bench.ntt.KERNEL_SPEC_PARTS for the parts).
 Each build costs the GPU run a module compile and ~10 s; the other build options (two butterflies per thread, table
 twiddles with shuffles, 256-element tiles, each of s4's options alone) are covered by the emulated kernels
 (tests/test_kernels_emulated.py) and by these combinations."""

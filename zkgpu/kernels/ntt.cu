@@ -30,14 +30,20 @@
 // non-volatile asm chains (ZK_NTT_ASM), each pass's twiddles in shared memory (NTT_SMEM_TW); no warp-shuffle stages
 // (NTT_SHFL=0: the final side-by-side of session 3, data/nvidia-h200-20261201-bench-sppark-1 and -2); since run s4-ntt
 // (kernel spec stagewise-c1-b6-w128-v4-pf4-o1, 0.79-0.86x of the previous default on every transform at 2^22..2^24):
-// the tile in 16-byte planes (NTT_SMEM_V4), a thread's global loads 4 at a time (NTT_PREFETCH), ptxas -O1 (ZK_PTXAS_O,
-// read by the host: zkgpu/_cuda.py build_options), and 128-thread blocks, 6 per SM (NTT_THREADS, NTT_MIN_BLOCKS) on
-// tiles of at most 512 elements in the passes on high bits (NTT_TILE_COLS 1).
+// the tile in 16-byte planes (NTT_SMEM_V4), ptxas -O1 (ZK_PTXAS_O, read by the host: zkgpu/_cuda.py build_options),
+// 128-thread blocks (NTT_THREADS) on tiles of at most 512 elements in the passes on high bits (NTT_TILE_COLS 1); and
+// since its second run (stagewise-b8-pf2-io-at, 0.905-0.969x of that on every transform at 2^22..2^24, compute_h 2^24
+// 31.3 ms): the product's merge and final subtraction as asm chains (ZK_FF_ASM_TAIL, ff.cuh), the stage on the tile's
+// top bit at the global load / store (NTT_IO_STAGE: 24 KiB per 512-element tile), 8 blocks per SM (NTT_MIN_BLOCKS:
+// 64 registers), a thread's global loads 2 at a time (NTT_PREFETCH).
 #ifndef ZK_NTT_PTX
 #define ZK_NTT_PTX 0
 #endif
 #ifndef ZK_NTT_ASM
 #define ZK_NTT_ASM 1
+#endif
+#ifndef ZK_FF_ASM_TAIL
+#define ZK_FF_ASM_TAIL 1  // ff.cuh: the even/odd product's merge and final subtraction as asm chains (mont_t::eo_tail)
 #endif
 #ifndef ZK_PTXAS_O  // read by the host (NVRTC's --ptxas-options=-O<n>); -O3 spills the products' carry predicates
 #define ZK_PTXAS_O 1
@@ -52,7 +58,7 @@
 #define NTT_THREADS 128  // the most threads per block
 #endif
 #ifndef NTT_MIN_BLOCKS
-#define NTT_MIN_BLOCKS 6  // 6 x 128 threads per SM (512-element tiles and their twiddles: 32 KiB each): 85 registers
+#define NTT_MIN_BLOCKS 8  // 8 x 128 threads per SM (a 512-element tile + half its twiddles: 24 KiB): 64 registers
 #endif
 #ifndef NTT_R4_MIN_BLOCKS
 #define NTT_R4_MIN_BLOCKS 2
@@ -106,7 +112,7 @@ struct pass_tw_t {
 // 1024-element tiles in 256-thread blocks: 4 twiddles and 4 elements per thread, 8 round trips to L2/DRAM one after
 // another without it).
 #ifndef NTT_PREFETCH
-#define NTT_PREFETCH 4
+#define NTT_PREFETCH 2
 #endif
 template <class Get, class Put>
 __device__ __forceinline__ void copy_in(uint32_t count, const Get& get, const Put& put) {
@@ -369,7 +375,7 @@ struct pass_io_t {
 // shared memory, so the shared twiddle area halves (at 2^24: 48 instead of 64 KiB per 1024-element tile, 4 blocks
 // per SM instead of 3). A thread takes its butterflies NB at a time, the global loads of all NB first.
 #ifndef NTT_IO_STAGE
-#define NTT_IO_STAGE 0
+#define NTT_IO_STAGE 1
 #endif
 #define NTT_IO_NB 1  // butterflies per thread in flight (2: 80 registers and spills at -O1, ptxas -v)
 __device__ __forceinline__ void io_stage_dif(uint32_t* sm, uint32_t T, const tile_t& tl, const fr_t* tw, int s,
