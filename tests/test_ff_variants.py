@@ -71,8 +71,9 @@ def _emulated_products(ptx: str, kernel: str, field, a: list[int], b: list[int])
     return out
 
 
-# every benchmark variant, and the default build (no macro: ZK_FF_MUL=3)
-BUILDS = {**fmb.VARIANTS, "default": ()}
+# every benchmark variant, the default build (no macro: ZK_FF_MUL=3), and the NTT's asm tail of the product
+# (ZK_FF_ASM_TAIL=1: Fr's merge and final subtraction as asm chains; Fq keeps the portable tail)
+BUILDS = {**fmb.VARIANTS, "default": (), "asm-tail": (("ZK_FF_ASM_TAIL", "1"),)}
 
 
 @pytest.mark.parametrize("name", list(BUILDS))

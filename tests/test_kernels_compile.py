@@ -22,6 +22,10 @@ VARIANT_BUILDS = [
     ("ntt_fused.cu", "-DNTT_FUSED_MAXK=12 -DNTT_FUSED_THREADS=512 -DNTT_FUSED_MIN_BLOCKS=1"),
     ("ntt.cu", "-DZK_NTT_PTX=1 -DZK_NTT_ASM=0 -DNTT_SMEM_TW=0 -DNTT_MIN_BLOCKS=4"),  # the default before issue 13's run
     ("ntt.cu", "-DZK_NTT_LAZY=1 -DNTT_ILP=2 -DNTT_MIN_BLOCKS=2"),
+    ("ntt.cu", "-DNTT_SMEM_V4=1 -DNTT_SHFL=1 -DNTT_PREFETCH=3 -Xptxas -O1"),  # session s4's build options, ptxas -O1
+    ("ntt.cu", "-DNTT_SMEM_V4=1 -DNTT_IO_STAGE=1 -DNTT_PREFETCH=4 -Xptxas -O1"),
+    ("ntt.cu", "-DNTT_SMEM_V4=1 -DNTT_IO_STAGE=1 -DNTT_MIN_BLOCKS=4 -DZK_FF_ASM_TAIL=1"),
+    ("ntt_fused.cu", "-DNTT_SMEM_V4=1"),
 ]
 
 

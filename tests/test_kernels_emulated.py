@@ -20,11 +20,16 @@ from zkgpu import ntt as N
 from zkgpu._cuda import KERNEL_DIR
 from zkgpu.field import FR, fr_from_ints, fr_to_ints
 
-BUILDS = {"default": {}, "lazy": {"ZK_NTT_LAZY": 1}, "no-smem-tw": {"NTT_SMEM_TW": 0},
+BUILDS = {"default": {}, "previous-default": {"NTT_SMEM_V4": 0, "NTT_PREFETCH": 1, "NTT_TILE_COLS": 10, "NTT_IO_STAGE": 0},
+          "no-io-stage-prefetch4": {"NTT_IO_STAGE": 0, "NTT_PREFETCH": 4}, "lazy": {"ZK_NTT_LAZY": 1}, "no-smem-tw": {"NTT_SMEM_TW": 0},
           "lazy-smem-tw-ilp2": {"ZK_NTT_LAZY": 1, "NTT_SMEM_TW": 1, "NTT_ILP": 2},
           "shfl": {"NTT_SHFL": 1}, "shfl-no-smem-tw-gather": {"NTT_SHFL": 1, "NTT_SMEM_TW": 0, "NTT_SCALE_BR": 0, "NTT_NN_SCATTER": 0},
           "no-pair": {"NTT_PAIR": 0}, "no-shfl": {"NTT_SHFL": 0}, "cols0": {"NTT_TILE_COLS": 0},
-          "cols1-shfl": {"NTT_TILE_COLS": 1, "NTT_SHFL": 1}}
+          "cols1-shfl": {"NTT_TILE_COLS": 1, "NTT_SHFL": 1}, "smem-v4-cols10": {"NTT_SMEM_V4": 1, "NTT_TILE_COLS": 10},
+          "smem-v4-prefetch4": {"NTT_SMEM_V4": 1, "NTT_PREFETCH": 4}, "prefetch3-pair-shfl": {"NTT_PREFETCH": 3, "NTT_SHFL": 1},
+          "io-stage": {"NTT_IO_STAGE": 1}, "io-stage-v4-prefetch4": {"NTT_IO_STAGE": 1, "NTT_SMEM_V4": 1, "NTT_PREFETCH": 4},
+          "io-stage-no-smem-tw": {"NTT_IO_STAGE": 1, "NTT_SMEM_TW": 0}, "io-stage-shfl2": {"NTT_IO_STAGE": 1, "NTT_SHFL": 2},
+          "smem-v4-shfl-no-smem-tw": {"NTT_SMEM_V4": 1, "NTT_SHFL": 1, "NTT_SMEM_TW": 0}}
 
 
 @pytest.fixture(params=list(BUILDS))
@@ -105,15 +110,17 @@ def test_stagewise_edge_values_emulated(radix, stagewise_emulated, monkeypatch, 
                 assert got == N.ntt_reference(x, inverse=inverse, coset=coset), (pattern, inverse, coset)
 
 
-def _ptx_butterfly_ops(lazy: int, tmp_path: Path, a: list[int], b: list[int], w: list[int]) -> list[tuple[int, int, int]]:
-    """(bf_add, bf_sub, bf_dif_mul) of ntt_common.cuh with -DZK_NTT_ASM=1 (the device asm chains), from the sm_90
-    PTX of tests/native/ntt_bf_check.cu run by the interpreter tests/ptxemu.py, one element at a time."""
+def _ptx_butterfly_ops(lazy: int, tmp_path: Path, a: list[int], b: list[int], w: list[int],
+                       tail: int = 0) -> list[tuple[int, int, int]]:
+    """(bf_add, bf_sub, bf_dif_mul) of ntt_common.cuh with -DZK_NTT_ASM=1 (the device asm chains; ``tail``: the
+    product's merge and final subtraction as asm chains too, -DZK_FF_ASM_TAIL), from the sm_90 PTX of
+    tests/native/ntt_bf_check.cu run by the interpreter tests/ptxemu.py, one element at a time."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         pytest.skip("nvcc not found")
-    out = tmp_path / f"bf{lazy}.ptx"
+    out = tmp_path / f"bf{lazy}{tail}.ptx"
     res = subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", "-ptx", f"-I{KERNEL_DIR}", "-DZK_NTT_ASM=1",
-                          f"-DZK_NTT_LAZY={lazy}", str(HERE / "ntt_bf_check.cu"), "-o", str(out)],
+                          f"-DZK_NTT_LAZY={lazy}", f"-DZK_FF_ASM_TAIL={tail}", str(HERE / "ntt_bf_check.cu"), "-o", str(out)],
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     lines = ptxemu.entry_body(out.read_text(), "ntt_bf_check")
@@ -127,11 +134,12 @@ def _ptx_butterfly_ops(lazy: int, tmp_path: Path, a: list[int], b: list[int], w:
     return got
 
 
-@pytest.mark.parametrize("lazy", [0, 1])
-def test_butterfly_asm_chains_in_ptx(lazy, tmp_path):
+@pytest.mark.parametrize("lazy,tail", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_butterfly_asm_chains_in_ptx(lazy, tail, tmp_path):
     """The asm carry chains of bf_add / bf_sub / bf_dif_mul (ZK_NTT_ASM=1) as nvcc emits them for sm_90, with the
-    exact and the lazy difference: a + b, a - b mod r and (a - b) * w * R^-1 mod r on edge values (0, 1, r-1,
-    r-2, 2^k around the word boundaries; a - b reaches 2r-1 and 1 in the lazy form) and seeded random ones."""
+    exact and the lazy difference, and with the product's asm tail (ZK_FF_ASM_TAIL=1: merge and final subtraction,
+    ff.cuh's eo_tail8): a + b, a - b mod r and (a - b) * w * R^-1 mod r on edge values (0, 1, r-1, r-2, 2^k around
+    the word boundaries; a - b reaches 2r-1 and 1 in the lazy form) and seeded random ones."""
     r = FR.modulus
     edges = [0, 1, 2, r - 1, r - 2, r // 2, (1 << 224) - 1, (1 << 32), (1 << 254) % r]
     rnd = random.Random(13 + lazy)
@@ -139,6 +147,30 @@ def test_butterfly_asm_chains_in_ptx(lazy, tmp_path):
     a, b = [x for x, _ in pairs], [y for _, y in pairs]
     w = [edges[i % len(edges)] if i % 2 else rnd.randrange(r) for i in range(len(pairs))]
     rinv = pow(1 << 256, -1, r)
-    got = _ptx_butterfly_ops(lazy, tmp_path, a, b, w)
+    got = _ptx_butterfly_ops(lazy, tmp_path, a, b, w, tail)
     want = [((x + y) % r, (x - y) % r, (x - y) * z * rinv % r) for x, y, z in zip(a, b, w, strict=True)]
     assert got == want
+
+
+def _smem_slot(u: int) -> int:
+    """ntt_common.cuh's smem_slot (NTT_SMEM_V4=1): the 16-byte word of tile element u in each plane."""
+    return u ^ ((u >> 1) & 7)
+
+
+@pytest.mark.parametrize("T", [1 << t for t in range(11)])
+def test_smem_v4_slots_conflict_free(T):
+    """The NTT_SMEM_V4 layout: smem_slot is a bijection on [0, T), and every quarter warp (8 lanes, which a 128-bit
+    shared-memory access serves together) of a radix-2 stage on any tile bit lb, and of the tile's global loads and
+    stores (consecutive u), reads 8 different 16-byte bank groups (slot mod 8): no bank conflicts. The emulated
+    transforms above (builds smem-v4*) check that the kernels use it consistently."""
+    assert sorted(_smem_slot(u) for u in range(T)) == list(range(T))
+    if T < 16:
+        return
+    for lb in range(T.bit_length() - 1):
+        hl = 1 << lb
+        for q in range(T // 16):
+            for half in (0, hl):
+                js = [((t & (hl - 1)) | ((t >> lb) << (lb + 1))) + half for t in range(8 * q, 8 * q + 8)]
+                assert len({_smem_slot(j) & 7 for j in js}) == 8, (T, lb, q, half)
+    for q in range(T // 8):
+        assert len({_smem_slot(u) & 7 for u in range(8 * q, 8 * q + 8)}) == 8

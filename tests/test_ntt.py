@@ -11,7 +11,7 @@ import pytest
 
 from seeding import new_pyrng, new_rng
 from zkgpu import ntt as N
-from zkgpu.bench.ntt import KERNEL_SPECS, bench_command, kernel_settings
+from zkgpu.bench.ntt import KERNEL_SPEC_PARTS, bench_command, is_kernel_spec, kernel_settings
 from zkgpu.domain import bitrev_indices, dft_naive, log2_size, ntt_reference
 from zkgpu.field import FR, fr_from_ints, fr_random, fr_to_ints
 from zkgpu.fr_device import from_montgomery, to_montgomery
@@ -549,26 +549,34 @@ def test_gpu_fused_equals_stagewise(L, kernel):
 
 
 STAGEWISE_VARIANTS = {  # id -> (kernel spec, extra zkgpu.ntt.DEFINES)
-    "old-default": ("stagewise-ptx", {"NTT_SMEM_TW": 0, "NTT_MIN_BLOCKS": 4}),
+    "old-default": ("stagewise-v40-o3-ptx", {"NTT_SMEM_TW": 0, "NTT_MIN_BLOCKS": 4, "NTT_THREADS": 256}),
+    "previous-default": ("stagewise-c10-b3-w256-v40-pf1-io0-o3", {"ZK_FF_ASM_TAIL": 0}),
+    "run1-default": ("stagewise-b6-pf4-io0", {"ZK_FF_ASM_TAIL": 0}),
     "cxx": ("stagewise-cxx", {}),
     "lazy": ("stagewise-lz-asm", {}),
-    "ilp2": ("stagewise-lz-st-i2-b2-asm", {}),
     "r4-table-twiddles": ("stagewise-r4-lz-b3-w128-asm", {"NTT_SMEM_TW": 0}),
     "shfl": ("stagewise-sh", {}),
-    "shfl-b2": ("stagewise-sh-b2", {}),
-    "shfl-table-twiddles": ("stagewise-sh", {"NTT_SMEM_TW": 0}),
     "gather-scalings": ("stagewise-gt", {}),
     "no-pair": ("stagewise-np", {}),
-    "no-shfl": ("stagewise-sh0", {}),
-    "cols1-w128": ("stagewise-c1-b6-w128", {}),
-    "cols0-w128": ("stagewise-c0-b6-w128", {}),
+    "prefetch3-shfl": ("stagewise-sh", {"NTT_PREFETCH": 3}),
+    "r4": ("stagewise-r4", {}),
+    "table-twiddles-shfl2": ("stagewise-sh2-st0", {}),
+    "o3-b4-w256-cols10": ("stagewise-c10-b4-w256-o3", {}),
 }
 """Builds of the stagewise kernels that must equal the default one bit for bit, one per code path the default build
-(asm-chain additions, each pass's twiddles in shared memory) does not take: the build that was the default before
-issue 13's run k13-ntt (volatile-PTX additions, every twiddle from the table), the portable additions, the lazy DIF
-difference, two butterflies per thread, radix-4 with table twiddles, the warp-shuffle stages in every pass (NTT_SHFL=1) with
-shared-memory and with table twiddles, and in none (0; the default, 2, has them in the DIT passes), tiles with
-at most 1 or 0 column bits in 128-thread blocks, the gathered scalings (NTT_SCALE_BR=0) (zkgpu.bench.ntt.KERNEL_SPECS for the parts)."""
+(asm-chain additions, each pass's twiddles in shared memory, no register stages; since run s4-ntt the 16-byte shared-memory
+planes, ptxas -O1, 128-thread blocks on tiles of at most 512 elements, loads 2 at a time, the stage on the tile's top
+bit at the global load / store (NTT_IO_STAGE), the product's asm tail (ZK_FF_ASM_TAIL), 8 blocks per SM) does not take:
+the build that was the default before issue 13's run k13-ntt (volatile-PTX additions, every twiddle from the table),
+the one before session s4 (limb-major tile, one load at a time, ptxas -O3, 256-thread blocks on 1024-element tiles, no
+io stage, the portable tail) and the one of run s4-ntt's first part (no io stage, loads 4 at a time, the portable
+tail), the portable additions, the lazy DIF difference, radix-4 with table twiddles, radix 4 with the io stage, the
+warp-shuffle stages in every pass (NTT_SHFL=1), the gathered scalings (NTT_SCALE_BR=0), no pair pass, prefetch 3
+(remainders), table twiddles with the DIT shuffles, and -O3 with 4 blocks of 256 on 1024-element tiles
+(zkgpu.bench.ntt.KERNEL_SPEC_PARTS for the parts).
+Each build costs the GPU run a module compile and ~10 s; the other build options (two butterflies per thread, table
+twiddles with shuffles, 256-element tiles, each of s4's options alone) are covered by the emulated kernels
+(tests/test_kernels_emulated.py) and by these combinations."""
 
 
 def _edge_words(n: int, seed: int) -> np.ndarray:
@@ -723,16 +731,44 @@ def test_kernel_settings_set_and_restore_the_ntt_settings():
         assert s["defines"] == {"ZK_NTT_LAZY": "1", "NTT_SMEM_TW": "1", "NTT_MIN_BLOCKS": "3", "NTT_R4_MIN_BLOCKS": "3",
                                 "ZK_NTT_PTX": "0", "ZK_NTT_ASM": "1"}
     assert N.settings() == before
-    assert {spec for spec, _ in STAGEWISE_VARIANTS.values()} <= set(KERNEL_SPECS)
+    assert all(is_kernel_spec(spec) for spec, _ in STAGEWISE_VARIANTS.values())
 
 
 def test_every_kernel_spec_parses():
-    """Each name of zkgpu.bench.ntt.KERNEL_SPECS sets the module settings it names ("table" is an outer
-    mode, not a tile "t<N>": the GPU run of 2026-12-01 caught that parse error in fused-r4-table)."""
-    from zkgpu.bench.ntt import KERNEL_SPECS, kernel_settings
-
-    for spec in KERNEL_SPECS:
-        with kernel_settings(spec):
+    """Each part of zkgpu.bench.ntt.KERNEL_SPEC_PARTS, alone and all groups at once, is a spec that sets the module
+    settings it names ("table" is an outer mode, not a tile "t<N>": the GPU run of 2026-12-01 caught that parse error
+    in fused-r4-table); parts out of order, repeated or unknown are not specs."""
+    for alg, groups in KERNEL_SPEC_PARTS.items():
+        for group in groups:
+            for part in group:
+                with kernel_settings(f"{alg}-{part}"):
+                    pass
+        with kernel_settings("-".join([alg, *(group[-1] for group in groups)])):
             pass
+    for bad in ("stagewise-o1-v4", "stagewise-v4-v4", "stagewise-v5", "fused-v4", "stagewise-", "ntt"):
+        assert not is_kernel_spec(bad), bad
+        with pytest.raises(ValueError, match="unknown NTT kernel"), kernel_settings(bad):
+            pass
+    with kernel_settings("stagewise-sh0-v4-pf4-o1"):
+        want = {"NTT_SHFL": 0, "NTT_SMEM_V4": 1, "NTT_PREFETCH": 4, "ZK_PTXAS_O": 1}
+        assert {k: N.DEFINES[k] for k in want} == want
     with kernel_settings("fused-r4-table-t12"):
         assert (N.FUSED_OUTER, N.FUSED_TILE_LOG, N.FUSED_RADIX) == ("table", 12, 4)
+
+
+def test_build_options_ptxas_level():
+    """ZK_PTXAS_O (kernel spec part -o1) reaches NVRTC as --ptxas-options=-O<n>, from the defines or from a module's
+    own `#define ZK_PTXAS_O <n>` line; other modules and other values get none, a bad value a clear error."""
+    from zkgpu._cuda import build_options, header_defines
+
+    assert "--ptxas-options=-O1" in build_options("ntt", (("ZK_PTXAS_O", "1"),))
+    assert "-DZK_PTXAS_O=1" in build_options("ntt", (("ZK_PTXAS_O", "1"),))
+    assert not any(o.startswith("--ptxas") for o in build_options("msm"))
+    try:
+        (level,) = header_defines("ntt.cu", "ZK_PTXAS_O")
+        want = [f"--ptxas-options=-O{level}"]
+    except LookupError:
+        want = []
+    assert [o for o in build_options("ntt") if o.startswith("--ptxas")] == want
+    with pytest.raises(ValueError, match="ZK_PTXAS_O"):
+        build_options("ntt", (("ZK_PTXAS_O", "4"),))

@@ -38,6 +38,7 @@ __all__ = [
     "cupy",
     "get_module",
     "get_kernel",
+    "build_options",
     "launch_1d",
     "is_device_array",
     "time_ms",
@@ -201,13 +202,35 @@ def get_module(name: str, defines: tuple[tuple[str, str], ...] = ()) -> Any:
 
     Args:
         name: the file stem, e.g. ``"ntt"``.
-        defines: extra ``-D`` macros as ``(name, value)`` pairs.
+        defines: extra ``-D`` macros as ``(name, value)`` pairs (:func:`build_options`).
     """
     cp = cupy()
     src = (KERNEL_DIR / f"{name}.cu").read_text()
+    return cp.RawModule(code=src, options=build_options(name, defines))
+
+
+def build_options(name: str, defines: tuple[tuple[str, str], ...] = ()) -> tuple[str, ...]:
+    """NVRTC's options for ``kernels/<name>.cu`` (:func:`get_module`): C++17, the kernel folder, the sources' hash
+    (so CuPy's cache follows header edits) and a ``-D`` per define. ``ZK_PTXAS_O`` (0-3), from ``defines`` or else
+    from a ``#define ZK_PTXAS_O <n>`` line in the module's own file, also sets ptxas' optimisation level
+    (``--ptxas-options=-O<n>``; otherwise NVRTC's default, 3). Why a module may want 1: at -O3 ptxas interleaves the
+    carry chains of the Montgomery products so far that it runs out of the 7 predicate registers that hold their
+    carries and spills them into general registers (P2R, ISETP and LOP3 bit set/clear; ~90 of the 501 instructions of
+    an NTT butterfly on sm_90, notes/ntt-kernels.md session s4); at -O1 it schedules the chains one after another.
+
+    Raises:
+        ValueError: ZK_PTXAS_O not an integer 0-3 (names the value).
+    """
     opts = ["-std=c++17", f"-I{KERNEL_DIR}", f"-DZKGPU_SOURCES={_sources_hash()}"]
     opts += [f"-D{k}={v}" for k, v in defines]
-    return cp.RawModule(code=src, options=tuple(opts))
+    level = dict(defines).get("ZK_PTXAS_O")
+    if level is None and re.search(_DEFINE.format(name="ZK_PTXAS_O"), _source(f"{name}.cu"), flags=re.MULTILINE):
+        level = str(header_defines(f"{name}.cu", "ZK_PTXAS_O")[0])
+    if level is not None:
+        if str(level) not in ("0", "1", "2", "3"):
+            raise ValueError(f"ZK_PTXAS_O must be 0, 1, 2 or 3 (ptxas -O<n>), got {level!r}")
+        opts.append(f"--ptxas-options=-O{level}")
+    return tuple(opts)
 
 
 def get_kernel(module: str, kernel: str, defines: tuple[tuple[str, str], ...] = ()) -> Any:

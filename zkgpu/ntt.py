@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _cuda
+from . import _cuda, ntt_plan
 from .domain import log2_size, ntt_reference
 from .field import FR, check_array, fr_from_ints, fr_to_ints
 from .fr_device import check_canonical, check_device_array, device_words, from_montgomery, to_device_mont, to_montgomery
@@ -125,7 +125,7 @@ radix-2 butterflies per thread in flight; ``NTT_THREADS`` / ``NTT_MIN_BLOCKS`` /
 and ``NTT_FUSED_THREADS`` / ``NTT_FUSED_MIN_BLOCKS`` (fused) set the block size and the occupancy target;
 ``NTT_SHFL`` (stagewise radix-2) the stages on the tile bits below 6 in registers with warp shuffles: 1 every pass, 2
 the DIT passes, 0 none (the default: the final side-by-side measured 2 about 9% slower on every transform);
-``NTT_SCALE_BR`` 0 (host only) the bit-reversed side's scalings gathered from a natural table (:func:`host_option`)."""
+``NTT_SCALE_BR`` 0 (host only) gathered scalings (:func:`host_option`); the rest: zkgpu.bench.ntt.KERNEL_SPEC_PARTS."""
 
 
 def configure(*, radix: int | None = None, defines: Mapping[str, int] | None = None) -> None:
@@ -291,7 +291,7 @@ def host_option(name: str) -> int:
     scalings on the bit-reversed side from bit-reversed tables read in order (0: gathered); NTT_NN_SCATTER 1, "nn" of
     2+ passes through a scratch buffer whose last pass stores to the bit-reversed places (0: in place and a bit-reversal
     pass); NTT_PAIR 1, :func:`coset_evals_inplace` with the iNTT's last pass and the coset NTT's first as one launch
-    (kernel ntt_pass_pair; 0: two); NTT_TILE_COLS 10, the most column bits c of a pass's tile (c = 2 at 2^24)."""
+    (kernel ntt_pass_pair; 0: two); NTT_TILE_COLS 1, the most column bits c of a pass's tile (10: c = 2 at 2^24)."""
     return int(dict(_defines()).get(name, _HOST_DEFAULTS[name]))
 
 
@@ -583,7 +583,7 @@ def stagewise_passes(w: Any, L: int, inverse: bool, dit: bool, pre: Any, pre_mod
     passes = passes[::-1] if dit else passes
     rad = radix()
     kern = _kernel("ntt_pass_r4" if rad == 4 else "ntt_pass")
-    smem_per_element = 64 if int(dict(_defines()).get("NTT_SMEM_TW", _SMEM_TW)) else 32  # + the pass's twiddles
+    defs = dict(_defines())  # the build options, for the passes' shared memory (ntt_plan.pass_shared_bytes)
     if nn_scratch is not None and (dit or len(passes) < 2):
         raise ValueError("stagewise_passes: nn_scratch needs a DIF transform of two or more passes")
     last = len(passes) - 1
@@ -593,7 +593,7 @@ def stagewise_passes(w: Any, L: int, inverse: bool, dit: bool, pre: Any, pre_mod
         src = w if nn_scratch is None or i == 0 else nn_scratch
         dst = w if nn_scratch is None or i == last else nn_scratch
         _launch_fused(
-            kern, n // T, max(1, min(T // rad, _threads())), smem_per_element * T,
+            kern, n // T, max(1, min(T // rad, _threads())), ntt_plan.pass_shared_bytes(T, defs),
             (
                 src, dst, np.int32(nn_scratch is not None and i == last), tw, np.int32(L), np.int32(s_lo), np.int32(k), np.int32(c), np.int32(_ORDER["rn" if dit else "nr"]),
                 pre, np.int32(pre_mode if i == 0 else _SCALE["none"]),

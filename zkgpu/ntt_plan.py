@@ -8,6 +8,7 @@ The stagewise and fused passes (``zkgpu/kernels/ntt.cu``, ``ntt_fused.cu``) each
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any
 
 from . import _cuda
@@ -15,7 +16,7 @@ from .domain import powers
 from .field import FR
 from .fr_device import to_device_mont
 
-__all__ = ["MAX_TILE_LOG", "passes", "grid", "split_tables", "inner_table", "split_outer"]
+__all__ = ["MAX_TILE_LOG", "passes", "pass_shared_bytes", "grid", "split_tables", "inner_table", "split_outer"]
 
 P = FR.modulus
 (MAX_TILE_LOG,) = _cuda.header_defines("ntt.cu", "NTT_MAX_TILE_LOG")  # the largest tile of a stagewise pass, log2
@@ -37,6 +38,19 @@ def passes(L: int, max_tile_log: int = MAX_TILE_LOG, max_cols: int = MAX_TILE_LO
         out.append((s_lo, k, min(s_lo, max_tile_log - k, max_cols)))
         top = s_lo
     return out
+
+
+def pass_shared_bytes(T: int, defines: Mapping[str, str]) -> int:
+    """Dynamic shared memory of a stagewise pass (kernel ntt_pass or ntt_pass_r4) on a tile of T elements, in bytes,
+    under the build options ``defines`` (name -> value; unset ones take ntt.cu's defaults): the tile (32 T) plus,
+    with NTT_SMEM_TW, the pass's twiddles (32 T; 16 T with NTT_IO_STAGE, whose stage on the top tile bit reads its
+    twiddles from the global table). The NTT_SHFL passes keep 32 T of twiddles either way (io_stage is off there);
+    the host sizes them the same, which is never less than they use."""
+    names = ("NTT_SMEM_TW", "NTT_IO_STAGE", "NTT_SHFL")
+    smem_tw, io_stage, shfl = (int(defines.get(k, v)) for k, v in zip(names, _cuda.header_defines("ntt.cu", *names), strict=True))
+    if not smem_tw:
+        return 32 * T
+    return 32 * T + (16 * T if io_stage and not shfl else 32 * T)
 
 
 def grid(n: int, block: int = 256) -> tuple[int, int]:

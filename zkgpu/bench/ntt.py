@@ -1,7 +1,7 @@
 """``zkgpu bench ntt``: the Fr NTT kernels timed on the GPU, and beside sppark's.
 
 :func:`run_benchmark` times every transform of :data:`BENCH_VARIANTS` on device-resident random data with
-each kernel of :data:`KERNEL_SPECS` (CUDA events, :func:`zkgpu._cuda.benchmark`), plus the whole
+each kernel of :data:`KERNEL_SPEC_PARTS` (CUDA events, :func:`zkgpu._cuda.benchmark`), plus the whole
 Groth16 H computation (:func:`zkgpu.qap.compute_h_inplace`); :data:`bench_command` writes the rows to a
 fresh ``bench-ntt`` run folder (ntt.csv, ntt.json, manifest.json) and, with ``--sppark``, the ratios to
 sppark's rows of the same GPU (:mod:`zkgpu.anchors`).
@@ -30,7 +30,8 @@ from ..qap import compute_h_inplace
 
 __all__ = [
     "BENCH_VARIANTS",
-    "KERNEL_SPECS",
+    "KERNEL_SPEC_PARTS",
+    "is_kernel_spec",
     "kernel_settings",
     "run_benchmark",
     "kernel_ratios",
@@ -38,36 +39,43 @@ __all__ = [
 ]
 
 
-KERNEL_SPECS = tuple(
-    "-".join(["stagewise", *parts])
-    for parts in ([r, z, st, sh, gt, np_, i, c, b, w, a] for r in ("", "r2", "r4") for z in ("", "lz") for st in ("", "st")
-                  for sh in ("", "sh", "sh0", "sh2") for gt in ("", "gt") for np_ in ("", "np") for i in ("", "i2")
-                  for c in ("", "c0", "c1") for b in ("", "b1", "b2", "b3", "b4", "b6") for w in ("", "w128", "w512") for a in ("", "ptx", "cxx", "asm"))
-    for parts in [[p for p in parts if p]]
-) + tuple(
-    "-".join(["fused", *parts])
-    for parts in ([r, o, t, a] for r in ("", "r2", "r4", "r8") for o in ("", "exact", "split", "table", "auto")
-                  for t in ("", "t12") for a in ("", "ptx", "cxx"))
-    for parts in [[p for p in parts if p]]
-)
-"""Kernel choices of ``zkgpu bench ntt`` (:func:`kernel_settings` applies one): an
-algorithm, then optionally -rN (stagewise: ``zkgpu.ntt.RADIX`` 2/4; fused: ``FUSED_RADIX`` 2/4/8), -exact/-split/-table/-auto (fused: ``FUSED_OUTER``), -t12 (fused:
+KERNEL_SPEC_PARTS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "stagewise": (("r2", "r4"), ("lz",), ("st",), ("sh", "sh0", "sh2"), ("gt",), ("np",), ("i2",), ("c0", "c1", "c10"),
+                  ("b1", "b2", "b3", "b4", "b6", "b8"), ("w128", "w256", "w512"), ("v4", "v40"), ("pf1", "pf2", "pf4"),
+                  ("io", "io0"), ("st0",), ("at",), ("o1", "o3"), ("ptx", "cxx", "asm")),
+    "fused": (("r2", "r4", "r8"), ("exact", "split", "table", "auto"), ("t12",), ("ptx", "cxx")),
+}
+"""Kernel choices of ``zkgpu bench ntt`` (:func:`kernel_settings` applies one; :func:`is_kernel_spec` tells one): an
+algorithm, then optionally at most one of each group, in this order, -rN (stagewise: ``zkgpu.ntt.RADIX`` 2/4; fused: ``FUSED_RADIX`` 2/4/8), -exact/-split/-table/-auto (fused: ``FUSED_OUTER``), -t12 (fused:
 ``FUSED_TILE_LOG`` 12, 2^24 in two passes), -lz (stagewise: the lazy DIF difference, ``ZK_NTT_LAZY=1``), -st
 (stagewise: each pass's twiddles in shared memory, ``NTT_SMEM_TW=1``), -sh / -sh2 / -sh0 (stagewise radix-2: the stages on
 the tile bits below 6 in registers, exchanged by warp shuffles, in every pass / in the DIT passes (the default) / in
-none, ``NTT_SHFL`` 1 / 2 / 0), -cN (stagewise: at most N column bits per tile, ``NTT_TILE_COLS``; with -w128-b6 the passes on high bits run
+none, ``NTT_SHFL`` 1 / 2 / 0), -cN (stagewise: at most N column bits per tile, ``NTT_TILE_COLS``; stagewise-c10-b3-w256-v40-pf1-o3 is the default
+before run s4-ntt; with -w128-b6 the passes on high bits run
 512-element (c1) or 256-element (c0) tiles in 128-thread blocks, six per SM, as the pass on the low bits does), -gt
 (stagewise host data paths as
 before issue 13's run s3-ntt: the scalings on the bit-reversed side gathered from a natural table, ``NTT_SCALE_BR=0``,
 and "nn" in place plus a bit-reversal pass, ``NTT_NN_SCATTER=0``), -np (stagewise compute_h: the iNTT's last
 pass and the coset NTT's first as two launches, ``NTT_PAIR=0``), -i2 (stagewise radix-2: two butterflies
-loaded before either is computed, ``NTT_ILP=2``), -w128/-w512 (stagewise: threads per
+loaded before either is computed, ``NTT_ILP=2``), -w128/-w256/-w512 (stagewise: threads per
 block, ``NTT_THREADS``), -bN
 (stagewise: N blocks per SM as the register target, ``NTT_MIN_BLOCKS`` and ``NTT_R4_MIN_BLOCKS``) and
--ptx/-cxx/-asm (``FIELD_ARITH``); unstated settings keep their current values (-lz, -st, -sh, -gt, -np, -i2, -wN and -bN add to
+-v4 / -v40 (stagewise: the tile in shared memory as two planes of 16-byte words read and written 128 bits at a time,
+``NTT_SMEM_V4`` 1 / 0), -pfN (stagewise: a thread's global loads into shared memory N at a time, ``NTT_PREFETCH``),
+-io / -io0 (stagewise radix-2: the stage on a tile's top bit at the global load / store, its twiddles from the table,
+``NTT_IO_STAGE`` 1 / 0), -st0 (stagewise: every twiddle from the table, ``NTT_SMEM_TW=0``), -at (the product's merge
+and final subtraction as asm chains, ``ZK_FF_ASM_TAIL=1``, ff.cuh), -o1 / -o3 (the NTT modules built at ptxas -O1 / -O3, ``ZK_PTXAS_O``:
+:func:`zkgpu._cuda.get_module` says why) and -ptx/-cxx/-asm (``FIELD_ARITH``); unstated settings keep their current values (-lz, -st, -sh, -gt, -np, -i2, -wN and -bN add to
 ``zkgpu.ntt.DEFINES`` for the block)."""
 
-_SPEC_SET = frozenset(KERNEL_SPECS)
+_SPEC_RE = re.compile("|".join(alg + "".join(f"(?:-(?:{'|'.join(group)}))?" for group in groups)
+                               for alg, groups in KERNEL_SPEC_PARTS.items()))
+
+
+def is_kernel_spec(spec: str) -> bool:
+    """Whether ``spec`` names a kernel of :data:`KERNEL_SPEC_PARTS` (e.g. stagewise, stagewise-sh0-v4-o1, fused-r4-auto-t12)."""
+    return isinstance(spec, str) and _SPEC_RE.fullmatch(spec) is not None
+
 
 BENCH_VARIANTS: dict[str, dict[str, Any]] = {
     "forward-nr": dict(inverse=False, coset=False, order="nr"),
@@ -82,15 +90,15 @@ BENCH_VARIANTS: dict[str, dict[str, Any]] = {
 @contextlib.contextmanager
 def kernel_settings(spec: str) -> Iterator[None]:
     """Within the block, :func:`zkgpu.ntt.ntt_inplace` and :func:`zkgpu.qap.compute_h_inplace` default to the
-    kernel named by ``spec`` (see :data:`KERNEL_SPECS`): the block sets the module settings of :mod:`zkgpu.ntt`
+    kernel named by ``spec`` (see :data:`KERNEL_SPEC_PARTS`): the block sets the module settings of :mod:`zkgpu.ntt`
     and restores them afterwards.
 
     Raises:
         ValueError: an unknown spec.
     """
     parts = spec.split("-")
-    if parts[0] not in ntt.ALGORITHMS or spec not in _SPEC_SET:
-        raise ValueError(f"unknown NTT kernel {spec!r}; zkgpu.bench.ntt.KERNEL_SPECS lists the {len(KERNEL_SPECS)} choices "
+    if parts[0] not in ntt.ALGORITHMS or not is_kernel_spec(spec):
+        raise ValueError(f"unknown NTT kernel {spec!r}; zkgpu.bench.ntt.KERNEL_SPEC_PARTS lists the choices "
                          "(e.g. stagewise, stagewise-lz-st-b3-asm, fused, fused-r4-auto-t12)")
     names = ("ALGORITHM", "RADIX", "FUSED_RADIX", "FUSED_OUTER", "FUSED_TILE_LOG", "FIELD_ARITH", "DEFINES")
     saved = {k: getattr(ntt, k) for k in names}
@@ -109,6 +117,18 @@ def kernel_settings(spec: str) -> Iterator[None]:
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_PAIR": 0}
             elif part == "gt":
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_SCALE_BR": 0, "NTT_NN_SCATTER": 0}
+            elif part in ("v4", "v40"):
+                ntt.DEFINES = {**ntt.DEFINES, "NTT_SMEM_V4": int(part == "v4")}
+            elif re.fullmatch(r"pf\d+", part):
+                ntt.DEFINES = {**ntt.DEFINES, "NTT_PREFETCH": int(part[2:])}
+            elif part in ("io", "io0"):
+                ntt.DEFINES = {**ntt.DEFINES, "NTT_IO_STAGE": int(part == "io")}
+            elif part == "at":
+                ntt.DEFINES = {**ntt.DEFINES, "ZK_FF_ASM_TAIL": 1}
+            elif part == "st0":
+                ntt.DEFINES = {**ntt.DEFINES, "NTT_SMEM_TW": 0}
+            elif part in ("o1", "o3"):
+                ntt.DEFINES = {**ntt.DEFINES, "ZK_PTXAS_O": int(part[1:])}
             elif part == "i2":
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_ILP": 2}
             elif re.fullmatch(r"c\d+", part):
@@ -137,7 +157,7 @@ def run_benchmark(
     kernels: Sequence[str] = ("stagewise",), h_min_log: int = 20, h_max_log: int = 24,
 ) -> list[dict[str, Any]]:
     """Time every variant of :data:`BENCH_VARIANTS` on device-resident random data (CUDA events) with each
-    kernel of ``kernels`` (:data:`KERNEL_SPECS`), plus (``with_compute_h``, sizes h_min_log..h_max_log) the
+    kernel of ``kernels`` (:data:`KERNEL_SPEC_PARTS`), plus (``with_compute_h``, sizes h_min_log..h_max_log) the
     whole Groth16 H computation :func:`zkgpu.qap.compute_h_inplace`.
 
     Returns one row per (log_n, kernel, variant): median/min/max ms, ``kernel`` and ``algorithm``,
@@ -215,7 +235,7 @@ def kernel_ratios(rows: Sequence[dict[str, Any]], baseline: str = "stagewise") -
 @click.option("--repeat", default=10, show_default=True, help="timed repeats per point (median reported)")
 @click.option("--kernel", "kernels", multiple=True, metavar="SPEC",
               help="NTT kernel(s) to time, e.g. stagewise, fused, fused-r4-auto-t12, stagewise-cxx (repeatable; "
-                   "default: stagewise and fused; zkgpu.bench.ntt.KERNEL_SPECS lists them all)")
+                   "default: stagewise and fused; zkgpu.bench.ntt.KERNEL_SPEC_PARTS lists the parts)")
 @click.option("--h-min-log", default=20, show_default=True, help="smallest compute_h size, log2")
 @click.option("--h-max-log", default=24, show_default=True, help="largest compute_h size, log2")
 @click.option("--sppark", "sppark_file", default=None, type=click.Path(exists=True, dir_okay=False),
@@ -227,7 +247,7 @@ def ntt_bench(min_log: int, max_log: int, repeat: int, kernels: tuple[str, ...],
     per kernel, and compute_h at 2^h-min-log .. 2^h-max-log; CSV + JSON, and the ratios to stagewise."""
     kernels = kernels or ("stagewise", "fused")
     for spec in kernels:
-        if spec not in _SPEC_SET:
+        if not is_kernel_spec(spec):
             raise click.BadParameter(f"unknown NTT kernel {spec!r} (e.g. stagewise, fused, fused-r4-auto-t12)",
                                      param_hint="--kernel")
         with kernel_settings(spec):

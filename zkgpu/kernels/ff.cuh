@@ -150,6 +150,9 @@ __device__ __forceinline__ uint32_t madc_hi_cc(uint32_t a, uint32_t b, uint32_t 
 #ifndef ZK_FF_MUL
 #define ZK_FF_MUL 3
 #endif
+#ifndef ZK_FF_ASM_TAIL
+#define ZK_FF_ASM_TAIL 0  // 1: variant 3's merge and final subtraction as asm chains (mont_t::eo_tail)
+#endif
 #if defined(__CUDA_ARCH__) && ZK_FF_MUL == 3
 // One asm statement = one whole carry chain: the condition code never has to survive from one asm
 // statement to the next (the compiler does not promise that), and the statements are not volatile,
@@ -505,6 +508,56 @@ struct mont_t {
         ptx::rows<N>::template eo_odd_p<P>(o, m);
         ptx::rows<N>::template eo_even_p<P>(e, o[N - 1], m);
     }
+    // The end of mul_evenodd with ZK_FF_ASM_TAIL=1 (issue 13, session s4; a module's build option, 0 by default):
+    // r = x + y[1..N-1] as one add chain (no carry out: r < 2p < 2^(32N)), then r - p as one subtract chain whose
+    // borrow selects r or r - p. The portable tail (64-bit sums and borrows) costs ~60 instructions for 8 limbs on
+    // sm_90 (IADD3 / IADD3.X / two SHF per word, ISETP, SEL), this one ~25. N = 8 (Fr) and 12 (Fq).
+    __device__ __forceinline__ static mont_t eo_tail(const uint32_t* x, const uint32_t* y) {
+        static_assert(N == 8 || N == 12, "eo_tail: 8 or 12 limbs");
+        mont_t r, d;
+        uint32_t borrow;
+        if constexpr (N == 8) {
+            asm("add.cc.u32 %0, %8, %16;\n\t addc.cc.u32 %1, %9, %17;\n\t addc.cc.u32 %2, %10, %18;\n\t"
+                "addc.cc.u32 %3, %11, %19;\n\t addc.cc.u32 %4, %12, %20;\n\t addc.cc.u32 %5, %13, %21;\n\t"
+                "addc.cc.u32 %6, %14, %22;\n\t addc.u32 %7, %15, 0;"
+                : "=r"(r.v[0]), "=r"(r.v[1]), "=r"(r.v[2]), "=r"(r.v[3]), "=r"(r.v[4]), "=r"(r.v[5]), "=r"(r.v[6]),
+                  "=r"(r.v[7])
+                : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(x[4]), "r"(x[5]), "r"(x[6]), "r"(x[7]),
+                  "r"(y[1]), "r"(y[2]), "r"(y[3]), "r"(y[4]), "r"(y[5]), "r"(y[6]), "r"(y[7]));
+            asm("sub.cc.u32 %0, %9, %17;\n\t subc.cc.u32 %1, %10, %18;\n\t subc.cc.u32 %2, %11, %19;\n\t"
+                "subc.cc.u32 %3, %12, %20;\n\t subc.cc.u32 %4, %13, %21;\n\t subc.cc.u32 %5, %14, %22;\n\t"
+                "subc.cc.u32 %6, %15, %23;\n\t subc.cc.u32 %7, %16, %24;\n\t subc.u32 %8, %25, %25;"
+                : "=r"(d.v[0]), "=r"(d.v[1]), "=r"(d.v[2]), "=r"(d.v[3]), "=r"(d.v[4]), "=r"(d.v[5]), "=r"(d.v[6]),
+                  "=r"(d.v[7]), "=r"(borrow)
+                : "r"(r.v[0]), "r"(r.v[1]), "r"(r.v[2]), "r"(r.v[3]), "r"(r.v[4]), "r"(r.v[5]), "r"(r.v[6]),
+                  "r"(r.v[7]), "n"(P::p(0)), "n"(P::p(1)), "n"(P::p(2)), "n"(P::p(3)), "n"(P::p(4)), "n"(P::p(5)),
+                  "n"(P::p(6)), "n"(P::p(7)), "r"(0u));
+        } else {
+            asm("add.cc.u32 %0, %12, %24;\n\t addc.cc.u32 %1, %13, %25;\n\t addc.cc.u32 %2, %14, %26;\n\t"
+                "addc.cc.u32 %3, %15, %27;\n\t addc.cc.u32 %4, %16, %28;\n\t addc.cc.u32 %5, %17, %29;\n\t"
+                "addc.cc.u32 %6, %18, %30;\n\t addc.cc.u32 %7, %19, %31;\n\t addc.cc.u32 %8, %20, %32;\n\t"
+                "addc.cc.u32 %9, %21, %33;\n\t addc.cc.u32 %10, %22, %34;\n\t addc.u32 %11, %23, 0;"
+                : "=r"(r.v[0]), "=r"(r.v[1]), "=r"(r.v[2]), "=r"(r.v[3]), "=r"(r.v[4]), "=r"(r.v[5]), "=r"(r.v[6]),
+                  "=r"(r.v[7]), "=r"(r.v[8]), "=r"(r.v[9]), "=r"(r.v[10]), "=r"(r.v[11])
+                : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(x[4]), "r"(x[5]), "r"(x[6]), "r"(x[7]), "r"(x[8]),
+                  "r"(x[9]), "r"(x[10]), "r"(x[11]), "r"(y[1]), "r"(y[2]), "r"(y[3]), "r"(y[4]), "r"(y[5]), "r"(y[6]),
+                  "r"(y[7]), "r"(y[8]), "r"(y[9]), "r"(y[10]), "r"(y[11]));
+            asm("sub.cc.u32 %0, %13, %25;\n\t subc.cc.u32 %1, %14, %26;\n\t subc.cc.u32 %2, %15, %27;\n\t"
+                "subc.cc.u32 %3, %16, %28;\n\t subc.cc.u32 %4, %17, %29;\n\t subc.cc.u32 %5, %18, %30;\n\t"
+                "subc.cc.u32 %6, %19, %31;\n\t subc.cc.u32 %7, %20, %32;\n\t subc.cc.u32 %8, %21, %33;\n\t"
+                "subc.cc.u32 %9, %22, %34;\n\t subc.cc.u32 %10, %23, %35;\n\t subc.cc.u32 %11, %24, %36;\n\t"
+                "subc.u32 %12, %37, %37;"
+                : "=r"(d.v[0]), "=r"(d.v[1]), "=r"(d.v[2]), "=r"(d.v[3]), "=r"(d.v[4]), "=r"(d.v[5]), "=r"(d.v[6]),
+                  "=r"(d.v[7]), "=r"(d.v[8]), "=r"(d.v[9]), "=r"(d.v[10]), "=r"(d.v[11]), "=r"(borrow)
+                : "r"(r.v[0]), "r"(r.v[1]), "r"(r.v[2]), "r"(r.v[3]), "r"(r.v[4]), "r"(r.v[5]), "r"(r.v[6]),
+                  "r"(r.v[7]), "r"(r.v[8]), "r"(r.v[9]), "r"(r.v[10]), "r"(r.v[11]), "n"(P::p(0)), "n"(P::p(1)),
+                  "n"(P::p(2)), "n"(P::p(3)), "n"(P::p(4)), "n"(P::p(5)), "n"(P::p(6)), "n"(P::p(7)), "n"(P::p(8)),
+                  "n"(P::p(9)), "n"(P::p(10)), "n"(P::p(11)), "r"(0u));
+        }
+        ZK_UNROLL
+        for (int i = 0; i < N; i++) r.v[i] = (r.v[i] & borrow) | (d.v[i] & ~borrow);  // borrow: r < p, keep r
+        return r;
+    }
     __device__ __forceinline__ static mont_t mul_evenodd(const mont_t& a, const mont_t& b) {
         static_assert(N % 2 == 0, "the even/odd split needs an even limb count");
         static_assert(P::p(N - 1) < 0x80000000u, "the even/odd split needs a spare top bit in p");
@@ -515,6 +568,9 @@ struct mont_t {
             eo_row(y, x, a, b.v[i + 1], false);
         }
         // T / 2^32 = y[1..] + x, below 2p < 2^(32N)
+#if ZK_FF_ASM_TAIL
+        return eo_tail(x, y);
+#else
         uint32_t r[N];
         uint64_t c = 0;
         ZK_UNROLL
@@ -525,6 +581,7 @@ struct mont_t {
         }
         r[N - 1] = x[N - 1] + (uint32_t)c;
         return reduce_once(r, 0u);
+#endif
     }
 #endif
 

@@ -26,23 +26,39 @@
 //
 // zkgpu/ntt.py reads NTT_MAX_TILE_LOG, NTT_THREADS, NTT_BR_Q and NTT_SMEM_TW from this file (common.cuh says how);
 // it passes -DNTT_THREADS=... only where its build options set another value.
-// The default build (issue 13; notes/ntt-kernels.md, runs k13-ntt and s3-ntt): the butterflies' additions as non-volatile
-// asm chains (ZK_NTT_ASM), each pass's twiddles in shared memory (NTT_SMEM_TW), 3 blocks per SM (NTT_MIN_BLOCKS);
-// no warp-shuffle stages (NTT_SHFL=0: the final side-by-side, data/nvidia-h200-20261201-bench-sppark-1 and -2).
+// The default build (issue 13; notes/ntt-kernels.md, runs k13-ntt, s3-ntt and s4-ntt): the butterflies' additions as
+// non-volatile asm chains (ZK_NTT_ASM), each pass's twiddles in shared memory (NTT_SMEM_TW); no warp-shuffle stages
+// (NTT_SHFL=0: the final side-by-side of session 3, data/nvidia-h200-20261201-bench-sppark-1 and -2); since run s4-ntt
+// (kernel spec stagewise-c1-b6-w128-v4-pf4-o1, 0.79-0.86x of the previous default on every transform at 2^22..2^24):
+// the tile in 16-byte planes (NTT_SMEM_V4), ptxas -O1 (ZK_PTXAS_O, read by the host: zkgpu/_cuda.py build_options),
+// 128-thread blocks (NTT_THREADS) on tiles of at most 512 elements in the passes on high bits (NTT_TILE_COLS 1); and
+// since its second run (stagewise-b8-pf2-io-at, 0.905-0.969x of that on every transform at 2^22..2^24, compute_h 2^24
+// 31.3 ms): the product's merge and final subtraction as asm chains (ZK_FF_ASM_TAIL, ff.cuh), the stage on the tile's
+// top bit at the global load / store (NTT_IO_STAGE: 24 KiB per 512-element tile), 8 blocks per SM (NTT_MIN_BLOCKS:
+// 64 registers), a thread's global loads 2 at a time (NTT_PREFETCH).
 #ifndef ZK_NTT_PTX
 #define ZK_NTT_PTX 0
 #endif
 #ifndef ZK_NTT_ASM
 #define ZK_NTT_ASM 1
 #endif
+#ifndef ZK_FF_ASM_TAIL
+#define ZK_FF_ASM_TAIL 1  // ff.cuh: the even/odd product's merge and final subtraction as asm chains (mont_t::eo_tail)
+#endif
+#ifndef ZK_PTXAS_O  // read by the host (NVRTC's --ptxas-options=-O<n>); -O3 spills the products' carry predicates
+#define ZK_PTXAS_O 1
+#endif
+#ifndef NTT_SMEM_V4
+#define NTT_SMEM_V4 1  // ntt_common.cuh: the tile as two planes of 16-byte words (128-bit shared-memory accesses)
+#endif
 #include "ntt_common.cuh"
 
 #define NTT_MAX_TILE_LOG 10  // the largest tile of a pass, log2: 1024 elements = 32 KiB of shared memory
 #ifndef NTT_THREADS
-#define NTT_THREADS 256  // the most threads per block
+#define NTT_THREADS 128  // the most threads per block
 #endif
 #ifndef NTT_MIN_BLOCKS
-#define NTT_MIN_BLOCKS 3  // 3 x 256 threads per SM (the shared memory of 3 tiles and their twiddles): 85 registers
+#define NTT_MIN_BLOCKS 8  // 8 x 128 threads per SM (a 512-element tile + half its twiddles: 24 KiB): 64 registers
 #endif
 #ifndef NTT_R4_MIN_BLOCKS
 #define NTT_R4_MIN_BLOCKS 2
@@ -58,7 +74,7 @@
 #define NTT_NN_SCATTER 1  // 1: "nn" with 2+ passes: the last pass scatters into bit-reversed places (no bit-reversal pass)
 #endif
 #ifndef NTT_TILE_COLS  // read by the host only (zkgpu/ntt.py: host_option)
-#define NTT_TILE_COLS 10  // the most column bits c of a pass's tile (10: as many as NTT_MAX_TILE_LOG leaves)
+#define NTT_TILE_COLS 1  // the most column bits c of a pass's tile (10: as many as NTT_MAX_TILE_LOG leaves)
 #endif
 #ifndef NTT_SMEM_TW
 #define NTT_SMEM_TW 1  // 1: a pass first copies its tile's twiddles into shared memory (load_pass_twiddles)
@@ -84,20 +100,48 @@ struct pass_tw_t {
     __device__ __forceinline__ fr_t at(int s, const tile_t& tl, uint32_t j) const {
 #if NTT_SMEM_TW
         const int q = s - s_lo;
-        return load_s(smt, T, (((1u << q) - 1) << c) + (j & ((1u << (c + q)) - 1)));
+        return load_t(smt, T, (((1u << q) - 1) << c) + (j & ((1u << (c + q)) - 1)));
 #else
         return twiddle(tw, s, tl.g(j));
 #endif
     }
 };
+// put(u, get(u)) for u < count, the block's threads taking every blockDim-th u. A thread's items follow one another
+// with NTT_PREFETCH=1; with NTT_PREFETCH=P > 1 (issue 13, session s4) a thread issues the global loads of P items
+// (get) before it stores any of them (put), so the latencies of its loads overlap instead of adding up (a pass of
+// 1024-element tiles in 256-thread blocks: 4 twiddles and 4 elements per thread, 8 round trips to L2/DRAM one after
+// another without it).
+#ifndef NTT_PREFETCH
+#define NTT_PREFETCH 2
+#endif
+template <class Get, class Put>
+__device__ __forceinline__ void copy_in(uint32_t count, const Get& get, const Put& put) {
+#if NTT_PREFETCH > 1
+    for (uint32_t u0 = threadIdx.x; u0 < count; u0 += NTT_PREFETCH * blockDim.x) {
+        fr_t v[NTT_PREFETCH];
+ZK_UNROLL
+        for (int i = 0; i < NTT_PREFETCH; i++) {
+            const uint32_t u = u0 + i * blockDim.x;
+            if (u < count) v[i] = get(u);
+        }
+ZK_UNROLL
+        for (int i = 0; i < NTT_PREFETCH; i++) {
+            const uint32_t u = u0 + i * blockDim.x;
+            if (u < count) put(u, v[i]);
+        }
+    }
+#else
+    for (uint32_t u = threadIdx.x; u < count; u += blockDim.x) put(u, get(u));
+#endif
+}
 __device__ __forceinline__ void load_pass_twiddles(uint32_t* smt, uint32_t T, const tile_t& tl, const fr_t* tw,
                                                    int s_lo, int k, int c) {
-    const uint32_t count = ((1u << k) - 1) << c;
-    for (uint32_t v = threadIdx.x; v < count; v += blockDim.x) {
-        const int q = 31 - __clz((v >> c) + 1);
-        const uint32_t u = v - (((1u << q) - 1) << c);
-        store_s(smt, T, v, twiddle(tw, s_lo + q, tl.g(u)));
-    }
+    copy_in(((1u << k) - 1) << c,
+            [&](uint32_t v) {
+                const int q = 31 - __clz((v >> c) + 1);
+                return twiddle(tw, s_lo + q, tl.g(v - (((1u << q) - 1) << c)));
+            },
+            [&](uint32_t v, const fr_t& w) { store_t(smt, T, v, w); });
 }
 
 // The butterfly (j, j + 2^lb) of a radix-2 stage on (a, b) in registers.
@@ -324,20 +368,82 @@ struct pass_io_t {
     __device__ __forceinline__ fr_t out(const fr_t& v, uint32_t g) const { return scale(v, post, post_mode, g, L); }
 };
 
+// NTT_IO_STAGE=1 (issue 13, session s4): a radix-2 pass (without the register stages of NTT_SHFL) does the stage on
+// its top tile bit (global bit s, tile bit lb = log2(T) - 1: butterflies (j, j + T/2), j < T/2) at the global load
+// (DIF, its first stage) or store (DIT, its last): one shared-memory round trip and one barrier fewer per pass, and
+// that stage's T/2 twiddles, each used once per tile, come from the global table into registers instead of through
+// shared memory, so the shared twiddle area halves (at 2^24: 48 instead of 64 KiB per 1024-element tile, 4 blocks
+// per SM instead of 3). A thread takes its butterflies NB at a time, the global loads of all NB first.
+#ifndef NTT_IO_STAGE
+#define NTT_IO_STAGE 1
+#endif
+#define NTT_IO_NB 1  // butterflies per thread in flight (2: 80 registers and spills at -O1, ptxas -v)
+__device__ __forceinline__ void io_stage_dif(uint32_t* sm, uint32_t T, const tile_t& tl, const fr_t* tw, int s,
+                                             const fr_t* x, const pass_io_t& io) {
+    const uint32_t H = T >> 1;
+    for (uint32_t j0 = threadIdx.x; j0 < H; j0 += NTT_IO_NB * blockDim.x) {
+        fr_t a[NTT_IO_NB], b[NTT_IO_NB], w[NTT_IO_NB];
+ZK_UNROLL
+        for (int i = 0; i < NTT_IO_NB; i++) {
+            const uint32_t j = j0 + i * blockDim.x;
+            if (j < H) {
+                a[i] = io.in(x, tl.g(j));
+                b[i] = io.in(x, tl.g(j + H));
+                if (s != 0) w[i] = twiddle(tw, s, tl.g(j));
+            }
+        }
+ZK_UNROLL
+        for (int i = 0; i < NTT_IO_NB; i++) {
+            const uint32_t j = j0 + i * blockDim.x;
+            if (j < H) {
+                const fr_t t = bf_add(a[i], b[i]);
+                store_s(sm, T, j + H, s == 0 ? bf_sub(a[i], b[i]) : bf_dif_mul(w[i], a[i], b[i]));
+                store_s(sm, T, j, t);
+            }
+        }
+    }
+}
+__device__ __forceinline__ void io_stage_dit(const uint32_t* sm, uint32_t T, const tile_t& tl, const fr_t* tw, int s,
+                                             fr_t* out, bool brev_out, const pass_io_t& io) {
+    const uint32_t H = T >> 1;
+    for (uint32_t j0 = threadIdx.x; j0 < H; j0 += NTT_IO_NB * blockDim.x) {
+        fr_t w[NTT_IO_NB];
+ZK_UNROLL
+        for (int i = 0; i < NTT_IO_NB; i++) {
+            const uint32_t j = j0 + i * blockDim.x;
+            if (j < H && s != 0) w[i] = twiddle(tw, s, tl.g(j));
+        }
+ZK_UNROLL
+        for (int i = 0; i < NTT_IO_NB; i++) {
+            const uint32_t j = j0 + i * blockDim.x;
+            if (j < H) {
+                const fr_t a = load_s(sm, T, j), b = load_s(sm, T, j + H);
+                const fr_t bw = s == 0 ? b : b * w[i];
+                const uint32_t g0 = tl.g(j), g1 = tl.g(j + H);
+                store_v4(out, brev_out ? bitrev(g0, io.L) : g0, io.out(bf_add(a, bw), g0));
+                store_v4(out, brev_out ? bitrev(g1, io.L) : g1, io.out(bf_sub(a, bw), g1));
+            }
+        }
+    }
+}
+
 template <bool R4>
 __device__ __forceinline__ void pass_body(const fr_t* x, fr_t* out, bool brev_out, const fr_t* tw, int s_lo, int k, int c,
                                           ntt_order order, const pass_io_t& io) {
     extern __shared__ uint32_t sm[];
     const uint32_t T = 1u << (k + c);
     const tile_t tl = tile_t::of(blockIdx.x, s_lo, k, c);
-    const pass_tw_t ptw{tw, sm + 8 * T, T, s_lo, c};
-#if NTT_SMEM_TW
-    load_pass_twiddles(sm + 8 * T, T, tl, tw, s_lo, k, c);
-#endif
     // the register stages: tile bits [c, 6), whole warps (host: blockDim = min(T/2, NTT_THREADS), a multiple of 32)
     const bool shfl = (NTT_SHFL == 1 || (NTT_SHFL == 2 && order == ntt_order::rn)) && !R4 && c <= 5 && k + c >= 6;
     const int q_sh = shfl ? 6 - c : 0;  // the stages below it are the register ones
     const uint32_t groups = T >> 6;
+    // NTT_IO_STAGE: the stage on the top tile bit at the global load (DIF) / store (DIT), its twiddles from global memory
+    const int io_stage = NTT_IO_STAGE && !shfl && k >= 1 ? 1 : 0;
+    const uint32_t Tt = T >> io_stage;  // the shared twiddle area: 2^c (2^(k - io_stage) - 1) < Tt entries
+    const pass_tw_t ptw{tw, sm + 8 * T, Tt, s_lo, c};
+#if NTT_SMEM_TW
+    load_pass_twiddles(sm + 8 * T, Tt, tl, tw, s_lo, k - io_stage, c);
+#endif
 
     if (order == ntt_order::rn) {  // DIT
         if (shfl) {
@@ -353,22 +459,30 @@ ZK_UNROLL
                 p.dit(sm, T, tl, ptw, s_lo, c);
             }
         } else {
-            for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) store_s(sm, T, u, io.in(x, tl.g(u)));
+            copy_in(T, [&](uint32_t u) { return io.in(x, tl.g(u)); }, [&](uint32_t u, const fr_t& v) { store_s(sm, T, u, v); });
         }
         __syncthreads();
         int q = q_sh;
-        for (; R4 && q + 2 <= k; q += 2) {  // stages s_lo+q, s_lo+q+1
+        for (; R4 && q + 2 <= k - io_stage; q += 2) {  // stages s_lo+q, s_lo+q+1
             stage_r4<true>(sm, T, tl, ptw, s_lo + q, c + q);
             __syncthreads();
         }
-        for (; q < k; q++) {
+        for (; q < k - io_stage; q++) {
             stage_r2<true>(sm, T, tl, ptw, s_lo + q, c + q);
             __syncthreads();
         }
+        if (io_stage) {  // the last stage (global bit s_lo+k-1) straight to global memory
+            io_stage_dit(sm, T, tl, tw, s_lo + k - 1, out, brev_out, io);
+            return;
+        }
     } else {  // DIF
-        for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) store_s(sm, T, u, io.in(x, tl.g(u)));
+        if (io_stage) {  // the first stage (global bit s_lo+k-1) on the way in
+            io_stage_dif(sm, T, tl, tw, s_lo + k - 1, x, io);
+        } else {
+            copy_in(T, [&](uint32_t u) { return io.in(x, tl.g(u)); }, [&](uint32_t u, const fr_t& v) { store_s(sm, T, u, v); });
+        }
         __syncthreads();
-        int q = k;  // stages below s_lo+q remain
+        int q = k - io_stage;  // stages below s_lo+q remain
         for (; R4 && q >= 2; q -= 2) {  // stages s_lo+q-1, s_lo+q-2
             stage_r4<false>(sm, T, tl, ptw, s_lo + q - 2, c + q - 2);
             __syncthreads();
@@ -416,7 +530,7 @@ __device__ __forceinline__ void pair_body(fr_t* x, const fr_t* tw_inv, const fr_
 #endif
     const bool shfl = NTT_SHFL == 1 && k >= 6;
     const int q_sh = shfl ? 6 : 0;
-    for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) store_s(sm, T, u, load_v4(x, tl.g(u)));
+    copy_in(T, [&](uint32_t u) { return load_v4(x, tl.g(u)); }, [&](uint32_t u, const fr_t& v) { store_s(sm, T, u, v); });
     __syncthreads();
     for (int q = k; q > q_sh; q--) {
         stage_r2<false>(sm, T, tl, pi, q - 1, q - 1);
@@ -504,7 +618,8 @@ __global__ void ntt_build_powers(fr_t* out, const fr_t* lo, const fr_t* hi, int 
 #define NTT_BR_Q 4
 #define NTT_BR_T (1 << (2 * NTT_BR_Q))
 __global__ void __launch_bounds__(NTT_BR_T) ntt_bitrev_tiled(fr_t* x, int L) {
-    __shared__ uint32_t sa[8 * NTT_BR_T], sb[8 * NTT_BR_T];
+    __shared__ uint4 sa4[2 * NTT_BR_T], sb4[2 * NTT_BR_T];  // uint4: 16-byte aligned for NTT_SMEM_V4's accesses
+    uint32_t *sa = reinterpret_cast<uint32_t*>(sa4), *sb = reinterpret_cast<uint32_t*>(sb4);
     const int q = NTT_BR_Q;
     const uint32_t mid = blockIdx.x;
     const uint32_t rmid = bitrev(mid, L - 2 * q);

@@ -33,7 +33,45 @@ enum class scale_mode : int {
 
 __device__ __forceinline__ uint32_t bitrev(uint32_t i, int L) { return L == 0 ? 0u : (__brev(i) >> (32 - L)); }
 
-// Shared memory is limb-major (sm[limb * T + u]) so that consecutive elements fall in consecutive banks.
+// Shared memory holds a tile of T elements, accessed through load_s / store_s (tile elements) and load_t / store_t
+// (the tables of a pass, e.g. its twiddles), both by element index u < T:
+//   NTT_SMEM_V4=0: limb-major, sm[limb * T + u], eight 32-bit accesses per element; consecutive elements fall in
+//     consecutive banks.
+//   NTT_SMEM_V4=1 (issue 13, session s4): two planes of 16-byte words, limbs 0-3 of element u in word slot(u) of plane 0
+//     (bytes [16 slot, 16 slot + 16) of sm) and limbs 4-7 in word slot(u) of plane 1 (16 T bytes further): two 128-bit
+//     accesses per element (LDS.128 / STS.128) instead of eight. A 128-bit access is served a quarter warp (8 lanes) at
+//     a time, without bank conflicts when the 8 lanes' words differ in their low 3 bits (8 x 16 bytes = the 32 banks).
+//     A stage's butterflies on tile bit lb have lanes 8i..8i+7 at tile indexes j that spell tile bits {0..3} minus
+//     lb for lb < 3 (bit lb is 0 in j, 1 in its partner), the 3 low bits for lb >= 3. slot(u) = u ^ ((u >> 1) & 7)
+//     (slot bit b = u_b ^ u_(b+1) for b < 3, the other bits u's) maps each of these sets of 8, and every run of 8
+//     consecutive indexes (the global loads and stores), onto 8 different low-3-bit values (checked for lb = 0..9
+//     by tests/test_kernels_emulated.py::test_smem_v4_slots_conflict_free); it keeps bits 3 and up and inverts
+//     (u_2 = s_2 ^ u_3, then u_1, u_0), so it permutes each aligned run of 8 indexes: a bijection on [0, T) for T a
+//     power of two. load_t / store_t use slot(u) = u: a table's readers take runs of consecutive indexes (any 8
+//     consecutive integers differ in their low 3 bits) or the same index (a broadcast).
+#ifndef NTT_SMEM_V4
+#define NTT_SMEM_V4 0
+#endif
+#if NTT_SMEM_V4
+__device__ __forceinline__ uint32_t smem_slot(uint32_t u) { return u ^ ((u >> 1) & 7u); }
+__device__ __forceinline__ fr_t load_sv(const uint32_t* sm, uint32_t T, uint32_t slot) {
+    const uint4* p = reinterpret_cast<const uint4*>(sm);
+    const uint4 lo = p[slot], hi = p[T + slot];
+    fr_t r;
+    r.v[0] = lo.x; r.v[1] = lo.y; r.v[2] = lo.z; r.v[3] = lo.w;
+    r.v[4] = hi.x; r.v[5] = hi.y; r.v[6] = hi.z; r.v[7] = hi.w;
+    return r;
+}
+__device__ __forceinline__ void store_sv(uint32_t* sm, uint32_t T, uint32_t slot, const fr_t& r) {
+    uint4* p = reinterpret_cast<uint4*>(sm);
+    p[slot] = make_uint4(r.v[0], r.v[1], r.v[2], r.v[3]);
+    p[T + slot] = make_uint4(r.v[4], r.v[5], r.v[6], r.v[7]);
+}
+__device__ __forceinline__ fr_t load_s(const uint32_t* sm, uint32_t T, uint32_t u) { return load_sv(sm, T, smem_slot(u)); }
+__device__ __forceinline__ void store_s(uint32_t* sm, uint32_t T, uint32_t u, const fr_t& r) { store_sv(sm, T, smem_slot(u), r); }
+__device__ __forceinline__ fr_t load_t(const uint32_t* sm, uint32_t T, uint32_t u) { return load_sv(sm, T, u); }
+__device__ __forceinline__ void store_t(uint32_t* sm, uint32_t T, uint32_t u, const fr_t& r) { store_sv(sm, T, u, r); }
+#else
 __device__ __forceinline__ fr_t load_s(const uint32_t* sm, uint32_t T, uint32_t u) {
     fr_t r;
 #pragma unroll
@@ -44,6 +82,9 @@ __device__ __forceinline__ void store_s(uint32_t* sm, uint32_t T, uint32_t u, co
 #pragma unroll
     for (int i = 0; i < 8; i++) sm[i * T + u] = r.v[i];
 }
+__device__ __forceinline__ fr_t load_t(const uint32_t* sm, uint32_t T, uint32_t u) { return load_s(sm, T, u); }
+__device__ __forceinline__ void store_t(uint32_t* sm, uint32_t T, uint32_t u, const fr_t& r) { store_s(sm, T, u, r); }
+#endif
 __device__ __forceinline__ fr_t scale(const fr_t& x, const fr_t* tab, scale_mode mode, uint32_t g, int L) {
     if (mode == scale_mode::none) return x;
     uint32_t idx = mode == scale_mode::natural ? g : (mode == scale_mode::bitrev ? bitrev(g, L) : 0u);
