@@ -38,6 +38,11 @@
 // No kernel needs a count from the host: the grids cover the worst case (sizes from n, c and CHUNK),
 // each kernel reads the live count (E, or the partial count = the last prefix-sum entry) from device
 // memory and its threads past it exit, so the host queues one MSM without waiting for the GPU.
+// The Fq (and Fr) products' merge and final subtraction as asm chains (ff.cuh's mont_t::eo_tail, session s4):
+// Fq's product 864 -> 400 SASS instructions on sm_90 (notes/ntt-kernels.md), bit for bit the same results.
+#ifndef ZK_FF_ASM_TAIL
+#define ZK_FF_ASM_TAIL 1
+#endif
 #include "common.cuh"
 #include "fr.cuh"
 #include "g1.cuh"

@@ -17,6 +17,11 @@
 // Everything after the digits is msm.cu's (devsort, msm_valid_count, the balanced level 0 with the table
 // as the point array, the rounds, scatter_buckets, window_reduce with one window, xyzz_sum_ranges,
 // msm_final with nwin = 1 and c = 0: the sum to affine, no doublings).
+// The Fq (and Fr) products' merge and final subtraction as asm chains (ff.cuh's mont_t::eo_tail, session s4):
+// Fq's product 864 -> 400 SASS instructions on sm_90 (notes/ntt-kernels.md), bit for bit the same results.
+#ifndef ZK_FF_ASM_TAIL
+#define ZK_FF_ASM_TAIL 1
+#endif
 #include "common.cuh"
 #include "fr.cuh"
 #include "g1.cuh"
