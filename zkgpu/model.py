@@ -15,12 +15,16 @@ groth16_cuda.cu``; see ``notes/cuzk-pipeline.md`` §1.2, §1.4, §3, §7) one pa
 * lock scope ``coarse`` (upstream): the barrier wait happens *inside* the mutex, so the GPU idles
   while another worker is blocked; ``narrow`` (the what-if): the worker releases the mutex after
   ntt_msm_h, waits for the barrier outside and re-acquires it for batch_add + tail_msm;
-  ``submit`` (:mod:`zkgpu.pipeline.worker`): as narrow, but the mutex covers only the
-  submission of the GPU phases, so the model (1) moves the H2D before the mutex (as
-  ``h2d_stage="pre_lock"`` below) and (2) drops ``lock_overhead_ms`` (the syncs and hand-off the
-  submission no longer waits for inside the lock): the GPU phases of one GPU run back to back
-  whenever work is queued (the optimistic bound of the scope: host time inside the submission
-  is taken as hidden behind the queued kernels);
+  ``submit`` (:mod:`zkgpu.pipeline.worker`): the mutex covers only the *submission* of the GPU
+  phases, as in the pipeline: the H2D before the mutex (as ``h2d_stage="pre_lock"`` below); inside
+  it the host queues the kernels, which takes ``lock_overhead_ms`` (a submit run's calibrated
+  mutex_held: the kernels ran on the GPU clock, outside it), split between the two submissions
+  (ntt_msm_h, then batch_add + tail_msm after the barrier) by their kernels' share of the GPU time;
+  the kernels run on the GPU's shared stream (a FIFO resource) in submission order while the
+  worker goes on, and the worker waits for its partition's last kernel (``gpu_wait``) before it
+  takes the next partition. (Until session s4 the model kept the GPU phases inside the mutex as in
+  ``narrow``; record-4 showed that under-predicts the scope by 9% at gw = 2, since a worker's
+  second submission then queued behind the other worker's first);
 * the H2D stage (``h2d_stage``, :attr:`zkgpu.pipeline.config.PipelineConfig.h2d_stage`):
   ``in_lock`` (upstream) copies a/b/c inside ntt_msm_h; the H computation there is the copies
   (``h2d_bytes / rate``) then ``ntt_ms``, the part of it after the last copy (the pipeline's
@@ -270,8 +274,8 @@ def simulate(
         partitions: number of partitions (>= 1).
         gw: GPU workers per GPU sharing one mutex (>= 1).
         scope: ``coarse`` (barrier wait inside the mutex, upstream), ``narrow`` (outside),
-            ``submit`` (as narrow, the H2D before the mutex, no ``lock_overhead_ms``; see the
-            module docstring), or
+            ``submit`` (the mutex over the submissions only, the kernels on a shared stream; see
+            the module docstring), or
             ``none`` (no shared mutex: each worker's GPU phases run whenever it gets there, side
             by side with the other workers'; their durations are taken as given, so calibrate
             them on a run with the same concurrency).
@@ -331,6 +335,7 @@ def simulate(
     rows: list[dict[str, Any]] = []
     queue = simpy.Store(env, capacity=max_queue if max_queue is not None else float("inf"))
     mutexes = [simpy.Resource(env, capacity=1) for _ in range(gpus)]
+    streams = [simpy.Resource(env, capacity=1) for _ in range(gpus)]  # submit: each GPU's shared stream (FIFO)
     counter = itertools.count()
 
     def rec(phase: str, start: float, end: float, *, part=None, worker=None, gpu=None, nbytes=None, gpu_ms=None, detail=""):
@@ -369,6 +374,59 @@ def simulate(
             rec("finalize", t0, env.now, part=p, worker=w, gpu=g)
         rec("prove", gpu_start, env.now, part=p, worker=w, gpu=g, detail=f"scope={scope},transfer={transfer}")
 
+    def gpu_job(g: int, phases: list[tuple[str, float, str]], kw: dict[str, Any], done, span: str | None = None):
+        """submit: one submission's GPU phases on the GPU's shared stream, after the work queued before it."""
+        req = streams[g].request()
+        yield req
+        t_job = env.now
+        for phase, ms, detail in phases:
+            t0 = env.now
+            d = dur(ms)
+            yield env.timeout(d)
+            rec(phase, t0, env.now, gpu_ms=d, detail=detail, **kw)
+        if span:
+            rec(span, t_job, env.now, **kw)
+        streams[g].release(req)
+        done.succeed()
+
+    # submit: the host's submission time (calibrated lock_overhead_ms: the mutex_held of a submit run is the
+    # queueing of the kernels) split between the two submissions by their kernels' share of the GPU time
+    gpu1 = ntt_ms + params.h_msm_ms
+    gpu2 = params.batch_add_ms + params.tail_msm_ms
+    sub1 = params.lock_overhead_ms * (gpu1 / (gpu1 + gpu2) if gpu1 + gpu2 > 0 else 0.5)
+    sub2 = params.lock_overhead_ms - sub1
+
+    def submit_phases(g: int, kw: dict[str, Any], mtx, barrier):
+        """lock_scope="submit" (:mod:`zkgpu.pipeline.worker`): the mutex covers the submissions only; the
+        kernels run on the GPU's shared stream in submission order while the worker goes on, and the
+        worker waits for its partition's last kernel after the second submission (``gpu_wait``)."""
+        t0 = env.now
+        req = mtx.request()
+        yield req
+        rec("mutex_wait", t0, env.now, **kw)
+        held0 = env.now
+        yield env.timeout(dur(sub1))
+        env.process(gpu_job(g, [("ntt", ntt_ms, f"kernel_ms={params.h_on_device_ms:.6g}"), ("h_msm", params.h_msm_ms, "")],
+                            kw, env.event(), span="ntt_msm_h"))
+        mtx.release(req)
+        rec("mutex_held", held0, env.now, **kw, detail="part=1")
+        t0 = env.now
+        yield barrier
+        rec("barrier_wait", t0, env.now, **kw, detail="mutex_held=0")
+        t0 = env.now
+        req = mtx.request()
+        yield req
+        rec("mutex_wait", t0, env.now, **kw, detail="part=2")
+        held0 = env.now
+        yield env.timeout(dur(sub2))
+        done = env.event()
+        env.process(gpu_job(g, [("batch_add", params.batch_add_ms, ""), ("tail_msm", params.tail_msm_ms, "")], kw, done))
+        mtx.release(req)
+        rec("mutex_held", held0, env.now, **kw, detail="part=2")
+        t0 = env.now
+        yield done
+        rec("gpu_wait", t0, env.now, **kw)
+
     def gpu_worker(g: int, w: int):
         mtx = mutexes[g] if scope != "none" else simpy.Resource(env, capacity=1)  # none: a private, uncontended lock
         kw_base = {"worker": w, "gpu": g}
@@ -392,6 +450,10 @@ def simulate(
                 d = dur(h2d_ms)
                 yield env.timeout(d)
                 rec("h2d", t0, env.now, nbytes=int(params.h2d_bytes), gpu_ms=d, detail=f"transfer={transfer},stage=pre_lock", **kw)
+            if scope == "submit":
+                yield from submit_phases(g, kw, mtx, barrier)
+                gpu_done.succeed()
+                continue
             t0 = env.now
             req = mtx.request()
             yield req
