@@ -294,3 +294,8 @@ def test_prediction_of_the_pre_lock_stage_follows_the_host_component_of_its_sibl
     pred = model.simulate(cal, partitions=40, gw=2, scope="narrow", transfer="pinned", h2d_stage="pre_lock")
     assert pred.partitions_per_min == pytest.approx(pre_lock.partitions_per_min, rel=0.05)
     assert pred.partitions_per_min > model.simulate(cal, partitions=40, gw=2, scope="narrow", transfer="pinned").partitions_per_min
+
+
+def test_submit_scope_has_no_h_msm_row_when_it_takes_no_time():
+    s = model.simulate(params(h_msm_ms=0.0), partitions=3, gw=2, scope="submit", transfer="pinned")
+    assert not (s.events.phase == "h_msm").any() and (s.events.phase == "ntt").sum() == 3

@@ -237,6 +237,13 @@ def test_bench_parse_bad_sizes_and_csv(tmp_path):
     assert lines[0].startswith("lines,bytes,parse_s") and len(lines) == 3
 
 
+def test_bench_msm_bad_sizes_named_before_the_gpu_check(tmp_path):
+    # parsed before the GPU check: named on any machine, and no run folder is made for them
+    for bad in ("x", "0", "40", "22,-3"):
+        _one_line_error(_run(["bench", "msm", "--sizes", bad, "--out", str(tmp_path)]), "--sizes", repr(bad))
+    assert not any(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("cmd", [["bench", "h2d"], ["bench", "msm"], ["bench", "ntt"], ["bench", "load"]])
 def test_gpu_benchmarks_without_gpu_one_line(cmd):
     _one_line_error(_cli(cmd), "GPU")  # a subprocess with ZKGPU_DISABLE_GPU=1 (also on the H200)

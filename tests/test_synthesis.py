@@ -93,6 +93,10 @@ def test_stream_keys_differ_and_bad_input_is_refused():
         syn.fill_fr_counter(np.empty((8, 4), np.uint64), 1, impl="gpu")
     with pytest.raises(ValueError, match="zero, one"):
         syn.fill_aux_counter(np.empty((8, 4), np.uint64), 1, 2, 0.7, 0.7)
+    ro = np.zeros((8, 4), np.uint64)
+    ro.setflags(write=False)
+    with pytest.raises(ValueError, match="read-only"):
+        syn.fill_fr_counter(ro, 1)
 
 
 def test_numba_impl_without_numba_is_one_clear_error(monkeypatch):

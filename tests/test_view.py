@@ -65,3 +65,9 @@ def test_table_percent_columns_whatever_their_name():
     df = pd.DataFrame({"compute": [0.504], "exposed H2D": [0.0123], "window_ms": [1500.0]}, index=["baseline"])
     html = view.table(df, percent=["compute", "exposed H2D"]).to_html()
     assert "50.4%" in html and "1.2%" in html and "1,500.0 ms" in html and "0.504" not in html
+
+
+def test_table_percent_accepts_one_column_name():
+    df = pd.DataFrame({"ie": [0.25], "i": [3.0]}, index=["a"])
+    html = view.table(df, percent="ie").to_html()
+    assert "25.0%" in html and "300.0%" not in html

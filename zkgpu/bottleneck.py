@@ -601,7 +601,7 @@ def key_numbers(source: Source, idle: pd.DataFrame, after_fix: str, preds: pd.Da
         err = float(acc["model_rel_err"])
         if math.isfinite(err) and abs(err) <= 1.0:  # a "%" key number is a fraction in [0, 1]: the size, and the sign in words
             k["model_rel_err"] = number(abs(err), "%", "model's throughput error (whole run), |predicted - measured| / measured", best)
-            k["model_error_sign"] = number("over-predicted" if err > 0 else "under-predicted", "", "the model's throughput error's direction", best)
+            k["model_error_sign"] = number("over-predicted" if err > 0 else ("under-predicted" if err < 0 else "exact"), "", "the model's throughput error's direction", best)
         text += (f"; with prep_msm off the critical path the best configuration ({best}) computes {acc['compute_util']:.0%} "
                  f"of the run at {acc['partitions_per_min']:.0f} partitions/min, {acc['x_baseline']:.2f}x the baseline's "
                  f"{acc['baseline_partitions_per_min']:.0f} in the same recording and {acc['vs_bound']:.0%} of the compute-only "

@@ -23,8 +23,11 @@ groth16_cuda.cu``; see ``notes/cuzk-pipeline.md`` §1.2, §1.4, §3, §7) one pa
   the kernels run on the GPU's shared stream (a FIFO resource) in submission order while the
   worker goes on, and the worker waits for its partition's last kernel (``gpu_wait``) before it
   takes the next partition. (Until session s4 the model kept the GPU phases inside the mutex as in
-  ``narrow``; record-4 showed that under-predicts the scope by 9% at gw = 2, since a worker's
-  second submission then queued behind the other worker's first);
+  ``narrow``: calibrated on record-4's ``submit_prep_gpu`` itself it reproduced that run at 892
+  partitions/min against 985 measured, since a worker's second submission then waited for the other
+  worker's kernels to finish instead of queueing behind them; now 984.) Calibrated on a ``narrow`` run,
+  ``lock_overhead_ms`` is that run's host time in the lock outside its phases, not a submission time: a
+  submit scenario predicted from a narrow run counts its launches inside the GPU phases' durations instead;
 * the H2D stage (``h2d_stage``, :attr:`zkgpu.pipeline.config.PipelineConfig.h2d_stage`):
   ``in_lock`` (upstream) copies a/b/c inside ntt_msm_h; the H computation there is the copies
   (``h2d_bytes / rate``) then ``ntt_ms``, the part of it after the last copy (the pipeline's
@@ -380,6 +383,8 @@ def simulate(
         yield req
         t_job = env.now
         for phase, ms, detail in phases:
+            if ms <= 0 and phase == "h_msm":  # as in the other scopes: no H MSM row when it takes 0 ms
+                continue
             t0 = env.now
             d = dur(ms)
             yield env.timeout(d)

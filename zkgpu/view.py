@@ -105,7 +105,7 @@ def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row:
     is shown in percentage points). ``percent``: columns shown as percentages whatever their name
     (their values are fractions, e.g. the shares of :func:`zkgpu.bottleneck.idle_table`). Text
     columns are left-aligned, numbers right-aligned."""
-    pct_cols = set(percent)
+    pct_cols = {percent} if isinstance(percent, str) else set(percent)  # one name, or several
     for level in [n for n in getattr(df.index, "names", []) if n is not None and "bytes" in str(n)]:
         df = df.rename(index=lambda v: size_label(v) if isinstance(v, (int, float)) else v, level=level)  # 4 GiB, not 4294967296
     if isinstance(df, pd.Series):  # one value per row: format each by its row's name

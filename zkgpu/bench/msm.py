@@ -241,11 +241,17 @@ def bench_msm(sizes: str, repeat: int, warmup: int, seed: int, base: str | None,
     over precomputed shifted bases (table build timed apart); CUDA events, medians
     in ms, written to a fresh run folder (msm.csv + manifest.json)."""
     windows = parse_precomp_windows(precomp_windows)
+    try:  # checked before the GPU, so a typo is named on any machine (and no run folder is made for it)
+        logs = [int(s) for s in sizes.split(",") if s.strip()]
+    except ValueError:
+        raise CliError(f"zkgpu bench msm: --sizes must be comma-separated log2 sizes, got {sizes!r}") from None
+    if not logs or any(not 1 <= lg < 31 for lg in logs):
+        raise CliError(f"zkgpu bench msm: --sizes must be log2 sizes in [1, 31), got {sizes!r}")
     if not _cuda.gpu_available():
         raise CliError("zkgpu bench msm needs a CUDA GPU (GPU benchmarks; without a GPU, replay the recordings: zkgpu report)")
     if not plain and not windows:
         raise CliError("zkgpu bench msm: --no-plain needs --precomp-windows (nothing would be measured)")
-    _run_bench([int(s) for s in sizes.split(",") if s.strip()], repeat, warmup, seed, base, phases, inline_mul, window, windows, plain)
+    _run_bench(logs, repeat, warmup, seed, base, phases, inline_mul, window, windows, plain)
 
 
 bench_command = bench_msm

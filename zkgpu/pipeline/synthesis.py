@@ -154,6 +154,8 @@ def _check_rows(out: np.ndarray) -> None:
     if not isinstance(out, np.ndarray) or out.ndim != 2 or out.shape[1] != 4 or out.dtype != np.uint64 or not out.flags.c_contiguous:
         raise ValueError(f"expected a C-contiguous (m, 4) uint64 array, got shape {getattr(out, 'shape', None)} "
                          f"dtype {getattr(out, 'dtype', type(out).__name__)}")
+    if not out.flags.writeable:
+        raise ValueError(f"expected a writeable (m, 4) uint64 array, got a read-only one of shape {out.shape}")
 
 
 def fill_fr(out: np.ndarray, rng: np.random.Generator) -> np.ndarray:
