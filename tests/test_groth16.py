@@ -410,7 +410,7 @@ def test_bench_prove_records_and_notebook_replays_it(mulchain, tmp_path):
     assert src.kind == "recorded-cpu" and src.folder == run and "NOT GPU numbers" in src.banner()
     assert set(src.runs.tool) == {"snarkjs", "zkgpu-cpu"} and src.runs.verified.all()
     key = {k: v["value"] for k, v in proofs.prove_key_numbers(src).items()}
-    assert key["all_verified"] == "True" and key["domain_size"] == 16
+    assert key["all_verified"] == "yes" and key["domain_size"] == 16
     assert "accepted by snarkjs" in proofs.prove_finding(src)
     assert key["speedup_vs_snarkjs"] == pytest.approx(
         src.runs[src.runs.tool == "snarkjs"].wall_s.median() / src.runs[src.runs.tool == "zkgpu-cpu"].wall_s.median()

@@ -71,3 +71,10 @@ def test_table_percent_accepts_one_column_name():
     df = pd.DataFrame({"ie": [0.25], "i": [3.0]}, index=["a"])
     html = view.table(df, percent="ie").to_html()
     assert "25.0%" in html and "300.0%" not in html
+
+
+def test_table_hides_bare_row_numbers():
+    html = view.table(pd.DataFrame({"scenario": ["a", "b"], "wall_ms": [1.0, 2.0]})).to_html()
+    assert ">0<" not in html and ">1<" not in html and "a" in html
+    named = view.table(pd.DataFrame({"wall_ms": [1.0]}, index=pd.Index(["baseline"], name="run"))).to_html()
+    assert "baseline" in named

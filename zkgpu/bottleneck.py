@@ -559,9 +559,11 @@ def prediction_vs_measurement(source: Source, preds: pd.DataFrame, sims: dict[st
 
 
 def key_numbers(source: Source, idle: pd.DataFrame, after_fix: str, preds: pd.DataFrame, acc: dict[str, Any] | None,
-                gpu_phase_ms: float) -> tuple[dict[str, Any], str]:
+                gpu_phase_ms: float, errors: pd.Series | None = None) -> tuple[dict[str, Any], str]:
     """Notebook 07b's key numbers (the report's contract, :func:`zkgpu.keynumbers.number`) and its
-    one-sentence finding, from :func:`idle_table`, :func:`predictions` and :func:`acceptance`.
+    one-sentence finding, from :func:`idle_table`, :func:`predictions` and :func:`acceptance`;
+    ``errors`` (``model rel_err`` of :func:`prediction_vs_measurement`, one per predicted step): the
+    finding then also gives the range of the model's errors over every predicted step, not the best run's alone.
 
     Args:
         source: the replayed or live source; idle: :func:`idle_table` (shares); after_fix: the run
@@ -609,6 +611,10 @@ def key_numbers(source: Source, idle: pd.DataFrame, after_fix: str, preds: pd.Da
                  f"{'met' if acc['compute_util_ok'] else 'not met'}, 2x the baseline {'met' if acc['x_baseline_ok'] else 'not met'}, "
                  f"90% of the bound {'met' if acc['vs_bound_ok'] else 'not met'}); the model, {acc['model_basis'] or 'without a prediction'}, "
                  f"predicted {acc['model_partitions_per_min']:.0f} ({acc['model_rel_err']:+.1%})")
+        e = errors.dropna() if errors is not None else pd.Series(dtype=float)
+        if len(e) > 1:
+            text += (f"; over all {len(e)} predicted steps its errors range from {e.min():+.0%} ({e.idxmin()}) to "
+                     f"{e.max():+.0%} ({e.idxmax()}), {int((e.abs() <= 0.10).sum())} of them within 10%")
     else:
         text += "; this recording has no run with prep_msm off the critical path yet"
     k = {f"last_mile_{name}": v for name, v in k.items()}
@@ -641,7 +647,8 @@ def summary(base: str | Path | None = None) -> tuple[dict[str, Any], str]:
     acc = acceptance(src, preds, sims)
     shown = acc["best"] if acc else after_fix
     budget = gpu_budget(src.events(shown), int(src.config(shown).get("n", 0) or 0))
-    nums, text = key_numbers(src, idle, after_fix, preds, acc, float(budget.loc["GPU phases", "pipeline_ms"]))
+    errors = prediction_vs_measurement(src, preds, sims)["model rel_err"] if acc else None
+    nums, text = key_numbers(src, idle, after_fix, preds, acc, float(budget.loc["GPU phases", "pipeline_ms"]), errors)
     return nums, f"In {src.recording.path.name} (data/last-mile/, {int(src.config(shown).get('partitions', 0) or 0)} partitions): " + text[:1].lower() + text[1:]
 
 

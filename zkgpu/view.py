@@ -130,6 +130,8 @@ def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row:
                 sty = sty.format(f, subset=pd.IndexSlice[[r], rest], na_rep="–")
                 if f is _pct and "diff" in rest:  # a difference of two percentages is in percentage points
                     sty = sty.format(_pp, subset=pd.IndexSlice[[r], ["diff"]], na_rep="–")
+    if isinstance(df.index, pd.RangeIndex) and df.index.name is None:  # row numbers 0..n-1 say nothing: not shown
+        sty = sty.hide(axis="index")
     if caption_text:
         sty = sty.set_caption(caption_text)
     return sty

@@ -171,7 +171,7 @@ def prove_key_numbers(src: ProveSource) -> dict:
         "device": num(str(src.manifest.get("device")), "", "device of zkgpu prove"),
         "domain_size": num(int(src.manifest["domain_size"]), "", "QAP domain size n (NTT size, H MSM length)"),
         "n_vars": num(int(src.manifest["n_vars"]), "", "signals (A, B MSM length)"),
-        "all_verified": num(str(bool(src.runs.verified.all())), "", "every proof accepted by snarkjs groth16 verify"),
+        "all_verified": num("yes" if bool(src.runs.verified.all()) else "no", "", "every proof accepted by snarkjs groth16 verify"),
         "zkgpu_prove_ms": num(1e3 * float(med[zk_tool]), "ms", "zkgpu prove, whole command, median"),
         "cpu_phase_share": num(float(main.loc[main["on"] == "CPU", "ms"].sum()) / total, "%",
                                "share of the proof's main-thread time in CPU phases"),
@@ -192,7 +192,7 @@ def prove_finding(src: ProveSource) -> str:
     time against snarkjs's when both were measured."""
     k = prove_key_numbers(src)
     v = {name: d["value"] for name, d in k.items()}
-    ok = "every proof was accepted by snarkjs groth16 verify" if v["all_verified"] == "True" else "NOT every proof verified"
+    ok = "every proof was accepted by snarkjs groth16 verify" if v["all_verified"] == "yes" else "NOT every proof verified"
     text = (f"zkgpu prove ({v['device']}) proved a circom circuit with a 2^{int(v['domain_size']).bit_length() - 1} domain "
             f"in {v['zkgpu_prove_ms']:,.0f} ms (median whole command) and {ok}")
     if "speedup_vs_snarkjs" in v:
