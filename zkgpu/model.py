@@ -401,27 +401,34 @@ def simulate(
     sub1 = params.lock_overhead_ms * (gpu1 / (gpu1 + gpu2) if gpu1 + gpu2 > 0 else 0.5)
     sub2 = params.lock_overhead_ms - sub1
 
-    def submit_phases(g: int, kw: dict[str, Any], mtx, barrier):
-        """lock_scope="submit" (:mod:`zkgpu.pipeline.worker`): the mutex covers the submissions only; the
-        kernels run on the GPU's shared stream in submission order while the worker goes on, and the
-        worker waits for its partition's last kernel after the second submission (``gpu_wait``)."""
+    def acquire(mtx, kw: dict[str, Any], detail: str = ""):
+        """Request the mutex and record the wait; returns the granted request."""
         t0 = env.now
         req = mtx.request()
         yield req
-        rec("mutex_wait", t0, env.now, **kw)
-        held0 = env.now
-        yield env.timeout(dur(sub1))
-        env.process(gpu_job(g, [("ntt", ntt_ms, f"kernel_ms={params.h_on_device_ms:.6g}"), ("h_msm", params.h_msm_ms, "")],
-                            kw, env.event(), span="ntt_msm_h"))
+        rec("mutex_wait", t0, env.now, **kw, detail=detail)
+        return req
+
+    def release_barrier_relock(mtx, req, held0: float, kw: dict[str, Any], barrier):
+        """narrow and submit: release the mutex after the first part, wait for prep_msm outside it, re-acquire;
+        returns the new request."""
         mtx.release(req)
         rec("mutex_held", held0, env.now, **kw, detail="part=1")
         t0 = env.now
         yield barrier
         rec("barrier_wait", t0, env.now, **kw, detail="mutex_held=0")
-        t0 = env.now
-        req = mtx.request()
-        yield req
-        rec("mutex_wait", t0, env.now, **kw, detail="part=2")
+        return (yield from acquire(mtx, kw, "part=2"))
+
+    def submit_phases(g: int, kw: dict[str, Any], mtx, barrier):
+        """lock_scope="submit" (:mod:`zkgpu.pipeline.worker`): the mutex covers the submissions only; the
+        kernels run on the GPU's shared stream in submission order while the worker goes on, and the
+        worker waits for its partition's last kernel after the second submission (``gpu_wait``)."""
+        req = yield from acquire(mtx, kw)
+        held0 = env.now
+        yield env.timeout(dur(sub1))
+        env.process(gpu_job(g, [("ntt", ntt_ms, f"kernel_ms={params.h_on_device_ms:.6g}"), ("h_msm", params.h_msm_ms, "")],
+                            kw, env.event(), span="ntt_msm_h"))
+        req = yield from release_barrier_relock(mtx, req, held0, kw, barrier)
         held0 = env.now
         yield env.timeout(dur(sub2))
         done = env.event()
@@ -459,10 +466,7 @@ def simulate(
                 yield from submit_phases(g, kw, mtx, barrier)
                 gpu_done.succeed()
                 continue
-            t0 = env.now
-            req = mtx.request()
-            yield req
-            rec("mutex_wait", t0, env.now, **kw)
+            req = yield from acquire(mtx, kw)
             held0 = env.now
             # ntt_msm_h = H2D + NTT + H MSM
             t_ntt0 = env.now
@@ -480,16 +484,8 @@ def simulate(
                 yield env.timeout(d)
                 rec("h_msm", t1, env.now, gpu_ms=d, **kw)
             rec("ntt_msm_h", t_ntt0, env.now, **kw)
-            if scope in ("narrow", "submit"):
-                mtx.release(req)
-                rec("mutex_held", held0, env.now, **kw, detail="part=1")
-                t0 = env.now
-                yield barrier
-                rec("barrier_wait", t0, env.now, **kw, detail="mutex_held=0")
-                t0 = env.now
-                req = mtx.request()
-                yield req
-                rec("mutex_wait", t0, env.now, **kw, detail="part=2")
+            if scope == "narrow":  # (submit took its own path above)
+                req = yield from release_barrier_relock(mtx, req, held0, kw, barrier)
                 held0 = env.now
             else:
                 t0 = env.now
@@ -506,7 +502,7 @@ def simulate(
             if params.lock_overhead_ms > 0 and scope != "submit":
                 yield env.timeout(dur(params.lock_overhead_ms))
             mtx.release(req)
-            rec("mutex_held", held0, env.now, **kw, detail="part=2" if scope in ("narrow", "submit") else "")
+            rec("mutex_held", held0, env.now, **kw, detail="part=2" if scope == "narrow" else "")
             gpu_done.succeed()
 
     synths = [env.process(synthesizer(s)) for s in range(sw)]

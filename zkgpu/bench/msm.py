@@ -25,7 +25,7 @@ from ..errors import CliError
 from ..field import FR, fr_random
 from ..manifest import build_manifest, new_run_dir, write_json_new
 
-__all__ = ["run_benchmark", "parse_precomp_windows", "bench_command"]
+__all__ = ["check_log_sizes", "run_benchmark", "parse_precomp_windows", "bench_command"]
 
 PRECOMP_MODE = "device_precomp"
 """The mode of the precomputed-bases rows at the path's own window (the rule's, :func:`zkgpu.msm_precomp.window_bits`);
@@ -115,6 +115,18 @@ def _precomp_rows(add: Callable[..., None], lg: int, pts: Any, scal: dict[str, A
     del mont
 
 
+def check_log_sizes(logs: Iterable[int]) -> list[int]:
+    """The MSM benchmark's sizes as a list: log2 sizes, ints in [1, 31), at least one.
+
+    Raises:
+        ValueError: none given, or one outside that range or not an int (names them all).
+    """
+    out = list(logs)
+    if not out or any(isinstance(lg, bool) or not isinstance(lg, int) or not 1 <= lg < 31 for lg in out):
+        raise ValueError(f"MSM benchmark sizes must be log2 sizes in [1, 31), got {out}")
+    return out
+
+
 def run_benchmark(
     min_log: int = 12, max_log: int = 20, repeat: int = 10, warmup: int = 1, seed: int = 1, *,
     sizes: Iterable[int] | None = None, phases: bool = True, window: int = 0, echo: Callable[[str], None] | None = None,
@@ -141,9 +153,7 @@ def run_benchmark(
         RuntimeError: no GPU. ValueError: a size outside [1, 31) or repeat < 1.
     """
     cupyx = optional.cupyx()
-    logs = list(sizes) if sizes is not None else list(range(min_log, max_log + 1))
-    if not logs or any(isinstance(lg, bool) or not isinstance(lg, int) or not 1 <= lg < 31 for lg in logs):
-        raise ValueError(f"MSM benchmark sizes must be log2 sizes in [1, 31), got {logs}")
+    logs = check_log_sizes(sizes if sizes is not None else range(min_log, max_log + 1))
     if repeat < 1 or warmup < 0:
         raise ValueError(f"need repeat >= 1 and warmup >= 0, got repeat={repeat}, warmup={warmup}")
     cp = _cuda.cupy()
@@ -242,11 +252,9 @@ def bench_msm(sizes: str, repeat: int, warmup: int, seed: int, base: str | None,
     in ms, written to a fresh run folder (msm.csv + manifest.json)."""
     windows = parse_precomp_windows(precomp_windows)
     try:  # checked before the GPU, so a typo is named on any machine (and no run folder is made for it)
-        logs = [int(s) for s in sizes.split(",") if s.strip()]
+        logs = check_log_sizes([int(s) for s in sizes.split(",") if s.strip()])
     except ValueError:
-        raise CliError(f"zkgpu bench msm: --sizes must be comma-separated log2 sizes, got {sizes!r}") from None
-    if not logs or any(not 1 <= lg < 31 for lg in logs):
-        raise CliError(f"zkgpu bench msm: --sizes must be log2 sizes in [1, 31), got {sizes!r}")
+        raise CliError(f"zkgpu bench msm: --sizes must be comma-separated log2 sizes in [1, 31), got {sizes!r}") from None
     if not _cuda.gpu_available():
         raise CliError("zkgpu bench msm needs a CUDA GPU (GPU benchmarks; without a GPU, replay the recordings: zkgpu report)")
     if not plain and not windows:

@@ -224,6 +224,27 @@ __global__ void seg_accum_affine_balanced(const unsigned long long* keys, const 
 // (the "runs" scheme of level 0, with every size on the device), so a round leaves ceil(x/L) partials
 // per key, no thread adds more than L - 1 points however long a bucket is, and a round over keys with a
 // few partials each has one thread per key (zkgpu/msm_reduce.py bounds the rounds).
+// The end (one past the last index) of the run of keys[lo]'s key that contains lo, lo < count: galloping
+// from lo with steps step, 2 step, 4 step, ... while the key holds, then a binary search of the last gap,
+// so a run of x entries costs O(log x) loads.
+__device__ __forceinline__ uint64_t run_end(const uint32_t* keys, uint64_t count, uint64_t lo, uint64_t step) {
+    const uint32_t k = keys[lo];
+    while (lo + step < count && keys[lo + step] == k) {
+        lo += step;
+        step *= 2;
+    }
+    uint64_t hi = lo + step < count ? lo + step : count;  // hi == count or keys[hi] != k
+    while (hi - lo > 1) {
+        const uint64_t mid = lo + (hi - lo) / 2;
+        if (keys[mid] == k) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    return hi;
+}
+
 // run_chunk_count: counts[j] = ceil(x/L) at the first partial j of each run of x, 0 elsewhere (and past
 // *count); the run's end by a galloping then binary search from j, so a long run costs O(log x).
 __global__ void run_chunk_count(const uint32_t* keys, const unsigned long long* countp, uint32_t L, uint64_t kmax,
@@ -232,21 +253,7 @@ __global__ void run_chunk_count(const uint32_t* keys, const unsigned long long* 
     ZK_GRID_STRIDE(j, kmax) {
         uint32_t chunks = 0;
         if (j < count && (j == 0 || keys[j - 1] != keys[j])) {
-            const uint32_t k = keys[j];
-            uint64_t lo = j, step = 1;  // keys[lo] == k
-            while (j + step < count && keys[j + step] == k) {
-                lo = j + step;
-                step *= 2;
-            }
-            uint64_t hi = j + step < count ? j + step : count;  // hi == count or keys[hi] != k
-            while (hi - lo > 1) {
-                const uint64_t mid = lo + (hi - lo) / 2;
-                if (keys[mid] == k) {
-                    lo = mid;
-                } else {
-                    hi = mid;
-                }
-            }
+            const uint64_t hi = run_end(keys, count, j, 1);
             chunks = (uint32_t)((hi - j + L - 1) / L);
         }
         counts[j] = chunks;
@@ -329,21 +336,7 @@ __global__ void short_long_count(const uint32_t* keys, const unsigned long long*
         if (j < count && (j == 0 || keys[j - 1] != keys[j])) {
             const uint32_t k = keys[j];
             if (j + Lf < count && keys[j + Lf] == k) {  // longer than Lf: its length by galloping + binary search
-                uint64_t lo = j + Lf, step = Lf;          // keys[lo] == k
-                while (lo + step < count && keys[lo + step] == k) {
-                    lo += step;
-                    step *= 2;
-                }
-                uint64_t hi = lo + step < count ? lo + step : count;  // hi == count or keys[hi] != k
-                while (hi - lo > 1) {
-                    const uint64_t mid = lo + (hi - lo) / 2;
-                    if (keys[mid] == k) {
-                        lo = mid;
-                    } else {
-                        hi = mid;
-                    }
-                }
-                v = hi - j;
+                v = run_end(keys, count, j + Lf, Lf) - j;
             } else {
                 v = 1ull << 32;
             }
