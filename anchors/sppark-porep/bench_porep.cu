@@ -46,7 +46,10 @@ static struct {
 typedef std::chrono::steady_clock clk;
 static const clk::time_point t0_run = clk::now();
 static double ms_since(clk::time_point t) { return std::chrono::duration<double, std::milli>(clk::now() - t).count(); }
-static thread_pool_t pool;
+// Never destroyed: sppark's ~thread_pool_t (util/thread_pool_t.hpp) sets `done` without taking the pool's mutex, so a
+// worker between its `!done` check and cvar.wait misses the wake-up and join() waits forever. An exit right after
+// start-up (a bad flag) hit that race on a 2-core CI machine; the OS reclaims the threads at exit instead.
+static thread_pool_t& pool = *new thread_pool_t;
 static int n_fail = 0;
 static void verdict(const std::string& what, bool ok)
 {   printf("# check %-52s %s\n", what.c_str(), ok ? "PASS" : "FAIL"); n_fail += !ok; fflush(stdout);   }
