@@ -58,6 +58,26 @@ def _lock_overhead_ms(ev: pd.DataFrame, stat: str = "median") -> float:
     return float(np.median(vals) if stat == "median" else np.mean(vals)) if vals else 0.0
 
 
+def _pre_lock_host_ms(ev: pd.DataFrame, stat: str = "median") -> float:
+    """Median (or mean: ``stat``) over partitions of the ``pre_lock`` time not spent in the ``h2d`` rows
+    inside it (the copy of a/b/c before the mutex, ``stage=pre_lock``, lies inside the worker's pre_lock
+    phase, :func:`zkgpu.pipeline.worker.prove_start`): the worker's own host work before it asks for
+    the mutex, which the model adds to the copy it simulates (:func:`zkgpu.model.simulate`); 0 without
+    pre_lock rows."""
+    pl = ev[ev["phase"] == "pre_lock"]
+    if not len(pl):
+        return 0.0
+    h2d = ev[ev["phase"] == "h2d"]
+    copies = {k: list(zip(g["start_ns"].astype("int64"), g["end_ns"].astype("int64"), strict=True))
+              for k, g in h2d.groupby(["run", "partition"], dropna=False)}
+    vals = []
+    for key, g in pl.groupby(["run", "partition"], dropna=False):
+        for s, e in zip(g["start_ns"].astype("int64"), g["end_ns"].astype("int64"), strict=True):
+            inside = sum(ce - cs for cs, ce in copies.get(key, ()) if s <= cs and ce <= e)
+            vals.append(max(0.0, (int(e) - int(s) - inside) / 1e6))
+    return float(np.median(vals) if stat == "median" else np.mean(vals))
+
+
 def calibrate(
     events: pd.DataFrame,
     *,
@@ -88,7 +108,8 @@ def calibrate(
     computation on device-resident inputs, as it held the mutex) and ``ntt_ms`` =
     :func:`zkgpu.model.in_lock_tail_ms` of it and the copy time.
     Synthesis: median ``synthesize`` time and the largest number of syntheses running at once. ``lock_overhead_ms``: median per partition
-    of the mutex_held time not covered by the phases inside it; ``pre_lock_ms``: median pre_lock.
+    of the mutex_held time not covered by the phases inside it; ``pre_lock_ms``: median pre_lock less the
+    ``h2d`` rows inside it (the copy before the mutex, which the model simulates on its own).
 
     Args:
         events: event table (any producer) with at least ``prep_msm``, ``ntt_msm_h``,
@@ -181,7 +202,7 @@ def calibrate(
         synth_ms=med.get("synthesize", 0.0),
         synth_workers=int(synth_workers),
         finalize_ms=med.get("finalize", 0.0),
-        pre_lock_ms=med.get("pre_lock", 0.0),
+        pre_lock_ms=_pre_lock_host_ms(ev, stat),
         lock_overhead_ms=lock_overhead,
         source=source or ("calibrated from " + (", ".join(runs) if runs else "an event table")),
     )

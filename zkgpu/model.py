@@ -20,14 +20,17 @@ groth16_cuda.cu``; see ``notes/cuzk-pipeline.md`` §1.2, §1.4, §3, §7) one pa
   it the host queues the kernels, which takes ``lock_overhead_ms`` (a submit run's calibrated
   mutex_held: the kernels ran on the GPU clock, outside it), split between the two submissions
   (ntt_msm_h, then batch_add + tail_msm after the barrier) by their kernels' share of the GPU time;
-  the kernels run on the GPU's shared stream (a FIFO resource) in submission order while the
-  worker goes on, and the worker waits for its partition's last kernel (``gpu_wait``) before it
-  takes the next partition. (Until session s4 the model kept the GPU phases inside the mutex as in
-  ``narrow``: calibrated on record-4's ``submit_prep_gpu`` itself it reproduced that run at 892
-  partitions/min against 985 measured, since a worker's second submission then waited for the other
-  worker's kernels to finish instead of queueing behind them; now 984.) Calibrated on a ``narrow`` run,
-  ``lock_overhead_ms`` is that run's host time in the lock outside its phases, not a submission time: a
-  submit scenario predicted from a narrow run counts its launches inside the GPU phases' durations instead;
+  the kernels run on the GPU's shared stream (a FIFO resource) in submission order, from the
+  submission's start (the first kernels run while the host launches the rest; a job ends no earlier
+  than its submission) while the worker goes on, and the worker waits for its partition's last
+  kernel (``gpu_wait``) before it takes the next partition. (Until session s4 the model kept the GPU
+  phases inside the mutex as in ``narrow``: calibrated on record-4's ``submit_prep_gpu`` itself it
+  reproduced that run at 892 partitions/min against 985 measured, since a worker's second submission
+  then waited for the other worker's kernels to finish instead of queueing behind them; now 984. Until
+  session s5 a job started only after its whole submission, which left the stream idle while the host
+  launched.) Calibrated on a ``narrow`` run, ``lock_overhead_ms`` is that run's host time in the lock
+  outside its phases, not a submission time: a submit scenario predicted from a narrow run counts its
+  launches inside the GPU phases' durations instead;
 * the H2D stage (``h2d_stage``, :attr:`zkgpu.pipeline.config.PipelineConfig.h2d_stage`):
   ``in_lock`` (upstream) copies a/b/c inside ntt_msm_h; the H computation there is the copies
   (``h2d_bytes / rate``) then ``ntt_ms``, the part of it after the last copy (the pipeline's
@@ -377,8 +380,11 @@ def simulate(
             rec("finalize", t0, env.now, part=p, worker=w, gpu=g)
         rec("prove", gpu_start, env.now, part=p, worker=w, gpu=g, detail=f"scope={scope},transfer={transfer}")
 
-    def gpu_job(g: int, phases: list[tuple[str, float, str]], kw: dict[str, Any], done, span: str | None = None):
-        """submit: one submission's GPU phases on the GPU's shared stream, after the work queued before it."""
+    def gpu_job(g: int, phases: list[tuple[str, float, str]], kw: dict[str, Any], done, submitted, span: str | None = None):
+        """submit: one submission's GPU phases on the GPU's shared stream, after the work queued before it.
+        The job is queued when its submission starts (the first kernels run while the host still launches
+        the rest) and cannot end before the submission does (``submitted``: its last kernel is launched
+        then)."""
         req = streams[g].request()
         yield req
         t_job = env.now
@@ -389,6 +395,8 @@ def simulate(
             d = dur(ms)
             yield env.timeout(d)
             rec(phase, t0, env.now, gpu_ms=d, detail=detail, **kw)
+        if not submitted.triggered:
+            yield submitted
         if span:
             rec(span, t_job, env.now, **kw)
         streams[g].release(req)
@@ -425,14 +433,17 @@ def simulate(
         worker waits for its partition's last kernel after the second submission (``gpu_wait``)."""
         req = yield from acquire(mtx, kw)
         held0 = env.now
-        yield env.timeout(dur(sub1))
+        submitted = env.event()
         env.process(gpu_job(g, [("ntt", ntt_ms, f"kernel_ms={params.h_on_device_ms:.6g}"), ("h_msm", params.h_msm_ms, "")],
-                            kw, env.event(), span="ntt_msm_h"))
+                            kw, env.event(), submitted, span="ntt_msm_h"))
+        yield env.timeout(dur(sub1))
+        submitted.succeed()
         req = yield from release_barrier_relock(mtx, req, held0, kw, barrier)
         held0 = env.now
+        done, submitted = env.event(), env.event()
+        env.process(gpu_job(g, [("batch_add", params.batch_add_ms, ""), ("tail_msm", params.tail_msm_ms, "")], kw, done, submitted))
         yield env.timeout(dur(sub2))
-        done = env.event()
-        env.process(gpu_job(g, [("batch_add", params.batch_add_ms, ""), ("tail_msm", params.tail_msm_ms, "")], kw, done))
+        submitted.succeed()
         mtx.release(req)
         rec("mutex_held", held0, env.now, **kw, detail="part=2")
         t0 = env.now
