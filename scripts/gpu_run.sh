@@ -10,6 +10,7 @@
 #                                       bench-sppark: zkgpu's NTT + MSM beside sppark's, one bench-sppark recording)
 #                                       (default: info record bench-h2d bench-ntt tests; each stage is
 #                                       time-limited, see LIMIT_* below, so the whole fits one 10-min call)
+#   GPU_TESTS="tests/test_x.py ..." limits the tests stage to those files (the whole GPU suite takes more than one call).
 #   ZKGPU_COMMIT=$(git rev-parse HEAD) names the commit in the manifests when the copy has no .git.
 #   OUT=/some/dir scripts/gpu_run.sh    where logs and results.tar.gz go (default ./gpu-out)
 #
@@ -130,7 +131,7 @@ run_stage() {
 for s in "${stages[@]}"; do
   case "$s" in
     info)      run_stage info python3 -m zkgpu.cli info ;;
-    tests)     run_stage tests python3 -m pytest -q -m gpu --durations=15 -p no:cacheprovider tests ;;
+    tests)     run_stage tests python3 -m pytest -q -m gpu --durations=15 -p no:cacheprovider ${GPU_TESTS:-tests} ;;  # GPU_TESTS: a subset (files, -k ...)
     tests-transfer) run_stage tests-transfer python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_transfer.py ;;
     tests-prep) run_stage tests-prep python3 -m pytest -q -p no:cacheprovider tests/test_prep.py ;;
     # issue 12 (lock_scope="submit", prepared MSM bases, deferred checks, host-sync counts): the GPU
