@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from . import __version__, record, settings
+from . import __version__, forecast, record, settings
 from . import report as report_mod
 from .bench import hostload as bench_hostload
 from .bench import msm as bench_msm
@@ -19,11 +19,13 @@ from .bench import prep as bench_prep
 from .bench import prove as bench_prove
 from .bench import sppark as bench_sppark
 from .bench import transfer as bench_transfer
+from .bottleneck import last_mile_recordings
 from .chrome_trace import ExportError, export_recording, open_run
 from .errors import CliError, OneLineGroup
 from .groth16 import cli as groth16_cli
 from .manifest import environment
 from .parse_cli import parse_command
+from .replay import Recording, Source
 
 
 @click.group(cls=OneLineGroup)
@@ -100,6 +102,30 @@ def trace_export(run: str, scenarios: tuple[str, ...], out: str) -> None:
     except OSError as exc:  # unwritable --out, unreadable event table
         raise CliError(f"cannot export {run} to {out}: {exc.strerror or exc}") from None
     click.echo(f"wrote {rows} events to {path}: open it in https://ui.perfetto.dev or chrome://tracing")
+
+
+
+@main.command("forecast")
+@click.argument("recording", required=False)
+@click.option("--out", "out_dir", default=None, help="folder for the forecast file (default: forecasts/ in the repository)")
+def forecast_cmd(recording: str | None, out_dir: str | None) -> None:
+    """Write the model's forecast of the next recording of each last-mile scenario, made from RECORDING alone
+    (a recording folder; default: the newest in data/last-mile/), to forecast-from-<recording>.json. Commit it
+    before the next recording is made: notebook 07b then sets that recording against it (a blind test)."""
+    try:
+        if recording is None:
+            recs = last_mile_recordings()
+            if not recs:
+                raise CliError("no last-mile recording in data/last-mile/ or data/: record one (scripts/gpu_run.sh record-last-mile)")
+            rec = recs[0]
+        else:
+            rec = Recording.open(recording)
+        path = forecast.write_forecast(Source("recorded-gpu", rec, "replay"), out_dir)
+    except (FileNotFoundError, FileExistsError, ValueError) as exc:
+        raise CliError(f"forecast: {exc}") from None
+    except OSError as exc:
+        raise CliError(f"forecast: cannot write into {out_dir or forecast.FORECAST_DIR}: {exc.strerror or exc}") from None
+    click.echo(f"wrote {path}")
 
 
 for _group, _cmd in (

@@ -1,0 +1,77 @@
+"""zkgpu.forecast: the model's forecast of the next recording, written before it exists (CPU; replays data/last-mile)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from zkgpu import bottleneck as b
+from zkgpu import forecast as fc
+from zkgpu.metrics import utilization
+from zkgpu.replay import Recording, Source, data_dir
+
+LM = data_dir() / b.PILOT_DIR
+
+
+def _src(name: str) -> Source:
+    return Source("recorded-gpu", Recording.open(LM / name), "replay")
+
+
+def test_forecast_calibrates_each_scenario_on_its_own_run():
+    src = _src("nvidia-h200-20261201-record-4")
+    t = fc.forecast(src)
+    assert list(t.index) == [n for n in b.prep_scenarios(src) if src.has(n)]
+    assert (t["partitions_per_min"] > 0).all() and t["compute_util"].between(0, 1).all()
+    # the submit scope reproduces its own run (the model's submit path, calibrated on it)
+    row = t.loc["submit_prep_gpu"]
+    assert row["partitions_per_min"] == pytest.approx(utilization(src.events("submit_prep_gpu"))["partitions_per_min"], rel=0.02)
+    assert row["measured_per_min"] == pytest.approx(utilization(src.events("submit_prep_gpu"))["partitions_per_min"])
+
+
+def test_write_read_and_never_overwrite(tmp_path):
+    src = _src("nvidia-h200-20261201-record-4")
+    path = fc.write_forecast(src, tmp_path, made_utc="2026-12-01T20:00:00+00:00")
+    doc = json.loads(path.read_text())
+    assert path.name == "forecast-from-nvidia-h200-20261201-record-4.json"
+    assert doc["kind"] == "forecast" and doc["from_recording"] == "nvidia-h200-20261201-record-4" and "commit" in doc
+    assert doc["model_sha256"] == fc.model_sha256() and len(doc["model_sha256"]) == 64
+    assert set(doc["scenarios"]) == set(fc.forecast(src).index)
+    with pytest.raises(FileExistsError, match="never rewritten"):
+        fc.write_forecast(src, tmp_path)
+    [back] = fc.read_forecasts(tmp_path)
+    assert back["file"] == path.name and back["scenarios"] == doc["scenarios"]
+    assert fc.read_forecasts(tmp_path / "missing") == []
+    (tmp_path / "forecast-bad.json").write_text("{not json")
+    with pytest.raises(ValueError, match="forecast-bad.json"):
+        fc.read_forecasts(tmp_path)
+
+
+def test_forecast_vs_measured_takes_the_newest_forecast_made_before_the_recording(tmp_path):
+    r3, r4 = _src("nvidia-h200-20261201-record-3"), _src("nvidia-h200-20261201-record-4")
+    assert fc.forecast_vs_measured(r4, tmp_path).empty  # none yet
+    fc.write_forecast(r3, tmp_path, made_utc="2026-12-01T12:00:00+00:00")  # before record-4 was made
+    t = fc.forecast_vs_measured(r4, tmp_path)
+    common = [n for n in fc.forecast(r3).index if r4.has(n)]
+    assert list(t.index) == common and len(common) >= 5
+    n = common[0]
+    assert t.loc[n, "measured_per_min"] == pytest.approx(utilization(r4.events(n))["partitions_per_min"])
+    assert t.loc[n, "rel_err"] == pytest.approx((t.loc[n, "forecast_per_min"] - t.loc[n, "measured_per_min"]) / t.loc[n, "measured_per_min"])
+    assert t.attrs["from_recording"] == "nvidia-h200-20261201-record-3" and t.attrs["model_unchanged"] is True
+    # a forecast made from the recording itself, or after it, is no test of it
+    fc.write_forecast(r4, tmp_path, made_utc="2026-12-01T23:00:00+00:00")
+    assert fc.forecast_vs_measured(r4, tmp_path).attrs["from_recording"] == "nvidia-h200-20261201-record-3"
+    assert fc.forecast_vs_measured(r3, tmp_path).empty
+
+
+def test_cli_forecast_one_line_errors(tmp_path):
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "zkgpu.cli", "forecast", *args], capture_output=True, text=True, timeout=300)
+
+    ok = run(str(LM / "nvidia-h200-20261201-record-4"), "--out", str(tmp_path))
+    assert ok.returncode == 0 and "forecast-from-nvidia-h200-20261201-record-4.json" in ok.stdout, ok.stderr
+    for args in ([str(LM / "nvidia-h200-20261201-record-4"), "--out", str(tmp_path)], [str(tmp_path / "nowhere")]):
+        r = run(*args)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
