@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import inspect
 import json
 from pathlib import Path
 from typing import Any
@@ -35,13 +36,14 @@ FORECAST_DIR = REPO_ROOT / "forecasts"
 
 
 def model_sha256() -> str:
-    """SHA-256 (hex) of the model's source files as they are now: :mod:`zkgpu.model`, :mod:`zkgpu.calibration`,
-    :mod:`zkgpu.bottleneck` (its ``predict``) and this module. Two forecasts, or a forecast and today's code,
-    with the same value ran the same model."""
+    """SHA-256 (hex) of the model's code as it is now: :mod:`zkgpu.model`, :mod:`zkgpu.calibration`, the source of
+    :func:`zkgpu.bottleneck.predict` and of :func:`forecast`. Two forecasts, or a forecast and today's code, with the
+    same value ran the same model (an edit elsewhere, e.g. to a notebook's table, leaves it unchanged)."""
     h = hashlib.sha256()
-    for mod in (model, calibration, bottleneck):
+    for mod in (model, calibration):
         h.update(Path(str(mod.__file__)).read_bytes())
-    h.update(Path(__file__).read_bytes())
+    for fn in (bottleneck.predict, forecast):
+        h.update(inspect.getsource(fn).encode())
     return h.hexdigest()
 
 
