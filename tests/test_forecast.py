@@ -75,3 +75,16 @@ def test_cli_forecast_one_line_errors(tmp_path):
     for args in ([str(LM / "nvidia-h200-20261201-record-4"), "--out", str(tmp_path)], [str(tmp_path / "nowhere")]):
         r = run(*args)
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+
+
+def test_the_committed_forecast_of_the_next_recording_was_made_by_todays_model():
+    """The newest committed forecast (forecasts/) is the blind test of the next recording: while that recording
+    does not exist, the model must still be the one that made it. After a change to the model, remake it
+    (`git rm forecasts/forecast-from-<newest>.json; zkgpu forecast`) before the next recording."""
+    committed = fc.read_forecasts()
+    assert committed, "no forecast in forecasts/: run `zkgpu forecast` on the newest last-mile recording"
+    newest = b.last_mile_recordings()[0]
+    pending = [f for f in committed if f["from_recording"] == newest.path.name]
+    if pending:
+        assert pending[-1]["model_sha256"] == fc.model_sha256(), (
+            f"{pending[-1]['file']} was made by another model than today's: remake it before the next recording")
