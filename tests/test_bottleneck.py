@@ -424,3 +424,20 @@ def test_the_submit_model_reproduces_its_calibration_run_and_predicts_the_best_r
     best = "submit_prep_gpu_msm_precomp"
     assert preds.loc[best, "calibrated_on"] == "submit_prep_gpu"
     assert preds.loc[best, "partitions_per_min"] == pytest.approx(utilization(src.events(best))["partitions_per_min"], rel=0.10)
+
+
+def test_copy_wait_separates_the_dma_from_the_host_wait():
+    ev = normalize_events(pd.DataFrame([
+        {"run": "r", "source": "pipeline", "partition": i, "phase": "h2d", "start_ns": 0, "end_ns": int(w * 1e6), "bytes": 100,
+         "detail": f"path=pinned_pool,stage=pre_lock,stream_ms={d}"} for i, (w, d) in enumerate([(40.0, 9.0), (12.0, 10.0), (30.0, 9.5)])]))
+    c = gt.copy_wait(ev)
+    assert c["stage"] == "pre_lock" and c["wall_ms"] == pytest.approx(30.0) and c["dma_ms"] == pytest.approx(9.5)
+    assert c["wait_ms"] == pytest.approx(20.5) and c["wall_p90_ms"] == pytest.approx(38.0)
+    assert math.isnan(gt.copy_wait(ev[ev.phase == "none"])["wall_ms"])
+    # record-4: the copy before the mutex waits on the host in the narrow scope, not in the submit scope
+    from zkgpu import replay
+
+    src = replay.Source("recorded-gpu", replay.Recording.open(replay.data_dir() / b.PILOT_DIR / "nvidia-h200-20261201-record-4"), "replay")
+    narrow, submit = gt.copy_wait(src.events("narrow_prep_gpu_h2d_pre_lock")), gt.copy_wait(src.events("submit_prep_gpu"))
+    assert narrow["stage"] == submit["stage"] == "pre_lock"
+    assert narrow["wait_ms"] > 2 * narrow["dma_ms"] and submit["wait_ms"] < 0.3 * submit["dma_ms"]

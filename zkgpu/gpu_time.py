@@ -17,6 +17,8 @@
   exposed copy time (ms): the GPU work one partition needs in that run; 60000 / it is the
   compute-only bound in partitions/min (the same quantity as :func:`zkgpu.model.compute_bound_per_min`,
   measured instead of calibrated). :func:`kernel_ms_per_partition`: the kernels alone.
+* :func:`copy_wait`: the copy of a/b/c as the worker lived it (the ``h2d`` phase's wall time) against its DMA
+  (the copies' CUDA-event ``stream_ms``): the rest is the worker's host waiting around the copies.
 * :func:`kernel_floor_ms`, :func:`msm_bench_ms`: the kernels' own benchmark time (``zkgpu bench ntt``
   compute_h and ``zkgpu bench msm`` device, uniform scalars) for the H computation and an MSM of m
   points; :func:`gpu_budget` sets a run's per-partition GPU parts against them.
@@ -35,6 +37,7 @@ from .metrics import detail_value, duration_ms
 
 __all__ = [
     "host_syncs",
+    "copy_wait",
     "SYNC_PHASES",
     "IDLE_CAUSES",
     "NO_PARTITION",
@@ -351,3 +354,20 @@ def host_syncs(events: pd.DataFrame) -> pd.Series:
     out = table.median().reindex([p for p in SYNC_PHASES if p in table.columns])
     out["total"] = float(table.sum(axis=1).median())
     return out.rename("host_syncs")
+
+
+def copy_wait(events: pd.DataFrame) -> dict[str, float | str]:
+    """The H2D of a/b/c in one run, per partition: ``stage`` (``ntt_msm_h``: inside the mutex; ``pre_lock``: before
+    it), the median wall time of the ``h2d`` phase (``wall_ms``, host clock: from the worker's first call to its last
+    copy's end event), of its DMA (``dma_ms``: the copies' CUDA-event ``stream_ms``, summed over the three) and of the
+    difference (``wait_ms``: the host's time around the copies — allocation, the stream waits of
+    :mod:`zkgpu.transfer`'s timer, the thread waiting to run), and the 90th percentile of the wall time
+    (``wall_p90_ms``). NaN (and stage ``""``) for a run without ``h2d`` rows carrying ``stream_ms``."""
+    h = events[events["phase"] == "h2d"]
+    dma = detail_value(h, "stream_ms") if len(h) else pd.Series(dtype=float)
+    if not len(h) or dma.isna().all():
+        return {"stage": "", "wall_ms": math.nan, "wall_p90_ms": math.nan, "dma_ms": math.nan, "wait_ms": math.nan}
+    wall = duration_ms(h)
+    stage = h["detail"].astype("string").str.extract(r"stage=(\w+)", expand=False).dropna()
+    return {"stage": str(stage.iloc[0]) if len(stage) else "", "wall_ms": float(wall.median()), "wall_p90_ms": float(wall.quantile(0.9)),
+            "dma_ms": float(dma.median()), "wait_ms": float((wall - dma).median())}
