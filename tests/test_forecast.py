@@ -88,3 +88,17 @@ def test_the_committed_forecast_of_the_next_recording_was_made_by_todays_model()
     if pending:
         assert pending[-1]["model_sha256"] == fc.model_sha256(), (
             f"{pending[-1]['file']} was made by another model than today's: remake it before the next recording")
+
+
+def test_blind_test_markdown_pending_then_tested(tmp_path):
+    r3, r4 = _src("nvidia-h200-20261201-record-3"), _src("nvidia-h200-20261201-record-4")
+    assert "No forecast precedes nvidia-h200-20261201-record-4" in fc.blind_test_markdown(r4, folder=tmp_path)
+    fc.write_forecast(r4, tmp_path, made_utc="2026-12-01T23:00:00+00:00")
+    pending = fc.blind_test_markdown(r4, "submit_prep_gpu_msm_precomp", folder=tmp_path)
+    assert "pending" in pending and "`submit_prep_gpu_msm_precomp`" in pending
+    assert f"{fc.forecast(r4).loc['submit_prep_gpu_msm_precomp', 'partitions_per_min']:.0f} partitions/min" in pending
+    fc.write_forecast(r3, tmp_path, made_utc="2026-12-01T12:00:00+00:00")
+    t = fc.forecast_vs_measured(r4, tmp_path)
+    done = fc.blind_test_markdown(r4, "submit_prep_gpu", folder=tmp_path)
+    assert done.startswith("**Blind test.**") and f"{100 * t.loc['submit_prep_gpu', 'rel_err']:+.1f}%" in done
+    assert "still the one that made it" in done

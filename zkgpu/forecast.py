@@ -29,7 +29,7 @@ from . import bottleneck, calibration, metrics, model
 from .manifest import REPO_ROOT, git_commit, write_json_new
 from .replay import Recording, Source
 
-__all__ = ["FORECAST_DIR", "model_sha256", "forecast", "write_forecast", "read_forecasts", "forecast_vs_measured"]
+__all__ = ["FORECAST_DIR", "model_sha256", "forecast", "write_forecast", "read_forecasts", "forecast_vs_measured", "blind_test_markdown"]
 
 #: where forecast files are committed (not ``data/``: a forecast is not a measurement)
 FORECAST_DIR = REPO_ROOT / "forecasts"
@@ -156,3 +156,34 @@ def forecast_vs_measured(recording: Recording | Source, folder: str | Path | Non
     out.attrs.update(file=fc["file"], made_utc=fc["made_utc"], commit=fc.get("commit"), from_recording=fc.get("from_recording"),
                      model_unchanged=fc.get("model_sha256") == model_sha256())
     return out
+
+
+def blind_test_markdown(recording: Recording | Source, best: str | None = None, folder: str | Path | None = None) -> str:
+    """One paragraph (Markdown) for notebook 07b: the blind test of ``recording`` by the newest forecast made before
+    it (:func:`forecast_vs_measured`: the forecast's error for ``best``, else the scenario the recording measured
+    fastest, the range over every scenario, whether the model is still the one that made it), or, when no forecast
+    precedes it, the pending forecast made from it (its date, commit and the forecast for ``best``) and what to run."""
+    src = recording if isinstance(recording, Source) else Source("recorded-gpu", recording, "replay")
+    name = src.recording.path.name
+    t = forecast_vs_measured(src, folder)
+    if not t.empty:
+        b = best if best in t.index else str(t["measured_per_min"].idxmax())
+        ok = abs(float(t.loc[b, "rel_err"])) <= 0.10
+        same = "the model's code is still the one that made it" if t.attrs["model_unchanged"] else "the model's code has changed since"
+        return (f"**Blind test.** The forecast `{t.attrs['file']}` (made {t.attrs['made_utc']} at commit "
+                f"{str(t.attrs['commit'] or 'unknown')[:7]}, from {t.attrs['from_recording']} alone, before {name} existed; {same}) "
+                f"predicted `{b}` at {t.loc[b, 'forecast_per_min']:.0f} partitions/min; {name} measured {t.loc[b, 'measured_per_min']:.0f} "
+                f"({100 * t.loc[b, 'rel_err']:+.1f}%: {'within' if ok else 'outside'} 10%). Over its {len(t)} scenarios the errors range "
+                f"from {100 * t['rel_err'].min():+.0f}% to {100 * t['rel_err'].max():+.0f}% "
+                f"({int((t['rel_err'].abs() <= 0.10).sum())} within 10%).")
+    pending = [f for f in read_forecasts(folder) if f.get("from_recording") == name]
+    if not pending:
+        return (f"**Blind test.** No forecast precedes {name}, and none was made from it: `zkgpu forecast` writes one, "
+                "to be committed before the next recording.")
+    f = pending[-1]
+    sc = f["scenarios"]
+    b = best if best in sc else max(sc, key=lambda k: float(sc[k]["measured_per_min"]))
+    return (f"**Blind test: pending.** No forecast was made before {name}, so the predictions above are not blind (the model "
+            f"may have been corrected after it was measured). The forecast `{f['file']}`, made from {name} alone on "
+            f"{f['made_utc']} (commit {str(f.get('commit') or 'unknown')[:7]}), predicts the next recording of `{b}` at "
+            f"{float(sc[b]['partitions_per_min']):.0f} partitions/min; the next `scripts/gpu_run.sh record-last-mile` tests it.")
