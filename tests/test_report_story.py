@@ -111,7 +111,7 @@ def test_summary_figures_share_their_axes():
     lims = []
     for r in (small, big):
         fig, axes = plots.summary(*r, scale=scale)
-        lims.append((axes[1].get_ylim(), axes[2].get_xlim(), axes[3].get_xlim()))
+        lims.append((axes[1].get_xlim(), axes[2].get_xlim(), axes[3].get_xlim()))
         assert "share their axes" in plots.caption(fig)
     assert lims[0] == lims[1]
     fig, axes = plots.summary(*small)  # alone: its own axes, no such claim

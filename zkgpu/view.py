@@ -28,7 +28,7 @@ from .plots import caption, size_label
 
 __all__ = ["column_format", "fmt", "table", "figure", "md", "definitions"]
 
-_PCT = ("_util", "share", "rel_err", "rel_residual", "vs_compute_bound", "barrier_in_held", "vs_bound", "efficiency")
+_PCT = ("_util", "share", "rel_err", "rel_residual", "vs_compute_bound", "vs_gpu_phase_bound", "barrier_in_held", "vs_bound", "efficiency")
 _RATIO = ("speedup", "ratio", "_x")
 #: Columns without a unit suffix that hold ms per partition (zkgpu.metrics.critical_path, ntt_msm_h_split).
 _MS_NAMES = frozenset(GPU_PATH) | {"ntt_msm_h", "ms_per_partition"}
