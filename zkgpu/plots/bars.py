@@ -115,12 +115,13 @@ def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: 
     if normalize:
         ax.set_xlim(0, 100)
     else:
-        # room for the longest bar-end label inside the axes: x-small text is ~0.075 inch per character
+        # room for the longest bar-end label inside the axes: x-small text is ~0.075 inch per character, and the axes narrow
+        # once the legend beside them is laid out (0.09 keeps the label inside the frame)
         chars = max((len(str(t)) for t in (totals or {}).values()), default=0)
         axis_in = max(1.0, ax.get_position().width * fig.get_figwidth())
         longest = max(float(left.max()) if len(left) else 0.0, xmax or 0.0)
         # a shared axis (xmax given): the same room for the labels in every figure that shares it
-        room = 0.62 if xmax is not None else max(0.3, 1.0 - 0.075 * (chars + 2) / axis_in)
+        room = 0.62 if xmax is not None else max(0.3, 1.0 - 0.09 * (chars + 2) / axis_in)
         ax.set_xlim(0, longest / room if longest > 0 else 1)
     # the legend lists what a reader can see: a category under 1 % of the longest bar in every row
     # (e.g. "lock held, other", ~0.5 ms) is drawn but not listed (the caption still gives its ms)
