@@ -18,8 +18,9 @@
   under :func:`idle_causes`' names, so that the idle time has one name in every figure.
 * :func:`gpu_ms_per_partition`: median per partition of the GPU phases' wall time minus the
   exposed copy time (ms): the GPU work one partition needs in that run; 60000 / it is the
-  compute-only bound in partitions/min (the same quantity as :func:`zkgpu.model.compute_bound_per_min`,
-  measured instead of calibrated). :func:`kernel_ms_per_partition`: the kernels alone.
+  GPU-phase bound in partitions/min (the quantity :func:`zkgpu.model.compute_bound_per_min` calibrates,
+  measured instead; :data:`zkgpu.conclusions.GPU_PHASE_BOUND`). :func:`kernel_ms_per_partition`: the
+  kernels alone; 60000 / it is the compute-only bound (:data:`zkgpu.conclusions.KERNEL_BOUND`).
 * :func:`kernel_floor_ms`, :func:`msm_bench_ms`: the kernels' own benchmark time (``zkgpu bench ntt``
   compute_h and ``zkgpu bench msm`` device, uniform scalars) for the H computation and an MSM of m
   points; :func:`gpu_budget` sets a run's per-partition GPU parts against them.
