@@ -100,7 +100,25 @@ def test_compute_utilization_is_not_read_as_a_ranking(src):
     tab = replay.scenario_table(src)
     text = conclusions.finding(src, "fix")
     if src.has("registered") and tab.loc["registered", "compute_util"] > tab.loc["pinned_pool", "compute_util"]:
-        assert "does not rank configurations" in text and "GPU kernel ms per partition" in text
+        assert "does not rank configurations" in text and "GPU phase ms per partition" in text
+
+
+def test_the_fix_finding_quotes_only_the_scenarios_notebook_06_shows(src):
+    """Notebook 06 prints this sentence as its finding and shows baseline, registered and pinned_pool only: no other
+    scenario (compute_only is 07's) and no bound (06 draws none) may appear in it."""
+    text = conclusions.finding(src, "fix")
+    others = set(src.scenarios) - set(conclusions.FIX_SCENARIOS)
+    assert text and not [s for s in others if f"{s} " in text or f"{s}," in text or f"{s})" in text]
+    assert "bound" not in text
+
+
+def test_the_two_bounds_have_two_names(src):
+    """The investigation's bound (the model's GPU phases) and 07b's (measured kernel time) never share a name."""
+    assert conclusions.GPU_PHASE_BOUND[0] != conclusions.KERNEL_BOUND[0]
+    items = conclusions.conclusions(src)
+    nxt = next(c for c in items if c.step == "next bottleneck")
+    assert conclusions.GPU_PHASE_BOUND[0] in nxt.text and conclusions.KERNEL_BOUND[0] not in nxt.text
+    assert nxt.numbers["compute_bound_per_min"]["label"].startswith(conclusions.GPU_PHASE_BOUND[0])
 
 
 def test_baseline_proportions_are_the_split_of_each_last_mile_baseline():

@@ -159,3 +159,87 @@ def test_load_curves_one_line_per_path_and_errors():
         load_curves(pd.DataFrame({"path": ["x"]}))
     with pytest.raises(ValueError, match="empty load frame"):
         load_curves(pd.DataFrame(columns=["load_threads", "path", "gbps", "load_gbps"]))
+
+
+def _narrow_run():
+    """One partition under a narrow lock: ntt_msm_h 0-30 ms (10 ms exposed copy, H MSM 20-30), both workers at the
+    barrier 30-60 ms with the lock free, batch_add + tail_msm 60-80 ms, the finalizer until 100 ms."""
+    return _run([(0, 0, "prove", 0, 80, ""), (0, 0, "mutex_held", 0, 30, ""), (0, 0, "ntt_msm_h", 0, 30, ""),
+                 (0, 0, "h2d", 0, 10, "stage=ntt_msm_h,exposed_ms=10"), (0, 0, "h_msm", 20, 30, ""),
+                 (0, 0, "barrier_wait", 30, 60, ""), (1, 1, "barrier_wait", 35, 60, ""), (0, 0, "mutex_held", 60, 80, ""),
+                 (0, 0, "batch_add", 60, 70, ""), (0, 0, "tail_msm", 70, 80, ""), (0, 0, "finalize", 80, 100, "")])
+
+
+def test_the_gpus_time_names_its_idle_time_as_the_gpu_window_does():
+    """gpu_time_split: the GPU's parts, its idle time under idle_causes' names and the time outside the window add up
+    to the wall time per partition; the figures of the GPU's time and of the GPU window use one name and one colour."""
+    from zkgpu import gpu_time
+
+    ev = _narrow_run()
+    t = gpu_time.gpu_time_split(ev)
+    r = t.loc["r"]
+    parts = [*gpu_time.BUSY_PARTS, *gpu_time.IDLE_PARTS]
+    assert list(t.columns[: len(parts)]) == parts
+    assert r[parts].sum() == pytest.approx(r["ms_per_partition"]) and r["ms_per_partition"] == pytest.approx(100.0)
+    assert {k: r[k] for k in gpu_time.BUSY_PARTS} == pytest.approx({"h2d": 10, "ntt": 10, "h_msm": 10, "batch_add": 10, "tail_msm": 10})
+    barrier = gpu_time.IDLE_CAUSES[0][0]
+    assert r[barrier] == pytest.approx(30.0) and r[gpu_time.OUTSIDE_WINDOW] == pytest.approx(20.0)
+    assert r[barrier] == pytest.approx(gpu_time.idle_causes(ev).loc[barrier, "ms"])  # the same function's figure
+    fig, ax = plots.critical_path(t)
+    names = {x.get_text() for x in ax.get_legend().get_texts()}
+    assert barrier in names and "no worker holds the mutex" not in names
+    pink = [p for p in ax.patches if matplotlib.colors.to_hex(p.get_facecolor()) == phase_color("barrier_wait")]
+    assert len(pink) == 1 and pink[0].get_width() == pytest.approx(30.0)
+    share = gpu_time.idle_causes(ev)["share"].to_frame().T.rename(index={"share": "r"})
+    fig2, ax2 = plots.gpu_window(share, gpu_time.CAUSE_PHASES)
+    assert barrier in {x.get_text() for x in ax2.get_legend().get_texts()}
+    assert "barrier_wait (prep_msm)" in caption(fig) or barrier in caption(fig)
+
+
+def test_summary_throughput_labels_are_never_crossed_by_the_bound():
+    """(b) of the one-page summary: the bound's dashed line runs behind the bars, and each label is inside its bar
+    or on a white ground, so that the line never runs through a label; every scenario has one row in every panel."""
+    idx = ["baseline", "a_very_long_scenario_name_of_the_last_mile_gw3", "near_the_bound", "short"]
+    ppm = [268.0, 1133.0, 1150.0, 20.0]
+    tab = pd.DataFrame({"partitions_per_min": ppm, "compute_util": 0.5, "kernel_util": 0.6, "timeline_util": 0.9, "h2d_gbps": 3.0}, index=idx)
+    path = pd.DataFrame({c: 0.0 for c in metrics.GPU_PATH}, index=idx).assign(ntt=[60000 / p for p in ppm])
+    path["ms_per_partition"] = path["ntt"]
+    split = pd.DataFrame({"h2d": 1.0, "ntt": 10.0, "h_msm": 20.0, "ntt_msm_h": 31.0}, index=idx)
+    fig, axes = plots.summary(tab, path, split, bound=1214.0, bound_label=("compute-only bound", "60 000 / kernel ms"))
+    fig.canvas.draw()
+    ax = axes[1]
+    line = next(ln for ln in ax.get_lines() if ln.get_linestyle() == "--")
+    assert line.get_zorder() < min(p.get_zorder() for p in ax.patches)
+    x_line = ax.transData.transform((1214.0, 0))[0]
+    for t in ax.texts:
+        box = t.get_window_extent()
+        crossed = box.x0 <= x_line <= box.x1
+        assert not crossed or t.get_bbox_patch() is not None, t.get_text()
+    for a in (axes[0], axes[2]):  # the names once, on the left panels, one row each
+        assert [x.get_text() for x in a.get_yticklabels()][: len(idx)] == idx
+    assert all(x.get_text() == "" for a in (axes[1], axes[3]) for x in a.get_yticklabels())
+    assert "compute-only bound (1214/min, dashed: 60 000 / kernel ms)" in caption(fig)
+
+
+def test_sppark_parity_is_named_on_the_axis_not_beside_the_points():
+    t = pd.DataFrame({"2^22": [1.02, 0.65], "2^24": [0.93, 0.78]}, index=["NTT forward", "MSM uniform"])
+    fig, ax = plots.sppark_ratios(t)
+    fig.canvas.draw()
+    assert not ax.texts  # no label in the plotting area that could be read as a point's
+    ticks = {round(float(v), 6): lab.get_text() for v, lab in zip(ax.get_yticks(), ax.get_yticklabels(), strict=True)}
+    assert ticks[1.0] == plots.curves.PARITY_TICK and plots.curves.PARITY_TICK not in {ticks[v] for v in ticks if v != 1.0}
+
+
+def test_utilization_colours_are_no_phases_or_paths():
+    """A utilization bar beside the GPU's time per partition must not read as a phase: its colour is none of theirs
+    nor close to one (the TIMELINE bar had prove's exact colour, compute utilization nearly H MSM's)."""
+    from matplotlib.colors import to_rgb
+
+    others = {*PHASE_COLORS.values(), *(c for c, _ in plots.PATH_STYLES.values()), *(s["color"] for s in plots.SERIES_STYLE.values())}
+
+    def dist(a, b):
+        return sum((255 * (x - y)) ** 2 for x, y in zip(to_rgb(a), to_rgb(b), strict=True)) ** 0.5
+
+    for m, c in plots.METRIC_COLORS.items():
+        assert min(dist(c, o) for o in others) > 15, m
+    assert min(dist(plots.METRIC_COLORS["compute_util"], o) for o in others) > 60  # the headline: far from every phase

@@ -111,7 +111,7 @@ def test_summary_figures_share_their_axes():
     lims = []
     for r in (small, big):
         fig, axes = plots.summary(*r, scale=scale)
-        lims.append((axes[1].get_ylim(), axes[2].get_xlim(), axes[3].get_xlim()))
+        lims.append((axes[1].get_xlim(), axes[2].get_xlim(), axes[3].get_xlim()))
         assert "share their axes" in plots.caption(fig)
     assert lims[0] == lims[1]
     fig, axes = plots.summary(*small)  # alone: its own axes, no such claim
@@ -254,3 +254,44 @@ def test_index_lists_the_recordings_by_kind_with_what_each_is(tmp_path: Path):
         assert report._recordings_html() == ""
     finally:
         replay.configure(None)
+
+
+#: The report's table area at the 1400 px window the report is read in (lab template: the page's margins and the
+#: output prompt's column taken off), and what a character of a table takes there (13 px sans-serif, bold headers).
+TABLE_AREA_PX = 1290
+PX_PER_CHAR = 8.5
+CELL_PADDING_PX = 10
+
+
+def _min_table_width_px(html: str) -> float:
+    """The narrowest a rendered table can be: per column its longest unbreakable word (a browser wraps cells at
+    spaces, never inside ``narrow_prep_gpu_h2d_pre_lock``), summed with the cells' padding."""
+    import re
+
+    widest: dict[int, int] = {}
+    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", html, flags=re.S):
+        for k, cell in enumerate(re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, flags=re.S)):
+            words = re.sub(r"<[^>]+>", " ", cell).split()
+            widest[k] = max(widest.get(k, 0), max((len(w) for w in words), default=0))
+    return sum(PX_PER_CHAR * n + CELL_PADDING_PX for n in widest.values())
+
+
+def test_a_table_too_wide_for_the_report_is_caught():
+    narrow = "<table><tr><th>scenario</th><th>model /min</th></tr><tr><th>narrow_prep_gpu</th><td>1,144.1 /min</td></tr></table>"
+    wide = "<table><tr>" + "".join(f"<th>prior_partitions_per_min_{k}</th>" for k in range(8)) + "</tr></table>"
+    assert _min_table_width_px(narrow) < TABLE_AREA_PX < _min_table_width_px(wide)
+
+
+@pytest.mark.parametrize("name", ["07b_last_bottleneck", "08_report"])
+def test_every_table_fits_the_reports_width(name: str, tmp_path: Path, monkeypatch):
+    """07b and 08 in replay: every table they show fits the report's width at 1400 px (07b's prediction table was cut)."""
+    for k, v in {"ZKGPU_MODE": "replay", "ZKGPU_NB_OUT": str(tmp_path / "out"), "MPLBACKEND": "Agg",
+                 "ZKGPU_CACHE": str(tmp_path / "cache")}.items():
+        monkeypatch.setenv(k, v)
+    nb = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+    tables = [str(o["data"]["text/html"]) for c in nb.cells if c.cell_type == "code" for o in c.outputs
+              if "<table" in str(o.get("data", {}).get("text/html", ""))]
+    assert tables
+    too_wide = {html.split("<tr", 2)[1][:300]: _min_table_width_px(html) for html in tables if _min_table_width_px(html) > TABLE_AREA_PX}
+    assert not too_wide, too_wide

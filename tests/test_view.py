@@ -78,3 +78,10 @@ def test_table_hides_bare_row_numbers():
     assert ">0<" not in html and ">1<" not in html and "a" in html
     named = view.table(pd.DataFrame({"wall_ms": [1.0]}, index=pd.Index(["baseline"], name="run"))).to_html()
     assert "baseline" in named
+
+
+def test_the_gpus_time_columns_carry_their_unit():
+    from zkgpu import gpu_time
+
+    for c in (*gpu_time.BUSY_PARTS, *gpu_time.IDLE_PARTS):
+        assert view.fmt(15.175, c) == "15.2 ms", c

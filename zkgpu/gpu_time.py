@@ -13,10 +13,14 @@
   (:func:`zkgpu.metrics.compute_utilization`, :func:`zkgpu.metrics.throughput`) include.
   Interval arithmetic on sorted, merged ``[start_ns, end_ns)`` lists (union, intersection,
   complement within the window).
+* :func:`gpu_time_split`: a run's wall time per partition as the report's "GPU's time per partition"
+  figure draws it: the GPU's parts (exposed H2D, NTT, H MSM, batch_add, tail_msm) and its idle time
+  under :func:`idle_causes`' names, so that the idle time has one name in every figure.
 * :func:`gpu_ms_per_partition`: median per partition of the GPU phases' wall time minus the
   exposed copy time (ms): the GPU work one partition needs in that run; 60000 / it is the
-  compute-only bound in partitions/min (the same quantity as :func:`zkgpu.model.compute_bound_per_min`,
-  measured instead of calibrated). :func:`kernel_ms_per_partition`: the kernels alone.
+  GPU-phase bound in partitions/min (the quantity :func:`zkgpu.model.compute_bound_per_min` calibrates,
+  measured instead; :data:`zkgpu.conclusions.GPU_PHASE_BOUND`). :func:`kernel_ms_per_partition`: the
+  kernels alone; 60000 / it is the compute-only bound (:data:`zkgpu.conclusions.KERNEL_BOUND`).
 * :func:`copy_wait`: the copy of a/b/c as the worker lived it (the ``h2d`` phase's wall time) against its DMA
   (the copies' CUDA-event ``stream_ms``): the rest is the worker's host waiting around the copies.
 * :func:`kernel_floor_ms`, :func:`msm_bench_ms`: the kernels' own benchmark time (``zkgpu bench ntt``
@@ -33,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from .events import GPU_PHASES
-from .metrics import detail_value, duration_ms
+from .metrics import critical_path, detail_value, duration_ms
 
 __all__ = [
     "host_syncs",
@@ -51,6 +55,10 @@ __all__ = [
     "msm_bench_ms",
     "kernel_floor_ms",
     "gpu_budget",
+    "BUSY_PARTS",
+    "IDLE_PARTS",
+    "OUTSIDE_WINDOW",
+    "gpu_time_split",
 ]
 
 Interval = tuple[int, int]
@@ -371,3 +379,64 @@ def copy_wait(events: pd.DataFrame) -> dict[str, float | str]:
     stage = h["detail"].astype("string").str.extract(r"stage=(\w+)", expand=False).dropna()
     return {"stage": str(stage.iloc[0]) if len(stage) else "", "wall_ms": float(wall.median()), "wall_p90_ms": float(wall.quantile(0.9)),
             "dma_ms": float(dma.median()), "wait_ms": float((wall - dma).median())}
+
+
+#: The GPU's parts of :func:`gpu_time_split`, in its column order (ms per partition; :data:`zkgpu.metrics.GPU_PATH`'s names).
+BUSY_PARTS: tuple[str, ...] = ("h2d", "ntt", "h_msm", "batch_add", "tail_msm")
+#: :func:`gpu_time_split`'s column for the time outside the GPU window (start-up before the first GPU phase, wind-down after the last).
+OUTSIDE_WINDOW = "outside the GPU window (start-up, wind-down)"
+#: :func:`gpu_time_split`'s idle columns, in its column order: :func:`idle_causes`' names, then :data:`OUTSIDE_WINDOW`.
+IDLE_PARTS: tuple[str, ...] = (*(label for label, _ in IDLE_CAUSES), NO_PARTITION, OTHER, OUTSIDE_WINDOW)
+
+
+def gpu_time_split(events: pd.DataFrame) -> pd.DataFrame:
+    """The GPU's wall time per partition of each run, split into disjoint parts whose idle parts carry
+    the names :func:`idle_causes` gives them (so the report's two figures of the GPU's
+    time, :func:`zkgpu.plots.critical_path` and :func:`zkgpu.plots.gpu_window`, name the same idle time
+    alike, by what the workers did while the GPU idled).
+
+    Per run (and GPU), :func:`idle_causes` splits the GPU window into GPU-busy time
+    (``compute`` and ``exposed H2D``) and idle causes; the busy time is split among the GPU phases' parts
+    ``ntt``, ``h_msm``, ``batch_add``, ``tail_msm`` in proportion to their sums along the GPU's critical
+    path (:func:`zkgpu.metrics.critical_path`; equal to them where phases never overlap, as under any
+    lock; two workers' kernels at once are counted once), and the wall span outside the window is
+    :data:`OUTSIDE_WINDOW`. Every part is divided by the run's partitions.
+
+    Args:
+        events: event table of one or more runs (each GPU's rows carry its ``gpu``, or there is one GPU).
+
+    Returns:
+        DataFrame indexed by ``run``: :data:`BUSY_PARTS` then :data:`IDLE_PARTS` (ms per partition, means;
+        they add up to ``ms_per_partition``), ``partitions``, ``ms_per_partition`` (wall ms × GPUs /
+        partitions = 60 000 / partitions per minute per GPU) and ``wall_ms``, as
+        :func:`zkgpu.metrics.critical_path` has them.
+
+    Raises:
+        ValueError: a run has no GPU phase rows (:func:`idle_causes`).
+    """
+    path = critical_path(events)
+    rows = {}
+    for run, ev in events.groupby("run", sort=False):
+        gpus = ev["gpu"].dropna().unique().tolist() if "gpu" in ev.columns else []
+        per = [ev[ev["gpu"].isna() | (ev["gpu"] == g)] for g in gpus] if len(gpus) > 1 else [ev]
+        acc = dict.fromkeys((*BUSY_PARTS, *IDLE_PARTS), 0.0)
+        windows = compute = 0.0
+        for e in per:
+            ic = idle_causes(e)
+            ms = ic["ms"]
+            compute += float(ms["compute"])
+            acc["h2d"] += float(ms["exposed H2D"])
+            for c in IDLE_PARTS[:-1]:
+                acc[c] += float(ms[c])
+            windows += float(ic.attrs["window_ms"])
+        p = path.loc[run]
+        n = float(p["partitions"])
+        kern = p[list(BUSY_PARTS[1:])].astype(float)
+        share = kern / kern.sum() if kern.sum() > 0 else pd.Series(1.0 / len(kern), index=kern.index)
+        for c in BUSY_PARTS[1:]:
+            acc[c] = compute * float(share[c])
+        acc[OUTSIDE_WINDOW] = max(0.0, float(p["wall_ms"]) * len(per) - windows)
+        rows[run] = {**{k: (v / n if n else float("nan")) for k, v in acc.items()},
+                     "partitions": int(n), "ms_per_partition": float(p["ms_per_partition"]), "wall_ms": float(p["wall_ms"])}
+    cols = [*BUSY_PARTS, *IDLE_PARTS, "partitions", "ms_per_partition", "wall_ms"]
+    return pd.DataFrame.from_dict(rows, orient="index", columns=cols).rename_axis("run")

@@ -541,9 +541,11 @@ KERNEL_PATH: tuple[str, ...] = ("ntt", "h_msm", "batch_add", "tail_msm")
 
 def kernel_ms(path: pd.DataFrame) -> pd.Series:
     """GPU kernel ms per partition (mean) of each run: Σ of the :data:`KERNEL_PATH` columns of
-    :func:`critical_path`'s table. Beside compute utilization (= kernel_ms / ms_per_partition) it
-    shows whether a higher utilization means more work done or the same kernels running slower
-    (e.g. beside copies); the compute-only bound is 60 000 / kernel ms.
+    :func:`critical_path`'s table (or :func:`zkgpu.gpu_time.gpu_time_split`'s): the GPU phases' wall
+    time without the exposed copies, the host work inside the phases included (the report shows it as
+    ``gpu_phase_ms``). Beside compute utilization it shows whether a higher utilization means more
+    work done or the same kernels running slower (e.g. beside copies); 60 000 / it is the GPU-phase
+    bound (:data:`zkgpu.conclusions.GPU_PHASE_BOUND`), not the kernel-time compute-only bound.
 
     Raises:
         ValueError: ``path`` lacks a column of :data:`KERNEL_PATH`.

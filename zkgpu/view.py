@@ -23,15 +23,17 @@ import pandas as pd
 from IPython.display import Image, Markdown, display
 from matplotlib.figure import Figure
 
+from .gpu_time import BUSY_PARTS, IDLE_PARTS
 from .metrics import GPU_PATH
 from .plots import caption, size_label
 
 __all__ = ["column_format", "fmt", "table", "figure", "md", "definitions"]
 
-_PCT = ("_util", "share", "rel_err", "rel_residual", "vs_compute_bound", "barrier_in_held", "vs_bound", "efficiency")
+_PCT = ("_util", "share", "rel_err", "rel_residual", "vs_compute_bound", "vs_gpu_phase_bound", "barrier_in_held", "vs_bound", "efficiency")
 _RATIO = ("speedup", "ratio", "_x")
-#: Columns without a unit suffix that hold ms per partition (zkgpu.metrics.critical_path, ntt_msm_h_split).
-_MS_NAMES = frozenset(GPU_PATH) | {"ntt_msm_h", "ms_per_partition"}
+#: Columns without a unit suffix that hold ms per partition (zkgpu.metrics.critical_path, ntt_msm_h_split,
+#: zkgpu.gpu_time.gpu_time_split).
+_MS_NAMES = frozenset(GPU_PATH) | frozenset(n.lower() for n in (*BUSY_PARTS, *IDLE_PARTS)) | {"ntt_msm_h", "ms_per_partition"}
 
 
 def _unsigned_zero(v: float, digits: int) -> float:

@@ -1,5 +1,5 @@
 """Bar charts of the investigation: the three utilizations, the GPU's time per partition, the GPU
-window's causes, throughput against the model and the compute-only bound, the gw sweep, and the
+window's causes, throughput against the model and a throughput bound, the gw sweep, and the
 one-page summary. Bars are drawn in the table's row order; legends list only what is drawn.
 """
 
@@ -14,14 +14,15 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from ..gpu_time import BUSY_PARTS, CAUSE_PHASES, OUTSIDE_WINDOW
 from ..metrics import GPU_PATH, UTILIZATIONS, utilization
-from .style import METRIC_COLORS, SERIES_STYLE, fig_ax, patch_legend, phase_color, set_caption
+from .style import METRIC_COLORS, METRIC_EDGE, SERIES_STYLE, fig_ax, patch_legend, phase_color, set_caption
 
 __all__ = ["utilization_bars", "critical_path", "gpu_window", "held_breakdown", "ntt_msm_h_split", "barrier_race",
            "throughput_bars", "gw_sweep", "hbars", "summary", "summary_scale"]
 
 #: Legend labels of the GPU critical path's categories (:data:`zkgpu.metrics.GPU_PATH`).
-PATH_LABELS = {"lock_free": "GPU free (no worker holds the lock)", "h2d": "H2D (exposed)", "ntt": "NTT and the rest of ntt_msm_h", "h_msm": "H MSM",
+PATH_LABELS = {"lock_free": "no worker holds the mutex", "h2d": "H2D (exposed)", "ntt": "NTT and the rest of ntt_msm_h", "h_msm": "H MSM",
                 "barrier_wait": "barrier_wait (lock held)", "batch_add": "batch_add", "tail_msm": "tail_msm",
                 "lock_other": "lock held, other"}
 
@@ -58,7 +59,7 @@ def utilization_bars(data: pd.DataFrame, ax: Axes | None = None, reference: Mapp
     w = 0.27
     for j, m in enumerate(UTILIZATIONS):
         v = 100 * u[m].to_numpy(dtype=float)
-        bars = ax.bar(x + (j - 1) * w, np.nan_to_num(v), w, color=METRIC_COLORS[m], edgecolor="#4a6fa5", linewidth=0.5, label=UTILIZATIONS[m][0])
+        bars = ax.bar(x + (j - 1) * w, np.nan_to_num(v), w, color=METRIC_COLORS[m], edgecolor=METRIC_EDGE, linewidth=0.5, label=UTILIZATIONS[m][0])
         if m == "compute_util" or len(u) <= 3:
             ax.bar_label(bars, labels=["n/a" if np.isnan(a) else f"{a:.1f}%" for a in v], fontsize="x-small", padding=2,
                          fontweight="bold" if m == "compute_util" else "normal", rotation=90 if len(u) > 3 else 0)
@@ -91,6 +92,7 @@ def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: 
     v = table[list(cats)].astype(float).fillna(0.0)
     if normalize:
         v = v.div(v.sum(axis=1).replace(0.0, np.nan), axis=0).fillna(0.0) * 100
+    own = ax is None  # a figure of its own: laid out here; else the caller's figure lays out its panels
     fig, ax = fig_ax(ax, (figw, 0.5 * len(v) + 1.8))
     y = np.arange(len(v))
     left = np.zeros(len(v))
@@ -98,7 +100,7 @@ def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: 
     for c in cats:
         w = v[c].to_numpy()
         if (w > 0).any():
-            ax.barh(y, w, left=left, color=phase_color(c), edgecolor="#888888" if c == "lock_free" else "none", linewidth=0.5, height=0.62)
+            ax.barh(y, w, left=left, color=phase_color(c), edgecolor="#888888" if c in ("lock_free", "outside_window") else "none", linewidth=0.5, height=0.62)
             drawn.append(c)
         left += w
     for yi, (idx, tot) in enumerate(zip(v.index, left, strict=True)):
@@ -113,42 +115,65 @@ def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: 
     if normalize:
         ax.set_xlim(0, 100)
     else:
-        # room for the longest bar-end label inside the axes: x-small text is ~0.075 inch per character
+        # room for the longest bar-end label inside the axes: x-small text is ~0.075 inch per character, and the axes narrow
+        # once the legend beside them is laid out (0.09 keeps the label inside the frame)
         chars = max((len(str(t)) for t in (totals or {}).values()), default=0)
         axis_in = max(1.0, ax.get_position().width * fig.get_figwidth())
         longest = max(float(left.max()) if len(left) else 0.0, xmax or 0.0)
         # a shared axis (xmax given): the same room for the labels in every figure that shares it
-        room = 0.62 if xmax is not None else max(0.3, 1.0 - 0.075 * (chars + 2) / axis_in)
+        room = 0.62 if xmax is not None else max(0.3, 1.0 - 0.09 * (chars + 2) / axis_in)
         ax.set_xlim(0, longest / room if longest > 0 else 1)
     # the legend lists what a reader can see: a category under 1 % of the longest bar in every row
     # (e.g. "lock held, other", ~0.5 ms) is drawn but not listed (the caption still gives its ms)
     seen = [c for c in drawn if float(v[c].max()) >= 0.01 * float(left.max())]
     patch_legend(ax, seen, labels)
     ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
+    if own:
+        fig.tight_layout()
     return fig, ax, v
 
 
+#: The idle parts of :func:`zkgpu.conclusions.gpu_time_split` (idle causes of :func:`zkgpu.gpu_time.idle_causes`) and
+#: the colour key of each (the phase whose colour it is drawn in; :data:`zkgpu.gpu_time.CAUSE_PHASES`).
+IDLE_KEYS: dict[str, str] = {**{c: k for c, k in CAUSE_PHASES.items() if c not in ("compute", "exposed H2D")},
+                             OUTSIDE_WINDOW: "outside_window"}
+
+
 def critical_path(table: pd.DataFrame, ax: Axes | None = None, title: str | None = None, xmax: float | None = None) -> tuple[Figure, Axes]:
-    """Per partition, what the GPU does and waits for: one bar per run (rows of
-    :func:`zkgpu.metrics.critical_path`, drawn in the table's order), segments in
-    :data:`zkgpu.metrics.GPU_PATH` order. The segments never overlap in time, so a bar's length is
-    the GPU's wall time per partition (60 000 / partitions per minute ms). ``xmax`` (ms): the
+    """Per partition, what the GPU does and waits for: one bar per run, drawn in the table's order.
+
+    ``table``: :func:`zkgpu.conclusions.gpu_time_split` (the GPU's parts, then its idle time named by
+    :func:`zkgpu.gpu_time.idle_causes`, as :func:`gpu_window` names it), or
+    :func:`zkgpu.metrics.critical_path` (lock-centred: the time no worker holds the mutex, then the held
+    time's parts, :data:`zkgpu.metrics.GPU_PATH`). The segments never overlap in time, so a bar's
+    length is the GPU's wall time per partition (60 000 / partitions per minute ms). ``xmax`` (ms): the
     longest bar the axis holds, when figures that are compared share it (:func:`summary_scale`).
 
     Raises:
-        ValueError: the table lacks a category column or is empty.
+        ValueError: the table has neither table's columns, or is empty.
     """
     tot = {i: f"{r['ms_per_partition']:.0f} ms = {60000 / r['ms_per_partition']:.0f} partitions/min" for i, r in table.iterrows()
            if r.get("ms_per_partition", 0) and np.isfinite(r.get("ms_per_partition", np.nan))}
-    fig, ax, v = _stacked(table, list(GPU_PATH), ax, "ms of GPU time per partition", title or "the GPU's time per partition, along its critical path",
-                          labels=PATH_LABELS, totals=tot, xmax=xmax)
+    by_cause = set(IDLE_KEYS) & set(table.columns)
+    if by_cause:  # idle causes drawn in their phases' colours, named as gpu_window names them
+        cats = [*BUSY_PARTS, *[c for c in IDLE_KEYS if c in table.columns]]
+        keys = {c: IDLE_KEYS.get(c, c) for c in cats}
+        labels = {**{k: PATH_LABELS[k] for k in BUSY_PARTS}, **{IDLE_KEYS[c]: c for c in by_cause}}
+        fig, ax, v = _stacked(table[cats].rename(columns=keys), [keys[c] for c in cats], ax, "ms of GPU time per partition",
+                              title or "the GPU's time per partition", labels=labels, totals=tot, xmax=xmax)
+        how = ("the GPU's parts (exposed H2D, NTT, H MSM, batch_add, tail_msm), then the time it idled, named by what the "
+               "workers did meanwhile (as in the GPU-window figure: barrier_wait for prep_msm, the mutex changing hands, a "
+               "worker's set-up, no partition ready, other host work) and the time outside the GPU window")
+    else:
+        fig, ax, v = _stacked(table, list(GPU_PATH), ax, "ms of GPU time per partition", title or "the GPU's time per partition, along its critical path",
+                              labels=PATH_LABELS, totals=tot, xmax=xmax)
+        labels = PATH_LABELS
+        how = ("in the order of the GPU's critical path: no worker holds the mutex, then, with the mutex held, exposed H2D, NTT, "
+               "H MSM, barrier_wait, batch_add, tail_msm and the rest of the held time")
     first = v.index[0]
-    parts = ", ".join(f"{PATH_LABELS[c]} {v.at[first, c]:.0f}" for c in GPU_PATH if v.at[first, c] >= 0.5)
+    parts = ", ".join(f"{labels.get(c, c)} {v.at[first, c]:.0f}" for c in v.columns if v.at[first, c] >= 0.5)
     set_caption(fig, "Each bar is one GPU's wall time divided by the partitions it finished; the segments are disjoint "
-                 "stretches of that time (no two overlap), in the order of the GPU's critical path: GPU free (no worker "
-                 "holds the mutex), then, with the mutex held, exposed H2D, NTT, H MSM, barrier_wait, batch_add, tail_msm "
-                 f"and the rest of the held time. {first}: {parts} ms.")
+                 f"stretches of that time (no two overlap): {how}. {first}: {parts} ms.")
     return fig, ax
 
 
@@ -264,11 +289,14 @@ def barrier_race(panels: Mapping[str, pd.DataFrame], title: str | None = None) -
 
 
 def throughput_bars(table: pd.DataFrame, ax: Axes | None = None, bound: float | None = None, model: Mapping[str, float] | None = None,
-                    title: str | None = None, ymax: float | None = None) -> tuple[Figure, Axes]:
+                    title: str | None = None, ymax: float | None = None,
+                    bound_label: tuple[str, str] = ("compute-only bound", "60 000 / GPU kernel ms per partition")) -> tuple[Figure, Axes]:
     """Measured partitions per minute per run (``table`` indexed by run with ``partitions_per_min``),
     optionally the model's prediction per run (``model``: {run: partitions/min}, white hatched bars)
-    and the compute-only bound (``bound``, a dashed line; each bar then says its share of it).
-    ``ymax`` (partitions/min): the highest value the axis holds, when figures compared share it."""
+    and a throughput bound (``bound``, a dashed line; each bar then says its share of it), named and
+    defined by ``bound_label`` (name, definition; :data:`zkgpu.conclusions.GPU_PHASE_BOUND` or
+    :data:`zkgpu.conclusions.KERNEL_BOUND`). ``ymax`` (partitions/min): the highest value the axis
+    holds, when figures compared share it."""
     if "partitions_per_min" not in table.columns or not len(table):
         raise ValueError("table needs a partitions_per_min column and rows")
     fig, ax = fig_ax(ax, (max(6, 1.1 * len(table) + 3), 4.2))
@@ -286,7 +314,7 @@ def throughput_bars(table: pd.DataFrame, ax: Axes | None = None, bound: float | 
         caps.append("white hatched bars, the model's prediction: " + ", ".join(f"{i} {m:.0f}" for i, m in zip(table.index, mv, strict=True) if np.isfinite(m)))
     top = max(np.nanmax(v), bound or 0, np.nanmax(list(model.values())) if model else 0, ymax or 0)
     if bound:
-        ax.axhline(bound, color="#333333", ls="--", lw=1, label=f"compute-only bound ({bound:.0f}/min)")
+        ax.axhline(bound, color="#333333", ls="--", lw=1, label=f"{bound_label[0]} ({bound:.0f}/min)", zorder=1)
     ax.set_ylim(0, top * 1.25)
     ax.set_xticks(x)
     ax.set_xticklabels([str(i) for i in table.index], rotation=15, ha="right")
@@ -295,15 +323,15 @@ def throughput_bars(table: pd.DataFrame, ax: Axes | None = None, bound: float | 
     ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     set_caption(fig, "Bars: measured partitions per minute over each run's wall span (" + "; ".join(caps) + ")"
-                 + (f"; dashed line: the compute-only bound, {bound:.0f} partitions/min (60 000 / GPU kernel ms per partition, a model figure, not the "
-                    "measured compute_only run); in brackets each bar's share of it" if bound else "") + ".")
+                 + (f"; dashed line: the {bound_label[0]}, {bound:.0f} partitions/min ({bound_label[1]}); in brackets each bar's "
+                    "share of it" if bound else "") + ".")
     return fig, ax
 
 
 def gw_sweep(measured: Mapping[int, float], model: Mapping[int, float] | None = None, bound: float | None = None,
-             ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
+             ax: Axes | None = None, title: str | None = None, bound_name: str = "compute-only bound") -> tuple[Figure, Axes]:
     """Throughput against gw (GPU workers per GPU): measured points (``{gw: partitions/min}``),
-    optionally the model's prediction and the compute-only bound."""
+    optionally the model's prediction and a throughput bound named ``bound_name``."""
     if not measured:
         raise ValueError("no measured points")
     fig, ax = fig_ax(ax, (6.5, 4.0))
@@ -315,7 +343,7 @@ def gw_sweep(measured: Mapping[int, float], model: Mapping[int, float] | None = 
         gm = sorted(model)
         ax.plot(gm, [model[k] for k in gm], "D--", color=SERIES_STYLE["model"]["edgecolor"], markerfacecolor="white", label="model prediction")
     if bound:
-        ax.axhline(bound, color="#333333", ls="--", lw=1, label=f"compute-only bound ({bound:.0f}/min)")
+        ax.axhline(bound, color="#333333", ls="--", lw=1, label=f"{bound_name} ({bound:.0f}/min)")
     ax.set_xticks(g)
     ax.set_xlabel("gw (GPU workers sharing one GPU mutex)")
     ax.set_ylabel("partitions per minute")
@@ -326,7 +354,7 @@ def gw_sweep(measured: Mapping[int, float], model: Mapping[int, float] | None = 
     fig.tight_layout()
     set_caption(fig, "Measured partitions per minute at gw = " + ", ".join(f"{k}: {measured[k]:.0f}" for k in g)
                  + ("; model: " + ", ".join(f"{k}: {model[k]:.0f}" for k in sorted(model)) if model else "")
-                 + (f"; compute-only bound {bound:.0f}" if bound else "") + ".")
+                 + (f"; {bound_name} {bound:.0f}" if bound else "") + ".")
     return fig, ax
 
 
@@ -353,6 +381,11 @@ def hbars(values: Mapping[str, float], unit: str = "%", ax: Axes | None = None, 
     return fig, ax
 
 
+def _parts(path: pd.DataFrame) -> list[str]:
+    """The columns of a GPU's-time table (:func:`critical_path`'s input) that its bars stack."""
+    return [c for c in path.columns if c not in ("partitions", "ms_per_partition", "wall_ms")]
+
+
 def summary_scale(*runs: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, float | None]) -> dict[str, float]:
     """The axis limits :func:`summary` figures of several runs share, so that they compare at a
     glance: ``runs`` are ``(table, path, split, bound)`` as :func:`summary` takes them; returns the
@@ -370,57 +403,114 @@ def summary_scale(*runs: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, float |
         return max(finite, default=0.0)
 
     return {"partitions_per_min": top([v for t, _, _, b in runs for v in (*t["partitions_per_min"], b or 0.0)]),
-            "ms_per_partition": top([v for _, p, _, _ in runs for v in p[list(GPU_PATH)].astype(float).fillna(0.0).sum(axis=1)]),
+            "ms_per_partition": top([v for _, p, _, _ in runs for v in p[_parts(p)].astype(float).fillna(0.0).sum(axis=1)]),
             "ntt_msm_h": top([v for _, _, s, _ in runs for v in s[["h2d", "ntt", "h_msm"]].astype(float).fillna(0.0).sum(axis=1)])}
+
+
+def _utilization_rows(u: pd.DataFrame, ax: Axes, title: str) -> None:
+    """The three utilizations as horizontal bars, one group of three per row of ``u`` (top to
+    bottom), compute utilization labelled at its bar's end (the headline; the others are read
+    against the grid)."""
+    y = np.arange(len(u))
+    h = 0.26
+    for j, m in enumerate(UTILIZATIONS):
+        v = 100 * u[m].to_numpy(dtype=float)
+        bars = ax.barh(y + (j - 1) * h, np.nan_to_num(v), h, color=METRIC_COLORS[m], edgecolor=METRIC_EDGE, linewidth=0.4,
+                       label=UTILIZATIONS[m][0])
+        if m == "compute_util":
+            ax.bar_label(bars, labels=["n/a" if np.isnan(a) else f"{a:.1f}%" for a in v], fontsize="x-small", padding=2, fontweight="bold")
+    ax.set_yticks(y)
+    ax.set_yticklabels([str(i) for i in u.index])
+    ax.invert_yaxis()
+    ax.set_xlim(0, 112)
+    ax.set_xticks(range(0, 101, 20))
+    ax.set_xlabel("share of wall time (%)")
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title(title)
+
+
+def _throughput_rows(table: pd.DataFrame, ax: Axes, bound: float | None, bound_label: str, xmax: float | None, title: str) -> None:
+    """Measured partitions per minute as horizontal bars (rows of ``table``, top to bottom), each
+    labelled with its value and, with a ``bound``, its share of it. The bound is a dashed vertical
+    line drawn behind the bars; a label sits inside its bar where it fits, else after it on a white
+    ground, so that the line never runs through a label."""
+    v = table["partitions_per_min"].astype(float).to_numpy()
+    y = np.arange(len(v))
+    top = max(float(np.nanmax(v)) if len(v) else 0.0, bound or 0.0, xmax or 0.0)
+    ax.set_xlim(0, top * 1.12 if top > 0 else 1)
+    ax.barh(y, np.nan_to_num(v), 0.62, **SERIES_STYLE["measured"], label="measured", zorder=2)
+    if bound:
+        ax.axvline(bound, color="#333333", ls="--", lw=1, label=f"{bound_label} ({bound:.0f}/min)", zorder=1)
+    ax.figure.canvas.draw_idle()
+    width_px = max(1.0, ax.get_window_extent().width)
+    per_px = ax.get_xlim()[1] / width_px
+    for yi, a in zip(y.astype(float), v, strict=True):
+        if not np.isfinite(a):  # a published row of (a): no throughput of ours
+            ax.text(3 * per_px, yi, "n/a", va="center", ha="left", fontsize="x-small", color="#636363")
+            continue
+        text = f"{a:.0f}" + (f" ({a / bound:.0%})" if bound else "")
+        need = (len(text) * 5.2 + 8) * per_px  # x-small text: about 5 px a character at the report's 72 dpi
+        if a > need:
+            ax.text(a - 3 * per_px, yi, text, va="center", ha="right", fontsize="x-small", color="white", zorder=3)
+        else:
+            ax.text(a + 3 * per_px, yi, text, va="center", ha="left", fontsize="x-small", zorder=3,
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})
+    ax.set_yticks(y)
+    ax.set_yticklabels([str(i) for i in table.index])
+    ax.invert_yaxis()
+    ax.set_xlabel("partitions per minute")
+    ax.grid(axis="x", alpha=0.3, zorder=0)
+    ax.set_title(title)
 
 
 def summary(table: pd.DataFrame, path: pd.DataFrame, split: pd.DataFrame, bound: float | None = None,
             reference: Mapping[str, Mapping[str, float]] | None = None, title: str | None = None,
-            scale: Mapping[str, float] | None = None, bound_note: str = "a model figure, not the compute_only run") -> tuple[Figure, np.ndarray]:
-    """The investigation on one page: (a) the three utilizations per scenario, (b) throughput per
-    scenario against the compute-only bound, (c) the GPU critical path per partition, (d) ntt_msm_h
-    split into exposed H2D, NTT and H MSM. ``table``: :func:`zkgpu.replay.scenario_table`;
-    ``path``: :func:`zkgpu.metrics.critical_path`; ``split``: :func:`zkgpu.metrics.ntt_msm_h_split`
-    (all indexed by scenario, drawn in ``table``'s order). ``scale``: shared axis limits
+            scale: Mapping[str, float] | None = None,
+            bound_label: tuple[str, str] = ("compute-only bound", "60 000 / GPU kernel ms per partition")) -> tuple[Figure, np.ndarray]:
+    """The investigation on one page, one row per scenario in every panel (``table``'s order, top to
+    bottom; the names once, on the left panels): (a) the three utilizations, (b) throughput against
+    the bound, (c) the GPU's time per partition (:func:`critical_path`), (d) ntt_msm_h split into exposed
+    H2D, NTT and H MSM. ``table``: :func:`zkgpu.replay.scenario_table`; ``path``:
+    :func:`zkgpu.gpu_time.gpu_time_split` (or :func:`zkgpu.metrics.critical_path`); ``split``:
+    :func:`zkgpu.metrics.ntt_msm_h_split` (all indexed by scenario). ``reference``: published
+    utilizations, listed under (a)'s rows and drawn in (a) only. ``scale``: shared axis limits
     (:func:`summary_scale`) when summaries of several runs are compared; the caption then says so.
-    ``bound_note``: what the caption says the bound is."""
+    ``bound_label``: the bound's (name, definition) for (b)'s legend and the caption, one name per definition
+    across the report (:data:`zkgpu.conclusions.GPU_PHASE_BOUND`, :data:`zkgpu.conclusions.KERNEL_BOUND`)."""
     order = list(table.index)
-    long_names = max((len(str(i)) for i in order), default=0) > 14
-    fig = plt.figure(figsize=(16, 15.5 if long_names else 12.5))
-    gs = fig.add_gridspec(2, 2)
+    u = _as_util_frame(table)
+    if reference:
+        u = pd.concat([u, pd.DataFrame.from_dict({k: dict(v) for k, v in reference.items()}, orient="index").reindex(columns=u.columns)])
+    rows = len(u) + len(order)
+    fig = plt.figure(figsize=(16, 0.42 * rows + 6.5), layout="constrained")  # the names once, on the left: the panels keep their width
+    gs = fig.add_gridspec(2, 2, height_ratios=[len(u) + 1.5, len(order) + 1.5])
     axes = np.array([fig.add_subplot(gs[i, j]) for i in range(2) for j in range(2)])
     gb = table["h2d_gbps"].to_dict() if "h2d_gbps" in table.columns else None
     sc = dict(scale or {})
-    for i, draw in enumerate((lambda a: utilization_bars(table, ax=a, reference=reference, title="(a) three utilizations"),
-                              lambda a: throughput_bars(table, ax=a, bound=bound, title="(b) throughput", ymax=sc.get("partitions_per_min")),
-                              lambda a: critical_path(path.reindex(order), ax=a, title="(c) the GPU's time per partition",
-                                                      xmax=sc.get("ms_per_partition")),
-                              lambda a: ntt_msm_h_split(split.reindex(order), ax=a, gbps=gb, title="(d) inside ntt_msm_h", xmax=sc.get("ntt_msm_h")))):
-        a = axes[i]
-        draw(a)
+    _utilization_rows(u, axes[0], "(a) three utilizations")
+    _throughput_rows(table.reindex(u.index), axes[1], bound, bound_label[0], sc.get("partitions_per_min"), "(b) throughput (rows as in (a))")
+    critical_path(path.reindex(order), ax=axes[2], title="(c) the GPU's time per partition", xmax=sc.get("ms_per_partition"))
+    ntt_msm_h_split(split.reindex(order), ax=axes[3], gbps=gb, title="(d) inside ntt_msm_h (rows as in (c))", xmax=sc.get("ntt_msm_h"))
+    axes[1].set_yticklabels([])
+    axes[3].set_yticklabels([])
+    for i, a in enumerate(axes):
         h, lab = a.get_legend_handles_labels() if a.get_legend() is None else (a.get_legend().legend_handles, [t.get_text() for t in a.get_legend().get_texts()])
-        ncol = 4 if len(lab) > 3 else len(lab)
-        if i < 2:  # (a), (b): scenario names below the bars, so the legend goes between the title and the axes
-            a.legend(h, lab, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=ncol, fontsize="small", frameon=False)
-            a.set_title(a.get_title(), pad=24)
-            if long_names:  # upright names, not slanted ones that run into the next group's
-                plt.setp(a.get_xticklabels(), rotation=90, ha="center", rotation_mode="default")
-        else:  # long names narrow the axes: a legend in fewer columns keeps them from pushing the panels apart
-            a.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=min(ncol, 2) if long_names else ncol,
-                     fontsize="small", frameon=False)
-    if long_names:  # (d)'s rows are (c)'s: long names once, on (c), leave the panels their width
-        axes[3].set_yticklabels([])
-        axes[3].set_title(axes[3].get_title() + " (rows as in (c))")
+        if i < 2:  # legends between the title and the axes
+            a.legend(h, lab, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=min(3, len(lab)), fontsize="small", frameon=False)
+            a.set_title(a.get_title(), pad=22)
+        else:
+            a.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, fontsize="small", frameon=False)
     fig.suptitle(title or "the investigation on one page", fontsize="x-large")
-    fig.tight_layout()
     # one short caption: what each panel is; the numbers are on the panels, in the scenario table
     # and in the conclusions (the panels' own long captions are for their stand-alone figures)
-    set_caption(fig, "(a) compute utilization (dark, kernels only: the headline), upstream's kernel utilization "
-                "(copies counted) and TIMELINE over each run's wall span; (b) measured partitions per minute"
-                + (f", in brackets the share of the compute-only bound ({bound:.0f}/min, dashed; {bound_note})" if bound else "")
-                + "; (c) the GPU's time per partition along its critical path (means per partition; the "
-                "segments never overlap and add up to 60 000 / throughput); (d) ntt_msm_h split into exposed "
-                "H2D, NTT and H MSM (means per partition), with the effective H2D rate of a, b, c."
+    set_caption(fig, "One row per scenario in every panel. (a) compute utilization (kernels only: the headline, labelled), "
+                "upstream's kernel utilization (copies counted) and TIMELINE over each run's wall span; (b) measured "
+                "partitions per minute"
+                + (f", in brackets the share of the {bound_label[0]} ({bound:.0f}/min, dashed: {bound_label[1]})" if bound else "")
+                + "; (c) the GPU's wall time per partition: its parts (exposed H2D, NTT, H MSM, batch_add, tail_msm) and the "
+                "time it idled, named by what the workers did meanwhile (the names of notebook 07b's GPU window), adding up "
+                "to 60 000 / throughput; (d) ntt_msm_h split into exposed H2D, NTT and H MSM (means per partition), with the "
+                "effective H2D rate of a, b, c."
                 + (" Panels (b), (c) and (d) share their axes with the other one-page summaries of this report, so that "
                    "bars of different recordings compare by length." if scale else ""), append=False)
     return fig, axes

@@ -14,7 +14,10 @@ from matplotlib.ticker import FuncFormatter
 
 from .style import fig_ax, path_style, require_columns, set_caption, size_label
 
-__all__ = ["bandwidth_curves", "load_curves", "sppark_ratios", "OP_STYLES"]
+__all__ = ["bandwidth_curves", "load_curves", "sppark_ratios", "OP_STYLES", "PARITY_TICK"]
+
+#: The label of :func:`sppark_ratios`' y tick at 1.0, the parity line (on the axis, not beside the points).
+PARITY_TICK = "sppark = 1.0"
 
 #: Colour and line style per operation of :func:`sppark_ratios` (labels of :func:`zkgpu.anchors.row_label`):
 #: NTT variants in purples, MSM in dark reds, colours no phase or H2D path uses; the PoRep-like MSM is solid against
@@ -129,19 +132,22 @@ def sppark_ratios(table: pd.DataFrame, ax: Axes | None = None, title: str | None
         x = [k for k, keep in zip(logs, ok, strict=True) if keep]
         ax.plot(x, vals.to_numpy(dtype=float)[ok], marker="o", ms=4, color=color, linestyle=ls, label=str(row))
     ax.axhline(1.0, color="k", linewidth=1.0)
-    ax.annotate("sppark = 1.0", (logs[0], 1.0), textcoords="offset points", xytext=(2, -10), fontsize="x-small")  # below the line: ratios near 1 sit on it
+    # parity is named on the y axis (the tick at 1.0), where it cannot be read as a label of the points near it
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: PARITY_TICK if abs(v - 1.0) < 1e-9 else f"{v:.1f}"))
     ax.set_xticks(logs, [f"$2^{{{k}}}$" for k in logs])
     ax.set_xlabel("size (elements / points)")
     ax.set_ylabel("zkgpu time / sppark time")
     top = float(pd.to_numeric(table.stack(), errors="coerce").max()) if table.size else 1.0
     ax.set_ylim(bottom=0, top=max(1.0, top if top == top else 1.0) * 1.12)  # headroom above the highest ratio
+    lo, hi = ax.get_ylim()
+    ax.set_yticks(sorted({float(t) for t in ax.get_yticks() if lo <= t <= hi} | {1.0}))  # parity always has its tick
     ax.set_title(title or "zkgpu against sppark, same GPU, same call (below 1: zkgpu faster)")
     ax.legend(fontsize="small", frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
     ax.grid(alpha=0.3)
     fig.tight_layout()
     per = "; ".join(f"{row} " + ", ".join("–" if pd.isna(v) else f"{v:.2f}" for v in vals) for row, vals in table.iterrows())
     set_caption(fig, f"Median zkgpu time over median sppark time per size ({', '.join(f'2^{k}' for k in logs)}): {per}. "
-                     "The black line is parity; below it zkgpu is faster."
+                     f"The black line is parity (the y tick '{PARITY_TICK}'); below it zkgpu is faster."
                      + (" The dashed MSM line is zkgpu with PoRep-like scalars against sppark with uniform ones (sppark's "
                         "benchmark has uniform scalars only)." if any(OP_STYLES.get(str(r), ("", ""))[1] == "--" for r in table.index) else ""))
     return fig, ax

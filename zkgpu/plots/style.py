@@ -21,7 +21,7 @@ from matplotlib.patches import Patch
 
 from ..events import PHASES
 
-__all__ = ["PHASE_COLORS", "METRIC_COLORS", "PATH_STYLES", "SERIES_STYLE", "UNKNOWN_COLOR", "path_style", "phase_color",
+__all__ = ["PHASE_COLORS", "METRIC_COLORS", "METRIC_EDGE", "PATH_STYLES", "SERIES_STYLE", "UNKNOWN_COLOR", "path_style", "phase_color",
            "caption", "set_caption", "fig_ax", "root_figure", "patch_legend", "phase_sort", "size_label", "require_columns"]
 
 _PALETTE = {
@@ -50,13 +50,19 @@ _PALETTE = {
     "memcpy_dtoh": "#fdd0a2",
     # categories of the GPU critical path (zkgpu.metrics.GPU_PATH) that are not phases
     "lock_free": "#eeeeee",
+    # the time outside the GPU window (zkgpu.gpu_time.OUTSIDE_WINDOW): start-up and wind-down
+    "outside_window": "#eeeeee",
     "lock_other": "#b5a1d6",
 }
 #: Fixed colour per phase and per GPU-path category (all of :data:`zkgpu.events.PHASES`, the
 #: categories of :data:`zkgpu.metrics.GPU_PATH`, and the nsys row names).
 PHASE_COLORS: dict[str, str] = {p: _PALETTE.get(p, "#999999") for p in PHASES} | _PALETTE
-#: Fixed colour per utilization (:data:`zkgpu.metrics.UTILIZATIONS`); compute is the headline (dark).
-METRIC_COLORS: dict[str, str] = {"compute_util": "#08306b", "kernel_util": "#6baed6", "timeline_util": "#c6dbef"}
+#: Fixed colour per utilization (:data:`zkgpu.metrics.UTILIZATIONS`); compute is the headline (dark). Teals, which
+#: no phase uses (the blues are the GPU phases'), so that a utilization bar beside the GPU's time per partition
+#: never reads as a phase.
+METRIC_COLORS: dict[str, str] = {"compute_util": "#01665e", "kernel_util": "#5ab4ac", "timeline_util": "#c7eae5"}
+#: The edge of the utilization bars (a darker teal).
+METRIC_EDGE = "#2f6f69"
 #: Fixed colour and marker per H2D path (:data:`zkgpu.transfer.PATHS`), from a palette no phase
 #: uses (golds, olives, plum, black), so that no colour means a phase in one figure and a path in
 #: the next; the fix (pinned_pool) is black.
