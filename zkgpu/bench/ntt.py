@@ -44,7 +44,7 @@ __all__ = [
 KERNEL_SPEC_PARTS: dict[str, tuple[tuple[str, ...], ...]] = {
     "stagewise": (("r2", "r4"), ("lz",), ("st",), ("sh", "sh0", "sh2"), ("gt",), ("np",), ("i2",), ("c0", "c1", "c10"),
                   ("b1", "b2", "b3", "b4", "b6", "b8"), ("w128", "w256", "w512"), ("v4", "v40"), ("pf1", "pf2", "pf4"),
-                  ("io", "io0"), ("st0",), ("at",), ("o1", "o3"), ("ptx", "cxx", "asm"), ("fd", "fd0"), ("bl", "bl0")),
+                  ("io", "io0"), ("st0",), ("at",), ("o1", "o3"), ("ptx", "cxx", "asm"), ("fd", "fd0"), ("bl", "bl0"), ("sk1", "sk2")),
     "fused": (("r2", "r4", "r8"), ("exact", "split", "table", "auto"), ("t12",), ("ptx", "cxx")),
 }
 """Kernel choices of ``zkgpu bench ntt`` (:func:`kernel_settings` applies one; :func:`is_kernel_spec` tells one): an
@@ -69,7 +69,9 @@ block, ``NTT_THREADS``), -bN
 and final subtraction as asm chains, ``ZK_FF_ASM_TAIL=1``, ff.cuh), -o1 / -o3 (the NTT modules built at ptxas -O1 / -O3, ``ZK_PTXAS_O``:
 :func:`zkgpu._cuda.get_module` says why), -ptx/-cxx/-asm (``FIELD_ARITH``), -fd / -fd0 (stagewise: an inverse NTT's
 1/n folded into the last DIF pass's twiddles / multiplied at its store, ``NTT_FOLD`` 1 / 0) and -bl / -bl0 (stagewise:
-an uneven split's larger passes on the low bits / first, ``NTT_BIG_LAST`` 1 / 0); unstated settings keep their current values (-lz, -st, -sh, -gt, -np, -i2, -wN and -bN add to
+an uneven split's larger passes on the low bits / first, ``NTT_BIG_LAST`` 1 / 0), -sk1 / -sk2 (stagewise radix-2: the
+butterflies of twiddle 1 in stages 1 / 1-2 of the pass on the low bits gathered into whole warps that skip the product,
+``NTT_SKIP_ONE``); unstated settings keep their current values (-lz, -st, -sh, -gt, -np, -i2, -wN and -bN add to
 ``zkgpu.ntt.DEFINES`` for the block)."""
 
 _SPEC_RE = re.compile("|".join(alg + "".join(f"(?:-(?:{'|'.join(group)}))?" for group in groups)
@@ -127,6 +129,8 @@ def kernel_settings(spec: str) -> Iterator[None]:
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_PREFETCH": int(part[2:])}
             elif part in ("io", "io0"):
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_IO_STAGE": int(part == "io")}
+            elif part in ("sk1", "sk2"):
+                ntt.DEFINES = {**ntt.DEFINES, "NTT_SKIP_ONE": int(part[2:])}
             elif part in ("bl", "bl0"):
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_BIG_LAST": int(part == "bl")}
             elif part in ("fd", "fd0"):

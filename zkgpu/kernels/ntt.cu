@@ -191,6 +191,18 @@ __device__ __forceinline__ void butterfly_r2(fr_t& a, fr_t& b, const tile_t& tl,
 #ifndef NTT_ILP
 #define NTT_ILP 1
 #endif
+// NTT_SKIP_ONE = m (issue 13, session s5; kernel specs -sk1, -sk2): in a pass on the low bits (s_lo = c = 0: tile bit = global bit)
+// the twiddle of butterfly (j, j + 2^s) is omega_{2^(s+1)}^(j mod 2^s), which is 1 for j mod 2^s = 0: a share 2^-s of
+// stage s. In the usual thread order those are every 2^s-th lane, so no warp skips its product. With NTT_SKIP_ONE = m a stage
+// 1 <= s <= m that has at least 32 butterflies per residue r = j mod 2^s (T >= 2^(s+6)) gives thread tid the residue
+// r = tid / (T / 2^(s+1)) and j = r + (tid mod (T / 2^(s+1))) * 2^(s+1): every warp has one r (one twiddle, read as a
+// broadcast), and the warps of r = 0 do their butterflies without the product (x * 1 = x bit for bit): stage 1 saves
+// n/4 products per transform, stage 2 (T >= 256) another n/8. A quarter warp's lanes then reach the tile 4 (stage 1)
+// or 8 (stage 2) elements apart: 2- or 4-way shared-memory bank conflicts with NTT_SMEM_V4's slots (8-way at stage 3,
+// hence m <= 2 in the specs), on those stages only. FOLD's block-0 butterfly (j = 0) keeps its product (by 1/n).
+#ifndef NTT_SKIP_ONE
+#define NTT_SKIP_ONE 0
+#endif
 template <bool DIT, bool FOLD = false>
 __device__ __forceinline__ void stage_r2(uint32_t* sm, uint32_t T, const tile_t& tl, const pass_tw_t& tw, int s, int lb) {
     const uint32_t hl = 1u << lb;
@@ -215,6 +227,25 @@ __device__ __forceinline__ void stage_r2(uint32_t* sm, uint32_t T, const tile_t&
         }
     }
 #else
+#if NTT_SKIP_ONE
+    const int rb = 31 - __clz(T) - lb - 1;  // log2 of the butterflies per residue r
+    if (tw.s_lo == 0 && tw.c == 0 && lb >= 1 && lb <= NTT_SKIP_ONE && rb >= 5) {
+        for (uint32_t tid = threadIdx.x; tid < (T >> 1); tid += blockDim.x) {
+            const uint32_t r = tid >> rb, j = r | ((tid & ((1u << rb) - 1)) << (lb + 1));
+            fr_t a = load_s(sm, T, j), b = load_s(sm, T, j + hl);
+            if (r == 0 && !(FOLD && j == 0)) {
+                const fr_t t = bf_add(a, b);
+                b = bf_sub(a, b);
+                a = t;
+            } else {
+                butterfly_r2<DIT, FOLD>(a, b, tl, tw, s, j);
+            }
+            store_s(sm, T, j, a);
+            store_s(sm, T, j + hl, b);
+        }
+        return;
+    }
+#endif
     for (uint32_t tid = threadIdx.x; tid < (T >> 1); tid += blockDim.x) {
         const uint32_t j = (tid & (hl - 1)) | ((tid >> lb) << (lb + 1));
         fr_t a = load_s(sm, T, j), b = load_s(sm, T, j + hl);
