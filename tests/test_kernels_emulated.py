@@ -33,7 +33,7 @@ BUILDS = {"default": {}, "previous-default": {"NTT_SMEM_V4": 0, "NTT_PREFETCH": 
           "fold-no-io-stage-ilp2": {"NTT_FOLD": 1, "NTT_IO_STAGE": 0, "NTT_ILP": 2},
           "fold-no-smem-tw-shfl2": {"NTT_FOLD": 1, "NTT_SMEM_TW": 0, "NTT_SHFL": 2},
           "fold-shfl-big-last": {"NTT_FOLD": 1, "NTT_SHFL": 1, "NTT_BIG_LAST": 1}, "big-last": {"NTT_BIG_LAST": 1},
-          "fold-big-last": {"NTT_FOLD": 1, "NTT_BIG_LAST": 1}, "skip-one": {"NTT_SKIP_ONE": 2},
+          "fold-big-last": {"NTT_FOLD": 1, "NTT_BIG_LAST": 1}, "skip-one": {"NTT_SKIP_ONE": 2}, "skip1-fold": {"NTT_SKIP_ONE": 1, "NTT_FOLD": 1},
           "skip-one-fold-big-last": {"NTT_SKIP_ONE": 2, "NTT_FOLD": 1, "NTT_BIG_LAST": 1},
           "skip-one-lazy-no-smem-tw": {"NTT_SKIP_ONE": 2, "ZK_NTT_LAZY": 1, "NTT_SMEM_TW": 0, "NTT_BIG_LAST": 1}}
 

@@ -199,7 +199,10 @@ __device__ __forceinline__ void butterfly_r2(fr_t& a, fr_t& b, const tile_t& tl,
 // broadcast), and the warps of r = 0 do their butterflies without the product (x * 1 = x bit for bit): stage 1 saves
 // n/4 products per transform, stage 2 (T >= 256) another n/8. A quarter warp's lanes then reach the tile 4 (stage 1)
 // or 8 (stage 2) elements apart: 2- or 4-way shared-memory bank conflicts with NTT_SMEM_V4's slots (8-way at stage 3,
-// hence m <= 2 in the specs), on those stages only. FOLD's block-0 butterfly (j = 0) keeps its product (by 1/n).
+// hence m <= 2 in the specs), on those stages only. With FOLD the block-0 butterfly j = 0 has the twiddle 1/n: at stage
+// 2 it keeps its product (its warp pays one); at stage 1 its scaling is deferred, so that the warp of r = 0 skips
+// entirely: it stays unscaled, and stage 0's butterfly (2, 3), whose input 2 is then unscaled and 3 scaled, does
+// (x2 / n + x3, x2 / n - x3): the same one product, in warp 0 of stage 0, which multiplies for (0, 1) anyway.
 #ifndef NTT_SKIP_ONE
 #define NTT_SKIP_ONE 0
 #endif
@@ -233,7 +236,7 @@ __device__ __forceinline__ void stage_r2(uint32_t* sm, uint32_t T, const tile_t&
         for (uint32_t tid = threadIdx.x; tid < (T >> 1); tid += blockDim.x) {
             const uint32_t r = tid >> rb, j = r | ((tid & ((1u << rb) - 1)) << (lb + 1));
             fr_t a = load_s(sm, T, j), b = load_s(sm, T, j + hl);
-            if (r == 0 && !(FOLD && j == 0)) {
+            if (r == 0 && !(FOLD && j == 0 && lb > 1)) {  // FOLD, stage 1: j = 0's 1/n deferred to stage 0
                 const fr_t t = bf_add(a, b);
                 b = bf_sub(a, b);
                 a = t;
@@ -249,6 +252,13 @@ __device__ __forceinline__ void stage_r2(uint32_t* sm, uint32_t T, const tile_t&
     for (uint32_t tid = threadIdx.x; tid < (T >> 1); tid += blockDim.x) {
         const uint32_t j = (tid & (hl - 1)) | ((tid >> lb) << (lb + 1));
         fr_t a = load_s(sm, T, j), b = load_s(sm, T, j + hl);
+#if NTT_SKIP_ONE
+        if (FOLD && lb == 0 && j == 2 && T >= 128 && tw.s_lo == 0 && tw.c == 0) {  // stage 1 ran the skip path above
+            const fr_t as = a * load_v4(tw.fold, 1);
+            a = bf_add(as, b);
+            b = bf_sub(as, b);
+        } else
+#endif
         butterfly_r2<DIT, FOLD>(a, b, tl, tw, s, j);
         store_s(sm, T, j, a);
         store_s(sm, T, j + hl, b);
