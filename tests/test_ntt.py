@@ -569,6 +569,7 @@ STAGEWISE_VARIANTS = {  # id -> (kernel spec, extra zkgpu.ntt.DEFINES)
     "fold": ("stagewise-fd", {}),
     "big-last": ("stagewise-bl", {}),
     "skip-one": ("stagewise-sk2", {}),
+    "fold-big-last-skip": ("stagewise-fd-bl-sk2", {}),
 }
 """Builds of the stagewise kernels that must equal the default one bit for bit, one per code path the default build
 (asm-chain additions, each pass's twiddles in shared memory, no register stages; since run s4-ntt the 16-byte shared-memory
@@ -582,7 +583,8 @@ warp-shuffle stages in every pass (NTT_SHFL=1), the gathered scalings (NTT_SCALE
 (remainders), table twiddles with the DIT shuffles, -O3 with 4 blocks of 256 on 1024-element tiles, and the inverse's
 1/n folded into the last DIF pass's twiddles (NTT_FOLD=1, kernel ntt_pass_fold) instead of multiplied at its store, and
 an uneven split's larger passes on the low bits (NTT_BIG_LAST=1), the twiddle-1 butterflies of stages 1-2 of the pass on
-the low bits in whole warps without their product (NTT_SKIP_ONE=2); these three (session s5) have not run on a GPU yet
+the low bits in whole warps without their product (NTT_SKIP_ONE=2), and the three together; these (session s5) have not
+run on a GPU yet
 (zkgpu.bench.ntt.KERNEL_SPEC_PARTS for the parts).
 Each build costs the GPU run a module compile and ~10 s; the other build options (two butterflies per thread, table
 twiddles with shuffles, 256-element tiles, each of s4's options alone) are covered by the emulated kernels
