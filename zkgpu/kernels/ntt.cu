@@ -105,7 +105,7 @@ struct pass_tw_t {
     const uint32_t* smt;  // the shared copy (NTT_SMEM_TW=1)
     uint32_t T;
     int s_lo, c;
-    const fr_t* fold;  // FOLD (butterfly_r2): s * tw[i] for i < T
+    const fr_t* fold;  // FOLD (butterfly_r2): s * tw[i] for 0 < i < 2^k (zkgpu/ntt_plan.py: fold_table)
     __device__ __forceinline__ fr_t at(int s, const tile_t& tl, uint32_t j) const {
 #if NTT_SMEM_TW
         const int q = s - s_lo;
