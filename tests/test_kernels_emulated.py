@@ -29,7 +29,13 @@ BUILDS = {"default": {}, "previous-default": {"NTT_SMEM_V4": 0, "NTT_PREFETCH": 
           "smem-v4-prefetch4": {"NTT_SMEM_V4": 1, "NTT_PREFETCH": 4}, "prefetch3-pair-shfl": {"NTT_PREFETCH": 3, "NTT_SHFL": 1},
           "io-stage": {"NTT_IO_STAGE": 1}, "io-stage-v4-prefetch4": {"NTT_IO_STAGE": 1, "NTT_SMEM_V4": 1, "NTT_PREFETCH": 4},
           "io-stage-no-smem-tw": {"NTT_IO_STAGE": 1, "NTT_SMEM_TW": 0}, "io-stage-shfl2": {"NTT_IO_STAGE": 1, "NTT_SHFL": 2},
-          "smem-v4-shfl-no-smem-tw": {"NTT_SMEM_V4": 1, "NTT_SHFL": 1, "NTT_SMEM_TW": 0}}
+          "smem-v4-shfl-no-smem-tw": {"NTT_SMEM_V4": 1, "NTT_SHFL": 1, "NTT_SMEM_TW": 0}, "fold": {"NTT_FOLD": 1},
+          "fold-no-io-stage-ilp2": {"NTT_FOLD": 1, "NTT_IO_STAGE": 0, "NTT_ILP": 2},
+          "fold-no-smem-tw-shfl2": {"NTT_FOLD": 1, "NTT_SMEM_TW": 0, "NTT_SHFL": 2},
+          "fold-shfl-big-last": {"NTT_FOLD": 1, "NTT_SHFL": 1, "NTT_BIG_LAST": 1}, "big-last": {"NTT_BIG_LAST": 1},
+          "fold-big-last": {"NTT_FOLD": 1, "NTT_BIG_LAST": 1}, "skip-one": {"NTT_SKIP_ONE": 2}, "skip1-fold": {"NTT_SKIP_ONE": 1, "NTT_FOLD": 1},
+          "skip-one-fold-big-last": {"NTT_SKIP_ONE": 2, "NTT_FOLD": 1, "NTT_BIG_LAST": 1},
+          "skip-one-lazy-no-smem-tw": {"NTT_SKIP_ONE": 2, "ZK_NTT_LAZY": 1, "NTT_SMEM_TW": 0, "NTT_BIG_LAST": 1}}
 
 
 @pytest.fixture(params=list(BUILDS))
@@ -90,6 +96,25 @@ def test_stagewise_compute_h_emulated(radix, L, stagewise_emulated, monkeypatch,
     qap.combine_h_inplace(*split)
     for w in (bufs[0], split[0]):
         assert [FR.from_mont(v) for v in fr_to_ints(w.view(np.uint64).reshape(-1, 4))] == want
+
+
+@pytest.mark.parametrize("L", [1, 2, 7, 10, 13])
+def test_fold_table(L, monkeypatch):
+    """ntt_plan.fold_table (scale_mode fold, ntt.cu's FOLD): entry i = omega_{2h}^-t / n for i = h + t (h a power of
+    two, t < h), from the roots of each size (FR.root_of_unity(log2 2h), not derived from omega_n as the table is),
+    entries 0 and 1 = 1/n; 2^min(L, 10) entries."""
+    monkeypatch.setattr(_cuda, "cupy", NumpyAsCupy)
+    N.clear_cache()
+    r = FR.modulus
+    n_inv = pow(1 << L, -1, r)
+    got = [FR.from_mont(v) for v in fr_to_ints(N.ntt_plan.fold_table(L).view(np.uint64).reshape(-1, 4))]
+    want = [n_inv]
+    for i in range(1, 1 << min(L, 10)):
+        h = 1 << (i.bit_length() - 1)
+        want.append(pow(FR.root_of_unity(h.bit_length()), -(i - h), r) * n_inv % r)
+    assert got == want
+    assert got[1] == n_inv
+    N.clear_cache()
 
 
 @pytest.mark.parametrize("radix", [2, 4])

@@ -277,12 +277,16 @@ def test_gpu_schedule_emulation(L, max_tile_log, inverse, coset, radix, rng):
 
 def test_passes_cover_all_bits():
     for L in range(0, 33):
-        ps = N._passes(L)
-        bits = sorted(b for s_lo, k, _ in ps for b in range(s_lo, s_lo + k))
-        assert bits == list(range(L))
-        for s_lo, k, c in ps:
-            assert k + c <= 10 and c <= s_lo
+        for big_last in (0, 1):
+            ps = N._passes(L, big_last=big_last)
+            bits = sorted(b for s_lo, k, _ in ps for b in range(s_lo, s_lo + k))
+            assert bits == list(range(L))
+            for s_lo, k, c in ps:
+                assert k + c <= 10 and c <= s_lo
+            assert sorted(k for _, k, _ in ps) == sorted(k for _, k, _ in N._passes(L))
     assert len(N._passes(24)) == 3
+    assert [k for _, k, _ in N._passes(22)] == [8, 7, 7]
+    assert N._passes(22, 10, 1, big_last=1) == [(15, 7, 1), (8, 7, 1), (0, 8, 0)]
 
 
 # ---------------------------------------------------------------- GPU
@@ -562,6 +566,10 @@ STAGEWISE_VARIANTS = {  # id -> (kernel spec, extra zkgpu.ntt.DEFINES)
     "r4": ("stagewise-r4", {}),
     "table-twiddles-shfl2": ("stagewise-sh2-st0", {}),
     "o3-b4-w256-cols10": ("stagewise-c10-b4-w256-o3", {}),
+    "fold": ("stagewise-fd", {}),
+    "big-last": ("stagewise-bl", {}),
+    "skip-one": ("stagewise-sk2", {}),
+    "fold-big-last-skip": ("stagewise-fd-bl-sk2", {}),
 }
 """Builds of the stagewise kernels that must equal the default one bit for bit, one per code path the default build
 (asm-chain additions, each pass's twiddles in shared memory, no register stages; since run s4-ntt the 16-byte shared-memory
@@ -572,7 +580,11 @@ the one before session s4 (limb-major tile, one load at a time, ptxas -O3, 256-t
 io stage, the portable tail) and the one of run s4-ntt's first part (no io stage, loads 4 at a time, the portable
 tail), the portable additions, the lazy DIF difference, radix-4 with table twiddles, radix 4 with the io stage, the
 warp-shuffle stages in every pass (NTT_SHFL=1), the gathered scalings (NTT_SCALE_BR=0), no pair pass, prefetch 3
-(remainders), table twiddles with the DIT shuffles, and -O3 with 4 blocks of 256 on 1024-element tiles
+(remainders), table twiddles with the DIT shuffles, -O3 with 4 blocks of 256 on 1024-element tiles, and the inverse's
+1/n folded into the last DIF pass's twiddles (NTT_FOLD=1, kernel ntt_pass_fold) instead of multiplied at its store, and
+an uneven split's larger passes on the low bits (NTT_BIG_LAST=1), the twiddle-1 butterflies of stages 1-2 of the pass on
+the low bits in whole warps without their product (NTT_SKIP_ONE=2), and the three together; these (session s5) have not
+run on a GPU yet
 (zkgpu.bench.ntt.KERNEL_SPEC_PARTS for the parts).
 Each build costs the GPU run a module compile and ~10 s; the other build options (two butterflies per thread, table
 twiddles with shuffles, 256-element tiles, each of s4's options alone) are covered by the emulated kernels
@@ -670,6 +682,46 @@ def test_bench_cli_rejects_unknown_kernel():
     assert res.exit_code != 0 and "unknown NTT kernel 'fused-r3'" in res.output
 
 
+def test_queued_times_order(monkeypatch):
+    """queued_times_ms queues GPU work (the pad, scaled in place) before each start event and calls fn between the
+    start and end events of its own repeat (a stand-in for CuPy records the order)."""
+    from types import SimpleNamespace
+
+    from zkgpu import _cuda
+    from zkgpu.bench import ntt as bench_ntt
+
+    log: list[str] = []
+
+    class Event:
+        def record(self, stream):
+            log.append("record")
+
+        def synchronize(self):
+            log.append("sync")
+
+    class Pad:
+        def __imul__(self, other):
+            log.append("pad")
+            return self
+
+    fake = SimpleNamespace(cuda=SimpleNamespace(get_current_stream=lambda: "s", Event=Event,
+                                                get_elapsed_time=lambda a, b: 0.5))
+    monkeypatch.setattr(_cuda, "cupy", lambda: fake)
+    assert bench_ntt.queued_times_ms(lambda: log.append("fn"), 2, Pad()) == [0.5, 0.5]
+    assert log == ["pad", "record", "fn", "record", "sync"] * 2
+
+
+@pytest.mark.gpu
+def test_gpu_bench_queued_rows():
+    """run_benchmark(queued=True) adds queued_median_ms to every transform's row: positive, and not above the plain
+    median by more than noise (it leaves out the host's launch preparation). Added in session s5; not yet run on a GPU."""
+    from zkgpu.bench.ntt import BENCH_VARIANTS, run_benchmark
+
+    rows = run_benchmark(12, 12, repeat=3, warmup=1, with_compute_h=False, queued=True)
+    assert [r["variant"] for r in rows] == list(BENCH_VARIANTS)
+    assert all(0 < r["queued_median_ms"] <= 2 * r["median_ms"] for r in rows)
+
+
 @pytest.mark.parametrize("bits", [0, 1, 5, 9])
 def test_power_table_emulated(bits, emu, rng):
     """power_table (kernel ntt_build_powers from two split tables) equals scale * x^i for every i < 2^bits."""
@@ -754,6 +806,9 @@ def test_every_kernel_spec_parses():
         assert {k: N.DEFINES[k] for k in want} == want
     with kernel_settings("fused-r4-table-t12"):
         assert (N.FUSED_OUTER, N.FUSED_TILE_LOG, N.FUSED_RADIX) == ("table", 12, 4)
+    assert (N.host_option("NTT_FOLD"), N.host_option("NTT_BIG_LAST")) == (0, 0)
+    with kernel_settings("stagewise-fd-bl"):
+        assert (N.host_option("NTT_FOLD"), N.host_option("NTT_BIG_LAST")) == (1, 1)
 
 
 def test_build_options_ptxas_level():

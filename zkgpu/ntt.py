@@ -71,7 +71,7 @@ ORDERS = ("nn", "nr", "rn")
 # read from the kernel sources (zkgpu/_cuda.py: header_defines / header_enum), never restated here
 _MAX_TILE_LOG, _THREADS, _BR_Q, _SMEM_TW = _cuda.header_defines("ntt.cu", "NTT_MAX_TILE_LOG", "NTT_THREADS", "NTT_BR_Q",
                                                                 "NTT_SMEM_TW")
-_HOST_OPTIONS = ("NTT_SCALE_BR", "NTT_NN_SCATTER", "NTT_PAIR", "NTT_TILE_COLS")  # host_option()
+_HOST_OPTIONS = ("NTT_SCALE_BR", "NTT_NN_SCATTER", "NTT_PAIR", "NTT_TILE_COLS", "NTT_FOLD", "NTT_BIG_LAST")  # host_option()
 _HOST_DEFAULTS = dict(zip(_HOST_OPTIONS, _cuda.header_defines("ntt.cu", *_HOST_OPTIONS), strict=True))
 _FUSED_MAXK, _FUSED_THREADS = _cuda.header_defines("ntt_fused.cu", "NTT_FUSED_MAXK", "NTT_FUSED_THREADS")
 _ORDER = _cuda.header_enum("ntt_common.cuh", "ntt_order")  # the butterflies of a pass: nr (DIF), rn (DIT)
@@ -288,10 +288,11 @@ def _scale_table(L: int, kind: str, br: bool = False) -> Any:
 
 def host_option(name: str) -> int:
     """A host-only build option of the stagewise NTT in force (:data:`DEFINES`, else ntt.cu's default): NTT_SCALE_BR 1,
-    scalings on the bit-reversed side from bit-reversed tables read in order (0: gathered); NTT_NN_SCATTER 1, "nn" of
-    2+ passes through a scratch buffer whose last pass stores to the bit-reversed places (0: in place and a bit-reversal
-    pass); NTT_PAIR 1, :func:`coset_evals_inplace` with the iNTT's last pass and the coset NTT's first as one launch
-    (kernel ntt_pass_pair; 0: two); NTT_TILE_COLS 1, the most column bits c of a pass's tile (10: c = 2 at 2^24)."""
+    scalings on the bit-reversed side from bit-reversed tables read in order (0: gathered); NTT_NN_SCATTER 1, "nn" of 2+
+    passes through a scratch buffer whose last pass stores to the bit-reversed places (0: in place and a bit-reversal pass);
+    NTT_PAIR 1, :func:`coset_evals_inplace` with the iNTT's last pass and the coset NTT's first as one launch (0: two);
+    NTT_TILE_COLS 1, the most column bits c of a pass's tile (10: c = 2 at 2^24); NTT_FOLD 0, an inverse's 1/n at its last
+    pass's store (1: in its last DIF pass's twiddles, scale_mode fold); NTT_BIG_LAST 0, uneven passes larger first (1: last)."""
     return int(dict(_defines()).get(name, _HOST_DEFAULTS[name]))
 
 
@@ -341,11 +342,8 @@ def _outer_table(m: int, inverse: bool, scale: int = 1) -> Any:
 
 def clear_cache() -> None:
     """Free the cached twiddle and coset tables (n * 32 bytes each per size and direction)."""
-    _twiddles.cache_clear()
-    _scale_table.cache_clear()
-    _inner_table.cache_clear()
-    _split_outer.cache_clear()
-    _outer_table.cache_clear()
+    for table in (_twiddles, _scale_table, _inner_table, _split_outer, _outer_table, ntt_plan.fold_table):
+        table.cache_clear()
 
 
 def global_passes(L: int, order: str, algorithm: str | None = None) -> int:
@@ -446,16 +444,16 @@ def _fused_pair_pass(words: Any, L: int, k: int) -> None:
     )
 
 
-def _scalings(L: int, inverse: bool, coset: bool, dit: bool) -> tuple[Any, int, Any, int]:
+def _scalings(L: int, inverse: bool, coset: bool, dit: bool, fold: bool = False) -> tuple[Any, int, Any, int]:
     """(pre, pre_mode, post, post_mode) of a transform, for the stagewise and the fused kernels: the coset
     shift at the first pass's load, 1/n or g^-i/n at the last pass's store (bit-reversed index on the
-    bit-reversed side); None tables with mode 0 where nothing is scaled."""
+    bit-reversed side; ``fold`` and DIF: 1/n in the last pass's twiddles); None tables with mode 0 where nothing is scaled."""
     none, natural = _SCALE["none"], _SCALE["natural"]
     pre, pre_mode, post, post_mode = None, none, None, none
     if coset and not inverse:
         pre, pre_mode = scale_on_bitrev_side(L, "coset") if dit else (_scale_table(L, "coset"), natural)
     if inverse and not coset:
-        post, post_mode = _scale_table(L, "ninv"), _SCALE["constant"]
+        post, post_mode = (ntt_plan.fold_table(L), _SCALE["fold"]) if fold and not dit else (_scale_table(L, "ninv"), _SCALE["constant"])
     if inverse and coset:
         post, post_mode = (_scale_table(L, "icoset"), natural) if dit else scale_on_bitrev_side(L, "icoset")
     return pre, pre_mode, post, post_mode
@@ -551,7 +549,7 @@ def ntt_inplace(
         return d
     dit = order == "rn"
     tmp = _scratch(w, scratch) if order == "nn" and host_option("NTT_NN_SCATTER") and len(_passes(L)) > 1 else None
-    stagewise_passes(w, L, bool(inverse), dit, *_scalings(L, bool(inverse), bool(coset), dit), nn_scratch=tmp)
+    stagewise_passes(w, L, bool(inverse), dit, *_scalings(L, bool(inverse), bool(coset), dit, bool(host_option("NTT_FOLD"))), nn_scratch=tmp)
     if order == "nn" and tmp is None:
         bitrev_permute(w)
     return d
@@ -567,10 +565,11 @@ def _scratch(w: Any, scratch: Any) -> Any:
 
 def stagewise_passes(w: Any, L: int, inverse: bool, dit: bool, pre: Any, pre_mode: int, post: Any, post_mode: int,
                      aux: tuple[Any, Any] | None = None, nn_scratch: Any = None, only: slice = slice(None)) -> None:
-    """The passes of one stagewise transform (kernel ntt_pass, or ntt_pass_r4 with :data:`RADIX` 4) on the flat words
-    w of 2^L elements, on the current stream: DIF, natural -> bit-reversed (DIT with ``dit``: the other way), with
-    the inverse root's twiddles if ``inverse`` (no 1/n: that is in the scalings). pre/post (tables, or None) and
-    their modes (scale_mode values) scale at the first pass's load and the last pass's store; pre_mode mul_sub
+    """The passes of one stagewise transform (kernel ntt_pass, or ntt_pass_r4 with :data:`RADIX` 4; the last, radix-2 DIF
+    with post mode fold: ntt_pass_fold) on the flat words w of 2^L elements, on the current stream: DIF, natural -> bit-
+    reversed (DIT with ``dit``: the other way), with the inverse root's twiddles if ``inverse`` (no 1/n: that is in the
+    scalings). pre/post (tables, or None) and their modes (scale_mode values) scale at the first pass's load and the last
+    pass's store (fold: 1/n in the last DIF pass's twiddles, ntt_plan.fold_table); pre_mode mul_sub
     loads x * aux[0][g] - aux[1][g] (``aux``: two buffers of 2^L elements). ``nn_scratch`` (flat words of 2^L
     elements; DIF with two or more passes): the first pass writes it, the last one writes w in natural order (element g
     to bitrev_L(g)); it may be aux[1], which the first pass reads before it writes the same places. ``only``: the
@@ -579,10 +578,11 @@ def stagewise_passes(w: Any, L: int, inverse: bool, dit: bool, pre: Any, pre_mod
     tw = _twiddles(L, inverse)
     pre, post = (tw if pre is None else pre), (tw if post is None else post)  # mode 0 ignores the table
     aux1, aux2 = (tw, tw) if aux is None else aux
-    passes = _passes(L, _MAX_TILE_LOG, host_option("NTT_TILE_COLS"))
+    passes = _passes(L, _MAX_TILE_LOG, host_option("NTT_TILE_COLS"), host_option("NTT_BIG_LAST"))
     passes = passes[::-1] if dit else passes
     rad = radix()
     kern = _kernel("ntt_pass_r4" if rad == 4 else "ntt_pass")
+    last_kern = _kernel("ntt_pass_fold") if post_mode == _SCALE["fold"] and rad == 2 and not dit else kern
     defs = dict(_defines())  # the build options, for the passes' shared memory (ntt_plan.pass_shared_bytes)
     if nn_scratch is not None and (dit or len(passes) < 2):
         raise ValueError("stagewise_passes: nn_scratch needs a DIF transform of two or more passes")
@@ -593,7 +593,7 @@ def stagewise_passes(w: Any, L: int, inverse: bool, dit: bool, pre: Any, pre_mod
         src = w if nn_scratch is None or i == 0 else nn_scratch
         dst = w if nn_scratch is None or i == last else nn_scratch
         _launch_fused(
-            kern, n // T, max(1, min(T // rad, _threads())), ntt_plan.pass_shared_bytes(T, defs),
+            last_kern if i == last else kern, n // T, max(1, min(T // rad, _threads())), ntt_plan.pass_shared_bytes(T, defs),
             (
                 src, dst, np.int32(nn_scratch is not None and i == last), tw, np.int32(L), np.int32(s_lo), np.int32(k), np.int32(c), np.int32(_ORDER["rn" if dit else "nr"]),
                 pre, np.int32(pre_mode if i == 0 else _SCALE["none"]),
@@ -628,7 +628,7 @@ def coset_evals_inplace(w: Any, *, algorithm: str | None = None, post_op: tuple 
         none = _SCALE["none"]  # the iNTT's 1/n rides on the coset shift: one product per element by g^i/n
         if L and host_option("NTT_PAIR"):
             stagewise_passes(words, L, True, False, None, none, None, none, only=slice(0, -1))
-            k = _passes(L)[-1][1]
+            k = _passes(L, big_last=host_option("NTT_BIG_LAST"))[-1][1]
             mid, mid_mode = scale_on_bitrev_side(L, "coset_ninv")
             shared = (96 if int(dict(_defines()).get("NTT_SMEM_TW", _SMEM_TW)) else 32) << k
             _launch_fused(_kernel("ntt_pass_pair"), 1 << (L - k), min(1 << (k - 1), _threads()), shared,

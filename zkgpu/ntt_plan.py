@@ -16,14 +16,15 @@ from .domain import powers
 from .field import FR
 from .fr_device import to_device_mont
 
-__all__ = ["MAX_TILE_LOG", "passes", "pass_shared_bytes", "grid", "split_tables", "inner_table", "split_outer"]
+__all__ = ["MAX_TILE_LOG", "passes", "pass_shared_bytes", "grid", "split_tables", "inner_table", "split_outer", "fold_table"]
 
 P = FR.modulus
 (MAX_TILE_LOG,) = _cuda.header_defines("ntt.cu", "NTT_MAX_TILE_LOG")  # the largest tile of a stagewise pass, log2
 
 
-def passes(L: int, max_tile_log: int = MAX_TILE_LOG, max_cols: int = MAX_TILE_LOG) -> list[tuple[int, int, int]]:
-    """(s_lo, k, c) per pass in DIF order (high bits first): as even a split of L into <= max_tile_log-bit groups.
+def passes(L: int, max_tile_log: int = MAX_TILE_LOG, max_cols: int = MAX_TILE_LOG, big_last: int = 0) -> list[tuple[int, int, int]]:
+    """(s_lo, k, c) per pass in DIF order (high bits first): as even a split of L into <= max_tile_log-bit groups,
+    the larger groups first (``big_last``: last, on the low bits; 2^22 as 7, 7, 8 stages instead of 8, 7, 7).
 
     A pass does the stages of index bits [s_lo, s_lo + k) on tiles of 2^(k+c) elements that also span
     the c lowest index bits (runs of 2^c adjacent elements, for coalesced loads): c = min(s_lo,
@@ -32,6 +33,7 @@ def passes(L: int, max_tile_log: int = MAX_TILE_LOG, max_cols: int = MAX_TILE_LO
         return []
     npass = -(-L // max_tile_log)
     ks = [L // npass + (1 if i < L % npass else 0) for i in range(npass)]
+    ks = ks[::-1] if big_last else ks
     out, top = [], L
     for k in ks:
         s_lo = top - k
@@ -84,3 +86,18 @@ def split_outer(L: int, inverse: bool, scale: int = 1) -> tuple[Any, Any, int]:
     if inverse:
         omega = pow(omega, -1, P)
     return split_tables(omega, L, scale)
+
+
+@functools.cache
+def fold_table(L: int) -> Any:
+    """The table of scale_mode fold for an inverse NTT of n = 2^L (ntt.cu's FOLD, the 1/n folded into the last DIF
+    pass's twiddles): entry i = tw_inv[i] / n for 1 <= i < 2^K, K = min(L, MAX_TILE_LOG), where tw_inv[h + t] =
+    omega_{2h}^-t is the inverse twiddle table (h a power of two, t < h), so entry 1 is 1/n; entry 0 is 1/n too
+    (unused). On the device in Montgomery form (flat uint32 CuPy array of 2^K elements); cached per L."""
+    n_inv = pow(1 << L, -1, P)
+    w_inv = pow(FR.root_of_unity(L), -1, P)
+    out = [n_inv]
+    for i in range(1, 1 << min(L, MAX_TILE_LOG)):
+        lh = i.bit_length() - 1
+        out.append(n_inv * pow(w_inv, (i - (1 << lh)) << (L - 1 - lh), P) % P)
+    return to_device_mont(out)

@@ -33,6 +33,8 @@ __all__ = [
     "KERNEL_SPEC_PARTS",
     "is_kernel_spec",
     "kernel_settings",
+    "QUEUE_PAD_LOG",
+    "queued_times_ms",
     "run_benchmark",
     "kernel_ratios",
     "bench_command",
@@ -42,7 +44,7 @@ __all__ = [
 KERNEL_SPEC_PARTS: dict[str, tuple[tuple[str, ...], ...]] = {
     "stagewise": (("r2", "r4"), ("lz",), ("st",), ("sh", "sh0", "sh2"), ("gt",), ("np",), ("i2",), ("c0", "c1", "c10"),
                   ("b1", "b2", "b3", "b4", "b6", "b8"), ("w128", "w256", "w512"), ("v4", "v40"), ("pf1", "pf2", "pf4"),
-                  ("io", "io0"), ("st0",), ("at",), ("o1", "o3"), ("ptx", "cxx", "asm")),
+                  ("io", "io0"), ("st0",), ("at",), ("o1", "o3"), ("ptx", "cxx", "asm"), ("fd", "fd0"), ("bl", "bl0"), ("sk1", "sk2")),
     "fused": (("r2", "r4", "r8"), ("exact", "split", "table", "auto"), ("t12",), ("ptx", "cxx")),
 }
 """Kernel choices of ``zkgpu bench ntt`` (:func:`kernel_settings` applies one; :func:`is_kernel_spec` tells one): an
@@ -65,7 +67,11 @@ block, ``NTT_THREADS``), -bN
 -io / -io0 (stagewise radix-2: the stage on a tile's top bit at the global load / store, its twiddles from the table,
 ``NTT_IO_STAGE`` 1 / 0), -st0 (stagewise: every twiddle from the table, ``NTT_SMEM_TW=0``), -at (the product's merge
 and final subtraction as asm chains, ``ZK_FF_ASM_TAIL=1``, ff.cuh), -o1 / -o3 (the NTT modules built at ptxas -O1 / -O3, ``ZK_PTXAS_O``:
-:func:`zkgpu._cuda.get_module` says why) and -ptx/-cxx/-asm (``FIELD_ARITH``); unstated settings keep their current values (-lz, -st, -sh, -gt, -np, -i2, -wN and -bN add to
+:func:`zkgpu._cuda.get_module` says why), -ptx/-cxx/-asm (``FIELD_ARITH``), -fd / -fd0 (stagewise: an inverse NTT's
+1/n folded into the last DIF pass's twiddles / multiplied at its store, ``NTT_FOLD`` 1 / 0) and -bl / -bl0 (stagewise:
+an uneven split's larger passes on the low bits / first, ``NTT_BIG_LAST`` 1 / 0), -sk1 / -sk2 (stagewise radix-2: the
+butterflies of twiddle 1 in stages 1 / 1-2 of the pass on the low bits gathered into whole warps that skip the product,
+``NTT_SKIP_ONE``); unstated settings keep their current values (-lz, -st, -sh, -gt, -np, -i2, -wN and -bN add to
 ``zkgpu.ntt.DEFINES`` for the block)."""
 
 _SPEC_RE = re.compile("|".join(alg + "".join(f"(?:-(?:{'|'.join(group)}))?" for group in groups)
@@ -123,6 +129,12 @@ def kernel_settings(spec: str) -> Iterator[None]:
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_PREFETCH": int(part[2:])}
             elif part in ("io", "io0"):
                 ntt.DEFINES = {**ntt.DEFINES, "NTT_IO_STAGE": int(part == "io")}
+            elif part in ("sk1", "sk2"):
+                ntt.DEFINES = {**ntt.DEFINES, "NTT_SKIP_ONE": int(part[2:])}
+            elif part in ("bl", "bl0"):
+                ntt.DEFINES = {**ntt.DEFINES, "NTT_BIG_LAST": int(part == "bl")}
+            elif part in ("fd", "fd0"):
+                ntt.DEFINES = {**ntt.DEFINES, "NTT_FOLD": int(part == "fd")}
             elif part == "at":
                 ntt.DEFINES = {**ntt.DEFINES, "ZK_FF_ASM_TAIL": 1}
             elif part == "st0":
@@ -152,9 +164,35 @@ def kernel_settings(spec: str) -> Iterator[None]:
             setattr(ntt, k, v)
 
 
+QUEUE_PAD_LOG = 27
+"""log2 of the float32 elements :func:`queued_times_ms` scales before each timed call (512 MiB read and written: ~0.3 ms
+on an H200, longer than the host's preparation of an NTT's launches)."""
+
+
+def queued_times_ms(fn: Any, repeat: int, pad: Any) -> list[float]:
+    """``repeat`` times of ``fn`` (ms, CUDA events on the current stream), each with its start event queued behind GPU
+    work (``pad``, a CuPy float32 array, scaled in place first), so that the host's preparation of fn's launches (Python,
+    argument packing, memory-pool allocations) overlaps that work: the GPU time from fn's first kernel to the end of its
+    last, gaps between its kernels included. :func:`zkgpu._cuda.benchmark`'s events also count the GPU idle time while
+    the host prepares fn's first launch, as sppark-bench's timer does for sppark's (its README, "What each figure
+    includes"); the difference is that host time."""
+    cp = _cuda.cupy()
+    stream = cp.cuda.get_current_stream()
+    out = []
+    for _ in range(repeat):
+        pad *= np.float32(1.0)
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record(stream)
+        fn()
+        end.record(stream)
+        end.synchronize()
+        out.append(float(cp.cuda.get_elapsed_time(start, end)))
+    return out
+
+
 def run_benchmark(
     min_log: int = 16, max_log: int = 26, repeat: int = 10, warmup: int = 2, with_compute_h: bool = True,
-    kernels: Sequence[str] = ("stagewise",), h_min_log: int = 20, h_max_log: int = 24,
+    kernels: Sequence[str] = ("stagewise",), h_min_log: int = 20, h_max_log: int = 24, queued: bool = False,
 ) -> list[dict[str, Any]]:
     """Time every variant of :data:`BENCH_VARIANTS` on device-resident random data (CUDA events) with each
     kernel of ``kernels`` (:data:`KERNEL_SPEC_PARTS`), plus (``with_compute_h``, sizes h_min_log..h_max_log) the
@@ -163,13 +201,15 @@ def run_benchmark(
     Returns one row per (log_n, kernel, variant): median/min/max ms, ``kernel`` and ``algorithm``,
     ``radix`` (elements per thread of the fused kernels, or stagewise :data:`zkgpu.ntt.RADIX`), ``outer`` (fused
     outer twiddles), mulmods/s (n/2*L butterfly multiplies per NTT) and the effective GB/s of one read and
-    one write of the vector per global pass, plus the kernel build options.
+    one write of the vector per global pass, plus the kernel build options; with ``queued`` also
+    ``queued_median_ms``, the median of :func:`queued_times_ms` (the host's launch preparation hidden).
     """
     for spec in kernels:
         with kernel_settings(spec):
             pass  # validate every spec before the first measurement
     cp = _cuda.cupy()
     rng = np.random.default_rng()
+    pad = cp.ones(1 << QUEUE_PAD_LOG, dtype=cp.float32) if queued else None
     rows = []
     for L in range(min_log, max_log + 1):
         n = 1 << L
@@ -189,7 +229,8 @@ def run_benchmark(
                     repeat=repeat, warmup=warmup,
                 )
                 for name, kw in BENCH_VARIANTS.items():
-                    res = _cuda.benchmark(functools.partial(ntt.ntt_inplace, d, **kw), warmup=warmup, repeat=repeat)
+                    fn = functools.partial(ntt.ntt_inplace, d, **kw)
+                    res = _cuda.benchmark(fn, warmup=warmup, repeat=repeat)
                     npass = ntt.global_passes(L, kw["order"], s["algorithm"])
                     med = res.median_ms
                     rows.append(
@@ -199,6 +240,8 @@ def run_benchmark(
                             effective_GBps=2 * 32 * n * npass / (med * 1e-3) / 1e9,
                         )
                     )
+                    if pad is not None:
+                        rows[-1]["queued_median_ms"] = float(np.median(queued_times_ms(fn, repeat, pad)))
                 if with_compute_h and h_min_log <= L <= h_max_log:
                     # the Groth16 H step: 3 iNTT + 3 coset NTT + pointwise + inverse coset NTT
                     e, f = d.copy(), d.copy()
@@ -240,9 +283,11 @@ def kernel_ratios(rows: Sequence[dict[str, Any]], baseline: str = "stagewise") -
 @click.option("--h-max-log", default=24, show_default=True, help="largest compute_h size, log2")
 @click.option("--sppark", "sppark_file", default=None, type=click.Path(exists=True, dir_okay=False),
               help="sppark-bench output (sppark.txt) of the same GPU: also write and print zkgpu/sppark ratios")
+@click.option("--queued", is_flag=True, help="also time each transform with the host's launch preparation hidden behind "
+              "GPU work (column queued_median_ms; zkgpu.bench.ntt.queued_times_ms)")
 @click.option("--out", "out_base", default=None, help="base folder for the run folder (default data/)")
 def ntt_bench(min_log: int, max_log: int, repeat: int, kernels: tuple[str, ...], h_min_log: int, h_max_log: int,
-              sppark_file: str | None, out_base: str | None) -> None:
+              sppark_file: str | None, queued: bool, out_base: str | None) -> None:
     """Fr NTT on the GPU, device-resident, 2^min-log .. 2^max-log: forward/inverse/coset/inverse-coset
     per kernel, and compute_h at 2^h-min-log .. 2^h-max-log; CSV + JSON, and the ratios to stagewise."""
     kernels = kernels or ("stagewise", "fused")
@@ -265,7 +310,7 @@ def ntt_bench(min_log: int, max_log: int, repeat: int, kernels: tuple[str, ...],
     run_dir = new_run_dir("bench-ntt", base=Path(out_base) if out_base else None)
     rows: list[dict[str, Any]] = []
     for L in range(min_log, max_log + 1):  # ntt.csv grows size by size: a cut-off run keeps what it measured
-        rows += run_benchmark(L, L, repeat, kernels=kernels, h_min_log=h_min_log, h_max_log=h_max_log)
+        rows += run_benchmark(L, L, repeat, kernels=kernels, h_min_log=h_min_log, h_max_log=h_max_log, queued=queued)
         pd.DataFrame(rows).to_csv(run_dir / "ntt.csv", index=False)
     df = pd.DataFrame(rows)
     s = ntt.settings()
@@ -276,12 +321,17 @@ def ntt_bench(min_log: int, max_log: int, repeat: int, kernels: tuple[str, ...],
                        variants=[*BENCH_VARIANTS, "compute_h"], kernels=list(kernels), h_min_log=h_min_log,
                        h_max_log=h_max_log, radix=s["radix"], fused_radix=s["fused_radix"], fused_outer=s["fused_outer"],
                        fused_tile_log=s["fused_tile_log"], kernel_defines=s["defines"],
-                       timing="CUDA events, median of repeats, warm-up excluded",
+                       timing="CUDA events, median of repeats, warm-up excluded"
+                       + ("; queued_median_ms: start event behind GPU work (queued_times_ms)" if queued else ""),
                        **({"sppark": sppark_provenance(sppark_file)} if sppark_file else {})),
     )
     table = df.pivot_table(index="log_n", columns=["kernel", "variant"], values="median_ms")
     with pd.option_context("display.width", 250, "display.max_columns", 100):
         click.echo(table.to_string(float_format=lambda v: f"{v:9.3f}"))
+        if queued:
+            click.echo("queued (the host's launch preparation hidden behind GPU work), median ms:")
+            click.echo(df.pivot_table(index="log_n", columns=["kernel", "variant"], values="queued_median_ms")
+                       .to_string(float_format=lambda v: f"{v:9.3f}"))
         ratios = kernel_ratios(rows)
         if not ratios.empty:
             click.echo("ratio to stagewise (< 1: faster):")

@@ -73,6 +73,14 @@
 #ifndef NTT_NN_SCATTER  // read by the host only (zkgpu/ntt.py: host_option)
 #define NTT_NN_SCATTER 1  // 1: "nn" with 2+ passes: the last pass scatters into bit-reversed places (no bit-reversal pass)
 #endif
+#ifndef NTT_FOLD  // read by the host only (zkgpu/ntt.py: host_option)
+#define NTT_FOLD 0  // 1: an inverse NTT's 1/n folded into its last DIF pass's twiddles (scale_mode fold, butterfly_r2;
+                    // kernel spec -fd; not yet timed on the GPU, hence 0: notes/ntt-kernels.md, session s5)
+#endif
+#ifndef NTT_BIG_LAST  // read by the host only (zkgpu/ntt.py: host_option)
+#define NTT_BIG_LAST 0  // 1: a split of L into passes of unequal k puts the larger ones on the low bits (zkgpu/ntt_plan.py;
+                        // kernel spec -bl; not yet timed on the GPU)
+#endif
 #ifndef NTT_TILE_COLS  // read by the host only (zkgpu/ntt.py: host_option)
 #define NTT_TILE_COLS 1  // the most column bits c of a pass's tile (10: as many as NTT_MAX_TILE_LOG leaves)
 #endif
@@ -97,6 +105,7 @@ struct pass_tw_t {
     const uint32_t* smt;  // the shared copy (NTT_SMEM_TW=1)
     uint32_t T;
     int s_lo, c;
+    const fr_t* fold;  // FOLD (butterfly_r2): s * tw[i] for 0 < i < 2^k (zkgpu/ntt_plan.py: fold_table)
     __device__ __forceinline__ fr_t at(int s, const tile_t& tl, uint32_t j) const {
 #if NTT_SMEM_TW
         const int q = s - s_lo;
@@ -144,10 +153,24 @@ __device__ __forceinline__ void load_pass_twiddles(uint32_t* smt, uint32_t T, co
             [&](uint32_t v, const fr_t& w) { store_t(smt, T, v, w); });
 }
 
-// The butterfly (j, j + 2^lb) of a radix-2 stage on (a, b) in registers.
-template <bool DIT>
+// FOLD (issue 13, session s5): a constant s (the inverse NTT's 1/n) folded into the twiddles of a DIF pass on the
+// low bits (s_lo = c = 0: each tile is a whole 2^k-point DIF of its own, and its outputs are final). At the pass's
+// stage s a butterfly (j, j + 2^s) of tile index j < 2^s (the tile's "block 0": every tile bit above s is zero) has
+// only had sums on its path so far: its difference takes the twiddle s * w (table fold: fold[2^s + j] = s *
+// tw[2^s + j]), so the multiply it had anyway scales that half, and its sum stays in block 0 for the next stage.
+// Every other butterfly's inputs are scaled already. The last stage's (0, 1) butterfly multiplies both outputs by
+// fold[1] = s. A pass of T elements then pays 2 products for s instead of T (at 2^22: n/64 instead of n).
+// The butterfly (j, j + 2^lb) of a radix-2 stage on (a, b) in registers; FOLD: as above (DIF, s_lo = c = 0, lb = s).
+template <bool DIT, bool FOLD = false>
 __device__ __forceinline__ void butterfly_r2(fr_t& a, fr_t& b, const tile_t& tl, const pass_tw_t& tw, int s, uint32_t j) {
     if (s == 0) {
+        if (FOLD && j == 0) {
+            const fr_t f = load_v4(tw.fold, 1);
+            const fr_t t = bf_add(a, b) * f;
+            b = bf_dif_mul(f, a, b);
+            a = t;
+            return;
+        }
         const fr_t t = bf_add(a, b);
         b = bf_sub(a, b);
         a = t;
@@ -157,7 +180,7 @@ __device__ __forceinline__ void butterfly_r2(fr_t& a, fr_t& b, const tile_t& tl,
         a = bf_add(a, bw);
     } else {
         const fr_t t = bf_add(a, b);
-        b = bf_dif_mul(tw.at(s, tl, j), a, b);
+        b = bf_dif_mul(FOLD && (j >> s) == 0 ? load_v4(tw.fold, (1u << s) + j) : tw.at(s, tl, j), a, b);
         a = t;
     }
 }
@@ -168,7 +191,22 @@ __device__ __forceinline__ void butterfly_r2(fr_t& a, fr_t& b, const tile_t& tl,
 #ifndef NTT_ILP
 #define NTT_ILP 1
 #endif
-template <bool DIT>
+// NTT_SKIP_ONE = m (issue 13, session s5; kernel specs -sk1, -sk2): in a pass on the low bits (s_lo = c = 0: tile bit = global bit)
+// the twiddle of butterfly (j, j + 2^s) is omega_{2^(s+1)}^(j mod 2^s), which is 1 for j mod 2^s = 0: a share 2^-s of
+// stage s. In the usual thread order those are every 2^s-th lane, so no warp skips its product. With NTT_SKIP_ONE = m a stage
+// 1 <= s <= m that has at least 32 butterflies per residue r = j mod 2^s (T >= 2^(s+6)) gives thread tid the residue
+// r = tid / (T / 2^(s+1)) and j = r + (tid mod (T / 2^(s+1))) * 2^(s+1): every warp has one r (one twiddle, read as a
+// broadcast), and the warps of r = 0 do their butterflies without the product (x * 1 = x bit for bit): stage 1 saves
+// n/4 products per transform, stage 2 (T >= 256) another n/8. A quarter warp's lanes then reach the tile 4 (stage 1)
+// or 8 (stage 2) elements apart: 2- or 4-way shared-memory bank conflicts with NTT_SMEM_V4's slots (8-way at stage 3,
+// hence m <= 2 in the specs), on those stages only. With FOLD the block-0 butterfly j = 0 has the twiddle 1/n: at stage
+// 2 it keeps its product (its warp pays one); at stage 1 its scaling is deferred, so that the warp of r = 0 skips
+// entirely: it stays unscaled, and stage 0's butterfly (2, 3), whose input 2 is then unscaled and 3 scaled, does
+// (x2 / n + x3, x2 / n - x3): the same one product, in warp 0 of stage 0, which multiplies for (0, 1) anyway.
+#ifndef NTT_SKIP_ONE
+#define NTT_SKIP_ONE 0
+#endif
+template <bool DIT, bool FOLD = false>
 __device__ __forceinline__ void stage_r2(uint32_t* sm, uint32_t T, const tile_t& tl, const pass_tw_t& tw, int s, int lb) {
     const uint32_t hl = 1u << lb;
 #if NTT_ILP == 2
@@ -182,8 +220,8 @@ __device__ __forceinline__ void stage_r2(uint32_t* sm, uint32_t T, const tile_t&
             a2 = load_s(sm, T, j2);
             b2 = load_s(sm, T, j2 + hl);
         }
-        butterfly_r2<DIT>(a, b, tl, tw, s, j);
-        if (two) butterfly_r2<DIT>(a2, b2, tl, tw, s, j2);
+        butterfly_r2<DIT, FOLD>(a, b, tl, tw, s, j);
+        if (two) butterfly_r2<DIT, FOLD>(a2, b2, tl, tw, s, j2);
         store_s(sm, T, j, a);
         store_s(sm, T, j + hl, b);
         if (two) {
@@ -192,10 +230,36 @@ __device__ __forceinline__ void stage_r2(uint32_t* sm, uint32_t T, const tile_t&
         }
     }
 #else
+#if NTT_SKIP_ONE
+    const int rb = 31 - __clz(T) - lb - 1;  // log2 of the butterflies per residue r
+    if (tw.s_lo == 0 && tw.c == 0 && lb >= 1 && lb <= NTT_SKIP_ONE && rb >= 5) {
+        for (uint32_t tid = threadIdx.x; tid < (T >> 1); tid += blockDim.x) {
+            const uint32_t r = tid >> rb, j = r | ((tid & ((1u << rb) - 1)) << (lb + 1));
+            fr_t a = load_s(sm, T, j), b = load_s(sm, T, j + hl);
+            if (r == 0 && !(FOLD && j == 0 && lb > 1)) {  // FOLD, stage 1: j = 0's 1/n deferred to stage 0
+                const fr_t t = bf_add(a, b);
+                b = bf_sub(a, b);
+                a = t;
+            } else {
+                butterfly_r2<DIT, FOLD>(a, b, tl, tw, s, j);
+            }
+            store_s(sm, T, j, a);
+            store_s(sm, T, j + hl, b);
+        }
+        return;
+    }
+#endif
     for (uint32_t tid = threadIdx.x; tid < (T >> 1); tid += blockDim.x) {
         const uint32_t j = (tid & (hl - 1)) | ((tid >> lb) << (lb + 1));
         fr_t a = load_s(sm, T, j), b = load_s(sm, T, j + hl);
-        butterfly_r2<DIT>(a, b, tl, tw, s, j);
+#if NTT_SKIP_ONE
+        if (FOLD && lb == 0 && j == 2 && T >= 128 && tw.s_lo == 0 && tw.c == 0) {  // stage 1 ran the skip path above
+            const fr_t as = a * load_v4(tw.fold, 1);
+            a = bf_add(as, b);
+            b = bf_sub(as, b);
+        } else
+#endif
+        butterfly_r2<DIT, FOLD>(a, b, tl, tw, s, j);
         store_s(sm, T, j, a);
         store_s(sm, T, j + hl, b);
     }
@@ -378,6 +442,8 @@ struct pass_io_t {
 #define NTT_IO_STAGE 1
 #endif
 #define NTT_IO_NB 1  // butterflies per thread in flight (2: 80 registers and spills at -O1, ptxas -v)
+// FOLD (butterfly_r2): tw is the fold table, and every butterfly of the stage is in block 0 (j < T/2).
+template <bool FOLD = false>
 __device__ __forceinline__ void io_stage_dif(uint32_t* sm, uint32_t T, const tile_t& tl, const fr_t* tw, int s,
                                              const fr_t* x, const pass_io_t& io) {
     const uint32_t H = T >> 1;
@@ -389,15 +455,15 @@ ZK_UNROLL
             if (j < H) {
                 a[i] = io.in(x, tl.g(j));
                 b[i] = io.in(x, tl.g(j + H));
-                if (s != 0) w[i] = twiddle(tw, s, tl.g(j));
+                if (FOLD || s != 0) w[i] = twiddle(tw, s, tl.g(j));
             }
         }
 ZK_UNROLL
         for (int i = 0; i < NTT_IO_NB; i++) {
             const uint32_t j = j0 + i * blockDim.x;
             if (j < H) {
-                const fr_t t = bf_add(a[i], b[i]);
-                store_s(sm, T, j + H, s == 0 ? bf_sub(a[i], b[i]) : bf_dif_mul(w[i], a[i], b[i]));
+                const fr_t t = FOLD && s == 0 ? bf_add(a[i], b[i]) * w[i] : bf_add(a[i], b[i]);
+                store_s(sm, T, j + H, !FOLD && s == 0 ? bf_sub(a[i], b[i]) : bf_dif_mul(w[i], a[i], b[i]));
                 store_s(sm, T, j, t);
             }
         }
@@ -427,7 +493,7 @@ ZK_UNROLL
     }
 }
 
-template <bool R4>
+template <bool R4, bool FOLD = false>
 __device__ __forceinline__ void pass_body(const fr_t* x, fr_t* out, bool brev_out, const fr_t* tw, int s_lo, int k, int c,
                                           ntt_order order, const pass_io_t& io) {
     extern __shared__ uint32_t sm[];
@@ -440,12 +506,16 @@ __device__ __forceinline__ void pass_body(const fr_t* x, fr_t* out, bool brev_ou
     // NTT_IO_STAGE: the stage on the top tile bit at the global load (DIF) / store (DIT), its twiddles from global memory
     const int io_stage = NTT_IO_STAGE && !shfl && k >= 1 ? 1 : 0;
     const uint32_t Tt = T >> io_stage;  // the shared twiddle area: 2^c (2^(k - io_stage) - 1) < Tt entries
-    const pass_tw_t ptw{tw, sm + 8 * T, Tt, s_lo, c};
+    // FOLD (butterfly_r2; kernel ntt_pass_fold) where the pass can; elsewhere post mode fold multiplies at the store
+    // (ntt_common.cuh's scale)
+    const bool fold = FOLD && !R4 && !shfl && order == ntt_order::nr && io.post_mode == scale_mode::fold && s_lo == 0 && c == 0;
+    const pass_io_t io_st{io.pre, io.post, io.aux1, io.aux2, io.pre_mode, fold ? scale_mode::none : io.post_mode, io.L};
+    const pass_tw_t ptw{tw, sm + 8 * T, Tt, s_lo, c, io.post};
 #if NTT_SMEM_TW
     load_pass_twiddles(sm + 8 * T, Tt, tl, tw, s_lo, k - io_stage, c);
 #endif
 
-    if (order == ntt_order::rn) {  // DIT
+    if (!FOLD && order == ntt_order::rn) {  // DIT (the FOLD kernel runs DIF passes only)
         if (shfl) {
             if (NTT_SMEM_TW) __syncthreads();  // the register stages read the pass's twiddles first
             for (uint32_t grp = ntt_warp(); grp < groups; grp += ntt_nwarps()) {
@@ -476,7 +546,9 @@ ZK_UNROLL
             return;
         }
     } else {  // DIF
-        if (io_stage) {  // the first stage (global bit s_lo+k-1) on the way in
+        if (io_stage && fold) {  // the first stage (global bit s_lo+k-1) on the way in
+            io_stage_dif<FOLD>(sm, T, tl, io.post, s_lo + k - 1, x, io);
+        } else if (io_stage) {
             io_stage_dif(sm, T, tl, tw, s_lo + k - 1, x, io);
         } else {
             copy_in(T, [&](uint32_t u) { return io.in(x, tl.g(u)); }, [&](uint32_t u, const fr_t& v) { store_s(sm, T, u, v); });
@@ -488,7 +560,11 @@ ZK_UNROLL
             __syncthreads();
         }
         for (; q > q_sh; q--) {
-            stage_r2<false>(sm, T, tl, ptw, s_lo + q - 1, c + q - 1);
+            if (fold) {
+                stage_r2<false, FOLD>(sm, T, tl, ptw, s_lo + q - 1, c + q - 1);
+            } else {
+                stage_r2<false>(sm, T, tl, ptw, s_lo + q - 1, c + q - 1);
+            }
             __syncthreads();
         }
         if (shfl) {
@@ -508,7 +584,7 @@ ZK_UNROLL
 
     for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) {
         const uint32_t g = tl.g(u);
-        store_v4(out, brev_out ? bitrev(g, io.L) : g, io.out(load_s(sm, T, u), g));
+        store_v4(out, brev_out ? bitrev(g, io.L) : g, io_st.out(load_s(sm, T, u), g));
     }
 }
 
@@ -523,7 +599,7 @@ __device__ __forceinline__ void pair_body(fr_t* x, const fr_t* tw_inv, const fr_
     extern __shared__ uint32_t sm[];
     const uint32_t T = 1u << k;
     const tile_t tl = tile_t::of(blockIdx.x, 0, k, 0);
-    const pass_tw_t pi{tw_inv, sm + 8 * T, T, 0, 0}, pf{tw_fwd, sm + 16 * T, T, 0, 0};
+    const pass_tw_t pi{tw_inv, sm + 8 * T, T, 0, 0, nullptr}, pf{tw_fwd, sm + 16 * T, T, 0, 0, nullptr};
 #if NTT_SMEM_TW
     load_pass_twiddles(sm + 8 * T, T, tl, tw_inv, 0, k, 0);
     load_pass_twiddles(sm + 16 * T, T, tl, tw_fwd, 0, k, 0);
@@ -575,6 +651,15 @@ __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
 ntt_pass(const fr_t* x, fr_t* out, int brev_out, const fr_t* tw, int L, int s_lo, int k, int c, ntt_order order,
          const fr_t* pre, scale_mode pre_mode, const fr_t* post, scale_mode post_mode, const fr_t* aux1, const fr_t* aux2) {
     pass_body<false>(x, out, brev_out, tw, s_lo, k, c, order, pass_io_t{pre, post, aux1, aux2, pre_mode, post_mode, L});
+}
+// ntt_pass for DIF passes only (order is ignored: nr), with post_mode fold folded into the twiddles where the pass is
+// on the low bits (s_lo = c = 0; FOLD, butterfly_r2), otherwise multiplied at the store: the last pass of an inverse
+// NTT "nn" or "nr" (zkgpu/ntt.py, NTT_FOLD). A kernel of its own, DIF only, so that ntt_pass keeps its code (the same
+// SASS as before) and neither spills (with the DIT path as well: 12 bytes of spills at 64 registers, ptxas -v, sm_90).
+__global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
+ntt_pass_fold(const fr_t* x, fr_t* out, int brev_out, const fr_t* tw, int L, int s_lo, int k, int c, ntt_order order,
+              const fr_t* pre, scale_mode pre_mode, const fr_t* post, scale_mode post_mode, const fr_t* aux1, const fr_t* aux2) {
+    pass_body<false, true>(x, out, brev_out, tw, s_lo, k, c, order, pass_io_t{pre, post, aux1, aux2, pre_mode, post_mode, L});
 }
 __global__ void __launch_bounds__(NTT_THREADS, NTT_R4_MIN_BLOCKS)
 ntt_pass_r4(const fr_t* x, fr_t* out, int brev_out, const fr_t* tw, int L, int s_lo, int k, int c, ntt_order order,
