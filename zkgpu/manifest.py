@@ -26,8 +26,10 @@ from typing import Any
 
 from . import __version__
 from ._cuda import device_info
+from .errors import CliError, check_writable_under
 
-__all__ = ["REPO_ROOT", "DATA_DIR", "configure", "data_dir", "environment", "git_commit", "build_manifest", "new_run_dir", "write_json_new"]
+__all__ = ["REPO_ROOT", "DATA_DIR", "configure", "data_dir", "environment", "git_commit", "commit_label", "build_manifest",
+           "check_run_base", "new_run_dir", "write_json_new"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = REPO_ROOT / "data"
@@ -126,6 +128,16 @@ def git_commit() -> dict[str, Any]:
     return head if head is not None else {"commit": None, "dirty": None}
 
 
+def commit_label(manifest: Any, width: int = 10) -> str:
+    """The commit a manifest names, for display: its first ``width`` characters, ``+dirty`` when the tree had
+    uncommitted changes, and ``unknown`` where the manifest has none (``commit: null``: a copy without git run
+    without ``ZKGPU_COMMIT``, or a manifest that is not a dict)."""
+    commit = manifest.get("commit") if isinstance(manifest, dict) else None
+    if not isinstance(commit, str) or not commit:
+        return "unknown"
+    return commit[:width] + ("+dirty" if manifest.get("dirty") is True else "")
+
+
 def build_manifest(**extra: Any) -> dict[str, Any]:
     """The environment (:func:`environment`), commit (:func:`git_commit`), UTC date and command
     line, plus ``extra`` (sizes, parameters)."""
@@ -141,6 +153,23 @@ def build_manifest(**extra: Any) -> dict[str, Any]:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "cpu"
+
+
+def check_run_base(base: str | os.PathLike[str] | None, opt: str = "--out") -> Path:
+    """The base folder of a command's run folder (``base``, else :func:`data_dir`), checked before any work: it,
+    or the nearest folder above it that exists, must be a folder this process can write into (so a benchmark
+    never measures for minutes and then finds it cannot write; nothing is created here).
+
+    Raises:
+        CliError: ``base`` is empty, is (or lies under) a file, or is not writable (one line naming ``opt`` and the value).
+    """
+    if base is not None and not str(base).strip():
+        raise CliError(f"{opt} {str(base)!r}: give a folder (or leave {opt} out for {data_dir()})")
+    folder = Path(base) if base is not None else data_dir()
+    if folder.exists() and not folder.is_dir():
+        raise CliError(f"{opt} {base if base is not None else folder}: {folder} is a file, not a folder (choose another path)")
+    check_writable_under(opt, base if base is not None else folder, folder.absolute())
+    return folder
 
 
 def new_run_dir(kind: str, base: Path | None = None, gpu: str | None = None) -> Path:
