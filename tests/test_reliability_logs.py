@@ -245,3 +245,102 @@ def test_parse_file_progress_bar_for_big_files(tmp_path, monkeypatch, capsys):
     assert "s.log" in err and "B" in err  # tqdm's bar: name, bytes
     parse_file(f, progress=False)
     assert capsys.readouterr().err == ""
+
+
+# ---------------------------------------------------------------- adversarial inputs: linear time, binary, compressed
+
+
+def _best_parse_s(line: str, repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        parse_lines([line])
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+PATHOLOGICAL = {  # one physical line of about n markers / openers / characters
+    "osc openers without BEL": lambda n: "\x1b]" * n + " CUZK_TIMING: prep_msm_ms=5",  # was quadratic: 0.3 s -> 5.3 s for 4x
+    "osc bodies without BEL": lambda n: ("\x1b]0;title" + " " * 30) * (n // 40) + "CUZK_TIMING: prep_msm_ms=5",
+    "csi without final byte": lambda n: ("\x1b[" + "0" * 48) * (n // 50),
+    "glued markers": lambda n: "CUZK_TIMING:" * (n // 12),
+    "merged records": lambda n: "CUZK_TIMING: a_ms=1 " * (n // 20),
+    "unclosed quote": lambda n: 'CUZK_TIMING: k="' + "a" * n,
+    "timestamps in the prefix": lambda n: "2026-12-01T" * (n // 11) + "CUZK_TIMING: a_ms=1",
+    "timeline detail": lambda n: "TIMELINE,1,EV,job," + "a=1," * (n // 4),
+    "pool messages": lambda n: "pinned pool: checkin " * (n // 21),
+    "long number": lambda n: "CUZK_TIMING: a_ms=1." + "1" * n + "e",
+}
+
+
+@pytest.mark.parametrize("kind", list(PATHOLOGICAL))
+def test_parse_time_is_linear_in_a_pathological_line(kind):
+    """Doubling twice (4x the characters of one line) costs about 4x, not 16x: compared as a ratio of two sizes, each
+    the best of three, with a floor under the small one so that timer noise cannot make a ratio; a small size that
+    already takes a second fails at once (the quadratic ANSI OSC pattern took 5 s at 80k openers)."""
+    make = PATHOLOGICAL[kind]
+    n = 50_000
+    small = _best_parse_s(make(n))
+    assert small < 1.0, (kind, small)
+    big = _best_parse_s(make(4 * n))
+    assert big / max(small, 0.01) < 9, (kind, small, big)
+
+
+def test_binary_and_undecodable_input_counted_and_refused(tmp_path):
+    (tmp_path / "bin.log").write_bytes(bytes(range(256)) * 64)
+    res = CliRunner().invoke(parse_command, [str(tmp_path / "bin.log"), "--no-progress"])
+    assert res.exit_code == 2 and "not a text log" in res.output and "bin.log" in res.output and "Traceback" not in res.output
+    (tmp_path / "nul.log").write_bytes(b"\x00" * 100)
+    res = CliRunner().invoke(parse_command, [str(tmp_path / "nul.log")])
+    assert res.exit_code == 2 and "not a text log (1 of 1 lines" in res.output
+    # records among damaged bytes are parsed; the damaged lines are counted, not hidden
+    (tmp_path / "mixed.log").write_bytes(b"CUZK_TIMING: prep_msm_ms=5\n\xff\xfe junk\nCUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=\xff9\n")
+    p = parse_file(tmp_path / "mixed.log")
+    s = p.summary()  # the second record keeps only gpu_tid once its damaged value is dropped: malformed
+    assert (s["undecodable"], s["bad_values"], s["malformed"], p.record_count()) == (2, 1, 1, 1)
+    res = CliRunner().invoke(parse_command, [str(tmp_path / "mixed.log")])
+    assert res.exit_code == 0 and "undecodable=2" in res.output
+
+
+def test_empty_log_says_no_record(tmp_path):
+    (tmp_path / "empty.log").write_text("")
+    (tmp_path / "words.log").write_text("hello\nworld\n")
+    for name in ("empty.log", "words.log"):
+        res = CliRunner().invoke(parse_command, [str(tmp_path / name), "--out", str(tmp_path / f"{name}.csv")])
+        assert res.exit_code == 0 and "no cuzk-format record" in res.stderr, res.output
+        assert pd.read_csv(tmp_path / f"{name}.csv").empty  # an empty event table, written as asked
+
+
+@pytest.mark.parametrize(("tool", "kind"), [("gzip", "gzip"), ("bz2", "bzip2"), ("lzma", "xz")])
+def test_compressed_log_refused_with_the_fix(tmp_path, tool, kind):
+    import bz2
+    import gzip
+    import lzma
+
+    mod = {"gzip": gzip, "bz2": bz2, "lzma": lzma}[tool]
+    f = tmp_path / "a.log.z"
+    f.write_bytes(mod.compress(b"CUZK_TIMING: prep_msm_ms=5\n" * 10))
+    res = CliRunner().invoke(parse_command, [str(f)])
+    assert res.exit_code == 2 and f"{kind}-compressed" in res.output and "decompress it first" in res.output
+    assert "\n" not in res.stderr.strip()
+
+
+def test_text_that_starts_like_a_magic_number_is_parsed(tmp_path):
+    (tmp_path / "t.log").write_text("BZh is a word\nCUZK_TIMING: prep_msm_ms=5\n")
+    res = CliRunner().invoke(parse_command, [str(tmp_path / "t.log")])
+    assert res.exit_code == 0 and "cuzk_timing=1" in res.output
+
+
+def test_interrupted_parse_writes_nothing(tmp_path, monkeypatch):
+    """Ctrl-C while parsing: exit 130, one line, neither output table exists afterwards."""
+    log = synthetic_log(tmp_path / "s.log", 2000)
+
+    def stop(*a, **k):
+        raise KeyboardInterrupt
+
+    import zkgpu.parse_cli as parse_cli
+
+    monkeypatch.setattr(parse_cli, "partition_table", stop)
+    res = CliRunner().invoke(parse_command, [str(log), "--out", str(tmp_path / "e.csv"), "--partitions-out", str(tmp_path / "p.csv")])
+    assert res.exit_code == 130 and "Aborted." in res.stderr and "Traceback" not in res.output
+    assert not (tmp_path / "e.csv").exists() and not (tmp_path / "p.csv").exists()

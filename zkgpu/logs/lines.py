@@ -39,7 +39,9 @@ import re
 import numpy as np
 import pandas as pd
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+# CSI sequences (colours) and OSC sequences (window titles) ended by BEL or ST (ESC \\); an OSC body stops at the
+# next ESC, so a line of many unterminated OSC openers is scanned once, not once per opener (that was quadratic)
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 _TS = re.compile(r"\d{4}-\d\d-\d\d[T ][0-9:.,]+(?:Z|[+-]\d\d:?\d\d)?")
 _LEVEL = re.compile(r"\b(TRACE|DEBUG|INFO|WARN|WARNING|ERROR)\b")
 _KV = re.compile(r'^(\w+)=("(?:[^"\\]|\\.)*"|\S+)$')
