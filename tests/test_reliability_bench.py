@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -282,3 +283,45 @@ def test_commit_label_of_every_recording():
     labels = {p.parent.name: manifest.commit_label(json.loads(p.read_text())) for p in (ROOT / "data").rglob("manifest.json")}
     assert labels and all(lb == "unknown" or 7 <= len(lb.split("+")[0]) <= 10 for lb in labels.values()), labels
     assert labels.get("nvidia-h200-20261201-bench-msm-variants") == "unknown"
+
+
+# ------------------------------------------------------------------------------------------- Ctrl-C / SIGTERM
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, RuntimeError])
+def test_bench_ntt_cut_off_keeps_its_rows_apart_from_the_recordings(inputs, fake_gpu, monkeypatch, stop):
+    """Stopped after the first size (Ctrl-C, SIGTERM, a GPU error): the measured rows stay, with a manifest saying
+    so, in a folder renamed ``-interrupted`` that replay does not take for the newest complete bench-ntt run."""
+    from zkgpu import replay
+
+    calls = []
+
+    def fake_run(lo, hi, repeat, **kw):
+        calls.append(lo)
+        if len(calls) > 1:
+            raise stop("stopped at the second size")
+        return [dict(log_n=lo, n=1 << lo, variant="forward-nn", kernel="stagewise", median_ms=1.0)]
+
+    monkeypatch.setattr(bench_ntt, "run_benchmark", fake_run)
+    res = _run(["bench", "ntt", "--min-log", "10", "--max-log", "12", "--kernel", "stagewise", "--out", str(inputs["DATA"])])
+    assert res.exit_code == (130 if stop is KeyboardInterrupt else 1) and "Traceback" not in res.output
+    assert "the sizes measured so far are in" in res.stderr
+    (kept,) = inputs["DATA"].iterdir()
+    assert kept.name.endswith("-bench-ntt" + manifest.INTERRUPTED_SUFFIX)
+    assert list(pd.read_csv(kept / "ntt.csv")["log_n"]) == [10]
+    m = json.loads((kept / "manifest.json").read_text())
+    assert m["complete"] is False and m["interrupted"].startswith(stop.__name__) and m["kernels"] == ["stagewise"]
+    assert replay.find_benchmarks("ntt", inputs["DATA"]) is None
+
+
+def test_sigterm_as_interrupt_restores_the_handler():
+    import signal
+
+    from zkgpu.errors import sigterm_as_interrupt
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt), sigterm_as_interrupt():
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(500):  # the handler runs between bytecodes, at once in practice
+            time.sleep(0.01)
+    assert signal.getsignal(signal.SIGTERM) == before

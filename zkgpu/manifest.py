@@ -29,7 +29,7 @@ from ._cuda import device_info
 from .errors import CliError, check_writable_under
 
 __all__ = ["REPO_ROOT", "DATA_DIR", "configure", "data_dir", "environment", "git_commit", "commit_label", "build_manifest",
-           "check_run_base", "new_run_dir", "write_json_new"]
+           "check_run_base", "new_run_dir", "mark_interrupted", "INTERRUPTED_SUFFIX", "write_json_new"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = REPO_ROOT / "data"
@@ -193,6 +193,32 @@ def new_run_dir(kind: str, base: Path | None = None, gpu: str | None = None) -> 
         except FileExistsError:
             continue
     raise RuntimeError(f"could not create a fresh run folder under {base}")
+
+
+INTERRUPTED_SUFFIX = "-interrupted"
+"""Appended to the name of a run folder whose run was cut off: replay's ``<gpu>-<date>-bench-<kind>[-N]`` pattern then
+no longer takes it for a complete recording of ``<kind>``, and what it measured is kept."""
+
+
+def mark_interrupted(run_dir: Path, manifest: Any, exc: BaseException) -> Path:
+    """Keep a cut-off run's folder as a record of what it measured, never as a complete recording: write its
+    ``manifest.json`` (``manifest(interrupted=..., complete=False)``, a callable taking the extra keys, e.g. a
+    producer's manifest builder) unless one exists, and rename the folder with :data:`INTERRUPTED_SUFFIX`. Returns
+    the folder's path (unrenamed if the new name is taken or the rename fails). Never raises for the rename or the
+    write (the run's own exception is the one to report)."""
+    try:
+        if not (run_dir / "manifest.json").exists():
+            write_json_new(run_dir / "manifest.json", manifest(interrupted=f"{type(exc).__name__}: {exc}".strip(": "), complete=False))
+    except (OSError, ValueError, TypeError):  # a full disk: the rows stay, the folder is still renamed
+        pass
+    target = run_dir.with_name(run_dir.name + INTERRUPTED_SUFFIX)
+    try:
+        if not target.exists():
+            run_dir.rename(target)
+            return target
+    except OSError:
+        pass
+    return run_dir
 
 
 def write_json_new(path: Path, obj: Any) -> Path:

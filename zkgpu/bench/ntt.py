@@ -22,10 +22,10 @@ import pandas as pd
 
 from .. import _cuda, ntt
 from ..anchors import ntt_vs_sppark, read_sppark, sppark_provenance
-from ..errors import CliError
+from ..errors import CliError, sigterm_as_interrupt
 from ..field import FR
 from ..fr_device import to_montgomery
-from ..manifest import build_manifest, check_run_base, new_run_dir, write_json_new
+from ..manifest import build_manifest, check_run_base, mark_interrupted, new_run_dir, write_json_new
 from ..qap import compute_h_inplace
 
 __all__ = [
@@ -313,23 +313,31 @@ def ntt_bench(min_log: int, max_log: int, repeat: int, kernels: tuple[str, ...],
         raise CliError("no CUDA GPU: the NTT benchmark needs one (GPU benchmarks; without a GPU, replay the recordings: zkgpu report)")
     run_dir: Path | None = None
     rows: list[dict[str, Any]] = []
-    for L in range(min_log, max_log + 1):  # ntt.csv grows size by size: a cut-off run keeps what it measured
-        rows += run_benchmark(L, L, repeat, kernels=kernels, h_min_log=h_min_log, h_max_log=h_max_log)
-        run_dir = run_dir or new_run_dir("bench-ntt", base=Path(out_base) if out_base else None)  # once a size is measured
-        pd.DataFrame(rows).to_csv(run_dir / "ntt.csv", index=False)
+    s = ntt.settings()
+
+    def manifest(**extra: Any) -> dict[str, Any]:
+        return build_manifest(benchmark="ntt", min_log=min_log, max_log=max_log, repeat=repeat,
+                              variants=[*BENCH_VARIANTS, "compute_h"], kernels=list(kernels), h_min_log=h_min_log,
+                              h_max_log=h_max_log, radix=s["radix"], fused_radix=s["fused_radix"], fused_outer=s["fused_outer"],
+                              fused_tile_log=s["fused_tile_log"], kernel_defines=s["defines"],
+                              timing="CUDA events, median of repeats, warm-up excluded",
+                              **({"sppark": sppark_provenance(sppark_file)} if sppark_file else {}), **extra)
+
+    try:
+        with sigterm_as_interrupt():
+            for L in range(min_log, max_log + 1):  # ntt.csv grows size by size: a cut-off run keeps what it measured
+                rows += run_benchmark(L, L, repeat, kernels=kernels, h_min_log=h_min_log, h_max_log=h_max_log)
+                run_dir = run_dir or new_run_dir("bench-ntt", base=Path(out_base) if out_base else None)  # once a size is measured
+                pd.DataFrame(rows).to_csv(run_dir / "ntt.csv", index=False)
+    except BaseException as exc:
+        if run_dir is not None:
+            kept = mark_interrupted(run_dir, manifest, exc)
+            click.echo(f"stopped ({type(exc).__name__}): the sizes measured so far are in {kept}", err=True)
+        raise
     assert run_dir is not None  # min_log <= max_log: one size at least
     df = pd.DataFrame(rows)
-    s = ntt.settings()
     write_json_new(run_dir / "ntt.json", rows)
-    write_json_new(
-        run_dir / "manifest.json",
-        build_manifest(benchmark="ntt", min_log=min_log, max_log=max_log, repeat=repeat,
-                       variants=[*BENCH_VARIANTS, "compute_h"], kernels=list(kernels), h_min_log=h_min_log,
-                       h_max_log=h_max_log, radix=s["radix"], fused_radix=s["fused_radix"], fused_outer=s["fused_outer"],
-                       fused_tile_log=s["fused_tile_log"], kernel_defines=s["defines"],
-                       timing="CUDA events, median of repeats, warm-up excluded",
-                       **({"sppark": sppark_provenance(sppark_file)} if sppark_file else {})),
-    )
+    write_json_new(run_dir / "manifest.json", manifest())
     table = df.pivot_table(index="log_n", columns=["kernel", "variant"], values="median_ms")
     with pd.option_context("display.width", 250, "display.max_columns", 100):
         click.echo(table.to_string(float_format=lambda v: f"{v:9.3f}"))
