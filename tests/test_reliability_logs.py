@@ -344,3 +344,50 @@ def test_interrupted_parse_writes_nothing(tmp_path, monkeypatch):
     res = CliRunner().invoke(parse_command, [str(log), "--out", str(tmp_path / "e.csv"), "--partitions-out", str(tmp_path / "p.csv")])
     assert res.exit_code == 130 and "Aborted." in res.stderr and "Traceback" not in res.output
     assert not (tmp_path / "e.csv").exists() and not (tmp_path / "p.csv").exists()
+
+
+# ---------------------------------------------------------------- nsys SQLite exports under damage
+
+
+def _nsys_demo(path):
+    from zkgpu.logs import demo_nsys_sqlite
+
+    ev = pd.DataFrame([dict(phase="ntt", start_ns=1000, end_ns=5000, worker=0, partition=1, gpu=0, bytes=float("nan"), detail=""),
+                       dict(phase="h2d", start_ns=6000, end_ns=9000, worker=0, partition=1, gpu=0, bytes=4096.0, detail="pageable")])
+    return demo_nsys_sqlite(ev, path)
+
+
+@pytest.mark.parametrize("name", ["run#1.sqlite", "a?mode=rw.sqlite", "50%.sqlite", "sp ace.sqlite"])
+def test_nsys_file_names_with_uri_characters(tmp_path, name):
+    from zkgpu.logs import read_nsys_sqlite
+
+    db = _nsys_demo(tmp_path / name)
+    ev = read_nsys_sqlite(db)
+    assert set(ev["phase"]) >= {"ntt", "kernel", "memcpy_htod"} and ev.attrs["skipped_rows"] == 0
+
+
+def test_nsys_damaged_exports_named_or_rows_counted(tmp_path):
+    import sqlite3
+
+    from zkgpu.logs import read_nsys_sqlite
+
+    db = _nsys_demo(tmp_path / "ok.sqlite")
+    cut = tmp_path / "cut.sqlite"
+    cut.write_bytes(db.read_bytes()[:3000])  # a copy cut short
+    with pytest.raises(ValueError, match="cut.sqlite"):
+        read_nsys_sqlite(cut)
+    con = sqlite3.connect(tmp_path / "noend.sqlite")
+    con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, deviceId INTEGER)")
+    con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1, 0)")
+    con.commit()
+    con.close()
+    with pytest.raises(ValueError, match="noend.sqlite: unreadable nsys export"):
+        read_nsys_sqlite(tmp_path / "noend.sqlite")
+    con = sqlite3.connect(db)
+    con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (10, NULL, 0, 7, 1)")  # open
+    con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (10, 5, 0, 7, 1)")  # ends before it starts
+    con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES ('x', 'y', 1, 1, 1, 3, 0, 7)")  # not times
+    con.commit()
+    con.close()
+    ev = read_nsys_sqlite(db)
+    assert ev.attrs["skipped_rows"] == 3 and (ev["end_ns"] >= ev["start_ns"]).all()
