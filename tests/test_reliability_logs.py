@@ -384,7 +384,7 @@ def test_nsys_damaged_exports_named_or_rows_counted(tmp_path):
     with pytest.raises(ValueError, match="noend.sqlite: unreadable nsys export"):
         read_nsys_sqlite(tmp_path / "noend.sqlite")
     con = sqlite3.connect(db)
-    con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (10, NULL, 0, 7, 1)")  # open
+    con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (10, 'later', 0, 7, 1)")  # not a time
     con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (10, 5, 0, 7, 1)")  # ends before it starts
     con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES ('x', 'y', 1, 1, 1, 3, 0, 7)")  # not times
     con.commit()
