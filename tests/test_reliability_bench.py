@@ -325,3 +325,18 @@ def test_sigterm_as_interrupt_restores_the_handler():
         for _ in range(500):  # the handler runs between bytecodes, at once in practice
             time.sleep(0.01)
     assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_sppark_table_readme_not_text_or_not_writable(inputs, monkeypatch):
+    bad = inputs["tmp"] / "bin.md"
+    bad.write_bytes(b"\x7fELF\xd0\xff" * 10)
+    _one_line_error(_run(["bench", "sppark-table", "--readme", str(bad)]), "bin.md", "not a UTF-8 text file")
+    readme = inputs["tmp"] / "R.md"
+    readme.write_text(f"intro\n{bench_sppark.README_BEGIN}\nold\n{bench_sppark.README_END}\n")
+
+    def refuse(src, dst):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(bench_sppark.os, "replace", refuse)
+    _one_line_error(_run(["bench", "sppark-table", "--readme", str(readme)]), "--readme", "cannot rewrite it")
+    assert "old" in readme.read_text() and [p.name for p in inputs["tmp"].iterdir() if p.name.startswith(".")] == []

@@ -15,6 +15,7 @@ newest such recording's ratio table as markdown, and rewrites README.md's block 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from collections.abc import Sequence
@@ -218,16 +219,26 @@ def update_readme(readme: str | Path, base: str | Path | None = None) -> bool:
     :func:`readme_block`; True if the file changed.
 
     Raises:
-        ValueError: the file lacks the markers.
+        ValueError: the file is not UTF-8 text or lacks the markers. OSError: it cannot be rewritten (the README is
+        then unchanged).
     """
     p = Path(readme)
-    text = p.read_text()
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{p}: not a UTF-8 text file (byte {exc.start}); give the README") from None
     pat = re.compile(re.escape(README_BEGIN) + r".*?" + re.escape(README_END), re.S)
     if not pat.search(text):
         raise ValueError(f"{p}: no '{README_END}' block to rewrite")
     new = pat.sub(lambda _: readme_block(base), text, count=1)
-    if new != text:
-        p.write_text(new)
+    if new != text:  # a new file beside it, then renamed over it: a stopped write never leaves half a README
+        tmp = p.with_name(f".{p.name}.zkgpu-tmp")
+        try:
+            tmp.write_text(new, encoding="utf-8")
+            shutil.copymode(p, tmp)
+            os.replace(tmp, p)
+        finally:
+            tmp.unlink(missing_ok=True)
     return new != text
 
 
@@ -305,6 +316,8 @@ def sppark_table(base: str | None, readme: str | None) -> None:
             changed = update_readme(readme, base)
         except ValueError as exc:
             raise CliError(str(exc)) from None
+        except OSError as exc:
+            raise CliError(f"--readme {readme}: cannot rewrite it: {exc.strerror or exc}") from None
         click.echo(f"{readme}: {'updated' if changed else 'already current'}")
     else:
         click.echo(readme_block(base))
