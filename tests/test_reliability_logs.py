@@ -391,3 +391,9 @@ def test_nsys_damaged_exports_named_or_rows_counted(tmp_path):
     con.close()
     ev = read_nsys_sqlite(db)
     assert ev.attrs["skipped_rows"] == 3 and (ev["end_ns"] >= ev["start_ns"]).all()
+
+
+def test_a_key_given_twice_is_counted_not_hidden():
+    p = parse_lines(["CUZK_TIMING: prep_msm_ms=5 prep_msm_ms=7", "TIMELINE,1,SYNTH_START,j,worker=0,worker=1"])
+    assert p.timing["prep_msm_ms"].tolist() == [7.0] and p.timeline["worker"].tolist() == [1]
+    assert p.summary()["dropped_fields"] == 2

@@ -22,7 +22,8 @@ kept); one physical line holding several markers is split at each marker (interl
 grep output flattened onto one line; counted as ``merged``); a record cut short (a line ending in
 ``...``/``…``, a record immediately followed by another marker without whitespace, or a last line
 without a newline whose last token is not a complete ``key=value``) is flagged ``truncated`` and
-its last, possibly cut, token is dropped (counted as ``dropped_fields``); lines with no marker are
+its last, possibly cut, token is dropped (counted as ``dropped_fields``, as is the earlier value of a key given
+twice in one record: the later one is kept); lines with no marker are
 counted in ``ParsedLog.unknown_count`` (first few kept as examples). Durations are float ms
 whatever their unit (``s``, ``ms``, ``µs``/``us``, ``ns``); a value that is not finite or out of
 range is dropped and counted (``bad_values``), a TIMELINE time that is not finite in [0, 1e12] ms
@@ -182,6 +183,8 @@ def kv_tokens(body: str, truncated: bool, counts: Counts | None = None, maybe_cu
                 if counts is not None:
                     counts.bad_values += 1
                 continue
+            if k in fields and counts is not None:
+                counts.dropped_fields += 1  # a key given twice: the later value is kept, the earlier one counted
             fields[k] = v
         elif not fields:
             words.append(t)
@@ -297,6 +300,8 @@ def parse_timeline(seg: str, truncated: bool, counts: Counts | None = None, mayb
                 if counts is not None:
                     counts.bad_values += 1
                 continue
+            if k in row and counts is not None:
+                counts.dropped_fields += 1  # a key given twice: the later value is kept, the earlier one counted
             row[k] = x
         else:
             flags.append(it)
