@@ -240,7 +240,7 @@ def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str 
 @click.option("--sizes", default="16,18,20,22,24,26", show_default=True, help="log2 sizes, comma separated")
 @click.option("--repeat", default=5, show_default=True, type=click.IntRange(min=1), help="timed calls per row (median reported)")
 @click.option("--warmup", default=1, show_default=True, type=click.IntRange(min=0), help="untimed calls before them")
-@click.option("--seed", default=1, show_default=True)
+@click.option("--seed", default=1, show_default=True, type=click.IntRange(min=0), help="seed of the points and scalars")
 @click.option("--out", "base", default=None, help="base folder for the run folder (default data/)")
 @click.option("--phases/--no-phases", default=True, show_default=True, help="also record one per-phase breakdown")
 @click.option("--window", default=0, show_default=True, help="window bits c (0: the window_bits rule)")

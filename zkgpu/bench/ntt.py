@@ -293,6 +293,9 @@ def ntt_bench(min_log: int, max_log: int, repeat: int, kernels: tuple[str, ...],
     """Fr NTT on the GPU, device-resident, 2^min-log .. 2^max-log: forward/inverse/coset/inverse-coset
     per kernel, and compute_h at 2^h-min-log .. 2^h-max-log; CSV + JSON, and the ratios to stagewise."""
     kernels = kernels or ("stagewise", "fused")
+    twice = sorted({k for k in kernels if kernels.count(k) > 1})
+    if twice:
+        raise CliError(f"--kernel {twice[0]} given twice: each kernel is timed once per size (give it once)")
     for spec in kernels:
         try:
             with kernel_settings(spec):

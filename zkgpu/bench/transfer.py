@@ -494,6 +494,10 @@ def bench_command(out_base: str | None, min_size: str, max_size: str, repeat: in
     vs raw pinned at >= 256 MiB), host_alloc.csv (cudaHostAlloc/cudaHostRegister costs) and
     manifest.json into a fresh data/<gpu>-<date>-bench-h2d/ folder.
     """
+    for opt, chosen in (("--path", paths), ("--large-path", large_paths)):
+        twice = sorted({x for x in chosen if chosen.count(x) > 1})
+        if twice:
+            raise CliError(f"{opt} {twice[0]} given twice: each path is measured once per size (give it once)")
     sized = {}
     for opt, text in (("--min-size", min_size), ("--max-size", max_size), ("--verify-max", verify_max), ("--large-from", large_from)):
         try:
