@@ -343,3 +343,10 @@ def test_sppark_table_readme_not_text_or_not_writable(inputs, monkeypatch):
     monkeypatch.setattr(bench_sppark.os, "replace", refuse)
     _one_line_error(_run(["bench", "sppark-table", "--readme", str(readme)]), "--readme", "cannot rewrite it")
     assert "old" in readme.read_text() and [p.name for p in inputs["tmp"].iterdir() if p.name.startswith(".")] == []
+
+
+def test_zkgpu_data_that_is_a_file_is_named(inputs, fake_gpu):
+    f = inputs["tmp"] / "data-file"
+    f.write_text("x")
+    res = _run(["bench", "sppark", "--sppark", inputs["SP"], "--ntt-run", inputs["RUN"]], env={"ZKGPU_DATA": str(f)})
+    _one_line_error(res, "the data folder", "ZKGPU_DATA", str(f), "is a file")

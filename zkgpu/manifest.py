@@ -166,9 +166,10 @@ def check_run_base(base: str | os.PathLike[str] | None, opt: str = "--out") -> P
     if base is not None and not str(base).strip():
         raise CliError(f"{opt} {str(base)!r}: give a folder (or leave {opt} out for {data_dir()})")
     folder = Path(base) if base is not None else data_dir()
+    label = opt if base is not None else f"the data folder (no {opt}; ZKGPU_DATA, else data/):"
     if folder.exists() and not folder.is_dir():
-        raise CliError(f"{opt} {base if base is not None else folder}: {folder} is a file, not a folder (choose another path)")
-    check_writable_under(opt, base if base is not None else folder, folder.absolute())
+        raise CliError(f"{label} {folder}: {folder} is a file, not a folder (choose another path)")
+    check_writable_under(label, folder if base is None else base, folder.absolute())
     return folder
 
 
