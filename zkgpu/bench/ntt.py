@@ -49,7 +49,7 @@ KERNEL_SPEC_PARTS: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 """Kernel choices of ``zkgpu bench ntt`` (:func:`kernel_settings` applies one; :func:`is_kernel_spec` tells one): an
 algorithm, then optionally at most one of each group (each group is one setting: two of its values in one spec are
-refused, naming both), in this order, -rN (stagewise: ``zkgpu.ntt.RADIX`` 2/4; fused: ``FUSED_RADIX`` 2/4/8), -exact/-split/-table/-auto (fused: ``FUSED_OUTER``), -t12 (fused:
+refused, naming both), in the order of the groups above. The parts: -rN (stagewise: ``zkgpu.ntt.RADIX`` 2/4; fused: ``FUSED_RADIX`` 2/4/8), -exact/-split/-table/-auto (fused: ``FUSED_OUTER``), -t12 (fused:
 ``FUSED_TILE_LOG`` 12, 2^24 in two passes), -lz (stagewise: the lazy DIF difference, ``ZK_NTT_LAZY=1``), -sh / -sh2 / -sh0 (stagewise radix-2: the stages on
 the tile bits below 6 in registers, exchanged by warp shuffles, in every pass / in the DIT passes (the default) / in
 none, ``NTT_SHFL`` 1 / 2 / 0), -st / -st0
