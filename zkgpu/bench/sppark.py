@@ -7,7 +7,8 @@ into ONE fresh ``<gpu>-<date>-bench-sppark`` run folder: ``sppark.txt`` (as the 
 ``sppark_porep.txt`` (as the PoRep-like driver wrote it, when it ran), ``ntt.csv`` and ``msm.csv`` (zkgpu's rows),
 ``vs_sppark.csv`` (:func:`zkgpu.anchors.vs_sppark`, every NTT kernel) and ``manifest.json`` (sppark's commits from
 the anchor's ``VENDOR_COMMITS``, zkgpu's two run manifests, the zkgpu/sppark ratios per operation and size,
-``compute_h`` at 2^24, issue 13's targets checked on them: every like-for-like ratio <= 1.0, compute_h <= 35 ms,
+``compute_h`` at 2^24, issue 13's targets checked on them: every like-for-like ratio <= 1.0 (the rows doing the work of
+sppark's timed row, :data:`ACCEPTANCE_RULE`), compute_h <= 35 ms,
 and the PoRep-like driver's uniform control against the anchor's row). ``zkgpu bench sppark-table`` prints the
 newest such recording's ratio table as markdown, and rewrites README.md's block with it.
 """
