@@ -463,3 +463,25 @@ def test_timeline_pairing_is_linear_with_many_open_workers():
     small = cost(4000)
     assert small < 1.0, small
     assert cost(16000) / max(small, 0.01) < 9
+
+
+def test_ever_new_field_names_are_capped_and_counted():
+    """A log whose every line brings a new field name (damage, or a hostile file) must not grow the tables by a column
+    per line (it was quadratic: 4k lines, 1.8 s and 0.7 GB): past MAX_FIELD_NAMES names the fields are dropped and
+    counted, and the cost stays linear (a ratio of two sizes)."""
+    from zkgpu.logs.lines import MAX_FIELD_NAMES
+
+    def run(n):
+        lines = [f"CUZK_TIMING: prep_msm_ms=5 x{i}=1" for i in range(n)] + [f"TIMELINE,{i},EV,j,y{i}=2" for i in range(n)]
+        t0 = time.perf_counter()
+        p = parse_lines(lines, rows=False)
+        pt = partition_table(p)
+        return time.perf_counter() - t0, p, pt
+
+    _, p, pt = run(2000)
+    assert pt.shape[1] < MAX_FIELD_NAMES + 40 and len(pt) == 2000 and pt["prep_msm_ms"].eq(5).all()
+    kept = 1 + sum(1 for c in p.timeline.columns if c.startswith("y")) + sum(1 for c in pt.columns if c.startswith("x"))
+    assert kept == MAX_FIELD_NAMES and p.summary()["dropped_fields"] == 2 * 2000 + 1 - MAX_FIELD_NAMES  # nothing lost unseen
+    small = min(run(3000)[0] for _ in range(2))
+    big = min(run(12000)[0] for _ in range(2))
+    assert small < 2.0 and big / max(small, 0.01) < 9, (small, big)

@@ -138,15 +138,33 @@ def _value(v: str, key: str = "") -> float | str | object:
     return x if abs(x) <= _MAX_ABS else _BAD
 
 
-class Counts:
-    """Per-parse counters of everything dropped or merged (see :meth:`ParsedLog.summary`)."""
+#: distinct field names one parse keeps as columns (a real cuzk log has a few dozen); the fields of further names are
+#: dropped and counted, so a log of ever-new names (damage, or a hostile file) cannot grow the tables by a column per
+#: line (quadratic time and memory: 4k such lines took 1.8 s and 0.7 GB)
+MAX_FIELD_NAMES = 256
 
-    __slots__ = ("dropped_fields", "bad_values", "merged")
+
+class Counts:
+    """Per-parse counters of everything dropped or merged (see :meth:`ParsedLog.summary`), and the field names kept."""
+
+    __slots__ = ("dropped_fields", "bad_values", "merged", "names")
 
     def __init__(self) -> None:
         self.dropped_fields = 0
         self.bad_values = 0
         self.merged = 0
+        self.names: set[str] = set()
+
+    def keep_name(self, name: str) -> bool:
+        """Whether a field called ``name`` is kept: a name seen before, or a new one while fewer than
+        :data:`MAX_FIELD_NAMES` are; otherwise the field is dropped and counted in ``dropped_fields``."""
+        if name in self.names:
+            return True
+        if len(self.names) < MAX_FIELD_NAMES:
+            self.names.add(name)
+            return True
+        self.dropped_fields += 1
+        return False
 
 
 def _complete_kv(tok: str) -> bool:
@@ -182,6 +200,8 @@ def kv_tokens(body: str, truncated: bool, counts: Counts | None = None, maybe_cu
             if v is _BAD:
                 if counts is not None:
                     counts.bad_values += 1
+                continue
+            if counts is not None and not counts.keep_name(k):
                 continue
             if k in fields and counts is not None:
                 counts.dropped_fields += 1  # a key given twice: the later value is kept, the earlier one counted
@@ -299,6 +319,8 @@ def parse_timeline(seg: str, truncated: bool, counts: Counts | None = None, mayb
             if x is _BAD:
                 if counts is not None:
                     counts.bad_values += 1
+                continue
+            if counts is not None and not counts.keep_name(k):
                 continue
             if k in row and counts is not None:
                 counts.dropped_fields += 1  # a key given twice: the later value is kept, the earlier one counted

@@ -40,7 +40,8 @@ class ParsedLog:
         fewer than 4 commas or a time that is not a finite number in [0, 1e12] ms, a CUZK line with
         no ``key=value``).
         dropped_fields: tokens dropped because they were (or may have been) cut, or were not
-        ``key=value`` amid the fields, and earlier values of a key given twice in one record. bad_values: values dropped because they were not finite
+        ``key=value`` amid the fields, earlier values of a key given twice in one record, and fields
+        whose name came after :data:`zkgpu.logs.lines.MAX_FIELD_NAMES` others. bad_values: values dropped because they were not finite
         or out of range (a duration outside [0, 1e9] ms, another number beyond ±1e15).
         merged_count: records that shared one physical line with other records (interleaved
         writers). no_final_newline: the input's last line had no line end (it may be cut).
