@@ -485,3 +485,22 @@ def test_ever_new_field_names_are_capped_and_counted():
     small = min(run(3000)[0] for _ in range(2))
     big = min(run(12000)[0] for _ in range(2))
     assert small < 2.0 and big / max(small, 0.01) < 9, (small, big)
+
+
+@pytest.mark.parametrize("value", ["-5", "-1", "2147483648", "999999999999999"])
+def test_negative_or_huge_ids_are_bad_values(value):
+    """A negative id would collide with another job's partitions in to_events' numbering, a huge one overflow it (a
+    TypeError from pandas): both are damage, dropped and counted."""
+    p = parse_lines([f"TIMELINE,1,GPU_START,j,partition={value}", f"TIMELINE,2,GPU_END,j,partition={value}",
+                     f"CUZK_TIMING: gpu_tid={value} ntt_msm_h_ms=5"])
+    assert p.summary()["bad_values"] == 3
+    ev = to_events(p)
+    assert ev["partition"].isna().all() and set(ev["phase"]) >= {"prove", "ntt_msm_h"}
+
+
+def test_many_jobs_with_the_largest_id_do_not_overflow():
+    top = 2**31 - 1
+    lines = [f"TIMELINE,{i},GPU_START,j{i},partition={top}" for i in range(3000)]
+    lines += [f"TIMELINE,{5000 + i},GPU_END,j{i},partition={top}" for i in range(3000)]
+    ev = to_events(parse_lines(lines))
+    assert len(ev) == 3000 and ev["partition"].is_unique

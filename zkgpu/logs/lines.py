@@ -105,14 +105,15 @@ MAX_MS = 1e9  # ~11.6 days: a longer phase duration is a corrupt value, not a me
 _MAX_ABS = 1e15  # any other number beyond this is a corrupt value (byte counts of a day fit easily)
 _MAX_T_MS = 1e12  # TIMELINE times: ms since engine start, about 31 years
 _BAD = object()  # a value that is not finite or out of range (counted, the field dropped)
-_ID_KEYS = frozenset({"gpu_tid", "worker", "partition", "gpu", "worker_id"})  # must be integers
+_ID_KEYS = frozenset({"gpu_tid", "worker", "partition", "gpu", "worker_id"})  # must be integers in [0, _MAX_ID]
+_MAX_ID = 2**31 - 1  # ids are small counters; a larger or negative one is damage (and would collide or overflow in to_events)
 
 
 def _value(v: str, key: str = "") -> float | str | object:
     """One ``key=value`` value: a quoted string, a number (float), a duration with a unit
     (``1.2s``, ``12ms``, ``12µs``/``12us``, ``5ns`` -> float **ms**) or a plain string. Returns
     :data:`_BAD` for a number that is not finite, a duration outside [0, 1e9] ms, an id
-    (``worker``, ``partition``, ``gpu``, ``gpu_tid``) that is not an integer, a word where a
+    (``worker``, ``partition``, ``gpu``, ``gpu_tid``) that is not an integer in [0, 2^31), a word where a
     duration (``*_ms``) or an id belongs (``prep_msm_ms=abc``, ``gpu_tid=zero``), or any other
     number beyond ±1e15."""
     if len(v) >= 2 and v[0] == '"' and v[-1] == '"':
@@ -131,7 +132,7 @@ def _value(v: str, key: str = "") -> float | str | object:
             return _BAD if numeric or v.strip().lower().lstrip("+-") in ("nan", "inf", "infinity") else v
     if not math.isfinite(x):
         return _BAD
-    if key in _ID_KEYS and x != int(x):  # a worker 0.5 or partition 1e-3 is a corrupt id
+    if key in _ID_KEYS and (x != int(x) or not 0 <= x <= _MAX_ID):  # a worker 0.5, partition -5 or 1e15: a corrupt id
         return _BAD
     if key.endswith("_ms"):
         return x if 0.0 <= x <= MAX_MS else _BAD
