@@ -504,3 +504,19 @@ def test_many_jobs_with_the_largest_id_do_not_overflow():
     lines += [f"TIMELINE,{5000 + i},GPU_END,j{i},partition={top}" for i in range(3000)]
     ev = to_events(parse_lines(lines))
     assert len(ev) == 3000 and ev["partition"].is_unique
+
+
+def test_durations_adding_up_past_the_int64_clock_are_one_clear_error(tmp_path):
+    """Each value is in range (<= 1e9 ms) but thousands of sequential records add up past 2^63 ns: to_events says so
+    instead of wrapping to negative times, and zkgpu parse names the log and still refuses before writing anything."""
+    rec = ["CUZK_TIMING: pre_lock_cpu_ms=1 mutex_wait_ms=999999999", "CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=999999999",
+           "CUZK_TIMING: gpu_tid=0 tail_msm_ms=999999999 gpu_total_ms=999999999", "CUZK_TIMING: mutex_held_ms=999999999"]
+    p = parse_lines(rec * 12000)  # each record moves the sequential clock ~1e15 ns
+    with pytest.raises(ValueError, match="292 years"):
+        to_events(p)
+    assert len(partition_table(p)) == 12000
+    log = tmp_path / "huge.log"
+    log.write_text("\n".join(rec * 12000) + "\n")
+    res = CliRunner().invoke(parse_command, [str(log), "--out", str(tmp_path / "e.csv"), "--partitions-out", str(tmp_path / "p.csv")])
+    assert res.exit_code == 2 and "cannot place" in res.stderr and "huge.log" in res.stderr, res.output
+    assert not (tmp_path / "e.csv").exists() and not (tmp_path / "p.csv").exists()

@@ -103,8 +103,11 @@ def parse_command(logfile: str, out: str | None, partitions_out: str | None, run
     click.echo(f"unknown lines: {parsed.unknown_count}")
     if not parsed.record_count():
         click.echo(f"note: no cuzk-format record (CUZK_TIMING:, CUZK_NTT_H:, TIMELINE, GPU_TIMING ...) in {logfile}", err=True)
-    tables = [(target, df) for target, df in ((out, to_events(parsed, run=run) if out is not None else None), (partitions_out, pt))
-              if target is not None and df is not None]
+    try:
+        events = to_events(parsed, run=run) if out is not None else None
+    except ValueError as exc:  # durations that add up past the int64 ns clock
+        raise CliError(f"--out {out}: cannot place {logfile}'s events: {exc}") from None
+    tables = [(target, df) for target, df in ((out, events), (partitions_out, pt)) if target is not None and df is not None]
     written: list[str] = []
     for target, df in tables:
         try:
