@@ -520,3 +520,17 @@ def test_durations_adding_up_past_the_int64_clock_are_one_clear_error(tmp_path):
     res = CliRunner().invoke(parse_command, [str(log), "--out", str(tmp_path / "e.csv"), "--partitions-out", str(tmp_path / "p.csv")])
     assert res.exit_code == 2 and "cannot place" in res.stderr and "huge.log" in res.stderr, res.output
     assert not (tmp_path / "e.csv").exists() and not (tmp_path / "p.csv").exists()
+
+
+def test_a_field_both_text_and_number_writes_to_parquet(tmp_path):
+    """An extra field that is a word on one line and a number on another (foo=abc, foo=3): one string column in the
+    partition table, so `zkgpu parse --partitions-out x.parquet` writes it (pyarrow refused the mixed column: an
+    internal error)."""
+    log = tmp_path / "m.log"
+    log.write_text("CUZK_TIMING: prep_msm_ms=5 foo=abc\nCUZK_TIMING: prep_msm_ms=6 foo=3\n"
+                   "TIMELINE,1,GPU_START,j,worker=0,bar=x\nTIMELINE,2,GPU_END,j,worker=0,bar=4\n")
+    res = CliRunner().invoke(parse_command, [str(log), "--out", str(tmp_path / "e.parquet"), "--partitions-out", str(tmp_path / "p.parquet")])
+    assert res.exit_code == 0, res.output
+    pt = pd.read_parquet(tmp_path / "p.parquet")
+    assert pt["foo"].tolist() == ["abc", "3"] and pt["prep_msm_ms"].tolist() == [5.0, 6.0]
+    assert len(pd.read_parquet(tmp_path / "e.parquet")) == 3

@@ -244,12 +244,17 @@ def typed_frame(rows: list[dict] | pd.DataFrame, lead: list[str]) -> pd.DataFram
         elif c in ("kind", "text", "event", "job", "detail", "what", "ts", "level"):
             df[c] = df[c].astype("string")
         else:
-            num = pd.to_numeric(df[c], errors="coerce")
-            if num.notna().sum() == df[c].notna().sum():
-                df[c] = num.astype("float64")
-            else:
-                df[c] = df[c].astype("string")
+            df[c] = field_column(df[c])
     return df
+
+
+def field_column(col: pd.Series) -> pd.Series:
+    """A column of record fields, one type throughout: float64 when every present value is a number, else string
+    (a field that is ``abc`` on one line and ``3`` on another; a mixed object column would fail in Parquet)."""
+    num = pd.to_numeric(col, errors="coerce")
+    if num.notna().sum() == col.notna().sum():
+        return num.astype("float64")
+    return col.map(lambda v: f"{v:g}" if isinstance(v, float) and v == v else v).astype("string")  # 3, not 3.0
 
 
 def parse_cuzk_timing(body: str, truncated: bool, counts: Counts | None = None, maybe_cut: bool = False) -> dict | None:
