@@ -534,3 +534,16 @@ def test_a_field_both_text_and_number_writes_to_parquet(tmp_path):
     pt = pd.read_parquet(tmp_path / "p.parquet")
     assert pt["foo"].tolist() == ["abc", "3"] and pt["prep_msm_ms"].tolist() == [5.0, 6.0]
     assert len(pd.read_parquet(tmp_path / "e.parquet")) == 3
+
+
+@pytest.mark.parametrize("field", ["_kinds=1", "first_line=abc", "last_line=99999", "record=7", "line=5", "kind=x", "text=y",
+                                   "what=z", "truncated=1", "event=e", "ts=t", "level=l"])
+def test_a_field_named_like_a_column_cannot_overwrite_it(field):
+    """A field named like its row's own column (kind=x re-kinded a CUZK_TIMING line and broke its partition, _kinds=1
+    crashed the grouping with a TypeError, last_line=99999 moved a partition's lines): dropped and counted."""
+    p = parse_lines([f"CUZK_TIMING: prep_msm_ms=5 {field}", "CUZK_TIMING: prep_msm_ms=6 b_g2_msm_ms=1", f"GPU_TIMING hot x=1 {field}"])
+    pt = partition_table(p)
+    assert pt[["first_line", "last_line"]].values.tolist() == [[1, 1], [2, 2]] and pt["prep_msm_ms"].tolist() == [5.0, 6.0]
+    assert list(p.timing["kind"]) == ["prep_msm", "prep_msm"] and p.gpu_timing["what"].tolist() == ["hot"]
+    assert p.summary()["dropped_fields"] == 2
+    assert len(to_events(p)) >= 2

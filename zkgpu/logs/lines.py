@@ -23,7 +23,8 @@ grep output flattened onto one line; counted as ``merged``); a record cut short 
 ``...``/``…``, a record immediately followed by another marker without whitespace, or a last line
 without a newline whose last token is not a complete ``key=value``) is flagged ``truncated`` and
 its last, possibly cut, token is dropped (counted as ``dropped_fields``, as is the earlier value of a key given
-twice in one record: the later one is kept); lines with no marker are
+twice in one record: the later one is kept, and a field named like a column of its row, e.g. ``kind=``);
+lines with no marker are
 counted in ``ParsedLog.unknown_count`` (first few kept as examples). Durations are float ms
 whatever their unit (``s``, ``ms``, ``µs``/``us``, ``ns``); a value that is not finite or out of
 range is dropped and counted (``bad_values``), a TIMELINE time that is not finite in [0, 1e12] ms
@@ -139,6 +140,12 @@ def _value(v: str, key: str = "") -> float | str | object:
     return x if abs(x) <= _MAX_ABS else _BAD
 
 
+#: field names a record cannot set, because its row (or the partition record it joins) has a column of that name:
+#: the field is dropped and counted (``CUZK_TIMING: prep_msm_ms=5 kind=x`` re-kinded the line, ``_kinds=1`` crashed the
+#: grouping, ``last_line=9`` moved a partition); names starting with ``_`` likewise
+_RESERVED_KV = frozenset({"line", "kind", "text", "truncated", "ts", "level", "what", "event", "record", "first_line", "last_line"})
+_RESERVED_TL = frozenset({"line", "t_ms", "event", "detail", "truncated", "flags"})  # TIMELINE's kind= and job= are fields
+
 #: distinct field names one parse keeps as columns (a real cuzk log has a few dozen); the fields of further names are
 #: dropped and counted, so a log of ever-new names (damage, or a hostile file) cannot grow the tables by a column per
 #: line (quadratic time and memory: 4k such lines took 1.8 s and 0.7 GB)
@@ -201,6 +208,10 @@ def kv_tokens(body: str, truncated: bool, counts: Counts | None = None, maybe_cu
             if v is _BAD:
                 if counts is not None:
                     counts.bad_values += 1
+                continue
+            if k in _RESERVED_KV or k.startswith("_"):  # would overwrite a row's own column (kind=x re-kinded a line)
+                if counts is not None:
+                    counts.dropped_fields += 1
                 continue
             if counts is not None and not counts.keep_name(k):
                 continue
@@ -325,6 +336,10 @@ def parse_timeline(seg: str, truncated: bool, counts: Counts | None = None, mayb
             if x is _BAD:
                 if counts is not None:
                     counts.bad_values += 1
+                continue
+            if k in _RESERVED_TL or k.startswith("_"):  # the row's own columns
+                if counts is not None:
+                    counts.dropped_fields += 1
                 continue
             if counts is not None and not counts.keep_name(k):
                 continue
