@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from zkgpu import _cuda, bases, devsort, msm
+from zkgpu import _cuda, bases, devsort, msm, settings
 from zkgpu.bench.msm import _porep_scalars
 from zkgpu.field import fr_random
 from zkgpu.manifest import build_manifest, new_run_dir, write_json_new
@@ -46,6 +46,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--sweep-repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
+    settings.apply()  # ZKGPU_COMMIT / ZKGPU_DIRTY (a copy without .git) reach the manifest, as in the zkgpu command
     cp = _cuda.cupy()
     out = new_run_dir("bench-msm-sort", base=args.base)
     lib = devsort.library_path()

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from zkgpu import _cuda, bases, msm, msm_final, msm_reduce, msm_window
+from zkgpu import _cuda, bases, msm, msm_final, msm_reduce, msm_window, settings
 from zkgpu.bench.msm import _porep_scalars
 from zkgpu.field import fr_random
 from zkgpu.manifest import build_manifest, new_run_dir, write_json_new
@@ -85,6 +85,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--variants", default="", help="comma list of VARIANTS names (default: all; at 2^26 LARGE_VARIANTS)")
     args = ap.parse_args(argv)
+    settings.apply()  # ZKGPU_COMMIT / ZKGPU_DIRTY (a copy without .git) reach the manifest, as in the zkgpu command
     cp = _cuda.cupy()
     out = new_run_dir("bench-msm-variants", base=args.base)
     write_json_new(out / "manifest.json", build_manifest(

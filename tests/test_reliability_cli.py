@@ -591,3 +591,15 @@ def test_record_out_empty_refused_and_zkgpu_data_honoured(tmp_path, monkeypatch,
     settings.apply({"ZKGPU_DATA": str(tmp_path / "data")})
     d = new_run_dir("record", gpu="cpu")
     assert d.parent == tmp_path / "data"
+
+
+def test_report_out_checked_before_any_notebook(tmp_path, monkeypatch):
+    from zkgpu import report as report_mod
+
+    monkeypatch.setattr(report_mod, "run_report", lambda **kw: pytest.fail("a notebook ran"))
+    f = tmp_path / "a-file"
+    f.write_text("precious")
+    _one_line_error(_run(["report", "--mode", "replay", "--out", str(f)]), "--out", "is a file, not a folder")
+    _one_line_error(_run(["report", "--mode", "replay", "--out", str(f / "sub")]), "--out", "is a file, not a folder")
+    _one_line_error(_run(["report", "--mode", "replay", "--out", ""]), "--out ''")
+    assert f.read_text() == "precious"

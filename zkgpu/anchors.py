@@ -35,6 +35,7 @@ __all__ = [
     "POREP_FILE",
     "POREP_CONTROL_VARIANT",
     "porep_driver_control",
+    "SPPARK_SAME_WORK_MODES",
     "VS_COLUMNS",
     "read_sppark",
     "sppark_provenance",
@@ -78,8 +79,13 @@ SPPARK_MSM_CONTEXT = {("device", "porep"): "devpts_devsc", ("device_prepared", "
 sppark output has no :data:`SPPARK_MSM_VARIANTS` row at all (not even a deadline-skipped one)."""
 SPPARK_MSM_SCALARS = {"devpts_devsc": "uniform", "devpts_devsc_porep": "porep"}
 """sppark MSM row -> the scalar distribution it was measured with (zkgpu's ``scalars`` names)."""
+SPPARK_SAME_WORK_MODES = ("device_prepared",)
+"""zkgpu ``bench msm`` modes whose timed call does the work of sppark's timed ``msm_t::invoke`` (points on the GPU in
+Montgomery form before the timing, no table built beforehand): ``device_prepared`` only. ``device`` rows check and
+convert the points inside the timing (more work than sppark's call); ``device_precomp`` rows run over a table of
+shifted bases built beforehand (less work in the timed call, at the table's memory), which sppark's call has not."""
 VS_COLUMNS = ["op", "variant", "log_n", "sppark_ms", "zkgpu_ms", "ratio", "kernel", "zkgpu_variant", "sppark_variant",
-              "sppark_scalars", "like_for_like"]
+              "sppark_scalars", "like_for_like", "same_work"]
 """Columns of :func:`vs_sppark`'s table (times: medians in ms; ratio = zkgpu_ms / sppark_ms, < 1: zkgpu faster)."""
 _NTT_ORDER = ["forward", "inverse", "coset", "inverse-coset"]
 _MSM_ORDER = ["uniform", "porep", "prepared-uniform", "prepared-porep", "precomp-uniform", "precomp-porep"]
@@ -103,11 +109,24 @@ def read_sppark(path: str | Path, *more: str | Path) -> pd.DataFrame:
     """
     rows = []
     for p in (path, *more):
-        got = [ln for ln in Path(p).read_text().splitlines() if ln.startswith(("ntt,", "msm,"))]
+        try:
+            text = Path(p).read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{p}: not a sppark-bench output (not UTF-8 text: byte {exc.start})") from None
+        got = [ln for ln in text.splitlines() if ln.startswith(("ntt,", "msm,"))]
         if not got:
             raise ValueError(f"{p}: no sppark-bench result rows (lines starting with 'ntt,' or 'msm,')")
         rows += got
-    df = pd.read_csv(io.StringIO("\n".join(rows)), names=_COLUMNS, header=None)
+    where = ", ".join(str(p) for p in (path, *more))
+    try:
+        df = pd.read_csv(io.StringIO("\n".join(rows)), names=_COLUMNS, header=None)
+    except pd.errors.ParserError as exc:
+        raise ValueError(f"{where}: result rows not in sppark-bench's format ({' '.join(str(exc).split())})") from None
+    lg = pd.to_numeric(df["lg_n"], errors="coerce")
+    bad = df["lg_n"][lg.isna() | (lg != lg.round())]
+    if len(bad):
+        raise ValueError(f"{where}: lg_n {bad.iloc[0]!r} is not a log2 size (row {rows[bad.index[0]]!r})")
+    df["lg_n"] = lg.astype(int)
     for c in ("median_ms", "min_ms", "max_ms"):
         df[c] = pd.to_numeric(df[c], errors="coerce")
     return df
@@ -183,9 +202,12 @@ def vs_sppark(
         order) or ``msm`` (variants uniform, porep: the scalar distribution of zkgpu's run), ``sppark_ms`` and
         ``zkgpu_ms`` (medians, ms), ``ratio`` = zkgpu_ms / sppark_ms, ``kernel`` (NTT kernel spec, or the MSM
         build variant), the two benchmarks' own variant names, ``sppark_scalars`` (MSM rows: ``uniform`` or
-        ``porep``, the distribution of the sppark row used) and ``like_for_like`` (False only where zkgpu's
-        PoRep-like row falls back to sppark's uniform time: :data:`SPPARK_MSM_CONTEXT`). A size the sppark
-        run skipped (deadline) has NaN sppark_ms and ratio.
+        ``porep``, the distribution of the sppark row used), ``like_for_like`` (the same scalar distribution on
+        both sides: False only where zkgpu's PoRep-like row falls back to sppark's uniform time,
+        :data:`SPPARK_MSM_CONTEXT`) and ``same_work`` (zkgpu's timed call does the work of sppark's: every NTT row,
+        the MSM rows of :data:`SPPARK_SAME_WORK_MODES`). A row is a like-for-like comparison (issue 13's targets,
+        ``zkgpu bench sppark``) where both are True. A size the sppark run skipped (deadline) has NaN sppark_ms
+        and ratio.
     """
     parts = []
     if ntt_rows is not None and len(z := pd.DataFrame(ntt_rows)):
@@ -194,7 +216,7 @@ def vs_sppark(
             n = n[n["kernel"] == kernel]
         back = {v: k for k, v in SPPARK_NTT_VARIANTS.items()}
         parts.append(n.assign(op="ntt", zkgpu_variant=n["variant"], sppark_variant=n["variant"].map(back),
-                              variant=n["variant"].map(_ntt_op_variant), sppark_scalars="", like_for_like=True))
+                              variant=n["variant"].map(_ntt_op_variant), sppark_scalars="", like_for_like=True, same_work=True))
     if msm_rows is not None and len(m := pd.DataFrame(msm_rows)):
         parts.append(_msm_vs_sppark(m, sppark))
     if not parts:
@@ -202,7 +224,7 @@ def vs_sppark(
     out = pd.concat([p[VS_COLUMNS] for p in parts], ignore_index=True)
     order = {v: i for i, v in enumerate(_NTT_ORDER + _MSM_ORDER)}  # ntt variants before msm ones
     out = out.assign(_o=out["variant"].map(order)).sort_values(["_o", "kernel", "log_n"]).drop(columns="_o")
-    return out.reset_index(drop=True).astype({"log_n": int, "like_for_like": bool})
+    return out.reset_index(drop=True).astype({"log_n": int, "like_for_like": bool, "same_work": bool})
 
 
 def _msm_vs_sppark(msm_rows: pd.DataFrame, sppark: pd.DataFrame) -> pd.DataFrame:
@@ -224,7 +246,8 @@ def _msm_vs_sppark(msm_rows: pd.DataFrame, sppark: pd.DataFrame) -> pd.DataFrame
     m = m.merge(s[["log_n", "sppark_variant", "sppark_ms"]], on=["log_n", "sppark_variant"], how="inner")
     sc_sp = m["sppark_variant"].map(SPPARK_MSM_SCALARS)
     return m.assign(op="msm", variant=m["mode"].map(_MSM_MODE_PREFIX) + m["scalars"], kernel=m.get("variant", ""), zkgpu_variant=m["mode"] + "/" + m["scalars"],
-                    sppark_scalars=sc_sp, like_for_like=sc_sp == m["scalars"], ratio=m["zkgpu_ms"] / m["sppark_ms"])
+                    sppark_scalars=sc_sp, like_for_like=sc_sp == m["scalars"], same_work=m["mode"].isin(SPPARK_SAME_WORK_MODES),
+                    ratio=m["zkgpu_ms"] / m["sppark_ms"])
 
 
 def load_vs_sppark(run_dir: str | Path, kernel: str | None = None) -> pd.DataFrame:

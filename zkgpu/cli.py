@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 
@@ -21,7 +22,7 @@ from .bench import sppark as bench_sppark
 from .bench import transfer as bench_transfer
 from .bottleneck import last_mile_recordings
 from .chrome_trace import ExportError, export_recording, open_run
-from .errors import CliError, OneLineGroup
+from .errors import CliError, OneLineGroup, check_writable_under
 from .groth16 import cli as groth16_cli
 from .manifest import environment
 from .parse_cli import parse_command
@@ -72,6 +73,9 @@ def report(mode: str | None, out_dir: str, only: tuple[str, ...]) -> None:
         report_mod.notebook_parameters(resolved)
     except ValueError as exc:
         raise CliError(str(exc)) from exc
+    if not out_dir.strip():
+        raise CliError(f"--out {out_dir!r}: give a folder for the HTML (e.g. --out reports)")
+    check_writable_under("--out", out_dir, Path(out_dir).absolute())  # a file there, or a read-only folder: before any notebook runs
     if only and not report_mod.find_notebooks(only=only):
         names = ", ".join(p.stem for p in report_mod.find_notebooks())
         raise CliError(f"--only {' '.join(only)}: no notebook name contains it (notebooks: {names})")

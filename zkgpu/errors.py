@@ -10,14 +10,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import click
 
-__all__ = ["check_writable_under", "CliError", "OneLineErrors", "OneLineGroup", "OneLineCommand", "USAGE_EXIT", "check_new_outputs", "configure", "debug_enabled", "check_bool"]
+__all__ = ["sigterm_as_interrupt", "check_writable_under", "CliError", "OneLineErrors", "OneLineGroup", "OneLineCommand", "USAGE_EXIT", "check_new_outputs", "configure", "debug_enabled", "check_bool"]
 
 USAGE_EXIT = 2
 _DEBUG = False  # configure(debug=...)
@@ -69,6 +73,25 @@ def check_new_outputs(targets: dict[str, str | os.PathLike | None], command: str
         if key in seen:
             raise CliError(f"{opt} {target} is the same file as {seen[key]}: {same_hint}")
         seen[key] = f"{opt} {target}"
+
+
+def _interrupt_on_sigterm(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block SIGTERM (``kill``, ``timeout``) raises KeyboardInterrupt as Ctrl-C does, so a command's
+    clean-up runs (a temporary file removed, a cut-off run folder marked); the previous handler comes back after.
+    Outside the main thread (where Python cannot set handlers) the block runs unchanged."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def configure(*, debug: bool) -> None:

@@ -26,8 +26,10 @@ from typing import Any
 
 from . import __version__
 from ._cuda import device_info
+from .errors import CliError, check_writable_under
 
-__all__ = ["REPO_ROOT", "DATA_DIR", "configure", "data_dir", "environment", "git_commit", "build_manifest", "new_run_dir", "write_json_new"]
+__all__ = ["REPO_ROOT", "DATA_DIR", "configure", "data_dir", "environment", "git_commit", "commit_label", "build_manifest",
+           "check_run_base", "new_run_dir", "mark_interrupted", "INTERRUPTED_SUFFIX", "write_json_new"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = REPO_ROOT / "data"
@@ -126,6 +128,16 @@ def git_commit() -> dict[str, Any]:
     return head if head is not None else {"commit": None, "dirty": None}
 
 
+def commit_label(manifest: Any, width: int = 10) -> str:
+    """The commit a manifest names, for display: its first ``width`` characters, ``+dirty`` when the tree had
+    uncommitted changes, and ``unknown`` where the manifest has none (``commit: null``: a copy without git run
+    without ``ZKGPU_COMMIT``, or a manifest that is not a dict)."""
+    commit = manifest.get("commit") if isinstance(manifest, dict) else None
+    if not isinstance(commit, str) or not commit:
+        return "unknown"
+    return commit[:width] + ("+dirty" if manifest.get("dirty") is True else "")
+
+
 def build_manifest(**extra: Any) -> dict[str, Any]:
     """The environment (:func:`environment`), commit (:func:`git_commit`), UTC date and command
     line, plus ``extra`` (sizes, parameters)."""
@@ -141,6 +153,24 @@ def build_manifest(**extra: Any) -> dict[str, Any]:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "cpu"
+
+
+def check_run_base(base: str | os.PathLike[str] | None, opt: str = "--out") -> Path:
+    """The base folder of a command's run folder (``base``, else :func:`data_dir`), checked before any work: it,
+    or the nearest folder above it that exists, must be a folder this process can write into (so a benchmark
+    never measures for minutes and then finds it cannot write; nothing is created here).
+
+    Raises:
+        CliError: ``base`` is empty, is (or lies under) a file, or is not writable (one line naming ``opt`` and the value).
+    """
+    if base is not None and not str(base).strip():
+        raise CliError(f"{opt} {str(base)!r}: give a folder (or leave {opt} out for {data_dir()})")
+    folder = Path(base) if base is not None else data_dir()
+    label = opt if base is not None else f"the data folder (no {opt}; ZKGPU_DATA, else data/):"
+    if folder.exists() and not folder.is_dir():
+        raise CliError(f"{label} {folder}: {folder} is a file, not a folder (choose another path)")
+    check_writable_under(label, folder if base is None else base, folder.absolute())
+    return folder
 
 
 def new_run_dir(kind: str, base: Path | None = None, gpu: str | None = None) -> Path:
@@ -164,6 +194,32 @@ def new_run_dir(kind: str, base: Path | None = None, gpu: str | None = None) -> 
         except FileExistsError:
             continue
     raise RuntimeError(f"could not create a fresh run folder under {base}")
+
+
+INTERRUPTED_SUFFIX = "-interrupted"
+"""Appended to the name of a run folder whose run was cut off: replay's ``<gpu>-<date>-bench-<kind>[-N]`` pattern then
+no longer takes it for a complete recording of ``<kind>``, and what it measured is kept."""
+
+
+def mark_interrupted(run_dir: Path, manifest: Any, exc: BaseException) -> Path:
+    """Keep a cut-off run's folder as a record of what it measured, never as a complete recording: write its
+    ``manifest.json`` (``manifest(interrupted=..., complete=False)``, a callable taking the extra keys, e.g. a
+    producer's manifest builder) unless one exists, and rename the folder with :data:`INTERRUPTED_SUFFIX`. Returns
+    the folder's path (unrenamed if the new name is taken or the rename fails). Never raises for the rename or the
+    write (the run's own exception is the one to report)."""
+    try:
+        if not (run_dir / "manifest.json").exists():
+            write_json_new(run_dir / "manifest.json", manifest(interrupted=f"{type(exc).__name__}: {exc}".strip(": "), complete=False))
+    except (OSError, ValueError, TypeError):  # a full disk: the rows stay, the folder is still renamed
+        pass
+    target = run_dir.with_name(run_dir.name + INTERRUPTED_SUFFIX)
+    try:
+        if not target.exists():
+            run_dir.rename(target)
+            return target
+    except OSError:
+        pass
+    return run_dir
 
 
 def write_json_new(path: Path, obj: Any) -> Path:

@@ -5,6 +5,7 @@ tables written to Parquet / CSV (:mod:`zkgpu.logs` does the parsing)."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import click
@@ -14,7 +15,7 @@ from .errors import CliError, OneLineCommand, check_new_outputs
 from .logs import parse_file, partition_table, to_events
 from .metrics import identity_check
 
-__all__ = ["parse_command", "write_table", "SHOW_ROWS"]
+__all__ = ["parse_command", "write_table", "SHOW_ROWS", "COMPRESSED"]
 
 
 def check_outputs(targets: dict[str, str | None]) -> None:
@@ -45,6 +46,10 @@ def write_table(df: pd.DataFrame, target: str) -> None:
         raise
 
 
+#: magic bytes of compressed files -> (format, the command that decompresses it, keeping the file)
+COMPRESSED = {re.compile(rb"\x1f\x8b"): ("gzip", "gunzip -k"), re.compile(rb"\x28\xb5\x2f\xfd"): ("zstd", "zstd -d"),
+              re.compile(rb"\xfd7zXZ\x00"): ("xz", "unxz -k"), re.compile(rb"BZh[1-9]1AY&SY"): ("bzip2", "bunzip2 -k")}
+
 #: partitions ``zkgpu parse`` prints before summarizing the rest
 SHOW_ROWS = 20
 
@@ -63,9 +68,20 @@ def parse_command(logfile: str, out: str | None, partitions_out: str | None, run
     if not Path(logfile).is_file():
         raise CliError(f"{logfile} is not a regular file: give a log file (e.g. a saved copy of the stream)")
     try:
+        with open(logfile, "rb") as f:
+            head = f.read(10)
+    except OSError as exc:
+        raise CliError(f"cannot read {logfile}: {exc.strerror or exc}") from exc
+    for magic, (kind, tool) in COMPRESSED.items():
+        if magic.match(head):
+            raise CliError(f"{logfile} is {kind}-compressed: decompress it first (e.g. {tool} {logfile}) and parse the text log")
+    try:
         parsed = parse_file(logfile, progress=progress, rows=False)
     except OSError as exc:
         raise CliError(f"cannot read {logfile}: {exc.strerror or exc}") from exc
+    if not parsed.record_count() and parsed.undecodable_count:
+        raise CliError(f"{logfile}: not a text log ({parsed.undecodable_count} of {parsed.n_lines} lines hold bytes that are "
+                       "not UTF-8 text, or NULs) and no cuzk-format record in it: give the log as the engine wrote it")
     pt = partition_table(parsed)
     run = run or Path(logfile).stem
     cols = ["record", "prep_msm_ms", "mutex_wait_ms", "ntt_msm_h_ms", "barrier_wait_ms", "batch_add_ms", "tail_msm_ms", "gpu_total_ms", "mutex_held_ms"]
@@ -85,8 +101,13 @@ def parse_command(logfile: str, out: str | None, partitions_out: str | None, run
     s = parsed.summary()
     click.echo("records: " + ", ".join(f"{k}={v}" for k, v in s.items() if k not in ("lines", "unknown")))
     click.echo(f"unknown lines: {parsed.unknown_count}")
-    tables = [(target, df) for target, df in ((out, to_events(parsed, run=run) if out is not None else None), (partitions_out, pt))
-              if target is not None and df is not None]
+    if not parsed.record_count():
+        click.echo(f"note: no cuzk-format record (CUZK_TIMING:, CUZK_NTT_H:, TIMELINE, GPU_TIMING ...) in {logfile}", err=True)
+    try:
+        events = to_events(parsed, run=run) if out is not None else None
+    except ValueError as exc:  # durations that add up past the int64 ns clock
+        raise CliError(f"--out {out}: cannot place {logfile}'s events: {exc}") from None
+    tables = [(target, df) for target, df in ((out, events), (partitions_out, pt)) if target is not None and df is not None]
     written: list[str] = []
     for target, df in tables:
         try:

@@ -20,8 +20,8 @@ import pandas as pd
 
 from .. import _cuda, optional, transfer
 from ..errors import CliError
-from ..hostload import DEFAULT_BUFFER_BYTES, HostMemoryLoad, check_count
-from ..manifest import build_manifest, new_run_dir, write_json_new
+from ..hostload import DEFAULT_BUFFER_BYTES, HostMemoryLoad, available_memory_bytes, check_count
+from ..manifest import build_manifest, check_run_base, new_run_dir, write_json_new
 
 __all__ = ["LOAD_COLUMNS", "h2d_under_load", "bench_command"]
 
@@ -102,14 +102,19 @@ def bench_command(out_base: str | None, levels: str, size_mib: int, repeat: int)
     Writes load.csv (every copy), summary.csv (medians per level and path) and manifest.json
     into a fresh data/<gpu>-<date>-bench-load/ folder.
     """
-    if not _cuda.gpu_available():
-        raise CliError("zkgpu bench load needs a CUDA GPU with CuPy (none found) (GPU benchmarks; without a GPU, replay the recordings: zkgpu report)")
     try:
         lv = [int(x) for x in levels.split(",") if x.strip()]
-    except ValueError as exc:
-        raise click.BadParameter(f"--levels must be comma-separated integers, got {levels!r}") from exc
+    except ValueError:
+        raise CliError(f"--levels {levels!r}: give comma-separated numbers of load threads (e.g. --levels 0,2,4,8)") from None
     if not lv or min(lv) < 0:
-        raise click.BadParameter(f"--levels must list one or more integers >= 0, got {levels!r}")
+        raise CliError(f"--levels {levels!r}: give one or more numbers of load threads >= 0 (e.g. --levels 0,2,4,8)")
+    need, avail = 2 * max(lv) * DEFAULT_BUFFER_BYTES + size_mib * MIB, available_memory_bytes()
+    if avail is not None and need > avail:
+        raise CliError(f"--levels {max(lv)} / --size {size_mib}: the load buffers and the copy need {need / 2**30:.1f} GiB, "
+                       f"more than the {avail / 2**30:.1f} GiB of available host memory (choose fewer threads)")
+    check_run_base(out_base)
+    if not _cuda.gpu_available():
+        raise CliError("zkgpu bench load needs a CUDA GPU with CuPy (none found) (GPU benchmarks; without a GPU, replay the recordings: zkgpu report)")
     t0 = time.perf_counter()
     df = h2d_under_load(lv, size_bytes=size_mib * MIB, repeat=repeat)
     run_dir = new_run_dir("bench-load", base=Path(out_base) if out_base else None)

@@ -23,7 +23,7 @@ import pandas as pd
 from .. import _cuda, bases, msm, msm_final, msm_precomp, msm_reduce, msm_window, optional
 from ..errors import CliError
 from ..field import FR, fr_random
-from ..manifest import build_manifest, new_run_dir, write_json_new
+from ..manifest import build_manifest, check_run_base, new_run_dir, write_json_new
 
 __all__ = ["check_log_sizes", "run_benchmark", "parse_precomp_windows", "bench_command"]
 
@@ -113,6 +113,10 @@ def _precomp_rows(add: Callable[..., None], lg: int, pts: Any, scal: dict[str, A
         del table, call
         cp.get_default_memory_pool().free_all_blocks()
     del mont
+
+
+#: the window sizes ``--window`` takes besides 0 (:func:`zkgpu.msm.msm_device`'s range for ``c``)
+MIN_WINDOW, MAX_WINDOW = 2, 24
 
 
 def check_log_sizes(logs: Iterable[int]) -> list[int]:
@@ -215,9 +219,9 @@ def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str 
                precomp_windows: tuple[int, ...] = (), plain: bool = True) -> Any:
     if inline_mul:
         msm.configure(inline_mul=True)
-    out_dir = new_run_dir("bench-msm", base=Path(base) if base else None)
     rows = run_benchmark(sizes=sizes, repeat=repeat, warmup=warmup, seed=seed, phases=phases, window=window,
                          precomp_windows=precomp_windows, plain=plain, echo=lambda m: click.echo(m, err=True))
+    out_dir = new_run_dir("bench-msm", base=Path(base) if base else None)  # after measuring: no empty folder if stopped
     variant = rows[0]["variant"] if rows else ""
     df = pd.DataFrame(rows)
     df.to_csv(out_dir / "msm.csv", index=False)
@@ -234,9 +238,9 @@ def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str 
 
 @click.command("msm")
 @click.option("--sizes", default="16,18,20,22,24,26", show_default=True, help="log2 sizes, comma separated")
-@click.option("--repeat", default=5, show_default=True)
-@click.option("--warmup", default=1, show_default=True)
-@click.option("--seed", default=1, show_default=True)
+@click.option("--repeat", default=5, show_default=True, type=click.IntRange(min=1), help="timed calls per row (median reported)")
+@click.option("--warmup", default=1, show_default=True, type=click.IntRange(min=0), help="untimed calls before them")
+@click.option("--seed", default=1, show_default=True, type=click.IntRange(min=0), help="seed of the points and scalars")
 @click.option("--out", "base", default=None, help="base folder for the run folder (default data/)")
 @click.option("--phases/--no-phases", default=True, show_default=True, help="also record one per-phase breakdown")
 @click.option("--window", default=0, show_default=True, help="window bits c (0: the window_bits rule)")
@@ -255,6 +259,9 @@ def bench_msm(sizes: str, repeat: int, warmup: int, seed: int, base: str | None,
         logs = check_log_sizes([int(s) for s in sizes.split(",") if s.strip()])
     except ValueError:
         raise CliError(f"zkgpu bench msm: --sizes must be comma-separated log2 sizes in [1, 31), got {sizes!r}") from None
+    if window != 0 and not MIN_WINDOW <= window <= MAX_WINDOW:
+        raise CliError(f"--window {window}: give 0 (the window_bits rule) or a window in {MIN_WINDOW}..{MAX_WINDOW} bits")
+    check_run_base(base)
     if not _cuda.gpu_available():
         raise CliError("zkgpu bench msm needs a CUDA GPU (GPU benchmarks; without a GPU, replay the recordings: zkgpu report)")
     if not plain and not windows:

@@ -22,15 +22,17 @@ import pandas as pd
 
 from .. import _cuda, ntt
 from ..anchors import ntt_vs_sppark, read_sppark, sppark_provenance
-from ..errors import CliError
+from ..errors import CliError, sigterm_as_interrupt
 from ..field import FR
 from ..fr_device import to_montgomery
-from ..manifest import build_manifest, new_run_dir, write_json_new
+from ..manifest import build_manifest, check_run_base, mark_interrupted, new_run_dir, write_json_new
 from ..qap import compute_h_inplace
 
 __all__ = [
     "BENCH_VARIANTS",
     "KERNEL_SPEC_PARTS",
+    "KERNEL_SPEC_SETTINGS",
+    "check_kernel_spec",
     "is_kernel_spec",
     "kernel_settings",
     "QUEUE_PAD_LOG",
@@ -42,17 +44,18 @@ __all__ = [
 
 
 KERNEL_SPEC_PARTS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "stagewise": (("r2", "r4"), ("lz",), ("st",), ("sh", "sh0", "sh2"), ("gt",), ("np",), ("i2",), ("c0", "c1", "c10"),
+    "stagewise": (("r2", "r4"), ("lz",), ("sh", "sh0", "sh2"), ("st", "st0"), ("gt",), ("np",), ("i2",), ("c0", "c1", "c10"),
                   ("b1", "b2", "b3", "b4", "b6", "b8"), ("w128", "w256", "w512"), ("v4", "v40"), ("pf1", "pf2", "pf4"),
-                  ("io", "io0"), ("st0",), ("at",), ("o1", "o3"), ("ptx", "cxx", "asm"), ("fd", "fd0"), ("bl", "bl0"), ("sk1", "sk2")),
+                  ("io", "io0"), ("at",), ("o1", "o3"), ("ptx", "cxx", "asm"), ("fd", "fd0"), ("bl", "bl0"), ("sk1", "sk2")),
     "fused": (("r2", "r4", "r8"), ("exact", "split", "table", "auto"), ("t12",), ("ptx", "cxx")),
 }
 """Kernel choices of ``zkgpu bench ntt`` (:func:`kernel_settings` applies one; :func:`is_kernel_spec` tells one): an
-algorithm, then optionally at most one of each group, in this order, -rN (stagewise: ``zkgpu.ntt.RADIX`` 2/4; fused: ``FUSED_RADIX`` 2/4/8), -exact/-split/-table/-auto (fused: ``FUSED_OUTER``), -t12 (fused:
-``FUSED_TILE_LOG`` 12, 2^24 in two passes), -lz (stagewise: the lazy DIF difference, ``ZK_NTT_LAZY=1``), -st
-(stagewise: each pass's twiddles in shared memory, ``NTT_SMEM_TW=1``), -sh / -sh2 / -sh0 (stagewise radix-2: the stages on
+algorithm, then optionally at most one of each group (each group is one setting: two of its values in one spec are
+refused, naming both), in the order of the groups above. The parts: -rN (stagewise: ``zkgpu.ntt.RADIX`` 2/4; fused: ``FUSED_RADIX`` 2/4/8), -exact/-split/-table/-auto (fused: ``FUSED_OUTER``), -t12 (fused:
+``FUSED_TILE_LOG`` 12, 2^24 in two passes), -lz (stagewise: the lazy DIF difference, ``ZK_NTT_LAZY=1``), -sh / -sh2 / -sh0 (stagewise radix-2: the stages on
 the tile bits below 6 in registers, exchanged by warp shuffles, in every pass / in the DIT passes (the default) / in
-none, ``NTT_SHFL`` 1 / 2 / 0), -cN (stagewise: at most N column bits per tile, ``NTT_TILE_COLS``; stagewise-c10-b3-w256-v40-pf1-o3 is the default
+none, ``NTT_SHFL`` 1 / 2 / 0), -st / -st0
+(stagewise: each pass's twiddles in shared memory / every twiddle from the table, ``NTT_SMEM_TW`` 1 / 0), -cN (stagewise: at most N column bits per tile, ``NTT_TILE_COLS``; stagewise-c10-b3-w256-v40-pf1-o3 is the default
 before run s4-ntt; with -w128-b6 the passes on high bits run
 512-element (c1) or 256-element (c0) tiles in 128-thread blocks, six per SM, as the pass on the low bits does), -gt
 (stagewise host data paths as
@@ -65,7 +68,7 @@ block, ``NTT_THREADS``), -bN
 -v4 / -v40 (stagewise: the tile in shared memory as two planes of 16-byte words read and written 128 bits at a time,
 ``NTT_SMEM_V4`` 1 / 0), -pfN (stagewise: a thread's global loads into shared memory N at a time, ``NTT_PREFETCH``),
 -io / -io0 (stagewise radix-2: the stage on a tile's top bit at the global load / store, its twiddles from the table,
-``NTT_IO_STAGE`` 1 / 0), -st0 (stagewise: every twiddle from the table, ``NTT_SMEM_TW=0``), -at (the product's merge
+``NTT_IO_STAGE`` 1 / 0), -at (the product's merge
 and final subtraction as asm chains, ``ZK_FF_ASM_TAIL=1``, ff.cuh), -o1 / -o3 (the NTT modules built at ptxas -O1 / -O3, ``ZK_PTXAS_O``:
 :func:`zkgpu._cuda.get_module` says why), -ptx/-cxx/-asm (``FIELD_ARITH``), -fd / -fd0 (stagewise: an inverse NTT's
 1/n folded into the last DIF pass's twiddles / multiplied at its store, ``NTT_FOLD`` 1 / 0) and -bl / -bl0 (stagewise:
@@ -74,13 +77,58 @@ butterflies of twiddle 1 in stages 1 / 1-2 of the pass on the low bits gathered 
 ``NTT_SKIP_ONE``); unstated settings keep their current values (-lz, -st, -sh, -gt, -np, -i2, -wN and -bN add to
 ``zkgpu.ntt.DEFINES`` for the block)."""
 
-_SPEC_RE = re.compile("|".join(alg + "".join(f"(?:-(?:{'|'.join(group)}))?" for group in groups)
-                               for alg, groups in KERNEL_SPEC_PARTS.items()))
+KERNEL_SPEC_SETTINGS: dict[str, tuple[str, ...]] = {
+    "stagewise": ("RADIX", "ZK_NTT_LAZY", "NTT_SHFL", "NTT_SMEM_TW", "NTT_SCALE_BR/NTT_NN_SCATTER", "NTT_PAIR", "NTT_ILP",
+                  "NTT_TILE_COLS", "NTT_MIN_BLOCKS", "NTT_THREADS", "NTT_SMEM_V4", "NTT_PREFETCH", "NTT_IO_STAGE",
+                  "ZK_FF_ASM_TAIL", "ZK_PTXAS_O", "FIELD_ARITH"),
+    "fused": ("FUSED_RADIX", "FUSED_OUTER", "FUSED_TILE_LOG", "FIELD_ARITH"),
+}
+"""The setting each group of :data:`KERNEL_SPEC_PARTS` sets, group by group (for the errors of :func:`check_kernel_spec`)."""
+
+
+def check_kernel_spec(spec: str) -> list[str]:
+    """The parts of ``spec`` after its algorithm, checked against :data:`KERNEL_SPEC_PARTS`: a known algorithm, then
+    parts of that algorithm's groups, at most one per group (one setting, one value), in the groups' order.
+
+    Raises:
+        ValueError: one line starting ``unknown NTT kernel '<spec>'`` and naming the fault: an unknown algorithm or
+            part, an empty part, two values of one setting (both named, e.g. 'st' and 'st0' both set NTT_SMEM_TW),
+            or a part out of order.
+    """
+    if not isinstance(spec, str):
+        raise ValueError(f"unknown NTT kernel {spec!r}: a kernel spec is a string such as 'stagewise-b8-pf2-io-at'")
+    alg, *parts = spec.split("-")
+    head = f"unknown NTT kernel {spec!r}"
+    groups = KERNEL_SPEC_PARTS.get(alg)
+    if groups is None:
+        raise ValueError(f"{head}: the algorithm {alg!r} is none of {', '.join(KERNEL_SPEC_PARTS)} "
+                         "(e.g. stagewise, stagewise-lz-st-b3-asm, fused, fused-r4-auto-t12)")
+    index = {part: i for i, group in enumerate(groups) for part in group}
+    seen: dict[int, str] = {}
+    for part in parts:
+        if part not in index:
+            known = " ".join("/".join(g) for g in groups)
+            raise ValueError(f"{head}: {part!r} is not a part of {alg} (its parts, in order, one per group: {known})")
+        i = index[part]
+        if i in seen:
+            what = "the same part twice" if seen[i] == part else "two values of one setting"
+            raise ValueError(f"{head}: {seen[i]!r} and {part!r} are {what} ({KERNEL_SPEC_SETTINGS[alg][i]}): keep one")
+        later = [p for j, p in seen.items() if j > i]
+        if later:
+            raise ValueError(f"{head}: {part!r} must come before {later[0]!r} (the parts go in the order of "
+                             f"zkgpu.bench.ntt.KERNEL_SPEC_PARTS, e.g. stagewise-b8-pf2-io-at)")
+        seen[i] = part
+    return parts
 
 
 def is_kernel_spec(spec: str) -> bool:
-    """Whether ``spec`` names a kernel of :data:`KERNEL_SPEC_PARTS` (e.g. stagewise, stagewise-sh0-v4-o1, fused-r4-auto-t12)."""
-    return isinstance(spec, str) and _SPEC_RE.fullmatch(spec) is not None
+    """Whether ``spec`` names a kernel of :data:`KERNEL_SPEC_PARTS` (e.g. stagewise, stagewise-sh0-v4-o1,
+    fused-r4-auto-t12); :func:`check_kernel_spec` says why not."""
+    try:
+        check_kernel_spec(spec)
+    except ValueError:
+        return False
+    return True
 
 
 BENCH_VARIANTS: dict[str, dict[str, Any]] = {
@@ -102,10 +150,9 @@ def kernel_settings(spec: str) -> Iterator[None]:
     Raises:
         ValueError: an unknown spec.
     """
-    parts = spec.split("-")
-    if parts[0] not in ntt.ALGORITHMS or not is_kernel_spec(spec):
-        raise ValueError(f"unknown NTT kernel {spec!r}; zkgpu.bench.ntt.KERNEL_SPEC_PARTS lists the choices "
-                         "(e.g. stagewise, stagewise-lz-st-b3-asm, fused, fused-r4-auto-t12)")
+    parts = [spec.split("-")[0], *check_kernel_spec(spec)]
+    if parts[0] not in ntt.ALGORITHMS:
+        raise ValueError(f"unknown NTT kernel {spec!r}: zkgpu.ntt has no algorithm {parts[0]!r}")
     names = ("ALGORITHM", "RADIX", "FUSED_RADIX", "FUSED_OUTER", "FUSED_TILE_LOG", "FIELD_ARITH", "DEFINES")
     saved = {k: getattr(ntt, k) for k in names}
     try:
@@ -275,7 +322,7 @@ def kernel_ratios(rows: Sequence[dict[str, Any]], baseline: str = "stagewise") -
 @click.command("ntt")
 @click.option("--min-log", default=16, show_default=True, help="smallest size, log2")
 @click.option("--max-log", default=26, show_default=True, help="largest size, log2")
-@click.option("--repeat", default=10, show_default=True, help="timed repeats per point (median reported)")
+@click.option("--repeat", default=10, show_default=True, type=click.IntRange(min=1), help="timed repeats per point (median reported)")
 @click.option("--kernel", "kernels", multiple=True, metavar="SPEC",
               help="NTT kernel(s) to time, e.g. stagewise, fused, fused-r4-auto-t12, stagewise-cxx (repeatable; "
                    "default: stagewise and fused; zkgpu.bench.ntt.KERNEL_SPEC_PARTS lists the parts)")
@@ -291,40 +338,55 @@ def ntt_bench(min_log: int, max_log: int, repeat: int, kernels: tuple[str, ...],
     """Fr NTT on the GPU, device-resident, 2^min-log .. 2^max-log: forward/inverse/coset/inverse-coset
     per kernel, and compute_h at 2^h-min-log .. 2^h-max-log; CSV + JSON, and the ratios to stagewise."""
     kernels = kernels or ("stagewise", "fused")
+    twice = sorted({k for k in kernels if kernels.count(k) > 1})
+    if twice:
+        raise CliError(f"--kernel {twice[0]} given twice: each kernel is timed once per size (give it once)")
     for spec in kernels:
-        if not is_kernel_spec(spec):
-            raise click.BadParameter(f"unknown NTT kernel {spec!r} (e.g. stagewise, fused, fused-r4-auto-t12)",
-                                     param_hint="--kernel")
-        with kernel_settings(spec):
-            ntt.settings()  # a bad FUSED_TILE_LOG or radix fails here, before any measurement
+        try:
+            with kernel_settings(spec):
+                ntt.settings()  # a bad FUSED_TILE_LOG or radix fails here, before any measurement
+        except ValueError as exc:
+            raise CliError(f"--kernel {spec}: {exc}") from None
+    for opt, lo, hi in (("--min-log/--max-log", min_log, max_log), ("--h-min-log/--h-max-log", h_min_log, h_max_log)):
+        if not 0 <= lo <= hi <= FR.two_adicity:
+            raise CliError(f"{opt} {lo}/{hi}: need 0 <= {opt.split('/')[0]} <= {opt.split('/')[1]} <= {FR.two_adicity} (log2 sizes)")
     sppark = None
     if sppark_file:
         try:
             sppark = read_sppark(sppark_file)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--sppark") from None
+    check_run_base(out_base)
     if not _cuda.gpu_available():
         raise CliError("no CUDA GPU: the NTT benchmark needs one (GPU benchmarks; without a GPU, replay the recordings: zkgpu report)")
-    if not 0 <= min_log <= max_log <= FR.two_adicity:
-        raise click.BadParameter(f"need 0 <= min-log <= max-log <= {FR.two_adicity}")
-    run_dir = new_run_dir("bench-ntt", base=Path(out_base) if out_base else None)
+    run_dir: Path | None = None
     rows: list[dict[str, Any]] = []
-    for L in range(min_log, max_log + 1):  # ntt.csv grows size by size: a cut-off run keeps what it measured
-        rows += run_benchmark(L, L, repeat, kernels=kernels, h_min_log=h_min_log, h_max_log=h_max_log, queued=queued)
-        pd.DataFrame(rows).to_csv(run_dir / "ntt.csv", index=False)
-    df = pd.DataFrame(rows)
     s = ntt.settings()
+
+    def manifest(**extra: Any) -> dict[str, Any]:
+        return build_manifest(benchmark="ntt", min_log=min_log, max_log=max_log, repeat=repeat,
+                              variants=[*BENCH_VARIANTS, "compute_h"], kernels=list(kernels), h_min_log=h_min_log,
+                              h_max_log=h_max_log, radix=s["radix"], fused_radix=s["fused_radix"], fused_outer=s["fused_outer"],
+                              fused_tile_log=s["fused_tile_log"], kernel_defines=s["defines"],
+                              timing="CUDA events, median of repeats, warm-up excluded"
+                              + ("; queued_median_ms: start event behind GPU work (queued_times_ms)" if queued else ""),
+                              **({"sppark": sppark_provenance(sppark_file)} if sppark_file else {}), **extra)
+
+    try:
+        with sigterm_as_interrupt():
+            for L in range(min_log, max_log + 1):  # ntt.csv grows size by size: a cut-off run keeps what it measured
+                rows += run_benchmark(L, L, repeat, kernels=kernels, h_min_log=h_min_log, h_max_log=h_max_log, queued=queued)
+                run_dir = run_dir or new_run_dir("bench-ntt", base=Path(out_base) if out_base else None)  # once a size is measured
+                pd.DataFrame(rows).to_csv(run_dir / "ntt.csv", index=False)
+    except BaseException as exc:
+        if run_dir is not None:
+            kept = mark_interrupted(run_dir, manifest, exc)
+            click.echo(f"stopped ({type(exc).__name__}): the sizes measured so far are in {kept}", err=True)
+        raise
+    assert run_dir is not None  # min_log <= max_log: one size at least
+    df = pd.DataFrame(rows)
     write_json_new(run_dir / "ntt.json", rows)
-    write_json_new(
-        run_dir / "manifest.json",
-        build_manifest(benchmark="ntt", min_log=min_log, max_log=max_log, repeat=repeat,
-                       variants=[*BENCH_VARIANTS, "compute_h"], kernels=list(kernels), h_min_log=h_min_log,
-                       h_max_log=h_max_log, radix=s["radix"], fused_radix=s["fused_radix"], fused_outer=s["fused_outer"],
-                       fused_tile_log=s["fused_tile_log"], kernel_defines=s["defines"],
-                       timing="CUDA events, median of repeats, warm-up excluded"
-                       + ("; queued_median_ms: start event behind GPU work (queued_times_ms)" if queued else ""),
-                       **({"sppark": sppark_provenance(sppark_file)} if sppark_file else {})),
-    )
+    write_json_new(run_dir / "manifest.json", manifest())
     table = df.pivot_table(index="log_n", columns=["kernel", "variant"], values="median_ms")
     with pd.option_context("display.width", 250, "display.max_columns", 100):
         click.echo(table.to_string(float_format=lambda v: f"{v:9.3f}"))

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import resource
 import shutil
-import signal
 import tempfile
-import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -15,7 +13,7 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from ..errors import CliError, OneLineCommand, check_new_outputs
+from ..errors import CliError, OneLineCommand, check_new_outputs, sigterm_as_interrupt
 from ..logs import parse_file, partition_table, to_events
 from ..manifest import DATA_DIR
 from ..parse_cli import write_table
@@ -59,10 +57,6 @@ def synthetic_log(path: str | Path, n_lines: int, *, template: str | Path | None
 BENCH_PARSE_SIZES = (10_000, 30_000, 100_000, 300_000, 1_000_000)
 #: the largest log ``zkgpu bench parse`` writes (lines; about 0.8 GB on disk)
 BENCH_PARSE_MAX = 10_000_000
-
-
-def _interrupt_on_sigterm(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def bench_parse(sizes: Iterable[int] = BENCH_PARSE_SIZES, *, workdir: str | Path | None = None) -> pd.DataFrame:
@@ -119,13 +113,8 @@ def bench_parse_command(sizes: str, out: str | None) -> None:
     need, free = int(1.2 * bytes_per_line * max(ns)), shutil.disk_usage(tmp_dir).free
     if need > free:
         raise CliError(f"--sizes {max(ns)}: the synthetic log needs about {need / 1e9:.1f} GB, {tmp_dir} has {free / 1e9:.1f} GB free (choose a smaller size or set TMPDIR)")
-    main_thread = threading.current_thread() is threading.main_thread()
-    old = signal.signal(signal.SIGTERM, _interrupt_on_sigterm) if main_thread else None  # SIGTERM removes the temporary log, as Ctrl-C does
-    try:
+    with sigterm_as_interrupt():  # SIGTERM removes the temporary log, as Ctrl-C does
         df = bench_parse(ns)
-    finally:
-        if main_thread:
-            signal.signal(signal.SIGTERM, old)
     if out is None:
         click.echo(df.to_csv(index=False, float_format="%.4g"), nl=False)
     else:

@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from .. import _cuda
-from ..manifest import build_manifest, new_run_dir, write_json_new
+from ..errors import CliError
+from ..manifest import build_manifest, check_run_base, new_run_dir, write_json_new
 from ..msm import prep_msm as prep_msm_reference
 from ..pipeline.synthesis import fill_aux
 from ..prep import PREPS, default_threads, numba_available, prep_msm_device, prep_msm_parallel
@@ -88,7 +89,8 @@ def run_benchmark(min_log: int = 20, max_log: int = 26, repeat: int = 5, threads
 def prep_bench(min_log: int, max_log: int, repeat: int, threads: int | None, out_base: str | None) -> None:
     """prep_msm variants (cpu, cpu_parallel, gpu) at 2^min-log .. 2^max-log: CSV + JSON + manifest."""
     if min_log > max_log:
-        raise click.BadParameter(f"need --min-log <= --max-log, got {min_log} > {max_log}")
+        raise CliError(f"--min-log {min_log} / --max-log {max_log}: need --min-log <= --max-log")
+    check_run_base(out_base)
     rows = run_benchmark(min_log, max_log, repeat, threads)
     run_dir = new_run_dir("bench-prep", base=Path(out_base) if out_base else None)
     df = pd.DataFrame(rows)

@@ -21,7 +21,7 @@ from .. import _cuda
 from ..errors import CliError
 from ..groth16.circuits import ToolError, build, snarkjs_prove, snarkjs_verify, tools
 from ..groth16.formats import read_zkey
-from ..manifest import build_manifest, new_run_dir, write_json_new
+from ..manifest import build_manifest, check_run_base, new_run_dir, write_json_new
 
 __all__ = ["bench_command", "run_prove_bench"]
 
@@ -81,6 +81,7 @@ def bench_command(circuit, setup, zkey_path, wtns_path, vkey_path, device, repea
         raise CliError("--device gpu: no CUDA GPU available; use --device cpu")
     if bool(circuit) == bool(zkey_path and wtns_path and vkey_path):
         raise click.UsageError("give either --circuit NAME or all of --zkey, --wtns and --vkey")
+    check_run_base(out_base)
     tmp = tempfile.TemporaryDirectory(prefix="zkgpu-bench-prove-")
     work = Path(workdir) if workdir else Path(tmp.name)
     try:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import math
 import mmap
+import os
 import re
 import time
 import warnings
@@ -31,7 +32,7 @@ from tqdm.auto import tqdm
 from .. import _cuda, optional
 from ..errors import CliError
 from ..host_alloc import CUDA_HOST_ALLOC_PORTABLE, CudaHostAllocator, host_ptr
-from ..manifest import build_manifest, new_run_dir, write_json_new
+from ..manifest import build_manifest, check_run_base, new_run_dir, write_json_new
 from ..pinned_pool import PinnedPool
 from ..transfer import CUDA_HOST_REGISTER_DEFAULT, PATHS, TRANSFER_PATHS, rate_gbps
 
@@ -493,15 +494,27 @@ def bench_command(out_base: str | None, min_size: str, max_size: str, repeat: in
     vs raw pinned at >= 256 MiB), host_alloc.csv (cudaHostAlloc/cudaHostRegister costs) and
     manifest.json into a fresh data/<gpu>-<date>-bench-h2d/ folder.
     """
+    for opt, chosen in (("--path", paths), ("--large-path", large_paths)):
+        twice = sorted({x for x in chosen if chosen.count(x) > 1})
+        if twice:
+            raise CliError(f"{opt} {twice[0]} given twice: each path is measured once per size (give it once)")
+    sized = {}
+    for opt, text in (("--min-size", min_size), ("--max-size", max_size), ("--verify-max", verify_max), ("--large-from", large_from)):
+        try:
+            sized[opt] = _parse_bytes(text)
+        except ValueError as exc:
+            raise CliError(f"{opt} {text}: {exc}") from None
+    lo, hi, vmax, big = sized.values()
+    if lo < 1 or hi < lo:
+        raise CliError(f"--min-size {min_size} / --max-size {max_size}: need 1 <= --min-size <= --max-size (got {lo} and {hi} bytes)")
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if hi > ram:
+        raise CliError(f"--max-size {max_size}: {hi} bytes is more than this machine's memory ({ram / GIB:.1f} GiB); choose a smaller size")
+    if not math.isfinite(time_budget) or time_budget <= 0:
+        raise CliError(f"--time-budget {time_budget}: give a positive number of seconds (e.g. --time-budget 240)")
+    check_run_base(out_base)
     if not _cuda.gpu_available():
         raise CliError("zkgpu bench h2d needs a CUDA GPU with CuPy (none found) (GPU benchmarks; without a GPU, replay the recordings: zkgpu report)")
-    try:
-        lo, hi = _parse_bytes(min_size), _parse_bytes(max_size)
-        vmax, big = _parse_bytes(verify_max), _parse_bytes(large_from)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from exc
-    if lo < 1 or hi < lo:
-        raise click.BadParameter(f"need 1 <= --min-size <= --max-size, got {lo} and {hi}")
     sizes = []
     s = lo
     while s <= hi:
@@ -509,7 +522,6 @@ def bench_command(out_base: str | None, min_size: str, max_size: str, repeat: in
         s *= 4
     use_paths = list(paths) or list(PATHS)
     fresh = (False,) if no_fresh else (False, True)
-    run_dir = new_run_dir("bench-h2d", base=Path(out_base) if out_base else None)
     t0 = time.perf_counter()
     small, large = [x for x in sizes if x < big], [x for x in sizes if x >= big]
     parts = []
@@ -525,6 +537,7 @@ def bench_command(out_base: str | None, min_size: str, max_size: str, repeat: in
         "pool_stats": [part.attrs.get("pool_stats") for part in parts],
     }
     sweep_s = time.perf_counter() - t0
+    run_dir = new_run_dir("bench-h2d", base=Path(out_base) if out_base else None)  # after measuring: no empty folder if stopped
     df.to_csv(run_dir / "sweep.csv", index=False)
     df.to_parquet(run_dir / "sweep.parquet", index=False)
     summary = summarize_sweep(df)

@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from ..keynumbers import number
+from ..manifest import commit_label
 from ..metrics import compute_utilization, throughput
 from ..replay import Recording, data_dir, find_benchmarks, find_recordings
 
@@ -80,7 +81,7 @@ class ProveSource:
         if self.kind.startswith("recorded"):
             gpu = (m.get("environment") or {}).get("gpu") or "no GPU"
             what = "REPLAY of a GPU recording" if self.on_gpu else "REPLAY of a CPU recording"
-            head = f"{what} made {m.get('date_utc', '?')} on {gpu} ({self.folder.name if self.folder is not None else '?'}), commit {str(m.get('commit'))[:10]}"
+            head = f"{what} made {m.get('date_utc', '?')} on {gpu} ({self.folder.name if self.folder is not None else '?'}), commit {commit_label(m)}"
         else:
             head = "proven now (no bench-prove recording in data/ or live mode)"
         note = "" if self.on_gpu else " -- CPU reference paths: NOT GPU numbers"

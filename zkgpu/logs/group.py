@@ -24,6 +24,7 @@ from collections import deque
 import numpy as np
 import pandas as pd
 
+from .lines import field_column
 from .parsed import ParsedLog
 
 __all__ = ["partition_table", "PARTITION_COLUMNS", "GROUPED_KINDS", "Grouper"]
@@ -187,9 +188,12 @@ def partition_table(parsed: ParsedLog) -> pd.DataFrame:
     for c in lead:
         if c not in df.columns:
             df[c] = np.nan
-    df = df[lead + [c for c in df.columns if c not in lead]]
+    others = [c for c in df.columns if c not in lead]
+    df = df[lead + others]
     for c in (*PARTITION_COLUMNS, *_EXTRA_PARTITION_COLUMNS):
         df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
+    for c in others:  # any other field: one type per column (numbers, else text)
+        df[c] = field_column(df[c])
     df["record"] = df["record"].astype("int64")
     tid = pd.to_numeric(df["gpu_tid"], errors="coerce").astype("float64")
     df["gpu_tid"] = tid.where(tid == np.floor(tid)).astype("Int64")

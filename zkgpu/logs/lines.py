@@ -22,7 +22,9 @@ kept); one physical line holding several markers is split at each marker (interl
 grep output flattened onto one line; counted as ``merged``); a record cut short (a line ending in
 ``...``/``…``, a record immediately followed by another marker without whitespace, or a last line
 without a newline whose last token is not a complete ``key=value``) is flagged ``truncated`` and
-its last, possibly cut, token is dropped (counted as ``dropped_fields``); lines with no marker are
+its last, possibly cut, token is dropped (counted as ``dropped_fields``, as is the earlier value of a key given
+twice in one record: the later one is kept, and a field named like a column of its row, e.g. ``kind=``);
+lines with no marker are
 counted in ``ParsedLog.unknown_count`` (first few kept as examples). Durations are float ms
 whatever their unit (``s``, ``ms``, ``µs``/``us``, ``ns``); a value that is not finite or out of
 range is dropped and counted (``bad_values``), a TIMELINE time that is not finite in [0, 1e12] ms
@@ -39,7 +41,9 @@ import re
 import numpy as np
 import pandas as pd
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+# CSI sequences (colours) and OSC sequences (window titles) ended by BEL or ST (ESC \\); an OSC body stops at the
+# next ESC, so a line of many unterminated OSC openers is scanned once, not once per opener (that was quadratic)
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 _TS = re.compile(r"\d{4}-\d\d-\d\d[T ][0-9:.,]+(?:Z|[+-]\d\d:?\d\d)?")
 _LEVEL = re.compile(r"\b(TRACE|DEBUG|INFO|WARN|WARNING|ERROR)\b")
 _KV = re.compile(r'^(\w+)=("(?:[^"\\]|\\.)*"|\S+)$')
@@ -102,14 +106,15 @@ MAX_MS = 1e9  # ~11.6 days: a longer phase duration is a corrupt value, not a me
 _MAX_ABS = 1e15  # any other number beyond this is a corrupt value (byte counts of a day fit easily)
 _MAX_T_MS = 1e12  # TIMELINE times: ms since engine start, about 31 years
 _BAD = object()  # a value that is not finite or out of range (counted, the field dropped)
-_ID_KEYS = frozenset({"gpu_tid", "worker", "partition", "gpu", "worker_id"})  # must be integers
+_ID_KEYS = frozenset({"gpu_tid", "worker", "partition", "gpu", "worker_id"})  # must be integers in [0, _MAX_ID]
+_MAX_ID = 2**31 - 1  # ids are small counters; a larger or negative one is damage (and would collide or overflow in to_events)
 
 
 def _value(v: str, key: str = "") -> float | str | object:
     """One ``key=value`` value: a quoted string, a number (float), a duration with a unit
     (``1.2s``, ``12ms``, ``12µs``/``12us``, ``5ns`` -> float **ms**) or a plain string. Returns
     :data:`_BAD` for a number that is not finite, a duration outside [0, 1e9] ms, an id
-    (``worker``, ``partition``, ``gpu``, ``gpu_tid``) that is not an integer, a word where a
+    (``worker``, ``partition``, ``gpu``, ``gpu_tid``) that is not an integer in [0, 2^31), a word where a
     duration (``*_ms``) or an id belongs (``prep_msm_ms=abc``, ``gpu_tid=zero``), or any other
     number beyond ±1e15."""
     if len(v) >= 2 and v[0] == '"' and v[-1] == '"':
@@ -128,22 +133,46 @@ def _value(v: str, key: str = "") -> float | str | object:
             return _BAD if numeric or v.strip().lower().lstrip("+-") in ("nan", "inf", "infinity") else v
     if not math.isfinite(x):
         return _BAD
-    if key in _ID_KEYS and x != int(x):  # a worker 0.5 or partition 1e-3 is a corrupt id
+    if key in _ID_KEYS and (x != int(x) or not 0 <= x <= _MAX_ID):  # a worker 0.5, partition -5 or 1e15: a corrupt id
         return _BAD
     if key.endswith("_ms"):
         return x if 0.0 <= x <= MAX_MS else _BAD
     return x if abs(x) <= _MAX_ABS else _BAD
 
 
-class Counts:
-    """Per-parse counters of everything dropped or merged (see :meth:`ParsedLog.summary`)."""
+#: field names a record cannot set, because its row (or the partition record it joins) has a column of that name:
+#: the field is dropped and counted (``CUZK_TIMING: prep_msm_ms=5 kind=x`` re-kinded the line, ``_kinds=1`` crashed the
+#: grouping, ``last_line=9`` moved a partition); names starting with ``_`` likewise
+_RESERVED_KV = frozenset({"line", "kind", "text", "truncated", "ts", "level", "what", "event", "record", "first_line", "last_line"})
+_RESERVED_TL = frozenset({"line", "t_ms", "event", "detail", "truncated", "flags"})  # TIMELINE's kind= and job= are fields
 
-    __slots__ = ("dropped_fields", "bad_values", "merged")
+#: distinct field names one parse keeps as columns (a real cuzk log has a few dozen); the fields of further names are
+#: dropped and counted, so a log of ever-new names (damage, or a hostile file) cannot grow the tables by a column per
+#: line (quadratic time and memory: 4k such lines took 1.8 s and 0.7 GB)
+MAX_FIELD_NAMES = 256
+
+
+class Counts:
+    """Per-parse counters of everything dropped or merged (see :meth:`ParsedLog.summary`), and the field names kept."""
+
+    __slots__ = ("dropped_fields", "bad_values", "merged", "names")
 
     def __init__(self) -> None:
         self.dropped_fields = 0
         self.bad_values = 0
         self.merged = 0
+        self.names: set[str] = set()
+
+    def keep_name(self, name: str) -> bool:
+        """Whether a field called ``name`` is kept: a name seen before, or a new one while fewer than
+        :data:`MAX_FIELD_NAMES` are; otherwise the field is dropped and counted in ``dropped_fields``."""
+        if name in self.names:
+            return True
+        if len(self.names) < MAX_FIELD_NAMES:
+            self.names.add(name)
+            return True
+        self.dropped_fields += 1
+        return False
 
 
 def _complete_kv(tok: str) -> bool:
@@ -180,6 +209,14 @@ def kv_tokens(body: str, truncated: bool, counts: Counts | None = None, maybe_cu
                 if counts is not None:
                     counts.bad_values += 1
                 continue
+            if k in _RESERVED_KV or k.startswith("_"):  # would overwrite a row's own column (kind=x re-kinded a line)
+                if counts is not None:
+                    counts.dropped_fields += 1
+                continue
+            if counts is not None and not counts.keep_name(k):
+                continue
+            if k in fields and counts is not None:
+                counts.dropped_fields += 1  # a key given twice: the later value is kept, the earlier one counted
             fields[k] = v
         elif not fields:
             words.append(t)
@@ -218,12 +255,17 @@ def typed_frame(rows: list[dict] | pd.DataFrame, lead: list[str]) -> pd.DataFram
         elif c in ("kind", "text", "event", "job", "detail", "what", "ts", "level"):
             df[c] = df[c].astype("string")
         else:
-            num = pd.to_numeric(df[c], errors="coerce")
-            if num.notna().sum() == df[c].notna().sum():
-                df[c] = num.astype("float64")
-            else:
-                df[c] = df[c].astype("string")
+            df[c] = field_column(df[c])
     return df
+
+
+def field_column(col: pd.Series) -> pd.Series:
+    """A column of record fields, one type throughout: float64 when every present value is a number, else string
+    (a field that is ``abc`` on one line and ``3`` on another; a mixed object column would fail in Parquet)."""
+    num = pd.to_numeric(col, errors="coerce")
+    if num.notna().sum() == col.notna().sum():
+        return num.astype("float64")
+    return col.map(lambda v: f"{v:g}" if isinstance(v, float) and v == v else v).astype("string")  # 3, not 3.0
 
 
 def parse_cuzk_timing(body: str, truncated: bool, counts: Counts | None = None, maybe_cut: bool = False) -> dict | None:
@@ -295,6 +337,14 @@ def parse_timeline(seg: str, truncated: bool, counts: Counts | None = None, mayb
                 if counts is not None:
                     counts.bad_values += 1
                 continue
+            if k in _RESERVED_TL or k.startswith("_"):  # the row's own columns
+                if counts is not None:
+                    counts.dropped_fields += 1
+                continue
+            if counts is not None and not counts.keep_name(k):
+                continue
+            if k in row and counts is not None:
+                counts.dropped_fields += 1  # a key given twice: the later value is kept, the earlier one counted
             row[k] = x
         else:
             flags.append(it)

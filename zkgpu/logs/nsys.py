@@ -59,111 +59,140 @@ def read_nsys_sqlite(path: str | Path, run: str | None = None) -> pd.DataFrame:
       gpu_ms = duration, detail ``src=pageable|pinned|device…,dst=…,stream=…``. (Named ``memcpy_*``,
       not ``h2d``, because a raw copy is not necessarily the ntt_msm_h a/b/c upload.)
 
-    Missing tables are skipped. source = ``nsys``; run defaults to the file stem.
+    Missing tables are skipped; rows whose start or end is missing, not an integer, or whose end is before their
+    start are skipped and counted in ``df.attrs["skipped_rows"]``. source = ``nsys``; run defaults to the file stem.
 
     Raises:
-        FileNotFoundError: no such file. ValueError: not an SQLite database / none of the tables.
+        FileNotFoundError: no such file. ValueError: not an SQLite database, none of the tables, or a damaged
+        one (a cut file, a table without start/end columns), naming the file.
     """
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"nsys SQLite export not found: {p}")
     run = run or p.stem
-    try:
-        con = sqlite3.connect(f"file:{p}?mode=ro", uri=True)
+    try:  # read-only; as_uri() escapes '?', '#' and '%' in the file name
+        con = sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro", uri=True)
         tables = _tables(con)
     except sqlite3.DatabaseError as e:
         raise ValueError(f"{p} is not an SQLite database: {e}") from e
+    try:
+        return _read_nsys(con, tables, p, run)
+    except (sqlite3.DatabaseError, TypeError) as e:  # a damaged or cut file, a table without start/end, a text id
+        raise ValueError(f"{p}: unreadable nsys export ({e})") from e
+    finally:
+        con.close()
+
+
+def _times(start: object, end: object) -> tuple[int, int] | None:
+    """(start_ns, end_ns) of a row, or None where a time is missing, not an integer, or end < start."""
+    try:
+        s, e = int(start), int(end)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return None
+    return (s, e) if e >= s else None
+
+
+def _read_nsys(con: sqlite3.Connection, tables: dict[str, set[str]], p: Path, run: str) -> pd.DataFrame:
     wanted = ("NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY")
     if not any(t in tables for t in wanted):
-        con.close()
         raise ValueError(f"{p} has none of the nsys tables {wanted}; found {sorted(tables)[:10]}")
+    for t in wanted:
+        if t in tables and not {"start", "end"} <= tables[t]:  # SQLite would read a missing "end" as the text 'end'
+            raise ValueError(f"{p}: unreadable nsys export (table {t} has no start/end columns: {', '.join(sorted(tables[t]))})")
     strings: dict[int, str] = {}
     if "StringIds" in tables:
         strings = {int(i): str(v) for i, v in con.execute("SELECT id, value FROM StringIds")}
     rows: list[dict] = []
-    try:
-        if "NVTX_EVENTS" in tables:
-            cols = tables["NVTX_EVENTS"]
-            sel = ["start", '"end"']
-            for c in ("text", "textId", "domainId", "globalTid", "eventType"):
-                sel.append(c if c in cols else f"NULL AS {c}")
-            q = f"SELECT {', '.join(sel)} FROM NVTX_EVENTS"
-            recs = con.execute(q).fetchall()
-            domains: dict[int, str] = {}
-            for _start, _end, text, tid, dom, _gtid, et in recs:
-                if et == 75 and dom is not None:  # NvtxDomainCreate
-                    domains[int(dom)] = text if text is not None else strings.get(tid, str(dom))
-            for start, end, text, tid, dom, gtid, et in recs:
-                if end is None or start is None:
-                    continue
-                if et is not None and et not in _NVTX_RANGE_TYPES:
-                    continue
-                txt = text if text is not None else (strings.get(int(tid)) if tid is not None else None)
-                txt = txt or ""
-                first = re.split(r"[\s:,]+", txt.strip(), maxsplit=1)[0] if txt.strip() else "nvtx"
-                r = {"run": run, "source": "nsys", "phase": first, "start_ns": int(start), "end_ns": int(end)}
-                rest = txt.strip()[len(first):]
-                for k, v in _SHORT_FIELD.findall(rest):
-                    r[_SHORT_NAME[k]] = int(v)
-                for k, v in _INT_FIELD.findall(rest):
-                    r[k] = int(v)
-                d = [f"text={txt}"]
-                if dom is not None:
-                    d.append(f"domain={domains.get(int(dom), dom)}")
-                if gtid is not None:
-                    d.append(f"tid={int(gtid) & 0xFFFFFF}")
-                r["detail"] = ",".join(d)
-                rows.append(r)
-        if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
-            cols = tables["CUPTI_ACTIVITY_KIND_KERNEL"]
-            name_col = next((c for c in ("shortName", "demangledName", "mangledName") if c in cols), None)
-            sel = ["start", '"end"', "deviceId" if "deviceId" in cols else "NULL", "streamId" if "streamId" in cols else "NULL", name_col or "NULL"]
-            for start, end, dev, stream, name in con.execute(f"SELECT {', '.join(sel)} FROM CUPTI_ACTIVITY_KIND_KERNEL"):
-                nm = strings.get(int(name), str(name)) if isinstance(name, int) else (name or "")
-                rows.append(
-                    {
-                        "run": run,
-                        "source": "nsys",
-                        "gpu": dev,
-                        "phase": "kernel",
-                        "start_ns": int(start),
-                        "end_ns": int(end),
-                        "gpu_ms": (int(end) - int(start)) / 1e6,
-                        "detail": f"name={nm},stream={stream}",
-                    }
-                )
-        if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
-            cols = tables["CUPTI_ACTIVITY_KIND_MEMCPY"]
-            copy_kind = _enum(con, tables, "ENUM_CUDA_MEMCPY_OPER", _COPY_KIND)
-            mem_kind = _enum(con, tables, "ENUM_CUDA_MEM_KIND", _MEM_KIND)
-            sel = ["start", '"end"']
-            for c in ("bytes", "copyKind", "srcKind", "dstKind", "deviceId", "streamId"):
-                sel.append(c if c in cols else f"NULL AS {c}")
-            for start, end, nbytes, ck, sk, dk, dev, stream in con.execute(f"SELECT {', '.join(sel)} FROM CUPTI_ACTIVITY_KIND_MEMCPY"):
-                kind = copy_kind.get(int(ck), str(ck)) if ck is not None else "unknown"
-                d = []
-                if sk is not None:
-                    d.append(f"src={mem_kind.get(int(sk), sk)}")
-                if dk is not None:
-                    d.append(f"dst={mem_kind.get(int(dk), dk)}")
-                d.append(f"stream={stream}")
-                rows.append(
-                    {
-                        "run": run,
-                        "source": "nsys",
-                        "gpu": dev,
-                        "phase": f"memcpy_{kind}",
-                        "start_ns": int(start),
-                        "end_ns": int(end),
-                        "gpu_ms": (int(end) - int(start)) / 1e6,
-                        "bytes": nbytes,
-                        "detail": ",".join(d),
-                    }
-                )
-    finally:
-        con.close()
+    skipped = 0
+    if "NVTX_EVENTS" in tables:
+        cols = tables["NVTX_EVENTS"]
+        sel = ["start", '"end"']
+        for c in ("text", "textId", "domainId", "globalTid", "eventType"):
+            sel.append(c if c in cols else f"NULL AS {c}")
+        q = f"SELECT {', '.join(sel)} FROM NVTX_EVENTS"
+        recs = con.execute(q).fetchall()
+        domains: dict[int, str] = {}
+        for _start, _end, text, tid, dom, _gtid, et in recs:
+            if et == 75 and dom is not None:  # NvtxDomainCreate
+                domains[int(dom)] = text if text is not None else strings.get(tid, str(dom))
+        for start, end, text, tid, dom, gtid, et in recs:
+            if end is None or start is None or (et is not None and et not in _NVTX_RANGE_TYPES):
+                continue  # a mark, a domain or an open range: not a range
+            if _times(start, end) is None:
+                skipped += 1
+                continue
+            txt = text if text is not None else (strings.get(int(tid)) if tid is not None else None)
+            txt = txt or ""
+            first = re.split(r"[\s:,]+", txt.strip(), maxsplit=1)[0] if txt.strip() else "nvtx"
+            r = {"run": run, "source": "nsys", "phase": first, "start_ns": int(start), "end_ns": int(end)}
+            rest = txt.strip()[len(first):]
+            for k, v in _SHORT_FIELD.findall(rest):
+                r[_SHORT_NAME[k]] = int(v)
+            for k, v in _INT_FIELD.findall(rest):
+                r[k] = int(v)
+            d = [f"text={txt}"]
+            if dom is not None:
+                d.append(f"domain={domains.get(int(dom), dom)}")
+            if gtid is not None:
+                d.append(f"tid={int(gtid) & 0xFFFFFF}")
+            r["detail"] = ",".join(d)
+            rows.append(r)
+    if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
+        cols = tables["CUPTI_ACTIVITY_KIND_KERNEL"]
+        name_col = next((c for c in ("shortName", "demangledName", "mangledName") if c in cols), None)
+        sel = ["start", '"end"', "deviceId" if "deviceId" in cols else "NULL", "streamId" if "streamId" in cols else "NULL", name_col or "NULL"]
+        for start, end, dev, stream, name in con.execute(f"SELECT {', '.join(sel)} FROM CUPTI_ACTIVITY_KIND_KERNEL"):
+            if _times(start, end) is None:
+                skipped += 1
+                continue
+            nm = strings.get(int(name), str(name)) if isinstance(name, int) else (name or "")
+            rows.append(
+                {
+                    "run": run,
+                    "source": "nsys",
+                    "gpu": dev,
+                    "phase": "kernel",
+                    "start_ns": int(start),
+                    "end_ns": int(end),
+                    "gpu_ms": (int(end) - int(start)) / 1e6,
+                    "detail": f"name={nm},stream={stream}",
+                }
+            )
+    if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
+        cols = tables["CUPTI_ACTIVITY_KIND_MEMCPY"]
+        copy_kind = _enum(con, tables, "ENUM_CUDA_MEMCPY_OPER", _COPY_KIND)
+        mem_kind = _enum(con, tables, "ENUM_CUDA_MEM_KIND", _MEM_KIND)
+        sel = ["start", '"end"']
+        for c in ("bytes", "copyKind", "srcKind", "dstKind", "deviceId", "streamId"):
+            sel.append(c if c in cols else f"NULL AS {c}")
+        for start, end, nbytes, ck, sk, dk, dev, stream in con.execute(f"SELECT {', '.join(sel)} FROM CUPTI_ACTIVITY_KIND_MEMCPY"):
+            if _times(start, end) is None:
+                skipped += 1
+                continue
+            kind = copy_kind.get(int(ck), str(ck)) if ck is not None else "unknown"
+            d = []
+            if sk is not None:
+                d.append(f"src={mem_kind.get(int(sk), sk)}")
+            if dk is not None:
+                d.append(f"dst={mem_kind.get(int(dk), dk)}")
+            d.append(f"stream={stream}")
+            rows.append(
+                {
+                    "run": run,
+                    "source": "nsys",
+                    "gpu": dev,
+                    "phase": f"memcpy_{kind}",
+                    "start_ns": int(start),
+                    "end_ns": int(end),
+                    "gpu_ms": (int(end) - int(start)) / 1e6,
+                    "bytes": nbytes,
+                    "detail": ",".join(d),
+                }
+            )
     df = normalize_events(pd.DataFrame(rows)) if rows else normalize_events(pd.DataFrame({"start_ns": [], "end_ns": []}))
-    return df.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
+    df = df.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
+    df.attrs["skipped_rows"] = skipped
+    return df
 
 
 

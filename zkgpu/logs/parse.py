@@ -102,7 +102,9 @@ def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True,
             and the timeline, not by the file; ``zkgpu parse`` uses it.
 
     Never raises on bad content: unknown lines are counted, unreadable records counted as
-    malformed, values that are not finite or out of range dropped and counted (``bad_values``).
+    malformed, values that are not finite or out of range dropped and counted (``bad_values``),
+    lines holding U+FFFD (bytes :func:`parse_file` could not decode) or NUL counted
+    (``undecodable``).
     """
     tables = {k: _Table(rows or k == "timeline") for k in ("timing", "ntt_h", "timeline", "gpu", "fin", "pool", "msgs")}
     timing, ntt_h, timeline = tables["timing"], tables["ntt_h"], tables["timeline"]
@@ -113,6 +115,7 @@ def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True,
     examples: list[str] = []
     n_trunc = 0
     n_bad = 0
+    undecodable = 0
     n = 0
     chars = 0
     no_newline = False
@@ -124,6 +127,8 @@ def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True,
             if not n % 10_000:
                 progress(chars)
                 chars = 0
+        if "\ufffd" in raw or "\x00" in raw:  # bytes that were not UTF-8 (replaced by parse_file), or NULs
+            undecodable += 1
         if "\x1b" in raw:
             raw = ANSI.sub("", raw)
         text = raw.rstrip("\r\n")
@@ -215,6 +220,7 @@ def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True,
         bad_values=counts.bad_values,
         merged_count=counts.merged,
         no_final_newline=no_newline,
+        undecodable_count=undecodable,
         _records=grouper.records,
         _counts={k: t.n for k, t in tables.items()},
     )

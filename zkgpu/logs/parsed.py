@@ -40,10 +40,13 @@ class ParsedLog:
         fewer than 4 commas or a time that is not a finite number in [0, 1e12] ms, a CUZK line with
         no ``key=value``).
         dropped_fields: tokens dropped because they were (or may have been) cut, or were not
-        ``key=value`` amid the fields. bad_values: values dropped because they were not finite
+        ``key=value`` amid the fields, earlier values of a key given twice in one record, and fields
+        whose name came after :data:`zkgpu.logs.lines.MAX_FIELD_NAMES` others. bad_values: values dropped because they were not finite
         or out of range (a duration outside [0, 1e9] ms, another number beyond ±1e15).
         merged_count: records that shared one physical line with other records (interleaved
         writers). no_final_newline: the input's last line had no line end (it may be cut).
+        undecodable_count: lines holding bytes that were not UTF-8 (replaced by U+FFFD) or NUL bytes
+        (a binary file, or a log damaged on disk).
 
     Durations are float ms whatever unit the log used (``12ms``, ``1.2s``, ``12µs``/``12us``,
     ``5ns``).
@@ -65,6 +68,7 @@ class ParsedLog:
     bad_values: int = 0
     merged_count: int = 0
     no_final_newline: bool = False
+    undecodable_count: int = 0
     _pairing: tuple | None = field(default=None, repr=False, compare=False)
     _partitions: pd.DataFrame | None = field(default=None, repr=False, compare=False)
     _records: list[dict] | None = field(default=None, repr=False, compare=False)
@@ -86,7 +90,7 @@ class ParsedLog:
         ``unknown`` lines, ``truncated`` / ``malformed`` records, ``dropped_fields``,
         ``bad_values``, ``merged`` (records sharing a line), the TIMELINE pairing counts
         (``duplicate_starts``, ``unpaired_starts``, ``unpaired_ends``, ``cross_worker_ends``) and
-        ``no_final_newline`` (0/1)."""
+        ``no_final_newline`` (0/1) and ``undecodable`` (lines with bytes that were not UTF-8, or NULs)."""
         n = self._counts or {"timing": len(self.timing), "ntt_h": len(self.ntt_h), "timeline": len(self.timeline), "gpu": len(self.gpu_timing),
                              "fin": len(self.fin_timing), "pool": len(self.pool), "msgs": len(self.messages)}
         return {
@@ -106,5 +110,12 @@ class ParsedLog:
             "merged": self.merged_count,
             **{k: v for k, v in self.pairing().items() if k != "pairs"},
             "no_final_newline": int(self.no_final_newline),
+            "undecodable": self.undecodable_count,
         }
+
+    def record_count(self) -> int:
+        """Records of every type found (``CUZK_TIMING``, ``CUZK_NTT_H``, ``TIMELINE``, ``GPU_TIMING``, ``FIN_TIMING``,
+        pinned-pool and engine messages); 0: nothing in the input was a cuzk-format record."""
+        s = self.summary()
+        return sum(s[k] for k in ("cuzk_timing", "cuzk_ntt_h", "timeline", "gpu_timing", "fin_timing", "pinned_pool", "messages"))
 

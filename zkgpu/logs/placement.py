@@ -17,6 +17,9 @@ from .timeline import column_values
 
 __all__ = ["to_events"]
 
+_MAX_NS = int(np.iinfo(np.int64).max)  # the event table's times are int64 ns
+
+
 def _ns(ms: float) -> int:
     return int(round(float(ms) * 1e6))
 
@@ -176,6 +179,10 @@ def to_events(parsed: ParsedLog, run: str = "cuzk-log", source: str = "cuzk-log"
        (they stay in :class:`ParsedLog`).
 
     Returns: a DataFrame normalized by :func:`zkgpu.events.normalize_events`, sorted by start_ns.
+
+    Raises:
+        ValueError: the placed events would end past the int64 ns clock (durations that add up to centuries: a
+            damaged log), named with ``run``.
     """
     rows, starts = _timeline_events(parsed, run, source)
     pt = partition_table(parsed)
@@ -201,6 +208,9 @@ def to_events(parsed: ParsedLog, run: str = "cuzk-log", source: str = "cuzk-log"
             r_rows, prev_release = _record_events(rec, t0, run, source, pd.NA, k, gpu, "sequential")
             prev_t0 = t0
         rows.extend(r_rows)
+    if rows and max(r[7] for r in rows) > _MAX_NS:
+        raise ValueError(f"the placed events of {run!r} run past {_MAX_NS} ns (292 years of int64 ns): the log's durations "
+                         "add up beyond any real run (damaged values); its partition table is still readable")
     df = pd.DataFrame.from_records(rows, columns=list(_EVENT_FIELDS))
     del rows
     out = normalize_events(df) if len(df) else normalize_events(pd.DataFrame({"start_ns": [], "end_ns": []}))

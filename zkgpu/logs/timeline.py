@@ -4,7 +4,7 @@ counts and by :func:`zkgpu.logs.placement.to_events`."""
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 
 import pandas as pd
 
@@ -45,30 +45,35 @@ def pair_timeline(tl: pd.DataFrame) -> tuple[list[tuple], list[dict], dict[str, 
         return pairs, starts, counts
     tl = tl.sort_values(["t_ms", "line"], kind="stable")
     cols = zip(tl["t_ms"].astype("float64").tolist(), *(column_values(tl, c) for c in ("event", "job", "partition", "worker", "gpu_ms", "synth_ms")), strict=True)
-    open_: dict[tuple, list[tuple]] = defaultdict(list)
-    for t, ev, job, part, w, gms, sms in cols:
+    # open starts per (start event, job, partition): start worker -> (order, t_ms), oldest first; at most one open start
+    # per worker (a second is a duplicate), so every step is O(1) (a scan of the open starts was quadratic when many
+    # workers had a start open under one key)
+    open_: dict[tuple, OrderedDict[object, tuple[int, float]]] = defaultdict(OrderedDict)
+    for seq, (t, ev, job, part, w, gms, sms) in enumerate(cols):
         if ev in _PAIRS:
             q = open_[(ev, job, part)]
-            if any(ws == w for _, ws in q):
+            if w in q:
                 counts["duplicate_starts"] += 1
                 continue
-            q.append((t, w))
+            q[w] = (seq, t)
             if ev == "GPU_START":
                 starts.append({"t_ms": t, "job": job, "partition": part, "worker": w})
         elif ev in _ENDS:
             sev, phase = _ENDS[ev]
             pending = open_.get((sev, job, part))
-            hit = None
-            for i, (_, ws) in enumerate(pending or ()):
-                if w is None or ws is None or ws == w:
-                    hit = i
-                    break
-            if hit is None or pending is None:
+            if not pending:
                 counts["unpaired_ends"] += 1
-                if pending:
-                    counts["cross_worker_ends"] += 1
                 continue
-            ts, ws = pending.pop(hit)
+            if w is None:  # an end without a worker pairs with the oldest open start
+                ws, (_, ts) = pending.popitem(last=False)
+            else:  # the oldest open start of this worker or of none
+                cands = [(pending[k][0], k) for k in (w, None) if k in pending]
+                if not cands:
+                    counts["unpaired_ends"] += 1
+                    counts["cross_worker_ends"] += 1
+                    continue
+                ws = min(cands, key=lambda c: c[0])[1]
+                ts = pending.pop(ws)[1]
             pairs.append((phase, job, part, ws, w, ts, t, gms, sms))
     counts["unpaired_starts"] = sum(len(q) for q in open_.values())
     return pairs, starts, counts
