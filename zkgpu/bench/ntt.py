@@ -80,7 +80,7 @@ butterflies of twiddle 1 in stages 1 / 1-2 of the pass on the low bits gathered 
 KERNEL_SPEC_SETTINGS: dict[str, tuple[str, ...]] = {
     "stagewise": ("RADIX", "ZK_NTT_LAZY", "NTT_SHFL", "NTT_SMEM_TW", "NTT_SCALE_BR/NTT_NN_SCATTER", "NTT_PAIR", "NTT_ILP",
                   "NTT_TILE_COLS", "NTT_MIN_BLOCKS", "NTT_THREADS", "NTT_SMEM_V4", "NTT_PREFETCH", "NTT_IO_STAGE",
-                  "ZK_FF_ASM_TAIL", "ZK_PTXAS_O", "FIELD_ARITH"),
+                  "ZK_FF_ASM_TAIL", "ZK_PTXAS_O", "FIELD_ARITH", "NTT_FOLD", "NTT_BIG_LAST", "NTT_SKIP_ONE"),
     "fused": ("FUSED_RADIX", "FUSED_OUTER", "FUSED_TILE_LOG", "FIELD_ARITH"),
 }
 """The setting each group of :data:`KERNEL_SPEC_PARTS` sets, group by group (for the errors of :func:`check_kernel_spec`)."""
