@@ -27,6 +27,7 @@ from .calibration import calibrated_params
 from .gpu_time import IDLE_PARTS, gpu_time_split
 from .groth16 import results as proofs
 from .keynumbers import number
+from .manifest import commit_label
 from .replay import Source, reference_path, reference_table, scenario_table, story_order
 
 __all__ = ["Conclusion", "FIX_SCENARIOS", "GPU_PHASE_BOUND", "KERNEL_BOUND", "host_suspects", "published_utilization", "conclusions", "beyond", "finding", "key_numbers", "markdown",
@@ -441,7 +442,7 @@ def baseline_proportions(base: str | Path | None = None) -> pd.DataFrame:
         if "baseline" not in rec.scenarios:
             continue
         split = metrics.ntt_msm_h_split(rec.events("baseline")).loc["baseline"]
-        rows[rec.path.name] = {"date": rec.date, "commit": str(rec.manifest.get("commit", ""))[:10],
+        rows[rec.path.name] = {"date": rec.date, "commit": commit_label(rec.manifest),
                                **{c: float(split[c]) for c in ("h2d", "ntt", "h_msm", "ntt_msm_h")},
                                "h2d_share": float(split["h2d"] / split["ntt_msm_h"]) if split["ntt_msm_h"] > 0 else float("nan")}
     return pd.DataFrame.from_dict(rows, orient="index", columns=cols).rename_axis("recording")
