@@ -293,6 +293,8 @@ def test_replay_labels_host_load_and_finds_the_load_benchmark(recorded, tmp_path
     b = tmp_path / "nvidia-h200-20260103-bench-load"
     b.mkdir()
     (b / "load.csv").write_text("load_threads,path,size_bytes,rep,host_ms,stream_ms,gbps,load_gbps\n0,pageable,1,0,1,1,6.0,0\n")
+    assert src.h2d_under_load() is None  # no manifest.json yet: not a finished benchmark
+    (b / "manifest.json").write_text("{}")
     assert src.h2d_under_load()["gbps"].tolist() == [6.0]
 
 
@@ -340,6 +342,11 @@ def test_find_benchmarks_where_passes_over_kernel_experiments(tmp_path):
     for d, rows in ((full, [("stagewise", "forward-nn"), ("stagewise", "compute_h")]), (exp, [("fused-r2-auto", "forward-nn")])):
         d.mkdir()
         pd.DataFrame([{"log_n": 22, "kernel": k, "variant": v, "median_ms": 1.0} for k, v in rows]).to_csv(d / "ntt.csv", index=False)
+        (d / "manifest.json").write_text("{}")
+    # a newer run killed before its manifest (ntt.csv grows size by size) is not a finished benchmark
+    killed = tmp_path / "gpu-20990101-bench-ntt-2"
+    shutil.copytree(exp, killed)
+    (killed / "manifest.json").unlink()
     assert replay.find_benchmarks("ntt", tmp_path)[0] == exp
     assert replay.find_benchmarks("ntt", tmp_path, where=replay.is_default_ntt_run)[0] == full
     assert replay.find_benchmarks("ntt", tmp_path, where=lambda t: False) is None

@@ -294,7 +294,9 @@ def latest_recording(base: str | Path | None = None, gpu_only: bool = False) -> 
 def find_benchmarks(
     kind: str, base: str | Path | None = None, *, where: Callable[[dict[str, pd.DataFrame]], bool] | None = None
 ) -> tuple[Path, dict[str, pd.DataFrame]] | None:
-    """Newest ``<gpu>-<date>-bench-<kind>[-N]/`` folder under ``base`` and its CSV/Parquet/JSON tables.
+    """Newest ``<gpu>-<date>-bench-<kind>[-N]/`` folder under ``base`` with a ``manifest.json`` (a finished run: a
+    benchmark killed before writing it, or stopped and renamed ``-interrupted``, is passed over) and its
+    CSV/Parquet/JSON tables.
 
     ``where``: only folders whose tables it accepts count (e.g. :func:`is_default_ntt_run`, so an
     experiment that timed other kernels only is passed over).
@@ -307,7 +309,7 @@ def find_benchmarks(
     if root.is_dir():
         for p in root.iterdir():
             m = _BENCH_RE.match(p.name)
-            if p.is_dir() and m and m.group("kind") == kind:
+            if p.is_dir() and m and m.group("kind") == kind and (p / "manifest.json").is_file():
                 cands.append((m.group("date"), int(m.group("n") or 0), p))
     for _, _, p in sorted(cands, reverse=True):
         tables = {}
