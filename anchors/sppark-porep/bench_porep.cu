@@ -46,9 +46,7 @@ static struct {
 typedef std::chrono::steady_clock clk;
 static const clk::time_point t0_run = clk::now();
 static double ms_since(clk::time_point t) { return std::chrono::duration<double, std::milli>(clk::now() - t).count(); }
-// Never destroyed: sppark's ~thread_pool_t (util/thread_pool_t.hpp) sets `done` without taking the pool's mutex, so a
-// worker between its `!done` check and cvar.wait misses the wake-up and join() waits forever. An exit right after
-// start-up (a bad flag) hit that race on a 2-core CI machine; the OS reclaims the threads at exit instead.
+// Never destroyed (see main: sppark's ~thread_pool_t can hang at exit).
 static thread_pool_t& pool = *new thread_pool_t;
 static int n_fail = 0;
 static void verdict(const std::string& what, bool ok)
@@ -167,7 +165,7 @@ static void check_distribution(const fr4* s, size_t n)  // the proportions, with
     verdict("PoRep-like proportions within 6 sigma, all < r", std::fabs(fz - P_ZERO) < sd && std::fabs(fo - P_ONE) < sd && !bad);
 }
 
-int main(int argc, char** argv)
+static int run(int argc, char** argv)
 {
     struct { const char* name; int* v; } fopt[] = { {"--host-only", &opt.host_only}, {"--uniform-control", &opt.control} },
                                          iopt[] = {
@@ -276,4 +274,17 @@ int main(int argc, char** argv)
     }
     printf("# total wall %.1f s; %s\n", ms_since(t0_run) / 1e3, n_fail ? "SOME CHECKS FAILED" : "all checks PASS");
     return n_fail ? 5 : 0;
+}
+
+// Every exit leaves through _Exit, past the static destructors: sppark's ~thread_pool_t (util/thread_pool_t.hpp) sets
+// `done` without taking the pool's mutex, so a worker between its `!done` check and cvar.wait misses the wake-up and
+// join() waits forever. Besides this file's pool, util/all_gpus.cpp deletes every gpu_t (each with its own pool) at
+// exit. A bad-flag exit right after start-up hung on this in CI (2 cores); the OS reclaims threads, memory and the
+// CUDA context instead.
+int main(int argc, char** argv)
+{
+    int rc = run(argc, argv);
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(rc);
 }
