@@ -441,3 +441,24 @@ def test_copy_wait_separates_the_dma_from_the_host_wait():
     narrow, submit = gt.copy_wait(src.events("narrow_prep_gpu_h2d_pre_lock")), gt.copy_wait(src.events("submit_prep_gpu"))
     assert narrow["stage"] == submit["stage"] == "pre_lock"
     assert narrow["wait_ms"] > 2 * narrow["dma_ms"] and submit["wait_ms"] < 0.3 * submit["dma_ms"]
+
+
+def test_copy_wait_counts_only_partitions_with_valid_dma_times_and_names_mixed_stages():
+    rows = [(0, 30.0, "stage=pre_lock,stream_ms=9.0"), (1, 100.0, "stage=pre_lock"), (2, 50.0, "stage=pre_lock,stream_ms=-50"),
+            (3, 10.0, "stage=ntt_msm_h,stream_ms=4.0"), (3, 10.0, "stage=ntt_msm_h,stream_ms=4.0")]
+    ev = normalize_events(pd.DataFrame([{"run": "r", "source": "pipeline", "partition": p, "phase": "h2d", "start_ns": 0,
+                                         "end_ns": int(w * 1e6), "bytes": 1, "detail": d} for p, w, d in rows]))
+    c = gt.copy_wait(ev)
+    assert c["stage"] == "mixed" and c["partitions"] == 2  # partitions 1 (no stream_ms) and 2 (negative) left out
+    assert c["wall_ms"] == pytest.approx(25.0) and c["dma_ms"] == pytest.approx(8.5)  # partition 3: two rows, 20 ms / 8 ms
+
+
+def test_pre_lock_host_time_leaves_out_copies_once_and_copes_without_partitions():
+    from zkgpu.calibration import _pre_lock_host_ms
+
+    def row(phase, s, e, part):
+        return {"run": "r", "source": "pipeline", "partition": part, "phase": phase, "start_ns": int(s * 1e6), "end_ns": int(e * 1e6)}
+
+    ev = normalize_events(pd.DataFrame([row("pre_lock", 0, 40, None), row("h2d", 5, 35, None),
+                                        row("pre_lock", 100, 140, 1), row("h2d", 105, 125, 1), row("h2d", 115, 135, 1)]))
+    assert _pre_lock_host_ms(ev, "mean") == pytest.approx((10 + 10) / 2)  # the overlapping copies 105..135 counted once

@@ -59,7 +59,7 @@ def test_forecast_vs_measured_takes_the_newest_forecast_made_before_the_recordin
     n = common[0]
     assert t.loc[n, "measured_per_min"] == pytest.approx(utilization(r4.events(n))["partitions_per_min"])
     assert t.loc[n, "rel_err"] == pytest.approx((t.loc[n, "forecast_per_min"] - t.loc[n, "measured_per_min"]) / t.loc[n, "measured_per_min"])
-    assert t.attrs["from_recording"] == "nvidia-h200-20261201-record-3" and t.attrs["model_unchanged"] is True
+    assert t.attrs["from_recording"] == "nvidia-h200-20261201-record-3" and t.attrs["reproduced"] is True
     # a forecast made from the recording itself, or after it, is no test of it
     fc.write_forecast(r4, tmp_path, made_utc="2026-12-01T23:00:00+00:00")
     assert fc.forecast_vs_measured(r4, tmp_path).attrs["from_recording"] == "nvidia-h200-20261201-record-3"
@@ -79,20 +79,64 @@ def test_cli_forecast_one_line_errors(tmp_path):
 
 def test_the_committed_forecast_of_the_next_recording_was_made_by_todays_model():
     """The newest committed forecast (forecasts/) is the blind test of the next recording: while that recording
-    does not exist, the model must still be the one that made it. After a change to the model, remake it
+    does not exist, today's code must still make the same forecast. After a change to the model, remake it
     (`git rm forecasts/forecast-from-<newest>.json; zkgpu forecast`) before the next recording."""
     committed = fc.read_forecasts()
     assert committed, "no forecast in forecasts/: run `zkgpu forecast` on the newest last-mile recording"
     newest = b.last_mile_recordings()[0]
     pending = [f for f in committed if f["from_recording"] == newest.path.name]
     if pending:
-        assert pending[-1]["model_sha256"] == fc.model_sha256(), (
-            f"{pending[-1]['file']} was made by another model than today's: remake it before the next recording")
+        assert fc.reproduces(pending[-1]) is True, (
+            f"{pending[-1]['file']}: today's code makes another forecast: remake it before the next recording")
+
+
+def test_times_are_compared_as_instants_and_bad_files_are_one_line(tmp_path):
+    r3, r4 = _src("nvidia-h200-20261201-record-3"), _src("nvidia-h200-20261201-record-4")
+    start4 = "2026-12-01T19:44:00+00:00"  # record-4: date_utc 19:46:21 less elapsed_s 141.7
+    assert r4.recording.date == "2026-12-01T19:46:21+00:00" and r4.recording.manifest["elapsed_s"] > 140
+    # 18:30-01:00 is 19:30Z: before record-4 started; 21:50+02:00 is 19:50Z: after it started
+    path = fc.write_forecast(r3, tmp_path, made_utc="2026-12-01T18:30:00-01:00")
+    assert fc.forecast_vs_measured(r4, tmp_path).attrs["file"] == path.name
+    path.rename(tmp_path / "forecast-late.json")
+    doc = json.loads((tmp_path / "forecast-late.json").read_text())
+    doc["made_utc"] = "2026-12-01T21:50:00+02:00"
+    (tmp_path / "forecast-late.json").write_text(json.dumps(doc))
+    assert not fc.forecast_vs_measured(r4, tmp_path).attrs  # made while record-4 ran: no blind test of it
+    assert fc.forecast_vs_measured(r4, tmp_path).empty and start4 < r4.recording.date
+    for made in ("2026-12-01 20:00:00", 12345, "yesterday"):  # naive, not a string, not a time: refused, naming the file
+        doc["made_utc"] = made
+        (tmp_path / "forecast-late.json").write_text(json.dumps(doc))
+        with pytest.raises(ValueError, match=r"forecast-late\.json: made_utc"):
+            fc.read_forecasts(tmp_path)
+    doc["made_utc"] = "2026-12-01T12:00:00+00:00"
+    for bad in ("fast", {"partitions_per_min": "x", "compute_util": 0.9, "measured_per_min": 1.0}, None,
+                {"partitions_per_min": float("nan"), "compute_util": 0.9, "measured_per_min": 1.0}):
+        doc["scenarios"] = {"submit_prep_gpu": bad}
+        (tmp_path / "forecast-late.json").write_text(json.dumps(doc))
+        with pytest.raises(ValueError, match="scenario 'submit_prep_gpu'"):
+            fc.read_forecasts(tmp_path)
+    doc["scenarios"] = {"not_recorded": {"partitions_per_min": 1.0, "compute_util": 0.5, "measured_per_min": 1.0}}
+    (tmp_path / "forecast-late.json").write_text(json.dumps(doc))
+    t = fc.forecast_vs_measured(r4, tmp_path)
+    assert t.empty and t.attrs["file"] == "forecast-late.json"
+    assert "tests nothing here" in fc.blind_test_markdown(r4, folder=tmp_path)
+
+
+def test_a_cpu_recording_is_not_forecast(tmp_path):
+    import shutil
+
+    d = tmp_path / "cpu-20261201-record"
+    shutil.copytree(LM / "nvidia-h200-20261201-record-4", d)
+    m = json.loads((d / "manifest.json").read_text())
+    m["device"] = "cpu"
+    (d / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(ValueError, match="CPU recording"):
+        fc.write_forecast(Source("recorded-cpu", Recording.open(d), "replay"), tmp_path / "out")
 
 
 def test_blind_test_markdown_pending_then_tested(tmp_path):
     r3, r4 = _src("nvidia-h200-20261201-record-3"), _src("nvidia-h200-20261201-record-4")
-    assert "No forecast precedes nvidia-h200-20261201-record-4" in fc.blind_test_markdown(r4, folder=tmp_path)
+    assert "No forecast was made before nvidia-h200-20261201-record-4, and none from it" in fc.blind_test_markdown(r4, folder=tmp_path)
     fc.write_forecast(r4, tmp_path, made_utc="2026-12-01T23:00:00+00:00")
     pending = fc.blind_test_markdown(r4, "submit_prep_gpu_msm_precomp", folder=tmp_path)
     assert "pending" in pending and "`submit_prep_gpu_msm_precomp`" in pending
@@ -101,4 +145,6 @@ def test_blind_test_markdown_pending_then_tested(tmp_path):
     t = fc.forecast_vs_measured(r4, tmp_path)
     done = fc.blind_test_markdown(r4, "submit_prep_gpu", folder=tmp_path)
     assert done.startswith("**Blind test.**") and f"{100 * t.loc['submit_prep_gpu', 'rel_err']:+.1f}%" in done
-    assert "still the one that made it" in done
+    assert "today's code makes the same forecast" in done
+    swapped = fc.blind_test_markdown(r4, "submit_prep_gpu_msm_precomp", folder=tmp_path)  # record-3 did not have it
+    assert "has no forecast of `submit_prep_gpu_msm_precomp`" in swapped

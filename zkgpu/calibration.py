@@ -59,22 +59,30 @@ def _lock_overhead_ms(ev: pd.DataFrame, stat: str = "median") -> float:
 
 
 def _pre_lock_host_ms(ev: pd.DataFrame, stat: str = "median") -> float:
-    """Median (or mean: ``stat``) over partitions of the ``pre_lock`` time not spent in the ``h2d`` rows
-    inside it (the copy of a/b/c before the mutex, ``stage=pre_lock``, lies inside the worker's pre_lock
-    phase, :func:`zkgpu.pipeline.worker.prove_start`): the worker's own host work before it asks for
-    the mutex, which the model adds to the copy it simulates (:func:`zkgpu.model.simulate`); 0 without
-    pre_lock rows."""
+    """Median (or mean: ``stat``) over ``pre_lock`` rows of their time not covered by the ``h2d`` rows of the same run
+    and partition lying inside them (the copy of a/b/c before the mutex, ``stage=pre_lock``, lies inside the worker's
+    pre_lock phase, :func:`zkgpu.pipeline.worker.prove_start`; overlapping copies counted once): the worker's own
+    host work before it asks for the mutex, which the model adds to the copy it simulates
+    (:func:`zkgpu.model.simulate`); 0 without pre_lock rows."""
     pl = ev[ev["phase"] == "pre_lock"]
     if not len(pl):
         return 0.0
+
+    def key(df: pd.DataFrame) -> pd.Series:
+        return df["run"].astype("string").fillna("") + "|" + df["partition"].astype("float64").fillna(-1.0).astype(str)
+
     h2d = ev[ev["phase"] == "h2d"]
-    copies = {k: list(zip(g["start_ns"].astype("int64"), g["end_ns"].astype("int64"), strict=True))
-              for k, g in h2d.groupby(["run", "partition"], dropna=False)}
+    copies: dict[str, list[tuple[int, int]]] = {}
+    for k, s, e in zip(key(h2d), h2d["start_ns"].astype("int64"), h2d["end_ns"].astype("int64"), strict=True):
+        copies.setdefault(str(k), []).append((int(s), int(e)))
     vals = []
-    for key, g in pl.groupby(["run", "partition"], dropna=False):
-        for s, e in zip(g["start_ns"].astype("int64"), g["end_ns"].astype("int64"), strict=True):
-            inside = sum(ce - cs for cs, ce in copies.get(key, ()) if s <= cs and ce <= e)
-            vals.append(max(0.0, (int(e) - int(s) - inside) / 1e6))
+    for k, s, e in zip(key(pl), pl["start_ns"].astype("int64"), pl["end_ns"].astype("int64"), strict=True):
+        inside, reach = 0, int(s)
+        for cs, ce in sorted(c for c in copies.get(str(k), ()) if s <= c[0] and c[1] <= e):  # union of the copies inside
+            if ce > reach:
+                inside += ce - max(cs, reach)
+                reach = ce
+        vals.append(max(0.0, (int(e) - int(s) - inside) / 1e6))
     return float(np.median(vals) if stat == "median" else np.mean(vals))
 
 
@@ -317,7 +325,8 @@ DIFFERENCE_PHASES = ("synthesize", "prep_msm", "pre_lock", "mutex_wait", "mutex_
 
 def run_differences(events: pd.DataFrame, calibration_events: pd.DataFrame) -> pd.DataFrame:
     """What a prediction calibrated on one run carries over to another: the mean ms per event of each of
-    :data:`DIFFERENCE_PHASES` (the means :func:`calibrated_params` takes) and the GPU phases per partition
+    :data:`DIFFERENCE_PHASES` (the means :func:`calibrated_params` takes: ``pre_lock`` without the copy of a/b/c
+    inside it) and the GPU phases per partition
     (:func:`zkgpu.gpu_time.gpu_ms_per_partition`, median) in the predicted run (``events``) and in its
     calibration run, and their ratio. A phase the model takes as given (the GPU phases, synthesis) that
     changed between the two is a source of the prediction's error the model cannot see; one it simulates
@@ -329,7 +338,10 @@ def run_differences(events: pd.DataFrame, calibration_events: pd.DataFrame) -> p
     """
     def means(ev: pd.DataFrame) -> pd.Series:
         sub = ev[ev["phase"].isin(DIFFERENCE_PHASES)]
-        return metrics.duration_ms(sub).groupby(sub["phase"].astype(str)).mean()
+        out = metrics.duration_ms(sub).groupby(sub["phase"].astype(str)).mean()
+        if "pre_lock" in out.index:  # as calibrate takes it: without the copy of a/b/c inside it
+            out["pre_lock"] = _pre_lock_host_ms(ev, "mean")
+        return out
 
     a, b = means(events), means(calibration_events)
     order = [p for p in DIFFERENCE_PHASES if p in a.index or p in b.index]

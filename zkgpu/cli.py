@@ -24,7 +24,7 @@ from .bottleneck import last_mile_recordings
 from .chrome_trace import ExportError, export_recording, open_run
 from .errors import CliError, OneLineGroup, check_writable_under
 from .groth16 import cli as groth16_cli
-from .manifest import environment
+from .manifest import check_run_base, data_dir, environment
 from .parse_cli import parse_command
 from .replay import Recording, Source
 
@@ -116,19 +116,28 @@ def forecast_cmd(recording: str | None, out_dir: str | None) -> None:
     """Write the model's forecast of the next recording of each last-mile scenario, made from RECORDING alone
     (a recording folder; default: the newest in data/last-mile/), to forecast-from-<recording>.json. Commit it
     before the next recording is made: notebook 07b then sets that recording against it (a blind test)."""
+    if recording is not None and not recording.strip():
+        raise CliError("forecast: RECORDING '': give a recording folder (or leave it out for the newest last-mile recording)")
+    out = check_run_base(out_dir if out_dir is not None else forecast.FORECAST_DIR)  # before any work: a folder we can write into
     try:
         if recording is None:
             recs = last_mile_recordings()
             if not recs:
-                raise CliError("no last-mile recording in data/last-mile/ or data/: record one (scripts/gpu_run.sh record-last-mile)")
+                raise CliError(f"forecast: no GPU last-mile recording in {data_dir() / 'last-mile'} or {data_dir()}: record one "
+                               "(scripts/gpu_run.sh record-last-mile)")
             rec = recs[0]
         else:
             rec = Recording.open(recording)
-        path = forecast.write_forecast(Source("recorded-gpu", rec, "replay"), out_dir)
-    except (FileNotFoundError, FileExistsError, ValueError) as exc:
+    except (FileNotFoundError, ValueError) as exc:
         raise CliError(f"forecast: {exc}") from None
     except OSError as exc:
-        raise CliError(f"forecast: cannot write into {out_dir or forecast.FORECAST_DIR}: {exc.strerror or exc}") from None
+        raise CliError(f"forecast: cannot read {recording}: {exc.strerror or exc}") from None
+    try:
+        path = forecast.write_forecast(Source("recorded-gpu", rec, "replay"), out)
+    except (FileExistsError, ValueError) as exc:
+        raise CliError(f"forecast: {exc}") from None
+    except OSError as exc:
+        raise CliError(f"forecast: cannot write into {out}: {exc.strerror or exc}") from None
     click.echo(f"wrote {path}")
 
 

@@ -365,20 +365,30 @@ def host_syncs(events: pd.DataFrame) -> pd.Series:
 
 
 def copy_wait(events: pd.DataFrame) -> dict[str, float | str]:
-    """The H2D of a/b/c in one run, per partition: ``stage`` (``ntt_msm_h``: inside the mutex; ``pre_lock``: before
-    it), the median wall time of the ``h2d`` phase (``wall_ms``, host clock: from the worker's first call to its last
-    copy's end event), of its DMA (``dma_ms``: the copies' CUDA-event ``stream_ms``, summed over the three) and of the
-    difference (``wait_ms``: the host's time around the copies — allocation, the stream waits of
-    :mod:`zkgpu.transfer`'s timer, the thread waiting to run), and the 90th percentile of the wall time
-    (``wall_p90_ms``). NaN (and stage ``""``) for a run without ``h2d`` rows carrying ``stream_ms``."""
+    """The H2D of a/b/c per partition of one run: ``stage`` (``ntt_msm_h``: inside the mutex; ``pre_lock``: before
+    it; ``mixed`` when the rows disagree), and, over the partitions whose every ``h2d`` row carries a valid CUDA-event
+    ``stream_ms`` (finite, >= 0), the median per partition of the ``h2d`` rows' wall time (``wall_ms``, host clock:
+    from the worker's first call to its last copy's end event), of their DMA (``dma_ms``: the copies' ``stream_ms``)
+    and of the difference (``wait_ms``: the host's time around the copies — allocation, the stream waits of
+    :mod:`zkgpu.transfer`'s timer, the thread waiting to run), the 90th percentile of the wall time
+    (``wall_p90_ms``) and how many partitions count (``partitions``). NaN (stage ``""``, 0 partitions) without such
+    rows. Partitions are told apart by ``run`` and ``partition``."""
     h = events[events["phase"] == "h2d"]
-    dma = detail_value(h, "stream_ms") if len(h) else pd.Series(dtype=float)
-    if not len(h) or dma.isna().all():
-        return {"stage": "", "wall_ms": math.nan, "wall_p90_ms": math.nan, "dma_ms": math.nan, "wait_ms": math.nan}
-    wall = duration_ms(h)
-    stage = h["detail"].astype("string").str.extract(r"stage=(\w+)", expand=False).dropna()
-    return {"stage": str(stage.iloc[0]) if len(stage) else "", "wall_ms": float(wall.median()), "wall_p90_ms": float(wall.quantile(0.9)),
-            "dma_ms": float(dma.median()), "wait_ms": float((wall - dma).median())}
+    nan: dict[str, float | str] = {"stage": "", "wall_ms": math.nan, "wall_p90_ms": math.nan, "dma_ms": math.nan, "wait_ms": math.nan,
+                                   "partitions": 0}
+    if not len(h):
+        return nan
+    dma = detail_value(h, "stream_ms")
+    t = pd.DataFrame({"run": h["run"].astype("string").fillna(""), "partition": h["partition"].astype("float64").fillna(-1.0),
+                      "wall": duration_ms(h).to_numpy(), "dma": dma.to_numpy(), "valid": (dma.notna() & (dma >= 0)).to_numpy()})
+    per = t.groupby(["run", "partition"]).agg(wall=("wall", "sum"), dma=("dma", "sum"), valid=("valid", "all"))
+    per = per[per["valid"]]
+    if not len(per):
+        return nan
+    stages = h["detail"].astype("string").str.extract(r"stage=(\w+)", expand=False).dropna().unique()
+    return {"stage": str(stages[0]) if len(stages) == 1 else ("mixed" if len(stages) else ""), "wall_ms": float(per["wall"].median()),
+            "wall_p90_ms": float(per["wall"].quantile(0.9)), "dma_ms": float(per["dma"].median()),
+            "wait_ms": float((per["wall"] - per["dma"]).median()), "partitions": int(len(per))}
 
 
 #: The GPU's parts of :func:`gpu_time_split`, in its column order (ms per partition; :data:`zkgpu.metrics.GPU_PATH`'s names).
