@@ -17,8 +17,10 @@ import pytest
 from click.testing import CliRunner
 
 from zkgpu import _cuda, manifest
+from zkgpu.bench import msm as bench_msm
 from zkgpu.bench import ntt as bench_ntt
 from zkgpu.bench import sppark as bench_sppark
+from zkgpu.bench import transfer as bench_transfer
 from zkgpu.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -176,6 +178,21 @@ def test_bench_sppark_stopped_while_writing_leaves_no_folder(inputs, fake_gpu, m
     res = _run(["bench", "sppark", "--sppark", inputs["SP"], "--ntt-run", inputs["RUN"], "--out", str(inputs["DATA"])])
     assert res.exit_code == (130 if stop is KeyboardInterrupt else 1) and "Traceback" not in res.output
     assert not any(inputs["DATA"].iterdir())
+
+
+@pytest.mark.parametrize(("cmd", "module", "measure"), [(["msm", "--sizes", "10"], bench_msm, "run_benchmark"),
+                                                        (["h2d", "--max-size", "1MiB"], bench_transfer, "bandwidth_sweep")],
+                         ids=["msm", "h2d"])
+def test_bench_msm_and_h2d_stopped_while_measuring_leave_no_folder(inputs, fake_gpu, monkeypatch, cmd, module, measure):
+    """Ctrl-C while bench msm / bench h2d measure: they make their run folder only after measuring, so no empty
+    folder is left to look like a recording."""
+    def stop(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, measure, stop)
+    res = _run(["bench", *cmd, "--out", str(inputs["DATA"])])
+    assert res.exit_code == 130 and "Traceback" not in res.output, res.output
+    assert not inputs["DATA"].exists() or not any(inputs["DATA"].iterdir())
 
 
 # ------------------------------------------------------------------------------------------- NTT kernel spec
