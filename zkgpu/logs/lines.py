@@ -146,6 +146,27 @@ def _value(v: str, key: str = "") -> float | str | object:
 _RESERVED_KV = frozenset({"line", "kind", "text", "truncated", "ts", "level", "what", "event", "record", "first_line", "last_line"})
 _RESERVED_TL = frozenset({"line", "t_ms", "event", "detail", "truncated", "flags"})  # TIMELINE's kind= and job= are fields
 
+
+def _store_field(target: dict, key: str, raw: str, reserved: frozenset[str], counts: Counts | None) -> None:
+    """``target[key]`` = the value of ``raw`` (:func:`_value`), unless it is a bad value (counted in ``bad_values``),
+    a name that would overwrite a row's own column (``reserved``, or starting with ``_``: kind=x once re-kinded a
+    line; counted in ``dropped_fields``) or a name past the parse's cap (``counts.keep_name``). A key given twice in
+    one record keeps the later value and counts the earlier one as dropped."""
+    v = _value(raw, key)
+    if v is _BAD:
+        if counts is not None:
+            counts.bad_values += 1
+        return
+    if key in reserved or key.startswith("_"):
+        if counts is not None:
+            counts.dropped_fields += 1
+        return
+    if counts is not None and not counts.keep_name(key):
+        return
+    if key in target and counts is not None:
+        counts.dropped_fields += 1
+    target[key] = v
+
 #: distinct field names one parse keeps as columns (a real cuzk log has a few dozen); the fields of further names are
 #: dropped and counted, so a log of ever-new names (damage, or a hostile file) cannot grow the tables by a column per
 #: line (quadratic time and memory: 4k such lines took 1.8 s and 0.7 GB)
@@ -203,21 +224,7 @@ def kv_tokens(body: str, truncated: bool, counts: Counts | None = None, maybe_cu
     for i, t in enumerate(toks):
         m = _KV.match(t)
         if m:
-            k = m.group(1)
-            v = _value(m.group(2), k)
-            if v is _BAD:
-                if counts is not None:
-                    counts.bad_values += 1
-                continue
-            if k in _RESERVED_KV or k.startswith("_"):  # would overwrite a row's own column (kind=x re-kinded a line)
-                if counts is not None:
-                    counts.dropped_fields += 1
-                continue
-            if counts is not None and not counts.keep_name(k):
-                continue
-            if k in fields and counts is not None:
-                counts.dropped_fields += 1  # a key given twice: the later value is kept, the earlier one counted
-            fields[k] = v
+            _store_field(fields, m.group(1), m.group(2), _RESERVED_KV, counts)
         elif not fields:
             words.append(t)
         elif i == n - 1:
@@ -332,20 +339,7 @@ def parse_timeline(seg: str, truncated: bool, counts: Counts | None = None, mayb
             if k in ("kind", "job"):
                 row[k] = v
                 continue
-            x = _value(v, k)
-            if x is _BAD:
-                if counts is not None:
-                    counts.bad_values += 1
-                continue
-            if k in _RESERVED_TL or k.startswith("_"):  # the row's own columns
-                if counts is not None:
-                    counts.dropped_fields += 1
-                continue
-            if counts is not None and not counts.keep_name(k):
-                continue
-            if k in row and counts is not None:
-                counts.dropped_fields += 1  # a key given twice: the later value is kept, the earlier one counted
-            row[k] = x
+            _store_field(row, k, v, _RESERVED_TL, counts)
         else:
             flags.append(it)
     if flags:
