@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .calibration import calibrated_params
+from .calibration import calibrated_params, scenario_run_settings
 from .gpu_time import CAUSE_PHASES, copy_wait, gpu_budget, gpu_ms_per_partition, idle_causes, kernel_ms_per_partition
 from .keynumbers import number
 from .model import ModelParams, ModelResult, compare, simulate, utilization
@@ -377,8 +377,7 @@ def predictions(source: Source, *, bench: pd.DataFrame | None = None, bench_labe
     for name, st in todo.items():
         base = calibration_scenario(source, name, st)
         cfg = source.config(name) if source.has(name) else {**(source.config(base) if base else {}), **st}
-        run_kw = dict(gw=int(st.get("gw", 2)), scope=st["lock_scope"], transfer=st["transfer"], partitions=int(cfg.get("partitions", 16)),
-                      max_queue=int(cfg.get("queue_depth") or 0) or None, run=f"model-{name}", h2d_stage=str(st.get("h2d_stage", "in_lock")))
+        run_kw = scenario_run_settings(st, cfg, f"model-{name}")
         pre = run_kw["h2d_stage"] == "pre_lock" or st["lock_scope"] == "submit" or st["transfer"] == "resident"  # PipelineConfig.h2d_pre_lock
         precomp = st.get("msm_bases", "plain") == "precomputed"
         row: dict[str, Any] = {"prep": st.get("prep", "cpu"), "gw": st.get("gw", 2), "h2d_stage": "pre_lock" if pre else "in_lock",

@@ -12,8 +12,9 @@ Durations in ms, sizes in bytes, rates in GB/s (1e9 B/s), as in :class:`~zkgpu.m
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,8 +25,8 @@ from .metrics import detail_value
 from .model import ModelParams
 from .replay import Source, story_order
 
-__all__ = ["calibrate", "reference_params", "POREP_CONSTRAINTS", "FR_BYTES", "calibrated_params", "model_vs_measured", "run_differences",
-           "DIFFERENCE_PHASES"]
+__all__ = ["calibrate", "reference_params", "POREP_CONSTRAINTS", "FR_BYTES", "calibrated_params", "scenario_run_settings",
+           "model_vs_measured", "run_differences", "DIFFERENCE_PHASES"]
 
 
 def _max_overlap(df: pd.DataFrame) -> int:
@@ -288,6 +289,20 @@ def calibrated_params(
             rates[k] = _h2d_rate_gbps(source.events(name))
     return calibrate(ev, pageable_gbps=rates["pageable"], pinned_gbps=rates["pinned"], transfer=transfer, stat=stat,
                      source=f"calibrated ({stat}s) from {scenario} of {source.recording.path.name} ({source.device_label})")
+
+
+def scenario_run_settings(settings: Mapping[str, Any], config: Mapping[str, Any], run: str) -> dict[str, Any]:
+    """The keyword arguments of :func:`zkgpu.model.simulate` (through :func:`zkgpu.bottleneck.predict`) for a recorded
+    scenario: ``gw``, ``scope`` (its ``lock_scope``), ``transfer`` and ``h2d_stage`` from its settings (a manifest
+    entry's ``settings``), ``partitions`` and ``max_queue`` (its ``queue_depth``; 0 or none: unbounded) from its
+    configuration (defaults gw 2, 16 partitions, ``in_lock``), and the event table's ``run`` name.
+
+    Raises:
+        KeyError: the settings lack ``lock_scope`` or ``transfer``.
+    """
+    return {"gw": int(settings.get("gw", 2)), "scope": str(settings["lock_scope"]), "transfer": str(settings["transfer"]),
+            "partitions": int(config.get("partitions", 16)), "max_queue": int(config.get("queue_depth") or 0) or None, "run": run,
+            "h2d_stage": str(settings.get("h2d_stage", "in_lock"))}
 
 
 def model_vs_measured(source: Source, names: Iterable[str] | None = None, calibrate_on: str = "pinned_pool") -> pd.DataFrame:

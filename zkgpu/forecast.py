@@ -86,10 +86,7 @@ def forecast(source: Source) -> pd.DataFrame:
         try:
             cfg = source.config(name)
             params = calibration.calibrated_params(source, scenario=name, stat="mean")
-            sim = bottleneck.predict(params, prep_ms=params.prep_msm_ms, gw=int(st.get("gw", 2)), scope=str(st["lock_scope"]),
-                                     transfer=str(st["transfer"]), partitions=int(cfg.get("partitions", 16)),
-                                     max_queue=int(cfg.get("queue_depth") or 0) or None, run=f"forecast-{name}",
-                                     h2d_stage=str(st.get("h2d_stage", "in_lock")))
+            sim = bottleneck.predict(params, prep_ms=params.prep_msm_ms, **calibration.scenario_run_settings(st, cfg, f"forecast-{name}"))
             measured = float(metrics.utilization(source.events(name)).iloc[0]["partitions_per_min"])
         except (KeyError, TypeError, ValueError, IndexError, OSError) as exc:
             raise ValueError(f"{source.recording.path.name}: scenario {name}: cannot forecast it ({type(exc).__name__}: {exc})") from None
@@ -112,10 +109,14 @@ def write_forecast(source: Source, out_dir: str | Path | None = None, *, made_ut
     if not rec.is_gpu:
         raise ValueError(f"{rec.path.name} is a CPU recording: a forecast of GPU throughput needs a GPU recording")
     _utc(rec.date, f"{rec.path.name}'s date_utc")
+    folder = Path(out_dir) if out_dir is not None else FORECAST_DIR
+    target = folder / f"forecast-from-{rec.path.name}.json"
+    taken = f"{target} exists: a forecast is never rewritten (make the next one from a newer recording)"
+    if target.exists():  # refused before the work (write_json_new refuses it again, race-free)
+        raise FileExistsError(taken)
     table = forecast(source)
     if table.empty:
         raise ValueError(f"{rec.path.name} has no recorded last-mile scenario (prep other than cpu, with its events) to forecast")
-    folder = Path(out_dir) if out_dir is not None else FORECAST_DIR
     folder.mkdir(parents=True, exist_ok=True)
     doc = {
         "kind": "forecast",
@@ -131,11 +132,10 @@ def write_forecast(source: Source, out_dir: str | Path | None = None, *, made_ut
         "method": "per scenario: the model calibrated (means) on that scenario's run in from_recording, simulated with its recorded settings",
         "scenarios": {name: {k: (float(v) if k != "partitions" else int(v)) for k, v in row.items()} for name, row in table.iterrows()},
     }
-    target = folder / f"forecast-from-{rec.path.name}.json"
     try:
         return write_json_new(target, doc)
     except FileExistsError:
-        raise FileExistsError(f"{target} exists: a forecast is never rewritten (make the next one from a newer recording)") from None
+        raise FileExistsError(taken) from None
 
 
 def _relative(path: Path) -> str:
@@ -177,9 +177,8 @@ def read_forecasts(folder: str | Path | None = None) -> list[dict[str, Any]]:
 
 def _from_source(fc: dict[str, Any]) -> Source | None:
     """The recording a forecast was made from (its stored path, else the last-mile recording of that name), or None."""
-    for cand in ([REPO_ROOT / fc["from_recording_path"]] if fc.get("from_recording_path") else []):
-        if (cand / "manifest.json").is_file():
-            return Source("recorded-gpu", Recording.open(cand), "replay")
+    if fc.get("from_recording_path") and (REPO_ROOT / fc["from_recording_path"] / "manifest.json").is_file():
+        return Source("recorded-gpu", Recording.open(REPO_ROOT / fc["from_recording_path"]), "replay")
     found = [r for r in bottleneck.last_mile_recordings() if r.path.name == fc["from_recording"]]
     return Source("recorded-gpu", found[0], "replay") if found else None
 
