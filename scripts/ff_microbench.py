@@ -12,11 +12,11 @@ Stages (each writes DIR/ff_microbench.json again when it ends, so a cut-off run 
   not timed. Then products/s: ``THREADS`` threads x ZK_BENCH_ILP independent chains x ``iters`` dependent
   products (many waves of threads, so register counts do not skew it by a partial last wave), CUDA events,
   warm-up excluded, median of ``--repeat``.
-* ``ntt``: the real NTT kernels (zkgpu.ntt, forward, natural order in and out, device-resident, the
+* ``ntt``: the real NTT kernels (zkgpu.gpu.ntt.transform, forward, natural order in and out, device-resident, the
   stagewise and the fused algorithm) with ``ZKGPU_NTT_DEFINES=ZK_FF_MUL=<v>`` for each v of REAL_MUL, at
   2^22 and 2^24 (median ms); every output is compared bit for bit with the v = 0 output (the product
   before issue 13; v = 3 is the default since).
-* ``msm``: zkgpu.msm.run_benchmark (what ``zkgpu bench msm`` times: device-resident uniform scalars,
+* ``msm``: zkgpu.gpu.msm.pippenger.run_benchmark (what ``zkgpu bench msm`` times: device-resident uniform scalars,
   pinned H2D, PoRep-like scalars) at 2^20 and 2^22 with msm.cu built with ZK_FF_MUL=<v>; the MSM of
   2^14 points is compared with the v = 0 result.
 
@@ -41,8 +41,10 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from zkgpu import _cuda, bases, msm, ntt
-from zkgpu.field import FQ, FR, fr_random
+from zkgpu.core import cuda as _cuda
+from zkgpu.gpu.msm import bases, pippenger as msm
+from zkgpu.gpu.ntt import transform as ntt
+from zkgpu.arith.field import FQ, FR, fr_random
 
 KERNEL_DIR = _cuda.KERNEL_DIR
 FIELDS = {"fr": FR, "fq": FQ}
@@ -221,7 +223,7 @@ def _ntt_data(log_n: int) -> Any:
 
 
 def _set_ntt_mul(value: str | None) -> None:
-    """The NTT modules' ZK_FF_MUL (through ZKGPU_NTT_DEFINES, read by zkgpu.ntt at each call); None: unset."""
+    """The NTT modules' ZK_FF_MUL (through ZKGPU_NTT_DEFINES, read by zkgpu.gpu.ntt.transform at each call); None: unset."""
     if value is None:
         os.environ.pop("ZKGPU_NTT_DEFINES", None)
     else:

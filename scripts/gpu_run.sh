@@ -39,11 +39,11 @@ if compgen -G ".whl/*.whl" >/dev/null; then
 else
   export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 fi
-# zkgpu.devsort's CUB radix sort (the MSM's sort, no host sync): nvcc builds its library once here
+# zkgpu.gpu.msm.devsort's CUB radix sort (the MSM's sort, no host sync): nvcc builds its library once here
 # (~5-10 s; cached in build/devsort/, kept on a warm machine), so that the stages' processes load it
 # instead of each building it inside their time limits. If the build fails the MSM falls back to CuPy's
 # synchronising sort and tests/test_devsort.py's GPU tests fail, naming the reason.
-python3 -c 'from zkgpu import devsort; print("devsort library:", devsort.build())' ||
+python3 -c 'from zkgpu.gpu.msm import devsort; print("devsort library:", devsort.build())' ||
   echo "devsort: the nvcc build failed (the MSM sorts with CuPy's sort)"
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(info record bench-h2d bench-ntt tests)
@@ -97,11 +97,11 @@ prove_stage() {
   node_setup
   [ -f "$d/circuit.wtns" ] || { echo "run the prove-setup stage first ($d/circuit.wtns missing)"; return 1; }
   snarkjs=("${ZKGPU_NODE:-node}" "${ZKGPU_NODE_MODULES:-node_modules}/snarkjs/build/cli.cjs")
-  python3 -m zkgpu.cli prove --zkey "$d/circuit.zkey" --wtns "$d/circuit.wtns" --proof "$OUT/proof.json" \
+  python3 -m zkgpu.app.cli prove --zkey "$d/circuit.zkey" --wtns "$d/circuit.wtns" --proof "$OUT/proof.json" \
     --public "$OUT/public.json" --device "${PROVE_DEVICE:-gpu}" --timings "$OUT/prove_timings.json" || return 1
   cat "$OUT/prove_timings.json"
   "${snarkjs[@]}" groth16 verify "$d/vkey.json" "$OUT/public.json" "$OUT/proof.json" || return 1
-  python3 -m zkgpu.cli bench prove --zkey "$d/circuit.zkey" --wtns "$d/circuit.wtns" --vkey "$d/vkey.json" \
+  python3 -m zkgpu.app.cli bench prove --zkey "$d/circuit.zkey" --wtns "$d/circuit.wtns" --vkey "$d/vkey.json" \
     --device "${PROVE_DEVICE:-gpu}" --repeat "${PROVE_REPEAT:-3}" --out "$DATA"
 }
 # record-real: the pipeline proving PROVE_CIRCUIT (built by prove-setup) in REAL_SCENARIOS (default
@@ -113,7 +113,7 @@ record_real_stage() {
   node_setup
   [ -f "$d/circuit.wtns" ] || { echo "run the prove-setup stage first ($d/circuit.wtns missing)"; return 1; }
   for s in ${REAL_SCENARIOS:-pinned_pool}; do args+=(--scenario "$s"); done
-  python3 -m zkgpu.cli record --no-sweep --no-bench --device "${PROVE_DEVICE:-gpu}" --zkey "$d/circuit.zkey" --wtns "$d/circuit.wtns" \
+  python3 -m zkgpu.app.cli record --no-sweep --no-bench --device "${PROVE_DEVICE:-gpu}" --zkey "$d/circuit.zkey" --wtns "$d/circuit.wtns" \
     --vkey "$d/vkey.json" "${args[@]}" --partitions "${REAL_PARTITIONS:-4}" --synth-workers 2 --out "$DATA/real"
 }
 run_stage() {
@@ -130,7 +130,7 @@ run_stage() {
 }
 for s in "${stages[@]}"; do
   case "$s" in
-    info)      run_stage info python3 -m zkgpu.cli info ;;
+    info)      run_stage info python3 -m zkgpu.app.cli info ;;
     tests)     run_stage tests python3 -m pytest -q -m gpu --durations=15 -p no:cacheprovider ${GPU_TESTS:-tests} ;;  # GPU_TESTS: a subset (files, -k ...)
     tests-transfer) run_stage tests-transfer python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_transfer.py ;;
     tests-prep) run_stage tests-prep python3 -m pytest -q -p no:cacheprovider tests/test_prep.py ;;
@@ -138,33 +138,33 @@ for s in "${stages[@]}"; do
     # tests of the pipeline, the MSM, the deferred checks and the fault paths
     tests-pipeline) run_stage tests-pipeline python3 -m pytest -q -m gpu --durations=10 -p no:cacheprovider tests/test_pipeline.py tests/test_msm.py tests/test_qap.py tests/test_faults.py ;;
     # prep_msm variants (cpu, cpu_parallel, gpu) at 2^20..2^26 (PREP_MAX_LOG to shorten)
-    bench-prep) run_stage bench-prep python3 -m zkgpu.cli bench prep --min-log 20 --max-log "${PREP_MAX_LOG:-26}" --repeat "${PREP_REPEAT:-5}" --out "$DATA" ;;
-    bench-ntt) run_stage bench-ntt python3 -m zkgpu.cli bench ntt --min-log 16 --max-log 26 --repeat 5 --out "$DATA" ;;
+    bench-prep) run_stage bench-prep python3 -m zkgpu.app.cli bench prep --min-log 20 --max-log "${PREP_MAX_LOG:-26}" --repeat "${PREP_REPEAT:-5}" --out "$DATA" ;;
+    bench-ntt) run_stage bench-ntt python3 -m zkgpu.app.cli bench ntt --min-log 16 --max-log 26 --repeat 5 --out "$DATA" ;;
     # the NTT kernels beside sppark (needs .anchors/sppark-bench carried along; NTT_KERNELS, NTT_MIN_LOG ...)
     bench-ntt-sppark) run_stage bench-ntt-sppark env OUT="$OUT" DATA="$DATA" scripts/ntt_vs_sppark.sh ;;
     # zkgpu's NTT and MSM beside sppark's at VS_SIZES (22 24 26) -> one data/<gpu>-<date>-bench-sppark recording;
     # sppark's MSM on uniform scalars (the anchor) and on PoRep-like ones (anchors/sppark-porep, built from the anchor)
     bench-sppark) run_stage bench-sppark env OUT="$OUT" DATA="$DATA" scripts/kernels_vs_sppark.sh ;;
     tests-ntt) run_stage tests-ntt python3 -m pytest -q -m gpu --durations=10 -p no:cacheprovider tests/test_ntt.py tests/test_qap.py ;;
-    bench-msm) run_stage bench-msm python3 -m zkgpu.cli bench msm --repeat 3 --out "$DATA" ;;
-    bench-msm-precomp) run_stage bench-msm-precomp python3 -m zkgpu.cli bench msm --sizes 22,24,26 --repeat 3 --precomp-windows "${PRECOMP_WINDOWS:-auto}" --out "$DATA" ;;
-    bench-h2d) run_stage bench-h2d python3 -m zkgpu.cli bench h2d --max-size 4GiB --repeat 3 --time-budget 110 --out "$DATA" ;;
+    bench-msm) run_stage bench-msm python3 -m zkgpu.app.cli bench msm --repeat 3 --out "$DATA" ;;
+    bench-msm-precomp) run_stage bench-msm-precomp python3 -m zkgpu.app.cli bench msm --sizes 22,24,26 --repeat 3 --precomp-windows "${PRECOMP_WINDOWS:-auto}" --out "$DATA" ;;
+    bench-h2d) run_stage bench-h2d python3 -m zkgpu.app.cli bench h2d --max-size 4GiB --repeat 3 --time-budget 110 --out "$DATA" ;;
     # the scenario matrix; its sweep and kernel benchmarks are the bench-* stages' job here
-    bench-load) run_stage bench-load python3 -m zkgpu.cli bench load ${LOAD_LEVELS:+--levels $LOAD_LEVELS} --out "$DATA" ;;
-    # HOST_LOAD=N: N host memory-load threads during the scenarios (zkgpu.hostload)
-    record)    run_stage record python3 -m zkgpu.cli record --no-sweep --no-bench ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${PARTITIONS:+--partitions $PARTITIONS} --out "$DATA" ;;
-    prove-setup) node_setup; run_stage prove-setup python3 -m zkgpu.cli circuit "$PROVE_CIRCUIT" build/circuits $([ "$PROVE_SETUP" = fast ] && echo --fast) ;;
+    bench-load) run_stage bench-load python3 -m zkgpu.app.cli bench load ${LOAD_LEVELS:+--levels $LOAD_LEVELS} --out "$DATA" ;;
+    # HOST_LOAD=N: N host memory-load threads during the scenarios (zkgpu.transfer.hostload)
+    record)    run_stage record python3 -m zkgpu.app.cli record --no-sweep --no-bench ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${PARTITIONS:+--partitions $PARTITIONS} --out "$DATA" ;;
+    prove-setup) node_setup; run_stage prove-setup python3 -m zkgpu.app.cli circuit "$PROVE_CIRCUIT" build/circuits $([ "$PROVE_SETUP" = fast ] && echo --fast) ;;
     prove)     export OUT DATA PROVE_CIRCUIT PROVE_SETUP PROVE_DEVICE; run_stage prove bash -c "$(declare -f node_setup prove_stage); prove_stage" ;;
     record-real) export OUT DATA PROVE_CIRCUIT PROVE_SETUP PROVE_DEVICE; run_stage record-real bash -c "$(declare -f node_setup record_real_stage); record_real_stage" ;;
     # notebook 07b's set (baseline, the fix, prep_msm off the critical path ...) into data/last-mile/,
     # which only notebook 07b reads
-    # SCENARIOS="a b ..." records those instead (names from zkgpu.record.SCENARIOS); PARTITIONS
-    # defaults to zkgpu.record.LAST_MILE_PARTITIONS (128: baseline and the story's steps over the same
-    # partitions); without SCENARIOS the alternatives run zkgpu.record.LAST_MILE_ALTERNATIVE_PARTITIONS
+    # SCENARIOS="a b ..." records those instead (names from zkgpu.app.record.SCENARIOS); PARTITIONS
+    # defaults to zkgpu.app.record.LAST_MILE_PARTITIONS (128: baseline and the story's steps over the same
+    # partitions); without SCENARIOS the alternatives run zkgpu.app.record.LAST_MILE_ALTERNATIVE_PARTITIONS
     # (64: the twelve scenarios fit the stage's limit, about 210 s estimated from record-3 and a short run);
-    # SYNTH_WORKERS / QUEUE_DEPTH override zkgpu.record's GPU defaults (GPU_SYNTH_WORKERS, GPU_QUEUE_DEPTH)
-    record-last-mile) run_stage record-last-mile python3 -m zkgpu.cli record --no-sweep --no-bench $(for x in ${SCENARIOS:-$(python3 -c 'from zkgpu.record import LAST_MILE_SCENARIOS as s; print(" ".join(s))')}; do echo --scenario "$x"; done) $([ -z "${SCENARIOS:-}" ] && python3 -c 'from zkgpu.record import LAST_MILE_ALTERNATIVE_PARTITIONS as a; print(" ".join(f"--scenario-partitions {k}={v}" for k, v in a.items()))') ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${QUEUE_DEPTH:+--queue-depth $QUEUE_DEPTH} ${HOST_LOAD:+--host-load $HOST_LOAD} --partitions ${PARTITIONS:-$(python3 -c 'from zkgpu.record import LAST_MILE_PARTITIONS as p; print(p)')} --out "$DATA/last-mile" ;;
-    notebooks) run_stage notebooks python3 -m zkgpu.cli report --mode live --out "$OUT/reports" ${NOTEBOOKS:+--only $NOTEBOOKS} ;;  # live: measures now
+    # SYNTH_WORKERS / QUEUE_DEPTH override zkgpu.app.record's GPU defaults (GPU_SYNTH_WORKERS, GPU_QUEUE_DEPTH)
+    record-last-mile) run_stage record-last-mile python3 -m zkgpu.app.cli record --no-sweep --no-bench $(for x in ${SCENARIOS:-$(python3 -c 'from zkgpu.app.record import LAST_MILE_SCENARIOS as s; print(" ".join(s))')}; do echo --scenario "$x"; done) $([ -z "${SCENARIOS:-}" ] && python3 -c 'from zkgpu.app.record import LAST_MILE_ALTERNATIVE_PARTITIONS as a; print(" ".join(f"--scenario-partitions {k}={v}" for k, v in a.items()))') ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${QUEUE_DEPTH:+--queue-depth $QUEUE_DEPTH} ${HOST_LOAD:+--host-load $HOST_LOAD} --partitions ${PARTITIONS:-$(python3 -c 'from zkgpu.app.record import LAST_MILE_PARTITIONS as p; print(p)')} --out "$DATA/last-mile" ;;
+    notebooks) run_stage notebooks python3 -m zkgpu.app.cli report --mode live --out "$OUT/reports" ${NOTEBOOKS:+--only $NOTEBOOKS} ;;  # live: measures now
     *) echo "unknown stage $s"; failed+=("$s") ;;
   esac
 done

@@ -36,11 +36,11 @@ MAX=$(printf '%s\n' "${SIZES[@]}" | sort -n | tail -1)
 MSM_SIZES=$(IFS=,; echo "${SIZES[*]}")
 KARGS=()
 for k in $KERNELS; do KARGS+=(--kernel "$k"); done
-NTT_CMD=("$PY" -m zkgpu.cli bench ntt --min-log "$MIN" --max-log "$MAX" --repeat "${NTT_REPEAT:-7}" "${KARGS[@]}"
+NTT_CMD=("$PY" -m zkgpu.app.cli bench ntt --min-log "$MIN" --max-log "$MAX" --repeat "${NTT_REPEAT:-7}" "${KARGS[@]}"
          --h-min-log 24 --h-max-log 24 --out "$SCRATCH/zkgpu")
-# --precomp-windows: the MSM over precomputed shifted bases too (zkgpu.msm_precomp; rows device_precomp at its
+# --precomp-windows: the MSM over precomputed shifted bases too (zkgpu.gpu.msm.precomp; rows device_precomp at its
 # rule's window, the table build timed apart), PRECOMP_WINDOWS=none leaves it out
-MSM_CMD=("$PY" -m zkgpu.cli bench msm --sizes "$MSM_SIZES" --repeat "${MSM_REPEAT:-3}" --no-phases
+MSM_CMD=("$PY" -m zkgpu.app.cli bench msm --sizes "$MSM_SIZES" --repeat "${MSM_REPEAT:-3}" --no-phases
          --precomp-windows "${PRECOMP_WINDOWS:-auto}" --out "$SCRATCH/zkgpu")
 SP_ARGS=(--ntt-min "$MIN" --ntt-max "$MAX" --ntt-host-lg 0 --msm-min "$MIN" --msm-max "$MAX"
          --reps "${SPPARK_REPS:-5}" --no-pinned --deadline-s "${SPPARK_DEADLINE_S:-110}")
@@ -48,7 +48,7 @@ SP_ARGS=(--ntt-min "$MIN" --ntt-max "$MAX" --ntt-host-lg 0 --msm-min "$MIN" --ms
 # zkgpu; the manifest's sppark_porep_control sets them against the anchor's devpts_devsc: ~1 = the drivers agree)
 PR_ARGS=(--sizes "$MSM_SIZES" --reps "${SPPARK_REPS:-5}" --uniform-control --deadline-s "${SPPARK_POREP_DEADLINE_S:-40}")
 
-if ! "$PY" -c 'import sys; from zkgpu import _cuda; sys.exit(0 if _cuda.gpu_available() else 3)' 2>/dev/null; then
+if ! "$PY" -c 'import sys; from zkgpu.core import cuda as _cuda; sys.exit(0 if _cuda.gpu_available() else 3)' 2>/dev/null; then
   echo "no CUDA GPU here: dry run, nothing measured. On a GPU this script runs:"
   echo "  (background) cp -rp $SP/. $SPW/; bash $SPW/build.sh   $([ -f "$SP/run.sh" ] && echo "($SP present)" || echo "(MISSING: copy shared/anchors/sppark-bench to $SP)")"
   echo "  (background, then) SPPARK_BENCH=$SPW BUILD=$PRB bash $PR/build.sh"
@@ -56,7 +56,7 @@ if ! "$PY" -c 'import sys; from zkgpu import _cuda; sys.exit(0 if _cuda.gpu_avai
   echo "  ${MSM_CMD[*]}"
   echo "  OUT=$SCRATCH/sppark bash $SPW/run.sh ${SP_ARGS[*]}"
   echo "  OUT=$SCRATCH/sppark SPPARK_BENCH=$SPW BUILD=$PRB bash $PR/run.sh ${PR_ARGS[*]}"
-  echo "  $PY -m zkgpu.cli bench sppark --sppark $SCRATCH/sppark/sppark.txt --sppark-porep $SCRATCH/sppark/sppark_porep.txt --ntt-run <bench-ntt> --msm-run <bench-msm> --kernel ${KERNELS%% *} --sizes $MSM_SIZES --out $DATA"
+  echo "  $PY -m zkgpu.app.cli bench sppark --sppark $SCRATCH/sppark/sppark.txt --sppark-porep $SCRATCH/sppark/sppark_porep.txt --ntt-run <bench-ntt> --msm-run <bench-msm> --kernel ${KERNELS%% *} --sizes $MSM_SIZES --out $DATA"
   exit 2
 fi
 
@@ -97,7 +97,7 @@ porep=()  # without PoRep-like rows the recording sets zkgpu's PoRep-like MSM ag
 grep -q '^msm,' "$SCRATCH/sppark/sppark_porep.txt" 2>/dev/null && porep=(--sppark-porep "$SCRATCH/sppark/sppark_porep.txt")
 ntt_run=$(ls -d "$SCRATCH"/zkgpu/*-bench-ntt* 2>/dev/null | head -1)
 msm_run=$(ls -d "$SCRATCH"/zkgpu/*-bench-msm* 2>/dev/null | head -1)
-"$PY" -m zkgpu.cli bench sppark --sppark "$SCRATCH/sppark/sppark.txt" ${porep[@]+"${porep[@]}"} ${ntt_run:+--ntt-run "$ntt_run"} \
+"$PY" -m zkgpu.app.cli bench sppark --sppark "$SCRATCH/sppark/sppark.txt" ${porep[@]+"${porep[@]}"} ${ntt_run:+--ntt-run "$ntt_run"} \
   ${msm_run:+--msm-run "$msm_run"} --kernel "${KERNELS%% *}" --sizes "$MSM_SIZES" --out "$DATA"
 rc_gather=$?
 echo "=== bench sppark: rc=$rc_gather at $((SECONDS - t0)) s"

@@ -1,15 +1,15 @@
-"""The GPU MSM with CuPy's 64-bit sort against zkgpu.devsort's CUB bucket-field sort, and the window sweep.
+"""The GPU MSM with CuPy's 64-bit sort against zkgpu.gpu.msm.devsort's CUB bucket-field sort, and the window sweep.
 
     python3 scripts/msm_sort_compare.py BASE_DIR [--sizes 24,22,20] [--windows 13-22] [--repeat 5]
 
-Per log2 size: device-resident points (zkgpu.bases) and scalars (uniform, and PoRep-like as in
+Per log2 size: device-resident points (zkgpu.gpu.msm.bases) and scalars (uniform, and PoRep-like as in
 ``zkgpu bench msm``); for each sort backend (``devsort.configure(backend=...)``: ``cupy`` = the MSM's
 sort before devsort, ``cub`` = devsort) the MSM's total time (CUDA events, warm-up excluded, median of
-``--repeat``) and one per-phase breakdown (zkgpu.msm.Phases); the host syncs counted around one MSM;
+``--repeat``) and one per-phase breakdown (zkgpu.gpu.msm.pippenger.Phases); the host syncs counted around one MSM;
 then, with the CUB sort, the total at every window c of ``--windows``. Every result point is compared
 with the first one of its size and scalars (same input, so every backend and window must agree).
 
-Writes a fresh run folder BASE_DIR/<gpu>-<date>-bench-msm-sort/ (zkgpu.manifest): manifest.json, msm_sort.csv
+Writes a fresh run folder BASE_DIR/<gpu>-<date>-bench-msm-sort/ (zkgpu.core.manifest): manifest.json, msm_sort.csv
 (log2_n, sort, c, scalars, what = total | phase:<name>, median_ms, min_ms, max_ms, repeat; rewritten after
 each size, so a run cut short keeps the sizes it finished) and syncs.json (host syncs per size and sort, the
 results that disagree); prints the sync counts, the agreement and the best c per size (from the CSV rows).
@@ -26,10 +26,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from zkgpu import _cuda, bases, devsort, msm, settings
-from zkgpu.bench.msm import _porep_scalars
-from zkgpu.field import fr_random
-from zkgpu.manifest import build_manifest, new_run_dir, write_json_new
+from zkgpu.core import cuda as _cuda
+from zkgpu.gpu.msm import bases, devsort, pippenger as msm
+from zkgpu.app import settings
+from zkgpu.app.bench.msm import _porep_scalars
+from zkgpu.arith.field import fr_random
+from zkgpu.core.manifest import build_manifest, new_run_dir, write_json_new
 
 
 def _windows(text: str) -> list[int]:
@@ -54,7 +56,7 @@ def main(argv: list[str]) -> int:
         kind="bench-msm-sort", sizes_log2=args.sizes, windows=args.windows, repeat=args.repeat,
         sweep_repeat=args.sweep_repeat, warmup=1, seed=args.seed, msm_settings=msm.settings(),
         devsort_available=devsort.available(), devsort_library=lib.name if lib else None,
-        timing="CUDA events (zkgpu._cuda.benchmark), medians, ms; phases: one run (zkgpu.msm.Phases)",
+        timing="CUDA events (zkgpu.core.cuda.benchmark), medians, ms; phases: one run (zkgpu.gpu.msm.pippenger.Phases)",
         files=["msm_sort.csv", "syncs.json"]))
     print(f"devsort available: {devsort.available()} ({lib}); writing {out}", flush=True)
     rng = np.random.default_rng(args.seed)

@@ -2,19 +2,19 @@
 
     python3 scripts/msm_variants_compare.py BASE_DIR [--sizes 26,24,22] [--repeat 5] [--porep-windows 12-16]
 
-Per log2 size: device-resident points (zkgpu.bases) and scalars (from 2^26 drawn on the GPU, uniform below 2^254),
+Per log2 size: device-resident points (zkgpu.gpu.msm.bases) and scalars (from 2^26 drawn on the GPU, uniform below 2^254),
 uniform and PoRep-like (as ``zkgpu bench msm``:
 the PoRep-like window from ``c="sparse"``, counted inside the timing); for each variant (:data:`VARIANTS`: the
-final step one thread or one warp (zkgpu.msm_final), the rounds' chunk starts by search or from a table
-(zkgpu.msm_reduce.ROUND_STARTS), the short runs summed before the rounds or not (SHORT_FIRST), the rounds' chunk
-(ROUND_CHUNK), the level-0 chunk (zkgpu.msm.CHUNK), the window reduction's threads (msm_final.REDUCE_THREADS,
+final step one thread or one warp (zkgpu.gpu.msm.final), the rounds' chunk starts by search or from a table
+(zkgpu.gpu.msm.reduce.ROUND_STARTS), the short runs summed before the rounds or not (SHORT_FIRST), the rounds' chunk
+(ROUND_CHUNK), the level-0 chunk (zkgpu.gpu.msm.pippenger.CHUNK), the window reduction's threads (msm_final.REDUCE_THREADS,
 MIN_RANGE)) the MSM's total time (CUDA events, warm-up
-excluded, median of ``--repeat``) and one per-phase breakdown (zkgpu.msm.Phases); then, with the shipped
+excluded, median of ``--repeat``) and one per-phase breakdown (zkgpu.gpu.msm.pippenger.Phases); then, with the shipped
 defaults, both totals over points prepared once (``msm.prepare_points``, outside the timing) and the PoRep-like
 total at each window of ``--porep-windows`` (at the first size and 2^22). Every result is
 compared with the first variant's on the same input (they must agree bit for bit).
 
-Writes a fresh run folder BASE_DIR/<gpu>-<date>-bench-msm-variants/ (zkgpu.manifest): manifest.json and
+Writes a fresh run folder BASE_DIR/<gpu>-<date>-bench-msm-variants/ (zkgpu.core.manifest): manifest.json and
 msm_variants.csv (log2_n, variant, c, scalars, what = total | phase:<name>, median_ms, min_ms, max_ms, repeat;
 rewritten after each size); prints the totals, the phase table and the disagreements (exit 1 if any).
 """
@@ -29,10 +29,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from zkgpu import _cuda, bases, msm, msm_final, msm_reduce, msm_window, settings
-from zkgpu.bench.msm import _porep_scalars
-from zkgpu.field import fr_random
-from zkgpu.manifest import build_manifest, new_run_dir, write_json_new
+from zkgpu.core import cuda as _cuda
+from zkgpu.gpu.msm import bases, pippenger as msm, final as msm_final, reduce as msm_reduce, window as msm_window
+from zkgpu.app import settings
+from zkgpu.app.bench.msm import _porep_scalars
+from zkgpu.arith.field import fr_random
+from zkgpu.core.manifest import build_manifest, new_run_dir, write_json_new
 
 # name -> (final, inverse, round_starts, short_first, round_chunk, chunk, reduce_threads, min_range); the first is
 # the session-3 baseline (one-thread final, every partial through the rounds, 2^17 reduction threads), SWEEP the
@@ -91,7 +93,7 @@ def main(argv: list[str]) -> int:
     write_json_new(out / "manifest.json", build_manifest(
         kind="bench-msm-variants", sizes_log2=args.sizes, repeat=args.repeat, warmup=1, seed=args.seed,
         porep_windows=args.porep_windows, variants={k: list(v) for k, v in VARIANTS.items()},
-        timing="CUDA events (zkgpu._cuda.benchmark), medians, ms; phases: one run (zkgpu.msm.Phases)",
+        timing="CUDA events (zkgpu.core.cuda.benchmark), medians, ms; phases: one run (zkgpu.gpu.msm.pippenger.Phases)",
         files=["msm_variants.csv"]))
     print(f"writing {out}", flush=True)
     rng = np.random.default_rng(args.seed)

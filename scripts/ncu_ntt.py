@@ -13,10 +13,11 @@ import sys
 
 import numpy as np
 
-from zkgpu import _cuda, ntt
-from zkgpu.bench.ntt import kernel_settings
-from zkgpu.fr_device import to_montgomery
-from zkgpu.qap import compute_h_inplace
+from zkgpu.core import cuda as _cuda
+from zkgpu.gpu.ntt import transform as ntt
+from zkgpu.app.bench.ntt import kernel_settings
+from zkgpu.gpu.fr_device import to_montgomery
+from zkgpu.gpu.ntt.qap import compute_h_inplace
 
 
 def main(specs: str = "fused", log_n: int = 24, with_h: bool = True) -> None:

@@ -32,5 +32,5 @@ else
 fi
 KARGS=()
 for k in $KERNELS; do KARGS+=(--kernel "$k"); done
-python3 -m zkgpu.cli bench ntt --min-log "$MIN" --max-log "$MAX" --repeat "$REPEAT" "${KARGS[@]}" \
+python3 -m zkgpu.app.cli bench ntt --min-log "$MIN" --max-log "$MAX" --repeat "$REPEAT" "${KARGS[@]}" \
   "${SPARGS[@]}" --out "$DATA"

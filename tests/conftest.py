@@ -7,14 +7,17 @@ from __future__ import annotations
 import pytest
 
 import seeding
-from zkgpu import errors, keynumbers, manifest, replay, settings, trace
-from zkgpu._cuda import gpu_available
+from zkgpu.analysis import keynumbers, replay
+from zkgpu.app import settings
+from zkgpu.core import errors, manifest
+from zkgpu.core.cuda import gpu_available
 from zkgpu.groth16 import circuits
+from zkgpu.pipeline import trace
 
 
 def pytest_configure(config):
     """The ZKGPU_* variables of the shell (e.g. ZKGPU_NODE set by scripts/gpu_run.sh), as the
-    command entry points read them (zkgpu.settings)."""
+    command entry points read them (zkgpu.app.settings)."""
     settings.apply()
 
 
@@ -53,7 +56,7 @@ def test_seed(request) -> int:
 @pytest.fixture(autouse=True)
 def _library_settings():
     """Each test starts and ends with the library's default data folder and no key-numbers folder
-    (``zkgpu.live.open_source`` configures both from the environment a test may set)."""
+    (``zkgpu.app.live.open_source`` configures both from the environment a test may set)."""
     replay.configure(data_dir=None)
     keynumbers.configure(out_dir=None)
     yield

@@ -1,11 +1,11 @@
-"""zkgpu.anchors: parsing sppark-bench output and the zkgpu/sppark ratio table (no GPU needed)."""
+"""zkgpu.analysis.anchors: parsing sppark-bench output and the zkgpu/sppark ratio table (no GPU needed)."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from zkgpu.anchors import load_ntt_vs_sppark, ntt_vs_sppark, read_sppark, sppark_provenance
+from zkgpu.analysis.anchors import load_ntt_vs_sppark, ntt_vs_sppark, read_sppark, sppark_provenance
 
 SAMPLE = """# vendor: sppark          17278d74295392f9813f009300b257a688422b7a  github.com/supranational/sppark
 # vendor: blst            dece82ea537b422890888bacde4034ca5b5a44d8  github.com/supranational/blst

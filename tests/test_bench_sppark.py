@@ -19,9 +19,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from zkgpu import plots
-from zkgpu._cuda import gpu_available
-from zkgpu.anchors import (
+from zkgpu.analysis import plots
+from zkgpu.analysis.anchors import (
     VS_COLUMNS,
     compute_h_ms,
     load_vs_sppark,
@@ -33,8 +32,16 @@ from zkgpu.anchors import (
     sppark_provenance,
     vs_sppark,
 )
-from zkgpu.bench.sppark import README_BEGIN, README_END, latest_vs_sppark, readme_block, update_readme, write_recording
-from zkgpu.cli import main
+from zkgpu.app.bench.sppark import (
+    README_BEGIN,
+    README_END,
+    latest_vs_sppark,
+    readme_block,
+    update_readme,
+    write_recording,
+)
+from zkgpu.app.cli import main
+from zkgpu.core.cuda import gpu_available
 
 matplotlib.use("Agg")
 
@@ -270,7 +277,8 @@ def test_notebook_08_section(tmp_path, sppark_file, monkeypatch, capsys):
     """Notebook 08's zkgpu/sppark cell, run on a synthetic recording and on a data folder without one."""
     from IPython.display import display
 
-    from zkgpu import replay, view
+    from zkgpu.analysis import replay
+    from zkgpu.app import view
 
     src = _notebook_cell("find_benchmarks(\"sppark\")")
     ns = dict(plots=plots, replay=replay, view=view, display=display)

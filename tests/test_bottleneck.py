@@ -1,4 +1,4 @@
-"""zkgpu.bottleneck and zkgpu.gpu_time on hand-made event tables (known answers) and on the committed recording."""
+"""zkgpu.story.bottleneck and zkgpu.analysis.gpu_time on hand-made event tables (known answers) and on the committed recording."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import math
 import pandas as pd
 import pytest
 
-from zkgpu import bottleneck as b
-from zkgpu import gpu_time as gt
-from zkgpu.events import normalize_events
-from zkgpu.metrics import detail_value
-from zkgpu.model import ModelParams, utilization
+from zkgpu.analysis import gpu_time as gt
+from zkgpu.analysis.metrics import detail_value
+from zkgpu.analysis.model import ModelParams, utilization
+from zkgpu.core.events import normalize_events
+from zkgpu.story import bottleneck as b
 
 
 def table(rows) -> pd.DataFrame:
@@ -100,7 +100,7 @@ def test_predict_removes_the_prep_limit():
 
 
 def test_committed_recording_names_prep_as_the_limit_after_the_fix():
-    from zkgpu import replay
+    from zkgpu.analysis import replay
 
     rec = replay.Recording.open(replay.data_dir() / "nvidia-h200-20261129-record-2")
     t = gt.idle_causes(rec.events("pinned_narrow"))
@@ -140,9 +140,10 @@ def _as_gpu(run_dir, name, date):
     return d
 
 
-@pytest.mark.skipif(not __import__("zkgpu.prep", fromlist=["x"]).numba_available(), reason="numba not installed")
+@pytest.mark.skipif(not __import__("zkgpu.gpu.msm.prep", fromlist=["x"]).numba_available(), reason="numba not installed")
 def test_predictions_calibrate_on_an_earlier_recording_of_the_scenario(tmp_path, monkeypatch):
-    from zkgpu import record, replay
+    from zkgpu.analysis import replay
+    from zkgpu.app import record
 
     names = ["baseline", "pinned_narrow", "narrow_prep_parallel"]
     old = _as_gpu(record.record(out=tmp_path / "a", device="cpu", n=1 << 6, partitions=3, scenarios=names), "fake-gpu-20990101-record", "2099-01-01T00:00:00+00:00")
@@ -151,7 +152,7 @@ def test_predictions_calibrate_on_an_earlier_recording_of_the_scenario(tmp_path,
     (data / b.PILOT_DIR).mkdir(parents=True)
     new.rename(data / b.PILOT_DIR / new.name)  # data/last-mile: only notebook 07b sees it, and first
     old.rename(data / old.name)
-    replay.configure(data_dir=data)  # what zkgpu.settings does with $ZKGPU_DATA (conftest restores it)
+    replay.configure(data_dir=data)  # what zkgpu.app.settings does with $ZKGPU_DATA (conftest restores it)
     assert [r.path.name for r in replay.find_recordings(data)] == ["fake-gpu-20990101-record"]
     src = b.last_mile_source("replay")
     assert src.recording.path.name == "fake-gpu-20990102-record"
@@ -176,7 +177,7 @@ def test_predictions_calibrate_on_an_earlier_recording_of_the_scenario(tmp_path,
 
 
 def test_model_scope_none_lets_the_workers_overlap():
-    from zkgpu import model
+    from zkgpu.analysis import model
 
     p = ModelParams(prep_msm_ms=10, ntt_ms=20, h_msm_ms=60, batch_add_ms=10, tail_msm_ms=40, h2d_bytes=0, pageable_gbps=5, pinned_gbps=50)
     coarse = model.simulate(p, partitions=12, gw=2, scope="coarse", transfer="resident")
@@ -210,7 +211,8 @@ def test_model_structure_on_the_committed_last_mile_recording():
     narrow_prep_gpu -15% (on narrow_prep_gpu_tails, whose concurrent tails the model does not separate),
     narrow_prep_gpu_tails +19% and submit_prep_gpu +38% (both on narrow_prep_gpu: the model does not see what
     the three tail streams or the shared stream cost). Asserted here: the structure, not those numbers."""
-    from zkgpu import record, replay
+    from zkgpu.analysis import replay
+    from zkgpu.app import record
 
     rec = replay.Recording.open(replay.data_dir() / b.PILOT_DIR / "nvidia-h200-20261201-record-2")
     src = replay.Source("recorded-gpu", rec, "replay")
@@ -241,10 +243,11 @@ def test_model_structure_on_the_committed_last_mile_recording():
     assert mev[mev.phase == "h2d"]["detail"].str.contains("stage=pre_lock").all()
 
 
-@pytest.mark.skipif(not __import__("zkgpu.prep", fromlist=["x"]).numba_available(), reason="numba not installed")
+@pytest.mark.skipif(not __import__("zkgpu.gpu.msm.prep", fromlist=["x"]).numba_available(), reason="numba not installed")
 def test_a_step_whose_calibration_run_cannot_calibrate_is_named_not_predicted(tmp_path):
     # the only CPU-prep run besides narrow_prep_parallel is the pageable baseline, which has no pinned rate to give
-    from zkgpu import record, replay
+    from zkgpu.analysis import replay
+    from zkgpu.app import record
 
     d = _as_gpu(record.record(out=tmp_path / "a", device="cpu", n=1 << 6, partitions=2, scenarios=["baseline", "narrow_prep_parallel"]),
                 "fake-gpu-20990103-record", "2099-01-03T00:00:00+00:00")
@@ -256,7 +259,7 @@ def test_a_step_whose_calibration_run_cannot_calibrate_is_named_not_predicted(tm
     assert b.acceptance(src, preds, sims)["model_ok"] is False  # no prediction: the target is not met, not an error
 
 
-@pytest.mark.skipif(not __import__("zkgpu.prep", fromlist=["x"]).numba_available(), reason="numba not installed")
+@pytest.mark.skipif(not __import__("zkgpu.gpu.msm.prep", fromlist=["x"]).numba_available(), reason="numba not installed")
 def test_precomputed_bases_step_is_the_plain_run_with_its_msm_phases_scaled(tmp_path):
     """A msm_bases="precomputed" step, predicted before it is recorded: calibrated on a plain run of the same
     prep placement, its h_msm and tail_msm scaled by the setup benchmark's precomputed / plain ratio (here a
@@ -264,7 +267,8 @@ def test_precomputed_bases_step_is_the_plain_run_with_its_msm_phases_scaled(tmp_
     named not predicted. A precomputed run is never the calibration run of another step."""
     import json
 
-    from zkgpu import record, replay
+    from zkgpu.analysis import replay
+    from zkgpu.app import record
 
     d = _as_gpu(record.record(out=tmp_path / "a", device="cpu", n=1 << 6, partitions=3, scenarios=["baseline", "pinned_narrow", "narrow_prep_parallel"]),
                 "fake-gpu-20990104-record", "2099-01-04T00:00:00+00:00")
@@ -324,7 +328,8 @@ def test_the_last_step_is_predicted_from_the_submit_run_before_it_is_recorded():
     step (the submission scope over precomputed bases): predicted from submit_prep_gpu, its MSM phases scaled by
     the recording's setup benchmark, never from a precomputed run. Its kernel ms are defined from the GPU clock,
     and acceptance reports a submit run when it is the best (here with the narrow precomputed run hidden)."""
-    from zkgpu import record, replay
+    from zkgpu.analysis import replay
+    from zkgpu.app import record
 
     rec = replay.Recording.open(replay.data_dir() / b.PILOT_DIR / "nvidia-h200-20261201-record-3")
     src = replay.Source("recorded-gpu", rec, "replay")
@@ -363,7 +368,7 @@ def test_the_last_step_is_predicted_from_the_submit_run_before_it_is_recorded():
 
 
 def test_window_columns_are_the_gpu_window_not_the_whole_run():
-    from zkgpu import replay
+    from zkgpu.analysis import replay
 
     rec = replay.Recording.open(replay.data_dir() / b.PILOT_DIR / "nvidia-h200-20261201-record-3")
     src = replay.Source("recorded-gpu", rec, "replay")
@@ -397,7 +402,7 @@ def test_gpu_budget_of_a_precomputed_pre_lock_run_uses_the_setup_benchmark():
 
 
 def test_run_differences_sets_a_run_beside_its_calibration_run():
-    from zkgpu.calibration import run_differences
+    from zkgpu.analysis.calibration import run_differences
 
     slow = table([("synthesize", 0, None, 0, 80), ("ntt_msm_h", 0, 0, 100, 160), ("tail_msm", 0, 0, 160, 200), ("prep_msm", 0, 0, 90, 95)])
     base = table([("synthesize", 0, None, 0, 40), ("ntt_msm_h", 0, 0, 50, 80), ("tail_msm", 0, 0, 80, 100)])
@@ -413,7 +418,7 @@ def test_the_submit_model_reproduces_its_calibration_run_and_predicts_the_best_r
     scaled by the set-up's precomputed/plain benchmark) is within 10% of the measurement. The model was
     corrected after record-4 was measured (the submission overlapping its kernels, the copy not counted twice
     in pre_lock): this pins what the correction reproduces, not a blind prediction."""
-    from zkgpu import calibration, replay
+    from zkgpu.analysis import calibration, replay
 
     rec = replay.Recording.open(replay.data_dir() / b.PILOT_DIR / "nvidia-h200-20261201-record-4")
     src = replay.Source("recorded-gpu", rec, "replay")
@@ -435,7 +440,7 @@ def test_copy_wait_separates_the_dma_from_the_host_wait():
     assert c["wait_ms"] == pytest.approx(20.5) and c["wall_p90_ms"] == pytest.approx(38.0)
     assert math.isnan(gt.copy_wait(ev[ev.phase == "none"])["wall_ms"])
     # record-4: the copy before the mutex waits on the host in the narrow scope, not in the submit scope
-    from zkgpu import replay
+    from zkgpu.analysis import replay
 
     src = replay.Source("recorded-gpu", replay.Recording.open(replay.data_dir() / b.PILOT_DIR / "nvidia-h200-20261201-record-4"), "replay")
     narrow, submit = gt.copy_wait(src.events("narrow_prep_gpu_h2d_pre_lock")), gt.copy_wait(src.events("submit_prep_gpu"))
@@ -454,7 +459,7 @@ def test_copy_wait_counts_only_partitions_with_valid_dma_times_and_names_mixed_s
 
 
 def test_pre_lock_host_time_leaves_out_copies_once_and_copes_without_partitions():
-    from zkgpu.calibration import _pre_lock_host_ms
+    from zkgpu.analysis.calibration import _pre_lock_host_ms
 
     def row(phase, s, e, part):
         return {"run": "r", "source": "pipeline", "partition": part, "phase": phase, "start_ns": int(s * 1e6), "end_ns": int(e * 1e6)}

@@ -1,4 +1,4 @@
-"""zkgpu.chrome_trace and ``zkgpu trace export``: the event tables as Chrome / Perfetto trace JSON.
+"""zkgpu.analysis.chrome_trace and ``zkgpu trace export``: the event tables as Chrome / Perfetto trace JSON.
 
 The checks of the format are written here from the Trace Event Format's definition (required
 fields per phase type, complete events of one thread must nest), independently of the exporter.
@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from zkgpu import chrome_trace as ct
-from zkgpu.cli import main
-from zkgpu.events import normalize_events
-from zkgpu.replay import Recording, find_recordings
+from zkgpu.analysis import chrome_trace as ct
+from zkgpu.analysis.replay import Recording, find_recordings
+from zkgpu.app.cli import main
+from zkgpu.core.events import normalize_events
 
 RECORDINGS = find_recordings()
 METADATA_NAMES = {"process_name", "thread_name", "process_sort_index", "thread_sort_index"}

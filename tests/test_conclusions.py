@@ -1,4 +1,4 @@
-"""zkgpu.conclusions: the findings of notebook 08, computed from the recording."""
+"""zkgpu.story.conclusions: the findings of notebook 08, computed from the recording."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import re
 
 import pytest
 
-from zkgpu import bottleneck, conclusions, live, metrics, replay
-from zkgpu.keynumbers import UNITS
+from zkgpu.analysis import metrics, replay
+from zkgpu.analysis.keynumbers import UNITS
+from zkgpu.app import live
+from zkgpu.story import bottleneck, conclusions
 
 
 @pytest.fixture(scope="module")

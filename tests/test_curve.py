@@ -1,4 +1,4 @@
-"""G1 host layout, conversions and validation (zkgpu.curve), and the device formulas of
+"""G1 host layout, conversions and validation (zkgpu.arith.curve), and the device formulas of
 zkgpu/kernels/g1.cuh built for the CPU (tests/native/g1_shim.cpp) checked against py_ecc."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from native import load
 from py_arkworks_bls12381 import G1Point, Scalar
 
 from seeding import new_pyrng, new_rng
-from zkgpu import curve
-from zkgpu.field import FQ, FR
-from zkgpu.msm import num_windows, signed_digits
+from zkgpu.arith import curve
+from zkgpu.arith.field import FQ, FR
+from zkgpu.gpu.msm.pippenger import num_windows, signed_digits
 
 Q = FQ.modulus
 R = FR.modulus
@@ -210,8 +210,8 @@ def test_signed_digits_device_and_reference(shim, c):
 def test_py_ecc_int_coordinates_out_of_range_are_errors():
     from py_ecc.optimized_bls12_381 import G1, normalize
 
-    from zkgpu.curve import g1_from_py_ecc
-    from zkgpu.field import FQ
+    from zkgpu.arith.curve import g1_from_py_ecc
+    from zkgpu.arith.field import FQ
 
     x, y = (int(c.n) for c in normalize(G1))
     assert g1_from_py_ecc([(x, y)]).shape == (1, 12)

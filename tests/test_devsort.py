@@ -1,4 +1,4 @@
-"""zkgpu.devsort: the CUB radix sort of uint64 keys by a bit field, without a host sync.
+"""zkgpu.gpu.msm.devsort: the CUB radix sort of uint64 keys by a bit field, without a host sync.
 
 CPU: the library's source compiles with nvcc (and is cached by source + nvcc version), argument
 checks, the host (NumPy) path against Python's stable sort, the MSM's key layout (sentinel keys sort
@@ -18,8 +18,10 @@ import numpy as np
 import pytest
 
 from seeding import new_pyrng, new_rng
-from zkgpu import _cuda, bases, devsort, msm
-from zkgpu.field import fr_random
+from zkgpu.arith.field import fr_random
+from zkgpu.core import cuda as _cuda
+from zkgpu.gpu.msm import bases, devsort
+from zkgpu.gpu.msm import pippenger as msm
 
 
 def _ref(keys: np.ndarray, begin: int, end: int) -> np.ndarray:
@@ -163,7 +165,7 @@ def test_gpu_hidden_means_not_available(monkeypatch, rng):
 def test_bad_input_one_line_error(keys, kw, match):
     with pytest.raises(ValueError, match=match) as exc:
         devsort.sort_keys(keys, **kw)
-    assert "\n" not in str(exc.value) and str(exc.value).startswith("zkgpu.devsort.sort_keys: ")
+    assert "\n" not in str(exc.value) and str(exc.value).startswith("zkgpu.gpu.msm.devsort.sort_keys: ")
 
 
 def test_configure_checks_backend(backend):

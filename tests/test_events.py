@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from zkgpu.events import COLUMNS, empty_events, h2d_overlap, normalize_events, union_ms
+from zkgpu.core.events import COLUMNS, empty_events, h2d_overlap, normalize_events, union_ms
 
 
 def test_empty_has_schema():

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from test_pipeline import cfg, no_pipeline_threads_left, run_bounded
 
-from zkgpu import _cuda
-from zkgpu.host_alloc import CudaHostAllocator, PageableAllocator
-from zkgpu.pinned_pool import PinnedPool, PoolError
+from zkgpu.core import cuda as _cuda
 from zkgpu.pipeline import PipelineConfig, prepare_backend, run_pipeline
 from zkgpu.pipeline.sync import Cancelled, GpuMutex, StageTimeout
+from zkgpu.transfer.host_alloc import CudaHostAllocator, PageableAllocator
+from zkgpu.transfer.pinned_pool import PinnedPool, PoolError
 
 
 @pytest.fixture(scope="module")

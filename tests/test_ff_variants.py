@@ -18,8 +18,8 @@ from pathlib import Path
 import ptxemu
 import pytest
 
-from zkgpu._cuda import KERNEL_DIR
-from zkgpu.field import FQ, FR
+from zkgpu.arith.field import FQ, FR
+from zkgpu.core.cuda import KERNEL_DIR
 
 _SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "ff_microbench.py"
 _spec = importlib.util.spec_from_file_location("ff_microbench", _SCRIPT)

@@ -11,7 +11,7 @@ import pytest
 from native import KERNELS, load
 
 from seeding import new_pyrng, new_rng
-from zkgpu.field import (
+from zkgpu.arith.field import (
     FQ,
     FR,
     PrimeField,

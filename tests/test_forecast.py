@@ -1,4 +1,4 @@
-"""zkgpu.forecast: the model's forecast of the next recording, written before it exists (CPU; replays data/last-mile)."""
+"""zkgpu.story.forecast: the model's forecast of the next recording, written before it exists (CPU; replays data/last-mile)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from zkgpu import bottleneck as b
-from zkgpu import forecast as fc
-from zkgpu.metrics import utilization
-from zkgpu.replay import Recording, Source, data_dir
+from zkgpu.analysis.metrics import utilization
+from zkgpu.analysis.replay import Recording, Source, data_dir
+from zkgpu.story import bottleneck as b
+from zkgpu.story import forecast as fc
 
 LM = data_dir() / b.PILOT_DIR
 
@@ -68,7 +68,7 @@ def test_forecast_vs_measured_takes_the_newest_forecast_made_before_the_recordin
 
 def test_cli_forecast_one_line_errors(tmp_path):
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "zkgpu.cli", "forecast", *args], capture_output=True, text=True, timeout=300)
+        return subprocess.run([sys.executable, "-m", "zkgpu.app.cli", "forecast", *args], capture_output=True, text=True, timeout=300)
 
     ok = run(str(LM / "nvidia-h200-20261201-record-4"), "--out", str(tmp_path))
     assert ok.returncode == 0 and "forecast-from-nvidia-h200-20261201-record-4.json" in ok.stdout, ok.stderr

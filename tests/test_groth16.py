@@ -19,8 +19,9 @@ import pytest
 from click.testing import CliRunner
 from nodetools import need_node
 
-from zkgpu.cli import main
-from zkgpu.field import FR, fr_from_ints, fr_to_ints
+from zkgpu.app.cli import main
+from zkgpu.arith.field import FR, fr_from_ints, fr_to_ints
+from zkgpu.gpu.ntt.qap import compute_h_reference
 from zkgpu.groth16.circuits import ToolError, build, circuit_source, snarkjs_verify, tools
 from zkgpu.groth16.formats import FormatError, read_wtns, read_zkey
 from zkgpu.groth16.proof import proof_json, read_proof, verify_py_ecc
@@ -33,7 +34,6 @@ from zkgpu.groth16.prover import (
     snarkjs_order,
     snarkjs_root,
 )
-from zkgpu.qap import compute_h_reference
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("ZKGPU_CIRCUIT_CACHE", ROOT / "build" / "test-circuits"))
@@ -42,7 +42,7 @@ P = FR.modulus
 
 
 def test_tools_take_node_and_modules_from_keywords_and_configure(tmp_path, restore_settings):
-    from zkgpu import settings
+    from zkgpu.app import settings
     from zkgpu.groth16 import circuits
 
     with pytest.raises(ToolError, match="node /nonexistent/node: not an executable"):
@@ -117,7 +117,7 @@ def _evaluate(coeffs, x):
 @pytest.mark.parametrize("log_n", [1, 3, 5])
 def test_h_scalars_both_conventions(log_n):
     """snarkjs's convention (A*B - C on the odd coset of the 2n-th roots, snarkjs's roots), computed
-    directly from the interpolated polynomials, equals h_scalars (built from zkgpu.qap's coset-by-7
+    directly from the interpolated polynomials, equals h_scalars (built from zkgpu.gpu.ntt.qap's coset-by-7
     quotient, cuzk's convention; see the next test for that one)."""
     rng = random.Random(log_n)
     n = 1 << log_n
@@ -134,7 +134,7 @@ def test_h_scalars_both_conventions(log_n):
 
 
 def test_cuzk_h_times_z_is_ab_minus_c():
-    """cuzk's convention: zkgpu.qap's h (coset by 7) on a divisible input is the exact quotient."""
+    """cuzk's convention: zkgpu.gpu.ntt.qap's h (coset by 7) on a divisible input is the exact quotient."""
     rng = random.Random(7)
     log_n, n = 4, 16
     a = [rng.randrange(P) for _ in range(n)]
@@ -361,7 +361,7 @@ def test_fixture_cpu_proof_passes_py_ecc():
 
 @pytest.mark.gpu
 def test_fixture_gpu_proof_equals_cpu_proof():
-    """The GPU path (zkgpu.qap + zkgpu.msm kernels) gives the same proof as the CPU references for
+    """The GPU path (zkgpu.gpu.ntt.qap + zkgpu.gpu.msm.pippenger kernels) gives the same proof as the CPU references for
     fixed r, s, and py_ecc accepts it; runs without node."""
     zk, w = read_zkey(FIXTURE / "circuit.zkey"), read_wtns(FIXTURE / "circuit.wtns")
     g, c = prove(zk, w, device="gpu", seed=11), prove(zk, w, device="cpu", seed=11)
@@ -374,7 +374,7 @@ def test_fixture_gpu_proof_equals_cpu_proof():
 def test_fq_from_mont_gpu_matches_host(monkeypatch):
     """The reader's GPU conversion of Montgomery-form coordinates (msm.cu fq_from_mont) equals the
     host loop, and names the first coordinate >= q."""
-    from zkgpu.field import FQ
+    from zkgpu.arith.field import FQ
     from zkgpu.groth16 import formats
 
     rng = random.Random(5)
@@ -395,8 +395,8 @@ def test_fq_from_mont_gpu_matches_host(monkeypatch):
 def test_bench_prove_records_and_notebook_replays_it(mulchain, tmp_path):
     """zkgpu bench prove (CPU, tiny circuit) writes a run folder with a manifest; notebook 10's loader
     replays it and its key numbers come from it."""
-    from zkgpu import live
-    from zkgpu.groth16 import results as proofs
+    from zkgpu.app import live
+    from zkgpu.story import prove_results as proofs
 
     res = CliRunner().invoke(main, ["bench", "prove", "--zkey", str(mulchain.zkey), "--wtns", str(mulchain.wtns), "--vkey",
                                     str(mulchain.vkey), "--device", "cpu", "--repeat", "1", "--out", str(tmp_path)])  # fmt: skip

@@ -1,4 +1,4 @@
-"""zkgpu.hostload: the host memory-bandwidth load (CPU), its records; zkgpu.bench.hostload: H2D under load (GPU)."""
+"""zkgpu.transfer.hostload: the host memory-bandwidth load (CPU), its records; zkgpu.app.bench.hostload: H2D under load (GPU)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from zkgpu import hostload
-from zkgpu.bench.hostload import LOAD_COLUMNS, h2d_under_load
-from zkgpu.hostload import HostMemoryLoad, LoadStats
+from zkgpu.app.bench.hostload import LOAD_COLUMNS, h2d_under_load
+from zkgpu.transfer import hostload
+from zkgpu.transfer.hostload import HostMemoryLoad, LoadStats
 
 MIB = 1 << 20
 
@@ -82,8 +82,8 @@ def test_h2d_under_load_needs_a_gpu_or_valid_arguments():
 
 
 def test_bench_load_cli_without_gpu(monkeypatch):
-    from zkgpu import _cuda
-    from zkgpu.cli import main
+    from zkgpu.app.cli import main
+    from zkgpu.core import cuda as _cuda
 
     monkeypatch.setattr(_cuda, "gpu_available", lambda: False)
     r = CliRunner().invoke(main, ["bench", "load", "--levels", "0,2"])
@@ -91,7 +91,7 @@ def test_bench_load_cli_without_gpu(monkeypatch):
 
 
 def test_record_under_host_load_keeps_the_load_in_the_manifest(tmp_path):
-    from zkgpu.record import record
+    from zkgpu.app.record import record
 
     run = record(tmp_path, device="cpu", n=1 << 6, partitions=2, scenarios=["baseline"], host_load=1)
     m = json.loads((run / "manifest.json").read_text())
@@ -145,7 +145,7 @@ def test_the_body_error_wins_over_a_load_failure(monkeypatch):
 
 
 def test_record_keeps_its_manifest_when_a_load_thread_fails(tmp_path, monkeypatch):
-    from zkgpu.record import record
+    from zkgpu.app.record import record
 
     calls = {"n": 0}
 
@@ -162,7 +162,7 @@ def test_record_keeps_its_manifest_when_a_load_thread_fails(tmp_path, monkeypatc
 
 
 def test_record_with_a_load_that_cannot_allocate_leaves_no_folder(tmp_path, monkeypatch):
-    from zkgpu.record import record
+    from zkgpu.app.record import record
 
     def no_memory(*a, **k):
         raise MemoryError("no room")
@@ -174,8 +174,8 @@ def test_record_with_a_load_that_cannot_allocate_leaves_no_folder(tmp_path, monk
 
 
 def test_bench_load_rejects_bad_levels(monkeypatch):
-    from zkgpu import _cuda
-    from zkgpu.cli import main
+    from zkgpu.app.cli import main
+    from zkgpu.core import cuda as _cuda
 
     monkeypatch.setattr(_cuda, "gpu_available", lambda: True)
     for bad in ("-1", "", "a,b"):

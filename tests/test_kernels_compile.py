@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from zkgpu._cuda import KERNEL_DIR
+from zkgpu.core.cuda import KERNEL_DIR
 
 KERNEL_FILES = sorted(KERNEL_DIR.glob("*.cu"))
 
@@ -57,7 +57,7 @@ def _registers(ptxas_report: str) -> dict[str, int]:
     return out
 
 
-# the MSM kernels launched with zkgpu.msm.HEAVY_BLOCK threads, whose occupancy the register count sets
+# the MSM kernels launched with zkgpu.gpu.msm.pippenger.HEAVY_BLOCK threads, whose occupancy the register count sets
 HEAVY_MSM_KERNELS = ("seg_accum_affine", "seg_accum_affine_balanced", "seg_accum_xyzz", "seg_accum_xyzz_from", "scatter_short_from", "window_reduce",
                      "xyzz_sum_ranges", "batch_add_ranges", "g1_generate")
 
@@ -66,7 +66,7 @@ HEAVY_MSM_KERNELS = ("seg_accum_affine", "seg_accum_affine_balanced", "seg_accum
 def test_kernel_compiles_sm90(path, tmp_path):
     report = _nvcc_cubin(path, tmp_path)
     if path.name == "msm.cu":
-        from zkgpu import msm
+        from zkgpu.gpu.msm import pippenger as msm
 
         # 3 blocks of HEAVY_BLOCK threads per SM (65536 registers, allocated 8 per thread at a time)
         limit = 65536 // (3 * msm.HEAVY_BLOCK) // 8 * 8
@@ -123,8 +123,9 @@ def test_the_include_guard_check_itself():
 # ------------------------------------------------------------------ constants the host reads from the kernels
 def _shared_constants():
     """(file, C++ expression, the value the host read) for every constant and enum member that the Python
-    side takes from the kernel sources (zkgpu/_cuda.py: header_defines, header_enum)."""
-    from zkgpu import msm, ntt
+    side takes from the kernel sources (zkgpu/core/cuda.py: header_defines, header_enum)."""
+    from zkgpu.gpu.msm import pippenger as msm
+    from zkgpu.gpu.ntt import transform as ntt
 
     out = [
         ("ntt.cu", "NTT_MAX_TILE_LOG", ntt._MAX_TILE_LOG),
@@ -156,7 +157,7 @@ def test_constants_read_by_the_host_are_what_the_compiler_sees(tmp_path):
     res = subprocess.run([cxx, "-std=c++17", "-fsyntax-only", f"-I{KERNEL_DIR}", f"-I{native}", str(src)],
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
-    from zkgpu import _cuda
+    from zkgpu.core import cuda as _cuda
 
     for path in KERNEL_DIR.glob("*.cu*"):
         for name in re.findall(r"enum\s+class\s+(\w+)", re.sub(r"//[^\n]*", "", path.read_text())):
@@ -165,7 +166,7 @@ def test_constants_read_by_the_host_are_what_the_compiler_sees(tmp_path):
 
 
 def test_header_parsers_reject_what_they_cannot_read(tmp_path, monkeypatch):
-    from zkgpu import _cuda
+    from zkgpu.core import cuda as _cuda
 
     (tmp_path / "x.cuh").write_text(
         "#define A 10  // ten\n#define B 0xffu\n#define C (1 << 2)\n#define D 1\n#define D 2\n"

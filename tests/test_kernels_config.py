@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from zkgpu import _cuda, msm, ntt
+from zkgpu.core import cuda as _cuda
+from zkgpu.gpu.msm import pippenger as msm
+from zkgpu.gpu.ntt import transform as ntt
 
 
 @pytest.fixture

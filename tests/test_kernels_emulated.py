@@ -1,6 +1,6 @@
 """The stagewise NTT pass kernels (ntt.cu: ntt_pass, ntt_pass_r4, with their ntt_order and scale_mode
 enum parameters) built by g++ (tests/native/ntt_emu.cpp: one thread per block, the grid replayed block by
-block) and driven by zkgpu.ntt's real host code with numpy standing in for CuPy, against the Python
+block) and driven by zkgpu.gpu.ntt.transform's real host code with numpy standing in for CuPy, against the Python
 reference, for every transform and order. The fused kernels have the same check in tests/test_ntt.py."""
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ import ptxemu
 import pytest
 from native import HERE, NumpyAsCupy, emulated_kernel, load
 
-from zkgpu import _cuda, qap
-from zkgpu import ntt as N
-from zkgpu._cuda import KERNEL_DIR
-from zkgpu.field import FR, fr_from_ints, fr_to_ints
+from zkgpu.arith.field import FR, fr_from_ints, fr_to_ints
+from zkgpu.core import cuda as _cuda
+from zkgpu.core.cuda import KERNEL_DIR
+from zkgpu.gpu.ntt import qap
+from zkgpu.gpu.ntt import transform as N
 
 BUILDS = {"default": {}, "previous-default": {"NTT_SMEM_V4": 0, "NTT_PREFETCH": 1, "NTT_TILE_COLS": 10, "NTT_IO_STAGE": 0},
           "no-io-stage-prefetch4": {"NTT_IO_STAGE": 0, "NTT_PREFETCH": 4}, "lazy": {"ZK_NTT_LAZY": 1}, "no-smem-tw": {"NTT_SMEM_TW": 0},

@@ -1,4 +1,4 @@
-"""Parsers for cuzk-format logs and nsys SQLite exports (zkgpu.logs)."""
+"""Parsers for cuzk-format logs and nsys SQLite exports (zkgpu.analysis.logs)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from zkgpu.events import COLUMNS, DTYPES, normalize_events
-from zkgpu.logs import (
+from zkgpu.analysis.logs import (
     PARTITION_COLUMNS,
     parse_file,
     parse_lines,
@@ -19,7 +18,8 @@ from zkgpu.logs import (
     read_nsys_sqlite,
     to_events,
 )
-from zkgpu.parse_cli import parse_command
+from zkgpu.app.parse_cmd import parse_command
+from zkgpu.core.events import COLUMNS, DTYPES, normalize_events
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "data" / "reference" / "seed_cuzk_timing.log"
@@ -381,7 +381,7 @@ def _make_nsys(path: Path) -> None:
         [
             (0, None, 75, "zkgpu", gtid, None, 5),  # domain create
             (1000, 5000, 59, None, gtid, 1, 5),  # push/pop range, text via StringIds
-            (1200, 1800, 60, "batch_add p3 w1", gtid, None, 5),  # zkgpu.trace label form
+            (1200, 1800, 60, "batch_add p3 w1", gtid, None, 5),  # zkgpu.pipeline.trace label form
             (1300, None, 34, "a mark", gtid, None, 0),  # mark: no end, skipped
         ],
     )
@@ -454,7 +454,7 @@ def test_parse_cli_bad_suffix(tmp_path):
 
 
 def test_parse_registered_in_main_cli():
-    from zkgpu.cli import main
+    from zkgpu.app.cli import main
 
     assert "parse" in main.commands
 

@@ -1,9 +1,10 @@
-"""Run manifests, fresh run folders and the settings that reach them (zkgpu.manifest, zkgpu.settings)."""
+"""Run manifests, fresh run folders and the settings that reach them (zkgpu.core.manifest, zkgpu.app.settings)."""
 
 import pytest
 
-from zkgpu import manifest, settings
-from zkgpu.manifest import environment, git_commit, new_run_dir, write_json_new
+from zkgpu.app import settings
+from zkgpu.core import manifest
+from zkgpu.core.manifest import environment, git_commit, new_run_dir, write_json_new
 
 
 def test_manifest_commit_configured_where_git_cannot_tell(monkeypatch, tmp_path, restore_settings):

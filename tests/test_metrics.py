@@ -1,4 +1,4 @@
-"""Metrics on small hand-built event tables with known answers (zkgpu.metrics)."""
+"""Metrics on small hand-built event tables with known answers (zkgpu.analysis.metrics)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from zkgpu.events import normalize_events
-from zkgpu.logs import parse_file, partition_table, to_events
-from zkgpu.metrics import (
+from zkgpu.analysis.logs import parse_file, partition_table, to_events
+from zkgpu.analysis.metrics import (
     effective_h2d_gbps,
     h2d_share,
     identity_check,
@@ -21,6 +20,7 @@ from zkgpu.metrics import (
     timeline_utilization,
     wall_span,
 )
+from zkgpu.core.events import normalize_events
 
 MS = 1_000_000
 SEED = Path(__file__).resolve().parent.parent / "data" / "reference" / "seed_cuzk_timing.log"
@@ -189,7 +189,7 @@ def test_bad_table():
 
 
 def test_compute_utilization_subtracts_h2d_inside_ntt_msm_h():
-    from zkgpu.metrics import compute_utilization
+    from zkgpu.analysis.metrics import compute_utilization
 
     inside = {"gpu": 0, "gpu_ms": 30.0, "detail": "stage=ntt_msm_h"}
     outside = {"gpu": 0, "gpu_ms": 50.0, "detail": "stage=pre_lock"}  # pre-staged copy: not subtracted
@@ -213,8 +213,8 @@ def test_compute_utilization_subtracts_h2d_inside_ntt_msm_h():
 
 
 def test_empty_event_table_gives_empty_results():
-    from zkgpu import metrics
-    from zkgpu.events import empty_events
+    from zkgpu.analysis import metrics
+    from zkgpu.core.events import empty_events
 
     e = empty_events()
     for fn in (metrics.throughput, metrics.timeline_utilization, metrics.kernel_utilization, metrics.compute_utilization):
@@ -225,7 +225,7 @@ def test_empty_event_table_gives_empty_results():
 
 
 def test_detail_value_and_exposed_h2d_share():
-    from zkgpu.metrics import compute_utilization, detail_value
+    from zkgpu.analysis.metrics import compute_utilization, detail_value
 
     rows = [
         ("ntt_msm_h", 0, 100, 0, 0, {"gpu": 0, "gpu_ms": 100.0}),
@@ -251,7 +251,7 @@ def test_h2d_share_skips_pre_staged_copies_and_survives_concatenated_runs():
     both = pd.concat([a, b])  # duplicate index labels, as when scenarios are concatenated
     h = h2d_share(both).set_index("run")
     assert h.loc["a", "share"] == pytest.approx(0.5) and h.loc["b", "share"] == 0.0
-    from zkgpu.metrics import compute_utilization
+    from zkgpu.analysis.metrics import compute_utilization
 
     assert compute_utilization(both).loc["b", "copy_ms"] == 0.0
 
@@ -267,7 +267,7 @@ def test_barrier_in_held_counts_only_waits_inside_the_lock():
 
 
 def test_detail_values_are_matched_literally_and_clipped():
-    from zkgpu.metrics import compute_utilization, detail_value
+    from zkgpu.analysis.metrics import compute_utilization, detail_value
 
     rows = [
         ("ntt_msm_h", 0, 100, 0, 0, {"gpu": 0, "gpu_ms": 100.0}),
@@ -289,7 +289,7 @@ def test_detail_values_are_matched_literally_and_clipped():
 
 
 def test_kernel_ms_sums_the_kernel_categories_of_the_critical_path():
-    from zkgpu.metrics import KERNEL_PATH, kernel_ms
+    from zkgpu.analysis.metrics import KERNEL_PATH, kernel_ms
 
     path = pd.DataFrame({"lock_free": [5.0], "h2d": [100.0], "ntt": [20.0], "h_msm": [60.0], "barrier_wait": [7.0],
                          "batch_add": [12.0], "tail_msm": [38.0], "lock_other": [0.5]}, index=pd.Index(["r"], name="run"))

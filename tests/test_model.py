@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from zkgpu import calibration, model
-from zkgpu.events import COLUMNS, DTYPES
+from zkgpu.analysis import calibration, model
+from zkgpu.core.events import COLUMNS, DTYPES
 
 GB = 1e9
 

@@ -1,8 +1,8 @@
-"""G1 MSM, batch_add, prep_msm and generate_points (zkgpu.msm) against py_ecc and arkworks.
+"""G1 MSM, batch_add, prep_msm and generate_points (zkgpu.gpu.msm.pippenger) against py_ecc and arkworks.
 
 Three paths run the same cases:
   cpu  -- the CPU fallback (py-arkworks-bls12381 multiexp), always;
-  emu  -- the GPU host driver of zkgpu/msm.py with the kernels of zkgpu/kernels/msm.cu built by
+  emu  -- the GPU host driver of zkgpu/gpu/msm/pippenger.py with the kernels of zkgpu/kernels/msm.cu built by
           g++ (tests/native/msm_emu.cpp) and numpy standing in for CuPy, always (no GPU needed);
   gpu  -- the real kernels on a CUDA GPU (@pytest.mark.gpu, skipped without one).
 Inputs are fresh random draws each run (seeds are printed by pytest on failure via the ids).
@@ -24,8 +24,11 @@ import py_ecc.optimized_bls12_381 as pe
 import pytest
 
 from seeding import new_pyrng, new_rng
-from zkgpu import _cuda, bases, curve, msm
-from zkgpu.field import FR, fr_from_ints, fr_random
+from zkgpu.arith import curve
+from zkgpu.arith.field import FR, fr_from_ints, fr_random
+from zkgpu.core import cuda as _cuda
+from zkgpu.gpu.msm import bases
+from zkgpu.gpu.msm import pippenger as msm
 
 R = FR.modulus
 ROOT = Path(__file__).resolve().parent.parent
@@ -147,7 +150,7 @@ def ref_py_ecc(pts: np.ndarray, sc: np.ndarray) -> np.ndarray:
 
 
 def _ints(sc: np.ndarray) -> list[int]:
-    from zkgpu.field import fr_to_ints
+    from zkgpu.arith.field import fr_to_ints
 
     return fr_to_ints(sc)
 

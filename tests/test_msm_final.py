@@ -1,4 +1,4 @@
-"""The MSM's last step (zkgpu/msm_final.py, kernels/msm_final.cuh): the warp-cooperative Horner and the binary
+"""The MSM's last step (zkgpu/gpu/msm/final.py, kernels/msm_final.cuh): the warp-cooperative Horner and the binary
 inversion against the one-thread msm_final, Fermat and Python's pow, on the host build (g++, the lanes a loop),
 through the real host code on the emulated kernels, and on the GPU against arkworks; and the top window's bucket
 bound of window_reduce."""
@@ -13,9 +13,12 @@ from test_msm import _emu_kernel, emulated, rand_points, ref_arkworks
 from test_msm_reduce import EDGE_CASES, _dlog_reference, _edge_case
 
 from seeding import current_seed, new_pyrng, new_rng
-from zkgpu import _cuda, bases, msm, msm_final
-from zkgpu.field import FQ, FR, fr_from_ints, fr_random
-from zkgpu.msm_window import num_windows, signed_digits
+from zkgpu.arith.field import FQ, FR, fr_from_ints, fr_random
+from zkgpu.core import cuda as _cuda
+from zkgpu.gpu.msm import bases
+from zkgpu.gpu.msm import final as msm_final
+from zkgpu.gpu.msm import pippenger as msm
+from zkgpu.gpu.msm.window import num_windows, signed_digits
 
 Q = FQ.modulus
 VARIANTS = [("warp", "binary"), ("warp", "fermat"), ("serial", "fermat")]

@@ -1,4 +1,4 @@
-"""The MSM over precomputed shifted bases (zkgpu/msm_precomp.py, kernels/msm_precomp.cu).
+"""The MSM over precomputed shifted bases (zkgpu/gpu/msm/precomp.py, kernels/msm_precomp.cu).
 
 Three layers, as test_msm_reduce.py: argument and size checks on the host; msm_reduce's bucket accumulation
 on one-bucket-set keys over ``nwin * n`` table points with integers mod a prime standing in for the points
@@ -15,10 +15,16 @@ from test_msm import _emu_kernel, emulated, rand_points, ref_arkworks
 from test_msm_reduce import EDGE_CASES, IntKernels, P, _dlog_reference, _edge_case, _expected_buckets
 
 from seeding import current_seed, new_pyrng, new_rng
-from zkgpu import _cuda, anchors, bases, curve, msm, msm_precomp, msm_reduce
-from zkgpu.bench.msm import _porep_scalars, parse_precomp_windows
-from zkgpu.errors import CliError
-from zkgpu.field import FR, fr_from_ints, fr_random
+from zkgpu.analysis import anchors
+from zkgpu.app.bench.msm import _porep_scalars, parse_precomp_windows
+from zkgpu.arith import curve
+from zkgpu.arith.field import FR, fr_from_ints, fr_random
+from zkgpu.core import cuda as _cuda
+from zkgpu.core.errors import CliError
+from zkgpu.gpu.msm import bases
+from zkgpu.gpu.msm import pippenger as msm
+from zkgpu.gpu.msm import precomp as msm_precomp
+from zkgpu.gpu.msm import reduce as msm_reduce
 
 R = FR.modulus
 SENTINEL = msm._SENTINEL_KEY >> 32

@@ -1,9 +1,9 @@
-"""The MSM over selected rows of a precomputed table (zkgpu/msm_precomp_rows.py, the appended kernel
+"""The MSM over selected rows of a precomputed table (zkgpu/gpu/msm/precomp_rows.py, the appended kernel
 ``msm_precomp_rows_digits`` of kernels/msm_precomp.cu).
 
 CPU: the kernel's source is there and compiles with the others (tests/test_kernels_compile.py compiles
 every .cu); the real kernels compiled by g++ (tests/native/msm_emu.cpp includes msm_precomp.cu) against
-msm_device over the gathered rows and arkworks, and GpuBackend.msm over tables on them; the GPU: against :func:`zkgpu.msm.msm_device` over the gathered rows ``mont[idx]`` and
+msm_device over the gathered rows and arkworks, and GpuBackend.msm over tables on them; the GPU: against :func:`zkgpu.gpu.msm.pippenger.msm_device` over the gathered rows ``mont[idx]`` and
 against arkworks, for seeded random rows (empty, one row, repeated rows, all rows, identity bases), with
 no host sync when the scalar check is deferred. Every random draw comes from the test's seed."""
 
@@ -16,10 +16,12 @@ import pytest
 from test_msm import _emu_kernel, _FakeCupyStreams, _FakeStream, emulated, rand_points, ref_arkworks
 
 from seeding import current_seed, new_rng
-from zkgpu import _cuda, msm, msm_precomp
-from zkgpu.field import fr_from_ints, fr_random
-from zkgpu.fr_device import DeferredCheck
-from zkgpu.msm_precomp_rows import msm_precomputed_rows
+from zkgpu.arith.field import fr_from_ints, fr_random
+from zkgpu.core import cuda as _cuda
+from zkgpu.gpu.fr_device import DeferredCheck
+from zkgpu.gpu.msm import pippenger as msm
+from zkgpu.gpu.msm import precomp as msm_precomp
+from zkgpu.gpu.msm.precomp_rows import msm_precomputed_rows
 from zkgpu.pipeline.gpu_backend import GpuBackend
 
 KERNEL = "msm_precomp_rows_digits"

@@ -1,7 +1,7 @@
-"""The GPU MSM's sync-free bucket accumulation (zkgpu.msm_reduce) and the MSM with it (zkgpu.msm).
+"""The GPU MSM's sync-free bucket accumulation (zkgpu.gpu.msm.reduce) and the MSM with it (zkgpu.gpu.msm.pippenger).
 
 Four layers:
-  plan     -- the worst-case sizes and the fixed round count (:func:`zkgpu.msm_reduce.plan`), exact values;
+  plan     -- the worst-case sizes and the fixed round count (:func:`zkgpu.gpu.msm.reduce.plan`), exact values;
   group    -- msm_reduce's host code (level0, to_buckets: buffers, offsets, device counts, rounds) driven by
               numpy stand-ins of the kernels over integer "points" (addition mod a prime: the reduction needs
               only an abelian group), at 2^18..2^20 with PoRep-like keys; the stand-ins check every size and
@@ -21,9 +21,13 @@ from test_kernels_compile import KERNEL_DIR, _nvcc_cubin, _registers
 from test_msm import emulated, rand_points, ref_arkworks
 
 from seeding import current_seed, new_pyrng, new_rng
-from zkgpu import _cuda, bases, curve, msm, msm_reduce
-from zkgpu.bench.msm import _porep_scalars
-from zkgpu.field import FR, fr_from_ints, fr_random, fr_to_ints
+from zkgpu.app.bench.msm import _porep_scalars
+from zkgpu.arith import curve
+from zkgpu.arith.field import FR, fr_from_ints, fr_random, fr_to_ints
+from zkgpu.core import cuda as _cuda
+from zkgpu.gpu.msm import bases
+from zkgpu.gpu.msm import pippenger as msm
+from zkgpu.gpu.msm import reduce as msm_reduce
 
 R = FR.modulus
 SENTINEL = msm._SENTINEL_KEY >> 32
@@ -411,7 +415,7 @@ def test_emu_one_round_at_the_default_chunk():
 
 
 def test_reduction_kernels_fit_three_blocks_per_sm(tmp_path):
-    """The kernels that zkgpu.msm_reduce launches with HEAVY_BLOCK threads keep 3 blocks per SM (as
+    """The kernels that zkgpu.gpu.msm.reduce launches with HEAVY_BLOCK threads keep 3 blocks per SM (as
     test_kernels_compile checks for msm.cu's other heavy kernels)."""
     report = _nvcc_cubin(KERNEL_DIR / "msm.cu", tmp_path)
     limit = 65536 // (3 * msm_reduce.HEAVY_BLOCK) // 8 * 8

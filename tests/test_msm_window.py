@@ -1,4 +1,4 @@
-"""The MSM's window rule for sparse (PoRep-like) scalars: zkgpu.msm_window.
+"""The MSM's window rule for sparse (PoRep-like) scalars: zkgpu.gpu.msm.window.
 
 CPU: the significant count against a plain-Python count, the rule's choices, argument errors, and
 msm_device's window check (before any GPU work). GPU: ``c="sparse"`` gives the same point as the default
@@ -11,9 +11,12 @@ import numpy as np
 import pytest
 
 from seeding import new_pyrng, new_rng
-from zkgpu import _cuda, bases, msm, msm_window
-from zkgpu.bench.msm import _porep_scalars as porep_like
-from zkgpu.field import FR, fr_random
+from zkgpu.app.bench.msm import _porep_scalars as porep_like
+from zkgpu.arith.field import FR, fr_random
+from zkgpu.core import cuda as _cuda
+from zkgpu.gpu.msm import bases
+from zkgpu.gpu.msm import pippenger as msm
+from zkgpu.gpu.msm import window as msm_window
 
 
 def _count_python(sc: np.ndarray) -> int:

@@ -81,7 +81,7 @@ def executed(tmp_path_factory):
                 os.environ[k] = v
     print("\nnotebook seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in TIMINGS.items()))
     results["_cache"] = str(cache)
-    from zkgpu import replay
+    from zkgpu.analysis import replay
 
     best = replay.latest_recording()
     results["_load_threads"] = best.host_load_threads if best is not None and best.is_gpu else 0
@@ -147,7 +147,7 @@ def test_each_notebook_card_has_its_own_finding(executed):
 
 
 def test_key_numbers_follow_the_contract(executed):
-    from zkgpu.keynumbers import UNITS
+    from zkgpu.analysis.keynumbers import UNITS
 
     for name in EXPECTED:
         key = executed[name][1]
@@ -162,9 +162,9 @@ def test_key_numbers_follow_the_contract(executed):
 
 
 def _recompute(ev, metric: str):
-    """A key number's metric recomputed from an event table through zkgpu.metrics (None: not a
+    """A key number's metric recomputed from an event table through zkgpu.analysis.metrics (None: not a
     metric this test knows)."""
-    from zkgpu import metrics
+    from zkgpu.analysis import metrics
 
     def med(phase):
         sel = ev[ev["phase"] == phase]
@@ -201,8 +201,8 @@ def _recompute(ev, metric: str):
 
 def test_key_numbers_recomputed_through_metrics(executed, monkeypatch):
     """Every key number named ``<scenario>_<metric>`` is recomputed from the recorded events
-    through zkgpu.metrics and must match what the notebook printed and saved."""
-    from zkgpu import live
+    through zkgpu.analysis.metrics and must match what the notebook printed and saved."""
+    from zkgpu.app import live
 
     monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])
     src = live.open_source("replay")
@@ -223,7 +223,8 @@ def test_key_numbers_recomputed_through_metrics(executed, monkeypatch):
 
 
 def test_conclusions_of_08_are_computed_from_the_data(executed, monkeypatch):
-    from zkgpu import calibration, live, metrics, model
+    from zkgpu.analysis import calibration, metrics, model
+    from zkgpu.app import live
 
     monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])
     nb, key, _ = executed["08_report"]
@@ -252,8 +253,9 @@ def test_conclusions_of_08_are_computed_from_the_data(executed, monkeypatch):
 
 
 def test_model_reports_through_metrics(executed, monkeypatch):
-    """The model's utilizations are zkgpu.metrics' on its event table (one definition, one window)."""
-    from zkgpu import calibration, live, metrics, model
+    """The model's utilizations are zkgpu.analysis.metrics' on its event table (one definition, one window)."""
+    from zkgpu.analysis import calibration, metrics, model
+    from zkgpu.app import live
 
     monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])
     src = live.open_source("replay")
@@ -266,7 +268,8 @@ def test_model_reports_through_metrics(executed, monkeypatch):
 
 
 def test_key_numbers_04_recover_the_seed_identity(executed, monkeypatch):
-    from zkgpu import live, logs, metrics
+    from zkgpu.analysis import logs, metrics
+    from zkgpu.app import live
 
     monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])  # the same data the notebooks read
     _, key, _ = executed["04_smoking_gun"]
@@ -314,7 +317,8 @@ def test_key_numbers_other_notebooks(executed):
 
 
 def test_key_numbers_07b_last_bottleneck(executed, monkeypatch):
-    from zkgpu import bottleneck, gpu_time
+    from zkgpu.analysis import gpu_time
+    from zkgpu.story import bottleneck
 
     monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])  # the same data the notebook read
     key = executed["07b_last_bottleneck"][1]
@@ -341,7 +345,7 @@ def test_total_time_is_reasonable(executed):
 
 
 def test_report_renders_html_with_data_note_and_key_numbers(executed, tmp_path, monkeypatch):
-    from zkgpu.report import run_report
+    from zkgpu.app.report import run_report
 
     monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])
     assert run_report(out_dir=tmp_path, mode="replay", only=("04_smoking",), timeout=180)
@@ -358,7 +362,7 @@ def _fake_gpu_recording(base: Path, cpu_run: Path) -> Path:
 
     import pandas as pd
 
-    from zkgpu.bench.transfer import SWEEP_COLUMNS
+    from zkgpu.app.bench.transfer import SWEEP_COLUMNS
 
     d = base / "fake-gpu-20990101-record"
     shutil.copytree(cpu_run, d)
@@ -383,7 +387,7 @@ def _fake_gpu_recording(base: Path, cpu_run: Path) -> Path:
 
 
 def test_gpu_only_paths_on_a_synthetic_gpu_recording(tmp_path, monkeypatch):
-    from zkgpu import record
+    from zkgpu.app import record
 
     cpu_run = record.record(out=tmp_path / "cpu", device="cpu", n=1 << 6, partitions=2)
     data = tmp_path / "data"

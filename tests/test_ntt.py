@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from seeding import new_pyrng, new_rng
-from zkgpu import ntt as N
-from zkgpu.bench.ntt import KERNEL_SPEC_PARTS, bench_command, is_kernel_spec, kernel_settings
-from zkgpu.domain import bitrev_indices, dft_naive, log2_size, ntt_reference
-from zkgpu.field import FR, fr_from_ints, fr_random, fr_to_ints
-from zkgpu.fr_device import from_montgomery, to_montgomery
+from zkgpu.app.bench.ntt import KERNEL_SPEC_PARTS, bench_command, is_kernel_spec, kernel_settings
+from zkgpu.arith.domain import bitrev_indices, dft_naive, log2_size, ntt_reference
+from zkgpu.arith.field import FR, fr_from_ints, fr_random, fr_to_ints
+from zkgpu.gpu.fr_device import from_montgomery, to_montgomery
+from zkgpu.gpu.ntt import transform as N
 
 P = FR.modulus
 G = FR.generator
@@ -291,7 +291,7 @@ def test_passes_cover_all_bits():
 
 # ---------------------------------------------------------------- GPU
 def _cp():
-    from zkgpu._cuda import cupy
+    from zkgpu.core.cuda import cupy
 
     return cupy()
 
@@ -326,11 +326,12 @@ def radix(request, monkeypatch):
 # ---------------------------------------------------------------- the fused kernels, emulated on the CPU
 @pytest.fixture
 def emu(monkeypatch):
-    """zkgpu.ntt's device path with the kernels of ntt.cu built by g++ (tests/native/ntt_emu.cpp) and numpy
+    """zkgpu.gpu.ntt.transform's device path with the kernels of ntt.cu built by g++ (tests/native/ntt_emu.cpp) and numpy
     standing in for CuPy; the table caches are cleared around it."""
     from native import NumpyAsCupy, emulated_kernel, load
 
-    from zkgpu import _cuda, qap
+    from zkgpu.core import cuda as _cuda
+    from zkgpu.gpu.ntt import qap
 
     N.clear_cache()
     qap._z_inv_device.cache_clear()
@@ -385,7 +386,7 @@ def test_fused_emulated(L, tile_log, inverse, coset, fused_radix, outer, emu, mo
 def test_fused_compute_h_emulated(L, tile_log, fused_radix, emu, monkeypatch, rng):
     """compute_h_inplace with the fused kernels (the shared iNTT/coset-NTT pass, the pointwise step in the
     last pass) against compute_h_reference, with two to five passes per transform."""
-    from zkgpu import qap
+    from zkgpu.gpu.ntt import qap
 
     monkeypatch.setattr(N, "FUSED_RADIX", fused_radix)
     monkeypatch.setattr(N, "FUSED_TILE_LOG", tile_log)
@@ -404,7 +405,7 @@ def test_fused_emulated_size_one(emu):
 
 
 def test_bad_algorithm():
-    from zkgpu import qap
+    from zkgpu.gpu.ntt import qap
 
     with pytest.raises(ValueError, match="algorithm"):
         N.ntt_inplace(None, algorithm="fast")
@@ -552,7 +553,7 @@ def test_gpu_fused_equals_stagewise(L, kernel):
     cp.get_default_memory_pool().free_all_blocks()
 
 
-STAGEWISE_VARIANTS = {  # id -> (kernel spec, extra zkgpu.ntt.DEFINES)
+STAGEWISE_VARIANTS = {  # id -> (kernel spec, extra zkgpu.gpu.ntt.transform.DEFINES)
     "old-default": ("stagewise-v40-o3-ptx", {"NTT_SMEM_TW": 0, "NTT_MIN_BLOCKS": 4, "NTT_THREADS": 256}),
     "previous-default": ("stagewise-c10-b3-w256-v40-pf1-io0-o3", {"ZK_FF_ASM_TAIL": 0}),
     "run1-default": ("stagewise-b6-pf4-io0", {"ZK_FF_ASM_TAIL": 0}),
@@ -585,7 +586,7 @@ warp-shuffle stages in every pass (NTT_SHFL=1), the gathered scalings (NTT_SCALE
 an uneven split's larger passes on the low bits (NTT_BIG_LAST=1), the twiddle-1 butterflies of stages 1-2 of the pass on
 the low bits in whole warps without their product (NTT_SKIP_ONE=2), and the three together; these (session s5) have not
 run on a GPU yet
-(zkgpu.bench.ntt.KERNEL_SPEC_PARTS for the parts).
+(zkgpu.app.bench.ntt.KERNEL_SPEC_PARTS for the parts).
 Each build costs the GPU run a module compile and ~10 s; the other build options (two butterflies per thread, table
 twiddles with shuffles, 256-element tiles, each of s4's options alone) are covered by the emulated kernels
 (tests/test_kernels_emulated.py) and by these combinations."""
@@ -603,7 +604,7 @@ def test_gpu_stagewise_variants_equal_stagewise(variant):
     """Every transform of a stagewise build equals the plain stagewise kernel (today's default build) bit for bit:
     sizes 2^1..2^13 in every order, on random and on edge words; 2^20 and 2^24 natural order on random words;
     compute_h at 2^14."""
-    from zkgpu.qap import compute_h_inplace
+    from zkgpu.gpu.ntt.qap import compute_h_inplace
 
     kernel, extra = STAGEWISE_VARIANTS[variant]
 
@@ -661,7 +662,7 @@ def test_gpu_arbitrary_positions_horner_2_20():
 
 
 def test_reference_rejects_non_int_elements():
-    from zkgpu.qap import compute_h_reference
+    from zkgpu.gpu.ntt.qap import compute_h_reference
 
     with pytest.raises(TypeError, match=r"values\[0\]"):
         ntt_reference([1.5, 2])
@@ -687,8 +688,8 @@ def test_queued_times_order(monkeypatch):
     start and end events of its own repeat (a stand-in for CuPy records the order)."""
     from types import SimpleNamespace
 
-    from zkgpu import _cuda
-    from zkgpu.bench import ntt as bench_ntt
+    from zkgpu.app.bench import ntt as bench_ntt
+    from zkgpu.core import cuda as _cuda
 
     log: list[str] = []
 
@@ -715,7 +716,7 @@ def test_queued_times_order(monkeypatch):
 def test_gpu_bench_queued_rows():
     """run_benchmark(queued=True) adds queued_median_ms to every transform's row: positive, and not above the plain
     median by more than noise (it leaves out the host's launch preparation). Added in session s5; not yet run on a GPU."""
-    from zkgpu.bench.ntt import BENCH_VARIANTS, run_benchmark
+    from zkgpu.app.bench.ntt import BENCH_VARIANTS, run_benchmark
 
     rows = run_benchmark(12, 12, repeat=3, warmup=1, with_compute_h=False, queued=True)
     assert [r["variant"] for r in rows] == list(BENCH_VARIANTS)
@@ -787,7 +788,7 @@ def test_kernel_settings_set_and_restore_the_ntt_settings():
 
 
 def test_every_kernel_spec_parses():
-    """Each part of zkgpu.bench.ntt.KERNEL_SPEC_PARTS, alone and all groups at once, is a spec that sets the module
+    """Each part of zkgpu.app.bench.ntt.KERNEL_SPEC_PARTS, alone and all groups at once, is a spec that sets the module
     settings it names ("table" is an outer mode, not a tile "t<N>": the GPU run of 2026-12-01 caught that parse error
     in fused-r4-table); parts out of order, repeated or unknown are not specs."""
     for alg, groups in KERNEL_SPEC_PARTS.items():
@@ -814,7 +815,7 @@ def test_every_kernel_spec_parses():
 def test_build_options_ptxas_level():
     """ZK_PTXAS_O (kernel spec part -o1) reaches NVRTC as --ptxas-options=-O<n>, from the defines or from a module's
     own `#define ZK_PTXAS_O <n>` line; other modules and other values get none, a bad value a clear error."""
-    from zkgpu._cuda import build_options, header_defines
+    from zkgpu.core.cuda import build_options, header_defines
 
     assert "--ptxas-options=-O1" in build_options("ntt", (("ZK_PTXAS_O", "1"),))
     assert "-DZK_PTXAS_O=1" in build_options("ntt", (("ZK_PTXAS_O", "1"),))

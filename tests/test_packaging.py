@@ -50,7 +50,7 @@ def test_pre_commit_hooks_run_make_lints_tools():
 
 
 def test_info_command_runs():
-    from zkgpu.cli import main
+    from zkgpu.app.cli import main
 
     res = CliRunner().invoke(main, ["info", "--json"])
     assert res.exit_code == 0, res.output

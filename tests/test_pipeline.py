@@ -14,11 +14,11 @@ import pandas as pd
 import pytest
 from test_trace import CountingNvtx, line_kind
 
-from zkgpu import msm_precomp
-from zkgpu.events import COLUMNS
-from zkgpu.field import FR, fr_from_ints, fr_to_ints
-from zkgpu.msm import msm_cpu as cpu_msm  # the reference MSM (arkworks), not the pipeline's path
-from zkgpu.msm import prep_msm
+from zkgpu.arith.field import FR, fr_from_ints, fr_to_ints
+from zkgpu.core.events import COLUMNS
+from zkgpu.gpu.msm import precomp as msm_precomp
+from zkgpu.gpu.msm.pippenger import msm_cpu as cpu_msm  # the reference MSM (arkworks), not the pipeline's path
+from zkgpu.gpu.msm.pippenger import prep_msm
 from zkgpu.pipeline import Density, PipelineConfig, PipelineInterrupted, prepare_backend, run_pipeline
 from zkgpu.pipeline.cpu_backend import cpu_compute_h
 from zkgpu.pipeline.gpu_backend import GpuBackend, precomp_windows
@@ -241,7 +241,7 @@ def test_h_and_l_against_py_ecc():
     from py_ecc import bls12_381 as E
     from py_ecc.fields import bls12_381_FQ as FQ
 
-    from zkgpu.field import fq_to_ints
+    from zkgpu.arith.field import fq_to_ints
 
     c = cfg(n=8, aux_ratio=1.0, partitions=1, gw=1)
     circuit, backend = prepare_backend(c)
@@ -269,7 +269,7 @@ def test_h_and_l_against_py_ecc():
 # logs and the event table
 # ----------------------------------------------------------------------------------------------
 def test_logs_parse_and_identities(prepared, tmp_path):
-    # gw=1: zkgpu.logs groups CUZK_TIMING lines into partitions exactly only with one worker per
+    # gw=1: zkgpu.analysis.logs groups CUZK_TIMING lines into partitions exactly only with one worker per
     # GPU (its docstring); the gw=2 runs below check that every line still parses.
     c = cfg(log_path=tmp_path / "run.log", events_path=tmp_path / "ev.parquet", partitions=4, gw=1)
     res = run_pipeline(c, prepared=prepared)
@@ -294,8 +294,8 @@ def test_logs_parse_and_identities(prepared, tmp_path):
     assert list(ev.columns) == COLUMNS and len(ev) == len(res.events)
     assert set(ev["phase"]) >= {"synthesize", "gpu_queue", "prove", "prep_msm", "b_g2_msm", "mutex_wait", "ntt_msm_h", "h2d", "barrier_wait", "batch_add", "tail_msm", "mutex_held", "finalize", "tracker_lock", "malloc_trim"}
     assert (ev.loc[ev.phase == "h2d", "bytes"] == 3 * c.n * 32).all()
-    # round trip through zkgpu.logs when present
-    logs = pytest.importorskip("zkgpu.logs")
+    # round trip through zkgpu.analysis.logs when present
+    logs = pytest.importorskip("zkgpu.analysis.logs")
     parsed = logs.parse_lines(lines)
     s = parsed.summary()
     assert s["unknown"] == 0 and s["malformed"] == 0 and s["timeline"] == 4 * 6
@@ -509,7 +509,7 @@ def test_gpu_pipeline_matches_cpu_reference(transfer, scope, prep, tails, stage,
         for k in ("h", "l", "a", "b_g1"):
             assert np.array_equal(getattr(res.partitions[p], k), ref[k]), (p, k)
     assert res.events["gpu_ms"].notna().any()
-    from zkgpu.metrics import detail_value
+    from zkgpu.analysis.metrics import detail_value
 
     h = res.events[(res.events["phase"] == "h2d") & res.events["detail"].str.contains("stage=ntt_msm_h")]
     if c.h2d_pre_lock:  # copied before the mutex, not inside ntt_msm_h: three event-timed copies, outside mutex_held

@@ -15,18 +15,18 @@ import pytest
 from click.testing import CliRunner
 from nodetools import need_node
 
-from zkgpu import _cuda
-from zkgpu.field import FR, fr_from_ints
+from zkgpu.app.pipeline_cmd import main as pipeline_main
+from zkgpu.app.record import record
+from zkgpu.arith.field import FR, fr_from_ints
+from zkgpu.core import cuda as _cuda
 from zkgpu.groth16.circuits import snarkjs_verify
 from zkgpu.groth16.formats import read_wtns, read_zkey
 from zkgpu.groth16.proof import proof_json, read_proof, verify_py_ecc
 from zkgpu.groth16.prover import odd_coset_scalars, prove
-from zkgpu.groth16.results import real_pipeline_recording, real_pipeline_table
 from zkgpu.groth16.setup import mulchain_r1cs, write_wtns
 from zkgpu.groth16.workload import SnarkjsCircuit, check_proofs, load_circuit, write_proofs
 from zkgpu.pipeline import PipelineConfig, run_pipeline
-from zkgpu.pipeline.__main__ import main as pipeline_main
-from zkgpu.record import record
+from zkgpu.story.prove_results import real_pipeline_recording, real_pipeline_table
 
 FIXTURE = Path(__file__).resolve().parent.parent / "zkgpu" / "groth16" / "fixtures"
 ZKEY, WTNS, VKEY = FIXTURE / "circuit.zkey", FIXTURE / "circuit.wtns", FIXTURE / "vkey.json"

@@ -1,4 +1,4 @@
-"""Plots return figures and never show them (zkgpu.plots)."""
+"""Plots return figures and never show them (zkgpu.analysis.plots)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import pytest
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from zkgpu import metrics, plots
-from zkgpu.events import PHASES
-from zkgpu.logs import parse_file, to_events
-from zkgpu.plots import PHASE_COLORS, bandwidth_curves, caption, phase_color, timeline, utilization_bars
+from zkgpu.analysis import metrics, plots
+from zkgpu.analysis.logs import parse_file, to_events
+from zkgpu.analysis.plots import PHASE_COLORS, bandwidth_curves, caption, phase_color, timeline, utilization_bars
+from zkgpu.core.events import PHASES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -147,7 +147,7 @@ def test_utilization_bars(events):
 
 
 def test_load_curves_one_line_per_path_and_errors():
-    from zkgpu.plots import load_curves
+    from zkgpu.analysis.plots import load_curves
 
     rows = [{"load_threads": t, "path": p, "gbps": g, "load_gbps": lg, "rep": r}
             for t, lg in ((0, 0.0), (4, 40.0), (8, 60.0)) for p, g in (("pageable", 6.0 - t / 4), ("pinned_raw", 55.0 - t)) for r in range(2)]
@@ -173,7 +173,7 @@ def _narrow_run():
 def test_the_gpus_time_names_its_idle_time_as_the_gpu_window_does():
     """gpu_time_split: the GPU's parts, its idle time under idle_causes' names and the time outside the window add up
     to the wall time per partition; the figures of the GPU's time and of the GPU window use one name and one colour."""
-    from zkgpu import gpu_time
+    from zkgpu.analysis import gpu_time
 
     ev = _narrow_run()
     t = gpu_time.gpu_time_split(ev)

@@ -1,4 +1,4 @@
-"""Tests of zkgpu.pinned_pool on the CPU: best fit, counters, fallback, misuse, threads (fake allocators).
+"""Tests of zkgpu.transfer.pinned_pool on the CPU: best fit, counters, fallback, misuse, threads (fake allocators).
 
 The pool's GPU tests (real page-locked memory) are in test_transfer.py, next to the H2D paths.
 """
@@ -16,9 +16,9 @@ import warnings
 import numpy as np
 import pytest
 
-from zkgpu._cuda import gpu_available
-from zkgpu.host_alloc import PageableAllocator
-from zkgpu.pinned_pool import PinnedAllocationError, PinnedArray, PinnedPool, PoolError
+from zkgpu.core.cuda import gpu_available
+from zkgpu.transfer.host_alloc import PageableAllocator
+from zkgpu.transfer.pinned_pool import PinnedAllocationError, PinnedArray, PinnedPool, PoolError
 
 MIB = 1 << 20
 
@@ -163,7 +163,7 @@ def test_shrink_frees_largest_first_and_never_in_use(caplog):
     for b in bufs[:3]:
         pool.checkin(b)
     assert pool.stats().bytes_held == 1000
-    with caplog.at_level(logging.INFO, logger="zkgpu.pinned_pool"):
+    with caplog.at_level(logging.INFO, logger="zkgpu.transfer.pinned_pool"):
         freed = pool.shrink(600)
     assert freed == 400 and capacities_free(pool) == [100, 200]
     assert pool.stats().bytes_held == 600
@@ -254,7 +254,7 @@ def test_thread_safety_no_buffer_handed_out_twice():
 def test_fallback_with_warning_and_log_when_allocator_fails(caplog):
     fa = FakeAllocator(fail=True)
     pool = PinnedPool(fa)
-    with caplog.at_level(logging.WARNING, logger="zkgpu.pinned_pool"), pytest.warns(RuntimeWarning, match="falling back to unpinned"):
+    with caplog.at_level(logging.WARNING, logger="zkgpu.transfer.pinned_pool"), pytest.warns(RuntimeWarning, match="falling back to unpinned"):
         buf = pool.checkout(1024, dtype=np.uint32)
     assert buf.pinned is False and buf.shape == (256,) and buf.dtype == np.uint32
     msgs = [r.getMessage() for r in caplog.records]
@@ -373,13 +373,13 @@ def test_checkout_abc_rolls_back_when_one_fails():
 
 def test_log_messages(caplog):
     pool = PinnedPool(FakeAllocator())
-    with caplog.at_level(logging.DEBUG, logger="zkgpu.pinned_pool"):
+    with caplog.at_level(logging.DEBUG, logger="zkgpu.transfer.pinned_pool"):
         a = pool.checkout(2 * MIB)
         pool.checkin(a)
         b = pool.checkout(MIB)
         pool.checkin(b)
         pool.shrink(0)
-    msgs = [r.getMessage() for r in caplog.records if r.name == "zkgpu.pinned_pool"]
+    msgs = [r.getMessage() for r in caplog.records if r.name == "zkgpu.transfer.pinned_pool"]
     assert msgs[0] == "pinned pool: allocated new buffer size_gib=0.002 total_buffers=1 total_gib=0.002"
     assert msgs[1] == "pinned pool: checkin size_gib=0.002 free_buffers=1"
     assert msgs[2] == "pinned pool: checkout (reuse) size_gib=0.002 free_remaining=0"
@@ -428,13 +428,13 @@ def test_pageable_allocator_and_default_allocator():
 
 
 def test_fallback_log_line_is_parsed_by_zkgpu_logs(caplog):
-    logs = pytest.importorskip("zkgpu.logs")
+    logs = pytest.importorskip("zkgpu.analysis.logs")
     pool = PinnedPool(FakeAllocator(fail=True))
-    with caplog.at_level(logging.DEBUG, logger="zkgpu.pinned_pool"):
+    with caplog.at_level(logging.DEBUG, logger="zkgpu.transfer.pinned_pool"):
         with pytest.warns(RuntimeWarning):
             buf = pool.checkout(3 << 20)
         pool.checkin(buf)
-    lines = [f"2026-01-01T00:00:00Z {r.levelname} zkgpu.pinned_pool: {r.getMessage()}" for r in caplog.records]
+    lines = [f"2026-01-01T00:00:00Z {r.levelname} zkgpu.transfer.pinned_pool: {r.getMessage()}" for r in caplog.records]
     assert '"fake cudaErrorMemoryAllocation (3145728 bytes)"' in lines[0]
     parsed = logs.parse_lines(lines)
     assert "checkout_failed" in set(parsed.pool["event"])

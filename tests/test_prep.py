@@ -1,4 +1,4 @@
-"""zkgpu.prep: every prep_msm variant against the reference (zkgpu.msm.prep_msm) on seeded random and
+"""zkgpu.gpu.msm.prep: every prep_msm variant against the reference (zkgpu.gpu.msm.pippenger.prep_msm) on seeded random and
 edge-case inputs, the selection form against gathering, the pipeline's prep settings end to end."""
 
 from __future__ import annotations
@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zkgpu import prep, settings
-from zkgpu.bench.prep import porep_like_scalars
-from zkgpu.field import FR
-from zkgpu.msm import prep_msm as reference
+from zkgpu.app import settings
+from zkgpu.app.bench.prep import porep_like_scalars
+from zkgpu.arith.field import FR
+from zkgpu.gpu.msm import prep
+from zkgpu.gpu.msm.pippenger import prep_msm as reference
 from zkgpu.pipeline import Density, PipelineConfig, prepare_backend, run_pipeline
 from zkgpu.pipeline.split import prep_partition, selections, splits
 from zkgpu.pipeline.synthesis import make_circuit, synthesize_arrays
@@ -132,7 +133,7 @@ def test_cpu_parallel_errors_match_the_reference():
 
 
 def test_default_threads_configure_and_env(monkeypatch):
-    """prep.configure(threads=) sets the default; the app layer (zkgpu.settings) applies and checks
+    """prep.configure(threads=) sets the default; the app layer (zkgpu.app.settings) applies and checks
     $ZKGPU_PREP_THREADS; configure(threads=None) restores min(8, CPUs)."""
     monkeypatch.setattr(prep, "_THREADS", None)
     auto = prep.default_threads()

@@ -1,4 +1,4 @@
-"""`zkgpu record` on the CPU into a temporary folder, and how zkgpu.replay finds and reads recordings."""
+"""`zkgpu record` on the CPU into a temporary folder, and how zkgpu.analysis.replay finds and reads recordings."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from zkgpu import calibration, keynumbers, live, model, record, replay
-from zkgpu.cli import main as cli_main
-from zkgpu.events import COLUMNS
+from zkgpu.analysis import calibration, keynumbers, model, replay
+from zkgpu.app import live, record
+from zkgpu.app.cli import main as cli_main
+from zkgpu.core.events import COLUMNS
 from zkgpu.pipeline.config import PipelineConfig
 
 N, PARTS = 1 << 6, 2
@@ -189,7 +190,7 @@ def test_resolve_mode_and_key_numbers(monkeypatch, tmp_path):
 
 def test_live_mode_without_gpu_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("ZKGPU_DISABLE_GPU", "1")
-    from zkgpu import _cuda
+    from zkgpu.core import cuda as _cuda
 
     if _cuda.gpu_available():
         pytest.skip("a GPU is present")
@@ -198,7 +199,7 @@ def test_live_mode_without_gpu_is_a_clear_error(monkeypatch):
 
 
 def test_demo_nsys_sqlite_round_trip(recorded, tmp_path):
-    from zkgpu import logs
+    from zkgpu.analysis import logs
 
     _, run_dir = recorded
     ev = replay.Recording.open(run_dir).events("baseline")
@@ -241,9 +242,9 @@ def test_interrupted_recording_keeps_what_finished(tmp_path, monkeypatch):
 
 def test_sweep_and_benchmarks_plumbing_without_gpu(tmp_path, monkeypatch):
     """The GPU-only steps, with the measuring functions replaced by stand-ins (no GPU here)."""
-    from zkgpu.bench import msm as bench_msm
-    from zkgpu.bench import ntt as bench_ntt
-    from zkgpu.bench import transfer as bench_transfer
+    from zkgpu.app.bench import msm as bench_msm
+    from zkgpu.app.bench import ntt as bench_ntt
+    from zkgpu.app.bench import transfer as bench_transfer
 
     seen = {}
 
@@ -299,8 +300,8 @@ def test_replay_labels_host_load_and_finds_the_load_benchmark(recorded, tmp_path
 
 
 def test_live_source_passes_the_host_load(monkeypatch, tmp_path, recorded):
-    from zkgpu import _cuda
-    from zkgpu import record as rec_mod
+    from zkgpu.app import record as rec_mod
+    from zkgpu.core import cuda as _cuda
 
     _, run_dir = recorded
     seen = []

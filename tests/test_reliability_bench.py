@@ -16,12 +16,13 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from zkgpu import _cuda, manifest
-from zkgpu.bench import msm as bench_msm
-from zkgpu.bench import ntt as bench_ntt
-from zkgpu.bench import sppark as bench_sppark
-from zkgpu.bench import transfer as bench_transfer
-from zkgpu.cli import main
+from zkgpu.app.bench import msm as bench_msm
+from zkgpu.app.bench import ntt as bench_ntt
+from zkgpu.app.bench import sppark as bench_sppark
+from zkgpu.app.bench import transfer as bench_transfer
+from zkgpu.app.cli import main
+from zkgpu.core import cuda as _cuda
+from zkgpu.core import manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -312,7 +313,7 @@ def test_commit_label_of_every_recording():
 def test_bench_ntt_cut_off_keeps_its_rows_apart_from_the_recordings(inputs, fake_gpu, monkeypatch, stop):
     """Stopped after the first size (Ctrl-C, SIGTERM, a GPU error): the measured rows stay, with a manifest saying
     so, in a folder renamed ``-interrupted`` that replay does not take for the newest complete bench-ntt run."""
-    from zkgpu import replay
+    from zkgpu.analysis import replay
 
     calls = []
 
@@ -337,7 +338,7 @@ def test_bench_ntt_cut_off_keeps_its_rows_apart_from_the_recordings(inputs, fake
 def test_sigterm_as_interrupt_restores_the_handler():
     import signal
 
-    from zkgpu.errors import sigterm_as_interrupt
+    from zkgpu.core.errors import sigterm_as_interrupt
 
     before = signal.getsignal(signal.SIGTERM)
     with pytest.raises(KeyboardInterrupt), sigterm_as_interrupt():

@@ -18,16 +18,21 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from zkgpu import cli, curve, domain, msm, ntt, pipeline, record, replay
-from zkgpu.bench import msm as bench_msm
-from zkgpu.bench import ntt as bench_ntt
-from zkgpu.cli import main
-from zkgpu.pipeline import __main__ as pipeline_main
+from zkgpu import pipeline
+from zkgpu.analysis import replay
+from zkgpu.app import cli, record
+from zkgpu.app import pipeline_cmd as pipeline_main
+from zkgpu.app.bench import msm as bench_msm
+from zkgpu.app.bench import ntt as bench_ntt
+from zkgpu.app.cli import main
+from zkgpu.arith import curve, domain
+from zkgpu.gpu.msm import pippenger as msm
+from zkgpu.gpu.ntt import transform as ntt
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _cli(args, env=None, cwd=None, module=("-m", "zkgpu.cli")):
+def _cli(args, env=None, cwd=None, module=("-m", "zkgpu.app.cli")):
     e = dict(os.environ, **(env or {}))
     e.setdefault("ZKGPU_DISABLE_GPU", "1")
     return subprocess.run([sys.executable, *module, *args], capture_output=True, text=True, env=e, cwd=cwd, timeout=120)
@@ -183,11 +188,11 @@ def test_python_m_pipeline_out_folders_unique_within_a_second(tmp_path):
 
 
 def test_python_m_pipeline_without_gpu_subprocess():
-    _one_line_error(_cli([], module=("-m", "zkgpu.pipeline")), "--device cpu")
+    _one_line_error(_cli([], module=("-m", "zkgpu.app.cli", "pipeline")), "--device cpu")
 
 
 def test_python_m_pipeline_cpu_default_is_small_and_talks():
-    res = _cli(["--device", "cpu", "--partitions", "1", "--transfer", "pageable"], module=("-m", "zkgpu.pipeline"))
+    res = _cli(["--device", "cpu", "--partitions", "1", "--transfer", "pageable"], module=("-m", "zkgpu.app.cli", "pipeline"))
     assert res.returncode == 0, res.stderr
     assert "n=2^10" in res.stderr and "running pageable-coarse-gw2-n10-cpu" in res.stderr
     assert "summary" in res.stdout
@@ -196,7 +201,7 @@ def test_python_m_pipeline_cpu_default_is_small_and_talks():
 @pytest.mark.parametrize("value", [7, "4", True])
 def test_bad_ntt_radix_is_refused_up_front(value, monkeypatch):
     """A bad radix: the CLI refuses $ZKGPU_NTT_RADIX before any command, in one line naming the
-    variable and the value (zkgpu.settings); configure refuses it naming the value; set directly,
+    variable and the value (zkgpu.app.settings); configure refuses it naming the value; set directly,
     only the NTT calls raise."""
     res = _cli(["info"], env={"ZKGPU_NTT_RADIX": str(value)})
     if str(value) == "4":  # as an environment string "4" is the radix 4 (configure takes the int)
@@ -291,7 +296,7 @@ def test_interrupt_inside_a_scenario_is_in_the_manifest(tmp_path, monkeypatch):
 def test_sigterm_during_record_writes_the_manifest(tmp_path):
     out = tmp_path / "runs"
     env = dict(os.environ, ZKGPU_DISABLE_GPU="1")
-    proc = subprocess.Popen([sys.executable, "-m", "zkgpu.cli", "record", "--device", "cpu", "--n", "256", "--partitions", "400", "--out", str(out)],
+    proc = subprocess.Popen([sys.executable, "-m", "zkgpu.app.cli", "record", "--device", "cpu", "--n", "256", "--partitions", "400", "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list(out.glob("*/logs/baseline.log")):
@@ -309,7 +314,7 @@ def test_sigterm_during_record_writes_the_manifest(tmp_path):
 
 
 def test_record_benchmarks_write_msm_rows(tmp_path, monkeypatch):
-    """record's MSM benchmark calls zkgpu.bench.msm.run_benchmark (no look-up that can silently skip it)."""
+    """record's MSM benchmark calls zkgpu.app.bench.msm.run_benchmark (no look-up that can silently skip it)."""
     calls = []
 
     def fake(min_log, max_log, repeat):
@@ -479,7 +484,7 @@ def test_prove_verify_refuses_a_corrupted_witness(tmp_path):
 def test_parse_second_output_fails_first_is_removed(tmp_path, monkeypatch):
     """--partitions-out cannot be written after --out was (e.g. /proc/x.csv passes the folder check
     as root): the first table is removed, so it is all outputs or none (break1 item 7)."""
-    from zkgpu import parse_cli
+    from zkgpu.app import parse_cmd as parse_cli
 
     log = tmp_path / "a.log"
     log.write_text("CUZK_TIMING: prep_msm_ms=5\n")
@@ -497,7 +502,7 @@ def test_parse_second_output_fails_first_is_removed(tmp_path, monkeypatch):
 
 
 def test_host_load_beyond_available_memory_refused_before_allocating(monkeypatch):
-    from zkgpu import hostload
+    from zkgpu.transfer import hostload
 
     monkeypatch.setattr(hostload, "available_memory_bytes", lambda: 1 << 30)
     load = hostload.HostMemoryLoad(3, buffer_bytes=256 << 20)  # 1.5 GiB > 1 GiB
@@ -510,7 +515,8 @@ def test_host_load_beyond_available_memory_refused_before_allocating(monkeypatch
 
 
 def test_library_refuses_silent_truncation():
-    from zkgpu import field, prep
+    from zkgpu.arith import field
+    from zkgpu.gpu.msm import prep
 
     g = curve.generator()
     with pytest.raises(TypeError, match="1.5"):
@@ -548,7 +554,8 @@ def test_msm_ntt_helpers_check_their_arguments(call, exc, words):
 @pytest.mark.parametrize(("value", "on"), [("0", False), ("false", False), ("OFF", False), ("no", False), ("1", True), ("true", True), ("yes", True)])
 def test_zkgpu_debug_zero_is_off(restore_settings, value, on):
     """break1 item 14: ZKGPU_DEBUG=0 turned debug on (any non-empty value)."""
-    from zkgpu import errors, settings
+    from zkgpu.app import settings
+    from zkgpu.core import errors
 
     errors.configure(debug=not on)
     settings.apply({"ZKGPU_DEBUG": value})
@@ -569,7 +576,7 @@ def test_bench_parse_checks_free_space(monkeypatch):
 def test_bench_parse_sigterm_removes_its_temporary_log(tmp_path):
     """break1 item 4: the synthetic log was left in $TMPDIR after SIGTERM."""
     e = dict(os.environ, TMPDIR=str(tmp_path), ZKGPU_DISABLE_GPU="1")
-    p = subprocess.Popen([sys.executable, "-m", "zkgpu.cli", "bench", "parse", "--sizes", "5000000"], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen([sys.executable, "-m", "zkgpu.app.cli", "bench", "parse", "--sizes", "5000000"], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while not any(tmp_path.rglob("*.log")) and time.monotonic() < deadline and p.poll() is None:
         time.sleep(0.05)
@@ -585,8 +592,8 @@ def test_record_out_empty_refused_and_zkgpu_data_honoured(tmp_path, monkeypatch,
     monkeypatch.chdir(tmp_path)
     _one_line_error(_run(["record", "--device", "cpu", "--out", ""]), "out=''", "empty")
     assert list(tmp_path.iterdir()) == []
-    from zkgpu import settings
-    from zkgpu.manifest import new_run_dir
+    from zkgpu.app import settings
+    from zkgpu.core.manifest import new_run_dir
 
     settings.apply({"ZKGPU_DATA": str(tmp_path / "data")})
     d = new_run_dir("record", gpu="cpu")
@@ -594,7 +601,7 @@ def test_record_out_empty_refused_and_zkgpu_data_honoured(tmp_path, monkeypatch,
 
 
 def test_report_out_checked_before_any_notebook(tmp_path, monkeypatch):
-    from zkgpu import report as report_mod
+    from zkgpu.app import report as report_mod
 
     monkeypatch.setattr(report_mod, "run_report", lambda **kw: pytest.fail("a notebook ran"))
     f = tmp_path / "a-file"

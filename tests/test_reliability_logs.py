@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from zkgpu.bench.parse import synthetic_log
-from zkgpu.logs import parse as logs_parse
-from zkgpu.logs import parse_file, parse_lines, partition_table, to_events
-from zkgpu.parse_cli import parse_command
+from zkgpu.analysis.logs import parse as logs_parse
+from zkgpu.analysis.logs import parse_file, parse_lines, partition_table, to_events
+from zkgpu.app.bench.parse import synthetic_log
+from zkgpu.app.parse_cmd import parse_command
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -338,7 +338,7 @@ def test_interrupted_parse_writes_nothing(tmp_path, monkeypatch):
     def stop(*a, **k):
         raise KeyboardInterrupt
 
-    import zkgpu.parse_cli as parse_cli
+    import zkgpu.app.parse_cmd as parse_cli
 
     monkeypatch.setattr(parse_cli, "partition_table", stop)
     res = CliRunner().invoke(parse_command, [str(log), "--out", str(tmp_path / "e.csv"), "--partitions-out", str(tmp_path / "p.csv")])
@@ -350,7 +350,7 @@ def test_interrupted_parse_writes_nothing(tmp_path, monkeypatch):
 
 
 def _nsys_demo(path):
-    from zkgpu.logs import demo_nsys_sqlite
+    from zkgpu.analysis.logs import demo_nsys_sqlite
 
     ev = pd.DataFrame([dict(phase="ntt", start_ns=1000, end_ns=5000, worker=0, partition=1, gpu=0, bytes=float("nan"), detail=""),
                        dict(phase="h2d", start_ns=6000, end_ns=9000, worker=0, partition=1, gpu=0, bytes=4096.0, detail="pageable")])
@@ -359,7 +359,7 @@ def _nsys_demo(path):
 
 @pytest.mark.parametrize("name", ["run#1.sqlite", "a?mode=rw.sqlite", "50%.sqlite", "sp ace.sqlite"])
 def test_nsys_file_names_with_uri_characters(tmp_path, name):
-    from zkgpu.logs import read_nsys_sqlite
+    from zkgpu.analysis.logs import read_nsys_sqlite
 
     db = _nsys_demo(tmp_path / name)
     ev = read_nsys_sqlite(db)
@@ -369,7 +369,7 @@ def test_nsys_file_names_with_uri_characters(tmp_path, name):
 def test_nsys_damaged_exports_named_or_rows_counted(tmp_path):
     import sqlite3
 
-    from zkgpu.logs import read_nsys_sqlite
+    from zkgpu.analysis.logs import read_nsys_sqlite
 
     db = _nsys_demo(tmp_path / "ok.sqlite")
     cut = tmp_path / "cut.sqlite"
@@ -404,7 +404,7 @@ def test_a_key_given_twice_is_counted_not_hidden():
 
 def _pairs_by_scan(tl):
     """The pairing rule written the plain way (a scan of the open starts, first in first out): the reference."""
-    from zkgpu.logs.timeline import _ENDS, _PAIRS, column_values
+    from zkgpu.analysis.logs.timeline import _ENDS, _PAIRS, column_values
 
     counts = dict(duplicate_starts=0, unpaired_starts=0, unpaired_ends=0, cross_worker_ends=0)
     pairs, open_ = [], {}
@@ -430,7 +430,7 @@ def _pairs_by_scan(tl):
 
 
 def test_timeline_pairing_matches_the_plain_scan(pyrng):
-    from zkgpu.logs.timeline import pair_timeline
+    from zkgpu.analysis.logs.timeline import pair_timeline
 
     events = ["SYNTH_START", "SYNTH_END", "GPU_QUEUE", "GPU_PICKUP", "GPU_START", "GPU_END"]
     for _ in range(40):
@@ -450,7 +450,7 @@ def test_timeline_pairing_is_linear_with_many_open_workers():
     def cost(n):
         tl = parse_lines([f"TIMELINE,{i},GPU_START,job,worker={i},partition=0" for i in range(n)]
                          + [f"TIMELINE,{n + i},GPU_END,job,worker={n - 1 - i},partition=0" for i in range(n)]).timeline
-        from zkgpu.logs.timeline import pair_timeline
+        from zkgpu.analysis.logs.timeline import pair_timeline
 
         best = float("inf")
         for _ in range(3):
@@ -469,7 +469,7 @@ def test_ever_new_field_names_are_capped_and_counted():
     """A log whose every line brings a new field name (damage, or a hostile file) must not grow the tables by a column
     per line (it was quadratic: 4k lines, 1.8 s and 0.7 GB): past MAX_FIELD_NAMES names the fields are dropped and
     counted, and the cost stays linear (a ratio of two sizes)."""
-    from zkgpu.logs.lines import MAX_FIELD_NAMES
+    from zkgpu.analysis.logs.lines import MAX_FIELD_NAMES
 
     def run(n):
         lines = [f"CUZK_TIMING: prep_msm_ms=5 x{i}=1" for i in range(n)] + [f"TIMELINE,{i},EV,j,y{i}=2" for i in range(n)]

@@ -1,4 +1,4 @@
-"""zkgpu.report: key-number formatting and the index page, the exported notebook pages, the traces
+"""zkgpu.app.report: key-number formatting and the index page, the exported notebook pages, the traces
 per scenario, the kernels' transport (no warning on stderr), and one small end-to-end report."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import pytest
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from zkgpu import report
-from zkgpu.events import normalize_events
-from zkgpu.keynumbers import UNITS
-from zkgpu.optional import notebook_tools
-from zkgpu.replay import Recording
+from zkgpu.analysis.keynumbers import UNITS
+from zkgpu.analysis.replay import Recording
+from zkgpu.app import report
+from zkgpu.core.events import normalize_events
+from zkgpu.core.optional import notebook_tools
 
 # --------------------------------------------------------------------------- formatting
 
@@ -289,12 +289,12 @@ def test_notebook_parameters_read_the_environment_once_and_check_it():
 
 
 def test_zkgpu_help_imports_no_notebook_machinery():
-    # the report's nbconvert / papermill / nbclient / nbformat come through zkgpu.optional.notebook_tools
+    # the report's nbconvert / papermill / nbclient / nbformat come through zkgpu.core.optional.notebook_tools
     # when notebooks run, not at start-up: `zkgpu --help` (and every other command) starts without them
     import subprocess
     import sys
 
-    code = ("import sys\nfrom zkgpu.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+    code = ("import sys\nfrom zkgpu.app.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
             "print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] in ('nbconvert', 'papermill', 'nbclient', 'nbformat', 'jupyter_client')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
     assert "Usage:" in out and "LOADED []" in out, out[-500:]

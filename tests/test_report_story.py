@@ -14,9 +14,11 @@ import pytest
 
 matplotlib.use("Agg")
 
-from zkgpu import bottleneck, conclusions, metrics, plots, replay, report
-from zkgpu.keynumbers import number
-from zkgpu.manifest import DATA_DIR
+from zkgpu.analysis import metrics, plots, replay
+from zkgpu.analysis.keynumbers import number
+from zkgpu.app import report
+from zkgpu.core.manifest import DATA_DIR
+from zkgpu.story import bottleneck, conclusions
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -220,7 +222,7 @@ def test_index_card_shows_the_notebooks_title_and_its_own_finding(tmp_path: Path
 
 
 def test_tables_left_align_text_and_right_align_numbers():
-    from zkgpu import view
+    from zkgpu.app import view
 
     html = view.table(pd.DataFrame({"what": ["a b", "c"], "ms": [1.0, 2.0]})).to_html()
     assert "text-align: left" in html
@@ -228,7 +230,7 @@ def test_tables_left_align_text_and_right_align_numbers():
 
 
 def test_ms_per_partition_columns_carry_their_unit():
-    from zkgpu import view
+    from zkgpu.app import view
 
     assert view.fmt(112.766, "gpu_ms_per_partition") == "112.8 ms" and view.fmt(262.0, "ms_per_partition") == "262.0 ms"
     assert view.fmt(1.0667, "x_baseline") == "1.07×"  # times the baseline's throughput

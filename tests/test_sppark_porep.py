@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from zkgpu._cuda import gpu_available
-from zkgpu.anchors import read_sppark, sppark_provenance
-from zkgpu.bench.msm import _porep_scalars
+from zkgpu.analysis.anchors import read_sppark, sppark_provenance
+from zkgpu.app.bench.msm import _porep_scalars
+from zkgpu.core.cuda import gpu_available
 
 ROOT = Path(__file__).resolve().parents[1]
 DRIVER = ROOT / "anchors" / "sppark-porep"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zkgpu import optional
-from zkgpu.field import FR, fr_to_ints
+from zkgpu.arith.field import FR, fr_to_ints
+from zkgpu.core import optional
 from zkgpu.pipeline import synthesis as syn
 from zkgpu.pipeline.config import Density, PipelineConfig
 

@@ -1,4 +1,4 @@
-"""zkgpu.trace: NVTX balance, event table, exact cuzk line formats, never-truncating writers."""
+"""zkgpu.pipeline.trace: NVTX balance, event table, exact cuzk line formats, never-truncating writers."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from collections import defaultdict
 import pandas as pd
 import pytest
 
-from zkgpu import trace
-from zkgpu.events import COLUMNS
-from zkgpu.trace import (
+from zkgpu.core.events import COLUMNS
+from zkgpu.pipeline import trace
+from zkgpu.pipeline.trace import (
     PHASE_LINES,
     LogWriter,
     NullNvtx,
@@ -212,7 +212,7 @@ def test_formatters():
 
 
 def test_lines_round_trip_through_zkgpu_logs():
-    logs = pytest.importorskip("zkgpu.logs")
+    logs = pytest.importorskip("zkgpu.analysis.logs")
     tr = Tracer("job")
     with tr.phase("prep_msm", partition=0):
         pass
@@ -263,7 +263,7 @@ def test_place_on_gpu_clock_moves_rows_with_cuda_events(monkeypatch):
     completion of a later event (fake events: times in ms on a GPU clock)."""
     import types
 
-    from zkgpu import _cuda
+    from zkgpu.core import cuda as _cuda
 
     class Ev:
         def __init__(self, t_ms):

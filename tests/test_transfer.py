@@ -1,4 +1,4 @@
-"""Tests of zkgpu.transfer (the H2D paths) and zkgpu.bench.transfer (the sweep, ``zkgpu bench h2d``).
+"""Tests of zkgpu.transfer.paths (the H2D paths) and zkgpu.app.bench.transfer (the sweep, ``zkgpu bench h2d``).
 
 The GPU tests run on the H200; the same tests run here against a fake CuPy (host memory,
 ``ctypes.memmove`` as the DMA) to check the Python plumbing.
@@ -17,12 +17,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import zkgpu.bench.transfer as bt
-import zkgpu.transfer as tr
-from zkgpu import optional
-from zkgpu._cuda import gpu_available
-from zkgpu.host_alloc import CudaHostAllocator, PageableAllocator
-from zkgpu.pinned_pool import PinnedPool
+import zkgpu.app.bench.transfer as bt
+import zkgpu.transfer.paths as tr
+from zkgpu.core import optional
+from zkgpu.core.cuda import gpu_available
+from zkgpu.transfer.host_alloc import CudaHostAllocator, PageableAllocator
+from zkgpu.transfer.pinned_pool import PinnedPool
 
 MIB = 1 << 20
 
@@ -155,7 +155,7 @@ def test_transfer_result_row():
 
 @pytest.fixture
 def cp():
-    from zkgpu._cuda import cupy
+    from zkgpu.core.cuda import cupy
 
     return cupy()
 
@@ -496,7 +496,7 @@ def _make_fake_cupy():
 
 @pytest.fixture
 def fake_cp(monkeypatch):
-    import zkgpu._cuda as cuda_mod
+    import zkgpu.core.cuda as cuda_mod
 
     cp, cupyx = _make_fake_cupy()
     monkeypatch.setattr(cuda_mod, "cupy", lambda: cp)

@@ -1,4 +1,4 @@
-"""zkgpu.view: tables formatted by column name (units, percentages, never scientific notation)."""
+"""zkgpu.app.view: tables formatted by column name (units, percentages, never scientific notation)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import pandas as pd
 import pytest
 
-view = pytest.importorskip("zkgpu.view")
+view = pytest.importorskip("zkgpu.app.view")
 
 
 def test_column_formats_by_name():
@@ -46,7 +46,7 @@ def test_differences_of_percentages_are_percentage_points_and_no_minus_zero():
 
 
 def test_definitions_render_as_a_markdown_table():
-    from zkgpu.metrics import UTILIZATIONS
+    from zkgpu.analysis.metrics import UTILIZATIONS
 
     md = view.definitions(UTILIZATIONS)
     lines = md.splitlines()
@@ -81,7 +81,7 @@ def test_table_hides_bare_row_numbers():
 
 
 def test_the_gpus_time_columns_carry_their_unit():
-    from zkgpu import gpu_time
+    from zkgpu.analysis import gpu_time
 
     for c in (*gpu_time.BUSY_PARTS, *gpu_time.IDLE_PARTS):
         assert view.fmt(15.175, c) == "15.2 ms", c

@@ -1,5 +1,5 @@
 // sppark's G1 MSM on PoRep-like scalars (45% zero, 45% one, 10% uniform in [0, r)), the distribution of
-// zkgpu's `bench msm --scalars porep` rows (zkgpu/bench/msm.py, _porep_scalars). Our own driver, a sibling of
+// zkgpu's `bench msm --scalars porep` rows (zkgpu/app/bench/msm.py, _porep_scalars). Our own driver, a sibling of
 // the sppark-bench anchor (shared/anchors/sppark-bench/bench.cu, whose structure it follows): sppark and blst
 // (Apache-2.0) are used unmodified from that anchor's vendor/ (#include), its libblst.a is linked. See README.md.
 //

@@ -8,6 +8,6 @@ you need.
 - :mod:`~zkgpu.groth16.proof` -- snarkjs JSON output and an independent py_ecc pairing check.
 - :mod:`~zkgpu.groth16.circuits` -- circom2/snarkjs from ``node_modules``: compile, set up, witness,
   verify (tests, the large circuit, the benchmark).
-- :mod:`~zkgpu.groth16.results` -- reading recorded prove benchmarks (the analysis side).
-- :mod:`~zkgpu.groth16.cli` -- ``zkgpu prove`` (its benchmark, ``zkgpu bench prove``, is :mod:`zkgpu.bench.prove`).
+- :mod:`~zkgpu.story.prove_results` -- reading recorded prove benchmarks (the analysis side).
+- :mod:`~zkgpu.app.prove_cmd` -- ``zkgpu prove`` (its benchmark, ``zkgpu bench prove``, is :mod:`zkgpu.app.bench.prove`).
 """

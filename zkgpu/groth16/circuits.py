@@ -32,8 +32,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .formats import read_sections
-from .setup import fast_setup
+from zkgpu.groth16.formats import read_sections
+from zkgpu.groth16.setup import fast_setup
 
 __all__ = [
     "configure",

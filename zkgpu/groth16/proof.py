@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import optional
-from ..field import FQ, FR
-from .formats import ZKey
-from .prover import ProveResult
+from zkgpu.arith.field import FQ, FR
+from zkgpu.core import optional
+from zkgpu.groth16.formats import ZKey
+from zkgpu.groth16.prover import ProveResult
 
 __all__ = ["proof_json", "public_json", "write_proof", "read_proof", "verify_py_ecc"]
 

@@ -14,7 +14,7 @@ Phases (each timed, :class:`ProveResult.timings_ms`):
   for a satisfying witness C's evaluations are a*b).
 * ``h_scalars``: the H scalars ``p_j``. snarkjs's H points are the Lagrange points of the odd coset
   ``w_2n * <w_n>`` (:mod:`zkgpu.groth16.formats`), so ``p_j = (A*B - C)(w_2n^(2j+1))``. zkgpu
-  computes them with the cuzk pipeline's own H computation (:func:`zkgpu.qap.compute_h`:
+  computes them with the cuzk pipeline's own H computation (:func:`zkgpu.gpu.ntt.qap.compute_h`:
   iNTT, coset-by-7 NTT, pointwise ``(a*b - c)/Z``, inverse coset NTT -> the n coefficients of
   ``h = (A*B - C)/Z``), then evaluates h on the odd coset (one pointwise product with
   ``-2 * w_2n^i`` and one forward NTT): there ``Z(x) = x^n - 1 = -2``, so ``p_j = -2 h(x_j)``.
@@ -23,7 +23,7 @@ Phases (each timed, :class:`ProveResult.timings_ms`):
   ``w_snarkjs = w_zkgpu^k`` with k odd (:func:`root_exponent`), so snarkjs's index j is zkgpu's
   index ``k*j mod n`` (:func:`snarkjs_order`): inputs and outputs are permuted, the polynomial
   is the same.
-* ``msm_a``, ``msm_b1``, ``msm_l`` (the C points), ``msm_h``: G1 MSMs (:func:`zkgpu.msm.msm`
+* ``msm_a``, ``msm_b1``, ``msm_l`` (the C points), ``msm_h``: G1 MSMs (:func:`zkgpu.gpu.msm.pippenger.msm`
   on the GPU, including the points' host-to-device copy; ``msm_cpu`` = py-arkworks-bls12381 on
   the CPU); ``msm_b2_g2``: the G2 MSM, on the CPU (py-arkworks-bls12381) in both modes, by
   default on a thread alongside the phases above (``g2_wait``: what is left of it after them).
@@ -33,7 +33,7 @@ r and s come from :mod:`secrets` (a CSPRNG) unless a seed is given (tests only: 
 is not zero-knowledge).
 
 One proving path: :func:`prove` is :func:`evaluate_qap`, :func:`h_scalars` (:func:`to_zkgpu_order`,
-:mod:`zkgpu.qap`'s quotient, :func:`odd_coset_scalars`), the MSMs, :func:`msm_g2_cpu` and
+:mod:`zkgpu.gpu.ntt.qap`'s quotient, :func:`odd_coset_scalars`), the MSMs, :func:`msm_g2_cpu` and
 :func:`assemble_proof`; the pipeline's partitions on a real circuit
 (:class:`zkgpu.groth16.workload.SnarkjsCircuit`) call the same functions from their phases, with the
 pipeline's own H computation and MSMs in between.
@@ -51,14 +51,15 @@ from typing import Any
 
 import numpy as np
 
-from .. import _cuda, optional
-from ..domain import ntt_reference
-from ..field import FR, fr_from_ints, fr_to_ints
-from ..fr_device import from_montgomery, to_montgomery
-from ..msm import msm, msm_cpu
-from ..ntt import ntt_inplace, power_table
-from ..qap import compute_h_inplace, compute_h_reference, prepare_input
-from .formats import Witness, ZKey
+from zkgpu.arith.domain import ntt_reference
+from zkgpu.arith.field import FR, fr_from_ints, fr_to_ints
+from zkgpu.core import cuda as _cuda
+from zkgpu.core import optional
+from zkgpu.gpu.fr_device import from_montgomery, to_montgomery
+from zkgpu.gpu.msm.pippenger import msm, msm_cpu
+from zkgpu.gpu.ntt.qap import compute_h_inplace, compute_h_reference, prepare_input
+from zkgpu.gpu.ntt.transform import ntt_inplace, power_table
+from zkgpu.groth16.formats import Witness, ZKey
 
 __all__ = [
     "SNARKJS_NQR",
@@ -198,7 +199,7 @@ def to_zkgpu_order(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         out: a ``(n, 4)`` uint64 host array to fill (e.g. a pinned buffer); default a new one.
 
     Returns:
-        ``out``: the same values at zkgpu's indices, ready for :func:`zkgpu.qap.compute_h`.
+        ``out``: the same values at zkgpu's indices, ready for :func:`zkgpu.gpu.ntt.qap.compute_h`.
 
     Raises:
         ValueError: ``out`` of another shape or dtype.
@@ -217,10 +218,10 @@ def odd_coset_scalars(h: Any, *, montgomery: bool = False) -> Any:
     (module docstring): one pointwise product with ``-2 w_2n^i`` and one forward NTT.
 
     Args:
-        h: the n coefficients of ``h = (A*B - C)/Z`` in zkgpu's order, as :func:`zkgpu.qap.compute_h`
+        h: the n coefficients of ``h = (A*B - C)/Z`` in zkgpu's order, as :func:`zkgpu.gpu.ntt.qap.compute_h`
             gives them: a ``(n, 4)`` uint64 CuPy array (the GPU path: NTT kernels, on CuPy's
             current stream, overwritten) or a numpy array (the CPU path: Python ints, small n).
-        montgomery: the device ``h`` is in Montgomery form (:func:`zkgpu.qap.compute_h_inplace`'s
+        montgomery: the device ``h`` is in Montgomery form (:func:`zkgpu.gpu.ntt.qap.compute_h_inplace`'s
             output); default canonical.
 
     Returns:
@@ -244,15 +245,15 @@ def odd_coset_scalars(h: Any, *, montgomery: bool = False) -> Any:
 
 def h_scalars(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, device: str = "cpu", timings: dict | None = None) -> np.ndarray:
     """The scalars for snarkjs's H points: ``(A*B - C)`` on the odd coset (module docstring):
-    :func:`to_zkgpu_order`, the cuzk-convention quotient (:mod:`zkgpu.qap`), :func:`odd_coset_scalars`.
+    :func:`to_zkgpu_order`, the cuzk-convention quotient (:mod:`zkgpu.gpu.ntt.qap`), :func:`odd_coset_scalars`.
 
     Args:
         a, b, c: ``(n, 4)`` uint64 canonical Fr, evaluations in snarkjs's order, n = 2^L, with
             c = a*b pointwise (as :func:`evaluate_qap` builds it), so that A*B - C is divisible by
             Z: the quotient drops any remainder, where snarkjs would keep it (then the proof is
             invalid either way).
-        device: ``"gpu"`` (zkgpu.qap's device H computation plus one NTT, all on the GPU) or
-            ``"cpu"`` (:func:`zkgpu.qap.compute_h_reference`, pure Python: small circuits).
+        device: ``"gpu"`` (zkgpu.gpu.ntt.qap's device H computation plus one NTT, all on the GPU) or
+            ``"cpu"`` (:func:`zkgpu.gpu.ntt.qap.compute_h_reference`, pure Python: small circuits).
         timings: if given, receives ``quotient_ms`` (the cuzk-convention H computation) and
             ``odd_coset_ms`` (its conversion), wall-clock ms with the GPU synchronised.
 

@@ -42,10 +42,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import optional
-from ..field import FQ, FR
-from .formats import FormatError, read_sections
-from .prover import snarkjs_root
+from zkgpu.arith.field import FQ, FR
+from zkgpu.core import optional
+from zkgpu.groth16.formats import FormatError, read_sections
+from zkgpu.groth16.prover import snarkjs_root
 
 __all__ = ["R1cs", "read_r1cs", "fast_setup", "mulchain_r1cs", "write_wtns"]
 

@@ -33,11 +33,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import _cuda
-from .circuits import ToolError, snarkjs_verify
-from .formats import Witness, ZKey, read_wtns, read_zkey
-from .proof import proof_json, verify_py_ecc, write_proof
-from .prover import (
+from zkgpu.core import cuda as _cuda
+from zkgpu.groth16.circuits import ToolError, snarkjs_verify
+from zkgpu.groth16.formats import Witness, ZKey, read_wtns, read_zkey
+from zkgpu.groth16.proof import proof_json, verify_py_ecc, write_proof
+from zkgpu.groth16.prover import (
     ProveResult,
     assemble_proof,
     check_witness,

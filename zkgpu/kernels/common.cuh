@@ -5,7 +5,7 @@
 // by element; the host passes the device arrays' pointers (CuPy arrays of uint32/uint64 words), so the
 // ABI is a plain pointer either way.
 //
-// Constants and enums shared with the Python host (zkgpu/_cuda.py: header_defines, header_enum) are
+// Constants and enums shared with the Python host (zkgpu/core/cuda.py: header_defines, header_enum) are
 // written once, here in the kernel sources, and read from the source text by the host: a constant as
 // `#define NAME <integer>` on one line (decimal or 0x hex, optional u suffix, optional // comment),
 // an enum as `enum class name : int { a = 0, b = 1, ... };` with every value explicit. The host never

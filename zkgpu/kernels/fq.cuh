@@ -1,5 +1,5 @@
 // zkgpu: the BLS12-381 base field Fq, q = 0x1a0111ea...ffffaaab (381 bits, 12 x 32-bit limbs),
-// the same template as Fr (ff.cuh); tests/test_field.py checks these limbs against zkgpu.field.FQ.
+// the same template as Fr (ff.cuh); tests/test_field.py checks these limbs against zkgpu.arith.field.FQ.
 #pragma once
 #include "ff.cuh"
 

@@ -1,6 +1,6 @@
 // zkgpu: the BLS12-381 scalar field Fr, r = 0x73eda753...00000001 (255 bits, 8 x 32-bit limbs).
 // Only the modulus is written here; ff.cuh derives every other constant from it, and
-// tests/test_field.py checks these limbs against zkgpu.field.FR.
+// tests/test_field.py checks these limbs against zkgpu.arith.field.FR.
 #pragma once
 #include "ff.cuh"
 

@@ -2,7 +2,7 @@
 //
 // Two representations, all coordinates in Montgomery form (zk::fq_t):
 //   affine_t  (x, y); the identity (point at infinity) is (0, 0), which is not on the curve,
-//             so the encoding is unambiguous (zkgpu/curve.py documents the host layout).
+//             so the encoding is unambiguous (zkgpu/arith/curve.py documents the host layout).
 //   xyzz_t    "XYZZ" / Jacobian-extended coordinates (X, Y, ZZ, ZZZ) with x = X/ZZ, y = Y/ZZZ and
 //             ZZ^3 = ZZZ^2; the identity is ZZ = 0 (an all-zero xyzz_t is the identity, so
 //             zero-filled device memory is a valid array of identities).

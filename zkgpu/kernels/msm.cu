@@ -1,13 +1,13 @@
 // zkgpu: G1 multi-scalar multiplication (Pippenger with signed digits, XYZZ buckets), batch
 // addition (cuzk/supraseal batch_add) and deterministic benchmark point generation.
 //
-// Host driver: zkgpu/msm.py. Data layouts (g1.cuh, fr.cuh; uint32 words, little-endian limbs):
+// Host driver: zkgpu/gpu/msm/pippenger.py. Data layouts (g1.cuh, fr.cuh; uint32 words, little-endian limbs):
 //   affine_t, canonical    : 24 words, x then y (12 limbs each), identity = all zero
 //   affine_t, Montgomery   : the same after g1_prepare (identity stays all zero)
 //   xyzz_t                 : 48 words X, Y, ZZ, ZZZ (Montgomery); identity = ZZ == 0
 //   fr_t scalar            : 8 words, canonical
 //
-// Pippenger pipeline (one call of zkgpu.msm.msm):
+// Pippenger pipeline (one call of zkgpu.gpu.msm.pippenger.msm):
 //   g1_prepare      check (< q, on curve) and convert points to Montgomery form
 //   (fr_ops.cu)     fr_first_unreduced: check the scalars (< r)
 //   msm_digits      one 64-bit sort key per (window, point): (bucket key << 32) | sign << 31 | index,
@@ -19,13 +19,13 @@
 //                   CHUNK consecutive sorted entries and writes one XYZZ partial (mixed addition)
 //                   per run of equal bucket key among them, so all threads do equal work and a
 //                   bucket of millions of points is spread over many threads
-//   seg_accum_affine (level 0, zkgpu.msm.LEVEL0 "runs"): one thread per chunk of at most CHUNK
+//   seg_accum_affine (level 0, zkgpu.gpu.msm.pippenger.LEVEL0 "runs"): one thread per chunk of at most CHUNK
 //                   entries of one bucket (chunks cut on the host with CuPy)
 //   run_chunk_count, round_chunk_starts, seg_accum_xyzz_from (or seg_accum_xyzz: chunk starts by binary
-//                   search)  a fixed number of rounds (zkgpu/msm_reduce.py) over the (key,
+//                   search)  a fixed number of rounds (zkgpu/gpu/msm/reduce.py) over the (key,
 //                   XYZZ partial) pairs, still sorted by key: each key's run cut into chunks of at most
 //                   CHUNK, one thread per chunk, chunk bounds found on the device
-//   short_long_count, short_run_starts, scatter_short_from, gather_long_runs (zkgpu.msm_reduce.SHORT_FIRST)
+//   short_long_count, short_run_starts, scatter_short_from, gather_long_runs (zkgpu.gpu.msm.reduce.SHORT_FIRST)
 //                   the keys with few partials after level 0 summed into their buckets at once (one thread per
 //                   key), the long runs gathered for the rounds (which then never copy the short runs' partials)
 //   scatter_buckets the thread of each key's first partial sums its last few partials (at most
@@ -34,7 +34,7 @@
 //                   sum_range + offset * running_total (the range's offset times its bucket sum)
 //   xyzz_sum_ranges tree sum of the per-thread results of each window
 //   msm_final       Horner over windows, to affine, out of Montgomery form (one thread)
-//   msm_final_warp  the same on one warp (msm_final.cuh; zkgpu/msm_final.py picks the variant)
+//   msm_final_warp  the same on one warp (msm_final.cuh; zkgpu/gpu/msm/final.py picks the variant)
 // No kernel needs a count from the host: the grids cover the worst case (sizes from n, c and CHUNK),
 // each kernel reads the live count (E, or the partial count = the last prefix-sum entry) from device
 // memory and its threads past it exit, so the host queues one MSM without waiting for the GPU.
@@ -54,12 +54,12 @@ using zk::fr_t;
 using zk::mark_bad;
 using zk::xyzz_t;
 
-// The bucket key of a zero digit or an identity point (sorted last, dropped); zkgpu/msm.py reads it.
+// The bucket key of a zero digit or an identity point (sorted last, dropped); zkgpu/gpu/msm/pippenger.py reads it.
 #define MSM_SENTINEL 0xffffffffu
 
 // The kernels copy each point they add from global memory into a local (const xyzz_t b = in[j]) before
 // passing it to the out-of-line group operation, as a reference to the global element would: ptxas then
-// keeps the register counts near 160 (3 blocks of 128 threads per SM; zkgpu/msm.py _HEAVY_BLOCK).
+// keeps the register counts near 160 (3 blocks of 128 threads per SM; zkgpu/gpu/msm/pippenger.py _HEAVY_BLOCK).
 
 __device__ __forceinline__ uint64_t splitmix64(uint64_t z) {
     z += 0x9e3779b97f4a7c15ull;
@@ -223,7 +223,7 @@ __global__ void seg_accum_affine_balanced(const unsigned long long* keys, const 
 // case: each key's run of x partials is cut into ceil(x/L) chunks of at most L, one thread per chunk
 // (the "runs" scheme of level 0, with every size on the device), so a round leaves ceil(x/L) partials
 // per key, no thread adds more than L - 1 points however long a bucket is, and a round over keys with a
-// few partials each has one thread per key (zkgpu/msm_reduce.py bounds the rounds).
+// few partials each has one thread per key (zkgpu/gpu/msm/reduce.py bounds the rounds).
 // The end (one past the last index) of the run of keys[lo]'s key that contains lo, lo < count: galloping
 // from lo with steps step, 2 step, 4 step, ... while the key holds, then a binary search of the last gap,
 // so a run of x entries costs O(log x) loads.
@@ -321,7 +321,7 @@ __global__ void seg_accum_xyzz_from(const uint32_t* keys, const unsigned long lo
     }
 }
 
-// Short runs first (zkgpu/msm_reduce.py SHORT_FIRST), over the level-0 partials (sorted by key, *countp live,
+// Short runs first (zkgpu/gpu/msm/reduce.py SHORT_FIRST), over the level-0 partials (sorted by key, *countp live,
 // kmax the worst case): a key with at most Lf partials (Lf = the rounds' chunk + 1, what scatter_buckets adds;
 // uniform scalars' keys have 1 to 3) is summed into its bucket at once by one thread of scatter_short_from, so
 // the rounds never copy its partials; a longer run (a bucket of many points: the PoRep-like ones) is gathered
@@ -419,7 +419,7 @@ __global__ void scatter_buckets(const uint32_t* keys, const xyzz_t* pts, const u
 // Window w, thread t (g = w*T + t) covers buckets k = t*R+1 .. min((t+1)*R, m) (bucket k of window
 // w at index w*m + k - 1). With the running sum from the top, acc = sum (k - t*R) B_k and
 // run = sum B_k; the thread's share of sum_k k*B_k is acc + (t*R) * run. The top window (w = nwin - 1)
-// stops at bucket mtop: its digits of scalars < 2^255 are at most 2^(255 - c(nwin-1)) (zkgpu/msm.py
+// stops at bucket mtop: its digits of scalars < 2^255 are at most 2^(255 - c(nwin-1)) (zkgpu/gpu/msm/pippenger.py
 // passes min(m, that); the buckets above it are empty), so its threads above mtop add nothing.
 __global__ void window_reduce(const xyzz_t* buckets, uint32_t nwin, uint32_t m, uint32_t T, uint32_t R,
                               uint32_t mtop, xyzz_t* partials) {
@@ -514,7 +514,7 @@ __global__ void batch_add_ranges(const affine_t* pts, uint64_t n, const unsigned
 
 // Deterministic benchmark points: thread t computes k_t*G (k_t = splitmix64(seed + t), 0 -> 1)
 // by double-and-add, then writes P_{t*per + j} = k_t*G + j*D (j < per, index < n), canonical
-// affine. *G_mont and *D_mont are Montgomery affine. zkgpu.bases.generate_points_cpu computes the same
+// affine. *G_mont and *D_mont are Montgomery affine. zkgpu.gpu.msm.bases.generate_points_cpu computes the same
 // points on the host.
 __global__ void g1_generate(uint64_t n, uint32_t per, uint64_t seed, const affine_t* G_mont, const affine_t* D_mont,
                             affine_t* out) {

@@ -1,4 +1,4 @@
-// zkgpu: the last step of the GPU MSM (zkgpu/msm_final.py) -- Horner over the window sums, to affine,
+// zkgpu: the last step of the GPU MSM (zkgpu/gpu/msm/final.py) -- Horner over the window sums, to affine,
 // out of Montgomery form -- with the independent Fq products of each group operation spread over the
 // lanes of one warp, and the one inversion by the binary extended Euclidean algorithm.
 //

@@ -1,6 +1,6 @@
 // zkgpu: the G1 MSM over precomputed shifted bases (one bucket set for all windows).
 //
-// Host driver: zkgpu/msm_precomp.py. Layouts as in msm.cu (g1.cuh): affine_t Montgomery (24 uint32
+// Host driver: zkgpu/gpu/msm/precomp.py. Layouts as in msm.cu (g1.cuh): affine_t Montgomery (24 uint32
 // words, identity all zero), xyzz_t (48 words), fr_t scalars canonical (8 words).
 //
 // With c-bit signed windows (nwin = ceil(256 / c)) the table holds, for n bases P_i,
@@ -26,7 +26,7 @@
 #include "fr.cuh"
 #include "g1.cuh"
 
-// The bucket key of a zero digit or an identity base: the same value as msm.cu's (zkgpu/msm_precomp.py
+// The bucket key of a zero digit or an identity base: the same value as msm.cu's (zkgpu/gpu/msm/precomp.py
 // checks that they agree), so that msm.cu's reduction kernels drop these keys.
 #define MSM_SENTINEL 0xffffffffu
 // Windows converted to affine per inversion in msm_precomp_table (local memory: 240 bytes per window).
@@ -96,10 +96,10 @@ __global__ void msm_precomp_digits(const zk::fr_t* scalars, const zk::affine_t* 
     }
 }
 
-// Row selection (host driver: zkgpu/msm_precomp_rows.py): the MSM over the bases P_idx[j], j < m, of the
+// Row selection (host driver: zkgpu/gpu/msm/precomp_rows.py): the MSM over the bases P_idx[j], j < m, of the
 // table without gathering it. One thread per selected row j: scalar j, base row r = idx[j]; window w's key
 // at keys[w*m + j] indexes the table point w*n + r. A row outside [0, n) reads nothing and gets the
-// sentinel (the host checks the rows where it can, zkgpu/msm_precomp_rows.py).
+// sentinel (the host checks the rows where it can, zkgpu/gpu/msm/precomp_rows.py).
 __global__ void msm_precomp_rows_digits(const zk::fr_t* scalars, const long long* idx, const zk::affine_t* pts, uint64_t n,
                                         uint64_t m, int c, int nwin, unsigned long long* keys) {
     ZK_GRID_STRIDE(j, m) {

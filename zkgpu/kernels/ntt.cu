@@ -24,13 +24,13 @@
 // (ntt_common.cuh): none, natural x[g] *= tab[g], bitrev x[g] *= tab[bitrev_L(g)], constant x[g] *= tab[0].
 // The host uses them for the coset shift g^i (pre), and for 1/n or g^-i/n of the inverse (post).
 //
-// zkgpu/ntt.py reads NTT_MAX_TILE_LOG, NTT_THREADS, NTT_BR_Q and NTT_SMEM_TW from this file (common.cuh says how);
+// zkgpu/gpu/ntt/transform.py reads NTT_MAX_TILE_LOG, NTT_THREADS, NTT_BR_Q and NTT_SMEM_TW from this file (common.cuh says how);
 // it passes -DNTT_THREADS=... only where its build options set another value.
 // The default build (issue 13; notes/ntt-kernels.md, runs k13-ntt, s3-ntt and s4-ntt): the butterflies' additions as
 // non-volatile asm chains (ZK_NTT_ASM), each pass's twiddles in shared memory (NTT_SMEM_TW); no warp-shuffle stages
 // (NTT_SHFL=0: the final side-by-side of session 3, data/nvidia-h200-20261201-bench-sppark-1 and -2); since run s4-ntt
 // (kernel spec stagewise-c1-b6-w128-v4-pf4-o1, 0.79-0.86x of the previous default on every transform at 2^22..2^24):
-// the tile in 16-byte planes (NTT_SMEM_V4), ptxas -O1 (ZK_PTXAS_O, read by the host: zkgpu/_cuda.py build_options),
+// the tile in 16-byte planes (NTT_SMEM_V4), ptxas -O1 (ZK_PTXAS_O, read by the host: zkgpu/core/cuda.py build_options),
 // 128-thread blocks (NTT_THREADS) on tiles of at most 512 elements in the passes on high bits (NTT_TILE_COLS 1); and
 // since its second run (stagewise-b8-pf2-io-at, 0.905-0.969x of that on every transform at 2^22..2^24, compute_h 2^24
 // 31.3 ms): the product's merge and final subtraction as asm chains (ZK_FF_ASM_TAIL, ff.cuh), the stage on the tile's
@@ -64,24 +64,24 @@
 #define NTT_R4_MIN_BLOCKS 2
 #endif
 
-#ifndef NTT_SCALE_BR  // read by the host only (zkgpu/ntt.py: host_option)
+#ifndef NTT_SCALE_BR  // read by the host only (zkgpu/gpu/ntt/transform.py: host_option)
 #define NTT_SCALE_BR 1  // 1: a scaling on the bit-reversed side reads a bit-reversed table in order (scale_mode natural)
 #endif
-#ifndef NTT_PAIR  // read by the host only (zkgpu/ntt.py: host_option)
+#ifndef NTT_PAIR  // read by the host only (zkgpu/gpu/ntt/transform.py: host_option)
 #define NTT_PAIR 1  // 1: coset_evals_inplace runs the iNTT's last pass and the coset NTT's first as one (ntt_pass_pair)
 #endif
-#ifndef NTT_NN_SCATTER  // read by the host only (zkgpu/ntt.py: host_option)
+#ifndef NTT_NN_SCATTER  // read by the host only (zkgpu/gpu/ntt/transform.py: host_option)
 #define NTT_NN_SCATTER 1  // 1: "nn" with 2+ passes: the last pass scatters into bit-reversed places (no bit-reversal pass)
 #endif
-#ifndef NTT_FOLD  // read by the host only (zkgpu/ntt.py: host_option)
+#ifndef NTT_FOLD  // read by the host only (zkgpu/gpu/ntt/transform.py: host_option)
 #define NTT_FOLD 0  // 1: an inverse NTT's 1/n folded into its last DIF pass's twiddles (scale_mode fold, butterfly_r2;
                     // kernel spec -fd; not yet timed on the GPU, hence 0: notes/ntt-kernels.md, session s5)
 #endif
-#ifndef NTT_BIG_LAST  // read by the host only (zkgpu/ntt.py: host_option)
-#define NTT_BIG_LAST 0  // 1: a split of L into passes of unequal k puts the larger ones on the low bits (zkgpu/ntt_plan.py;
+#ifndef NTT_BIG_LAST  // read by the host only (zkgpu/gpu/ntt/transform.py: host_option)
+#define NTT_BIG_LAST 0  // 1: a split of L into passes of unequal k puts the larger ones on the low bits (zkgpu/gpu/ntt/plan.py;
                         // kernel spec -bl; not yet timed on the GPU)
 #endif
-#ifndef NTT_TILE_COLS  // read by the host only (zkgpu/ntt.py: host_option)
+#ifndef NTT_TILE_COLS  // read by the host only (zkgpu/gpu/ntt/transform.py: host_option)
 #define NTT_TILE_COLS 1  // the most column bits c of a pass's tile (10: as many as NTT_MAX_TILE_LOG leaves)
 #endif
 #ifndef NTT_SMEM_TW
@@ -105,7 +105,7 @@ struct pass_tw_t {
     const uint32_t* smt;  // the shared copy (NTT_SMEM_TW=1)
     uint32_t T;
     int s_lo, c;
-    const fr_t* fold;  // FOLD (butterfly_r2): s * tw[i] for 0 < i < 2^k (zkgpu/ntt_plan.py: fold_table)
+    const fr_t* fold;  // FOLD (butterfly_r2): s * tw[i] for 0 < i < 2^k (zkgpu/gpu/ntt/plan.py: fold_table)
     __device__ __forceinline__ fr_t at(int s, const tile_t& tl, uint32_t j) const {
 #if NTT_SMEM_TW
         const int q = s - s_lo;
@@ -654,7 +654,7 @@ ntt_pass(const fr_t* x, fr_t* out, int brev_out, const fr_t* tw, int L, int s_lo
 }
 // ntt_pass for DIF passes only (order is ignored: nr), with post_mode fold folded into the twiddles where the pass is
 // on the low bits (s_lo = c = 0; FOLD, butterfly_r2), otherwise multiplied at the store: the last pass of an inverse
-// NTT "nn" or "nr" (zkgpu/ntt.py, NTT_FOLD). A kernel of its own, DIF only, so that ntt_pass keeps its code (the same
+// NTT "nn" or "nr" (zkgpu/gpu/ntt/transform.py, NTT_FOLD). A kernel of its own, DIF only, so that ntt_pass keeps its code (the same
 // SASS as before) and neither spills (with the DIT path as well: 12 bytes of spills at 64 registers, ptxas -v, sm_90).
 __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
 ntt_pass_fold(const fr_t* x, fr_t* out, int brev_out, const fr_t* tw, int L, int s_lo, int k, int c, ntt_order order,

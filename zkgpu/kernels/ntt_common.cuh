@@ -1,7 +1,7 @@
 // zkgpu: what the NTT modules share (ntt.cu, ntt_fused.cu): Fr with the volatile PTX additions where a module
 // leaves ZK_NTT_PTX unset or 1 (both modules set 0, the portable C++ additions, by default), the stagewise
 // butterflies' additions (bf_add, bf_sub, bf_dif_mul), shared-memory element access, the orders and pointwise
-// scalings of a pass (enums that zkgpu/ntt.py reads from this file, common.cuh) and the tile geometry of a pass
+// scalings of a pass (enums that zkgpu/gpu/ntt/transform.py reads from this file, common.cuh) and the tile geometry of a pass
 // (see ntt.cu's file comment).
 #pragma once
 #define ZK_FF_PTX_DEFAULT 1

@@ -70,7 +70,7 @@ __device__ __forceinline__ uint32_t* fused_smem() {
 }
 
 // Where a fused pass over the bits [s_lo, s_lo+k) gets the twiddles of its butterflies (s_lo > 0; none
-// when s_lo = 0). zkgpu/ntt.py reads this enum (common.cuh).
+// when s_lo = 0). zkgpu/gpu/ntt/transform.py reads this enum (common.cuh).
 enum class outer_mode : int {
     none = 0,   // the inner table only
     split = 1,  // outer factor omega_n^E = ohi[E >> oS] * olo[E mod 2^oS]

@@ -4,7 +4,7 @@ Public API::
 
     from zkgpu.pipeline import PipelineConfig, run_pipeline
     res = run_pipeline(PipelineConfig(n=1 << 8, partitions=3, device="cpu", transfer="pinned_pool"))
-    res.events        # event table (zkgpu.events schema)
+    res.events        # event table (zkgpu.core.events schema)
     res.log_lines     # cuzk-format log lines (CUZK_TIMING, CUZK_NTT_H, TIMELINE, GPU_TIMING, FIN_TIMING, ...)
     res.partitions    # PartitionResult per partition: H, L, A, B_G1 points, B_G2, status, error
 

@@ -6,11 +6,11 @@ SRS), H2D of a/b/c and the H computation (``start_h`` / ``finish_h``), the H MSM
 batch_add, the tail MSMs and the CPU G2 multiexp. Two implementations:
 
 * :class:`zkgpu.pipeline.cpu_backend.CpuBackend` (``device="cpu"``):
-  :func:`zkgpu.qap.compute_h_reference` on Python ints, MSMs and batch additions with
+  :func:`zkgpu.gpu.ntt.qap.compute_h_reference` on Python ints, MSMs and batch additions with
   py-arkworks-bls12381 (an independent library) over the same bases.
 * :class:`zkgpu.pipeline.gpu_backend.GpuBackend` (``device="gpu"``): the steps of
-  :func:`zkgpu.qap.compute_h` on CuPy arrays on three streams, :func:`zkgpu.msm.msm` /
-  :func:`zkgpu.msm.batch_add`, and :mod:`zkgpu.transfer` for the H2D.
+  :func:`zkgpu.gpu.ntt.qap.compute_h` on CuPy arrays on three streams, :func:`zkgpu.gpu.msm.pippenger.msm` /
+  :func:`zkgpu.gpu.msm.pippenger.batch_add`, and :mod:`zkgpu.transfer.paths` for the H2D.
 
 :func:`zkgpu.pipeline.runner.make_backend` picks one for ``config.device``.
 
@@ -32,7 +32,7 @@ from typing import Any, Protocol, TypeAlias, TypeVar
 
 import numpy as np
 
-from zkgpu import _cuda
+from zkgpu.core import cuda as _cuda
 from zkgpu.pipeline.split import Prep
 from zkgpu.pipeline.synthesis import Circuit
 
@@ -54,12 +54,12 @@ class HStart:
     Attributes:
         bufs: the three working buffers (device, or host arrays on the CPU backend).
         nbytes: bytes copied host-to-device (0 for device-resident inputs).
-        transfers: the :class:`zkgpu.transfer.TransferResult` of each copy (GPU only).
+        transfers: the :class:`zkgpu.transfer.paths.TransferResult` of each copy (GPU only).
         timing: filled by ``finish_h``: ``copy_ms`` (sum of the copies' intervals on the GPU
             timeline, from their CUDA events; clipped so that consecutive copies do not overlap),
             ``exposed_ms`` (copy time not overlapped by any kernel of the H computation: the part
             of the H2D that lengthens ntt_msm_h), ``hidden_ms`` and ``kernel_ms``
-            (:func:`zkgpu.events.h2d_overlap`), all ms.
+            (:func:`zkgpu.core.events.h2d_overlap`), all ms.
     """
 
     bufs: list[Array]
@@ -102,7 +102,7 @@ class Backend(Protocol):
         device arrays and the bytes moved. The per-copy results are then :meth:`last_transfers`."""
 
     def last_transfers(self) -> list[Any]:
-        """The :class:`zkgpu.transfer.TransferResult` of this thread's last copies (empty on the CPU)."""
+        """The :class:`zkgpu.transfer.paths.TransferResult` of this thread's last copies (empty on the CPU)."""
 
     def start_h(self, inputs: Sequence[Array], stream: Stream) -> HStart:
         """Start the H computation from a, b, c (host arrays, copied, or device arrays): the
@@ -178,7 +178,7 @@ def fan_out(fn: Callable[[str, _J], Any], jobs: dict[str, _J], concurrent: bool)
     """``{name: fn(name, job)}``; with ``concurrent`` each call on a thread of a shared pool (the
     calls are independent: their inputs are ready and each returns a host point), else in order.
     The first exception of a call is re-raised after all have ended; the calls' host syncs
-    (:func:`zkgpu._cuda.count_sync`) are added to the calling thread's."""
+    (:func:`zkgpu.core.cuda.count_sync`) are added to the calling thread's."""
     if not concurrent or len(jobs) <= 1:
         return {nm: fn(nm, job) for nm, job in jobs.items()}
 

@@ -47,8 +47,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from zkgpu.gpu.msm.prep import PREPS
 from zkgpu.pipeline.real import RealCircuit
-from zkgpu.prep import PREPS
 
 __all__ = ["Density", "PipelineConfig", "TRANSFERS", "LOCK_SCOPES", "H2D_STAGES", "MSM_BASES", "DEVICES", "PREPS", "FaultHook"]
 
@@ -58,8 +58,8 @@ LOCK_SCOPES = ("coarse", "narrow", "none", "submit")
 #: where the H2D of a/b/c happens: ``in_lock`` (upstream: inside ntt_msm_h, mutex held) or
 #: ``pre_lock`` (before the worker asks for the mutex, on its own stream)
 H2D_STAGES = ("in_lock", "pre_lock")
-#: the G1 MSMs' bases: ``plain`` (:func:`zkgpu.msm.msm_device`) or ``precomputed`` (shifted-bases tables,
-#: :mod:`zkgpu.msm_precomp` and :mod:`zkgpu.msm_precomp_rows`)
+#: the G1 MSMs' bases: ``plain`` (:func:`zkgpu.gpu.msm.pippenger.msm_device`) or ``precomputed`` (shifted-bases tables,
+#: :mod:`zkgpu.gpu.msm.precomp` and :mod:`zkgpu.gpu.msm.precomp_rows`)
 MSM_BASES = ("plain", "precomputed")
 DEVICES = ("gpu", "cpu")
 
@@ -141,21 +141,21 @@ class PipelineConfig:
             copy on the same stream; not an upstream mode). ``transfer="resident"`` and
             ``lock_scope="submit"`` always copy before the mutex, whatever this says
             (:attr:`h2d_pre_lock` is the stage a run uses).
-        msm_bases: ``plain`` (upstream: each G1 MSM is :func:`zkgpu.msm.msm_device` over the bases, one
+        msm_bases: ``plain`` (upstream: each G1 MSM is :func:`zkgpu.gpu.msm.pippenger.msm_device` over the bases, one
             bucket set per window) or ``precomputed`` (the GPU backend's ``setup`` builds a table of
-            shifted bases ``2^(c*w) P_i`` per base set (H, L, A, B_G1; :class:`zkgpu.msm_precomp.PrecomputedBases`,
+            shifted bases ``2^(c*w) P_i`` per base set (H, L, A, B_G1; :class:`zkgpu.gpu.msm.precomp.PrecomputedBases`,
             ``96 * nwin * n`` bytes each) and every G1 MSM runs one bucket set over it
-            (:func:`zkgpu.msm_precomp.msm_precomputed`; the tails over their rows ``idx`` with
-            :func:`zkgpu.msm_precomp_rows.msm_precomputed_rows`). Same results bit for bit. The CPU
+            (:func:`zkgpu.gpu.msm.precomp.msm_precomputed`; the tails over their rows ``idx`` with
+            :func:`zkgpu.gpu.msm.precomp_rows.msm_precomputed_rows`). Same results bit for bit. The CPU
             backend computes the same sums either way (its reference MSM), so ``precomputed`` is
             accepted there and changes nothing. Not an upstream default (sppark offers it).
         device: ``gpu`` (CuPy kernels) or ``cpu`` (reference math, same threads/mutex/barrier).
-        prep: how the prep_msm thread splits the L, A, B scalars (:mod:`zkgpu.prep`): ``cpu``
+        prep: how the prep_msm thread splits the L, A, B scalars (:mod:`zkgpu.gpu.msm.prep`): ``cpu``
             (numpy, one thread, as upstream's prep_msm with one circuit), ``cpu_parallel``
             (``prep_threads`` threads over chunks, numba, the GIL released) or ``gpu`` (kernels on
             the prep thread's own stream; aux is copied to the device there; needs device="gpu").
             Not an upstream mode except ``cpu``.
-        prep_threads: threads of ``cpu_parallel`` (0 = :func:`zkgpu.prep.default_threads`).
+        prep_threads: threads of ``cpu_parallel`` (0 = :func:`zkgpu.gpu.msm.prep.default_threads`).
         tail_streams: 1 (upstream): the three batch additions, then the three tail MSMs, one after
             another on the worker's stream; 3: the three of each at once, each on its own stream
             from a thread (they are independent, small and latency-bound). Not an upstream mode.

@@ -1,6 +1,6 @@
 """The CPU :class:`~zkgpu.pipeline.backend.Backend`: reference math on the host.
 
-H from :func:`zkgpu.qap.compute_h_reference` (Python ints); MSMs, batch additions and the G2
+H from :func:`zkgpu.gpu.ntt.qap.compute_h_reference` (Python ints); MSMs, batch additions and the G2
 multiexp with py-arkworks-bls12381 (an independent library) over bases from
 :func:`zkgpu.pipeline.points.cpu_points`; prep_msm by :func:`zkgpu.pipeline.split.prep_partition`.
 No copies: the "device" arrays are the host arrays, and the bytes a GPU would move are reported.
@@ -13,26 +13,26 @@ from typing import Any
 
 import numpy as np
 
-from zkgpu import optional
-from zkgpu.curve import g1_from_arkworks, g1_to_arkworks
-from zkgpu.field import fr_from_ints, fr_to_ints
-from zkgpu.msm import PrepMsm
+from zkgpu.arith.curve import g1_from_arkworks, g1_to_arkworks
+from zkgpu.arith.field import fr_from_ints, fr_to_ints
+from zkgpu.core import optional
+from zkgpu.gpu.msm.pippenger import PrepMsm
+from zkgpu.gpu.ntt.qap import compute_h_reference
 from zkgpu.pipeline.backend import BASE_NAMES, HStart, Stream, fan_out
 from zkgpu.pipeline.config import PipelineConfig
 from zkgpu.pipeline.points import cpu_g2_msm, cpu_points, g2_bases, scalars_to_arkworks
 from zkgpu.pipeline.split import bitmap_indices, prep_partition
 from zkgpu.pipeline.synthesis import Circuit
-from zkgpu.qap import compute_h_reference
 
 __all__ = ["CpuBackend", "cpu_compute_h"]
 
 
 def cpu_compute_h(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """H coefficients (n, 4) uint64 canonical Fr on the CPU from a, b, c ((n, 4) uint64 each):
-    :func:`zkgpu.qap.compute_h_reference` on Python ints.
+    :func:`zkgpu.gpu.ntt.qap.compute_h_reference` on Python ints.
 
     Raises:
-        ValueError: as :func:`zkgpu.field.fr_to_ints` / the reference (a value >= r).
+        ValueError: as :func:`zkgpu.arith.field.fr_to_ints` / the reference (a value >= r).
     """
     return fr_from_ints(compute_h_reference(fr_to_ints(a), fr_to_ints(b), fr_to_ints(c)))
 

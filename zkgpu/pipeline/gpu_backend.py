@@ -1,9 +1,9 @@
-"""The GPU :class:`~zkgpu.pipeline.backend.Backend`: CuPy/CUDA math through :mod:`zkgpu.qap`,
-:mod:`zkgpu.msm`, :mod:`zkgpu.prep` and :mod:`zkgpu.transfer`.
+"""The GPU :class:`~zkgpu.pipeline.backend.Backend`: CuPy/CUDA math through :mod:`zkgpu.gpu.ntt.qap`,
+:mod:`zkgpu.gpu.msm.pippenger`, :mod:`zkgpu.gpu.msm.prep` and :mod:`zkgpu.transfer.paths`.
 
 The H computation runs as upstream's ``execute_ntt_msm_h`` (supraseal ``groth16_ntt_h.cu:75-157``):
 a, b, c each copied and transformed on its own stream; the MSMs and batch additions with
-:func:`zkgpu.msm.msm` / :func:`zkgpu.msm.batch_add` over bases from :func:`zkgpu.bases.generate_points`;
+:func:`zkgpu.gpu.msm.pippenger.msm` / :func:`zkgpu.gpu.msm.pippenger.batch_add` over bases from :func:`zkgpu.gpu.msm.bases.generate_points`;
 the B_G2 multiexp on the CPU (:func:`zkgpu.pipeline.points.cpu_g2_msm`), as upstream.
 """
 
@@ -18,19 +18,26 @@ from typing import Any
 
 import numpy as np
 
-from zkgpu import _cuda, bases, fr_device, msm, msm_precomp, ntt, qap, transfer
-from zkgpu.events import h2d_overlap
-from zkgpu.field import fr_random
-from zkgpu.fr_device import DeferredCheck
-from zkgpu.msm_precomp import PrecomputedBases
-from zkgpu.msm_precomp_rows import msm_precomputed_rows
-from zkgpu.pinned_pool import PinnedPool
+from zkgpu.arith.field import fr_random
+from zkgpu.core import cuda as _cuda
+from zkgpu.core.events import h2d_overlap
+from zkgpu.gpu import fr_device
+from zkgpu.gpu.fr_device import DeferredCheck
+from zkgpu.gpu.msm import bases
+from zkgpu.gpu.msm import pippenger as msm
+from zkgpu.gpu.msm import precomp as msm_precomp
+from zkgpu.gpu.msm.precomp import PrecomputedBases
+from zkgpu.gpu.msm.precomp_rows import msm_precomputed_rows
+from zkgpu.gpu.msm.prep import prep_msm_device
+from zkgpu.gpu.ntt import qap
+from zkgpu.gpu.ntt import transform as ntt
 from zkgpu.pipeline.backend import BASE_NAMES, Array, HStart, Stream, fan_out
 from zkgpu.pipeline.config import PipelineConfig
 from zkgpu.pipeline.points import cpu_g2_msm, g2_bases
 from zkgpu.pipeline.split import Prep, prep_partition, selections
 from zkgpu.pipeline.synthesis import Circuit
-from zkgpu.prep import prep_msm_device
+from zkgpu.transfer import paths as transfer
+from zkgpu.transfer.pinned_pool import PinnedPool
 
 __all__ = ["GpuBackend", "precomp_windows"]
 
@@ -39,7 +46,7 @@ _log = logging.getLogger(__name__)
 
 def precomp_windows(config: PipelineConfig, sizes: Mapping[str, int]) -> dict[str, int]:
     """The window c of each base set's precomputed table (``msm_bases="precomputed"``): H's MSM runs over
-    all n uniform scalars, so :func:`zkgpu.msm_precomp.window_bits` of n (2^22 -> 20); the L, A and B_G1
+    all n uniform scalars, so :func:`zkgpu.gpu.msm.precomp.window_bits` of n (2^22 -> 20); the L, A and B_G1
     MSMs run over the significant (full-size) scalars only, so ``window_bits`` of their expected count,
     ``density.full * size`` (the synthetic witness; 2^22 at aux_ratio 0.5: ~1e5 rows), and of the
     whole size for a real circuit (its densities are its own). ``sizes``: bases per set (``BASE_NAMES``)."""
@@ -71,7 +78,7 @@ class GpuBackend:
     device = "gpu"
 
     def __init__(self, config: PipelineConfig, circuit: Circuit) -> None:
-        """Raises RuntimeError (from :func:`zkgpu._cuda.cupy`) without a usable GPU."""
+        """Raises RuntimeError (from :func:`zkgpu.core.cuda.cupy`) without a usable GPU."""
         self.config, self.circuit = config, circuit
         self.cp = _cuda.cupy()
         self._local = threading.local()
@@ -87,7 +94,7 @@ class GpuBackend:
         self._sel_d: tuple[Any, Any] | None = None
 
     def setup(self) -> None:
-        """The bases (:func:`zkgpu.bases.generate_points`, seeded by ``config.seed``) and the G2
+        """The bases (:func:`zkgpu.gpu.msm.bases.generate_points`, seeded by ``config.seed``) and the G2
         bases, or ``config.real``'s key points (copied to the device),
         and the pinned staging buffers of prep="gpu" (one per concurrent prep thread, up to 3
         workers), allocated here so that no cudaHostAlloc lands in a timed partition."""
@@ -110,7 +117,7 @@ class GpuBackend:
         self.cp.cuda.Device().synchronize()
 
     def _build_tables(self) -> None:
-        """The :class:`~zkgpu.msm_precomp.PrecomputedBases` table of each base set at :func:`precomp_windows`,
+        """The :class:`~zkgpu.gpu.msm.precomp.PrecomputedBases` table of each base set at :func:`precomp_windows`,
         timed (``setup_details``: ``precomp_s``, ``precomp_bytes``, ``precomp_windows``; and a log line),
         then :meth:`_msm_bench` (``msm_bench``), whose warm-ups also compile the kernels before any timed
         partition.
@@ -118,7 +125,7 @@ class GpuBackend:
         Raises:
             ValueError: the tables plus, per GPU worker, the largest table's MSM workspace and two sets of
                 a/b/c buffers exceed the GPU's free memory (bytes named), or a table does not fit
-                (:meth:`~zkgpu.msm_precomp.PrecomputedBases.build`).
+                (:meth:`~zkgpu.gpu.msm.precomp.PrecomputedBases.build`).
         """
         cp = self.cp
         sizes = {nm: int(self._mont[nm].shape[0]) for nm in BASE_NAMES}
@@ -144,9 +151,9 @@ class GpuBackend:
     def _msm_bench(self, sizes: Mapping[str, int], repeat: int = 5) -> dict[str, float]:
         """The H MSM (n uniform scalars) and the L tail MSM (``density.full * l_size`` uniform scalars at
         random rows; a real circuit: all rows) plain and over the tables, median ms of ``repeat`` runs
-        after two warm-ups (CUDA events, :func:`zkgpu._cuda.benchmark`): ``h_plain``, ``h_precomp``,
+        after two warm-ups (CUDA events, :func:`zkgpu.core.cuda.benchmark`): ``h_plain``, ``h_precomp``,
         ``tail_plain``, ``tail_precomp``. Measured at setup, before any partition (the warm-ups also
-        compile the kernels), on this run's bases: what :func:`zkgpu.bottleneck.predictions` scales the
+        compile the kernels), on this run's bases: what :func:`zkgpu.story.bottleneck.predictions` scales the
         calibrated ``h_msm`` and ``tail_msm`` phases by (never the scenario's own pipeline times)."""
         cp = self.cp
         rng = np.random.default_rng(self.config.seed + 7)
@@ -166,10 +173,10 @@ class GpuBackend:
         return self.cp.cuda.Stream(non_blocking=True)
 
     def h2d(self, host: Sequence[np.ndarray], stream: Stream) -> tuple[list[Array], int]:
-        """H2D of a, b, c by ``config.transfer`` on ``stream`` through :mod:`zkgpu.transfer`
+        """H2D of a, b, c by ``config.transfer`` on ``stream`` through :mod:`zkgpu.transfer.paths`
         (``pageable``, ``registered`` or ``pinned_pool``; a pool fallback buffer that is not
         page-locked is copied anyway). Returns the device arrays and the bytes moved; the
-        :class:`~zkgpu.transfer.TransferResult` of each copy is kept for :meth:`last_transfers`
+        :class:`~zkgpu.transfer.paths.TransferResult` of each copy is kept for :meth:`last_transfers`
         (per thread).
 
         Every device allocation and launch of a worker happens under ``with stream`` (CuPy's
@@ -206,18 +213,18 @@ class GpuBackend:
         ``execute_ntt_msm_h`` (groth16_ntt_h.cu:75-157, notes/cuzk-pipeline.md §6: a on stream 0, b on
         stream 1, c on stream 2). ``stream`` is stream 0; streams 1 and 2 belong to this thread.
 
-        Per vector: the copy by ``config.transfer`` through :mod:`zkgpu.transfer` (the call
+        Per vector: the copy by ``config.transfer`` through :mod:`zkgpu.transfer.paths` (the call
         returns once the copy has completed: a pageable copy blocks the host anyway, and the
         pinned DMA is event-timed), then, queued on that vector's stream without a host wait,
-        :func:`zkgpu.qap.prepare_input` (its value check deferred to :meth:`finish_h`) and
-        :func:`zkgpu.ntt.coset_evals_inplace`; the host time of this call is the copies plus
+        :func:`zkgpu.gpu.ntt.qap.prepare_input` (its value check deferred to :meth:`finish_h`) and
+        :func:`zkgpu.gpu.ntt.transform.coset_evals_inplace`; the host time of this call is the copies plus
         kernel launches. So the copy of b runs while the NTTs of a run, and the copy of c while
         those of b run; only the first copy cannot overlap any compute. Device-array inputs
         (transfer ``resident``) are not copied. Stream 0 then waits for the other two. Finish
         with :meth:`finish_h`.
 
         Raises:
-            what :mod:`zkgpu.transfer` raises (a value >= r is reported by :meth:`finish_h`).
+            what :mod:`zkgpu.transfer.paths` raises (a value >= r is reported by :meth:`finish_h`).
         """
         cp = self.cp
         n = self.config.n
@@ -251,7 +258,7 @@ class GpuBackend:
         return st
 
     def finish_h(self, st: HStart, stream: Stream, wait: bool = True) -> Array:
-        """The rest of the H computation on stream 0 (:func:`zkgpu.qap.combine_h_inplace`, out of
+        """The rest of the H computation on stream 0 (:func:`zkgpu.gpu.ntt.qap.combine_h_inplace`, out of
         Montgomery form), then (``wait``) a sync of stream 0 and :meth:`complete_h`. Returns h,
         (n, 4) uint64 canonical, on the device. ``wait=False`` only queues the work: call
         :meth:`complete_h` after a :meth:`wait` past it (h and ``st`` keep the inputs alive).
@@ -311,7 +318,7 @@ class GpuBackend:
         _cuda.count_sync("stream_sync")
 
     def mark(self, stream: Stream) -> Any:
-        """A CUDA event (timed: the anchor of :meth:`zkgpu.trace.Tracer.place_on_gpu_clock`)
+        """A CUDA event (timed: the anchor of :meth:`zkgpu.pipeline.trace.Tracer.place_on_gpu_clock`)
         recorded on ``stream``."""
         ev = self.cp.cuda.Event()
         ev.record(stream)
@@ -342,13 +349,13 @@ class GpuBackend:
         return np.asarray(r, dtype=np.uint64).reshape(1, 12)
 
     def msm(self, name: str, scalars: Array, idx: np.ndarray | None, stream: Stream, defer: bool = False) -> Any:
-        """:func:`zkgpu.msm.msm_device` over ``bases[name]`` (or its rows ``idx``: the compacted
+        """:func:`zkgpu.gpu.msm.pippenger.msm_device` over ``bases[name]`` (or its rows ``idx``: the compacted
         tail bases, gathered on the device) and ``scalars`` (host or device); with
-        ``msm_bases="precomputed"`` :func:`zkgpu.msm_precomp.msm_precomputed` over the base set's table
-        (its rows ``idx``: :func:`zkgpu.msm_precomp_rows.msm_precomputed_rows`, nothing gathered). The bases were
-        checked and converted once (:func:`zkgpu.msm.prepare_points` in :meth:`setup`) and the
-        scalar check is deferred (:class:`zkgpu.fr_device.DeferredCheck`), and the MSM keeps its
-        sizes on the device (:mod:`zkgpu.msm_reduce`): the call only queues kernels. Result on the host, or with ``defer`` still on the device
+        ``msm_bases="precomputed"`` :func:`zkgpu.gpu.msm.precomp.msm_precomputed` over the base set's table
+        (its rows ``idx``: :func:`zkgpu.gpu.msm.precomp_rows.msm_precomputed_rows`, nothing gathered). The bases were
+        checked and converted once (:func:`zkgpu.gpu.msm.pippenger.prepare_points` in :meth:`setup`) and the
+        scalar check is deferred (:class:`zkgpu.gpu.fr_device.DeferredCheck`), and the MSM keeps its
+        sizes on the device (:mod:`zkgpu.gpu.msm.reduce`): the call only queues kernels. Result on the host, or with ``defer`` still on the device
         (no D2H, no wait for the last kernels; :meth:`to_host` after :meth:`wait`).
 
         Raises:
@@ -372,7 +379,7 @@ class GpuBackend:
             return self._host_point(r, check, stream, defer)
 
     def batch_add(self, name: str, bitmap: Array, stream: Stream, defer: bool = False) -> Any:
-        """:func:`zkgpu.msm.batch_add_device` over the prepared ``bases[name]`` (no host sync);
+        """:func:`zkgpu.gpu.msm.pippenger.batch_add_device` over the prepared ``bases[name]`` (no host sync);
         result on the host (``defer``: the device, as :meth:`msm`).
 
         Raises:
@@ -434,11 +441,11 @@ class GpuBackend:
         """prep_msm of one partition. ``cpu`` / ``cpu_parallel``: :func:`~zkgpu.pipeline.split.prep_partition`
         on the host. ``gpu``: on this thread's own non-blocking prep stream, copy ``[inputs; aux]``
         to the device (aux through pinned staging, :meth:`_stage_aux`), then
-        :func:`zkgpu.prep.prep_msm_device` for L (the aux rows) and for A and B (their
+        :func:`zkgpu.gpu.msm.prep.prep_msm_device` for L (the aux rows) and for A and B (their
         :func:`~zkgpu.pipeline.split.selections`); the bitmaps, significant scalars and indices
         stay on the device for batch_add and the tail MSMs (which read them after the barrier,
         so after this call's final stream sync). Returns ``{"l", "a", "b_g1"}``
-        (:class:`zkgpu.msm.PrepMsm` with CuPy arrays for ``gpu``).
+        (:class:`zkgpu.gpu.msm.pippenger.PrepMsm` with CuPy arrays for ``gpu``).
 
         ``circuit``: the partition's structure (default the run's): its inputs head the A and B
         vectors; its densities are the run's.
@@ -471,7 +478,7 @@ class GpuBackend:
         return out
 
     def _stage_aux(self, aux: np.ndarray, dst: Array, stream: Stream) -> None:
-        """H2D of aux for prep="gpu" through a pinned staging buffer (:func:`zkgpu.transfer.pinned_staging`:
+        """H2D of aux for prep="gpu" through a pinned staging buffer (:func:`zkgpu.transfer.paths.pinned_staging`:
         a host memcpy, then an async DMA), returning after the copy. Measured on the H200
         (2026-12-01, 48 partitions): a direct pageable copy of aux on the prep thread tripled the
         other worker's h2d window while they overlapped (34 vs 12.5 ms median), although its copies'

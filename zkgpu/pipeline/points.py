@@ -4,7 +4,7 @@ Point format: (1, 12) or (m, 12) uint64, affine x (6 limbs) then y (6 limbs), li
 canonical Fq; the identity is all zeros. This is byte-for-byte arkworks' ``to_xy_bytes_le`` (whose
 identity is 96 zero bytes too), so the CPU and GPU backends hand the worker the same arrays.
 Scalars: (m, 4) uint64 canonical Fr. Conversions to and from arkworks points and the host sums
-(``g1_add`` pointwise, ``g1_sum`` of all rows) are :mod:`zkgpu.curve`'s.
+(``g1_add`` pointwise, ``g1_sum`` of all rows) are :mod:`zkgpu.arith.curve`'s.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from zkgpu import optional
-from zkgpu.curve import g1_from_arkworks
+from zkgpu.arith.curve import g1_from_arkworks
+from zkgpu.core import optional
 
 __all__ = ["scalars_to_arkworks", "cpu_points", "g2_bases", "cpu_g2_msm"]
 

@@ -4,7 +4,7 @@ Mirrors the cuzk engine's partition path (notes/cuzk-pipeline.md §3):
 
 * ``synth_workers`` threads take partitions in order and synthesize each into fresh pageable
   arrays (``np.empty`` per partition, first touched by synthesis: bellperson's growing Vecs) or,
-  with ``transfer="pinned_pool"``, into a/b/c checked out of a :class:`zkgpu.pinned_pool.PinnedPool`
+  with ``transfer="pinned_pool"``, into a/b/c checked out of a :class:`zkgpu.transfer.pinned_pool.PinnedPool`
   (cuzk ``PinnedAbcBuffers::checkout``). A semaphore of ``queue_depth`` permits bounds the
   partitions synthesized but not yet through the start half (cuzk's memory-budget backpressure);
   the permit returns when a/b/c are released.
@@ -52,14 +52,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from zkgpu import _cuda, pinned_pool
-from zkgpu.host_alloc import PageableAllocator
+from zkgpu.core import cuda as _cuda
+from zkgpu.gpu.msm.prep import warm_up as warm_up_prep
 from zkgpu.pipeline.backend import Backend
 from zkgpu.pipeline.config import PipelineConfig
 from zkgpu.pipeline.cpu_backend import CpuBackend
 from zkgpu.pipeline.gpu_backend import GpuBackend
 from zkgpu.pipeline.sync import Cancelled, GpuMutex, StageTimeout, watchdog_limit_s
 from zkgpu.pipeline.synthesis import Circuit, make_circuit, partition_circuit, synthesize_into, warm_up_synthesis
+from zkgpu.pipeline.trace import LogWriter, NvtxBackend, Tracer, info_line, write_events_parquet
 from zkgpu.pipeline.worker import (
     PartitionResult,
     SynthesizedJob,
@@ -68,8 +69,8 @@ from zkgpu.pipeline.worker import (
     prove_start,
     record_failure,
 )
-from zkgpu.prep import warm_up as warm_up_prep
-from zkgpu.trace import LogWriter, NvtxBackend, Tracer, info_line, write_events_parquet
+from zkgpu.transfer import pinned_pool
+from zkgpu.transfer.host_alloc import PageableAllocator
 
 __all__ = ["PipelineResult", "PipelineInterrupted", "run_pipeline", "prepare_backend", "make_backend"]
 
@@ -81,11 +82,11 @@ class PipelineResult:
     """Outcome of :func:`run_pipeline`.
 
     Attributes:
-        events: the event table (:mod:`zkgpu.events` schema).
+        events: the event table (:mod:`zkgpu.core.events` schema).
         log_lines: every cuzk-format log line, in order; also in ``log_path`` when given.
         partitions: one :class:`~zkgpu.pipeline.worker.PartitionResult` per partition, by index.
         errors: ``"partition N: Type: message"`` for every failed/cancelled partition.
-        pool_stats: :meth:`zkgpu.pinned_pool.PinnedPool.stats` as a dict (pinned_pool runs), else None.
+        pool_stats: :meth:`zkgpu.transfer.pinned_pool.PinnedPool.stats` as a dict (pinned_pool runs), else None.
         wall_ms: run wall time (ms), from the tracer epoch to the last finalizer.
         interrupted: a KeyboardInterrupt stopped the run.
     """
@@ -111,7 +112,7 @@ class PipelineResult:
 class PipelineInterrupted(KeyboardInterrupt):
     """KeyboardInterrupt after a clean stop; ``.result`` is the partial :class:`PipelineResult`."""
 
-    entry: dict[str, Any] | None = None  # the caller's record of the run (zkgpu.record sets its manifest entry)
+    entry: dict[str, Any] | None = None  # the caller's record of the run (zkgpu.app.record sets its manifest entry)
 
     def __init__(self, result: PipelineResult, cause: str | None = None) -> None:
         why = f" by {cause}" if cause else ""
@@ -120,7 +121,7 @@ class PipelineInterrupted(KeyboardInterrupt):
 
 
 class _PoolLogHandler(logging.Handler):
-    """Forwards ``zkgpu.pinned_pool``'s ``pinned pool…`` messages into the run's cuzk-format log."""
+    """Forwards ``zkgpu.transfer.pinned_pool``'s ``pinned pool…`` messages into the run's cuzk-format log."""
 
     def __init__(self, tracer: Tracer) -> None:
         super().__init__(logging.DEBUG)
@@ -170,10 +171,10 @@ def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Backend] | 
     Args:
         config: the run (:class:`~zkgpu.pipeline.config.PipelineConfig`).
         prepared: ``prepare_backend(config)`` to reuse bases across runs (must match n/seed/device).
-        pool: a :class:`zkgpu.pinned_pool.PinnedPool` to use (pinned_pool runs; e.g. a warm pool or
+        pool: a :class:`zkgpu.transfer.pinned_pool.PinnedPool` to use (pinned_pool runs; e.g. a warm pool or
             one with a ``PageableAllocator``); default a new pool (CUDA pinned on the GPU,
             ``PageableAllocator`` for device="cpu"), closed at the end.
-        nvtx: NVTX backend (default :func:`zkgpu.trace.default_nvtx`).
+        nvtx: NVTX backend (default :func:`zkgpu.pipeline.trace.default_nvtx`).
 
     Returns:
         :class:`PipelineResult`; failed partitions are in ``errors`` (no exception).

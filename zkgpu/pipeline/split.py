@@ -1,7 +1,7 @@
 """prep_msm of one partition on the host, and upstream's split decision (supraseal
 ``groth16_cuda.cu:509-840``, notes/cuzk-pipeline.md §1.6).
 
-Each of the L, A and B_G1 MSMs gets one prep_msm result: :class:`zkgpu.msm.PrepMsm` (host arrays)
+Each of the L, A and B_G1 MSMs gets one prep_msm result: :class:`zkgpu.gpu.msm.pippenger.PrepMsm` (host arrays)
 or with CuPy arrays (``prep="gpu"``, ``PrepMsm.on_device``). Its fields:
 ``n`` (scalars), ``bitmap`` (``(ceil(n/64),)`` uint64, bit i set iff scalar i == 1, LSB first),
 ``ones``, ``zeros``, ``sig_scalars`` (``(m, 4)`` uint64 canonical Fr, neither 0 nor 1),
@@ -16,15 +16,15 @@ from typing import TypeAlias
 
 import numpy as np
 
-from zkgpu.msm import PrepMsm, prep_msm
+from zkgpu.gpu.msm.pippenger import PrepMsm, prep_msm
+from zkgpu.gpu.msm.prep import prep_msm_parallel
 from zkgpu.pipeline.synthesis import Circuit
-from zkgpu.prep import prep_msm_parallel
 
 __all__ = ["Prep", "splits", "selections", "prep_partition", "bitmap_indices"]
 
 Prep: TypeAlias = PrepMsm
-"""One MSM's prep_msm result, on the host (:class:`~zkgpu.msm.PrepMsm`) or the device
-(:class:`~zkgpu.msm.PrepMsm` holding CuPy arrays)."""
+"""One MSM's prep_msm result, on the host (:class:`~zkgpu.gpu.msm.pippenger.PrepMsm`) or the device
+(:class:`~zkgpu.gpu.msm.pippenger.PrepMsm` holding CuPy arrays)."""
 
 _SEL_LOCK = threading.Lock()
 _SEL_CACHE: dict[int, tuple[Circuit, np.ndarray, np.ndarray]] = {}
@@ -67,9 +67,9 @@ def prep_partition(circuit: Circuit, aux: np.ndarray, prep: str = "cpu", *, thre
     """prep_msm of one partition for the L, A and B MSMs on the host, as upstream's pass 1
     (``groth16_cuda.cu:514-659``).
 
-    ``prep="cpu_parallel"``: :func:`zkgpu.prep.prep_msm_parallel` (``threads`` threads) over aux
+    ``prep="cpu_parallel"``: :func:`zkgpu.gpu.msm.prep.prep_msm_parallel` (``threads`` threads) over aux
     for L and over :func:`selections` of ``[inputs; aux]`` for A and B (the filtered vectors are
-    never gathered). ``prep="cpu"``: one numpy pass over aux: :func:`zkgpu.msm.prep_msm` classifies
+    never gathered). ``prep="cpu"``: one numpy pass over aux: :func:`zkgpu.gpu.msm.pippenger.prep_msm` classifies
     every aux scalar once (validating it; ones bitmap, significant indices) and is the L split;
     the A and B splits are the same classification restricted to the density-filtered positions
     (inputs first, then aux where ``a_aux_density`` / ``b_aux_density`` is set), packed compactly
@@ -79,10 +79,10 @@ def prep_partition(circuit: Circuit, aux: np.ndarray, prep: str = "cpu", *, thre
         circuit: the partition's structure (inputs, densities).
         aux: (aux_size, 4) uint64 canonical Fr.
         prep: ``cpu`` or ``cpu_parallel``.
-        threads: threads of ``cpu_parallel`` (None: :func:`zkgpu.prep.default_threads`).
+        threads: threads of ``cpu_parallel`` (None: :func:`zkgpu.gpu.msm.prep.default_threads`).
 
     Returns:
-        ``{"l": PrepMsm, "a": PrepMsm, "b_g1": PrepMsm}``; each equals :func:`zkgpu.msm.prep_msm`
+        ``{"l": PrepMsm, "a": PrepMsm, "b_g1": PrepMsm}``; each equals :func:`zkgpu.gpu.msm.pippenger.prep_msm`
         of the gathered scalar vector (tested), without gathering the 0/1 majority.
 
     Raises:

@@ -17,7 +17,7 @@ over rayon threads) — a real CPU cost that cuzk overlaps with the GPU by synth
 costs: one pass writing the destination arrays, nothing else. Its only job is to keep the
 partitions coming at the rate the pipeline consumes them, so that the GPU side is what the
 recordings measure (if it is too slow, the GPU idles with *no partition ready*:
-:func:`zkgpu.gpu_time.idle_causes`).
+:func:`zkgpu.analysis.gpu_time.idle_causes`).
 
 The generator is counter-based: SplitMix64's output function (Steele, Lea & Flood, "Fast
 splittable pseudorandom number generators", OOPSLA 2014; the constants of Vigna's ``splitmix64.c``)
@@ -26,7 +26,7 @@ per (``config.seed``, partition, stream) — a, b, c, the aux limbs and the aux 
 Any word is a function of its position only, so the fill needs no state, no temporaries and no
 order: one pass straight into the destination (first touch by synthesis, as bellperson's
 ``enforce()`` pushes; for the pinned pool, straight into the pinned buffers). Two implementations
-give the same words (tested equal): a numba ``@njit(nogil=True)`` loop (:func:`zkgpu.optional.numba`;
+give the same words (tested equal): a numba ``@njit(nogil=True)`` loop (:func:`zkgpu.core.optional.numba`;
 the synthesis threads then run in parallel, without the GIL) and a NumPy fallback in cache-sized chunks
 of 2^15 words, without temporaries, when numba is not installed (a few times slower: it makes eight
 passes over each chunk where the loop makes one). The aux selector is ``u = (word >> 11) * 2^-53``
@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from zkgpu import optional
+from zkgpu.core import optional
 from zkgpu.pipeline.config import PipelineConfig
 
 __all__ = ["Circuit", "make_circuit", "partition_circuit", "fill_fr", "fill_aux", "stream_key", "fill_fr_counter",
@@ -173,7 +173,7 @@ def fill_fr(out: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 def fill_aux(out: np.ndarray, rng: np.random.Generator, zero: float, one: float) -> np.ndarray:
     """Fill ``out`` ((m, 4) uint64) from ``rng`` with an aux assignment: 0 with probability ``zero``,
     1 with probability ``one``, otherwise uniform in [0, 2^254). In place, vectorised per chunk
-    (the prep benchmark's inputs, :mod:`zkgpu.bench.prep`)."""
+    (the prep benchmark's inputs, :mod:`zkgpu.app.bench.prep`)."""
     fill_fr(out, rng)
     m = out.shape[0]
     for i in range(0, m, _CHUNK):

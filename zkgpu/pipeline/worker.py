@@ -40,12 +40,12 @@ Lock scope (``config.lock_scope``):
   submission queues behind while this partition's last kernels run. After the wait the GPU
   phase rows (ntt_msm_h, h_msm, batch_add, tail_msm) are moved from the host interval of their
   submission to the interval their kernels ran, from their CUDA events anchored at the wait's
-  return (:meth:`zkgpu.trace.Tracer.place_on_gpu_clock`; ``clock=gpu`` and the submission's
+  return (:meth:`zkgpu.pipeline.trace.Tracer.place_on_gpu_clock`; ``clock=gpu`` and the submission's
   ``host_ms`` in the detail); ``mutex_held`` stays the submission on the host clock. The
   submission does not wait for the GPU: the MSMs, on prepared bases with deferred scalar
-  checks, keep every size on the device (:func:`zkgpu.msm.msm_device`, :mod:`zkgpu.msm_reduce`),
+  checks, keep every size on the device (:func:`zkgpu.gpu.msm.pippenger.msm_device`, :mod:`zkgpu.gpu.msm.reduce`),
   so ``mutex_held`` is the host's time to queue the kernels; each GPU phase's ``host_syncs``
-  counts any wait that is left (:func:`zkgpu._cuda.count_sync`; none in ``submit``).
+  counts any wait that is left (:func:`zkgpu.core.cuda.count_sync`; none in ``submit``).
 
 H2D stage (``config.h2d_stage``; :attr:`~zkgpu.pipeline.config.PipelineConfig.h2d_pre_lock`):
 ``in_lock`` (upstream) copies a/b/c inside ntt_msm_h, the mutex held, each copy followed on its
@@ -53,7 +53,7 @@ own stream by that vector's NTTs (an ``h2d`` event with ``stage=ntt_msm_h``). ``
 always ``resident`` and ``submit``) copies them by the same path in step 2, after the prep
 thread's start and before ``mutex_wait``, on the worker's own stream (:func:`_h2d`: an ``h2d``
 event with ``stage=pre_lock`` inside ``pre_lock``, fault-hook step ``h2d``): the copy has completed
-when the worker asks for the mutex (:mod:`zkgpu.transfer` waits for each copy's end event), so
+when the worker asks for the mutex (:mod:`zkgpu.transfer.paths` waits for each copy's end event), so
 its DMA overlaps the other worker's kernels, not this worker's, and ntt_msm_h starts its NTTs on
 device-resident inputs, queued on that same stream (the two side streams wait for stream 0's
 event first). The pool buffers still return after the start half (the caller's ``finally``),
@@ -87,8 +87,9 @@ from typing import Any
 
 import numpy as np
 
-from zkgpu import _cuda
-from zkgpu.curve import LIMBS, g1_sum
+from zkgpu.arith.curve import LIMBS, g1_sum
+from zkgpu.core import cuda as _cuda
+from zkgpu.gpu.msm.prep import default_threads as default_prep_threads
 from zkgpu.pipeline.backend import Backend, malloc_trim
 from zkgpu.pipeline.config import PipelineConfig
 from zkgpu.pipeline.split import Prep, splits
@@ -100,8 +101,7 @@ from zkgpu.pipeline.sync import (
     mutex_wait_limit_s,
 )
 from zkgpu.pipeline.synthesis import Circuit
-from zkgpu.prep import default_threads as default_prep_threads
-from zkgpu.trace import Span, Tracer, timing_line
+from zkgpu.pipeline.trace import Span, Tracer, timing_line
 
 __all__ = [
     "SynthesizedJob",
@@ -258,14 +258,14 @@ def _h2d(ctx: WorkerContext, job: SynthesizedJob, kw: dict[str, Any], stream: An
         dev, nbytes = ctx.backend.h2d((job.a, job.b, job.c), stream)
         hd.bytes = nbytes
         trs = ctx.backend.last_transfers()
-        if trs:  # zkgpu.transfer's own CUDA-event timing of the three copies
+        if trs:  # zkgpu.transfer.paths's own CUDA-event timing of the three copies
             hd.detail["stream_ms"] = round(sum(r.stream_ms for r in trs), 3)
             hd.detail["src_pinned"] = all(r.src_pinned for r in trs)
     return dev, nbytes
 
 
 def _syncs() -> int:
-    """Host synchronisations of this thread so far (:func:`zkgpu._cuda.count_sync`): a GPU
+    """Host synchronisations of this thread so far (:func:`zkgpu.core.cuda.count_sync`): a GPU
     phase's ``host_syncs`` detail is the difference across it."""
     return sum(_cuda.sync_counts().values())
 
@@ -299,7 +299,7 @@ def _ntt_msm_h(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict
                 be.synchronize(stream)
                 nt.detail["h_points"] = "real"
         tm = hs.timing
-        if hd is not None and hs.transfers:  # CUDA-event times of the three copies (zkgpu.transfer)
+        if hd is not None and hs.transfers:  # CUDA-event times of the three copies (zkgpu.transfer.paths)
             hd.fields["gpu_ms"] = round(tm["copy_ms"], 3)
             hd.detail.update(stream_ms=round(tm["copy_ms"], 3), exposed_ms=round(tm["exposed_ms"], 3),
                              src_pinned=all(r.src_pinned for r in hs.transfers))
@@ -358,7 +358,7 @@ def _tail_msm(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict[
 def _gpu_wait(ctx: WorkerContext, st: StartState, kw: dict[str, Any], done: Any) -> None:
     """lock_scope="submit", after the mutex: wait for the partition's queued GPU work (``done``,
     a :meth:`~zkgpu.pipeline.backend.Backend.mark` on the shared stream), place the partition's
-    GPU phase rows on the GPU clock (:meth:`zkgpu.trace.Tracer.place_on_gpu_clock`: their
+    GPU phase rows on the GPU clock (:meth:`zkgpu.pipeline.trace.Tracer.place_on_gpu_clock`: their
     intervals become the time their kernels ran, anchored at the wait's return, unless the work
     was already done when the wait began: then they keep their host interval and the wait's
     detail says ``gpu_clock=0``), run the H computation's deferred value checks, and bring the

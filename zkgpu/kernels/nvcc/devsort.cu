@@ -1,4 +1,4 @@
-// Device-wide LSD radix sort of 64-bit keys on a caller's stream, for zkgpu/devsort.py (ctypes).
+// Device-wide LSD radix sort of 64-bit keys on a caller's stream, for zkgpu/gpu/msm/devsort.py (ctypes).
 //
 // A thin extern "C" wrapper over CUB's cub::DeviceRadixSort::SortKeys (the double-buffer form:
 // about n keys of auxiliary storage, the caller's second buffer, and a few KiB of temporary
@@ -58,7 +58,7 @@ struct device_guard {
 
 extern "C" {
 
-// ABI version of this file's functions; zkgpu/devsort.py checks it after loading the library.
+// ABI version of this file's functions; zkgpu/gpu/msm/devsort.py checks it after loading the library.
 ZK_EXPORT int zk_devsort_abi(void) { return 1; }
 
 // Bytes of temporary storage the sort of n keys over bits [begin_bit, end_bit) needs on `device`

@@ -1,0 +1,1 @@
+"""zkgpu.analysis: see ARCHITECTURE.md."""

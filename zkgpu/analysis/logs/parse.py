@@ -1,0 +1,260 @@
+"""A stream of cuzk-format log lines → :class:`~zkgpu.analysis.logs.parsed.ParsedLog`.
+
+Scale: :func:`parse_file` streams the file (one line at a time), groups partition records while
+it parses (linear time, :class:`zkgpu.analysis.logs.group.Grouper`) and keeps rows as DataFrame chunks;
+with ``rows=False`` (``zkgpu parse``) it keeps only the partition records and the timeline.
+``zkgpu bench parse`` (:mod:`zkgpu.app.bench.parse`) measures it. The formats and how damaged text
+is read: :mod:`zkgpu.analysis.logs.lines`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+import pandas as pd
+from tqdm import tqdm
+
+from zkgpu.analysis.logs.group import GROUPED_KINDS, Grouper
+from zkgpu.analysis.logs.lines import (
+    ANSI,
+    POOL_EVENTS,
+    Counts,
+    kv_tokens,
+    parse_cuzk_timing,
+    parse_timeline,
+    prefix_info,
+    split_segments,
+    typed_frame,
+)
+from zkgpu.analysis.logs.parsed import ParsedLog
+
+__all__ = ["parse_lines", "parse_file", "PROGRESS_MIN_BYTES"]
+
+_CHUNK = 8192  # rows per table kept as dicts before they become a DataFrame chunk (bounds memory)
+
+
+class _Table:
+    """Rows of one ParsedLog table, turned into DataFrame chunks every :data:`_CHUNK` rows."""
+
+    __slots__ = ("rows", "chunks", "n", "keep")
+
+    def __init__(self, keep: bool = True) -> None:
+        self.rows: list[dict] = []
+        self.chunks: list[pd.DataFrame] = []
+        self.n = 0
+        self.keep = keep  # False: count the rows only
+
+    def append(self, row: dict) -> None:
+        self.n += 1
+        if not self.keep:
+            return
+        self.rows.append(row)
+        if len(self.rows) >= _CHUNK:
+            self.chunks.append(pd.DataFrame(self.rows))
+            self.rows = []
+
+    def frame(self, lead: list[str]) -> pd.DataFrame:
+        if self.rows:
+            self.chunks.append(pd.DataFrame(self.rows))
+            self.rows = []
+        if not self.chunks:
+            return typed_frame([], lead)
+        df = self.chunks[0] if len(self.chunks) == 1 else pd.concat(self.chunks, ignore_index=True, sort=False)
+        self.chunks = []
+        return typed_frame(df, lead)
+
+
+def _lookahead(lines: Iterable[str]) -> Iterator[tuple[str, bool]]:
+    """(line, is_last) pairs without reading the whole input."""
+    it = iter(lines)
+    try:
+        prev = next(it)
+    except StopIteration:
+        return
+    for cur in it:
+        yield prev, False
+        prev = cur
+    yield prev, True
+
+
+def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True, progress: Callable[[int], object] | None = None, rows: bool = True) -> ParsedLog:
+    """Parse cuzk-format log lines (any mix, any order) into a :class:`ParsedLog`.
+
+    Streams: the lines are read one at a time (an open file is never read whole) and rows are
+    kept as DataFrame chunks, so memory grows with the records found, not with the file; time is
+    linear in the number of lines.
+
+    Args:
+        lines: physical lines (with or without trailing newlines), e.g. an open text file.
+        last_line_complete: True (default): the last line is complete. False: it is known to be
+            cut (its last token is dropped and the record flagged ``truncated``). None: it may be
+            cut (a file without a trailing newline; :func:`parse_file` sets this): its last token is
+            kept when it is a complete ``key=value``, else dropped and the record flagged. Lines
+            ending in ``...`` or ``…`` are always treated as cut.
+        progress: called with the number of characters read, every few thousand lines (progress
+            bars).
+        rows: keep one row per record in ``timing``, ``ntt_h``, ``gpu_timing``, ``fin_timing``,
+            ``pool`` and ``messages`` (default). False keeps only what :func:`partition_table`
+            and :func:`to_events` need (the partition records and the TIMELINE rows) and counts
+            the rest (``summary()`` is the same), so memory is bounded by the partition table
+            and the timeline, not by the file; ``zkgpu parse`` uses it.
+
+    Never raises on bad content: unknown lines are counted, unreadable records counted as
+    malformed, values that are not finite or out of range dropped and counted (``bad_values``),
+    lines holding U+FFFD (bytes :func:`parse_file` could not decode) or NUL counted
+    (``undecodable``).
+    """
+    tables = {k: _Table(rows or k == "timeline") for k in ("timing", "ntt_h", "timeline", "gpu", "fin", "pool", "msgs")}
+    timing, ntt_h, timeline = tables["timing"], tables["ntt_h"], tables["timeline"]
+    gpu_t, fin_t, pool, msgs = tables["gpu"], tables["fin"], tables["pool"], tables["msgs"]
+    counts = Counts()
+    grouper = Grouper()
+    unknown = 0
+    examples: list[str] = []
+    n_trunc = 0
+    n_bad = 0
+    undecodable = 0
+    n = 0
+    chars = 0
+    no_newline = False
+    for raw, is_last in _lookahead(lines):
+        n += 1
+        lineno = n
+        if progress is not None:
+            chars += len(raw)
+            if not n % 10_000:
+                progress(chars)
+                chars = 0
+        if "\ufffd" in raw or "\x00" in raw:  # bytes that were not UTF-8 (replaced by parse_file), or NULs
+            undecodable += 1
+        if "\x1b" in raw:
+            raw = ANSI.sub("", raw)
+        text = raw.rstrip("\r\n")
+        if is_last and last_line_complete is not True and len(text) == len(raw):
+            no_newline = True
+        if not text.strip():
+            continue
+        maybe_cut = is_last and last_line_complete is None and len(text) == len(raw)
+        cut_line = (is_last and last_line_complete is False) or text.rstrip().endswith(("...", "…"))
+        ellipsis = ""
+        if text.rstrip().endswith("..."):
+            text, ellipsis = text.rstrip()[:-3], "..."
+        elif text.rstrip().endswith("…"):
+            text, ellipsis = text.rstrip()[:-1], "…"
+        prefix, segs = split_segments(text)
+        if not segs:
+            unknown += 1
+            if len(examples) < 5:
+                examples.append(text[:200])
+            continue
+        if len(segs) > 1:
+            counts.merged += len(segs)
+        ts, level = prefix_info(prefix) if prefix else (None, None)
+        for j, (marker, body, cut_next) in enumerate(segs):
+            last = j == len(segs) - 1
+            truncated = cut_next or (cut_line and last)
+            mc = maybe_cut and last and not truncated
+            raw_text = (marker + body + (ellipsis if last else "")).strip()
+            stripped = body.strip() if not (truncated or mc) else body.lstrip()
+            if marker in ("TIMELINE,", "CUZK_TIMING:"):
+                is_tl = marker == "TIMELINE,"
+                row = parse_timeline(marker + body, truncated, counts, mc) if is_tl else parse_cuzk_timing(stripped, truncated, counts, mc)
+                if row is None:  # malformed
+                    n_bad += 1
+                    n_trunc += truncated
+                    continue
+                n_trunc += bool(row["truncated"])
+                row["line"] = lineno
+                if is_tl:
+                    timeline.append(row)
+                    continue
+                row["text"] = raw_text
+                timing.append(row)
+                if row["kind"] in GROUPED_KINDS:
+                    grouper.add(row["kind"], row, lineno)
+                continue
+            fields, words, tr = kv_tokens(stripped, truncated, counts, mc)
+            n_trunc += tr
+            if marker == "CUZK_NTT_H:":
+                if not fields:
+                    n_bad += 1
+                    continue
+                row = {f"{k}_ms" if not k.endswith("_ms") else k: v for k, v in fields.items()}
+                row.update(line=lineno, truncated=tr, text=raw_text)
+                ntt_h.append(row)
+                grouper.add("ntt_h", row, lineno)
+                continue
+            what = " ".join(words)
+            row = {"line": lineno, "ts": ts, "level": level, "truncated": tr}
+            if marker in ("GPU_TIMING", "FIN_TIMING"):
+                row["what"] = what
+                row.update(fields)
+                (gpu_t if marker == "GPU_TIMING" else fin_t).append(row)
+            elif marker in POOL_EVENTS:
+                row["event"] = POOL_EVENTS[marker]
+                row["what"] = (marker + " " + what).strip()
+                row.update(fields)
+                pool.append(row)
+            else:
+                row["what"] = (marker + " " + what).strip()
+                row.update(fields)
+                msgs.append(row)
+    if progress is not None and chars:
+        progress(chars)
+    return ParsedLog(
+        timing=timing.frame(["line", "kind", "gpu_tid", "truncated", "text"]),
+        ntt_h=ntt_h.frame(["line", "truncated", "text"]),
+        timeline=timeline.frame(["line", "t_ms", "event", "job", "detail", "worker", "partition", "gpu_ms", "synth_ms", "truncated"]),
+        gpu_timing=gpu_t.frame(["line", "ts", "level", "what", "truncated"]),
+        fin_timing=fin_t.frame(["line", "ts", "level", "what", "truncated"]),
+        pool=pool.frame(["line", "ts", "level", "event", "what", "truncated"]),
+        messages=msgs.frame(["line", "ts", "level", "what", "truncated"]),
+        n_lines=n,
+        unknown_count=unknown,
+        unknown_examples=examples,
+        truncated_count=n_trunc,
+        malformed_count=n_bad,
+        dropped_fields=counts.dropped_fields,
+        bad_values=counts.bad_values,
+        merged_count=counts.merged,
+        no_final_newline=no_newline,
+        undecodable_count=undecodable,
+        _records=grouper.records,
+        _counts={k: t.n for k, t in tables.items()},
+    )
+
+
+#: files above this size get a progress bar in :func:`parse_file` when ``progress=True``
+PROGRESS_MIN_BYTES = 8 << 20
+
+
+def parse_file(path: str | Path, *, progress: bool = False, rows: bool = True) -> ParsedLog:
+    """Parse a log file (UTF-8, undecodable bytes replaced), streaming it line by line.
+
+    A last line without a trailing newline may be cut (a log still being written): its last token
+    is kept when it is a complete ``key=value``, else dropped and the record flagged
+    ``truncated``; ``summary()["no_final_newline"]`` says so.
+
+    Args:
+        progress: show a tqdm progress bar (stderr, bytes) for files of at least
+            :data:`PROGRESS_MIN_BYTES`.
+        rows: see :func:`parse_lines` (False: memory bounded by the partition table and the
+            timeline).
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist (or is not a file).
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"log file not found: {p}")
+    size = p.stat().st_size
+    bar = tqdm(total=size, unit="B", unit_scale=True, desc=p.name, file=sys.stderr, leave=False) if progress and size >= PROGRESS_MIN_BYTES else None
+    try:
+        with open(p, encoding="utf-8", errors="replace", newline="") as f:
+            return parse_lines(f, last_line_complete=None, progress=bar.update if bar is not None else None, rows=rows)
+    finally:
+        if bar is not None:
+            bar.close()
+

@@ -1,0 +1,605 @@
+"""Metrics on the event table (schema: :mod:`zkgpu.core.events`) and on :func:`zkgpu.analysis.logs.partition_table`.
+
+Units everywhere: durations in **ms** (float), times in ns (int64) as in the event table, bandwidth in
+**GB/s = 1e9 bytes/s**, fractions in **[0, 1]**. Every function groups by ``run`` (and where stated by
+``gpu`` / ``worker``); <NA> keys form their own group. An interval's duration is
+``(end_ns - start_ns) / 1e6`` ms.
+
+**The three utilizations** (one name each, everywhere: notebooks, :mod:`zkgpu.analysis.model`, the report,
+README; :data:`UTILIZATIONS` holds the labels). All three share **one window**, the run's *wall
+span* (:func:`wall_span`: first start to last end over **all** events of the run, synthesis of the
+first partition included), and are busy_ms / (n_gpus × wall_ms):
+
+* ``compute_util`` — **compute utilization** (:func:`compute_utilization`, the headline): time the
+  GPU executes kernels (NTT, H MSM, batch_add, tail_msm), the H2D copies inside ntt_msm_h left
+  out. The seed's "actual GPU compute".
+* ``kernel_util`` — upstream's **kernel utilization** (:func:`kernel_utilization`, "actual kernel
+  util"): gpu_total − barrier_wait, i.e. ntt_msm_h + batch_add + tail_msm, so the H2D copy inside
+  ntt_msm_h counts as GPU work. A slow pageable copy *raises* it.
+* ``timeline_util`` — upstream's **TIMELINE utilization** (:func:`timeline_utilization`): union of
+  GPU_START→GPU_END (``prove``) intervals, which counts mutex wait, barrier wait and finalize as busy.
+
+cuzk reported 90.1 % TIMELINE vs 46.3 % kernel for one run (curio ``extern/cuzk/cuzk-project.md:1140``,
+``data/reference/cuzk_utilization.csv``).
+Throughput (:func:`throughput`) uses the same window. :func:`utilization` returns all of them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from zkgpu.core.events import GPU_PHASES, union_ms
+
+__all__ = [
+    "duration_ms",
+    "phase_medians",
+    "detail_value",
+    "wall_span",
+    "timeline_utilization",
+    "kernel_utilization",
+    "compute_utilization",
+    "phase_shares",
+    "h2d_share",
+    "effective_h2d_gbps",
+    "throughput",
+    "identity_check",
+    "mutex_stats",
+    "utilization",
+    "critical_path",
+    "ntt_msm_h_split",
+    "barrier_race",
+    "kernel_ms",
+    "KERNEL_PATH",
+    "UTILIZATIONS",
+    "GPU_PATH",
+    "CONTAINER_PHASES",
+    "SUB_PHASES",
+]
+
+#: Phases whose interval contains other phases of the same partition (excluded from shares by default).
+CONTAINER_PHASES: tuple[str, ...] = ("prove", "mutex_held")
+#: Sub-phases of ntt_msm_h (excluded from shares by default; they double-count ntt_msm_h).
+SUB_PHASES: tuple[str, ...] = ("h2d", "ntt", "h_msm")
+
+
+def _check(events: pd.DataFrame) -> None:
+    missing = {"run", "phase", "start_ns", "end_ns"} - set(events.columns)
+    if missing:
+        raise ValueError(f"event table lacks columns {sorted(missing)}; expected the zkgpu.core.events schema")
+
+
+def detail_value(events: pd.DataFrame, key: str) -> pd.Series:
+    """The float value of ``key=`` in each row's ``detail`` (NaN where absent, not a number or not
+    finite; all NaN when the table has no ``detail`` column). ``key`` is matched literally."""
+    if "detail" not in events.columns:
+        return pd.Series(np.nan, index=events.index, dtype=float)
+    d = events["detail"].astype("string")
+    v = d.str.extract(rf"(?:^|,){re.escape(key)}=([^,]*)", expand=False)
+    out = pd.to_numeric(v, errors="coerce").astype(float)
+    return out.where(np.isfinite(out))
+
+
+def _exposed_or(h: pd.DataFrame, fallback: pd.Series) -> pd.Series:
+    """Per h2d row: the recorded ``exposed_ms`` (copy time no kernel hides) clipped to
+    [0, ``fallback``] (it cannot exceed the copy), else ``fallback``."""
+    ex = detail_value(h, "exposed_ms").clip(lower=0.0).to_numpy()
+    return pd.Series(np.fmin(ex, fallback.astype(float).to_numpy()), index=h.index)  # fmin skips NaN
+
+
+def _copy_ms(h: pd.DataFrame) -> pd.Series:
+    """Per h2d row: its CUDA-event ``gpu_ms`` where present, else its interval, ms."""
+    dur = duration_ms(h)
+    return h["gpu_ms"].where(h["gpu_ms"].notna(), dur) if "gpu_ms" in h.columns else dur
+
+
+def _h2d_inside_mask(events: pd.DataFrame) -> np.ndarray:
+    """Positional mask of the ``h2d`` rows that ran inside ntt_msm_h: ``stage=ntt_msm_h`` in
+    ``detail``, or, for rows without a ``stage=`` key, an interval within an ntt_msm_h interval of
+    the same run and partition (a pre-staged copy, ``stage=pre_lock``, is not inside)."""
+    ev = events.reset_index(drop=True)
+    is_h = (ev["phase"] == "h2d").to_numpy()
+    detail = ev["detail"].astype("string").fillna("") if "detail" in ev.columns else pd.Series("", index=ev.index, dtype="string")
+    mask = is_h & detail.str.contains(r"(?:^|,)stage=ntt_msm_h(?:,|$)", regex=True).to_numpy(dtype=bool)
+    unknown = is_h & ~detail.str.contains(r"(?:^|,)stage=", regex=True).to_numpy(dtype=bool)
+    if unknown.any():
+        n = ev[ev["phase"] == "ntt_msm_h"][["run", "partition", "start_ns", "end_ns"]]
+        rows = ev.loc[unknown, ["run", "partition", "start_ns", "end_ns"]].assign(_pos=np.flatnonzero(unknown))
+        m = rows.merge(n, on=["run", "partition"], suffixes=("", "_n"))
+        ok = m[(m["start_ns"] >= m["start_ns_n"]) & (m["end_ns"] <= m["end_ns_n"])]["_pos"].to_numpy()
+        mask[ok] = True
+    return mask
+
+
+def duration_ms(df: pd.DataFrame) -> pd.Series:
+    """Each row's ``(end_ns - start_ns) / 1e6``: float64 ms, indexed like ``df``."""
+    return (df["end_ns"].astype("int64") - df["start_ns"].astype("int64")) / 1e6
+
+
+def phase_medians(events: pd.DataFrame) -> dict[str, float]:
+    """Median wall duration (ms) of each phase present in an event table: ``{phase: ms}``."""
+    if len(events) == 0:
+        return {}
+    d = events.assign(_ms=duration_ms(events))
+    return {str(k): float(v) for k, v in d.groupby("phase", observed=True)["_ms"].median().items()}
+
+
+def wall_span(events: pd.DataFrame) -> pd.DataFrame:
+    """Wall span per run: index ``run``; columns ``start_ns`` (min start), ``end_ns`` (max end),
+    ``wall_ms`` = (end_ns − start_ns) / 1e6 over **all** events of the run."""
+    _check(events)
+    g = events.groupby("run", dropna=False, sort=True)
+    out = pd.DataFrame({"start_ns": g["start_ns"].min(), "end_ns": g["end_ns"].max()})
+    out["wall_ms"] = (out["end_ns"] - out["start_ns"]) / 1e6
+    return out
+
+
+def _gpu_key(events: pd.DataFrame) -> pd.Series:
+    if "gpu" not in events.columns:
+        return pd.Series(-1, index=events.index)
+    return events["gpu"].astype("Int64").fillna(-1)
+
+
+def _util_table(busy: dict, gpus: dict, wall: pd.DataFrame) -> pd.DataFrame:
+    if wall.empty:  # an empty event table: an empty result with the documented columns
+        return pd.DataFrame(columns=["busy_ms", "wall_ms", "n_gpus", "utilization"], index=pd.Index([], name="run"))
+    rows = []
+    for run in wall.index:
+        b = busy.get(run, 0.0)
+        ng = max(1, gpus.get(run, 0))
+        w = float(wall.at[run, "wall_ms"])
+        u = (b / (ng * w)) if w > 0 else float("nan")
+        rows.append({"run": run, "busy_ms": b, "wall_ms": w, "n_gpus": ng, "utilization": min(1.0, u) if not np.isnan(u) else u})
+    return pd.DataFrame(rows).set_index("run")
+
+
+def timeline_utilization(events: pd.DataFrame, phase: str = "prove") -> pd.DataFrame:
+    """TIMELINE utilization per run (upstream's "TIMELINE GPU util").
+
+    busy_ms = Σ over GPUs of the union of that GPU's ``phase`` intervals (default ``prove`` =
+    GPU_START→GPU_END, which includes mutex wait, barrier wait and finalize); ``prove`` rows with no
+    ``gpu`` form one group. utilization = busy_ms / (n_gpus × wall_ms), wall from :func:`wall_span`
+    (all events of the run), a fraction in [0, 1]; NaN if wall_ms is 0.
+
+    Returns: DataFrame indexed by run with ``busy_ms``, ``wall_ms``, ``n_gpus``, ``utilization``.
+    """
+    _check(events)
+    wall = wall_span(events)
+    sel = events[events["phase"] == phase]
+    busy: dict = {}
+    gpus: dict = {}
+    for (run, _g), grp in sel.groupby([sel["run"], _gpu_key(sel)], dropna=False):
+        busy[run] = busy.get(run, 0.0) + union_ms(grp["start_ns"].to_numpy(), grp["end_ns"].to_numpy())
+        gpus[run] = gpus.get(run, 0) + 1
+    return _util_table(busy, gpus, wall)
+
+
+def kernel_utilization(events: pd.DataFrame, phases: Sequence[str] = GPU_PHASES) -> pd.DataFrame:
+    """Kernel utilization per run (upstream's "actual kernel util").
+
+    For each (run, gpu): if **every** row of the GPU phases (default ``ntt_msm_h``, ``batch_add``,
+    ``tail_msm`` = gpu_total − barrier_wait) has ``gpu_ms`` (CUDA-event time), busy = Σ gpu_ms, but
+    never more than the union of those rows' intervals (workers whose GPU phases overlap in time,
+    as without a shared mutex, would otherwise be counted twice); otherwise busy = that union.
+    busy_ms = Σ over GPUs; utilization =
+    busy_ms / (n_gpus × wall_ms) with wall from :func:`wall_span`, clipped to 1.0 (Σ gpu_ms of
+    concurrent streams can exceed the wall time); rows with no ``gpu`` form one GPU group.
+
+    Returns: DataFrame indexed by run with ``busy_ms``, ``wall_ms``, ``n_gpus``, ``utilization``,
+    ``method`` (``gpu_ms`` / ``intervals`` / ``mixed`` across GPUs).
+    """
+    _check(events)
+    wall = wall_span(events)
+    sel = events[events["phase"].isin(list(phases))]
+    busy: dict = {}
+    gpus: dict = {}
+    methods: dict = {}
+    has_gpu_ms = "gpu_ms" in sel.columns
+    for (run, _g), grp in sel.groupby([sel["run"], _gpu_key(sel)], dropna=False):
+        span = union_ms(grp["start_ns"].to_numpy(), grp["end_ns"].to_numpy())
+        if has_gpu_ms and grp["gpu_ms"].notna().all():
+            b, m = min(float(grp["gpu_ms"].sum()), span), "gpu_ms"
+        else:
+            b, m = span, "intervals"
+        busy[run] = busy.get(run, 0.0) + b
+        gpus[run] = gpus.get(run, 0) + 1
+        methods[run] = m if methods.get(run, m) == m else "mixed"
+    out = _util_table(busy, gpus, wall)
+    out["method"] = [methods.get(r, "none") for r in out.index]
+    return out
+
+
+def compute_utilization(events: pd.DataFrame, phases: Sequence[str] = GPU_PHASES) -> pd.DataFrame:
+    """Compute (kernel-only) utilization per run: :func:`kernel_utilization` without the H2D copies.
+
+    busy_ms = Σ ``gpu_ms`` of the GPU phases (CUDA events; intervals where ``gpu_ms`` is missing, as
+    in :func:`kernel_utilization`) − Σ ``exposed_ms`` (the copy time no kernel overlapped, recorded
+    since the copies overlap the NTTs; else ``gpu_ms``, else the interval) of the ``h2d`` rows that ran
+    *inside* ntt_msm_h (``stage=ntt_msm_h`` in ``detail``, or, without that key, an h2d row that
+    lies within an ntt_msm_h interval of the same run and partition). A pageable H2D copy keeps the
+    stream busy but the SMs idle, so upstream's definition (gpu_total − barrier_wait, H2D
+    included) counts it as GPU work; this one does not. Same wall span and clipping as
+    :func:`kernel_utilization`.
+
+    Returns: DataFrame indexed by run with ``busy_ms``, ``copy_ms`` (subtracted), ``wall_ms``,
+    ``n_gpus``, ``utilization``.
+    """
+    _check(events)
+    k = kernel_utilization(events, phases)
+    sel = events.reset_index(drop=True)[_h2d_inside_mask(events)]
+    copy: dict = {}
+    if len(sel):
+        ms = _exposed_or(sel, _copy_ms(sel))
+        copy = ms.groupby(sel["run"]).sum().to_dict()
+    out = k.copy()
+    out["copy_ms"] = [float(copy.get(r, 0.0)) for r in out.index]
+    out["busy_ms"] = (out["busy_ms"] - out["copy_ms"]).clip(lower=0.0)
+    u = out["busy_ms"] / (out["n_gpus"] * out["wall_ms"])
+    out["utilization"] = u.clip(upper=1.0)
+    return out[["busy_ms", "copy_ms", "wall_ms", "n_gpus", "utilization"] + [c for c in out.columns if c not in ("busy_ms", "copy_ms", "wall_ms", "n_gpus", "utilization")]]
+
+
+def phase_shares(events: pd.DataFrame, by: Sequence[str] = ("run", "worker"), phases: Sequence[str] | None = None) -> pd.DataFrame:
+    """Per-phase totals and shares.
+
+    For each group of ``by`` (default run, worker) and each phase: ``total_ms`` = Σ interval durations,
+    ``count`` = rows, ``mean_ms``, and ``share`` = total_ms / Σ total_ms of the listed phases in that group
+    (in [0, 1]; shares of a group sum to 1). ``phases`` default: every phase present except
+    :data:`CONTAINER_PHASES` and :data:`SUB_PHASES` (which would double-count); pass an explicit list
+    of non-overlapping phases for a breakdown.
+
+    Returns: long DataFrame with columns ``*by, phase, count, total_ms, mean_ms, share``.
+    """
+    _check(events)
+    df = events.copy()
+    df = df[~df["phase"].isin(CONTAINER_PHASES + SUB_PHASES)] if phases is None else df[df["phase"].isin(list(phases))]
+    df["dur_ms"] = duration_ms(df)
+    keys = [*by, "phase"]
+    g = df.groupby(keys, dropna=False, sort=True)["dur_ms"]
+    out = pd.DataFrame({"count": g.size(), "total_ms": g.sum(), "mean_ms": g.mean()}).reset_index()
+    tot = out.groupby(list(by), dropna=False)["total_ms"].transform("sum") if len(by) else out["total_ms"].sum()
+    out["share"] = out["total_ms"] / tot
+    return out
+
+
+def h2d_share(events: pd.DataFrame, by: Sequence[str] = ("run",)) -> pd.DataFrame:
+    """Share of ntt_msm_h spent in the H2D of a, b, c.
+
+    Per group: ``h2d_ms`` = Σ over the ``h2d`` rows inside ntt_msm_h (a copy made before the mutex,
+    ``stage=pre_lock`` as in the pre-staged scenario, is not counted) of the H2D time that lengthened ntt_msm_h: the
+    recorded ``exposed_ms`` (copy time no kernel overlapped, CUDA events; the pipeline records it
+    since each copy overlaps the previous vector's NTTs, as upstream's three streams) where
+    present, else the row's interval (host clock: a pageable copy blocks the host for its whole
+    length, and older recordings copied before any NTT); ``interval_ms`` = Σ h2d intervals (the
+    host waiting for the copies); ``ntt_msm_h_ms`` = Σ ntt_msm_h intervals; ``share`` = h2d_ms /
+    ntt_msm_h_ms and ``interval_share`` = interval_ms / ntt_msm_h_ms (NaN without ntt_msm_h).
+    """
+    _check(events)
+    rows = []
+    df = events.reset_index(drop=True)
+    df = df.assign(dur_ms=duration_ms(df), _inside=_h2d_inside_mask(df))
+    for key, grp in df.groupby(list(by), dropna=False, sort=True):
+        hrows = grp[grp["_inside"]]
+        iv = float(hrows["dur_ms"].sum())
+        h = float(_exposed_or(hrows, hrows["dur_ms"]).sum()) if len(hrows) else 0.0
+        n = float(grp.loc[grp["phase"] == "ntt_msm_h", "dur_ms"].sum())
+        key = key if isinstance(key, tuple) else (key,)
+        nan = float("nan")
+        rows.append({**dict(zip(by, key, strict=True)), "h2d_ms": h, "interval_ms": iv, "ntt_msm_h_ms": n,
+                     "share": h / n if n > 0 else nan, "interval_share": iv / n if n > 0 else nan})
+    return pd.DataFrame(rows, columns=[*by, "h2d_ms", "interval_ms", "ntt_msm_h_ms", "share", "interval_share"])
+
+
+def effective_h2d_gbps(events: pd.DataFrame, by: Sequence[str] = ("run",), phase: str = "h2d") -> pd.DataFrame:
+    """Effective H2D bandwidth: Σ bytes / Σ time of the ``phase`` rows (default ``h2d``).
+
+    Time per row = ``gpu_ms`` (CUDA events) where present, else the interval length. Rows without
+    ``bytes`` are ignored. ``gbps`` = bytes / (ms × 1e6) = 1e9 bytes/s. Returns columns
+    ``*by, bytes, time_ms, gbps, count``. (For nsys tables pass ``phase="memcpy_htod"``.)
+    """
+    _check(events)
+    df = events[(events["phase"] == phase)].copy()
+    df = df[df["bytes"].notna()] if "bytes" in df.columns else df.iloc[0:0]
+    t = duration_ms(df)
+    if "gpu_ms" in df.columns:
+        t = df["gpu_ms"].where(df["gpu_ms"].notna(), t)
+    df["time_ms"] = t.astype("float64")
+    df["bytes"] = df["bytes"].astype("float64") if len(df) else pd.Series(dtype="float64")
+    rows = []
+    for key, grp in df.groupby(list(by), dropna=False, sort=True):
+        b = float(grp["bytes"].sum())
+        tm = float(grp["time_ms"].sum())
+        key = key if isinstance(key, tuple) else (key,)
+        rows.append({**dict(zip(by, key, strict=True)), "bytes": b, "time_ms": tm, "gbps": b / (tm * 1e6) if tm > 0 else float("nan"), "count": len(grp)})
+    return pd.DataFrame(rows, columns=[*by, "bytes", "time_ms", "gbps", "count"])
+
+
+def throughput(events: pd.DataFrame) -> pd.DataFrame:
+    """Partitions per minute per run.
+
+    ``partitions`` = distinct non-NA ``partition`` values that have a ``prove`` row, or, if the run has
+    no ``prove`` rows, a ``tail_msm`` row, or else any row. ``wall_ms`` from :func:`wall_span`;
+    ``partitions_per_min`` = partitions / (wall_ms / 60000); ``s_per_partition`` = wall_ms / 1000 /
+    partitions (NaN when 0 partitions).
+    """
+    _check(events)
+    wall = wall_span(events)
+    rows = []
+    for run, grp in events.groupby("run", dropna=False, sort=True):
+        for ph in ("prove", "tail_msm", None):
+            sel = grp if ph is None else grp[grp["phase"] == ph]
+            if len(sel):
+                break
+        n = int(sel["partition"].dropna().nunique()) if "partition" in sel.columns else 0
+        w = float(wall.at[run, "wall_ms"])
+        rows.append(
+            {
+                "run": run,
+                "partitions": n,
+                "wall_ms": w,
+                "partitions_per_min": n / (w / 60000.0) if w > 0 else float("nan"),
+                "s_per_partition": (w / 1000.0 / n) if n and w > 0 else float("nan"),
+            }
+        )
+    if not rows:
+        return pd.DataFrame(columns=["partitions", "wall_ms", "partitions_per_min", "s_per_partition"], index=pd.Index([], name="run"))
+    return pd.DataFrame(rows).set_index("run")
+
+
+def identity_check(partition_table: pd.DataFrame) -> pd.DataFrame:
+    """Check upstream's identities on :func:`zkgpu.analysis.logs.partition_table` rows (notes/cuzk-pipeline.md §2.1).
+
+    Columns (ms; same index as the input):
+
+    * ``components_ms`` = Σ of the *present* ntt_msm_h, barrier_wait, batch_add, tail_msm;
+      ``missing`` = comma list of the absent ones ('' if none);
+      ``residual_ms`` = gpu_total − components (time not covered by logged GPU phases: thread overhead,
+      or the absent phases); ``rel_residual`` = residual / gpu_total.
+      Seed partition 0: 3425 − (2825 + 196) = 404 with missing ``barrier_wait,batch_add``.
+    * ``held_residual_ms`` = mutex_held − gpu_total (thread spawn/join).
+    * ``start_fn_residual_ms`` = total_start_fn − (pre_lock_cpu + mutex_wait + mutex_held).
+
+    NaN where a needed total is absent.
+    """
+    comps = ["ntt_msm_h_ms", "barrier_wait_ms", "batch_add_ms", "tail_msm_ms"]
+    pt = partition_table.copy()
+    for c in (*comps, "gpu_total_ms", "mutex_held_ms", "total_start_fn_ms", "pre_lock_cpu_ms", "mutex_wait_ms"):
+        if c not in pt.columns:
+            pt[c] = np.nan
+        pt[c] = pd.to_numeric(pt[c], errors="coerce").astype("float64")
+    present = pt[comps].notna()
+    out = pd.DataFrame(index=pt.index)
+    out["gpu_total_ms"] = pt["gpu_total_ms"]
+    out["components_ms"] = pt[comps].sum(axis=1, min_count=1)
+    out["missing"] = [",".join(c[:-3] for c in comps if not present.at[i, c]) for i in pt.index]
+    out["residual_ms"] = pt["gpu_total_ms"] - out["components_ms"]
+    out["rel_residual"] = out["residual_ms"] / pt["gpu_total_ms"]
+    out["held_residual_ms"] = pt["mutex_held_ms"] - pt["gpu_total_ms"]
+    out["start_fn_residual_ms"] = pt["total_start_fn_ms"] - (pt["pre_lock_cpu_ms"] + pt["mutex_wait_ms"] + pt["mutex_held_ms"])
+    return out
+
+
+def mutex_stats(events: pd.DataFrame, by: Sequence[str] = ("run", "worker")) -> pd.DataFrame:
+    """mutex_wait, barrier_wait and mutex_held per worker.
+
+    For each group of ``by`` (default run, worker) and each of the three phases: ``<phase>_count``,
+    ``<phase>_total_ms``, ``<phase>_mean_ms``, ``<phase>_max_ms`` (0 / NaN when absent). Also
+    ``barrier_in_held`` = (barrier_wait time inside a mutex_held interval of the same worker and
+    partition) / mutex_held_total: the fraction of lock time the GPU idles waiting for prep_msm (0
+    with the narrow scope, whose barrier wait is outside the lock; NaN without mutex_held).
+    """
+    _check(events)
+    phases = ("mutex_wait", "barrier_wait", "mutex_held")
+    df = events[events["phase"].isin(phases)].assign(dur_ms=lambda d: duration_ms(d))
+    if not len(df):
+        return pd.DataFrame(columns=[*by])
+    agg = df.groupby([*by, "phase"], dropna=False)["dur_ms"].agg(["count", "sum", "mean", "max"]).rename(columns={"sum": "total_ms", "mean": "mean_ms", "max": "max_ms"})
+    wide = agg.unstack("phase")
+    wide.columns = [f"{p}_{m}" for m, p in wide.columns]
+    for p in phases:
+        for m in ("count", "total_ms", "mean_ms", "max_ms"):
+            c = f"{p}_{m}"
+            if c not in wide.columns:
+                wide[c] = 0.0 if m in ("count", "total_ms") else np.nan
+            elif m in ("count", "total_ms"):
+                wide[c] = wide[c].fillna(0.0)
+    wide = wide[[f"{p}_{m}" for p in phases for m in ("count", "total_ms", "mean_ms", "max_ms")]]
+    held = wide["mutex_held_total_ms"].replace(0.0, np.nan)
+    # only the part of each barrier_wait that lies inside a mutex_held interval of the same partition
+    # and worker counts (narrow scope waits outside the lock)
+    keys = [k for k in ("run", "worker", "partition") if k in df.columns]
+    b = df[df["phase"] == "barrier_wait"]
+    h = df[df["phase"] == "mutex_held"][[*keys, "start_ns", "end_ns"]]
+    m = b.reset_index(drop=True).merge(h, on=keys, suffixes=("", "_h"))
+    ov = (np.minimum(m["end_ns"], m["end_ns_h"]) - np.maximum(m["start_ns"], m["start_ns_h"])).clip(lower=0) / 1e6
+    inside = m.assign(ov=ov).groupby(list(by), dropna=False)["ov"].sum() if len(m) else pd.Series(dtype=float)
+    inside = inside.reindex(wide.index).fillna(0.0) if len(inside) else pd.Series(0.0, index=wide.index)
+    wide["barrier_in_held"] = inside.to_numpy() / held.to_numpy()
+    return wide.reset_index()
+
+
+#: The three utilizations, in the order the report shows them: column name → (label, definition).
+#: All three use the run's wall span as their window (module doc).
+UTILIZATIONS: dict[str, tuple[str, str]] = {
+    "compute_util": ("compute utilization", "GPU kernels only (NTT, H MSM, batch_add, tail_msm), H2D copies left out, over the run's wall span"),
+    "kernel_util": ("kernel utilization (upstream)", "upstream's 'actual kernel util': ntt_msm_h + batch_add + tail_msm, H2D copies counted, over the run's wall span"),
+    "timeline_util": ("TIMELINE utilization (upstream)", "union of GPU_START→GPU_END (prove) intervals, waits counted, over the run's wall span"),
+}
+
+
+def utilization(events: pd.DataFrame) -> pd.DataFrame:
+    """The three utilizations and the throughput of each run, all over the run's wall span.
+
+    Returns: DataFrame indexed by run with ``compute_util`` (:func:`compute_utilization`),
+    ``kernel_util`` (:func:`kernel_utilization`), ``timeline_util`` (:func:`timeline_utilization`),
+    fractions in [0, 1] (NaN for a run with no GPU phase: ntt_msm_h, batch_add, tail_msm);
+    ``partitions_per_min``, ``partitions`` (:func:`throughput`) and ``wall_ms``.
+    """
+    _check(events)
+    tp = throughput(events)
+    out = pd.DataFrame({
+        "compute_util": compute_utilization(events)["utilization"],
+        "kernel_util": kernel_utilization(events)["utilization"],
+        "timeline_util": timeline_utilization(events)["utilization"],
+    }).reindex(tp.index)
+    has_gpu = events[events["phase"].isin(GPU_PHASES)].groupby("run", dropna=False).size()
+    none = ~out.index.isin(has_gpu.index)
+    out.loc[none, ["compute_util", "kernel_util"]] = np.nan
+    if "prove" not in set(events["phase"].dropna()):
+        out["timeline_util"] = out["timeline_util"].where(~none)
+    out["partitions_per_min"] = tp["partitions_per_min"]
+    out["partitions"] = tp["partitions"]
+    out["wall_ms"] = tp["wall_ms"]
+    return out
+
+
+#: Categories of :func:`critical_path`, in the order along a GPU's time: they do not overlap and
+#: add up to the wall time (per partition: 60 000 / partitions_per_min ms per GPU).
+GPU_PATH: dict[str, str] = {
+    "lock_free": "no worker holds the GPU (waiting for a partition, ramp-up, tail)",
+    "h2d": "exposed H2D of a, b, c (copy time no kernel hid)",
+    "ntt": "the rest of ntt_msm_h: the NTTs, the copy time they hid, host work inside it (e.g. cudaHostRegister)",
+    "h_msm": "H MSM",
+    "barrier_wait": "barrier wait with the lock held (GPU idle until prep_msm is done)",
+    "batch_add": "batch additions",
+    "tail_msm": "tail MSMs",
+    "lock_other": "lock held, none of the above (thread spawn/join, syncs)",
+}
+
+
+def _overlap_ms(a: pd.DataFrame, b: pd.DataFrame, keys: list[str]) -> float:
+    """Σ over rows of ``a`` of their overlap with the rows of ``b`` that share ``keys``, ms."""
+    if not len(a) or not len(b):
+        return 0.0
+    m = a[[*keys, "start_ns", "end_ns"]].reset_index(drop=True).merge(b[[*keys, "start_ns", "end_ns"]], on=keys, suffixes=("", "_b"))
+    ov = (np.minimum(m["end_ns"], m["end_ns_b"]) - np.maximum(m["start_ns"], m["start_ns_b"])).clip(lower=0)
+    return float(ov.sum()) / 1e6
+
+
+def critical_path(events: pd.DataFrame) -> pd.DataFrame:
+    """What each GPU does and waits for, per partition, in categories that never overlap in time.
+
+    For each (run, gpu): the wall span (:func:`wall_span`, the utilizations' window) splits into
+    the time some worker holds the GPU mutex (union of ``mutex_held``; without such rows, of the
+    GPU phases and barrier waits) and ``lock_free``. The held time splits into ``h2d`` (exposed copy
+    time inside ntt_msm_h, as in :func:`compute_utilization`), ``h_msm`` (Σ h_msm intervals),
+    ``ntt`` (Σ ntt_msm_h − h2d − h_msm), ``barrier_wait`` (the part of each barrier wait inside a
+    mutex_held interval of its worker and partition), ``batch_add``, ``tail_msm`` and
+    ``lock_other`` (the rest of the held time, ≥ 0). Categories are :data:`GPU_PATH`.
+
+    Returns: DataFrame indexed by run with one column per category in **ms per partition** (Σ over
+    the run's GPUs / partitions), ``partitions``, ``ms_per_partition`` (= wall_ms × n_gpus /
+    partitions = the categories' sum when lock_other ≥ 0) and ``wall_ms``.
+    """
+    _check(events)
+    wall = wall_span(events)
+    tp = throughput(events)
+    ev = events.reset_index(drop=True).assign(dur_ms=lambda d: duration_ms(d), _g=lambda d: _gpu_key(d))
+    inside = _h2d_inside_mask(ev)
+    rows = []
+    for run in wall.index:
+        r = ev[ev["run"] == run] if not pd.isna(run) else ev[ev["run"].isna()]
+        acc = dict.fromkeys(GPU_PATH, 0.0)
+        gpus = r.loc[r["phase"].isin(GPU_PHASES), "_g"].unique().tolist() or [-1]
+        for g in gpus:
+            rg = r[r["_g"] == g]
+            held = rg[rg["phase"] == "mutex_held"]
+            if not len(held):
+                held = rg[rg["phase"].isin((*GPU_PHASES, "barrier_wait"))]
+            held_ms = union_ms(held["start_ns"].to_numpy(), held["end_ns"].to_numpy())
+            h = rg[inside[rg.index]]
+            h2d = float(_exposed_or(h, _copy_ms(h)).sum()) if len(h) else 0.0
+            tot = rg.groupby("phase")["dur_ms"].sum()
+            keys = [k for k in ("worker", "partition") if k in rg.columns]
+            bw = rg[rg["phase"] == "barrier_wait"]
+            barrier = _overlap_ms(bw, rg[rg["phase"] == "mutex_held"], keys) if (rg["phase"] == "mutex_held").any() else float(bw["dur_ms"].sum())
+            h_msm = float(tot.get("h_msm", 0.0))
+            ntt = max(0.0, float(tot.get("ntt_msm_h", 0.0)) - h2d - h_msm)
+            parts = {"h2d": h2d, "ntt": ntt, "h_msm": h_msm, "barrier_wait": barrier,
+                     "batch_add": float(tot.get("batch_add", 0.0)), "tail_msm": float(tot.get("tail_msm", 0.0))}
+            parts["lock_other"] = max(0.0, held_ms - sum(parts.values()))
+            parts["lock_free"] = max(0.0, float(wall.at[run, "wall_ms"]) - held_ms)
+            for k, v in parts.items():
+                acc[k] += v
+        n = int(tp.at[run, "partitions"]) if run in tp.index else 0
+        row = {k: (v / n if n else float("nan")) for k, v in acc.items()}
+        row.update(run=run, partitions=n, wall_ms=float(wall.at[run, "wall_ms"]),
+                   ms_per_partition=float(wall.at[run, "wall_ms"]) * len(gpus) / n if n else float("nan"))
+        rows.append(row)
+    cols = [*GPU_PATH, "partitions", "ms_per_partition", "wall_ms"]
+    if not rows:
+        return pd.DataFrame(columns=cols, index=pd.Index([], name="run"))
+    return pd.DataFrame(rows).set_index("run")[cols]
+
+
+#: The categories of :data:`GPU_PATH` in which the GPU runs kernels.
+KERNEL_PATH: tuple[str, ...] = ("ntt", "h_msm", "batch_add", "tail_msm")
+
+
+def kernel_ms(path: pd.DataFrame) -> pd.Series:
+    """GPU kernel ms per partition (mean) of each run: Σ of the :data:`KERNEL_PATH` columns of
+    :func:`critical_path`'s table (or :func:`zkgpu.analysis.gpu_time.gpu_time_split`'s): the GPU phases' wall
+    time without the exposed copies, the host work inside the phases included (the report shows it as
+    ``gpu_phase_ms``). Beside compute utilization it shows whether a higher utilization means more
+    work done or the same kernels running slower (e.g. beside copies); 60 000 / it is the GPU-phase
+    bound (:data:`zkgpu.story.conclusions.GPU_PHASE_BOUND`), not the kernel-time compute-only bound.
+
+    Raises:
+        ValueError: ``path`` lacks a column of :data:`KERNEL_PATH`.
+    """
+    missing = set(KERNEL_PATH) - set(path.columns)
+    if missing:
+        raise ValueError(f"critical-path table lacks columns {sorted(missing)}")
+    return path[list(KERNEL_PATH)].astype(float).sum(axis=1).rename("kernel_ms")
+
+
+def ntt_msm_h_split(events: pd.DataFrame) -> pd.DataFrame:
+    """ntt_msm_h per partition split into exposed H2D, NTT and H MSM (ms, means over partitions).
+
+    ``h2d`` = exposed copy time of the h2d rows inside ntt_msm_h (as :func:`h2d_share`), ``h_msm``
+    = Σ h_msm intervals, ``ntt`` = Σ ntt_msm_h − h2d − h_msm (the NTTs, and whatever copy time they
+    hid), each divided by the number of partitions with an ntt_msm_h row; ``ntt_msm_h`` = their sum.
+
+    Returns: DataFrame indexed by run with ``h2d``, ``ntt``, ``h_msm``, ``ntt_msm_h``, ``partitions``.
+    """
+    _check(events)
+    cp = critical_path(events)
+    rows = {}
+    for run, grp in events.groupby("run", dropna=False, sort=True):
+        n = grp.loc[grp["phase"] == "ntt_msm_h", "partition"].dropna().nunique()
+        k = (cp.at[run, "partitions"] / n) if n else float("nan")
+        rows[run] = {c: cp.at[run, c] * k for c in ("h2d", "ntt", "h_msm")}
+        rows[run]["partitions"] = n
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out["ntt_msm_h"] = out[["h2d", "ntt", "h_msm"]].sum(axis=1)
+    out.index.name = "run"
+    return out[["h2d", "ntt", "h_msm", "ntt_msm_h", "partitions"]]
+
+
+def barrier_race(events: pd.DataFrame) -> pd.DataFrame:
+    """Per partition of one run: does prep_msm finish before its worker reaches the barrier?
+
+    prep_msm is spawned before the worker asks for the mutex (notes/cuzk-pipeline.md §1.2), so the worker
+    reaches the barrier after ``reach_barrier_ms`` = pre_lock + the first mutex_wait + ntt_msm_h and
+    waits only if prep_msm is longer: ``slack_ms`` = reach_barrier_ms − prep_msm_ms (> 0: no wait).
+
+    Returns: DataFrame with ``partition``, ``prep_msm_ms``, ``pre_lock_ms``, ``mutex_wait_ms``,
+    ``ntt_msm_h_ms``, ``reach_barrier_ms``, ``slack_ms``, ``barrier_wait_ms`` (ms; 0 for a phase a
+    partition lacks), sorted by partition.
+    """
+    _check(events)
+    ev = events[events["partition"].notna()].assign(dur_ms=lambda d: duration_ms(d))
+    first = ev[ev["phase"] == "mutex_wait"].sort_values("start_ns").groupby("partition")["dur_ms"].first()
+    tot = ev.pivot_table(index="partition", columns="phase", values="dur_ms", aggfunc="sum")
+    out = pd.DataFrame(index=tot.index)
+    for p in ("prep_msm", "pre_lock", "ntt_msm_h", "barrier_wait"):
+        out[f"{p}_ms"] = tot[p].fillna(0.0) if p in tot.columns else 0.0
+    out["mutex_wait_ms"] = first.reindex(out.index).fillna(0.0)
+    out["reach_barrier_ms"] = out["pre_lock_ms"] + out["mutex_wait_ms"] + out["ntt_msm_h_ms"]
+    out["slack_ms"] = out["reach_barrier_ms"] - out["prep_msm_ms"]
+    out = out.reset_index()
+    out["partition"] = out["partition"].astype("int64")
+    return out[["partition", "prep_msm_ms", "pre_lock_ms", "mutex_wait_ms", "ntt_msm_h_ms", "reach_barrier_ms", "slack_ms", "barrier_wait_ms"]]

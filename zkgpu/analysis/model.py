@@ -1,0 +1,647 @@
+"""A discrete-event what-if model of the cuzk partition pipeline (simpy).
+
+The model follows ``generate_groth16_proofs_start_c`` (curio ``extern/supraseal-c2/cuda/
+groth16_cuda.cu``; see ``notes/cuzk-pipeline.md`` §1.2, §1.4, §3, §7) one partition at a time:
+
+* ``synth_workers`` synthesis processes (CPU) each produce a partition in ``synth_ms`` and put it
+  into the GPU queue (optionally bounded by ``max_queue``: the dispatch throttle);
+* ``gw`` GPU worker processes per GPU pop partitions; each first spawns the CPU **prep_msm**
+  process (``prep_msm_ms / prep_speedup``; it then signals the partition's **barrier** — a simpy
+  event — and runs **b_g2_msm**), then takes the per-GPU **mutex** (a ``simpy.Resource`` of
+  capacity 1; the time blocked is ``mutex_wait``);
+* inside the mutex: **ntt_msm_h** = H2D of a, b, c (``h2d_bytes / rate``, the rate depending on
+  the transfer path) + NTTs (``ntt_ms``) + H MSM (``h_msm_ms``); then the **barrier wait** for
+  prep_msm; then **batch_add** and **tail_msm**;
+* lock scope ``coarse`` (upstream): the barrier wait happens *inside* the mutex, so the GPU idles
+  while another worker is blocked; ``narrow`` (the what-if): the worker releases the mutex after
+  ntt_msm_h, waits for the barrier outside and re-acquires it for batch_add + tail_msm;
+  ``submit`` (:mod:`zkgpu.pipeline.worker`): the mutex covers only the *submission* of the GPU
+  phases, as in the pipeline: the H2D before the mutex (as ``h2d_stage="pre_lock"`` below); inside
+  it the host queues the kernels, which takes ``lock_overhead_ms`` (a submit run's calibrated
+  mutex_held: the kernels ran on the GPU clock, outside it), split between the two submissions
+  (ntt_msm_h, then batch_add + tail_msm after the barrier) by their kernels' share of the GPU time;
+  the kernels run on the GPU's shared stream (a FIFO resource) in submission order, from the
+  submission's start (the first kernels run while the host launches the rest; a job ends no earlier
+  than its submission) while the worker goes on, and the worker waits for its partition's last
+  kernel (``gpu_wait``) before it takes the next partition. (Until session s4 the model kept the GPU
+  phases inside the mutex as in ``narrow``: calibrated on record-4's ``submit_prep_gpu`` itself it
+  reproduced that run at 892 partitions/min against 985 measured, since a worker's second submission
+  then waited for the other worker's kernels to finish instead of queueing behind them; now 984. Until
+  session s5 a job started only after its whole submission, which left the stream idle while the host
+  launched.) Calibrated on a ``narrow`` run, ``lock_overhead_ms`` is that run's host time in the lock
+  outside its phases, not a submission time: a submit scenario predicted from a narrow run counts its
+  launches inside the GPU phases' durations instead;
+* the H2D stage (``h2d_stage``, :attr:`zkgpu.pipeline.config.PipelineConfig.h2d_stage`):
+  ``in_lock`` (upstream) copies a/b/c inside ntt_msm_h; the H computation there is the copies
+  (``h2d_bytes / rate``) then ``ntt_ms``, the part of it after the last copy (the pipeline's
+  ``start_h`` queues each vector's NTTs behind its copy on its own stream, so the NTTs of a and
+  b run under the copies of b and c). ``pre_lock`` (also ``submit``, and ``resident`` without any
+  copy) copies them before the mutex, on the worker's own stream, so the copy delays only that
+  worker's request for the mutex and overlaps the other worker's kernels; inside the mutex the H
+  computation then takes ``h_kernel_ms``, the time its kernels need with the inputs already on
+  the device (CUDA events; ``ntt_ms`` when unknown). The two are tied by the three-stream overlap:
+  with per-vector kernels of about ``h_kernel_ms / 3`` queued behind copies that together take
+  ``h2d``, the part after the last copy is ``max(h_kernel_ms / 3, h_kernel_ms - 2 h2d / 3)``
+  (:func:`in_lock_tail_ms`; record-2's narrow_prep_gpu: 4.9 ms from its 14.8 ms of kernels and
+  21.4 ms of copies, measured 5.0 ms), which :func:`zkgpu.analysis.calibration.calibrate` uses for a
+  table recorded with the copy before the mutex;
+* the worker loops back immediately; **finalize** (join b_g2, epilogue ``finalize_ms``) runs on
+  its own, and the ``prove`` interval (upstream's GPU_START → GPU_END) ends after it.
+
+Times are milliseconds in the model and nanoseconds in the emitted event table (the schema of
+:mod:`zkgpu.core.events`, ``source="model"``), so every metric, plot and notebook works on it.
+
+Every number the model reports is computed by :mod:`zkgpu.analysis.metrics` on the model's event table,
+with the same functions and the same window as the measurements (:func:`utilization`): the three
+utilizations ``compute_util`` (kernels only: the model's ``ntt``, ``h_msm``, ``batch_add``,
+``tail_msm``), ``kernel_util`` (upstream's: ntt_msm_h + batch_add + tail_msm, H2D counted),
+``timeline_util`` (``prove`` intervals), and ``partitions_per_min``, all over the run's wall span
+(first synthesis start to the last event).
+
+Parameters come from a recorded event table (:func:`zkgpu.analysis.calibration.calibrate`; medians or
+means per phase, H2D rate from bytes / time; notebook 07b calibrates each step on another run of the
+same recording whose prep_msm runs in the same place, :func:`zkgpu.story.bottleneck.predictions`, because
+the GPU phases' wall time includes host work that depends on what the host's CPUs do) or from upstream's published numbers
+(:func:`zkgpu.analysis.calibration.reference_params`: the seed's ``CUZK_TIMING`` lines and the tables in
+``data/reference/``). A kernel change the model has no structure for (the G1 MSMs over precomputed bases,
+``PipelineConfig.msm_bases``) enters through its parameters: :func:`zkgpu.story.bottleneck.predictions` scales a
+plain run's ``h_msm_ms`` and ``tail_msm_ms`` by the kernels' benchmarked time ratio.
+
+Example::
+
+    from zkgpu.analysis import model
+    p = model.ModelParams(prep_msm_ms=1600, ntt_ms=500, batch_add_ms=400, tail_msm_ms=200,
+                          h2d_bytes=12_500_000_000, pageable_gbps=5.0, pinned_gbps=50.0)
+    r = model.simulate(p, partitions=20, gw=2, scope="coarse", transfer="pageable")
+    r.compute_util, r.partitions_per_min
+    model.what_if(p, {"transfer": ["pageable", "pinned"], "scope": ["coarse", "narrow"], "gw": [1, 2, 3]})
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import simpy
+
+from zkgpu.analysis import metrics
+from zkgpu.core.events import normalize_events
+
+__all__ = [
+    "ModelParams",
+    "ModelResult",
+    "SCOPES",
+    "TRANSFERS",
+    "H2D_STAGES",
+    "in_lock_tail_ms",
+    "simulate",
+    "what_if",
+    "compare",
+    "utilization",
+    "compute_bound_per_min",
+]
+
+SCOPES = ("coarse", "narrow", "none", "submit")
+#: transfer path names accepted by :func:`simulate`; ``registered`` and ``pinned_pool`` use the
+#: pinned rate (both DMA from page-locked memory), ``resident`` moves nothing (compute-only bound).
+TRANSFERS = ("pageable", "registered", "pinned", "pinned_pool", "resident")
+#: where a/b/c are copied (:attr:`zkgpu.pipeline.config.PipelineConfig.h2d_stage`)
+H2D_STAGES = ("in_lock", "pre_lock")
+
+
+def in_lock_tail_ms(h_kernel_ms: float, h2d_ms: float) -> float:
+    """The part of the H computation after the last of the three copies when a/b/c are copied
+    inside ntt_msm_h (ms): ``max(h_kernel_ms / 3, h_kernel_ms - 2 * h2d_ms / 3)`` — each
+    vector's NTTs (about a third of the kernels) queue behind its own copy, the copies follow
+    one another, so the kernels of a and b run under the later copies unless they outlast them
+    (see the module docstring)."""
+    return max(h_kernel_ms / 3.0, h_kernel_ms - 2.0 * h2d_ms / 3.0)
+
+
+
+
+@dataclass(frozen=True)
+class ModelParams:
+    """Per-partition durations (ms), sizes (bytes) and rates (GB/s = 1e9 B/s) of the model.
+
+    Attributes:
+        prep_msm_ms: CPU prep_msm per partition (one thread per partition, as upstream).
+        ntt_ms: the H computation's part of ntt_msm_h after the last copy when a/b/c are copied
+            inside it (``h2d_stage="in_lock"``): the NTTs, the pointwise step, H2D excluded.
+        h_kernel_ms: the H computation's time when a/b/c are already on the device (``pre_lock``,
+            ``submit``, ``resident``): its kernels' span from CUDA events; 0 = unknown, then
+            ``ntt_ms``.
+        h_msm_ms: GPU H MSM inside ntt_msm_h (0 when the table does not separate it; then it
+            is part of ``ntt_ms``).
+        batch_add_ms: GPU batch additions (L, A, B_g1, B_g2).
+        tail_msm_ms: GPU tail MSMs (L, A, B_g1).
+        h2d_bytes: bytes of a, b, c copied host→device per partition.
+        pageable_gbps: effective H2D rate from pageable memory, GB/s.
+        pinned_gbps: effective H2D rate from page-locked (pinned or registered) memory, GB/s.
+        b_g2_msm_ms: CPU G2 tail MSM after prep_msm (outside the mutex; delays finalize only).
+        synth_ms: synthesis of one partition on one synthesis worker (0 = always available).
+        synth_workers: concurrent synthesis workers.
+        finalize_ms: epilogue after joining prep/b_g2 (outside the mutex).
+        pre_lock_ms: worker overhead between pickup and asking for the mutex.
+        lock_overhead_ms: time the mutex is held beyond the phases (spawn/join of the per-GPU
+            thread, syncs), spent after tail_msm before the unlock; the GPU idles meanwhile.
+        source: where the numbers come from (free text, shown in notebooks).
+    """
+
+    prep_msm_ms: float
+    ntt_ms: float
+    batch_add_ms: float
+    tail_msm_ms: float
+    h2d_bytes: float
+    pageable_gbps: float
+    pinned_gbps: float
+    h_msm_ms: float = 0.0
+    h_kernel_ms: float = 0.0
+    b_g2_msm_ms: float = 0.0
+    synth_ms: float = 0.0
+    synth_workers: int = 1
+    finalize_ms: float = 0.0
+    pre_lock_ms: float = 0.0
+    lock_overhead_ms: float = 0.0
+    source: str = "manual"
+
+    def __post_init__(self) -> None:
+        for name in (
+            "prep_msm_ms", "ntt_ms", "h_msm_ms", "h_kernel_ms", "batch_add_ms", "tail_msm_ms", "h2d_bytes",
+            "b_g2_msm_ms", "synth_ms", "finalize_ms", "pre_lock_ms", "lock_overhead_ms",
+        ):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+                raise ValueError(f"ModelParams.{name} must be a finite number >= 0, got {v!r}")
+        for name in ("pageable_gbps", "pinned_gbps"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise ValueError(f"ModelParams.{name} must be a finite rate > 0 GB/s, got {v!r}")
+        if not (isinstance(self.synth_workers, (int, np.integer)) and self.synth_workers >= 1):
+            raise ValueError(f"ModelParams.synth_workers must be an int >= 1, got {self.synth_workers!r}")
+
+    @property
+    def gpu_compute_ms(self) -> float:
+        """GPU compute per partition without transfers: ntt + h_msm + batch_add + tail_msm, ms."""
+        return self.ntt_ms + self.h_msm_ms + self.batch_add_ms + self.tail_msm_ms
+
+    @property
+    def h_on_device_ms(self) -> float:
+        """The H computation with a/b/c already on the device: ``h_kernel_ms``, else ``ntt_ms``."""
+        return self.h_kernel_ms if self.h_kernel_ms > 0 else self.ntt_ms
+
+    def h2d_ms(self, gbps: float) -> float:
+        """H2D time of a, b, c at ``gbps`` GB/s, ms."""
+        return self.h2d_bytes / (gbps * 1e9) * 1e3
+
+    def to_dict(self) -> dict[str, Any]:
+        """The parameters as a plain dict (for JSON / tables)."""
+        return asdict(self)
+
+
+@dataclass
+class ModelResult:
+    """One simulated run.
+
+    Attributes:
+        events: event table (schema of :mod:`zkgpu.core.events`, ``source="model"``).
+        params: the parameters used (after ``prep_speedup``), settings: the knobs of this run.
+        compute_util, kernel_util, timeline_util: fractions in [0, 1] (:func:`zkgpu.analysis.metrics.utilization`).
+        partitions_per_min: partitions per minute over the run's wall span.
+        wall_ms: the run's wall span (first synthesis start → last event end), ms.
+    """
+
+    events: pd.DataFrame
+    params: ModelParams
+    settings: dict[str, Any]
+    compute_util: float
+    kernel_util: float
+    timeline_util: float
+    partitions_per_min: float
+    wall_ms: float
+
+    def summary(self) -> dict[str, Any]:
+        """Settings plus utilizations, throughput and median waits, one flat dict."""
+        med = metrics.phase_medians(self.events)
+        return {
+            **self.settings,
+            "compute_util": self.compute_util,
+            "kernel_util": self.kernel_util,
+            "timeline_util": self.timeline_util,
+            "partitions_per_min": self.partitions_per_min,
+            "wall_ms": self.wall_ms,
+            "mutex_wait_ms": med.get("mutex_wait", 0.0),
+            "barrier_wait_ms": med.get("barrier_wait", 0.0),
+            "ntt_msm_h_ms": med.get("ntt_msm_h", float("nan")),
+        }
+
+
+# --------------------------------------------------------------------------- simulation
+
+
+def _rate_for(params: ModelParams, transfer: str, h2d_gbps: float | None) -> float | None:
+    if transfer not in TRANSFERS:
+        raise ValueError(f"transfer must be one of {TRANSFERS}, got {transfer!r}")
+    if transfer == "resident":
+        return None
+    if h2d_gbps is not None:
+        if not (math.isfinite(h2d_gbps) and h2d_gbps > 0):
+            raise ValueError(f"h2d_gbps must be a finite rate > 0 GB/s, got {h2d_gbps!r}")
+        return float(h2d_gbps)
+    return params.pageable_gbps if transfer == "pageable" else params.pinned_gbps
+
+
+def simulate(
+    params: ModelParams,
+    *,
+    partitions: int = 20,
+    gw: int = 2,
+    scope: str = "coarse",
+    transfer: str = "pageable",
+    h2d_stage: str = "in_lock",
+    h2d_gbps: float | None = None,
+    prep_speedup: float = 1.0,
+    gpus: int = 1,
+    synth_workers: int | None = None,
+    max_queue: int | None = None,
+    jitter: float = 0.0,
+    seed: int = 0,
+    run: str | None = None,
+) -> ModelResult:
+    """Simulate ``partitions`` partitions through the pipeline and return the event table and metrics.
+
+    Args:
+        params: per-partition durations and rates (:func:`zkgpu.analysis.calibration.calibrate` or by hand).
+        partitions: number of partitions (>= 1).
+        gw: GPU workers per GPU sharing one mutex (>= 1).
+        scope: ``coarse`` (barrier wait inside the mutex, upstream), ``narrow`` (outside),
+            ``submit`` (the mutex over the submissions only, the kernels on a shared stream; see
+            the module docstring), or
+            ``none`` (no shared mutex: each worker's GPU phases run whenever it gets there, side
+            by side with the other workers'; their durations are taken as given, so calibrate
+            them on a run with the same concurrency).
+        transfer: one of :data:`TRANSFERS`; picks the H2D rate (``resident``: no H2D at all).
+        h2d_stage: one of :data:`H2D_STAGES`: ``in_lock`` (upstream) or ``pre_lock`` (a/b/c copied
+            before the mutex; always so with ``submit``); see the module docstring.
+        h2d_gbps: override the H2D rate, GB/s.
+        prep_speedup: prep_msm runs ``prep_speedup`` times faster (> 0).
+        gpus: number of GPUs, each with its own mutex and ``gw`` workers.
+        synth_workers: override ``params.synth_workers``.
+        max_queue: bound of the synthesized-partition queue (None: unbounded).
+        jitter: coefficient of variation of every duration (lognormal, mean kept); 0 = deterministic.
+        seed: random seed for ``jitter``.
+        run: run name in the event table (default built from the settings).
+
+    Raises:
+        ValueError: a setting is out of range (names it).
+    """
+    for name, v in (("partitions", partitions), ("gw", gw), ("gpus", gpus)):
+        if not (isinstance(v, (int, np.integer)) and v >= 1):
+            raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
+    if h2d_stage not in H2D_STAGES:
+        raise ValueError(f"h2d_stage must be one of {H2D_STAGES}, got {h2d_stage!r}")
+    if not (isinstance(prep_speedup, (int, float)) and math.isfinite(prep_speedup) and prep_speedup > 0):
+        raise ValueError(f"prep_speedup must be a finite number > 0, got {prep_speedup!r}")
+    if not (jitter >= 0 and math.isfinite(jitter)):
+        raise ValueError(f"jitter must be >= 0, got {jitter!r}")
+    if max_queue is not None and max_queue < 1:
+        raise ValueError(f"max_queue must be >= 1 or None, got {max_queue!r}")
+    sw = params.synth_workers if synth_workers is None else synth_workers
+    if not (isinstance(sw, (int, np.integer)) and sw >= 1):
+        raise ValueError(f"synth_workers must be an int >= 1, got {sw!r}")
+    rate = _rate_for(params, transfer, h2d_gbps)
+    h2d_ms = 0.0 if rate is None else params.h2d_ms(rate)
+    pre_lock = scope == "submit" or h2d_stage == "pre_lock"  # a/b/c copied before the mutex
+    # the H computation inside the mutex: after the copies (in_lock), or on device-resident inputs
+    ntt_ms = params.h_on_device_ms if (pre_lock or rate is None) else params.ntt_ms
+    prep_ms = params.prep_msm_ms / prep_speedup
+    used = replace(params, prep_msm_ms=prep_ms, synth_workers=int(sw))
+    settings = {
+        "partitions": int(partitions), "gw": int(gw), "scope": scope, "transfer": transfer,
+        "h2d_stage": "pre_lock" if pre_lock else "in_lock", "h2d_gbps": rate, "prep_speedup": float(prep_speedup), "gpus": int(gpus),
+        "synth_workers": int(sw), "max_queue": max_queue, "jitter": float(jitter),
+    }
+    run = run or f"model-{transfer}-{scope}-gw{gw}"
+    rng = np.random.default_rng(seed)
+
+    def dur(ms: float) -> float:
+        if jitter == 0 or ms == 0:
+            return ms
+        s2 = math.log1p(jitter * jitter)
+        return float(ms * rng.lognormal(-s2 / 2, math.sqrt(s2)))
+
+    env = simpy.Environment()
+    rows: list[dict[str, Any]] = []
+    queue = simpy.Store(env, capacity=max_queue if max_queue is not None else float("inf"))
+    mutexes = [simpy.Resource(env, capacity=1) for _ in range(gpus)]
+    streams = [simpy.Resource(env, capacity=1) for _ in range(gpus)]  # submit: each GPU's shared stream (FIFO)
+    counter = itertools.count()
+
+    def rec(phase: str, start: float, end: float, *, part=None, worker=None, gpu=None, nbytes=None, gpu_ms=None, detail=""):
+        rows.append({
+            "run": run, "source": "model", "worker": worker, "gpu": gpu, "partition": part, "phase": phase,
+            "start_ns": int(round(start * 1e6)), "end_ns": int(round(end * 1e6)),
+            "gpu_ms": float("nan") if gpu_ms is None else gpu_ms, "bytes": nbytes, "detail": detail,
+        })
+
+    def synthesizer(sid: int):
+        while True:
+            p = next(counter)
+            if p >= partitions:
+                return
+            t0 = env.now
+            yield env.timeout(dur(params.synth_ms))
+            rec("synthesize", t0, env.now, part=p, detail=f"synth_worker={sid}")
+            yield queue.put((p, env.now))
+
+    def prep(p: int, barrier, done, w: int, g: int):
+        t0 = env.now
+        yield env.timeout(dur(prep_ms))
+        rec("prep_msm", t0, env.now, part=p, worker=w, gpu=g)
+        barrier.succeed()
+        t1 = env.now
+        yield env.timeout(dur(params.b_g2_msm_ms))
+        if params.b_g2_msm_ms > 0:
+            rec("b_g2_msm", t1, env.now, part=p, worker=w, gpu=g)
+        done.succeed()
+
+    def finalize(p: int, w: int, g: int, gpu_start: float, gpu_done, prep_done):
+        yield gpu_done & prep_done
+        t0 = env.now
+        yield env.timeout(dur(params.finalize_ms))
+        if params.finalize_ms > 0:
+            rec("finalize", t0, env.now, part=p, worker=w, gpu=g)
+        rec("prove", gpu_start, env.now, part=p, worker=w, gpu=g, detail=f"scope={scope},transfer={transfer}")
+
+    def gpu_job(g: int, phases: list[tuple[str, float, str]], kw: dict[str, Any], done, submitted, span: str | None = None):
+        """submit: one submission's GPU phases on the GPU's shared stream, after the work queued before it.
+        The job is queued when its submission starts (the first kernels run while the host still launches
+        the rest) and cannot end before the submission does (``submitted``: its last kernel is launched
+        then)."""
+        req = streams[g].request()
+        yield req
+        t_job = env.now
+        for phase, ms, detail in phases:
+            if ms <= 0 and phase == "h_msm":  # as in the other scopes: no H MSM row when it takes 0 ms
+                continue
+            t0 = env.now
+            d = dur(ms)
+            yield env.timeout(d)
+            rec(phase, t0, env.now, gpu_ms=d, detail=detail, **kw)
+        if not submitted.triggered:
+            yield submitted
+        if span:
+            rec(span, t_job, env.now, **kw)
+        streams[g].release(req)
+        done.succeed()
+
+    # submit: the host's submission time (calibrated lock_overhead_ms: the mutex_held of a submit run is the
+    # queueing of the kernels) split between the two submissions by their kernels' share of the GPU time
+    gpu1 = ntt_ms + params.h_msm_ms
+    gpu2 = params.batch_add_ms + params.tail_msm_ms
+    sub1 = params.lock_overhead_ms * (gpu1 / (gpu1 + gpu2) if gpu1 + gpu2 > 0 else 0.5)
+    sub2 = params.lock_overhead_ms - sub1
+
+    def acquire(mtx, kw: dict[str, Any], detail: str = ""):
+        """Request the mutex and record the wait; returns the granted request."""
+        t0 = env.now
+        req = mtx.request()
+        yield req
+        rec("mutex_wait", t0, env.now, **kw, detail=detail)
+        return req
+
+    def release_barrier_relock(mtx, req, held0: float, kw: dict[str, Any], barrier):
+        """narrow and submit: release the mutex after the first part, wait for prep_msm outside it, re-acquire;
+        returns the new request."""
+        mtx.release(req)
+        rec("mutex_held", held0, env.now, **kw, detail="part=1")
+        t0 = env.now
+        yield barrier
+        rec("barrier_wait", t0, env.now, **kw, detail="mutex_held=0")
+        return (yield from acquire(mtx, kw, "part=2"))
+
+    def submit_phases(g: int, kw: dict[str, Any], mtx, barrier):
+        """lock_scope="submit" (:mod:`zkgpu.pipeline.worker`): the mutex covers the submissions only; the
+        kernels run on the GPU's shared stream in submission order while the worker goes on, and the
+        worker waits for its partition's last kernel after the second submission (``gpu_wait``)."""
+        req = yield from acquire(mtx, kw)
+        held0 = env.now
+        submitted = env.event()
+        env.process(gpu_job(g, [("ntt", ntt_ms, f"kernel_ms={params.h_on_device_ms:.6g}"), ("h_msm", params.h_msm_ms, "")],
+                            kw, env.event(), submitted, span="ntt_msm_h"))
+        yield env.timeout(dur(sub1))
+        submitted.succeed()
+        req = yield from release_barrier_relock(mtx, req, held0, kw, barrier)
+        held0 = env.now
+        done, submitted = env.event(), env.event()
+        env.process(gpu_job(g, [("batch_add", params.batch_add_ms, ""), ("tail_msm", params.tail_msm_ms, "")], kw, done, submitted))
+        yield env.timeout(dur(sub2))
+        submitted.succeed()
+        mtx.release(req)
+        rec("mutex_held", held0, env.now, **kw, detail="part=2")
+        t0 = env.now
+        yield done
+        rec("gpu_wait", t0, env.now, **kw)
+
+    def gpu_worker(g: int, w: int):
+        mtx = mutexes[g] if scope != "none" else simpy.Resource(env, capacity=1)  # none: a private, uncontended lock
+        kw_base = {"worker": w, "gpu": g}
+        while True:
+            item = yield queue.get()
+            p, t_queued = item
+            if p < 0:  # poison pill: no more work
+                return
+            kw = {**kw_base, "part": p}
+            rec("gpu_queue", t_queued, env.now, **kw)
+            gpu_start = env.now
+            barrier, prep_done, gpu_done = env.event(), env.event(), env.event()
+            env.process(prep(p, barrier, prep_done, w, g))
+            env.process(finalize(p, w, g, gpu_start, gpu_done, prep_done))
+            if params.pre_lock_ms > 0:
+                t0 = env.now
+                yield env.timeout(params.pre_lock_ms)
+                rec("pre_lock", t0, env.now, **kw)
+            if pre_lock and h2d_ms > 0:  # a/b/c copied before the mutex (the copy engine, not the SMs)
+                t0 = env.now
+                d = dur(h2d_ms)
+                yield env.timeout(d)
+                rec("h2d", t0, env.now, nbytes=int(params.h2d_bytes), gpu_ms=d, detail=f"transfer={transfer},stage=pre_lock", **kw)
+            if scope == "submit":
+                yield from submit_phases(g, kw, mtx, barrier)
+                gpu_done.succeed()
+                continue
+            req = yield from acquire(mtx, kw)
+            held0 = env.now
+            # ntt_msm_h = H2D + NTT + H MSM
+            t_ntt0 = env.now
+            if h2d_ms > 0 and not pre_lock:
+                d = dur(h2d_ms)
+                yield env.timeout(d)
+                rec("h2d", t_ntt0, env.now, nbytes=int(params.h2d_bytes), gpu_ms=d, detail=f"transfer={transfer},stage=ntt_msm_h", **kw)
+            t1 = env.now
+            d = dur(ntt_ms)
+            yield env.timeout(d)
+            rec("ntt", t1, env.now, gpu_ms=d, detail=f"kernel_ms={params.h_on_device_ms:.6g}", **kw)
+            if params.h_msm_ms > 0:
+                t1 = env.now
+                d = dur(params.h_msm_ms)
+                yield env.timeout(d)
+                rec("h_msm", t1, env.now, gpu_ms=d, **kw)
+            rec("ntt_msm_h", t_ntt0, env.now, **kw)
+            if scope == "narrow":  # (submit took its own path above)
+                req = yield from release_barrier_relock(mtx, req, held0, kw, barrier)
+                held0 = env.now
+            else:
+                t0 = env.now
+                yield barrier
+                rec("barrier_wait", t0, env.now, **kw, detail="mutex_held=1")
+            t0 = env.now
+            d = dur(params.batch_add_ms)
+            yield env.timeout(d)
+            rec("batch_add", t0, env.now, gpu_ms=d, **kw)
+            t0 = env.now
+            d = dur(params.tail_msm_ms)
+            yield env.timeout(d)
+            rec("tail_msm", t0, env.now, gpu_ms=d, **kw)
+            if params.lock_overhead_ms > 0 and scope != "submit":
+                yield env.timeout(dur(params.lock_overhead_ms))
+            mtx.release(req)
+            rec("mutex_held", held0, env.now, **kw, detail="part=2" if scope == "narrow" else "")
+            gpu_done.succeed()
+
+    synths = [env.process(synthesizer(s)) for s in range(sw)]
+
+    def closer():
+        yield simpy.AllOf(env, synths)
+        for _ in range(gpus * gw):
+            yield queue.put((-1, env.now))
+
+    env.process(closer())
+    for g in range(gpus):
+        for w in range(gw):
+            env.process(gpu_worker(g, w))
+    env.run()
+
+    events = normalize_events(pd.DataFrame(rows)).sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
+    u = utilization(events)
+    return ModelResult(
+        events=events,
+        params=used,
+        settings=settings,
+        compute_util=u["compute_util"],
+        kernel_util=u["kernel_util"],
+        timeline_util=u["timeline_util"],
+        partitions_per_min=u["partitions_per_min"],
+        wall_ms=u["wall_ms"],
+    )
+
+
+# --------------------------------------------------------------------------- metrics on any table
+
+
+def utilization(events: pd.DataFrame, gpu: int | None = None) -> dict[str, float]:
+    """The three utilizations and the throughput of ONE run's event table (model or measured),
+    through :func:`zkgpu.analysis.metrics.utilization` (same definitions, same window: the run's wall span).
+
+    Args:
+        events: event table of one run.
+        gpu: restrict to one GPU ordinal (None: all rows).
+
+    Returns:
+        ``{"compute_util", "kernel_util", "timeline_util", "partitions_per_min", "wall_ms",
+        "partitions"}``; the utilizations are NaN where the table has no GPU phases.
+
+    Raises:
+        ValueError: the table holds several runs (names them).
+    """
+    ev = events if gpu is None else events[events["gpu"] == gpu]
+    runs = ev["run"].dropna().unique().tolist() if "run" in ev.columns else []
+    if len(runs) > 1:
+        raise ValueError(f"utilization: the table holds several runs {runs[:5]}; pass one")
+    nan = float("nan")
+    keys = ("compute_util", "kernel_util", "timeline_util", "partitions_per_min", "wall_ms")
+    if not len(ev):
+        return {**dict.fromkeys(keys, nan), "partitions": 0}
+    row = metrics.utilization(ev).iloc[0]
+    return {**{k: float(row[k]) for k in keys}, "partitions": int(row["partitions"])}
+
+
+def compute_bound_per_min(params: ModelParams, gpus: int = 1) -> float:
+    """Throughput (partitions/min) when the GPUs only compute: data resident, no waits."""
+    return 60_000.0 / params.gpu_compute_ms * gpus if params.gpu_compute_ms > 0 else float("inf")
+
+
+# --------------------------------------------------------------------------- what-if and compare
+
+
+def what_if(
+    params: ModelParams,
+    grid: Mapping[str, Iterable[Any]] | Iterable[Mapping[str, Any]],
+    *,
+    partitions: int = 20,
+    **fixed: Any,
+) -> pd.DataFrame:
+    """Simulate every combination of ``grid`` and tabulate the outcomes.
+
+    Args:
+        params: model parameters.
+        grid: either ``{"gw": [1, 2, 3], "scope": ["coarse", "narrow"], ...}`` (cartesian product)
+            or a list of setting dicts; keys are :func:`simulate` keyword arguments.
+        partitions: partitions per simulation.
+        fixed: further :func:`simulate` keywords applied to every row.
+
+    Returns:
+        One row per setting: the settings, ``compute_util``, ``kernel_util``, ``timeline_util``,
+        ``partitions_per_min``, ``wall_ms``, median ``mutex_wait_ms`` / ``barrier_wait_ms`` /
+        ``ntt_msm_h_ms``, and ``vs_compute_bound`` (throughput / :func:`compute_bound_per_min`).
+    """
+    if isinstance(grid, Mapping):
+        keys = list(grid)
+        combos = [dict(zip(keys, vals, strict=True)) for vals in itertools.product(*(list(grid[k]) for k in keys))]
+    else:
+        combos = [dict(c) for c in grid]
+    rows = []
+    for c in combos:
+        kw = {"partitions": partitions, **fixed, **c}
+        res = simulate(params, **kw)
+        s = res.summary()
+        s["vs_compute_bound"] = res.partitions_per_min / compute_bound_per_min(params, kw.get("gpus", 1))
+        rows.append(s)
+    return pd.DataFrame(rows)
+
+
+def compare(model_result: ModelResult | pd.DataFrame, measured_events: pd.DataFrame) -> pd.DataFrame:
+    """Model vs measurement, metric by metric, with the same definitions on both tables.
+
+    Returns:
+        DataFrame indexed by metric (``compute_util``, ``kernel_util``, ``timeline_util``,
+        ``partitions_per_min``, all from :func:`zkgpu.analysis.metrics.utilization`, then median ms of ``mutex_wait``, ``ntt_msm_h``,
+        ``barrier_wait``, ``batch_add``, ``tail_msm``, ``mutex_held``) with columns ``model``,
+        ``measured``, ``diff`` (model − measured) and ``rel_err`` (diff / measured; NaN when the
+        measured value is 0 or missing, or is a time below 1 ms).
+    """
+    mev = model_result.events if isinstance(model_result, ModelResult) else model_result
+    um, ux = utilization(mev), utilization(measured_events)
+    mm, mx = metrics.phase_medians(mev), metrics.phase_medians(measured_events)
+    rows = {}
+    for k in ("compute_util", "kernel_util", "timeline_util", "partitions_per_min"):
+        rows[k] = (um[k], ux[k])
+    for ph in ("mutex_wait", "ntt_msm_h", "barrier_wait", "batch_add", "tail_msm", "mutex_held"):
+        if ph in mm or ph in mx:
+            rows[f"{ph}_ms"] = (mm.get(ph, float("nan")), mx.get(ph, float("nan")))
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=["model", "measured"])
+    out["diff"] = out["model"] - out["measured"]
+    meas = out["measured"].where(out["measured"].abs() > 1e-12)
+    # a wait of a fraction of a millisecond has no meaningful relative error (0 vs 0.05 ms is not "-100 %")
+    meas = meas.where(~(out.index.str.endswith("_ms") & (out["measured"].abs() < 1.0)))
+    out["rel_err"] = out["diff"] / meas
+    out.index.name = "metric"
+    return out
+

@@ -1,0 +1,576 @@
+"""Recorded runs in ``data/``: finding them, reading them, and the tables every notebook shares.
+
+A recording is a ``data/<gpu>-<YYYYMMDD>-record[-N]/`` folder holding ``manifest.json``
+(:class:`Recording`, written by ``zkgpu record``); kernel and transfer benchmarks live in
+``<gpu>-<date>-bench-<kind>[-N]/`` folders (:func:`find_benchmarks`). :class:`Source` is what a
+notebook works on: a recording and a plain statement of where its numbers come from.
+
+Which recording a replay reads (:func:`recorded_source`), first match wins:
+
+1. the newest GPU recording: a ``*-record*`` folder whose manifest's environment names a GPU
+   (newest by manifest date, then folder name);
+2. otherwise the newest CPU recording (``zkgpu record --device cpu``), labelled CPU.
+
+Measuring now instead (live mode, or the CPU stand-in made when no recording exists) is
+:func:`zkgpu.app.live.open_source`, the notebooks' entry point. The folder of recordings is the
+repository's ``data/`` unless :func:`configure` names another (``zkgpu.app.live`` passes
+``$ZKGPU_DATA``); upstream's published numbers and the seed's log lines are always read from
+``data/reference/`` (:func:`reference_path`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from zkgpu.analysis import metrics
+from zkgpu.core.events import normalize_events
+from zkgpu.core.manifest import DATA_DIR
+
+__all__ = [
+    "configure",
+    "data_dir",
+    "reference_path",
+    "Recording",
+    "find_recordings",
+    "RECORDING_KINDS",
+    "inventory",
+    "inventory_by_kind",
+    "benchmark_pivot",
+    "latest_recording",
+    "find_benchmarks",
+    "is_default_ntt_run",
+    "Source",
+    "recorded_source",
+    "STORY_ORDER",
+    "story_order",
+    "reference_table",
+    "scenario_table",
+]
+
+_RECORD_RE = re.compile(r"^(?P<gpu>.+)-(?P<date>\d{8})-record(?:-(?P<n>\d+))?$")
+_BENCH_RE = re.compile(r"^(?P<gpu>.+)-(?P<date>\d{8})-bench-(?P<kind>[a-z0-9-]+?)(?:-(?P<n>\d+))?$")
+#: The order in which the story meets the scenarios: baseline → registered → pinned pool → narrow
+#: lock → the gw sweep (1, 2 = pinned_pool, 3) → compute-only. Tables and figures follow it.
+STORY_ORDER: tuple[str, ...] = ("baseline", "registered", "pinned_pool", "pinned_narrow", "pinned_gw1", "pinned_gw3", "compute_only")
+
+
+def story_order(names: Iterable[str]) -> list[str]:
+    """``names`` sorted in :data:`STORY_ORDER` (unknown names after, in their given order)."""
+    names = list(dict.fromkeys(names))
+    pos = {n: i for i, n in enumerate(STORY_ORDER)}
+    return sorted(names, key=lambda n: (pos.get(n, len(pos)), names.index(n)))
+
+
+_DATA_DIR: Path | None = None  # set by configure(); None: the repository's data/
+
+
+def configure(data_dir: str | Path | None = None) -> None:
+    """Set the folder of recorded runs that :func:`data_dir` returns (None: the repository's
+    ``data/``). The app layer calls it (``zkgpu.app.live`` with ``$ZKGPU_DATA``); tests may too.
+
+    Raises:
+        ValueError: ``data_dir`` is an empty string (names it).
+    """
+    global _DATA_DIR
+    if data_dir is not None and not str(data_dir).strip():
+        raise ValueError(f"data_dir must be a folder path or None, got {data_dir!r}")
+    _DATA_DIR = Path(data_dir) if data_dir is not None else None
+
+
+def data_dir() -> Path:
+    """The folder holding recorded runs: the one given to :func:`configure`, else the repository's
+    ``data/``."""
+    return _DATA_DIR if _DATA_DIR is not None else DATA_DIR
+
+
+def reference_path(name: str = "") -> Path:
+    """A file under the repository's ``data/reference/`` (the seed's lines, upstream's tables)."""
+    return DATA_DIR / "reference" / name
+
+
+# --------------------------------------------------------------------------- recordings
+
+
+@dataclass
+class Recording:
+    """One recorded scenario run: a folder with ``manifest.json`` (written by ``zkgpu record``).
+
+    Layout: ``manifest.json``; ``events/<scenario>.parquet`` (event tables); ``logs/<scenario>.log``
+    (cuzk-format logs); ``sweep.parquet`` / ``sweep.csv`` (H2D bandwidth sweep), ``host_alloc.csv``;
+    ``bench/*.csv`` (kernel benchmarks). Paths inside the manifest are relative to the folder.
+    """
+
+    path: Path
+    manifest: dict[str, Any] = field(repr=False)
+
+    @classmethod
+    def open(cls, path: str | Path) -> Recording:
+        """Read ``<path>/manifest.json``.
+
+        Raises:
+            FileNotFoundError: no manifest.json in ``path``.
+            ValueError: the manifest is not JSON, or not the shape a recording writes (an object
+                whose ``scenarios`` is an object of objects and ``environment`` an object); the
+                message names the folder and what is wrong.
+        """
+        p = Path(path)
+        mf = p / "manifest.json"
+        if not mf.is_file():
+            raise FileNotFoundError(f"{p} has no manifest.json: not a finished recording")
+        try:
+            manifest = json.loads(mf.read_text(encoding="utf-8"))
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+            raise ValueError(f"{mf} is not readable JSON: {exc}") from exc
+        if not isinstance(manifest, dict):
+            raise ValueError(f"{mf} holds a JSON {type(manifest).__name__}, not the object a recording writes")
+        for key in ("scenarios", "environment"):
+            v = manifest.get(key)
+            if v is not None and not isinstance(v, dict):
+                raise ValueError(f"{mf}: '{key}' is a JSON {type(v).__name__}, expected an object")
+        bad = [k for k, v in (manifest.get("scenarios") or {}).items() if not isinstance(v, dict)]
+        if bad:
+            raise ValueError(f"{mf}: scenario entries {bad} are not objects")
+        return cls(p, manifest)
+
+    @property
+    def gpu(self) -> str | None:
+        """GPU name from the manifest's environment, None for a CPU recording."""
+        env = self.manifest.get("environment") or {}
+        return env.get("gpu") if self.manifest.get("device", "gpu") != "cpu" else None
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.gpu is not None
+
+    @property
+    def date(self) -> str:
+        return str(self.manifest.get("date_utc", ""))
+
+    @property
+    def label(self) -> str:
+        """Human label: folder, device, date, size."""
+        dev = self.gpu or "CPU (no GPU: CPU milliseconds, not GPU numbers)"
+        n = self.manifest.get("n")
+        load = self.host_load_threads
+        extra = f"; host memory load: {load} threads (zkgpu.transfer.hostload)" if load else ""
+        return f"{self.path.name} [{dev}; {self.date}; n={n}, partitions={self.manifest.get('partitions')}{extra}]"
+
+    @property
+    def host_load_threads(self) -> int:
+        """Threads of :class:`zkgpu.transfer.hostload.HostMemoryLoad` that ran during the scenarios (0: none)."""
+        return int((self.manifest.get("host_load") or {}).get("threads") or 0)
+
+    @property
+    def scenarios(self) -> list[str]:
+        """Names of the recorded scenarios, in recording order."""
+        return list((self.manifest.get("scenarios") or {}).keys())
+
+    def scenario(self, name: str) -> dict[str, Any]:
+        """The manifest entry of one scenario (config, files, seconds, pool stats).
+
+        Raises:
+            KeyError: unknown scenario (lists the known ones).
+        """
+        sc = self.manifest.get("scenarios") or {}
+        if name not in sc:
+            raise KeyError(f"scenario {name!r} is not in {self.path.name}; recorded: {list(sc)}")
+        return sc[name]
+
+    def file(self, rel: str) -> Path:
+        """A path named in the manifest, inside the run folder.
+
+        Raises:
+            ValueError: ``rel`` is absolute or leads out of the run folder (``../..``, a symlink).
+        """
+        root = self.path.resolve()
+        p = (self.path / rel).resolve()
+        if not p.is_relative_to(root):
+            raise ValueError(f"{self.path.name}/manifest.json names {rel!r}, outside the run folder")
+        return p
+
+    def events(self, name: str) -> pd.DataFrame:
+        """Event table of one scenario (schema of :mod:`zkgpu.core.events`).
+
+        Raises:
+            KeyError: unknown scenario or one without an event table. ValueError: the path leaves
+            the run folder, or an unreadable events file (truncated, not Parquet), naming it.
+        """
+        entry = self.scenario(name)
+        rel = entry.get("events")
+        if not rel:
+            raise KeyError(f"scenario {name!r} in {self.path.name} has no event table: {entry.get('error', 'no reason recorded')}")
+        p = self.file(rel)
+        try:
+            return normalize_events(pd.read_parquet(p))
+        except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+            raise ValueError(f"unreadable events file {p}: {' '.join(str(exc).split())[:200]}") from exc
+
+    def all_events(self, names: Iterable[str] | None = None) -> pd.DataFrame:
+        """Event tables of several (default: all successful) scenarios, concatenated."""
+        names = list(names) if names is not None else [s for s in self.scenarios if self.scenario(s).get("events")]
+        frames = [self.events(s) for s in names]
+        return pd.concat(frames, ignore_index=True) if frames else normalize_events(pd.DataFrame())
+
+    def log_path(self, name: str) -> Path | None:
+        """The cuzk-format log of one scenario, or None."""
+        rel = self.scenario(name).get("log")
+        return self.file(rel) if rel else None
+
+    def sweep(self) -> pd.DataFrame | None:
+        """The H2D bandwidth sweep recorded with the scenarios, or None."""
+        rel = self.manifest.get("sweep")
+        if not rel:
+            return None
+        p = self.file(rel)
+        return pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
+
+    def host_alloc(self) -> pd.DataFrame | None:
+        """cudaHostAlloc / cudaHostRegister costs recorded with the sweep (``host_alloc.csv``), or None."""
+        p = self.path / "host_alloc.csv"
+        return pd.read_csv(p) if p.is_file() else None
+
+    def benchmarks(self) -> dict[str, pd.DataFrame]:
+        """Kernel benchmark tables recorded with the scenarios: ``{name: DataFrame}``."""
+        out: dict[str, pd.DataFrame] = {}
+        for name, rel in (self.manifest.get("benchmarks") or {}).items():
+            if isinstance(rel, str) and self.file(rel).is_file():
+                out[name] = _read_table(self.file(rel))
+        return out
+
+
+def _read_table(p: Path) -> pd.DataFrame:
+    if p.suffix == ".parquet":
+        return pd.read_parquet(p)
+    if p.suffix == ".json":
+        obj = json.loads(p.read_text(encoding="utf-8"))
+        return pd.json_normalize(obj if isinstance(obj, list) else obj.get("results", [obj]))
+    return pd.read_csv(p)
+
+
+def _sort_key(rec: Recording) -> tuple[str, str, int]:
+    m = _RECORD_RE.match(rec.path.name)
+    n = int(m.group("n")) if m and m.group("n") else 0
+    return (rec.date, m.group("date") if m else "", n)
+
+
+def find_recordings(base: str | Path | None = None) -> list[Recording]:
+    """Every finished recording (``*-record*/manifest.json``) under ``base``, newest first.
+
+    Folders without a manifest (recordings killed hard) are skipped silently; a folder whose
+    manifest cannot be used (not JSON, not an object, ``scenarios`` not an object ...) is skipped
+    with a ``UserWarning`` naming the folder and the problem, so one odd folder never stops a replay.
+    """
+    root = Path(base) if base is not None else data_dir()
+    found = []
+    if root.is_dir():
+        for p in root.iterdir():
+            if p.is_dir() and _RECORD_RE.match(p.name) and (p / "manifest.json").is_file():
+                try:
+                    found.append(Recording.open(p))
+                except (OSError, ValueError) as exc:
+                    warnings.warn(f"skipping recording {p}: {exc}", UserWarning, stacklevel=2)
+    return sorted(found, key=_sort_key, reverse=True)
+
+
+def latest_recording(base: str | Path | None = None, gpu_only: bool = False) -> Recording | None:
+    """The newest GPU recording; else (unless ``gpu_only``) the newest CPU one; else None."""
+    recs = find_recordings(base)
+    gpu = [r for r in recs if r.is_gpu]
+    if gpu:
+        return gpu[0]
+    if gpu_only or not recs:
+        return None
+    return recs[0]
+
+
+def find_benchmarks(
+    kind: str, base: str | Path | None = None, *, where: Callable[[dict[str, pd.DataFrame]], bool] | None = None
+) -> tuple[Path, dict[str, pd.DataFrame]] | None:
+    """Newest ``<gpu>-<date>-bench-<kind>[-N]/`` folder under ``base`` with a ``manifest.json`` (a finished run: a
+    benchmark killed before writing it, or stopped and renamed ``-interrupted``, is passed over) and its
+    CSV/Parquet/JSON tables.
+
+    ``where``: only folders whose tables it accepts count (e.g. :func:`is_default_ntt_run`, so an
+    experiment that timed other kernels only is passed over).
+
+    Returns:
+        ``(folder, {file stem: DataFrame})`` or None when no such folder exists.
+    """
+    root = Path(base) if base is not None else data_dir()
+    cands = []
+    if root.is_dir():
+        for p in root.iterdir():
+            m = _BENCH_RE.match(p.name)
+            if p.is_dir() and m and m.group("kind") == kind and (p / "manifest.json").is_file():
+                cands.append((m.group("date"), int(m.group("n") or 0), p))
+    for _, _, p in sorted(cands, reverse=True):
+        tables = {}
+        for f in sorted(p.iterdir()):
+            if f.suffix in (".csv", ".parquet") or (f.suffix == ".json" and f.name != "manifest.json"):
+                try:
+                    tables[f.stem] = _read_table(f)
+                except (ValueError, OSError):
+                    continue
+        if tables and (where is None or where(tables)):
+            return p, tables
+    return None
+
+
+def is_default_ntt_run(tables: dict[str, pd.DataFrame]) -> bool:
+    """True when a ``bench-ntt`` folder's ``ntt`` table has the default kernel's (``stagewise``)
+    forward natural-order rows and its ``compute_h`` rows: a full run, not a kernel experiment (for
+    :func:`find_benchmarks`)."""
+    t = tables.get("ntt")
+    if t is None or not {"kernel", "variant"} <= set(t.columns):
+        return False
+    default = t[t["kernel"] == "stagewise"]
+    return bool((default["variant"] == "forward-nn").any() and (default["variant"] == "compute_h").any())
+
+
+#: What each kind of recorded folder in ``data/`` is, and which notebooks read it (:func:`inventory`).
+RECORDING_KINDS: dict[str, str] = {
+    "record": "the scenario matrix (baseline → compute_only) by `zkgpu record`; notebooks 00-08 replay the newest",
+    "bench": "kernel and transfer benchmarks (`zkgpu bench`, scripts/gpu_run.sh); the newest of each kind feeds "
+             "05 (h2d, load), 07b (prep), 08 (ntt, msm, sppark) and 10 (prove)",
+    "last-mile": "data/last-mile/: the scenarios that take prep_msm off the critical path; 07b and 08 replay the newest",
+    "real": "data/real/: the pipeline proving a real circom circuit; notebook 10 replays the newest",
+}
+
+
+def inventory(base: str | Path | None = None) -> pd.DataFrame:
+    """Every recorded folder with a ``manifest.json`` under ``base`` (default :func:`data_dir`):
+    ``<base>/*/`` and one level of sub-folders (``last-mile/``, ``real/``), one row each, newest first.
+
+    Columns: ``folder`` (path relative to ``base``), ``kind`` (a key of :data:`RECORDING_KINDS`:
+    ``record`` and ``bench`` by their folder name, ``last-mile`` / ``real`` by their sub-folder; any
+    other sub-folder's name, or ``other``), ``detail`` (a benchmark's kind, e.g. ``sppark``; a
+    recording's scenario count), ``date_utc`` (the manifest's, '' if it has none) and ``gpu``. A
+    manifest that is not a JSON object still counts (``detail`` says it is unreadable)."""
+    root = Path(base) if base is not None else data_dir()
+    rows = []
+    for mf in sorted([*root.glob("*/manifest.json"), *root.glob("*/*/manifest.json")]):
+        folder = mf.parent
+        rel = folder.relative_to(root)
+        try:
+            loaded = json.loads(mf.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            loaded = None
+        m: dict[str, Any] = loaded if isinstance(loaded, dict) else {}
+        sub = rel.parts[0] if len(rel.parts) > 1 else ""
+        bench = _BENCH_RE.match(folder.name)
+        kind = sub or ("record" if _RECORD_RE.match(folder.name) else "bench" if bench else "other")
+        scen = m.get("scenarios")
+        if not m:
+            detail = "unreadable manifest"
+        elif kind == "bench" and bench:
+            detail = bench.group("kind")
+        else:
+            detail = f"{len(scen)} scenario{'s' if len(scen) != 1 else ''}" if isinstance(scen, dict) else ""
+        env = m["environment"] if isinstance(m.get("environment"), dict) else {}
+        rows.append({"folder": rel.as_posix(), "kind": kind, "detail": detail, "date_utc": str(m.get("date_utc") or ""),
+                     "gpu": str(env.get("gpu") or ("CPU" if m.get("device") == "cpu" else ""))})
+    cols = ["folder", "kind", "detail", "date_utc", "gpu"]
+    out = pd.DataFrame(rows, columns=cols)
+    return out.sort_values(["date_utc", "folder"], ascending=False, ignore_index=True) if len(out) else out
+
+
+def inventory_by_kind(inv: pd.DataFrame) -> pd.DataFrame:
+    """:func:`inventory` counted per kind (index ``kind``, in :data:`RECORDING_KINDS` order, other
+    kinds after): ``recordings`` (folders with a manifest), ``details`` (the benchmarks' kinds, or
+    the scenario counts, distinct, joined) and ``what`` (:data:`RECORDING_KINDS`, '' for others)."""
+    kinds = [k for k in RECORDING_KINDS if k in set(inv["kind"])] + sorted(set(inv["kind"]) - set(RECORDING_KINDS))
+    rows = {k: {"recordings": int((inv["kind"] == k).sum()),
+                "details": ", ".join(sorted({d for d in inv.loc[inv["kind"] == k, "detail"] if d})),
+                "what": RECORDING_KINDS.get(k, "")} for k in kinds}
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=["recordings", "details", "what"])
+    out.index.name = "kind"
+    return out
+
+
+# --------------------------------------------------------------------------- the notebook's source
+
+
+@dataclass
+class Source:
+    """The data a notebook works on, and a plain statement of where it came from.
+
+    Attributes:
+        kind: ``live`` (measured now on the GPU), ``recorded-gpu``, ``recorded-cpu`` or
+            ``cpu-standin`` (tiny CPU pipeline run made now because no recording exists; live and
+            the stand-in are made by :func:`zkgpu.app.live.open_source`).
+        recording: the recording (a temporary one in live mode and for the CPU stand-in).
+        mode: the resolved mode (``live`` or ``replay``).
+    """
+
+    kind: str
+    recording: Recording
+    mode: str
+
+    @property
+    def on_gpu(self) -> bool:
+        """True when the numbers are GPU measurements (live or a GPU recording)."""
+        return self.kind in ("live", "recorded-gpu")
+
+    @property
+    def device_label(self) -> str:
+        return self.recording.gpu or "CPU"
+
+    def banner(self) -> str:
+        """One paragraph saying where every number below comes from."""
+        r = self.recording
+        if self.kind == "live":
+            head = f"LIVE: measured now on {r.gpu}"
+        elif self.kind == "recorded-gpu":
+            head = f"REPLAY of a GPU recording on {r.gpu}"
+        elif self.kind == "recorded-cpu":
+            head = "REPLAY of a CPU recording (no GPU recording in data/ yet): CPU milliseconds, NOT GPU numbers"
+        else:
+            head = (
+                "CPU STAND-IN: no recording exists in data/, so a tiny CPU run of the pipeline was made now "
+                "(device=cpu). Its milliseconds are CPU milliseconds, NOT GPU numbers; the shapes of the "
+                "timelines and the mechanisms are what to look at"
+            )
+        return f"{head}.\nData: {r.label}\nFolder: {r.path}"
+
+    @property
+    def scenarios(self) -> list[str]:
+        return self.recording.scenarios
+
+    def has(self, scenario: str) -> bool:
+        """True when the scenario was recorded with an event table."""
+        return scenario in self.scenarios and bool(self.recording.scenario(scenario).get("events"))
+
+    def events(self, scenario: str) -> pd.DataFrame:
+        return self.recording.events(scenario)
+
+    def all_events(self, names: Iterable[str] | None = None) -> pd.DataFrame:
+        return self.recording.all_events(names)
+
+    def log_path(self, scenario: str) -> Path | None:
+        return self.recording.log_path(scenario)
+
+    def config(self, scenario: str) -> dict[str, Any]:
+        return dict(self.recording.scenario(scenario).get("config") or {})
+
+    def sweep(self) -> pd.DataFrame | None:
+        """The recording's H2D sweep, else the newest ``bench-h2d`` folder's table (GPU only)."""
+        s = self.recording.sweep()
+        if s is not None:
+            return s
+        if self.kind != "recorded-gpu":
+            return None
+        found = find_benchmarks("h2d")
+        return found[1].get("sweep") if found else None
+
+    def h2d_under_load(self) -> pd.DataFrame | None:
+        """Pageable vs pinned H2D under host memory load: the newest ``bench-load`` folder's
+        ``load`` table (:func:`zkgpu.app.bench.hostload.h2d_under_load`), for GPU recordings; else None."""
+        if self.kind != "recorded-gpu":
+            return None
+        found = find_benchmarks("load")
+        return found[1].get("load") if found else None
+
+    def host_alloc(self) -> pd.DataFrame | None:
+        """Pinning costs per size: the recording's, else the newest ``bench-h2d`` folder's (GPU only)."""
+        h = self.recording.host_alloc()
+        if h is not None or self.kind != "recorded-gpu":
+            return h
+        found = find_benchmarks("h2d")
+        return found[1].get("host_alloc") if found else None
+
+    def benchmarks(self) -> dict[str, pd.DataFrame]:
+        """Kernel benchmarks: the recording's, plus the newest ``bench-ntt``/``bench-msm`` folders (GPU)."""
+        out = dict(self.recording.benchmarks())
+        if self.kind == "recorded-gpu":
+            for kind in ("ntt", "msm"):
+                if not any(k.startswith(kind) for k in out):
+                    found = find_benchmarks(kind, where=is_default_ntt_run if kind == "ntt" else None)
+                    if found:
+                        for stem, df in found[1].items():
+                            out[f"{kind}:{stem}"] = df
+        return out
+
+
+def recorded_source(base: str | Path | None = None) -> Source | None:
+    """The newest GPU recording under ``base`` (default :func:`data_dir`), else the newest CPU one,
+    as a replay :class:`Source`; None when there is no recording."""
+    rec = latest_recording(base)
+    if rec is None:
+        return None
+    return Source("recorded-gpu" if rec.is_gpu else "recorded-cpu", rec, "replay")
+
+
+# --------------------------------------------------------------------------- shared notebook tables
+
+
+def reference_table(name: str) -> pd.DataFrame:
+    """A CSV of upstream's published numbers from ``data/reference/`` (e.g. ``cuzk_utilization.csv``)."""
+    return pd.read_csv(reference_path(name))
+
+
+def _median_ms(ev: pd.DataFrame, phase: str) -> float:
+    sel = ev[ev["phase"] == phase]
+    return float(((sel["end_ns"] - sel["start_ns"]) / 1e6).median()) if len(sel) else float("nan")
+
+
+def scenario_table(source: Source, names: Iterable[str] | None = None) -> pd.DataFrame:
+    """One row per recorded scenario (in :data:`STORY_ORDER`): settings, throughput, utilizations
+    and median phase times.
+
+    Columns: ``scenario, transfer, lock_scope, gw, partitions, wall_ms, partitions_per_min``,
+    ``compute_util``, ``kernel_util``, ``timeline_util`` (all from :func:`zkgpu.analysis.metrics.utilization`:
+    kernels only / upstream's kernel figure with the H2D copies counted / TIMELINE, over the run's
+    wall span), median ms of ``ntt_msm_h, h2d, ntt, h_msm,
+    prep_msm, barrier_wait, mutex_wait, batch_add, tail_msm, prove`` (``h2d_ms``: the host waiting
+    for the copies), ``h2d_gbps`` (:func:`zkgpu.analysis.metrics.effective_h2d_gbps`), ``h2d_share`` and
+    ``h2d_exposed_ms`` (median per partition): the copy time that lengthened ntt_msm_h
+    (:func:`zkgpu.analysis.metrics.h2d_share`). Milliseconds are the recording's device's.
+    """
+    names = [s for s in (names if names is not None else story_order(source.scenarios)) if source.has(s)]
+    rows = []
+    for name in names:
+        ev = source.events(name)
+        cfg = source.config(name)
+        u = metrics.utilization(ev)
+        gb = metrics.effective_h2d_gbps(ev)
+        row = {
+            "scenario": name,
+            "transfer": cfg.get("transfer"),
+            "lock_scope": cfg.get("lock_scope"),
+            "gw": cfg.get("gw"),
+            "partitions": int(u["partitions"].sum()),
+            "wall_ms": float(u["wall_ms"].max()),
+            "partitions_per_min": float(u["partitions_per_min"].sum()),
+            **{k: float(u[k].mean()) for k in metrics.UTILIZATIONS},
+        }
+        for ph in ("ntt_msm_h", "h2d", "ntt", "h_msm", "prep_msm", "barrier_wait", "mutex_wait", "batch_add", "tail_msm", "prove"):
+            row[f"{ph}_ms"] = _median_ms(ev, ph)
+        row["h2d_gbps"] = float(gb["gbps"].iloc[0]) if len(gb) else float("nan")
+        per = metrics.h2d_share(ev, by=("partition",))
+        per = per[per["ntt_msm_h_ms"] > 0]
+        row["h2d_share"] = float(per["h2d_ms"].sum() / per["ntt_msm_h_ms"].sum()) if len(per) else float("nan")
+        row["h2d_exposed_ms"] = float(per["h2d_ms"].median()) if len(per) else float("nan")
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("scenario") if rows else pd.DataFrame()
+
+
+def benchmark_pivot(df: pd.DataFrame) -> pd.DataFrame | None:
+    """A kernel benchmark table (``zkgpu bench ntt|msm``) as median ms: one row per size (``log_n``
+    or ``log2_n``), one column per combination of the descriptive columns that vary in the table
+    (``kernel``, ``variant``, ``mode``, ``scalars``, ``radix``), so that no two kinds of measurement share a
+    cell. Returns None when the table has no size column or no ``median_ms``."""
+    size_col = next((c for c in ("log_n", "log2_n") if c in df.columns), None)
+    if size_col is None or "median_ms" not in df.columns:
+        return None
+    keys = [c for c in ("kernel", "variant", "mode", "scalars", "radix") if c in df.columns and df[c].nunique(dropna=False) > 1]
+    if not keys:
+        return df.groupby(size_col)[["median_ms"]].median()
+    return df.pivot_table(index=size_col, columns=keys, values="median_ms", aggfunc="median")

@@ -1,0 +1,1 @@
+"""zkgpu.app: see ARCHITECTURE.md."""

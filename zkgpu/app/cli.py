@@ -1,0 +1,165 @@
+"""The ``zkgpu`` command: ``info``, ``bench``, ``record``, ``report``, ``parse``, ``trace``, ``prove``.
+
+Every error is one line on stderr with exit status 2 (:mod:`zkgpu.core.errors`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from zkgpu import __version__
+from zkgpu.analysis.chrome_trace import ExportError, export_recording, open_run
+from zkgpu.analysis.replay import Recording, Source
+from zkgpu.app import pipeline_cmd, record, settings
+from zkgpu.app import prove_cmd as groth16_cli
+from zkgpu.app import report as report_mod
+from zkgpu.app.bench import hostload as bench_hostload
+from zkgpu.app.bench import msm as bench_msm
+from zkgpu.app.bench import ntt as bench_ntt
+from zkgpu.app.bench import parse as bench_parse
+from zkgpu.app.bench import prep as bench_prep
+from zkgpu.app.bench import prove as bench_prove
+from zkgpu.app.bench import sppark as bench_sppark
+from zkgpu.app.bench import transfer as bench_transfer
+from zkgpu.app.parse_cmd import parse_command
+from zkgpu.core.errors import CliError, OneLineGroup, check_writable_under
+from zkgpu.core.manifest import check_run_base, data_dir, environment
+from zkgpu.story import forecast
+from zkgpu.story.bottleneck import last_mile_recordings
+
+
+@click.group(cls=OneLineGroup)
+@click.version_option(__version__, prog_name="zkgpu")
+def main() -> None:
+    """zkgpu: GPU bottlenecks in ZK provers (BLS12-381 NTT/MSM, H2D paths, cuzk pipeline)."""
+    try:
+        settings.apply()  # the ZKGPU_* variables (zkgpu.app.settings), once, before any command
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
+def info(as_json: bool) -> None:
+    """Print the GPU (or none), driver, CUDA, CuPy, nvtx and package versions."""
+    env = environment()
+    if as_json:
+        click.echo(json.dumps(env, indent=2))
+        return
+    if env.get("gpu") is None:
+        click.echo("GPU: none found (CPU reference paths and recorded-data replay only)")
+    for k, v in env.items():
+        click.echo(f"{k:>22}: {v}")
+
+
+@main.group()
+def bench() -> None:
+    """Benchmarks: GPU kernels and transfers (CUDA events, warm-up excluded, medians, written
+    under data/) and the log parser (``bench parse``, CPU, CSV)."""
+
+
+@main.command()
+@click.option("--mode", type=click.Choice(["auto", "live", "replay"]), default=None, help="ZKGPU_MODE for the notebooks")
+@click.option("--out", "out_dir", default="reports", show_default=True, help="output folder for the HTML")
+@click.option("--only", multiple=True, help="run only notebooks whose name contains this (repeatable)")
+def report(mode: str | None, out_dir: str, only: tuple[str, ...]) -> None:
+    """Execute every notebook in notebooks/ and write HTML plus an index into reports/."""
+    try:  # ZKGPU_MODE and ZKGPU_HOST_LOAD are checked here, before any notebook runs
+        resolved = report_mod.resolve_report_mode(mode)
+    except ValueError as exc:
+        raise CliError(f"{exc} (unset ZKGPU_MODE or pass --mode replay)") from exc
+    try:
+        report_mod.notebook_parameters(resolved)
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+    if not out_dir.strip():
+        raise CliError(f"--out {out_dir!r}: give a folder for the HTML (e.g. --out reports)")
+    check_writable_under("--out", out_dir, Path(out_dir).absolute())  # a file there, or a read-only folder: before any notebook runs
+    if only and not report_mod.find_notebooks(only=only):
+        names = ", ".join(p.stem for p in report_mod.find_notebooks())
+        raise CliError(f"--only {' '.join(only)}: no notebook name contains it (notebooks: {names})")
+    ok = report_mod.run_report(out_dir=out_dir, mode=mode, only=only, environment=environment())
+    sys.exit(0 if ok else 1)
+
+
+@main.group("trace")
+def trace_group() -> None:
+    """Zoomable timelines of recorded runs (Chrome / Perfetto trace-event JSON)."""
+
+
+@trace_group.command("export")
+@click.argument("run")
+@click.option("--scenario", "scenarios", multiple=True, help="export only this scenario (repeatable; default: all)")
+@click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="the JSON file to write (must not exist)")
+def trace_export(run: str, scenarios: tuple[str, ...], out: str) -> None:
+    """Write RUN's event table as trace-event JSON for ui.perfetto.dev or chrome://tracing.
+
+    RUN is a recording folder (with manifest.json) or its name under data/. One process per GPU
+    and scenario, one thread per worker with its CPU threads apart, one slice per event row
+    (bytes and GPU ms in its args); see zkgpu.analysis.chrome_trace.
+    """
+    try:
+        path, rows = export_recording(open_run(run), out, scenarios)
+    except ExportError as exc:
+        raise CliError(str(exc)) from None
+    except OSError as exc:  # unwritable --out, unreadable event table
+        raise CliError(f"cannot export {run} to {out}: {exc.strerror or exc}") from None
+    click.echo(f"wrote {rows} events to {path}: open it in https://ui.perfetto.dev or chrome://tracing")
+
+
+
+@main.command("forecast")
+@click.argument("recording", required=False)
+@click.option("--out", "out_dir", default=None, help="folder for the forecast file (default: forecasts/ in the repository)")
+def forecast_cmd(recording: str | None, out_dir: str | None) -> None:
+    """Write the model's forecast of the next recording of each last-mile scenario, made from RECORDING alone
+    (a recording folder; default: the newest in data/last-mile/), to forecast-from-<recording>.json. Commit it
+    before the next recording is made: notebook 07b then sets that recording against it (a blind test)."""
+    if recording is not None and not recording.strip():
+        raise CliError("forecast: RECORDING '': give a recording folder (or leave it out for the newest last-mile recording)")
+    out = check_run_base(out_dir if out_dir is not None else forecast.FORECAST_DIR)  # before any work: a folder we can write into
+    try:
+        if recording is None:
+            recs = last_mile_recordings()
+            if not recs:
+                raise CliError(f"forecast: no GPU last-mile recording in {data_dir() / 'last-mile'} or {data_dir()}: record one "
+                               "(scripts/gpu_run.sh record-last-mile)")
+            rec = recs[0]
+        else:
+            rec = Recording.open(recording)
+    except (FileNotFoundError, ValueError) as exc:
+        raise CliError(f"forecast: {exc}") from None
+    except OSError as exc:
+        raise CliError(f"forecast: cannot read {recording}: {exc.strerror or exc}") from None
+    try:
+        path = forecast.write_forecast(Source("recorded-gpu", rec, "replay"), out)
+    except (FileExistsError, ValueError) as exc:
+        raise CliError(f"forecast: {exc}") from None
+    except OSError as exc:
+        raise CliError(f"forecast: cannot write into {out}: {exc.strerror or exc}") from None
+    click.echo(f"wrote {path}")
+
+
+for _group, _cmd in (
+    (bench, bench_ntt.bench_command),
+    (bench, bench_msm.bench_command),
+    (bench, bench_prep.bench_command),
+    (bench, bench_sppark.bench_command),
+    (bench, bench_sppark.table_command),
+    (bench, bench_transfer.bench_command),
+    (bench, bench_hostload.bench_command),
+    (bench, bench_parse.bench_parse_command),
+    (main, record.record_command),
+    (main, parse_command),
+    (main, groth16_cli.prove_command),
+    (main, groth16_cli.circuit_command),
+    (main, pipeline_cmd.main),
+    (bench, bench_prove.bench_command),
+):
+    _group.add_command(_cmd)
+
+if __name__ == "__main__":
+    main()

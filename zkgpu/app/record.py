@@ -1,0 +1,686 @@
+"""``zkgpu record``: run the scenario matrix once and keep everything in ONE fresh folder.
+
+The folder is ``zkgpu.core.manifest.new_run_dir("record")`` = ``data/<gpu>-<YYYYMMDD>-record[-N]/``
+(or under ``--out``), never reused, and holds:
+
+* ``events/<scenario>.parquet`` — the pipeline's event table (schema of :mod:`zkgpu.core.events`);
+* ``logs/<scenario>.log`` — the cuzk-format log of the same run;
+* ``sweep.parquet`` + ``sweep.csv`` — the H2D bandwidth sweep (:func:`zkgpu.app.bench.transfer.bandwidth_sweep`),
+  and ``host_alloc.csv`` — cudaHostAlloc / cudaHostRegister costs per size
+  (:func:`zkgpu.app.bench.transfer.host_alloc_costs`), GPU only;
+* ``bench/<kernel>.csv`` — kernel benchmarks (``zkgpu.app.bench.ntt`` / ``zkgpu.app.bench.msm`` ``run_benchmark``), GPU only;
+* ``manifest.json`` — written LAST (its presence marks a readable recording): environment, commit,
+  sizes, every scenario's configuration, files, seconds, pool statistics or error, and notes on
+  whatever was skipped. On Ctrl-C or SIGTERM (``timeout``) the scenarios finished so far are still
+  written into it, with ``"interrupted"`` set; a folder without manifest (killed hard) is ignored.
+
+Scenarios (:data:`SCENARIOS`, in this order): ``baseline`` (pageable a/b/c, coarse lock, gw=2),
+``pinned_pool`` (coarse, gw=2), ``pinned_narrow`` (narrow lock, gw=2), ``registered``
+(cudaHostRegister, coarse, gw=2), ``pinned_gw1``, ``pinned_gw3``, and ``compute_only`` (data resident on the device) when the
+pipeline offers it; then, beyond upstream, the pinned pool with the narrow lock and prep_msm off the
+critical path (``narrow_prep_parallel``: ``prep="cpu_parallel"``, ``narrow_prep_gpu``: ``prep="gpu"``,
+then ``narrow_prep_gpu_h2d_pre_lock``: a/b/c copied before the mutex, ``h2d_stage="pre_lock"``, then
+``narrow_prep_gpu_h2d_pre_lock_msm_precomp``: the same with every G1 MSM over precomputed shifted bases,
+``msm_bases="precomputed"``, whose entry's ``setup`` holds the tables' build time and the MSM benchmark of
+:meth:`zkgpu.pipeline.gpu_backend.GpuBackend.setup`;
+``narrow_prep_gpu_gw3``: gw=3), then ``narrow_prep_gpu_tails`` (``tail_streams=3``: the small batch additions and
+tail MSMs at once), ``unlocked_prep_gpu_tails`` (no shared mutex) and ``submit_prep_gpu`` /
+``submit_prep_gpu_tails`` (the mutex over the submission only: ``lock_scope="submit"``), then
+``narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3`` (the precomputed step with gw=3),
+``submit_prep_gpu_msm_precomp`` (the submission scope over precomputed bases: the last-mile story's last
+step) and its gw=3 variant. :data:`LAST_MILE_SCENARIOS` is the short set of notebook 07b. On the CPU (``--device cpu``) ``registered`` is skipped (it needs
+cudaHostRegister) and every number is a CPU number; the manifest says ``"device": "cpu"``.
+
+A real circuit (``--zkey K --wtns W``, :class:`zkgpu.groth16.workload.SnarkjsCircuit`): every
+partition of every scenario proves one witness, n is the key's domain, the manifest's ``circuit``
+names it (name, constraints, domain, signals, densities), and each scenario's proofs go to
+``proofs/<scenario>/`` as snarkjs JSON, verified there (``snarkjs groth16 verify`` with the vkey,
+else py_ecc): its entry's ``proofs`` says how many were accepted and by what.
+
+No raw vectors and no pickles are written: Parquet, CSV, JSON and text only (a few hundred kB).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+import pandas as pd
+
+from zkgpu import pipeline
+from zkgpu.app.bench import msm as bench_msm
+from zkgpu.app.bench import ntt as bench_ntt
+from zkgpu.app.bench import transfer as bench_transfer
+from zkgpu.core.cuda import gpu_available
+from zkgpu.core.errors import CliError, OneLineCommand
+from zkgpu.core.manifest import build_manifest, new_run_dir, write_json_new
+from zkgpu.gpu.msm.prep import numba_available
+from zkgpu.groth16.workload import SnarkjsCircuit, check_proofs, load_circuit
+from zkgpu.pipeline.config import TRANSFERS, PipelineConfig
+from zkgpu.transfer.hostload import HostMemoryLoad
+from zkgpu.transfer.pinned_pool import PinnedPool
+
+__all__ = [
+    "SCENARIOS",
+    "LAST_MILE_SCENARIOS",
+    "LAST_MILE_PARTITIONS",
+    "LAST_MILE_ALTERNATIVE_PARTITIONS",
+    "GPU_DEFAULT_N",
+    "GPU_DEFAULT_PARTITIONS",
+    "GPU_SYNTH_WORKERS",
+    "GPU_QUEUE_DEPTH",
+    "GPU_QUICK_N",
+    "GPU_QUICK_PARTITIONS",
+    "CPU_DEFAULT_N",
+    "CPU_DEFAULT_PARTITIONS",
+    "scenario_configs",
+    "run_scenario",
+    "record",
+    "record_command",
+]
+
+#: scenario name -> PipelineConfig settings (everything else from the sizes given to :func:`record`).
+#: Ordered by importance: if a recording is cut short, the first ones are the ones that matter.
+SCENARIOS: dict[str, dict[str, Any]] = {
+    "baseline": {"transfer": "pageable", "lock_scope": "coarse", "gw": 2},
+    "pinned_pool": {"transfer": "pinned_pool", "lock_scope": "coarse", "gw": 2},
+    "pinned_narrow": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2},
+    "registered": {"transfer": "registered", "lock_scope": "coarse", "gw": 2},
+    "pinned_gw1": {"transfer": "pinned_pool", "lock_scope": "coarse", "gw": 1},
+    "pinned_gw3": {"transfer": "pinned_pool", "lock_scope": "coarse", "gw": 3},
+    "compute_only": {"transfer": "resident", "lock_scope": "coarse", "gw": 2},
+    # beyond upstream (notebook 07b): prep_msm off the critical path, then the GPU phases themselves
+    "narrow_prep_parallel": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "cpu_parallel"},
+    "narrow_prep_gpu": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "gpu"},
+    # + the H2D of a/b/c before the mutex (h2d_stage="pre_lock"): its DMA overlaps the other worker's kernels
+    "narrow_prep_gpu_h2d_pre_lock": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "gpu", "h2d_stage": "pre_lock"},
+    # + every G1 MSM over precomputed shifted bases (msm_bases="precomputed"): one bucket set, no Horner doublings
+    "narrow_prep_gpu_h2d_pre_lock_msm_precomp": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "gpu",
+                                                 "h2d_stage": "pre_lock", "msm_bases": "precomputed"},
+    "narrow_prep_gpu_gw3": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 3, "prep": "gpu"},
+    # + the three batch additions and the three tail MSMs each on its own stream, at once
+    "narrow_prep_gpu_tails": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "gpu", "tail_streams": 3},
+    # + no shared mutex: two workers' kernels overlap on the GPU (the mutex guards VRAM on small cards)
+    "unlocked_prep_gpu_tails": {"transfer": "pinned_pool", "lock_scope": "none", "gw": 2, "prep": "gpu", "tail_streams": 3},
+    # the mutex over the submission only: a/b/c copied before it, the GPU phases queued on one
+    # shared stream, the wait for the kernels and the results' D2H after its release
+    "submit_prep_gpu": {"transfer": "pinned_pool", "lock_scope": "submit", "gw": 2, "prep": "gpu"},
+    "submit_prep_gpu_tails": {"transfer": "pinned_pool", "lock_scope": "submit", "gw": 2, "prep": "gpu", "tail_streams": 3},
+    # the precomputed-bases step with a third worker (one more partition set up while two hold the GPU)
+    "narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 3, "prep": "gpu",
+                                                     "h2d_stage": "pre_lock", "msm_bases": "precomputed"},
+    # the story's last step: the mutex over the submission only, every G1 MSM over precomputed bases
+    "submit_prep_gpu_msm_precomp": {"transfer": "pinned_pool", "lock_scope": "submit", "gw": 2, "prep": "gpu", "msm_bases": "precomputed"},
+    "submit_prep_gpu_msm_precomp_gw3": {"transfer": "pinned_pool", "lock_scope": "submit", "gw": 3, "prep": "gpu", "msm_bases": "precomputed"},
+}
+
+#: The scenarios of notebook 07b ("the last bottleneck") in one recording: the story (the baseline
+#: and the fix it is measured against, prep_msm taken off the critical path on the CPU and on the
+#: GPU, then the H2D before the mutex, then the G1 MSMs over precomputed bases, then the mutex over the
+#: submission only, with plain and with precomputed bases: the last step), then the informative
+#: alternatives (concurrent tails, no shared mutex, a third worker;
+#: :data:`LAST_MILE_ALTERNATIVE_PARTITIONS`) (``scripts/gpu_run.sh record-last-mile``).
+LAST_MILE_SCENARIOS = ("baseline", "pinned_narrow", "narrow_prep_parallel", "narrow_prep_gpu", "narrow_prep_gpu_h2d_pre_lock",
+                       "narrow_prep_gpu_h2d_pre_lock_msm_precomp", "submit_prep_gpu", "submit_prep_gpu_msm_precomp",
+                       "narrow_prep_gpu_tails", "unlocked_prep_gpu_tails", "narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3",
+                       "submit_prep_gpu_msm_precomp_gw3")
+#: partitions per scenario of the last-mile recording (``scripts/gpu_run.sh record-last-mile``): the
+#: run's window includes the pipeline fill (the first synthesis before any GPU work), which weighs
+#: 1/partitions; 128 keeps it near 2-3% of the window for every scenario, baseline included.
+LAST_MILE_PARTITIONS = 128
+#: the alternatives run half as many partitions (``zkgpu record --scenario-partitions``); their fill
+#: then weighs ~4% instead of ~2% of their whole-run figures (the GPU-window figures do not include it).
+#: Time on the H200: record-3 (the first nine scenarios, the same two alternatives at 64) took 181 s. With the
+#: counter-based synthesis (:mod:`zkgpu.pipeline.synthesis`) the GPU-prep steps run faster (a short recording of
+#: 40 partitions each, 2026-12-01, not kept: 585-780 partitions/min, 3-5 s per such scenario after the tables' set-up), so
+#: the two submission-scope steps (128 partitions, ~10-13 s each, sharing the precomputed step's tables) and the
+#: two gw = 3 alternatives (~5 s each) bring the estimate to about 205 s, inside record-last-mile's limit (270 s).
+#: ``submit_prep_gpu`` keeps 128: it is a story step, and the calibration run of the last one.
+LAST_MILE_ALTERNATIVE_PARTITIONS = {"narrow_prep_gpu_tails": 64, "unlocked_prep_gpu_tails": 64,
+                                    "narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3": 64, "submit_prep_gpu_msm_precomp_gw3": 64}
+
+# Sizes. GPU: n = 2^22 constraints per partition (a/b/c = 3 x 128 MiB, 1/32 of a PoRep partition,
+# the pipeline's default); --quick quarters it. CPU: the reference math on Python ints and
+# py-arkworks is slow, so about a thousand constraints (a few seconds for the whole matrix).
+GPU_DEFAULT_N = 1 << 22
+GPU_DEFAULT_PARTITIONS = 16
+GPU_SYNTH_WORKERS = 8
+GPU_QUEUE_DEPTH = 8
+"""GPU recordings: 8 synthesis threads and up to 8 partitions synthesized ahead (cuzk's recommended
+``max_gpu_queue_depth``), so that synthesis keeps both GPU workers fed and the GPU side (mutex,
+H2D, barrier) is what limits throughput, as in the seed. With the pipeline's defaults (2 threads,
+depth 2*gw) a 16-core host is synthesis-bound at n = 2^22 (measured 2026-11-29: a partition every
+~250 ms in every scenario, GPU workers starved). The depth counts the partitions held by the GPU
+workers' start halves too (gw of them), and the pinned pool is pre-warmed with ``depth + gw + 2`` sets,
+so the pool never makes a synthesis thread wait; the permits do. With the counter-based synthesis
+(the same short recording, host load 8: ~170 ms per 2^22 partition and thread, 8 threads at once ~260 ms) six threads
+synthesizing supply over 1300 partitions/min against the ~800 the best step consumes: the ready queue
+stays full (``gpu_queue`` waits of 180-370 ms) and no GPU window idles for want of a partition, while the
+load threads keep their bandwidth (63-68 GB/s against record-3's 58-63). So these defaults stay."""
+GPU_QUICK_N = 1 << 20
+GPU_QUICK_PARTITIONS = 4
+CPU_DEFAULT_N = 1 << 10
+CPU_DEFAULT_PARTITIONS = 6
+#: upper bounds of the record options (a recording of far more is a typo, and each queued
+#: partition holds its a/b/c buffers): partitions per scenario, synthesis threads, queue depth
+MAX_PARTITIONS, MAX_SYNTH_WORKERS, MAX_QUEUE_DEPTH = 10_000, 64, 256
+
+
+def scenario_configs(
+    names: Iterable[str] | None = None, *, device: str = "gpu"
+) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Which scenarios run on ``device``, and why the others do not.
+
+    Returns:
+        ``(runnable {name: settings}, skipped {name: reason})``.
+
+    Raises:
+        ValueError: an unknown scenario name (lists the known ones).
+    """
+    names = list(SCENARIOS) if names is None else list(names)
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        raise ValueError(f"unknown scenario(s) {unknown}; known: {list(SCENARIOS)}")
+    run, skipped = {}, {}
+    for name in names:
+        s = SCENARIOS[name]
+        if s["transfer"] not in TRANSFERS:
+            skipped[name] = f"the pipeline has no transfer={s['transfer']!r} (it offers {list(TRANSFERS)})"
+        elif s["transfer"] == "registered" and device == "cpu":
+            skipped[name] = "transfer='registered' needs a GPU (cudaHostRegister)"
+        elif s.get("prep") == "gpu" and device == "cpu":
+            skipped[name] = "prep='gpu' needs a GPU"
+        elif s.get("prep") == "cpu_parallel" and not numba_available():
+            skipped[name] = "prep='cpu_parallel' needs numba (extra cpu-parallel)"
+        else:
+            run[name] = dict(s)
+    return run, skipped
+
+
+def _as_jsonable(x: Any) -> Any:
+    if x is None or isinstance(x, (str, int, float, bool)):
+        return x
+    if hasattr(x, "as_dict"):
+        return _as_jsonable(x.as_dict())
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return _as_jsonable(dataclasses.asdict(x))
+    if isinstance(x, dict):
+        return {str(k): _as_jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_as_jsonable(v) for v in x]
+    if isinstance(x, Path):
+        return str(x)
+    if hasattr(x, "item"):
+        try:
+            return x.item()
+        except (ValueError, AttributeError):
+            pass
+    return repr(x)
+
+
+def _config_dict(cfg: Any) -> dict[str, Any]:
+    out = {}
+    for f in dataclasses.fields(cfg):
+        if f.name in ("fault_hook", "log_path", "events_path", "echo"):
+            continue
+        out[f.name] = _as_jsonable(getattr(cfg, f.name))
+    return out
+
+
+def run_scenario(
+    name: str, settings: dict[str, Any], run_dir: Path, *, n: int, partitions: int, device: str,
+    seed: int = 0, synth_workers: int | None = None, prepared: dict[tuple, Any] | None = None,
+    queue_depth: int | None = None,
+    pool: Any = None,
+    circuit: SnarkjsCircuit | None = None,
+    vkey: str | Path | None = None,
+) -> dict[str, Any]:
+    """Run one scenario into ``run_dir`` and return its manifest entry.
+
+    Writes ``logs/<name>.log`` and ``events/<name>.parquet`` (relative paths in the entry).
+    Errors are caught and recorded in the entry (``error``, ``traceback``); the log and any
+    events produced so far are kept.
+
+    ``pool``: a shared (pre-warmed) :class:`zkgpu.transfer.pinned_pool.PinnedPool` for pinned_pool scenarios.
+
+    ``prepared``: a dict shared across calls; the circuit and the backend with its generated
+    bases (``zkgpu.pipeline.prepare_backend``) are kept there per (transfer, n, seed, device) —
+    and MSM bases, everything the backend depends on — so scenarios that differ only in lock scope or gw
+    generate the bases once (``setup_s`` in the entry is 0 for them).
+
+    ``circuit``: prove this real circuit (``n`` must be its domain); the proofs go to
+    ``proofs/<name>/`` and are verified (:func:`zkgpu.groth16.workload.check_proofs`, ``vkey``):
+    the entry's ``proofs`` = ``{"folder", "written", "verified", "tool"}``.
+    """
+    (run_dir / "logs").mkdir(exist_ok=True)
+    (run_dir / "events").mkdir(exist_ok=True)
+    log_rel, ev_rel = f"logs/{name}.log", f"events/{name}.parquet"
+    kw: dict[str, Any] = dict(settings, n=n, partitions=partitions, device=device, seed=seed, run=name,
+                              log_path=run_dir / log_rel, events_path=run_dir / ev_rel)
+    if synth_workers is not None:
+        kw["synth_workers"] = synth_workers
+    if queue_depth is not None:
+        kw["queue_depth"] = queue_depth
+    if circuit is not None:
+        kw.update(real=circuit, num_inputs=circuit.num_inputs)
+    entry: dict[str, Any] = {"settings": settings}
+    t0 = time.perf_counter()
+    try:
+        cfg = PipelineConfig(**kw)
+        entry["config"] = _config_dict(cfg)
+        key = (cfg.transfer, cfg.n, cfg.seed, cfg.device, cfg.msm_bases, circuit.name if circuit is not None else None)
+        cache = prepared if prepared is not None else {}
+        t_setup = time.perf_counter()
+        if key not in cache:
+            cache[key] = pipeline.prepare_backend(cfg)
+        entry["setup_s"] = round(time.perf_counter() - t_setup, 3)
+        details = getattr(cache[key][1], "setup_details", None)
+        if details:  # msm_bases="precomputed": the tables' build and the MSM benchmark at setup
+            entry["setup"] = _as_jsonable(details)
+        try:
+            result = pipeline.run_pipeline(cfg, prepared=cache[key], pool=pool if cfg.transfer == "pinned_pool" else None)
+        except pipeline.PipelineInterrupted as exc:  # Ctrl-C / SIGTERM: say what ran, then stop
+            _partial_entry(entry, exc.result, run_dir, log_rel, ev_rel, t0, interrupted=f"{type(exc).__name__}: {exc}")
+            exc.entry = entry
+            raise
+        _partial_entry(entry, result, run_dir, log_rel, ev_rel, t0)
+        if circuit is not None:
+            ok, tool = check_proofs(circuit, result.partitions, run_dir / "proofs" / name, vkey)
+            entry["proofs"] = {"folder": f"proofs/{name}", "written": len(ok), "verified": sum(ok.values()), "tool": tool}
+            if not all(ok.values()):
+                entry["error"] = f"{len(ok) - sum(ok.values())} of {len(ok)} proofs rejected by {tool}"
+    except Exception as exc:  # noqa: BLE001 - a failed scenario is recorded in the manifest; the others still run
+        entry["error"] = f"{type(exc).__name__}: {exc}"
+        entry["traceback"] = traceback.format_exc(limit=8)
+        ev_path = run_dir / ev_rel
+        if ev_path.exists():
+            entry["events"] = ev_rel
+    entry["seconds"] = round(time.perf_counter() - t0, 3)
+    if (run_dir / log_rel).exists():
+        entry["log"] = log_rel
+    return entry
+
+
+def _partial_entry(entry: dict[str, Any], result: Any, run_dir: Path, log_rel: str, ev_rel: str, t0: float, interrupted: str | None = None) -> None:
+    """Fill a scenario's manifest entry from a :class:`zkgpu.pipeline.PipelineResult` (complete or
+    the partial one of an interrupted run)."""
+    if (run_dir / ev_rel).exists():
+        entry["events"] = ev_rel
+        entry["rows"] = int(len(result.events))
+    if (run_dir / log_rel).exists():
+        entry["log"] = log_rel
+    if result.pool_stats is not None:
+        entry["pool_stats"] = _as_jsonable(result.pool_stats)
+    if result.errors:
+        entry["partition_errors"] = [str(e) for e in result.errors][:10]
+    entry["partitions_ok"] = sum(p.status == "ok" for p in result.partitions)
+    if interrupted is not None:
+        entry["interrupted"] = interrupted
+        entry["partition_status"] = {str(p.partition): p.status for p in result.partitions}
+        entry["seconds"] = round(time.perf_counter() - t0, 3)
+
+
+def _sweep(run_dir: Path, quick: bool, notes: list[str]) -> str | None:
+    try:
+        # 1 MiB .. 256 MiB (quick) or 1 GiB: the curves flatten well before that; the 4 GiB points
+        # are `zkgpu bench h2d`'s job. Time-boxed so a recording fits one device command.
+        top = 28 if quick else 30
+        df = bench_transfer.bandwidth_sweep(sizes=tuple(1 << s for s in range(20, top + 1, 2)), repeat=3 if quick else 5,
+                                            time_budget_s=45.0 if quick else 120.0)
+        skipped_sizes = list(df.attrs.get("skipped_sizes", []) or [])
+        if skipped_sizes:
+            notes.append(f"sweep: time budget reached, sizes not measured: {skipped_sizes}")
+        df = pd.DataFrame(df)
+        df.attrs = {}
+    except Exception as exc:  # noqa: BLE001 - a failed sweep is noted in the manifest; the scenarios still count
+        notes.append(f"sweep failed: {type(exc).__name__}: {exc}")
+        return None
+    df.to_parquet(run_dir / "sweep.parquet", index=False)
+    df.to_csv(run_dir / "sweep.csv", index=False)
+    measured = sorted(set(int(x) for x in df["size_bytes"]))
+    try:
+        bench_transfer.host_alloc_costs(sizes=measured, repeat=2 if quick else 3).to_csv(run_dir / "host_alloc.csv", index=False)
+    except Exception as exc:  # noqa: BLE001 - noted in the manifest, as the sweep
+        notes.append(f"host_alloc_costs failed: {type(exc).__name__}: {exc}")
+    return "sweep.parquet"
+
+
+#: the kernel benchmarks of a recording: name -> (module with ``run_benchmark``, log2 sizes, log2
+#: sizes with ``quick``)
+BENCHMARKS: dict[str, tuple[Any, tuple[int, int], tuple[int, int]]] = {
+    "ntt": (bench_ntt, (16, 24), (16, 20)),
+    "msm": (bench_msm, (12, 20), (12, 16)),
+}
+
+
+def _benchmarks(run_dir: Path, quick: bool, notes: list[str]) -> dict[str, str]:
+    """Run :data:`BENCHMARKS` into ``bench/<kind>.csv``; a failing benchmark is noted, not raised."""
+    out: dict[str, str] = {}
+    for kind, (module, normal, short) in BENCHMARKS.items():
+        lo, hi = short if quick else normal
+        try:
+            rows = module.run_benchmark(min_log=lo, max_log=hi, repeat=5 if quick else 10)
+        except Exception as exc:  # noqa: BLE001 - a failing benchmark is noted, not raised (docstring)
+            notes.append(f"{kind} benchmark failed: {type(exc).__name__}: {exc}")
+            continue
+        (run_dir / "bench").mkdir(exist_ok=True)
+        rel = f"bench/{kind}.csv"
+        pd.DataFrame(rows).to_csv(run_dir / rel, index=False)
+        out[kind] = rel
+    return out
+
+
+def _interrupted_entry(name: str, run_dir: Path, exc: BaseException) -> dict[str, Any]:
+    """Manifest entry of the scenario a Ctrl-C / SIGTERM cut: the partial entry that
+    :func:`run_scenario` attached to a ``PipelineInterrupted``, else the files on disk."""
+    entry = dict(getattr(exc, "entry", None) or {"settings": SCENARIOS[name]})
+    entry.setdefault("interrupted", f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+    for key, rel in (("log", f"logs/{name}.log"), ("events", f"events/{name}.parquet")):
+        if (run_dir / rel).exists():
+            entry.setdefault(key, rel)
+    return entry
+
+
+def _scenario_partitions(given: Mapping[str, int] | None, runnable: dict[str, Any], skipped: dict[str, str]) -> dict[str, int]:
+    """``scenario_partitions`` checked: every name a scenario of this recording, every count an int
+    in [1, MAX_PARTITIONS] (ValueError/TypeError naming the entry)."""
+    out: dict[str, int] = {}
+    for name, k in (given or {}).items():
+        if name not in runnable and name not in skipped:
+            raise ValueError(f"scenario_partitions names {name!r}, which this recording does not run (it runs {list(runnable)})")
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise TypeError(f"scenario_partitions[{name!r}] must be an int, got {type(k).__name__} {k!r}")
+        if not 1 <= k <= MAX_PARTITIONS:
+            raise ValueError(f"scenario_partitions[{name!r}]={k} must be in [1, {MAX_PARTITIONS}]")
+        out[name] = k
+    return out
+
+
+def record(
+    out: str | Path | None = None,
+    *,
+    device: str | None = None,
+    n: int | None = None,
+    partitions: int | None = None,
+    quick: bool = False,
+    scenarios: Iterable[str] | None = None,
+    sweep: bool = True,
+    bench: bool = True,
+    synth_workers: int | None = None,
+    queue_depth: int | None = None,
+    seed: int = 0,
+    host_load: int = 0,
+    echo: Callable[[str], None] | None = None,
+    circuit: SnarkjsCircuit | None = None,
+    vkey: str | Path | None = None,
+    scenario_partitions: Mapping[str, int] | None = None,
+) -> Path:
+    """Record the scenario matrix into a fresh run folder and return its path.
+
+    Args:
+        out: base folder (default ``data/``); the run folder is created inside it.
+        device: ``gpu``, ``cpu`` or None (GPU when present).
+        n: constraints per partition (power of two; default :data:`GPU_DEFAULT_N` /
+            :data:`GPU_QUICK_N` with ``quick`` / :data:`CPU_DEFAULT_N` on the CPU).
+        partitions: partitions per scenario (defaults likewise).
+        quick: smaller defaults, a shorter sweep and benchmarks.
+        scenarios: names from :data:`SCENARIOS` (default all).
+        sweep, bench: include the H2D sweep / kernel benchmarks (GPU only).
+        synth_workers: synthesis threads (default :data:`GPU_SYNTH_WORKERS` on the GPU, else the
+            pipeline's).
+        queue_depth: partitions synthesized ahead (default :data:`GPU_QUEUE_DEPTH` on the GPU, else
+            the pipeline's 2*gw).
+        seed: base seed of every scenario (the same witnesses in every scenario).
+        host_load: threads of :class:`zkgpu.transfer.hostload.HostMemoryLoad` running during the warm-up,
+            the pool pre-warm and every scenario (0: none), standing in for the concurrent
+            syntheses that load cuzk's host; each scenario's entry records the DRAM traffic the
+            load achieved (``host_load``), the manifest its settings. The sweep and benchmarks run
+            without it. A load thread that fails is noted in the manifest, not raised.
+        echo: progress callback (e.g. ``print``).
+        circuit: a real circuit to prove in every scenario (:func:`run_scenario`); ``n`` is then
+            its domain (a different ``n`` is a ValueError). vkey: its verification key for snarkjs
+            (default ``vkey.json`` beside the key; else the proofs are checked with py_ecc).
+        scenario_partitions: ``{scenario: partitions}`` for scenarios that run a different number
+            of partitions than ``partitions`` (e.g. fewer for the alternatives of a long recording);
+            each entry's configuration records its own count.
+
+    Raises:
+        ValueError: unknown device or scenario, a size the pipeline rejects (n not a power of
+        two ...) or a bad ``host_load``, before any folder is created; RuntimeError:
+        ``device="gpu"`` without a GPU; MemoryError: the host load's buffers do not fit (before any
+        folder is created).
+    """
+    say = echo or (lambda _s: None)
+    has_gpu = gpu_available()
+    device = device or ("gpu" if has_gpu else "cpu")
+    if device not in ("gpu", "cpu"):
+        raise ValueError(f"device must be 'gpu' or 'cpu', got {device!r}")
+    if device == "gpu" and not has_gpu:
+        raise RuntimeError("device='gpu' needs a CUDA GPU (CuPy) and none was found: record on the CPU with device='cpu' (--device cpu)")
+    if out is not None and not str(out).strip():
+        raise ValueError("out='' is empty: give a folder for the run folder (e.g. --out data), or leave --out out for data/")
+    for name, value, top in (("partitions", partitions, MAX_PARTITIONS), ("synth_workers", synth_workers, MAX_SYNTH_WORKERS), ("queue_depth", queue_depth, MAX_QUEUE_DEPTH)):
+        if isinstance(value, int) and value > top:
+            raise ValueError(f"{name}={value} is more than {top}: a recording needs far fewer (choose a smaller --{name.replace('_', '-')})")
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise ValueError(f"out={str(out)!r} is a file, not a folder: give a folder for the run folder (e.g. --out data)")
+    # None means the default; any other value (0 included) is checked by PipelineConfig below
+    if circuit is not None:
+        if n is not None and n != circuit.n:
+            raise ValueError(f"n={n} but the circuit {circuit.name} has a domain of {circuit.n}: leave n out with a circuit")
+        n = circuit.n
+    if device == "gpu":
+        n = (GPU_QUICK_N if quick else GPU_DEFAULT_N) if n is None else n
+        partitions = (GPU_QUICK_PARTITIONS if quick else GPU_DEFAULT_PARTITIONS) if partitions is None else partitions
+        synth_workers = GPU_SYNTH_WORKERS if synth_workers is None else synth_workers
+        queue_depth = GPU_QUEUE_DEPTH if queue_depth is None else queue_depth
+    else:
+        n = CPU_DEFAULT_N if n is None else n
+        partitions = CPU_DEFAULT_PARTITIONS if partitions is None else partitions
+    runnable, skipped = scenario_configs(scenarios, device=device)
+    counts = _scenario_partitions(scenario_partitions, runnable, skipped)
+    if not runnable:
+        raise ValueError(f"no scenario to record on device={device}: " + "; ".join(f"{k} skipped ({v})" for k, v in skipped.items()) + " (choose other --scenario values)")
+    load = HostMemoryLoad(host_load)  # TypeError/ValueError naming host_load's value, before any folder
+    # validate the sizes before a folder exists (ValueError/TypeError naming the setting)
+    opt_kw: dict[str, Any] = {k: v for k, v in (("synth_workers", synth_workers), ("queue_depth", queue_depth)) if v is not None}
+    try:
+        abc = PipelineConfig(n=n, partitions=partitions, device=device, transfer="pageable", **opt_kw).abc_bytes
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(str(exc).replace("PipelineConfig.", "record: ")) from exc
+    host_load = load.threads
+    if host_load:
+        # started before the folder exists: a load that cannot allocate its buffers
+        # (MemoryError) or start its threads leaves nothing behind
+        load.start()
+    try:
+        run_dir = new_run_dir("record", base=Path(out) if out is not None else None, gpu="cpu" if device == "cpu" else None)
+    except BaseException:
+        load.stop()
+        raise
+    say(f"record: {run_dir} (device={device}, n={n}, partitions={partitions})")
+    notes = [f"scenario {k} skipped: {v}" for k, v in skipped.items()]
+    if device == "cpu":
+        notes.append("device=cpu: every duration is a CPU duration (reference math), not a GPU measurement")
+    t_all = time.perf_counter()
+    entries: dict[str, Any] = {}
+    sweep_rel = None
+    bench_rel: dict[str, str] = {}
+    interrupted = None
+    current: str | None = None  # the scenario running now
+    prepared: dict[tuple, Any] = {}
+    pool: Any = None
+    if host_load:
+        notes.append(f"host memory load: {host_load} HostMemoryLoad threads x 2 x {load.buffer_bytes} bytes during the warm-up and every scenario (not during the sweep and benchmarks)")
+    def stop_load() -> None:  # a failed load thread is noted, never loses the recording
+        try:
+            load.stop()
+        except RuntimeError as exc:
+            notes.append(f"HOST LOAD FAILED ({exc}): scenarios after the failure ran with fewer load threads")
+
+    try:
+        if device == "gpu" and runnable:
+            # Warm-up, discarded: the first pipeline run of a process compiles the kernels (NVRTC),
+            # creates the CUDA context and streams and builds the NTT tables inside its first
+            # phases, which would otherwise land in the first scenario's numbers.
+            name0, settings0 = next(iter(runnable.items()))
+            t_w = time.perf_counter()
+            with tempfile.TemporaryDirectory(prefix="zkgpu-warmup-") as tmp:
+                w = run_scenario(f"warmup-{name0}", settings0, Path(tmp), n=n, partitions=1 if circuit else 2, device=device,
+                                 seed=seed, synth_workers=synth_workers, prepared=prepared, queue_depth=queue_depth, circuit=circuit, vkey=vkey)
+            msg = f"warm-up: {1 if circuit else 2} partition(s) of {name0}'s configuration in {time.perf_counter() - t_w:.1f} s, discarded (kernel compilation, CUDA set-up, NTT tables)"
+            if "error" in w:
+                msg += f"; it failed: {w['error']}"
+            notes.append(msg)
+            say(f"record: {msg}")
+        if device == "gpu" and any(st.get("transfer") == "pinned_pool" for st in runnable.values()):
+            # cuzk measures the pool in steady state (every checkout a reuse, "24 allocs / 48
+            # reuses"); a cold pool would put a burst of cudaHostAlloc calls, which serialise in
+            # the driver, into the first partitions' synthesis. Allocate once, up front, and share.
+            pool = PinnedPool()
+            nbuf = (queue_depth or 0) + max(int(st.get("gw", 2)) for st in runnable.values()) + 2
+            t_p = time.perf_counter()
+            for held in [pool.checkout_abc(n) for _ in range(nbuf)]:
+                held.release()
+            msg = f"pinned pool pre-warmed: {3 * nbuf} buffers of {n * 32} bytes in {time.perf_counter() - t_p:.1f} s, shared by the pinned_pool scenarios"
+            notes.append(msg)
+            say(f"record: {msg}")
+        for name, settings in runnable.items():
+            say(f"record: scenario {name} {settings}")
+            mark = load.snapshot()
+            current = name
+            entries[name] = run_scenario(name, settings, run_dir, n=n, partitions=counts.get(name, partitions), device=device, seed=seed, synth_workers=synth_workers,
+                                         prepared=prepared, queue_depth=queue_depth, pool=pool, circuit=circuit, vkey=vkey)
+            current = None
+            e = entries[name]
+            if host_load:
+                e["host_load"] = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in dataclasses.asdict(load.since(mark)).items()}
+            say(f"record:   {name}: {'ERROR ' + e['error'] if 'error' in e else str(e.get('rows')) + ' events'} in {e['seconds']} s")
+        stop_load()
+        if device == "gpu":
+            if sweep:
+                say("record: H2D bandwidth sweep")
+                sweep_rel = _sweep(run_dir, quick, notes)
+            if bench:
+                say("record: kernel benchmarks")
+                bench_rel = _benchmarks(run_dir, quick, notes)
+        else:
+            notes.append("no H2D sweep and no kernel benchmarks on the CPU (they measure the GPU)")
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM turned into KeyboardInterrupt by the CLI
+        interrupted = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        notes.append(f"INTERRUPTED ({interrupted}): only the scenarios listed with files were recorded")
+        if current is not None:  # the scenario that was running: what it left on disk, and that it was cut
+            entries[current] = _interrupted_entry(current, run_dir, exc)
+    finally:
+        try:
+            prepared.clear()  # release the generated bases (device memory) before the manifest
+            if pool is not None:
+                pool.close()
+        finally:
+            stop_load()
+    for name in runnable:
+        entries.setdefault(name, {"settings": SCENARIOS[name], "skipped": "not run: the recording was interrupted"})
+    for name, why in skipped.items():
+        entries[name] = {"settings": SCENARIOS[name], "skipped": why}
+    # the manifest is written even after an interruption, so what finished stays readable
+    manifest = build_manifest(
+        kind="record",
+        device=device,
+        n=n,
+        partitions=partitions,
+        quick=quick,
+        seed=seed,
+        host_load={"threads": host_load, "buffer_bytes": load.buffer_bytes},
+        sizes={"n": n, "log_n": n.bit_length() - 1, "abc_bytes_per_partition": abc, "fr_bytes": 32},
+        circuit=circuit.describe() if circuit is not None else None,
+        scenarios=entries,
+        sweep=sweep_rel,
+        benchmarks=bench_rel,
+        notes=notes,
+        interrupted=interrupted,
+        elapsed_s=round(time.perf_counter() - t_all, 3),
+    )
+    write_json_new(run_dir / "manifest.json", json.loads(json.dumps(manifest, default=str)))
+    say(f"record: {'INTERRUPTED' if interrupted else 'done'} in {manifest['elapsed_s']} s -> {run_dir}")
+    if interrupted:
+        raise KeyboardInterrupt(f"recording interrupted; partial results in {run_dir}")
+    return run_dir
+
+
+@click.command("record", cls=OneLineCommand)
+@click.option("--n", "n", type=int, default=None, help="constraints per partition, a power of two (default 2^22 GPU, 2^20 --quick, 2^10 CPU)")
+@click.option("--partitions", type=int, default=None, help="partitions per scenario (default 16 GPU, 4 --quick, 6 CPU)")
+@click.option("--quick", is_flag=True, help="smaller defaults, shorter sweep and benchmarks")
+@click.option("--out", "out", default=None, help="base folder for the run folder (default $ZKGPU_DATA, else data/)")
+@click.option("--device", type=click.Choice(["auto", "gpu", "cpu"]), default="auto", show_default=True)
+@click.option("--scenario", "scenarios", multiple=True, type=click.Choice(list(SCENARIOS)), help="run only these (repeatable)")
+@click.option("--scenario-partitions", "scenario_partitions", multiple=True, metavar="NAME=K",
+              help="run scenario NAME over K partitions instead of --partitions (repeatable)")
+@click.option("--no-sweep", is_flag=True, help="skip the H2D bandwidth sweep")
+@click.option("--no-bench", is_flag=True, help="skip the kernel benchmarks")
+@click.option("--synth-workers", type=int, default=None, help="synthesis threads (default 8 on the GPU, else the pipeline's)")
+@click.option("--queue-depth", type=int, default=None, help="partitions synthesized ahead (default 8 on the GPU; 0: 2*gw)")
+@click.option("--host-load", type=click.IntRange(min=0), default=0, show_default=True, help="host memory-bandwidth load threads during the scenarios (zkgpu.transfer.hostload)")
+@click.option("--zkey", "zkey_path", type=click.Path(dir_okay=False, exists=True), default=None, help="prove a real circuit in every scenario: its snarkjs BLS12-381 key (n = its domain)")
+@click.option("--wtns", "wtns_paths", multiple=True, type=click.Path(dir_okay=False, exists=True), help="with --zkey: witness(es), cycled over the partitions")
+@click.option("--vkey", "vkey_path", type=click.Path(dir_okay=False, exists=True), default=None, help="with --zkey: verification key for snarkjs [default: vkey.json beside the key]")
+def record_command(n, partitions, quick, out, device, scenarios, scenario_partitions, no_sweep, no_bench, synth_workers, queue_depth, host_load, zkey_path,
+                   wtns_paths, vkey_path) -> None:
+    """Run the scenario matrix (baseline, registered, pinned pool, narrow lock, gw=1/3, compute-only)
+    and write logs, Parquet event tables, the H2D sweep, kernel benchmarks and manifest.json into
+    one fresh data/<gpu>-<date>-record/ folder. Bad options fail (one line, exit 2) before any
+    folder is created; Ctrl-C or SIGTERM writes the manifest of what ran (exit 130)."""
+
+    def _on_term(signum, _frame):  # `timeout` sends SIGTERM: finish the manifest like Ctrl-C does
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, _on_term)
+    except ValueError:  # not in the main thread
+        previous = None
+    if bool(zkey_path) != bool(wtns_paths):
+        raise CliError("a real circuit needs both --zkey and --wtns")
+    counts: dict[str, int] = {}
+    for item in scenario_partitions:
+        name, sep, k = item.partition("=")
+        if not sep or not k.strip().isdigit():
+            raise CliError(f"--scenario-partitions {item!r}: expected NAME=K with K a whole number of partitions (e.g. submit_prep_gpu=64)")
+        counts[name.strip()] = int(k)
+    try:
+        circuit = load_circuit(zkey_path, wtns_paths) if zkey_path else None
+        run_dir = record(
+            out=out, device=None if device == "auto" else device, n=n, partitions=partitions, quick=quick,
+            scenarios=scenarios or None, sweep=not no_sweep, bench=not no_bench, synth_workers=synth_workers,
+            queue_depth=queue_depth, host_load=host_load, echo=click.echo, circuit=circuit, vkey=vkey_path,
+            scenario_partitions=counts or None,
+        )
+    except (ValueError, TypeError, RuntimeError) as exc:
+        raise CliError(str(exc)) from exc
+    except OSError as exc:  # the run folder cannot be created (permissions, read-only disk ...)
+        raise CliError(f"cannot create the run folder under {out or 'data/'}: {exc.strerror or exc} (choose another --out)") from exc
+    except MemoryError as exc:
+        raise CliError(f"out of host memory before recording (--host-load {host_load} needs 2 x 256 MiB per thread; lower it): {exc}") from exc
+    except KeyboardInterrupt as exc:
+        click.echo(f"record: {exc}", err=True)
+        sys.exit(130)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    failed = [k for k, v in manifest["scenarios"].items() if "error" in v]
+    for note in manifest["notes"]:
+        click.echo(f"note: {note}")
+    size = sum(p.stat().st_size for p in run_dir.rglob("*") if p.is_file())
+    click.echo(f"recorded {len(manifest['scenarios']) - len(failed)} scenario entries, {size / 1e6:.2f} MB in {run_dir}")
+    if failed:
+        click.echo(f"FAILED scenarios: {', '.join(failed)}", err=True)
+        sys.exit(1)

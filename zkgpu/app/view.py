@@ -1,0 +1,167 @@
+"""Showing results in a notebook: tables with units, figures with their captions, markdown.
+
+Notebooks call these three functions instead of formatting by hand, so every page of the report
+prints shares as percentages (never scientific notation), milliseconds and GB/s with their units,
+and a caption under every figure:
+
+* :func:`table` — a pandas ``Styler`` that formats each column by its name (:func:`column_format`);
+* :func:`figure` — shows a figure of :mod:`zkgpu.analysis.plots`, closes it, and prints its caption below;
+* :func:`md` — shows a markdown string (tables of the package map, conclusions).
+
+Needs IPython (installed with the ``notebooks`` extra).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from IPython.display import Image, Markdown, display
+from matplotlib.figure import Figure
+
+from zkgpu.analysis.gpu_time import BUSY_PARTS, IDLE_PARTS
+from zkgpu.analysis.metrics import GPU_PATH
+from zkgpu.analysis.plots import caption, size_label
+
+__all__ = ["column_format", "fmt", "table", "figure", "md", "definitions"]
+
+_PCT = ("_util", "share", "rel_err", "rel_residual", "vs_compute_bound", "vs_gpu_phase_bound", "barrier_in_held", "vs_bound", "efficiency")
+_RATIO = ("speedup", "ratio", "_x")
+#: Columns without a unit suffix that hold ms per partition (zkgpu.analysis.metrics.critical_path, ntt_msm_h_split,
+#: zkgpu.analysis.gpu_time.gpu_time_split).
+_MS_NAMES = frozenset(GPU_PATH) | frozenset(n.lower() for n in (*BUSY_PARTS, *IDLE_PARTS)) | {"ntt_msm_h", "ms_per_partition"}
+
+
+def _unsigned_zero(v: float, digits: int) -> float:
+    """``v``, or +0.0 where it would print as "-0.0" at ``digits`` decimals."""
+    return 0.0 if round(v, digits) == 0 else v
+
+
+def _pct(v: Any) -> str:
+    return "–" if _missing(v) else f"{_unsigned_zero(100 * float(v), 1):.1f}%"
+
+
+def _pp(v: Any) -> str:
+    """A difference of two fractions in percentage points: -0.049 -> "-4.9 pp"."""
+    return "–" if _missing(v) else f"{_unsigned_zero(100 * float(v), 1):+.1f} pp"
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA
+
+
+def _plain(v: Any) -> str:
+    """A float without a unit: whole numbers without decimals, others with 3 (never scientific)."""
+    if _missing(v):
+        return "–"
+    v = float(v)
+    return f"{v:,.0f}" if v.is_integer() else f"{v:,.3f}"
+
+
+def column_format(name: str) -> Callable[[Any], str] | None:
+    """The formatter for a column called ``name`` (None: leave it to pandas).
+
+    By suffix/substring: ``*_util``, ``*share*``, ``rel_err``, ``vs_compute_bound``,
+    ``barrier_in_held`` → percent (the value is a fraction); ``*_ms``, ``*ms_per_partition`` → ``"12.3 ms"``;
+    ``*gbps`` → ``"3.27 GB/s"``; ``*per_min`` → ``"229.0 /min"``; ``*speedup*``, ``*ratio*``, ``x_*`` →
+    ``"1.86×"``; ``*bytes*`` → binary units (``"256 MiB"``, :func:`zkgpu.analysis.plots.size_label`); other floats → 3 decimals.
+    """
+    n = str(name).lower()
+    if n.endswith("_ms") or n.endswith(" ms") or n == "ms" or n in _MS_NAMES or "ms_per_partition" in n:
+        return lambda v: "–" if _missing(v) else f"{_unsigned_zero(float(v), 1):,.1f} ms"
+    if any(k in n for k in _PCT) or n.endswith("%"):
+        return _pct
+    if "gbps" in n or "gb/s" in n:
+        return lambda v: "–" if _missing(v) else f"{float(v):,.2f} GB/s"
+    if n.startswith("s_per_") or n.endswith("_s"):
+        return lambda v: "–" if _missing(v) else f"{float(v):,.1f} s"
+    if "per_min" in n or "/min" in n:
+        return lambda v: "–" if _missing(v) else f"{float(v):,.1f} /min"
+    if any(k in n for k in _RATIO) or n.startswith("x_"):  # x_baseline: times the baseline's
+        return lambda v: "–" if _missing(v) else f"{float(v):.2f}×"
+    if "bytes" in n:
+        return lambda v: "–" if _missing(v) else size_label(v)
+    return None
+
+
+def fmt(value: Any, name: str) -> str:
+    """One value formatted as :func:`column_format` formats the column ``name``."""
+    f = column_format(name)
+    if f is not None:
+        return f(value)
+    if isinstance(value, float):
+        return _plain(value)
+    return str(value)
+
+
+def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row: bool = False, percent: Iterable[Any] = ()):
+    """``df`` as a pandas Styler with every column formatted by its name (:func:`column_format`);
+    a Series is shown as a one-column table, each value formatted by its row's name. Wide tables keep their columns (the report's CSS
+    scrolls them). Columns of a MultiIndex are formatted by their first level. ``by_row``: format
+    the cells of the columns without a formatter of their own by their row's name instead (a table
+    with one metric per row, e.g. :func:`zkgpu.analysis.model.compare`; there a ``diff`` of two percentages
+    is shown in percentage points). ``percent``: columns shown as percentages whatever their name
+    (their values are fractions, e.g. the shares of :func:`zkgpu.story.bottleneck.idle_table`). Text
+    columns are left-aligned, numbers right-aligned."""
+    pct_cols = {percent} if isinstance(percent, str) else set(percent)  # one name, or several
+    for level in [n for n in getattr(df.index, "names", []) if n is not None and "bytes" in str(n)]:
+        df = df.rename(index=lambda v: size_label(v) if isinstance(v, (int, float)) else v, level=level)  # 4 GiB, not 4294967296
+    if isinstance(df, pd.Series):  # one value per row: format each by its row's name
+        df = pd.DataFrame({df.name if df.name is not None else "value": [fmt(v, k) for k, v in df.items()]}, index=df.index)
+    formats: dict[Any, Callable[[Any], str]] = {}
+    for c in df.columns:
+        key = c[0] if isinstance(c, tuple) else c
+        f = _pct if c in pct_cols or key in pct_cols else column_format(key)
+        if f is None and pd.api.types.is_float_dtype(df[c]):
+            f = _plain
+        if f is not None:
+            formats[c] = f
+    sty = df.style.format(formats, na_rep="–")
+    text = [c for c in df.columns if c not in formats and not pd.api.types.is_numeric_dtype(df[c])]
+    if text:  # words read from the left; numbers stay right-aligned under each other
+        sty = sty.set_properties(subset=text, **{"text-align": "left"})
+    if by_row:
+        rest = [c for c in df.columns if c not in formats or column_format(c[0] if isinstance(c, tuple) else c) is None]
+        for r in df.index:
+            f = column_format(r)
+            if f is not None and rest:
+                sty = sty.format(f, subset=pd.IndexSlice[[r], rest], na_rep="–")
+                if f is _pct and "diff" in rest:  # a difference of two percentages is in percentage points
+                    sty = sty.format(_pp, subset=pd.IndexSlice[[r], ["diff"]], na_rep="–")
+    if isinstance(df.index, pd.RangeIndex) and df.index.name is None:  # row numbers 0..n-1 say nothing: not shown
+        sty = sty.hide(axis="index")
+    if caption_text:
+        sty = sty.set_caption(caption_text)
+    return sty
+
+
+def figure(fig: Figure, note: str = "") -> None:
+    """Show ``fig``, close it (so the inline backend does not show it twice) and print its
+    caption (:func:`zkgpu.analysis.plots.caption`, plus ``note``) as markdown right below it."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")  # tight: legends outside the axes stay in
+    plt.close(fig)
+    text = " ".join(t for t in (caption(fig), note) if t)
+    alt = text or (fig.axes[0].get_title() if fig.axes else "")
+    display(Image(data=buf.getvalue(), format="png", metadata={"alt": alt} if alt else None))
+    if text:
+        display(Markdown(f"*Figure.* {text}"))
+
+
+def md(text: str) -> None:
+    """Show a markdown string."""
+    display(Markdown(text))
+
+
+def definitions(defs: Mapping[str, tuple[str, str]]) -> str:
+    """A markdown table of named definitions, ``{name: (label, definition)}`` (e.g.
+    :data:`zkgpu.analysis.metrics.UTILIZATIONS`, :data:`zkgpu.analysis.metrics.GPU_PATH` as ``{name: definition}``)."""
+    rows = ["| name | what | definition |", "|---|---|---|"]
+    for k, v in defs.items():
+        label, text = v if isinstance(v, tuple) else ("", v)
+        rows.append(f"| `{k}` | {label} | {text} |")
+    return "\n".join(rows)

@@ -1,0 +1,1 @@
+"""zkgpu.arith: see ARCHITECTURE.md."""

@@ -1,0 +1,288 @@
+"""BLS12-381 G1 points on the host: layout, identity encoding, validation and conversions.
+
+Host layout (every zkgpu G1 API takes and returns it)
+-----------------------------------------------------
+An array of n G1 points is a C-contiguous ``numpy.ndarray`` of dtype ``uint64`` and shape
+``(n, 12)``: affine ``x`` (6 little-endian 64-bit limbs, canonical, i.e. an integer in ``[0, q)``,
+not Montgomery form) then ``y`` (6 limbs) -- 96 bytes per point. The bytes are exactly
+arkworks' ``G1Point.to_xy_bytes_le()`` (x then y, 48 bytes little-endian each). On the GPU the
+same bytes are read as ``(n, 24)`` uint32 and converted to Montgomery form by the kernels.
+
+The identity (point at infinity) is all-zero ``x`` and ``y``. ``(0, 0)`` is not on
+``y^2 = x^3 + 4``, so the encoding is unambiguous (arkworks uses the same encoding).
+
+Validation (:func:`check_points`) checks coordinates ``< q`` and the curve equation; it does not
+check membership of the order-r subgroup (every zkgpu-generated and converted point is in it).
+
+Conversions: py_ecc (``py_ecc.optimized_bls12_381`` projective triples ``(X, Y, Z)`` with
+``x = X/Z, y = Y/Z``, identity ``Z = 0``; also ``py_ecc.bls12_381`` affine pairs ``(x, y)`` and
+``None`` for the identity) and py-arkworks-bls12381 ``G1Point`` (through its uncompressed
+little-endian ``to_xy_bytes_le`` / ``from_xy_bytes_le`` serialisation).
+
+Source of the curve: draft-irtf-cfrg-pairing-friendly-curves-11 §4.2.1 (BLS12_381 E: y^2 = x^3 + 4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from zkgpu.arith.field import FQ, FR, first_unreduced
+from zkgpu.core import optional
+
+__all__ = [
+    "B",
+    "LIMBS",
+    "identity",
+    "is_identity",
+    "generator",
+    "check_points",
+    "g1_from_ints",
+    "g1_to_ints",
+    "g1_from_py_ecc",
+    "g1_to_py_ecc",
+    "g1_from_arkworks",
+    "g1_to_arkworks",
+    "g1_add",
+    "g1_sum",
+    "g1_neg",
+    "g1_mul",
+]
+
+B = 4
+"""The curve constant b of y^2 = x^3 + b."""
+LIMBS = 12
+"""64-bit limbs per point in the host layout (x: 6, y: 6)."""
+
+_Q = FQ.modulus
+_GX = 0x17F1D3A73197D7942695638C4FA9AC0FC3688C4F9774B905A14E3A3F171BAC586C55E83FF97A1AEFFB3AF00ADB22C6BB
+_GY = 0x08B3F481E3AAA0F1A09E30ED741D8AE4FCF5E095D5D00AF600DB18CB2C04B3EDD03CC744A2888AE40CAA232946C5E7E1
+
+
+def identity(n: int = 1) -> np.ndarray:
+    """n copies of the identity, shape ``(n, 12)`` uint64 (all zero)."""
+    return np.zeros((n, LIMBS), dtype=np.uint64)
+
+
+def is_identity(points: np.ndarray) -> np.ndarray:
+    """Boolean mask ``(n,)``: which rows are the identity (all-zero x and y)."""
+    return ~np.any(np.asarray(points) != 0, axis=1)
+
+
+def generator() -> np.ndarray:
+    """The standard G1 generator, shape ``(1, 12)``."""
+    return g1_from_ints([(_GX, _GY)])
+
+
+def _on_curve(x: int, y: int) -> bool:
+    return (y * y - x * x * x - B) % _Q == 0
+
+
+def check_points(arr: object, *, name: str = "points") -> np.ndarray:
+    """Validate G1 points in the host layout and return them C-contiguous.
+
+    Checks dtype ``uint64``, shape ``(n, 12)``, both coordinates canonical (``< q``) and the
+    curve equation ``y^2 = x^3 + 4`` (the all-zero identity is accepted). Cost: Python integer
+    arithmetic, about a microsecond per point (the GPU path checks on the device instead).
+
+    Raises:
+        TypeError: not a numpy array, or dtype other than uint64.
+        ValueError: wrong shape, a coordinate ``>= q`` or a point not on the curve; the message
+            names the first bad index.
+    """
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"{name}: expected a numpy uint64 array of shape (n, 12), got {type(arr).__name__}")
+    if arr.dtype != np.uint64:
+        raise TypeError(f"{name}: expected dtype uint64 (shape (n, 12)), got {arr.dtype}")
+    if arr.ndim != 2 or arr.shape[1] != LIMBS:
+        raise ValueError(f"{name}: expected shape (n, 12) (x: 6 limbs, y: 6 limbs), got {arr.shape}")
+    arr = np.ascontiguousarray(arr)
+    for half, coord in ((slice(0, 6), "x"), (slice(6, 12), "y")):
+        bad = first_unreduced(FQ, np.ascontiguousarray(arr[:, half]))
+        if bad is not None:
+            raise ValueError(f"{name}[{bad}]: coordinate {coord} is >= q (not a canonical Fq element)")
+    for i, (x, y) in enumerate(g1_to_ints(arr)):
+        if (x or y) and not _on_curve(x, y):
+            raise ValueError(f"{name}[{i}] = (x={x:#x}, y={y:#x}) is not on the curve y^2 = x^3 + 4")
+    return arr
+
+
+def g1_from_ints(pairs: Iterable[tuple[int, int] | None]) -> np.ndarray:
+    """Affine integer pairs ``(x, y)`` (``None`` or ``(0, 0)`` = identity) -> ``(n, 12)`` array.
+
+    Raises:
+        ValueError: a coordinate outside ``[0, q)`` or a point not on the curve (names the index).
+    """
+    rows = []
+    for i, p in enumerate(pairs):
+        if p is None:
+            p = (0, 0)
+        x, y = int(p[0]), int(p[1])
+        if not (0 <= x < _Q and 0 <= y < _Q):
+            raise ValueError(f"point {i}: coordinate out of range [0, q)")
+        if (x or y) and not _on_curve(x, y):
+            raise ValueError(f"point {i} = (x={x:#x}, y={y:#x}) is not on the curve y^2 = x^3 + 4")
+        rows.append(x.to_bytes(48, "little") + y.to_bytes(48, "little"))
+    return _from_bytes(b"".join(rows), len(rows))
+
+
+def _from_bytes(buf: bytes, n: int) -> np.ndarray:
+    return np.frombuffer(buf, dtype="<u8").astype(np.uint64).reshape(n, LIMBS)
+
+
+def g1_to_ints(arr: np.ndarray) -> list[tuple[int, int]]:
+    """``(n, 12)`` uint64 array -> affine integer pairs ``(x, y)``; the identity is ``(0, 0)``.
+
+    Raises:
+        TypeError: not a numpy array of dtype uint64 (a float or signed array would be converted
+            value by value into a wrong point; as :func:`zkgpu.arith.field.to_ints`).
+        ValueError: shape other than ``(n, 12)``.
+    """
+    if not isinstance(arr, np.ndarray) or arr.dtype != np.uint64:
+        what = arr.dtype if isinstance(arr, np.ndarray) else type(arr).__name__
+        raise TypeError(f"expected a numpy uint64 array of shape (n, 12), got {what}")
+    a = np.ascontiguousarray(arr)
+    if a.ndim != 2 or a.shape[1] != LIMBS:
+        raise ValueError(f"expected shape (n, 12), got {a.shape}")
+    raw = a.astype("<u8").tobytes()
+    out = []
+    for i in range(0, len(raw), 96):
+        out.append((int.from_bytes(raw[i : i + 48], "little"), int.from_bytes(raw[i + 48 : i + 96], "little")))
+    return out
+
+
+def g1_from_py_ecc(points: Sequence[Any]) -> np.ndarray:
+    """py_ecc points -> ``(n, 12)`` array.
+
+    Accepts ``py_ecc.optimized_bls12_381`` projective triples ``(X, Y, Z)`` (``Z = 0`` is the
+    identity) and ``py_ecc.bls12_381`` affine pairs ``(x, y)`` or ``None`` (identity); elements
+    may be py_ecc ``FQ`` values or ints.
+
+    Raises:
+        ValueError: a point not on the curve, or an integer coordinate outside ``[0, q)`` (names
+            the index; coordinates are never reduced silently).
+    """
+    pairs: list[tuple[int, int] | None] = []
+    for p in points:
+        if p is None:
+            pairs.append(None)
+        elif len(p) == 3:
+            X, Y, Z = (_coord(c, len(pairs)) for c in p)
+            if Z == 0:
+                pairs.append(None)
+            else:
+                zi = pow(Z, -1, _Q)
+                pairs.append((X * zi % _Q, Y * zi % _Q))
+        elif len(p) == 2:
+            pairs.append((_coord(p[0], len(pairs)), _coord(p[1], len(pairs))))
+        else:
+            raise ValueError(f"point {len(pairs)}: expected (x, y), (X, Y, Z) or None, got {p!r}")
+    return g1_from_ints(pairs)
+
+
+def _fq_int(c: Any) -> int:
+    return int(c.n) if hasattr(c, "n") else int(c)
+
+
+def _coord(c: Any, index: int) -> int:
+    """A py_ecc FQ (always reduced) or an int coordinate, which must already lie in [0, q)."""
+    v = _fq_int(c)
+    if not 0 <= v < _Q:
+        raise ValueError(f"point {index}: coordinate {v:#x} is out of range for Fq (need 0 <= v < q)")
+    return v
+
+
+def g1_to_py_ecc(arr: np.ndarray) -> list[tuple]:
+    """``(n, 12)`` array -> ``py_ecc.optimized_bls12_381`` triples ``(x, y, 1)`` (identity ``Z1``).
+
+    Raises:
+        ValueError: via :func:`check_points` (names the first bad index).
+    """
+    bls = optional.py_ecc()
+    arr = check_points(arr)
+    return [bls.Z1 if (x == 0 and y == 0) else (bls.FQ(x), bls.FQ(y), bls.FQ.one()) for x, y in g1_to_ints(arr)]
+
+
+def g1_from_arkworks(points: Sequence[Any]) -> np.ndarray:
+    """py-arkworks-bls12381 ``G1Point`` list -> ``(n, 12)`` array (``to_xy_bytes_le``)."""
+    buf = b"".join(p.to_xy_bytes_le() for p in points)
+    return _from_bytes(buf, len(points))
+
+
+def g1_to_arkworks(arr: np.ndarray, *, checked: bool = True) -> list[Any]:
+    """``(n, 12)`` array -> py-arkworks-bls12381 ``G1Point`` list (``from_xy_bytes_le``).
+
+    Args:
+        checked: validate with :func:`check_points` first (default). With ``False`` the caller
+            guarantees valid points and arkworks' unchecked constructor is used.
+
+    Raises:
+        ValueError: a point not on the curve or a coordinate ``>= q`` (names the index).
+        TypeError: not a uint64 ``(n, 12)`` array (also with ``checked=False``).
+    """
+    ark = optional.arkworks()
+    if checked:
+        arr = check_points(arr)
+    elif not isinstance(arr, np.ndarray) or arr.dtype != np.uint64 or arr.ndim != 2 or arr.shape[1] != LIMBS:
+        # unchecked values, but never a silent cast of a float/int array or a wrong shape
+        what = f"{arr.dtype} {arr.shape}" if isinstance(arr, np.ndarray) else type(arr).__name__
+        raise TypeError(f"expected a numpy uint64 array of shape (n, 12), got {what}")
+    raw = np.ascontiguousarray(arr).astype("<u8").tobytes()
+    return [ark.G1Point.from_xy_bytes_unchecked_le(raw[i : i + 96]) for i in range(0, len(raw), 96)]
+
+
+def g1_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Pointwise sum ``a[i] + b[i]`` of two ``(n, 12)`` arrays on the host (through arkworks); returns
+    ``(n, 12)``. (The sum of all the points of one array is :func:`g1_sum`.)
+
+    Raises:
+        ValueError: the arrays differ in length, or a point is invalid (as :func:`check_points`).
+    """
+    pa, pb = g1_to_arkworks(a), g1_to_arkworks(b)
+    if len(pa) != len(pb):
+        raise ValueError(f"g1_add: {len(pa)} points vs {len(pb)}")
+    return g1_from_arkworks([x + y for x, y in zip(pa, pb, strict=True)])
+
+
+def g1_sum(a: np.ndarray, *, checked: bool = True) -> np.ndarray:
+    """The sum of all the points of an ``(m, 12)`` array on the host (arkworks additions), shape
+    ``(1, 12)``; m = 0 gives the identity. (The pointwise sum of two arrays is :func:`g1_add`.)
+
+    Args:
+        checked: validate with :func:`check_points` first (default); ``False`` as in :func:`g1_to_arkworks`.
+
+    Raises:
+        ValueError: a point not on the curve or a coordinate ``>= q`` (names the index).
+    """
+    pts = g1_to_arkworks(a, checked=checked)
+    if not pts:
+        return identity(1)
+    acc = pts[0]
+    for p in pts[1:]:
+        acc = acc + p
+    return g1_from_arkworks([acc])
+
+
+def g1_neg(a: np.ndarray) -> np.ndarray:
+    """Pointwise negation ``(x, y) -> (x, q - y)`` of a ``(n, 12)`` array (identity stays)."""
+    return g1_from_ints([(x, (_Q - y) % _Q if (x or y) else 0) for x, y in g1_to_ints(check_points(a))])
+
+
+def g1_mul(a: np.ndarray, k: Sequence[int]) -> np.ndarray:
+    """Pointwise ``k_i * a_i`` on the host (arkworks); ``k_i`` are ints reduced mod r.
+
+    Raises:
+        ValueError: ``len(k) != len(a)``. TypeError: a scalar that is not an int (a float would be
+            truncated; a bool is refused too).
+    """
+    ark = optional.arkworks()
+    pts = g1_to_arkworks(a)
+    k = list(k)
+    for s in k:
+        if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)):
+            raise TypeError(f"g1_mul: scalars must be ints, got {s!r} ({type(s).__name__})")
+    if len(k) != len(pts):
+        raise ValueError(f"g1_mul: {len(pts)} points but {len(k)} scalars")
+    return g1_from_arkworks([p * ark.Scalar.from_le_bytes((int(s) % FR.modulus).to_bytes(32, "little")) for p, s in zip(pts, k, strict=True)])

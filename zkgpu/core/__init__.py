@@ -1,0 +1,1 @@
+"""zkgpu.core: see ARCHITECTURE.md."""

@@ -1,0 +1,164 @@
+"""How every zkgpu command reports an error: one line on stderr, exit status 2, no traceback.
+
+:class:`CliError` is what a command raises for a bad option, a missing GPU or an existing output
+(the message names the value and the fix); :class:`OneLineErrors` makes click's own usage errors
+(``--n abc``, an unknown choice) one line too, for the ``zkgpu`` group and for
+``zkgpu pipeline``. An unexpected exception prints one line and exits with status 1
+(``configure(debug=True)`` re-raises it, with its traceback; the app layer sets it from
+``ZKGPU_DEBUG=1``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+__all__ = ["sigterm_as_interrupt", "check_writable_under", "CliError", "OneLineErrors", "OneLineGroup", "OneLineCommand", "USAGE_EXIT", "check_new_outputs", "configure", "debug_enabled", "check_bool"]
+
+USAGE_EXIT = 2
+_DEBUG = False  # configure(debug=...)
+
+
+class CliError(click.ClickException):
+    """A bad option, missing device or existing output: ``Error: <message>`` on one line, exit 2."""
+
+    exit_code = USAGE_EXIT
+
+
+def check_writable_under(opt: str, target: Any, folder: Path) -> None:
+    """Refuse ``target`` (the value of option ``opt``) unless the nearest existing folder at or
+    above ``folder`` is a folder this process can write into (what is missing is created when
+    writing).
+
+    Raises:
+        CliError: that nearest existing path is a file, or not writable.
+    """
+    anc = folder
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if not anc.is_dir():
+        raise CliError(f"{opt} {target}: {anc} is a file, not a folder (choose another path)")
+    if not os.access(anc, os.W_OK | os.X_OK):
+        raise CliError(f"{opt} {target}: cannot write into {anc} (choose another path)")
+
+
+def check_new_outputs(targets: dict[str, str | os.PathLike | None], command: str, same_hint: str = "give each output its own name") -> None:
+    """Check a command's output files before any work: none exists, no two are the same file, and
+    each one's nearest existing folder is a writable folder.
+
+    Args:
+        targets: option name (``--proof``) -> path, or None for an output not asked for.
+        command: the command, for the message (``zkgpu prove``).
+        same_hint: the fix named when two options name one file.
+    Raises:
+        CliError: the first failed check, naming the option and its value.
+    """
+    seen: dict[Path, str] = {}
+    for opt, target in targets.items():
+        if target is None:
+            continue
+        path = Path(target)
+        if path.exists() or path.is_symlink():
+            raise CliError(f"{opt} {target} exists: {command} never overwrites a file (choose another name)")
+        check_writable_under(opt, target, path.absolute().parent)
+        key = path.resolve()
+        if key in seen:
+            raise CliError(f"{opt} {target} is the same file as {seen[key]}: {same_hint}")
+        seen[key] = f"{opt} {target}"
+
+
+def _interrupt_on_sigterm(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block SIGTERM (``kill``, ``timeout``) raises KeyboardInterrupt as Ctrl-C does, so a command's
+    clean-up runs (a temporary file removed, a cut-off run folder marked); the previous handler comes back after.
+    Outside the main thread (where Python cannot set handlers) the block runs unchanged."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def configure(*, debug: bool) -> None:
+    """Process-wide error reporting of the commands.
+
+    Args:
+        debug: True: an unexpected exception in a command is re-raised with its traceback
+            instead of one ``internal error`` line (the app layer sets it from ``ZKGPU_DEBUG``).
+
+    Raises:
+        TypeError: ``debug`` is not a bool.
+    """
+    global _DEBUG
+    _DEBUG = check_bool("errors.configure", "debug", debug)
+
+
+def check_bool(where: str, name: str, value: object) -> bool:
+    """``value`` when it is a bool (the flags of the ``configure()`` functions).
+
+    Raises:
+        TypeError: ``value`` is not a bool (one line naming ``where``, ``name`` and the value).
+    """
+    if not isinstance(value, bool):
+        raise TypeError(f"{where}: {name} must be a bool, got {value!r}")
+    return value
+
+
+def debug_enabled() -> bool:
+    """Whether :func:`configure` turned debugging on (off by default)."""
+    return _DEBUG
+
+
+def _one_line(message: str) -> str:
+    return " ".join(str(message).split())
+
+
+class OneLineErrors:
+    """Mixin for click commands: every error is one line on stderr (no usage block, no traceback)."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)  # type: ignore[misc]
+        try:
+            rv = super().main(args, prog_name, complete_var, False, **extra)  # type: ignore[misc]
+        except click.UsageError as e:
+            if type(e).__name__ == "NoArgsIsHelpError":  # a group called without a command: its help, as click prints it
+                click.echo(e.format_message(), err=True)
+            else:
+                click.echo(f"Error: {_one_line(e.format_message())}", err=True)
+            sys.exit(USAGE_EXIT)
+        except click.ClickException as e:
+            click.echo(f"Error: {_one_line(e.format_message())}", err=True)
+            sys.exit(e.exit_code)
+        except (click.Abort, KeyboardInterrupt):
+            click.echo("Aborted.", err=True)
+            sys.exit(130)
+        except Exception as e:
+            if debug_enabled():
+                raise
+            click.echo(f"Error: internal error {type(e).__name__}: {_one_line(str(e))} (ZKGPU_DEBUG=1 shows the traceback)", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+class OneLineGroup(OneLineErrors, click.Group):
+    """A click group with :class:`OneLineErrors`."""
+
+
+class OneLineCommand(OneLineErrors, click.Command):
+    """A click command with :class:`OneLineErrors`."""

@@ -1,0 +1,1 @@
+"""zkgpu.gpu: see ARCHITECTURE.md."""

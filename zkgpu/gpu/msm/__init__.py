@@ -1,0 +1,1 @@
+"""zkgpu.gpu.msm: see ARCHITECTURE.md."""

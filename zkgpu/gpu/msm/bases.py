@@ -1,0 +1,90 @@
+"""Deterministic G1 bases for benchmarks and the pipeline (``generate_points``): valid points with known
+discrete logs, made on the GPU by msm.cu's ``g1_generate`` kernel or, without a GPU, on the CPU with
+arkworks. Shapes: ``(n, 12)`` uint64, affine (x, y) canonical Fq limbs, as :mod:`zkgpu.arith.curve`.
+Never stored in git: a seed regenerates them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from zkgpu.arith.curve import LIMBS, g1_from_arkworks, g1_mul, g1_to_ints, generator
+from zkgpu.arith.field import FQ
+from zkgpu.core import cuda as _cuda
+from zkgpu.core import optional
+from zkgpu.gpu.msm import pippenger as msm
+
+__all__ = ["generate_points", "generate_points_cpu"]
+
+_GEN_PER_THREAD = 32  # points per GPU thread: k_t * G, then 31 steps of + 2^64 G
+
+_M64 = (1 << 64) - 1
+
+
+def _splitmix64(z: int) -> int:
+    z = (z + 0x9E3779B97F4A7C15) & _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def _gen_scalar(seed: int, i: int) -> int:
+    """The discrete log of generated point i: ``k_t + j * 2^64`` with t = i // 32, j = i % 32."""
+    t, j = divmod(i, _GEN_PER_THREAD)
+    k = _splitmix64((seed + t) & _M64) or 1
+    return k + (j << 64)
+
+
+def generate_points_cpu(n: int, seed: int = 0) -> np.ndarray:
+    """The points of :func:`generate_points` computed on the CPU (arkworks), ``(n, 12)`` uint64."""
+    ark = optional.arkworks()
+    _check_seed(n, seed)
+    g = ark.G1Point()
+    return g1_from_arkworks([g * ark.Scalar.from_le_bytes(_gen_scalar(seed, i).to_bytes(32, "little")) for i in range(n)])
+
+
+def _check_seed(n: int, seed: int) -> None:
+    if n < 0 or n > (1 << 31) - 1:
+        raise ValueError(f"n must be in [0, 2^31), got {n}")
+    if not 0 <= seed <= _M64:
+        raise ValueError(f"seed must be in [0, 2^64), got {seed}")
+
+
+def _mont_affine(p: np.ndarray) -> np.ndarray:
+    """Host (1, 12) canonical point -> 24 uint32 words in Montgomery form."""
+    x, y = g1_to_ints(p)[0]
+    buf = FQ.to_mont(x).to_bytes(48, "little") + FQ.to_mont(y).to_bytes(48, "little")
+    return np.frombuffer(buf, dtype="<u4").astype(np.uint32)
+
+
+def generate_points(n: int, seed: int = 0) -> Any:
+    """Deterministic valid G1 points for benchmarks: CuPy ``(n, 12)`` uint64 made on the GPU.
+
+    Point ``i = 32 t + j`` is ``(k_t + j * 2^64) * G`` with ``k_t = splitmix64(seed + t)`` (0 -> 1):
+    GPU thread t computes ``k_t * G`` by double-and-add in XYZZ and walks ``+ 2^64 G`` 32 times,
+    writing each point in affine (one Fermat inversion each). Distinct k_t give distinct points.
+    Without a GPU it returns :func:`generate_points_cpu` (numpy). Never stored in git.
+
+    Raises:
+        ValueError: n outside ``[0, 2^31)`` or seed outside ``[0, 2^64)``.
+    """
+    _check_seed(n, seed)
+    if not _cuda.gpu_available():
+        return generate_points_cpu(n, seed)
+    return _generate_device(n, seed)
+
+
+def _generate_device(n: int, seed: int) -> Any:
+    cp = _cuda.cupy()
+    g = generator()
+    G = cp.asarray(_mont_affine(g))
+    D = cp.asarray(_mont_affine(g1_mul(g, [1 << 64])))
+    out = cp.empty((n, LIMBS), dtype=cp.uint64)
+    if n:
+        nthreads = -(-n // _GEN_PER_THREAD)
+        _cuda.launch_1d(
+            msm.kernel("g1_generate"), nthreads, (np.uint64(n), np.uint32(_GEN_PER_THREAD), np.uint64(seed), G, D, out.view(cp.uint32)), block=msm.HEAVY_BLOCK
+        )
+    return out

@@ -1,0 +1,638 @@
+"""G1 multi-scalar multiplication (Pippenger, XYZZ buckets), batch addition and prep_msm.
+
+Public API (host layouts: points ``(n, 12)`` uint64 as in :mod:`zkgpu.arith.curve`, scalars ``(n, 4)``
+uint64 **canonical** Fr as in :mod:`zkgpu.arith.field`):
+
+- :func:`msm` -- ``sum_i scalars[i] * points[i]`` as one point ``(1, 12)``.
+- :func:`batch_add` -- the sum of the points selected by a bitmap (cuzk/supraseal ``batch_add``).
+- :func:`prep_msm` -- supraseal's split of an assignment vector into an exactly-one bitmap,
+  dropped zeros and the compacted significant scalars (the tail MSM).
+- :func:`kernel` -- msm.cu's kernels for other modules (the benchmark bases of :mod:`zkgpu.gpu.msm.bases`).
+- :func:`msm_device` (with :class:`Phases`, CUDA-event marks between its phases) and :func:`settings` --
+  what ``zkgpu bench msm`` (:mod:`zkgpu.app.bench.msm`) times and records.
+
+GPU algorithm (``zkgpu/kernels/msm.cu`` has the kernels, ``g1.cuh`` the formulas):
+Pippenger's bucket method (Pippenger 1976; the GPU form of sppark ``msm/pippenger.cuh`` and
+cuzk / supraseal ``msm``) with signed c-bit window digits in ``[-2^(c-1), 2^(c-1)]`` (2^(c-1)
+buckets per window, a negative digit adds ``-P``). Per call: validate and convert points to
+Montgomery form; one 64-bit key per (window, point) holding bucket, sign and index; radix sort of
+the keys' bucket bits (CUB, :mod:`zkgpu.gpu.msm.devsort`, on the stream); the count of valid keys found on the device; bucket accumulation
+(:mod:`zkgpu.gpu.msm.reduce`): each GPU thread takes exactly :data:`CHUNK` consecutive sorted entries
+and adds each run of equal bucket key among them by mixed XYZZ + affine addition, writing one
+partial per run (so every thread does the same work, and a bucket of millions of points -- real
+scalars are mostly 0 and 1 -- is spread over many threads); where keys expect few entries, the buckets
+with a few partials are summed at once, one thread each, and only the long runs go on; a fixed number
+of rounds (computed on the host from n and the rounds' chunk L) cuts each bucket's partials, still
+sorted by bucket, into chunks of at most L, one thread per chunk (XYZZ + XYZZ), until each bucket has
+at most L + 1, which one thread per bucket adds into the bucket; window sums by a running sum over contiguous bucket ranges (one thread per range,
+combined with the range's offset times its bucket sum; the top window only up to the buckets its digits
+can reach); a tree sum per window; Horner over windows and affine on one warp (:mod:`zkgpu.gpu.msm.final`). Every array is sized for the worst case and every kernel
+reads its live count from device memory, so the host never waits for the GPU inside an MSM on
+prepared points with a deferred scalar check (:func:`msm_device`).
+
+Tunables (module settings read per call, set by :func:`configure`; the command line maps
+``ZKGPU_MSM_CHUNK``, ``ZKGPU_MSM_LEVEL0``, ``ZKGPU_MSM_INLINE_MUL`` and ``ZKGPU_MSM_CUBIN`` to them):
+:data:`CHUNK`, :data:`LEVEL0` (``balanced`` as above, or ``runs``: level 0 cut per bucket on the host,
+which reads the sizes back: three host syncs per MSM),
+:data:`INLINE_MUL` (Fq products inlined into the group operations: slower on the H200 in our
+measurement, and a minute of NVRTC compile), :data:`CUBIN` (a prebuilt cubin).
+
+Window size: :mod:`zkgpu.gpu.msm.window` (the rule for n points, and for sparse scalars: ``c="sparse"``).
+
+Empty input (n = 0) returns the identity. Without a GPU (or with ``_cuda.configure(gpu=False)``) every
+function runs on the CPU through py-arkworks-bls12381 (``G1Point.multiexp_unchecked``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+import os
+from typing import Any
+
+import numpy as np
+
+from zkgpu.arith.curve import LIMBS, check_points, g1_from_arkworks, g1_sum, g1_to_arkworks, identity
+from zkgpu.arith.field import FR, check_array, not_canonical
+from zkgpu.core import cuda as _cuda
+from zkgpu.core import optional
+from zkgpu.gpu.fr_device import DeferredCheck
+from zkgpu.gpu.msm import devsort
+from zkgpu.gpu.msm import final as msm_final
+from zkgpu.gpu.msm import reduce as msm_reduce
+from zkgpu.gpu.msm.reduce import HEAVY_BLOCK
+from zkgpu.gpu.msm.window import num_windows, signed_digits, significant_count, sparse_window_bits, window_bits
+
+__all__ = [
+    "CHUNK",
+    "LEVEL0",
+    "INLINE_MUL",
+    "CUBIN",
+    "configure",
+    "window_bits",
+    "num_windows",
+    "signed_digits",
+    "significant_count",
+    "sparse_window_bits",
+    "msm",
+    "msm_cpu",
+    "msm_device",
+    "prepare_points",
+    "DeferredCheck",
+    "Phases",
+    "settings",
+    "batch_add",
+    "batch_add_cpu",
+    "batch_add_device",
+    "PrepMsm",
+    "prep_msm",
+]
+
+CHUNK = 64
+"""Sorted (bucket, point) entries per GPU thread in the bucket accumulation. On the H200 at 2^24
+(uniform scalars, c = 20, balanced level 0) 64 gave 204 ms against 208 ms for 32 and 217 ms for 16
+(bench-msm runs of 2026-11-29)."""
+LEVEL0 = "balanced"
+"""Level 0 of the bucket accumulation: "balanced" (each thread exactly CHUNK sorted entries, one partial
+per bucket run inside them; no host sync) or "runs" (each bucket's run cut into chunks of at most CHUNK on
+the host, one thread per chunk; three size read-backs per MSM). The rounds after it are the same."""
+INLINE_MUL = False
+"""True compiles msm.cu with the Fq products inlined into the group operations (ZK_G1_INLINE_MUL=1: faster
+kernels, about a minute of NVRTC compile instead of seconds)."""
+CUBIN: str | None = None
+"""A cubin of msm.cu prebuilt by nvcc for this GPU's architecture, loaded instead of compiling with NVRTC
+(to benchmark the inlined-product variant without its compile time; it must come from the current msm.cu)."""
+_SUM_FANIN = 8  # tree-sum fan-in: short serial chains (the reduction tail is latency-bound)
+_SENTINEL_KEY = _cuda.header_defines("msm.cu", "MSM_SENTINEL")[0] << 32  # the sort key of a dropped entry (sorted last)
+_FR_OPS_KERNELS = ("fr_first_unreduced",)  # kernels of fr_ops.cu that the MSM launches through _k
+
+
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _check_scalars_host(scalars: Any, n: int) -> np.ndarray:
+    arr = check_array(FR, scalars, name="scalars")
+    if arr.shape[0] != n:
+        raise ValueError(f"scalars: expected {n} rows (one per point), got {arr.shape[0]}")
+    return arr
+
+
+def _check_shape(arr: Any, cols: int, name: str) -> None:
+    if not (isinstance(arr, np.ndarray) or _cuda.is_device_array(arr)):
+        raise TypeError(f"{name}: expected a numpy or CuPy uint64 array of shape (n, {cols}), got {type(arr).__name__}")
+    if arr.ndim != 2 or arr.shape[1] != cols:
+        raise ValueError(f"{name}: expected shape (n, {cols}), got {tuple(arr.shape)}")
+    if arr.dtype != np.uint64:
+        raise TypeError(f"{name}: expected dtype uint64, got {arr.dtype}")
+
+
+# --------------------------------------------------------------------------- GPU plumbing
+
+
+def configure(
+    *, chunk: int | None = None, level0: str | None = None, inline_mul: bool | None = None, cubin: str | None = None
+) -> None:
+    """Set the GPU MSM tunables (:data:`CHUNK`, :data:`LEVEL0`, :data:`INLINE_MUL`, :data:`CUBIN`); an
+    argument left None keeps its current value (``cubin=""`` goes back to compiling msm.cu).
+
+    Raises:
+        ValueError: chunk not an int >= 1, level0 not "balanced" or "runs", inline_mul not a bool, or
+            cubin naming no file (the message names the value).
+    """
+    global CHUNK, LEVEL0, INLINE_MUL, CUBIN
+    if chunk is not None:
+        _check_chunk(chunk)
+        CHUNK = int(chunk)
+    if level0 is not None:
+        _check_level0(level0)
+        LEVEL0 = level0
+    if inline_mul is not None:
+        if not isinstance(inline_mul, bool):
+            raise ValueError(f"zkgpu.gpu.msm.pippenger.configure: inline_mul must be True or False, got {inline_mul!r}")
+        INLINE_MUL = inline_mul
+    if cubin is not None:
+        if cubin and not os.path.isfile(cubin):
+            raise ValueError(f"zkgpu.gpu.msm.pippenger.configure: cubin {cubin!r} is not a file")
+        CUBIN = cubin or None
+
+
+def _check_chunk(value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"zkgpu.gpu.msm.pippenger: chunk (entries per thread) must be a positive integer, got {value!r}")
+
+
+def _check_level0(value: object) -> None:
+    if value not in ("balanced", "runs"):
+        raise ValueError(f"zkgpu.gpu.msm.pippenger: level0 must be 'balanced' or 'runs', got {value!r}")
+
+
+def _defines() -> tuple[tuple[str, str], ...]:
+    """The ``-D`` build options of msm.cu: ZK_G1_INLINE_MUL=1 with :data:`INLINE_MUL`."""
+    return (("ZK_G1_INLINE_MUL", "1"),) if INLINE_MUL else ()
+
+
+@functools.lru_cache(maxsize=4)
+def _prebuilt(path: str) -> Any:
+    return _cuda.cupy().RawModule(path=path)
+
+
+def _k(name: str) -> Any:
+    """A kernel of msm.cu (from :data:`CUBIN` when set), or of fr_ops.cu for the Fr check it shares
+    with the NTT (fr_first_unreduced)."""
+    if name in _FR_OPS_KERNELS:
+        return _cuda.get_kernel("fr_ops", name)
+    if CUBIN:
+        return _prebuilt(CUBIN).get_function(name)
+    return _cuda.get_kernel("msm", name, _defines())
+
+
+def kernel(name: str) -> Any:
+    """The compiled kernel ``name`` of msm.cu, built with the configured options (:func:`configure`;
+    the prebuilt :data:`CUBIN` when set): for modules that launch msm.cu's kernels themselves
+    (:mod:`zkgpu.gpu.msm.bases`). Raises RuntimeError without a GPU."""
+    return _k(name)
+
+
+def settings() -> dict[str, Any]:
+    """The MSM kernel settings in force (what a benchmark records): ``chunk`` (entries per thread),
+    ``level0`` ("balanced" or "runs"), ``inline_mul`` (Fq products inlined) and ``cubin`` (the prebuilt
+    cubin's path, "" when compiled with NVRTC).
+
+    Raises:
+        ValueError: a bad chunk or level-0 mode (names the value).
+    """
+    return dict(chunk=_chunk_size(), level0=_level0_mode(), inline_mul=bool(_defines()),
+                cubin=CUBIN or "")
+
+
+def _u32(x: int) -> np.uint32:
+    return np.uint32(x)
+
+
+def _u64(x: int) -> np.uint64:
+    return np.uint64(x)
+
+
+def _prepare_points_dev(pts: Any) -> Any:
+    """Validate (< q, on curve) and convert to Montgomery form; returns ``(n, 24)`` uint32."""
+    cp = _cuda.cupy()
+    n = pts.shape[0]
+    pts = cp.ascontiguousarray(pts)
+    mont = cp.empty((n, 24), dtype=cp.uint32)
+    bad = cp.full(1, n, dtype=cp.uint64)
+    _cuda.launch_1d(_k("g1_prepare"), n, (pts.view(cp.uint32), mont, _u64(n), bad))
+    b = int(_cuda.read_back(bad, "msm.points_check")[0])
+    if b < n:
+        raise ValueError(f"points[{b}] is not a valid G1 point (coordinate >= q or not on y^2 = x^3 + 4)")
+    return mont
+
+
+def prepare_points(points: Any) -> Any:
+    """Validate G1 points once and convert them to Montgomery form, for repeated MSMs and batch
+    additions over the same bases (``mont=`` of :func:`msm_device` and :func:`batch_add_device`,
+    which then neither check nor convert them again, and do not wait for that check).
+
+    Args:
+        points: ``(n, 12)`` uint64 affine points on the device (layout of :mod:`zkgpu.arith.curve`).
+
+    Returns:
+        CuPy ``(n, 24)`` uint32, the points in Montgomery form (the kernels' layout); rows may be
+        gathered (``mont[idx]``) for a subset of the points.
+
+    Raises:
+        TypeError / ValueError: wrong dtype or shape, or a point off the curve / with a coordinate
+            ``>= q`` (the first bad index named). One host sync (the check's result).
+    """
+    _check_shape(points, LIMBS, "points")
+    if points.shape[0] == 0:
+        return _cuda.cupy().empty((0, 24), dtype=np.uint32)
+    return _prepare_points_dev(points)
+
+
+def _check_scalars_dev(sc: Any, deferred: DeferredCheck | None = None) -> Any:
+    cp = _cuda.cupy()
+    n = sc.shape[0]
+    sc = cp.ascontiguousarray(sc)
+    bad = cp.full(1, n, dtype=cp.uint64)
+    _cuda.launch_1d(_k("fr_first_unreduced"), n, (sc.view(cp.uint32), _u64(n), bad))
+    if deferred is not None:  # read after the stream's work (DeferredCheck.raise_if_bad); sc stays alive there
+        deferred.add("scalars", sc.view(cp.uint32).reshape(-1), bad)
+        return sc
+    b = int(_cuda.read_back(bad, "msm.scalars_check")[0])
+    if b < n:
+        raise not_canonical(FR, "scalars", b, int.from_bytes(cp.asnumpy(sc[b]).astype("<u8").tobytes(), "little"))
+    return sc
+
+
+def _chunk_size() -> int:
+    """Entries per GPU thread in the bucket accumulation, :data:`CHUNK` (checked)."""
+    _check_chunk(CHUNK)
+    return int(CHUNK)
+
+
+def _level0_mode() -> str:
+    """:data:`LEVEL0` (checked)."""
+    _check_level0(LEVEL0)
+    return LEVEL0
+
+
+def _chunks(cp: Any, keys: Any, chunk: int = CHUNK) -> tuple[Any, Any, int, int]:
+    """Cut the runs of equal values of the sorted uint32 ``keys`` into chunks of <= CHUNK entries.
+
+    Returns ``(cstart, cend, K, R)``: uint64 chunk bounds (K chunks, in order, never crossing a
+    run) and the number of runs R (K == R: every run fits one chunk).
+    """
+    E = keys.shape[0]
+    change = cp.empty(E, dtype=cp.bool_)
+    change[0] = True
+    cp.not_equal(keys[1:], keys[:-1], out=change[1:])
+    starts = cp.flatnonzero(change)  # its size is read back
+    _cuda.count_sync("msm.runs")
+    R = int(starts.shape[0])
+    ends = cp.empty_like(starts)
+    ends[:-1] = starts[1:]
+    ends[-1] = E
+    per_run = (ends - starts + (chunk - 1)) // chunk
+    cum = cp.cumsum(per_run)
+    _cuda.count_sync("msm.chunks")
+    K = int(cum[-1])  # read back
+    if K == R:
+        return starts.astype(cp.uint64), ends.astype(cp.uint64), K, R
+    cidx = cp.arange(K, dtype=cum.dtype)
+    run = cp.searchsorted(cum, cidx, side="right")
+    cstart = starts[run] + (cidx - (cum[run] - per_run[run])) * chunk
+    cend = cp.minimum(cstart + chunk, ends[run])
+    return cstart.astype(cp.uint64), cend.astype(cp.uint64), K, R
+
+
+def _level0_runs(cp: Any, keys: Any, e: Any, mont: Any, chunk: int) -> msm_reduce.Partials | None:
+    """Level 0 in "runs" mode: each bucket's run cut into chunks of at most ``chunk`` on the host
+    (:func:`_chunks`), one thread per chunk; reads E and the run counts back (``msm.sorted_count``,
+    ``msm.runs``, ``msm.chunks``). None when no digit is nonzero."""
+    E = int(_cuda.read_back(e, "msm.sorted_count")[0])
+    if E == 0:
+        return None
+    keys = keys[:E]
+    hi = (keys >> np.uint64(32)).astype(cp.uint32)
+    cstart, cend, K, _ = _chunks(cp, hi, chunk)
+    del hi
+    out = msm_reduce.Partials.empty(cp, K, count=cp.full(1, K, dtype=cp.uint64))
+    _cuda.launch_1d(_k("seg_accum_affine"), K, (keys, cstart, cend, _u64(K), mont, out.keys, out.pts), block=HEAVY_BLOCK)
+    return out
+
+
+def _tree_sum(cp: Any, parts: Any, groups: int, per_group: int) -> Any:
+    """Sum each of ``groups`` consecutive runs of ``per_group`` XYZZ points (per_group a power of 2)."""
+    while per_group > 1:
+        k = min(per_group, _SUM_FANIN)
+        count = groups * per_group
+        out = cp.empty((count // k, 48), dtype=cp.uint32)
+        _cuda.launch_1d(_k("xyzz_sum_ranges"), count // k, (parts, _u64(count), _u32(k), out), block=HEAVY_BLOCK)
+        parts, per_group = out, per_group // k
+    return parts
+
+
+def _finish(cp: Any, sums: Any, nwin: int, c: int) -> Any:
+    """Horner over the window sums, to affine (:func:`zkgpu.gpu.msm.final.finish`)."""
+    return msm_final.finish(cp, _k, sums, nwin, c)
+
+
+def _top_window_buckets(c: int, nwin: int, m: int) -> int:
+    """The buckets of the top window that a scalar < 2^255 can reach: its digit is at most
+    ``2^(255 - c*(nwin-1))`` (at most 2^(c-1), since c * nwin >= 256), so window_reduce stops there."""
+    return min(m, 1 << (255 - c * (nwin - 1)))
+
+
+class Phases:
+    """Optional CUDA-event marks between the phases of one GPU MSM (for the benchmark): pass one to
+    :func:`msm_device`, then :meth:`result` gives ms per phase (``validate+to_mont``, ``digits``,
+    ``sort``, ``bucket_accumulate``, ``bucket_partials``, ``window_reduce``, ``final``)."""
+
+    def __init__(self, enabled: bool):
+        self.marks: list[tuple[str, Any]] = []
+        self.enabled = enabled
+
+    def mark(self, name: str) -> None:
+        if self.enabled:
+            ev = _cuda.cupy().cuda.Event()
+            ev.record()
+            self.marks.append((name, ev))
+
+    def result(self) -> dict[str, float]:
+        """Phase name -> ms from the previous mark (syncs on the last mark); empty when disabled."""
+        if not self.marks:
+            return {}
+        cp = _cuda.cupy()
+        self.marks[-1][1].synchronize()
+        return {
+            name: float(cp.cuda.get_elapsed_time(prev_ev, ev))
+            for (_, prev_ev), (name, ev) in itertools.pairwise(self.marks)
+        }
+
+
+def msm_device(pts: Any, sc: Any, c: int | str | None = None, phases: Phases | None = None, *,
+               mont: Any = None, deferred: DeferredCheck | None = None) -> Any:
+    """The GPU Pippenger of :func:`msm` on CuPy inputs ``pts (n, 12)``, ``sc (n, 4)`` uint64 without
+    :func:`msm`'s shape checks (values are still checked); ``c`` the window bits (default
+    :func:`window_bits` of n; ``"sparse"``: :func:`~zkgpu.gpu.msm.window.sparse_window_bits`, which counts
+    the scalars > 1 on the device and reads the count back, one host sync named ``msm.window``).
+    Returns CuPy ``(1, 12)``.
+
+    ``mont``: the points already checked and in Montgomery form (:func:`prepare_points`, or rows
+    of it); ``pts`` is then ignored (may be None). ``deferred``: the scalar check is queued on
+    it instead of read back here (``deferred.raise_if_bad()`` after the stream's work). Host
+    synchronisations (:func:`zkgpu.core.cuda.count_sync`): ``msm.points_check`` and
+    ``msm.scalars_check`` unless ``mont`` / ``deferred`` are given; none otherwise in the default
+    balanced level 0 (every size stays on the device: :mod:`zkgpu.gpu.msm.reduce`), so with both the
+    call only queues kernels. :data:`LEVEL0` ``"runs"`` adds ``msm.sorted_count``, ``msm.runs`` and
+    ``msm.chunks`` (its host-cut chunks). Device memory: the sorted keys (``8 * nwin * n`` bytes),
+    the buckets (``192 * nwin * 2^(c-1)``) and two partial buffers of at most
+    ``192 * (nwin * n / CHUNK + nwin * 2^(c-1))`` bytes each.
+
+    Raises:
+        ValueError: a point or scalar out of range (first bad index named; with ``deferred`` the
+            scalar's from ``raise_if_bad``), ``sc`` and ``mont`` of different lengths, or ``c`` neither
+            an int in [2, 24] nor "sparse".
+    """
+    if not (c is None or c == "sparse" or (isinstance(c, (int, np.integer)) and not isinstance(c, bool) and 2 <= c <= 24)):
+        raise ValueError(f"msm_device: window c must be an int in [2, 24], 'sparse' or None, got {c!r}")
+    cp = _cuda.cupy()
+    ph = phases or Phases(False)
+    n = (pts if mont is None else mont).shape[0]
+    if sc.shape[0] != n:
+        raise ValueError(f"scalars: expected {n} rows (one per point), got {sc.shape[0]}")
+    if n == 0:
+        return cp.zeros((1, LIMBS), dtype=cp.uint64)
+    ph.mark("start")
+    if mont is None:
+        mont = _prepare_points_dev(pts)
+    sc = _check_scalars_dev(sc, deferred)
+    ph.mark("validate+to_mont")
+    live = n  # the scalars with a digit in every window (the significant ones for c="sparse")
+    if c == "sparse":
+        live = max(significant_count(sc), 1)  # one read-back (msm.window), as sparse_window_bits
+        c = window_bits(live)
+    c = int(c or window_bits(n))
+    nwin, m = num_windows(c), 1 << (c - 1)
+    keys = cp.empty(nwin * n, dtype=cp.uint64)
+    _cuda.launch_1d(_k("msm_digits"), n, (sc.view(cp.uint32), mont, _u64(n), np.int32(c), np.int32(nwin), keys))
+    ph.mark("digits")
+    bits = (nwin * m).bit_length()  # buckets < nwin*m <= 2^bits - 1: a sentinel's field (all ones) sorts last
+    keys = devsort.sort_keys(keys, begin_bit=32, end_bit=32 + bits, overwrite=True)  # bucket bits only, no host sync
+    e = msm_reduce.valid_count(cp, _k, keys)
+    ph.mark("sort")
+    buckets = cp.zeros((nwin * m, 48), dtype=cp.uint32)
+    plan = msm_reduce.plan(n, nwin, m, _chunk_size(), entries_per_key=live / m)
+    if _level0_mode() == "runs":
+        parts = _level0_runs(cp, keys, e, mont, plan.chunk)
+    else:
+        parts = msm_reduce.level0(cp, _k, keys, e, mont, plan)
+    del keys
+    ph.mark("bucket_accumulate")
+    if parts is not None:
+        msm_reduce.to_buckets(cp, _k, parts, plan, buckets)
+    ph.mark("bucket_partials")
+    # running-sum reduction: T threads per window, each a range of R buckets
+    T = msm_final.window_threads(nwin, m)
+    R = m // T
+    parts = cp.empty((nwin * T, 48), dtype=cp.uint32)
+    _cuda.launch_1d(_k("window_reduce"), nwin * T, (buckets, _u32(nwin), _u32(m), _u32(T), _u32(R),
+                                                   _u32(_top_window_buckets(c, nwin, m)), parts), block=HEAVY_BLOCK)
+    sums = _tree_sum(cp, parts, nwin, T)
+    ph.mark("window_reduce")
+    out = _finish(cp, sums, nwin, c)
+    ph.mark("final")
+    return out
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def msm(points: Any, scalars: Any, *, window: int | None = None) -> Any:
+    """Multi-scalar multiplication ``sum_i scalars[i] * points[i]`` on BLS12-381 G1.
+
+    Args:
+        points: ``(n, 12)`` uint64 affine points (numpy or CuPy), layout of :mod:`zkgpu.arith.curve`;
+            identities allowed.
+        scalars: ``(n, 4)`` uint64 canonical Fr (numpy or CuPy), values ``< r``.
+        window: override the window size c (2..24, GPU path only; the bucket array holds
+            ``ceil(256/c) * 2^(c-1)`` XYZZ points of 192 bytes); default :func:`window_bits`.
+
+    Returns:
+        ``(1, 12)`` uint64: a CuPy array when both inputs are CuPy arrays, else numpy. n = 0
+        gives the identity.
+
+    Raises:
+        TypeError / ValueError: wrong dtype or shape, mismatched n, a scalar ``>= r`` or a point
+            off the curve / with a coordinate ``>= q`` (the message names the first bad index).
+    """
+    dev = _cuda.is_device_array(points) and _cuda.is_device_array(scalars)
+    _check_shape(points, LIMBS, "points")
+    _check_shape(scalars, FR.limbs, "scalars")
+    n = points.shape[0]
+    if scalars.shape[0] != n:
+        raise ValueError(f"scalars: expected {n} rows (one per point), got {scalars.shape[0]}")
+    if window is not None and not 2 <= int(window) <= 24:
+        raise ValueError(f"window must be in 2..24, got {window}")
+    if dev:
+        return msm_device(points, scalars, window)
+    if _cuda.gpu_available():
+        cp = _cuda.cupy()
+        pts = points if _cuda.is_device_array(points) else cp.asarray(np.ascontiguousarray(points))
+        sc = scalars if _cuda.is_device_array(scalars) else cp.asarray(np.ascontiguousarray(scalars))
+        return cp.asnumpy(msm_device(pts, sc, window))
+    return msm_cpu(points, scalars)
+
+
+def msm_cpu(points: np.ndarray, scalars: np.ndarray) -> np.ndarray:
+    """CPU reference: validates, then py-arkworks-bls12381 ``G1Point.multiexp_unchecked``."""
+    ark = optional.arkworks()
+    pts = check_points(np.asarray(points))
+    sc = _check_scalars_host(np.asarray(scalars), pts.shape[0])
+    if pts.shape[0] == 0:
+        return identity(1)
+    raw = sc.astype("<u8").tobytes()
+    ss = [ark.Scalar.from_le_bytes(raw[i : i + 32]) for i in range(0, len(raw), 32)]
+    return g1_from_arkworks([ark.G1Point.multiexp_unchecked(g1_to_arkworks(pts, checked=False), ss)])
+
+
+def _bitmap_host(bitmap: Any, n: int) -> np.ndarray:
+    bm = np.ascontiguousarray(bitmap)
+    if bm.dtype != np.uint64 or bm.ndim != 1:
+        raise TypeError(f"bitmap: expected a 1-D uint64 array, got dtype {bm.dtype}, shape {bm.shape}")
+    if bm.shape[0] < -(-n // 64):
+        raise ValueError(f"bitmap: {bm.shape[0]} words cannot cover {n} points (need {-(-n // 64)})")
+    return bm
+
+
+def batch_add(points: Any, bitmap: Any) -> Any:
+    """Sum of the points whose bitmap bit is set (cuzk/supraseal ``batch_add``).
+
+    Args:
+        points: ``(n, 12)`` uint64 affine points (numpy or CuPy).
+        bitmap: 1-D uint64 words (numpy or CuPy), at least ``ceil(n/64)``; bit ``i % 64``
+            (least significant first) of word ``i // 64`` selects point i; bits ``>= n`` are ignored.
+
+    Returns:
+        ``(1, 12)`` uint64, CuPy when both inputs are CuPy, else numpy (identity when nothing is
+        selected or n = 0).
+
+    GPU: each thread adds 64 consecutive points' selected ones by mixed XYZZ addition, then a
+    tree sum (fan-in 8) of the XYZZ partials.
+    """
+    _check_shape(points, LIMBS, "points")
+    n = points.shape[0]
+    dev = _cuda.is_device_array(points) and _cuda.is_device_array(bitmap)
+    if not dev and not _cuda.is_device_array(bitmap):
+        bitmap = _bitmap_host(bitmap, n)
+    elif bitmap.dtype != np.uint64 or bitmap.ndim != 1 or bitmap.shape[0] < -(-n // 64):
+        raise ValueError(f"bitmap: expected >= {-(-n // 64)} uint64 words, got dtype {bitmap.dtype}, shape {bitmap.shape}")
+    if not _cuda.gpu_available():
+        return batch_add_cpu(points, bitmap)
+    cp = _cuda.cupy()
+    pts = points if _cuda.is_device_array(points) else cp.asarray(np.ascontiguousarray(points))
+    bm = bitmap if _cuda.is_device_array(bitmap) else cp.asarray(bitmap)
+    out = batch_add_device(pts, bm)
+    return out if dev else cp.asnumpy(out)
+
+
+def batch_add_device(pts: Any, bm: Any, *, mont: Any = None) -> Any:
+    """The GPU :func:`batch_add` on CuPy inputs without its checks of the bitmap; ``mont``: the
+    points already prepared (:func:`prepare_points`; ``pts`` is then ignored): no host sync at all.
+    Returns CuPy ``(1, 12)``. Raises ValueError for an invalid point (without ``mont``)."""
+    cp = _cuda.cupy()
+    n = (pts if mont is None else mont).shape[0]
+    if n == 0:
+        return cp.zeros((1, LIMBS), dtype=cp.uint64)
+    if mont is None:
+        mont = _prepare_points_dev(pts)
+    per = 64
+    nparts = -(-n // per)
+    groups = 1
+    padded = 1
+    while padded < nparts:
+        padded *= 2
+    parts = cp.zeros((padded, 48), dtype=cp.uint32)  # zero rows = identity padding
+    _cuda.launch_1d(_k("batch_add_ranges"), nparts, (mont, _u64(n), cp.ascontiguousarray(bm), _u32(per), parts), block=HEAVY_BLOCK)
+    sums = _tree_sum(cp, parts, groups, padded)
+    return _finish(cp, sums, 1, 0)
+
+
+def batch_add_cpu(points: np.ndarray, bitmap: np.ndarray) -> np.ndarray:
+    """CPU reference for :func:`batch_add` (arkworks additions)."""
+    pts = check_points(np.asarray(points))
+    n = pts.shape[0]
+    bits = np.unpackbits(_bitmap_host(bitmap, n).astype("<u8").view(np.uint8), bitorder="little")[:n]
+    return g1_sum(pts[np.flatnonzero(bits)], checked=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class PrepMsm:
+    """supraseal's prep_msm split of an assignment vector of n scalars, on the host (numpy arrays: the
+    CPU variants) or on the device (CuPy arrays: :func:`zkgpu.gpu.msm.prep.prep_msm_device`).
+
+    Attributes:
+        n: number of scalars.
+        bitmap: ``(ceil(n/64),)`` uint64, bit i set iff scalar i == 1 (layout of :func:`batch_add`).
+        ones: number of scalars equal to 1 (summed by batch_add).
+        zeros: number of scalars equal to 0 (dropped).
+        sig_scalars: ``(m, 4)`` uint64 canonical Fr, the significant scalars (neither 0 nor 1), in index order.
+        sig_indices: ``(m,)`` int64, their base indices (for the tail MSM).
+    """
+
+    n: int
+    bitmap: Any
+    ones: int
+    zeros: int
+    sig_scalars: Any
+    sig_indices: Any
+
+    @property
+    def significant(self) -> int:
+        """Number of significant scalars (m)."""
+        return int(self.sig_indices.shape[0])
+
+    @property
+    def on_device(self) -> bool:
+        """True when the arrays are CuPy arrays."""
+        return _cuda.is_device_array(self.sig_indices)
+
+    def to_host(self) -> PrepMsm:
+        """The same split with numpy arrays (self when it is already on the host)."""
+        if not self.on_device:
+            return self
+        return PrepMsm(n=self.n, bitmap=self.bitmap.get(), ones=self.ones, zeros=self.zeros,
+                       sig_scalars=self.sig_scalars.get(), sig_indices=self.sig_indices.get())
+
+
+def prep_msm(scalars: np.ndarray) -> PrepMsm:
+    """Split canonical Fr scalars ``(n, 4)`` uint64 into ones (bitmap), zeros and significant.
+
+    Vectorised numpy on the CPU (as supraseal's prep_msm thread, ``filecoin-project/curio: extern/supraseal-c2/cuda/groth16_cuda.cu``). Then
+    ``batch_add(points, p.bitmap) + msm(points[p.sig_indices], p.sig_scalars) == msm(points, scalars)``.
+
+    Raises:
+        TypeError / ValueError: as :func:`zkgpu.arith.field.check_array` (a scalar ``>= r`` names its index).
+    """
+    sc = check_array(FR, scalars, name="scalars")
+    n = sc.shape[0]
+    high_zero = ~np.any(sc[:, 1:] != 0, axis=1)
+    is_zero = high_zero & (sc[:, 0] == 0)
+    is_one = high_zero & (sc[:, 0] == 1)
+    sig = ~(is_zero | is_one)
+    packed = np.packbits(is_one, bitorder="little")
+    words = -(-n // 64)
+    buf = np.zeros(words * 8, dtype=np.uint8)
+    buf[: packed.size] = packed
+    idx = np.flatnonzero(sig).astype(np.int64)
+    return PrepMsm(
+        n=n,
+        bitmap=buf.view("<u8").astype(np.uint64),
+        ones=int(is_one.sum()),
+        zeros=int(is_zero.sum()),
+        sig_scalars=np.ascontiguousarray(sc[idx]),
+        sig_indices=idx,
+    )

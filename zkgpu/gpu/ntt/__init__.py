@@ -1,0 +1,1 @@
+"""zkgpu.gpu.ntt: see ARCHITECTURE.md."""

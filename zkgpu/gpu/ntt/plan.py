@@ -1,0 +1,103 @@
+"""The host side of the NTT kernels' plan that needs no kernel: how a transform splits into passes over global
+memory, launch grids, and the small tables made on the host (:mod:`zkgpu.gpu.ntt.transform` builds the rest on the GPU).
+
+The stagewise and fused passes (``zkgpu/kernels/ntt.cu``, ``ntt_fused.cu``) each do the stages of index bits
+[s_lo, s_lo + k) of an n = 2^L transform on tiles of 2^(k+c) elements; :func:`passes` picks (s_lo, k, c).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+from zkgpu.arith.domain import powers
+from zkgpu.arith.field import FR
+from zkgpu.core import cuda as _cuda
+from zkgpu.gpu.fr_device import to_device_mont
+
+__all__ = ["MAX_TILE_LOG", "passes", "pass_shared_bytes", "grid", "split_tables", "inner_table", "split_outer", "fold_table"]
+
+P = FR.modulus
+(MAX_TILE_LOG,) = _cuda.header_defines("ntt.cu", "NTT_MAX_TILE_LOG")  # the largest tile of a stagewise pass, log2
+
+
+def passes(L: int, max_tile_log: int = MAX_TILE_LOG, max_cols: int = MAX_TILE_LOG, big_last: int = 0) -> list[tuple[int, int, int]]:
+    """(s_lo, k, c) per pass in DIF order (high bits first): as even a split of L into <= max_tile_log-bit groups,
+    the larger groups first (``big_last``: last, on the low bits; 2^22 as 7, 7, 8 stages instead of 8, 7, 7).
+
+    A pass does the stages of index bits [s_lo, s_lo + k) on tiles of 2^(k+c) elements that also span
+    the c lowest index bits (runs of 2^c adjacent elements, for coalesced loads): c = min(s_lo,
+    max_tile_log - k, max_cols)."""
+    if L == 0:
+        return []
+    npass = -(-L // max_tile_log)
+    ks = [L // npass + (1 if i < L % npass else 0) for i in range(npass)]
+    ks = ks[::-1] if big_last else ks
+    out, top = [], L
+    for k in ks:
+        s_lo = top - k
+        out.append((s_lo, k, min(s_lo, max_tile_log - k, max_cols)))
+        top = s_lo
+    return out
+
+
+def pass_shared_bytes(T: int, defines: Mapping[str, str]) -> int:
+    """Dynamic shared memory of a stagewise pass (kernel ntt_pass or ntt_pass_r4) on a tile of T elements, in bytes,
+    under the build options ``defines`` (name -> value; unset ones take ntt.cu's defaults): the tile (32 T) plus,
+    with NTT_SMEM_TW, the pass's twiddles (32 T; 16 T with NTT_IO_STAGE, whose stage on the top tile bit reads its
+    twiddles from the global table). The NTT_SHFL passes keep 32 T of twiddles either way (io_stage is off there);
+    the host sizes them the same, which is never less than they use."""
+    names = ("NTT_SMEM_TW", "NTT_IO_STAGE", "NTT_SHFL")
+    smem_tw, io_stage, shfl = (int(defines.get(k, v)) for k, v in zip(names, _cuda.header_defines("ntt.cu", *names), strict=True))
+    if not smem_tw:
+        return 32 * T
+    return 32 * T + (16 * T if io_stage and not shfl else 32 * T)
+
+
+def grid(n: int, block: int = 256) -> tuple[int, int]:
+    """(blocks, threads) of a grid-stride kernel over n items: at most 65535 * 8 blocks of ``block`` threads."""
+    return max(1, min((n + block - 1) // block, 65535 * 8)), block
+
+
+def split_tables(x: int, bits: int, scale: int = 1) -> tuple[Any, Any, int]:
+    """lo[j] = x^j (j < 2^S), hi[j] = scale * x^(j*2^S) (j < 2^(bits-S)), S = ceil(bits/2), on the device in
+    Montgomery form (flat uint32 CuPy arrays), with S: x^i * scale = lo[i mod 2^S] * hi[i >> S]."""
+    S = (bits + 1) // 2
+    lo = powers(x, 1 << S)
+    step = pow(x, 1 << S, P)
+    hi = [v * scale % P for v in powers(step, 1 << (bits - S))]
+    return to_device_mont(lo), to_device_mont(hi), S
+
+
+@functools.cache
+def inner_table(inverse: bool, maxk: int) -> Any:
+    """omega_{2^maxk}^i (inverse: omega^-i) for i < 2^(maxk-1), on the device (Montgomery, flat uint32); cached."""
+    w = FR.root_of_unity(maxk)
+    if inverse:
+        w = pow(w, -1, P)
+    return to_device_mont(powers(w, 1 << (maxk - 1)))
+
+
+@functools.cache
+def split_outer(L: int, inverse: bool, scale: int = 1) -> tuple[Any, Any, int]:
+    """:func:`split_tables` of omega_n (inverse: omega_n^-1), n = 2^L, times ``scale``; cached."""
+    omega = FR.root_of_unity(L)
+    if inverse:
+        omega = pow(omega, -1, P)
+    return split_tables(omega, L, scale)
+
+
+@functools.cache
+def fold_table(L: int) -> Any:
+    """The table of scale_mode fold for an inverse NTT of n = 2^L (ntt.cu's FOLD, the 1/n folded into the last DIF
+    pass's twiddles): entry i = tw_inv[i] / n for 1 <= i < 2^K, K = min(L, MAX_TILE_LOG), where tw_inv[h + t] =
+    omega_{2h}^-t is the inverse twiddle table (h a power of two, t < h), so entry 1 is 1/n; entry 0 is 1/n too
+    (unused). On the device in Montgomery form (flat uint32 CuPy array of 2^K elements); cached per L."""
+    n_inv = pow(1 << L, -1, P)
+    w_inv = pow(FR.root_of_unity(L), -1, P)
+    out = [n_inv]
+    for i in range(1, 1 << min(L, MAX_TILE_LOG)):
+        lh = i.bit_length() - 1
+        out.append(n_inv * pow(w_inv, (i - (1 << lh)) << (L - 1 - lh), P) % P)
+    return to_device_mont(out)

@@ -1,0 +1,1 @@
+"""zkgpu.story: see ARCHITECTURE.md."""

@@ -1,0 +1,700 @@
+"""What the model predicts once prep_msm is off the critical path, against what was measured
+(notebook 07b, "the last bottleneck"); the per-run GPU accounting it builds on is :mod:`zkgpu.analysis.gpu_time`.
+
+* :func:`prep_scenarios`: the recorded scenarios that take prep_msm off the critical path, with their
+  settings as the recording's manifest names them (the analysis never imports the recorder).
+* :func:`prep_ms_prediction`: the prep_msm time a variant will take in the pipeline, from a
+  ``zkgpu bench prep`` table scaled by the measured slowdown of the ``cpu`` variant in the pipeline;
+  :func:`prep_workload`: the scalars one partition's prep_msm classifies.
+* :func:`predict`: :func:`zkgpu.analysis.model.simulate` of a scenario with that prep time;
+  :func:`predictions`: that for every prep scenario (and for steps not yet recorded), each
+  calibrated on another scenario of the recording with the same prep placement
+  (:func:`calibration_scenario`: the GPU phases' host part depends on what the host's CPUs do),
+  and on an earlier recording of the same scenario (:func:`prior_recording`); a step whose MSMs run
+  over precomputed bases from a plain run with its MSM phases scaled by :func:`msm_speedups`.
+* Tables and targets: :func:`idle_table`, :func:`lock_table`, :func:`steps_table`,
+  :func:`prediction_vs_measurement`, :func:`acceptance`, :func:`key_numbers`, :func:`summary`.
+* :func:`last_mile_source`: the newest last-mile recording (``data/last-mile/``), replayed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from zkgpu.analysis.calibration import calibrated_params, scenario_run_settings
+from zkgpu.analysis.gpu_time import (
+    CAUSE_PHASES,
+    copy_wait,
+    gpu_budget,
+    gpu_ms_per_partition,
+    idle_causes,
+    kernel_ms_per_partition,
+)
+from zkgpu.analysis.keynumbers import number
+from zkgpu.analysis.model import ModelParams, ModelResult, compare, simulate, utilization
+from zkgpu.analysis.replay import (
+    Recording,
+    Source,
+    data_dir,
+    find_benchmarks,
+    find_recordings,
+    scenario_table,
+    story_order,
+)
+
+__all__ = [
+    "PILOT_DIR", "prep_scenarios", "last_mile_recordings", "last_mile_source", "prior_recording", "prep_workload",
+    "prep_ms_prediction", "predict", "prep_placement", "calibration_scenario", "msm_speedups", "setup_msm_bench",
+    "predictions", "idle_table", "lock_table", "steps_table", "prediction_vs_measurement", "acceptance",
+    "acceptance_markdown", "key_numbers", "summary", "summary_text"
+]
+
+
+def prep_workload(config: dict[str, Any]) -> int:
+    """Scalars one partition's prep_msm classifies: L (aux) + A (inputs + a-density aux) + B
+    (b-density inputs + aux), from a scenario's recorded configuration (``n``, ``aux_ratio``,
+    ``num_inputs``, ``density.a_aux``, ``density.b_aux``; aux = max(1, round(aux_ratio * n)) as
+    ``zkgpu.pipeline.config.PipelineConfig.aux_size``) with the expected densities.
+
+    Raises:
+        ValueError: the configuration lacks one of those keys (names it).
+    """
+    dens = config.get("density")
+    missing = [k for k in ("n", "aux_ratio", "num_inputs") if k not in config]
+    missing += [f"density.{k}" for k in ("a_aux", "b_aux") if not (isinstance(dens, dict) and k in dens)]
+    if missing:
+        raise ValueError(f"prep_workload: the scenario's configuration lacks {missing}")
+    assert isinstance(dens, dict)
+    aux = max(1, int(round(float(config["aux_ratio"]) * int(config["n"]))))
+    return int(round(aux + int(config["num_inputs"]) + float(dens["a_aux"]) * aux + 1 + float(dens["b_aux"]) * aux))
+
+
+def prep_ms_prediction(bench: pd.DataFrame, variant: str, scalars: int, measured_cpu_ms: float, *, phase: str | None = None) -> dict[str, float]:
+    """prep_msm ms of ``variant`` in the pipeline for ``scalars`` scalars per partition.
+
+    From a ``zkgpu bench prep`` table: each variant's ms per scalar at the benchmarked size nearest
+    above ``scalars`` (log-interpolated per scalar), times ``scalars``; the ``cpu`` variant's
+    benchmark against ``measured_cpu_ms`` (its median prep_msm in the recorded pipeline, under
+    the recording's host load) gives the slowdown the pipeline's host imposes, applied to the CPU
+    variants. The ``gpu`` variant uses the ``with_h2d`` phase (aux is copied from pageable memory
+    first) and no slowdown (the GPU is not what the host load slows; its copy is).
+
+    Returns:
+        ``{"bench_ms", "slowdown", "predicted_ms"}``.
+
+    Raises:
+        ValueError: the table lacks the variant or the ``cpu`` rows.
+    """
+    def per_scalar(v: str, ph: str | None) -> float:
+        sel = bench[bench["prep"] == v]
+        if ph is not None and "phase" in sel:
+            sel = sel[sel["phase"] == ph]
+        if not len(sel):
+            raise ValueError(f"the prep benchmark has no rows for prep={v!r}{f' phase={ph!r}' if ph else ''}; it has {sorted(set(bench['prep']))}")
+        sel = sel.sort_values("n")
+        x = np.log2(sel["n"].to_numpy(float))
+        y = np.log2((sel["median_ms"] / sel["n"]).to_numpy(float))
+        return float(2 ** np.interp(math.log2(max(scalars, 1)), x, y))
+
+    cpu_bench = per_scalar("cpu", None) * scalars
+    slowdown = measured_cpu_ms / cpu_bench if cpu_bench > 0 else float("nan")
+    if variant == "gpu":
+        b = per_scalar("gpu", phase or "with_h2d") * scalars
+        return {"bench_ms": b, "slowdown": 1.0, "predicted_ms": b}
+    b = per_scalar(variant, phase) * scalars
+    return {"bench_ms": b, "slowdown": slowdown, "predicted_ms": b * slowdown}
+
+
+def predict(params: ModelParams, *, prep_ms: float, gw: int, scope: str = "narrow", transfer: str = "pinned_pool",
+            partitions: int = 16, max_queue: int | None = None, run: str | None = None, h2d_stage: str = "in_lock") -> ModelResult:
+    """:func:`zkgpu.analysis.model.simulate` with prep_msm taking ``prep_ms`` (ms, >= 0) instead of the
+    calibrated ``params.prep_msm_ms``; everything else as calibrated."""
+    if not (math.isfinite(prep_ms) and prep_ms >= 0):
+        raise ValueError(f"prep_ms must be a finite number >= 0, got {prep_ms!r}")
+    return simulate(replace(params, prep_msm_ms=float(prep_ms)), partitions=partitions, gw=gw, scope=scope, transfer=transfer,
+                    h2d_stage=h2d_stage, max_queue=max_queue, run=run)
+
+
+#: how much each setting that differs weighs when :func:`calibration_scenario` picks the run a
+#: prediction is calibrated on: the lock scope and the transfer path change what the lock holds,
+#: concurrent tails and more workers change how the GPU phases share the device; the H2D stage
+#: is what the model itself moves (:mod:`zkgpu.analysis.model`), so it weighs least
+_CALIBRATION_WEIGHTS = {"transfer": 4, "lock_scope": 3, "tail_streams": 2, "gw": 2, "h2d_stage": 1}
+_SETTING_DEFAULTS: dict[str, Any] = {"prep": "cpu", "tail_streams": 1, "h2d_stage": "in_lock", "gw": 2, "msm_bases": "plain"}
+#: the setup benchmark's keys (:meth:`zkgpu.pipeline.gpu_backend.GpuBackend.setup`, a manifest entry's ``setup.msm_bench``)
+_MSM_BENCH_KEYS = ("h_plain", "h_precomp", "tail_plain", "tail_precomp")
+
+
+def msm_speedups(source: Source, name: str, msm_bench: pd.DataFrame | None = None,
+                 config: Mapping[str, Any] | None = None) -> tuple[float, float, str] | None:
+    """How much faster the G1 MSMs run over precomputed bases (``msm_bases="precomputed"``) than plain:
+    ``(h_ratio, tail_ratio, basis)``, each precomputed ms / plain ms, what :func:`predictions` scales the
+    calibrated ``h_msm`` and ``tail_msm`` phases of a plain run by.
+
+    Sources, in order: the MSM benchmark that ``zkgpu record`` ran at the setup of ``name``'s scenario (a
+    manifest entry's ``setup.msm_bench``: the H MSM over n uniform scalars and the L tail over its expected
+    significant rows, plain and over the tables, median ms by CUDA events, before any partition ran), else
+    that of another scenario of the recording; else a ``zkgpu bench msm`` table (``msm_bench``: ``mode``
+    ``device_precomp`` against ``device``, uniform scalars, at the benchmarked size nearest to the
+    scenario's n for H, and to its expected significant tail rows for the tails; ``config``: the scenario's
+    configuration where it is not recorded, e.g. its calibration run's). None when there is none.
+    Kernel-time ratios: the host part of the phases is assumed to scale with them."""
+    found = setup_msm_bench(source, name)
+    if found is not None:
+        b, other = found
+        return b["h_precomp"] / b["h_plain"], b["tail_precomp"] / b["tail_plain"], f"setup MSM benchmark of {other}"
+    if msm_bench is None or not len(msm_bench):
+        return None
+    uni = msm_bench[msm_bench["scalars"] == "uniform"]
+    plain = uni[uni["mode"] == "device"].groupby("log2_n")["median_ms"].median()
+    pre = uni[uni["mode"] == "device_precomp"].groupby("log2_n")["median_ms"].median()
+    sizes = sorted(set(plain.index) & set(pre.index))
+    if not sizes:
+        return None
+    cfg = source.config(name) if source.has(name) else dict(config or {})
+    n = int(cfg.get("n") or 2 ** max(sizes))
+    dens: dict[str, Any] = cfg["density"] if isinstance(cfg.get("density"), dict) else {}
+    rows = max(1.0, (1.0 - float(dens.get("zero", 0.45)) - float(dens.get("one", 0.50))) * float(cfg.get("aux_ratio", 0.5)) * n)
+
+    def ratio(points: float) -> tuple[float, int]:
+        lg = min(sizes, key=lambda x: abs(x - math.log2(points)))
+        return float(pre[lg] / plain[lg]), int(lg)
+
+    (rh, lh), (rt, lt) = ratio(n), ratio(rows)
+    return rh, rt, f"bench msm device_precomp / device, uniform, 2^{lh} (H) and 2^{lt} (tails)"
+
+
+def setup_msm_bench(source: Source, name: str) -> tuple[dict[str, float], str] | None:
+    """The MSM benchmark ``zkgpu record`` ran at the set-up of ``name``'s scenario (a manifest entry's
+    ``setup.msm_bench``: ``h_plain``, ``h_precomp``, ``tail_plain``, ``tail_precomp``, median ms by CUDA
+    events, in the recording's own session), else that of the first scenario of the story that has
+    one: ``(bench, scenario it comes from)``, or None when no scenario of the recording has one."""
+    rec = source.recording
+    for other in [name, *story_order(rec.scenarios)]:
+        if other not in rec.scenarios:
+            continue
+        b = (rec.scenario(other).get("setup") or {}).get("msm_bench") or {}
+        if all(float(b.get(k) or 0) > 0 for k in _MSM_BENCH_KEYS):
+            return {k: float(b[k]) for k in _MSM_BENCH_KEYS}, other
+    return None
+
+
+def prep_placement(settings: dict[str, Any]) -> str:
+    """Where a scenario's prep_msm runs: ``gpu`` (``prep="gpu"``: kernels, the host copies aux and
+    launches) or ``cpu`` (``cpu``, ``cpu_parallel``: numpy or numba threads that compete with the GPU
+    workers' host side). It decides the host component of the GPU phases (see :func:`predictions`)."""
+    return "gpu" if settings.get("prep", "cpu") == "gpu" else "cpu"
+
+
+def calibration_scenario(source: Source, name: str, settings: dict[str, Any]) -> str | None:
+    """The recorded scenario of ``source`` that the model calibrates ``name``'s prediction on:
+    another scenario (never ``name`` itself, nor ``compute_only``) whose prep_msm runs in the same
+    place (:func:`prep_placement`) and whose MSMs run over plain bases (a precomputed-bases step is
+    predicted from a plain one, :func:`msm_speedups`), with the fewest weighted differences in transfer,
+    lock scope, tail streams, gw and H2D stage (weights :data:`_CALIBRATION_WEIGHTS`), ties broken by the
+    story's order; None when no scenario qualifies."""
+    def val(st: dict[str, Any], k: str) -> Any:
+        return st.get(k, _SETTING_DEFAULTS.get(k))
+
+    rec = source.recording
+    cands = []
+    for order, other in enumerate(story_order(rec.scenarios)):
+        if other in (name, "compute_only") or not source.has(other):
+            continue
+        st = _settings(rec.scenario(other))
+        if prep_placement(st) != prep_placement(settings) or val(st, "msm_bases") != "plain":
+            continue
+        cost = sum(w for k, w in _CALIBRATION_WEIGHTS.items() if str(val(st, k)) != str(val(settings, k)))
+        cands.append((cost, order, other))
+    return min(cands)[2] if cands else None
+
+
+def _prep_ms(source: Source, name: str, st: dict[str, Any], params: ModelParams, calibrated_on: str, cfg: dict[str, Any],
+             bench: pd.DataFrame | None, bench_label: str) -> tuple[float, str]:
+    """prep_msm ms of ``name`` and where it comes from (see :func:`predictions`)."""
+    variant = st.get("prep", "cpu")
+    if _settings(source.recording.scenario(calibrated_on)).get("prep", "cpu") == variant:
+        return params.prep_msm_ms, f"prep_msm of {calibrated_on} (same variant)"
+    same = [o for o in story_order(source.scenarios) if o != name and _settings(source.recording.scenario(o)).get("prep", "cpu") == variant]
+    if same:
+        rows = source.events(same[0])
+        rows = rows[rows["phase"] == "prep_msm"]
+        if len(rows):
+            return float(((rows["end_ns"] - rows["start_ns"]) / 1e6).mean()), f"prep_msm of {same[0]} (same variant, mean)"
+    if bench is not None and len(bench) and source.has("pinned_narrow"):
+        cpu = source.events("pinned_narrow")
+        cpu = cpu[cpu["phase"] == "prep_msm"]
+        p = prep_ms_prediction(bench, variant, prep_workload(cfg), float(((cpu["end_ns"] - cpu["start_ns"]) / 1e6).median()))
+        return p["predicted_ms"], f"bench prep {bench_label} x {p['slowdown']:.2f} (the cpu variant's pipeline / bench time in pinned_narrow)".strip()
+    return 0.0, "0 ms: no recorded run or benchmark of this prep variant (prep_msm assumed off the critical path)"
+
+
+# --------------------------------------------------------------------------- notebook 07b tables
+
+
+PILOT_DIR = "last-mile"
+"""Sub-folder of ``data/`` for recordings of the last-mile scenario set
+(``zkgpu.app.record.LAST_MILE_SCENARIOS``, ``scripts/gpu_run.sh record-last-mile`` writes there):
+notebook 07b reads them first (as its measurement, and older ones to calibrate its predictions);
+the other notebooks, which replay the newest ``data/*-record*`` with the full scenario matrix, do
+not see them."""
+
+#: the settings that name a scenario (``settings`` of a manifest entry; older entries: its ``config``)
+_SETTING_KEYS = ("transfer", "lock_scope", "gw", "prep", "tail_streams", "h2d_stage", "msm_bases")
+
+
+def _settings(entry: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(entry.get("settings"), dict):
+        return dict(entry["settings"])
+    cfg = entry.get("config") or {}
+    return {k: cfg[k] for k in _SETTING_KEYS if k in cfg}
+
+
+def _story_step(settings: dict[str, Any]) -> tuple[int, int, bool, bool, int, bool]:
+    """The last-mile story's order: CPU-parallel prep, then GPU prep, the H2D before the mutex,
+    more workers, the MSMs over precomputed bases (after the same step with plain ones), concurrent
+    tail MSMs, no shared mutex, and last the mutex over the submission only, with plain then with
+    precomputed bases (each step changes one more thing; the story ends on its best configuration)."""
+    return ({"none": 1, "submit": 2}.get(str(settings.get("lock_scope", "")), 0), int(settings.get("tail_streams", 1)),
+            settings.get("prep") != "cpu_parallel", settings.get("h2d_stage", "in_lock") == "pre_lock", int(settings.get("gw", 2)),
+            settings.get("msm_bases", "plain") == "precomputed")
+
+
+def prep_scenarios(source: Source | Recording) -> dict[str, dict[str, Any]]:
+    """The scenarios of ``source``'s recording that take prep_msm off the critical path (``prep``
+    other than ``cpu`` in the settings its manifest records), in the story's order (CPU-parallel
+    prep, GPU prep, gw = 3, concurrent tails, no mutex): name -> settings (``transfer``,
+    ``lock_scope``, ``gw``, ``prep``, ``tail_streams`` where set). Scenarios the recording lacks
+    are not predicted (record them: ``scripts/gpu_run.sh record-last-mile``)."""
+    rec = source.recording if isinstance(source, Source) else source
+    found = {name: _settings(rec.scenario(name)) for name in rec.scenarios}
+    prep = {k: v for k, v in found.items() if v.get("prep", "cpu") != "cpu"}
+    return dict(sorted(prep.items(), key=lambda kv: _story_step(kv[1])))
+
+
+def last_mile_recordings(base: str | Path | None = None) -> list[Recording]:
+    """GPU recordings that have any of :func:`prep_scenarios`: those in ``data/last-mile/``
+    (:data:`PILOT_DIR`) newest first, then those in ``data/`` newest first."""
+    root = Path(base) if base is not None else data_dir()
+    out: list[Recording] = []
+    for d in (root / PILOT_DIR, root):
+        out += sorted((r for r in find_recordings(d) if r.is_gpu and prep_scenarios(r)), key=lambda r: r.date, reverse=True)
+    return out
+
+
+def last_mile_source(mode: str, *, base: str | Path | None = None) -> Source | None:
+    """Notebook 07b's replayed data: the newest GPU recording in ``data/last-mile/`` (:data:`PILOT_DIR`),
+    else the newest in ``data/`` that has any :func:`prep_scenarios`; None when there is none or
+    ``mode`` is ``live`` (then the notebook measures the last-mile scenarios now through
+    :func:`zkgpu.app.live.open_source`, or replays what that gives, which then lacks them: the notebook
+    says so). ``mode`` is already resolved (:func:`zkgpu.app.live.resolve_mode`, the app layer's job).
+
+    Raises:
+        ValueError: ``mode`` is not ``"live"`` or ``"replay"``.
+    """
+    if mode not in ("live", "replay"):
+        raise ValueError(f"last_mile_source: mode must be 'live' or 'replay' (resolved by zkgpu.app.live.resolve_mode), got {mode!r}")
+    m = mode
+    if m != "replay":
+        return None
+    recs = last_mile_recordings(base)
+    return Source("recorded-gpu", recs[0], m) if recs else None
+
+
+def idle_table(source: Source, names: Iterable[str]) -> pd.DataFrame:
+    """:func:`zkgpu.analysis.gpu_time.idle_causes` shares of each recorded scenario in ``names`` (one row each), plus
+    ``window_ms``, ``startup_ms`` and ``gpu_ms_per_partition`` (:func:`zkgpu.analysis.gpu_time.gpu_ms_per_partition`)."""
+    rows = {}
+    for name in names:
+        if not source.has(name):
+            continue
+        ev = source.events(name)
+        t = idle_causes(ev)
+        rows[name] = {**t["share"].to_dict(), "window_ms": t.attrs["window_ms"], "startup_ms": t.attrs["startup_ms"],
+                      "gpu_ms_per_partition": gpu_ms_per_partition(ev)}
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out.index.name = "scenario"
+    return out
+
+
+def prior_recording(source: Source, base: str | Path | None = None) -> Recording | None:
+    """The newest GPU recording in ``data/last-mile/`` or ``data/``, older than ``source``'s, that
+    has any of :func:`prep_scenarios` (an earlier measurement the predictions may calibrate on), or None."""
+    mine = source.recording
+    older = [r for r in last_mile_recordings(base) if r.path.resolve() != mine.path.resolve() and r.date < mine.date]
+    return max(older, key=lambda r: r.date) if older else None
+
+
+def predictions(source: Source, *, bench: pd.DataFrame | None = None, bench_label: str = "", prior: Recording | None = None,
+                extra: Mapping[str, dict[str, Any]] | None = None,
+                msm_bench: pd.DataFrame | None = None) -> tuple[pd.DataFrame, dict[str, ModelResult]]:
+    """The model's prediction for every :func:`prep_scenarios` entry (and every ``extra`` scenario
+    not recorded: name -> settings, e.g. the next step before its recording), each made without
+    that scenario's own measurement.
+
+    The model's structure follows what changes between the steps (:mod:`zkgpu.analysis.model`): the lock
+    scope, the H2D stage (the copy inside ntt_msm_h, or before the mutex with the H computation
+    on device-resident inputs), gw and prep_msm's time are simulated. The GPU phases' wall time
+    (``h_msm``, ``batch_add``, ``tail_msm``, the H computation) is kernel time *plus* the host's
+    part inside them (Python launches, the MSM's size read-backs), and the host part depends on
+    what the host's CPUs are doing — numpy or numba prep threads beside the synthesis and load
+    threads slow it (record-2: the same kernels took 138 ms per partition next to GPU prep, 175 ms
+    next to numpy prep) — and on the code's host syncs. So each scenario is calibrated
+    (:func:`zkgpu.analysis.calibration.calibrated_params`) on :func:`calibration_scenario`: another
+    scenario of the same recording (same code, same syncs, same host load) whose prep_msm runs in
+    the same place, the closest in settings. prep_msm's time comes from the recording: the
+    calibration scenario's own prep_msm when it runs the same variant, else another recorded
+    scenario's of that variant, else a ``zkgpu bench prep`` table (``bench``) scaled by the ``cpu``
+    variant's slowdown in pinned_narrow (:func:`prep_ms_prediction`), else 0 ms (the bound where
+    prep_msm no longer limits); ``prep_basis`` says which. ``lock_scope="none"`` (two workers'
+    kernels sharing the GPU, which no other scope measures) is predicted only from an earlier
+    run of it: where ``prior`` (an earlier :class:`~zkgpu.analysis.replay.Recording`, e.g.
+    :func:`prior_recording`) recorded the same scenario, ``prior_partitions_per_min`` is the model
+    calibrated on that earlier run. Partitions, queue depth and gw as the scenario's recorded
+    configuration (or, not recorded, its calibration scenario's). A step whose MSMs run over
+    precomputed bases (``msm_bases="precomputed"``) is calibrated on a plain one (the pre-lock step for
+    the story's last step) whose ``h_msm`` and ``tail_msm`` phases are then scaled by the kernels'
+    precomputed / plain time (:func:`msm_speedups`: ``zkgpu record``'s setup benchmark, else
+    ``msm_bench``, a ``zkgpu bench msm`` table; never the step's own pipeline times; ``msm_basis``
+    says which); without such a benchmark it is not predicted (``prep_basis`` says so).
+
+    Returns:
+        ``(table, {scenario: ModelResult})`` (the calibration-based runs); the table has ``prep``,
+        ``gw``, ``h2d_stage``, ``msm_bases``, ``msm_basis``, ``calibrated_on``, ``prep_ms``, ``prep_basis``, ``partitions_per_min``
+        (whole run, :func:`zkgpu.analysis.model.utilization`), ``model_util`` (the model's kernel utilization, which counts the whole
+        copy as non-compute) and ``prior_partitions_per_min``; ``attrs["params"]`` holds each
+        prediction's calibrated :class:`~zkgpu.analysis.model.ModelParams`, ``attrs["prior_sims"]`` the
+        prior-calibrated runs.
+    """
+    todo = dict(prep_scenarios(source))
+    for name, st in (extra or {}).items():
+        if name not in todo and not source.has(name) and st.get("prep", "cpu") != "cpu":
+            todo[name] = {k: st[k] for k in _SETTING_KEYS if k in st}
+    rows, sims, prior_sims, params_used = {}, {}, {}, {}
+    for name, st in todo.items():
+        base = calibration_scenario(source, name, st)
+        cfg = source.config(name) if source.has(name) else {**(source.config(base) if base else {}), **st}
+        run_kw = scenario_run_settings(st, cfg, f"model-{name}")
+        pre = run_kw["h2d_stage"] == "pre_lock" or st["lock_scope"] == "submit" or st["transfer"] == "resident"  # PipelineConfig.h2d_pre_lock
+        precomp = st.get("msm_bases", "plain") == "precomputed"
+        row: dict[str, Any] = {"prep": st.get("prep", "cpu"), "gw": st.get("gw", 2), "h2d_stage": "pre_lock" if pre else "in_lock",
+                               "msm_bases": st.get("msm_bases", "plain"), "msm_basis": "", "calibrated_on": base or "",
+                               "prep_ms": float("nan"), "prep_basis": "", "partitions_per_min": float("nan"),
+                               "model_util": float("nan"), "prior_partitions_per_min": float("nan")}
+        if prior is not None and name in prior.scenarios and prior.scenario(name).get("events"):
+            # an earlier recording of this very configuration: calibrate on it, predict this run
+            pp = calibrated_params(Source("recorded-gpu", prior, "replay"), scenario=name, stat="mean")
+            prior_sims[name] = predict(pp, prep_ms=pp.prep_msm_ms, **run_kw)
+            row["prior_partitions_per_min"] = prior_sims[name].partitions_per_min
+        if st["lock_scope"] == "none" or base is None:
+            row["prep_basis"] = ("lock_scope='none': predicted only from an earlier run of it (prior_partitions_per_min)" if st["lock_scope"] == "none"
+                                 else f"no other recorded scenario runs prep_msm on the {prep_placement(st)}: not predicted")
+            rows[name] = row
+            continue
+        try:
+            params = params_used[name] = calibrated_params(source, scenario=base, stat="mean")
+        except ValueError as exc:  # e.g. a pageable run without a pinned one to take the pinned rate from
+            row["prep_basis"] = f"not predicted: calibrating on {base} failed ({exc})"
+            rows[name] = row
+            continue
+        if precomp:  # the plain run's MSM phases scaled by the kernels' precomputed / plain time
+            sp = msm_speedups(source, name, msm_bench, cfg)
+            if sp is None:
+                row["prep_basis"] = "not predicted: no MSM benchmark over precomputed bases (zkgpu record's setup, or zkgpu bench msm device_precomp rows)"
+                rows[name] = row
+                params_used.pop(name)
+                continue
+            rh, rt, basis = sp
+            params = params_used[name] = replace(params, h_msm_ms=params.h_msm_ms * rh, tail_msm_ms=params.tail_msm_ms * rt,
+                                                 source=f"{params.source}; h_msm x {rh:.3g}, tail_msm x {rt:.3g} ({basis})")
+            row["msm_basis"] = f"h_msm x {rh:.2f}, tail_msm x {rt:.2f} ({basis})"
+        prep_ms, basis = _prep_ms(source, name, st, params, base, cfg, bench, bench_label)
+        sims[name] = predict(params, prep_ms=prep_ms, **run_kw)
+        row.update(prep_ms=prep_ms, prep_basis=basis, partitions_per_min=sims[name].partitions_per_min, model_util=sims[name].compute_util)
+        rows[name] = row
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out.index.name = "scenario"
+    out.attrs["params"] = params_used
+    out.attrs["prior_sims"] = prior_sims
+    return out, sims
+
+
+def lock_table(source: Source, names: Iterable[str]) -> pd.DataFrame:
+    """What each recorded scenario in ``names`` holds the mutex for, per partition: ``h2d_stage``
+    (``in_lock``: a/b/c copied inside ntt_msm_h; ``pre_lock``: before the mutex), ``h2d_ms`` (the
+    copy's wall time, the host waiting for its three copies, median per partition), ``h2d_dma_ms``
+    (the DMA of the same copies: their CUDA-event ``stream_ms``, :func:`zkgpu.analysis.gpu_time.copy_wait`; the phase's
+    ``gpu_ms`` spans the host's waits between the three copies too), ``in_lock_h2d_ms`` (the part of
+    ``h2d_ms`` spent holding the mutex), ``mutex_held_ms`` (both held intervals, mean per partition:
+    means add up as the run does), ``ntt_msm_h_ms`` (median) and ``partitions_per_min`` over the GPU
+    window (:func:`zkgpu.analysis.model.utilization`)."""
+    rows = {}
+    for name in names:
+        if not source.has(name):
+            continue
+        ev = source.events(name)
+        h = ev[ev["phase"] == "h2d"]
+        ms = (h["end_ns"] - h["start_ns"]) / 1e6
+        pre = bool(len(h)) and bool(h["detail"].astype("string").str.contains("stage=pre_lock", regex=False).fillna(False).all())
+        held = ev[ev["phase"] == "mutex_held"]
+        per_held = ((held["end_ns"] - held["start_ns"]) / 1e6).groupby(held["partition"]).sum()
+        per_h2d = ms.groupby(h["partition"]).sum()
+        nt = ev[ev["phase"] == "ntt_msm_h"]
+        rows[name] = {"h2d_stage": "pre_lock" if pre else "in_lock", "h2d_ms": float(per_h2d.median()) if len(h) else float("nan"),
+                      "h2d_dma_ms": copy_wait(ev)["dma_ms"] if len(h) else float("nan"),
+                      "in_lock_h2d_ms": 0.0 if pre else (float(per_h2d.median()) if len(h) else float("nan")),
+                      "mutex_held_ms": float(per_held.mean()) if len(held) else float("nan"),
+                      "ntt_msm_h_ms": float(((nt["end_ns"] - nt["start_ns"]) / 1e6).median()) if len(nt) else float("nan"),
+                      "partitions_per_min": utilization(ev)["partitions_per_min"]}
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out.index.name = "scenario"
+    return out
+
+
+def _union_compute_share(events: pd.DataFrame) -> float:
+    """(union of the GPU phases − exposed copies) / the run's whole wall span (all events)."""
+    t = idle_causes(events)
+    wall = (int(events["end_ns"].max()) - int(events["start_ns"].min())) / 1e6
+    return float(t.loc["compute", "ms"]) / wall if wall > 0 else float("nan")
+
+
+def steps_table(source: Source, names: Iterable[str]) -> pd.DataFrame:
+    """Each recorded scenario's whole-run throughput and compute utilization
+    (:func:`zkgpu.analysis.replay.scenario_table`, the run's wall span from its first synthesis;
+    ``union_compute_util``: the same from the union of the GPU phases, which does not double-count
+    overlapping workers), the same over the GPU window (:func:`zkgpu.analysis.gpu_time.idle_causes`: first
+    GPU-side start to the last GPU phase's end, so without the pipeline fill ``startup_ms``;
+    ``window_partitions_per_min`` = the partitions finished in it / ``window_ms``,
+    ``window_compute_util`` its ``compute`` share), and the throughput relative to ``baseline``
+    where recorded."""
+    present = [n for n in names if source.has(n)]
+    tab = scenario_table(source, present)
+    if tab.empty:
+        return tab
+    cols = ["transfer", "lock_scope", "gw", "partitions", "partitions_per_min", "compute_util", "prep_msm_ms", "barrier_wait_ms", "ntt_msm_h_ms"]
+    out = tab[[c for c in cols if c in tab.columns]].copy()
+    out.insert(3, "prep", [source.config(n).get("prep", "cpu") for n in out.index])
+    out.insert(4, "tail_streams", [int(source.config(n).get("tail_streams", 1)) for n in out.index])
+    out.insert(5, "msm_bases", [str(source.config(n).get("msm_bases", "plain")) for n in out.index])
+    win = {n: idle_causes(source.events(n)) for n in out.index}
+    # compute utilization from the union of the GPU phases (no double count where the workers'
+    # phases overlap, lock_scope="none") over the whole run, as compute_util's wall span
+    out["union_compute_util"] = [_union_compute_share(source.events(n)) for n in out.index]
+    out["window_partitions_per_min"] = [60000.0 * w.attrs["partitions"] / w.attrs["window_ms"] if w.attrs["window_ms"] > 0 else float("nan")
+                                        for w in (win[n] for n in out.index)]
+    out["window_compute_util"] = [float(win[n].loc["compute", "share"]) for n in out.index]
+    out["startup_ms"] = [float(win[n].attrs["startup_ms"]) for n in out.index]
+    if "baseline" in out.index:
+        out["x_baseline"] = out["partitions_per_min"] / out.loc["baseline", "partitions_per_min"]
+    return out
+
+
+def acceptance(source: Source, preds: pd.DataFrame, sims: dict[str, ModelResult]) -> dict[str, Any] | None:
+    """The targets on the recorded :func:`prep_scenarios` (None when none was recorded):
+    the best (highest whole-run partitions/min) one's compute utilization (whole run: the lower of
+    :func:`zkgpu.analysis.metrics.compute_utilization` and the union-based figure of :func:`steps_table`,
+    since Σ gpu_ms double-counts workers whose phases overlap; ``window_compute_util``: over the GPU
+    window), its throughput against the baseline's of the same recording and against the compute-only
+    bound (60000 / the fewest :func:`zkgpu.analysis.gpu_time.kernel_ms_per_partition` of the recording's runs at
+    that size: ``bound_kernel_ms``, from the run ``compute_bound_from``; ``kernel_ms_per_partition`` is the
+    best run's own), and the model's throughput error (whole run: the model's event table starts with its
+    own synthesis at t = 0, as the measured run with its first synthesis; :func:`zkgpu.analysis.model.compare`).
+    ``*_ok`` flags test the thresholds (0.9, 2, 0.9, 10%)."""
+    done = [n for n in prep_scenarios(source) if source.has(n)]
+    if not done or not source.has("baseline"):
+        return None
+    steps = steps_table(source, ["baseline", *done])
+    best = str(steps.loc[done, "partitions_per_min"].idxmax())
+    ev = source.events(best)
+    g = gpu_ms_per_partition(ev)
+    # the compute-only bound: the fewest kernel ms per partition any recorded run needed at this size
+    kms = {n: kernel_ms_per_partition(source.events(n)) for n in ("baseline", "pinned_pool", "pinned_narrow", *done) if source.has(n)}
+    kms = {k: v for k, v in kms.items() if math.isfinite(v) and v > 0}
+    bound_from = min(kms, key=lambda k: kms[k]) if kms else None
+    bound = 60000.0 / kms[bound_from] if bound_from else float("nan")
+    prior_sims = preds.attrs.get("prior_sims", {})
+    on = str(preds.loc[best, "calibrated_on"]) if best in preds.index and "calibrated_on" in preds.columns else ""
+    sim, basis = (sims[best], f"calibrated on {on}") if best in sims else ((prior_sims[best], "calibrated on an earlier run of it") if best in prior_sims else (None, ""))
+    c = compare(sim, ev) if sim is not None else None
+    rel = float(c.loc["partitions_per_min", "rel_err"]) if c is not None else float("nan")
+    r = steps.loc[best]
+    out: dict[str, Any] = {
+        "best": best, "compute_util": min(float(r["compute_util"]), float(r["union_compute_util"])),
+        "window_compute_util": float(r["window_compute_util"]),
+        "partitions_per_min": float(r["partitions_per_min"]), "baseline_partitions_per_min": float(steps.loc["baseline", "partitions_per_min"]),
+        "x_baseline": float(r["x_baseline"]), "gpu_ms_per_partition": g,
+        "kernel_ms_per_partition": kms.get(best, float("nan")), "compute_bound_per_min": bound, "compute_bound_from": bound_from or "",
+        "bound_kernel_ms": kms[bound_from] if bound_from else float("nan"),
+        "vs_bound": float(r["partitions_per_min"]) / bound if bound > 0 else float("nan"),
+        "window_vs_bound": float(r["window_partitions_per_min"]) / bound if bound > 0 else float("nan"),
+        "model_partitions_per_min": sim.partitions_per_min if sim is not None else float("nan"), "model_basis": basis,
+        "model_rel_err": rel,
+    }
+    out.update(compute_util_ok=out["compute_util"] >= 0.9, x_baseline_ok=out["x_baseline"] >= 2.0,
+               vs_bound_ok=out["vs_bound"] >= 0.9, model_ok=abs(rel) <= 0.10 if math.isfinite(rel) else False)
+    return out
+
+
+def prediction_vs_measurement(source: Source, preds: pd.DataFrame, sims: dict[str, ModelResult]) -> pd.DataFrame:
+    """Per recorded :func:`prep_scenarios` entry: the calibration-based prediction, the prediction
+    from an earlier run (``preds.attrs["prior_sims"]``) and the measurement, all partitions/min
+    over the whole run (:func:`zkgpu.analysis.model.utilization`: the model's event table starts with its own
+    synthesis, as the measured run does), with each prediction's relative error."""
+    prior_sims = preds.attrs.get("prior_sims", {})
+    rows = {}
+    for name in prep_scenarios(source):
+        if not source.has(name):
+            continue
+        meas = utilization(source.events(name))["partitions_per_min"]
+        m = sims[name].partitions_per_min if name in sims else float("nan")
+        pr = prior_sims[name].partitions_per_min if name in prior_sims else float("nan")
+        rows[name] = {"model /min": m, "model from earlier run /min": pr, "measured /min": meas,
+                      "model rel_err": m / meas - 1.0, "earlier-run rel_err": pr / meas - 1.0}
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out.index.name = "scenario"
+    return out
+
+
+def key_numbers(source: Source, idle: pd.DataFrame, after_fix: str, preds: pd.DataFrame, acc: dict[str, Any] | None,
+                gpu_phase_ms: float, errors: pd.Series | None = None) -> tuple[dict[str, Any], str]:
+    """Notebook 07b's key numbers (the report's contract, :func:`zkgpu.analysis.keynumbers.number`) and its
+    one-sentence finding, from :func:`idle_table`, :func:`predictions` and :func:`acceptance`;
+    ``errors`` (``model rel_err`` of :func:`prediction_vs_measurement`, one per predicted step): the
+    finding then also gives the range of the model's errors over every predicted step, not the best run's alone.
+
+    Args:
+        source: the replayed or live source; idle: :func:`idle_table` (shares); after_fix: the run
+            that shows the state after the fix; preds: :func:`predictions`; acc: :func:`acceptance`
+            (None before the new scenarios are recorded); gpu_phase_ms: GPU phase ms per partition
+            of the run shown (:func:`zkgpu.analysis.gpu_time.gpu_budget`).
+
+    Returns:
+        ``(numbers, finding)``; every key starts with ``last_mile_`` (the numbers come from the
+        last-mile recording, not the one notebooks 01-08 replay).
+    """
+    causes = [c for c in idle.columns if c in CAUSE_PHASES and c not in ("compute", "exposed H2D")]
+    top = idle.loc[after_fix, causes].astype(float)
+    k: dict[str, Any] = {
+        "source": number(source.kind, "", "data source"),
+        "recording": number(source.recording.path.name, "", "recording"),
+        f"{after_fix}_window_compute": number(float(idle.loc[after_fix, "compute"]), "%", "GPU computing, share of its window", after_fix),
+        f"{after_fix}_top_idle_share": number(float(top.max()), "%", f"largest idle cause: {top.idxmax()}", after_fix),
+        "gpu_phase_ms": number(float(gpu_phase_ms), "ms", "GPU phases per partition, run shown"),
+        "after_fix": number(after_fix, "", "run showing the state after the fix"),
+        "top_idle_cause": number(str(top.idxmax()), "", "largest idle cause after the fix", after_fix),
+        "shown": number(acc["best"] if acc else after_fix, "", "run whose timeline and budget are shown"),
+    }
+    for s_, v in preds["partitions_per_min"].dropna().items():
+        k[f"predicted_{s_}"] = number(float(v), "partitions/min", "model prediction (whole run)", str(s_))
+    text = (f"After the fix ({after_fix}) the GPU computes {idle.loc[after_fix, 'compute']:.0%} of its window and its largest "
+            f"idle cause is {top.idxmax()} ({top.max():.0%})")
+    if acc:
+        best = acc["best"]
+        k.update({
+            "best_compute_util": number(float(acc["compute_util"]), "%", "compute utilization, whole run", best),
+            "best_partitions_per_min": number(float(acc["partitions_per_min"]), "partitions/min", "throughput", best),
+            "baseline_partitions_per_min": number(float(acc["baseline_partitions_per_min"]), "partitions/min", "throughput", "baseline"),
+            "best_x_baseline": number(float(acc["x_baseline"]), "x", "throughput / baseline's", best),
+            "best_vs_bound": number(float(acc["vs_bound"]), "x", "throughput / compute-only bound", best),
+        })
+        err = float(acc["model_rel_err"])
+        if math.isfinite(err) and abs(err) <= 1.0:  # a "%" key number is a fraction in [0, 1]: the size, and the sign in words
+            k["model_rel_err"] = number(abs(err), "%", "model's throughput error (whole run), |predicted - measured| / measured", best)
+            k["model_error_sign"] = number("over-predicted" if err > 0 else ("under-predicted" if err < 0 else "exact"), "", "the model's throughput error's direction", best)
+        text += (f"; with prep_msm off the critical path the best configuration ({best}) computes {acc['compute_util']:.0%} "
+                 f"of the run at {acc['partitions_per_min']:.0f} partitions/min, {acc['x_baseline']:.2f}x the baseline's "
+                 f"{acc['baseline_partitions_per_min']:.0f} in the same recording and {acc['vs_bound']:.0%} of the compute-only "
+                 f"bound of {acc['compute_bound_per_min']:.0f} (targets: 90% utilization "
+                 f"{'met' if acc['compute_util_ok'] else 'not met'}, 2x the baseline {'met' if acc['x_baseline_ok'] else 'not met'}, "
+                 f"90% of the bound {'met' if acc['vs_bound_ok'] else 'not met'}); the model, {acc['model_basis'] or 'without a prediction'}, "
+                 f"predicted {acc['model_partitions_per_min']:.0f} ({acc['model_rel_err']:+.1%})")
+        e = errors.dropna() if errors is not None else pd.Series(dtype=float)
+        if len(e) > 1:
+            text += (f"; over all {len(e)} predicted steps its errors range from {e.min():+.0%} ({e.idxmin()}) to "
+                     f"{e.max():+.0%} ({e.idxmax()}), {int((e.abs() <= 0.10).sum())} of them within 10%")
+    else:
+        text += "; this recording has no run with prep_msm off the critical path yet"
+    k = {f"last_mile_{name}": v for name, v in k.items()}
+    return k, text + "."
+
+
+def _replayed(base: str | Path | None) -> tuple[Source, list[str], list[str]]:
+    """:func:`last_mile_source` replayed, its recorded reference runs and its recorded :func:`prep_scenarios`."""
+    src = last_mile_source("replay", base=base)
+    if src is None:
+        raise ValueError(f"no recording with a prep scenario in {Path(base) if base is not None else data_dir()}/{PILOT_DIR} or above it")
+    return src, [s for s in ("baseline", "pinned_pool", "pinned_narrow") if src.has(s)], [s for s in prep_scenarios(src) if src.has(s)]
+
+
+def summary(base: str | Path | None = None) -> tuple[dict[str, Any], str]:
+    """Notebook 07b's key numbers and finding (:func:`key_numbers`) from the newest last-mile
+    recording (:func:`last_mile_source`, replayed), computed the way 07b computes them (for notebook
+    08's conclusions); the finding names the recording, since it is not the one notebooks 01-08 replay.
+
+    Raises:
+        ValueError: no last-mile recording (``data/last-mile/``, or one in ``data/`` with a prep
+            scenario) to replay.
+    """
+    src, before, new = _replayed(base)
+    idle = idle_table(src, before + new)
+    after_fix = "pinned_narrow" if "pinned_narrow" in idle.index else str(idle.index[-1])
+    found = find_benchmarks("prep")
+    bench = found[1].get("prep") if found else None
+    preds, sims = predictions(src, bench=bench, bench_label=found[0].name if found else "", prior=prior_recording(src))
+    acc = acceptance(src, preds, sims)
+    shown = acc["best"] if acc else after_fix
+    budget = gpu_budget(src.events(shown), int(src.config(shown).get("n", 0) or 0))
+    errors = prediction_vs_measurement(src, preds, sims)["model rel_err"] if acc else None
+    nums, text = key_numbers(src, idle, after_fix, preds, acc, float(budget.loc["GPU phases", "pipeline_ms"]), errors)
+    return nums, f"In {src.recording.path.name} (data/last-mile/, {int(src.config(shown).get('partitions', 0) or 0)} partitions): " + text[:1].lower() + text[1:]
+
+
+def summary_text(base: str | Path | None = None) -> str:
+    """A plain-text digest of the newest last-mile recording under ``base`` (as :func:`summary` finds
+    it): :func:`steps_table`, :func:`idle_table`, the model's predictions (:func:`predictions`, with
+    the recording's own setup MSM benchmark and :func:`prior_recording`), :func:`prediction_vs_measurement`
+    and :func:`acceptance_markdown`, for a console or a log (``scripts/gpu_run.sh`` runs' summaries).
+
+    Raises:
+        ValueError: no last-mile recording under ``base``.
+    """
+    src, before, new = _replayed(base)
+    names = before + new
+    preds, sims = predictions(src, prior=prior_recording(src, base))
+    acc = acceptance(src, preds, sims)
+    steps = steps_table(src, names)
+    cols = ["lock_scope", "gw", "msm_bases", "partitions", "partitions_per_min", "x_baseline", "compute_util", "union_compute_util",
+            "window_partitions_per_min", "window_compute_util", "startup_ms"]
+    with pd.option_context("display.width", 250, "display.max_columns", 40, "display.max_colwidth", 60, "display.float_format", "{:.4g}".format):
+        parts = [f"recording: {src.recording.path}", "", "steps:", steps[[c for c in cols if c in steps.columns]].to_string(),
+                 "", "kernel ms per partition (gpu_time.kernel_ms_per_partition) and GPU-phase ms (gpu_ms_per_partition):",
+                 pd.DataFrame({n: {"kernel_ms": kernel_ms_per_partition(src.events(n)), "gpu_phase_ms": gpu_ms_per_partition(src.events(n))}
+                               for n in names}).T.to_string(),
+                 "", "idle causes (shares of the GPU window):", idle_table(src, names).to_string(),
+                 "", "predictions:", preds[["calibrated_on", "prep_ms", "partitions_per_min", "msm_basis", "prep_basis"]].to_string(),
+                 "", "prediction vs measurement (whole run):", prediction_vs_measurement(src, preds, sims).to_string(),
+                 "", acceptance_markdown(acc) if acc else "acceptance: no prep scenario with a baseline in this recording"]
+    return "\n".join(parts)
+
+
+def acceptance_markdown(acc: dict[str, Any]) -> str:
+    """The targets against :func:`acceptance`, one markdown bullet each: what was measured,
+    the target, met or not."""
+    rows = [
+        ("compute utilization of the best run (whole run)", f"{acc['compute_util']:.1%}", ">= 90%", acc["compute_util_ok"]),
+        ("its throughput / the baseline's (same recording)", f"{acc['x_baseline']:.2f}x ({acc['partitions_per_min']:.0f} / "
+         f"{acc['baseline_partitions_per_min']:.0f} partitions/min)", ">= 2x", acc["x_baseline_ok"]),
+        ("its throughput / the compute-only bound", f"{acc['vs_bound']:.1%} of {acc['compute_bound_per_min']:.0f} partitions/min "
+         f"(60000 / {acc['bound_kernel_ms']:.1f} kernel ms per partition, from {acc['compute_bound_from']})", ">= 90%", acc["vs_bound_ok"]),
+        ("the model's throughput error (predicted from another run of this recording; blind only if the model did not change "
+         "after the recording: the blind test is below)", f"{acc['model_rel_err']:+.1%} (predicted {acc['model_partitions_per_min']:.0f}, {acc['model_basis'] or 'no prediction'})",
+         "within 10%", acc["model_ok"]),
+    ]
+    return "\n".join(f"* {what}: **{val}** — target {target}: {'met' if ok else '**not met**'}" for what, val, target, ok in rows)

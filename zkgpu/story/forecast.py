@@ -1,0 +1,284 @@
+"""Forecasts: the model's prediction of the *next* recording of each last-mile scenario, written down
+before that recording exists, so that the next recording tests the model blind.
+
+Notebook 07b predicts each step from another scenario of the same recording (:func:`zkgpu.story.bottleneck.predictions`);
+those predictions can only be made once the recording exists, so a change to the model made after looking at it
+is not a blind test. A forecast is made from one recording alone: for every scenario of it that takes prep_msm off
+the critical path (:func:`zkgpu.story.bottleneck.prep_scenarios`), the model calibrated (means) on that scenario's own run
+(:func:`zkgpu.analysis.calibration.calibrated_params`) and run again with its recorded settings (partitions, gw, queue depth,
+lock scope, H2D stage) predicts the throughput (partitions/min) and compute utilization of the next run of it. The
+forecast file records when it was made, the commit, and a SHA-256 of the model's source files, so a reader can tell
+whether the model changed between the forecast and the recording it is compared with (:func:`forecast_vs_measured`).
+
+Forecast files live in ``forecasts/`` at the repository root (:data:`FORECAST_DIR`), never in ``data/`` (which
+holds measurements only): ``forecast-from-<recording>.json``, never overwritten.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import inspect
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from zkgpu.analysis import calibration, metrics, model
+from zkgpu.analysis.replay import Recording, Source
+from zkgpu.core.manifest import REPO_ROOT, commit_label, git_commit, write_json_new
+from zkgpu.story import bottleneck
+
+__all__ = ["FORECAST_DIR", "model_sha256", "forecast", "write_forecast", "read_forecasts", "reproduces", "forecast_vs_measured",
+           "blind_test_markdown"]
+
+#: where forecast files are committed (not ``data/``: a forecast is not a measurement)
+FORECAST_DIR = REPO_ROOT / "forecasts"
+
+
+def model_sha256() -> str:
+    """SHA-256 (hex) of the model's code as it is now, line endings normalized: :mod:`zkgpu.analysis.model`,
+    :mod:`zkgpu.analysis.calibration`, :mod:`zkgpu.analysis.metrics`, and the source of :func:`zkgpu.story.bottleneck.predict`,
+    :func:`zkgpu.story.bottleneck.prep_scenarios` and :func:`forecast`. Informational: whether today's code still makes
+    a forecast is decided by recomputing it (:func:`reproduces`), since the numbers also depend on code no hash
+    can bound (pandas, simpy)."""
+    h = hashlib.sha256()
+    for mod in (model, calibration, metrics):
+        h.update(Path(str(mod.__file__)).read_text(encoding="utf-8").replace("\r\n", "\n").encode())
+    for fn in (bottleneck.predict, bottleneck.prep_scenarios, forecast):
+        h.update(inspect.getsource(fn).replace("\r\n", "\n").encode())
+    return h.hexdigest()
+
+
+def _utc(value: Any, what: str) -> _dt.datetime:
+    """``value`` (an ISO 8601 date-time with a UTC offset) as an aware datetime; ValueError naming ``what`` and the
+    value when it is not one (a naive time is refused: it cannot be ordered against a recording's)."""
+    try:
+        t = _dt.datetime.fromisoformat(str(value)) if isinstance(value, str) else None
+    except ValueError:
+        t = None
+    if t is None or t.tzinfo is None:
+        raise ValueError(f"{what}: {value!r} is not an ISO 8601 date-time with a UTC offset (e.g. 2026-12-01T20:49:00+00:00)")
+    return t
+
+
+def _recording_start(rec: Recording) -> _dt.datetime:
+    """When ``rec`` started: its manifest's ``date_utc`` (written when the recording ended) less ``elapsed_s``."""
+    end = _utc(rec.date, f"{rec.path.name}'s date_utc")
+    el = rec.manifest.get("elapsed_s")
+    return end - _dt.timedelta(seconds=float(el)) if isinstance(el, (int, float)) and math.isfinite(el) and el > 0 else end
+
+
+def forecast(source: Source) -> pd.DataFrame:
+    """The model's prediction of the next run of each :func:`zkgpu.story.bottleneck.prep_scenarios` entry of ``source``,
+    calibrated (means) on that scenario's own run in ``source`` and simulated with its recorded settings.
+
+    Returns:
+        DataFrame indexed by ``scenario`` (story order) with ``partitions_per_min`` (the model's, whole run),
+        ``compute_util`` (the model's kernel utilization, a fraction), ``measured_per_min`` (the calibration run's
+        own throughput, for reference) and ``partitions``; empty when the recording has no such scenario.
+    """
+    rows = {}
+    for name, st in bottleneck.prep_scenarios(source).items():
+        if not source.has(name):
+            continue
+        try:
+            cfg = source.config(name)
+            params = calibration.calibrated_params(source, scenario=name, stat="mean")
+            sim = bottleneck.predict(params, prep_ms=params.prep_msm_ms, **calibration.scenario_run_settings(st, cfg, f"forecast-{name}"))
+            measured = float(metrics.utilization(source.events(name)).iloc[0]["partitions_per_min"])
+        except (KeyError, TypeError, ValueError, IndexError, OSError) as exc:
+            raise ValueError(f"{source.recording.path.name}: scenario {name}: cannot forecast it ({type(exc).__name__}: {exc})") from None
+        rows[name] = {"partitions_per_min": sim.partitions_per_min, "compute_util": sim.compute_util,
+                      "measured_per_min": measured, "partitions": int(cfg.get("partitions", 16))}
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=["partitions_per_min", "compute_util", "measured_per_min", "partitions"])
+    out.index.name = "scenario"
+    return out
+
+
+def write_forecast(source: Source, out_dir: str | Path | None = None, *, made_utc: str | None = None) -> Path:
+    """Write :func:`forecast` of ``source`` to ``<out_dir>/forecast-from-<recording>.json`` (default
+    :data:`FORECAST_DIR`), with the date (UTC), :func:`zkgpu.core.manifest.git_commit` and :func:`model_sha256`.
+
+    Raises:
+        FileExistsError: that file exists (a forecast is never rewritten: make a new one from a newer recording).
+        ValueError: the recording has no scenario to forecast (names the recording).
+    """
+    rec = source.recording
+    if not rec.is_gpu:
+        raise ValueError(f"{rec.path.name} is a CPU recording: a forecast of GPU throughput needs a GPU recording")
+    _utc(rec.date, f"{rec.path.name}'s date_utc")
+    folder = Path(out_dir) if out_dir is not None else FORECAST_DIR
+    target = folder / f"forecast-from-{rec.path.name}.json"
+    taken = f"{target} exists: a forecast is never rewritten (make the next one from a newer recording)"
+    if target.exists():  # refused before the work (write_json_new refuses it again, race-free)
+        raise FileExistsError(taken)
+    table = forecast(source)
+    if table.empty:
+        raise ValueError(f"{rec.path.name} has no recorded last-mile scenario (prep other than cpu, with its events) to forecast")
+    folder.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "kind": "forecast",
+        "made_utc": made_utc or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        **git_commit(),
+        "model_sha256": model_sha256(),
+        "from_recording": rec.path.name,
+        "from_recording_path": _relative(rec.path),
+        "from_recording_date_utc": rec.date,
+        "from_recording_commit": rec.manifest.get("commit"),
+        "gpu": rec.gpu,
+        "n": rec.manifest.get("n"),
+        "method": "per scenario: the model calibrated (means) on that scenario's run in from_recording, simulated with its recorded settings",
+        "scenarios": {name: {k: (float(v) if k != "partitions" else int(v)) for k, v in row.items()} for name, row in table.iterrows()},
+    }
+    try:
+        return write_json_new(target, doc)
+    except FileExistsError:
+        raise FileExistsError(taken) from None
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path.resolve())
+
+
+_NUMBERS = ("partitions_per_min", "compute_util", "measured_per_min")
+
+
+def read_forecasts(folder: str | Path | None = None) -> list[dict[str, Any]]:
+    """Every ``forecast-*.json`` in ``folder`` (default :data:`FORECAST_DIR`), oldest first by ``made_utc``;
+    ``[]`` when the folder does not exist.
+
+    Raises:
+        ValueError: a file is not JSON or not a forecast (names the file).
+    """
+    d = Path(folder) if folder is not None else FORECAST_DIR
+    out = []
+    for f in sorted(d.glob("forecast-*.json")) if d.is_dir() else []:
+        try:
+            doc = json.loads(f.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{f}: not a JSON forecast ({exc})") from None
+        if not (isinstance(doc, dict) and doc.get("kind") == "forecast" and isinstance(doc.get("scenarios"), dict) and doc["scenarios"]
+                and isinstance(doc.get("from_recording"), str)):
+            raise ValueError(f"{f}: not a forecast (needs kind='forecast', made_utc, from_recording and a non-empty scenarios object)")
+        made = _utc(doc.get("made_utc"), f"{f}: made_utc")
+        for name, v in doc["scenarios"].items():
+            ok = isinstance(v, dict) and all(isinstance(v.get(k), (int, float)) and not isinstance(v.get(k), bool)
+                                             and math.isfinite(v[k]) and v[k] >= 0 for k in _NUMBERS)
+            if not ok:
+                raise ValueError(f"{f}: scenario {name!r}: needs finite numbers >= 0 for {', '.join(_NUMBERS)}, got {v!r}")
+        out.append({**doc, "file": f.name, "_made": made})
+    return sorted(out, key=lambda d: d["_made"])
+
+
+def _from_source(fc: dict[str, Any]) -> Source | None:
+    """The recording a forecast was made from (its stored path, else the last-mile recording of that name), or None."""
+    if fc.get("from_recording_path") and (REPO_ROOT / fc["from_recording_path"] / "manifest.json").is_file():
+        return Source("recorded-gpu", Recording.open(REPO_ROOT / fc["from_recording_path"]), "replay")
+    found = [r for r in bottleneck.last_mile_recordings() if r.path.name == fc["from_recording"]]
+    return Source("recorded-gpu", found[0], "replay") if found else None
+
+
+def reproduces(fc: dict[str, Any], rel: float = 1e-6) -> bool | None:
+    """Whether today's code makes forecast ``fc`` (a :func:`read_forecasts` entry) again: :func:`forecast` of its
+    recording gives the same partitions/min for every scenario (within ``rel``). None when that recording is not
+    here. This, not :func:`model_sha256`, says whether the model changed since the forecast."""
+    src = _from_source(fc)
+    if src is None:
+        return None
+    try:
+        now = forecast(src)
+    except ValueError:
+        return False
+    return all(name in now.index and math.isclose(float(now.loc[name, "partitions_per_min"]), float(v["partitions_per_min"]), rel_tol=rel)
+               for name, v in fc["scenarios"].items())
+
+
+def forecast_vs_measured(recording: Recording | Source, folder: str | Path | None = None) -> pd.DataFrame:
+    """The newest forecast made *before* ``recording`` started (``made_utc`` earlier than its start: ``date_utc``,
+    written when it ended, less ``elapsed_s``), from another recording of the same GPU and n, against what
+    ``recording`` measured, scenario by scenario (the scenarios both have, in the story's order).
+
+    Returns:
+        DataFrame indexed by ``scenario`` with ``forecast_per_min``, ``measured_per_min``, ``rel_err``
+        ((forecast − measured) / measured) and ``forecast_compute_util``, ``measured_compute_util`` (a scenario
+        the recording measured at 0 partitions/min is left out); its ``attrs`` hold ``file``, ``made_utc``,
+        ``commit``, ``from_recording``, ``from_commit`` (the code the forecast's recording ran) and ``reproduced``
+        (:func:`reproduces`). Empty, without attrs, when no forecast precedes the recording; empty with attrs when
+        the newest one that does shares no scenario with it.
+
+    Raises:
+        ValueError: a forecast file is malformed (:func:`read_forecasts`), or the recording's date is not a
+            date-time with a UTC offset.
+    """
+    src = recording if isinstance(recording, Source) else Source("recorded-gpu", recording, "replay")
+    rec = src.recording
+    start = _recording_start(rec)
+    before = [f for f in read_forecasts(folder) if f["_made"] < start and f["from_recording"] != rec.path.name
+              and f.get("gpu") in (None, rec.gpu) and f.get("n") in (None, rec.manifest.get("n"))]
+    cols = ["forecast_per_min", "measured_per_min", "rel_err", "forecast_compute_util", "measured_compute_util"]
+    if not before:
+        return pd.DataFrame(columns=cols)
+    fc = before[-1]
+    rows = {}
+    for name in bottleneck.prep_scenarios(src):  # the story's order (the file's keys are sorted)
+        v = fc["scenarios"].get(name)
+        if v is None or not src.has(name):
+            continue
+        m = metrics.utilization(src.events(name)).iloc[0]
+        meas = float(m["partitions_per_min"])
+        if not (math.isfinite(meas) and meas > 0):
+            continue
+        rows[name] = {"forecast_per_min": float(v["partitions_per_min"]), "measured_per_min": meas,
+                      "rel_err": (float(v["partitions_per_min"]) - meas) / meas,
+                      "forecast_compute_util": float(v["compute_util"]), "measured_compute_util": float(m["compute_util"])}
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=cols) if rows else pd.DataFrame(columns=cols)
+    out.index.name = "scenario"
+    out.attrs.update(file=fc["file"], made_utc=fc["made_utc"], commit=fc.get("commit"), from_recording=fc["from_recording"],
+                     from_commit=fc.get("from_recording_commit"), reproduced=reproduces(fc))
+    return out
+
+
+def _code_state(reproduced: bool | None) -> str:
+    return {True: "today's code makes the same forecast", False: "today's code makes another forecast: the model changed since",
+            None: "its recording is not here to check today's code against"}[reproduced]
+
+
+def blind_test_markdown(recording: Recording | Source, best: str | None = None, folder: str | Path | None = None) -> str:
+    """One paragraph (Markdown) for notebook 07b: the blind test of ``recording`` by the newest forecast made before
+    it started (:func:`forecast_vs_measured`: the forecast's error for ``best`` — said so when the forecast lacks it
+    and another scenario stands in — the range over the scenarios both have, and whether today's code makes the same
+    forecast), or, when no forecast precedes it, the pending forecast made from it and what tests it."""
+    src = recording if isinstance(recording, Source) else Source("recorded-gpu", recording, "replay")
+    name = src.recording.path.name
+    t = forecast_vs_measured(src, folder)
+    if t.attrs:
+        head = (f"**Blind test.** The forecast `{t.attrs['file']}` was made on {t.attrs['made_utc']} (commit "
+                f"{commit_label(t.attrs, 7)}) from {t.attrs['from_recording']} alone (its code: commit "
+                f"{commit_label({'commit': t.attrs['from_commit']}, 7)}), before {name} started; {_code_state(t.attrs['reproduced'])}.")
+        if t.empty:
+            return head + f" It forecast no scenario that {name} measured, so it tests nothing here."
+        b = best if best in t.index else str(t["measured_per_min"].idxmax())
+        swap = "" if b == best or best is None else f" (it has no forecast of `{best}`; `{b}` is the fastest run both have)"
+        ok = abs(float(t.loc[b, "rel_err"])) <= 0.10
+        return (head + f" It predicted `{b}`{swap} at {t.loc[b, 'forecast_per_min']:.0f} partitions/min; {name} measured "
+                f"{t.loc[b, 'measured_per_min']:.0f} ({100 * t.loc[b, 'rel_err']:+.1f}%: {'within' if ok else 'outside'} 10%). Over the "
+                f"{len(t)} scenarios both have, the errors range from {100 * t['rel_err'].min():+.0f}% to {100 * t['rel_err'].max():+.0f}% "
+                f"({int((t['rel_err'].abs() <= 0.10).sum())} within 10%). A change between the two recordings' code or host shows as "
+                "error here too: their commits are above.")
+    pending = [f for f in read_forecasts(folder) if f["from_recording"] == name]
+    if not pending:
+        return (f"**Blind test.** No forecast was made before {name}, and none from it: `zkgpu forecast` writes one, "
+                "to be committed before the next recording.")
+    f = pending[-1]
+    sc = f["scenarios"]
+    b = best if best in sc else max(sc, key=lambda k: float(sc[k]["measured_per_min"]))
+    return (f"**Blind test: pending.** No forecast was made before {name}, so the predictions above are not blind (the model "
+            f"may have been corrected after it was measured). The forecast `{f['file']}`, made from {name} alone on "
+            f"{f['made_utc']} (commit {commit_label(f, 7)}; {_code_state(reproduces(f))}), predicts the next recording of `{b}` at "
+            f"{float(sc[b]['partitions_per_min']):.0f} partitions/min; the next `scripts/gpu_run.sh record-last-mile` tests it.")

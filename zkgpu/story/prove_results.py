@@ -1,0 +1,233 @@
+"""Notebook 10's data read back: a ``bench-prove`` recording from ``data/`` (``zkgpu bench prove``:
+``prove.csv``, ``phases.csv``, ``manifest.json``) as a :class:`ProveSource`, its phases on one time
+axis and its key numbers. Proving now instead (live mode, or no recording) is
+:func:`zkgpu.app.live.open_prove_source`.
+
+The pipeline on real proofs (``zkgpu record --zkey K --wtns W``, ``scripts/gpu_run.sh record-real``)
+is a scenario recording under ``data/real/`` (:data:`REAL_DIR`): :func:`real_pipeline_recording`
+finds it, :func:`real_pipeline_table` sums it up per scenario.
+
+Phase names are those of :mod:`zkgpu.groth16.prover` plus ``read`` (reading the zkey/wtns files).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from zkgpu.analysis.keynumbers import number
+from zkgpu.analysis.metrics import compute_utilization, throughput
+from zkgpu.analysis.replay import Recording, data_dir, find_benchmarks, find_recordings
+from zkgpu.core.manifest import commit_label
+
+__all__ = [
+    "TIMELINE_PHASES",
+    "GPU_PHASES",
+    "ProveSource",
+    "recorded_prove_source",
+    "phase_timeline",
+    "plot_phase_timeline",
+    "prove_key_numbers",
+    "prove_finding",
+    "REAL_DIR",
+    "real_pipeline_recording",
+    "real_pipeline_table",
+]
+
+REAL_DIR = "real"
+"""Sub-folder of ``data/`` for recordings of the pipeline proving a real circuit
+(``scripts/gpu_run.sh record-real`` writes there), kept apart so that the scenario notebooks'
+newest recording stays a synthetic scenario matrix."""
+
+TIMELINE_PHASES = ("read", "synthesis", "h_scalars", "msm_a", "msm_b1", "msm_l", "msm_h", "msm_b2_g2", "g2_wait", "finish")
+"""The phases of one proof in the order they run on the main thread (one after the other); with
+``overlap`` (the default) the G2 MSM runs on its own thread from ``msm_b2_g2.start`` and the main
+thread waits for what is left of it in ``g2_wait``."""
+GPU_PHASES = ("h_scalars", "msm_a", "msm_b1", "msm_l", "msm_h")
+"""Phases on zkgpu's kernels with ``--device gpu`` (the others run on the CPU in both modes)."""
+
+
+@dataclass
+class ProveSource:
+    """A set of proofs and their timings.
+
+    Attributes:
+        kind: ``recorded-gpu`` / ``recorded-cpu`` (a bench-prove folder), ``live`` (the tiny
+            circuit proven now on the GPU) or ``cpu-standin`` (the same on the CPU).
+        runs: rows ``tool, repeat, wall_s, verified`` (whole commands, as ``zkgpu bench prove``;
+            live without node: zkgpu in process only, no snarkjs row).
+        phases: rows ``repeat, phase, ms``.
+        manifest: the recording's manifest (for live: the circuit's sizes).
+        folder: the recording folder, or None.
+    """
+
+    kind: str
+    runs: pd.DataFrame
+    phases: pd.DataFrame
+    manifest: dict
+    folder: Path | None
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.kind in ("recorded-gpu", "live")
+
+    def banner(self) -> str:
+        m = self.manifest
+        size = f"{m.get('circuit')}: {m.get('n_vars')} signals, domain {m.get('domain_size')}"
+        if self.kind.startswith("recorded"):
+            gpu = (m.get("environment") or {}).get("gpu") or "no GPU"
+            what = "REPLAY of a GPU recording" if self.on_gpu else "REPLAY of a CPU recording"
+            head = f"{what} made {m.get('date_utc', '?')} on {gpu} ({self.folder.name if self.folder is not None else '?'}), commit {commit_label(m)}"
+        else:
+            head = "proven now (no bench-prove recording in data/ or live mode)"
+        note = "" if self.on_gpu else " -- CPU reference paths: NOT GPU numbers"
+        return f"{head}; {size}; device {m.get('device')}{note}"
+
+
+def recorded_prove_source(base: str | Path | None = None) -> ProveSource | None:
+    """The newest ``<gpu>-<date>-bench-prove[-N]/`` folder under ``base`` (default: the replay data
+    folder, :func:`zkgpu.analysis.replay.data_dir`) that has both tables, as a :class:`ProveSource`; None when
+    there is none.
+
+    Raises:
+        ValueError: the folder's manifest.json is not JSON (names it).
+    """
+    found = find_benchmarks("prove", base)
+    if found is None or not {"prove", "phases"} <= set(found[1]):
+        return None
+    folder, tables = found
+    mf = folder / "manifest.json"
+    try:
+        manifest = json.loads(mf.read_text())
+    except ValueError as exc:
+        raise ValueError(f"{mf} is not readable JSON: {exc}") from exc
+    kind = "recorded-gpu" if manifest.get("device") == "gpu" else "recorded-cpu"
+    return ProveSource(kind=kind, runs=tables["prove"], phases=tables["phases"], manifest=manifest, folder=folder)
+
+
+def phase_timeline(phases: pd.DataFrame) -> pd.DataFrame:
+    """Median ms per phase on one time axis: columns ``phase, start_ms, ms, on``.
+
+    ``on`` is ``GPU`` (zkgpu's kernels with --device gpu), ``CPU`` (the main thread) or
+    ``CPU thread`` (the G2 MSM overlapped with the main thread, placed at its recorded start).
+    """
+    med = phases.groupby("phase")["ms"].median()
+    background = "msm_b2_g2.start" in med.index
+    rows, t = [], 0.0
+    for ph in TIMELINE_PHASES:
+        if ph not in med.index:
+            continue
+        if ph == "msm_b2_g2" and background:
+            start = float(med.get("read", 0.0)) + float(med["msm_b2_g2.start"])
+            rows.append(dict(phase=ph, start_ms=start, ms=float(med[ph]), on="CPU thread"))
+            continue
+        rows.append(dict(phase=ph, start_ms=t, ms=float(med[ph]), on="GPU" if ph in GPU_PHASES else "CPU"))
+        t += float(med[ph])
+    return pd.DataFrame(rows)
+
+
+def plot_phase_timeline(timeline: pd.DataFrame, *, on_gpu: bool, ax=None):
+    """Horizontal bars, one per phase, at its start (ms): zkgpu's kernels, the main thread's CPU
+    work and the overlapped G2 MSM coloured apart."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 3.4))
+    colors = {"GPU": "tab:green" if on_gpu else "tab:olive", "CPU": "tab:gray", "CPU thread": "lightgray"}
+    labels = {"GPU": "zkgpu kernels (GPU)" if on_gpu else "zkgpu kernels' CPU references", "CPU": "CPU, main thread",
+              "CPU thread": "CPU, G2 MSM thread (overlapped)"}  # fmt: skip
+    for i, r in enumerate(timeline.itertuples()):
+        ax.barh(i, r.ms, left=r.start_ms, color=colors[r.on], hatch="//" if r.on == "CPU thread" else None)
+    ax.set_yticks(range(len(timeline)), timeline.phase)
+    ax.invert_yaxis()
+    ax.set_xlabel("ms since the start of the proof")
+    present = [k for k in colors if k in set(timeline["on"])]
+    ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=colors[k]) for k in present], labels=[labels[k] for k in present],
+              loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=len(present), fontsize=8, frameon=False)  # fmt: skip
+    ax.set_title("one real Groth16 proof, phase by phase (median over proofs)")
+    ax.figure.tight_layout()
+    ax.figure.zkgpu_caption = (
+        "One bar per phase of `zkgpu prove`, drawn from its start to its end in ms since the proof began "
+        "(median over the proofs): "
+        + ", ".join(labels[k] for k in present) + "."
+    )
+    return ax
+
+
+def prove_key_numbers(src: ProveSource) -> dict:
+    """Key numbers in the report's contract (:func:`zkgpu.analysis.keynumbers.number` entries): ``source`` (the kind), the
+    circuit's size, whether every proof verified, whole-command medians in ms, the speed-up over
+    snarkjs when both were timed as whole commands, the share of the main thread's time in CPU
+    phases, and ``g2_hidden_ms``: the G2 MSM's time overlapped with other phases."""
+    med = src.runs.groupby("tool")["wall_s"].median()
+    zk_tool = next(t for t in med.index if t.startswith("zkgpu"))
+    tl = phase_timeline(src.phases)
+    main = tl[tl["on"] != "CPU thread"]
+    total = float(main.ms.sum()) or float("nan")
+    num = number
+    out = {
+        "source": num(src.kind, "", "data source"),
+        "device": num(str(src.manifest.get("device")), "", "device of zkgpu prove"),
+        "domain_size": num(int(src.manifest["domain_size"]), "", "QAP domain size n (NTT size, H MSM length)"),
+        "n_vars": num(int(src.manifest["n_vars"]), "", "signals (A, B MSM length)"),
+        "all_verified": num("yes" if bool(src.runs.verified.all()) else "no", "", "every proof accepted by snarkjs groth16 verify"),
+        "zkgpu_prove_ms": num(1e3 * float(med[zk_tool]), "ms", "zkgpu prove, whole command, median"),
+        "cpu_phase_share": num(float(main.loc[main["on"] == "CPU", "ms"].sum()) / total, "%",
+                               "share of the proof's main-thread time in CPU phases"),
+        "gpu_phase_ms": num(float(main.loc[main["on"] == "GPU", "ms"].sum()), "ms", "time in kernel phases, median proof"),
+    }
+    g2 = tl[tl.phase == "msm_b2_g2"]
+    if len(g2) and g2["on"].iloc[0] == "CPU thread":  # the G2 MSM's time the main thread did not wait for
+        waited = float(main.loc[main.phase == "g2_wait", "ms"].sum())
+        out["g2_hidden_ms"] = num(max(0.0, float(g2.ms.iloc[0]) - waited), "ms", "G2 MSM time hidden behind other phases")
+    if "snarkjs" in med.index:
+        out["snarkjs_prove_ms"] = num(1e3 * float(med["snarkjs"]), "ms", "snarkjs groth16 prove, whole command, median")
+        out["speedup_vs_snarkjs"] = num(float(med["snarkjs"] / med[zk_tool]), "x", "snarkjs time / zkgpu time")
+    return out
+
+
+def prove_finding(src: ProveSource) -> str:
+    """One sentence for the report's index: what was proven, whether snarkjs accepted it, and the
+    time against snarkjs's when both were measured."""
+    k = prove_key_numbers(src)
+    v = {name: d["value"] for name, d in k.items()}
+    ok = "every proof was accepted by snarkjs groth16 verify" if v["all_verified"] == "yes" else "NOT every proof verified"
+    text = (f"zkgpu prove ({v['device']}) proved a circom circuit with a 2^{int(v['domain_size']).bit_length() - 1} domain "
+            f"in {v['zkgpu_prove_ms']:,.0f} ms (median whole command) and {ok}")
+    if "speedup_vs_snarkjs" in v:
+        text += f"; snarkjs took {v['snarkjs_prove_ms']:,.0f} ms ({v['speedup_vs_snarkjs']:.2f}x zkgpu's time)"
+    return text + "."
+
+
+def real_pipeline_recording(base: str | Path | None = None, *, gpu_only: bool = True) -> Recording | None:
+    """The newest recording under ``<base>/real/`` (:data:`REAL_DIR`; base default the replay data
+    folder) whose manifest names a circuit; with ``gpu_only`` (default) only GPU ones. None when
+    there is none."""
+    root = Path(base) if base is not None else data_dir()
+    for rec in find_recordings(root / REAL_DIR):
+        if rec.manifest.get("circuit") and (rec.is_gpu or not gpu_only):
+            return rec
+    return None
+
+
+def real_pipeline_table(rec: Recording) -> pd.DataFrame:
+    """One row per scenario of a real-circuit recording: partitions proven, proofs accepted (of
+    written) and by which verifier, the run's wall time (s), seconds per proof and compute
+    utilization (:func:`zkgpu.analysis.metrics.compute_utilization`: kernel time without exposed H2D over
+    wall time, a fraction)."""
+    rows = []
+    for name in rec.scenarios:
+        e = rec.scenario(name)
+        if "events" not in e:
+            continue
+        ev = rec.events(name)
+        tp, cu = throughput(ev), compute_utilization(ev)
+        pr = e.get("proofs") or {}
+        rows.append({
+            "scenario": name, "partitions_ok": e.get("partitions_ok"), "proofs_verified": pr.get("verified"),
+            "proofs_written": pr.get("written"), "verifier": pr.get("tool"), "wall_s": float(tp["wall_ms"].iloc[0]) / 1e3,
+            "s_per_partition": float(tp["s_per_partition"].iloc[0]), "compute_utilization": float(cu["utilization"].iloc[0]),
+        })  # fmt: skip
+    return pd.DataFrame(rows).set_index("scenario") if rows else pd.DataFrame()

@@ -1,0 +1,1 @@
+"""zkgpu.transfer.paths: see ARCHITECTURE.md."""
