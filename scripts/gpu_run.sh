@@ -26,8 +26,8 @@ mkdir -p "$DATA"
 # reserve the names of the runs already in data/ (empty folders, removed again before packing), so
 # that a new run folder gets the name (suffix -1, -2 ...) it will have when copied into data/
 reserved=()
-mkdir -p "$DATA/last-mile" "$DATA/real"
-for d in data/*/ data/last-mile/*/ data/real/*/; do
+mkdir -p "$DATA/last-mile" "$DATA/real" "$DATA/seed-regime"
+for d in data/*/ data/last-mile/*/ data/real/*/ data/seed-regime/*/; do
   [ -d "$d" ] || continue
   n=${d#data/}; n=${n%/}
   if [ ! -e "$DATA/$n" ]; then mkdir "$DATA/$n" && reserved+=("$DATA/$n"); fi
@@ -152,7 +152,14 @@ for s in "${stages[@]}"; do
     # the scenario matrix; its sweep and kernel benchmarks are the bench-* stages' job here
     bench-load) run_stage bench-load python3 -m zkgpu.app.cli bench load ${LOAD_LEVELS:+--levels $LOAD_LEVELS} --out "$DATA" ;;
     # HOST_LOAD=N: N host memory-load threads during the scenarios (zkgpu.transfer.hostload)
-    record)    run_stage record python3 -m zkgpu.app.cli record --no-sweep --no-bench ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${PARTITIONS:+--partitions $PARTITIONS} --out "$DATA" ;;
+    record)    run_stage record python3 -m zkgpu.app.cli record --no-sweep --no-bench ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${PARTITIONS:+--partitions $PARTITIONS} ${REPEATS:+--repeats $REPEATS} ${PREP_THREADS:+--prep-threads $PREP_THREADS} --out "$DATA" ;;
+    # the seed regime's prep_msm threads: the baseline alone (one run of 16 partitions) for each of
+    # SEED_THREADS (default "8 12") into data/seed-regime/; exports PREP_THREADS = the count whose
+    # median ntt_msm_h / median prep_msm is nearest the seed's (1.82: zkgpu.story.seed.seed_ratio) for the
+    # record stages that follow in this call
+    seed-cal)  mkdir -p "$DATA/seed-regime"
+               for t in ${SEED_THREADS:-8 12}; do run_stage "seed-cal-$t" python3 -m zkgpu.app.cli record --no-sweep --no-bench --scenario baseline --repeats 1 --prep-threads "$t" --out "$DATA/seed-regime"; done
+               PREP_THREADS=$(python3 -c 'import sys; from zkgpu.story.seed import choose_prep_threads as c; print(c(sys.argv[1]))' "$DATA/seed-regime") && export PREP_THREADS && echo "seed-cal: PREP_THREADS=$PREP_THREADS" ;;
     prove-setup) node_setup; run_stage prove-setup python3 -m zkgpu.app.cli circuit "$PROVE_CIRCUIT" build/circuits $([ "$PROVE_SETUP" = fast ] && echo --fast) ;;
     prove)     export OUT DATA PROVE_CIRCUIT PROVE_SETUP PROVE_DEVICE; run_stage prove bash -c "$(declare -f node_setup prove_stage); prove_stage" ;;
     record-real) export OUT DATA PROVE_CIRCUIT PROVE_SETUP PROVE_DEVICE; run_stage record-real bash -c "$(declare -f node_setup record_real_stage); record_real_stage" ;;
@@ -163,13 +170,13 @@ for s in "${stages[@]}"; do
     # partitions); without SCENARIOS the alternatives run zkgpu.app.record.LAST_MILE_ALTERNATIVE_PARTITIONS
     # (64: the twelve scenarios fit the stage's limit, about 210 s estimated from record-3 and a short run);
     # SYNTH_WORKERS / QUEUE_DEPTH override zkgpu.app.record's GPU defaults (GPU_SYNTH_WORKERS, GPU_QUEUE_DEPTH)
-    record-last-mile) run_stage record-last-mile python3 -m zkgpu.app.cli record --no-sweep --no-bench $(for x in ${SCENARIOS:-$(python3 -c 'from zkgpu.app.record import LAST_MILE_SCENARIOS as s; print(" ".join(s))')}; do echo --scenario "$x"; done) $([ -z "${SCENARIOS:-}" ] && python3 -c 'from zkgpu.app.record import LAST_MILE_ALTERNATIVE_PARTITIONS as a; print(" ".join(f"--scenario-partitions {k}={v}" for k, v in a.items()))') ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${QUEUE_DEPTH:+--queue-depth $QUEUE_DEPTH} ${HOST_LOAD:+--host-load $HOST_LOAD} --partitions ${PARTITIONS:-$(python3 -c 'from zkgpu.app.record import LAST_MILE_PARTITIONS as p; print(p)')} --out "$DATA/last-mile" ;;
+    record-last-mile) run_stage record-last-mile python3 -m zkgpu.app.cli record --no-sweep --no-bench ${REPEATS:+--repeats $REPEATS} ${PREP_THREADS:+--prep-threads $PREP_THREADS} $(for x in ${SCENARIOS:-$(python3 -c 'from zkgpu.app.record import LAST_MILE_SCENARIOS as s; print(" ".join(s))')}; do echo --scenario "$x"; done) $([ -z "${SCENARIOS:-}" ] && python3 -c 'from zkgpu.app.record import LAST_MILE_ALTERNATIVE_PARTITIONS as a; print(" ".join(f"--scenario-partitions {k}={v}" for k, v in a.items()))') ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${QUEUE_DEPTH:+--queue-depth $QUEUE_DEPTH} ${HOST_LOAD:+--host-load $HOST_LOAD} --partitions ${PARTITIONS:-$(python3 -c 'from zkgpu.app.record import LAST_MILE_PARTITIONS as p; print(p)')} --out "$DATA/last-mile" ;;
     notebooks) run_stage notebooks python3 -m zkgpu.app.cli report --mode live --out "$OUT/reports" ${NOTEBOOKS:+--only $NOTEBOOKS} ;;  # live: measures now
     *) echo "unknown stage $s"; failed+=("$s") ;;
   esac
 done
 for d in "${reserved[@]}"; do rmdir "$d" 2>/dev/null; done
-rmdir "$DATA/last-mile" "$DATA/real" 2>/dev/null
+rmdir "$DATA/last-mile" "$DATA/real" "$DATA/seed-regime" 2>/dev/null
 tar -C "$OUT" -czf "$OUT/results.tar.gz" data $( [ -d "$OUT/reports" ] && echo reports ) 2>/dev/null
 echo "results: $(du -h "$OUT/results.tar.gz" | cut -f1) in $OUT/results.tar.gz"
 if [ ${#failed[@]} -gt 0 ]; then echo "FAILED stages: ${failed[*]}"; exit 1; fi

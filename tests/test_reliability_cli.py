@@ -296,7 +296,7 @@ def test_interrupt_inside_a_scenario_is_in_the_manifest(tmp_path, monkeypatch):
 def test_sigterm_during_record_writes_the_manifest(tmp_path):
     out = tmp_path / "runs"
     env = dict(os.environ, ZKGPU_DISABLE_GPU="1")
-    proc = subprocess.Popen([sys.executable, "-m", "zkgpu.app.cli", "record", "--device", "cpu", "--n", "256", "--partitions", "400", "--out", str(out)],
+    proc = subprocess.Popen([sys.executable, "-m", "zkgpu.app.cli", "record", "--device", "cpu", "--n", "256", "--partitions", "400", "--repeats", "1", "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list(out.glob("*/logs/baseline.log")):

@@ -198,7 +198,7 @@ def test_kernel_config_uses_curve_only_where_the_kernelspec_declares_it(monkeypa
 def test_pages_have_a_title_a_link_back_to_the_index_and_alt_text():
 
     nb = new_notebook(cells=[new_markdown_cell("# 07 — The `next` bottleneck\n\ntext"),
-                             new_code_cell("from matplotlib.figure import Figure\nfrom zkgpu import view\n"
+                             new_code_cell("from matplotlib.figure import Figure\nfrom zkgpu.app import view\n"
                                            "fig = Figure(); fig.add_subplot().set_title('a plot')\nview.figure(fig)")])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     assert report.page_title(nb, "07_x") == "zkgpu 07 — The next bottleneck"

@@ -196,14 +196,31 @@ class Recording:
             raise ValueError(f"{self.path.name}/manifest.json names {rel!r}, outside the run folder")
         return p
 
-    def events(self, name: str) -> pd.DataFrame:
-        """Event table of one scenario (schema of :mod:`zkgpu.core.events`).
+    @property
+    def repeats(self) -> int:
+        """Runs of every scenario (``zkgpu record --repeats``; 1 for recordings made before repeats)."""
+        k = self.manifest.get("repeats", 1)
+        return k if isinstance(k, int) and not isinstance(k, bool) and k >= 1 else 1
+
+    def runs(self, name: str) -> list[dict[str, Any]]:
+        """The manifest entries of every run of one scenario, in recording order: its ``repeats`` list,
+        or the scenario's own entry when it was run once. Raises KeyError for an unknown scenario."""
+        entry = self.scenario(name)
+        reps = entry.get("repeats")
+        if isinstance(reps, list) and reps and all(isinstance(r, dict) for r in reps):
+            return reps
+        return [entry]
+
+    def events(self, name: str, run: int | None = None) -> pd.DataFrame:
+        """Event table of one scenario (schema of :mod:`zkgpu.core.events`): its representative run
+        (the median throughput of its repeats), or run ``run`` (0-based index into :meth:`runs`).
 
         Raises:
             KeyError: unknown scenario or one without an event table. ValueError: the path leaves
             the run folder, or an unreadable events file (truncated, not Parquet), naming it.
+            IndexError: ``run`` out of range.
         """
-        entry = self.scenario(name)
+        entry = self.scenario(name) if run is None else self.runs(name)[run]
         rel = entry.get("events")
         if not rel:
             raise KeyError(f"scenario {name!r} in {self.path.name} has no event table: {entry.get('error', 'no reason recorded')}")
@@ -448,8 +465,11 @@ class Source:
         """True when the scenario was recorded with an event table."""
         return scenario in self.scenarios and bool(self.recording.scenario(scenario).get("events"))
 
-    def events(self, scenario: str) -> pd.DataFrame:
-        return self.recording.events(scenario)
+    def events(self, scenario: str, run: int | None = None) -> pd.DataFrame:
+        return self.recording.events(scenario, run)
+
+    def runs(self, scenario: str) -> list[dict[str, Any]]:
+        return self.recording.runs(scenario)
 
     def all_events(self, names: Iterable[str] | None = None) -> pd.DataFrame:
         return self.recording.all_events(names)
@@ -521,45 +541,79 @@ def _median_ms(ev: pd.DataFrame, phase: str) -> float:
     return float(((sel["end_ns"] - sel["start_ns"]) / 1e6).median()) if len(sel) else float("nan")
 
 
-def scenario_table(source: Source, names: Iterable[str] | None = None) -> pd.DataFrame:
-    """One row per recorded scenario (in :data:`STORY_ORDER`): settings, throughput, utilizations
-    and median phase times.
+#: the columns of :func:`scenario_table` that also get ``<column>_min`` / ``<column>_max`` over the repeats
+SPREAD_COLUMNS = ("partitions_per_min", "compute_util", "kernel_util", "timeline_util", "ntt_msm_h_ms", "prep_msm_ms",
+                  "h2d_gbps", "h2d_share")
+_PHASES_MS = ("ntt_msm_h", "h2d", "ntt", "h_msm", "prep_msm", "barrier_wait", "mutex_wait", "batch_add", "tail_msm", "prove")
 
-    Columns: ``scenario, transfer, lock_scope, gw, partitions, wall_ms, partitions_per_min``,
+
+def run_row(ev: pd.DataFrame) -> dict[str, float]:
+    """One run's numbers: throughput, the three utilizations, median phase ms, H2D rate and share
+    (the columns :func:`scenario_table` documents, less the settings)."""
+    u = metrics.utilization(ev)
+    gb = metrics.effective_h2d_gbps(ev)
+    row = {
+        "partitions": int(u["partitions"].sum()),
+        "wall_ms": float(u["wall_ms"].max()),
+        "partitions_per_min": float(u["partitions_per_min"].sum()),
+        **{k: float(u[k].mean()) for k in metrics.UTILIZATIONS},
+    }
+    for ph in _PHASES_MS:
+        row[f"{ph}_ms"] = _median_ms(ev, ph)
+    row["h2d_gbps"] = float(gb["gbps"].iloc[0]) if len(gb) else float("nan")
+    per = metrics.h2d_share(ev, by=("partition",))
+    per = per[per["ntt_msm_h_ms"] > 0]
+    row["h2d_share"] = float(per["h2d_ms"].sum() / per["ntt_msm_h_ms"].sum()) if len(per) else float("nan")
+    row["h2d_exposed_ms"] = float(per["h2d_ms"].median()) if len(per) else float("nan")
+    return row
+
+
+def repeat_table(source: Source, names: Iterable[str] | None = None) -> pd.DataFrame:
+    """One row per run of every recorded scenario (story order): ``scenario``, ``run`` (0-based, in
+    recording order) and :func:`run_row`'s numbers. Runs without an event table are left out."""
+    names = [s for s in (names if names is not None else story_order(source.scenarios)) if source.has(s)]
+    rows = []
+    for name in names:
+        for k, entry in enumerate(source.runs(name)):
+            if entry.get("events"):
+                rows.append({"scenario": name, "run": k, **run_row(source.events(name, k))})
+    return pd.DataFrame(rows)
+
+
+def scenario_table(source: Source, names: Iterable[str] | None = None) -> pd.DataFrame:
+    """One row per recorded scenario (in :data:`STORY_ORDER`): settings, and the median over its runs of
+    throughput, utilizations and median phase times, with the runs' range.
+
+    Columns: ``scenario, transfer, lock_scope, gw, prep, repeats, partitions, wall_ms, partitions_per_min``,
     ``compute_util``, ``kernel_util``, ``timeline_util`` (all from :func:`zkgpu.analysis.metrics.utilization`:
     kernels only / upstream's kernel figure with the H2D copies counted / TIMELINE, over the run's
     wall span), median ms of ``ntt_msm_h, h2d, ntt, h_msm,
     prep_msm, barrier_wait, mutex_wait, batch_add, tail_msm, prove`` (``h2d_ms``: the host waiting
     for the copies), ``h2d_gbps`` (:func:`zkgpu.analysis.metrics.effective_h2d_gbps`), ``h2d_share`` and
     ``h2d_exposed_ms`` (median per partition): the copy time that lengthened ntt_msm_h
-    (:func:`zkgpu.analysis.metrics.h2d_share`). Milliseconds are the recording's device's.
+    (:func:`zkgpu.analysis.metrics.h2d_share`). Every number is the median over the scenario's runs
+    (:func:`repeat_table`; ``repeats`` counts them), and each of :data:`SPREAD_COLUMNS` has
+    ``<column>_min`` and ``<column>_max``, the range over the runs. Milliseconds are the recording's device's.
     """
-    names = [s for s in (names if names is not None else story_order(source.scenarios)) if source.has(s)]
+    reps = repeat_table(source, names)
+    if reps.empty:
+        return pd.DataFrame()
     rows = []
-    for name in names:
-        ev = source.events(name)
-        cfg = source.config(name)
-        u = metrics.utilization(ev)
-        gb = metrics.effective_h2d_gbps(ev)
-        row = {
-            "scenario": name,
-            "transfer": cfg.get("transfer"),
-            "lock_scope": cfg.get("lock_scope"),
-            "gw": cfg.get("gw"),
-            "partitions": int(u["partitions"].sum()),
-            "wall_ms": float(u["wall_ms"].max()),
-            "partitions_per_min": float(u["partitions_per_min"].sum()),
-            **{k: float(u[k].mean()) for k in metrics.UTILIZATIONS},
-        }
-        for ph in ("ntt_msm_h", "h2d", "ntt", "h_msm", "prep_msm", "barrier_wait", "mutex_wait", "batch_add", "tail_msm", "prove"):
-            row[f"{ph}_ms"] = _median_ms(ev, ph)
-        row["h2d_gbps"] = float(gb["gbps"].iloc[0]) if len(gb) else float("nan")
-        per = metrics.h2d_share(ev, by=("partition",))
-        per = per[per["ntt_msm_h_ms"] > 0]
-        row["h2d_share"] = float(per["h2d_ms"].sum() / per["ntt_msm_h_ms"].sum()) if len(per) else float("nan")
-        row["h2d_exposed_ms"] = float(per["h2d_ms"].median()) if len(per) else float("nan")
+    for name, g in reps.groupby("scenario", sort=False):
+        cfg = source.config(str(name))
+        num = g.drop(columns=["scenario", "run"])
+        row: dict[str, Any] = {"scenario": name, "transfer": cfg.get("transfer"), "lock_scope": cfg.get("lock_scope"), "gw": cfg.get("gw"),
+                               "prep": cfg.get("prep"), "repeats": len(g), **num.median().to_dict()}
+        row["partitions"] = int(row["partitions"])
+        for col in SPREAD_COLUMNS:
+            row[f"{col}_min"], row[f"{col}_max"] = float(num[col].min()), float(num[col].max())
         rows.append(row)
-    return pd.DataFrame(rows).set_index("scenario") if rows else pd.DataFrame()
+    return pd.DataFrame(rows).set_index("scenario")
+
+
+def spread(table: pd.DataFrame, column: str = "partitions_per_min") -> pd.Series:
+    """(max - min) / median of ``column`` over each scenario's runs (0 with one run), from :func:`scenario_table`."""
+    return (table[f"{column}_max"] - table[f"{column}_min"]) / table[column]
 
 
 def benchmark_pivot(df: pd.DataFrame) -> pd.DataFrame | None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from zkgpu import __version__
+from zkgpu.analysis import compare as compare_mod
 from zkgpu.analysis.chrome_trace import ExportError, export_recording, open_run
 from zkgpu.analysis.replay import Recording, Source
 from zkgpu.app import pipeline_cmd, record, settings
@@ -109,6 +110,52 @@ def trace_export(run: str, scenarios: tuple[str, ...], out: str) -> None:
         raise CliError(f"cannot export {run} to {out}: {exc.strerror or exc}") from None
     click.echo(f"wrote {rows} events to {path}: open it in https://ui.perfetto.dev or chrome://tracing")
 
+
+
+def _open_recording(arg: str, what: str) -> Recording:
+    """A recording folder given on the command line (a path, or a folder name under the data folder or its
+    last-mile/); one-line CliError otherwise."""
+    if not arg.strip():
+        raise CliError(f"{what}: '' is not a recording folder")
+    for cand in (Path(arg), data_dir() / arg, data_dir() / "last-mile" / arg):
+        if (cand / "manifest.json").is_file():
+            try:
+                return Recording.open(cand)
+            except (FileNotFoundError, ValueError) as exc:
+                raise CliError(f"{what}: {exc}") from None
+            except OSError as exc:
+                raise CliError(f"{what}: cannot read {cand}: {exc.strerror or exc}") from None
+    raise CliError(f"{what}: {arg!r} is not a recording (no manifest.json there, nor under {data_dir()})")
+
+
+@main.command("compare")
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option("--csv", "csv_out", default=None, help="also write the table as CSV to this new file")
+def compare_cmd(run_a: str, run_b: str, csv_out: str | None) -> None:
+    """RUN_A against RUN_B, scenario by scenario: throughput and the three utilizations (median and min-max
+    over each recording's runs), the relative difference, and whether it exceeds the runs' own spread (the
+    two ranges do not overlap; a side with one run gets no verdict)."""
+    a, b = _open_recording(run_a, "compare"), _open_recording(run_b, "compare")
+    if csv_out is not None and Path(csv_out).exists():
+        raise CliError(f"compare: {csv_out} exists: nothing is overwritten (choose another --csv)")
+    t = compare_mod.compare(a, b)
+    if t.empty:
+        raise CliError(f"compare: {a.path.name} and {b.path.name} share no scenario with an event table")
+    click.echo(f"A = {a.path.name} ({a.repeats} run(s) per scenario), B = {b.path.name} ({b.repeats})")
+    for name, g in t.groupby("scenario", sort=False):
+        click.echo(f"{name}:")
+        for _, r in g.iterrows():
+            pct = r["metric"] != "partitions_per_min"
+            f = (lambda v: f"{100 * v:5.1f}%") if pct else (lambda v: f"{v:7.1f}")
+            click.echo(f"  {r['metric']:<19} A {f(r['a'])} [{f(r['a_min'])}..{f(r['a_max'])}]  B {f(r['b'])} "
+                       f"[{f(r['b_min'])}..{f(r['b_max'])}]  {100 * r['rel_diff']:+6.1f}%  {r['verdict']}")
+    if csv_out is not None:
+        try:
+            with open(csv_out, "x", encoding="utf-8") as fh:
+                t.to_csv(fh, index=False)
+        except OSError as exc:
+            raise CliError(f"compare: cannot write {csv_out}: {exc.strerror or exc}") from None
 
 
 @main.command("forecast")

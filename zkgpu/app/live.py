@@ -140,7 +140,7 @@ def _cpu_standin(n: int | None = None, partitions: int | None = None) -> Recordi
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=key + ".", dir=root))
     try:
-        run_dir = record.record(out=tmp, device="cpu", n=n, partitions=partitions, quick=True, scenarios=None)
+        run_dir = record.record(out=tmp, device="cpu", n=n, partitions=partitions, quick=True, scenarios=None, repeats=1)
         with contextlib.suppress(OSError):  # another process finished first
             run_dir.rename(final)
     finally:
@@ -179,7 +179,9 @@ def open_source(
             (default ``$ZKGPU_HOST_LOAD``, else :data:`LIVE_HOST_LOAD`, the committed recordings'
             setting; 0 for an idle host).
 
-    A live run is recorded into a new ``zkgpu-live-*`` folder under ``$ZKGPU_LIVE_DIR`` (set by
+    A live run is the recordings' regime (:data:`zkgpu.app.record.BASELINE`, prep_msm on threads, host load)
+    at the smaller ``quick`` size, one run per scenario (the replayed recordings hold the repeats). It
+    is recorded into a new ``zkgpu-live-*`` folder under ``$ZKGPU_LIVE_DIR`` (set by
     ``zkgpu report``, which exports its traces), else under the system's temporary folder.
 
     Raises:
@@ -202,7 +204,7 @@ def open_source(
         tmp = Path(tempfile.mkdtemp(prefix="zkgpu-live-", dir=live_dir))
         run_dir = record.record(out=tmp, device="gpu", n=n, partitions=partitions, quick=True,
                                 scenarios=list(scenarios) if scenarios is not None else None,
-                                sweep=sweep, bench=bench, host_load=host_load)
+                                sweep=sweep, bench=bench, host_load=host_load, repeats=1)
         return Source("live", Recording.open(run_dir), m)
     src = replay.recorded_source(base)
     return src if src is not None else Source("cpu-standin", _cpu_standin(), m)

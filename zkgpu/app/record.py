@@ -57,11 +57,13 @@ import click
 import pandas as pd
 
 from zkgpu import pipeline
+from zkgpu.analysis import metrics
 from zkgpu.app.bench import msm as bench_msm
 from zkgpu.app.bench import ntt as bench_ntt
 from zkgpu.app.bench import transfer as bench_transfer
 from zkgpu.core.cuda import gpu_available
 from zkgpu.core.errors import CliError, OneLineCommand
+from zkgpu.core.events import normalize_events
 from zkgpu.core.manifest import build_manifest, new_run_dir, write_json_new
 from zkgpu.gpu.msm.prep import numba_available
 from zkgpu.groth16.workload import SnarkjsCircuit, check_proofs, load_circuit
@@ -88,40 +90,66 @@ __all__ = [
     "record_command",
 ]
 
+#: The seed-faithful regime (issue 20): cuzk computes prep_msm on a thread pool, so the baseline's
+#: prep_msm runs on :data:`SEED_PREP_THREADS` numba threads (``prep="cpu_parallel"``) while
+#: :data:`SEED_HOST_LOAD` memory-load threads stand in for cuzk's concurrent syntheses. Measured on the
+#: H200 at n = 2^22 (16 partitions, gw = 2, coarse lock): one numpy thread gives ntt_msm_h/prep_msm = 0.40,
+#: 8 numba threads 1.46 (the seed's lines: 1.53-1.94); ``zkgpu record --prep-threads`` changes it and the
+#: manifest records it.
+SEED_PREP, SEED_PREP_THREADS, SEED_HOST_LOAD = "cpu_parallel", 8, 8
+#: the baseline: pageable a/b/c, the coarse mutex, two GPU workers, prep_msm on CPU threads
+BASELINE: dict[str, Any] = {"transfer": "pageable", "lock_scope": "coarse", "gw": 2, "prep": SEED_PREP}
+
+
+def _step(**change: Any) -> dict[str, Any]:
+    """A scenario: the baseline with the settings in ``change`` changed (each story step names its change)."""
+    return {**BASELINE, **change}
+
+
 #: scenario name -> PipelineConfig settings (everything else from the sizes given to :func:`record`).
-#: Ordered by importance: if a recording is cut short, the first ones are the ones that matter.
+#: Each of notebooks 01-07's scenarios differs from :data:`BASELINE` by the change it studies; the
+#: last-mile steps (07b) add one change at a time. Ordered by importance: if a recording is cut short,
+#: the first ones are the ones that matter.
 SCENARIOS: dict[str, dict[str, Any]] = {
-    "baseline": {"transfer": "pageable", "lock_scope": "coarse", "gw": 2},
-    "pinned_pool": {"transfer": "pinned_pool", "lock_scope": "coarse", "gw": 2},
-    "pinned_narrow": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2},
-    "registered": {"transfer": "registered", "lock_scope": "coarse", "gw": 2},
-    "pinned_gw1": {"transfer": "pinned_pool", "lock_scope": "coarse", "gw": 1},
-    "pinned_gw3": {"transfer": "pinned_pool", "lock_scope": "coarse", "gw": 3},
-    "compute_only": {"transfer": "resident", "lock_scope": "coarse", "gw": 2},
+    "baseline": _step(),
+    "pinned_pool": _step(transfer="pinned_pool"),
+    "pinned_narrow": _step(transfer="pinned_pool", lock_scope="narrow"),
+    "registered": _step(transfer="registered"),
+    "pinned_gw1": _step(transfer="pinned_pool", gw=1),
+    "pinned_gw3": _step(transfer="pinned_pool", gw=3),
+    "compute_only": _step(transfer="resident"),
+    # a named alternative: prep_msm on one numpy thread (the pre-issue-20 baseline)
+    "baseline_prep_numpy": _step(prep="cpu"),
     # beyond upstream (notebook 07b): prep_msm off the critical path, then the GPU phases themselves
-    "narrow_prep_parallel": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "cpu_parallel"},
-    "narrow_prep_gpu": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "gpu"},
+    "narrow_prep_parallel": _step(transfer="pinned_pool", lock_scope="narrow"),
+    "narrow_prep_gpu": _step(transfer="pinned_pool", lock_scope="narrow", prep="gpu"),
     # + the H2D of a/b/c before the mutex (h2d_stage="pre_lock"): its DMA overlaps the other worker's kernels
-    "narrow_prep_gpu_h2d_pre_lock": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "gpu", "h2d_stage": "pre_lock"},
+    "narrow_prep_gpu_h2d_pre_lock": _step(transfer="pinned_pool", lock_scope="narrow", prep="gpu", h2d_stage="pre_lock"),
     # + every G1 MSM over precomputed shifted bases (msm_bases="precomputed"): one bucket set, no Horner doublings
-    "narrow_prep_gpu_h2d_pre_lock_msm_precomp": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "gpu",
-                                                 "h2d_stage": "pre_lock", "msm_bases": "precomputed"},
-    "narrow_prep_gpu_gw3": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 3, "prep": "gpu"},
+    "narrow_prep_gpu_h2d_pre_lock_msm_precomp": _step(transfer="pinned_pool", lock_scope="narrow", prep="gpu", h2d_stage="pre_lock",
+                                                      msm_bases="precomputed"),
+    "narrow_prep_gpu_gw3": _step(transfer="pinned_pool", lock_scope="narrow", gw=3, prep="gpu"),
     # + the three batch additions and the three tail MSMs each on its own stream, at once
-    "narrow_prep_gpu_tails": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 2, "prep": "gpu", "tail_streams": 3},
+    "narrow_prep_gpu_tails": _step(transfer="pinned_pool", lock_scope="narrow", prep="gpu", tail_streams=3),
     # + no shared mutex: two workers' kernels overlap on the GPU (the mutex guards VRAM on small cards)
-    "unlocked_prep_gpu_tails": {"transfer": "pinned_pool", "lock_scope": "none", "gw": 2, "prep": "gpu", "tail_streams": 3},
+    "unlocked_prep_gpu_tails": _step(transfer="pinned_pool", lock_scope="none", prep="gpu", tail_streams=3),
     # the mutex over the submission only: a/b/c copied before it, the GPU phases queued on one
     # shared stream, the wait for the kernels and the results' D2H after its release
-    "submit_prep_gpu": {"transfer": "pinned_pool", "lock_scope": "submit", "gw": 2, "prep": "gpu"},
-    "submit_prep_gpu_tails": {"transfer": "pinned_pool", "lock_scope": "submit", "gw": 2, "prep": "gpu", "tail_streams": 3},
+    "submit_prep_gpu": _step(transfer="pinned_pool", lock_scope="submit", prep="gpu"),
+    "submit_prep_gpu_tails": _step(transfer="pinned_pool", lock_scope="submit", prep="gpu", tail_streams=3),
     # the precomputed-bases step with a third worker (one more partition set up while two hold the GPU)
-    "narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3": {"transfer": "pinned_pool", "lock_scope": "narrow", "gw": 3, "prep": "gpu",
-                                                     "h2d_stage": "pre_lock", "msm_bases": "precomputed"},
+    "narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3": _step(transfer="pinned_pool", lock_scope="narrow", gw=3, prep="gpu",
+                                                          h2d_stage="pre_lock", msm_bases="precomputed"),
     # the story's last step: the mutex over the submission only, every G1 MSM over precomputed bases
-    "submit_prep_gpu_msm_precomp": {"transfer": "pinned_pool", "lock_scope": "submit", "gw": 2, "prep": "gpu", "msm_bases": "precomputed"},
-    "submit_prep_gpu_msm_precomp_gw3": {"transfer": "pinned_pool", "lock_scope": "submit", "gw": 3, "prep": "gpu", "msm_bases": "precomputed"},
+    "submit_prep_gpu_msm_precomp": _step(transfer="pinned_pool", lock_scope="submit", prep="gpu", msm_bases="precomputed"),
+    "submit_prep_gpu_msm_precomp_gw3": _step(transfer="pinned_pool", lock_scope="submit", gw=3, prep="gpu", msm_bases="precomputed"),
 }
+
+#: the main recording's scenarios (notebooks 01-07): the baseline and each single change
+MAIN_SCENARIOS = ("baseline", "pinned_pool", "pinned_narrow", "registered", "pinned_gw1", "pinned_gw3", "compute_only")
+#: runs of every scenario, interleaved round-robin (repeat 1 of every scenario, then repeat 2 ...) so that
+#: drift over the recording hits every scenario alike
+DEFAULT_REPEATS = 3
 
 #: The scenarios of notebook 07b ("the last bottleneck") in one recording: the story (the baseline
 #: and the fix it is measured against, prep_msm taken off the critical path on the CPU and on the
@@ -129,24 +157,16 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 #: submission only, with plain and with precomputed bases: the last step), then the informative
 #: alternatives (concurrent tails, no shared mutex, a third worker;
 #: :data:`LAST_MILE_ALTERNATIVE_PARTITIONS`) (``scripts/gpu_run.sh record-last-mile``).
-LAST_MILE_SCENARIOS = ("baseline", "pinned_narrow", "narrow_prep_parallel", "narrow_prep_gpu", "narrow_prep_gpu_h2d_pre_lock",
+LAST_MILE_SCENARIOS = ("baseline", "pinned_narrow", "narrow_prep_gpu", "narrow_prep_gpu_h2d_pre_lock",
                        "narrow_prep_gpu_h2d_pre_lock_msm_precomp", "submit_prep_gpu", "submit_prep_gpu_msm_precomp",
                        "narrow_prep_gpu_tails", "unlocked_prep_gpu_tails", "narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3",
                        "submit_prep_gpu_msm_precomp_gw3")
-#: partitions per scenario of the last-mile recording (``scripts/gpu_run.sh record-last-mile``): the
-#: run's window includes the pipeline fill (the first synthesis before any GPU work), which weighs
-#: 1/partitions; 128 keeps it near 2-3% of the window for every scenario, baseline included.
-LAST_MILE_PARTITIONS = 128
-#: the alternatives run half as many partitions (``zkgpu record --scenario-partitions``); their fill
-#: then weighs ~4% instead of ~2% of their whole-run figures (the GPU-window figures do not include it).
-#: Time on the H200: record-3 (the first nine scenarios, the same two alternatives at 64) took 181 s. With the
-#: counter-based synthesis (:mod:`zkgpu.pipeline.synthesis`) the GPU-prep steps run faster (a short recording of
-#: 40 partitions each, 2026-12-01, not kept: 585-780 partitions/min, 3-5 s per such scenario after the tables' set-up), so
-#: the two submission-scope steps (128 partitions, ~10-13 s each, sharing the precomputed step's tables) and the
-#: two gw = 3 alternatives (~5 s each) bring the estimate to about 205 s, inside record-last-mile's limit (270 s).
-#: ``submit_prep_gpu`` keeps 128: it is a story step, and the calibration run of the last one.
-LAST_MILE_ALTERNATIVE_PARTITIONS = {"narrow_prep_gpu_tails": 64, "unlocked_prep_gpu_tails": 64,
-                                    "narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3": 64, "submit_prep_gpu_msm_precomp_gw3": 64}
+#: partitions per scenario and repeat of the last-mile recording (``scripts/gpu_run.sh record-last-mile``):
+#: 3 interleaved repeats of 48 (the run's window includes the pipeline fill, ~1/48 of it); the alternatives
+#: run 32 (``zkgpu record --scenario-partitions``).
+LAST_MILE_PARTITIONS = 48
+LAST_MILE_ALTERNATIVE_PARTITIONS = {"narrow_prep_gpu_tails": 32, "unlocked_prep_gpu_tails": 32,
+                                    "narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3": 32, "submit_prep_gpu_msm_precomp_gw3": 32}
 
 # Sizes. GPU: n = 2^22 constraints per partition (a/b/c = 3 x 128 MiB, 1/32 of a PoRep partition,
 # the pipeline's default); --quick quarters it. CPU: the reference math on Python ints and
@@ -243,10 +263,13 @@ def run_scenario(
     pool: Any = None,
     circuit: SnarkjsCircuit | None = None,
     vkey: str | Path | None = None,
+    stem: str | None = None,
+    prep_threads: int | None = None,
 ) -> dict[str, Any]:
     """Run one scenario into ``run_dir`` and return its manifest entry.
 
-    Writes ``logs/<name>.log`` and ``events/<name>.parquet`` (relative paths in the entry).
+    Writes ``logs/<stem>.log`` and ``events/<stem>.parquet`` (``stem`` defaults to ``name``; a repeat
+    is ``<name>.r<k>``; relative paths in the entry).
     Errors are caught and recorded in the entry (``error``, ``traceback``); the log and any
     events produced so far are kept.
 
@@ -263,9 +286,12 @@ def run_scenario(
     """
     (run_dir / "logs").mkdir(exist_ok=True)
     (run_dir / "events").mkdir(exist_ok=True)
-    log_rel, ev_rel = f"logs/{name}.log", f"events/{name}.parquet"
+    stem = stem or name
+    log_rel, ev_rel = f"logs/{stem}.log", f"events/{stem}.parquet"
     kw: dict[str, Any] = dict(settings, n=n, partitions=partitions, device=device, seed=seed, run=name,
                               log_path=run_dir / log_rel, events_path=run_dir / ev_rel)
+    if prep_threads is not None and settings.get("prep") == "cpu_parallel":
+        kw["prep_threads"] = prep_threads
     if synth_workers is not None:
         kw["synth_workers"] = synth_workers
     if queue_depth is not None:
@@ -294,8 +320,8 @@ def run_scenario(
             raise
         _partial_entry(entry, result, run_dir, log_rel, ev_rel, t0)
         if circuit is not None:
-            ok, tool = check_proofs(circuit, result.partitions, run_dir / "proofs" / name, vkey)
-            entry["proofs"] = {"folder": f"proofs/{name}", "written": len(ok), "verified": sum(ok.values()), "tool": tool}
+            ok, tool = check_proofs(circuit, result.partitions, run_dir / "proofs" / stem, vkey)
+            entry["proofs"] = {"folder": f"proofs/{stem}", "written": len(ok), "verified": sum(ok.values()), "tool": tool}
             if not all(ok.values()):
                 entry["error"] = f"{len(ok) - sum(ok.values())} of {len(ok)} proofs rejected by {tool}"
     except Exception as exc:  # noqa: BLE001 - a failed scenario is recorded in the manifest; the others still run
@@ -379,12 +405,13 @@ def _benchmarks(run_dir: Path, quick: bool, notes: list[str]) -> dict[str, str]:
     return out
 
 
-def _interrupted_entry(name: str, run_dir: Path, exc: BaseException) -> dict[str, Any]:
+def _interrupted_entry(name: str, run_dir: Path, exc: BaseException, stem: str | None = None) -> dict[str, Any]:
     """Manifest entry of the scenario a Ctrl-C / SIGTERM cut: the partial entry that
     :func:`run_scenario` attached to a ``PipelineInterrupted``, else the files on disk."""
     entry = dict(getattr(exc, "entry", None) or {"settings": SCENARIOS[name]})
     entry.setdefault("interrupted", f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
-    for key, rel in (("log", f"logs/{name}.log"), ("events", f"events/{name}.parquet")):
+    stem = stem or name
+    for key, rel in (("log", f"logs/{stem}.log"), ("events", f"events/{stem}.parquet")):
         if (run_dir / rel).exists():
             entry.setdefault(key, rel)
     return entry
@@ -405,6 +432,32 @@ def _scenario_partitions(given: Mapping[str, int] | None, runnable: dict[str, An
     return out
 
 
+def _throughput(run_dir: Path, entry: Mapping[str, Any]) -> float:
+    """Partitions per minute of one run (:func:`zkgpu.analysis.metrics.utilization` over its events), NaN
+    when it has no event table."""
+    rel = entry.get("events")
+    if not rel or "error" in entry:
+        return float("nan")
+    u = metrics.utilization(normalize_events(pd.read_parquet(run_dir / rel)))
+    return float(u["partitions_per_min"].sum())
+
+
+def _scenario_entry(run_dir: Path, runs: list[dict[str, Any]], repeats: int) -> dict[str, Any]:
+    """A scenario's manifest entry from its runs: with one run, that run's entry; with several, the
+    representative run's entry (the median throughput; an even count takes the lower middle) with every
+    run under ``repeats`` and the representative's index under ``representative``."""
+    if repeats == 1:
+        return runs[0]
+    rates = [_throughput(run_dir, e) for e in runs]
+    ok = sorted((r, i) for i, r in enumerate(rates) if r == r)
+    rep = ok[(len(ok) - 1) // 2][1] if ok else 0
+    entry = dict(runs[rep])
+    entry["repeats"] = [{**{k: v for k, v in e.items() if k not in ("settings", "config")}, "partitions_per_min": round(r, 3) if r == r else None}
+                        for e, r in zip(runs, rates, strict=True)]
+    entry["representative"] = rep
+    return entry
+
+
 def record(
     out: str | Path | None = None,
     *,
@@ -418,11 +471,13 @@ def record(
     synth_workers: int | None = None,
     queue_depth: int | None = None,
     seed: int = 0,
-    host_load: int = 0,
+    host_load: int | None = None,
     echo: Callable[[str], None] | None = None,
     circuit: SnarkjsCircuit | None = None,
     vkey: str | Path | None = None,
     scenario_partitions: Mapping[str, int] | None = None,
+    repeats: int = DEFAULT_REPEATS,
+    prep_threads: int = SEED_PREP_THREADS,
 ) -> Path:
     """Record the scenario matrix into a fresh run folder and return its path.
 
@@ -433,14 +488,15 @@ def record(
             :data:`GPU_QUICK_N` with ``quick`` / :data:`CPU_DEFAULT_N` on the CPU).
         partitions: partitions per scenario (defaults likewise).
         quick: smaller defaults, a shorter sweep and benchmarks.
-        scenarios: names from :data:`SCENARIOS` (default all).
+        scenarios: names from :data:`SCENARIOS` (default :data:`MAIN_SCENARIOS`).
         sweep, bench: include the H2D sweep / kernel benchmarks (GPU only).
         synth_workers: synthesis threads (default :data:`GPU_SYNTH_WORKERS` on the GPU, else the
             pipeline's).
         queue_depth: partitions synthesized ahead (default :data:`GPU_QUEUE_DEPTH` on the GPU, else
             the pipeline's 2*gw).
         seed: base seed of every scenario (the same witnesses in every scenario).
-        host_load: threads of :class:`zkgpu.transfer.hostload.HostMemoryLoad` running during the warm-up,
+        host_load: (default :data:`SEED_HOST_LOAD` on the GPU, 0 on the CPU) threads of
+            :class:`zkgpu.transfer.hostload.HostMemoryLoad` running during the warm-up,
             the pool pre-warm and every scenario (0: none), standing in for the concurrent
             syntheses that load cuzk's host; each scenario's entry records the DRAM traffic the
             load achieved (``host_load``), the manifest its settings. The sweep and benchmarks run
@@ -452,6 +508,13 @@ def record(
         scenario_partitions: ``{scenario: partitions}`` for scenarios that run a different number
             of partitions than ``partitions`` (e.g. fewer for the alternatives of a long recording);
             each entry's configuration records its own count.
+        repeats: runs of every scenario, interleaved round-robin (every scenario's first run, then every
+            scenario's second ...), so that drift over the recording hits all scenarios alike. Each run's
+            files are ``events/<scenario>.r<k>.parquet`` and ``logs/<scenario>.r<k>.log``; the scenario's
+            entry lists them under ``repeats`` and points ``events``/``log`` at its representative run,
+            the one with the median throughput (``representative``: its index). The manifest records
+            ``repeats``.
+        prep_threads: numba threads of ``prep="cpu_parallel"`` (:data:`SEED_PREP_THREADS`).
 
     Raises:
         ValueError: unknown device or scenario, a size the pipeline rejects (n not a power of
@@ -466,6 +529,9 @@ def record(
         raise ValueError(f"device must be 'gpu' or 'cpu', got {device!r}")
     if device == "gpu" and not has_gpu:
         raise RuntimeError("device='gpu' needs a CUDA GPU (CuPy) and none was found: record on the CPU with device='cpu' (--device cpu)")
+    for what, count, top in (("repeats", repeats, 20), ("prep_threads", prep_threads, 256)):
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= top:
+            raise ValueError(f"{what}={count!r} must be an int in [1, {top}]")
     if out is not None and not str(out).strip():
         raise ValueError("out='' is empty: give a folder for the run folder (e.g. --out data), or leave --out out for data/")
     for name, value, top in (("partitions", partitions, MAX_PARTITIONS), ("synth_workers", synth_workers, MAX_SYNTH_WORKERS), ("queue_depth", queue_depth, MAX_QUEUE_DEPTH)):
@@ -486,7 +552,9 @@ def record(
     else:
         n = CPU_DEFAULT_N if n is None else n
         partitions = CPU_DEFAULT_PARTITIONS if partitions is None else partitions
-    runnable, skipped = scenario_configs(scenarios, device=device)
+    if host_load is None:
+        host_load = SEED_HOST_LOAD if device == "gpu" else 0
+    runnable, skipped = scenario_configs(MAIN_SCENARIOS if scenarios is None else scenarios, device=device)
     counts = _scenario_partitions(scenario_partitions, runnable, skipped)
     if not runnable:
         raise ValueError(f"no scenario to record on device={device}: " + "; ".join(f"{k} skipped ({v})" for k, v in skipped.items()) + " (choose other --scenario values)")
@@ -517,6 +585,7 @@ def record(
     bench_rel: dict[str, str] = {}
     interrupted = None
     current: str | None = None  # the scenario running now
+    current_stem: str | None = None  # its run's file stem
     prepared: dict[tuple, Any] = {}
     pool: Any = None
     if host_load:
@@ -554,17 +623,22 @@ def record(
             msg = f"pinned pool pre-warmed: {3 * nbuf} buffers of {n * 32} bytes in {time.perf_counter() - t_p:.1f} s, shared by the pinned_pool scenarios"
             notes.append(msg)
             say(f"record: {msg}")
-        for name, settings in runnable.items():
-            say(f"record: scenario {name} {settings}")
-            mark = load.snapshot()
-            current = name
-            entries[name] = run_scenario(name, settings, run_dir, n=n, partitions=counts.get(name, partitions), device=device, seed=seed, synth_workers=synth_workers,
-                                         prepared=prepared, queue_depth=queue_depth, pool=pool, circuit=circuit, vkey=vkey)
-            current = None
-            e = entries[name]
-            if host_load:
-                e["host_load"] = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in dataclasses.asdict(load.since(mark)).items()}
-            say(f"record:   {name}: {'ERROR ' + e['error'] if 'error' in e else str(e.get('rows')) + ' events'} in {e['seconds']} s")
+        runs: dict[str, list[dict[str, Any]]] = {name: [] for name in runnable}
+        for r in range(repeats):
+            for name, settings in runnable.items():
+                stem = name if repeats == 1 else f"{name}.r{r + 1}"
+                say(f"record: scenario {name} (run {r + 1} of {repeats}) {settings}")
+                mark = load.snapshot()
+                current, current_stem = name, stem
+                e = run_scenario(name, settings, run_dir, n=n, partitions=counts.get(name, partitions), device=device, seed=seed,
+                                 synth_workers=synth_workers, prepared=prepared, queue_depth=queue_depth, pool=pool, circuit=circuit,
+                                 vkey=vkey, stem=stem, prep_threads=prep_threads)
+                current = None
+                if host_load:
+                    e["host_load"] = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in dataclasses.asdict(load.since(mark)).items()}
+                runs[name].append(e)
+                entries[name] = _scenario_entry(run_dir, runs[name], repeats)
+                say(f"record:   {name}: {'ERROR ' + e['error'] if 'error' in e else str(e.get('rows')) + ' events'} in {e['seconds']} s")
         stop_load()
         if device == "gpu":
             if sweep:
@@ -579,7 +653,8 @@ def record(
         interrupted = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         notes.append(f"INTERRUPTED ({interrupted}): only the scenarios listed with files were recorded")
         if current is not None:  # the scenario that was running: what it left on disk, and that it was cut
-            entries[current] = _interrupted_entry(current, run_dir, exc)
+            cut = _interrupted_entry(current, run_dir, exc, current_stem)
+            entries[current] = dict(entries[current], interrupted=cut["interrupted"]) if current in entries else cut
     finally:
         try:
             prepared.clear()  # release the generated bases (device memory) before the manifest
@@ -602,6 +677,8 @@ def record(
         host_load={"threads": host_load, "buffer_bytes": load.buffer_bytes},
         sizes={"n": n, "log_n": n.bit_length() - 1, "abc_bytes_per_partition": abc, "fr_bytes": 32},
         circuit=circuit.describe() if circuit is not None else None,
+        repeats=repeats,
+        prep_threads=prep_threads,
         scenarios=entries,
         sweep=sweep_rel,
         benchmarks=bench_rel,
@@ -629,12 +706,14 @@ def record(
 @click.option("--no-bench", is_flag=True, help="skip the kernel benchmarks")
 @click.option("--synth-workers", type=int, default=None, help="synthesis threads (default 8 on the GPU, else the pipeline's)")
 @click.option("--queue-depth", type=int, default=None, help="partitions synthesized ahead (default 8 on the GPU; 0: 2*gw)")
-@click.option("--host-load", type=click.IntRange(min=0), default=0, show_default=True, help="host memory-bandwidth load threads during the scenarios (zkgpu.transfer.hostload)")
+@click.option("--host-load", type=click.IntRange(min=0), default=None, help=f"host memory-bandwidth load threads during the scenarios (zkgpu.transfer.hostload) [default: {SEED_HOST_LOAD} on the GPU, 0 on the CPU]")
+@click.option("--repeats", type=click.IntRange(1, 20), default=DEFAULT_REPEATS, show_default=True, help="runs of every scenario, interleaved round-robin")
+@click.option("--prep-threads", type=click.IntRange(1, 256), default=SEED_PREP_THREADS, show_default=True, help="numba threads of prep_msm (prep=cpu_parallel)")
 @click.option("--zkey", "zkey_path", type=click.Path(dir_okay=False, exists=True), default=None, help="prove a real circuit in every scenario: its snarkjs BLS12-381 key (n = its domain)")
 @click.option("--wtns", "wtns_paths", multiple=True, type=click.Path(dir_okay=False, exists=True), help="with --zkey: witness(es), cycled over the partitions")
 @click.option("--vkey", "vkey_path", type=click.Path(dir_okay=False, exists=True), default=None, help="with --zkey: verification key for snarkjs [default: vkey.json beside the key]")
-def record_command(n, partitions, quick, out, device, scenarios, scenario_partitions, no_sweep, no_bench, synth_workers, queue_depth, host_load, zkey_path,
-                   wtns_paths, vkey_path) -> None:
+def record_command(n, partitions, quick, out, device, scenarios, scenario_partitions, no_sweep, no_bench, synth_workers, queue_depth, host_load,
+                   repeats, prep_threads, zkey_path, wtns_paths, vkey_path) -> None:
     """Run the scenario matrix (baseline, registered, pinned pool, narrow lock, gw=1/3, compute-only)
     and write logs, Parquet event tables, the H2D sweep, kernel benchmarks and manifest.json into
     one fresh data/<gpu>-<date>-record/ folder. Bad options fail (one line, exit 2) before any
@@ -661,7 +740,7 @@ def record_command(n, partitions, quick, out, device, scenarios, scenario_partit
             out=out, device=None if device == "auto" else device, n=n, partitions=partitions, quick=quick,
             scenarios=scenarios or None, sweep=not no_sweep, bench=not no_bench, synth_workers=synth_workers,
             queue_depth=queue_depth, host_load=host_load, echo=click.echo, circuit=circuit, vkey=vkey_path,
-            scenario_partitions=counts or None,
+            scenario_partitions=counts or None, repeats=repeats, prep_threads=prep_threads,
         )
     except (ValueError, TypeError, RuntimeError) as exc:
         raise CliError(str(exc)) from exc

@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from zkgpu.analysis import calibration, metrics, model
-from zkgpu.analysis.replay import Recording, Source
+from zkgpu.analysis.replay import Recording, Source, repeat_table
 from zkgpu.core.manifest import REPO_ROOT, commit_label, git_commit, write_json_new
 from zkgpu.story import bottleneck
 
@@ -78,9 +78,15 @@ def forecast(source: Source) -> pd.DataFrame:
     Returns:
         DataFrame indexed by ``scenario`` (story order) with ``partitions_per_min`` (the model's, whole run),
         ``compute_util`` (the model's kernel utilization, a fraction), ``measured_per_min`` (the calibration run's
-        own throughput, for reference) and ``partitions``; empty when the recording has no such scenario.
+        own throughput, for reference), ``partitions``, and the band: ``band_rel`` and ``band_lo``/``band_hi``
+        (partitions/min, ``partitions_per_min * (1 -/+ band_rel)``). ``band_rel`` is how much the recording's own
+        runs move: the larger of the scenario's range over its repeats ((max - min) / median) and the median of
+        that range over the forecast's scenarios; NaN when the recording ran each scenario once. Empty when the
+        recording has no such scenario.
     """
     rows = {}
+    ranges = _run_ranges(source)
+    pooled = float(pd.Series(list(ranges.values()), dtype=float).median()) if ranges else float("nan")
     for name, st in bottleneck.prep_scenarios(source).items():
         if not source.has(name):
             continue
@@ -91,11 +97,31 @@ def forecast(source: Source) -> pd.DataFrame:
             measured = float(metrics.utilization(source.events(name)).iloc[0]["partitions_per_min"])
         except (KeyError, TypeError, ValueError, IndexError, OSError) as exc:
             raise ValueError(f"{source.recording.path.name}: scenario {name}: cannot forecast it ({type(exc).__name__}: {exc})") from None
+        band = max(ranges.get(name, float("nan")), pooled) if name in ranges else float("nan")
         rows[name] = {"partitions_per_min": sim.partitions_per_min, "compute_util": sim.compute_util,
-                      "measured_per_min": measured, "partitions": int(cfg.get("partitions", 16))}
-    out = pd.DataFrame.from_dict(rows, orient="index", columns=["partitions_per_min", "compute_util", "measured_per_min", "partitions"])
+                      "measured_per_min": measured, "partitions": int(cfg.get("partitions", 16)), "band_rel": band,
+                      "band_lo": sim.partitions_per_min * (1 - band), "band_hi": sim.partitions_per_min * (1 + band)}
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=["partitions_per_min", "compute_util", "measured_per_min", "partitions",
+                                                                 "band_rel", "band_lo", "band_hi"])
     out.index.name = "scenario"
     return out
+
+
+def _run_ranges(source: Source) -> dict[str, float]:
+    """``{scenario: (max - min) / median}`` of partitions/min over the runs of every prep scenario run more than once."""
+    out = {}
+    for name in bottleneck.prep_scenarios(source):
+        if source.has(name) and len(source.runs(name)) > 1:
+            rates = repeat_table(source, [name])["partitions_per_min"]
+            if len(rates) > 1 and rates.median() > 0:
+                out[name] = float((rates.max() - rates.min()) / rates.median())
+    return out
+
+
+def _measured_median(source: Source, name: str) -> tuple[float, float]:
+    """Median partitions/min and compute utilization of ``name`` over its runs."""
+    t = repeat_table(source, [name])
+    return float(t["partitions_per_min"].median()), float(t["compute_util"].median())
 
 
 def write_forecast(source: Source, out_dir: str | Path | None = None, *, made_utc: str | None = None) -> Path:
@@ -131,7 +157,10 @@ def write_forecast(source: Source, out_dir: str | Path | None = None, *, made_ut
         "gpu": rec.gpu,
         "n": rec.manifest.get("n"),
         "method": "per scenario: the model calibrated (means) on that scenario's run in from_recording, simulated with its recorded settings",
-        "scenarios": {name: {k: (float(v) if k != "partitions" else int(v)) for k, v in row.items()} for name, row in table.iterrows()},
+        "band": "band_lo..band_hi: the forecast -/+ band_rel, the larger of the scenario's range over its repeats in from_recording "
+                "((max - min) / median) and the median of those ranges; null when it ran each scenario once",
+        "scenarios": {name: {k: (None if isinstance(v, float) and not math.isfinite(v) else float(v) if k != "partitions" else int(v))
+                             for k, v in row.items()} for name, row in table.iterrows()},
     }
     try:
         return write_json_new(target, doc)
@@ -170,8 +199,11 @@ def read_forecasts(folder: str | Path | None = None) -> list[dict[str, Any]]:
         for name, v in doc["scenarios"].items():
             ok = isinstance(v, dict) and all(isinstance(v.get(k), (int, float)) and not isinstance(v.get(k), bool)
                                              and math.isfinite(v[k]) and v[k] >= 0 for k in _NUMBERS)
+            band = [v.get(k) for k in ("band_lo", "band_hi")] if isinstance(v, dict) else []
+            ok = ok and all(b is None or (isinstance(b, (int, float)) and not isinstance(b, bool) and math.isfinite(b)) for b in band)
             if not ok:
-                raise ValueError(f"{f}: scenario {name!r}: needs finite numbers >= 0 for {', '.join(_NUMBERS)}, got {v!r}")
+                raise ValueError(f"{f}: scenario {name!r}: needs finite numbers >= 0 for {', '.join(_NUMBERS)} (and finite or null "
+                                 f"band_lo/band_hi), got {v!r}")
         out.append({**doc, "file": f.name, "_made": made})
     return sorted(out, key=lambda d: d["_made"])
 
@@ -205,8 +237,11 @@ def forecast_vs_measured(recording: Recording | Source, folder: str | Path | Non
     ``recording`` measured, scenario by scenario (the scenarios both have, in the story's order).
 
     Returns:
-        DataFrame indexed by ``scenario`` with ``forecast_per_min``, ``measured_per_min``, ``rel_err``
-        ((forecast − measured) / measured) and ``forecast_compute_util``, ``measured_compute_util`` (a scenario
+        DataFrame indexed by ``scenario`` with ``forecast_per_min``, ``measured_per_min`` (the median over the
+        recording's runs of it; ``measured_min``/``measured_max``, ``runs``), ``rel_err``
+        ((forecast − measured) / measured), the forecast's band (``band_lo``, ``band_hi``; NaN for a forecast
+        without one) and ``in_band`` (the measured median inside it; None without a band),
+        ``forecast_compute_util``, ``measured_compute_util`` (a scenario
         the recording measured at 0 partitions/min is left out); its ``attrs`` hold ``file``, ``made_utc``,
         ``commit``, ``from_recording``, ``from_commit`` (the code the forecast's recording ran) and ``reproduced``
         (:func:`reproduces`). Empty, without attrs, when no forecast precedes the recording; empty with attrs when
@@ -221,7 +256,8 @@ def forecast_vs_measured(recording: Recording | Source, folder: str | Path | Non
     start = _recording_start(rec)
     before = [f for f in read_forecasts(folder) if f["_made"] < start and f["from_recording"] != rec.path.name
               and f.get("gpu") in (None, rec.gpu) and f.get("n") in (None, rec.manifest.get("n"))]
-    cols = ["forecast_per_min", "measured_per_min", "rel_err", "forecast_compute_util", "measured_compute_util"]
+    cols = ["forecast_per_min", "measured_per_min", "rel_err", "forecast_compute_util", "measured_compute_util", "band_lo", "band_hi",
+            "in_band", "measured_min", "measured_max", "runs"]
     if not before:
         return pd.DataFrame(columns=cols)
     fc = before[-1]
@@ -230,13 +266,21 @@ def forecast_vs_measured(recording: Recording | Source, folder: str | Path | Non
         v = fc["scenarios"].get(name)
         if v is None or not src.has(name):
             continue
-        m = metrics.utilization(src.events(name)).iloc[0]
-        meas = float(m["partitions_per_min"])
+        t = repeat_table(src, [name])
+        if t.empty:
+            continue
+        meas, util = float(t["partitions_per_min"].median()), float(t["compute_util"].median())
         if not (math.isfinite(meas) and meas > 0):
             continue
+        lo, hi = v.get("band_lo"), v.get("band_hi")
+        banded = isinstance(lo, (int, float)) and isinstance(hi, (int, float))
         rows[name] = {"forecast_per_min": float(v["partitions_per_min"]), "measured_per_min": meas,
                       "rel_err": (float(v["partitions_per_min"]) - meas) / meas,
-                      "forecast_compute_util": float(v["compute_util"]), "measured_compute_util": float(m["compute_util"])}
+                      "forecast_compute_util": float(v["compute_util"]), "measured_compute_util": util,
+                      "band_lo": float(lo) if banded else float("nan"), "band_hi": float(hi) if banded else float("nan"),
+                      "in_band": (bool(lo <= meas <= hi) if banded else None),
+                      "measured_min": float(t["partitions_per_min"].min()), "measured_max": float(t["partitions_per_min"].max()),
+                      "runs": len(t)}
     out = pd.DataFrame.from_dict(rows, orient="index", columns=cols) if rows else pd.DataFrame(columns=cols)
     out.index.name = "scenario"
     out.attrs.update(file=fc["file"], made_utc=fc["made_utc"], commit=fc.get("commit"), from_recording=fc["from_recording"],
@@ -247,6 +291,16 @@ def forecast_vs_measured(recording: Recording | Source, folder: str | Path | Non
 def _code_state(reproduced: bool | None) -> str:
     return {True: "today's code makes the same forecast", False: "today's code makes another forecast: the model changed since",
             None: "its recording is not here to check today's code against"}[reproduced]
+
+
+def _band_sentence(t: pd.DataFrame) -> str:
+    """How many measured medians fell inside the forecast's bands (or that the forecast had none)."""
+    banded = t[t["in_band"].notna()] if "in_band" in t else t.iloc[:0]
+    if banded.empty:
+        return "The forecast carries no band (its recording ran each scenario once). "
+    k = int(banded["in_band"].astype(bool).sum())
+    return (f"The measured median (over {int(t['runs'].min())}-{int(t['runs'].max())} runs) fell inside the forecast's band for {k} of "
+            f"{len(banded)} scenarios ({100 * k / len(banded):.0f}%; the band is how much the forecast recording's own runs moved). ")
 
 
 def blind_test_markdown(recording: Recording | Source, best: str | None = None, folder: str | Path | None = None) -> str:
@@ -269,8 +323,8 @@ def blind_test_markdown(recording: Recording | Source, best: str | None = None, 
         return (head + f" It predicted `{b}`{swap} at {t.loc[b, 'forecast_per_min']:.0f} partitions/min; {name} measured "
                 f"{t.loc[b, 'measured_per_min']:.0f} ({100 * t.loc[b, 'rel_err']:+.1f}%: {'within' if ok else 'outside'} 10%). Over the "
                 f"{len(t)} scenarios both have, the errors range from {100 * t['rel_err'].min():+.0f}% to {100 * t['rel_err'].max():+.0f}% "
-                f"({int((t['rel_err'].abs() <= 0.10).sum())} within 10%). A change between the two recordings' code or host shows as "
-                "error here too: their commits are above.")
+                f"({int((t['rel_err'].abs() <= 0.10).sum())} within 10%). " + _band_sentence(t) + "A change between the two "
+                "recordings' code or host shows as error here too: their commits are above.")
     pending = [f for f in read_forecasts(folder) if f["from_recording"] == name]
     if not pending:
         return (f"**Blind test.** No forecast was made before {name}, and none from it: `zkgpu forecast` writes one, "
