@@ -153,13 +153,16 @@ for s in "${stages[@]}"; do
     bench-load) run_stage bench-load python3 -m zkgpu.app.cli bench load ${LOAD_LEVELS:+--levels $LOAD_LEVELS} --out "$DATA" ;;
     # HOST_LOAD=N: N host memory-load threads during the scenarios (zkgpu.transfer.hostload)
     record)    run_stage record python3 -m zkgpu.app.cli record --no-sweep --no-bench ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${PARTITIONS:+--partitions $PARTITIONS} ${REPEATS:+--repeats $REPEATS} ${PREP_THREADS:+--prep-threads $PREP_THREADS} --out "$DATA" ;;
-    # the seed regime's prep_msm threads: the baseline alone (one run of 16 partitions) for each of
-    # SEED_THREADS (default "8 12") into data/seed-regime/; exports PREP_THREADS = the count whose
-    # median ntt_msm_h / median prep_msm is nearest the seed's (1.82: zkgpu.story.seed.seed_ratio) for the
+    # the seed regime: the baseline alone (one run of 16 partitions) for each SYNTH:LOAD:PREP of SEED_GRID
+    # (synthesis threads, host memory-load threads, prep_msm threads) into data/seed-regime/; exports
+    # SYNTH_WORKERS, HOST_LOAD and PREP_THREADS of the one nearest the seed (zkgpu.story.seed.choose_regime:
+    # pageable H2D in 1-4.5 GB/s, median ntt_msm_h / median prep_msm nearest the seed's 1.82) for the
     # record stages that follow in this call
     seed-cal)  mkdir -p "$DATA/seed-regime"
-               for t in ${SEED_THREADS:-8 12}; do run_stage "seed-cal-$t" python3 -m zkgpu.app.cli record --no-sweep --no-bench --scenario baseline --repeats 1 --prep-threads "$t" --out "$DATA/seed-regime"; done
-               PREP_THREADS=$(python3 -c 'import sys; from zkgpu.story.seed import choose_prep_threads as c; print(c(sys.argv[1]))' "$DATA/seed-regime") && export PREP_THREADS && echo "seed-cal: PREP_THREADS=$PREP_THREADS" ;;
+               for g in ${SEED_GRID:-8:8:8 4:8:8 4:10:8 6:10:8 4:12:8 8:10:10}; do IFS=: read -r sw hl pt <<<"$g"
+                 run_stage "seed-cal-$sw-$hl-$pt" python3 -m zkgpu.app.cli record --no-sweep --no-bench --scenario baseline --repeats 1 --synth-workers "$sw" --host-load "$hl" --prep-threads "$pt" --out "$DATA/seed-regime"; done
+               read -r SYNTH_WORKERS HOST_LOAD PREP_THREADS < <(python3 -c 'import sys; from zkgpu.story.seed import choose_regime as c; print(*c(sys.argv[1]))' "$DATA/seed-regime") &&
+                 export SYNTH_WORKERS HOST_LOAD PREP_THREADS && echo "seed-cal: SYNTH_WORKERS=$SYNTH_WORKERS HOST_LOAD=$HOST_LOAD PREP_THREADS=$PREP_THREADS" ;;
     prove-setup) node_setup; run_stage prove-setup python3 -m zkgpu.app.cli circuit "$PROVE_CIRCUIT" build/circuits $([ "$PROVE_SETUP" = fast ] && echo --fast) ;;
     prove)     export OUT DATA PROVE_CIRCUIT PROVE_SETUP PROVE_DEVICE; run_stage prove bash -c "$(declare -f node_setup prove_stage); prove_stage" ;;
     record-real) export OUT DATA PROVE_CIRCUIT PROVE_SETUP PROVE_DEVICE; run_stage record-real bash -c "$(declare -f node_setup record_real_stage); record_real_stage" ;;

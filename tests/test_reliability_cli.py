@@ -284,7 +284,7 @@ def test_interrupt_inside_a_scenario_is_in_the_manifest(tmp_path, monkeypatch):
 
     monkeypatch.setattr(pipeline, "run_pipeline", wrapped)
     with pytest.raises(KeyboardInterrupt):
-        record.record(out=tmp_path, device="cpu", n=32, partitions=3, scenarios=["baseline", "pinned_pool", "pinned_gw1"])
+        record.record(out=tmp_path, device="cpu", n=32, partitions=3, scenarios=["baseline", "pinned_pool", "pinned_gw1"], repeats=1)
     (run_dir,) = tmp_path.iterdir()
     rec = replay.Recording.open(run_dir)
     cut = rec.scenario("pinned_pool")

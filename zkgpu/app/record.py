@@ -65,6 +65,16 @@ from zkgpu.core.cuda import gpu_available
 from zkgpu.core.errors import CliError, OneLineCommand
 from zkgpu.core.events import normalize_events
 from zkgpu.core.manifest import build_manifest, new_run_dir, write_json_new
+from zkgpu.core.scenarios import (
+    DEFAULT_REPEATS,
+    LAST_MILE_ALTERNATIVE_PARTITIONS,
+    LAST_MILE_PARTITIONS,
+    LAST_MILE_SCENARIOS,
+    MAIN_SCENARIOS,
+    SCENARIOS,
+    SEED_HOST_LOAD,
+    SEED_PREP_THREADS,
+)
 from zkgpu.gpu.msm.prep import numba_available
 from zkgpu.groth16.workload import SnarkjsCircuit, check_proofs, load_circuit
 from zkgpu.pipeline.config import TRANSFERS, PipelineConfig
@@ -90,89 +100,11 @@ __all__ = [
     "record_command",
 ]
 
-#: The seed-faithful regime (issue 20): cuzk computes prep_msm on a thread pool, so the baseline's
-#: prep_msm runs on :data:`SEED_PREP_THREADS` numba threads (``prep="cpu_parallel"``) while
-#: :data:`SEED_HOST_LOAD` memory-load threads stand in for cuzk's concurrent syntheses. Measured on the
-#: H200 at n = 2^22 (16 partitions, gw = 2, coarse lock): one numpy thread gives ntt_msm_h/prep_msm = 0.40,
-#: 8 numba threads 1.46 (the seed's lines: 1.53-1.94); ``zkgpu record --prep-threads`` changes it and the
-#: manifest records it.
-SEED_PREP, SEED_PREP_THREADS, SEED_HOST_LOAD = "cpu_parallel", 8, 8
-#: the baseline: pageable a/b/c, the coarse mutex, two GPU workers, prep_msm on CPU threads
-BASELINE: dict[str, Any] = {"transfer": "pageable", "lock_scope": "coarse", "gw": 2, "prep": SEED_PREP}
-
-
-def _step(**change: Any) -> dict[str, Any]:
-    """A scenario: the baseline with the settings in ``change`` changed (each story step names its change)."""
-    return {**BASELINE, **change}
-
-
-#: scenario name -> PipelineConfig settings (everything else from the sizes given to :func:`record`).
-#: Each of notebooks 01-07's scenarios differs from :data:`BASELINE` by the change it studies; the
-#: last-mile steps (07b) add one change at a time. Ordered by importance: if a recording is cut short,
-#: the first ones are the ones that matter.
-SCENARIOS: dict[str, dict[str, Any]] = {
-    "baseline": _step(),
-    "pinned_pool": _step(transfer="pinned_pool"),
-    "pinned_narrow": _step(transfer="pinned_pool", lock_scope="narrow"),
-    "registered": _step(transfer="registered"),
-    "pinned_gw1": _step(transfer="pinned_pool", gw=1),
-    "pinned_gw3": _step(transfer="pinned_pool", gw=3),
-    "compute_only": _step(transfer="resident"),
-    # a named alternative: prep_msm on one numpy thread (the pre-issue-20 baseline)
-    "baseline_prep_numpy": _step(prep="cpu"),
-    # beyond upstream (notebook 07b): prep_msm off the critical path, then the GPU phases themselves
-    "narrow_prep_parallel": _step(transfer="pinned_pool", lock_scope="narrow"),
-    "narrow_prep_gpu": _step(transfer="pinned_pool", lock_scope="narrow", prep="gpu"),
-    # + the H2D of a/b/c before the mutex (h2d_stage="pre_lock"): its DMA overlaps the other worker's kernels
-    "narrow_prep_gpu_h2d_pre_lock": _step(transfer="pinned_pool", lock_scope="narrow", prep="gpu", h2d_stage="pre_lock"),
-    # + every G1 MSM over precomputed shifted bases (msm_bases="precomputed"): one bucket set, no Horner doublings
-    "narrow_prep_gpu_h2d_pre_lock_msm_precomp": _step(transfer="pinned_pool", lock_scope="narrow", prep="gpu", h2d_stage="pre_lock",
-                                                      msm_bases="precomputed"),
-    "narrow_prep_gpu_gw3": _step(transfer="pinned_pool", lock_scope="narrow", gw=3, prep="gpu"),
-    # + the three batch additions and the three tail MSMs each on its own stream, at once
-    "narrow_prep_gpu_tails": _step(transfer="pinned_pool", lock_scope="narrow", prep="gpu", tail_streams=3),
-    # + no shared mutex: two workers' kernels overlap on the GPU (the mutex guards VRAM on small cards)
-    "unlocked_prep_gpu_tails": _step(transfer="pinned_pool", lock_scope="none", prep="gpu", tail_streams=3),
-    # the mutex over the submission only: a/b/c copied before it, the GPU phases queued on one
-    # shared stream, the wait for the kernels and the results' D2H after its release
-    "submit_prep_gpu": _step(transfer="pinned_pool", lock_scope="submit", prep="gpu"),
-    "submit_prep_gpu_tails": _step(transfer="pinned_pool", lock_scope="submit", prep="gpu", tail_streams=3),
-    # the precomputed-bases step with a third worker (one more partition set up while two hold the GPU)
-    "narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3": _step(transfer="pinned_pool", lock_scope="narrow", gw=3, prep="gpu",
-                                                          h2d_stage="pre_lock", msm_bases="precomputed"),
-    # the story's last step: the mutex over the submission only, every G1 MSM over precomputed bases
-    "submit_prep_gpu_msm_precomp": _step(transfer="pinned_pool", lock_scope="submit", prep="gpu", msm_bases="precomputed"),
-    "submit_prep_gpu_msm_precomp_gw3": _step(transfer="pinned_pool", lock_scope="submit", gw=3, prep="gpu", msm_bases="precomputed"),
-}
-
-#: the main recording's scenarios (notebooks 01-07): the baseline and each single change
-MAIN_SCENARIOS = ("baseline", "pinned_pool", "pinned_narrow", "registered", "pinned_gw1", "pinned_gw3", "compute_only")
-#: runs of every scenario, interleaved round-robin (repeat 1 of every scenario, then repeat 2 ...) so that
-#: drift over the recording hits every scenario alike
-DEFAULT_REPEATS = 3
-
-#: The scenarios of notebook 07b ("the last bottleneck") in one recording: the story (the baseline
-#: and the fix it is measured against, prep_msm taken off the critical path on the CPU and on the
-#: GPU, then the H2D before the mutex, then the G1 MSMs over precomputed bases, then the mutex over the
-#: submission only, with plain and with precomputed bases: the last step), then the informative
-#: alternatives (concurrent tails, no shared mutex, a third worker;
-#: :data:`LAST_MILE_ALTERNATIVE_PARTITIONS`) (``scripts/gpu_run.sh record-last-mile``).
-LAST_MILE_SCENARIOS = ("baseline", "pinned_narrow", "narrow_prep_gpu", "narrow_prep_gpu_h2d_pre_lock",
-                       "narrow_prep_gpu_h2d_pre_lock_msm_precomp", "submit_prep_gpu", "submit_prep_gpu_msm_precomp",
-                       "narrow_prep_gpu_tails", "unlocked_prep_gpu_tails", "narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3",
-                       "submit_prep_gpu_msm_precomp_gw3")
-#: partitions per scenario and repeat of the last-mile recording (``scripts/gpu_run.sh record-last-mile``):
-#: 3 interleaved repeats of 48 (the run's window includes the pipeline fill, ~1/48 of it); the alternatives
-#: run 32 (``zkgpu record --scenario-partitions``).
-LAST_MILE_PARTITIONS = 48
-LAST_MILE_ALTERNATIVE_PARTITIONS = {"narrow_prep_gpu_tails": 32, "unlocked_prep_gpu_tails": 32,
-                                    "narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3": 32, "submit_prep_gpu_msm_precomp_gw3": 32}
-
 # Sizes. GPU: n = 2^22 constraints per partition (a/b/c = 3 x 128 MiB, 1/32 of a PoRep partition,
 # the pipeline's default); --quick quarters it. CPU: the reference math on Python ints and
 # py-arkworks is slow, so about a thousand constraints (a few seconds for the whole matrix).
 GPU_DEFAULT_N = 1 << 22
-GPU_DEFAULT_PARTITIONS = 16
+GPU_DEFAULT_PARTITIONS = 32
 GPU_SYNTH_WORKERS = 8
 GPU_QUEUE_DEPTH = 8
 """GPU recordings: 8 synthesis threads and up to 8 partitions synthesized ahead (cuzk's recommended
@@ -695,7 +627,7 @@ def record(
 
 @click.command("record", cls=OneLineCommand)
 @click.option("--n", "n", type=int, default=None, help="constraints per partition, a power of two (default 2^22 GPU, 2^20 --quick, 2^10 CPU)")
-@click.option("--partitions", type=int, default=None, help="partitions per scenario (default 16 GPU, 4 --quick, 6 CPU)")
+@click.option("--partitions", type=int, default=None, help="partitions per scenario (default 32 GPU: the pipeline fill weighs ~1/32 of a run, 4 --quick, 6 CPU)")
 @click.option("--quick", is_flag=True, help="smaller defaults, shorter sweep and benchmarks")
 @click.option("--out", "out", default=None, help="base folder for the run folder (default $ZKGPU_DATA, else data/)")
 @click.option("--device", type=click.Choice(["auto", "gpu", "cpu"]), default="auto", show_default=True)

@@ -268,14 +268,14 @@ def _story_step(settings: dict[str, Any]) -> tuple[int, int, bool, bool, int, bo
 
 
 def prep_scenarios(source: Source | Recording) -> dict[str, dict[str, Any]]:
-    """The scenarios of ``source``'s recording that take prep_msm off the critical path (``prep``
-    other than ``cpu`` in the settings its manifest records), in the story's order (CPU-parallel
+    """The scenarios of ``source``'s recording that take prep_msm off the critical path (``prep`` not
+    ``cpu``, not pageable, the mutex narrower than coarse, as its manifest records), in the story's order (CPU-parallel
     prep, GPU prep, gw = 3, concurrent tails, no mutex): name -> settings (``transfer``,
     ``lock_scope``, ``gw``, ``prep``, ``tail_streams`` where set). Scenarios the recording lacks
     are not predicted (record them: ``scripts/gpu_run.sh record-last-mile``)."""
     rec = source.recording if isinstance(source, Source) else source
     found = {name: _settings(rec.scenario(name)) for name in rec.scenarios}
-    prep = {k: v for k, v in found.items() if v.get("prep", "cpu") != "cpu"}
+    prep = {k: v for k, v in found.items() if v.get("prep", "cpu") != "cpu" and v.get("transfer") != "pageable" and v.get("lock_scope", "coarse") != "coarse"}
     return dict(sorted(prep.items(), key=lambda kv: _story_step(kv[1])))
 
 

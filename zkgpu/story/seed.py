@@ -13,7 +13,7 @@ CPU), shares of ``gpu_total``, GB/s and utilizations as they are.
 
 * :func:`seed_partitions`: the seed's partition table (:func:`zkgpu.analysis.logs.partition_table`).
 * :func:`smoking_gun_ratio`: median ``ntt_msm_h`` over median ``prep_msm`` of a run (seed: :data:`SEED_RATIO`).
-* :func:`choose_prep_threads`: the prep_msm thread count whose baseline ratio is nearest the seed's.
+* :func:`choose_regime`: the synthesis threads, host load and prep_msm threads whose baseline is nearest the seed's.
 * :func:`seed_table`: every figure the seed gives, ours beside it, with the spread over our runs.
 """
 
@@ -29,7 +29,7 @@ from zkgpu.analysis import logs, metrics
 from zkgpu.analysis.gpu_time import kernel_ms_per_partition
 from zkgpu.analysis.replay import Recording, Source, reference_path, reference_table
 
-__all__ = ["SEED_LOG", "seed_partitions", "seed_ratio", "smoking_gun_ratio", "choose_prep_threads", "seed_table", "RATIO_RANGE"]
+__all__ = ["SEED_LOG", "seed_partitions", "seed_ratio", "smoking_gun_ratio", "choose_regime", "seed_table", "RATIO_RANGE"]
 
 SEED_LOG = "seed_cuzk_timing.log"
 #: the ratio range issue 20 accepts as the seed's proportions (the seed's own per-partition ratios: 1.53-1.94)
@@ -56,26 +56,30 @@ def smoking_gun_ratio(events: pd.DataFrame) -> float:
     return a / b if b and b == b else float("nan")
 
 
-def choose_prep_threads(folder: str | Path) -> int:
-    """The ``prep_threads`` of the baseline recording in ``folder`` (one recording per thread count, as
-    ``scripts/gpu_run.sh seed-cal`` makes them) whose :func:`smoking_gun_ratio` is nearest :func:`seed_ratio`.
+def choose_regime(folder: str | Path, gbps: tuple[float, float] = (1.0, 4.5)) -> tuple[int, int, int]:
+    """``(synth_workers, host_load, prep_threads)`` of the baseline recording in ``folder`` (one recording per
+    setting, as ``scripts/gpu_run.sh seed-cal`` makes them) whose :func:`smoking_gun_ratio` is nearest
+    :func:`seed_ratio` among those whose pageable H2D rate is inside ``gbps`` (the seed's 1-4 GB/s), or among all
+    when none is.
 
     Raises:
-        ValueError: no recording with a baseline in ``folder`` (names it).
+        ValueError: no recording with a baseline event table in ``folder`` (names it).
     """
     target = seed_ratio()
-    found: list[tuple[float, int]] = []
+    found: list[tuple[bool, float, tuple[int, int, int]]] = []
     for mf in sorted(Path(folder).glob("*/manifest.json")):
         rec = Recording.open(mf.parent)
         if "baseline" not in rec.scenarios or not rec.scenario("baseline").get("events"):
             continue
-        r = smoking_gun_ratio(rec.events("baseline"))
-        threads = rec.manifest.get("prep_threads")
-        if isinstance(threads, int) and math.isfinite(r):
-            found.append((abs(math.log(r / target)), threads))
+        ev = rec.events("baseline")
+        r, rate = smoking_gun_ratio(ev), _gbps(ev)
+        cfg = rec.scenario("baseline").get("config") or {}
+        key = (int(cfg.get("synth_workers", 0)), rec.host_load_threads, int(rec.manifest.get("prep_threads") or 0))
+        if math.isfinite(r) and r > 0 and all(key):
+            found.append((not (gbps[0] <= rate <= gbps[1]), abs(math.log(r / target)), key))
     if not found:
-        raise ValueError(f"{folder}: no recording with a baseline event table and prep_threads in its manifest")
-    return min(found)[1]
+        raise ValueError(f"{folder}: no recording with a baseline event table, its synth_workers, host load and prep_threads")
+    return min(found)[2]
 
 
 def _runs(source: Source, scenario: str) -> list[pd.DataFrame]:
