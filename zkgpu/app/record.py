@@ -105,19 +105,12 @@ __all__ = [
 # py-arkworks is slow, so about a thousand constraints (a few seconds for the whole matrix).
 GPU_DEFAULT_N = 1 << 22
 GPU_DEFAULT_PARTITIONS = 32
-GPU_SYNTH_WORKERS = 8
+GPU_SYNTH_WORKERS = 4
 GPU_QUEUE_DEPTH = 8
-"""GPU recordings: 8 synthesis threads and up to 8 partitions synthesized ahead (cuzk's recommended
-``max_gpu_queue_depth``), so that synthesis keeps both GPU workers fed and the GPU side (mutex,
-H2D, barrier) is what limits throughput, as in the seed. With the pipeline's defaults (2 threads,
-depth 2*gw) a 16-core host is synthesis-bound at n = 2^22 (measured 2026-11-29: a partition every
-~250 ms in every scenario, GPU workers starved). The depth counts the partitions held by the GPU
-workers' start halves too (gw of them), and the pinned pool is pre-warmed with ``depth + gw + 2`` sets,
-so the pool never makes a synthesis thread wait; the permits do. With the counter-based synthesis
-(the same short recording, host load 8: ~170 ms per 2^22 partition and thread, 8 threads at once ~260 ms) six threads
-synthesizing supply over 1300 partitions/min against the ~800 the best step consumes: the ready queue
-stays full (``gpu_queue`` waits of 180-370 ms) and no GPU window idles for want of a partition, while the
-load threads keep their bandwidth (63-68 GB/s against record-3's 58-63). So these defaults stay."""
+"""GPU recordings: 4 synthesis threads (the seed regime's grid point, ``scripts/gpu_run.sh seed-cal``:
+data/seed-regime/) and up to 8 partitions synthesized ahead (cuzk's recommended ``max_gpu_queue_depth``).
+The depth counts the partitions held by the GPU workers' start halves too (gw of them), and the pinned
+pool is pre-warmed with ``depth + gw + 2`` sets, so the pool never makes a synthesis thread wait."""
 GPU_QUICK_N = 1 << 20
 GPU_QUICK_PARTITIONS = 4
 CPU_DEFAULT_N = 1 << 10
