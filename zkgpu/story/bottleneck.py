@@ -281,12 +281,12 @@ def prep_scenarios(source: Source | Recording) -> dict[str, dict[str, Any]]:
 
 def last_mile_recordings(base: str | Path | None = None) -> list[Recording]:
     """GPU recordings that have any of :func:`prep_scenarios`: those in ``data/last-mile/``
-    (:data:`PILOT_DIR`) newest first, then those in ``data/`` newest first."""
+    (:data:`PILOT_DIR`) newest first, then those in ``data/`` with a GPU-prep step, newest first."""
     root = Path(base) if base is not None else data_dir()
-    out: list[Recording] = []
-    for d in (root / PILOT_DIR, root):
-        out += sorted((r for r in find_recordings(d) if r.is_gpu and prep_scenarios(r)), key=lambda r: r.date, reverse=True)
-    return out
+    pilot = sorted((r for r in find_recordings(root / PILOT_DIR) if r.is_gpu and prep_scenarios(r)), key=lambda r: r.date, reverse=True)
+    main = sorted((r for r in find_recordings(root) if r.is_gpu and any(v.get("prep") == "gpu" for v in prep_scenarios(r).values())),
+                  key=lambda r: r.date, reverse=True)
+    return pilot + main
 
 
 def last_mile_source(mode: str, *, base: str | Path | None = None) -> Source | None:
