@@ -88,6 +88,7 @@ def executed(tmp_path_factory):
     return results
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", EXPECTED)
 def test_notebook_runs_in_replay(executed, name):
     nb, key, err = executed[name]
@@ -117,6 +118,7 @@ def _markdown_out(nb) -> str:
                      if o.output_type in ("display_data", "execute_result") and "text/markdown" in o.get("data", {}))
 
 
+@pytest.mark.slow
 def test_sources_are_labelled(executed):
     for name in EXPECTED[1:]:
         nb, key, _ = executed[name]
@@ -128,6 +130,7 @@ def test_sources_are_labelled(executed):
             assert "REPLAY of a GPU recording" in text
 
 
+@pytest.mark.slow
 def test_every_notebook_has_figures_with_captions(executed):
     need = {"04_smoking_gun": 2, "07_next_bottleneck": 2}
     for name in EXPECTED:
@@ -137,6 +140,7 @@ def test_every_notebook_has_figures_with_captions(executed):
         assert _markdown_out(nb).count("*Figure.*") >= n, f"{name}: a figure without a caption"
 
 
+@pytest.mark.slow
 def test_each_notebook_card_has_its_own_finding(executed):
     """The index shows each notebook's finding: no two notebooks may share one (08 once showed 06's)."""
     findings = {name: executed[name][1]["finding"] for name in EXPECTED}
@@ -146,6 +150,7 @@ def test_each_notebook_card_has_its_own_finding(executed):
         k for k in ("baseline_h2d_share", "pinned_pool_h2d_share") if k in k8]  # the finding's numbers come first
 
 
+@pytest.mark.slow
 def test_key_numbers_follow_the_contract(executed):
     from zkgpu.analysis.keynumbers import UNITS
 
@@ -199,6 +204,7 @@ def _recompute(ev, metric: str):
     return None
 
 
+@pytest.mark.slow
 def test_key_numbers_recomputed_through_metrics(executed, monkeypatch):
     """Every key number named ``<scenario>_<metric>`` is recomputed from the recorded events
     through zkgpu.analysis.metrics and must match what the notebook printed and saved."""
@@ -222,6 +228,7 @@ def test_key_numbers_recomputed_through_metrics(executed, monkeypatch):
         assert checked.get(name, 0) >= n, (name, checked)
 
 
+@pytest.mark.slow
 def test_conclusions_of_08_are_computed_from_the_data(executed, monkeypatch):
     from zkgpu.analysis import calibration, metrics, model
     from zkgpu.app import live
@@ -252,6 +259,7 @@ def test_conclusions_of_08_are_computed_from_the_data(executed, monkeypatch):
         assert _num(key, "pinned_pool_kernel_util") < _num(key, "baseline_kernel_util")  # upstream's figure fell
 
 
+@pytest.mark.slow
 def test_model_reports_through_metrics(executed, monkeypatch):
     """The model's utilizations are zkgpu.analysis.metrics' on its event table (one definition, one window)."""
     from zkgpu.analysis import calibration, metrics, model
@@ -267,6 +275,7 @@ def test_model_reports_through_metrics(executed, monkeypatch):
     assert measured["compute_util"] == pytest.approx(float(metrics.compute_utilization(src.events("baseline"))["utilization"].iloc[0]))
 
 
+@pytest.mark.slow
 def test_key_numbers_04_recover_the_seed_identity(executed, monkeypatch):
     from zkgpu.analysis import logs, metrics
     from zkgpu.app import live
@@ -286,6 +295,7 @@ def test_key_numbers_04_recover_the_seed_identity(executed, monkeypatch):
     assert _num(key, "baseline_slack_ms") == pytest.approx(float(metrics.barrier_race(src.events("baseline"))["slack_ms"].median()))
 
 
+@pytest.mark.slow
 def test_key_numbers_other_notebooks(executed):
     k0 = executed["00_index"][1]
     assert _num(k0, "mode") == "replay"
@@ -316,6 +326,7 @@ def test_key_numbers_other_notebooks(executed):
     assert _num(ka, "nvtx_rows") == _num(ka, "events") and _num(ka, "memcpy_rows") == _num(ka, "h2d_rows") > 0
 
 
+@pytest.mark.slow
 def test_key_numbers_07b_last_bottleneck(executed, monkeypatch):
     from zkgpu.analysis import gpu_time
     from zkgpu.story import bottleneck
@@ -339,11 +350,13 @@ def test_key_numbers_07b_last_bottleneck(executed, monkeypatch):
     assert key["finding"].startswith(f"After the fix ({fix})")
 
 
+@pytest.mark.slow
 def test_total_time_is_reasonable(executed):
     # the whole suite in replay must stay CI-sized (2 cores): well under 5 minutes
     assert sum(TIMINGS.values()) < 300, TIMINGS
 
 
+@pytest.mark.slow
 def test_report_renders_html_with_data_note_and_key_numbers(executed, tmp_path, monkeypatch):
     from zkgpu.app.report import run_report
 
@@ -386,6 +399,7 @@ def _fake_gpu_recording(base: Path, cpu_run: Path) -> Path:
     return d
 
 
+@pytest.mark.slow
 def test_gpu_only_paths_on_a_synthetic_gpu_recording(tmp_path, monkeypatch):
     from zkgpu.app import record
 

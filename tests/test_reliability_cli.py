@@ -293,6 +293,7 @@ def test_interrupt_inside_a_scenario_is_in_the_manifest(tmp_path, monkeypatch):
     assert "not run" in rec.scenario("pinned_gw1")["skipped"]
 
 
+@pytest.mark.slow
 def test_sigterm_during_record_writes_the_manifest(tmp_path):
     out = tmp_path / "runs"
     env = dict(os.environ, ZKGPU_DISABLE_GPU="1")

@@ -158,6 +158,7 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 
 
+@pytest.mark.slow
 def test_notebook_08_shows_the_newest_recordings_without_code_edits(tmp_path: Path, monkeypatch):
     """Notebook 08 in replay on a data folder with a newer last-mile and bench-sppark recording:
     its last-mile page, its conclusions, its finding and its sppark section name the new ones."""
@@ -284,6 +285,7 @@ def test_a_table_too_wide_for_the_report_is_caught():
     assert _min_table_width_px(narrow) < TABLE_AREA_PX < _min_table_width_px(wide)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["07b_last_bottleneck", "08_report"])
 def test_every_table_fits_the_reports_width(name: str, tmp_path: Path, monkeypatch):
     """07b and 08 in replay: every table they show fits the report's width at 1400 px (07b's prediction table was cut)."""
