@@ -2,7 +2,7 @@
 
 Each notebook is executed with nbclient (kernel python3) with ``ZKGPU_MODE=replay``; it reads the
 newest recording in data/ or, without one, makes a tiny CPU stand-in run (cached for the session in
-a temporary ``ZKGPU_CACHE``). Notebooks write their key numbers as JSON into ``ZKGPU_NB_OUT``; the
+a temporary ``XDG_CACHE_HOME``). Notebooks write their key numbers as JSON into ``ZKGPU_NB_OUT``; the
 tests below check them against the data (and against zkgpu functions on the same data).
 """
 
@@ -57,8 +57,8 @@ def executed(tmp_path_factory):
     """Run every notebook once in replay mode; returns {name: (notebook, key numbers or None)}."""
     out = tmp_path_factory.mktemp("nb_out")
     cache = tmp_path_factory.mktemp("zk_cache")
-    saved = {k: os.environ.get(k) for k in ("ZKGPU_MODE", "ZKGPU_NB_OUT", "ZKGPU_CACHE", "MPLBACKEND")}
-    os.environ.update(ZKGPU_MODE="replay", ZKGPU_NB_OUT=str(out), ZKGPU_CACHE=str(cache), MPLBACKEND="Agg")
+    saved = {k: os.environ.get(k) for k in ("ZKGPU_MODE", "ZKGPU_NB_OUT", "XDG_CACHE_HOME", "MPLBACKEND")}
+    os.environ.update(ZKGPU_MODE="replay", ZKGPU_NB_OUT=str(out), XDG_CACHE_HOME=str(cache), MPLBACKEND="Agg")
     results = {}
     try:
         for name in EXPECTED:
@@ -210,7 +210,7 @@ def test_key_numbers_recomputed_through_metrics(executed, monkeypatch):
     through zkgpu.analysis.metrics and must match what the notebook printed and saved."""
     from zkgpu.app import live
 
-    monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])
+    monkeypatch.setenv("XDG_CACHE_HOME", executed["_cache"])
     src = live.open_source("replay")
     checked: dict[str, int] = {}
     for name in EXPECTED:
@@ -233,7 +233,7 @@ def test_conclusions_of_08_are_computed_from_the_data(executed, monkeypatch):
     from zkgpu.analysis import calibration, metrics, model
     from zkgpu.app import live
 
-    monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])
+    monkeypatch.setenv("XDG_CACHE_HOME", executed["_cache"])
     nb, key, _ = executed["08_report"]
     text = _markdown_out(nb)
     assert "## Conclusions" in text
@@ -265,7 +265,7 @@ def test_model_reports_through_metrics(executed, monkeypatch):
     from zkgpu.analysis import calibration, metrics, model
     from zkgpu.app import live
 
-    monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])
+    monkeypatch.setenv("XDG_CACHE_HOME", executed["_cache"])
     src = live.open_source("replay")
     r = model.simulate(calibration.calibrated_params(src, scenario="pinned_pool"), partitions=6, gw=2)
     u = metrics.utilization(r.events).iloc[0]
@@ -280,7 +280,7 @@ def test_key_numbers_04_recover_the_seed_identity(executed, monkeypatch):
     from zkgpu.analysis import logs, metrics
     from zkgpu.app import live
 
-    monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])  # the same data the notebooks read
+    monkeypatch.setenv("XDG_CACHE_HOME", executed["_cache"])  # the same data the notebooks read
     _, key, _ = executed["04_smoking_gun"]
     # seed: gpu_total - ntt_msm_h - tail_msm = barrier_wait + batch_add (3425 - 2825 - 196 = 404; 407; 403)
     assert (_num(key, "seed_residual_min_ms"), _num(key, "seed_residual_max_ms")) == (403.0, 407.0)
@@ -331,7 +331,7 @@ def test_key_numbers_07b_last_bottleneck(executed, monkeypatch):
     from zkgpu.analysis import gpu_time
     from zkgpu.story import bottleneck
 
-    monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])  # the same data the notebook read
+    monkeypatch.setenv("XDG_CACHE_HOME", executed["_cache"])  # the same data the notebook read
     key = executed["07b_last_bottleneck"][1]
     k = {name.removeprefix("last_mile_"): v["value"] for name, v in key["numbers"].items()}
     src = bottleneck.last_mile_source("replay")
@@ -360,7 +360,7 @@ def test_total_time_is_reasonable(executed):
 def test_report_renders_html_with_data_note_and_key_numbers(executed, tmp_path, monkeypatch):
     from zkgpu.app.report import run_report
 
-    monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])
+    monkeypatch.setenv("XDG_CACHE_HOME", executed["_cache"])
     assert run_report(out_dir=tmp_path, mode="replay", only=("04_smoking",), timeout=180)
     index = (tmp_path / "index.html").read_text()
     assert "04_smoking_gun.html" in index and "Data:" in index

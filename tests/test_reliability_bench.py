@@ -249,7 +249,7 @@ def test_kernel_spec_groups_are_settings():
 def test_zkgpu_commit_reaches_a_bench_manifest(inputs, restore_settings, monkeypatch):
     monkeypatch.setattr(manifest, "REPO_ROOT", inputs["tmp"])  # a copy without .git, as on a lent GPU machine
     args = ["bench", "sppark", "--sppark", inputs["SP"], "--ntt-run", inputs["RUN"], "--out", str(inputs["DATA"])]
-    assert _run(args, env={"ZKGPU_COMMIT": "0123456789abcdef", "ZKGPU_DIRTY": "1"}).exit_code == 0
+    assert _run(args, env={"ZKGPU_COMMIT": "0123456789abcdef-dirty"}).exit_code == 0
     (run,) = inputs["DATA"].iterdir()
     m = json.loads((run / "manifest.json").read_text())
     assert (m["commit"], m["dirty"]) == ("0123456789abcdef", True) and manifest.commit_label(m) == "0123456789+dirty"

@@ -165,7 +165,7 @@ def test_notebook_08_shows_the_newest_recordings_without_code_edits(tmp_path: Pa
     data, new_lm, new_sp = _data_with_newer_recordings(tmp_path)
     out = tmp_path / "out"
     for k, v in {"ZKGPU_DATA": str(data), "ZKGPU_MODE": "replay", "ZKGPU_NB_OUT": str(out), "MPLBACKEND": "Agg",
-                 "ZKGPU_CACHE": str(tmp_path / "cache")}.items():
+                 "XDG_CACHE_HOME": str(tmp_path / "cache")}.items():
         monkeypatch.setenv(k, v)
     nb = nbformat.read(ROOT / "notebooks" / "08_report.ipynb", as_version=4)
     nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
@@ -290,7 +290,7 @@ def test_a_table_too_wide_for_the_report_is_caught():
 def test_every_table_fits_the_reports_width(name: str, tmp_path: Path, monkeypatch):
     """07b and 08 in replay: every table they show fits the report's width at 1400 px (07b's prediction table was cut)."""
     for k, v in {"ZKGPU_MODE": "replay", "ZKGPU_NB_OUT": str(tmp_path / "out"), "MPLBACKEND": "Agg",
-                 "ZKGPU_CACHE": str(tmp_path / "cache")}.items():
+                 "XDG_CACHE_HOME": str(tmp_path / "cache")}.items():
         monkeypatch.setenv(k, v)
     nb = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
     nbclient.NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()

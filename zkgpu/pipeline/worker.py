@@ -183,7 +183,7 @@ def _prep_main(ctx: WorkerContext, job: SynthesizedJob, st: StartState, barrier:
     tr, p = ctx.tracer, job.partition
     try:
         detail: dict[str, Any] = {"prep": ctx.config.prep}
-        if ctx.config.prep == "cpu_parallel":  # the threads actually used ($ZKGPU_PREP_THREADS when prep_threads = 0)
+        if ctx.config.prep == "cpu_parallel":  # the threads actually used (prep.default_threads() when prep_threads = 0)
             detail["threads"] = ctx.config.prep_threads or default_prep_threads()
         with tr.phase("prep_msm", worker=st.worker, partition=p, gpu=st.gpu, detail=detail) as ph:
             ctx.hook("prep_msm", p, None)
