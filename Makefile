@@ -55,10 +55,10 @@ hooks: lint-tools
 # ZKGPU_REQUIRE_NODE: the real-proof tests fail (instead of skipping) if circom2/snarkjs are missing.
 # make test leaves out the tests marked slow (pyproject.toml's markers); make test-all runs them too.
 test: $(STAMP) $(NODE_STAMP)
-	ZKGPU_REQUIRE_NODE=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not slow"
+	ZKGPU_REQUIRE_NODE=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not slow"
 
 test-all: $(STAMP) $(NODE_STAMP)
-	ZKGPU_REQUIRE_NODE=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS)
+	ZKGPU_REQUIRE_NODE=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
 
 # the large real circuit (not in make test). SETUP=fast: zkgpu.groth16.setup (insecure, known toxic
 # waste, minutes); SETUP=snarkjs: snarkjs's powers of tau + groth16 setup (hours at 2^19 on 2 cores)

@@ -19,6 +19,9 @@ import pytest
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 
+# one xdist worker takes this file (make's --dist loadgroup), so the notebooks run once, not once per worker
+pytestmark = pytest.mark.xdist_group("notebooks")
+
 ROOT = Path(__file__).resolve().parent.parent
 NB_DIR = ROOT / "notebooks"
 EXPECTED = [
