@@ -1,7 +1,8 @@
 # Two commands for a fresh Linux machine; each sets up .venv itself on first use.
 #   make report   run the notebook suite into reports/index.html (replays data/ without a GPU)
-#   make test     run the test suite (GPU tests are skipped without a GPU)
-#   make lint     ruff + mypy (pyproject.toml); CI (.ci/run) runs it and make test
+#   make test     run the test suite but its slow tier, on PYTEST_WORKERS processes (GPU tests are skipped without a GPU)
+#   make test-all every test, the slow tier (slow emulation, notebook runs, big sweeps) included
+#   make lint     ruff + mypy (pyproject.toml); CI (.ci/run) runs it, make test and make test-all
 #   make hooks    install the pre-commit hooks (the same ruff and mypy on each commit)
 #   make gpu-run EXTRAS=notebooks,test,gpu-cuda13   GPU tests, benchmarks, recording (scripts/gpu_run.sh)
 #   make circuit [CIRCUIT=poseidon-600] [SETUP=fast|snarkjs]   a circom circuit, key and witness in build/circuits
@@ -10,6 +11,7 @@
 # make test runs it; node itself comes from the system, installed with apt-get if absent).
 # On a GPU machine add CuPy:  make report EXTRAS=notebooks,test,gpu-cuda13   (or gpu-cuda12)
 PYTHON ?= python3
+PYTEST_WORKERS ?= 2
 VENV   ?= .venv
 EXTRAS ?= notebooks,test,lint
 comma  := ,
@@ -20,7 +22,7 @@ NODE_STAMP := node_modules/.zkgpu-npm-ci
 CIRCUIT ?= poseidon-600
 SETUP ?= fast
 
-.PHONY: report test lint lint-tools hooks gpu-run clean node circuit node-carry
+.PHONY: report test test-all lint lint-tools hooks gpu-run clean node circuit node-carry
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,9 +52,13 @@ lint-tools: $(STAMP)
 hooks: lint-tools
 	$(BIN)/pre-commit install
 
-# ZKGPU_REQUIRE_NODE: the real-proof tests fail (instead of skipping) if circom2/snarkjs are missing
+# ZKGPU_REQUIRE_NODE: the real-proof tests fail (instead of skipping) if circom2/snarkjs are missing.
+# make test leaves out the tests marked slow (pyproject.toml's markers); make test-all runs them too.
 test: $(STAMP) $(NODE_STAMP)
-	ZKGPU_REQUIRE_NODE=1 $(BIN)/python -m pytest
+	ZKGPU_REQUIRE_NODE=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not slow"
+
+test-all: $(STAMP) $(NODE_STAMP)
+	ZKGPU_REQUIRE_NODE=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
 
 # the large real circuit (not in make test). SETUP=fast: zkgpu.groth16.setup (insecure, known toxic
 # waste, minutes); SETUP=snarkjs: snarkjs's powers of tau + groth16 setup (hours at 2^19 on 2 cores)

@@ -11,7 +11,7 @@
 #                                       (default: info record bench-h2d bench-ntt tests; each stage is
 #                                       time-limited, see LIMIT_* below, so the whole fits one 10-min call)
 #   GPU_TESTS="tests/test_x.py ..." limits the tests stage to those files (the whole GPU suite takes more than one call).
-#   ZKGPU_COMMIT=$(git rev-parse HEAD) names the commit in the manifests when the copy has no .git.
+#   ZKGPU_COMMIT=$(git describe --always --dirty --abbrev=40) names the commit in the manifests when the copy has no .git.
 #   OUT=/some/dir scripts/gpu_run.sh    where logs and results.tar.gz go (default ./gpu-out)
 #
 # On a machine without network access put wheels of the missing packages in .whl/ (pip download);
@@ -88,7 +88,7 @@ node_setup() {
       [ -e "/tmp/zkgpu-node/$([ $f = node ] && echo bin/node || echo node_modules)" ] ||
         python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2], **({"filter": "tar"} if hasattr(tarfile, "data_filter") else {}))' ".node/$f.tar.xz" /tmp/zkgpu-node
     done
-    export ZKGPU_NODE=/tmp/zkgpu-node/bin/node ZKGPU_NODE_MODULES=/tmp/zkgpu-node/node_modules
+    export ZKGPU_NODE=/tmp/zkgpu-node/bin/node  # zkgpu takes the node_modules of its prefix, /tmp/zkgpu-node/node_modules
     "$ZKGPU_NODE" --version >/dev/null 2>&1 || export LD_LIBRARY_PATH="/tmp/zkgpu-node/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   fi
 }
@@ -96,7 +96,8 @@ prove_stage() {
   local d="build/circuits/$PROVE_CIRCUIT$([ "$PROVE_SETUP" = fast ] && echo -fast)" snarkjs
   node_setup
   [ -f "$d/circuit.wtns" ] || { echo "run the prove-setup stage first ($d/circuit.wtns missing)"; return 1; }
-  snarkjs=("${ZKGPU_NODE:-node}" "${ZKGPU_NODE_MODULES:-node_modules}/snarkjs/build/cli.cjs")
+  local mods=node_modules; [ -n "${ZKGPU_NODE:-}" ] && [ -d "$(dirname "$(dirname "$ZKGPU_NODE")")/node_modules" ] && mods="$(dirname "$(dirname "$ZKGPU_NODE")")/node_modules"
+  snarkjs=("${ZKGPU_NODE:-node}" "$mods/snarkjs/build/cli.cjs")
   python3 -m zkgpu.app.cli prove --zkey "$d/circuit.zkey" --wtns "$d/circuit.wtns" --proof "$OUT/proof.json" \
     --public "$OUT/public.json" --device "${PROVE_DEVICE:-gpu}" --timings "$OUT/prove_timings.json" || return 1
   cat "$OUT/prove_timings.json"

@@ -17,8 +17,18 @@ from zkgpu.pipeline import trace
 
 def pytest_configure(config):
     """The ZKGPU_* variables of the shell (e.g. ZKGPU_NODE set by scripts/gpu_run.sh), as the
-    command entry points read them (zkgpu.app.settings)."""
+    command entry points read them (zkgpu.app.settings); an xdist worker takes the controller's
+    session seed, so the header's seed replays every worker's draws."""
     settings.apply()
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        seeding.SESSION_SEED = workerinput["zkgpu_session_seed"]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """xdist (controller): hand the session seed to each worker."""
+    node.workerinput["zkgpu_session_seed"] = seeding.SESSION_SEED
 
 
 @pytest.fixture

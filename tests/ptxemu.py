@@ -2,7 +2,7 @@
 output in Python, so the inline-asm carry chains of zkgpu/kernels/ff.cuh (operand numbering, the
 condition code, immediates) are checked on a machine without a GPU, exactly as nvcc emitted them.
 
-Covers the instructions nvcc emits for the field-arithmetic check kernels of ff_bench.cu: integer
+Covers the instructions nvcc emits for the kernels tests/test_kernels_emulated.py runs this way: integer
 add/sub/mul/mad with the carry flag (``.cc``, ``addc``/``madc``/``subc``), 32/64-bit moves, conversions,
 shifts, logic, ``setp``/``selp``/predicated branches, ``ld.param``, ``ld.global``/``st.global`` of u32.
 Anything else raises NotImplementedError naming the instruction (extend it then)."""

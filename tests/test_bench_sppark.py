@@ -230,10 +230,10 @@ def test_sppark_ratios_figure(sppark_file):
 
 
 def test_readme_block_is_current():
-    """README.md's zkgpu/sppark block shows the newest bench-sppark recording in data/ (or says there is none)."""
+    """notes/vs-sppark.md's zkgpu/sppark block shows the newest bench-sppark recording in data/ (or says there is none)."""
     root = Path(__file__).resolve().parents[1]
-    text = (root / "README.md").read_text()
-    assert readme_block(root / "data") in text, "run: zkgpu bench sppark-table --readme README.md"
+    text = (root / "notes" / "vs-sppark.md").read_text()
+    assert readme_block(root / "data") in text, "run: zkgpu bench sppark-table --readme notes/vs-sppark.md"
 
 
 def test_sizes_filter(tmp_path, sppark_file):

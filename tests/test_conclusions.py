@@ -16,7 +16,7 @@ from zkgpu.story import bottleneck, conclusions
 @pytest.fixture(scope="module")
 def src(tmp_path_factory):
     mp = pytest.MonkeyPatch()
-    mp.setenv("ZKGPU_CACHE", str(tmp_path_factory.mktemp("zk_cache")))  # without a recording in data/, the CPU stand-in goes here
+    mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("zk_cache")))  # without a recording in data/, the CPU stand-in goes here
     yield live.open_source("replay")
     mp.undo()
 

@@ -49,6 +49,7 @@ def test_write_read_and_never_overwrite(tmp_path):
         fc.read_forecasts(tmp_path)
 
 
+@pytest.mark.slow
 def test_forecast_vs_measured_takes_the_newest_forecast_made_before_the_recording(tmp_path):
     r3, r4 = _src("nvidia-h200-20261201-record-3"), _src("nvidia-h200-20261201-record-4")
     assert fc.forecast_vs_measured(r4, tmp_path).empty  # none yet
@@ -66,6 +67,7 @@ def test_forecast_vs_measured_takes_the_newest_forecast_made_before_the_recordin
     assert fc.forecast_vs_measured(r3, tmp_path).empty
 
 
+@pytest.mark.slow
 def test_cli_forecast_one_line_errors(tmp_path):
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "zkgpu.app.cli", "forecast", *args], capture_output=True, text=True, timeout=300)
@@ -90,6 +92,7 @@ def test_the_committed_forecast_of_the_next_recording_was_made_by_todays_model()
             f"{pending[-1]['file']}: today's code makes another forecast: remake it before the next recording")
 
 
+@pytest.mark.slow
 def test_times_are_compared_as_instants_and_bad_files_are_one_line(tmp_path):
     r3, r4 = _src("nvidia-h200-20261201-record-3"), _src("nvidia-h200-20261201-record-4")
     start4 = "2026-12-01T19:44:00+00:00"  # record-4: date_utc 19:46:21 less elapsed_s 141.7
@@ -134,6 +137,7 @@ def test_a_cpu_recording_is_not_forecast(tmp_path):
         fc.write_forecast(Source("recorded-cpu", Recording.open(d), "replay"), tmp_path / "out")
 
 
+@pytest.mark.slow
 def test_blind_test_markdown_pending_then_tested(tmp_path):
     r3, r4 = _src("nvidia-h200-20261201-record-3"), _src("nvidia-h200-20261201-record-4")
     assert "No forecast was made before nvidia-h200-20261201-record-4, and none from it" in fc.blind_test_markdown(r4, folder=tmp_path)

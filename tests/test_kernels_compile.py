@@ -62,6 +62,7 @@ HEAVY_MSM_KERNELS = ("seg_accum_affine", "seg_accum_affine_balanced", "seg_accum
                      "xyzz_sum_ranges", "batch_add_ranges", "g1_generate")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", KERNEL_FILES, ids=[p.name for p in KERNEL_FILES])
 def test_kernel_compiles_sm90(path, tmp_path):
     report = _nvcc_cubin(path, tmp_path)
@@ -74,6 +75,7 @@ def test_kernel_compiles_sm90(path, tmp_path):
         assert {k: regs[k] for k in HEAVY_MSM_KERNELS if regs[k] > limit} == {}, f"more than {limit} registers"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,flag", VARIANT_BUILDS, ids=[f"{n}{f}" for n, f in VARIANT_BUILDS])
 def test_kernel_variant_compiles_sm90(name, flag, tmp_path):
     _nvcc_cubin(KERNEL_DIR / name, tmp_path, *flag.split())

@@ -8,7 +8,9 @@ from zkgpu.core.manifest import environment, git_commit, new_run_dir, write_json
 
 
 def test_manifest_commit_configured_where_git_cannot_tell(monkeypatch, tmp_path, restore_settings):
-    settings.apply({"ZKGPU_COMMIT": "abc123", "ZKGPU_DIRTY": "0"})
+    settings.apply({"ZKGPU_COMMIT": "abc123-dirty"})  # git describe --always --dirty
+    assert git_commit()["commit"] == "abc123" and git_commit()["dirty"] is True
+    settings.apply({"ZKGPU_COMMIT": "abc123"})
     real = git_commit()  # the configured commit wins; git's own HEAD is kept beside it
     assert real["commit"] == "abc123" and real["dirty"] is False and real.get("git_head") != "abc123"
     monkeypatch.setattr(manifest, "REPO_ROOT", tmp_path)  # a copy without .git (a lent GPU machine)
@@ -21,8 +23,6 @@ def test_manifest_commit_configured_where_git_cannot_tell(monkeypatch, tmp_path,
     assert git_commit()["commit"] not in (None, "abc123")  # nothing configured: git's HEAD
     with pytest.raises(ValueError, match="ZKGPU_COMMIT .*'a b'"):
         settings.apply({"ZKGPU_COMMIT": "a b"})
-    with pytest.raises(ValueError, match="ZKGPU_DIRTY must be 0 or 1"):
-        settings.apply({"ZKGPU_DIRTY": "maybe"})
     with pytest.raises(TypeError, match="dirty"):
         manifest.configure(commit="abc", dirty="0")
 
@@ -30,7 +30,19 @@ def test_manifest_commit_configured_where_git_cannot_tell(monkeypatch, tmp_path,
 def test_settings_table_names_every_variable_once():
     names = [name for name, _ in settings.table()]
     assert len(names) == len(set(names)) and all(n.startswith("ZKGPU_") for n in names)
-    assert {"ZKGPU_NVTX", "ZKGPU_COMMIT", "ZKGPU_DIRTY", "ZKGPU_DEBUG", "ZKGPU_NODE", "ZKGPU_NODE_MODULES"} <= set(names)
+    assert {"ZKGPU_COMMIT", "ZKGPU_DEBUG", "ZKGPU_NODE", "ZKGPU_DATA", "ZKGPU_MODE"} <= set(names)
+    assert len(names) <= 8, names  # issue 23: kernel variants are keyword arguments, not variables
+
+
+def test_zkgpu_node_takes_the_node_modules_of_its_prefix(tmp_path, restore_settings):
+    from zkgpu.groth16 import circuits
+
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "node_modules").mkdir()
+    settings.apply({"ZKGPU_NODE": str(tmp_path / "bin" / "node")})
+    assert circuits._NODE == {"node": str(tmp_path / "bin" / "node"), "node_modules": tmp_path / "node_modules"}
+    settings.apply({"ZKGPU_NODE": "/usr/local/bin/nodejs-without-modules-here"})
+    assert circuits._NODE["node_modules"] is None  # the repository's
 
 
 def test_environment_names_the_packages_and_the_gpu():

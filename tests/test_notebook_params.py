@@ -52,6 +52,7 @@ def test_papermill_infers_every_parameter_with_its_type(path: Path):
         assert p["help"], f"{path.name}: {name} needs a help comment on its line"
 
 
+@pytest.mark.slow
 def test_papermill_override_is_not_unknown(tmp_path: Path, caplog, monkeypatch):
     """papermill injects a -p value after the parameters cell without an 'unknown parameter' warning."""
     monkeypatch.setenv("ZKGPU_MODE", "replay")

@@ -2,7 +2,7 @@
 
 Each notebook is executed with nbclient (kernel python3) with ``ZKGPU_MODE=replay``; it reads the
 newest recording in data/ or, without one, makes a tiny CPU stand-in run (cached for the session in
-a temporary ``ZKGPU_CACHE``). Notebooks write their key numbers as JSON into ``ZKGPU_NB_OUT``; the
+a temporary ``XDG_CACHE_HOME``). Notebooks write their key numbers as JSON into ``ZKGPU_NB_OUT``; the
 tests below check them against the data (and against zkgpu functions on the same data).
 """
 
@@ -18,6 +18,9 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
+
+# one xdist worker takes this file (make's --dist loadgroup), so the notebooks run once, not once per worker
+pytestmark = pytest.mark.xdist_group("notebooks")
 
 ROOT = Path(__file__).resolve().parent.parent
 NB_DIR = ROOT / "notebooks"
@@ -57,8 +60,8 @@ def executed(tmp_path_factory):
     """Run every notebook once in replay mode; returns {name: (notebook, key numbers or None)}."""
     out = tmp_path_factory.mktemp("nb_out")
     cache = tmp_path_factory.mktemp("zk_cache")
-    saved = {k: os.environ.get(k) for k in ("ZKGPU_MODE", "ZKGPU_NB_OUT", "ZKGPU_CACHE", "MPLBACKEND")}
-    os.environ.update(ZKGPU_MODE="replay", ZKGPU_NB_OUT=str(out), ZKGPU_CACHE=str(cache), MPLBACKEND="Agg")
+    saved = {k: os.environ.get(k) for k in ("ZKGPU_MODE", "ZKGPU_NB_OUT", "XDG_CACHE_HOME", "MPLBACKEND")}
+    os.environ.update(ZKGPU_MODE="replay", ZKGPU_NB_OUT=str(out), XDG_CACHE_HOME=str(cache), MPLBACKEND="Agg")
     results = {}
     try:
         for name in EXPECTED:
@@ -88,6 +91,7 @@ def executed(tmp_path_factory):
     return results
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", EXPECTED)
 def test_notebook_runs_in_replay(executed, name):
     nb, key, err = executed[name]
@@ -117,6 +121,7 @@ def _markdown_out(nb) -> str:
                      if o.output_type in ("display_data", "execute_result") and "text/markdown" in o.get("data", {}))
 
 
+@pytest.mark.slow
 def test_sources_are_labelled(executed):
     for name in EXPECTED[1:]:
         nb, key, _ = executed[name]
@@ -128,6 +133,7 @@ def test_sources_are_labelled(executed):
             assert "REPLAY of a GPU recording" in text
 
 
+@pytest.mark.slow
 def test_every_notebook_has_figures_with_captions(executed):
     need = {"04_smoking_gun": 2, "07_next_bottleneck": 2}
     for name in EXPECTED:
@@ -137,6 +143,7 @@ def test_every_notebook_has_figures_with_captions(executed):
         assert _markdown_out(nb).count("*Figure.*") >= n, f"{name}: a figure without a caption"
 
 
+@pytest.mark.slow
 def test_each_notebook_card_has_its_own_finding(executed):
     """The index shows each notebook's finding: no two notebooks may share one (08 once showed 06's)."""
     findings = {name: executed[name][1]["finding"] for name in EXPECTED}
@@ -146,6 +153,7 @@ def test_each_notebook_card_has_its_own_finding(executed):
         k for k in ("baseline_h2d_share", "pinned_pool_h2d_share") if k in k8]  # the finding's numbers come first
 
 
+@pytest.mark.slow
 def test_key_numbers_follow_the_contract(executed):
     from zkgpu.analysis.keynumbers import UNITS
 
@@ -199,12 +207,13 @@ def _recompute(ev, metric: str):
     return None
 
 
+@pytest.mark.slow
 def test_key_numbers_recomputed_through_metrics(executed, monkeypatch):
     """Every key number named ``<scenario>_<metric>`` is recomputed from the recorded events
     through zkgpu.analysis.metrics and must match what the notebook printed and saved."""
     from zkgpu.app import live
 
-    monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])
+    monkeypatch.setenv("XDG_CACHE_HOME", executed["_cache"])
     src = live.open_source("replay")
     checked: dict[str, int] = {}
     for name in EXPECTED:
@@ -222,11 +231,12 @@ def test_key_numbers_recomputed_through_metrics(executed, monkeypatch):
         assert checked.get(name, 0) >= n, (name, checked)
 
 
+@pytest.mark.slow
 def test_conclusions_of_08_are_computed_from_the_data(executed, monkeypatch):
     from zkgpu.analysis import calibration, metrics, model
     from zkgpu.app import live
 
-    monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])
+    monkeypatch.setenv("XDG_CACHE_HOME", executed["_cache"])
     nb, key, _ = executed["08_report"]
     text = _markdown_out(nb)
     assert "## Conclusions" in text
@@ -252,12 +262,13 @@ def test_conclusions_of_08_are_computed_from_the_data(executed, monkeypatch):
         assert _num(key, "pinned_pool_kernel_util") < _num(key, "baseline_kernel_util")  # upstream's figure fell
 
 
+@pytest.mark.slow
 def test_model_reports_through_metrics(executed, monkeypatch):
     """The model's utilizations are zkgpu.analysis.metrics' on its event table (one definition, one window)."""
     from zkgpu.analysis import calibration, metrics, model
     from zkgpu.app import live
 
-    monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])
+    monkeypatch.setenv("XDG_CACHE_HOME", executed["_cache"])
     src = live.open_source("replay")
     r = model.simulate(calibration.calibrated_params(src, scenario="pinned_pool"), partitions=6, gw=2)
     u = metrics.utilization(r.events).iloc[0]
@@ -267,11 +278,12 @@ def test_model_reports_through_metrics(executed, monkeypatch):
     assert measured["compute_util"] == pytest.approx(float(metrics.compute_utilization(src.events("baseline"))["utilization"].iloc[0]))
 
 
+@pytest.mark.slow
 def test_key_numbers_04_recover_the_seed_identity(executed, monkeypatch):
     from zkgpu.analysis import logs, metrics
     from zkgpu.app import live
 
-    monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])  # the same data the notebooks read
+    monkeypatch.setenv("XDG_CACHE_HOME", executed["_cache"])  # the same data the notebooks read
     _, key, _ = executed["04_smoking_gun"]
     # seed: gpu_total - ntt_msm_h - tail_msm = barrier_wait + batch_add (3425 - 2825 - 196 = 404; 407; 403)
     assert (_num(key, "seed_residual_min_ms"), _num(key, "seed_residual_max_ms")) == (403.0, 407.0)
@@ -286,6 +298,7 @@ def test_key_numbers_04_recover_the_seed_identity(executed, monkeypatch):
     assert _num(key, "baseline_slack_ms") == pytest.approx(float(metrics.barrier_race(src.events("baseline"))["slack_ms"].median()))
 
 
+@pytest.mark.slow
 def test_key_numbers_other_notebooks(executed):
     k0 = executed["00_index"][1]
     assert _num(k0, "mode") == "replay"
@@ -316,11 +329,12 @@ def test_key_numbers_other_notebooks(executed):
     assert _num(ka, "nvtx_rows") == _num(ka, "events") and _num(ka, "memcpy_rows") == _num(ka, "h2d_rows") > 0
 
 
+@pytest.mark.slow
 def test_key_numbers_07b_last_bottleneck(executed, monkeypatch):
     from zkgpu.analysis import gpu_time
     from zkgpu.story import bottleneck
 
-    monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])  # the same data the notebook read
+    monkeypatch.setenv("XDG_CACHE_HOME", executed["_cache"])  # the same data the notebook read
     key = executed["07b_last_bottleneck"][1]
     k = {name.removeprefix("last_mile_"): v["value"] for name, v in key["numbers"].items()}
     src = bottleneck.last_mile_source("replay")
@@ -339,15 +353,17 @@ def test_key_numbers_07b_last_bottleneck(executed, monkeypatch):
     assert key["finding"].startswith(f"After the fix ({fix})")
 
 
+@pytest.mark.slow
 def test_total_time_is_reasonable(executed):
     # the whole suite in replay must stay CI-sized (2 cores): well under 5 minutes
     assert sum(TIMINGS.values()) < 300, TIMINGS
 
 
+@pytest.mark.slow
 def test_report_renders_html_with_data_note_and_key_numbers(executed, tmp_path, monkeypatch):
     from zkgpu.app.report import run_report
 
-    monkeypatch.setenv("ZKGPU_CACHE", executed["_cache"])
+    monkeypatch.setenv("XDG_CACHE_HOME", executed["_cache"])
     assert run_report(out_dir=tmp_path, mode="replay", only=("04_smoking",), timeout=180)
     index = (tmp_path / "index.html").read_text()
     assert "04_smoking_gun.html" in index and "Data:" in index
@@ -386,6 +402,7 @@ def _fake_gpu_recording(base: Path, cpu_run: Path) -> Path:
     return d
 
 
+@pytest.mark.slow
 def test_gpu_only_paths_on_a_synthetic_gpu_recording(tmp_path, monkeypatch):
     from zkgpu.app import record
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zkgpu.app import settings
 from zkgpu.app.bench.prep import porep_like_scalars
 from zkgpu.arith.field import FR
 from zkgpu.gpu.msm import prep
@@ -132,9 +131,8 @@ def test_cpu_parallel_errors_match_the_reference():
         prep.prep_msm(CASES["n1_one"], "fpga")
 
 
-def test_default_threads_configure_and_env(monkeypatch):
-    """prep.configure(threads=) sets the default; the app layer (zkgpu.app.settings) applies and checks
-    $ZKGPU_PREP_THREADS; configure(threads=None) restores min(8, CPUs)."""
+def test_default_threads_configure(monkeypatch):
+    """prep.configure(threads=) sets the default; configure(threads=None) restores min(8, CPUs)."""
     monkeypatch.setattr(prep, "_THREADS", None)
     auto = prep.default_threads()
     assert 1 <= auto <= 8
@@ -144,13 +142,6 @@ def test_default_threads_configure_and_env(monkeypatch):
         with pytest.raises(ValueError, match="threads must be an int >= 1"):
             prep.configure(threads=bad)
     assert prep.default_threads() == 5  # a refused value leaves the setting as it was
-    settings.apply({"ZKGPU_PREP_THREADS": "3"})
-    assert prep.default_threads() == 3
-    for bad in ("zero", "0", "-2"):
-        with pytest.raises(ValueError, match=f"ZKGPU_PREP_THREADS must be an integer >= 1, got '{bad}'"):
-            settings.apply({"ZKGPU_PREP_THREADS": bad})
-    settings.apply({})  # unset: the setting stays
-    assert prep.default_threads() == 3
     prep.configure(threads=None)
     assert prep.default_threads() == auto
 

@@ -506,6 +506,7 @@ def test_many_jobs_with_the_largest_id_do_not_overflow():
     assert len(ev) == 3000 and ev["partition"].is_unique
 
 
+@pytest.mark.slow
 def test_durations_adding_up_past_the_int64_clock_are_one_clear_error(tmp_path):
     """Each value is in range (<= 1e9 ms) but thousands of sequential records add up past 2^63 ns: to_events says so
     instead of wrapping to negative times, and zkgpu parse names the log and still refuses before writing anything."""

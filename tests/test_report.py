@@ -254,6 +254,7 @@ def test_live_report_traces_the_run_with_most_scenarios(tmp_path: Path):
     assert json.loads((traces / "baseline.json").read_text())["otherData"]["scenarios"] == ["baseline"]
 
 
+@pytest.mark.slow
 def test_report_end_to_end_one_notebook(tmp_path: Path, capfd, monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
     (tmp_path / "key_numbers").mkdir()

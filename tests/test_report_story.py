@@ -158,13 +158,14 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 
 
+@pytest.mark.slow
 def test_notebook_08_shows_the_newest_recordings_without_code_edits(tmp_path: Path, monkeypatch):
     """Notebook 08 in replay on a data folder with a newer last-mile and bench-sppark recording:
     its last-mile page, its conclusions, its finding and its sppark section name the new ones."""
     data, new_lm, new_sp = _data_with_newer_recordings(tmp_path)
     out = tmp_path / "out"
     for k, v in {"ZKGPU_DATA": str(data), "ZKGPU_MODE": "replay", "ZKGPU_NB_OUT": str(out), "MPLBACKEND": "Agg",
-                 "ZKGPU_CACHE": str(tmp_path / "cache")}.items():
+                 "XDG_CACHE_HOME": str(tmp_path / "cache")}.items():
         monkeypatch.setenv(k, v)
     nb = nbformat.read(ROOT / "notebooks" / "08_report.ipynb", as_version=4)
     nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
@@ -284,11 +285,12 @@ def test_a_table_too_wide_for_the_report_is_caught():
     assert _min_table_width_px(narrow) < TABLE_AREA_PX < _min_table_width_px(wide)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["07b_last_bottleneck", "08_report"])
 def test_every_table_fits_the_reports_width(name: str, tmp_path: Path, monkeypatch):
     """07b and 08 in replay: every table they show fits the report's width at 1400 px (07b's prediction table was cut)."""
     for k, v in {"ZKGPU_MODE": "replay", "ZKGPU_NB_OUT": str(tmp_path / "out"), "MPLBACKEND": "Agg",
-                 "ZKGPU_CACHE": str(tmp_path / "cache")}.items():
+                 "XDG_CACHE_HOME": str(tmp_path / "cache")}.items():
         monkeypatch.setenv(k, v)
     nb = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
     nbclient.NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()

@@ -25,7 +25,7 @@ NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/u
 ANCHOR = next((p for p in (ROOT / ".anchors" / "sppark-bench", ROOT.parent / "shared" / "anchors" / "sppark-bench")
                if (p / "vendor" / "sppark").is_dir()), None)
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(NVCC is None or ANCHOR is None, reason="needs nvcc and the sppark-bench anchor")]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sppark_porep"), pytest.mark.skipif(NVCC is None or ANCHOR is None, reason="needs nvcc and the sppark-bench anchor")]
 
 
 @pytest.fixture(scope="module")

@@ -1,41 +1,22 @@
-"""Event tables as zoomable timelines: the Chrome / Perfetto trace-event JSON format.
+"""Event tables (:mod:`zkgpu.core.events`) as Chrome / Perfetto trace-event JSON.
 
-``zkgpu trace export RUN [--scenario S] --out F.json`` (and ``zkgpu report``, one file per
-scenario in ``reports/traces/``) writes the event table (:mod:`zkgpu.core.events`) of a recording as a
-JSON trace that https://ui.perfetto.dev ("Open trace file") and ``chrome://tracing`` ("Load") open,
-so that every interval of a run can be zoomed into down to the nanosecond, where a static figure
-draws intervals narrower than a pixel at a minimum width.
-
-Format: the Trace Event Format (Google, "Trace Event Format", the JSON Object Format; the
-``traceEvents`` array): an object ``{"traceEvents": [...], "displayTimeUnit": "ms", "otherData":
-{...}}``. Every row of the table becomes exactly one *complete* event::
+Written by ``zkgpu trace export`` and ``zkgpu report`` (``reports/traces/``); opened by
+https://ui.perfetto.dev and ``chrome://tracing``. Format: the Trace Event Format's JSON Object Format,
+``{"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}``; every row of the table is
+exactly one complete event::
 
     {"name": <phase>, "cat": <group>, "ph": "X", "ts": <start µs>, "dur": <µs>, "pid": .., "tid": ..,
-     "args": {"row": <row index in the table>, "scenario", "partition", "worker", "gpu",
-              "ms": <interval ms>, "gpu_ms": <CUDA-event ms>, "bytes", "GB/s" (h2d rows), "detail"}}
+     "args": {"row", "scenario", "partition", "worker", "gpu", "ms", "gpu_ms", "bytes", "GB/s", "detail"}}
 
-``ts``/``dur`` are microseconds (floats with nanosecond resolution) on the run's own clock
-(``start_ns`` since the run's epoch), so several scenarios in one file share one time axis, each
-from its own start, one above the other. NaN / NA values are left out of ``args``.
+``ts``/``dur``: microseconds (floats, ns resolution) on each run's own clock (``start_ns`` since its
+epoch). NaN / NA values are left out of ``args``.
 
-Layout (metadata ``"ph": "M"`` events name and order every process and thread):
-
-* one **process per GPU** and scenario (``"<scenario> · GPU <g>"``) with, per GPU worker ``w``,
-  the threads ``"worker w · prove"`` (``prove``: GPU_START -> GPU_END, a span that starts on the
-  worker thread and ends on the finalizer thread after finalize), ``"worker w"`` (the GPU worker thread:
-  pre_lock ⊃ split_vectors, mutex_wait, mutex_held ⊃ ntt_msm_h ⊃ h2d/ntt/h_msm, barrier_wait,
-  batch_add, tail_msm), and the **CPU threads apart**: ``"worker w · CPU prep"`` (``prep_msm``,
-  ``b_g2_msm``, on the host beside the GPU work), ``"worker w · finalizer"`` (``finalize``,
-  ``tracker_lock``, ``malloc_trim``) and ``"worker w · queue"`` (``gpu_queue``: partitions
-  waiting for that worker);
-* one process ``"<scenario> · host CPU"`` for rows tied to no GPU: ``"synthesis k"`` threads
-  (``synthesize`` rows, ``k`` from ``synth_worker=`` in ``detail``) and one thread per other phase.
-
-Complete events of one thread must nest (a slice that starts inside another must end inside
-it). Where the rows of one thread overlap without nesting (several partitions waiting in the
-queue at once, pre-staged copies), they are spread over as many lanes as needed, named
-``"<thread> (2)"``, ``"<thread> (3)"`` ...: the first lane that keeps the nesting takes the row
-(greedy, in start order), so no row is dropped or clipped.
+Layout (``"ph": "M"`` metadata names and orders them): one process per scenario and GPU
+(``"<scenario> · GPU <g>"``) with, per GPU worker ``w``, the threads ``"worker w · prove"``,
+``"worker w"`` (the GPU worker's phases), ``"worker w · CPU prep"``, ``"worker w · finalizer"`` and
+``"worker w · queue"``; one process ``"<scenario> · host CPU"`` for rows of no GPU (``"synthesis k"``
+threads and one per other phase). Rows of one thread that overlap without nesting go to extra lanes
+``"<thread> (2)"``, ... (greedy, in start order): no row is dropped or clipped.
 """
 
 from __future__ import annotations

@@ -1,71 +1,26 @@
 """A discrete-event what-if model of the cuzk partition pipeline (simpy).
 
-The model follows ``generate_groth16_proofs_start_c`` (curio ``extern/supraseal-c2/cuda/
-groth16_cuda.cu``; see ``notes/cuzk-pipeline.md`` §1.2, §1.4, §3, §7) one partition at a time:
+One partition at a time, as ``generate_groth16_proofs_start_c`` (curio ``extern/supraseal-c2/cuda/
+groth16_cuda.cu``; ``notes/cuzk-pipeline.md`` §1.2, §1.4, §3, §7):
 
-* ``synth_workers`` synthesis processes (CPU) each produce a partition in ``synth_ms`` and put it
-  into the GPU queue (optionally bounded by ``max_queue``: the dispatch throttle);
-* ``gw`` GPU worker processes per GPU pop partitions; each first spawns the CPU **prep_msm**
-  process (``prep_msm_ms / prep_speedup``; it then signals the partition's **barrier** — a simpy
-  event — and runs **b_g2_msm**), then takes the per-GPU **mutex** (a ``simpy.Resource`` of
-  capacity 1; the time blocked is ``mutex_wait``);
-* inside the mutex: **ntt_msm_h** = H2D of a, b, c (``h2d_bytes / rate``, the rate depending on
-  the transfer path) + NTTs (``ntt_ms``) + H MSM (``h_msm_ms``); then the **barrier wait** for
-  prep_msm; then **batch_add** and **tail_msm**;
-* lock scope ``coarse`` (upstream): the barrier wait happens *inside* the mutex, so the GPU idles
-  while another worker is blocked; ``narrow`` (the what-if): the worker releases the mutex after
-  ntt_msm_h, waits for the barrier outside and re-acquires it for batch_add + tail_msm;
-  ``submit`` (:mod:`zkgpu.pipeline.worker`): the mutex covers only the *submission* of the GPU
-  phases, as in the pipeline: the H2D before the mutex (as ``h2d_stage="pre_lock"`` below); inside
-  it the host queues the kernels, which takes ``lock_overhead_ms`` (a submit run's calibrated
-  mutex_held: the kernels ran on the GPU clock, outside it), split between the two submissions
-  (ntt_msm_h, then batch_add + tail_msm after the barrier) by their kernels' share of the GPU time;
-  the kernels run on the GPU's shared stream (a FIFO resource) in submission order, from the
-  submission's start (the first kernels run while the host launches the rest; a job ends no earlier
-  than its submission) while the worker goes on, and the worker waits for its partition's last
-  kernel (``gpu_wait``) before it takes the next partition. (Until session s4 the model kept the GPU
-  phases inside the mutex as in ``narrow``: calibrated on record-4's ``submit_prep_gpu`` itself it
-  reproduced that run at 892 partitions/min against 985 measured, since a worker's second submission
-  then waited for the other worker's kernels to finish instead of queueing behind them; now 984. Until
-  session s5 a job started only after its whole submission, which left the stream idle while the host
-  launched.) Calibrated on a ``narrow`` run, ``lock_overhead_ms`` is that run's host time in the lock
-  outside its phases, not a submission time: a submit scenario predicted from a narrow run counts its
-  launches inside the GPU phases' durations instead;
-* the H2D stage (``h2d_stage``, :attr:`zkgpu.pipeline.config.PipelineConfig.h2d_stage`):
-  ``in_lock`` (upstream) copies a/b/c inside ntt_msm_h; the H computation there is the copies
-  (``h2d_bytes / rate``) then ``ntt_ms``, the part of it after the last copy (the pipeline's
-  ``start_h`` queues each vector's NTTs behind its copy on its own stream, so the NTTs of a and
-  b run under the copies of b and c). ``pre_lock`` (also ``submit``, and ``resident`` without any
-  copy) copies them before the mutex, on the worker's own stream, so the copy delays only that
-  worker's request for the mutex and overlaps the other worker's kernels; inside the mutex the H
-  computation then takes ``h_kernel_ms``, the time its kernels need with the inputs already on
-  the device (CUDA events; ``ntt_ms`` when unknown). The two are tied by the three-stream overlap:
-  with per-vector kernels of about ``h_kernel_ms / 3`` queued behind copies that together take
-  ``h2d``, the part after the last copy is ``max(h_kernel_ms / 3, h_kernel_ms - 2 h2d / 3)``
-  (:func:`in_lock_tail_ms`; record-2's narrow_prep_gpu: 4.9 ms from its 14.8 ms of kernels and
-  21.4 ms of copies, measured 5.0 ms), which :func:`zkgpu.analysis.calibration.calibrate` uses for a
-  table recorded with the copy before the mutex;
-* the worker loops back immediately; **finalize** (join b_g2, epilogue ``finalize_ms``) runs on
-  its own, and the ``prove`` interval (upstream's GPU_START → GPU_END) ends after it.
+* ``synth_workers`` CPU processes synthesize partitions (``synth_ms``) into the GPU queue (bounded by
+  ``max_queue``); ``gw`` GPU workers per GPU pop them, start **prep_msm** on the CPU (which then
+  signals the partition's **barrier** and runs **b_g2_msm**), and take the per-GPU **mutex**;
+* inside the mutex: **ntt_msm_h** (H2D of a, b, c, the NTTs, the H MSM), the **barrier wait** for
+  prep_msm, **batch_add** and **tail_msm**. ``scope``: ``coarse`` waits at the barrier inside the
+  mutex (upstream), ``narrow`` outside it, ``submit`` holds the mutex only while the host queues the
+  kernels (``lock_overhead_ms``), which run in order on one shared GPU stream while the worker goes on;
+  ``none`` has no shared mutex;
+* ``h2d_stage``: ``in_lock`` copies a/b/c inside ntt_msm_h, overlapped with the NTTs
+  (:func:`in_lock_tail_ms`); ``pre_lock`` copies them before the mutex on the worker's own stream;
+* **finalize** runs on its own; the ``prove`` interval (upstream's GPU_START → GPU_END) ends after it.
 
-Times are milliseconds in the model and nanoseconds in the emitted event table (the schema of
-:mod:`zkgpu.core.events`, ``source="model"``), so every metric, plot and notebook works on it.
-
-Every number the model reports is computed by :mod:`zkgpu.analysis.metrics` on the model's event table,
-with the same functions and the same window as the measurements (:func:`utilization`): the three
-utilizations ``compute_util`` (kernels only: the model's ``ntt``, ``h_msm``, ``batch_add``,
-``tail_msm``), ``kernel_util`` (upstream's: ntt_msm_h + batch_add + tail_msm, H2D counted),
-``timeline_util`` (``prove`` intervals), and ``partitions_per_min``, all over the run's wall span
-(first synthesis start to the last event).
-
-Parameters come from a recorded event table (:func:`zkgpu.analysis.calibration.calibrate`; medians or
-means per phase, H2D rate from bytes / time; notebook 07b calibrates each step on another run of the
-same recording whose prep_msm runs in the same place, :func:`zkgpu.story.bottleneck.predictions`, because
-the GPU phases' wall time includes host work that depends on what the host's CPUs do) or from upstream's published numbers
-(:func:`zkgpu.analysis.calibration.reference_params`: the seed's ``CUZK_TIMING`` lines and the tables in
-``data/reference/``). A kernel change the model has no structure for (the G1 MSMs over precomputed bases,
-``PipelineConfig.msm_bases``) enters through its parameters: :func:`zkgpu.story.bottleneck.predictions` scales a
-plain run's ``h_msm_ms`` and ``tail_msm_ms`` by the kernels' benchmarked time ratio.
+Units: milliseconds in :class:`ModelParams`; nanoseconds in the emitted event table (the schema of
+:mod:`zkgpu.core.events`, ``source="model"``). Every number the model reports (the three
+utilizations, ``partitions_per_min``) is computed by :mod:`zkgpu.analysis.metrics` on that table,
+over the same window as a measurement. Parameters come from a recorded event table
+(:func:`zkgpu.analysis.calibration.calibrate`) or upstream's published numbers
+(:func:`zkgpu.analysis.calibration.reference_params`).
 
 Example::
 
@@ -73,7 +28,6 @@ Example::
     p = model.ModelParams(prep_msm_ms=1600, ntt_ms=500, batch_add_ms=400, tail_msm_ms=200,
                           h2d_bytes=12_500_000_000, pageable_gbps=5.0, pinned_gbps=50.0)
     r = model.simulate(p, partitions=20, gw=2, scope="coarse", transfer="pageable")
-    r.compute_util, r.partitions_per_min
     model.what_if(p, {"transfer": ["pageable", "pinned"], "scope": ["coarse", "narrow"], "gw": [1, 2, 3]})
 """
 

@@ -13,13 +13,13 @@ Mode (``$ZKGPU_MODE``; :func:`resolve_mode`):
 * ``auto`` (default): ``live`` when a GPU is present, else ``replay``.
 
 Without any recording, replay falls back to a tiny CPU run of the pipeline made now
-(``zkgpu.app.record`` with ``device="cpu"``), cached under ``$ZKGPU_CACHE`` (default
+(``zkgpu.app.record`` with ``device="cpu"``), cached under ``$XDG_CACHE_HOME/zkgpu`` (default
 ``~/.cache/zkgpu``) keyed by the source of the package, and labelled as a CPU stand-in: its
 milliseconds are CPU milliseconds, never GPU numbers.
 
 This module belongs to the app layer: it is the one place besides the CLI that reads the notebook
 session's environment (:func:`configure_from_env`: ``ZKGPU_MODE``, ``ZKGPU_DATA``,
-``ZKGPU_NB_OUT``, ``ZKGPU_LIVE_DIR``, ``ZKGPU_CACHE``, ``ZKGPU_HOST_LOAD``) and hands it to the
+``ZKGPU_NB_OUT``, ``ZKGPU_HOST_LOAD``; ``XDG_CACHE_HOME``) and hands it to the
 library as arguments (:func:`zkgpu.analysis.replay.configure`, :func:`zkgpu.analysis.keynumbers.configure`).
 """
 
@@ -93,8 +93,9 @@ def configure_from_env() -> None:
 
 
 def _cache_root() -> Path:
-    env = os.environ.get("ZKGPU_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "zkgpu"
+    """``$XDG_CACHE_HOME/zkgpu``, else ``~/.cache/zkgpu``."""
+    env = os.environ.get("XDG_CACHE_HOME")
+    return (Path(env) if env else Path.home() / ".cache") / "zkgpu"
 
 
 # modules and packages that only read or present data: editing them does not change what the
@@ -179,10 +180,10 @@ def open_source(
             (default ``$ZKGPU_HOST_LOAD``, else :data:`LIVE_HOST_LOAD`, the committed recordings'
             setting; 0 for an idle host).
 
-    A live run is the recordings' regime (:data:`zkgpu.app.record.BASELINE`, prep_msm on threads, host load)
-    at the smaller ``quick`` size, one run per scenario (the replayed recordings hold the repeats). It
-    is recorded into a new ``zkgpu-live-*`` folder under ``$ZKGPU_LIVE_DIR`` (set by
-    ``zkgpu report``, which exports its traces), else under the system's temporary folder.
+    A live run is the recordings' regime (:data:`zkgpu.core.scenarios.BASELINE`, prep_msm on threads, host load)
+    at the smaller ``quick`` size, one run per scenario (the replayed recordings hold the repeats). It is
+    recorded into a new ``zkgpu-live-*`` folder under ``live/`` beside ``$ZKGPU_NB_OUT``
+    (``zkgpu report``'s folder, which exports its traces), else under the system's temporary folder.
 
     Raises:
         RuntimeError: ``live`` was asked for but no GPU is present.
@@ -198,7 +199,8 @@ def open_source(
             if env and not env.isdigit():
                 raise ValueError(f"ZKGPU_HOST_LOAD must be an integer >= 0, got {env!r}")
             host_load = int(env) if env else LIVE_HOST_LOAD
-        live_dir = os.environ.get("ZKGPU_LIVE_DIR") or None  # zkgpu report keeps its live runs there
+        nb_out = os.environ.get("ZKGPU_NB_OUT")
+        live_dir = str(Path(nb_out).parent / "live") if nb_out else None  # zkgpu report keeps its live runs there
         if live_dir:
             Path(live_dir).mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix="zkgpu-live-", dir=live_dir))

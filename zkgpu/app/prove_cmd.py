@@ -77,7 +77,7 @@ def prove_command(zkey_path, wtns_path, proof_path, public_path, device, seed, t
 def circuit_command(name: str, folder: str, fast: bool) -> None:
     """Build a circuit (NAME: mulchain-N or poseidon-N) with circom2 and snarkjs into FOLDER/NAME: its
     r1cs, key and witness (cached by name); prints the files' sizes and each step's seconds as JSON.
-    node comes from $ZKGPU_NODE / $ZKGPU_NODE_MODULES or the repository's node_modules (make node)."""
+    node comes from $ZKGPU_NODE (and the node_modules of its prefix) or the repository's node_modules (make node)."""
     try:
         files = build(name, folder, setup="fast" if fast else "snarkjs")
     except (ValueError, ToolError) as exc:

@@ -10,7 +10,7 @@ into ``reports/``.
 This module is the app layer of the notebooks: it is the one place that reads their environment
 variables (``ZKGPU_MODE``, ``ZKGPU_HOST_LOAD``) and turns them into parameters. Until
 :mod:`zkgpu.analysis.replay` takes its folders as keywords, the kernels also get ``ZKGPU_MODE``,
-``ZKGPU_NB_OUT`` (the key-numbers folder) and ``ZKGPU_LIVE_DIR`` (live runs) in their environment.
+``ZKGPU_NB_OUT`` (the key-numbers folder; live runs go to its sibling ``live/``) in their environment.
 
 The index page (``reports/index.html``) names the data the notebooks read (live GPU, a recording
 in ``data/``, or the CPU stand-in), gives per notebook its one-line finding and its key numbers with
@@ -534,8 +534,7 @@ def run_report(out_dir: str | Path = "reports", mode: str | None = None, only: t
     if mode == "live":
         shutil.rmtree(live_dir, ignore_errors=True)  # this report's live runs only
     env = {"ZKGPU_MODE": mode,  # for zkgpu.analysis.replay's defaults (the notebooks get MODE as a parameter)
-           "ZKGPU_NB_OUT": str(key_dir.resolve()),  # notebooks drop their key numbers here
-           "ZKGPU_LIVE_DIR": str(live_dir.resolve())}  # live runs are recorded here (traces below)
+           "ZKGPU_NB_OUT": str(key_dir.resolve())}  # key numbers go here, live runs into its sibling live/ (traces below)
     env_before = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     results: list[NotebookResult] = []

@@ -14,16 +14,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from zkgpu.analysis import keynumbers, replay
 from zkgpu.app import live
 from zkgpu.core import cuda as _cuda
 from zkgpu.core import errors, manifest
-from zkgpu.gpu.msm import pippenger as msm
-from zkgpu.gpu.msm import prep
-from zkgpu.gpu.ntt import transform as ntt
 from zkgpu.groth16 import circuits
-from zkgpu.pipeline import trace
 
 __all__ = ["Setting", "SETTINGS", "apply", "table"]
 
@@ -45,19 +42,6 @@ def _int(name: str, value: str, low: int = 1) -> int:
     if n < low:
         raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     return n
-
-
-def _defines(name: str, value: str) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for item in filter(None, (t.strip() for t in value.split(","))):
-        key, sep, val = item.partition("=")
-        if not sep or not key.strip().isidentifier():
-            raise ValueError(f"{name}: expected NAME=INT[,NAME=INT...], got {item!r}")
-        try:
-            out[key.strip()] = int(val.strip(), 0)
-        except ValueError:
-            raise ValueError(f"{name}: {key.strip()} needs an integer value, got {val.strip()!r}") from None
-    return out
 
 
 def _named(name: str, fn: Callable[[], object]) -> None:
@@ -88,10 +72,19 @@ def _checked_by_live(name: str) -> Callable[[str], None]:
 
 
 def _commit(value: str) -> None:
+    name = value.strip()
+    dirty = name.endswith("-dirty")
     try:
-        manifest.configure(commit=value.strip())
+        manifest.configure(commit=name.removesuffix("-dirty") if dirty else name, dirty=dirty)
     except ValueError:
         raise ValueError(f"ZKGPU_COMMIT must be a commit name without spaces, got {value!r}") from None
+
+
+def _node(value: str) -> None:
+    """node (a binary or command name) and the node_modules of its prefix, when ``PREFIX/bin/node`` has one."""
+    node = Path(value.strip())
+    beside = node.parent.parent / "node_modules" if node.parent.name == "bin" else None
+    circuits.configure(node=value.strip(), node_modules=beside if beside is not None and beside.is_dir() else None)
 
 
 @dataclass(frozen=True)
@@ -106,36 +99,16 @@ class Setting:
 SETTINGS: tuple[Setting, ...] = (
     Setting("ZKGPU_DISABLE_GPU", "1 hides the GPU: every API takes its CPU path (`_cuda.configure(gpu=False)`)",
             lambda v: _cuda.configure(gpu=not _flag("ZKGPU_DISABLE_GPU", v))),
-    Setting("ZKGPU_NTT_RADIX", "stages per shared-memory round trip of the stagewise NTT, 2 or 4 (`ntt.configure(radix=)`)",
-            lambda v: _named("ZKGPU_NTT_RADIX", lambda: ntt.configure(radix=_int("ZKGPU_NTT_RADIX", v)))),
-    Setting("ZKGPU_NTT_DEFINES", "extra -D options of the NTT kernel builds, NAME=INT,... (`ntt.configure(defines=)`)",
-            lambda v: _named("ZKGPU_NTT_DEFINES", lambda: ntt.configure(defines=_defines("ZKGPU_NTT_DEFINES", v)))),
-    Setting("ZKGPU_MSM_CHUNK", "sorted entries per GPU thread in the bucket accumulation (`msm.configure(chunk=)`)",
-            lambda v: _named("ZKGPU_MSM_CHUNK", lambda: msm.configure(chunk=_int("ZKGPU_MSM_CHUNK", v)))),
-    Setting("ZKGPU_MSM_LEVEL0", "`balanced` or `runs`: how level 0 of the bucket accumulation is cut (`msm.configure(level0=)`)",
-            lambda v: _named("ZKGPU_MSM_LEVEL0", lambda: msm.configure(level0=v.strip()))),
-    Setting("ZKGPU_MSM_INLINE_MUL", "1 compiles msm.cu with the Fq products inlined (`msm.configure(inline_mul=)`)",
-            lambda v: msm.configure(inline_mul=_flag("ZKGPU_MSM_INLINE_MUL", v))),
-    Setting("ZKGPU_MSM_CUBIN", "a cubin of msm.cu prebuilt by nvcc, instead of NVRTC (`msm.configure(cubin=)`)",
-            lambda v: _named("ZKGPU_MSM_CUBIN", lambda: msm.configure(cubin=v))),
-    Setting("ZKGPU_PREP_THREADS", "threads of prep='cpu_parallel' (`prep.configure(threads=)`)",
-            lambda v: prep.configure(threads=_int("ZKGPU_PREP_THREADS", v))),
-    Setting("ZKGPU_NVTX", "0 turns the NVTX ranges off (`trace.configure(nvtx=)`)", lambda v: trace.configure(nvtx=_flag("ZKGPU_NVTX", v))),
-    Setting("ZKGPU_COMMIT", "the commit recorded in manifests where the tree has no .git (`manifest.configure(commit=)`)", _commit),
-    Setting("ZKGPU_DIRTY", "whether that tree had uncommitted changes (`manifest.configure(dirty=)`)",
-            lambda v: manifest.configure(dirty=_flag("ZKGPU_DIRTY", v))),
+    Setting("ZKGPU_COMMIT", "the commit recorded in manifests where the tree has no .git, `git describe --always --dirty --abbrev=40` "
+                            "(a `-dirty` suffix: uncommitted changes) (`manifest.configure(commit=, dirty=)`)", _commit),
     Setting("ZKGPU_DATA", "the folder of recordings: where new run folders go and replay looks (`manifest.configure(data_dir=)`, `replay.configure(data_dir=)`)",
             lambda v: _named("ZKGPU_DATA", lambda: _data(v))),
-    Setting("ZKGPU_NB_OUT", "where notebooks write their key numbers; `zkgpu report` sets it (`keynumbers.configure(out_dir=)`)",
+    Setting("ZKGPU_NB_OUT", "where notebooks write their key numbers (live runs: its sibling `live/`); `zkgpu report` sets it (`keynumbers.configure(out_dir=)`)",
             lambda v: _named("ZKGPU_NB_OUT", lambda: keynumbers.configure(out_dir=v))),
     Setting("ZKGPU_MODE", "`live`, `replay` or `auto` for the notebooks (read by `zkgpu.app.live.resolve_mode`)", _checked_by_live("ZKGPU_MODE")),
     Setting("ZKGPU_HOST_LOAD", "host-memory load threads of a live notebook run (read by `zkgpu.app.live.open_source`)", _checked_by_live("ZKGPU_HOST_LOAD")),
-    Setting("ZKGPU_LIVE_DIR", "where a live notebook run records (read by `zkgpu.app.live.open_source`)", _checked_by_live("ZKGPU_LIVE_DIR")),
-    Setting("ZKGPU_CACHE", "the cache of CPU stand-in recordings (read by `zkgpu.app.live`)", _checked_by_live("ZKGPU_CACHE")),
-    Setting("ZKGPU_NODE", "the node binary of circom2/snarkjs, else node on PATH (`groth16.circuits.configure(node=)`)",
-            lambda v: circuits.configure(node=v)),
-    Setting("ZKGPU_NODE_MODULES", "their node_modules folder, else the repository's (`groth16.circuits.configure(node_modules=)`)",
-            lambda v: circuits.configure(node_modules=v)),
+    Setting("ZKGPU_NODE", "the node binary of circom2/snarkjs, else node on PATH; a `PREFIX/bin/node` with a `PREFIX/node_modules` "
+                          "takes that folder, else the repository's (`groth16.circuits.configure(node=, node_modules=)`)", _node),
     Setting("ZKGPU_DEBUG", "1: CLI errors re-raise with their traceback (`errors.configure(debug=)`)",
             lambda v: errors.configure(debug=_flag("ZKGPU_DEBUG", v))),
 )

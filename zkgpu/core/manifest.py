@@ -5,7 +5,7 @@ A manifest (``manifest.json``) holds the GPU, driver, CUDA, CuPy and package ver
 and whatever sizes/parameters the producer adds. Run folders are created fresh and never reused,
 so nothing recorded is overwritten.
 
-Settings (:func:`configure`; the app layer sets them from ``ZKGPU_COMMIT``, ``ZKGPU_DIRTY`` and
+Settings (:func:`configure`; the app layer sets them from ``ZKGPU_COMMIT`` and
 ``ZKGPU_DATA``): the commit to record where the checkout has no git (a copy sent to a lent GPU
 machine), and the base folder of new run folders.
 """
@@ -104,7 +104,7 @@ def environment() -> dict[str, Any]:
 def git_commit() -> dict[str, Any]:
     """``{"commit": sha or None, "dirty": bool or None}`` for the code zkgpu runs from.
 
-    A commit given to :func:`configure` (the app layer takes it from ``ZKGPU_COMMIT`` / ``ZKGPU_DIRTY``, set by
+    A commit given to :func:`configure` (the app layer takes it from ``ZKGPU_COMMIT``, set by
     whoever made a copy of the tree, e.g. scripts/gpu_run.sh's caller) wins: a copy sent to a lent GPU machine may
     carry a ``.git`` whose HEAD is not the commit it was made from (there the tree then also reads as dirty); git's
     own HEAD is then kept beside it as ``git_head``. Otherwise git is asked (``git rev-parse HEAD`` in the

@@ -3,9 +3,9 @@
 The node tools are installed by ``make node`` (``npm ci`` from the committed ``package.json`` and
 ``package-lock.json``). :func:`tools` finds them: the node binary given to it or to
 :func:`configure` (the app layer passes ``$ZKGPU_NODE``), else ``node`` on PATH; the modules
-likewise (``$ZKGPU_NODE_MODULES``), else the repository's ``node_modules``. (On a GPU host without
-node, ``scripts/gpu_run.sh`` unpacks the carried ``.node/`` archives of ``scripts/node_carry.sh``
-and sets both variables.)
+likewise (the app layer: the ``node_modules`` of ``$ZKGPU_NODE``'s prefix), else the repository's
+``node_modules``. (On a GPU host without node, ``scripts/gpu_run.sh`` unpacks the carried ``.node/``
+archives of ``scripts/node_carry.sh`` and sets ``ZKGPU_NODE``.)
 
 :func:`build` runs the whole snarkjs flow for one circuit into a folder, skipping every step whose
 output already exists (a cache): ``circom2 --r1cs --wasm --prime bls12381``; a powers-of-tau file

@@ -32,11 +32,8 @@ Phases (each timed, :class:`ProveResult.timings_ms`):
 r and s come from :mod:`secrets` (a CSPRNG) unless a seed is given (tests only: a seeded proof
 is not zero-knowledge).
 
-One proving path: :func:`prove` is :func:`evaluate_qap`, :func:`h_scalars` (:func:`to_zkgpu_order`,
-:mod:`zkgpu.gpu.ntt.qap`'s quotient, :func:`odd_coset_scalars`), the MSMs, :func:`msm_g2_cpu` and
-:func:`assemble_proof`; the pipeline's partitions on a real circuit
-(:class:`zkgpu.groth16.workload.SnarkjsCircuit`) call the same functions from their phases, with the
-pipeline's own H computation and MSMs in between.
+The pipeline's partitions on a real circuit (:class:`zkgpu.groth16.workload.SnarkjsCircuit`) call the
+same functions (:func:`evaluate_qap`, :func:`h_scalars`, :func:`msm_g2_cpu`, :func:`assemble_proof`).
 """
 
 from __future__ import annotations

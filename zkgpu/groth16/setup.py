@@ -1,12 +1,9 @@
 """A fast, INSECURE Groth16 set-up that writes a snarkjs-format ``.zkey`` (for benchmarks only).
 
-snarkjs's own set-up needs a prepared powers-of-tau file: ``powersoftau prepare phase2`` turns
-every power into Lagrange form with FFTs over curve points (n log n scalar multiplications, in
-JavaScript), which for a 2^19 domain takes far longer than the GPU host's 10-minute calls. This
-module computes the same proving key from **known** toxic waste (tau, alpha, beta, gamma, delta
-drawn from a seed and printed nowhere but derivable by anyone: a key made here proves nothing to
-anybody, it only has the right shape and the right algebra), with one fixed-base scalar
-multiplication per point (py-arkworks-bls12381, spread over processes).
+It computes the proving key snarkjs would (without its hours-long ``powersoftau prepare phase2`` at
+2^19) from **known** toxic waste (tau, alpha, beta, gamma, delta derived from a seed: a key made here
+proves nothing to anybody; it has the right shape and algebra), with one fixed-base scalar
+multiplication per point (py-arkworks-bls12381, over processes).
 
 What it writes is what snarkjs ``groth16 setup`` writes (``src/zkey_new.js``), from the circom
 ``.r1cs`` (iden3 r1cs format: section 1 header, section 2 the constraints as three linear

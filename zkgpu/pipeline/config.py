@@ -1,42 +1,17 @@
 """Configuration of the two-worker proving pipeline (a scaled-down cuzk engine partition path).
 
-Scaling (upstream's sizes: filecoin-project/curio, extern/supraseal-c2 and the cuzk engine; data/reference/README.md): one PoRep-32GiB
-partition has 130,278,869 constraints in a 2^27 domain, aux 130,169,893, 328 inputs. We keep
-the *shape* and scale the size with ``n`` (constraints = domain = ``n``, a power of two; aux =
-``aux_ratio * n``; a/b/c are ``3 * n * 32`` bytes). Every phase is linear (or n log n) in n, so
-per-partition times scale by about 2x per step of log2(n).
+Scaling: one PoRep-32GiB partition has 130,278,869 constraints in a 2^27 domain, aux 130,169,893,
+328 inputs (filecoin-project/curio; data/reference/README.md). We keep the *shape* and scale the size
+with ``n``: constraints = domain = ``n`` (a power of two), aux = ``aux_ratio * n``, a/b/c are
+``3 * n * 32`` bytes. Every phase is linear (or n log n) in n.
 
-Default ``n = 2**23`` (a/b/c 3 x 256 MiB = 805 MB per partition, 1/16 of PoRep). Measured on the
-H200 at n = 2^22 (``data/nvidia-h200-20261129-record-2``, 8 synthesis threads, 8 host-load threads,
-medians per partition, ms):
-
-=================  ===============  ================
-phase              pageable         pinned_pool
-=================  ===============  ================
-synthesize         790              600
-ntt_msm_h          185              87
-  H2D share        58% (3.3 GB/s)   4.7% (42 GB/s)
-prep_msm           404              373
-batch_add          13               13
-tail_msm           38               38
-barrier_wait       0                100
-=================  ===============  ================
-
-Every phase is linear (or n log n) in n, so the default 2^23 takes about twice these, about a second
-of GPU-side work per partition: long enough that launch overheads are negligible, short enough that a
-16-partition scenario records in seconds. The H200's 16-core host cannot synthesize faster than
-about one 2^22 partition per ~75-100 ms with 8 threads, so larger n only lengthens recordings.
-
-Proportions. The seed's order is ntt_msm_h (pageable) > prep_msm > batch_add > tail_msm, and after the
-fix prep_msm > ntt_msm_h (the barrier wait appears inside the lock). Our prep_msm is numpy (5-10x
-slower per scalar than upstream's C++) while the H200 is faster than the RTX 5070 Ti, so at PoRep's
-aux/constraints ratio prep_msm would dwarf everything. The default ``aux_ratio = 0.5`` halves the aux
-work (prep_msm, batch_add, tail_msm) relative to ntt_msm_h. A worker reaches the barrier only after
-its mutex_wait and ntt_msm_h, so in the pageable baseline prep_msm (404 ms) is done by then and the
-barrier wait is ~0, as in the seed; with the pinned pool it is not (100 ms inside the lock at gw=2).
-If a recording shows barrier_wait in the pageable baseline, lower ``aux_ratio``; if the pinned pool
-shows none, raise it. Set ``aux_ratio=0.97`` for the PoRep shape. batch_add < tail_msm here because
-our bases are device-resident, whereas upstream's batch_add streams 34.5 GB of SRS points over PCIe.
+Defaults: ``n = 2**23`` (a/b/c 805 MB per partition, 1/16 of PoRep), long enough that launch overheads
+are negligible and short enough that a scenario records in seconds. ``aux_ratio = 0.5`` (PoRep: 0.97)
+halves the aux work (prep_msm, batch_add, tail_msm) against ntt_msm_h, because our prep_msm (numpy)
+is slower per scalar than upstream's C++ while the H200 is faster than upstream's GPU; it keeps the
+seed's order of phases (pageable: ntt_msm_h > prep_msm, so barrier_wait ~ 0; pinned pool: prep_msm >
+ntt_msm_h, a barrier wait inside the lock). Per-phase times of the recordings:
+``data/<gpu>-<date>-record*/`` and notebooks 01, 06.
 """
 
 from __future__ import annotations
@@ -108,79 +83,50 @@ class Density:
 
 @dataclass(frozen=True)
 class PipelineConfig:
-    """One pipeline run.
+    """One pipeline run (the modes marked "not upstream" are this project's what-ifs).
 
     Attributes:
         n: constraints per partition = NTT domain size (power of two, 2^2..2^27); a, b, c are
             (n, 4) uint64 Fr each.
         partitions: partitions to prove (cuzk: 10 per PoRep sector).
         synth_workers: synthesis threads (CPU).
-        gw: GPU workers per GPU (cuzk ``gpu_workers_per_device``, default 2), sharing one mutex.
-        gpus: number of GPUs (workers and mutexes are per GPU; partition p goes to whichever
-            worker picks it up, as the cuzk queue does). device="gpu" supports 1 for now;
-            device="cpu" emulates several (one mutex per "GPU").
-        transfer: H2D path of a/b/c: ``pageable`` (baseline: np.empty per partition),
-            ``registered`` (Phase 9: cudaHostRegister the pageable arrays, then async copy),
-            ``pinned_pool`` (the fix: synthesize into PinnedPool buffers), ``resident``
-            (compute-only bound: a/b/c are copied (pageable) *before* the worker takes the
-            mutex, so ntt_msm_h finds them on the device and moves 0 bytes; the copy is an
-            ``h2d`` event outside the mutex with ``stage=pre_lock``; not an upstream mode).
-        lock_scope: ``coarse`` (upstream: barrier_wait inside the mutex) or ``narrow`` (barrier
-            outside: release the mutex after ntt_msm_h, wait for prep_msm, re-take it for
-            batch_add + tail_msm), or ``none`` (no shared mutex: the workers of a GPU run their
-            kernels concurrently on their own streams; upstream's mutex guards a 16 GB card's
-            memory, which an H200 does not need; not an upstream mode), or ``submit`` (as narrow,
-            but the mutex covers only the enqueueing of the GPU phases on the GPU's one shared
-            stream; a/b/c are copied before the mutex, and the wait for the kernels, the deferred
-            checks and the results' D2H come after its release, in ``gpu_wait``; see
-            :mod:`zkgpu.pipeline.worker`; not an upstream mode).
-        h2d_stage: ``in_lock`` (upstream: a/b/c are copied inside ntt_msm_h, the mutex held) or
-            ``pre_lock`` (the worker copies them by ``transfer``'s path on its own stream *before*
-            it asks for the mutex, an ``h2d`` event with ``stage=pre_lock``; its DMA overlaps the
-            other worker's kernels, and ntt_msm_h finds them on the device; its kernels follow the
-            copy on the same stream; not an upstream mode). ``transfer="resident"`` and
-            ``lock_scope="submit"`` always copy before the mutex, whatever this says
+        gw: GPU workers per GPU (cuzk ``gpu_workers_per_device``), sharing one mutex.
+        gpus: GPUs (one mutex each); device="gpu" supports 1, device="cpu" emulates several.
+        transfer: H2D path of a/b/c: ``pageable`` (baseline), ``registered`` (cudaHostRegister, Phase 9),
+            ``pinned_pool`` (the fix: synthesize into :class:`~zkgpu.transfer.pinned_pool.PinnedPool`
+            buffers), ``resident`` (compute-only bound: copied before the mutex; not upstream).
+        lock_scope: ``coarse`` (upstream: barrier_wait inside the mutex), ``narrow`` (barrier outside),
+            ``none`` (no shared mutex) or ``submit`` (the mutex over the enqueueing only); see
+            :mod:`zkgpu.pipeline.worker`. Only ``coarse`` is upstream.
+        h2d_stage: ``in_lock`` (upstream: copies inside ntt_msm_h) or ``pre_lock`` (copies before
+            the mutex on the worker's stream); ``resident`` and ``submit`` always copy before it
             (:attr:`h2d_pre_lock` is the stage a run uses).
-        msm_bases: ``plain`` (upstream: each G1 MSM is :func:`zkgpu.gpu.msm.pippenger.msm_device` over the bases, one
-            bucket set per window) or ``precomputed`` (the GPU backend's ``setup`` builds a table of
-            shifted bases ``2^(c*w) P_i`` per base set (H, L, A, B_G1; :class:`zkgpu.gpu.msm.precomp.PrecomputedBases`,
-            ``96 * nwin * n`` bytes each) and every G1 MSM runs one bucket set over it
-            (:func:`zkgpu.gpu.msm.precomp.msm_precomputed`; the tails over their rows ``idx`` with
-            :func:`zkgpu.gpu.msm.precomp_rows.msm_precomputed_rows`). Same results bit for bit. The CPU
-            backend computes the same sums either way (its reference MSM), so ``precomputed`` is
-            accepted there and changes nothing. Not an upstream default (sppark offers it).
+        msm_bases: ``plain`` (upstream: :func:`zkgpu.gpu.msm.pippenger.msm_device`) or ``precomputed``
+            (shifted bases built once per base set, :class:`zkgpu.gpu.msm.precomp.PrecomputedBases`,
+            ``96 * nwin * n`` bytes each); same results bit for bit; no effect on the CPU backend.
         device: ``gpu`` (CuPy kernels) or ``cpu`` (reference math, same threads/mutex/barrier).
-        prep: how the prep_msm thread splits the L, A, B scalars (:mod:`zkgpu.gpu.msm.prep`): ``cpu``
-            (numpy, one thread, as upstream's prep_msm with one circuit), ``cpu_parallel``
-            (``prep_threads`` threads over chunks, numba, the GIL released) or ``gpu`` (kernels on
-            the prep thread's own stream; aux is copied to the device there; needs device="gpu").
-            Not an upstream mode except ``cpu``.
+        prep: prep_msm's split of the L, A, B scalars (:mod:`zkgpu.gpu.msm.prep`): ``cpu`` (upstream),
+            ``cpu_parallel`` (``prep_threads`` numba threads) or ``gpu`` (needs device="gpu").
         prep_threads: threads of ``cpu_parallel`` (0 = :func:`zkgpu.gpu.msm.prep.default_threads`).
-        tail_streams: 1 (upstream): the three batch additions, then the three tail MSMs, one after
-            another on the worker's stream; 3: the three of each at once, each on its own stream
-            from a thread (they are independent, small and latency-bound). Not an upstream mode.
+        tail_streams: 1 (upstream: batch additions, then tail MSMs, on the worker's stream) or 3
+            (the three of each at once on their own streams).
         seed: base seed; partition p's witness comes from ``(seed, p)``, the bases from ``seed``.
-        aux_ratio: aux size / n (PoRep: 130,169,893 / 2^27 = 0.97; default 0.5, see above).
+        aux_ratio: aux size / n (PoRep: 130,169,893 / 2^27 = 0.97).
         num_inputs: public inputs incl. the leading 1 (PoRep 328).
         density: :class:`Density`.
         b_g2_terms: size of the scaled-down CPU G2 multiexp (first significant B scalars).
         queue_depth: max partitions synthesized but not yet through the start half (cuzk's
-            memory-budget backpressure / ``max_gpu_queue_depth``); 0 = 2 * gw * gpus.
-        timeout_s: limit (seconds) for any one step (synthesize, prep_msm, ntt_msm_h, ..., the
-            run's watchdog) or blocking wait (barrier, queue, joins; the mutex wait gets
-            ``timeout_s * (4 * gw + 1)``); a hang becomes a ``TimeoutError`` (``StageTimeout``)
-            in that partition's result instead of a hung run.
+            ``max_gpu_queue_depth``); 0 = 2 * gw * gpus.
+        timeout_s: seconds any one step or blocking wait may take (the mutex wait:
+            ``timeout_s * (4 * gw + 1)``); a hang fails that partition with ``StageTimeout``.
         run: run name (default derived from the settings).
-        log_path / events_path: where the cuzk-format log and the Parquet event table go
-            (created fresh; existing files are never touched: FileExistsError).
+        log_path / events_path: the cuzk-format log and the Parquet event table, created fresh
+            (an existing file: FileExistsError).
         echo: also print each log line to stderr.
         fault_hook: see :data:`FaultHook` (tests).
-        real: a real circuit (:class:`~zkgpu.pipeline.real.RealCircuit`, e.g.
-            :class:`zkgpu.groth16.workload.SnarkjsCircuit`): each partition proves one of its
-            witnesses with its key's points as bases, and its result carries the proof; ``n`` and
-            ``num_inputs`` must be the circuit's (:meth:`for_circuit` sets them), ``aux_ratio``,
-            ``density`` and ``b_g2_terms`` are then unused (the circuit's own sizes and densities,
-            the full B2 MSM). None: synthetic partitions.
+        real: a real circuit (:class:`~zkgpu.pipeline.real.RealCircuit`): each partition proves one
+            of its witnesses; ``n`` and ``num_inputs`` must be the circuit's (:meth:`for_circuit`),
+            ``aux_ratio``, ``density`` and ``b_g2_terms`` are unused. None: synthetic partitions.
     """
 
     n: int = 1 << 23

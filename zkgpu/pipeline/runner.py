@@ -1,40 +1,23 @@
 """The run: synthesis workers -> priority GPU queue -> gw GPU workers per GPU -> finalizers.
 
-Mirrors the cuzk engine's partition path (notes/cuzk-pipeline.md §3):
+As the cuzk engine's partition path (notes/cuzk-pipeline.md §3): ``synth_workers`` threads
+synthesize partitions in order into fresh pageable arrays or, with ``transfer="pinned_pool"``, into
+buffers of a :class:`zkgpu.transfer.pinned_pool.PinnedPool`; ``queue_depth`` permits bound the
+partitions synthesized but not yet through the start half. The GPU queue is keyed on the partition
+index. ``gw`` GPU worker threads per GPU share one :class:`~zkgpu.pipeline.sync.GpuMutex`; each picks
+up a partition (GPU_PICKUP, the ``GPU_TIMING`` tracker-lock round trips), runs the start half
+(:func:`~zkgpu.pipeline.worker.prove_start`), returns a/b/c, spawns the finalizer
+(:func:`~zkgpu.pipeline.worker.finalize`) and loops.
 
-* ``synth_workers`` threads take partitions in order and synthesize each into fresh pageable
-  arrays (``np.empty`` per partition, first touched by synthesis: bellperson's growing Vecs) or,
-  with ``transfer="pinned_pool"``, into a/b/c checked out of a :class:`zkgpu.transfer.pinned_pool.PinnedPool`
-  (cuzk ``PinnedAbcBuffers::checkout``). A semaphore of ``queue_depth`` permits bounds the
-  partitions synthesized but not yet through the start half (cuzk's memory-budget backpressure);
-  the permit returns when a/b/c are released.
-* The GPU queue is a priority queue keyed on the partition index (cuzk: ``(job_seq, partition)``).
-* ``gw`` GPU worker threads per GPU share one :class:`~zkgpu.pipeline.sync.GpuMutex`. Each
-  loops: pick up (GPU_PICKUP), two tracker-lock round trips (fail check, mark busy:
-  ``GPU_TIMING hot_path pre-prove overhead``), GPU_START, the start half
-  (:func:`~zkgpu.pipeline.worker.prove_start`; ``GPU_TIMING spawn_blocking prove_start`` /
-  ``prove_start returned``), returns a/b/c to the pool (cuzk ``release_abc``), spawns the
-  finalizer thread (:func:`~zkgpu.pipeline.worker.finalize`) and loops at once.
+Errors: a partition whose step raises is ``failed`` with its error (``PartitionResult.stage`` names
+the step); the other partitions go on. ``KeyboardInterrupt`` (Ctrl-C or from a worker) stops the run:
+waits end with ``Cancelled``, running steps finish, the log and event table are written, and
+:class:`PipelineInterrupted` carries the partial :class:`PipelineResult`.
 
-Reliability: a partition whose step raises is marked ``failed`` with its error; its worker goes on
-with the next partition and the other workers are not affected (as in cuzk, where a failed
-partition fails its job but not the engine). ``KeyboardInterrupt`` — in the main thread (Ctrl-C)
-or raised inside any worker (e.g. from ``fault_hook``) — sets the run's stop event: synthesis
-stops taking partitions, waits (mutex, barrier, queue) end with ``Cancelled``, steps already
-running finish, queued partitions are released; then the log and event table are written and
-:class:`PipelineInterrupted` (a ``KeyboardInterrupt`` carrying the partial
-:class:`PipelineResult`) is raised.
-
-No hang: every blocking wait is bounded (mutex_wait by
-:func:`~zkgpu.pipeline.sync.mutex_wait_limit_s`, the barrier, queue and joins by ``timeout_s``),
-and a watchdog in the main thread fails any partition whose *step* (synthesize, prep_msm, b_g2_msm,
-ntt_msm_h, batch_add, tail_msm, finalize, …) runs past ``timeout_s``: the partition is ``failed``
-with :class:`~zkgpu.pipeline.sync.StageTimeout` naming the step and the partition, the run stops
-waiting for that thread, and the watchdog force-releases the GPU mutex the partition holds, aborts its
-prep barrier and returns its a/b/c and queue permit, so the other partitions go on. A thread that
-comes back from a hung step drops its results and exits. If every GPU worker hangs, queued partitions
-are cancelled ("every GPU worker hung") and the run returns. ``PartitionResult.stage`` names the
-step a partition failed in.
+No hang: every blocking wait is bounded (:func:`~zkgpu.pipeline.sync.mutex_wait_limit_s`,
+``timeout_s``), and a watchdog fails any step that runs past ``timeout_s`` with
+:class:`~zkgpu.pipeline.sync.StageTimeout`, force-releasing the partition's mutex, barrier, a/b/c
+and queue permit. If every GPU worker hangs, queued partitions are cancelled and the run returns.
 """
 
 from __future__ import annotations

@@ -1,41 +1,22 @@
 """Partition synthesis: a, b, c and the aux assignment of one partition.
 
-With ``config.real`` (:mod:`zkgpu.pipeline.real`) synthesis is the real circuit's QAP evaluation
-of the partition's witness. Otherwise it is synthetic, *not* a real circuit: a, b, c are uniform values in [0, 2^254) (hence canonical Fr) and
-satisfy nothing in particular (a*b != c in general): the pipeline only needs their size and the
-H computation ``compute_h(a, b, c)`` (iNTT, coset NTT x3, (a*b - c) * Z^-1, inverse coset NTT) is
-defined for any input, and its result is checked against the reference on the same input. The
-aux assignment has the PoRep shape of notes/cuzk-pipeline.md §1.3 (mostly 0 and 1, a minority of
-full-size values; fractions in :class:`~zkgpu.pipeline.config.Density`), which is what makes
-prep_msm, batch_add and the tail MSMs behave as upstream.
+With ``config.real`` (:mod:`zkgpu.pipeline.real`) it is the real circuit's QAP evaluation of the
+partition's witness. Otherwise it is a synthetic stand-in, *not* a circuit: a, b, c uniform in
+[0, 2^254) (canonical Fr, a*b != c in general; ``compute_h`` is defined for any input and checked
+against the reference on the same one) and an aux assignment of PoRep's shape (mostly 0 and 1; the
+fractions of :class:`~zkgpu.pipeline.config.Density`, notes/cuzk-pipeline.md §1.3). It costs what
+its generator costs, one pass over the destination arrays (first touch, straight into pinned
+buffers with the pool), so the GPU side is what the recordings measure.
 
-**A stand-in, priced as its generator.** Upstream's synthesis is bellperson running the circuit's
-``synthesize`` (SHA-256 / Poseidon gadgets) and ``enforce()`` pushing each constraint's a, b, c
-evaluations, multi-threaded *within* a partition (bellperson synthesizes a partition's circuit
-over rayon threads) — a real CPU cost that cuzk overlaps with the GPU by synthesizing ahead
-(``max_gpu_queue_depth``). Here the synthetic partition costs what its random-number generator
-costs: one pass writing the destination arrays, nothing else. Its only job is to keep the
-partitions coming at the rate the pipeline consumes them, so that the GPU side is what the
-recordings measure (if it is too slow, the GPU idles with *no partition ready*:
-:func:`zkgpu.analysis.gpu_time.idle_causes`).
+The generator is counter-based: SplitMix64's output function (Steele, Lea & Flood, OOPSLA 2014;
+the constants of Vigna's ``splitmix64.c``) of ``key + (i + 1) * 0x9E3779B97F4A7C15`` for the i-th
+64-bit word, one key per (``config.seed``, partition, stream). A numba ``@njit(nogil=True)`` loop
+(:func:`zkgpu.core.optional.numba`) and a NumPy fallback in chunks of 2^15 words give the same words.
+The aux selector ``u = (word >> 11) * 2^-53`` picks 0 (``u < zero``), 1 (``u < zero + one``) or the
+full-size value.
 
-The generator is counter-based: SplitMix64's output function (Steele, Lea & Flood, "Fast
-splittable pseudorandom number generators", OOPSLA 2014; the constants of Vigna's ``splitmix64.c``)
-applied to ``key + (i + 1) * 0x9E3779B97F4A7C15`` for the i-th 64-bit word of a stream, with one key
-per (``config.seed``, partition, stream) — a, b, c, the aux limbs and the aux 0/1/full selector.
-Any word is a function of its position only, so the fill needs no state, no temporaries and no
-order: one pass straight into the destination (first touch by synthesis, as bellperson's
-``enforce()`` pushes; for the pinned pool, straight into the pinned buffers). Two implementations
-give the same words (tested equal): a numba ``@njit(nogil=True)`` loop (:func:`zkgpu.core.optional.numba`;
-the synthesis threads then run in parallel, without the GIL) and a NumPy fallback in cache-sized chunks
-of 2^15 words, without temporaries, when numba is not installed (a few times slower: it makes eight
-passes over each chunk where the loop makes one). The aux selector is ``u = (word >> 11) * 2^-53``
-(uniform in [0, 1), exact in float64): 0 when ``u < zero``, 1 when ``u < zero + one``, else the
-row's full-size value.
-
-Same ``(config.seed, partition)`` -> same arrays, on every machine and either implementation.
-The circuit structure (density bitmaps, public inputs) depends only on ``config.seed`` and is
-the same for every partition, as for PoRep (numpy's PCG64: it is made once per run).
+Same ``(config.seed, partition)`` -> same arrays on every machine; the circuit structure (density
+bitmaps, public inputs) depends only on ``config.seed`` (numpy's PCG64, made once per run).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ NVTX: every :meth:`Tracer.phase` is a push/pop range (balanced per thread, also 
 raises) in domain ``"zkgpu"`` labelled ``"<phase>[ p<partition>][ w<worker>]"``, e.g.
 ``"ntt_msm_h p3 w0"``; cross-thread spans (:meth:`Tracer.begin`, used for ``prove`` and
 ``gpu_queue``) are start/end ranges with the same labels. :func:`configure` (``nvtx=False``;
-the app layer sets it from ``ZKGPU_NVTX=0``) disables them.
+a keyword of the library, not an environment variable) disables them.
 
 Which line a phase emits is fixed by :data:`PHASE_LINES`; values the line needs beyond the
 phase's own duration (``gpu_total_ms``, ``pre_lock_cpu_ms`` …) are passed as ``fields``.
@@ -110,7 +110,7 @@ def configure(*, nvtx: bool) -> None:
     Args:
         nvtx: False: :func:`default_nvtx` returns :class:`NullNvtx` (no NVTX ranges, e.g. to
             time the tracer's own overhead); True (the default): NVTX ranges when the ``nvtx``
-            package is installed. The app layer sets it from ``ZKGPU_NVTX`` (``0`` = off).
+            package is installed.
 
     Raises:
         TypeError: ``nvtx`` is not a bool.

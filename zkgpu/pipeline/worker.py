@@ -2,78 +2,33 @@
 
 Start half (:func:`prove_start`, on the GPU worker's thread), in upstream's order:
 
-1. ``split_vectors`` (allocate the three ones-bitmaps) -> ``split_vectors_ms setup_to_split_ms``;
-2. spawn the **prep_msm thread**: prep_msm for L, A, B (``prep_msm_ms``), **notify the barrier**,
-   then the CPU **b_g2_msm** (``b_g2_msm_ms num_circuits``);
-3. take the per-GPU **mutex** -> ``pre_lock_cpu_ms mutex_wait_ms``;
-4. inside the mutex: **ntt_msm_h** (H2D a/b/c by the configured path — except where
-   ``config.h2d_pre_lock``, which copied them during step 2, before the mutex — compute_h,
-   stream sync, H MSM) -> ``gpu_tid ntt_msm_h_ms`` + ``CUZK_NTT_H``; **barrier_wait**; **batch_add** (L, A, B_G1
-   over the ones bitmaps); **tail_msm** (L, A, B_G1 over the significant scalars) ->
-   ``tail_msm_ms gpu_total_ms``;
-5. ``mutex_held_ms total_start_fn_ms``, unlock; the caller then returns a/b/c to the pool.
+1. ``split_vectors`` (the three ones-bitmaps);
+2. spawn the **prep_msm thread**: prep_msm for L, A, B, **notify the barrier**, then **b_g2_msm**;
+3. take the per-GPU **mutex** (``mutex_wait``);
+4. inside it: **ntt_msm_h** (H2D of a/b/c, compute_h, H MSM), **barrier_wait**, **batch_add**,
+   **tail_msm**; 5. unlock; the caller returns a/b/c to the pool.
 
-Lock scope (``config.lock_scope``):
+``config.lock_scope``: ``coarse`` (upstream) holds the mutex through all of step 4; ``narrow`` waits
+at the barrier outside it and re-takes it (a second ``mutex_wait`` event, ``relock=true``);
+``none`` gives each worker a private mutex; ``submit`` holds it only while the host queues the GPU
+phases on the GPU's shared stream, then waits for them in a ``gpu_wait`` phase after the release and
+moves the GPU phase rows onto the GPU clock (:meth:`zkgpu.pipeline.trace.Tracer.place_on_gpu_clock`).
+The log keeps upstream's one-line-per-partition fields in every scope (``narrow``:
+``barrier_wait_ms`` = barrier wait + re-lock wait, ``mutex_held_ms`` = both held intervals).
 
-* ``coarse`` (upstream at every commit): the worker holds the mutex for ntt_msm_h + barrier_wait
-  + batch_add + tail_msm; while it waits at the barrier the GPU idles and the other worker of the
-  GPU waits in mutex_wait.
-* ``none`` (not upstream): no shared mutex; each worker takes a private, never contended one, so
-  the event table keeps its shape (``mutex_wait`` ~ 0, ``mutex_held`` as coarse) while the workers'
-  GPU phases overlap on the device.
-* ``narrow`` ("barrier outside", the ablation the barrier_wait data suggests; not upstream): the
-  worker releases the mutex right after ntt_msm_h, waits at the barrier *without* the mutex, then
-  re-takes the mutex (a second ``mutex_wait`` event with ``relock=true``; its wait is queued
-  behind whoever took the GPU meanwhile) for batch_add + tail_msm. The event table shows the two
-  ``mutex_held`` intervals and both waits exactly. The log keeps upstream's one-line-per-partition
-  shape: ``barrier_wait_ms`` = barrier wait + re-lock wait (the time the worker spent outside the
-  mutex between ntt_msm_h and batch_add, so ``gpu_total ~ ntt + barrier + batch + tail`` still
-  holds), ``mutex_held_ms`` = the sum of both held intervals, ``mutex_wait_ms`` = the first wait.
-* ``submit`` (not upstream): the mutex covers only the *submission* of the GPU phases. The
-  workers of a GPU queue them on one shared stream (``WorkerContext.gpu_streams``), so a
-  partition's kernels run after the previous one's in the order the mutex gave; a/b/c are copied
-  by the configured path before the mutex, on the worker's own stream (an ``h2d`` event with
-  ``stage=pre_lock``, its DMA overlapping the other worker's kernels); the barrier is outside the
-  mutex as in ``narrow``; the results stay on the device (``defer=True``) and the final stream
-  sync, the H computation's value checks and the results' D2H happen after the release, in a
-  ``gpu_wait`` phase that waits on an event (``Backend.mark`` / ``wait``). So the next worker's
-  submission queues behind while this partition's last kernels run. After the wait the GPU
-  phase rows (ntt_msm_h, h_msm, batch_add, tail_msm) are moved from the host interval of their
-  submission to the interval their kernels ran, from their CUDA events anchored at the wait's
-  return (:meth:`zkgpu.pipeline.trace.Tracer.place_on_gpu_clock`; ``clock=gpu`` and the submission's
-  ``host_ms`` in the detail); ``mutex_held`` stays the submission on the host clock. The
-  submission does not wait for the GPU: the MSMs, on prepared bases with deferred scalar
-  checks, keep every size on the device (:func:`zkgpu.gpu.msm.pippenger.msm_device`, :mod:`zkgpu.gpu.msm.reduce`),
-  so ``mutex_held`` is the host's time to queue the kernels; each GPU phase's ``host_syncs``
-  counts any wait that is left (:func:`zkgpu.core.cuda.count_sync`; none in ``submit``).
+``config.h2d_stage``: ``in_lock`` (upstream) copies a/b/c inside ntt_msm_h, each copy followed on
+its own stream by that vector's NTTs (``h2d`` event with ``stage=ntt_msm_h``); ``pre_lock`` (always
+with ``resident`` and ``submit``) copies them in step 2, before ``mutex_wait`` (``stage=pre_lock``),
+so the mutex is never held during the copy.
 
-H2D stage (``config.h2d_stage``; :attr:`~zkgpu.pipeline.config.PipelineConfig.h2d_pre_lock`):
-``in_lock`` (upstream) copies a/b/c inside ntt_msm_h, the mutex held, each copy followed on its
-own stream by that vector's NTTs (an ``h2d`` event with ``stage=ntt_msm_h``). ``pre_lock`` (and
-always ``resident`` and ``submit``) copies them by the same path in step 2, after the prep
-thread's start and before ``mutex_wait``, on the worker's own stream (:func:`_h2d`: an ``h2d``
-event with ``stage=pre_lock`` inside ``pre_lock``, fault-hook step ``h2d``): the copy has completed
-when the worker asks for the mutex (:mod:`zkgpu.transfer.paths` waits for each copy's end event), so
-its DMA overlaps the other worker's kernels, not this worker's, and ntt_msm_h starts its NTTs on
-device-resident inputs, queued on that same stream (the two side streams wait for stream 0's
-event first). The pool buffers still return after the start half (the caller's ``finally``),
-also when the copy fails; the mutex is never held during the copy, so a failed or hung copy
-fails its partition without blocking the other worker.
+Finalizer (:func:`finalize`, its own thread, outside the mutex): join the prep thread, assemble the
+proof elements (``finalize``), GPU_END, then the shared **tracker lock** (``lock_wait_ms``) with
+``malloc_trim(0)`` under it. Real circuits (``config.real``, :mod:`zkgpu.pipeline.real`): the same
+steps with the circuit's H, B2 MSM and proof (``PartitionResult.proof``).
 
-Finalizer (:func:`finalize`, its own thread per partition, outside the mutex): join the prep
-thread (b_g2), assemble H, L, A, B_G1 (batch-add part + tail part) and B_G2 -> ``finalize``
-(``async_dealloc_ms``), GPU_END, then the shared **tracker lock** (``lock_wait_ms``), under it
-``malloc_trim(0)`` (``FIN_TIMING malloc_trim``) and the result routing, then
-``FIN_TIMING finalizer partition``.
-
-Real circuits (``config.real``, :mod:`zkgpu.pipeline.real`): the same steps, with the circuit's
-H scalars computed inside ``ntt`` (after the H computation), its full B2 MSM as ``b_g2_msm``, and
-its proof assembled inside ``finalize`` (``PartitionResult.proof``).
-
-Failure: any exception in the start half releases the mutex (if held), aborts the barrier (so
-neither thread waits for the other), returns a/b/c (the caller's ``finally``), and joins the prep
-thread (bounded by ``timeout_s``); the partition fails with that error. An exception in the prep
-thread aborts the barrier, and the GPU thread's barrier_wait raises :class:`PrepFailed` carrying it.
+Failure: an exception in the start half releases the mutex, aborts the barrier, returns a/b/c and
+joins the prep thread (bounded by ``timeout_s``); the partition fails with that error. An exception
+in the prep thread aborts the barrier, and barrier_wait raises :class:`PrepFailed` carrying it.
 """
 
 from __future__ import annotations
@@ -228,7 +183,7 @@ def _prep_main(ctx: WorkerContext, job: SynthesizedJob, st: StartState, barrier:
     tr, p = ctx.tracer, job.partition
     try:
         detail: dict[str, Any] = {"prep": ctx.config.prep}
-        if ctx.config.prep == "cpu_parallel":  # the threads actually used ($ZKGPU_PREP_THREADS when prep_threads = 0)
+        if ctx.config.prep == "cpu_parallel":  # the threads actually used (prep.default_threads() when prep_threads = 0)
             detail["threads"] = ctx.config.prep_threads or default_prep_threads()
         with tr.phase("prep_msm", worker=st.worker, partition=p, gpu=st.gpu, detail=detail) as ph:
             ctx.hook("prep_msm", p, None)

@@ -1,64 +1,32 @@
 """Host-to-device (H2D) transfer paths, named by mechanism.
 
-Why this module exists
-----------------------
-cuzk's GPU phase ``ntt_msm_h`` was slow because the a/b/c vectors (3 x 4.17 GB per PoRep
-partition) were copied from **pageable** heap memory: CUDA stages a pageable source through a
-small pinned bounce buffer, so the copy runs at host-memcpy speed (1-4 GB/s under load in the
-seed) and blocks the calling thread. The fix (filecoin-project/curio
-``extern/cuzk/cuzk-core/src/pinned_pool.rs``, commit ``48dccd93``; here :mod:`zkgpu.transfer.pinned_pool`)
-makes synthesis write a/b/c straight into page-locked buffers from a pool, so the H2D copy is a
-plain DMA at PCIe speed.
-
-Transfer paths
---------------
-Every path copies the raw bytes of a C-contiguous host array into a C-contiguous device array of
-the same size (``nbytes``; dtype and shape may differ, bytes are copied verbatim) and returns a
-:class:`TransferResult`:
+Every path copies the raw bytes of a C-contiguous host array into a C-contiguous device array of the
+same ``nbytes`` (dtype and shape may differ) and returns a :class:`TransferResult`:
 
 ==================  ==========================================================================
-``pageable``        ``dst.set(host, stream)``: CuPy calls ``cudaMemcpyAsync`` with the numpy
-                    pointer. A **true pageable copy**: per the CUDA Runtime API section "API
-                    synchronization behavior", for pageable-to-device copies "a stream sync is
-                    performed before the copy is initiated" and the call returns only once the
-                    whole source has been staged, so the host is blocked for ~the whole copy.
-``pageable_memcpy`` the same mechanism through ``cupy.cuda.runtime.memcpyAsync`` directly.
-``cupy_asarray``    ``cupy.asarray(host)``: **not** a pageable copy. CuPy (>= 7) copies a
-                    pageable source on the CPU into a buffer from its pinned-memory pool and then
-                    issues an async DMA from that buffer (``cupy/_core/core.pyx``
-                    ``_array_default``). We measure that staging by wrapping CuPy's pinned
-                    allocator during the call (``staging_bytes`` = pinned bytes requested).
-``registered``      ``cudaHostRegister`` on the existing array, async DMA, ``cudaHostUnregister``;
-                    ``register_ms`` / ``unregister_ms`` are reported separately (cuzk's
-                    Phase 9 attempt, ``c4effc85``).
-``pinned_staging``  host memcpy into a pinned staging buffer, then async DMA (what the driver
-                    does internally for pageable memory, by hand, unchunked).
-``pinned_pool``     the data already lives in a pinned :class:`~zkgpu.transfer.pinned_pool.PinnedPool`
-                    buffer (written there by synthesis, as cuzk does after ``48dccd93``); just
-                    the async DMA.
+``pageable``        ``dst.set(host, stream)`` (``cudaMemcpyAsync`` from the numpy pointer): a true
+                    pageable copy, staged by the driver; the host is blocked for ~the whole copy
+                    (CUDA Runtime API, "API synchronization behavior").
+``pageable_memcpy`` the same through ``cupy.cuda.runtime.memcpyAsync`` directly.
+``cupy_asarray``    ``cupy.asarray(host)``: CuPy copies into a buffer of its pinned pool on the CPU,
+                    then DMAs it (``staging_bytes``: the pinned bytes it requested).
+``registered``      ``cudaHostRegister``, async DMA, ``cudaHostUnregister`` (cuzk's Phase 9);
+                    ``register_ms`` / ``unregister_ms`` apart.
+``pinned_staging``  host memcpy into a pinned staging buffer, then async DMA.
+``pinned_pool``     the data already lives in a :class:`~zkgpu.transfer.pinned_pool.PinnedPool`
+                    buffer (the fix, curio ``48dccd93``): just the async DMA.
 ``pinned_raw``      ``cudaMemcpyAsync`` from a ``cupyx.empty_pinned`` buffer: the raw pinned
-                    baseline the pool path is compared with
-                    (:func:`zkgpu.app.bench.transfer.pool_efficiency`).
+                    baseline (:func:`zkgpu.app.bench.transfer.pool_efficiency`).
 ==================  ==========================================================================
 
-Timing (every path)
-    ``host_ms``: ``time.perf_counter`` around the call only (how long the calling thread was
-    blocked). ``stream_ms``: CUDA events on the copy's stream, the start event recorded just before
-    the call on an idle (synchronized) stream and the end event just after it, so it runs from
-    the start of the call until the copy has finished on the device, host staging included.
-    ``wall_ms``: perf_counter from the start of the call until the end event completed.
-    ``gbps = nbytes / stream_ms`` in **10^9 bytes per second** (decimal GB/s, as nvbandwidth and
-    PCIe figures are quoted). ``overhead_ms``: pinning costs paid outside the stream window for
-    this copy (``registered``: register + unregister; ``pinned_staging`` without a staging
-    buffer: its allocation and free); ``effective_gbps = nbytes / (stream_ms + overhead_ms)``.
+Timing: ``host_ms`` is ``time.perf_counter`` around the call (the calling thread's block);
+``stream_ms`` CUDA events on the copy's idle stream from just before the call to the copy's end, host
+staging included; ``wall_ms`` perf_counter from the call to the end event. ``gbps = nbytes /
+stream_ms`` in 10^9 bytes/s; ``overhead_ms`` the pinning costs outside that window (register +
+unregister, a staging buffer's allocation); ``effective_gbps = nbytes / (stream_ms + overhead_ms)``.
 
-Elsewhere
-    The pool of page-locked buffers is :mod:`zkgpu.transfer.pinned_pool` (its allocators
-    :mod:`zkgpu.transfer.host_alloc`); the bandwidth sweep over every path, the pool-efficiency check, the
-    pinning-cost table and ``zkgpu bench h2d`` are :mod:`zkgpu.app.bench.transfer`.
-
-Without a GPU, importing works and every transfer function raises ``RuntimeError`` (from
-:func:`zkgpu.core.cuda.cupy`).
+Without a GPU, importing works and every transfer function raises ``RuntimeError``
+(:func:`zkgpu.core.cuda.cupy`).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ the anchor's ``VENDOR_COMMITS``, zkgpu's two run manifests, the zkgpu/sppark rat
 ``compute_h`` at 2^24, issue 13's targets checked on them: every like-for-like ratio <= 1.0 (the rows doing the work of
 sppark's timed row, :data:`ACCEPTANCE_RULE`), compute_h <= 35 ms,
 and the PoRep-like driver's uniform control against the anchor's row). ``zkgpu bench sppark-table`` prints the
-newest such recording's ratio table as markdown, and rewrites README.md's block with it.
+newest such recording's ratio table as markdown, and rewrites notes/vs-sppark.md's block with it.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from zkgpu.core.manifest import build_manifest, check_run_base, new_run_dir, wri
 
 __all__ = ["parse_log_sizes", "MAX_LOG_SIZE", "ACCEPTANCE_RULE", "write_recording", "latest_vs_sppark", "readme_block", "update_readme", "bench_command", "table_command"]
 
-README_BEGIN = "<!-- vs-sppark:begin (zkgpu bench sppark-table --readme README.md rewrites this block) -->"
+README_BEGIN = "<!-- vs-sppark:begin (zkgpu bench sppark-table --readme notes/vs-sppark.md rewrites this block) -->"
 README_END = "<!-- vs-sppark:end -->"
 SPPARK_SCALARS = ("uniform only: the anchor's driver draws uniform scalars in [0, r); zkgpu's PoRep-like MSM rows are "
                   "set against sppark's uniform time as context (like_for_like = false)")
@@ -188,7 +188,7 @@ def latest_vs_sppark(base: str | Path | None = None) -> tuple[Path, pd.DataFrame
 
 
 def readme_block(base: str | Path | None = None) -> str:
-    """README.md's zkgpu/sppark block (markers included) from the newest ``bench-sppark`` recording under
+    """notes/vs-sppark.md's zkgpu/sppark block (markers included) from the newest ``bench-sppark`` recording under
     ``base`` (default: the replay data folder), or a line saying there is none."""
     found = latest_vs_sppark(base)
     if found is None:

@@ -141,21 +141,11 @@ def bandwidth_sweep(
     ``repeat`` recorded copies into the same device buffer (CuPy ``empty``; ``cupy_asarray``
     allocates its own) on one non-blocking stream.
 
-    What "fresh" means, exactly:
-        ``fresh_buffer=False`` (reused): the source buffer is allocated and filled with the test
-        pattern once per (size, path) before the warm-up, and every copy reads it again (its pages
-        are resident; pinned buffers stay pinned). ``fresh_buffer=True``: every copy (warm-up
-        included) gets a newly allocated source buffer whose pages have never been touched, fills
-        it (this write is its first touch, page faults included; ``touch_ms``), copies it and frees
-        it. For the pageable-source paths (``pageable``, ``pageable_memcpy``, ``cupy_asarray``,
-        ``registered``, ``pinned_staging``) every source buffer, reused or fresh, is a numpy array
-        over its own anonymous ``mmap`` (so a fresh one really has never-touched pages, which
-        ``numpy.empty`` cannot promise: malloc may recycle touched heap pages below its mmap
-        threshold), unmapped when freed; ``registered`` then also pins fresh pages;
-        ``pinned_staging`` keeps its reused staging buffer (from a :class:`~zkgpu.transfer.pinned_pool.PinnedPool`). For ``pinned_pool`` the pool is emptied
-        first so the checkout does a new ``cudaHostAlloc``; for ``pinned_raw`` CuPy's pinned pool is
-        emptied so ``cupyx.empty_pinned`` allocates. That allocation is ``alloc_ms`` and counts in
-        ``overhead_ms``/``effective_gbps`` (it is the cost a pool avoids).
+    ``fresh_buffer=False`` (reused): one source buffer per (size, path), filled once, read by every copy.
+    ``fresh_buffer=True``: every copy (warm-up included) gets a new source buffer with never-touched pages
+    (pageable paths: an anonymous ``mmap`` each, unlike ``numpy.empty``), filled (``touch_ms``, page faults
+    included), copied and freed; ``pinned_pool`` and ``pinned_raw`` then allocate pinned memory anew
+    (``alloc_ms``, counted in ``overhead_ms``/``effective_gbps``: the cost a pool avoids).
 
     Args:
         sizes: bytes per copy (default :data:`DEFAULT_SIZES`, 1 MiB … 4 GiB; pass smaller lists

@@ -110,12 +110,12 @@ passes."""
 RADIX: int | None = None
 """Stages per shared-memory round trip in a stagewise pass: 2 (kernel ntt_pass, radix-2) or 4 (ntt_pass_r4, two radix-2
 stages in registers); None (the default) means 2. Read at each call through :func:`radix` (set it with
-:func:`configure`; the command line maps ``ZKGPU_NTT_RADIX`` to it). Radix-2 is the default because it was the faster
+:func:`configure`). Radix-2 is the default because it was the faster
 of the two on the H200 (``zkgpu bench ntt`` with each value; ntt_pass_r4 needs 128 registers, halving the resident
 threads). Both are tested on the GPU."""
 DEFINES: dict[str, int] = {}
-"""Extra ``-D`` build options of the NTT kernel modules (:func:`configure`; the command line maps
-``ZKGPU_NTT_DEFINES="ZK_NTT_PTX=0,NTT_MIN_BLOCKS=3"`` to it): ``ZK_NTT_PTX`` 0 builds the kernels with the portable
+"""Extra ``-D`` build options of the NTT kernel modules (:func:`configure`, e.g.
+``defines={"ZK_NTT_PTX": 0, "NTT_MIN_BLOCKS": 3}``): ``ZK_NTT_PTX`` 0 builds the kernels with the portable
 C++ additions instead of the volatile PTX chains (1 the other way; default 0 in both modules); ``ZK_NTT_ASM`` 1
 (stagewise; the default) the butterflies' additions as non-volatile asm chains; ``ZK_NTT_LAZY`` 1 (stagewise) the DIF
 difference unreduced into its twiddle product (ntt_common.cuh says why that is exact); ``NTT_SMEM_TW`` 1 (stagewise;
