@@ -5,17 +5,21 @@ Each case is a row of RELIABILITY.md."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
 from zkgpu.analysis import model
-from zkgpu.app import pipeline_cmd
+from zkgpu.analysis.replay import Recording, story_order
+from zkgpu.app import pipeline_cmd, report
 from zkgpu.app.cli import main
+from zkgpu.core.events import normalize_events
 from zkgpu.pipeline.config import MAX_PARTITIONS, MAX_TIMEOUT_S, PipelineConfig
 
 
@@ -78,3 +82,48 @@ def test_zkgpu_data_that_is_a_file_is_one_clear_error(tmp_path):
     f.write_text("x")
     res = _cli(["forecast"], env={"ZKGPU_DATA": str(f)})
     _one_line_error(res, "ZKGPU_DATA", str(f), "is a file", "must be a folder")
+
+
+# --------------------------------------------------------------------------- recordings and replay
+
+
+def _recording(folder, scenarios, manifest_extra=None, events=None):
+    """A recording folder with one tiny event table per scenario (``events/<i>.parquet``); returns its path."""
+    (folder / "events").mkdir(parents=True)
+    entries = {}
+    for i, s in enumerate(scenarios):
+        ev = events if events is not None else normalize_events(pd.DataFrame({
+            "run": [s, s], "worker": [0, 0], "gpu": [0, 0], "partition": [0, 0], "phase": ["prove", "ntt_msm_h"],
+            "start_ns": [0, 10], "end_ns": [100, 50]}))
+        ev.to_parquet(folder / "events" / f"{i}.parquet")
+        entries[s] = {"events": f"events/{i}.parquet", "config": {}}
+    m = {"device": "cpu", "scenarios": entries, **(manifest_extra or {})}
+    (folder / "manifest.json").write_text(json.dumps(m), encoding="utf-8")
+    return folder
+
+
+def test_report_trace_names_are_safe_slugs_inside_the_folder(tmp_path):
+    victim = tmp_path / "victim.json"
+    victim.write_text("keep", encoding="utf-8")
+    names = ["baseline", f"{victim.with_suffix('')}", "../../victim", "..", "a/b", "a\\b", "x" * 300, "Base line", "base-line", "\u00e9t\u00e9"]
+    rec = Recording.open(_recording(tmp_path / "data" / "cpu-20990101-record", names))
+    traces = tmp_path / "out" / "traces"
+    got = report.export_traces(rec, traces)
+    assert victim.read_text(encoding="utf-8") == "keep"
+    files = sorted(p.name for p in traces.iterdir())
+    assert len(files) == len(names) == len(got)  # one file per scenario: none overwrote another
+    assert all(t.path.parent == traces and "/" not in t.path.name and len(t.path.name) <= 90 for t in got)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "out", "victim.json"]
+    assert [t.scenario for t in got] == list(story_order(names))
+
+
+def test_report_traces_folder_that_is_a_link_is_refused(tmp_path):
+    rec = Recording.open(_recording(tmp_path / "data" / "cpu-20990101-record", ["baseline"]))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.json").write_text("keep", encoding="utf-8")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "traces").symlink_to(elsewhere)
+    with pytest.raises(ValueError, match="link"):
+        report.export_traces(rec, tmp_path / "out" / "traces")
+    assert [p.name for p in elsewhere.iterdir()] == ["keep.json"]
