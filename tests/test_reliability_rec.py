@@ -10,12 +10,18 @@ import math
 import os
 import subprocess
 import sys
+import time
+import tracemalloc
 
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from zkgpu.analysis import model
+from zkgpu.analysis import logs, model
+from zkgpu.analysis.logs import MARKERS
+from zkgpu.analysis.logs.parse import MAX_LINE_CHARS
 from zkgpu.analysis.replay import Recording, story_order
 from zkgpu.app import pipeline_cmd, report
 from zkgpu.app.cli import main
@@ -127,3 +133,86 @@ def test_report_traces_folder_that_is_a_link_is_refused(tmp_path):
     with pytest.raises(ValueError, match="link"):
         report.export_traces(rec, tmp_path / "out" / "traces")
     assert [p.name for p in elsewhere.iterdir()] == ["keep.json"]
+
+
+# --------------------------------------------------------------------------- zkgpu parse: memory and fuzzing
+
+
+def _peak_bytes(fn):
+    tracemalloc.start()
+    try:
+        out = fn()
+        return out, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_parse_memory_of_a_long_quoted_value_is_a_small_multiple_of_the_line(tmp_path):
+    n = 600_000  # under MAX_LINE_CHARS: read whole
+    log = tmp_path / "q.log"
+    log.write_text("CUZK_TIMING: kind=partition partition=0 prep_msm_ms=5\n"
+                   f'CUZK_TIMING: kind=partition partition=1 note="{"a" * n}" ntt_msm_h_ms=7\n', encoding="utf-8")
+    parsed, peak = _peak_bytes(lambda: logs.parse_file(log, rows=False))
+    assert parsed.summary()["cuzk_timing"] == 2 and parsed.summary()["overlong"] == 0
+    assert peak < 20 * n, f"peak {peak / 1e6:.1f} MB for a {n / 1e6:.1f} MB line"  # was ~190 bytes per byte (regex backtracking)
+
+
+def test_an_overlong_line_is_cut_counted_and_never_read_whole(tmp_path):
+    log = tmp_path / "nul.log"
+    with open(log, "w", encoding="utf-8") as f:
+        f.write("CUZK_TIMING: kind=partition partition=0 prep_msm_ms=5\n")
+        f.write("CUZK_TIMING: kind=partition partition=1 prep_msm_ms=6 note=" + "x" * (3 * MAX_LINE_CHARS) + "\n")
+        f.write("CUZK_TIMING: kind=partition partition=2 prep_msm_ms=7\n")
+        f.write("\x00" * (24 * MAX_LINE_CHARS))  # a NUL tail without a line end (a log cut by a crash)
+    parsed, peak = _peak_bytes(lambda: logs.parse_file(log, rows=False))
+    s = parsed.summary()
+    assert s["overlong"] == 2 and s["undecodable"] == 1 and s["no_final_newline"] == 1, s
+    assert s["cuzk_timing"] == 3 and s["truncated"] >= 1, s  # the cut line's record kept, flagged, its cut token dropped
+    assert peak < 12 * MAX_LINE_CHARS, f"peak {peak / 1e6:.1f} MB"  # was the whole 24 MiB line, twice
+    res = _run(["parse", str(log)])
+    assert res.returncode == 0 and "overlong=2" in res.stdout, (res.stdout, res.stderr)
+
+
+_PIECES = st.one_of(
+    st.sampled_from([*MARKERS, "CUZK_TIMING: kind=partition", "TIMELINE,", "partition=", "worker=", "gpu=", "job=", "_ms=",
+                     "prep_msm_ms=", "ntt_msm_h_ms=", "=", '"', '\\"', "\\", " ", "\t", "\r", "\n", "\r\n", ",", "...", "\u2026",
+                     "\x1b[31m", "\x1b]0;", "\x07", "\x00", "\ufffd", "nan", "inf", "-inf", "1e308", "-5", "2147483648",
+                     "12ms", "1.5s", "3us", "kind=", "start", "end", "GPU_START", "GPU_END", "2026-12-03T10:00:00Z INFO ",
+                     "\u00e9", "\U0001f600"]),
+    st.integers(-10**20, 10**20).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.text(max_size=12),
+)
+
+
+@st.composite
+def _log_text(draw):
+    parts = draw(st.lists(_PIECES, max_size=120))
+    if draw(st.booleans()):  # one long token, quoted or not: the regex-backtracking and overlong-line cases
+        long = draw(st.sampled_from(["a", '\\"', "\x00", "=", "1", " "])) * draw(st.integers(1, 200_000))
+        parts.insert(draw(st.integers(0, len(parts))), draw(st.sampled_from(['note="{}"', "note={}", "{}"])).format(long))
+    return "".join(parts)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
+                                                                   HealthCheck.data_too_large])
+@given(text=_log_text(), tail=st.binary(max_size=64))
+def test_fuzz_parse_never_crashes_and_stays_bounded(tmp_path, text, tail):
+    """`zkgpu parse` of any text (and trailing bytes that need not be UTF-8): no exception but the documented ones,
+    every line counted, memory within a small multiple of the input, and the CLI one line or a summary."""
+    log = tmp_path / "fuzz.log"
+    log.write_bytes(text.encode("utf-8", "surrogatepass") + tail)
+    started = time.monotonic()
+    parsed, peak = _peak_bytes(lambda: logs.parse_file(log, rows=False))
+    s = parsed.summary()
+    assert all(isinstance(v, int) and v >= 0 for v in s.values()), s
+    logs.partition_table(parsed)
+    try:
+        logs.to_events(parsed, run="fuzz")
+    except ValueError as exc:  # documented: durations past the int64 ns clock
+        assert "\n" not in str(exc)
+    assert peak < 16_000_000 + 40 * log.stat().st_size, f"peak {peak / 1e6:.1f} MB for {log.stat().st_size} bytes"
+    res = _run(["parse", str(log)])
+    assert res.returncode in (0, 2), (res.returncode, res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr and (res.returncode == 0 or "\n" not in res.stderr.strip()), res.stderr
+    assert time.monotonic() - started < 30
