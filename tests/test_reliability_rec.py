@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import shlex
 import subprocess
 import sys
 import time
@@ -19,12 +21,13 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from zkgpu.analysis import logs, model
+from zkgpu.analysis import logs, model, replay
 from zkgpu.analysis.logs import MARKERS
 from zkgpu.analysis.logs.parse import MAX_LINE_CHARS
 from zkgpu.analysis.replay import Recording, story_order
-from zkgpu.app import pipeline_cmd, report
+from zkgpu.app import pipeline_cmd, record, report
 from zkgpu.app.cli import main
+from zkgpu.core import manifest
 from zkgpu.core.events import normalize_events
 from zkgpu.pipeline.config import MAX_PARTITIONS, MAX_TIMEOUT_S, PipelineConfig
 
@@ -216,3 +219,150 @@ def test_fuzz_parse_never_crashes_and_stays_bounded(tmp_path, text, tail):
     assert res.returncode in (0, 2), (res.returncode, res.stdout, res.stderr)
     assert "Traceback" not in res.stderr and (res.returncode == 0 or "\n" not in res.stderr.strip()), res.stderr
     assert time.monotonic() - started < 30
+
+
+def _record_cpu(out, **kw):
+    return record.record(out=out, device="cpu", n=32, partitions=1, scenarios=["baseline", "pinned_pool"], sweep=False, bench=False, **kw)
+
+
+@pytest.mark.parametrize("how", ["KeyboardInterrupt", "SIGTERM", "RuntimeError", "OSError"])
+def test_a_cut_recording_is_marked_incomplete_and_replay_skips_it(tmp_path, monkeypatch, how):
+    good = _record_cpu(tmp_path)  # an older, finished recording
+    real = record.run_scenario
+    calls = []
+
+    def cut(name, *a, **kw):
+        calls.append(name)
+        if len(calls) == 2:
+            raise {"KeyboardInterrupt": KeyboardInterrupt("signal 2"), "SIGTERM": KeyboardInterrupt("signal 15"),
+                   "RuntimeError": RuntimeError("boom"), "OSError": OSError(28, "No space left on device")}[how]
+        return real(name, *a, **kw)
+
+    monkeypatch.setattr(record, "run_scenario", cut)
+    with pytest.raises(KeyboardInterrupt if how in ("KeyboardInterrupt", "SIGTERM") else RuntimeError, match="incomplete"):
+        _record_cpu(tmp_path)
+    (cut_dir,) = [p for p in tmp_path.iterdir() if p != good]
+    assert cut_dir.name.endswith("-record-1-incomplete"), cut_dir.name
+    m = json.loads((cut_dir / "manifest.json").read_text(encoding="utf-8"))
+    assert m["complete"] is False and m["incomplete"] and m["scenarios"]["baseline"]["events"], m
+    with pytest.warns(UserWarning, match="skipping incomplete recording"):
+        assert [r.path for r in replay.find_recordings(tmp_path)] == [good]
+
+
+def test_a_recording_whose_every_scenario_failed_is_incomplete(tmp_path, monkeypatch):
+    monkeypatch.setattr(record, "run_scenario", lambda name, settings, *a, **kw: {"settings": settings, "error": "3 of 3 proofs rejected by snarkjs",
+                                                                                       "seconds": 0.0})
+    run_dir = _record_cpu(tmp_path)
+    assert run_dir.name.endswith("-incomplete") and json.loads((run_dir / "manifest.json").read_text())["complete"] is False
+    with pytest.warns(UserWarning, match="skipping incomplete"):
+        assert replay.find_recordings(tmp_path) == []
+    res = _run(["trace", "export", run_dir.name.removesuffix("-incomplete")])
+    assert res.returncode != 0
+
+
+def test_a_full_disk_at_the_manifest_leaves_an_incomplete_folder(tmp_path, monkeypatch):
+    def full(path, obj):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(manifest, "write_json_new", full)
+    with pytest.raises(OSError):
+        _record_cpu(tmp_path)
+    (run_dir,) = tmp_path.iterdir()
+    assert run_dir.name.endswith("-incomplete") and not (run_dir / "manifest.json").exists()
+
+
+def test_an_old_interrupted_manifest_under_a_normal_name_is_skipped(tmp_path):
+    _recording(tmp_path / "cpu-20990101-record", ["baseline"], {"interrupted": "KeyboardInterrupt: signal 15"})
+    good = _recording(tmp_path / "cpu-20980101-record", ["baseline"], {"interrupted": None})
+    with pytest.warns(UserWarning, match="signal 15"):
+        assert [r.path for r in replay.find_recordings(tmp_path)] == [good]
+
+
+@pytest.mark.parametrize("drop, word", [(["start_ns", "end_ns"], "start_ns"), (["phase"], "phase"), (["end_ns"], "end_ns")])
+def test_an_event_table_without_its_columns_is_refused_naming_the_column(tmp_path, drop, word):
+    ev = pd.DataFrame({"run": ["a"], "worker": [0], "gpu": [0], "partition": [0], "phase": ["prove"], "start_ns": [0], "end_ns": [100]})
+    rec = Recording.open(_recording(tmp_path / "cpu-20990101-record", ["baseline"], events=ev.drop(columns=drop)))
+    with pytest.raises(ValueError, match=f"0.parquet: no column '{word}'"):
+        rec.events("baseline")
+    res = _run(["trace", "export", str(rec.path), "--out", str(tmp_path / "t.json")])
+    _one_line_error(res, "0.parquet", word)
+    assert not (tmp_path / "t.json").exists()
+
+
+@pytest.mark.parametrize("col, values, word", [("start_ns", [0.5], "float64"), ("phase", [None], "null"), ("end_ns", ["100"], "expected integer")])
+def test_an_event_table_with_wrong_values_is_refused_naming_the_column(tmp_path, col, values, word):
+    ev = pd.DataFrame({"phase": ["prove"], "start_ns": [0], "end_ns": [100]})
+    ev[col] = values
+    rec = Recording.open(_recording(tmp_path / "cpu-20990101-record", ["baseline"], events=ev))
+    with pytest.raises(ValueError, match=f"column '{col}'.*{word}|{word}.*column '{col}'|column '{col}' has"):
+        rec.events("baseline")
+
+
+def test_an_events_entry_that_names_a_folder_is_refused(tmp_path):
+    folder = _recording(tmp_path / "cpu-20990101-record", ["baseline"])
+    m = json.loads((folder / "manifest.json").read_text())
+    m["scenarios"]["baseline"]["events"] = "events"
+    (folder / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(ValueError, match="a folder"):
+        Recording.open(folder).events("baseline")
+
+
+@pytest.mark.parametrize("patch, word", [
+    ({"scenarios": {"baseline": {"events": 5}}}, "'events' is an integer"),
+    ({"host_load": "x"}, "'host_load' is a string"),
+    ({"host_load": {"threads": "x"}}, "'host_load.threads'"),
+    ({"host_load": {"threads": -1}}, "'host_load.threads'"),
+    ({"scenarios": {"baseline": {"events": "events/0.parquet", "config": [1, 2]}}}, "'config' is an array"),
+    ({"scenarios": {"baseline": {"events": "events/0.parquet", "log": {"a": 1}}}}, "'log' is an object"),
+    ({"n": "big"}, "'n' is a string"),
+    ({"n": True}, "'n' is true/false"),
+    ({"partitions": 1.5}, "'partitions' is a number"),
+    ({"benchmarks": {"ntt": 3}}, "benchmarks 'ntt'"),
+    ({"scenarios": [1]}, "'scenarios' is an array"),
+])
+def test_manifest_fields_of_the_wrong_type_are_refused_at_load(tmp_path, patch, word):
+    folder = _recording(tmp_path / "cpu-20990101-record", ["baseline"])
+    m = json.loads((folder / "manifest.json").read_text())
+    m.update(patch)
+    (folder / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(ValueError, match=re.escape(word)):
+        Recording.open(folder)
+    with pytest.warns(UserWarning, match=re.escape(word)):
+        assert replay.find_recordings(tmp_path) == []
+    res = _run(["trace", "export", str(folder), "--out", str(tmp_path / "t.json")])
+    _one_line_error(res, "manifest.json", word)
+
+
+# --------------------------------------------------------------------------- manifests: the command
+
+
+def test_manifest_command_is_zkgpu_args_with_paths_relative_to_the_data_folder(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    (data / "in").mkdir(parents=True)
+    (data / "in" / "a b.log").write_text("x")
+    monkeypatch.chdir(data)
+    argv = [str(manifest.REPO_ROOT / "zkgpu" / "app" / "cli.py"), "record", "--out", str(data), f"--zkey={manifest.REPO_ROOT}/build/c.zkey",
+            "in/a b.log", "--scenario", "baseline", "/home/someone/secret/x.wtns", "--partitions", "4"]
+    got = manifest.portable_command(argv, data)
+    assert got == "zkgpu record --out . --zkey=build/c.zkey 'in/a b.log' --scenario baseline .../x.wtns --partitions 4", got
+    assert str(tmp_path) not in got and "/home" not in got
+    monkeypatch.setattr(sys, "argv", argv)
+    manifest.configure(data_dir=data)
+    try:
+        assert manifest.build_manifest()["command"] == got
+    finally:
+        manifest.configure(data_dir=None)
+
+
+def test_old_manifests_with_absolute_commands_are_read_in_the_new_form(tmp_path):
+    old = "/work/main/zkgpu/cli.py bench prove --zkey build/c.zkey --out /tmp/abc/data --sppark /root/x/sppark.txt"
+    assert manifest.command_of({"command": old}, tmp_path / "data") == "zkgpu bench prove --zkey build/c.zkey --out .../data --sppark .../sppark.txt"
+    assert manifest.command_of({"command": "zkgpu parse x.log"}) == "zkgpu parse x.log"
+    assert manifest.command_of({"command": 5}) is None and manifest.command_of({}) is None and manifest.command_of([1]) is None
+    assert shlex.split(manifest.command_of({"command": "/x/cli.py parse 'unbalanced"})) == ["zkgpu", "parse", "'unbalanced"]
+    rec = Recording.open(_recording(tmp_path / "cpu-20990101-record", ["baseline"], {"command": old}))
+    assert rec.command.startswith("zkgpu bench prove") and "/tmp" not in rec.command
+    committed = [json.loads(p.read_text(encoding="utf-8")) for p in (manifest.REPO_ROOT / "data").rglob("manifest.json")]
+    for m in committed:  # the data committed before: read in the new form, never rewritten
+        c = manifest.command_of(m)
+        assert c is None or not any(t.startswith("/") for t in c.split()), c
