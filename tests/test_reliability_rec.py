@@ -30,6 +30,7 @@ from zkgpu.app.cli import main
 from zkgpu.core import manifest
 from zkgpu.core.events import normalize_events
 from zkgpu.pipeline.config import MAX_PARTITIONS, MAX_TIMEOUT_S, PipelineConfig
+from zkgpu.story import forecast
 
 
 class _Res:
@@ -366,3 +367,50 @@ def test_old_manifests_with_absolute_commands_are_read_in_the_new_form(tmp_path)
     for m in committed:  # the data committed before: read in the new form, never rewritten
         c = manifest.command_of(m)
         assert c is None or not any(t.startswith("/") for t in c.split()), c
+
+
+# --------------------------------------------------------------------------- forecast files
+
+LAST_MILE = manifest.REPO_ROOT / "data" / "last-mile" / "nvidia-h200-20261201-record-4"
+
+
+def test_forecast_of_dot_names_the_folder_not_an_empty_source(tmp_path, monkeypatch):
+    monkeypatch.chdir(LAST_MILE)
+    res = _run(["forecast", ".", "--out", str(tmp_path)])
+    assert res.returncode == 0, (res.stdout, res.stderr)
+    (f,) = tmp_path.iterdir()
+    assert f.name == "forecast-from-nvidia-h200-20261201-record-4.json"
+    doc = json.loads(f.read_text())
+    assert doc["from_recording"] == LAST_MILE.name and doc["from_recording_path"] == "data/last-mile/nvidia-h200-20261201-record-4"
+
+
+def _forecast_file(folder, **patch):
+    doc = {"kind": "forecast", "made_utc": "2026-12-01T12:00:00+00:00", "from_recording": LAST_MILE.name,
+           "from_recording_path": "data/last-mile/nvidia-h200-20261201-record-4",
+           "scenarios": {"submit_prep_gpu": {"partitions_per_min": 1.0, "compute_util": 0.5, "measured_per_min": 1.0}}, **patch}
+    path = folder / f"forecast-from-{LAST_MILE.name}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("patch, word", [
+    ({"from_recording_path": 5}, "from_recording_path 5"),
+    ({"from_recording_path": ["data"]}, "from_recording_path ['data']"),
+    ({"from_recording_path": "../../etc"}, "from_recording_path '../../etc'"),
+    ({"from_recording_path": "/etc"}, "from_recording_path '/etc'"),
+    ({"from_recording_path": "data/../../x"}, "from_recording_path 'data/../../x'"),
+    ({"from_recording": "../x"}, "from_recording '../x'"),
+    ({"from_recording": ""}, "from_recording ''"),
+])
+def test_forecast_files_with_a_bad_or_escaping_source_are_refused(tmp_path, patch, word):
+    path = _forecast_file(tmp_path, **patch)
+    with pytest.raises(ValueError, match=re.escape(f"{path}: {word}")):
+        forecast.read_forecasts(tmp_path)
+
+
+def test_a_forecast_source_outside_the_repository_is_never_opened(tmp_path):
+    outside = _recording(tmp_path / "cpu-20990101-record", ["baseline"])
+    rel = os.path.relpath(outside, manifest.REPO_ROOT)
+    assert rel.startswith("..")
+    assert forecast._from_source({"from_recording_path": rel, "from_recording": "nope"}) is None
+    assert forecast._relative(outside) is None  # a forecast made from outside stores no absolute path

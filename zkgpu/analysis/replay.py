@@ -205,6 +205,8 @@ class Recording:
                 message names the folder and what is wrong.
         """
         p = Path(path)
+        if p.name in ("", ".."):  # "." or "..": the folder's own name, for labels and the files named after it
+            p = p.resolve()
         mf = p / "manifest.json"
         if not mf.is_file():
             raise FileNotFoundError(f"{p} has no manifest.json: not a finished recording")
