@@ -414,3 +414,22 @@ def test_a_forecast_source_outside_the_repository_is_never_opened(tmp_path):
     assert rel.startswith("..")
     assert forecast._from_source({"from_recording_path": rel, "from_recording": "nope"}) is None
     assert forecast._relative(outside) is None  # a forecast made from outside stores no absolute path
+
+
+# --------------------------------------------------------------------------- one data folder everywhere
+
+
+def test_notebook_00_inventory_reads_the_data_folder_its_banner_replays(tmp_path, monkeypatch):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    data = tmp_path / "data"
+    run = record.record(out=data, device="cpu", n=32, partitions=2, scenarios=["baseline"], sweep=False, bench=False)
+    out = tmp_path / "out"
+    for k, v in {"ZKGPU_DATA": str(data), "ZKGPU_MODE": "replay", "ZKGPU_NB_OUT": str(out), "MPLBACKEND": "Agg"}.items():
+        monkeypatch.setenv(k, v)
+    nb = nbformat.read(manifest.REPO_ROOT / "notebooks" / "00_index.ipynb", as_version=4)
+    nbclient.NotebookClient(nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "stream")
+    assert run.name in text and "1 recordings in data/" in text, text[-2000:]  # was: the repository's data/ (dozens)
+    numbers = json.loads((out / "00_index.json").read_text())["numbers"]
+    assert (numbers["recordings"]["value"] if isinstance(numbers["recordings"], dict) else numbers["recordings"]) == 1
