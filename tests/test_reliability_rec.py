@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import tracemalloc
+import warnings
 
 import pandas as pd
 import pytest
@@ -433,3 +434,56 @@ def test_notebook_00_inventory_reads_the_data_folder_its_banner_replays(tmp_path
     assert run.name in text and "1 recordings in data/" in text, text[-2000:]  # was: the repository's data/ (dozens)
     numbers = json.loads((out / "00_index.json").read_text())["numbers"]
     assert (numbers["recordings"]["value"] if isinstance(numbers["recordings"], dict) else numbers["recordings"]) == 1
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False) | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=8)
+_FIELDS = ["scenarios", "environment", "host_load", "benchmarks", "circuit", "sweep", "device", "date_utc", "command", "n", "partitions",
+           "complete", "interrupted", "incomplete", "notes"]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(top=st.dictionaries(st.sampled_from(_FIELDS), _JSON, max_size=4),
+       entry=st.dictionaries(st.sampled_from(["events", "log", "config", "settings", "error", "host_load", "seconds"]), _JSON, max_size=3))
+def test_fuzz_manifest_fields_load_or_are_refused_in_one_line(tmp_path_factory, top, entry):
+    """Any JSON in the fields a reader uses: Recording.open either refuses it (one-line ValueError naming the file)
+    or every property the notebooks and commands read works; find_recordings never raises."""
+    root = tmp_path_factory.mktemp("fz")
+    folder = _recording(root / "cpu-20990101-record", ["baseline"])
+    m = json.loads((folder / "manifest.json").read_text())
+    m["scenarios"]["baseline"].update(entry)
+    m.update(top)
+    (folder / "manifest.json").write_text(json.dumps(m))
+    try:
+        rec = Recording.open(folder)
+    except ValueError as exc:
+        assert "manifest.json" in str(exc) and "\n" not in str(exc)
+        return
+    for prop in ("label", "scenarios", "gpu", "host_load_threads", "incomplete", "command", "date"):
+        getattr(rec, prop)
+    for s in rec.scenarios:
+        if rec.scenario(s).get("events"):
+            try:
+                rec.events(s)
+            except ValueError as exc:
+                assert "\n" not in str(exc)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        replay.find_recordings(root)
+
+
+def test_an_event_table_with_negative_times_is_refused(tmp_path):
+    ev = pd.DataFrame({"phase": ["prove"], "start_ns": [-5], "end_ns": [10]})
+    rec = Recording.open(_recording(tmp_path / "cpu-20990101-record", ["baseline"], events=ev))
+    with pytest.raises(ValueError, match="column 'start_ns' has 1 negative value"):
+        rec.events("baseline")
+
+
+def test_a_forecast_that_is_a_folder_or_a_fifo_is_refused_without_blocking(tmp_path):
+    (tmp_path / "forecast-a-folder.json").mkdir()
+    with pytest.raises(ValueError, match="forecast-a-folder.json: not a regular file"):
+        forecast.read_forecasts(tmp_path)
+    (tmp_path / "forecast-a-folder.json").rmdir()
+    os.mkfifo(tmp_path / "forecast-fifo.json")
+    with pytest.raises(ValueError, match="forecast-fifo.json: not a regular file"):
+        forecast.read_forecasts(tmp_path)

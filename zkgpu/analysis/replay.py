@@ -155,8 +155,9 @@ def _check_manifest(mf: Path, manifest: Any) -> None:
 
 def read_events(path: Path) -> pd.DataFrame:
     """The one reader of a recorded event table (Parquet, schema of :mod:`zkgpu.core.events`), checked at load: a
-    regular file whose ``phase`` (text), ``start_ns`` and ``end_ns`` (integers) columns are present without nulls
-    (a missing one was read as zeros or NA), every other column of the schema convertible to its dtype.
+    regular file whose ``phase`` (text), ``start_ns`` and ``end_ns`` (integers, ``0 <= start_ns <= end_ns``) columns
+    are present without nulls (a missing one was read as zeros or NA), every other column of the schema convertible to
+    its dtype.
 
     Raises:
         ValueError: one line naming the file and the column (or why it is unreadable).
@@ -176,6 +177,8 @@ def read_events(path: Path) -> pd.DataFrame:
         ok = pd.api.types.is_integer_dtype(c) if kind == "integer" else (pd.api.types.is_string_dtype(c) or pd.api.types.is_object_dtype(c)) and all(isinstance(x, str) for x in c)
         if not ok:
             raise ValueError(f"events file {path}: column '{col}' holds {c.dtype}, expected {kind} values")
+    if (df["start_ns"] < 0).any():
+        raise ValueError(f"events file {path}: column 'start_ns' has {int((df['start_ns'] < 0).sum())} negative value(s) (ns since the run's epoch)")
     try:
         return normalize_events(df)
     except (TypeError, ValueError) as exc:

@@ -171,10 +171,14 @@ def read_forecasts(folder: str | Path | None = None) -> list[dict[str, Any]]:
     d = Path(folder) if folder is not None else FORECAST_DIR
     out = []
     for f in sorted(d.glob("forecast-*.json")) if d.is_dir() else []:
+        if not f.is_file():  # a folder, a FIFO (would block), a device
+            raise ValueError(f"{f}: not a regular file, so not a forecast (remove it)")
         try:
             doc = json.loads(f.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ValueError(f"{f}: not a JSON forecast ({exc})") from None
+        except OSError as exc:
+            raise ValueError(f"{f}: unreadable ({exc.strerror or exc})") from None
         if not (isinstance(doc, dict) and doc.get("kind") == "forecast" and isinstance(doc.get("scenarios"), dict) and doc["scenarios"]
                 and isinstance(doc.get("from_recording"), str)):
             raise ValueError(f"{f}: not a forecast (needs kind='forecast', made_utc, from_recording and a non-empty scenarios object)")
