@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from zkgpu.analysis.metrics import detail_value
 from zkgpu.analysis.replay import Recording, data_dir, find_recordings
 from zkgpu.core.events import normalize_events
 
-__all__ = ["chrome_trace", "write_chrome_trace", "open_run", "export_recording", "ExportError"]
+__all__ = ["chrome_trace", "write_chrome_trace", "open_run", "export_recording", "trace_file_name", "ExportError"]
 
 _WORKER_THREADS: dict[str, tuple[int, str]] = {
     # phase -> (order within the worker's threads, thread-name suffix); other phases: (1, "")
@@ -218,6 +219,21 @@ def write_chrome_trace(trace: Mapping[str, Any], path: str | Path, *, overwrite:
         p.unlink(missing_ok=True)
         raise
     return p
+
+
+def trace_file_name(scenario: str, taken: set[str] | None = None) -> str:
+    """A safe file name (``<slug>.json``, no folder part) for a scenario's trace: runs of characters other than
+    ASCII letters, digits, ``_`` and ``-`` become one ``-`` (so ``/``, ``..``, absolute paths and NULs cannot leave
+    the folder), cut to 80 characters, ``scenario`` if nothing is left; ``-2``, ``-3`` ... appended while the name is
+    in ``taken`` (two scenarios that slug alike keep two files). Scenario names come from manifests: untrusted."""
+    stem = re.sub(r"[^A-Za-z0-9_-]+", "-", str(scenario)).strip("-")[:80].strip("-") or "scenario"
+    taken = set() if taken is None else taken
+    name, i = f"{stem}.json", 1
+    while name.lower() in taken:
+        i += 1
+        name = f"{stem}-{i}.json"
+    taken.add(name.lower())
+    return name
 
 
 def open_run(run: str | Path, base: str | Path | None = None) -> Recording:

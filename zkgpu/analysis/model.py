@@ -263,10 +263,10 @@ def simulate(
         raise ValueError(f"h2d_stage must be one of {H2D_STAGES}, got {h2d_stage!r}")
     if not (isinstance(prep_speedup, (int, float)) and math.isfinite(prep_speedup) and prep_speedup > 0):
         raise ValueError(f"prep_speedup must be a finite number > 0, got {prep_speedup!r}")
-    if not (jitter >= 0 and math.isfinite(jitter)):
-        raise ValueError(f"jitter must be >= 0, got {jitter!r}")
-    if max_queue is not None and max_queue < 1:
-        raise ValueError(f"max_queue must be >= 1 or None, got {max_queue!r}")
+    if not (isinstance(jitter, (int, float)) and jitter >= 0 and math.isfinite(jitter)):
+        raise ValueError(f"jitter must be a finite number >= 0, got {jitter!r}")
+    if max_queue is not None and (isinstance(max_queue, bool) or not isinstance(max_queue, (int, np.integer)) or max_queue < 1):
+        raise ValueError(f"max_queue must be an int >= 1 or None, got {max_queue!r}")
     sw = params.synth_workers if synth_workers is None else synth_workers
     if not (isinstance(sw, (int, np.integer)) and sw >= 1):
         raise ValueError(f"synth_workers must be an int >= 1, got {sw!r}")

@@ -21,6 +21,7 @@ repository's ``data/`` unless :func:`configure` names another (``zkgpu.app.live`
 from __future__ import annotations
 
 import json
+import math
 import re
 import warnings
 from collections.abc import Callable, Iterable
@@ -32,7 +33,7 @@ import pandas as pd
 
 from zkgpu.analysis import metrics
 from zkgpu.core.events import normalize_events
-from zkgpu.core.manifest import DATA_DIR
+from zkgpu.core.manifest import DATA_DIR, command_of
 
 __all__ = [
     "configure",
@@ -40,6 +41,7 @@ __all__ = [
     "reference_path",
     "Recording",
     "find_recordings",
+    "read_events",
     "RECORDING_KINDS",
     "inventory",
     "inventory_by_kind",
@@ -56,6 +58,7 @@ __all__ = [
 ]
 
 _RECORD_RE = re.compile(r"^(?P<gpu>.+)-(?P<date>\d{8})-record(?:-(?P<n>\d+))?$")
+_INCOMPLETE_RE = re.compile(r"^(?P<gpu>.+)-(?P<date>\d{8})-record(?:-\d+)?-incomplete(?:-\d+)?$")  # zkgpu.core.manifest.mark_incomplete
 _BENCH_RE = re.compile(r"^(?P<gpu>.+)-(?P<date>\d{8})-bench-(?P<kind>[a-z0-9-]+?)(?:-(?P<n>\d+))?$")
 #: The order in which the story meets the scenarios: baseline → registered → pinned pool → narrow
 #: lock → the gw sweep (1, 2 = pinned_pool, 3) → compute-only. Tables and figures follow it.
@@ -98,6 +101,89 @@ def reference_path(name: str = "") -> Path:
 
 # --------------------------------------------------------------------------- recordings
 
+_JSON_TYPE = {dict: "an object", list: "an array", str: "a string", bool: "true/false", int: "an integer", float: "a number"}
+#: the manifest fields a reader uses, with the JSON types they may hold (None: null or absent)
+_MANIFEST_FIELDS: dict[str, tuple[type, ...]] = {
+    "scenarios": (dict,), "environment": (dict,), "host_load": (dict,), "benchmarks": (dict,), "circuit": (dict, str),
+    "sweep": (str,), "device": (str,), "date_utc": (str,), "command": (str,), "kind": (str,), "notes": (list,),
+    "n": (int,), "partitions": (int,), "complete": (bool,), "interrupted": (str,), "incomplete": (str,),
+}
+_SCENARIO_FIELDS: dict[str, tuple[type, ...]] = {
+    "events": (str,), "log": (str,), "config": (dict,), "settings": (dict,), "error": (str,), "skipped": (str,),
+    "interrupted": (str,), "seconds": (int, float), "rows": (int,), "partitions_ok": (int,), "host_load": (dict,),
+}
+#: event-table columns that must be present, without nulls, with these kinds (pandas dtype kinds: i integer, O/U/T text)
+_EVENT_COLUMNS: dict[str, str] = {"phase": "text", "start_ns": "integer", "end_ns": "integer"}
+
+
+def _type_error(mf: Path, where: str, v: Any, allowed: tuple[type, ...]) -> ValueError:
+    want = " or ".join(_JSON_TYPE[t] for t in allowed)
+    got = "true/false" if isinstance(v, bool) else _JSON_TYPE.get(type(v), type(v).__name__)
+    return ValueError(f"{mf}: {where} is {got} ({str(v)[:40]!r}), expected {want}")
+
+
+def _typed(v: Any, allowed: tuple[type, ...]) -> bool:
+    if isinstance(v, bool):
+        return bool in allowed
+    return isinstance(v, allowed) and not (float in allowed and isinstance(v, float) and not math.isfinite(v))
+
+
+def _check_manifest(mf: Path, manifest: Any) -> None:
+    """The one check of a recording's manifest, at load (it is untrusted: a copy from elsewhere, a hand edit): an
+    object whose fields a reader uses hold the JSON types :data:`_MANIFEST_FIELDS` / :data:`_SCENARIO_FIELDS` name
+    (null allowed), ``host_load.threads`` an integer >= 0. Raises ValueError naming the file and the field."""
+    if not isinstance(manifest, dict):
+        raise ValueError(f"{mf} holds a JSON {type(manifest).__name__}, not the object a recording writes")
+    for key, allowed in _MANIFEST_FIELDS.items():
+        v = manifest.get(key)
+        if v is not None and not _typed(v, allowed):
+            raise _type_error(mf, f"'{key}'", v, allowed)
+    threads = (manifest.get("host_load") or {}).get("threads")
+    if threads is not None and not (_typed(threads, (int,)) and threads >= 0):
+        raise _type_error(mf, "'host_load.threads'", threads, (int,))
+    for name, entry in (manifest.get("scenarios") or {}).items():
+        if not isinstance(entry, dict):
+            raise _type_error(mf, f"scenario {name!r}", entry, (dict,))
+        for key, allowed in _SCENARIO_FIELDS.items():
+            v = entry.get(key)
+            if v is not None and not _typed(v, allowed):
+                raise _type_error(mf, f"scenario {name!r} field '{key}'", v, allowed)
+    for name, v in (manifest.get("benchmarks") or {}).items():
+        if not isinstance(v, str):
+            raise _type_error(mf, f"benchmarks {name!r}", v, (str,))
+
+
+def read_events(path: Path) -> pd.DataFrame:
+    """The one reader of a recorded event table (Parquet, schema of :mod:`zkgpu.core.events`), checked at load: a
+    regular file whose ``phase`` (text), ``start_ns`` and ``end_ns`` (integers, ``0 <= start_ns <= end_ns``) columns
+    are present without nulls (a missing one was read as zeros or NA), every other column of the schema convertible to
+    its dtype.
+
+    Raises:
+        ValueError: one line naming the file and the column (or why it is unreadable).
+    """
+    if not path.is_file():
+        raise ValueError(f"events file {path}: {'a folder' if path.is_dir() else 'missing or not a regular file'}, not a Parquet table")
+    try:
+        df = pd.read_parquet(path)
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise ValueError(f"unreadable events file {path}: {' '.join(str(exc).split())[:200]}") from exc
+    for col, kind in _EVENT_COLUMNS.items():
+        if col not in df.columns:
+            raise ValueError(f"events file {path}: no column '{col}' (an event table has {', '.join(_EVENT_COLUMNS)})")
+        c = df[col]
+        if c.isna().any():
+            raise ValueError(f"events file {path}: column '{col}' has {int(c.isna().sum())} null value(s)")
+        ok = pd.api.types.is_integer_dtype(c) if kind == "integer" else (pd.api.types.is_string_dtype(c) or pd.api.types.is_object_dtype(c)) and all(isinstance(x, str) for x in c)
+        if not ok:
+            raise ValueError(f"events file {path}: column '{col}' holds {c.dtype}, expected {kind} values")
+    if (df["start_ns"] < 0).any():
+        raise ValueError(f"events file {path}: column 'start_ns' has {int((df['start_ns'] < 0).sum())} negative value(s) (ns since the run's epoch)")
+    try:
+        return normalize_events(df)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"events file {path}: {' '.join(str(exc).split())[:200]}") from exc
+
 
 @dataclass
 class Recording:
@@ -122,6 +208,8 @@ class Recording:
                 message names the folder and what is wrong.
         """
         p = Path(path)
+        if p.name in ("", ".."):  # "." or "..": the folder's own name, for labels and the files named after it
+            p = p.resolve()
         mf = p / "manifest.json"
         if not mf.is_file():
             raise FileNotFoundError(f"{p} has no manifest.json: not a finished recording")
@@ -131,13 +219,7 @@ class Recording:
             raise ValueError(f"{mf} is not readable JSON: {exc}") from exc
         if not isinstance(manifest, dict):
             raise ValueError(f"{mf} holds a JSON {type(manifest).__name__}, not the object a recording writes")
-        for key in ("scenarios", "environment"):
-            v = manifest.get(key)
-            if v is not None and not isinstance(v, dict):
-                raise ValueError(f"{mf}: '{key}' is a JSON {type(v).__name__}, expected an object")
-        bad = [k for k, v in (manifest.get("scenarios") or {}).items() if not isinstance(v, dict)]
-        if bad:
-            raise ValueError(f"{mf}: scenario entries {bad} are not objects")
+        _check_manifest(mf, manifest)
         return cls(p, manifest)
 
     @property
@@ -167,6 +249,21 @@ class Recording:
     def host_load_threads(self) -> int:
         """Threads of :class:`zkgpu.transfer.hostload.HostMemoryLoad` that ran during the scenarios (0: none)."""
         return int((self.manifest.get("host_load") or {}).get("threads") or 0)
+
+    @property
+    def command(self) -> str | None:
+        """The command that recorded it, ``zkgpu <args>`` with paths relative to the data folder (an older
+        manifest's absolute paths read the same way: :func:`zkgpu.core.manifest.command_of`)."""
+        return command_of(self.manifest, data_dir())
+
+    @property
+    def incomplete(self) -> str | None:
+        """Why the recording is not complete (``"complete": false`` with ``"incomplete"``, or the older form: an
+        ``"interrupted"`` reason under a normal folder name), else None."""
+        m = self.manifest
+        if m.get("complete") is False or m.get("interrupted"):
+            return str(m.get("incomplete") or m.get("interrupted") or "marked incomplete")
+        return None
 
     @property
     def scenarios(self) -> list[str]:
@@ -224,11 +321,7 @@ class Recording:
         rel = entry.get("events")
         if not rel:
             raise KeyError(f"scenario {name!r} in {self.path.name} has no event table: {entry.get('error', 'no reason recorded')}")
-        p = self.file(rel)
-        try:
-            return normalize_events(pd.read_parquet(p))
-        except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
-            raise ValueError(f"unreadable events file {p}: {' '.join(str(exc).split())[:200]}") from exc
+        return read_events(self.file(rel))
 
     def all_events(self, names: Iterable[str] | None = None) -> pd.DataFrame:
         """Event tables of several (default: all successful) scenarios, concatenated."""
@@ -281,6 +374,9 @@ def _sort_key(rec: Recording) -> tuple[str, str, int]:
 def find_recordings(base: str | Path | None = None) -> list[Recording]:
     """Every finished recording (``*-record*/manifest.json``) under ``base``, newest first.
 
+    An incomplete one (a ``…-incomplete`` folder, or a manifest with ``"complete": false`` or an ``"interrupted"``
+    reason: :attr:`Recording.incomplete`) is skipped with a ``UserWarning`` naming it.
+
     Folders without a manifest (recordings killed hard) are skipped silently; a folder whose
     manifest cannot be used (not JSON, not an object, ``scenarios`` not an object ...) is skipped
     with a ``UserWarning`` naming the folder and the problem, so one odd folder never stops a replay.
@@ -289,11 +385,23 @@ def find_recordings(base: str | Path | None = None) -> list[Recording]:
     found = []
     if root.is_dir():
         for p in root.iterdir():
-            if p.is_dir() and _RECORD_RE.match(p.name) and (p / "manifest.json").is_file():
-                try:
-                    found.append(Recording.open(p))
-                except (OSError, ValueError) as exc:
-                    warnings.warn(f"skipping recording {p}: {exc}", UserWarning, stacklevel=2)
+            if not (p.is_dir() and (p / "manifest.json").is_file()):
+                continue
+            if _INCOMPLETE_RE.match(p.name):
+                warnings.warn(f"skipping incomplete recording {p} (it did not finish, or no scenario succeeded)", UserWarning, stacklevel=2)
+                continue
+            if not _RECORD_RE.match(p.name):
+                continue
+            try:
+                rec = Recording.open(p)
+            except (OSError, ValueError) as exc:
+                warnings.warn(f"skipping recording {p}: {exc}", UserWarning, stacklevel=2)
+                continue
+            why = rec.incomplete
+            if why:  # the old form: an interrupted recording under a normal name
+                warnings.warn(f"skipping incomplete recording {p}: {why}", UserWarning, stacklevel=2)
+                continue
+            found.append(rec)
     return sorted(found, key=_sort_key, reverse=True)
 
 

@@ -33,7 +33,17 @@ from zkgpu.app import settings
 from zkgpu.core.cuda import gpu_available
 from zkgpu.core.errors import CliError, OneLineCommand, check_writable_under
 from zkgpu.groth16.workload import SnarkjsCircuit, check_proofs, load_circuit
-from zkgpu.pipeline.config import DEVICES, H2D_STAGES, LOCK_SCOPES, MSM_BASES, PREPS, TRANSFERS, PipelineConfig
+from zkgpu.pipeline.config import (
+    DEVICES,
+    H2D_STAGES,
+    LOCK_SCOPES,
+    MAX_PARTITIONS,
+    MAX_TIMEOUT_S,
+    MSM_BASES,
+    PREPS,
+    TRANSFERS,
+    PipelineConfig,
+)
 from zkgpu.pipeline.runner import prepare_backend, run_pipeline
 from zkgpu.transfer.host_alloc import PageableAllocator
 from zkgpu.transfer.pinned_pool import PinnedPool
@@ -55,13 +65,13 @@ DEFAULT_LOG_N = {"gpu": 20, "cpu": 10}
 
 @click.command("pipeline", cls=OneLineCommand)
 @click.option("--log-n", type=click.IntRange(2, 27), default=None, help="n = 2^log_n constraints per partition [default: 20 GPU, 10 CPU]")
-@click.option("--partitions", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--partitions", type=click.IntRange(1, MAX_PARTITIONS), default=4, show_default=True)
 @click.option("--gw", type=click.IntRange(1, 8), default=2, show_default=True)
 @click.option("--synth-workers", type=click.IntRange(1, 64), default=2, show_default=True)
 @click.option("--transfer", "transfers", multiple=True, type=click.Choice(TRANSFERS), default=("pageable", "pinned_pool"), show_default=True)
 @click.option("--scope", "scopes", multiple=True, type=click.Choice(LOCK_SCOPES), default=("coarse",), show_default=True)
 @click.option("--device", type=click.Choice(DEVICES), default="gpu", show_default=True)
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True, help="seconds any one step or wait may take before its partition fails")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(0, MAX_TIMEOUT_S, min_open=True), default=300.0, show_default=True, help="seconds any one step or wait may take before its partition fails")
 @click.option("--prep", type=click.Choice(PREPS), default="cpu", show_default=True, help="prep_msm variant (zkgpu.gpu.msm.prep)")
 @click.option("--tail-streams", type=click.IntRange(1, 3), default=1, show_default=True, help="3: batch adds and tail MSMs at once")
 @click.option("--h2d-stage", type=click.Choice(H2D_STAGES), default="in_lock", show_default=True,

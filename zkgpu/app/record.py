@@ -12,7 +12,9 @@ The folder is ``zkgpu.core.manifest.new_run_dir("record")`` = ``data/<gpu>-<YYYY
 * ``manifest.json`` — written LAST (its presence marks a readable recording): environment, commit,
   sizes, every scenario's configuration, files, seconds, pool statistics or error, and notes on
   whatever was skipped. On Ctrl-C or SIGTERM (``timeout``) the scenarios finished so far are still
-  written into it, with ``"interrupted"`` set; a folder without manifest (killed hard) is ignored.
+  written into it, with ``"interrupted"`` set; a folder without manifest (killed hard) is ignored. One cut off (an
+  error, a full disk too) or with no successful scenario says ``"complete": false`` and is renamed
+  ``…-incomplete`` (:func:`zkgpu.core.manifest.write_run_manifest`): replay and report skip it with a note.
 
 Scenarios (:data:`SCENARIOS`, in this order): ``baseline`` (pageable a/b/c, coarse lock, gw=2),
 ``pinned_pool`` (coarse, gw=2), ``pinned_narrow`` (narrow lock, gw=2), ``registered``
@@ -64,7 +66,7 @@ from zkgpu.app.bench import transfer as bench_transfer
 from zkgpu.core.cuda import gpu_available
 from zkgpu.core.errors import CliError, OneLineCommand
 from zkgpu.core.events import normalize_events
-from zkgpu.core.manifest import build_manifest, new_run_dir, write_json_new
+from zkgpu.core.manifest import build_manifest, new_run_dir, write_run_manifest
 from zkgpu.core.scenarios import (
     DEFAULT_REPEATS,
     LAST_MILE_ALTERNATIVE_PARTITIONS,
@@ -509,6 +511,7 @@ def record(
     sweep_rel = None
     bench_rel: dict[str, str] = {}
     interrupted = None
+    failure: Exception | None = None
     current: str | None = None  # the scenario running now
     current_stem: str | None = None  # its run's file stem
     prepared: dict[tuple, Any] = {}
@@ -574,9 +577,10 @@ def record(
                 bench_rel = _benchmarks(run_dir, quick, notes)
         else:
             notes.append("no H2D sweep and no kernel benchmarks on the CPU (they measure the GPU)")
-    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM turned into KeyboardInterrupt by the CLI
+    except (KeyboardInterrupt, Exception) as exc:  # noqa: BLE001 - Ctrl-C, SIGTERM (made a KeyboardInterrupt by the CLI), or an error outside the scenarios (a full disk): the manifest of what ran, then re-raised
+        failure = exc if isinstance(exc, Exception) else None
         interrupted = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        notes.append(f"INTERRUPTED ({interrupted}): only the scenarios listed with files were recorded")
+        notes.append(f"{'INTERRUPTED' if failure is None else 'STOPPED BY AN ERROR'} ({interrupted}): only the scenarios listed with files were recorded")
         if current is not None:  # the scenario that was running: what it left on disk, and that it was cut
             cut = _interrupted_entry(current, run_dir, exc, current_stem)
             entries[current] = dict(entries[current], interrupted=cut["interrupted"]) if current in entries else cut
@@ -591,7 +595,10 @@ def record(
         entries.setdefault(name, {"settings": SCENARIOS[name], "skipped": "not run: the recording was interrupted"})
     for name, why in skipped.items():
         entries[name] = {"settings": SCENARIOS[name], "skipped": why}
-    # the manifest is written even after an interruption, so what finished stays readable
+    # the manifest is written even after an interruption, so what finished stays readable; one that did not finish or
+    # has no scenario without an error (every proof rejected, a full disk) is marked incomplete (replay skips it)
+    recorded = [k for k in runnable if entries.get(k, {}).get("events") and "error" not in entries[k]]
+    incomplete = interrupted or (None if recorded else "no scenario recorded its events without an error")
     manifest = build_manifest(
         kind="record",
         device=device,
@@ -609,10 +616,14 @@ def record(
         benchmarks=bench_rel,
         notes=notes,
         interrupted=interrupted,
+        complete=incomplete is None,
+        incomplete=incomplete,
         elapsed_s=round(time.perf_counter() - t_all, 3),
     )
-    write_json_new(run_dir / "manifest.json", json.loads(json.dumps(manifest, default=str)))
-    say(f"record: {'INTERRUPTED' if interrupted else 'done'} in {manifest['elapsed_s']} s -> {run_dir}")
+    run_dir = write_run_manifest(run_dir, json.loads(json.dumps(manifest, default=str)))
+    say(f"record: {'INTERRUPTED' if interrupted else 'INCOMPLETE' if incomplete else 'done'} in {manifest['elapsed_s']} s -> {run_dir}")
+    if failure is not None:
+        raise RuntimeError(f"recording stopped by {interrupted}; what ran is in {run_dir}") from failure
     if interrupted:
         raise KeyboardInterrupt(f"recording interrupted; partial results in {run_dir}")
     return run_dir

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from zkgpu.analysis.chrome_trace import export_recording
+from zkgpu.analysis.chrome_trace import export_recording, trace_file_name
 from zkgpu.analysis.replay import (
     Recording,
     data_dir,
@@ -435,16 +435,25 @@ def _traced_recording(mode: str, live_dir: Path):
 
 
 def export_traces(rec, trace_dir: Path) -> list[TraceFile]:
-    """One Chrome/Perfetto trace per scenario of ``rec`` into ``trace_dir/<scenario>.json``
-    (the folder's old ``*.json`` files are removed first; :func:`zkgpu.analysis.chrome_trace.export_recording`), in
-    :func:`zkgpu.analysis.replay.story_order`."""
+    """One Chrome/Perfetto trace per scenario of ``rec`` into ``trace_dir/<slug>.json``
+    (:func:`zkgpu.analysis.chrome_trace.trace_file_name`: a safe name inside ``trace_dir`` whatever the manifest's
+    scenario names; :func:`zkgpu.analysis.chrome_trace.export_recording`), in :func:`zkgpu.analysis.replay.story_order`.
+    The ``*.json`` files an earlier report left in ``trace_dir`` are removed first; each trace is then created
+    exclusively (never through a link, never over a file).
+
+    Raises:
+        ValueError: ``trace_dir`` is a symbolic link or not a folder (names it); ExportError for an unreadable table.
+    """
+    if trace_dir.is_symlink() or (trace_dir.exists() and not trace_dir.is_dir()):
+        raise ValueError(f"{trace_dir} is a link or a file, not the report's traces folder (remove it)")
     trace_dir.mkdir(parents=True, exist_ok=True)
     for old in trace_dir.glob("*.json"):
-        old.unlink()
-    out = []
+        old.unlink()  # a link itself, never its target
+    out: list[TraceFile] = []
+    taken: set[str] = set()
     for s in story_order(rec.scenarios):  # the story's order, as every table and figure
         if rec.scenario(s).get("events"):
-            path, n = export_recording(rec, trace_dir / f"{s}.json", [s], overwrite=True)
+            path, n = export_recording(rec, trace_dir / trace_file_name(s, taken), [s])
             out.append(TraceFile(s, path, n))
     return out
 

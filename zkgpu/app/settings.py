@@ -54,6 +54,9 @@ def _named(name: str, fn: Callable[[], object]) -> None:
 
 
 def _data(value: str) -> None:
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{value} is a file; the data folder (where recordings go and replay looks) must be a folder: point ZKGPU_DATA at one, or unset it for data/")
     manifest.configure(data_dir=value)  # where new run folders go
     replay.configure(data_dir=value)  # where replay looks: the same folder
 

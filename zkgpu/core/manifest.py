@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import subprocess
 import sys
 from importlib import metadata
@@ -29,7 +30,9 @@ from zkgpu.core.cuda import device_info
 from zkgpu.core.errors import CliError, check_writable_under
 
 __all__ = ["REPO_ROOT", "DATA_DIR", "configure", "data_dir", "environment", "git_commit", "commit_label", "build_manifest",
-           "check_run_base", "new_run_dir", "mark_interrupted", "INTERRUPTED_SUFFIX", "write_json_new"]
+           "portable_command", "command_of",
+           "check_run_base", "new_run_dir", "mark_interrupted", "INTERRUPTED_SUFFIX", "mark_incomplete", "INCOMPLETE_SUFFIX", "write_run_manifest",
+           "write_json_new"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = REPO_ROOT / "data"
@@ -140,15 +143,78 @@ def commit_label(manifest: Any, width: int = 10) -> str:
 
 def build_manifest(**extra: Any) -> dict[str, Any]:
     """The environment (:func:`environment`), commit (:func:`git_commit`), UTC date and command
-    line, plus ``extra`` (sizes, parameters)."""
+    line (:func:`portable_command`: ``zkgpu <args>``, paths relative to the data folder), plus ``extra`` (sizes,
+    parameters)."""
     m: dict[str, Any] = {
         "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join(sys.argv),
+        "command": portable_command(sys.argv, data_dir()),
         **git_commit(),
         "environment": environment(),
     }
     m.update(extra)
     return m
+
+
+_PROGRAMS = ("cli.py", "__main__.py", "zkgpu", "zkgpu.app.cli")
+
+
+def _portable_path(token: str, data: Path, cwd: Path, must_exist: bool) -> str:
+    """``token`` relative to the data folder when it is a path (absolute, or relative to ``cwd`` and existing);
+    a file of the repository relative to the repository where the data folder lies outside it; a path outside both
+    keeps only its name, after ``.../``."""
+    if not token or token.startswith("-") or "\x00" in token:
+        return token
+    p = Path(token)
+    if not p.is_absolute():
+        if must_exist and not (cwd / p).exists():
+            return token
+        if not must_exist:
+            return token
+        p = cwd / p
+    p = Path(os.path.normpath(p))
+    base = Path(os.path.normpath(data.absolute()))
+    repo = Path(os.path.normpath(REPO_ROOT))
+    if p.is_relative_to(base) or (p.is_relative_to(repo) and base.is_relative_to(repo)):
+        return os.path.relpath(p, base)
+    if p.is_relative_to(repo):  # a data folder outside the checkout: the repository's files as typed in it
+        return os.path.relpath(p, repo)
+    return ".../" + p.name
+
+
+def portable_command(argv: list[str], data: Path, cwd: Path | None = None, must_exist: bool = True) -> str:
+    """The command line a manifest records: ``zkgpu <args>`` (the program's path dropped, whatever started it:
+    the ``zkgpu`` script, ``python -m zkgpu.app.cli``, ``zkgpu/app/cli.py``), quoted as a shell would (``shlex``),
+    with each path argument (``--out /x/data``, ``--out=/x/data``, ``FILE``) relative to the data folder ``data``
+    (``../build/…`` for the repository's files); a path elsewhere keeps only its name (``.../name``), so no manifest
+    carries the absolute paths of the machine that ran it. ``must_exist``: a relative token counts as a path only
+    if it exists under ``cwd`` (default: the working folder); False: only absolute tokens are paths (old manifests,
+    :func:`command_of`)."""
+    cwd = Path.cwd() if cwd is None else cwd
+    args = list(argv[1:])
+    ours = bool(argv) and (Path(argv[0]).name in _PROGRAMS or args[:2] == ["-m", "zkgpu.app.cli"])
+    if args[:2] == ["-m", "zkgpu.app.cli"]:
+        args = args[2:]
+    out = [] if ours or not argv else [_portable_path(argv[0], data, cwd, must_exist)]  # another program (a script): its path
+    for a in args:
+        opt, eq, val = a.partition("=") if a.startswith("--") else ("", "", a)
+        out.append(f"{opt}={_portable_path(val, data, cwd, must_exist)}" if eq else _portable_path(a, data, cwd, must_exist) if not opt else a)
+    return shlex.join(["zkgpu", *out] if ours else out)
+
+
+def command_of(manifest: Any, data: Path | None = None) -> str | None:
+    """The command a manifest records, in the form :func:`portable_command` writes; an older manifest's
+    ``<abs path>/cli.py bench … --out /abs/…`` is read the same way (its absolute paths made relative to the data
+    folder, or reduced to their names), never rewritten on disk. None where the manifest has none."""
+    cmd = manifest.get("command") if isinstance(manifest, dict) else None
+    if not isinstance(cmd, str) or not cmd.strip():
+        return None
+    if cmd.startswith("zkgpu "):  # the new form
+        return cmd
+    try:
+        argv = shlex.split(cmd)
+    except ValueError:  # unbalanced quotes in an old, unquoted command
+        argv = cmd.split()
+    return portable_command(argv, data if data is not None else data_dir(), Path("/"), must_exist=False)
 
 
 def _slug(text: str) -> str:
@@ -220,6 +286,38 @@ def mark_interrupted(run_dir: Path, manifest: Any, exc: BaseException) -> Path:
     except OSError:
         pass
     return run_dir
+
+
+INCOMPLETE_SUFFIX = "-incomplete"
+"""Appended to the name of a recording (``zkgpu record``) that did not finish or recorded nothing usable: replay's
+``<gpu>-<date>-record[-N]`` pattern then no longer takes it for a recording (it warns and skips it)."""
+
+
+def mark_incomplete(run_dir: Path) -> Path:
+    """Rename a recording's folder with :data:`INCOMPLETE_SUFFIX` (``-2``, ``-3`` ... after it if that name is taken);
+    returns the new path, or ``run_dir`` if no rename succeeded. Never raises (the run's own error is the one to
+    report)."""
+    for i in range(1, 100):
+        target = run_dir.with_name(run_dir.name + INCOMPLETE_SUFFIX + ("" if i == 1 else f"-{i}"))
+        try:
+            if not target.exists():
+                run_dir.rename(target)
+                return target
+        except OSError:
+            return run_dir
+    return run_dir
+
+
+def write_run_manifest(run_dir: Path, manifest: dict[str, Any]) -> Path:
+    """Write a recording's ``manifest.json`` (exclusively, :func:`write_json_new`) and return the folder's path:
+    renamed by :func:`mark_incomplete` when the manifest says ``"complete": false``, or when the write fails (a full
+    disk; the error is raised after the rename)."""
+    try:
+        write_json_new(run_dir / "manifest.json", manifest)
+    except BaseException:
+        mark_incomplete(run_dir)
+        raise
+    return mark_incomplete(run_dir) if manifest.get("complete") is False else run_dir
 
 
 def write_json_new(path: Path, obj: Any) -> Path:

@@ -16,7 +16,6 @@ ntt_msm_h, a barrier wait inside the lock). Per-phase times of the recordings:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Any
 from zkgpu.gpu.msm.prep import PREPS
 from zkgpu.pipeline.real import RealCircuit
 
-__all__ = ["Density", "PipelineConfig", "TRANSFERS", "LOCK_SCOPES", "H2D_STAGES", "MSM_BASES", "DEVICES", "PREPS", "FaultHook"]
+__all__ = ["Density", "PipelineConfig", "TRANSFERS", "LOCK_SCOPES", "H2D_STAGES", "MSM_BASES", "DEVICES", "PREPS", "FaultHook", "MAX_PARTITIONS", "MAX_TIMEOUT_S"]
 
 TRANSFERS = ("pageable", "registered", "pinned_pool", "resident")
 
@@ -37,6 +36,12 @@ H2D_STAGES = ("in_lock", "pre_lock")
 #: :mod:`zkgpu.gpu.msm.precomp` and :mod:`zkgpu.gpu.msm.precomp_rows`)
 MSM_BASES = ("plain", "precomputed")
 DEVICES = ("gpu", "cpu")
+
+#: upper bounds of a run: partitions (cuzk proves 10 per PoRep sector; `zkgpu record` has the same bound; this bounds the result table and the run's
+#: deadline ``timeout_s * (partitions + 2)``) and seconds per step (a week; the mutex wait ``timeout_s * (4 * gw + 1)``
+#: must stay below ``threading.TIMEOUT_MAX``, about 292 years on Linux but 49 days on some platforms)
+MAX_PARTITIONS = 10_000
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
 
 FaultHook = Callable[[str, int, "int | None"], None]
 """``hook(step, partition, worker)`` called at the start of each pipeline step (``synthesize``,
@@ -178,7 +183,7 @@ class PipelineConfig:
         _int("n", 4, 1 << 27)
         if self.n & (self.n - 1):
             raise ValueError(f"PipelineConfig.n must be a power of two (the NTT domain), got {self.n}")
-        _int("partitions", 1)
+        _int("partitions", 1, MAX_PARTITIONS)
         _int("synth_workers", 1, 64)
         _int("gw", 1, 8)
         _int("gpus", 1, 16)
@@ -197,8 +202,8 @@ class PipelineConfig:
         if not isinstance(self.density, Density):
             raise TypeError(f"PipelineConfig.density must be a Density, got {type(self.density).__name__}")
         self.density.validate()
-        if not (isinstance(self.timeout_s, (int, float)) and self.timeout_s > 0 and math.isfinite(self.timeout_s)):
-            raise ValueError(f"PipelineConfig.timeout_s must be a positive number of seconds, got {self.timeout_s!r}")
+        if not (isinstance(self.timeout_s, (int, float)) and 0 < self.timeout_s <= MAX_TIMEOUT_S):
+            raise ValueError(f"PipelineConfig.timeout_s must be a number of seconds in (0, {MAX_TIMEOUT_S:g}], got {self.timeout_s!r}")
         if self.transfer == "registered" and self.device == "cpu":
             raise ValueError("PipelineConfig.transfer='registered' needs device='gpu' (cudaHostRegister); use 'pageable' or 'pinned_pool' on the CPU")
         if self.prep == "gpu" and self.device != "gpu":

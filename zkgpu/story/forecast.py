@@ -136,6 +136,8 @@ def write_forecast(source: Source, out_dir: str | Path | None = None, *, made_ut
     if not rec.is_gpu:
         raise ValueError(f"{rec.path.name} is a CPU recording: a forecast of GPU throughput needs a GPU recording")
     _utc(rec.date, f"{rec.path.name}'s date_utc")
+    if rec.path.name in ("", ".", ".."):
+        raise ValueError(f"{rec.path}: name the recording's folder (e.g. data/last-mile/<recording>), not {str(rec.path)!r}")
     folder = Path(out_dir) if out_dir is not None else FORECAST_DIR
     target = folder / f"forecast-from-{rec.path.name}.json"
     taken = f"{target} exists: a forecast is never rewritten (make the next one from a newer recording)"
@@ -168,11 +170,21 @@ def write_forecast(source: Source, out_dir: str | Path | None = None, *, made_ut
         raise FileExistsError(taken) from None
 
 
-def _relative(path: Path) -> str:
+def _relative(path: Path) -> str | None:
+    """The recording's folder relative to the repository, or None outside it (no machine's absolute path is stored;
+    the reader then finds the recording by name among the last-mile recordings)."""
     try:
-        return str(path.resolve().relative_to(REPO_ROOT))
+        return path.resolve().relative_to(REPO_ROOT).as_posix()
     except ValueError:
-        return str(path.resolve())
+        return None
+
+
+def _inside_repo(rel: Any) -> Path | None:
+    """``REPO_ROOT / rel`` when ``rel`` is a relative path that stays inside the repository (links resolved), else None."""
+    if not isinstance(rel, str) or not rel or Path(rel).is_absolute():
+        return None
+    p = (REPO_ROOT / rel).resolve()
+    return p if p.is_relative_to(REPO_ROOT.resolve()) else None
 
 
 _NUMBERS = ("partitions_per_min", "compute_util", "measured_per_min")
@@ -188,13 +200,22 @@ def read_forecasts(folder: str | Path | None = None) -> list[dict[str, Any]]:
     d = Path(folder) if folder is not None else FORECAST_DIR
     out = []
     for f in sorted(d.glob("forecast-*.json")) if d.is_dir() else []:
+        if not f.is_file():  # a folder, a FIFO (would block), a device
+            raise ValueError(f"{f}: not a regular file, so not a forecast (remove it)")
         try:
             doc = json.loads(f.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ValueError(f"{f}: not a JSON forecast ({exc})") from None
+        except OSError as exc:
+            raise ValueError(f"{f}: unreadable ({exc.strerror or exc})") from None
         if not (isinstance(doc, dict) and doc.get("kind") == "forecast" and isinstance(doc.get("scenarios"), dict) and doc["scenarios"]
                 and isinstance(doc.get("from_recording"), str)):
             raise ValueError(f"{f}: not a forecast (needs kind='forecast', made_utc, from_recording and a non-empty scenarios object)")
+        name, rel = doc["from_recording"], doc.get("from_recording_path")
+        if not name or name in (".", "..") or "/" in name or "\\" in name:
+            raise ValueError(f"{f}: from_recording {name!r} is not a recording folder's name")
+        if rel is not None and _inside_repo(rel) is None:
+            raise ValueError(f"{f}: from_recording_path {rel!r} is not a relative path inside the repository (or null)")
         made = _utc(doc.get("made_utc"), f"{f}: made_utc")
         for name, v in doc["scenarios"].items():
             ok = isinstance(v, dict) and all(isinstance(v.get(k), (int, float)) and not isinstance(v.get(k), bool)
@@ -210,8 +231,9 @@ def read_forecasts(folder: str | Path | None = None) -> list[dict[str, Any]]:
 
 def _from_source(fc: dict[str, Any]) -> Source | None:
     """The recording a forecast was made from (its stored path, else the last-mile recording of that name), or None."""
-    if fc.get("from_recording_path") and (REPO_ROOT / fc["from_recording_path"] / "manifest.json").is_file():
-        return Source("recorded-gpu", Recording.open(REPO_ROOT / fc["from_recording_path"]), "replay")
+    path = _inside_repo(fc.get("from_recording_path"))
+    if path is not None and (path / "manifest.json").is_file():
+        return Source("recorded-gpu", Recording.open(path), "replay")
     found = [r for r in bottleneck.last_mile_recordings() if r.path.name == fc["from_recording"]]
     return Source("recorded-gpu", found[0], "replay") if found else None
 

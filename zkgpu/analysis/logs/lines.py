@@ -46,7 +46,7 @@ import pandas as pd
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 _TS = re.compile(r"\d{4}-\d\d-\d\d[T ][0-9:.,]+(?:Z|[+-]\d\d:?\d\d)?")
 _LEVEL = re.compile(r"\b(TRACE|DEBUG|INFO|WARN|WARNING|ERROR)\b")
-_KV = re.compile(r'^(\w+)=("(?:[^"\\]|\\.)*"|\S+)$')
+_KEY = re.compile(r"\w+")
 _NUM = re.compile(r"^[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?$")
 
 #: Message texts (after the marker) recognized besides the key=value records.
@@ -196,9 +196,16 @@ class Counts:
         return False
 
 
+def _kv(tok: str) -> tuple[str, str] | None:
+    """``(key, value)`` of a whitespace-free token ``key=value`` (key: word characters; value: anything not empty,
+    quoted or not), else None. No regex over the value: linear time and constant memory however long it is (a
+    regex alternation over a quoted value pushed a backtracking frame per character, ~190 bytes per byte)."""
+    key, sep, value = tok.partition("=")
+    return (key, value) if sep and value and _KEY.fullmatch(key) else None
+
+
 def _complete_kv(tok: str) -> bool:
-    k, sep, v = tok.partition("=")
-    return bool(sep and v and _KV.match(tok))
+    return _kv(tok) is not None
 
 
 def kv_tokens(body: str, truncated: bool, counts: Counts | None = None, maybe_cut: bool = False) -> tuple[dict, list[str], bool]:
@@ -222,9 +229,9 @@ def kv_tokens(body: str, truncated: bool, counts: Counts | None = None, maybe_cu
     words: list[str] = []
     n = len(toks)
     for i, t in enumerate(toks):
-        m = _KV.match(t)
-        if m:
-            _store_field(fields, m.group(1), m.group(2), _RESERVED_KV, counts)
+        kv = _kv(t)
+        if kv is not None:
+            _store_field(fields, kv[0], kv[1], _RESERVED_KV, counts)
         elif not fields:
             words.append(t)
         elif i == n - 1:

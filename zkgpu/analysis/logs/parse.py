@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from tqdm import tqdm
@@ -30,7 +31,38 @@ from zkgpu.analysis.logs.lines import (
 )
 from zkgpu.analysis.logs.parsed import ParsedLog
 
-__all__ = ["parse_lines", "parse_file", "PROGRESS_MIN_BYTES"]
+__all__ = ["parse_lines", "parse_file", "read_lines", "CutLine", "PROGRESS_MIN_BYTES", "MAX_LINE_CHARS"]
+
+#: the longest physical line read (characters; a cuzk record is under 1 kB): the rest of a longer line is skipped
+#: unread into memory, and the line is parsed as cut and counted in ``summary()["overlong"]``
+MAX_LINE_CHARS = 1 << 20
+
+
+class CutLine(str):
+    """The first :data:`MAX_LINE_CHARS` characters of a longer physical line (:func:`read_lines`); ``ended``: the
+    physical line had a line end (False: it ran to the end of the input)."""
+
+    ended: bool = False
+
+
+def read_lines(f: Any, limit: int = MAX_LINE_CHARS) -> Iterator[str]:
+    """The physical lines of an open text file (line ends kept), each at most ``limit`` characters: a longer one
+    is yielded as a :class:`CutLine` of its first ``limit`` characters and the rest read and dropped in pieces of
+    ``limit`` characters, so memory stays within a small constant times ``limit`` (a 1 GB line of NULs included)."""
+    while True:
+        line = f.readline(limit + 1)
+        if not line:
+            return
+        if len(line) <= limit or line.endswith(("\n", "\r")):
+            yield line
+            continue
+        cut = CutLine(line[:limit])
+        while True:
+            rest = f.readline(limit)
+            if not rest or rest.endswith(("\n", "\r")):
+                cut.ended = bool(rest)
+                break
+        yield cut
 
 _CHUNK = 8192  # rows per table kept as dicts before they become a DataFrame chunk (bounds memory)
 
@@ -92,7 +124,9 @@ def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True,
             cut (its last token is dropped and the record flagged ``truncated``). None: it may be
             cut (a file without a trailing newline; :func:`parse_file` sets this): its last token is
             kept when it is a complete ``key=value``, else dropped and the record flagged. Lines
-            ending in ``...`` or ``…`` are always treated as cut.
+            ending in ``...`` or ``…`` are always treated as cut, and so are lines longer than
+            :data:`MAX_LINE_CHARS` (cut there, counted in ``summary()["overlong"]``; :func:`parse_file` never reads
+            more of one into memory).
         progress: called with the number of characters read, every few thousand lines (progress
             bars).
         rows: keep one row per record in ``timing``, ``ntt_h``, ``gpu_timing``, ``fin_timing``,
@@ -116,6 +150,7 @@ def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True,
     n_trunc = 0
     n_bad = 0
     undecodable = 0
+    overlong = 0
     n = 0
     chars = 0
     no_newline = False
@@ -127,6 +162,11 @@ def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True,
             if not n % 10_000:
                 progress(chars)
                 chars = 0
+        overlong_line = isinstance(raw, CutLine) or len(raw) > MAX_LINE_CHARS + 2  # + its line end
+        if overlong_line:
+            ended = raw.ended if isinstance(raw, CutLine) else raw.endswith(("\n", "\r"))
+            raw = str(raw[:MAX_LINE_CHARS]) + ("\n" if ended else "")
+            overlong += 1
         if "\ufffd" in raw or "\x00" in raw:  # bytes that were not UTF-8 (replaced by parse_file), or NULs
             undecodable += 1
         if "\x1b" in raw:
@@ -136,8 +176,8 @@ def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True,
             no_newline = True
         if not text.strip():
             continue
-        maybe_cut = is_last and last_line_complete is None and len(text) == len(raw)
-        cut_line = (is_last and last_line_complete is False) or text.rstrip().endswith(("...", "…"))
+        maybe_cut = is_last and last_line_complete is None and len(text) == len(raw) and not overlong_line
+        cut_line = (is_last and last_line_complete is False) or overlong_line or text.rstrip().endswith(("...", "…"))
         ellipsis = ""
         if text.rstrip().endswith("..."):
             text, ellipsis = text.rstrip()[:-3], "..."
@@ -221,6 +261,7 @@ def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True,
         merged_count=counts.merged,
         no_final_newline=no_newline,
         undecodable_count=undecodable,
+        overlong_count=overlong,
         _records=grouper.records,
         _counts={k: t.n for k, t in tables.items()},
     )
@@ -253,7 +294,7 @@ def parse_file(path: str | Path, *, progress: bool = False, rows: bool = True) -
     bar = tqdm(total=size, unit="B", unit_scale=True, desc=p.name, file=sys.stderr, leave=False) if progress and size >= PROGRESS_MIN_BYTES else None
     try:
         with open(p, encoding="utf-8", errors="replace", newline="") as f:
-            return parse_lines(f, last_line_complete=None, progress=bar.update if bar is not None else None, rows=rows)
+            return parse_lines(read_lines(f), last_line_complete=None, progress=bar.update if bar is not None else None, rows=rows)
     finally:
         if bar is not None:
             bar.close()

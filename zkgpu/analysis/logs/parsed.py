@@ -46,7 +46,8 @@ class ParsedLog:
         merged_count: records that shared one physical line with other records (interleaved
         writers). no_final_newline: the input's last line had no line end (it may be cut).
         undecodable_count: lines holding bytes that were not UTF-8 (replaced by U+FFFD) or NUL bytes
-        (a binary file, or a log damaged on disk).
+        (a binary file, or a log damaged on disk). overlong_count: lines longer than
+        :data:`zkgpu.analysis.logs.parse.MAX_LINE_CHARS`, read as cut at that length.
 
     Durations are float ms whatever unit the log used (``12ms``, ``1.2s``, ``12µs``/``12us``,
     ``5ns``).
@@ -69,6 +70,7 @@ class ParsedLog:
     merged_count: int = 0
     no_final_newline: bool = False
     undecodable_count: int = 0
+    overlong_count: int = 0
     _pairing: tuple | None = field(default=None, repr=False, compare=False)
     _partitions: pd.DataFrame | None = field(default=None, repr=False, compare=False)
     _records: list[dict] | None = field(default=None, repr=False, compare=False)
@@ -90,7 +92,8 @@ class ParsedLog:
         ``unknown`` lines, ``truncated`` / ``malformed`` records, ``dropped_fields``,
         ``bad_values``, ``merged`` (records sharing a line), the TIMELINE pairing counts
         (``duplicate_starts``, ``unpaired_starts``, ``unpaired_ends``, ``cross_worker_ends``) and
-        ``no_final_newline`` (0/1) and ``undecodable`` (lines with bytes that were not UTF-8, or NULs)."""
+        ``no_final_newline`` (0/1), ``undecodable`` (lines with bytes that were not UTF-8, or NULs) and ``overlong``
+        (lines cut at :data:`zkgpu.analysis.logs.parse.MAX_LINE_CHARS` characters)."""
         n = self._counts or {"timing": len(self.timing), "ntt_h": len(self.ntt_h), "timeline": len(self.timeline), "gpu": len(self.gpu_timing),
                              "fin": len(self.fin_timing), "pool": len(self.pool), "msgs": len(self.messages)}
         return {
@@ -111,6 +114,7 @@ class ParsedLog:
             **{k: v for k, v in self.pairing().items() if k != "pairs"},
             "no_final_newline": int(self.no_final_newline),
             "undecodable": self.undecodable_count,
+            "overlong": self.overlong_count,
         }
 
     def record_count(self) -> int:
