@@ -608,3 +608,36 @@ def test_circuit_never_writes_through_a_symlink(tmp_path):
     (folder / "mulchain-5").symlink_to(tmp_path)
     res = CliRunner().invoke(main, ["circuit", "mulchain-5", str(folder)])
     _one_line_error(res, "symlink")
+
+
+def test_readers_match_snarkjs_json_export(mulchain, tmp_path):
+    """read_zkey against snarkjs's own reading of the same key (``snarkjs zkey export json``): every point,
+    the counts and every coefficient."""
+    out = tmp_path / "zkey.json"
+    t = tools()
+    t.run([*t.snarkjs, "zkey", "export", "json", str(mulchain.zkey), str(out)])
+    ref = json.loads(out.read_text())
+    zk = read_zkey(mulchain.zkey)
+    assert (ref["nVars"], ref["nPublic"], ref["domainSize"]) == (zk.n_vars, zk.n_public, zk.domain_size)
+
+    def g1(p):
+        return [0, 0] if p is None or p[2] == "0" else [int(p[0]), int(p[1])]
+
+    def g2(p):
+        return [0, 0, 0, 0] if p[2] == ["0", "0"] else [int(p[0][0]), int(p[0][1]), int(p[1][0]), int(p[1][1])]
+
+    def ours(arr):
+        raw = np.ascontiguousarray(arr).astype("<u8").tobytes()
+        return [[int.from_bytes(raw[i + j : i + j + 48], "little") for j in range(0, arr.shape[1] * 8, 48)] for i in range(0, len(raw), arr.shape[1] * 8)]
+
+    for name, key, conv in (("vk_alpha_1", "alpha1", g1), ("vk_beta_1", "beta1", g1), ("vk_delta_1", "delta1", g1),
+                            ("vk_beta_2", "beta2", g2), ("vk_gamma_2", "gamma2", g2), ("vk_delta_2", "delta2", g2)):  # fmt: skip
+        assert ours(getattr(zk, key)) == [conv(ref[name])], name
+    for name, key, conv in (("IC", "ic", g1), ("A", "a", g1), ("B1", "b1", g1), ("B2", "b2", g2), ("hExps", "h", g1)):
+        assert ours(getattr(zk, key)) == [conv(p) for p in ref[name]], name
+    assert ours(zk.c) == [g1(p) for p in ref["C"][zk.n_public + 1 :]]
+    coefs = sorted((c["matrix"], c["constraint"], c["signal"], int(c["value"])) for c in ref["ccoefs"])
+    assert coefs == sorted(zip(zk.coef_matrix.tolist(), zk.coef_constraint.tolist(), zk.coef_signal.tolist(), zk.coef_value, strict=True))
+    wout = tmp_path / "wtns.json"
+    t.run([*t.snarkjs, "wtns", "export", "json", str(mulchain.wtns), str(wout)])
+    assert fr_to_ints(read_wtns(mulchain.wtns).values) == [int(v) for v in json.loads(wout.read_text())]
