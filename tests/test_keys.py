@@ -241,3 +241,21 @@ def test_check_constraints_names_the_first_failing_constraint():
     assert first == min(set().union(*cs.values()))
     with pytest.raises(ValueError, match="another circuit"):
         keycheck.check_constraints(r1, wit[:-1])
+
+
+@pytest.mark.parametrize("field", ["FQ", "FR"])
+def test_vectorised_montgomery_conversion_matches_python_ints(field, rng, monkeypatch):
+    """The readers' conversion (numba REDC, or the Python-int fallback) against x * k mod p on random
+    values and the edges 0, 1, p - 1."""
+    from zkgpu.groth16 import formats
+
+    f = FQ if field == "FQ" else FR
+    k = f.R_inv if field == "FQ" else pow(FR.R2, -1, R)
+    vals = [int.from_bytes(rng.bytes(8 * f.limbs), "little") % f.modulus for _ in range(997)] + [0, 1, f.modulus - 1]
+    limbs = np.frombuffer(b"".join(v.to_bytes(8 * f.limbs, "little") for v in vals), dtype="<u8").reshape(len(vals), f.limbs)
+    want = [v * k % f.modulus for v in vals]
+    for kernel in (True, False):
+        if not kernel:
+            monkeypatch.setattr(formats, "_redc_kernel", lambda: None)
+        got = formats._limbs_mul_mod(limbs, k, f.modulus)
+        assert [int.from_bytes(r.astype("<u8").tobytes(), "little") for r in got] == want

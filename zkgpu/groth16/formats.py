@@ -40,6 +40,7 @@ bytes), the witness count (uint32); section 2 = the witness values, n8 bytes eac
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import stat
@@ -47,11 +48,13 @@ import struct
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from zkgpu.arith.field import FQ, FR, first_unreduced, fr_to_ints
 from zkgpu.core import cuda as _cuda
+from zkgpu.core import optional
 from zkgpu.groth16.keycheck import KeyCheckError, check_key
 
 __all__ = [
@@ -193,18 +196,84 @@ def _fq_from_mont_le(raw: bytes | memoryview, count: int, path: Path, what: str)
 
 
 def _limbs_mul_mod(limbs: np.ndarray, k: int, m: int) -> np.ndarray:
-    """``(n, L)`` uint64 little-endian limbs of values x -> ``(n, L)`` uint64 limbs of ``x * k mod m``
-    (numpy object arrays of Python ints: one vectorised pass per limb, no per-value Python loop)."""
+    """``(n, L)`` uint64 little-endian limbs of values x < m -> ``(n, L)`` uint64 limbs of ``x * k mod m``.
+
+    ``k = R^-1`` for the Montgomery modulus of :data:`FQ` (``2^384``) or ``R2^-1`` of :data:`FR`:
+    with numba, a compiled Montgomery reduction (REDC over 32-bit words, twice for FR's
+    ``R^-2``); else one Python-int product per value.
+    """
     n, nl = limbs.shape
-    acc = np.zeros(n, dtype=object)
-    for j in range(nl):
-        acc = acc + (limbs[:, j].astype(object) << (64 * j))
-    acc = acc * k % m
-    out = np.empty((n, nl), dtype=np.uint64)
-    mask = (1 << 64) - 1
-    for j in range(nl):
-        out[:, j] = ((acc >> (64 * j)) & mask).astype(np.uint64)
-    return out
+    kern = _redc_kernel()
+    if kern is not None and n:
+        words = np.ascontiguousarray(limbs, dtype="<u8").view("<u4").astype(np.uint64).reshape(n, 2 * nl)
+        field = FQ if m == FQ.modulus else FR
+        mw = np.frombuffer(field.modulus.to_bytes(8 * nl, "little"), dtype="<u4").astype(np.uint64)
+        minv = np.uint64((-pow(field.modulus, -1, 1 << 32)) % (1 << 32))
+        times = 1 if (m, k) == (FQ.modulus, FQ.R_inv) else 2 if (m, k) == (FR.modulus, pow(FR.R2, -1, FR.modulus)) else 0
+        if times:
+            out = np.empty_like(words)
+            kern(words, mw, minv, out)
+            for _ in range(times - 1):
+                words, out = out, words
+                kern(words, mw, minv, out)
+            return out.astype("<u4").view("<u8").reshape(n, nl).astype(np.uint64)
+    raw = np.ascontiguousarray(limbs, dtype="<u8").tobytes()
+    size = 8 * nl
+    view = memoryview(raw)
+    out_b = b"".join((int.from_bytes(view[size * i : size * i + size], "little") * k % m).to_bytes(size, "little") for i in range(n))
+    return np.frombuffer(out_b, dtype="<u8").astype(np.uint64).reshape(n, nl)
+
+
+@functools.lru_cache(maxsize=1)
+def _redc_kernel() -> Any:
+    """numba's Montgomery reduction ``out = x * 2^(-32 W) mod p`` over ``(n, W)`` 32-bit words held in
+    uint64 (compiled on first use, cached on disk by numba), or None without numba."""
+    numba = optional.numba()
+    if numba is None:
+        return None
+    mask, s32 = np.uint64(0xFFFFFFFF), np.uint64(32)
+
+    @numba.njit(nogil=True, cache=True, inline="always")
+    def _redc_row(words, p, pinv, out, t, i, nw):
+        for j in range(2 * nw + 1):
+            t[j] = words[i, j] if j < nw else np.uint64(0)
+        for j in range(nw):
+            mj = (t[j] * pinv) & mask
+            carry = np.uint64(0)
+            for kk in range(nw):
+                s = t[j + kk] + mj * p[kk] + carry  # < 2^64: (2^32-1)^2 + 2 (2^32-1)
+                t[j + kk] = s & mask
+                carry = s >> s32
+            kk = j + nw
+            while carry:
+                s = t[kk] + carry
+                t[kk] = s & mask
+                carry = s >> s32
+                kk += 1
+        ge = t[2 * nw] != 0  # the result t[nw:2nw] (+ top word) < 2p: subtract p once if >= p
+        if not ge:
+            ge = True
+            for kk in range(nw - 1, -1, -1):
+                a, b = t[nw + kk], p[kk]
+                if a != b:
+                    ge = a > b
+                    break
+        borrow = np.uint64(0)
+        for kk in range(nw):
+            a = t[nw + kk]
+            b = (p[kk] if ge else np.uint64(0)) + borrow
+            out[i, kk] = (a - b) & mask
+            borrow = np.uint64(1) if a < b else np.uint64(0)
+
+    @numba.njit(nogil=True, cache=True, parallel=True)
+    def redc(words, p, pinv, out):
+        nw, n = words.shape[1], words.shape[0]
+        for c in numba.prange((n + 4095) // 4096):  # one scratch buffer per chunk of rows
+            t = np.zeros(2 * nw + 1, dtype=np.uint64)
+            for i in range(4096 * c, min(n, 4096 * c + 4096)):
+                _redc_row(words, p, pinv, out, t, i, nw)
+
+    return redc
 
 
 @dataclass
