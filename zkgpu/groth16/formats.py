@@ -231,47 +231,41 @@ def _redc_kernel() -> Any:
     numba = optional.numba()
     if numba is None:
         return None
-    mask, s32 = np.uint64(0xFFFFFFFF), np.uint64(32)
-
-    @numba.njit(nogil=True, cache=True, inline="always")
-    def _redc_row(words, p, pinv, out, t, i, nw):
-        for j in range(2 * nw + 1):
-            t[j] = words[i, j] if j < nw else np.uint64(0)
-        for j in range(nw):
-            mj = (t[j] * pinv) & mask
-            carry = np.uint64(0)
+    @numba.njit(nogil=True, cache=True)
+    def redc(words, p, pinv, out):  # no closure variables: numba's disk cache then hits in every process
+        mask = np.uint64(0xFFFFFFFF)
+        s32 = np.uint64(32)
+        nw = words.shape[1]
+        t = np.zeros(2 * nw + 1, dtype=np.uint64)
+        for i in range(words.shape[0]):
+            for j in range(2 * nw + 1):
+                t[j] = words[i, j] if j < nw else np.uint64(0)
+            for j in range(nw):
+                mj = (t[j] * pinv) & mask
+                carry = np.uint64(0)
+                for kk in range(nw):
+                    s = t[j + kk] + mj * p[kk] + carry  # < 2^64: (2^32-1)^2 + 2 (2^32-1)
+                    t[j + kk] = s & mask
+                    carry = s >> s32
+                kk = j + nw
+                while carry:
+                    s = t[kk] + carry
+                    t[kk] = s & mask
+                    carry = s >> s32
+                    kk += 1
+            ge = t[2 * nw] != 0  # the result t[nw:2nw] (+ top word) < 2p: subtract p once if >= p
+            if not ge:
+                ge = True
+                for kk in range(nw - 1, -1, -1):
+                    if t[nw + kk] != p[kk]:
+                        ge = t[nw + kk] > p[kk]
+                        break
+            borrow = np.uint64(0)
             for kk in range(nw):
-                s = t[j + kk] + mj * p[kk] + carry  # < 2^64: (2^32-1)^2 + 2 (2^32-1)
-                t[j + kk] = s & mask
-                carry = s >> s32
-            kk = j + nw
-            while carry:
-                s = t[kk] + carry
-                t[kk] = s & mask
-                carry = s >> s32
-                kk += 1
-        ge = t[2 * nw] != 0  # the result t[nw:2nw] (+ top word) < 2p: subtract p once if >= p
-        if not ge:
-            ge = True
-            for kk in range(nw - 1, -1, -1):
-                a, b = t[nw + kk], p[kk]
-                if a != b:
-                    ge = a > b
-                    break
-        borrow = np.uint64(0)
-        for kk in range(nw):
-            a = t[nw + kk]
-            b = (p[kk] if ge else np.uint64(0)) + borrow
-            out[i, kk] = (a - b) & mask
-            borrow = np.uint64(1) if a < b else np.uint64(0)
-
-    @numba.njit(nogil=True, cache=True, parallel=True)
-    def redc(words, p, pinv, out):
-        nw, n = words.shape[1], words.shape[0]
-        for c in numba.prange((n + 4095) // 4096):  # one scratch buffer per chunk of rows
-            t = np.zeros(2 * nw + 1, dtype=np.uint64)
-            for i in range(4096 * c, min(n, 4096 * c + 4096)):
-                _redc_row(words, p, pinv, out, t, i, nw)
+                a = t[nw + kk]
+                b = (p[kk] if ge else np.uint64(0)) + borrow
+                out[i, kk] = (a - b) & mask
+                borrow = np.uint64(1) if a < b else np.uint64(0)
 
     return redc
 
