@@ -641,3 +641,15 @@ def test_readers_match_snarkjs_json_export(mulchain, tmp_path):
     wout = tmp_path / "wtns.json"
     t.run([*t.snarkjs, "wtns", "export", "json", str(mulchain.wtns), str(wout)])
     assert fr_to_ints(read_wtns(mulchain.wtns).values) == [int(v) for v in json.loads(wout.read_text())]
+
+
+@pytest.mark.gpu
+def test_gpu_prover_many_witnesses_equal_cpu_proofs():
+    """The Prover (one key read, many witnesses) on the GPU gives the CPU's proofs for the same seed."""
+    from zkgpu.groth16.prover import Prover
+
+    zk, w = read_zkey(FIXTURE / "circuit.zkey"), read_wtns(FIXTURE / "circuit.wtns")
+    gpu, cpu = Prover(zk, device="gpu"), Prover(zk, device="cpu")
+    for seed in (1, 2):
+        g, c = gpu.prove(w, seed=seed), cpu.prove(w, seed=seed)
+        assert np.array_equal(g.a, c.a) and np.array_equal(g.b, c.b) and np.array_equal(g.c, c.c)
