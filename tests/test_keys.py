@@ -259,3 +259,21 @@ def test_vectorised_montgomery_conversion_matches_python_ints(field, rng, monkey
             monkeypatch.setattr(formats, "_redc_kernel", lambda: None)
         got = formats._limbs_mul_mod(limbs, k, f.modulus)
         assert [int.from_bytes(r.astype("<u8").tobytes(), "little") for r in got] == want
+
+
+def test_prove_refuses_a_bad_key_unless_told_not_to_check(tmp_path):
+    """zkgpu prove: a key with the 3-torsion point in A is one line, exit 2, nothing written; --no-check-key
+    (a key you made yourself) skips the point checks."""
+    from click.testing import CliRunner
+
+    from zkgpu.app.cli import main
+
+    raw = (FIXTURE / "circuit.zkey").read_bytes()
+    key = _patched(tmp_path, "bad", [(_sections(raw)[5] + 96 * 4, _g1_bytes(*T3))])
+    args = ["prove", "--zkey", str(key), "--wtns", str(FIXTURE / "circuit.wtns"), "--device", "cpu", "--seed", "1"]
+    res = CliRunner().invoke(main, [*args, "--proof", str(tmp_path / "p.json"), "--public", str(tmp_path / "q.json")])
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert res.exit_code == 2 and len(lines) == 1 and "outside the prime-order G1 subgroup" in lines[0], res.output
+    assert not (tmp_path / "p.json").exists()
+    res = CliRunner().invoke(main, [*args, "--no-check-key", "--proof", str(tmp_path / "p2.json"), "--public", str(tmp_path / "q2.json")])
+    assert res.exit_code == 0, res.output

@@ -55,11 +55,12 @@ def _r1cs_for(zkey_path: str, r1cs_path: str | None, check: bool) -> Path | None
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None, help="output folder: <witness>.proof.json and <witness>.public.json per witness")
 @click.option("--r1cs", "r1cs_path", type=click.Path(dir_okay=False), default=None, help="the circuit: each witness must satisfy it (default: KEY's name with .r1cs, if that file exists)")
 @click.option("--check-witness/--no-check-witness", default=True, show_default=True, help="check each witness against the r1cs before proving")
+@click.option("--check-key/--no-check-key", default=True, show_default=True, help="check every key point (curve, subgroup, degenerate key); --no-check-key only for a key you made yourself")
 @click.option("--device", type=click.Choice(["gpu", "cpu"]), default="gpu", show_default=True, help="gpu: zkgpu's NTT/MSM kernels; cpu: the references")
 @click.option("--seed", type=int, default=None, help="fix the random r, s (tests only: the proof is then not zero-knowledge)")
 @click.option("--timings", "timings_path", type=click.Path(dir_okay=False), default=None, help="also write the per-phase ms as JSON (per witness, and proofs/s)")
 @click.option("--verify/--no-verify", default=False, show_default=True, help="verify each proof (py_ecc pairing, seconds) before writing; exit 2 if rejected")
-def prove_command(zkey_path, wtns_paths, proof_path, public_path, out_dir, r1cs_path, check_witness, device, seed, timings_path, verify) -> None:
+def prove_command(zkey_path, wtns_paths, proof_path, public_path, out_dir, r1cs_path, check_witness, check_key, device, seed, timings_path, verify) -> None:
     """Prove circom witnesses with a snarkjs BLS12-381 zkey; snarkjs groth16 verify accepts the output.
 
     Every input is checked at the door: the key's points (on the curve, in the prime-order subgroup,
@@ -78,7 +79,7 @@ def prove_command(zkey_path, wtns_paths, proof_path, public_path, out_dir, r1cs_
     t0 = time.perf_counter()
     r1 = _r1cs_for(zkey_path, r1cs_path, check_witness)
     try:
-        zkey = read_zkey(zkey_path)
+        zkey = read_zkey(zkey_path, check=check_key)
         r1cs = read_r1cs(r1) if r1 is not None else None
         prover = Prover(zkey, device=device, r1cs=r1cs)
     except (ValueError, OSError) as exc:
