@@ -112,10 +112,14 @@ def test_section_larger_than_the_file_is_refused_before_reading(tmp_path):
         read_wtns(tmp_path / "huge.wtns")
 
 
-def test_fixture_key_passes_the_checks():
+def test_fixture_key_passes_the_checks(tmp_path):
     zk = read_zkey(FIXTURE / "circuit.zkey")
     keycheck.check_key(zk)
     assert read_zkey(FIXTURE / "circuit.zkey") is zk  # cached by content
+    copy = tmp_path / "copy.zkey"
+    copy.write_bytes((FIXTURE / "circuit.zkey").read_bytes())
+    again = read_zkey(copy)
+    assert again.path == copy and again.a is zk.a  # the same validated arrays, named by the new path
 
 
 # --------------------------------------------------------------------------- subgroup and curve

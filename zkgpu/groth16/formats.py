@@ -46,7 +46,7 @@ import os
 import stat
 import struct
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -350,7 +350,7 @@ def read_zkey(path: str | Path, *, check: bool = True) -> ZKey:
         check: validate every point (:func:`zkgpu.groth16.keycheck.check_key`: on the curve, in the
             prime-order subgroup, a non-degenerate key). The last :data:`_CACHE_SIZE` validated keys are
             kept by the SHA-256 of their bytes: reading the same bytes again (any path) returns
-            the same :class:`ZKey` without parsing or checking them again. ``False``: no point
+            the same :class:`ZKey` (its arrays, under the new path) without parsing or checking them again. ``False``: no point
             checks and no cache (tests of the checks themselves).
 
     Returns:
@@ -368,7 +368,8 @@ def read_zkey(path: str | Path, *, check: bool = True) -> ZKey:
     digest = hashlib.sha256(data).digest() if check else b""
     if check and digest in _CACHE:
         _CACHE.move_to_end(digest)
-        return _CACHE[digest]
+        hit = _CACHE[digest]
+        return hit if hit.path == path else replace(hit, path=path)  # the arrays are shared
     zkey = _parse_zkey(path, data, secs)
     if check:
         try:
