@@ -45,6 +45,7 @@ import hashlib
 import os
 import stat
 import struct
+import sys
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -203,9 +204,9 @@ def _limbs_mul_mod(limbs: np.ndarray, k: int, m: int) -> np.ndarray:
     ``R^-2``); else one Python-int product per value.
     """
     n, nl = limbs.shape
-    kern = _redc_kernel()
+    kern = _redc_kernel() if sys.byteorder == "little" else None  # the kernel reads uint64 limbs as uint32 words
     if kern is not None and n:
-        words = np.ascontiguousarray(limbs, dtype="<u8").view("<u4").astype(np.uint64).reshape(n, 2 * nl)
+        words = np.ascontiguousarray(limbs, dtype=np.uint64).view(np.uint32).reshape(n, 2 * nl)  # little-endian host
         field = FQ if m == FQ.modulus else FR
         mw = np.frombuffer(field.modulus.to_bytes(8 * nl, "little"), dtype="<u4").astype(np.uint64)
         minv = np.uint64((-pow(field.modulus, -1, 1 << 32)) % (1 << 32))
@@ -214,9 +215,9 @@ def _limbs_mul_mod(limbs: np.ndarray, k: int, m: int) -> np.ndarray:
             out = np.empty_like(words)
             kern(words, mw, minv, out)
             for _ in range(times - 1):
-                words, out = out, words
+                words, out = out, np.empty_like(out)
                 kern(words, mw, minv, out)
-            return out.astype("<u4").view("<u8").reshape(n, nl).astype(np.uint64)
+            return out.view(np.uint64).reshape(n, nl)
     raw = np.ascontiguousarray(limbs, dtype="<u8").tobytes()
     size = 8 * nl
     view = memoryview(raw)
@@ -226,8 +227,8 @@ def _limbs_mul_mod(limbs: np.ndarray, k: int, m: int) -> np.ndarray:
 
 @functools.lru_cache(maxsize=1)
 def _redc_kernel() -> Any:
-    """numba's Montgomery reduction ``out = x * 2^(-32 W) mod p`` over ``(n, W)`` 32-bit words held in
-    uint64 (compiled on first use, cached on disk by numba), or None without numba."""
+    """numba's Montgomery reduction ``out = x * 2^(-32 W) mod p`` over ``(n, W)`` uint32 words, little-endian
+    (compiled on first use, cached on disk by numba), or None without numba."""
     numba = optional.numba()
     if numba is None:
         return None
@@ -239,7 +240,7 @@ def _redc_kernel() -> Any:
         t = np.zeros(2 * nw + 1, dtype=np.uint64)
         for i in range(words.shape[0]):
             for j in range(2 * nw + 1):
-                t[j] = words[i, j] if j < nw else np.uint64(0)
+                t[j] = np.uint64(words[i, j]) if j < nw else np.uint64(0)
             for j in range(nw):
                 mj = (t[j] * pinv) & mask
                 carry = np.uint64(0)
@@ -264,7 +265,7 @@ def _redc_kernel() -> Any:
             for kk in range(nw):
                 a = t[nw + kk]
                 b = (p[kk] if ge else np.uint64(0)) + borrow
-                out[i, kk] = (a - b) & mask
+                out[i, kk] = np.uint32((a - b) & mask)
                 borrow = np.uint64(1) if a < b else np.uint64(0)
 
     return redc
