@@ -240,9 +240,9 @@ def _tamper_wtns(src: Path, dst: Path, signal: int, value: int) -> None:
 # --------------------------------------------------------------------------- proofs
 
 
-def _prove_cli(zkey, wtns, tmp_path, device="cpu", tag="p", seed=None):
+def _prove_cli(zkey, wtns, tmp_path, device="cpu", tag="p", seed=None, extra=()):
     proof, public = tmp_path / f"{tag}_proof.json", tmp_path / f"{tag}_public.json"
-    args = ["prove", "--zkey", str(zkey), "--wtns", str(wtns), "--proof", str(proof), "--public", str(public), "--device", device]
+    args = ["prove", "--zkey", str(zkey), "--wtns", str(wtns), "--proof", str(proof), "--public", str(public), "--device", device, *extra]
     if seed is not None:
         args += ["--seed", str(seed)]
     res = CliRunner().invoke(main, args)
@@ -295,7 +295,7 @@ def test_rejections(mulchain, tmp_path):
     assert not verify_py_ecc(zk, pj, [pub[0], pub[1] + 1])
     # a false statement: the output signal changed in the witness (constraints no longer hold)
     _tamper_wtns(mulchain.wtns, tmp_path / "false.wtns", 1, 12345)
-    res, fproof, fpublic = _prove_cli(mulchain.zkey, tmp_path / "false.wtns", tmp_path, tag="false", seed=1)
+    res, fproof, fpublic = _prove_cli(mulchain.zkey, tmp_path / "false.wtns", tmp_path, tag="false", seed=1, extra=["--no-check-witness"])
     assert res.exit_code == 0, res.output
     assert json.loads(fpublic.read_text())[0] == "12345"
     assert not snarkjs_verify(mulchain.vkey, fpublic, fproof)
@@ -490,3 +490,166 @@ def test_python_mulchain_key_and_witness_prove(tmp_path):
     res = prove(zk, w, device="cpu")
     assert verify_py_ecc(zk, proof_json(res), res.public)
     assert setup_main(["mulchain", "1", str(tmp_path)]) == 2
+
+
+# --------------------------------------------------------------------------- issue 22: witness vs r1cs, outputs
+
+
+def _one_line_error(res, msg: str) -> None:
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert res.exit_code == 2 and len(lines) == 1 and lines[0].startswith("Error: ") and msg in lines[0], res.output
+
+
+def test_witness_checked_against_the_r1cs_beside_the_key(mulchain, tmp_path):
+    """The build puts circuit.r1cs beside circuit.zkey: prove checks A.w o B.w = C.w by default and names
+    the first failing constraint; --r1cs names it explicitly; nothing is written."""
+    _tamper_wtns(mulchain.wtns, tmp_path / "false.wtns", 1, 12345)
+    res, proof, public = _prove_cli(mulchain.zkey, tmp_path / "false.wtns", tmp_path, tag="f")
+    _one_line_error(res, "the witness does not satisfy the circuit: constraint ")
+    assert not proof.exists() and not public.exists()
+    key = tmp_path / "alone.zkey"  # no r1cs beside it: --r1cs
+    shutil.copy(mulchain.zkey, key)
+    res, _, _ = _prove_cli(key, tmp_path / "false.wtns", tmp_path, tag="g", extra=["--r1cs", str(mulchain.r1cs)])
+    _one_line_error(res, "constraint ")
+    other = build("mulchain-9", CACHE)
+    res, _, _ = _prove_cli(key, mulchain.wtns, tmp_path, tag="h", extra=["--r1cs", str(other.r1cs)])
+    _one_line_error(res, "not the key's circuit")
+    res, proof, _ = _prove_cli(mulchain.zkey, mulchain.wtns, tmp_path, tag="ok", extra=["--verify"])
+    assert res.exit_code == 0, res.output
+
+
+def test_verify_refusal_blames_the_key_when_the_witness_satisfies_the_circuit(mulchain, tmp_path):
+    """A key whose IC (verifying part) belongs to another circuit: the witness satisfies the r1cs, so
+    --verify's refusal names the key, not the witness."""
+    raw = bytearray(mulchain.zkey.read_bytes())
+    off = _section_offset(bytes(raw), 3)
+    raw[off : off + 96], raw[off + 96 : off + 192] = raw[off + 96 : off + 192], raw[off : off + 96]  # IC0 <-> IC1
+    tmp_key = tmp_path / "k.zkey"
+    tmp_key.write_bytes(bytes(raw))
+    res, proof, _ = _prove_cli(tmp_key, mulchain.wtns, tmp_path, tag="v", extra=["--verify", "--r1cs", str(mulchain.r1cs)])
+    _one_line_error(res, "the witness satisfies")
+    assert "the key is not this circuit's" in res.output and not proof.exists()
+
+
+def test_outputs_all_or_none_and_never_overwritten(mulchain, tmp_path, monkeypatch):
+    from zkgpu.groth16 import proof as proof_mod
+
+    # --public in a missing folder: created; --timings where a file blocks the folder: refused before proving
+    res, proof, public = _prove_cli(mulchain.zkey, mulchain.wtns, tmp_path, tag="a", extra=["--timings", str(tmp_path / "new" / "t.json")])
+    assert res.exit_code == 0, res.output and (tmp_path / "new" / "t.json").exists()
+    (tmp_path / "blocker").write_text("x")
+    res, proof, public = _prove_cli(mulchain.zkey, mulchain.wtns, tmp_path, tag="b", extra=["--timings", str(tmp_path / "blocker" / "t.json")])
+    assert res.exit_code == 2 and not proof.exists() and not public.exists()
+    # a file created between the check and the write (a concurrent prove): nothing overwritten, nothing left
+    real = proof_mod.write_exclusive
+
+    def racing(files):
+        (tmp_path / "c_public.json").write_text("theirs")
+        return real(files)
+
+    monkeypatch.setattr("zkgpu.app.prove_cmd.write_exclusive", racing)
+    res, proof, public = _prove_cli(mulchain.zkey, mulchain.wtns, tmp_path, tag="c")
+    _one_line_error(res, "was created meanwhile")
+    assert public.read_text() == "theirs" and not proof.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_many_witnesses_one_key(mulchain, tmp_path):
+    w2 = tmp_path / "second.wtns"
+    shutil.copy(mulchain.wtns, w2)
+    out = tmp_path / "proofs"
+    res = CliRunner().invoke(main, ["prove", "--zkey", str(mulchain.zkey), "--wtns", str(mulchain.wtns), "--wtns", str(w2),
+                                    "--out", str(out), "--device", "cpu", "--timings", str(tmp_path / "t.json")])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "2 proofs written" in res.output and "proofs/s" in res.output
+    for stem in ("circuit", "second"):
+        assert snarkjs_verify(mulchain.vkey, out / f"{stem}.public.json", out / f"{stem}.proof.json")
+    t = json.loads((tmp_path / "t.json").read_text())
+    assert t["proofs"] == 2 and t["proofs_per_s"] > 0 and {"synthesis", "msm_a", "witness_check"} <= set(t["per_witness"][1])
+    res = CliRunner().invoke(main, ["prove", "--zkey", str(mulchain.zkey), "--wtns", str(mulchain.wtns), "--wtns", str(w2), "--device", "cpu"])
+    _one_line_error(res, "give --out DIR")
+    res = CliRunner().invoke(main, ["prove", "--zkey", str(mulchain.zkey), "--wtns", str(w2), "--wtns", str(w2), "--out", str(tmp_path / "o2"), "--device", "cpu"])
+    _one_line_error(res, "two witnesses are named second")
+
+
+def test_setup_fast_command(mulchain, tmp_path):
+    out = tmp_path / "k.zkey"
+    res = CliRunner().invoke(main, ["setup", "--fast", str(mulchain.r1cs), str(out)])
+    assert res.exit_code == 0, res.output and json.loads(res.output)["insecure"] is True
+    res2, proof, public = _prove_cli(out, mulchain.wtns, tmp_path, extra=["--r1cs", str(mulchain.r1cs), "--verify"])
+    assert res2.exit_code == 0, res2.output
+    res = CliRunner().invoke(main, ["setup", "--fast", str(mulchain.r1cs), str(out)])
+    _one_line_error(res, "exists")
+    res = CliRunner().invoke(main, ["setup", str(mulchain.r1cs), str(tmp_path / "x.zkey")])
+    assert res.exit_code == 2 and "--fast" in res.output
+
+
+def test_python_setup_never_replaces_and_bounds_n(tmp_path, capsys):
+    from zkgpu.groth16 import setup
+
+    (tmp_path / "circuit.zkey").write_text("mine")
+    assert setup.main(["mulchain", "4", str(tmp_path)]) == 2
+    assert "exists" in capsys.readouterr().err and (tmp_path / "circuit.zkey").read_text() == "mine"
+    assert setup.main(["mulchain", str(2**32), str(tmp_path / "big")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "2^28" in err and not (tmp_path / "big").exists()
+
+
+def test_circuit_never_writes_through_a_symlink(tmp_path):
+    need_node()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+    folder = tmp_path / "circuits"
+    (folder / "mulchain-4").mkdir(parents=True)
+    (folder / "mulchain-4" / "input.json").symlink_to(outside)
+    res = CliRunner().invoke(main, ["circuit", "mulchain-4", str(folder)])
+    _one_line_error(res, "is a symlink")
+    assert outside.read_text() == "keep"
+    (folder / "mulchain-5").symlink_to(tmp_path)
+    res = CliRunner().invoke(main, ["circuit", "mulchain-5", str(folder)])
+    _one_line_error(res, "symlink")
+
+
+def test_readers_match_snarkjs_json_export(mulchain, tmp_path):
+    """read_zkey against snarkjs's own reading of the same key (``snarkjs zkey export json``): every point,
+    the counts and every coefficient."""
+    out = tmp_path / "zkey.json"
+    t = tools()
+    t.run([*t.snarkjs, "zkey", "export", "json", str(mulchain.zkey), str(out)])
+    ref = json.loads(out.read_text())
+    zk = read_zkey(mulchain.zkey)
+    assert (ref["nVars"], ref["nPublic"], ref["domainSize"]) == (zk.n_vars, zk.n_public, zk.domain_size)
+
+    def g1(p):
+        return [0, 0] if p is None or p[2] == "0" else [int(p[0]), int(p[1])]
+
+    def g2(p):
+        return [0, 0, 0, 0] if p[2] == ["0", "0"] else [int(p[0][0]), int(p[0][1]), int(p[1][0]), int(p[1][1])]
+
+    def ours(arr):
+        raw = np.ascontiguousarray(arr).astype("<u8").tobytes()
+        return [[int.from_bytes(raw[i + j : i + j + 48], "little") for j in range(0, arr.shape[1] * 8, 48)] for i in range(0, len(raw), arr.shape[1] * 8)]
+
+    for name, key, conv in (("vk_alpha_1", "alpha1", g1), ("vk_beta_1", "beta1", g1), ("vk_delta_1", "delta1", g1),
+                            ("vk_beta_2", "beta2", g2), ("vk_gamma_2", "gamma2", g2), ("vk_delta_2", "delta2", g2)):  # fmt: skip
+        assert ours(getattr(zk, key)) == [conv(ref[name])], name
+    for name, key, conv in (("IC", "ic", g1), ("A", "a", g1), ("B1", "b1", g1), ("B2", "b2", g2), ("hExps", "h", g1)):
+        assert ours(getattr(zk, key)) == [conv(p) for p in ref[name]], name
+    assert ours(zk.c) == [g1(p) for p in ref["C"][zk.n_public + 1 :]]
+    coefs = sorted((c["matrix"], c["constraint"], c["signal"], int(c["value"])) for c in ref["ccoefs"])
+    assert coefs == sorted(zip(zk.coef_matrix.tolist(), zk.coef_constraint.tolist(), zk.coef_signal.tolist(), zk.coef_value, strict=True))
+    wout = tmp_path / "wtns.json"
+    t.run([*t.snarkjs, "wtns", "export", "json", str(mulchain.wtns), str(wout)])
+    assert fr_to_ints(read_wtns(mulchain.wtns).values) == [int(v) for v in json.loads(wout.read_text())]
+
+
+@pytest.mark.gpu
+def test_gpu_prover_many_witnesses_equal_cpu_proofs():
+    """The Prover (one key read, many witnesses) on the GPU gives the CPU's proofs for the same seed."""
+    from zkgpu.groth16.prover import Prover
+
+    zk, w = read_zkey(FIXTURE / "circuit.zkey"), read_wtns(FIXTURE / "circuit.wtns")
+    gpu, cpu = Prover(zk, device="gpu"), Prover(zk, device="cpu")
+    for seed in (1, 2):
+        g, c = gpu.prove(w, seed=seed), cpu.prove(w, seed=seed)
+        assert np.array_equal(g.a, c.a) and np.array_equal(g.b, c.b) and np.array_equal(g.c, c.c)

@@ -203,6 +203,7 @@ for _group, _cmd in (
     (main, parse_command),
     (main, groth16_cli.prove_command),
     (main, groth16_cli.circuit_command),
+    (main, groth16_cli.setup_command),
     (main, pipeline_cmd.main),
     (bench, bench_prove.bench_command),
 ):

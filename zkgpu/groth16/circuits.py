@@ -249,7 +249,8 @@ def build(name: str, folder: str | Path, *, ptau_dir: str | Path | None = None, 
         :class:`CircuitFiles`.
 
     Raises:
-        ValueError: unknown circuit. ToolError: node tools missing or a step failed.
+        ValueError: unknown circuit, or a symlink in the circuit's folder (nothing is written
+            through one). ToolError: node tools missing or a step failed.
     """
     src, inp = circuit_source(name)
     if setup not in ("snarkjs", "fast"):
@@ -257,6 +258,7 @@ def build(name: str, folder: str | Path, *, ptau_dir: str | Path | None = None, 
     t = tools()
     root = Path(folder) / (name if setup == "snarkjs" else f"{name}-fast")
     root.mkdir(parents=True, exist_ok=True)
+    _refuse_links(root, Path(folder))
     pdir = Path(ptau_dir) if ptau_dir else Path(folder)
     pdir.mkdir(parents=True, exist_ok=True)
     circ = root / "circuit.circom"
@@ -307,6 +309,19 @@ def build(name: str, folder: str | Path, *, ptau_dir: str | Path | None = None, 
 
     _step(steps, "setup", zkey, snarkjs_setup)
     return _finish(t, name, root, r1cs, wasm, zkey, vkey, wtns, inp_path, steps)
+
+
+def _refuse_links(root: Path, folder: Path) -> None:
+    """Raise ValueError if writing the circuit's files could leave ``folder``: ``root`` is a symlink or
+    resolves outside it, or one of its entries (or ``circuit_js``'s) is a symlink."""
+    if root.is_symlink() or not root.resolve().is_relative_to(folder.resolve()):
+        raise ValueError(f"{root} is a symlink or leads out of {folder}: zkgpu circuit never writes through one (remove it)")
+    for d in (root, root / "circuit_js"):
+        if d.is_symlink():
+            raise ValueError(f"{d} is a symlink: zkgpu circuit never writes through one (remove it)")
+        for entry in d.iterdir() if d.is_dir() else ():
+            if entry.is_symlink():
+                raise ValueError(f"{entry} is a symlink: zkgpu circuit never writes through one (remove it)")
 
 
 def _finish(t: NodeTools, name: str, root: Path, r1cs: Path, wasm: Path, zkey: Path, vkey: Path, wtns: Path, inp: Path, steps: dict) -> CircuitFiles:

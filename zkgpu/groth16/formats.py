@@ -40,14 +40,23 @@ bytes), the witness count (uint32); section 2 = the witness values, n8 bytes eac
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import os
+import stat
 import struct
-from dataclasses import dataclass, field
+import sys
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from zkgpu.arith.field import FQ, FR
+from zkgpu.arith.field import FQ, FR, first_unreduced, fr_to_ints
 from zkgpu.core import cuda as _cuda
+from zkgpu.core import optional
+from zkgpu.groth16.keycheck import KeyCheckError, check_key
 
 __all__ = [
     "BN254_R",
@@ -76,41 +85,79 @@ def _curve_name(q: int) -> str:
     return f"unknown (prime {q:#x})"
 
 
-def read_sections(path: str | Path, magic: bytes, max_version: int) -> tuple[bytes, dict[int, list[tuple[int, int]]]]:
+def _describe(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def read_sections(path: str | Path, magic: bytes, max_version: int) -> tuple[bytearray, dict[int, list[tuple[int, int]]]]:
     """Read an iden3 binfile: returns ``(data, {type: [(offset, size), ...]})``.
 
+    Only a regular file is read (a FIFO, device, socket or folder is refused before any read, so
+    nothing hangs or fills memory), and only the bytes its section headers announce, each checked
+    against the file's size first.
+
     Raises:
-        FormatError: missing file, wrong magic, unsupported version, or a section that runs past
-            the end of the file (truncated).
+        FormatError: missing or unreadable file, not a regular file, wrong magic, unsupported
+            version, or a section that runs past the end of the file (truncated).
     """
     path = Path(path)
+    kind = magic.decode()
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise FormatError(f"{path}: cannot read ({exc.strerror})") from None
-    kind = magic.decode()
-    if len(data) < 12 or data[:4] != magic:
-        raise FormatError(f"{path}: not a .{kind} file (magic {data[:4]!r}, expected {magic!r})")
-    version, nsec = struct.unpack_from("<II", data, 4)
-    if not 1 <= version <= max_version:
-        raise FormatError(f"{path}: .{kind} version {version} is not supported (1..{max_version})")
-    pos = 12
-    sections: dict[int, list[tuple[int, int]]] = {}
-    for i in range(nsec):
-        if pos + 12 > len(data):
-            raise FormatError(f"{path}: truncated: section header {i + 1} of {nsec} at byte {pos}, file is {len(data)} bytes")
-        typ, size = struct.unpack_from("<IQ", data, pos)
-        pos += 12
-        if pos + size > len(data):
-            raise FormatError(
-                f"{path}: truncated: section {typ} needs {size} bytes at byte {pos}, file is {len(data)} bytes"
-            )
-        sections.setdefault(typ, []).append((pos, size))
-        pos += size
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise FormatError(f"{path}: {_describe(st.st_mode)}, not a .{kind} file: give a regular file")
+    size = st.st_size
+    with os.fdopen(fd, "rb", buffering=0) as f:
+        try:
+            head = f.read(12)
+            if len(head) < 12 or head[:4] != magic:
+                raise FormatError(f"{path}: not a .{kind} file (magic {head[:4]!r}, expected {magic!r})")
+            version, nsec = struct.unpack_from("<II", head, 4)
+            if not 1 <= version <= max_version:
+                raise FormatError(f"{path}: .{kind} version {version} is not supported (1..{max_version})")
+            pos = 12
+            sections: dict[int, list[tuple[int, int]]] = {}
+            for i in range(nsec):
+                if pos + 12 > size:
+                    raise FormatError(f"{path}: truncated: section header {i + 1} of {nsec} at byte {pos}, file is {size} bytes")
+                f.seek(pos)
+                hdr = f.read(12)
+                if len(hdr) < 12:
+                    raise FormatError(f"{path}: truncated while reading (the file shrank to {pos + len(hdr)} bytes)")
+                typ, sz = struct.unpack("<IQ", hdr)
+                pos += 12
+                if pos + sz > size:
+                    raise FormatError(f"{path}: truncated: section {typ} needs {sz} bytes at byte {pos}, file is {size} bytes")
+                sections.setdefault(typ, []).append((pos, sz))
+                pos += sz
+            data = bytearray(pos)
+            view, got = memoryview(data), 0
+            f.seek(0)
+            while got < pos:  # one read returns at most ~2 GiB
+                k = f.readinto(view[got:])
+                if not k:
+                    break
+                got += k
+        except OSError as exc:
+            raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if got != pos:
+        raise FormatError(f"{path}: truncated while reading ({got} of {pos} bytes: the file changed)")
     return data, sections
 
 
-def _section(path: Path, data: bytes, sections: dict, typ: int, size: int | None = None) -> memoryview:
+def _section(path: Path, data: bytearray, sections: dict, typ: int, size: int | None = None) -> memoryview:
     found = sections.get(typ)
     if not found:
         raise FormatError(f"{path}: corrupt: section {typ} is missing")
@@ -141,15 +188,87 @@ def _fq_from_mont_le(raw: bytes | memoryview, count: int, path: Path, what: str)
             v = int.from_bytes(bytes(raw[48 * b : 48 * b + 48]), "little")
             raise FormatError(f"{path}: corrupt: {what} coordinate {b} = {v:#x} is not below q")
         return words.get().view(np.uint64).reshape(count, 6).astype(np.uint64)
-    q, r_inv = FQ.modulus, FQ.R_inv
-    raw = bytes(raw)
-    out = bytearray(48 * count)
-    for i in range(count):
-        v = int.from_bytes(raw[48 * i : 48 * i + 48], "little")
-        if v >= q:
-            raise FormatError(f"{path}: corrupt: {what} coordinate {i} = {v:#x} is not below q")
-        out[48 * i : 48 * i + 48] = (v * r_inv % q).to_bytes(48, "little")
-    return np.frombuffer(bytes(out), dtype="<u8").astype(np.uint64).reshape(count, 6)
+    limbs = np.frombuffer(raw, dtype="<u8", count=6 * count).reshape(count, 6)
+    bad = first_unreduced(FQ, limbs)
+    if bad is not None:
+        v = int.from_bytes(bytes(raw[48 * bad : 48 * bad + 48]), "little")
+        raise FormatError(f"{path}: corrupt: {what} coordinate {bad} = {v:#x} is not below q")
+    return _limbs_mul_mod(limbs, FQ.R_inv, FQ.modulus)
+
+
+def _limbs_mul_mod(limbs: np.ndarray, k: int, m: int) -> np.ndarray:
+    """``(n, L)`` uint64 little-endian limbs of values x < m -> ``(n, L)`` uint64 limbs of ``x * k mod m``.
+
+    ``k = R^-1`` for the Montgomery modulus of :data:`FQ` (``2^384``) or ``R2^-1`` of :data:`FR`:
+    with numba, a compiled Montgomery reduction (REDC over 32-bit words, twice for FR's
+    ``R^-2``); else one Python-int product per value.
+    """
+    n, nl = limbs.shape
+    kern = _redc_kernel() if sys.byteorder == "little" else None  # the kernel reads uint64 limbs as uint32 words
+    if kern is not None and n:
+        words = np.ascontiguousarray(limbs, dtype=np.uint64).view(np.uint32).reshape(n, 2 * nl)  # little-endian host
+        field = FQ if m == FQ.modulus else FR
+        mw = np.frombuffer(field.modulus.to_bytes(8 * nl, "little"), dtype="<u4").astype(np.uint64)
+        minv = np.uint64((-pow(field.modulus, -1, 1 << 32)) % (1 << 32))
+        times = 1 if (m, k) == (FQ.modulus, FQ.R_inv) else 2 if (m, k) == (FR.modulus, pow(FR.R2, -1, FR.modulus)) else 0
+        if times:
+            out = np.empty_like(words)
+            kern(words, mw, minv, out)
+            for _ in range(times - 1):
+                words, out = out, np.empty_like(out)
+                kern(words, mw, minv, out)
+            return out.view(np.uint64).reshape(n, nl)
+    raw = np.ascontiguousarray(limbs, dtype="<u8").tobytes()
+    size = 8 * nl
+    view = memoryview(raw)
+    out_b = b"".join((int.from_bytes(view[size * i : size * i + size], "little") * k % m).to_bytes(size, "little") for i in range(n))
+    return np.frombuffer(out_b, dtype="<u8").astype(np.uint64).reshape(n, nl)
+
+
+@functools.lru_cache(maxsize=1)
+def _redc_kernel() -> Any:
+    """numba's Montgomery reduction ``out = x * 2^(-32 W) mod p`` over ``(n, W)`` uint32 words, little-endian
+    (compiled on first use, cached on disk by numba), or None without numba."""
+    numba = optional.numba()
+    if numba is None:
+        return None
+    @numba.njit(nogil=True, cache=True)
+    def redc(words, p, pinv, out):  # no closure variables: numba's disk cache then hits in every process
+        mask = np.uint64(0xFFFFFFFF)
+        s32 = np.uint64(32)
+        nw = words.shape[1]
+        t = np.zeros(2 * nw + 1, dtype=np.uint64)
+        for i in range(words.shape[0]):
+            for j in range(2 * nw + 1):
+                t[j] = np.uint64(words[i, j]) if j < nw else np.uint64(0)
+            for j in range(nw):
+                mj = (t[j] * pinv) & mask
+                carry = np.uint64(0)
+                for kk in range(nw):
+                    s = t[j + kk] + mj * p[kk] + carry  # < 2^64: (2^32-1)^2 + 2 (2^32-1)
+                    t[j + kk] = s & mask
+                    carry = s >> s32
+                kk = j + nw
+                while carry:
+                    s = t[kk] + carry
+                    t[kk] = s & mask
+                    carry = s >> s32
+                    kk += 1
+            ge = t[2 * nw] != 0  # the result t[nw:2nw] (+ top word) < 2p: subtract p once if >= p
+            if not ge:
+                ge = True
+                for kk in range(nw - 1, -1, -1):
+                    if t[nw + kk] != p[kk]:
+                        ge = t[nw + kk] > p[kk]
+                        break
+            borrow = np.uint64(0)
+            for kk in range(nw):
+                a = t[nw + kk]
+                b = (p[kk] if ge else np.uint64(0)) + borrow
+                out[i, kk] = np.uint32((a - b) & mask)
+                borrow = np.uint64(1) if a < b else np.uint64(0)
+
+    return redc
 
 
 @dataclass
@@ -220,19 +339,51 @@ def _g2(path: Path, raw: memoryview, count: int, what: str) -> np.ndarray:
     return _fq_from_mont_le(raw, 4 * count, path, what).reshape(count, 24)
 
 
-def read_zkey(path: str | Path) -> ZKey:
+_CACHE: OrderedDict[bytes, ZKey] = OrderedDict()
+_CACHE_SIZE = 2
+
+
+def read_zkey(path: str | Path, *, check: bool = True) -> ZKey:
     """Read a snarkjs Groth16 ``.zkey`` for BLS12-381 (module docstring for the format).
 
+    Args:
+        path: the key file (a regular file; :func:`read_sections`).
+        check: validate every point (:func:`zkgpu.groth16.keycheck.check_key`: on the curve, in the
+            prime-order subgroup, a non-degenerate key). The last :data:`_CACHE_SIZE` validated keys are
+            kept by the SHA-256 of their bytes: reading the same bytes again (any path) returns
+            the same :class:`ZKey` (its arrays, under the new path) without parsing or checking them again. ``False``: no point
+            checks and no cache (tests of the checks themselves).
+
     Returns:
-        a :class:`ZKey` (points canonical, coefficients canonical Fr ints).
+        a :class:`ZKey` (points canonical, coefficients canonical Fr ints). Treat it as read-only:
+        the cache shares it.
 
     Raises:
         FormatError (a ValueError) with a one-line message: not a zkey, not Groth16, a curve other
         than BLS12-381 (e.g. a bn128 key, the snarkjs default), truncated or corrupt sections, a
-        domain size that is not a power of two, a coefficient or coordinate out of range.
+        domain size that is not a power of two, a coefficient or coordinate out of range; with
+        ``check``, a point off its curve or outside its subgroup, or a degenerate key.
     """
     path = Path(path)
     data, secs = read_sections(path, b"zkey", 2)
+    digest = hashlib.sha256(data).digest() if check else b""
+    if check and digest in _CACHE:
+        _CACHE.move_to_end(digest)
+        hit = _CACHE[digest]
+        return hit if hit.path == path else replace(hit, path=path)  # the arrays are shared
+    zkey = _parse_zkey(path, data, secs)
+    if check:
+        try:
+            check_key(zkey)
+        except KeyCheckError as exc:
+            raise FormatError(str(exc)) from None
+        _CACHE[digest] = zkey
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return zkey
+
+
+def _parse_zkey(path: Path, data: bytearray, secs: dict[int, list[tuple[int, int]]]) -> ZKey:
     proto = _section(path, data, secs, 1, 4)
     (pid,) = struct.unpack("<I", proto)
     if pid != 1:
@@ -301,14 +452,12 @@ def _coefficients(path: Path, raw: memoryview, n_vars: int, domain: int) -> tupl
             i = int(bad[0])
             raise FormatError(f"{path}: corrupt: coefficient {i} has {name} {int(arr[i])} (must be < {bound})")
     r = FR.modulus
-    r2_inv = pow(FR.R2, -1, r)
-    vb = rec["v"].tobytes()
-    values = []
-    for i in range(count):
-        raw_v = int.from_bytes(vb[32 * i : 32 * i + 32], "little")
-        if raw_v >= r:
-            raise FormatError(f"{path}: corrupt: coefficient {i} value {raw_v:#x} is not below r")
-        values.append(raw_v * r2_inv % r)
+    vl = np.frombuffer(rec["v"].tobytes(), dtype="<u8").reshape(count, 4)
+    big = first_unreduced(FR, vl)
+    if big is not None:
+        raw_v = int.from_bytes(vl[big].astype("<u8").tobytes(), "little")
+        raise FormatError(f"{path}: corrupt: coefficient {big} value {raw_v:#x} is not below r")
+    values = fr_to_ints(_limbs_mul_mod(vl, pow(FR.R2, -1, r), r)) if count else []
     return m, cons, sig, values
 
 
@@ -336,13 +485,14 @@ def read_wtns(path: str | Path) -> Witness:
         name = "bn128" if prime == BN254_R else f"unknown (prime {prime:#x})"
         raise FormatError(f"{path}: the witness is for curve {name}; zkgpu proves on bls12381 only (circom --prime bls12381)")
     body = _section(path, data, secs, 2, 32 * count)
-    values = np.frombuffer(body, dtype="<u8").astype(np.uint64).reshape(count, 4)
     if count < 1:
         raise FormatError(f"{path}: corrupt: empty witness")
-    ints = [int.from_bytes(body[32 * i : 32 * i + 32], "little") for i in range(count)]
-    for i, v in enumerate(ints):
-        if v >= FR.modulus:
-            raise FormatError(f"{path}: corrupt: witness value {i} = {v:#x} is not below r")
-    if ints[0] != 1:
-        raise FormatError(f"{path}: corrupt: signal 0 must be the constant 1, found {ints[0]}")
+    values = np.frombuffer(body, dtype="<u8").astype(np.uint64).reshape(count, 4)
+    bad = first_unreduced(FR, values)
+    if bad is not None:
+        v = int.from_bytes(bytes(body[32 * bad : 32 * bad + 32]), "little")
+        raise FormatError(f"{path}: corrupt: witness value {bad} = {v:#x} is not below r")
+    if values[0].tolist() != [1, 0, 0, 0]:
+        v0 = int.from_bytes(bytes(body[0:32]), "little")
+        raise FormatError(f"{path}: corrupt: signal 0 must be the constant 1, found {v0}")
     return Witness(path=path, values=values)

@@ -13,6 +13,8 @@ BLS12-381 pairing, code independent of both snarkjs and arkworks (pure Python: a
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,7 @@ from zkgpu.core import optional
 from zkgpu.groth16.formats import ZKey
 from zkgpu.groth16.prover import ProveResult
 
-__all__ = ["proof_json", "public_json", "write_proof", "read_proof", "verify_py_ecc"]
+__all__ = ["proof_json", "public_json", "write_exclusive", "write_proof", "read_proof", "verify_py_ecc"]
 
 
 def _ints(arr: np.ndarray) -> list[int]:
@@ -53,10 +55,50 @@ def public_json(result: ProveResult) -> list[str]:
     return [str(v) for v in result.public]
 
 
-def write_proof(result: ProveResult, proof_path: str | Path, public_path: str | Path) -> None:
-    """Write ``proof.json`` and ``public.json`` as snarkjs does."""
-    Path(proof_path).write_text(json.dumps(proof_json(result), indent=1) + "\n", encoding="utf-8")
-    Path(public_path).write_text(json.dumps(public_json(result), indent=1) + "\n", encoding="utf-8")
+def write_exclusive(files: dict[str | Path, str]) -> None:
+    """Write every file or none, each created exclusively and atomically.
+
+    Each text goes to a temporary file in its target's folder (missing folders are created), is
+    flushed to disk, then hard-linked to its name (``os.link`` fails if the name exists: a file
+    created meanwhile, e.g. by a concurrent run, is never overwritten) and the temporary name
+    removed. If any step fails, the names linked so far are removed again.
+
+    Raises:
+        FileExistsError: a target exists (nothing written). OSError: a folder that cannot be
+            created or written, a full disk (nothing written).
+    """
+    temps: list[str] = []
+    linked: list[Path] = []
+    try:
+        for target, text in files.items():
+            target = Path(target)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+            temps.append(tmp)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+        for (target, _), tmp in zip(files.items(), temps, strict=True):
+            os.link(tmp, target)
+            linked.append(Path(target))
+    except BaseException:
+        for p in linked:
+            p.unlink(missing_ok=True)
+        raise
+    finally:
+        for tmp in temps:
+            Path(tmp).unlink(missing_ok=True)
+
+
+def write_proof(result: ProveResult, proof_path: str | Path, public_path: str | Path, extra: dict[str | Path, str] | None = None) -> None:
+    """Write ``proof.json`` and ``public.json`` as snarkjs does (and ``extra`` files), all or none,
+    never overwriting (:func:`write_exclusive`)."""
+    files: dict[str | Path, str] = {
+        proof_path: json.dumps(proof_json(result), indent=1) + "\n",
+        public_path: json.dumps(public_json(result), indent=1) + "\n",
+    }
+    write_exclusive({**files, **(extra or {})})
 
 
 def read_proof(proof_path: str | Path, public_path: str | Path) -> tuple[dict[str, Any], list[int]]:

@@ -57,6 +57,7 @@ from zkgpu.gpu.msm.pippenger import msm, msm_cpu
 from zkgpu.gpu.ntt.qap import compute_h_inplace, compute_h_reference, prepare_input
 from zkgpu.gpu.ntt.transform import ntt_inplace, power_table
 from zkgpu.groth16.formats import Witness, ZKey
+from zkgpu.groth16.keycheck import check_constraints
 
 __all__ = [
     "SNARKJS_NQR",
@@ -74,6 +75,7 @@ __all__ = [
     "assemble_proof",
     "ProveResult",
     "prove",
+    "Prover",
 ]
 
 P = FR.modulus
@@ -458,3 +460,49 @@ def prove(
     tm["total"] = 1e3 * (time.perf_counter() - t_start)
     res.timings_ms = tm
     return res
+
+
+class Prover:
+    """One key, many proofs: the key is read and validated once (:func:`zkgpu.groth16.formats.read_zkey`,
+    cached by content), then :meth:`prove` proves each witness with it.
+
+    Args:
+        zkey: a :class:`ZKey` (already read and checked).
+        device: ``"gpu"`` or ``"cpu"`` (:func:`prove`).
+        r1cs: the circuit (:class:`zkgpu.groth16.setup.R1cs`) or None: each witness is then checked
+            against it first (:func:`zkgpu.groth16.keycheck.check_constraints`).
+
+    Raises:
+        ValueError: an unknown device, or an r1cs whose wire count is not the key's signal count.
+    """
+
+    def __init__(self, zkey: ZKey, *, device: str = "gpu", r1cs: Any = None):
+        if device not in ("gpu", "cpu"):
+            raise ValueError(f"device must be 'gpu' or 'cpu', got {device!r}")
+        if r1cs is not None and r1cs.n_wires != zkey.n_vars:
+            raise ValueError(f"the r1cs has {r1cs.n_wires} wires but the key {zkey.path} has {zkey.n_vars} signals: not the key's circuit")
+        self.zkey, self.device, self.r1cs = zkey, device, r1cs
+
+    def check(self, witness: Witness) -> float:
+        """Check ``witness`` against the key (length) and the r1cs (constraints); returns the ms spent.
+
+        Raises:
+            ValueError: one line naming the witness file and, for a constraint, its index.
+        """
+        t = time.perf_counter()
+        check_witness(self.zkey, witness)
+        if self.r1cs is not None:
+            bad = check_constraints(self.r1cs, fr_to_ints(witness.values))
+            if bad is not None:
+                raise ValueError(
+                    f"{witness.path}: the witness does not satisfy the circuit: constraint {bad} of "
+                    f"{self.r1cs.n_constraints} fails (A.w * B.w != C.w): a witness of another circuit, or a wrong one"
+                )
+        return 1e3 * (time.perf_counter() - t)
+
+    def prove(self, witness: Witness, *, seed: int | None = None) -> ProveResult:
+        """:meth:`check` then :func:`prove`; the check's ms are in ``timings_ms["witness_check"]``."""
+        ms = self.check(witness)
+        res = prove(self.zkey, witness, device=self.device, seed=seed)
+        res.timings_ms["witness_check"] = ms
+        return res

@@ -28,11 +28,13 @@ combinations A, B, C of (wire uint32, canonical coefficient) terms):
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import random
 import struct
 import sys
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -44,9 +46,11 @@ from zkgpu.core import optional
 from zkgpu.groth16.formats import FormatError, read_sections
 from zkgpu.groth16.prover import snarkjs_root
 
-__all__ = ["R1cs", "read_r1cs", "fast_setup", "mulchain_r1cs", "write_wtns"]
+__all__ = ["MAX_LOG_DOMAIN", "R1cs", "read_r1cs", "fast_setup", "mulchain_r1cs", "write_wtns"]
 
 P = FR.modulus
+MAX_LOG_DOMAIN = 28
+"""The largest domain (2^28) the pure-Python fast set-up accepts: beyond it, hours and tens of GB."""
 
 
 class R1cs:
@@ -188,10 +192,29 @@ def mulchain_r1cs(n: int, x: int = 3, y: int = 5) -> tuple[R1cs, list[int]]:
 
 
 def write_wtns(path: str | Path, values: list[int]) -> None:
-    """Write a ``.wtns`` file (version 2, BLS12-381 r; :mod:`zkgpu.groth16.formats`)."""
+    """Write a ``.wtns`` file (version 2, BLS12-381 r; :mod:`zkgpu.groth16.formats`), never replacing one.
+
+    Raises:
+        FileExistsError: ``path`` exists.
+    """
     hdr = struct.pack("<I", 32) + P.to_bytes(32, "little") + struct.pack("<I", len(values))
     body = b"".join((v % P).to_bytes(32, "little") for v in values)
-    Path(path).write_bytes(b"wtns" + struct.pack("<II", 2, 2) + _section(1, hdr) + _section(2, body))
+    _write_new(path, b"wtns" + struct.pack("<II", 2, 2) + _section(1, hdr) + _section(2, body))
+
+
+def _write_new(path: str | Path, data: bytes) -> None:
+    """Create ``path`` exclusively and atomically: a temporary file in its folder, hard-linked to
+    the name (``FileExistsError`` if it exists: never replaced), then the temporary name removed."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.link(tmp, path)
+    finally:
+        os.unlink(tmp)
 
 
 def fast_setup(r1cs_path: str | Path | R1cs, zkey_path: str | Path, *, seed: int = 0, workers: int | None = None) -> dict:
@@ -207,13 +230,18 @@ def fast_setup(r1cs_path: str | Path | R1cs, zkey_path: str | Path, *, seed: int
         ``{"n_vars", "n_public", "domain_size", "coefficients"}``.
 
     Raises:
-        FormatError: a bad r1cs.
+        FormatError: a bad r1cs, or a domain above 2^28 (:data:`MAX_LOG_DOMAIN`).
+        FileExistsError: ``zkey_path`` exists (created exclusively, never replaced).
     """
     r1 = r1cs_path if isinstance(r1cs_path, R1cs) else read_r1cs(r1cs_path)
     n_pub = r1.n_public
     m = r1.n_constraints
     need = m + n_pub + 1
     log_n = max(1, (need - 1).bit_length())
+    if log_n > MAX_LOG_DOMAIN:
+        raise FormatError(f"{r1cs_path if not isinstance(r1cs_path, R1cs) else 'the r1cs'}: {m} constraints need a domain of 2^{log_n}; the fast set-up stops at 2^{MAX_LOG_DOMAIN}")
+    if Path(zkey_path).exists() or Path(zkey_path).is_symlink():
+        raise FileExistsError(errno.EEXIST, "exists: the fast set-up never replaces a key", str(zkey_path))
     n = 1 << log_n
     rng = random.Random(seed)
     tau, alpha, beta, gamma, delta = (rng.randrange(2, P) for _ in range(5))
@@ -274,9 +302,7 @@ def fast_setup(r1cs_path: str | Path | R1cs, zkey_path: str | Path, *, seed: int
         + _section(5, pts[5]) + _section(6, pts[6]) + _section(7, pts[7]) + _section(8, pts[8]) + _section(9, pts[9])
         + _section(10, struct.pack("<I", 0))
     )  # fmt: skip
-    tmp = Path(f"{zkey_path}.tmp")
-    tmp.write_bytes(b"zkey" + struct.pack("<II", 1, 10) + body)
-    os.replace(tmp, zkey_path)
+    _write_new(zkey_path, b"zkey" + struct.pack("<II", 1, 10) + body)
     return {"n_vars": nv, "n_public": n_pub, "domain_size": n, "coefficients": len(rows)}
 
 
@@ -292,15 +318,29 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m zkgpu.groth16.setup mulchain N FOLDER``: ``circuit.zkey`` (fast set-up) and
     ``circuit.wtns`` of :func:`mulchain_r1cs` in FOLDER, without node; prints sizes and seconds."""
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 3 or args[0] != "mulchain" or not args[1].isdigit() or int(args[1]) < 2:
-        print("usage: python -m zkgpu.groth16.setup mulchain N FOLDER   (N >= 2)", file=sys.stderr)
+    limit = (1 << MAX_LOG_DOMAIN) - 3  # N constraints + 2 public signals + 1 fill the domain
+    if len(args) != 3 or args[0] != "mulchain" or not args[1].isdigit() or not 2 <= int(args[1]) <= limit:
+        print(f"usage: python -m zkgpu.groth16.setup mulchain N FOLDER   (2 <= N <= {limit}, the fast set-up's 2^{MAX_LOG_DOMAIN} domain)", file=sys.stderr)
         return 2
     folder = Path(args[2])
-    folder.mkdir(parents=True, exist_ok=True)
+    outs = [folder / "circuit.zkey", folder / "circuit.wtns"]
+    for out in outs:
+        if out.exists() or out.is_symlink():
+            print(f"error: {out} exists: the set-up never replaces a circuit's key or witness (choose another FOLDER)", file=sys.stderr)
+            return 2
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"error: cannot create {folder}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     t0 = time.perf_counter()
     r1, wit = mulchain_r1cs(int(args[1]))
-    info = fast_setup(r1, folder / "circuit.zkey")
-    write_wtns(folder / "circuit.wtns", wit)
+    try:
+        info = fast_setup(r1, outs[0])
+        write_wtns(outs[1], wit)
+    except FileExistsError as exc:
+        print(f"error: {exc.filename} was created meanwhile: the set-up never replaces it", file=sys.stderr)
+        return 2
     print(json.dumps(dict(info, seconds=round(time.perf_counter() - t0, 2), folder=str(folder))))
     return 0
 

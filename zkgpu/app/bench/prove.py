@@ -54,7 +54,8 @@ def run_prove_bench(zkey: Path, wtns: Path, vkey: Path, *, device: str, repeat: 
         runs.append(dict(tool="snarkjs", repeat=i, wall_s=wall, verified=snarkjs_verify(vkey, pub, pj)))
         pj, pub, tj = workdir / f"zkgpu_proof_{i}.json", workdir / f"zkgpu_public_{i}.json", workdir / f"zkgpu_timings_{i}.json"
         cmd = [sys.executable, "-m", "zkgpu.app.cli", "prove", "--zkey", str(zkey), "--wtns", str(wtns), "--proof", str(pj),
-               "--public", str(pub), "--device", device, "--timings", str(tj)]  # fmt: skip
+               "--public", str(pub), "--device", device, "--timings", str(tj),
+               "--no-check-key", "--no-check-witness"]  # fmt: skip  # as snarkjs prove: no input checks; snarkjs verify checks every proof
         wall = _whole_command(cmd)
         runs.append(dict(tool=f"zkgpu-{device}", repeat=i, wall_s=wall, verified=snarkjs_verify(vkey, pub, pj)))
         phases += [dict(repeat=i, phase=k, ms=v) for k, v in json.loads(tj.read_text()).items()]

@@ -1,0 +1,207 @@
+"""Validation of a proving key's points and of a witness against its circuit (groth16 layer).
+
+Every point of a ``.zkey`` comes from a file, so it is untrusted (issue 22). :func:`check_key`
+checks, once per key read:
+
+* **on the curve**, exactly, every point: ``y^2 = x^3 + 4`` (G1) and ``y^2 = x^3 + 4(1 + u)`` (G2,
+  Fq2 = Fq[u]/(u^2 + 1)), vectorised over numpy object arrays of Python ints;
+* **in the prime-order subgroup**: the few header and IC points one by one (arkworks's
+  ``is_in_subgroup``, Scott's endomorphism criteria, eprint 2021/1130: ``sigma(P) = -z^2 P`` in G1,
+  ``psi(P) = z P`` in G2); the large sections (A, B1, B2, C, H) in a batch, :func:`subgroup_batch`;
+* **not degenerate**: alpha1, beta1, beta2, delta1, delta2, gamma2 not the identity, and
+  ``e(delta1, g2) = e(g1, delta2)``, ``e(beta1, g2) = e(g1, beta2)`` (two pairing checks).
+
+The batch subgroup test (:func:`subgroup_batch`). E(Fq) = G (order r) x T, T of order h (the
+cofactor), so a point is in G iff its T-component t is zero. Each point gets a random k-bit mask
+m_i from :mod:`secrets`; round j sums the points whose bit j is set, round "all" sums every point;
+each of the k + 1 sums is tested exactly. A sum lies in G iff the sum of its points' t's is zero.
+
+* One bad point is always found: the round "all" contains its t alone, and t != 0.
+* Several bad points pass round j only if their t's, restricted to those with bit j, cancel:
+  fixing every other mask bit, at most one of the two choices of a bad point's bit j cancels, so
+  each round passes with probability <= 1/2, independently: a crafted key passes with
+  probability <= 2^-k (k = :data:`ROUNDS` = 16 unless given).
+
+Cost: per 8 rounds, n point additions into 256 buckets by one byte of the masks, then 8 x 128
+bucket additions; k + 1 exact tests: k/8 additions per point instead of a ~128-step scalar
+multiplication (arkworks's exact test) per point.
+
+:func:`check_constraints` checks ``A.w o B.w = C.w`` for a circom ``.r1cs`` and names the first
+failing constraint.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import secrets
+from typing import Any
+
+import numpy as np
+
+from zkgpu.arith.field import FQ, FR
+from zkgpu.core import optional
+
+__all__ = ["ROUNDS", "KeyCheckError", "first_off_curve", "subgroup_batch", "check_key", "check_constraints"]
+
+ROUNDS = 16
+"""Rounds of :func:`subgroup_batch` (a crafted key with several bad points passes w.p. <= 2^-ROUNDS)."""
+
+_Q = FQ.modulus
+_R = FR.modulus
+
+
+class KeyCheckError(ValueError):
+    """A key point that is not a valid point of its group, or a degenerate key (a one-line message)."""
+
+
+def _coords(arr: np.ndarray, ncoord: int) -> list[np.ndarray]:
+    """``(n, 6 * ncoord)`` uint64 canonical limbs -> ncoord object arrays of Python ints."""
+    a = np.ascontiguousarray(arr, dtype=np.uint64)
+    out = []
+    for c in range(ncoord):
+        acc = np.zeros(a.shape[0], dtype=object)
+        for k in range(6):
+            acc = acc + (a[:, 6 * c + k].astype(object) << (64 * k))
+        out.append(acc)
+    return out
+
+
+def first_off_curve(arr: np.ndarray, group: str) -> int | None:
+    """The index of the first point of ``arr`` not on the curve (the identity, all zero, is on it), or None.
+
+    Args:
+        arr: ``(n, 12)`` (G1) or ``(n, 24)`` (G2) uint64 canonical coordinates.
+        group: ``"G1"`` or ``"G2"``.
+    """
+    if arr.shape[0] == 0:
+        return None
+    q = _Q
+    if group == "G1":
+        x, y = _coords(arr, 2)
+        bad = (y * y - x * x % q * x - 4) % q != 0
+    else:
+        x0, x1, y0, y1 = _coords(arr, 4)
+        sx0, sx1 = (x0 * x0 - x1 * x1) % q, (2 * x0 * x1) % q  # x^2
+        cx0, cx1 = (sx0 * x0 - sx1 * x1) % q, (sx0 * x1 + sx1 * x0) % q  # x^3
+        bad = ((y0 * y0 - y1 * y1 - cx0 - 4) % q != 0) | ((2 * y0 * y1 - cx1 - 4) % q != 0)
+    zero = ~np.any(arr != 0, axis=1)
+    idx = np.flatnonzero(bad.astype(bool) & ~zero)
+    return int(idx[0]) if idx.size else None
+
+
+def _ark_points(arr: np.ndarray, group: str) -> list[Any]:
+    ark = optional.arkworks()
+    cls, size = (ark.G1Point, 96) if group == "G1" else (ark.G2Point, 192)
+    raw = np.ascontiguousarray(arr, dtype=np.uint64).astype("<u8").tobytes()
+    return [cls.from_xy_bytes_unchecked_le(raw[i : i + size]) for i in range(0, len(raw), size)]
+
+
+def _sum(points: list[Any], zero: Any) -> Any:
+    return functools.reduce(operator.add, points, zero)
+
+
+def subgroup_batch(arr: np.ndarray, group: str, *, rounds: int = ROUNDS) -> bool:
+    """Whether every point of ``arr`` (on the curve: :func:`first_off_curve` first) is in the order-r subgroup.
+
+    The randomised batch test of the module docstring: False is certain (some point is outside);
+    True is wrong with probability <= 2^-rounds, and never for a single point outside.
+
+    Args:
+        arr: ``(n, 12)`` G1 or ``(n, 24)`` G2 uint64 canonical, on the curve.
+        group: ``"G1"`` or ``"G2"``.
+        rounds: k, 1..32 (each 8 cost one addition per point).
+
+    Raises:
+        ValueError: rounds out of range. ImportError: py-arkworks-bls12381 missing.
+    """
+    if not 1 <= rounds <= 32:
+        raise ValueError(f"subgroup_batch: rounds must be 1..32, got {rounds}")
+    n = arr.shape[0]
+    if n == 0:
+        return True
+    ark = optional.arkworks()
+    zero = (ark.G1Point if group == "G1" else ark.G2Point).identity()
+    pts = _ark_points(arr, group)
+    if n <= rounds + 1:  # as cheap to test each point
+        return all(p.is_in_subgroup() for p in pts)
+    sums = []
+    for chunk in range(0, rounds, 8):  # 8 rounds per pass: points into 256 buckets by their mask byte
+        width = min(8, rounds - chunk)
+        masks = np.frombuffer(secrets.token_bytes(n), dtype=np.uint8) & np.uint8((1 << width) - 1)
+        order = np.argsort(masks, kind="stable")
+        keys, starts = np.unique(masks[order], return_index=True)
+        ends = np.append(starts[1:], n)
+        buckets = {int(m): _sum([pts[i] for i in order[s:e].tolist()], zero) for m, s, e in zip(keys, starts, ends, strict=True)}
+        if chunk == 0:
+            sums.append(_sum(list(buckets.values()), zero))  # round "all"
+        for bit in range(width):
+            sums.append(_sum([v for m, v in buckets.items() if m >> bit & 1], zero))
+    return all(s.is_in_subgroup() for s in sums)
+
+
+def _one(arr: np.ndarray, group: str) -> Any:
+    return _ark_points(arr, group)[0]
+
+
+def check_key(zkey: Any, *, rounds: int = ROUNDS) -> None:
+    """Validate a :class:`zkgpu.groth16.formats.ZKey`'s points (module docstring).
+
+    Raises:
+        KeyCheckError (a ValueError), one line naming the key and the section (and the point's index
+        where it is known): a point off the curve or outside the subgroup, an identity among alpha1,
+        beta1, beta2, gamma2, delta1, delta2, or delta1/delta2 (beta1/beta2) that disagree.
+    """
+    path = zkey.path
+    head = {
+        "alpha1": (zkey.alpha1, "G1"), "beta1": (zkey.beta1, "G1"), "beta2": (zkey.beta2, "G2"),
+        "gamma2": (zkey.gamma2, "G2"), "delta1": (zkey.delta1, "G1"), "delta2": (zkey.delta2, "G2"),
+    }  # fmt: skip
+    for name, (arr, group) in head.items():
+        if not np.any(arr != 0):
+            raise KeyCheckError(f"{path}: degenerate key: {name} is the identity (refused: proofs would not be zero-knowledge or not verify)")
+        if first_off_curve(arr, group) is not None:
+            raise KeyCheckError(f"{path}: corrupt key: {name} is not on the curve")
+        if not _one(arr, group).is_in_subgroup():
+            raise KeyCheckError(f"{path}: corrupt key: {name} is not in the prime-order subgroup")
+    sections = {"IC (section 3)": (zkey.ic, "G1"), "A (section 5)": (zkey.a, "G1"), "B1 (section 6)": (zkey.b1, "G1"),
+                "B2 (section 7)": (zkey.b2, "G2"), "C (section 8)": (zkey.c, "G1"), "H (section 9)": (zkey.h, "G1")}  # fmt: skip
+    for name, (arr, group) in sections.items():
+        bad = first_off_curve(arr, group)
+        if bad is not None:
+            raise KeyCheckError(f"{path}: corrupt key: {name} point {bad} is not on the {group} curve")
+    for name, (arr, group) in sections.items():
+        if not subgroup_batch(arr, group, rounds=rounds):
+            raise KeyCheckError(f"{path}: corrupt key: {name} holds a point outside the prime-order {group} subgroup")
+    ark = optional.arkworks()
+    g1, g2 = ark.G1Point(), ark.G2Point()
+    for p1, p2, what in ((zkey.delta1, zkey.delta2, "delta"), (zkey.beta1, zkey.beta2, "beta")):
+        if ark.GT.pairing(_one(p1, "G1"), g2) != ark.GT.pairing(g1, _one(p2, "G2")):
+            raise KeyCheckError(f"{path}: corrupt key: {what}1 and {what}2 are not the same scalar's points (e({what}1, g2) != e(g1, {what}2))")
+
+
+def check_constraints(r1cs: Any, values: list[int]) -> int | None:
+    """The index of the first constraint ``c`` with ``(A_c . w) * (B_c . w) != C_c . w`` (mod r), or None.
+
+    Args:
+        r1cs: a :class:`zkgpu.groth16.setup.R1cs` (``terms`` = per matrix: constraint, wire, coefficient).
+        values: the witness, canonical Fr ints, ``len == r1cs.n_wires``.
+
+    Raises:
+        ValueError: a witness of another length.
+    """
+    if len(values) != r1cs.n_wires:
+        raise ValueError(f"the witness has {len(values)} signals, the circuit {r1cs.n_wires}: a witness of another circuit")
+    w = np.empty(len(values), dtype=object)
+    w[:] = values
+    ev = []
+    for k in "ABC":
+        cs, ws, vs = r1cs.terms[k]
+        coef = np.empty(len(vs), dtype=object)
+        coef[:] = vs
+        acc = np.zeros(r1cs.n_constraints, dtype=object)
+        if len(vs):
+            np.add.at(acc, cs, coef * w[ws])
+        ev.append(acc)
+    bad = np.flatnonzero(((ev[0] % _R) * (ev[1] % _R) - ev[2]) % _R != 0)
+    return int(bad[0]) if bad.size else None
