@@ -425,7 +425,7 @@ def g2_from_py_ecc(points: Sequence[Any]) -> np.ndarray:
             p = (p[0] * zi, p[1] * zi)
         if len(p) != 2:
             raise ValueError(f"G2 point {i}: expected (x, y), (X, Y, Z) or None, got {p!r}")
-        out.append(tuple((int(c.coeffs[0]), int(c.coeffs[1])) for c in p))  # type: ignore[misc]
+        out.append(((int(p[0].coeffs[0]), int(p[0].coeffs[1])), (int(p[1].coeffs[0]), int(p[1].coeffs[1]))))
     return g2_from_ints(out)
 
 
