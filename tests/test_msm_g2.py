@@ -13,9 +13,9 @@ import ctypes
 import numpy as np
 import py_ecc.optimized_bls12_381 as pe
 import pytest
+from test_msm import emu_library, emulated
 
 from seeding import current_seed, new_pyrng, new_rng
-from test_msm import emu_library, emulated
 from zkgpu.arith import curve
 from zkgpu.arith.field import FQ, FR, fr_from_ints, fr_random, fr_to_ints
 from zkgpu.core import cuda as _cuda
@@ -269,3 +269,29 @@ def test_gpu_g2_prepared_points_deferred_check():
     got = cp.asnumpy(msm.msm_device(None, cp.asarray(sc), mont=mont, deferred=chk, group="g2"))
     chk.raise_if_bad()
     assert (got == msm.msm_cpu(pts, sc, group="g2")).all(), f"seed {current_seed()}"
+
+
+def test_g2_build_compiles_sm90(tmp_path):
+    """msm.cu's G2 instantiation (-DZK_MSM_G2=1) builds with nvcc for sm_90 (skipped without nvcc, as
+    tests/test_kernels_compile.py); every kernel of the G1 build is there under the same name, the point kernels
+    as g2_prepare / g2_generate."""
+    from test_kernels_compile import KERNEL_DIR, _nvcc_cubin, _registers
+
+    g2 = set(_registers(_nvcc_cubin(KERNEL_DIR / "msm.cu", tmp_path, "-DZK_MSM_G2=1")))
+    assert {"g2_prepare", "g2_generate", "msm_digits", "window_reduce", "msm_final_warp"} <= g2
+    assert not {"g1_prepare", "g1_generate"} & g2
+
+
+def test_bench_refuses_g2_precomp_and_bad_groups():
+    from click.testing import CliRunner
+
+    from zkgpu.app.bench import msm as bench
+
+    with pytest.raises(ValueError, match="group must be"):
+        bench.run_benchmark(sizes=[4], group="g3")
+    with pytest.raises(ValueError, match="precomputed-bases"):
+        bench.run_benchmark(sizes=[4], group="g2", precomp_windows=(0,))
+    res = CliRunner().invoke(bench.bench_command, ["--group", "g2", "--min-log", "16", "--max-log", "18", "--precomp-windows", "auto"])
+    assert res.exit_code != 0 and "--group g2" in res.output
+    res = CliRunner().invoke(bench.bench_command, ["--group", "g2", "--min-log", "18", "--max-log", "16"])
+    assert res.exit_code != 0 and "--min-log and --max-log" in res.output
