@@ -9,6 +9,9 @@ Random inputs come from the test's seed (tests/seeding.py), reported on failure.
 from __future__ import annotations
 
 import ctypes
+import shutil
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import py_ecc.optimized_bls12_381 as pe
@@ -295,3 +298,38 @@ def test_bench_refuses_g2_precomp_and_bad_groups():
     assert res.exit_code != 0 and "--group g2" in res.output
     res = CliRunner().invoke(bench.bench_command, ["--group", "g2", "--min-log", "18", "--max-log", "16"])
     assert res.exit_code != 0 and "--min-log and --max-log" in res.output
+
+
+# ----------------------------------------------------------------------------- the blst anchor (anchors/blst-g2)
+
+ROOT = Path(__file__).resolve().parent.parent
+ANCHOR = ROOT / "anchors" / "blst-g2"
+_M64 = (1 << 64) - 1
+
+
+def _anchor_scalars(n: int, sseed: int) -> np.ndarray:
+    """bench_g2.c's scalars: words splitmix64(sseed + 4 i + w), the top one masked to 62 bits."""
+    w = [[bases._splitmix64((sseed + 4 * i + k) & _M64) for k in range(4)] for i in range(n)]
+    for row in w:
+        row[3] &= (1 << 62) - 1
+    return np.array(w, dtype=np.uint64)
+
+
+def test_blst_anchor_matches_ours():
+    """anchors/blst-g2 (blst_p2s_mult_pippenger on 2 threads, its own self-check) gives, on the same inputs,
+    the result of our G2 MSM (CPU reference and the emulated kernels). Skipped without the sppark-bench
+    anchor's vendored blst (.anchors/sppark-bench, a copy of shared/anchors/sppark-bench) or a C compiler."""
+    vendor = ROOT / ".anchors" / "sppark-bench" / "vendor" / "blst"
+    if not vendor.is_dir() or not (shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("no .anchors/sppark-bench (copy shared/anchors/sppark-bench there) or no C compiler")
+    subprocess.run(["bash", str(ANCHOR / "build.sh")], check=True, capture_output=True)
+    seed, sseed, lg = new_pyrng().randrange(2**32), new_pyrng().randrange(2**32), 6
+    res = subprocess.run([str(ANCHOR / "build" / "bench_g2"), "--sizes", str(lg), "--threads", "2", "--reps", "1", "--warmup", "0",
+                          "--seed", str(seed), "--scalar-seed", str(sseed), "--print"], check=True, capture_output=True, text=True)
+    row = next(line for line in res.stdout.splitlines() if line.startswith("blst_g2,"))
+    assert row.endswith(",ok"), res.stdout
+    hexs = next(line for line in res.stdout.splitlines() if line.startswith(f"# result 2^{lg} ")).split()[-1]
+    got = np.frombuffer(bytes.fromhex(hexs), dtype="<u8").astype(np.uint64).reshape(1, 24)
+    pts, sc = bases.generate_points_cpu(1 << lg, seed, group="g2"), _anchor_scalars(1 << lg, sseed)
+    assert (got == msm.msm_cpu(pts, sc, group="g2")).all(), f"seed {current_seed()}"
+    assert (got == run_msm("emu", pts, sc)).all(), f"seed {current_seed()}"
