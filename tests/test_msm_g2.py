@@ -333,3 +333,53 @@ def test_blst_anchor_matches_ours():
     pts, sc = bases.generate_points_cpu(1 << lg, seed, group="g2"), _anchor_scalars(1 << lg, sseed)
     assert (got == msm.msm_cpu(pts, sc, group="g2")).all(), f"seed {current_seed()}"
     assert (got == run_msm("emu", pts, sc)).all(), f"seed {current_seed()}"
+
+
+# ----------------------------------------------------------------------------- the trusted path (issue 25 item 4)
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_trusted_msm_same_result_no_checks_no_syncs(group):
+    """msm_device(check=False) (what msm(check=False) runs on device arrays): the same point, no host sync;
+    values out of range are not refused there (the contract), and are with the default check."""
+    from test_msm import rand_points as g1_points
+
+    pts = rand_points(30) if group == "g2" else g1_points(30)
+    sc = fr_random(30, new_rng())
+    with emulated():
+        before = _cuda.sync_counts()
+        got = msm.msm_device(pts, sc, 4, group=group, check=False)
+        after = _cuda.sync_counts()
+        assert {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0) and k.startswith("msm.")} == {}
+        big = sc.copy()
+        big[0] = np.uint64(2**64 - 1)
+        msm.msm_device(pts, big, 4, group=group, check=False)  # trusted: no error
+        with pytest.raises(ValueError, match=r"scalars\[0\]"):
+            msm.msm_device(pts, big, 4, group=group)
+    assert (got == msm.msm_cpu(pts, sc, group=group)).all(), f"seed {current_seed()}"
+
+
+def test_msm_out_argument_on_the_host():
+    pts, sc = rand_points(3), fr_random(3, new_rng())
+    out = np.full((1, 24), 7, dtype=np.uint64)
+    assert msm.msm(pts, sc, group="g2", out=out) is out and (out == msm.msm_cpu(pts, sc, group="g2")).all()
+    with pytest.raises(ValueError, match=r"out: expected shape \(n, 24\)"):
+        msm.msm(pts, sc, group="g2", out=np.zeros((1, 12), np.uint64))
+    with pytest.raises(ValueError, match=r"out: expected a \(1, 24\)"):
+        msm.msm(pts, sc, group="g2", out=np.zeros((2, 24), np.uint64))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_gpu_trusted_msm_and_out(group):
+    cp = _cuda.cupy()
+    n = 5000
+    pts = bases.generate_points(n, 7, group=group)
+    sc = cp.asarray(fr_random(n, new_rng()))
+    out = cp.empty((1, pts.shape[1]), dtype=cp.uint64)
+    before = _cuda.sync_counts()
+    r = msm.msm(pts, sc, group=group, check=False, out=out)
+    after = _cuda.sync_counts()
+    assert r is out
+    assert {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0) and k.startswith("msm.")} == {}
+    assert (cp.asnumpy(out) == cp.asnumpy(msm.msm(pts, sc, group=group))).all(), f"seed {current_seed()}"

@@ -80,6 +80,19 @@ def _g2_rows(add: Callable[..., None], lg: int, pts: Any, sc: Any, c: int | None
             add(lg, f"phase:{name}", "uniform", [ms])
 
 
+def _api_rows(add: Callable[..., None], lg: int, pts: Any, sc: Any, window: int | None, repeat: int, warmup: int) -> None:
+    """The public call against its kernels (issue 25 item 4), uniform scalars on device arrays: ``kernels``
+    (:func:`zkgpu.gpu.msm.pippenger.msm_device` with ``check=False``: the MSM's kernels, no check, no host sync),
+    ``api`` (:func:`zkgpu.gpu.msm.pippenger.msm`, checked: two read-backs) and ``api_trusted`` (``msm(...,
+    check=False, out=...)``)."""
+    out = _cuda.cupy().empty((1, pts.shape[1]), dtype=np.uint64)
+    calls = {"kernels": functools.partial(msm.msm_device, pts, sc, window, check=False),
+             "api": functools.partial(msm.msm, pts, sc, window=window),
+             "api_trusted": functools.partial(msm.msm, pts, sc, window=window, check=False, out=out)}
+    for mode, call in calls.items():
+        add(lg, mode, "uniform", _cuda.benchmark(call, warmup=warmup, repeat=repeat).times_ms)
+
+
 def _h2d_then_msm(buf: Any, pinned: Any, pts: Any, c: int | None) -> Any:
     """Copy the scalars from pinned host memory (async, current stream), then the MSM on them."""
     buf.set(pinned, stream=_cuda.cupy().cuda.get_current_stream())
@@ -167,6 +180,7 @@ def run_benchmark(
     the count of scalars > 1, :func:`zkgpu.gpu.msm.window.sparse_window_bits`, counted inside the timing), both
     distributions over points prepared once outside the timing (``mode=device_prepared``: checked and in
     Montgomery form by :func:`zkgpu.gpu.msm.pippenger.prepare_points`, as the pipeline's bases and sppark's preloaded ``msm_t``),
+    the public call against its kernels (``mode=kernels``, ``api``, ``api_trusted``: :func:`_api_rows`),
     and with ``phases`` one per-phase breakdown (``mode=phase:<name>``, one run). With ``precomp_windows``
     (windows, 0 = :func:`zkgpu.gpu.msm.precomp.window_bits`'s) the MSM over precomputed shifted bases on the same
     points and scalars (uniform and PoRep-like): ``mode=device_precomp`` at the rule's window,
@@ -218,6 +232,7 @@ def run_benchmark(
         sc_buf = pinned = None
         if plain:
             add(lg, "device", "uniform", _cuda.benchmark(functools.partial(msm.msm_device, pts, sc_dev, c), warmup=warmup, repeat=repeat).times_ms)
+            _api_rows(add, lg, pts, sc_dev, window or None, repeat, warmup)
             pinned = cupyx.empty_pinned((n, FR.limbs), dtype=np.uint64)
             pinned[...] = sc_host
             sc_buf = cp.empty((n, FR.limbs), dtype=cp.uint64)

@@ -219,14 +219,17 @@ def _u64(x: int) -> np.uint64:
     return np.uint64(x)
 
 
-def _prepare_points_dev(pts: Any, g: Group = G1) -> Any:
-    """Validate (< q, on curve) and convert to Montgomery form; returns ``(n, g.affine_words)`` uint32."""
+def _prepare_points_dev(pts: Any, g: Group = G1, check: bool = True) -> Any:
+    """Validate (< q, on curve) and convert to Montgomery form; returns ``(n, g.affine_words)`` uint32.
+    ``check=False``: the same kernel, its verdict not read back (no host sync; the caller vouches for the points)."""
     cp = _cuda.cupy()
     n = pts.shape[0]
     pts = cp.ascontiguousarray(pts)
     mont = cp.empty((n, g.affine_words), dtype=cp.uint32)
     bad = cp.full(1, n, dtype=cp.uint64)
     _cuda.launch_1d(_kernels(g)(g.prepare), n, (pts.view(cp.uint32), mont, _u64(n), bad))
+    if not check:
+        return mont
     b = int(_cuda.read_back(bad, "msm.points_check")[0])
     if b < n:
         raise ValueError(f"points[{b}] is not a valid {g.name.upper()} point (coordinate >= q or not on {g.curve})")
@@ -380,7 +383,7 @@ class Phases:
 
 
 def msm_device(pts: Any, sc: Any, c: int | str | None = None, phases: Phases | None = None, *,
-               mont: Any = None, deferred: DeferredCheck | None = None, group: str = "g1") -> Any:
+               mont: Any = None, deferred: DeferredCheck | None = None, group: str = "g1", check: bool = True) -> Any:
     """The GPU Pippenger of :func:`msm` on CuPy inputs ``pts (n, 12)`` (``group="g2"``: ``(n, 24)``),
     ``sc (n, 4)`` uint64 without :func:`msm`'s shape checks (values are still checked); ``c`` the window
     bits (default :func:`window_bits` of n; ``"sparse"``: :func:`~zkgpu.gpu.msm.window.sparse_window_bits`,
@@ -394,7 +397,9 @@ def msm_device(pts: Any, sc: Any, c: int | str | None = None, phases: Phases | N
     ``msm.scalars_check`` unless ``mont`` / ``deferred`` are given; none otherwise in the default
     balanced level 0 (every size stays on the device: :mod:`zkgpu.gpu.msm.reduce`), so with both the
     call only queues kernels. :data:`LEVEL0` ``"runs"`` adds ``msm.sorted_count``, ``msm.runs`` and
-    ``msm.chunks`` (its host-cut chunks). Device memory: the sorted keys (``8 * nwin * n`` bytes),
+    ``msm.chunks`` (its host-cut chunks). ``check=False`` (the trusted path of :func:`msm`): neither the points'
+    nor the scalars' check is made or read back (no host sync; out-of-range values give a wrong point, not an
+    error). Device memory: the sorted keys (``8 * nwin * n`` bytes),
     the buckets (``192 * nwin * 2^(c-1)``; G2: 384 bytes per XYZZ point) and two partial buffers of at most
     ``192 * (nwin * n / CHUNK + nwin * 2^(c-1))`` bytes each.
 
@@ -416,8 +421,8 @@ def msm_device(pts: Any, sc: Any, c: int | str | None = None, phases: Phases | N
         return cp.zeros((1, g.limbs), dtype=cp.uint64)
     ph.mark("start")
     if mont is None:
-        mont = _prepare_points_dev(pts, g)
-    sc = _check_scalars_dev(sc, deferred)
+        mont = _prepare_points_dev(pts, g, check)
+    sc = _check_scalars_dev(sc, deferred) if check else cp.ascontiguousarray(sc)
     ph.mark("validate+to_mont")
     live = n  # the scalars with a digit in every window (the significant ones for c="sparse")
     if c == "sparse":
@@ -459,7 +464,8 @@ def msm_device(pts: Any, sc: Any, c: int | str | None = None, phases: Phases | N
 # --------------------------------------------------------------------------- public API
 
 
-def msm(points: Any, scalars: Any, *, window: int | None = None, group: str = "g1") -> Any:
+def msm(points: Any, scalars: Any, *, window: int | None = None, group: str = "g1", check: bool = True,
+        out: Any = None) -> Any:
     """Multi-scalar multiplication ``sum_i scalars[i] * points[i]`` on BLS12-381 G1 (or G2).
 
     Args:
@@ -469,15 +475,22 @@ def msm(points: Any, scalars: Any, *, window: int | None = None, group: str = "g
         window: override the window size c (2..24, GPU path only; the bucket array holds
             ``ceil(256/c) * 2^(c-1)`` XYZZ points of 192 bytes, G2 384); default :func:`window_bits`.
         group: ``"g1"`` (default) or ``"g2"``.
+        check: ``False`` is the trusted path for device inputs: the values are not checked on the GPU and
+            nothing is read back, so the call only queues the MSM's kernels (its time is the kernels' time:
+            ``zkgpu bench msm`` rows ``api`` and ``api_trusted``). The caller guarantees points on the curve
+            with coordinates ``< q`` and scalars ``< r``; others give a wrong point, never an error. Shapes and
+            dtypes are still checked. The CPU path always checks.
+        out: a ``(1, 12)`` (G2: ``(1, 24)``) uint64 array of the result's kind (CuPy for device inputs) to
+            write the result into (and return).
 
     Returns:
-        ``(1, 12)`` (G2: ``(1, 24)``) uint64: a CuPy array when both inputs are CuPy arrays, else numpy.
-        n = 0 gives the identity.
+        ``(1, 12)`` (G2: ``(1, 24)``) uint64: a CuPy array when both inputs are CuPy arrays, else numpy
+        (``out`` when given). n = 0 gives the identity.
 
     Raises:
         TypeError / ValueError: wrong dtype or shape, mismatched n, a scalar ``>= r`` or a point
             off the curve / with a coordinate ``>= q`` (the message names the first bad index), or a
-            group other than "g1" / "g2".
+            group other than "g1" / "g2", or an ``out`` of the wrong shape, dtype or kind.
     """
     g = _group(group)
     dev = _cuda.is_device_array(points) and _cuda.is_device_array(scalars)
@@ -488,14 +501,24 @@ def msm(points: Any, scalars: Any, *, window: int | None = None, group: str = "g
         raise ValueError(f"scalars: expected {n} rows (one per point), got {scalars.shape[0]}")
     if window is not None and not 2 <= int(window) <= 24:
         raise ValueError(f"window must be in 2..24, got {window}")
+    if out is not None:
+        _check_shape(out, g.limbs, "out")
+        if out.shape[0] != 1 or _cuda.is_device_array(out) != dev:
+            raise ValueError(f"out: expected a (1, {g.limbs}) uint64 {'CuPy' if dev else 'numpy'} array, got shape "
+                             f"{tuple(out.shape)} ({type(out).__name__})")
     if dev:
-        return msm_device(points, scalars, window, group=g.name)
-    if _cuda.gpu_available():
+        res = msm_device(points, scalars, window, group=g.name, check=check)
+    elif _cuda.gpu_available():
         cp = _cuda.cupy()
         pts = points if _cuda.is_device_array(points) else cp.asarray(np.ascontiguousarray(points))
         sc = scalars if _cuda.is_device_array(scalars) else cp.asarray(np.ascontiguousarray(scalars))
-        return cp.asnumpy(msm_device(pts, sc, window, group=g.name))
-    return msm_cpu(points, scalars, group=g.name)
+        res = cp.asnumpy(msm_device(pts, sc, window, group=g.name))
+    else:
+        res = msm_cpu(points, scalars, group=g.name)
+    if out is None:
+        return res
+    out[...] = res
+    return out
 
 
 def msm_cpu(points: np.ndarray, scalars: np.ndarray, *, group: str = "g1") -> np.ndarray:
