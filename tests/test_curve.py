@@ -1,5 +1,5 @@
 """G1 host layout, conversions and validation (zkgpu.arith.curve), and the device formulas of
-zkgpu/kernels/g1.cuh built for the CPU (tests/native/g1_shim.cpp) checked against py_ecc."""
+zkgpu/kernels/g1.cuh (ec.cuh over Fq) built for the CPU (tests/native/g1_shim.cpp) checked against py_ecc."""
 
 from __future__ import annotations
 

@@ -37,11 +37,11 @@ KERNELS = ROOT / "zkgpu" / "kernels"
 # ----------------------------------------------------------------------------- the emulated GPU
 
 
-def _build_emu() -> ctypes.CDLL:
-    src = ROOT / "tests" / "native" / "msm_emu.cpp"
-    deps = [src, *sorted(KERNELS.glob("*.cu*"))]
+def _build_emu(name: str = "msm_emu") -> ctypes.CDLL:
+    src = ROOT / "tests" / "native" / f"{name}.cpp"
+    deps = [src, ROOT / "tests" / "native" / "emu.h", *sorted(KERNELS.glob("*.cu*"))]
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in deps)).hexdigest()[:16]
-    out = Path(tempfile.gettempdir()) / f"zkgpu-msm_emu-{digest}.so"
+    out = Path(tempfile.gettempdir()) / f"zkgpu-{name}-{digest}.so"
     if not out.exists():
         cxx = shutil.which("g++") or shutil.which("c++")
         if cxx is None:
@@ -52,14 +52,19 @@ def _build_emu() -> ctypes.CDLL:
     return ctypes.CDLL(str(out))
 
 
-_EMU: ctypes.CDLL | None = None
+_EMU: dict[str, ctypes.CDLL] = {}
+_EMU_SOURCES = {"g1": "msm_emu", "g2": "msm_g2_emu"}  # msm.cu built as it is, and with ZK_MSM_G2=1
 
 
-def _emu_kernel(name: str):
-    global _EMU
-    if _EMU is None:
-        _EMU = _build_emu()
-    f = getattr(_EMU, name)
+def emu_library(group: str = "g1") -> ctypes.CDLL:
+    """The emulation library of msm.cu built for ``group`` (built once per session and source)."""
+    if group not in _EMU:
+        _EMU[group] = _build_emu(_EMU_SOURCES[group])
+    return _EMU[group]
+
+
+def _emu_kernel(name: str, group: str = "g1"):
+    f = getattr(emu_library(group), name)
 
     def call(grid, block, args, stream=None):
         cargs = []

@@ -9,7 +9,7 @@ import ctypes
 
 import numpy as np
 import pytest
-from test_msm import _emu_kernel, emulated, rand_points, ref_arkworks
+from test_msm import emu_library, emulated, rand_points, ref_arkworks
 from test_msm_reduce import EDGE_CASES, _dlog_reference, _edge_case
 
 from seeding import current_seed, new_pyrng, new_rng
@@ -33,10 +33,7 @@ def variant(request, monkeypatch):
 
 
 def _emu_lib() -> ctypes.CDLL:
-    _emu_kernel("msm_final")  # builds the library
-    import test_msm
-
-    return test_msm._EMU
+    return emu_library("g1")
 
 
 def _fq_words(values: list[int]) -> np.ndarray:

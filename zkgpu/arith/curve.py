@@ -1,4 +1,4 @@
-"""BLS12-381 G1 points on the host: layout, identity encoding, validation and conversions.
+"""BLS12-381 G1 and G2 points on the host: layouts, identity encoding, validation and conversions.
 
 Host layout (every zkgpu G1 API takes and returns it)
 -----------------------------------------------------
@@ -19,7 +19,19 @@ Conversions: py_ecc (``py_ecc.optimized_bls12_381`` projective triples ``(X, Y, 
 ``None`` for the identity) and py-arkworks-bls12381 ``G1Point`` (through its uncompressed
 little-endian ``to_xy_bytes_le`` / ``from_xy_bytes_le`` serialisation).
 
-Source of the curve: draft-irtf-cfrg-pairing-friendly-curves-11 §4.2.1 (BLS12_381 E: y^2 = x^3 + 4).
+G2 host layout (:data:`G2_LIMBS`; the ``g2_`` functions)
+-----------------------------------------------------
+An array of n G2 points is a C-contiguous ``uint64`` array of shape ``(n, 24)``: affine ``x`` then
+``y``, each an Fq2 element ``c0 + c1 u`` (Fq2 = Fq[u]/(u^2 + 1)) stored ``c0`` then ``c1``, each 6
+little-endian 64-bit limbs, canonical -- ``x.c0, x.c1, y.c0, y.c1``, 192 bytes per point, exactly
+arkworks' ``G2Point.to_xy_bytes_le()`` and what the snarkjs key reader gives
+(:func:`zkgpu.groth16.formats.read_zkey`'s ``b2``). On the GPU the same bytes are ``(n, 48)`` uint32
+(``zkgpu/kernels/g2.cuh``). The identity is all zero (``(0, 0)`` is not on ``y^2 = x^3 + 4(u + 1)``).
+As for G1, validation checks the range and the curve equation, not the order-r subgroup. Fq2 values
+in Python are ``(c0, c1)`` int pairs; py_ecc's are ``FQ2`` (``coeffs = (c0, c1)``).
+
+Source of the curves: draft-irtf-cfrg-pairing-friendly-curves-11 §4.2.1 (BLS12_381 E: y^2 = x^3 + 4,
+E': y^2 = x^3 + 4(u + 1) over Fp2 = Fp[u]/(u^2 + 1), and both generators).
 """
 
 from __future__ import annotations
@@ -49,6 +61,18 @@ __all__ = [
     "g1_sum",
     "g1_neg",
     "g1_mul",
+    "B2",
+    "G2_LIMBS",
+    "g2_identity",
+    "g2_generator",
+    "g2_check_points",
+    "g2_from_ints",
+    "g2_to_ints",
+    "g2_from_py_ecc",
+    "g2_to_py_ecc",
+    "g2_from_arkworks",
+    "g2_to_arkworks",
+    "g2_mul",
 ]
 
 B = 4
@@ -286,3 +310,167 @@ def g1_mul(a: np.ndarray, k: Sequence[int]) -> np.ndarray:
     if len(k) != len(pts):
         raise ValueError(f"g1_mul: {len(pts)} points but {len(k)} scalars")
     return g1_from_arkworks([p * ark.Scalar.from_le_bytes((int(s) % FR.modulus).to_bytes(32, "little")) for p, s in zip(pts, k, strict=True)])
+
+
+# --------------------------------------------------------------------------- G2
+
+B2 = (4, 4)
+"""The curve constant b' = 4(u + 1) of G2's y^2 = x^3 + b', as (c0, c1)."""
+G2_LIMBS = 24
+"""64-bit limbs per G2 point in the host layout (x.c0, x.c1, y.c0, y.c1: 6 each)."""
+
+Fq2 = tuple[int, int]
+_G2X = (0x024AA2B2F08F0A91260805272DC51051C6E47AD4FA403B02B4510B647AE3D1770BAC0326A805BBEFD48056C8C121BDB8,
+        0x13E02B6052719F607DACD3A088274F65596BD0D09920B61AB5DA61BBDC7F5049334CF11213945D57E5AC7D055D042B7E)
+_G2Y = (0x0CE5D527727D6E118CC9CDC6DA2E351AADFD9BAA8CBDD3A76D429A695160D12C923AC9CC3BACA289E193548608B82801,
+        0x0606C4A02EA734CC32ACD2B02BC28B99CB3E287E85A763AF267492AB572E99AB3F370D275CEC1DA1AAA9075FF05F79BE)
+
+
+def _f2mul(a: Fq2, b: Fq2) -> Fq2:
+    return ((a[0] * b[0] - a[1] * b[1]) % _Q, (a[0] * b[1] + a[1] * b[0]) % _Q)
+
+
+def _g2_on_curve(x: Fq2, y: Fq2) -> bool:
+    lhs = _f2mul(y, y)
+    rhs = _f2mul(_f2mul(x, x), x)
+    return lhs == ((rhs[0] + B2[0]) % _Q, (rhs[1] + B2[1]) % _Q)
+
+
+def g2_identity(n: int = 1) -> np.ndarray:
+    """n copies of the G2 identity, shape ``(n, 24)`` uint64 (all zero)."""
+    return np.zeros((n, G2_LIMBS), dtype=np.uint64)
+
+
+def g2_generator() -> np.ndarray:
+    """The standard G2 generator, shape ``(1, 24)``."""
+    return g2_from_ints([(_G2X, _G2Y)])
+
+
+def _g2_shape(arr: object, name: str) -> np.ndarray:
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"{name}: expected a numpy uint64 array of shape (n, 24), got {type(arr).__name__}")
+    if arr.dtype != np.uint64:
+        raise TypeError(f"{name}: expected dtype uint64 (shape (n, 24)), got {arr.dtype}")
+    if arr.ndim != 2 or arr.shape[1] != G2_LIMBS:
+        raise ValueError(f"{name}: expected shape (n, 24) (x.c0, x.c1, y.c0, y.c1: 6 limbs each), got {arr.shape}")
+    return np.ascontiguousarray(arr)
+
+
+def g2_check_points(arr: object, *, name: str = "points") -> np.ndarray:
+    """Validate G2 points in the host layout (``(n, 24)`` uint64) and return them C-contiguous: every
+    coordinate canonical (``< q``) and ``y^2 = x^3 + 4(u + 1)`` (the all-zero identity accepted).
+
+    Raises:
+        TypeError: not a numpy array, or dtype other than uint64.
+        ValueError: wrong shape, a coordinate ``>= q`` or a point off the curve (names the first bad index).
+    """
+    arr = _g2_shape(arr, name)
+    for k, coord in enumerate(("x.c0", "x.c1", "y.c0", "y.c1")):
+        bad = first_unreduced(FQ, np.ascontiguousarray(arr[:, 6 * k : 6 * k + 6]))
+        if bad is not None:
+            raise ValueError(f"{name}[{bad}]: coordinate {coord} is >= q (not a canonical Fq element)")
+    for i, (x, y) in enumerate(g2_to_ints(arr)):
+        if (any(x) or any(y)) and not _g2_on_curve(x, y):
+            raise ValueError(f"{name}[{i}] is not on the G2 curve y^2 = x^3 + 4(u + 1)")
+    return arr
+
+
+def g2_from_ints(pairs: Iterable[tuple[Fq2, Fq2] | None]) -> np.ndarray:
+    """Affine G2 points as ``((x.c0, x.c1), (y.c0, y.c1))`` int pairs (``None`` or all zero = identity)
+    -> ``(n, 24)`` array.
+
+    Raises:
+        ValueError: a coordinate outside ``[0, q)`` or a point off the curve (names the index).
+    """
+    rows = []
+    for i, p in enumerate(pairs):
+        x, y = ((0, 0), (0, 0)) if p is None else ((int(p[0][0]), int(p[0][1])), (int(p[1][0]), int(p[1][1])))
+        if not all(0 <= v < _Q for v in (*x, *y)):
+            raise ValueError(f"G2 point {i}: coordinate out of range [0, q)")
+        if (any(x) or any(y)) and not _g2_on_curve(x, y):
+            raise ValueError(f"G2 point {i} is not on the curve y^2 = x^3 + 4(u + 1)")
+        rows.append(b"".join(v.to_bytes(48, "little") for v in (*x, *y)))
+    return np.frombuffer(b"".join(rows), dtype="<u8").astype(np.uint64).reshape(len(rows), G2_LIMBS)
+
+
+def g2_to_ints(arr: np.ndarray) -> list[tuple[Fq2, Fq2]]:
+    """``(n, 24)`` uint64 array -> ``((x.c0, x.c1), (y.c0, y.c1))`` per point; the identity is all zero.
+
+    Raises:
+        TypeError / ValueError: not a uint64 numpy array of shape ``(n, 24)``.
+    """
+    raw = _g2_shape(arr, "points").astype("<u8").tobytes()
+    v = [int.from_bytes(raw[i : i + 48], "little") for i in range(0, len(raw), 48)]
+    return [((v[i], v[i + 1]), (v[i + 2], v[i + 3])) for i in range(0, len(v), 4)]
+
+
+def g2_from_py_ecc(points: Sequence[Any]) -> np.ndarray:
+    """``py_ecc.optimized_bls12_381`` G2 triples ``(X, Y, Z)`` of ``FQ2`` (``Z = 0`` the identity) or
+    affine pairs / ``None`` -> ``(n, 24)`` array.
+
+    Raises:
+        ValueError: a point off the curve, or not a pair / triple (names the index).
+    """
+    bls = optional.py_ecc()
+    out: list[tuple[Fq2, Fq2] | None] = []
+    for i, p in enumerate(points):
+        if p is None:
+            out.append(None)
+            continue
+        if len(p) == 3:
+            if p[2] == bls.FQ2.zero():
+                out.append(None)
+                continue
+            zi = bls.FQ2.one() / p[2]
+            p = (p[0] * zi, p[1] * zi)
+        if len(p) != 2:
+            raise ValueError(f"G2 point {i}: expected (x, y), (X, Y, Z) or None, got {p!r}")
+        out.append(((int(p[0].coeffs[0]), int(p[0].coeffs[1])), (int(p[1].coeffs[0]), int(p[1].coeffs[1]))))
+    return g2_from_ints(out)
+
+
+def g2_to_py_ecc(arr: np.ndarray) -> list[tuple]:
+    """``(n, 24)`` array -> ``py_ecc.optimized_bls12_381`` triples ``(x, y, 1)`` (identity ``Z2``).
+
+    Raises:
+        ValueError: via :func:`g2_check_points` (names the first bad index).
+    """
+    bls = optional.py_ecc()
+    pts = g2_to_ints(g2_check_points(arr))
+    return [bls.Z2 if not (any(x) or any(y)) else (bls.FQ2(list(x)), bls.FQ2(list(y)), bls.FQ2.one()) for x, y in pts]
+
+
+def g2_from_arkworks(points: Sequence[Any]) -> np.ndarray:
+    """py-arkworks-bls12381 ``G2Point`` list -> ``(n, 24)`` array (``to_xy_bytes_le``)."""
+    buf = b"".join(p.to_xy_bytes_le() for p in points)
+    return np.frombuffer(buf, dtype="<u8").astype(np.uint64).reshape(len(points), G2_LIMBS)
+
+
+def g2_to_arkworks(arr: np.ndarray, *, checked: bool = True) -> list[Any]:
+    """``(n, 24)`` array -> py-arkworks-bls12381 ``G2Point`` list (``from_xy_bytes_le``); ``checked=False``:
+    the caller guarantees valid points (shape and dtype are still checked).
+
+    Raises:
+        ValueError: a point off the curve or a coordinate ``>= q`` (names the index). TypeError: not uint64.
+    """
+    ark = optional.arkworks()
+    arr = g2_check_points(arr) if checked else _g2_shape(arr, "points")
+    raw = arr.astype("<u8").tobytes()
+    return [ark.G2Point.from_xy_bytes_unchecked_le(raw[i : i + 192]) for i in range(0, len(raw), 192)]
+
+
+def g2_mul(a: np.ndarray, k: Sequence[int]) -> np.ndarray:
+    """Pointwise ``k_i * a_i`` on G2 on the host (arkworks); ``k_i`` ints reduced mod r.
+
+    Raises:
+        ValueError: ``len(k) != len(a)`` or an invalid point. TypeError: a scalar that is not an int.
+    """
+    ark = optional.arkworks()
+    pts = g2_to_arkworks(a)
+    k = list(k)
+    for s in k:
+        if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)):
+            raise TypeError(f"g2_mul: scalars must be ints, got {s!r} ({type(s).__name__})")
+    if len(k) != len(pts):
+        raise ValueError(f"g2_mul: {len(pts)} points but {len(k)} scalars")
+    return g2_from_arkworks([p * ark.Scalar.from_le_bytes((int(s) % FR.modulus).to_bytes(32, "little")) for p, s in zip(pts, k, strict=True)])

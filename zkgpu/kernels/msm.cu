@@ -1,14 +1,20 @@
-// zkgpu: G1 multi-scalar multiplication (Pippenger with signed digits, XYZZ buckets), batch
+// zkgpu: G1 and G2 multi-scalar multiplication (Pippenger with signed digits, XYZZ buckets), batch
 // addition (cuzk/supraseal batch_add) and deterministic benchmark point generation.
 //
-// Host driver: zkgpu/gpu/msm/pippenger.py. Data layouts (g1.cuh, fr.cuh; uint32 words, little-endian limbs):
-//   affine_t, canonical    : 24 words, x then y (12 limbs each), identity = all zero
-//   affine_t, Montgomery   : the same after g1_prepare (identity stays all zero)
-//   xyzz_t                 : 48 words X, Y, ZZ, ZZZ (Montgomery); identity = ZZ == 0
+// One source, two instantiations: compiled as it is, the kernels work on G1 (g1.cuh); compiled with
+// -DZK_MSM_G2=1 the same kernels work on G2 (g2.cuh), the group's point types standing in for affine_t and
+// xyzz_t and the point kernels named g2_prepare / g2_generate instead of g1_prepare / g1_generate (every
+// other kernel keeps its name; the host picks the module: zkgpu/gpu/msm/group.py).
+//
+// Host driver: zkgpu/gpu/msm/pippenger.py. Data layouts (g1.cuh, g2.cuh, fr.cuh; uint32 words, little-endian
+// limbs; G2 sizes in brackets):
+//   affine_t, canonical    : 24 [48] words, x then y (12 [24] limbs each), identity = all zero
+//   affine_t, Montgomery   : the same after g1_prepare [g2_prepare] (identity stays all zero)
+//   xyzz_t                 : 48 [96] words X, Y, ZZ, ZZZ (Montgomery); identity = ZZ == 0
 //   fr_t scalar            : 8 words, canonical
 //
 // Pippenger pipeline (one call of zkgpu.gpu.msm.pippenger.msm):
-//   g1_prepare      check (< q, on curve) and convert points to Montgomery form
+//   g1_prepare      check (< q, on curve) and convert points to Montgomery form (g2_prepare)
 //   (fr_ops.cu)     fr_first_unreduced: check the scalars (< r)
 //   msm_digits      one 64-bit sort key per (window, point): (bucket key << 32) | sign << 31 | index,
 //                   bucket key = w * 2^(c-1) + |d| - 1; zero digits and identity points get the
@@ -46,13 +52,27 @@
 #include "common.cuh"
 #include "fr.cuh"
 #include "g1.cuh"
+#include "g2.cuh"
 #include "msm_final.cuh"
 
-using zk::affine_t;
+#ifndef ZK_MSM_G2
+#define ZK_MSM_G2 0
+#endif
 using zk::fq_t;
 using zk::fr_t;
 using zk::mark_bad;
+#if ZK_MSM_G2
+typedef zk::g2_affine_t affine_t;
+typedef zk::g2_xyzz_t xyzz_t;
+#define ZK_POINTS_PREPARE g2_prepare
+#define ZK_POINTS_GENERATE g2_generate
+#else
+using zk::affine_t;
 using zk::xyzz_t;
+#define ZK_POINTS_PREPARE g1_prepare
+#define ZK_POINTS_GENERATE g1_generate
+#endif
+typedef xyzz_t::field_t field_t;  // fq_t for G1, fq2_t for G2
 
 // The bucket key of a zero digit or an identity point (sorted last, dropped); zkgpu/gpu/msm/pippenger.py reads it.
 #define MSM_SENTINEL 0xffffffffu
@@ -92,8 +112,8 @@ __device__ __forceinline__ void count_runs(const unsigned long long* keys, uint6
 extern "C" {
 
 // Canonical affine -> Montgomery affine; *bad = the smallest index with a coordinate >= q or
-// not on the curve (initialise *bad to n).
-__global__ void g1_prepare(const affine_t* in, affine_t* out, uint64_t n, unsigned long long* bad) {
+// not on the curve (initialise *bad to n). g1_prepare, or g2_prepare under ZK_MSM_G2.
+__global__ void ZK_POINTS_PREPARE(const affine_t* in, affine_t* out, uint64_t n, unsigned long long* bad) {
     ZK_GRID_STRIDE(i, n) {
         affine_t a = in[i];
         bool ok = a.x.is_reduced() & a.y.is_reduced();
@@ -483,9 +503,9 @@ __global__ void msm_final_warp(const xyzz_t* window_sums, uint32_t nwin, uint32_
     }
     affine_t a = affine_t::inf();
     if (!acc.is_inf()) {
-        const fq_t zz3 = zk::fmul_ool(acc.ZZ, acc.ZZZ);
-        const fq_t J = binary_inv ? zk::fq_inv_binary(zz3) : zk::finv(zz3);  // 1/(ZZ*ZZZ)
-        fq_t izz, izzz, d2, d3;
+        const field_t zz3 = zk::fmul_ool(acc.ZZ, acc.ZZZ);
+        const field_t J = binary_inv ? zk::fq_inv_binary(zz3) : zk::finv(zz3);  // 1/(ZZ*ZZZ)
+        field_t izz, izzz, d2, d3;
         zk::warp_mul4(izz, J, acc.ZZZ, izzz, J, acc.ZZ, d2, J, J, d3, J, J);  // 1/ZZ, 1/ZZZ
         zk::warp_mul4(a.x, acc.X, izz, a.y, acc.Y, izzz, d2, J, J, d3, J, J);
         a.x = a.x.from_mont();
@@ -515,8 +535,8 @@ __global__ void batch_add_ranges(const affine_t* pts, uint64_t n, const unsigned
 // Deterministic benchmark points: thread t computes k_t*G (k_t = splitmix64(seed + t), 0 -> 1)
 // by double-and-add, then writes P_{t*per + j} = k_t*G + j*D (j < per, index < n), canonical
 // affine. *G_mont and *D_mont are Montgomery affine. zkgpu.gpu.msm.bases.generate_points_cpu computes the same
-// points on the host.
-__global__ void g1_generate(uint64_t n, uint32_t per, uint64_t seed, const affine_t* G_mont, const affine_t* D_mont,
+// points on the host. g1_generate, or g2_generate under ZK_MSM_G2.
+__global__ void ZK_POINTS_GENERATE(uint64_t n, uint32_t per, uint64_t seed, const affine_t* G_mont, const affine_t* D_mont,
                             affine_t* out) {
     uint64_t nthreads = (n + per - 1) / per;
     const affine_t G = *G_mont, D = *D_mont;

@@ -11,15 +11,18 @@
 // form 4 levels (6, 2, 3, 3). With the products of a level on different lanes of one warp (the lanes
 // run one instruction stream, so the products of a level cost one product's latency), a doubling costs
 // 3 product latencies instead of 9 and an addition 4 instead of 14. The inversion is a chain of 380
-// squarings by Fermat (fq_t::inv, g1.cuh finv); the binary extended Euclidean algorithm needs only
+// squarings by Fermat (fq_t::inv, ec.cuh finv); the binary extended Euclidean algorithm needs only
 // shifts, additions and subtractions of 12-limb integers (about 760 halvings and 380 subtractions), each
 // a few dozen instructions instead of a ~600-instruction product.
 //
 // Same results bit for bit as msm_final (msm.cu): the same formulas (EFD dbl-2008-s, add-2008-s, with the
-// special cases of g1.cuh) and the same affine point. On the host (g++: tests/native) the "lanes" are a
+// special cases of ec.cuh) and the same affine point. Both groups: warp_dbl / warp_add are templates over the
+// point type; for G2 each Fq2 product is 3 Fq products (Karatsuba), so a level of up to 6 Fq2 products takes
+// 18 lanes and still costs one Fq product's latency. On the host (g++: tests/native) the "lanes" are a
 // loop, so the emulated kernels check the formulas; the GPU tests check the lanes.
 #pragma once
 #include "g1.cuh"
+#include "g2.cuh"
 
 namespace zk {
 
@@ -79,16 +82,79 @@ ZK_HD void warp_mul4(fq_t& r0, const fq_t& a0, const fq_t& b0, fq_t& r1, const f
     warp_mul6(r0, a0, b0, r1, a1, b1, r2, a2, b2, r3, a3, b3, d4, a0, b0, d5, a0, b0);
 }
 
+// Fq2: r_k = a_k * b_k for k < 6 with the 18 Fq products of the six Karatsuba products (a0 b0, a1 b1,
+// (a0 + a1)(b0 + b1)) on lanes 0..17, lane 3k + s computing part s of product k (lanes >= 18 compute lane 0's
+// again); as the Fq version otherwise (all 32 lanes call it together; outputs may alias inputs).
+ZK_HD void warp_mul6(fq2_t& r0, const fq2_t& a0, const fq2_t& b0, fq2_t& r1, const fq2_t& a1, const fq2_t& b1,
+                     fq2_t& r2, const fq2_t& a2, const fq2_t& b2, fq2_t& r3, const fq2_t& a3, const fq2_t& b3,
+                     fq2_t& r4, const fq2_t& a4, const fq2_t& b4, fq2_t& r5, const fq2_t& a5, const fq2_t& b5) {
+#if defined(__CUDA_ARCH__)
+    const unsigned lane = threadIdx.x & 31u;
+    const unsigned k = lane < 18 ? lane / 3 : 0, part = lane < 18 ? lane % 3 : 0;
+    fq2_t a, b;
+#define ZK_PICK2(K, A, B)                    \
+    x0 = k == K ? A.c0.v[i] : x0;           \
+    x1 = k == K ? A.c1.v[i] : x1;           \
+    y0 = k == K ? B.c0.v[i] : y0;           \
+    y1 = k == K ? B.c1.v[i] : y1;
+#pragma unroll
+    for (int i = 0; i < 12; i++) {
+        uint32_t x0 = a0.c0.v[i], x1 = a0.c1.v[i], y0 = b0.c0.v[i], y1 = b0.c1.v[i];
+        ZK_PICK2(1, a1, b1)
+        ZK_PICK2(2, a2, b2)
+        ZK_PICK2(3, a3, b3)
+        ZK_PICK2(4, a4, b4)
+        ZK_PICK2(5, a5, b5)
+        a.c0.v[i] = x0;
+        a.c1.v[i] = x1;
+        b.c0.v[i] = y0;
+        b.c1.v[i] = y1;
+    }
+#undef ZK_PICK2
+    const fq_t sa = a.c0 + a.c1, sb = b.c0 + b.c1;
+    fq_t x, y;
+#pragma unroll
+    for (int i = 0; i < 12; i++) {
+        x.v[i] = part == 0 ? a.c0.v[i] : (part == 1 ? a.c1.v[i] : sa.v[i]);
+        y.v[i] = part == 0 ? b.c0.v[i] : (part == 1 ? b.c1.v[i] : sb.v[i]);
+    }
+    __syncwarp();
+    const fq_t p = fmul_ool(x, y);
+    fq2_t q[6];
+#pragma unroll
+    for (int j = 0; j < 6; j++) {
+        const fq_t t0 = fq_shfl(p, 3 * j), t1 = fq_shfl(p, 3 * j + 1), t2 = fq_shfl(p, 3 * j + 2);
+        q[j] = fq2_t::make(t0 - t1, t2 - t0 - t1);
+    }
+    const fq2_t p0 = q[0], p1 = q[1], p2 = q[2], p3 = q[3], p4 = q[4], p5 = q[5];
+#else
+    const fq2_t p0 = a0 * b0, p1 = a1 * b1, p2 = a2 * b2, p3 = a3 * b3, p4 = a4 * b4, p5 = a5 * b5;
+#endif
+    r0 = p0;
+    r1 = p1;
+    r2 = p2;
+    r3 = p3;
+    r4 = p4;
+    r5 = p5;
+}
+
+ZK_HD void warp_mul4(fq2_t& r0, const fq2_t& a0, const fq2_t& b0, fq2_t& r1, const fq2_t& a1, const fq2_t& b1,
+                     fq2_t& r2, const fq2_t& a2, const fq2_t& b2, fq2_t& r3, const fq2_t& a3, const fq2_t& b3) {
+    fq2_t d4, d5;
+    warp_mul6(r0, a0, b0, r1, a1, b1, r2, a2, b2, r3, a3, b3, d4, a0, b0, d5, a0, b0);
+}
+
 // 2P, EFD dbl-2008-s with a = 0 (as xyzz_t::dbl): levels {V = U^2, xx = X^2}, {W = U V, S = X V,
 // ZZ3 = V ZZ, M^2}, {M (S - X3), W Y, ZZZ3 = W ZZZ}.
-ZK_HD xyzz_t warp_dbl(const xyzz_t& p) {
+template <class F>
+ZK_HD xyzz_of<F> warp_dbl(const xyzz_of<F>& p) {
     if (p.is_inf()) return p;
-    const fq_t U = p.Y.dbl();
-    fq_t V, xx, W, S, ZZ, MM, t1, t2, ZZZ;
+    const F U = p.Y.dbl();
+    F V, xx, W, S, ZZ, MM, t1, t2, ZZZ;
     warp_mul4(V, U, U, xx, p.X, p.X, t1, U, U, t2, U, U);
-    const fq_t M = xx.dbl() + xx;
+    const F M = xx.dbl() + xx;
     warp_mul4(W, U, V, S, p.X, V, ZZ, V, p.ZZ, MM, M, M);
-    xyzz_t r;
+    xyzz_of<F> r;
     r.X = MM - S.dbl();
     warp_mul4(t1, M, S - r.X, t2, W, p.Y, ZZZ, W, p.ZZZ, V, U, U);
     r.Y = t1 - t2;
@@ -99,16 +165,17 @@ ZK_HD xyzz_t warp_dbl(const xyzz_t& p) {
 
 // a + b, EFD add-2008-s (as xyzz_t::add, with its special cases): levels {U1, U2, S1, S2, ZZ bZZ,
 // ZZZ bZZZ}, {PP = P^2, R^2}, {PPP = P PP, Q = U1 PP, ZZ3}, {R (Q - X3), S1 PPP, ZZZ3}.
-ZK_HD xyzz_t warp_add(const xyzz_t& a, const xyzz_t& b) {
+template <class F>
+ZK_HD xyzz_of<F> warp_add(const xyzz_of<F>& a, const xyzz_of<F>& b) {
     if (b.is_inf()) return a;
     if (a.is_inf()) return b;
-    fq_t U1, U2, S1, S2, Z2, Z3;
+    F U1, U2, S1, S2, Z2, Z3;
     warp_mul6(U1, a.X, b.ZZ, U2, b.X, a.ZZ, S1, a.Y, b.ZZZ, S2, b.Y, a.ZZZ, Z2, a.ZZ, b.ZZ, Z3, a.ZZZ, b.ZZZ);
-    const fq_t P = U2 - U1, R = S2 - S1;
-    if (P.is_zero()) return R.is_zero() ? warp_dbl(a) : xyzz_t::inf();
-    fq_t PP, RR, PPP, Q, t1, t2;
+    const F P = U2 - U1, R = S2 - S1;
+    if (P.is_zero()) return R.is_zero() ? warp_dbl(a) : xyzz_of<F>::inf();
+    F PP, RR, PPP, Q, t1, t2;
     warp_mul4(PP, P, P, RR, R, R, t1, P, P, t2, P, P);
-    xyzz_t r;
+    xyzz_of<F> r;
     warp_mul4(PPP, P, PP, Q, U1, PP, r.ZZ, Z2, PP, t1, P, P);
     r.X = RR - PPP - Q.dbl();
     warp_mul4(t1, R, Q - r.X, t2, S1, PPP, r.ZZZ, Z3, PPP, PP, P, P);
@@ -196,6 +263,12 @@ ZK_HD fq_t fq_inv_binary(const fq_t& a) {
     }
     const fq_t inv = limbs_is_one(u.v) ? x1 : x2;  // A^-1 = x^-1 R^-1 (raw)
     return inv.to_mont().to_mont();                // x^-1 R
+}
+
+// 1/a in Fq2 by the norm (as ec.cuh's finv): (c0 - c1 u) / (c0^2 + c1^2), the one Fq inversion binary.
+ZK_HD fq2_t fq_inv_binary(const fq2_t& a) {
+    const fq_t t = fq_inv_binary(fmul_ool(a.c0, a.c0) + fmul_ool(a.c1, a.c1));
+    return fq2_t::make(fmul_ool(a.c0, t), -fmul_ool(a.c1, t));
 }
 
 }  // namespace zk

@@ -1,11 +1,12 @@
-"""``zkgpu bench msm``: the G1 MSM (:mod:`zkgpu.gpu.msm.pippenger`) timed on the GPU.
+"""``zkgpu bench msm``: the G1 (or G2) MSM (:mod:`zkgpu.gpu.msm.pippenger`) timed on the GPU.
 
 :func:`run_benchmark` times :func:`zkgpu.gpu.msm.pippenger.msm_device` at 2^k points with device-resident uniform scalars,
 the same scalars copied from pinned host memory inside the timing, PoRep-like mostly-0/1 scalars, and one
 per-phase breakdown (:class:`zkgpu.gpu.msm.pippenger.Phases`); with ``precomp_windows`` also the MSM over precomputed
 shifted bases (:mod:`zkgpu.gpu.msm.precomp`): the table build and the MSM on the same points and scalars, uniform
-and PoRep-like, at each window asked for. :data:`bench_command` writes the rows to a fresh ``bench-msm`` run
-folder (msm.csv + manifest.json).
+and PoRep-like, at each window asked for. With ``group="g2"`` the G2 MSM (device-resident uniform scalars on
+generated and on prepared points, and the phases). :data:`bench_command` writes the rows to a fresh ``bench-msm``
+run folder (msm.csv + manifest.json); every row names its ``group``.
 """
 
 from __future__ import annotations
@@ -60,6 +61,36 @@ def _porep_scalars(n: int, rng: np.random.Generator) -> np.ndarray:
     sc[ones] = 0
     sc[ones, 0] = 1
     return sc
+
+
+def _g2_rows(add: Callable[..., None], lg: int, pts: Any, sc: Any, c: int | None, repeat: int, warmup: int,
+             phases: bool) -> None:
+    """The G2 rows of one size: ``device`` (points checked and converted inside the timing) and
+    ``device_prepared`` (:func:`zkgpu.gpu.msm.pippenger.prepare_points` once, as the prover's key), uniform
+    scalars, and with ``phases`` one breakdown."""
+    add(lg, "device", "uniform", _cuda.benchmark(functools.partial(msm.msm_device, pts, sc, c, group="g2"), warmup=warmup,
+                                                 repeat=repeat).times_ms)
+    mont = msm.prepare_points(pts, group="g2")
+    add(lg, "device_prepared", "uniform", _cuda.benchmark(functools.partial(msm.msm_device, None, sc, c, mont=mont, group="g2"),
+                                                          warmup=warmup, repeat=repeat).times_ms)
+    if phases:
+        ph = msm.Phases(True)
+        msm.msm_device(None, sc, c, ph, mont=mont, group="g2")
+        for name, ms in ph.result().items():
+            add(lg, f"phase:{name}", "uniform", [ms])
+
+
+def _api_rows(add: Callable[..., None], lg: int, pts: Any, sc: Any, window: int | None, repeat: int, warmup: int) -> None:
+    """The public call against its kernels (issue 25 item 4), uniform scalars on device arrays: ``kernels``
+    (:func:`zkgpu.gpu.msm.pippenger.msm_device` with ``check=False``: the MSM's kernels, no check, no host sync),
+    ``api`` (:func:`zkgpu.gpu.msm.pippenger.msm`, checked: two read-backs) and ``api_trusted`` (``msm(...,
+    check=False, out=...)``)."""
+    out = _cuda.cupy().empty((1, pts.shape[1]), dtype=np.uint64)
+    calls = {"kernels": functools.partial(msm.msm_device, pts, sc, window, check=False),
+             "api": functools.partial(msm.msm, pts, sc, window=window),
+             "api_trusted": functools.partial(msm.msm, pts, sc, window=window, check=False, out=out)}
+    for mode, call in calls.items():
+        add(lg, mode, "uniform", _cuda.benchmark(call, warmup=warmup, repeat=repeat).times_ms)
 
 
 def _h2d_then_msm(buf: Any, pinned: Any, pts: Any, c: int | None) -> Any:
@@ -141,7 +172,7 @@ def check_log_sizes(logs: Iterable[int]) -> list[int]:
 def run_benchmark(
     min_log: int = 12, max_log: int = 20, repeat: int = 10, warmup: int = 1, seed: int = 1, *,
     sizes: Iterable[int] | None = None, phases: bool = True, window: int = 0, echo: Callable[[str], None] | None = None,
-    precomp_windows: Iterable[int] = (), plain: bool = True,
+    precomp_windows: Iterable[int] = (), plain: bool = True, group: str = "g1",
 ) -> list[dict[str, Any]]:
     """Time the G1 MSM on the GPU at 2^min_log .. 2^max_log points (or the log2 ``sizes``):
     device-resident uniform scalars (``mode=device``), the same scalars copied from pinned host
@@ -149,20 +180,26 @@ def run_benchmark(
     the count of scalars > 1, :func:`zkgpu.gpu.msm.window.sparse_window_bits`, counted inside the timing), both
     distributions over points prepared once outside the timing (``mode=device_prepared``: checked and in
     Montgomery form by :func:`zkgpu.gpu.msm.pippenger.prepare_points`, as the pipeline's bases and sppark's preloaded ``msm_t``),
+    the public call against its kernels (``mode=kernels``, ``api``, ``api_trusted``: :func:`_api_rows`),
     and with ``phases`` one per-phase breakdown (``mode=phase:<name>``, one run). With ``precomp_windows``
     (windows, 0 = :func:`zkgpu.gpu.msm.precomp.window_bits`'s) the MSM over precomputed shifted bases on the same
     points and scalars (uniform and PoRep-like): ``mode=device_precomp`` at the rule's window,
     ``device_precomp_sweep`` at the others, ``precomp_build`` the table build (one run; not inside the MSM
     times) and with ``phases`` ``phase_precomp:<name>``; ``plain=False`` leaves out the msm_device rows. CUDA events (:func:`zkgpu.core.cuda.benchmark`),
-    warm-up excluded.
+    warm-up excluded. ``group="g2"``: the G2 MSM instead (:func:`_g2_rows`; no precomputed bases).
 
     Returns:
-        one dict per (size, mode, scalars[, window]): ``log2_n, n, mode, scalars, window_bits, variant,
+        one dict per (size, mode, scalars[, window]): ``group, log2_n, n, mode, scalars, window_bits, variant,
         median_ms, min_ms, max_ms, repeat`` (ms).
 
     Raises:
-        RuntimeError: no GPU. ValueError: a size outside [1, 31) or repeat < 1.
+        RuntimeError: no GPU. ValueError: a size outside [1, 31), repeat < 1, a group other than "g1" / "g2", or
+            precomputed bases asked for G2.
     """
+    if group not in ("g1", "g2"):
+        raise ValueError(f"group must be 'g1' or 'g2', got {group!r}")
+    if group == "g2" and (precomp_windows or not plain):
+        raise ValueError("the G2 benchmark has no precomputed-bases rows (precomp_windows, plain=False)")
     cupyx = optional.cupyx()
     logs = check_log_sizes(sizes if sizes is not None else range(min_log, max_log + 1))
     if repeat < 1 or warmup < 0:
@@ -174,22 +211,28 @@ def run_benchmark(
 
     def add(lg: int, mode: str, scal: str, times: Any, c: int = 0) -> None:
         ts = list(times)
-        row = dict(log2_n=lg, n=1 << lg, mode=mode, scalars=scal, window_bits=c or window or msm.window_bits(1 << lg), variant=variant,
+        row = dict(group=group, log2_n=lg, n=1 << lg, mode=mode, scalars=scal, window_bits=c or window or msm.window_bits(1 << lg), variant=variant,
                    median_ms=float(np.median(ts)), min_ms=min(ts), max_ms=max(ts), repeat=len(ts))
         rows.append(row)
         if echo is not None:
-            echo(f"msm 2^{lg} {mode:>22} {scal:>8} c={row['window_bits']:2d} median {row['median_ms']:9.3f} ms")
+            echo(f"msm {group} 2^{lg} {mode:>22} {scal:>8} c={row['window_bits']:2d} median {row['median_ms']:9.3f} ms")
 
     for lg in logs:
         n = 1 << lg
         c = window or None
-        pts = bases.generate_points(n, seed)
+        pts = bases.generate_points(n, seed, group=group)
         sc_host = fr_random(n, rng)
         sc_dev = cp.asarray(sc_host)
+        if group == "g2":
+            _g2_rows(add, lg, pts, sc_dev, c, repeat, warmup, phases)
+            del pts, sc_dev
+            cp.get_default_memory_pool().free_all_blocks()
+            continue
         sc_porep = cp.asarray(_porep_scalars(n, rng))
         sc_buf = pinned = None
         if plain:
             add(lg, "device", "uniform", _cuda.benchmark(functools.partial(msm.msm_device, pts, sc_dev, c), warmup=warmup, repeat=repeat).times_ms)
+            _api_rows(add, lg, pts, sc_dev, window or None, repeat, warmup)
             pinned = cupyx.empty_pinned((n, FR.limbs), dtype=np.uint64)
             pinned[...] = sc_host
             sc_buf = cp.empty((n, FR.limbs), dtype=cp.uint64)
@@ -223,11 +266,11 @@ def run_benchmark(
 
 
 def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str | None, phases: bool, inline_mul: bool, window: int = 0,
-               precomp_windows: tuple[int, ...] = (), plain: bool = True) -> Any:
+               precomp_windows: tuple[int, ...] = (), plain: bool = True, group: str = "g1") -> Any:
     if inline_mul:
         msm.configure(inline_mul=True)
     rows = run_benchmark(sizes=sizes, repeat=repeat, warmup=warmup, seed=seed, phases=phases, window=window,
-                         precomp_windows=precomp_windows, plain=plain, echo=lambda m: click.echo(m, err=True))
+                         precomp_windows=precomp_windows, plain=plain, group=group, echo=lambda m: click.echo(m, err=True))
     out_dir = new_run_dir("bench-msm", base=Path(base) if base else None)  # after measuring: no empty folder if stopped
     variant = rows[0]["variant"] if rows else ""
     df = pd.DataFrame(rows)
@@ -235,7 +278,7 @@ def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str 
     s = msm.settings()
     write_json_new(
         out_dir / "manifest.json",
-        build_manifest(kind="bench-msm", sizes_log2=sizes, window_override=window, precomp_windows=list(precomp_windows), plain=plain, repeat=repeat, warmup=warmup, seed=seed, chunk=s["chunk"], level0=s["level0"],
+        build_manifest(kind="bench-msm", group=group, sizes_log2=sizes, window_override=window, precomp_windows=list(precomp_windows), plain=plain, repeat=repeat, warmup=warmup, seed=seed, chunk=s["chunk"], level0=s["level0"],
                        variant=variant, timing="CUDA events (zkgpu.core.cuda.benchmark), medians, ms", files=["msm.csv"]),
     )
     click.echo(f"wrote {out_dir}")
@@ -245,6 +288,9 @@ def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str 
 
 @click.command("msm")
 @click.option("--sizes", default="16,18,20,22,24,26", show_default=True, help="log2 sizes, comma separated")
+@click.option("--min-log", type=click.IntRange(1, 30), default=None, help="with --max-log: every log2 size in between (instead of --sizes)")
+@click.option("--max-log", type=click.IntRange(1, 30), default=None, help="see --min-log")
+@click.option("--group", type=click.Choice(["g1", "g2"]), default="g1", show_default=True, help="the group of the MSM")
 @click.option("--repeat", default=5, show_default=True, type=click.IntRange(min=1), help="timed calls per row (median reported)")
 @click.option("--warmup", default=1, show_default=True, type=click.IntRange(min=0), help="untimed calls before them")
 @click.option("--seed", default=1, show_default=True, type=click.IntRange(min=0), help="seed of the points and scalars")
@@ -255,17 +301,24 @@ def _run_bench(sizes: list[int], repeat: int, warmup: int, seed: int, base: str 
 @click.option("--precomp-windows", default="none", show_default=True,
               help="MSM over precomputed shifted bases too: 'auto' (the rule's window), a list like 'auto,18,20,22', or 'none'")
 @click.option("--plain/--no-plain", default=True, show_default=True, help="the msm_device rows (--no-plain: precomputed-bases rows only)")
-def bench_msm(sizes: str, repeat: int, warmup: int, seed: int, base: str | None, phases: bool, inline_mul: bool, window: int,
-              precomp_windows: str, plain: bool) -> None:
+def bench_msm(sizes: str, min_log: int | None, max_log: int | None, group: str, repeat: int, warmup: int, seed: int, base: str | None,
+              phases: bool, inline_mul: bool, window: int, precomp_windows: str, plain: bool) -> None:
     """G1 MSM, 2^16..2^26 points: device-resident scalars, scalars from pinned host memory
     (async H2D inside the timing), and PoRep-like (mostly 0/1) scalars; with --precomp-windows also the MSM
-    over precomputed shifted bases (table build timed apart); CUDA events, medians
-    in ms, written to a fresh run folder (msm.csv + manifest.json)."""
+    over precomputed shifted bases (table build timed apart); --group g2: the G2 MSM (uniform scalars, points
+    checked inside the timing and prepared once); CUDA events, medians in ms, written to a fresh run folder
+    (msm.csv + manifest.json)."""
     windows = parse_precomp_windows(precomp_windows)
+    if (min_log is None) != (max_log is None) or (min_log is not None and max_log is not None and min_log > max_log):
+        raise CliError(f"zkgpu bench msm: give --min-log and --max-log together, min <= max (got {min_log}, {max_log})")
+    if min_log is not None and max_log is not None:
+        sizes = ",".join(str(lg) for lg in range(min_log, max_log + 1))
     try:  # checked before the GPU, so a typo is named on any machine (and no run folder is made for it)
         logs = check_log_sizes([int(s) for s in sizes.split(",") if s.strip()])
     except ValueError:
         raise CliError(f"zkgpu bench msm: --sizes must be comma-separated log2 sizes in [1, 31), got {sizes!r}") from None
+    if group == "g2" and (windows or not plain or inline_mul):
+        raise CliError("zkgpu bench msm --group g2: no --precomp-windows, --no-plain or --inline-mul (G1 variants)")
     if window != 0 and not MIN_WINDOW <= window <= MAX_WINDOW:
         raise CliError(f"--window {window}: give 0 (the window_bits rule) or a window in {MIN_WINDOW}..{MAX_WINDOW} bits")
     check_run_base(base)
@@ -273,7 +326,7 @@ def bench_msm(sizes: str, repeat: int, warmup: int, seed: int, base: str | None,
         raise CliError("zkgpu bench msm needs a CUDA GPU (GPU benchmarks; without a GPU, replay the recordings: zkgpu report)")
     if not plain and not windows:
         raise CliError("zkgpu bench msm: --no-plain needs --precomp-windows (nothing would be measured)")
-    _run_bench(logs, repeat, warmup, seed, base, phases, inline_mul, window, windows, plain)
+    _run_bench(logs, repeat, warmup, seed, base, phases, inline_mul, window, windows, plain, group)
 
 
 bench_command = bench_msm

@@ -1,7 +1,7 @@
-"""Deterministic G1 bases for benchmarks and the pipeline (``generate_points``): valid points with known
-discrete logs, made on the GPU by msm.cu's ``g1_generate`` kernel or, without a GPU, on the CPU with
-arkworks. Shapes: ``(n, 12)`` uint64, affine (x, y) canonical Fq limbs, as :mod:`zkgpu.arith.curve`.
-Never stored in git: a seed regenerates them.
+"""Deterministic G1 (and G2) bases for benchmarks and the pipeline (``generate_points``): valid points with
+known discrete logs, made on the GPU by msm.cu's ``g1_generate`` kernel (``g2_generate`` in its G2 build) or,
+without a GPU, on the CPU with arkworks. Shapes: ``(n, 12)`` uint64, affine (x, y) canonical Fq limbs (G2:
+``(n, 24)``, x.c0, x.c1, y.c0, y.c1), as :mod:`zkgpu.arith.curve`. Never stored in git: a seed regenerates them.
 """
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from zkgpu.arith.curve import LIMBS, g1_from_arkworks, g1_mul, g1_to_ints, generator
+from zkgpu.arith.curve import g1_mul, g2_generator, g2_mul, generator
 from zkgpu.arith.field import FQ
 from zkgpu.core import cuda as _cuda
 from zkgpu.core import optional
 from zkgpu.gpu.msm import pippenger as msm
+from zkgpu.gpu.msm.group import group as _group
 
 __all__ = ["generate_points", "generate_points_cpu"]
 
@@ -37,12 +38,13 @@ def _gen_scalar(seed: int, i: int) -> int:
     return k + (j << 64)
 
 
-def generate_points_cpu(n: int, seed: int = 0) -> np.ndarray:
-    """The points of :func:`generate_points` computed on the CPU (arkworks), ``(n, 12)`` uint64."""
+def generate_points_cpu(n: int, seed: int = 0, *, group: str = "g1") -> np.ndarray:
+    """The points of :func:`generate_points` computed on the CPU (arkworks), ``(n, 12)`` (G2: ``(n, 24)``) uint64."""
     ark = optional.arkworks()
+    grp = _group(group)
     _check_seed(n, seed)
-    g = ark.G1Point()
-    return g1_from_arkworks([g * ark.Scalar.from_le_bytes(_gen_scalar(seed, i).to_bytes(32, "little")) for i in range(n)])
+    g = grp.arkworks_point()()
+    return grp.from_arkworks([g * ark.Scalar.from_le_bytes(_gen_scalar(seed, i).to_bytes(32, "little")) for i in range(n)])
 
 
 def _check_seed(n: int, seed: int) -> None:
@@ -53,14 +55,15 @@ def _check_seed(n: int, seed: int) -> None:
 
 
 def _mont_affine(p: np.ndarray) -> np.ndarray:
-    """Host (1, 12) canonical point -> 24 uint32 words in Montgomery form."""
-    x, y = g1_to_ints(p)[0]
-    buf = FQ.to_mont(x).to_bytes(48, "little") + FQ.to_mont(y).to_bytes(48, "little")
+    """Host (1, 12) (G2: (1, 24)) canonical point -> 24 (48) uint32 words in Montgomery form."""
+    buf = b"".join(FQ.to_mont(int.from_bytes(row, "little")).to_bytes(48, "little")
+                   for row in np.split(np.frombuffer(p.astype("<u8").tobytes(), dtype=np.uint8), p.size // 6))
     return np.frombuffer(buf, dtype="<u4").astype(np.uint32)
 
 
-def generate_points(n: int, seed: int = 0) -> Any:
-    """Deterministic valid G1 points for benchmarks: CuPy ``(n, 12)`` uint64 made on the GPU.
+def generate_points(n: int, seed: int = 0, *, group: str = "g1") -> Any:
+    """Deterministic valid G1 (``group="g2"``: G2) points for benchmarks: CuPy ``(n, 12)`` (G2: ``(n, 24)``)
+    uint64 made on the GPU.
 
     Point ``i = 32 t + j`` is ``(k_t + j * 2^64) * G`` with ``k_t = splitmix64(seed + t)`` (0 -> 1):
     GPU thread t computes ``k_t * G`` by double-and-add in XYZZ and walks ``+ 2^64 G`` 32 times,
@@ -68,23 +71,25 @@ def generate_points(n: int, seed: int = 0) -> Any:
     Without a GPU it returns :func:`generate_points_cpu` (numpy). Never stored in git.
 
     Raises:
-        ValueError: n outside ``[0, 2^31)`` or seed outside ``[0, 2^64)``.
+        ValueError: n outside ``[0, 2^31)``, seed outside ``[0, 2^64)`` or a group other than "g1" / "g2".
     """
     _check_seed(n, seed)
+    _group(group)
     if not _cuda.gpu_available():
-        return generate_points_cpu(n, seed)
-    return _generate_device(n, seed)
+        return generate_points_cpu(n, seed, group=group)
+    return _generate_device(n, seed, group)
 
 
-def _generate_device(n: int, seed: int) -> Any:
+def _generate_device(n: int, seed: int, group: str = "g1") -> Any:
     cp = _cuda.cupy()
-    g = generator()
+    grp = _group(group)
+    g, mul = (g2_generator(), g2_mul) if grp.name == "g2" else (generator(), g1_mul)
     G = cp.asarray(_mont_affine(g))
-    D = cp.asarray(_mont_affine(g1_mul(g, [1 << 64])))
-    out = cp.empty((n, LIMBS), dtype=cp.uint64)
+    D = cp.asarray(_mont_affine(mul(g, [1 << 64])))
+    out = cp.empty((n, grp.limbs), dtype=cp.uint64)
     if n:
         nthreads = -(-n // _GEN_PER_THREAD)
         _cuda.launch_1d(
-            msm.kernel("g1_generate"), nthreads, (np.uint64(n), np.uint32(_GEN_PER_THREAD), np.uint64(seed), G, D, out.view(cp.uint32)), block=msm.HEAVY_BLOCK
+            msm.kernel(grp.generate, grp.name), nthreads, (np.uint64(n), np.uint32(_GEN_PER_THREAD), np.uint64(seed), G, D, out.view(cp.uint32)), block=msm.HEAVY_BLOCK
         )
     return out

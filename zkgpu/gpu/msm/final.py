@@ -97,12 +97,13 @@ def settings() -> dict[str, str]:
     return {"final": FINAL, "inverse": INVERSE if FINAL == "warp" else "fermat"}
 
 
-def finish(cp: Any, k: Kernel, sums: Any, nwin: int, c: int) -> Any:
-    """``sum_w 2^(c*w) sums[w]`` as canonical affine ``(1, 12)`` uint64 (CuPy; the identity all zero), from
-    ``sums (nwin, 48)`` uint32 XYZZ window sums in Montgomery form; ``c = 0`` with ``nwin = 1``: just the
-    point to affine. Queues one kernel (one thread or one warp, :data:`FINAL`); no host sync."""
+def finish(cp: Any, k: Kernel, sums: Any, nwin: int, c: int, *, limbs: int = LIMBS) -> Any:
+    """``sum_w 2^(c*w) sums[w]`` as canonical affine ``(1, limbs)`` uint64 (CuPy; the identity all zero), from
+    ``sums (nwin, 48)`` uint32 XYZZ window sums in Montgomery form (G2: ``(nwin, 96)`` with ``limbs=24`` and
+    ``k`` the G2 build's kernels); ``c = 0`` with ``nwin = 1``: just the point to affine. Queues one kernel
+    (one thread or one warp, :data:`FINAL`); no host sync."""
     s = settings()
-    out = cp.empty((1, LIMBS), dtype=cp.uint64)
+    out = cp.empty((1, limbs), dtype=cp.uint64)
     if s["final"] == "serial":
         k("msm_final")((1,), (1,), (sums, np.uint32(nwin), np.uint32(c), out.view(cp.uint32)))
     else:

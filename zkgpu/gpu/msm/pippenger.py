@@ -1,9 +1,10 @@
-"""G1 multi-scalar multiplication (Pippenger, XYZZ buckets), batch addition and prep_msm.
+"""G1 and G2 multi-scalar multiplication (Pippenger, XYZZ buckets), G1 batch addition and prep_msm.
 
-Public API (host layouts: points ``(n, 12)`` uint64 as in :mod:`zkgpu.arith.curve`, scalars ``(n, 4)``
-uint64 **canonical** Fr as in :mod:`zkgpu.arith.field`):
+Public API (host layouts: G1 points ``(n, 12)`` and G2 points ``(n, 24)`` uint64 as in
+:mod:`zkgpu.arith.curve`, scalars ``(n, 4)`` uint64 **canonical** Fr as in :mod:`zkgpu.arith.field`):
 
-- :func:`msm` -- ``sum_i scalars[i] * points[i]`` as one point ``(1, 12)``.
+- :func:`msm` -- ``sum_i scalars[i] * points[i]`` as one point ``(1, 12)``; ``group="g2"``: on G2, ``(1, 24)``
+  (one Pippenger for both groups: the same host code and msm.cu built per group, :mod:`zkgpu.gpu.msm.group`).
 - :func:`batch_add` -- the sum of the points selected by a bitmap (cuzk/supraseal ``batch_add``).
 - :func:`prep_msm` -- supraseal's split of an assignment vector into an exactly-one bitmap,
   dropped zeros and the compacted significant scalars (the tail MSM).
@@ -53,14 +54,16 @@ from typing import Any
 
 import numpy as np
 
-from zkgpu.arith.curve import LIMBS, check_points, g1_from_arkworks, g1_sum, g1_to_arkworks, identity
+from zkgpu.arith.curve import LIMBS, check_points, g1_sum
 from zkgpu.arith.field import FR, check_array, not_canonical
 from zkgpu.core import cuda as _cuda
-from zkgpu.core import optional
 from zkgpu.gpu.fr_device import DeferredCheck
 from zkgpu.gpu.msm import devsort
 from zkgpu.gpu.msm import final as msm_final
 from zkgpu.gpu.msm import reduce as msm_reduce
+from zkgpu.gpu.msm.group import G1, Group
+from zkgpu.gpu.msm.group import group as _group
+from zkgpu.gpu.msm.group import msm_cpu as _msm_cpu_group
 from zkgpu.gpu.msm.reduce import HEAVY_BLOCK
 from zkgpu.gpu.msm.window import num_windows, signed_digits, significant_count, sparse_window_bits, window_bits
 
@@ -102,7 +105,8 @@ INLINE_MUL = False
 kernels, about a minute of NVRTC compile instead of seconds)."""
 CUBIN: str | None = None
 """A cubin of msm.cu prebuilt by nvcc for this GPU's architecture, loaded instead of compiling with NVRTC
-(to benchmark the inlined-product variant without its compile time; it must come from the current msm.cu)."""
+(to benchmark the inlined-product variant without its compile time; it must come from the current msm.cu).
+G1's kernels only: the G2 MSM always compiles msm.cu with ZK_MSM_G2=1."""
 _SUM_FANIN = 8  # tree-sum fan-in: short serial chains (the reduction tail is latency-bound)
 _SENTINEL_KEY = _cuda.header_defines("msm.cu", "MSM_SENTINEL")[0] << 32  # the sort key of a dropped entry (sorted last)
 _FR_OPS_KERNELS = ("fr_first_unreduced",)  # kernels of fr_ops.cu that the MSM launches through _k
@@ -111,13 +115,6 @@ _FR_OPS_KERNELS = ("fr_first_unreduced",)  # kernels of fr_ops.cu that the MSM l
 
 
 # --------------------------------------------------------------------------- validation
-
-
-def _check_scalars_host(scalars: Any, n: int) -> np.ndarray:
-    arr = check_array(FR, scalars, name="scalars")
-    if arr.shape[0] != n:
-        raise ValueError(f"scalars: expected {n} rows (one per point), got {arr.shape[0]}")
-    return arr
 
 
 def _check_shape(arr: Any, cols: int, name: str) -> None:
@@ -179,21 +176,27 @@ def _prebuilt(path: str) -> Any:
     return _cuda.cupy().RawModule(path=path)
 
 
-def _k(name: str) -> Any:
-    """A kernel of msm.cu (from :data:`CUBIN` when set), or of fr_ops.cu for the Fr check it shares
-    with the NTT (fr_first_unreduced)."""
+def _k(name: str, group: str = "g1") -> Any:
+    """A kernel of msm.cu built for ``group`` (G1: from :data:`CUBIN` when set), or of fr_ops.cu for the Fr
+    check it shares with the NTT (fr_first_unreduced)."""
     if name in _FR_OPS_KERNELS:
         return _cuda.get_kernel("fr_ops", name)
-    if CUBIN:
+    if CUBIN and group == "g1":
         return _prebuilt(CUBIN).get_function(name)
-    return _cuda.get_kernel("msm", name, _defines())
+    return _cuda.get_kernel("msm", name, _defines() + _group(group).defines)
 
 
-def kernel(name: str) -> Any:
-    """The compiled kernel ``name`` of msm.cu, built with the configured options (:func:`configure`;
-    the prebuilt :data:`CUBIN` when set): for modules that launch msm.cu's kernels themselves
-    (:mod:`zkgpu.gpu.msm.bases`). Raises RuntimeError without a GPU."""
-    return _k(name)
+def _kernels(g: Group) -> msm_final.Kernel:
+    """msm.cu's kernels of group ``g`` by name (what :mod:`~zkgpu.gpu.msm.reduce` and :mod:`~zkgpu.gpu.msm.final`
+    launch)."""
+    return lambda name: _k(name, g.name)
+
+
+def kernel(name: str, group: str = "g1") -> Any:
+    """The compiled kernel ``name`` of msm.cu for ``group`` ("g1", "g2"), built with the configured options
+    (:func:`configure`; G1: the prebuilt :data:`CUBIN` when set): for modules that launch msm.cu's kernels
+    themselves (:mod:`zkgpu.gpu.msm.bases`). Raises RuntimeError without a GPU."""
+    return _k(name) if group == "g1" else _k(name, group)
 
 
 def settings() -> dict[str, Any]:
@@ -216,40 +219,46 @@ def _u64(x: int) -> np.uint64:
     return np.uint64(x)
 
 
-def _prepare_points_dev(pts: Any) -> Any:
-    """Validate (< q, on curve) and convert to Montgomery form; returns ``(n, 24)`` uint32."""
+def _prepare_points_dev(pts: Any, g: Group = G1, check: bool = True) -> Any:
+    """Validate (< q, on curve) and convert to Montgomery form; returns ``(n, g.affine_words)`` uint32.
+    ``check=False``: the same kernel, its verdict not read back (no host sync; the caller vouches for the points)."""
     cp = _cuda.cupy()
     n = pts.shape[0]
     pts = cp.ascontiguousarray(pts)
-    mont = cp.empty((n, 24), dtype=cp.uint32)
+    mont = cp.empty((n, g.affine_words), dtype=cp.uint32)
     bad = cp.full(1, n, dtype=cp.uint64)
-    _cuda.launch_1d(_k("g1_prepare"), n, (pts.view(cp.uint32), mont, _u64(n), bad))
+    _cuda.launch_1d(_kernels(g)(g.prepare), n, (pts.view(cp.uint32), mont, _u64(n), bad))
+    if not check:
+        return mont
     b = int(_cuda.read_back(bad, "msm.points_check")[0])
     if b < n:
-        raise ValueError(f"points[{b}] is not a valid G1 point (coordinate >= q or not on y^2 = x^3 + 4)")
+        raise ValueError(f"points[{b}] is not a valid {g.name.upper()} point (coordinate >= q or not on {g.curve})")
     return mont
 
 
-def prepare_points(points: Any) -> Any:
-    """Validate G1 points once and convert them to Montgomery form, for repeated MSMs and batch
+def prepare_points(points: Any, *, group: str = "g1") -> Any:
+    """Validate G1 (or G2) points once and convert them to Montgomery form, for repeated MSMs and batch
     additions over the same bases (``mont=`` of :func:`msm_device` and :func:`batch_add_device`,
     which then neither check nor convert them again, and do not wait for that check).
 
     Args:
-        points: ``(n, 12)`` uint64 affine points on the device (layout of :mod:`zkgpu.arith.curve`).
+        points: ``(n, 12)`` (G2: ``(n, 24)``) uint64 affine points on the device (layout of
+            :mod:`zkgpu.arith.curve`).
+        group: ``"g1"`` or ``"g2"`` (G2 points go to :func:`msm_device` with ``group="g2"`` only).
 
     Returns:
-        CuPy ``(n, 24)`` uint32, the points in Montgomery form (the kernels' layout); rows may be
-        gathered (``mont[idx]``) for a subset of the points.
+        CuPy ``(n, 24)`` (G2: ``(n, 48)``) uint32, the points in Montgomery form (the kernels' layout); rows
+        may be gathered (``mont[idx]``) for a subset of the points.
 
     Raises:
         TypeError / ValueError: wrong dtype or shape, or a point off the curve / with a coordinate
             ``>= q`` (the first bad index named). One host sync (the check's result).
     """
-    _check_shape(points, LIMBS, "points")
+    g = _group(group)
+    _check_shape(points, g.limbs, "points")
     if points.shape[0] == 0:
-        return _cuda.cupy().empty((0, 24), dtype=np.uint32)
-    return _prepare_points_dev(points)
+        return _cuda.cupy().empty((0, g.affine_words), dtype=np.uint32)
+    return _prepare_points_dev(points, g)
 
 
 def _check_scalars_dev(sc: Any, deferred: DeferredCheck | None = None) -> Any:
@@ -308,7 +317,7 @@ def _chunks(cp: Any, keys: Any, chunk: int = CHUNK) -> tuple[Any, Any, int, int]
     return cstart.astype(cp.uint64), cend.astype(cp.uint64), K, R
 
 
-def _level0_runs(cp: Any, keys: Any, e: Any, mont: Any, chunk: int) -> msm_reduce.Partials | None:
+def _level0_runs(cp: Any, keys: Any, e: Any, mont: Any, chunk: int, g: Group = G1) -> msm_reduce.Partials | None:
     """Level 0 in "runs" mode: each bucket's run cut into chunks of at most ``chunk`` on the host
     (:func:`_chunks`), one thread per chunk; reads E and the run counts back (``msm.sorted_count``,
     ``msm.runs``, ``msm.chunks``). None when no digit is nonzero."""
@@ -319,25 +328,25 @@ def _level0_runs(cp: Any, keys: Any, e: Any, mont: Any, chunk: int) -> msm_reduc
     hi = (keys >> np.uint64(32)).astype(cp.uint32)
     cstart, cend, K, _ = _chunks(cp, hi, chunk)
     del hi
-    out = msm_reduce.Partials.empty(cp, K, count=cp.full(1, K, dtype=cp.uint64))
-    _cuda.launch_1d(_k("seg_accum_affine"), K, (keys, cstart, cend, _u64(K), mont, out.keys, out.pts), block=HEAVY_BLOCK)
+    out = msm_reduce.Partials.empty(cp, K, count=cp.full(1, K, dtype=cp.uint64), words=g.xyzz_words)
+    _cuda.launch_1d(_kernels(g)("seg_accum_affine"), K, (keys, cstart, cend, _u64(K), mont, out.keys, out.pts), block=HEAVY_BLOCK)
     return out
 
 
-def _tree_sum(cp: Any, parts: Any, groups: int, per_group: int) -> Any:
+def _tree_sum(cp: Any, parts: Any, groups: int, per_group: int, g: Group = G1) -> Any:
     """Sum each of ``groups`` consecutive runs of ``per_group`` XYZZ points (per_group a power of 2)."""
     while per_group > 1:
         k = min(per_group, _SUM_FANIN)
         count = groups * per_group
-        out = cp.empty((count // k, 48), dtype=cp.uint32)
-        _cuda.launch_1d(_k("xyzz_sum_ranges"), count // k, (parts, _u64(count), _u32(k), out), block=HEAVY_BLOCK)
+        out = cp.empty((count // k, g.xyzz_words), dtype=cp.uint32)
+        _cuda.launch_1d(_kernels(g)("xyzz_sum_ranges"), count // k, (parts, _u64(count), _u32(k), out), block=HEAVY_BLOCK)
         parts, per_group = out, per_group // k
     return parts
 
 
-def _finish(cp: Any, sums: Any, nwin: int, c: int) -> Any:
+def _finish(cp: Any, sums: Any, nwin: int, c: int, g: Group = G1) -> Any:
     """Horner over the window sums, to affine (:func:`zkgpu.gpu.msm.final.finish`)."""
-    return msm_final.finish(cp, _k, sums, nwin, c)
+    return msm_final.finish(cp, _kernels(g), sums, nwin, c, limbs=g.limbs)
 
 
 def _top_window_buckets(c: int, nwin: int, m: int) -> int:
@@ -374,12 +383,12 @@ class Phases:
 
 
 def msm_device(pts: Any, sc: Any, c: int | str | None = None, phases: Phases | None = None, *,
-               mont: Any = None, deferred: DeferredCheck | None = None) -> Any:
-    """The GPU Pippenger of :func:`msm` on CuPy inputs ``pts (n, 12)``, ``sc (n, 4)`` uint64 without
-    :func:`msm`'s shape checks (values are still checked); ``c`` the window bits (default
-    :func:`window_bits` of n; ``"sparse"``: :func:`~zkgpu.gpu.msm.window.sparse_window_bits`, which counts
-    the scalars > 1 on the device and reads the count back, one host sync named ``msm.window``).
-    Returns CuPy ``(1, 12)``.
+               mont: Any = None, deferred: DeferredCheck | None = None, group: str = "g1", check: bool = True) -> Any:
+    """The GPU Pippenger of :func:`msm` on CuPy inputs ``pts (n, 12)`` (``group="g2"``: ``(n, 24)``),
+    ``sc (n, 4)`` uint64 without :func:`msm`'s shape checks (values are still checked); ``c`` the window
+    bits (default :func:`window_bits` of n; ``"sparse"``: :func:`~zkgpu.gpu.msm.window.sparse_window_bits`,
+    which counts the scalars > 1 on the device and reads the count back, one host sync named ``msm.window``).
+    Returns CuPy ``(1, 12)`` (G2: ``(1, 24)``).
 
     ``mont``: the points already checked and in Montgomery form (:func:`prepare_points`, or rows
     of it); ``pts`` is then ignored (may be None). ``deferred``: the scalar check is queued on
@@ -388,8 +397,10 @@ def msm_device(pts: Any, sc: Any, c: int | str | None = None, phases: Phases | N
     ``msm.scalars_check`` unless ``mont`` / ``deferred`` are given; none otherwise in the default
     balanced level 0 (every size stays on the device: :mod:`zkgpu.gpu.msm.reduce`), so with both the
     call only queues kernels. :data:`LEVEL0` ``"runs"`` adds ``msm.sorted_count``, ``msm.runs`` and
-    ``msm.chunks`` (its host-cut chunks). Device memory: the sorted keys (``8 * nwin * n`` bytes),
-    the buckets (``192 * nwin * 2^(c-1)``) and two partial buffers of at most
+    ``msm.chunks`` (its host-cut chunks). ``check=False`` (the trusted path of :func:`msm`): neither the points'
+    nor the scalars' check is made or read back (no host sync; out-of-range values give a wrong point, not an
+    error). Device memory: the sorted keys (``8 * nwin * n`` bytes),
+    the buckets (``192 * nwin * 2^(c-1)``; G2: 384 bytes per XYZZ point) and two partial buffers of at most
     ``192 * (nwin * n / CHUNK + nwin * 2^(c-1))`` bytes each.
 
     Raises:
@@ -399,17 +410,19 @@ def msm_device(pts: Any, sc: Any, c: int | str | None = None, phases: Phases | N
     """
     if not (c is None or c == "sparse" or (isinstance(c, (int, np.integer)) and not isinstance(c, bool) and 2 <= c <= 24)):
         raise ValueError(f"msm_device: window c must be an int in [2, 24], 'sparse' or None, got {c!r}")
+    g = _group(group)
+    k = _kernels(g)
     cp = _cuda.cupy()
     ph = phases or Phases(False)
     n = (pts if mont is None else mont).shape[0]
     if sc.shape[0] != n:
         raise ValueError(f"scalars: expected {n} rows (one per point), got {sc.shape[0]}")
     if n == 0:
-        return cp.zeros((1, LIMBS), dtype=cp.uint64)
+        return cp.zeros((1, g.limbs), dtype=cp.uint64)
     ph.mark("start")
     if mont is None:
-        mont = _prepare_points_dev(pts)
-    sc = _check_scalars_dev(sc, deferred)
+        mont = _prepare_points_dev(pts, g, check)
+    sc = _check_scalars_dev(sc, deferred) if check else cp.ascontiguousarray(sc)
     ph.mark("validate+to_mont")
     live = n  # the scalars with a digit in every window (the significant ones for c="sparse")
     if c == "sparse":
@@ -418,32 +431,32 @@ def msm_device(pts: Any, sc: Any, c: int | str | None = None, phases: Phases | N
     c = int(c or window_bits(n))
     nwin, m = num_windows(c), 1 << (c - 1)
     keys = cp.empty(nwin * n, dtype=cp.uint64)
-    _cuda.launch_1d(_k("msm_digits"), n, (sc.view(cp.uint32), mont, _u64(n), np.int32(c), np.int32(nwin), keys))
+    _cuda.launch_1d(k("msm_digits"), n, (sc.view(cp.uint32), mont, _u64(n), np.int32(c), np.int32(nwin), keys))
     ph.mark("digits")
     bits = (nwin * m).bit_length()  # buckets < nwin*m <= 2^bits - 1: a sentinel's field (all ones) sorts last
     keys = devsort.sort_keys(keys, begin_bit=32, end_bit=32 + bits, overwrite=True)  # bucket bits only, no host sync
-    e = msm_reduce.valid_count(cp, _k, keys)
+    e = msm_reduce.valid_count(cp, k, keys)
     ph.mark("sort")
-    buckets = cp.zeros((nwin * m, 48), dtype=cp.uint32)
+    buckets = cp.zeros((nwin * m, g.xyzz_words), dtype=cp.uint32)
     plan = msm_reduce.plan(n, nwin, m, _chunk_size(), entries_per_key=live / m)
     if _level0_mode() == "runs":
-        parts = _level0_runs(cp, keys, e, mont, plan.chunk)
+        parts = _level0_runs(cp, keys, e, mont, plan.chunk, g)
     else:
-        parts = msm_reduce.level0(cp, _k, keys, e, mont, plan)
+        parts = msm_reduce.level0(cp, k, keys, e, mont, plan, words=g.xyzz_words)
     del keys
     ph.mark("bucket_accumulate")
     if parts is not None:
-        msm_reduce.to_buckets(cp, _k, parts, plan, buckets)
+        msm_reduce.to_buckets(cp, k, parts, plan, buckets)
     ph.mark("bucket_partials")
     # running-sum reduction: T threads per window, each a range of R buckets
     T = msm_final.window_threads(nwin, m)
     R = m // T
-    parts = cp.empty((nwin * T, 48), dtype=cp.uint32)
-    _cuda.launch_1d(_k("window_reduce"), nwin * T, (buckets, _u32(nwin), _u32(m), _u32(T), _u32(R),
+    parts = cp.empty((nwin * T, g.xyzz_words), dtype=cp.uint32)
+    _cuda.launch_1d(k("window_reduce"), nwin * T, (buckets, _u32(nwin), _u32(m), _u32(T), _u32(R),
                                                    _u32(_top_window_buckets(c, nwin, m)), parts), block=HEAVY_BLOCK)
-    sums = _tree_sum(cp, parts, nwin, T)
+    sums = _tree_sum(cp, parts, nwin, T, g)
     ph.mark("window_reduce")
-    out = _finish(cp, sums, nwin, c)
+    out = _finish(cp, sums, nwin, c, g)
     ph.mark("final")
     return out
 
@@ -451,52 +464,67 @@ def msm_device(pts: Any, sc: Any, c: int | str | None = None, phases: Phases | N
 # --------------------------------------------------------------------------- public API
 
 
-def msm(points: Any, scalars: Any, *, window: int | None = None) -> Any:
-    """Multi-scalar multiplication ``sum_i scalars[i] * points[i]`` on BLS12-381 G1.
+def msm(points: Any, scalars: Any, *, window: int | None = None, group: str = "g1", check: bool = True,
+        out: Any = None) -> Any:
+    """Multi-scalar multiplication ``sum_i scalars[i] * points[i]`` on BLS12-381 G1 (or G2).
 
     Args:
         points: ``(n, 12)`` uint64 affine points (numpy or CuPy), layout of :mod:`zkgpu.arith.curve`;
-            identities allowed.
+            identities allowed. ``group="g2"``: ``(n, 24)`` G2 points (x.c0, x.c1, y.c0, y.c1).
         scalars: ``(n, 4)`` uint64 canonical Fr (numpy or CuPy), values ``< r``.
         window: override the window size c (2..24, GPU path only; the bucket array holds
-            ``ceil(256/c) * 2^(c-1)`` XYZZ points of 192 bytes); default :func:`window_bits`.
+            ``ceil(256/c) * 2^(c-1)`` XYZZ points of 192 bytes, G2 384); default :func:`window_bits`.
+        group: ``"g1"`` (default) or ``"g2"``.
+        check: ``False`` is the trusted path for device inputs: the values are not checked on the GPU and
+            nothing is read back, so the call only queues the MSM's kernels (its time is the kernels' time:
+            ``zkgpu bench msm`` rows ``api`` and ``api_trusted``). The caller guarantees points on the curve
+            with coordinates ``< q`` and scalars ``< r``; others give a wrong point, never an error. Shapes and
+            dtypes are still checked. The CPU path always checks.
+        out: a ``(1, 12)`` (G2: ``(1, 24)``) uint64 array of the result's kind (CuPy for device inputs) to
+            write the result into (and return).
 
     Returns:
-        ``(1, 12)`` uint64: a CuPy array when both inputs are CuPy arrays, else numpy. n = 0
-        gives the identity.
+        ``(1, 12)`` (G2: ``(1, 24)``) uint64: a CuPy array when both inputs are CuPy arrays, else numpy
+        (``out`` when given). n = 0 gives the identity.
 
     Raises:
         TypeError / ValueError: wrong dtype or shape, mismatched n, a scalar ``>= r`` or a point
-            off the curve / with a coordinate ``>= q`` (the message names the first bad index).
+            off the curve / with a coordinate ``>= q`` (the message names the first bad index), or a
+            group other than "g1" / "g2", or an ``out`` of the wrong shape, dtype or kind.
     """
+    g = _group(group)
     dev = _cuda.is_device_array(points) and _cuda.is_device_array(scalars)
-    _check_shape(points, LIMBS, "points")
+    _check_shape(points, g.limbs, "points")
     _check_shape(scalars, FR.limbs, "scalars")
     n = points.shape[0]
     if scalars.shape[0] != n:
         raise ValueError(f"scalars: expected {n} rows (one per point), got {scalars.shape[0]}")
     if window is not None and not 2 <= int(window) <= 24:
         raise ValueError(f"window must be in 2..24, got {window}")
+    if out is not None:
+        _check_shape(out, g.limbs, "out")
+        if out.shape[0] != 1 or _cuda.is_device_array(out) != dev:
+            raise ValueError(f"out: expected a (1, {g.limbs}) uint64 {'CuPy' if dev else 'numpy'} array, got shape "
+                             f"{tuple(out.shape)} ({type(out).__name__})")
     if dev:
-        return msm_device(points, scalars, window)
-    if _cuda.gpu_available():
+        res = msm_device(points, scalars, window, group=g.name, check=check)
+    elif _cuda.gpu_available():
         cp = _cuda.cupy()
         pts = points if _cuda.is_device_array(points) else cp.asarray(np.ascontiguousarray(points))
         sc = scalars if _cuda.is_device_array(scalars) else cp.asarray(np.ascontiguousarray(scalars))
-        return cp.asnumpy(msm_device(pts, sc, window))
-    return msm_cpu(points, scalars)
+        res = cp.asnumpy(msm_device(pts, sc, window, group=g.name))
+    else:
+        res = msm_cpu(points, scalars, group=g.name)
+    if out is None:
+        return res
+    out[...] = res
+    return out
 
 
-def msm_cpu(points: np.ndarray, scalars: np.ndarray) -> np.ndarray:
-    """CPU reference: validates, then py-arkworks-bls12381 ``G1Point.multiexp_unchecked``."""
-    ark = optional.arkworks()
-    pts = check_points(np.asarray(points))
-    sc = _check_scalars_host(np.asarray(scalars), pts.shape[0])
-    if pts.shape[0] == 0:
-        return identity(1)
-    raw = sc.astype("<u8").tobytes()
-    ss = [ark.Scalar.from_le_bytes(raw[i : i + 32]) for i in range(0, len(raw), 32)]
-    return g1_from_arkworks([ark.G1Point.multiexp_unchecked(g1_to_arkworks(pts, checked=False), ss)])
+def msm_cpu(points: np.ndarray, scalars: np.ndarray, *, group: str = "g1") -> np.ndarray:
+    """CPU reference: validates, then py-arkworks-bls12381 ``G1Point`` (``group="g2"``: ``G2Point``)
+    ``.multiexp_unchecked`` (:func:`zkgpu.gpu.msm.group.msm_cpu`)."""
+    return _msm_cpu_group(points, scalars, _group(group))
 
 
 def _bitmap_host(bitmap: Any, n: int) -> np.ndarray:

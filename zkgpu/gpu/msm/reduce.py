@@ -73,7 +73,7 @@ __all__ = ["HEAVY_BLOCK", "ROUND_STARTS", "SHORT_FIRST", "ROUND_CHUNK", "SHORT_R
            "to_buckets"]
 
 HEAVY_BLOCK = 128  # ~150 registers per thread: 3 blocks of 128 fit an SM, 1 block of 256
-XYZZ_WORDS = 48  # uint32 words of one XYZZ point (g1.cuh xyzz_t)
+XYZZ_WORDS = 48  # uint32 words of one XYZZ point (g1.cuh xyzz_t; G2: 96, g2.cuh)
 
 Kernel = Callable[[str], Any]  # msm.cu's kernel by name (zkgpu.gpu.msm.pippenger._k: NVRTC build, cubin or emulation)
 
@@ -247,16 +247,17 @@ def plan(n: int, nwin: int, buckets_per_window: int, chunk: int, round_chunk: in
 @dataclasses.dataclass
 class Partials:
     """(bucket key, XYZZ partial) pairs sorted by key on the device: ``keys (cap,)`` uint32, ``pts
-    (cap, 48)`` uint32, ``count`` a ``(1,)`` uint64 device array holding how many are live."""
+    (cap, 48)`` uint32 (G2: ``(cap, 96)``), ``count`` a ``(1,)`` uint64 device array holding how many are live."""
 
     keys: Any
     pts: Any
     count: Any
 
     @classmethod
-    def empty(cls, cp: Any, cap: int, count: Any = None) -> Partials:
-        """Room for ``cap`` pairs; ``count`` the live-count array (a new one when None)."""
-        return cls(cp.empty(cap, dtype=cp.uint32), cp.empty((cap, XYZZ_WORDS), dtype=cp.uint32),
+    def empty(cls, cp: Any, cap: int, count: Any = None, words: int = XYZZ_WORDS) -> Partials:
+        """Room for ``cap`` pairs of XYZZ points of ``words`` uint32 each; ``count`` the live-count array (a
+        new one when None)."""
+        return cls(cp.empty(cap, dtype=cp.uint32), cp.empty((cap, words), dtype=cp.uint32),
                    cp.empty(1, dtype=cp.uint64) if count is None else count)
 
     @property
@@ -283,11 +284,12 @@ def _offsets(cp: Any, k: Kernel, count_kernel: str, keys: Any, count: Any, chunk
     return offs
 
 
-def level0(cp: Any, k: Kernel, keys: Any, e: Any, mont: Any, p: Plan) -> Partials:
+def level0(cp: Any, k: Kernel, keys: Any, e: Any, mont: Any, p: Plan, *, words: int = XYZZ_WORDS) -> Partials:
     """Balanced level 0 over the sorted ``keys (N,)`` uint64 with ``e`` (:func:`valid_count`) of them
-    valid, points ``mont (n, 24)`` uint32 in Montgomery form: at most ``p.partials0`` partials."""
+    valid, points ``mont (n, 24)`` uint32 in Montgomery form (G2: ``(n, 48)`` with ``words=96``, the XYZZ
+    partials' uint32 words): at most ``p.partials0`` partials."""
     offs = _offsets(cp, k, "seg_count_sorted64", keys, e, p.chunk, p.threads0)
-    out = Partials.empty(cp, p.partials0, count=offs[p.threads0:])
+    out = Partials.empty(cp, p.partials0, count=offs[p.threads0:], words=words)
     _cuda.launch_1d(
         k("seg_accum_affine_balanced"), p.threads0,
         (keys, e, np.uint32(p.chunk), np.uint64(p.threads0), offs, mont, out.keys, out.pts), block=HEAVY_BLOCK,
@@ -296,19 +298,20 @@ def level0(cp: Any, k: Kernel, keys: Any, e: Any, mont: Any, p: Plan) -> Partial
 
 
 def to_buckets(cp: Any, k: Kernel, parts: Partials, p: Plan, buckets: Any) -> None:
-    """Sum the sorted partials of each key into ``buckets (D, 48)`` uint32 (zero-filled beforehand =
-    identity): the plan's rounds (per-key chunks), then ``scatter_buckets``. Queues kernels only; no
+    """Sum the sorted partials of each key into ``buckets (D, 48)`` uint32 (G2: ``(D, 96)``; zero-filled
+    beforehand = identity): the plan's rounds (per-key chunks), then ``scatter_buckets``. Queues kernels only; no
     host sync."""
     if p.short_first:
         parts = _short_runs_first(cp, k, parts, p, buckets)
     rounds = p.rounds_from(parts.cap)
-    spare = Partials.empty(cp, rounds[0].k_out) if rounds else None
+    words = int(buckets.shape[1])
+    spare = Partials.empty(cp, rounds[0].k_out, words=words) if rounds else None
     table = _round_starts() == "table"
     starts = cp.empty(max(rounds[0].k_out, 1), dtype=cp.uint64) if rounds and table else None
     lr = np.uint32(p.round_chunk)
     for r in rounds:
         offs = _offsets(cp, k, "run_chunk_count", parts.keys, parts.count, p.round_chunk, r.k_in)
-        dst = spare if spare is not None and spare.cap >= r.k_out else Partials.empty(cp, r.k_out)
+        dst = spare if spare is not None and spare.cap >= r.k_out else Partials.empty(cp, r.k_out, words=words)
         dst = Partials(dst.keys[: r.k_out], dst.pts[: r.k_out], offs[r.k_in:])
         head = (parts.keys, parts.count, lr, np.uint64(r.k_in), offs, np.uint64(r.k_out))
         if starts is not None:
@@ -340,7 +343,7 @@ def _short_runs_first(cp: Any, k: Kernel, parts: Partials, p: Plan, buckets: Any
     _cuda.launch_1d(k("short_run_starts"), kmax, (offs, np.uint64(kmax), starts))
     _cuda.launch_1d(k("scatter_short_from"), nmax, (parts.keys, parts.pts, parts.count, offs, np.uint64(kmax), np.uint64(nmax),
                                                     starts, buckets), block=HEAVY_BLOCK)
-    out = Partials.empty(cp, kmax, count=offs[kmax:] & np.uint64(0xFFFFFFFF))
+    out = Partials.empty(cp, kmax, count=offs[kmax:] & np.uint64(0xFFFFFFFF), words=int(buckets.shape[1]))
     _cuda.launch_1d(k("gather_long_runs"), kmax, (parts.keys, parts.pts, offs, np.uint64(kmax), np.uint64(kmax),
                                                   out.keys, out.pts))
     return out
