@@ -112,8 +112,10 @@ class Step:
 class Diagnosis:
     """The diagnosis of one log: ``bottleneck`` (one of :data:`BOTTLENECKS`), ``confidence``
     (``measured``, ``inferred``, ``suspected`` or ``none``), ``steps``, ``recommendation``,
-    ``predicted_gain`` (``{"ratio", "partitions_per_min", "change", "calibrated_on"}`` or None with
-    ``gain_note`` saying why)."""
+    ``predicted_gain`` (``{"ratio", "partitions_per_min", "model_partitions_per_min", "change", "calibrated_on",
+    "settings"}`` or None with ``gain_note`` saying why); ``to_confirm``: the evidence that would confirm a verdict
+    that is not measured; ``events``: the log's event table (None when the
+    input step stopped)."""
 
     log: str
     bottleneck: str
@@ -122,6 +124,8 @@ class Diagnosis:
     recommendation: str
     predicted_gain: dict[str, Any] | None = None
     gain_note: str = ""
+    to_confirm: list[str] = field(default_factory=list)
+    events: pd.DataFrame | None = field(default=None, repr=False, compare=False)  # the log's event table (figures), not in JSON
 
     @property
     def evidence(self) -> list[str]:
@@ -139,7 +143,7 @@ class Diagnosis:
         """A JSON-ready dict: ``log``, ``bottleneck``, ``confidence``, ``evidence``, ``missing``,
         ``recommendation``, ``predicted_gain``, ``numbers`` and the ``steps``."""
         return {"log": self.log, "bottleneck": self.bottleneck, "confidence": self.confidence, "evidence": self.evidence,
-                "missing": self.missing, "recommendation": self.recommendation, "predicted_gain": self.predicted_gain,
+                "missing": self.missing, "recommendation": self.recommendation, "to_confirm": self.to_confirm, "predicted_gain": self.predicted_gain,
                 "gain_note": self.gain_note, "numbers": _finite(self.numbers),
                 "steps": [{"name": s.name, "title": s.title, "status": s.status, "text": s.text, "evidence": s.evidence,
                            "missing": s.missing} for s in self.steps]}
@@ -385,8 +389,6 @@ def _smoking_gun_step(r: _Run) -> Step:
     st.evidence.append(f"ntt_msm_h > prep_msm in {100 * frac:.0f}% of {len(both)} partitions (medians {r.med['ntt_msm_h_ms']:.0f} "
                        f"against {r.med['prep_msm_ms']:.0f} ms); gpu_total − logged phases = {resid:.0f} ms (median)"
                        + (f", phases not logged: {missing}" if missing else ""))
-    if missing:
-        st.missing.append(LINES["mutex"] + f" (absent here: {missing})")
     gun = frac >= _t("smoking_gun")
     st.status = "info"
     st.text = ("ntt_msm_h outlasts prep_msm: the GPU was not waiting for the CPU, the time is inside ntt_msm_h." if gun else
@@ -592,7 +594,13 @@ def diagnose(parsed: logs.ParsedLog, *, name: str = "log", measured: pd.DataFram
     elif note:
         v.text += f" No predicted gain: {note}."
     steps.append(v)
-    return Diagnosis(name, verdict, conf, steps, RECOMMENDATIONS[verdict], gain, note)
+    confirm: list[str] = []
+    if verdict == "h2d_pageable" and conf != "measured":
+        confirm = [LINES["copies"] + " (HtoD rows with src=pageable, their time against ntt_msm_h)"]
+        if not len(parsed.ntt_h):
+            confirm.append(LINES["CUZK_NTT_H"] + " (ntt_kernels near ntt_msm_h: the host blocked in the copies)")
+        confirm.append(LINES["pool"] + " (none: a, b, c are not from the pinned pool)")
+    return Diagnosis(name, verdict, conf, steps, RECOMMENDATIONS[verdict], gain, note, confirm, events)
 
 
 def diagnose_file(path: str | Path, *, measured: pd.DataFrame | None = None, progress: bool = False) -> Diagnosis:
