@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from zkgpu.analysis import logs, metrics
@@ -278,6 +279,13 @@ class _Run:
     has_timeline: bool
     workers: int  # distinct GPU workers in TIMELINE (0: unknown)
     med: dict[str, float] = field(default_factory=dict)
+    _util: pd.Series | None = None
+
+    def util(self) -> pd.Series:
+        """:func:`zkgpu.analysis.metrics.utilization` of the log's event table (its one run), computed once."""
+        if self._util is None:
+            self._util = metrics.utilization(self.events).iloc[0]
+        return self._util
 
     def num(self, key: str, value: float, unit: str, label: str) -> dict[str, Any]:
         return number(float(value), unit, label, self.name)
@@ -290,7 +298,7 @@ def _symptom_step(r: _Run) -> Step:
         st.text = "No TIMELINE lines: no wall clock, so no utilization or throughput."
         st.missing.append(LINES["TIMELINE"])
         return st
-    u = metrics.utilization(r.events).iloc[0]
+    u = r.util()
     parts = []
     for col in ("timeline_util", "kernel_util"):
         label, definition = metrics.UTILIZATIONS[col]
@@ -382,7 +390,7 @@ def _smoking_gun_step(r: _Run) -> Step:
     both = d[["ntt_msm_h_ms", "prep_msm_ms"]].apply(pd.to_numeric, errors="coerce").dropna()
     frac = float((both["ntt_msm_h_ms"] > both["prep_msm_ms"]).mean()) if len(both) else math.nan
     r.med["ntt_over_prep"] = frac
-    ident = metrics.identity_check(d)
+    ident = metrics.identity_check(d if len(d) <= 1024 else d.iloc[np.linspace(0, len(d) - 1, 1024).round().astype(int)])
     resid = float(ident["residual_ms"].median())
     missing = ident["missing"].mode().iloc[0] if len(ident) else ""
     st.numbers["ntt_over_prep"] = r.num("g", frac, "%", "partitions with ntt_msm_h > prep_msm")
@@ -480,6 +488,20 @@ def _h2d_step(r: _Run) -> tuple[Step, str]:
 # ------------------------------------------------------------------------------------------------
 # step 6: the verdict and the model's gain
 
+#: partitions the model is calibrated on: evenly spaced over the log, so that calibration (medians) costs the
+#: same on a log of any length
+CALIBRATION_PARTITIONS = 256
+
+
+def _sample(events: pd.DataFrame) -> pd.DataFrame:
+    """The rows of at most :data:`CALIBRATION_PARTITIONS` partitions, evenly spaced (rows without a partition kept)."""
+    parts = pd.Series(events["partition"].dropna().unique()).sort_values().to_numpy()
+    if len(parts) <= CALIBRATION_PARTITIONS:
+        return events
+    keep = parts[np.linspace(0, len(parts) - 1, CALIBRATION_PARTITIONS).round().astype(int)]
+    return events[events["partition"].isna() | events["partition"].isin(keep)]
+
+
 def _model_gain(r: _Run, verdict: str, hidden_ms: float) -> tuple[dict[str, Any] | None, str]:
     """The throughput gain :func:`zkgpu.analysis.model.simulate` predicts for the recommended change,
     calibrated on the log's own event table (medians)."""
@@ -488,7 +510,7 @@ def _model_gain(r: _Run, verdict: str, hidden_ms: float) -> tuple[dict[str, Any]
     if not r.has_timeline:
         return None, "no TIMELINE lines: the model cannot be calibrated on a log without synthesis and GPU queue times"
     try:
-        params = calibrate(r.events, source=f"diagnose: {r.name}")
+        params = calibrate(_sample(r.events), source=f"diagnose: {r.name}")
     except ValueError as exc:
         return None, f"the model cannot be calibrated on this log: {exc}"
     gw = max(r.workers, 1)
@@ -529,7 +551,7 @@ def _verdict(r: _Run, host_hit: bool, h2d_conf: str, steps: list[Step]) -> tuple
                                         "and the GPU cannot be weighed against each other."), hidden
     if not math.isfinite(r.med.get("barrier_idle", math.nan)):
         return "undetermined", "none", "No barrier_wait lines: prep_msm cannot be weighed against the GPU phases.", hidden
-    u = metrics.utilization(r.events).iloc[0]
+    u = r.util()
     wall_pp = 60_000.0 / u["partitions_per_min"] if u["partitions_per_min"] > 0 else math.nan
     prep_share = r.med["prep_msm_ms"] / (max(r.workers, 1) * wall_pp)
     r.med["prep_share"] = prep_share
