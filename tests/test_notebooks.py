@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 NB_DIR = ROOT / "notebooks"
 EXPECTED = [
     "00_index", "01_symptom", "02_host_instrumentation", "03_mutex_barrier", "04_smoking_gun",
-    "05_h2d_bandwidth", "06_pinned_pool_fix", "07_next_bottleneck", "07b_last_bottleneck", "08_report", "10_real_proof", "appendix_nsight",
+    "05_h2d_bandwidth", "06_pinned_pool_fix", "07_next_bottleneck", "07b_last_bottleneck", "08_report", "09_diagnose", "10_real_proof", "appendix_nsight",
 ]
 TIMINGS: dict[str, float] = {}
 

@@ -14,7 +14,7 @@ from zkgpu import __version__
 from zkgpu.analysis import compare as compare_mod
 from zkgpu.analysis.chrome_trace import ExportError, export_recording, open_run
 from zkgpu.analysis.replay import Recording, Source
-from zkgpu.app import pipeline_cmd, record, settings
+from zkgpu.app import diagnose_cmd, pipeline_cmd, record, settings
 from zkgpu.app import prove_cmd as groth16_cli
 from zkgpu.app import report as report_mod
 from zkgpu.app.bench import hostload as bench_hostload
@@ -201,6 +201,7 @@ for _group, _cmd in (
     (bench, bench_parse.bench_parse_command),
     (main, record.record_command),
     (main, parse_command),
+    (main, diagnose_cmd.diagnose_command),
     (main, groth16_cli.prove_command),
     (main, groth16_cli.circuit_command),
     (main, groth16_cli.setup_command),

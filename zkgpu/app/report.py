@@ -375,7 +375,7 @@ def _reading_guide(results: list[NotebookResult]) -> str:
     one_page = next((r for r in results if r.name.startswith("08_") and r.html is not None), None)
     return ("<p>The notebooks tell one story, in this order: the symptom, the host ruled out, the mutex and the barrier, "
             "the smoking gun (pageable H2D), the H2D bandwidth, the pinned-pool fix, the next and the last bottleneck, "
-            "the report, real proofs. Each card gives the notebook's title, its one-sentence finding and its key numbers, "
+            "the report, the diagnosis of any cuzk log (zkgpu diagnose), real proofs. Each card gives the notebook's title, its one-sentence finding and its key numbers, "
             "all computed from <code>data/</code>"
             + (f"; <a href='{html.escape(one_page.html.name)}'>{html.escape(one_page.name)}</a> puts the whole story on one page"
                if one_page is not None and one_page.html is not None else "") + ".</p>")
