@@ -47,6 +47,7 @@ from zkgpu.analysis.replay import (
     inventory,
     inventory_by_kind,
     latest_recording,
+    shown_path,
     story_order,
 )
 from zkgpu.app.live import open_source, resolve_mode
@@ -239,7 +240,7 @@ def _recordings_html() -> str:
         return ""
     rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td class='num'>{int(r['recordings'])}</td><td>{html.escape(str(r['details']))}</td>"
                    f"<td>{_code(str(r['what']))}</td></tr>" for k, r in by.iterrows())
-    return (f"<h2>Recordings in data/</h2><p>Every folder with a <code>manifest.json</code> in <code>{html.escape(str(data_dir()))}</code> "
+    return (f"<h2>Recordings in data/</h2><p>Every folder with a <code>manifest.json</code> in <code>{html.escape(shown_path(data_dir()))}</code> "
             f"and its sub-folders, {int(by['recordings'].sum())} in all, by kind:</p><div class='scroll'><table><tr><th>kind</th>"
             f"<th class='num'>recordings</th><th>details</th><th>what it is</th></tr>{rows}</table></div>")
 
