@@ -243,3 +243,25 @@ def test_utilization_colours_are_no_phases_or_paths():
     for m, c in plots.METRIC_COLORS.items():
         assert min(dist(c, o) for o in others) > 15, m
     assert min(dist(plots.METRIC_COLORS["compute_util"], o) for o in others) > 60  # the headline: far from every phase
+
+
+def test_staircase_whiskers_from_the_repeats_and_says_which_bar_is_one_run():
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from zkgpu.analysis import plots
+
+    t = pd.DataFrame({"partitions_per_min": [268.0, 293.0, 1150.0], "compute_util": [0.33, 0.35, 0.95]}, index=["baseline", "pinned_narrow", "submit"])
+    fig, ax = plots.staircase(t)
+    assert "Every bar is one run: no whisker" in plots.caption(fig) and not ax.containers[1:]  # bars only, no error bars
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["partitions/min (median run)", "compute_util (right axis)"]
+    plt.close(fig)
+    t["partitions_per_min_min"], t["partitions_per_min_max"] = [260.0, float("nan"), 900.0], [270.0, float("nan"), 1160.0]
+    fig, ax = plots.staircase(t)
+    cap = plots.caption(fig)
+    assert "Whiskers: min–max over the recording's repeats" in cap and "One run, no whisker: pinned_narrow." in cap
+    assert "min–max over the repeats" in [t.get_text() for t in ax.get_legend().get_texts()]
+    plt.close(fig)
+    with pytest.raises(ValueError, match="compute_util"):
+        plots.staircase(t.drop(columns="compute_util"))
