@@ -198,7 +198,7 @@ def test_kernel_config_uses_curve_only_where_the_kernelspec_declares_it(monkeypa
 def test_pages_have_a_title_a_link_back_to_the_index_and_alt_text():
 
     nb = new_notebook(cells=[new_markdown_cell("# 07 — The `next` bottleneck\n\ntext"),
-                             new_code_cell("from matplotlib.figure import Figure\nfrom zkgpu import view\n"
+                             new_code_cell("from matplotlib.figure import Figure\nfrom zkgpu.app import view\n"
                                            "fig = Figure(); fig.add_subplot().set_title('a plot')\nview.figure(fig)")])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     assert report.page_title(nb, "07_x") == "zkgpu 07 — The next bottleneck"
@@ -268,8 +268,10 @@ def test_report_end_to_end_one_notebook(tmp_path: Path, capfd, monkeypatch):
     rec = report._traced_recording("replay", tmp_path / "live")
     scenarios = [s for s in rec.scenarios if rec.scenario(s).get("events")]
     assert sorted(p.stem for p in (tmp_path / "traces").glob("*.json")) == sorted(scenarios)
+    details = (tmp_path / report.DETAILS_PAGE).read_text(encoding="utf-8")  # the landing page links it
+    assert f"href='{report.DETAILS_PAGE}'" in page and (tmp_path / "lecture" / "00_index.html").is_file()
     for s in scenarios:
-        assert f"href='traces/{s}.json'" in page
+        assert f"href='traces/{s}.json'" in details
     executed = nbformat.read(tmp_path / "00_index.ipynb", as_version=4)
     injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
     assert len(injected) == 1 and 'MODE = "replay"' in injected[0].source  # the mode reaches the notebook as a parameter
