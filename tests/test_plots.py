@@ -265,3 +265,31 @@ def test_staircase_whiskers_from_the_repeats_and_says_which_bar_is_one_run():
     plt.close(fig)
     with pytest.raises(ValueError, match="compute_util"):
         plots.staircase(t.drop(columns="compute_util"))
+
+
+def test_stacked_legend_lists_every_colour_drawn_however_thin():
+    """A category under 1% of the longest bar is still drawn, so the legend names it (issue 21: the story figure's red segments)."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from zkgpu.analysis import plots
+    from zkgpu.analysis.metrics import GPU_PATH
+
+    t = pd.DataFrame([{c: 0.0 for c in GPU_PATH} | {"h2d": 100.0, "ntt": 50.0, "lock_other": 0.2}], index=["baseline"])
+    t["partitions"], t["ms_per_partition"] = 16, 150.2
+    fig, ax = plots.critical_path(t)
+    colours = {tuple(round(x, 3) for x in p.get_facecolor()) for p in ax.patches if p.get_width() > 0}
+    legend = {tuple(round(x, 3) for x in h.get_facecolor()) for h in ax.get_legend().legend_handles}
+    assert colours <= legend, "a colour drawn is missing from the legend"
+    plt.close(fig)
+
+
+def test_h2d_path_colours_are_told_apart():
+    """05's bandwidth curves drew three browns and golds side by side (issue 21): every two paths now differ clearly."""
+    from itertools import combinations
+
+    from matplotlib.colors import to_rgb
+
+    cols = {p: to_rgb(c) for p, (c, _) in plots.PATH_STYLES.items()}
+    for (a, ca), (b, cb) in combinations(cols.items(), 2):
+        assert sum((255 * (x - y)) ** 2 for x, y in zip(ca, cb, strict=True)) ** 0.5 > 80, (a, b)

@@ -301,3 +301,14 @@ def test_zkgpu_help_imports_no_notebook_machinery():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
     assert "Usage:" in out and "LOADED []" in out, out[-500:]
     assert callable(notebook_tools().HTMLExporter) and notebook_tools() is notebook_tools()  # imported once, on use
+
+
+def test_printed_findings_never_wrap_inside_a_number():
+    """JupyterLab's CSS breaks printed outputs anywhere (word-break: break-all, "15⏎8"); both renderings override it."""
+    from zkgpu.app import lecture
+
+    nb = new_notebook(cells=[new_markdown_cell("# t")])
+    for body in (report.html_exporter().from_notebook_node(nb)[0],
+                 lecture.lecture_exporter().from_notebook_node(nb, resources={"zkgpu_nav": ""})[0]):
+        tail = body[body.rindex("break-all") if "break-all" in body else 0:]
+        assert re.search(r"\.jp-OutputArea-output pre ?\{ ?word-break: ?normal", tail), "the override must come after the lab CSS"

@@ -50,6 +50,7 @@ details.zkgpu-long>summary{cursor:pointer;color:#444;margin:.3em 0}
 .jp-OutputArea-output{max-width:0;overflow-x:auto}
 .jp-RenderedHTMLCommon table{display:block;max-width:100%;overflow-x:auto}
 .jp-RenderedHTMLCommon{overflow-wrap:break-word;word-break:normal}
+.jp-OutputArea-output pre{word-break:normal;overflow-wrap:break-word}
 """
 
 _TEMPLATE = ("{%- extends 'lab/index.html.j2' -%}\n{% block html_head_css %}{{ super() }}"
@@ -205,16 +206,16 @@ def write_teaching_pages(out_dir: Path, pages: Sequence[Page], *, data_note: str
     key_dir = out_dir / "key_numbers"
     written = []
     more = f" · <a href='{details_href}'>key numbers, recordings, traces, environment</a>" if details_href else ""
-    top = f"<nav class='zkgpu-nav'><a href='lecture/index.html'>lecture view</a><a href='glossary.html'>glossary</a>{more}</nav>"
+    top = f"<nav class='zkgpu-nav'><a href='lecture/index.html'>lecture view</a> · <a href='glossary.html'>glossary</a>{more}</nav>"
     index = out_dir / "index.html"
     index.write_text(_page_doc(landing_html(pages, key_dir, data_note=data_note, nav=top), "zkgpu report", css), encoding="utf-8")
     gl = out_dir / "glossary.html"
     gl.write_text(glossary.html_page("<nav class='zkgpu-nav'><a href='index.html'>the story (start)</a>"
-                                     "<a href='lecture/index.html'>lecture view</a></nav>", css), encoding="utf-8")
+                                     " · <a href='lecture/index.html'>lecture view</a></nav>", css), encoding="utf-8")
     lect = out_dir / "lecture"
     lect.mkdir(exist_ok=True)
     shown = [p for p in pages if (out_dir / f"{p.name}.ipynb").is_file()]
-    lnav = "<nav class='zkgpu-nav'><a href='../index.html'>full report</a><a href='../glossary.html'>glossary</a></nav>"
+    lnav = "<nav class='zkgpu-nav'><a href='../index.html'>full report</a> · <a href='../glossary.html'>glossary</a></nav>"
     li = lect / "index.html"
     li.write_text(_page_doc(landing_html(shown, key_dir, data_note=data_note, nav=lnav), "zkgpu lecture", css), encoding="utf-8")
     written += [index, gl, li]

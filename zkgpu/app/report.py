@@ -89,6 +89,8 @@ _NOTEBOOK_CSS = """
 .jp-OutputArea-output { max-width: 0; overflow-x: auto; }
 .jp-RenderedHTMLCommon table { display: block; max-width: 100%; overflow-x: auto; }
 .jp-InputArea-editor .highlight pre { overflow-x: auto; }
+/* printed findings wrap between words, never inside a number (JupyterLab's outputs use break-all: "15⏎8") */
+.jp-OutputArea-output pre { word-break: normal; overflow-wrap: break-word; }
 """
 # nbconvert's lab template, with the CSS above in its last head block (after the lab styles it overrides)
 _NOTEBOOK_CSS += ".zkgpu-nav { margin: .5em 1em; font-family: sans-serif; }\n"

@@ -131,10 +131,8 @@ def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: 
         # a shared axis (xmax given): the same room for the labels in every figure that shares it
         room = 0.62 if xmax is not None else max(0.3, 1.0 - 0.09 * (chars + 2) / axis_in)
         ax.set_xlim(0, longest / room if longest > 0 else 1)
-    # the legend lists what a reader can see: a category under 1 % of the longest bar in every row
-    # (e.g. "lock held, other", ~0.5 ms) is drawn but not listed (the caption still gives its ms)
-    seen = [c for c in drawn if float(v[c].max()) >= 0.01 * float(left.max())]
-    patch_legend(ax, seen, labels)
+    # the legend lists every colour drawn, however thin its segments (a reader who sees a sliver can name it)
+    patch_legend(ax, drawn, labels)
     ax.grid(axis="x", alpha=0.3)
     if own:
         fig.tight_layout()
