@@ -92,3 +92,13 @@ def test_key_numbers_one_value_per_name_and_recording():
     assert pagebudget.conflicting_numbers({"01": a, "07b": b})  # one of them names no recording
     a["n"]["recording"] = "rec-2"
     assert not pagebudget.conflicting_numbers({"01": a, "07b": b})
+
+
+def test_key_number_cards_name_the_recording(tmp_path: Path):
+    from zkgpu.app import report
+
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps({"finding": "f", "numbers": {"a": keynumbers.number(268.0, "partitions/min", "throughput", "baseline", recording="rec-4")}}))
+    _, rows = report.read_key_numbers(f)
+    assert rows[0].recording == "rec-4"
+    assert "<th>recording</th>" in report._key_numbers_html(rows) and "<td>rec-4</td>" in report._key_numbers_html(rows)

@@ -320,13 +320,14 @@ class KeyNumber:
     scenario: str
     text: str
     numeric: bool = True  # right-aligned in its column
+    recording: str = ""  # the recording it was computed from ('' where none applies)
 
 
 def read_key_numbers(path: Path) -> tuple[str, list[KeyNumber]]:
     """A notebook's ``$ZKGPU_NB_OUT/<name>.json`` as (finding, rows).
 
     Reads the contract ``{"finding": str, "numbers": {key: {"value", "unit", "label",
-    "scenario"}}}`` and the old flat ``{key: scalar | list | {scenario: scalar}}`` format (units
+    "scenario", "recording"}}}`` and the old flat ``{key: scalar | list | {scenario: scalar}}`` format (units
     inferred from the key, :func:`infer_unit`; a dict becomes one row per scenario).
 
     Raises:
@@ -343,7 +344,7 @@ def read_key_numbers(path: Path) -> tuple[str, list[KeyNumber]]:
             # a relative error (may be negative, so not a "%" of the contract) still reads as a percentage
             unit = str(entry.get("unit") or ("%" if "rel_err" in str(key) and infer_unit(key, entry["value"]) == "%" else ""))
             rows.append(KeyNumber(str(entry.get("label") or key), str(entry.get("scenario") or ""),
-                                  format_value(entry["value"], unit), _is_number(entry["value"])))
+                                  format_value(entry["value"], unit), _is_number(entry["value"]), str(entry.get("recording") or "")))
         elif isinstance(entry, dict):
             for scen, v in entry.items():
                 rows.append(KeyNumber(key, str(scen), format_value(v, infer_unit(key, v)), _is_number(v)))
@@ -360,13 +361,15 @@ def _key_numbers_html(rows: list[KeyNumber], shown: int = SHOWN_KEY_NUMBERS) -> 
     """A notebook's key numbers as a table: the first ``shown`` rows (the notebook lists its
     finding's numbers first), the others in a folded ``<details>`` table below it."""
     scen = any(k.scenario for k in rows)  # the scenario column only where one is named
+    recs = any(k.recording for k in rows)  # the recording column too: one name may hold different values in two recordings
 
     def tab(part: list[KeyNumber]) -> str:
         trs = "".join(f"<tr><td>{html.escape(k.label)}</td>"
                       + (f"<td>{html.escape(k.scenario)}</td>" if scen else "")
+                      + (f"<td>{html.escape(k.recording)}</td>" if recs else "")
                       + f"<td class='{'num' if k.numeric else 'txt'}'>{html.escape(k.text)}</td></tr>" for k in part)
         return ("<div class='scroll'><table class='kn'><tr><th>key number</th>" + ("<th>scenario</th>" if scen else "")
-                + f"<th class='num'>value</th></tr>{trs}</table></div>")
+                + ("<th>recording</th>" if recs else "") + f"<th class='num'>value</th></tr>{trs}</table></div>")
 
     if len(rows) <= shown + 2:  # folding away one or two rows would hide more than it saves
         return tab(rows)
