@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 NB_DIR = ROOT / "notebooks"
 EXPECTED = [
     "00_index", "01_symptom", "02_host_instrumentation", "03_mutex_barrier", "04_smoking_gun",
-    "05_h2d_bandwidth", "06_pinned_pool_fix", "07_next_bottleneck", "07b_last_bottleneck", "08_report", "09_diagnose", "10_real_proof", "appendix_nsight",
+    "05_h2d_bandwidth", "06_pinned_pool_fix", "07_next_bottleneck", "07b_last_bottleneck", "08_report", "09_diagnose", "10_real_proof", "appendix_07b_model", "appendix_kernels", "appendix_nsight",
 ]
 TIMINGS: dict[str, float] = {}
 
@@ -163,7 +163,7 @@ def test_key_numbers_follow_the_contract(executed):
         assert isinstance(key["finding"], str) and key["finding"].strip().endswith("."), f"{name}: one-sentence finding"
         assert key["numbers"], name
         for k, v in key["numbers"].items():
-            assert set(v) == {"value", "unit", "label", "scenario"}, (name, k)
+            assert set(v) - {"recording"} == {"value", "unit", "label", "scenario"}, (name, k)  # recording: where it names one
             assert v["unit"] in UNITS and v["label"], (name, k)
             if v["unit"] == "%":
                 assert 0.0 <= v["value"] <= 1.0, (name, k, v)
@@ -367,7 +367,9 @@ def test_report_renders_html_with_data_note_and_key_numbers(executed, tmp_path, 
     assert run_report(out_dir=tmp_path, mode="replay", only=("04_smoking",), timeout=180)
     index = (tmp_path / "index.html").read_text()
     assert "04_smoking_gun.html" in index and "Data:" in index
-    assert "Key numbers" in index and "04_smoking_gun" in index
+    details = (tmp_path / "details.html").read_text()  # the cards: linked from the landing page
+    assert "details.html" in index and "Key numbers" in details and "04_smoking_gun" in details
+    assert (tmp_path / "lecture" / "04_smoking_gun.html").is_file() and (tmp_path / "glossary.html").is_file()
     assert (tmp_path / "04_smoking_gun.html").stat().st_size > 10_000
 
 
@@ -423,3 +425,72 @@ def test_gpu_only_paths_on_a_synthetic_gpu_recording(tmp_path, monkeypatch):
     assert _num(k5, "pool_efficiency_passed") == "yes"
     assert _num(k5, "sweep_pageable_gbps") == pytest.approx(5.0)
     assert _num(json.loads((out / "08_report.json").read_text()), "source") == "recorded-gpu"
+
+
+# --------------------------------------------------------------------------- page budgets (issue 21)
+
+import pagebudget  # noqa: E402
+
+#: Pages over a budget today, each with its reason; the test fails (strict xfail) once they fit, so this list only shrinks.
+OVER_BUDGET = {
+    ("07b_last_bottleneck", "screens"): "issue 21: its lecture page is 8.2 screens after the split (the idle-cause tables and the budget table remain)",
+    ("08_report", "screens"): "issue 21: its lecture page is 8.9 screens (the last mile's two scenario tables beside its summary figure)",
+    ("00_index", "paths"): "00 (the lead's) prints replay.data_dir() in a table caption: replay.shown_path fixes it",
+}
+
+
+def _budget_case(name: str, what: str):
+    reason = OVER_BUDGET.get((name, what))
+    return pytest.param(name, marks=pytest.mark.xfail(reason=reason, strict=True)) if reason else name
+
+
+@pytest.fixture(scope="module")
+def rendered(executed, tmp_path_factory):
+    """Every executed notebook as the report renders it: {name: (full page, lecture page)} under a temporary folder."""
+    from zkgpu.app import lecture, report
+
+    out = tmp_path_factory.mktemp("pages")
+    pages = {}
+    for name in EXPECTED:
+        nb = executed[name][0]
+        full, _ = report.html_exporter().from_notebook_node(nb, resources={"metadata": {"name": name, "stem": name}})
+        lect, _ = lecture.lecture_exporter().from_notebook_node(lecture.lecture_notebook(nb), resources={"metadata": {"name": name}, "zkgpu_nav": ""})
+        (out / f"{name}.html").write_text(full, encoding="utf-8")
+        (out / f"{name}.lecture.html").write_text(lect, encoding="utf-8")
+        pages[name] = (out / f"{name}.html", out / f"{name}.lecture.html")
+    return pages
+
+
+@pytest.mark.parametrize("name", [_budget_case(n, "words") for n in EXPECTED])
+def test_prose_fits_the_budget(executed, name):
+    words = pagebudget.prose_words(executed[name][0])
+    assert words <= pagebudget.MAX_WORDS, f"{name}: {words} words of prose (budget {pagebudget.MAX_WORDS})"
+
+
+@pytest.mark.parametrize("name", [_budget_case(n, "tables") for n in EXPECTED])
+def test_long_tables_fit_the_budget(rendered, name):
+    full, lect = (p.read_text(encoding="utf-8") for p in rendered[name])
+    assert pagebudget.long_tables(full) <= pagebudget.MAX_LONG_TABLES, f"{name}: more than {pagebudget.MAX_LONG_TABLES} tables over 12 rows"
+    assert pagebudget.long_tables(lect) == 0 or name == "00_index", f"{name}: the lecture view shows a table over 12 rows unfolded"
+
+
+@pytest.mark.parametrize("name", [_budget_case(n, "paths") for n in EXPECTED])
+def test_pages_print_no_absolute_path(rendered, name):
+    roots = (str(ROOT), str(Path.home()), os.environ.get("ZKGPU_CACHE", ""))
+    for page in rendered[name]:
+        found = pagebudget.absolute_paths(page.read_text(encoding="utf-8"), roots)
+        assert not found, f"{name}: absolute paths on the page: {found[:3]}"
+
+
+@pytest.mark.parametrize("name", [_budget_case(n, "screens") for n in EXPECTED])
+def test_pages_fit_eight_screens(rendered, name):
+    if pagebudget.chromium() is None:
+        pytest.skip("chromium is not installed (.ci/run installs Debian's chromium): the page height needs a browser")
+    screens = pagebudget.screens(rendered[name][1])  # the lecture view, what a class reads (the full page adds the code)
+    assert screens <= pagebudget.MAX_SCREENS, f"{name}: its lecture page is {screens:.1f} screens at 1400 px (budget {pagebudget.MAX_SCREENS})"
+
+
+def test_one_value_per_key_number_name_and_recording(executed):
+    pages = {n: (executed[n][1] or {}).get("numbers", {}) for n in EXPECTED}
+    bad = pagebudget.conflicting_numbers(pages)
+    assert not bad, "the same name shows different values without naming different recordings:\n" + "\n".join(bad)

@@ -243,3 +243,53 @@ def test_utilization_colours_are_no_phases_or_paths():
     for m, c in plots.METRIC_COLORS.items():
         assert min(dist(c, o) for o in others) > 15, m
     assert min(dist(plots.METRIC_COLORS["compute_util"], o) for o in others) > 60  # the headline: far from every phase
+
+
+def test_staircase_whiskers_from_the_repeats_and_says_which_bar_is_one_run():
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from zkgpu.analysis import plots
+
+    t = pd.DataFrame({"partitions_per_min": [268.0, 293.0, 1150.0], "compute_util": [0.33, 0.35, 0.95]}, index=["baseline", "pinned_narrow", "submit"])
+    fig, ax = plots.staircase(t)
+    assert "Every bar is one run: no whisker" in plots.caption(fig) and not ax.containers[1:]  # bars only, no error bars
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["partitions/min (median run)", "compute_util (right axis)"]
+    plt.close(fig)
+    t["partitions_per_min_min"], t["partitions_per_min_max"] = [260.0, float("nan"), 900.0], [270.0, float("nan"), 1160.0]
+    fig, ax = plots.staircase(t)
+    cap = plots.caption(fig)
+    assert "Whiskers: min–max over the recording's repeats" in cap and "One run, no whisker: pinned_narrow." in cap
+    assert "min–max over the repeats" in [t.get_text() for t in ax.get_legend().get_texts()]
+    plt.close(fig)
+    with pytest.raises(ValueError, match="compute_util"):
+        plots.staircase(t.drop(columns="compute_util"))
+
+
+def test_stacked_legend_lists_every_colour_drawn_however_thin():
+    """A category under 1% of the longest bar is still drawn, so the legend names it (issue 21: the story figure's red segments)."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from zkgpu.analysis import plots
+    from zkgpu.analysis.metrics import GPU_PATH
+
+    t = pd.DataFrame([{c: 0.0 for c in GPU_PATH} | {"h2d": 100.0, "ntt": 50.0, "lock_other": 0.2}], index=["baseline"])
+    t["partitions"], t["ms_per_partition"] = 16, 150.2
+    fig, ax = plots.critical_path(t)
+    colours = {tuple(round(x, 3) for x in p.get_facecolor()) for p in ax.patches if p.get_width() > 0}
+    legend = {tuple(round(x, 3) for x in h.get_facecolor()) for h in ax.get_legend().legend_handles}
+    assert colours <= legend, "a colour drawn is missing from the legend"
+    plt.close(fig)
+
+
+def test_h2d_path_colours_are_told_apart():
+    """05's bandwidth curves drew three browns and golds side by side (issue 21): every two paths now differ clearly."""
+    from itertools import combinations
+
+    from matplotlib.colors import to_rgb
+
+    cols = {p: to_rgb(c) for p, (c, _) in plots.PATH_STYLES.items()}
+    for (a, ca), (b, cb) in combinations(cols.items(), 2):
+        assert sum((255 * (x - y)) ** 2 for x, y in zip(ca, cb, strict=True)) ** 0.5 > 80, (a, b)

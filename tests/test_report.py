@@ -269,8 +269,10 @@ def test_report_end_to_end_one_notebook(tmp_path: Path, capfd, monkeypatch):
     rec = report._traced_recording("replay", tmp_path / "live")
     scenarios = [s for s in rec.scenarios if rec.scenario(s).get("events")]
     assert sorted(p.stem for p in (tmp_path / "traces").glob("*.json")) == sorted(scenarios)
+    details = (tmp_path / report.DETAILS_PAGE).read_text(encoding="utf-8")  # the landing page links it
+    assert f"href='{report.DETAILS_PAGE}'" in page and (tmp_path / "lecture" / "00_index.html").is_file()
     for s in scenarios:
-        assert f"href='traces/{s}.json'" in page
+        assert f"href='traces/{s}.json'" in details
     executed = nbformat.read(tmp_path / "00_index.ipynb", as_version=4)
     injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
     assert len(injected) == 1 and 'MODE = "replay"' in injected[0].source  # the mode reaches the notebook as a parameter
@@ -300,3 +302,14 @@ def test_zkgpu_help_imports_no_notebook_machinery():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
     assert "Usage:" in out and "LOADED []" in out, out[-500:]
     assert callable(notebook_tools().HTMLExporter) and notebook_tools() is notebook_tools()  # imported once, on use
+
+
+def test_printed_findings_never_wrap_inside_a_number():
+    """JupyterLab's CSS breaks printed outputs anywhere (word-break: break-all, "15⏎8"); both renderings override it."""
+    from zkgpu.app import lecture
+
+    nb = new_notebook(cells=[new_markdown_cell("# t")])
+    for body in (report.html_exporter().from_notebook_node(nb)[0],
+                 lecture.lecture_exporter().from_notebook_node(nb, resources={"zkgpu_nav": ""})[0]):
+        tail = body[body.rindex("break-all") if "break-all" in body else 0:]
+        assert re.search(r"\.jp-OutputArea-output pre ?\{ ?word-break: ?normal", tail), "the override must come after the lab CSS"

@@ -85,3 +85,29 @@ def test_the_gpus_time_columns_carry_their_unit():
 
     for c in (*gpu_time.BUSY_PARTS, *gpu_time.IDLE_PARTS):
         assert view.fmt(15.175, c) == "15.2 ms", c
+
+
+def test_banner_names_ignored_parameters_and_no_absolute_path(tmp_path, monkeypatch):
+    """Replay: N/PARTITIONS/HOST_LOAD cannot apply to a recording; the banner says so instead of dropping
+    them silently, and names the folder relative to data/ (never the clone's absolute path)."""
+    from zkgpu.analysis import replay
+    from zkgpu.app import live
+
+    src = live.open_source("replay", n=4096, partitions=3)
+    if src.kind == "cpu-standin":
+        pytest.skip("no recording in data/")
+    text = src.banner()
+    assert "N = 4096, PARTITIONS = 3 ignored: replaying a recording at n = 2^" in text
+    assert str(replay.DATA_DIR.parent) not in text and "Folder: data/" in text
+    assert "ignored" not in live.open_source("replay").banner()  # nothing asked for, nothing ignored
+    assert replay.shown_path(tmp_path / "zkgpu-live-x") == "zkgpu-live-x"  # a temporary folder: its name alone
+
+
+def test_live_without_gpu_fails_in_one_line(monkeypatch):
+    from zkgpu.app import live
+    from zkgpu.core import cuda
+
+    monkeypatch.setattr(cuda, "gpu_available", lambda: False)
+    with pytest.raises(live.NoGPUError, match="needs a CUDA GPU") as exc:
+        live.open_source("live")
+    assert exc.value._render_traceback_() == [f"NoGPUError: {exc.value}"] and "\n" not in str(exc.value)

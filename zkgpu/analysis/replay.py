@@ -39,6 +39,7 @@ __all__ = [
     "configure",
     "data_dir",
     "reference_path",
+    "shown_path",
     "Recording",
     "find_recordings",
     "read_events",
@@ -92,6 +93,19 @@ def data_dir() -> Path:
     """The folder holding recorded runs: the one given to :func:`configure`, else the repository's
     ``data/``."""
     return _DATA_DIR if _DATA_DIR is not None else DATA_DIR
+
+
+def shown_path(path: str | Path) -> str:
+    """``path`` as a page may print it, never absolute: ``data/...`` under :func:`data_dir`, relative to
+    the repository under it, else the folder's name alone (a temporary live run's folder)."""
+    p = Path(path)
+    for root, prefix in ((data_dir(), "data"), (DATA_DIR.parent, "")):
+        try:
+            rel = p.resolve().relative_to(Path(root).resolve())
+        except ValueError:
+            continue
+        return (Path(prefix) / rel).as_posix() if prefix else rel.as_posix()
+    return p.name
 
 
 def reference_path(name: str = "") -> Path:
@@ -533,11 +547,14 @@ class Source:
             the stand-in are made by :func:`zkgpu.app.live.open_source`).
         recording: the recording (a temporary one in live mode and for the CPU stand-in).
         mode: the resolved mode (``live`` or ``replay``).
+        ignored: the notebook's parameters that cannot apply to this source, ``{name: value}``
+            (in replay a recording's size and load are fixed; :meth:`banner` names them).
     """
 
     kind: str
     recording: Recording
     mode: str
+    ignored: dict[str, Any] = field(default_factory=dict)
 
     @property
     def on_gpu(self) -> bool:
@@ -563,7 +580,14 @@ class Source:
                 "(device=cpu). Its milliseconds are CPU milliseconds, NOT GPU numbers; the shapes of the "
                 "timelines and the mechanisms are what to look at"
             )
-        return f"{head}.\nData: {r.label}\nFolder: {r.path}"
+        text = f"{head}.\nData: {r.label}\nFolder: {shown_path(r.path)}"
+        if self.ignored:
+            n = r.manifest.get("n")
+            size = f"n = 2^{int(n).bit_length() - 1}" if isinstance(n, int) and n > 0 and n & (n - 1) == 0 else f"n = {n}"
+            names = ", ".join(f"{k} = {v}" for k, v in self.ignored.items())
+            text += (f"\n{names} ignored: replaying a recording at {size}, {r.manifest.get('partitions')} partitions, "
+                     f"host load {r.host_load_threads} threads")
+        return text
 
     @property
     def scenarios(self) -> list[str]:

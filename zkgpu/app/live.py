@@ -49,6 +49,7 @@ from zkgpu.story.prove_results import ProveSource, recorded_prove_source
 
 __all__ = [
     "MODES",
+    "NoGPUError",
     "resolve_mode",
     "configure_from_env",
     "LIVE_HOST_LOAD",
@@ -58,6 +59,14 @@ __all__ = [
 ]
 
 MODES = ("live", "replay", "auto")
+
+
+class NoGPUError(RuntimeError):
+    """Live mode asked for without a GPU. In a notebook IPython shows it as its one line, without a
+    traceback (``_render_traceback_``), so papermill's ``-p MODE live`` fails in one line."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
 
 
 def resolve_mode(mode: str | None = None) -> str:
@@ -186,14 +195,14 @@ def open_source(
     (``zkgpu report``'s folder, which exports its traces), else under the system's temporary folder.
 
     Raises:
-        RuntimeError: ``live`` was asked for but no GPU is present.
+        NoGPUError: ``live`` was asked for but no GPU is present (a RuntimeError).
         ValueError: ``$ZKGPU_HOST_LOAD`` is not an integer >= 0.
     """
     configure_from_env()
     m = resolve_mode(mode)
     if m == "live":
         if not _cuda.gpu_available():
-            raise RuntimeError("ZKGPU_MODE=live needs a CUDA GPU (CuPy); none was found. Use ZKGPU_MODE=replay.")
+            raise NoGPUError("MODE live needs a CUDA GPU (CuPy) and none was found: run with MODE replay (or ZKGPU_MODE=replay)")
         if host_load is None:
             env = os.environ.get("ZKGPU_HOST_LOAD", "").strip()
             if env and not env.isdigit():
@@ -209,7 +218,11 @@ def open_source(
                                 sweep=sweep, bench=bench, host_load=host_load, repeats=1)
         return Source("live", Recording.open(run_dir), m)
     src = replay.recorded_source(base)
-    return src if src is not None else Source("cpu-standin", _cpu_standin(), m)
+    if src is None:
+        src = Source("cpu-standin", _cpu_standin(), m)
+    # a recording's size and load are fixed: the parameters asked for are named in the banner, not silently dropped
+    src.ignored = {k: v for k, v in (("N", n), ("PARTITIONS", partitions), ("HOST_LOAD", host_load)) if v is not None}
+    return src
 
 
 FIXTURE = Path(__file__).resolve().parents[1] / "groth16" / "fixtures"

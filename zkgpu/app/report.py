@@ -47,8 +47,10 @@ from zkgpu.analysis.replay import (
     inventory,
     inventory_by_kind,
     latest_recording,
+    shown_path,
     story_order,
 )
+from zkgpu.app.lecture import Page, write_teaching_pages
 from zkgpu.app.live import open_source, resolve_mode
 from zkgpu.core.optional import notebook_tools
 from zkgpu.story.bottleneck import last_mile_recordings
@@ -87,6 +89,8 @@ _NOTEBOOK_CSS = """
 .jp-OutputArea-output { max-width: 0; overflow-x: auto; }
 .jp-RenderedHTMLCommon table { display: block; max-width: 100%; overflow-x: auto; }
 .jp-InputArea-editor .highlight pre { overflow-x: auto; }
+/* printed findings wrap between words, never inside a number (JupyterLab's outputs use break-all: "15⏎8") */
+.jp-OutputArea-output pre { word-break: normal; overflow-wrap: break-word; }
 """
 # nbconvert's lab template, with the CSS above in its last head block (after the lab styles it overrides)
 _NOTEBOOK_CSS += ".zkgpu-nav { margin: .5em 1em; font-family: sans-serif; }\n"
@@ -95,8 +99,9 @@ _NOTEBOOK_CSS += ".zkgpu-nav { margin: .5em 1em; font-family: sans-serif; }\n"
 # text (zkgpu.app.view.figure puts it in the output's image/png metadata under "alt")
 _TEMPLATE = ("{%- extends 'lab/index.html.j2' -%}\n{% block html_head_css %}{{ super() }}"
              "<style type=\"text/css\">" + _NOTEBOOK_CSS + "</style>\n{% endblock html_head_css %}\n"
-             "{% block body_header %}{{ super() }}<nav class=\"zkgpu-nav\"><a href=\"index.html\">&larr; zkgpu report: index "
-             "of all notebooks</a> · <a href=\"08_report.html#Glossary\">glossary</a></nav>{% endblock body_header %}\n"
+             "{% block body_header %}{{ super() }}<nav class=\"zkgpu-nav\"><a href=\"index.html\">&larr; zkgpu report: the story "
+             "(start)</a> · <a href=\"lecture/{{ resources.metadata.stem }}.html\">lecture view</a> · "
+             "<a href=\"glossary.html\">glossary</a></nav>{% endblock body_header %}\n"
              "{% block data_png scoped %}<div class=\"jp-RenderedImage jp-OutputArea-output {{ extra_class }}\">"
              "<img src=\"data:image/png;base64,{{ output.data['image/png'] | escape_html }}\" "
              "alt=\"{{ (output | get_metadata('alt', 'image/png') or 'figure: see the caption below it') | escape_html }}\">"
@@ -197,7 +202,7 @@ def _execute(path: Path, out_dir: Path, params: Mapping[str, Any], timeout: int)
         status, error = "failed", f"{type(exc).__name__}: {exc}"
     seconds = time.perf_counter() - t0
     title = page_title(nb, path.stem)
-    body, _ = html_exporter().from_notebook_node(nb, resources={"metadata": {"name": title}})
+    body, _ = html_exporter().from_notebook_node(nb, resources={"metadata": {"name": title, "stem": path.stem}})
     out = out_dir / f"{path.stem}.html"
     out.write_text(body, encoding="utf-8")
     nt.nbformat.write(nb, out_dir / path.name)
@@ -239,7 +244,7 @@ def _recordings_html() -> str:
         return ""
     rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td class='num'>{int(r['recordings'])}</td><td>{html.escape(str(r['details']))}</td>"
                    f"<td>{_code(str(r['what']))}</td></tr>" for k, r in by.iterrows())
-    return (f"<h2>Recordings in data/</h2><p>Every folder with a <code>manifest.json</code> in <code>{html.escape(str(data_dir()))}</code> "
+    return (f"<h2>Recordings in data/</h2><p>Every folder with a <code>manifest.json</code> in <code>{html.escape(shown_path(data_dir()))}</code> "
             f"and its sub-folders, {int(by['recordings'].sum())} in all, by kind:</p><div class='scroll'><table><tr><th>kind</th>"
             f"<th class='num'>recordings</th><th>details</th><th>what it is</th></tr>{rows}</table></div>")
 
@@ -315,13 +320,14 @@ class KeyNumber:
     scenario: str
     text: str
     numeric: bool = True  # right-aligned in its column
+    recording: str = ""  # the recording it was computed from ('' where none applies)
 
 
 def read_key_numbers(path: Path) -> tuple[str, list[KeyNumber]]:
     """A notebook's ``$ZKGPU_NB_OUT/<name>.json`` as (finding, rows).
 
     Reads the contract ``{"finding": str, "numbers": {key: {"value", "unit", "label",
-    "scenario"}}}`` and the old flat ``{key: scalar | list | {scenario: scalar}}`` format (units
+    "scenario", "recording"}}}`` and the old flat ``{key: scalar | list | {scenario: scalar}}`` format (units
     inferred from the key, :func:`infer_unit`; a dict becomes one row per scenario).
 
     Raises:
@@ -338,7 +344,7 @@ def read_key_numbers(path: Path) -> tuple[str, list[KeyNumber]]:
             # a relative error (may be negative, so not a "%" of the contract) still reads as a percentage
             unit = str(entry.get("unit") or ("%" if "rel_err" in str(key) and infer_unit(key, entry["value"]) == "%" else ""))
             rows.append(KeyNumber(str(entry.get("label") or key), str(entry.get("scenario") or ""),
-                                  format_value(entry["value"], unit), _is_number(entry["value"])))
+                                  format_value(entry["value"], unit), _is_number(entry["value"]), str(entry.get("recording") or "")))
         elif isinstance(entry, dict):
             for scen, v in entry.items():
                 rows.append(KeyNumber(key, str(scen), format_value(v, infer_unit(key, v)), _is_number(v)))
@@ -355,13 +361,15 @@ def _key_numbers_html(rows: list[KeyNumber], shown: int = SHOWN_KEY_NUMBERS) -> 
     """A notebook's key numbers as a table: the first ``shown`` rows (the notebook lists its
     finding's numbers first), the others in a folded ``<details>`` table below it."""
     scen = any(k.scenario for k in rows)  # the scenario column only where one is named
+    recs = any(k.recording for k in rows)  # the recording column too: one name may hold different values in two recordings
 
     def tab(part: list[KeyNumber]) -> str:
         trs = "".join(f"<tr><td>{html.escape(k.label)}</td>"
                       + (f"<td>{html.escape(k.scenario)}</td>" if scen else "")
+                      + (f"<td>{html.escape(k.recording)}</td>" if recs else "")
                       + f"<td class='{'num' if k.numeric else 'txt'}'>{html.escape(k.text)}</td></tr>" for k in part)
         return ("<div class='scroll'><table class='kn'><tr><th>key number</th>" + ("<th>scenario</th>" if scen else "")
-                + f"<th class='num'>value</th></tr>{trs}</table></div>")
+                + ("<th>recording</th>" if recs else "") + f"<th class='num'>value</th></tr>{trs}</table></div>")
 
     if len(rows) <= shown + 2:  # folding away one or two rows would hide more than it saves
         return tab(rows)
@@ -489,6 +497,26 @@ details{margin:.3em 0} summary{cursor:pointer;color:#444}
 .ok{color:#070;font-size:.85em} .failed{color:#b00;font-weight:bold} pre{margin:0;white-space:pre-wrap}"""
 
 
+#: The page with every notebook's key numbers, the recordings, the traces and the environment.
+DETAILS_PAGE = "details.html"
+
+
+def _pages(results: list[NotebookResult], key_dir: Path) -> list[Page]:
+    """The landing page's line per notebook: name, title without the "zkgpu NN —" prefix, finding."""
+    pages = []
+    for r in results:
+        finding = ""
+        f = key_dir / f"{r.name}.json"
+        if f.is_file():
+            try:
+                finding = read_key_numbers(f)[0]
+            except ValueError:
+                finding = ""
+        title = r.title.removeprefix("zkgpu").strip().split("— ", 1)[-1].strip()
+        pages.append(Page(r.name, title + ("" if r.status == "ok" else " (failed)"), finding))
+    return pages
+
+
 def _write_index(out_dir: Path, results: list[NotebookResult], mode: str, note: str, extra_html: str = "",
                  environment: Mapping[str, Any] | None = None) -> Path:
     env = dict(environment or {})
@@ -497,14 +525,15 @@ def _write_index(out_dir: Path, results: list[NotebookResult], mode: str, note: 
     env_rows = "\n".join(f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in env.items())
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>zkgpu report</title>
 <style>{_INDEX_CSS}</style></head><body>
-<h1>zkgpu: GPU bottlenecks in a Groth16 prover</h1>
+<nav><a href="index.html">&larr; the story (start)</a> · <a href="glossary.html">glossary</a></nav>
+<h1>zkgpu report: key numbers, recordings, traces, environment</h1>
 <p>Generated {_dt.datetime.now().isoformat(timespec='seconds')} in <b>{html.escape(mode)}</b> mode. {html.escape(note)}</p>
 <h2>Key numbers and findings, per notebook</h2>
 {_reading_guide(results)}
 {_notebooks_html(results, out_dir / "key_numbers")}
 {extra_html}
 {f"<h2>Environment</h2><div class='scroll'><table>{env_rows}</table></div>" if env_rows else ""}</body></html>"""
-    index = out_dir / "index.html"
+    index = out_dir / DETAILS_PAGE
     index.write_text(page, encoding="utf-8")
     return index
 
@@ -571,7 +600,9 @@ def run_report(out_dir: str | Path = "reports", mode: str | None = None, only: t
         except (OSError, ValueError, KeyError) as exc:
             traces_html = _traces_html([], None, out, problem=f"{type(exc).__name__}: {exc}")
             print(f"report: traces not written: {exc}")
-    index = _write_index(out, results, mode, note, _recordings_html() + traces_html, environment)
+    _write_index(out, results, mode, note, _recordings_html() + traces_html, environment)
+    index = out / "index.html"
+    write_teaching_pages(out, _pages(results, key_dir), data_note=note, css=_INDEX_CSS, details_href=DETAILS_PAGE)
     failed = [r.name for r in results if r.status != "ok"]
     print(f"report: {len(results) - len(failed)}/{len(results)} notebooks ok -> {index}")
     if note:

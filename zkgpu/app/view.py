@@ -23,6 +23,7 @@ import pandas as pd
 from IPython.display import Image, Markdown, display
 from matplotlib.figure import Figure
 
+from zkgpu.analysis import keynumbers
 from zkgpu.analysis.gpu_time import BUSY_PARTS, IDLE_PARTS
 from zkgpu.analysis.metrics import GPU_PATH
 from zkgpu.analysis.plots import caption, size_label
@@ -139,15 +140,19 @@ def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row:
     return sty
 
 
-def figure(fig: Figure, note: str = "") -> None:
+def figure(fig: Figure, note: str = "", landing: str = "", notebook: str = "") -> None:
     """Show ``fig``, close it (so the inline backend does not show it twice) and print its
-    caption (:func:`zkgpu.analysis.plots.caption`, plus ``note``) as markdown right below it."""
+    caption (:func:`zkgpu.analysis.plots.caption`, plus ``note``) as markdown right below it.
+    ``landing``: also keep it, under that key, for the report's landing page
+    (:func:`zkgpu.analysis.keynumbers.save_figure`; ``notebook`` names the page it links to)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")  # tight: legends outside the axes stay in
     plt.close(fig)
     text = " ".join(t for t in (caption(fig), note) if t)
     alt = text or (fig.axes[0].get_title() if fig.axes else "")
     display(Image(data=buf.getvalue(), format="png", metadata={"alt": alt} if alt else None))
+    if landing:
+        keynumbers.save_figure(landing, buf.getvalue(), text, notebook)
     if text:
         display(Markdown(f"*Figure.* {text}"))
 

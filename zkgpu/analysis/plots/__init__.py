@@ -31,6 +31,7 @@ from zkgpu.analysis.plots.bars import (
     hbars,
     held_breakdown,
     ntt_msm_h_split,
+    staircase,
     summary,
     summary_scale,
     throughput_bars,
@@ -61,4 +62,4 @@ from zkgpu.analysis.plots.timelines import (
 __all__ = ["PHASE_COLORS", "METRIC_COLORS", "PATH_STYLES", "SERIES_STYLE", "path_style", "SIDE_PHASES", "TIMELINE_PHASES",
            "MIN_PX", "PROOF_SIDES", "proof_phases", "phase_color", "size_label", "caption", "set_caption", "timeline", "timelines", "utilization_bars",
            "critical_path", "gpu_window", "held_breakdown", "ntt_msm_h_split", "barrier_race", "throughput_bars", "gw_sweep",
-           "summary", "summary_scale", "hbars", "bandwidth_curves", "load_curves", "sppark_ratios", "OP_STYLES"]
+           "summary", "summary_scale", "staircase", "hbars", "bandwidth_curves", "load_curves", "sppark_ratios", "OP_STYLES"]

@@ -27,7 +27,7 @@ from zkgpu.analysis.plots.style import (
 )
 
 __all__ = ["utilization_bars", "critical_path", "gpu_window", "held_breakdown", "ntt_msm_h_split", "barrier_race",
-           "throughput_bars", "gw_sweep", "hbars", "summary", "summary_scale"]
+           "throughput_bars", "gw_sweep", "hbars", "summary", "summary_scale", "staircase"]
 
 #: Legend labels of the GPU critical path's categories (:data:`zkgpu.analysis.metrics.GPU_PATH`).
 PATH_LABELS = {"lock_free": "no worker holds the mutex", "h2d": "H2D (exposed)", "ntt": "NTT and the rest of ntt_msm_h", "h_msm": "H MSM",
@@ -131,10 +131,8 @@ def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: 
         # a shared axis (xmax given): the same room for the labels in every figure that shares it
         room = 0.62 if xmax is not None else max(0.3, 1.0 - 0.09 * (chars + 2) / axis_in)
         ax.set_xlim(0, longest / room if longest > 0 else 1)
-    # the legend lists what a reader can see: a category under 1 % of the longest bar in every row
-    # (e.g. "lock held, other", ~0.5 ms) is drawn but not listed (the caption still gives its ms)
-    seen = [c for c in drawn if float(v[c].max()) >= 0.01 * float(left.max())]
-    patch_legend(ax, seen, labels)
+    # the legend lists every colour drawn, however thin its segments (a reader who sees a sliver can name it)
+    patch_legend(ax, drawn, labels)
     ax.grid(axis="x", alpha=0.3)
     if own:
         fig.tight_layout()
@@ -522,3 +520,54 @@ def summary(table: pd.DataFrame, path: pd.DataFrame, split: pd.DataFrame, bound:
                 + (" Panels (b), (c) and (d) share their axes with the other one-page summaries of this report, so that "
                    "bars of different recordings compare by length." if scale else ""), append=False)
     return fig, axes
+
+
+def staircase(table: pd.DataFrame, ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
+    """The throughput staircase: one bar per step (``table`` indexed by scenario, in the steps' order:
+    baseline, the pool, each step beyond) of its ``partitions_per_min``, with ``compute_util`` (a
+    fraction) on a second axis. Where the table has ``partitions_per_min_min`` / ``partitions_per_min_max``
+    (a recording with repeats: the median run's value and the range over the repeats) a bar carries a
+    min–max whisker; a bar without them is one run, and the caption says so.
+
+    Raises:
+        ValueError: ``table`` has no rows, or lacks ``partitions_per_min`` or ``compute_util`` (names them).
+    """
+    missing = {"partitions_per_min", "compute_util"} - set(table.columns)
+    if missing or not len(table):
+        raise ValueError(f"staircase needs rows and the columns partitions_per_min, compute_util; missing: {sorted(missing) or 'rows'}")
+    fig, ax = fig_ax(ax, (max(6.5, 0.75 * len(table) + 3.5), 4.4))
+    x = np.arange(len(table))
+    v = table["partitions_per_min"].astype(float).to_numpy()
+    bars = ax.bar(x, v, 0.6, **SERIES_STYLE["measured"], label="partitions/min (median run)")
+    lo_hi = [f"partitions_per_min_{k}" for k in ("min", "max")]
+    spread = table[lo_hi].astype(float).to_numpy() if set(lo_hi) <= set(table.columns) else np.full((len(table), 2), np.nan)
+    has = np.isfinite(spread).all(axis=1)
+    if has.any():
+        err = np.vstack([v - spread[:, 0], spread[:, 1] - v])
+        err[:, ~has] = 0
+        ax.errorbar(x[has], v[has], yerr=err[:, has], fmt="none", ecolor="#111111", capsize=3, lw=1, label="min–max over the repeats")
+    ax.bar_label(bars, labels=[f"{a:.0f}" + ("\n(1 run)" if has.any() and not ok else "") for a, ok in zip(v, has, strict=True)],
+                 fontsize="x-small", padding=3)
+    ax.set_ylim(0, np.nanmax(np.where(has, spread[:, 1], v)) * 1.2)
+    ax.set_xticks(x)
+    ax.set_xticklabels([str(i) for i in table.index], rotation=25, ha="right", fontsize="small")
+    ax.set_ylabel("partitions per minute")
+    u = table["compute_util"].astype(float).to_numpy()
+    ax2 = ax.twinx()
+    ax2.plot(x, u, color=METRIC_COLORS["compute_util"], marker="o", lw=1.5, label="compute_util (right axis)")
+    ax2.set_ylim(0, 1.05)
+    ax2.yaxis.set_major_formatter(plt.FuncFormatter(lambda y, _: f"{y:.0%}"))
+    ax2.set_ylabel("compute utilization")
+    h1, l1 = ax.get_legend_handles_labels()
+    h2, l2 = ax2.get_legend_handles_labels()
+    ax.legend(h1 + h2, l1 + l2, fontsize="small", frameon=False, loc="upper left")
+    ax.set_title(title or "throughput, step by step")
+    fig.tight_layout()
+    steps = "; ".join(f"{i} {a:.0f}/min at {c:.0%}" + (f" (range {lo:.0f}–{hi:.0f})" if ok else "")
+                      for i, a, c, (lo, hi), ok in zip(table.index, v, u, spread, has, strict=True))
+    one_run = [str(i) for i, ok in zip(table.index, has, strict=True) if not ok]
+    set_caption(fig, "Bars: partitions per minute over each run's wall span, step by step; dots: compute utilization (right axis). "
+                + steps + ". " + ("Whiskers: min–max over the recording's repeats. " if has.any() else "")
+                + (("Every bar is one run: no whisker, its spread is unknown." if len(one_run) == len(table)
+                    else f"One run, no whisker: {', '.join(one_run)}.") if one_run else ""))
+    return fig, ax

@@ -66,10 +66,10 @@ METRIC_EDGE = "#2f6f69"
 #: Fixed colour and marker per H2D path (:data:`zkgpu.transfer.paths.PATHS`), from a palette no phase
 #: uses (golds, olives, plum, black), so that no colour means a phase in one figure and a path in
 #: the next; the fix (pinned_pool) is black.
-PATH_STYLES: dict[str, tuple[str, str]] = {
-    "pageable": ("#8c6d31", "o"), "pageable_memcpy": ("#e7ba52", "v"), "cupy_asarray": ("#cedb9c", "^"),
-    "registered": ("#637939", "s"), "pinned_staging": ("#bd9e39", "P"), "pinned_pool": ("#252525", "D"),
-    "pinned_raw": ("#7b4173", "X"),
+PATH_STYLES: dict[str, tuple[str, str]] = {  # hues told apart (Okabe-Ito, Tol): the pageable paths warm, the pinned ones blue and black
+    "pageable": ("#d55e00", "o"), "pageable_memcpy": ("#882255", "v"), "cupy_asarray": ("#cc79a7", "^"),
+    "registered": ("#999933", "s"), "pinned_staging": ("#56b4e9", "P"), "pinned_pool": ("#000000", "D"),
+    "pinned_raw": ("#0072b2", "X"),
 }
 #: Measured against modelled values (throughput bars, the gw sweep): grey bars / white hatched
 #: bars, neither a phase's nor a path's colour.

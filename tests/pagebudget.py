@@ -1,0 +1,96 @@
+"""Page budgets of the report (issue 21), measured on rendered pages: prose words, screens at 1400 px
+(headless Chromium), tables longer than 12 rows, absolute paths. Used by tests/test_notebooks.py and
+tests/test_report_pages.py."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from zkgpu.app.lecture import LONG_TABLE_ROWS, table_rows
+
+#: The budgets: a notebook reads in <= 10 minutes.
+MAX_WORDS, MAX_SCREENS, MAX_LONG_TABLES = 1200, 8, 3
+#: One screen: 1400 px wide, 900 px high (a 1400-px laptop's browser window).
+SCREEN = (1400, 900)
+#: Chromium's flags: no network, no profile, no GPU (CI runs it as root without a sandbox).
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync")
+
+
+def prose_words(nb) -> int:
+    """Words of a notebook's markdown cells (its prose), without code spans' punctuation counted apart."""
+    return sum(len(str(c.source).split()) for c in nb.cells if c.cell_type == "markdown")
+
+
+def long_tables(page: str, limit: int = LONG_TABLE_ROWS) -> int:
+    """Tables with more than ``limit`` body rows that a page shows unfolded (a table inside a closed
+    ``<details>`` is folded away)."""
+    unfolded = re.sub(r"<details\b(?![^>]*\bopen\b).*?</details>", "", page, flags=re.S | re.I)
+    return sum(1 for n in table_rows(unfolded) if n > limit)
+
+
+def absolute_paths(page: str, roots: tuple[str, ...]) -> list[str]:
+    """The absolute paths of this machine (under any of ``roots``) a page prints."""
+    found = []
+    for r in roots:
+        if r and r != "/":
+            found += [m.group(0) for m in re.finditer(re.escape(r) + r"[^\s\"'<]*", page)]
+    return found
+
+
+def chromium() -> str | None:
+    """The Chromium binary (Debian's ``chromium``), or None."""
+    return next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser")) if p), None)
+
+
+def page_height(path: Path, width: int = SCREEN[0]) -> int:
+    """The rendered height in px of an HTML page at ``width`` px, in headless Chromium with a fresh profile.
+
+    Raises:
+        RuntimeError: Chromium is missing or gave no height (its stderr's end).
+    """
+    exe = chromium()
+    if exe is None:
+        raise RuntimeError("chromium is not installed")
+    probe = ("<script>window.addEventListener('load',()=>{document.body.setAttribute('data-zkgpu-height',"
+             "String(document.documentElement.scrollHeight))});</script>")
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / path.name
+        f.write_text(path.read_text(encoding="utf-8").replace("</body>", probe + "</body>"), encoding="utf-8")
+        out = subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={d}/profile", f"--window-size={width},{SCREEN[1]}",
+                              "--virtual-time-budget=5000", "--dump-dom", f.as_uri()], capture_output=True, text=True, timeout=120)
+    m = re.search(r'data-zkgpu-height="(\d+)"', out.stdout)
+    if m is None:
+        raise RuntimeError(f"no page height from chromium for {path.name}: {out.stderr[-300:]}")
+    return int(m.group(1))
+
+
+def screens(path: Path) -> float:
+    """A page's height in screens (:data:`SCREEN`)."""
+    return page_height(path) / SCREEN[1]
+
+
+def conflicting_numbers(pages: dict[str, dict]) -> list[str]:
+    """Key numbers shown under one name (the key, or the label a page prints) and scenario with
+    different values on different pages, where they do not name different recordings:
+    ``pages`` is ``{page: {key: {"value", "label", "scenario", "recording"}}}``."""
+    groups: dict[tuple[str, str, str], list[tuple[str, object, str]]] = {}
+    for page, numbers in pages.items():
+        for key, e in numbers.items():
+            if not isinstance(e, dict) or not isinstance(e.get("value"), (int, float)) or isinstance(e.get("value"), bool):
+                continue
+            for name in {("key", key), ("label", str(e.get("label") or key))}:
+                groups.setdefault((*name, str(e.get("scenario") or "")), []).append((page, e["value"], str(e.get("recording") or "")))
+    bad = []
+    for (kind, name, scen), shown in groups.items():
+        by_rec: dict[str, set] = {}
+        for _, v, rec in shown:
+            by_rec.setdefault(rec, set()).add(round(float(v), 9))
+        values = {v for vs in by_rec.values() for v in vs}
+        if len(values) > 1 and ("" in by_rec or any(len(vs) > 1 for vs in by_rec.values())):
+            bad.append(f"{kind} {name!r} (scenario {scen!r}): " + ", ".join(f"{p} {v:.4g} [{r or 'no recording named'}]" for p, v, r in shown))
+    return bad

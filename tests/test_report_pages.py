@@ -1,0 +1,104 @@
+"""The teaching rendering (issue 21): the glossary, the lecture view's folding and navigation, the landing
+page, key numbers keyed by (name, recording, scenario). The page budgets on the executed notebooks are
+in tests/test_notebooks.py (they need the executed suite)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("nbformat")
+import nbformat
+import pagebudget
+
+from zkgpu.analysis import gpu_time, keynumbers, metrics, plots
+from zkgpu.app import lecture
+from zkgpu.story import glossary
+
+SEED_TERMS = ("PoRep", "sector", "partition", "C2", "upstream", "split_vectors", "gpu_queue", "b_g2_msm", "QAP", "Pippenger", "XYZZ")
+
+
+def test_glossary_defines_every_legend_term_both_bounds_and_the_seeds_vocabulary():
+    legend = [*plots.PHASE_COLORS, *plots.METRIC_COLORS, *plots.PATH_STYLES, *plots.SERIES_STYLE, *metrics.GPU_PATH, *gpu_time.IDLE_PARTS]
+    missing = [t for t in [*legend, *SEED_TERMS, "GPU-phase bound", "compute-only bound", "H2D share"] if not glossary.defined(t)]
+    assert not missing, f"terms without a definition in zkgpu.story.glossary: {missing}"
+    page = glossary.html_page()
+    assert page.count("<tr id='term-") == len(glossary.TERMS) and "<code>" in page
+
+
+def test_long_tables_are_counted_by_body_rows_and_folded():
+    rows = "".join(f"<tr><td>{i}</td></tr>" for i in range(13))
+    long_tab, short_tab = f"<table><thead><tr><th>x</th></tr></thead><tbody>{rows}</tbody></table>", "<table><tr><th>x</th></tr><tr><td>1</td></tr></table>"
+    assert lecture.table_rows(long_tab + short_tab) == [13, 1]
+    folded = lecture.fold_long_tables(long_tab + short_tab)
+    assert folded.startswith("<details class='zkgpu-long'><summary>table of 13 rows") and folded.endswith(short_tab)
+
+
+def test_lecture_notebook_drops_parameters_and_raw_reprs_and_puts_figures_first():
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell("MODE = None", metadata={"tags": ["parameters"]})
+    cell = nbformat.v4.new_code_cell("x")
+    cell.outputs = [nbformat.v4.new_output("execute_result", data={"text/plain": "<Styler at 0x7f>"}, execution_count=1),
+                    nbformat.v4.new_output("display_data", data={"text/html": "<table><tr><td>1</td></tr></table>", "text/plain": "t"}),
+                    nbformat.v4.new_output("display_data", data={"image/png": "AAAA", "text/plain": "<Figure>"}),
+                    nbformat.v4.new_output("display_data", data={"text/markdown": "*Figure.* a caption", "text/plain": "c"})]
+    nb.cells = [nbformat.v4.new_markdown_cell("# t"), params, cell]
+    out = lecture.lecture_notebook(nb)
+    assert len(out.cells) == 2 and len(nb.cells) == 3  # a copy: the executed notebook is kept as it ran
+    kinds = [next(k for k in ("image/png", "text/markdown", "text/html") if k in o["data"]) for o in out.cells[1].outputs]
+    assert kinds == ["image/png", "text/markdown", "text/html"]
+
+
+def test_teaching_pages_link_every_page_to_its_neighbours_and_the_glossary(tmp_path: Path):
+    names = ["01_a", "02_b", "03_c"]
+    for n in names:
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_markdown_cell(f"# {n}"), nbformat.v4.new_code_cell("1")]
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(nb, tmp_path / f"{n}.ipynb")
+    (tmp_path / "key_numbers").mkdir()
+    pages = [lecture.Page(n, f"title {n}", f"finding of {n}") for n in names]
+    written = lecture.write_teaching_pages(tmp_path, pages, data_note="Data: a test.", css="", details_href="details.html")
+    assert {p.relative_to(tmp_path).as_posix() for p in written} == {"index.html", "glossary.html", "lecture/index.html",
+                                                                       *(f"lecture/{n}.html" for n in names)}
+    mid = (tmp_path / "lecture" / "02_b.html").read_text()
+    assert 'href="01_a.html"' in mid and 'href="03_c.html"' in mid and 'href="../glossary.html"' in mid
+    assert "<details class=\"zkgpu-code\"><summary>code</summary>" in mid
+    index = (tmp_path / "index.html").read_text()
+    assert all(f"finding of {n}" in index for n in names) and "glossary.html" in index
+    assert "Not drawn: no notebook kept the figure 'staircase'" in index and "Pending (issue 20)" in index
+
+
+def test_key_numbers_name_their_recording(tmp_path: Path):
+    keynumbers.recorded_from("rec-A", last_mile_="rec-B")
+    try:
+        keynumbers.save_key_numbers("x", {"baseline_per_min": keynumbers.number(190.0, "partitions/min", "throughput", "baseline"),
+                                          "last_mile_best": keynumbers.number(1150.0, "partitions/min", "throughput", "best"),
+                                          "own": keynumbers.number(1.0, "", "own", "", recording="rec-C"), "plain": 3}, out_dir=tmp_path)
+    finally:
+        keynumbers.recorded_from("")
+    nums = json.loads((tmp_path / "x.json").read_text())["numbers"]
+    assert [keynumbers.identity(k, e)[1] for k, e in nums.items()] == ["rec-A", "rec-B", "rec-C", ""]
+    with pytest.raises(ValueError, match="plain name"):
+        keynumbers.save_figure("../x", b"", "", out_dir=tmp_path)
+
+
+def test_key_numbers_one_value_per_name_and_recording():
+    """The rule the report's test applies to the executed notebooks (tests/test_notebooks.py), on a case that breaks it."""
+    a = {"n": {"value": 190.0, "label": "throughput", "scenario": "baseline", "recording": ""}}
+    b = {"m": {"value": 268.0, "label": "throughput", "scenario": "baseline", "recording": "rec-4"}}
+    assert pagebudget.conflicting_numbers({"01": a, "07b": b})  # one of them names no recording
+    a["n"]["recording"] = "rec-2"
+    assert not pagebudget.conflicting_numbers({"01": a, "07b": b})
+
+
+def test_key_number_cards_name_the_recording(tmp_path: Path):
+    from zkgpu.app import report
+
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps({"finding": "f", "numbers": {"a": keynumbers.number(268.0, "partitions/min", "throughput", "baseline", recording="rec-4")}}))
+    _, rows = report.read_key_numbers(f)
+    assert rows[0].recording == "rec-4"
+    assert "<th>recording</th>" in report._key_numbers_html(rows) and "<td>rec-4</td>" in report._key_numbers_html(rows)
