@@ -21,7 +21,6 @@ repository's ``data/`` unless :func:`configure` names another (``zkgpu.app.live`
 from __future__ import annotations
 
 import json
-import math
 import re
 import warnings
 from collections.abc import Callable, Iterable
@@ -32,6 +31,8 @@ from typing import Any
 import pandas as pd
 
 from zkgpu.analysis import metrics
+from zkgpu.analysis.schema import check_manifest as _check_manifest
+from zkgpu.analysis.schema import read_events
 from zkgpu.core.events import normalize_events
 from zkgpu.core.manifest import DATA_DIR, command_of
 
@@ -114,90 +115,6 @@ def reference_path(name: str = "") -> Path:
 
 
 # --------------------------------------------------------------------------- recordings
-
-_JSON_TYPE = {dict: "an object", list: "an array", str: "a string", bool: "true/false", int: "an integer", float: "a number"}
-#: the manifest fields a reader uses, with the JSON types they may hold (None: null or absent)
-_MANIFEST_FIELDS: dict[str, tuple[type, ...]] = {
-    "scenarios": (dict,), "environment": (dict,), "host_load": (dict,), "benchmarks": (dict,), "circuit": (dict, str),
-    "sweep": (str,), "device": (str,), "date_utc": (str,), "command": (str,), "kind": (str,), "notes": (list,),
-    "n": (int,), "partitions": (int,), "complete": (bool,), "interrupted": (str,), "incomplete": (str,),
-}
-_SCENARIO_FIELDS: dict[str, tuple[type, ...]] = {
-    "events": (str,), "log": (str,), "config": (dict,), "settings": (dict,), "error": (str,), "skipped": (str,),
-    "interrupted": (str,), "seconds": (int, float), "rows": (int,), "partitions_ok": (int,), "host_load": (dict,),
-}
-#: event-table columns that must be present, without nulls, with these kinds (pandas dtype kinds: i integer, O/U/T text)
-_EVENT_COLUMNS: dict[str, str] = {"phase": "text", "start_ns": "integer", "end_ns": "integer"}
-
-
-def _type_error(mf: Path, where: str, v: Any, allowed: tuple[type, ...]) -> ValueError:
-    want = " or ".join(_JSON_TYPE[t] for t in allowed)
-    got = "true/false" if isinstance(v, bool) else _JSON_TYPE.get(type(v), type(v).__name__)
-    return ValueError(f"{mf}: {where} is {got} ({str(v)[:40]!r}), expected {want}")
-
-
-def _typed(v: Any, allowed: tuple[type, ...]) -> bool:
-    if isinstance(v, bool):
-        return bool in allowed
-    return isinstance(v, allowed) and not (float in allowed and isinstance(v, float) and not math.isfinite(v))
-
-
-def _check_manifest(mf: Path, manifest: Any) -> None:
-    """The one check of a recording's manifest, at load (it is untrusted: a copy from elsewhere, a hand edit): an
-    object whose fields a reader uses hold the JSON types :data:`_MANIFEST_FIELDS` / :data:`_SCENARIO_FIELDS` name
-    (null allowed), ``host_load.threads`` an integer >= 0. Raises ValueError naming the file and the field."""
-    if not isinstance(manifest, dict):
-        raise ValueError(f"{mf} holds a JSON {type(manifest).__name__}, not the object a recording writes")
-    for key, allowed in _MANIFEST_FIELDS.items():
-        v = manifest.get(key)
-        if v is not None and not _typed(v, allowed):
-            raise _type_error(mf, f"'{key}'", v, allowed)
-    threads = (manifest.get("host_load") or {}).get("threads")
-    if threads is not None and not (_typed(threads, (int,)) and threads >= 0):
-        raise _type_error(mf, "'host_load.threads'", threads, (int,))
-    for name, entry in (manifest.get("scenarios") or {}).items():
-        if not isinstance(entry, dict):
-            raise _type_error(mf, f"scenario {name!r}", entry, (dict,))
-        for key, allowed in _SCENARIO_FIELDS.items():
-            v = entry.get(key)
-            if v is not None and not _typed(v, allowed):
-                raise _type_error(mf, f"scenario {name!r} field '{key}'", v, allowed)
-    for name, v in (manifest.get("benchmarks") or {}).items():
-        if not isinstance(v, str):
-            raise _type_error(mf, f"benchmarks {name!r}", v, (str,))
-
-
-def read_events(path: Path) -> pd.DataFrame:
-    """The one reader of a recorded event table (Parquet, schema of :mod:`zkgpu.core.events`), checked at load: a
-    regular file whose ``phase`` (text), ``start_ns`` and ``end_ns`` (integers, ``0 <= start_ns <= end_ns``) columns
-    are present without nulls (a missing one was read as zeros or NA), every other column of the schema convertible to
-    its dtype.
-
-    Raises:
-        ValueError: one line naming the file and the column (or why it is unreadable).
-    """
-    if not path.is_file():
-        raise ValueError(f"events file {path}: {'a folder' if path.is_dir() else 'missing or not a regular file'}, not a Parquet table")
-    try:
-        df = pd.read_parquet(path)
-    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
-        raise ValueError(f"unreadable events file {path}: {' '.join(str(exc).split())[:200]}") from exc
-    for col, kind in _EVENT_COLUMNS.items():
-        if col not in df.columns:
-            raise ValueError(f"events file {path}: no column '{col}' (an event table has {', '.join(_EVENT_COLUMNS)})")
-        c = df[col]
-        if c.isna().any():
-            raise ValueError(f"events file {path}: column '{col}' has {int(c.isna().sum())} null value(s)")
-        ok = pd.api.types.is_integer_dtype(c) if kind == "integer" else (pd.api.types.is_string_dtype(c) or pd.api.types.is_object_dtype(c)) and all(isinstance(x, str) for x in c)
-        if not ok:
-            raise ValueError(f"events file {path}: column '{col}' holds {c.dtype}, expected {kind} values")
-    if (df["start_ns"] < 0).any():
-        raise ValueError(f"events file {path}: column 'start_ns' has {int((df['start_ns'] < 0).sum())} negative value(s) (ns since the run's epoch)")
-    try:
-        return normalize_events(df)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"events file {path}: {' '.join(str(exc).split())[:200]}") from exc
-
 
 @dataclass
 class Recording:

@@ -512,8 +512,7 @@ def record(
     bench_rel: dict[str, str] = {}
     interrupted = None
     failure: Exception | None = None
-    current: str | None = None  # the scenario running now
-    current_stem: str | None = None  # its run's file stem
+    current, current_stem = None, None  # the scenario running now, and its run's file stem
     prepared: dict[tuple, Any] = {}
     pool: Any = None
     if host_load:
