@@ -435,7 +435,6 @@ import pagebudget  # noqa: E402
 OVER_BUDGET = {
     ("07b_last_bottleneck", "screens"): "issue 21: its lecture page is 8.2 screens after the split (the idle-cause tables and the budget table remain)",
     ("08_report", "screens"): "issue 21: its lecture page is 8.9 screens (the last mile's two scenario tables beside its summary figure)",
-    ("00_index", "paths"): "00 (the lead's) prints replay.data_dir() in a table caption: replay.shown_path fixes it",
 }
 
 
