@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import hashlib
+import os
 import shutil
 import subprocess
 import tempfile
@@ -46,7 +47,7 @@ def _build_emu(name: str = "msm_emu") -> ctypes.CDLL:
         cxx = shutil.which("g++") or shutil.which("c++")
         if cxx is None:
             pytest.skip("no C++ compiler for the emulated kernels")
-        tmp = out.with_suffix(".tmp.so")
+        tmp = out.with_suffix(f".{os.getpid()}.tmp.so")  # xdist workers build at once: each its own file
         subprocess.run([cxx, "-O2", "-std=c++17", "-shared", "-fPIC", f"-I{KERNELS}", str(src), "-o", str(tmp)], check=True)
         tmp.replace(out)
     return ctypes.CDLL(str(out))

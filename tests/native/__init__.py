@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import os
 import shutil
 import subprocess
 import tempfile
@@ -31,7 +32,7 @@ def load(name: str, defines: tuple[tuple[str, str], ...] = ()) -> ctypes.CDLL:
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in srcs) + " ".join(flags).encode()).hexdigest()[:16]
     out = Path(tempfile.gettempdir()) / f"zkgpu-{name}-{digest}.so"
     if not out.exists():
-        tmp = out.with_suffix(".tmp.so")
+        tmp = out.with_suffix(f".{os.getpid()}.tmp.so")  # xdist workers build at once: each its own file
         subprocess.run(
             [cxx, "-O2", "-std=c++17", "-shared", "-fPIC", f"-I{KERNELS}", *flags, str(HERE / f"{name}.cpp"), "-o", str(tmp)],
             check=True,

@@ -48,6 +48,7 @@ from zkgpu.analysis.replay import (
     scenario_table,
     story_order,
 )
+from zkgpu.core.scenarios import MAIN_SCENARIOS
 
 __all__ = [
     "PILOT_DIR", "prep_scenarios", "last_mile_recordings", "last_mile_source", "prior_recording", "prep_workload",
@@ -281,11 +282,10 @@ def prep_scenarios(source: Source | Recording) -> dict[str, dict[str, Any]]:
 
 def last_mile_recordings(base: str | Path | None = None) -> list[Recording]:
     """GPU recordings that have any of :func:`prep_scenarios`: those in ``data/last-mile/``
-    (:data:`PILOT_DIR`) newest first, then those in ``data/`` with a GPU-prep step, newest first."""
+    (:data:`PILOT_DIR`) newest first, then those in ``data/`` with a step beyond the main recording's, newest first."""
     root = Path(base) if base is not None else data_dir()
     pilot = sorted((r for r in find_recordings(root / PILOT_DIR) if r.is_gpu and prep_scenarios(r)), key=lambda r: r.date, reverse=True)
-    main = sorted((r for r in find_recordings(root) if r.is_gpu and any(v.get("prep") == "gpu" for v in prep_scenarios(r).values())),
-                  key=lambda r: r.date, reverse=True)
+    main = sorted((r for r in find_recordings(root) if r.is_gpu and set(prep_scenarios(r)) - set(MAIN_SCENARIOS)), key=lambda r: r.date, reverse=True)
     return pilot + main
 
 
