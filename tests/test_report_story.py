@@ -175,7 +175,6 @@ def test_notebook_08_shows_the_newest_recordings_without_code_edits(tmp_path: Pa
     assert key["numbers"]["last_mile_recording"]["value"] == new_lm
     assert new_lm in key["finding"] and key["finding"].endswith(".")
     assert f"Data: {new_lm}" in text  # the last-mile page's banner
-    assert new_sp in text  # the sppark section names the newest bench-sppark recording (its tables are in appendix_kernels)
 
 
 def test_readme_lists_the_notebooks_in_story_order_with_their_titles():
