@@ -22,7 +22,7 @@ NODE_STAMP := node_modules/.zkgpu-npm-ci
 CIRCUIT ?= poseidon-600
 SETUP ?= fast
 
-.PHONY: report test test-all lint lint-tools hooks gpu-run clean node circuit node-carry
+.PHONY: report test test-all test-slow lint lint-tools hooks gpu-run clean node circuit node-carry
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -55,10 +55,14 @@ hooks: lint-tools
 # ZKGPU_REQUIRE_NODE: the real-proof tests fail (instead of skipping) if circom2/snarkjs are missing.
 # make test leaves out the tests marked slow (pyproject.toml's markers); make test-all runs them too.
 test: $(STAMP) $(NODE_STAMP)
-	ZKGPU_REQUIRE_NODE=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not slow"
+	ZKGPU_REQUIRE_NODE=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not slow" --durations=15
 
 test-all: $(STAMP) $(NODE_STAMP)
 	ZKGPU_REQUIRE_NODE=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
+
+# the slow tier alone (CI runs make test, then this: every test once)
+test-slow: $(STAMP) $(NODE_STAMP)
+	ZKGPU_REQUIRE_NODE=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -m slow --durations=15
 
 # the large real circuit (not in make test). SETUP=fast: zkgpu.groth16.setup (insecure, known toxic
 # waste, minutes); SETUP=snarkjs: snarkjs's powers of tau + groth16 setup (hours at 2^19 on 2 cores)

@@ -22,7 +22,7 @@ from nodetools import need_node
 from zkgpu.app.cli import main
 from zkgpu.arith.field import FR, fr_from_ints, fr_to_ints
 from zkgpu.gpu.ntt.qap import compute_h_reference
-from zkgpu.groth16.circuits import ToolError, build, circuit_source, snarkjs_verify, tools
+from zkgpu.groth16.circuits import ToolError, _locked, build, circuit_source, snarkjs_verify, tools
 from zkgpu.groth16.formats import FormatError, read_wtns, read_zkey
 from zkgpu.groth16.proof import proof_json, read_proof, verify_py_ecc
 from zkgpu.groth16.prover import (
@@ -70,6 +70,13 @@ def mulchain_bn128():
     t = need_node()
     root = CACHE / "mulchain-8-bn128"
     zkey, wtns = root / "circuit.zkey", root / "circuit.wtns"
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with _locked(CACHE / ".mulchain-8-bn128.lock"):  # xdist workers build it once
+        _build_bn128(t, root, zkey, wtns)
+    return zkey, wtns
+
+
+def _build_bn128(t, root: Path, zkey: Path, wtns: Path) -> None:
     if not (zkey.exists() and wtns.exists()):
         shutil.rmtree(root, ignore_errors=True)
         root.mkdir(parents=True)
@@ -81,7 +88,18 @@ def mulchain_bn128():
         t.run([*t.snarkjs, "powersoftau", "prepare", "phase2", str(root / "p0.ptau"), str(root / "p.ptau")])
         t.run([*t.snarkjs, "groth16", "setup", str(root / "c.r1cs"), str(root / "p.ptau"), str(zkey)])
         t.run([*t.snarkjs, "wtns", "calculate", str(root / "c_js" / "c.wasm"), str(root / "in.json"), str(wtns)])
-    return zkey, wtns
+
+
+def test_concurrent_builds_share_one_powers_of_tau(tmp_path):
+    """Three processes build two circuits of one ptau size into one folder at once (as xdist workers
+    do): each waits for the other's lock, none races on the shared powers-of-tau files."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    need_node()
+    with ProcessPoolExecutor(3) as ex:
+        built = list(ex.map(build, ("mulchain-8", "mulchain-9", "mulchain-8"), [tmp_path] * 3))
+    assert all(f.zkey.exists() and f.wtns.exists() for f in built)
+    assert sorted(p.name for p in tmp_path.glob("*.ptau")) == ["bls12381_4.ptau"]
 
 
 # --------------------------------------------------------------------------- conventions (no node)

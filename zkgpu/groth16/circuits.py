@@ -21,7 +21,9 @@ constraints each with circom2's default optimisation: ``poseidon-600`` is 310,20
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import fcntl
 import json
 import os
 import re
@@ -233,6 +235,18 @@ def _step(steps: dict, name: str, out: Path, fn) -> None:
     steps[name] = round(time.perf_counter() - t, 3)
 
 
+@contextlib.contextmanager
+def _locked(lock: Path):
+    """Hold an exclusive advisory lock on ``lock`` (created if missing) for the block: concurrent builds
+    (pytest-xdist workers, two shells) of one circuit or one powers-of-tau file wait instead of racing."""
+    with open(lock, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def build(name: str, folder: str | Path, *, ptau_dir: str | Path | None = None, setup: str = "snarkjs") -> CircuitFiles:
     """Compile, set up and compute the witness of a built-in circuit (module docstring), cached.
 
@@ -251,10 +265,21 @@ def build(name: str, folder: str | Path, *, ptau_dir: str | Path | None = None, 
     Raises:
         ValueError: unknown circuit, or a symlink in the circuit's folder (nothing is written
             through one). ToolError: node tools missing or a step failed.
+
+    Concurrent calls for one circuit (or one powers-of-tau size) wait for each other (a file lock
+    beside the folder), so parallel test workers share one build.
     """
-    src, inp = circuit_source(name)
+    src, _ = circuit_source(name)
     if setup not in ("snarkjs", "fast"):
         raise ValueError(f"setup must be 'snarkjs' or 'fast', got {setup!r}")
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    label = name if setup == "snarkjs" else f"{name}-fast"
+    with _locked(Path(folder) / f".{label}.lock"):
+        return _build(name, folder, ptau_dir=ptau_dir, setup=setup)
+
+
+def _build(name: str, folder: str | Path, *, ptau_dir: str | Path | None, setup: str) -> CircuitFiles:
+    src, inp = circuit_source(name)
     t = tools()
     root = Path(folder) / (name if setup == "snarkjs" else f"{name}-fast")
     root.mkdir(parents=True, exist_ok=True)
@@ -299,7 +324,8 @@ def build(name: str, folder: str | Path, *, ptau_dir: str | Path | None = None, 
         p0.unlink()
         p1.unlink()
 
-    _step(steps, "ptau", ptau, make_ptau)
+    with _locked(pdir / f".bls12381_{power}.lock"):
+        _step(steps, "ptau", ptau, make_ptau)
 
     def snarkjs_setup() -> None:
         t.run([*t.snarkjs, "groth16", "setup", str(r1cs), str(ptau), str(z0)])
