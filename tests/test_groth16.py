@@ -284,6 +284,20 @@ def test_overlapped_g2_msm_gives_the_same_proof():
     assert {"g2_wait", "msm_b2_g2", "msm_b2_g2.start"} <= set(on.timings_ms) and "g2_wait" not in off.timings_ms
 
 
+def test_gpu_prover_g2_msm_is_the_cpu_one():
+    """The GPU prover's G2 MSM (``msm(..., group="g2")``: msm.cu built for G2 on a GPU, its CPU reference
+    without one) gives msm_g2_cpu's point in msm_g2_cpu's layout, on the key's B2 points with the witness,
+    with scalars 0, 1 and r-1, and on one point."""
+    from zkgpu.gpu.msm.pippenger import msm
+    from zkgpu.groth16.prover import msm_g2_cpu
+
+    zk, w = read_zkey(FIXTURE / "circuit.zkey"), read_wtns(FIXTURE / "circuit.wtns")
+    edge = fr_from_ints([0, 1, P - 1] + [5] * (zk.b2.shape[0] - 3))
+    for sc in (w.values, edge):
+        assert np.array_equal(msm(zk.b2, sc, group="g2"), msm_g2_cpu(zk.b2, sc))
+    assert np.array_equal(msm(zk.b2[-1:], w.values[-1:], group="g2"), msm_g2_cpu(zk.b2[-1:], w.values[-1:]))
+
+
 def test_proofs_are_randomised_and_seed_fixes_them(mulchain, tmp_path):
     outs = []
     for tag, seed in (("r1", None), ("r2", None), ("s1", 5), ("s2", 5)):

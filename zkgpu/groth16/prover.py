@@ -25,8 +25,10 @@ Phases (each timed, :class:`ProveResult.timings_ms`):
   is the same.
 * ``msm_a``, ``msm_b1``, ``msm_l`` (the C points), ``msm_h``: G1 MSMs (:func:`zkgpu.gpu.msm.pippenger.msm`
   on the GPU, including the points' host-to-device copy; ``msm_cpu`` = py-arkworks-bls12381 on
-  the CPU); ``msm_b2_g2``: the G2 MSM, on the CPU (py-arkworks-bls12381) in both modes, by
-  default on a thread alongside the phases above (``g2_wait``: what is left of it after them).
+  the CPU); ``msm_b2_g2``: the G2 MSM, with ``device="gpu"`` on the GPU after the G1 MSMs (the same
+  Pippenger, msm.cu built for G2: ``msm(..., group="g2")``), with ``device="cpu"`` on the CPU
+  (py-arkworks-bls12381), by default on a thread alongside the phases above (``g2_wait``: what is
+  left of it after them).
 * ``finish``: the r/s terms (arkworks) and affine output.
 
 r and s come from :mod:`secrets` (a CSPRNG) unless a seed is given (tests only: a seeded proof
@@ -399,11 +401,12 @@ def prove(
         zkey, witness: from :func:`zkgpu.groth16.formats.read_zkey` / :func:`~zkgpu.groth16.formats.read_wtns`.
         device: ``"gpu"`` (NTTs and G1 MSMs on zkgpu's kernels) or ``"cpu"`` (references).
         seed: fixes r and s (tests only); default: :mod:`secrets`.
-        overlap: run the G2 MSM (CPU, arkworks, which releases the GIL during its multiexp) on a
-            thread from the start, alongside synthesis, h_scalars and the G1 MSMs, as cuzk overlaps
-            CPU work with the GPU's; the main thread then waits for it (phase ``g2_wait``), and
-            ``msm_b2_g2.start`` gives its start (ms after the proof's start). ``False``: the G2 MSM
-            runs in turn after the G1 MSMs. Both give the same proof.
+        overlap: ``device="cpu"`` only: run the G2 MSM (arkworks, which releases the GIL during its
+            multiexp) on a thread from the start, alongside synthesis, h_scalars and the G1 MSMs, as
+            cuzk overlaps CPU work with the GPU's; the main thread then waits for it (phase
+            ``g2_wait``), and ``msm_b2_g2.start`` gives its start (ms after the proof's start).
+            ``False``: the G2 MSM runs in turn after the G1 MSMs. Both give the same proof. With
+            ``device="gpu"`` the G2 MSM runs on the GPU in turn after the G1 MSMs (one stream).
 
     Returns:
         a :class:`ProveResult`.
@@ -435,8 +438,9 @@ def prove(
         out = msm_g2_cpu(zkey.b2, w)
         return out, t0, time.perf_counter()
 
+    g2_msm = functools.partial(msm, group="g2") if device == "gpu" else msm_g2_cpu
     with ThreadPoolExecutor(max_workers=1) as pool:
-        g2 = pool.submit(g2_job) if overlap else None
+        g2 = pool.submit(g2_job) if overlap and device == "cpu" else None
         a, b, c = timed("synthesis", evaluate_qap, zkey, witness)
         sub: dict[str, float] = {}
         p = timed("h_scalars", functools.partial(h_scalars, device=device, timings=sub), a, b, c)
@@ -451,7 +455,7 @@ def prove(
             tm["msm_b2_g2"] = 1e3 * (g2_t1 - g2_t0)
             tm["msm_b2_g2.start"] = 1e3 * (g2_t0 - t_start)
         else:
-            msm_b2 = timed("msm_b2_g2", msm_g2_cpu, zkey.b2, w)
+            msm_b2 = timed("msm_b2_g2", g2_msm, zkey.b2, w)
 
     t = time.perf_counter()
     msms = {"a": msm_a, "b_g1": msm_b1, "l": msm_l, "h": msm_h}
