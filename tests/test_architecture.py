@@ -12,7 +12,9 @@ to ``a.b`` only, not to ``a``). The one layer table is ARCHITECTURE.md's module 
   app layer from below, or to ``zkgpu.app.cli`` from anywhere; and a module placed below its own package
   (importing ``a.b.c`` runs ``a/b/__init__.py`` first);
 - ``function-level``: an import inside a function (only ``zkgpu.core.optional`` and ``zkgpu.core.cuda`` may
-  import optional packages there: that is the optional-import pattern);
+  import optional packages there: that is the optional-import pattern; app-layer modules may import zkgpu
+  modules there, so that a command starts with only what it runs: those edges still count in the graph and
+  its layer rules);
 - ``optional``: a library module (core .. A2) importing a package that ``[project] dependencies``
   does not install, other than through ``zkgpu.core.optional`` / ``_cuda.cupy()`` (a ``TYPE_CHECKING``
   import, for annotations, is allowed);
@@ -369,7 +371,7 @@ def violations(
                 if imp.dst == mod.name or imp.dst not in mods:
                     continue
                 graph[mod.name].add(imp.dst)
-                if imp.where == "function":
+                if imp.where == "function" and layer != "app":
                     out.setdefault(
                         f"function-level: {mod.name} -> {imp.dst}",
                         f"{mod.name}:{imp.line} imports {imp.dst} inside a function: imports go at module level",

@@ -59,3 +59,16 @@ def test_bench_prep_threads_reach_the_benchmark_and_its_manifest(monkeypatch, tm
     assert json.loads((run / "manifest.json").read_text())["threads"] == 3
     res = CliRunner().invoke(main, ["bench", "prep", "--threads", "0", "--out", str(tmp_path)])
     assert res.exit_code == 2 and "--threads" in res.output
+
+
+def test_prove_starts_without_pandas_matplotlib_or_the_pipeline():
+    """Issue 25: `zkgpu prove` (and its --help) imports what proving needs, not the analysis stack: the CLI
+    loads each command's module on first use, settings import their targets only when a variable is set."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom zkgpu.app.cli import main\ntry:\n    main(['prove', '--help'])\nexcept SystemExit:\n    pass\n"
+            "print('LOADED', sorted({m.split('.')[0] for m in sys.modules if m.split('.')[0] in ('pandas', 'matplotlib', 'pyarrow')}"
+            " | {m for m in sys.modules if m.startswith(('zkgpu.pipeline', 'zkgpu.analysis'))}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "--zkey" in out and "LOADED []" in out, out[-800:]

@@ -4,35 +4,58 @@ Every error is one line on stderr with exit status 2 (:mod:`zkgpu.core.errors`).
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from zkgpu import __version__
-from zkgpu.analysis import compare as compare_mod
-from zkgpu.analysis.chrome_trace import ExportError, export_recording, open_run
-from zkgpu.analysis.replay import Recording, Source
-from zkgpu.app import diagnose_cmd, pipeline_cmd, record, settings
-from zkgpu.app import prove_cmd as groth16_cli
-from zkgpu.app import report as report_mod
-from zkgpu.app.bench import hostload as bench_hostload
-from zkgpu.app.bench import msm as bench_msm
-from zkgpu.app.bench import ntt as bench_ntt
-from zkgpu.app.bench import parse as bench_parse
-from zkgpu.app.bench import prep as bench_prep
-from zkgpu.app.bench import prove as bench_prove
-from zkgpu.app.bench import sppark as bench_sppark
-from zkgpu.app.bench import transfer as bench_transfer
-from zkgpu.app.parse_cmd import parse_command
+from zkgpu.app import settings
 from zkgpu.core.errors import CliError, OneLineGroup, check_writable_under
 from zkgpu.core.manifest import check_run_base, data_dir, environment
-from zkgpu.story import forecast
-from zkgpu.story.bottleneck import last_mile_recordings
+
+if TYPE_CHECKING:
+    from zkgpu.analysis.replay import Recording
+
+# Each command's module is imported when the command runs (or when --help lists it), not at start-up:
+# `zkgpu prove` loads the prover, not pandas, matplotlib and the pipeline (issue 25: light commands).
+_BENCH = {
+    "ntt": "zkgpu.app.bench.ntt:bench_command", "msm": "zkgpu.app.bench.msm:bench_command",
+    "prep": "zkgpu.app.bench.prep:bench_command", "sppark": "zkgpu.app.bench.sppark:bench_command",
+    "sppark-table": "zkgpu.app.bench.sppark:table_command", "h2d": "zkgpu.app.bench.transfer:bench_command",
+    "load": "zkgpu.app.bench.hostload:bench_command", "parse": "zkgpu.app.bench.parse:bench_parse_command",
+    "prove": "zkgpu.app.bench.prove:bench_command",
+}
+_MAIN = {
+    "record": "zkgpu.app.record:record_command", "parse": "zkgpu.app.parse_cmd:parse_command",
+    "diagnose": "zkgpu.app.diagnose_cmd:diagnose_command", "prove": "zkgpu.app.prove_cmd:prove_command",
+    "circuit": "zkgpu.app.prove_cmd:circuit_command", "setup": "zkgpu.app.prove_cmd:setup_command",
+    "pipeline": "zkgpu.app.pipeline_cmd:main",
+}
 
 
-@click.group(cls=OneLineGroup)
+class LazyGroup(OneLineGroup):
+    """A click group whose subcommands named in ``lazy`` ("module:attribute") are imported on first use
+    (the lazy-loading pattern of click's documentation, "Lazily Loading Subcommands")."""
+
+    def __init__(self, *args, lazy: dict[str, str] | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy and cmd_name not in self.commands:
+            module, attr = self.lazy[cmd_name].split(":")
+            self.add_command(getattr(importlib.import_module(module), attr), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LazyGroup, lazy=_MAIN)
 @click.version_option(__version__, prog_name="zkgpu")
 def main() -> None:
     """zkgpu: GPU bottlenecks in ZK provers (BLS12-381 NTT/MSM, H2D paths, cuzk pipeline)."""
@@ -56,7 +79,7 @@ def info(as_json: bool) -> None:
         click.echo(f"{k:>22}: {v}")
 
 
-@main.group()
+@main.group(cls=LazyGroup, lazy=_BENCH)
 def bench() -> None:
     """Benchmarks: GPU kernels and transfers (CUDA events, warm-up excluded, medians, written
     under data/) and the log parser (``bench parse``, CPU, CSV)."""
@@ -68,6 +91,8 @@ def bench() -> None:
 @click.option("--only", multiple=True, help="run only notebooks whose name contains this (repeatable)")
 def report(mode: str | None, out_dir: str, only: tuple[str, ...]) -> None:
     """Execute every notebook in notebooks/ and write HTML plus an index into reports/."""
+    from zkgpu.app import report as report_mod
+
     try:  # ZKGPU_MODE and ZKGPU_HOST_LOAD are checked here, before any notebook runs
         resolved = report_mod.resolve_report_mode(mode)
     except ValueError as exc:
@@ -102,6 +127,8 @@ def trace_export(run: str, scenarios: tuple[str, ...], out: str) -> None:
     and scenario, one thread per worker with its CPU threads apart, one slice per event row
     (bytes and GPU ms in its args); see zkgpu.analysis.chrome_trace.
     """
+    from zkgpu.analysis.chrome_trace import ExportError, export_recording, open_run
+
     try:
         path, rows = export_recording(open_run(run), out, scenarios)
     except ExportError as exc:
@@ -115,6 +142,8 @@ def trace_export(run: str, scenarios: tuple[str, ...], out: str) -> None:
 def _open_recording(arg: str, what: str) -> Recording:
     """A recording folder given on the command line (a path, or a folder name under the data folder or its
     last-mile/); one-line CliError otherwise."""
+    from zkgpu.analysis.replay import Recording
+
     if not arg.strip():
         raise CliError(f"{what}: '' is not a recording folder")
     for cand in (Path(arg), data_dir() / arg, data_dir() / "last-mile" / arg):
@@ -136,6 +165,8 @@ def compare_cmd(run_a: str, run_b: str, csv_out: str | None) -> None:
     """RUN_A against RUN_B, scenario by scenario: throughput and the three utilizations (median and min-max
     over each recording's runs), the relative difference, and whether it exceeds the runs' own spread (the
     two ranges do not overlap; a side with one run gets no verdict)."""
+    from zkgpu.analysis import compare as compare_mod
+
     a, b = _open_recording(run_a, "compare"), _open_recording(run_b, "compare")
     if csv_out is not None and Path(csv_out).exists():
         raise CliError(f"compare: {csv_out} exists: nothing is overwritten (choose another --csv)")
@@ -165,6 +196,10 @@ def forecast_cmd(recording: str | None, out_dir: str | None) -> None:
     """Write the model's forecast of the next recording of each last-mile scenario, made from RECORDING alone
     (a recording folder; default: the newest in data/last-mile/), to forecast-from-<recording>.json. Commit it
     before the next recording is made: notebook 07b then sets that recording against it (a blind test)."""
+    from zkgpu.analysis.replay import Recording, Source
+    from zkgpu.story import forecast
+    from zkgpu.story.bottleneck import last_mile_recordings
+
     if recording is not None and not recording.strip():
         raise CliError("forecast: RECORDING '': give a recording folder (or leave it out for the newest last-mile recording)")
     out = check_run_base(out_dir if out_dir is not None else forecast.FORECAST_DIR)  # before any work: a folder we can write into
@@ -189,26 +224,6 @@ def forecast_cmd(recording: str | None, out_dir: str | None) -> None:
         raise CliError(f"forecast: cannot write into {out}: {exc.strerror or exc}") from None
     click.echo(f"wrote {path}")
 
-
-for _group, _cmd in (
-    (bench, bench_ntt.bench_command),
-    (bench, bench_msm.bench_command),
-    (bench, bench_prep.bench_command),
-    (bench, bench_sppark.bench_command),
-    (bench, bench_sppark.table_command),
-    (bench, bench_transfer.bench_command),
-    (bench, bench_hostload.bench_command),
-    (bench, bench_parse.bench_parse_command),
-    (main, record.record_command),
-    (main, parse_command),
-    (main, diagnose_cmd.diagnose_command),
-    (main, groth16_cli.prove_command),
-    (main, groth16_cli.circuit_command),
-    (main, groth16_cli.setup_command),
-    (main, pipeline_cmd.main),
-    (bench, bench_prove.bench_command),
-):
-    _group.add_command(_cmd)
 
 if __name__ == "__main__":
     main()

@@ -16,11 +16,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from zkgpu.analysis import keynumbers, replay
-from zkgpu.app import live
 from zkgpu.core import cuda as _cuda
 from zkgpu.core import errors, manifest
-from zkgpu.groth16 import circuits
+
+# replay, keynumbers, live and groth16.circuits are imported by the setter that needs them: a command starts
+# without pandas or the pipeline unless a variable of theirs is set
 
 __all__ = ["Setting", "SETTINGS", "apply", "table"]
 
@@ -57,6 +57,8 @@ def _data(value: str) -> None:
     path = Path(value)
     if path.exists() and not path.is_dir():
         raise ValueError(f"{value} is a file; the data folder (where recordings go and replay looks) must be a folder: point ZKGPU_DATA at one, or unset it for data/")
+    from zkgpu.analysis import replay
+
     manifest.configure(data_dir=value)  # where new run folders go
     replay.configure(data_dir=value)  # where replay looks: the same folder
 
@@ -64,6 +66,8 @@ def _data(value: str) -> None:
 def _checked_by_live(name: str) -> Callable[[str], None]:
     """A variable :mod:`zkgpu.app.live` reads when a notebook opens its data: checked here, up front."""
     def check(value: str) -> None:
+        from zkgpu.app import live
+
         if name == "ZKGPU_MODE":
             try:
                 live.resolve_mode(value)
@@ -72,6 +76,12 @@ def _checked_by_live(name: str) -> Callable[[str], None]:
         elif name == "ZKGPU_HOST_LOAD":
             _int(name, value, low=0)
     return check
+
+
+def _keynumbers_out(value: str) -> None:
+    from zkgpu.analysis import keynumbers
+
+    keynumbers.configure(out_dir=value)
 
 
 def _commit(value: str) -> None:
@@ -85,6 +95,8 @@ def _commit(value: str) -> None:
 
 def _node(value: str) -> None:
     """node (a binary or command name) and the node_modules of its prefix, when ``PREFIX/bin/node`` has one."""
+    from zkgpu.groth16 import circuits
+
     node = Path(value.strip())
     beside = node.parent.parent / "node_modules" if node.parent.name == "bin" else None
     circuits.configure(node=value.strip(), node_modules=beside if beside is not None and beside.is_dir() else None)
@@ -107,7 +119,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ZKGPU_DATA", "the folder of recordings: where new run folders go and replay looks (`manifest.configure(data_dir=)`, `replay.configure(data_dir=)`)",
             lambda v: _named("ZKGPU_DATA", lambda: _data(v))),
     Setting("ZKGPU_NB_OUT", "where notebooks write their key numbers (live runs: its sibling `live/`); `zkgpu report` sets it (`keynumbers.configure(out_dir=)`)",
-            lambda v: _named("ZKGPU_NB_OUT", lambda: keynumbers.configure(out_dir=v))),
+            lambda v: _named("ZKGPU_NB_OUT", lambda: _keynumbers_out(v))),
     Setting("ZKGPU_MODE", "`live`, `replay` or `auto` for the notebooks (read by `zkgpu.app.live.resolve_mode`)", _checked_by_live("ZKGPU_MODE")),
     Setting("ZKGPU_HOST_LOAD", "host-memory load threads of a live notebook run (read by `zkgpu.app.live.open_source`)", _checked_by_live("ZKGPU_HOST_LOAD")),
     Setting("ZKGPU_NODE", "the node binary of circom2/snarkjs, else node on PATH; a `PREFIX/bin/node` with a `PREFIX/node_modules` "
