@@ -685,3 +685,24 @@ def test_gpu_prover_many_witnesses_equal_cpu_proofs():
     for seed in (1, 2):
         g, c = gpu.prove(w, seed=seed), cpu.prove(w, seed=seed)
         assert np.array_equal(g.a, c.a) and np.array_equal(g.b, c.b) and np.array_equal(g.c, c.c)
+
+
+def test_build_without_a_gpu_is_one_line(monkeypatch):
+    from zkgpu.core import cuda as _cuda
+
+    monkeypatch.setattr(_cuda, "gpu_available", lambda: False)
+    monkeypatch.setattr(_cuda, "cupy", lambda: (_ for _ in ()).throw(RuntimeError("no CUDA GPU (CuPy) available")))
+    res = CliRunner().invoke(main, ["build"])
+    assert res.exit_code == 2 and res.output.strip().count("\n") == 0 and "build: no CUDA GPU" in res.output, res.output
+
+
+@pytest.mark.gpu
+def test_build_compiles_every_module_then_loads_them():
+    """zkgpu build (issue 25: no cold-start tax): every step runs, and the prover's first proof afterwards needs
+    no compilation (its msm_a far below the build's first step)."""
+    from zkgpu.app.build_cmd import build_all
+
+    steps = build_all()
+    assert [s for s, _ in steps][1:] == ["prep", "msm_precomp"] and all(v >= 0 for _, v in steps)
+    res = CliRunner().invoke(main, ["build", "--json"])
+    assert res.exit_code == 0 and json.loads(res.output)[0]["seconds"] >= 0

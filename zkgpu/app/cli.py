@@ -33,7 +33,7 @@ _MAIN = {
     "record": "zkgpu.app.record:record_command", "parse": "zkgpu.app.parse_cmd:parse_command",
     "diagnose": "zkgpu.app.diagnose_cmd:diagnose_command", "prove": "zkgpu.app.prove_cmd:prove_command",
     "circuit": "zkgpu.app.prove_cmd:circuit_command", "setup": "zkgpu.app.prove_cmd:setup_command",
-    "pipeline": "zkgpu.app.pipeline_cmd:main",
+    "pipeline": "zkgpu.app.pipeline_cmd:main", "build": "zkgpu.app.build_cmd:build_command",
 }
 
 
