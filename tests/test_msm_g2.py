@@ -274,6 +274,7 @@ def test_gpu_g2_prepared_points_deferred_check():
     assert (got == msm.msm_cpu(pts, sc, group="g2")).all(), f"seed {current_seed()}"
 
 
+@pytest.mark.slow  # an nvcc build (the slow tier, as the other module builds)
 def test_g2_build_compiles_sm90(tmp_path):
     """msm.cu's G2 instantiation (-DZK_MSM_G2=1) builds with nvcc for sm_90 (skipped without nvcc, as
     tests/test_kernels_compile.py); every kernel of the G1 build is there under the same name, the point kernels

@@ -56,7 +56,7 @@ def test_committed_clean(name):
     assert "def " not in src.replace("def col(", ""), f"{name}: shared logic belongs in zkgpu modules"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def executed(tmp_path_factory):
     """Run every notebook once in replay mode; returns {name: (notebook, key numbers or None)}."""
     out = tmp_path_factory.mktemp("nb_out")
@@ -448,7 +448,7 @@ def _budget_case(name: str, what: str):
     return pytest.param(name, marks=pytest.mark.xfail(reason=reason, strict=True)) if reason else name
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def rendered(executed, tmp_path_factory):
     """Every executed notebook as the report renders it: {name: (full page, lecture page)} under a temporary folder."""
     from zkgpu.app import lecture, report
@@ -465,12 +465,14 @@ def rendered(executed, tmp_path_factory):
     return pages
 
 
+@pytest.mark.slow  # runs every notebook (the executed fixture)
 @pytest.mark.parametrize("name", [_budget_case(n, "words") for n in EXPECTED])
 def test_prose_fits_the_budget(executed, name):
     words = pagebudget.prose_words(executed[name][0])
     assert words <= pagebudget.MAX_WORDS, f"{name}: {words} words of prose (budget {pagebudget.MAX_WORDS})"
 
 
+@pytest.mark.slow  # runs every notebook (the executed fixture)
 @pytest.mark.parametrize("name", [_budget_case(n, "tables") for n in EXPECTED])
 def test_long_tables_fit_the_budget(rendered, name):
     full, lect = (p.read_text(encoding="utf-8") for p in rendered[name])
@@ -478,6 +480,7 @@ def test_long_tables_fit_the_budget(rendered, name):
     assert pagebudget.long_tables(lect) == 0 or name == "00_index", f"{name}: the lecture view shows a table over 12 rows unfolded"
 
 
+@pytest.mark.slow  # runs every notebook (the executed fixture)
 @pytest.mark.parametrize("name", [_budget_case(n, "paths") for n in EXPECTED])
 def test_pages_print_no_absolute_path(rendered, name):
     roots = (str(ROOT), str(Path.home()), os.environ.get("ZKGPU_CACHE", ""))
@@ -486,6 +489,7 @@ def test_pages_print_no_absolute_path(rendered, name):
         assert not found, f"{name}: absolute paths on the page: {found[:3]}"
 
 
+@pytest.mark.slow  # runs every notebook (the executed fixture)
 @pytest.mark.parametrize("name", [_budget_case(n, "screens") for n in EXPECTED])
 def test_pages_fit_eight_screens(rendered, name):
     if pagebudget.chromium() is None:
@@ -494,6 +498,7 @@ def test_pages_fit_eight_screens(rendered, name):
     assert screens <= pagebudget.MAX_SCREENS, f"{name}: its lecture page is {screens:.1f} screens at 1400 px (budget {pagebudget.MAX_SCREENS})"
 
 
+@pytest.mark.slow  # runs every notebook (the executed fixture)
 def test_one_value_per_key_number_name_and_recording(executed):
     pages = {n: (executed[n][1] or {}).get("numbers", {}) for n in EXPECTED}
     bad = pagebudget.conflicting_numbers(pages)

@@ -276,14 +276,15 @@ PATHOLOGICAL = {  # one physical line of about n markers / openers / characters
 @pytest.mark.parametrize("kind", list(PATHOLOGICAL))
 def test_parse_time_is_linear_in_a_pathological_line(kind):
     """Doubling twice (4x the characters of one line) costs about 4x, not 16x: compared as a ratio of two sizes, each
-    the best of three, with a floor under the small one so that timer noise cannot make a ratio; a small size that
+    the best of three, with a floor under the small one so that timer noise cannot make a ratio (and a bound, 12, between linear's 4 and
+    quadratic's 16 that a loaded 2-core machine's noise stays under); a small size that
     already takes a second fails at once (the quadratic ANSI OSC pattern took 5 s at 80k openers)."""
     make = PATHOLOGICAL[kind]
     n = 50_000
     small = _best_parse_s(make(n))
     assert small < 1.0, (kind, small)
     big = _best_parse_s(make(4 * n))
-    assert big / max(small, 0.01) < 9, (kind, small, big)
+    assert big / max(small, 0.02) < 12, (kind, small, big)  # linear: ~4; quadratic: ~16 (loaded CI machines: 10)
 
 
 def test_binary_and_undecodable_input_counted_and_refused(tmp_path):
