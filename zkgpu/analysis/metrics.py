@@ -278,19 +278,20 @@ def h2d_share(events: pd.DataFrame, by: Sequence[str] = ("run",)) -> pd.DataFram
     ntt_msm_h_ms and ``interval_share`` = interval_ms / ntt_msm_h_ms (NaN without ntt_msm_h).
     """
     _check(events)
-    rows = []
     df = events.reset_index(drop=True)
-    df = df.assign(dur_ms=duration_ms(df), _inside=_h2d_inside_mask(df))
-    for key, grp in df.groupby(list(by), dropna=False, sort=True):
-        hrows = grp[grp["_inside"]]
-        iv = float(hrows["dur_ms"].sum())
-        h = float(_exposed_or(hrows, hrows["dur_ms"]).sum()) if len(hrows) else 0.0
-        n = float(grp.loc[grp["phase"] == "ntt_msm_h", "dur_ms"].sum())
-        key = key if isinstance(key, tuple) else (key,)
-        nan = float("nan")
-        rows.append({**dict(zip(by, key, strict=True)), "h2d_ms": h, "interval_ms": iv, "ntt_msm_h_ms": n,
-                     "share": h / n if n > 0 else nan, "interval_share": iv / n if n > 0 else nan})
-    return pd.DataFrame(rows, columns=[*by, "h2d_ms", "interval_ms", "ntt_msm_h_ms", "share", "interval_share"])
+    dur = duration_ms(df).astype(float).to_numpy()
+    inside = _h2d_inside_mask(df)
+    exposed = np.zeros(len(df))
+    if inside.any():  # per row, so one vectorised pass over every group's rows at once
+        exposed[inside] = _exposed_or(df[inside], pd.Series(dur[inside], index=df.index[inside])).to_numpy()
+    is_n = (df["phase"] == "ntt_msm_h").to_numpy()
+    work = pd.DataFrame({**{k: df[k] for k in by}, "h2d_ms": exposed, "interval_ms": np.where(inside, dur, 0.0),
+                         "ntt_msm_h_ms": np.where(is_n, dur, 0.0)})
+    out = work.groupby(list(by), dropna=False, sort=True)[["h2d_ms", "interval_ms", "ntt_msm_h_ms"]].sum().reset_index()
+    n = out["ntt_msm_h_ms"].where(out["ntt_msm_h_ms"] > 0)
+    out["share"] = out["h2d_ms"] / n
+    out["interval_share"] = out["interval_ms"] / n
+    return out[[*by, "h2d_ms", "interval_ms", "ntt_msm_h_ms", "share", "interval_share"]]
 
 
 def effective_h2d_gbps(events: pd.DataFrame, by: Sequence[str] = ("run",), phase: str = "h2d") -> pd.DataFrame:
