@@ -50,7 +50,7 @@ from typing import Any
 from zkgpu.gpu.msm.prep import PREPS
 from zkgpu.pipeline.real import RealCircuit
 
-__all__ = ["Density", "PipelineConfig", "TRANSFERS", "LOCK_SCOPES", "H2D_STAGES", "MSM_BASES", "DEVICES", "PREPS", "FaultHook"]
+__all__ = ["Density", "PipelineConfig", "TRANSFERS", "LOCK_SCOPES", "H2D_STAGES", "MSM_BASES", "DEVICES", "PREPS", "POOL_SCOPES", "FaultHook"]
 
 TRANSFERS = ("pageable", "registered", "pinned_pool", "resident")
 
@@ -62,6 +62,9 @@ H2D_STAGES = ("in_lock", "pre_lock")
 #: :mod:`zkgpu.gpu.msm.precomp` and :mod:`zkgpu.gpu.msm.precomp_rows`)
 MSM_BASES = ("plain", "precomputed")
 DEVICES = ("gpu", "cpu")
+#: with ``transfer="pinned_pool"`` and several GPUs: ``shared`` (cuzk: one engine-level pool; any GPU takes any
+#: synthesized partition) or ``per_gpu`` (a pool per GPU; a partition is routed to a GPU when it is synthesized)
+POOL_SCOPES = ("shared", "per_gpu")
 
 FaultHook = Callable[[str, int, "int | None"], None]
 """``hook(step, partition, worker)`` called at the start of each pipeline step (``synthesize``,
@@ -116,9 +119,19 @@ class PipelineConfig:
         partitions: partitions to prove (cuzk: 10 per PoRep sector).
         synth_workers: synthesis threads (CPU).
         gw: GPU workers per GPU (cuzk ``gpu_workers_per_device``, default 2), sharing one mutex.
-        gpus: number of GPUs (workers and mutexes are per GPU; partition p goes to whichever
-            worker picks it up, as the cuzk queue does). device="gpu" supports 1 for now;
-            device="cpu" emulates several (one mutex per "GPU").
+        gpus: number of GPUs, one worker set each (cuzk's engine over a host's GPUs): ``gw`` workers,
+            its own mutex, streams and backend (device="gpu": CUDA ordinal g, checked against the
+            devices present when the run starts; device="cpu": N emulated devices over the same
+            math). Synthesis is shared; events and TIMELINE lines carry the GPU (``gpu``). A partition
+            goes to whichever worker picks it up, as the cuzk queue does (``pool_scope="per_gpu"``:
+            to the GPU chosen when it is synthesized). A GPU that fails with :class:`~zkgpu.pipeline.sync.DeviceLost`
+            (or a sticky CUDA error) takes no more partitions; the others go on.
+        pool_scope: with ``transfer="pinned_pool"``: ``shared`` (default; cuzk's one engine-level pool,
+            ``PinnedPool`` grows to what is in flight on all GPUs, so no GPU waits for buffers another
+            holds idle, and pinned memory under unified addressing is DMA-able by every GPU) or
+            ``per_gpu`` (one pool per GPU: synthesis routes partition p to the live GPU with the fewest
+            partitions queued or in flight and checks a/b/c out of that GPU's pool; for a NUMA host
+            where each GPU's buffers should stay on its socket, and to measure the difference).
         transfer: H2D path of a/b/c: ``pageable`` (baseline: np.empty per partition),
             ``registered`` (Phase 9: cudaHostRegister the pageable arrays, then async copy),
             ``pinned_pool`` (the fix: synthesize into PinnedPool buffers), ``resident``
@@ -188,6 +201,7 @@ class PipelineConfig:
     synth_workers: int = 2
     gw: int = 2
     gpus: int = 1
+    pool_scope: str = "shared"
     transfer: str = "pageable"
     lock_scope: str = "coarse"
     h2d_stage: str = "in_lock"
@@ -242,7 +256,7 @@ class PipelineConfig:
         _int("queue_depth", 0)
         _int("prep_threads", 0, 256)
         _int("tail_streams", 1, 3)
-        for name, allowed in (("transfer", TRANSFERS), ("lock_scope", LOCK_SCOPES), ("h2d_stage", H2D_STAGES), ("msm_bases", MSM_BASES), ("device", DEVICES), ("prep", PREPS)):
+        for name, allowed in (("transfer", TRANSFERS), ("lock_scope", LOCK_SCOPES), ("h2d_stage", H2D_STAGES), ("msm_bases", MSM_BASES), ("device", DEVICES), ("prep", PREPS), ("pool_scope", POOL_SCOPES)):
             v = getattr(self, name)
             if v not in allowed:
                 raise ValueError(f"PipelineConfig.{name} must be one of {allowed}, got {v!r}")
@@ -257,8 +271,6 @@ class PipelineConfig:
             raise ValueError("PipelineConfig.transfer='registered' needs device='gpu' (cudaHostRegister); use 'pageable' or 'pinned_pool' on the CPU")
         if self.prep == "gpu" and self.device != "gpu":
             raise ValueError("PipelineConfig.prep='gpu' needs device='gpu'; use prep='cpu' or 'cpu_parallel' on the CPU")
-        if self.device == "gpu" and self.gpus != 1:
-            raise ValueError(f"PipelineConfig.gpus={self.gpus} with device='gpu': one GPU per run for now (bases and streams live on device 0); gpus > 1 is emulated on device='cpu' only")
         if self.real is not None and (self.n, self.num_inputs) != (self.real.n, self.real.num_inputs):
             raise ValueError(f"PipelineConfig.n={self.n} and num_inputs={self.num_inputs} must be the circuit's ({self.real.name}: n={self.real.n}, "
                              f"num_inputs={self.real.num_inputs}); use PipelineConfig.for_circuit")
@@ -298,7 +310,9 @@ class PipelineConfig:
         real = f"-{self.real.name}" if self.real is not None else ""
         stage = "-h2d_pre_lock" if self.h2d_stage == "pre_lock" else ""
         bases = "-msm_precomp" if self.msm_bases == "precomputed" else ""
-        return self.run or f"{self.transfer}-{self.lock_scope}-gw{self.gw}-n{self.log_n}-{self.device}{prep}{stage}{bases}{real}"
+        gpus = f"-gpus{self.gpus}" if self.gpus > 1 else ""
+        pools = "-pool_per_gpu" if self.pool_scope == "per_gpu" and self.transfer == "pinned_pool" else ""
+        return self.run or f"{self.transfer}-{self.lock_scope}-gw{self.gw}-n{self.log_n}-{self.device}{gpus}{pools}{prep}{stage}{bases}{real}"
 
     def with_(self, **changes: Any) -> PipelineConfig:
         """A copy with some fields changed (validated)."""
