@@ -300,3 +300,33 @@ def test_gpu_one_device_per_device_backend():
     too_many = gpu_count() + 1
     with pytest.raises(ValueError, match=f"gpus={too_many}: this host has {too_many - 1} CUDA device"):
         run_pipeline(c.with_(gpus=too_many), prepared=prepared)
+
+
+def test_device_tables_are_cached_per_device(monkeypatch):
+    """zkgpu.core.cuda.device_cache (the NTT's twiddle and coset tables): one entry per (current device,
+    arguments), so the second GPU of a run never reads a table that lives on the first."""
+    from zkgpu.core import cuda as _cuda
+
+    current = {"dev": 0}
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: current["dev"])))
+    monkeypatch.setattr(_cuda, "cupy", lambda: fake)
+    built = []
+
+    @_cuda.device_cache
+    def table(n, scale=1):
+        """a table"""
+        built.append((current["dev"], n, scale))
+        return object()
+
+    a0 = table(4)
+    assert table(4) is a0 and built == [(0, 4, 1)] and table.__doc__ == "a table"
+    current["dev"] = 1
+    a1 = table(4)
+    assert a1 is not a0 and built[-1] == (1, 4, 1) and table(4, scale=2) is not a1
+    current["dev"] = 0
+    assert table(4) is a0
+    table.cache_clear()
+    assert table(4) is not a0
+    # a stand-in for CuPy without devices (the kernel emulation): device 0
+    monkeypatch.setattr(_cuda, "cupy", lambda: types.SimpleNamespace())
+    assert _cuda.current_device() == 0
