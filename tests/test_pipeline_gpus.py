@@ -330,3 +330,30 @@ def test_device_tables_are_cached_per_device(monkeypatch):
     # a stand-in for CuPy without devices (the kernel emulation): device 0
     monkeypatch.setattr(_cuda, "cupy", lambda: types.SimpleNamespace())
     assert _cuda.current_device() == 0
+
+
+# ----------------------------------------------------------------------------------------------
+# zkgpu pipeline --gpus N
+# ----------------------------------------------------------------------------------------------
+def test_pipeline_command_runs_emulated_gpus(tmp_path):
+    from click.testing import CliRunner
+
+    from zkgpu.app import pipeline_cmd
+
+    res = CliRunner().invoke(pipeline_cmd.main, ["--device", "cpu", "--log-n", "5", "--partitions", "3", "--gpus", "2", "--transfer", "pinned_pool",
+                                                 "--pool-scope", "per_gpu", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    assert "pinned_pool-coarse-gw2-n5-cpu-gpus2-pool_per_gpu" in res.output and "on 2 emulated GPUs" in res.output
+    (log,) = (tmp_path / "o").glob("*/cuzk.log")
+    assert ",gpu=1" in log.read_text() or ",gpu=0" in log.read_text()
+
+
+def test_pipeline_command_refuses_more_gpus_than_present(monkeypatch):
+    from click.testing import CliRunner
+
+    from zkgpu.app import pipeline_cmd
+
+    monkeypatch.setattr(pipeline_cmd, "gpu_available", lambda: True)
+    monkeypatch.setattr(pipeline_cmd, "gpu_count", lambda: 1)
+    res = CliRunner().invoke(pipeline_cmd.main, ["--device", "gpu", "--gpus", "2"])
+    assert res.exit_code == 2 and "--gpus 2: this host has 1 CUDA device(s)" in res.output and "Traceback" not in res.output
