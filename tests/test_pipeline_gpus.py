@@ -357,3 +357,44 @@ def test_pipeline_command_refuses_more_gpus_than_present(monkeypatch):
     monkeypatch.setattr(pipeline_cmd, "gpu_count", lambda: 1)
     res = CliRunner().invoke(pipeline_cmd.main, ["--device", "gpu", "--gpus", "2"])
     assert res.exit_code == 2 and "--gpus 2: this host has 1 CUDA device(s)" in res.output and "Traceback" not in res.output
+
+
+# ----------------------------------------------------------------------------------------------
+# zkgpu record --gpus N (the option, its check, the manifest's gpus)
+# ----------------------------------------------------------------------------------------------
+def test_record_on_emulated_gpus_records_gpus_in_the_manifest(tmp_path):
+    import json
+
+    from zkgpu.app import record
+
+    run_dir = record.record(out=tmp_path, device="cpu", n=32, partitions=3, scenarios=["baseline", "pinned_pool"], gpus=2)
+    m = json.loads((run_dir / "manifest.json").read_text())
+    assert m["gpus"] == 2
+    for name in ("baseline", "pinned_pool"):
+        e = m["scenarios"][name]
+        assert "error" not in e and e["config"]["gpus"] == 2, e
+        ev = pd.read_parquet(run_dir / e["events"])
+        assert set(ev.loc[ev.phase == "mutex_held", "gpu"].astype(int)) <= {0, 1}
+
+
+@pytest.mark.parametrize("gpus, match", [(0, "gpus=0: give a whole number of GPUs from 1 to 16"), (17, "gpus=17"), (True, "gpus=True")])
+def test_record_refuses_bad_gpus_before_a_folder(tmp_path, gpus, match):
+    from zkgpu.app import record
+
+    with pytest.raises(ValueError, match=match):
+        record.record(out=tmp_path / "d", device="cpu", n=32, partitions=1, scenarios=["baseline"], gpus=gpus)
+    assert not (tmp_path / "d").exists()
+
+
+def test_record_refuses_more_gpus_than_present(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from zkgpu.app import record
+
+    monkeypatch.setattr(record, "gpu_available", lambda: True)
+    monkeypatch.setattr(record, "gpu_count", lambda: 1)
+    with pytest.raises(ValueError, match="gpus=2: this host has 1 CUDA device"):
+        record.record(out=tmp_path / "d", device="gpu", gpus=2)
+    res = CliRunner().invoke(record.record_command, ["--device", "gpu", "--gpus", "2", "--out", str(tmp_path / "d")])
+    assert res.exit_code == 2 and "gpus=2: this host has 1 CUDA device(s)" in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "d").exists()

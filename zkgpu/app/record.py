@@ -66,6 +66,7 @@ from zkgpu.core.manifest import build_manifest, new_run_dir, write_json_new
 from zkgpu.gpu.msm.prep import numba_available
 from zkgpu.groth16.workload import SnarkjsCircuit, check_proofs, load_circuit
 from zkgpu.pipeline.config import TRANSFERS, PipelineConfig
+from zkgpu.pipeline.runner import gpu_count
 from zkgpu.transfer.hostload import HostMemoryLoad
 from zkgpu.transfer.pinned_pool import PinnedPool
 
@@ -172,7 +173,7 @@ CPU_DEFAULT_N = 1 << 10
 CPU_DEFAULT_PARTITIONS = 6
 #: upper bounds of the record options (a recording of far more is a typo, and each queued
 #: partition holds its a/b/c buffers): partitions per scenario, synthesis threads, queue depth
-MAX_PARTITIONS, MAX_SYNTH_WORKERS, MAX_QUEUE_DEPTH = 10_000, 64, 256
+MAX_PARTITIONS, MAX_SYNTH_WORKERS, MAX_QUEUE_DEPTH, MAX_GPUS = 10_000, 64, 256, 16  # MAX_GPUS: PipelineConfig.gpus's bound
 
 
 def scenario_configs(
@@ -243,8 +244,11 @@ def run_scenario(
     pool: Any = None,
     circuit: SnarkjsCircuit | None = None,
     vkey: str | Path | None = None,
+    gpus: int = 1,
 ) -> dict[str, Any]:
     """Run one scenario into ``run_dir`` and return its manifest entry.
+
+    ``gpus``: the GPUs of the scenario (``PipelineConfig.gpus``) unless its ``settings`` name them.
 
     Writes ``logs/<name>.log`` and ``events/<name>.parquet`` (relative paths in the entry).
     Errors are caught and recorded in the entry (``error``, ``traceback``); the log and any
@@ -270,6 +274,7 @@ def run_scenario(
         kw["synth_workers"] = synth_workers
     if queue_depth is not None:
         kw["queue_depth"] = queue_depth
+    kw.setdefault("gpus", gpus)
     if circuit is not None:
         kw.update(real=circuit, num_inputs=circuit.num_inputs)
     entry: dict[str, Any] = {"settings": settings}
@@ -423,6 +428,7 @@ def record(
     circuit: SnarkjsCircuit | None = None,
     vkey: str | Path | None = None,
     scenario_partitions: Mapping[str, int] | None = None,
+    gpus: int = 1,
 ) -> Path:
     """Record the scenario matrix into a fresh run folder and return its path.
 
@@ -452,6 +458,8 @@ def record(
         scenario_partitions: ``{scenario: partitions}`` for scenarios that run a different number
             of partitions than ``partitions`` (e.g. fewer for the alternatives of a long recording);
             each entry's configuration records its own count.
+        gpus: GPUs of each scenario (``PipelineConfig.gpus``; a scenario's settings may name their own),
+            at most the CUDA devices present on the GPU (emulated on the CPU); the manifest records it.
 
     Raises:
         ValueError: unknown device or scenario, a size the pipeline rejects (n not a power of
@@ -466,6 +474,10 @@ def record(
         raise ValueError(f"device must be 'gpu' or 'cpu', got {device!r}")
     if device == "gpu" and not has_gpu:
         raise RuntimeError("device='gpu' needs a CUDA GPU (CuPy) and none was found: record on the CPU with device='cpu' (--device cpu)")
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= MAX_GPUS:
+        raise ValueError(f"gpus={gpus!r}: give a whole number of GPUs from 1 to {MAX_GPUS}")
+    if device == "gpu" and gpus > gpu_count():
+        raise ValueError(f"gpus={gpus}: this host has {gpu_count()} CUDA device(s) (choose --gpus {gpu_count()} or fewer)")
     if out is not None and not str(out).strip():
         raise ValueError("out='' is empty: give a folder for the run folder (e.g. --out data), or leave --out out for data/")
     for name, value, top in (("partitions", partitions, MAX_PARTITIONS), ("synth_workers", synth_workers, MAX_SYNTH_WORKERS), ("queue_depth", queue_depth, MAX_QUEUE_DEPTH)):
@@ -547,7 +559,7 @@ def record(
             # reuses"); a cold pool would put a burst of cudaHostAlloc calls, which serialise in
             # the driver, into the first partitions' synthesis. Allocate once, up front, and share.
             pool = PinnedPool()
-            nbuf = (queue_depth or 0) + max(int(st.get("gw", 2)) for st in runnable.values()) + 2
+            nbuf = (queue_depth or 0) + max(int(st.get("gw", 2)) * int(st.get("gpus", gpus)) for st in runnable.values()) + 2
             t_p = time.perf_counter()
             for held in [pool.checkout_abc(n) for _ in range(nbuf)]:
                 held.release()
@@ -559,7 +571,7 @@ def record(
             mark = load.snapshot()
             current = name
             entries[name] = run_scenario(name, settings, run_dir, n=n, partitions=counts.get(name, partitions), device=device, seed=seed, synth_workers=synth_workers,
-                                         prepared=prepared, queue_depth=queue_depth, pool=pool, circuit=circuit, vkey=vkey)
+                                         prepared=prepared, queue_depth=queue_depth, pool=pool, circuit=circuit, vkey=vkey, gpus=gpus)
             current = None
             e = entries[name]
             if host_load:
@@ -597,6 +609,7 @@ def record(
         device=device,
         n=n,
         partitions=partitions,
+        gpus=gpus,
         quick=quick,
         seed=seed,
         host_load={"threads": host_load, "buffer_bytes": load.buffer_bytes},
@@ -629,11 +642,12 @@ def record(
 @click.option("--no-bench", is_flag=True, help="skip the kernel benchmarks")
 @click.option("--synth-workers", type=int, default=None, help="synthesis threads (default 8 on the GPU, else the pipeline's)")
 @click.option("--queue-depth", type=int, default=None, help="partitions synthesized ahead (default 8 on the GPU; 0: 2*gw)")
+@click.option("--gpus", type=int, default=1, show_default=True, help="GPUs of each scenario, one worker set each (at most the CUDA devices present; emulated with --device cpu)")
 @click.option("--host-load", type=click.IntRange(min=0), default=0, show_default=True, help="host memory-bandwidth load threads during the scenarios (zkgpu.transfer.hostload)")
 @click.option("--zkey", "zkey_path", type=click.Path(dir_okay=False, exists=True), default=None, help="prove a real circuit in every scenario: its snarkjs BLS12-381 key (n = its domain)")
 @click.option("--wtns", "wtns_paths", multiple=True, type=click.Path(dir_okay=False, exists=True), help="with --zkey: witness(es), cycled over the partitions")
 @click.option("--vkey", "vkey_path", type=click.Path(dir_okay=False, exists=True), default=None, help="with --zkey: verification key for snarkjs [default: vkey.json beside the key]")
-def record_command(n, partitions, quick, out, device, scenarios, scenario_partitions, no_sweep, no_bench, synth_workers, queue_depth, host_load, zkey_path,
+def record_command(n, partitions, quick, out, device, scenarios, scenario_partitions, no_sweep, no_bench, synth_workers, queue_depth, gpus, host_load, zkey_path,
                    wtns_paths, vkey_path) -> None:
     """Run the scenario matrix (baseline, registered, pinned pool, narrow lock, gw=1/3, compute-only)
     and write logs, Parquet event tables, the H2D sweep, kernel benchmarks and manifest.json into
@@ -661,7 +675,7 @@ def record_command(n, partitions, quick, out, device, scenarios, scenario_partit
             out=out, device=None if device == "auto" else device, n=n, partitions=partitions, quick=quick,
             scenarios=scenarios or None, sweep=not no_sweep, bench=not no_bench, synth_workers=synth_workers,
             queue_depth=queue_depth, host_load=host_load, echo=click.echo, circuit=circuit, vkey=vkey_path,
-            scenario_partitions=counts or None,
+            scenario_partitions=counts or None, gpus=gpus,
         )
     except (ValueError, TypeError, RuntimeError) as exc:
         raise CliError(str(exc)) from exc
