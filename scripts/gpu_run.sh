@@ -151,8 +151,9 @@ for s in "${stages[@]}"; do
     bench-h2d) run_stage bench-h2d python3 -m zkgpu.app.cli bench h2d --max-size 4GiB --repeat 3 --time-budget 110 --out "$DATA" ;;
     # the scenario matrix; its sweep and kernel benchmarks are the bench-* stages' job here
     bench-load) run_stage bench-load python3 -m zkgpu.app.cli bench load ${LOAD_LEVELS:+--levels $LOAD_LEVELS} --out "$DATA" ;;
-    # HOST_LOAD=N: N host memory-load threads during the scenarios (zkgpu.transfer.hostload)
-    record)    run_stage record python3 -m zkgpu.app.cli record --no-sweep --no-bench ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${PARTITIONS:+--partitions $PARTITIONS} --out "$DATA" ;;
+    # HOST_LOAD=N: N host memory-load threads during the scenarios (zkgpu.transfer.hostload); GPUS=N: N GPUs per scenario;
+    # SCENARIOS="a b": only those scenarios
+    record)    run_stage record python3 -m zkgpu.app.cli record --no-sweep --no-bench ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${GPUS:+--gpus $GPUS} $(for x in ${SCENARIOS:-}; do echo --scenario "$x"; done) ${PARTITIONS:+--partitions $PARTITIONS} --out "$DATA" ;;
     prove-setup) node_setup; run_stage prove-setup python3 -m zkgpu.app.cli circuit "$PROVE_CIRCUIT" build/circuits $([ "$PROVE_SETUP" = fast ] && echo --fast) ;;
     prove)     export OUT DATA PROVE_CIRCUIT PROVE_SETUP PROVE_DEVICE; run_stage prove bash -c "$(declare -f node_setup prove_stage); prove_stage" ;;
     record-real) export OUT DATA PROVE_CIRCUIT PROVE_SETUP PROVE_DEVICE; run_stage record-real bash -c "$(declare -f node_setup record_real_stage); record_real_stage" ;;
