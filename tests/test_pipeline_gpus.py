@@ -256,6 +256,32 @@ def test_every_device_lost_cancels_the_queue_without_a_hang(prepared):
     assert no_pipeline_threads_left()
 
 
+def test_one_gpu_lost_and_the_other_hung_cancels_the_queue(prepared):
+    """GPU 0 lost, GPU 1's worker hung in ntt_msm_h: nothing can take the queued partitions, so the
+    watchdog stops the run with that reason instead of waiting for the overall deadline."""
+    import threading
+
+    release = threading.Event()
+
+    def hook(s, p, w):
+        if s == "ntt_msm_h" and w == 0:
+            raise DeviceLost("emulated gpu 0 lost")
+        if s == "ntt_msm_h" and w == 1:
+            release.wait(30)
+
+    c = cfg(partitions=8, gpus=2, gw=1, transfer="pinned_pool", queue_depth=3, timeout_s=0.5, fault_hook=hook)
+    try:
+        res, err = run_bounded(c, limit=30, prepared=prepared)
+    finally:
+        release.set()
+    assert err is None and not res.ok
+    st = [r.status for r in res.partitions]
+    assert "ok" not in st and st.count("failed") == 2, res.errors
+    assert any("StageTimeout" in r.error for r in res.partitions if r.status == "failed")
+    assert any("DeviceLost" in r.error for r in res.partitions if r.status == "failed")
+    assert all("every GPU worker hung or lost its GPU" in r.error for r in res.partitions if r.status == "cancelled"), res.errors
+
+
 def test_a_partition_failure_is_not_a_device_failure(prepared):
     """An ordinary error (a bad value, a non-sticky CUDA error) fails its partition; the GPU goes on."""
     def hook(s, p, w):

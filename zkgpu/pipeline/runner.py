@@ -337,6 +337,7 @@ class _Run:
         self.busy: dict[int, int | None] = {}
         self.abandoned_threads: set[int | None] = set()
         self.gpu_threads: list[threading.Thread] = []
+        self.thread_gpus: list[int] = []  # the GPU of each of gpu_threads
         self.stop_reason = "run stopped"
         self.interrupt_cause: str | None = None
 
@@ -611,8 +612,10 @@ class _Run:
             if release is not None:
                 release()
             ctx.tracer.write(f"zkgpu watchdog: {err}")
-        if self.gpu_threads and all(th.ident in self.abandoned_threads for th in self.gpu_threads) and not ctx.stop.is_set():
-            self.stop_reason = "every GPU worker hung"  # nothing can take the queued partitions
+        gone = [th.ident in self.abandoned_threads or (not th.is_alive() and gpu in ctx.lost_gpus) for th, gpu in zip(self.gpu_threads, self.thread_gpus, strict=True)]
+        if gone and all(gone) and not ctx.stop.is_set():  # hung, or exited with their lost GPU: nothing can take the queued partitions
+            hung = any(th.ident in self.abandoned_threads for th in self.gpu_threads)
+            self.stop_reason = "every GPU worker hung" if len(ctx.lost_gpus) == 0 else "every GPU worker hung or lost its GPU" if hung else "every GPU failed"
             ctx.stop.set()
 
     def _join(self, threads: list[threading.Thread], deadline: float) -> bool:
@@ -648,6 +651,7 @@ class _Run:
             for i in range(cfg.gw)
         ]
         self.gpu_threads = gpu_workers
+        self.thread_gpus = [g for g in range(cfg.gpus) for _ in range(cfg.gw)]
         try:
             for th in synth + gpu_workers:
                 th.start()
