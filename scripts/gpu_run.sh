@@ -152,8 +152,9 @@ for s in "${stages[@]}"; do
     bench-h2d) run_stage bench-h2d python3 -m zkgpu.app.cli bench h2d --max-size 4GiB --repeat 3 --time-budget 110 --out "$DATA" ;;
     # the scenario matrix; its sweep and kernel benchmarks are the bench-* stages' job here
     bench-load) run_stage bench-load python3 -m zkgpu.app.cli bench load ${LOAD_LEVELS:+--levels $LOAD_LEVELS} --out "$DATA" ;;
-    # HOST_LOAD=N: N host memory-load threads during the scenarios (zkgpu.transfer.hostload)
-    record)    run_stage record python3 -m zkgpu.app.cli record --no-sweep --no-bench ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${PARTITIONS:+--partitions $PARTITIONS} ${REPEATS:+--repeats $REPEATS} ${PREP_THREADS:+--prep-threads $PREP_THREADS} --out "$DATA" ;;
+    # HOST_LOAD=N: N host memory-load threads during the scenarios (zkgpu.transfer.hostload); GPUS=N: N GPUs per scenario;
+    # SCENARIOS="a b": only those scenarios
+    record)    run_stage record python3 -m zkgpu.app.cli record --no-sweep --no-bench ${SYNTH_WORKERS:+--synth-workers $SYNTH_WORKERS} ${HOST_LOAD:+--host-load $HOST_LOAD} ${GPUS:+--gpus $GPUS} $(for x in ${SCENARIOS:-}; do echo --scenario "$x"; done) ${PARTITIONS:+--partitions $PARTITIONS} ${REPEATS:+--repeats $REPEATS} ${PREP_THREADS:+--prep-threads $PREP_THREADS} --out "$DATA" ;;
     # the seed regime: the baseline alone (one run of 16 partitions) for each SYNTH:LOAD:PREP of SEED_GRID
     # (synthesis threads, host memory-load threads, prep_msm threads) into data/seed-regime/; exports
     # SYNTH_WORKERS, HOST_LOAD and PREP_THREADS of the one nearest the seed (zkgpu.story.seed.choose_regime:

@@ -574,7 +574,8 @@ class _FakeCupyStreams(_FakeCupy):
     def __init__(self):
         super().__init__()
         self.asnumpy = lambda a, stream=None: np.asarray(a)
-        self.cuda = types.SimpleNamespace(Stream=lambda non_blocking=True: _FakeStream(), Event=_FakeEvent)
+        # Device: the backend runs each method with its GPU current (one emulated device)
+        self.cuda = types.SimpleNamespace(Stream=lambda non_blocking=True: _FakeStream(), Event=_FakeEvent, Device=lambda i=0: contextlib.nullcontext())
 
 
 @pytest.mark.parametrize("defer, concurrent", [(False, False), (True, False), (True, True), (False, True)])
@@ -591,7 +592,7 @@ def test_gpu_backend_msm_and_batch_add_on_prepared_bases(defer, concurrent, monk
     monkeypatch.setattr(msm, "_k", _emu_kernel)
     pts = rand_points(70)
     be = object.__new__(GpuBackend)
-    be.cp, be._lock, be._side_free = fake, threading.Lock(), []
+    be.cp, be._lock, be._side_free, be.device_id = fake, threading.Lock(), [], 0
     be.bases, be._mont, be._tables = {"l": pts}, {"l": msm.prepare_points(pts)}, {}  # plain bases (msm_bases="plain")
     sc = fr_random(70, new_rng())
     sc[:30] = fr_from_ints([1] * 30)

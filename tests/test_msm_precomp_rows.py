@@ -102,7 +102,7 @@ def test_emu_gpu_backend_msm_over_tables(defer, monkeypatch):
     pts = rand_points(n)
     table, mont = _table_emu(pts, 7, monkeypatch)
     be = object.__new__(GpuBackend)
-    be.cp, be._lock, be._side_free = fake, threading.Lock(), []
+    be.cp, be._lock, be._side_free, be.device_id = fake, threading.Lock(), [], 0
     be.bases, be._mont, be._tables = {"l": pts}, {"l": mont}, {"l": table}
     sc = msm_random_scalars(n, rng)
     idx = np.sort(rng.choice(n, size=20, replace=False)).astype(np.int64)

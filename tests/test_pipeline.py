@@ -98,7 +98,6 @@ def reference(config, circuit, backend, p):
         (dict(density=Density(zero=0.7, one=0.5)), ValueError, "zero \\+"),
         (dict(timeout_s=0), ValueError, "timeout_s"),
         (dict(partitions=0), ValueError, "partitions"),
-        (dict(device="gpu", gpus=2), ValueError, "one GPU per run"),
     ],
 )
 def test_config_validation(kw, exc, match):

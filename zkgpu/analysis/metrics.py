@@ -49,6 +49,7 @@ __all__ = [
     "identity_check",
     "mutex_stats",
     "utilization",
+    "utilization_per_gpu",
     "critical_path",
     "ntt_msm_h_split",
     "barrier_race",
@@ -455,6 +456,34 @@ def utilization(events: pd.DataFrame) -> pd.DataFrame:
     out["partitions"] = tp["partitions"]
     out["wall_ms"] = tp["wall_ms"]
     return out
+
+
+def utilization_per_gpu(events: pd.DataFrame) -> pd.DataFrame:
+    """:func:`utilization` of each GPU of each run, over the **run's** wall span (all its events, all GPUs):
+    a GPU's rows (``gpu`` = g) with the rows of no GPU (synthesis), its utilizations and its throughput
+    (the partitions it proved) rescaled from that selection's span to the run's. The GPUs' throughputs add
+    up to the run's.
+
+    Returns: DataFrame indexed by (``run``, ``gpu``) with :func:`utilization`'s columns (``wall_ms`` the run's).
+    """
+    _check(events)
+    wall = wall_span(events)
+    cols = ["compute_util", "kernel_util", "timeline_util", "partitions_per_min", "partitions", "wall_ms"]
+    key = _gpu_key(events)
+    parts = []
+    for g in sorted(int(x) for x in key[events["phase"].isin(list(GPU_PHASES) + ["prove"])].unique() if x >= 0):
+        sub = events[(key == g) | (key < 0)]
+        u = utilization(sub)
+        full = wall.loc[u.index, "wall_ms"]
+        scale = (u["wall_ms"] / full).where(full > 0)
+        for c in ("compute_util", "kernel_util", "timeline_util", "partitions_per_min"):
+            u[c] = u[c] * scale
+        u["wall_ms"] = full
+        u["gpu"] = g
+        parts.append(u.reset_index().set_index(["run", "gpu"])[cols])
+    if not parts:
+        return pd.DataFrame(columns=cols, index=pd.MultiIndex.from_arrays([[], []], names=["run", "gpu"]))
+    return pd.concat(parts).sort_index()
 
 
 #: Categories of :func:`critical_path`, in the order along a GPU's time: they do not overlap and

@@ -13,6 +13,11 @@ groth16_cuda.cu``; ``notes/cuzk-pipeline.md`` §1.2, §1.4, §3, §7):
   ``none`` has no shared mutex;
 * ``h2d_stage``: ``in_lock`` copies a/b/c inside ntt_msm_h, overlapped with the NTTs
   (:func:`in_lock_tail_ms`); ``pre_lock`` copies them before the mutex on the worker's own stream;
+* several GPUs (``gpus``): each has its own mutex, stream and ``gw`` workers; synthesis and the queue
+  are shared (cuzk's one engine per host), and so is the host's memory bandwidth: the **pageable** copies
+  in flight on all GPUs (one host thread's memcpy each) share ``host_copy_gbps``, each getting
+  ``min(pageable_gbps, host_copy_gbps / k)`` while k run (:mod:`zkgpu.analysis.shared_bandwidth`);
+  a pinned copy is its GPU's own DMA and keeps ``pinned_gbps``. A 1-GPU calibration thus predicts N;
 * **finalize** runs on its own; the ``prove`` interval (upstream's GPU_START → GPU_END) ends after it.
 
 Units: milliseconds in :class:`ModelParams`; nanoseconds in the emitted event table (the schema of
@@ -44,6 +49,7 @@ import pandas as pd
 import simpy
 
 from zkgpu.analysis import metrics
+from zkgpu.analysis.shared_bandwidth import SharedBandwidth
 from zkgpu.core.events import normalize_events
 
 __all__ = [
@@ -99,6 +105,9 @@ class ModelParams:
         pinned_gbps: effective H2D rate from page-locked (pinned or registered) memory, GB/s.
         b_g2_msm_ms: CPU G2 tail MSM after prep_msm (outside the mutex; delays finalize only).
         synth_ms: synthesis of one partition on one synthesis worker (0 = always available).
+        host_copy_gbps: the host memory bandwidth the pageable copies of all GPUs share, GB/s of
+            H2D payload (0 = no shared limit: every copy runs at ``pageable_gbps``); see the module
+            docstring. Pinned copies do not draw on it.
         synth_workers: concurrent synthesis workers.
         finalize_ms: epilogue after joining prep/b_g2 (outside the mutex).
         pre_lock_ms: worker overhead between pickup and asking for the mutex.
@@ -122,12 +131,13 @@ class ModelParams:
     finalize_ms: float = 0.0
     pre_lock_ms: float = 0.0
     lock_overhead_ms: float = 0.0
+    host_copy_gbps: float = 0.0
     source: str = "manual"
 
     def __post_init__(self) -> None:
         for name in (
             "prep_msm_ms", "ntt_ms", "h_msm_ms", "h_kernel_ms", "batch_add_ms", "tail_msm_ms", "h2d_bytes",
-            "b_g2_msm_ms", "synth_ms", "finalize_ms", "pre_lock_ms", "lock_overhead_ms",
+            "b_g2_msm_ms", "synth_ms", "finalize_ms", "pre_lock_ms", "lock_overhead_ms", "host_copy_gbps",
         ):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
@@ -226,6 +236,7 @@ def simulate(
     jitter: float = 0.0,
     seed: int = 0,
     run: str | None = None,
+    host_copy_gbps: float | None = None,
 ) -> ModelResult:
     """Simulate ``partitions`` partitions through the pipeline and return the event table and metrics.
 
@@ -244,12 +255,15 @@ def simulate(
             before the mutex; always so with ``submit``); see the module docstring.
         h2d_gbps: override the H2D rate, GB/s.
         prep_speedup: prep_msm runs ``prep_speedup`` times faster (> 0).
-        gpus: number of GPUs, each with its own mutex and ``gw`` workers.
+        gpus: number of GPUs, each with its own mutex, stream and ``gw`` workers; synthesis, the
+            queue and the pageable copies' host bandwidth (``host_copy_gbps``) are shared.
         synth_workers: override ``params.synth_workers``.
         max_queue: bound of the synthesized-partition queue (None: unbounded).
         jitter: coefficient of variation of every duration (lognormal, mean kept); 0 = deterministic.
         seed: random seed for ``jitter``.
         run: run name in the event table (default built from the settings).
+        host_copy_gbps: override ``params.host_copy_gbps`` (the pageable copies' shared host
+            bandwidth, GB/s; 0 = no shared limit).
 
     Raises:
         ValueError: a setting is out of range (names it).
@@ -270,6 +284,9 @@ def simulate(
     sw = params.synth_workers if synth_workers is None else synth_workers
     if not (isinstance(sw, (int, np.integer)) and sw >= 1):
         raise ValueError(f"synth_workers must be an int >= 1, got {sw!r}")
+    host_gbps = params.host_copy_gbps if host_copy_gbps is None else host_copy_gbps
+    if not (isinstance(host_gbps, (int, float)) and math.isfinite(host_gbps) and host_gbps >= 0):
+        raise ValueError(f"host_copy_gbps must be a finite rate >= 0 GB/s (0: no shared limit), got {host_gbps!r}")
     rate = _rate_for(params, transfer, h2d_gbps)
     h2d_ms = 0.0 if rate is None else params.h2d_ms(rate)
     pre_lock = scope == "submit" or h2d_stage == "pre_lock"  # a/b/c copied before the mutex
@@ -280,9 +297,9 @@ def simulate(
     settings = {
         "partitions": int(partitions), "gw": int(gw), "scope": scope, "transfer": transfer,
         "h2d_stage": "pre_lock" if pre_lock else "in_lock", "h2d_gbps": rate, "prep_speedup": float(prep_speedup), "gpus": int(gpus),
-        "synth_workers": int(sw), "max_queue": max_queue, "jitter": float(jitter),
+        "synth_workers": int(sw), "max_queue": max_queue, "jitter": float(jitter), "host_copy_gbps": float(host_gbps),
     }
-    run = run or f"model-{transfer}-{scope}-gw{gw}"
+    run = run or f"model-{transfer}-{scope}-gw{gw}" + (f"-gpus{gpus}" if gpus > 1 else "")
     rng = np.random.default_rng(seed)
 
     def dur(ms: float) -> float:
@@ -297,6 +314,17 @@ def simulate(
     mutexes = [simpy.Resource(env, capacity=1) for _ in range(gpus)]
     streams = [simpy.Resource(env, capacity=1) for _ in range(gpus)]  # submit: each GPU's shared stream (FIFO)
     counter = itertools.count()
+    # pageable copies of all GPUs share the host's bandwidth; pinned ones are each GPU's own DMA
+    shared = SharedBandwidth(env, host_gbps * 1e6, rate * 1e6) if (transfer == "pageable" and host_gbps > 0 and rate is not None) else None
+
+    def copy_abc():
+        """The H2D of a, b, c; returns its duration (ms)."""
+        t0 = env.now
+        if shared is None:
+            yield env.timeout(dur(h2d_ms))
+        else:
+            yield shared.copy(params.h2d_bytes * (dur(1.0) if jitter else 1.0))
+        return env.now - t0
 
     def rec(phase: str, start: float, end: float, *, part=None, worker=None, gpu=None, nbytes=None, gpu_ms=None, detail=""):
         rows.append({
@@ -424,8 +452,7 @@ def simulate(
                 rec("pre_lock", t0, env.now, **kw)
             if pre_lock and h2d_ms > 0:  # a/b/c copied before the mutex (the copy engine, not the SMs)
                 t0 = env.now
-                d = dur(h2d_ms)
-                yield env.timeout(d)
+                d = yield from copy_abc()
                 rec("h2d", t0, env.now, nbytes=int(params.h2d_bytes), gpu_ms=d, detail=f"transfer={transfer},stage=pre_lock", **kw)
             if scope == "submit":
                 yield from submit_phases(g, kw, mtx, barrier)
@@ -436,8 +463,7 @@ def simulate(
             # ntt_msm_h = H2D + NTT + H MSM
             t_ntt0 = env.now
             if h2d_ms > 0 and not pre_lock:
-                d = dur(h2d_ms)
-                yield env.timeout(d)
+                d = yield from copy_abc()
                 rec("h2d", t_ntt0, env.now, nbytes=int(params.h2d_bytes), gpu_ms=d, detail=f"transfer={transfer},stage=ntt_msm_h", **kw)
             t1 = env.now
             d = dur(ntt_ms)

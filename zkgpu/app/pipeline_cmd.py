@@ -40,11 +40,12 @@ from zkgpu.pipeline.config import (
     MAX_PARTITIONS,
     MAX_TIMEOUT_S,
     MSM_BASES,
+    POOL_SCOPES,
     PREPS,
     TRANSFERS,
     PipelineConfig,
 )
-from zkgpu.pipeline.runner import prepare_backend, run_pipeline
+from zkgpu.pipeline.runner import gpu_count, prepare_backend, run_pipeline
 from zkgpu.transfer.host_alloc import PageableAllocator
 from zkgpu.transfer.pinned_pool import PinnedPool
 
@@ -67,6 +68,10 @@ DEFAULT_LOG_N = {"gpu": 20, "cpu": 10}
 @click.option("--log-n", type=click.IntRange(2, 27), default=None, help="n = 2^log_n constraints per partition [default: 20 GPU, 10 CPU]")
 @click.option("--partitions", type=click.IntRange(1, MAX_PARTITIONS), default=4, show_default=True)
 @click.option("--gw", type=click.IntRange(1, 8), default=2, show_default=True)
+@click.option("--gpus", type=click.IntRange(1, 16), default=1, show_default=True,
+              help="GPUs, one worker set each (gw workers, mutex, streams); --device cpu emulates them")
+@click.option("--pool-scope", type=click.Choice(POOL_SCOPES), default="shared", show_default=True,
+              help="with pinned_pool and several GPUs: one pool for all, or one per GPU (PipelineConfig.pool_scope)")
 @click.option("--synth-workers", type=click.IntRange(1, 64), default=2, show_default=True)
 @click.option("--transfer", "transfers", multiple=True, type=click.Choice(TRANSFERS), default=("pageable", "pinned_pool"), show_default=True)
 @click.option("--scope", "scopes", multiple=True, type=click.Choice(LOCK_SCOPES), default=("coarse",), show_default=True)
@@ -83,7 +88,7 @@ DEFAULT_LOG_N = {"gpu": 20, "cpu": 10}
 @click.option("--wtns", "wtns_paths", multiple=True, type=click.Path(dir_okay=False, exists=True), help="with --zkey: witness(es), cycled over the partitions")
 @click.option("--vkey", "vkey_path", type=click.Path(dir_okay=False, exists=True), default=None, help="with --zkey: the verification key for snarkjs [default: vkey.json beside the key]")
 @click.option("--seed", type=int, default=None, help="with --zkey: fix r, s (tests only: the proofs are then not zero-knowledge)")
-def main(log_n: int | None, partitions: int, gw: int, synth_workers: int, transfers: tuple[str, ...], scopes: tuple[str, ...], device: str,
+def main(log_n: int | None, partitions: int, gw: int, gpus: int, pool_scope: str, synth_workers: int, transfers: tuple[str, ...], scopes: tuple[str, ...], device: str,
          timeout_s: float, prep: str, tail_streams: int, h2d_stage: str, msm_bases: str, out: Path | None, zkey_path: str | None, wtns_paths: tuple[str, ...],
          vkey_path: str | None, seed: int | None) -> None:
     """Quick pipeline smoke run: per-phase medians for each --transfer and --scope (synthetic
@@ -95,10 +100,12 @@ def main(log_n: int | None, partitions: int, gw: int, synth_workers: int, transf
     pd.set_option("display.width", 200)
     if device == "gpu" and not gpu_available():
         raise CliError("no CUDA GPU (CuPy) found: run on the CPU with --device cpu (reference math; --log-n 10 takes seconds)")
+    if device == "gpu" and gpus > gpu_count():
+        raise CliError(f"--gpus {gpus}: this host has {gpu_count()} CUDA device(s); use --gpus {gpu_count()} or fewer, or --device cpu to emulate them")
     real = _real_circuit(zkey_path, wtns_paths, log_n, seed)
     log_n = (real.n.bit_length() - 1) if real is not None else DEFAULT_LOG_N[device] if log_n is None else log_n
     try:
-        kw: dict[str, Any] = dict(partitions=partitions, gw=gw, synth_workers=synth_workers, device=device, timeout_s=timeout_s, prep=prep, tail_streams=tail_streams,
+        kw: dict[str, Any] = dict(partitions=partitions, gw=gw, gpus=gpus, pool_scope=pool_scope, synth_workers=synth_workers, device=device, timeout_s=timeout_s, prep=prep, tail_streams=tail_streams,
                               h2d_stage=h2d_stage, msm_bases=msm_bases)
         base = PipelineConfig.for_circuit(real, **kw) if real is not None else PipelineConfig(n=1 << log_n, **kw)
         for transfer in transfers:
@@ -108,7 +115,8 @@ def main(log_n: int | None, partitions: int, gw: int, synth_workers: int, transf
     if out is not None:
         check_writable_under("--out", out, out.absolute())
     runs = len(transfers) * len(scopes)
-    click.echo(f"{runs} run(s) of {partitions} partitions at n=2^{log_n} on the {device.upper()}, each after a 1-partition warm-up"
+    on = f"{gpus} {'emulated ' if device == 'cpu' else ''}GPUs" if gpus > 1 else f"the {device.upper()}"
+    click.echo(f"{runs} run(s) of {partitions} partitions at n=2^{log_n} on {on}, each after a 1-partition warm-up"
                + (" (CPU reference math: about a second per partition at 2^10, doubling per step)" if device == "cpu" else ""), err=True)
     t0 = time.perf_counter()
     prepared = prepare_backend(base)
@@ -118,9 +126,10 @@ def main(log_n: int | None, partitions: int, gw: int, synth_workers: int, transf
     for transfer in transfers:
         for scope in scopes:
             cfg = base.with_(transfer=transfer, lock_scope=scope)
-            pool = None
-            if transfer == "pinned_pool":  # one warm pool for warm-up and measured run
-                pool = PinnedPool(PageableAllocator() if device == "cpu" else None)
+            pools: list[PinnedPool] = []
+            if transfer == "pinned_pool":  # warm pools for warm-up and measured run: one, or one per GPU
+                pools = [PinnedPool(PageableAllocator() if device == "cpu" else None) for _ in range(gpus if pool_scope == "per_gpu" else 1)]
+            pool: Any = (pools if pool_scope == "per_gpu" else pools[0]) if pools else None
             click.echo(f"running {cfg.run_name} ...", err=True)
             run_pipeline(cfg.with_(partitions=1, run=f"warmup-{cfg.run_name}"), prepared=prepared, pool=pool)
             if out is not None:
@@ -129,8 +138,8 @@ def main(log_n: int | None, partitions: int, gw: int, synth_workers: int, transf
             t1 = time.perf_counter()
             res = run_pipeline(cfg, prepared=prepared, pool=pool)
             wall = time.perf_counter() - t1
-            if pool is not None:
-                pool.close()
+            for pl in pools:
+                pl.close()
             med = phase_table(res.events)
             h2d = res.events[res.events.phase == "h2d"]
             gbps = (h2d["bytes"].astype(float) / (h2d["end_ns"] - h2d["start_ns"])).median()

@@ -63,6 +63,8 @@ from zkgpu.analysis import metrics
 from zkgpu.app.bench import msm as bench_msm
 from zkgpu.app.bench import ntt as bench_ntt
 from zkgpu.app.bench import transfer as bench_transfer
+from zkgpu.app.record_checks import check_options, parse_scenario_partitions, scenario_configs
+from zkgpu.app.record_checks import scenario_partitions as check_scenario_partitions
 from zkgpu.core.cuda import gpu_available
 from zkgpu.core.errors import CliError, OneLineCommand
 from zkgpu.core.events import normalize_events
@@ -77,9 +79,9 @@ from zkgpu.core.scenarios import (
     SEED_HOST_LOAD,
     SEED_PREP_THREADS,
 )
-from zkgpu.gpu.msm.prep import numba_available
 from zkgpu.groth16.workload import SnarkjsCircuit, check_proofs, load_circuit
-from zkgpu.pipeline.config import TRANSFERS, PipelineConfig
+from zkgpu.pipeline.config import PipelineConfig
+from zkgpu.pipeline.runner import gpu_count
 from zkgpu.transfer.hostload import HostMemoryLoad
 from zkgpu.transfer.pinned_pool import PinnedPool
 
@@ -117,40 +119,6 @@ GPU_QUICK_N = 1 << 20
 GPU_QUICK_PARTITIONS = 4
 CPU_DEFAULT_N = 1 << 10
 CPU_DEFAULT_PARTITIONS = 6
-#: upper bounds of the record options (a recording of far more is a typo, and each queued
-#: partition holds its a/b/c buffers): partitions per scenario, synthesis threads, queue depth
-MAX_PARTITIONS, MAX_SYNTH_WORKERS, MAX_QUEUE_DEPTH = 10_000, 64, 256
-
-
-def scenario_configs(
-    names: Iterable[str] | None = None, *, device: str = "gpu"
-) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    """Which scenarios run on ``device``, and why the others do not.
-
-    Returns:
-        ``(runnable {name: settings}, skipped {name: reason})``.
-
-    Raises:
-        ValueError: an unknown scenario name (lists the known ones).
-    """
-    names = list(SCENARIOS) if names is None else list(names)
-    unknown = [n for n in names if n not in SCENARIOS]
-    if unknown:
-        raise ValueError(f"unknown scenario(s) {unknown}; known: {list(SCENARIOS)}")
-    run, skipped = {}, {}
-    for name in names:
-        s = SCENARIOS[name]
-        if s["transfer"] not in TRANSFERS:
-            skipped[name] = f"the pipeline has no transfer={s['transfer']!r} (it offers {list(TRANSFERS)})"
-        elif s["transfer"] == "registered" and device == "cpu":
-            skipped[name] = "transfer='registered' needs a GPU (cudaHostRegister)"
-        elif s.get("prep") == "gpu" and device == "cpu":
-            skipped[name] = "prep='gpu' needs a GPU"
-        elif s.get("prep") == "cpu_parallel" and not numba_available():
-            skipped[name] = "prep='cpu_parallel' needs numba (extra cpu-parallel)"
-        else:
-            run[name] = dict(s)
-    return run, skipped
 
 
 def _as_jsonable(x: Any) -> Any:
@@ -192,11 +160,13 @@ def run_scenario(
     vkey: str | Path | None = None,
     stem: str | None = None,
     prep_threads: int | None = None,
+    gpus: int = 1,
 ) -> dict[str, Any]:
     """Run one scenario into ``run_dir`` and return its manifest entry.
 
     Writes ``logs/<stem>.log`` and ``events/<stem>.parquet`` (``stem`` defaults to ``name``; a repeat
     is ``<name>.r<k>``; relative paths in the entry).
+    ``gpus``: the GPUs of the scenario (``PipelineConfig.gpus``) unless its ``settings`` name them.
     Errors are caught and recorded in the entry (``error``, ``traceback``); the log and any
     events produced so far are kept.
 
@@ -223,6 +193,7 @@ def run_scenario(
         kw["synth_workers"] = synth_workers
     if queue_depth is not None:
         kw["queue_depth"] = queue_depth
+    kw.setdefault("gpus", gpus)
     if circuit is not None:
         kw.update(real=circuit, num_inputs=circuit.num_inputs)
     entry: dict[str, Any] = {"settings": settings}
@@ -344,21 +315,6 @@ def _interrupted_entry(name: str, run_dir: Path, exc: BaseException, stem: str |
     return entry
 
 
-def _scenario_partitions(given: Mapping[str, int] | None, runnable: dict[str, Any], skipped: dict[str, str]) -> dict[str, int]:
-    """``scenario_partitions`` checked: every name a scenario of this recording, every count an int
-    in [1, MAX_PARTITIONS] (ValueError/TypeError naming the entry)."""
-    out: dict[str, int] = {}
-    for name, k in (given or {}).items():
-        if name not in runnable and name not in skipped:
-            raise ValueError(f"scenario_partitions names {name!r}, which this recording does not run (it runs {list(runnable)})")
-        if isinstance(k, bool) or not isinstance(k, int):
-            raise TypeError(f"scenario_partitions[{name!r}] must be an int, got {type(k).__name__} {k!r}")
-        if not 1 <= k <= MAX_PARTITIONS:
-            raise ValueError(f"scenario_partitions[{name!r}]={k} must be in [1, {MAX_PARTITIONS}]")
-        out[name] = k
-    return out
-
-
 def _throughput(run_dir: Path, entry: Mapping[str, Any]) -> float:
     """Partitions per minute of one run (:func:`zkgpu.analysis.metrics.utilization` over its events), NaN
     when it has no event table."""
@@ -405,6 +361,7 @@ def record(
     scenario_partitions: Mapping[str, int] | None = None,
     repeats: int = DEFAULT_REPEATS,
     prep_threads: int = SEED_PREP_THREADS,
+    gpus: int = 1,
 ) -> Path:
     """Record the scenario matrix into a fresh run folder and return its path.
 
@@ -442,6 +399,8 @@ def record(
             the one with the median throughput (``representative``: its index). The manifest records
             ``repeats``.
         prep_threads: numba threads of ``prep="cpu_parallel"`` (:data:`SEED_PREP_THREADS`).
+        gpus: GPUs of each scenario (``PipelineConfig.gpus``; a scenario's settings may name their own),
+            at most the CUDA devices present on the GPU (emulated on the CPU); the manifest records it.
 
     Raises:
         ValueError: unknown device or scenario, a size the pipeline rejects (n not a power of
@@ -452,20 +411,8 @@ def record(
     say = echo or (lambda _s: None)
     has_gpu = gpu_available()
     device = device or ("gpu" if has_gpu else "cpu")
-    if device not in ("gpu", "cpu"):
-        raise ValueError(f"device must be 'gpu' or 'cpu', got {device!r}")
-    if device == "gpu" and not has_gpu:
-        raise RuntimeError("device='gpu' needs a CUDA GPU (CuPy) and none was found: record on the CPU with device='cpu' (--device cpu)")
-    for what, count, top in (("repeats", repeats, 20), ("prep_threads", prep_threads, 256)):
-        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= top:
-            raise ValueError(f"{what}={count!r} must be an int in [1, {top}]")
-    if out is not None and not str(out).strip():
-        raise ValueError("out='' is empty: give a folder for the run folder (e.g. --out data), or leave --out out for data/")
-    for name, value, top in (("partitions", partitions, MAX_PARTITIONS), ("synth_workers", synth_workers, MAX_SYNTH_WORKERS), ("queue_depth", queue_depth, MAX_QUEUE_DEPTH)):
-        if isinstance(value, int) and value > top:
-            raise ValueError(f"{name}={value} is more than {top}: a recording needs far fewer (choose a smaller --{name.replace('_', '-')})")
-    if out is not None and Path(out).exists() and not Path(out).is_dir():
-        raise ValueError(f"out={str(out)!r} is a file, not a folder: give a folder for the run folder (e.g. --out data)")
+    check_options(device=device, has_gpu=has_gpu, gpu_count=gpu_count, out=out, partitions=partitions, synth_workers=synth_workers,
+                  queue_depth=queue_depth, repeats=repeats, prep_threads=prep_threads, gpus=gpus)
     # None means the default; any other value (0 included) is checked by PipelineConfig below
     if circuit is not None:
         if n is not None and n != circuit.n:
@@ -482,7 +429,7 @@ def record(
     if host_load is None:
         host_load = SEED_HOST_LOAD if device == "gpu" else 0
     runnable, skipped = scenario_configs(MAIN_SCENARIOS if scenarios is None else scenarios, device=device)
-    counts = _scenario_partitions(scenario_partitions, runnable, skipped)
+    counts = check_scenario_partitions(scenario_partitions, runnable, skipped)
     if not runnable:
         raise ValueError(f"no scenario to record on device={device}: " + "; ".join(f"{k} skipped ({v})" for k, v in skipped.items()) + " (choose other --scenario values)")
     load = HostMemoryLoad(host_load)  # TypeError/ValueError naming host_load's value, before any folder
@@ -529,11 +476,11 @@ def record(
             # creates the CUDA context and streams and builds the NTT tables inside its first
             # phases, which would otherwise land in the first scenario's numbers.
             name0, settings0 = next(iter(runnable.items()))
-            t_w = time.perf_counter()
+            t_w, n_warm = time.perf_counter(), (1 if circuit else 2) * gpus  # with several GPUs: each GPU's first run too
             with tempfile.TemporaryDirectory(prefix="zkgpu-warmup-") as tmp:
-                w = run_scenario(f"warmup-{name0}", settings0, Path(tmp), n=n, partitions=1 if circuit else 2, device=device,
-                                 seed=seed, synth_workers=synth_workers, prepared=prepared, queue_depth=queue_depth, circuit=circuit, vkey=vkey)
-            msg = f"warm-up: {1 if circuit else 2} partition(s) of {name0}'s configuration in {time.perf_counter() - t_w:.1f} s, discarded (kernel compilation, CUDA set-up, NTT tables)"
+                w = run_scenario(f"warmup-{name0}", settings0, Path(tmp), n=n, partitions=n_warm, device=device, seed=seed,
+                                 synth_workers=synth_workers, prepared=prepared, queue_depth=queue_depth, circuit=circuit, vkey=vkey, gpus=gpus)
+            msg = f"warm-up: {n_warm} partition(s) of {name0}'s configuration in {time.perf_counter() - t_w:.1f} s, discarded (kernel compilation, CUDA set-up, NTT tables)"
             if "error" in w:
                 msg += f"; it failed: {w['error']}"
             notes.append(msg)
@@ -543,7 +490,7 @@ def record(
             # reuses"); a cold pool would put a burst of cudaHostAlloc calls, which serialise in
             # the driver, into the first partitions' synthesis. Allocate once, up front, and share.
             pool = PinnedPool()
-            nbuf = (queue_depth or 0) + max(int(st.get("gw", 2)) for st in runnable.values()) + 2
+            nbuf = (queue_depth or 0) + max(int(st.get("gw", 2)) * int(st.get("gpus", gpus)) for st in runnable.values()) + 2
             t_p = time.perf_counter()
             for held in [pool.checkout_abc(n) for _ in range(nbuf)]:
                 held.release()
@@ -559,7 +506,7 @@ def record(
                 current, current_stem = name, stem
                 e = run_scenario(name, settings, run_dir, n=n, partitions=counts.get(name, partitions), device=device, seed=seed,
                                  synth_workers=synth_workers, prepared=prepared, queue_depth=queue_depth, pool=pool, circuit=circuit,
-                                 vkey=vkey, stem=stem, prep_threads=prep_threads)
+                                 vkey=vkey, stem=stem, prep_threads=prep_threads, gpus=gpus)
                 current = None
                 if host_load:
                     e["host_load"] = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in dataclasses.asdict(load.since(mark)).items()}
@@ -603,6 +550,7 @@ def record(
         device=device,
         n=n,
         partitions=partitions,
+        gpus=gpus,
         quick=quick,
         seed=seed,
         host_load={"threads": host_load, "buffer_bytes": load.buffer_bytes},
@@ -641,13 +589,14 @@ def record(
 @click.option("--no-bench", is_flag=True, help="skip the kernel benchmarks")
 @click.option("--synth-workers", type=int, default=None, help="synthesis threads (default 8 on the GPU, else the pipeline's)")
 @click.option("--queue-depth", type=int, default=None, help="partitions synthesized ahead (default 8 on the GPU; 0: 2*gw)")
+@click.option("--gpus", type=int, default=1, show_default=True, help="GPUs of each scenario, one worker set each (at most the CUDA devices present; emulated with --device cpu)")
 @click.option("--host-load", type=click.IntRange(min=0), default=None, help=f"host memory-bandwidth load threads during the scenarios (zkgpu.transfer.hostload) [default: {SEED_HOST_LOAD} on the GPU, 0 on the CPU]")
 @click.option("--repeats", type=click.IntRange(1, 20), default=DEFAULT_REPEATS, show_default=True, help="runs of every scenario, interleaved round-robin")
 @click.option("--prep-threads", type=click.IntRange(1, 256), default=SEED_PREP_THREADS, show_default=True, help="numba threads of prep_msm (prep=cpu_parallel)")
 @click.option("--zkey", "zkey_path", type=click.Path(dir_okay=False, exists=True), default=None, help="prove a real circuit in every scenario: its snarkjs BLS12-381 key (n = its domain)")
 @click.option("--wtns", "wtns_paths", multiple=True, type=click.Path(dir_okay=False, exists=True), help="with --zkey: witness(es), cycled over the partitions")
 @click.option("--vkey", "vkey_path", type=click.Path(dir_okay=False, exists=True), default=None, help="with --zkey: verification key for snarkjs [default: vkey.json beside the key]")
-def record_command(n, partitions, quick, out, device, scenarios, scenario_partitions, no_sweep, no_bench, synth_workers, queue_depth, host_load,
+def record_command(n, partitions, quick, out, device, scenarios, scenario_partitions, no_sweep, no_bench, synth_workers, queue_depth, gpus, host_load,
                    repeats, prep_threads, zkey_path, wtns_paths, vkey_path) -> None:
     """Run the scenario matrix (baseline, registered, pinned pool, narrow lock, gw=1/3, compute-only)
     and write logs, Parquet event tables, the H2D sweep, kernel benchmarks and manifest.json into
@@ -663,19 +612,14 @@ def record_command(n, partitions, quick, out, device, scenarios, scenario_partit
         previous = None
     if bool(zkey_path) != bool(wtns_paths):
         raise CliError("a real circuit needs both --zkey and --wtns")
-    counts: dict[str, int] = {}
-    for item in scenario_partitions:
-        name, sep, k = item.partition("=")
-        if not sep or not k.strip().isdigit():
-            raise CliError(f"--scenario-partitions {item!r}: expected NAME=K with K a whole number of partitions (e.g. submit_prep_gpu=64)")
-        counts[name.strip()] = int(k)
     try:
+        counts = parse_scenario_partitions(scenario_partitions)
         circuit = load_circuit(zkey_path, wtns_paths) if zkey_path else None
         run_dir = record(
             out=out, device=None if device == "auto" else device, n=n, partitions=partitions, quick=quick,
             scenarios=scenarios or None, sweep=not no_sweep, bench=not no_bench, synth_workers=synth_workers,
             queue_depth=queue_depth, host_load=host_load, echo=click.echo, circuit=circuit, vkey=vkey_path,
-            scenario_partitions=counts or None, repeats=repeats, prep_threads=prep_threads,
+            scenario_partitions=counts or None, repeats=repeats, prep_threads=prep_threads, gpus=gpus,
         )
     except (ValueError, TypeError, RuntimeError) as exc:
         raise CliError(str(exc)) from exc

@@ -36,6 +36,8 @@ __all__ = [
     "configure",
     "gpu_available",
     "cupy",
+    "current_device",
+    "device_cache",
     "get_module",
     "get_kernel",
     "build_options",
@@ -127,6 +129,33 @@ def cupy() -> Any:
     if cp is None:
         raise RuntimeError("no CUDA GPU available to zkgpu (CuPy missing, no device, or the GPU disabled: ZKGPU_DISABLE_GPU=1)")
     return cp
+
+
+def current_device() -> int:
+    """The calling thread's current CUDA device ordinal (CuPy's is per thread); 0 under a stand-in for CuPy
+    that has no devices (the kernel emulation of the tests)."""
+    rt = getattr(getattr(cupy(), "cuda", None), "runtime", None)
+    return int(rt.getDevice()) if rt is not None else 0
+
+
+class device_cache:  # noqa: N801 - used as a decorator, like functools.cache
+    """``functools.cache`` for a function that builds a table **on the device**: one entry per (current
+    device, arguments), so a process that drives several GPUs gets each table on the GPU that reads it.
+    ``cache_clear()`` frees them all."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self._fn = fn
+        self._on = functools.cache(self._build)
+        functools.update_wrapper(self, fn)
+
+    def _build(self, device: int, *args: Any, **kw: Any) -> Any:
+        return self._fn(*args, **kw)
+
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        return self._on(current_device(), *args, **kw)
+
+    def cache_clear(self) -> None:
+        self._on.cache_clear()
 
 
 def is_device_array(x: object) -> bool:

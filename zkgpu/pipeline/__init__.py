@@ -15,13 +15,16 @@ points, arkworks), :mod:`.split` (prep_msm of a partition, the split decision), 
 (start half, barrier, mutex, finalizer), :mod:`.runner` (threads, queues, make_backend, run_pipeline).
 """
 
-from zkgpu.pipeline.config import DEVICES, LOCK_SCOPES, TRANSFERS, Density, PipelineConfig
+from zkgpu.pipeline.config import DEVICES, LOCK_SCOPES, POOL_SCOPES, TRANSFERS, Density, PipelineConfig
 from zkgpu.pipeline.runner import PipelineInterrupted, PipelineResult, prepare_backend, run_pipeline
+from zkgpu.pipeline.sync import DeviceLost
 from zkgpu.pipeline.worker import PartitionResult
 
 __all__ = [
     "DEVICES",
+    "DeviceLost",
     "LOCK_SCOPES",
+    "POOL_SCOPES",
     "TRANSFERS",
     "Density",
     "PipelineConfig",

@@ -79,6 +79,7 @@ class Backend(Protocol):
 
     Attributes:
         device: ``"cpu"`` or ``"gpu"``.
+        device_id: the GPU this instance drives (its CUDA ordinal; on the CPU, the emulated GPU's number).
         bases: ``{name: (m, 12) uint64 points}`` for each of :data:`BASE_NAMES` (host or device),
             filled by :meth:`setup`.
 
@@ -87,7 +88,16 @@ class Backend(Protocol):
     """
 
     device: str
+    device_id: int
     bases: dict[str, Array]
+
+    def for_device(self, gpu: int) -> Backend:
+        """The backend of GPU ``gpu`` (``self`` for its own ``device_id``), set up when this one is (the GPU's
+        own bases on that device; the CPU's emulated devices share this one's)."""
+
+    def bind_thread(self) -> None:
+        """Make this backend's device the calling thread's current one (GPU: ``cupy.cuda.Device(i).use()``;
+        CPU: nothing)."""
 
     def setup(self) -> None:
         """Generate the bases (and the G2 bases of the CPU multiexp), or take ``config.real``'s

@@ -24,7 +24,8 @@ from typing import Any
 from zkgpu.gpu.msm.prep import PREPS
 from zkgpu.pipeline.real import RealCircuit
 
-__all__ = ["Density", "PipelineConfig", "TRANSFERS", "LOCK_SCOPES", "H2D_STAGES", "MSM_BASES", "DEVICES", "PREPS", "FaultHook", "MAX_PARTITIONS", "MAX_TIMEOUT_S"]
+__all__ = ["Density", "PipelineConfig", "TRANSFERS", "LOCK_SCOPES", "H2D_STAGES", "MSM_BASES", "DEVICES", "PREPS", "POOL_SCOPES", "FaultHook",
+           "MAX_PARTITIONS", "MAX_TIMEOUT_S"]
 
 TRANSFERS = ("pageable", "registered", "pinned_pool", "resident")
 
@@ -36,6 +37,9 @@ H2D_STAGES = ("in_lock", "pre_lock")
 #: :mod:`zkgpu.gpu.msm.precomp` and :mod:`zkgpu.gpu.msm.precomp_rows`)
 MSM_BASES = ("plain", "precomputed")
 DEVICES = ("gpu", "cpu")
+#: with ``transfer="pinned_pool"`` and several GPUs: ``shared`` (cuzk: one engine-level pool; any GPU takes any
+#: synthesized partition) or ``per_gpu`` (a pool per GPU; a partition is routed to a GPU when it is synthesized)
+POOL_SCOPES = ("shared", "per_gpu")
 
 #: upper bounds of a run: partitions (cuzk proves 10 per PoRep sector; `zkgpu record` has the same bound; this bounds the result table and the run's
 #: deadline ``timeout_s * (partitions + 2)``) and seconds per step (a week; the mutex wait ``timeout_s * (4 * gw + 1)``
@@ -96,7 +100,14 @@ class PipelineConfig:
         partitions: partitions to prove (cuzk: 10 per PoRep sector).
         synth_workers: synthesis threads (CPU).
         gw: GPU workers per GPU (cuzk ``gpu_workers_per_device``), sharing one mutex.
-        gpus: GPUs (one mutex each); device="gpu" supports 1, device="cpu" emulates several.
+        gpus: GPUs, one worker set each (cuzk's engine over a host's GPUs): ``gw`` workers, its own
+            mutex, streams and backend (device="gpu": CUDA ordinal g, checked when the run starts;
+            device="cpu": N emulated devices). Synthesis is shared; events and TIMELINE carry ``gpu``.
+            A partition goes to whichever worker picks it up (cuzk's queue). A GPU failing with
+            :class:`~zkgpu.pipeline.sync.DeviceLost` (or a sticky CUDA error) takes no more; the others go on.
+        pool_scope: with ``pinned_pool``: ``shared`` (default; cuzk's one engine-level pool, grown to what
+            is in flight on all GPUs) or ``per_gpu`` (one pool per GPU; synthesis routes a partition to
+            the live GPU with the fewest queued or in flight, and checks a/b/c out of that GPU's pool).
         transfer: H2D path of a/b/c: ``pageable`` (baseline), ``registered`` (cudaHostRegister, Phase 9),
             ``pinned_pool`` (the fix: synthesize into :class:`~zkgpu.transfer.pinned_pool.PinnedPool`
             buffers), ``resident`` (compute-only bound: copied before the mutex; not upstream).
@@ -139,6 +150,7 @@ class PipelineConfig:
     synth_workers: int = 2
     gw: int = 2
     gpus: int = 1
+    pool_scope: str = "shared"
     transfer: str = "pageable"
     lock_scope: str = "coarse"
     h2d_stage: str = "in_lock"
@@ -193,7 +205,7 @@ class PipelineConfig:
         _int("queue_depth", 0)
         _int("prep_threads", 0, 256)
         _int("tail_streams", 1, 3)
-        for name, allowed in (("transfer", TRANSFERS), ("lock_scope", LOCK_SCOPES), ("h2d_stage", H2D_STAGES), ("msm_bases", MSM_BASES), ("device", DEVICES), ("prep", PREPS)):
+        for name, allowed in (("transfer", TRANSFERS), ("lock_scope", LOCK_SCOPES), ("h2d_stage", H2D_STAGES), ("msm_bases", MSM_BASES), ("device", DEVICES), ("prep", PREPS), ("pool_scope", POOL_SCOPES)):
             v = getattr(self, name)
             if v not in allowed:
                 raise ValueError(f"PipelineConfig.{name} must be one of {allowed}, got {v!r}")
@@ -208,8 +220,6 @@ class PipelineConfig:
             raise ValueError("PipelineConfig.transfer='registered' needs device='gpu' (cudaHostRegister); use 'pageable' or 'pinned_pool' on the CPU")
         if self.prep == "gpu" and self.device != "gpu":
             raise ValueError("PipelineConfig.prep='gpu' needs device='gpu'; use prep='cpu' or 'cpu_parallel' on the CPU")
-        if self.device == "gpu" and self.gpus != 1:
-            raise ValueError(f"PipelineConfig.gpus={self.gpus} with device='gpu': one GPU per run for now (bases and streams live on device 0); gpus > 1 is emulated on device='cpu' only")
         if self.real is not None and (self.n, self.num_inputs) != (self.real.n, self.real.num_inputs):
             raise ValueError(f"PipelineConfig.n={self.n} and num_inputs={self.num_inputs} must be the circuit's ({self.real.name}: n={self.real.n}, "
                              f"num_inputs={self.real.num_inputs}); use PipelineConfig.for_circuit")
@@ -249,7 +259,9 @@ class PipelineConfig:
         real = f"-{self.real.name}" if self.real is not None else ""
         stage = "-h2d_pre_lock" if self.h2d_stage == "pre_lock" else ""
         bases = "-msm_precomp" if self.msm_bases == "precomputed" else ""
-        return self.run or f"{self.transfer}-{self.lock_scope}-gw{self.gw}-n{self.log_n}-{self.device}{prep}{stage}{bases}{real}"
+        gpus = f"-gpus{self.gpus}" if self.gpus > 1 else ""
+        pools = "-pool_per_gpu" if self.pool_scope == "per_gpu" and self.transfer == "pinned_pool" else ""
+        return self.run or f"{self.transfer}-{self.lock_scope}-gw{self.gw}-n{self.log_n}-{self.device}{gpus}{pools}{prep}{stage}{bases}{real}"
 
     def with_(self, **changes: Any) -> PipelineConfig:
         """A copy with some fields changed (validated)."""

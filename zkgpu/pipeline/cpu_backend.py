@@ -8,6 +8,7 @@ No copies: the "device" arrays are the host arrays, and the bytes a GPU would mo
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,12 +41,17 @@ def cpu_compute_h(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
 class CpuBackend:
     """Reference math on the host (see the module docstring). Thread-safe (no shared state
     mutated after :meth:`setup`). ``config.msm_bases="precomputed"`` changes nothing here: the
-    reference MSM computes the same sums, so the CPU runs it as ``plain`` (no tables)."""
+    reference MSM computes the same sums, so the CPU runs it as ``plain`` (no tables).
+
+    Emulated devices: ``device_id`` names the "GPU" an instance stands for; :meth:`for_device` gives the
+    instance of another one, sharing this one's bases (read-only after :meth:`setup`), so a run with
+    ``gpus = N`` on the CPU has N worker sets, mutexes and event lanes over the same math."""
 
     device = "cpu"
 
-    def __init__(self, config: PipelineConfig, circuit: Circuit) -> None:
+    def __init__(self, config: PipelineConfig, circuit: Circuit, device_id: int = 0) -> None:
         self.config, self.circuit = config, circuit
+        self.device_id = device_id
         self.bases: dict[str, np.ndarray] = {}
         self._ark_bases: dict[str, list[Any]] = {}
         self._g2: list[Any] = []
@@ -64,6 +70,17 @@ class CpuBackend:
             self._g2 = g2_bases(self.config.b_g2_terms, self.config.seed)
         for nm in BASE_NAMES:
             self._ark_bases[nm] = g1_to_arkworks(self.bases[nm], checked=False)  # generated or the key's: valid points
+
+    def for_device(self, gpu: int) -> CpuBackend:
+        """The emulated GPU ``gpu``: a shallow copy sharing the bases (set up already when this one is)."""
+        if gpu == self.device_id:
+            return self
+        other = copy.copy(self)
+        other.device_id = gpu
+        return other
+
+    def bind_thread(self) -> None:
+        """CPU: nothing to select."""
 
     def new_stream(self) -> Stream:
         return None

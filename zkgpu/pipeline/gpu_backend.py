@@ -9,12 +9,13 @@ the B_G2 multiexp on the CPU (:func:`zkgpu.pipeline.points.cpu_g2_msm`), as upst
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -62,6 +63,22 @@ def _tail_rows(config: PipelineConfig, size: int) -> int:
     return size if config.real is not None else max(1, round(config.density.full * size))
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _on_device(fn: _F) -> _F:
+    """Run the method with the backend's GPU (``device_id``) current on the calling thread, whatever thread
+    calls it (a worker, the prep thread, the shared fan-out pool), and the caller's device restored after:
+    CuPy allocates, launches and records events on the current device, which is per thread."""
+
+    @functools.wraps(fn)
+    def wrapped(self: GpuBackend, *args: Any, **kw: Any) -> Any:
+        with self.cp.cuda.Device(self.device_id):
+            return fn(self, *args, **kw)
+
+    return wrapped  # type: ignore[return-value]
+
+
 @dataclass
 class _Pending:
     """A (1, 12) device point whose MSM's scalar check is still queued (``defer=True``)."""
@@ -73,14 +90,23 @@ class _Pending:
 class GpuBackend:
     """CuPy/CUDA math (see the module docstring). Each GPU worker thread passes its own stream;
     the side streams of ``start_h`` are per thread, the streams of prep and of the concurrent
-    tail calls come from free lists."""
+    tail calls come from free lists.
+
+    One instance per GPU: ``device_id`` is the CUDA ordinal its bases, streams and kernels live on; every
+    public method runs with that device current (``cupy.cuda.Device(device_id)``), and
+    :meth:`for_device` makes the instance of another GPU (its own bases, generated there from the same seed)."""
 
     device = "gpu"
 
-    def __init__(self, config: PipelineConfig, circuit: Circuit) -> None:
-        """Raises RuntimeError (from :func:`zkgpu.core.cuda.cupy`) without a usable GPU."""
+    def __init__(self, config: PipelineConfig, circuit: Circuit, device_id: int = 0) -> None:
+        """Raises RuntimeError (from :func:`zkgpu.core.cuda.cupy`) without a usable GPU, ValueError for a
+        ``device_id`` the host does not have (naming the count)."""
         self.config, self.circuit = config, circuit
         self.cp = _cuda.cupy()
+        count = int(self.cp.cuda.runtime.getDeviceCount())
+        if isinstance(device_id, bool) or not isinstance(device_id, int) or not 0 <= device_id < count:
+            raise ValueError(f"GPU device_id={device_id!r}: this host has {count} CUDA device(s) (ordinals 0..{count - 1})")
+        self.device_id = device_id
         self._local = threading.local()
         self._lock = threading.Lock()  # guards the stream free lists and the device selections
         self.bases: dict[str, Any] = {}
@@ -93,6 +119,7 @@ class GpuBackend:
         self._staging = PinnedPool()  # pinned staging of aux for prep="gpu"
         self._sel_d: tuple[Any, Any] | None = None
 
+    @_on_device
     def setup(self) -> None:
         """The bases (:func:`zkgpu.gpu.msm.bases.generate_points`, seeded by ``config.seed``) and the G2
         bases, or ``config.real``'s key points (copied to the device),
@@ -169,9 +196,27 @@ class GpuBackend:
         }
         return {k: round(float(np.median(_cuda.benchmark(f, repeat=repeat).times_ms)), 3) for k, f in calls.items()}
 
+    def for_device(self, gpu: int) -> GpuBackend:
+        """The backend of GPU ``gpu`` (this one for its own ordinal): a new instance on that device, set up
+        (its own bases, from the same seed) when this one is. Raises ValueError for an ordinal the host does
+        not have."""
+        if gpu == self.device_id:
+            return self
+        other = GpuBackend(self.config, self.circuit, device_id=gpu)
+        if self.bases:
+            other.setup()
+        return other
+
+    def bind_thread(self) -> None:
+        """Make this backend's GPU the calling thread's current device (a worker thread, before it records
+        CUDA events on its streams)."""
+        self.cp.cuda.Device(self.device_id).use()
+
+    @_on_device
     def new_stream(self) -> Stream:
         return self.cp.cuda.Stream(non_blocking=True)
 
+    @_on_device
     def h2d(self, host: Sequence[np.ndarray], stream: Stream) -> tuple[list[Array], int]:
         """H2D of a, b, c by ``config.transfer`` on ``stream`` through :mod:`zkgpu.transfer.paths`
         (``pageable``, ``registered`` or ``pinned_pool``; a pool fallback buffer that is not
@@ -208,6 +253,7 @@ class GpuBackend:
             return transfer.registered(x, d, stream=s)
         return transfer.pinned_pool(x, d, stream=s, require_pinned=False)
 
+    @_on_device
     def start_h(self, inputs: Sequence[Array], stream: Stream) -> HStart:
         """H2D of a, b, c, each followed on its own stream by its coset evaluations, as upstream's
         ``execute_ntt_msm_h`` (groth16_ntt_h.cu:75-157, notes/cuzk-pipeline.md §6: a on stream 0, b on
@@ -257,6 +303,7 @@ class GpuBackend:
         self._local.last_transfers = st.transfers
         return st
 
+    @_on_device
     def finish_h(self, st: HStart, stream: Stream, wait: bool = True) -> Array:
         """The rest of the H computation on stream 0 (:func:`zkgpu.gpu.ntt.qap.combine_h_inplace`, out of
         Montgomery form), then (``wait``) a sync of stream 0 and :meth:`complete_h`. Returns h,
@@ -281,6 +328,7 @@ class GpuBackend:
             self.complete_h(st)
         return h
 
+    @_on_device
     def complete_h(self, st: HStart) -> None:
         """The deferred value checks and ``st.timing`` of :meth:`finish_h` (syncs on its last
         event: a no-op wait once the stream has passed it). Idempotent.
@@ -313,10 +361,12 @@ class GpuBackend:
         kernels.append((t(cs), t(end)))
         st.timing.update(h2d_overlap(copies, kernels))
 
+    @_on_device
     def synchronize(self, stream: Stream) -> None:
         stream.synchronize()
         _cuda.count_sync("stream_sync")
 
+    @_on_device
     def mark(self, stream: Stream) -> Any:
         """A CUDA event (timed: the anchor of :meth:`zkgpu.pipeline.trace.Tracer.place_on_gpu_clock`)
         recorded on ``stream``."""
@@ -324,13 +374,16 @@ class GpuBackend:
         ev.record(stream)
         return ev
 
+    @_on_device
     def ready(self, mark: Any) -> bool:
         return bool(mark.done)
 
+    @_on_device
     def wait(self, mark: Any) -> None:
         mark.synchronize()
         _cuda.count_sync("event_wait")
 
+    @_on_device
     def to_host(self, point: Any) -> np.ndarray:
         """A deferred (1, 12) point on the host, after the caller's :meth:`wait`: its deferred
         scalar check (ValueError naming a scalar >= r), then a D2H copy of the ready value."""
@@ -348,6 +401,7 @@ class GpuBackend:
         check.raise_if_bad()  # ValueError naming a scalar >= r (a ready flag: no wait)
         return np.asarray(r, dtype=np.uint64).reshape(1, 12)
 
+    @_on_device
     def msm(self, name: str, scalars: Array, idx: np.ndarray | None, stream: Stream, defer: bool = False) -> Any:
         """:func:`zkgpu.gpu.msm.pippenger.msm_device` over ``bases[name]`` (or its rows ``idx``: the compacted
         tail bases, gathered on the device) and ``scalars`` (host or device); with
@@ -378,6 +432,7 @@ class GpuBackend:
                 r = msm.msm_device(None, sc, mont=mont, deferred=check)
             return self._host_point(r, check, stream, defer)
 
+    @_on_device
     def batch_add(self, name: str, bitmap: Array, stream: Stream, defer: bool = False) -> Any:
         """:func:`zkgpu.gpu.msm.pippenger.batch_add_device` over the prepared ``bases[name]`` (no host sync);
         result on the host (``defer``: the device, as :meth:`msm`).
@@ -416,6 +471,7 @@ class GpuBackend:
             with self._lock:
                 self._side_free.append(side)
 
+    @_on_device
     def msm_many(self, jobs: dict[str, tuple[Array, np.ndarray | None]], stream: Stream, concurrent: bool = False, defer: bool = False) -> dict[str, Array]:
         """:meth:`msm` of each ``name: (scalars, idx)``. ``concurrent``: each on its own stream from
         a thread (:func:`~zkgpu.pipeline.backend.fan_out`), so that the small tail MSMs'
@@ -424,6 +480,7 @@ class GpuBackend:
             return fan_out(lambda nm, j: self.msm(nm, j[0], j[1], stream, defer), jobs, False)
         return fan_out(lambda nm, j: self._on_side_stream(stream, lambda s: self.msm(nm, j[0], j[1], s, defer), defer), jobs, True)
 
+    @_on_device
     def batch_add_many(self, jobs: dict[str, Array], stream: Stream, concurrent: bool = False, defer: bool = False) -> dict[str, Array]:
         """:meth:`batch_add` of each ``name: bitmap``, like :meth:`msm_many`."""
         if not concurrent:
@@ -437,6 +494,7 @@ class GpuBackend:
             scalars = scalars[: len(self._g2)].get()
         return cpu_g2_msm(self._g2, scalars)
 
+    @_on_device
     def prep(self, aux: np.ndarray, prep: str = "cpu", threads: int | None = None, circuit: Circuit | None = None) -> Mapping[str, Prep]:
         """prep_msm of one partition. ``cpu`` / ``cpu_parallel``: :func:`~zkgpu.pipeline.split.prep_partition`
         on the host. ``gpu``: on this thread's own non-blocking prep stream, copy ``[inputs; aux]``

@@ -41,7 +41,7 @@ from zkgpu.pipeline.backend import Backend
 from zkgpu.pipeline.config import PipelineConfig
 from zkgpu.pipeline.cpu_backend import CpuBackend
 from zkgpu.pipeline.gpu_backend import GpuBackend
-from zkgpu.pipeline.sync import Cancelled, GpuMutex, StageTimeout, watchdog_limit_s
+from zkgpu.pipeline.sync import Cancelled, GpuMutex, StageTimeout, is_device_failure, watchdog_limit_s
 from zkgpu.pipeline.synthesis import Circuit, make_circuit, partition_circuit, synthesize_into, warm_up_synthesis
 from zkgpu.pipeline.trace import LogWriter, NvtxBackend, Tracer, info_line, write_events_parquet
 from zkgpu.pipeline.worker import (
@@ -69,7 +69,9 @@ class PipelineResult:
         log_lines: every cuzk-format log line, in order; also in ``log_path`` when given.
         partitions: one :class:`~zkgpu.pipeline.worker.PartitionResult` per partition, by index.
         errors: ``"partition N: Type: message"`` for every failed/cancelled partition.
-        pool_stats: :meth:`zkgpu.transfer.pinned_pool.PinnedPool.stats` as a dict (pinned_pool runs), else None.
+        pool_stats: :meth:`zkgpu.transfer.pinned_pool.PinnedPool.stats` as a dict (pinned_pool runs), else None;
+            with ``pool_scope="per_gpu"`` the counters summed over the GPUs' pools (``peak_bytes_held``: the
+            sum of each pool's peak, an upper bound of the peak held together) and ``per_gpu``, each pool's.
         wall_ms: run wall time (ms), from the tracer epoch to the last finalizer.
         interrupted: a KeyboardInterrupt stopped the run.
     """
@@ -135,8 +137,31 @@ def make_backend(config: PipelineConfig, circuit: Circuit) -> Backend:
     if config.device == "gpu":
         if not _cuda.gpu_available():
             raise RuntimeError("PipelineConfig.device='gpu' but no CUDA GPU is available; use device='cpu'")
+        count = gpu_count()
+        if config.gpus > count:
+            raise ValueError(f"PipelineConfig.gpus={config.gpus}: this host has {count} CUDA device(s); use gpus <= {count}, or device='cpu' to emulate more")
         return GpuBackend(config, circuit)
     return CpuBackend(config, circuit)
+
+
+def gpu_count() -> int:
+    """CUDA devices present (0 without CuPy or a GPU)."""
+    if not _cuda.gpu_available():
+        return 0
+    return int(_cuda.cupy().cuda.runtime.getDeviceCount())
+
+
+def _pool_stats(pools: list[Any]) -> dict[str, Any] | None:
+    """The pools' counters: one pool's :meth:`~zkgpu.transfer.pinned_pool.PinnedPool.stats`, or the sum over
+    several with ``per_gpu`` (each pool's), see :attr:`PipelineResult.pool_stats`."""
+    if not pools:
+        return None
+    each = [pl.stats().as_dict() for pl in pools]
+    if len(each) == 1:
+        return each[0]
+    total: dict[str, Any] = {k: sum(d[k] for d in each) for k in each[0]}
+    total["per_gpu"] = each
+    return total
 
 
 def prepare_backend(config: PipelineConfig) -> tuple[Circuit, Backend]:
@@ -153,10 +178,11 @@ def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Backend] | 
 
     Args:
         config: the run (:class:`~zkgpu.pipeline.config.PipelineConfig`).
-        prepared: ``prepare_backend(config)`` to reuse bases across runs (must match n/seed/device).
+        prepared: ``prepare_backend(config)`` to reuse bases across runs (must match n/seed/device); the
+            backend is GPU 0's, the other GPUs' come from its ``for_device``.
         pool: a :class:`zkgpu.transfer.pinned_pool.PinnedPool` to use (pinned_pool runs; e.g. a warm pool or
-            one with a ``PageableAllocator``); default a new pool (CUDA pinned on the GPU,
-            ``PageableAllocator`` for device="cpu"), closed at the end.
+            one with a ``PageableAllocator``), or with ``pool_scope="per_gpu"`` a sequence of ``gpus`` pools;
+            default new pools (CUDA pinned on the GPU, ``PageableAllocator`` for device="cpu"), closed at the end.
         nvtx: NVTX backend (default :func:`zkgpu.pipeline.trace.default_nvtx`).
 
     Returns:
@@ -164,23 +190,35 @@ def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Backend] | 
 
     Raises:
         FileExistsError: ``log_path`` or ``events_path`` exists (checked before anything runs).
+        ValueError: ``gpus`` more than the CUDA devices present (device="gpu"), or ``pool`` not one
+            pool per GPU with ``pool_scope="per_gpu"``.
         PipelineInterrupted: after a clean stop on KeyboardInterrupt (carries the partial result).
         RuntimeError: device="gpu" without a GPU.
     """
     for pth in (config.log_path, config.events_path):
         if pth is not None and Path(pth).exists():
             raise FileExistsError(f"{pth} exists; zkgpu never overwrites a log or event file (use a fresh run folder)")
+    per_gpu = config.transfer == "pinned_pool" and config.pool_scope == "per_gpu"
+    if config.transfer == "pinned_pool" and pool is not None and per_gpu != isinstance(pool, (list, tuple)):
+        raise ValueError(f"run_pipeline(pool=...) with pool_scope={config.pool_scope!r} takes {'a list of one pool per GPU' if per_gpu else 'one PinnedPool'}, got {type(pool).__name__}")
+    if per_gpu and pool is not None and len(pool) != config.gpus:
+        raise ValueError(f"run_pipeline(pool=...) with pool_scope='per_gpu' takes {config.gpus} pools (one per GPU), got {len(pool)}")
+    if config.device == "gpu" and config.gpus > 1 and config.gpus > gpu_count():
+        raise ValueError(f"PipelineConfig.gpus={config.gpus}: this host has {gpu_count()} CUDA device(s); use gpus <= {gpu_count()}, or device='cpu' to emulate more")
     circuit, backend = prepared if prepared is not None else prepare_backend(config)
+    backends = {g: backend.for_device(g) for g in range(config.gpus)}
     warm_up_prep(config.prep)  # numba / NVRTC compilation of the prep variant, before any timed phase
     warm_up_synthesis()  # the synthetic fill's numba loops, likewise
     log = LogWriter.create(config.log_path, echo=_stderr_echo if config.echo else None) if config.log_path is not None else LogWriter(echo=_stderr_echo if config.echo else None)
-    tracer = Tracer(config.run_name, log=log, nvtx=nvtx)
+    tracer = Tracer(config.run_name, log=log, nvtx=nvtx, gpu_field=config.gpus > 1)
     own_pool = False
-    if config.transfer == "pinned_pool" and pool is None:
-        pool = pinned_pool.PinnedPool(PageableAllocator() if config.device == "cpu" else None)
-        own_pool = True
-    if config.transfer != "pinned_pool":
-        pool = None
+    pools: list[Any] = []  # the run's pools: one (shared) or one per GPU
+    if config.transfer == "pinned_pool":
+        if pool is None:
+            pools = [pinned_pool.PinnedPool(PageableAllocator() if config.device == "cpu" else None) for _ in range(config.gpus if per_gpu else 1)]
+            own_pool = True
+        else:
+            pools = list(pool) if per_gpu else [pool]
     ctx = WorkerContext(
         config=config,
         circuit=circuit,
@@ -190,25 +228,27 @@ def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Backend] | 
         tracker_lock=threading.Lock(),
         stop=threading.Event(),
         # lock_scope="submit": the workers of a GPU queue their GPU phases on one shared stream
-        gpu_streams={g: backend.new_stream() for g in range(config.gpus)} if config.lock_scope == "submit" else {},
+        gpu_streams={g: backends[g].new_stream() for g in range(config.gpus)} if config.lock_scope == "submit" else {},
+        backends=backends,
     )
-    run = _Run(ctx, pool)
+    run = _Run(ctx, pools)
     pool_logger = pinned_pool.log
     handler = _PoolLogHandler(tracer)
     old_level = pool_logger.level
-    if pool is not None:
+    if pools:
         pool_logger.addHandler(handler)
         pool_logger.setLevel(logging.DEBUG)
     try:
         run.execute()
     finally:
-        if pool is not None:
+        if pools:
             pool_logger.removeHandler(handler)
             pool_logger.setLevel(old_level)
     wall_ms = tracer.now_ns() / 1e6
-    pool_stats = pool.stats().as_dict() if pool is not None else None
+    pool_stats = _pool_stats(pools)
     if own_pool:
-        pool.close()
+        for pl in pools:
+            pl.close()
     events = tracer.events()
     parts = []
     for p in range(config.partitions):
@@ -261,13 +301,17 @@ class _Held:
 class _Run:
     """Threads and queues of one run."""
 
-    def __init__(self, ctx: WorkerContext, pool: Any) -> None:
+    def __init__(self, ctx: WorkerContext, pools: list[Any]) -> None:
         cfg = ctx.config
-        self.ctx, self.pool = ctx, pool
+        self.ctx, self.pools = ctx, pools
         self.work: queue.Queue[int] = queue.Queue()
         for p in range(cfg.partitions):
             self.work.put(p)
-        self.gpu_q: queue.PriorityQueue[tuple[float, int, SynthesizedJob | None]] = queue.PriorityQueue()
+        # one GPU queue (shared pool or none: any worker takes any partition), or one per GPU (per_gpu pools)
+        self.routed = len(pools) > 1
+        self.gpu_qs: list[queue.PriorityQueue[tuple[float, int, SynthesizedJob | None]]] = [queue.PriorityQueue() for _ in range(cfg.gpus if self.routed else 1)]
+        self.assigned = [0] * cfg.gpus  # routed: partitions queued on or in the start half of each GPU
+        self.route_lock = threading.Lock()
         self.seq = itertools.count()
         self.permits = threading.Semaphore(cfg.effective_queue_depth)
         self.finalizers: list[threading.Thread] = []
@@ -276,6 +320,7 @@ class _Run:
         self.busy: dict[int, int | None] = {}
         self.abandoned_threads: set[int | None] = set()
         self.gpu_threads: list[threading.Thread] = []
+        self.thread_gpus: list[int] = []  # the GPU of each of gpu_threads
         self.stop_reason = "run stopped"
         self.interrupt_cause: str | None = None
 
@@ -286,6 +331,69 @@ class _Run:
         self.interrupted = True
         self.stop_reason = "run interrupted"
         self.ctx.stop.set()
+
+    def _q(self, gpu: int) -> queue.PriorityQueue[tuple[float, int, SynthesizedJob | None]]:
+        return self.gpu_qs[gpu if self.routed else 0]
+
+    def _route(self) -> int:
+        """The GPU a partition goes to (per_gpu pools): the live one with the fewest partitions queued or
+        in its start half, the lowest ordinal on a tie; GPU 0 with a shared queue."""
+        if not self.routed:
+            return 0
+        with self.route_lock:
+            live = [g for g in range(self.ctx.config.gpus) if g not in self.ctx.lost_gpus] or [0]
+            g = min(live, key=lambda g: (self.assigned[g], g))
+            self.assigned[g] += 1
+            return g
+
+    def _unroute(self, gpu: int | None) -> None:
+        if self.routed and gpu is not None:
+            with self.route_lock:
+                self.assigned[gpu] -= 1
+
+    def _lose(self, gpu: int, e: BaseException) -> None:
+        """GPU ``gpu`` failed as a device: its workers take no more partitions; its queued ones go to the
+        others (routed: they take from a lost GPU's queue when their own is empty). Every GPU lost stops the run."""
+        ctx = self.ctx
+        with self.route_lock:
+            if gpu in ctx.lost_gpus:
+                return
+            ctx.lost_gpus.add(gpu)
+            every = len(ctx.lost_gpus) == ctx.config.gpus
+        ctx.tracer.write(f"zkgpu: gpu {gpu} lost ({type(e).__name__}: {e}); its workers take no more partitions")
+        if every and not ctx.stop.is_set():
+            self.stop_reason = "every GPU failed"
+            ctx.stop.set()
+
+    def _next_job(self, gpu: int) -> tuple[float, int, SynthesizedJob | None]:
+        """The next queue entry for a worker of ``gpu`` (raises queue.Empty after a short wait): its own
+        queue's, else (routed) a lost GPU's queued partition."""
+        own: tuple[float, int, SynthesizedJob | None] | None
+        try:
+            own = self._q(gpu).get(timeout=0.05)
+        except queue.Empty:
+            own = None
+        if not self.routed or (own is not None and own[2] is not None):
+            if own is None:
+                raise queue.Empty
+            return own
+        for g in sorted(self.ctx.lost_gpus):  # nothing (or only its shutdown sentinel) left on its own queue
+            try:
+                item = self._q(g).get_nowait()
+            except queue.Empty:
+                continue
+            if item[2] is None:  # a lost worker's shutdown sentinel: not this worker's
+                self._q(g).put(item)
+                continue
+            if own is not None:
+                self._q(gpu).put(own)  # its sentinel back: the stolen partition first
+            self._unroute(g)
+            with self.route_lock:
+                self.assigned[gpu] += 1
+            return item
+        if own is None:
+            raise queue.Empty
+        return own
 
     def _abandoned_me(self) -> bool:
         """The watchdog gave up on the calling thread (one of its steps hung)."""
@@ -314,12 +422,14 @@ class _Run:
                 return
             held = _Held(self.permits)
             ctx.releasers[p] = held.release
+            gpu = self._route()
+            routed = True
             try:
-                with tr.phase("synthesize", partition=p, detail={"synth_worker": sid}) as ph:
+                with tr.phase("synthesize", partition=p, detail={"synth_worker": sid, **({"gpu": gpu} if self.routed else {})}) as ph:
                     ctx.hook("synthesize", p, None)
-                    if self.pool is not None:
+                    if self.pools:
                         tr.info("attempting pinned memory synthesis", num_constraints=cfg.n, scalar_size=32, buf_gib=round(cfg.n * 32 / GIB, 4))
-                        abc = self.pool.checkout_abc(cfg.n)
+                        abc = self.pools[gpu if self.routed else 0].checkout_abc(cfg.n)
                         held.abc = abc
                         a, b, c, pinned = abc.a, abc.b, abc.c, abc.pinned
                     else:
@@ -332,15 +442,19 @@ class _Run:
                     ph.detail["is_pinned"] = pinned
                 if p in ctx.abandoned:  # the watchdog failed it (and released what it held) meanwhile
                     held.release_buffers()  # a checkout made after the watchdog ran
+                    self._unroute(gpu)
                     return  # this (hung) thread was abandoned: it takes no more partitions
                 job = SynthesizedJob(p, a, b, c, aux, pinned, held.release_buffers, witness=witness,
                                      circuit=partition_circuit(cfg, ctx.circuit, p), synth_ms=ph.ms)
                 job.queue_span = tr.begin("gpu_queue", partition=p)
                 ctx.releasers.pop(p, None)  # the job owns a/b/c and the permit now
                 ctx.leave(p, "synth")
-                self.gpu_q.put((p, next(self.seq), job))
+                routed = False  # the queue entry carries it now
+                self._q(gpu).put((p, next(self.seq), job))
             except BaseException as e:  # noqa: BLE001 - any failure (KeyboardInterrupt included) fails this partition only
                 held.release()
+                if routed:
+                    self._unroute(gpu)
                 self._fail(p, e)
                 if self._abandoned_me():
                     return
@@ -350,14 +464,20 @@ class _Run:
     # -- GPU workers ----------------------------------------------------------------------------
     def _gpu_worker(self, w: int, gpu: int, stream: Any) -> None:
         ctx, tr = self.ctx, self.ctx.tracer
+        ctx.device(gpu).bind_thread()  # CuPy's current device is per thread: this worker set's GPU
         while True:
-            if ctx.stop.is_set():
+            if ctx.stop.is_set() or gpu in ctx.lost_gpus:
                 return
             try:
-                _, _, job = self.gpu_q.get(timeout=0.05)
+                item = self._next_job(gpu)
             except queue.Empty:
                 continue
+            job = item[2]
             if job is None:
+                return
+            if gpu in ctx.lost_gpus:  # lost while this worker waited: the partition goes back for the others
+                self._unroute(gpu)
+                self._q(self._route()).put(item)
                 return
             p = job.partition
             t_pick = time.perf_counter()
@@ -374,6 +494,7 @@ class _Run:
                     released = True
                     job.release()  # cuzk release_abc(): a/b/c back to the pool right after start
                     self.permits.release()
+                    self._unroute(gpu)
 
             ctx.releasers[p] = release_abc
             ctx.stage("gpu_pickup", p)
@@ -426,6 +547,8 @@ class _Run:
                 if prove_span is not None:
                     prove_span.end(error=e)
                 self._fail(p, e, worker=w, gpu=gpu, stage=getattr(e, "stage", None) or step_now)
+                if is_device_failure(e):
+                    self._lose(gpu, e)  # this worker set stops at the top of its loop
                 if self._abandoned_me():
                     return
                 with ctx.tracker_lock:
@@ -472,8 +595,10 @@ class _Run:
             if release is not None:
                 release()
             ctx.tracer.write(f"zkgpu watchdog: {err}")
-        if self.gpu_threads and all(th.ident in self.abandoned_threads for th in self.gpu_threads) and not ctx.stop.is_set():
-            self.stop_reason = "every GPU worker hung"  # nothing can take the queued partitions
+        gone = [th.ident in self.abandoned_threads or (not th.is_alive() and gpu in ctx.lost_gpus) for th, gpu in zip(self.gpu_threads, self.thread_gpus, strict=True)]
+        if gone and all(gone) and not ctx.stop.is_set():  # hung, or exited with their lost GPU: nothing can take the queued partitions
+            hung = any(th.ident in self.abandoned_threads for th in self.gpu_threads)
+            self.stop_reason = "every GPU worker hung" if len(ctx.lost_gpus) == 0 else "every GPU worker hung or lost its GPU" if hung else "every GPU failed"
             ctx.stop.set()
 
     def _join(self, threads: list[threading.Thread], deadline: float) -> bool:
@@ -504,17 +629,19 @@ class _Run:
         synth = [threading.Thread(target=self._synth_worker, args=(i,), name=f"synth-{i}", daemon=True) for i in range(cfg.synth_workers)]
         # streams are made here so that a CUDA error surfaces from run_pipeline, not in a thread
         gpu_workers = [
-            threading.Thread(target=self._gpu_worker, args=(g * cfg.gw + i, g, ctx.backend.new_stream()), name=f"gpu{g}-worker{i}", daemon=True)
+            threading.Thread(target=self._gpu_worker, args=(g * cfg.gw + i, g, ctx.device(g).new_stream()), name=f"gpu{g}-worker{i}", daemon=True)
             for g in range(cfg.gpus)
             for i in range(cfg.gw)
         ]
         self.gpu_threads = gpu_workers
+        self.thread_gpus = [g for g in range(cfg.gpus) for _ in range(cfg.gw)]
         try:
             for th in synth + gpu_workers:
                 th.start()
             self._join(synth, deadline)
-            for _ in gpu_workers:
-                self.gpu_q.put((float("inf"), next(self.seq), None))
+            for g in range(cfg.gpus):
+                for _ in range(cfg.gw):
+                    self._q(g).put((float("inf"), next(self.seq), None))
             self._join(gpu_workers, deadline)
             while True:
                 with self.fin_lock:
@@ -535,9 +662,13 @@ class _Run:
 
     def _drain(self) -> None:
         """Release partitions still queued (stop) and mark them cancelled."""
+        for q in self.gpu_qs:
+            self._drain_queue(q)
+
+    def _drain_queue(self, q: queue.PriorityQueue[tuple[float, int, SynthesizedJob | None]]) -> None:
         while True:
             try:
-                _, _, job = self.gpu_q.get_nowait()
+                _, _, job = q.get_nowait()
             except queue.Empty:
                 return
             if job is None:

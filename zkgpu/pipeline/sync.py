@@ -12,7 +12,7 @@ import time
 
 from zkgpu.pipeline.config import PipelineConfig
 
-__all__ = ["Cancelled", "PrepFailed", "StageTimeout", "PrepBarrier", "GpuMutex", "mutex_wait_limit_s", "watchdog_limit_s"]
+__all__ = ["Cancelled", "PrepFailed", "StageTimeout", "DeviceLost", "STICKY_CUDA_ERRORS", "is_device_failure", "PrepBarrier", "GpuMutex", "mutex_wait_limit_s", "watchdog_limit_s"]
 
 
 class Cancelled(Exception):  # noqa: N818 - the name is written into results and logs ("Cancelled: ..."), which recordings keep
@@ -32,6 +32,34 @@ class StageTimeout(TimeoutError):  # noqa: N818 - the name is written into resul
         super().__init__(message)
         self.partition = partition
         self.stage = stage
+
+
+class DeviceLost(RuntimeError):  # noqa: N818 - the name is written into results and logs, as the others
+    """The GPU itself failed (not the partition's data): its worker set stops taking partitions and the
+    run goes on on the other GPUs. Raised by a fault hook to emulate it; CUDA's sticky errors count as
+    the same (:func:`is_device_failure`)."""
+
+
+#: CUDA errors that leave the context unusable ("sticky"; the same numbers in the runtime's cudaError_t and
+#: the driver's CUresult): devices unavailable 46, uncorrectable ECC 214, illegal address 700, launch timeout
+#: 702, device-side assert 710, hardware stack error 714, illegal instruction 715, misaligned address 716,
+#: invalid address space 717, invalid PC 718, launch failure 719. Not sticky, so not a lost device: an
+#: invalid launch configuration, out of memory.
+STICKY_CUDA_ERRORS = frozenset({46, 214, 700, 702, 710, 714, 715, 716, 717, 718, 719})
+
+
+def is_device_failure(e: BaseException | None) -> bool:
+    """Whether ``e`` takes its GPU out of the run: :class:`DeviceLost`, or a CuPy ``CUDARuntimeError`` /
+    ``CUDADriverError`` whose ``status`` is one of :data:`STICKY_CUDA_ERRORS`; also as the ``__cause__``
+    of a wrapping error."""
+    seen = 0
+    while e is not None and seen < 8:
+        if isinstance(e, DeviceLost):
+            return True
+        if type(e).__name__ in ("CUDARuntimeError", "CUDADriverError") and getattr(e, "status", None) in STICKY_CUDA_ERRORS:
+            return True
+        e, seen = e.__cause__, seen + 1
+    return False
 
 
 def mutex_wait_limit_s(config: PipelineConfig) -> float:

@@ -344,14 +344,21 @@ def _lines_synth(ph: Phase) -> list[str]:
     ]
 
 
+def _gpu_suffix(ph: Phase) -> str:
+    """``,gpu=G`` on a GPU worker's TIMELINE detail when the tracer's run has several GPUs
+    (:attr:`Tracer.gpu_field`). Upstream's TIMELINE details name only the worker, whose id is unique
+    across the engine's GPUs; its ``gpu_worker`` tracing span carries ``gpu``."""
+    return f",gpu={ph.gpu}" if ph.tracer.gpu_field and ph.gpu is not None else ""
+
+
 def _lines_gpu_queue(ph: Phase) -> list[str]:
     t = ph.tracer
-    return [timeline_line(t.ns_to_ms(ph.ended_ns), "GPU_PICKUP", t.job_id, f"worker={ph.worker},partition={ph.partition}")]
+    return [timeline_line(t.ns_to_ms(ph.ended_ns), "GPU_PICKUP", t.job_id, f"worker={ph.worker},partition={ph.partition}{_gpu_suffix(ph)}")]
 
 
 def _lines_prove(ph: Phase) -> list[str]:
     t = ph.tracer
-    return [timeline_line(t.ns_to_ms(ph.ended_ns), "GPU_END", t.job_id, f"worker={ph.worker},partition={ph.partition},gpu_ms={_ms(ph.ms)}")]
+    return [timeline_line(t.ns_to_ms(ph.ended_ns), "GPU_END", t.job_id, f"worker={ph.worker},partition={ph.partition},gpu_ms={_ms(ph.ms)}{_gpu_suffix(ph)}")]
 
 
 def _lines_finalize(ph: Phase) -> list[str]:
@@ -387,7 +394,7 @@ PHASE_LINES: dict[str, Callable[[Phase], list[str]]] = {
 _START_LINES: dict[str, Callable[[Phase], list[str]]] = {
     "synthesize": lambda ph: [timeline_line(ph.tracer.ns_to_ms(ph.start_ns), "SYNTH_START", ph.tracer.job_id, f"partition={ph.partition}")],
     "gpu_queue": lambda ph: [timeline_line(ph.tracer.ns_to_ms(ph.start_ns), "GPU_QUEUE", ph.tracer.job_id, f"partition={ph.partition}")],
-    "prove": lambda ph: [timeline_line(ph.tracer.ns_to_ms(ph.start_ns), "GPU_START", ph.tracer.job_id, f"worker={ph.worker},partition={ph.partition}")],
+    "prove": lambda ph: [timeline_line(ph.tracer.ns_to_ms(ph.start_ns), "GPU_START", ph.tracer.job_id, f"worker={ph.worker},partition={ph.partition}{_gpu_suffix(ph)}")],
 }
 
 
@@ -468,13 +475,16 @@ class Tracer:
         job_id: the ``<job_id>`` of TIMELINE lines (default: ``run``).
         gpu: default GPU ordinal of the events.
         source: event column ``source``.
+        gpu_field: add ``gpu=G`` to the GPU workers' TIMELINE details (GPU_PICKUP, GPU_START, GPU_END):
+            runs on several GPUs; worker ids stay unique across GPUs (``gpu * gw + i``).
 
     The epoch is the tracer's creation (``time.perf_counter_ns``); every ``start_ns``/``end_ns``
     and TIMELINE offset is relative to it. Thread-safe.
     """
 
-    def __init__(self, run: str, *, log: LogWriter | None = None, nvtx: NvtxBackend | None = None, job_id: str | None = None, gpu: int | None = 0, source: str = "zkgpu") -> None:
+    def __init__(self, run: str, *, log: LogWriter | None = None, nvtx: NvtxBackend | None = None, job_id: str | None = None, gpu: int | None = 0, source: str = "zkgpu", gpu_field: bool = False) -> None:
         self.run = run
+        self.gpu_field = gpu_field
         self.log = log if log is not None else LogWriter()
         self.nvtx = nvtx if nvtx is not None else default_nvtx()
         self.job_id: str = job_id or run

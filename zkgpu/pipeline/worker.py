@@ -50,6 +50,7 @@ from zkgpu.pipeline.config import PipelineConfig
 from zkgpu.pipeline.split import Prep, splits
 from zkgpu.pipeline.sync import (
     Cancelled,
+    DeviceLost,
     GpuMutex,
     PrepBarrier,
     PrepFailed,
@@ -100,7 +101,8 @@ class SynthesizedJob:
 
 @dataclass
 class WorkerContext:
-    """Everything shared by the workers of one run."""
+    """Everything shared by the workers of one run. ``backend`` is GPU 0's; ``backends`` holds one per GPU
+    (:meth:`device`), ``lost_gpus`` the GPUs a device failure took out of the run."""
 
     config: PipelineConfig
     circuit: Circuit
@@ -121,6 +123,13 @@ class WorkerContext:
     releasers: dict[int, Callable[[], None]] = field(default_factory=dict)
     #: lock_scope="submit": gpu -> the stream all its workers queue their GPU phases on
     gpu_streams: dict[int, Any] = field(default_factory=dict)
+    #: gpu -> its backend (default: ``backend`` for every GPU)
+    backends: dict[int, Backend] = field(default_factory=dict)
+    lost_gpus: set[int] = field(default_factory=set)
+
+    def device(self, gpu: int) -> Backend:
+        """The backend that drives GPU ``gpu``."""
+        return self.backends.get(gpu, self.backend)
 
     def stage(self, step: str, partition: int, lane: str | None = None) -> None:
         """Record that this thread starts ``step`` of ``partition`` (the watchdog's clock)."""
@@ -188,7 +197,7 @@ def _prep_main(ctx: WorkerContext, job: SynthesizedJob, st: StartState, barrier:
         with tr.phase("prep_msm", worker=st.worker, partition=p, gpu=st.gpu, detail=detail) as ph:
             ctx.hook("prep_msm", p, None)
             cfg = ctx.config
-            st.preps.update(ctx.backend.prep(job.aux, cfg.prep, cfg.prep_threads or None, circuit=_job_circuit(ctx, job)))
+            st.preps.update(ctx.device(st.gpu).prep(job.aux, cfg.prep, cfg.prep_threads or None, circuit=_job_circuit(ctx, job)))
             ph.detail.update({f"{k}_sig": v.significant for k, v in st.preps.items()})
         barrier.notify()
         with tr.phase("b_g2_msm", worker=st.worker, partition=p, gpu=st.gpu, fields={"num_circuits": 1}):
@@ -196,7 +205,7 @@ def _prep_main(ctx: WorkerContext, job: SynthesizedJob, st: StartState, barrier:
             if ctx.config.real is not None:  # the full B2 MSM of the witness (CPU)
                 st.b_g2 = ctx.config.real.b_g2(_witness(job.witness, p))
             else:
-                st.b_g2 = ctx.backend.b_g2(st.preps["b_g1"].sig_scalars)
+                st.b_g2 = ctx.device(st.gpu).b_g2(st.preps["b_g1"].sig_scalars)
     except BaseException as e:  # noqa: BLE001 - handed to the GPU thread through the barrier and the finalizer
         st.prep_error = e
         barrier.abort(e)
@@ -210,9 +219,9 @@ def _h2d(ctx: WorkerContext, job: SynthesizedJob, kw: dict[str, Any], stream: An
     arrays and the bytes moved (see the module docstring)."""
     with ctx.tracer.phase("h2d", **kw, stream=stream, detail={"path": ctx.config.transfer, "stage": stage}) as hd:
         ctx.hook("h2d", job.partition, kw.get("worker"))
-        dev, nbytes = ctx.backend.h2d((job.a, job.b, job.c), stream)
+        dev, nbytes = ctx.device(kw["gpu"]).h2d((job.a, job.b, job.c), stream)
         hd.bytes = nbytes
-        trs = ctx.backend.last_transfers()
+        trs = ctx.device(kw["gpu"]).last_transfers()
         if trs:  # zkgpu.transfer.paths's own CUDA-event timing of the three copies
             hd.detail["stream_ms"] = round(sum(r.stream_ms for r in trs), 3)
             hd.detail["src_pinned"] = all(r.src_pinned for r in trs)
@@ -226,7 +235,7 @@ def _syncs() -> int:
 
 
 def _ntt_msm_h(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict[str, Any], stream: Any) -> None:
-    tr, be = ctx.tracer, ctx.backend
+    tr, be = ctx.tracer, ctx.device(st.gpu)
     s0 = _syncs()
     with tr.phase("ntt_msm_h", **kw, stream=stream, fields={"gpu_tid": 0}) as ph:
         st.gpu_phases.append(ph)
@@ -288,13 +297,13 @@ def _batch_add(ctx: WorkerContext, st: StartState, kw: dict[str, Any], stream: A
         ctx.hook("batch_add", st.partition, st.worker)
         jobs = {nm: pr.bitmap for nm, pr in st.preps.items() if splits(pr)}
         cfg = ctx.config
-        st.batch.update(ctx.backend.batch_add_many(jobs, stream, cfg.tail_streams > 1, defer=cfg.lock_scope == "submit"))
+        st.batch.update(ctx.device(st.gpu).batch_add_many(jobs, stream, cfg.tail_streams > 1, defer=cfg.lock_scope == "submit"))
         ph.detail.update({f"{k}_ones": v.ones for k, v in st.preps.items() if splits(v)})
         ph.detail["host_syncs"] = _syncs() - s0
 
 
 def _tail_msm(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict[str, Any], stream: Any, t_gpu0: int) -> None:
-    tr, be = ctx.tracer, ctx.backend
+    tr, be = ctx.tracer, ctx.device(st.gpu)
     s0 = _syncs()
     with tr.phase("tail_msm", **kw, stream=stream, fields={"gpu_tid": 0}) as tm:
         st.gpu_phases.append(tm)
@@ -318,7 +327,7 @@ def _gpu_wait(ctx: WorkerContext, st: StartState, kw: dict[str, Any], done: Any)
     was already done when the wait began: then they keep their host interval and the wait's
     detail says ``gpu_clock=0``), run the H computation's deferred value checks, and bring the
     deferred points to the host."""
-    be, tr = ctx.backend, ctx.tracer
+    be, tr = ctx.device(st.gpu), ctx.tracer
     s0 = _syncs()
     with tr.phase("gpu_wait", **kw) as ph:
         ctx.hook("gpu_wait", st.partition, st.worker)
@@ -334,6 +343,12 @@ def _gpu_wait(ctx: WorkerContext, st: StartState, kw: dict[str, Any], done: Any)
         for d in (st.batch, st.tail):
             d.update({k: be.to_host(v) for k, v in d.items()})
         ph.detail["host_syncs"] = _syncs() - s0
+
+
+def _check_device(ctx: WorkerContext, gpu: int, partition: int) -> None:
+    """Raise :class:`DeviceLost` if ``gpu`` failed while this partition waited for its mutex."""
+    if gpu in ctx.lost_gpus:
+        raise DeviceLost(f"gpu {gpu} was lost while partition {partition} waited for its mutex")
 
 
 def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, stream: Any) -> StartState:
@@ -374,6 +389,7 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
             ctx.stage("mutex_wait", p)
             mutex.acquire(worker, mutex_wait_limit_s(cfg), ctx.stop, p)
             held = True
+            _check_device(ctx, gpu, p)
         if cfg.lock_scope in ("coarse", "none"):
             with tr.phase("mutex_held", **kw) as mh:
                 t_gpu0 = tr.now_ns()
@@ -398,13 +414,14 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
                 ctx.stage("mutex_wait", p)
                 mutex.acquire(worker, mutex_wait_limit_s(cfg), ctx.stop, p)
                 held = True
+                _check_device(ctx, gpu, p)
             tr.write(timing_line(f"gpu_tid=0 barrier_wait_ms={int((tr.now_ns() - t_out) / 1e6)}"))
             with tr.phase("mutex_held", **kw, detail={"relock": True}) as mh2:
                 _batch_add(ctx, st, kw, stream)
                 _tail_msm(ctx, job, st, kw, stream, t_gpu0)
                 mh2.fields.update(mutex_held_ms=mh1.ms + mh2.ms, total_start_fn_ms=(tr.now_ns() - t_entry) / 1e6)
                 if submit:
-                    done = ctx.backend.mark(stream)
+                    done = ctx.device(gpu).mark(stream)
         mutex.release()
         held = False
         if submit:
@@ -418,7 +435,7 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
             held = False
         if submit:  # queued kernels may still read this partition's device buffers: let them finish
             with contextlib.suppress(Exception):
-                ctx.backend.synchronize(stream)
+                ctx.device(gpu).synchronize(stream)
         if st.prep_thread is not None:
             st.prep_thread.join(cfg.timeout_s)
         raise

@@ -7,7 +7,6 @@ The stagewise and fused passes (``zkgpu/kernels/ntt.cu``, ``ntt_fused.cu``) each
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -70,7 +69,7 @@ def split_tables(x: int, bits: int, scale: int = 1) -> tuple[Any, Any, int]:
     return to_device_mont(lo), to_device_mont(hi), S
 
 
-@functools.cache
+@_cuda.device_cache
 def inner_table(inverse: bool, maxk: int) -> Any:
     """omega_{2^maxk}^i (inverse: omega^-i) for i < 2^(maxk-1), on the device (Montgomery, flat uint32); cached."""
     w = FR.root_of_unity(maxk)
@@ -79,7 +78,7 @@ def inner_table(inverse: bool, maxk: int) -> Any:
     return to_device_mont(powers(w, 1 << (maxk - 1)))
 
 
-@functools.cache
+@_cuda.device_cache
 def split_outer(L: int, inverse: bool, scale: int = 1) -> tuple[Any, Any, int]:
     """:func:`split_tables` of omega_n (inverse: omega_n^-1), n = 2^L, times ``scale``; cached."""
     omega = FR.root_of_unity(L)
@@ -88,7 +87,7 @@ def split_outer(L: int, inverse: bool, scale: int = 1) -> tuple[Any, Any, int]:
     return split_tables(omega, L, scale)
 
 
-@functools.cache
+@_cuda.device_cache
 def fold_table(L: int) -> Any:
     """The table of scale_mode fold for an inverse NTT of n = 2^L (ntt.cu's FOLD, the 1/n folded into the last DIF
     pass's twiddles): entry i = tw_inv[i] / n for 1 <= i < 2^K, K = min(L, MAX_TILE_LOG), where tw_inv[h + t] =

@@ -23,7 +23,6 @@ given), as cuzk pads ``abc_size`` to the domain size.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -110,7 +109,7 @@ def compute_h_reference(
     return ntt_reference(hc, inverse=True, coset=True)
 
 
-@functools.cache
+@_cuda.device_cache
 def _z_inv_device(log_n: int) -> Any:
     return to_device_mont([z_inv_on_coset(log_n)])
 
@@ -216,7 +215,7 @@ def prepare_input(x: Any, n: int, *, name: str = "x", deferred: DeferredCheck | 
     return buf
 
 
-@functools.cache
+@_cuda.device_cache
 def _icoset_zinv_table(log_n: int, br: bool) -> Any:
     """g^-i * Z^-1 / N for i < N (Montgomery, flat uint32, on the device); with ``br`` entry i holds that of
     bitrev(i) (zkgpu.gpu.ntt.transform.scale_on_bitrev_side)."""

@@ -34,7 +34,6 @@ References: Cooley & Tukey, Math. Comp. 19 (1965); Gentleman & Sande, AFIPS 1966
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -258,7 +257,7 @@ def power_table(x: int, bits: int, scale: int = 1) -> Any:
     return out
 
 
-@functools.cache
+@_cuda.device_cache
 def _twiddles(L: int, inverse: bool) -> Any:
     """tw[h + t] = omega_{2h}^t (Montgomery, flat uint32, n elements) for the forward or inverse root."""
     cp = _cuda.cupy()
@@ -273,7 +272,7 @@ def _twiddles(L: int, inverse: bool) -> Any:
     return tw
 
 
-@functools.cache
+@_cuda.device_cache
 def _scale_table(L: int, kind: str, br: bool = False) -> Any:
     """'coset': g^i; 'coset_ninv': g^i / n; 'icoset': g^-i / n; 'ninv': [1/n] (Montgomery, flat uint32); with
     ``br`` bit-reversed (entry i holds the power of bitrev_L(i)): scale_mode natural then reads it in order where
@@ -330,7 +329,7 @@ def _outer_twiddles(L: int, m: int, inverse: bool, mode: str, scale: int = 1) ->
     return t, t, 0, _OUTER["table"]
 
 
-@functools.cache
+@_cuda.device_cache
 def _outer_table(m: int, inverse: bool, scale: int = 1) -> Any:
     """scale * omega_{2^m}^e (inverse: omega^-e) for e < 2^(m-1), Montgomery, flat uint32."""
     omega = FR.root_of_unity(m)

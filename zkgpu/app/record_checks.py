@@ -1,0 +1,128 @@
+"""``zkgpu record``'s option checks: which scenarios a device runs, and every argument of
+:func:`zkgpu.app.record.record` checked before a run folder exists (a one-line ``ValueError`` or
+``TypeError`` naming the value; the CLI prints it and exits 2).
+
+Sizes (``n``, threads, depth) that the pipeline itself bounds are checked by
+:class:`zkgpu.pipeline.config.PipelineConfig` in :func:`~zkgpu.app.record.record`; this module holds the
+bounds of a *recording* (a recording of far more partitions, threads or GPUs is a typo, and each queued
+partition holds its a/b/c buffers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from zkgpu.core.scenarios import SCENARIOS
+from zkgpu.gpu.msm.prep import numba_available
+from zkgpu.pipeline.config import TRANSFERS
+
+__all__ = [
+    "MAX_PARTITIONS",
+    "MAX_SYNTH_WORKERS",
+    "MAX_QUEUE_DEPTH",
+    "MAX_GPUS",
+    "MAX_REPEATS",
+    "MAX_PREP_THREADS",
+    "scenario_configs",
+    "scenario_partitions",
+    "parse_scenario_partitions",
+    "check_options",
+]
+
+#: upper bounds of the record options: partitions per scenario, synthesis threads, queue depth, GPUs
+#: (``PipelineConfig.gpus``'s bound), runs of each scenario, prep_msm threads
+MAX_PARTITIONS, MAX_SYNTH_WORKERS, MAX_QUEUE_DEPTH, MAX_GPUS = 10_000, 64, 256, 16
+MAX_REPEATS, MAX_PREP_THREADS = 20, 256
+
+
+def scenario_configs(
+    names: Iterable[str] | None = None, *, device: str = "gpu"
+) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Which scenarios run on ``device``, and why the others do not.
+
+    Returns:
+        ``(runnable {name: settings}, skipped {name: reason})``.
+
+    Raises:
+        ValueError: an unknown scenario name (lists the known ones).
+    """
+    names = list(SCENARIOS) if names is None else list(names)
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        raise ValueError(f"unknown scenario(s) {unknown}; known: {list(SCENARIOS)}")
+    run, skipped = {}, {}
+    for name in names:
+        s = SCENARIOS[name]
+        if s["transfer"] not in TRANSFERS:
+            skipped[name] = f"the pipeline has no transfer={s['transfer']!r} (it offers {list(TRANSFERS)})"
+        elif s["transfer"] == "registered" and device == "cpu":
+            skipped[name] = "transfer='registered' needs a GPU (cudaHostRegister)"
+        elif s.get("prep") == "gpu" and device == "cpu":
+            skipped[name] = "prep='gpu' needs a GPU"
+        elif s.get("prep") == "cpu_parallel" and not numba_available():
+            skipped[name] = "prep='cpu_parallel' needs numba (extra cpu-parallel)"
+        else:
+            run[name] = dict(s)
+    return run, skipped
+
+
+def scenario_partitions(given: Mapping[str, int] | None, runnable: Mapping[str, Any], skipped: Mapping[str, str]) -> dict[str, int]:
+    """``scenario_partitions`` checked: every name a scenario of this recording, every count an int
+    in [1, MAX_PARTITIONS] (ValueError/TypeError naming the entry)."""
+    out: dict[str, int] = {}
+    for name, k in (given or {}).items():
+        if name not in runnable and name not in skipped:
+            raise ValueError(f"scenario_partitions names {name!r}, which this recording does not run (it runs {list(runnable)})")
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise TypeError(f"scenario_partitions[{name!r}] must be an int, got {type(k).__name__} {k!r}")
+        if not 1 <= k <= MAX_PARTITIONS:
+            raise ValueError(f"scenario_partitions[{name!r}]={k} must be in [1, {MAX_PARTITIONS}]")
+        out[name] = k
+    return out
+
+
+def parse_scenario_partitions(items: Iterable[str]) -> dict[str, int]:
+    """The CLI's ``--scenario-partitions NAME=K`` values as ``{NAME: K}`` (ValueError naming a malformed one;
+    the names and counts are checked by :func:`scenario_partitions`)."""
+    counts: dict[str, int] = {}
+    for item in items:
+        name, sep, k = item.partition("=")
+        if not sep or not k.strip().isdigit():
+            raise ValueError(f"--scenario-partitions {item!r}: expected NAME=K with K a whole number of partitions (e.g. submit_prep_gpu=64)")
+        counts[name.strip()] = int(k)
+    return counts
+
+
+def check_options(
+    *, device: str, has_gpu: bool, gpu_count: Callable[[], int], out: str | Path | None, partitions: int | None,
+    synth_workers: int | None, queue_depth: int | None, repeats: int, prep_threads: int, gpus: int,
+) -> None:
+    """Check :func:`~zkgpu.app.record.record`'s arguments (``device`` already resolved from ``None``).
+
+    ``gpu_count`` is called (for the CUDA devices present) only when ``device == "gpu"``.
+
+    Raises:
+        ValueError: a device other than gpu/cpu, repeats, prep_threads or gpus out of range, more GPUs than
+            present, an empty ``out`` or one that is a file, partitions/synth_workers/queue_depth over
+            their bound. RuntimeError: ``device="gpu"`` without a GPU.
+    """
+    if device not in ("gpu", "cpu"):
+        raise ValueError(f"device must be 'gpu' or 'cpu', got {device!r}")
+    if device == "gpu" and not has_gpu:
+        raise RuntimeError("device='gpu' needs a CUDA GPU (CuPy) and none was found: record on the CPU with device='cpu' (--device cpu)")
+    for what, count, top in (("repeats", repeats, MAX_REPEATS), ("prep_threads", prep_threads, MAX_PREP_THREADS)):
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= top:
+            raise ValueError(f"{what}={count!r} must be an int in [1, {top}]")
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= MAX_GPUS:
+        raise ValueError(f"gpus={gpus!r}: give a whole number of GPUs from 1 to {MAX_GPUS}")
+    if device == "gpu" and gpus > 1 and gpus > (present := gpu_count()):
+        raise ValueError(f"gpus={gpus}: this host has {present} CUDA device(s) (choose --gpus {present} or fewer)")
+    if out is not None and not str(out).strip():
+        raise ValueError("out='' is empty: give a folder for the run folder (e.g. --out data), or leave --out out for data/")
+    for name, value, top in (("partitions", partitions, MAX_PARTITIONS), ("synth_workers", synth_workers, MAX_SYNTH_WORKERS), ("queue_depth", queue_depth, MAX_QUEUE_DEPTH)):
+        if isinstance(value, int) and value > top:
+            raise ValueError(f"{name}={value} is more than {top}: a recording needs far fewer (choose a smaller --{name.replace('_', '-')})")
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise ValueError(f"out={str(out)!r} is a file, not a folder: give a folder for the run folder (e.g. --out data)")
