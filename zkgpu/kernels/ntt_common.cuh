@@ -15,7 +15,7 @@ using zk::store_v4;
 enum class ntt_order : int { nr = 0, rn = 1 };
 
 // The pointwise scaling of an element x at global index g when a pass loads it (pre) or stores it (post),
-// by a table tab of Montgomery elements (scale(); h_step only as the post of a fused pass, post_op()).
+// by a table tab of Montgomery elements (scale(); h_step is unused since the fused NTT went, tag pre-macro-cut).
 enum class scale_mode : int {
     none = 0,      // x
     natural = 1,   // x * tab[g]
