@@ -12,7 +12,7 @@
 #      vs_sppark.csv and a manifest (sppark's commit from VENDOR_COMMITS, the zkgpu/sppark ratios per operation and
 #      size, the PoRep-like MSM like for like, compute_h).
 #
-#   OUT=dir [DATA=dir] [VS_SIZES="22 24 26"] [NTT_KERNELS="stagewise"] scripts/kernels_vs_sppark.sh
+#   OUT=dir [DATA=dir] [VS_SIZES="22 24 26"] [NTT_CANDIDATES="fold ..."] scripts/kernels_vs_sppark.sh
 #
 # Repeats: NTT_REPEAT (7), MSM_REPEAT (3), SPPARK_REPS (5, both sppark drivers); SPPARK_DEADLINE_S (110) and
 # SPPARK_POREP_DEADLINE_S (40): a driver starts no new item after that many seconds of its own run. The anchor's part
@@ -25,7 +25,7 @@ OUT="${OUT:-$PWD/gpu-out}"
 DATA="${DATA:-$OUT/data}"
 PY=${PYTHON:-python3}
 read -r -a SIZES <<<"${VS_SIZES:-22 24 26}"
-KERNELS=${NTT_KERNELS:-stagewise}
+CANDIDATES=${NTT_CANDIDATES:-}  # zkgpu bench ntt --candidate names, timed beside the default build (none by default)
 SCRATCH="$OUT/vs-sppark"
 SP=.anchors/sppark-bench
 SPW="${SPPARK_BUILD_DIR:-${TMPDIR:-/tmp}/zkgpu-sppark-bench}"  # writable copy of $SP where it is built and run
@@ -34,9 +34,9 @@ PRB="${SPPARK_POREP_BUILD_DIR:-${TMPDIR:-/tmp}/zkgpu-sppark-porep}"  # its binar
 MIN=$(printf '%s\n' "${SIZES[@]}" | sort -n | head -1)
 MAX=$(printf '%s\n' "${SIZES[@]}" | sort -n | tail -1)
 MSM_SIZES=$(IFS=,; echo "${SIZES[*]}")
-KARGS=()
-for k in $KERNELS; do KARGS+=(--kernel "$k"); done
-NTT_CMD=("$PY" -m zkgpu.app.cli bench ntt --min-log "$MIN" --max-log "$MAX" --repeat "${NTT_REPEAT:-7}" "${KARGS[@]}"
+CARGS=()
+for c in $CANDIDATES; do CARGS+=(--candidate "$c"); done
+NTT_CMD=("$PY" -m zkgpu.app.cli bench ntt --min-log "$MIN" --max-log "$MAX" --repeat "${NTT_REPEAT:-7}" ${CARGS[@]+"${CARGS[@]}"}
          --h-min-log 24 --h-max-log 24 --out "$SCRATCH/zkgpu")
 # --precomp-windows: the MSM over precomputed shifted bases too (zkgpu.gpu.msm.precomp; rows device_precomp at its
 # rule's window, the table build timed apart), PRECOMP_WINDOWS=none leaves it out
@@ -56,7 +56,7 @@ if ! "$PY" -c 'import sys; from zkgpu.core import cuda as _cuda; sys.exit(0 if _
   echo "  ${MSM_CMD[*]}"
   echo "  OUT=$SCRATCH/sppark bash $SPW/run.sh ${SP_ARGS[*]}"
   echo "  OUT=$SCRATCH/sppark SPPARK_BENCH=$SPW BUILD=$PRB bash $PR/run.sh ${PR_ARGS[*]}"
-  echo "  $PY -m zkgpu.app.cli bench sppark --sppark $SCRATCH/sppark/sppark.txt --sppark-porep $SCRATCH/sppark/sppark_porep.txt --ntt-run <bench-ntt> --msm-run <bench-msm> --kernel ${KERNELS%% *} --sizes $MSM_SIZES --out $DATA"
+  echo "  $PY -m zkgpu.app.cli bench sppark --sppark $SCRATCH/sppark/sppark.txt --sppark-porep $SCRATCH/sppark/sppark_porep.txt --ntt-run <bench-ntt> --msm-run <bench-msm> --kernel stagewise --sizes $MSM_SIZES --out $DATA"
   exit 2
 fi
 
@@ -98,7 +98,7 @@ grep -q '^msm,' "$SCRATCH/sppark/sppark_porep.txt" 2>/dev/null && porep=(--sppar
 ntt_run=$(ls -d "$SCRATCH"/zkgpu/*-bench-ntt* 2>/dev/null | head -1)
 msm_run=$(ls -d "$SCRATCH"/zkgpu/*-bench-msm* 2>/dev/null | head -1)
 "$PY" -m zkgpu.app.cli bench sppark --sppark "$SCRATCH/sppark/sppark.txt" ${porep[@]+"${porep[@]}"} ${ntt_run:+--ntt-run "$ntt_run"} \
-  ${msm_run:+--msm-run "$msm_run"} --kernel "${KERNELS%% *}" --sizes "$MSM_SIZES" --out "$DATA"
+  ${msm_run:+--msm-run "$msm_run"} --kernel stagewise --sizes "$MSM_SIZES" --out "$DATA"
 rc_gather=$?
 echo "=== bench sppark: rc=$rc_gather at $((SECONDS - t0)) s"
 [ "$rc_ntt" = 0 ] && [ "$rc_msm" = 0 ] && [ "$rc_sp" = 0 ] && [ "$rc_pr" = 0 ] && [ "$rc_gather" = 0 ]

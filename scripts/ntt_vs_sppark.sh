@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The NTT kernels beside sppark on one GPU, in one call (issue 13): the sppark anchor's NTT rows (if the
-# anchor is carried in .anchors/sppark-bench, see shared/anchors/sppark-bench/README.md), then
-# `zkgpu bench ntt` with the given kernels and --sppark, which prints and writes the zkgpu/sppark ratios.
+# The NTT candidates' timing, in one call (issue 23, "Decide, then delete"): the sppark anchor's NTT rows (if the
+# anchor is carried in .anchors/sppark-bench, see shared/anchors/sppark-bench/README.md), then `zkgpu bench ntt`
+# with the default build and each candidate build (--candidate) and --sppark, which prints the candidates' ratios to
+# the default and writes and prints the zkgpu/sppark ratios.
 #
-#   OUT=dir NTT_MIN_LOG=20 NTT_MAX_LOG=26 NTT_KERNELS="stagewise fused-r4 fused-r8" scripts/ntt_vs_sppark.sh
+#   OUT=dir NTT_MIN_LOG=22 NTT_MAX_LOG=24 NTT_CANDIDATES="fold skip-one-2" scripts/ntt_vs_sppark.sh
+#   (NTT_CANDIDATES defaults to all four: fold big-last skip-one-1 skip-one-2; "" times the default build alone)
 #
 # Writes $OUT/sppark/sppark.txt and a run folder bench-ntt under $OUT/data (or $DATA). sppark's MSM rows
 # are skipped (--msm-max 0) and so is its host-memory NTT (--ntt-host-lg 0): about 10 s plus its build.
@@ -14,10 +16,10 @@ cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu-out}"
 DATA="${DATA:-$OUT/data}"
 mkdir -p "$OUT/sppark" "$DATA"
-MIN=${NTT_MIN_LOG:-20}
-MAX=${NTT_MAX_LOG:-26}
+MIN=${NTT_MIN_LOG:-22}
+MAX=${NTT_MAX_LOG:-24}
 REPEAT=${NTT_REPEAT:-7}
-KERNELS=${NTT_KERNELS:-stagewise fused}
+CANDIDATES=${NTT_CANDIDATES-fold big-last skip-one-1 skip-one-2}
 SP=.anchors/sppark-bench
 SPARGS=()
 if [ -x "$SP/run.sh" ] || [ -f "$SP/run.sh" ]; then
@@ -30,7 +32,7 @@ if [ -x "$SP/run.sh" ] || [ -f "$SP/run.sh" ]; then
 else
   echo "no $SP: zkgpu only"
 fi
-KARGS=()
-for k in $KERNELS; do KARGS+=(--kernel "$k"); done
-python3 -m zkgpu.app.cli bench ntt --min-log "$MIN" --max-log "$MAX" --repeat "$REPEAT" "${KARGS[@]}" \
-  "${SPARGS[@]}" --out "$DATA"
+CARGS=()
+for c in $CANDIDATES; do CARGS+=(--candidate "$c"); done
+python3 -m zkgpu.app.cli bench ntt --min-log "$MIN" --max-log "$MAX" --repeat "$REPEAT" ${CARGS[@]+"${CARGS[@]}"} \
+  --h-min-log "$MAX" --h-max-log "$MAX" --queued ${SPARGS[@]+"${SPARGS[@]}"} --out "$DATA"

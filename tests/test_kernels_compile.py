@@ -17,15 +17,8 @@ KERNEL_FILES = sorted(KERNEL_DIR.glob("*.cu"))
 
 # extra builds of a module that the host compiles with several option sets (the default one is above)
 VARIANT_BUILDS = [
-    ("ntt_fused.cu", "-DNTT_FUSED_R=2 -DZK_NTT_PTX=1"),
-    ("ntt_fused.cu", "-DNTT_FUSED_R=8"),
-    ("ntt_fused.cu", "-DNTT_FUSED_MAXK=12 -DNTT_FUSED_THREADS=512 -DNTT_FUSED_MIN_BLOCKS=1"),
-    ("ntt.cu", "-DZK_NTT_PTX=1 -DZK_NTT_ASM=0 -DNTT_SMEM_TW=0 -DNTT_MIN_BLOCKS=4"),  # the default before issue 13's run
-    ("ntt.cu", "-DZK_NTT_LAZY=1 -DNTT_ILP=2 -DNTT_MIN_BLOCKS=2"),
-    ("ntt.cu", "-DNTT_SMEM_V4=1 -DNTT_SHFL=1 -DNTT_PREFETCH=3 -Xptxas -O1"),  # session s4's build options, ptxas -O1
-    ("ntt.cu", "-DNTT_SMEM_V4=1 -DNTT_IO_STAGE=1 -DNTT_PREFETCH=4 -Xptxas -O1"),
-    ("ntt.cu", "-DNTT_SMEM_V4=1 -DNTT_IO_STAGE=1 -DNTT_MIN_BLOCKS=4 -DZK_FF_ASM_TAIL=1"),
-    ("ntt_fused.cu", "-DNTT_SMEM_V4=1"),
+    ("ntt.cu", "-DNTT_SKIP_ONE=1 -DNTT_MIN_BLOCKS=4 -DZK_FF_ASM_TAIL=0"),  # candidates: skip-one-1, then -2
+    ("ntt.cu", "-DNTT_SKIP_ONE=2 -DNTT_THREADS=256 -Xptxas -O3"),
 ]
 
 
@@ -133,12 +126,10 @@ def _shared_constants():
         ("ntt.cu", "NTT_MAX_TILE_LOG", ntt._MAX_TILE_LOG),
         ("ntt.cu", "NTT_THREADS", ntt._THREADS),
         ("ntt.cu", "NTT_BR_Q", ntt._BR_Q),
-        ("ntt_fused.cu", "NTT_FUSED_MAXK", ntt._FUSED_MAXK),
-        ("ntt_fused.cu", "NTT_FUSED_THREADS", ntt._FUSED_THREADS),
         ("msm.cu", "(unsigned long long)MSM_SENTINEL << 32", msm._SENTINEL_KEY),
     ]
-    for enum, members in (("ntt_order", ntt._ORDER), ("scale_mode", ntt._SCALE), ("outer_mode", ntt._OUTER)):
-        out += [("ntt_fused.cu", f"(long long)({enum}::{m})", v) for m, v in members.items()]
+    for enum, members in (("ntt_order", ntt._ORDER), ("scale_mode", ntt._SCALE)):
+        out += [("ntt.cu", f"(long long)({enum}::{m})", v) for m, v in members.items()]
     return out
 
 

@@ -15,7 +15,7 @@ from zkgpu.gpu.ntt import transform as ntt
 def saved(monkeypatch):
     """Restore every module setting the tests change."""
     monkeypatch.setattr(_cuda, "GPU_ENABLED", _cuda.GPU_ENABLED)
-    for name in ("RADIX", "DEFINES", "FIELD_ARITH"):
+    for name in ("RADIX", "DEFINES"):
         monkeypatch.setattr(ntt, name, getattr(ntt, name))
     for name in ("CHUNK", "LEVEL0", "INLINE_MUL", "CUBIN"):
         monkeypatch.setattr(msm, name, getattr(msm, name))
@@ -35,21 +35,20 @@ def test_gpu_can_be_hidden(saved):
 
 
 def test_ntt_defines(saved):
-    ntt.configure(defines={"ZK_NTT_PTX": 0, "NTT_THREADS": 128})
-    assert ntt._defines() == (("ZK_NTT_PTX", "0"), ("NTT_THREADS", "128"))
-    assert ntt._threads() == 128
+    """configure(defines=) takes the build options that remain (DEFINE_NAMES), integers only; a removed variant's macro
+    (or any other name) is refused in one line naming it, and a refused call changes nothing."""
+    ntt.configure(defines={"NTT_FOLD": 1, "NTT_THREADS": 256})
+    assert ntt._defines() == (("NTT_FOLD", "1"), ("NTT_THREADS", "256"))
+    assert ntt._threads() == 256 and ntt.host_option("NTT_FOLD") == 1
     ntt.configure(defines={})
-    ntt.FIELD_ARITH = "ptx"
-    assert ntt._defines() == (("ZK_NTT_PTX", "1"), ("ZK_NTT_ASM", "0"))
-    ntt.FIELD_ARITH = "asm"
-    assert ntt._defines() == (("ZK_NTT_PTX", "0"), ("ZK_NTT_ASM", "1"))
-    ntt.FIELD_ARITH = "fast"
-    with pytest.raises(ValueError, match="FIELD_ARITH must be one of .* got 'fast'"):
-        ntt._defines()
-    ntt.FIELD_ARITH = "ptx"
-    assert ntt._threads() == ntt._THREADS
-    for bad in ({"1X": 1}, {"NTT_THREADS": "128"}, {"NTT_THREADS": True}):
-        with pytest.raises(ValueError, match="must be a C identifier with an integer value"):
+    assert ntt._defines() == () and ntt._threads() == ntt._THREADS and ntt.host_option("NTT_FOLD") == 0
+    assert len(ntt.DEFINE_NAMES) == 8
+    for bad, msg in (({"ZK_NTT_PTX": 0}, "unknown NTT build option 'ZK_NTT_PTX'"),
+                     ({"NTT_SHFL": 1}, "unknown NTT build option 'NTT_SHFL'"),
+                     ({"1X": 1}, "unknown NTT build option '1X'"),
+                     ({"NTT_THREADS": "128"}, "NTT_THREADS='128' must have an integer value"),
+                     ({"NTT_THREADS": True}, "NTT_THREADS=True must have an integer value")):
+        with pytest.raises(ValueError, match=msg):
             ntt.configure(defines=bad)
     assert ntt.DEFINES == {}
 

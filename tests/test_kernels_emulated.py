@@ -1,7 +1,8 @@
-"""The stagewise NTT pass kernels (ntt.cu: ntt_pass, ntt_pass_r4, with their ntt_order and scale_mode
-enum parameters) built by g++ (tests/native/ntt_emu.cpp: one thread per block, the grid replayed block by
+"""The NTT pass kernels (ntt.cu: ntt_pass, ntt_pass_r4, ntt_pass_fold, ntt_pass_pair, with their ntt_order and
+scale_mode enum parameters) built by g++ (tests/native/ntt_emu.cpp: one thread per block, the grid replayed block by
 block) and driven by zkgpu.gpu.ntt.transform's real host code with numpy standing in for CuPy, against the Python
-reference, for every transform and order. The fused kernels have the same check in tests/test_ntt.py."""
+reference, for every transform and order: the default build and the candidate builds of ``zkgpu bench ntt
+--candidate`` (the other variants' builds were removed with them after tag pre-macro-cut)."""
 
 from __future__ import annotations
 
@@ -15,36 +16,20 @@ import ptxemu
 import pytest
 from native import HERE, NumpyAsCupy, emulated_kernel, load
 
+from zkgpu.app.bench.ntt import CANDIDATES
 from zkgpu.arith.field import FR, fr_from_ints, fr_to_ints
 from zkgpu.core import cuda as _cuda
 from zkgpu.core.cuda import KERNEL_DIR
 from zkgpu.gpu.ntt import qap
 from zkgpu.gpu.ntt import transform as N
 
-BUILDS = {"default": {}, "previous-default": {"NTT_SMEM_V4": 0, "NTT_PREFETCH": 1, "NTT_TILE_COLS": 10, "NTT_IO_STAGE": 0},
-          "no-io-stage-prefetch4": {"NTT_IO_STAGE": 0, "NTT_PREFETCH": 4}, "lazy": {"ZK_NTT_LAZY": 1}, "no-smem-tw": {"NTT_SMEM_TW": 0},
-          "lazy-smem-tw-ilp2": {"ZK_NTT_LAZY": 1, "NTT_SMEM_TW": 1, "NTT_ILP": 2},
-          "shfl": {"NTT_SHFL": 1}, "shfl-no-smem-tw-gather": {"NTT_SHFL": 1, "NTT_SMEM_TW": 0, "NTT_SCALE_BR": 0, "NTT_NN_SCATTER": 0},
-          "no-pair": {"NTT_PAIR": 0}, "no-shfl": {"NTT_SHFL": 0}, "cols0": {"NTT_TILE_COLS": 0},
-          "cols1-shfl": {"NTT_TILE_COLS": 1, "NTT_SHFL": 1}, "smem-v4-cols10": {"NTT_SMEM_V4": 1, "NTT_TILE_COLS": 10},
-          "smem-v4-prefetch4": {"NTT_SMEM_V4": 1, "NTT_PREFETCH": 4}, "prefetch3-pair-shfl": {"NTT_PREFETCH": 3, "NTT_SHFL": 1},
-          "io-stage": {"NTT_IO_STAGE": 1}, "io-stage-v4-prefetch4": {"NTT_IO_STAGE": 1, "NTT_SMEM_V4": 1, "NTT_PREFETCH": 4},
-          "io-stage-no-smem-tw": {"NTT_IO_STAGE": 1, "NTT_SMEM_TW": 0}, "io-stage-shfl2": {"NTT_IO_STAGE": 1, "NTT_SHFL": 2},
-          "smem-v4-shfl-no-smem-tw": {"NTT_SMEM_V4": 1, "NTT_SHFL": 1, "NTT_SMEM_TW": 0}, "fold": {"NTT_FOLD": 1},
-          "fold-no-io-stage-ilp2": {"NTT_FOLD": 1, "NTT_IO_STAGE": 0, "NTT_ILP": 2},
-          "fold-no-smem-tw-shfl2": {"NTT_FOLD": 1, "NTT_SMEM_TW": 0, "NTT_SHFL": 2},
-          "fold-shfl-big-last": {"NTT_FOLD": 1, "NTT_SHFL": 1, "NTT_BIG_LAST": 1}, "big-last": {"NTT_BIG_LAST": 1},
-          "fold-big-last": {"NTT_FOLD": 1, "NTT_BIG_LAST": 1}, "skip-one": {"NTT_SKIP_ONE": 2}, "skip1-fold": {"NTT_SKIP_ONE": 1, "NTT_FOLD": 1},
-          "skip-one-fold-big-last": {"NTT_SKIP_ONE": 2, "NTT_FOLD": 1, "NTT_BIG_LAST": 1},
-          "skip-one-lazy-no-smem-tw": {"NTT_SKIP_ONE": 2, "ZK_NTT_LAZY": 1, "NTT_SMEM_TW": 0, "NTT_BIG_LAST": 1}}
+BUILDS = {"default": {}, **CANDIDATES, "fold-big-last-skip-one-2": {"NTT_FOLD": 1, "NTT_BIG_LAST": 1, "NTT_SKIP_ONE": 2}}
 
 
 @pytest.fixture(params=list(BUILDS))
 def stagewise_emulated(request, monkeypatch):
-    """The emulated stagewise kernels, built as they are by default (NTT_SMEM_TW=1: each pass's twiddles copied
-    to shared memory first, ntt.cu's load_pass_twiddles), with ZK_NTT_LAZY=1 (the DIF difference enters its twiddle
-    product unreduced, ntt_common.cuh's bf_dif_mul), with NTT_SMEM_TW=0 (every twiddle from the table) and NTT_ILP=2 (two butterflies per thread
-in flight; the emulation's one thread per block takes both); the host sees the same defines."""
+    """The emulated kernels, built as BUILDS says (the default build, each candidate, and the candidates together);
+    the host sees the same defines."""
     N.clear_cache()
     qap._icoset_zinv_table.cache_clear()
     monkeypatch.setattr(_cuda, "cupy", NumpyAsCupy)
@@ -58,7 +43,7 @@ in flight; the emulation's one thread per block takes both); the host sees the s
 
 
 @pytest.mark.parametrize("radix", [2, 4])
-@pytest.mark.parametrize("L", [1, 2, 5, 6, 8, 11, 13])  # 13: two passes of the 10-bit tiles (NTT_SHFL: c = 3, 0)
+@pytest.mark.parametrize("L", [1, 2, 5, 6, 8, 11, 13])  # 11, 13: two passes (c = 1, 0)
 def test_stagewise_pass_kernels_emulated(radix, L, stagewise_emulated, monkeypatch, pyrng):
     monkeypatch.setattr(N, "RADIX", radix)
     n = 1 << L
@@ -73,7 +58,7 @@ def test_stagewise_pass_kernels_emulated(radix, L, stagewise_emulated, monkeypat
                 ("rn", [x[r] for r in rev], ref),
             ):
                 w = fr_from_ints([FR.to_mont(v) for v in given]).view(np.uint32).reshape(-1)
-                N.ntt_inplace(w, inverse=inverse, coset=coset, order=order, algorithm="stagewise")
+                N.ntt_inplace(w, inverse=inverse, coset=coset, order=order)
                 got = [FR.from_mont(v) for v in fr_to_ints(w.view(np.uint64).reshape(-1, 4))]
                 assert got == expected, f"radix {radix}, 2^{L}, inverse={inverse}, coset={coset}, {order}"
 
@@ -81,17 +66,16 @@ def test_stagewise_pass_kernels_emulated(radix, L, stagewise_emulated, monkeypat
 @pytest.mark.parametrize("radix", [2, 4])
 @pytest.mark.parametrize("L", [1, 2, 6, 11, 13])
 def test_stagewise_compute_h_emulated(radix, L, stagewise_emulated, monkeypatch, pyrng):
-    """compute_h_inplace with the stagewise kernels (1/N folded into the coset table, the pointwise a*b - c at the
-    final inverse NTT's load, 1/Z in its store's table: qap._h_inverse_stagewise) and the pipeline's split of it
+    """compute_h_inplace (1/N folded into the coset table, the pointwise a*b - c at the
+    final inverse NTT's load, 1/Z in its store's table: qap._h_inverse) and the pipeline's split of it
     (coset_evals_inplace per vector, then combine_h_inplace) against compute_h_reference."""
     monkeypatch.setattr(N, "RADIX", radix)
-    monkeypatch.setattr(N, "ALGORITHM", "stagewise")
     n = 1 << L
     a, b, c = ([pyrng.randrange(FR.modulus) for _ in range(n)] for _ in range(3))
     want = qap.compute_h_reference(a, b, c)
     bufs = [fr_from_ints([FR.to_mont(v) for v in x]).view(np.uint32).reshape(-1) for x in (a, b, c)]
     split = [w.copy() for w in bufs]
-    qap.compute_h_inplace(*bufs, algorithm="stagewise")
+    qap.compute_h_inplace(*bufs)
     for w in split:
         N.coset_evals_inplace(w)
     qap.combine_h_inplace(*split)
@@ -120,8 +104,8 @@ def test_fold_table(L, monkeypatch):
 
 @pytest.mark.parametrize("radix", [2, 4])
 def test_stagewise_edge_values_emulated(radix, stagewise_emulated, monkeypatch, pyrng):
-    """Inputs of 0, 1, r-1 and r-2 side by side: the butterflies see a - b at its extremes (r-1 - 0 gives the
-    lazy difference 2r-1, 0 - (r-1) gives 1), for every transform and order, against the reference."""
+    """Inputs of 0, 1, r-1 and r-2 side by side: the butterflies see a - b at its extremes, for every transform,
+    against the reference."""
     monkeypatch.setattr(N, "RADIX", radix)
     r = FR.modulus
     L = 6
@@ -131,22 +115,21 @@ def test_stagewise_edge_values_emulated(radix, stagewise_emulated, monkeypatch, 
         for inverse in (False, True):
             for coset in (False, True):
                 w = fr_from_ints([FR.to_mont(v) for v in x]).view(np.uint32).reshape(-1)
-                N.ntt_inplace(w, inverse=inverse, coset=coset, order="nn", algorithm="stagewise")
+                N.ntt_inplace(w, inverse=inverse, coset=coset, order="nn")
                 got = [FR.from_mont(v) for v in fr_to_ints(w.view(np.uint64).reshape(-1, 4))]
                 assert got == N.ntt_reference(x, inverse=inverse, coset=coset), (pattern, inverse, coset)
 
 
-def _ptx_butterfly_ops(lazy: int, tmp_path: Path, a: list[int], b: list[int], w: list[int],
-                       tail: int = 0) -> list[tuple[int, int, int]]:
-    """(bf_add, bf_sub, bf_dif_mul) of ntt_common.cuh with -DZK_NTT_ASM=1 (the device asm chains; ``tail``: the
-    product's merge and final subtraction as asm chains too, -DZK_FF_ASM_TAIL), from the sm_90 PTX of
+def _ptx_butterfly_ops(tmp_path: Path, a: list[int], b: list[int], w: list[int], tail: int = 0) -> list[tuple[int, int, int]]:
+    """(bf_add, bf_sub, bf_dif_mul) of ntt_common.cuh (the device asm chains; ``tail``: the product's merge and final
+    subtraction as asm chains too, -DZK_FF_ASM_TAIL), from the sm_90 PTX of
     tests/native/ntt_bf_check.cu run by the interpreter tests/ptxemu.py, one element at a time."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         pytest.skip("nvcc not found")
-    out = tmp_path / f"bf{lazy}{tail}.ptx"
-    res = subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", "-ptx", f"-I{KERNEL_DIR}", "-DZK_NTT_ASM=1",
-                          f"-DZK_NTT_LAZY={lazy}", f"-DZK_FF_ASM_TAIL={tail}", str(HERE / "ntt_bf_check.cu"), "-o", str(out)],
+    out = tmp_path / f"bf{tail}.ptx"
+    res = subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", "-ptx", f"-I{KERNEL_DIR}", f"-DZK_FF_ASM_TAIL={tail}",
+                          str(HERE / "ntt_bf_check.cu"), "-o", str(out)],
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     lines = ptxemu.entry_body(out.read_text(), "ntt_bf_check")
@@ -160,35 +143,34 @@ def _ptx_butterfly_ops(lazy: int, tmp_path: Path, a: list[int], b: list[int], w:
     return got
 
 
-@pytest.mark.parametrize("lazy,tail", [(0, 0), (1, 0), (0, 1), (1, 1)])
-def test_butterfly_asm_chains_in_ptx(lazy, tail, tmp_path):
-    """The asm carry chains of bf_add / bf_sub / bf_dif_mul (ZK_NTT_ASM=1) as nvcc emits them for sm_90, with the
-    exact and the lazy difference, and with the product's asm tail (ZK_FF_ASM_TAIL=1: merge and final subtraction,
-    ff.cuh's eo_tail8): a + b, a - b mod r and (a - b) * w * R^-1 mod r on edge values (0, 1, r-1, r-2, 2^k around
-    the word boundaries; a - b reaches 2r-1 and 1 in the lazy form) and seeded random ones."""
+@pytest.mark.parametrize("tail", [0, 1])
+def test_butterfly_asm_chains_in_ptx(tail, tmp_path):
+    """The asm carry chains of bf_add / bf_sub / bf_dif_mul as nvcc emits them for sm_90, with and without the
+    product's asm tail (ZK_FF_ASM_TAIL=1: merge and final subtraction, ff.cuh's eo_tail8): a + b, a - b mod r and
+    (a - b) * w * R^-1 mod r on edge values (0, 1, r-1, r-2, 2^k around the word boundaries) and seeded random ones."""
     r = FR.modulus
     edges = [0, 1, 2, r - 1, r - 2, r // 2, (1 << 224) - 1, (1 << 32), (1 << 254) % r]
-    rnd = random.Random(13 + lazy)
+    rnd = random.Random(13 + tail)
     pairs = [(x, y) for x in edges for y in edges][::3] + [(rnd.randrange(r), rnd.randrange(r)) for _ in range(6)]
     a, b = [x for x, _ in pairs], [y for _, y in pairs]
     w = [edges[i % len(edges)] if i % 2 else rnd.randrange(r) for i in range(len(pairs))]
     rinv = pow(1 << 256, -1, r)
-    got = _ptx_butterfly_ops(lazy, tmp_path, a, b, w, tail)
+    got = _ptx_butterfly_ops(tmp_path, a, b, w, tail)
     want = [((x + y) % r, (x - y) % r, (x - y) * z * rinv % r) for x, y, z in zip(a, b, w, strict=True)]
     assert got == want
 
 
 def _smem_slot(u: int) -> int:
-    """ntt_common.cuh's smem_slot (NTT_SMEM_V4=1): the 16-byte word of tile element u in each plane."""
+    """ntt_common.cuh's smem_slot: the 16-byte word of tile element u in each plane."""
     return u ^ ((u >> 1) & 7)
 
 
 @pytest.mark.parametrize("T", [1 << t for t in range(11)])
 def test_smem_v4_slots_conflict_free(T):
-    """The NTT_SMEM_V4 layout: smem_slot is a bijection on [0, T), and every quarter warp (8 lanes, which a 128-bit
+    """The tile's 16-byte planes: smem_slot is a bijection on [0, T), and every quarter warp (8 lanes, which a 128-bit
     shared-memory access serves together) of a radix-2 stage on any tile bit lb, and of the tile's global loads and
     stores (consecutive u), reads 8 different 16-byte bank groups (slot mod 8): no bank conflicts. The emulated
-    transforms above (builds smem-v4*) check that the kernels use it consistently."""
+    transforms above check that the kernels use it consistently."""
     assert sorted(_smem_slot(u) for u in range(T)) == list(range(T))
     if T < 16:
         return

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from seeding import new_pyrng, new_rng
-from zkgpu.app.bench.ntt import KERNEL_SPEC_PARTS, bench_command, is_kernel_spec, kernel_settings
+from zkgpu.app.bench.ntt import CANDIDATES, bench_command, candidate_build
 from zkgpu.arith.domain import bitrev_indices, dft_naive, log2_size, ntt_reference
 from zkgpu.arith.field import FR, fr_from_ints, fr_random, fr_to_ints
 from zkgpu.gpu.fr_device import from_montgomery, to_montgomery
@@ -303,27 +303,14 @@ def _dev_random(n: int, seed: int):
     return _cp().asarray(x)
 
 
-KERNELS = {  # id -> (algorithm, stagewise RADIX, FUSED_RADIX, FUSED_OUTER)
-    "radix2": ("stagewise", 2, 2, "exact"),
-    "radix4": ("stagewise", 4, 2, "exact"),
-    "fused2-exact": ("fused", 2, 2, "exact"),
-}
-
-
-@pytest.fixture(params=list(KERNELS))
+@pytest.fixture(params=[2, 4])
 def radix(request, monkeypatch):
-    """Run a GPU test with each stagewise pass kernel (ntt_pass, ntt_pass_r4) and the default fused kernel;
-    the other fused configurations are checked against the stagewise kernel bit for bit by
-    test_gpu_fused_equals_stagewise, and on the CPU by test_fused_emulated."""
-    algorithm, r, fr, outer = KERNELS[request.param]
-    monkeypatch.setattr(N, "ALGORITHM", algorithm)
-    monkeypatch.setattr(N, "RADIX", r)
-    monkeypatch.setattr(N, "FUSED_RADIX", fr)
-    monkeypatch.setattr(N, "FUSED_OUTER", outer)
+    """Run a GPU test with each pass kernel (ntt_pass, ntt_pass_r4)."""
+    monkeypatch.setattr(N, "RADIX", request.param)
     return request.param
 
 
-# ---------------------------------------------------------------- the fused kernels, emulated on the CPU
+# ---------------------------------------------------------------- the kernels, emulated on the CPU
 @pytest.fixture
 def emu(monkeypatch):
     """zkgpu.gpu.ntt.transform's device path with the kernels of ntt.cu built by g++ (tests/native/ntt_emu.cpp) and numpy
@@ -338,7 +325,6 @@ def emu(monkeypatch):
     qap._icoset_zinv_table.cache_clear()
     monkeypatch.setattr(_cuda, "cupy", lambda: NumpyAsCupy())
     monkeypatch.setattr(N, "_kernel", lambda name: emulated_kernel(load("ntt_emu"), name))
-    monkeypatch.setattr(N, "_fused_kernel", lambda name, lr: emulated_kernel(load("ntt_emu", N._fused_defines(lr)), name))
     monkeypatch.setattr(N, "_BR_Q", 16)  # ntt_bitrev_tiled needs 256 threads: the grid-stride ntt_bitrev
     yield
     N.clear_cache()
@@ -354,77 +340,11 @@ def _from_mont_words(w: np.ndarray) -> list[int]:
     return [FR.from_mont(v) for v in fr_to_ints(w.view(np.uint64).reshape(-1, 4))]
 
 
-@pytest.mark.parametrize("fused_radix", [2, 4, 8])
-@pytest.mark.parametrize("outer", ["exact", "split", "table", "auto"])
-@pytest.mark.parametrize(
-    "L,tile_log",
-    [(1, 10), (2, 10), (3, 10), (5, 2), (7, 3), (8, 3), (9, 4), (10, 10), (11, 10), (12, 5), (13, 4), (12, 12), (13, 12),
-     (14, 11)],
-)
-@pytest.mark.parametrize("inverse,coset", VARIANTS, ids=VIDS)
-def test_fused_emulated(L, tile_log, inverse, coset, fused_radix, outer, emu, monkeypatch, rng):
-    """Every variant and order of the fused kernels against the reference: sizes 2..2^13, one to four passes,
-    passes of k not a multiple of log2(radix) (k < log2(radix) included), column bits c = 0 and c > 0."""
-    monkeypatch.setattr(N, "FUSED_RADIX", fused_radix)
-    monkeypatch.setattr(N, "FUSED_OUTER", outer)
-    monkeypatch.setattr(N, "FUSED_TILE_LOG", tile_log)
-    monkeypatch.setattr(N, "_OUTER_TABLE_MAX_LOG", 4)  # "auto": tables for m <= 5, split tables above
-    n = 1 << L
-    x = rand_ints(n, rng)
-    ref = ntt_reference(x, inverse=inverse, coset=coset)
-    rev = bitrev_indices(L)
-    for order in N.ORDERS:
-        inp = [x[r] for r in rev] if order == "rn" else x
-        w = _mont_words(inp)
-        assert N.ntt_inplace(w, inverse=inverse, coset=coset, order=order, algorithm="fused") is w
-        want = [ref[r] for r in rev] if order == "nr" else ref
-        assert _from_mont_words(w) == want, (order, L, tile_log)
-
-
-@pytest.mark.parametrize("fused_radix", [2, 4, 8])
-@pytest.mark.parametrize("L,tile_log", [(2, 1), (4, 3), (7, 3), (9, 4), (11, 10), (13, 12)])
-def test_fused_compute_h_emulated(L, tile_log, fused_radix, emu, monkeypatch, rng):
-    """compute_h_inplace with the fused kernels (the shared iNTT/coset-NTT pass, the pointwise step in the
-    last pass) against compute_h_reference, with two to five passes per transform."""
-    from zkgpu.gpu.ntt import qap
-
-    monkeypatch.setattr(N, "FUSED_RADIX", fused_radix)
-    monkeypatch.setattr(N, "FUSED_TILE_LOG", tile_log)
-    n = 1 << L
-    a, b, c = (rand_ints(n, rng) for _ in range(3))
-    wa, wb, wc = (_mont_words(v) for v in (a, b, c))
-    qap.compute_h_inplace(wa, wb, wc, algorithm="fused")
-    assert _from_mont_words(wa) == qap.compute_h_reference(a, b, c)
-
-
-def test_fused_emulated_size_one(emu):
-    w = _mont_words([12345])
-    for inverse, coset in VARIANTS:
-        N.ntt_inplace(w, inverse=inverse, coset=coset, algorithm="fused")
-        assert _from_mont_words(w) == [12345]
-
-
-def test_bad_algorithm():
-    from zkgpu.gpu.ntt import qap
-
-    with pytest.raises(ValueError, match="algorithm"):
-        N.ntt_inplace(None, algorithm="fast")
-    with pytest.raises(ValueError, match="algorithm"):
-        N.ntt(fr_from_ints([1, 2]), algorithm="fast")
-    with pytest.raises(ValueError, match="algorithm"):
-        qap.compute_h(fr_from_ints([1]), fr_from_ints([1]), fr_from_ints([1]), algorithm="fast")
-    with pytest.raises(ValueError, match="unknown NTT kernel"), kernel_settings("fused-r16"):
-        pass
-
-
 def _each_kernel(monkeypatch):
-    """Yield each id of KERNELS with its settings applied (one Python reference serves them all)."""
-    for kid, (algorithm, r, fr, outer) in KERNELS.items():
-        monkeypatch.setattr(N, "ALGORITHM", algorithm)
+    """Yield each radix with its pass kernel in use (one Python reference serves them all)."""
+    for r in (2, 4):
         monkeypatch.setattr(N, "RADIX", r)
-        monkeypatch.setattr(N, "FUSED_RADIX", fr)
-        monkeypatch.setattr(N, "FUSED_OUTER", outer)
-        yield kid
+        yield f"radix{r}"
 
 
 @pytest.mark.gpu
@@ -525,71 +445,19 @@ def test_gpu_large_spot_checks(L, radix):
     cp.get_default_memory_pool().free_all_blocks()
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize(
-    "L,kernel",
-    [(L, k) for L in (17, 21, 24) for k in ("fused-r2-exact", "fused-r4-exact", "fused-r8-exact", "fused-r2-exact-t12",
-                                            "fused-r4-auto", "fused-r4-split", "fused-r4-table", "fused-r4-auto-t12")]
-    + [(21, "fused-r2-exact-ptx"), (26, "fused-r2-exact"), (26, "fused-r4-exact"), (26, "fused-r4-auto")],
-)
-def test_gpu_fused_equals_stagewise(L, kernel):
-    """Every variant and order of a fused kernel equals the stagewise kernel bit for bit (sizes with 2 and 3
-    passes, passes of unequal k), on fresh random Montgomery-form data."""
-    cp = _cp()
-    n = 1 << L
-    x = _dev_random(n, int(new_rng().integers(2**32)))
-    to_montgomery(x)
-    for inverse, coset in VARIANTS:
-        for order in N.ORDERS:
-            want = x.copy()
-            N.ntt_inplace(want, inverse=inverse, coset=coset, order=order, algorithm="stagewise")
-            got = x.copy()
-            with kernel_settings(kernel):
-                N.ntt_inplace(got, inverse=inverse, coset=coset, order=order)
-            assert bool((got == want).all()), (L, kernel, inverse, coset, order)
-            del want, got
-    del x
-    N.clear_cache()
-    cp.get_default_memory_pool().free_all_blocks()
-
-
-STAGEWISE_VARIANTS = {  # id -> (kernel spec, extra zkgpu.gpu.ntt.transform.DEFINES)
-    "old-default": ("stagewise-v40-o3-ptx", {"NTT_SMEM_TW": 0, "NTT_MIN_BLOCKS": 4, "NTT_THREADS": 256}),
-    "previous-default": ("stagewise-c10-b3-w256-v40-pf1-io0-o3", {"ZK_FF_ASM_TAIL": 0}),
-    "run1-default": ("stagewise-b6-pf4-io0", {"ZK_FF_ASM_TAIL": 0}),
-    "cxx": ("stagewise-cxx", {}),
-    "lazy": ("stagewise-lz-asm", {}),
-    "r4-table-twiddles": ("stagewise-r4-lz-b3-w128-asm", {"NTT_SMEM_TW": 0}),
-    "shfl": ("stagewise-sh", {}),
-    "gather-scalings": ("stagewise-gt", {}),
-    "no-pair": ("stagewise-np", {}),
-    "prefetch3-shfl": ("stagewise-sh", {"NTT_PREFETCH": 3}),
-    "r4": ("stagewise-r4", {}),
-    "table-twiddles-shfl2": ("stagewise-sh2-st0", {}),
-    "o3-b4-w256-cols10": ("stagewise-c10-b4-w256-o3", {}),
-    "fold": ("stagewise-fd", {}),
-    "big-last": ("stagewise-bl", {}),
-    "skip-one": ("stagewise-sk2", {}),
-    "fold-big-last-skip": ("stagewise-fd-bl-sk2", {}),
+BUILDS = {  # id -> (RADIX, zkgpu.gpu.ntt.transform.DEFINES)
+    "r4": (4, {}),
+    "o3-b4-w256-portable-tail": (2, {"ZK_PTXAS_O": 3, "NTT_MIN_BLOCKS": 4, "NTT_THREADS": 256, "ZK_FF_ASM_TAIL": 0}),
+    **{name: (2, dict(defines)) for name, defines in CANDIDATES.items()},
+    "fold-big-last-skip-one-2": (2, {"NTT_FOLD": 1, "NTT_BIG_LAST": 1, "NTT_SKIP_ONE": 2}),
 }
-"""Builds of the stagewise kernels that must equal the default one bit for bit, one per code path the default build
-(asm-chain additions, each pass's twiddles in shared memory, no register stages; since run s4-ntt the 16-byte shared-memory
-planes, ptxas -O1, 128-thread blocks on tiles of at most 512 elements, loads 2 at a time, the stage on the tile's top
-bit at the global load / store (NTT_IO_STAGE), the product's asm tail (ZK_FF_ASM_TAIL), 8 blocks per SM) does not take:
-the build that was the default before issue 13's run k13-ntt (volatile-PTX additions, every twiddle from the table),
-the one before session s4 (limb-major tile, one load at a time, ptxas -O3, 256-thread blocks on 1024-element tiles, no
-io stage, the portable tail) and the one of run s4-ntt's first part (no io stage, loads 4 at a time, the portable
-tail), the portable additions, the lazy DIF difference, radix-4 with table twiddles, radix 4 with the io stage, the
-warp-shuffle stages in every pass (NTT_SHFL=1), the gathered scalings (NTT_SCALE_BR=0), no pair pass, prefetch 3
-(remainders), table twiddles with the DIT shuffles, -O3 with 4 blocks of 256 on 1024-element tiles, and the inverse's
-1/n folded into the last DIF pass's twiddles (NTT_FOLD=1, kernel ntt_pass_fold) instead of multiplied at its store, and
-an uneven split's larger passes on the low bits (NTT_BIG_LAST=1), the twiddle-1 butterflies of stages 1-2 of the pass on
-the low bits in whole warps without their product (NTT_SKIP_ONE=2), and the three together; these (session s5) have not
-run on a GPU yet
-(zkgpu.app.bench.ntt.KERNEL_SPEC_PARTS for the parts).
-Each build costs the GPU run a module compile and ~10 s; the other build options (two butterflies per thread, table
-twiddles with shuffles, 256-element tiles, each of s4's options alone) are covered by the emulated kernels
-(tests/test_kernels_emulated.py) and by these combinations."""
+"""Builds that must equal the default one bit for bit: radix 4, the remaining tuning options together, and the
+candidates of ``zkgpu bench ntt --candidate`` (zkgpu.app.bench.ntt.CANDIDATES: an inverse's 1/n folded into its last
+DIF pass's twiddles, an uneven split's larger passes on the low bits, the twiddle-1 butterflies of stages 1(-2) of the
+pass on the low bits in whole warps without their product) alone and together; the candidates (session s5) have not
+run on a GPU yet. Each build costs the GPU run a module compile and ~10 s; the emulated kernels
+(tests/test_kernels_emulated.py) cover the same builds without a GPU. The variants removed after tag pre-macro-cut had
+their own builds here."""
 
 
 def _edge_words(n: int, seed: int) -> np.ndarray:
@@ -599,20 +467,22 @@ def _edge_words(n: int, seed: int) -> np.ndarray:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("variant", list(STAGEWISE_VARIANTS))
-def test_gpu_stagewise_variants_equal_stagewise(variant):
-    """Every transform of a stagewise build equals the plain stagewise kernel (today's default build) bit for bit:
-    sizes 2^1..2^13 in every order, on random and on edge words; 2^20 and 2^24 natural order on random words;
-    compute_h at 2^14."""
+@pytest.mark.parametrize("variant", list(BUILDS))
+def test_gpu_builds_equal_default(variant):
+    """Every transform of a build equals the default build bit for bit: sizes 2^1..2^13 in every order, on random and
+    on edge words; 2^20 and 2^24 natural order on random words; compute_h at 2^14."""
     from zkgpu.gpu.ntt.qap import compute_h_inplace
 
-    kernel, extra = STAGEWISE_VARIANTS[variant]
+    r, defines = BUILDS[variant]
 
     @contextlib.contextmanager
     def build():
-        with kernel_settings(kernel):
-            N.DEFINES = {**N.DEFINES, **extra}  # kernel_settings restores DEFINES on the way out
+        saved = (N.RADIX, N.DEFINES)
+        N.configure(radix=r, defines=defines)
+        try:
             yield
+        finally:
+            N.RADIX, N.DEFINES = saved
 
     cp = _cp()
     seed = int(new_rng().integers(2**32))
@@ -626,7 +496,7 @@ def test_gpu_stagewise_variants_equal_stagewise(variant):
             x = cp.random.randint(0, 1 << 30, size=(1 << L, 8), dtype=cp.uint32).view(cp.uint64)
         for inverse, coset in VARIANTS:
             want = x.copy()
-            N.ntt_inplace(want, inverse=inverse, coset=coset, order=order, algorithm="stagewise")
+            N.ntt_inplace(want, inverse=inverse, coset=coset, order=order)
             got = x.copy()
             with build():
                 N.ntt_inplace(got, inverse=inverse, coset=coset, order=order)
@@ -637,7 +507,7 @@ def test_gpu_stagewise_variants_equal_stagewise(variant):
     for d in abc:
         to_montgomery(d)
     want = [d.copy() for d in abc]
-    compute_h_inplace(*want, algorithm="stagewise")
+    compute_h_inplace(*want)
     with build():
         compute_h_inplace(*abc)
     assert bool((abc[0] == want[0]).all()), (variant, "compute_h")
@@ -676,11 +546,49 @@ def test_size_error_before_copying_a_huge_broadcast_array():
         N.ntt(huge)
 
 
-def test_bench_cli_rejects_unknown_kernel():
+def test_bench_cli_rejects_unknown_or_repeated_candidate():
     from click.testing import CliRunner
 
-    res = CliRunner().invoke(bench_command, ["--kernel", "fused-r3"])
-    assert res.exit_code != 0 and "unknown NTT kernel 'fused-r3'" in res.output
+    res = CliRunner().invoke(bench_command, ["--candidate", "fused"])
+    assert res.exit_code == 2 and "'fused' is not one of 'fold', 'big-last', 'skip-one-1', 'skip-one-2'" in res.output
+    res = CliRunner().invoke(bench_command, ["--candidate", "fold", "--candidate", "big-last", "--candidate", "fold"])
+    assert res.exit_code == 2 and "--candidate fold given twice" in res.output
+    res = CliRunner().invoke(bench_command, ["--kernel", "stagewise"])
+    assert res.exit_code == 2 and "No such option '--kernel'" in res.output
+
+
+def test_bench_candidates_beside_the_default(emu, monkeypatch):
+    """run_benchmark times the default build and each candidate in the same run (emulated kernels, a stand-in timer that
+    records the build options in force): a row per (kernel, variant), each timed under its own options, the defines
+    restored afterwards; a candidate given twice is refused."""
+    from types import SimpleNamespace
+
+    from native import NumpyAsCupy
+
+    from zkgpu.app.bench import ntt as bench_ntt
+    from zkgpu.core import cuda as _cuda
+
+    fake = NumpyAsCupy()
+    fake.get_default_memory_pool = lambda: SimpleNamespace(free_all_blocks=lambda: None)
+    monkeypatch.setattr(_cuda, "cupy", lambda: fake)
+    monkeypatch.setattr(bench_ntt, "to_montgomery", lambda d: d)
+    seen = []
+
+    def timer(fn, warmup, repeat):
+        fn()
+        seen.append(dict(N.DEFINES))
+        return SimpleNamespace(median_ms=1.0, min_ms=0.5, max_ms=2.0)
+
+    monkeypatch.setattr(_cuda, "benchmark", timer)
+    rows = bench_ntt.run_benchmark(11, 11, repeat=1, warmup=0, candidates=["fold", "skip-one-2"], h_min_log=11, h_max_log=11)
+    variants = [*bench_ntt.BENCH_VARIANTS, "compute_h"]
+    assert [(r["kernel"], r["variant"]) for r in rows] == [(k, v) for k in ("stagewise", "fold", "skip-one-2") for v in variants]
+    assert seen == [{}] * 7 + [{"NTT_FOLD": 1}] * 7 + [{"NTT_SKIP_ONE": 2}] * 7
+    assert {r["kernel"]: r["defines"] for r in rows} == {"stagewise": "", "fold": "NTT_FOLD=1", "skip-one-2": "NTT_SKIP_ONE=2"}
+    assert {r["global_passes"] for r in rows if r["variant"] == "compute_h"} == {11}  # 3 x (2 + 2 - 1) + 2
+    assert N.DEFINES == {}
+    with pytest.raises(ValueError, match="'fold' given twice"):
+        bench_ntt.run_benchmark(11, 11, candidates=["fold", "fold"])
 
 
 def test_queued_times_order(monkeypatch):
@@ -732,88 +640,47 @@ def test_power_table_emulated(bits, emu, rng):
         assert _from_mont_words(N.power_table(x, bits, s)) == want
 
 
-@pytest.mark.parametrize("algorithm,L,tile_log", [("stagewise", 1, 10), ("stagewise", 6, 10), ("fused", 1, 10),
-                                                  ("fused", 6, 10), ("fused", 7, 3), ("fused", 9, 4)])
-def test_coset_evals_emulated(algorithm, L, tile_log, emu, monkeypatch, rng):
-    """coset_evals_inplace (iNTT "nr" then coset NTT "rn", sharing a pass when fused) equals the coset NTT of
-    the inverse NTT; post_op is refused where it cannot apply."""
-    monkeypatch.setattr(N, "FUSED_TILE_LOG", tile_log)
+@pytest.mark.parametrize("L", [1, 6, 11])
+def test_coset_evals_emulated(L, emu, rng):
+    """coset_evals_inplace (iNTT "nr" then coset NTT "rn", their passes on the low bits as one) equals the coset NTT
+    of the inverse NTT."""
     x = rand_ints(1 << L, rng)
     w = _mont_words(x)
-    assert N.coset_evals_inplace(w, algorithm=algorithm) is w
+    assert N.coset_evals_inplace(w) is w
     assert _from_mont_words(w) == ntt_reference(ntt_reference(x, inverse=True), coset=True)
-    if algorithm == "stagewise" or N.global_passes(L, "nr", algorithm) == 1:
-        with pytest.raises(ValueError, match="post_op"):
-            N.coset_evals_inplace(w, algorithm=algorithm, post_op=(w, w, w))
 
 
 def test_global_passes_and_settings(monkeypatch):
     """Passes over memory per transform (the bench's effective-bandwidth denominator) and the recorded settings."""
-    assert [N.global_passes(L, "nr", "stagewise") for L in (1, 10, 11, 20, 24, 30)] == [1, 1, 2, 2, 3, 3]
-    assert N.global_passes(24, "nn", "stagewise") == 3  # the last pass scatters (NTT_NN_SCATTER, the default)
-    assert N.global_passes(8, "nn", "stagewise") == 2  # one pass: the bit-reversal pass follows
-    monkeypatch.setattr(N, "DEFINES", {"NTT_NN_SCATTER": 0})
-    assert N.global_passes(24, "nn", "stagewise") == 4  # + the bit-reversal pass
-    monkeypatch.setattr(N, "DEFINES", {})
-    assert N.global_passes(24, "nn", "fused") == 3  # folded into the first and last passes
-    assert N.global_passes(8, "nn", "fused") == 2  # one pass: the bit-reversal pass follows
-    monkeypatch.setattr(N, "FUSED_TILE_LOG", 12)
-    assert N.global_passes(24, "rn", "fused") == 2
-    s = N.settings()
-    assert s["fused_tile_log"] == 12 and s["algorithm"] in N.ALGORITHMS and isinstance(s["defines"], dict)
-    monkeypatch.setattr(N, "FUSED_TILE_LOG", 13)
-    with pytest.raises(ValueError, match="FUSED_TILE_LOG must be in 1..12, got 13"):
-        N.settings()
-    with pytest.raises(ValueError, match="algorithm"):
-        N.global_passes(10, "nr", "fast")
+    assert [N.global_passes(L, "nr") for L in (1, 10, 11, 20, 24, 30)] == [1, 1, 2, 2, 3, 3]
+    assert N.global_passes(24, "nn") == 3  # the last pass scatters
+    assert N.global_passes(8, "nn") == 2  # one pass: the bit-reversal pass follows
+    assert N.settings() == {"radix": 2, "defines": {}}
+    monkeypatch.setattr(N, "RADIX", 4)
+    monkeypatch.setattr(N, "DEFINES", {"NTT_MIN_BLOCKS": 4})
+    assert N.settings() == {"radix": 4, "defines": {"NTT_MIN_BLOCKS": "4"}}
 
 
-def test_kernel_settings_set_and_restore_the_ntt_settings():
+def test_candidate_build_sets_and_restores_the_defines():
+    """zkgpu bench ntt's candidate builds add their options to the defines in force, and restore them on the way out
+    (an error included); the host options follow."""
     before = N.settings()
-    with kernel_settings("fused-r4-split-t12-cxx"):
-        s = N.settings()
-        assert (s["algorithm"], s["fused_radix"], s["fused_outer"], s["fused_tile_log"], s["field_arith"]) == (
-            "fused", 4, "split", 12, "cxx")
-    with pytest.raises(RuntimeError), kernel_settings("stagewise-r4"):
-        assert N.settings()["radix"] == 4
-        raise RuntimeError("restored on the way out too")
-    assert N.settings() == before
-    with kernel_settings("stagewise-r4-lz-st-b3-asm"):
-        s = N.settings()
-        assert (s["algorithm"], s["radix"], s["field_arith"]) == ("stagewise", 4, "asm")
-        assert s["defines"] == {"ZK_NTT_LAZY": "1", "NTT_SMEM_TW": "1", "NTT_MIN_BLOCKS": "3", "NTT_R4_MIN_BLOCKS": "3",
-                                "ZK_NTT_PTX": "0", "ZK_NTT_ASM": "1"}
-    assert N.settings() == before
-    assert all(is_kernel_spec(spec) for spec, _ in STAGEWISE_VARIANTS.values())
-
-
-def test_every_kernel_spec_parses():
-    """Each part of zkgpu.app.bench.ntt.KERNEL_SPEC_PARTS, alone and all groups at once, is a spec that sets the module
-    settings it names ("table" is an outer mode, not a tile "t<N>": the GPU run of 2026-12-01 caught that parse error
-    in fused-r4-table); parts out of order, repeated or unknown are not specs."""
-    for alg, groups in KERNEL_SPEC_PARTS.items():
-        for group in groups:
-            for part in group:
-                with kernel_settings(f"{alg}-{part}"):
-                    pass
-        with kernel_settings("-".join([alg, *(group[-1] for group in groups)])):
-            pass
-    for bad in ("stagewise-o1-v4", "stagewise-v4-v4", "stagewise-v5", "fused-v4", "stagewise-", "ntt"):
-        assert not is_kernel_spec(bad), bad
-        with pytest.raises(ValueError, match="unknown NTT kernel"), kernel_settings(bad):
-            pass
-    with kernel_settings("stagewise-sh0-v4-pf4-o1"):
-        want = {"NTT_SHFL": 0, "NTT_SMEM_V4": 1, "NTT_PREFETCH": 4, "ZK_PTXAS_O": 1}
-        assert {k: N.DEFINES[k] for k in want} == want
-    with kernel_settings("fused-r4-table-t12"):
-        assert (N.FUSED_OUTER, N.FUSED_TILE_LOG, N.FUSED_RADIX) == ("table", 12, 4)
     assert (N.host_option("NTT_FOLD"), N.host_option("NTT_BIG_LAST")) == (0, 0)
-    with kernel_settings("stagewise-fd-bl"):
-        assert (N.host_option("NTT_FOLD"), N.host_option("NTT_BIG_LAST")) == (1, 1)
+    for name, defines in CANDIDATES.items():
+        with candidate_build(name):
+            assert N.settings()["defines"] == {k: str(v) for k, v in defines.items()}
+    with pytest.raises(RuntimeError), candidate_build("fold"):
+        assert N.host_option("NTT_FOLD") == 1
+        raise RuntimeError("restored on the way out too")
+    with candidate_build("stagewise"):
+        assert N.settings() == before
+    assert N.settings() == before
+    with pytest.raises(ValueError, match="unknown NTT candidate 'fused'"), candidate_build("fused"):
+        pass
 
 
 def test_build_options_ptxas_level():
-    """ZK_PTXAS_O (kernel spec part -o1) reaches NVRTC as --ptxas-options=-O<n>, from the defines or from a module's
+    """ZK_PTXAS_O reaches NVRTC as --ptxas-options=-O<n>, from the defines or from a module's
     own `#define ZK_PTXAS_O <n>` line; other modules and other values get none, a bad value a clear error."""
     from zkgpu.core.cuda import build_options, header_defines
 

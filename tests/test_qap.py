@@ -130,12 +130,12 @@ def test_bad_input():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("algorithm", ["stagewise", "fused"])
+@pytest.mark.parametrize("radix", [2, 4])
 @pytest.mark.parametrize("log_n", range(0, 13))
-def test_gpu_compute_h_matches_reference(log_n, algorithm, monkeypatch):
+def test_gpu_compute_h_matches_reference(log_n, radix, monkeypatch):
     from zkgpu.core.cuda import cupy
 
-    monkeypatch.setattr(ntt, "ALGORITHM", algorithm)
+    monkeypatch.setattr(ntt, "RADIX", radix)
 
     cp = cupy()
     rng = new_pyrng()
@@ -195,16 +195,12 @@ def test_gpu_split_h_pieces_equal_compute_h_and_defer_the_value_check(log_n):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("fused_radix,outer,tile_log", [(2, "exact", 10), (4, "exact", 10), (2, "exact", 12), (4, "auto", 10)])
 @pytest.mark.parametrize("log_n", [16, 21, 24])
-def test_gpu_compute_h_fused_equals_stagewise(log_n, fused_radix, outer, tile_log, monkeypatch):
-    """At sizes beyond the Python reference: the fused compute_h_inplace (shared iNTT/coset-NTT pass, pointwise
-    step in the last pass) equals the stagewise one bit for bit on fresh random Montgomery-form inputs."""
+def test_gpu_compute_h_radix4_equals_radix2(log_n, monkeypatch):
+    """At sizes beyond the Python reference: compute_h_inplace with ntt_pass_r4 equals the one with ntt_pass bit for
+    bit on fresh random Montgomery-form inputs."""
     from zkgpu.core.cuda import cupy
 
-    monkeypatch.setattr(ntt, "FUSED_RADIX", fused_radix)
-    monkeypatch.setattr(ntt, "FUSED_TILE_LOG", tile_log)
-    monkeypatch.setattr(ntt, "FUSED_OUTER", outer)
     cp = cupy()
     n = 1 << log_n
     x = new_rng().integers(0, 2**64, size=(3, n, 4), dtype=np.uint64)
@@ -213,8 +209,10 @@ def test_gpu_compute_h_fused_equals_stagewise(log_n, fused_radix, outer, tile_lo
     for i in range(3):
         to_montgomery(d[i])
     e = d.copy()
-    qap.compute_h_inplace(d[0], d[1], d[2], algorithm="stagewise")
-    qap.compute_h_inplace(e[0], e[1], e[2], algorithm="fused")
+    monkeypatch.setattr(ntt, "RADIX", 2)
+    qap.compute_h_inplace(d[0], d[1], d[2])
+    monkeypatch.setattr(ntt, "RADIX", 4)
+    qap.compute_h_inplace(e[0], e[1], e[2])
     assert bool((d[0] == e[0]).all())
     del d, e
     cp.get_default_memory_pool().free_all_blocks()

@@ -1,7 +1,6 @@
 """The ``zkgpu bench`` commands under bad input: every bad option is one line naming the value, exit 2, checked
 before the GPU and before any folder is made (nothing under the data folder); an unwritable --out is refused
-before measuring; a second run never touches the first; the NTT kernel spec refuses two values of one setting;
-every manifest writer records the commit (ZKGPU_COMMIT first, then git) and readers show a missing one as
+before measuring; a second run never touches the first; every manifest writer records the commit (ZKGPU_COMMIT first, then git) and readers show a missing one as
 ``unknown``. CPU only: the GPU is faked present so that the argument checks, not the GPU check, answer."""
 
 from __future__ import annotations
@@ -76,17 +75,14 @@ BENCH_BAD = [
     (["ntt", "--min-log", "20", "--max-log", "18"], ["20/18"]),
     (["ntt", "--h-min-log", "-1"], ["--h-min-log", "-1"]),
     (["ntt", "--repeat", "0"], ["--repeat", "0"]),
-    (["ntt", "--kernel", "stagewise-st-st0"], ["'st' and 'st0'", "NTT_SMEM_TW"]),
-    (["ntt", "--kernel", "stagewise-b8-pf2-b3"], ["'b8' and 'b3'", "NTT_MIN_BLOCKS"]),
-    (["ntt", "--kernel", "stagewise-pf2-b8"], ["'b8' must come before 'pf2'"]),
-    (["ntt", "--kernel", "stagewise-zz"], ["'zz'"]),
+    (["ntt", "--candidate", "fused"], ["--candidate", "'fused'", "fold"]),
     (["msm", "--sizes", "-5"], ["--sizes", "'-5'"]),
     (["msm", "--repeat", "0"], ["--repeat", "0"]),
     (["msm", "--warmup", "-1"], ["--warmup", "-1"]),
     (["msm", "--window", "99"], ["--window 99", "2..24"]),
     (["msm", "--window", "1"], ["--window 1"]),
     (["msm", "--seed", "-1"], ["--seed", "-1"]),
-    (["ntt", "--kernel", "stagewise", "--kernel", "fused", "--kernel", "stagewise"], ["--kernel stagewise given twice"]),
+    (["ntt", "--candidate", "fold", "--candidate", "big-last", "--candidate", "fold"], ["--candidate fold given twice"]),
     (["h2d", "--path", "pageable", "--path", "pageable"], ["--path pageable given twice"]),
     (["prep", "--min-log", "22", "--max-log", "20"], ["--min-log 22", "--max-log 20"]),
     (["prep", "--repeat", "0"], ["--repeat", "0"]),
@@ -196,53 +192,6 @@ def test_bench_msm_and_h2d_stopped_while_measuring_leave_no_folder(inputs, fake_
     assert not inputs["DATA"].exists() or not any(inputs["DATA"].iterdir())
 
 
-# ------------------------------------------------------------------------------------------- NTT kernel spec
-
-
-@pytest.mark.parametrize(("spec", "words"), [
-    ("stagewise-st-st0", ["'st' and 'st0'", "two values of one setting", "NTT_SMEM_TW"]),
-    ("stagewise-sh-sh0", ["'sh' and 'sh0'", "NTT_SHFL"]),
-    ("stagewise-b8-b3", ["'b8' and 'b3'", "NTT_MIN_BLOCKS"]),
-    ("stagewise-io-io0", ["'io' and 'io0'", "NTT_IO_STAGE"]),
-    ("stagewise-v4-v4", ["'v4' and 'v4'", "the same part twice"]),
-    ("stagewise-asm-cxx", ["'asm' and 'cxx'", "FIELD_ARITH"]),
-    ("fused-r4-r8", ["'r4' and 'r8'", "FUSED_RADIX"]),
-    ("fused-split-table", ["'split' and 'table'", "FUSED_OUTER"]),
-    ("stagewise-o1-v4", ["'v4' must come before 'o1'"]),
-    ("stagewise-r8", ["'r8' is not a part of stagewise"]),
-    ("fused-lz", ["'lz' is not a part of fused"]),
-    ("stagewise-", ["'' is not a part"]),
-    ("ntt", ["algorithm 'ntt'"]),
-])
-def test_kernel_spec_faults_named(spec, words):
-    with pytest.raises(ValueError) as info:
-        bench_ntt.check_kernel_spec(spec)
-    msg = str(info.value)
-    assert msg.startswith(f"unknown NTT kernel {spec!r}: ") and "\n" not in msg
-    for w in words:
-        assert w in msg, (w, msg)
-    assert not bench_ntt.is_kernel_spec(spec)
-    with pytest.raises(ValueError, match="unknown NTT kernel"), bench_ntt.kernel_settings(spec):
-        pass
-
-
-def test_kernel_spec_groups_are_settings():
-    """Each group of KERNEL_SPEC_PARTS is one setting (KERNEL_SPEC_SETTINGS names it), no part is in two groups, and
-    every spec the repository names (data, notes, scripts, tests) still parses."""
-    for alg, groups in bench_ntt.KERNEL_SPEC_PARTS.items():
-        assert len(bench_ntt.KERNEL_SPEC_SETTINGS[alg]) == len(groups)
-        parts = [p for g in groups for p in g]
-        assert len(parts) == len(set(parts)), alg
-        every = "-".join([alg, *(g[-1] for g in groups)])
-        assert bench_ntt.check_kernel_spec(every) == [g[-1] for g in groups]
-    for spec in ("stagewise-sh2-st0", "stagewise-r4-lz-st-b3-w128-asm", "stagewise-c10-b3-w256-v40-pf1-io0-o3",
-                 "stagewise-b8-pf2-io-at", "stagewise-lz-st-i2-b2-asm", "stagewise-c1-b6-w128-v4-pf4-o1", "fused-r4-table-t12"):
-        assert bench_ntt.is_kernel_spec(spec), spec
-    for run in sorted((ROOT / "data").glob("*-bench-ntt*")):
-        for spec in json.loads((run / "manifest.json").read_text()).get("kernels", []):
-            assert bench_ntt.is_kernel_spec(spec), (run.name, spec)
-
-
 # ------------------------------------------------------------------------------------------- commit in manifests
 
 
@@ -315,20 +264,22 @@ def test_bench_ntt_cut_off_keeps_its_rows_apart_from_the_recordings(inputs, fake
     calls = []
 
     def fake_run(lo, hi, repeat, **kw):
+        assert kw["candidates"] == ("fold",)
         calls.append(lo)
         if len(calls) > 1:
             raise stop("stopped at the second size")
         return [dict(log_n=lo, n=1 << lo, variant="forward-nn", kernel="stagewise", median_ms=1.0)]
 
     monkeypatch.setattr(bench_ntt, "run_benchmark", fake_run)
-    res = _run(["bench", "ntt", "--min-log", "10", "--max-log", "12", "--kernel", "stagewise", "--out", str(inputs["DATA"])])
+    res = _run(["bench", "ntt", "--min-log", "10", "--max-log", "12", "--candidate", "fold", "--out", str(inputs["DATA"])])
     assert res.exit_code == (130 if stop is KeyboardInterrupt else 1) and "Traceback" not in res.output
     assert "the sizes measured so far are in" in res.stderr
     (kept,) = inputs["DATA"].iterdir()
     assert kept.name.endswith("-bench-ntt" + manifest.INTERRUPTED_SUFFIX)
     assert list(pd.read_csv(kept / "ntt.csv")["log_n"]) == [10]
     m = json.loads((kept / "manifest.json").read_text())
-    assert m["complete"] is False and m["interrupted"].startswith(stop.__name__) and m["kernels"] == ["stagewise"]
+    assert m["complete"] is False and m["interrupted"].startswith(stop.__name__) and m["kernels"] == ["stagewise", "fold"]
+    assert m["candidates"] == {"fold": {"NTT_FOLD": 1}}
     assert replay.find_benchmarks("ntt", inputs["DATA"]) is None
 
 

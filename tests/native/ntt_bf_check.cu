@@ -1,5 +1,5 @@
 // Check kernel for ntt_common.cuh's butterfly additions (tests/test_kernels_emulated.py runs its sm_90 PTX in the
-// interpreter tests/ptxemu.py, built with -DZK_NTT_ASM=1 and -DZK_NTT_LAZY=0/1): for element i of a, b, w
+// interpreter tests/ptxemu.py, built with and without -DZK_FF_ASM_TAIL=1): for element i of a, b, w
 // (8 words each), out[3i] = bf_add(a, b), out[3i+1] = bf_sub(a, b), out[3i+2] = bf_dif_mul(w, a, b).
 // Word-by-word loads and stores (the interpreter's subset).
 #include "ntt_common.cuh"

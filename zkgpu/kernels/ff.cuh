@@ -113,47 +113,17 @@ ZK_HDC limbs_t<P::N> modulus_minus_two() {
     return e;
 }
 
-// Optional PTX carry-chain arithmetic (device code only, opt-in): a module that defines ZK_FF_PTX
-// before including this header gets add/sub/mul built from add.cc/addc/sub.cc/subc and
-// mad.lo.cc/madc.hi.cc chains, which keep the carries in the condition-code register instead of
-// 64-bit temporaries. The algorithm (CIOS, one row of a*b[i] then one reduction row per limb) is the
-// same as the portable path below; only the instruction selection differs. Host builds and
-// modules without the macro use the portable C++ code.
-#if defined(__CUDA_ARCH__) && defined(ZK_FF_PTX)
-#define ZK_USE_PTX 1
-namespace ptx {
-__device__ __forceinline__ uint32_t add_cc(uint32_t a, uint32_t b) { uint32_t r; asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
-__device__ __forceinline__ uint32_t addc_cc(uint32_t a, uint32_t b) { uint32_t r; asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
-__device__ __forceinline__ uint32_t addc(uint32_t a, uint32_t b) { uint32_t r; asm volatile("addc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
-__device__ __forceinline__ uint32_t sub_cc(uint32_t a, uint32_t b) { uint32_t r; asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
-__device__ __forceinline__ uint32_t subc_cc(uint32_t a, uint32_t b) { uint32_t r; asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
-__device__ __forceinline__ uint32_t subc(uint32_t a, uint32_t b) { uint32_t r; asm volatile("subc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
-__device__ __forceinline__ uint32_t mad_lo_cc(uint32_t a, uint32_t b, uint32_t c) { uint32_t r; asm volatile("mad.lo.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r; }
-__device__ __forceinline__ uint32_t madc_lo_cc(uint32_t a, uint32_t b, uint32_t c) { uint32_t r; asm volatile("madc.lo.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r; }
-__device__ __forceinline__ uint32_t mad_hi_cc(uint32_t a, uint32_t b, uint32_t c) { uint32_t r; asm volatile("mad.hi.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r; }
-__device__ __forceinline__ uint32_t madc_hi_cc(uint32_t a, uint32_t b, uint32_t c) { uint32_t r; asm volatile("madc.hi.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r; }
-}  // namespace ptx
-#endif
-
-// Montgomery product variants (issue 13; notes/ff-arith.md has the measurements). ZK_FF_MUL picks the
-// device code of operator*; host code always runs the portable CIOS (mul_cios):
-//   3 (default)  CIOS with the even/odd split (mul_evenodd): a*b[i] accumulates the products of the even
-//                limbs of a and those of the odd limbs in two accumulators, each one unbroken lo/hi carry
-//                chain (so the high halves need no second pass), merged once at the end; one non-volatile
-//                asm statement per chain. The idea of sppark (supranational/sppark: ff/mont_t.cuh,
-//                mad_n_redc); our own code. Needs a spare top bit in p (r: 255 bits, q: 381 bits in 384).
-//                On the H200 1.41x (Fr) and 1.72x (Fq) the products/s of 1 (notes/ff-arith.md).
-//   1            portable C++ CIOS (64-bit temporaries; the compiler picks the carry instructions)
-//   0            the previous choice: the volatile PTX chains of mul_ptx in modules that define ZK_FF_PTX,
-//                else 1 (kept to compare against)
-// Every variant gives the same canonical result (< p) bit for bit: tests/test_ff_variants.py.
-#ifndef ZK_FF_MUL
-#define ZK_FF_MUL 3
-#endif
+// The Montgomery product (notes/ff-arith.md has the measurements): device code runs CIOS with the even/odd
+// split (mul_evenodd): a*b[i] accumulates the products of the even limbs of a and those of the odd limbs in two
+// accumulators, each one unbroken lo/hi carry chain (so the high halves need no second pass), merged once at the
+// end; one non-volatile asm statement per chain. The idea of sppark (supranational/sppark: ff/mont_t.cuh,
+// mad_n_redc); our own code. Needs a spare top bit in p (r: 255 bits, q: 381 bits in 384). On the H200 1.41x (Fr)
+// and 1.72x (Fq) the products/s of the portable CIOS (mul_cios), which host code runs. Both give the same
+// canonical result (< p) bit for bit (tests/test_field.py, the emulated kernels against Python ints).
 #ifndef ZK_FF_ASM_TAIL
-#define ZK_FF_ASM_TAIL 0  // 1: variant 3's merge and final subtraction as asm chains (mont_t::eo_tail)
+#define ZK_FF_ASM_TAIL 0  // 1: the even/odd product's merge and final subtraction as asm chains (mont_t::eo_tail)
 #endif
-#if defined(__CUDA_ARCH__) && ZK_FF_MUL == 3
+#if defined(__CUDA_ARCH__)
 // One asm statement = one whole carry chain: the condition code never has to survive from one asm
 // statement to the next (the compiler does not promise that), and the statements are not volatile,
 // so their order is only their data flow. Operands (numbered, N limbs, H = N/2):
@@ -331,89 +301,8 @@ struct mont_t {
         return r;
     }
 
-#if defined(ZK_USE_PTX)
-    // a + b mod p with carry chains (a, b < p).
-    __device__ __forceinline__ static mont_t add_ptx(const mont_t& a, const mont_t& b) {
-        uint32_t t[N], d[N];
-        t[0] = ptx::add_cc(a.v[0], b.v[0]);
-        ZK_UNROLL
-        for (int i = 1; i < N; i++) t[i] = ptx::addc_cc(a.v[i], b.v[i]);
-        uint32_t top = ptx::addc(0u, 0u);
-        d[0] = ptx::sub_cc(t[0], P::p(0));
-        ZK_UNROLL
-        for (int i = 1; i < N; i++) d[i] = ptx::subc_cc(t[i], P::p(i));
-        uint32_t keep = ptx::subc(top, 0u);  // all ones iff t < p (borrow out and no top word)
-        mont_t r;
-        ZK_UNROLL
-        for (int i = 0; i < N; i++) r.v[i] = (t[i] & keep) | (d[i] & ~keep);
-        return r;
-    }
-    // a - b mod p: subtract, then add p back under the borrow mask.
-    __device__ __forceinline__ static mont_t sub_ptx(const mont_t& a, const mont_t& b) {
-        uint32_t d[N];
-        d[0] = ptx::sub_cc(a.v[0], b.v[0]);
-        ZK_UNROLL
-        for (int i = 1; i < N; i++) d[i] = ptx::subc_cc(a.v[i], b.v[i]);
-        uint32_t mask = ptx::subc(0u, 0u);  // all ones on borrow
-        mont_t r;
-        r.v[0] = ptx::add_cc(d[0], P::p(0) & mask);
-        ZK_UNROLL
-        for (int i = 1; i < N - 1; i++) r.v[i] = ptx::addc_cc(d[i], P::p(i) & mask);
-        r.v[N - 1] = ptx::addc(d[N - 1], P::p(N - 1) & mask);
-        return r;
-    }
-    // CIOS with carry chains: per limb b[i], t += a*b[i] (a low-half chain and a high-half chain),
-    // m = t[0]*(-p^-1), t += m*p (two chains), t >>= 32. t < 2p throughout, final conditional subtract.
-    __device__ __forceinline__ static mont_t mul_ptx(const mont_t& a, const mont_t& b) {
-        uint32_t t[N + 2];
-        ZK_UNROLL
-        for (int i = 0; i < N + 2; i++) t[i] = 0;
-        ZK_UNROLL
-        for (int i = 0; i < N; i++) {
-            const uint32_t bi = b.v[i];
-            t[0] = ptx::mad_lo_cc(a.v[0], bi, t[0]);
-            ZK_UNROLL
-            for (int j = 1; j < N; j++) t[j] = ptx::madc_lo_cc(a.v[j], bi, t[j]);
-            t[N] = ptx::addc_cc(t[N], 0u);
-            t[N + 1] = ptx::addc(t[N + 1], 0u);
-            t[1] = ptx::mad_hi_cc(a.v[0], bi, t[1]);
-            ZK_UNROLL
-            for (int j = 1; j < N; j++) t[j + 1] = ptx::madc_hi_cc(a.v[j], bi, t[j + 1]);
-            t[N + 1] = ptx::addc(t[N + 1], 0u);
-
-            const uint32_t m = t[0] * INV;
-            // p0 == 1 (Fr): m*p0 = m, so the low word is an add (t[0] + m = 0 mod 2^32, carry iff
-            // t[0] != 0) and the high word is 0 (the high chain starts at limb 1). Folded at compile time.
-            if (P::p(0) == 1u) {
-                t[0] = ptx::add_cc(t[0], m);
-            } else {
-                t[0] = ptx::mad_lo_cc(m, P::p(0), t[0]);
-            }
-            ZK_UNROLL
-            for (int j = 1; j < N; j++) t[j] = ptx::madc_lo_cc(m, P::p(j), t[j]);
-            t[N] = ptx::addc_cc(t[N], 0u);
-            t[N + 1] = ptx::addc(t[N + 1], 0u);
-            if (P::p(0) == 1u) {
-                t[2] = ptx::mad_hi_cc(m, P::p(1), t[2]);
-            } else {
-                t[1] = ptx::mad_hi_cc(m, P::p(0), t[1]);
-                t[2] = ptx::madc_hi_cc(m, P::p(1), t[2]);
-            }
-            ZK_UNROLL
-            for (int j = 2; j < N; j++) t[j + 1] = ptx::madc_hi_cc(m, P::p(j), t[j + 1]);
-            t[N + 1] = ptx::addc(t[N + 1], 0u);
-            ZK_UNROLL
-            for (int j = 0; j <= N; j++) t[j] = t[j + 1];
-            t[N + 1] = 0;
-        }
-        return reduce_once(t, t[N]);
-    }
-#endif
 
     ZK_HD friend mont_t operator+(const mont_t& a, const mont_t& b) {
-#if defined(ZK_USE_PTX)
-        return add_ptx(a, b);
-#else
         uint32_t t[N];
         uint64_t carry = 0;
         ZK_UNROLL
@@ -423,12 +312,8 @@ struct mont_t {
             carry = s >> 32;
         }
         return reduce_once(t, (uint32_t)carry);
-#endif
     }
     ZK_HD friend mont_t operator-(const mont_t& a, const mont_t& b) {
-#if defined(ZK_USE_PTX)
-        return sub_ptx(a, b);
-#else
         mont_t d;
         uint64_t borrow = 0;
         ZK_UNROLL
@@ -447,12 +332,11 @@ struct mont_t {
             carry = s >> 32;
         }
         return d;
-#endif
     }
     ZK_HD mont_t operator-() const { return zero() - *this; }
     ZK_HD mont_t dbl() const { return *this + *this; }
 
-    // Portable CIOS Montgomery multiplication (variant 1; the host's, and the device's without ZK_FF_PTX).
+    // Portable CIOS Montgomery multiplication (the host's).
     ZK_HD static mont_t mul_cios(const mont_t& a, const mont_t& b) {
         uint32_t t[N + 2];
         ZK_UNROLL
@@ -485,8 +369,8 @@ struct mont_t {
         return reduce_once(t, t[N]);
     }
 
-#if defined(__CUDA_ARCH__) && ZK_FF_MUL == 3
-    // Variant 3: CIOS with the even/odd split. The running value is T = E + O * 2^32 (N words each):
+#if defined(__CUDA_ARCH__)
+    // CIOS with the even/odd split. The running value is T = E + O * 2^32 (N words each):
     // E holds the products of the even limbs of a (lo/hi pairs land on consecutive words, so one carry
     // chain adds a whole row), O those of the odd limbs. After a row's reduction E[0] = 0, and
     // T / 2^32 = E[1..] + O: O becomes the next row's E and E (shifted by two words, E[1] folded into
@@ -585,12 +469,10 @@ struct mont_t {
     }
 #endif
 
-    // Montgomery multiplication a*b*R^-1 mod p (the variant ZK_FF_MUL picks, see above).
+    // Montgomery multiplication a*b*R^-1 mod p (device: mul_evenodd, host: mul_cios).
     ZK_HD friend mont_t operator*(const mont_t& a, const mont_t& b) {
-#if defined(__CUDA_ARCH__) && ZK_FF_MUL == 3
+#if defined(__CUDA_ARCH__)
         return mul_evenodd(a, b);
-#elif defined(ZK_USE_PTX) && ZK_FF_MUL == 0
-        return mul_ptx(a, b);
 #else
         return mul_cios(a, b);
 #endif

@@ -18,38 +18,26 @@
 // passes of 8 stages over global memory.
 //
 // The butterflies' additions and the DIF difference-times-twiddle are ntt_common.cuh's bf_add, bf_sub and
-// bf_dif_mul (-DZK_NTT_ASM=1: asm carry chains; -DZK_NTT_LAZY=1: the difference unreduced into the product).
+// bf_dif_mul (device code: asm carry chains).
 //
 // Pointwise scalings fused into the first pass's load (pre) and the last pass's store (post), scale_mode
 // (ntt_common.cuh): none, natural x[g] *= tab[g], bitrev x[g] *= tab[bitrev_L(g)], constant x[g] *= tab[0].
 // The host uses them for the coset shift g^i (pre), and for 1/n or g^-i/n of the inverse (post).
 //
-// zkgpu/gpu/ntt/transform.py reads NTT_MAX_TILE_LOG, NTT_THREADS, NTT_BR_Q and NTT_SMEM_TW from this file (common.cuh says how);
-// it passes -DNTT_THREADS=... only where its build options set another value.
-// The default build (issue 13; notes/ntt-kernels.md, runs k13-ntt, s3-ntt and s4-ntt): the butterflies' additions as
-// non-volatile asm chains (ZK_NTT_ASM), each pass's twiddles in shared memory (NTT_SMEM_TW); no warp-shuffle stages
-// (NTT_SHFL=0: the final side-by-side of session 3, data/nvidia-h200-20261201-bench-sppark-1 and -2); since run s4-ntt
-// (kernel spec stagewise-c1-b6-w128-v4-pf4-o1, 0.79-0.86x of the previous default on every transform at 2^22..2^24):
-// the tile in 16-byte planes (NTT_SMEM_V4), ptxas -O1 (ZK_PTXAS_O, read by the host: zkgpu/core/cuda.py build_options),
-// 128-thread blocks (NTT_THREADS) on tiles of at most 512 elements in the passes on high bits (NTT_TILE_COLS 1); and
-// since its second run (stagewise-b8-pf2-io-at, 0.905-0.969x of that on every transform at 2^22..2^24, compute_h 2^24
-// 31.3 ms): the product's merge and final subtraction as asm chains (ZK_FF_ASM_TAIL, ff.cuh), the stage on the tile's
-// top bit at the global load / store (NTT_IO_STAGE: 24 KiB per 512-element tile), 8 blocks per SM (NTT_MIN_BLOCKS:
-// 64 registers), a thread's global loads 2 at a time (NTT_PREFETCH).
-#ifndef ZK_NTT_PTX
-#define ZK_NTT_PTX 0
-#endif
-#ifndef ZK_NTT_ASM
-#define ZK_NTT_ASM 1
-#endif
+// zkgpu/gpu/ntt/transform.py reads NTT_MAX_TILE_LOG, NTT_THREADS and NTT_BR_Q from this file (common.cuh says how).
+// The build (issue 13; notes/ntt-kernels.md has each choice's measurement, runs k13-ntt, s3-ntt and s4-ntt; the
+// alternatives were deleted after tag pre-macro-cut): the butterflies' additions as non-volatile asm chains, each
+// pass's twiddles copied to shared memory first, the tile in 16-byte planes, ptxas -O1 (ZK_PTXAS_O, read by the host:
+// zkgpu/core/cuda.py build_options), 128-thread blocks (NTT_THREADS) on tiles of at most 512 elements in the passes on
+// high bits (one column bit), the product's merge and final subtraction as asm chains (ZK_FF_ASM_TAIL, ff.cuh), the
+// stage on the tile's top bit at the global load / store (24 KiB per 512-element tile), 8 blocks per SM
+// (NTT_MIN_BLOCKS: 64 registers), a thread's global loads 2 at a time (NTT_PREFETCH). Three candidates, each off,
+// wait for their H200 timing (notes/ntt-kernels.md, session s5): NTT_FOLD, NTT_BIG_LAST (host options) and NTT_SKIP_ONE.
 #ifndef ZK_FF_ASM_TAIL
 #define ZK_FF_ASM_TAIL 1  // ff.cuh: the even/odd product's merge and final subtraction as asm chains (mont_t::eo_tail)
 #endif
 #ifndef ZK_PTXAS_O  // read by the host (NVRTC's --ptxas-options=-O<n>); -O3 spills the products' carry predicates
 #define ZK_PTXAS_O 1
-#endif
-#ifndef NTT_SMEM_V4
-#define NTT_SMEM_V4 1  // ntt_common.cuh: the tile as two planes of 16-byte words (128-bit shared-memory accesses)
 #endif
 #include "ntt_common.cuh"
 
@@ -64,28 +52,13 @@
 #define NTT_R4_MIN_BLOCKS 2
 #endif
 
-#ifndef NTT_SCALE_BR  // read by the host only (zkgpu/gpu/ntt/transform.py: host_option)
-#define NTT_SCALE_BR 1  // 1: a scaling on the bit-reversed side reads a bit-reversed table in order (scale_mode natural)
-#endif
-#ifndef NTT_PAIR  // read by the host only (zkgpu/gpu/ntt/transform.py: host_option)
-#define NTT_PAIR 1  // 1: coset_evals_inplace runs the iNTT's last pass and the coset NTT's first as one (ntt_pass_pair)
-#endif
-#ifndef NTT_NN_SCATTER  // read by the host only (zkgpu/gpu/ntt/transform.py: host_option)
-#define NTT_NN_SCATTER 1  // 1: "nn" with 2+ passes: the last pass scatters into bit-reversed places (no bit-reversal pass)
-#endif
 #ifndef NTT_FOLD  // read by the host only (zkgpu/gpu/ntt/transform.py: host_option)
 #define NTT_FOLD 0  // 1: an inverse NTT's 1/n folded into its last DIF pass's twiddles (scale_mode fold, butterfly_r2;
-                    // kernel spec -fd; not yet timed on the GPU, hence 0: notes/ntt-kernels.md, session s5)
+                    // not yet timed on the GPU, hence 0: notes/ntt-kernels.md, session s5)
 #endif
 #ifndef NTT_BIG_LAST  // read by the host only (zkgpu/gpu/ntt/transform.py: host_option)
 #define NTT_BIG_LAST 0  // 1: a split of L into passes of unequal k puts the larger ones on the low bits (zkgpu/gpu/ntt/plan.py;
-                        // kernel spec -bl; not yet timed on the GPU)
-#endif
-#ifndef NTT_TILE_COLS  // read by the host only (zkgpu/gpu/ntt/transform.py: host_option)
-#define NTT_TILE_COLS 1  // the most column bits c of a pass's tile (10: as many as NTT_MAX_TILE_LOG leaves)
-#endif
-#ifndef NTT_SMEM_TW
-#define NTT_SMEM_TW 1  // 1: a pass first copies its tile's twiddles into shared memory (load_pass_twiddles)
+                        // not yet timed on the GPU)
 #endif
 
 // omega_{2h}^(g mod h), h = 2^s.
@@ -94,7 +67,7 @@ __device__ __forceinline__ fr_t twiddle(const fr_t* tw, int s, uint32_t g) {
     return load_v4(tw, h + (g & (h - 1)));
 }
 
-// The twiddles of a pass (NTT_SMEM_TW=1). At local stage q (global s = s_lo + q, tile bit c + q) the twiddle of
+// The twiddles of a pass. At local stage q (global s = s_lo + q, tile bit c + q) the twiddle of
 // tile element j depends only on u = j mod 2^(c+q) (the column bits and the stage bits below q; the block's base
 // bits are fixed), so the tile needs 2^(c+q) of them per stage, 2^c * (2^k - 1) < T in all. They are copied once
 // per pass, with the data, into a second shared-memory area of T elements (stage q's at 2^c * (2^q - 1) + u):
@@ -102,30 +75,21 @@ __device__ __forceinline__ fr_t twiddle(const fr_t* tw, int s, uint32_t g) {
 // twiddle is read from global memory once per block instead of once per butterfly.
 struct pass_tw_t {
     const fr_t* tw;
-    const uint32_t* smt;  // the shared copy (NTT_SMEM_TW=1)
+    const uint32_t* smt;  // the shared copy
     uint32_t T;
     int s_lo, c;
     const fr_t* fold;  // FOLD (butterfly_r2): s * tw[i] for 0 < i < 2^k (zkgpu/gpu/ntt/plan.py: fold_table)
     __device__ __forceinline__ fr_t at(int s, const tile_t& tl, uint32_t j) const {
-#if NTT_SMEM_TW
         const int q = s - s_lo;
         return load_t(smt, T, (((1u << q) - 1) << c) + (j & ((1u << (c + q)) - 1)));
-#else
-        return twiddle(tw, s, tl.g(j));
-#endif
     }
 };
-// put(u, get(u)) for u < count, the block's threads taking every blockDim-th u. A thread's items follow one another
-// with NTT_PREFETCH=1; with NTT_PREFETCH=P > 1 (issue 13, session s4) a thread issues the global loads of P items
-// (get) before it stores any of them (put), so the latencies of its loads overlap instead of adding up (a pass of
-// 1024-element tiles in 256-thread blocks: 4 twiddles and 4 elements per thread, 8 round trips to L2/DRAM one after
-// another without it).
-#ifndef NTT_PREFETCH
+// put(u, get(u)) for u < count, the block's threads taking every blockDim-th u: a thread issues the global loads of
+// NTT_PREFETCH items (get) before it stores any of them (put), so the latencies of its loads overlap instead of adding
+// up (issue 13, session s4).
 #define NTT_PREFETCH 2
-#endif
 template <class Get, class Put>
 __device__ __forceinline__ void copy_in(uint32_t count, const Get& get, const Put& put) {
-#if NTT_PREFETCH > 1
     for (uint32_t u0 = threadIdx.x; u0 < count; u0 += NTT_PREFETCH * blockDim.x) {
         fr_t v[NTT_PREFETCH];
 ZK_UNROLL
@@ -139,9 +103,6 @@ ZK_UNROLL
             if (u < count) put(u, v[i]);
         }
     }
-#else
-    for (uint32_t u = threadIdx.x; u < count; u += blockDim.x) put(u, get(u));
-#endif
 }
 __device__ __forceinline__ void load_pass_twiddles(uint32_t* smt, uint32_t T, const tile_t& tl, const fr_t* tw,
                                                    int s_lo, int k, int c) {
@@ -185,21 +146,16 @@ __device__ __forceinline__ void butterfly_r2(fr_t& a, fr_t& b, const tile_t& tl,
     }
 }
 
-// One radix-2 stage: global bit s, tile bit lb. At s = 0 every twiddle is 1 (no multiply). NTT_ILP=2: a thread
-// loads two butterflies (tid and tid + blockDim) before computing either, so their products can interleave
-// (the shared-memory stores of one would otherwise have to precede the loads of the next).
-#ifndef NTT_ILP
-#define NTT_ILP 1
-#endif
-// NTT_SKIP_ONE = m (issue 13, session s5; kernel specs -sk1, -sk2): in a pass on the low bits (s_lo = c = 0: tile bit = global bit)
+// One radix-2 stage: global bit s, tile bit lb. At s = 0 every twiddle is 1 (no multiply).
+// NTT_SKIP_ONE = m (issue 13, session s5; a candidate, 0 by default): in a pass on the low bits (s_lo = c = 0: tile bit = global bit)
 // the twiddle of butterfly (j, j + 2^s) is omega_{2^(s+1)}^(j mod 2^s), which is 1 for j mod 2^s = 0: a share 2^-s of
 // stage s. In the usual thread order those are every 2^s-th lane, so no warp skips its product. With NTT_SKIP_ONE = m a stage
 // 1 <= s <= m that has at least 32 butterflies per residue r = j mod 2^s (T >= 2^(s+6)) gives thread tid the residue
 // r = tid / (T / 2^(s+1)) and j = r + (tid mod (T / 2^(s+1))) * 2^(s+1): every warp has one r (one twiddle, read as a
 // broadcast), and the warps of r = 0 do their butterflies without the product (x * 1 = x bit for bit): stage 1 saves
 // n/4 products per transform, stage 2 (T >= 256) another n/8. A quarter warp's lanes then reach the tile 4 (stage 1)
-// or 8 (stage 2) elements apart: 2- or 4-way shared-memory bank conflicts with NTT_SMEM_V4's slots (8-way at stage 3,
-// hence m <= 2 in the specs), on those stages only. With FOLD the block-0 butterfly j = 0 has the twiddle 1/n: at stage
+// or 8 (stage 2) elements apart: 2- or 4-way shared-memory bank conflicts with the tile's 16-byte slots (8-way at stage 3,
+// hence m <= 2), on those stages only. With FOLD the block-0 butterfly j = 0 has the twiddle 1/n: at stage
 // 2 it keeps its product (its warp pays one); at stage 1 its scaling is deferred, so that the warp of r = 0 skips
 // entirely: it stays unscaled, and stage 0's butterfly (2, 3), whose input 2 is then unscaled and 3 scaled, does
 // (x2 / n + x3, x2 / n - x3): the same one product, in warp 0 of stage 0, which multiplies for (0, 1) anyway.
@@ -209,27 +165,6 @@ __device__ __forceinline__ void butterfly_r2(fr_t& a, fr_t& b, const tile_t& tl,
 template <bool DIT, bool FOLD = false>
 __device__ __forceinline__ void stage_r2(uint32_t* sm, uint32_t T, const tile_t& tl, const pass_tw_t& tw, int s, int lb) {
     const uint32_t hl = 1u << lb;
-#if NTT_ILP == 2
-    for (uint32_t tid = threadIdx.x; tid < (T >> 1); tid += 2 * blockDim.x) {
-        const uint32_t tid2 = tid + blockDim.x;
-        const bool two = tid2 < (T >> 1);
-        const uint32_t j = (tid & (hl - 1)) | ((tid >> lb) << (lb + 1));
-        const uint32_t j2 = (tid2 & (hl - 1)) | ((tid2 >> lb) << (lb + 1));
-        fr_t a = load_s(sm, T, j), b = load_s(sm, T, j + hl), a2, b2;
-        if (two) {
-            a2 = load_s(sm, T, j2);
-            b2 = load_s(sm, T, j2 + hl);
-        }
-        butterfly_r2<DIT, FOLD>(a, b, tl, tw, s, j);
-        if (two) butterfly_r2<DIT, FOLD>(a2, b2, tl, tw, s, j2);
-        store_s(sm, T, j, a);
-        store_s(sm, T, j + hl, b);
-        if (two) {
-            store_s(sm, T, j2, a2);
-            store_s(sm, T, j2 + hl, b2);
-        }
-    }
-#else
 #if NTT_SKIP_ONE
     const int rb = 31 - __clz(T) - lb - 1;  // log2 of the butterflies per residue r
     if (tw.s_lo == 0 && tw.c == 0 && lb >= 1 && lb <= NTT_SKIP_ONE && rb >= 5) {
@@ -263,7 +198,6 @@ __device__ __forceinline__ void stage_r2(uint32_t* sm, uint32_t T, const tile_t&
         store_s(sm, T, j, a);
         store_s(sm, T, j + hl, b);
     }
-#endif
 }
 
 // Two stages in registers (global bits s and s+1, tile bits lb and lb+1) on quads
@@ -310,115 +244,6 @@ __device__ __forceinline__ void stage_r4(uint32_t* sm, uint32_t T, const tile_t&
     }
 }
 
-// NTT_SHFL=1 (issue 13): the stages on tile bits [c, 6) of a radix-2 pass run in registers, two elements per thread,
-// the partners exchanged between the lanes of a warp (__shfl_xor_sync) instead of a shared-memory round trip and a
-// barrier per stage; the DIF pass stores from registers straight to global memory, the DIT pass loads straight into
-// them (one shared-memory round trip fewer as well). A warp holds one 64-element group of the tile (tile bits 6 and
-// up: grp); each lane holds x0 at tile index e0 and x1 at e0 | 2^r (r, the register bit, the same in every lane), the
-// other five group bits spelled by its lane bits. The exchange over lane bit lb, which spells tile bit t: a lane
-// whose bit t is 0 sends x1 and receives its partner's x0 (new pair: its old r-bit-0 element, both values of t), a
-// lane whose bit t is 1 sends x0 and receives the partner's x1; afterwards r = t and lane bit lb spells the old r.
-// DIF: r = 5 (e0 = grp*64 + lane), stage 5 local, then the exchange over lane bit b before stage b = 4 .. c.
-// DIT: starts where the DIF ends (r = c, lane bits [c, 5) spell tile bits [c+1, 6)), stage c local, then the
-// exchange over lane bit b-1 before stage b = c+1 .. 5, and ends with e0 = grp*64 + lane (conflict-free stores).
-// Under g++ (tests/native/emu.h: one thread per block) the one thread plays the 32 lanes of one warp.
-// NTT_SHFL=2: the DIT passes only (not the default: with the choice made at run time every pass carried both code
-// paths, and the final side-by-side measured all transforms ~9% slower than NTT_SHFL=0, 2^24 forward nn 6.24 against
-// 5.72 ms: data/nvidia-h200-20261201-bench-sppark-1 and -2). Run s3-ntt (notes/ntt-kernels.md): with the register stages the DIT
-// passes ran 0.92-0.94x (coset "rn", 2^22..2^26) and the DIF passes 1.02-1.06x (forward "nr": 8% more instructions,
-// per ncu; their register stages end in stores straight to global memory), the pair pass no faster.
-#ifndef NTT_SHFL
-#define NTT_SHFL 0
-#endif
-#ifdef __CUDACC__
-#define NTT_LANES 1
-__device__ __forceinline__ uint32_t ntt_lane(int) { return threadIdx.x & 31; }
-__device__ __forceinline__ uint32_t ntt_warp() { return threadIdx.x >> 5; }
-__device__ __forceinline__ uint32_t ntt_nwarps() { return blockDim.x >> 5; }
-#else
-#define NTT_LANES 32
-__device__ __forceinline__ uint32_t ntt_lane(int i) { return (uint32_t)i; }
-__device__ __forceinline__ uint32_t ntt_warp() { return 0; }
-__device__ __forceinline__ uint32_t ntt_nwarps() { return 1; }
-#endif
-struct warp_pairs_t {  // lane i: x0[i] at tile index e0[i], x1[i] at e0[i] | 2^r
-    fr_t x0[NTT_LANES], x1[NTT_LANES];
-    uint32_t e0[NTT_LANES];
-    int r;
-    // the exchange over lane bit lb, which spells tile bit t (the comment above)
-    __device__ __forceinline__ void exchange(int lb, int t) {
-        fr_t send[NTT_LANES];
-ZK_UNROLL
-        for (int i = 0; i < NTT_LANES; i++) {
-            const bool hi = (e0[i] >> t) & 1u;
-ZK_UNROLL
-            for (int l = 0; l < 8; l++) send[i].v[l] = hi ? x0[i].v[l] : x1[i].v[l];
-        }
-ZK_UNROLL
-        for (int i = 0; i < NTT_LANES; i++) {
-            fr_t got;
-#ifdef __CUDACC__
-ZK_UNROLL
-            for (int l = 0; l < 8; l++) got.v[l] = __shfl_xor_sync(0xffffffffu, send[i].v[l], 1u << lb);
-#else
-            got = send[i ^ (1 << lb)];
-#endif
-            const bool hi = (e0[i] >> t) & 1u;
-            if (hi) {
-                x0[i] = got;
-                e0[i] = (e0[i] | (1u << r)) & ~(1u << t);
-            } else {
-                x1[i] = got;
-            }
-        }
-        r = t;
-    }
-    template <bool DIT>
-    __device__ __forceinline__ void stage(const tile_t& tl, const pass_tw_t& tw, int s) {
-ZK_UNROLL
-        for (int i = 0; i < NTT_LANES; i++) butterfly_r2<DIT>(x0[i], x1[i], tl, tw, s, e0[i]);
-    }
-    // DIF: the group grp of the tile from shared memory, stages on tile bits 5 .. c; ends with r = c
-    __device__ __forceinline__ void dif(const uint32_t* sm, uint32_t T, uint32_t grp, const tile_t& tl,
-                                        const pass_tw_t& tw, int s_lo, int c) {
-        r = 5;
-ZK_UNROLL
-        for (int i = 0; i < NTT_LANES; i++) {
-            e0[i] = (grp << 6) | ntt_lane(i);
-            x0[i] = load_s(sm, T, e0[i]);
-            x1[i] = load_s(sm, T, e0[i] | 32u);
-        }
-        stage<false>(tl, tw, s_lo + 5 - c);
-        for (int b = 4; b >= c; b--) {
-            exchange(b, b);
-            stage<false>(tl, tw, s_lo + b - c);
-        }
-    }
-    // DIT from where dif() ends (r = c): stages on tile bits c .. 5, then the group into shared memory
-    __device__ __forceinline__ void dit(uint32_t* sm, uint32_t T, const tile_t& tl, const pass_tw_t& tw, int s_lo,
-                                        int c) {
-        stage<true>(tl, tw, s_lo);
-        for (int b = c + 1; b < 6; b++) {
-            exchange(b - 1, b);
-            stage<true>(tl, tw, s_lo + b - c);
-        }
-ZK_UNROLL
-        for (int i = 0; i < NTT_LANES; i++) {
-            store_s(sm, T, e0[i], x0[i]);
-            store_s(sm, T, e0[i] | (1u << r), x1[i]);
-        }
-    }
-    // the state dif() ends in, for group grp: r = c, lane bits [c, 5) spelling tile bits [c+1, 6)
-    __device__ __forceinline__ void dit_layout(uint32_t grp, int c) {
-        r = c;
-ZK_UNROLL
-        for (int i = 0; i < NTT_LANES; i++) {
-            const uint32_t lane = ntt_lane(i);
-            e0[i] = (grp << 6) | (lane & ((1u << c) - 1)) | ((lane >> c) << (c + 1));
-        }
-    }
-};
-
 // The pointwise step at a pass's global load (pre) or store (post): scale() plus scale_mode::mul_sub (pre).
 struct pass_io_t {
     const fr_t *pre, *post, *aux1, *aux2;
@@ -432,15 +257,12 @@ struct pass_io_t {
     __device__ __forceinline__ fr_t out(const fr_t& v, uint32_t g) const { return scale(v, post, post_mode, g, L); }
 };
 
-// NTT_IO_STAGE=1 (issue 13, session s4): a radix-2 pass (without the register stages of NTT_SHFL) does the stage on
+// The io stage (issue 13, session s4): a pass does the stage on
 // its top tile bit (global bit s, tile bit lb = log2(T) - 1: butterflies (j, j + T/2), j < T/2) at the global load
 // (DIF, its first stage) or store (DIT, its last): one shared-memory round trip and one barrier fewer per pass, and
 // that stage's T/2 twiddles, each used once per tile, come from the global table into registers instead of through
 // shared memory, so the shared twiddle area halves (at 2^24: 48 instead of 64 KiB per 1024-element tile, 4 blocks
 // per SM instead of 3). A thread takes its butterflies NB at a time, the global loads of all NB first.
-#ifndef NTT_IO_STAGE
-#define NTT_IO_STAGE 1
-#endif
 #define NTT_IO_NB 1  // butterflies per thread in flight (2: 80 registers and spills at -O1, ptxas -v)
 // FOLD (butterfly_r2): tw is the fold table, and every butterfly of the stage is in block 0 (j < T/2).
 template <bool FOLD = false>
@@ -499,40 +321,20 @@ __device__ __forceinline__ void pass_body(const fr_t* x, fr_t* out, bool brev_ou
     extern __shared__ uint32_t sm[];
     const uint32_t T = 1u << (k + c);
     const tile_t tl = tile_t::of(blockIdx.x, s_lo, k, c);
-    // the register stages: tile bits [c, 6), whole warps (host: blockDim = min(T/2, NTT_THREADS), a multiple of 32)
-    const bool shfl = (NTT_SHFL == 1 || (NTT_SHFL == 2 && order == ntt_order::rn)) && !R4 && c <= 5 && k + c >= 6;
-    const int q_sh = shfl ? 6 - c : 0;  // the stages below it are the register ones
-    const uint32_t groups = T >> 6;
-    // NTT_IO_STAGE: the stage on the top tile bit at the global load (DIF) / store (DIT), its twiddles from global memory
-    const int io_stage = NTT_IO_STAGE && !shfl && k >= 1 ? 1 : 0;
+    // the stage on the top tile bit at the global load (DIF) / store (DIT), its twiddles from global memory
+    const int io_stage = k >= 1 ? 1 : 0;
     const uint32_t Tt = T >> io_stage;  // the shared twiddle area: 2^c (2^(k - io_stage) - 1) < Tt entries
     // FOLD (butterfly_r2; kernel ntt_pass_fold) where the pass can; elsewhere post mode fold multiplies at the store
     // (ntt_common.cuh's scale)
-    const bool fold = FOLD && !R4 && !shfl && order == ntt_order::nr && io.post_mode == scale_mode::fold && s_lo == 0 && c == 0;
+    const bool fold = FOLD && !R4 && order == ntt_order::nr && io.post_mode == scale_mode::fold && s_lo == 0 && c == 0;
     const pass_io_t io_st{io.pre, io.post, io.aux1, io.aux2, io.pre_mode, fold ? scale_mode::none : io.post_mode, io.L};
     const pass_tw_t ptw{tw, sm + 8 * T, Tt, s_lo, c, io.post};
-#if NTT_SMEM_TW
     load_pass_twiddles(sm + 8 * T, Tt, tl, tw, s_lo, k - io_stage, c);
-#endif
 
     if (!FOLD && order == ntt_order::rn) {  // DIT (the FOLD kernel runs DIF passes only)
-        if (shfl) {
-            if (NTT_SMEM_TW) __syncthreads();  // the register stages read the pass's twiddles first
-            for (uint32_t grp = ntt_warp(); grp < groups; grp += ntt_nwarps()) {
-                warp_pairs_t p;
-                p.dit_layout(grp, c);
-ZK_UNROLL
-                for (int i = 0; i < NTT_LANES; i++) {
-                    p.x0[i] = io.in(x, tl.g(p.e0[i]));
-                    p.x1[i] = io.in(x, tl.g(p.e0[i] | (1u << c)));
-                }
-                p.dit(sm, T, tl, ptw, s_lo, c);
-            }
-        } else {
-            copy_in(T, [&](uint32_t u) { return io.in(x, tl.g(u)); }, [&](uint32_t u, const fr_t& v) { store_s(sm, T, u, v); });
-        }
+        copy_in(T, [&](uint32_t u) { return io.in(x, tl.g(u)); }, [&](uint32_t u, const fr_t& v) { store_s(sm, T, u, v); });
         __syncthreads();
-        int q = q_sh;
+        int q = 0;
         for (; R4 && q + 2 <= k - io_stage; q += 2) {  // stages s_lo+q, s_lo+q+1
             stage_r4<true>(sm, T, tl, ptw, s_lo + q, c + q);
             __syncthreads();
@@ -559,26 +361,13 @@ ZK_UNROLL
             stage_r4<false>(sm, T, tl, ptw, s_lo + q - 2, c + q - 2);
             __syncthreads();
         }
-        for (; q > q_sh; q--) {
+        for (; q > 0; q--) {
             if (fold) {
                 stage_r2<false, FOLD>(sm, T, tl, ptw, s_lo + q - 1, c + q - 1);
             } else {
                 stage_r2<false>(sm, T, tl, ptw, s_lo + q - 1, c + q - 1);
             }
             __syncthreads();
-        }
-        if (shfl) {
-            for (uint32_t grp = ntt_warp(); grp < groups; grp += ntt_nwarps()) {
-                warp_pairs_t p;
-                p.dif(sm, T, grp, tl, ptw, s_lo, c);
-ZK_UNROLL
-                for (int i = 0; i < NTT_LANES; i++) {
-                    const uint32_t g0 = tl.g(p.e0[i]), g1 = tl.g(p.e0[i] | (1u << p.r));
-                    store_v4(out, brev_out ? bitrev(g0, io.L) : g0, io.out(p.x0[i], g0));
-                    store_v4(out, brev_out ? bitrev(g1, io.L) : g1, io.out(p.x1[i], g1));
-                }
-            }
-            return;
         }
     }
 
@@ -591,43 +380,25 @@ ZK_UNROLL
 // The pass shared by an inverse NTT "nr" and the coset NTT "rn" that follows it (compute_h): both have a pass on the
 // low k index bits (s_lo = 0, c = 0, tiles of 2^k adjacent elements), so one launch does the inverse DIF stages
 // (twiddles tw_inv), the scaling by mid (scale_mode natural or bitrev: g^i/n, i the coefficient's index) and the
-// forward DIT stages (tw_fwd) with one load and one store of the tile. NTT_SHFL=1 (not 2): the register stages of the two
-// meet in registers (dif() ends in the state dit() starts from). Shared memory: 32*T bytes, plus 64*T for the two
-// twiddle sets with NTT_SMEM_TW=1.
+// forward DIT stages (tw_fwd) with one load and one store of the tile. Shared memory: 32*T bytes for the tile plus
+// 64*T for the two twiddle sets.
 __device__ __forceinline__ void pair_body(fr_t* x, const fr_t* tw_inv, const fr_t* tw_fwd, int L, int k,
                                           const fr_t* mid, scale_mode mid_mode) {
     extern __shared__ uint32_t sm[];
     const uint32_t T = 1u << k;
     const tile_t tl = tile_t::of(blockIdx.x, 0, k, 0);
     const pass_tw_t pi{tw_inv, sm + 8 * T, T, 0, 0, nullptr}, pf{tw_fwd, sm + 16 * T, T, 0, 0, nullptr};
-#if NTT_SMEM_TW
     load_pass_twiddles(sm + 8 * T, T, tl, tw_inv, 0, k, 0);
     load_pass_twiddles(sm + 16 * T, T, tl, tw_fwd, 0, k, 0);
-#endif
-    const bool shfl = NTT_SHFL == 1 && k >= 6;
-    const int q_sh = shfl ? 6 : 0;
     copy_in(T, [&](uint32_t u) { return load_v4(x, tl.g(u)); }, [&](uint32_t u, const fr_t& v) { store_s(sm, T, u, v); });
     __syncthreads();
-    for (int q = k; q > q_sh; q--) {
+    for (int q = k; q > 0; q--) {
         stage_r2<false>(sm, T, tl, pi, q - 1, q - 1);
         __syncthreads();
     }
-    if (shfl) {
-        for (uint32_t grp = ntt_warp(); grp < (T >> 6); grp += ntt_nwarps()) {
-            warp_pairs_t p;
-            p.dif(sm, T, grp, tl, pi, 0, 0);
-ZK_UNROLL
-            for (int i = 0; i < NTT_LANES; i++) {
-                p.x0[i] = scale(p.x0[i], mid, mid_mode, tl.g(p.e0[i]), L);
-                p.x1[i] = scale(p.x1[i], mid, mid_mode, tl.g(p.e0[i] | (1u << p.r)), L);
-            }
-            p.dit(sm, T, tl, pf, 0, 0);  // its stores go to the places its loads came from, in this warp only
-        }
-    } else {
-        for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) store_s(sm, T, u, scale(load_s(sm, T, u), mid, mid_mode, tl.g(u), L));
-    }
+    for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) store_s(sm, T, u, scale(load_s(sm, T, u), mid, mid_mode, tl.g(u), L));
     __syncthreads();
-    for (int q = q_sh; q < k; q++) {
+    for (int q = 0; q < k; q++) {
         stage_r2<true>(sm, T, tl, pf, q, q);
         __syncthreads();
     }
@@ -637,11 +408,10 @@ ZK_UNROLL
 extern "C" {
 
 // k stages (bits [s_lo, s_lo+k)) on tiles of T = 2^(k+c) elements; grid = n/T, any blockDim (the host
-// uses min(T/2, NTT_THREADS), or T/4 for ntt_pass_r4), dynamic shared memory = 32*T bytes (64*T with
-// NTT_SMEM_TW=1: the pass's twiddles beside the tile).
+// uses min(T/2, NTT_THREADS), or T/4 for ntt_pass_r4), dynamic shared memory = 64*T bytes (the tile and the
+// pass's twiddles beside it; 48*T with the io stage).
 // order nr: DIF stages from high to low; rn: DIT, low to high. ntt_pass does one radix-2 stage per
-// shared-memory round trip (NTT_SHFL=1, or 2 in the DIT passes: the stages on tile bits below 6 in registers, warp
-// shuffles between them);
+// shared-memory round trip;
 // ntt_pass_r4 does two (radix-4 in registers), then a radix-2 stage if k is odd. pre may be scale_mode::mul_sub
 // (x * aux1[g] - aux2[g], the Groth16 H pointwise step at the load of the final inverse NTT); aux1 and aux2 are
 // read only then. The pass reads x and writes out (x itself, or another buffer: each block reads its whole tile
@@ -703,7 +473,7 @@ __global__ void ntt_build_powers(fr_t* out, const fr_t* lo, const fr_t* hi, int 
 #define NTT_BR_Q 4
 #define NTT_BR_T (1 << (2 * NTT_BR_Q))
 __global__ void __launch_bounds__(NTT_BR_T) ntt_bitrev_tiled(fr_t* x, int L) {
-    __shared__ uint4 sa4[2 * NTT_BR_T], sb4[2 * NTT_BR_T];  // uint4: 16-byte aligned for NTT_SMEM_V4's accesses
+    __shared__ uint4 sa4[2 * NTT_BR_T], sb4[2 * NTT_BR_T];  // uint4: 16-byte aligned for the tile's 128-bit accesses
     uint32_t *sa = reinterpret_cast<uint32_t*>(sa4), *sb = reinterpret_cast<uint32_t*>(sb4);
     const int q = NTT_BR_Q;
     const uint32_t mid = blockIdx.x;

@@ -1,13 +1,7 @@
-// zkgpu: what the NTT modules share (ntt.cu, ntt_fused.cu): Fr with the volatile PTX additions where a module
-// leaves ZK_NTT_PTX unset or 1 (both modules set 0, the portable C++ additions, by default), the stagewise
-// butterflies' additions (bf_add, bf_sub, bf_dif_mul), shared-memory element access, the orders and pointwise
-// scalings of a pass (enums that zkgpu/gpu/ntt/transform.py reads from this file, common.cuh) and the tile geometry of a pass
-// (see ntt.cu's file comment).
+// zkgpu: what ntt.cu's passes share: the butterflies' additions (bf_add, bf_sub, bf_dif_mul), shared-memory
+// element access, the orders and pointwise scalings of a pass (enums that zkgpu/gpu/ntt/transform.py reads from
+// this file, common.cuh) and the tile geometry of a pass (see ntt.cu's file comment).
 #pragma once
-#define ZK_FF_PTX_DEFAULT 1
-#if defined(ZK_NTT_PTX) ? ZK_NTT_PTX : ZK_FF_PTX_DEFAULT
-#define ZK_FF_PTX 1
-#endif
 #include "common.cuh"
 #include "fr.cuh"
 
@@ -21,7 +15,7 @@ using zk::store_v4;
 enum class ntt_order : int { nr = 0, rn = 1 };
 
 // The pointwise scaling of an element x at global index g when a pass loads it (pre) or stores it (post),
-// by a table tab of Montgomery elements (scale(); h_step only as the post of a fused pass, post_op()).
+// by a table tab of Montgomery elements (scale(); h_step is unused since the fused NTT went, tag pre-macro-cut).
 enum class scale_mode : int {
     none = 0,      // x
     natural = 1,   // x * tab[g]
@@ -37,9 +31,7 @@ __device__ __forceinline__ uint32_t bitrev(uint32_t i, int L) { return L == 0 ? 
 
 // Shared memory holds a tile of T elements, accessed through load_s / store_s (tile elements) and load_t / store_t
 // (the tables of a pass, e.g. its twiddles), both by element index u < T:
-//   NTT_SMEM_V4=0: limb-major, sm[limb * T + u], eight 32-bit accesses per element; consecutive elements fall in
-//     consecutive banks.
-//   NTT_SMEM_V4=1 (issue 13, session s4): two planes of 16-byte words, limbs 0-3 of element u in word slot(u) of plane 0
+//   two planes of 16-byte words, limbs 0-3 of element u in word slot(u) of plane 0
 //     (bytes [16 slot, 16 slot + 16) of sm) and limbs 4-7 in word slot(u) of plane 1 (16 T bytes further): two 128-bit
 //     accesses per element (LDS.128 / STS.128) instead of eight. A 128-bit access is served a quarter warp (8 lanes) at
 //     a time, without bank conflicts when the 8 lanes' words differ in their low 3 bits (8 x 16 bytes = the 32 banks).
@@ -51,10 +43,6 @@ __device__ __forceinline__ uint32_t bitrev(uint32_t i, int L) { return L == 0 ? 
 //     (u_2 = s_2 ^ u_3, then u_1, u_0), so it permutes each aligned run of 8 indexes: a bijection on [0, T) for T a
 //     power of two. load_t / store_t use slot(u) = u: a table's readers take runs of consecutive indexes (any 8
 //     consecutive integers differ in their low 3 bits) or the same index (a broadcast).
-#ifndef NTT_SMEM_V4
-#define NTT_SMEM_V4 0
-#endif
-#if NTT_SMEM_V4
 __device__ __forceinline__ uint32_t smem_slot(uint32_t u) { return u ^ ((u >> 1) & 7u); }
 __device__ __forceinline__ fr_t load_sv(const uint32_t* sm, uint32_t T, uint32_t slot) {
     const uint4* p = reinterpret_cast<const uint4*>(sm);
@@ -73,20 +61,6 @@ __device__ __forceinline__ fr_t load_s(const uint32_t* sm, uint32_t T, uint32_t 
 __device__ __forceinline__ void store_s(uint32_t* sm, uint32_t T, uint32_t u, const fr_t& r) { store_sv(sm, T, smem_slot(u), r); }
 __device__ __forceinline__ fr_t load_t(const uint32_t* sm, uint32_t T, uint32_t u) { return load_sv(sm, T, u); }
 __device__ __forceinline__ void store_t(uint32_t* sm, uint32_t T, uint32_t u, const fr_t& r) { store_sv(sm, T, u, r); }
-#else
-__device__ __forceinline__ fr_t load_s(const uint32_t* sm, uint32_t T, uint32_t u) {
-    fr_t r;
-#pragma unroll
-    for (int i = 0; i < 8; i++) r.v[i] = sm[i * T + u];
-    return r;
-}
-__device__ __forceinline__ void store_s(uint32_t* sm, uint32_t T, uint32_t u, const fr_t& r) {
-#pragma unroll
-    for (int i = 0; i < 8; i++) sm[i * T + u] = r.v[i];
-}
-__device__ __forceinline__ fr_t load_t(const uint32_t* sm, uint32_t T, uint32_t u) { return load_s(sm, T, u); }
-__device__ __forceinline__ void store_t(uint32_t* sm, uint32_t T, uint32_t u, const fr_t& r) { store_s(sm, T, u, r); }
-#endif
 __device__ __forceinline__ fr_t scale(const fr_t& x, const fr_t* tab, scale_mode mode, uint32_t g, int L) {
     if (mode == scale_mode::none) return x;
     uint32_t idx = mode == scale_mode::natural ? g : (mode == scale_mode::bitrev ? bitrev(g, L) : 0u);  // constant, fold: tab[0]
@@ -94,24 +68,11 @@ __device__ __forceinline__ fr_t scale(const fr_t& x, const fr_t* tab, scale_mode
 }
 
 // The additions of the stagewise butterflies (ntt.cu), a, b < r:
-//   bf_add(a, b) = a + b mod r, bf_sub(a, b) = a - b mod r: fr_t's operators, or with ZK_NTT_ASM=1 (device code)
-//     non-volatile asm statements, each one whole carry chain (as ff.cuh's even/odd product): the compiler may
-//     interleave them with the products. r < 2^255, so a + b < 2^256 has no carry out of the top word.
-//   bf_dif_mul(w, a, b) = (a - b) * w, w < r: with ZK_NTT_LAZY=1 the difference enters the product unreduced,
-//     as d = a - b + r (mod 2^256) in [1, 2r), one chain of subtractions and one of additions instead of the
-//     conditional add-back. Correct because the Montgomery product x * y (every ZK_FF_MUL variant) splits
-//     the limbs of its first operand x and reads y only word by word: with x < r, any y < 2^256 and a running
-//     value t < 2r, a row gives (t + x*y_i + m*r) / 2^32 < (2r + 2 * (2^32-1) * r) / 2^32 < 2r, so every
-//     bound the product relies on (t < 2r before the final subtraction, the even/odd split's dropped carry:
-//     its odd accumulator is at most the row's total / 2^32 < 2r < 2^256) holds as for y < r, and the
-//     result is the same fully reduced residue, bit for bit. The twiddle w must be the FIRST operand.
-#ifndef ZK_NTT_ASM
-#define ZK_NTT_ASM 0
-#endif
-#ifndef ZK_NTT_LAZY
-#define ZK_NTT_LAZY 0
-#endif
-static_assert(zk::fr_params::p(7) < 0x80000000u, "bf_add and the lazy difference need 2r < 2^256");
+//   bf_add(a, b) = a + b mod r, bf_sub(a, b) = a - b mod r: in device code non-volatile asm statements, each one
+//     whole carry chain (as ff.cuh's even/odd product): the compiler may interleave them with the products; host
+//     code (the emulation) uses fr_t's operators. r < 2^255, so a + b < 2^256 has no carry out of the top word.
+//   bf_dif_mul(w, a, b) = (a - b) * w.
+static_assert(zk::fr_params::p(7) < 0x80000000u, "bf_add needs 2r < 2^256");
 #define ZK_NTT_R8(x) "r"(x.v[0]), "r"(x.v[1]), "r"(x.v[2]), "r"(x.v[3]), "r"(x.v[4]), "r"(x.v[5]), "r"(x.v[6]), "r"(x.v[7])
 #define ZK_NTT_W8(x) "=r"(x[0]), "=r"(x[1]), "=r"(x[2]), "=r"(x[3]), "=r"(x[4]), "=r"(x[5]), "=r"(x[6]), "=r"(x[7])
 #define ZK_NTT_P8 "n"(zk::fr_params::p(0)), "n"(zk::fr_params::p(1)), "n"(zk::fr_params::p(2)), "n"(zk::fr_params::p(3)), \
@@ -121,7 +82,7 @@ static_assert(zk::fr_params::p(7) < 0x80000000u, "bf_add and the lazy difference
     #op ".cc.u32 %0, %8, %16;\n\t" #op "c.cc.u32 %1, %9, %17;\n\t" #op "c.cc.u32 %2, %10, %18;\n\t"            \
     #op "c.cc.u32 %3, %11, %19;\n\t" #op "c.cc.u32 %4, %12, %20;\n\t" #op "c.cc.u32 %5, %13, %21;\n\t"       \
     #op "c.cc.u32 %6, %14, %22;\n\t"
-#if defined(__CUDA_ARCH__) && ZK_NTT_ASM
+#if defined(__CUDA_ARCH__)
 __device__ __forceinline__ fr_t bf_add(const fr_t& a, const fr_t& b) {
     uint32_t t[8], d[8], keep;
     asm(ZK_NTT_CHAIN8(add) "addc.u32 %7, %15, %23;" : ZK_NTT_W8(t) : ZK_NTT_R8(a), ZK_NTT_R8(b));
@@ -159,35 +120,12 @@ __device__ __forceinline__ fr_t bf_sub(const fr_t& a, const fr_t& b) {
     const uint32_t mask = bf_sub_raw(d, a, b);
     return bf_add_p(d, mask);
 }
-__device__ __forceinline__ fr_t bf_sub_lazy(const fr_t& a, const fr_t& b) {
-    uint32_t d[8];
-    bf_sub_raw(d, a, b);
-    return bf_add_p(d, 0xffffffffu);
-}
 #else
 ZK_HD fr_t bf_add(const fr_t& a, const fr_t& b) { return a + b; }
 ZK_HD fr_t bf_sub(const fr_t& a, const fr_t& b) { return a - b; }
-// a - b + r (mod 2^256), in [1, 2r) for a, b < r.
-ZK_HD fr_t bf_sub_lazy(const fr_t& a, const fr_t& b) {
-    fr_t d;
-    uint64_t borrow = 0, carry = 0;
-ZK_UNROLL
-    for (int i = 0; i < 8; i++) {
-        const uint64_t s = (uint64_t)a.v[i] - b.v[i] - borrow;
-        borrow = (s >> 63) & 1;
-        const uint64_t t = (uint64_t)(uint32_t)s + zk::fr_params::p(i) + carry;
-        d.v[i] = (uint32_t)t;
-        carry = t >> 32;
-    }
-    return d;
-}
 #endif
 ZK_HD fr_t bf_dif_mul(const fr_t& w, const fr_t& a, const fr_t& b) {
-#if ZK_NTT_LAZY
-    return w * bf_sub_lazy(a, b);
-#else
     return bf_sub(a, b) * w;
-#endif
 }
 
 // The tile of a pass: tile element u <-> global index g(u) (see ntt.cu's file comment). Tile b of the pass over

@@ -1,13 +1,12 @@
 """The host side of the NTT kernels' plan that needs no kernel: how a transform splits into passes over global
 memory, launch grids, and the small tables made on the host (:mod:`zkgpu.gpu.ntt.transform` builds the rest on the GPU).
 
-The stagewise and fused passes (``zkgpu/kernels/ntt.cu``, ``ntt_fused.cu``) each do the stages of index bits
-[s_lo, s_lo + k) of an n = 2^L transform on tiles of 2^(k+c) elements; :func:`passes` picks (s_lo, k, c).
+The passes of ``zkgpu/kernels/ntt.cu`` each do the stages of index bits [s_lo, s_lo + k) of an n = 2^L transform
+on tiles of 2^(k+c) elements; :func:`passes` picks (s_lo, k, c).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from zkgpu.arith.domain import powers
@@ -15,7 +14,7 @@ from zkgpu.arith.field import FR
 from zkgpu.core import cuda as _cuda
 from zkgpu.gpu.fr_device import to_device_mont
 
-__all__ = ["MAX_TILE_LOG", "passes", "pass_shared_bytes", "grid", "split_tables", "inner_table", "split_outer", "fold_table"]
+__all__ = ["MAX_TILE_LOG", "passes", "pass_shared_bytes", "grid", "split_tables", "fold_table"]
 
 P = FR.modulus
 (MAX_TILE_LOG,) = _cuda.header_defines("ntt.cu", "NTT_MAX_TILE_LOG")  # the largest tile of a stagewise pass, log2
@@ -41,17 +40,11 @@ def passes(L: int, max_tile_log: int = MAX_TILE_LOG, max_cols: int = MAX_TILE_LO
     return out
 
 
-def pass_shared_bytes(T: int, defines: Mapping[str, str]) -> int:
-    """Dynamic shared memory of a stagewise pass (kernel ntt_pass or ntt_pass_r4) on a tile of T elements, in bytes,
-    under the build options ``defines`` (name -> value; unset ones take ntt.cu's defaults): the tile (32 T) plus,
-    with NTT_SMEM_TW, the pass's twiddles (32 T; 16 T with NTT_IO_STAGE, whose stage on the top tile bit reads its
-    twiddles from the global table). The NTT_SHFL passes keep 32 T of twiddles either way (io_stage is off there);
-    the host sizes them the same, which is never less than they use."""
-    names = ("NTT_SMEM_TW", "NTT_IO_STAGE", "NTT_SHFL")
-    smem_tw, io_stage, shfl = (int(defines.get(k, v)) for k, v in zip(names, _cuda.header_defines("ntt.cu", *names), strict=True))
-    if not smem_tw:
-        return 32 * T
-    return 32 * T + (16 * T if io_stage and not shfl else 32 * T)
+def pass_shared_bytes(T: int) -> int:
+    """Dynamic shared memory of a pass (kernel ntt_pass, ntt_pass_fold or ntt_pass_r4) on a tile of T elements, in bytes:
+    the tile (32 T) and the pass's twiddles (16 T: the stage on the top tile bit, done at the global load / store,
+    reads its twiddles from the global table)."""
+    return 48 * T
 
 
 def grid(n: int, block: int = 256) -> tuple[int, int]:
@@ -67,24 +60,6 @@ def split_tables(x: int, bits: int, scale: int = 1) -> tuple[Any, Any, int]:
     step = pow(x, 1 << S, P)
     hi = [v * scale % P for v in powers(step, 1 << (bits - S))]
     return to_device_mont(lo), to_device_mont(hi), S
-
-
-@_cuda.device_cache
-def inner_table(inverse: bool, maxk: int) -> Any:
-    """omega_{2^maxk}^i (inverse: omega^-i) for i < 2^(maxk-1), on the device (Montgomery, flat uint32); cached."""
-    w = FR.root_of_unity(maxk)
-    if inverse:
-        w = pow(w, -1, P)
-    return to_device_mont(powers(w, 1 << (maxk - 1)))
-
-
-@_cuda.device_cache
-def split_outer(L: int, inverse: bool, scale: int = 1) -> tuple[Any, Any, int]:
-    """:func:`split_tables` of omega_n (inverse: omega_n^-1), n = 2^L, times ``scale``; cached."""
-    omega = FR.root_of_unity(L)
-    if inverse:
-        omega = pow(omega, -1, P)
-    return split_tables(omega, L, scale)
 
 
 @_cuda.device_cache

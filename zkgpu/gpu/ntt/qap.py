@@ -10,12 +10,11 @@ N = 2^L, the prover needs h = (A*B - C) / Z, Z(X) = X^N - 1. As in cuzk (``groth
 3. inverse coset NTT of H -> the N coefficients of h.
 
 On the GPU the orders are the cuzk ones (no bit-reversal pass until the last step): iNTT "nr",
-coset NTT "rn", pointwise, inverse coset NTT "nn". With the stagewise kernels every constant rides on a
-product that happens anyway: the iNTT's 1/N on the coset shift (one table g^i/N at the coset NTT's load),
-the pointwise a*b - c at the load of the final inverse NTT (no pass of its own), and 1/Z with g^-i/N in one
+coset NTT "rn", pointwise, inverse coset NTT "nn". Every constant rides on a product that happens anyway:
+the iNTT's 1/N on the coset shift (one table g^i/N at the coset NTT's load), the pointwise a*b - c at the load of the final inverse NTT (no pass of its own), and 1/Z with g^-i/N in one
 table at its store, which scatters to the bit-reversed places (c as scratch); 7 transforms, no bit-reversal
 pass, 5 products per element besides the butterflies (before: 9, and a pointwise pass ``fr_mul_sub_scale`` of
-fr_ops.cu, which the fused kernels still use).
+fr_ops.cu, which now runs only at N = 1).
 
 Inputs of length m <= N are zero-padded to N = the next power of two >= max(m) (or 2^log_n if
 given), as cuzk pads ``abc_size`` to the domain size.
@@ -45,10 +44,8 @@ from zkgpu.gpu.ntt.transform import (
     bitrev_permute,
     coset_evals_inplace,
     global_passes,
-    host_option,
     ntt_inplace,
     power_table,
-    resolve_algorithm,
     stagewise_passes,
 )
 
@@ -114,28 +111,19 @@ def _z_inv_device(log_n: int) -> Any:
     return to_device_mont([z_inv_on_coset(log_n)])
 
 
-def compute_h_inplace(
-    a: Any, b: Any, c: Any, *, timings: dict[str, float] | None = None, algorithm: str | None = None
-) -> Any:
+def compute_h_inplace(a: Any, b: Any, c: Any, *, timings: dict[str, float] | None = None) -> Any:
     """The H computation on three device buffers of N = 2^L Fr elements in Montgomery form.
 
     a, b and c (CuPy, C-contiguous, 32*N bytes each, see :func:`zkgpu.gpu.fr_device.device_words`) are
     overwritten (b and c hold scratch data afterwards); a receives the N coefficients of h (Montgomery form). Launches on CuPy's current
     stream; synchronises only when ``timings`` is given, which is then filled with CUDA-event times
     in ms: ``ntt_ms`` (3 iNTT + 3 coset NTT), ``pointwise_ms``, ``intt_ms`` (inverse coset NTT),
-    ``total_ms``. Stagewise (N > 1): the pointwise step runs in the inverse coset NTT's first pass, so
+    ``total_ms``. For N > 1 the pointwise step runs in the inverse coset NTT's first pass, so
     ``pointwise_ms`` is 0 and ``intt_ms`` includes it.
 
-    ``algorithm`` ("stagewise" or "fused", default :data:`zkgpu.gpu.ntt.transform.ALGORITHM`) picks the NTT kernels.
-    With "fused" the last pass of each iNTT and the first pass of the following coset NTT run as one
-    pass (:func:`zkgpu.gpu.ntt.transform.coset_evals_inplace`), and the pointwise step runs inside the last pass of a's coset
-    NTT, so ``pointwise_ms`` is 0 and ``ntt_ms`` includes it (as long as N > 2^10; at one pass per
-    transform the pointwise kernel runs separately).
-
     Raises:
-        ValueError: sizes differ or are not a power of two, or an unknown algorithm.
+        ValueError: sizes differ or are not a power of two.
     """
-    algorithm = resolve_algorithm(algorithm)
     cp = _cuda.cupy()
     wa, wb, wc = (device_words(x, name=nm) for x, nm in ((a, "a"), (b, "b"), (c, "c")))
     if not wa.size == wb.size == wc.size:
@@ -145,26 +133,16 @@ def compute_h_inplace(
     ev = [cp.cuda.Event() for _ in range(4)] if timings is not None else None
     if ev:
         ev[0].record()
-    fused = algorithm == "fused" and global_passes(L, "nr", algorithm) > 1
-    if fused:
-        coset_evals_inplace(wb, algorithm=algorithm)
-        coset_evals_inplace(wc, algorithm=algorithm)
-        coset_evals_inplace(wa, algorithm=algorithm, post_op=(_z_inv_device(L), wb, wc))
-        if ev:
-            ev[1].record()
-    else:
-        for w in (wa, wb, wc):
-            coset_evals_inplace(w, algorithm=algorithm)
-        if ev:
-            ev[1].record()
-        if L == 0:
-            _mul_sub_scale(wa, wb, wc, L)
+    for w in (wa, wb, wc):
+        coset_evals_inplace(w)
+    if ev:
+        ev[1].record()
+    if L == 0:
+        _mul_sub_scale(wa, wb, wc, L)
     if ev:
         ev[2].record()
-    if fused:  # b is free now: the scratch buffer that spares the "nn" transform its bit-reversal pass
-        ntt_inplace(wa, inverse=True, coset=True, order="nn", algorithm=algorithm, scratch=wb)
-    elif L:
-        _h_inverse_stagewise(wa, wb, wc, L)
+    if L:
+        _h_inverse(wa, wb, wc, L)
     if ev and timings is not None:
         ev[3].record()
         ev[3].synchronize()
@@ -177,13 +155,13 @@ def compute_h_inplace(
     return a
 
 
-def _compute_h_device(a: Any, b: Any, c: Any, log_n: int | None, timings: dict | None, algorithm: str | None) -> Any:
+def _compute_h_device(a: Any, b: Any, c: Any, log_n: int | None, timings: dict | None) -> Any:
     for x, nm in ((a, "a"), (b, "b"), (c, "c")):
         check_device_array(x, name=nm)
     L = domain_log_size([a.shape[0], b.shape[0], c.shape[0]], log_n)
     n = 1 << L
     bufs = [prepare_input(x, n, name=nm) for x, nm in ((a, "a"), (b, "b"), (c, "c"))]
-    compute_h_inplace(*bufs, timings=timings, algorithm=algorithm)
+    compute_h_inplace(*bufs, timings=timings)
     return from_montgomery(bufs[0])
 
 
@@ -216,24 +194,21 @@ def prepare_input(x: Any, n: int, *, name: str = "x", deferred: DeferredCheck | 
 
 
 @_cuda.device_cache
-def _icoset_zinv_table(log_n: int, br: bool) -> Any:
-    """g^-i * Z^-1 / N for i < N (Montgomery, flat uint32, on the device); with ``br`` entry i holds that of
-    bitrev(i) (zkgpu.gpu.ntt.transform.scale_on_bitrev_side)."""
+def _icoset_zinv_table(log_n: int) -> Any:
+    """g^-i * Z^-1 / N at entry bitrev(i), i < N (Montgomery, flat uint32, on the device): the scaling of the
+    bit-reversed side (zkgpu.gpu.ntt.transform.scale_on_bitrev_side)."""
     n_inv = pow(1 << log_n, -1, P)
-    tab = power_table(pow(FR.generator, -1, P), log_n, n_inv * z_inv_on_coset(log_n) % P)
-    return bitrev_permute(tab) if br else tab
+    return bitrev_permute(power_table(pow(FR.generator, -1, P), log_n, n_inv * z_inv_on_coset(log_n) % P))
 
 
-def _h_inverse_stagewise(wa: Any, wb: Any, wc: Any, log_n: int, scatter: bool = True) -> None:
-    """a <- the inverse coset NTT of (a*b - c) / Z, natural order, in one stagewise transform: the pointwise
-    a*b - c at the first pass's load (scale_mode mul_sub), the constant 1/Z folded with the coset factor g^-i/N
-    into one table at the last pass's store (h is linear in the pointwise values). With ``scatter`` (and
-    zkgpu.gpu.ntt.transform's NTT_NN_SCATTER, two or more passes) c is the scratch buffer and the last pass stores in natural order;
-    otherwise a bit-reversal pass follows and b, c are left as they were."""
-    br = host_option("NTT_SCALE_BR")
-    tmp = wc if scatter and host_option("NTT_NN_SCATTER") and global_passes(log_n, "nr", "stagewise") > 1 else None
-    stagewise_passes(wa, log_n, True, False, None, _SCALE["mul_sub"], _icoset_zinv_table(log_n, br),
-                     _SCALE["natural" if br else "bitrev"], aux=(wb, wc), nn_scratch=tmp)
+def _h_inverse(wa: Any, wb: Any, wc: Any, log_n: int, scatter: bool = True) -> None:
+    """a <- the inverse coset NTT of (a*b - c) / Z, natural order, in one transform: the pointwise a*b - c at the first
+    pass's load (scale_mode mul_sub), the constant 1/Z folded with the coset factor g^-i/N into one table at the last
+    pass's store (h is linear in the pointwise values). With ``scatter`` (two or more passes) c is the scratch buffer
+    and the last pass stores in natural order; otherwise a bit-reversal pass follows and b, c are left as they were."""
+    tmp = wc if scatter and global_passes(log_n, "nr") > 1 else None
+    stagewise_passes(wa, log_n, True, False, None, _SCALE["mul_sub"], _icoset_zinv_table(log_n), _SCALE["natural"],
+                     aux=(wb, wc), nn_scratch=tmp)
     if tmp is None:
         bitrev_permute(wa)
 
@@ -255,8 +230,8 @@ def combine_h_inplace(a: Any, b: Any, c: Any) -> Any:
     if not wa.size == wb.size == wc.size:
         raise ValueError(f"combine_h_inplace: a, b, c sizes differ ({wa.size // 8}, {wb.size // 8}, {wc.size // 8})")
     L = log2_size(wa.size // 8)
-    if L and resolve_algorithm(None) == "stagewise":
-        _h_inverse_stagewise(wa, wb, wc, L, scatter=False)
+    if L:
+        _h_inverse(wa, wb, wc, L, scatter=False)
         return a
     _mul_sub_scale(wa, wb, wc, L)
     ntt_inplace(wa, inverse=True, coset=True, order="nn")
@@ -265,7 +240,6 @@ def combine_h_inplace(a: Any, b: Any, c: Any) -> Any:
 
 def compute_h(
     a: Any, b: Any, c: Any, *, log_n: int | None = None, stream: Any = None, timings: dict[str, float] | None = None,
-    algorithm: str | None = None,
 ) -> Any:
     """Coefficients of the Groth16 H polynomial from the evaluations a, b, c (module docstring).
 
@@ -275,7 +249,6 @@ def compute_h(
         log_n: domain size 2^log_n (default: next power of two >= the longest input).
         stream: a CuPy stream to launch on (device path); default the current stream.
         timings: optional dict filled with sub-timings in ms (see :func:`compute_h_inplace`).
-        algorithm: the NTT kernels, "stagewise" or "fused" (default :data:`zkgpu.gpu.ntt.transform.ALGORITHM`).
 
     Returns:
         h, shape ``(N, 4)`` uint64 canonical, of the same kind as the inputs. Host inputs use the GPU
@@ -283,23 +256,21 @@ def compute_h(
 
     Raises:
         TypeError: mixed host/device inputs, or bad dtype.
-        ValueError: bad shape, empty input, an element >= r (first bad index named), bad domain, an
-            unknown algorithm.
+        ValueError: bad shape, empty input, an element >= r (first bad index named), bad domain.
     """
-    resolve_algorithm(algorithm)
     dev = [_cuda.is_device_array(x) for x in (a, b, c)]
     if any(dev) and not all(dev):
         raise TypeError("compute_h: a, b, c must all be host (numpy) or all device (CuPy) arrays")
     if all(dev):
         if stream is None:
-            return _compute_h_device(a, b, c, log_n, timings, algorithm)
+            return _compute_h_device(a, b, c, log_n, timings)
         with stream:
-            return _compute_h_device(a, b, c, log_n, timings, algorithm)
+            return _compute_h_device(a, b, c, log_n, timings)
     ha, hb, hc = (check_array(FR, x, name=nm) for x, nm in ((a, "a"), (b, "b"), (c, "c")))
     domain_log_size([ha.shape[0], hb.shape[0], hc.shape[0]], log_n)
     if _cuda.gpu_available():
         cp = _cuda.cupy()
         return compute_h(
-            cp.asarray(ha), cp.asarray(hb), cp.asarray(hc), log_n=log_n, stream=stream, timings=timings, algorithm=algorithm
+            cp.asarray(ha), cp.asarray(hb), cp.asarray(hc), log_n=log_n, stream=stream, timings=timings
         ).get()
     return fr_from_ints(compute_h_reference(fr_to_ints(ha), fr_to_ints(hb), fr_to_ints(hc), log_n=log_n))
