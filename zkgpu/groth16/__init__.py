@@ -1,7 +1,7 @@
 """Real Groth16 proofs: snarkjs/circom BLS12-381 keys and witnesses proven on zkgpu's kernels.
 
-The package imports nothing (its modules sit in different layers, ARCHITECTURE.md): import the module
-you need.
+The package imports nothing (importing one module must not load the others, ARCHITECTURE.md): import the
+module you need.
 
 - :mod:`~zkgpu.groth16.formats` -- ``.zkey`` / ``.wtns`` readers (:func:`read_zkey`, :func:`read_wtns`).
 - :mod:`~zkgpu.groth16.keycheck` -- the key's points checked (curve, subgroup, degenerate keys), a witness against an r1cs.
