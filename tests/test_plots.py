@@ -293,3 +293,30 @@ def test_h2d_path_colours_are_told_apart():
     cols = {p: to_rgb(c) for p, (c, _) in plots.PATH_STYLES.items()}
     for (a, ca), (b, cb) in combinations(cols.items(), 2):
         assert sum((255 * (x - y)) ** 2 for x, y in zip(ca, cb, strict=True)) ** 0.5 > 80, (a, b)
+
+
+def test_scenario_bars_draw_the_runs_range():
+    """Issue 20: throughput and compute-utilization bars of a scenario table with repeats carry whiskers from
+    the runs' min to max (``<column>_min`` / ``_max``), and say so; one run per row draws none."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+    from matplotlib.collections import LineCollection
+
+    from zkgpu.analysis import plots
+    from zkgpu.analysis.plots.bars import SPREAD_NOTE
+
+    t = pd.DataFrame({"partitions_per_min": [350.0, 830.0], "compute_util": [0.41, 0.80], "kernel_util": [0.6, 0.9],
+                      "timeline_util": [0.97, 0.99]}, index=["baseline", "pinned_pool"])
+    for draw in (plots.throughput_bars, plots.utilization_bars):
+        fig, ax = draw(t)
+        assert SPREAD_NOTE.strip()[:9] not in plots.caption(fig) and not any(isinstance(c, LineCollection) for c in ax.collections)
+        plt.close(fig)
+    t["partitions_per_min_min"], t["partitions_per_min_max"] = [330.0, 800.0], [380.0, 840.0]
+    t["compute_util_min"], t["compute_util_max"] = [0.39, 0.79], [0.44, 0.82]
+    for draw in (plots.throughput_bars, plots.utilization_bars):
+        fig, ax = draw(t)
+        segs = [s for c in ax.collections if isinstance(c, LineCollection) for s in c.get_segments()]
+        assert "Whiskers" in plots.caption(fig) and len(segs) == 2, draw.__name__
+        ys = sorted(round(float(y), 1) for s in segs for y in s[:, 1])
+        assert ys == ([330.0, 380.0, 800.0, 840.0] if draw is plots.throughput_bars else [39.0, 44.0, 79.0, 82.0])
+        plt.close(fig)

@@ -43,6 +43,22 @@ def _as_util_frame(data: pd.DataFrame) -> pd.DataFrame:
     return utilization(data)[cols]
 
 
+def _spread(table: pd.DataFrame, col: str, v: np.ndarray, scale: float = 1.0) -> np.ndarray | None:
+    """Whisker lengths ``(2, n)`` below and above ``v`` to the runs' range (``<col>_min`` / ``<col>_max`` of
+    :func:`zkgpu.analysis.replay.scenario_table`, times ``scale``), or None when the table has no range or
+    every range is a point (one run per row)."""
+    lo, hi = f"{col}_min", f"{col}_max"
+    if not {lo, hi} <= set(table.columns):
+        return None
+    e = np.vstack([v - scale * table[lo].to_numpy(dtype=float), scale * table[hi].to_numpy(dtype=float) - v])
+    e = np.where(np.isfinite(e), np.clip(e, 0.0, None), 0.0)
+    return e if (e > 0).any() else None
+
+
+SPREAD_NOTE = " Whiskers: the range (min to max) over each scenario's repeated runs; the bar is their median."
+"""The caption sentence of a figure that draws :func:`_spread`'s whiskers."""
+
+
 def utilization_bars(data: pd.DataFrame, ax: Axes | None = None, reference: Mapping[str, Mapping[str, float]] | None = None,
                      title: str | None = None) -> tuple[Figure, Axes]:
     """The three utilizations side by side (in %), one group per run: compute utilization (the
@@ -65,9 +81,14 @@ def utilization_bars(data: pd.DataFrame, ax: Axes | None = None, reference: Mapp
     fig, ax = fig_ax(ax, (max(6, 1.6 * len(u) + 2.5), 4.4))
     x = np.arange(len(u))
     w = 0.27
+    spread = False
     for j, m in enumerate(UTILIZATIONS):
         v = 100 * u[m].to_numpy(dtype=float)
         bars = ax.bar(x + (j - 1) * w, np.nan_to_num(v), w, color=METRIC_COLORS[m], edgecolor=METRIC_EDGE, linewidth=0.5, label=UTILIZATIONS[m][0])
+        err = _spread(data.reindex(u.index), m, v, 100.0) if m == "compute_util" and "run" not in data.columns and len(data) == len(u) else None
+        if err is not None:
+            spread = True
+            ax.errorbar(x + (j - 1) * w, v, yerr=err, fmt="none", ecolor="#111111", capsize=2, lw=0.8)
         if m == "compute_util" or len(u) <= 3:
             ax.bar_label(bars, labels=["n/a" if np.isnan(a) else f"{a:.1f}%" for a in v], fontsize="x-small", padding=2,
                          fontweight="bold" if m == "compute_util" else "normal", rotation=90 if len(u) > 3 else 0)
@@ -83,7 +104,8 @@ def utilization_bars(data: pd.DataFrame, ax: Axes | None = None, reference: Mapp
     lead = "; ".join(f"{i}: compute {100 * r['compute_util']:.1f}%" for i, r in u.iterrows() if not np.isnan(r["compute_util"]))
     set_caption(fig, "Three bars per group, each a share of the same window (the run's wall span): compute utilization "
                  "(dark, kernels only), upstream's kernel utilization (H2D copies counted as GPU work) and TIMELINE "
-                 f"(GPU_START → GPU_END intervals, waits counted). {lead}." + (" Published groups have no compute figure (n/a)." if reference else ""))
+                 f"(GPU_START → GPU_END intervals, waits counted). {lead}." + (" Published groups have no compute figure (n/a)." if reference else "")
+                 + (SPREAD_NOTE.replace("Whiskers:", "Whiskers (compute utilization):") if spread else ""))
     return fig, ax
 
 
@@ -310,8 +332,15 @@ def throughput_bars(table: pd.DataFrame, ax: Axes | None = None, bound: float | 
     v = table["partitions_per_min"].astype(float).to_numpy()
     w = 0.4 if model else 0.6
     bars = ax.bar(x - (w / 2 if model else 0), v, w, **SERIES_STYLE["measured"], label="measured")
+    err = _spread(table, "partitions_per_min", v)
+    if err is not None:
+        ax.errorbar(x - (w / 2 if model else 0), v, yerr=err, fmt="none", ecolor="#111111", capsize=3, lw=1)
     lab = [f"{a:.0f}" + (f"\n({a / bound:.0%})" if bound else "") for a in v]
-    ax.bar_label(bars, labels=lab, fontsize="x-small", padding=2)
+    if err is None:
+        ax.bar_label(bars, labels=lab, fontsize="x-small", padding=2)
+    else:  # above the whisker, never through it
+        for xi, top_i, t in zip(x - (w / 2 if model else 0), v + err[1], lab, strict=True):
+            ax.annotate(t, (xi, top_i), xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", fontsize="x-small")
     caps = [f"{i} {a:.0f}" for i, a in zip(table.index, v, strict=True)]
     if model:
         mv = np.array([model.get(i, np.nan) for i in table.index], dtype=float)
@@ -330,7 +359,7 @@ def throughput_bars(table: pd.DataFrame, ax: Axes | None = None, bound: float | 
     fig.tight_layout()
     set_caption(fig, "Bars: measured partitions per minute over each run's wall span (" + "; ".join(caps) + ")"
                  + (f"; dashed line: the {bound_label[0]}, {bound:.0f} partitions/min ({bound_label[1]}); in brackets each bar's "
-                    "share of it" if bound else "") + ".")
+                    "share of it" if bound else "") + "." + (SPREAD_NOTE if err is not None else ""))
     return fig, ax
 
 
@@ -445,6 +474,9 @@ def _throughput_rows(table: pd.DataFrame, ax: Axes, bound: float | None, bound_l
     top = max(float(np.nanmax(v)) if len(v) else 0.0, bound or 0.0, xmax or 0.0)
     ax.set_xlim(0, top * 1.12 if top > 0 else 1)
     ax.barh(y, np.nan_to_num(v), 0.62, **SERIES_STYLE["measured"], label="measured", zorder=2)
+    err = _spread(table, "partitions_per_min", v)
+    if err is not None:
+        ax.errorbar(v, y, xerr=err, fmt="none", ecolor="#111111", capsize=2, lw=0.8, zorder=4)
     if bound:
         ax.axvline(bound, color="#333333", ls="--", lw=1, label=f"{bound_label} ({bound:.0f}/min)", zorder=1)
     ax.figure.canvas.draw_idle()
