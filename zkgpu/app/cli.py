@@ -26,7 +26,7 @@ from zkgpu.app.bench import prove as bench_prove
 from zkgpu.app.bench import sppark as bench_sppark
 from zkgpu.app.bench import transfer as bench_transfer
 from zkgpu.app.parse_cmd import parse_command
-from zkgpu.core.errors import CliError, OneLineGroup, check_writable_under
+from zkgpu.core.errors import CliError, OneLineGroup, check_new_outputs, check_writable_under
 from zkgpu.core.manifest import check_run_base, data_dir, environment
 from zkgpu.story import forecast
 from zkgpu.story.bottleneck import last_mile_recordings
@@ -136,9 +136,8 @@ def compare_cmd(run_a: str, run_b: str, csv_out: str | None) -> None:
     """RUN_A against RUN_B, scenario by scenario: throughput and the three utilizations (median and min-max
     over each recording's runs), the relative difference, and whether it exceeds the runs' own spread (the
     two ranges do not overlap; a side with one run gets no verdict)."""
+    check_new_outputs({"--csv": csv_out}, "zkgpu compare")  # before any work: a name, new, in a writable folder
     a, b = _open_recording(run_a, "compare"), _open_recording(run_b, "compare")
-    if csv_out is not None and Path(csv_out).exists():
-        raise CliError(f"compare: {csv_out} exists: nothing is overwritten (choose another --csv)")
     t = compare_mod.compare(a, b)
     if t.empty:
         raise CliError(f"compare: {a.path.name} and {b.path.name} share no scenario with an event table")
@@ -152,8 +151,11 @@ def compare_cmd(run_a: str, run_b: str, csv_out: str | None) -> None:
                        f"[{f(r['b_min'])}..{f(r['b_max'])}]  {100 * r['rel_diff']:+6.1f}%  {r['verdict']}")
     if csv_out is not None:
         try:
+            Path(csv_out).absolute().parent.mkdir(parents=True, exist_ok=True)
             with open(csv_out, "x", encoding="utf-8") as fh:
                 t.to_csv(fh, index=False)
+        except FileExistsError:
+            raise CliError(f"compare: --csv {csv_out} was created meanwhile: nothing is overwritten") from None
         except OSError as exc:
             raise CliError(f"compare: cannot write {csv_out}: {exc.strerror or exc}") from None
 

@@ -76,6 +76,7 @@ from zkgpu.core.scenarios import (
     SCENARIOS,
     SEED_HOST_LOAD,
     SEED_PREP_THREADS,
+    parse_scenario_partitions,
 )
 from zkgpu.gpu.msm.prep import numba_available
 from zkgpu.groth16.workload import SnarkjsCircuit, check_proofs, load_circuit
@@ -663,19 +664,15 @@ def record_command(n, partitions, quick, out, device, scenarios, scenario_partit
         previous = None
     if bool(zkey_path) != bool(wtns_paths):
         raise CliError("a real circuit needs both --zkey and --wtns")
-    counts: dict[str, int] = {}
-    for item in scenario_partitions:
-        name, sep, k = item.partition("=")
-        if not sep or not k.strip().isdigit():
-            raise CliError(f"--scenario-partitions {item!r}: expected NAME=K with K a whole number of partitions (e.g. submit_prep_gpu=64)")
-        counts[name.strip()] = int(k)
     try:
-        circuit = load_circuit(zkey_path, wtns_paths) if zkey_path else None
+        if vkey_path is not None and not zkey_path:
+            raise ValueError("--vkey checks the proofs of a real circuit: give its key with --zkey")
+        circuit = load_circuit(zkey_path, wtns_paths, vkey=vkey_path) if zkey_path else None  # the vkey too, before any folder
         run_dir = record(
             out=out, device=None if device == "auto" else device, n=n, partitions=partitions, quick=quick,
             scenarios=scenarios or None, sweep=not no_sweep, bench=not no_bench, synth_workers=synth_workers,
             queue_depth=queue_depth, host_load=host_load, echo=click.echo, circuit=circuit, vkey=vkey_path,
-            scenario_partitions=counts or None, repeats=repeats, prep_threads=prep_threads,
+            scenario_partitions=parse_scenario_partitions(scenario_partitions) or None, repeats=repeats, prep_threads=prep_threads,
         )
     except (ValueError, TypeError, RuntimeError) as exc:
         raise CliError(str(exc)) from exc
