@@ -28,6 +28,7 @@ from zkgpu.app.bench import transfer as bench_transfer
 from zkgpu.app.parse_cmd import parse_command
 from zkgpu.core.errors import CliError, OneLineGroup, check_new_outputs, check_writable_under
 from zkgpu.core.manifest import check_run_base, data_dir, environment
+from zkgpu.groth16.proof import write_exclusive
 from zkgpu.story import forecast
 from zkgpu.story.bottleneck import last_mile_recordings
 
@@ -151,9 +152,8 @@ def compare_cmd(run_a: str, run_b: str, csv_out: str | None) -> None:
                        f"[{f(r['b_min'])}..{f(r['b_max'])}]  {100 * r['rel_diff']:+6.1f}%  {r['verdict']}")
     if csv_out is not None:
         try:
-            Path(csv_out).absolute().parent.mkdir(parents=True, exist_ok=True)
-            with open(csv_out, "x", encoding="utf-8") as fh:
-                t.to_csv(fh, index=False)
+            files: dict[str | Path, str] = {csv_out: str(t.to_csv(index=False))}
+            write_exclusive(files)  # all or nothing, never over a file created meanwhile
         except FileExistsError:
             raise CliError(f"compare: --csv {csv_out} was created meanwhile: nothing is overwritten") from None
         except OSError as exc:
