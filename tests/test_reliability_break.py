@@ -29,6 +29,7 @@ from zkgpu.groth16.proof import check_vkey, write_exclusive
 from zkgpu.groth16.prover import Prover
 from zkgpu.groth16.setup import R1cs, mulchain_r1cs, read_r1cs
 from zkgpu.story import forecast
+from zkgpu.story.prove_results import recorded_prove_source
 
 FIXTURE = circuits.REPO / "zkgpu" / "groth16" / "fixtures"
 
@@ -389,3 +390,31 @@ def _random_curve_g2(rng) -> tuple[int, int, int, int]:
             y1 = a1 * pow(2 * y0, -1, q) % q
             if ((y0 * y0 - y1 * y1) % q, 2 * y0 * y1 % q) == (a0, a1):
                 return x0, 0, y0, y1
+
+
+# --------------------------------------------------------------------------- the other recordings' manifests
+
+
+def test_a_bench_prove_manifest_that_is_not_an_object_is_named(tmp_path):
+    src = circuits.REPO / "data" / "nvidia-h200-20261201-bench-prove"
+    d = tmp_path / "x-20990101-bench-prove"
+    d.mkdir()
+    for f in ("prove.csv", "phases.csv"):
+        (d / f).write_bytes((src / f).read_bytes())
+    (d / "manifest.json").write_text("[]")
+    with pytest.raises(ValueError, match=re.escape(f"{d / 'manifest.json'} holds a JSON list")):
+        recorded_prove_source(tmp_path)  # was: AttributeError in notebook 10
+
+
+@pytest.mark.parametrize("patch, word", [(None, "holds a JSON list"), ({"sppark": "x"}, "'sppark' is 'x'"),
+                                         ({"compute_h_ms": {"2^24": "fast"}}, "'compute_h_ms'"), ({"sizes_log2": "24"}, "'sizes_log2'")])
+def test_a_bench_sppark_manifest_of_the_wrong_shape_is_one_line(tmp_path, patch, word):
+    src = circuits.REPO / "data" / "nvidia-h200-20261201-bench-sppark-3"
+    d = tmp_path / src.name
+    d.mkdir()
+    for f in src.iterdir():
+        if f.is_file():
+            (d / f.name).write_bytes(f.read_bytes())
+    m = json.loads((src / "manifest.json").read_text())
+    (d / "manifest.json").write_text("[]" if patch is None else json.dumps({**m, **patch}))
+    _one_line_error(_run(["bench", "sppark-table", "--data", str(tmp_path)]), "manifest.json", word)  # was: internal error AttributeError
