@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from nodetools import need_node
 
 from zkgpu.analysis import replay
@@ -418,3 +420,63 @@ def test_a_bench_sppark_manifest_of_the_wrong_shape_is_one_line(tmp_path, patch,
     m = json.loads((src / "manifest.json").read_text())
     (d / "manifest.json").write_text("[]" if patch is None else json.dumps({**m, **patch}))
     _one_line_error(_run(["bench", "sppark-table", "--data", str(tmp_path)]), "manifest.json", word)  # was: internal error AttributeError
+
+
+# --------------------------------------------------------------------------- fuzz: the r1cs reader
+
+
+def _term_offsets(data: bytes) -> list[int]:
+    """Byte offsets of every term (wire uint32, then a 32-byte coefficient) in an r1cs of :func:`_r1cs_bytes`."""
+    hsize = struct.unpack_from("<Q", data, 16)[0]
+    pos = 12 + 12 + hsize + 12  # the header section, then the constraint section's payload
+    cons = struct.unpack_from("<I", data, 12 + 12 + 4 + 32 + 16 + 8)[0]
+    out = []
+    for _ in range(cons):
+        for _k in "ABC":
+            (nt,) = struct.unpack_from("<I", data, pos)
+            pos += 4
+            out += [pos + 36 * i for i in range(nt)]
+            pos += 36 * nt
+    return out
+
+
+_R1CS_BASE = _r1cs_bytes(mulchain_r1cs(6)[0])
+_TERMS = _term_offsets(_R1CS_BASE)
+
+
+@st.composite
+def _mutated_r1cs(draw):
+    data = bytearray(_R1CS_BASE)
+    for _ in range(draw(st.integers(1, 5))):
+        kind = draw(st.sampled_from(["flip", "cut", "insert", "u32", "wire", "coef"]))
+        pos = draw(st.integers(0, len(data) - 1)) if data else 0
+        term = draw(st.sampled_from(_TERMS))
+        if kind == "wire" and term + 4 <= len(data):  # a term's wire, perhaps beyond the wire count
+            struct.pack_into("<I", data, term, draw(st.sampled_from([0, 8, 9, 255, 2**32 - 1])))
+        elif kind == "coef" and term + 36 <= len(data):  # a term's coefficient, perhaps not below r
+            data[term + 4 : term + 36] = draw(st.sampled_from([0, 1, FR.modulus - 1, FR.modulus, 2**256 - 1])).to_bytes(32, "little")
+        elif kind == "flip" and data:
+            data[pos] ^= draw(st.integers(1, 255))
+        elif kind == "cut":
+            del data[pos : pos + draw(st.integers(1, 100))]
+        elif kind == "insert":
+            data[pos:pos] = draw(st.binary(min_size=1, max_size=40))
+        elif kind == "u32" and pos + 4 <= len(data):  # a count, a wire, a size set to an extreme
+            struct.pack_into("<I", data, pos, draw(st.sampled_from([0, 1, 7, 2**31, 2**32 - 1])))
+    return bytes(data)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=_mutated_r1cs())
+def test_fuzz_r1cs_reader_and_constraint_check(data, tmp_path):
+    """Mutated r1cs bytes: read_r1cs gives an r1cs or a one-line FormatError; an r1cs it gives can be checked against
+    a witness of its length without any other exception (every wire below the count, every coefficient below r)."""
+    path = tmp_path / "fuzz.r1cs"
+    path.write_bytes(data)
+    try:
+        r1 = read_r1cs(path)
+    except FormatError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith(str(path)), str(exc)
+        return
+    assert 1 + r1.n_pub_out + r1.n_pub_in + r1.n_prv_in <= r1.n_wires
+    keycheck.check_constraints(r1, [1] * r1.n_wires)
