@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from nodetools import need_node
 
 from zkgpu.analysis import replay
+from zkgpu.analysis.model import ModelParams, simulate
 from zkgpu.analysis.replay import Recording
 from zkgpu.app import pipeline_cmd
 from zkgpu.app.cli import main
@@ -480,3 +481,19 @@ def test_fuzz_r1cs_reader_and_constraint_check(data, tmp_path):
         return
     assert 1 + r1.n_pub_out + r1.n_pub_in + r1.n_prv_in <= r1.n_wires
     keycheck.check_constraints(r1, [1] * r1.n_wires)
+
+
+# --------------------------------------------------------------------------- the model at its bounds
+
+
+@pytest.mark.parametrize("kw, pk, word", [
+    ({"h2d_gbps": 1e-300}, {}, "beyond the model's clock"),
+    ({"h2d_gbps": 10.0}, {"ntt_ms": 1e308}, "beyond the model's clock"),
+    ({"h2d_gbps": 10.0, "partitions": 10**9}, {}, "partitions=1000000000 is more than 10000"),
+    ({"h2d_gbps": 10.0, "gw": True}, {}, "gw must be an int >= 1, got True"),
+])
+def test_the_model_refuses_runs_beyond_its_clock_and_bools(kw, pk, word):
+    params = ModelParams(**{"prep_msm_ms": 100.0, "ntt_ms": 50.0, "batch_add_ms": 20.0, "tail_msm_ms": 30.0, "h2d_bytes": 3e9,
+                            "pageable_gbps": 3.0, "pinned_gbps": 25.0, **pk})
+    with pytest.raises(ValueError, match=re.escape(word)):  # was: OverflowError / hours of simpy / gw = True accepted
+        simulate(params, transfer="pinned", **{"partitions": 12, **kw})

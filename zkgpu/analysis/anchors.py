@@ -255,7 +255,7 @@ def _msm_vs_sppark(msm_rows: pd.DataFrame, sppark: pd.DataFrame) -> pd.DataFrame
 def read_sppark_manifest(mf: Path) -> dict[str, Any]:
     """A bench-sppark recording's manifest, checked at the door (it is untrusted: the one reader of it): the
     recordings' check (:func:`zkgpu.analysis.schema.check_manifest`), then the fields read here: ``sppark`` an object
-    with a ``vendor`` object, ``compute_h_ms`` an object of numbers, ``ntt_kernel`` text, ``sizes_log2`` a list of
+    with a ``vendor`` object, ``compute_h_ms`` an object of numbers (or null: not measured), ``ntt_kernel`` text, ``sizes_log2`` a list of
     integers. A missing file reads as ``{}``. Raises ValueError naming the file and the field."""
     if not mf.exists():
         return {"sppark": {"vendor": {}}, "compute_h_ms": {}}
@@ -267,8 +267,8 @@ def read_sppark_manifest(mf: Path) -> dict[str, Any]:
     sp, h, kern, sizes = m.get("sppark") or {}, m.get("compute_h_ms") or {}, m.get("ntt_kernel"), m.get("sizes_log2")
     if not isinstance(sp, dict) or not isinstance(sp.get("vendor") or {}, dict):
         raise ValueError(f"{mf}: 'sppark' is {str(sp)[:40]!r}, expected an object with a 'vendor' object")
-    if not isinstance(h, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in h.values()):
-        raise ValueError(f"{mf}: 'compute_h_ms' is {str(h)[:40]!r}, expected an object of milliseconds")
+    if not isinstance(h, dict) or not all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in h.values()):
+        raise ValueError(f"{mf}: 'compute_h_ms' is {str(h)[:40]!r}, expected an object of milliseconds (or null)")
     if kern is not None and not isinstance(kern, str):
         raise ValueError(f"{mf}: 'ntt_kernel' is {str(kern)[:40]!r}, expected text")
     if sizes is not None and not (isinstance(sizes, list) and all(isinstance(k, int) and not isinstance(k, bool) for k in sizes)):
