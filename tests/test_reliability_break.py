@@ -497,3 +497,21 @@ def test_the_model_refuses_runs_beyond_its_clock_and_bools(kw, pk, word):
                             "pageable_gbps": 3.0, "pinned_gbps": 25.0, **pk})
     with pytest.raises(ValueError, match=re.escape(word)):  # was: OverflowError / hours of simpy / gw = True accepted
         simulate(params, transfer="pinned", **{"partitions": 12, **kw})
+
+
+# --------------------------------------------------------------------------- event tables: values
+
+
+@pytest.mark.parametrize("col, value, word", [("gpu_ms", float("inf"), "column 'gpu_ms' has 1 value(s) outside [0, 1e+09] ms"),
+                                              ("gpu_ms", -2.0, "column 'gpu_ms' has 1 value(s) outside"),
+                                              ("partition", -7, "column 'partition' has 1 negative value(s)"),
+                                              ("worker", -1, "column 'worker' has 1 negative value(s)"),
+                                              ("bytes", -5, "column 'bytes' has 1 negative value(s)")])
+def test_an_event_table_with_values_the_parser_would_drop_is_refused(tmp_path, col, value, word):
+    folder = _recording(tmp_path / "cpu-20990101-record")
+    ev = pd.read_parquet(folder / "events" / "0.parquet")
+    ev[col] = ev[col].astype("float64") if col == "gpu_ms" else ev[col]
+    ev.loc[0, col] = value
+    ev.to_parquet(folder / "events" / "0.parquet")
+    _one_line_error(_run(["trace", "export", str(folder), "--out", str(tmp_path / "t.json")]), "0.parquet", word)  # was: exported, exit 0
+    assert not (tmp_path / "t.json").exists()

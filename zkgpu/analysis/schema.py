@@ -27,6 +27,8 @@ _SCENARIO_FIELDS: dict[str, tuple[type, ...]] = {
     "events": (str,), "log": (str,), "config": (dict,), "settings": (dict,), "error": (str,), "skipped": (str,),
     "interrupted": (str,), "seconds": (int, float), "rows": (int,), "partitions_ok": (int,), "host_load": (dict,),
 }
+_MAX_GPU_MS = 1e9
+"""The longest GPU time one event may hold, ms: the log parser's bound on a duration."""
 _NON_NEGATIVE = ("seconds", "rows", "partitions_ok")
 #: event-table columns that must be present, without nulls, with these kinds (pandas dtype kinds: i integer, O/U/T text)
 _EVENT_COLUMNS: dict[str, str] = {"phase": "text", "start_ns": "integer", "end_ns": "integer"}
@@ -118,7 +120,7 @@ def read_events(path: Path) -> pd.DataFrame:
     """The one reader of a recorded event table (Parquet, schema of :mod:`zkgpu.core.events`), checked at load: a
     regular file whose ``phase`` (text), ``start_ns`` and ``end_ns`` (integers, ``0 <= start_ns <= end_ns``) columns
     are present without nulls (a missing one was read as zeros or NA), every other column of the schema convertible to
-    its dtype.
+    its dtype, ``worker``/``gpu``/``partition``/``bytes`` >= 0 or null, ``gpu_ms`` in [0, 1e9] ms or NaN.
 
     Raises:
         ValueError: one line naming the file and the column (or why it is unreadable).
@@ -141,6 +143,15 @@ def read_events(path: Path) -> pd.DataFrame:
     if (df["start_ns"] < 0).any():
         raise ValueError(f"events file {path}: column 'start_ns' has {int((df['start_ns'] < 0).sum())} negative value(s) (ns since the run's epoch)")
     try:
-        return normalize_events(df)
+        out = normalize_events(df)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"events file {path}: {' '.join(str(exc).split())[:200]}") from exc
+    for col in ("worker", "gpu", "partition", "bytes"):  # ids and sizes: >= 0 or null, as the log parser keeps them
+        bad = int((out[col].fillna(0) < 0).sum())
+        if bad:
+            raise ValueError(f"events file {path}: column '{col}' has {bad} negative value(s)")
+    g = out["gpu_ms"]
+    bad = int((g.notna() & ~(g.between(0, _MAX_GPU_MS))).sum())
+    if bad:  # inf, negative, beyond the log parser's duration bound: the utilizations would be inf or negative
+        raise ValueError(f"events file {path}: column 'gpu_ms' has {bad} value(s) outside [0, {_MAX_GPU_MS:.0e}] ms (NaN: none measured)")
+    return out
