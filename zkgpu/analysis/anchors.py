@@ -20,14 +20,16 @@ context, marked ``like_for_like=False`` (:data:`SPPARK_MSM_VARIANTS`, :data:`SPP
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from zkgpu.analysis.schema import check_manifest, loads_strict
+
 __all__ = [
+    "read_sppark_manifest",
     "SPPARK_NTT_VARIANTS",
     "SPPARK_MSM_VARIANTS",
     "SPPARK_MSM_CONTEXT",
@@ -250,6 +252,30 @@ def _msm_vs_sppark(msm_rows: pd.DataFrame, sppark: pd.DataFrame) -> pd.DataFrame
                     ratio=m["zkgpu_ms"] / m["sppark_ms"])
 
 
+def read_sppark_manifest(mf: Path) -> dict[str, Any]:
+    """A bench-sppark recording's manifest, checked at the door (it is untrusted: the one reader of it): the
+    recordings' check (:func:`zkgpu.analysis.schema.check_manifest`), then the fields read here: ``sppark`` an object
+    with a ``vendor`` object, ``compute_h_ms`` an object of numbers (or null: not measured), ``ntt_kernel`` text, ``sizes_log2`` a list of
+    integers. A missing file reads as ``{}``. Raises ValueError naming the file and the field."""
+    if not mf.exists():
+        return {"sppark": {"vendor": {}}, "compute_h_ms": {}}
+    try:
+        m = loads_strict(mf.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"{mf} is not readable JSON: {exc}") from None
+    check_manifest(mf, m)
+    sp, h, kern, sizes = m.get("sppark") or {}, m.get("compute_h_ms") or {}, m.get("ntt_kernel"), m.get("sizes_log2")
+    if not isinstance(sp, dict) or not isinstance(sp.get("vendor") or {}, dict):
+        raise ValueError(f"{mf}: 'sppark' is {str(sp)[:40]!r}, expected an object with a 'vendor' object")
+    if not isinstance(h, dict) or not all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in h.values()):
+        raise ValueError(f"{mf}: 'compute_h_ms' is {str(h)[:40]!r}, expected an object of milliseconds (or null)")
+    if kern is not None and not isinstance(kern, str):
+        raise ValueError(f"{mf}: 'ntt_kernel' is {str(kern)[:40]!r}, expected text")
+    if sizes is not None and not (isinstance(sizes, list) and all(isinstance(k, int) and not isinstance(k, bool) for k in sizes)):
+        raise ValueError(f"{mf}: 'sizes_log2' is {str(sizes)[:40]!r}, expected a list of log2 sizes")
+    return {**m, "sppark": {**sp, "vendor": sp.get("vendor") or {}}, "compute_h_ms": h}
+
+
 def load_vs_sppark(run_dir: str | Path, kernel: str | None = None) -> pd.DataFrame:
     """:func:`vs_sppark` of a ``bench-sppark`` run folder (``zkgpu bench sppark``: ``sppark.txt``, with
     ``sppark_porep.txt`` when the PoRep-like sppark driver ran, plus ``ntt.csv`` and/or ``msm.csv``). ``kernel``
@@ -257,7 +283,8 @@ def load_vs_sppark(run_dir: str | Path, kernel: str | None = None) -> pd.DataFra
     when it names them) are kept.
 
     Raises:
-        FileNotFoundError: no sppark.txt, or neither ntt.csv nor msm.csv. ValueError: sppark.txt has no rows.
+        FileNotFoundError: no sppark.txt, or neither ntt.csv nor msm.csv. ValueError: sppark.txt has no rows, or an
+            unusable manifest (:func:`read_sppark_manifest`).
     """
     run_dir = Path(run_dir)
     if not (run_dir / "sppark.txt").exists():
@@ -265,7 +292,7 @@ def load_vs_sppark(run_dir: str | Path, kernel: str | None = None) -> pd.DataFra
     ntt_csv, msm_csv = run_dir / "ntt.csv", run_dir / "msm.csv"
     if not (ntt_csv.exists() or msm_csv.exists()):
         raise FileNotFoundError(f"{run_dir}: neither ntt.csv nor msm.csv (not a bench-sppark run folder)")
-    m = json.loads((run_dir / "manifest.json").read_text()) if (run_dir / "manifest.json").exists() else {}
+    m = read_sppark_manifest(run_dir / "manifest.json")
     porep = [run_dir / POREP_FILE] if (run_dir / POREP_FILE).exists() else []
     vs = vs_sppark(pd.read_csv(ntt_csv) if ntt_csv.exists() else None, pd.read_csv(msm_csv) if msm_csv.exists() else None,
                    read_sppark(run_dir / "sppark.txt", *porep), kernel=kernel or m.get("ntt_kernel"))

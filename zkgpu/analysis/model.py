@@ -56,6 +56,8 @@ __all__ = [
     "ModelParams",
     "ModelResult",
     "SCOPES",
+    "MAX_PARTITIONS",
+    "MAX_RUN_MS",
     "TRANSFERS",
     "H2D_STAGES",
     "in_lock_tail_ms",
@@ -67,6 +69,11 @@ __all__ = [
 ]
 
 SCOPES = ("coarse", "narrow", "none", "submit")
+MAX_PARTITIONS = 10_000
+"""The most partitions one simulation runs (the bound of ``zkgpu record`` and ``zkgpu pipeline``): beyond it simpy
+runs for hours."""
+MAX_RUN_MS = 1e12
+"""The longest simulated run, ms (about 32 years): its event times stay far inside int64 nanoseconds."""
 #: transfer path names accepted by :func:`simulate`; ``registered`` and ``pinned_pool`` use the
 #: pinned rate (both DMA from page-locked memory), ``resident`` moves nothing (compute-only bound).
 TRANSFERS = ("pageable", "registered", "pinned", "pinned_pool", "resident")
@@ -269,8 +276,10 @@ def simulate(
         ValueError: a setting is out of range (names it).
     """
     for name, v in (("partitions", partitions), ("gw", gw), ("gpus", gpus)):
-        if not (isinstance(v, (int, np.integer)) and v >= 1):
+        if isinstance(v, bool) or not (isinstance(v, (int, np.integer)) and v >= 1):
             raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+    if partitions > MAX_PARTITIONS:
+        raise ValueError(f"partitions={partitions} is more than {MAX_PARTITIONS} (the bound of zkgpu record and zkgpu pipeline)")
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
     if h2d_stage not in H2D_STAGES:
@@ -293,6 +302,12 @@ def simulate(
     # the H computation inside the mutex: after the copies (in_lock), or on device-resident inputs
     ntt_ms = params.h_on_device_ms if (pre_lock or rate is None) else params.ntt_ms
     prep_ms = params.prep_msm_ms / prep_speedup
+    steps = (h2d_ms, ntt_ms, prep_ms, params.h_msm_ms, params.batch_add_ms, params.tail_msm_ms, params.b_g2_msm_ms, params.synth_ms,
+             params.finalize_ms, params.pre_lock_ms, params.lock_overhead_ms)
+    longest = float(partitions) * sum(steps)
+    if not (math.isfinite(longest) and longest <= MAX_RUN_MS):
+        raise ValueError(f"the run would last up to {longest:.3g} ms ({partitions} partitions, an H2D copy of {h2d_ms:.3g} ms), beyond "
+                         f"the model's clock ({MAX_RUN_MS:.0e} ms): a rate or a duration out of range")
     used = replace(params, prep_msm_ms=prep_ms, synth_workers=int(sw))
     settings = {
         "partitions": int(partitions), "gw": int(gw), "scope": scope, "transfer": transfer,

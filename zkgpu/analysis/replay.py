@@ -32,7 +32,7 @@ import pandas as pd
 
 from zkgpu.analysis import metrics
 from zkgpu.analysis.schema import check_manifest as _check_manifest
-from zkgpu.analysis.schema import read_events
+from zkgpu.analysis.schema import loads_strict, read_events
 from zkgpu.core.events import normalize_events
 from zkgpu.core.manifest import DATA_DIR, command_of
 
@@ -145,8 +145,8 @@ class Recording:
         if not mf.is_file():
             raise FileNotFoundError(f"{p} has no manifest.json: not a finished recording")
         try:
-            manifest = json.loads(mf.read_text(encoding="utf-8"))
-        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+            manifest = loads_strict(mf.read_text(encoding="utf-8"))
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, a key twice
             raise ValueError(f"{mf} is not readable JSON: {exc}") from exc
         if not isinstance(manifest, dict):
             raise ValueError(f"{mf} holds a JSON {type(manifest).__name__}, not the object a recording writes")

@@ -3,6 +3,8 @@ one line naming the file and the field or column (issue 22: everything read from
 
 from __future__ import annotations
 
+import datetime as _dt
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -11,7 +13,7 @@ import pandas as pd
 
 from zkgpu.core.events import normalize_events
 
-__all__ = ["check_manifest", "read_events"]
+__all__ = ["loads_strict", "check_manifest", "read_events"]
 
 
 _JSON_TYPE = {dict: "an object", list: "an array", str: "a string", bool: "true/false", int: "an integer", float: "a number"}
@@ -25,8 +27,26 @@ _SCENARIO_FIELDS: dict[str, tuple[type, ...]] = {
     "events": (str,), "log": (str,), "config": (dict,), "settings": (dict,), "error": (str,), "skipped": (str,),
     "interrupted": (str,), "seconds": (int, float), "rows": (int,), "partitions_ok": (int,), "host_load": (dict,),
 }
+_MAX_GPU_MS = 1e9
+"""The longest GPU time one event may hold, ms: the log parser's bound on a duration."""
+_NON_NEGATIVE = ("seconds", "rows", "partitions_ok")
 #: event-table columns that must be present, without nulls, with these kinds (pandas dtype kinds: i integer, O/U/T text)
 _EVENT_COLUMNS: dict[str, str] = {"phase": "text", "start_ns": "integer", "end_ns": "integer"}
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in seen:
+            raise ValueError(f"the key {k!r} appears twice in one object (JSON keeps only the last: refused)")
+        seen[k] = v
+    return seen
+
+
+def loads_strict(text: str) -> Any:
+    """``json.loads`` for a file we did not write (a manifest, a forecast): a key given twice in one object (two
+    scenarios of one name, whose first JSON would silently drop) raises ValueError naming it."""
+    return json.loads(text, object_pairs_hook=_no_duplicate_keys)
 
 
 def _type_error(mf: Path, where: str, v: Any, allowed: tuple[type, ...]) -> ValueError:
@@ -41,10 +61,23 @@ def _typed(v: Any, allowed: tuple[type, ...]) -> bool:
     return isinstance(v, allowed) and not (float in allowed and isinstance(v, float) and not math.isfinite(v))
 
 
+def _iso_date(v: Any) -> bool:
+    if not isinstance(v, str):
+        return False
+    try:
+        _dt.datetime.fromisoformat(v)
+    except ValueError:
+        return False
+    return True
+
+
 def check_manifest(mf: Path, manifest: Any) -> None:
     """The one check of a recording's manifest, at load (it is untrusted: a copy from elsewhere, a hand edit): an
     object whose fields a reader uses hold the JSON types :data:`_MANIFEST_FIELDS` / :data:`_SCENARIO_FIELDS` name
-    (null allowed), ``host_load.threads`` an integer >= 0. Raises ValueError naming the file and the field."""
+    (null allowed), ``host_load.threads`` an integer >= 0, ``environment.gpu`` text, ``date_utc`` an ISO 8601 date
+    (recordings are ordered by it), ``n``, ``partitions`` and ``repeats`` integers >= 1, a scenario's ``repeats`` an
+    array of run objects whose fields are checked as the scenario's, ``seconds``/``rows``/``partitions_ok`` >= 0.
+    Raises ValueError naming the file and the field."""
     if not isinstance(manifest, dict):
         raise ValueError(f"{mf} holds a JSON {type(manifest).__name__}, not the object a recording writes")
     for key, allowed in _MANIFEST_FIELDS.items():
@@ -54,13 +87,30 @@ def check_manifest(mf: Path, manifest: Any) -> None:
     threads = (manifest.get("host_load") or {}).get("threads")
     if threads is not None and not (_typed(threads, (int,)) and threads >= 0):
         raise _type_error(mf, "'host_load.threads'", threads, (int,))
+    gpu = (manifest.get("environment") or {}).get("gpu")
+    if gpu is not None and not isinstance(gpu, str):
+        raise _type_error(mf, "'environment.gpu'", gpu, (str,))
+    date = manifest.get("date_utc")
+    if date is not None and not _iso_date(date):
+        raise ValueError(f"{mf}: 'date_utc' {str(date)[:40]!r} is not an ISO 8601 date (e.g. 2026-12-01T20:49:00+00:00): "
+                         "recordings are ordered by it")
+    for key, low in (("n", 1), ("partitions", 1), ("repeats", 1)):
+        v = manifest.get(key)
+        if v is not None and not (_typed(v, (int,)) and v >= low):
+            raise ValueError(f"{mf}: '{key}' is {repr(v)[:40]}, expected an integer >= {low}")
     for name, entry in (manifest.get("scenarios") or {}).items():
         if not isinstance(entry, dict):
             raise _type_error(mf, f"scenario {name!r}", entry, (dict,))
-        for key, allowed in _SCENARIO_FIELDS.items():
-            v = entry.get(key)
-            if v is not None and not _typed(v, allowed):
-                raise _type_error(mf, f"scenario {name!r} field '{key}'", v, allowed)
+        runs = entry.get("repeats")
+        if runs is not None and not (isinstance(runs, list) and all(isinstance(r, dict) for r in runs)):
+            raise ValueError(f"{mf}: scenario {name!r} field 'repeats' is {str(runs)[:40]!r}, expected an array of run objects")
+        for where, run in [(f"scenario {name!r}", entry)] + [(f"scenario {name!r} run {i}", r) for i, r in enumerate(runs or [])]:
+            for key, allowed in _SCENARIO_FIELDS.items():
+                v = run.get(key)
+                if v is not None and not _typed(v, allowed):
+                    raise _type_error(mf, f"{where} field '{key}'", v, allowed)
+                if v is not None and key in _NON_NEGATIVE and v < 0:
+                    raise ValueError(f"{mf}: {where} field '{key}' is {v!r}, expected a value >= 0")
     for name, v in (manifest.get("benchmarks") or {}).items():
         if not isinstance(v, str):
             raise _type_error(mf, f"benchmarks {name!r}", v, (str,))
@@ -70,7 +120,7 @@ def read_events(path: Path) -> pd.DataFrame:
     """The one reader of a recorded event table (Parquet, schema of :mod:`zkgpu.core.events`), checked at load: a
     regular file whose ``phase`` (text), ``start_ns`` and ``end_ns`` (integers, ``0 <= start_ns <= end_ns``) columns
     are present without nulls (a missing one was read as zeros or NA), every other column of the schema convertible to
-    its dtype.
+    its dtype, ``worker``/``gpu``/``partition``/``bytes`` >= 0 or null, ``gpu_ms`` in [0, 1e9] ms or NaN.
 
     Raises:
         ValueError: one line naming the file and the column (or why it is unreadable).
@@ -93,6 +143,15 @@ def read_events(path: Path) -> pd.DataFrame:
     if (df["start_ns"] < 0).any():
         raise ValueError(f"events file {path}: column 'start_ns' has {int((df['start_ns'] < 0).sum())} negative value(s) (ns since the run's epoch)")
     try:
-        return normalize_events(df)
+        out = normalize_events(df)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"events file {path}: {' '.join(str(exc).split())[:200]}") from exc
+    for col in ("worker", "gpu", "partition", "bytes"):  # ids and sizes: >= 0 or null, as the log parser keeps them
+        bad = int((out[col].fillna(0) < 0).sum())
+        if bad:
+            raise ValueError(f"events file {path}: column '{col}' has {bad} negative value(s)")
+    g = out["gpu_ms"]
+    bad = int((g.notna() & ~(g.between(0, _MAX_GPU_MS))).sum())
+    if bad:  # inf, negative, beyond the log parser's duration bound: the utilizations would be inf or negative
+        raise ValueError(f"events file {path}: column 'gpu_ms' has {bad} value(s) outside [0, {_MAX_GPU_MS:.0e}] ms (NaN: none measured)")
+    return out

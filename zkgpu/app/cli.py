@@ -14,7 +14,7 @@ import click
 
 from zkgpu import __version__
 from zkgpu.app import settings
-from zkgpu.core.errors import CliError, OneLineGroup, check_writable_under
+from zkgpu.core.errors import CliError, OneLineGroup, check_new_outputs, check_writable_under
 from zkgpu.core.manifest import check_run_base, data_dir, environment
 
 if TYPE_CHECKING:
@@ -166,10 +166,10 @@ def compare_cmd(run_a: str, run_b: str, csv_out: str | None) -> None:
     over each recording's runs), the relative difference, and whether it exceeds the runs' own spread (the
     two ranges do not overlap; a side with one run gets no verdict)."""
     from zkgpu.analysis import compare as compare_mod
+    from zkgpu.groth16.proof import write_exclusive
 
+    check_new_outputs({"--csv": csv_out}, "zkgpu compare")  # before any work: a name, new, in a writable folder
     a, b = _open_recording(run_a, "compare"), _open_recording(run_b, "compare")
-    if csv_out is not None and Path(csv_out).exists():
-        raise CliError(f"compare: {csv_out} exists: nothing is overwritten (choose another --csv)")
     t = compare_mod.compare(a, b)
     if t.empty:
         raise CliError(f"compare: {a.path.name} and {b.path.name} share no scenario with an event table")
@@ -183,8 +183,10 @@ def compare_cmd(run_a: str, run_b: str, csv_out: str | None) -> None:
                        f"[{f(r['b_min'])}..{f(r['b_max'])}]  {100 * r['rel_diff']:+6.1f}%  {r['verdict']}")
     if csv_out is not None:
         try:
-            with open(csv_out, "x", encoding="utf-8") as fh:
-                t.to_csv(fh, index=False)
+            files: dict[str | Path, str] = {csv_out: str(t.to_csv(index=False))}
+            write_exclusive(files)  # all or nothing, never over a file created meanwhile
+        except FileExistsError:
+            raise CliError(f"compare: --csv {csv_out} was created meanwhile: nothing is overwritten") from None
         except OSError as exc:
             raise CliError(f"compare: cannot write {csv_out}: {exc.strerror or exc}") from None
 

@@ -123,6 +123,13 @@ def write_report(diags: list[Diagnosis], out: Path, as_json: bool) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one is missing: check_log names it
+        return False
+
+
 @click.command("diagnose", cls=OneLineCommand)
 @click.argument("logs", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--nsys", "nsys", default=None, type=click.Path(dir_okay=False),
@@ -137,7 +144,12 @@ def diagnose_command(logs: tuple[str, ...], nsys: str | None, out: str | None, a
     model's predicted gain."""
     if nsys is not None and len(logs) > 1:
         raise CliError(f"--nsys {nsys} belongs to one run: give one LOG with it (got {len(logs)})")
+    same = next((log for i, log in enumerate(logs) if any(_same_file(log, other) for other in logs[:i])), None)
+    if same is not None:
+        raise CliError(f"LOG {same} is given twice: each LOG is one run, so a copy would count that run twice")
     if out is not None:
+        if not out.strip():
+            raise CliError(f"--out {out!r}: give a new folder for the report")
         if Path(out).exists():
             raise CliError(f"--out {out} exists: zkgpu diagnose never reuses a folder (choose a new name)")
         check_writable_under("--out", out, Path(out).parent if str(Path(out).parent) else Path("."))

@@ -102,7 +102,9 @@ def main(log_n: int | None, partitions: int, gw: int, gpus: int, pool_scope: str
         raise CliError("no CUDA GPU (CuPy) found: run on the CPU with --device cpu (reference math; --log-n 10 takes seconds)")
     if device == "gpu" and gpus > gpu_count():
         raise CliError(f"--gpus {gpus}: this host has {gpu_count()} CUDA device(s); use --gpus {gpu_count()} or fewer, or --device cpu to emulate them")
-    real = _real_circuit(zkey_path, wtns_paths, log_n, seed)
+    real = _real_circuit(zkey_path, wtns_paths, log_n, seed, vkey_path)
+    if vkey_path is not None and real is None:
+        raise CliError("--vkey checks the proofs of a real circuit: give its key with --zkey")
     log_n = (real.n.bit_length() - 1) if real is not None else DEFAULT_LOG_N[device] if log_n is None else log_n
     try:
         kw: dict[str, Any] = dict(partitions=partitions, gw=gw, gpus=gpus, pool_scope=pool_scope, synth_workers=synth_workers, device=device, timeout_s=timeout_s, prep=prep, tail_streams=tail_streams,
@@ -158,7 +160,7 @@ def main(log_n: int | None, partitions: int, gw: int, gpus: int, pool_scope: str
         raise click.ClickException(f"{len(failed)} partition(s) did not prove ({len({r for r, _ in failed})} of {runs} run(s)); see the lines above")
 
 
-def _real_circuit(zkey_path: str | None, wtns_paths: tuple[str, ...], log_n: int | None, seed: int | None) -> SnarkjsCircuit | None:
+def _real_circuit(zkey_path: str | None, wtns_paths: tuple[str, ...], log_n: int | None, seed: int | None, vkey_path: str | None = None) -> SnarkjsCircuit | None:
     """The --zkey/--wtns circuit, or None; a one-line CliError for a bad combination or file."""
     if zkey_path is None:
         if wtns_paths or seed is not None:
@@ -169,7 +171,7 @@ def _real_circuit(zkey_path: str | None, wtns_paths: tuple[str, ...], log_n: int
     if log_n is not None:
         raise CliError("--log-n does not apply with --zkey: n is the key's domain size")
     try:
-        return load_circuit(zkey_path, wtns_paths, seed=seed)
+        return load_circuit(zkey_path, wtns_paths, seed=seed, vkey=vkey_path)  # the vkey too: a FIFO never blocks snarkjs later
     except (ValueError, OSError) as exc:
         raise CliError(str(exc)) from exc
 

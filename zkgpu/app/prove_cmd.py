@@ -26,6 +26,8 @@ def _outputs(wtns_paths: tuple[str, ...], proof_path: str | None, public_path: s
     if out_dir is not None:
         if proof_path or public_path:
             raise CliError("--out DIR names the outputs itself: leave out --proof and --public")
+        if not out_dir.strip():
+            raise CliError(f"--out {out_dir!r}: give a folder for the proofs")
         stems = [Path(w).name.removesuffix(".wtns") for w in wtns_paths]
         dup = next((s for s in stems if stems.count(s) > 1), None)
         if dup is not None:

@@ -63,7 +63,7 @@ from zkgpu.analysis import metrics
 from zkgpu.app.bench import msm as bench_msm
 from zkgpu.app.bench import ntt as bench_ntt
 from zkgpu.app.bench import transfer as bench_transfer
-from zkgpu.app.record_checks import check_options, parse_scenario_partitions, scenario_configs
+from zkgpu.app.record_checks import check_options, scenario_configs
 from zkgpu.app.record_checks import scenario_partitions as check_scenario_partitions
 from zkgpu.core.cuda import gpu_available
 from zkgpu.core.errors import CliError, OneLineCommand
@@ -78,6 +78,7 @@ from zkgpu.core.scenarios import (
     SCENARIOS,
     SEED_HOST_LOAD,
     SEED_PREP_THREADS,
+    parse_scenario_partitions,
 )
 from zkgpu.groth16.workload import SnarkjsCircuit, check_proofs, load_circuit
 from zkgpu.pipeline.config import PipelineConfig
@@ -614,7 +615,9 @@ def record_command(n, partitions, quick, out, device, scenarios, scenario_partit
         raise CliError("a real circuit needs both --zkey and --wtns")
     try:
         counts = parse_scenario_partitions(scenario_partitions)
-        circuit = load_circuit(zkey_path, wtns_paths) if zkey_path else None
+        if vkey_path is not None and not zkey_path:
+            raise ValueError("--vkey checks the proofs of a real circuit: give its key with --zkey")
+        circuit = load_circuit(zkey_path, wtns_paths, vkey=vkey_path) if zkey_path else None  # the vkey too, before any folder
         run_dir = record(
             out=out, device=None if device == "auto" else device, n=n, partitions=partitions, quick=quick,
             scenarios=scenarios or None, sweep=not no_sweep, bench=not no_bench, synth_workers=synth_workers,

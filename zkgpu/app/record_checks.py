@@ -27,7 +27,6 @@ __all__ = [
     "MAX_PREP_THREADS",
     "scenario_configs",
     "scenario_partitions",
-    "parse_scenario_partitions",
     "check_options",
 ]
 
@@ -81,18 +80,6 @@ def scenario_partitions(given: Mapping[str, int] | None, runnable: Mapping[str, 
             raise ValueError(f"scenario_partitions[{name!r}]={k} must be in [1, {MAX_PARTITIONS}]")
         out[name] = k
     return out
-
-
-def parse_scenario_partitions(items: Iterable[str]) -> dict[str, int]:
-    """The CLI's ``--scenario-partitions NAME=K`` values as ``{NAME: K}`` (ValueError naming a malformed one;
-    the names and counts are checked by :func:`scenario_partitions`)."""
-    counts: dict[str, int] = {}
-    for item in items:
-        name, sep, k = item.partition("=")
-        if not sep or not k.strip().isdigit():
-            raise ValueError(f"--scenario-partitions {item!r}: expected NAME=K with K a whole number of partitions (e.g. submit_prep_gpu=64)")
-        counts[name.strip()] = int(k)
-    return counts
 
 
 def check_options(

@@ -51,8 +51,8 @@ def check_writable_under(opt: str, target: Any, folder: Path) -> None:
 
 
 def check_new_outputs(targets: dict[str, str | os.PathLike | None], command: str, same_hint: str = "give each output its own name") -> None:
-    """Check a command's output files before any work: none exists, no two are the same file, and
-    each one's nearest existing folder is a writable folder.
+    """Check a command's output files before any work: each is a name (not empty), none exists, no two are the
+    same file, and each one's nearest existing folder is a writable folder.
 
     Args:
         targets: option name (``--proof``) -> path, or None for an output not asked for.
@@ -65,6 +65,8 @@ def check_new_outputs(targets: dict[str, str | os.PathLike | None], command: str
     for opt, target in targets.items():
         if target is None:
             continue
+        if not str(target).strip():  # Path("") is ".", which exists: name the empty value instead
+            raise CliError(f"{opt} {str(target)!r}: give a file name")
         path = Path(target)
         if path.exists() or path.is_symlink():
             raise CliError(f"{opt} {target} exists: {command} never overwrites a file (choose another name)")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["SEED_PREP", "SEED_PREP_THREADS", "SEED_HOST_LOAD", "BASELINE", "SCENARIOS", "MAIN_SCENARIOS", "DEFAULT_REPEATS",
+__all__ = ["parse_scenario_partitions", "SEED_PREP", "SEED_PREP_THREADS", "SEED_HOST_LOAD", "BASELINE", "SCENARIOS", "MAIN_SCENARIOS", "DEFAULT_REPEATS",
            "LAST_MILE_SCENARIOS", "LAST_MILE_PARTITIONS", "LAST_MILE_ALTERNATIVE_PARTITIONS"]
 
 #: The seed-faithful regime (issue 20): cuzk computes prep_msm on a thread pool, so the baseline's
@@ -89,3 +89,20 @@ LAST_MILE_SCENARIOS = ("baseline", "pinned_narrow", "narrow_prep_gpu", "narrow_p
 LAST_MILE_PARTITIONS = 48
 LAST_MILE_ALTERNATIVE_PARTITIONS = {"narrow_prep_gpu_tails": 32, "unlocked_prep_gpu_tails": 32,
                                     "narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3": 32, "submit_prep_gpu_msm_precomp_gw3": 32}
+
+
+def parse_scenario_partitions(items: Any) -> dict[str, int]:
+    """``zkgpu record --scenario-partitions NAME=K ...`` as ``{NAME: K}``.
+
+    Raises:
+        ValueError: an item that is not NAME=K with K a whole number, or a NAME given twice (one line naming it).
+    """
+    counts: dict[str, int] = {}
+    for item in items:
+        name, sep, k = item.partition("=")
+        if not sep or not k.strip().isdigit():
+            raise ValueError(f"--scenario-partitions {item!r}: expected NAME=K with K a whole number of partitions (e.g. submit_prep_gpu=64)")
+        if name.strip() in counts:
+            raise ValueError(f"--scenario-partitions {name.strip()!r} given twice ({counts[name.strip()]} and {int(k)}): keep one")
+        counts[name.strip()] = int(k)
+    return counts

@@ -28,14 +28,13 @@ import json
 import os
 import re
 import shutil
-import struct
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from zkgpu.groth16.formats import read_sections
-from zkgpu.groth16.setup import fast_setup
+from zkgpu.groth16.formats import FormatError, read_sections
+from zkgpu.groth16.setup import MAX_LOG_DOMAIN, fast_setup, r1cs_header
 
 __all__ = [
     "configure",
@@ -52,6 +51,8 @@ __all__ = [
 ]
 
 REPO = Path(__file__).resolve().parents[2]
+VERIFY_TIMEOUT_S = 600
+"""The longest one ``snarkjs groth16 verify`` may take (a few seconds in practice; no run ever waits on it forever)."""
 _NODE: dict[str, str | Path | None] = {"node": None, "node_modules": None}  # configure(...)
 
 
@@ -185,15 +186,24 @@ CIRCUITS = {"mulchain": (_MULCHAIN, {"x": "3", "y": "5"}), "poseidon": (_POSEIDO
 """Built-in circuit families: name -> (circom source with %d for N, input JSON)."""
 
 
+CONSTRAINTS_PER_N = {"mulchain": 1, "poseidon": 517}
+"""Constraints per unit of N of each family (circom2's default optimisation); with the public signals and the
+constant they must fit the largest domain, 2^:data:`zkgpu.groth16.setup.MAX_LOG_DOMAIN`."""
+
+
 def circuit_source(name: str) -> tuple[str, dict]:
     """``"mulchain-8"`` / ``"poseidon-1080"`` -> (circom source, input).
 
     Raises:
-        ValueError: an unknown family or a bad N.
+        ValueError: an unknown family, or an N below 1 or whose constraints would not fit a 2^28 domain
+            (checked before circom runs: it would fail with an unreadable error, or run for hours).
     """
     fam, _, num = name.partition("-")
     if fam not in CIRCUITS or not num.isdigit() or int(num) < 1:
         raise ValueError(f"unknown circuit {name!r}: use one of {', '.join(f'{f}-N' for f in CIRCUITS)} (N >= 1)")
+    most = ((1 << MAX_LOG_DOMAIN) - 3) // CONSTRAINTS_PER_N[fam]
+    if int(num) > most:
+        raise ValueError(f"circuit {name!r}: N = {int(num)} is more than {most}, the most whose constraints fit a 2^{MAX_LOG_DOMAIN} domain")
     src, inp = CIRCUITS[fam]
     return src % int(num), dict(inp)
 
@@ -219,20 +229,47 @@ def ptau_power(r1cs: Path) -> int:
     (read from the r1cs header: section 1 holds n8, the prime, nWires, nPubOut, nPubIn, nPrvIn,
     nLabels, nConstraints)."""
     data, secs = read_sections(r1cs, b"r1cs", 1)
-    off, _ = secs[1][0]
-    (n8,) = struct.unpack_from("<I", data, off)
-    _wires, pub_out, pub_in, _prv, _labels, cons = struct.unpack_from("<IIIIQI", data, off + 4 + n8)
+    _wires, pub_out, pub_in, _prv, cons = r1cs_header(r1cs, data, secs)
     need = cons + pub_out + pub_in + 1
     return max(4, (need - 1).bit_length())
 
 
+def _whole(out: Path) -> bool:
+    """Whether a cached output is whole: a binfile (``.r1cs``, ``.zkey``, ``.wtns``) whose sections all fit the file, a
+    JSON file that parses. A file an interrupted step of an older version left cut short is not."""
+    if out.suffix in (".r1cs", ".zkey", ".wtns"):
+        try:
+            read_sections(out, out.suffix[1:].encode(), 2, payload=False)
+        except FormatError:
+            return False
+        return True
+    if out.suffix == ".json":
+        try:
+            json.loads(out.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            return False
+    return True
+
+
 def _step(steps: dict, name: str, out: Path, fn) -> None:
-    if out.exists():
+    """Run a build step unless its output exists and is whole (:func:`_whole`; a cut one is removed and made again).
+    Each step writes its output under a temporary name and renames it into place, so an interrupted step leaves no
+    output under the real name."""
+    if out.exists() and _whole(out):
         steps[name] = 0.0
         return
+    out.unlink(missing_ok=True)
     t = time.perf_counter()
     fn()
     steps[name] = round(time.perf_counter() - t, 3)
+
+
+def _into_place(out: Path, run) -> None:
+    """``run(tmp)`` writes ``out``'s content to a temporary name beside it; then it is renamed to ``out``."""
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.unlink(missing_ok=True)
+    run(tmp)
+    os.replace(tmp, out)
 
 
 @contextlib.contextmanager
@@ -298,10 +335,20 @@ def _build(name: str, folder: str | Path, *, ptau_dir: str | Path | None, setup:
     r1cs, wasm = root / "circuit.r1cs", root / "circuit_js" / "circuit.wasm"
     def compile_() -> None:
         # circom2 (WASI) cannot follow an include path that leaves its working folder through "..":
-        # run it in the circuit's folder with a copy of circomlib's circuits there
+        # run it in the circuit's folder with a copy of circomlib's circuits there. It writes into a
+        # temporary folder; the wasm moves into place first, the r1cs (this step's output) last.
         shutil.copytree(t.circomlib, root / "circomlib", dirs_exist_ok=True)
-        t.run([*t.circom2, circ.name, "--r1cs", "--wasm", "--prime", "bls12381", "-l", "circomlib", "-o", "."], cwd=root)
+        tmp = root / ".compile.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        t.run([*t.circom2, circ.name, "--r1cs", "--wasm", "--prime", "bls12381", "-l", "circomlib", "-o", tmp.name], cwd=root)
+        shutil.rmtree(root / "circuit_js", ignore_errors=True)
+        os.replace(tmp / "circuit_js", root / "circuit_js")
+        os.replace(tmp / "circuit.r1cs", r1cs)
+        shutil.rmtree(tmp, ignore_errors=True)
 
+    if not wasm.is_file():  # a compile stopped before its wasm (older versions wrote the r1cs first): compile again
+        r1cs.unlink(missing_ok=True)
     _step(steps, "compile", r1cs, compile_)
     z0, zkey, vkey, wtns = root / "circuit_0.zkey", root / "circuit.zkey", root / "vkey.json", root / "circuit.wtns"
     if setup == "fast":
@@ -351,8 +398,8 @@ def _refuse_links(root: Path, folder: Path) -> None:
 
 
 def _finish(t: NodeTools, name: str, root: Path, r1cs: Path, wasm: Path, zkey: Path, vkey: Path, wtns: Path, inp: Path, steps: dict) -> CircuitFiles:
-    _step(steps, "vkey", vkey, lambda: t.run([*t.snarkjs, "zkey", "export", "verificationkey", str(zkey), str(vkey)]))
-    _step(steps, "witness", wtns, lambda: t.run([*t.snarkjs, "wtns", "calculate", str(wasm), str(inp), str(wtns)]))
+    _step(steps, "vkey", vkey, lambda: _into_place(vkey, lambda tmp: t.run([*t.snarkjs, "zkey", "export", "verificationkey", str(zkey), str(tmp)])))
+    _step(steps, "witness", wtns, lambda: _into_place(wtns, lambda tmp: t.run([*t.snarkjs, "wtns", "calculate", str(wasm), str(inp), str(tmp)])))
     return CircuitFiles(root=root, name=name, r1cs=r1cs, wasm=wasm, zkey=zkey, vkey=vkey, wtns=wtns, input=inp, step_s=steps)
 
 
@@ -360,10 +407,14 @@ def snarkjs_verify(vkey: str | Path, public: str | Path, proof: str | Path) -> b
     """``snarkjs groth16 verify``: True when it prints OK (exit 0), False for "Invalid proof".
 
     Raises:
-        ToolError: node tools missing.
+        ToolError: node tools missing, or no answer within :data:`VERIFY_TIMEOUT_S` (a vkey that never ends).
     """
     t = tools()
-    res = subprocess.run([*t.snarkjs, "groth16", "verify", str(vkey), str(public), str(proof)], capture_output=True, text=True, check=False)
+    try:
+        res = subprocess.run([*t.snarkjs, "groth16", "verify", str(vkey), str(public), str(proof)], capture_output=True, text=True, check=False,
+                             timeout=VERIFY_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise ToolError(f"snarkjs groth16 verify {vkey}: no answer within {VERIFY_TIMEOUT_S} s") from None
     return res.returncode == 0 and "OK" in res.stdout
 
 

@@ -97,12 +97,13 @@ def _describe(mode: int) -> str:
     return "not a regular file"
 
 
-def read_sections(path: str | Path, magic: bytes, max_version: int) -> tuple[bytearray, dict[int, list[tuple[int, int]]]]:
+def read_sections(path: str | Path, magic: bytes, max_version: int, *, payload: bool = True) -> tuple[bytearray, dict[int, list[tuple[int, int]]]]:
     """Read an iden3 binfile: returns ``(data, {type: [(offset, size), ...]})``.
 
     Only a regular file is read (a FIFO, device, socket or folder is refused before any read, so
     nothing hangs or fills memory), and only the bytes its section headers announce, each checked
-    against the file's size first.
+    against the file's size first. ``payload=False`` walks the section headers only (``data`` is
+    empty): whether the file is whole, without reading it.
 
     Raises:
         FormatError: missing or unreadable file, not a regular file, wrong magic, unsupported
@@ -142,6 +143,8 @@ def read_sections(path: str | Path, magic: bytes, max_version: int) -> tuple[byt
                     raise FormatError(f"{path}: truncated: section {typ} needs {sz} bytes at byte {pos}, file is {size} bytes")
                 sections.setdefault(typ, []).append((pos, sz))
                 pos += sz
+            if not payload:
+                return bytearray(), sections
             data = bytearray(pos)
             view, got = memoryview(data), 0
             f.seek(0)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -22,10 +23,10 @@ import numpy as np
 
 from zkgpu.arith.field import FQ, FR
 from zkgpu.core import optional
-from zkgpu.groth16.formats import ZKey
+from zkgpu.groth16.formats import FormatError, ZKey
 from zkgpu.groth16.prover import ProveResult
 
-__all__ = ["proof_json", "public_json", "write_exclusive", "write_proof", "read_proof", "verify_py_ecc"]
+__all__ = ["proof_json", "public_json", "write_exclusive", "write_proof", "read_proof", "check_vkey", "verify_py_ecc"]
 
 
 def _ints(arr: np.ndarray) -> list[int]:
@@ -55,13 +56,15 @@ def public_json(result: ProveResult) -> list[str]:
     return [str(v) for v in result.public]
 
 
-def write_exclusive(files: dict[str | Path, str]) -> None:
+def write_exclusive(files: dict[str | Path, str] | dict[str | Path, bytes] | dict[str | Path, str | bytes]) -> None:
     """Write every file or none, each created exclusively and atomically.
 
     Each text goes to a temporary file in its target's folder (missing folders are created), is
     flushed to disk, then hard-linked to its name (``os.link`` fails if the name exists: a file
     created meanwhile, e.g. by a concurrent run, is never overwritten) and the temporary name
-    removed. If any step fails, the names linked so far are removed again.
+    removed. If any step fails, the names linked so far are removed again. A text (str) is written as
+    UTF-8, bytes as they are; each file gets the mode a plain ``open`` would give it (0666 less the umask,
+    not ``mkstemp``'s 0600).
 
     Raises:
         FileExistsError: a target exists (nothing written). OSError: a folder that cannot be
@@ -69,14 +72,17 @@ def write_exclusive(files: dict[str | Path, str]) -> None:
     """
     temps: list[str] = []
     linked: list[Path] = []
+    umask = os.umask(0o022)
+    os.umask(umask)
     try:
         for target, text in files.items():
             target = Path(target)
             target.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
             temps.append(tmp)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
+            os.fchmod(fd, 0o666 & ~umask)
+            with os.fdopen(fd, "wb") as f:
+                f.write(text.encode("utf-8") if isinstance(text, str) else text)
                 f.flush()
                 os.fsync(f.fileno())
         for (target, _), tmp in zip(files.items(), temps, strict=True):
@@ -89,6 +95,42 @@ def write_exclusive(files: dict[str | Path, str]) -> None:
     finally:
         for tmp in temps:
             Path(tmp).unlink(missing_ok=True)
+
+
+MAX_VKEY_BYTES = 64 << 20
+"""The largest verification key read (about 200 bytes per public signal: 64 MiB is some 300k of them)."""
+
+
+def check_vkey(path: str | Path) -> Path:
+    """A snarkjs verification key (``vkey.json``) checked at the door, before any work that ends with
+    ``snarkjs groth16 verify`` reading it: a regular file (a FIFO, a device or a folder is refused before any read,
+    so nothing blocks), at most :data:`MAX_VKEY_BYTES`, a JSON object with ``protocol`` ``groth16`` and ``curve``
+    ``bls12381``. Returns the path.
+
+    Raises:
+        FormatError (a ValueError): one line naming the file and what is wrong.
+    """
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise FormatError(f"--vkey {path}: cannot read ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise FormatError(f"--vkey {path}: not a regular file (a FIFO, a device or a folder): give the vkey.json of "
+                              "snarkjs zkey export verificationkey")
+        if st.st_size > MAX_VKEY_BYTES:
+            raise FormatError(f"--vkey {path}: {st.st_size} bytes, more than a verification key's {MAX_VKEY_BYTES}")
+        raw = f.read(MAX_VKEY_BYTES + 1)
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise FormatError(f"--vkey {path}: not JSON ({' '.join(str(exc).split())[:120]})") from None
+    if not isinstance(doc, dict) or doc.get("protocol") != "groth16" or doc.get("curve") != "bls12381":
+        got = (doc.get("protocol"), doc.get("curve")) if isinstance(doc, dict) else type(doc).__name__
+        raise FormatError(f"--vkey {path}: not a Groth16 BLS12-381 verification key (protocol, curve: {got})")
+    return path
 
 
 def write_proof(result: ProveResult, proof_path: str | Path, public_path: str | Path, extra: dict[str | Path, str] | None = None) -> None:

@@ -477,7 +477,7 @@ class Prover:
             against it first (:func:`zkgpu.groth16.keycheck.check_constraints`).
 
     Raises:
-        ValueError: an unknown device, or an r1cs whose wire count is not the key's signal count.
+        ValueError: an unknown device, or an r1cs whose wire count, public count or constraint count do not fit the key.
     """
 
     def __init__(self, zkey: ZKey, *, device: str = "gpu", r1cs: Any = None):
@@ -485,6 +485,11 @@ class Prover:
             raise ValueError(f"device must be 'gpu' or 'cpu', got {device!r}")
         if r1cs is not None and r1cs.n_wires != zkey.n_vars:
             raise ValueError(f"the r1cs has {r1cs.n_wires} wires but the key {zkey.path} has {zkey.n_vars} signals: not the key's circuit")
+        if r1cs is not None and r1cs.n_public != zkey.n_public:
+            raise ValueError(f"the r1cs has {r1cs.n_public} public signals but the key {zkey.path} has {zkey.n_public}: not the key's circuit")
+        if r1cs is not None and r1cs.n_constraints + r1cs.n_public + 1 > zkey.domain_size:
+            raise ValueError(f"the r1cs has {r1cs.n_constraints} constraints, more than the key {zkey.path}'s domain 2^{zkey.log_n} holds: "
+                             "not the key's circuit")
         self.zkey, self.device, self.r1cs = zkey, device, r1cs
 
     def check(self, witness: Witness) -> float:

@@ -34,7 +34,6 @@ import os
 import random
 import struct
 import sys
-import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -44,9 +43,10 @@ import numpy as np
 from zkgpu.arith.field import FQ, FR
 from zkgpu.core import optional
 from zkgpu.groth16.formats import FormatError, read_sections
+from zkgpu.groth16.proof import write_exclusive
 from zkgpu.groth16.prover import snarkjs_root
 
-__all__ = ["MAX_LOG_DOMAIN", "R1cs", "read_r1cs", "fast_setup", "mulchain_r1cs", "write_wtns"]
+__all__ = ["MAX_LOG_DOMAIN", "R1cs", "r1cs_header", "read_r1cs", "fast_setup", "mulchain_r1cs", "write_wtns"]
 
 P = FR.modulus
 MAX_LOG_DOMAIN = 28
@@ -70,38 +70,74 @@ class R1cs:
         return self.n_pub_out + self.n_pub_in
 
 
-def read_r1cs(path: str | Path) -> R1cs:
-    """Read a circom ``.r1cs`` (BLS12-381).
+_R1CS_HEADER = struct.Struct("<IIIIQI")  # after n8 and the prime: nWires, nPubOut, nPubIn, nPrvIn, nLabels, nConstraints
+
+
+def r1cs_header(path: str | Path, data: bytearray, secs: dict[int, list[tuple[int, int]]]) -> tuple[int, int, int, int, int]:
+    """The checked header (section 1) of an r1cs read by :func:`zkgpu.groth16.formats.read_sections`:
+    ``(n_wires, n_pub_out, n_pub_in, n_prv_in, n_constraints)``.
 
     Raises:
-        FormatError: not an r1cs file, another curve, truncated or corrupt constraints.
+        FormatError: a missing or repeated section, a header of the wrong size (nothing is read past its
+            section), a prime other than BLS12-381's r, or counts that do not fit (the constant, the outputs
+            and the inputs are more than the wires).
+    """
+    for typ in (1, 2):
+        if typ not in secs:
+            raise FormatError(f"{path}: corrupt: {'header' if typ == 1 else 'constraint'} section ({typ}) missing")
+        if len(secs[typ]) > 1:
+            raise FormatError(f"{path}: corrupt: section {typ} appears {len(secs[typ])} times")
+    off, size = secs[1][0]
+    if size < 4:
+        raise FormatError(f"{path}: corrupt: header section has {size} bytes")
+    (n8,) = struct.unpack_from("<I", data, off)
+    if size != 4 + n8 + _R1CS_HEADER.size:
+        raise FormatError(f"{path}: corrupt: header section has {size} bytes, expected {4 + n8 + _R1CS_HEADER.size} (field size {n8})")
+    prime = int.from_bytes(data[off + 4 : off + 4 + n8], "little")
+    if n8 != 32 or prime != P:
+        raise FormatError(f"{path}: the circuit is not for bls12381 (prime {prime:#x}); compile with --prime bls12381")
+    wires, pub_out, pub_in, prv_in, _labels, cons = _R1CS_HEADER.unpack_from(data, off + 4 + n8)
+    if 1 + pub_out + pub_in + prv_in > wires:
+        raise FormatError(f"{path}: corrupt: {pub_out} outputs, {pub_in} public and {prv_in} private inputs and the constant "
+                          f"are more than its {wires} wires")
+    return wires, pub_out, pub_in, prv_in, cons
+
+
+def read_r1cs(path: str | Path) -> R1cs:
+    """Read a circom ``.r1cs`` (BLS12-381), checked at the door: the header (:func:`r1cs_header`), every term's
+    wire below the wire count and its coefficient below r, and nothing read outside the constraint section.
+
+    Raises:
+        FormatError: not an r1cs file, another curve, truncated or corrupt sections (names the constraint).
     """
     path = Path(path)
     data, secs = read_sections(path, b"r1cs", 1)
-    if 1 not in secs or 2 not in secs:
-        raise FormatError(f"{path}: corrupt: header or constraint section missing")
-    off, _ = secs[1][0]
-    (n8,) = struct.unpack_from("<I", data, off)
-    prime = int.from_bytes(data[off + 4 : off + 4 + n8], "little")
-    if prime != P:
-        raise FormatError(f"{path}: the circuit is not for bls12381 (prime {prime:#x}); compile with --prime bls12381")
-    wires, pub_out, pub_in, prv_in, _labels, cons = struct.unpack_from("<IIIIQI", data, off + 4 + n8)
+    wires, pub_out, pub_in, prv_in, cons = r1cs_header(path, data, secs)
     pos, end = secs[2][0][0], secs[2][0][0] + secs[2][0][1]
+    view = memoryview(data)[:end]  # a constraint never reads past its section
     out: dict[str, tuple[list[int], list[int], list[int]]] = {k: ([], [], []) for k in "ABC"}
-    tsize = 4 + n8
+    tsize = 36
     try:
         for c in range(cons):
             for k in "ABC":
-                (nt,) = struct.unpack_from("<I", data, pos)
+                (nt,) = struct.unpack_from("<I", view, pos)
                 pos += 4
+                if pos + nt * tsize > end:
+                    raise struct.error
                 cs, ws, vs = out[k]
                 for _ in range(nt):
-                    ws.append(struct.unpack_from("<I", data, pos)[0])
-                    vs.append(int.from_bytes(data[pos + 4 : pos + tsize], "little"))
+                    w = struct.unpack_from("<I", view, pos)[0]
+                    v = int.from_bytes(view[pos + 4 : pos + tsize], "little")
+                    if w >= wires:
+                        raise FormatError(f"{path}: corrupt: constraint {c} ({k}) names wire {w}, the circuit has {wires}")
+                    if v >= P:
+                        raise FormatError(f"{path}: corrupt: constraint {c} ({k}) has a coefficient {v:#x} not below r")
+                    ws.append(w)
+                    vs.append(v)
                     cs.append(c)
                     pos += tsize
     except struct.error:
-        raise FormatError(f"{path}: truncated constraint section") from None
+        raise FormatError(f"{path}: truncated constraint section ({cons} constraints announced)") from None
     if pos != end:
         raise FormatError(f"{path}: corrupt: constraint section has {end - pos} bytes left over")
     terms = {k: (np.array(v[0], dtype=np.int64), np.array(v[1], dtype=np.int64), v[2]) for k, v in out.items()}
@@ -203,18 +239,9 @@ def write_wtns(path: str | Path, values: list[int]) -> None:
 
 
 def _write_new(path: str | Path, data: bytes) -> None:
-    """Create ``path`` exclusively and atomically: a temporary file in its folder, hard-linked to
-    the name (``FileExistsError`` if it exists: never replaced), then the temporary name removed."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.link(tmp, path)
-    finally:
-        os.unlink(tmp)
+    """Create ``path`` exclusively and atomically (:func:`zkgpu.groth16.proof.write_exclusive`: a temporary file
+    in its folder, created with its parents if missing, hard-linked to the name, ``FileExistsError`` if it exists)."""
+    write_exclusive({path: data})
 
 
 def fast_setup(r1cs_path: str | Path | R1cs, zkey_path: str | Path, *, seed: int = 0, workers: int | None = None) -> dict:

@@ -36,7 +36,7 @@ import numpy as np
 from zkgpu.core import cuda as _cuda
 from zkgpu.groth16.circuits import ToolError, snarkjs_verify
 from zkgpu.groth16.formats import Witness, ZKey, read_wtns, read_zkey
-from zkgpu.groth16.proof import proof_json, verify_py_ecc, write_proof
+from zkgpu.groth16.proof import check_vkey, proof_json, verify_py_ecc, write_proof
 from zkgpu.groth16.prover import (
     ProveResult,
     assemble_proof,
@@ -48,7 +48,7 @@ from zkgpu.groth16.prover import (
     to_zkgpu_order,
 )
 
-__all__ = ["SnarkjsCircuit", "load_circuit", "write_proofs", "verify_proofs", "default_vkey", "check_proofs"]
+__all__ = ["SnarkjsCircuit", "load_circuit", "write_proofs", "verify_proofs", "default_vkey", "resolve_vkey", "check_proofs"]
 
 
 def _nonzero_rows(points: np.ndarray) -> np.ndarray:
@@ -153,14 +153,18 @@ class SnarkjsCircuit:
         return assemble_proof(self.zkey, witness, msms, b2, seed=seed, device=self.device)
 
 
-def load_circuit(zkey_path: str | Path, wtns_paths: list[str | Path] | tuple[str | Path, ...], *, seed: int | None = None) -> SnarkjsCircuit:
-    """Read a key and its witnesses into a :class:`SnarkjsCircuit`.
+def load_circuit(zkey_path: str | Path, wtns_paths: list[str | Path] | tuple[str | Path, ...], *, seed: int | None = None,
+                 vkey: str | Path | None = None) -> SnarkjsCircuit:
+    """Read a key and its witnesses into a :class:`SnarkjsCircuit`; check the verification key its proofs will be
+    checked with (:func:`resolve_vkey`: ``vkey``, else ``vkey.json`` beside the key), so a bad one is refused before
+    any run.
 
     Raises:
-        FormatError / OSError: an unreadable or invalid file (:mod:`zkgpu.groth16.formats`).
+        FormatError / OSError: an unreadable or invalid file (:mod:`zkgpu.groth16.formats`), or vkey.
         ValueError: no witness, or one that does not match the key.
     """
     zkey = read_zkey(zkey_path)
+    resolve_vkey(zkey_path, vkey)
     return SnarkjsCircuit(zkey, [read_wtns(p) for p in wtns_paths], seed=seed)
 
 
@@ -208,6 +212,17 @@ def default_vkey(zkey_path: str | Path) -> Path | None:
     return p if p.is_file() else None
 
 
+def resolve_vkey(zkey_path: str | Path, vkey: str | Path | None) -> Path | None:
+    """The verification key the proofs of ``zkey_path`` will be checked with, checked at the door
+    (:func:`zkgpu.groth16.proof.check_vkey`): ``vkey`` when given, else :func:`default_vkey`, else None (py_ecc).
+
+    Raises:
+        FormatError: a vkey that is not a regular file, not JSON or not a Groth16 BLS12-381 key.
+    """
+    found = Path(vkey) if vkey is not None else default_vkey(zkey_path)
+    return check_vkey(found) if found is not None else None
+
+
 def check_proofs(real: SnarkjsCircuit, partitions: Iterable[Any], folder: str | Path | None, vkey: str | Path | None) -> tuple[dict[int, bool], str]:
     """Write the partitions' proofs to ``folder`` (:func:`write_proofs`, when given) and verify each:
     with ``snarkjs groth16 verify`` when they were written, a ``vkey`` is given (or
@@ -219,7 +234,7 @@ def check_proofs(real: SnarkjsCircuit, partitions: Iterable[Any], folder: str | 
         without a proof are left out.
     """
     proven = [p for p in partitions if getattr(p, "proof", None) is not None]
-    vkey = vkey or default_vkey(real.zkey.path)
+    vkey = resolve_vkey(real.zkey.path, vkey)
     if folder is not None:
         written = write_proofs(proven, folder)
         if vkey is not None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import inspect
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ import pandas as pd
 
 from zkgpu.analysis import calibration, metrics, model
 from zkgpu.analysis.replay import Recording, Source, repeat_table
+from zkgpu.analysis.schema import loads_strict
 from zkgpu.core.manifest import REPO_ROOT, commit_label, git_commit, write_json_new
 from zkgpu.story import bottleneck
 
@@ -203,8 +203,8 @@ def read_forecasts(folder: str | Path | None = None) -> list[dict[str, Any]]:
         if not f.is_file():  # a folder, a FIFO (would block), a device
             raise ValueError(f"{f}: not a regular file, so not a forecast (remove it)")
         try:
-            doc = json.loads(f.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            doc = loads_strict(f.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:  # not JSON, or a key twice
             raise ValueError(f"{f}: not a JSON forecast ({exc})") from None
         except OSError as exc:
             raise ValueError(f"{f}: unreadable ({exc.strerror or exc})") from None
@@ -222,9 +222,11 @@ def read_forecasts(folder: str | Path | None = None) -> list[dict[str, Any]]:
                                              and math.isfinite(v[k]) and v[k] >= 0 for k in _NUMBERS)
             band = [v.get(k) for k in ("band_lo", "band_hi")] if isinstance(v, dict) else []
             ok = ok and all(b is None or (isinstance(b, (int, float)) and not isinstance(b, bool) and math.isfinite(b)) for b in band)
+            lo, hi = (band + [None, None])[:2]
+            ok = ok and not (lo is not None and hi is not None and lo > hi)  # a band's low end above its high end
             if not ok:
                 raise ValueError(f"{f}: scenario {name!r}: needs finite numbers >= 0 for {', '.join(_NUMBERS)} (and finite or null "
-                                 f"band_lo/band_hi), got {v!r}")
+                                 f"band_lo <= band_hi), got {v!r}")
         out.append({**doc, "file": f.name, "_made": made})
     return sorted(out, key=lambda d: d["_made"])
 

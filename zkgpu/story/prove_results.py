@@ -12,7 +12,6 @@ Phase names are those of :mod:`zkgpu.groth16.prover` plus ``read`` (reading the 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import pandas as pd
 from zkgpu.analysis.keynumbers import number
 from zkgpu.analysis.metrics import compute_utilization, throughput
 from zkgpu.analysis.replay import Recording, data_dir, find_benchmarks, find_recordings
+from zkgpu.analysis.schema import check_manifest, loads_strict
 from zkgpu.core.manifest import commit_label
 
 __all__ = [
@@ -94,7 +94,7 @@ def recorded_prove_source(base: str | Path | None = None) -> ProveSource | None:
     there is none.
 
     Raises:
-        ValueError: the folder's manifest.json is not JSON (names it).
+        ValueError: the folder's manifest.json is not JSON, not an object, or a field of the wrong type (names it).
     """
     found = find_benchmarks("prove", base)
     if found is None or not {"prove", "phases"} <= set(found[1]):
@@ -102,9 +102,10 @@ def recorded_prove_source(base: str | Path | None = None) -> ProveSource | None:
     folder, tables = found
     mf = folder / "manifest.json"
     try:
-        manifest = json.loads(mf.read_text())
+        manifest = loads_strict(mf.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise ValueError(f"{mf} is not readable JSON: {exc}") from exc
+    check_manifest(mf, manifest)  # the recordings' one check: an object whose fields hold their types
     kind = "recorded-gpu" if manifest.get("device") == "gpu" else "recorded-cpu"
     return ProveSource(kind=kind, runs=tables["prove"], phases=tables["phases"], manifest=manifest, folder=folder)
 

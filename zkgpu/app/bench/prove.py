@@ -22,6 +22,7 @@ from zkgpu.core.errors import CliError
 from zkgpu.core.manifest import build_manifest, check_run_base, new_run_dir, write_json_new
 from zkgpu.groth16.circuits import ToolError, build, snarkjs_prove, snarkjs_verify, tools
 from zkgpu.groth16.formats import read_zkey
+from zkgpu.groth16.proof import check_vkey
 
 __all__ = ["bench_command", "run_prove_bench"]
 
@@ -91,6 +92,7 @@ def bench_command(circuit, setup, zkey_path, wtns_path, vkey_path, device, repea
             files = build(circuit, work, setup=setup)
             zkey_path, wtns_path, vkey_path, build_s = files.zkey, files.wtns, files.vkey, files.step_s
         zk = read_zkey(zkey_path)
+        check_vkey(vkey_path)  # a FIFO never blocks snarkjs, a wrong file is named now
         run_work = Path(tempfile.mkdtemp(prefix="proofs-", dir=work))
         runs, phases = run_prove_bench(Path(zkey_path), Path(wtns_path), Path(vkey_path), device=device, repeat=repeat, workdir=run_work)
         node_version = subprocess.run([tools().node, "--version"], capture_output=True, text=True).stdout.strip()

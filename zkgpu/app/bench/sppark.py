@@ -34,6 +34,7 @@ from zkgpu.analysis.anchors import (
     markdown_table,
     porep_driver_control,
     read_sppark,
+    read_sppark_manifest,
     row_label,
     sppark_provenance,
     vs_sppark,
@@ -195,9 +196,9 @@ def readme_block(base: str | Path | None = None) -> str:
         body = "No `bench-sppark` recording in `data/` yet (`scripts/gpu_run.sh bench-sppark` makes one on a GPU)."
     else:
         path, vs = found
-        m = json.loads((path / "manifest.json").read_text())
-        sp = (m.get("sppark") or {}).get("vendor", {}).get("sppark", "?")
-        h = (m.get("compute_h_ms") or {}).get("2^24")
+        m = read_sppark_manifest(path / "manifest.json")
+        sp = str(m["sppark"].get("vendor", {}).get("sppark", "?"))
+        h = m["compute_h_ms"].get("2^24")
         body = (f"`data/{path.name}` (sppark `{sp[:12]}`, NTT kernel `{m.get('ntt_kernel')}`; {m.get('timing', '')}; "
                 f"below 1: zkgpu faster):\n\n{markdown_table(vs)}\n\n"
                 + (f"zkgpu `compute_h` at 2^24: {h:.1f} ms. " if h is not None else "")
@@ -321,7 +322,10 @@ def sppark_table(base: str | None, readme: str | None) -> None:
             raise CliError(f"--readme {readme}: cannot rewrite it: {exc.strerror or exc}") from None
         click.echo(f"{readme}: {'updated' if changed else 'already current'}")
     else:
-        click.echo(readme_block(base))
+        try:
+            click.echo(readme_block(base))
+        except ValueError as exc:  # an unusable manifest, named
+            raise CliError(str(exc)) from None
 
 
 bench_command = bench_sppark
