@@ -97,6 +97,8 @@ def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: 
     missing = set(cats) - set(table.columns)
     if missing:
         raise ValueError(f"table lacks columns {sorted(missing)}")
+    if table[list(cats)].isna().all(axis=None):  # e.g. reindexed by names the table does not hold: an empty figure says nothing
+        raise ValueError(f"nothing to draw: every row is empty ({', '.join(map(str, table.index[:4]))})")
     v = table[list(cats)].astype(float).fillna(0.0)
     if normalize:
         v = v.div(v.sum(axis=1).replace(0.0, np.nan), axis=0).fillna(0.0) * 100
@@ -156,7 +158,7 @@ def critical_path(table: pd.DataFrame, ax: Axes | None = None, title: str | None
     longest bar the axis holds, when figures that are compared share it (:func:`summary_scale`).
 
     Raises:
-        ValueError: the table has neither table's columns, or is empty.
+        ValueError: the table has neither table's columns, or is empty (no rows, or no value in any row).
     """
     tot = {i: f"{r['ms_per_partition']:.0f} ms = {60000 / r['ms_per_partition']:.0f} partitions/min" for i, r in table.iterrows()
            if r.get("ms_per_partition", 0) and np.isfinite(r.get("ms_per_partition", np.nan))}
