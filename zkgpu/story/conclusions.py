@@ -26,7 +26,7 @@ from zkgpu.analysis import logs, metrics, model
 from zkgpu.analysis.calibration import calibrated_params
 from zkgpu.analysis.gpu_time import IDLE_PARTS, gpu_time_split
 from zkgpu.analysis.keynumbers import number
-from zkgpu.analysis.replay import Source, reference_path, reference_table, scenario_table, story_order
+from zkgpu.analysis.replay import Source, reference_path, reference_table, scenario_table, shown_path, story_order
 from zkgpu.core.manifest import commit_label
 from zkgpu.story import bottleneck
 from zkgpu.story import prove_results as proofs
@@ -442,8 +442,10 @@ def baseline_proportions(base: str | Path | None = None) -> pd.DataFrame:
     """The baseline's ntt_msm_h in every last-mile recording that has a baseline
     (:func:`zkgpu.story.bottleneck.last_mile_recordings`, oldest first), split as
     :func:`zkgpu.analysis.metrics.ntt_msm_h_split` splits it: ``h2d`` (the exposed pageable copy), ``ntt`` and
-    ``h_msm`` (ms per partition), ``ntt_msm_h`` (their sum), ``h2d_share`` (h2d / ntt_msm_h, a
-    fraction), with the recording's ``commit`` (the kernels it ran) and ``date``. Faster kernels
+    ``h_msm`` (ms per partition, means of the representative run), ``ntt_msm_h`` (their sum), ``h2d_share`` (the
+    report's one H2D share, :func:`zkgpu.analysis.replay.scenario_table`'s: Σ exposed / Σ ntt_msm_h per run, median
+    over runs, a fraction), with the recording's ``commit`` (the kernels it ran) and ``date``; indexed by the
+    recording's folder as pages print it (``data/last-mile/...``: two folders may hold recordings of one name). Faster kernels
     shrink ``ntt`` and ``h_msm`` while the copy does not shrink, so the copy's share of the same phase grows.
     Empty (same columns) without such recordings."""
     cols = ["date", "commit", "h2d", "ntt", "h_msm", "ntt_msm_h", "h2d_share"]
@@ -452,9 +454,10 @@ def baseline_proportions(base: str | Path | None = None) -> pd.DataFrame:
         if "baseline" not in rec.scenarios:
             continue
         split = metrics.ntt_msm_h_split(rec.events("baseline")).loc["baseline"]
-        rows[rec.path.name] = {"date": rec.date, "commit": commit_label(rec.manifest),
-                               **{c: float(split[c]) for c in ("h2d", "ntt", "h_msm", "ntt_msm_h")},
-                               "h2d_share": float(split["h2d"] / split["ntt_msm_h"]) if split["ntt_msm_h"] > 0 else float("nan")}
+        share = scenario_table(Source("recorded-gpu", rec, "replay"), ["baseline"])
+        rows[shown_path(rec.path)] = {"date": rec.date, "commit": commit_label(rec.manifest),
+                                      **{c: float(split[c]) for c in ("h2d", "ntt", "h_msm", "ntt_msm_h")},
+                                      "h2d_share": float(share.loc["baseline", "h2d_share"]) if len(share) else float("nan")}
     return pd.DataFrame.from_dict(rows, orient="index", columns=cols).rename_axis("recording")
 
 
