@@ -147,3 +147,23 @@ def test_every_recorded_scenario_name_is_read_out_by_the_glossary():
     assert glossary.scenario_parts("narrow_prep_gpu_h2d_pre_lock") == ["narrow", "prep_gpu", "h2d_pre_lock"]
     with pytest.raises(ValueError, match="no glossary entry for 'warp_drive'"):
         glossary.scenario_parts("narrow_warp_drive")
+
+
+def test_the_seed_table_reads_the_same_on_the_landing_page_and_in_notebook_00():
+    """00 printed fractions (0.650, unit 'fraction') and True/False where the landing page printed 65.0% and yes."""
+    import pandas as pd
+
+    from zkgpu.story import seed
+
+    t = pd.DataFrame({"figure": ["a share", "a rate", "a ratio"], "seed": ["~50%", "1-4 GB/s", "1.8"], "ours": [0.65, 3.748, 1.462],
+                      "ours_min": [0.623, 3.554, 1.44], "ours_max": [0.671, 4.465, 1.558], "unit": ["fraction", "GB/s", "ratio"],
+                      "reproduced": [True, None, False], "note": ["n1", "n2", "n3"]})
+    shown = seed.shown_table(t)
+    assert list(shown["ours"]) == ["65.0% (62.3–67.1%)", "3.7 GB/s (3.6–4.5)", "1.46 (1.44–1.56)"]
+    assert list(shown["reproduced"]) == ["yes", "", "no"] and shown.index.name == "figure" and list(shown["note"]) == ["n1", "n2", "n3"]
+    page = lecture.seed_table_html()  # the newest GPU recording's: every row as 00 shows it
+    from zkgpu.analysis import replay
+
+    src = replay.recorded_source()
+    if src is not None and src.on_gpu and src.has("baseline"):
+        assert all(html.escape(v) in page for v in seed.shown_table(seed.seed_table(src))["ours"])

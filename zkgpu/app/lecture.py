@@ -164,15 +164,9 @@ def seed_table_html() -> str:
     src = replay.recorded_source()
     if src is None or not src.on_gpu or not src.has("baseline"):
         return "<p class='hook'>No GPU recording with a baseline in the data folder: the seed table needs one.</p>"
-    t = seed.seed_table(src)
-
-    def fmt(v: float, unit: str) -> str:
-        return "" if v != v else f"{100 * v:.1f}%" if unit == "fraction" else f"{v:.1f}" if unit == "GB/s" else f"{v:.2f}"
-
-    rows = "".join(
-        f"<tr><td>{html.escape(str(r.figure))}</td><td>{html.escape(str(r.seed))}</td>"
-        f"<td>{fmt(r.ours, r.unit)} ({fmt(r.ours_min, r.unit)}–{fmt(r.ours_max, r.unit)})</td>"
-        f"<td>{'' if r.reproduced is None else 'yes' if r.reproduced else 'no'}</td></tr>" for r in t.itertuples())
+    t = seed.shown_table(seed.seed_table(src))  # notebook 00 shows the same text, with each row's note
+    rows = "".join(f"<tr><td>{html.escape(str(fig))}</td><td>{html.escape(str(r.seed))}</td><td>{html.escape(r.ours)}</td>"
+                   f"<td>{r.reproduced}</td></tr>" for fig, r in zip(t.index, t.itertuples(), strict=True))
     return (f"<p>Ours: {html.escape(t.attrs['recording'])}, the median over "
             f"{t.attrs['runs']} runs of the baseline (range in brackets); milliseconds are compared as ratios and shares, "
             "since our partitions are 2^22 constraints. Notebook 00 gives each row's note.</p>"

@@ -29,7 +29,7 @@ from zkgpu.analysis import logs, metrics
 from zkgpu.analysis.gpu_time import kernel_ms_per_partition
 from zkgpu.analysis.replay import Recording, Source, reference_path, reference_table
 
-__all__ = ["SEED_LOG", "story_text", "seed_partitions", "seed_ratio", "smoking_gun_ratio", "choose_regime", "seed_table", "RATIO_RANGE"]
+__all__ = ["SEED_LOG", "story_text", "seed_partitions", "seed_ratio", "smoking_gun_ratio", "choose_regime", "seed_table", "shown_table", "RATIO_RANGE"]
 
 SEED_LOG = "seed_cuzk_timing.log"
 #: the ratio range issue 20 accepts as the seed's proportions (the seed's own per-partition ratios: 1.53-1.94)
@@ -181,6 +181,29 @@ def seed_table(source: Source, baseline: str = "baseline", fix: str = "pinned_po
         "kernel ms per partition over mutex_wait + mutex_held (the C++ start function's GPU part)")
     out = pd.DataFrame(rows)
     out.attrs.update(recording=source.recording.path.name, runs=len(_runs(source, baseline)) if source.has(baseline) else 0)
+    return out
+
+
+def _in_unit(v: float, unit: str, bare: bool = False) -> str:
+    """``v`` in its unit ("65.0%", "3.7 GB/s", "1.46"); ``bare``: without the unit's sign (the low end of a range)."""
+    if v != v:
+        return ""
+    if unit == "fraction":
+        return f"{100 * v:.1f}" + ("" if bare else "%")
+    return f"{v:.1f}" + ("" if bare else " GB/s") if unit == "GB/s" else f"{v:.2f}"
+
+
+def shown_table(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`seed_table` as the pages show it (the landing page and notebook 00, the same text): indexed by
+    ``figure``; ``seed``; ``ours``, the median in its unit with the range over the runs in brackets
+    ("65.0% (62.3–67.1%)", "3.7 GB/s (3.6–4.5)", ratios with two decimals); ``reproduced`` (yes / no / "");
+    ``note``."""
+    ours = [f"{_in_unit(r.ours, r.unit)} ({_in_unit(r.ours_min, r.unit, True)}–{_in_unit(r.ours_max, r.unit, r.unit == 'GB/s')})"
+            for r in table.itertuples()]
+    out = pd.DataFrame({"seed": table["seed"].to_numpy(), "ours": ours,
+                        "reproduced": ["" if v is None else "yes" if v else "no" for v in table["reproduced"]],
+                        "note": table["note"].to_numpy()}, index=pd.Index(table["figure"], name="figure"))
+    out.attrs.update(table.attrs)
     return out
 
 
