@@ -296,3 +296,16 @@ def test_h2d_path_colours_are_told_apart():
     cols = {p: to_rgb(c) for p, (c, _) in plots.PATH_STYLES.items()}
     for (a, ca), (b, cb) in combinations(cols.items(), 2):
         assert sum((255 * (x - y)) ** 2 for x, y in zip(ca, cb, strict=True)) ** 0.5 > 80, (a, b)
+
+
+def test_bar_end_labels_stay_inside_the_axes_beside_long_row_names():
+    """The landing page's story figure: "189 ms = 317 partitions/min" ran into the legend beside long step names."""
+    names = ["baseline", "narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3", "submit_prep_gpu_msm_precomp"]
+    t = pd.DataFrame({c: [0.0] * 3 for c in metrics.GPU_PATH}, index=names)
+    t["h2d"], t["ntt"] = [100.0, 10.0, 10.0], [89.0, 50.0, 47.0]
+    t["ms_per_partition"] = t[list(metrics.GPU_PATH)].sum(axis=1)
+    fig, ax = plots.critical_path(t)
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    right = ax.get_window_extent(r).x1
+    assert ax.texts and all(txt.get_window_extent(r).x1 <= right + 0.5 for txt in ax.texts)

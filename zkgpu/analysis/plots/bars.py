@@ -138,7 +138,26 @@ def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: 
     ax.grid(axis="x", alpha=0.3)
     if own:
         fig.tight_layout()
+        if not normalize and xmax is None and ax.texts:
+            _fit_end_labels(fig, ax)
     return fig, ax, v
+
+
+def _fit_end_labels(fig: Figure, ax: Axes) -> None:
+    """Widen the x range so that every bar-end label ends inside the axes (measured once laid out: long row names and
+    the legend narrow the axes more than the estimate allows, and a label then ran into the legend)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    box = ax.get_window_extent(renderer)
+    lo, hi = ax.get_xlim()
+    need = hi
+    for t in ax.texts:
+        w = t.get_window_extent(renderer).width
+        x = float(t.get_position()[0])
+        if box.width > w and x > 0:
+            need = max(need, x * box.width / (box.width - w))
+    if need > hi:
+        ax.set_xlim(lo, need * 1.02)
 
 
 #: The idle parts of :func:`zkgpu.story.conclusions.gpu_time_split` (idle causes of :func:`zkgpu.analysis.gpu_time.idle_causes`) and
