@@ -94,3 +94,35 @@ def conflicting_numbers(pages: dict[str, dict]) -> list[str]:
         if len(values) > 1 and ("" in by_rec or any(len(vs) > 1 for vs in by_rec.values())):
             bad.append(f"{kind} {name!r} (scenario {scen!r}): " + ", ".join(f"{p} {v:.4g} [{r or 'no recording named'}]" for p, v, r in shown))
     return bad
+
+
+def screenshot(path: Path, png: Path, width: int = SCREEN[0]) -> int:
+    """A full-page screenshot of an HTML page at ``width`` px (headless Chromium, the window as tall as
+    the page, :func:`page_height`) into ``png``; returns the height in px. For reading a page as a
+    class sees it: ``python tests/pagebudget.py reports/ shots/`` shoots every page of a report.
+
+    Raises:
+        RuntimeError: Chromium is missing or wrote no picture.
+    """
+    exe = chromium()
+    if exe is None:
+        raise RuntimeError("chromium is not installed")
+    height = page_height(path, width)
+    with tempfile.TemporaryDirectory() as d:
+        subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={d}/profile", f"--window-size={width},{height}",
+                        "--hide-scrollbars", "--virtual-time-budget=5000", f"--screenshot={png.resolve()}", path.resolve().as_uri()],
+                       capture_output=True, text=True, timeout=180)
+    if not png.is_file():
+        raise RuntimeError(f"chromium wrote no screenshot of {path.name}")
+    return height
+
+
+if __name__ == "__main__":  # python tests/pagebudget.py REPORT_DIR OUT_DIR: the landing page and every lecture page, with their screens
+    import sys
+
+    report_dir, shots = Path(sys.argv[1]), Path(sys.argv[2])
+    shots.mkdir(parents=True, exist_ok=True)
+    for page in [report_dir / "index.html", *sorted((report_dir / "lecture").glob("*.html"))]:
+        stem = "landing" if page.parent == report_dir else "lecture_" + page.stem
+        h = screenshot(page, shots / f"{stem}.png")
+        print(f"{stem}: {h} px, {h / SCREEN[1]:.1f} screens")

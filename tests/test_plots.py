@@ -112,6 +112,9 @@ def test_critical_path_bars_add_up_to_wall_time_per_partition():
     fig, ax = plots.critical_path(t)
     assert "disjoint" in caption(fig)
     assert {t.get_text() for t in ax.get_legend().get_texts()} == {plots.bars.PATH_LABELS[c] for c in metrics.GPU_PATH if r[c] > 0}
+    # rows picked by names the table does not hold (09 reindexed runs "baseline.r1" by "baseline"): an error, not an empty figure
+    with pytest.raises(ValueError, match="nothing to draw: every row is empty"):
+        plots.critical_path(t.reindex(["baseline"]))
     s = metrics.ntt_msm_h_split(_run(rows)).loc["r"]
     assert s["ntt_msm_h"] == pytest.approx(60 / 2) and s["h2d"] == pytest.approx(10)
 
@@ -320,3 +323,16 @@ def test_scenario_bars_draw_the_runs_range():
         ys = sorted(round(float(y), 1) for s in segs for y in s[:, 1])
         assert ys == ([330.0, 380.0, 800.0, 840.0] if draw is plots.throughput_bars else [39.0, 44.0, 79.0, 82.0])
         plt.close(fig)
+
+
+def test_bar_end_labels_stay_inside_the_axes_beside_long_row_names():
+    """The landing page's story figure: "189 ms = 317 partitions/min" ran into the legend beside long step names."""
+    names = ["baseline", "narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3", "submit_prep_gpu_msm_precomp"]
+    t = pd.DataFrame({c: [0.0] * 3 for c in metrics.GPU_PATH}, index=names)
+    t["h2d"], t["ntt"] = [100.0, 10.0, 10.0], [89.0, 50.0, 47.0]
+    t["ms_per_partition"] = t[list(metrics.GPU_PATH)].sum(axis=1)
+    fig, ax = plots.critical_path(t)
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    right = ax.get_window_extent(r).x1
+    assert ax.texts and all(txt.get_window_extent(r).x1 <= right + 0.5 for txt in ax.texts)

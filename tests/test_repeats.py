@@ -101,3 +101,15 @@ def test_forecast_carries_a_band_from_the_repeats_and_the_blind_test_says_if_it_
     assert set(t.index) == set(PREP) and t["runs"].eq(3).all() and t["in_band"].notna().all()
     text = forecast.blind_test_markdown(replay.Recording.open(b), folder=folder)
     assert "fell inside the forecast's band" in text
+
+
+def test_model_vs_measured_measures_the_median_over_runs(rec_dir):
+    """07's prediction table shows, under measured_*, the numbers every other table shows: scenario_table's medians
+    (it showed the representative run's compute utilization, 83.1% beside 85.7% elsewhere)."""
+    from zkgpu.analysis import calibration
+
+    src = replay.Source("recorded-cpu", replay.Recording.open(rec_dir), "replay")
+    pred = calibration.model_vs_measured(src, ["pinned_narrow"], calibrate_on="pinned_narrow")
+    row = replay.scenario_table(src, ["pinned_narrow"]).loc["pinned_narrow"]
+    assert pred.loc["pinned_narrow", "measured_compute_util"] == pytest.approx(row["compute_util"])
+    assert pred.loc["pinned_narrow", "measured_per_min"] == pytest.approx(row["partitions_per_min"])

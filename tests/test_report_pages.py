@@ -4,6 +4,7 @@ in tests/test_notebooks.py (they need the executed suite)."""
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -61,7 +62,7 @@ def test_teaching_pages_link_every_page_to_its_neighbours_and_the_glossary(tmp_p
     (tmp_path / "key_numbers").mkdir()
     pages = [lecture.Page(n, f"title {n}", f"finding of {n}") for n in names]
     written = lecture.write_teaching_pages(tmp_path, pages, data_note="Data: a test.", css="", details_href="details.html")
-    assert {p.relative_to(tmp_path).as_posix() for p in written} == {"index.html", "glossary.html", "lecture/index.html",
+    assert {p.relative_to(tmp_path).as_posix() for p in written} == {"index.html", "glossary.html", "lecture/index.html", "lecture/glossary.html",
                                                                        *(f"lecture/{n}.html" for n in names)}
     mid = (tmp_path / "lecture" / "02_b.html").read_text()
     assert 'href="01_a.html"' in mid and 'href="03_c.html"' in mid and 'href="../glossary.html"' in mid
@@ -102,3 +103,67 @@ def test_key_number_cards_name_the_recording(tmp_path: Path):
     _, rows = report.read_key_numbers(f)
     assert rows[0].recording == "rec-4"
     assert "<th>recording</th>" in report._key_numbers_html(rows) and "<td>rec-4</td>" in report._key_numbers_html(rows)
+
+
+def _local_links(page: Path) -> list[str]:
+    import re
+
+    hrefs = re.findall(r"href=[\"']([^\"'#]+)", page.read_text(encoding="utf-8"))
+    return [h for h in hrefs if not h.startswith(("http:", "https:", "data:", "mailto:"))]
+
+
+def test_landing_page_tells_the_seeds_story_and_ours_and_every_link_resolves(tmp_path: Path):
+    """A reader of the landing page alone can state the seed's story and our result; the glossary the notebooks
+    link as "glossary.html" exists beside the lecture pages too (it did not: two dead links)."""
+    from zkgpu.story import seed
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# 08\n\nTerms: the [glossary](glossary.html)."), nbformat.v4.new_code_cell("1")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / f"{lecture.STORY_PAGE}.ipynb")
+    (tmp_path / "key_numbers").mkdir()
+    (tmp_path / "key_numbers" / f"{lecture.STORY_PAGE}.json").write_text(json.dumps({"finding": "The whole story.", "numbers": {}}))
+    written = lecture.write_teaching_pages(tmp_path, [lecture.Page(lecture.STORY_PAGE, "report")], data_note="Data: a test.", css="")
+    for page in (tmp_path / "index.html", tmp_path / "lecture" / "index.html"):
+        text = page.read_text(encoding="utf-8")
+        story = text.split("<h2>The story in short</h2>", 1)[1]
+        assert story.index(html.escape(seed.story_text())) < story.index("The whole story.") < story.index("<h2>")  # the seed's, then ours, first
+        assert "ntt_msm_h (2699–2958 ms per partition) outlasting prep_msm (1488–1768 ms)" in seed.story_text()
+        assert text.index("<h2>The data</h2>") > text.index("The notebooks, one line each") and "Data: a test." in text
+        assert "<b>h2d_pre_lock</b>" in text  # the steps' names, read out
+    dead = [f"{p.relative_to(tmp_path)} -> {h}" for p in written for h in _local_links(p) if not (p.parent / h).exists()
+            and not h.endswith(("details.html", "_report.html"))]  # details.html: report.py's; ../08_report.html: the full page
+    assert not dead, dead
+
+
+def test_every_recorded_scenario_name_is_read_out_by_the_glossary():
+    import glob
+
+    names = {n for f in glob.glob(str(Path(__file__).resolve().parents[1] / "data" / "**" / "manifest.json"), recursive=True)
+             for n in (json.loads(Path(f).read_text()).get("scenarios") or {})}
+    assert {"baseline", "submit_prep_gpu_msm_precomp_gw3"} <= names
+    for n in names:
+        assert all(glossary.defined(t) for t in glossary.scenario_parts(n)), n
+    assert glossary.scenario_parts("narrow_prep_gpu_h2d_pre_lock") == ["narrow", "prep_gpu", "h2d_pre_lock"]
+    with pytest.raises(ValueError, match="no glossary entry for 'warp_drive'"):
+        glossary.scenario_parts("narrow_warp_drive")
+
+
+def test_the_seed_table_reads_the_same_on_the_landing_page_and_in_notebook_00():
+    """00 printed fractions (0.650, unit 'fraction') and True/False where the landing page printed 65.0% and yes."""
+    import pandas as pd
+
+    from zkgpu.story import seed
+
+    t = pd.DataFrame({"figure": ["a share", "a rate", "a ratio"], "seed": ["~50%", "1-4 GB/s", "1.8"], "ours": [0.65, 3.748, 1.462],
+                      "ours_min": [0.623, 3.554, 1.44], "ours_max": [0.671, 4.465, 1.558], "unit": ["fraction", "GB/s", "ratio"],
+                      "reproduced": [True, None, False], "note": ["n1", "n2", "n3"]})
+    shown = seed.shown_table(t)
+    assert list(shown["ours"]) == ["65.0% (62.3–67.1%)", "3.7 GB/s (3.6–4.5)", "1.46 (1.44–1.56)"]
+    assert list(shown["reproduced"]) == ["yes", "", "no"] and shown.index.name == "figure" and list(shown["note"]) == ["n1", "n2", "n3"]
+    page = lecture.seed_table_html()  # the newest GPU recording's: every row as 00 shows it
+    from zkgpu.analysis import replay
+
+    src = replay.recorded_source()
+    if src is not None and src.on_gpu and src.has("baseline"):
+        assert all(html.escape(v) in page for v in seed.shown_table(seed.seed_table(src))["ours"])

@@ -298,3 +298,12 @@ def test_every_table_fits_the_reports_width(name: str, tmp_path: Path, monkeypat
     assert tables
     too_wide = {html.split("<tr", 2)[1][:300]: _min_table_width_px(html) for html in tables if _min_table_width_px(html) > TABLE_AREA_PX}
     assert not too_wide, too_wide
+
+
+def test_notebook_00_lists_every_notebook_of_the_suite():
+    """00's table of notebooks names every page in the order make report runs them (09 and two appendices were missing)."""
+    import re
+
+    head = nbformat.read(ROOT / "notebooks" / "00_index.ipynb", as_version=4).cells[0].source
+    listed = re.findall(r"^\| `([^`]+)` \|", head, flags=re.M)
+    assert listed == [p.stem for p in report.find_notebooks() if p.stem != "00_index"]

@@ -6,6 +6,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -111,3 +112,11 @@ def test_live_without_gpu_fails_in_one_line(monkeypatch):
     with pytest.raises(live.NoGPUError, match="needs a CUDA GPU") as exc:
         live.open_source("live")
     assert exc.value._render_traceback_() == [f"NoGPUError: {exc.value}"] and "\n" not in str(exc.value)
+
+
+def test_flags_read_yes_or_no_not_python_booleans():
+    """00's seed table ('reproduced'), 05's ('ok'), 10's ('all_verified') and the blind test ('in_band') printed True/False."""
+    df = pd.DataFrame({"reproduced": [True, None, False], "ok": np.array([True, False, True]), "n": [1, 2, 3]}, index=["a", "b", "c"])
+    html = view.table(df).to_html()
+    assert "True" not in html and "False" not in html and html.count(">yes<") == 3 and html.count(">no<") == 2 and ">–<" in html
+    assert "yes" not in view.table(pd.DataFrame({"n": [1, 0]})).to_html()  # integers stay numbers

@@ -22,7 +22,7 @@ import pandas as pd
 from zkgpu.analysis import gpu_time, logs, metrics, model
 from zkgpu.analysis.metrics import detail_value
 from zkgpu.analysis.model import ModelParams
-from zkgpu.analysis.replay import Source, story_order
+from zkgpu.analysis.replay import Source, scenario_table, story_order
 from zkgpu.core.manifest import DATA_DIR
 
 __all__ = ["calibrate", "reference_params", "POREP_CONSTRAINTS", "FR_BYTES", "calibrated_params", "scenario_run_settings",
@@ -311,7 +311,9 @@ def model_vs_measured(source: Source, names: Iterable[str] | None = None, calibr
     The model is calibrated once on ``calibrate_on`` (:func:`calibrated_params`) and then run with
     each scenario's settings (partitions, gw, lock scope; transfer ``resident`` for
     ``compute_only``, whose copies happen before the lock, else the scenario's path), without
-    looking at that scenario's events. Both sides go through :func:`zkgpu.analysis.metrics.utilization`.
+    looking at that scenario's events. Both sides go through :func:`zkgpu.analysis.metrics.utilization`; the
+    measured side is :func:`zkgpu.analysis.replay.scenario_table`'s median over the scenario's runs (the numbers
+    every other table of the report shows under these names).
 
     Returns: DataFrame indexed by scenario (story order) with ``measured_per_min``,
     ``model_per_min``, ``rel_err`` ((model − measured) / measured of the throughput),
@@ -322,12 +324,14 @@ def model_vs_measured(source: Source, names: Iterable[str] | None = None, calibr
     """
     params = calibrated_params(source, scenario=calibrate_on)
     rows = []
-    for name in [s for s in (names if names is not None else story_order(source.scenarios)) if source.has(s)]:
+    shown = [s for s in (names if names is not None else story_order(source.scenarios)) if source.has(s)]
+    tab = scenario_table(source, shown)
+    for name in shown:
         cfg = source.config(name)
         transfer = "resident" if name == "compute_only" else (cfg.get("transfer") or "pinned")
         sim = model.simulate(params, partitions=int(cfg["partitions"]), gw=int(cfg["gw"]), scope=cfg["lock_scope"], transfer=transfer,
                              h2d_stage=cfg.get("h2d_stage") or "in_lock")
-        meas = metrics.utilization(source.events(name)).iloc[0]
+        meas = tab.loc[name]
         rows.append({"scenario": name, "measured_per_min": float(meas["partitions_per_min"]), "model_per_min": sim.partitions_per_min,
                      "rel_err": (sim.partitions_per_min - float(meas["partitions_per_min"])) / float(meas["partitions_per_min"]),
                      "measured_compute_util": float(meas["compute_util"]), "model_compute_util": sim.compute_util})

@@ -31,7 +31,7 @@ from zkgpu.analysis import replay
 from zkgpu.core.optional import notebook_tools
 from zkgpu.story import glossary, seed
 
-__all__ = ["LONG_TABLE_ROWS", "LANDING_FIGURES", "Page", "table_rows", "fold_long_tables", "lecture_notebook", "lecture_exporter",
+__all__ = ["LONG_TABLE_ROWS", "LANDING_FIGURES", "STORY_PAGE", "Page", "table_rows", "fold_long_tables", "lecture_notebook", "lecture_exporter",
            "landing_html", "seed_table_html", "write_teaching_pages"]
 
 #: A table with more body rows than this is folded in the lecture view (and counts as long in the page budgets).
@@ -42,6 +42,9 @@ LANDING_FIGURES = (
     ("story", "Where the GPU's time goes, per partition, at every step"),
     ("staircase", "Throughput, step by step, with compute utilization"),
 )
+
+#: The page whose finding is the whole story in one sentence (the landing page quotes it as "ours").
+STORY_PAGE = "08_report"
 
 _CSS = """body{font-family:sans-serif;line-height:1.45}
 .zkgpu-nav{margin:.5em 1em;font-family:sans-serif;display:flex;gap:1.2em;flex-wrap:wrap}
@@ -161,15 +164,9 @@ def seed_table_html() -> str:
     src = replay.recorded_source()
     if src is None or not src.on_gpu or not src.has("baseline"):
         return "<p class='hook'>No GPU recording with a baseline in the data folder: the seed table needs one.</p>"
-    t = seed.seed_table(src)
-
-    def fmt(v: float, unit: str) -> str:
-        return "" if v != v else f"{100 * v:.1f}%" if unit == "fraction" else f"{v:.1f}" if unit == "GB/s" else f"{v:.2f}"
-
-    rows = "".join(
-        f"<tr><td>{html.escape(str(r.figure))}</td><td>{html.escape(str(r.seed))}</td>"
-        f"<td>{fmt(r.ours, r.unit)} ({fmt(r.ours_min, r.unit)}–{fmt(r.ours_max, r.unit)})</td>"
-        f"<td>{'' if r.reproduced is None else 'yes' if r.reproduced else 'no'}</td></tr>" for r in t.itertuples())
+    t = seed.shown_table(seed.seed_table(src))  # notebook 00 shows the same text, with each row's note
+    rows = "".join(f"<tr><td>{html.escape(str(fig))}</td><td>{html.escape(str(r.seed))}</td><td>{html.escape(r.ours)}</td>"
+                   f"<td>{r.reproduced}</td></tr>" for fig, r in zip(t.index, t.itertuples(), strict=True))
     return (f"<p>Ours: {html.escape(t.attrs['recording'])}, the median over "
             f"{t.attrs['runs']} runs of the baseline (range in brackets); milliseconds are compared as ratios and shares, "
             "since our partitions are 2^22 constraints. Notebook 00 gives each row's note.</p>"
@@ -188,10 +185,28 @@ def _figure_html(fig_dir: Path, key: str, heading: str, link_prefix: str) -> str
             f"style='max-width:100%'><figcaption>{html.escape(cap)}{link}</figcaption></figure>")
 
 
-def landing_html(pages: Sequence[Page], key_dir: Path, *, data_note: str, link_prefix: str = "", nav: str = "") -> str:
-    """The landing page: the story's two figures (kept by the notebooks under ``key_dir/figures``),
-    the seed-against-ours table (:func:`seed_table_html`), one line per notebook (finding and link,
-    ``link_prefix`` before each file name) and the data note."""
+def _story_html(key_dir: Path, link_prefix: str) -> str:
+    """The story in short: the seed's (:func:`zkgpu.story.seed.story_text`) and ours, :data:`STORY_PAGE`'s finding."""
+    f = key_dir / f"{STORY_PAGE}.json"
+    ours = str(json.loads(f.read_text(encoding="utf-8")).get("finding", "")) if f.is_file() else ""
+    ours_html = (f"<p><b>Ours.</b> {html.escape(ours)} (<a href='{link_prefix}{STORY_PAGE}.html'>{STORY_PAGE}</a>)</p>" if ours else
+                 f"<p><b>Ours.</b> Not in this run: {STORY_PAGE} wrote no finding.</p>")
+    return f"<h2>The story in short</h2><p><b>The seed.</b> {html.escape(seed.story_text())}</p>{ours_html}"
+
+
+def step_names_html(glossary_href: str) -> str:
+    """One line that reads the steps' names, part by part (the glossary's scenario names)."""
+    parts = {t: d for t, d in glossary.SECTIONS["Scenario names"].items() if t not in ("scenario name", "baseline")}
+    return (f"<p class='names'>Step names read left to right, one setting per part, changed from the baseline (pageable copies, "
+            f"coarse lock, two GPU workers; <a href='{glossary_href}#{glossary.anchor('scenario name')}'>glossary</a>): "
+            + "; ".join(f"<b>{html.escape(t)}</b>: {html.escape(d[:1].lower() + d[1:].rstrip('.'))}" for t, d in parts.items()) + ".</p>")
+
+
+def landing_html(pages: Sequence[Page], key_dir: Path, *, data_note: str, link_prefix: str = "", nav: str = "",
+                 glossary_href: str = "glossary.html") -> str:
+    """The landing page: the story in short (the seed's and ours), the story's two figures (kept by the notebooks
+    under ``key_dir/figures``) with the steps' names read out, the seed-against-ours table
+    (:func:`seed_table_html`), one line per notebook (finding and link, ``link_prefix`` before each file name) and the data note."""
     fig_dir = key_dir / "figures"
     lines = "".join(
         f"<li><a href='{link_prefix}{html.escape(p.name)}.html'>{html.escape(p.name)}</a> {html.escape(p.title)}"
@@ -200,10 +215,13 @@ def landing_html(pages: Sequence[Page], key_dir: Path, *, data_note: str, link_p
     return f"""{nav}<h1>zkgpu: GPU bottlenecks in a Groth16 prover</h1>
 <p>A Groth16 prover of Filecoin's PoRep proves partitions on a GPU that computes only part of the time. The notebooks
 re-create the seed's investigation step by step: the symptom, the host ruled out, the lock, the smoking gun (pageable
-H2D), the pinned pool that fixes it, and the bottlenecks beyond. {html.escape(data_note)}</p>
+H2D), the pinned pool that fixes it, and the bottlenecks beyond.</p>
+{_story_html(key_dir, link_prefix)}
 {figs}
+{step_names_html(glossary_href)}
 <h2>The seed against ours</h2>{seed_table_html()}
-<h2>The notebooks, one line each</h2><ul class='pages'>{lines}</ul>"""
+<h2>The notebooks, one line each</h2><ul class='pages'>{lines}</ul>
+<h2>The data</h2><p>{html.escape(data_note)}</p>"""
 
 
 def _page_doc(body: str, title: str, css: str) -> str:
@@ -230,8 +248,13 @@ def write_teaching_pages(out_dir: Path, pages: Sequence[Page], *, data_note: str
     shown = [p for p in pages if (out_dir / f"{p.name}.ipynb").is_file()]
     lnav = "<nav class='zkgpu-nav'><a href='../index.html'>full report</a> · <a href='../glossary.html'>glossary</a></nav>"
     li = lect / "index.html"
-    li.write_text(_page_doc(landing_html(shown, key_dir, data_note=data_note, nav=lnav), "zkgpu lecture", css), encoding="utf-8")
-    written += [index, gl, li]
+    li.write_text(_page_doc(landing_html(shown, key_dir, data_note=data_note, nav=lnav, glossary_href="../glossary.html"), "zkgpu lecture", css),
+                  encoding="utf-8")
+    # the notebooks' own links to the glossary ("[glossary](glossary.html)") resolve beside the lecture pages too
+    lgl = lect / "glossary.html"
+    lgl.write_text(glossary.html_page("<nav class='zkgpu-nav'><a href='index.html'>the story (start)</a>"
+                                      " · <a href='../index.html'>full report</a></nav>", css), encoding="utf-8")
+    written += [index, gl, li, lgl]
     exporter = lecture_exporter()
     for i, p in enumerate(shown):
         nb = lecture_notebook(nt.nbformat.read(out_dir / f"{p.name}.ipynb", as_version=4))

@@ -227,7 +227,7 @@ def _data_note(mode: str) -> str:
         others.append(f"10 replays data/{prove[0].name}")
     extra = f" ({'; '.join(others)}: their own runs, so their baselines differ from this one's)" if others else ""
     kinds = inventory_by_kind(inventory())["recordings"]
-    counted = f" data/ holds {int(kinds.sum())} recordings: " + ", ".join(f"{n} {k}" for k, n in kinds.items()) + " (below: what each kind is)."
+    counted = f" data/ holds {int(kinds.sum())} recordings: " + ", ".join(f"{n} {k}" for k, n in kinds.items()) + f" ({DETAILS_PAGE} says what each kind is)."
     return f"Data: replay of {rec.label}{extra}.{counted}"
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 from IPython.display import Image, Markdown, display
 from matplotlib.figure import Figure
@@ -61,6 +62,19 @@ def _plain(v: Any) -> str:
         return "–"
     v = float(v)
     return f"{v:,.0f}" if v.is_integer() else f"{v:,.3f}"
+
+
+def _yes_no(v: Any) -> str:
+    """A flag as a reader says it: "yes", "no" ("–" when missing), not Python's True / False."""
+    return "–" if _missing(v) else "yes" if bool(v) else "no"
+
+
+def _is_flags(col: pd.Series) -> bool:
+    """True for a column of booleans (missing values allowed)."""
+    if pd.api.types.is_bool_dtype(col):
+        return True
+    vals = [v for v in col if not _missing(v)]
+    return col.dtype == object and bool(vals) and all(isinstance(v, (bool, np.bool_)) for v in vals)
 
 
 def column_format(name: str) -> Callable[[Any], str] | None:
@@ -117,7 +131,9 @@ def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row:
     for c in df.columns:
         key = c[0] if isinstance(c, tuple) else c
         f = _pct if c in pct_cols or key in pct_cols else column_format(key)
-        if f is None and pd.api.types.is_float_dtype(df[c]):
+        if _is_flags(df[c]):
+            f = _yes_no
+        elif f is None and pd.api.types.is_float_dtype(df[c]):
             f = _plain
         if f is not None:
             formats[c] = f

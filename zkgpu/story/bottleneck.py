@@ -653,7 +653,7 @@ def summary(base: str | Path | None = None) -> tuple[dict[str, Any], str]:
     budget = gpu_budget(src.events(shown), int(src.config(shown).get("n", 0) or 0))
     errors = prediction_vs_measurement(src, preds, sims)["model rel_err"] if acc else None
     nums, text = key_numbers(src, idle, after_fix, preds, acc, float(budget.loc["GPU phases", "pipeline_ms"]), errors)
-    return nums, f"In {src.recording.path.name} (data/last-mile/, {int(src.config(shown).get('partitions', 0) or 0)} partitions): " + text[:1].lower() + text[1:]
+    return nums, f"In {src.recording.path.name} (data/last-mile/; {int(src.config(shown).get('partitions', 0) or 0)} partitions per run of {shown}): " + text[:1].lower() + text[1:]
 
 
 def summary_text(base: str | Path | None = None) -> str:

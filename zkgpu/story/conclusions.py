@@ -26,13 +26,13 @@ from zkgpu.analysis import logs, metrics, model
 from zkgpu.analysis.calibration import calibrated_params
 from zkgpu.analysis.gpu_time import IDLE_PARTS, gpu_time_split
 from zkgpu.analysis.keynumbers import number
-from zkgpu.analysis.replay import Source, reference_path, reference_table, scenario_table, story_order
+from zkgpu.analysis.replay import Source, reference_path, reference_table, scenario_table, shown_path, story_order
 from zkgpu.core.manifest import commit_label
 from zkgpu.story import bottleneck
 from zkgpu.story import prove_results as proofs
 from zkgpu.story.seed import seed_ratio, smoking_gun_ratio
 
-__all__ = ["Conclusion", "FIX_SCENARIOS", "GPU_PHASE_BOUND", "KERNEL_BOUND", "host_suspects", "published_utilization", "conclusions", "beyond", "finding", "key_numbers", "markdown",
+__all__ = ["Conclusion", "FIX_SCENARIOS", "GPU_PHASE_BOUND", "H2D_SHARE_NOTE", "KERNEL_BOUND", "host_suspects", "published_utilization", "conclusions", "beyond", "finding", "key_numbers", "markdown",
            "STORY_KEYS", "story_numbers", "story_finding", "summary_frames", "last_mile_scenarios", "last_mile_bound",
            "baseline_proportions", "baseline_proportions_text"]
 
@@ -100,6 +100,11 @@ def _barrier_in_held(ev: pd.DataFrame) -> float:
 def _ms_of(a: float, b: float) -> str:
     """The text "a of b ms" with one decimal, so that a / b matches the share printed beside it."""
     return f"{a:.1f} of {b:.1f} ms"
+
+
+#: How a sentence names the H2D share it prints: the report's one definition (:func:`zkgpu.analysis.replay.scenario_table`'s
+#: ``h2d_share``, the key numbers' ``*_h2d_share``), so that no page prints another ratio under that name.
+H2D_SHARE_NOTE = "the H2D share: Σ exposed / Σ ntt_msm_h per run, median over runs"
 
 
 #: The two throughput bounds of the report, (name, definition): each its own name, so that no reader sees two
@@ -201,7 +206,8 @@ def conclusions(source: Source) -> list[Conclusion]:
         what_holds = ""
         if sb is not None and sb["ntt_msm_h"] > 0:
             what_holds = (f" What holds on both: the copies sit inside ntt_msm_h, here the exposed H2D of a, b, c is "
-                          f"**{_pct(sb['h2d'] / sb['ntt_msm_h'])}** of it ({_ms_of(sb['h2d'], sb['ntt_msm_h'])}, means per partition).")
+                          f"**{_pct(tab.loc['baseline', 'h2d_share'])}** of it ({H2D_SHARE_NOTE}; the representative run's means per "
+                          f"partition: {_ms_of(sb['h2d'], sb['ntt_msm_h'])}).")
             nums_sg.update({"baseline_h2d_share": number(tab.loc["baseline", "h2d_share"], "%", "exposed H2D share of ntt_msm_h (Σ exposed / Σ ntt_msm_h)", "baseline"),
                             "baseline_h2d_exposed_mean_ms": number(sb["h2d"], "ms", "exposed H2D, mean per partition", "baseline"),
                             "baseline_ntt_msm_h_mean_ms": number(sb["ntt_msm_h"], "ms", "ntt_msm_h, mean per partition", "baseline")})
@@ -239,8 +245,9 @@ def conclusions(source: Source) -> list[Conclusion]:
                       + ", ".join(f"{n} {v:.0f}" for n, v in kms.items()) + "); throughput ranks them.")
             nums_fix = {f"{n}_kernel_ms": number(v, "ms", "GPU phase ms without the copies, mean per partition", n) for n, v in kms.items()}
         out.append(Conclusion("fix", "06_pinned_pool_fix",
-            f"With the pinned pool the exposed H2D went from {_pct(sb['h2d'] / sb['ntt_msm_h'])} ({_ms_of(sb['h2d'], sb['ntt_msm_h'])}) "
-            f"to {_pct(sq['h2d'] / sq['ntt_msm_h'])} ({_ms_of(sq['h2d'], sq['ntt_msm_h'])}) of ntt_msm_h (means per partition); "
+            f"With the pinned pool the exposed H2D went from {_pct(b['h2d_share'])} to {_pct(q['h2d_share'])} of ntt_msm_h "
+            f"({H2D_SHARE_NOTE}; the representative runs' means per partition: {_ms_of(sb['h2d'], sb['ntt_msm_h'])} and "
+            f"{_ms_of(sq['h2d'], sq['ntt_msm_h'])}); "
             f"compute utilization {rose} from {_pct(b['compute_util'])} to {_pct(q['compute_util'])} and throughput went from "
             f"{b['partitions_per_min']:.0f} to **{q['partitions_per_min']:.0f} partitions/min** ({ratio:.2f}×), while upstream's "
             f"kernel utilization {kfell} from {_pct(b['kernel_util'])} to {_pct(q['kernel_util'])}{why}.{caveat}",
@@ -435,8 +442,10 @@ def baseline_proportions(base: str | Path | None = None) -> pd.DataFrame:
     """The baseline's ntt_msm_h in every last-mile recording that has a baseline
     (:func:`zkgpu.story.bottleneck.last_mile_recordings`, oldest first), split as
     :func:`zkgpu.analysis.metrics.ntt_msm_h_split` splits it: ``h2d`` (the exposed pageable copy), ``ntt`` and
-    ``h_msm`` (ms per partition), ``ntt_msm_h`` (their sum), ``h2d_share`` (h2d / ntt_msm_h, a
-    fraction), with the recording's ``commit`` (the kernels it ran) and ``date``. Faster kernels
+    ``h_msm`` (ms per partition, means of the representative run), ``ntt_msm_h`` (their sum), ``h2d_share`` (the
+    report's one H2D share, :func:`zkgpu.analysis.replay.scenario_table`'s: Σ exposed / Σ ntt_msm_h per run, median
+    over runs, a fraction), with the recording's ``commit`` (the kernels it ran) and ``date``; indexed by the
+    recording's folder as pages print it (``data/last-mile/...``: two folders may hold recordings of one name). Faster kernels
     shrink ``ntt`` and ``h_msm`` while the copy does not shrink, so the copy's share of the same phase grows.
     Empty (same columns) without such recordings."""
     cols = ["date", "commit", "h2d", "ntt", "h_msm", "ntt_msm_h", "h2d_share"]
@@ -445,9 +454,10 @@ def baseline_proportions(base: str | Path | None = None) -> pd.DataFrame:
         if "baseline" not in rec.scenarios:
             continue
         split = metrics.ntt_msm_h_split(rec.events("baseline")).loc["baseline"]
-        rows[rec.path.name] = {"date": rec.date, "commit": commit_label(rec.manifest),
-                               **{c: float(split[c]) for c in ("h2d", "ntt", "h_msm", "ntt_msm_h")},
-                               "h2d_share": float(split["h2d"] / split["ntt_msm_h"]) if split["ntt_msm_h"] > 0 else float("nan")}
+        share = scenario_table(Source("recorded-gpu", rec, "replay"), ["baseline"])
+        rows[shown_path(rec.path)] = {"date": rec.date, "commit": commit_label(rec.manifest),
+                                      **{c: float(split[c]) for c in ("h2d", "ntt", "h_msm", "ntt_msm_h")},
+                                      "h2d_share": float(share.loc["baseline", "h2d_share"]) if len(share) else float("nan")}
     return pd.DataFrame.from_dict(rows, orient="index", columns=cols).rename_axis("recording")
 
 

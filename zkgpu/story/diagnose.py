@@ -43,11 +43,38 @@ from zkgpu.analysis.gpu_time import IDLE_CAUSES, idle_causes
 from zkgpu.analysis.keynumbers import number
 from zkgpu.analysis.model import simulate
 
-__all__ = ["BOTTLENECKS", "THRESHOLDS", "RECOMMENDATIONS", "LINES", "Step", "Diagnosis", "host_totals", "diagnose", "diagnose_file",
+__all__ = ["BOTTLENECKS", "STORY_VERDICTS", "THRESHOLDS", "RECOMMENDATIONS", "LINES", "Step", "Diagnosis", "host_totals", "diagnose", "diagnose_file",
            "markdown"]
 
 #: The JSON vocabulary of ``bottleneck``.
 BOTTLENECKS: tuple[str, ...] = ("h2d_pageable", "prep_msm_barrier", "lock_scope", "host_side", "gpu_bound", "undetermined")
+
+#: The verdict the notebooks give each scenario (01-07 on data/*-record*, 07b on data/last-mile/):
+#: baseline: the pageable copy inside ntt_msm_h (04, 05); compute_only: its pageable pre-staging copies slow
+#: the other worker's kernels (07); registered, the pinned pool and its gw / lock-scope variants: the GPU
+#: idles at the barrier for the CPU's prep_msm (07); prep_msm off the critical path in the narrow scope: the
+#: lock covers the copies and the host work between the phases, the next step is the submission scope (07b
+#: sections 3-4); the submission scope and no lock: the GPU phases are the limit (07b section 6).
+STORY_VERDICTS: dict[str, str] = {
+    "baseline": "h2d_pageable",
+    "compute_only": "h2d_pageable",
+    "registered": "prep_msm_barrier",
+    "pinned_pool": "prep_msm_barrier",
+    "pinned_gw1": "prep_msm_barrier",
+    "pinned_gw3": "prep_msm_barrier",
+    "pinned_narrow": "prep_msm_barrier",
+    "narrow_prep_parallel": "lock_scope",
+    "narrow_prep_gpu": "lock_scope",
+    "narrow_prep_gpu_tails": "lock_scope",
+    "narrow_prep_gpu_gw3": "lock_scope",
+    "narrow_prep_gpu_h2d_pre_lock": "lock_scope",
+    "narrow_prep_gpu_h2d_pre_lock_msm_precomp": "lock_scope",
+    "narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3": "lock_scope",
+    "submit_prep_gpu": "gpu_bound",
+    "submit_prep_gpu_msm_precomp": "gpu_bound",
+    "submit_prep_gpu_msm_precomp_gw3": "gpu_bound",
+    "unlocked_prep_gpu_tails": "gpu_bound",
+}
 
 #: name → (value, why). Shares are fractions in [0, 1].
 THRESHOLDS: dict[str, tuple[float, str]] = {

@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 import re
 
-__all__ = ["SECTIONS", "TERMS", "defined", "anchor", "html_page"]
+__all__ = ["SECTIONS", "TERMS", "SCENARIO_PARTS", "defined", "scenario_parts", "anchor", "html_page"]
 
 #: ``{section: {term: definition}}``; `code` spans in a definition are rendered as code.
 SECTIONS: dict[str, dict[str, str]] = {
@@ -107,6 +107,28 @@ SECTIONS: dict[str, dict[str, str]] = {
         "spread": "The min–max range of a number over a recording's repeats; a bar drawn from one run has none.",
         "median, mean": "Phase tables give medians per event; the GPU's time per partition gives means (its parts add up).",
     },
+    "Scenario names": {
+        "scenario name": "Parts joined by `_`, read left to right, each a setting changed from the baseline: "
+                         "`narrow_prep_gpu_h2d_pre_lock` is the narrow lock, prep_msm on the GPU, a, b, c copied before the lock "
+                         "(pinned pool, gw = 2 unless a part says otherwise).",
+        "baseline": "Upstream before the fix: pageable a, b, c, the coarse lock, gw = 2, prep_msm on CPU threads.",
+        "narrow": "The narrow lock scope, with the pinned pool (see lock scope).",
+        "prep_gpu": "prep_msm (bitmaps, popcounts, tails) on the GPU instead of CPU threads.",
+        "prep_parallel": "prep_msm on a pool of CPU threads (numpy/numba), as cuzk's.",
+        "h2d_pre_lock": "a, b, c copied to the GPU before the worker takes the mutex, so the lock no longer holds the copy.",
+        "msm_precomp": "The MSMs over precomputed bases (multiples of the points computed once at set-up).",
+        "tails": "The tail MSMs on concurrent streams.",
+        "unlocked": "No shared mutex: the two workers' kernels share the GPU freely (lock scope none).",
+        "submit": "The mutex covers only the submission of the kernels; the worker waits for them after releasing it.",
+        "gw1, gw3": "One or three GPU workers instead of two (see gw).",
+    },
+}
+
+#: The parts a scenario name is made of (:func:`scenario_parts`), each with the term that defines it.
+SCENARIO_PARTS: dict[str, str] = {
+    **{p: p for p in ("baseline", "registered", "pinned_pool", "pinned", "compute_only", "narrow", "prep_gpu", "prep_parallel",
+                      "h2d_pre_lock", "msm_precomp", "tails", "unlocked", "submit")},
+    "gw1": "gw1, gw3", "gw3": "gw1, gw3",
 }
 
 #: Every term, ``{term: definition}`` (the sections flattened).
@@ -116,6 +138,23 @@ TERMS: dict[str, str] = {t: d for sec in SECTIONS.values() for t, d in sec.items
 def defined(term: str) -> bool:
     """True when ``term`` has a definition (exact name)."""
     return term in TERMS
+
+
+def scenario_parts(name: str) -> list[str]:
+    """The glossary terms that define a scenario name, part by part (longest part first):
+    ``narrow_prep_gpu_h2d_pre_lock`` -> ``["narrow", "prep_gpu", "h2d_pre_lock"]``.
+
+    Raises:
+        ValueError: a part no term defines (names the scenario and the rest of its name).
+    """
+    toks, out, i = name.split("_"), [], 0
+    while i < len(toks):
+        j = next((j for j in range(len(toks), i, -1) if "_".join(toks[i:j]) in SCENARIO_PARTS), None)
+        if j is None:
+            raise ValueError(f"scenario {name!r}: no glossary entry for {'_'.join(toks[i:])!r} (zkgpu.story.glossary.SCENARIO_PARTS)")
+        out.append(SCENARIO_PARTS["_".join(toks[i:j])])
+        i = j
+    return out
 
 
 def anchor(term: str) -> str:

@@ -29,7 +29,7 @@ from zkgpu.analysis import logs, metrics
 from zkgpu.analysis.gpu_time import kernel_ms_per_partition
 from zkgpu.analysis.replay import Recording, Source, reference_path, reference_table
 
-__all__ = ["SEED_LOG", "seed_partitions", "seed_ratio", "smoking_gun_ratio", "choose_regime", "seed_table", "RATIO_RANGE"]
+__all__ = ["SEED_LOG", "story_text", "seed_partitions", "seed_ratio", "smoking_gun_ratio", "choose_regime", "seed_table", "shown_table", "RATIO_RANGE"]
 
 SEED_LOG = "seed_cuzk_timing.log"
 #: the ratio range issue 20 accepts as the seed's proportions (the seed's own per-partition ratios: 1.53-1.94)
@@ -41,6 +41,19 @@ UPSTREAM_RUN = "gw=1, c=15, j=10"
 def seed_partitions() -> pd.DataFrame:
     """The seed's ``CUZK_TIMING`` lines as a partition table (ms columns as the log names them)."""
     return logs.partition_table(logs.parse_file(reference_path(SEED_LOG)))
+
+
+def story_text() -> str:
+    """The seed's story in three sentences, for a reader who has not seen the project (the landing page): the
+    write-up's figures, and ntt_msm_h and prep_msm from its ``CUZK_TIMING`` lines (:func:`seed_partitions`)."""
+    t = seed_partitions()
+    ntt, prep = t["ntt_msm_h_ms"], t["prep_msm_ms"]
+    return ("cuzk, the Groth16 prover of Filecoin's PoRep (sppark's kernels, on an RTX 5070 Ti), kept its GPU computing about half "
+            "the time although two workers per GPU were meant to overlap the copies with the kernels. Its CUZK_TIMING lines showed "
+            f"ntt_msm_h ({ntt.min():.0f}–{ntt.max():.0f} ms per partition) outlasting prep_msm ({prep.min():.0f}–{prep.max():.0f} ms), "
+            "so the GPU was not waiting for the CPU: the time went into the host-to-device copies (H2D) of a, b, c from pageable "
+            "memory inside ntt_msm_h, at 1–4 GB/s against a ~50 GB/s line rate. Synthesizing a, b, c into a pool of pinned "
+            "(page-locked) buffers fixed it.")
 
 
 def seed_ratio() -> float:
@@ -168,6 +181,29 @@ def seed_table(source: Source, baseline: str = "baseline", fix: str = "pinned_po
         "kernel ms per partition over mutex_wait + mutex_held (the C++ start function's GPU part)")
     out = pd.DataFrame(rows)
     out.attrs.update(recording=source.recording.path.name, runs=len(_runs(source, baseline)) if source.has(baseline) else 0)
+    return out
+
+
+def _in_unit(v: float, unit: str, bare: bool = False) -> str:
+    """``v`` in its unit ("65.0%", "3.7 GB/s", "1.46"); ``bare``: without the unit's sign (the low end of a range)."""
+    if v != v:
+        return ""
+    if unit == "fraction":
+        return f"{100 * v:.1f}" + ("" if bare else "%")
+    return f"{v:.1f}" + ("" if bare else " GB/s") if unit == "GB/s" else f"{v:.2f}"
+
+
+def shown_table(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`seed_table` as the pages show it (the landing page and notebook 00, the same text): indexed by
+    ``figure``; ``seed``; ``ours``, the median in its unit with the range over the runs in brackets
+    ("65.0% (62.3–67.1%)", "3.7 GB/s (3.6–4.5)", ratios with two decimals); ``reproduced`` (yes / no / "");
+    ``note``."""
+    ours = [f"{_in_unit(r.ours, r.unit)} ({_in_unit(r.ours_min, r.unit, True)}–{_in_unit(r.ours_max, r.unit, r.unit == 'GB/s')})"
+            for r in table.itertuples()]
+    out = pd.DataFrame({"seed": table["seed"].to_numpy(), "ours": ours,
+                        "reproduced": ["" if v is None else "yes" if v else "no" for v in table["reproduced"]],
+                        "note": table["note"].to_numpy()}, index=pd.Index(table["figure"], name="figure"))
+    out.attrs.update(table.attrs)
     return out
 
 

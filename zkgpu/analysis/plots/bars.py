@@ -119,6 +119,8 @@ def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: 
     missing = set(cats) - set(table.columns)
     if missing:
         raise ValueError(f"table lacks columns {sorted(missing)}")
+    if table[list(cats)].isna().all(axis=None):  # e.g. reindexed by names the table does not hold: an empty figure says nothing
+        raise ValueError(f"nothing to draw: every row is empty ({', '.join(map(str, table.index[:4]))})")
     v = table[list(cats)].astype(float).fillna(0.0)
     if normalize:
         v = v.div(v.sum(axis=1).replace(0.0, np.nan), axis=0).fillna(0.0) * 100
@@ -158,7 +160,26 @@ def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: 
     ax.grid(axis="x", alpha=0.3)
     if own:
         fig.tight_layout()
+        if not normalize and xmax is None and ax.texts:
+            _fit_end_labels(fig, ax)
     return fig, ax, v
+
+
+def _fit_end_labels(fig: Figure, ax: Axes) -> None:
+    """Widen the x range so that every bar-end label ends inside the axes (measured once laid out: long row names and
+    the legend narrow the axes more than the estimate allows, and a label then ran into the legend)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    box = ax.get_window_extent(renderer)
+    lo, hi = ax.get_xlim()
+    need = hi
+    for t in ax.texts:
+        w = t.get_window_extent(renderer).width
+        x = float(t.get_position()[0])
+        if box.width > w and x > 0:
+            need = max(need, x * box.width / (box.width - w))
+    if need > hi:
+        ax.set_xlim(lo, need * 1.02)
 
 
 #: The idle parts of :func:`zkgpu.story.conclusions.gpu_time_split` (idle causes of :func:`zkgpu.analysis.gpu_time.idle_causes`) and
@@ -178,7 +199,7 @@ def critical_path(table: pd.DataFrame, ax: Axes | None = None, title: str | None
     longest bar the axis holds, when figures that are compared share it (:func:`summary_scale`).
 
     Raises:
-        ValueError: the table has neither table's columns, or is empty.
+        ValueError: the table has neither table's columns, or is empty (no rows, or no value in any row).
     """
     tot = {i: f"{r['ms_per_partition']:.0f} ms = {60000 / r['ms_per_partition']:.0f} partitions/min" for i, r in table.iterrows()
            if r.get("ms_per_partition", 0) and np.isfinite(r.get("ms_per_partition", np.nan))}
