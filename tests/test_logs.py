@@ -454,9 +454,13 @@ def test_parse_cli_bad_suffix(tmp_path):
 
 
 def test_parse_registered_in_main_cli():
-    from zkgpu.app.cli import main
+    import click
 
-    assert "parse" in main.commands
+    from zkgpu.app.cli import main
+    from zkgpu.app.parse_cmd import parse_command
+
+    ctx = click.Context(main)
+    assert "parse" in main.list_commands(ctx) and main.get_command(ctx, "parse") is parse_command  # loaded on first use
 
 
 def test_sequential_placement_shares_timeline_base():
