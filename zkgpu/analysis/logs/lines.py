@@ -140,6 +140,16 @@ def _value(v: str, key: str = "") -> float | str | object:
     return x if abs(x) <= _MAX_ABS else _BAD
 
 
+#: memo of :func:`_value` for short values (a log repeats a few thousand distinct ``key=value`` pairs a million times):
+#: (key, raw) → value, at most :data:`_MEMO_SIZE` entries of values up to :data:`_MEMO_CHARS` characters (emptied when
+#: full, so memory stays bounded whatever the log holds); :func:`_value` is pure, so the memo changes no result
+_MEMO_SIZE = 1 << 16
+_MEMO_CHARS = 32
+_VALUES: dict[tuple[str, str], object] = {}
+_KEYS: dict[str, bool] = {}  # the same for _kv's key check (names of at most _MEMO_CHARS characters)
+_MISS = object()
+
+
 #: field names a record cannot set, because its row (or the partition record it joins) has a column of that name:
 #: the field is dropped and counted (``CUZK_TIMING: prep_msm_ms=5 kind=x`` re-kinded the line, ``_kinds=1`` crashed the
 #: grouping, ``last_line=9`` moved a partition); names starting with ``_`` likewise
@@ -152,7 +162,14 @@ def _store_field(target: dict, key: str, raw: str, reserved: frozenset[str], cou
     a name that would overwrite a row's own column (``reserved``, or starting with ``_``: kind=x once re-kinded a
     line; counted in ``dropped_fields``) or a name past the parse's cap (``counts.keep_name``). A key given twice in
     one record keeps the later value and counts the earlier one as dropped."""
-    v = _value(raw, key)
+    if len(raw) <= _MEMO_CHARS:  # the few distinct short values of a log, read once each
+        v = _VALUES.get((key, raw), _MISS)
+        if v is _MISS:
+            if len(_VALUES) >= _MEMO_SIZE:
+                _VALUES.clear()
+            v = _VALUES[(key, raw)] = _value(raw, key)
+    else:
+        v = _value(raw, key)
     if v is _BAD:
         if counts is not None:
             counts.bad_values += 1
@@ -201,7 +218,16 @@ def _kv(tok: str) -> tuple[str, str] | None:
     quoted or not), else None. No regex over the value: linear time and constant memory however long it is (a
     regex alternation over a quoted value pushed a backtracking frame per character, ~190 bytes per byte)."""
     key, sep, value = tok.partition("=")
-    return (key, value) if sep and value and _KEY.fullmatch(key) else None
+    if not (sep and value):
+        return None
+    ok = _KEYS.get(key)
+    if ok is None:
+        ok = _KEY.fullmatch(key) is not None
+        if len(key) <= _MEMO_CHARS:
+            if len(_KEYS) >= _MEMO_SIZE:
+                _KEYS.clear()
+            _KEYS[key] = ok
+    return (key, value) if ok else None
 
 
 def _complete_kv(tok: str) -> bool:
@@ -355,7 +381,25 @@ def parse_timeline(seg: str, truncated: bool, counts: Counts | None = None, mayb
 
 
 def split_segments(text: str) -> tuple[str, list[tuple[str, str, bool]]]:
-    """Split one ANSI-stripped physical line into (prefix, [(marker, body, cut_by_next_marker)])."""
+    """Split one ANSI-stripped physical line into (prefix, [(marker, body, cut_by_next_marker)]).
+
+    Fast path first: substring tests (C speed) for each marker; when exactly one marker string occurs, once, the
+    marker regex could only match there, so the split is that occurrence (what the regex below would give). Lines
+    with no marker, several markers or one marker twice take the regex."""
+    found = ""
+    for marker in MARKERS:
+        if marker in text:
+            if found:
+                found = ""
+                break
+            found = marker
+    else:
+        if not found:
+            return text, []
+    if found:
+        i = text.find(found)
+        if text.find(found, i + 1) < 0:
+            return text[:i], [(found, text[i + len(found):], False)]
     matches = list(_MARKER_RE.finditer(text))
     if not matches:
         return text, []

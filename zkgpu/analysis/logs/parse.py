@@ -68,29 +68,47 @@ _CHUNK = 8192  # rows per table kept as dicts before they become a DataFrame chu
 
 
 class _Table:
-    """Rows of one ParsedLog table, turned into DataFrame chunks every :data:`_CHUNK` rows."""
+    """Rows of one ParsedLog table, turned into DataFrame chunks every :data:`_CHUNK` rows.
 
-    __slots__ = ("rows", "chunks", "n", "keep")
+    Rows are kept as tuples grouped by their keys (a log's records of one kind share their fields), which pandas
+    builds columns from faster than from dicts; a chunk's rows keep their order (a sequence number) and its columns
+    the order in which their names were first seen, as ``pd.DataFrame(list_of_dicts)`` gives them."""
+
+    __slots__ = ("shapes", "chunks", "n", "keep", "pending", "names")
 
     def __init__(self, keep: bool = True) -> None:
-        self.rows: list[dict] = []
+        self.shapes: dict[tuple, list[tuple]] = {}
         self.chunks: list[pd.DataFrame] = []
         self.n = 0
+        self.pending = 0
         self.keep = keep  # False: count the rows only
+        self.names: dict[str, None] = {}  # column names in first-seen order
 
     def append(self, row: dict) -> None:
         self.n += 1
         if not self.keep:
             return
-        self.rows.append(row)
-        if len(self.rows) >= _CHUNK:
-            self.chunks.append(pd.DataFrame(self.rows))
-            self.rows = []
+        keys = tuple(row)
+        rows = self.shapes.get(keys)
+        if rows is None:
+            rows = self.shapes[keys] = []
+            for k in keys:
+                self.names.setdefault(k, None)
+        rows.append((self.n, *row.values()))
+        self.pending += 1
+        if self.pending >= _CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self.pending:
+            return
+        frames = [pd.DataFrame(rows, columns=["_seq", *keys]) for keys, rows in self.shapes.items()]
+        self.shapes, self.pending = {}, 0
+        df = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True, sort=False).sort_values("_seq", kind="stable")
+        self.chunks.append(df[[k for k in self.names if k in df.columns]].reset_index(drop=True))
 
     def frame(self, lead: list[str]) -> pd.DataFrame:
-        if self.rows:
-            self.chunks.append(pd.DataFrame(self.rows))
-            self.rows = []
+        self._flush()
         if not self.chunks:
             return typed_frame([], lead)
         df = self.chunks[0] if len(self.chunks) == 1 else pd.concat(self.chunks, ignore_index=True, sort=False)

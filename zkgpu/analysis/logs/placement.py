@@ -24,20 +24,6 @@ def _ns(ms: float) -> int:
     return int(round(float(ms) * 1e6))
 
 
-def _val(r: dict, k: str) -> float:
-    """A duration field in ms for event placement; NaN (= absent) when missing, unreadable,
-    non-finite, negative or implausibly large, so one corrupt value cannot break ``to_events``."""
-    v = r.get(k)
-    if v is None or v is pd.NA:
-        return float("nan")
-    try:
-        x = float(v)
-    except (TypeError, ValueError, OverflowError):
-        return float("nan")
-    return x if math.isfinite(x) and 0.0 <= x <= MAX_MS else float("nan")
-
-
-
 def _timeline_events(parsed: ParsedLog, run: str, source: str) -> tuple[list[tuple], list[dict]]:
     """Event rows (:data:`_EVENT_FIELDS` tuples) of the paired TIMELINE records
     (:func:`zkgpu.analysis.logs.timeline.pair_timeline`) and the GPU_START rows in time order (each with ``_gpart``, its
@@ -70,6 +56,30 @@ def _timeline_events(parsed: ParsedLog, run: str, source: str) -> tuple[list[tup
     return rows, starts
 
 
+#: the partition-table columns :func:`_record_events` reads (besides the ``ntt_h_*`` sub-timers)
+_DURATIONS = ("setup_to_split_ms", "split_vectors_ms", "pre_lock_cpu_ms", "mutex_wait_ms", "prep_msm_ms", "num_circuits", "b_g2_msm_ms",
+              "ntt_msm_h_ms", "barrier_wait_ms", "batch_add_ms", "tail_msm_ms", "gpu_total_ms", "mutex_held_ms", "total_start_fn_ms",
+              "async_dealloc_ms")
+
+
+def _clean_records(pt: pd.DataFrame) -> list[dict]:
+    """The partition table as one dict per record with what :func:`_record_events` reads: ``record``, ``gpu_tid``
+    and every duration as a float ms for event placement: NaN (= absent) when missing, unreadable, non-finite,
+    negative or above :data:`MAX_MS`, so one corrupt value cannot break :func:`to_events` (computed a column at a
+    time); ``_ntt_h``: the ``ntt_h_*`` columns, in table order."""
+    ntt_h = tuple(c for c in pt.columns if str(c).startswith("ntt_h_"))
+    keys = [k for k in (*_DURATIONS, *ntt_h) if k in pt.columns]
+    cols: list[list] = [pt["record"].tolist(), pt["gpu_tid"].astype(object).tolist()]
+    for k in keys:
+        x = pd.to_numeric(pt[k], errors="coerce").astype("float64").to_numpy()
+        with np.errstate(invalid="ignore"):
+            x = np.where(np.isfinite(x) & (x >= 0.0) & (x <= MAX_MS), x, np.nan)
+        cols.append(x.tolist())
+    missing = {k: float("nan") for k in _DURATIONS if k not in pt.columns}
+    names = ["record", "gpu_tid", *keys]
+    return [{**dict(zip(names, vals, strict=True)), **missing, "_ntt_h": ntt_h} for vals in zip(*cols, strict=True)]
+
+
 #: the fields of an event row as :func:`to_events` builds it (tuples: a million events stay small)
 _EVENT_FIELDS = ("run", "source", "worker", "gpu", "partition", "phase", "start_ns", "end_ns", "detail")
 
@@ -79,57 +89,56 @@ def _record_events(rec: dict, t0_ns: int, run: str, source: str, worker: Any, pa
 
     Returns (rows as :data:`_EVENT_FIELDS` tuples, lock release time in ns)."""
 
-    def g(k: str) -> float:
-        return _val(rec, k)
-
+    g = rec.__getitem__  # every duration key, cleaned by _clean_records (NaN = absent)
+    isnan = math.isnan
     rows: list[tuple] = []
     detail_base = f"placement={placement},record={rec['record']}"
 
     def add(phase: str, s: int, dur_ms: float, extra: str = "", on_gpu: bool = False) -> None:
-        if np.isnan(dur_ms):
+        if isnan(dur_ms):
             return
         rows.append((run, source, worker, gpu if on_gpu else pd.NA, partition, phase, int(s), int(s) + _ns(dur_ms), detail_base + (("," + extra) if extra else "")))
 
     setup = g("setup_to_split_ms")
-    t_split_end = t0_ns + (_ns(setup) if not np.isnan(setup) else 0)
+    t_split_end = t0_ns + (_ns(setup) if not isnan(setup) else 0)
     sv = g("split_vectors_ms")
-    if not np.isnan(sv):
+    if not isnan(sv):
         add("split_vectors", t_split_end - _ns(sv), sv)
     pre = g("pre_lock_cpu_ms")
     mw = g("mutex_wait_ms")
     add("pre_lock", t0_ns, pre)
-    lock = t0_ns + (_ns(pre) if not np.isnan(pre) else 0)
+    lock = t0_ns + (_ns(pre) if not isnan(pre) else 0)
     add("mutex_wait", lock, mw)
-    lock += _ns(mw) if not np.isnan(mw) else 0
+    lock += _ns(mw) if not isnan(mw) else 0
     # prep_msm thread starts right after split_vectors; b_g2_msm follows it
     prep = g("prep_msm_ms")
     add("prep_msm", t_split_end, prep)
-    prep_end = t_split_end + (_ns(prep) if not np.isnan(prep) else 0)
+    prep_end = t_split_end + (_ns(prep) if not isnan(prep) else 0)
     nc = g("num_circuits")
-    add("b_g2_msm", prep_end, g("b_g2_msm_ms"), f"num_circuits={nc:g}" if not np.isnan(nc) else "")
-    bg2_end = prep_end + (_ns(g("b_g2_msm_ms")) if not np.isnan(g("b_g2_msm_ms")) else 0)
+    add("b_g2_msm", prep_end, g("b_g2_msm_ms"), f"num_circuits={nc:g}" if not isnan(nc) else "")
+    bg2_end = prep_end + (_ns(g("b_g2_msm_ms")) if not isnan(g("b_g2_msm_ms")) else 0)
     # GPU chain from lock acquisition, end to end; tail right-aligned to lock + gpu_total
     cur = lock
-    ntt_extra = ",".join(f"{k}={g(k):g}" for k in rec if k.startswith("ntt_h_") and not np.isnan(g(k)))
+    ntt_extra = ",".join(f"{k}={g(k):g}" for k in rec["_ntt_h"] if not isnan(g(k)))
     for phase, key, extra in (("ntt_msm_h", "ntt_msm_h_ms", ntt_extra), ("barrier_wait", "barrier_wait_ms", ""), ("batch_add", "batch_add_ms", "")):
         d = g(key)
-        if not np.isnan(d):
+        if not isnan(d):
             add(phase, cur, d, extra, on_gpu=True)
             cur += _ns(d)
     tail = g("tail_msm_ms")
     total = g("gpu_total_ms")
-    if not np.isnan(tail):
+    if not isnan(tail):
         t_start = cur
-        if not np.isnan(total):
+        if not isnan(total):
             t_start = max(cur, lock + _ns(total) - _ns(tail))
-        add("tail_msm", t_start, tail, f"gpu_total_ms={total:g}" if not np.isnan(total) else "", on_gpu=True)
+        add("tail_msm", t_start, tail, f"gpu_total_ms={total:g}" if not isnan(total) else "", on_gpu=True)
         cur = t_start + _ns(tail)
-    elif not np.isnan(total):
+    elif not isnan(total):
         cur = max(cur, lock + _ns(total))
     held = g("mutex_held_ms")
     tot_fn = g("total_start_fn_ms")
-    add("mutex_held", lock, held, f"total_start_fn_ms={tot_fn:g}" if not np.isnan(tot_fn) else "")
-    release = lock + _ns(held) if not np.isnan(held) else cur
+    add("mutex_held", lock, held, f"total_start_fn_ms={tot_fn:g}" if not isnan(tot_fn) else "")
+    release = lock + _ns(held) if not isnan(held) else cur
     ad = g("async_dealloc_ms")
     add("async_dealloc", max(release, bg2_end), ad)
     return rows, release
@@ -186,7 +195,7 @@ def to_events(parsed: ParsedLog, run: str = "cuzk-log", source: str = "cuzk-log"
     """
     rows, starts = _timeline_events(parsed, run, source)
     pt = partition_table(parsed)
-    recs = pt.to_dict("records")
+    recs = _clean_records(pt)
     anchored = len(recs) > 0 and len(starts) == len(recs)
     base = _ns(starts[0]["t_ms"]) if starts else 0  # sequential clock starts at the first GPU_START
     prev_release = base
@@ -201,9 +210,8 @@ def to_events(parsed: ParsedLog, run: str = "cuzk-log", source: str = "cuzk-log"
             w = pd.NA if w is None or w is pd.NA or (isinstance(w, float) and np.isnan(w)) else int(w)
             r_rows, _ = _record_events(rec, t0, run, source, w, s["_gpart"], gpu, "timeline")
         else:
-            pre = _val(rec, "pre_lock_cpu_ms")
-            mw = _val(rec, "mutex_wait_ms")
-            lead = (_ns(pre) if not np.isnan(pre) else 0) + (_ns(mw) if not np.isnan(mw) else 0)
+            pre, mw = rec["pre_lock_cpu_ms"], rec["mutex_wait_ms"]
+            lead = (_ns(pre) if pre == pre else 0) + (_ns(mw) if mw == mw else 0)
             t0 = base if k == 0 else max(prev_t0, prev_release - lead)
             r_rows, prev_release = _record_events(rec, t0, run, source, pd.NA, k, gpu, "sequential")
             prev_t0 = t0
