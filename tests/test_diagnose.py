@@ -259,6 +259,24 @@ def test_record_cut_inside_the_log_is_undetermined():
     _undetermined(lines, "cut or damaged", "truncated")
 
 
+@pytest.mark.parametrize("where", ["middle", "last", "none"])
+def test_diagnose_file_reads_cut_records_as_the_full_parse_does(tmp_path, where):
+    """diagnose_file parses without one row per CUZK_TIMING line (timing_rows=False); the parse's own count of cut
+    records before the last line (cut_before_last) stands in for those rows' truncated flags."""
+    lines = _lines("pinned_pool")
+    if where != "none":
+        i = [k for k, line in enumerate(lines) if "tail_msm_ms" in line][5] if where == "middle" else len(lines) - 1
+        lines[i] = lines[i][: max(lines[i].index("=") + 2, len(lines[i]) - 4)]
+    f = tmp_path / "x.log"
+    f.write_text("\n".join(lines) + ("" if where == "last" else "\n"))
+    full = logs.parse_file(f)
+    assert (full.cut_before_last == 0) == (dg._cut_lines(full) <= {full.n_lines})
+    lean = logs.parse_file(f, timing_rows=False)
+    assert len(lean.timing) == 0 and lean.summary() == full.summary() and lean.cut_before_last == full.cut_before_last
+    a, b = dg.diagnose_file(f), dg.diagnose(full, name="x")
+    assert (a.bottleneck, a.steps[0].text, a.steps[0].evidence) == (b.bottleneck, b.steps[0].text, b.steps[0].evidence)
+
+
 def test_two_runs_in_one_log_are_undetermined():
     _undetermined(_lines("baseline") + _lines("pinned_pool"), "more than one engine run")
 

@@ -243,7 +243,8 @@ def _input_step(parsed: logs.ParsedLog, pt: pd.DataFrame, done: pd.DataFrame) ->
     cut = [f"{s[k]} {k} record(s)" for k in ("truncated", "malformed") if s[k]]
     if s["no_final_newline"]:
         cut.append("a last line without line end")
-    if cut and not s["malformed"] and _cut_lines(parsed) <= {parsed.n_lines}:
+    only_last = parsed.cut_before_last == 0 if parsed.cut_before_last is not None else _cut_lines(parsed) <= {parsed.n_lines}
+    if cut and not s["malformed"] and only_last:
         st.evidence.append("the last line is cut (" + ", ".join(cut) + "): its record is left out")
         cut = []
     if cut:
@@ -663,9 +664,10 @@ def diagnose(parsed: logs.ParsedLog, *, name: str = "log", measured: pd.DataFram
 
 def diagnose_file(path: str | Path, *, measured: pd.DataFrame | None = None, progress: bool = False) -> Diagnosis:
     """:func:`diagnose` of the log at ``path`` (streamed: linear time, bounded memory; a tqdm bar on
-    stderr with ``progress`` for large files). Raises OSError when the file cannot be read."""
+    stderr with ``progress`` for large files; the CUZK_TIMING lines kept as partition records only,
+    ``timing_rows=False``). Raises OSError when the file cannot be read."""
     p = Path(path)
-    return diagnose(logs.parse_file(p, progress=progress), name=p.stem, measured=measured)
+    return diagnose(logs.parse_file(p, progress=progress, timing_rows=False), name=p.stem, measured=measured)
 
 
 def markdown(diag: Diagnosis, figure: str | None = None) -> str:

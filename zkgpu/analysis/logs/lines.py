@@ -144,10 +144,12 @@ def _value(v: str, key: str = "") -> float | str | object:
 #: (key, raw) → value, at most :data:`_MEMO_SIZE` entries of values up to :data:`_MEMO_CHARS` characters (emptied when
 #: full, so memory stays bounded whatever the log holds); :func:`_value` is pure, so the memo changes no result
 _MEMO_SIZE = 1 << 16
-_MEMO_CHARS = 32
+_MEMO_CHARS = 48
 _VALUES: dict[tuple[str, str], object] = {}
 _KEYS: dict[str, bool] = {}  # the same for _kv's key check (names of at most _MEMO_CHARS characters)
 _MISS = object()
+_TOKENS: dict[str, tuple] = {}  # whole ``key=value`` tokens → (key, value), or _NOT_KV
+_NOT_KV = ("", None)
 
 
 #: field names a record cannot set, because its row (or the partition record it joins) has a column of that name:
@@ -170,6 +172,11 @@ def _store_field(target: dict, key: str, raw: str, reserved: frozenset[str], cou
             v = _VALUES[(key, raw)] = _value(raw, key)
     else:
         v = _value(raw, key)
+    _store_value(target, key, v, reserved, counts)
+
+
+def _store_value(target: dict, key: str, v: object, reserved: frozenset[str], counts: Counts | None) -> None:
+    """The part of :func:`_store_field` after the value is read."""
     if v is _BAD:
         if counts is not None:
             counts.bad_values += 1
@@ -255,9 +262,16 @@ def kv_tokens(body: str, truncated: bool, counts: Counts | None = None, maybe_cu
     words: list[str] = []
     n = len(toks)
     for i, t in enumerate(toks):
-        kv = _kv(t)
-        if kv is not None:
-            _store_field(fields, kv[0], kv[1], _RESERVED_KV, counts)
+        kv = _TOKENS.get(t)  # a short token seen before: its key and value, read once (pure, so no result changes)
+        if kv is None:
+            pair = _kv(t)
+            kv = (pair[0], _value(pair[1], pair[0])) if pair is not None else _NOT_KV
+            if len(t) <= _MEMO_CHARS:
+                if len(_TOKENS) >= _MEMO_SIZE:
+                    _TOKENS.clear()
+                _TOKENS[t] = kv
+        if kv is not _NOT_KV:
+            _store_value(fields, kv[0], kv[1], _RESERVED_KV, counts)
         elif not fields:
             words.append(t)
         elif i == n - 1:

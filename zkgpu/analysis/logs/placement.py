@@ -21,7 +21,7 @@ _MAX_NS = int(np.iinfo(np.int64).max)  # the event table's times are int64 ns
 
 
 def _ns(ms: float) -> int:
-    return int(round(float(ms) * 1e6))
+    return round(ms * 1e6)  # ms: a float (round of a float is an int, half to even)
 
 
 def _timeline_events(parsed: ParsedLog, run: str, source: str) -> tuple[list[tuple], list[dict]]:
@@ -97,7 +97,7 @@ def _record_events(rec: dict, t0_ns: int, run: str, source: str, worker: Any, pa
     def add(phase: str, s: int, dur_ms: float, extra: str = "", on_gpu: bool = False) -> None:
         if isnan(dur_ms):
             return
-        rows.append((run, source, worker, gpu if on_gpu else pd.NA, partition, phase, int(s), int(s) + _ns(dur_ms), detail_base + (("," + extra) if extra else "")))
+        rows.append((run, source, worker, gpu if on_gpu else pd.NA, partition, phase, s, s + round(dur_ms * 1e6), detail_base + (("," + extra) if extra else "")))
 
     setup = g("setup_to_split_ms")
     t_split_end = t0_ns + (_ns(setup) if not isnan(setup) else 0)
