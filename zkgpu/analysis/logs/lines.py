@@ -200,13 +200,16 @@ MAX_FIELD_NAMES = 256
 class Counts:
     """Per-parse counters of everything dropped or merged (see :meth:`ParsedLog.summary`), and the field names kept."""
 
-    __slots__ = ("dropped_fields", "bad_values", "merged", "names")
+    __slots__ = ("dropped_fields", "bad_values", "merged", "names", "bodies")
 
     def __init__(self) -> None:
         self.dropped_fields = 0
         self.bad_values = 0
         self.merged = 0
         self.names: set[str] = set()
+        # kv_tokens of whole record bodies read before in this parse, whole and clean (nothing dropped or counted):
+        # cuzk repeats its lines' text (integer ms, a few workers and partitions), so most bodies are read once
+        self.bodies: dict[str, tuple[dict, list[str]]] = {}
 
     def keep_name(self, name: str) -> bool:
         """Whether a field called ``name`` is kept: a name seen before, or a new one while fewer than
@@ -251,6 +254,27 @@ def kv_tokens(body: str, truncated: bool, counts: Counts | None = None, maybe_cu
     token is kept when it is a complete ``key=value``, else the record is flagged truncated.
     Values that are not finite or out of range are dropped and counted in ``counts.bad_values``.
     """
+    if counts is None or truncated or maybe_cut or len(body) > _BODY_CHARS:
+        return _kv_tokens(body, truncated, counts, maybe_cut)
+    hit = counts.bodies.get(body)  # read before in this parse, whole and clean: the same fields
+    if hit is not None:
+        return dict(hit[0]), list(hit[1]), False
+    before = (counts.dropped_fields, counts.bad_values)
+    fields, words, truncated = _kv_tokens(body, truncated, counts, maybe_cut)
+    if not truncated and before == (counts.dropped_fields, counts.bad_values):  # nothing dropped or counted
+        if len(counts.bodies) >= _MEMO_BODIES:
+            counts.bodies.clear()
+        counts.bodies[body] = (dict(fields), list(words))
+    return fields, words, truncated
+
+
+#: bodies :func:`kv_tokens` remembers per parse (at most this many, of at most this many characters: bounded memory)
+_MEMO_BODIES = 1 << 14
+_BODY_CHARS = 512
+
+
+def _kv_tokens(body: str, truncated: bool, counts: Counts | None, maybe_cut: bool) -> tuple[dict, list[str], bool]:
+    """:func:`kv_tokens` without the memo."""
     toks = body.split()
     if maybe_cut and toks and not body[-1:].isspace() and not _complete_kv(toks[-1]):
         truncated = True
