@@ -14,57 +14,141 @@ from click.testing import CliRunner
 
 import zkgpu.pipeline.worker as pipeline_worker
 from zkgpu.analysis import logs
-from zkgpu.analysis.replay import data_dir, find_recordings, reference_path
+from zkgpu.analysis.gpu_time import IDLE_CAUSES, idle_causes
+from zkgpu.analysis.replay import Recording, data_dir, reference_path
 from zkgpu.app.cli import main
 from zkgpu.pipeline import PipelineConfig, prepare_backend, run_pipeline
 from zkgpu.story import diagnose as dg
-from zkgpu.story.bottleneck import last_mile_recordings
 
-#: The verdict the story gives each scenario (zkgpu.story.diagnose.STORY_VERDICTS: notebook 09 compares with it).
-STORY_VERDICTS = dg.STORY_VERDICTS
 
-#: (recording, scenario) whose log gives another verdict than the story's, and why (checked: it stays so).
-EXCEPTIONS: dict[tuple[str, str], tuple[str, str]] = {
-    ("nvidia-h200-20261201-record-3", "narrow_prep_gpu_h2d_pre_lock_msm_precomp"): (
-        "gpu_bound", "the model calibrated on this run predicts under 1.10x from the submission scope (record-4: lock_scope)"),
-    # The seed-regime recordings (prep_msm on CPU threads, issue 20) disagree with the story where diagnose's thresholds,
-    # set on the earlier recordings, read the barrier wait and the lock differently: open (issue 24), kept visible here.
-    ("nvidia-h200-20261203-record", "pinned_gw3"): ("gpu_bound", "seed regime: diagnose disagrees with the story (open, issue 24)"),
-    ("nvidia-h200-20261203-record", "pinned_pool"): ("gpu_bound", "seed regime: diagnose disagrees with the story (open, issue 24)"),
-    ("nvidia-h200-20261203-record", "registered"): ("h2d_pageable", "seed regime: diagnose disagrees with the story (open, issue 24)"),
-    ("nvidia-h200-20261203-record", "narrow_prep_gpu_h2d_pre_lock"): ("gpu_bound", "seed regime: diagnose disagrees with the story (open, issue 24)"),
-    ("nvidia-h200-20261203-record", "narrow_prep_gpu_h2d_pre_lock_msm_precomp"): ("gpu_bound", "seed regime: diagnose disagrees with the story (open, issue 24)"),
-    ("nvidia-h200-20261203-record", "submit_prep_gpu_msm_precomp"): ("prep_msm_barrier", "seed regime: diagnose disagrees with the story (open, issue 24)"),
-    ("nvidia-h200-20261203-record-1", "narrow_prep_gpu_h2d_pre_lock"): ("gpu_bound", "seed regime: diagnose disagrees with the story (open, issue 24)"),
-    ("nvidia-h200-20261203-record", "pinned_narrow"): ("lock_scope", "seed regime: diagnose disagrees with the story (open, issue 24)"),
-    ("nvidia-h200-20261203-record-1", "pinned_narrow"): ("lock_scope", "seed regime: diagnose disagrees with the story (open, issue 24)"),
-    ("nvidia-h200-20261203-record-1", "submit_prep_gpu_msm_precomp"): ("prep_msm_barrier", "seed regime: diagnose disagrees with the story (open, issue 24)"),
+def story_verdict(config: dict) -> str:
+    """The verdict the story gives a scenario, from what the scenario IS (its recorded configuration), not its name:
+    the same name can be another step in another regime (in the seed regime, prep_msm on CPU threads, ``pinned_narrow``
+    is the configuration of the last mile's first step ``narrow_prep_parallel``, and 07b's
+    :func:`zkgpu.story.bottleneck.prep_scenarios` takes it as that step).
+
+    * a, b, c pageable inside ntt_msm_h (baseline: 04, 05), or pre-staged from pageable memory beside the other
+      worker's kernels (compute_only, ``transfer="resident"``: 07) → ``h2d_pageable``;
+    * the mutex over the submissions only, or no shared mutex (07b sections 3-4: the GPU phases are what is left)
+      → ``gpu_bound``;
+    * prep_msm off the GPU's critical path (``prep`` not the one-thread ``cpu``) in the narrow scope (07b sections 2-4:
+      the lock is the pipeline's clock, the next step is the submission scope) → ``lock_scope``;
+    * otherwise (pinned or registered a, b, c with the coarse lock, or the narrow lock with the one-thread prep):
+      the GPU idles at the barrier for the CPU's prep_msm (07) → ``prep_msm_barrier``.
+    """
+    if config.get("transfer") in ("pageable", "resident"):
+        return "h2d_pageable"
+    if config.get("lock_scope") in ("submit", "none"):
+        return "gpu_bound"
+    if config.get("lock_scope") == "narrow" and config.get("prep", "cpu") != "cpu":
+        return "lock_scope"
+    return "prep_msm_barrier"
+
+
+#: (recording folder under data/, scenario) → (the verdict diagnose gives, why the story's verdict is the wrong one there).
+#: The story's notebook 07 sentence "the remaining limit is the CPU's prep_msm" is written whatever the numbers
+#: (zkgpu.story.conclusions, step "next bottleneck"); in the seed regime (prep_msm on 8 CPU threads, issue 20) the
+#: pinned runs with the coarse lock do not wait at the barrier: test_story_is_wrong_where_listed checks it on their
+#: measured event tables (not the logs diagnose reads).
+STORY_WRONG: dict[tuple[str, str], tuple[str, str]] = {
+    ("nvidia-h200-20261203-record", "pinned_pool"): (
+        "gpu_bound", "measured: the GPU computes 87% of its window, 4.9% idle at the barrier; the model calibrated on the "
+                     "pool predicts 1.01x with prep_msm 2x faster (07's own numbers)"),
+    ("nvidia-h200-20261203-record", "pinned_gw3"): (
+        "gpu_bound", "measured: the GPU computes 89% of its window, 3.0% idle at the barrier"),
+    ("nvidia-h200-20261203-record", "registered"): (
+        "h2d_pageable", "measured: 2.3% idle at the barrier; the host blocks in the enqueue for 54% of ntt_msm_h (the "
+                        "per-partition cudaHostRegister, which a log cannot tell from a pageable copy), and the change "
+                        "h2d_pageable recommends, the pool, is the one measured to help (444 -> 503 partitions/min)"),
+}
+
+#: (recording, scenario) → (the verdict diagnose gives, why): the story's verdict holds, but the model calibrated on
+#: the log alone predicts less than THRESHOLDS["min_gain"] from the submission scope, so diagnose does not name the
+#: lock. test_model_misses_stay_misses checks the prediction, so that a better model shows up here.
+MODEL_MISSES: dict[tuple[str, str], tuple[str, str]] = {
+    ("last-mile/nvidia-h200-20261201-record-3", "narrow_prep_gpu_h2d_pre_lock_msm_precomp"): (
+        "gpu_bound", "the model predicts 1.02x from the submission scope; record-3 has no submission-scope run with "
+                     "these bases to measure it (record-4's log gives lock_scope)"),
+    ("last-mile/nvidia-h200-20261203-record", "narrow_prep_gpu_h2d_pre_lock_msm_precomp"): (
+        "gpu_bound", "the model predicts 1.04x from the submission scope for its representative run (1.18x for run 1); "
+                     "the recording measured 1.11x (submit_prep_gpu_msm_precomp 1069 against 966 partitions/min, medians)"),
 }
 
 
-def _loaded_recordings():
-    """The committed recordings made under host load (the story's condition: pageable copies under load);
-    data/nvidia-h200-20261129-record ran on an idle host, before the H2D overlapped the NTTs."""
-    return [r for r in [*find_recordings(data_dir()), *last_mile_recordings()] if r.host_load_threads > 0]
+def _recordings() -> list[Recording]:
+    """Every committed recording with scenario logs: each data/**/manifest.json (main, last-mile, seed-regime, real)."""
+    out = []
+    for mf in sorted(data_dir().glob("**/manifest.json")):
+        rec = Recording.open(mf.parent)
+        if any(rec.log_path(s) is not None for s in rec.scenarios):
+            out.append(rec)
+    return out
 
 
-_CASES = [(r, s) for r in _loaded_recordings() for s in r.scenarios if r.log_path(s) is not None]
+def _key(rec: Recording) -> str:
+    """The recording's folder under data/ (names repeat across data/, last-mile/ and seed-regime/)."""
+    return rec.path.relative_to(data_dir()).as_posix()
 
 
-def test_the_table_covers_every_recorded_scenario():
-    assert _CASES, "no committed recording under host load found"
-    assert {s for _, s in _CASES} <= set(STORY_VERDICTS)
+_ALL = [(r, s) for r in _recordings() for s in r.scenarios if r.log_path(s) is not None]
+#: the story gives verdicts for its scenario matrix under host load (pageable copies under load); data/real/ (notebook
+#: 10, one real circuit, idle host, 4 partitions) gets none, and is only checked to give a verdict of the vocabulary
+_CASES = [(r, s) for r, s in _ALL if r.host_load_threads > 0]
 
 
-@pytest.mark.parametrize(("rec", "scenario"), _CASES, ids=[f"{r.path.name}:{s}" for r, s in _CASES])
+def _expected(rec: Recording, scenario: str) -> str:
+    key = (_key(rec), scenario)
+    for table in (STORY_WRONG, MODEL_MISSES):
+        if key in table:
+            return table[key][0]
+    return story_verdict(rec.scenario(scenario).get("config") or {})
+
+
+def test_the_table_covers_every_committed_recording():
+    keys = {_key(r) for r, _ in _CASES}
+    assert {"nvidia-h200-20261203-record", "last-mile/nvidia-h200-20261203-record", "seed-regime/nvidia-h200-20261203-record"} <= keys
+    assert {k for k, _ in (*STORY_WRONG, *MODEL_MISSES)} <= keys, "a listed recording is gone"
+    assert {(_key(r), s) for r, s in _CASES} >= {*STORY_WRONG, *MODEL_MISSES}
+
+
+@pytest.mark.parametrize(("rec", "scenario"), _CASES, ids=[f"{_key(r)}:{s}" for r, s in _CASES])
 def test_recorded_scenario_gets_the_story_verdict(rec, scenario):
     d = dg.diagnose_file(rec.log_path(scenario))
-    want = EXCEPTIONS.get((rec.path.name, scenario), (STORY_VERDICTS[scenario], ""))[0]
-    assert d.bottleneck == want, f"{rec.path.name}/{scenario}: {d.steps[-1].text}"
+    want = _expected(rec, scenario)
+    assert d.bottleneck == want, f"{_key(rec)}/{scenario}: {d.steps[-1].text}"
     assert d.bottleneck in dg.BOTTLENECKS and d.recommendation == dg.RECOMMENDATIONS[want]
     assert d.evidence and d.steps[-1].name == "verdict"
     if want in ("h2d_pageable", "prep_msm_barrier", "lock_scope") and d.predicted_gain is not None:
         assert d.predicted_gain["ratio"] > 0
+
+
+@pytest.mark.parametrize(("rec", "scenario"), [c for c in _ALL if c not in _CASES], ids=lambda x: getattr(x, "name", x))
+def test_recordings_without_a_story_verdict_still_get_one_of_the_vocabulary(rec, scenario):
+    d = dg.diagnose_file(rec.log_path(scenario))
+    assert d.bottleneck in dg.BOTTLENECKS and d.steps[-1].name == "verdict"
+
+
+@pytest.mark.parametrize("key", sorted(STORY_WRONG), ids=lambda k: f"{k[0]}:{k[1]}")
+def test_story_is_wrong_where_listed(key):
+    """The story's verdict there is prep_msm_barrier (the GPU idles at the barrier for prep_msm); the recording's
+    measured event table says the GPU idles there less than THRESHOLDS["barrier_idle"] of its window, while the
+    scenarios where the story holds idle there more (pinned_pool of the older record-2: 38%)."""
+    rec = Recording.open(data_dir() / key[0])
+    assert story_verdict(rec.scenario(key[1])["config"]) == "prep_msm_barrier"
+    share = idle_causes(rec.events(key[1])).loc[IDLE_CAUSES[0][0], "share"]
+    assert share < dg.THRESHOLDS["barrier_idle"][0], share
+    held = idle_causes(Recording.open(data_dir() / "nvidia-h200-20261129-record-2").events("pinned_pool")).loc[IDLE_CAUSES[0][0], "share"]
+    assert held >= dg.THRESHOLDS["barrier_idle"][0]
+
+
+@pytest.mark.parametrize("key", sorted(MODEL_MISSES), ids=lambda k: f"{k[0]}:{k[1]}")
+def test_model_misses_stay_misses(key):
+    """What makes these gpu_bound is the model's gain from the submission scope, below min_gain: when a better
+    calibration lifts it, this fails and the entry goes."""
+    rec = Recording.open(data_dir() / key[0])
+    d = dg.diagnose_file(rec.log_path(key[1]))
+    m = re.search(r"a narrower lock would give only ([0-9.]+)×", d.steps[-1].text)
+    assert m and float(m.group(1)) < dg.THRESHOLDS["min_gain"][0], d.steps[-1].text
 
 
 def test_seed_lines_alone_say_h2d_pageable_and_what_would_confirm_it():
@@ -173,6 +257,24 @@ def test_record_cut_inside_the_log_is_undetermined():
     i = [k for k, line in enumerate(lines) if "tail_msm_ms" in line][5]
     lines[i] = lines[i][: lines[i].index("gpu_total_ms") + 3]
     _undetermined(lines, "cut or damaged", "truncated")
+
+
+@pytest.mark.parametrize("where", ["middle", "last", "none"])
+def test_diagnose_file_reads_cut_records_as_the_full_parse_does(tmp_path, where):
+    """diagnose_file parses without one row per CUZK_TIMING line (timing_rows=False); the parse's own count of cut
+    records before the last line (cut_before_last) stands in for those rows' truncated flags."""
+    lines = _lines("pinned_pool")
+    if where != "none":
+        i = [k for k, line in enumerate(lines) if "tail_msm_ms" in line][5] if where == "middle" else len(lines) - 1
+        lines[i] = lines[i][: max(lines[i].index("=") + 2, len(lines[i]) - 4)]
+    f = tmp_path / "x.log"
+    f.write_text("\n".join(lines) + ("" if where == "last" else "\n"))
+    full = logs.parse_file(f)
+    assert (full.cut_before_last == 0) == (dg._cut_lines(full) <= {full.n_lines})
+    lean = logs.parse_file(f, timing_rows=False)
+    assert len(lean.timing) == 0 and lean.summary() == full.summary() and lean.cut_before_last == full.cut_before_last
+    a, b = dg.diagnose_file(f), dg.diagnose(full, name="x")
+    assert (a.bottleneck, a.steps[0].text, a.steps[0].evidence) == (b.bottleneck, b.steps[0].text, b.steps[0].evidence)
 
 
 def test_two_runs_in_one_log_are_undetermined():

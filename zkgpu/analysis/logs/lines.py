@@ -140,6 +140,18 @@ def _value(v: str, key: str = "") -> float | str | object:
     return x if abs(x) <= _MAX_ABS else _BAD
 
 
+#: memo of :func:`_value` for short values (a log repeats a few thousand distinct ``key=value`` pairs a million times):
+#: (key, raw) → value, at most :data:`_MEMO_SIZE` entries of values up to :data:`_MEMO_CHARS` characters (emptied when
+#: full, so memory stays bounded whatever the log holds); :func:`_value` is pure, so the memo changes no result
+_MEMO_SIZE = 1 << 16
+_MEMO_CHARS = 48
+_VALUES: dict[tuple[str, str], object] = {}
+_KEYS: dict[str, bool] = {}  # the same for _kv's key check (names of at most _MEMO_CHARS characters)
+_MISS = object()
+_TOKENS: dict[str, tuple] = {}  # whole ``key=value`` tokens → (key, value), or _NOT_KV
+_NOT_KV = ("", None)
+
+
 #: field names a record cannot set, because its row (or the partition record it joins) has a column of that name:
 #: the field is dropped and counted (``CUZK_TIMING: prep_msm_ms=5 kind=x`` re-kinded the line, ``_kinds=1`` crashed the
 #: grouping, ``last_line=9`` moved a partition); names starting with ``_`` likewise
@@ -152,7 +164,19 @@ def _store_field(target: dict, key: str, raw: str, reserved: frozenset[str], cou
     a name that would overwrite a row's own column (``reserved``, or starting with ``_``: kind=x once re-kinded a
     line; counted in ``dropped_fields``) or a name past the parse's cap (``counts.keep_name``). A key given twice in
     one record keeps the later value and counts the earlier one as dropped."""
-    v = _value(raw, key)
+    if len(raw) <= _MEMO_CHARS:  # the few distinct short values of a log, read once each
+        v = _VALUES.get((key, raw), _MISS)
+        if v is _MISS:
+            if len(_VALUES) >= _MEMO_SIZE:
+                _VALUES.clear()
+            v = _VALUES[(key, raw)] = _value(raw, key)
+    else:
+        v = _value(raw, key)
+    _store_value(target, key, v, reserved, counts)
+
+
+def _store_value(target: dict, key: str, v: object, reserved: frozenset[str], counts: Counts | None) -> None:
+    """The part of :func:`_store_field` after the value is read."""
     if v is _BAD:
         if counts is not None:
             counts.bad_values += 1
@@ -176,13 +200,16 @@ MAX_FIELD_NAMES = 256
 class Counts:
     """Per-parse counters of everything dropped or merged (see :meth:`ParsedLog.summary`), and the field names kept."""
 
-    __slots__ = ("dropped_fields", "bad_values", "merged", "names")
+    __slots__ = ("dropped_fields", "bad_values", "merged", "names", "bodies")
 
     def __init__(self) -> None:
         self.dropped_fields = 0
         self.bad_values = 0
         self.merged = 0
         self.names: set[str] = set()
+        # kv_tokens of whole record bodies read before in this parse, whole and clean (nothing dropped or counted):
+        # cuzk repeats its lines' text (integer ms, a few workers and partitions), so most bodies are read once
+        self.bodies: dict[str, tuple[dict, list[str]]] = {}
 
     def keep_name(self, name: str) -> bool:
         """Whether a field called ``name`` is kept: a name seen before, or a new one while fewer than
@@ -201,7 +228,16 @@ def _kv(tok: str) -> tuple[str, str] | None:
     quoted or not), else None. No regex over the value: linear time and constant memory however long it is (a
     regex alternation over a quoted value pushed a backtracking frame per character, ~190 bytes per byte)."""
     key, sep, value = tok.partition("=")
-    return (key, value) if sep and value and _KEY.fullmatch(key) else None
+    if not (sep and value):
+        return None
+    ok = _KEYS.get(key)
+    if ok is None:
+        ok = _KEY.fullmatch(key) is not None
+        if len(key) <= _MEMO_CHARS:
+            if len(_KEYS) >= _MEMO_SIZE:
+                _KEYS.clear()
+            _KEYS[key] = ok
+    return (key, value) if ok else None
 
 
 def _complete_kv(tok: str) -> bool:
@@ -218,6 +254,27 @@ def kv_tokens(body: str, truncated: bool, counts: Counts | None = None, maybe_cu
     token is kept when it is a complete ``key=value``, else the record is flagged truncated.
     Values that are not finite or out of range are dropped and counted in ``counts.bad_values``.
     """
+    if counts is None or truncated or maybe_cut or len(body) > _BODY_CHARS:
+        return _kv_tokens(body, truncated, counts, maybe_cut)
+    hit = counts.bodies.get(body)  # read before in this parse, whole and clean: the same fields
+    if hit is not None:
+        return dict(hit[0]), list(hit[1]), False
+    before = (counts.dropped_fields, counts.bad_values)
+    fields, words, truncated = _kv_tokens(body, truncated, counts, maybe_cut)
+    if not truncated and before == (counts.dropped_fields, counts.bad_values):  # nothing dropped or counted
+        if len(counts.bodies) >= _MEMO_BODIES:
+            counts.bodies.clear()
+        counts.bodies[body] = (dict(fields), list(words))
+    return fields, words, truncated
+
+
+#: bodies :func:`kv_tokens` remembers per parse (at most this many, of at most this many characters: bounded memory)
+_MEMO_BODIES = 1 << 14
+_BODY_CHARS = 512
+
+
+def _kv_tokens(body: str, truncated: bool, counts: Counts | None, maybe_cut: bool) -> tuple[dict, list[str], bool]:
+    """:func:`kv_tokens` without the memo."""
     toks = body.split()
     if maybe_cut and toks and not body[-1:].isspace() and not _complete_kv(toks[-1]):
         truncated = True
@@ -229,9 +286,16 @@ def kv_tokens(body: str, truncated: bool, counts: Counts | None = None, maybe_cu
     words: list[str] = []
     n = len(toks)
     for i, t in enumerate(toks):
-        kv = _kv(t)
-        if kv is not None:
-            _store_field(fields, kv[0], kv[1], _RESERVED_KV, counts)
+        kv = _TOKENS.get(t)  # a short token seen before: its key and value, read once (pure, so no result changes)
+        if kv is None:
+            pair = _kv(t)
+            kv = (pair[0], _value(pair[1], pair[0])) if pair is not None else _NOT_KV
+            if len(t) <= _MEMO_CHARS:
+                if len(_TOKENS) >= _MEMO_SIZE:
+                    _TOKENS.clear()
+                _TOKENS[t] = kv
+        if kv is not _NOT_KV:
+            _store_value(fields, kv[0], kv[1], _RESERVED_KV, counts)
         elif not fields:
             words.append(t)
         elif i == n - 1:
@@ -355,7 +419,25 @@ def parse_timeline(seg: str, truncated: bool, counts: Counts | None = None, mayb
 
 
 def split_segments(text: str) -> tuple[str, list[tuple[str, str, bool]]]:
-    """Split one ANSI-stripped physical line into (prefix, [(marker, body, cut_by_next_marker)])."""
+    """Split one ANSI-stripped physical line into (prefix, [(marker, body, cut_by_next_marker)]).
+
+    Fast path first: substring tests (C speed) for each marker; when exactly one marker string occurs, once, the
+    marker regex could only match there, so the split is that occurrence (what the regex below would give). Lines
+    with no marker, several markers or one marker twice take the regex."""
+    found = ""
+    for marker in MARKERS:
+        if marker in text:
+            if found:
+                found = ""
+                break
+            found = marker
+    else:
+        if not found:
+            return text, []
+    if found:
+        i = text.find(found)
+        if text.find(found, i + 1) < 0:
+            return text[:i], [(found, text[i + len(found):], False)]
     matches = list(_MARKER_RE.finditer(text))
     if not matches:
         return text, []

@@ -64,33 +64,56 @@ def read_lines(f: Any, limit: int = MAX_LINE_CHARS) -> Iterator[str]:
                 break
         yield cut
 
-_CHUNK = 8192  # rows per table kept as dicts before they become a DataFrame chunk (bounds memory)
+_CHUNK = 8192  # rows per table kept before they become a DataFrame chunk (bounds memory)
+_MAX_SHAPES = 64  # distinct field sets in one chunk above which it is built from dicts (a frame per set would be slower)
 
 
 class _Table:
-    """Rows of one ParsedLog table, turned into DataFrame chunks every :data:`_CHUNK` rows."""
+    """Rows of one ParsedLog table, turned into DataFrame chunks every :data:`_CHUNK` rows.
 
-    __slots__ = ("rows", "chunks", "n", "keep")
+    Rows are kept as tuples grouped by their keys (a log's records of one kind share their fields), which pandas
+    builds columns from faster than from dicts; a chunk's rows keep their order (a sequence number) and its columns
+    the order in which their names were first seen, as ``pd.DataFrame(list_of_dicts)`` gives them."""
+
+    __slots__ = ("shapes", "chunks", "n", "keep", "pending", "names")
 
     def __init__(self, keep: bool = True) -> None:
-        self.rows: list[dict] = []
+        self.shapes: dict[tuple, list[tuple]] = {}
         self.chunks: list[pd.DataFrame] = []
         self.n = 0
+        self.pending = 0
         self.keep = keep  # False: count the rows only
+        self.names: dict[str, None] = {}  # column names in first-seen order
 
     def append(self, row: dict) -> None:
         self.n += 1
         if not self.keep:
             return
-        self.rows.append(row)
-        if len(self.rows) >= _CHUNK:
-            self.chunks.append(pd.DataFrame(self.rows))
-            self.rows = []
+        keys = tuple(row)
+        rows = self.shapes.get(keys)
+        if rows is None:
+            rows = self.shapes[keys] = []
+            for k in keys:
+                self.names.setdefault(k, None)
+        rows.append((self.n, *row.values()))
+        self.pending += 1
+        if self.pending >= _CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self.pending:
+            return
+        shapes, self.shapes, self.pending = self.shapes, {}, 0
+        if len(shapes) > _MAX_SHAPES:  # ragged rows (damage, or a hostile log): one frame from dicts, not a frame per shape
+            rows = sorted(((r[0], dict(zip(keys, r[1:], strict=True))) for keys, rs in shapes.items() for r in rs), key=lambda x: x[0])
+            self.chunks.append(pd.DataFrame([r for _, r in rows]))
+            return
+        frames = [pd.DataFrame(rows, columns=["_seq", *keys]) for keys, rows in shapes.items()]
+        df = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True, sort=False).sort_values("_seq", kind="stable")
+        self.chunks.append(df[[k for k in self.names if k in df.columns]].reset_index(drop=True))
 
     def frame(self, lead: list[str]) -> pd.DataFrame:
-        if self.rows:
-            self.chunks.append(pd.DataFrame(self.rows))
-            self.rows = []
+        self._flush()
         if not self.chunks:
             return typed_frame([], lead)
         df = self.chunks[0] if len(self.chunks) == 1 else pd.concat(self.chunks, ignore_index=True, sort=False)
@@ -111,7 +134,8 @@ def _lookahead(lines: Iterable[str]) -> Iterator[tuple[str, bool]]:
     yield prev, True
 
 
-def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True, progress: Callable[[int], object] | None = None, rows: bool = True) -> ParsedLog:
+def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True, progress: Callable[[int], object] | None = None, rows: bool = True,
+                timing_rows: bool = True) -> ParsedLog:
     """Parse cuzk-format log lines (any mix, any order) into a :class:`ParsedLog`.
 
     Streams: the lines are read one at a time (an open file is never read whole) and rows are
@@ -134,13 +158,17 @@ def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True,
             and :func:`to_events` need (the partition records and the TIMELINE rows) and counts
             the rest (``summary()`` is the same), so memory is bounded by the partition table
             and the timeline, not by the file; ``zkgpu parse`` uses it.
+        timing_rows: with ``rows``, also keep one row per ``CUZK_TIMING`` record in ``timing`` (default). False keeps
+            those records only as partition records (:func:`partition_table`) and counts them, as ``rows=False``
+            does, while the other tables keep their rows; ``zkgpu diagnose`` uses it (the largest table of a
+            cuzk log, which it never reads).
 
     Never raises on bad content: unknown lines are counted, unreadable records counted as
     malformed, values that are not finite or out of range dropped and counted (``bad_values``),
     lines holding U+FFFD (bytes :func:`parse_file` could not decode) or NUL counted
     (``undecodable``).
     """
-    tables = {k: _Table(rows or k == "timeline") for k in ("timing", "ntt_h", "timeline", "gpu", "fin", "pool", "msgs")}
+    tables = {k: _Table((rows and (timing_rows or k != "timing")) or k == "timeline") for k in ("timing", "ntt_h", "timeline", "gpu", "fin", "pool", "msgs")}
     timing, ntt_h, timeline = tables["timing"], tables["ntt_h"], tables["timeline"]
     gpu_t, fin_t, pool, msgs = tables["gpu"], tables["fin"], tables["pool"], tables["msgs"]
     counts = Counts()
@@ -148,6 +176,7 @@ def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True,
     unknown = 0
     examples: list[str] = []
     n_trunc = 0
+    cut_before_last = 0  # records flagged truncated on a line other than the input's last
     n_bad = 0
     undecodable = 0
     overlong = 0
@@ -206,6 +235,7 @@ def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True,
                     n_trunc += truncated
                     continue
                 n_trunc += bool(row["truncated"])
+                cut_before_last += bool(row["truncated"]) and not is_last
                 row["line"] = lineno
                 if is_tl:
                     timeline.append(row)
@@ -217,6 +247,7 @@ def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True,
                 continue
             fields, words, tr = kv_tokens(stripped, truncated, counts, mc)
             n_trunc += tr
+            cut_before_last += tr and not is_last and (marker != "CUZK_NTT_H:" or bool(fields))
             if marker == "CUZK_NTT_H:":
                 if not fields:
                     n_bad += 1
@@ -262,6 +293,7 @@ def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True,
         no_final_newline=no_newline,
         undecodable_count=undecodable,
         overlong_count=overlong,
+        cut_before_last=cut_before_last,
         _records=grouper.records,
         _counts={k: t.n for k, t in tables.items()},
     )
@@ -271,7 +303,7 @@ def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True,
 PROGRESS_MIN_BYTES = 8 << 20
 
 
-def parse_file(path: str | Path, *, progress: bool = False, rows: bool = True) -> ParsedLog:
+def parse_file(path: str | Path, *, progress: bool = False, rows: bool = True, timing_rows: bool = True) -> ParsedLog:
     """Parse a log file (UTF-8, undecodable bytes replaced), streaming it line by line.
 
     A last line without a trailing newline may be cut (a log still being written): its last token
@@ -281,7 +313,7 @@ def parse_file(path: str | Path, *, progress: bool = False, rows: bool = True) -
     Args:
         progress: show a tqdm progress bar (stderr, bytes) for files of at least
             :data:`PROGRESS_MIN_BYTES`.
-        rows: see :func:`parse_lines` (False: memory bounded by the partition table and the
+        rows, timing_rows: see :func:`parse_lines` (``rows=False``: memory bounded by the partition table and the
             timeline).
 
     Raises:
@@ -294,7 +326,8 @@ def parse_file(path: str | Path, *, progress: bool = False, rows: bool = True) -
     bar = tqdm(total=size, unit="B", unit_scale=True, desc=p.name, file=sys.stderr, leave=False) if progress and size >= PROGRESS_MIN_BYTES else None
     try:
         with open(p, encoding="utf-8", errors="replace", newline="") as f:
-            return parse_lines(read_lines(f), last_line_complete=None, progress=bar.update if bar is not None else None, rows=rows)
+            return parse_lines(read_lines(f), last_line_complete=None, progress=bar.update if bar is not None else None, rows=rows,
+                               timing_rows=timing_rows)
     finally:
         if bar is not None:
             bar.close()

@@ -47,7 +47,9 @@ class ParsedLog:
         writers). no_final_newline: the input's last line had no line end (it may be cut).
         undecodable_count: lines holding bytes that were not UTF-8 (replaced by U+FFFD) or NUL bytes
         (a binary file, or a log damaged on disk). overlong_count: lines longer than
-        :data:`zkgpu.analysis.logs.parse.MAX_LINE_CHARS`, read as cut at that length.
+        :data:`zkgpu.analysis.logs.parse.MAX_LINE_CHARS`, read as cut at that length. cut_before_last: records
+        flagged ``truncated`` on a line other than the input's last (kept whether or not their rows are; None for a
+        ParsedLog built by hand).
 
     Durations are float ms whatever unit the log used (``12ms``, ``1.2s``, ``12µs``/``12us``,
     ``5ns``).
@@ -71,6 +73,7 @@ class ParsedLog:
     no_final_newline: bool = False
     undecodable_count: int = 0
     overlong_count: int = 0
+    cut_before_last: int | None = None
     _pairing: tuple | None = field(default=None, repr=False, compare=False)
     _partitions: pd.DataFrame | None = field(default=None, repr=False, compare=False)
     _records: list[dict] | None = field(default=None, repr=False, compare=False)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -21,21 +20,7 @@ _MAX_NS = int(np.iinfo(np.int64).max)  # the event table's times are int64 ns
 
 
 def _ns(ms: float) -> int:
-    return int(round(float(ms) * 1e6))
-
-
-def _val(r: dict, k: str) -> float:
-    """A duration field in ms for event placement; NaN (= absent) when missing, unreadable,
-    non-finite, negative or implausibly large, so one corrupt value cannot break ``to_events``."""
-    v = r.get(k)
-    if v is None or v is pd.NA:
-        return float("nan")
-    try:
-        x = float(v)
-    except (TypeError, ValueError, OverflowError):
-        return float("nan")
-    return x if math.isfinite(x) and 0.0 <= x <= MAX_MS else float("nan")
-
+    return round(ms * 1e6)  # ms: a float (round of a float is an int, half to even)
 
 
 def _timeline_events(parsed: ParsedLog, run: str, source: str) -> tuple[list[tuple], list[dict]]:
@@ -70,69 +55,125 @@ def _timeline_events(parsed: ParsedLog, run: str, source: str) -> tuple[list[tup
     return rows, starts
 
 
-#: the fields of an event row as :func:`to_events` builds it (tuples: a million events stay small)
+#: the partition-table columns :func:`_record_events` reads (besides the ``ntt_h_*`` sub-timers)
+_DURATIONS = ("setup_to_split_ms", "split_vectors_ms", "pre_lock_cpu_ms", "mutex_wait_ms", "prep_msm_ms", "num_circuits", "b_g2_msm_ms",
+              "ntt_msm_h_ms", "barrier_wait_ms", "batch_add_ms", "tail_msm_ms", "gpu_total_ms", "mutex_held_ms", "total_start_fn_ms",
+              "async_dealloc_ms")
+
+
+#: the fields of an event row as :func:`to_events` builds it
 _EVENT_FIELDS = ("run", "source", "worker", "gpu", "partition", "phase", "start_ns", "end_ns", "detail")
 
+#: the phases of one record in the order :func:`to_events` lists them before its sort by time (ties keep this order),
+#: each with the partition-table column of its duration
+_PHASES = (("split_vectors", "split_vectors_ms"), ("pre_lock", "pre_lock_cpu_ms"), ("mutex_wait", "mutex_wait_ms"),
+           ("prep_msm", "prep_msm_ms"), ("b_g2_msm", "b_g2_msm_ms"), ("ntt_msm_h", "ntt_msm_h_ms"), ("barrier_wait", "barrier_wait_ms"),
+           ("batch_add", "batch_add_ms"), ("tail_msm", "tail_msm_ms"), ("mutex_held", "mutex_held_ms"), ("async_dealloc", "async_dealloc_ms"))
+_ON_GPU = frozenset({"ntt_msm_h", "barrier_wait", "batch_add", "tail_msm"})
 
-def _record_events(rec: dict, t0_ns: int, run: str, source: str, worker: Any, partition: Any, gpu: Any, placement: str) -> tuple[list[tuple], int]:
-    """Intervals of one partition record anchored at t0 (entry of the start function).
 
-    Returns (rows as :data:`_EVENT_FIELDS` tuples, lock release time in ns)."""
+def _durations(pt: pd.DataFrame, col: str) -> np.ndarray:
+    """A duration column as float ms for event placement: NaN (= absent) when missing, unreadable, non-finite,
+    negative or above :data:`MAX_MS`, so one corrupt value cannot break :func:`to_events`."""
+    if col not in pt.columns:
+        return np.full(len(pt), np.nan)
+    x = pd.to_numeric(pt[col], errors="coerce").astype("float64").to_numpy()
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(x) & (x >= 0.0) & (x <= MAX_MS), x, np.nan)
 
-    def g(k: str) -> float:
-        return _val(rec, k)
 
-    rows: list[tuple] = []
-    detail_base = f"placement={placement},record={rec['record']}"
+def _g(x: np.ndarray) -> list[str]:
+    """``f"{v:g}"`` of each value ('' for NaN)."""
+    return ["" if v != v else f"{v:g}" for v in x.tolist()]
 
-    def add(phase: str, s: int, dur_ms: float, extra: str = "", on_gpu: bool = False) -> None:
-        if np.isnan(dur_ms):
-            return
-        rows.append((run, source, worker, gpu if on_gpu else pd.NA, partition, phase, int(s), int(s) + _ns(dur_ms), detail_base + (("," + extra) if extra else "")))
 
-    setup = g("setup_to_split_ms")
-    t_split_end = t0_ns + (_ns(setup) if not np.isnan(setup) else 0)
-    sv = g("split_vectors_ms")
-    if not np.isnan(sv):
-        add("split_vectors", t_split_end - _ns(sv), sv)
-    pre = g("pre_lock_cpu_ms")
-    mw = g("mutex_wait_ms")
-    add("pre_lock", t0_ns, pre)
-    lock = t0_ns + (_ns(pre) if not np.isnan(pre) else 0)
-    add("mutex_wait", lock, mw)
-    lock += _ns(mw) if not np.isnan(mw) else 0
-    # prep_msm thread starts right after split_vectors; b_g2_msm follows it
-    prep = g("prep_msm_ms")
-    add("prep_msm", t_split_end, prep)
-    prep_end = t_split_end + (_ns(prep) if not np.isnan(prep) else 0)
-    nc = g("num_circuits")
-    add("b_g2_msm", prep_end, g("b_g2_msm_ms"), f"num_circuits={nc:g}" if not np.isnan(nc) else "")
-    bg2_end = prep_end + (_ns(g("b_g2_msm_ms")) if not np.isnan(g("b_g2_msm_ms")) else 0)
-    # GPU chain from lock acquisition, end to end; tail right-aligned to lock + gpu_total
+def _partition_events(pt: pd.DataFrame, starts: list[dict], anchored: bool, base: int, run: str) -> dict[str, list] | None:
+    """The intervals of every partition record (rule 2 of :func:`to_events`), a column at a time: a record's times are
+    its anchor t0 plus offsets that depend on its own durations only, so the offsets are computed for all records at
+    once and only the sequential anchors (after the previous record's lock release) one by one. Returns the columns
+    of :data:`_EVENT_FIELDS` but ``source``, records in order and each record's phases in :data:`_PHASES` order;
+    None without records.
+
+    Raises:
+        ValueError: an event would end past the int64 ns clock (named with ``run``).
+    """
+    n = len(pt)
+    if not n:
+        return None
+    cols_ms = {c for _, c in _PHASES} | {"setup_to_split_ms", "num_circuits", "gpu_total_ms", "total_start_fn_ms"}
+    d = {c: _durations(pt, c) for c in cols_ms}
+    has = {c: ~np.isnan(v) for c, v in d.items()}
+    ns = {c: np.rint(np.where(has[c], v, 0.0) * 1e6).astype(np.int64) for c, v in d.items()}  # round(ms * 1e6): half to even
+    split_end = ns["setup_to_split_ms"]
+    lock = ns["pre_lock_cpu_ms"] + ns["mutex_wait_ms"]
+    prep_end = split_end + ns["prep_msm_ms"]
+    bg2_end = prep_end + ns["b_g2_msm_ms"]
+    off = {"split_vectors": split_end - ns["split_vectors_ms"], "pre_lock": np.zeros(n, np.int64), "mutex_wait": ns["pre_lock_cpu_ms"],
+           "prep_msm": split_end, "b_g2_msm": prep_end}
     cur = lock
-    ntt_extra = ",".join(f"{k}={g(k):g}" for k in rec if k.startswith("ntt_h_") and not np.isnan(g(k)))
-    for phase, key, extra in (("ntt_msm_h", "ntt_msm_h_ms", ntt_extra), ("barrier_wait", "barrier_wait_ms", ""), ("batch_add", "batch_add_ms", "")):
-        d = g(key)
-        if not np.isnan(d):
-            add(phase, cur, d, extra, on_gpu=True)
-            cur += _ns(d)
-    tail = g("tail_msm_ms")
-    total = g("gpu_total_ms")
-    if not np.isnan(tail):
-        t_start = cur
-        if not np.isnan(total):
-            t_start = max(cur, lock + _ns(total) - _ns(tail))
-        add("tail_msm", t_start, tail, f"gpu_total_ms={total:g}" if not np.isnan(total) else "", on_gpu=True)
-        cur = t_start + _ns(tail)
-    elif not np.isnan(total):
-        cur = max(cur, lock + _ns(total))
-    held = g("mutex_held_ms")
-    tot_fn = g("total_start_fn_ms")
-    add("mutex_held", lock, held, f"total_start_fn_ms={tot_fn:g}" if not np.isnan(tot_fn) else "")
-    release = lock + _ns(held) if not np.isnan(held) else cur
-    ad = g("async_dealloc_ms")
-    add("async_dealloc", max(release, bg2_end), ad)
-    return rows, release
+    for phase in ("ntt_msm_h", "barrier_wait", "batch_add"):  # the GPU chain from the lock, end to end
+        off[phase] = cur
+        cur = cur + ns[phase + "_ms"]
+    tail, total = has["tail_msm_ms"], has["gpu_total_ms"]
+    t_start = np.where(total, np.maximum(cur, lock + ns["gpu_total_ms"] - ns["tail_msm_ms"]), cur)  # tail right-aligned
+    off["tail_msm"] = t_start
+    cur = np.where(tail, t_start + ns["tail_msm_ms"], np.where(total, np.maximum(cur, lock + ns["gpu_total_ms"]), cur))
+    off["mutex_held"] = lock
+    release = np.where(has["mutex_held_ms"], lock + ns["mutex_held_ms"], cur)
+    off["async_dealloc"] = np.maximum(release, bg2_end)
+    last_end = np.zeros(n, np.int64)  # the latest end of a record's intervals, after its t0
+    for phase, c in _PHASES:
+        last_end = np.where(has[c], np.maximum(last_end, off[phase] + ns[c]), last_end)
+    # anchors as Python ints: a damaged log's sequential clock may run past int64, which is reported, not wrapped
+    if anchored:
+        t0 = [round(st["t_ms"] * 1e6) for st in starts]
+    else:
+        lead, rel = lock.tolist(), release.tolist()
+        t0 = [base]
+        for k in range(1, n):
+            t0.append(max(t0[-1], t0[-1] + rel[k - 1] - lead[k]))
+    if max(t + e for t, e in zip(t0, last_end.tolist(), strict=True)) > _MAX_NS:
+        raise ValueError(f"the placed events of {run!r} run past {_MAX_NS} ns (292 years of int64 ns): the log's durations "
+                         "add up beyond any real run (damaged values); its partition table is still readable")
+    t0a = np.array(t0, dtype=np.int64)
+    gpu = [pd.NA if v is None or v is pd.NA else int(v) for v in pt["gpu_tid"].astype(object).tolist()]
+    if anchored:
+        worker: list[Any] = []
+        for st in starts:
+            w = st.get("worker")
+            worker.append(pd.NA if w is None or w is pd.NA or (isinstance(w, float) and w != w) else int(w))
+        part: list[Any] = [st["_gpart"] for st in starts]
+    else:
+        worker, part = [pd.NA] * n, list(range(n))
+    place = "timeline" if anchored else "sequential"
+    base_detail = [f"placement={place},record={r}" for r in pt["record"].tolist()]
+    ntt_vals = [(c, _g(_durations(pt, c))) for c in pt.columns if str(c).startswith("ntt_h_")]
+    extra: dict[str, list[str]] = {
+        "b_g2_msm": [f"num_circuits={v}" if v else "" for v in _g(d["num_circuits"])],
+        "ntt_msm_h": [",".join(f"{c}={vals[i]}" for c, vals in ntt_vals if vals[i]) for i in range(n)],
+        "tail_msm": [f"gpu_total_ms={v}" if v else "" for v in _g(d["gpu_total_ms"])],
+        "mutex_held": [f"total_start_fn_ms={v}" if v else "" for v in _g(d["total_start_fn_ms"])]}
+    # rows in record order, a record's phases in _PHASES order (the present ones)
+    ri = np.concatenate([np.flatnonzero(has[c]) for _, c in _PHASES])
+    pj = np.concatenate([np.full(int(has[c].sum()), j) for j, (_, c) in enumerate(_PHASES)])
+    order = np.lexsort((pj, ri))
+    ri, pj = ri[order], pj[order]
+    start_ns = np.empty(len(ri), np.int64)
+    end_ns = np.empty(len(ri), np.int64)
+    for j, (phase, c) in enumerate(_PHASES):
+        m = pj == j
+        r = ri[m]
+        start_ns[m] = t0a[r] + off[phase][r]
+        end_ns[m] = start_ns[m] + ns[c][r]
+    ril, pjl = ri.tolist(), pj.tolist()
+    names = [_PHASES[j][0] for j in pjl]
+    detail = []
+    for i, phase in zip(ril, names, strict=True):
+        e = extra[phase][i] if phase in extra else ""
+        detail.append(base_detail[i] + ("," + e if e else ""))
+    return {"run": [run] * len(ril), "worker": [worker[i] for i in ril], "partition": [part[i] for i in ril],
+            "gpu": [gpu[i] if phase in _ON_GPU else pd.NA for i, phase in zip(ril, names, strict=True)], "phase": names,
+            "start_ns": start_ns.tolist(), "end_ns": end_ns.tolist(), "detail": detail}
 
 
 def to_events(parsed: ParsedLog, run: str = "cuzk-log", source: str = "cuzk-log") -> pd.DataFrame:
@@ -186,33 +227,18 @@ def to_events(parsed: ParsedLog, run: str = "cuzk-log", source: str = "cuzk-log"
     """
     rows, starts = _timeline_events(parsed, run, source)
     pt = partition_table(parsed)
-    recs = pt.to_dict("records")
-    anchored = len(recs) > 0 and len(starts) == len(recs)
+    anchored = len(pt) > 0 and len(starts) == len(pt)
     base = _ns(starts[0]["t_ms"]) if starts else 0  # sequential clock starts at the first GPU_START
-    prev_release = base
-    prev_t0 = base
-    for k, rec in enumerate(recs):
-        gpu = rec.get("gpu_tid")
-        gpu = pd.NA if gpu is None or gpu is pd.NA else int(gpu)
-        if anchored:
-            s = starts[k]
-            t0 = _ns(s["t_ms"])
-            w = s.get("worker")
-            w = pd.NA if w is None or w is pd.NA or (isinstance(w, float) and np.isnan(w)) else int(w)
-            r_rows, _ = _record_events(rec, t0, run, source, w, s["_gpart"], gpu, "timeline")
-        else:
-            pre = _val(rec, "pre_lock_cpu_ms")
-            mw = _val(rec, "mutex_wait_ms")
-            lead = (_ns(pre) if not np.isnan(pre) else 0) + (_ns(mw) if not np.isnan(mw) else 0)
-            t0 = base if k == 0 else max(prev_t0, prev_release - lead)
-            r_rows, prev_release = _record_events(rec, t0, run, source, pd.NA, k, gpu, "sequential")
-            prev_t0 = t0
-        rows.extend(r_rows)
+    cols = _partition_events(pt, starts, anchored, base, run)
     if rows and max(r[7] for r in rows) > _MAX_NS:
         raise ValueError(f"the placed events of {run!r} run past {_MAX_NS} ns (292 years of int64 ns): the log's durations "
                          "add up beyond any real run (damaged values); its partition table is still readable")
     df = pd.DataFrame.from_records(rows, columns=list(_EVENT_FIELDS))
     del rows
+    if cols is not None:
+        cols["source"] = [source] * len(cols["run"])
+        recs = pd.DataFrame(cols, columns=list(_EVENT_FIELDS))
+        df = pd.concat([df, recs], ignore_index=True) if len(df) else recs
     out = normalize_events(df) if len(df) else normalize_events(pd.DataFrame({"start_ns": [], "end_ns": []}))
     return out.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
 
