@@ -57,24 +57,10 @@ BOTTLENECKS: tuple[str, ...] = ("h2d_pageable", "prep_msm_barrier", "lock_scope"
 #: lock covers the copies and the host work between the phases, the next step is the submission scope (07b
 #: sections 3-4); the submission scope and no lock: the GPU phases are the limit (07b section 6).
 STORY_VERDICTS: dict[str, str] = {
-    "baseline": "h2d_pageable",
-    "compute_only": "h2d_pageable",
-    "registered": "prep_msm_barrier",
-    "pinned_pool": "prep_msm_barrier",
-    "pinned_gw1": "prep_msm_barrier",
-    "pinned_gw3": "prep_msm_barrier",
-    "pinned_narrow": "prep_msm_barrier",
-    "narrow_prep_parallel": "lock_scope",
-    "narrow_prep_gpu": "lock_scope",
-    "narrow_prep_gpu_tails": "lock_scope",
-    "narrow_prep_gpu_gw3": "lock_scope",
-    "narrow_prep_gpu_h2d_pre_lock": "lock_scope",
-    "narrow_prep_gpu_h2d_pre_lock_msm_precomp": "lock_scope",
-    "narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3": "lock_scope",
-    "submit_prep_gpu": "gpu_bound",
-    "submit_prep_gpu_msm_precomp": "gpu_bound",
-    "submit_prep_gpu_msm_precomp_gw3": "gpu_bound",
-    "unlocked_prep_gpu_tails": "gpu_bound",
+    **dict.fromkeys(("baseline", "compute_only"), "h2d_pageable"),
+    **dict.fromkeys(("registered", "pinned_pool", "pinned_gw1", "pinned_gw3", "pinned_narrow"), "prep_msm_barrier"),
+    **dict.fromkeys(("narrow_prep_parallel", "narrow_prep_gpu", "narrow_prep_gpu_tails", "narrow_prep_gpu_gw3", "narrow_prep_gpu_h2d_pre_lock", "narrow_prep_gpu_h2d_pre_lock_msm_precomp", "narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3"), "lock_scope"),
+    **dict.fromkeys(("submit_prep_gpu", "submit_prep_gpu_msm_precomp", "submit_prep_gpu_msm_precomp_gw3", "unlocked_prep_gpu_tails"), "gpu_bound"),
 }
 
 #: name → (value, why). Shares are fractions in [0, 1].
