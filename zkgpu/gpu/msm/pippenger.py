@@ -31,8 +31,7 @@ can reach); a tree sum per window; Horner over windows and affine on one warp (:
 reads its live count from device memory, so the host never waits for the GPU inside an MSM on
 prepared points with a deferred scalar check (:func:`msm_device`).
 
-Tunables (module settings read per call, set by :func:`configure`; the command line maps
-``ZKGPU_MSM_CHUNK``, ``ZKGPU_MSM_LEVEL0``, ``ZKGPU_MSM_INLINE_MUL`` and ``ZKGPU_MSM_CUBIN`` to them):
+Tunables (module settings read per call, set by :func:`configure`; benchmarks pass them as options):
 :data:`CHUNK`, :data:`LEVEL0` (``balanced`` as above, or ``runs``: level 0 cut per bucket on the host,
 which reads the sizes back: three host syncs per MSM),
 :data:`INLINE_MUL` (Fq products inlined into the group operations: slower on the H200 in our

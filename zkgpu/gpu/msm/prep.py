@@ -72,7 +72,7 @@ _THREADS: int | None = None  # set by configure(); None: min(8, CPUs)
 
 def configure(*, threads: int | None = None) -> None:
     """Set the default thread count of ``cpu_parallel`` (:func:`default_threads`); None restores
-    min(8, CPUs). The app layer passes ``ZKGPU_PREP_THREADS`` here.
+    min(8, CPUs). A pipeline run's ``prep_threads`` (``zkgpu record --prep-threads``) overrides it.
 
     Raises:
         ValueError: ``threads`` not an int >= 1 (names the value).
