@@ -77,6 +77,11 @@ SECTIONS: dict[str, dict[str, str]] = {
         "no partition ready (synthesis)": "GPU idle because no synthesized partition is waiting.",
         "other host work": "GPU idle while the workers do other host work.",
         "gw": "GPU workers per GPU: threads taking turns on the mutex.",
+        "GPU window": "From the first GPU phase of a run to its last: the span the GPU's time per partition and the idle "
+                      "causes divide (outside_window is what lies before and after it).",
+        "critical path": "The GPU's wall time per partition split into stretches that never overlap: the time a worker holds "
+                         "the mutex (h2d, ntt, h_msm, barrier_wait, batch_add, tail_msm, lock_other) and lock_free; they add "
+                         "up to the run's wall time per partition (mean ms, `zkgpu.analysis.metrics.critical_path`).",
         "measured": "A series taken from a recording (CUDA events and host clocks).",
         "model": "A series computed by the simpy model (`zkgpu.analysis.model`), calibrated on a recorded run.",
     },
@@ -114,7 +119,8 @@ SECTIONS: dict[str, dict[str, str]] = {
         "baseline": "Upstream before the fix: pageable a, b, c, the coarse lock, gw = 2, prep_msm on CPU threads.",
         "narrow": "The narrow lock scope, with the pinned pool (see lock scope).",
         "prep_gpu": "prep_msm (bitmaps, popcounts, tails) on the GPU instead of CPU threads.",
-        "prep_parallel": "prep_msm on a pool of CPU threads (numpy/numba), as cuzk's.",
+        "prep_parallel": "prep_msm on a pool of CPU threads (numpy/numba), as cuzk's; the setting's value is `cpu_parallel` "
+                         "(`cpu`: one numpy thread, `gpu`: prep_gpu).",
         "h2d_pre_lock": "a, b, c copied to the GPU before the worker takes the mutex, so the lock no longer holds the copy.",
         "msm_precomp": "The MSMs over precomputed bases (multiples of the points computed once at set-up).",
         "tails": "The tail MSMs on concurrent streams.",
