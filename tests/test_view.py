@@ -23,6 +23,7 @@ def test_column_formats_by_name():
     assert view.fmt(117.0, "h2d") == "117.0 ms"  # a GPU-path category is ms per partition
     assert view.fmt(float("nan"), "compute_util") == "–"
     assert view.fmt(39.0, "allocations") == "39" and view.fmt(0.000012, "x") == "0.000"
+    assert view.fmt(498.329, "band_lo") == "498.3 /min" and view.fmt(0.131, "band_rel") == "13.1%"  # the blind test's band
 
 
 def test_table_styles_every_column_and_series_rows():

@@ -31,7 +31,7 @@ from zkgpu.analysis.plots import caption, size_label
 
 __all__ = ["column_format", "fmt", "table", "figure", "md", "definitions"]
 
-_PCT = ("_util", "share", "rel_err", "rel_residual", "vs_compute_bound", "vs_gpu_phase_bound", "barrier_in_held", "vs_bound", "efficiency")
+_PCT = ("_util", "share", "rel_err", "band_rel", "rel_residual", "vs_compute_bound", "vs_gpu_phase_bound", "barrier_in_held", "vs_bound", "efficiency")
 _RATIO = ("speedup", "ratio", "_x")
 #: Columns without a unit suffix that hold ms per partition (zkgpu.analysis.metrics.critical_path, ntt_msm_h_split,
 #: zkgpu.analysis.gpu_time.gpu_time_split).
@@ -82,7 +82,7 @@ def column_format(name: str) -> Callable[[Any], str] | None:
 
     By suffix/substring: ``*_util``, ``*share*``, ``rel_err``, ``vs_compute_bound``,
     ``barrier_in_held`` → percent (the value is a fraction); ``*_ms``, ``*ms_per_partition`` → ``"12.3 ms"``;
-    ``*gbps`` → ``"3.27 GB/s"``; ``*per_min`` → ``"229.0 /min"``; ``*speedup*``, ``*ratio*``, ``x_*`` →
+    ``*gbps`` → ``"3.27 GB/s"``; ``*per_min`` and a forecast's ``band_lo``/``band_hi`` → ``"229.0 /min"``; ``*speedup*``, ``*ratio*``, ``x_*`` →
     ``"1.86×"``; ``*bytes*`` → binary units (``"256 MiB"``, :func:`zkgpu.analysis.plots.size_label`); other floats → 3 decimals.
     """
     n = str(name).lower()
@@ -94,7 +94,7 @@ def column_format(name: str) -> Callable[[Any], str] | None:
         return lambda v: "–" if _missing(v) else f"{float(v):,.2f} GB/s"
     if n.startswith("s_per_") or n.endswith("_s"):
         return lambda v: "–" if _missing(v) else f"{float(v):,.1f} s"
-    if "per_min" in n or "/min" in n:
+    if "per_min" in n or "/min" in n or n in ("band_lo", "band_hi"):  # a forecast's band is in partitions/min
         return lambda v: "–" if _missing(v) else f"{float(v):,.1f} /min"
     if any(k in n for k in _RATIO) or n.startswith("x_"):  # x_baseline: times the baseline's
         return lambda v: "–" if _missing(v) else f"{float(v):.2f}×"
