@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt
 from zkgpu.analysis import metrics
 from zkgpu.analysis.logs import read_nsys_sqlite
 from zkgpu.analysis.plots import bars
-from zkgpu.app.parse_cmd import COMPRESSED
+from zkgpu.app.parse_cmd import check_log as parse_check_log
 from zkgpu.core.errors import CliError, OneLineCommand, check_writable_under
 from zkgpu.story.diagnose import Diagnosis, diagnose_file, markdown
 
@@ -32,22 +32,12 @@ __all__ = ["diagnose_command", "check_log", "write_report", "html_page"]
 
 
 def check_log(log: str) -> None:
-    """Refuse a LOG that is not a readable, uncompressed regular file (one line naming it).
+    """Refuse a LOG that is not a readable, uncompressed regular file (:func:`zkgpu.app.parse_cmd.check_log`).
 
     Raises:
         CliError: not a file, unreadable, or compressed (names the command that decompresses it).
     """
-    p = Path(log)
-    if not p.is_file():
-        raise CliError(f"{log} is not a regular file: give a log file (e.g. a saved copy of the engine's stderr)")
-    try:
-        with open(p, "rb") as f:
-            head = f.read(10)
-    except OSError as exc:
-        raise CliError(f"cannot read {log}: {exc.strerror or exc}") from exc
-    for magic, (kind, tool) in COMPRESSED.items():
-        if magic.match(head):
-            raise CliError(f"{log} is {kind}-compressed: decompress it first (e.g. {tool} {log}) and diagnose the text log")
+    parse_check_log(log, "diagnose", "a saved copy of the engine's stderr")
 
 
 def _names(logs: list[str]) -> list[str]:

@@ -15,7 +15,7 @@ from zkgpu.analysis.logs import parse_file, partition_table, to_events
 from zkgpu.analysis.metrics import identity_check
 from zkgpu.core.errors import CliError, OneLineCommand, check_new_outputs
 
-__all__ = ["parse_command", "write_table", "SHOW_ROWS", "COMPRESSED"]
+__all__ = ["parse_command", "check_log", "write_table", "SHOW_ROWS", "COMPRESSED"]
 
 
 def check_outputs(targets: dict[str, str | None]) -> None:
@@ -50,6 +50,26 @@ def write_table(df: pd.DataFrame, target: str) -> None:
 COMPRESSED = {re.compile(rb"\x1f\x8b"): ("gzip", "gunzip -k"), re.compile(rb"\x28\xb5\x2f\xfd"): ("zstd", "zstd -d"),
               re.compile(rb"\xfd7zXZ\x00"): ("xz", "unxz -k"), re.compile(rb"BZh[1-9]1AY&SY"): ("bzip2", "bunzip2 -k")}
 
+def check_log(log: str, verb: str = "parse", example: str = "a saved copy of the stream") -> None:
+    """Refuse a LOG that is not a readable, uncompressed regular file, before any parsing (one line naming it).
+
+    ``verb`` and ``example`` word the message for the command (``zkgpu parse``, ``zkgpu diagnose``).
+
+    Raises:
+        CliError: not a regular file, unreadable, or compressed (names the command that decompresses it).
+    """
+    if not Path(log).is_file():
+        raise CliError(f"{log} is not a regular file: give a log file (e.g. {example})")
+    try:
+        with open(log, "rb") as f:
+            head = f.read(10)
+    except OSError as exc:
+        raise CliError(f"cannot read {log}: {exc.strerror or exc}") from exc
+    for magic, (kind, tool) in COMPRESSED.items():
+        if magic.match(head):
+            raise CliError(f"{log} is {kind}-compressed: decompress it first (e.g. {tool} {log}) and {verb} the text log")
+
+
 #: partitions ``zkgpu parse`` prints before summarizing the rest
 SHOW_ROWS = 20
 
@@ -65,16 +85,7 @@ def parse_command(logfile: str, out: str | None, partitions_out: str | None, run
     """Parse a cuzk-format LOGFILE: print a per-partition summary and every count of records that
     were unknown, cut, malformed, merged or left unpaired."""
     check_outputs({"--out": out, "--partitions-out": partitions_out})
-    if not Path(logfile).is_file():
-        raise CliError(f"{logfile} is not a regular file: give a log file (e.g. a saved copy of the stream)")
-    try:
-        with open(logfile, "rb") as f:
-            head = f.read(10)
-    except OSError as exc:
-        raise CliError(f"cannot read {logfile}: {exc.strerror or exc}") from exc
-    for magic, (kind, tool) in COMPRESSED.items():
-        if magic.match(head):
-            raise CliError(f"{logfile} is {kind}-compressed: decompress it first (e.g. {tool} {logfile}) and parse the text log")
+    check_log(logfile)
     try:
         parsed = parse_file(logfile, progress=progress, rows=False)
     except OSError as exc:
