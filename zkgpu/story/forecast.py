@@ -31,7 +31,7 @@ from zkgpu.analysis.schema import loads_strict
 from zkgpu.core.manifest import REPO_ROOT, commit_label, git_commit, write_json_new
 from zkgpu.story import bottleneck
 
-__all__ = ["FORECAST_DIR", "model_sha256", "forecast", "write_forecast", "read_forecasts", "reproduces", "forecast_vs_measured",
+__all__ = ["FORECAST_DIR", "model_sha256", "forecast", "previous_recording", "write_forecast", "read_forecasts", "reproduces", "forecast_vs_measured",
            "blind_test_markdown"]
 
 #: where forecast files are committed (not ``data/``: a forecast is not a measurement)
@@ -71,22 +71,32 @@ def _recording_start(rec: Recording) -> _dt.datetime:
     return end - _dt.timedelta(seconds=float(el)) if isinstance(el, (int, float)) and math.isfinite(el) and el > 0 else end
 
 
-def forecast(source: Source) -> pd.DataFrame:
+def forecast(source: Source, previous: Source | None = None) -> pd.DataFrame:
     """The model's prediction of the next run of each :func:`zkgpu.story.bottleneck.prep_scenarios` entry of ``source``,
     calibrated (means) on that scenario's own run in ``source`` and simulated with its recorded settings.
+
+    The band says how far the next recording's median may land from the prediction. Its half-width ``band_rel`` (a
+    fraction of the prediction) adds three independent parts in quadrature (root of the sum of squares):
+
+    - ``band_runs``: how much ``source``'s own runs move: the larger of the scenario's range over its repeats
+      ((max - min) / median) and the median of that range over the forecast's scenarios;
+    - ``band_model``: the model's miss on the run it was calibrated on (|model - measured| / measured);
+    - ``band_drift``: how much the scenario moved between recordings: |median in ``source`` - median in ``previous``|
+      / median in ``previous``, at least the median of those drifts over the scenarios; 0 without ``previous``
+      (a recording of the same GPU and n made before ``source``) or where its settings differ.
 
     Returns:
         DataFrame indexed by ``scenario`` (story order) with ``partitions_per_min`` (the model's, whole run),
         ``compute_util`` (the model's kernel utilization, a fraction), ``measured_per_min`` (the calibration run's
-        own throughput, for reference), ``partitions``, and the band: ``band_rel`` and ``band_lo``/``band_hi``
-        (partitions/min, ``partitions_per_min * (1 -/+ band_rel)``). ``band_rel`` is how much the recording's own
-        runs move: the larger of the scenario's range over its repeats ((max - min) / median) and the median of
-        that range over the forecast's scenarios; NaN when the recording ran each scenario once. Empty when the
-        recording has no such scenario.
+        own throughput, for reference), ``partitions``, ``band_runs``, ``band_model``, ``band_drift``, ``band_rel``
+        and ``band_lo``/``band_hi`` (partitions/min, ``partitions_per_min * (1 -/+ band_rel)``); the band columns
+        are NaN when the recording ran each scenario once. Empty when the recording has no such scenario.
     """
     rows = {}
     ranges = _run_ranges(source)
     pooled = float(pd.Series(list(ranges.values()), dtype=float).median()) if ranges else float("nan")
+    drifts = _drifts(source, previous) if previous is not None else {}
+    pooled_drift = float(pd.Series(list(drifts.values()), dtype=float).median()) if drifts else 0.0
     for name, st in bottleneck.prep_scenarios(source).items():
         if not source.has(name):
             continue
@@ -97,14 +107,47 @@ def forecast(source: Source) -> pd.DataFrame:
             measured = float(metrics.utilization(source.events(name)).iloc[0]["partitions_per_min"])
         except (KeyError, TypeError, ValueError, IndexError, OSError) as exc:
             raise ValueError(f"{source.recording.path.name}: scenario {name}: cannot forecast it ({type(exc).__name__}: {exc})") from None
-        band = max(ranges.get(name, float("nan")), pooled) if name in ranges else float("nan")
+        runs = max(ranges.get(name, float("nan")), pooled) if name in ranges else float("nan")
+        miss = abs(sim.partitions_per_min - measured) / measured if measured > 0 else float("nan")
+        drift = max(drifts[name], pooled_drift) if name in drifts else (pooled_drift if drifts else 0.0)
+        band = math.sqrt(runs ** 2 + miss ** 2 + drift ** 2)
         rows[name] = {"partitions_per_min": sim.partitions_per_min, "compute_util": sim.compute_util,
-                      "measured_per_min": measured, "partitions": int(cfg.get("partitions", 16)), "band_rel": band,
+                      "measured_per_min": measured, "partitions": int(cfg.get("partitions", 16)), "band_runs": runs,
+                      "band_model": miss, "band_drift": drift, "band_rel": band,
                       "band_lo": sim.partitions_per_min * (1 - band), "band_hi": sim.partitions_per_min * (1 + band)}
     out = pd.DataFrame.from_dict(rows, orient="index", columns=["partitions_per_min", "compute_util", "measured_per_min", "partitions",
-                                                                 "band_rel", "band_lo", "band_hi"])
+                                                                 "band_runs", "band_model", "band_drift", "band_rel", "band_lo", "band_hi"])
     out.index.name = "scenario"
     return out
+
+
+def _drifts(source: Source, previous: Source) -> dict[str, float]:
+    """``{scenario: |median(source) - median(previous)| / median(previous)}`` of partitions/min over the runs, for every
+    prep scenario both recordings ran with the same settings (their ``config``)."""
+    out = {}
+    for name in bottleneck.prep_scenarios(source):
+        if not (source.has(name) and previous.has(name)) or source.config(name) != previous.config(name):
+            continue
+        now, before = (float(repeat_table(s, [name])["partitions_per_min"].median()) for s in (source, previous))
+        if math.isfinite(now) and math.isfinite(before) and before > 0:
+            out[name] = abs(now - before) / before
+    return out
+
+
+def previous_recording(rec: Recording) -> Recording | None:
+    """The newest GPU recording beside ``rec`` (same folder) of the same GPU and n, made before it; None if there is none."""
+    start = _recording_start(rec)
+    found = []
+    for mf in sorted(rec.path.parent.glob("*/manifest.json")):
+        if mf.parent.resolve() == rec.path.resolve():
+            continue
+        try:
+            other = Recording.open(mf.parent)
+            if other.is_gpu and other.gpu == rec.gpu and other.manifest.get("n") == rec.manifest.get("n") and _recording_start(other) < start:
+                found.append((_recording_start(other), other))
+        except (ValueError, OSError):
+            continue
+    return max(found, key=lambda t: t[0])[1] if found else None
 
 
 def _run_ranges(source: Source) -> dict[str, float]:
@@ -125,8 +168,9 @@ def _measured_median(source: Source, name: str) -> tuple[float, float]:
 
 
 def write_forecast(source: Source, out_dir: str | Path | None = None, *, made_utc: str | None = None) -> Path:
-    """Write :func:`forecast` of ``source`` to ``<out_dir>/forecast-from-<recording>.json`` (default
-    :data:`FORECAST_DIR`), with the date (UTC), :func:`zkgpu.core.manifest.git_commit` and :func:`model_sha256`.
+    """Write :func:`forecast` of ``source`` (its band's drift from :func:`previous_recording`) to
+    ``<out_dir>/forecast-from-<recording>.json`` (default :data:`FORECAST_DIR`), with the date (UTC),
+    :func:`zkgpu.core.manifest.git_commit` and :func:`model_sha256`.
 
     Raises:
         FileExistsError: that file exists (a forecast is never rewritten: make a new one from a newer recording).
@@ -143,7 +187,8 @@ def write_forecast(source: Source, out_dir: str | Path | None = None, *, made_ut
     taken = f"{target} exists: a forecast is never rewritten (make the next one from a newer recording)"
     if target.exists():  # refused before the work (write_json_new refuses it again, race-free)
         raise FileExistsError(taken)
-    table = forecast(source)
+    prev = previous_recording(rec)
+    table = forecast(source, Source("recorded-gpu", prev, "replay") if prev is not None else None)
     if table.empty:
         raise ValueError(f"{rec.path.name} has no recorded last-mile scenario (prep other than cpu, with its events) to forecast")
     folder.mkdir(parents=True, exist_ok=True)
@@ -159,8 +204,12 @@ def write_forecast(source: Source, out_dir: str | Path | None = None, *, made_ut
         "gpu": rec.gpu,
         "n": rec.manifest.get("n"),
         "method": "per scenario: the model calibrated (means) on that scenario's run in from_recording, simulated with its recorded settings",
-        "band": "band_lo..band_hi: the forecast -/+ band_rel, the larger of the scenario's range over its repeats in from_recording "
-                "((max - min) / median) and the median of those ranges; null when it ran each scenario once",
+        "previous_recording": prev.path.name if prev is not None else None,
+        "band": "band_lo..band_hi: the forecast -/+ band_rel = sqrt(band_runs^2 + band_model^2 + band_drift^2): band_runs the larger of "
+                "the scenario's range over its repeats in from_recording ((max - min) / median) and the median of those ranges; "
+                "band_model the model's miss on its calibration run; band_drift the scenario's move between previous_recording and "
+                "from_recording (median over runs), at least the median move (0 without previous_recording); null when it ran each "
+                "scenario once",
         "scenarios": {name: {k: (None if isinstance(v, float) and not math.isfinite(v) else float(v) if k != "partitions" else int(v))
                              for k, v in row.items()} for name, row in table.iterrows()},
     }
@@ -307,7 +356,7 @@ def forecast_vs_measured(recording: Recording | Source, folder: str | Path | Non
                       "runs": len(t)}
     out = pd.DataFrame.from_dict(rows, orient="index", columns=cols) if rows else pd.DataFrame(columns=cols)
     out.index.name = "scenario"
-    out.attrs.update(file=fc["file"], made_utc=fc["made_utc"], commit=fc.get("commit"), from_recording=fc["from_recording"],
+    out.attrs.update(drift_band="previous_recording" in fc, file=fc["file"], made_utc=fc["made_utc"], commit=fc.get("commit"), from_recording=fc["from_recording"],
                      from_commit=fc.get("from_recording_commit"), reproduced=reproduces(fc))
     return out
 
@@ -317,6 +366,11 @@ def _code_state(reproduced: bool | None) -> str:
             None: "its recording is not here to check today's code against"}[reproduced]
 
 
+_BAND_WORDS = {False: "the band is how much the forecast recording's own runs moved",
+               True: "the band adds how much the forecast recording's runs moved, the model's miss on them and how much each "
+                     "scenario moved since the recording before it"}
+
+
 def _band_sentence(t: pd.DataFrame) -> str:
     """How many measured medians fell inside the forecast's bands (or that the forecast had none)."""
     banded = t[t["in_band"].notna()] if "in_band" in t else t.iloc[:0]
@@ -324,7 +378,7 @@ def _band_sentence(t: pd.DataFrame) -> str:
         return "The forecast carries no band (its recording ran each scenario once). "
     k = int(banded["in_band"].astype(bool).sum())
     return (f"The measured median (over {int(t['runs'].min())}-{int(t['runs'].max())} runs) fell inside the forecast's band for {k} of "
-            f"{len(banded)} scenarios ({100 * k / len(banded):.0f}%; the band is how much the forecast recording's own runs moved). ")
+            f"{len(banded)} scenarios ({100 * k / len(banded):.0f}%; {_BAND_WORDS[bool(t.attrs.get('drift_band'))]}). ")
 
 
 def blind_test_markdown(recording: Recording | Source, best: str | None = None, folder: str | Path | None = None) -> str:
