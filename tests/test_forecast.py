@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from zkgpu.analysis.metrics import utilization
-from zkgpu.analysis.replay import Recording, Source, data_dir
+from zkgpu.analysis.replay import Recording, Source, data_dir, repeat_table
 from zkgpu.story import bottleneck as b
 from zkgpu.story import forecast as fc
 
@@ -152,3 +152,25 @@ def test_blind_test_markdown_pending_then_tested(tmp_path):
     assert "today's code makes the same forecast" in done
     swapped = fc.blind_test_markdown(r4, "submit_prep_gpu_msm_precomp", folder=tmp_path)  # record-3 did not have it
     assert "has no forecast of `submit_prep_gpu_msm_precomp`" in swapped
+
+
+def test_band_adds_runs_model_miss_and_drift_in_quadrature():
+    """The band's three parts: the runs' range, the model's miss on its calibration run, and the move since the
+    previous recording (same GPU and n, same settings); without a previous recording the drift part is 0."""
+    names = ["nvidia-h200-20261203-record", "nvidia-h200-20261203-record-1"]
+    if not all((LM / n / "manifest.json").is_file() for n in names):
+        pytest.skip("the two seed-regime last-mile recordings are not here")
+    before, now = (_src(n) for n in names)
+    assert fc.previous_recording(now.recording).path.name == names[0]
+    assert fc.previous_recording(before.recording) is None or fc.previous_recording(before.recording).path.name < names[0]
+    t = fc.forecast(now, before)
+    parts = t[["band_runs", "band_model", "band_drift"]]
+    assert (parts >= 0).all().all()
+    assert ((parts ** 2).sum(axis=1) ** 0.5).values == pytest.approx(t["band_rel"].values)
+    assert (t["band_lo"] == t["partitions_per_min"] * (1 - t["band_rel"])).all()
+    for name in t.index:  # the drift part is at least this scenario's own move between the two recordings
+        med = [float(repeat_table(s, [name])["partitions_per_min"].median()) for s in (before, now)]
+        own = abs(med[1] - med[0]) / med[0]
+        assert t.loc[name, "band_drift"] >= own - 1e-12
+    alone = fc.forecast(now)
+    assert (alone["band_drift"] == 0).all() and (alone["band_rel"] <= t["band_rel"] + 1e-12).all()
