@@ -113,3 +113,30 @@ def test_model_vs_measured_measures_the_median_over_runs(rec_dir):
     row = replay.scenario_table(src, ["pinned_narrow"]).loc["pinned_narrow"]
     assert pred.loc["pinned_narrow", "measured_compute_util"] == pytest.approx(row["compute_util"])
     assert pred.loc["pinned_narrow", "measured_per_min"] == pytest.approx(row["partitions_per_min"])
+
+
+def test_seed_table_gives_the_smoking_gun_of_each_recording_of_the_regime(rec_dir, tmp_path):
+    """Two recordings of one regime beside each other: the seed table adds a row with each one's median ratio
+    and the range over recordings; a recording of another prep placement beside them is not counted."""
+    from zkgpu.story import seed
+
+    a = _as_gpu(rec_dir, tmp_path, "fake-record", "2026-12-01T10:00:00+00:00")
+    b = _as_gpu(rec_dir, tmp_path, "fake-record-1", "2026-12-02T10:00:00+00:00")
+    other = _as_gpu(rec_dir, tmp_path, "fake-record-2", "2026-12-03T10:00:00+00:00")
+    m = json.loads((other / "manifest.json").read_text())
+    for e in m["scenarios"].values():
+        for run in [e, *e.get("repeats", [])]:
+            run.get("config", {}).update(prep="gpu")
+    (other / "manifest.json").write_text(json.dumps(m))
+    src = replay.Source("recorded-gpu", replay.Recording.open(b), "replay")
+    t = seed.seed_table(src).set_index("figure")
+    row = t.loc["ntt_msm_h / prep_msm (baseline), each recording"]
+    one = seed._per_run(src, "baseline", seed.smoking_gun_ratio)["median"]
+    assert row["ours_min"] == pytest.approx(one) and row["ours_max"] == pytest.approx(one)  # the same runs copied twice
+    assert "fake-record " in row["note"] and "fake-record-1 " in row["note"] and "fake-record-2" not in row["note"]
+    assert row["reproduced"] == (seed.RATIO_RANGE[0] <= one <= seed.RATIO_RANGE[1])
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.move(str(a), alone / "fake-record")
+    assert "ntt_msm_h / prep_msm (baseline), each recording" not in set(
+        seed.seed_table(replay.Source("recorded-gpu", replay.Recording.open(alone / "fake-record"), "replay"))["figure"])
