@@ -17,8 +17,8 @@ KERNEL_FILES = sorted(KERNEL_DIR.glob("*.cu"))
 
 # extra builds of a module that the host compiles with several option sets (the default one is above)
 VARIANT_BUILDS = [
-    ("ntt.cu", "-DNTT_SKIP_ONE=1 -DNTT_MIN_BLOCKS=4 -DZK_FF_ASM_TAIL=0"),  # candidates: skip-one-1, then -2
-    ("ntt.cu", "-DNTT_SKIP_ONE=2 -DNTT_THREADS=256 -Xptxas -O3"),
+    ("ntt.cu", "-DNTT_MIN_BLOCKS=4 -DZK_FF_ASM_TAIL=0"),  # the tuning options (zkgpu.gpu.ntt.transform.DEFINE_NAMES)
+    ("ntt.cu", "-DNTT_THREADS=256 -Xptxas -O3"),
 ]
 
 

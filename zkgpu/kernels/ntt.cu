@@ -31,8 +31,9 @@
 // zkgpu/core/cuda.py build_options), 128-thread blocks (NTT_THREADS) on tiles of at most 512 elements in the passes on
 // high bits (one column bit), the product's merge and final subtraction as asm chains (ZK_FF_ASM_TAIL, ff.cuh), the
 // stage on the tile's top bit at the global load / store (24 KiB per 512-element tile), 8 blocks per SM
-// (NTT_MIN_BLOCKS: 64 registers), a thread's global loads 2 at a time (NTT_PREFETCH). Three candidates, each off,
-// wait for their H200 timing (notes/ntt-kernels.md, session s5): NTT_FOLD, NTT_BIG_LAST (host options) and NTT_SKIP_ONE.
+// (NTT_MIN_BLOCKS: 64 registers), a thread's global loads 2 at a time (NTT_PREFETCH). The candidates NTT_FOLD,
+// NTT_BIG_LAST and NTT_SKIP_ONE of session s5 were timed on the H200 and deleted (issue 23; notes/ntt-kernels.md, run
+// s5-ntt: none was faster on every transform at every size).
 #ifndef ZK_FF_ASM_TAIL
 #define ZK_FF_ASM_TAIL 1  // ff.cuh: the even/odd product's merge and final subtraction as asm chains (mont_t::eo_tail)
 #endif
@@ -50,15 +51,6 @@
 #endif
 #ifndef NTT_R4_MIN_BLOCKS
 #define NTT_R4_MIN_BLOCKS 2
-#endif
-
-#ifndef NTT_FOLD  // read by the host only (zkgpu/gpu/ntt/transform.py: host_option)
-#define NTT_FOLD 0  // 1: an inverse NTT's 1/n folded into its last DIF pass's twiddles (scale_mode fold, butterfly_r2;
-                    // not yet timed on the GPU, hence 0: notes/ntt-kernels.md, session s5)
-#endif
-#ifndef NTT_BIG_LAST  // read by the host only (zkgpu/gpu/ntt/transform.py: host_option)
-#define NTT_BIG_LAST 0  // 1: a split of L into passes of unequal k puts the larger ones on the low bits (zkgpu/gpu/ntt/plan.py;
-                        // not yet timed on the GPU)
 #endif
 
 // omega_{2h}^(g mod h), h = 2^s.
@@ -147,53 +139,12 @@ __device__ __forceinline__ void butterfly_r2(fr_t& a, fr_t& b, const tile_t& tl,
 }
 
 // One radix-2 stage: global bit s, tile bit lb. At s = 0 every twiddle is 1 (no multiply).
-// NTT_SKIP_ONE = m (issue 13, session s5; a candidate, 0 by default): in a pass on the low bits (s_lo = c = 0: tile bit = global bit)
-// the twiddle of butterfly (j, j + 2^s) is omega_{2^(s+1)}^(j mod 2^s), which is 1 for j mod 2^s = 0: a share 2^-s of
-// stage s. In the usual thread order those are every 2^s-th lane, so no warp skips its product. With NTT_SKIP_ONE = m a stage
-// 1 <= s <= m that has at least 32 butterflies per residue r = j mod 2^s (T >= 2^(s+6)) gives thread tid the residue
-// r = tid / (T / 2^(s+1)) and j = r + (tid mod (T / 2^(s+1))) * 2^(s+1): every warp has one r (one twiddle, read as a
-// broadcast), and the warps of r = 0 do their butterflies without the product (x * 1 = x bit for bit): stage 1 saves
-// n/4 products per transform, stage 2 (T >= 256) another n/8. A quarter warp's lanes then reach the tile 4 (stage 1)
-// or 8 (stage 2) elements apart: 2- or 4-way shared-memory bank conflicts with the tile's 16-byte slots (8-way at stage 3,
-// hence m <= 2), on those stages only. With FOLD the block-0 butterfly j = 0 has the twiddle 1/n: at stage
-// 2 it keeps its product (its warp pays one); at stage 1 its scaling is deferred, so that the warp of r = 0 skips
-// entirely: it stays unscaled, and stage 0's butterfly (2, 3), whose input 2 is then unscaled and 3 scaled, does
-// (x2 / n + x3, x2 / n - x3): the same one product, in warp 0 of stage 0, which multiplies for (0, 1) anyway.
-#ifndef NTT_SKIP_ONE
-#define NTT_SKIP_ONE 0
-#endif
 template <bool DIT, bool FOLD = false>
 __device__ __forceinline__ void stage_r2(uint32_t* sm, uint32_t T, const tile_t& tl, const pass_tw_t& tw, int s, int lb) {
     const uint32_t hl = 1u << lb;
-#if NTT_SKIP_ONE
-    const int rb = 31 - __clz(T) - lb - 1;  // log2 of the butterflies per residue r
-    if (tw.s_lo == 0 && tw.c == 0 && lb >= 1 && lb <= NTT_SKIP_ONE && rb >= 5) {
-        for (uint32_t tid = threadIdx.x; tid < (T >> 1); tid += blockDim.x) {
-            const uint32_t r = tid >> rb, j = r | ((tid & ((1u << rb) - 1)) << (lb + 1));
-            fr_t a = load_s(sm, T, j), b = load_s(sm, T, j + hl);
-            if (r == 0 && !(FOLD && j == 0 && lb > 1)) {  // FOLD, stage 1: j = 0's 1/n deferred to stage 0
-                const fr_t t = bf_add(a, b);
-                b = bf_sub(a, b);
-                a = t;
-            } else {
-                butterfly_r2<DIT, FOLD>(a, b, tl, tw, s, j);
-            }
-            store_s(sm, T, j, a);
-            store_s(sm, T, j + hl, b);
-        }
-        return;
-    }
-#endif
     for (uint32_t tid = threadIdx.x; tid < (T >> 1); tid += blockDim.x) {
         const uint32_t j = (tid & (hl - 1)) | ((tid >> lb) << (lb + 1));
         fr_t a = load_s(sm, T, j), b = load_s(sm, T, j + hl);
-#if NTT_SKIP_ONE
-        if (FOLD && lb == 0 && j == 2 && T >= 128 && tw.s_lo == 0 && tw.c == 0) {  // stage 1 ran the skip path above
-            const fr_t as = a * load_v4(tw.fold, 1);
-            a = bf_add(as, b);
-            b = bf_sub(as, b);
-        } else
-#endif
         butterfly_r2<DIT, FOLD>(a, b, tl, tw, s, j);
         store_s(sm, T, j, a);
         store_s(sm, T, j + hl, b);
