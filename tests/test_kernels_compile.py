@@ -22,6 +22,24 @@ VARIANT_BUILDS = [
 ]
 
 
+# the macros a build may override with -D: each `#ifndef NAME` + `#define NAME <default>` of the kernel sources
+OVERRIDABLE_MACROS = {"ZK_FF_ASM_TAIL", "ZK_PTXAS_O", "NTT_THREADS", "NTT_MIN_BLOCKS", "NTT_R4_MIN_BLOCKS", "ZK_MSM_G2",
+                      "ZK_G1_INLINE_MUL"}
+
+
+def test_overridable_macros_are_the_listed_ones():
+    """The kernels' build macros with a default are OVERRIDABLE_MACROS, no more and no fewer (a new option shows here,
+    and so does one left behind by a deleted variant: issue 23 deleted NTT_FOLD, NTT_BIG_LAST and NTT_SKIP_ONE); the
+    NTT options the host accepts (zkgpu.gpu.ntt.transform.DEFINE_NAMES) are among them."""
+    from zkgpu.gpu.ntt import transform as ntt
+
+    found = set()
+    for path in KERNEL_DIR.rglob("*.cu*"):
+        found |= set(re.findall(r"^#ifndef\s+(\w+)[^\n]*\n#define\s+\1\b", path.read_text(), flags=re.M))
+    assert found == OVERRIDABLE_MACROS
+    assert set(ntt.DEFINE_NAMES) <= found
+
+
 def _nvcc_cubin(path, tmp_path, *flags) -> str:
     """Compile with nvcc for sm_90; returns ptxas' report (-Xptxas -v: registers per kernel)."""
     nvcc = shutil.which("nvcc") or (os.path.exists("/usr/local/cuda/bin/nvcc") and "/usr/local/cuda/bin/nvcc")
