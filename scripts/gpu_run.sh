@@ -6,8 +6,8 @@
 #   scripts/gpu_run.sh [STAGE ...]      stages: info record record-last-mile bench-h2d bench-load bench-ntt bench-ntt-sppark
 #                                       bench-sppark bench-msm bench-msm-precomp bench-prep tests tests-ntt tests-transfer tests-prep tests-pipeline
 #                                       notebooks prove-setup prove record-real
-#                                       (bench-ntt-sppark, bench-sppark need .anchors/sppark-bench; bench-ntt-sppark: the NTT candidates' timing, the default
-#                                       build + NTT_CANDIDATES (default: all four) + the sppark anchor, in one call;
+#                                       (bench-ntt-sppark, bench-sppark need .anchors/sppark-bench; bench-ntt-sppark: the NTT's
+#                                       default build (--queued) beside the sppark anchor's NTT, in one call;
 #                                       bench-sppark: zkgpu's NTT + MSM beside sppark's, one bench-sppark recording)
 #                                       (default: info record bench-h2d bench-ntt tests; each stage is
 #                                       time-limited, see LIMIT_* below, so the whole fits one 10-min call)
@@ -142,8 +142,8 @@ for s in "${stages[@]}"; do
     # prep_msm variants (cpu, cpu_parallel, gpu) at 2^20..2^26 (PREP_MAX_LOG to shorten)
     bench-prep) run_stage bench-prep python3 -m zkgpu.app.cli bench prep --min-log 20 --max-log "${PREP_MAX_LOG:-26}" --repeat "${PREP_REPEAT:-5}" --out "$DATA" ;;
     bench-ntt) run_stage bench-ntt python3 -m zkgpu.app.cli bench ntt --min-log 16 --max-log 26 --repeat 5 --out "$DATA" ;;
-    # the NTT candidates' timing: the default build and each candidate (zkgpu bench ntt --candidate) beside sppark at
-    # 2^22..2^24, compute_h at 2^24 (needs .anchors/sppark-bench carried along; NTT_CANDIDATES, NTT_MIN_LOG ...)
+    # the NTT's default build beside sppark at 2^22..2^24, compute_h at 2^24, --queued (needs .anchors/sppark-bench
+    # carried along; NTT_MIN_LOG, NTT_MAX_LOG, NTT_REPEAT)
     bench-ntt-sppark) run_stage bench-ntt-sppark env OUT="$OUT" DATA="$DATA" scripts/ntt_vs_sppark.sh ;;
     # zkgpu's NTT and MSM beside sppark's at VS_SIZES (22 24 26) -> one data/<gpu>-<date>-bench-sppark recording;
     # sppark's MSM on uniform scalars (the anchor) and on PoRep-like ones (anchors/sppark-porep, built from the anchor)

@@ -12,7 +12,7 @@
 #      vs_sppark.csv and a manifest (sppark's commit from VENDOR_COMMITS, the zkgpu/sppark ratios per operation and
 #      size, the PoRep-like MSM like for like, compute_h).
 #
-#   OUT=dir [DATA=dir] [VS_SIZES="22 24 26"] [NTT_CANDIDATES="fold ..."] scripts/kernels_vs_sppark.sh
+#   OUT=dir [DATA=dir] [VS_SIZES="22 24 26"] scripts/kernels_vs_sppark.sh
 #
 # Repeats: NTT_REPEAT (7), MSM_REPEAT (3), SPPARK_REPS (5, both sppark drivers); SPPARK_DEADLINE_S (110) and
 # SPPARK_POREP_DEADLINE_S (40): a driver starts no new item after that many seconds of its own run. The anchor's part
@@ -25,7 +25,6 @@ OUT="${OUT:-$PWD/gpu-out}"
 DATA="${DATA:-$OUT/data}"
 PY=${PYTHON:-python3}
 read -r -a SIZES <<<"${VS_SIZES:-22 24 26}"
-CANDIDATES=${NTT_CANDIDATES:-}  # zkgpu bench ntt --candidate names, timed beside the default build (none by default)
 SCRATCH="$OUT/vs-sppark"
 SP=.anchors/sppark-bench
 SPW="${SPPARK_BUILD_DIR:-${TMPDIR:-/tmp}/zkgpu-sppark-bench}"  # writable copy of $SP where it is built and run
@@ -34,9 +33,7 @@ PRB="${SPPARK_POREP_BUILD_DIR:-${TMPDIR:-/tmp}/zkgpu-sppark-porep}"  # its binar
 MIN=$(printf '%s\n' "${SIZES[@]}" | sort -n | head -1)
 MAX=$(printf '%s\n' "${SIZES[@]}" | sort -n | tail -1)
 MSM_SIZES=$(IFS=,; echo "${SIZES[*]}")
-CARGS=()
-for c in $CANDIDATES; do CARGS+=(--candidate "$c"); done
-NTT_CMD=("$PY" -m zkgpu.app.cli bench ntt --min-log "$MIN" --max-log "$MAX" --repeat "${NTT_REPEAT:-7}" ${CARGS[@]+"${CARGS[@]}"}
+NTT_CMD=("$PY" -m zkgpu.app.cli bench ntt --min-log "$MIN" --max-log "$MAX" --repeat "${NTT_REPEAT:-7}"
          --h-min-log 24 --h-max-log 24 --out "$SCRATCH/zkgpu")
 # --precomp-windows: the MSM over precomputed shifted bases too (zkgpu.gpu.msm.precomp; rows device_precomp at its
 # rule's window, the table build timed apart), PRECOMP_WINDOWS=none leaves it out

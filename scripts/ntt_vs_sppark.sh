@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# The NTT candidates' timing, in one call (issue 23, "Decide, then delete"): the sppark anchor's NTT rows (if the
-# anchor is carried in .anchors/sppark-bench, see shared/anchors/sppark-bench/README.md), then `zkgpu bench ntt`
-# with the default build and each candidate build (--candidate) and --sppark, which prints the candidates' ratios to
-# the default and writes and prints the zkgpu/sppark ratios.
+# The NTT beside sppark's, in one call: the sppark anchor's NTT rows (if the anchor is carried in
+# .anchors/sppark-bench, see shared/anchors/sppark-bench/README.md), then `zkgpu bench ntt` (the default build,
+# --queued) with --sppark, which writes and prints the zkgpu/sppark ratios. (Until issue 23 it also timed the
+# candidate builds NTT_FOLD, NTT_BIG_LAST and NTT_SKIP_ONE: data/nvidia-h200-20261203-bench-ntt; they were deleted.)
 #
-#   OUT=dir NTT_MIN_LOG=22 NTT_MAX_LOG=24 NTT_CANDIDATES="fold skip-one-2" scripts/ntt_vs_sppark.sh
-#   (NTT_CANDIDATES defaults to all four: fold big-last skip-one-1 skip-one-2; "" times the default build alone)
+#   OUT=dir NTT_MIN_LOG=22 NTT_MAX_LOG=24 scripts/ntt_vs_sppark.sh
 #
 # Writes $OUT/sppark/sppark.txt and a run folder bench-ntt under $OUT/data (or $DATA). sppark's MSM rows
 # are skipped (--msm-max 0) and so is its host-memory NTT (--ntt-host-lg 0): about 10 s plus its build.
@@ -19,7 +18,6 @@ mkdir -p "$OUT/sppark" "$DATA"
 MIN=${NTT_MIN_LOG:-22}
 MAX=${NTT_MAX_LOG:-24}
 REPEAT=${NTT_REPEAT:-7}
-CANDIDATES=${NTT_CANDIDATES-fold big-last skip-one-1 skip-one-2}
 SP=.anchors/sppark-bench
 SPARGS=()
 if [ -x "$SP/run.sh" ] || [ -f "$SP/run.sh" ]; then
@@ -32,7 +30,5 @@ if [ -x "$SP/run.sh" ] || [ -f "$SP/run.sh" ]; then
 else
   echo "no $SP: zkgpu only"
 fi
-CARGS=()
-for c in $CANDIDATES; do CARGS+=(--candidate "$c"); done
-python3 -m zkgpu.app.cli bench ntt --min-log "$MIN" --max-log "$MAX" --repeat "$REPEAT" ${CARGS[@]+"${CARGS[@]}"} \
+python3 -m zkgpu.app.cli bench ntt --min-log "$MIN" --max-log "$MAX" --repeat "$REPEAT" \
   --h-min-log "$MAX" --h-max-log "$MAX" --queued ${SPARGS[@]+"${SPARGS[@]}"} --out "$DATA"

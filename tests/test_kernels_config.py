@@ -37,14 +37,17 @@ def test_gpu_can_be_hidden(saved):
 def test_ntt_defines(saved):
     """configure(defines=) takes the build options that remain (DEFINE_NAMES), integers only; a removed variant's macro
     (or any other name) is refused in one line naming it, and a refused call changes nothing."""
-    ntt.configure(defines={"NTT_FOLD": 1, "NTT_THREADS": 256})
-    assert ntt._defines() == (("NTT_FOLD", "1"), ("NTT_THREADS", "256"))
-    assert ntt._threads() == 256 and ntt.host_option("NTT_FOLD") == 1
+    ntt.configure(defines={"NTT_MIN_BLOCKS": 4, "NTT_THREADS": 256})
+    assert ntt._defines() == (("NTT_MIN_BLOCKS", "4"), ("NTT_THREADS", "256"))
+    assert ntt._threads() == 256
     ntt.configure(defines={})
-    assert ntt._defines() == () and ntt._threads() == ntt._THREADS and ntt.host_option("NTT_FOLD") == 0
-    assert len(ntt.DEFINE_NAMES) == 8
+    assert ntt._defines() == () and ntt._threads() == ntt._THREADS
+    assert ntt.DEFINE_NAMES == ("ZK_FF_ASM_TAIL", "ZK_PTXAS_O", "NTT_THREADS", "NTT_MIN_BLOCKS", "NTT_R4_MIN_BLOCKS")
     for bad, msg in (({"ZK_NTT_PTX": 0}, "unknown NTT build option 'ZK_NTT_PTX'"),
                      ({"NTT_SHFL": 1}, "unknown NTT build option 'NTT_SHFL'"),
+                     ({"NTT_FOLD": 1}, "unknown NTT build option 'NTT_FOLD'"),
+                     ({"NTT_BIG_LAST": 1}, "unknown NTT build option 'NTT_BIG_LAST'"),
+                     ({"NTT_SKIP_ONE": 2}, "unknown NTT build option 'NTT_SKIP_ONE'"),
                      ({"1X": 1}, "unknown NTT build option '1X'"),
                      ({"NTT_THREADS": "128"}, "NTT_THREADS='128' must have an integer value"),
                      ({"NTT_THREADS": True}, "NTT_THREADS=True must have an integer value")):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from seeding import new_pyrng, new_rng
-from zkgpu.app.bench.ntt import CANDIDATES, bench_command, candidate_build
+from zkgpu.app.bench.ntt import bench_command
 from zkgpu.arith.domain import bitrev_indices, dft_naive, log2_size, ntt_reference
 from zkgpu.arith.field import FR, fr_from_ints, fr_random, fr_to_ints
 from zkgpu.gpu.fr_device import from_montgomery, to_montgomery
@@ -277,16 +277,14 @@ def test_gpu_schedule_emulation(L, max_tile_log, inverse, coset, radix, rng):
 
 def test_passes_cover_all_bits():
     for L in range(0, 33):
-        for big_last in (0, 1):
-            ps = N._passes(L, big_last=big_last)
-            bits = sorted(b for s_lo, k, _ in ps for b in range(s_lo, s_lo + k))
-            assert bits == list(range(L))
-            for s_lo, k, c in ps:
-                assert k + c <= 10 and c <= s_lo
-            assert sorted(k for _, k, _ in ps) == sorted(k for _, k, _ in N._passes(L))
+        ps = N._passes(L)
+        bits = sorted(b for s_lo, k, _ in ps for b in range(s_lo, s_lo + k))
+        assert bits == list(range(L))
+        for s_lo, k, c in ps:
+            assert k + c <= 10 and c <= s_lo
     assert len(N._passes(24)) == 3
     assert [k for _, k, _ in N._passes(22)] == [8, 7, 7]
-    assert N._passes(22, 10, 1, big_last=1) == [(15, 7, 1), (8, 7, 1), (0, 8, 0)]
+    assert N._passes(22, 10, 1) == [(14, 8, 1), (7, 7, 1), (0, 7, 0)]
 
 
 # ---------------------------------------------------------------- GPU
@@ -448,16 +446,10 @@ def test_gpu_large_spot_checks(L, radix):
 BUILDS = {  # id -> (RADIX, zkgpu.gpu.ntt.transform.DEFINES)
     "r4": (4, {}),
     "o3-b4-w256-portable-tail": (2, {"ZK_PTXAS_O": 3, "NTT_MIN_BLOCKS": 4, "NTT_THREADS": 256, "ZK_FF_ASM_TAIL": 0}),
-    **{name: (2, dict(defines)) for name, defines in CANDIDATES.items()},
-    "fold-big-last-skip-one-2": (2, {"NTT_FOLD": 1, "NTT_BIG_LAST": 1, "NTT_SKIP_ONE": 2}),
 }
-"""Builds that must equal the default one bit for bit: radix 4, the remaining tuning options together, and the
-candidates of ``zkgpu bench ntt --candidate`` (zkgpu.app.bench.ntt.CANDIDATES: an inverse's 1/n folded into its last
-DIF pass's twiddles, an uneven split's larger passes on the low bits, the twiddle-1 butterflies of stages 1(-2) of the
-pass on the low bits in whole warps without their product) alone and together; the candidates (session s5) have not
-run on a GPU yet. Each build costs the GPU run a module compile and ~10 s; the emulated kernels
-(tests/test_kernels_emulated.py) cover the same builds without a GPU. The variants removed after tag pre-macro-cut had
-their own builds here."""
+"""Builds that must equal the default one bit for bit: radix 4, and the remaining tuning options together. Each build
+costs the GPU run a module compile and ~10 s. The variants removed after tag pre-macro-cut, and the candidates NTT_FOLD,
+NTT_BIG_LAST and NTT_SKIP_ONE deleted in issue 23 (notes/ntt-kernels.md, run s5-ntt), had their own builds here."""
 
 
 def _edge_words(n: int, seed: int) -> np.ndarray:
@@ -546,21 +538,19 @@ def test_size_error_before_copying_a_huge_broadcast_array():
         N.ntt(huge)
 
 
-def test_bench_cli_rejects_unknown_or_repeated_candidate():
+def test_bench_cli_has_no_build_choice():
+    """zkgpu bench ntt times the default build only: --kernel (removed after tag pre-macro-cut) and --candidate (issue
+    23) are no longer options."""
     from click.testing import CliRunner
 
-    res = CliRunner().invoke(bench_command, ["--candidate", "fused"])
-    assert res.exit_code == 2 and "'fused' is not one of 'fold', 'big-last', 'skip-one-1', 'skip-one-2'" in res.output
-    res = CliRunner().invoke(bench_command, ["--candidate", "fold", "--candidate", "big-last", "--candidate", "fold"])
-    assert res.exit_code == 2 and "--candidate fold given twice" in res.output
-    res = CliRunner().invoke(bench_command, ["--kernel", "stagewise"])
-    assert res.exit_code == 2 and "No such option '--kernel'" in res.output
+    for opt, value in (("--candidate", "fold"), ("--kernel", "stagewise")):
+        res = CliRunner().invoke(bench_command, [opt, value])
+        assert res.exit_code == 2 and f"No such option '{opt}'" in res.output
 
 
-def test_bench_candidates_beside_the_default(emu, monkeypatch):
-    """run_benchmark times the default build and each candidate in the same run (emulated kernels, a stand-in timer that
-    records the build options in force): a row per (kernel, variant), each timed under its own options, the defines
-    restored afterwards; a candidate given twice is refused."""
+def test_bench_rows_of_the_default_build(emu, monkeypatch):
+    """run_benchmark times every transform and compute_h with the build options in force (emulated kernels, a stand-in
+    timer that records them): one row per variant, kernel stagewise, no defines."""
     from types import SimpleNamespace
 
     from native import NumpyAsCupy
@@ -580,15 +570,12 @@ def test_bench_candidates_beside_the_default(emu, monkeypatch):
         return SimpleNamespace(median_ms=1.0, min_ms=0.5, max_ms=2.0)
 
     monkeypatch.setattr(_cuda, "benchmark", timer)
-    rows = bench_ntt.run_benchmark(11, 11, repeat=1, warmup=0, candidates=["fold", "skip-one-2"], h_min_log=11, h_max_log=11)
+    rows = bench_ntt.run_benchmark(11, 11, repeat=1, warmup=0, h_min_log=11, h_max_log=11)
     variants = [*bench_ntt.BENCH_VARIANTS, "compute_h"]
-    assert [(r["kernel"], r["variant"]) for r in rows] == [(k, v) for k in ("stagewise", "fold", "skip-one-2") for v in variants]
-    assert seen == [{}] * 7 + [{"NTT_FOLD": 1}] * 7 + [{"NTT_SKIP_ONE": 2}] * 7
-    assert {r["kernel"]: r["defines"] for r in rows} == {"stagewise": "", "fold": "NTT_FOLD=1", "skip-one-2": "NTT_SKIP_ONE=2"}
+    assert [(r["kernel"], r["variant"]) for r in rows] == [("stagewise", v) for v in variants]
+    assert seen == [{}] * 7
+    assert {r["defines"] for r in rows} == {""}
     assert {r["global_passes"] for r in rows if r["variant"] == "compute_h"} == {11}  # 3 x (2 + 2 - 1) + 2
-    assert N.DEFINES == {}
-    with pytest.raises(ValueError, match="'fold' given twice"):
-        bench_ntt.run_benchmark(11, 11, candidates=["fold", "fold"])
 
 
 def test_queued_times_order(monkeypatch):
@@ -659,24 +646,6 @@ def test_global_passes_and_settings(monkeypatch):
     monkeypatch.setattr(N, "RADIX", 4)
     monkeypatch.setattr(N, "DEFINES", {"NTT_MIN_BLOCKS": 4})
     assert N.settings() == {"radix": 4, "defines": {"NTT_MIN_BLOCKS": "4"}}
-
-
-def test_candidate_build_sets_and_restores_the_defines():
-    """zkgpu bench ntt's candidate builds add their options to the defines in force, and restore them on the way out
-    (an error included); the host options follow."""
-    before = N.settings()
-    assert (N.host_option("NTT_FOLD"), N.host_option("NTT_BIG_LAST")) == (0, 0)
-    for name, defines in CANDIDATES.items():
-        with candidate_build(name):
-            assert N.settings()["defines"] == {k: str(v) for k, v in defines.items()}
-    with pytest.raises(RuntimeError), candidate_build("fold"):
-        assert N.host_option("NTT_FOLD") == 1
-        raise RuntimeError("restored on the way out too")
-    with candidate_build("stagewise"):
-        assert N.settings() == before
-    assert N.settings() == before
-    with pytest.raises(ValueError, match="unknown NTT candidate 'fused'"), candidate_build("fused"):
-        pass
 
 
 def test_build_options_ptxas_level():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -75,14 +76,12 @@ BENCH_BAD = [
     (["ntt", "--min-log", "20", "--max-log", "18"], ["20/18"]),
     (["ntt", "--h-min-log", "-1"], ["--h-min-log", "-1"]),
     (["ntt", "--repeat", "0"], ["--repeat", "0"]),
-    (["ntt", "--candidate", "fused"], ["--candidate", "'fused'", "fold"]),
     (["msm", "--sizes", "-5"], ["--sizes", "'-5'"]),
     (["msm", "--repeat", "0"], ["--repeat", "0"]),
     (["msm", "--warmup", "-1"], ["--warmup", "-1"]),
     (["msm", "--window", "99"], ["--window 99", "2..24"]),
     (["msm", "--window", "1"], ["--window 1"]),
     (["msm", "--seed", "-1"], ["--seed", "-1"]),
-    (["ntt", "--candidate", "fold", "--candidate", "big-last", "--candidate", "fold"], ["--candidate fold given twice"]),
     (["h2d", "--path", "pageable", "--path", "pageable"], ["--path pageable given twice"]),
     (["prep", "--min-log", "22", "--max-log", "20"], ["--min-log 22", "--max-log 20"]),
     (["prep", "--repeat", "0"], ["--repeat", "0"]),
@@ -264,23 +263,47 @@ def test_bench_ntt_cut_off_keeps_its_rows_apart_from_the_recordings(inputs, fake
     calls = []
 
     def fake_run(lo, hi, repeat, **kw):
-        assert kw["candidates"] == ("fold",)
         calls.append(lo)
         if len(calls) > 1:
             raise stop("stopped at the second size")
         return [dict(log_n=lo, n=1 << lo, variant="forward-nn", kernel="stagewise", median_ms=1.0)]
 
     monkeypatch.setattr(bench_ntt, "run_benchmark", fake_run)
-    res = _run(["bench", "ntt", "--min-log", "10", "--max-log", "12", "--candidate", "fold", "--out", str(inputs["DATA"])])
+    res = _run(["bench", "ntt", "--min-log", "10", "--max-log", "12", "--out", str(inputs["DATA"])])
     assert res.exit_code == (130 if stop is KeyboardInterrupt else 1) and "Traceback" not in res.output
     assert "the sizes measured so far are in" in res.stderr
     (kept,) = inputs["DATA"].iterdir()
     assert kept.name.endswith("-bench-ntt" + manifest.INTERRUPTED_SUFFIX)
     assert list(pd.read_csv(kept / "ntt.csv")["log_n"]) == [10]
     m = json.loads((kept / "manifest.json").read_text())
-    assert m["complete"] is False and m["interrupted"].startswith(stop.__name__) and m["kernels"] == ["stagewise", "fold"]
-    assert m["candidates"] == {"fold": {"NTT_FOLD": 1}}
+    assert m["complete"] is False and m["interrupted"].startswith(stop.__name__) and m["kernels"] == ["stagewise"]
+    assert "candidates" not in m  # the key of the recordings made while zkgpu bench ntt had --candidate (issue 23)
     assert replay.find_benchmarks("ntt", inputs["DATA"]) is None
+
+
+def test_bench_ntt_recording_with_candidates_still_replays(tmp_path):
+    """data/nvidia-h200-20261203-bench-ntt was written while ``zkgpu bench ntt`` had --candidate (deleted in issue 23):
+    its manifest's ``candidates`` key and the candidates' rows still load; replay takes it for a complete run of the
+    default build, and ``bench sppark`` reads the default build's rows from it (the first of its ``kernels``)."""
+    from zkgpu.analysis import replay
+
+    src = ROOT / "data" / "nvidia-h200-20261203-bench-ntt"
+    m = json.loads((src / "manifest.json").read_text())
+    assert m["candidates"] == {"big-last": {"NTT_BIG_LAST": 1}, "fold": {"NTT_FOLD": 1}, "skip-one-1": {"NTT_SKIP_ONE": 1},
+                               "skip-one-2": {"NTT_SKIP_ONE": 2}}
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copytree(src, data / src.name)
+    found = replay.find_benchmarks("ntt", data, where=replay.is_default_ntt_run)
+    assert found is not None and found[0].name == src.name
+    piv = replay.benchmark_pivot(found[1]["ntt"])
+    assert piv is not None and set(piv.columns.get_level_values("kernel")) == {"stagewise", *m["candidates"]}
+    assert list(replay.inventory(data)["folder"]) == [src.name]
+    sppark = ROOT / "data" / "nvidia-h200-20261201-bench-sppark" / "sppark.txt"
+    out = bench_sppark.write_recording(sppark, data / src.name, None, base=tmp_path / "vs", gpu="g")
+    vs_m = json.loads((out / "manifest.json").read_text())
+    assert vs_m["ntt_kernel"] == "stagewise" and vs_m["zkgpu_runs"]["ntt"]["candidates"] == m["candidates"]
+    assert set(pd.read_csv(out / "vs_sppark.csv")["kernel"]) == {"stagewise", *m["candidates"]}
 
 
 def test_sigterm_as_interrupt_restores_the_handler():

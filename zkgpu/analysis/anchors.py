@@ -202,7 +202,7 @@ def vs_sppark(
     Returns:
         a DataFrame with :data:`VS_COLUMNS`: op ``ntt`` (variants forward, inverse, coset, inverse-coset, natural
         order) or ``msm`` (variants uniform, porep: the scalar distribution of zkgpu's run), ``sppark_ms`` and
-        ``zkgpu_ms`` (medians, ms), ``ratio`` = zkgpu_ms / sppark_ms, ``kernel`` (the NTT build: stagewise or a candidate, or the MSM
+        ``zkgpu_ms`` (medians, ms), ``ratio`` = zkgpu_ms / sppark_ms, ``kernel`` (the NTT build, stagewise; or the MSM
         build variant), the two benchmarks' own variant names, ``sppark_scalars`` (MSM rows: ``uniform`` or
         ``porep``, the distribution of the sppark row used), ``like_for_like`` (the same scalar distribution on
         both sides: False only where zkgpu's PoRep-like row falls back to sppark's uniform time,

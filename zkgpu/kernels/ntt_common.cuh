@@ -23,8 +23,6 @@ enum class scale_mode : int {
     constant = 3,  // x * tab[0]
     h_step = 4,    // (x * aux1[g] - aux2[g]) * tab[0]: the Groth16 H pointwise step
     mul_sub = 5,   // x * aux1[g] - aux2[g]: the same step with its constant folded elsewhere (stagewise pre only)
-    fold = 6,      // x * tab[0] as constant, tab[i] = s * tw[i] for 0 < i < 2^k and tab[0] = s: a constant s that
-                   // ntt.cu's ntt_pass_fold folds into the twiddles of a DIF pass on the low bits (FOLD; post only)
 };
 
 __device__ __forceinline__ uint32_t bitrev(uint32_t i, int L) { return L == 0 ? 0u : (__brev(i) >> (32 - L)); }
@@ -63,7 +61,7 @@ __device__ __forceinline__ fr_t load_t(const uint32_t* sm, uint32_t T, uint32_t 
 __device__ __forceinline__ void store_t(uint32_t* sm, uint32_t T, uint32_t u, const fr_t& r) { store_sv(sm, T, u, r); }
 __device__ __forceinline__ fr_t scale(const fr_t& x, const fr_t* tab, scale_mode mode, uint32_t g, int L) {
     if (mode == scale_mode::none) return x;
-    uint32_t idx = mode == scale_mode::natural ? g : (mode == scale_mode::bitrev ? bitrev(g, L) : 0u);  // constant, fold: tab[0]
+    uint32_t idx = mode == scale_mode::natural ? g : (mode == scale_mode::bitrev ? bitrev(g, L) : 0u);  // constant: tab[0]
     return x * load_v4(tab, idx);
 }
 

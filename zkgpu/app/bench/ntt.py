@@ -1,17 +1,14 @@
 """``zkgpu bench ntt``: the Fr NTT kernels timed on the GPU, and beside sppark's.
 
 :func:`run_benchmark` times every transform of :data:`BENCH_VARIANTS` on device-resident random data with the default
-build (kernel ``stagewise``) and each chosen build of :data:`CANDIDATES` (CUDA events, :func:`zkgpu.core.cuda.benchmark`),
-plus the whole Groth16 H computation (:func:`zkgpu.gpu.ntt.qap.compute_h_inplace`); :data:`bench_command` writes the
+build (kernel ``stagewise``; CUDA events, :func:`zkgpu.core.cuda.benchmark`), plus the whole Groth16 H computation (:func:`zkgpu.gpu.ntt.qap.compute_h_inplace`); :data:`bench_command` writes the
 rows to a fresh ``bench-ntt`` run folder (ntt.csv, ntt.json, manifest.json) and, with ``--sppark``, the ratios to
 sppark's rows of the same GPU (:mod:`zkgpu.analysis.anchors`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,27 +28,16 @@ from zkgpu.gpu.ntt.qap import compute_h_inplace
 __all__ = [
     "BENCH_VARIANTS",
     "DEFAULT_KERNEL",
-    "CANDIDATES",
-    "candidate_build",
     "QUEUE_PAD_LOG",
     "queued_times_ms",
     "run_benchmark",
-    "kernel_ratios",
     "bench_command",
 ]
 
 DEFAULT_KERNEL = "stagewise"
-"""The ``kernel`` of the default build's rows (the name recordings have always used for it)."""
-CANDIDATES: dict[str, dict[str, int]] = {
-    "fold": {"NTT_FOLD": 1},
-    "big-last": {"NTT_BIG_LAST": 1},
-    "skip-one-1": {"NTT_SKIP_ONE": 1},
-    "skip-one-2": {"NTT_SKIP_ONE": 2},
-}
-"""The NTT builds that wait for their H200 timing (``--candidate``; notes/ntt-kernels.md, session s5): name -> the build
-options (:data:`zkgpu.gpu.ntt.transform.DEFINE_NAMES`) it adds to the default. fold: an inverse NTT's 1/n folded into
-its last DIF pass's twiddles; big-last: uneven passes with the larger ones on the low bits; skip-one-1 / -2: in the pass
-on the low bits, the warps whose twiddle is 1 skip the product on stage 1 (and 2). A row's ``kernel`` is the name."""
+"""The ``kernel`` of the rows (the name recordings have always used for the default build; older recordings also hold
+rows of builds since deleted, named by their ``kernel``: the candidates of data/nvidia-h200-20261203-bench-ntt, the
+kernel specs of the 2026-12-01 runs)."""
 
 BENCH_VARIANTS: dict[str, dict[str, Any]] = {
     "forward-nr": dict(inverse=False, coset=False, order="nr"),
@@ -61,25 +47,6 @@ BENCH_VARIANTS: dict[str, dict[str, Any]] = {
     "inverse-coset-nn": dict(inverse=True, coset=True, order="nn"),
     "coset-rn": dict(inverse=False, coset=True, order="rn"),
 }
-
-
-@contextlib.contextmanager
-def candidate_build(name: str) -> Iterator[None]:
-    """Within the block, the NTT kernels are built as ``name`` says: :data:`DEFAULT_KERNEL` (the build options in force)
-    or one of :data:`CANDIDATES` (its options added to them); :data:`zkgpu.gpu.ntt.transform.DEFINES` is restored
-    afterwards.
-
-    Raises:
-        ValueError: an unknown name.
-    """
-    if name != DEFAULT_KERNEL and name not in CANDIDATES:
-        raise ValueError(f"unknown NTT candidate {name!r}: one of {', '.join(CANDIDATES)}")
-    saved = ntt.DEFINES
-    try:
-        ntt.configure(defines={**saved, **CANDIDATES.get(name, {})})
-        yield
-    finally:
-        ntt.DEFINES = saved
 
 
 QUEUE_PAD_LOG = 27
@@ -110,27 +77,17 @@ def queued_times_ms(fn: Any, repeat: int, pad: Any) -> list[float]:
 
 def run_benchmark(
     min_log: int = 16, max_log: int = 26, repeat: int = 10, warmup: int = 2, with_compute_h: bool = True,
-    candidates: Sequence[str] = (), h_min_log: int = 20, h_max_log: int = 24, queued: bool = False,
+    h_min_log: int = 20, h_max_log: int = 24, queued: bool = False,
 ) -> list[dict[str, Any]]:
-    """Time every variant of :data:`BENCH_VARIANTS` on device-resident random data (CUDA events) with the default build
-    and each build of ``candidates`` (names of :data:`CANDIDATES`), plus (``with_compute_h``, sizes
-    h_min_log..h_max_log) the whole Groth16 H computation :func:`zkgpu.gpu.ntt.qap.compute_h_inplace`.
+    """Time every variant of :data:`BENCH_VARIANTS` on device-resident random data (CUDA events) with the build options
+    in force, plus (``with_compute_h``, sizes h_min_log..h_max_log) the whole Groth16 H computation
+    :func:`zkgpu.gpu.ntt.qap.compute_h_inplace`.
 
-    Returns one row per (log_n, kernel, variant): median/min/max ms, ``kernel`` (:data:`DEFAULT_KERNEL` or the
-    candidate's name), ``radix`` (:func:`zkgpu.gpu.ntt.transform.radix`), ``defines`` (the build options, ``NAME=v``
-    joined by spaces), mulmods/s (n/2*L butterfly multiplies per NTT) and the effective GB/s of one read and one write
+    Returns one row per (log_n, variant): median/min/max ms, ``kernel`` (:data:`DEFAULT_KERNEL`), ``radix``
+    (:func:`zkgpu.gpu.ntt.transform.radix`), ``defines`` (the build options, ``NAME=v`` joined by spaces), mulmods/s (n/2*L butterfly multiplies per NTT) and the effective GB/s of one read and one write
     of the vector per global pass; with ``queued`` also ``queued_median_ms``, the median of :func:`queued_times_ms`
     (the host's launch preparation hidden).
-
-    Raises:
-        ValueError: an unknown candidate, or one given twice.
     """
-    kernels = [DEFAULT_KERNEL, *candidates]
-    for name in kernels:
-        if kernels.count(name) > 1:
-            raise ValueError(f"NTT candidate {name!r} given twice: each build is timed once per size")
-        with candidate_build(name):
-            pass  # validate every name before the first measurement
     cp = _cuda.cupy()
     rng = np.random.default_rng()
     pad = cp.ones(1 << QUEUE_PAD_LOG, dtype=cp.float32) if queued else None
@@ -142,62 +99,47 @@ def run_benchmark(
         d = cp.asarray(host).view(cp.uint32).reshape(-1)
         del host
         to_montgomery(d)
-        for name in kernels:
-            with candidate_build(name):
-                s = ntt.settings()
-                common = dict(log_n=L, n=n, kernel=name, radix=s["radix"],
-                              defines=" ".join(f"{k}={v}" for k, v in s["defines"].items()), repeat=repeat, warmup=warmup)
-                for variant, kw in BENCH_VARIANTS.items():
-                    fn = functools.partial(ntt.ntt_inplace, d, **kw)
-                    res = _cuda.benchmark(fn, warmup=warmup, repeat=repeat)
-                    npass = ntt.global_passes(L, kw["order"])
-                    med = res.median_ms
-                    rows.append(
-                        dict(
-                            common, variant=variant, median_ms=med, min_ms=res.min_ms, max_ms=res.max_ms,
-                            global_passes=npass, butterfly_mulmods_per_s=(n // 2) * L / (med * 1e-3),
-                            effective_GBps=2 * 32 * n * npass / (med * 1e-3) / 1e9,
-                        )
-                    )
-                    if pad is not None:
-                        rows[-1]["queued_median_ms"] = float(np.median(queued_times_ms(fn, repeat, pad)))
-                if with_compute_h and h_min_log <= L <= h_max_log:
-                    # the Groth16 H step: 3 iNTT + 3 coset NTT + pointwise + inverse coset NTT
-                    e, f = d.copy(), d.copy()
-                    res = _cuda.benchmark(functools.partial(compute_h_inplace, d, e, f), warmup=warmup, repeat=repeat)
-                    med = res.median_ms
-                    npass = ntt.global_passes(L, "nr")
-                    rows.append(
-                        dict(
-                            common, variant="compute_h", median_ms=med, min_ms=res.min_ms, max_ms=res.max_ms,
-                            global_passes=7 * npass - 3 + (1 if npass == 1 else 0),
-                            butterfly_mulmods_per_s=7 * (n // 2) * L / (med * 1e-3), effective_GBps=float("nan"),
-                        )
-                    )
-                    del e, f
+        s = ntt.settings()
+        common = dict(log_n=L, n=n, kernel=DEFAULT_KERNEL, radix=s["radix"],
+                      defines=" ".join(f"{k}={v}" for k, v in s["defines"].items()), repeat=repeat, warmup=warmup)
+        for variant, kw in BENCH_VARIANTS.items():
+            fn = functools.partial(ntt.ntt_inplace, d, **kw)
+            res = _cuda.benchmark(fn, warmup=warmup, repeat=repeat)
+            npass = ntt.global_passes(L, kw["order"])
+            med = res.median_ms
+            rows.append(
+                dict(
+                    common, variant=variant, median_ms=med, min_ms=res.min_ms, max_ms=res.max_ms,
+                    global_passes=npass, butterfly_mulmods_per_s=(n // 2) * L / (med * 1e-3),
+                    effective_GBps=2 * 32 * n * npass / (med * 1e-3) / 1e9,
+                )
+            )
+            if pad is not None:
+                rows[-1]["queued_median_ms"] = float(np.median(queued_times_ms(fn, repeat, pad)))
+        if with_compute_h and h_min_log <= L <= h_max_log:
+            # the Groth16 H step: 3 iNTT + 3 coset NTT + pointwise + inverse coset NTT
+            e, f = d.copy(), d.copy()
+            res = _cuda.benchmark(functools.partial(compute_h_inplace, d, e, f), warmup=warmup, repeat=repeat)
+            med = res.median_ms
+            npass = ntt.global_passes(L, "nr")
+            rows.append(
+                dict(
+                    common, variant="compute_h", median_ms=med, min_ms=res.min_ms, max_ms=res.max_ms,
+                    global_passes=7 * npass - 3 + (1 if npass == 1 else 0),
+                    butterfly_mulmods_per_s=7 * (n // 2) * L / (med * 1e-3), effective_GBps=float("nan"),
+                )
+            )
+            del e, f
         del d
         ntt.clear_cache()
         cp.get_default_memory_pool().free_all_blocks()
     return rows
 
 
-def kernel_ratios(rows: Sequence[dict[str, Any]], baseline: str = DEFAULT_KERNEL) -> Any:
-    """Median-ms ratios of each kernel to ``baseline`` per (log_n, variant), as a pandas DataFrame
-    (columns: the kernels other than the baseline; < 1 means faster). Empty when the baseline is absent."""
-    df = pd.DataFrame(list(rows))
-    if df.empty or baseline not in set(df["kernel"]):
-        return pd.DataFrame()
-    t = df.pivot_table(index=["log_n", "variant"], columns="kernel", values="median_ms", aggfunc="median")
-    return t.drop(columns=[baseline]).div(t[baseline], axis=0)
-
-
 @click.command("ntt")
 @click.option("--min-log", default=16, show_default=True, help="smallest size, log2")
 @click.option("--max-log", default=26, show_default=True, help="largest size, log2")
 @click.option("--repeat", default=10, show_default=True, type=click.IntRange(min=1), help="timed repeats per point (median reported)")
-@click.option("--candidate", "candidates", multiple=True, type=click.Choice(list(CANDIDATES)),
-              help="also time this candidate build beside the default one, in the same run (repeatable; rows with "
-                   "kernel = its name; the default's rows: kernel stagewise)")
 @click.option("--h-min-log", default=20, show_default=True, help="smallest compute_h size, log2")
 @click.option("--h-max-log", default=24, show_default=True, help="largest compute_h size, log2")
 @click.option("--sppark", "sppark_file", default=None, type=click.Path(exists=True, dir_okay=False),
@@ -205,14 +147,10 @@ def kernel_ratios(rows: Sequence[dict[str, Any]], baseline: str = DEFAULT_KERNEL
 @click.option("--queued", is_flag=True, help="also time each transform with the host's launch preparation hidden behind "
               "GPU work (column queued_median_ms; zkgpu.app.bench.ntt.queued_times_ms)")
 @click.option("--out", "out_base", default=None, help="base folder for the run folder (default data/)")
-def ntt_bench(min_log: int, max_log: int, repeat: int, candidates: tuple[str, ...], h_min_log: int, h_max_log: int,
-              sppark_file: str | None, queued: bool, out_base: str | None) -> None:
-    """Fr NTT on the GPU, device-resident, 2^min-log .. 2^max-log: forward/inverse/coset/inverse-coset
-    with the default build and each --candidate, and compute_h at 2^h-min-log .. 2^h-max-log; CSV + JSON,
-    and the candidates' ratios to the default."""
-    twice = sorted({k for k in candidates if candidates.count(k) > 1})
-    if twice:
-        raise CliError(f"--candidate {twice[0]} given twice: each build is timed once per size (give it once)")
+def ntt_bench(min_log: int, max_log: int, repeat: int, h_min_log: int, h_max_log: int, sppark_file: str | None,
+              queued: bool, out_base: str | None) -> None:
+    """Fr NTT on the GPU, device-resident, 2^min-log .. 2^max-log: forward/inverse/coset/inverse-coset,
+    and compute_h at 2^h-min-log .. 2^h-max-log; CSV + JSON."""
     for opt, lo, hi in (("--min-log/--max-log", min_log, max_log), ("--h-min-log/--h-max-log", h_min_log, h_max_log)):
         if not 0 <= lo <= hi <= FR.two_adicity:
             raise CliError(f"{opt} {lo}/{hi}: need 0 <= {opt.split('/')[0]} <= {opt.split('/')[1]} <= {FR.two_adicity} (log2 sizes)")
@@ -231,9 +169,8 @@ def ntt_bench(min_log: int, max_log: int, repeat: int, candidates: tuple[str, ..
 
     def manifest(**extra: Any) -> dict[str, Any]:
         return build_manifest(benchmark="ntt", min_log=min_log, max_log=max_log, repeat=repeat,
-                              variants=[*BENCH_VARIANTS, "compute_h"], kernels=[DEFAULT_KERNEL, *candidates],
-                              candidates={c: CANDIDATES[c] for c in candidates}, h_min_log=h_min_log,
-                              h_max_log=h_max_log, radix=s["radix"], kernel_defines=s["defines"],
+                              variants=[*BENCH_VARIANTS, "compute_h"], kernels=[DEFAULT_KERNEL],
+                              h_min_log=h_min_log, h_max_log=h_max_log, radix=s["radix"], kernel_defines=s["defines"],
                               timing="CUDA events, median of repeats, warm-up excluded"
                               + ("; queued_median_ms: start event behind GPU work (queued_times_ms)" if queued else ""),
                               **({"sppark": sppark_provenance(sppark_file)} if sppark_file else {}), **extra)
@@ -241,7 +178,7 @@ def ntt_bench(min_log: int, max_log: int, repeat: int, candidates: tuple[str, ..
     try:
         with sigterm_as_interrupt():
             for L in range(min_log, max_log + 1):  # ntt.csv grows size by size: a cut-off run keeps what it measured
-                rows += run_benchmark(L, L, repeat, candidates=candidates, h_min_log=h_min_log, h_max_log=h_max_log, queued=queued)
+                rows += run_benchmark(L, L, repeat, h_min_log=h_min_log, h_max_log=h_max_log, queued=queued)
                 run_dir = run_dir or new_run_dir("bench-ntt", base=Path(out_base) if out_base else None)  # once a size is measured
                 pd.DataFrame(rows).to_csv(run_dir / "ntt.csv", index=False)
     except BaseException as exc:
@@ -260,10 +197,6 @@ def ntt_bench(min_log: int, max_log: int, repeat: int, candidates: tuple[str, ..
             click.echo("queued (the host's launch preparation hidden behind GPU work), median ms:")
             click.echo(df.pivot_table(index="log_n", columns=["kernel", "variant"], values="queued_median_ms")
                        .to_string(float_format=lambda v: f"{v:9.3f}"))
-        ratios = kernel_ratios(rows)
-        if not ratios.empty:
-            click.echo(f"ratio to the default build, {DEFAULT_KERNEL} (< 1: faster):")
-            click.echo(ratios.unstack("variant").to_string(float_format=lambda v: f"{v:6.3f}"))
         if sppark is not None and sppark_file:
             vs = ntt_vs_sppark(rows, sppark)
             vs.to_csv(run_dir / "ntt_vs_sppark.csv", index=False)

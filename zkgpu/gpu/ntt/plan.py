@@ -14,15 +14,15 @@ from zkgpu.arith.field import FR
 from zkgpu.core import cuda as _cuda
 from zkgpu.gpu.fr_device import to_device_mont
 
-__all__ = ["MAX_TILE_LOG", "passes", "pass_shared_bytes", "grid", "split_tables", "fold_table"]
+__all__ = ["MAX_TILE_LOG", "passes", "pass_shared_bytes", "grid", "split_tables"]
 
 P = FR.modulus
 (MAX_TILE_LOG,) = _cuda.header_defines("ntt.cu", "NTT_MAX_TILE_LOG")  # the largest tile of a stagewise pass, log2
 
 
-def passes(L: int, max_tile_log: int = MAX_TILE_LOG, max_cols: int = MAX_TILE_LOG, big_last: int = 0) -> list[tuple[int, int, int]]:
+def passes(L: int, max_tile_log: int = MAX_TILE_LOG, max_cols: int = MAX_TILE_LOG) -> list[tuple[int, int, int]]:
     """(s_lo, k, c) per pass in DIF order (high bits first): as even a split of L into <= max_tile_log-bit groups,
-    the larger groups first (``big_last``: last, on the low bits; 2^22 as 7, 7, 8 stages instead of 8, 7, 7).
+    the larger groups first (2^22 as 8, 7, 7 stages).
 
     A pass does the stages of index bits [s_lo, s_lo + k) on tiles of 2^(k+c) elements that also span
     the c lowest index bits (runs of 2^c adjacent elements, for coalesced loads): c = min(s_lo,
@@ -31,7 +31,6 @@ def passes(L: int, max_tile_log: int = MAX_TILE_LOG, max_cols: int = MAX_TILE_LO
         return []
     npass = -(-L // max_tile_log)
     ks = [L // npass + (1 if i < L % npass else 0) for i in range(npass)]
-    ks = ks[::-1] if big_last else ks
     out, top = [], L
     for k in ks:
         s_lo = top - k
@@ -41,7 +40,7 @@ def passes(L: int, max_tile_log: int = MAX_TILE_LOG, max_cols: int = MAX_TILE_LO
 
 
 def pass_shared_bytes(T: int) -> int:
-    """Dynamic shared memory of a pass (kernel ntt_pass, ntt_pass_fold or ntt_pass_r4) on a tile of T elements, in bytes:
+    """Dynamic shared memory of a pass (kernel ntt_pass or ntt_pass_r4) on a tile of T elements, in bytes:
     the tile (32 T) and the pass's twiddles (16 T: the stage on the top tile bit, done at the global load / store,
     reads its twiddles from the global table)."""
     return 48 * T
@@ -61,17 +60,3 @@ def split_tables(x: int, bits: int, scale: int = 1) -> tuple[Any, Any, int]:
     hi = [v * scale % P for v in powers(step, 1 << (bits - S))]
     return to_device_mont(lo), to_device_mont(hi), S
 
-
-@_cuda.device_cache
-def fold_table(L: int) -> Any:
-    """The table of scale_mode fold for an inverse NTT of n = 2^L (ntt.cu's FOLD, the 1/n folded into the last DIF
-    pass's twiddles): entry i = tw_inv[i] / n for 1 <= i < 2^K, K = min(L, MAX_TILE_LOG), where tw_inv[h + t] =
-    omega_{2h}^-t is the inverse twiddle table (h a power of two, t < h), so entry 1 is 1/n; entry 0 is 1/n too
-    (unused). On the device in Montgomery form (flat uint32 CuPy array of 2^K elements); cached per L."""
-    n_inv = pow(1 << L, -1, P)
-    w_inv = pow(FR.root_of_unity(L), -1, P)
-    out = [n_inv]
-    for i in range(1, 1 << min(L, MAX_TILE_LOG)):
-        lh = i.bit_length() - 1
-        out.append(n_inv * pow(w_inv, (i - (1 << lh)) << (L - 1 - lh), P) % P)
-    return to_device_mont(out)

@@ -53,7 +53,7 @@ from zkgpu.gpu.ntt.plan import split_tables as _split_tables
 
 __all__ = [
     "ORDERS", "RADIX", "DEFINES", "DEFINE_NAMES", "configure", "radix", "ntt", "ntt_inplace", "coset_evals_inplace",
-    "stagewise_passes", "host_option", "scale_on_bitrev_side", "bitrev_permute", "power_table", "global_passes",
+    "stagewise_passes", "scale_on_bitrev_side", "bitrev_permute", "power_table", "global_passes",
     "settings", "clear_cache",
 ]
 
@@ -62,17 +62,13 @@ G = FR.generator
 ORDERS = ("nn", "nr", "rn")
 # read from the kernel sources (zkgpu/core/cuda.py: header_defines / header_enum), never restated here
 _MAX_TILE_LOG, _THREADS, _BR_Q = _cuda.header_defines("ntt.cu", "NTT_MAX_TILE_LOG", "NTT_THREADS", "NTT_BR_Q")
-_HOST_OPTIONS = ("NTT_FOLD", "NTT_BIG_LAST")  # host_option()
-_HOST_DEFAULTS = dict(zip(_HOST_OPTIONS, _cuda.header_defines("ntt.cu", *_HOST_OPTIONS), strict=True))
 _ORDER = _cuda.header_enum("ntt_common.cuh", "ntt_order")  # the butterflies of a pass: nr (DIF), rn (DIT)
-_SCALE = _cuda.header_enum("ntt_common.cuh", "scale_mode")  # none, natural, bitrev, constant, h_step, mul_sub, fold
+_SCALE = _cuda.header_enum("ntt_common.cuh", "scale_mode")  # none, natural, bitrev, constant, h_step, mul_sub
 _TILE_COLS = 1  # the most column bits c of a pass's tile (2^24: passes of 8 stages on 512-element tiles)
-DEFINE_NAMES = ("ZK_FF_ASM_TAIL", "ZK_PTXAS_O", "NTT_THREADS", "NTT_MIN_BLOCKS", "NTT_R4_MIN_BLOCKS", "NTT_FOLD",
-                "NTT_BIG_LAST", "NTT_SKIP_ONE")
+DEFINE_NAMES = ("ZK_FF_ASM_TAIL", "ZK_PTXAS_O", "NTT_THREADS", "NTT_MIN_BLOCKS", "NTT_R4_MIN_BLOCKS")
 """The build options of ntt.cu that :func:`configure` accepts (``defines=``): the product's asm tail (ff.cuh), ptxas'
-level (zkgpu.core.cuda.build_options), block size and occupancy targets, and three candidates that wait for their H200
-timing (``zkgpu bench ntt --candidate``): NTT_FOLD and NTT_BIG_LAST (host options, :func:`host_option`) and
-NTT_SKIP_ONE."""
+level (zkgpu.core.cuda.build_options), block size and occupancy targets. The candidates NTT_FOLD, NTT_BIG_LAST and
+NTT_SKIP_ONE were timed on the H200 and deleted (issue 23; notes/ntt-kernels.md, run s5-ntt)."""
 RADIX: int | None = None
 """Stages per shared-memory round trip in a pass: 2 (kernel ntt_pass, radix-2) or 4 (ntt_pass_r4, two radix-2 stages in
 registers); None (the default) means 2. Read at each call through :func:`radix` (set it with :func:`configure`).
@@ -80,7 +76,7 @@ Radix-2 is the default because it was the faster of the two on the H200 (``zkgpu
 ntt_pass_r4 needs 128 registers, halving the resident threads). Both are tested on the GPU."""
 DEFINES: dict[str, int] = {}
 """Extra ``-D`` build options of the NTT kernel module (:func:`configure`; names from :data:`DEFINE_NAMES`), e.g.
-``{"NTT_MIN_BLOCKS": 4, "NTT_FOLD": 1}``."""
+``{"NTT_MIN_BLOCKS": 4, "NTT_THREADS": 256}``."""
 
 
 def configure(*, radix: int | None = None, defines: Mapping[str, int] | None = None) -> None:
@@ -148,8 +144,8 @@ def _threads() -> int:
 
 
 def _kernel(name: str) -> Any:
-    """A kernel of ntt.cu built with :data:`DEFINES` less the host options (no rebuild for those)."""
-    return _cuda.get_kernel("ntt", name, tuple((k, v) for k, v in _defines() if k not in _HOST_OPTIONS))
+    """A kernel of ntt.cu built with :data:`DEFINES`."""
+    return _cuda.get_kernel("ntt", name, _defines())
 
 
 def _launch(kern: Any, grid: int, block: int, shared: int, args: tuple) -> None:
@@ -205,13 +201,6 @@ def _scale_table(L: int, kind: str, br: bool = False) -> Any:
     return bitrev_permute(power_table(x, L, scale)) if br else power_table(x, L, scale)
 
 
-def host_option(name: str) -> int:
-    """A host-only build option of the NTT in force (:data:`DEFINES`, else ntt.cu's default): NTT_FOLD 0, an inverse's
-    1/n at its last pass's store (1: in its last DIF pass's twiddles, scale_mode fold); NTT_BIG_LAST 0, uneven passes
-    larger first (1: last)."""
-    return int(dict(_defines()).get(name, _HOST_DEFAULTS[name]))
-
-
 def scale_on_bitrev_side(L: int, kind: str) -> tuple[Any, int]:
     """(table, scale_mode) scaling the bit-reversed side of a transform by :func:`_scale_table` ``kind``: the
     bit-reversed table read in order."""
@@ -220,13 +209,13 @@ def scale_on_bitrev_side(L: int, kind: str) -> tuple[Any, int]:
 
 def clear_cache() -> None:
     """Free the cached twiddle and coset tables (n * 32 bytes each per size and direction)."""
-    for table in (_twiddles, _scale_table, ntt_plan.fold_table):
+    for table in (_twiddles, _scale_table):
         table.cache_clear()
 
 
 def _pass_plan(L: int) -> list[tuple[int, int, int]]:
     """(s_lo, k, c) of the passes of a transform of 2^L elements, DIF order (:func:`zkgpu.gpu.ntt.plan.passes`)."""
-    return _passes(L, _MAX_TILE_LOG, _TILE_COLS, host_option("NTT_BIG_LAST"))
+    return _passes(L, _MAX_TILE_LOG, _TILE_COLS)
 
 
 def global_passes(L: int, order: str) -> int:
@@ -252,16 +241,16 @@ def bitrev_permute(d: Any) -> Any:
     return d
 
 
-def _scalings(L: int, inverse: bool, coset: bool, dit: bool, fold: bool = False) -> tuple[Any, int, Any, int]:
+def _scalings(L: int, inverse: bool, coset: bool, dit: bool) -> tuple[Any, int, Any, int]:
     """(pre, pre_mode, post, post_mode) of a transform: the coset shift at the first pass's load, 1/n or g^-i/n at the
-    last pass's store (bit-reversed tables on the bit-reversed side; ``fold`` and DIF: 1/n in the last pass's
-    twiddles); None tables with mode none where nothing is scaled."""
+    last pass's store (bit-reversed tables on the bit-reversed side); None tables with mode none where nothing is
+    scaled."""
     none, natural = _SCALE["none"], _SCALE["natural"]
     pre, pre_mode, post, post_mode = None, none, None, none
     if coset and not inverse:
         pre, pre_mode = scale_on_bitrev_side(L, "coset") if dit else (_scale_table(L, "coset"), natural)
     if inverse and not coset:
-        post, post_mode = (ntt_plan.fold_table(L), _SCALE["fold"]) if fold and not dit else (_scale_table(L, "ninv"), _SCALE["constant"])
+        post, post_mode = _scale_table(L, "ninv"), _SCALE["constant"]
     if inverse and coset:
         post, post_mode = (_scale_table(L, "icoset"), natural) if dit else scale_on_bitrev_side(L, "icoset")
     return pre, pre_mode, post, post_mode
@@ -296,7 +285,7 @@ def ntt_inplace(d: Any, *, inverse: bool = False, coset: bool = False, order: st
         return d  # every variant is the identity on one element
     dit = order == "rn"
     tmp = _scratch(w, scratch) if order == "nn" and len(_pass_plan(L)) > 1 else None
-    stagewise_passes(w, L, bool(inverse), dit, *_scalings(L, bool(inverse), bool(coset), dit, bool(host_option("NTT_FOLD"))), nn_scratch=tmp)
+    stagewise_passes(w, L, bool(inverse), dit, *_scalings(L, bool(inverse), bool(coset), dit), nn_scratch=tmp)
     if order == "nn" and tmp is None:
         bitrev_permute(w)
     return d
@@ -312,11 +301,10 @@ def _scratch(w: Any, scratch: Any) -> Any:
 
 def stagewise_passes(w: Any, L: int, inverse: bool, dit: bool, pre: Any, pre_mode: int, post: Any, post_mode: int,
                      aux: tuple[Any, Any] | None = None, nn_scratch: Any = None, only: slice = slice(None)) -> None:
-    """The passes of one transform (kernel ntt_pass, or ntt_pass_r4 with :data:`RADIX` 4; the last, radix-2 DIF with post
-    mode fold: ntt_pass_fold) on the flat words w of 2^L elements, on the current stream: DIF, natural -> bit-reversed
-    (DIT with ``dit``: the other way), with the inverse root's twiddles if ``inverse`` (no 1/n: that is in the
-    scalings). pre/post (tables, or None) and their modes (scale_mode values) scale at the first pass's load and the last
-    pass's store (fold: 1/n in the last DIF pass's twiddles, ntt_plan.fold_table); pre_mode mul_sub
+    """The passes of one transform (kernel ntt_pass, or ntt_pass_r4 with :data:`RADIX` 4) on the flat words w of 2^L
+    elements, on the current stream: DIF, natural -> bit-reversed (DIT with ``dit``: the other way), with the inverse
+    root's twiddles if ``inverse`` (no 1/n: that is in the scalings). pre/post (tables, or None) and their modes
+    (scale_mode values) scale at the first pass's load and the last pass's store; pre_mode mul_sub
     loads x * aux[0][g] - aux[1][g] (``aux``: two buffers of 2^L elements). ``nn_scratch`` (flat words of 2^L
     elements; DIF with two or more passes): the first pass writes it, the last one writes w in natural order (element g
     to bitrev_L(g)); it may be aux[1], which the first pass reads before it writes the same places. ``only``: the
@@ -329,7 +317,6 @@ def stagewise_passes(w: Any, L: int, inverse: bool, dit: bool, pre: Any, pre_mod
     passes = passes[::-1] if dit else passes
     rad = radix()
     kern = _kernel("ntt_pass_r4" if rad == 4 else "ntt_pass")
-    last_kern = _kernel("ntt_pass_fold") if post_mode == _SCALE["fold"] and rad == 2 and not dit else kern
     if nn_scratch is not None and (dit or len(passes) < 2):
         raise ValueError("stagewise_passes: nn_scratch needs a DIF transform of two or more passes")
     last = len(passes) - 1
@@ -339,7 +326,7 @@ def stagewise_passes(w: Any, L: int, inverse: bool, dit: bool, pre: Any, pre_mod
         src = w if nn_scratch is None or i == 0 else nn_scratch
         dst = w if nn_scratch is None or i == last else nn_scratch
         _launch(
-            last_kern if i == last else kern, n // T, max(1, min(T // rad, _threads())), ntt_plan.pass_shared_bytes(T),
+            kern, n // T, max(1, min(T // rad, _threads())), ntt_plan.pass_shared_bytes(T),
             (
                 src, dst, np.int32(nn_scratch is not None and i == last), tw, np.int32(L), np.int32(s_lo), np.int32(k), np.int32(c), np.int32(_ORDER["rn" if dit else "nr"]),
                 pre, np.int32(pre_mode if i == 0 else _SCALE["none"]),
