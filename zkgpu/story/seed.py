@@ -179,7 +179,8 @@ def seed_table(source: Source, baseline: str = "baseline", fix: str = "pinned_po
         _per_run(source, baseline, lambda e: float(metrics.utilization(e)["kernel_util"].mean())), "fraction", None, None,
         "gpu_total - barrier_wait: counts the H2D copies as GPU work")
     add("pageable H2D of a/b/c (baseline)", "1-4 GB/s", _per_run(source, baseline, _gbps), "GB/s", 1.0, 4.5,
-        "host memory under load (8 load threads stand in for cuzk's concurrent syntheses)")
+        f"host memory under load ({source.recording.host_load_threads} load threads stand in for cuzk's concurrent syntheses; "
+        f"prep_msm on {source.recording.manifest.get('prep_threads') or '?'} threads)")
     add("pinned-pool H2D (after the fix)", "~50 GB/s line rate (PCIe Gen5)", _per_run(source, fix, _gbps), "GB/s", None, None,
         "the pool's copies are DMA from page-locked memory")
     add("exposed H2D share of ntt_msm_h (baseline)", "(inferred: ~1.3 s of ~2.8 s)", _per_run(source, baseline, _h2d_share), "fraction", 0.40, 1.0,
