@@ -12,16 +12,21 @@ host code with numpy standing in for CuPy), ``gpu`` (@pytest.mark.gpu: the devic
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import py_ecc.optimized_bls12_381 as pe
 import pytest
 from native import NumpyAsCupy, emulated_kernel, load
+from test_keys import _HEAD, FIXTURE, _g1_bytes, _header_points_offset, _mont, _patched, _sections
 
 from seeding import current_seed
 from zkgpu.arith import endo
 from zkgpu.arith.field import FQ, FR
 from zkgpu.core import cuda as _cuda
 from zkgpu.gpu import subgroup
+from zkgpu.groth16 import keycheck
+from zkgpu.groth16.formats import read_zkey
 
 ark = pytest.importorskip("py_arkworks_bls12381")
 
@@ -291,3 +296,61 @@ def test_kernel_reads_device_points_in_place(pyrng):
     pts = [_mul("g1", pyrng.randrange(1, R)) for _ in range(3)] + [(0, 2)]
     res = subgroup.check_points(cp.asarray(to_array(pts, "g1")), "g1")
     assert isinstance(res.status, cp.ndarray) and _status(res) == [OK, OK, OK, OUT] and res.first_outside == 3
+
+
+# ----------------------------------------------------------------------------- the key check
+
+
+@pytest.fixture(params=["cpu", "emu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def key_backend(request, monkeypatch) -> str:
+    """keycheck's path: ``cpu`` (batched arkworks), ``emu`` (the device path on the g++ kernels), ``gpu``."""
+    if request.param == "emu":
+        lib = load("subgroup_emu")
+        monkeypatch.setattr(_cuda, "cupy", NumpyAsCupy)
+        monkeypatch.setattr(subgroup, "_kernel", lambda name: emulated_kernel(lib, name))
+    monkeypatch.setattr(keycheck, "_on_gpu", lambda: request.param != "cpu")
+    return request.param
+
+
+@pytest.mark.parametrize("section,index", [(5, 10), (9, 15), (3, 1), (6, 0)])
+def test_key_check_names_the_section_and_the_point(section, index, key_backend, tmp_path, pyrng):
+    raw = (FIXTURE / "circuit.zkey").read_bytes()
+    names = {3: "IC (section 3)", 5: "A (section 5)", 6: "B1 (section 6)", 9: "H (section 9)"}
+    for tag, pt in (("t3", (0, 2)), ("rand", rand_e1(pyrng))):
+        path = _patched(tmp_path, f"s{section}-{tag}", [(_sections(raw)[section] + 96 * index, _g1_bytes(*pt))])
+        want = f"{path}: corrupt key: {names[section]} holds a point outside the prime-order G1 subgroup: point {index}"
+        with pytest.raises(ValueError, match=f"^{re.escape(want)}$"):
+            read_zkey(path)
+    off = _patched(tmp_path, "off", [(_sections(raw)[section] + 96 * index, _g1_bytes(1, 1))])
+    with pytest.raises(ValueError, match=rf"point {index} is not on the G1 curve$"):
+        read_zkey(off)
+
+
+def test_key_check_g2_and_header_points(key_backend, tmp_path, pyrng):
+    raw = (FIXTURE / "circuit.zkey").read_bytes()
+    t13 = torsion(pyrng, "g2", 13)
+    mont = b"".join(_mont(v) for v in _flat(t13, "g2"))
+    with pytest.raises(ValueError, match=r"B2 \(section 7\) holds a point outside the prime-order G2 subgroup: point 2$"):
+        read_zkey(_patched(tmp_path, "b2", [(_sections(raw)[7] + 192 * 2, mont)]))
+    base = _header_points_offset(raw)
+    for name in ("delta2", "gamma2"):
+        with pytest.raises(ValueError, match=f"{name} is not in the prime-order subgroup$"):
+            read_zkey(_patched(tmp_path, name, [(base + _HEAD[name][0], mont)]))
+    for name in ("alpha1", "beta1", "delta1"):
+        with pytest.raises(ValueError, match=f"{name} is not in the prime-order subgroup$"):
+            read_zkey(_patched(tmp_path, name, [(base + _HEAD[name][0], _g1_bytes(*torsion(pyrng, "g1", 11)))]))
+    with pytest.raises(ValueError, match="beta1 is not on the curve$"):
+        read_zkey(_patched(tmp_path, "b1off", [(base + _HEAD["beta1"][0], _g1_bytes(1, 1))]))
+    keycheck.check_key(read_zkey(FIXTURE / "circuit.zkey", check=False))  # the fixture passes on every path
+
+
+def test_cpu_first_outside_finds_the_first_bad_point(pyrng):
+    """The CPU path's bisection names the first point outside (several bad points, a cancelling pair, none)."""
+    good = [_mul("g1", pyrng.randrange(1, R)) for _ in range(8)]
+    pts = [good[i % 8] for i in range(200)]
+    assert keycheck.first_outside(to_array(pts, "g1"), "G1") is None
+    t, rand = torsion(pyrng, "g1", 11), rand_e1(pyrng)
+    first = pyrng.randrange(150)
+    pts[first], pts[first + 20], pts[first + 40] = t, _neg(t, "g1"), rand  # t and -t cancel in any sum holding both
+    assert keycheck.first_outside(to_array(pts, "g1"), "G1") == first, f"seed {current_seed()}"
+    assert keycheck.first_outside(to_array(pts[first + 1 :], "g1"), "G1") == 19, f"seed {current_seed()}"
