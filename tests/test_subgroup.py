@@ -12,15 +12,20 @@ host code with numpy standing in for CuPy), ``gpu`` (@pytest.mark.gpu: the devic
 
 from __future__ import annotations
 
+import json
 import re
+from types import SimpleNamespace
 
 import numpy as np
 import py_ecc.optimized_bls12_381 as pe
 import pytest
+from click.testing import CliRunner
 from native import NumpyAsCupy, emulated_kernel, load
 from test_keys import _HEAD, FIXTURE, _g1_bytes, _header_points_offset, _mont, _patched, _sections
 
 from seeding import current_seed
+from zkgpu.app.bench import keycheck as bench_keycheck
+from zkgpu.app.cli import main
 from zkgpu.arith import endo
 from zkgpu.arith.field import FQ, FR
 from zkgpu.core import cuda as _cuda
@@ -354,3 +359,41 @@ def test_cpu_first_outside_finds_the_first_bad_point(pyrng):
     pts[first], pts[first + 20], pts[first + 40] = t, _neg(t, "g1"), rand  # t and -t cancel in any sum holding both
     assert keycheck.first_outside(to_array(pts, "g1"), "G1") == first, f"seed {current_seed()}"
     assert keycheck.first_outside(to_array(pts[first + 1 :], "g1"), "G1") == 19, f"seed {current_seed()}"
+
+
+# ----------------------------------------------------------------------------- zkgpu bench keycheck
+
+
+class _EmuCupy(NumpyAsCupy):
+    def get_default_memory_pool(self):
+        return SimpleNamespace(free_all_blocks=lambda: None)
+
+
+def test_bench_keycheck_rows_on_every_path(monkeypatch):
+    """run_benchmark's rows at 2^3: the device path (emulated; wall time for the CUDA events), the CPU path, the
+    whole-key check on both; every timed call checked the valid points as valid."""
+    lib = load("subgroup_emu")
+    monkeypatch.setattr(_cuda, "cupy", _EmuCupy)
+    monkeypatch.setattr(subgroup, "_kernel", lambda name: emulated_kernel(lib, name))
+    monkeypatch.setattr(bench_keycheck, "_events_ms", bench_keycheck._wall_ms)
+    rows = bench_keycheck.run_benchmark([3], repeat=2, gpu=True, cpu_max_log=3, cpu_repeat=1)
+    got = {(r["path"], r["group"], r["phase"]): r for r in rows}
+    want = {("gpu", g, p) for g in ("g1", "g2") for p in ("device", "with_h2d")} | {("cpu", "g1", "host"), ("cpu", "g2", "host")}
+    assert set(got) == want | {("gpu", "key", "check_key"), ("cpu", "key", "check_key")}
+    assert all(r["median_ms"] > 0 and r["n"] == 8 for r in rows)
+    assert got[("gpu", "g1", "device")]["repeat"] == 2 and got[("cpu", "key", "check_key")]["points"] == 5 * 8 + 6
+
+
+def test_bench_keycheck_command_writes_a_recording(monkeypatch, tmp_path):
+    monkeypatch.setattr(_cuda, "gpu_available", lambda: False)
+    res = CliRunner().invoke(main, ["bench", "keycheck", "--logs", "2,3", "--cpu-max-log", "3", "--no-key", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    (run,) = tmp_path.iterdir()
+    m = json.loads((run / "manifest.json").read_text())
+    assert run.name.endswith("bench-keycheck") and m["benchmark"] == "keycheck" and m["logs"] == [2, 3] and m["paths"] == ["cpu"]
+    rows = json.loads((run / "keycheck.json").read_text())
+    assert sorted((r["log_n"], r["group"]) for r in rows) == [(2, "g1"), (2, "g2"), (3, "g1"), (3, "g2")]
+    for args, what in ((["--logs", "24"], "nothing to time"), (["--logs", "x"], "comma-separated"), (["--logs", "30"], "0..26")):
+        res = CliRunner().invoke(main, ["bench", "keycheck", *args, "--out", str(tmp_path)])
+        assert res.exit_code == 2 and what in res.output, res.output
+    assert len(list(tmp_path.iterdir())) == 1
