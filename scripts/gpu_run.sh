@@ -4,7 +4,8 @@
 # lent machine (which keeps nothing) can hand them back.
 #
 #   scripts/gpu_run.sh [STAGE ...]      stages: info record record-last-mile bench-h2d bench-load bench-ntt bench-ntt-sppark
-#                                       bench-sppark bench-msm bench-msm-precomp bench-prep tests tests-ntt tests-transfer tests-prep tests-pipeline
+#                                       bench-sppark bench-msm bench-msm-precomp bench-prep bench-keycheck tests tests-ntt tests-transfer tests-prep
+#                                       tests-pipeline tests-keycheck
 #                                       notebooks prove-setup prove record-real
 #                                       (bench-ntt-sppark, bench-sppark need .anchors/sppark-bench; bench-ntt-sppark: the NTT's
 #                                       default build (--queued) beside the sppark anchor's NTT, in one call;
@@ -64,6 +65,8 @@ failed=()
 : "${LIMIT_record:=150}"
 : "${LIMIT_record_last_mile:=270}"
 : "${LIMIT_bench_prep:=90}"
+: "${LIMIT_bench_keycheck:=420}"  # 2^19 and 2^24: GPU point rows and whole keys (~10 GB of points at 2^24), the CPU path at 2^19 (~1 min)
+: "${LIMIT_tests_keycheck:=120}"
 : "${LIMIT_tests_prep:=90}"
 : "${LIMIT_tests_pipeline:=150}"
 : "${LIMIT_notebooks:=220}"
@@ -141,6 +144,10 @@ for s in "${stages[@]}"; do
     tests-pipeline) run_stage tests-pipeline python3 -m pytest -q -m gpu --durations=10 -p no:cacheprovider tests/test_pipeline.py tests/test_msm.py tests/test_qap.py tests/test_faults.py ;;
     # prep_msm variants (cpu, cpu_parallel, gpu) at 2^20..2^26 (PREP_MAX_LOG to shorten)
     bench-prep) run_stage bench-prep python3 -m zkgpu.app.cli bench prep --min-log 20 --max-log "${PREP_MAX_LOG:-26}" --repeat "${PREP_REPEAT:-5}" --out "$DATA" ;;
+    # the key's point checks (issue 22: curve + endomorphism subgroup test, zkgpu.gpu.subgroup) at KEYCHECK_LOGS (19,24) on the GPU,
+    # and the CPU path up to KEYCHECK_CPU_MAX_LOG (19); one data/<gpu>-<date>-bench-keycheck recording
+    bench-keycheck) run_stage bench-keycheck python3 -m zkgpu.app.cli bench keycheck --logs "${KEYCHECK_LOGS:-19,24}" --repeat "${KEYCHECK_REPEAT:-5}" --cpu-max-log "${KEYCHECK_CPU_MAX_LOG:-19}" --out "$DATA" ;;
+    tests-keycheck) run_stage tests-keycheck python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_subgroup.py ;;
     bench-ntt) run_stage bench-ntt python3 -m zkgpu.app.cli bench ntt --min-log 16 --max-log 26 --repeat 5 --out "$DATA" ;;
     # the NTT's default build beside sppark at 2^22..2^24, compute_h at 2^24, --queued (needs .anchors/sppark-bench
     # carried along; NTT_MIN_LOG, NTT_MAX_LOG, NTT_REPEAT)

@@ -137,6 +137,7 @@ def test_the_include_guard_check_itself():
 def _shared_constants():
     """(file, C++ expression, the value the host read) for every constant and enum member that the Python
     side takes from the kernel sources (zkgpu/core/cuda.py: header_defines, header_enum)."""
+    from zkgpu.gpu import subgroup
     from zkgpu.gpu.msm import pippenger as msm
     from zkgpu.gpu.ntt import transform as ntt
 
@@ -148,6 +149,7 @@ def _shared_constants():
     ]
     for enum, members in (("ntt_order", ntt._ORDER), ("scale_mode", ntt._SCALE)):
         out += [("ntt.cu", f"(long long)({enum}::{m})", v) for m, v in members.items()]
+    out += [("subgroup.cu", f"(long long)(point_status::{m})", v) for m, v in subgroup.STATUS.items()]
     return out
 
 

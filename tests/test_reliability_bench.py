@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from zkgpu.app.bench import keycheck as bench_keycheck
 from zkgpu.app.bench import msm as bench_msm
 from zkgpu.app.bench import ntt as bench_ntt
 from zkgpu.app.bench import sppark as bench_sppark
@@ -97,6 +98,9 @@ BENCH_BAD = [
     (["load", "--size", "0"], ["--size", "0"]),
     (["prove", "--repeat", "0"], ["--repeat", "0"]),
     (["parse", "--sizes", "-5"], ["--sizes", "'-5'"]),
+    (["keycheck", "--repeat", "0"], ["--repeat", "0"]),
+    (["keycheck", "--logs", "2,x"], ["--logs", "'2,x'"]),
+    (["keycheck", "--logs", "27"], ["--logs", "'27'", "0..26"]),
 ]
 
 
@@ -108,7 +112,7 @@ def test_bench_bad_options_one_line_nothing_created(inputs, fake_gpu, args, word
     assert not inputs["DATA"].exists()
 
 
-@pytest.mark.parametrize("cmd", [["ntt"], ["msm"], ["prep"], ["h2d"], ["load"], ["sppark", "--sppark", "SP", "--ntt-run", "RUN"]])
+@pytest.mark.parametrize("cmd", [["ntt"], ["msm"], ["prep"], ["h2d"], ["load"], ["keycheck"], ["sppark", "--sppark", "SP", "--ntt-run", "RUN"]])
 def test_bench_out_under_a_file_refused_before_measuring(inputs, fake_gpu, cmd):
     f = inputs["tmp"] / "a-file"
     f.write_text("precious")
@@ -177,8 +181,9 @@ def test_bench_sppark_stopped_while_writing_leaves_no_folder(inputs, fake_gpu, m
 
 
 @pytest.mark.parametrize(("cmd", "module", "measure"), [(["msm", "--sizes", "10"], bench_msm, "run_benchmark"),
-                                                        (["h2d", "--max-size", "1MiB"], bench_transfer, "bandwidth_sweep")],
-                         ids=["msm", "h2d"])
+                                                        (["h2d", "--max-size", "1MiB"], bench_transfer, "bandwidth_sweep"),
+                                                        (["keycheck", "--logs", "3"], bench_keycheck, "run_benchmark")],
+                         ids=["msm", "h2d", "keycheck"])
 def test_bench_msm_and_h2d_stopped_while_measuring_leave_no_folder(inputs, fake_gpu, monkeypatch, cmd, module, measure):
     """Ctrl-C while bench msm / bench h2d measure: they make their run folder only after measuring, so no empty
     folder is left to look like a recording."""

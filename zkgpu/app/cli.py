@@ -27,7 +27,7 @@ _BENCH = {
     "prep": "zkgpu.app.bench.prep:bench_command", "sppark": "zkgpu.app.bench.sppark:bench_command",
     "sppark-table": "zkgpu.app.bench.sppark:table_command", "h2d": "zkgpu.app.bench.transfer:bench_command",
     "load": "zkgpu.app.bench.hostload:bench_command", "parse": "zkgpu.app.bench.parse:bench_parse_command",
-    "prove": "zkgpu.app.bench.prove:bench_command",
+    "prove": "zkgpu.app.bench.prove:bench_command", "keycheck": "zkgpu.app.bench.keycheck:bench_command",
 }
 _MAIN = {
     "record": "zkgpu.app.record:record_command", "parse": "zkgpu.app.parse_cmd:parse_command",

@@ -6,9 +6,13 @@ checks, once per key read:
 * **on the curve**, exactly, every point: ``y^2 = x^3 + 4`` (G1) and ``y^2 = x^3 + 4(1 + u)`` (G2,
   Fq2 = Fq[u]/(u^2 + 1)): with numba a compiled Montgomery kernel (:func:`_on_curve_kernel`, about 3x faster than the
   Python-int path, CPU time at 2^16 and 2^19: README), else vectorised over numpy object arrays of Python ints;
-* **in the prime-order subgroup**: the few header and IC points one by one (arkworks's
-  ``is_in_subgroup``, Scott's endomorphism criteria, eprint 2021/1130: ``sigma(P) = -z^2 P`` in G1,
-  ``psi(P) = z P`` in G2); the large sections (A, B1, B2, C, H) in a batch, :func:`subgroup_batch`;
+* **in the prime-order subgroup**, by Scott's endomorphism criteria (ePrint 2021/1130: ``sigma(P) = -z^2 P`` in
+  G1, ``psi(P) = z P`` in G2; :mod:`zkgpu.arith.endo` derives the constants and gives the sources). With a GPU
+  (:func:`zkgpu.core.cuda.gpu_available`; ``ZKGPU_DISABLE_GPU=1`` hides it) every point, header points included,
+  on the device, one thread per point, on the curve and in the subgroup at once (:mod:`zkgpu.gpu.subgroup`),
+  exact; without one, the header and IC points one by one (arkworks's ``is_in_subgroup``, the same criteria)
+  and the large sections (A, B1, B2, C, H) in a batch, :func:`subgroup_batch`, then, only for a refused
+  section, :func:`first_outside` to name the point;
 * **not degenerate**: alpha1, beta1, beta2, delta1, delta2, gamma2 not the identity, and
   ``e(delta1, g2) = e(g1, delta2)``, ``e(beta1, g2) = e(g1, beta2)`` (two pairing checks).
 
@@ -42,9 +46,11 @@ from typing import Any
 import numpy as np
 
 from zkgpu.arith.field import FQ, FR
+from zkgpu.core import cuda as _cuda
 from zkgpu.core import optional
+from zkgpu.gpu import subgroup
 
-__all__ = ["ROUNDS", "KeyCheckError", "first_off_curve", "subgroup_batch", "check_key", "check_constraints"]
+__all__ = ["ROUNDS", "KeyCheckError", "first_off_curve", "subgroup_batch", "first_outside", "check_key", "check_constraints"]
 
 ROUNDS = 16
 """Rounds of :func:`subgroup_batch` (a crafted key with several bad points passes w.p. <= 2^-ROUNDS)."""
@@ -298,16 +304,93 @@ def subgroup_batch(arr: np.ndarray, group: str, *, rounds: int = ROUNDS) -> bool
     return all(s.is_in_subgroup() for s in sums)
 
 
+def first_outside(arr: np.ndarray, group: str, *, rounds: int = ROUNDS) -> int | None:
+    """The index of the first point of ``arr`` (on the curve) outside the order-r subgroup, or None: the batch test
+    of :func:`subgroup_batch` on halves (the half that holds the first bad point fails it, one bad point always,
+    several with probability >= 1 - 2^-rounds), then the exact test on the last few points; if that finds
+    nothing (the batch missed), every point exactly. About the cost of one more batch test."""
+    if subgroup_batch(arr, group, rounds=rounds):
+        return None
+    lo, hi = 0, arr.shape[0]
+    while hi - lo > rounds + 1:  # below that the batch test tests each point
+        mid = (lo + hi) // 2
+        if subgroup_batch(arr[lo:mid], group, rounds=rounds):
+            lo = mid
+        else:
+            hi = mid
+    for base, part in ((lo, arr[lo:hi]), (0, arr)):
+        for i, p in enumerate(_ark_points(part, group)):
+            if not p.is_in_subgroup():
+                return base + i
+    return None  # pragma: no cover - subgroup_batch never refuses a set of subgroup points
+
+
 def _one(arr: np.ndarray, group: str) -> Any:
     return _ark_points(arr, group)[0]
 
 
-def check_key(zkey: Any, *, rounds: int = ROUNDS) -> None:
+def _on_gpu() -> bool:
+    return _cuda.gpu_available()
+
+
+_HEAD_CURVE = "{path}: corrupt key: {name} is not on the curve"
+_HEAD_SUBGROUP = "{path}: corrupt key: {name} is not in the prime-order subgroup"
+_SECTION_CURVE = "{path}: corrupt key: {name} point {i} is not on the {group} curve"
+_SECTION_SUBGROUP = "{path}: corrupt key: {name} holds a point outside the prime-order {group} subgroup: point {i}"
+
+
+def _check_points_gpu(path: Any, head: dict[str, tuple[np.ndarray, str]], sections: dict[str, tuple[np.ndarray, str]]) -> None:
+    """Every header and section point on the device (:mod:`zkgpu.gpu.subgroup`): the header's G1 points in one
+    launch and its G2 points in another, then each section; refused in check_key's order (the header point by
+    point, then the sections' curves, then their subgroups)."""
+    found = {}
+    for group in ("G1", "G2"):
+        names = [k for k, (_, g) in head.items() if g == group]
+        res = subgroup.check_points(np.concatenate([head[k][0] for k in names]), group)
+        status = np.asarray(res.status)
+        for i, k in enumerate(names):
+            found[k] = int(status[i])
+    for name in head:
+        if found[name] in (subgroup.STATUS["unreduced"], subgroup.STATUS["off_curve"]):
+            raise KeyCheckError(_HEAD_CURVE.format(path=path, name=name))
+        if found[name] == subgroup.STATUS["outside_subgroup"]:
+            raise KeyCheckError(_HEAD_SUBGROUP.format(path=path, name=name))
+    results = {name: subgroup.check_points(arr, group) for name, (arr, group) in sections.items()}
+    for name, res in results.items():
+        if res.first_off_curve is not None:
+            raise KeyCheckError(_SECTION_CURVE.format(path=path, name=name, i=res.first_off_curve, group=sections[name][1]))
+    for name, res in results.items():
+        if res.first_outside is not None:
+            raise KeyCheckError(_SECTION_SUBGROUP.format(path=path, name=name, i=res.first_outside, group=sections[name][1]))
+
+
+def _check_points_cpu(path: Any, head: dict[str, tuple[np.ndarray, str]], sections: dict[str, tuple[np.ndarray, str]], rounds: int) -> None:
+    for name, (arr, group) in head.items():
+        if first_off_curve(arr, group) is not None:
+            raise KeyCheckError(_HEAD_CURVE.format(path=path, name=name))
+        if not _one(arr, group).is_in_subgroup():
+            raise KeyCheckError(_HEAD_SUBGROUP.format(path=path, name=name))
+    for name, (arr, group) in sections.items():
+        bad = first_off_curve(arr, group)
+        if bad is not None:
+            raise KeyCheckError(_SECTION_CURVE.format(path=path, name=name, i=bad, group=group))
+    for name, (arr, group) in sections.items():
+        bad = first_outside(arr, group, rounds=rounds)
+        if bad is not None:
+            raise KeyCheckError(_SECTION_SUBGROUP.format(path=path, name=name, i=bad, group=group))
+
+
+def check_key(zkey: Any, *, rounds: int = ROUNDS, gpu: bool | None = None) -> None:
     """Validate a :class:`zkgpu.groth16.formats.ZKey`'s points (module docstring).
+
+    Args:
+        zkey: the key.
+        rounds: the CPU batch test's rounds (:func:`subgroup_batch`).
+        gpu: check the points on the GPU (:mod:`zkgpu.gpu.subgroup`); None: when one is present.
 
     Raises:
         KeyCheckError (a ValueError), one line naming the key and the section (and the point's index
-        where it is known): a point off the curve or outside the subgroup, an identity among alpha1,
+        in a section): a point off the curve or outside the subgroup, an identity among alpha1,
         beta1, beta2, gamma2, delta1, delta2, or delta1/delta2 (beta1/beta2) that disagree.
     """
     path = zkey.path
@@ -315,22 +398,15 @@ def check_key(zkey: Any, *, rounds: int = ROUNDS) -> None:
         "alpha1": (zkey.alpha1, "G1"), "beta1": (zkey.beta1, "G1"), "beta2": (zkey.beta2, "G2"),
         "gamma2": (zkey.gamma2, "G2"), "delta1": (zkey.delta1, "G1"), "delta2": (zkey.delta2, "G2"),
     }  # fmt: skip
-    for name, (arr, group) in head.items():
+    for name, (arr, _) in head.items():
         if not np.any(arr != 0):
             raise KeyCheckError(f"{path}: degenerate key: {name} is the identity (refused: proofs would not be zero-knowledge or not verify)")
-        if first_off_curve(arr, group) is not None:
-            raise KeyCheckError(f"{path}: corrupt key: {name} is not on the curve")
-        if not _one(arr, group).is_in_subgroup():
-            raise KeyCheckError(f"{path}: corrupt key: {name} is not in the prime-order subgroup")
     sections = {"IC (section 3)": (zkey.ic, "G1"), "A (section 5)": (zkey.a, "G1"), "B1 (section 6)": (zkey.b1, "G1"),
                 "B2 (section 7)": (zkey.b2, "G2"), "C (section 8)": (zkey.c, "G1"), "H (section 9)": (zkey.h, "G1")}  # fmt: skip
-    for name, (arr, group) in sections.items():
-        bad = first_off_curve(arr, group)
-        if bad is not None:
-            raise KeyCheckError(f"{path}: corrupt key: {name} point {bad} is not on the {group} curve")
-    for name, (arr, group) in sections.items():
-        if not subgroup_batch(arr, group, rounds=rounds):
-            raise KeyCheckError(f"{path}: corrupt key: {name} holds a point outside the prime-order {group} subgroup")
+    if (_on_gpu() if gpu is None else gpu):
+        _check_points_gpu(path, head, sections)
+    else:
+        _check_points_cpu(path, head, sections, rounds)
     ark = optional.arkworks()
     g1, g2 = ark.G1Point(), ark.G2Point()
     for p1, p2, what in ((zkey.delta1, zkey.delta2, "delta"), (zkey.beta1, zkey.beta2, "beta")):
