@@ -203,7 +203,7 @@ def next_limit_sentence(source: Source, scenario: str = "pinned_pool") -> str:
     """One sentence: what limits ``scenario`` next and why (:func:`next_limit`'s verdict and its evidence), for the
     pages that name the next limit in passing (00, 07b); '' when the scenario has no log."""
     clause = _limit_clause(next_limit(source, scenario)).replace("**", "")
-    return f"After the fix ({scenario}, {source.recording.path.name}), {clause}." if clause else ""
+    return f"After the fix ({scenario}, {shown_path(source.recording.path)}), {clause}." if clause else ""
 
 
 def conclusions(source: Source) -> list[Conclusion]:
