@@ -106,13 +106,23 @@ def test_the_smoking_gun_says_whether_the_seeds_test_holds_on_every_run(src):
     assert f"{pd.Series(ratios).median():.2f}" in text and "What holds" in text
 
 
-def test_the_next_bottleneck_names_the_remaining_limit_and_the_bound_apart_from_the_scenario(src):
+def test_the_next_bottleneck_names_the_limit_the_pools_log_shows_and_the_bound_apart_from_the_scenario(src):
+    """What limits the pipeline after the fix is read from the pool's log by zkgpu diagnose's rule (issue 24), never
+    assumed: the sentence names that verdict and its evidence, and a faster prep_msm as the next step only where the GPU
+    waits for prep_msm."""
+    from zkgpu.story import diagnose as dg
+
     text = conclusions.finding(src, "next bottleneck")
-    assert "remaining limit is the CPU's prep_msm" in text and "next step" in text
+    nums = conclusions.key_numbers(conclusions.conclusions(src))
+    want = dg.diagnose_file(src.log_path("pinned_pool")).bottleneck
+    assert nums["pinned_pool_next_limit"]["value"] == want == conclusions.next_limit(src).bottleneck
+    assert f"the next limit is {conclusions.LIMIT_NAMES[want]}" in text and "next step" in text
+    assert ("the next step is a faster prep_msm" in text) == (want == "prep_msm_barrier")
+    assert "zkgpu diagnose's rule on the pool's log" in text and "of its window at the barrier" in text
     if src.has("compute_only"):
         assert "not the measured compute_only scenario" in text
-    nums = conclusions.key_numbers(conclusions.conclusions(src))
-    assert nums["model_prep_2x_gain"]["value"] > 1
+    assert nums["model_prep_2x_gain"]["value"] >= 1.0
+    assert nums["pinned_pool_barrier_idle"]["value"] == pytest.approx(conclusions.next_limit(src).next_limit.barrier_idle)
 
 
 def test_compute_utilization_is_not_read_as_a_ranking(src):

@@ -15,56 +15,24 @@ from click.testing import CliRunner
 import zkgpu.pipeline.worker as pipeline_worker
 from zkgpu.analysis import logs
 from zkgpu.analysis.gpu_time import IDLE_CAUSES, idle_causes
-from zkgpu.analysis.replay import Recording, data_dir, reference_path
+from zkgpu.analysis.replay import Recording, Source, data_dir, reference_path
 from zkgpu.app.cli import main
 from zkgpu.pipeline import PipelineConfig, prepare_backend, run_pipeline
+from zkgpu.story import conclusions, limits
 from zkgpu.story import diagnose as dg
 
-
-def story_verdict(config: dict) -> str:
-    """The verdict the story gives a scenario, from what the scenario IS (its recorded configuration), not its name:
-    the same name can be another step in another regime (in the seed regime, prep_msm on CPU threads, ``pinned_narrow``
-    is the configuration of the last mile's first step ``narrow_prep_parallel``, and 07b's
-    :func:`zkgpu.story.bottleneck.prep_scenarios` takes it as that step).
-
-    * a, b, c pageable inside ntt_msm_h (baseline: 04, 05), or pre-staged from pageable memory beside the other
-      worker's kernels (compute_only, ``transfer="resident"``: 07) → ``h2d_pageable``;
-    * the mutex over the submissions only, or no shared mutex (07b sections 3-4: the GPU phases are what is left)
-      → ``gpu_bound``;
-    * prep_msm off the GPU's critical path (``prep`` not the one-thread ``cpu``) in the narrow scope (07b sections 2-4:
-      the lock is the pipeline's clock, the next step is the submission scope) → ``lock_scope``;
-    * otherwise (pinned or registered a, b, c with the coarse lock, or the narrow lock with the one-thread prep):
-      the GPU idles at the barrier for the CPU's prep_msm (07) → ``prep_msm_barrier``.
-    """
-    if config.get("transfer") in ("pageable", "resident"):
-        return "h2d_pageable"
-    if config.get("lock_scope") in ("submit", "none"):
-        return "gpu_bound"
-    if config.get("lock_scope") == "narrow" and config.get("prep", "cpu") != "cpu":
-        return "lock_scope"
-    return "prep_msm_barrier"
-
-
-#: (recording folder under data/, scenario) → (the verdict diagnose gives, why the story's verdict is the wrong one there).
-#: The story's notebook 07 sentence "the remaining limit is the CPU's prep_msm" is written whatever the numbers
-#: (zkgpu.story.conclusions, step "next bottleneck"); in the seed regime (prep_msm on 8 CPU threads, issue 20) the
-#: pinned runs with the coarse lock do not wait at the barrier: test_story_is_wrong_where_listed checks it on their
-#: measured event tables (not the logs diagnose reads).
-STORY_WRONG: dict[tuple[str, str], tuple[str, str]] = {
-    ("nvidia-h200-20261203-record", "pinned_pool"): (
-        "gpu_bound", "measured: the GPU computes 87% of its window, 4.9% idle at the barrier; the model calibrated on the "
-                     "pool predicts 1.01x with prep_msm 2x faster (07's own numbers)"),
-    ("nvidia-h200-20261203-record", "pinned_gw3"): (
-        "gpu_bound", "measured: the GPU computes 89% of its window, 3.0% idle at the barrier"),
-    ("nvidia-h200-20261203-record", "registered"): (
-        "h2d_pageable", "measured: 2.3% idle at the barrier; the host blocks in the enqueue for 54% of ntt_msm_h (the "
-                        "per-partition cudaHostRegister, which a log cannot tell from a pageable copy), and the change "
-                        "h2d_pageable recommends, the pool, is the one measured to help (444 -> 503 partitions/min)"),
-}
-
-#: (recording, scenario) → (the verdict diagnose gives, why): the story's verdict holds, but the model calibrated on
-#: the log alone predicts less than THRESHOLDS["min_gain"] from the submission scope, so diagnose does not name the
-#: lock. test_model_misses_stay_misses checks the prediction, so that a better model shows up here.
+#: The story's verdict of each recorded scenario is zkgpu.story.conclusions.story_verdict: from the scenario's configuration
+#: where that decides it, and, after the fix (pinned or registered a, b, c with the coarse lock, or the narrow lock with the
+#: one-thread prep), what limits it next as read from its log by the rule zkgpu diagnose uses (zkgpu.story.limits.decide):
+#: there the story and diagnose agree by construction, and test_measured_event_tables_back_the_next_limit checks the
+#: rule's reading against the recordings' measured event tables. (Before issue 24's fix the story said "the remaining
+#: limit is the CPU's prep_msm" whatever the numbers; diagnose disagreed on the seed regime's pinned_pool, pinned_gw3 and
+#: registered of data/nvidia-h200-20261203-record.)
+#:
+#: (recording, scenario) → (the verdict diagnose gives, why): the story's verdict (by configuration: the narrow scope with
+#: prep_msm off the one CPU thread → lock_scope) holds, but the model calibrated on the log alone predicts less than
+#: THRESHOLDS["min_gain"] from the submission scope, so diagnose does not name the lock. test_model_misses_stay_misses
+#: checks the prediction, so that a better model shows up here.
 MODEL_MISSES: dict[tuple[str, str], tuple[str, str]] = {
     ("last-mile/nvidia-h200-20261201-record-3", "narrow_prep_gpu_h2d_pre_lock_msm_precomp"): (
         "gpu_bound", "the model predicts 1.02x from the submission scope; record-3 has no submission-scope run with "
@@ -96,19 +64,28 @@ _ALL = [(r, s) for r in _recordings() for s in r.scenarios if r.log_path(s) is n
 _CASES = [(r, s) for r, s in _ALL if r.host_load_threads > 0]
 
 
+def _source(rec: Recording) -> Source:
+    return Source("recorded-gpu" if rec.is_gpu else "recorded-cpu", rec, "replay")
+
+
 def _expected(rec: Recording, scenario: str) -> str:
     key = (_key(rec), scenario)
-    for table in (STORY_WRONG, MODEL_MISSES):
-        if key in table:
-            return table[key][0]
-    return story_verdict(rec.scenario(scenario).get("config") or {})
+    return MODEL_MISSES[key][0] if key in MODEL_MISSES else conclusions.story_verdict(_source(rec), scenario)
+
+
+def _after_fix(rec: Recording, scenario: str) -> bool:
+    """The scenario is one whose story verdict is read from its log (story_verdict's last case), not its configuration."""
+    c = rec.scenario(scenario).get("config") or {}
+    return (c.get("transfer") not in ("pageable", "resident") and c.get("lock_scope") not in ("submit", "none")
+            and not (c.get("lock_scope") == "narrow" and c.get("prep", "cpu") != "cpu"))
 
 
 def test_the_table_covers_every_committed_recording():
     keys = {_key(r) for r, _ in _CASES}
-    assert {"nvidia-h200-20261203-record", "last-mile/nvidia-h200-20261203-record", "seed-regime/nvidia-h200-20261203-record"} <= keys
-    assert {k for k, _ in (*STORY_WRONG, *MODEL_MISSES)} <= keys, "a listed recording is gone"
-    assert {(_key(r), s) for r, s in _CASES} >= {*STORY_WRONG, *MODEL_MISSES}
+    assert {k.split("/")[0] if "/" in k else "main" for k in keys} >= {"main", "last-mile", "seed-regime"}  # no names: recordings come and go
+    assert {k for k, _ in MODEL_MISSES} <= keys, "a listed recording is gone"
+    assert {(_key(r), s) for r, s in _CASES} >= set(MODEL_MISSES)
+    assert any(_after_fix(r, s) for r, s in _CASES)
 
 
 @pytest.mark.parametrize(("rec", "scenario"), _CASES, ids=[f"{_key(r)}:{s}" for r, s in _CASES])
@@ -128,17 +105,109 @@ def test_recordings_without_a_story_verdict_still_get_one_of_the_vocabulary(rec,
     assert d.bottleneck in dg.BOTTLENECKS and d.steps[-1].name == "verdict"
 
 
-@pytest.mark.parametrize("key", sorted(STORY_WRONG), ids=lambda k: f"{k[0]}:{k[1]}")
-def test_story_is_wrong_where_listed(key):
-    """The story's verdict there is prep_msm_barrier (the GPU idles at the barrier for prep_msm); the recording's
-    measured event table says the GPU idles there less than THRESHOLDS["barrier_idle"] of its window, while the
-    scenarios where the story holds idle there more (pinned_pool of the older record-2: 38%)."""
-    rec = Recording.open(data_dir() / key[0])
-    assert story_verdict(rec.scenario(key[1])["config"]) == "prep_msm_barrier"
-    share = idle_causes(rec.events(key[1])).loc[IDLE_CAUSES[0][0], "share"]
-    assert share < dg.THRESHOLDS["barrier_idle"][0], share
-    held = idle_causes(Recording.open(data_dir() / "nvidia-h200-20261129-record-2").events("pinned_pool")).loc[IDLE_CAUSES[0][0], "share"]
-    assert held >= dg.THRESHOLDS["barrier_idle"][0]
+#: every committed GPU recording with a scenario after the fix (the others, the seed regime's baselines and the last
+#: mile's steps, get their story verdicts from their configuration, test_recorded_scenario_gets_the_story_verdict)
+_GPU = [r for r in _recordings() if r.is_gpu and r.host_load_threads > 0 and any(_after_fix(r, s) for s in r.scenarios)]
+
+
+def test_every_main_recording_has_a_next_limit_to_check():
+    main = {_key(r) for r in _recordings() if r.is_gpu and r.host_load_threads > 0 and "pinned_pool" in r.scenarios}
+    assert main and {_key(r) for r in _GPU} >= main
+
+
+@pytest.mark.parametrize("rec", _GPU, ids=_key)
+def test_conclusions_next_limit_is_diagnoses_verdict(rec):
+    """Issue 24: on every committed GPU recording, the story's next limit after the fix (notebook 07's sentence,
+    08's conclusions) is the verdict zkgpu diagnose gives the same scenario's log, by construction; the sentences
+    name it (zkgpu.story.conclusions.LIMIT_NAMES), and say the CPU's prep_msm is the remaining limit only there."""
+    src = _source(rec)
+    for s in [s for s in rec.scenarios if rec.log_path(s) is not None and _after_fix(rec, s)]:
+        want = dg.diagnose_file(rec.log_path(s)).bottleneck
+        assert conclusions.next_limit(src, s).bottleneck == conclusions.story_verdict(src, s) == want, s
+        assert conclusions.LIMIT_NAMES[want] in conclusions.next_limit_sentence(src, s), s
+    if {"baseline", "pinned_pool"} <= set(rec.scenarios):
+        items = conclusions.conclusions(src)
+        nums, text = conclusions.key_numbers(items), conclusions.finding(src, "next bottleneck")
+        want = dg.diagnose_file(rec.log_path("pinned_pool")).bottleneck
+        assert nums["pinned_pool_next_limit"]["value"] == want
+        assert f"the next limit is {conclusions.LIMIT_NAMES[want]}" in text
+        assert ("is done, longer than" in text) == (want == "prep_msm_barrier") == ("waited inside the lock for the CPU's prep_msm"
+                                                                                in conclusions.story_finding(items))
+
+
+@pytest.mark.parametrize(("rec", "scenario"), [(r, s) for r, s in _CASES if _after_fix(r, s)], ids=lambda x: getattr(x, "name", x))
+def test_measured_event_tables_back_the_next_limit(rec, scenario):
+    """The rule reads the log; the recording's own event table (measured, not the log) agrees on whether the GPU waits
+    for prep_msm: where the verdict is prep_msm_barrier the GPU idles at the barrier at least THRESHOLDS["barrier_idle"]
+    of its window, and where the rule says otherwise, less (or the model finds nothing to gain from a faster prep_msm)."""
+    d = conclusions.next_limit(_source(rec), scenario)
+    if d.next_limit is None:  # decided before the rule (registered a, b, c: the per-partition registration reads as a copy)
+        assert d.bottleneck in ("h2d_pageable", "host_side"), d.bottleneck
+        return
+    share = idle_causes(rec.events(scenario)).loc[IDLE_CAUSES[0][0], "share"]
+    if d.bottleneck == "prep_msm_barrier":
+        assert share >= dg.THRESHOLDS["barrier_idle"][0], share
+    else:
+        assert share < dg.THRESHOLDS["barrier_idle"][0] or d.next_limit.prep_gain < dg.THRESHOLDS["min_gain"][0], share
+
+
+def _gains(prep: float | None, lock: float | None):
+    asked = []
+
+    def gain(change: str):
+        asked.append(change)
+        r = prep if change == "prep_msm_barrier" else lock
+        return ({"ratio": r}, "") if r is not None else (None, "cannot be calibrated")
+
+    return gain, asked
+
+
+@pytest.mark.parametrize(("idle", "share", "workers", "prep", "lock", "want"), [
+    (0.38, 0.71, 2, 1.42, None, "prep_msm_barrier"),  # a one-thread prep_msm: the GPU waits for it
+    (0.38, 0.71, 2, None, None, "prep_msm_barrier"),  # the model cannot be calibrated: the wait decides
+    (0.05, 0.47, 2, 1.01, 1.02, "gpu_bound"),  # the seed regime: little wait, nothing from either change
+    (0.25, 0.60, 2, 1.02, 1.00, "gpu_bound"),  # a wait that does not set the pace
+    (0.30, 0.20, 2, 1.50, 1.01, "gpu_bound"),  # prep_msm a small part of the cycle
+    (0.05, 0.47, 2, 1.01, 1.20, "lock_scope"),
+    (0.05, 0.47, 1, 1.01, None, "gpu_bound"),  # one worker: nothing waits for the lock
+    (0.05, 0.47, 2, 1.01, None, "undetermined"),
+])
+def test_the_rule_after_the_copy(idle, share, workers, prep, lock, want):
+    gain, asked = _gains(prep, lock)
+    nl = limits.decide(barrier_idle=idle, prep_msm_ms=100.0, prep_share=share, workers=workers, contention=0.5, gain=gain)
+    assert nl.bottleneck == want, nl.text
+    assert asked[0] == "prep_msm_barrier" and (("lock_scope" in asked) == (want != "prep_msm_barrier" and workers > 1))
+    assert (nl.barrier_idle, nl.prep_share, nl.workers) == (idle, share, workers)
+    assert nl.prep_gain == pytest.approx(prep) if prep is not None else nl.prep_gain != nl.prep_gain
+    text = limits.evidence_text(nl)
+    assert f"{100 * idle:.1f}% of its window" in text and "at least 15%" in text
+    assert ("with prep_msm 2× faster" in text) == (prep is not None) and (prep is None or f"{prep:.2f}×" in text)
+
+
+def _synthetic_recording(tmp_path: Path, prepared, slow: str, seconds: float) -> Source:
+    """A recording folder holding one pinned_pool scenario (coarse lock, gw = 2, one-thread prep) whose log is a CPU
+    pipeline run with one phase made slow: the story reads its next limit from that log."""
+    cfg = _cfg(partitions=6, fault_hook=_sleep_at(slow, seconds))
+    (tmp_path / "logs").mkdir(parents=True)
+    (tmp_path / "logs" / "pinned_pool.log").write_text("\n".join(run_pipeline(cfg, prepared=prepared).log_lines) + "\n")
+    config = {"transfer": "pinned_pool", "lock_scope": "coarse", "gw": 2, "prep": "cpu", "partitions": 6}
+    manifest = {"device": "cpu", "scenarios": {"pinned_pool": {"config": config, "log": "logs/pinned_pool.log"}}}
+    return Source("recorded-cpu", Recording(tmp_path, manifest), "replay")
+
+
+@pytest.mark.parametrize(("slow", "seconds", "want"), [("prep_msm", 0.3, "prep_msm_barrier"), ("ntt_msm_h", 0.05, "gpu_bound")])
+def test_story_next_limit_on_synthetic_logs(tmp_path, prepared, slow, seconds, want):
+    """After the fix, the story names prep_msm only where the log shows the GPU waiting for it: a slow prep_msm
+    (the GPU idles at the barrier) against slow GPU phases (nothing to wait for but the GPU)."""
+    src = _synthetic_recording(tmp_path, prepared, slow, seconds)
+    d = conclusions.next_limit(src, "pinned_pool")
+    assert d.bottleneck == want == conclusions.story_verdict(src, "pinned_pool"), d.steps[-1].text
+    assert d.next_limit is not None and d.next_limit.bottleneck == want
+    assert (d.next_limit.barrier_idle >= dg.THRESHOLDS["barrier_idle"][0]) == (want == "prep_msm_barrier")
+    sentence = conclusions.next_limit_sentence(src, "pinned_pool")
+    assert sentence.startswith(f"After the fix (pinned_pool, {tmp_path.name})") and conclusions.LIMIT_NAMES[want] in sentence
+    assert ("the CPU's prep_msm (the GPU waits" in sentence) == (want == "prep_msm_barrier")
+    assert conclusions.next_limit(src, "baseline") is None
 
 
 @pytest.mark.parametrize("key", sorted(MODEL_MISSES), ids=lambda k: f"{k[0]}:{k[1]}")

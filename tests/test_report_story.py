@@ -74,7 +74,8 @@ def _items() -> list[conclusions.Conclusion]:
         "baseline_per_min": number(190.4, "partitions/min", "x", "baseline"),
         "pinned_pool_per_min": number(228.9, "partitions/min", "x", "pinned_pool"),
         "fix_throughput_ratio": number(228.9 / 190.4, "x", "x", "pinned_pool")}),
-        conclusions.Conclusion("next bottleneck", "07_next_bottleneck", "", {"pinned_pool_barrier_in_held": number(0.383, "%", "x", "pinned_pool")}),
+        conclusions.Conclusion("next bottleneck", "07_next_bottleneck", "", {"pinned_pool_barrier_in_held": number(0.383, "%", "x", "pinned_pool"),
+                                                                           "pinned_pool_next_limit": number("prep_msm_barrier", "", "x", "pinned_pool")}),
         conclusions.Conclusion("beyond the fix", "07b_last_bottleneck", "", {
             "last_mile_recording": number("rec-9", "", "recording"),
             "last_mile_best_partitions_per_min": number(514.0, "partitions/min", "x", "best_run"),
@@ -95,6 +96,12 @@ def test_story_finding_is_one_sentence_from_the_numbers():
     # a step without its numbers is left out; with none, no sentence
     assert conclusions.story_finding(items[2:]).startswith("With prep_msm off the critical path (rec-9)")
     assert conclusions.story_finding([]) == "" and conclusions.last_mile_bound(items[:2]) is None
+    # the next limit is the pool's log's (issue 24): where the GPU did not wait for prep_msm, the sentence does not say it did
+    items[1].numbers["pinned_pool_barrier_in_held"] = number(0.049, "%", "x", "pinned_pool")
+    items[1].numbers["pinned_pool_next_limit"] = number("gpu_bound", "", "x", "pinned_pool")
+    assert ("the barrier wait then took 4.9% of the held mutex and the next limit was the GPU phases themselves, not prep_msm; "
+            in conclusions.story_finding(items))
+    assert "waited inside the lock" not in conclusions.story_finding(items)
 
 
 def test_summary_figures_share_their_axes():

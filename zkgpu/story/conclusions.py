@@ -7,7 +7,10 @@ key-numbers contract (:func:`zkgpu.analysis.keynumbers.number`), so the tests re
 
 Steps, in story order: symptom (01), host ruled out (02), mutex and barrier (03), smoking gun
 (04), H2D bandwidth (05), the fix (06), the next bottleneck (07). A step whose scenario is not in
-the recording is left out.
+the recording is left out. What limits the pipeline after the fix is read from the recording, never assumed:
+:func:`next_limit` runs ``zkgpu diagnose`` (:mod:`zkgpu.story.diagnose`, whose rule after the copy is
+:func:`zkgpu.story.limits.decide`) on the pinned pool's own log, so the story and the command agree by construction;
+:func:`story_verdict` is the story's verdict of any recorded scenario.
 
 Sources of the published numbers: upstream's 90.1 % / 46.3 % (curio ``extern/cuzk/cuzk-project.md:1140``)
 from ``data/reference/cuzk_utilization.csv``; the seed's ``CUZK_TIMING`` lines from
@@ -16,7 +19,9 @@ from ``data/reference/cuzk_utilization.csv``; the seed's ``CUZK_TIMING`` lines f
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +34,14 @@ from zkgpu.analysis.keynumbers import number
 from zkgpu.analysis.replay import Source, reference_path, reference_table, scenario_table, shown_path, story_order
 from zkgpu.core.manifest import commit_label
 from zkgpu.story import bottleneck
+from zkgpu.story import diagnose as dg
 from zkgpu.story import prove_results as proofs
+from zkgpu.story.limits import evidence_text
 from zkgpu.story.seed import seed_ratio, smoking_gun_ratio
 
 __all__ = ["Conclusion", "FIX_SCENARIOS", "GPU_PHASE_BOUND", "H2D_SHARE_NOTE", "KERNEL_BOUND", "host_suspects", "published_utilization", "conclusions", "beyond", "finding", "key_numbers", "markdown",
            "STORY_KEYS", "story_numbers", "story_finding", "summary_frames", "last_mile_scenarios", "last_mile_bound",
-           "baseline_proportions", "baseline_proportions_text"]
+           "baseline_proportions", "baseline_proportions_text", "next_limit", "story_verdict", "LIMIT_NAMES", "next_limit_sentence"]
 
 
 @dataclass
@@ -121,6 +128,82 @@ KERNEL_BOUND: tuple[str, str] = (
 
 #: The scenarios of the fix (notebook 06 shows these and no others; its finding is the "fix" conclusion).
 FIX_SCENARIOS: tuple[str, ...] = ("baseline", "registered", "pinned_pool")
+
+
+@lru_cache(maxsize=64)
+def _diagnosis(path: str, stamp: tuple[int, int]) -> dg.Diagnosis:
+    return dg.diagnose_file(path)
+
+
+def next_limit(source: Source, scenario: str = "pinned_pool") -> dg.Diagnosis | None:
+    """What limits ``scenario`` of ``source`` next, as ``zkgpu diagnose`` reads the scenario's cuzk-format log alone
+    (:func:`zkgpu.story.diagnose.diagnose_file`, as a user's deployment would give it): its ``bottleneck`` and, once
+    the host side and a pageable copy are ruled out, the evidence :func:`zkgpu.story.limits.decide` weighed
+    (``next_limit``: the GPU's idle share at the barrier, the model's gains). The story's sentences about the next
+    limit are worded from it, so that they and the command agree by construction. None when the scenario has no
+    log. Cached per log file (path, size, modification time)."""
+    path = source.log_path(scenario) if scenario in source.scenarios else None
+    if path is None or not Path(path).is_file():
+        return None
+    st = Path(path).stat()
+    return _diagnosis(str(path), (st.st_size, st.st_mtime_ns))
+
+
+def story_verdict(source: Source, scenario: str) -> str:
+    """The verdict the story gives ``scenario`` of ``source`` (one of :data:`zkgpu.story.diagnose.BOTTLENECKS`), from
+    what the scenario IS (its recorded configuration), not its name: a name can be another step in another regime
+    (with prep_msm on CPU threads, ``pinned_narrow`` is the configuration of the last mile's ``narrow_prep_parallel``).
+
+    * a, b, c pageable inside ntt_msm_h (baseline: 04, 05), or pre-staged from pageable memory beside the other
+      worker's kernels (compute_only, ``transfer="resident"``: 07) → ``h2d_pageable``;
+    * the mutex over the submissions only, or no shared mutex (07b sections 3-4) → ``gpu_bound``;
+    * prep_msm off the one CPU thread in the narrow scope (07b sections 2-4: the lock is the pipeline's clock, the next
+      step is the submission scope) → ``lock_scope``;
+    * otherwise (pinned or registered a, b, c with the coarse lock, or the narrow lock with the one-thread prep): what
+      limits it next, read from its log (:func:`next_limit`, notebook 07): ``prep_msm_barrier`` only where the GPU
+      waits for the CPU's prep_msm; ``undetermined`` without a log.
+    """
+    config = source.config(scenario)
+    if config.get("transfer") in ("pageable", "resident"):
+        return "h2d_pageable"
+    if config.get("lock_scope") in ("submit", "none"):
+        return "gpu_bound"
+    if config.get("lock_scope") == "narrow" and config.get("prep", "cpu") != "cpu":
+        return "lock_scope"
+    d = next_limit(source, scenario)
+    return d.bottleneck if d is not None else "undetermined"
+
+
+#: What each verdict names as the limit, in a sentence ("the next limit is ...").
+LIMIT_NAMES: dict[str, str] = {
+    "prep_msm_barrier": "the CPU's prep_msm (the GPU waits for it at the barrier)",
+    "gpu_bound": "the GPU phases themselves, not prep_msm",
+    "lock_scope": "the lock's scope (the mutex covers more than the kernels), not prep_msm",
+    "h2d_pageable": "still the copy of a, b, c inside ntt_msm_h",
+    "host_side": "the host-side steps (tracker lock, spawn, malloc_trim)",
+    "undetermined": "not determined from its log",
+}
+
+
+def _limit_clause(d: dg.Diagnosis | None, log: str = "its log") -> str:
+    """"by zkgpu diagnose's rule on <log> (notebook 09), <evidence>: the next limit is **<name>**" ('' without a
+    log); the evidence is :func:`zkgpu.story.limits.evidence_text`'s, or the diagnosis' own reason where its verdict came
+    before that rule (the host side, a pageable copy, a log it cannot read)."""
+    if d is None:
+        return ""
+    if d.next_limit is not None:
+        why = evidence_text(d.next_limit)
+    else:  # the verdict step's reason: "**verdict** (confidence). <reason> Change: ..."
+        why = d.steps[-1].text.split(" Change:")[0].split(". ", 1)[-1].rstrip(".")
+        why = why[0].lower() + why[1:]
+    return f"by zkgpu diagnose's rule on {log} (notebook 09), {why}: the next limit is **{LIMIT_NAMES[d.bottleneck]}**"
+
+
+def next_limit_sentence(source: Source, scenario: str = "pinned_pool") -> str:
+    """One sentence: what limits ``scenario`` next and why (:func:`next_limit`'s verdict and its evidence), for the
+    pages that name the next limit in passing (00, 07b); '' when the scenario has no log."""
+    clause = _limit_clause(next_limit(source, scenario)).replace("**", "")
+    return f"After the fix ({scenario}, {shown_path(source.recording.path)}), {clause}." if clause else ""
 
 
 def conclusions(source: Source) -> list[Conclusion]:
@@ -273,23 +356,29 @@ def conclusions(source: Source) -> list[Conclusion]:
                       f"lock: {'no gain, the' if nv <= q['partitions_per_min'] else 'a little, the'} wait moves outside the lock, and "
                       f"the GPU's largest idle part is still {idle.idxmax()} ({idle.max():.0f} ms per partition, mean), now with "
                       "the lock free.")
+        d = next_limit(source, "pinned_pool")
+        verdict = d.bottleneck if d is not None else "undetermined"
+        prep_next = verdict == "prep_msm_barrier"
         gws = ""
         if len(sweep) > 1:
+            third = ("; here a third worker keeps a third prep_msm in flight" if prep_next and sweep.get(3, 0.0) > sweep.get(2, math.inf)
+                     else "")
             gws = (" gw = " + ", ".join(str(g) for g in sweep) + " gave " + ", ".join(f"{v:.0f}" for v in sweep.values())
-                   + " partitions/min (upstream measured gw = 3 slightly worse than gw = 2 at its sizes; here a third worker keeps "
-                   "a third prep_msm in flight).")
-        parts = int(source.config("pinned_pool").get("partitions") or q["partitions"])  # as model_vs_measured simulates it
-        fast = model.what_if(params, {"prep_speedup": [1, 2]}, partitions=parts, transfer="pinned", gw=int(q["gw"]), scope="coarse")
-        f1, f2 = (float(v) for v in fast["partitions_per_min"])
+                   + f" partitions/min (upstream measured gw = 3 slightly worse than gw = 2 at its sizes{third}).")
         pb = path.loc["pinned_pool"]
         kms_q = float(metrics.kernel_ms(path).loc["pinned_pool"])
         nums = {"pinned_pool_barrier_in_held": number(bih, "%", "share of the held mutex in barrier_wait", "pinned_pool"),
                 "pinned_pool_path_barrier_ms": number(pb["barrier_wait"], "ms", "barrier_wait in the lock, mean per partition (GPU critical path)", "pinned_pool"),
                 "pinned_pool_prep_msm_ms": number(q["prep_msm_ms"], "ms", "prep_msm (CPU), median per partition", "pinned_pool"),
+                "pinned_pool_next_limit": number(verdict, "", "what limits pinned_pool next (zkgpu diagnose's rule on its log)", "pinned_pool"),
                 "compute_bound_per_min": number(bound, "partitions/min", f"{GPU_PHASE_BOUND[0]}: {GPU_PHASE_BOUND[1]}", "pinned_pool"),
                 "best_per_min": number(cands[best], "partitions/min", f"best throughput ({best})", best),
-                "best_vs_bound": number(cands[best] / bound, "x", f"best throughput / {GPU_PHASE_BOUND[0]} (a ratio: a stand-in run can exceed the model's bound)", best),
-                "model_prep_2x_gain": number(f2 / f1, "x", "model: throughput with prep_msm 2× faster / as measured", "pinned_pool")}
+                "best_vs_bound": number(cands[best] / bound, "x", f"best throughput / {GPU_PHASE_BOUND[0]} (a ratio: a stand-in run can exceed the model's bound)", best)}
+        nl = d.next_limit if d is not None else None
+        if nl is not None:
+            nums["pinned_pool_barrier_idle"] = number(nl.barrier_idle, "%", "share of the GPU window idle at the barrier (its log)", "pinned_pool")
+            if math.isfinite(nl.prep_gain):
+                nums["model_prep_2x_gain"] = number(nl.prep_gain, "x", "model calibrated on the log: throughput with prep_msm 2× faster / as logged", "pinned_pool")
         if "pinned_narrow" in have:
             nums["pinned_narrow_per_min"] = number(tab.loc["pinned_narrow", "partitions_per_min"], "partitions/min", "throughput", "pinned_narrow")
         co = ""
@@ -298,14 +387,21 @@ def conclusions(source: Source) -> list[Conclusion]:
                   f"partitions/min, whose pageable pre-staging copies ran beside the other worker's kernels and slowed them)")
             nums["compute_only_per_min"] = number(tab.loc["compute_only", "partitions_per_min"], "partitions/min", "throughput, pre-staged scenario (measured)", "compute_only")
         base_bw = path.loc["baseline", "barrier_wait"] if "baseline" in path.index else float("nan")
+        waits = (f"the GPU idles inside the lock until the CPU's prep_msm (median {q['prep_msm_ms']:.0f} ms per partition) is done, "
+                 "longer than" if prep_next else
+                 f"the CPU's prep_msm (median {q['prep_msm_ms']:.0f} ms per partition) is "
+                 + ("longer than" if q["prep_msm_ms"] > kms_q else "shorter than"))
+        clause = _limit_clause(d, "the pool's log") or "the pool has no cuzk-format log to read what limits it next from"
+        clause = clause[0].upper() + clause[1:]
+        step = {"prep_msm_barrier": "a faster prep_msm (on the GPU, or more CPU threads)",
+                "gpu_bound": "faster GPU phases (the kernels, and the host work inside the phases: 07b)",
+                "lock_scope": "the mutex over the kernels' submission only (07b)"}.get(verdict, dg.RECOMMENDATIONS[verdict])
         out.append(Conclusion("next bottleneck", "07_next_bottleneck",
             f"With the pool, barrier_wait takes **{_pct(bih)}** of the held mutex ({pb['barrier_wait']:.0f} ms per partition, mean along "
-            f"the GPU's critical path, against {base_bw:.0f} ms in the baseline): the GPU idles inside the lock until the CPU's "
-            f"prep_msm (median {q['prep_msm_ms']:.0f} ms per partition) is done, longer than the GPU phases of a partition "
+            f"the GPU's critical path, against {base_bw:.0f} ms in the baseline): {waits} the GPU phases of a partition "
             f"({kms_q:.0f} ms without the copies, mean).{narrow}{gws} The best, {best} at {cands[best]:.0f} partitions/min, reaches "
             f"**{_pct(cands[best] / bound)}** of the {GPU_PHASE_BOUND[0]} of {bound:.0f} partitions/min (60 000 / the model's {params.gpu_compute_ms:.0f} ms "
-            f"of GPU phases per partition without the copies){co}. **The remaining limit is the CPU's prep_msm**; the next step is a faster prep_msm (on the GPU, or "
-            f"more CPU threads): the model calibrated on the pool predicts {f2 / f1:.2f}× the throughput with prep_msm 2× faster.",
+            f"of GPU phases per partition without the copies){co}. {clause}; the next step is {step}.",
             nums))
     return out
 
@@ -370,7 +466,7 @@ def markdown(items: list[Conclusion], suffix: str = ".html") -> str:
 #: smoking gun and the fix (the replayed recording), the next bottleneck, the last mile (its own recording).
 STORY_KEYS: tuple[str, ...] = (
     "baseline_h2d_share", "pinned_pool_h2d_share", "baseline_per_min", "pinned_pool_per_min", "fix_throughput_ratio",
-    "pinned_pool_barrier_in_held", "last_mile_recording", "last_mile_best_partitions_per_min", "last_mile_best_x_baseline",
+    "pinned_pool_barrier_in_held", "pinned_pool_next_limit", "last_mile_recording", "last_mile_best_partitions_per_min", "last_mile_best_x_baseline",
     "last_mile_best_compute_util")
 
 
@@ -386,8 +482,8 @@ def story_numbers(items: list[Conclusion]) -> dict[str, dict[str, Any]]:
 def story_finding(items: list[Conclusion]) -> str:
     """Notebook 08's one-sentence finding: the whole story from the numbers of ``items``
     (:func:`conclusions` + :func:`beyond`): how much of ntt_msm_h the pageable copies took and what
-    the pinned pool made of it and of the throughput, what the GPU waited for next, and where the
-    last-mile recording ended. A step whose numbers are missing is left out; '' if none is there."""
+    the pinned pool made of it and of the throughput, what limited it next (``pinned_pool_next_limit``, read from the
+    pool's log by :func:`next_limit`), and where the last-mile recording ended. A step whose numbers are missing is left out; '' if none is there."""
     n = story_numbers(items)
 
     def v(k: str) -> Any:
@@ -398,9 +494,12 @@ def story_finding(items: list[Conclusion]) -> str:
         parts.append(f"pageable H2D of a, b, c took {_pct(v('baseline_h2d_share'))} of ntt_msm_h in the baseline and the pinned pool "
                      f"cut it to {_pct(v('pinned_pool_h2d_share'))}, taking throughput from {v('baseline_per_min'):.0f} to "
                      f"{v('pinned_pool_per_min'):.0f} partitions/min ({v('fix_throughput_ratio'):.2f}×)")
-    if "pinned_pool_barrier_in_held" in n:
-        parts.append(f"the GPU then waited inside the lock for the CPU's prep_msm ({_pct(v('pinned_pool_barrier_in_held'))} "
-                     f"of the held mutex)")
+    if {"pinned_pool_barrier_in_held", "pinned_pool_next_limit"} <= n.keys():
+        held = _pct(v("pinned_pool_barrier_in_held"))
+        parts.append(f"the GPU then waited inside the lock for the CPU's prep_msm ({held} of the held mutex)"
+                     if v("pinned_pool_next_limit") == "prep_msm_barrier" else
+                     f"the barrier wait then took {held} of the held mutex and the next limit was "
+                     f"{LIMIT_NAMES[v('pinned_pool_next_limit')]}")
     if {"last_mile_recording", "last_mile_best_partitions_per_min", "last_mile_best_x_baseline", "last_mile_best_compute_util"} <= n.keys():
         parts.append(f"with prep_msm off the critical path ({v('last_mile_recording')}) the best configuration, "
                      f"{n['last_mile_best_partitions_per_min']['scenario']}, reached {v('last_mile_best_partitions_per_min'):.0f} "

@@ -18,9 +18,10 @@ only on what it has ("cannot decide" otherwise):
    :func:`zkgpu.analysis.metrics.h2d_share`), or inferred from the ``CUZK_NTT_H`` sub-timers (a pageable
    ``cudaMemcpyAsync`` blocks the host, so the copy lands in ``ntt_kernels``), or suspected from the smoking
    gun alone; the pinned pool's lines rule it out;
-6. ``verdict``: the first cause that holds, in the story's order (``host_side``, ``h2d_pageable``,
-   ``prep_msm_barrier``, ``lock_scope``, else ``gpu_bound``; the last two only when the model predicts their
-   change to give at least ``min_gain``), the change to make, and the gain
+6. ``verdict``: the first cause that holds, in the story's order (``host_side``, ``h2d_pageable``, then
+   :func:`zkgpu.story.limits.decide`, the one rule for what limits a run after the copy, which the story's
+   conclusions read too: ``prep_msm_barrier``, ``lock_scope``, else ``gpu_bound``; the first two only when the model
+   predicts their change to give at least ``min_gain``), the change to make, and the gain
    :func:`zkgpu.analysis.model.simulate` predicts for it, calibrated on the log
    (:func:`zkgpu.analysis.calibration.calibrate`).
 
@@ -43,25 +44,14 @@ from zkgpu.analysis.calibration import FR_BYTES, calibrate
 from zkgpu.analysis.gpu_time import IDLE_CAUSES, idle_causes
 from zkgpu.analysis.keynumbers import number
 from zkgpu.analysis.model import simulate
+from zkgpu.story import limits
+from zkgpu.story.limits import NextLimit
 
-__all__ = ["BOTTLENECKS", "STORY_VERDICTS", "THRESHOLDS", "RECOMMENDATIONS", "LINES", "Step", "Diagnosis", "host_totals", "diagnose", "diagnose_file",
+__all__ = ["BOTTLENECKS", "THRESHOLDS", "RECOMMENDATIONS", "LINES", "Step", "Diagnosis", "host_totals", "diagnose", "diagnose_file",
            "markdown"]
 
 #: The JSON vocabulary of ``bottleneck``.
 BOTTLENECKS: tuple[str, ...] = ("h2d_pageable", "prep_msm_barrier", "lock_scope", "host_side", "gpu_bound", "undetermined")
-
-#: The verdict the notebooks give each scenario (01-07 on data/*-record*, 07b on data/last-mile/):
-#: baseline: the pageable copy inside ntt_msm_h (04, 05); compute_only: its pageable pre-staging copies slow
-#: the other worker's kernels (07); registered, the pinned pool and its gw / lock-scope variants: the GPU
-#: idles at the barrier for the CPU's prep_msm (07); prep_msm off the critical path in the narrow scope: the
-#: lock covers the copies and the host work between the phases, the next step is the submission scope (07b
-#: sections 3-4); the submission scope and no lock: the GPU phases are the limit (07b section 6).
-STORY_VERDICTS: dict[str, str] = {
-    **dict.fromkeys(("baseline", "compute_only"), "h2d_pageable"),
-    **dict.fromkeys(("registered", "pinned_pool", "pinned_gw1", "pinned_gw3", "pinned_narrow"), "prep_msm_barrier"),
-    **dict.fromkeys(("narrow_prep_parallel", "narrow_prep_gpu", "narrow_prep_gpu_tails", "narrow_prep_gpu_gw3", "narrow_prep_gpu_h2d_pre_lock", "narrow_prep_gpu_h2d_pre_lock_msm_precomp", "narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3"), "lock_scope"),
-    **dict.fromkeys(("submit_prep_gpu", "submit_prep_gpu_msm_precomp", "submit_prep_gpu_msm_precomp_gw3", "unlocked_prep_gpu_tails"), "gpu_bound"),
-}
 
 #: name → (value, why). Shares are fractions in [0, 1].
 THRESHOLDS: dict[str, tuple[float, str]] = {
@@ -72,19 +62,11 @@ THRESHOLDS: dict[str, tuple[float, str]] = {
     "ntt_in_held": (0.5, "ntt_msm_h / mutex_held (or gpu_total) from which ntt_msm_h is what the lock is held for"),
     "smoking_gun": (0.9, "fraction of partitions with ntt_msm_h > prep_msm: the GPU was not waiting for the CPU"),
     "measured_h2d_share": (0.3, "measured copy time / ntt_msm_h above which the copies are what ntt_msm_h is"),
-    "barrier_idle": (0.15, "share of the GPU window idle while a worker waits at the barrier for prep_msm: >= 0.21 in the recorded "
-                           "runs where the story's next step is a faster prep_msm, <= 0.09 in those where it is not (the submission "
-                           "scope's logged waits excepted: the model's check below rules them out)"),
-    "prep_share": (0.4, "prep_msm / (workers × wall ms per partition): the CPU's prep_msm is most of a worker's cycle"),
-    "min_gain": (1.10, "the model's gain (calibrated on the log) for a verdict's change from which the change is worth making: "
-                       "the run-to-run spread issue 20 accepts ((max − min) / median <= 10%), below which a measured gain could not "
-                       "be told from the spread between repeats. Checked for lock_scope (the submission scope) and prep_msm_barrier "
-                       "(prep_msm 2× faster). On logs where the change is already made (submission scope, no lock) the model "
-                       "predicts <= 1.03"),
     "pre_lock_share": (0.3, "pre_lock_cpu_ms / mutex_held from which a, b, c are copied (pre-staged) before the lock"),
     "scope_barrier_ms": (1.0, "barrier_wait_ms from which a partition shows whether mutex_held covers the wait (coarse) or not "
                               "(narrow): the log's resolution, whole ms"),
     "restart_ms": (1000.0, "a TIMELINE clock that goes back by more than this: a second engine run in the same log"),
+    **limits.THRESHOLDS,  # the rule after the copy: barrier_idle, prep_share, min_gain (zkgpu.story.limits)
 }
 
 #: bottleneck → the change to make.
@@ -137,7 +119,7 @@ class Diagnosis:
     ``predicted_gain`` (``{"ratio", "partitions_per_min", "model_partitions_per_min", "change", "calibrated_on",
     "settings"}`` or None with ``gain_note`` saying why); ``to_confirm``: the evidence that would confirm a verdict
     that is not measured; ``events``: the log's event table (None when the
-    input step stopped)."""
+    input step stopped); ``next_limit``: :func:`zkgpu.story.limits.decide`'s record (None when the verdict came before it)."""
 
     log: str
     bottleneck: str
@@ -148,6 +130,7 @@ class Diagnosis:
     gain_note: str = ""
     to_confirm: list[str] = field(default_factory=list)
     events: pd.DataFrame | None = field(default=None, repr=False, compare=False)  # the log's event table (figures), not in JSON
+    next_limit: NextLimit | None = field(default=None, repr=False, compare=False)
 
     @property
     def evidence(self) -> list[str]:
@@ -302,6 +285,7 @@ class _Run:
     workers: int  # distinct GPU workers in TIMELINE (0: unknown)
     med: dict[str, float] = field(default_factory=dict)
     _util: pd.Series | None = None
+    params: Any = None  # the model calibrated on the log, once (_model_gain)
 
     def util(self) -> pd.Series:
         """:func:`zkgpu.analysis.metrics.utilization` of the log's event table (its one run), computed once."""
@@ -554,7 +538,7 @@ def _model_gain(r: _Run, verdict: str, hidden_ms: float) -> tuple[dict[str, Any]
     if not r.has_timeline:
         return None, "no TIMELINE lines: the model cannot be calibrated on a log without synthesis and GPU queue times"
     try:
-        params = calibrate(_sample(r.events), source=f"diagnose: {r.name}")
+        params = r.params = r.params or calibrate(_sample(r.events), source=f"diagnose: {r.name}")
     except ValueError as exc:
         return None, f"the model cannot be calibrated on this log: {exc}"
     gw = max(r.workers, 1)
@@ -578,8 +562,8 @@ def _model_gain(r: _Run, verdict: str, hidden_ms: float) -> tuple[dict[str, Any]
             "calibrated_on": r.name, "settings": kw}, ""
 
 
-def _verdict(r: _Run, host_hit: bool, h2d_conf: str, steps: list[Step]) -> tuple[str, str, str, float]:
-    """(bottleneck, confidence, text, hidden H2D ms)."""
+def _verdict(r: _Run, host_hit: bool, h2d_conf: str, steps: list[Step]) -> tuple[str, str, str, float, NextLimit | None]:
+    """(bottleneck, confidence, text, hidden H2D ms, :func:`zkgpu.story.limits.decide`'s record or None)."""
     hidden = math.nan
     h2d = next(s for s in steps if s.name == "hidden H2D")
     if "enqueue_share" in h2d.numbers:
@@ -587,44 +571,21 @@ def _verdict(r: _Run, host_hit: bool, h2d_conf: str, steps: list[Step]) -> tuple
     if "h2d_share_measured" in h2d.numbers:
         hidden = h2d.numbers["h2d_share_measured"]["value"] * r.med["ntt_msm_h_ms"]
     if host_hit:
-        return "host_side", "measured", "The host-side steps take a share of prove_start the GPU waits through.", hidden
+        return "host_side", "measured", "The host-side steps take a share of prove_start the GPU waits through.", hidden, None
     if h2d_conf:
-        return "h2d_pageable", h2d_conf, "The GPU's time goes into copying a, b, c from pageable memory inside ntt_msm_h.", hidden
+        return "h2d_pageable", h2d_conf, "The GPU's time goes into copying a, b, c from pageable memory inside ntt_msm_h.", hidden, None
     if not r.has_timeline:
         return "undetermined", "none", ("No pageable copy found, and without TIMELINE lines (wall clock, workers) the barrier, the lock "
-                                        "and the GPU cannot be weighed against each other."), hidden
+                                        "and the GPU cannot be weighed against each other."), hidden, None
     if not math.isfinite(r.med.get("barrier_idle", math.nan)):
-        return "undetermined", "none", "No barrier_wait lines: prep_msm cannot be weighed against the GPU phases.", hidden
+        return "undetermined", "none", "No barrier_wait lines: prep_msm cannot be weighed against the GPU phases.", hidden, None
     u = r.util()
     wall_pp = 60_000.0 / u["partitions_per_min"] if u["partitions_per_min"] > 0 else math.nan
-    prep_share = r.med["prep_msm_ms"] / (max(r.workers, 1) * wall_pp)
-    r.med["prep_share"] = prep_share
-    prep_note = ""
-    if r.med["barrier_idle"] >= _t("barrier_idle") and prep_share >= _t("prep_share"):
-        pgain, _ = _model_gain(r, "prep_msm_barrier", hidden)
-        if pgain is None or pgain["ratio"] >= _t("min_gain"):
-            return "prep_msm_barrier", "inferred", (
-                f"The GPU idles {100 * r.med['barrier_idle']:.0f}% of its window at the barrier, and prep_msm "
-                f"({r.med['prep_msm_ms']:.0f} ms) is {100 * prep_share:.0f}% of each of the {max(r.workers, 1)} workers' cycle: the "
-                "CPU's prep_msm is the critical path."), hidden
-        prep_note = (f" The GPU idles {100 * r.med['barrier_idle']:.0f}% of its window at the barrier, but the model calibrated on this "
-                     f"log predicts only {pgain['ratio']:.2f}× with prep_msm 2× faster: the wait is not what sets the pace.")
-    wait = "a barrier wait that does not set the pace" if prep_note else "no long barrier wait"
-    if r.workers < 2:
-        return "gpu_bound", "inferred", (f"No pageable copy, {wait}, and one GPU worker: nothing waits for the lock; "
-                                         "the GPU phases themselves set the pace." + prep_note), hidden
-    gain, note = _model_gain(r, "lock_scope", hidden)
-    if gain is None:
-        return "undetermined", "none", f"The lock cannot be weighed against the GPU phases: {note}.", hidden
-    cont = r.med.get("contention", math.nan)
-    said = f" (workers wait for the lock {cont:.2f}× as long as it is held)" if math.isfinite(cont) else ""
-    if gain["ratio"] >= _t("min_gain"):
-        return "lock_scope", "inferred", (
-            f"No pageable copy and {wait}, but the model calibrated on this log predicts {gain['ratio']:.2f}× the "
-            f"throughput with the mutex over the submission only{said}: the lock covers more than the kernels (copies, syncs, "
-            "host work between the phases)." + prep_note), hidden
-    return "gpu_bound", "inferred", (f"No pageable copy, {wait}, and a narrower lock would give only {gain['ratio']:.2f}× "
-                                     f"in the model{said}: the GPU phases themselves set the pace." + prep_note), hidden
+    r.med["prep_share"] = r.med["prep_msm_ms"] / (max(r.workers, 1) * wall_pp)
+    nl = limits.decide(barrier_idle=r.med["barrier_idle"], prep_msm_ms=r.med["prep_msm_ms"], prep_share=r.med["prep_share"],
+                       workers=r.workers, contention=r.med.get("contention", math.nan),
+                       gain=lambda change: _model_gain(r, change, hidden))
+    return nl.bottleneck, "none" if nl.bottleneck == "undetermined" else "inferred", nl.text, hidden, nl
 
 
 def diagnose(parsed: logs.ParsedLog, *, name: str = "log", measured: pd.DataFrame | None = None) -> Diagnosis:
@@ -656,7 +617,7 @@ def diagnose(parsed: logs.ParsedLog, *, name: str = "log", measured: pd.DataFram
         r.med["ntt_over_prep"] = math.nan
     h2d, h2d_conf = _h2d_step(r)
     steps.append(h2d)
-    verdict, conf, text, hidden = _verdict(r, host_hit, h2d_conf, steps)
+    verdict, conf, text, hidden, nl = _verdict(r, host_hit, h2d_conf, steps)
     gain, note = _model_gain(r, verdict, hidden)
     v = Step("verdict", "6. The verdict", "decided", f"**{verdict}** ({conf}). {text} Change: {RECOMMENDATIONS[verdict]}.")
     if gain is not None:
@@ -672,7 +633,7 @@ def diagnose(parsed: logs.ParsedLog, *, name: str = "log", measured: pd.DataFram
         if not len(parsed.ntt_h):
             confirm.append(LINES["CUZK_NTT_H"] + " (ntt_kernels near ntt_msm_h: the host blocked in the copies)")
         confirm.append(LINES["pool"] + " (none: a, b, c are not from the pinned pool)")
-    return Diagnosis(name, verdict, conf, steps, RECOMMENDATIONS[verdict], gain, note, confirm, events)
+    return Diagnosis(name, verdict, conf, steps, RECOMMENDATIONS[verdict], gain, note, confirm, events, nl)
 
 
 def diagnose_file(path: str | Path, *, measured: pd.DataFrame | None = None, progress: bool = False) -> Diagnosis:
