@@ -96,6 +96,60 @@ def conflicting_numbers(pages: dict[str, dict]) -> list[str]:
     return bad
 
 
+_KEY_UNITS = {"%": "%", "ms": "ms", "partitions/min": "/min", "GB/s": "GB/s", "x": "×", "": ""}
+
+
+def _decimals(text: str) -> int | None:
+    """Decimals of the number a shown text prints ("65.0%" -> 1, "1,056 /min" -> 0; None: no number)."""
+    m = re.search(r"-?[\d,]*\.?\d+", text)
+    if m is None:
+        return None
+    return len(m.group(0).split(".")[1]) if "." in m.group(0) else 0
+
+
+def _same(a: tuple, b: tuple, unit: str) -> bool:
+    """Two shown values (page, value, decimals printed, ...) that print alike at the coarser precision of the two."""
+    d = min(x for x in (a[2], b[2], 9) if x is not None)
+    scale = 100.0 if unit == "%" else 1.0  # a % value is a fraction, printed in percent
+    return round(a[1] * scale, d) == round(b[1] * scale, d)
+
+
+def conflicting_shown(shown: dict[str, list[dict]], numbers: dict[str, dict] | None = None) -> list[str]:
+    """One value per name across the report (issue 21): what pages showed under a name of
+    :data:`zkgpu.analysis.keynumbers.STATISTICS` (``shown``: ``{page: [{"name", "value", "text", "scenario",
+    "recording", "statistic", "unit"}]}``, ``zkgpu.analysis.keynumbers.show``) and the key numbers whose key is
+    ``<scenario>_<name>`` (``numbers``: ``{page: {key: entry}}``), grouped by name, scenario, statistic and unit:
+    two values that differ at the precision printed, from one recording or where one names none, conflict."""
+    from zkgpu.analysis import keynumbers
+
+    groups: dict[tuple[str, str, str, str], list[tuple[str, float, int | None, str, str]]] = {}
+    for page, entries in shown.items():
+        for e in entries:
+            key = (e["name"], e.get("scenario", ""), e.get("statistic", ""), e.get("unit", ""))
+            groups.setdefault(key, []).append((page, float(e["value"]), _decimals(e["text"]), str(e.get("recording") or ""), e["text"]))
+    for page, nums in (numbers or {}).items():
+        for k, e in nums.items():
+            if not isinstance(e, dict) or isinstance(e.get("value"), bool) or not isinstance(e.get("value"), (int, float)):
+                continue
+            scen = str(e.get("scenario") or "")
+            name = keynumbers.base_name(k.removeprefix(f"{scen}_") if scen else k)
+            if name is None or e.get("unit") not in _KEY_UNITS:
+                continue
+            # a label that says "mean per partition" gives the statistic of the bars that add up (the name's own for h2d_exposed)
+            stat = keynumbers.MEAN_PER_PARTITION if "mean per partition" in str(e.get("label")) and name != "h2d_exposed" else ""
+            groups.setdefault((name, scen, stat, _KEY_UNITS[e["unit"]]), []).append(
+                (page, float(e["value"]), None, str(e.get("recording") or ""), f"key number {k}"))
+    bad = []
+    for (name, scen, stat, unit), vals in groups.items():
+        clash = [(a, b) for i, a in enumerate(vals) for b in vals[i + 1:] if (a[3] == b[3] or not a[3] or not b[3]) and not _same(a, b, unit)]
+        if clash:
+            a, b = clash[0]
+            bad.append(f"{name!r} (scenario {scen!r}, statistic {stat or 'its own'!r}, {unit or 'no unit'}): "
+                       f"{a[0]} shows {a[4]!r} [{a[3] or 'no recording named'}], {b[0]} {b[4]!r} [{b[3] or 'no recording named'}]"
+                       + (f" (and {len(clash) - 1} more pairs)" if len(clash) > 1 else ""))
+    return bad
+
+
 def screenshot(path: Path, png: Path, width: int = SCREEN[0]) -> int:
     """A full-page screenshot of an HTML page at ``width`` px (headless Chromium, the window as tall as
     the page, :func:`page_height`) into ``png``; returns the height in px. For reading a page as a

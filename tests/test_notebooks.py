@@ -160,7 +160,7 @@ def test_key_numbers_follow_the_contract(executed):
 
     for name in EXPECTED:
         key = executed[name][1]
-        assert set(key) == {"finding", "numbers"}, name
+        assert set(key) - {"shown"} == {"finding", "numbers"}, name  # shown: what the page showed under keynumbers.STATISTICS names
         assert isinstance(key["finding"], str) and key["finding"].strip().endswith("."), f"{name}: one-sentence finding"
         assert key["numbers"], name
         for k, v in key["numbers"].items():
@@ -503,3 +503,13 @@ def test_one_value_per_key_number_name_and_recording(executed):
     pages = {n: (executed[n][1] or {}).get("numbers", {}) for n in EXPECTED}
     bad = pagebudget.conflicting_numbers(pages)
     assert not bad, "the same name shows different values without naming different recordings:\n" + "\n".join(bad)
+
+
+@pytest.mark.slow  # runs every notebook (the executed fixture)
+def test_one_statistic_per_name_across_tables_captions_and_key_numbers(executed):
+    """What every page showed under a name of keynumbers.STATISTICS (table cells, figure captions) and the key numbers
+    named <scenario>_<name>: one value per name, scenario, statistic and recording (issue 21's reader found four clashes)."""
+    shown = {n: (executed[n][1] or {}).get("shown", []) for n in EXPECTED}
+    assert sum(map(len, shown.values())) > 50, "the pages noted almost nothing: view.table / view.figure no longer note what they show"
+    bad = pagebudget.conflicting_shown(shown, {n: (executed[n][1] or {}).get("numbers", {}) for n in EXPECTED})
+    assert not bad, "one name, two values (say the statistic, or draw both from the one of keynumbers.STATISTICS):\n" + "\n".join(bad)

@@ -167,3 +167,66 @@ def test_the_seed_table_reads_the_same_on_the_landing_page_and_in_notebook_00():
     src = replay.recorded_source()
     if src is not None and src.on_gpu and src.has("baseline"):
         assert all(html.escape(v) in page for v in seed.shown_table(seed.seed_table(src))["ours"])
+
+
+def _noted(tmp_path: Path, show) -> list[dict]:
+    """What ``show()`` (view.table / view.figure calls) noted under keynumbers.STATISTICS names, as a page saves it."""
+    keynumbers.save_key_numbers("drain", {}, out_dir=tmp_path)  # what earlier tests noted is not this page's
+    show()
+    f = keynumbers.save_key_numbers("page", {}, out_dir=tmp_path)
+    return json.loads(f.read_text())["shown"]
+
+
+def test_one_statistic_per_name_catches_what_a_fresh_reader_found(tmp_path: Path):
+    """Issue 21's reader found one name with two values: 03 "mutex held" 187.9 (mean per event) against 180.4 ms (median);
+    04's H2D share 9.7% (a caption's share of one run) against 10.2% (median over the runs); 05/06 exposed H2D 99.4 (median
+    per partition) against 104.9 ms (mean); 10's one proof 11.8 s (the phases) against 15.3 s (the whole command). Each,
+    as the pages noted it, is caught; said with its statistic, or drawn from the one statistic, it passes."""
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("IPython")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from zkgpu.app import view
+
+    keynumbers.opened("rec-1")
+    held = pd.DataFrame({"mutex_held_mean_ms": [187.9]}, index=pd.Index(["baseline"], name="run"))
+    cmp = pd.DataFrame({"model": [186.3], "measured": [180.4]}, index=pd.Index(["mutex_held_ms"], name="metric"))
+    tab = pd.DataFrame({"h2d_share": [0.102], "h2d_exposed_ms": [99.4]}, index=pd.Index(["registered"], name="scenario"))
+    split = pd.DataFrame({"ntt_msm_h": [93.0], "h2d": [9.0], "ntt": [50.0], "h_msm": [34.0]}, index=pd.Index(["registered"], name="run"))
+
+    def before():  # the pages as the reader saw them
+        view.table(held)
+        view.table(cmp, by_row=True, scenario="baseline", value_column="measured")
+        view.table(tab)
+        keynumbers.show("h2d_share", 9.0 / 93.0, "9.7%", scenario="registered", unit="%")  # 04's caption printed its own share
+        keynumbers.show("h2d_exposed", 9.0, "9.0 ms", scenario="registered", unit="ms")  # 06's caption: the representative run's mean
+        keynumbers.show("prove", 11844.0, "11,844 ms", unit="ms")  # 10's caption: "the proof takes"
+        keynumbers.show("prove", 15260.0, "15,260 ms", unit="ms")  # 10's finding: the whole command
+
+    bad = pagebudget.conflicting_shown({"p": _noted(tmp_path, before)})
+    assert {b.split(" ")[0] for b in bad} == {"'mutex_held'", "'h2d_share'", "'h2d_exposed'", "'prove'"}, bad
+
+    def after():  # the fix: one statistic per name, or the statistic said beside the number
+        mean = "the representative run's mean per event"
+        view.table(held, statistic=mean)
+        view.table(cmp.assign(measured=187.9).rename(index={"mutex_held_ms": "mutex_held_mean_ms"}), by_row=True, scenario="baseline",
+                   value_column="measured", statistic=mean)
+        view.table(tab[["h2d_share"]])
+        view.figure(plots.ntt_msm_h_split(split, share={"registered": 0.102})[0])
+        tl = pd.DataFrame({"phase": ["read", "msm_a"], "start_ms": [0.0, 1000.0], "ms": [1000.0, 10844.0], "on": ["CPU", "GPU"]})
+        view.figure(plots.proof_phases(tl, command_ms=15260.0)[0])
+        keynumbers.show("prove", 15260.0, "15,260 ms", unit="ms")
+
+    shown = _noted(tmp_path, after)
+    assert not pagebudget.conflicting_shown({"p": shown}), pagebudget.conflicting_shown({"p": shown})
+    assert {e["name"] for e in shown} >= {"mutex_held", "h2d_share", "h2d_exposed", "prove", "proof_phases"}
+    assert all(e["recording"] == "rec-1" for e in shown)
+    keynumbers.opened("")
+    # a key number <scenario>_<name> joins the names it shares: 06's baseline_h2d_share against a table's
+    k = {"baseline_h2d_share": keynumbers.number(0.65, "%", "exposed H2D share", "baseline", recording="rec-1")}
+    s = [{"name": "h2d_share", "value": 0.61, "text": "61.0%", "scenario": "baseline", "recording": "rec-1", "statistic": "", "unit": "%"}]
+    assert pagebudget.conflicting_shown({"05": s}, {"06": k}) and not pagebudget.conflicting_shown({"05": s}, {"06": {}})
+    # two recordings may show two values under one name (they name them)
+    s2 = [dict(s[0], recording="rec-2", value=0.5, text="50.0%")]
+    assert not pagebudget.conflicting_shown({"05": s, "07b": s2})

@@ -207,7 +207,9 @@ def test_proof_phases_use_the_reports_colour_map():
     others = {*plots.PHASE_COLORS.values(), *plots.METRIC_COLORS.values(), *(c for c, _ in plots.PATH_STYLES.values())}
     assert plots.PROOF_SIDES["CPU"][1] not in others
     text = plots.caption(fig)
-    assert "The proof takes 450 ms; the longest phase is msm_b2_g2 (400 ms, CPU thread)." in text
+    assert "The phases, from reading the key to the last one's end, take 450 ms; the longest phase is msm_b2_g2 (400 ms, CPU thread)." in text
+    # the whole command is another number under another name (notebook 10 showed "one proof" as 11.8 s and 15.3 s)
+    assert "take 450 ms, of a whole `zkgpu prove` command of 1,200 ms (median;" in plots.caption(plots.proof_phases(tl, command_ms=1200.0)[0])
     assert "CPU references" in plots.caption(plots.proof_phases(tl, on_gpu=False)[0])
     with pytest.raises(ValueError, match="'on' must be one of"):
         plots.proof_phases(tl.assign(on="TPU"))

@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
+from zkgpu.analysis import keynumbers
 from zkgpu.analysis.metrics import critical_path, detail_value, duration_ms
 from zkgpu.core.events import GPU_PHASES
 
@@ -449,4 +450,6 @@ def gpu_time_split(events: pd.DataFrame) -> pd.DataFrame:
         rows[run] = {**{k: (v / n if n else float("nan")) for k, v in acc.items()},
                      "partitions": int(n), "ms_per_partition": float(p["ms_per_partition"]), "wall_ms": float(p["wall_ms"])}
     cols = [*BUSY_PARTS, *IDLE_PARTS, "partitions", "ms_per_partition", "wall_ms"]
-    return pd.DataFrame.from_dict(rows, orient="index", columns=cols).rename_axis("run")
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=cols).rename_axis("run")
+    out.attrs["statistic"] = keynumbers.MEAN_PER_PARTITION  # the report shows it for representative runs
+    return out

@@ -6,6 +6,13 @@ scenario, recording)}, finding=...)``; the file ``<out_dir>/<name>.json`` holds 
 sentence>", "numbers": {key: {"value", "unit", "label", "scenario", "recording"}}}``. A ``%`` value is a
 fraction in [0, 1]. A number is identified by (key, recording, scenario): two pages may show different
 values under one key only when they name different recordings (the report's tests check it). Plain ``key: scalar`` entries are kept as they are (rendered with no unit).
+
+One statistic per name: :data:`STATISTICS` defines, once, what each of the report's shared names means
+(``h2d_share``, ``mutex_held``, ...). What a page shows under such a name (a table's cell, a figure
+caption's number: :func:`show`, called by ``zkgpu.app.view``) is kept beside its key numbers under
+``"shown"``, with its scenario, recording and statistic (``""``: the name's own, else the one the page
+prints beside it), so that a test can check that one name shows one value per statistic, scenario and
+recording across the whole report (tests/pagebudget.py ``conflicting_numbers``).
 The folder is the ``out_dir`` keyword, else the one given to :func:`configure` (``zkgpu.app.live``
 passes ``$ZKGPU_NB_OUT``, which ``zkgpu report`` sets); with neither, nothing is written.
 """
@@ -13,16 +20,46 @@ passes ``$ZKGPU_NB_OUT``, which ``zkgpu report`` sets); with neither, nothing is
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["UNITS", "configure", "number", "save_key_numbers", "save_figure", "identity", "recorded_from"]
+__all__ = ["UNITS", "STATISTICS", "configure", "number", "save_key_numbers", "save_figure", "identity", "recorded_from", "base_name", "show",
+           "current_recording", "opened", "MEAN_PER_PARTITION", "MEAN_PER_EVENT", "REPRESENTATIVE_RUN"]
 
 #: Units a key number may carry (the key-numbers contract): "%" values are fractions in [0, 1].
 UNITS = ("%", "ms", "GB/s", "partitions/min", "x", "")
 
+#: The report's shared names, each with its one statistic (issue 21: "one number per name"). A table column or
+#: row, a key number or a figure caption that shows one of these names (:func:`base_name`) shows this
+#: statistic for the scenario and recording it names, unless it prints another one beside it (``statistic``
+#: of :func:`show`, e.g. "the representative run's mean per partition" under the bars that add up).
+STATISTICS: dict[str, str] = {
+    "partitions_per_min": "partitions finished per minute over each run's wall span; median over the scenario's runs",
+    "compute_util": "kernel time (copies left out) over each run's wall span; median over the scenario's runs",
+    "kernel_util": "upstream's kernel utilization (gpu_total − barrier_wait over the wall span) of each run; median over the runs",
+    "timeline_util": "time some worker is between GPU_START and GPU_END over each run's wall span; median over the runs",
+    "h2d_share": "the H2D share: Σ exposed H2D / Σ ntt_msm_h of each run; median over the runs",
+    "h2d_gbps": "Σ bytes of a, b, c / Σ CUDA-event copy time of each run; median over the runs",
+    "h2d_exposed": "exposed H2D per partition (copy time no kernel hid): the representative run's mean per partition, "
+                   "as the bars of the GPU's time per partition and of ntt_msm_h's split",
+    **{ph: f"median duration of a run's {ph} events; median over the scenario's runs"
+       for ph in ("ntt_msm_h", "prep_msm", "mutex_wait", "barrier_wait", "mutex_held", "h2d")},
+    "prove": "one proof of `zkgpu prove`, the whole command (process start, key read, phases, writing); median over the proofs",
+    "proof_phases": "one proof's phases inside `zkgpu prove`, from reading the key to the last phase's end; the median proof",
+}
+#: The statistics a page may show under a :data:`STATISTICS` name instead of the name's own, said where it shows
+#: them (``zkgpu.app.view.table`` prints a table's ``attrs["statistic"]`` in its caption): the functions that compute
+#: them set it (:func:`zkgpu.analysis.metrics.critical_path`, :func:`zkgpu.analysis.metrics.ntt_msm_h_split`,
+#: :func:`zkgpu.analysis.gpu_time.gpu_time_split`: :data:`MEAN_PER_PARTITION`; :func:`zkgpu.analysis.metrics.mutex_stats`:
+#: :data:`MEAN_PER_EVENT`). The notebooks pass them the scenarios' representative runs (``Source.events``).
+MEAN_PER_PARTITION = "the representative run's mean per partition (the parts add up)"
+MEAN_PER_EVENT = "the representative run's mean per event"
+REPRESENTATIVE_RUN = "the representative run (each scenario's median-throughput run)"
+
 _OUT_DIR: Path | None = None  # set by configure(); None: save_key_numbers writes nothing
 _RECORDING: tuple[str, dict[str, str]] = ("", {})  # set by recorded_from(): the recording of entries that name none
+_OPENED = ""  # set by opened(): the recording the notebook opened, the default of what show() notes
 
 
 def configure(out_dir: str | Path | None = None) -> None:
@@ -74,6 +111,51 @@ def recorded_from(recording: str, **prefixes: str) -> None:
     _RECORDING = (str(recording), {k: str(v) for k, v in prefixes.items()})
 
 
+def opened(recording: str) -> None:
+    """Name the recording the notebook opened (``zkgpu.app.live.open_source`` calls it): what :func:`show`
+    notes is from it unless :func:`recorded_from` or the caller names another."""
+    global _OPENED
+    _OPENED = str(recording)
+
+
+def current_recording() -> str:
+    """The recording :func:`recorded_from` named last for entries that name none, else the one :func:`opened`
+    named ('' before either)."""
+    return _RECORDING[0] or _OPENED
+
+
+def base_name(label: Any) -> str | None:
+    """The :data:`STATISTICS` name a shown label stands for, or None: lower case, spaces as ``_``, a
+    parenthesised note, a unit (``_ms``, ``_s``, `` ms``) and statistic words (``mean``, ``median``) left
+    out, so that ``"mutex_held_mean_ms"``, ``"mutex held (ms)"`` and ``"mutex_held_ms"`` are one name; a
+    scenario prefix (``baseline_h2d_share``) is left to the caller."""
+    if not isinstance(label, str):
+        return None
+    n = re.sub(r"\(.*?\)", "", label.lower()).strip().replace(" ", "_").replace("-", "_")
+    n = re.sub(r"(_?(ms|s|%))$", "", n)
+    parts = [p for p in n.split("_") if p and p not in ("mean", "median", "avg")]
+    n = "_".join(parts)
+    n = {"exposed_h2d": "h2d_exposed", "per_min": "partitions_per_min", "throughput": "partitions_per_min"}.get(n, n)
+    return n if n in STATISTICS else None
+
+
+_SHOWN: list[dict[str, Any]] = []  # what the page showed under STATISTICS names since its last save_key_numbers
+
+
+def show(name: str, value: Any, text: str, *, scenario: str = "", recording: str | None = None, statistic: str = "", unit: str = "") -> None:
+    """Note that the page shows ``value`` (printed as ``text``) under the :data:`STATISTICS` name ``name``
+    for ``scenario``; ``recording`` defaults to :func:`current_recording`; ``statistic``: '' for the
+    name's own, else the one printed beside it. :func:`save_key_numbers` writes what was noted under
+    ``"shown"`` and starts afresh. A name outside :data:`STATISTICS` is ignored."""
+    if name not in STATISTICS:
+        return
+    v = value.item() if hasattr(value, "item") else value
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or v != v:
+        return
+    _SHOWN.append({"name": name, "value": float(v), "text": str(text), "scenario": str(scenario),
+                   "recording": str(current_recording() if recording is None else recording), "statistic": str(statistic), "unit": str(unit)})
+
+
 def _stamp(key: str, entry: Any) -> Any:
     """``entry`` with its recording filled in from :func:`recorded_from` where it has none."""
     if not isinstance(entry, dict) or "value" not in entry or entry.get("recording"):
@@ -98,7 +180,7 @@ def save_key_numbers(name: str, numbers: dict[str, Any], finding: str = "", *, o
     """Write a notebook's finding and key numbers as JSON into ``<out_dir>/<name>.json``.
 
     The file is ``{"finding": "<one sentence>", "numbers": {key: {"value", "unit", "label",
-    "scenario"}}}`` (build entries with :func:`number`; plain ``key: scalar`` entries are kept as
+    "scenario"}}, "shown": [...]}`` (``shown``: what :func:`show` noted since the last call, where anything) (build entries with :func:`number`; plain ``key: scalar`` entries are kept as
     they are). ``out_dir`` defaults to the folder given to :func:`configure`; with neither, nothing
     is written and None returned. Values must be JSON-serializable (numpy scalars are converted); the
     keys keep the order the notebook gave them (the index page lists them in that order).
@@ -106,11 +188,15 @@ def save_key_numbers(name: str, numbers: dict[str, Any], finding: str = "", *, o
     Returns: the file written, or None.
     """
     folder = Path(out_dir) if out_dir is not None else _OUT_DIR
+    shown = list(_SHOWN)
+    _SHOWN.clear()
     if folder is None:
         return None
     folder.mkdir(parents=True, exist_ok=True)
     f = folder / f"{name}.json"
-    doc = {"finding": str(finding), "numbers": _plain({k: _stamp(str(k), e) for k, e in numbers.items()})}
+    doc: dict[str, Any] = {"finding": str(finding), "numbers": _plain({k: _stamp(str(k), e) for k, e in numbers.items()})}
+    if shown:
+        doc["shown"] = shown
     f.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
     return f
 

@@ -612,25 +612,42 @@ def what_if(
     return pd.DataFrame(rows)
 
 
-def compare(model_result: ModelResult | pd.DataFrame, measured_events: pd.DataFrame) -> pd.DataFrame:
+def _phase_means(events: pd.DataFrame) -> dict[str, float]:
+    """Mean wall duration (ms) of each phase's events: ``{phase: ms}``."""
+    if len(events) == 0:
+        return {}
+    d = events.assign(_ms=metrics.duration_ms(events))
+    return {str(k): float(v) for k, v in d.groupby("phase", observed=True)["_ms"].mean().items()}
+
+
+def compare(model_result: ModelResult | pd.DataFrame, measured_events: pd.DataFrame, stat: str = "median") -> pd.DataFrame:
     """Model vs measurement, metric by metric, with the same definitions on both tables.
 
     Returns:
         DataFrame indexed by metric (``compute_util``, ``kernel_util``, ``timeline_util``,
-        ``partitions_per_min``, all from :func:`zkgpu.analysis.metrics.utilization`, then median ms of ``mutex_wait``, ``ntt_msm_h``,
-        ``barrier_wait``, ``batch_add``, ``tail_msm``, ``mutex_held``) with columns ``model``,
-        ``measured``, ``diff`` (model − measured) and ``rel_err`` (diff / measured; NaN when the
+        ``partitions_per_min``, all from :func:`zkgpu.analysis.metrics.utilization`, then the ms of ``mutex_wait``, ``ntt_msm_h``,
+        ``barrier_wait``, ``batch_add``, ``tail_msm``, ``mutex_held`` per event: ``<phase>_ms``, the median (``stat="median"``),
+        or ``<phase>_mean_ms``, the mean (``stat="mean"``, as :func:`zkgpu.analysis.metrics.mutex_stats`' ``<phase>_mean_ms``))
+        with columns ``model``, ``measured``, ``diff`` (model − measured) and ``rel_err`` (diff / measured; NaN when the
         measured value is 0 or missing, or is a time below 1 ms).
+
+    Raises:
+        ValueError: ``stat`` is neither "median" nor "mean".
     """
+    if stat not in ("median", "mean"):
+        raise ValueError(f"stat must be 'median' or 'mean', got {stat!r}")
     mev = model_result.events if isinstance(model_result, ModelResult) else model_result
     um, ux = utilization(mev), utilization(measured_events)
-    mm, mx = metrics.phase_medians(mev), metrics.phase_medians(measured_events)
+    if stat == "median":
+        mm, mx, suffix = metrics.phase_medians(mev), metrics.phase_medians(measured_events), "_ms"
+    else:
+        mm, mx, suffix = _phase_means(mev), _phase_means(measured_events), "_mean_ms"
     rows = {}
     for k in ("compute_util", "kernel_util", "timeline_util", "partitions_per_min"):
         rows[k] = (um[k], ux[k])
     for ph in ("mutex_wait", "ntt_msm_h", "barrier_wait", "batch_add", "tail_msm", "mutex_held"):
         if ph in mm or ph in mx:
-            rows[f"{ph}_ms"] = (mm.get(ph, float("nan")), mx.get(ph, float("nan")))
+            rows[f"{ph}{suffix}"] = (mm.get(ph, float("nan")), mx.get(ph, float("nan")))
     out = pd.DataFrame.from_dict(rows, orient="index", columns=["model", "measured"])
     out["diff"] = out["model"] - out["measured"]
     meas = out["measured"].where(out["measured"].abs() > 1e-12)

@@ -613,7 +613,6 @@ def run_row(ev: pd.DataFrame) -> dict[str, float]:
     per = metrics.h2d_share(ev, by=("partition",))
     per = per[per["ntt_msm_h_ms"] > 0]
     row["h2d_share"] = float(per["h2d_ms"].sum() / per["ntt_msm_h_ms"].sum()) if len(per) else float("nan")
-    row["h2d_exposed_ms"] = float(per["h2d_ms"].median()) if len(per) else float("nan")
     return row
 
 
@@ -656,11 +655,12 @@ def scenario_table(source: Source, names: Iterable[str] | None = None) -> pd.Dat
     kernels only / upstream's kernel figure with the H2D copies counted / TIMELINE, over the run's
     wall span), median ms of ``ntt_msm_h, h2d, ntt, h_msm,
     prep_msm, barrier_wait, mutex_wait, batch_add, tail_msm, prove`` (``h2d_ms``: the host waiting
-    for the copies), ``h2d_gbps`` (:func:`zkgpu.analysis.metrics.effective_h2d_gbps`), ``h2d_share`` and
-    ``h2d_exposed_ms`` (median per partition): the copy time that lengthened ntt_msm_h
-    (:func:`zkgpu.analysis.metrics.h2d_share`). Every number is the median over the scenario's runs
-    (:func:`repeat_table`; ``repeats`` counts them), and each of :data:`SPREAD_COLUMNS` has
-    ``<column>_min`` and ``<column>_max``, the range over the runs. Milliseconds are the recording's device's.
+    for the copies), ``h2d_gbps`` (:func:`zkgpu.analysis.metrics.effective_h2d_gbps`) and ``h2d_share``, the
+    copy time that lengthened ntt_msm_h over ntt_msm_h (Σ / Σ of each run, :func:`zkgpu.analysis.metrics.h2d_share`).
+    Every number is the median over the scenario's runs (:func:`repeat_table`; ``repeats`` counts them), and
+    each of :data:`SPREAD_COLUMNS` has ``<column>_min`` and ``<column>_max``, the range over the runs.
+    Milliseconds are the recording's device's. These are :data:`zkgpu.analysis.keynumbers.STATISTICS`' statistics
+    (the exposed H2D in ms is not here: :func:`zkgpu.analysis.metrics.ntt_msm_h_split`); ``attrs["recording"]`` names the recording.
     """
     reps = repeat_table(source, names)
     if reps.empty:
@@ -675,7 +675,9 @@ def scenario_table(source: Source, names: Iterable[str] | None = None) -> pd.Dat
         for col in SPREAD_COLUMNS:
             row[f"{col}_min"], row[f"{col}_max"] = float(num[col].min()), float(num[col].max())
         rows.append(row)
-    return pd.DataFrame(rows).set_index("scenario")
+    out = pd.DataFrame(rows).set_index("scenario")
+    out.attrs["recording"] = source.recording.path.name
+    return out
 
 
 def spread(table: pd.DataFrame, column: str = "partitions_per_min") -> pd.Series:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -28,6 +29,7 @@ from zkgpu.analysis import keynumbers
 from zkgpu.analysis.gpu_time import BUSY_PARTS, IDLE_PARTS
 from zkgpu.analysis.metrics import GPU_PATH
 from zkgpu.analysis.plots import caption, size_label
+from zkgpu.analysis.plots.style import shown_numbers
 
 __all__ = ["column_format", "fmt", "table", "figure", "md", "definitions"]
 
@@ -113,7 +115,8 @@ def fmt(value: Any, name: str) -> str:
     return str(value)
 
 
-def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row: bool = False, percent: Iterable[Any] = ()):
+def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row: bool = False, percent: Iterable[Any] = (), *,
+          scenario: str | None = None, statistic: str = "", recording: str | None = None, value_column: str | None = None):
     """``df`` as a pandas Styler with every column formatted by its name (:func:`column_format`);
     a Series is shown as a one-column table, each value formatted by its row's name. Wide tables keep their columns (the report's CSS
     scrolls them). Columns of a MultiIndex are formatted by their first level. ``by_row``: format
@@ -121,8 +124,20 @@ def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row:
     with one metric per row, e.g. :func:`zkgpu.analysis.model.compare`; there a ``diff`` of two percentages
     is shown in percentage points). ``percent``: columns shown as percentages whatever their name
     (their values are fractions, e.g. the shares of :func:`zkgpu.story.bottleneck.idle_table`). Text
-    columns are left-aligned, numbers right-aligned."""
+    columns are left-aligned, numbers right-aligned.
+
+    One number per name: every cell under a name of :data:`zkgpu.analysis.keynumbers.STATISTICS` is noted
+    (:func:`zkgpu.analysis.keynumbers.show`) with its scenario (the row, where the index is ``scenario`` or
+    ``run``; else ``scenario``; a ``by_row`` table's cells in ``value_column``), its recording
+    (``recording``, else ``df.attrs["recording"]``, which :func:`zkgpu.analysis.replay.scenario_table` sets,
+    else the notebook's) and ``statistic`` ('' or ``df.attrs["statistic"]``: the name's own; any other is
+    printed in the caption, so that a reader sees which statistic the table shows)."""
     pct_cols = {percent} if isinstance(percent, str) else set(percent)  # one name, or several
+    statistic = statistic or str(getattr(df, "attrs", {}).get("statistic", "") or "")
+    recording = recording if recording is not None else (getattr(df, "attrs", {}).get("recording") or None)
+    if statistic and statistic not in (caption_text or ""):  # a statistic other than the name's own is said where the table is
+        caption_text = f"{caption_text}; {statistic}" if caption_text else statistic
+    _note_shown(df, by_row, pct_cols, scenario, statistic, recording, value_column)
     for level in [n for n in getattr(df.index, "names", []) if n is not None and "bytes" in str(n)]:
         df = df.rename(index=lambda v: size_label(v) if isinstance(v, (int, float)) else v, level=level)  # 4 GiB, not 4294967296
     if isinstance(df, pd.Series):  # one value per row: format each by its row's name
@@ -156,17 +171,62 @@ def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row:
     return sty
 
 
-def figure(fig: Figure, note: str = "", landing: str = "", notebook: str = "") -> None:
+def _unit_of(text: str) -> str:
+    """The unit a formatted value ends with ("ms", "%", "GB/s", "/min", "×", "s"; '' for a plain number)."""
+    m = re.search(r"(ms|%|GB/s|/min|×|s)$", text.strip())
+    return m.group(1) if m else ""
+
+
+def _note_shown(df: pd.DataFrame | pd.Series, by_row: bool, pct_cols: set[Any], scenario: str | None, statistic: str,
+                recording: str | None, value_column: str | None) -> None:
+    """Note every cell of ``df`` under a :data:`zkgpu.analysis.keynumbers.STATISTICS` name (see :func:`table`)."""
+    if isinstance(df, pd.Series):
+        df = df.to_frame()
+    idx = df.index
+    names = [str(n) if n is not None else "" for n in getattr(idx, "names", [idx.name])]
+    rows_are_scenarios = bool({"scenario", "run"} & set(names))
+    cells: list[tuple[int, Any, Any, Any]] = []  # (row position, row label, name, value column)
+    if by_row:
+        if scenario is None or value_column is None or value_column not in df.columns:
+            return
+        cells = [(i, r, r, value_column) for i, r in enumerate(df.index)]
+    elif rows_are_scenarios or scenario is not None:
+        cells = [(i, r, c, c) for c in df.columns if isinstance(c, str) for i, r in enumerate(df.index)]
+    for i, r, name, col in cells:
+        base = keynumbers.base_name(name)
+        if base is None:
+            continue
+        col_values = df[col]
+        if isinstance(col_values, pd.DataFrame):  # a column name given twice: which is meant is unclear, so nothing is noted
+            continue
+        value = col_values.iloc[i]
+        if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, (bool, np.bool_)):
+            continue
+        scen, rec = scenario, recording
+        if rows_are_scenarios and not by_row:
+            label = dict(zip(names, r if isinstance(r, tuple) else (r,), strict=False))
+            scen = str(label.get("scenario", label.get("run", "")))
+            rec = str(label["recording"]) if "recording" in label else rec
+        text = _pct(value) if col in pct_cols else fmt(value, str(col) if not by_row else str(name))
+        keynumbers.show(base, value, text, scenario=str(scen or ""), recording=rec, statistic=statistic, unit=_unit_of(text))
+
+
+def figure(fig: Figure, note: str = "", landing: str = "", notebook: str = "", recording: str | None = None) -> None:
     """Show ``fig``, close it (so the inline backend does not show it twice) and print its
     caption (:func:`zkgpu.analysis.plots.caption`, plus ``note``) as markdown right below it.
     ``landing``: also keep it, under that key, for the report's landing page
-    (:func:`zkgpu.analysis.keynumbers.save_figure`; ``notebook`` names the page it links to)."""
+    (:func:`zkgpu.analysis.keynumbers.save_figure`; ``notebook`` names the page it links to). The named numbers
+    its caption prints (:func:`zkgpu.analysis.plots.style.shown_numbers`) are noted as :func:`table`'s cells are,
+    from ``recording`` (default: the notebook's)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")  # tight: legends outside the axes stay in
     plt.close(fig)
     text = " ".join(t for t in (caption(fig), note) if t)
     alt = text or (fig.axes[0].get_title() if fig.axes else "")
     display(Image(data=buf.getvalue(), format="png", metadata={"alt": alt} if alt else None))
+    for e in shown_numbers(fig):  # the named numbers its caption prints: one number per name (keynumbers.STATISTICS)
+        keynumbers.show(e["name"], e["value"], e["text"], scenario=e["scenario"], recording=recording, statistic=e["statistic"],
+                        unit=_unit_of(e["text"]))
     if landing:
         keynumbers.save_figure(landing, buf.getvalue(), text, notebook)
     if text:

@@ -37,7 +37,7 @@ from zkgpu.analysis.gpu_time import (
     idle_causes,
     kernel_ms_per_partition,
 )
-from zkgpu.analysis.keynumbers import number
+from zkgpu.analysis.keynumbers import REPRESENTATIVE_RUN, number
 from zkgpu.analysis.model import ModelParams, ModelResult, compare, simulate, utilization
 from zkgpu.analysis.replay import (
     Recording,
@@ -453,8 +453,8 @@ def lock_table(source: Source, names: Iterable[str]) -> pd.DataFrame:
                       "mutex_held_ms": float(per_held.mean()) if len(held) else float("nan"),
                       "ntt_msm_h_ms": float(((nt["end_ns"] - nt["start_ns"]) / 1e6).median()) if len(nt) else float("nan"),
                       "partitions_per_min": utilization(ev)["partitions_per_min"]}
-    out = pd.DataFrame.from_dict(rows, orient="index")
-    out.index.name = "scenario"
+    out = pd.DataFrame.from_dict(rows, orient="index").rename_axis("scenario")
+    out.attrs.update(statistic=REPRESENTATIVE_RUN, recording=source.recording.path.name)
     return out
 
 

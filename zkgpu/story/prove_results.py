@@ -12,6 +12,7 @@ Phase names are those of :mod:`zkgpu.groth16.prover` plus ``read`` (reading the 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +32,7 @@ __all__ = [
     "recorded_prove_source",
     "phase_timeline",
     "plot_phase_timeline",
+    "command_ms",
     "prove_key_numbers",
     "prove_finding",
     "REAL_DIR",
@@ -157,6 +159,14 @@ def plot_phase_timeline(timeline: pd.DataFrame, *, on_gpu: bool, ax=None):
     return ax
 
 
+def command_ms(src: ProveSource) -> float:
+    """The median time of one whole ``zkgpu prove`` command (ms): process start, imports, key read, the phases,
+    writing the proof (:func:`phase_timeline` has the phases alone)."""
+    med = src.runs.groupby("tool")["wall_s"].median()
+    zk_tool = next(t for t in med.index if t.startswith("zkgpu"))
+    return 1e3 * float(med[zk_tool])
+
+
 def prove_key_numbers(src: ProveSource) -> dict:
     """Key numbers in the report's contract (:func:`zkgpu.analysis.keynumbers.number` entries): ``source`` (the kind), the
     circuit's size, whether every proof verified, whole-command medians in ms, the speed-up over
@@ -167,14 +177,16 @@ def prove_key_numbers(src: ProveSource) -> dict:
     tl = phase_timeline(src.phases)
     main = tl[tl["on"] != "CPU thread"]
     total = float(main.ms.sum()) or float("nan")
-    num = number
+    num = functools.partial(number, recording=src.folder.name if src.folder is not None else "")  # each number names its recording
     out = {
         "source": num(src.kind, "", "data source"),
         "device": num(str(src.manifest.get("device")), "", "device of zkgpu prove"),
         "domain_size": num(int(src.manifest["domain_size"]), "", "QAP domain size n (NTT size, H MSM length)"),
         "n_vars": num(int(src.manifest["n_vars"]), "", "signals (A, B MSM length)"),
         "all_verified": num("yes" if bool(src.runs.verified.all()) else "no", "", "every proof accepted by snarkjs groth16 verify"),
-        "zkgpu_prove_ms": num(1e3 * float(med[zk_tool]), "ms", "zkgpu prove, whole command, median"),
+        "zkgpu_prove_ms": num(command_ms(src), "ms", "zkgpu prove, whole command, median"),
+        "proof_phases_ms": num(float((tl["start_ms"] + tl["ms"]).max()) if len(tl) else float("nan"), "ms",
+                               "zkgpu prove's phases, key read to the last phase's end, median proof (inside the whole command)"),
         "cpu_phase_share": num(float(main.loc[main["on"] == "CPU", "ms"].sum()) / total, "%",
                                "share of the proof's main-thread time in CPU phases"),
         "gpu_phase_ms": num(float(main.loc[main["on"] == "GPU", "ms"].sum()), "ms", "time in kernel phases, median proof"),

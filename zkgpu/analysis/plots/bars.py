@@ -14,12 +14,14 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from zkgpu.analysis import keynumbers
 from zkgpu.analysis.gpu_time import BUSY_PARTS, CAUSE_PHASES, OUTSIDE_WINDOW
 from zkgpu.analysis.metrics import GPU_PATH, UTILIZATIONS, utilization
 from zkgpu.analysis.plots.style import (
     METRIC_COLORS,
     METRIC_EDGE,
     SERIES_STYLE,
+    add_shown,
     fig_ax,
     patch_legend,
     phase_color,
@@ -266,18 +268,33 @@ def held_breakdown(table: pd.DataFrame, ax: Axes | None = None, title: str | Non
 
 
 def ntt_msm_h_split(table: pd.DataFrame, ax: Axes | None = None, title: str | None = None, gbps: Mapping[str, float] | None = None,
-                    xmax: float | None = None) -> tuple[Figure, Axes]:
+                    xmax: float | None = None, share: Mapping[str, float] | None = None) -> tuple[Figure, Axes]:
     """ntt_msm_h per partition split into exposed H2D, NTT and H MSM (ms), one bar per run (rows of
-    :func:`zkgpu.analysis.metrics.ntt_msm_h_split`); ``gbps`` ({run: effective H2D GB/s}) labels the bars;
-    ``xmax`` (ms): the longest bar the axis holds (shared by figures that are compared)."""
+    :func:`zkgpu.analysis.metrics.ntt_msm_h_split`: the representative run's means per partition); ``gbps``
+    ({run: effective H2D GB/s}) labels the bars; ``xmax`` (ms): the longest bar the axis holds (shared by
+    figures that are compared). ``share`` ({run: the H2D share}, ``zkgpu.analysis.replay.scenario_table``'s
+    ``h2d_share``): the caption prints the report's one H2D share, never a share of these bars of its own
+    (one number per name: a share of one run's means would differ from it)."""
     tot = {i: f"{r['ntt_msm_h']:.0f} ms" + (f", H2D at {gbps[i]:.1f} GB/s" if gbps and i in gbps and np.isfinite(gbps[i]) and r["h2d"] > 0 else "")
            for i, r in table.iterrows()}
     fig, ax, v = _stacked(table, ["h2d", "ntt", "h_msm"], ax, "ms per partition", title or "inside ntt_msm_h", labels=PATH_LABELS, totals=tot, figw=9.0,
                           xmax=xmax)
-    bits = "; ".join(f"{i}: {r['h2d']:.1f} ms H2D of {r.sum():.1f} ms ({r['h2d'] / r.sum():.1%})" for i, r in v.iterrows() if r.sum() > 0)
-    set_caption(fig, "Mean ntt_msm_h per partition: the exposed H2D (copy time no kernel hid, CUDA events), the H MSM, and "
-                 "the rest — the NTTs, the copy time they hid, and any host-side work inside ntt_msm_h such as registering "
-                 f"the buffers (registered). {bits}.")
+    bits = []
+    for i, r in v.iterrows():
+        if r.sum() <= 0:
+            continue
+        add_shown(fig, "h2d_exposed", str(i), float(r["h2d"]), f"{r['h2d']:.1f} ms")
+        add_shown(fig, "ntt_msm_h", str(i), float(r.sum()), f"{r.sum():.1f} ms", statistic=keynumbers.MEAN_PER_PARTITION)
+        one = f"{i}: {r['h2d']:.1f} ms H2D of {r.sum():.1f} ms"
+        if share is not None and i in share and np.isfinite(share[i]):
+            add_shown(fig, "h2d_share", str(i), float(share[i]), f"{share[i]:.1%}")
+            one += f" (H2D share {share[i]:.1%})"
+        bits.append(one)
+    note = (" The H2D share in brackets is the report's one: Σ exposed / Σ ntt_msm_h of each run, median over the runs."
+            if share is not None else "")
+    set_caption(fig, "Mean ntt_msm_h per partition of each scenario's representative run (its median-throughput run): the exposed "
+                 "H2D (copy time no kernel hid, CUDA events), the H MSM, and the rest — the NTTs, the copy time they hid, and any "
+                 f"host-side work inside ntt_msm_h such as registering the buffers (registered). {'; '.join(bits)}.{note}")
     return fig, ax
 
 

@@ -22,7 +22,7 @@ from matplotlib.patches import Patch
 from zkgpu.core.events import PHASES
 
 __all__ = ["PHASE_COLORS", "METRIC_COLORS", "METRIC_EDGE", "PATH_STYLES", "SERIES_STYLE", "UNKNOWN_COLOR", "path_style", "phase_color",
-           "caption", "set_caption", "fig_ax", "root_figure", "patch_legend", "phase_sort", "size_label", "require_columns"]
+           "caption", "set_caption", "shown_numbers", "add_shown", "fig_ax", "root_figure", "patch_legend", "phase_sort", "size_label", "require_columns"]
 
 _PALETTE = {
     "synthesize": "#8c8c8c",
@@ -104,6 +104,23 @@ def caption(fig: Figure | SubFigure) -> str:
 def set_caption(fig: Figure | SubFigure, text: str, *, append: bool = True) -> None:
     """Attach ``text`` as ``fig``'s caption, after the caption it has (``append``) or instead of it."""
     setattr(fig, _CAPTION_ATTR, ((caption(fig) + " ") if append else "") + text.strip())
+
+
+_SHOWN_ATTR = "zkgpu_shown"
+
+
+def shown_numbers(fig: Figure | SubFigure) -> list[dict[str, Any]]:
+    """The named numbers ``fig``'s caption prints (:func:`add_shown`), for the report's one-number-per-name check
+    (``zkgpu.app.view.figure`` hands them to :func:`zkgpu.analysis.keynumbers.show`)."""
+    return list(getattr(fig, _SHOWN_ATTR, []))
+
+
+def add_shown(fig: Figure | SubFigure, name: str, scenario: str, value: float, text: str, statistic: str = "") -> None:
+    """Record that ``fig``'s caption prints ``value`` (as ``text``) under the name ``name`` (one of
+    :data:`zkgpu.analysis.keynumbers.STATISTICS`) for ``scenario``; ``statistic``: '' for the name's own, else the
+    one the caption says."""
+    setattr(fig, _SHOWN_ATTR, [*shown_numbers(fig), {"name": name, "scenario": str(scenario), "value": float(value), "text": text,
+                                                     "statistic": statistic}])
 
 
 def fig_ax(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:

@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 
 from zkgpu.analysis.metrics import CONTAINER_PHASES, SUB_PHASES
 from zkgpu.analysis.plots.style import (
+    add_shown,
     fig_ax,
     patch_legend,
     phase_color,
@@ -228,12 +229,15 @@ PROOF_SIDES: dict[str, tuple[str, str, str | None]] = {
 }
 
 
-def proof_phases(table: pd.DataFrame, *, on_gpu: bool = True, ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
+def proof_phases(table: pd.DataFrame, *, on_gpu: bool = True, ax: Axes | None = None, title: str | None = None,
+                 command_ms: float | None = None) -> tuple[Figure, Axes]:
     """One real Groth16 proof phase by phase: one horizontal bar per row of ``table`` (columns
     ``phase``, ``start_ms``, ``ms``, ``on`` in :data:`PROOF_SIDES`, as
     :func:`zkgpu.story.prove_results.phase_timeline` builds it), from its start to its end in ms since
     the proof began, coloured by where it runs. ``on_gpu`` False: the "GPU" rows ran the kernels'
-    CPU references (the legend says so).
+    CPU references (the legend says so). ``command_ms``: the whole command's median time, which the caption
+    sets beside the phases' span (two numbers, two names: the command also starts the process, imports and
+    writes the proof).
 
     Raises:
         ValueError: a column is missing, the table is empty, or an ``on`` value is unknown.
@@ -260,8 +264,15 @@ def proof_phases(table: pd.DataFrame, *, on_gpu: bool = True, ax: Axes | None = 
     fig.tight_layout()
     end = table.assign(end=table["start_ms"] + table["ms"])
     longest = end.loc[end["ms"].idxmax()]
+    span = float(end["end"].max())
+    add_shown(fig, "proof_phases", "", span, f"{span:,.0f} ms")
+    whole = ""
+    if command_ms is not None and np.isfinite(command_ms):
+        add_shown(fig, "prove", "", float(command_ms), f"{command_ms:,.0f} ms")
+        whole = (f", of a whole `zkgpu prove` command of {command_ms:,.0f} ms (median; the rest is outside the phases: the process "
+                 "starting, its imports and writing the proof)")
     set_caption(fig, "One bar per phase of `zkgpu prove`, from its start to its end in ms since the proof began (median over "
                 "the proofs), coloured by where it runs: " + ", ".join(labels[k] for k in present)
-                + f". The proof takes {float(end['end'].max()):,.0f} ms; the longest phase is {longest['phase']} "
-                f"({float(longest['ms']):,.0f} ms, {longest['on']}).")
+                + f". The phases, from reading the key to the last one's end, take {span:,.0f} ms{whole}; the longest phase is "
+                f"{longest['phase']} ({float(longest['ms']):,.0f} ms, {longest['on']}).")
     return fig, ax
