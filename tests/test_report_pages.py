@@ -230,3 +230,22 @@ def test_one_statistic_per_name_catches_what_a_fresh_reader_found(tmp_path: Path
     # two recordings may show two values under one name (they name them)
     s2 = [dict(s[0], recording="rec-2", value=0.5, text="50.0%")]
     assert not pagebudget.conflicting_shown({"05": s, "07b": s2})
+
+
+def test_landing_page_names_the_recording_of_each_baseline_figure_and_line(tmp_path: Path):
+    """The landing page showed the baseline at 304 (the story, from the investigation's recording) and at 317 /min (the
+    staircase, from the last mile's) without saying they are two runs: it now names both recordings, with each number."""
+    key_dir = tmp_path / "key_numbers"
+    base = {"01_x": ("rec-main", 304.4), lecture.STORY_PAGE: ("rec-main", 304.4), "07b_y": ("rec-last", 317.3)}
+    for name, (rec, v) in base.items():
+        keynumbers.save_key_numbers(name, {"baseline_per_min": keynumbers.number(v, "partitions/min", "throughput", "baseline", recording=rec)},
+                                    finding=f"finding of {name}.", out_dir=key_dir)
+    keynumbers.save_figure("staircase", b"png", "baseline 317/min", "07b_y", out_dir=key_dir, recording="rec-last")
+    pages = [lecture.Page(n, n, f"finding of {n}.") for n in base]
+    page = lecture.landing_html(pages, key_dir, data_note="Data.")
+    assert "<b>rec-main</b> 304 partitions/min (first in 01_x); <b>rec-last</b> 317 partitions/min (first in 07b_y)" in page
+    assert "baseline 317/min (<a href='07b_y.html'>07b_y</a>) Recording: <b>rec-last</b>." in page
+    assert f">{lecture.STORY_PAGE}</a>; recording <b>rec-main</b>)" in page
+    assert "finding of 07b_y.</span> <span class='rec'>[rec-last]</span>" in page
+    one = lecture.landing_html(pages[:2], key_dir, data_note="Data.")  # one recording: nothing to tell apart
+    assert "class='baselines'" not in one

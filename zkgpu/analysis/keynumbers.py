@@ -201,9 +201,12 @@ def save_key_numbers(name: str, numbers: dict[str, Any], finding: str = "", *, o
     return f
 
 
-def save_figure(key: str, png: bytes, caption: str, notebook: str = "", *, out_dir: str | Path | None = None) -> Path | None:
+def save_figure(key: str, png: bytes, caption: str, notebook: str = "", *, out_dir: str | Path | None = None,
+                recording: str | None = None) -> Path | None:
     """Keep a figure for the report's landing page: ``<out_dir>/figures/<key>.png`` and ``<key>.json``
-    (``{"caption", "notebook"}``); the folder as :func:`save_key_numbers` (nothing written without one).
+    (``{"caption", "notebook", "recording"}``; ``recording`` defaults to :func:`current_recording`, so that the
+    landing page names the recording each figure is drawn from); the folder as :func:`save_key_numbers`
+    (nothing written without one).
 
     Raises:
         ValueError: ``key`` is not a plain name (letters, digits, ``_``, ``-``).
@@ -216,5 +219,6 @@ def save_figure(key: str, png: bytes, caption: str, notebook: str = "", *, out_d
     figs = folder / "figures"
     figs.mkdir(parents=True, exist_ok=True)
     (figs / f"{key}.png").write_bytes(png)
-    (figs / f"{key}.json").write_text(json.dumps({"caption": caption, "notebook": notebook}) + "\n", encoding="utf-8")
+    rec = current_recording() if recording is None else str(recording)
+    (figs / f"{key}.json").write_text(json.dumps({"caption": caption, "notebook": notebook, "recording": rec}) + "\n", encoding="utf-8")
     return figs / f"{key}.png"

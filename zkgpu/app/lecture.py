@@ -32,7 +32,8 @@ from zkgpu.core.optional import notebook_tools
 from zkgpu.story import glossary, seed
 
 __all__ = ["LONG_TABLE_ROWS", "LANDING_FIGURES", "STORY_PAGE", "Page", "table_rows", "fold_long_tables", "lecture_notebook", "lecture_exporter",
-           "landing_html", "seed_table_html", "write_teaching_pages"]
+           "landing_html", "seed_table_html", "write_teaching_pages",
+           "page_recordings", "baselines_html"]
 
 #: A table with more body rows than this is folded in the lecture view (and counts as long in the page budgets).
 LONG_TABLE_ROWS = 12
@@ -173,13 +174,50 @@ def seed_table_html() -> str:
             f"<table><tr><th>figure</th><th>seed</th><th>ours</th><th>reproduced</th></tr>{rows}</table>")
 
 
+def _numbers(key_dir: Path, name: str) -> dict[str, Any]:
+    """The key numbers a page saved (``{}`` when it saved none or the file is not readable)."""
+    f = key_dir / f"{name}.json"
+    try:
+        nums = json.loads(f.read_text(encoding="utf-8")).get("numbers", {}) if f.is_file() else {}
+    except (OSError, ValueError):
+        return {}
+    return nums if isinstance(nums, dict) else {}
+
+
+def page_recordings(key_dir: Path, name: str) -> list[str]:
+    """The recordings a page's key numbers name, the most named first."""
+    counts: dict[str, int] = {}
+    for e in _numbers(key_dir, name).values():
+        rec = str(e.get("recording") or "") if isinstance(e, dict) else ""
+        if rec:
+            counts[rec] = counts.get(rec, 0) + 1
+    return sorted(counts, key=lambda r: -counts[r])
+
+
+def baselines_html(key_dir: Path, pages: Sequence[Page]) -> str:
+    """One line naming every recording whose baseline throughput a page shows, with that throughput, where there
+    are several (the investigation's and the last mile's: two runs of one configuration, two numbers)."""
+    seen: dict[str, tuple[float, str]] = {}
+    for p in pages:
+        for e in _numbers(key_dir, p.name).values():
+            if (isinstance(e, dict) and e.get("scenario") == "baseline" and e.get("unit") == "partitions/min" and e.get("recording")
+                    and isinstance(e.get("value"), (int, float)) and str(e["recording"]) not in seen):
+                seen[str(e["recording"])] = (float(e["value"]), p.name)
+    if len(seen) < 2:
+        return ""
+    each = "; ".join(f"<b>{html.escape(r)}</b> {v:,.0f} partitions/min (first in {html.escape(n)})" for r, (v, n) in seen.items())
+    return (f"<p class='baselines'>The baseline was run in each of {len(seen)} recordings, so it has {len(seen)} throughputs, "
+            f"one per recording: {each}. Each figure and each line below names its recording; compare steps within one.</p>")
+
+
 def _figure_html(fig_dir: Path, key: str, heading: str, link_prefix: str) -> str:
     png, meta = fig_dir / f"{key}.png", fig_dir / f"{key}.json"
     if not png.is_file():
         return f"<h2>{html.escape(heading)}</h2><p class='failed'>Not drawn: no notebook kept the figure '{key}' in this run.</p>"
     info = json.loads(meta.read_text(encoding="utf-8")) if meta.is_file() else {}
-    cap, nb = str(info.get("caption", "")), str(info.get("notebook", ""))
+    cap, nb, rec = str(info.get("caption", "")), str(info.get("notebook", "")), str(info.get("recording") or "")
     link = f" (<a href='{link_prefix}{html.escape(nb)}.html'>{html.escape(nb)}</a>)" if nb else ""
+    link += f" Recording: <b>{html.escape(rec)}</b>." if rec else ""
     data = base64.b64encode(png.read_bytes()).decode("ascii")
     return (f"<h2>{html.escape(heading)}</h2><figure><img src='data:image/png;base64,{data}' alt='{html.escape(cap)}' "
             f"style='max-width:100%'><figcaption>{html.escape(cap)}{link}</figcaption></figure>")
@@ -189,7 +227,10 @@ def _story_html(key_dir: Path, link_prefix: str) -> str:
     """The story in short: the seed's (:func:`zkgpu.story.seed.story_text`) and ours, :data:`STORY_PAGE`'s finding."""
     f = key_dir / f"{STORY_PAGE}.json"
     ours = str(json.loads(f.read_text(encoding="utf-8")).get("finding", "")) if f.is_file() else ""
-    ours_html = (f"<p><b>Ours.</b> {html.escape(ours)} (<a href='{link_prefix}{STORY_PAGE}.html'>{STORY_PAGE}</a>)</p>" if ours else
+    # the finding's own numbers come first in the page's key numbers (notebook 08): their recording is the story's
+    first = next((str(e["recording"]) for e in _numbers(key_dir, STORY_PAGE).values() if isinstance(e, dict) and e.get("recording")), "")
+    rec = f"; recording <b>{html.escape(first)}</b>" if first else ""
+    ours_html = (f"<p><b>Ours.</b> {html.escape(ours)} (<a href='{link_prefix}{STORY_PAGE}.html'>{STORY_PAGE}</a>{rec})</p>" if ours else
                  f"<p><b>Ours.</b> Not in this run: {STORY_PAGE} wrote no finding.</p>")
     return f"<h2>The story in short</h2><p><b>The seed.</b> {html.escape(seed.story_text())}</p>{ours_html}"
 
@@ -208,15 +249,18 @@ def landing_html(pages: Sequence[Page], key_dir: Path, *, data_note: str, link_p
     under ``key_dir/figures``) with the steps' names read out, the seed-against-ours table
     (:func:`seed_table_html`), one line per notebook (finding and link, ``link_prefix`` before each file name) and the data note."""
     fig_dir = key_dir / "figures"
+    recs = {p.name: page_recordings(key_dir, p.name) for p in pages}
     lines = "".join(
         f"<li><a href='{link_prefix}{html.escape(p.name)}.html'>{html.escape(p.name)}</a> {html.escape(p.title)}"
-        + (f": <span class='finding'>{html.escape(p.finding)}</span>" if p.finding else "") + "</li>" for p in pages)
+        + (f": <span class='finding'>{html.escape(p.finding)}</span>" if p.finding else "")
+        + (f" <span class='rec'>[{html.escape(', '.join(recs[p.name][:2]))}]</span>" if recs[p.name] else "") + "</li>" for p in pages)
     figs = "".join(_figure_html(fig_dir, k, h, link_prefix) for k, h in LANDING_FIGURES)
     return f"""{nav}<h1>zkgpu: GPU bottlenecks in a Groth16 prover</h1>
 <p>A Groth16 prover of Filecoin's PoRep proves partitions on a GPU that computes only part of the time. The notebooks
 re-create the seed's investigation step by step: the symptom, the host ruled out, the lock, the smoking gun (pageable
 H2D), the pinned pool that fixes it, and the bottlenecks beyond.</p>
 {_story_html(key_dir, link_prefix)}
+{baselines_html(key_dir, pages)}
 {figs}
 {step_names_html(glossary_href)}
 <h2>The seed against ours</h2>{seed_table_html()}

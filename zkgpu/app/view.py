@@ -228,7 +228,7 @@ def figure(fig: Figure, note: str = "", landing: str = "", notebook: str = "", r
         keynumbers.show(e["name"], e["value"], e["text"], scenario=e["scenario"], recording=recording, statistic=e["statistic"],
                         unit=_unit_of(e["text"]))
     if landing:
-        keynumbers.save_figure(landing, buf.getvalue(), text, notebook)
+        keynumbers.save_figure(landing, buf.getvalue(), text, notebook, recording=recording)
     if text:
         display(Markdown(f"*Figure.* {text}"))
 
