@@ -249,3 +249,32 @@ def test_landing_page_names_the_recording_of_each_baseline_figure_and_line(tmp_p
     assert "finding of 07b_y.</span> <span class='rec'>[rec-last]</span>" in page
     one = lecture.landing_html(pages[:2], key_dir, data_note="Data.")  # one recording: nothing to tell apart
     assert "class='baselines'" not in one
+
+
+def test_no_describe_dumps_and_long_benchmarks_come_as_small_tables_with_units(monkeypatch):
+    """00, 01, 04, 05 and appendix_kernels printed describe() dumps and a 42-row benchmark pivot without units: the notebooks
+    now call view.spread (median, min, max per quantity, each in its unit) and view.benchmark (tables of at most 12 rows, ms)."""
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("IPython")
+    from zkgpu.app import view
+
+    root = Path(__file__).resolve().parents[1] / "notebooks"
+    code = {p.stem: "\n".join(c.source for c in nbformat.read(p, as_version=4).cells if c.cell_type == "code") for p in root.glob("*.ipynb")}
+    dumps = {n: line.strip() for n, src in code.items() for line in src.splitlines()
+             if any(m in line for m in (".describe(", ".head(", "display(pd.", "display(df")) and "view.table(" not in line}
+    assert not dumps, f"raw DataFrame dumps in the notebooks: {dumps}"
+    shown: list = []
+    monkeypatch.setattr(view, "display", shown.append)
+    rows = [{"kernel": k, "variant": v, "radix": 2 if k.endswith("r2") else 4, "log_n": n, "median_ms": 0.5 * 2 ** (n - 20) * (1 + i)}
+            for i, k in enumerate(("a-r2", "b-r4", "c-r4", "d-r4")) for v in ("forward", "inverse", "coset", "compute_h")
+            for n in range(20, 27) if not (v == "compute_h" and n > 24)]
+    piv = pytest.importorskip("zkgpu.analysis.replay").benchmark_pivot(pd.DataFrame(rows))
+    assert piv.shape[1] == 16  # 16 kinds of measurement: one row each would be a 16-row dump
+    view.benchmark(piv, "NTT")
+    tables = [s.data for s in shown]
+    assert len(tables) == 2 and all(len(t) <= lecture.LONG_TABLE_ROWS for t in tables)
+    assert list(tables[0].columns) == ["a-r2", "b-r4", "c-r4", "d-r4"] and "2^24" in shown[0].caption  # the largest size all ran
+    assert list(tables[1].columns) == [f"2^{n}" for n in range(20, 27)] and "kernel a-r2" in shown[1].caption  # the fastest
+    assert "0.500 ms" in shown[1].to_html() and "32.0 ms" in shown[1].to_html()  # units, three digits
+    s = view.spread(pd.DataFrame({"partition": [0, 1, 2], "prep_msm_ms": [1.0, 2.0, 4.0], "rel_residual": [0.01, 0.02, 0.03]}).drop(columns="partition"))
+    assert list(s.data.index) == ["prep_msm_ms", "rel_residual"] and "2.0 ms" in s.to_html() and "2.0%" in s.to_html()

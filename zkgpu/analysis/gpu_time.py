@@ -60,6 +60,7 @@ __all__ = [
     "IDLE_PARTS",
     "OUTSIDE_WINDOW",
     "gpu_time_split",
+    "parts_table",
 ]
 
 Interval = tuple[int, int]
@@ -452,4 +453,18 @@ def gpu_time_split(events: pd.DataFrame) -> pd.DataFrame:
     cols = [*BUSY_PARTS, *IDLE_PARTS, "partitions", "ms_per_partition", "wall_ms"]
     out = pd.DataFrame.from_dict(rows, orient="index", columns=cols).rename_axis("run")
     out.attrs["statistic"] = keynumbers.MEAN_PER_PARTITION  # the report shows it for representative runs
+    return out
+
+
+def parts_table(split: pd.DataFrame, run: str, min_ms: float = 0.05) -> pd.DataFrame:
+    """One run of :func:`gpu_time_split` as a small table a reader can take in: one row per part of the GPU's
+    time per partition that takes at least ``min_ms`` (index ``part``), with ``ms_per_partition`` and ``share`` of
+    the whole, then the whole (``GPU time per partition``; the figure's bar length)."""
+    row = split.loc[run]
+    parts = row[[*BUSY_PARTS, *IDLE_PARTS]].astype(float)
+    parts = parts[parts >= min_ms]
+    total = float(row["ms_per_partition"])
+    out = pd.DataFrame({"ms_per_partition": [*parts.to_numpy(), total], "share": [*(parts / total).to_numpy(), 1.0]},
+                       index=pd.Index([*parts.index, "GPU time per partition"], name="part"))
+    out.attrs.update(split.attrs)
     return out

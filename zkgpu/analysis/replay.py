@@ -36,28 +36,10 @@ from zkgpu.analysis.schema import loads_strict, read_events
 from zkgpu.core.events import normalize_events
 from zkgpu.core.manifest import DATA_DIR, command_of
 
-__all__ = [
-    "configure",
-    "data_dir",
-    "reference_path",
-    "shown_path",
-    "Recording",
-    "find_recordings",
-    "read_events",
-    "RECORDING_KINDS",
-    "inventory",
-    "inventory_by_kind",
-    "benchmark_pivot",
-    "latest_recording",
-    "find_benchmarks",
-    "is_default_ntt_run",
-    "Source",
-    "recorded_source",
-    "STORY_ORDER",
-    "story_order",
-    "reference_table",
-    "scenario_table",
-]
+__all__ = ["configure", "data_dir", "reference_path", "shown_path", "Recording", "find_recordings", "read_events",
+           "RECORDING_KINDS", "inventory", "inventory_by_kind", "benchmark_pivot", "latest_recording", "find_benchmarks",
+           "is_default_ntt_run", "Source", "recorded_source", "STORY_ORDER", "story_order", "reference_table",
+           "scenario_table"]
 
 _RECORD_RE = re.compile(r"^(?P<gpu>.+)-(?P<date>\d{8})-record(?:-(?P<n>\d+))?$")
 _INCOMPLETE_RE = re.compile(r"^(?P<gpu>.+)-(?P<date>\d{8})-record(?:-\d+)?-incomplete(?:-\d+)?$")  # zkgpu.core.manifest.mark_incomplete
@@ -398,7 +380,8 @@ RECORDING_KINDS: dict[str, str] = {
              "05 (h2d, load), 07b (prep), 08 (ntt, msm, sppark) and 10 (prove)",
     "last-mile": "data/last-mile/: the scenarios that take prep_msm off the critical path; 07b and 08 replay the newest",
     "real": "data/real/: the pipeline proving a real circom circuit; notebook 10 replays the newest",
-}
+    "seed-regime": "data/seed-regime/: prep_msm threads × host load, the grid point nearest the seed's proportions (04)",
+    "other": "anything else with a manifest, e.g. an anchor run beside a benchmark (anchors/)"}
 
 
 def inventory(base: str | Path | None = None) -> pd.DataFrame:
@@ -438,13 +421,19 @@ def inventory(base: str | Path | None = None) -> pd.DataFrame:
     return out.sort_values(["date_utc", "folder"], ascending=False, ignore_index=True) if len(out) else out
 
 
+def _details(details: Iterable[str]) -> str:
+    """Distinct details joined; scenario counts as one range ("7–12 scenarios")."""
+    ds, counts = sorted({d for d in details if d}), sorted({int(d.split()[0]) for d in details if re.fullmatch(r"\d+ scenarios?", d)})
+    rest = [d for d in ds if not re.fullmatch(r"\d+ scenarios?", d)]
+    return ", ".join([*rest, *([f"{counts[0]}{'' if len(counts) == 1 else f'–{counts[-1]}'} scenario{'s' if counts[-1] != 1 else ''}"] if counts else [])])
+
+
 def inventory_by_kind(inv: pd.DataFrame) -> pd.DataFrame:
     """:func:`inventory` counted per kind (index ``kind``, in :data:`RECORDING_KINDS` order, other
     kinds after): ``recordings`` (folders with a manifest), ``details`` (the benchmarks' kinds, or
     the scenario counts, distinct, joined) and ``what`` (:data:`RECORDING_KINDS`, '' for others)."""
     kinds = [k for k in RECORDING_KINDS if k in set(inv["kind"])] + sorted(set(inv["kind"]) - set(RECORDING_KINDS))
-    rows = {k: {"recordings": int((inv["kind"] == k).sum()),
-                "details": ", ".join(sorted({d for d in inv.loc[inv["kind"] == k, "detail"] if d})),
+    rows = {k: {"recordings": int((inv["kind"] == k).sum()), "details": _details(inv.loc[inv["kind"] == k, "detail"]),
                 "what": RECORDING_KINDS.get(k, "")} for k in kinds}
     out = pd.DataFrame.from_dict(rows, orient="index", columns=["recordings", "details", "what"])
     out.index.name = "kind"

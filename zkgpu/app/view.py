@@ -31,7 +31,7 @@ from zkgpu.analysis.metrics import GPU_PATH
 from zkgpu.analysis.plots import caption, size_label
 from zkgpu.analysis.plots.style import shown_numbers
 
-__all__ = ["column_format", "fmt", "table", "figure", "md", "definitions"]
+__all__ = ["column_format", "fmt", "table", "spread", "benchmark", "figure", "md", "definitions"]
 
 _PCT = ("_util", "share", "rel_err", "band_rel", "rel_residual", "vs_compute_bound", "vs_gpu_phase_bound", "barrier_in_held", "vs_bound", "efficiency")
 _RATIO = ("speedup", "ratio", "_x")
@@ -79,6 +79,14 @@ def _is_flags(col: pd.Series) -> bool:
     return col.dtype == object and bool(vals) and all(isinstance(v, (bool, np.bool_)) for v in vals)
 
 
+def _ms(v: Any) -> str:
+    """Three significant digits (a benchmark's 0.522 ms and 58.1 ms alike), whole ms from 100 on."""
+    return "–" if _missing(v) else f"{float(v):,.0f} ms" if abs(float(v)) >= 100 else f"{float(v):#.3g} ms"
+
+
+_UNITS: dict[str, Callable[[Any], str]] = {"ms": _ms, "%": _pct, "x": lambda v: "–" if _missing(v) else f"{float(v):.2f}×"}
+
+
 def column_format(name: str) -> Callable[[Any], str] | None:
     """The formatter for a column called ``name`` (None: leave it to pandas).
 
@@ -116,14 +124,15 @@ def fmt(value: Any, name: str) -> str:
 
 
 def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row: bool = False, percent: Iterable[Any] = (), *,
-          scenario: str | None = None, statistic: str = "", recording: str | None = None, value_column: str | None = None):
+          scenario: str | None = None, statistic: str = "", recording: str | None = None, value_column: str | None = None, unit: str = ""):
     """``df`` as a pandas Styler with every column formatted by its name (:func:`column_format`);
     a Series is shown as a one-column table, each value formatted by its row's name. Wide tables keep their columns (the report's CSS
     scrolls them). Columns of a MultiIndex are formatted by their first level. ``by_row``: format
     the cells of the columns without a formatter of their own by their row's name instead (a table
     with one metric per row, e.g. :func:`zkgpu.analysis.model.compare`; there a ``diff`` of two percentages
     is shown in percentage points). ``percent``: columns shown as percentages whatever their name
-    (their values are fractions, e.g. the shares of :func:`zkgpu.story.bottleneck.idle_table`). Text
+    (their values are fractions, e.g. the shares of :func:`zkgpu.story.bottleneck.idle_table`). ``unit`` ("ms",
+    "x", "%"): the unit of every number column without a formatter of its own (a benchmark's sizes across). Text
     columns are left-aligned, numbers right-aligned.
 
     One number per name: every cell under a name of :data:`zkgpu.analysis.keynumbers.STATISTICS` is noted
@@ -148,6 +157,8 @@ def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row:
         f = _pct if c in pct_cols or key in pct_cols else column_format(key)
         if _is_flags(df[c]):
             f = _yes_no
+        elif f is None and unit and pd.api.types.is_numeric_dtype(df[c]):
+            f = _UNITS[unit]
         elif f is None and pd.api.types.is_float_dtype(df[c]):
             f = _plain
         if f is not None:
@@ -169,6 +180,33 @@ def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row:
     if caption_text:
         sty = sty.set_caption(caption_text)
     return sty
+
+
+def spread(df: pd.DataFrame, caption_text: str | None = None):
+    """Median, min and max of every number column of ``df``, one row per column, each formatted by its name
+    (``prep_msm_ms`` in ms, ``rel_residual`` in %): what ``describe()`` says, in a table a reader can read."""
+    num = df.select_dtypes("number")
+    t = pd.DataFrame({"median": num.median(), "min": num.min(), "max": num.max()}).rename_axis("per partition")
+    return table(t, caption_text, by_row=True)
+
+
+def benchmark(piv: pd.DataFrame, what: str, rows: int = 12) -> None:
+    """Show a kernel benchmark (:func:`zkgpu.analysis.replay.benchmark_pivot`: sizes down, kinds of measurement
+    across) in tables of at most ``rows`` rows, in ms, one kind per row: the table itself when it has that few
+    kinds; else, by its first key (``kernel``), every kind at the largest size all were timed at, one column per
+    key value, and the fastest key value's kinds size by size."""
+    t = piv.T.rename(columns=lambda c: f"2^{c}")
+    if len(t) <= rows or t.index.nlevels < 2:
+        display(table(t, f"{what}: median ms by size", unit="ms"))
+        return
+    first, frame = t.index.names[0], t.index.to_frame(index=False)
+    rest = [n for n in t.index.names[1:] if frame.groupby(first)[n].nunique().max() > 1]  # levels a key value fixes (radix) left out
+    size = max((c for c in piv.index if t[f"2^{c}"].notna().all()), default=piv.index[-1])
+    at = frame.assign(ms=t[f"2^{size}"].to_numpy()).pivot_table(index=rest, columns=first, values="ms", aggfunc="median")
+    best = str(at.median().idxmin())
+    by_size = t.xs(best, level=first).droplevel([n for n in t.index.names[1:] if n not in rest])
+    display(table(at, f"{what}: median ms at 2^{size}, the largest size every kind was timed at, one column per {first}", unit="ms"))
+    display(table(by_size, f"{what}: {first} {best} (the fastest at 2^{size}), median ms by size", unit="ms"))
 
 
 def _unit_of(text: str) -> str:
