@@ -336,3 +336,25 @@ def test_bar_end_labels_stay_inside_the_axes_beside_long_row_names():
     r = fig.canvas.get_renderer()
     right = ax.get_window_extent(r).x1
     assert ax.texts and all(txt.get_window_extent(r).x1 <= right + 0.5 for txt in ax.texts)
+
+
+def test_a_timeline_that_would_be_a_barcode_zooms_on_the_runs_middle_by_one_rule():
+    """01, 03 and 06 drew whole runs where most intervals were narrower than 1.5 px (a barcode): with zoom=True a timeline shows
+    the window plots.readable_window picks (the rule 07b used by hand), in which at most MAX_THIN of the intervals are that thin."""
+    # 200 partitions of 100 ms: a 50 ms phase, a 40 ms one and a 4 ms one each, per worker
+    rows = [(w, p, ph, 100 * p + a, 100 * p + b, "") for w in (0, 1) for p in range(200)
+            for ph, a, b in (("ntt_msm_h", 0, 50), ("tail_msm", 55, 95), ("batch_add", 96, 100))]
+    ev = _run(rows)
+    z = plots.readable_window({"r": ev})
+    assert z is not None and z.thin > plots.MAX_THIN * z.intervals  # the whole run: a barcode
+    fig, ax = timeline(ev, zoom=True)
+    lo, hi = ax.get_xlim()
+    assert (lo, hi) == pytest.approx(z.window(20.0)) and lo > 5 and hi < 15 and z.width < 20.0 / 2  # the middle of the 20 s run
+    text = caption(fig)
+    assert f"The whole run would be a barcode ({z.thin} of its {z.intervals} intervals" in text and "the middle of the run" in text
+    m = __import__("re").search(r"(\d+) of (\d+) intervals are narrower than", text)
+    assert m is None or int(m.group(1)) <= plots.MAX_THIN * int(m.group(2))  # what it draws, counted in its window only
+    figs, axes = plots.timelines({"a": ev, "b": ev.assign(run="b")}, zoom=True)
+    assert all(a.get_xlim() == pytest.approx(z.window(20.0)) for a in axes) and "in the middle of each run" in caption(figs)
+    few = _run([(0, 0, "ntt_msm_h", 0, 500, ""), (0, 0, "tail_msm", 500, 900, "")])
+    assert plots.readable_window({"r": few}) is None and "barcode" not in caption(timeline(few, zoom=True)[0])  # readable already

@@ -9,6 +9,7 @@ are drawn over it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -28,7 +29,8 @@ from zkgpu.analysis.plots.style import (
     set_caption,
 )
 
-__all__ = ["SIDE_PHASES", "TIMELINE_PHASES", "MIN_PX", "PROOF_SIDES", "timeline", "timelines", "proof_phases"]
+__all__ = ["SIDE_PHASES", "TIMELINE_PHASES", "MIN_PX", "MAX_THIN", "PROOF_SIDES", "Zoom", "readable_window", "timeline", "timelines",
+           "proof_phases"]
 
 #: Phases of the prep_msm / finalize side threads, drawn in the lower half of a worker's lane so they
 #: do not hide the worker's main chain (pre_lock, mutex_wait, ntt_msm_h, barrier_wait, ...).
@@ -67,10 +69,15 @@ def _px_per_unit(ax: Axes, span: float) -> float:
     return ax.get_position().width * fig.get_figwidth() * fig.dpi / span if span > 0 else 1.0
 
 
-def _draw_timeline(ax: Axes, df: pd.DataFrame, t0: int, lanes: list[str], xspan: float) -> tuple[list[str], int, int, dict[str, int], float]:
-    """Draw the rows of ``df`` (lane column set) onto ``ax``; returns (phases drawn, intervals,
-    intervals widened to MIN_PX, widened per phase, MIN_PX in seconds at this scale)."""
+def _draw_timeline(ax: Axes, df: pd.DataFrame, t0: int, lanes: list[str], xspan: float,
+                   window: tuple[float, float] | None = None) -> tuple[list[str], int, int, dict[str, int], float]:
+    """Draw the rows of ``df`` (lane column set) onto ``ax``, only those that reach into ``window`` (s since
+    ``t0``) when one is given; returns (phases drawn, intervals, intervals widened to MIN_PX, widened per
+    phase, MIN_PX in seconds at this scale)."""
     min_w = MIN_PX / _px_per_unit(ax, xspan)
+    if window is not None:
+        s_all, e_all = (df["start_ns"] - t0) / 1e9, (df["end_ns"] - t0) / 1e9
+        df = df[(e_all >= window[0]) & (s_all <= window[1])]
     drawn: list[str] = []
     widened: dict[str, int] = {}
     n = 0
@@ -96,6 +103,67 @@ def _draw_timeline(ax: Axes, df: pd.DataFrame, t0: int, lanes: list[str], xspan:
             if phase not in drawn:
                 drawn.append(phase)
     return drawn, n, sum(widened.values()), widened, min_w
+
+
+@dataclass(frozen=True)
+class Zoom:
+    """A timeline's window (:func:`readable_window`): ``width`` seconds around each run's middle; at the whole
+    runs' scale ``thin`` of their ``intervals`` would be narrower than :data:`MIN_PX`."""
+
+    width: float
+    thin: int
+    intervals: int
+
+    def window(self, span: float) -> tuple[float, float]:
+        """The window of a run of ``span`` seconds: ``width`` around its middle (its steady state), within the run."""
+        lo = max(0.0, span / 2 - self.width / 2)
+        return lo, min(span, lo + self.width)
+
+    def note(self, window: tuple[float, float] | None = None) -> str:
+        """The caption's account of the zoom (one account, every zoomed timeline of the report): ``window``, the one
+        run's window (None: several panels, each its own run's middle)."""
+        where = (f"{window[0]:.2f}–{window[1]:.2f} s, the middle of the run" if window is not None
+                 else f"{self.width:.2f} s in the middle of each run")
+        return (f"The whole run would be a barcode ({self.thin} of its {self.intervals} intervals narrower than {MIN_PX} px), so the "
+                f"figure shows {where}, where it is in its steady state; the trace on the details page has every event.")
+
+
+#: The share of a timeline's intervals that may be narrower than :data:`MIN_PX` before :func:`readable_window` zooms.
+MAX_THIN = 0.2
+
+
+def readable_window(runs: Mapping[str, pd.DataFrame], phases: Sequence[str] | None = None, max_thin: float = MAX_THIN,
+                    axes_px: float | None = None) -> Zoom | None:
+    """How much of ``runs`` (``{name: event table of one run}``) a timeline shows so that at most ``max_thin`` of
+    the intervals it draws are narrower than :data:`MIN_PX` at ``axes_px`` pixels across (default: the axes of
+    :func:`timelines`, 11 in at ``figure.dpi``): None when the whole runs already are; else the widest of
+    1/2, 1/4, ... 1/64 of the shortest run around each run's middle that is (the narrowest tried when none is).
+    The one rule of every timeline the report zooms (01, 03, 06, 07b)."""
+    px = axes_px if axes_px is not None else 0.66 * 11 * float(plt.rcParams["figure.dpi"])
+    runs_s = []
+    for ev in runs.values():
+        df, _, _, t0 = _prepare(ev, None, phases)
+        runs_s.append((((df["start_ns"] - t0) / 1e9).to_numpy(), ((df["end_ns"] - t0) / 1e9).to_numpy(),
+                       (int(ev["end_ns"].max()) - t0) / 1e9))
+    longest, shortest = max(r[2] for r in runs_s), min(r[2] for r in runs_s)
+
+    def thin_share(width: float, zoomed: bool) -> tuple[int, int]:
+        thin = n = 0
+        for s, e, span in runs_s:
+            lo, hi = Zoom(width, 0, 0).window(span) if zoomed else (0.0, span)
+            keep = (e >= lo) & (s <= hi)
+            n += int(keep.sum())
+            thin += int(((e - s)[keep] < MIN_PX * width / px).sum())
+        return thin, n
+
+    thin, n = thin_share(longest, False)
+    if n == 0 or thin <= max_thin * n:
+        return None
+    for k in range(1, 7):
+        t, m = thin_share(shortest / 2 ** k, True)
+        if m and t <= max_thin * m:
+            break
+    return Zoom(shortest / 2 ** k, thin, n)
 
 
 def _prepare(events: pd.DataFrame, run: str | None, phases: Sequence[str] | None) -> tuple[pd.DataFrame, str, list[str], int]:
@@ -133,7 +201,7 @@ def _timeline_caption(drawn: list[str], n: int, thin: int, widened: dict[str, in
 
 
 def timeline(events: pd.DataFrame, run: str | None = None, phases: Sequence[str] | None = None, ax: Axes | None = None,
-             title: str | None = None, xlim: tuple[float, float] | None = None) -> tuple[Figure, Axes]:
+             title: str | None = None, xlim: tuple[float, float] | None = None, zoom: bool = False) -> tuple[Figure, Axes]:
     """Per-worker Gantt chart of one run, coloured by phase (:data:`PHASE_COLORS`).
 
     Lanes: one per worker (``worker N``; ``gpu G worker N`` when the run spans several GPUs); rows
@@ -143,12 +211,16 @@ def timeline(events: pd.DataFrame, run: str | None = None, phases: Sequence[str]
     upper row, with ``h2d``/``ntt``/``h_msm`` drawn over the ntt_msm_h they split. ``phases``
     filters (default :data:`TIMELINE_PHASES`; the caption names what is left out). Intervals
     narrower than :data:`MIN_PX` are widened to it and counted in the caption. ``xlim`` (seconds)
-    fixes the x range (shared axes). The legend lists the phases drawn.
+    fixes the x range (shared axes). ``zoom``: where the whole run would be sub-pixel, show the window
+    :func:`readable_window` picks (the caption says so). The legend lists the phases drawn.
 
     Raises:
         ValueError: several runs and no ``run``; ``run`` not found; nothing to draw.
     """
     df, name, left_out, t0 = _prepare(events, run, phases)
+    z = readable_window({name: events if run is None else events[events["run"] == run]}, phases) if zoom and xlim is None else None
+    if z is not None:
+        xlim = z.window((int(events["end_ns"].max() if run is None else events.loc[events["run"] == run, "end_ns"].max()) - t0) / 1e9)
     multi = df["gpu"].dropna().nunique() > 1
     df["lane"] = [_lane(r, multi) for r in df[["gpu", "worker"]].to_dict("records")]
     lanes = sorted(df["lane"].unique(), key=lambda s: (s.startswith("CPU"), s))
@@ -156,7 +228,7 @@ def timeline(events: pd.DataFrame, run: str | None = None, phases: Sequence[str]
     if ax.figure is fig and len(fig.axes) == 1:
         fig.subplots_adjust(left=0.1, right=0.8, bottom=0.2 if len(lanes) < 3 else 0.12)
     xspan = (xlim[1] - xlim[0]) if xlim else (int(events["end_ns"].max() if run is None else events.loc[events["run"] == run, "end_ns"].max()) - t0) / 1e9
-    drawn, n, thin, widened, min_s = _draw_timeline(ax, df, t0, lanes, xspan)
+    drawn, n, thin, widened, min_s = _draw_timeline(ax, df, t0, lanes, xspan, xlim)
     ax.set_yticks(range(len(lanes)))
     ax.set_yticklabels(lanes)
     ax.set_ylim(-0.6, len(lanes) - 0.4)
@@ -166,13 +238,16 @@ def timeline(events: pd.DataFrame, run: str | None = None, phases: Sequence[str]
     ax.set_title(title or f"timeline: {name}")
     patch_legend(ax, phase_sort(drawn))
     ax.grid(axis="x", alpha=0.3)
-    set_caption(fig, _timeline_caption(drawn, n, thin, widened, left_out, min_s))
+    set_caption(fig, (z.note(xlim) + " " if z is not None else "") + _timeline_caption(drawn, n, thin, widened, left_out, min_s))
     return fig, ax
 
 
-def timelines(runs: Mapping[str, pd.DataFrame], phases: Sequence[str] | None = None, title: str | None = None) -> tuple[Figure, np.ndarray]:
+def timelines(runs: Mapping[str, pd.DataFrame], phases: Sequence[str] | None = None, title: str | None = None,
+              zoom: bool = False) -> tuple[Figure, np.ndarray]:
     """Several runs' timelines stacked on **one time axis** (same seconds per pixel), one panel per
-    run (``{panel title: event table of one run}``), one legend for all panels.
+    run (``{panel title: event table of one run}``), one legend for all panels. ``zoom``: where the whole
+    runs would be sub-pixel, each panel shows the same length of its own run's middle (:func:`readable_window`;
+    the same seconds per pixel, so a faster run fits more partitions in it).
 
     Raises:
         ValueError: no runs, or a table with several runs or nothing to draw.
@@ -182,8 +257,9 @@ def timelines(runs: Mapping[str, pd.DataFrame], phases: Sequence[str] | None = N
     prepared = {k: _prepare(v, None, phases) for k, v in runs.items()}
     spans = {k: (int(v["end_ns"].max()) - int(v["start_ns"].min())) / 1e9 for k, v in runs.items()}
     xmax = max(spans.values())
+    z = readable_window(runs, phases) if zoom else None
     nl = {k: len({_lane(r, d["gpu"].dropna().nunique() > 1) for r in d[["gpu", "worker"]].to_dict("records")}) for k, (d, _, _, _) in prepared.items()}
-    fig, axes = plt.subplots(len(runs), 1, figsize=(11, sum(0.65 * n + 0.9 for n in nl.values()) + 0.8), sharex=True,
+    fig, axes = plt.subplots(len(runs), 1, figsize=(11, sum(0.65 * n + 0.9 for n in nl.values()) + 0.8), sharex=z is None,
                              gridspec_kw={"height_ratios": [nl[k] + 0.6 for k in runs]}, squeeze=False)
     axes = axes[:, 0]
     fig.subplots_adjust(left=0.12, right=0.78, hspace=0.45)
@@ -195,7 +271,10 @@ def timelines(runs: Mapping[str, pd.DataFrame], phases: Sequence[str] | None = N
     for ax, (k, (df, _, left, t0)) in zip(axes, prepared.items(), strict=True):
         df["lane"] = [_lane(r, df["gpu"].dropna().nunique() > 1) for r in df[["gpu", "worker"]].to_dict("records")]
         lanes = sorted(df["lane"].unique(), key=lambda s: (s.startswith("CPU"), s))
-        drawn, n, thin, wid, min_s = _draw_timeline(ax, df, t0, lanes, xmax)
+        win = z.window(spans[k]) if z is not None else None
+        drawn, n, thin, wid, min_s = _draw_timeline(ax, df, t0, lanes, z.width if z is not None else xmax, win)
+        if win is not None:
+            ax.set_xlim(*win)
         drawn_all += [p for p in drawn if p not in drawn_all]
         tot_n += n
         tot_thin += thin
@@ -209,12 +288,16 @@ def timelines(runs: Mapping[str, pd.DataFrame], phases: Sequence[str] | None = N
         ax.set_title(f"{k}: wall span {spans[k]:.2f} s", fontsize="medium", loc="left")
         ax.grid(axis="x", alpha=0.3)
         caps.append(f"{k} {spans[k]:.2f} s")
-    axes[-1].set_xlim(0, xmax * 1.01)
+    if z is None:
+        axes[-1].set_xlim(0, xmax * 1.01)
     axes[-1].set_xlabel("time since the run's first event (s), the same scale in every panel")
     patch_legend(axes[0], phase_sort(drawn_all))
     if title:
         fig.suptitle(title)
-    set_caption(fig, f"Panels share one time axis, x = 0 at each run's first event (synthesis of its first partition; wall spans: {', '.join(caps)}). " + _timeline_caption(drawn_all, tot_n, tot_thin, wid_all, sorted(left_all), min_s))
+    head = (f"Panels share one time axis, x = 0 at each run's first event (synthesis of its first partition; wall spans: {', '.join(caps)}). "
+            if z is None else f"Every panel shows {z.width:.2f} s of its run at the same scale, x = 0 at the run's first event (wall spans: "
+            f"{', '.join(caps)}). {z.note()} ")
+    set_caption(fig, head + _timeline_caption(drawn_all, tot_n, tot_thin, wid_all, sorted(left_all), min_s))
     return fig, axes
 
 
