@@ -513,3 +513,19 @@ def test_one_statistic_per_name_across_tables_captions_and_key_numbers(executed)
     assert sum(map(len, shown.values())) > 50, "the pages noted almost nothing: view.table / view.figure no longer note what they show"
     bad = pagebudget.conflicting_shown(shown, {n: (executed[n][1] or {}).get("numbers", {}) for n in EXPECTED})
     assert not bad, "one name, two values (say the statistic, or draw both from the one of keynumbers.STATISTICS):\n" + "\n".join(bad)
+
+
+@pytest.mark.slow  # runs every notebook (the executed fixture)
+def test_every_figure_of_the_report_has_a_title_of_its_own(executed):
+    """09's figure had 06's title over other colours (issue 21): a figure's title names one figure in the whole report."""
+    seen: dict[str, str] = {}
+    dup = []
+    for name in EXPECTED:
+        for c in executed[name][0].cells:
+            for o in c.get("outputs", []):
+                title = (o.get("metadata", {}).get("image/png") or {}).get("title", "") if "image/png" in o.get("data", {}) else ""
+                if title and title in seen:
+                    dup.append(f"{title!r}: {seen[title]} and {name}")
+                seen.setdefault(title, name)
+    assert len(seen) > 20, "view.figure no longer records the figures' titles"
+    assert not dup, "one title, two figures:\n" + "\n".join(dup)

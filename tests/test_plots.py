@@ -358,3 +358,24 @@ def test_a_timeline_that_would_be_a_barcode_zooms_on_the_runs_middle_by_one_rule
     assert all(a.get_xlim() == pytest.approx(z.window(20.0)) for a in axes) and "in the middle of each run" in caption(figs)
     few = _run([(0, 0, "ntt_msm_h", 0, 500, ""), (0, 0, "tail_msm", 500, 900, "")])
     assert plots.readable_window({"r": few}) is None and "barcode" not in caption(timeline(few, zoom=True)[0])  # readable already
+
+
+def test_the_lock_centred_figure_has_its_own_title_and_the_reports_phase_colours():
+    """09 drew metrics.critical_path of each log under 06's title, "the GPU's time per partition", with ntt_msm_h (the log does
+    not split it) in the NTT's teal and the lock-free time in the grey of 'outside the GPU window': its title now says what it
+    is, ntt_msm_h is drawn in ntt_msm_h's colour, and no two meanings share a colour."""
+    table = pd.DataFrame({"lock_free": [10.0], "h2d": [0.0], "ntt": [160.0], "h_msm": [0.0], "barrier_wait": [1.0], "batch_add": [6.0],
+                          "tail_msm": [18.0], "lock_other": [0.0], "partitions": [32], "ms_per_partition": [195.0]}, index=["baseline"])
+    fig, ax = plots.critical_path(table, title="the GPU's time per partition, from the logs alone (G)")
+    assert ax.get_title() == "the GPU's time per partition around its mutex, from the logs alone (G)"
+    faces = {t.get_text(): matplotlib.colors.to_hex(h.get_facecolor()) for t, h in zip(ax.get_legend().get_texts(), ax.get_legend().legend_handles, strict=True)}
+    assert faces["ntt_msm_h (not split: no H2D or H MSM rows)"] == PHASE_COLORS["ntt_msm_h"] and "NTT and the rest of ntt_msm_h" not in faces
+    assert faces["no worker holds the mutex"] == PHASE_COLORS["lock_free"] != PHASE_COLORS["outside_window"]
+    split = table.assign(h2d=100.0, ntt=40.0, h_msm=20.0)  # split where the data split it
+    assert "NTT and the rest of ntt_msm_h" in [t.get_text() for t in plots.critical_path(split)[1].get_legend().get_texts()]
+    aliases = {"memcpy_htod": "h2d"}  # nsys's copy rows are the h2d phase
+    by_colour: dict[str, list[str]] = {}
+    for k, c in PHASE_COLORS.items():
+        if k not in aliases and c != "#999999":  # #999999: phases no figure draws (PHASES without a colour of their own)
+            by_colour.setdefault(c.lower(), []).append(k)
+    assert all(len(v) == 1 for v in by_colour.values()), {c: v for c, v in by_colour.items() if len(v) > 1}

@@ -260,8 +260,11 @@ def figure(fig: Figure, note: str = "", landing: str = "", notebook: str = "", r
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")  # tight: legends outside the axes stay in
     plt.close(fig)
     text = " ".join(t for t in (caption(fig), note) if t)
-    alt = text or (fig.axes[0].get_title() if fig.axes else "")
-    display(Image(data=buf.getvalue(), format="png", metadata={"alt": alt} if alt else None))
+    sup = fig.get_suptitle()
+    title = sup or (fig.axes[0].get_title() if fig.axes else "")
+    alt = text or title
+    meta = {k: v for k, v in (("alt", alt), ("title", title)) if v}  # the title: one per figure across the report (a test reads it)
+    display(Image(data=buf.getvalue(), format="png", metadata=meta or None))
     for e in shown_numbers(fig):  # the named numbers its caption prints: one number per name (keynumbers.STATISTICS)
         keynumbers.show(e["name"], e["value"], e["text"], scenario=e["scenario"], recording=recording, statistic=e["statistic"],
                         unit=_unit_of(e["text"]))

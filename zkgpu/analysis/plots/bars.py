@@ -186,6 +186,9 @@ def _fit_end_labels(fig: Figure, ax: Axes) -> None:
 
 #: The idle parts of :func:`zkgpu.story.conclusions.gpu_time_split` (idle causes of :func:`zkgpu.analysis.gpu_time.idle_causes`) and
 #: the colour key of each (the phase whose colour it is drawn in; :data:`zkgpu.analysis.gpu_time.CAUSE_PHASES`).
+#: The title of :func:`critical_path`'s lock-centred figure (:func:`zkgpu.analysis.metrics.critical_path`), told apart from the
+#: idle-cause figure ("the GPU's time per partition") whose segments are named and coloured otherwise.
+LOCK_TITLE = "the GPU's time per partition around its mutex"
 IDLE_KEYS: dict[str, str] = {**{c: k for c, k in CAUSE_PHASES.items() if c not in ("compute", "exposed H2D")},
                              OUTSIDE_WINDOW: "outside_window"}
 
@@ -215,12 +218,17 @@ def critical_path(table: pd.DataFrame, ax: Axes | None = None, title: str | None
         how = ("the GPU's parts (exposed H2D, NTT, H MSM, batch_add, tail_msm), then the time it idled, named by what the "
                "workers did meanwhile (as in the GPU-window figure: barrier_wait for prep_msm, the mutex changing hands, a "
                "worker's set-up, no partition ready, other host work) and the time outside the GPU window")
-    else:
-        fig, ax, v = _stacked(table, list(GPU_PATH), ax, "ms of GPU time per partition", title or "the GPU's time per partition, along its critical path",
-                              labels=PATH_LABELS, totals=tot, xmax=xmax)
-        labels = PATH_LABELS
+    else:  # lock-centred: its title says so, whatever it is given, so it is never taken for the idle-cause figure of that name
+        name = "the GPU's time per partition"
+        title = (title or name).replace(name, LOCK_TITLE, 1) if name in (title or name) else f"{LOCK_TITLE}: {title}"
+        cats, labels, tab = list(GPU_PATH), dict(PATH_LABELS), table
+        if not (table.reindex(columns=["h2d", "h_msm"]).fillna(0.0) > 0).any(axis=None):  # no sub-phase rows (a log): ntt is all of ntt_msm_h
+            tab, cats = table.rename(columns={"ntt": "ntt_msm_h"}), ["ntt_msm_h" if c == "ntt" else c for c in cats]
+            labels["ntt_msm_h"] = "ntt_msm_h (not split: no H2D or H MSM rows)"
+        fig, ax, v = _stacked(tab, cats, ax, "ms of GPU time per partition", title, labels=labels, totals=tot, xmax=xmax)
         how = ("in the order of the GPU's critical path: no worker holds the mutex, then, with the mutex held, exposed H2D, NTT, "
-               "H MSM, barrier_wait, batch_add, tail_msm and the rest of the held time")
+               "H MSM (or all of ntt_msm_h, in its own colour, where the data do not split it), barrier_wait, batch_add, tail_msm and "
+               "the rest of the held time")
     first = v.index[0]
     parts = ", ".join(f"{labels.get(c, c)} {v.at[first, c]:.0f}" for c in v.columns if v.at[first, c] >= 0.5)
     set_caption(fig, "Each bar is one GPU's wall time divided by the partitions it finished; the segments are disjoint "

@@ -49,7 +49,7 @@ _PALETTE = {
     "memcpy_htod": "#9edae5",
     "memcpy_dtoh": "#fdd0a2",
     # categories of the GPU critical path (zkgpu.analysis.metrics.GPU_PATH) that are not phases
-    "lock_free": "#eeeeee",
+    "lock_free": "#f2e5c6",  # not outside_window's grey: two meanings, two colours
     # the time outside the GPU window (zkgpu.analysis.gpu_time.OUTSIDE_WINDOW): start-up and wind-down
     "outside_window": "#eeeeee",
     "lock_other": "#b5a1d6",
