@@ -278,3 +278,21 @@ def test_no_describe_dumps_and_long_benchmarks_come_as_small_tables_with_units(m
     assert "0.500 ms" in shown[1].to_html() and "32.0 ms" in shown[1].to_html()  # units, three digits
     s = view.spread(pd.DataFrame({"partition": [0, 1, 2], "prep_msm_ms": [1.0, 2.0, 4.0], "rel_residual": [0.01, 0.02, 0.03]}).drop(columns="partition"))
     assert list(s.data.index) == ["prep_msm_ms", "rel_residual"] and "2.0 ms" in s.to_html() and "2.0%" in s.to_html()
+
+
+def test_navigation_has_no_empty_links_and_headings_number_their_own_notebook(tmp_path: Path):
+    """appendix_nsight's lecture page had an empty "next" (a place-holder read as a dead link) and appendix_kernels's heading said
+    "Appendix 08": every nav item is a link or says why there is none, and a heading's number is its own file's."""
+    import re
+
+    pages = [lecture.Page(n, n) for n in ("01_a", "02_b", "appendix_c")]
+    navs = [lecture._nav(pages, i, "../glossary.html", "x.html") for i in range(3)]
+    for nav in navs:
+        assert "<span></span>" not in nav and "href=''" not in nav and 'href=""' not in nav
+        assert all(text.strip() for text in re.findall(r"<a [^>]*>(.*?)</a>", nav))
+    assert "the last page" in navs[2] and "appendix_c.html" in navs[1] and "&larr;" not in navs[0]
+    for f in sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb")):
+        head = nbformat.read(f, as_version=4).cells[0].source.splitlines()[0]
+        m = re.match(r"# (?:Appendix )?(\d\d\w?) —", head)
+        own = re.match(r"(?:appendix_)?(\d\d\w?)_", f.stem)
+        assert (m.group(1) if m else None) == (own.group(1) if own else None) or f.stem == "00_index", f"{f.stem}: {head!r}"

@@ -152,9 +152,10 @@ class Page:
 
 
 def _nav(pages: Sequence[Page], i: int, glossary_href: str, full_href: str) -> str:
-    prev = f"<a href='{html.escape(pages[i - 1].name)}.html'>&larr; {html.escape(pages[i - 1].name)}</a>" if i > 0 else "<span></span>"
+    # no empty place-holders: the first page has no "previous", the last says it is the last (an empty "next" read as a dead link)
+    prev = f"<a href='{html.escape(pages[i - 1].name)}.html'>&larr; {html.escape(pages[i - 1].name)}</a>" if i > 0 else ""
     nxt = (f"<a href='{html.escape(pages[i + 1].name)}.html'>{html.escape(pages[i + 1].name)} &rarr;</a>"
-           if i + 1 < len(pages) else "<span></span>")
+           if i + 1 < len(pages) else "<span class='zkgpu-last'>the last page</span>")
     return (f"<nav class='zkgpu-nav'>{prev}<a href='index.html'>the story (start)</a>{nxt}"
             f"<a href='{glossary_href}'>glossary</a><a href='{full_href}'>this page with its code</a></nav>")
 
