@@ -55,3 +55,18 @@ def test_info_command_runs():
     res = CliRunner().invoke(main, ["info", "--json"])
     assert res.exit_code == 0, res.output
     assert '"gpu"' in res.output and '"zkgpu"' in res.output
+
+
+def test_readme_stays_short_and_its_two_commands_section_says_what_they_do():
+    """A new user's remarks (issue 21): the README did not say that make test apt-installs node, and GPU and conda lines sat in
+    the two-commands section. It stays within 1,500 words; the section names both commands, says the Makefile's apt-get step
+    (which the Makefile must still have) and leaves the GPU and conda set-ups to a section of their own."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    make = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert len(readme.split()) <= 1500, f"README.md has {len(readme.split())} words (at most 1,500)"
+    two = readme.split("## Two commands", 1)[1].split("\n## ", 1)[0]
+    assert re.search(r"^make report\b", two, re.M) and re.search(r"^make test\b", two, re.M)
+    assert "apt-get install nodejs npm" in two and re.search(r"apt-get install .*nodejs npm", make)
+    assert re.search(r"^report:", make, re.M) and re.search(r"^test:", make, re.M)
+    assert not re.search(r"gpu-cuda|conda|gpu-run", two), "GPU and conda set-ups belong outside the two commands"
+    assert "gpu-cuda13" in readme and "conda env create" in readme
