@@ -159,6 +159,12 @@ class Recording:
         return f"{self.path.name} [{dev}; {self.date}; n={n}, partitions={self.manifest.get('partitions')}{extra}]"
 
     @property
+    def folder(self) -> str:
+        """The recording as pages and key numbers name it: its folder under the data folder (``data/last-mile/...``,
+        :func:`shown_path`), since names repeat across sub-folders (a main and a last-mile ``...-record-2``)."""
+        return shown_path(self.path)
+
+    @property
     def host_load_threads(self) -> int:
         """Threads of :class:`zkgpu.transfer.hostload.HostMemoryLoad` that ran during the scenarios (0: none)."""
         return int((self.manifest.get("host_load") or {}).get("threads") or 0)
@@ -665,7 +671,7 @@ def scenario_table(source: Source, names: Iterable[str] | None = None) -> pd.Dat
             row[f"{col}_min"], row[f"{col}_max"] = float(num[col].min()), float(num[col].max())
         rows.append(row)
     out = pd.DataFrame(rows).set_index("scenario")
-    out.attrs["recording"] = source.recording.path.name
+    out.attrs["recording"] = source.recording.folder
     return out
 
 

@@ -216,12 +216,13 @@ def open_source(
         run_dir = record.record(out=tmp, device="gpu", n=n, partitions=partitions, quick=True,
                                 scenarios=list(scenarios) if scenarios is not None else None,
                                 sweep=sweep, bench=bench, host_load=host_load, repeats=1)
-        keynumbers.opened(run_dir.name)
-        return Source("live", Recording.open(run_dir), m)
+        rec = Recording.open(run_dir)
+        keynumbers.opened(rec.folder)
+        return Source("live", rec, m)
     src = replay.recorded_source(base)
     if src is None:
         src = Source("cpu-standin", _cpu_standin(), m)
-    keynumbers.opened(src.recording.path.name)  # what the page shows is from this recording unless it names another
+    keynumbers.opened(src.recording.folder)  # what the page shows is from this recording unless it names another
     # a recording's size and load are fixed: the parameters asked for are named in the banner, not silently dropped
     src.ignored = {k: v for k, v in (("N", n), ("PARTITIONS", partitions), ("HOST_LOAD", host_load)) if v is not None}
     return src
@@ -282,7 +283,7 @@ def open_prove_source(mode: str | None = None, base: str | Path | None = None) -
     if resolve_mode(mode) == "replay":
         found = recorded_prove_source(base)
         if found is not None:
-            keynumbers.opened(found.folder.name if found.folder is not None else "")
+            keynumbers.opened(replay.shown_path(found.folder) if found.folder is not None else "")
             return found
     keynumbers.opened("")
     return _prove_now()

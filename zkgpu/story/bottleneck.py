@@ -454,7 +454,7 @@ def lock_table(source: Source, names: Iterable[str]) -> pd.DataFrame:
                       "ntt_msm_h_ms": float(((nt["end_ns"] - nt["start_ns"]) / 1e6).median()) if len(nt) else float("nan"),
                       "partitions_per_min": utilization(ev)["partitions_per_min"]}
     out = pd.DataFrame.from_dict(rows, orient="index").rename_axis("scenario")
-    out.attrs.update(statistic=REPRESENTATIVE_RUN, recording=source.recording.path.name)
+    out.attrs.update(statistic=REPRESENTATIVE_RUN, recording=source.recording.folder)
     return out
 
 

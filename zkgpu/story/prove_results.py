@@ -21,7 +21,7 @@ import pandas as pd
 
 from zkgpu.analysis.keynumbers import number
 from zkgpu.analysis.metrics import compute_utilization, throughput
-from zkgpu.analysis.replay import Recording, data_dir, find_benchmarks, find_recordings
+from zkgpu.analysis.replay import Recording, data_dir, find_benchmarks, find_recordings, shown_path
 from zkgpu.analysis.schema import check_manifest, loads_strict
 from zkgpu.core.manifest import commit_label
 
@@ -177,7 +177,7 @@ def prove_key_numbers(src: ProveSource) -> dict:
     tl = phase_timeline(src.phases)
     main = tl[tl["on"] != "CPU thread"]
     total = float(main.ms.sum()) or float("nan")
-    num = functools.partial(number, recording=src.folder.name if src.folder is not None else "")  # each number names its recording
+    num = functools.partial(number, recording=shown_path(src.folder) if src.folder is not None else "")  # each number names its recording
     out = {
         "source": num(src.kind, "", "data source"),
         "device": num(str(src.manifest.get("device")), "", "device of zkgpu prove"),
