@@ -174,3 +174,25 @@ def test_band_adds_runs_model_miss_and_drift_in_quadrature():
         assert t.loc[name, "band_drift"] >= own - 1e-12
     alone = fc.forecast(now)
     assert (alone["band_drift"] == 0).all() and (alone["band_rel"] <= t["band_rel"] + 1e-12).all()
+
+
+def test_drift_ignores_a_setting_only_one_recording_names(monkeypatch):
+    """A setting added to the pipeline between two recordings (pool_scope) is not a difference of settings; a
+    setting both name with different values is."""
+    import pandas as pd
+
+    class _Fake:
+        def __init__(self, cfg: dict, rate: float):
+            self.cfg, self.rate = cfg, rate
+
+        def has(self, name: str) -> bool:
+            return name == "submit_prep_gpu"
+
+        def config(self, name: str) -> dict:
+            return self.cfg
+
+    monkeypatch.setattr(fc, "repeat_table", lambda s, names: pd.DataFrame({"partitions_per_min": [s.rate]}))
+    monkeypatch.setattr(fc.bottleneck, "prep_scenarios", lambda s: {"submit_prep_gpu": {}})
+    old = _Fake({"gw": 2, "prep": "gpu"}, 100.0)
+    assert fc._drifts(_Fake({"gw": 2, "prep": "gpu", "pool_scope": "shared"}, 110.0), old) == {"submit_prep_gpu": pytest.approx(0.10)}
+    assert fc._drifts(_Fake({"gw": 3, "prep": "gpu"}, 110.0), old) == {}

@@ -123,10 +123,14 @@ def forecast(source: Source, previous: Source | None = None) -> pd.DataFrame:
 
 def _drifts(source: Source, previous: Source) -> dict[str, float]:
     """``{scenario: |median(source) - median(previous)| / median(previous)}`` of partitions/min over the runs, for every
-    prep scenario both recordings ran with the same settings (their ``config``)."""
+    prep scenario both recordings ran with the same settings: every ``config`` key both name has one value (a key only
+    one names, such as a setting added to the pipeline between them, is not a difference)."""
     out = {}
     for name in bottleneck.prep_scenarios(source):
-        if not (source.has(name) and previous.has(name)) or source.config(name) != previous.config(name):
+        if not (source.has(name) and previous.has(name)):
+            continue
+        now_cfg, before_cfg = source.config(name), previous.config(name)
+        if any(now_cfg[k] != before_cfg[k] for k in now_cfg.keys() & before_cfg.keys()):
             continue
         now, before = (float(repeat_table(s, [name])["partitions_per_min"].median()) for s in (source, previous))
         if math.isfinite(now) and math.isfinite(before) and before > 0:
