@@ -196,3 +196,22 @@ def test_drift_ignores_a_setting_only_one_recording_names(monkeypatch):
     old = _Fake({"gw": 2, "prep": "gpu"}, 100.0)
     assert fc._drifts(_Fake({"gw": 2, "prep": "gpu", "pool_scope": "shared"}, 110.0), old) == {"submit_prep_gpu": pytest.approx(0.10)}
     assert fc._drifts(_Fake({"gw": 3, "prep": "gpu"}, 110.0), old) == {}
+
+
+def test_forecasts_of_other_folders_are_named_by_folder_and_not_set_against_last_mile(tmp_path):
+    """Names repeat across data/'s sub-folders: a forecast from a recording outside data/last-mile names its folder,
+    and a last-mile recording is only set against forecasts made from last-mile recordings."""
+    import shutil
+
+    name = "nvidia-h200-20261201-record-3"
+    other = tmp_path / "elsewhere" / name
+    shutil.copytree(LM / name, other)
+    path = fc.write_forecast(Source("recorded-gpu", Recording.open(other), "replay"), tmp_path / "fc", made_utc="2026-12-01T12:00:00+00:00")
+    assert path.name == f"forecast-from-elsewhere-{name}.json"
+    doc = json.loads(path.read_text())
+    doc["from_recording_path"] = f"data/elsewhere/{name}"  # as if committed beside data/last-mile
+    path.write_text(json.dumps(doc))
+    assert fc.forecast_vs_measured(_src("nvidia-h200-20261201-record-4"), tmp_path / "fc").empty
+    doc["from_recording_path"] = f"data/last-mile/{name}"
+    path.write_text(json.dumps(doc))
+    assert not fc.forecast_vs_measured(_src("nvidia-h200-20261201-record-4"), tmp_path / "fc").empty

@@ -140,3 +140,21 @@ def test_seed_table_gives_the_smoking_gun_of_each_recording_of_the_regime(rec_di
     shutil.move(str(a), alone / "fake-record")
     assert "ntt_msm_h / prep_msm (baseline), each recording" not in set(
         seed.seed_table(replay.Source("recorded-gpu", replay.Recording.open(alone / "fake-record"), "replay"))["figure"])
+
+
+def test_seed_table_of_a_recording_without_baseline_beside_one_with_it(rec_dir, tmp_path):
+    """The newest recording may hold other scenarios only (zkgpu record --scenario pinned_pool): its seed table is
+    NaN rows, as alone, whatever lies beside it; an incomplete or unreadable sibling is passed over."""
+    from zkgpu.story import seed
+
+    _as_gpu(rec_dir, tmp_path, "fake-record", "2026-12-01T10:00:00+00:00")
+    broken = tmp_path / "fake-record-9"
+    broken.mkdir()
+    (broken / "manifest.json").write_text("{not json")
+    d = _as_gpu(rec_dir, tmp_path, "fake-record-1", "2026-12-02T10:00:00+00:00")
+    m = json.loads((d / "manifest.json").read_text())
+    m["scenarios"] = {k: v for k, v in m["scenarios"].items() if k != "baseline"}
+    (d / "manifest.json").write_text(json.dumps(m))
+    t = seed.seed_table(replay.Source("recorded-gpu", replay.Recording.open(d), "replay"))
+    assert t.set_index("figure").loc["ntt_msm_h / prep_msm (baseline)", "ours"] != t.set_index("figure").loc["ntt_msm_h / prep_msm (baseline)", "ours"]
+    assert "ntt_msm_h / prep_msm (baseline), each recording" not in set(t["figure"])

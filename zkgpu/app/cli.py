@@ -173,7 +173,7 @@ def compare_cmd(run_a: str, run_b: str, csv_out: str | None) -> None:
     t = compare_mod.compare(a, b)
     if t.empty:
         raise CliError(f"compare: {a.path.name} and {b.path.name} share no scenario with an event table")
-    click.echo(f"A = {a.path.name} ({a.repeats} run(s) per scenario), B = {b.path.name} ({b.repeats})")
+    click.echo(f"A = {a.folder} ({a.repeats} run(s) per scenario), B = {b.folder} ({b.repeats})")
     for name, g in t.groupby("scenario", sort=False):
         click.echo(f"{name}:")
         for _, r in g.iterrows():

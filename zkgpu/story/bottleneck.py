@@ -583,7 +583,7 @@ def key_numbers(source: Source, idle: pd.DataFrame, after_fix: str, preds: pd.Da
     top = idle.loc[after_fix, causes].astype(float)
     k: dict[str, Any] = {
         "source": number(source.kind, "", "data source"),
-        "recording": number(source.recording.path.name, "", "recording"),
+        "recording": number(source.recording.folder, "", "recording"),
         f"{after_fix}_window_compute": number(float(idle.loc[after_fix, "compute"]), "%", "GPU computing, share of its window", after_fix),
         f"{after_fix}_top_idle_share": number(float(top.max()), "%", f"largest idle cause: {top.idxmax()}", after_fix),
         "gpu_phase_ms": number(float(gpu_phase_ms), "ms", "GPU phases per partition, run shown"),
@@ -653,7 +653,7 @@ def summary(base: str | Path | None = None) -> tuple[dict[str, Any], str]:
     budget = gpu_budget(src.events(shown), int(src.config(shown).get("n", 0) or 0))
     errors = prediction_vs_measurement(src, preds, sims)["model rel_err"] if acc else None
     nums, text = key_numbers(src, idle, after_fix, preds, acc, float(budget.loc["GPU phases", "pipeline_ms"]), errors)
-    return nums, f"In {src.recording.path.name} (data/last-mile/; {int(src.config(shown).get('partitions', 0) or 0)} partitions per run of {shown}): " + text[:1].lower() + text[1:]
+    return nums, f"In {src.recording.folder} ({int(src.config(shown).get('partitions', 0) or 0)} partitions per run of {shown}): " + text[:1].lower() + text[1:]
 
 
 def summary_text(base: str | Path | None = None) -> str:

@@ -68,7 +68,10 @@ def _recording_start(rec: Recording) -> _dt.datetime:
     """When ``rec`` started: its manifest's ``date_utc`` (written when the recording ended) less ``elapsed_s``."""
     end = _utc(rec.date, f"{rec.path.name}'s date_utc")
     el = rec.manifest.get("elapsed_s")
-    return end - _dt.timedelta(seconds=float(el)) if isinstance(el, (int, float)) and math.isfinite(el) and el > 0 else end
+    try:
+        return end - _dt.timedelta(seconds=float(el)) if isinstance(el, (int, float)) and math.isfinite(el) and el > 0 else end
+    except OverflowError:  # an elapsed_s beyond any date: the end is all we know
+        return end
 
 
 def forecast(source: Source, previous: Source | None = None) -> pd.DataFrame:
@@ -82,8 +85,9 @@ def forecast(source: Source, previous: Source | None = None) -> pd.DataFrame:
       ((max - min) / median) and the median of that range over the forecast's scenarios;
     - ``band_model``: the model's miss on the run it was calibrated on (|model - measured| / measured);
     - ``band_drift``: how much the scenario moved between recordings: |median in ``source`` - median in ``previous``|
-      / median in ``previous``, at least the median of those drifts over the scenarios; 0 without ``previous``
-      (a recording of the same GPU and n made before ``source``) or where its settings differ.
+      / median in ``previous``, at least the median of those drifts over the scenarios (that median alone where the
+      scenario's settings differ between the two); 0 without ``previous`` (a recording of the same GPU and n made
+      before ``source``) or when no scenario of it has ``source``'s settings.
 
     Returns:
         DataFrame indexed by ``scenario`` (story order) with ``partitions_per_min`` (the model's, whole run),
@@ -132,14 +136,19 @@ def _drifts(source: Source, previous: Source) -> dict[str, float]:
         now_cfg, before_cfg = source.config(name), previous.config(name)
         if any(now_cfg[k] != before_cfg[k] for k in now_cfg.keys() & before_cfg.keys()):
             continue
-        now, before = (float(repeat_table(s, [name])["partitions_per_min"].median()) for s in (source, previous))
+        try:
+            now, before = (float(repeat_table(s, [name]).get("partitions_per_min", pd.Series(dtype=float)).median())
+                           for s in (source, previous))
+        except (KeyError, ValueError, OSError):  # a damaged previous recording gives no drift, not an error
+            continue
         if math.isfinite(now) and math.isfinite(before) and before > 0:
             out[name] = abs(now - before) / before
     return out
 
 
 def previous_recording(rec: Recording) -> Recording | None:
-    """The newest GPU recording beside ``rec`` (same folder) of the same GPU and n, made before it; None if there is none."""
+    """The newest complete GPU recording beside ``rec`` (same folder) of the same GPU and n, made before it; None if
+    there is none (unreadable ones are passed over)."""
     start = _recording_start(rec)
     found = []
     for mf in sorted(rec.path.parent.glob("*/manifest.json")):
@@ -147,9 +156,10 @@ def previous_recording(rec: Recording) -> Recording | None:
             continue
         try:
             other = Recording.open(mf.parent)
-            if other.is_gpu and other.gpu == rec.gpu and other.manifest.get("n") == rec.manifest.get("n") and _recording_start(other) < start:
+            if (not other.incomplete and other.is_gpu and other.gpu == rec.gpu and other.manifest.get("n") == rec.manifest.get("n")
+                    and _recording_start(other) < start):
                 found.append((_recording_start(other), other))
-        except (ValueError, OSError):
+        except (ValueError, OSError, OverflowError):
             continue
     return max(found, key=lambda t: t[0])[1] if found else None
 
@@ -187,7 +197,9 @@ def write_forecast(source: Source, out_dir: str | Path | None = None, *, made_ut
     if rec.path.name in ("", ".", ".."):
         raise ValueError(f"{rec.path}: name the recording's folder (e.g. data/last-mile/<recording>), not {str(rec.path)!r}")
     folder = Path(out_dir) if out_dir is not None else FORECAST_DIR
-    target = folder / f"forecast-from-{rec.path.name}.json"
+    # names repeat across data/'s sub-folders (a main and a last-mile ...-record-2): outside data/last-mile the folder is named too
+    stem = rec.path.name if rec.path.parent.name == bottleneck.PILOT_DIR else f"{rec.path.parent.name}-{rec.path.name}"
+    target = folder / f"forecast-from-{stem}.json"
     taken = f"{target} exists: a forecast is never rewritten (make the next one from a newer recording)"
     if target.exists():  # refused before the work (write_json_new refuses it again, race-free)
         raise FileExistsError(taken)
@@ -308,9 +320,20 @@ def reproduces(fc: dict[str, Any], rel: float = 1e-6) -> bool | None:
                for name, v in fc["scenarios"].items())
 
 
+def _other_of_same_kind(fc: dict[str, Any], rec: Recording) -> bool:
+    """Forecast ``fc`` was made from another recording than ``rec``, of the same collection (a last-mile forecast is
+    set against last-mile recordings only): by ``from_recording_path`` where the file has one, else by name."""
+    rel = fc.get("from_recording_path")
+    if isinstance(rel, str) and rel:
+        src = Path(rel)
+        return src.parent.name == rec.path.parent.name and (REPO_ROOT / src).resolve() != rec.path.resolve()
+    return fc["from_recording"] != rec.path.name
+
+
 def forecast_vs_measured(recording: Recording | Source, folder: str | Path | None = None) -> pd.DataFrame:
     """The newest forecast made *before* ``recording`` started (``made_utc`` earlier than its start: ``date_utc``,
-    written when it ended, less ``elapsed_s``), from another recording of the same GPU and n, against what
+    written when it ended, less ``elapsed_s``), from another recording of the same GPU, n and collection (a
+    ``data/last-mile`` forecast against ``data/last-mile`` recordings), against what
     ``recording`` measured, scenario by scenario (the scenarios both have, in the story's order).
 
     Returns:
@@ -331,7 +354,7 @@ def forecast_vs_measured(recording: Recording | Source, folder: str | Path | Non
     src = recording if isinstance(recording, Source) else Source("recorded-gpu", recording, "replay")
     rec = src.recording
     start = _recording_start(rec)
-    before = [f for f in read_forecasts(folder) if f["_made"] < start and f["from_recording"] != rec.path.name
+    before = [f for f in read_forecasts(folder) if f["_made"] < start and _other_of_same_kind(f, rec)
               and f.get("gpu") in (None, rec.gpu) and f.get("n") in (None, rec.manifest.get("n"))]
     cols = ["forecast_per_min", "measured_per_min", "rel_err", "forecast_compute_util", "measured_compute_util", "band_lo", "band_hi",
             "in_band", "measured_min", "measured_max", "runs"]

@@ -157,8 +157,8 @@ def seed_table(source: Source, baseline: str = "baseline", fix: str = "pinned_po
         rows.append({"figure": "ntt_msm_h / prep_msm (baseline), each recording", "seed": "(one write-up)", "ours": st["median"],
                      "ours_min": st["min"], "ours_max": st["max"], "unit": "ratio",
                      "reproduced": bool(RATIO_RANGE[0] <= st["min"] and st["max"] <= RATIO_RANGE[1]),
-                     "note": "median of each recording of this regime (same GPU, n, host load, prep_msm), the range over recordings; yes only if "
-                             "every one is in range: " + ", ".join(f"{k} {v:.2f}" for k, v in across.items())})
+                     "note": "median of each recording of this story (same GPU, n, host load, prep_msm placement), the range over "
+                             "recordings; yes only if every one is in range: " + ", ".join(f"{k} {v:.2f}" for k, v in across.items())})
     add("ntt_msm_h / prep_msm (pinned pool)", "(the write-up's next step: prep_msm becomes the limit)",
         _per_run(source, fix, smoking_gun_ratio), "ratio", 0.0, 1.0, "after the fix prep_msm outlasts ntt_msm_h: below 1")
     s_tail = seed["tail_msm_ms"] / seed["gpu_total_ms"]
@@ -180,7 +180,7 @@ def seed_table(source: Source, baseline: str = "baseline", fix: str = "pinned_po
         "gpu_total - barrier_wait: counts the H2D copies as GPU work")
     add("pageable H2D of a/b/c (baseline)", "1-4 GB/s", _per_run(source, baseline, _gbps), "GB/s", 1.0, 4.5,
         f"host memory under load ({source.recording.host_load_threads} load threads stand in for cuzk's concurrent syntheses; "
-        f"prep_msm on {source.recording.manifest.get('prep_threads') or '?'} threads)")
+        f"prep_msm on {_prep_threads(source.recording)} threads)")
     add("pinned-pool H2D (after the fix)", "~50 GB/s line rate (PCIe Gen5)", _per_run(source, fix, _gbps), "GB/s", None, None,
         "the pool's copies are DMA from page-locked memory")
     add("exposed H2D share of ntt_msm_h (baseline)", "(inferred: ~1.3 s of ~2.8 s)", _per_run(source, baseline, _h2d_share), "fraction", 0.40, 1.0,
@@ -194,24 +194,40 @@ def seed_table(source: Source, baseline: str = "baseline", fix: str = "pinned_po
 
 
 def _across_recordings(source: Source, baseline: str = "baseline") -> dict[str, float]:
-    """``{recording name: median over its runs of smoking_gun_ratio(baseline)}`` for ``source``'s recording and every
-    GPU recording beside it (same folder) of the same GPU, n, host load and baseline prep_msm placement, oldest first."""
+    """``{"<recording> (<k> prep threads)": median over its runs of smoking_gun_ratio(baseline)}`` for ``source``'s
+    recording and every complete GPU recording beside it (same folder) of the same GPU, n, host load and baseline
+    prep_msm placement, oldest first; each folder once (links resolved); unreadable ones are passed over. Empty when
+    ``source`` has no ``baseline``."""
     rec = source.recording
-    found: list[tuple[str, str, float]] = []
+    if not source.has(baseline):
+        return {}
+    prep = (rec.scenario(baseline).get("config") or {}).get("prep")
+    found: dict[Path, tuple[str, str, float]] = {}
     for mf in sorted(rec.path.parent.glob("*/manifest.json")):
-        try:
-            other = rec if mf.parent.resolve() == rec.path.resolve() else Recording.open(mf.parent)
-        except (ValueError, OSError):
+        where = mf.parent.resolve()
+        if where in found:
             continue
-        same = (other.is_gpu and other.gpu == rec.gpu and other.manifest.get("n") == rec.manifest.get("n")
-                and other.host_load_threads == rec.host_load_threads and baseline in other.scenarios
-                and (other.scenario(baseline).get("config") or {}).get("prep") == (rec.scenario(baseline).get("config") or {}).get("prep"))
-        if same:
+        try:
+            other = rec if where == rec.path.resolve() else Recording.open(mf.parent)
+            same = (not other.incomplete and other.is_gpu and other.gpu == rec.gpu and other.manifest.get("n") == rec.manifest.get("n")
+                    and other.host_load_threads == rec.host_load_threads and baseline in other.scenarios
+                    and (other.scenario(baseline).get("config") or {}).get("prep") == prep)
+            if not same:
+                continue
             src = source if other is rec else Source(source.kind, other, source.mode)
             v = _per_run(src, baseline, smoking_gun_ratio)["median"]
-            if math.isfinite(v):
-                found.append((str(other.date or ""), other.path.name, v))
-    return {name: v for _, name, v in sorted(found)}
+        except (ValueError, KeyError, OSError, TypeError):
+            continue
+        if math.isfinite(v):
+            found[where] = (str(other.date or ""), f"{other.path.name} ({_prep_threads(other)} prep threads)", v)
+    return {name: v for _, name, v in sorted(found.values())}
+
+
+def _prep_threads(rec: Recording) -> str:
+    """The prep_msm thread count a recording's baseline ran (``prep_threads``; 1 for numpy's one-thread prep)."""
+    cfg = rec.scenario("baseline").get("config") or {} if "baseline" in rec.scenarios else {}
+    k = cfg.get("prep_threads") or rec.manifest.get("prep_threads")
+    return str(k) if k else ("1" if cfg.get("prep", "cpu") == "cpu" else "?")
 
 
 def _in_unit(v: float, unit: str, bare: bool = False) -> str:
