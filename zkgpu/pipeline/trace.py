@@ -34,7 +34,8 @@ raises) in domain ``"zkgpu"`` labelled ``"<phase>[ p<partition>][ w<worker>]"``,
 a keyword of the library, not an environment variable) disables them.
 
 Which line a phase emits is fixed by :data:`PHASE_LINES`; values the line needs beyond the
-phase's own duration (``gpu_total_ms``, ``pre_lock_cpu_ms`` …) are passed as ``fields``.
+phase's own duration (``gpu_total_ms``, ``pre_lock_cpu_ms`` …) are passed as ``fields``; ``gpu_total_from_ns`` (a
+:meth:`Tracer.now_ns` instant) gives ``gpu_total_ms`` measured from it to the phase's own end.
 A phase whose body raises still records its event (``detail`` gets ``error=<Type>``) and pops
 its NVTX range, but writes no log line (upstream prints a line only when the step completes).
 
@@ -532,6 +533,9 @@ class Tracer:
             end.record(stream)
             ph._cuda = (start, end)
         ph.end_ns = self.now_ns()
+        since = ph.fields.pop("gpu_total_from_ns", None)
+        if since is not None:  # tail_msm's gpu_total ends when the phase does, so ntt + barrier + batch + tail <= gpu_total
+            ph.fields["gpu_total_ms"] = (ph.end_ns - since) / 1e6
         if error is not None:
             ph.detail.setdefault("error", type(error).__name__)
         with self._lock:
