@@ -36,7 +36,6 @@ import click
 import numpy as np
 import pandas as pd
 
-from zkgpu.arith.field import fr_to_ints
 from zkgpu.core import cuda as _cuda
 from zkgpu.core import optional
 from zkgpu.core.errors import CliError
@@ -118,7 +117,7 @@ def witness_rows(r1cs_path: str | Path, wtns_path: str | Path, repeat: int) -> l
     log_n = max(1, (r1.n_constraints + r1.n_public).bit_length())  # the domain: constraints + public + 1 (the set-up's)
 
     def check() -> None:
-        bad = keycheck.check_constraints(r1, fr_to_ints(wt.values))
+        bad = keycheck.check_constraints(r1, wt.values)
         if bad is not None:
             raise ValueError(f"bench keycheck: {wtns_path} does not satisfy {r1cs_path}: constraint {bad} fails")
 
