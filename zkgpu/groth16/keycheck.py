@@ -480,7 +480,9 @@ def _constraint_kernel() -> Any:
     A and B are summed in canonical form: a coefficient 1 adds w, r - 1 subtracts it, any other adds
     mm(coef, w R) (w R = mm(w, R^2), once per wire used); C is summed scaled by R^-1: +-mm(w, 1), or mm(coef, w).
     Then constraint c holds iff mm(A_c, B_c) = (C R^-1)_c: one product per constraint (none where A_c = 0, then C_c
-    must be 0). None without numba."""
+    must be 0). The three matrices share one loop body and the helpers are closures, so numba inlines few copies of
+    the product (about 6 s to compile, once per machine: numba's disk cache) and the cache hits in every process.
+    None without numba."""
     numba = optional.numba()
     if numba is None:
         return None
@@ -530,7 +532,21 @@ def _constraint_kernel() -> Any:
                 out[io, k] = np.uint32((x - y) & mask)
                 borrow = np.uint64(1) if x < y else np.uint64(0)
 
-        def add(acc, ia, b, ib):  # acc[ia] += b[ib] mod p, both < p
+        def add_sub(acc, ia, b, ib, neg):  # acc[ia] += b[ib] (neg: -=) mod p, both < p
+            if neg:
+                borrow = np.uint64(0)
+                for k in range(W):
+                    x = np.uint64(acc[ia, k])
+                    y = np.uint64(b[ib, k]) + borrow
+                    acc[ia, k] = np.uint32((x - y) & mask)
+                    borrow = np.uint64(1) if x < y else np.uint64(0)
+                if borrow:
+                    carry = np.uint64(0)
+                    for k in range(W):
+                        s = np.uint64(acc[ia, k]) + p[k] + carry
+                        acc[ia, k] = np.uint32(s & mask)
+                        carry = s >> s32
+                return
             carry = np.uint64(0)
             for k in range(W):
                 s = np.uint64(acc[ia, k]) + np.uint64(b[ib, k]) + carry
@@ -551,22 +567,7 @@ def _constraint_kernel() -> Any:
                     acc[ia, k] = np.uint32((x - y) & mask)
                     borrow = np.uint64(1) if x < y else np.uint64(0)
 
-        def sub(acc, ia, b, ib):  # acc[ia] -= b[ib] mod p, both < p
-            borrow = np.uint64(0)
-            for k in range(W):
-                x = np.uint64(acc[ia, k])
-                y = np.uint64(b[ib, k]) + borrow
-                acc[ia, k] = np.uint32((x - y) & mask)
-                borrow = np.uint64(1) if x < y else np.uint64(0)
-            if borrow:
-                carry = np.uint64(0)
-                for k in range(W):
-                    s = np.uint64(acc[ia, k]) + p[k] + carry
-                    acc[ia, k] = np.uint32(s & mask)
-                    carry = s >> s32
-
         nw = w.shape[0]
-        wc = w  # the witness, canonical words
         consts = np.zeros((2, W), dtype=np.uint32)  # 1, R^2
         consts[0, 0] = 1
         for k in range(W):
@@ -575,15 +576,16 @@ def _constraint_kernel() -> Any:
         done_m = np.zeros(nw, dtype=np.bool_)
         wr = np.empty((nw, W), dtype=np.uint32)  # w R^-1 (C's +-1 terms), on first use
         done_r = np.zeros(nw, dtype=np.bool_)
-        acc_a = np.zeros((m, W), dtype=np.uint32)
-        acc_b = np.zeros((m, W), dtype=np.uint32)
-        acc_c = np.zeros((m, W), dtype=np.uint32)
+        acc = np.zeros((3 * m, W), dtype=np.uint32)  # A.w, B.w (canonical), C.w R^-1: row mat * m + c
         co = np.empty((1, W), dtype=np.uint32)
         prod = np.empty((1, W), dtype=np.uint32)
-
-        def terms(cs, ws, cw, acc, scaled):
+        for mat in range(3):  # one loop body for the three matrices (numba inlines each call of mm: fewer copies)
+            cs = cs_a if mat == 0 else (cs_b if mat == 1 else cs_c)
+            ws = ws_a if mat == 0 else (ws_b if mat == 1 else ws_c)
+            cw = co_a if mat == 0 else (co_b if mat == 1 else co_c)
+            scaled = mat == 2
             for i in range(cs.shape[0]):
-                c, wi = cs[i], ws[i]
+                row, wi = mat * m + cs[i], ws[i]
                 is_one, is_neg = True, True
                 for k in range(W):
                     v = np.uint64(cw[i, k])
@@ -593,44 +595,29 @@ def _constraint_kernel() -> Any:
                     if v != pm1[k]:
                         is_neg = False
                 if is_one or is_neg:
-                    if scaled:
-                        if not done_r[wi]:
-                            mm(wc, wi, consts, 0, wr, wi)
-                            done_r[wi] = True
-                        if is_one:
-                            add(acc, c, wr, wi)
-                        else:
-                            sub(acc, c, wr, wi)
-                    elif is_one:
-                        add(acc, c, wc, wi)
-                    else:
-                        sub(acc, c, wc, wi)
+                    if scaled and not done_r[wi]:
+                        mm(w, wi, consts, 0, wr, wi)
+                        done_r[wi] = True
+                    add_sub(acc, row, wr if scaled else w, wi, is_neg)
                 else:
-                    if scaled:
-                        mm(co, 0, wc, wi, prod, 0)
-                    else:
-                        if not done_m[wi]:
-                            mm(wc, wi, consts, 1, wm, wi)
-                            done_m[wi] = True
-                        mm(co, 0, wm, wi, prod, 0)
-                    add(acc, c, prod, 0)
-
-        terms(cs_a, ws_a, co_a, acc_a, False)
-        terms(cs_b, ws_b, co_b, acc_b, False)
-        terms(cs_c, ws_c, co_c, acc_c, True)
+                    if not scaled and not done_m[wi]:
+                        mm(w, wi, consts, 1, wm, wi)
+                        done_m[wi] = True
+                    mm(co, 0, w if scaled else wm, wi, prod, 0)
+                    add_sub(acc, row, prod, 0, False)
         for c in range(m):
             zero = True  # A.w = 0 (a linear constraint, or a zero sum): the product is 0, no multiplication
             for k in range(W):
-                if acc_a[c, k] != 0:
+                if acc[c, k] != 0:
                     zero = False
                     break
             if zero:
                 for k in range(W):
                     prod[0, k] = 0
             else:
-                mm(acc_a, c, acc_b, c, prod, 0)
+                mm(acc, c, acc, m + c, prod, 0)
             for k in range(W):
-                if prod[0, k] != acc_c[c, k]:
+                if prod[0, k] != acc[2 * m + c, k]:
                     return c
         return -1
 
