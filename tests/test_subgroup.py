@@ -415,7 +415,7 @@ def test_bench_keycheck_times_the_witness_check(monkeypatch, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     monkeypatch.setattr(_cuda, "gpu_available", lambda: False)
-    res = CliRunner().invoke(main, ["bench", "keycheck", "--logs", "none", "--r1cs", str(r1p), "--wtns", str(wp), "--cpu-repeat", "3", "--out", str(out)])
+    res = CliRunner().invoke(main, ["bench", "keycheck", "--logs", "none", "--r1cs", str(r1p), "--wtns", str(wp), "--repeat", "3", "--out", str(out)])
     assert res.exit_code == 0, res.output
     (run,) = out.iterdir()
     m = json.loads((run / "manifest.json").read_text())

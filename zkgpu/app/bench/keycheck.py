@@ -19,7 +19,8 @@ Rows (:func:`run_benchmark`), per size 2^L:
 
 The points are 1024 distinct subgroup points tiled (the work per point does not depend on the point: the
 double-and-add runs the same fixed scalar |z|). One warm-up call per row (the kernels' NVRTC compile, numba's),
-then ``--repeat`` timed calls (``--cpu-repeat`` for the CPU rows), medians (``--logs none``: only the witness rows).
+then ``--repeat`` timed calls (``--cpu-repeat`` for the CPU point and key rows), medians (``--logs none``: only the
+witness rows).
 Writes keycheck.csv, keycheck.json and manifest.json to a fresh ``bench-keycheck`` run folder under ``--out``.
 """
 
@@ -131,7 +132,7 @@ def run_benchmark(logs: Sequence[int] = (19, 24), repeat: int = 5, *, gpu: bool 
                   cpu_repeat: int = 1, key: bool = True, r1cs: str | Path | None = None,
                   wtns: str | Path | None = None) -> list[dict[str, Any]]:
     """The rows of the module docstring (``gpu`` None: when a GPU is present; the witness rows when ``r1cs`` and
-    ``wtns`` are given, :func:`witness_rows`, ``cpu_repeat`` timed calls).
+    ``wtns`` are given, :func:`witness_rows`, ``repeat`` timed calls).
 
     Raises:
         RuntimeError: a timed check refused the valid points (a broken kernel) or the witness, or ``gpu=True``
@@ -171,7 +172,7 @@ def run_benchmark(logs: Sequence[int] = (19, 24), repeat: int = 5, *, gpu: bool 
                 rows.append(_row(lg, "cpu", "key", "check_key", pts, _wall_ms(functools.partial(keycheck.check_key, zk, gpu=False), cpu_repeat), "perf_counter"))
             del zk
     if r1cs is not None and wtns is not None:
-        rows += witness_rows(r1cs, wtns, cpu_repeat)
+        rows += witness_rows(r1cs, wtns, repeat)
     return rows
 
 
@@ -190,12 +191,12 @@ def _logs(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, 
 
 @click.command("keycheck")
 @click.option("--logs", default="19,24", show_default=True, callback=_logs, help="sizes, log2, comma-separated; none: only the --r1cs rows")
-@click.option("--repeat", default=5, show_default=True, type=click.IntRange(1, 1000), help="timed repeats per GPU row (median reported)")
+@click.option("--repeat", default=5, show_default=True, type=click.IntRange(1, 1000), help="timed repeats per GPU row and witness row (median reported)")
 @click.option("--cpu-max-log", default=19, show_default=True, type=click.IntRange(0, 26), help="time the CPU path up to this size (0: never)")
-@click.option("--cpu-repeat", default=1, show_default=True, type=click.IntRange(1, 1000), help="timed repeats per CPU row")
+@click.option("--cpu-repeat", default=1, show_default=True, type=click.IntRange(1, 1000), help="timed repeats per CPU point or key row")
 @click.option("--no-key", is_flag=True, help="leave out the whole-key rows (check_key of a synthetic key)")
 @click.option("--r1cs", "r1cs_path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="also time reading this circuit's r1cs and checking --wtns against it (CPU, --cpu-repeat)")
+              help="also time reading this circuit's r1cs and checking --wtns against it (CPU, --repeat)")
 @click.option("--wtns", "wtns_path", type=click.Path(exists=True, dir_okay=False), default=None, help="the witness for --r1cs")
 @click.option("--out", "out_base", default=None, help="base folder for the run folder (default data/)")
 def keycheck_bench(logs: tuple[int, ...], repeat: int, cpu_max_log: int, cpu_repeat: int, no_key: bool, r1cs_path: str | None,
