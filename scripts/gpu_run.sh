@@ -145,8 +145,11 @@ for s in "${stages[@]}"; do
     # prep_msm variants (cpu, cpu_parallel, gpu) at 2^20..2^26 (PREP_MAX_LOG to shorten)
     bench-prep) run_stage bench-prep python3 -m zkgpu.app.cli bench prep --min-log 20 --max-log "${PREP_MAX_LOG:-26}" --repeat "${PREP_REPEAT:-5}" --out "$DATA" ;;
     # the key's point checks (issue 22: curve + endomorphism subgroup test, zkgpu.gpu.subgroup) at KEYCHECK_LOGS (19,24) on the GPU,
-    # and the CPU path up to KEYCHECK_CPU_MAX_LOG (19); one data/<gpu>-<date>-bench-keycheck recording
-    bench-keycheck) run_stage bench-keycheck python3 -m zkgpu.app.cli bench keycheck --logs "${KEYCHECK_LOGS:-19,24}" --repeat "${KEYCHECK_REPEAT:-5}" --cpu-max-log "${KEYCHECK_CPU_MAX_LOG:-19}" --out "$DATA" ;;
+    # and the CPU path up to KEYCHECK_CPU_MAX_LOG (19); where prove-setup has built PROVE_CIRCUIT, also the witness check
+    # (read its r1cs, check its witness, on the host's CPU); one data/<gpu>-<date>-bench-keycheck recording
+    bench-keycheck) kc="build/circuits/$PROVE_CIRCUIT$([ "$PROVE_SETUP" = fast ] && echo -fast)"
+                    run_stage bench-keycheck python3 -m zkgpu.app.cli bench keycheck --logs "${KEYCHECK_LOGS:-19,24}" --repeat "${KEYCHECK_REPEAT:-5}" --cpu-max-log "${KEYCHECK_CPU_MAX_LOG:-19}" \
+                      $([ -f "$kc/circuit.r1cs" ] && [ -f "$kc/circuit.wtns" ] && echo --r1cs "$kc/circuit.r1cs" --wtns "$kc/circuit.wtns") --out "$DATA" ;;
     tests-keycheck) run_stage tests-keycheck python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_subgroup.py ;;
     bench-ntt) run_stage bench-ntt python3 -m zkgpu.app.cli bench ntt --min-log 16 --max-log 26 --repeat 5 --out "$DATA" ;;
     # the NTT's default build beside sppark at 2^22..2^24, compute_h at 2^24, --queued (needs .anchors/sppark-bench

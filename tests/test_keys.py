@@ -247,6 +247,70 @@ def test_check_constraints_names_the_first_failing_constraint():
         keycheck.check_constraints(r1, wit[:-1])
 
 
+def _random_r1cs(pyrng, m: int = 60, nw: int = 40):
+    """A satisfied random r1cs: A, B rows of 0-3 terms with coefficients 0, 1, r - 1 or random, and C rows of
+    random terms closed by a term on wire 0 (the constant 1) that makes each constraint hold."""
+    from zkgpu.groth16.setup import R1cs
+
+    w = [1] + [pyrng.randrange(R) for _ in range(nw - 1)]
+    coef = lambda: pyrng.choice([0, 1, R - 1, pyrng.randrange(R), pyrng.randrange(R)])  # noqa: E731
+    terms = {k: ([], [], []) for k in "ABC"}
+    for c in range(m):
+        ev = {}
+        for k in "ABC":
+            row = [(pyrng.randrange(nw), coef()) for _ in range(pyrng.randrange(4))]
+            if k == "C":
+                row.append((0, (ev["A"] * ev["B"] - sum(v * w[j] for j, v in row)) % R))
+            for j, v in row:
+                terms[k][0].append(c)
+                terms[k][1].append(j)
+                terms[k][2].append(v)
+            ev[k] = sum(v * w[j] for j, v in row) % R
+    return R1cs(nw, 1, 1, 1, m, {k: (np.array(cs, dtype=np.int64), np.array(ws, dtype=np.int64), vs) for k, (cs, ws, vs) in terms.items()}), w
+
+
+def test_compiled_constraint_check_matches_python_ints(pyrng, monkeypatch):
+    """The numba constraint check against the Python-int reference (:func:`keycheck._first_failing_ints`) on
+    random satisfied r1cs (every coefficient kind, repeated and unsorted terms) and on each broken by one witness
+    value or one coefficient; a witness given as ints or as the reader's uint64 array gives the same answer."""
+    from zkgpu.arith.field import fr_from_ints
+
+    assert keycheck._constraint_kernel() is not None
+    for _ in range(20):
+        r1, w = _random_r1cs(pyrng)
+        assert keycheck.check_constraints(r1, w) is None and keycheck.check_constraints(r1, fr_from_ints(w)) is None
+        assert keycheck._first_failing_ints(r1, w) is None
+        bad = list(w)
+        bad[pyrng.randrange(1, len(w))] = pyrng.randrange(R)
+        want = keycheck._first_failing_ints(r1, bad)
+        assert keycheck.check_constraints(r1, bad) == want == keycheck.check_constraints(r1, fr_from_ints(bad))
+        k = pyrng.choice("ABC")
+        cs, ws, vs = r1.terms[k]
+        if len(vs):
+            i = pyrng.randrange(len(vs))
+            vs2 = list(vs)
+            vs2[i] = pyrng.choice([0, 1, R - 1, pyrng.randrange(R)])
+            other = type(r1)(r1.n_wires, 1, 1, 1, r1.n_constraints, {**r1.terms, k: (cs, ws, vs2)})
+            assert keycheck.check_constraints(other, w) == keycheck._first_failing_ints(other, w)
+    monkeypatch.setattr(keycheck, "_constraint_kernel", lambda: None)  # without numba: the reference itself
+    assert keycheck.check_constraints(r1, fr_from_ints(bad)) == want
+    with pytest.raises(ValueError, match="not a canonical"):
+        keycheck.check_constraints(r1, np.full((r1.n_wires, 4), 2**64 - 1, dtype=np.uint64))
+
+
+def test_constraint_check_refuses_terms_outside_the_circuit():
+    r1, wit = mulchain_r1cs(4)
+    cs, ws, vs = r1.terms["B"]
+    for bad_cs, bad_ws, what in ((cs, np.array(ws) + 100, "wire"), (np.array(cs) + 100, ws, "constraint")):
+        other = type(r1)(r1.n_wires, 1, 1, 1, r1.n_constraints, {**r1.terms, "B": (bad_cs, bad_ws, vs)})
+        with pytest.raises(ValueError, match=f"name a {what} outside"):
+            keycheck.check_constraints(other, wit)
+    with pytest.raises(ValueError, match="give terms or arrays"):
+        type(r1)(1, 0, 0, 0, 0)
+    arrays = r1.arrays  # the terms as arrays, and back
+    assert type(r1)(r1.n_wires, 1, 1, 1, r1.n_constraints, arrays=arrays).terms["C"][2] == [v % R for v in r1.terms["C"][2]]
+
+
 @pytest.mark.parametrize("field", ["FQ", "FR"])
 def test_vectorised_montgomery_conversion_matches_python_ints(field, rng, monkeypatch):
     """The readers' conversion (numba REDC, or the Python-int fallback) against x * k mod p on random

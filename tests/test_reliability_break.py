@@ -10,6 +10,7 @@ import re
 import stat
 import struct
 import threading
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -26,7 +27,7 @@ from zkgpu.app import pipeline_cmd
 from zkgpu.app.cli import main
 from zkgpu.arith.field import FQ, FR
 from zkgpu.core.events import normalize_events
-from zkgpu.groth16 import circuits, keycheck
+from zkgpu.groth16 import circuits, keycheck, setup
 from zkgpu.groth16.formats import FormatError, read_zkey
 from zkgpu.groth16.proof import check_vkey, write_exclusive
 from zkgpu.groth16.prover import Prover
@@ -470,17 +471,31 @@ def _mutated_r1cs(draw):
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=_mutated_r1cs())
 def test_fuzz_r1cs_reader_and_constraint_check(data, tmp_path):
-    """Mutated r1cs bytes: read_r1cs gives an r1cs or a one-line FormatError; an r1cs it gives can be checked against
-    a witness of its length without any other exception (every wire below the count, every coefficient below r)."""
+    """Mutated r1cs bytes: read_r1cs gives an r1cs or a one-line FormatError, the compiled reader (numba) and the
+    Python loop alike (the same terms, or the same message); an r1cs it gives can be checked against a witness of its
+    length without any other exception (every wire below the count, every coefficient below r), the compiled check
+    and the Python-int one giving the same answer."""
     path = tmp_path / "fuzz.r1cs"
     path.write_bytes(data)
-    try:
-        r1 = read_r1cs(path)
-    except FormatError as exc:
-        assert "\n" not in str(exc) and str(exc).startswith(str(path)), str(exc)
+    got: list = []
+    for kernel in (True, False):
+        with mock.patch.object(setup, "_walk_kernel", setup._walk_kernel if kernel else (lambda: None)):
+            try:
+                got.append(read_r1cs(path))
+            except FormatError as exc:
+                assert "\n" not in str(exc) and str(exc).startswith(str(path)), str(exc)
+                got.append(str(exc))
+    fast, ref = got
+    if isinstance(fast, str) or isinstance(ref, str):
+        assert fast == ref
         return
+    r1 = fast
     assert 1 + r1.n_pub_out + r1.n_pub_in + r1.n_prv_in <= r1.n_wires
-    keycheck.check_constraints(r1, [1] * r1.n_wires)
+    for k in "ABC":
+        assert np.array_equal(fast.terms[k][0], ref.terms[k][0]) and np.array_equal(fast.terms[k][1], ref.terms[k][1])
+        assert fast.terms[k][2] == ref.terms[k][2]
+    ones = [1] * r1.n_wires
+    assert keycheck.check_constraints(r1, ones) == keycheck._first_failing_ints(ref, ones)
 
 
 # --------------------------------------------------------------------------- the model at its bounds

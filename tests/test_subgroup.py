@@ -397,3 +397,35 @@ def test_bench_keycheck_command_writes_a_recording(monkeypatch, tmp_path):
         res = CliRunner().invoke(main, ["bench", "keycheck", *args, "--out", str(tmp_path)])
         assert res.exit_code == 2 and what in res.output, res.output
     assert len(list(tmp_path.iterdir())) == 1
+
+
+def test_bench_keycheck_times_the_witness_check(monkeypatch, tmp_path):
+    """--r1cs/--wtns (mulchain-8, circom's terms, written here): rows for reading the r1cs and the witness and for the
+    check, at the circuit's domain; a witness that does not satisfy the r1cs, or one file alone, is refused in one line."""
+    from test_reliability_break import _r1cs_bytes
+
+    from zkgpu.groth16.setup import mulchain_r1cs, write_wtns
+
+    r1, wit = mulchain_r1cs(8)
+    (tmp_path / "mulchain-8").mkdir()
+    r1p, wp, badp = (tmp_path / "mulchain-8" / n for n in ("circuit.r1cs", "circuit.wtns", "bad.wtns"))
+    r1p.write_bytes(_r1cs_bytes(r1))
+    write_wtns(wp, wit)
+    write_wtns(badp, wit[:-1] + [(wit[-1] + 1) % R])
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.setattr(_cuda, "gpu_available", lambda: False)
+    res = CliRunner().invoke(main, ["bench", "keycheck", "--logs", "none", "--r1cs", str(r1p), "--wtns", str(wp), "--repeat", "3", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    (run,) = out.iterdir()
+    m = json.loads((run / "manifest.json").read_text())
+    assert m["logs"] == [] and m["witness"] == {"r1cs": "mulchain-8/circuit.r1cs", "wtns": "mulchain-8/circuit.wtns"}
+    rows = {r["phase"]: r for r in json.loads((run / "keycheck.json").read_text())}
+    assert set(rows) == {"read_r1cs", "read_wtns", "check"}
+    assert all(r["path"] == "cpu" and r["group"] == "witness" and r["log_n"] == 4 and r["repeat"] == 3 and r["median_ms"] > 0 for r in rows.values())
+    assert rows["check"]["points"] == rows["read_r1cs"]["points"] == 8 and rows["read_wtns"]["points"] == 11
+    for args, what in ((["--r1cs", str(r1p), "--wtns", str(badp)], "does not satisfy"), (["--r1cs", str(r1p)], "go together"),
+                       ([], "nothing to time")):  # fmt: skip
+        res = CliRunner().invoke(main, ["bench", "keycheck", "--logs", "none", *args, "--out", str(out)])
+        assert res.exit_code == 2 and what in res.output and "Traceback" not in res.output, res.output
+    assert len(list(out.iterdir())) == 1

@@ -501,7 +501,7 @@ class Prover:
         t = time.perf_counter()
         check_witness(self.zkey, witness)
         if self.r1cs is not None:
-            bad = check_constraints(self.r1cs, fr_to_ints(witness.values))
+            bad = check_constraints(self.r1cs, witness.values)
             if bad is not None:
                 raise ValueError(
                     f"{witness.path}: the witness does not satisfy the circuit: constraint {bad} of "

@@ -29,6 +29,7 @@ combinations A, B, C of (wire uint32, canonical coefficient) terms):
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import random
@@ -37,10 +38,11 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from zkgpu.arith.field import FQ, FR
+from zkgpu.arith.field import FQ, FR, fr_from_ints, fr_to_ints
 from zkgpu.core import optional
 from zkgpu.groth16.formats import FormatError, read_sections
 from zkgpu.groth16.proof import write_exclusive
@@ -59,15 +61,36 @@ class R1cs:
     Attributes:
         n_wires, n_pub_out, n_pub_in, n_prv_in, n_constraints: the header's counts.
         terms: ``{"A"|"B"|"C": (constraint int64 array, wire int64 array, coefficient ints list)}``.
+        arrays: the same terms with the coefficients as an ``(n, 4)`` uint64 canonical Fr array
+            (:func:`read_r1cs` gives these; :func:`zkgpu.groth16.keycheck.check_constraints` reads them).
+
+    Give ``terms`` or ``arrays``; the other is made from it on first use (``terms``' coefficients reduced mod r).
     """
 
-    def __init__(self, n_wires: int, n_pub_out: int, n_pub_in: int, n_prv_in: int, n_constraints: int, terms: dict):
+    def __init__(self, n_wires: int, n_pub_out: int, n_pub_in: int, n_prv_in: int, n_constraints: int, terms: dict | None = None,
+                 *, arrays: dict | None = None):  # fmt: skip
+        if (terms is None) == (arrays is None):
+            raise ValueError("R1cs: give terms or arrays (one of them)")
         self.n_wires, self.n_pub_out, self.n_pub_in, self.n_prv_in = n_wires, n_pub_out, n_pub_in, n_prv_in
-        self.n_constraints, self.terms = n_constraints, terms
+        self.n_constraints, self._terms, self._arrays = n_constraints, terms, arrays
 
     @property
     def n_public(self) -> int:
         return self.n_pub_out + self.n_pub_in
+
+    @property
+    def terms(self) -> dict:
+        if self._terms is None:
+            self._terms = {k: (cs, ws, fr_to_ints(co)) for k, (cs, ws, co) in self.arrays.items()}
+        return self._terms
+
+    @property
+    def arrays(self) -> dict:
+        if self._arrays is None:
+            self._arrays = {k: (np.asarray(cs, dtype=np.int64).reshape(-1), np.asarray(ws, dtype=np.int64).reshape(-1),
+                                fr_from_ints([int(v) % P for v in vs]).reshape(-1, 4))
+                            for k, (cs, ws, vs) in self.terms.items()}  # fmt: skip
+        return self._arrays
 
 
 _R1CS_HEADER = struct.Struct("<IIIIQI")  # after n8 and the prime: nWires, nPubOut, nPubIn, nPrvIn, nLabels, nConstraints
@@ -107,6 +130,9 @@ def read_r1cs(path: str | Path) -> R1cs:
     """Read a circom ``.r1cs`` (BLS12-381), checked at the door: the header (:func:`r1cs_header`), every term's
     wire below the wire count and its coefficient below r, and nothing read outside the constraint section.
 
+    With numba, one compiled pass over the section (:func:`_walk_kernel`) gives :attr:`R1cs.arrays`; without it, a
+    Python loop gives :attr:`R1cs.terms` (the same checks and messages).
+
     Raises:
         FormatError: not an r1cs file, another curve, truncated or corrupt sections (names the constraint).
     """
@@ -114,6 +140,27 @@ def read_r1cs(path: str | Path) -> R1cs:
     data, secs = read_sections(path, b"r1cs", 1)
     wires, pub_out, pub_in, prv_in, cons = r1cs_header(path, data, secs)
     pos, end = secs[2][0][0], secs[2][0][0] + secs[2][0][1]
+    walk = _walk_kernel() if sys.byteorder == "little" else None
+    if walk is None:
+        return R1cs(wires, pub_out, pub_in, prv_in, cons, _read_terms(path, data, pos, end, wires, cons))
+    buf = np.frombuffer(data, dtype=np.uint8)
+    st, c, k, val, pos, cs, ws, coef = walk(buf, pos, end, cons, wires, _R_BYTES)
+    if st == 1:
+        raise FormatError(f"{path}: truncated constraint section ({cons} constraints announced)")
+    if st == 2:
+        raise FormatError(f"{path}: corrupt: constraint {c} ({'ABC'[k]}) names wire {val}, the circuit has {wires}")
+    if st == 3:
+        raise FormatError(f"{path}: corrupt: constraint {c} ({'ABC'[k]}) has a coefficient {int.from_bytes(data[val : val + 32], 'little'):#x} not below r")
+    if pos != end:
+        raise FormatError(f"{path}: corrupt: constraint section has {end - pos} bytes left over")
+    return R1cs(wires, pub_out, pub_in, prv_in, cons, arrays={k: (cs[i], ws[i], coef[i]) for i, k in enumerate("ABC")})
+
+
+_R_BYTES = np.frombuffer(P.to_bytes(32, "little"), dtype=np.uint8).copy()
+
+
+def _read_terms(path: Path, data: bytearray, pos: int, end: int, wires: int, cons: int) -> dict:
+    """:func:`read_r1cs`'s constraint section without numba: the terms as Python ints."""
     view = memoryview(data)[:end]  # a constraint never reads past its section
     out: dict[str, tuple[list[int], list[int], list[int]]] = {k: ([], [], []) for k in "ABC"}
     tsize = 36
@@ -140,8 +187,79 @@ def read_r1cs(path: str | Path) -> R1cs:
         raise FormatError(f"{path}: truncated constraint section ({cons} constraints announced)") from None
     if pos != end:
         raise FormatError(f"{path}: corrupt: constraint section has {end - pos} bytes left over")
-    terms = {k: (np.array(v[0], dtype=np.int64), np.array(v[1], dtype=np.int64), v[2]) for k, v in out.items()}
-    return R1cs(wires, pub_out, pub_in, prv_in, cons, terms)
+    return {k: (np.array(v[0], dtype=np.int64), np.array(v[1], dtype=np.int64), v[2]) for k, v in out.items()}
+
+
+@functools.lru_cache(maxsize=1)
+def _walk_kernel() -> Any:
+    """numba's pass over an r1cs constraint section (``buf`` uint8, bytes ``pos`` .. ``end``): per constraint, per
+    matrix, a uint32 term count, then per term a uint32 wire and a 32-byte little-endian coefficient. Returns
+    ``(status, constraint, matrix, value, pos, cs, ws, coef)``, the last three tuples over A, B, C of the terms'
+    constraints and wires (int64) and coefficients (``(n, 4)`` uint64): status 0 (``pos`` where it stopped),
+    1 truncated, 2 a wire not below ``wires`` (``value`` the wire), 3 a coefficient not below r (``value`` its
+    offset); the first error in file order, as :func:`_read_terms` finds it. A first pass finds the term counts
+    (and where the section is cut short), a second fills the arrays. None without numba."""
+    numba = optional.numba()
+    if numba is None:
+        return None
+
+    @numba.njit(nogil=True, cache=True)
+    def walk(buf, pos, end, cons, wires, rb):  # no closure variables: numba's disk cache then hits in every process
+        counts = np.zeros(3, dtype=np.int64)
+        start = pos
+        cut_c, cut_k = cons, 0  # the list whose count (or terms) lies past the end: the truncation, if any
+        for c in range(cons):
+            for k in range(3):
+                if pos + 4 > end:
+                    cut_c, cut_k = c, k
+                    break
+                nt = np.int64(buf[pos]) | (np.int64(buf[pos + 1]) << 8) | (np.int64(buf[pos + 2]) << 16) | (np.int64(buf[pos + 3]) << 24)
+                if pos + 4 + nt * 36 > end:
+                    cut_c, cut_k = c, k
+                    break
+                counts[k] += nt
+                pos += 4 + nt * 36
+            if cut_c < cons:
+                break
+        cs = (np.empty(counts[0], dtype=np.int64), np.empty(counts[1], dtype=np.int64), np.empty(counts[2], dtype=np.int64))
+        ws = (np.empty(counts[0], dtype=np.int64), np.empty(counts[1], dtype=np.int64), np.empty(counts[2], dtype=np.int64))
+        coef = (np.empty((counts[0], 4), dtype=np.uint64), np.empty((counts[1], 4), dtype=np.uint64),
+                np.empty((counts[2], 4), dtype=np.uint64))  # fmt: skip
+        fill = np.zeros(3, dtype=np.int64)
+        pos = start
+        for c in range(cut_c + 1 if cut_c < cons else cons):
+            for k in range(3):
+                if c == cut_c and k == cut_k:
+                    return 1, c, k, 0, pos, cs, ws, coef
+                nt = np.int64(buf[pos]) | (np.int64(buf[pos + 1]) << 8) | (np.int64(buf[pos + 2]) << 16) | (np.int64(buf[pos + 3]) << 24)
+                pos += 4
+                cs_k, ws_k, co_k = cs[k], ws[k], coef[k]
+                t = fill[k]
+                for _ in range(nt):
+                    w = np.int64(buf[pos]) | (np.int64(buf[pos + 1]) << 8) | (np.int64(buf[pos + 2]) << 16) | (np.int64(buf[pos + 3]) << 24)
+                    if w >= wires:
+                        return 2, c, k, w, pos, cs, ws, coef
+                    below = False
+                    for b in range(31, -1, -1):
+                        x, y = buf[pos + 4 + b], rb[b]
+                        if x != y:
+                            below = x < y
+                            break
+                    if not below:
+                        return 3, c, k, pos + 4, pos, cs, ws, coef
+                    cs_k[t] = c
+                    ws_k[t] = w
+                    for limb in range(4):
+                        v = np.uint64(0)
+                        for b in range(7, -1, -1):
+                            v = (v << np.uint64(8)) | np.uint64(buf[pos + 4 + 8 * limb + b])
+                        co_k[t, limb] = v
+                    t += 1
+                    pos += 36
+                fill[k] = t
+        return 0, 0, 0, 0, pos, cs, ws, coef
+
+    return walk
 
 
 def _lagrange_at(tau: int, log_n: int) -> list[int]:

@@ -10,12 +10,18 @@ Rows (:func:`run_benchmark`), per size 2^L:
   (:func:`zkgpu.groth16.keycheck.first_off_curve`, :func:`~zkgpu.groth16.keycheck.subgroup_batch`), wall time;
 * ``key`` on each path: :func:`zkgpu.groth16.keycheck.check_key` of a synthetic key with 2^L points in each of A,
   B1, C, H (G1) and B2 (G2), as ``zkgpu prove`` runs it once per key read (the header points and the two pairing
-  checks included), wall time.
+  checks included), wall time;
+* ``cpu``, ``witness`` (``--r1cs FILE --wtns FILE``, once, at the circuit's domain 2^L): ``read_r1cs``
+  (:func:`zkgpu.groth16.setup.read_r1cs`), ``read_wtns`` (:func:`zkgpu.groth16.formats.read_wtns`) and ``check``
+  (:func:`zkgpu.groth16.keycheck.check_constraints` on the witness, as ``zkgpu prove``'s
+  :meth:`zkgpu.groth16.prover.Prover.check` runs it per witness), wall time; ``points`` = constraints (wires for
+  ``read_wtns``).
 
 The points are 1024 distinct subgroup points tiled (the work per point does not depend on the point: the
 double-and-add runs the same fixed scalar |z|). One warm-up call per row (the kernels' NVRTC compile, numba's),
-then ``--repeat`` timed calls (``--cpu-repeat`` for the CPU rows), medians. Writes keycheck.csv, keycheck.json and
-manifest.json to a fresh ``bench-keycheck`` run folder under ``--out``.
+then ``--repeat`` timed calls (``--cpu-repeat`` for the CPU point and key rows), medians (``--logs none``: only the
+witness rows).
+Writes keycheck.csv, keycheck.json and manifest.json to a fresh ``bench-keycheck`` run folder under ``--out``.
 """
 
 from __future__ import annotations
@@ -37,9 +43,10 @@ from zkgpu.core.errors import CliError
 from zkgpu.core.manifest import build_manifest, check_run_base, new_run_dir, write_json_new
 from zkgpu.gpu import subgroup
 from zkgpu.groth16 import keycheck
-from zkgpu.groth16.formats import ZKey
+from zkgpu.groth16.formats import ZKey, read_wtns
+from zkgpu.groth16.setup import read_r1cs
 
-__all__ = ["tiled_points", "synthetic_key", "run_benchmark", "bench_command"]
+__all__ = ["tiled_points", "synthetic_key", "witness_rows", "run_benchmark", "bench_command"]
 
 DISTINCT = 1024
 """Distinct points, tiled to the size."""
@@ -100,12 +107,36 @@ def _checked(points: Any, group: str) -> subgroup.PointCheck:
     return res
 
 
-def run_benchmark(logs: Sequence[int] = (19, 24), repeat: int = 5, *, gpu: bool | None = None, cpu_max_log: int = 19,
-                  cpu_repeat: int = 1, key: bool = True) -> list[dict[str, Any]]:
-    """The rows of the module docstring (``gpu`` None: when a GPU is present).
+def witness_rows(r1cs_path: str | Path, wtns_path: str | Path, repeat: int) -> list[dict[str, Any]]:
+    """The ``witness`` rows (module docstring): read the r1cs, read the witness, check it; one warm-up each.
 
     Raises:
-        RuntimeError: a timed check refused the valid points (a broken kernel), or ``gpu=True`` without one.
+        zkgpu.groth16.formats.FormatError: a bad r1cs or wtns; ValueError: a witness of another length, or one that
+            does not satisfy the r1cs (only a satisfied witness times the whole check).
+    """
+    r1, wt = read_r1cs(r1cs_path), read_wtns(wtns_path)
+    log_n = max(1, (r1.n_constraints + r1.n_public).bit_length())  # the domain: constraints + public + 1 (the set-up's)
+
+    def check() -> None:
+        bad = keycheck.check_constraints(r1, wt.values)
+        if bad is not None:
+            raise ValueError(f"bench keycheck: {wtns_path} does not satisfy {r1cs_path}: constraint {bad} fails")
+
+    m = r1.n_constraints
+    return [_row(log_n, "cpu", "witness", "read_r1cs", m, _wall_ms(functools.partial(read_r1cs, r1cs_path), repeat), "perf_counter"),
+            _row(log_n, "cpu", "witness", "read_wtns", r1.n_wires, _wall_ms(functools.partial(read_wtns, wtns_path), repeat), "perf_counter"),
+            _row(log_n, "cpu", "witness", "check", m, _wall_ms(check, repeat), "perf_counter")]  # fmt: skip
+
+
+def run_benchmark(logs: Sequence[int] = (19, 24), repeat: int = 5, *, gpu: bool | None = None, cpu_max_log: int = 19,
+                  cpu_repeat: int = 1, key: bool = True, r1cs: str | Path | None = None,
+                  wtns: str | Path | None = None) -> list[dict[str, Any]]:
+    """The rows of the module docstring (``gpu`` None: when a GPU is present; the witness rows when ``r1cs`` and
+    ``wtns`` are given, :func:`witness_rows`, ``repeat`` timed calls).
+
+    Raises:
+        RuntimeError: a timed check refused the valid points (a broken kernel) or the witness, or ``gpu=True``
+            without a GPU. As :func:`witness_rows` for the files.
     """
     on_gpu = _cuda.gpu_available() if gpu is None else gpu
     rows: list[dict[str, Any]] = []
@@ -140,10 +171,14 @@ def run_benchmark(logs: Sequence[int] = (19, 24), repeat: int = 5, *, gpu: bool 
             if lg <= cpu_max_log:
                 rows.append(_row(lg, "cpu", "key", "check_key", pts, _wall_ms(functools.partial(keycheck.check_key, zk, gpu=False), cpu_repeat), "perf_counter"))
             del zk
+    if r1cs is not None and wtns is not None:
+        rows += witness_rows(r1cs, wtns, repeat)
     return rows
 
 
 def _logs(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, ...]:
+    if value.strip().lower() == "none":
+        return ()
     try:
         out = tuple(int(v) for v in value.split(","))
     except ValueError:
@@ -155,31 +190,45 @@ def _logs(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, 
 
 
 @click.command("keycheck")
-@click.option("--logs", default="19,24", show_default=True, callback=_logs, help="sizes, log2, comma-separated")
-@click.option("--repeat", default=5, show_default=True, type=click.IntRange(1, 1000), help="timed repeats per GPU row (median reported)")
+@click.option("--logs", default="19,24", show_default=True, callback=_logs, help="sizes, log2, comma-separated; none: only the --r1cs rows")
+@click.option("--repeat", default=5, show_default=True, type=click.IntRange(1, 1000), help="timed repeats per GPU row and witness row (median reported)")
 @click.option("--cpu-max-log", default=19, show_default=True, type=click.IntRange(0, 26), help="time the CPU path up to this size (0: never)")
-@click.option("--cpu-repeat", default=1, show_default=True, type=click.IntRange(1, 1000), help="timed repeats per CPU row")
+@click.option("--cpu-repeat", default=1, show_default=True, type=click.IntRange(1, 1000), help="timed repeats per CPU point or key row")
 @click.option("--no-key", is_flag=True, help="leave out the whole-key rows (check_key of a synthetic key)")
+@click.option("--r1cs", "r1cs_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="also time reading this circuit's r1cs and checking --wtns against it (CPU, --repeat)")
+@click.option("--wtns", "wtns_path", type=click.Path(exists=True, dir_okay=False), default=None, help="the witness for --r1cs")
 @click.option("--out", "out_base", default=None, help="base folder for the run folder (default data/)")
-def keycheck_bench(logs: tuple[int, ...], repeat: int, cpu_max_log: int, cpu_repeat: int, no_key: bool, out_base: str | None) -> None:
-    """The key's point checks (curve + subgroup; GPU, and CPU up to --cpu-max-log) at 2^logs: CSV + JSON + manifest."""
+def keycheck_bench(logs: tuple[int, ...], repeat: int, cpu_max_log: int, cpu_repeat: int, no_key: bool, r1cs_path: str | None,
+                   wtns_path: str | None, out_base: str | None) -> None:
+    """The key's point checks (curve + subgroup; GPU, and CPU up to --cpu-max-log) at 2^logs, and with --r1cs/--wtns
+    the witness check (read the r1cs, check the witness): CSV + JSON + manifest."""
+    if (r1cs_path is None) != (wtns_path is None):
+        raise click.UsageError("--r1cs and --wtns go together: the witness check needs both")
     on_gpu = _cuda.gpu_available()
-    if not on_gpu and all(lg > cpu_max_log for lg in logs):
+    if r1cs_path is None and not logs:
+        raise CliError("--logs none and no --r1cs/--wtns: nothing to time")
+    if r1cs_path is None and not on_gpu and all(lg > cpu_max_log for lg in logs):
         raise CliError(f"--logs {','.join(map(str, logs))}: no GPU here, and every size is above --cpu-max-log {cpu_max_log}: nothing to time")
     check_run_base(out_base)
-    rows = run_benchmark(logs, repeat, gpu=on_gpu, cpu_max_log=cpu_max_log, cpu_repeat=cpu_repeat, key=not no_key)
+    try:
+        rows = run_benchmark(logs, repeat, gpu=on_gpu, cpu_max_log=cpu_max_log, cpu_repeat=cpu_repeat, key=not no_key,
+                             r1cs=r1cs_path, wtns=wtns_path)  # fmt: skip
+    except (ValueError, OSError) as exc:  # a bad r1cs or wtns (FormatError), a witness of another length
+        raise CliError(str(exc)) from None
     run_dir = new_run_dir("bench-keycheck", base=Path(out_base) if out_base else None)
     df = pd.DataFrame(rows)
     df.to_csv(run_dir / "keycheck.csv", index=False)
     write_json_new(run_dir / "keycheck.json", rows)
     write_json_new(run_dir / "manifest.json", build_manifest(
         benchmark="keycheck", logs=list(logs), repeat=repeat, cpu_max_log=cpu_max_log, cpu_repeat=cpu_repeat,
+        witness={k: f"{Path(v).parent.name}/{Path(v).name}" for k, v in (("r1cs", r1cs_path), ("wtns", wtns_path)) if v} or None,
         key_rows=not no_key, paths=sorted(set(df["path"])) if len(df) else [], block=subgroup.BLOCK, chunk=subgroup.CHUNK,
         points=f"{DISTINCT} distinct subgroup points tiled; key rows: 2^L points in each of A, B1, C, H, B2",
         method="gpu: one thread per point, range + curve + endomorphism test (G1 sigma(P) = -[z^2]P, G2 psi(P) = [z]P); "
                f"cpu: numba on-curve kernel + batched random subset sums ({keycheck.ROUNDS} rounds), each sum tested exactly",
         timing="gpu point rows: CUDA events around check_points (device-resident, and from host memory with the pageable H2D), "
-               "one warm-up; key and cpu rows: perf_counter of the call, one warm-up; medians"))  # fmt: skip
+               "one warm-up; key and cpu rows (witness rows included): perf_counter of the call, one warm-up; medians"))  # fmt: skip
     if len(df):
         click.echo(df.pivot_table(index=["log_n", "group"], columns=["path", "phase"], values="median_ms").to_string(float_format=lambda v: f"{v:10.1f}"))
     click.echo(f"(median ms) written to {run_dir}")
