@@ -161,6 +161,10 @@ def test_the_seed_table_reads_the_same_on_the_landing_page_and_in_notebook_00():
     shown = seed.shown_table(t)
     assert list(shown["ours"]) == ["65.0% (62.3–67.1%)", "3.7 GB/s (3.6–4.5)", "1.46 (1.44–1.56)"]
     assert list(shown["reproduced"]) == ["yes", "", "no"] and shown.index.name == "figure" and list(shown["note"]) == ["n1", "n2", "n3"]
+    from zkgpu.story.seed import _test_text
+
+    assert [_test_text(0.0, 0.55, "fraction"), _test_text(0.85, 1.0, "fraction"), _test_text(1.0, 4.5, "GB/s"),
+            _test_text(1.4, 2.2, "ratio"), _test_text(None, None, "ratio")] == ["≤ 55%", "≥ 85%", "in 1.0–4.5 GB/s", "in 1.40–2.20", ""]
     page = lecture.seed_table_html()  # the newest GPU recording's: every row as 00 shows it
     from zkgpu.analysis import replay
 
