@@ -604,7 +604,7 @@ def run_report(out_dir: str | Path = "reports", mode: str | None = None, only: t
     index = out / "index.html"
     write_teaching_pages(out, _pages(results, key_dir), data_note=note, css=_INDEX_CSS, details_href=DETAILS_PAGE)
     failed = [r.name for r in results if r.status != "ok"]
-    print(f"report: {len(results) - len(failed)}/{len(results)} notebooks ok -> {index}")
+    print(f"report: {len(results) - len(failed)}/{len(results)} notebooks ok -> {index} (lecture view: {index.parent / 'lecture' / 'index.html'})")
     if note:
         print(f"report: {note}")
     if failed:
