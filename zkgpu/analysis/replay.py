@@ -156,7 +156,7 @@ class Recording:
         n = self.manifest.get("n")
         load = self.host_load_threads
         extra = f"; host memory load: {load} threads (zkgpu.transfer.hostload)" if load else ""
-        return f"{self.path.name} [{dev}; {self.date}; n={n}, partitions={self.manifest.get('partitions')}{extra}]"
+        return f"{self.folder} [{dev}; {self.date}; n={n}, partitions={self.manifest.get('partitions')}{extra}]"
 
     @property
     def folder(self) -> str:

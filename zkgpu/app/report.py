@@ -477,7 +477,7 @@ def _traces_html(traces: list[TraceFile], rec, out_dir: Path, problem: str = "")
         f"<td class='num'>{t.path.stat().st_size / 1e3:,.0f} kB</td></tr>" for t in traces)
     return (
         "<h2>Zoomable timelines</h2>"
-        f"<p>Every event of every scenario of <code>{html.escape(rec.path.name)}</code> as a Chrome / Perfetto trace: "
+        f"<p>Every event of every scenario of <code>{html.escape(rec.folder)}</code> as a Chrome / Perfetto trace: "
         "open <a href='https://ui.perfetto.dev'>ui.perfetto.dev</a> and drop the file on it (or <i>Open trace file</i>), "
         "or load it in <code>chrome://tracing</code>. One process per GPU with a thread per worker (its CPU prep, "
         "finalizer and queue threads apart) and one for the host's synthesis threads; click a slice for its "

@@ -31,7 +31,7 @@ from zkgpu.analysis.metrics import GPU_PATH
 from zkgpu.analysis.plots import caption, size_label
 from zkgpu.analysis.plots.style import shown_numbers
 
-__all__ = ["column_format", "fmt", "table", "spread", "benchmark", "figure", "md", "definitions"]
+__all__ = ["column_format", "fmt", "table", "spread", "benchmark", "figure", "md", "code_list", "definitions"]
 
 _PCT = ("_util", "share", "rel_err", "band_rel", "rel_residual", "vs_compute_bound", "vs_gpu_phase_bound", "barrier_in_held", "vs_bound", "efficiency")
 _RATIO = ("speedup", "ratio", "_x")
@@ -277,6 +277,12 @@ def figure(fig: Figure, note: str = "", landing: str = "", notebook: str = "", r
 def md(text: str) -> None:
     """Show a markdown string."""
     display(Markdown(text))
+
+
+def code_list(names: Iterable[Any]) -> str:
+    """``names`` as prose, each code-formatted: "`a`", "`a` and `b`", "`a`, `b` and `c`" ('' for none)."""
+    items = [f"`{n}`" for n in names]
+    return items[0] if len(items) == 1 else (", ".join(items[:-1]) + " and " + items[-1]) if items else ""
 
 
 def definitions(defs: Mapping[str, tuple[str, str]]) -> str:

@@ -54,7 +54,7 @@ __all__ = [
     "PILOT_DIR", "prep_scenarios", "last_mile_recordings", "last_mile_source", "prior_recording", "prep_workload",
     "prep_ms_prediction", "predict", "prep_placement", "calibration_scenario", "msm_speedups", "setup_msm_bench",
     "predictions", "idle_table", "lock_table", "steps_table", "prediction_vs_measurement", "acceptance",
-    "acceptance_markdown", "key_numbers", "summary", "summary_text"
+    "acceptance_markdown", "key_numbers", "MODEL_TOLERANCE", "model_accuracy", "model_accuracy_text", "summary", "summary_text"
 ]
 
 
@@ -562,6 +562,24 @@ def prediction_vs_measurement(source: Source, preds: pd.DataFrame, sims: dict[st
     return out
 
 
+#: A step the model predicts within this relative error of its measurement counts as predicted well.
+MODEL_TOLERANCE = 0.10
+
+
+def model_accuracy(errors: pd.Series | None) -> tuple[int, int]:
+    """The report's one account of the model's accuracy: ``(within, steps)``, where ``steps`` counts the steps
+    with both a prediction and a measurement (``errors``: ``model rel_err`` of :func:`prediction_vs_measurement`;
+    NaN, no prediction, is left out) and ``within`` those predicted within :data:`MODEL_TOLERANCE`."""
+    e = errors.dropna() if errors is not None else pd.Series(dtype=float)
+    return int((e.abs() <= MODEL_TOLERANCE).sum()), len(e)
+
+
+def model_accuracy_text(errors: pd.Series | None) -> str:
+    """:func:`model_accuracy` in words, the same on every page: "6 of 8 predicted steps within 10% of their measurement"."""
+    within, steps = model_accuracy(errors)
+    return f"{within} of {steps} predicted steps within {MODEL_TOLERANCE:.0%} of their measurement"
+
+
 def key_numbers(source: Source, idle: pd.DataFrame, after_fix: str, preds: pd.DataFrame, acc: dict[str, Any] | None,
                 gpu_phase_ms: float, errors: pd.Series | None = None) -> tuple[dict[str, Any], str]:
     """Notebook 07b's key numbers (the report's contract, :func:`zkgpu.analysis.keynumbers.number`) and its
@@ -617,8 +635,8 @@ def key_numbers(source: Source, idle: pd.DataFrame, after_fix: str, preds: pd.Da
                  f"predicted {acc['model_partitions_per_min']:.0f} ({acc['model_rel_err']:+.1%})")
         e = errors.dropna() if errors is not None else pd.Series(dtype=float)
         if len(e) > 1:
-            text += (f"; over all {len(e)} predicted steps its errors range from {e.min():+.0%} ({e.idxmin()}) to "
-                     f"{e.max():+.0%} ({e.idxmax()}), {int((e.abs() <= 0.10).sum())} of them within 10%")
+            text += (f"; its errors over the predicted steps range from {e.min():+.0%} ({e.idxmin()}) to "
+                     f"{e.max():+.0%} ({e.idxmax()}): {model_accuracy_text(e)}")
     else:
         text += "; this recording has no run with prep_msm off the critical path yet"
     k = {f"last_mile_{name}": v for name, v in k.items()}
