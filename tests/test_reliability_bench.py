@@ -101,6 +101,7 @@ BENCH_BAD = [
     (["keycheck", "--repeat", "0"], ["--repeat", "0"]),
     (["keycheck", "--logs", "2,x"], ["--logs", "'2,x'"]),
     (["keycheck", "--logs", "27"], ["--logs", "'27'", "0..26"]),
+    (["keycheck", "--logs", "2,5,2"], ["--logs", "size 2 given twice"]),
 ]
 
 

@@ -191,7 +191,7 @@ def seed_table(source: Source, baseline: str = "baseline", fix: str = "pinned_po
         _per_run(source, baseline, lambda e: kernel_ms_per_partition(e) / _gpu_wall_ms(e)), "ratio", 0.09, 0.5,
         "kernel ms per partition over mutex_wait + mutex_held (the C++ start function's GPU part)")
     out = pd.DataFrame(rows)
-    out.attrs.update(recording=source.recording.path.name, runs=len(_runs(source, baseline)) if source.has(baseline) else 0)
+    out.attrs.update(recording=source.recording.folder, runs=len(_runs(source, baseline)) if source.has(baseline) else 0)
     return out
 
 

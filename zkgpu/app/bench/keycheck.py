@@ -186,6 +186,9 @@ def _logs(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, 
     bad = [v for v in out if not 0 <= v <= 26]
     if bad or not out:
         raise click.BadParameter(f"{value!r}: each size a log2 in 0..26")
+    twice = sorted({v for v in out if out.count(v) > 1})
+    if twice:  # one row per size: a size twice would write duplicate rows that the printed pivot averages
+        raise click.BadParameter(f"{value!r}: size {twice[0]} given twice")
     return out
 
 
