@@ -26,7 +26,7 @@ __all__ = ["PHASE_COLORS", "METRIC_COLORS", "METRIC_EDGE", "PATH_STYLES", "SERIE
 
 _PALETTE = {
     "synthesize": "#8c8c8c",
-    "gpu_queue": "#d9d9d9",
+    "gpu_queue": "#cedb9c",  # not outside_window's grey: no partition ready vs outside the window
     "prove": "#c6dbef",
     "split_vectors": "#bcbd22",
     "prep_msm": "#ff7f0e",
@@ -52,7 +52,7 @@ _PALETTE = {
     "lock_free": "#f2e5c6",  # not outside_window's grey: two meanings, two colours
     # the time outside the GPU window (zkgpu.analysis.gpu_time.OUTSIDE_WINDOW): start-up and wind-down
     "outside_window": "#eeeeee",
-    "lock_other": "#b5a1d6",
+    "lock_other": "#bd9e39",  # not pre_lock's lavender: other host work vs a worker's set-up
 }
 #: Fixed colour per phase and per GPU-path category (all of :data:`zkgpu.core.events.PHASES`, the
 #: categories of :data:`zkgpu.analysis.metrics.GPU_PATH`, and the nsys row names).
