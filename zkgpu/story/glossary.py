@@ -111,6 +111,16 @@ SECTIONS: dict[str, dict[str, str]] = {
         "compute_only": "A measured scenario with a, b, c pre-staged on the GPU before the lock (not a bound).",
         "spread": "The min–max range of a number over a recording's repeats; a bar drawn from one run has none.",
         "median, mean": "Phase tables give medians per event; the GPU's time per partition gives means (its parts add up).",
+        "repeats, run": "`zkgpu record --repeats k` runs every scenario k times, round-robin (`baseline.r2` is the baseline's "
+                        "second run); tables give the median over the runs with their range.",
+        "representative run": "The run of a scenario whose throughput is the median of its runs: figures that draw one "
+                              "run's events (timelines, the GPU's time per partition) draw it.",
+        "seed regime": "The host settings under which our baseline shows the seed's proportions: synthesis threads, host "
+                       "memory-load threads and prep_msm threads, chosen on the H200 (`scripts/gpu_run.sh seed-cal`, `data/seed-regime/`).",
+        "forecast, band": "`zkgpu forecast`: the model's prediction of the next recording, committed before it is made; its band "
+                          "(`band_lo`..`band_hi`) adds the runs' range, the model's miss on its calibration run and the drift since "
+                          "the previous recording; `in_band`: the next recording's median fell inside it (the blind test).",
+        "x_baseline": "A throughput as a multiple of the same recording's baseline.",
     },
     "Scenario names": {
         "scenario name": "Parts joined by `_`, read left to right, each a setting changed from the baseline: "
