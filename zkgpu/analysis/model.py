@@ -53,6 +53,7 @@ from zkgpu.analysis.shared_bandwidth import SharedBandwidth
 from zkgpu.core.events import normalize_events
 
 __all__ = [
+    "MODEL_TOLERANCE", "model_accuracy", "model_accuracy_text",
     "ModelParams",
     "ModelResult",
     "SCOPES",
@@ -657,3 +658,20 @@ def compare(model_result: ModelResult | pd.DataFrame, measured_events: pd.DataFr
     out.index.name = "metric"
     return out
 
+
+#: A step the model predicts within this relative error of its measurement counts as predicted well.
+MODEL_TOLERANCE = 0.10
+
+
+def model_accuracy(errors: pd.Series | None) -> tuple[int, int]:
+    """The report's one account of the model's accuracy: ``(within, steps)``, where ``steps`` counts the steps
+    with both a prediction and a measurement (``errors``: ``model rel_err`` of :func:`zkgpu.story.bottleneck.prediction_vs_measurement`;
+    NaN, no prediction, is left out) and ``within`` those predicted within :data:`MODEL_TOLERANCE`."""
+    e = errors.dropna() if errors is not None else pd.Series(dtype=float)
+    return int((e.abs() <= MODEL_TOLERANCE).sum()), len(e)
+
+
+def model_accuracy_text(errors: pd.Series | None) -> str:
+    """:func:`model_accuracy` in words, the same on every page: "6 of 8 predicted steps within 10% of their measurement"."""
+    within, steps = model_accuracy(errors)
+    return f"{within} of {steps} predicted steps within {MODEL_TOLERANCE:.0%} of their measurement"

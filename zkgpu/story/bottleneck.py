@@ -38,7 +38,7 @@ from zkgpu.analysis.gpu_time import (
     kernel_ms_per_partition,
 )
 from zkgpu.analysis.keynumbers import REPRESENTATIVE_RUN, number
-from zkgpu.analysis.model import ModelParams, ModelResult, compare, simulate, utilization
+from zkgpu.analysis.model import ModelParams, ModelResult, compare, model_accuracy_text, simulate, utilization
 from zkgpu.analysis.replay import (
     Recording,
     Source,
@@ -54,7 +54,7 @@ __all__ = [
     "PILOT_DIR", "prep_scenarios", "last_mile_recordings", "last_mile_source", "prior_recording", "prep_workload",
     "prep_ms_prediction", "predict", "prep_placement", "calibration_scenario", "msm_speedups", "setup_msm_bench",
     "predictions", "idle_table", "lock_table", "steps_table", "prediction_vs_measurement", "acceptance",
-    "acceptance_markdown", "key_numbers", "MODEL_TOLERANCE", "model_accuracy", "model_accuracy_text", "summary", "summary_text"
+    "acceptance_markdown", "key_numbers", "summary", "summary_text"
 ]
 
 
@@ -560,24 +560,6 @@ def prediction_vs_measurement(source: Source, preds: pd.DataFrame, sims: dict[st
     out = pd.DataFrame.from_dict(rows, orient="index")
     out.index.name = "scenario"
     return out
-
-
-#: A step the model predicts within this relative error of its measurement counts as predicted well.
-MODEL_TOLERANCE = 0.10
-
-
-def model_accuracy(errors: pd.Series | None) -> tuple[int, int]:
-    """The report's one account of the model's accuracy: ``(within, steps)``, where ``steps`` counts the steps
-    with both a prediction and a measurement (``errors``: ``model rel_err`` of :func:`prediction_vs_measurement`;
-    NaN, no prediction, is left out) and ``within`` those predicted within :data:`MODEL_TOLERANCE`."""
-    e = errors.dropna() if errors is not None else pd.Series(dtype=float)
-    return int((e.abs() <= MODEL_TOLERANCE).sum()), len(e)
-
-
-def model_accuracy_text(errors: pd.Series | None) -> str:
-    """:func:`model_accuracy` in words, the same on every page: "6 of 8 predicted steps within 10% of their measurement"."""
-    within, steps = model_accuracy(errors)
-    return f"{within} of {steps} predicted steps within {MODEL_TOLERANCE:.0%} of their measurement"
 
 
 def key_numbers(source: Source, idle: pd.DataFrame, after_fix: str, preds: pd.DataFrame, acc: dict[str, Any] | None,
