@@ -219,7 +219,10 @@ def keycheck_bench(logs: tuple[int, ...], repeat: int, cpu_max_log: int, cpu_rep
                              r1cs=r1cs_path, wtns=wtns_path)  # fmt: skip
     except (ValueError, OSError) as exc:  # a bad r1cs or wtns (FormatError), a witness of another length
         raise CliError(str(exc)) from None
-    run_dir = new_run_dir("bench-keycheck", base=Path(out_base) if out_base else None)
+    try:
+        run_dir = new_run_dir("bench-keycheck", base=Path(out_base) if out_base else None)
+    except OSError as exc:  # a folder that passed the early check but takes no new folder (e.g. /proc as root)
+        raise CliError(f"--out {out_base or 'data/'}: cannot create the run folder there ({exc.strerror or exc})") from None
     df = pd.DataFrame(rows)
     df.to_csv(run_dir / "keycheck.csv", index=False)
     write_json_new(run_dir / "keycheck.json", rows)
