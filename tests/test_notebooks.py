@@ -344,7 +344,7 @@ def test_key_numbers_07b_last_bottleneck(executed, monkeypatch):
     key = executed["07b_last_bottleneck"][1]
     k = {name.removeprefix("last_mile_"): v["value"] for name, v in key["numbers"].items()}
     src = bottleneck.last_mile_source("replay")
-    assert src is not None and k["recording"] == src.recording.path.name
+    assert src is not None and k["recording"] == src.recording.folder
     assert k["gpu_phase_ms"] == pytest.approx(gpu_time.gpu_budget(src.events(k["shown"]), int(src.config(k["shown"])["n"])).loc["GPU phases", "pipeline_ms"])
     fix = k["after_fix"]
     assert 0.0 < k[f"{fix}_window_compute"] <= 1.0 and 0.0 <= k[f"{fix}_top_idle_share"] <= 1.0

@@ -181,9 +181,9 @@ def test_notebook_08_shows_the_newest_recordings_without_code_edits(tmp_path: Pa
     text = "\n".join(str(o.get("text", "")) + "\n".join(str(v) for v in o.get("data", {}).values())
                      for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     key = json.loads((out / "08_report.json").read_text(encoding="utf-8"))
-    assert key["numbers"]["last_mile_recording"]["value"] == new_lm
+    assert key["numbers"]["last_mile_recording"]["value"] == f"data/last-mile/{new_lm}"
     assert new_lm in key["finding"] and key["finding"].endswith(".")
-    assert f"Data: {new_lm}" in text  # the last-mile page's banner
+    assert f"Data: data/last-mile/{new_lm}" in text  # the last-mile page's banner names the recording by folder
 
 
 def test_readme_lists_the_notebooks_in_story_order_with_their_titles():
