@@ -21,7 +21,7 @@ import py_ecc.optimized_bls12_381 as pe
 import pytest
 from click.testing import CliRunner
 from native import NumpyAsCupy, emulated_kernel, load
-from test_keys import _HEAD, FIXTURE, _g1_bytes, _header_points_offset, _mont, _patched, _sections
+from test_keys import _HEAD, FIXTURE, _fq2_sqrt, _g1_bytes, _header_points_offset, _mont, _patched, _sections, _sqrt
 
 from seeding import current_seed
 from zkgpu.app.bench import keycheck as bench_keycheck
@@ -45,25 +45,6 @@ OK, UNREDUCED, OFF, OUT = (subgroup.STATUS[k] for k in ("ok", "unreduced", "off_
 
 
 # ----------------------------------------------------------------------------- points as ints, py_ecc, arkworks
-
-
-def _sqrt(a: int) -> int | None:
-    s = pow(a % Q, (Q + 1) // 4, Q)
-    return s if s * s % Q == a % Q else None
-
-
-def _fq2_sqrt(a0: int, a1: int) -> tuple[int, int] | None:
-    alpha = _sqrt(a0 * a0 + a1 * a1)
-    if alpha is None:
-        return None
-    inv2 = pow(2, -1, Q)
-    for d in ((a0 + alpha) * inv2 % Q, (a0 - alpha) * inv2 % Q):
-        x0 = _sqrt(d)
-        if x0:
-            x1 = a1 * pow(2 * x0, -1, Q) % Q
-            if ((x0 * x0 - x1 * x1) % Q, 2 * x0 * x1 % Q) == (a0 % Q, a1 % Q):
-                return x0, x1
-    return None
 
 
 def rand_e1(pyrng) -> tuple[int, int]:
