@@ -3,7 +3,7 @@
 # recording and (optionally) the notebook suite in live mode. Results land in one archive so a
 # lent machine (which keeps nothing) can hand them back.
 #
-#   scripts/gpu_run.sh [STAGE ...]      stages: info record record-last-mile bench-h2d bench-load bench-ntt bench-ntt-sppark
+#   scripts/gpu_run.sh [STAGE ...]      stages: info node record record-last-mile bench-h2d bench-load bench-ntt bench-ntt-sppark
 #                                       bench-sppark bench-msm bench-msm-precomp bench-prep bench-keycheck tests tests-ntt tests-transfer tests-prep
 #                                       tests-pipeline tests-keycheck
 #                                       notebooks prove-setup prove record-real
@@ -36,7 +36,10 @@ for d in data/*/ data/last-mile/*/ data/real/*/ data/seed-regime/*/; do
 done
 export PYTHONUNBUFFERED=1
 if compgen -G ".whl/*.whl" >/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl || exit 1
+  python3 -m pip install -q --no-index --no-deps --upgrade --target /tmp/site .whl/*.whl || exit 1
+fi
+# /tmp/site also serves a warm machine's later calls, which need not carry the wheels again (the carry limit)
+if [ -d /tmp/site ]; then
   export PYTHONPATH="$PWD:/tmp/site" JUPYTER_PATH=/tmp/site/share/jupyter PATH="/tmp/site/bin:$PATH"
 else
   export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
@@ -84,16 +87,20 @@ failed=()
 PROVE_CIRCUIT="${PROVE_CIRCUIT:-poseidon-600}"
 PROVE_SETUP="${PROVE_SETUP:-fast}"
 PROVE_DEVICE="${PROVE_DEVICE:-gpu}"  # cpu: a dry run of the stage on a machine without a GPU
+# The two tarballs may come in two calls to one warm machine (with data/, both exceed the carry limit):
+# each is unpacked once into /tmp/zkgpu-node, which the machine keeps while it stays warm.
 node_setup() {
-  if [ -z "${ZKGPU_NODE:-}" ] && ! command -v node >/dev/null && [ -f .node/node.tar.xz ]; then
+  if [ -z "${ZKGPU_NODE:-}" ] && ! command -v node >/dev/null; then
     mkdir -p /tmp/zkgpu-node
     local f
     for f in node node_modules; do  # Python's tarfile: no xz binary needed on the host
-      [ -e "/tmp/zkgpu-node/$([ $f = node ] && echo bin/node || echo node_modules)" ] ||
+      [ -e "/tmp/zkgpu-node/$([ $f = node ] && echo bin/node || echo node_modules)" ] || [ ! -f ".node/$f.tar.xz" ] ||
         python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2], **({"filter": "tar"} if hasattr(tarfile, "data_filter") else {}))' ".node/$f.tar.xz" /tmp/zkgpu-node
     done
-    export ZKGPU_NODE=/tmp/zkgpu-node/bin/node  # zkgpu takes the node_modules of its prefix, /tmp/zkgpu-node/node_modules
-    "$ZKGPU_NODE" --version >/dev/null 2>&1 || export LD_LIBRARY_PATH="/tmp/zkgpu-node/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    if [ -x /tmp/zkgpu-node/bin/node ]; then
+      export ZKGPU_NODE=/tmp/zkgpu-node/bin/node  # zkgpu takes the node_modules of its prefix, /tmp/zkgpu-node/node_modules
+      "$ZKGPU_NODE" --version >/dev/null 2>&1 || export LD_LIBRARY_PATH="/tmp/zkgpu-node/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    fi
   fi
 }
 prove_stage() {
@@ -136,6 +143,7 @@ run_stage() {
 for s in "${stages[@]}"; do
   case "$s" in
     info)      run_stage info python3 -m zkgpu.app.cli info ;;
+    node)      node_setup; ls /tmp/zkgpu-node /tmp/zkgpu-node/bin 2>/dev/null ;;  # unpack what .node carries (see node_setup)
     tests)     run_stage tests python3 -m pytest -q -m gpu --durations=15 -p no:cacheprovider ${GPU_TESTS:-tests} ;;  # GPU_TESTS: a subset (files, -k ...)
     tests-transfer) run_stage tests-transfer python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_transfer.py ;;
     tests-prep) run_stage tests-prep python3 -m pytest -q -p no:cacheprovider tests/test_prep.py ;;
