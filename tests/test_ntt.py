@@ -393,6 +393,42 @@ def test_gpu_device_in_device_out_and_edges():
 
 
 @pytest.mark.gpu
+def test_gpu_trusted_path_in_place_and_out(rng):
+    """ntt(check=False, out=values) transforms in place, out=other writes there and keeps the input; both equal the
+    reference, canonical in and out (random values, 0, 1, r-1; sizes 1, 2^5, 2^11)."""
+    cp = _cp()
+    for L in (0, 5, 11):
+        ints = [rng.randrange(P) for _ in range(1 << L)]
+        ints[:3] = [0, 1, P - 1][: len(ints)]
+        for inverse, coset in VARIANTS:
+            want = ntt_reference(ints, inverse=inverse, coset=coset)
+            d = cp.asarray(fr_from_ints(ints))
+            assert N.ntt(d, inverse=inverse, coset=coset, check=False, out=d) is d
+            assert fr_to_ints(d.get()) == want, (L, inverse, coset)
+            d = cp.asarray(fr_from_ints(ints))
+            o = cp.empty_like(d)
+            assert N.ntt(d, inverse=inverse, coset=coset, out=o) is o
+            assert fr_to_ints(o.get()) == want and fr_to_ints(d.get()) == ints, (L, inverse, coset)
+
+
+@pytest.mark.gpu
+def test_gpu_bad_out():
+    cp = _cp()
+    d = cp.asarray(fr_from_ints([1, 2, 3, 4, 5, 6, 7, 8]))
+    with pytest.raises(ValueError, match="shape"):
+        N.ntt(d, out=cp.empty((4, 4), dtype=cp.uint64))
+    with pytest.raises(TypeError, match="uint64"):
+        N.ntt(d, out=cp.empty((8, 8), dtype=cp.uint32))
+    with pytest.raises(ValueError, match="overlaps"):
+        N.ntt(d[:4], out=d[2:6])
+
+
+def test_out_is_for_device_input_only():
+    with pytest.raises(ValueError, match="out: only for a device"):
+        N.ntt(fr_from_ints([1, 2]), out=np.empty((2, 4), dtype=np.uint64))
+
+
+@pytest.mark.gpu
 def test_gpu_bad_device_input():
     cp = _cp()
     x = fr_from_ints([0] * 8)
@@ -570,12 +606,33 @@ def test_bench_rows_of_the_default_build(emu, monkeypatch):
         return SimpleNamespace(median_ms=1.0, min_ms=0.5, max_ms=2.0)
 
     monkeypatch.setattr(_cuda, "benchmark", timer)
+    monkeypatch.setattr(_cuda, "is_device_array", lambda a: isinstance(a, np.ndarray))  # the fake's arrays are numpy's
+    monkeypatch.setattr(N, "check_canonical", lambda w, name: None)  # fr_device's kernels are not emulated here
     rows = bench_ntt.run_benchmark(11, 11, repeat=1, warmup=0, h_min_log=11, h_max_log=11)
-    variants = [*bench_ntt.BENCH_VARIANTS, "compute_h"]
+    variants = [*bench_ntt.BENCH_VARIANTS, *bench_ntt.API_VARIANTS, "compute_h"]
     assert [(r["kernel"], r["variant"]) for r in rows] == [("stagewise", v) for v in variants]
-    assert seen == [{}] * 7
+    assert seen == [{}] * len(variants)
     assert {r["defines"] for r in rows} == {""}
     assert {r["global_passes"] for r in rows if r["variant"] == "compute_h"} == {11}  # 3 x (2 + 2 - 1) + 2
+
+
+@pytest.mark.parametrize("L", [0, 3, 11])
+def test_public_device_path_is_canonical_emulated(L, emu, monkeypatch, rng):
+    """ntt() on a device array skips the Montgomery conversions: canonical in, canonical out, equal to the reference
+    (ntt.cu's kernels built by g++; random values with 0, 1 and r-1), in place (check=False, out=values) and into out."""
+    from zkgpu.core import cuda as _cuda
+
+    monkeypatch.setattr(_cuda, "is_device_array", lambda a: isinstance(a, np.ndarray))
+    monkeypatch.setattr(N, "check_canonical", lambda w, name: None)
+    ints = [rng.randrange(P) for _ in range(1 << L)]
+    ints[:3] = [0, 1, P - 1][: len(ints)]
+    for inverse, coset in VARIANTS:
+        want = ntt_reference(ints, inverse=inverse, coset=coset)
+        d = fr_from_ints(ints)
+        assert N.ntt(d, inverse=inverse, coset=coset, check=False, out=d) is d
+        assert fr_to_ints(d) == want, (L, inverse, coset)
+        d = fr_from_ints(ints)
+        assert fr_to_ints(N.ntt(d, inverse=inverse, coset=coset)) == want and fr_to_ints(d) == ints, (L, inverse, coset)
 
 
 def test_queued_times_order(monkeypatch):

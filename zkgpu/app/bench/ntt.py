@@ -26,6 +26,7 @@ from zkgpu.gpu.ntt import transform as ntt
 from zkgpu.gpu.ntt.qap import compute_h_inplace
 
 __all__ = [
+    "API_VARIANTS",
     "BENCH_VARIANTS",
     "DEFAULT_KERNEL",
     "QUEUE_PAD_LOG",
@@ -48,6 +49,15 @@ BENCH_VARIANTS: dict[str, dict[str, Any]] = {
     "coset-rn": dict(inverse=False, coset=True, order="rn"),
 }
 
+
+API_VARIANTS: dict[str, dict[str, Any]] = {
+    "api-forward-nn": dict(coset=False, trusted=False),
+    "api-trusted-forward-nn": dict(coset=False, trusted=True),
+    "api-coset-nn": dict(coset=True, trusted=False),
+    "api-trusted-coset-nn": dict(coset=True, trusted=True),
+}
+"""The public call :func:`zkgpu.gpu.ntt.transform.ntt` on a device array, beside the kernels' rows of the same transform
+(``forward-nn``, ``coset-nn``): checked with a new output array, and trusted (``check=False, out=values``: in place)."""
 
 QUEUE_PAD_LOG = 27
 """log2 of the float32 elements :func:`queued_times_ms` scales before each timed call (512 MiB read and written: ~0.3 ms
@@ -83,7 +93,7 @@ def run_benchmark(
     in force, plus (``with_compute_h``, sizes h_min_log..h_max_log) the whole Groth16 H computation
     :func:`zkgpu.gpu.ntt.qap.compute_h_inplace`.
 
-    Returns one row per (log_n, variant): median/min/max ms, ``kernel`` (:data:`DEFAULT_KERNEL`), ``radix``
+    Also the public call on the same data (:data:`API_VARIANTS`). Returns one row per (log_n, variant): median/min/max ms, ``kernel`` (:data:`DEFAULT_KERNEL`), ``radix``
     (:func:`zkgpu.gpu.ntt.transform.radix`), ``defines`` (the build options, ``NAME=v`` joined by spaces), mulmods/s (n/2*L butterfly multiplies per NTT) and the effective GB/s of one read and one write
     of the vector per global pass; with ``queued`` also ``queued_median_ms``, the median of :func:`queued_times_ms`
     (the host's launch preparation hidden).
@@ -116,6 +126,14 @@ def run_benchmark(
             )
             if pad is not None:
                 rows[-1]["queued_median_ms"] = float(np.median(queued_times_ms(fn, repeat, pad)))
+        dv = d.view(cp.uint64).reshape(n, 4)
+        for variant, kw in API_VARIANTS.items():
+            call = dict(coset=kw["coset"], check=False, out=dv) if kw["trusted"] else dict(coset=kw["coset"])
+            res = _cuda.benchmark(functools.partial(ntt.ntt, dv, **call), warmup=warmup, repeat=repeat)
+            npass = ntt.global_passes(L, "nn")
+            rows.append(dict(common, variant=variant, median_ms=res.median_ms, min_ms=res.min_ms, max_ms=res.max_ms,
+                             global_passes=npass, butterfly_mulmods_per_s=(n // 2) * L / (res.median_ms * 1e-3),
+                             effective_GBps=2 * 32 * n * npass / (res.median_ms * 1e-3) / 1e9))
         if with_compute_h and h_min_log <= L <= h_max_log:
             # the Groth16 H step: 3 iNTT + 3 coset NTT + pointwise + inverse coset NTT
             e, f = d.copy(), d.copy()

@@ -5,7 +5,8 @@ generator g = 7) are defined in :mod:`zkgpu.arith.domain`, which holds their CPU
 (:func:`zkgpu.arith.domain.ntt_reference`, :func:`zkgpu.arith.domain.dft_naive`). Public API:
 
 * :func:`ntt` -- host arrays (numpy uint64 ``(n, 4)``, canonical, natural order) or CuPy arrays of the
-  same shape/dtype (device-resident); returns the same kind. Without a GPU it runs the CPU reference.
+  same shape/dtype (device-resident); returns the same kind. Without a GPU it runs the CPU reference. On the
+  device, ``check=False, out=values`` is the trusted path: in place, no range check, the kernels' time.
 * :func:`ntt_inplace` -- the device API for the prover pipeline: a CuPy array already in Montgomery
   form, transformed in place, with ``order`` in ``{"nn", "nr", "rn"}`` (natural / bit-reversed,
   input then output). "nr" and "rn" skip the bit-reversal permutation, so the Groth16 H flow runs as in
@@ -42,9 +43,7 @@ from zkgpu.gpu.fr_device import (
     check_canonical,
     check_device_array,
     device_words,
-    from_montgomery,
     to_device_mont,
-    to_montgomery,
 )
 from zkgpu.gpu.ntt import plan as ntt_plan
 from zkgpu.gpu.ntt.plan import grid as _grid
@@ -257,7 +256,8 @@ def _scalings(L: int, inverse: bool, coset: bool, dit: bool) -> tuple[Any, int, 
 
 
 def ntt_inplace(d: Any, *, inverse: bool = False, coset: bool = False, order: str = "nn", scratch: Any = None) -> Any:
-    """NTT in place on the GPU, on Fr elements already in Montgomery form; returns d.
+    """NTT in place on the GPU, on Fr elements in Montgomery form (or canonical: each product is an element times a
+    Montgomery-form constant, so the form in is the form out); returns d.
 
     Launches on CuPy's current stream (use ``with stream:``) and does not synchronise.
 
@@ -362,20 +362,31 @@ def coset_evals_inplace(w: Any) -> Any:
     return w
 
 
-def _ntt_device(d: Any, inverse: bool, coset: bool, name: str = "values") -> Any:
+def _ntt_device(d: Any, inverse: bool, coset: bool, name: str = "values", *, check: bool = True, out: Any = None) -> Any:
+    """The public transform on a device array: canonical in, canonical out, no Montgomery conversion (every product
+    in the transform is an element times a Montgomery-form constant, a twiddle or a scale, so mont_mul(x, c*R) = x*c
+    keeps x canonical); ``out is d`` transforms in place (no copy, no allocation)."""
     cp = _cuda.cupy()
     check_device_array(d, name=name)
     log2_size(d.shape[0])
-    out = cp.array(d, dtype=cp.uint64, order="C", copy=True)
+    if out is None:
+        out = cp.empty(d.shape, dtype=cp.uint64)
+    elif out is not d:
+        check_device_array(out, name="out")
+        if out.shape != d.shape:
+            raise ValueError(f"out: expected shape {tuple(d.shape)} (as {name}), got {tuple(out.shape)}")
+        if cp.may_share_memory(out, d):
+            raise ValueError(f"out overlaps {name} without being {name} itself (give out={name} to transform in place)")
     w = out.view(cp.uint32).reshape(-1)
-    check_canonical(w, name)
-    to_montgomery(w)
+    if check:
+        check_canonical(device_words(d), name)
+    if out is not d:
+        cp.copyto(out, d)
     ntt_inplace(w, inverse=inverse, coset=coset, order="nn")
-    from_montgomery(w)
     return out
 
 
-def ntt(values: Any, *, inverse: bool = False, coset: bool = False) -> Any:
+def ntt(values: Any, *, inverse: bool = False, coset: bool = False, check: bool = True, out: Any = None) -> Any:
     """Forward / inverse / coset NTT over Fr, natural order in and out (module docstring).
 
     Args:
@@ -383,6 +394,10 @@ def ntt(values: Any, *, inverse: bool = False, coset: bool = False) -> Any:
             shape/dtype on the device; n = 2^L with 0 <= L <= 32 (as memory allows).
         inverse: inverse transform (includes the 1/n factor).
         coset: on the coset g*H, g = 7 (forward: NTT of c[i]*g^i; inverse: iNTT then *g^-i).
+        check: device input only: check every element is < r first (one kernel and one host sync). ``check=False``
+            is the trusted path: the caller vouches for the values; a value >= r then gives a wrong result, not an error.
+        out: device input only: the output array, uint64 ``(n, 4)`` C-contiguous; ``out=values`` transforms in
+            place (the kernels' time: no copy, no allocation). Default: a new array.
 
     Returns:
         The same kind of array (host in -> host out, device in -> device out), shape ``(n, 4)``
@@ -392,10 +407,13 @@ def ntt(values: Any, *, inverse: bool = False, coset: bool = False) -> Any:
     Raises:
         TypeError: not a numpy/CuPy array, or dtype other than uint64.
         ValueError: shape not ``(n, 4)``, empty, n not a power of two or beyond 2^32, an element
-            >= r (the message names the first bad index).
+            >= r (the message names the first bad index); ``out`` given for host input, of another shape, or
+            overlapping ``values`` without being it.
     """
     if _cuda.is_device_array(values):
-        return _ntt_device(values, inverse, coset)
+        return _ntt_device(values, inverse, coset, check=check, out=out)
+    if out is not None:
+        raise ValueError("out: only for a device (CuPy) input; host input returns a new array")
     if isinstance(values, np.ndarray) and values.ndim == 2:
         log2_size(values.shape[0])  # the size error before any copy of a huge (broadcast) array
     arr = check_array(FR, values)
