@@ -1,10 +1,9 @@
 """BLS12-381 G1 and G2 points on the host: layouts, identity encoding, validation and conversions.
 
-G1: C-contiguous ``uint64`` ``(n, 12)``: affine x then y, 6 little-endian limbs each, canonical (not
-Montgomery) = arkworks' ``to_xy_bytes_le``. G2: ``(n, 24)``: x.c0, x.c1, y.c0, y.c1 (Fq2 = Fq[u]/(u^2 + 1)).
-The identity is all zero (not on either curve). Validation checks range and curve equation, not the
-order-r subgroup. Source: draft-irtf-cfrg-pairing-friendly-curves-11 §4.2.1.
-"""
+G1: C-contiguous ``uint64`` ``(n, 12)``: affine x then y, 6 little-endian limbs each, canonical (not Montgomery) =
+arkworks' ``to_xy_bytes_le``. G2: ``(n, 24)``: x.c0, x.c1, y.c0, y.c1 (Fq2 = Fq[u]/(u^2 + 1)). The identity is all zero
+(not on either curve). Validation checks range and curve equation, not the order-r subgroup. Source:
+draft-irtf-cfrg-pairing-friendly-curves-11 §4.2.1."""
 
 from __future__ import annotations
 
@@ -77,12 +76,9 @@ def _on_curve(x: int, y: int) -> bool:
 
 
 def check_points(arr: object, *, name: str = "points") -> np.ndarray:
-    """G1 points ``(n, 12)`` uint64, checked (coordinates < q, y^2 = x^3 + 4, identity allowed), C-contiguous.
-
-    Raises:
-        TypeError: not a numpy uint64 array. ValueError: wrong shape, a coordinate >= q, or off the curve
-        (names the first bad index).
-    """
+    """G1 points ``(n, 12)`` uint64, checked (coordinates < q, y^2 = x^3 + 4, identity allowed), C-contiguous. Raises
+    TypeError: not a numpy uint64 array. ValueError: wrong shape, a coordinate >= q, or off the curve (names the first
+    bad index)."""
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"{name}: expected a numpy uint64 array of shape (n, 12), got {type(arr).__name__}")
     if arr.dtype != np.uint64:
@@ -135,11 +131,8 @@ def g1_to_ints(arr: np.ndarray) -> list[tuple[int, int]]:
 
 
 def g1_from_py_ecc(points: Sequence[Any]) -> np.ndarray:
-    """py_ecc points (projective ``(X, Y, Z)``, ``Z = 0`` identity; or affine pairs / ``None``) -> ``(n, 12)``.
-
-    Raises:
-        ValueError: a point off the curve or a coordinate outside [0, q) (names the index).
-    """
+    """py_ecc points (projective ``(X, Y, Z)``, ``Z = 0`` identity; or affine pairs / ``None``) -> ``(n, 12)``. Raises
+    ValueError: a point off the curve or a coordinate outside [0, q) (names the index)."""
     pairs: list[tuple[int, int] | None] = []
     for p in points:
         if p is None:
@@ -278,11 +271,8 @@ def _g2_shape(arr: object, name: str) -> np.ndarray:
 
 
 def g2_check_points(arr: object, *, name: str = "points") -> np.ndarray:
-    """G2 points ``(n, 24)`` uint64, checked (< q, y^2 = x^3 + 4(u + 1), identity allowed), C-contiguous.
-
-    Raises:
-        TypeError: not a numpy uint64 array. ValueError: wrong shape, out of range or off the curve (first bad index).
-    """
+    """G2 points ``(n, 24)`` uint64, checked (< q, y^2 = x^3 + 4(u + 1), identity allowed), C-contiguous. Raises
+    TypeError: not a numpy uint64 array. ValueError: wrong shape, out of range or off the curve (first bad index)."""
     arr = _g2_shape(arr, name)
     for k, coord in enumerate(("x.c0", "x.c1", "y.c0", "y.c1")):
         bad = first_unreduced(FQ, np.ascontiguousarray(arr[:, 6 * k : 6 * k + 6]))

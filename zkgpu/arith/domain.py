@@ -1,9 +1,8 @@
 """The NTT domain of Fr on the CPU: sizes, bit reversal and the reference transforms (Python ints).
 
-n = 2^L, omega = ``FR.root_of_unity(L)``, g = 7: forward ``X[j] = sum_i c[i] omega^(ij)``; inverse with
-omega^-1 and n^-1; coset forward: NTT of ``c[i] g^i``; coset inverse: inverse, then ``c[i] *= g^-i``.
-:func:`ntt_reference`: radix-2 Gentleman-Sande (AFIPS 1966); :func:`dft_naive`: the O(n^2) definition.
-"""
+n = 2^L, omega = ``FR.root_of_unity(L)``, g = 7: forward ``X[j] = sum_i c[i] omega^(ij)``; inverse with omega^-1 and
+n^-1; coset forward: NTT of ``c[i] g^i``; coset inverse: inverse, then ``c[i] *= g^-i``. :func:`ntt_reference`: radix-2
+Gentleman-Sande (AFIPS 1966); :func:`dft_naive`: the O(n^2) definition."""
 
 from __future__ import annotations
 
@@ -67,11 +66,8 @@ def _int_list(values: Sequence[int] | np.ndarray) -> list[int]:
 
 
 def ntt_reference(values: Sequence[int] | np.ndarray, *, inverse: bool = False, coset: bool = False) -> list[int]:
-    """CPU NTT of n canonical Fr values (ints or ``(n, 4)`` uint64), natural order -> n ints.
-
-    Raises:
-        ValueError: empty, not a power of two, beyond 2^32, or a value outside [0, r). TypeError: a non-int.
-    """
+    """CPU NTT of n canonical Fr values (ints or ``(n, 4)`` uint64), natural order -> n ints. Raises ValueError: empty,
+    not a power of two, beyond 2^32, or a value outside [0, r). TypeError: a non-int."""
     vals = _int_list(values)
     L = log2_size(len(vals))
     n = 1 << L

@@ -1,9 +1,8 @@
 """BLS12-381's endomorphisms and the exact subgroup tests they give, constants derived at import from :data:`Z`.
 
-G1 (Scott, ePrint 2021/1130 §6): σ(x, y) = (βx, y); P ∈ G1 ⟺ σ(P) = -[z²]P (:data:`BETA` picked on the generator).
-G2 (Scott §4): ψ(x, y) = (c_x·x̄, c_y·ȳ) (:data:`PSI_X`, :data:`PSI_Y`); P ∈ G2 ⟺ ψ(P) = [z]P.
-:func:`g1_in_subgroup` and :func:`g2_in_subgroup` are the Python references of ``kernels/subgroup.cu``.
-"""
+G1 (Scott, ePrint 2021/1130 §6): σ(x, y) = (βx, y); P ∈ G1 ⟺ σ(P) = -[z²]P (:data:`BETA` picked on the generator). G2
+(Scott §4): ψ(x, y) = (c_x·x̄, c_y·ȳ) (:data:`PSI_X`, :data:`PSI_Y`); P ∈ G2 ⟺ ψ(P) = [z]P. :func:`g1_in_subgroup` and
+:func:`g2_in_subgroup` are the Python references of ``kernels/subgroup.cu``."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """BLS12-381 prime fields Fr and Fq: parameters derived from modulus and generator, host arrays, conversions.
 
-Host layout: C-contiguous ``uint64`` ``(n, limbs)`` (Fr 4, Fq 6), little-endian limbs, canonical values in
-[0, p) (the kernels convert to Montgomery form). Source: draft-irtf-cfrg-pairing-friendly-curves-11 §4.2.1.
-"""
+Host layout: C-contiguous ``uint64`` ``(n, limbs)`` (Fr 4, Fq 6), little-endian limbs, canonical values in [0, p) (the
+kernels convert to Montgomery form). Source: draft-irtf-cfrg-pairing-friendly-curves-11 §4.2.1."""
 
 from __future__ import annotations
 
@@ -134,11 +133,8 @@ def not_canonical(field: PrimeField, name: str, index: int, value: int) -> Value
 
 
 def check_array(field: PrimeField, arr: object, *, name: str = "values") -> np.ndarray:
-    """``arr`` checked (uint64, ``(n, limbs)``, each < p) and C-contiguous.
-
-    Raises:
-        TypeError: not a numpy uint64 array. ValueError: wrong shape or an element >= p (first bad index).
-    """
+    """``arr`` checked (uint64, ``(n, limbs)``, each < p) and C-contiguous. Raises TypeError: not a numpy uint64 array.
+    ValueError: wrong shape or an element >= p (first bad index)."""
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"{name}: expected a numpy uint64 array of shape (n, {field.limbs}), got {type(arr).__name__}")
     if arr.dtype != np.uint64:

@@ -1,8 +1,7 @@
 """Finds the GPU, compiles and caches the CUDA kernels of ``zkgpu/kernels/`` (CuPy ``RawModule``, NVRTC), times them.
 
-Constants shared with the kernels are written once in the kernel sources and read back
-(:func:`header_defines`, :func:`header_enum`); ``-D`` options carry only values Python chooses.
-"""
+Constants shared with the kernels are written once in the kernel sources and read back (:func:`header_defines`,
+:func:`header_enum`); ``-D`` options carry only values Python chooses."""
 
 from __future__ import annotations
 
@@ -71,10 +70,7 @@ GPU_ENABLED = True
 
 def configure(*, gpu: bool | None = None) -> None:
     """Set how zkgpu uses the GPU; None keeps the current value. ``gpu=False`` hides it (every API takes its CPU path).
-
-    Raises:
-        ValueError: gpu not a bool.
-    """
+    Raises ValueError: gpu not a bool."""
     global GPU_ENABLED
     if gpu is not None:
         if not isinstance(gpu, bool):
@@ -161,11 +157,8 @@ def _source(file: str) -> str:
 
 @functools.cache
 def header_defines(file: str, *names: str) -> tuple[int, ...]:
-    """The values of ``#define NAME <integer>`` lines in ``kernels/<file>``, one per name, in order.
-
-    Raises:
-        LookupError: a name with no such line, or more than one (names the file and macro).
-    """
+    """The values of ``#define NAME <integer>`` lines in ``kernels/<file>``, one per name, in order. Raises LookupError:
+    a name with no such line, or more than one (names the file and macro)."""
     text = _source(file)
     out = []
     for name in names:
@@ -178,11 +171,8 @@ def header_defines(file: str, *names: str) -> tuple[int, ...]:
 
 @functools.cache
 def header_enum(file: str, name: str) -> Mapping[str, int]:
-    """``enum class <name> : int {a = 0, ...};`` in ``kernels/<file>`` as a read-only ``{member: value}``.
-
-    Raises:
-        LookupError: no such enum, more than one, or a member without an explicit integer value.
-    """
+    """``enum class <name> : int {a = 0, ...};`` in ``kernels/<file>`` as a read-only ``{member: value}``. Raises
+    LookupError: no such enum, more than one, or a member without an explicit integer value."""
     text = re.sub(r"//[^\n]*", "", _source(file))  # comments may mention an enum
     found = re.findall(_ENUM.format(name=re.escape(name)), text, flags=re.DOTALL)
     if len(found) != 1:
@@ -206,12 +196,8 @@ def get_module(name: str, defines: tuple[tuple[str, str], ...] = ()) -> Any:
 
 def build_options(name: str, defines: tuple[tuple[str, str], ...] = ()) -> tuple[str, ...]:
     """NVRTC options for ``kernels/<name>.cu``: C++17, include folder, sources' hash, one ``-D`` per define.
-
-    ``ZK_PTXAS_O`` (0-3; from ``defines`` or the file's own ``#define``) sets ptxas' ``-O`` level.
-
-    Raises:
-        ValueError: ZK_PTXAS_O not an integer 0-3.
-    """
+    ``ZK_PTXAS_O`` (0-3; from ``defines`` or the file's own ``#define``) sets ptxas' ``-O`` level. Raises ValueError:
+    ZK_PTXAS_O not an integer 0-3."""
     opts = ["-std=c++17", f"-I{KERNEL_DIR}", f"-DZKGPU_SOURCES={_sources_hash()}"]
     opts += [f"-D{k}={v}" for k, v in defines]
     level = dict(defines).get("ZK_PTXAS_O")

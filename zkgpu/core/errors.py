@@ -1,8 +1,7 @@
 """How every zkgpu command reports an error: one line on stderr, exit status 2, no traceback.
 
-:class:`CliError` is a command's error; :class:`OneLineErrors` makes click's usage errors one line.
-An unexpected exception prints one line, exit 1 (``configure(debug=True)`` re-raises it).
-"""
+:class:`CliError` is a command's error; :class:`OneLineErrors` makes click's usage errors one line. An unexpected
+exception prints one line, exit 1 (``configure(debug=True)`` re-raises it)."""
 
 from __future__ import annotations
 
@@ -30,11 +29,8 @@ class CliError(click.ClickException):
 
 
 def check_writable_under(opt: str, target: Any, folder: Path) -> None:
-    """Refuse ``target`` (option ``opt``) unless the nearest existing folder at or above ``folder`` is writable.
-
-    Raises:
-        CliError: that nearest existing path is a file, or not writable.
-    """
+    """Refuse ``target`` (option ``opt``) unless the nearest existing folder at or above ``folder`` is writable. Raises
+    CliError: that nearest existing path is a file, or not writable."""
     anc = folder
     while not anc.exists() and anc != anc.parent:
         anc = anc.parent
@@ -51,8 +47,7 @@ def check_new_outputs(targets: dict[str, str | os.PathLike | None], command: str
         targets: option name (``--proof``) -> path, or None for an output not asked for.
         command: the command, for the message. same_hint: the fix named when two options name one file.
     Raises:
-        CliError: the first failed check, naming the option and its value.
-    """
+        CliError: the first failed check, naming the option and its value."""
     seen: dict[Path, str] = {}
     for opt, target in targets.items():
         if target is None:

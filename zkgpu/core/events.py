@@ -1,10 +1,9 @@
 """The event-table schema every producer and consumer shares; one row is one timed interval of one phase.
 
-Columns (pandas dtypes): run string; source string (``zkgpu``, ``cuzk-log``, ``nsys``, ``model``, ``seed``);
-worker, gpu, partition Int64 (<NA> when not applicable); phase string (:data:`PHASES` or others);
-start_ns, end_ns int64 (ns since the run's epoch, end >= start); gpu_ms float64 (CUDA-event time, NaN if
-none); bytes Int64 (H2D bytes); detail string (``key=value`` pairs).
-"""
+Columns (pandas dtypes): run string; source string (``zkgpu``, ``cuzk-log``, ``nsys``, ``model``, ``seed``); worker,
+gpu, partition Int64 (<NA> when not applicable); phase string (:data:`PHASES` or others); start_ns, end_ns int64 (ns
+since the run's epoch, end >= start); gpu_ms float64 (CUDA-event time, NaN if none); bytes Int64 (H2D bytes); detail
+string (``key=value`` pairs)."""
 
 from __future__ import annotations
 
@@ -81,11 +80,8 @@ def normalize_events(df: pd.DataFrame) -> pd.DataFrame:
 # interval arithmetic on the table's [start_ns, end_ns) intervals: shared by the producers (the GPU
 # backend's H2D overlap) and the analysis (zkgpu.analysis.metrics' utilizations)
 def union_ms(starts: Sequence[int] | np.ndarray, ends: Sequence[int] | np.ndarray) -> float:
-    """Length of the union of ns intervals [start, end), in ms (0.0 for none).
-
-    Raises:
-        ValueError: starts and ends differ in length, or an end precedes its start.
-    """
+    """Length of the union of ns intervals [start, end), in ms (0.0 for none). Raises ValueError: starts and ends differ
+    in length, or an end precedes its start."""
     s = np.asarray(starts, dtype=np.int64)
     e = np.asarray(ends, dtype=np.int64)
     if s.shape != e.shape:
@@ -110,11 +106,9 @@ def union_ms(starts: Sequence[int] | np.ndarray, ends: Sequence[int] | np.ndarra
 
 
 def h2d_overlap(copies: Sequence[tuple[float, float]], kernels: Sequence[tuple[float, float]]) -> dict[str, float]:
-    """Copy time hidden by kernels on one GPU timeline, from ``(start_ms, end_ms)`` intervals.
-
-    Returns ``copy_ms`` (sum of copies), ``exposed_ms`` = |∪copies ∪ ∪kernels| − |∪kernels|, ``hidden_ms`` =
-    copy_ms − exposed_ms, ``kernel_ms`` = |∪kernels|. Raises ValueError: an interval ending before it starts.
-    """
+    """Copy time hidden by kernels on one GPU timeline, from ``(start_ms, end_ms)`` intervals. Returns ``copy_ms`` (sum
+    of copies), ``exposed_ms`` = |∪copies ∪ ∪kernels| − |∪kernels|, ``hidden_ms`` = copy_ms − exposed_ms, ``kernel_ms``
+    = |∪kernels|. Raises ValueError: an interval ending before it starts."""
     def ns(iv: Sequence[tuple[float, float]]) -> tuple[list[int], list[int]]:
         return [round(a * 1e6) for a, _ in iv], [round(b * 1e6) for _, b in iv]
 

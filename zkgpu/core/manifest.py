@@ -44,8 +44,7 @@ def configure(*, commit: str | None | _Keep = _KEEP, dirty: bool | None | _Keep 
         commit: this copy's commit (None: unknown). dirty: uncommitted changes (None: unknown).
         data_dir: base folder of :func:`new_run_dir`; None: ``data/``.
     Raises:
-        ValueError: ``commit`` empty or with whitespace, or ``data_dir`` empty. TypeError: ``dirty`` not bool/None.
-    """
+        ValueError: ``commit`` empty or with whitespace, or ``data_dir`` empty. TypeError: ``dirty`` not bool/None."""
     if commit is not _KEEP:
         if commit is not None and (not isinstance(commit, str) or not commit or commit.split() != [commit]):
             raise ValueError(f"manifest.configure: commit must be a non-empty name without spaces, got {commit!r}")
@@ -154,10 +153,8 @@ def _portable_path(token: str, data: Path, cwd: Path, must_exist: bool) -> str:
 
 
 def portable_command(argv: list[str], data: Path, cwd: Path | None = None, must_exist: bool = True) -> str:
-    """``zkgpu <args>``, shell-quoted, path arguments relative to ``data`` (elsewhere ``.../name``).
-
-    ``must_exist``: a relative token counts as a path only if it exists under ``cwd``; False: only absolute ones.
-    """
+    """``zkgpu <args>``, shell-quoted, path arguments relative to ``data`` (elsewhere ``.../name``). ``must_exist``: a
+    relative token counts as a path only if it exists under ``cwd``; False: only absolute ones."""
     cwd = Path.cwd() if cwd is None else cwd
     args = list(argv[1:])
     ours = bool(argv) and (Path(argv[0]).name in _PROGRAMS or args[:2] == ["-m", "zkgpu.app.cli"])
@@ -189,11 +186,8 @@ def _slug(text: str) -> str:
 
 
 def check_run_base(base: str | os.PathLike[str] | None, opt: str = "--out") -> Path:
-    """The base of a command's run folder (``base``, else :func:`data_dir`), checked writable before any work.
-
-    Raises:
-        CliError: ``base`` empty, under a file, or not writable (names ``opt`` and the value).
-    """
+    """The base of a command's run folder (``base``, else :func:`data_dir`), checked writable before any work. Raises
+    CliError: ``base`` empty, under a file, or not writable (names ``opt`` and the value)."""
     if base is not None and not str(base).strip():
         raise CliError(f"{opt} {str(base)!r}: give a folder (or leave {opt} out for {data_dir()})")
     folder = Path(base) if base is not None else data_dir()
@@ -205,11 +199,8 @@ def check_run_base(base: str | os.PathLike[str] | None, opt: str = "--out") -> P
 
 
 def new_run_dir(kind: str, base: Path | None = None, gpu: str | None = None) -> Path:
-    """Create a fresh ``<base>/<gpu-slug>-<YYYYMMDD>-<kind>[-N]/`` (base: :func:`data_dir`; gpu: this machine's).
-
-    Raises:
-        RuntimeError: no free name in 1000 tries.
-    """
+    """Create a fresh ``<base>/<gpu-slug>-<YYYYMMDD>-<kind>[-N]/`` (base: :func:`data_dir`; gpu: this machine's). Raises
+    RuntimeError: no free name in 1000 tries."""
     base = Path(base) if base is not None else data_dir()
     gpu = gpu or device_info().get("gpu") or "cpu"
     stem = f"{_slug(gpu)}-{_dt.datetime.now(_dt.timezone.utc):%Y%m%d}-{_slug(kind)}"
@@ -230,8 +221,7 @@ no longer takes it for a complete recording of ``<kind>``, and what it measured 
 
 def mark_interrupted(run_dir: Path, manifest: Any, exc: BaseException) -> Path:
     """Write a cut-off run's manifest (``manifest(interrupted=, complete=False)``) unless present and add
-    :data:`INTERRUPTED_SUFFIX` to the folder; returns its path. Never raises.
-    """
+    :data:`INTERRUPTED_SUFFIX` to the folder; returns its path. Never raises."""
     try:
         if not (run_dir / "manifest.json").exists():
             write_json_new(run_dir / "manifest.json", manifest(interrupted=f"{type(exc).__name__}: {exc}".strip(": "), complete=False))

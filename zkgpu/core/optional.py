@@ -1,8 +1,7 @@
 """Optional heavy dependencies, each imported once by an accessor that returns it or raises naming the pip extra.
 
-:func:`arkworks`, :func:`py_ecc`, :func:`notebook_tools` raise ImportError; :func:`numba`, :func:`nvtx`
-return None; :func:`cupyx` raises RuntimeError (no GPU). CuPy itself: :func:`zkgpu.core.cuda.cupy`.
-"""
+:func:`arkworks`, :func:`py_ecc`, :func:`notebook_tools` raise ImportError; :func:`numba`, :func:`nvtx` return None;
+:func:`cupyx` raises RuntimeError (no GPU). CuPy itself: :func:`zkgpu.core.cuda.cupy`."""
 
 from __future__ import annotations
 
@@ -85,10 +84,7 @@ _NOTEBOOK_TOOLS = {
 @functools.cache
 def notebook_tools() -> SimpleNamespace:
     """The notebook machinery of ``zkgpu report`` (nbformat, nbclient, nbconvert, papermill, ...) as one namespace.
-
-    Raises:
-        ImportError: one of them is not installed (extra ``notebooks``; names it).
-    """
+    Raises ImportError: one of them is not installed (extra ``notebooks``; names it)."""
     found = {}
     for name, (module, attr) in _NOTEBOOK_TOOLS.items():
         mod = _try(module)

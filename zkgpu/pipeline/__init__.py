@@ -1,8 +1,7 @@
 """The two-worker proving pipeline (a scaled-down cuzk engine partition path).
 
-``run_pipeline(PipelineConfig(...))`` returns ``events`` (event table), ``log_lines`` (cuzk-format) and
-``partitions`` (:class:`~zkgpu.pipeline.worker.PartitionResult` each).
-"""
+``run_pipeline(PipelineConfig(...))`` returns ``events`` (event table), ``log_lines`` (cuzk-format) and ``partitions``
+(:class:`~zkgpu.pipeline.worker.PartitionResult` each)."""
 
 from zkgpu.pipeline.config import DEVICES, LOCK_SCOPES, POOL_SCOPES, TRANSFERS, Density, PipelineConfig
 from zkgpu.pipeline.runner import PipelineInterrupted, PipelineResult, prepare_backend, run_pipeline

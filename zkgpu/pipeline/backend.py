@@ -1,9 +1,8 @@
 """The :class:`Backend` protocol the worker calls, and what both backends share.
 
 Implementations: :class:`~zkgpu.pipeline.cpu_backend.CpuBackend` (reference math) and
-:class:`~zkgpu.pipeline.gpu_backend.GpuBackend`. Points (m, 12) uint64 affine, scalars and a/b/c/h (n, 4)
-uint64 canonical Fr; :data:`Array` numpy (cpu) or CuPy (gpu); :data:`Stream` CuPy or None. Times ms, sizes bytes.
-"""
+:class:`~zkgpu.pipeline.gpu_backend.GpuBackend`. Points (m, 12) uint64 affine, scalars and a/b/c/h (n, 4) uint64
+canonical Fr; :data:`Array` numpy (cpu) or CuPy (gpu); :data:`Stream` CuPy or None. Times ms, sizes bytes."""
 
 from __future__ import annotations
 
@@ -52,10 +51,8 @@ class HStart:
 
 
 class Backend(Protocol):
-    """The pipeline's device interface: ``device``, ``device_id``, ``bases`` (``{name: (m, 12) uint64}``).
-
-    Thread-safe after :meth:`setup` (one stream per worker thread).
-    """
+    """The pipeline's device interface: ``device``, ``device_id``, ``bases`` (``{name: (m, 12) uint64}``). Thread-safe
+    after :meth:`setup` (one stream per worker thread)."""
 
     device: str
     device_id: int
@@ -87,10 +84,8 @@ class Backend(Protocol):
         copies and the queued coset NTTs. Finish with :meth:`finish_h`."""
 
     def finish_h(self, st: HStart, stream: Stream, wait: bool = True) -> Array:
-        """Finish H and fill ``st.timing``: h (n, 4) uint64 canonical. ``wait=False``: only queue (see :meth:`complete_h`).
-
-        Raises ValueError naming the first a/b/c value >= r.
-        """
+        """Finish H and fill ``st.timing``: h (n, 4) uint64 canonical. ``wait=False``: only queue (see
+        :meth:`complete_h`). Raises ValueError naming the first a/b/c value >= r."""
 
     def complete_h(self, st: HStart) -> None:
         """After ``finish_h(..., wait=False)`` and a wait past its work: the deferred value checks

@@ -1,8 +1,7 @@
 """Configuration of the proving pipeline, PoRep's shape scaled by ``n``.
 
-constraints = domain = ``n``, aux = ``aux_ratio * n``, a/b/c ``3 * n * 32`` bytes (PoRep-32GiB: 2^27 domain,
-aux 130,169,893, 328 inputs; data/reference/README.md).
-"""
+constraints = domain = ``n``, aux = ``aux_ratio * n``, a/b/c ``3 * n * 32`` bytes (PoRep-32GiB: 2^27 domain, aux
+130,169,893, 328 inputs; data/reference/README.md)."""
 
 from __future__ import annotations
 
@@ -48,8 +47,7 @@ fault (tests); raising ``KeyboardInterrupt`` simulates Ctrl-C."""
 @dataclass(frozen=True)
 class Density:
     """Witness statistics of the aux assignment: fractions ``zero``, ``one`` (rest uniform < 2^254), and the aux
-    positions in the A (``a_aux``) and B (``b_aux``) queries. 0.45/0.50 is an assumption (not published).
-    """
+    positions in the A (``a_aux``) and B (``b_aux``) queries. 0.45/0.50 is an assumption (not published)."""
 
     zero: float = 0.45
     one: float = 0.50
@@ -88,8 +86,7 @@ class PipelineConfig:
         queue_depth: partitions synthesized but not through the start half (0: 2 * gw * gpus).
         timeout_s: limit of any step or wait, s (mutex wait: ``timeout_s * (4 gw + 1)``).
         run, log_path, events_path, echo: name; outputs created fresh (FileExistsError); echo to stderr.
-        fault_hook: :data:`FaultHook` (tests). real: a :class:`~zkgpu.pipeline.real.RealCircuit` or None.
-    """
+        fault_hook: :data:`FaultHook` (tests). real: a :class:`~zkgpu.pipeline.real.RealCircuit` or None."""
 
     n: int = 1 << 23
     partitions: int = 4

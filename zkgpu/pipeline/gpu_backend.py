@@ -1,6 +1,5 @@
-"""The GPU :class:`~zkgpu.pipeline.backend.Backend`: H as supraseal's ``execute_ntt_msm_h`` on three streams,
-MSMs and batch additions on the GPU, the B_G2 multiexp on the CPU.
-"""
+"""The GPU :class:`~zkgpu.pipeline.backend.Backend`: H as supraseal's ``execute_ntt_msm_h`` on three streams, MSMs and
+batch additions on the GPU, the B_G2 multiexp on the CPU."""
 
 from __future__ import annotations
 
@@ -124,11 +123,8 @@ class GpuBackend:
         self.cp.cuda.Device().synchronize()
 
     def _build_tables(self) -> None:
-        """Build each base set's precomputed table (timed into ``setup_details``), then :meth:`_msm_bench`.
-
-        Raises:
-            ValueError: tables plus workspaces and a/b/c buffers exceed the GPU's free memory.
-        """
+        """Build each base set's precomputed table (timed into ``setup_details``), then :meth:`_msm_bench`. Raises
+        ValueError: tables plus workspaces and a/b/c buffers exceed the GPU's free memory."""
         cp = self.cp
         sizes = {nm: int(self._mont[nm].shape[0]) for nm in BASE_NAMES}
         windows = precomp_windows(self.config, sizes)
@@ -215,11 +211,9 @@ class GpuBackend:
 
     @_on_device
     def start_h(self, inputs: Sequence[Array], stream: Stream) -> HStart:
-        """H2D of a, b, c, each followed on its own stream by its coset evaluations (supraseal ``groth16_ntt_h.cu:75-157``).
-
-        ``stream`` is stream 0; device inputs (``resident``) are not copied. Finish with :meth:`finish_h`.
-        Raises what :mod:`zkgpu.transfer.paths` raises.
-        """
+        """H2D of a, b, c, each followed on its own stream by its coset evaluations (supraseal
+        ``groth16_ntt_h.cu:75-157``). ``stream`` is stream 0; device inputs (``resident``) are not copied. Finish with
+        :meth:`finish_h`. Raises what :mod:`zkgpu.transfer.paths` raises."""
         cp = self.cp
         n = self.config.n
         streams = [stream, *self._side_streams()]
@@ -253,11 +247,8 @@ class GpuBackend:
 
     @_on_device
     def finish_h(self, st: HStart, stream: Stream, wait: bool = True) -> Array:
-        """Rest of H on stream 0: h (n, 4) uint64 canonical on the device; ``wait=False`` only queues (:meth:`complete_h`).
-
-        Raises:
-            ValueError: a value >= r in a, b or c.
-        """
+        """Rest of H on stream 0: h (n, 4) uint64 canonical on the device; ``wait=False`` only queues
+        (:meth:`complete_h`). Raises ValueError: a value >= r in a, b or c."""
         cp = self.cp
         with stream:
             cs = cp.cuda.Event()
@@ -342,10 +333,8 @@ class GpuBackend:
 
     @_on_device
     def msm(self, name: str, scalars: Array, idx: np.ndarray | None, stream: Stream, defer: bool = False) -> Any:
-        """MSM over ``bases[name]`` (rows ``idx``), plain or precomputed; queues kernels only (checks deferred).
-
-        Result on the host, or on the device with ``defer``. Raises ValueError: a scalar >= r.
-        """
+        """MSM over ``bases[name]`` (rows ``idx``), plain or precomputed; queues kernels only (checks deferred). Result
+        on the host, or on the device with ``defer``. Raises ValueError: a scalar >= r."""
         cp = self.cp
         with stream:
             if idx is not None and idx.size == 0:
@@ -417,10 +406,8 @@ class GpuBackend:
 
     @_on_device
     def prep(self, aux: np.ndarray, prep: str = "cpu", threads: int | None = None, circuit: Circuit | None = None) -> Mapping[str, Prep]:
-        """prep_msm of one partition: ``cpu``/``cpu_parallel`` on the host, ``gpu`` on the thread's prep stream.
-
-        Returns ``{"l", "a", "b_g1"}`` (CuPy arrays for ``gpu``). Raises ValueError: a scalar >= r or unknown ``prep``.
-        """
+        """prep_msm of one partition: ``cpu``/``cpu_parallel`` on the host, ``gpu`` on the thread's prep stream. Returns
+        ``{"l", "a", "b_g1"}`` (CuPy arrays for ``gpu``). Raises ValueError: a scalar >= r or unknown ``prep``."""
         circuit = circuit or self.circuit
         if prep != "gpu":
             return prep_partition(circuit, aux, prep, threads=threads)

@@ -1,8 +1,7 @@
 """The :class:`RealCircuit` protocol: a real Groth16 circuit proven by the pipeline, one witness per partition.
 
-Called at setup (bases), synthesize (a, b, c and witness), ntt_msm_h (:meth:`RealCircuit.h_scalars`),
-b_g2_msm and finalize. Implemented by :class:`zkgpu.groth16.workload.SnarkjsCircuit`.
-"""
+Called at setup (bases), synthesize (a, b, c and witness), ntt_msm_h (:meth:`RealCircuit.h_scalars`), b_g2_msm and
+finalize. Implemented by :class:`zkgpu.groth16.workload.SnarkjsCircuit`."""
 
 from __future__ import annotations
 
@@ -50,5 +49,4 @@ class RealCircuit(Protocol):
         """The B2 G2 MSM of a witness on the CPU: ``(1, 24)`` uint64."""
 
     def finish(self, partition: int, witness: np.ndarray, msms: dict[str, np.ndarray], b2: np.ndarray) -> Any:
-        """The partition's proof from the G1 MSMs (``{"h", "l", "a", "b_g1"}``, ``(1, 12)``
-        each) and the G2 one."""
+        """The partition's proof from the G1 MSMs (``{"h", "l", "a", "b_g1"}``, ``(1, 12)`` each) and the G2 one."""

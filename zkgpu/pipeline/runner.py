@@ -1,8 +1,7 @@
 """The run: synthesis workers -> GPU queue -> ``gw`` GPU workers per GPU -> finalizers (cuzk's partition path).
 
-A failed step fails its partition only; KeyboardInterrupt stops the run cleanly (:class:`PipelineInterrupted`
-carries the partial result). Every wait is bounded and a watchdog fails steps past ``timeout_s``.
-"""
+A failed step fails its partition only; KeyboardInterrupt stops the run cleanly (:class:`PipelineInterrupted` carries
+the partial result). Every wait is bounded and a watchdog fails steps past ``timeout_s``."""
 
 from __future__ import annotations
 
@@ -47,8 +46,7 @@ GIB = 1 << 30
 @dataclass
 class PipelineResult:
     """Outcome of :func:`run_pipeline`: ``events``, ``log_lines``, ``partitions``, ``errors``, ``pool_stats`` (summed
-    over per-GPU pools, with ``per_gpu``), ``wall_ms``, ``interrupted``.
-    """
+    over per-GPU pools, with ``per_gpu``), ``wall_ms``, ``interrupted``."""
 
     config: PipelineConfig
     run: str
@@ -150,8 +148,7 @@ def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Backend] | 
         nvtx: NVTX backend (default :func:`zkgpu.pipeline.trace.default_nvtx`).
     Raises:
         FileExistsError: an output exists. ValueError: too many gpus, or pools not one per GPU.
-        PipelineInterrupted: on KeyboardInterrupt. RuntimeError: device="gpu" without a GPU.
-    """
+        PipelineInterrupted: on KeyboardInterrupt. RuntimeError: device="gpu" without a GPU."""
     for pth in (config.log_path, config.events_path):
         if pth is not None and Path(pth).exists():
             raise FileExistsError(f"{pth} exists; zkgpu never overwrites a log or event file (use a fresh run folder)")

@@ -55,8 +55,7 @@ def prep_partition(circuit: Circuit, aux: np.ndarray, prep: str = "cpu", *, thre
     Args:
         aux: (aux_size, 4) uint64 canonical Fr. prep: ``cpu`` or ``cpu_parallel`` (``threads``).
     Raises:
-        ValueError: a scalar >= r, or another ``prep``.
-    """
+        ValueError: a scalar >= r, or another ``prep``."""
     if prep == "cpu_parallel":
         a_sel, b_sel = selections(circuit)
         return {

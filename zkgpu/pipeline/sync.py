@@ -145,8 +145,7 @@ class GpuMutex:
             return True
 
     def force_release(self, partition: int) -> bool:
-        """Release the mutex if ``partition`` holds it (watchdog, for a hung step). Returns
-        whether it did."""
+        """Release the mutex if ``partition`` holds it (watchdog, for a hung step). Returns whether it did."""
         with self._meta:
             if self._holder is None or self.partition != partition:
                 return False

@@ -1,9 +1,8 @@
 """Partition synthesis: a, b, c and the aux assignment (a real circuit's, or a synthetic stand-in).
 
-Synthetic: a, b, c uniform in [0, 2^254), aux of :class:`~zkgpu.pipeline.config.Density`. Words from
-SplitMix64's output function (Steele, Lea & Flood, OOPSLA 2014) of ``key + (i + 1) * 0x9E3779B97F4A7C15``,
-one key per (seed, partition, stream); numba and NumPy give the same words.
-"""
+Synthetic: a, b, c uniform in [0, 2^254), aux of :class:`~zkgpu.pipeline.config.Density`. Words from SplitMix64's output
+function (Steele, Lea & Flood, OOPSLA 2014) of ``key + (i + 1) * 0x9E3779B97F4A7C15``, one key per (seed, partition,
+stream); numba and NumPy give the same words."""
 
 from __future__ import annotations
 
@@ -54,8 +53,7 @@ def stream_key(seed: int, partition: int, stream: int) -> int:
 @dataclass(frozen=True)
 class Circuit:
     """Per-run circuit structure: ``inp`` (num_inputs, 4) (inp[0] = 1), bool densities ``a_aux_density``,
-    ``b_inp_density``, ``b_aux_density``.
-    """
+    ``b_inp_density``, ``b_aux_density``."""
 
     n: int
     aux_size: int
@@ -152,8 +150,7 @@ def fill_aux(out: np.ndarray, rng: np.random.Generator, zero: float, one: float)
 
 @functools.lru_cache(maxsize=1)
 def _nb() -> tuple[Any, Any] | None:
-    """The numba fills ``(fr, aux)`` (compiled on first use, cached on disk by numba), or None
-    without numba."""
+    """The numba fills ``(fr, aux)`` (compiled on first use, cached on disk by numba), or None without numba."""
     numba = optional.numba()
     if numba is None:
         return None
@@ -237,10 +234,7 @@ def _use_numba(impl: str) -> bool:
 
 def fill_fr_counter(out: np.ndarray, key: int, *, impl: str = "auto") -> np.ndarray:
     """Fill ``out`` (m, 4) uint64 with uniform values < 2^254 from counter stream ``key``; ``impl`` numba/numpy/auto.
-
-    Raises:
-        ValueError: a bad array or ``impl``. RuntimeError: ``impl="numba"`` without numba.
-    """
+    Raises ValueError: a bad array or ``impl``. RuntimeError: ``impl="numba"`` without numba."""
     _check_rows(out)
     key = int(key) & _MASK64
     if _use_numba(impl):
@@ -258,11 +252,8 @@ def fill_fr_counter(out: np.ndarray, key: int, *, impl: str = "auto") -> np.ndar
 
 
 def fill_aux_counter(out: np.ndarray, key: int, select_key: int, zero: float, one: float, *, impl: str = "auto") -> np.ndarray:
-    """Fill ``out`` (m, 4) uint64 with an aux assignment (0, 1 or :func:`fill_fr_counter` rows, selected by ``select_key``).
-
-    Raises:
-        ValueError: a bad array, ``impl``, or fractions outside [0, 1] / summing over 1.
-    """
+    """Fill ``out`` (m, 4) uint64 with an aux assignment (0, 1 or :func:`fill_fr_counter` rows, selected by
+    ``select_key``). Raises ValueError: a bad array, ``impl``, or fractions outside [0, 1] / summing over 1."""
     _check_rows(out)
     if not (0.0 <= zero <= 1.0 and 0.0 <= one <= 1.0 and zero + one <= 1.0 + 1e-12):
         raise ValueError(f"fill_aux_counter needs zero, one in [0, 1] with zero + one <= 1, got {zero!r}, {one!r}")
@@ -286,8 +277,7 @@ def fill_aux_counter(out: np.ndarray, key: int, select_key: int, zero: float, on
 
 
 def warm_up_synthesis() -> None:
-    """Compile the numba fills (or load them from numba's disk cache) outside any timed phase;
-    nothing without numba."""
+    """Compile the numba fills (or load them from numba's disk cache) outside any timed phase; nothing without numba."""
     if _nb() is not None:
         tiny = np.empty((2, 4), dtype=np.uint64)
         fill_fr_counter(tiny, 1)
@@ -296,10 +286,8 @@ def warm_up_synthesis() -> None:
 
 def synthesize_into(config: PipelineConfig, partition: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, aux: np.ndarray,
                     *, impl: str = "auto") -> np.ndarray | None:
-    """Write partition ``partition``'s a, b, c (n, 4) and aux (aux_size, 4) in place.
-
-    Returns None, or with ``config.real`` the witness ((num_inputs + aux_size, 4) uint64). Raises ValueError: bad buffer.
-    """
+    """Write partition ``partition``'s a, b, c (n, 4) and aux (aux_size, 4) in place. Returns None, or with
+    ``config.real`` the witness ((num_inputs + aux_size, 4) uint64). Raises ValueError: bad buffer."""
     for name, arr, rows in (("a", a, config.n), ("b", b, config.n), ("c", c, config.n), ("aux", aux, config.aux_size)):
         if not isinstance(arr, np.ndarray) or arr.shape != (rows, 4) or arr.dtype != np.uint64:
             raise ValueError(f"synthesis buffer {name} must be ({rows}, 4) uint64, got {getattr(arr, 'shape', None)} {getattr(arr, 'dtype', type(arr).__name__)}")

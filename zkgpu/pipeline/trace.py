@@ -1,9 +1,8 @@
 """Pipeline tracing: one call per phase gives an NVTX range, one event-table row and its cuzk-format log line(s).
 
 Log formats are cuzk's (``CUZK_TIMING:``, ``CUZK_NTT_H:``, ``TIMELINE,...``, tracing ``INFO`` lines;
-notes/cuzk-pipeline.md §2); :data:`PHASE_LINES` fixes which line a phase writes. A phase whose body raises
-records its event (``error=<Type>``) but no log line. Files are created with mode "x" (FileExistsError).
-"""
+notes/cuzk-pipeline.md §2); :data:`PHASE_LINES` fixes which line a phase writes. A phase whose body raises records its
+event (``error=<Type>``) but no log line. Files are created with mode "x" (FileExistsError)."""
 
 from __future__ import annotations
 
@@ -128,11 +127,8 @@ def default_nvtx() -> NvtxBackend:
 
 
 class LogWriter:
-    """Thread-safe line writer: ``lines`` in memory, and a fresh file if created with a path.
-
-    Raises:
-        FileExistsError: :meth:`create` on an existing path.
-    """
+    """Thread-safe line writer: ``lines`` in memory, and a fresh file if created with a path. Raises FileExistsError:
+    :meth:`create` on an existing path."""
 
     def __init__(self, stream: io.TextIOBase | None = None, *, echo: Callable[[str], None] | None = None) -> None:
         self._f = stream
@@ -408,11 +404,9 @@ class Span:
 
 
 class Tracer:
-    """Event recorder, cuzk-format log writer and NVTX ranges of one run; thread-safe.
-
-    ``run``, ``source``, ``gpu``: event columns; ``job_id``: TIMELINE's (default ``run``); ``gpu_field``: add
-    ``gpu=G`` to TIMELINE details. Times are ns since the tracer's creation (``perf_counter_ns``).
-    """
+    """Event recorder, cuzk-format log writer and NVTX ranges of one run; thread-safe. ``run``, ``source``, ``gpu``:
+    event columns; ``job_id``: TIMELINE's (default ``run``); ``gpu_field``: add ``gpu=G`` to TIMELINE details. Times are
+    ns since the tracer's creation (``perf_counter_ns``)."""
 
     def __init__(self, run: str, *, log: LogWriter | None = None, nvtx: NvtxBackend | None = None, job_id: str | None = None, gpu: int | None = 0, source: str = "zkgpu", gpu_field: bool = False) -> None:
         self.run = run
@@ -477,11 +471,9 @@ class Tracer:
 
     @contextlib.contextmanager
     def phase(self, name: str, *, worker: int | None = None, partition: int | None = None, gpu: int | None = None, stream: Any = None, bytes: int | None = None, fields: dict[str, Any] | None = None, detail: dict[str, Any] | None = None) -> Iterator[Phase]:
-        """Time the ``with`` body as phase ``name``: event row, NVTX range, log line (:data:`PHASE_LINES`).
-
-        ``stream``: CUDA events on it give ``gpu_ms``; ``bytes``; ``fields`` for the log line; ``detail`` pairs.
-        Re-raises what the body raises, after recording.
-        """
+        """Time the ``with`` body as phase ``name``: event row, NVTX range, log line (:data:`PHASE_LINES`). ``stream``:
+        CUDA events on it give ``gpu_ms``; ``bytes``; ``fields`` for the log line; ``detail`` pairs. Re-raises what the
+        body raises, after recording."""
         ph = self._open(name, worker, partition, gpu, stream, bytes, fields, detail)
         self.nvtx.push(ph.label())
         try:
@@ -513,10 +505,8 @@ class Tracer:
         return ph
 
     def place_on_gpu_clock(self, phases: Sequence[Phase], mark: Any, mark_ns: int) -> int:
-        """Move ended ``phases``' rows to the interval their kernels ran, anchored at ``mark`` completing at ``mark_ns``.
-
-        The host interval stays as ``host_ms``; moved rows get ``clock=gpu``. Returns the count moved.
-        """
+        """Move ended ``phases``' rows to the interval their kernels ran, anchored at ``mark`` completing at
+        ``mark_ns``. The host interval stays as ``host_ms``; moved rows get ``clock=gpu``. Returns the count moved."""
         moved = 0
         for ph in phases:
             if ph._cuda is None or len(ph._cuda) != 2 or not hasattr(ph._cuda[1], "synchronize"):

@@ -1,10 +1,9 @@
 """One partition through cuzk's start half and finalizer (notes/cuzk-pipeline.md §1.2, §3).
 
-Start half (:func:`prove_start`): split_vectors; the prep thread (prep_msm, barrier notify, b_g2_msm);
-``mutex_wait``; in the mutex ntt_msm_h, barrier_wait, batch_add, tail_msm. ``lock_scope`` and ``h2d_stage``
-vary the mutex and copy placement (:class:`~zkgpu.pipeline.config.PipelineConfig`). Finalizer
-(:func:`finalize`): join prep, assemble, tracker lock. A failure releases what the partition holds.
-"""
+Start half (:func:`prove_start`): split_vectors; the prep thread (prep_msm, barrier notify, b_g2_msm); ``mutex_wait``;
+in the mutex ntt_msm_h, barrier_wait, batch_add, tail_msm. ``lock_scope`` and ``h2d_stage`` vary the mutex and copy
+placement (:class:`~zkgpu.pipeline.config.PipelineConfig`). Finalizer (:func:`finalize`): join prep, assemble, tracker
+lock. A failure releases what the partition holds."""
 
 from __future__ import annotations
 
@@ -408,8 +407,7 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
 @dataclass
 class PartitionResult:
     """Outcome of one partition: ``status`` (ok/failed/cancelled); ``h``, ``l``, ``a``, ``b_g1`` (1, 12) uint64;
-    ``b_g2`` (96 compressed bytes, or (1, 24) for a real circuit); ``proof``; ``error``; ``stage``; ``timings`` (ms).
-    """
+    ``b_g2`` (96 compressed bytes, or (1, 24) for a real circuit); ``proof``; ``error``; ``stage``; ``timings`` (ms)."""
 
     partition: int
     status: str = "pending"

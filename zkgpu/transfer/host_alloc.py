@@ -39,9 +39,7 @@ def _array_at(ptr: int, nbytes: int) -> np.ndarray:
 
 class CudaHostAllocator:
     """``cudaHostAlloc(nbytes, flags)`` / ``cudaFreeHost`` (flags default portable); the handle is the pointer.
-
-    ``alloc`` raises RuntimeError without a GPU, CUDARuntimeError when pinning fails.
-    """
+    ``alloc`` raises RuntimeError without a GPU, CUDARuntimeError when pinning fails."""
 
     pinned = True
 

@@ -1,8 +1,7 @@
 """Host memory-bandwidth load: threads streaming copies through DRAM, measured, to copy "under load".
 
-A pageable H2D copy is one thread's memcpy, which slows when other threads keep DRAM busy (cuzk's
-synthesis does; ours is lighter). :class:`HostMemoryLoad` supplies that contention and counts it.
-"""
+A pageable H2D copy is one thread's memcpy, which slows when other threads keep DRAM busy (cuzk's synthesis does; ours
+is lighter). :class:`HostMemoryLoad` supplies that contention and counts it."""
 
 from __future__ import annotations
 
@@ -64,8 +63,7 @@ class HostMemoryLoad:
     Args:
         threads: >= 0 (0: the no-load control). buffer_bytes: a multiple of 4096 (default 256 MiB).
     Raises:
-        TypeError/ValueError: a bad count. RuntimeError: start on a running load; stop re-raises a thread's error.
-    """
+        TypeError/ValueError: a bad count. RuntimeError: start on a running load; stop re-raises a thread's error."""
 
     def __init__(self, threads: int, buffer_bytes: int = DEFAULT_BUFFER_BYTES) -> None:
         self.threads = check_count("threads", threads, 0)
@@ -80,11 +78,8 @@ class HostMemoryLoad:
 
     # -- control --------------------------------------------------------------------------
     def start(self) -> HostMemoryLoad:
-        """Allocate and touch the buffers, start the threads.
-
-        Raises:
-            RuntimeError: already running. MemoryError: threads x 2 x buffer_bytes exceeds available memory.
-        """
+        """Allocate and touch the buffers, start the threads. Raises RuntimeError: already running. MemoryError: threads
+        x 2 x buffer_bytes exceeds available memory."""
         if self._running:
             raise RuntimeError("HostMemoryLoad.start(): already running")
         need, avail = 2 * self.threads * self.buffer_bytes, available_memory_bytes()

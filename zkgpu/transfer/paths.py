@@ -1,10 +1,9 @@
 """Host-to-device (H2D) transfer paths, named by mechanism (:data:`PATHS`); each returns a :class:`TransferResult`.
 
-Each copies a C-contiguous host array's bytes into a device array of the same ``nbytes``. Times, ms:
-``host_ms`` perf_counter around the call; ``stream_ms`` CUDA events on the copy's idle stream; ``wall_ms``
-call to end event; ``gbps = nbytes / stream_ms`` (1e9 B/s); ``overhead_ms`` pinning costs outside the
-stream window. Without a GPU every path raises RuntimeError.
-"""
+Each copies a C-contiguous host array's bytes into a device array of the same ``nbytes``. Times, ms: ``host_ms``
+perf_counter around the call; ``stream_ms`` CUDA events on the copy's idle stream; ``wall_ms`` call to end event; ``gbps
+= nbytes / stream_ms`` (1e9 B/s); ``overhead_ms`` pinning costs outside the stream window. Without a GPU every path
+raises RuntimeError."""
 
 from __future__ import annotations
 
@@ -51,8 +50,7 @@ _MEMORY_TYPE_HOST = 1  # cudaMemoryTypeHost (page-locked host memory, hostAlloc'
 @dataclass
 class TransferResult:
     """One H2D copy: ``path``, ``nbytes``, ``host_ms``, ``stream_ms``, ``wall_ms``, ``gbps``, ``overhead_ms`` (module
-    docstring); ``extra`` path-specific ms/bytes; ``src_pinned``; ``dst`` the device array.
-    """
+    docstring); ``extra`` path-specific ms/bytes; ``src_pinned``; ``dst`` the device array."""
 
     path: str
     nbytes: int
@@ -177,13 +175,9 @@ def _out(dst: Any, d: Any) -> Any:
 
 
 def pageable(host: np.ndarray, dst: Any = None, *, stream: Any = None) -> TransferResult:
-    """Pageable H2D: ``dst.set(host, stream)`` (the host blocks until staged).
-
-    ``dst``: a device array of ``host.nbytes`` or None (allocated untimed); ``stream``: default current.
-
-    Raises:
-        RuntimeError: no GPU. TypeError/ValueError: not numpy, not contiguous, empty, or size mismatch.
-    """
+    """Pageable H2D: ``dst.set(host, stream)`` (the host blocks until staged). ``dst``: a device array of
+    ``host.nbytes`` or None (allocated untimed); ``stream``: default current. Raises RuntimeError: no GPU.
+    TypeError/ValueError: not numpy, not contiguous, empty, or size mismatch."""
     cp, src, d, stream = _setup(host, dst, stream)
     pinned = is_pinned(src)
     with _Timer(cp, stream) as t:
@@ -223,9 +217,7 @@ class _CountingPinnedAllocator:
 
 def cupy_asarray(host: np.ndarray, dst: None = None, *, stream: Any = None, trace_staging: bool = True) -> TransferResult:
     """``cupy.asarray(host)`` on ``stream`` (CuPy stages through its pinned pool); ``dst`` must be None.
-
-    ``trace_staging``: record ``extra["staging_bytes"]`` by wrapping CuPy's process-wide pinned allocator.
-    """
+    ``trace_staging``: record ``extra["staging_bytes"]`` by wrapping CuPy's process-wide pinned allocator."""
     if dst is not None:
         raise ValueError("cupy_asarray allocates its own destination; pass dst=None")
     cp = _cuda.cupy()
@@ -244,11 +236,8 @@ def cupy_asarray(host: np.ndarray, dst: None = None, *, stream: Any = None, trac
 
 
 def registered(host: np.ndarray, dst: Any = None, *, stream: Any = None, flags: int = CUDA_HOST_REGISTER_DEFAULT) -> TransferResult:
-    """``cudaHostRegister`` the array, DMA, unregister (``extra["register_ms"]``, ``["unregister_ms"]``).
-
-    Raises:
-        ValueError: ``host`` already page-locked; plus :func:`pageable`'s.
-    """
+    """``cudaHostRegister`` the array, DMA, unregister (``extra["register_ms"]``, ``["unregister_ms"]``). Raises
+    ValueError: ``host`` already page-locked; plus :func:`pageable`'s."""
     cp, src, d, stream = _setup(host, dst, stream)
     if is_pinned(src):
         raise ValueError("registered: the host array is already page-locked (cudaHostRegister would fail); use pinned_pool/pinned_raw")
@@ -270,11 +259,8 @@ def registered(host: np.ndarray, dst: Any = None, *, stream: Any = None, flags: 
 
 
 def pinned_staging(host: np.ndarray, dst: Any = None, *, stream: Any = None, staging: np.ndarray | None = None) -> TransferResult:
-    """Host memcpy into a pinned ``staging`` buffer (None: allocated for this call), then async DMA.
-
-    Raises:
-        ValueError: ``staging`` too small, not contiguous or not page-locked; plus :func:`pageable`'s.
-    """
+    """Host memcpy into a pinned ``staging`` buffer (None: allocated for this call), then async DMA. Raises ValueError:
+    ``staging`` too small, not contiguous or not page-locked; plus :func:`pageable`'s."""
     cp, src, d, stream = _setup(host, dst, stream)
     n = src.nbytes
     extra: dict[str, float] = {}
@@ -320,11 +306,8 @@ def _pinned_dma(path: str, buf: np.ndarray, dst: Any, stream: Any, require_pinne
 
 
 def pinned_pool(buf: np.ndarray, dst: Any = None, *, stream: Any = None, require_pinned: bool = True) -> TransferResult:
-    """Async DMA from a :class:`~zkgpu.transfer.pinned_pool.PinnedPool` buffer.
-
-    Raises:
-        ValueError: ``buf`` not page-locked (with ``require_pinned``); plus :func:`pageable`'s.
-    """
+    """Async DMA from a :class:`~zkgpu.transfer.pinned_pool.PinnedPool` buffer. Raises ValueError: ``buf`` not
+    page-locked (with ``require_pinned``); plus :func:`pageable`'s."""
     return _pinned_dma("pinned_pool", buf, dst, stream, require_pinned)
 
 

@@ -116,8 +116,7 @@ class PinnedPool:
         granularity: allocations rounded up to a multiple of this many bytes.
         max_bytes: cap on bytes held (free buffers are freed first; concurrent allocations may overshoot).
 
-    Logs cuzk's ``pinned pool: ...`` lines on logger ``zkgpu.transfer.pinned_pool``.
-    """
+    Logs cuzk's ``pinned pool: ...`` lines on logger ``zkgpu.transfer.pinned_pool``."""
 
     def __init__(self, allocator: HostAllocator | None = None, *, granularity: int = 1, max_bytes: int | None = None) -> None:
         if allocator is None:
@@ -252,13 +251,10 @@ class PinnedPool:
             log.info("pinned pool: freed buffer (%s) size_gib=%.3f total_buffers=%d total_gib=%.3f", reason, b.capacity / GIB, total, gib)
 
     def checkout(self, nbytes: int | None = None, *, shape: Any = None, dtype: Any = np.uint8, fallback: bool = True) -> PinnedArray:
-        """A buffer of ``nbytes`` (or ``shape``) of ``dtype`` as a :class:`PinnedArray`: best fit, else a new allocation.
-
-        If allocation fails, ``fallback`` gives a pageable buffer (``.pinned`` False, RuntimeWarning, cuzk's log line).
-
-        Raises:
-            ValueError/TypeError: bad size/shape/dtype. PoolError: closed. PinnedAllocationError: failed, no fallback.
-        """
+        """A buffer of ``nbytes`` (or ``shape``) of ``dtype`` as a :class:`PinnedArray`: best fit, else a new
+        allocation. If allocation fails, ``fallback`` gives a pageable buffer (``.pinned`` False, RuntimeWarning, cuzk's
+        log line). Raises ValueError/TypeError: bad size/shape/dtype. PoolError: closed. PinnedAllocationError: failed,
+        no fallback."""
         nbytes, shape, dt = self._request(nbytes, shape, dtype)
         size = -(-nbytes // self.granularity) * self.granularity
         with self._lock:
@@ -327,11 +323,8 @@ class PinnedPool:
         return self._hand_out(base, nbytes, shape, dt, False, nbytes, token)
 
     def checkin(self, arr: np.ndarray) -> None:
-        """Return a checked-out buffer to the free list (a fallback buffer is dropped).
-
-        Raises:
-            TypeError: not a numpy array. PoolError: double checkin, not from this pool, or a view of a live checkout.
-        """
+        """Return a checked-out buffer to the free list (a fallback buffer is dropped). Raises TypeError: not a numpy
+        array. PoolError: double checkin, not from this pool, or a view of a live checkout."""
         if not isinstance(arr, np.ndarray):
             raise TypeError(f"checkin expects the numpy array from checkout, got {type(arr).__name__}")
         ptr = host_ptr(arr)
@@ -374,10 +367,8 @@ class PinnedPool:
             log.debug("pinned pool: checkin size_gib=%.3f free_buffers=%d", buf.capacity / GIB, free_buffers)
 
     def checkout_abc(self, num_constraints: int, *, limbs: int = 4, fallback: bool = True) -> PinnedAbc:
-        """Check out a, b, c ``(num_constraints, limbs)`` uint64 together (cuzk ``PinnedAbcBuffers``), all or none pinned.
-
-        Raises :class:`PinnedAllocationError` on failure without ``fallback``.
-        """
+        """Check out a, b, c ``(num_constraints, limbs)`` uint64 together (cuzk ``PinnedAbcBuffers``), all or none
+        pinned. Raises :class:`PinnedAllocationError` on failure without ``fallback``."""
         if isinstance(num_constraints, bool) or not isinstance(num_constraints, (int, np.integer)) or num_constraints < 1:
             raise ValueError(f"num_constraints must be a positive int, got {num_constraints!r}")
         if limbs < 1:

@@ -58,13 +58,9 @@ def _mont_affine(p: np.ndarray) -> np.ndarray:
 
 
 def generate_points(n: int, seed: int = 0, *, group: str = "g1") -> Any:
-    """Deterministic valid points: CuPy ``(n, 12)`` (G2: ``(n, 24)``) uint64; numpy without a GPU.
-
-    Point ``32 t + j`` is ``(k_t + j 2^64) G``, ``k_t = splitmix64(seed + t)`` (0 -> 1).
-
-    Raises:
-        ValueError: n outside [0, 2^31), seed outside [0, 2^64), or group not "g1"/"g2".
-    """
+    """Deterministic valid points: CuPy ``(n, 12)`` (G2: ``(n, 24)``) uint64; numpy without a GPU. Point ``32 t + j`` is
+    ``(k_t + j 2^64) G``, ``k_t = splitmix64(seed + t)`` (0 -> 1). Raises ValueError: n outside [0, 2^31), seed outside
+    [0, 2^64), or group not "g1"/"g2"."""
     _check_seed(n, seed)
     _group(group)
     if not _cuda.gpu_available():

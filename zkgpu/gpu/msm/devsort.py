@@ -3,8 +3,7 @@
 GPU: CUB ``DeviceRadixSort::SortKeys`` (onesweep, Adinets & Merrill 2022) from ``kernels/nvcc/devsort.cu``,
 built by nvcc into a cached shared library (``build/devsort/``) and loaded with ctypes. Fallback (no
 library or ``configure(backend="cupy")``): CuPy's stable sort, one counted host sync ``msm.sort``.
-NumPy input is sorted on the host.
-"""
+NumPy input is sorted on the host."""
 
 from __future__ import annotations
 
@@ -236,12 +235,8 @@ def _sort_cub(cp: Any, lib: Any, keys: Any, begin_bit: int, end_bit: int, overwr
 
 def sort_keys(keys: Any, *, begin_bit: int = 0, end_bit: int = 64, stream: Any = None, overwrite: bool = False) -> Any:
     """``(n,)`` uint64 ``keys`` (CuPy or NumPy) sorted stably by bits ``[begin_bit, end_bit)``; same array type.
-
     ``stream``: where the sort and its buffers go. ``overwrite``: ``keys`` may be used as a buffer (then undefined).
-
-    Raises:
-        ValueError: not 1-D uint64, or bad bit bounds. RuntimeError: backend "cub" unavailable, or a CUB error.
-    """
+    Raises ValueError: not 1-D uint64, or bad bit bounds. RuntimeError: backend "cub" unavailable, or a CUB error."""
     _check(keys, begin_bit, end_bit)
     begin_bit, end_bit = int(begin_bit), int(end_bit)
     if isinstance(keys, np.ndarray):

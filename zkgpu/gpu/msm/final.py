@@ -1,9 +1,8 @@
 """The last step of the GPU MSM: Horner over the window sums, to affine, out of Montgomery form.
 
-Variants (``kernels/msm_final.cuh``): :data:`FINAL` "warp" (a group operation's independent Fq products
-on different lanes) or "serial"; :data:`INVERSE` "binary" (Hankerson-Menezes-Vanstone alg. 2.22) or "fermat".
-:func:`window_threads` sets the window reduction's threads before it.
-"""
+Variants (``kernels/msm_final.cuh``): :data:`FINAL` "warp" (a group operation's independent Fq products on different
+lanes) or "serial"; :data:`INVERSE` "binary" (Hankerson-Menezes-Vanstone alg. 2.22) or "fermat". :func:`window_threads`
+sets the window reduction's threads before it."""
 
 from __future__ import annotations
 
@@ -72,9 +71,7 @@ def settings() -> dict[str, str]:
 
 def finish(cp: Any, k: Kernel, sums: Any, nwin: int, c: int, *, limbs: int = LIMBS) -> Any:
     """``sum_w 2^(c w) sums[w]`` as canonical affine ``(1, limbs)`` uint64 CuPy from ``(nwin, 48)`` (G2 96) XYZZ sums.
-
-    Queues one kernel; no host sync.
-    """
+    Queues one kernel; no host sync."""
     s = settings()
     out = cp.empty((1, limbs), dtype=cp.uint64)
     if s["final"] == "serial":

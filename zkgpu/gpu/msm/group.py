@@ -1,6 +1,5 @@
-"""The MSM's two groups: G1 ``(n, 12)`` host / ``(n, 24)`` affine / ``(n, 48)`` XYZZ uint32 words, and G2 double
-that (msm.cu built with ``-DZK_MSM_G2=1``); point checks and the arkworks CPU reference.
-"""
+"""The MSM's two groups: G1 ``(n, 12)`` host / ``(n, 24)`` affine / ``(n, 48)`` XYZZ uint32 words, and G2 double that
+(msm.cu built with ``-DZK_MSM_G2=1``); point checks and the arkworks CPU reference."""
 
 from __future__ import annotations
 
@@ -68,11 +67,8 @@ def group(name: object) -> Group:
 
 
 def msm_cpu(points: np.ndarray, scalars: np.ndarray, grp: Group = G1) -> np.ndarray:
-    """CPU reference MSM (arkworks ``multiexp_unchecked``) after checks: ``(1, limbs)`` uint64.
-
-    Raises:
-        TypeError/ValueError: a bad point or scalar (first bad index) or mismatched counts.
-    """
+    """CPU reference MSM (arkworks ``multiexp_unchecked``) after checks: ``(1, limbs)`` uint64. Raises
+    TypeError/ValueError: a bad point or scalar (first bad index) or mismatched counts."""
     pts = grp.check_points(np.asarray(points))
     sc = check_array(FR, np.asarray(scalars), name="scalars")
     if sc.shape[0] != pts.shape[0]:

@@ -1,12 +1,10 @@
 """G1 and G2 multi-scalar multiplication (Pippenger, XYZZ buckets), G1 batch addition and prep_msm.
 
-Host layouts: points ``(n, 12)`` (G2 ``(n, 24)``) uint64 (:mod:`zkgpu.arith.curve`), scalars ``(n, 4)``
-canonical Fr. GPU (``kernels/msm.cu``): signed c-bit window digits; one 64-bit key per (window, point);
-CUB radix sort of the bucket bits (:mod:`~zkgpu.gpu.msm.devsort`); balanced bucket accumulation
-(:mod:`~zkgpu.gpu.msm.reduce`); running-sum window reduction; Horner (:mod:`~zkgpu.gpu.msm.final`). Arrays
-are sized for the worst case, so the host need not wait inside an MSM. Without a GPU: arkworks.
-Sources: Pippenger 1976; sppark ``msm/pippenger.cuh``; cuzk/supraseal ``msm``.
-"""
+Host layouts: points ``(n, 12)`` (G2 ``(n, 24)``) uint64 (:mod:`zkgpu.arith.curve`), scalars ``(n, 4)`` canonical Fr.
+GPU (``kernels/msm.cu``): signed c-bit window digits; one 64-bit key per (window, point); CUB radix sort of the bucket
+bits (:mod:`~zkgpu.gpu.msm.devsort`); balanced bucket accumulation (:mod:`~zkgpu.gpu.msm.reduce`); running-sum window
+reduction; Horner (:mod:`~zkgpu.gpu.msm.final`). Arrays are sized for the worst case, so the host need not wait inside
+an MSM. Without a GPU: arkworks. Sources: Pippenger 1976; sppark ``msm/pippenger.cuh``; cuzk/supraseal ``msm``."""
 
 from __future__ import annotations
 
@@ -96,11 +94,8 @@ def _check_shape(arr: Any, cols: int, name: str) -> None:
 def configure(
     *, chunk: int | None = None, level0: str | None = None, inline_mul: bool | None = None, cubin: str | None = None
 ) -> None:
-    """Set :data:`CHUNK`, :data:`LEVEL0`, :data:`INLINE_MUL`, :data:`CUBIN`; None keeps (``cubin=""``: compile).
-
-    Raises:
-        ValueError: chunk < 1, level0 not "balanced"/"runs", inline_mul not bool, or no such cubin.
-    """
+    """Set :data:`CHUNK`, :data:`LEVEL0`, :data:`INLINE_MUL`, :data:`CUBIN`; None keeps (``cubin=""``: compile). Raises
+    ValueError: chunk < 1, level0 not "balanced"/"runs", inline_mul not bool, or no such cubin."""
     global CHUNK, LEVEL0, INLINE_MUL, CUBIN
     if chunk is not None:
         _check_chunk(chunk)
@@ -198,8 +193,7 @@ def prepare_points(points: Any, *, group: str = "g1") -> Any:
     Returns:
         CuPy ``(n, 24)`` (G2 ``(n, 48)``) uint32. One host sync.
     Raises:
-        TypeError/ValueError: bad dtype or shape, or an invalid point (first bad index).
-    """
+        TypeError/ValueError: bad dtype or shape, or an invalid point (first bad index)."""
     g = _group(group)
     _check_shape(points, g.limbs, "points")
     if points.shape[0] == 0:
@@ -323,14 +317,10 @@ class Phases:
 def msm_device(pts: Any, sc: Any, c: int | str | None = None, phases: Phases | None = None, *,
                mont: Any = None, deferred: DeferredCheck | None = None, group: str = "g1", check: bool = True) -> Any:
     """The GPU Pippenger of :func:`msm` on CuPy ``pts``, ``sc`` (values checked, shapes not); CuPy ``(1, 12)`` (G2 24).
-
-    ``c``: window bits (default :func:`window_bits`; "sparse": by the count of scalars > 1, one sync).
-    ``mont``: prepared points (``pts`` ignored). ``deferred``: queue the scalar check. ``check=False``: no checks.
-    With ``mont`` and ``deferred`` (or ``check=False``) the call only queues kernels.
-
-    Raises:
-        ValueError: a point or scalar out of range, ``sc``/``mont`` lengths differ, or bad ``c``.
-    """
+    ``c``: window bits (default :func:`window_bits`; "sparse": by the count of scalars > 1, one sync). ``mont``:
+    prepared points (``pts`` ignored). ``deferred``: queue the scalar check. ``check=False``: no checks. With ``mont``
+    and ``deferred`` (or ``check=False``) the call only queues kernels. Raises ValueError: a point or scalar out of
+    range, ``sc``/``mont`` lengths differ, or bad ``c``."""
     if not (c is None or c == "sparse" or (isinstance(c, (int, np.integer)) and not isinstance(c, bool) and 2 <= c <= 24)):
         raise ValueError(f"msm_device: window c must be an int in [2, 24], 'sparse' or None, got {c!r}")
     g = _group(group)
@@ -445,10 +435,8 @@ def _bitmap_host(bitmap: Any, n: int) -> np.ndarray:
 
 
 def batch_add(points: Any, bitmap: Any) -> Any:
-    """Sum of the ``(n, 12)`` points whose ``bitmap`` bit is set (bit i%64 of word i//64), cuzk's ``batch_add``.
-
-    Returns ``(1, 12)`` uint64, CuPy when both inputs are CuPy (identity when nothing is selected).
-    """
+    """Sum of the ``(n, 12)`` points whose ``bitmap`` bit is set (bit i%64 of word i//64), cuzk's ``batch_add``. Returns
+    ``(1, 12)`` uint64, CuPy when both inputs are CuPy (identity when nothing is selected)."""
     _check_shape(points, LIMBS, "points")
     n = points.shape[0]
     dev = _cuda.is_device_array(points) and _cuda.is_device_array(bitmap)
@@ -495,11 +483,8 @@ def batch_add_cpu(points: np.ndarray, bitmap: np.ndarray) -> np.ndarray:
 
 @dataclasses.dataclass(frozen=True)
 class PrepMsm:
-    """supraseal's prep_msm split of n scalars (numpy or CuPy arrays).
-
-    ``bitmap`` ``(ceil(n/64),)`` uint64 (scalar == 1), ``ones``, ``zeros``, ``sig_scalars`` ``(m, 4)`` (neither 0
-    nor 1, in order), ``sig_indices`` ``(m,)`` int64.
-    """
+    """supraseal's prep_msm split of n scalars (numpy or CuPy arrays). ``bitmap`` ``(ceil(n/64),)`` uint64 (scalar ==
+    1), ``ones``, ``zeros``, ``sig_scalars`` ``(m, 4)`` (neither 0 nor 1, in order), ``sig_indices`` ``(m,)`` int64."""
 
     n: int
     bitmap: Any
@@ -528,10 +513,7 @@ class PrepMsm:
 
 def prep_msm(scalars: np.ndarray) -> PrepMsm:
     """Split canonical Fr ``(n, 4)`` into ones (bitmap), zeros and significant (numpy; supraseal ``groth16_cuda.cu``).
-
-    Raises:
-        TypeError/ValueError: as :func:`zkgpu.arith.field.check_array`.
-    """
+    Raises TypeError/ValueError: as :func:`zkgpu.arith.field.check_array`."""
     sc = check_array(FR, scalars, name="scalars")
     n = sc.shape[0]
     high_zero = ~np.any(sc[:, 1:] != 0, axis=1)

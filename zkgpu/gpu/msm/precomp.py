@@ -1,8 +1,7 @@
 """G1 MSM over precomputed shifted bases ``T[w n + i] = 2^(c w) P_i``: one bucket set, no Horner doublings.
 
-Fixed-base precomputation (Brickell, Gordon, McCurley, Wilson, Eurocrypt 1992) applied to Pippenger's
-buckets. Table: ``96 nwin n`` bytes; ``nwin n < 2^31``.
-"""
+Fixed-base precomputation (Brickell, Gordon, McCurley, Wilson, Eurocrypt 1992) applied to Pippenger's buckets. Table:
+``96 nwin n`` bytes; ``nwin n < 2^31``."""
 
 from __future__ import annotations
 
@@ -65,11 +64,8 @@ def check_size(n: int, c: int) -> None:
 
 
 def window_bits(n: int) -> int:
-    """Default window for n bases: c in 8..24 minimising ``nwin(c) n + 14 * 2^(c-1)`` with ``nwin n < 2^31``.
-
-    Raises:
-        ValueError: n not an int >= 1, or no such c.
-    """
+    """Default window for n bases: c in 8..24 minimising ``nwin(c) n + 14 * 2^(c-1)`` with ``nwin n < 2^31``. Raises
+    ValueError: n not an int >= 1, or no such c."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"msm_precomp.window_bits: n (bases) must be an int >= 1, got {n!r}")
     ok = [c for c in _RULE_C if msm.num_windows(c) * int(n) < INDEX_LIMIT]
@@ -104,11 +100,8 @@ class PrecomputedBases:
 
     @classmethod
     def build(cls, mont: Any, c: int | None = None) -> PrecomputedBases:
-        """The table from prepared bases ``mont`` ((n, 24) uint32), window ``c`` (default :func:`window_bits`).
-
-        Raises:
-            TypeError/ValueError: bad ``mont``, c out of range, ``nwin n >= 2^31``, or too big for free GPU memory.
-        """
+        """The table from prepared bases ``mont`` ((n, 24) uint32), window ``c`` (default :func:`window_bits`). Raises
+        TypeError/ValueError: bad ``mont``, c out of range, ``nwin n >= 2^31``, or too big for free GPU memory."""
         if not (isinstance(mont, np.ndarray) or _cuda.is_device_array(mont)) or mont.dtype != np.uint32:
             raise TypeError(f"msm_precomp: mont must be a (n, 24) uint32 array (zkgpu.gpu.msm.pippenger.prepare_points), "
                             f"got {type(mont).__name__} of dtype {getattr(mont, 'dtype', None)}")
@@ -134,12 +127,8 @@ class PrecomputedBases:
 def msm_precomputed(bases: PrecomputedBases, scalars: Any, *, deferred: msm.DeferredCheck | None = None,
                     phases: msm.Phases | None = None) -> Any:
     """``sum_i scalars[i] * P_i`` over a table on the GPU: CuPy ``(1, 12)`` uint64, equal to :func:`msm_device`'s.
-
-    ``scalars``: CuPy ``(n, 4)`` canonical Fr; ``deferred``: queue the check; ``phases``: CUDA-event marks.
-
-    Raises:
-        TypeError/ValueError: scalars not ``(n, 4)`` uint64 of the bases' n, or a scalar >= r.
-    """
+    ``scalars``: CuPy ``(n, 4)`` canonical Fr; ``deferred``: queue the check; ``phases``: CUDA-event marks. Raises
+    TypeError/ValueError: scalars not ``(n, 4)`` uint64 of the bases' n, or a scalar >= r."""
     if not isinstance(bases, PrecomputedBases):
         raise TypeError(f"msm_precomputed: bases must be a PrecomputedBases, got {type(bases).__name__}")
     msm._check_shape(scalars, 4, "scalars")

@@ -39,8 +39,7 @@ def msm_precomputed_rows(bases: PrecomputedBases, scalars: Any, idx: Any, *, def
         scalars: ``(m, 4)`` canonical Fr. idx: ``(m,)`` rows in [0, n) (numpy: checked on the host).
         deferred: queue the scalar check. check_rows: read back the device rows' range check (one sync).
     Raises:
-        TypeError/ValueError: bad table, scalars or idx, a row out of range, or a scalar >= r.
-    """
+        TypeError/ValueError: bad table, scalars or idx, a row out of range, or a scalar >= r."""
     if not isinstance(bases, PrecomputedBases):
         raise TypeError(f"msm_precomputed_rows: bases must be a PrecomputedBases, got {type(bases).__name__}")
     msm._check_shape(scalars, 4, "scalars")

@@ -1,9 +1,8 @@
 """prep_msm three ways: ``cpu`` (numpy), ``cpu_parallel`` (numba threads over chunks) and ``gpu`` (``kernels/prep.cu``).
 
-prep_msm is supraseal's split (``groth16_cuda.cu``, ``split_vectors``) into an exactly-one bitmap, dropped
-zeros and the compacted significant scalars; every variant returns :class:`~zkgpu.gpu.msm.pippenger.PrepMsm`.
-``sel`` splits ``src[sel]`` without gathering it.
-"""
+prep_msm is supraseal's split (``groth16_cuda.cu``, ``split_vectors``) into an exactly-one bitmap, dropped zeros and the
+compacted significant scalars; every variant returns :class:`~zkgpu.gpu.msm.pippenger.PrepMsm`. ``sel`` splits
+``src[sel]`` without gathering it."""
 
 from __future__ import annotations
 
@@ -195,13 +194,9 @@ def prep_msm_parallel(
     src: np.ndarray, *, sel: np.ndarray | None = None, head: np.ndarray | None = None, threads: int | None = None,
     chunk: int = CHUNK, name: str = "scalars",
 ) -> PrepMsm:
-    """``cpu_parallel`` prep_msm of ``src`` ((rows, 4) uint64) or of ``[head; src][sel]``.
-
-    ``threads``: pool size (1: inline); ``chunk``: scalars per task, a multiple of 64.
-
-    Raises:
-        TypeError/ValueError: as the reference, or bad chunk/threads/sel. RuntimeError: numba missing.
-    """
+    """``cpu_parallel`` prep_msm of ``src`` ((rows, 4) uint64) or of ``[head; src][sel]``. ``threads``: pool size (1:
+    inline); ``chunk``: scalars per task, a multiple of 64. Raises TypeError/ValueError: as the reference, or bad
+    chunk/threads/sel. RuntimeError: numba missing."""
     _check_layout(src, name)
     if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 64 or chunk % 64:
         raise ValueError(f"chunk must be a positive multiple of 64, got {chunk!r}")
@@ -257,11 +252,8 @@ _BLOCK = 256
 def prep_msm_device(
     src: Any, *, sel: Any = None, offset: int = 0, n: int | None = None, stream: Any = None, name: str = "scalars"
 ) -> PrepMsm:
-    """``gpu`` prep_msm of device scalars ``src[sel[j]]`` or ``src[offset + j]``; returns after the stream's work (2 syncs).
-
-    Raises:
-        RuntimeError: no GPU. TypeError/ValueError: as the reference, or offset/n/sel out of range.
-    """
+    """``gpu`` prep_msm of device scalars ``src[sel[j]]`` or ``src[offset + j]``; returns after the stream's work (2
+    syncs). Raises RuntimeError: no GPU. TypeError/ValueError: as the reference, or offset/n/sel out of range."""
     cp = _cuda.cupy()
     _check_layout(src, name)
     stream = stream if stream is not None else cp.cuda.get_current_stream()
@@ -312,11 +304,8 @@ def prep_msm_device(
 
 
 def prep_msm(scalars: Any, prep: str = "cpu", *, sel: Any = None, threads: int | None = None, chunk: int = CHUNK) -> PrepMsm:
-    """prep_msm of ``scalars`` (or ``scalars[sel]``) by variant ``prep`` (:data:`PREPS`), on the host.
-
-    Raises:
-        ValueError: unknown prep or bad chunk; as the variant. TypeError: ``sel`` not integers.
-    """
+    """prep_msm of ``scalars`` (or ``scalars[sel]``) by variant ``prep`` (:data:`PREPS`), on the host. Raises
+    ValueError: unknown prep or bad chunk; as the variant. TypeError: ``sel`` not integers."""
     if prep not in PREPS:
         raise ValueError(f"prep must be one of {PREPS}, got {prep!r}")
     if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 64 or chunk % 64:

@@ -1,16 +1,13 @@
 """The GPU MSM's bucket accumulation without host synchronisation: worst-case sizes, a fixed number of rounds.
 
-Steps: :func:`valid_count` (E, found on the device); :func:`level0` (each thread takes ``L`` sorted entries,
-one XYZZ partial per run of equal key); :func:`to_buckets` (short runs summed first, then rounds cutting
-each key's partials into chunks of at most R, then ``scatter_buckets``). Every array is sized by :func:`plan`
-and every kernel reads its live count from the device.
-
-Bound: a key with x entries leaves at most ``g(x) = ceil((x - 1) / L) + 1`` partials after level 0, and a
-round divides a key's partials by R (``ceil(x / R)``), so r rounds with ``ceil(g(n) / R^r) <= R + 1`` suffice
-for any scalars. Sizes: level 0 writes at most ``min(N, ceil(N / L) + D - 1)`` partials (N = nwin n entries,
-D = nwin 2^(c-1) keys); a round over K writes at most ``min(K, floor(K / L) + D)``.
-Source: sorted-bucket accumulation of sppark ``msm/pippenger.cuh`` and supraseal ``msm``.
-"""
+Steps: :func:`valid_count` (E, found on the device); :func:`level0` (each thread takes ``L`` sorted entries, one XYZZ
+partial per run of equal key); :func:`to_buckets` (short runs summed first, then rounds cutting each key's partials into
+chunks of at most R, then ``scatter_buckets``). Every array is sized by :func:`plan` and every kernel reads its live
+count from the device. Bound: a key with x entries leaves at most ``g(x) = ceil((x - 1) / L) + 1`` partials after level
+0, and a round divides a key's partials by R (``ceil(x / R)``), so r rounds with ``ceil(g(n) / R^r) <= R + 1`` suffice
+for any scalars. Sizes: level 0 writes at most ``min(N, ceil(N / L) + D - 1)`` partials (N = nwin n entries, D = nwin
+2^(c-1) keys); a round over K writes at most ``min(K, floor(K / L) + D)``. Source: sorted-bucket accumulation of sppark
+``msm/pippenger.cuh`` and supraseal ``msm``."""
 
 from __future__ import annotations
 
@@ -138,12 +135,8 @@ class Plan:
 def plan(n: int, nwin: int, buckets_per_window: int, chunk: int, round_chunk: int | None = None, *,
          entries_per_key: float | None = None) -> Plan:
     """Sizes and fixed round count for n points, ``nwin`` windows of ``buckets_per_window``, ``chunk`` per thread.
-
-    ``round_chunk`` None: :data:`ROUND_CHUNK`; ``entries_per_key`` for :func:`short_first` (None: uniform).
-
-    Raises:
-        ValueError: a count < 1, or round_chunk neither 0 nor >= 2.
-    """
+    ``round_chunk`` None: :data:`ROUND_CHUNK`; ``entries_per_key`` for :func:`short_first` (None: uniform). Raises
+    ValueError: a count < 1, or round_chunk neither 0 nor >= 2."""
     for name, v in (("n", n), ("nwin", nwin), ("buckets_per_window", buckets_per_window), ("chunk", chunk)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"msm_reduce.plan: {name} must be an int >= 1, got {v!r}")

@@ -1,7 +1,6 @@
-"""Pippenger window sizes: signed c-bit digits and the rule :func:`window_bits`, minimising
-``ceil(256/c) (n + 3 2^(c-1))`` over 4..20; for sparse scalars (mostly 0 and 1) :func:`sparse_window_bits`
-applies it to the count of scalars > 1.
-"""
+"""Pippenger window sizes: signed c-bit digits and the rule :func:`window_bits`, minimising ``ceil(256/c) (n + 3
+2^(c-1))`` over 4..20; for sparse scalars (mostly 0 and 1) :func:`sparse_window_bits` applies it to the count of scalars
+> 1."""
 
 from __future__ import annotations
 

@@ -16,10 +16,8 @@ P = FR.modulus
 
 
 def passes(L: int, max_tile_log: int = MAX_TILE_LOG, max_cols: int = MAX_TILE_LOG) -> list[tuple[int, int, int]]:
-    """(s_lo, k, c) per pass in DIF order: L split evenly into <= max_tile_log-bit groups, larger first.
-
-    A pass does index bits [s_lo, s_lo + k) on tiles of 2^(k+c) elements, c = min(s_lo, max_tile_log - k, max_cols).
-    """
+    """(s_lo, k, c) per pass in DIF order: L split evenly into <= max_tile_log-bit groups, larger first. A pass does
+    index bits [s_lo, s_lo + k) on tiles of 2^(k+c) elements, c = min(s_lo, max_tile_log - k, max_cols)."""
     if L == 0:
         return []
     npass = -(-L // max_tile_log)

@@ -1,9 +1,8 @@
 """The Groth16 H polynomial h = (A*B - C)/Z, Z = X^N - 1, on the GPU with a CPU reference.
 
-As cuzk ``groth16_ntt_h.cu`` and bellman: iNTT of a, b, c; coset NTT (g = 7); H_j = (A_j B_j - C_j)/(g^N - 1);
-inverse coset NTT. GPU orders: iNTT "nr", coset NTT "rn", inverse coset "nn"; the constants ride on the
-passes' loads and stores. Inputs of length m are zero-padded to N = the next power of two (or 2^log_n).
-"""
+As cuzk ``groth16_ntt_h.cu`` and bellman: iNTT of a, b, c; coset NTT (g = 7); H_j = (A_j B_j - C_j)/(g^N - 1); inverse
+coset NTT. GPU orders: iNTT "nr", coset NTT "rn", inverse coset "nn"; the constants ride on the passes' loads and
+stores. Inputs of length m are zero-padded to N = the next power of two (or 2^log_n)."""
 
 from __future__ import annotations
 
@@ -88,13 +87,9 @@ def _z_inv_device(log_n: int) -> Any:
 
 
 def compute_h_inplace(a: Any, b: Any, c: Any, *, timings: dict[str, float] | None = None) -> Any:
-    """H on three device buffers of N = 2^L Fr in Montgomery form (overwritten); ``a`` receives h.
-
-    Launches on the current stream; ``timings`` (syncs) gets ``ntt_ms``, ``pointwise_ms``, ``intt_ms``, ``total_ms``.
-
-    Raises:
-        ValueError: sizes differ or are not a power of two.
-    """
+    """H on three device buffers of N = 2^L Fr in Montgomery form (overwritten); ``a`` receives h. Launches on the
+    current stream; ``timings`` (syncs) gets ``ntt_ms``, ``pointwise_ms``, ``intt_ms``, ``total_ms``. Raises ValueError:
+    sizes differ or are not a power of two."""
     cp = _cuda.cupy()
     wa, wb, wc = (device_words(x, name=nm) for x, nm in ((a, "a"), (b, "b"), (c, "c")))
     if not wa.size == wb.size == wc.size:
@@ -137,13 +132,9 @@ def _compute_h_device(a: Any, b: Any, c: Any, log_n: int | None, timings: dict |
 
 
 def prepare_input(x: Any, n: int, *, name: str = "x", deferred: DeferredCheck | None = None) -> Any:
-    """A fresh ``(n, 4)`` uint64 device buffer: ``x`` ((m, 4) canonical, m <= n) zero-padded, in Montgomery form.
-
-    The range check syncs, unless queued on ``deferred`` (call ``raise_if_bad()`` later; keep ``x`` alive).
-
-    Raises:
-        ValueError: an element >= r (first bad index) or m > n. TypeError: bad dtype.
-    """
+    """A fresh ``(n, 4)`` uint64 device buffer: ``x`` ((m, 4) canonical, m <= n) zero-padded, in Montgomery form. The
+    range check syncs, unless queued on ``deferred`` (call ``raise_if_bad()`` later; keep ``x`` alive). Raises
+    ValueError: an element >= r (first bad index) or m > n. TypeError: bad dtype."""
     cp = _cuda.cupy()
     check_device_array(x, name=name)
     if x.shape[0] > n:
@@ -182,11 +173,8 @@ def _mul_sub_scale(wa: Any, wb: Any, wc: Any, log_n: int) -> None:
 
 
 def combine_h_inplace(a: Any, b: Any, c: Any) -> Any:
-    """a <- h from coset evaluations (:func:`~zkgpu.gpu.ntt.transform.coset_evals_inplace`); b, c unchanged.
-
-    Raises:
-        ValueError: sizes differ or are not a power of two.
-    """
+    """a <- h from coset evaluations (:func:`~zkgpu.gpu.ntt.transform.coset_evals_inplace`); b, c unchanged. Raises
+    ValueError: sizes differ or are not a power of two."""
     wa, wb, wc = (device_words(x, name=nm) for x, nm in ((a, "a"), (b, "b"), (c, "c")))
     if not wa.size == wb.size == wc.size:
         raise ValueError(f"combine_h_inplace: a, b, c sizes differ ({wa.size // 8}, {wb.size // 8}, {wc.size // 8})")
@@ -208,8 +196,7 @@ def compute_h(
         a, b, c: canonical Fr ``(m, 4)`` uint64, all numpy or all CuPy; zero-padded to N.
         log_n: domain size (default: next power of two). stream: CuPy stream. timings: as :func:`compute_h_inplace`.
     Raises:
-        TypeError: mixed host/device or bad dtype. ValueError: bad shape, empty, element >= r, bad domain.
-    """
+        TypeError: mixed host/device or bad dtype. ValueError: bad shape, empty, element >= r, bad domain."""
     dev = [_cuda.is_device_array(x) for x in (a, b, c)]
     if any(dev) and not all(dev):
         raise TypeError("compute_h: a, b, c must all be host (numpy) or all device (CuPy) arrays")

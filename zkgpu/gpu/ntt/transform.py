@@ -1,12 +1,10 @@
 """Number-theoretic transform (NTT) over BLS12-381 Fr on the GPU (definitions: :mod:`zkgpu.arith.domain`).
 
-:func:`ntt`: host or device ``(n, 4)`` uint64 canonical arrays, natural order. :func:`ntt_inplace`: device
-arrays in Montgomery form, ``order`` "nn", "nr", "rn" (natural/bit-reversed in, out).
-:func:`coset_evals_inplace`: H evaluations -> coset evaluations. Kernels (``kernels/ntt.cu``): radix-2
-Gentleman-Sande (DIF) and Cooley-Tukey (DIT) passes of up to 10 stages in shared memory, scalings folded
-into the first/last pass. Sources: Cooley & Tukey 1965; Gentleman & Sande 1966; sppark ``ntt/``; cuzk
-``groth16_ntt_h.cu``.
-"""
+:func:`ntt`: host or device ``(n, 4)`` uint64 canonical arrays, natural order. :func:`ntt_inplace`: device arrays in
+Montgomery form, ``order`` "nn", "nr", "rn" (natural/bit-reversed in, out). :func:`coset_evals_inplace`: H evaluations
+-> coset evaluations. Kernels (``kernels/ntt.cu``): radix-2 Gentleman-Sande (DIF) and Cooley-Tukey (DIT) passes of up to
+10 stages in shared memory, scalings folded into the first/last pass. Sources: Cooley & Tukey 1965; Gentleman & Sande
+1966; sppark ``ntt/``; cuzk ``groth16_ntt_h.cu``."""
 
 from __future__ import annotations
 
@@ -65,8 +63,7 @@ def configure(*, radix: int | None = None, defines: Mapping[str, int] | None = N
     Args:
         radix: 2 or 4. defines: name in :data:`DEFINE_NAMES` -> int, extra ``-D`` options.
     Raises:
-        ValueError: radix not 2 or 4, or a bad define (names it).
-    """
+        ValueError: radix not 2 or 4, or a bad define (names it)."""
     global RADIX, DEFINES
     if radix is not None:
         _check_radix(radix)
@@ -223,8 +220,7 @@ def ntt_inplace(d: Any, *, inverse: bool = False, coset: bool = False, order: st
         order: "nn", "nr" (DIF) or "rn" (DIT); the bit-reversed side holds element bitrev(i) at i.
         scratch: "nn" with two or more passes: a device buffer of n elements to use (overwritten).
     Raises:
-        ValueError: bad order, size or scratch size. TypeError: not a CuPy uint32/uint64 array.
-    """
+        ValueError: bad order, size or scratch size. TypeError: not a CuPy uint32/uint64 array."""
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
     w = device_words(d)
@@ -250,11 +246,9 @@ def _scratch(w: Any, scratch: Any) -> Any:
 
 def stagewise_passes(w: Any, L: int, inverse: bool, dit: bool, pre: Any, pre_mode: int, post: Any, post_mode: int,
                      aux: tuple[Any, Any] | None = None, nn_scratch: Any = None, only: slice = slice(None)) -> None:
-    """Launch the passes of one transform on flat words ``w`` (2^L elements) on the current stream.
-
-    DIF natural -> bit-reversed (``dit``: reverse). pre/post scale at the first load / last store (pre_mode
-    mul_sub: x*aux[0] - aux[1]). ``nn_scratch``: DIF written to natural order via a scratch. ``only``: a slice of passes.
-    """
+    """Launch the passes of one transform on flat words ``w`` (2^L elements) on the current stream. DIF natural ->
+    bit-reversed (``dit``: reverse). pre/post scale at the first load / last store (pre_mode mul_sub: x*aux[0] -
+    aux[1]). ``nn_scratch``: DIF written to natural order via a scratch. ``only``: a slice of passes."""
     n = w.size // 8
     tw = _twiddles(L, inverse)
     pre, post = (tw if pre is None else pre), (tw if post is None else post)  # mode 0 ignores the table
@@ -283,10 +277,7 @@ def stagewise_passes(w: Any, L: int, inverse: bool, dit: bool, pre: Any, pre_mod
 
 def coset_evals_inplace(w: Any) -> Any:
     """Evaluations on H -> evaluations on gH in place (iNTT "nr", coset NTT "rn", as cuzk's ``execute_ntts_single``).
-
-    Raises:
-        ValueError: a size that is not a power of two.
-    """
+    Raises ValueError: a size that is not a power of two."""
     words = device_words(w)
     L = log2_size(words.size // 8)
     if L == 0:
@@ -321,8 +312,7 @@ def ntt(values: Any, *, inverse: bool = False, coset: bool = False) -> Any:
         values: ``(n, 4)`` uint64 canonical, numpy or CuPy, n = 2^L, L <= 32.
         inverse: includes 1/n. coset: on g*H, g = 7.
     Raises:
-        TypeError: not numpy/CuPy or not uint64. ValueError: bad shape or size, an element >= r (first bad index).
-    """
+        TypeError: not numpy/CuPy or not uint64. ValueError: bad shape or size, an element >= r (first bad index)."""
     if _cuda.is_device_array(values):
         return _ntt_device(values, inverse, coset)
     if isinstance(values, np.ndarray) and values.ndim == 2:
