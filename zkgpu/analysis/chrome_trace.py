@@ -1,8 +1,7 @@
 """Event tables as Chrome / Perfetto trace-event JSON (``zkgpu trace export``, ``zkgpu report``).
 
-One complete event (``"ph": "X"``, ``ts``/``dur`` in µs on the run's clock) per row; one process per scenario
-and GPU with threads per worker role, one for the host CPU; overlapping rows of a thread go to extra lanes.
-"""
+One complete event (``"ph": "X"``, ``ts``/``dur`` in µs on the run's clock) per row; one process per scenario and GPU
+with threads per worker role, one for the host CPU; overlapping rows of a thread go to extra lanes."""
 
 from __future__ import annotations
 
@@ -106,10 +105,9 @@ def chrome_trace(
     gpu_names: Mapping[int, str] | None = None,
     metadata: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The trace-event object ``{"traceEvents", "displayTimeUnit", "otherData"}`` of ``{scenario: events}`` (or one table).
-
-    ``gpu_names``: ordinal → device name; ``metadata``: extra ``otherData``. Raises ValueError: a row ends before it starts.
-    """
+    """The trace-event object ``{"traceEvents", "displayTimeUnit", "otherData"}`` of ``{scenario: events}`` (or one
+    table). ``gpu_names``: ordinal → device name; ``metadata``: extra ``otherData``. Raises ValueError: a row ends
+    before it starts."""
     if isinstance(tables, pd.DataFrame):
         ev = normalize_events(tables)
         runs = ev["run"].dropna().unique()
@@ -165,11 +163,8 @@ def chrome_trace(
 
 
 def write_chrome_trace(trace: Mapping[str, Any], path: str | Path, *, overwrite: bool = False) -> Path:
-    """Write ``trace`` as compact JSON (nothing left behind on failure).
-
-    Raises:
-        FileExistsError: ``path`` exists and not ``overwrite``. ValueError: NaN or infinity in the trace.
-    """
+    """Write ``trace`` as compact JSON (nothing left behind on failure). Raises FileExistsError: ``path`` exists and not
+    ``overwrite``. ValueError: NaN or infinity in the trace."""
     p = Path(path)
     text = json.dumps(trace, separators=(",", ":"), allow_nan=False)
     if p.exists() and not overwrite:
@@ -219,11 +214,8 @@ def open_run(run: str | Path, base: str | Path | None = None) -> Recording:
 def export_recording(
     rec: Recording, out: str | Path, scenarios: Iterable[str] | None = None, *, overwrite: bool = False
 ) -> tuple[Path, int]:
-    """Write a recording's scenarios' trace to ``out``: ``(path, rows written)``.
-
-    Raises:
-        ExportError: unknown scenario or one without events, ``out`` exists, or an unreadable events file.
-    """
+    """Write a recording's scenarios' trace to ``out``: ``(path, rows written)``. Raises ExportError: unknown scenario
+    or one without events, ``out`` exists, or an unreadable events file."""
     recorded = [s for s in rec.scenarios if rec.scenario(s).get("events")]
     names = list(scenarios) if scenarios else recorded
     for s in names:

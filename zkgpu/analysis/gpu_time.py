@@ -1,9 +1,8 @@
 """Where one run's GPU time goes, from its event table.
 
-:func:`idle_causes` splits the GPU window into compute, exposed H2D and idle time by cause (what the workers
-were doing); :func:`gpu_time_split` gives the same parts per partition; :func:`gpu_budget` sets the GPU parts
-against the kernels' benchmarks.
-"""
+:func:`idle_causes` splits the GPU window into compute, exposed H2D and idle time by cause (what the workers were
+doing); :func:`gpu_time_split` gives the same parts per partition; :func:`gpu_budget` sets the GPU parts against the
+kernels' benchmarks."""
 
 from __future__ import annotations
 
@@ -130,10 +129,8 @@ def _exposed_inside(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def idle_causes(events: pd.DataFrame) -> pd.DataFrame:
-    """One run's GPU window by cause: ``ms`` and ``share`` (sum 1) indexed by ``cause``.
-
-    ``attrs``: ``window_ms``, ``startup_ms``, ``partitions``. Raises ValueError: no GPU phase rows.
-    """
+    """One run's GPU window by cause: ``ms`` and ``share`` (sum 1) indexed by ``cause``. ``attrs``: ``window_ms``,
+    ``startup_ms``, ``partitions``. Raises ValueError: no GPU phase rows."""
     lo, hi = gpu_window(events)
     busy = _intersect(_union(_iv(events, GPU_PHASES)), [(lo, hi)])
     exposed_ns = min(float(_exposed_inside(events)["exposed_ms"].sum()) * 1e6, float(_len(busy)))
@@ -232,14 +229,10 @@ def kernel_floor_ms(n: int, ntt_bench: pd.DataFrame | None, msm_bench: pd.DataFr
 
 def gpu_budget(events: pd.DataFrame, n: int, ntt_bench: pd.DataFrame | None = None, msm_bench: pd.DataFrame | None = None,
                setup_bench: Mapping[str, float] | None = None, msm_bases: str = "plain") -> pd.DataFrame:
-    """One partition's GPU parts (median ms) against the kernels' benchmarks: ``pipeline_ms``, ``benchmark_ms``, ``ratio``.
-
-    Rows: H computation, exposed H2D, H MSM, batch_add, tail_msm, GPU phases, host work inside the phases.
+    """One partition's GPU parts (median ms) against the kernels' benchmarks: ``pipeline_ms``, ``benchmark_ms``,
+    ``ratio``. Rows: H computation, exposed H2D, H MSM, batch_add, tail_msm, GPU phases, host work inside the phases.
     ``setup_bench`` (a manifest's ``setup.msm_bench``) gives the MSM benchmark for ``msm_bases``, else ``msm_bench``.
-
-    Raises:
-        ValueError: ``msm_bases`` not ``plain`` or ``precomputed``.
-    """
+    Raises ValueError: ``msm_bases`` not ``plain`` or ``precomputed``."""
     if msm_bases not in ("plain", "precomputed"):
         raise ValueError(f"msm_bases must be 'plain' or 'precomputed', got {msm_bases!r}")
     floor = kernel_floor_ms(n, ntt_bench, msm_bench)
@@ -320,11 +313,9 @@ IDLE_PARTS: tuple[str, ...] = (*(label for label, _ in IDLE_CAUSES), NO_PARTITIO
 
 
 def gpu_time_split(events: pd.DataFrame) -> pd.DataFrame:
-    """The GPU's wall time per partition of each run in disjoint parts, idle parts named as :func:`idle_causes`.
-
-    Returns :data:`BUSY_PARTS`, :data:`IDLE_PARTS` (ms per partition, summing to ``ms_per_partition``),
-    ``partitions``, ``ms_per_partition``, ``wall_ms`` indexed by run. Raises ValueError: a run without GPU phases.
-    """
+    """The GPU's wall time per partition of each run in disjoint parts, idle parts named as :func:`idle_causes`. Returns
+    :data:`BUSY_PARTS`, :data:`IDLE_PARTS` (ms per partition, summing to ``ms_per_partition``), ``partitions``,
+    ``ms_per_partition``, ``wall_ms`` indexed by run. Raises ValueError: a run without GPU phases."""
     path = critical_path(events)
     rows = {}
     for run, ev in events.groupby("run", sort=False):

@@ -1,10 +1,9 @@
 """Metrics on the event table and on :func:`zkgpu.analysis.logs.partition_table`.
 
-Units: durations ms, times ns, bandwidth GB/s (1e9 bytes/s), fractions in [0, 1]. Groups by ``run``.
-The three utilizations (:data:`UTILIZATIONS`), busy_ms / (n_gpus × wall span of all the run's events):
-``compute_util`` (kernels, copies left out), ``kernel_util`` (upstream's: gpu_total − barrier_wait, copies
-counted) and ``timeline_util`` (union of ``prove`` intervals).
-"""
+Units: durations ms, times ns, bandwidth GB/s (1e9 bytes/s), fractions in [0, 1]. Groups by ``run``. The three
+utilizations (:data:`UTILIZATIONS`), busy_ms / (n_gpus × wall span of all the run's events): ``compute_util`` (kernels,
+copies left out), ``kernel_util`` (upstream's: gpu_total − barrier_wait, copies counted) and ``timeline_util`` (union of
+``prove`` intervals)."""
 
 from __future__ import annotations
 
@@ -139,10 +138,8 @@ def _util_table(busy: dict, gpus: dict, wall: pd.DataFrame) -> pd.DataFrame:
 
 
 def timeline_utilization(events: pd.DataFrame, phase: str = "prove") -> pd.DataFrame:
-    """TIMELINE utilization per run: Σ per GPU of the union of ``phase`` intervals / (n_gpus × wall_ms).
-
-    Returns ``busy_ms``, ``wall_ms``, ``n_gpus``, ``utilization`` indexed by run.
-    """
+    """TIMELINE utilization per run: Σ per GPU of the union of ``phase`` intervals / (n_gpus × wall_ms). Returns
+    ``busy_ms``, ``wall_ms``, ``n_gpus``, ``utilization`` indexed by run."""
     _check(events)
     wall = wall_span(events)
     sel = events[events["phase"] == phase]
@@ -155,10 +152,8 @@ def timeline_utilization(events: pd.DataFrame, phase: str = "prove") -> pd.DataF
 
 
 def kernel_utilization(events: pd.DataFrame, phases: Sequence[str] = GPU_PHASES) -> pd.DataFrame:
-    """Kernel utilization per run: busy = Σ gpu_ms of the GPU phases (at most their union), else their union.
-
-    Returns ``busy_ms``, ``wall_ms``, ``n_gpus``, ``utilization`` (clipped to 1), ``method`` indexed by run.
-    """
+    """Kernel utilization per run: busy = Σ gpu_ms of the GPU phases (at most their union), else their union. Returns
+    ``busy_ms``, ``wall_ms``, ``n_gpus``, ``utilization`` (clipped to 1), ``method`` indexed by run."""
     _check(events)
     wall = wall_span(events)
     sel = events[events["phase"].isin(list(phases))]
@@ -181,10 +176,8 @@ def kernel_utilization(events: pd.DataFrame, phases: Sequence[str] = GPU_PHASES)
 
 
 def compute_utilization(events: pd.DataFrame, phases: Sequence[str] = GPU_PHASES) -> pd.DataFrame:
-    """Compute utilization per run: :func:`kernel_utilization` minus the exposed H2D inside ntt_msm_h.
-
-    Returns ``busy_ms``, ``copy_ms``, ``wall_ms``, ``n_gpus``, ``utilization`` indexed by run.
-    """
+    """Compute utilization per run: :func:`kernel_utilization` minus the exposed H2D inside ntt_msm_h. Returns
+    ``busy_ms``, ``copy_ms``, ``wall_ms``, ``n_gpus``, ``utilization`` indexed by run."""
     _check(events)
     k = kernel_utilization(events, phases)
     sel = events.reset_index(drop=True)[_h2d_inside_mask(events)]
@@ -202,9 +195,7 @@ def compute_utilization(events: pd.DataFrame, phases: Sequence[str] = GPU_PHASES
 
 def phase_shares(events: pd.DataFrame, by: Sequence[str] = ("run", "worker"), phases: Sequence[str] | None = None) -> pd.DataFrame:
     """Per group of ``by`` and phase: ``count``, ``total_ms``, ``mean_ms``, ``share`` (of the group's listed phases).
-
-    ``phases`` default: all but :data:`CONTAINER_PHASES` and :data:`SUB_PHASES`.
-    """
+    ``phases`` default: all but :data:`CONTAINER_PHASES` and :data:`SUB_PHASES`."""
     _check(events)
     df = events.copy()
     df = df[~df["phase"].isin(CONTAINER_PHASES + SUB_PHASES)] if phases is None else df[df["phase"].isin(list(phases))]
@@ -218,11 +209,8 @@ def phase_shares(events: pd.DataFrame, by: Sequence[str] = ("run", "worker"), ph
 
 
 def h2d_share(events: pd.DataFrame, by: Sequence[str] = ("run",)) -> pd.DataFrame:
-    """Share of ntt_msm_h spent in the H2D of a, b, c, per group.
-
-    Columns ``h2d_ms`` (exposed ms of h2d rows inside ntt_msm_h, else their interval), ``interval_ms``,
-    ``ntt_msm_h_ms``, ``share``, ``interval_share``.
-    """
+    """Share of ntt_msm_h spent in the H2D of a, b, c, per group. Columns ``h2d_ms`` (exposed ms of h2d rows inside
+    ntt_msm_h, else their interval), ``interval_ms``, ``ntt_msm_h_ms``, ``share``, ``interval_share``."""
     _check(events)
     df = events.reset_index(drop=True)
     dur = duration_ms(df).astype(float).to_numpy()
@@ -286,11 +274,9 @@ def throughput(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def identity_check(partition_table: pd.DataFrame) -> pd.DataFrame:
-    """Upstream's identities on partition-table rows (notes/cuzk-pipeline.md §2.1), ms.
-
-    ``components_ms`` (present GPU phases), ``missing``, ``residual_ms`` = gpu_total − components,
-    ``rel_residual``, ``held_residual_ms`` = mutex_held − gpu_total, ``start_fn_residual_ms``.
-    """
+    """Upstream's identities on partition-table rows (notes/cuzk-pipeline.md §2.1), ms. ``components_ms`` (present GPU
+    phases), ``missing``, ``residual_ms`` = gpu_total − components, ``rel_residual``, ``held_residual_ms`` = mutex_held
+    − gpu_total, ``start_fn_residual_ms``."""
     comps = ["ntt_msm_h_ms", "barrier_wait_ms", "batch_add_ms", "tail_msm_ms"]
     pt = partition_table.copy()
     for c in (*comps, "gpu_total_ms", "mutex_held_ms", "total_start_fn_ms", "pre_lock_cpu_ms", "mutex_wait_ms"):
@@ -311,8 +297,7 @@ def identity_check(partition_table: pd.DataFrame) -> pd.DataFrame:
 
 def mutex_stats(events: pd.DataFrame, by: Sequence[str] = ("run", "worker")) -> pd.DataFrame:
     """Per group: ``<phase>_count/_total_ms/_mean_ms/_max_ms`` of mutex_wait, barrier_wait, mutex_held, and
-    ``barrier_in_held`` (barrier wait inside the lock / mutex_held total).
-    """
+    ``barrier_in_held`` (barrier wait inside the lock / mutex_held total)."""
     _check(events)
     phases = ("mutex_wait", "barrier_wait", "mutex_held")
     df = events[events["phase"].isin(phases)].assign(dur_ms=lambda d: duration_ms(d))
@@ -356,8 +341,7 @@ UTILIZATIONS: dict[str, tuple[str, str]] = {
 
 def utilization(events: pd.DataFrame) -> pd.DataFrame:
     """Per run: ``compute_util``, ``kernel_util``, ``timeline_util`` (NaN without GPU phases), ``partitions_per_min``,
-    ``partitions``, ``wall_ms``.
-    """
+    ``partitions``, ``wall_ms``."""
     _check(events)
     tp = throughput(events)
     out = pd.DataFrame({
@@ -422,11 +406,9 @@ def _overlap_ms(a: pd.DataFrame, b: pd.DataFrame, keys: list[str]) -> float:
 
 
 def critical_path(events: pd.DataFrame) -> pd.DataFrame:
-    """Per run, ms per partition in categories that never overlap (:data:`GPU_PATH`): the mutex-held time split
-    into h2d, ntt, h_msm, barrier_wait, batch_add, tail_msm, lock_other; and lock_free.
-
-    Also ``partitions``, ``ms_per_partition`` (wall × n_gpus / partitions), ``wall_ms``.
-    """
+    """Per run, ms per partition in categories that never overlap (:data:`GPU_PATH`): the mutex-held time split into
+    h2d, ntt, h_msm, barrier_wait, batch_add, tail_msm, lock_other; and lock_free. Also ``partitions``,
+    ``ms_per_partition`` (wall × n_gpus / partitions), ``wall_ms``."""
     _check(events)
     wall = wall_span(events)
     tp = throughput(events)

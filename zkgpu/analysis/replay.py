@@ -1,8 +1,7 @@
 """Recorded runs in ``data/``: finding them, reading them, and the tables every notebook shares.
 
 :func:`recorded_source` reads the newest GPU recording, else the newest CPU one. Live mode is
-:func:`zkgpu.app.live.open_source`. Reference numbers are read from ``data/reference/``.
-"""
+:func:`zkgpu.app.live.open_source`. Reference numbers are read from ``data/reference/``."""
 
 from __future__ import annotations
 
@@ -54,8 +53,7 @@ def configure(data_dir: str | Path | None = None) -> None:
 
 
 def data_dir() -> Path:
-    """The folder holding recorded runs: the one given to :func:`configure`, else the repository's
-    ``data/``."""
+    """The folder holding recorded runs: the one given to :func:`configure`, else the repository's ``data/``."""
     return _DATA_DIR if _DATA_DIR is not None else DATA_DIR
 
 
@@ -189,11 +187,8 @@ class Recording:
         return [entry]
 
     def events(self, name: str, run: int | None = None) -> pd.DataFrame:
-        """A scenario's event table: its median-throughput run, or run ``run``.
-
-        Raises:
-            KeyError: unknown scenario or no events. ValueError: bad path or unreadable file. IndexError: bad ``run``.
-        """
+        """A scenario's event table: its median-throughput run, or run ``run``. Raises KeyError: unknown scenario or no
+        events. ValueError: bad path or unreadable file. IndexError: bad ``run``."""
         entry = self.scenario(name) if run is None else self.runs(name)[run]
         rel = entry.get("events")
         if not rel:
@@ -330,10 +325,8 @@ RECORDING_KINDS: dict[str, str] = {
 
 
 def inventory(base: str | Path | None = None) -> pd.DataFrame:
-    """Every folder with a manifest under ``base`` and one sub-level, newest first.
-
-    Columns: ``folder``, ``kind`` (:data:`RECORDING_KINDS` or other), ``detail``, ``date_utc``, ``gpu``.
-    """
+    """Every folder with a manifest under ``base`` and one sub-level, newest first. Columns: ``folder``, ``kind``
+    (:data:`RECORDING_KINDS` or other), ``detail``, ``date_utc``, ``gpu``."""
     root = Path(base) if base is not None else data_dir()
     rows = []
     for mf in sorted([*root.glob("*/manifest.json"), *root.glob("*/*/manifest.json")]):
@@ -384,9 +377,8 @@ def inventory_by_kind(inv: pd.DataFrame) -> pd.DataFrame:
 
 @dataclass
 class Source:
-    """The data a notebook works on: ``kind`` (live, recorded-gpu, recorded-cpu, cpu-standin), ``recording``,
-    ``mode``, and ``ignored`` parameters ``{name: value}``.
-    """
+    """The data a notebook works on: ``kind`` (live, recorded-gpu, recorded-cpu, cpu-standin), ``recording``, ``mode``,
+    and ``ignored`` parameters ``{name: value}``."""
 
     kind: str
     recording: Recording
@@ -568,10 +560,8 @@ def _run_row_cached(source: Source, name: str, k: int, rel: str) -> dict[str, fl
 
 def scenario_table(source: Source, names: Iterable[str] | None = None) -> pd.DataFrame:
     """One row per scenario (:data:`STORY_ORDER`): settings and the medians over its runs, with ``<col>_min/_max``.
-
     Columns: settings, ``repeats``, ``partitions``, ``wall_ms``, ``partitions_per_min``, the three utilizations
-    (:func:`zkgpu.analysis.metrics.utilization`), median phase ms, ``h2d_gbps``, ``h2d_share``.
-    """
+    (:func:`zkgpu.analysis.metrics.utilization`), median phase ms, ``h2d_gbps``, ``h2d_share``."""
     reps = repeat_table(source, names)
     if reps.empty:
         return pd.DataFrame()

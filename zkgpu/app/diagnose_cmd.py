@@ -1,7 +1,6 @@
 """``zkgpu diagnose LOG ... [--nsys] [--out DIR] [--json]``: what limits a cuzk deployment's GPUs, from its logs.
 
-``--out DIR`` (must not exist) gets diagnosis.md/.html, figures/ and diagnosis.json, written atomically.
-"""
+``--out DIR`` (must not exist) gets diagnosis.md/.html, figures/ and diagnosis.json, written atomically."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Measuring now, for the notebooks: ``open_source`` gives a :class:`~zkgpu.analysis.replay.Source`, live or replayed.
 
-Mode (``$ZKGPU_MODE``): ``live`` (record now on the GPU), ``replay`` (recorded data) or ``auto``. Without a
-recording, replay falls back to a cached tiny CPU run (``$XDG_CACHE_HOME/zkgpu``) labelled a CPU stand-in.
-"""
+Mode (``$ZKGPU_MODE``): ``live`` (record now on the GPU), ``replay`` (recorded data) or ``auto``. Without a recording,
+replay falls back to a cached tiny CPU run (``$XDG_CACHE_HOME/zkgpu``) labelled a CPU stand-in."""
 
 from __future__ import annotations
 
@@ -150,8 +149,7 @@ def open_source(
         sweep, bench: live: also the H2D sweep / kernel benchmarks. base: folder of recordings.
         host_load: live: HostMemoryLoad threads (default ``$ZKGPU_HOST_LOAD``, else :data:`LIVE_HOST_LOAD`).
     Raises:
-        NoGPUError: ``live`` without a GPU. ValueError: bad ``$ZKGPU_HOST_LOAD``.
-    """
+        NoGPUError: ``live`` without a GPU. ValueError: bad ``$ZKGPU_HOST_LOAD``."""
     configure_from_env()
     m = resolve_mode(mode)
     if m == "live":

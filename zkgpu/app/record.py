@@ -1,10 +1,9 @@
 """``zkgpu record``: run the scenario matrix once and keep everything in one fresh ``data/<gpu>-<date>-record[-N]/``.
 
-Holds ``events/<scenario>.parquet``, ``logs/<scenario>.log``, ``sweep.parquet``/``.csv``,
-``host_alloc.csv``, ``bench/*.csv`` and ``manifest.json`` (written last; ``interrupted`` after Ctrl-C;
-``-incomplete`` when cut off). Scenarios: :data:`SCENARIOS` (:mod:`zkgpu.core.scenarios`). With
-``--zkey``/``--wtns`` every partition proves a real witness and the proofs are verified.
-"""
+Holds ``events/<scenario>.parquet``, ``logs/<scenario>.log``, ``sweep.parquet``/``.csv``, ``host_alloc.csv``,
+``bench/*.csv`` and ``manifest.json`` (written last; ``interrupted`` after Ctrl-C; ``-incomplete`` when cut off).
+Scenarios: :data:`SCENARIOS` (:mod:`zkgpu.core.scenarios`). With ``--zkey``/``--wtns`` every partition proves a real
+witness and the proofs are verified."""
 
 from __future__ import annotations
 
@@ -127,11 +126,9 @@ def run_scenario(
     prep_threads: int | None = None,
     gpus: int = 1,
 ) -> dict[str, Any]:
-    """Run one scenario into ``run_dir``; its manifest entry (errors are recorded in it, not raised).
-
-    ``prepared``: a dict caching backends across scenarios; ``pool``: a shared PinnedPool; ``circuit``: a real
-    circuit whose proofs go to ``proofs/<name>/`` (entry ``proofs``).
-    """
+    """Run one scenario into ``run_dir``; its manifest entry (errors are recorded in it, not raised). ``prepared``: a
+    dict caching backends across scenarios; ``pool``: a shared PinnedPool; ``circuit``: a real circuit whose proofs go
+    to ``proofs/<name>/`` (entry ``proofs``)."""
     (run_dir / "logs").mkdir(exist_ok=True)
     (run_dir / "events").mkdir(exist_ok=True)
     stem = stem or name
@@ -325,8 +322,7 @@ def record(
         repeats: runs per scenario, interleaved. gpus: GPUs per scenario.
     Raises:
         ValueError: bad device, scenario, size or host_load. RuntimeError: ``device="gpu"`` without a GPU.
-        MemoryError: the host load does not fit. All before any folder is created.
-    """
+        MemoryError: the host load does not fit. All before any folder is created."""
     say = echo or (lambda _s: None)
     has_gpu = gpu_available()
     device = device or ("gpu" if has_gpu else "cpu")

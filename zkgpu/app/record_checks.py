@@ -71,11 +71,8 @@ def check_options(
     *, device: str, has_gpu: bool, gpu_count: Callable[[], int], out: str | Path | None, partitions: int | None,
     synth_workers: int | None, queue_depth: int | None, repeats: int, prep_threads: int, gpus: int,
 ) -> None:
-    """Check :func:`~zkgpu.app.record.record`'s arguments (``gpu_count`` called only for ``device == "gpu"``).
-
-    Raises:
-        ValueError: a value out of range or a bad ``out``. RuntimeError: ``device="gpu"`` without a GPU.
-    """
+    """Check :func:`~zkgpu.app.record.record`'s arguments (``gpu_count`` called only for ``device == "gpu"``). Raises
+    ValueError: a value out of range or a bad ``out``. RuntimeError: ``device="gpu"`` without a GPU."""
     if device not in ("gpu", "cpu"):
         raise ValueError(f"device must be 'gpu' or 'cpu', got {device!r}")
     if device == "gpu" and not has_gpu:

@@ -108,12 +108,10 @@ def fmt(value: Any, name: str) -> str:
 
 def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row: bool = False, percent: Iterable[Any] = (), *,
           scenario: str | None = None, statistic: str = "", recording: str | None = None, value_column: str | None = None, unit: str = ""):
-    """``df`` as a Styler, every column formatted by its name (:func:`column_format`).
-
-    ``by_row``: format by row name instead; ``percent``: columns shown as percentages; ``unit``: for unformatted
-    number columns. Cells under :data:`zkgpu.analysis.keynumbers.STATISTICS` names are noted with their scenario
-    and recording (:func:`zkgpu.analysis.keynumbers.show`).
-    """
+    """``df`` as a Styler, every column formatted by its name (:func:`column_format`). ``by_row``: format by row name
+    instead; ``percent``: columns shown as percentages; ``unit``: for unformatted number columns. Cells under
+    :data:`zkgpu.analysis.keynumbers.STATISTICS` names are noted with their scenario and recording
+    (:func:`zkgpu.analysis.keynumbers.show`)."""
     pct_cols = {percent} if isinstance(percent, str) else set(percent)  # one name, or several
     statistic = statistic or str(getattr(df, "attrs", {}).get("statistic", "") or "")
     recording = recording if recording is not None else (getattr(df, "attrs", {}).get("recording") or None)

@@ -15,10 +15,8 @@ __all__ = ["predict", "controls"]
 
 def predict(params: ModelParams, h2d_gbps: float, scope: str = "coarse", gw: int = 2, prep_speedup: float = 1.0,
             partitions: int = 12) -> Figure:
-    """Simulate one setting and draw its timeline, titled with the utilizations and partitions/min.
-
-    ``h2d_gbps`` > 0; ``scope`` coarse/narrow; ``gw`` >= 1; ``prep_speedup`` > 0. Raises ValueError: out of range.
-    """
+    """Simulate one setting and draw its timeline, titled with the utilizations and partitions/min. ``h2d_gbps`` > 0;
+    ``scope`` coarse/narrow; ``gw`` >= 1; ``prep_speedup`` > 0. Raises ValueError: out of range."""
     r = simulate(params, partitions=partitions, gw=gw, scope=scope, transfer="pinned", h2d_gbps=h2d_gbps, prep_speedup=prep_speedup)
     bound = compute_bound_per_min(params)
     title = (f"model: H2D {h2d_gbps:.1f} GB/s, {scope} lock, gw = {gw}, prep_msm ×{prep_speedup:g} → compute {r.compute_util:.1%}, "

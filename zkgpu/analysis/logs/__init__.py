@@ -1,6 +1,5 @@
 """cuzk-format logs and nsys SQLite exports → pandas: :func:`parse_file`/:func:`parse_lines` → :class:`ParsedLog`,
-:func:`partition_table`, :func:`to_events` (the event table), :func:`read_nsys_sqlite`, :func:`demo_nsys_sqlite`.
-"""
+:func:`partition_table`, :func:`to_events` (the event table), :func:`read_nsys_sqlite`, :func:`demo_nsys_sqlite`."""
 
 from zkgpu.analysis.logs.group import PARTITION_COLUMNS, partition_table
 from zkgpu.analysis.logs.lines import MARKERS

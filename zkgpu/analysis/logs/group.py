@@ -1,10 +1,8 @@
 """Grouping ``CUZK_TIMING`` lines (no partition id, no time) into partition records: :func:`partition_table`.
 
-Each kind has a place in the C++ print order (split_vectors → pre_lock → ... → mutex_held → async_dealloc;
-split_vectors → prep_msm → barrier_wait; prep_msm → b_g2_msm). A line joins the oldest open record lacking
-its kind and any later kind, else opens a record. Exact with one GPU worker; with two, CPU-side lines of
-two partitions in flight may swap.
-"""
+Each kind has a place in the C++ print order (split_vectors → pre_lock → ... → mutex_held → async_dealloc; split_vectors
+→ prep_msm → barrier_wait; prep_msm → b_g2_msm). A line joins the oldest open record lacking its kind and any later
+kind, else opens a record. Exact with one GPU worker; with two, CPU-side lines of two partitions in flight may swap."""
 
 from __future__ import annotations
 
@@ -149,8 +147,7 @@ def _group_records(parsed: ParsedLog) -> list[dict]:
 
 def partition_table(parsed: ParsedLog) -> pd.DataFrame:
     """One row per partition record: ``record``, :data:`PARTITION_COLUMNS` and other ``*_ms`` (float ms, NaN if absent),
-    ``ntt_h_<name>_ms``, ``gpu_tid`` (Int64), ``first_line``, ``last_line``, ``truncated``, other fields.
-    """
+    ``ntt_h_<name>_ms``, ``gpu_tid`` (Int64), ``first_line``, ``last_line``, ``truncated``, other fields."""
     if parsed._partitions is not None:  # computed once per ParsedLog (to_events needs it too)
         return parsed._partitions.copy()
     recs = _group_records(parsed)

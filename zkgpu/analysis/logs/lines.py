@@ -1,10 +1,9 @@
 """One record of a cuzk-format log → a row: the formats, and how damaged text is read.
 
-Formats (curio ``groth16_cuda.cu``, ``groth16_ntt_h.cu``, cuzk ``engine.rs``, ``pinned_pool.rs``):
-``CUZK_TIMING: k=v ...``, ``CUZK_NTT_H: ...``, ``TIMELINE,<ms>,<EVENT>,<job>,<detail>``, ``GPU_TIMING`` /
-``FIN_TIMING`` tracing lines, pinned-pool and engine messages. ANSI codes and prefixes are dropped, several
-markers on a line are split, cut records flagged ``truncated``, durations converted to float ms, bad values
-dropped and counted. Nothing raises on bad content.
+Formats (curio ``groth16_cuda.cu``, ``groth16_ntt_h.cu``, cuzk ``engine.rs``, ``pinned_pool.rs``): ``CUZK_TIMING: k=v
+...``, ``CUZK_NTT_H: ...``, ``TIMELINE,<ms>,<EVENT>,<job>,<detail>``, ``GPU_TIMING`` / ``FIN_TIMING`` tracing lines,
+pinned-pool and engine messages. ANSI codes and prefixes are dropped, several markers on a line are split, cut records
+flagged ``truncated``, durations converted to float ms, bad values dropped and counted. Nothing raises on bad content.
 """
 
 from __future__ import annotations
@@ -209,10 +208,8 @@ def _complete_kv(tok: str) -> bool:
 
 
 def kv_tokens(body: str, truncated: bool, counts: Counts | None = None, maybe_cut: bool = False) -> tuple[dict, list[str], bool]:
-    """Split ``body`` into (fields, leading words, truncated).
-
-    ``truncated``: the last token is dropped (counted). ``maybe_cut``: it is kept only when a complete ``key=value``.
-    """
+    """Split ``body`` into (fields, leading words, truncated). ``truncated``: the last token is dropped (counted).
+    ``maybe_cut``: it is kept only when a complete ``key=value``."""
     if counts is None or truncated or maybe_cut or len(body) > _BODY_CHARS:
         return _kv_tokens(body, truncated, counts, maybe_cut)
     hit = counts.bodies.get(body)  # read before in this parse, whole and clean: the same fields

@@ -40,15 +40,11 @@ _SHORT_NAME = {"p": "partition", "w": "worker", "g": "gpu"}
 
 
 def read_nsys_sqlite(path: str | Path, run: str | None = None) -> pd.DataFrame:
-    """Event table from an ``nsys export --type sqlite`` file (ns since session start).
-
-    Rows: NVTX ranges (phase = first word of the label; ``pN``/``wN``/``gN`` or ``partition=`` fill columns);
-    CUPTI kernels (phase ``kernel``); CUPTI memcpys (phase ``memcpy_<kind>``, bytes). Bad rows are skipped and
-    counted in ``df.attrs["skipped_rows"]``; run defaults to the file stem.
-
-    Raises:
-        FileNotFoundError: no such file. ValueError: not SQLite, none of the tables, or a damaged one.
-    """
+    """Event table from an ``nsys export --type sqlite`` file (ns since session start). Rows: NVTX ranges (phase = first
+    word of the label; ``pN``/``wN``/``gN`` or ``partition=`` fill columns); CUPTI kernels (phase ``kernel``); CUPTI
+    memcpys (phase ``memcpy_<kind>``, bytes). Bad rows are skipped and counted in ``df.attrs["skipped_rows"]``; run
+    defaults to the file stem. Raises FileNotFoundError: no such file. ValueError: not SQLite, none of the tables, or a
+    damaged one."""
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"nsys SQLite export not found: {p}")
@@ -180,10 +176,8 @@ def _read_nsys(con: sqlite3.Connection, tables: dict[str, set[str]], p: Path, ru
 
 
 def demo_nsys_sqlite(events: pd.DataFrame, path: str | Path) -> Path:
-    """Write an event table as a small SQLite file in nsys' export layout (NVTX ranges, kernels, HtoD memcpys).
-
-    Raises FileExistsError: ``path`` exists.
-    """
+    """Write an event table as a small SQLite file in nsys' export layout (NVTX ranges, kernels, HtoD memcpys). Raises
+    FileExistsError: ``path`` exists."""
     p = Path(path)
     if p.exists():
         raise FileExistsError(f"{p} exists; demo_nsys_sqlite writes new files only")

@@ -132,8 +132,7 @@ def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True,
         rows: False keeps only partition records and TIMELINE rows (``summary()`` unchanged).
         timing_rows: False keeps ``CUZK_TIMING`` records only as partition records.
 
-    Never raises on bad content: it is counted (:meth:`ParsedLog.summary`).
-    """
+    Never raises on bad content: it is counted (:meth:`ParsedLog.summary`)."""
     tables = {k: _Table((rows and (timing_rows or k != "timing")) or k == "timeline") for k in ("timing", "ntt_h", "timeline", "gpu", "fin", "pool", "msgs")}
     timing, ntt_h, timeline = tables["timing"], tables["ntt_h"], tables["timeline"]
     gpu_t, fin_t, pool, msgs = tables["gpu"], tables["fin"], tables["pool"], tables["msgs"]
@@ -270,11 +269,9 @@ PROGRESS_MIN_BYTES = 8 << 20
 
 
 def parse_file(path: str | Path, *, progress: bool = False, rows: bool = True, timing_rows: bool = True) -> ParsedLog:
-    """Parse a log file (UTF-8, bad bytes replaced) line by line; a last line without newline may be cut.
-
-    ``progress``: a tqdm bar for files of at least :data:`PROGRESS_MIN_BYTES`; ``rows``, ``timing_rows``: as
-    :func:`parse_lines`. Raises FileNotFoundError: not a file.
-    """
+    """Parse a log file (UTF-8, bad bytes replaced) line by line; a last line without newline may be cut. ``progress``:
+    a tqdm bar for files of at least :data:`PROGRESS_MIN_BYTES`; ``rows``, ``timing_rows``: as :func:`parse_lines`.
+    Raises FileNotFoundError: not a file."""
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"log file not found: {p}")

@@ -14,14 +14,12 @@ __all__ = ["ParsedLog"]
 @dataclass
 class ParsedLog:
     """Everything :func:`parse_lines` found; ``line`` columns are 1-based physical line numbers; durations float ms.
-
-    Tables: ``timing`` (CUZK_TIMING: ``kind``, ``gpu_tid``, fields), ``ntt_h`` (CUZK_NTT_H sub-timers),
-    ``timeline`` (``t_ms``, ``event``, ``job``, ``detail``, ``worker``, ``partition``, ...), ``gpu_timing`` /
-    ``fin_timing`` / ``pool`` / ``messages`` (``ts``, ``level``, ``what``, fields); each with ``truncated``.
-    Counts: ``n_lines``, ``unknown_count`` (+ ``unknown_examples``), ``truncated_count``, ``malformed_count``,
-    ``dropped_fields``, ``bad_values``, ``merged_count``, ``no_final_newline``, ``undecodable_count``,
-    ``overlong_count``, ``cut_before_last``.
-    """
+    Tables: ``timing`` (CUZK_TIMING: ``kind``, ``gpu_tid``, fields), ``ntt_h`` (CUZK_NTT_H sub-timers), ``timeline``
+    (``t_ms``, ``event``, ``job``, ``detail``, ``worker``, ``partition``, ...), ``gpu_timing`` / ``fin_timing`` /
+    ``pool`` / ``messages`` (``ts``, ``level``, ``what``, fields); each with ``truncated``. Counts: ``n_lines``,
+    ``unknown_count`` (+ ``unknown_examples``), ``truncated_count``, ``malformed_count``, ``dropped_fields``,
+    ``bad_values``, ``merged_count``, ``no_final_newline``, ``undecodable_count``, ``overlong_count``,
+    ``cut_before_last``."""
 
     timing: pd.DataFrame
     ntt_h: pd.DataFrame

@@ -86,11 +86,8 @@ def _g(x: np.ndarray) -> list[str]:
 
 
 def _partition_events(pt: pd.DataFrame, starts: list[dict], anchored: bool, base: int, run: str) -> dict[str, list] | None:
-    """Intervals of every partition record (rule 2 of :func:`to_events`) as columns; None without records.
-
-    Raises:
-        ValueError: an event would end past the int64 ns clock.
-    """
+    """Intervals of every partition record (rule 2 of :func:`to_events`) as columns; None without records. Raises
+    ValueError: an event would end past the int64 ns clock."""
     n = len(pt)
     if not n:
         return None
@@ -184,8 +181,7 @@ def to_events(parsed: ParsedLog, run: str = "cuzk-log", source: str = "cuzk-log"
     3. GPU_TIMING / FIN_TIMING / pool lines give no rows.
 
     Raises:
-        ValueError: events would end past the int64 ns clock (names ``run``).
-    """
+        ValueError: events would end past the int64 ns clock (names ``run``)."""
     rows, starts = _timeline_events(parsed, run, source)
     pt = partition_table(parsed)
     anchored = len(pt) > 0 and len(starts) == len(pt)

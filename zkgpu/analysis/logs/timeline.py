@@ -24,12 +24,10 @@ def column_values(tl: pd.DataFrame, name: str) -> list:
 
 
 def pair_timeline(tl: pd.DataFrame) -> tuple[list[tuple], list[dict], dict[str, int]]:
-    """Pair TIMELINE starts and ends of one job and partition, first in first out, within one worker.
-
-    Returns ``(pairs, GPU_START records in time order, counts)``: a pair is ``(phase, job, partition, start worker,
-    end worker, start t_ms, end t_ms, gpu_ms, synth_ms)``; counts ``duplicate_starts``, ``unpaired_starts``,
-    ``unpaired_ends``, ``cross_worker_ends``.
-    """
+    """Pair TIMELINE starts and ends of one job and partition, first in first out, within one worker. Returns ``(pairs,
+    GPU_START records in time order, counts)``: a pair is ``(phase, job, partition, start worker, end worker, start
+    t_ms, end t_ms, gpu_ms, synth_ms)``; counts ``duplicate_starts``, ``unpaired_starts``, ``unpaired_ends``,
+    ``cross_worker_ends``."""
     counts = {"duplicate_starts": 0, "unpaired_starts": 0, "unpaired_ends": 0, "cross_worker_ends": 0}
     pairs: list[tuple] = []
     starts: list[dict] = []

@@ -35,11 +35,8 @@ def h2d_under_load(
     warmup: int = 1,
     buffer_bytes: int = DEFAULT_BUFFER_BYTES,
 ) -> pd.DataFrame:
-    """H2D bandwidth of ``paths`` at each load level (HostMemoryLoad threads): one row per timed copy (:data:`LOAD_COLUMNS`).
-
-    Raises:
-        RuntimeError: no GPU. ValueError/TypeError: a bad level, size, path or count.
-    """
+    """H2D bandwidth of ``paths`` at each load level (HostMemoryLoad threads): one row per timed copy
+    (:data:`LOAD_COLUMNS`). Raises RuntimeError: no GPU. ValueError/TypeError: a bad level, size, path or count."""
     levels = [check_count("load level", x, 0) for x in levels]
     if not levels:
         raise ValueError("levels must name at least one load level")

@@ -1,10 +1,9 @@
 """``zkgpu bench keycheck``: the cost of checking a proving key's points (and a witness) at 2^19 and 2^24 points.
 
-Rows (:func:`run_benchmark`): ``gpu`` G1/G2 point checks (``device`` and ``with_h2d``, CUDA events); ``cpu``
-G1/G2 up to ``--cpu-max-log`` (wall time); ``key`` (:func:`zkgpu.groth16.keycheck.check_key` of a synthetic
-key); ``witness`` (read_r1cs, read_wtns, check) with ``--r1cs``/``--wtns``. Medians after one warm-up.
-Writes keycheck.csv, keycheck.json and manifest.json to a fresh ``bench-keycheck`` folder.
-"""
+Rows (:func:`run_benchmark`): ``gpu`` G1/G2 point checks (``device`` and ``with_h2d``, CUDA events); ``cpu`` G1/G2 up to
+``--cpu-max-log`` (wall time); ``key`` (:func:`zkgpu.groth16.keycheck.check_key` of a synthetic key); ``witness``
+(read_r1cs, read_wtns, check) with ``--r1cs``/``--wtns``. Medians after one warm-up. Writes keycheck.csv, keycheck.json
+and manifest.json to a fresh ``bench-keycheck`` folder."""
 
 from __future__ import annotations
 
@@ -90,11 +89,8 @@ def _checked(points: Any, group: str) -> subgroup.PointCheck:
 
 
 def witness_rows(r1cs_path: str | Path, wtns_path: str | Path, repeat: int) -> list[dict[str, Any]]:
-    """The ``witness`` rows: read the r1cs, read the witness, check it.
-
-    Raises:
-        FormatError: a bad r1cs or wtns. ValueError: wrong length, or a witness that does not satisfy the r1cs.
-    """
+    """The ``witness`` rows: read the r1cs, read the witness, check it. Raises FormatError: a bad r1cs or wtns.
+    ValueError: wrong length, or a witness that does not satisfy the r1cs."""
     r1, wt = read_r1cs(r1cs_path), read_wtns(wtns_path)
     log_n = max(1, (r1.n_constraints + r1.n_public).bit_length())  # the domain: constraints + public + 1 (the set-up's)
 
@@ -112,11 +108,8 @@ def witness_rows(r1cs_path: str | Path, wtns_path: str | Path, repeat: int) -> l
 def run_benchmark(logs: Sequence[int] = (19, 24), repeat: int = 5, *, gpu: bool | None = None, cpu_max_log: int = 19,
                   cpu_repeat: int = 1, key: bool = True, r1cs: str | Path | None = None,
                   wtns: str | Path | None = None) -> list[dict[str, Any]]:
-    """The benchmark's rows (module docstring); ``gpu`` None: when a GPU is present.
-
-    Raises:
-        RuntimeError: a check refused valid points or the witness, or ``gpu=True`` without a GPU.
-    """
+    """The benchmark's rows (module docstring); ``gpu`` None: when a GPU is present. Raises RuntimeError: a check
+    refused valid points or the witness, or ``gpu=True`` without a GPU."""
     on_gpu = _cuda.gpu_available() if gpu is None else gpu
     rows: list[dict[str, Any]] = []
     if on_gpu:

@@ -88,11 +88,8 @@ def _h2d_then_msm(buf: Any, pinned: Any, pts: Any, c: int | None) -> Any:
 
 
 def parse_precomp_windows(text: str) -> tuple[int, ...]:
-    """``--precomp-windows``: ``none``, ``auto`` (written 0) or a comma list of windows and ``auto``.
-
-    Raises:
-        CliError: an item neither ``auto`` nor a window in ``MIN_C..MAX_C``.
-    """
+    """``--precomp-windows``: ``none``, ``auto`` (written 0) or a comma list of windows and ``auto``. Raises CliError:
+    an item neither ``auto`` nor a window in ``MIN_C..MAX_C``."""
     items = [t.strip() for t in text.split(",") if t.strip()]
     if items in ([], ["none"]):
         return ()
@@ -157,17 +154,11 @@ def run_benchmark(
     sizes: Iterable[int] | None = None, phases: bool = True, window: int = 0, echo: Callable[[str], None] | None = None,
     precomp_windows: Iterable[int] = (), plain: bool = True, group: str = "g1",
 ) -> list[dict[str, Any]]:
-    """Time the MSM at 2^min_log..2^max_log points (or ``sizes``), CUDA events, warm-up excluded.
-
-    Modes: ``device``, ``pinned_h2d``, ``device_prepared``, ``kernels``/``api``/``api_trusted``, ``phase:<name>``
-    (``phases``); scalars uniform and ``porep``; with ``precomp_windows`` ``device_precomp``,
-    ``device_precomp_sweep``, ``precomp_build``. ``group="g2"``: the G2 MSM.
-
-    Returns:
-        dicts ``group, log2_n, n, mode, scalars, window_bits, variant, median_ms, min_ms, max_ms, repeat``.
-    Raises:
-        RuntimeError: no GPU. ValueError: bad size, repeat, group, or precomputed G2.
-    """
+    """Time the MSM at 2^min_log..2^max_log points (or ``sizes``), CUDA events, warm-up excluded. Modes: ``device``,
+    ``pinned_h2d``, ``device_prepared``, ``kernels``/``api``/``api_trusted``, ``phase:<name>`` (``phases``); scalars
+    uniform and ``porep``; with ``precomp_windows`` ``device_precomp``, ``device_precomp_sweep``, ``precomp_build``.
+    ``group="g2"``: the G2 MSM. Returns dicts ``group, log2_n, n, mode, scalars, window_bits, variant, median_ms,
+    min_ms, max_ms, repeat``. Raises: RuntimeError: no GPU. ValueError: bad size, repeat, group, or precomputed G2."""
     if group not in ("g1", "g2"):
         raise ValueError(f"group must be 'g1' or 'g2', got {group!r}")
     if group == "g2" and (precomp_windows or not plain):

@@ -68,11 +68,9 @@ def run_benchmark(
     min_log: int = 16, max_log: int = 26, repeat: int = 10, warmup: int = 2, with_compute_h: bool = True,
     h_min_log: int = 20, h_max_log: int = 24, queued: bool = False,
 ) -> list[dict[str, Any]]:
-    """Time each of :data:`BENCH_VARIANTS` on device data (and compute_h at h_min_log..h_max_log).
-
-    One row per (log_n, variant): median/min/max ms, ``kernel``, ``radix``, ``defines``, mulmods/s, GB/s; with
-    ``queued`` also ``queued_median_ms``.
-    """
+    """Time each of :data:`BENCH_VARIANTS` on device data (and compute_h at h_min_log..h_max_log). One row per (log_n,
+    variant): median/min/max ms, ``kernel``, ``radix``, ``defines``, mulmods/s, GB/s; with ``queued`` also
+    ``queued_median_ms``."""
     cp = _cuda.cupy()
     rng = np.random.default_rng()
     pad = cp.ones(1 << QUEUE_PAD_LOG, dtype=cp.float32) if queued else None

@@ -25,10 +25,7 @@ _SYNTH_SOURCE = DATA_DIR / "nvidia-h200-20261129-record-2" / "logs" / "baseline.
 
 def synthetic_log(path: str | Path, n_lines: int, *, template: str | Path | None = None) -> Path:
     """Write an ``n_lines``-line log of time-shifted copies of ``template`` (default: a recorded ``baseline.log``).
-
-    Raises:
-        FileExistsError: ``path`` exists. FileNotFoundError: no template. ValueError: n_lines < 1.
-    """
+    Raises FileExistsError: ``path`` exists. FileNotFoundError: no template. ValueError: n_lines < 1."""
     if isinstance(n_lines, bool) or not isinstance(n_lines, int) or n_lines < 1:
         raise ValueError(f"n_lines must be a positive int, got {n_lines!r}")
     src = Path(template) if template is not None else _SYNTH_SOURCE
@@ -58,11 +55,9 @@ BENCH_PARSE_MAX = 10_000_000
 
 
 def bench_parse(sizes: Iterable[int] = BENCH_PARSE_SIZES, *, workdir: str | Path | None = None) -> pd.DataFrame:
-    """Time parse_file (``rows=False``), partition_table and to_events on synthetic logs, smallest first.
-
-    Row per size: ``lines``, ``bytes``, ``parse_s``, ``partition_table_s``, ``to_events_s``, ``total_s``, ``cpu_s``,
-    ``lines_per_s``, ``lines_per_cpu_s``, ``partitions``, ``events``, ``peak_rss_mb``.
-    """
+    """Time parse_file (``rows=False``), partition_table and to_events on synthetic logs, smallest first. Row per size:
+    ``lines``, ``bytes``, ``parse_s``, ``partition_table_s``, ``to_events_s``, ``total_s``, ``cpu_s``, ``lines_per_s``,
+    ``lines_per_cpu_s``, ``partitions``, ``events``, ``peak_rss_mb``."""
     rows = []
     with tempfile.TemporaryDirectory(prefix="zkgpu-bench-parse-", dir=workdir) as tmp:
         for n in sorted(sizes):

@@ -30,10 +30,9 @@ def porep_like_scalars(n: int, seed: int = 0, zero: float = 0.45, one: float = 0
 
 def run_benchmark(min_log: int = 20, max_log: int = 26, repeat: int = 5, threads: int | None = None,
                   preps: tuple[str, ...] = PREPS) -> list[dict[str, Any]]:
-    """Median ms per variant and size: ``cpu``/``cpu_parallel`` wall time, ``gpu`` CUDA events (``device``, ``with_h2d``).
-
-    Rows: log_n, prep, phase, threads, median/min/max ms, Mscalars_per_s; variants that cannot run are left out.
-    """
+    """Median ms per variant and size: ``cpu``/``cpu_parallel`` wall time, ``gpu`` CUDA events (``device``,
+    ``with_h2d``). Rows: log_n, prep, phase, threads, median/min/max ms, Mscalars_per_s; variants that cannot run are
+    left out."""
     rows: list[dict[str, Any]] = []
     threads = default_threads() if threads is None else threads
     avail = [p for p in preps if not ((p == "cpu_parallel" and not numba_available()) or (p == "gpu" and not _cuda.gpu_available()))]

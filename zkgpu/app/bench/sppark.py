@@ -1,9 +1,8 @@
 """``zkgpu bench sppark``: zkgpu's kernels beside sppark's, measured in the same GPU call, in one run folder.
 
-Gathers ``sppark.txt`` (anchors/sppark-bench), ``sppark_porep.txt``, ``ntt.csv``, ``msm.csv`` into a
-``bench-sppark`` folder with ``vs_sppark.csv`` and a manifest checking :data:`ACCEPTANCE_RULE`.
-``zkgpu bench sppark-table`` prints the newest ratio table.
-"""
+Gathers ``sppark.txt`` (anchors/sppark-bench), ``sppark_porep.txt``, ``ntt.csv``, ``msm.csv`` into a ``bench-sppark``
+folder with ``vs_sppark.csv`` and a manifest checking :data:`ACCEPTANCE_RULE`. ``zkgpu bench sppark-table`` prints the
+newest ratio table."""
 
 from __future__ import annotations
 
@@ -88,8 +87,7 @@ def write_recording(
 
     Raises:
         FileNotFoundError: a missing file or folder. ValueError: sppark.txt (or sppark_porep) without result rows, no
-        zkgpu run given, or ``kernel`` not measured in the NTT run.
-    """
+        zkgpu run given, or ``kernel`` not measured in the NTT run."""
     porep = [sppark_porep] if sppark_porep else []
     sppark = read_sppark(sppark_file, *porep)  # FileNotFoundError / ValueError before anything is written
     runs = {"ntt": Path(ntt_run) if ntt_run else None, "msm": Path(msm_run) if msm_run else None}
@@ -206,10 +204,7 @@ def _msm_note(vs: pd.DataFrame) -> str:
 
 def update_readme(readme: str | Path, base: str | Path | None = None) -> bool:
     """Replace the block between :data:`README_BEGIN` and :data:`README_END` with :func:`readme_block`; True if changed.
-
-    Raises:
-        ValueError: not UTF-8 or no markers. OSError: cannot be rewritten (unchanged).
-    """
+    Raises ValueError: not UTF-8 or no markers. OSError: cannot be rewritten (unchanged)."""
     p = Path(readme)
     try:
         text = p.read_text(encoding="utf-8")

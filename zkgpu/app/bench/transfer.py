@@ -134,8 +134,7 @@ def bandwidth_sweep(
     Returns:
         DataFrame of :data:`SWEEP_COLUMNS`; ``attrs``: ``skipped_sizes``, ``repeat``, ``warmup``, ``pool_stats``.
     Raises:
-        RuntimeError: no GPU, or wrong bytes. ValueError: unknown path, bad sizes, repeat or warmup.
-    """
+        RuntimeError: no GPU, or wrong bytes. ValueError: unknown path, bad sizes, repeat or warmup."""
 
     sizes = _parse_sizes(sizes)
     paths = list(paths)
@@ -326,10 +325,8 @@ def summarize_sweep(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def pool_efficiency(df: pd.DataFrame, *, min_size: int = 256 * MIB, threshold: float = 0.9, pool_path: str = "pinned_pool", raw_path: str = "pinned_raw") -> pd.DataFrame:
-    """Pinned-pool gbps >= ``threshold`` × raw pinned at sizes >= ``min_size`` (reused buffers, same sweep).
-
-    Returns ``size_bytes, pool_gbps, raw_gbps, ratio, ok``; ``attrs["passed"]``. Raises ValueError: no such size.
-    """
+    """Pinned-pool gbps >= ``threshold`` × raw pinned at sizes >= ``min_size`` (reused buffers, same sweep). Returns
+    ``size_bytes, pool_gbps, raw_gbps, ratio, ok``; ``attrs["passed"]``. Raises ValueError: no such size."""
     d = df[(~df["fresh_buffer"].astype(bool)) & (df["size_bytes"] >= min_size)]
     med = d.groupby(["path", "size_bytes"], observed=True)["gbps"].median()
     rows = []
@@ -346,10 +343,8 @@ def pool_efficiency(df: pd.DataFrame, *, min_size: int = 256 * MIB, threshold: f
 
 
 def host_alloc_costs(sizes: Iterable[int] = DEFAULT_SIZES, repeat: int = 3) -> pd.DataFrame:
-    """Pinning costs per size, ms: ``hostAlloc``, ``freeHost``, ``touch``, ``hostRegister``, ``hostUnregister``.
-
-    Returns ``op, size_bytes, repeat, ms, gbps``. Raises RuntimeError: no GPU; ValueError: bad sizes or repeat.
-    """
+    """Pinning costs per size, ms: ``hostAlloc``, ``freeHost``, ``touch``, ``hostRegister``, ``hostUnregister``. Returns
+    ``op, size_bytes, repeat, ms, gbps``. Raises RuntimeError: no GPU; ValueError: bad sizes or repeat."""
     sizes = _parse_sizes(sizes)
     if repeat < 1:
         raise ValueError(f"repeat must be >= 1, got {repeat}")
