@@ -37,11 +37,8 @@ MAX_PARTITIONS = 10_000
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
 
 FaultHook = Callable[[str, int, "int | None"], None]
-"""``hook(step, partition, worker)`` called at the start of each pipeline step (``synthesize``,
-``prep_msm``, ``b_g2_msm``, ``h2d`` (the copy of a/b/c before the mutex, where
-:attr:`PipelineConfig.h2d_pre_lock`), ``ntt_msm_h``, ``barrier_wait``, ``batch_add``, ``tail_msm``,
-``gpu_wait``, ``finalize``); worker is None for synthesis and for the prep thread. Raising from it injects a
-fault (tests); raising ``KeyboardInterrupt`` simulates Ctrl-C."""
+"""``hook(step, partition, worker)`` called at the start of each pipeline step (worker None for synthesis and
+prep); raising injects a fault (tests), ``KeyboardInterrupt`` simulates Ctrl-C."""
 
 
 @dataclass(frozen=True)

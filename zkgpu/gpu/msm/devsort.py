@@ -28,9 +28,7 @@ SOURCE = _cuda.KERNEL_DIR / "nvcc" / "devsort.cu"
 """The CUDA source of the library (built by nvcc, never by NVRTC)."""
 BACKENDS = ("auto", "cub", "cupy")
 BACKEND = "auto"
-"""How :func:`sort_keys` sorts device arrays: ``auto`` (CUB through the library when it loads, else
-CuPy's sort), ``cub`` (the library or a RuntimeError) or ``cupy`` (CuPy's sort: the MSM's sort before
-this module, for comparisons)."""
+"""How :func:`sort_keys` sorts device arrays: ``auto`` (CUB if the library loads, else CuPy), ``cub`` or ``cupy``."""
 _ABI = 1  # zk_devsort_abi() of the source this module speaks to
 _NVCC_FLAGS = ("-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden", "-cudart", "static")
 _NVCC_TIMEOUT_S = 600

@@ -24,9 +24,7 @@ INVERSE = "binary"
 """The warp variant's inversion: ``"binary"`` (binary extended Euclid) or ``"fermat"`` (x^(q-2))."""
 
 REDUCE_THREADS = 1 << 16
-"""The window reduction's threads at most (``window_reduce``: each thread a range of buckets, then a 32-bit
-``mul_u32`` by its offset, ~20 group operations): :func:`window_threads`. 2^16 is about one wave of resident
-threads on the H200 (132 SMs x 384); measured against 2^17 and 2^15 in notes/msm-kernels.md."""
+"""The window reduction's threads at most (:func:`window_threads`); 2^16 is about one wave on the H200."""
 MIN_RANGE = 16
 """The fewest buckets per window_reduce thread (when the thread budget allows fewer): below it the offset
 product (~20 group operations) outweighs the thread's 2 additions per bucket."""

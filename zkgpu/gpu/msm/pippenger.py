@@ -55,20 +55,14 @@ __all__ = [
 ]
 
 CHUNK = 64
-"""Sorted (bucket, point) entries per GPU thread in the bucket accumulation. On the H200 at 2^24
-(uniform scalars, c = 20, balanced level 0) 64 gave 204 ms against 208 ms for 32 and 217 ms for 16
-(bench-msm runs of 2026-11-29)."""
+"""Sorted (bucket, point) entries per GPU thread in the bucket accumulation."""
 LEVEL0 = "balanced"
-"""Level 0 of the bucket accumulation: "balanced" (each thread exactly CHUNK sorted entries, one partial
-per bucket run inside them; no host sync) or "runs" (each bucket's run cut into chunks of at most CHUNK on
-the host, one thread per chunk; three size read-backs per MSM). The rounds after it are the same."""
+"""Level 0: "balanced" (CHUNK sorted entries per thread, no host sync) or "runs" (chunks cut on the host, 3 syncs)."""
 INLINE_MUL = False
 """True compiles msm.cu with the Fq products inlined into the group operations (ZK_G1_INLINE_MUL=1: faster
 kernels, about a minute of NVRTC compile instead of seconds)."""
 CUBIN: str | None = None
-"""A cubin of msm.cu prebuilt by nvcc for this GPU's architecture, loaded instead of compiling with NVRTC
-(to benchmark the inlined-product variant without its compile time; it must come from the current msm.cu).
-G1's kernels only: the G2 MSM always compiles msm.cu with ZK_MSM_G2=1."""
+"""A cubin of the current msm.cu prebuilt by nvcc, loaded instead of NVRTC compilation (G1 only)."""
 _SUM_FANIN = 8  # tree-sum fan-in: short serial chains (the reduction tail is latency-bound)
 _SENTINEL_KEY = _cuda.header_defines("msm.cu", "MSM_SENTINEL")[0] << 32  # the sort key of a dropped entry (sorted last)
 _FR_OPS_KERNELS = ("fr_first_unreduced",)  # kernels of fr_ops.cu that the MSM launches through _k

@@ -29,22 +29,15 @@ Kernel = Callable[[str], Any]  # msm.cu's kernel by name (zkgpu.gpu.msm.pippenge
 
 
 ROUND_STARTS = "table"
-"""How a round's thread finds its chunk: ``"table"`` (``round_chunk_starts`` writes every chunk's first partial,
-``seg_accum_xyzz_from`` reads it: one load) or ``"search"`` (``seg_accum_xyzz``: a binary search in the round's
-prefix sum, ~log2(partials) dependent loads per thread). Set by :func:`configure`."""
+"""How a round's thread finds its chunk: ``"table"`` (one load) or ``"search"`` (binary search in the prefix sum)."""
 ROUND_STARTS_MODES = ("table", "search")
 
 
 SHORT_FIRST: bool | str = True
-"""True: after level 0, every key with at most ``round_chunk + 1`` partials is summed into its bucket at once
-and only the longer runs' partials go through the rounds (the PoRep-like ones' bucket); False: the rounds carry
-every partial (copying the short runs each round); ``"auto"``: :func:`short_first` decides per MSM. True
-measured faster at every size and distribution on the H200 (2^22 .. 2^26, uniform and PoRep-like; 2^26 uniform
-``bucket_partials`` 34.2 -> 20.6 ms; notes/msm-kernels.md)."""
+"""True: keys with at most ``round_chunk + 1`` partials go to their buckets before the rounds; False: the rounds
+carry every partial; ``"auto"``: :func:`short_first` decides per MSM."""
 ROUND_CHUNK = 0
-"""The rounds' partials per thread; 0: with short runs first :data:`SHORT_ROUND_CHUNK`, else ``max(chunk, 2)``
-(the level-0 chunk). Smaller rounds mean shorter dependency chains on a long run, and more rounds; with short
-runs first the rounds carry only the long runs, so more rounds cost little."""
+"""The rounds' partials per thread; 0: :data:`SHORT_ROUND_CHUNK` with short runs first, else ``max(chunk, 2)``."""
 SHORT_ROUND_CHUNK = 16
 """The rounds' chunk with short runs first (ROUND_CHUNK = 0): 16 measured faster than 64 on PoRep-like scalars
 (notes/msm-kernels.md)."""

@@ -44,14 +44,9 @@ _ORDER = _cuda.header_enum("ntt_common.cuh", "ntt_order")  # the butterflies of 
 _SCALE = _cuda.header_enum("ntt_common.cuh", "scale_mode")  # none, natural, bitrev, constant, h_step, mul_sub
 _TILE_COLS = 1  # the most column bits c of a pass's tile (2^24: passes of 8 stages on 512-element tiles)
 DEFINE_NAMES = ("ZK_FF_ASM_TAIL", "ZK_PTXAS_O", "NTT_THREADS", "NTT_MIN_BLOCKS", "NTT_R4_MIN_BLOCKS")
-"""The build options of ntt.cu that :func:`configure` accepts (``defines=``): the product's asm tail (ff.cuh), ptxas'
-level (zkgpu.core.cuda.build_options), block size and occupancy targets. The candidates NTT_FOLD, NTT_BIG_LAST and
-NTT_SKIP_ONE were timed on the H200 and deleted (issue 23; notes/ntt-kernels.md, run s5-ntt)."""
+"""The ntt.cu build options :func:`configure` accepts: the product's asm tail, ptxas' level, block size, occupancy."""
 RADIX: int | None = None
-"""Stages per shared-memory round trip in a pass: 2 (kernel ntt_pass, radix-2) or 4 (ntt_pass_r4, two radix-2 stages in
-registers); None (the default) means 2. Read at each call through :func:`radix` (set it with :func:`configure`).
-Radix-2 is the default because it was the faster of the two on the H200 (``zkgpu bench ntt`` with each value;
-ntt_pass_r4 needs 128 registers, halving the resident threads). Both are tested on the GPU."""
+"""Stages per shared-memory round trip: 2 (``ntt_pass``) or 4 (``ntt_pass_r4``); None means 2 (:func:`radix`)."""
 DEFINES: dict[str, int] = {}
 """Extra ``-D`` build options of the NTT kernel module (:func:`configure`; names from :data:`DEFINE_NAMES`), e.g.
 ``{"NTT_MIN_BLOCKS": 4, "NTT_THREADS": 256}``."""
