@@ -75,10 +75,8 @@ GPU_DEFAULT_N = 1 << 22
 GPU_DEFAULT_PARTITIONS = 32
 GPU_SYNTH_WORKERS = 4
 GPU_QUEUE_DEPTH = 8
-"""GPU recordings: 4 synthesis threads (the seed regime's grid point, ``scripts/gpu_run.sh seed-cal``:
-data/seed-regime/) and up to 8 partitions synthesized ahead (cuzk's recommended ``max_gpu_queue_depth``).
-The depth counts the partitions held by the GPU workers' start halves too (gw of them), and the pinned
-pool is pre-warmed with ``depth + gw + 2`` sets, so the pool never makes a synthesis thread wait."""
+"""GPU recordings: 4 synthesis threads, up to 8 partitions synthesized ahead (cuzk's ``max_gpu_queue_depth``;
+the gw workers' start halves count too); the pinned pool is pre-warmed with ``depth + gw + 2`` sets."""
 GPU_QUICK_N = 1 << 20
 GPU_QUICK_PARTITIONS = 4
 CPU_DEFAULT_N = 1 << 10

@@ -53,12 +53,6 @@ def _timeline_events(parsed: ParsedLog, run: str, source: str) -> tuple[list[tup
     return rows, starts
 
 
-#: the partition-table columns :func:`_record_events` reads (besides the ``ntt_h_*`` sub-timers)
-_DURATIONS = ("setup_to_split_ms", "split_vectors_ms", "pre_lock_cpu_ms", "mutex_wait_ms", "prep_msm_ms", "num_circuits", "b_g2_msm_ms",
-              "ntt_msm_h_ms", "barrier_wait_ms", "batch_add_ms", "tail_msm_ms", "gpu_total_ms", "mutex_held_ms", "total_start_fn_ms",
-              "async_dealloc_ms")
-
-
 #: the fields of an event row as :func:`to_events` builds it
 _EVENT_FIELDS = ("run", "source", "worker", "gpu", "partition", "phase", "start_ns", "end_ns", "detail")
 

@@ -29,9 +29,7 @@ __all__ = [
 ]
 
 DEFAULT_KERNEL = "stagewise"
-"""The ``kernel`` of the rows (the name recordings have always used for the default build; older recordings also hold
-rows of builds since deleted, named by their ``kernel``: the candidates of data/nvidia-h200-20261203-bench-ntt, the
-kernel specs of the 2026-12-01 runs)."""
+"""The ``kernel`` of the rows: the default build (older recordings also hold deleted builds' rows)."""
 
 BENCH_VARIANTS: dict[str, dict[str, Any]] = {
     "forward-nr": dict(inverse=False, coset=False, order="nr"),
@@ -55,12 +53,7 @@ def queued_times_ms(fn: Any, repeat: int, pad: Any) -> list[float]:
     out = []
     for _ in range(repeat):
         pad *= np.float32(1.0)
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record(stream)
-        fn()
-        end.record(stream)
-        end.synchronize()
-        out.append(float(cp.cuda.get_elapsed_time(start, end)))
+        out.append(_cuda.time_ms(fn, stream))
     return out
 
 
