@@ -1,23 +1,7 @@
-"""Event tables (:mod:`zkgpu.core.events`) as Chrome / Perfetto trace-event JSON.
+"""Event tables as Chrome / Perfetto trace-event JSON (``zkgpu trace export``, ``zkgpu report``).
 
-Written by ``zkgpu trace export`` and ``zkgpu report`` (``reports/traces/``); opened by
-https://ui.perfetto.dev and ``chrome://tracing``. Format: the Trace Event Format's JSON Object Format,
-``{"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}``; every row of the table is
-exactly one complete event::
-
-    {"name": <phase>, "cat": <group>, "ph": "X", "ts": <start µs>, "dur": <µs>, "pid": .., "tid": ..,
-     "args": {"row", "scenario", "partition", "worker", "gpu", "ms", "gpu_ms", "bytes", "GB/s", "detail"}}
-
-``ts``/``dur``: microseconds (floats, ns resolution) on each run's own clock (``start_ns`` since its
-epoch). NaN / NA values are left out of ``args``.
-
-Layout (``"ph": "M"`` metadata names and orders them): one process per scenario and GPU
-(``"<scenario> · GPU <g>"``) with, per GPU worker ``w``, the threads ``"worker w · prove"``,
-``"worker w"`` (the GPU worker's phases), ``"worker w · CPU prep"``, ``"worker w · finalizer"`` and
-``"worker w · queue"``; one process ``"<scenario> · host CPU"`` for rows of no GPU (``"synthesis k"``
-threads and one per other phase). Rows of one thread that overlap without nesting go to extra lanes
-``"<thread> (2)"``, ... (greedy, in start order): no row is dropped or clipped.
-"""
+One complete event (``"ph": "X"``, ``ts``/``dur`` in µs on the run's clock) per row; one process per scenario and GPU
+with threads per worker role, one for the host CPU; overlapping rows of a thread go to extra lanes."""
 
 from __future__ import annotations
 
@@ -98,12 +82,7 @@ def _track(row: Any, synth_worker: float) -> tuple[str, tuple[int, int], str]:
 
 
 def _lanes(intervals: list[tuple[int, int, int]]) -> dict[int, int]:
-    """Lane per interval ``(start, end, key)`` so that the intervals of one lane nest or are disjoint.
-
-    Greedy in start order (longer first at equal starts): each lane keeps the stack of its open
-    intervals; an interval joins the first lane whose innermost open interval contains it (or that
-    has none open), else opens a new lane. Returns ``{key: lane}``.
-    """
+    """``{key: lane}`` for intervals ``(start, end, key)`` so that one lane's intervals nest or are disjoint (greedy)."""
     stacks: list[list[int]] = []
     out: dict[int, int] = {}
     for start, end, key in sorted(intervals, key=lambda t: (t[0], -t[1], t[2])):
@@ -126,21 +105,9 @@ def chrome_trace(
     gpu_names: Mapping[int, str] | None = None,
     metadata: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The trace-event JSON object of one or several event tables (layout in the module docstring).
-
-    Args:
-        tables: ``{scenario: event table}`` (processes ordered as given, each scenario's rows
-            numbered 0.. in ``args.row``), or one event table (scenario = its ``run`` value).
-        gpu_names: GPU ordinal → device name for the process names (e.g. ``{0: "NVIDIA H200"}``).
-        metadata: extra entries for ``otherData`` (recording, command ...).
-
-    Returns:
-        ``{"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}``; one ``"X"``
-        event per row, plus the ``"M"`` events naming and ordering processes and threads.
-
-    Raises:
-        ValueError: a row ends before it starts (from :func:`zkgpu.core.events.normalize_events`).
-    """
+    """The trace-event object ``{"traceEvents", "displayTimeUnit", "otherData"}`` of ``{scenario: events}`` (or one
+    table). ``gpu_names``: ordinal → device name; ``metadata``: extra ``otherData``. Raises ValueError: a row ends
+    before it starts."""
     if isinstance(tables, pd.DataFrame):
         ev = normalize_events(tables)
         runs = ev["run"].dropna().unique()
@@ -196,15 +163,8 @@ def chrome_trace(
 
 
 def write_chrome_trace(trace: Mapping[str, Any], path: str | Path, *, overwrite: bool = False) -> Path:
-    """Write a trace object as compact JSON to ``path`` (parent folders are created).
-
-    The JSON is serialized before the file is created and the file is removed again if writing
-    fails, so an error leaves nothing behind.
-
-    Raises:
-        FileExistsError: ``path`` exists and ``overwrite`` is False.
-        ValueError: the trace holds NaN or infinity (not JSON).
-    """
+    """Write ``trace`` as compact JSON (nothing left behind on failure). Raises FileExistsError: ``path`` exists and not
+    ``overwrite``. ValueError: NaN or infinity in the trace."""
     p = Path(path)
     text = json.dumps(trace, separators=(",", ":"), allow_nan=False)
     if p.exists() and not overwrite:
@@ -222,10 +182,7 @@ def write_chrome_trace(trace: Mapping[str, Any], path: str | Path, *, overwrite:
 
 
 def trace_file_name(scenario: str, taken: set[str] | None = None) -> str:
-    """A safe file name (``<slug>.json``, no folder part) for a scenario's trace: runs of characters other than
-    ASCII letters, digits, ``_`` and ``-`` become one ``-`` (so ``/``, ``..``, absolute paths and NULs cannot leave
-    the folder), cut to 80 characters, ``scenario`` if nothing is left; ``-2``, ``-3`` ... appended while the name is
-    in ``taken`` (two scenarios that slug alike keep two files). Scenario names come from manifests: untrusted."""
+    """A safe ``<slug>.json`` for an (untrusted) scenario name, at most 80 characters, ``-2``... while in ``taken``."""
     stem = re.sub(r"[^A-Za-z0-9_-]+", "-", str(scenario)).strip("-")[:80].strip("-") or "scenario"
     taken = set() if taken is None else taken
     name, i = f"{stem}.json", 1
@@ -237,13 +194,7 @@ def trace_file_name(scenario: str, taken: set[str] | None = None) -> str:
 
 
 def open_run(run: str | Path, base: str | Path | None = None) -> Recording:
-    """The recording ``run`` names: a folder holding ``manifest.json``, or a folder name under
-    ``base`` (default: ``data/``, :func:`zkgpu.analysis.replay.data_dir`).
-
-    Raises:
-        ExportError: neither exists, or the folder has no recorded scenarios (names the run and
-            lists the recordings under ``base``).
-    """
+    """The recording ``run`` names (a folder, or a name under ``base``). Raises ExportError: none, or no scenarios."""
     root = Path(base) if base is not None else data_dir()
     cands = [Path(run), root / str(run)]
     path = next((c for c in cands if (c / "manifest.json").is_file()), None)
@@ -263,16 +214,8 @@ def open_run(run: str | Path, base: str | Path | None = None) -> Recording:
 def export_recording(
     rec: Recording, out: str | Path, scenarios: Iterable[str] | None = None, *, overwrite: bool = False
 ) -> tuple[Path, int]:
-    """Write the trace of a recording's scenarios (default: every one with an event table) to ``out``.
-
-    Returns:
-        ``(path, number of event rows written)``.
-
-    Raises:
-        ExportError: an unknown scenario or one without an event table (names it and lists the
-            recorded ones), ``out`` exists and ``overwrite`` is False, or an events file is
-            unreadable or outside the run folder. Nothing is written then.
-    """
+    """Write a recording's scenarios' trace to ``out``: ``(path, rows written)``. Raises ExportError: unknown scenario
+    or one without events, ``out`` exists, or an unreadable events file."""
     recorded = [s for s in rec.scenarios if rec.scenario(s).get("events")]
     names = list(scenarios) if scenarios else recorded
     for s in names:

@@ -1,32 +1,8 @@
-"""Where one run's GPU time goes, read from its event table (notebook 07b, "the last bottleneck").
+"""Where one run's GPU time goes, from its event table.
 
-* :func:`idle_causes`: splits a run's **GPU window** (first GPU-side start — ``prove``,
-  ``mutex_wait`` or a GPU phase — to the last end of a GPU phase, as :func:`zkgpu.analysis.model.utilization`)
-  into *compute* (the GPU phases ``ntt_msm_h``, ``batch_add``, ``tail_msm`` minus the copy time no
-  kernel hid, ``exposed_ms``), *exposed H2D*, and GPU-idle time, which it attributes, in this order
-  of precedence, to what the workers were doing meanwhile: ``barrier_wait`` (waiting for prep_msm),
-  ``mutex_wait`` (the lock changing hands), ``pre_lock`` (a worker's set-up before the lock,
-  ``split_vectors`` and the prep thread's start), *no partition ready* (no ``gpu_queue`` interval
-  open: every synthesized partition already taken), and *other host work* (the rest: Python
-  between phases, the worker loop, finalizer hand-off). The shares sum to 1. Also the **start-up**:
-  the time from the run's first event (synthesis) to the GPU window, which whole-run metrics
-  (:func:`zkgpu.analysis.metrics.compute_utilization`, :func:`zkgpu.analysis.metrics.throughput`) include.
-  Interval arithmetic on sorted, merged ``[start_ns, end_ns)`` lists (union, intersection,
-  complement within the window).
-* :func:`gpu_time_split`: a run's wall time per partition as the report's "GPU's time per partition"
-  figure draws it: the GPU's parts (exposed H2D, NTT, H MSM, batch_add, tail_msm) and its idle time
-  under :func:`idle_causes`' names, so that the idle time has one name in every figure.
-* :func:`gpu_ms_per_partition`: median per partition of the GPU phases' wall time minus the
-  exposed copy time (ms): the GPU work one partition needs in that run; 60000 / it is the
-  GPU-phase bound in partitions/min (the quantity :func:`zkgpu.analysis.model.compute_bound_per_min` calibrates,
-  measured instead; :data:`zkgpu.story.conclusions.GPU_PHASE_BOUND`). :func:`kernel_ms_per_partition`: the
-  kernels alone; 60000 / it is the compute-only bound (:data:`zkgpu.story.conclusions.KERNEL_BOUND`).
-* :func:`copy_wait`: the copy of a/b/c as the worker lived it (the ``h2d`` phase's wall time) against its DMA
-  (the copies' CUDA-event ``stream_ms``): the rest is the worker's host waiting around the copies.
-* :func:`kernel_floor_ms`, :func:`msm_bench_ms`: the kernels' own benchmark time (``zkgpu bench ntt``
-  compute_h and ``zkgpu bench msm`` device, uniform scalars) for the H computation and an MSM of m
-  points; :func:`gpu_budget` sets a run's per-partition GPU parts against them.
-"""
+:func:`idle_causes` splits the GPU window into compute, exposed H2D and idle time by cause (what the workers were
+doing); :func:`gpu_time_split` gives the same parts per partition; :func:`gpu_budget` sets the GPU parts against the
+kernels' benchmarks."""
 
 from __future__ import annotations
 
@@ -136,12 +112,7 @@ def _iv(ev: pd.DataFrame, phases: Iterable[str]) -> list[Interval]:
 
 
 def gpu_window(events: pd.DataFrame) -> tuple[int, int]:
-    """``(lo_ns, hi_ns)``: first GPU-side start (``prove``, ``mutex_wait`` or a GPU phase) to the
-    last end of a GPU phase (:func:`zkgpu.analysis.model.utilization`'s window).
-
-    Raises:
-        ValueError: the table has no GPU phase rows.
-    """
+    """``(lo_ns, hi_ns)``: first GPU-side start to last GPU phase end. Raises ValueError: no GPU phase rows."""
     gpu_rows = events[events["phase"].isin(GPU_PHASES)]
     if not len(gpu_rows):
         raise ValueError(f"the event table has no {GPU_PHASES} rows")
@@ -158,20 +129,8 @@ def _exposed_inside(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def idle_causes(events: pd.DataFrame) -> pd.DataFrame:
-    """Where one run's GPU window goes (see the module docstring).
-
-    Args:
-        events: the event table of ONE run (one GPU).
-
-    Returns:
-        DataFrame indexed by ``cause`` (``compute``, ``exposed H2D``, the :data:`IDLE_CAUSES`
-        labels, :data:`NO_PARTITION`, :data:`OTHER`) with ``ms`` and ``share`` (of the GPU window,
-        summing to 1); ``attrs`` carry ``window_ms``, ``startup_ms`` (first event of the run to the
-        window's start) and ``partitions``.
-
-    Raises:
-        ValueError: no GPU phase rows.
-    """
+    """One run's GPU window by cause: ``ms`` and ``share`` (sum 1) indexed by ``cause``. ``attrs``: ``window_ms``,
+    ``startup_ms``, ``partitions``. Raises ValueError: no GPU phase rows."""
     lo, hi = gpu_window(events)
     busy = _intersect(_union(_iv(events, GPU_PHASES)), [(lo, hi)])
     exposed_ns = min(float(_exposed_inside(events)["exposed_ms"].sum()) * 1e6, float(_len(busy)))
@@ -195,9 +154,7 @@ def idle_causes(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def gpu_ms_per_partition(events: pd.DataFrame) -> float:
-    """Median over partitions of Σ wall ms of the GPU phases (``ntt_msm_h``, ``batch_add``,
-    ``tail_msm``) minus the partition's exposed H2D ms (the copy time no kernel hid). NaN
-    without GPU phase rows."""
+    """Median per partition of the GPU phases' wall ms minus exposed H2D; NaN without GPU phases."""
     g = events[events["phase"].isin(GPU_PHASES)]
     if not len(g):
         return float("nan")
@@ -215,13 +172,7 @@ def _gpu_clock(rows: pd.DataFrame) -> np.ndarray:
 
 
 def h_kernel_ms(events: pd.DataFrame) -> float:
-    """The H computation's kernel ms per partition (median): the ``ntt`` row's ``kernel_ms`` (CUDA
-    events around every kernel of compute_h, also those that ran inside the copies' window); for a
-    run whose GPU phases are on the GPU clock (``lock_scope="submit"``, which records no
-    ``kernel_ms``: its ``ntt`` row is only the host's submission) the span of ``ntt_msm_h`` minus
-    that of the ``h_msm`` inside it, per partition (both the interval their kernels ran on the
-    shared stream, so gaps in which the stream waited for the host's launches count too). NaN
-    when neither is recorded."""
+    """The H computation's kernel ms per partition (median; GPU-clock runs: ntt_msm_h span minus h_msm); NaN if none."""
     nt = events[events["phase"] == "ntt"]
     k = detail_value(nt, "kernel_ms") if len(nt) else pd.Series(dtype=float)
     if k.notna().any():
@@ -237,11 +188,7 @@ def h_kernel_ms(events: pd.DataFrame) -> float:
 
 
 def kernel_ms_per_partition(events: pd.DataFrame) -> float:
-    """GPU kernel ms one partition needs, from a run's medians: the H computation's kernels
-    (:func:`h_kernel_ms`), the H MSM, batch_add and tail_msm (each a stream span between CUDA
-    events; on the GPU clock in ``lock_scope="submit"`` runs). Unlike :func:`gpu_ms_per_partition`
-    it leaves out the host work inside the phases and the exposed copies: 60000 / it is the
-    compute-only bound (partitions/min). NaN when a part is missing."""
+    """Kernel ms one partition needs (H kernels + H MSM + batch_add + tail_msm medians); NaN when a part is missing."""
     return h_kernel_ms(events) + _median_ms(events, "h_msm") + _median_ms(events, "batch_add") + _median_ms(events, "tail_msm")
 
 
@@ -258,10 +205,7 @@ def _msm_rows(msm_bench: pd.DataFrame | None) -> pd.DataFrame | None:
 
 
 def msm_bench_ms(msm_bench: pd.DataFrame | None, m: int) -> float:
-    """The benchmarked G1 MSM time (device, uniform scalars) for m points: log-log interpolation
-    between the benchmarked sizes, clamped to the smallest / largest (below the smallest size an
-    MSM costs at least its per-call floor, so the clamp is an upper estimate there). NaN without
-    a table or for m < 1."""
+    """Benchmarked G1 MSM ms for m points (log-log interpolation, clamped); NaN without a table or m < 1."""
     s = _msm_rows(msm_bench)
     if s is None or m < 1:
         return float("nan")
@@ -269,9 +213,7 @@ def msm_bench_ms(msm_bench: pd.DataFrame | None, m: int) -> float:
 
 
 def kernel_floor_ms(n: int, ntt_bench: pd.DataFrame | None, msm_bench: pd.DataFrame | None) -> dict[str, float]:
-    """The kernels' own benchmark ms at size n: ``compute_h`` (``zkgpu bench ntt``, variant
-    compute_h: 7 NTTs + pointwise, device-resident) and ``h_msm`` (:func:`msm_bench_ms` at n: H's
-    coefficients are uniform). NaN where a table lacks that size."""
+    """Benchmark ms at size n: ``compute_h`` and ``h_msm``; NaN where a table lacks n."""
     lg = int(n).bit_length() - 1
     out = {"compute_h": float("nan"), "h_msm": float("nan")}
     if ntt_bench is not None and {"variant", "median_ms"} <= set(ntt_bench.columns):
@@ -287,30 +229,10 @@ def kernel_floor_ms(n: int, ntt_bench: pd.DataFrame | None, msm_bench: pd.DataFr
 
 def gpu_budget(events: pd.DataFrame, n: int, ntt_bench: pd.DataFrame | None = None, msm_bench: pd.DataFrame | None = None,
                setup_bench: Mapping[str, float] | None = None, msm_bases: str = "plain") -> pd.DataFrame:
-    """Where one partition's GPU time goes in a run, against the kernels' own benchmarks.
-
-    Rows (median ms per partition): ``H computation`` (:func:`h_kernel_ms`: every kernel of compute_h
-    by CUDA events, also those overlapping the copies) against :func:`kernel_floor_ms` ``compute_h``;
-    ``exposed H2D`` (``exposed_ms`` of the copies inside ntt_msm_h; 0 when a/b/c are copied before the
-    mutex); ``H MSM`` (``h_msm``) against the benchmarked MSM at n; ``batch_add`` (no benchmark);
-    ``tail_msm`` against the sum of :func:`msm_bench_ms` at the median significant counts of L, A and
-    B (``*_sig`` in prep_msm's detail), one after another; ``GPU phases`` = :func:`gpu_ms_per_partition`;
-    ``host work inside the phases`` = GPU phases + exposed H2D − the parts above (≥ 0): the time inside
-    ntt_msm_h, batch_add and tail_msm in which the GPU waited for the worker's host side (Python,
-    launches, copies it waits for, syncs); about 0 for a run on the GPU clock (``lock_scope="submit"``,
-    whose phases are their kernels' span). The parts are medians, so this is an estimate.
-
-    The MSM benchmarks: ``setup_bench`` (the recording's own set-up benchmark, a manifest entry's
-    ``setup.msm_bench``: ``h_plain``, ``h_precomp``, ``tail_plain``, ``tail_precomp`` in ms, measured
-    in the same session as the run), when given, is the H MSM's benchmark for the run's ``msm_bases``
-    (``plain`` or ``precomputed``), and for precomputed bases the tails' benchmark is the plain one
-    (``msm_bench``) times its ``tail_precomp / tail_plain``; without it ``msm_bench`` (``zkgpu bench
-    msm``, device, uniform scalars: plain bases) is used for both.
-    Columns: ``pipeline_ms``, ``benchmark_ms`` (NaN where none), ``ratio``.
-
-    Raises:
-        ValueError: ``msm_bases`` is not ``plain`` or ``precomputed``.
-    """
+    """One partition's GPU parts (median ms) against the kernels' benchmarks: ``pipeline_ms``, ``benchmark_ms``,
+    ``ratio``. Rows: H computation, exposed H2D, H MSM, batch_add, tail_msm, GPU phases, host work inside the phases.
+    ``setup_bench`` (a manifest's ``setup.msm_bench``) gives the MSM benchmark for ``msm_bases``, else ``msm_bench``.
+    Raises ValueError: ``msm_bases`` not ``plain`` or ``precomputed``."""
     if msm_bases not in ("plain", "precomputed"):
         raise ValueError(f"msm_bases must be 'plain' or 'precomputed', got {msm_bases!r}")
     floor = kernel_floor_ms(n, ntt_bench, msm_bench)
@@ -350,11 +272,7 @@ SYNC_PHASES: tuple[str, ...] = (*GPU_PHASES, "gpu_wait")
 
 
 def host_syncs(events: pd.DataFrame) -> pd.Series:
-    """Host synchronisations per partition, by phase: the median over partitions of each phase's
-    ``host_syncs`` (the waits of the worker's thread inside it, counted by
-    :func:`zkgpu.core.cuda.count_sync`: read-backs of device values and stream/event waits; several
-    events of one phase in a partition are summed), and ``total``. Empty for recordings made
-    before the count existed (no ``host_syncs`` in any event)."""
+    """Median host syncs per partition by phase, and ``total``; empty without ``host_syncs``."""
     ev = events[events["phase"].isin(SYNC_PHASES)]
     v = detail_value(ev, "host_syncs")
     if not len(ev) or v.isna().all():
@@ -367,14 +285,7 @@ def host_syncs(events: pd.DataFrame) -> pd.Series:
 
 
 def copy_wait(events: pd.DataFrame) -> dict[str, float | str]:
-    """The H2D of a/b/c per partition of one run: ``stage`` (``ntt_msm_h``: inside the mutex; ``pre_lock``: before
-    it; ``mixed`` when the rows disagree), and, over the partitions whose every ``h2d`` row carries a valid CUDA-event
-    ``stream_ms`` (finite, >= 0), the median per partition of the ``h2d`` rows' wall time (``wall_ms``, host clock:
-    from the worker's first call to its last copy's end event), of their DMA (``dma_ms``: the copies' ``stream_ms``)
-    and of the difference (``wait_ms``: the host's time around the copies — allocation, the stream waits of
-    :mod:`zkgpu.transfer.paths`'s timer, the thread waiting to run), the 90th percentile of the wall time
-    (``wall_p90_ms``) and how many partitions count (``partitions``). NaN (stage ``""``, 0 partitions) without such
-    rows. Partitions are told apart by ``run`` and ``partition``."""
+    """The a/b/c H2D per partition: ``stage``, medians of ``wall_ms``, ``dma_ms``, ``wait_ms``, ``wall_p90_ms``, ``partitions``."""
     h = events[events["phase"] == "h2d"]
     nan: dict[str, float | str] = {"stage": "", "wall_ms": math.nan, "wall_p90_ms": math.nan, "dma_ms": math.nan, "wait_ms": math.nan,
                                    "partitions": 0}
@@ -402,30 +313,9 @@ IDLE_PARTS: tuple[str, ...] = (*(label for label, _ in IDLE_CAUSES), NO_PARTITIO
 
 
 def gpu_time_split(events: pd.DataFrame) -> pd.DataFrame:
-    """The GPU's wall time per partition of each run, split into disjoint parts whose idle parts carry
-    the names :func:`idle_causes` gives them (so the report's two figures of the GPU's
-    time, :func:`zkgpu.analysis.plots.critical_path` and :func:`zkgpu.analysis.plots.gpu_window`, name the same idle time
-    alike, by what the workers did while the GPU idled).
-
-    Per run (and GPU), :func:`idle_causes` splits the GPU window into GPU-busy time
-    (``compute`` and ``exposed H2D``) and idle causes; the busy time is split among the GPU phases' parts
-    ``ntt``, ``h_msm``, ``batch_add``, ``tail_msm`` in proportion to their sums along the GPU's critical
-    path (:func:`zkgpu.analysis.metrics.critical_path`; equal to them where phases never overlap, as under any
-    lock; two workers' kernels at once are counted once), and the wall span outside the window is
-    :data:`OUTSIDE_WINDOW`. Every part is divided by the run's partitions.
-
-    Args:
-        events: event table of one or more runs (each GPU's rows carry its ``gpu``, or there is one GPU).
-
-    Returns:
-        DataFrame indexed by ``run``: :data:`BUSY_PARTS` then :data:`IDLE_PARTS` (ms per partition, means;
-        they add up to ``ms_per_partition``), ``partitions``, ``ms_per_partition`` (wall ms × GPUs /
-        partitions = 60 000 / partitions per minute per GPU) and ``wall_ms``, as
-        :func:`zkgpu.analysis.metrics.critical_path` has them.
-
-    Raises:
-        ValueError: a run has no GPU phase rows (:func:`idle_causes`).
-    """
+    """The GPU's wall time per partition of each run in disjoint parts, idle parts named as :func:`idle_causes`. Returns
+    :data:`BUSY_PARTS`, :data:`IDLE_PARTS` (ms per partition, summing to ``ms_per_partition``), ``partitions``,
+    ``ms_per_partition``, ``wall_ms`` indexed by run. Raises ValueError: a run without GPU phases."""
     path = critical_path(events)
     rows = {}
     for run, ev in events.groupby("run", sort=False):
@@ -457,9 +347,7 @@ def gpu_time_split(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def parts_table(split: pd.DataFrame, run: str, min_ms: float = 0.05) -> pd.DataFrame:
-    """One run of :func:`gpu_time_split` as a small table a reader can take in: one row per part of the GPU's
-    time per partition that takes at least ``min_ms`` (index ``part``), with ``ms_per_partition`` and ``share`` of
-    the whole, then the whole (``GPU time per partition``; the figure's bar length)."""
+    """One run of :func:`gpu_time_split` as parts of at least ``min_ms``: ``ms_per_partition`` and ``share``, then the total."""
     row = split.loc[run]
     parts = row[[*BUSY_PARTS, *IDLE_PARTS]].astype(float)
     parts = parts[parts >= min_ms]

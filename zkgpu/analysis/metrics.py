@@ -1,28 +1,9 @@
-"""Metrics on the event table (schema: :mod:`zkgpu.core.events`) and on :func:`zkgpu.analysis.logs.partition_table`.
+"""Metrics on the event table and on :func:`zkgpu.analysis.logs.partition_table`.
 
-Units everywhere: durations in **ms** (float), times in ns (int64) as in the event table, bandwidth in
-**GB/s = 1e9 bytes/s**, fractions in **[0, 1]**. Every function groups by ``run`` (and where stated by
-``gpu`` / ``worker``); <NA> keys form their own group. An interval's duration is
-``(end_ns - start_ns) / 1e6`` ms.
-
-**The three utilizations** (one name each, everywhere: notebooks, :mod:`zkgpu.analysis.model`, the report,
-README; :data:`UTILIZATIONS` holds the labels). All three share **one window**, the run's *wall
-span* (:func:`wall_span`: first start to last end over **all** events of the run, synthesis of the
-first partition included), and are busy_ms / (n_gpus × wall_ms):
-
-* ``compute_util`` — **compute utilization** (:func:`compute_utilization`, the headline): time the
-  GPU executes kernels (NTT, H MSM, batch_add, tail_msm), the H2D copies inside ntt_msm_h left
-  out. The seed's "actual GPU compute".
-* ``kernel_util`` — upstream's **kernel utilization** (:func:`kernel_utilization`, "actual kernel
-  util"): gpu_total − barrier_wait, i.e. ntt_msm_h + batch_add + tail_msm, so the H2D copy inside
-  ntt_msm_h counts as GPU work. A slow pageable copy *raises* it.
-* ``timeline_util`` — upstream's **TIMELINE utilization** (:func:`timeline_utilization`): union of
-  GPU_START→GPU_END (``prove``) intervals, which counts mutex wait, barrier wait and finalize as busy.
-
-cuzk reported 90.1 % TIMELINE vs 46.3 % kernel for one run (curio ``extern/cuzk/cuzk-project.md:1140``,
-``data/reference/cuzk_utilization.csv``).
-Throughput (:func:`throughput`) uses the same window. :func:`utilization` returns all of them.
-"""
+Units: durations ms, times ns, bandwidth GB/s (1e9 bytes/s), fractions in [0, 1]. Groups by ``run``. The three
+utilizations (:data:`UTILIZATIONS`), busy_ms / (n_gpus × wall span of all the run's events): ``compute_util`` (kernels,
+copies left out), ``kernel_util`` (upstream's: gpu_total − barrier_wait, copies counted) and ``timeline_util`` (union of
+``prove`` intervals)."""
 
 from __future__ import annotations
 
@@ -99,9 +80,7 @@ def _copy_ms(h: pd.DataFrame) -> pd.Series:
 
 
 def _h2d_inside_mask(events: pd.DataFrame) -> np.ndarray:
-    """Positional mask of the ``h2d`` rows that ran inside ntt_msm_h: ``stage=ntt_msm_h`` in
-    ``detail``, or, for rows without a ``stage=`` key, an interval within an ntt_msm_h interval of
-    the same run and partition (a pre-staged copy, ``stage=pre_lock``, is not inside)."""
+    """Mask of ``h2d`` rows inside ntt_msm_h (``stage=ntt_msm_h``, or within one without a ``stage``)."""
     ev = events.reset_index(drop=True)
     is_h = (ev["phase"] == "h2d").to_numpy()
     detail = ev["detail"].astype("string").fillna("") if "detail" in ev.columns else pd.Series("", index=ev.index, dtype="string")
@@ -159,15 +138,8 @@ def _util_table(busy: dict, gpus: dict, wall: pd.DataFrame) -> pd.DataFrame:
 
 
 def timeline_utilization(events: pd.DataFrame, phase: str = "prove") -> pd.DataFrame:
-    """TIMELINE utilization per run (upstream's "TIMELINE GPU util").
-
-    busy_ms = Σ over GPUs of the union of that GPU's ``phase`` intervals (default ``prove`` =
-    GPU_START→GPU_END, which includes mutex wait, barrier wait and finalize); ``prove`` rows with no
-    ``gpu`` form one group. utilization = busy_ms / (n_gpus × wall_ms), wall from :func:`wall_span`
-    (all events of the run), a fraction in [0, 1]; NaN if wall_ms is 0.
-
-    Returns: DataFrame indexed by run with ``busy_ms``, ``wall_ms``, ``n_gpus``, ``utilization``.
-    """
+    """TIMELINE utilization per run: Σ per GPU of the union of ``phase`` intervals / (n_gpus × wall_ms). Returns
+    ``busy_ms``, ``wall_ms``, ``n_gpus``, ``utilization`` indexed by run."""
     _check(events)
     wall = wall_span(events)
     sel = events[events["phase"] == phase]
@@ -180,19 +152,8 @@ def timeline_utilization(events: pd.DataFrame, phase: str = "prove") -> pd.DataF
 
 
 def kernel_utilization(events: pd.DataFrame, phases: Sequence[str] = GPU_PHASES) -> pd.DataFrame:
-    """Kernel utilization per run (upstream's "actual kernel util").
-
-    For each (run, gpu): if **every** row of the GPU phases (default ``ntt_msm_h``, ``batch_add``,
-    ``tail_msm`` = gpu_total − barrier_wait) has ``gpu_ms`` (CUDA-event time), busy = Σ gpu_ms, but
-    never more than the union of those rows' intervals (workers whose GPU phases overlap in time,
-    as without a shared mutex, would otherwise be counted twice); otherwise busy = that union.
-    busy_ms = Σ over GPUs; utilization =
-    busy_ms / (n_gpus × wall_ms) with wall from :func:`wall_span`, clipped to 1.0 (Σ gpu_ms of
-    concurrent streams can exceed the wall time); rows with no ``gpu`` form one GPU group.
-
-    Returns: DataFrame indexed by run with ``busy_ms``, ``wall_ms``, ``n_gpus``, ``utilization``,
-    ``method`` (``gpu_ms`` / ``intervals`` / ``mixed`` across GPUs).
-    """
+    """Kernel utilization per run: busy = Σ gpu_ms of the GPU phases (at most their union), else their union. Returns
+    ``busy_ms``, ``wall_ms``, ``n_gpus``, ``utilization`` (clipped to 1), ``method`` indexed by run."""
     _check(events)
     wall = wall_span(events)
     sel = events[events["phase"].isin(list(phases))]
@@ -215,20 +176,8 @@ def kernel_utilization(events: pd.DataFrame, phases: Sequence[str] = GPU_PHASES)
 
 
 def compute_utilization(events: pd.DataFrame, phases: Sequence[str] = GPU_PHASES) -> pd.DataFrame:
-    """Compute (kernel-only) utilization per run: :func:`kernel_utilization` without the H2D copies.
-
-    busy_ms = Σ ``gpu_ms`` of the GPU phases (CUDA events; intervals where ``gpu_ms`` is missing, as
-    in :func:`kernel_utilization`) − Σ ``exposed_ms`` (the copy time no kernel overlapped, recorded
-    since the copies overlap the NTTs; else ``gpu_ms``, else the interval) of the ``h2d`` rows that ran
-    *inside* ntt_msm_h (``stage=ntt_msm_h`` in ``detail``, or, without that key, an h2d row that
-    lies within an ntt_msm_h interval of the same run and partition). A pageable H2D copy keeps the
-    stream busy but the SMs idle, so upstream's definition (gpu_total − barrier_wait, H2D
-    included) counts it as GPU work; this one does not. Same wall span and clipping as
-    :func:`kernel_utilization`.
-
-    Returns: DataFrame indexed by run with ``busy_ms``, ``copy_ms`` (subtracted), ``wall_ms``,
-    ``n_gpus``, ``utilization``.
-    """
+    """Compute utilization per run: :func:`kernel_utilization` minus the exposed H2D inside ntt_msm_h. Returns
+    ``busy_ms``, ``copy_ms``, ``wall_ms``, ``n_gpus``, ``utilization`` indexed by run."""
     _check(events)
     k = kernel_utilization(events, phases)
     sel = events.reset_index(drop=True)[_h2d_inside_mask(events)]
@@ -245,16 +194,8 @@ def compute_utilization(events: pd.DataFrame, phases: Sequence[str] = GPU_PHASES
 
 
 def phase_shares(events: pd.DataFrame, by: Sequence[str] = ("run", "worker"), phases: Sequence[str] | None = None) -> pd.DataFrame:
-    """Per-phase totals and shares.
-
-    For each group of ``by`` (default run, worker) and each phase: ``total_ms`` = Σ interval durations,
-    ``count`` = rows, ``mean_ms``, and ``share`` = total_ms / Σ total_ms of the listed phases in that group
-    (in [0, 1]; shares of a group sum to 1). ``phases`` default: every phase present except
-    :data:`CONTAINER_PHASES` and :data:`SUB_PHASES` (which would double-count); pass an explicit list
-    of non-overlapping phases for a breakdown.
-
-    Returns: long DataFrame with columns ``*by, phase, count, total_ms, mean_ms, share``.
-    """
+    """Per group of ``by`` and phase: ``count``, ``total_ms``, ``mean_ms``, ``share`` (of the group's listed phases).
+    ``phases`` default: all but :data:`CONTAINER_PHASES` and :data:`SUB_PHASES`."""
     _check(events)
     df = events.copy()
     df = df[~df["phase"].isin(CONTAINER_PHASES + SUB_PHASES)] if phases is None else df[df["phase"].isin(list(phases))]
@@ -268,17 +209,8 @@ def phase_shares(events: pd.DataFrame, by: Sequence[str] = ("run", "worker"), ph
 
 
 def h2d_share(events: pd.DataFrame, by: Sequence[str] = ("run",)) -> pd.DataFrame:
-    """Share of ntt_msm_h spent in the H2D of a, b, c.
-
-    Per group: ``h2d_ms`` = Σ over the ``h2d`` rows inside ntt_msm_h (a copy made before the mutex,
-    ``stage=pre_lock`` as in the pre-staged scenario, is not counted) of the H2D time that lengthened ntt_msm_h: the
-    recorded ``exposed_ms`` (copy time no kernel overlapped, CUDA events; the pipeline records it
-    since each copy overlaps the previous vector's NTTs, as upstream's three streams) where
-    present, else the row's interval (host clock: a pageable copy blocks the host for its whole
-    length, and older recordings copied before any NTT); ``interval_ms`` = Σ h2d intervals (the
-    host waiting for the copies); ``ntt_msm_h_ms`` = Σ ntt_msm_h intervals; ``share`` = h2d_ms /
-    ntt_msm_h_ms and ``interval_share`` = interval_ms / ntt_msm_h_ms (NaN without ntt_msm_h).
-    """
+    """Share of ntt_msm_h spent in the H2D of a, b, c, per group. Columns ``h2d_ms`` (exposed ms of h2d rows inside
+    ntt_msm_h, else their interval), ``interval_ms``, ``ntt_msm_h_ms``, ``share``, ``interval_share``."""
     _check(events)
     df = events.reset_index(drop=True)
     dur = duration_ms(df).astype(float).to_numpy()
@@ -297,12 +229,7 @@ def h2d_share(events: pd.DataFrame, by: Sequence[str] = ("run",)) -> pd.DataFram
 
 
 def effective_h2d_gbps(events: pd.DataFrame, by: Sequence[str] = ("run",), phase: str = "h2d") -> pd.DataFrame:
-    """Effective H2D bandwidth: Σ bytes / Σ time of the ``phase`` rows (default ``h2d``).
-
-    Time per row = ``gpu_ms`` (CUDA events) where present, else the interval length. Rows without
-    ``bytes`` are ignored. ``gbps`` = bytes / (ms × 1e6) = 1e9 bytes/s. Returns columns
-    ``*by, bytes, time_ms, gbps, count``. (For nsys tables pass ``phase="memcpy_htod"``.)
-    """
+    """Σ bytes / Σ time (gpu_ms, else interval) of ``phase`` rows: ``*by, bytes, time_ms, gbps, count``."""
     _check(events)
     df = events[(events["phase"] == phase)].copy()
     df = df[df["bytes"].notna()] if "bytes" in df.columns else df.iloc[0:0]
@@ -321,13 +248,7 @@ def effective_h2d_gbps(events: pd.DataFrame, by: Sequence[str] = ("run",), phase
 
 
 def throughput(events: pd.DataFrame) -> pd.DataFrame:
-    """Partitions per minute per run.
-
-    ``partitions`` = distinct non-NA ``partition`` values that have a ``prove`` row, or, if the run has
-    no ``prove`` rows, a ``tail_msm`` row, or else any row. ``wall_ms`` from :func:`wall_span`;
-    ``partitions_per_min`` = partitions / (wall_ms / 60000); ``s_per_partition`` = wall_ms / 1000 /
-    partitions (NaN when 0 partitions).
-    """
+    """Partitions per minute per run: ``partitions``, ``wall_ms``, ``partitions_per_min``, ``s_per_partition``."""
     _check(events)
     wall = wall_span(events)
     rows = []
@@ -353,20 +274,9 @@ def throughput(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def identity_check(partition_table: pd.DataFrame) -> pd.DataFrame:
-    """Check upstream's identities on :func:`zkgpu.analysis.logs.partition_table` rows (notes/cuzk-pipeline.md §2.1).
-
-    Columns (ms; same index as the input):
-
-    * ``components_ms`` = Σ of the *present* ntt_msm_h, barrier_wait, batch_add, tail_msm;
-      ``missing`` = comma list of the absent ones ('' if none);
-      ``residual_ms`` = gpu_total − components (time not covered by logged GPU phases: thread overhead,
-      or the absent phases); ``rel_residual`` = residual / gpu_total.
-      Seed partition 0: 3425 − (2825 + 196) = 404 with missing ``barrier_wait,batch_add``.
-    * ``held_residual_ms`` = mutex_held − gpu_total (thread spawn/join).
-    * ``start_fn_residual_ms`` = total_start_fn − (pre_lock_cpu + mutex_wait + mutex_held).
-
-    NaN where a needed total is absent.
-    """
+    """Upstream's identities on partition-table rows (notes/cuzk-pipeline.md §2.1), ms. ``components_ms`` (present GPU
+    phases), ``missing``, ``residual_ms`` = gpu_total − components, ``rel_residual``, ``held_residual_ms`` = mutex_held
+    − gpu_total, ``start_fn_residual_ms``."""
     comps = ["ntt_msm_h_ms", "barrier_wait_ms", "batch_add_ms", "tail_msm_ms"]
     pt = partition_table.copy()
     for c in (*comps, "gpu_total_ms", "mutex_held_ms", "total_start_fn_ms", "pre_lock_cpu_ms", "mutex_wait_ms"):
@@ -386,14 +296,8 @@ def identity_check(partition_table: pd.DataFrame) -> pd.DataFrame:
 
 
 def mutex_stats(events: pd.DataFrame, by: Sequence[str] = ("run", "worker")) -> pd.DataFrame:
-    """mutex_wait, barrier_wait and mutex_held per worker.
-
-    For each group of ``by`` (default run, worker) and each of the three phases: ``<phase>_count``,
-    ``<phase>_total_ms``, ``<phase>_mean_ms``, ``<phase>_max_ms`` (0 / NaN when absent). Also
-    ``barrier_in_held`` = (barrier_wait time inside a mutex_held interval of the same worker and
-    partition) / mutex_held_total: the fraction of lock time the GPU idles waiting for prep_msm (0
-    with the narrow scope, whose barrier wait is outside the lock; NaN without mutex_held).
-    """
+    """Per group: ``<phase>_count/_total_ms/_mean_ms/_max_ms`` of mutex_wait, barrier_wait, mutex_held, and
+    ``barrier_in_held`` (barrier wait inside the lock / mutex_held total)."""
     _check(events)
     phases = ("mutex_wait", "barrier_wait", "mutex_held")
     df = events[events["phase"].isin(phases)].assign(dur_ms=lambda d: duration_ms(d))
@@ -436,13 +340,8 @@ UTILIZATIONS: dict[str, tuple[str, str]] = {
 
 
 def utilization(events: pd.DataFrame) -> pd.DataFrame:
-    """The three utilizations and the throughput of each run, all over the run's wall span.
-
-    Returns: DataFrame indexed by run with ``compute_util`` (:func:`compute_utilization`),
-    ``kernel_util`` (:func:`kernel_utilization`), ``timeline_util`` (:func:`timeline_utilization`),
-    fractions in [0, 1] (NaN for a run with no GPU phase: ntt_msm_h, batch_add, tail_msm);
-    ``partitions_per_min``, ``partitions`` (:func:`throughput`) and ``wall_ms``.
-    """
+    """Per run: ``compute_util``, ``kernel_util``, ``timeline_util`` (NaN without GPU phases), ``partitions_per_min``,
+    ``partitions``, ``wall_ms``."""
     _check(events)
     tp = throughput(events)
     out = pd.DataFrame({
@@ -462,13 +361,7 @@ def utilization(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def utilization_per_gpu(events: pd.DataFrame) -> pd.DataFrame:
-    """:func:`utilization` of each GPU of each run, over the **run's** wall span (all its events, all GPUs):
-    a GPU's rows (``gpu`` = g) with the rows of no GPU (synthesis), its utilizations and its throughput
-    (the partitions it proved) rescaled from that selection's span to the run's. The GPUs' throughputs add
-    up to the run's.
-
-    Returns: DataFrame indexed by (``run``, ``gpu``) with :func:`utilization`'s columns (``wall_ms`` the run's).
-    """
+    """:func:`utilization` per (run, gpu) over the run's wall span; the GPUs' throughputs add up to the run's."""
     _check(events)
     wall = wall_span(events)
     cols = ["compute_util", "kernel_util", "timeline_util", "partitions_per_min", "partitions", "wall_ms"]
@@ -513,20 +406,9 @@ def _overlap_ms(a: pd.DataFrame, b: pd.DataFrame, keys: list[str]) -> float:
 
 
 def critical_path(events: pd.DataFrame) -> pd.DataFrame:
-    """What each GPU does and waits for, per partition, in categories that never overlap in time.
-
-    For each (run, gpu): the wall span (:func:`wall_span`, the utilizations' window) splits into
-    the time some worker holds the GPU mutex (union of ``mutex_held``; without such rows, of the
-    GPU phases and barrier waits) and ``lock_free``. The held time splits into ``h2d`` (exposed copy
-    time inside ntt_msm_h, as in :func:`compute_utilization`), ``h_msm`` (Σ h_msm intervals),
-    ``ntt`` (Σ ntt_msm_h − h2d − h_msm), ``barrier_wait`` (the part of each barrier wait inside a
-    mutex_held interval of its worker and partition), ``batch_add``, ``tail_msm`` and
-    ``lock_other`` (the rest of the held time, ≥ 0). Categories are :data:`GPU_PATH`.
-
-    Returns: DataFrame indexed by run with one column per category in **ms per partition** (Σ over
-    the run's GPUs / partitions), ``partitions``, ``ms_per_partition`` (= wall_ms × n_gpus /
-    partitions = the categories' sum when lock_other ≥ 0) and ``wall_ms``.
-    """
+    """Per run, ms per partition in categories that never overlap (:data:`GPU_PATH`): the mutex-held time split into
+    h2d, ntt, h_msm, barrier_wait, batch_add, tail_msm, lock_other; and lock_free. Also ``partitions``,
+    ``ms_per_partition`` (wall × n_gpus / partitions), ``wall_ms``."""
     _check(events)
     wall = wall_span(events)
     tp = throughput(events)
@@ -575,16 +457,7 @@ KERNEL_PATH: tuple[str, ...] = ("ntt", "h_msm", "batch_add", "tail_msm")
 
 
 def kernel_ms(path: pd.DataFrame) -> pd.Series:
-    """GPU kernel ms per partition (mean) of each run: Σ of the :data:`KERNEL_PATH` columns of
-    :func:`critical_path`'s table (or :func:`zkgpu.analysis.gpu_time.gpu_time_split`'s): the GPU phases' wall
-    time without the exposed copies, the host work inside the phases included (the report shows it as
-    ``gpu_phase_ms``). Beside compute utilization it shows whether a higher utilization means more
-    work done or the same kernels running slower (e.g. beside copies); 60 000 / it is the GPU-phase
-    bound (:data:`zkgpu.story.conclusions.GPU_PHASE_BOUND`), not the kernel-time compute-only bound.
-
-    Raises:
-        ValueError: ``path`` lacks a column of :data:`KERNEL_PATH`.
-    """
+    """GPU kernel ms per partition of each run: Σ of the :data:`KERNEL_PATH` columns. Raises ValueError: a column missing."""
     missing = set(KERNEL_PATH) - set(path.columns)
     if missing:
         raise ValueError(f"critical-path table lacks columns {sorted(missing)}")
@@ -592,14 +465,7 @@ def kernel_ms(path: pd.DataFrame) -> pd.Series:
 
 
 def ntt_msm_h_split(events: pd.DataFrame) -> pd.DataFrame:
-    """ntt_msm_h per partition split into exposed H2D, NTT and H MSM (ms, means over partitions).
-
-    ``h2d`` = exposed copy time of the h2d rows inside ntt_msm_h (as :func:`h2d_share`), ``h_msm``
-    = Σ h_msm intervals, ``ntt`` = Σ ntt_msm_h − h2d − h_msm (the NTTs, and whatever copy time they
-    hid), each divided by the number of partitions with an ntt_msm_h row; ``ntt_msm_h`` = their sum.
-
-    Returns: DataFrame indexed by run with ``h2d``, ``ntt``, ``h_msm``, ``ntt_msm_h``, ``partitions``.
-    """
+    """ntt_msm_h per partition split into exposed ``h2d``, ``ntt``, ``h_msm`` (ms means), with ``ntt_msm_h``, ``partitions``."""
     _check(events)
     cp = critical_path(events)
     rows = {}
@@ -617,16 +483,7 @@ def ntt_msm_h_split(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def barrier_race(events: pd.DataFrame) -> pd.DataFrame:
-    """Per partition of one run: does prep_msm finish before its worker reaches the barrier?
-
-    prep_msm is spawned before the worker asks for the mutex (notes/cuzk-pipeline.md §1.2), so the worker
-    reaches the barrier after ``reach_barrier_ms`` = pre_lock + the first mutex_wait + ntt_msm_h and
-    waits only if prep_msm is longer: ``slack_ms`` = reach_barrier_ms − prep_msm_ms (> 0: no wait).
-
-    Returns: DataFrame with ``partition``, ``prep_msm_ms``, ``pre_lock_ms``, ``mutex_wait_ms``,
-    ``ntt_msm_h_ms``, ``reach_barrier_ms``, ``slack_ms``, ``barrier_wait_ms`` (ms; 0 for a phase a
-    partition lacks), sorted by partition.
-    """
+    """Per partition: ``reach_barrier_ms`` (pre_lock + mutex_wait + ntt_msm_h) against ``prep_msm_ms``; ``slack_ms`` > 0: no wait."""
     _check(events)
     ev = events[events["partition"].notna()].assign(dur_ms=lambda d: duration_ms(d))
     first = ev[ev["phase"] == "mutex_wait"].sort_values("start_ns").groupby("partition")["dur_ms"].first()

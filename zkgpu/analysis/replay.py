@@ -1,22 +1,7 @@
 """Recorded runs in ``data/``: finding them, reading them, and the tables every notebook shares.
 
-A recording is a ``data/<gpu>-<YYYYMMDD>-record[-N]/`` folder holding ``manifest.json``
-(:class:`Recording`, written by ``zkgpu record``); kernel and transfer benchmarks live in
-``<gpu>-<date>-bench-<kind>[-N]/`` folders (:func:`find_benchmarks`). :class:`Source` is what a
-notebook works on: a recording and a plain statement of where its numbers come from.
-
-Which recording a replay reads (:func:`recorded_source`), first match wins:
-
-1. the newest GPU recording: a ``*-record*`` folder whose manifest's environment names a GPU
-   (newest by manifest date, then folder name);
-2. otherwise the newest CPU recording (``zkgpu record --device cpu``), labelled CPU.
-
-Measuring now instead (live mode, or the CPU stand-in made when no recording exists) is
-:func:`zkgpu.app.live.open_source`, the notebooks' entry point. The folder of recordings is the
-repository's ``data/`` unless :func:`configure` names another (``zkgpu.app.live`` passes
-``$ZKGPU_DATA``); upstream's published numbers and the seed's log lines are always read from
-``data/reference/`` (:func:`reference_path`).
-"""
+:func:`recorded_source` reads the newest GPU recording, else the newest CPU one. Live mode is
+:func:`zkgpu.app.live.open_source`. Reference numbers are read from ``data/reference/``."""
 
 from __future__ import annotations
 
@@ -60,12 +45,7 @@ _DATA_DIR: Path | None = None  # set by configure(); None: the repository's data
 
 
 def configure(data_dir: str | Path | None = None) -> None:
-    """Set the folder of recorded runs that :func:`data_dir` returns (None: the repository's
-    ``data/``). The app layer calls it (``zkgpu.app.live`` with ``$ZKGPU_DATA``); tests may too.
-
-    Raises:
-        ValueError: ``data_dir`` is an empty string (names it).
-    """
+    """Set the folder of recorded runs (None: the repository's ``data/``). Raises ValueError: an empty string."""
     global _DATA_DIR
     if data_dir is not None and not str(data_dir).strip():
         raise ValueError(f"data_dir must be a folder path or None, got {data_dir!r}")
@@ -73,8 +53,7 @@ def configure(data_dir: str | Path | None = None) -> None:
 
 
 def data_dir() -> Path:
-    """The folder holding recorded runs: the one given to :func:`configure`, else the repository's
-    ``data/``."""
+    """The folder holding recorded runs: the one given to :func:`configure`, else the repository's ``data/``."""
     return _DATA_DIR if _DATA_DIR is not None else DATA_DIR
 
 
@@ -100,26 +79,14 @@ def reference_path(name: str = "") -> Path:
 
 @dataclass
 class Recording:
-    """One recorded scenario run: a folder with ``manifest.json`` (written by ``zkgpu record``).
-
-    Layout: ``manifest.json``; ``events/<scenario>.parquet`` (event tables); ``logs/<scenario>.log``
-    (cuzk-format logs); ``sweep.parquet`` / ``sweep.csv`` (H2D bandwidth sweep), ``host_alloc.csv``;
-    ``bench/*.csv`` (kernel benchmarks). Paths inside the manifest are relative to the folder.
-    """
+    """One recording: a folder with ``manifest.json``, ``events/*.parquet``, ``logs/*.log`` and benchmark tables."""
 
     path: Path
     manifest: dict[str, Any] = field(repr=False)
 
     @classmethod
     def open(cls, path: str | Path) -> Recording:
-        """Read ``<path>/manifest.json``.
-
-        Raises:
-            FileNotFoundError: no manifest.json in ``path``.
-            ValueError: the manifest is not JSON, or not the shape a recording writes (an object
-                whose ``scenarios`` is an object of objects and ``environment`` an object); the
-                message names the folder and what is wrong.
-        """
+        """Read ``<path>/manifest.json``. Raises FileNotFoundError: none; ValueError: not a recording's manifest."""
         p = Path(path)
         if p.name in ("", ".."):  # "." or "..": the folder's own name, for labels and the files named after it
             p = p.resolve()
@@ -190,22 +157,14 @@ class Recording:
         return list((self.manifest.get("scenarios") or {}).keys())
 
     def scenario(self, name: str) -> dict[str, Any]:
-        """The manifest entry of one scenario (config, files, seconds, pool stats).
-
-        Raises:
-            KeyError: unknown scenario (lists the known ones).
-        """
+        """A scenario's manifest entry. Raises KeyError: unknown (lists the known ones)."""
         sc = self.manifest.get("scenarios") or {}
         if name not in sc:
             raise KeyError(f"scenario {name!r} is not in {self.path.name}; recorded: {list(sc)}")
         return sc[name]
 
     def file(self, rel: str) -> Path:
-        """A path named in the manifest, inside the run folder.
-
-        Raises:
-            ValueError: ``rel`` is absolute or leads out of the run folder (``../..``, a symlink).
-        """
+        """A manifest path inside the run folder. Raises ValueError: absolute or leading out of it."""
         root = self.path.resolve()
         p = (self.path / rel).resolve()
         if not p.is_relative_to(root):
@@ -228,14 +187,8 @@ class Recording:
         return [entry]
 
     def events(self, name: str, run: int | None = None) -> pd.DataFrame:
-        """Event table of one scenario (schema of :mod:`zkgpu.core.events`): its representative run
-        (the median throughput of its repeats), or run ``run`` (0-based index into :meth:`runs`).
-
-        Raises:
-            KeyError: unknown scenario or one without an event table. ValueError: the path leaves
-            the run folder, or an unreadable events file (truncated, not Parquet), naming it.
-            IndexError: ``run`` out of range.
-        """
+        """A scenario's event table: its median-throughput run, or run ``run``. Raises KeyError: unknown scenario or no
+        events. ValueError: bad path or unreadable file. IndexError: bad ``run``."""
         entry = self.scenario(name) if run is None else self.runs(name)[run]
         rel = entry.get("events")
         if not rel:
@@ -291,15 +244,7 @@ def _sort_key(rec: Recording) -> tuple[str, str, int]:
 
 
 def find_recordings(base: str | Path | None = None) -> list[Recording]:
-    """Every finished recording (``*-record*/manifest.json``) under ``base``, newest first.
-
-    An incomplete one (a ``…-incomplete`` folder, or a manifest with ``"complete": false`` or an ``"interrupted"``
-    reason: :attr:`Recording.incomplete`) is skipped with a ``UserWarning`` naming it.
-
-    Folders without a manifest (recordings killed hard) are skipped silently; a folder whose
-    manifest cannot be used (not JSON, not an object, ``scenarios`` not an object ...) is skipped
-    with a ``UserWarning`` naming the folder and the problem, so one odd folder never stops a replay.
-    """
+    """Every finished recording under ``base``, newest first; incomplete or unreadable ones skipped with a UserWarning."""
     root = Path(base) if base is not None else data_dir()
     found = []
     if root.is_dir():
@@ -338,16 +283,7 @@ def latest_recording(base: str | Path | None = None, gpu_only: bool = False) -> 
 def find_benchmarks(
     kind: str, base: str | Path | None = None, *, where: Callable[[dict[str, pd.DataFrame]], bool] | None = None
 ) -> tuple[Path, dict[str, pd.DataFrame]] | None:
-    """Newest ``<gpu>-<date>-bench-<kind>[-N]/`` folder under ``base`` with a ``manifest.json`` (a finished run: a
-    benchmark killed before writing it, or stopped and renamed ``-interrupted``, is passed over) and its
-    CSV/Parquet/JSON tables.
-
-    ``where``: only folders whose tables it accepts count (e.g. :func:`is_default_ntt_run`, so an
-    experiment that timed other kernels only is passed over).
-
-    Returns:
-        ``(folder, {file stem: DataFrame})`` or None when no such folder exists.
-    """
+    """Newest finished ``<gpu>-<date>-bench-<kind>[-N]/`` folder accepted by ``where``, and its tables; or None."""
     root = Path(base) if base is not None else data_dir()
     cands = []
     if root.is_dir():
@@ -369,9 +305,7 @@ def find_benchmarks(
 
 
 def is_default_ntt_run(tables: dict[str, pd.DataFrame]) -> bool:
-    """True when a ``bench-ntt`` folder's ``ntt`` table has the default kernel's (``stagewise``)
-    forward natural-order rows and its ``compute_h`` rows: a full run, not a kernel experiment (for
-    :func:`find_benchmarks`)."""
+    """True when a ``bench-ntt`` table has the default kernel's forward rows and ``compute_h`` rows."""
     t = tables.get("ntt")
     if t is None or not {"kernel", "variant"} <= set(t.columns):
         return False
@@ -391,14 +325,8 @@ RECORDING_KINDS: dict[str, str] = {
 
 
 def inventory(base: str | Path | None = None) -> pd.DataFrame:
-    """Every recorded folder with a ``manifest.json`` under ``base`` (default :func:`data_dir`):
-    ``<base>/*/`` and one level of sub-folders (``last-mile/``, ``real/``), one row each, newest first.
-
-    Columns: ``folder`` (path relative to ``base``), ``kind`` (a key of :data:`RECORDING_KINDS`:
-    ``record`` and ``bench`` by their folder name, ``last-mile`` / ``real`` by their sub-folder; any
-    other sub-folder's name, or ``other``), ``detail`` (a benchmark's kind, e.g. ``sppark``; a
-    recording's scenario count), ``date_utc`` (the manifest's, '' if it has none) and ``gpu``. A
-    manifest that is not a JSON object still counts (``detail`` says it is unreadable)."""
+    """Every folder with a manifest under ``base`` and one sub-level, newest first. Columns: ``folder``, ``kind``
+    (:data:`RECORDING_KINDS` or other), ``detail``, ``date_utc``, ``gpu``."""
     root = Path(base) if base is not None else data_dir()
     rows = []
     for mf in sorted([*root.glob("*/manifest.json"), *root.glob("*/*/manifest.json")]):
@@ -435,9 +363,7 @@ def _details(details: Iterable[str]) -> str:
 
 
 def inventory_by_kind(inv: pd.DataFrame) -> pd.DataFrame:
-    """:func:`inventory` counted per kind (index ``kind``, in :data:`RECORDING_KINDS` order, other
-    kinds after): ``recordings`` (folders with a manifest), ``details`` (the benchmarks' kinds, or
-    the scenario counts, distinct, joined) and ``what`` (:data:`RECORDING_KINDS`, '' for others)."""
+    """:func:`inventory` counted per kind: ``recordings``, ``details``, ``what``."""
     kinds = [k for k in RECORDING_KINDS if k in set(inv["kind"])] + sorted(set(inv["kind"]) - set(RECORDING_KINDS))
     rows = {k: {"recordings": int((inv["kind"] == k).sum()), "details": _details(inv.loc[inv["kind"] == k, "detail"]),
                 "what": RECORDING_KINDS.get(k, "")} for k in kinds}
@@ -451,17 +377,8 @@ def inventory_by_kind(inv: pd.DataFrame) -> pd.DataFrame:
 
 @dataclass
 class Source:
-    """The data a notebook works on, and a plain statement of where it came from.
-
-    Attributes:
-        kind: ``live`` (measured now on the GPU), ``recorded-gpu``, ``recorded-cpu`` or
-            ``cpu-standin`` (tiny CPU pipeline run made now because no recording exists; live and
-            the stand-in are made by :func:`zkgpu.app.live.open_source`).
-        recording: the recording (a temporary one in live mode and for the CPU stand-in).
-        mode: the resolved mode (``live`` or ``replay``).
-        ignored: the notebook's parameters that cannot apply to this source, ``{name: value}``
-            (in replay a recording's size and load are fixed; :meth:`banner` names them).
-    """
+    """The data a notebook works on: ``kind`` (live, recorded-gpu, recorded-cpu, cpu-standin), ``recording``, ``mode``,
+    and ``ignored`` parameters ``{name: value}``."""
 
     kind: str
     recording: Recording
@@ -642,21 +559,9 @@ def _run_row_cached(source: Source, name: str, k: int, rel: str) -> dict[str, fl
 
 
 def scenario_table(source: Source, names: Iterable[str] | None = None) -> pd.DataFrame:
-    """One row per recorded scenario (in :data:`STORY_ORDER`): settings, and the median over its runs of
-    throughput, utilizations and median phase times, with the runs' range.
-
-    Columns: ``scenario, transfer, lock_scope, gw, prep, repeats, partitions, wall_ms, partitions_per_min``,
-    ``compute_util``, ``kernel_util``, ``timeline_util`` (all from :func:`zkgpu.analysis.metrics.utilization`:
-    kernels only / upstream's kernel figure with the H2D copies counted / TIMELINE, over the run's
-    wall span), median ms of ``ntt_msm_h, h2d, ntt, h_msm,
-    prep_msm, barrier_wait, mutex_wait, batch_add, tail_msm, prove`` (``h2d_ms``: the host waiting
-    for the copies), ``h2d_gbps`` (:func:`zkgpu.analysis.metrics.effective_h2d_gbps`) and ``h2d_share``, the
-    copy time that lengthened ntt_msm_h over ntt_msm_h (Σ / Σ of each run, :func:`zkgpu.analysis.metrics.h2d_share`).
-    Every number is the median over the scenario's runs (:func:`repeat_table`; ``repeats`` counts them), and
-    each of :data:`SPREAD_COLUMNS` has ``<column>_min`` and ``<column>_max``, the range over the runs.
-    Milliseconds are the recording's device's. These are :data:`zkgpu.analysis.keynumbers.STATISTICS`' statistics
-    (the exposed H2D in ms is not here: :func:`zkgpu.analysis.metrics.ntt_msm_h_split`); ``attrs["recording"]`` names the recording.
-    """
+    """One row per scenario (:data:`STORY_ORDER`): settings and the medians over its runs, with ``<col>_min/_max``.
+    Columns: settings, ``repeats``, ``partitions``, ``wall_ms``, ``partitions_per_min``, the three utilizations
+    (:func:`zkgpu.analysis.metrics.utilization`), median phase ms, ``h2d_gbps``, ``h2d_share``."""
     reps = repeat_table(source, names)
     if reps.empty:
         return pd.DataFrame()
@@ -681,10 +586,7 @@ def spread(table: pd.DataFrame, column: str = "partitions_per_min") -> pd.Series
 
 
 def benchmark_pivot(df: pd.DataFrame) -> pd.DataFrame | None:
-    """A kernel benchmark table (``zkgpu bench ntt|msm``) as median ms: one row per size (``log_n``
-    or ``log2_n``), one column per combination of the descriptive columns that vary in the table
-    (``kernel``, ``variant``, ``mode``, ``scalars``, ``radix``), so that no two kinds of measurement share a
-    cell. Returns None when the table has no size column or no ``median_ms``."""
+    """A kernel benchmark table as median ms: a row per size, a column per varying descriptor; None if not one."""
     size_col = next((c for c in ("log_n", "log2_n") if c in df.columns), None)
     if size_col is None or "median_ms" not in df.columns:
         return None

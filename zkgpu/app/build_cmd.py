@@ -1,13 +1,4 @@
-"""``zkgpu build``: compile every kernel module the prover and the pipeline use, ahead of the first proof.
-
-CuPy compiles a ``RawModule`` with NVRTC on its first kernel lookup and keeps the cubin in its on-disk cache
-(``~/.cupy/kernel_cache``, or ``CUPY_CACHE_DIR``), keyed by the source, the options (zkgpu passes the kernel
-sources' hash, :func:`zkgpu.core.cuda.build_options`) and the GPU's architecture. A fresh machine pays that
-compilation inside its first proof (seconds per module: issue 25 measured 10.8 s in the first ``msm_a``).
-``zkgpu build`` pays it once, up front: it proves the committed fixture circuit on the GPU (the NTT, QAP and
-G1 and G2 MSM modules with the prover's own build options, and their per-process set-up) and loads the
-pipeline's other modules (prep, msm_precomp). Every later process then loads cubins from the cache.
-"""
+"""``zkgpu build``: compile every kernel module the prover and pipeline use into CuPy's cache, before the first proof."""
 
 from __future__ import annotations
 
@@ -31,11 +22,7 @@ precomputed-bases MSM)."""
 
 
 def build_all() -> list[tuple[str, float]]:
-    """Compile (or load from CuPy's cache) every kernel module; returns ``(step, seconds)`` in order.
-
-    Raises:
-        RuntimeError: no usable GPU (CuPy missing, or no device).
-    """
+    """Compile or load every kernel module; ``(step, seconds)`` in order. Raises RuntimeError: no usable GPU."""
     _cuda.cupy()  # a clear RuntimeError without a GPU
     steps = []
     t = time.perf_counter()

@@ -1,12 +1,6 @@
-"""``zkgpu diagnose LOG [LOG ...] [--nsys EXPORT.sqlite] [--out DIR] [--json]``: what limits the GPUs of
-a cuzk deployment, from its own logs (:mod:`zkgpu.story.diagnose` runs the decision sequence).
+"""``zkgpu diagnose LOG ... [--nsys] [--out DIR] [--json]``: what limits a cuzk deployment's GPUs, from its logs.
 
-Each LOG is diagnosed on its own (one run per log). Without ``--out`` the diagnosis is printed (Markdown,
-or JSON with ``--json``). With ``--out DIR`` the folder is created (never reused: it must not exist) and
-holds ``diagnosis.md``, ``diagnosis.html``, one figure per log under ``figures/`` and, with ``--json``,
-``diagnosis.json``; it is written into a hidden sibling folder first and renamed into place at the end,
-so an interrupted run leaves no half-written DIR.
-"""
+``--out DIR`` (must not exist) gets diagnosis.md/.html, figures/ and diagnosis.json, written atomically."""
 
 from __future__ import annotations
 
@@ -32,11 +26,7 @@ __all__ = ["diagnose_command", "check_log", "write_report", "html_page"]
 
 
 def check_log(log: str) -> None:
-    """Refuse a LOG that is not a readable, uncompressed regular file (:func:`zkgpu.app.parse_cmd.check_log`).
-
-    Raises:
-        CliError: not a file, unreadable, or compressed (names the command that decompresses it).
-    """
+    """Refuse a LOG that is not a readable, uncompressed regular file. Raises CliError."""
     parse_check_log(log, "diagnose", "a saved copy of the engine's stderr")
 
 
@@ -85,11 +75,7 @@ def html_page(diags: list[Diagnosis], figures: dict[str, str]) -> str:
 
 
 def write_report(diags: list[Diagnosis], out: Path, as_json: bool) -> None:
-    """Write the report folder ``out`` (module doc) atomically: into a hidden sibling, then renamed.
-
-    Raises:
-        CliError: ``out`` exists (or appeared meanwhile), or a file cannot be written.
-    """
+    """Write the report folder ``out`` atomically. Raises CliError: ``out`` exists, or a write fails."""
     parent = out.parent if str(out.parent) else Path(".")
     parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))

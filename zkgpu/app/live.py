@@ -1,27 +1,7 @@
-"""Measuring now, for the notebooks: the app-level half of "where a notebook's numbers come from".
+"""Measuring now, for the notebooks: ``open_source`` gives a :class:`~zkgpu.analysis.replay.Source`, live or replayed.
 
-Every notebook starts with ``src = live.open_source(...)`` (notebook 10: :func:`open_prove_source`)
-and then asks ``src`` (a :class:`zkgpu.analysis.replay.Source`) for event tables, logs, the bandwidth sweep
-and kernel benchmarks; the rest of the notebook does not know where they came from.
-``src.banner()`` states it plainly at the top of the output.
-
-Mode (``$ZKGPU_MODE``; :func:`resolve_mode`):
-
-* ``live``: measure now on the GPU (``zkgpu.app.record`` runs the requested scenarios into a
-  temporary folder at the size the notebook's parameters cell gives);
-* ``replay``: read recorded data (:func:`zkgpu.analysis.replay.recorded_source`; the default without a GPU);
-* ``auto`` (default): ``live`` when a GPU is present, else ``replay``.
-
-Without any recording, replay falls back to a tiny CPU run of the pipeline made now
-(``zkgpu.app.record`` with ``device="cpu"``), cached under ``$XDG_CACHE_HOME/zkgpu`` (default
-``~/.cache/zkgpu``) keyed by the source of the package, and labelled as a CPU stand-in: its
-milliseconds are CPU milliseconds, never GPU numbers.
-
-This module belongs to the app layer: it is the one place besides the CLI that reads the notebook
-session's environment (:func:`configure_from_env`: ``ZKGPU_MODE``, ``ZKGPU_DATA``,
-``ZKGPU_NB_OUT``, ``ZKGPU_HOST_LOAD``; ``XDG_CACHE_HOME``) and hands it to the
-library as arguments (:func:`zkgpu.analysis.replay.configure`, :func:`zkgpu.analysis.keynumbers.configure`).
-"""
+Mode (``$ZKGPU_MODE``): ``live`` (record now on the GPU), ``replay`` (recorded data) or ``auto``. Without a recording,
+replay falls back to a cached tiny CPU run (``$XDG_CACHE_HOME/zkgpu``) labelled a CPU stand-in."""
 
 from __future__ import annotations
 
@@ -70,11 +50,7 @@ class NoGPUError(RuntimeError):
 
 
 def resolve_mode(mode: str | None = None) -> str:
-    """``live`` or ``replay`` from ``mode`` or ``$ZKGPU_MODE`` (``auto``: live iff a GPU is present).
-
-    Raises:
-        ValueError: an unknown mode (names it).
-    """
+    """``live`` or ``replay`` from ``mode`` or ``$ZKGPU_MODE`` (``auto``: live iff a GPU). Raises ValueError: unknown."""
     m = (mode or os.environ.get("ZKGPU_MODE") or "auto").strip().lower()
     if m not in MODES:
         raise ValueError(f"ZKGPU_MODE must be one of {MODES}, got {m!r}")
@@ -84,16 +60,7 @@ def resolve_mode(mode: str | None = None) -> str:
 
 
 def configure_from_env() -> None:
-    """Hand the session's ``$ZKGPU_DATA`` (the folder of recordings) and ``$ZKGPU_NB_OUT`` (where
-    notebooks write their key numbers; ``zkgpu report`` sets it) to the library:
-    :func:`zkgpu.analysis.replay.configure` and :func:`zkgpu.analysis.keynumbers.configure` (unset or empty: the
-    repository's ``data/``, and no key-numbers file). Called by :func:`open_source`,
-    :func:`open_prove_source` and notebook 07b, in the notebooks' kernels (the ``zkgpu`` command
-    applies the same two variables through :mod:`zkgpu.app.settings`).
-
-    Raises:
-        ValueError: ``$ZKGPU_NB_OUT`` names an existing file (names the variable).
-    """
+    """Pass ``$ZKGPU_DATA`` and ``$ZKGPU_NB_OUT`` to replay and keynumbers. Raises ValueError: NB_OUT is a file."""
     replay.configure(data_dir=os.environ.get("ZKGPU_DATA") or None)
     try:
         keynumbers.configure(out_dir=os.environ.get("ZKGPU_NB_OUT") or None)
@@ -175,29 +142,14 @@ def open_source(
     base: str | Path | None = None,
     host_load: int | None = None,
 ) -> Source:
-    """The notebook's data: a live measurement (mode ``live``) or a recording (``replay``).
+    """The notebook's data: a live measurement or a recording.
 
     Args:
-        mode: ``live``, ``replay`` or ``auto`` (default ``$ZKGPU_MODE``, else auto).
-        n: constraints per partition for a live run (default: ``zkgpu.app.record``'s GPU size).
-        partitions: partitions per scenario for a live run.
-        scenarios: scenarios to run live (default: all of ``zkgpu.app.record.SCENARIOS``); replay
-            always reads whatever was recorded.
-        sweep, bench: in live mode also run the H2D sweep / kernel benchmarks.
-        base: folder of recordings (default :func:`zkgpu.analysis.replay.data_dir`: ``$ZKGPU_DATA``, else ``data/``).
-        host_load: live runs: :class:`zkgpu.transfer.hostload.HostMemoryLoad` threads during the scenarios
-            (default ``$ZKGPU_HOST_LOAD``, else :data:`LIVE_HOST_LOAD`, the committed recordings'
-            setting; 0 for an idle host).
-
-    A live run is the recordings' regime (:data:`zkgpu.core.scenarios.BASELINE`, prep_msm on threads, host load)
-    at the smaller ``quick`` size, one run per scenario (the replayed recordings hold the repeats). It is
-    recorded into a new ``zkgpu-live-*`` folder under ``live/`` beside ``$ZKGPU_NB_OUT``
-    (``zkgpu report``'s folder, which exports its traces), else under the system's temporary folder.
-
+        mode: ``live``, ``replay`` or ``auto`` (default ``$ZKGPU_MODE``). n, partitions, scenarios: of a live run.
+        sweep, bench: live: also the H2D sweep / kernel benchmarks. base: folder of recordings.
+        host_load: live: HostMemoryLoad threads (default ``$ZKGPU_HOST_LOAD``, else :data:`LIVE_HOST_LOAD`).
     Raises:
-        NoGPUError: ``live`` was asked for but no GPU is present (a RuntimeError).
-        ValueError: ``$ZKGPU_HOST_LOAD`` is not an integer >= 0.
-    """
+        NoGPUError: ``live`` without a GPU. ValueError: bad ``$ZKGPU_HOST_LOAD``."""
     configure_from_env()
     m = resolve_mode(mode)
     if m == "live":
@@ -270,15 +222,7 @@ def _prove_now(repeat: int = 2) -> ProveSource:
 
 
 def open_prove_source(mode: str | None = None, base: str | Path | None = None) -> ProveSource:
-    """Notebook 10's data: the newest bench-prove recording (replay,
-    :func:`zkgpu.story.prove_results.recorded_prove_source`), else a proof of the tiny circuit
-    (:data:`FIXTURE`) made now, on the GPU when there is one, else on the CPU, verified with
-    py_ecc's pairing (and snarkjs, when node is installed).
-
-    Args:
-        mode: ``live``, ``replay`` or None (``$ZKGPU_MODE``, else live with a GPU, replay without).
-        base: the data folder (default ``$ZKGPU_DATA``, else ``data/``).
-    """
+    """Notebook 10's data: the newest bench-prove recording, else a verified proof of :data:`FIXTURE` made now."""
     configure_from_env()
     if resolve_mode(mode) == "replay":
         found = recorded_prove_source(base)

@@ -51,13 +51,8 @@ COMPRESSED = {re.compile(rb"\x1f\x8b"): ("gzip", "gunzip -k"), re.compile(rb"\x2
               re.compile(rb"\xfd7zXZ\x00"): ("xz", "unxz -k"), re.compile(rb"BZh[1-9]1AY&SY"): ("bzip2", "bunzip2 -k")}
 
 def check_log(log: str, verb: str = "parse", example: str = "a saved copy of the stream") -> None:
-    """Refuse a LOG that is not a readable, uncompressed regular file, before any parsing (one line naming it).
-
-    ``verb`` and ``example`` word the message for the command (``zkgpu parse``, ``zkgpu diagnose``).
-
-    Raises:
-        CliError: not a regular file, unreadable, or compressed (names the command that decompresses it).
-    """
+    """Refuse a LOG that is not a readable, uncompressed regular file (message worded by ``verb``, ``example``). Raises
+    CliError: not a regular file, unreadable, or compressed."""
     if not Path(log).is_file():
         raise CliError(f"{log} is not a regular file: give a log file (e.g. {example})")
     try:

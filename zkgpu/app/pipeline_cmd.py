@@ -1,22 +1,4 @@
-"""``zkgpu pipeline``: a quick pipeline smoke run printing per-phase medians.
-
-Example (GPU)::
-
-    zkgpu pipeline --log-n 20 --partitions 4 --transfer pageable --transfer pinned_pool
-
-For each (transfer, lock scope) it runs one warm-up partition (kernel compilation, CuPy pools,
-a warm pinned pool), then the measured run, and prints the median host ms (and CUDA-event ms) of
-every phase plus the H2D rate. With ``--out DIR`` each measured run's cuzk-format log and
-Parquet event table go to a fresh folder under DIR (never overwritten). The medians are a
-smoke check for choosing ``n``, not a benchmark record (``zkgpu record`` writes those).
-
-A real circuit (``--zkey K --wtns W [--wtns W2 ...]``, snarkjs BLS12-381): every partition proves
-one witness (cycled) through the same phases (:class:`zkgpu.groth16.workload.SnarkjsCircuit`); n is
-the key's domain. Each proof is checked: with ``--out``, written as snarkjs JSON to the run
-folder's ``proofs/`` and verified by ``snarkjs groth16 verify`` (``--vkey``, default ``vkey.json``
-beside the key) when node and a vkey are there, else by py_ecc's pairing. A rejected proof fails
-the command.
-"""
+"""``zkgpu pipeline``: a quick pipeline smoke run printing per-phase medians (``--zkey``/``--wtns``: a real circuit)."""
 
 from __future__ import annotations
 

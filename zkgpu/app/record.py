@@ -1,46 +1,9 @@
-"""``zkgpu record``: run the scenario matrix once and keep everything in ONE fresh folder.
+"""``zkgpu record``: run the scenario matrix once and keep everything in one fresh ``data/<gpu>-<date>-record[-N]/``.
 
-The folder is ``zkgpu.core.manifest.new_run_dir("record")`` = ``data/<gpu>-<YYYYMMDD>-record[-N]/``
-(or under ``--out``), never reused, and holds:
-
-* ``events/<scenario>.parquet`` — the pipeline's event table (schema of :mod:`zkgpu.core.events`);
-* ``logs/<scenario>.log`` — the cuzk-format log of the same run;
-* ``sweep.parquet`` + ``sweep.csv`` — the H2D bandwidth sweep (:func:`zkgpu.app.bench.transfer.bandwidth_sweep`),
-  and ``host_alloc.csv`` — cudaHostAlloc / cudaHostRegister costs per size
-  (:func:`zkgpu.app.bench.transfer.host_alloc_costs`), GPU only;
-* ``bench/<kernel>.csv`` — kernel benchmarks (``zkgpu.app.bench.ntt`` / ``zkgpu.app.bench.msm`` ``run_benchmark``), GPU only;
-* ``manifest.json`` — written LAST (its presence marks a readable recording): environment, commit,
-  sizes, every scenario's configuration, files, seconds, pool statistics or error, and notes on
-  whatever was skipped. On Ctrl-C or SIGTERM (``timeout``) the scenarios finished so far are still
-  written into it, with ``"interrupted"`` set; a folder without manifest (killed hard) is ignored. One cut off (an
-  error, a full disk too) or with no successful scenario says ``"complete": false`` and is renamed
-  ``…-incomplete`` (:func:`zkgpu.core.manifest.write_run_manifest`): replay and report skip it with a note.
-
-Scenarios (:data:`SCENARIOS`, in this order): ``baseline`` (pageable a/b/c, coarse lock, gw=2),
-``pinned_pool`` (coarse, gw=2), ``pinned_narrow`` (narrow lock, gw=2), ``registered``
-(cudaHostRegister, coarse, gw=2), ``pinned_gw1``, ``pinned_gw3``, and ``compute_only`` (data resident on the device) when the
-pipeline offers it; then, beyond upstream, the pinned pool with the narrow lock and prep_msm off the
-critical path (``narrow_prep_parallel``: ``prep="cpu_parallel"``, ``narrow_prep_gpu``: ``prep="gpu"``,
-then ``narrow_prep_gpu_h2d_pre_lock``: a/b/c copied before the mutex, ``h2d_stage="pre_lock"``, then
-``narrow_prep_gpu_h2d_pre_lock_msm_precomp``: the same with every G1 MSM over precomputed shifted bases,
-``msm_bases="precomputed"``, whose entry's ``setup`` holds the tables' build time and the MSM benchmark of
-:meth:`zkgpu.pipeline.gpu_backend.GpuBackend.setup`;
-``narrow_prep_gpu_gw3``: gw=3), then ``narrow_prep_gpu_tails`` (``tail_streams=3``: the small batch additions and
-tail MSMs at once), ``unlocked_prep_gpu_tails`` (no shared mutex) and ``submit_prep_gpu`` /
-``submit_prep_gpu_tails`` (the mutex over the submission only: ``lock_scope="submit"``), then
-``narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3`` (the precomputed step with gw=3),
-``submit_prep_gpu_msm_precomp`` (the submission scope over precomputed bases: the last-mile story's last
-step) and its gw=3 variant. :data:`LAST_MILE_SCENARIOS` is the short set of notebook 07b. On the CPU (``--device cpu``) ``registered`` is skipped (it needs
-cudaHostRegister) and every number is a CPU number; the manifest says ``"device": "cpu"``.
-
-A real circuit (``--zkey K --wtns W``, :class:`zkgpu.groth16.workload.SnarkjsCircuit`): every
-partition of every scenario proves one witness, n is the key's domain, the manifest's ``circuit``
-names it (name, constraints, domain, signals, densities), and each scenario's proofs go to
-``proofs/<scenario>/`` as snarkjs JSON, verified there (``snarkjs groth16 verify`` with the vkey,
-else py_ecc): its entry's ``proofs`` says how many were accepted and by what.
-
-No raw vectors and no pickles are written: Parquet, CSV, JSON and text only (a few hundred kB).
-"""
+Holds ``events/<scenario>.parquet``, ``logs/<scenario>.log``, ``sweep.parquet``/``.csv``, ``host_alloc.csv``,
+``bench/*.csv`` and ``manifest.json`` (written last; ``interrupted`` after Ctrl-C; ``-incomplete`` when cut off).
+Scenarios: :data:`SCENARIOS` (:mod:`zkgpu.core.scenarios`). With ``--zkey``/``--wtns`` every partition proves a real
+witness and the proofs are verified."""
 
 from __future__ import annotations
 
@@ -112,10 +75,8 @@ GPU_DEFAULT_N = 1 << 22
 GPU_DEFAULT_PARTITIONS = 32
 GPU_SYNTH_WORKERS = 4
 GPU_QUEUE_DEPTH = 8
-"""GPU recordings: 4 synthesis threads (the seed regime's grid point, ``scripts/gpu_run.sh seed-cal``:
-data/seed-regime/) and up to 8 partitions synthesized ahead (cuzk's recommended ``max_gpu_queue_depth``).
-The depth counts the partitions held by the GPU workers' start halves too (gw of them), and the pinned
-pool is pre-warmed with ``depth + gw + 2`` sets, so the pool never makes a synthesis thread wait."""
+"""GPU recordings: 4 synthesis threads, up to 8 partitions synthesized ahead (cuzk's ``max_gpu_queue_depth``;
+the gw workers' start halves count too); the pinned pool is pre-warmed with ``depth + gw + 2`` sets."""
 GPU_QUICK_N = 1 << 20
 GPU_QUICK_PARTITIONS = 4
 CPU_DEFAULT_N = 1 << 10
@@ -163,25 +124,9 @@ def run_scenario(
     prep_threads: int | None = None,
     gpus: int = 1,
 ) -> dict[str, Any]:
-    """Run one scenario into ``run_dir`` and return its manifest entry.
-
-    Writes ``logs/<stem>.log`` and ``events/<stem>.parquet`` (``stem`` defaults to ``name``; a repeat
-    is ``<name>.r<k>``; relative paths in the entry).
-    ``gpus``: the GPUs of the scenario (``PipelineConfig.gpus``) unless its ``settings`` name them.
-    Errors are caught and recorded in the entry (``error``, ``traceback``); the log and any
-    events produced so far are kept.
-
-    ``pool``: a shared (pre-warmed) :class:`zkgpu.transfer.pinned_pool.PinnedPool` for pinned_pool scenarios.
-
-    ``prepared``: a dict shared across calls; the circuit and the backend with its generated
-    bases (``zkgpu.pipeline.prepare_backend``) are kept there per (transfer, n, seed, device) —
-    and MSM bases, everything the backend depends on — so scenarios that differ only in lock scope or gw
-    generate the bases once (``setup_s`` in the entry is 0 for them).
-
-    ``circuit``: prove this real circuit (``n`` must be its domain); the proofs go to
-    ``proofs/<name>/`` and are verified (:func:`zkgpu.groth16.workload.check_proofs`, ``vkey``):
-    the entry's ``proofs`` = ``{"folder", "written", "verified", "tool"}``.
-    """
+    """Run one scenario into ``run_dir``; its manifest entry (errors are recorded in it, not raised). ``prepared``: a
+    dict caching backends across scenarios; ``pool``: a shared PinnedPool; ``circuit``: a real circuit whose proofs go
+    to ``proofs/<name>/`` (entry ``proofs``)."""
     (run_dir / "logs").mkdir(exist_ok=True)
     (run_dir / "events").mkdir(exist_ok=True)
     stem = stem or name
@@ -364,51 +309,18 @@ def record(
     prep_threads: int = SEED_PREP_THREADS,
     gpus: int = 1,
 ) -> Path:
-    """Record the scenario matrix into a fresh run folder and return its path.
+    """Record the scenario matrix into a fresh run folder; returns its path.
 
     Args:
-        out: base folder (default ``data/``); the run folder is created inside it.
-        device: ``gpu``, ``cpu`` or None (GPU when present).
-        n: constraints per partition (power of two; default :data:`GPU_DEFAULT_N` /
-            :data:`GPU_QUICK_N` with ``quick`` / :data:`CPU_DEFAULT_N` on the CPU).
-        partitions: partitions per scenario (defaults likewise).
-        quick: smaller defaults, a shorter sweep and benchmarks.
-        scenarios: names from :data:`SCENARIOS` (default :data:`MAIN_SCENARIOS`).
-        sweep, bench: include the H2D sweep / kernel benchmarks (GPU only).
-        synth_workers: synthesis threads (default :data:`GPU_SYNTH_WORKERS` on the GPU, else the
-            pipeline's).
-        queue_depth: partitions synthesized ahead (default :data:`GPU_QUEUE_DEPTH` on the GPU, else
-            the pipeline's 2*gw).
-        seed: base seed of every scenario (the same witnesses in every scenario).
-        host_load: (default :data:`SEED_HOST_LOAD` on the GPU, 0 on the CPU) threads of
-            :class:`zkgpu.transfer.hostload.HostMemoryLoad` running during the warm-up,
-            the pool pre-warm and every scenario (0: none), standing in for the concurrent
-            syntheses that load cuzk's host; each scenario's entry records the DRAM traffic the
-            load achieved (``host_load``), the manifest its settings. The sweep and benchmarks run
-            without it. A load thread that fails is noted in the manifest, not raised.
-        echo: progress callback (e.g. ``print``).
-        circuit: a real circuit to prove in every scenario (:func:`run_scenario`); ``n`` is then
-            its domain (a different ``n`` is a ValueError). vkey: its verification key for snarkjs
-            (default ``vkey.json`` beside the key; else the proofs are checked with py_ecc).
-        scenario_partitions: ``{scenario: partitions}`` for scenarios that run a different number
-            of partitions than ``partitions`` (e.g. fewer for the alternatives of a long recording);
-            each entry's configuration records its own count.
-        repeats: runs of every scenario, interleaved round-robin (every scenario's first run, then every
-            scenario's second ...), so that drift over the recording hits all scenarios alike. Each run's
-            files are ``events/<scenario>.r<k>.parquet`` and ``logs/<scenario>.r<k>.log``; the scenario's
-            entry lists them under ``repeats`` and points ``events``/``log`` at its representative run,
-            the one with the median throughput (``representative``: its index). The manifest records
-            ``repeats``.
-        prep_threads: numba threads of ``prep="cpu_parallel"`` (:data:`SEED_PREP_THREADS`).
-        gpus: GPUs of each scenario (``PipelineConfig.gpus``; a scenario's settings may name their own),
-            at most the CUDA devices present on the GPU (emulated on the CPU); the manifest records it.
-
+        out: base folder (default ``data/``). device: ``gpu``, ``cpu`` or None (GPU when present).
+        n, partitions: per scenario (defaults by device and ``quick``). scenarios: default :data:`MAIN_SCENARIOS`.
+        sweep, bench: the H2D sweep / kernel benchmarks (GPU). synth_workers, queue_depth, seed, prep_threads.
+        host_load: HostMemoryLoad threads during the scenarios. echo: progress callback.
+        circuit, vkey: a real circuit and its verification key. scenario_partitions: per-scenario counts.
+        repeats: runs per scenario, interleaved. gpus: GPUs per scenario.
     Raises:
-        ValueError: unknown device or scenario, a size the pipeline rejects (n not a power of
-        two ...) or a bad ``host_load``, before any folder is created; RuntimeError:
-        ``device="gpu"`` without a GPU; MemoryError: the host load's buffers do not fit (before any
-        folder is created).
-    """
+        ValueError: bad device, scenario, size or host_load. RuntimeError: ``device="gpu"`` without a GPU.
+        MemoryError: the host load does not fit. All before any folder is created."""
     say = echo or (lambda _s: None)
     has_gpu = gpu_available()
     device = device or ("gpu" if has_gpu else "cpu")

@@ -1,12 +1,4 @@
-"""``zkgpu record``'s option checks: which scenarios a device runs, and every argument of
-:func:`zkgpu.app.record.record` checked before a run folder exists (a one-line ``ValueError`` or
-``TypeError`` naming the value; the CLI prints it and exits 2).
-
-Sizes (``n``, threads, depth) that the pipeline itself bounds are checked by
-:class:`zkgpu.pipeline.config.PipelineConfig` in :func:`~zkgpu.app.record.record`; this module holds the
-bounds of a *recording* (a recording of far more partitions, threads or GPUs is a typo, and each queued
-partition holds its a/b/c buffers).
-"""
+"""``zkgpu record``'s option checks: which scenarios a device runs, and the bounds of a recording, checked first."""
 
 from __future__ import annotations
 
@@ -39,14 +31,7 @@ MAX_REPEATS, MAX_PREP_THREADS = 20, 256
 def scenario_configs(
     names: Iterable[str] | None = None, *, device: str = "gpu"
 ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    """Which scenarios run on ``device``, and why the others do not.
-
-    Returns:
-        ``(runnable {name: settings}, skipped {name: reason})``.
-
-    Raises:
-        ValueError: an unknown scenario name (lists the known ones).
-    """
+    """``(runnable {name: settings}, skipped {name: reason})`` on ``device``. Raises ValueError: an unknown name."""
     names = list(SCENARIOS) if names is None else list(names)
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
@@ -86,15 +71,8 @@ def check_options(
     *, device: str, has_gpu: bool, gpu_count: Callable[[], int], out: str | Path | None, partitions: int | None,
     synth_workers: int | None, queue_depth: int | None, repeats: int, prep_threads: int, gpus: int,
 ) -> None:
-    """Check :func:`~zkgpu.app.record.record`'s arguments (``device`` already resolved from ``None``).
-
-    ``gpu_count`` is called (for the CUDA devices present) only when ``device == "gpu"``.
-
-    Raises:
-        ValueError: a device other than gpu/cpu, repeats, prep_threads or gpus out of range, more GPUs than
-            present, an empty ``out`` or one that is a file, partitions/synth_workers/queue_depth over
-            their bound. RuntimeError: ``device="gpu"`` without a GPU.
-    """
+    """Check :func:`~zkgpu.app.record.record`'s arguments (``gpu_count`` called only for ``device == "gpu"``). Raises
+    ValueError: a value out of range or a bad ``out``. RuntimeError: ``device="gpu"`` without a GPU."""
     if device not in ("gpu", "cpu"):
         raise ValueError(f"device must be 'gpu' or 'cpu', got {device!r}")
     if device == "gpu" and not has_gpu:

@@ -1,13 +1,4 @@
-"""The environment variables zkgpu understands: read once, checked, and applied (app layer).
-
-Library modules never read ``os.environ``: each takes keyword arguments or has a ``configure()``
-function. This module is the one table of variables (:data:`SETTINGS`); the app entry points
-(``zkgpu`` in :mod:`zkgpu.app.cli`, ``zkgpu pipeline``, the test suite's conftest) call
-:func:`apply` first.
-
-A bad value is refused with one line naming the variable and the value (``ValueError``). An empty
-value counts as unset.
-"""
+"""The ``ZKGPU_*`` environment variables: read once, checked, and applied (:data:`SETTINGS`, :func:`apply`)."""
 
 from __future__ import annotations
 
@@ -130,11 +121,7 @@ SETTINGS: tuple[Setting, ...] = (
 
 
 def apply(environ: Mapping[str, str] | None = None) -> list[str]:
-    """Apply every set ``ZKGPU_*`` variable of ``environ`` (default ``os.environ``); returns their names.
-
-    Raises:
-        ValueError: a variable has a bad value (one line naming it and the value).
-    """
+    """Apply every set ``ZKGPU_*`` variable of ``environ`` (default ``os.environ``); their names. Raises ValueError."""
     env = os.environ if environ is None else environ
     done = []
     for s in SETTINGS:

@@ -1,15 +1,4 @@
-"""Showing results in a notebook: tables with units, figures with their captions, markdown.
-
-Notebooks call these three functions instead of formatting by hand, so every page of the report
-prints shares as percentages (never scientific notation), milliseconds and GB/s with their units,
-and a caption under every figure:
-
-* :func:`table` — a pandas ``Styler`` that formats each column by its name (:func:`column_format`);
-* :func:`figure` — shows a figure of :mod:`zkgpu.analysis.plots`, closes it, and prints its caption below;
-* :func:`md` — shows a markdown string (tables of the package map, conclusions).
-
-Needs IPython (installed with the ``notebooks`` extra).
-"""
+"""Showing results in a notebook: :func:`table` (units by column name), :func:`figure` (with caption), :func:`md`."""
 
 from __future__ import annotations
 
@@ -88,13 +77,7 @@ _UNITS: dict[str, Callable[[Any], str]] = {"ms": _ms, "%": _pct, "x": lambda v: 
 
 
 def column_format(name: str) -> Callable[[Any], str] | None:
-    """The formatter for a column called ``name`` (None: leave it to pandas).
-
-    By suffix/substring: ``*_util``, ``*share*``, ``rel_err``, ``vs_compute_bound``,
-    ``barrier_in_held`` → percent (the value is a fraction); ``*_ms``, ``*ms_per_partition`` → ``"12.3 ms"``;
-    ``*gbps`` → ``"3.27 GB/s"``; ``*per_min`` and a forecast's ``band_lo``/``band_hi`` → ``"229.0 /min"``; ``*speedup*``, ``*ratio*``, ``x_*`` →
-    ``"1.86×"``; ``*bytes*`` → binary units (``"256 MiB"``, :func:`zkgpu.analysis.plots.size_label`); other floats → 3 decimals.
-    """
+    """The formatter for column ``name`` by suffix (percent, ms, GB/s, /min, ×, bytes), or None."""
     n = str(name).lower()
     if n.endswith("_ms") or n.endswith(" ms") or n == "ms" or n in _MS_NAMES or "ms_per_partition" in n:
         return lambda v: "–" if _missing(v) else f"{_unsigned_zero(float(v), 1):,.1f} ms"
@@ -125,22 +108,10 @@ def fmt(value: Any, name: str) -> str:
 
 def table(df: pd.DataFrame | pd.Series, caption_text: str | None = None, by_row: bool = False, percent: Iterable[Any] = (), *,
           scenario: str | None = None, statistic: str = "", recording: str | None = None, value_column: str | None = None, unit: str = ""):
-    """``df`` as a pandas Styler with every column formatted by its name (:func:`column_format`);
-    a Series is shown as a one-column table, each value formatted by its row's name. Wide tables keep their columns (the report's CSS
-    scrolls them). Columns of a MultiIndex are formatted by their first level. ``by_row``: format
-    the cells of the columns without a formatter of their own by their row's name instead (a table
-    with one metric per row, e.g. :func:`zkgpu.analysis.model.compare`; there a ``diff`` of two percentages
-    is shown in percentage points). ``percent``: columns shown as percentages whatever their name
-    (their values are fractions, e.g. the shares of :func:`zkgpu.story.bottleneck.idle_table`). ``unit`` ("ms",
-    "x", "%"): the unit of every number column without a formatter of its own (a benchmark's sizes across). Text
-    columns are left-aligned, numbers right-aligned.
-
-    One number per name: every cell under a name of :data:`zkgpu.analysis.keynumbers.STATISTICS` is noted
-    (:func:`zkgpu.analysis.keynumbers.show`) with its scenario (the row, where the index is ``scenario`` or
-    ``run``; else ``scenario``; a ``by_row`` table's cells in ``value_column``), its recording
-    (``recording``, else ``df.attrs["recording"]``, which :func:`zkgpu.analysis.replay.scenario_table` sets,
-    else the notebook's) and ``statistic`` ('' or ``df.attrs["statistic"]``: the name's own; any other is
-    printed in the caption, so that a reader sees which statistic the table shows)."""
+    """``df`` as a Styler, every column formatted by its name (:func:`column_format`). ``by_row``: format by row name
+    instead; ``percent``: columns shown as percentages; ``unit``: for unformatted number columns. Cells under
+    :data:`zkgpu.analysis.keynumbers.STATISTICS` names are noted with their scenario and recording
+    (:func:`zkgpu.analysis.keynumbers.show`)."""
     pct_cols = {percent} if isinstance(percent, str) else set(percent)  # one name, or several
     statistic = statistic or str(getattr(df, "attrs", {}).get("statistic", "") or "")
     recording = recording if recording is not None else (getattr(df, "attrs", {}).get("recording") or None)
@@ -191,10 +162,7 @@ def spread(df: pd.DataFrame, caption_text: str | None = None):
 
 
 def benchmark(piv: pd.DataFrame, what: str, rows: int = 12) -> None:
-    """Show a kernel benchmark (:func:`zkgpu.analysis.replay.benchmark_pivot`: sizes down, kinds of measurement
-    across) in tables of at most ``rows`` rows, in ms, one kind per row: the table itself when it has that few
-    kinds; else, by its first key (``kernel``), every kind at the largest size all were timed at, one column per
-    key value, and the fastest key value's kinds size by size."""
+    """Show a benchmark pivot in ms, in tables of at most ``rows`` rows."""
     t = piv.T.rename(columns=lambda c: f"2^{c}")
     if len(t) <= rows or t.index.nlevels < 2:
         display(table(t, f"{what}: median ms by size", unit="ms"))
@@ -250,12 +218,7 @@ def _note_shown(df: pd.DataFrame | pd.Series, by_row: bool, pct_cols: set[Any], 
 
 
 def figure(fig: Figure, note: str = "", landing: str = "", notebook: str = "", recording: str | None = None) -> None:
-    """Show ``fig``, close it (so the inline backend does not show it twice) and print its
-    caption (:func:`zkgpu.analysis.plots.caption`, plus ``note``) as markdown right below it.
-    ``landing``: also keep it, under that key, for the report's landing page
-    (:func:`zkgpu.analysis.keynumbers.save_figure`; ``notebook`` names the page it links to). The named numbers
-    its caption prints (:func:`zkgpu.analysis.plots.style.shown_numbers`) are noted as :func:`table`'s cells are,
-    from ``recording`` (default: the notebook's)."""
+    """Show ``fig``, close it and print its caption (+ ``note``); ``landing``: keep it for the landing page."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")  # tight: legends outside the axes stay in
     plt.close(fig)

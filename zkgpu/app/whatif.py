@@ -1,14 +1,4 @@
-"""The what-if model (:mod:`zkgpu.analysis.model`) behind controls, for notebook 07.
-
-:func:`predict` runs one setting and draws it (a static figure: what the executed HTML report
-shows, the default state); :func:`controls` puts the same call behind ipywidgets sliders in
-JupyterLab — H2D rate (GB/s), lock scope (coarse / narrow), gw, and prep_msm speed-up — and
-redraws the predicted timeline, the three utilizations and the throughput on every change.
-Every number is computed by :func:`zkgpu.analysis.metrics.utilization` on the model's event table (the
-measurements' definitions and window).
-
-Needs ipywidgets and IPython (the ``notebooks`` extra).
-"""
+"""The what-if model behind controls (notebook 07): :func:`predict` draws one setting, :func:`controls` adds sliders."""
 
 from __future__ import annotations
 
@@ -25,19 +15,8 @@ __all__ = ["predict", "controls"]
 
 def predict(params: ModelParams, h2d_gbps: float, scope: str = "coarse", gw: int = 2, prep_speedup: float = 1.0,
             partitions: int = 12) -> Figure:
-    """Simulate one setting and draw its predicted timeline, titled with the predicted
-    compute / kernel / TIMELINE utilization and partitions per minute (and the share of the
-    compute-only bound, :func:`zkgpu.analysis.model.compute_bound_per_min`).
-
-    Args:
-        params: model parameters (e.g. :func:`zkgpu.analysis.calibration.calibrated_params`).
-        h2d_gbps: H2D rate of a, b, c, GB/s (> 0).
-        scope: ``coarse`` or ``narrow``; gw: workers per GPU (>= 1); prep_speedup: prep_msm runs
-            this many times faster (> 0); partitions: partitions simulated (>= 1).
-
-    Raises:
-        ValueError: a setting out of range (from :func:`zkgpu.analysis.model.simulate`).
-    """
+    """Simulate one setting and draw its timeline, titled with the utilizations and partitions/min. ``h2d_gbps`` > 0;
+    ``scope`` coarse/narrow; ``gw`` >= 1; ``prep_speedup`` > 0. Raises ValueError: out of range."""
     r = simulate(params, partitions=partitions, gw=gw, scope=scope, transfer="pinned", h2d_gbps=h2d_gbps, prep_speedup=prep_speedup)
     bound = compute_bound_per_min(params)
     title = (f"model: H2D {h2d_gbps:.1f} GB/s, {scope} lock, gw = {gw}, prep_msm ×{prep_speedup:g} → compute {r.compute_util:.1%}, "
@@ -49,10 +28,7 @@ def predict(params: ModelParams, h2d_gbps: float, scope: str = "coarse", gw: int
 
 
 def controls(params: ModelParams, partitions: int = 12) -> widgets.Widget:
-    """Show sliders for H2D rate, lock scope, gw and prep_msm speed-up, starting at the calibrated
-    setting (pinned rate, coarse, gw = 2, ×1); each change redraws :func:`predict`. Returns the
-    widget box (already displayed). Where no widget can be shown (an executed HTML copy) the
-    output reads as a one-line note instead."""
+    """Show sliders (H2D rate, lock scope, gw, prep speed-up) redrawing :func:`predict`; returns the widget box."""
     rate = widgets.FloatLogSlider(value=params.pinned_gbps, base=10, min=0, max=2, step=0.05, description="H2D GB/s",
                                   continuous_update=False)
     scope = widgets.ToggleButtons(options=list(SCOPES), value="coarse", description="lock scope")

@@ -1,38 +1,9 @@
 """BLS12-381 G1 and G2 points on the host: layouts, identity encoding, validation and conversions.
 
-Host layout (every zkgpu G1 API takes and returns it)
------------------------------------------------------
-An array of n G1 points is a C-contiguous ``numpy.ndarray`` of dtype ``uint64`` and shape
-``(n, 12)``: affine ``x`` (6 little-endian 64-bit limbs, canonical, i.e. an integer in ``[0, q)``,
-not Montgomery form) then ``y`` (6 limbs) -- 96 bytes per point. The bytes are exactly
-arkworks' ``G1Point.to_xy_bytes_le()`` (x then y, 48 bytes little-endian each). On the GPU the
-same bytes are read as ``(n, 24)`` uint32 and converted to Montgomery form by the kernels.
-
-The identity (point at infinity) is all-zero ``x`` and ``y``. ``(0, 0)`` is not on
-``y^2 = x^3 + 4``, so the encoding is unambiguous (arkworks uses the same encoding).
-
-Validation (:func:`check_points`) checks coordinates ``< q`` and the curve equation; it does not
-check membership of the order-r subgroup (every zkgpu-generated and converted point is in it).
-
-Conversions: py_ecc (``py_ecc.optimized_bls12_381`` projective triples ``(X, Y, Z)`` with
-``x = X/Z, y = Y/Z``, identity ``Z = 0``; also ``py_ecc.bls12_381`` affine pairs ``(x, y)`` and
-``None`` for the identity) and py-arkworks-bls12381 ``G1Point`` (through its uncompressed
-little-endian ``to_xy_bytes_le`` / ``from_xy_bytes_le`` serialisation).
-
-G2 host layout (:data:`G2_LIMBS`; the ``g2_`` functions)
------------------------------------------------------
-An array of n G2 points is a C-contiguous ``uint64`` array of shape ``(n, 24)``: affine ``x`` then
-``y``, each an Fq2 element ``c0 + c1 u`` (Fq2 = Fq[u]/(u^2 + 1)) stored ``c0`` then ``c1``, each 6
-little-endian 64-bit limbs, canonical -- ``x.c0, x.c1, y.c0, y.c1``, 192 bytes per point, exactly
-arkworks' ``G2Point.to_xy_bytes_le()`` and what the snarkjs key reader gives
-(:func:`zkgpu.groth16.formats.read_zkey`'s ``b2``). On the GPU the same bytes are ``(n, 48)`` uint32
-(``zkgpu/kernels/g2.cuh``). The identity is all zero (``(0, 0)`` is not on ``y^2 = x^3 + 4(u + 1)``).
-As for G1, validation checks the range and the curve equation, not the order-r subgroup. Fq2 values
-in Python are ``(c0, c1)`` int pairs; py_ecc's are ``FQ2`` (``coeffs = (c0, c1)``).
-
-Source of the curves: draft-irtf-cfrg-pairing-friendly-curves-11 §4.2.1 (BLS12_381 E: y^2 = x^3 + 4,
-E': y^2 = x^3 + 4(u + 1) over Fp2 = Fp[u]/(u^2 + 1), and both generators).
-"""
+G1: C-contiguous ``uint64`` ``(n, 12)``: affine x then y, 6 little-endian limbs each, canonical (not Montgomery) =
+arkworks' ``to_xy_bytes_le``. G2: ``(n, 24)``: x.c0, x.c1, y.c0, y.c1 (Fq2 = Fq[u]/(u^2 + 1)). The identity is all zero
+(not on either curve). Validation checks range and curve equation, not the order-r subgroup. Source:
+draft-irtf-cfrg-pairing-friendly-curves-11 §4.2.1."""
 
 from __future__ import annotations
 
@@ -105,17 +76,9 @@ def _on_curve(x: int, y: int) -> bool:
 
 
 def check_points(arr: object, *, name: str = "points") -> np.ndarray:
-    """Validate G1 points in the host layout and return them C-contiguous.
-
-    Checks dtype ``uint64``, shape ``(n, 12)``, both coordinates canonical (``< q``) and the
-    curve equation ``y^2 = x^3 + 4`` (the all-zero identity is accepted). Cost: Python integer
-    arithmetic, about a microsecond per point (the GPU path checks on the device instead).
-
-    Raises:
-        TypeError: not a numpy array, or dtype other than uint64.
-        ValueError: wrong shape, a coordinate ``>= q`` or a point not on the curve; the message
-            names the first bad index.
-    """
+    """G1 points ``(n, 12)`` uint64, checked (coordinates < q, y^2 = x^3 + 4, identity allowed), C-contiguous. Raises
+    TypeError: not a numpy uint64 array. ValueError: wrong shape, a coordinate >= q, or off the curve (names the first
+    bad index)."""
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"{name}: expected a numpy uint64 array of shape (n, 12), got {type(arr).__name__}")
     if arr.dtype != np.uint64:
@@ -134,11 +97,7 @@ def check_points(arr: object, *, name: str = "points") -> np.ndarray:
 
 
 def g1_from_ints(pairs: Iterable[tuple[int, int] | None]) -> np.ndarray:
-    """Affine integer pairs ``(x, y)`` (``None`` or ``(0, 0)`` = identity) -> ``(n, 12)`` array.
-
-    Raises:
-        ValueError: a coordinate outside ``[0, q)`` or a point not on the curve (names the index).
-    """
+    """Affine ``(x, y)`` int pairs (``None`` or ``(0, 0)``: identity) -> ``(n, 12)``. Raises ValueError (names the index)."""
     rows = []
     for i, p in enumerate(pairs):
         if p is None:
@@ -157,13 +116,7 @@ def _from_bytes(buf: bytes, n: int) -> np.ndarray:
 
 
 def g1_to_ints(arr: np.ndarray) -> list[tuple[int, int]]:
-    """``(n, 12)`` uint64 array -> affine integer pairs ``(x, y)``; the identity is ``(0, 0)``.
-
-    Raises:
-        TypeError: not a numpy array of dtype uint64 (a float or signed array would be converted
-            value by value into a wrong point; as :func:`zkgpu.arith.field.to_ints`).
-        ValueError: shape other than ``(n, 12)``.
-    """
+    """``(n, 12)`` uint64 -> affine ``(x, y)`` ints; identity ``(0, 0)``. Raises TypeError (dtype), ValueError (shape)."""
     if not isinstance(arr, np.ndarray) or arr.dtype != np.uint64:
         what = arr.dtype if isinstance(arr, np.ndarray) else type(arr).__name__
         raise TypeError(f"expected a numpy uint64 array of shape (n, 12), got {what}")
@@ -178,16 +131,8 @@ def g1_to_ints(arr: np.ndarray) -> list[tuple[int, int]]:
 
 
 def g1_from_py_ecc(points: Sequence[Any]) -> np.ndarray:
-    """py_ecc points -> ``(n, 12)`` array.
-
-    Accepts ``py_ecc.optimized_bls12_381`` projective triples ``(X, Y, Z)`` (``Z = 0`` is the
-    identity) and ``py_ecc.bls12_381`` affine pairs ``(x, y)`` or ``None`` (identity); elements
-    may be py_ecc ``FQ`` values or ints.
-
-    Raises:
-        ValueError: a point not on the curve, or an integer coordinate outside ``[0, q)`` (names
-            the index; coordinates are never reduced silently).
-    """
+    """py_ecc points (projective ``(X, Y, Z)``, ``Z = 0`` identity; or affine pairs / ``None``) -> ``(n, 12)``. Raises
+    ValueError: a point off the curve or a coordinate outside [0, q) (names the index)."""
     pairs: list[tuple[int, int] | None] = []
     for p in points:
         if p is None:
@@ -219,11 +164,7 @@ def _coord(c: Any, index: int) -> int:
 
 
 def g1_to_py_ecc(arr: np.ndarray) -> list[tuple]:
-    """``(n, 12)`` array -> ``py_ecc.optimized_bls12_381`` triples ``(x, y, 1)`` (identity ``Z1``).
-
-    Raises:
-        ValueError: via :func:`check_points` (names the first bad index).
-    """
+    """``(n, 12)`` -> ``py_ecc.optimized_bls12_381`` triples ``(x, y, 1)`` (identity ``Z1``); errors of :func:`check_points`."""
     bls = optional.py_ecc()
     arr = check_points(arr)
     return [bls.Z1 if (x == 0 and y == 0) else (bls.FQ(x), bls.FQ(y), bls.FQ.one()) for x, y in g1_to_ints(arr)]
@@ -236,16 +177,7 @@ def g1_from_arkworks(points: Sequence[Any]) -> np.ndarray:
 
 
 def g1_to_arkworks(arr: np.ndarray, *, checked: bool = True) -> list[Any]:
-    """``(n, 12)`` array -> py-arkworks-bls12381 ``G1Point`` list (``from_xy_bytes_le``).
-
-    Args:
-        checked: validate with :func:`check_points` first (default). With ``False`` the caller
-            guarantees valid points and arkworks' unchecked constructor is used.
-
-    Raises:
-        ValueError: a point not on the curve or a coordinate ``>= q`` (names the index).
-        TypeError: not a uint64 ``(n, 12)`` array (also with ``checked=False``).
-    """
+    """``(n, 12)`` -> arkworks ``G1Point`` list; ``checked=False`` skips :func:`check_points` (dtype/shape still checked)."""
     ark = optional.arkworks()
     if checked:
         arr = check_points(arr)
@@ -258,12 +190,7 @@ def g1_to_arkworks(arr: np.ndarray, *, checked: bool = True) -> list[Any]:
 
 
 def g1_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Pointwise sum ``a[i] + b[i]`` of two ``(n, 12)`` arrays on the host (through arkworks); returns
-    ``(n, 12)``. (The sum of all the points of one array is :func:`g1_sum`.)
-
-    Raises:
-        ValueError: the arrays differ in length, or a point is invalid (as :func:`check_points`).
-    """
+    """Pointwise ``a[i] + b[i]`` of two ``(n, 12)`` arrays (arkworks). Raises ValueError: lengths differ, invalid point."""
     pa, pb = g1_to_arkworks(a), g1_to_arkworks(b)
     if len(pa) != len(pb):
         raise ValueError(f"g1_add: {len(pa)} points vs {len(pb)}")
@@ -271,15 +198,7 @@ def g1_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def g1_sum(a: np.ndarray, *, checked: bool = True) -> np.ndarray:
-    """The sum of all the points of an ``(m, 12)`` array on the host (arkworks additions), shape
-    ``(1, 12)``; m = 0 gives the identity. (The pointwise sum of two arrays is :func:`g1_add`.)
-
-    Args:
-        checked: validate with :func:`check_points` first (default); ``False`` as in :func:`g1_to_arkworks`.
-
-    Raises:
-        ValueError: a point not on the curve or a coordinate ``>= q`` (names the index).
-    """
+    """Sum of an ``(m, 12)`` array's points (arkworks), shape ``(1, 12)``; errors of :func:`check_points`."""
     pts = g1_to_arkworks(a, checked=checked)
     if not pts:
         return identity(1)
@@ -295,12 +214,7 @@ def g1_neg(a: np.ndarray) -> np.ndarray:
 
 
 def g1_mul(a: np.ndarray, k: Sequence[int]) -> np.ndarray:
-    """Pointwise ``k_i * a_i`` on the host (arkworks); ``k_i`` are ints reduced mod r.
-
-    Raises:
-        ValueError: ``len(k) != len(a)``. TypeError: a scalar that is not an int (a float would be
-            truncated; a bool is refused too).
-    """
+    """Pointwise ``k_i * a_i`` (arkworks; k mod r). Raises ValueError: lengths differ; TypeError: a non-int scalar."""
     ark = optional.arkworks()
     pts = g1_to_arkworks(a)
     k = list(k)
@@ -357,13 +271,8 @@ def _g2_shape(arr: object, name: str) -> np.ndarray:
 
 
 def g2_check_points(arr: object, *, name: str = "points") -> np.ndarray:
-    """Validate G2 points in the host layout (``(n, 24)`` uint64) and return them C-contiguous: every
-    coordinate canonical (``< q``) and ``y^2 = x^3 + 4(u + 1)`` (the all-zero identity accepted).
-
-    Raises:
-        TypeError: not a numpy array, or dtype other than uint64.
-        ValueError: wrong shape, a coordinate ``>= q`` or a point off the curve (names the first bad index).
-    """
+    """G2 points ``(n, 24)`` uint64, checked (< q, y^2 = x^3 + 4(u + 1), identity allowed), C-contiguous. Raises
+    TypeError: not a numpy uint64 array. ValueError: wrong shape, out of range or off the curve (first bad index)."""
     arr = _g2_shape(arr, name)
     for k, coord in enumerate(("x.c0", "x.c1", "y.c0", "y.c1")):
         bad = first_unreduced(FQ, np.ascontiguousarray(arr[:, 6 * k : 6 * k + 6]))
@@ -376,12 +285,7 @@ def g2_check_points(arr: object, *, name: str = "points") -> np.ndarray:
 
 
 def g2_from_ints(pairs: Iterable[tuple[Fq2, Fq2] | None]) -> np.ndarray:
-    """Affine G2 points as ``((x.c0, x.c1), (y.c0, y.c1))`` int pairs (``None`` or all zero = identity)
-    -> ``(n, 24)`` array.
-
-    Raises:
-        ValueError: a coordinate outside ``[0, q)`` or a point off the curve (names the index).
-    """
+    """``((x.c0, x.c1), (y.c0, y.c1))`` pairs (``None``/zero: identity) -> ``(n, 24)``. Raises ValueError (names the index)."""
     rows = []
     for i, p in enumerate(pairs):
         x, y = ((0, 0), (0, 0)) if p is None else ((int(p[0][0]), int(p[0][1])), (int(p[1][0]), int(p[1][1])))
@@ -394,23 +298,14 @@ def g2_from_ints(pairs: Iterable[tuple[Fq2, Fq2] | None]) -> np.ndarray:
 
 
 def g2_to_ints(arr: np.ndarray) -> list[tuple[Fq2, Fq2]]:
-    """``(n, 24)`` uint64 array -> ``((x.c0, x.c1), (y.c0, y.c1))`` per point; the identity is all zero.
-
-    Raises:
-        TypeError / ValueError: not a uint64 numpy array of shape ``(n, 24)``.
-    """
+    """``(n, 24)`` uint64 -> ``((x.c0, x.c1), (y.c0, y.c1))`` per point. Raises TypeError/ValueError: dtype or shape."""
     raw = _g2_shape(arr, "points").astype("<u8").tobytes()
     v = [int.from_bytes(raw[i : i + 48], "little") for i in range(0, len(raw), 48)]
     return [((v[i], v[i + 1]), (v[i + 2], v[i + 3])) for i in range(0, len(v), 4)]
 
 
 def g2_from_py_ecc(points: Sequence[Any]) -> np.ndarray:
-    """``py_ecc.optimized_bls12_381`` G2 triples ``(X, Y, Z)`` of ``FQ2`` (``Z = 0`` the identity) or
-    affine pairs / ``None`` -> ``(n, 24)`` array.
-
-    Raises:
-        ValueError: a point off the curve, or not a pair / triple (names the index).
-    """
+    """py_ecc G2 points (``(X, Y, Z)`` of FQ2, affine pairs or ``None``) -> ``(n, 24)``. Raises ValueError (names the index)."""
     bls = optional.py_ecc()
     out: list[tuple[Fq2, Fq2] | None] = []
     for i, p in enumerate(points):
@@ -430,11 +325,7 @@ def g2_from_py_ecc(points: Sequence[Any]) -> np.ndarray:
 
 
 def g2_to_py_ecc(arr: np.ndarray) -> list[tuple]:
-    """``(n, 24)`` array -> ``py_ecc.optimized_bls12_381`` triples ``(x, y, 1)`` (identity ``Z2``).
-
-    Raises:
-        ValueError: via :func:`g2_check_points` (names the first bad index).
-    """
+    """``(n, 24)`` -> ``py_ecc.optimized_bls12_381`` triples (identity ``Z2``); errors of :func:`g2_check_points`."""
     bls = optional.py_ecc()
     pts = g2_to_ints(g2_check_points(arr))
     return [bls.Z2 if not (any(x) or any(y)) else (bls.FQ2(list(x)), bls.FQ2(list(y)), bls.FQ2.one()) for x, y in pts]
@@ -447,12 +338,7 @@ def g2_from_arkworks(points: Sequence[Any]) -> np.ndarray:
 
 
 def g2_to_arkworks(arr: np.ndarray, *, checked: bool = True) -> list[Any]:
-    """``(n, 24)`` array -> py-arkworks-bls12381 ``G2Point`` list (``from_xy_bytes_le``); ``checked=False``:
-    the caller guarantees valid points (shape and dtype are still checked).
-
-    Raises:
-        ValueError: a point off the curve or a coordinate ``>= q`` (names the index). TypeError: not uint64.
-    """
+    """``(n, 24)`` -> arkworks ``G2Point`` list; ``checked=False`` skips the curve checks."""
     ark = optional.arkworks()
     arr = g2_check_points(arr) if checked else _g2_shape(arr, "points")
     raw = arr.astype("<u8").tobytes()
@@ -460,11 +346,7 @@ def g2_to_arkworks(arr: np.ndarray, *, checked: bool = True) -> list[Any]:
 
 
 def g2_mul(a: np.ndarray, k: Sequence[int]) -> np.ndarray:
-    """Pointwise ``k_i * a_i`` on G2 on the host (arkworks); ``k_i`` ints reduced mod r.
-
-    Raises:
-        ValueError: ``len(k) != len(a)`` or an invalid point. TypeError: a scalar that is not an int.
-    """
+    """Pointwise ``k_i * a_i`` on G2 (arkworks). Raises ValueError: lengths or invalid point; TypeError: non-int scalar."""
     ark = optional.arkworks()
     pts = g2_to_arkworks(a)
     k = list(k)

@@ -1,17 +1,8 @@
-"""The NTT domain of Fr on the CPU: sizes, powers, bit reversal and the reference transforms.
+"""The NTT domain of Fr on the CPU: sizes, bit reversal and the reference transforms (Python ints).
 
-These are the independent references of the GPU code in :mod:`zkgpu.gpu.ntt.transform` and :mod:`zkgpu.gpu.ntt.qap` (Python
-ints, no GPU). Definitions (n = 2^L, omega = ``FR.root_of_unity(L)``, g = 7 the multiplicative generator
-of Fr, the arkworks/blst/sppark convention):
-
-* forward NTT: ``X[j] = sum_i c[i] * omega^(i*j)``
-* inverse NTT: ``c[i] = n^-1 * sum_j X[j] * omega^(-i*j)``
-* forward coset NTT (evaluations on the coset g*H): the NTT of ``c[i] * g^i``
-* inverse coset NTT: the inverse NTT, then ``c[i] *= g^-i``
-
-:func:`ntt_reference` is the iterative radix-2 Gentleman-Sande transform (Gentleman & Sande, AFIPS 1966)
-on numpy object arrays; :func:`dft_naive` is the O(n^2) sum straight from the definitions.
-"""
+n = 2^L, omega = ``FR.root_of_unity(L)``, g = 7: forward ``X[j] = sum_i c[i] omega^(ij)``; inverse with omega^-1 and
+n^-1; coset forward: NTT of ``c[i] g^i``; coset inverse: inverse, then ``c[i] *= g^-i``. :func:`ntt_reference`: radix-2
+Gentleman-Sande (AFIPS 1966); :func:`dft_naive`: the O(n^2) definition."""
 
 from __future__ import annotations
 
@@ -28,12 +19,7 @@ G = FR.generator
 
 
 def log2_size(n: int) -> int:
-    """log2 of an NTT size.
-
-    Raises:
-        TypeError: n not an int (a bool or a float). ValueError: n < 1 (empty input), n not a
-            power of two, or n > 2^32 (the 2-adicity of Fr).
-    """
+    """log2 of an NTT size. Raises TypeError: not an int; ValueError: n < 1, not a power of two, or > 2^32."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"NTT size must be an int, got {n!r} ({type(n).__name__})")
     n = int(n)
@@ -80,19 +66,8 @@ def _int_list(values: Sequence[int] | np.ndarray) -> list[int]:
 
 
 def ntt_reference(values: Sequence[int] | np.ndarray, *, inverse: bool = False, coset: bool = False) -> list[int]:
-    """CPU NTT on Python ints (iterative radix-2 DIF over numpy object arrays), natural order.
-
-    Args:
-        values: n canonical Fr elements (Python ints, or a host array ``(n, 4)`` uint64).
-        inverse, coset: which of the four transforms (see the module docstring).
-
-    Returns:
-        n canonical Python ints.
-
-    Raises:
-        ValueError: empty input, size not a power of two or beyond 2^32, a value outside [0, r).
-        TypeError: an element that is not an int.
-    """
+    """CPU NTT of n canonical Fr values (ints or ``(n, 4)`` uint64), natural order -> n ints. Raises ValueError: empty,
+    not a power of two, beyond 2^32, or a value outside [0, r). TypeError: a non-int."""
     vals = _int_list(values)
     L = log2_size(len(vals))
     n = 1 << L

@@ -1,36 +1,8 @@
-"""BLS12-381's endomorphisms and the exact subgroup tests they give, their constants derived from the curve at import.
+"""BLS12-381's endomorphisms and the exact subgroup tests they give, constants derived at import from :data:`Z`.
 
-The curve's parameter is :data:`Z` = -0xd201000000010000 (draft-irtf-cfrg-pairing-friendly-curves-11 §4.2.1); the
-import checks that it gives zkgpu's fields: r = z^4 - z^2 + 1 and q = (z - 1)^2 r / 3 + z.
-
-**G1** (Scott, "A note on group membership tests for G1, G2 and GT on BLS pairing-friendly curves", ePrint 2021/1130,
-§6; Bowe, "Faster subgroup checks for BLS12-381", ePrint 2019/814). With β a primitive cube root of unity in Fq,
-σ(x, y) = (βx, y) is an automorphism of E: y^2 = x^3 + 4 of order 3 (σ² + σ + 1 = 0). On G1 it multiplies by a root
-λ of λ² + λ + 1 ≡ 0 (mod r), and λ = -z² is one (z⁴ - z² + 1 = r). The endomorphism σ + [z²] has degree
-z⁴ - z² + 1 = r (the norm of z² - ω), so its kernel is exactly one subgroup of order r:
-
-    P ∈ G1  ⟺  σ(P) = -[z²]P,   for every point P of E.
-
-Of the two cube roots of unity, :data:`BETA` is the one for which σ acts on G1 as -z² (with the other, only the
-identity passes): the import picks it by testing the generator. arkworks's ``G1Affine::is_in_subgroup`` runs
-the same test with the same β.
-
-**G2** (Scott §4; arkworks's ``G2Affine::is_in_subgroup``). ψ = untwist ∘ Frobenius ∘ twist is, on
-E': y^2 = x^3 + 4(1 + u) over Fq2 = Fq[u]/(u^2 + 1), ψ(x, y) = (c_x·x̄, c_y·ȳ) with x̄ the conjugate (the q-power
-Frobenius of Fq2), c_x = 1/(1 + u)^((q-1)/3) and c_y = 1/(1 + u)^((q-1)/2) (:data:`PSI_X`, :data:`PSI_Y`). It
-satisfies ψ² - tψ + q = 0 (t = z + 1, the trace of E) and acts on G2 as multiplication by q ≡ z (mod r):
-
-    P ∈ G2  ⟺  ψ(P) = [z]P,   for every point P of E'(Fq2)
-
-(Scott's criterion for BLS12 curves; tests/test_subgroup.py checks it on twist points of each small prime order
-dividing G2's cofactor, 13, 23, 2713, 11953, 262069, and on random twist points). The import checks ψ on the
-generator.
-
-z < 0, so [z]P = -[|z|]P: the device kernels (``zkgpu/kernels/subgroup.cu``) compute ``R = [|z|]([|z|]P)`` (G1)
-or ``R = [|z|]P`` (G2) and test ``σ(P) = -R`` / ``ψ(P) = -R``. :func:`g1_in_subgroup` and :func:`g2_in_subgroup`
-are the same tests in Python ints (affine, one inversion per step: a reference for the kernels, about a
-millisecond per point).
-"""
+G1 (Scott, ePrint 2021/1130 §6): σ(x, y) = (βx, y); P ∈ G1 ⟺ σ(P) = -[z²]P (:data:`BETA` picked on the generator). G2
+(Scott §4): ψ(x, y) = (c_x·x̄, c_y·ȳ) (:data:`PSI_X`, :data:`PSI_Y`); P ∈ G2 ⟺ ψ(P) = [z]P. :func:`g1_in_subgroup` and
+:func:`g2_in_subgroup` are the Python references of ``kernels/subgroup.cu``."""
 
 from __future__ import annotations
 
@@ -196,11 +168,7 @@ def _on_curve(F: Any, p: Point, b: int | Fq2) -> bool:
 
 
 def g1_in_subgroup(x: int, y: int) -> bool:
-    """Whether (x, y), a point of y^2 = x^3 + 4 (canonical ints; (0, 0) is the identity), is in G1: σ(P) = -[z²]P.
-
-    Raises:
-        ValueError: a point off the curve (the test is meaningless there).
-    """
+    """Whether (x, y) on y^2 = x^3 + 4 ((0, 0): identity) is in G1. Raises ValueError: off the curve."""
     if x == 0 and y == 0:
         return True
     if not _on_curve(_Fq, (x, y), B):
@@ -209,11 +177,7 @@ def g1_in_subgroup(x: int, y: int) -> bool:
 
 
 def g2_in_subgroup(x: Fq2, y: Fq2) -> bool:
-    """Whether (x, y), a point of y^2 = x^3 + 4(1 + u) (canonical Fq2 pairs; all zero the identity), is in G2: ψ(P) = [z]P.
-
-    Raises:
-        ValueError: a point off the curve.
-    """
+    """Whether (x, y) on y^2 = x^3 + 4(1 + u) (all zero: identity) is in G2. Raises ValueError: off the curve."""
     if not any(x) and not any(y):
         return True
     if not _on_curve(_Fq2, (x, y), B2):

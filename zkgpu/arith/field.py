@@ -1,22 +1,7 @@
-"""BLS12-381 prime fields: parameters derived in code, host arrays and conversions.
+"""BLS12-381 prime fields Fr and Fq: parameters derived from modulus and generator, host arrays, conversions.
 
-Host representation (the layout every zkgpu API takes and returns)
-------------------------------------------------------------------
-An array of field elements is a C-contiguous ``numpy.ndarray`` of dtype ``uint64`` and shape
-``(n, limbs)``: ``limbs = 4`` for Fr (32 bytes per element, as cuzk's ``Scalar``) and ``6`` for
-Fq (48 bytes). Limbs are little-endian (limb 0 is the least significant 64 bits), and values are
-**canonical**: integers in ``[0, p)``, not Montgomery form. On a little-endian host the same bytes
-read as ``(n, 2*limbs)`` uint32 limbs, which is what the CUDA kernels use; the kernels convert
-to Montgomery form (``x*R mod p``, ``R = 2^256`` for Fr, ``2^384`` for Fq) on the device.
-
-Only the moduli and the multiplicative generators are written down (the BLS12-381 spec values,
-also used by arkworks, blst and sppark); ``R``, ``R^2``, ``-p^-1 mod 2^32``, the 2-adicity and the
-roots of unity are derived from them below, and ``zkgpu/kernels/ff.cuh`` derives the same
-constants in C++ from the same modulus.
-
-Sources: the BLS12-381 parameters of draft-irtf-cfrg-pairing-friendly-curves-11 §4.2.1;
-arkworks ``ark-bls12-381`` (``Fr``: generator 7, two-adicity 32).
-"""
+Host layout: C-contiguous ``uint64`` ``(n, limbs)`` (Fr 4, Fq 6), little-endian limbs, canonical values in [0, p) (the
+kernels convert to Montgomery form). Source: draft-irtf-cfrg-pairing-friendly-curves-11 §4.2.1."""
 
 from __future__ import annotations
 
@@ -47,15 +32,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class PrimeField:
-    """A prime field with everything derived from its modulus and a multiplicative generator.
-
-    Attributes:
-        name: ``"Fr"`` or ``"Fq"``.
-        modulus: the prime p.
-        generator: a generator of the multiplicative group (Fr: 7, the arkworks/blst/sppark
-            convention; Fq: 2).
-        limbs: 64-bit limbs per element in the host layout (4 for Fr, 6 for Fq).
-    """
+    """A prime field derived from ``modulus`` and multiplicative ``generator`` (Fr: 7, Fq: 2); ``limbs`` 64-bit limbs."""
 
     name: str
     modulus: int
@@ -106,11 +83,7 @@ class PrimeField:
         return pow(self.generator, (self.modulus - 1) >> self.two_adicity, self.modulus)
 
     def root_of_unity(self, log_n: int) -> int:
-        """A primitive ``2^log_n``-th root of unity, derived from :attr:`two_adic_root`.
-
-        Raises:
-            ValueError: if ``log_n`` is negative or exceeds the 2-adicity.
-        """
+        """A primitive ``2^log_n``-th root of unity. Raises ValueError: log_n negative or above the 2-adicity."""
         if not 0 <= log_n <= self.two_adicity:
             raise ValueError(
                 f"{self.name} has 2-adicity {self.two_adicity}: no root of unity of order 2^{log_n}"
@@ -160,13 +133,8 @@ def not_canonical(field: PrimeField, name: str, index: int, value: int) -> Value
 
 
 def check_array(field: PrimeField, arr: object, *, name: str = "values") -> np.ndarray:
-    """Validate a host array in the documented layout and return it C-contiguous.
-
-    Raises:
-        TypeError: not a numpy array, or dtype other than uint64.
-        ValueError: shape other than ``(n, limbs)``, or an element ``>= p`` (the message names
-            the first bad index and its value).
-    """
+    """``arr`` checked (uint64, ``(n, limbs)``, each < p) and C-contiguous. Raises TypeError: not a numpy uint64 array.
+    ValueError: wrong shape or an element >= p (first bad index)."""
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"{name}: expected a numpy uint64 array of shape (n, {field.limbs}), got {type(arr).__name__}")
     if arr.dtype != np.uint64:
@@ -181,13 +149,7 @@ def check_array(field: PrimeField, arr: object, *, name: str = "values") -> np.n
 
 
 def from_ints(field: PrimeField, ints: Iterable[int]) -> np.ndarray:
-    """Python ints -> host array ``(n, limbs)`` uint64, canonical.
-
-    Raises:
-        TypeError: an element is not an int.
-        ValueError: an element is negative or ``>= p`` (names the first bad index); use
-            :func:`fr_reduce` to reduce explicitly.
-    """
+    """Ints -> ``(n, limbs)`` uint64. Raises TypeError: a non-int; ValueError: negative or >= p (first bad index)."""
     values = list(ints)
     nbytes = field.bytes_per_element
     p = field.modulus
@@ -201,13 +163,7 @@ def from_ints(field: PrimeField, ints: Iterable[int]) -> np.ndarray:
 
 
 def to_ints(field: PrimeField, arr: np.ndarray) -> list[int]:
-    """Host array ``(n, limbs)`` uint64 -> list of Python ints (no range check: Montgomery-form or
-    unreduced words convert as they are).
-
-    Raises:
-        TypeError: not a numpy array of dtype uint64 (a signed or float array would be silently
-            reinterpreted). ValueError: shape other than ``(n, limbs)``.
-    """
+    """``(n, limbs)`` uint64 -> ints, no range check. Raises TypeError: not uint64; ValueError: shape."""
     if not isinstance(arr, np.ndarray) or arr.dtype != np.uint64:
         what = arr.dtype if isinstance(arr, np.ndarray) else type(arr).__name__
         raise TypeError(f"expected a numpy uint64 array of shape (n, {field.limbs}), got {what}")
@@ -220,20 +176,12 @@ def to_ints(field: PrimeField, arr: np.ndarray) -> list[int]:
 
 
 def fr_from_ints(ints: Iterable[int]) -> np.ndarray:
-    """Python ints in ``[0, r)`` -> Fr host array, shape ``(n, 4)`` uint64, canonical.
-
-    Raises:
-        ValueError: an element is negative or ``>= r``; the message names the first bad index.
-    """
+    """Ints in [0, r) -> ``(n, 4)`` uint64. Raises ValueError: out of range (first bad index)."""
     return from_ints(FR, ints)
 
 
 def fr_to_ints(arr: np.ndarray) -> list[int]:
-    """Fr host array ``(n, 4)`` uint64 -> list of canonical Python ints.
-
-    Raises:
-        as :func:`check_array`: TypeError (dtype), ValueError (shape, an element >= r).
-    """
+    """``(n, 4)`` uint64 -> canonical ints; errors of :func:`check_array`."""
     return to_ints(FR, check_array(FR, arr))
 
 
@@ -243,11 +191,7 @@ def fq_from_ints(ints: Iterable[int]) -> np.ndarray:
 
 
 def fq_to_ints(arr: np.ndarray) -> list[int]:
-    """Fq host array ``(n, 6)`` uint64 -> list of canonical Python ints.
-
-    Raises:
-        as :func:`check_array`: TypeError (dtype), ValueError (shape, an element >= q).
-    """
+    """``(n, 6)`` uint64 -> canonical ints; errors of :func:`check_array`."""
     return to_ints(FQ, check_array(FQ, arr))
 
 
@@ -257,12 +201,7 @@ def fr_reduce(ints: Sequence[int]) -> list[int]:
 
 
 def fr_random(n: int, rng: np.random.Generator | int | None = None) -> np.ndarray:
-    """n uniformly random canonical Fr elements, shape ``(n, 4)`` uint64 (vectorised).
-
-    Args:
-        n: number of elements (>= 0).
-        rng: a numpy Generator or a seed; None draws a fresh seed from ``secrets``.
-    """
+    """``n`` uniform canonical Fr elements ``(n, 4)`` uint64; ``rng``: Generator, seed, or None (``secrets``)."""
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
     if not isinstance(rng, np.random.Generator):

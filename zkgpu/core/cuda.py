@@ -1,19 +1,7 @@
-"""The one place that finds the GPU, compiles and caches the CUDA kernels, and times them.
+"""Finds the GPU, compiles and caches the CUDA kernels of ``zkgpu/kernels/`` (CuPy ``RawModule``, NVRTC), times them.
 
-Kernels live in ``zkgpu/kernels/*.cu`` (headers ``*.cuh``) and are compiled at first use by
-CuPy's ``RawModule`` through NVRTC for the device's architecture. The cache key includes a hash
-of every kernel source, so editing a header recompiles the modules that include it.
-
-Constants shared with the kernels are written once, in the kernel sources, and read from there:
-:func:`header_defines` reads ``#define NAME <integer>`` lines and :func:`header_enum` reads
-``enum class name : int { a = 0, ... };`` blocks (the form is documented in
-``zkgpu/kernels/common.cuh``; ``tests/test_kernels_compile.py`` compiles the values read back against
-the headers). Python passes ``-D`` build options only for values it chooses itself (a kernel variant,
-a block size), never to restate one.
-
-Configuration: :func:`configure` (``gpu=False`` hides the GPU, so every API takes its CPU path; the
-command line maps ``ZKGPU_DISABLE_GPU=1`` to it).
-"""
+Constants shared with the kernels are written once in the kernel sources and read back (:func:`header_defines`,
+:func:`header_enum`); ``-D`` options carry only values Python chooses."""
 
 from __future__ import annotations
 
@@ -58,9 +46,7 @@ _SYNCS = threading.local()
 
 
 def count_sync(why: str, k: int = 1) -> None:
-    """Count ``k`` host synchronisations named ``why`` on the calling thread: a read-back of a
-    device value (the host waits for the stream to get there) or a stream/event wait. The
-    pipeline reads :func:`sync_counts` around each GPU phase (the ``host_syncs`` of its event)."""
+    """Count ``k`` host synchronisations named ``why`` on the calling thread (read by :func:`sync_counts`)."""
     counts = getattr(_SYNCS, "counts", None)
     if counts is None:
         counts = _SYNCS.counts = {}
@@ -83,15 +69,8 @@ GPU_ENABLED = True
 
 
 def configure(*, gpu: bool | None = None) -> None:
-    """Set how zkgpu uses the GPU; an argument left None keeps its current value.
-
-    Args:
-        gpu: False hides the GPU (:func:`gpu_available` is then False and every API takes its CPU
-            path); True uses it when CuPy finds one (the default).
-
-    Raises:
-        ValueError: gpu not a bool (names the value).
-    """
+    """Set how zkgpu uses the GPU; None keeps the current value. ``gpu=False`` hides it (every API takes its CPU path).
+    Raises ValueError: gpu not a bool."""
     global GPU_ENABLED
     if gpu is not None:
         if not isinstance(gpu, bool):
@@ -120,11 +99,7 @@ def gpu_available() -> bool:
 
 
 def cupy() -> Any:
-    """The cupy module.
-
-    Raises:
-        RuntimeError: no usable GPU (CuPy missing, no device, or hidden by ``configure(gpu=False)``).
-    """
+    """The cupy module. Raises RuntimeError: no usable GPU (CuPy missing, no device, or hidden)."""
     cp = _import_cupy()
     if cp is None:
         raise RuntimeError("no CUDA GPU available to zkgpu (CuPy missing, no device, or the GPU disabled: ZKGPU_DISABLE_GPU=1)")
@@ -139,9 +114,7 @@ def current_device() -> int:
 
 
 class device_cache:  # noqa: N801 - used as a decorator, like functools.cache
-    """``functools.cache`` for a function that builds a table **on the device**: one entry per (current
-    device, arguments), so a process that drives several GPUs gets each table on the GPU that reads it.
-    ``cache_clear()`` frees them all."""
+    """``functools.cache`` for a function building a device table: one entry per (current device, arguments)."""
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         self._fn = fn
@@ -184,16 +157,8 @@ def _source(file: str) -> str:
 
 @functools.cache
 def header_defines(file: str, *names: str) -> tuple[int, ...]:
-    """The values of ``#define NAME <integer>`` lines in ``kernels/<file>``, one per name, in order.
-
-    The line form is fixed (``zkgpu/kernels/common.cuh``): decimal or ``0x`` hex, an optional ``u``
-    suffix and ``//`` comment. A default under ``#ifndef NAME`` is read like any other line; the
-    caller applies its own ``-D`` override, if it passes one.
-
-    Raises:
-        LookupError: a name with no such line, or with more than one (a header edit the host cannot
-            follow: names the file and the macro).
-    """
+    """The values of ``#define NAME <integer>`` lines in ``kernels/<file>``, one per name, in order. Raises LookupError:
+    a name with no such line, or more than one (names the file and macro)."""
     text = _source(file)
     out = []
     for name in names:
@@ -206,12 +171,8 @@ def header_defines(file: str, *names: str) -> tuple[int, ...]:
 
 @functools.cache
 def header_enum(file: str, name: str) -> Mapping[str, int]:
-    """The members of ``enum class <name> : int { a = 0, b = 1, ... };`` in ``kernels/<file>`` as a
-    read-only ``{member: value}`` mapping (every value written out; ``//`` comments are ignored).
-
-    Raises:
-        LookupError: no such enum, or more than one, or a member without an explicit integer value.
-    """
+    """``enum class <name> : int {a = 0, ...};`` in ``kernels/<file>`` as a read-only ``{member: value}``. Raises
+    LookupError: no such enum, more than one, or a member without an explicit integer value."""
     text = re.sub(r"//[^\n]*", "", _source(file))  # comments may mention an enum
     found = re.findall(_ENUM.format(name=re.escape(name)), text, flags=re.DOTALL)
     if len(found) != 1:
@@ -227,29 +188,16 @@ def header_enum(file: str, name: str) -> Mapping[str, int]:
 
 @functools.cache
 def get_module(name: str, defines: tuple[tuple[str, str], ...] = ()) -> Any:
-    """Compile (once per process; NVRTC results are cached on disk by CuPy) ``kernels/<name>.cu``.
-
-    Args:
-        name: the file stem, e.g. ``"ntt"``.
-        defines: extra ``-D`` macros as ``(name, value)`` pairs (:func:`build_options`).
-    """
+    """Compile ``kernels/<name>.cu`` once per process with extra ``-D`` ``defines`` (:func:`build_options`)."""
     cp = cupy()
     src = (KERNEL_DIR / f"{name}.cu").read_text()
     return cp.RawModule(code=src, options=build_options(name, defines))
 
 
 def build_options(name: str, defines: tuple[tuple[str, str], ...] = ()) -> tuple[str, ...]:
-    """NVRTC's options for ``kernels/<name>.cu`` (:func:`get_module`): C++17, the kernel folder, the sources' hash
-    (so CuPy's cache follows header edits) and a ``-D`` per define. ``ZK_PTXAS_O`` (0-3), from ``defines`` or else
-    from a ``#define ZK_PTXAS_O <n>`` line in the module's own file, also sets ptxas' optimisation level
-    (``--ptxas-options=-O<n>``; otherwise NVRTC's default, 3). Why a module may want 1: at -O3 ptxas interleaves the
-    carry chains of the Montgomery products so far that it runs out of the 7 predicate registers that hold their
-    carries and spills them into general registers (P2R, ISETP and LOP3 bit set/clear; ~90 of the 501 instructions of
-    an NTT butterfly on sm_90, notes/ntt-kernels.md session s4); at -O1 it schedules the chains one after another.
-
-    Raises:
-        ValueError: ZK_PTXAS_O not an integer 0-3 (names the value).
-    """
+    """NVRTC options for ``kernels/<name>.cu``: C++17, include folder, sources' hash, one ``-D`` per define.
+    ``ZK_PTXAS_O`` (0-3; from ``defines`` or the file's own ``#define``) sets ptxas' ``-O`` level. Raises ValueError:
+    ZK_PTXAS_O not an integer 0-3."""
     opts = ["-std=c++17", f"-I{KERNEL_DIR}", f"-DZKGPU_SOURCES={_sources_hash()}"]
     opts += [f"-D{k}={v}" for k, v in defines]
     level = dict(defines).get("ZK_PTXAS_O")

@@ -1,12 +1,7 @@
 """How every zkgpu command reports an error: one line on stderr, exit status 2, no traceback.
 
-:class:`CliError` is what a command raises for a bad option, a missing GPU or an existing output
-(the message names the value and the fix); :class:`OneLineErrors` makes click's own usage errors
-(``--n abc``, an unknown choice) one line too, for the ``zkgpu`` group and for
-``zkgpu pipeline``. An unexpected exception prints one line and exits with status 1
-(``configure(debug=True)`` re-raises it, with its traceback; the app layer sets it from
-``ZKGPU_DEBUG=1``).
-"""
+:class:`CliError` is a command's error; :class:`OneLineErrors` makes click's usage errors one line. An unexpected
+exception prints one line, exit 1 (``configure(debug=True)`` re-raises it)."""
 
 from __future__ import annotations
 
@@ -34,13 +29,8 @@ class CliError(click.ClickException):
 
 
 def check_writable_under(opt: str, target: Any, folder: Path) -> None:
-    """Refuse ``target`` (the value of option ``opt``) unless the nearest existing folder at or
-    above ``folder`` is a folder this process can write into (what is missing is created when
-    writing).
-
-    Raises:
-        CliError: that nearest existing path is a file, or not writable.
-    """
+    """Refuse ``target`` (option ``opt``) unless the nearest existing folder at or above ``folder`` is writable. Raises
+    CliError: that nearest existing path is a file, or not writable."""
     anc = folder
     while not anc.exists() and anc != anc.parent:
         anc = anc.parent
@@ -51,16 +41,13 @@ def check_writable_under(opt: str, target: Any, folder: Path) -> None:
 
 
 def check_new_outputs(targets: dict[str, str | os.PathLike | None], command: str, same_hint: str = "give each output its own name") -> None:
-    """Check a command's output files before any work: each is a name (not empty), none exists, no two are the
-    same file, and each one's nearest existing folder is a writable folder.
+    """Check output files before any work: non-empty names, none exists, no two the same, folders writable.
 
     Args:
         targets: option name (``--proof``) -> path, or None for an output not asked for.
-        command: the command, for the message (``zkgpu prove``).
-        same_hint: the fix named when two options name one file.
+        command: the command, for the message. same_hint: the fix named when two options name one file.
     Raises:
-        CliError: the first failed check, naming the option and its value.
-    """
+        CliError: the first failed check, naming the option and its value."""
     seen: dict[Path, str] = {}
     for opt, target in targets.items():
         if target is None:
@@ -83,9 +70,7 @@ def _interrupt_on_sigterm(signum: int, frame: object) -> None:
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block SIGTERM (``kill``, ``timeout``) raises KeyboardInterrupt as Ctrl-C does, so a command's
-    clean-up runs (a temporary file removed, a cut-off run folder marked); the previous handler comes back after.
-    Outside the main thread (where Python cannot set handlers) the block runs unchanged."""
+    """Within the block SIGTERM raises KeyboardInterrupt (main thread only), so clean-up runs."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -97,25 +82,13 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 def configure(*, debug: bool) -> None:
-    """Process-wide error reporting of the commands.
-
-    Args:
-        debug: True: an unexpected exception in a command is re-raised with its traceback
-            instead of one ``internal error`` line (the app layer sets it from ``ZKGPU_DEBUG``).
-
-    Raises:
-        TypeError: ``debug`` is not a bool.
-    """
+    """``debug=True``: a command's unexpected exception is re-raised with its traceback. Raises TypeError: not a bool."""
     global _DEBUG
     _DEBUG = check_bool("errors.configure", "debug", debug)
 
 
 def check_bool(where: str, name: str, value: object) -> bool:
-    """``value`` when it is a bool (the flags of the ``configure()`` functions).
-
-    Raises:
-        TypeError: ``value`` is not a bool (one line naming ``where``, ``name`` and the value).
-    """
+    """``value`` when it is a bool. Raises TypeError: it is not (names ``where``, ``name`` and the value)."""
     if not isinstance(value, bool):
         raise TypeError(f"{where}: {name} must be a bool, got {value!r}")
     return value

@@ -1,26 +1,9 @@
-"""The one event-table schema every producer and consumer shares.
+"""The event-table schema every producer and consumer shares; one row is one timed interval of one phase.
 
-Producers: the pipeline's recorder (``zkgpu.pipeline.trace``), the cuzk-log parsers and the nsys SQLite
-reader (``zkgpu.analysis.logs``), the what-if model (``zkgpu.analysis.model``). Consumers: ``zkgpu.analysis.metrics``,
-``zkgpu.analysis.plots``, the notebooks. One row is one timed interval of one phase. :func:`union_ms` and
-:func:`h2d_overlap` are the interval arithmetic both sides use (ms).
-
-Columns (pandas dtypes):
-
-=============  ==========  ==============================================================
-run            string      run identifier (e.g. ``baseline-pageable-coarse-gw2``)
-source         string      ``zkgpu`` (our pipeline), ``cuzk-log``, ``nsys``, ``model``, ``seed``
-worker         Int64       GPU worker id within its GPU (cuzk ``worker=``), <NA> for CPU-only
-gpu            Int64       GPU ordinal, <NA> when not tied to a GPU
-partition      Int64       partition index within the run, <NA> for run-level events
-phase          string      one of :data:`PHASES` (other names are allowed, e.g. from nsys)
-start_ns       int64       interval start, ns since the run's epoch (host monotonic clock)
-end_ns         int64       interval end, ns (>= start_ns)
-gpu_ms         float64     GPU time from CUDA events inside the interval, ms (NaN if none)
-bytes          Int64       bytes moved by the phase (H2D copies), <NA> if not applicable
-detail         string      free-form ``key=value`` pairs
-=============  ==========  ==============================================================
-"""
+Columns (pandas dtypes): run string; source string (``zkgpu``, ``cuzk-log``, ``nsys``, ``model``, ``seed``); worker,
+gpu, partition Int64 (<NA> when not applicable); phase string (:data:`PHASES` or others); start_ns, end_ns int64 (ns
+since the run's epoch, end >= start); gpu_ms float64 (CUDA-event time, NaN if none); bytes Int64 (H2D bytes); detail
+string (``key=value`` pairs)."""
 
 from __future__ import annotations
 
@@ -80,11 +63,7 @@ def empty_events() -> pd.DataFrame:
 
 
 def normalize_events(df: pd.DataFrame) -> pd.DataFrame:
-    """Return df with exactly the schema's columns (missing ones filled with NA) and dtypes.
-
-    Raises:
-        ValueError: a row has ``end_ns < start_ns`` (names the first such row).
-    """
+    """``df`` with exactly the schema's columns and dtypes. Raises ValueError: a row with ``end_ns < start_ns``."""
     out = df.copy()
     for c, t in DTYPES.items():
         if c not in out.columns:
@@ -101,13 +80,8 @@ def normalize_events(df: pd.DataFrame) -> pd.DataFrame:
 # interval arithmetic on the table's [start_ns, end_ns) intervals: shared by the producers (the GPU
 # backend's H2D overlap) and the analysis (zkgpu.analysis.metrics' utilizations)
 def union_ms(starts: Sequence[int] | np.ndarray, ends: Sequence[int] | np.ndarray) -> float:
-    """Length of the union of intervals [start, end) in ns, returned in **ms**.
-
-    Overlapping and touching intervals are merged; empty input gives 0.0.
-
-    Raises:
-        ValueError: starts and ends differ in length, or an end precedes its start.
-    """
+    """Length of the union of ns intervals [start, end), in ms (0.0 for none). Raises ValueError: starts and ends differ
+    in length, or an end precedes its start."""
     s = np.asarray(starts, dtype=np.int64)
     e = np.asarray(ends, dtype=np.int64)
     if s.shape != e.shape:
@@ -132,21 +106,9 @@ def union_ms(starts: Sequence[int] | np.ndarray, ends: Sequence[int] | np.ndarra
 
 
 def h2d_overlap(copies: Sequence[tuple[float, float]], kernels: Sequence[tuple[float, float]]) -> dict[str, float]:
-    """How much of the copy time the kernels hide, from intervals on one GPU timeline (in **ms**).
-
-    Args:
-        copies: ``(start_ms, end_ms)`` of each H2D copy.
-        kernels: ``(start_ms, end_ms)`` of each kernel stretch that can overlap them.
-
-    Returns:
-        ``copy_ms`` = Σ copy lengths; ``exposed_ms`` = length of the copy intervals not covered by
-        any kernel interval = |∪copies ∪ ∪kernels| − |∪kernels| (what the copies add to the
-        span); ``hidden_ms`` = ``copy_ms − exposed_ms`` when the copies do not overlap each other;
-        ``kernel_ms`` = |∪kernels|.
-
-    Raises:
-        ValueError: an interval that ends before it starts.
-    """
+    """Copy time hidden by kernels on one GPU timeline, from ``(start_ms, end_ms)`` intervals. Returns ``copy_ms`` (sum
+    of copies), ``exposed_ms`` = |∪copies ∪ ∪kernels| − |∪kernels|, ``hidden_ms`` = copy_ms − exposed_ms, ``kernel_ms``
+    = |∪kernels|. Raises ValueError: an interval ending before it starts."""
     def ns(iv: Sequence[tuple[float, float]]) -> tuple[list[int], list[int]]:
         return [round(a * 1e6) for a, _ in iv], [round(b * 1e6) for _, b in iv]
 

@@ -1,14 +1,4 @@
-"""Run manifests and run folders under ``data/``: every recorded result says where it came from.
-
-A manifest (``manifest.json``) holds the GPU, driver, CUDA, CuPy and package versions
-(:func:`environment`), the git commit (and whether the tree was dirty), the UTC date, the command
-and whatever sizes/parameters the producer adds. Run folders are created fresh and never reused,
-so nothing recorded is overwritten.
-
-Settings (:func:`configure`; the app layer sets them from ``ZKGPU_COMMIT`` and
-``ZKGPU_DATA``): the commit to record where the checkout has no git (a copy sent to a lent GPU
-machine), and the base folder of new run folders.
-"""
+"""Run manifests (``manifest.json``: environment, commit, date, command, parameters) and fresh run folders."""
 
 from __future__ import annotations
 
@@ -48,19 +38,13 @@ _KEEP = _Keep.KEEP
 
 
 def configure(*, commit: str | None | _Keep = _KEEP, dirty: bool | None | _Keep = _KEEP, data_dir: str | os.PathLike[str] | None | _Keep = _KEEP) -> None:
-    """Set what manifests record where git cannot tell, and where run folders go. A keyword not
-    given keeps its current value (initially None for each).
+    """Set the commit recorded where git cannot tell, and the base of run folders; a keyword not given is kept.
 
     Args:
-        commit: the commit of this copy of the code, recorded when the checkout has no git
-            (e.g. ``$(git rev-parse HEAD)`` of the machine that made the copy); None: unknown.
-        dirty: whether that copy had uncommitted changes; None: unknown.
-        data_dir: the base folder of :func:`new_run_dir` (where replay looks); None: ``data/``.
-
+        commit: this copy's commit (None: unknown). dirty: uncommitted changes (None: unknown).
+        data_dir: base folder of :func:`new_run_dir`; None: ``data/``.
     Raises:
-        ValueError: ``commit`` empty or containing whitespace, or ``data_dir`` empty.
-        TypeError: ``dirty`` not a bool or None.
-    """
+        ValueError: ``commit`` empty or with whitespace, or ``data_dir`` empty. TypeError: ``dirty`` not bool/None."""
     if commit is not _KEEP:
         if commit is not None and (not isinstance(commit, str) or not commit or commit.split() != [commit]):
             raise ValueError(f"manifest.configure: commit must be a non-empty name without spaces, got {commit!r}")
@@ -105,14 +89,7 @@ def environment() -> dict[str, Any]:
 
 
 def git_commit() -> dict[str, Any]:
-    """``{"commit": sha or None, "dirty": bool or None}`` for the code zkgpu runs from.
-
-    A commit given to :func:`configure` (the app layer takes it from ``ZKGPU_COMMIT``, set by
-    whoever made a copy of the tree, e.g. scripts/gpu_run.sh's caller) wins: a copy sent to a lent GPU machine may
-    carry a ``.git`` whose HEAD is not the commit it was made from (there the tree then also reads as dirty); git's
-    own HEAD is then kept beside it as ``git_head``. Otherwise git is asked (``git rev-parse HEAD`` in the
-    repository folder), else None.
-    """
+    """``{"commit", "dirty"}``: the configured commit (git's HEAD then kept as ``git_head``), else git's, else None."""
     head: dict[str, Any] | None
     try:
         top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout.strip()
@@ -132,9 +109,7 @@ def git_commit() -> dict[str, Any]:
 
 
 def commit_label(manifest: Any, width: int = 10) -> str:
-    """The commit a manifest names, for display: its first ``width`` characters, ``+dirty`` when the tree had
-    uncommitted changes, and ``unknown`` where the manifest has none (``commit: null``: a copy without git run
-    without ``ZKGPU_COMMIT``, or a manifest that is not a dict)."""
+    """A manifest's commit for display: ``width`` characters, ``+dirty``, or ``unknown``."""
     commit = manifest.get("commit") if isinstance(manifest, dict) else None
     if not isinstance(commit, str) or not commit:
         return "unknown"
@@ -142,9 +117,7 @@ def commit_label(manifest: Any, width: int = 10) -> str:
 
 
 def build_manifest(**extra: Any) -> dict[str, Any]:
-    """The environment (:func:`environment`), commit (:func:`git_commit`), UTC date and command
-    line (:func:`portable_command`: ``zkgpu <args>``, paths relative to the data folder), plus ``extra`` (sizes,
-    parameters)."""
+    """Environment, commit, UTC date and :func:`portable_command`, plus ``extra``."""
     m: dict[str, Any] = {
         "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command": portable_command(sys.argv, data_dir()),
@@ -159,9 +132,7 @@ _PROGRAMS = ("cli.py", "__main__.py", "zkgpu", "zkgpu.app.cli")
 
 
 def _portable_path(token: str, data: Path, cwd: Path, must_exist: bool) -> str:
-    """``token`` relative to the data folder when it is a path (absolute, or relative to ``cwd`` and existing);
-    a file of the repository relative to the repository where the data folder lies outside it; a path outside both
-    keeps only its name, after ``.../``."""
+    """``token`` relative to the data folder (or the repository), else ``.../name``."""
     if not token or token.startswith("-") or "\x00" in token:
         return token
     p = Path(token)
@@ -182,13 +153,8 @@ def _portable_path(token: str, data: Path, cwd: Path, must_exist: bool) -> str:
 
 
 def portable_command(argv: list[str], data: Path, cwd: Path | None = None, must_exist: bool = True) -> str:
-    """The command line a manifest records: ``zkgpu <args>`` (the program's path dropped, whatever started it:
-    the ``zkgpu`` script, ``python -m zkgpu.app.cli``, ``zkgpu/app/cli.py``), quoted as a shell would (``shlex``),
-    with each path argument (``--out /x/data``, ``--out=/x/data``, ``FILE``) relative to the data folder ``data``
-    (``../build/…`` for the repository's files); a path elsewhere keeps only its name (``.../name``), so no manifest
-    carries the absolute paths of the machine that ran it. ``must_exist``: a relative token counts as a path only
-    if it exists under ``cwd`` (default: the working folder); False: only absolute tokens are paths (old manifests,
-    :func:`command_of`)."""
+    """``zkgpu <args>``, shell-quoted, path arguments relative to ``data`` (elsewhere ``.../name``). ``must_exist``: a
+    relative token counts as a path only if it exists under ``cwd``; False: only absolute ones."""
     cwd = Path.cwd() if cwd is None else cwd
     args = list(argv[1:])
     ours = bool(argv) and (Path(argv[0]).name in _PROGRAMS or args[:2] == ["-m", "zkgpu.app.cli"])
@@ -202,9 +168,7 @@ def portable_command(argv: list[str], data: Path, cwd: Path | None = None, must_
 
 
 def command_of(manifest: Any, data: Path | None = None) -> str | None:
-    """The command a manifest records, in the form :func:`portable_command` writes; an older manifest's
-    ``<abs path>/cli.py bench … --out /abs/…`` is read the same way (its absolute paths made relative to the data
-    folder, or reduced to their names), never rewritten on disk. None where the manifest has none."""
+    """A manifest's command in :func:`portable_command`'s form (older absolute forms rewritten); None if absent."""
     cmd = manifest.get("command") if isinstance(manifest, dict) else None
     if not isinstance(cmd, str) or not cmd.strip():
         return None
@@ -222,13 +186,8 @@ def _slug(text: str) -> str:
 
 
 def check_run_base(base: str | os.PathLike[str] | None, opt: str = "--out") -> Path:
-    """The base folder of a command's run folder (``base``, else :func:`data_dir`), checked before any work: it,
-    or the nearest folder above it that exists, must be a folder this process can write into (so a benchmark
-    never measures for minutes and then finds it cannot write; nothing is created here).
-
-    Raises:
-        CliError: ``base`` is empty, is (or lies under) a file, or is not writable (one line naming ``opt`` and the value).
-    """
+    """The base of a command's run folder (``base``, else :func:`data_dir`), checked writable before any work. Raises
+    CliError: ``base`` empty, under a file, or not writable (names ``opt`` and the value)."""
     if base is not None and not str(base).strip():
         raise CliError(f"{opt} {str(base)!r}: give a folder (or leave {opt} out for {data_dir()})")
     folder = Path(base) if base is not None else data_dir()
@@ -240,15 +199,8 @@ def check_run_base(base: str | os.PathLike[str] | None, opt: str = "--out") -> P
 
 
 def new_run_dir(kind: str, base: Path | None = None, gpu: str | None = None) -> Path:
-    """Create and return a fresh ``<base>/<gpu-slug>-<YYYYMMDD>-<kind>[-N]/`` folder.
-
-    ``base`` defaults to :func:`data_dir` (the configured folder, where replay looks, else
-    ``data/``); ``gpu`` to this machine's GPU name (``cpu`` without one). An existing folder is
-    never reused (a suffix is added).
-
-    Raises:
-        RuntimeError: no fresh name was free (1000 tries).
-    """
+    """Create a fresh ``<base>/<gpu-slug>-<YYYYMMDD>-<kind>[-N]/`` (base: :func:`data_dir`; gpu: this machine's). Raises
+    RuntimeError: no free name in 1000 tries."""
     base = Path(base) if base is not None else data_dir()
     gpu = gpu or device_info().get("gpu") or "cpu"
     stem = f"{_slug(gpu)}-{_dt.datetime.now(_dt.timezone.utc):%Y%m%d}-{_slug(kind)}"
@@ -268,11 +220,8 @@ no longer takes it for a complete recording of ``<kind>``, and what it measured 
 
 
 def mark_interrupted(run_dir: Path, manifest: Any, exc: BaseException) -> Path:
-    """Keep a cut-off run's folder as a record of what it measured, never as a complete recording: write its
-    ``manifest.json`` (``manifest(interrupted=..., complete=False)``, a callable taking the extra keys, e.g. a
-    producer's manifest builder) unless one exists, and rename the folder with :data:`INTERRUPTED_SUFFIX`. Returns
-    the folder's path (unrenamed if the new name is taken or the rename fails). Never raises for the rename or the
-    write (the run's own exception is the one to report)."""
+    """Write a cut-off run's manifest (``manifest(interrupted=, complete=False)``) unless present and add
+    :data:`INTERRUPTED_SUFFIX` to the folder; returns its path. Never raises."""
     try:
         if not (run_dir / "manifest.json").exists():
             write_json_new(run_dir / "manifest.json", manifest(interrupted=f"{type(exc).__name__}: {exc}".strip(": "), complete=False))
@@ -294,9 +243,7 @@ INCOMPLETE_SUFFIX = "-incomplete"
 
 
 def mark_incomplete(run_dir: Path) -> Path:
-    """Rename a recording's folder with :data:`INCOMPLETE_SUFFIX` (``-2``, ``-3`` ... after it if that name is taken);
-    returns the new path, or ``run_dir`` if no rename succeeded. Never raises (the run's own error is the one to
-    report)."""
+    """Rename ``run_dir`` with :data:`INCOMPLETE_SUFFIX` (``-2``... if taken); returns the path. Never raises."""
     for i in range(1, 100):
         target = run_dir.with_name(run_dir.name + INCOMPLETE_SUFFIX + ("" if i == 1 else f"-{i}"))
         try:
@@ -309,9 +256,7 @@ def mark_incomplete(run_dir: Path) -> Path:
 
 
 def write_run_manifest(run_dir: Path, manifest: dict[str, Any]) -> Path:
-    """Write a recording's ``manifest.json`` (exclusively, :func:`write_json_new`) and return the folder's path:
-    renamed by :func:`mark_incomplete` when the manifest says ``"complete": false``, or when the write fails (a full
-    disk; the error is raised after the rename)."""
+    """Write ``manifest.json`` exclusively; the folder is renamed by :func:`mark_incomplete` if incomplete or the write fails."""
     try:
         write_json_new(run_dir / "manifest.json", manifest)
     except BaseException:

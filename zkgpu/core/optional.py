@@ -1,28 +1,7 @@
-"""Optional heavy dependencies, imported in one place (the import-graph pattern of ARCHITECTURE.md).
+"""Optional heavy dependencies, each imported once by an accessor that returns it or raises naming the pip extra.
 
-zkgpu's modules import everything at module level except these packages, which are large, need a GPU
-or are only installed with an extra. A module that uses one calls the accessor below at the point of
-use; the accessor imports the package once (cached) and either returns it or raises one clear error
-naming the pip extra that provides it. CuPy itself goes through :func:`zkgpu.core.cuda.cupy` (it also
-checks that a device is present); ``cupyx`` through :func:`cupyx` here.
-
-========================  ===================  ===============================  =================
-accessor                  package              extra (pyproject.toml)           missing ->
-========================  ===================  ===============================  =================
-:func:`arkworks`          py-arkworks-bls12381 ``test``                         ImportError
-:func:`py_ecc`            py_ecc               ``test``                         ImportError
-:func:`numba`             numba                ``cpu-parallel`` / ``test``      ``None``
-:func:`nvtx`              nvtx                 ``gpu-cuda13`` / ``notebooks``   ``None``
-:func:`cupyx`             cupyx (CuPy)         ``gpu-cuda13`` / ``gpu-cuda12``  RuntimeError
-:func:`notebook_tools`    nbformat, nbclient,  ``notebooks``                    ImportError
-                          nbconvert, papermill,
-                          jupyter_client, zmq
-========================  ===================  ===============================  =================
-
-The notebook machinery (:func:`notebook_tools`) is installed with the ``notebooks`` extra that ``make``
-always installs, but importing it takes over a second: ``zkgpu report`` (:mod:`zkgpu.app.report`) reaches
-it here when it runs notebooks, so that ``zkgpu --help`` and the other commands start without it.
-"""
+:func:`arkworks`, :func:`py_ecc`, :func:`notebook_tools` raise ImportError; :func:`numba`, :func:`nvtx` return None;
+:func:`cupyx` raises RuntimeError (no GPU). CuPy itself: :func:`zkgpu.core.cuda.cupy`."""
 
 from __future__ import annotations
 
@@ -56,21 +35,12 @@ def _required(name: str, dist: str) -> ModuleType:
 
 
 def arkworks() -> ModuleType:
-    """``py_arkworks_bls12381`` (the independent BLS12-381 reference: G1/G2 points, scalars, pairings).
-
-    Raises:
-        ImportError: the package is not installed (``pip install -e '.[test]'``).
-    """
+    """``py_arkworks_bls12381``. Raises ImportError: not installed (extra ``test``)."""
     return _required("py_arkworks_bls12381", "py-arkworks-bls12381")
 
 
 def py_ecc() -> ModuleType:
-    """``py_ecc.optimized_bls12_381`` (the second BLS12-381 reference: projective points, ``FQ``, ``Z1``;
-    the independent pairing check of :func:`zkgpu.groth16.proof.verify_py_ecc`).
-
-    Raises:
-        ImportError: the package is not installed (``pip install -e '.[test]'``).
-    """
+    """``py_ecc.optimized_bls12_381``. Raises ImportError: not installed (extra ``test``)."""
     return _required("py_ecc.optimized_bls12_381", "py_ecc")
 
 
@@ -85,11 +55,7 @@ def nvtx() -> ModuleType | None:
 
 
 def cupyx() -> ModuleType:
-    """``cupyx`` (pinned host arrays: ``cupyx.empty_pinned``).
-
-    Raises:
-        RuntimeError: no usable GPU (the same condition and message as :func:`zkgpu.core.cuda.cupy`).
-    """
+    """``cupyx``. Raises RuntimeError: no usable GPU."""
     _cuda.cupy()
     mod = _try("cupyx")
     if mod is None:  # pragma: no cover - cupy imports cupyx itself
@@ -117,15 +83,8 @@ _NOTEBOOK_TOOLS = {
 
 @functools.cache
 def notebook_tools() -> SimpleNamespace:
-    """What ``zkgpu report`` needs to execute and render notebooks, imported once on first use:
-    ``nbformat``, ``zmq``, jinja2's ``DictLoader``, jupyter_client's ``KernelSpecManager``,
-    ``NoSuchKernel``, ``KernelManager``, nbclient's ``NotebookClient``, ``CellExecutionError``,
-    nbconvert's ``HTMLExporter``, ``TagRemovePreprocessor``, papermill's ``load_notebook_node``,
-    ``parameterize_notebook`` and traitlets' ``Config``, as attributes of one namespace.
-
-    Raises:
-        ImportError: one of them is not installed (``pip install -e '.[notebooks]'``; names it).
-    """
+    """The notebook machinery of ``zkgpu report`` (nbformat, nbclient, nbconvert, papermill, ...) as one namespace.
+    Raises ImportError: one of them is not installed (extra ``notebooks``; names it)."""
     found = {}
     for name, (module, attr) in _NOTEBOOK_TOOLS.items():
         mod = _try(module)

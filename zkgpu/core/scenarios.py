@@ -1,10 +1,4 @@
-"""The one scenario vocabulary: the seed-faithful baseline and the story's steps, each one change from it.
-
-A scenario is a dict of :class:`zkgpu.pipeline.PipelineConfig` settings (``transfer``, ``lock_scope``,
-``gw``, ``prep``, ``h2d_stage``, ``msm_bases``, ``tail_streams``); everything else (n, partitions, threads)
-comes from the recording. ``zkgpu record`` runs them (:mod:`zkgpu.app.record`); the analysis reads the
-settings back from each recording's manifest.
-"""
+"""The scenario vocabulary: the seed-faithful baseline and the story's steps, each a dict of PipelineConfig settings."""
 
 from __future__ import annotations
 
@@ -93,11 +87,7 @@ LAST_MILE_ALTERNATIVE_PARTITIONS = {"narrow_prep_gpu_tails": 32, "unlocked_prep_
 
 
 def parse_scenario_partitions(items: Any) -> dict[str, int]:
-    """``zkgpu record --scenario-partitions NAME=K ...`` as ``{NAME: K}``.
-
-    Raises:
-        ValueError: an item that is not NAME=K with K a whole number, or a NAME given twice (one line naming it).
-    """
+    """``--scenario-partitions NAME=K ...`` as ``{NAME: K}``. Raises ValueError: malformed item or NAME twice."""
     counts: dict[str, int] = {}
     for item in items:
         name, sep, k = item.partition("=")

@@ -1,23 +1,8 @@
-"""What the pipeline asks of a device: the :class:`Backend` protocol, and the machinery both
-backends share (:class:`HStart`, :func:`fan_out`, :func:`malloc_trim`).
+"""The :class:`Backend` protocol the worker calls, and what both backends share.
 
-The worker (:mod:`zkgpu.pipeline.worker`) calls only the protocol: the bases (the scaled-down
-SRS), H2D of a/b/c and the H computation (``start_h`` / ``finish_h``), the H MSM, prep_msm,
-batch_add, the tail MSMs and the CPU G2 multiexp. Two implementations:
-
-* :class:`zkgpu.pipeline.cpu_backend.CpuBackend` (``device="cpu"``):
-  :func:`zkgpu.gpu.ntt.qap.compute_h_reference` on Python ints, MSMs and batch additions with
-  py-arkworks-bls12381 (an independent library) over the same bases.
-* :class:`zkgpu.pipeline.gpu_backend.GpuBackend` (``device="gpu"``): the steps of
-  :func:`zkgpu.gpu.ntt.qap.compute_h` on CuPy arrays on three streams, :func:`zkgpu.gpu.msm.pippenger.msm` /
-  :func:`zkgpu.gpu.msm.pippenger.batch_add`, and :mod:`zkgpu.transfer.paths` for the H2D.
-
-:func:`zkgpu.pipeline.runner.make_backend` picks one for ``config.device``.
-
-Shapes and dtypes everywhere: points (1, 12) or (m, 12) uint64 affine (:mod:`zkgpu.pipeline.points`),
-scalars and a/b/c/h (n, 4) uint64 canonical Fr; an :data:`Array` is a numpy array (cpu) or a
-CuPy array (gpu); a :data:`Stream` is a CuPy stream (gpu) or None (cpu). Times in ms, sizes in bytes.
-"""
+Implementations: :class:`~zkgpu.pipeline.cpu_backend.CpuBackend` (reference math) and
+:class:`~zkgpu.pipeline.gpu_backend.GpuBackend`. Points (m, 12) uint64 affine, scalars and a/b/c/h (n, 4) uint64
+canonical Fr; :data:`Array` numpy (cpu) or CuPy (gpu); :data:`Stream` CuPy or None. Times ms, sizes bytes."""
 
 from __future__ import annotations
 
@@ -49,17 +34,8 @@ BASE_NAMES = ("h", "l", "a", "b_g1")
 
 @dataclass
 class HStart:
-    """The H computation between :meth:`Backend.start_h` and :meth:`Backend.finish_h`.
-
-    Attributes:
-        bufs: the three working buffers (device, or host arrays on the CPU backend).
-        nbytes: bytes copied host-to-device (0 for device-resident inputs).
-        transfers: the :class:`zkgpu.transfer.paths.TransferResult` of each copy (GPU only).
-        timing: filled by ``finish_h``: ``copy_ms`` (sum of the copies' intervals on the GPU
-            timeline, from their CUDA events; clipped so that consecutive copies do not overlap),
-            ``exposed_ms`` (copy time not overlapped by any kernel of the H computation: the part
-            of the H2D that lengthens ntt_msm_h), ``hidden_ms`` and ``kernel_ms``
-            (:func:`zkgpu.core.events.h2d_overlap`), all ms.
+    """The H computation between ``start_h`` and ``finish_h``: ``bufs``, ``nbytes`` copied, ``transfers``, and
+    ``timing`` (ms: ``copy_ms``, ``exposed_ms``, ``hidden_ms``, ``kernel_ms``, :func:`zkgpu.core.events.h2d_overlap`).
     """
 
     bufs: list[Array]
@@ -75,17 +51,8 @@ class HStart:
 
 
 class Backend(Protocol):
-    """The device interface of the pipeline (implemented by ``CpuBackend`` and ``GpuBackend``).
-
-    Attributes:
-        device: ``"cpu"`` or ``"gpu"``.
-        device_id: the GPU this instance drives (its CUDA ordinal; on the CPU, the emulated GPU's number).
-        bases: ``{name: (m, 12) uint64 points}`` for each of :data:`BASE_NAMES` (host or device),
-            filled by :meth:`setup`.
-
-    Thread safety: after :meth:`setup`, every method may be called from several worker threads
-    at once (each with its own stream).
-    """
+    """The pipeline's device interface: ``device``, ``device_id``, ``bases`` (``{name: (m, 12) uint64}``). Thread-safe
+    after :meth:`setup` (one stream per worker thread)."""
 
     device: str
     device_id: int
@@ -100,9 +67,7 @@ class Backend(Protocol):
         CPU: nothing)."""
 
     def setup(self) -> None:
-        """Generate the bases (and the G2 bases of the CPU multiexp), or take ``config.real``'s
-        (and call its ``setup``); allocate what timed partitions must not allocate. Called once
-        before any partition."""
+        """Make or take (``config.real``) the bases and allocate what timed partitions must not; once, before any partition."""
 
     def new_stream(self) -> Stream:
         """A fresh non-blocking stream for one GPU worker (None on the CPU)."""
@@ -119,10 +84,8 @@ class Backend(Protocol):
         copies and the queued coset NTTs. Finish with :meth:`finish_h`."""
 
     def finish_h(self, st: HStart, stream: Stream, wait: bool = True) -> Array:
-        """Finish the H computation and fill ``st.timing`` (ms); returns h, (n, 4) uint64
-        canonical Fr. Raises ValueError naming the first a/b/c value >= r. ``wait=False``
-        (lock_scope="submit"): only queue the work (no host sync, no check, no timing; h is not
-        ready yet); :meth:`complete_h` then checks and times it once the stream's work is done."""
+        """Finish H and fill ``st.timing``: h (n, 4) uint64 canonical. ``wait=False``: only queue (see
+        :meth:`complete_h`). Raises ValueError naming the first a/b/c value >= r."""
 
     def complete_h(self, st: HStart) -> None:
         """After ``finish_h(..., wait=False)`` and a wait past its work: the deferred value checks
@@ -144,9 +107,7 @@ class Backend(Protocol):
         """A (1, 12) point returned with ``defer=True``, on the host (a D2H copy; call after :meth:`wait`)."""
 
     def msm(self, name: str, scalars: Array, idx: np.ndarray | None, stream: Stream, defer: bool = False) -> Array:
-        """MSM of ``scalars`` ((m, 4) uint64) over ``bases[name]``, or over its rows ``idx``
-        (int64, the tail MSM's compacted bases); the (1, 12) point on the host, or with ``defer``
-        where it is computed (the device: no D2H and no sync; :meth:`to_host` later)."""
+        """MSM of ``scalars`` (m, 4) over ``bases[name]`` (or rows ``idx``): (1, 12) on the host, or on the device (``defer``)."""
 
     def batch_add(self, name: str, bitmap: Array, stream: Stream, defer: bool = False) -> Array:
         """Sum of the rows of ``bases[name]`` whose bit is set in ``bitmap`` (uint64 words, LSB
@@ -162,10 +123,7 @@ class Backend(Protocol):
         """The scaled-down CPU B_G2 multiexp (:func:`zkgpu.pipeline.points.cpu_g2_msm`), 96 bytes compressed."""
 
     def prep(self, aux: np.ndarray, prep: str = "cpu", threads: int | None = None, circuit: Circuit | None = None) -> Mapping[str, Prep]:
-        """prep_msm of one partition's aux ((aux_size, 4) uint64) for the L, A, B_G1 MSMs
-        (``{"l", "a", "b_g1"}``; :mod:`zkgpu.pipeline.split`), with ``circuit``'s inputs (default
-        the run's; a real circuit's partitions each have their own). Raises ValueError for a
-        scalar >= r or a ``prep`` the backend does not run."""
+        """prep_msm of a partition's aux for ``{"l", "a", "b_g1"}``. Raises ValueError: a scalar >= r or unknown ``prep``."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -185,10 +143,7 @@ def _fan_pool() -> ThreadPoolExecutor:
 
 
 def fan_out(fn: Callable[[str, _J], Any], jobs: dict[str, _J], concurrent: bool) -> dict[str, Any]:
-    """``{name: fn(name, job)}``; with ``concurrent`` each call on a thread of a shared pool (the
-    calls are independent: their inputs are ready and each returns a host point), else in order.
-    The first exception of a call is re-raised after all have ended; the calls' host syncs
-    (:func:`zkgpu.core.cuda.count_sync`) are added to the calling thread's."""
+    """``{name: fn(name, job)}``, on a shared pool if ``concurrent``; re-raises the first error after all end."""
     if not concurrent or len(jobs) <= 1:
         return {nm: fn(nm, job) for nm, job in jobs.items()}
 

@@ -1,18 +1,7 @@
-"""Configuration of the two-worker proving pipeline (a scaled-down cuzk engine partition path).
+"""Configuration of the proving pipeline, PoRep's shape scaled by ``n``.
 
-Scaling: one PoRep-32GiB partition has 130,278,869 constraints in a 2^27 domain, aux 130,169,893,
-328 inputs (filecoin-project/curio; data/reference/README.md). We keep the *shape* and scale the size
-with ``n``: constraints = domain = ``n`` (a power of two), aux = ``aux_ratio * n``, a/b/c are
-``3 * n * 32`` bytes. Every phase is linear (or n log n) in n.
-
-Defaults: ``n = 2**23`` (a/b/c 805 MB per partition, 1/16 of PoRep), long enough that launch overheads
-are negligible and short enough that a scenario records in seconds. ``aux_ratio = 0.5`` (PoRep: 0.97)
-halves the aux work (prep_msm, batch_add, tail_msm) against ntt_msm_h, because our prep_msm (numpy)
-is slower per scalar than upstream's C++ while the H200 is faster than upstream's GPU; it keeps the
-seed's order of phases (pageable: ntt_msm_h > prep_msm, so barrier_wait ~ 0; pinned pool: prep_msm >
-ntt_msm_h, a barrier wait inside the lock). Per-phase times of the recordings:
-``data/<gpu>-<date>-record*/`` and notebooks 01, 06.
-"""
+constraints = domain = ``n``, aux = ``aux_ratio * n``, a/b/c ``3 * n * 32`` bytes (PoRep-32GiB: 2^27 domain, aux
+130,169,893, 328 inputs; data/reference/README.md)."""
 
 from __future__ import annotations
 
@@ -48,29 +37,14 @@ MAX_PARTITIONS = 10_000
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
 
 FaultHook = Callable[[str, int, "int | None"], None]
-"""``hook(step, partition, worker)`` called at the start of each pipeline step (``synthesize``,
-``prep_msm``, ``b_g2_msm``, ``h2d`` (the copy of a/b/c before the mutex, where
-:attr:`PipelineConfig.h2d_pre_lock`), ``ntt_msm_h``, ``barrier_wait``, ``batch_add``, ``tail_msm``,
-``gpu_wait``, ``finalize``); worker is None for synthesis and for the prep thread. Raising from it injects a
-fault (tests); raising ``KeyboardInterrupt`` simulates Ctrl-C."""
+"""``hook(step, partition, worker)`` called at the start of each pipeline step (worker None for synthesis and
+prep); raising injects a fault (tests), ``KeyboardInterrupt`` simulates Ctrl-C."""
 
 
 @dataclass(frozen=True)
 class Density:
-    """Witness statistics of the synthesized aux assignment (upstream's PoRep witness, data/reference/README.md).
-
-    Attributes:
-        zero: fraction of aux values equal to 0.
-        one: fraction equal to 1 (these go to batch_add).
-        (the rest, ``1 - zero - one``, are full-size uniform values < 2^254: the tail MSM.)
-        a_aux: fraction of aux positions in the A query (PoRep: 129,753,292 / 130,169,893 = 99.7%).
-        b_aux: fraction in the B query (PoRep: 33,112,281 / 130,169,893 = 25.4%).
-
-    The PoRep witness is "overwhelmingly boolean" (SHA-256/Poseidon bit decompositions); its
-    exact 0/1/full split is not published, so ``zero=0.45, one=0.50`` (5% full-size) is our
-    assumption: it makes every split decision true (popcount <= half) as upstream, and the tails
-    small next to the batch additions.
-    """
+    """Witness statistics of the aux assignment: fractions ``zero``, ``one`` (rest uniform < 2^254), and the aux
+    positions in the A (``a_aux``) and B (``b_aux``) queries. 0.45/0.50 is an assumption (not published)."""
 
     zero: float = 0.45
     one: float = 0.50
@@ -92,58 +66,24 @@ class Density:
 
 @dataclass(frozen=True)
 class PipelineConfig:
-    """One pipeline run (the modes marked "not upstream" are this project's what-ifs).
+    """One pipeline run.
 
     Attributes:
-        n: constraints per partition = NTT domain size (power of two, 2^2..2^27); a, b, c are
-            (n, 4) uint64 Fr each.
-        partitions: partitions to prove (cuzk: 10 per PoRep sector).
-        synth_workers: synthesis threads (CPU).
-        gw: GPU workers per GPU (cuzk ``gpu_workers_per_device``), sharing one mutex.
-        gpus: GPUs, one worker set each (cuzk's engine over a host's GPUs): ``gw`` workers, its own
-            mutex, streams and backend (device="gpu": CUDA ordinal g, checked when the run starts;
-            device="cpu": N emulated devices). Synthesis is shared; events and TIMELINE carry ``gpu``.
-            A partition goes to whichever worker picks it up (cuzk's queue). A GPU failing with
-            :class:`~zkgpu.pipeline.sync.DeviceLost` (or a sticky CUDA error) takes no more; the others go on.
-        pool_scope: with ``pinned_pool``: ``shared`` (default; cuzk's one engine-level pool, grown to what
-            is in flight on all GPUs) or ``per_gpu`` (one pool per GPU; synthesis routes a partition to
-            the live GPU with the fewest queued or in flight, and checks a/b/c out of that GPU's pool).
-        transfer: H2D path of a/b/c: ``pageable`` (baseline), ``registered`` (cudaHostRegister, Phase 9),
-            ``pinned_pool`` (the fix: synthesize into :class:`~zkgpu.transfer.pinned_pool.PinnedPool`
-            buffers), ``resident`` (compute-only bound: copied before the mutex; not upstream).
-        lock_scope: ``coarse`` (upstream: barrier_wait inside the mutex), ``narrow`` (barrier outside),
-            ``none`` (no shared mutex) or ``submit`` (the mutex over the enqueueing only); see
-            :mod:`zkgpu.pipeline.worker`. Only ``coarse`` is upstream.
-        h2d_stage: ``in_lock`` (upstream: copies inside ntt_msm_h) or ``pre_lock`` (copies before
-            the mutex on the worker's stream); ``resident`` and ``submit`` always copy before it
-            (:attr:`h2d_pre_lock` is the stage a run uses).
-        msm_bases: ``plain`` (upstream: :func:`zkgpu.gpu.msm.pippenger.msm_device`) or ``precomputed``
-            (shifted bases built once per base set, :class:`zkgpu.gpu.msm.precomp.PrecomputedBases`,
-            ``96 * nwin * n`` bytes each); same results bit for bit; no effect on the CPU backend.
-        device: ``gpu`` (CuPy kernels) or ``cpu`` (reference math, same threads/mutex/barrier).
-        prep: prep_msm's split of the L, A, B scalars (:mod:`zkgpu.gpu.msm.prep`): ``cpu`` (upstream),
-            ``cpu_parallel`` (``prep_threads`` numba threads) or ``gpu`` (needs device="gpu").
-        prep_threads: threads of ``cpu_parallel`` (0 = :func:`zkgpu.gpu.msm.prep.default_threads`).
-        tail_streams: 1 (upstream: batch additions, then tail MSMs, on the worker's stream) or 3
-            (the three of each at once on their own streams).
-        seed: base seed; partition p's witness comes from ``(seed, p)``, the bases from ``seed``.
-        aux_ratio: aux size / n (PoRep: 130,169,893 / 2^27 = 0.97).
-        num_inputs: public inputs incl. the leading 1 (PoRep 328).
-        density: :class:`Density`.
-        b_g2_terms: size of the scaled-down CPU G2 multiexp (first significant B scalars).
-        queue_depth: max partitions synthesized but not yet through the start half (cuzk's
-            ``max_gpu_queue_depth``); 0 = 2 * gw * gpus.
-        timeout_s: seconds any one step or blocking wait may take (the mutex wait:
-            ``timeout_s * (4 * gw + 1)``); a hang fails that partition with ``StageTimeout``.
-        run: run name (default derived from the settings).
-        log_path / events_path: the cuzk-format log and the Parquet event table, created fresh
-            (an existing file: FileExistsError).
-        echo: also print each log line to stderr.
-        fault_hook: see :data:`FaultHook` (tests).
-        real: a real circuit (:class:`~zkgpu.pipeline.real.RealCircuit`): each partition proves one
-            of its witnesses; ``n`` and ``num_inputs`` must be the circuit's (:meth:`for_circuit`),
-            ``aux_ratio``, ``density`` and ``b_g2_terms`` are unused. None: synthetic partitions.
-    """
+        n: constraints = NTT domain size (power of two, 2^2..2^27).
+        partitions, synth_workers: partitions to prove; synthesis threads.
+        gw, gpus: GPU workers per GPU (sharing one mutex); GPUs (device="cpu": emulated).
+        pool_scope: ``shared`` or ``per_gpu`` pinned pools.
+        transfer: ``pageable``, ``registered``, ``pinned_pool`` or ``resident`` (copied before the mutex).
+        lock_scope: ``coarse`` (upstream), ``narrow``, ``none`` or ``submit`` (:mod:`zkgpu.pipeline.worker`).
+        h2d_stage: ``in_lock`` or ``pre_lock`` (:attr:`h2d_pre_lock`: the one a run uses).
+        msm_bases: ``plain`` or ``precomputed`` (:class:`zkgpu.gpu.msm.precomp.PrecomputedBases`).
+        device: ``gpu`` or ``cpu``. prep: ``cpu``, ``cpu_parallel`` or ``gpu``; prep_threads (0: default).
+        tail_streams: 1 or 3. seed: partition p's witness from (seed, p).
+        aux_ratio, num_inputs, density, b_g2_terms: the synthetic circuit's shape.
+        queue_depth: partitions synthesized but not through the start half (0: 2 * gw * gpus).
+        timeout_s: limit of any step or wait, s (mutex wait: ``timeout_s * (4 gw + 1)``).
+        run, log_path, events_path, echo: name; outputs created fresh (FileExistsError); echo to stderr.
+        fault_hook: :data:`FaultHook` (tests). real: a :class:`~zkgpu.pipeline.real.RealCircuit` or None."""
 
     n: int = 1 << 23
     partitions: int = 4

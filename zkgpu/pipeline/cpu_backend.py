@@ -1,10 +1,4 @@
-"""The CPU :class:`~zkgpu.pipeline.backend.Backend`: reference math on the host.
-
-H from :func:`zkgpu.gpu.ntt.qap.compute_h_reference` (Python ints); MSMs, batch additions and the G2
-multiexp with py-arkworks-bls12381 (an independent library) over bases from
-:func:`zkgpu.pipeline.points.cpu_points`; prep_msm by :func:`zkgpu.pipeline.split.prep_partition`.
-No copies: the "device" arrays are the host arrays, and the bytes a GPU would move are reported.
-"""
+"""The CPU :class:`~zkgpu.pipeline.backend.Backend`: reference math on the host (Python-int H, arkworks MSMs)."""
 
 from __future__ import annotations
 
@@ -29,23 +23,12 @@ __all__ = ["CpuBackend", "cpu_compute_h"]
 
 
 def cpu_compute_h(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """H coefficients (n, 4) uint64 canonical Fr on the CPU from a, b, c ((n, 4) uint64 each):
-    :func:`zkgpu.gpu.ntt.qap.compute_h_reference` on Python ints.
-
-    Raises:
-        ValueError: as :func:`zkgpu.arith.field.fr_to_ints` / the reference (a value >= r).
-    """
+    """H coefficients (n, 4) uint64 from a, b, c (n, 4) by the CPU reference. Raises ValueError: a value >= r."""
     return fr_from_ints(compute_h_reference(fr_to_ints(a), fr_to_ints(b), fr_to_ints(c)))
 
 
 class CpuBackend:
-    """Reference math on the host (see the module docstring). Thread-safe (no shared state
-    mutated after :meth:`setup`). ``config.msm_bases="precomputed"`` changes nothing here: the
-    reference MSM computes the same sums, so the CPU runs it as ``plain`` (no tables).
-
-    Emulated devices: ``device_id`` names the "GPU" an instance stands for; :meth:`for_device` gives the
-    instance of another one, sharing this one's bases (read-only after :meth:`setup`), so a run with
-    ``gpus = N`` on the CPU has N worker sets, mutexes and event lanes over the same math."""
+    """Reference math on the host; thread-safe after :meth:`setup`. :meth:`for_device` gives an emulated GPU sharing the bases."""
 
     device = "cpu"
 

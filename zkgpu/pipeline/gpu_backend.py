@@ -1,11 +1,5 @@
-"""The GPU :class:`~zkgpu.pipeline.backend.Backend`: CuPy/CUDA math through :mod:`zkgpu.gpu.ntt.qap`,
-:mod:`zkgpu.gpu.msm.pippenger`, :mod:`zkgpu.gpu.msm.prep` and :mod:`zkgpu.transfer.paths`.
-
-The H computation runs as upstream's ``execute_ntt_msm_h`` (supraseal ``groth16_ntt_h.cu:75-157``):
-a, b, c each copied and transformed on its own stream; the MSMs and batch additions with
-:func:`zkgpu.gpu.msm.pippenger.msm` / :func:`zkgpu.gpu.msm.pippenger.batch_add` over bases from :func:`zkgpu.gpu.msm.bases.generate_points`;
-the B_G2 multiexp on the CPU (:func:`zkgpu.pipeline.points.cpu_g2_msm`), as upstream.
-"""
+"""The GPU :class:`~zkgpu.pipeline.backend.Backend`: H as supraseal's ``execute_ntt_msm_h`` on three streams, MSMs and
+batch additions on the GPU, the B_G2 multiexp on the CPU."""
 
 from __future__ import annotations
 
@@ -46,11 +40,7 @@ _log = logging.getLogger(__name__)
 
 
 def precomp_windows(config: PipelineConfig, sizes: Mapping[str, int]) -> dict[str, int]:
-    """The window c of each base set's precomputed table (``msm_bases="precomputed"``): H's MSM runs over
-    all n uniform scalars, so :func:`zkgpu.gpu.msm.precomp.window_bits` of n (2^22 -> 20); the L, A and B_G1
-    MSMs run over the significant (full-size) scalars only, so ``window_bits`` of their expected count,
-    ``density.full * size`` (the synthetic witness; 2^22 at aux_ratio 0.5: ~1e5 rows), and of the
-    whole size for a real circuit (its densities are its own). ``sizes``: bases per set (``BASE_NAMES``)."""
+    """Window c of each base set's precomputed table: H over n scalars; L, A, B_G1 over their expected significant count."""
     out = {"h": msm_precomp.window_bits(int(sizes["h"]))}
     for nm in BASE_NAMES[1:]:
         out[nm] = msm_precomp.window_bits(_tail_rows(config, int(sizes[nm])))
@@ -67,9 +57,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _on_device(fn: _F) -> _F:
-    """Run the method with the backend's GPU (``device_id``) current on the calling thread, whatever thread
-    calls it (a worker, the prep thread, the shared fan-out pool), and the caller's device restored after:
-    CuPy allocates, launches and records events on the current device, which is per thread."""
+    """Decorator: run the method with the backend's GPU current on the calling thread, restoring the caller's."""
 
     @functools.wraps(fn)
     def wrapped(self: GpuBackend, *args: Any, **kw: Any) -> Any:
@@ -88,13 +76,7 @@ class _Pending:
 
 
 class GpuBackend:
-    """CuPy/CUDA math (see the module docstring). Each GPU worker thread passes its own stream;
-    the side streams of ``start_h`` are per thread, the streams of prep and of the concurrent
-    tail calls come from free lists.
-
-    One instance per GPU: ``device_id`` is the CUDA ordinal its bases, streams and kernels live on; every
-    public method runs with that device current (``cupy.cuda.Device(device_id)``), and
-    :meth:`for_device` makes the instance of another GPU (its own bases, generated there from the same seed)."""
+    """CuPy/CUDA math on GPU ``device_id``; each worker passes its own stream. :meth:`for_device`: another GPU's."""
 
     device = "gpu"
 
@@ -121,10 +103,7 @@ class GpuBackend:
 
     @_on_device
     def setup(self) -> None:
-        """The bases (:func:`zkgpu.gpu.msm.bases.generate_points`, seeded by ``config.seed``) and the G2
-        bases, or ``config.real``'s key points (copied to the device),
-        and the pinned staging buffers of prep="gpu" (one per concurrent prep thread, up to 3
-        workers), allocated here so that no cudaHostAlloc lands in a timed partition."""
+        """Bases (generated from ``config.seed``, or ``config.real``'s), G2 bases, and prep="gpu"'s pinned staging buffers."""
         real = self.config.real
         if real is not None:  # the key's points, on the device once
             real.setup("gpu")
@@ -144,16 +123,8 @@ class GpuBackend:
         self.cp.cuda.Device().synchronize()
 
     def _build_tables(self) -> None:
-        """The :class:`~zkgpu.gpu.msm.precomp.PrecomputedBases` table of each base set at :func:`precomp_windows`,
-        timed (``setup_details``: ``precomp_s``, ``precomp_bytes``, ``precomp_windows``; and a log line),
-        then :meth:`_msm_bench` (``msm_bench``), whose warm-ups also compile the kernels before any timed
-        partition.
-
-        Raises:
-            ValueError: the tables plus, per GPU worker, the largest table's MSM workspace and two sets of
-                a/b/c buffers exceed the GPU's free memory (bytes named), or a table does not fit
-                (:meth:`~zkgpu.gpu.msm.precomp.PrecomputedBases.build`).
-        """
+        """Build each base set's precomputed table (timed into ``setup_details``), then :meth:`_msm_bench`. Raises
+        ValueError: tables plus workspaces and a/b/c buffers exceed the GPU's free memory."""
         cp = self.cp
         sizes = {nm: int(self._mont[nm].shape[0]) for nm in BASE_NAMES}
         windows = precomp_windows(self.config, sizes)
@@ -176,12 +147,7 @@ class GpuBackend:
                   len(self._tables), tables / 1e9, windows, secs, bench)
 
     def _msm_bench(self, sizes: Mapping[str, int], repeat: int = 5) -> dict[str, float]:
-        """The H MSM (n uniform scalars) and the L tail MSM (``density.full * l_size`` uniform scalars at
-        random rows; a real circuit: all rows) plain and over the tables, median ms of ``repeat`` runs
-        after two warm-ups (CUDA events, :func:`zkgpu.core.cuda.benchmark`): ``h_plain``, ``h_precomp``,
-        ``tail_plain``, ``tail_precomp``. Measured at setup, before any partition (the warm-ups also
-        compile the kernels), on this run's bases: what :func:`zkgpu.story.bottleneck.predictions` scales the
-        calibrated ``h_msm`` and ``tail_msm`` phases by (never the scenario's own pipeline times)."""
+        """Median ms of the H and L-tail MSMs, plain and precomputed, at setup: ``h_plain``, ``h_precomp``, ``tail_*``."""
         cp = self.cp
         rng = np.random.default_rng(self.config.seed + 7)
         rows = _tail_rows(self.config, sizes["l"])
@@ -197,9 +163,7 @@ class GpuBackend:
         return {k: round(float(np.median(_cuda.benchmark(f, repeat=repeat).times_ms)), 3) for k, f in calls.items()}
 
     def for_device(self, gpu: int) -> GpuBackend:
-        """The backend of GPU ``gpu`` (this one for its own ordinal): a new instance on that device, set up
-        (its own bases, from the same seed) when this one is. Raises ValueError for an ordinal the host does
-        not have."""
+        """The backend of GPU ``gpu`` (set up if this one is). Raises ValueError: no such ordinal."""
         if gpu == self.device_id:
             return self
         other = GpuBackend(self.config, self.circuit, device_id=gpu)
@@ -218,15 +182,7 @@ class GpuBackend:
 
     @_on_device
     def h2d(self, host: Sequence[np.ndarray], stream: Stream) -> tuple[list[Array], int]:
-        """H2D of a, b, c by ``config.transfer`` on ``stream`` through :mod:`zkgpu.transfer.paths`
-        (``pageable``, ``registered`` or ``pinned_pool``; a pool fallback buffer that is not
-        page-locked is copied anyway). Returns the device arrays and the bytes moved; the
-        :class:`~zkgpu.transfer.paths.TransferResult` of each copy is kept for :meth:`last_transfers`
-        (per thread).
-
-        Every device allocation and launch of a worker happens under ``with stream`` (CuPy's
-        memory pool is per stream, and the worker's stream is non-blocking, so nothing may be
-        left on the legacy default stream)."""
+        """H2D of a, b, c by ``config.transfer`` on ``stream``: the device arrays and bytes moved."""
         cp = self.cp
         out, results = [], []
         with stream:
@@ -255,23 +211,9 @@ class GpuBackend:
 
     @_on_device
     def start_h(self, inputs: Sequence[Array], stream: Stream) -> HStart:
-        """H2D of a, b, c, each followed on its own stream by its coset evaluations, as upstream's
-        ``execute_ntt_msm_h`` (groth16_ntt_h.cu:75-157, notes/cuzk-pipeline.md §6: a on stream 0, b on
-        stream 1, c on stream 2). ``stream`` is stream 0; streams 1 and 2 belong to this thread.
-
-        Per vector: the copy by ``config.transfer`` through :mod:`zkgpu.transfer.paths` (the call
-        returns once the copy has completed: a pageable copy blocks the host anyway, and the
-        pinned DMA is event-timed), then, queued on that vector's stream without a host wait,
-        :func:`zkgpu.gpu.ntt.qap.prepare_input` (its value check deferred to :meth:`finish_h`) and
-        :func:`zkgpu.gpu.ntt.transform.coset_evals_inplace`; the host time of this call is the copies plus
-        kernel launches. So the copy of b runs while the NTTs of a run, and the copy of c while
-        those of b run; only the first copy cannot overlap any compute. Device-array inputs
-        (transfer ``resident``) are not copied. Stream 0 then waits for the other two. Finish
-        with :meth:`finish_h`.
-
-        Raises:
-            what :mod:`zkgpu.transfer.paths` raises (a value >= r is reported by :meth:`finish_h`).
-        """
+        """H2D of a, b, c, each followed on its own stream by its coset evaluations (supraseal
+        ``groth16_ntt_h.cu:75-157``). ``stream`` is stream 0; device inputs (``resident``) are not copied. Finish with
+        :meth:`finish_h`. Raises what :mod:`zkgpu.transfer.paths` raises."""
         cp = self.cp
         n = self.config.n
         streams = [stream, *self._side_streams()]
@@ -305,15 +247,8 @@ class GpuBackend:
 
     @_on_device
     def finish_h(self, st: HStart, stream: Stream, wait: bool = True) -> Array:
-        """The rest of the H computation on stream 0 (:func:`zkgpu.gpu.ntt.qap.combine_h_inplace`, out of
-        Montgomery form), then (``wait``) a sync of stream 0 and :meth:`complete_h`. Returns h,
-        (n, 4) uint64 canonical, on the device. ``wait=False`` only queues the work: call
-        :meth:`complete_h` after a :meth:`wait` past it (h and ``st`` keep the inputs alive).
-
-        Raises:
-            ValueError: a value >= r in a, b or c (the first bad index named; with ``wait=False``
-            from :meth:`complete_h`).
-        """
+        """Rest of H on stream 0: h (n, 4) uint64 canonical on the device; ``wait=False`` only queues
+        (:meth:`complete_h`). Raises ValueError: a value >= r in a, b or c."""
         cp = self.cp
         with stream:
             cs = cp.cuda.Event()
@@ -330,12 +265,7 @@ class GpuBackend:
 
     @_on_device
     def complete_h(self, st: HStart) -> None:
-        """The deferred value checks and ``st.timing`` of :meth:`finish_h` (syncs on its last
-        event: a no-op wait once the stream has passed it). Idempotent.
-
-        Raises:
-            ValueError: a value >= r in a, b or c (the first bad index named).
-        """
+        """Deferred value checks and ``st.timing`` of :meth:`finish_h`; idempotent. Raises ValueError: a value >= r."""
         if st.ref is None or not st.marks or st.timing:
             return
         cp = self.cp
@@ -403,18 +333,8 @@ class GpuBackend:
 
     @_on_device
     def msm(self, name: str, scalars: Array, idx: np.ndarray | None, stream: Stream, defer: bool = False) -> Any:
-        """:func:`zkgpu.gpu.msm.pippenger.msm_device` over ``bases[name]`` (or its rows ``idx``: the compacted
-        tail bases, gathered on the device) and ``scalars`` (host or device); with
-        ``msm_bases="precomputed"`` :func:`zkgpu.gpu.msm.precomp.msm_precomputed` over the base set's table
-        (its rows ``idx``: :func:`zkgpu.gpu.msm.precomp_rows.msm_precomputed_rows`, nothing gathered). The bases were
-        checked and converted once (:func:`zkgpu.gpu.msm.pippenger.prepare_points` in :meth:`setup`) and the
-        scalar check is deferred (:class:`zkgpu.gpu.fr_device.DeferredCheck`), and the MSM keeps its
-        sizes on the device (:mod:`zkgpu.gpu.msm.reduce`): the call only queues kernels. Result on the host, or with ``defer`` still on the device
-        (no D2H, no wait for the last kernels; :meth:`to_host` after :meth:`wait`).
-
-        Raises:
-            ValueError: a scalar >= r (its index named; with ``defer`` from :meth:`to_host`).
-        """
+        """MSM over ``bases[name]`` (rows ``idx``), plain or precomputed; queues kernels only (checks deferred). Result
+        on the host, or on the device with ``defer``. Raises ValueError: a scalar >= r."""
         cp = self.cp
         with stream:
             if idx is not None and idx.size == 0:
@@ -434,12 +354,7 @@ class GpuBackend:
 
     @_on_device
     def batch_add(self, name: str, bitmap: Array, stream: Stream, defer: bool = False) -> Any:
-        """:func:`zkgpu.gpu.msm.pippenger.batch_add_device` over the prepared ``bases[name]`` (no host sync);
-        result on the host (``defer``: the device, as :meth:`msm`).
-
-        Raises:
-            ValueError: a bitmap of the wrong dtype or too few words (names it).
-        """
+        """Batch addition over prepared ``bases[name]`` (no sync); host result unless ``defer``. Raises ValueError: bad bitmap."""
         cp = self.cp
         with stream:
             bm = cp.ascontiguousarray(cp.asarray(bitmap))
@@ -450,10 +365,7 @@ class GpuBackend:
             return self._host_point(r, DeferredCheck(), stream, defer)
 
     def _on_side_stream(self, stream: Stream, call: Callable[[Any], Array], defer: bool) -> Array:
-        """``call(side)`` on a stream from the backend's free list, ordered after everything
-        already queued on ``stream`` (an event). Without ``defer`` ``call`` returns a host point
-        and the side stream is synced; with ``defer`` ``stream`` instead waits for the side
-        stream's work (an event), so a later :meth:`mark` on ``stream`` covers it."""
+        """``call(side)`` on a free side stream ordered after ``stream``; synced, or (``defer``) joined back into ``stream``."""
         cp = self.cp
         ev = cp.cuda.Event(disable_timing=True)
         ev.record(stream)
@@ -473,9 +385,7 @@ class GpuBackend:
 
     @_on_device
     def msm_many(self, jobs: dict[str, tuple[Array, np.ndarray | None]], stream: Stream, concurrent: bool = False, defer: bool = False) -> dict[str, Array]:
-        """:meth:`msm` of each ``name: (scalars, idx)``. ``concurrent``: each on its own stream from
-        a thread (:func:`~zkgpu.pipeline.backend.fan_out`), so that the small tail MSMs'
-        latency-bound kernels and host syncs overlap; else in order on ``stream``."""
+        """:meth:`msm` of each ``name: (scalars, idx)``, each on its own stream if ``concurrent``."""
         if not concurrent:
             return fan_out(lambda nm, j: self.msm(nm, j[0], j[1], stream, defer), jobs, False)
         return fan_out(lambda nm, j: self._on_side_stream(stream, lambda s: self.msm(nm, j[0], j[1], s, defer), defer), jobs, True)
@@ -496,21 +406,8 @@ class GpuBackend:
 
     @_on_device
     def prep(self, aux: np.ndarray, prep: str = "cpu", threads: int | None = None, circuit: Circuit | None = None) -> Mapping[str, Prep]:
-        """prep_msm of one partition. ``cpu`` / ``cpu_parallel``: :func:`~zkgpu.pipeline.split.prep_partition`
-        on the host. ``gpu``: on this thread's own non-blocking prep stream, copy ``[inputs; aux]``
-        to the device (aux through pinned staging, :meth:`_stage_aux`), then
-        :func:`zkgpu.gpu.msm.prep.prep_msm_device` for L (the aux rows) and for A and B (their
-        :func:`~zkgpu.pipeline.split.selections`); the bitmaps, significant scalars and indices
-        stay on the device for batch_add and the tail MSMs (which read them after the barrier,
-        so after this call's final stream sync). Returns ``{"l", "a", "b_g1"}``
-        (:class:`zkgpu.gpu.msm.pippenger.PrepMsm` with CuPy arrays for ``gpu``).
-
-        ``circuit``: the partition's structure (default the run's): its inputs head the A and B
-        vectors; its densities are the run's.
-
-        Raises:
-            ValueError: a scalar >= r (its index named), or an unknown ``prep``.
-        """
+        """prep_msm of one partition: ``cpu``/``cpu_parallel`` on the host, ``gpu`` on the thread's prep stream. Returns
+        ``{"l", "a", "b_g1"}`` (CuPy arrays for ``gpu``). Raises ValueError: a scalar >= r or unknown ``prep``."""
         circuit = circuit or self.circuit
         if prep != "gpu":
             return prep_partition(circuit, aux, prep, threads=threads)
@@ -536,12 +433,7 @@ class GpuBackend:
         return out
 
     def _stage_aux(self, aux: np.ndarray, dst: Array, stream: Stream) -> None:
-        """H2D of aux for prep="gpu" through a pinned staging buffer (:func:`zkgpu.transfer.paths.pinned_staging`:
-        a host memcpy, then an async DMA), returning after the copy. Measured on the H200
-        (2026-12-01, 48 partitions): a direct pageable copy of aux on the prep thread tripled the
-        other worker's h2d window while they overlapped (34 vs 12.5 ms median), although its copies'
-        own DMA time did not change: the pageable copy holds up the other thread's CUDA calls. Falls
-        back to the pageable copy when no pinned buffer can be had."""
+        """H2D of aux through a pinned staging buffer (pageable if none can be had), returning after the copy."""
         buf = self._staging.checkout(aux.nbytes)
         try:
             if buf.pinned:

@@ -1,11 +1,4 @@
-"""Host G1/G2 points for the pipeline, through py-arkworks-bls12381 (an independent library).
-
-Point format: (1, 12) or (m, 12) uint64, affine x (6 limbs) then y (6 limbs), little-endian
-canonical Fq; the identity is all zeros. This is byte-for-byte arkworks' ``to_xy_bytes_le`` (whose
-identity is 96 zero bytes too), so the CPU and GPU backends hand the worker the same arrays.
-Scalars: (m, 4) uint64 canonical Fr. Conversions to and from arkworks points and the host sums
-(``g1_add`` pointwise, ``g1_sum`` of all rows) are :mod:`zkgpu.arith.curve`'s.
-"""
+"""Host G1/G2 points for the pipeline through arkworks: (m, 12) uint64 affine canonical, identity all zero."""
 
 from __future__ import annotations
 
@@ -47,11 +40,7 @@ def g2_bases(m: int, seed: int) -> list[Any]:
 
 
 def cpu_g2_msm(bases: list[Any], scalars: np.ndarray) -> bytes:
-    """The scaled-down CPU B_g2 multiexp: the first ``len(bases)`` rows of ``scalars`` ((m, 4)
-    uint64) against ``bases`` (arkworks ``G2Point.multiexp_unchecked``); the compressed 96-byte
-    result. Upstream runs a full sppark ``mult_pippenger`` over the significant B scalars on the
-    CPU (supraseal ``groth16_cuda.cu:852-890``); we keep its place in the thread (after prep_msm,
-    outside the mutex), not its size."""
+    """Scaled-down CPU B_g2 multiexp of the first ``len(bases)`` scalars (arkworks); compressed 96 bytes."""
     ark = optional.arkworks()
     k = min(len(bases), scalars.shape[0])
     if k == 0:

@@ -1,24 +1,7 @@
-"""The run: synthesis workers -> priority GPU queue -> gw GPU workers per GPU -> finalizers.
+"""The run: synthesis workers -> GPU queue -> ``gw`` GPU workers per GPU -> finalizers (cuzk's partition path).
 
-As the cuzk engine's partition path (notes/cuzk-pipeline.md §3): ``synth_workers`` threads
-synthesize partitions in order into fresh pageable arrays or, with ``transfer="pinned_pool"``, into
-buffers of a :class:`zkgpu.transfer.pinned_pool.PinnedPool`; ``queue_depth`` permits bound the
-partitions synthesized but not yet through the start half. The GPU queue is keyed on the partition
-index. ``gw`` GPU worker threads per GPU share one :class:`~zkgpu.pipeline.sync.GpuMutex`; each picks
-up a partition (GPU_PICKUP, the ``GPU_TIMING`` tracker-lock round trips), runs the start half
-(:func:`~zkgpu.pipeline.worker.prove_start`), returns a/b/c, spawns the finalizer
-(:func:`~zkgpu.pipeline.worker.finalize`) and loops.
-
-Errors: a partition whose step raises is ``failed`` with its error (``PartitionResult.stage`` names
-the step); the other partitions go on. ``KeyboardInterrupt`` (Ctrl-C or from a worker) stops the run:
-waits end with ``Cancelled``, running steps finish, the log and event table are written, and
-:class:`PipelineInterrupted` carries the partial :class:`PipelineResult`.
-
-No hang: every blocking wait is bounded (:func:`~zkgpu.pipeline.sync.mutex_wait_limit_s`,
-``timeout_s``), and a watchdog fails any step that runs past ``timeout_s`` with
-:class:`~zkgpu.pipeline.sync.StageTimeout`, force-releasing the partition's mutex, barrier, a/b/c
-and queue permit. If every GPU worker hangs, queued partitions are cancelled and the run returns.
-"""
+A failed step fails its partition only; KeyboardInterrupt stops the run cleanly (:class:`PipelineInterrupted` carries
+the partial result). Every wait is bounded and a watchdog fails steps past ``timeout_s``."""
 
 from __future__ import annotations
 
@@ -62,19 +45,8 @@ GIB = 1 << 30
 
 @dataclass
 class PipelineResult:
-    """Outcome of :func:`run_pipeline`.
-
-    Attributes:
-        events: the event table (:mod:`zkgpu.core.events` schema).
-        log_lines: every cuzk-format log line, in order; also in ``log_path`` when given.
-        partitions: one :class:`~zkgpu.pipeline.worker.PartitionResult` per partition, by index.
-        errors: ``"partition N: Type: message"`` for every failed/cancelled partition.
-        pool_stats: :meth:`zkgpu.transfer.pinned_pool.PinnedPool.stats` as a dict (pinned_pool runs), else None;
-            with ``pool_scope="per_gpu"`` the counters summed over the GPUs' pools (``peak_bytes_held``: the
-            sum of each pool's peak, an upper bound of the peak held together) and ``per_gpu``, each pool's.
-        wall_ms: run wall time (ms), from the tracer epoch to the last finalizer.
-        interrupted: a KeyboardInterrupt stopped the run.
-    """
+    """Outcome of :func:`run_pipeline`: ``events``, ``log_lines``, ``partitions``, ``errors``, ``pool_stats`` (summed
+    over per-GPU pools, with ``per_gpu``), ``wall_ms``, ``interrupted``."""
 
     config: PipelineConfig
     run: str
@@ -128,12 +100,7 @@ def _pool_line(msg: str, level: str) -> str:
 
 
 def make_backend(config: PipelineConfig, circuit: Circuit) -> Backend:
-    """The backend for ``config.device``: :class:`~zkgpu.pipeline.gpu_backend.GpuBackend` or
-    :class:`~zkgpu.pipeline.cpu_backend.CpuBackend` (bases not generated yet: call ``setup()``).
-
-    Raises:
-        RuntimeError: device="gpu" without a usable GPU.
-    """
+    """The backend for ``config.device`` (call ``setup()``). Raises RuntimeError: device="gpu" without a GPU."""
     if config.device == "gpu":
         if not _cuda.gpu_available():
             raise RuntimeError("PipelineConfig.device='gpu' but no CUDA GPU is available; use device='cpu'")
@@ -174,27 +141,14 @@ def prepare_backend(config: PipelineConfig) -> tuple[Circuit, Backend]:
 
 
 def run_pipeline(config: PipelineConfig, *, prepared: tuple[Circuit, Backend] | None = None, pool: Any = None, nvtx: NvtxBackend | None = None) -> PipelineResult:
-    """Prove ``config.partitions`` partitions through the two-worker pipeline.
+    """Prove ``config.partitions`` partitions; failed ones are in ``errors`` (no exception).
 
     Args:
-        config: the run (:class:`~zkgpu.pipeline.config.PipelineConfig`).
-        prepared: ``prepare_backend(config)`` to reuse bases across runs (must match n/seed/device); the
-            backend is GPU 0's, the other GPUs' come from its ``for_device``.
-        pool: a :class:`zkgpu.transfer.pinned_pool.PinnedPool` to use (pinned_pool runs; e.g. a warm pool or
-            one with a ``PageableAllocator``), or with ``pool_scope="per_gpu"`` a sequence of ``gpus`` pools;
-            default new pools (CUDA pinned on the GPU, ``PageableAllocator`` for device="cpu"), closed at the end.
+        prepared: ``prepare_backend(config)`` to reuse bases. pool: a PinnedPool (or one per GPU with ``per_gpu``).
         nvtx: NVTX backend (default :func:`zkgpu.pipeline.trace.default_nvtx`).
-
-    Returns:
-        :class:`PipelineResult`; failed partitions are in ``errors`` (no exception).
-
     Raises:
-        FileExistsError: ``log_path`` or ``events_path`` exists (checked before anything runs).
-        ValueError: ``gpus`` more than the CUDA devices present (device="gpu"), or ``pool`` not one
-            pool per GPU with ``pool_scope="per_gpu"``.
-        PipelineInterrupted: after a clean stop on KeyboardInterrupt (carries the partial result).
-        RuntimeError: device="gpu" without a GPU.
-    """
+        FileExistsError: an output exists. ValueError: too many gpus, or pools not one per GPU.
+        PipelineInterrupted: on KeyboardInterrupt. RuntimeError: device="gpu" without a GPU."""
     for pth in (config.log_path, config.events_path):
         if pth is not None and Path(pth).exists():
             raise FileExistsError(f"{pth} exists; zkgpu never overwrites a log or event file (use a fresh run folder)")
@@ -273,9 +227,7 @@ def _stderr_echo(line: str) -> None:
 
 
 class _Held:
-    """What a partition holds between synthesis and the end of its start half: the a/b/c
-    checkout and its queue permit. Each is released once, whoever calls first (the thread itself
-    or the watchdog after a hung step)."""
+    """A partition's a/b/c checkout and queue permit, each released once by whoever comes first."""
 
     def __init__(self, permits: threading.Semaphore) -> None:
         self.permits = permits
@@ -568,11 +520,7 @@ class _Run:
 
     # -- orchestration --------------------------------------------------------------------------
     def _watchdog(self) -> None:
-        """Fail every partition whose step has run past ``timeout_s``
-        (:func:`~zkgpu.pipeline.sync.watchdog_limit_s`: the waits that raise TimeoutError
-        themselves get a second past their own limit): record :class:`StageTimeout` naming the step and
-        the partition, abandon its thread, force-release the GPU mutex it holds, abort its prep
-        barrier and return its a/b/c and queue permit."""
+        """Fail partitions whose step ran past its limit (:func:`~zkgpu.pipeline.sync.watchdog_limit_s`) and release what they hold."""
         ctx = self.ctx
         limit = ctx.config.timeout_s
         now = time.monotonic()

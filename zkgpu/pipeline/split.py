@@ -1,13 +1,4 @@
-"""prep_msm of one partition on the host, and upstream's split decision (supraseal
-``groth16_cuda.cu:509-840``, notes/cuzk-pipeline.md §1.6).
-
-Each of the L, A and B_G1 MSMs gets one prep_msm result: :class:`zkgpu.gpu.msm.pippenger.PrepMsm` (host arrays)
-or with CuPy arrays (``prep="gpu"``, ``PrepMsm.on_device``). Its fields:
-``n`` (scalars), ``bitmap`` (``(ceil(n/64),)`` uint64, bit i set iff scalar i == 1, LSB first),
-``ones``, ``zeros``, ``sig_scalars`` (``(m, 4)`` uint64 canonical Fr, neither 0 nor 1),
-``sig_indices`` (``(m,)`` int64) and ``significant`` (m). :func:`splits` is upstream's decision
-between batch_add over the ones + a tail MSM over the significant scalars and one full MSM.
-"""
+"""prep_msm of one partition on the host, and upstream's split decision (supraseal ``groth16_cuda.cu:509-840``)."""
 
 from __future__ import annotations
 
@@ -31,17 +22,12 @@ _SEL_CACHE: dict[int, tuple[Circuit, np.ndarray, np.ndarray]] = {}
 
 
 def splits(p: Prep) -> bool:
-    """Upstream's split decision (``groth16_cuda.cu:641-659``): True when ``significant <= n // 2``
-    (batch_add over the ones + tail MSM over the significant scalars), False for one full MSM over
-    all scalars."""
+    """Upstream's split decision: True (batch_add + tail MSM) when ``significant <= n // 2``, else one full MSM."""
     return p.significant <= p.n // 2
 
 
 def selections(circuit: Circuit) -> tuple[np.ndarray, np.ndarray]:
-    """Row indices into ``[circuit.inp; aux]`` of the A and B scalar vectors (int64, ascending):
-    A = every input then the aux rows in ``a_aux_density``; B = the inputs in ``b_inp_density``
-    then the aux rows in ``b_aux_density`` (notes/cuzk-pipeline.md §1.6). Cached per circuit (the
-    structure is fixed for a run)."""
+    """Rows of ``[inputs; aux]`` of the A and B vectors (int64 ascending), by the densities; cached per circuit."""
     with _SEL_LOCK:
         hit = _SEL_CACHE.get(id(circuit))
         if hit is not None and hit[0] is circuit:
@@ -64,31 +50,12 @@ def _pack_bits(mask: np.ndarray) -> np.ndarray:
 
 
 def prep_partition(circuit: Circuit, aux: np.ndarray, prep: str = "cpu", *, threads: int | None = None) -> dict[str, PrepMsm]:
-    """prep_msm of one partition for the L, A and B MSMs on the host, as upstream's pass 1
-    (``groth16_cuda.cu:514-659``).
-
-    ``prep="cpu_parallel"``: :func:`zkgpu.gpu.msm.prep.prep_msm_parallel` (``threads`` threads) over aux
-    for L and over :func:`selections` of ``[inputs; aux]`` for A and B (the filtered vectors are
-    never gathered). ``prep="cpu"``: one numpy pass over aux: :func:`zkgpu.gpu.msm.pippenger.prep_msm` classifies
-    every aux scalar once (validating it; ones bitmap, significant indices) and is the L split;
-    the A and B splits are the same classification restricted to the density-filtered positions
-    (inputs first, then aux where ``a_aux_density`` / ``b_aux_density`` is set), packed compactly
-    by position in the filtered base list, as upstream packs a_bits / b_bits.
+    """prep_msm of one partition for L, A, B_G1 on the host: ``{"l", "a", "b_g1"}`` of PrepMsm, without gathering.
 
     Args:
-        circuit: the partition's structure (inputs, densities).
-        aux: (aux_size, 4) uint64 canonical Fr.
-        prep: ``cpu`` or ``cpu_parallel``.
-        threads: threads of ``cpu_parallel`` (None: :func:`zkgpu.gpu.msm.prep.default_threads`).
-
-    Returns:
-        ``{"l": PrepMsm, "a": PrepMsm, "b_g1": PrepMsm}``; each equals :func:`zkgpu.gpu.msm.pippenger.prep_msm`
-        of the gathered scalar vector (tested), without gathering the 0/1 majority.
-
+        aux: (aux_size, 4) uint64 canonical Fr. prep: ``cpu`` or ``cpu_parallel`` (``threads``).
     Raises:
-        ValueError: a scalar >= r, or ``prep`` not ``cpu`` / ``cpu_parallel`` (``gpu`` is
-        :meth:`zkgpu.pipeline.gpu_backend.GpuBackend.prep`).
-    """
+        ValueError: a scalar >= r, or another ``prep``."""
     if prep == "cpu_parallel":
         a_sel, b_sel = selections(circuit)
         return {

@@ -1,9 +1,4 @@
-"""The pipeline's synchronisation: the GPU mutex (:class:`GpuMutex`), the prep barrier
-(:class:`PrepBarrier`), the limits their waits are bounded by (:func:`mutex_wait_limit_s`,
-:func:`watchdog_limit_s`) and the ways a step fails (:class:`Cancelled`, :class:`PrepFailed`,
-:class:`StageTimeout`). The workers (:mod:`zkgpu.pipeline.worker`) and the runner's watchdog
-(:mod:`zkgpu.pipeline.runner`) use them; notes/cuzk-pipeline.md §1.2 describes upstream's lock and barrier.
-"""
+"""The pipeline's synchronisation: GPU mutex, prep barrier, the limits of their waits and the failures of a step."""
 
 from __future__ import annotations
 
@@ -24,9 +19,7 @@ class PrepFailed(RuntimeError):  # noqa: N818 - the name is written into results
 
 
 class StageTimeout(TimeoutError):  # noqa: N818 - the name is written into results and logs ("StageTimeout: ..."), which recordings keep
-    """A pipeline step did not return within ``timeout_s``: its partition fails with this error
-    (naming the step and the partition), its thread is abandoned, and what it held — a/b/c and
-    its queue permit, the GPU mutex, the prep barrier — is released by the run's watchdog."""
+    """A step did not return within ``timeout_s``; the watchdog releases what its partition held."""
 
     def __init__(self, message: str, *, partition: int, stage: str) -> None:
         super().__init__(message)
@@ -35,9 +28,7 @@ class StageTimeout(TimeoutError):  # noqa: N818 - the name is written into resul
 
 
 class DeviceLost(RuntimeError):  # noqa: N818 - the name is written into results and logs, as the others
-    """The GPU itself failed (not the partition's data): its worker set stops taking partitions and the
-    run goes on on the other GPUs. Raised by a fault hook to emulate it; CUDA's sticky errors count as
-    the same (:func:`is_device_failure`)."""
+    """The GPU itself failed: its worker set stops, the run goes on on the others."""
 
 
 #: CUDA errors that leave the context unusable ("sticky"; the same numbers in the runtime's cudaError_t and
@@ -49,9 +40,7 @@ STICKY_CUDA_ERRORS = frozenset({46, 214, 700, 702, 710, 714, 715, 716, 717, 718,
 
 
 def is_device_failure(e: BaseException | None) -> bool:
-    """Whether ``e`` takes its GPU out of the run: :class:`DeviceLost`, or a CuPy ``CUDARuntimeError`` /
-    ``CUDADriverError`` whose ``status`` is one of :data:`STICKY_CUDA_ERRORS`; also as the ``__cause__``
-    of a wrapping error."""
+    """Whether ``e`` (or its cause) is :class:`DeviceLost` or a sticky CUDA error (:data:`STICKY_CUDA_ERRORS`)."""
     seen = 0
     while e is not None and seen < 8:
         if isinstance(e, DeviceLost):
@@ -63,16 +52,12 @@ def is_device_failure(e: BaseException | None) -> bool:
 
 
 def mutex_wait_limit_s(config: PipelineConfig) -> float:
-    """Longest mutex_wait: the holder may run ntt_msm_h, barrier_wait, batch_add and tail_msm,
-    each bounded by ``timeout_s`` (the watchdog), and up to ``gw`` workers may be ahead:
-    ``timeout_s * (4 * gw + 1)``. A wait this long means the mutex is leaked, not busy."""
+    """Longest mutex wait, s: ``timeout_s * (4 * gw + 1)``."""
     return config.timeout_s * (4 * config.gw + 1)
 
 
 def watchdog_limit_s(config: PipelineConfig, step: str) -> float:
-    """How long the watchdog lets ``step`` run before it fails the partition: ``timeout_s``; for
-    the waits that raise TimeoutError themselves, a second past their own limit (mutex_wait:
-    :func:`mutex_wait_limit_s`; barrier_wait: ``2 * timeout_s``), so their own error comes first."""
+    """Watchdog limit of ``step``, s: ``timeout_s``, or a second past a self-limiting wait's own limit."""
     if step == "mutex_wait":
         return mutex_wait_limit_s(config) + 1.0
     if step == "barrier_wait":
@@ -84,10 +69,7 @@ _POLL_S = 0.02
 
 
 class PrepBarrier:
-    """sppark's ``semaphore_t`` as used by groth16_cuda.cu:846-847/940: the prep thread
-    :meth:`notify` s once, the GPU thread :meth:`wait` s. Unlike ``threading.Barrier`` the notifier
-    does not block (the prep thread goes straight on to b_g2_msm). :meth:`abort` wakes the waiter
-    with an error (worker failure paths)."""
+    """sppark's ``semaphore_t``: the prep thread :meth:`notify` s without blocking, the GPU thread :meth:`wait` s."""
 
     def __init__(self) -> None:
         self._cv = threading.Condition()
@@ -129,13 +111,7 @@ _now = time.monotonic
 
 
 class GpuMutex:
-    """The per-GPU ``std::mutex`` (engine.rs:2928-2935), a ``threading.Lock`` plus a stop-aware,
-    bounded acquire. ``owner`` is the holding worker and ``partition`` its partition.
-
-    Not re-entrant, as ``std::mutex``: :meth:`acquire` by the worker that holds it raises
-    RuntimeError at once (it would otherwise wait for itself until ``timeout_s``). The run's
-    watchdog may :meth:`force_release` the mutex of a partition whose step hung; the hung
-    thread's own later :meth:`release` is then a no-op (it no longer holds it)."""
+    """The per-GPU mutex (cuzk ``engine.rs``): not re-entrant, bounded stop-aware acquire, :meth:`force_release`."""
 
     def __init__(self, gpu: int) -> None:
         self.gpu = gpu
@@ -146,12 +122,7 @@ class GpuMutex:
         self._meta = threading.Lock()
 
     def acquire(self, worker: int, timeout_s: float, stop: threading.Event, partition: int | None = None) -> None:
-        """Take the mutex for ``worker`` (working on ``partition``).
-
-        Raises:
-            RuntimeError: ``worker`` already holds it (re-entry), at once.
-            Cancelled: the run stopped while waiting. TimeoutError: not acquired within timeout_s.
-        """
+        """Take the mutex for ``worker``. Raises RuntimeError (re-entry), Cancelled (run stopped) or TimeoutError."""
         if self.owner == worker and self._holder == threading.get_ident():
             raise RuntimeError(f"worker {worker} already holds the mutex of gpu {self.gpu} (partition {self.partition}); it is not re-entrant")
         deadline = _now() + timeout_s
@@ -174,8 +145,7 @@ class GpuMutex:
             return True
 
     def force_release(self, partition: int) -> bool:
-        """Release the mutex if ``partition`` holds it (watchdog, for a hung step). Returns
-        whether it did."""
+        """Release the mutex if ``partition`` holds it (watchdog, for a hung step). Returns whether it did."""
         with self._meta:
             if self._holder is None or self.partition != partition:
                 return False

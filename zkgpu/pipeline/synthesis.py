@@ -1,23 +1,8 @@
-"""Partition synthesis: a, b, c and the aux assignment of one partition.
+"""Partition synthesis: a, b, c and the aux assignment (a real circuit's, or a synthetic stand-in).
 
-With ``config.real`` (:mod:`zkgpu.pipeline.real`) it is the real circuit's QAP evaluation of the
-partition's witness. Otherwise it is a synthetic stand-in, *not* a circuit: a, b, c uniform in
-[0, 2^254) (canonical Fr, a*b != c in general; ``compute_h`` is defined for any input and checked
-against the reference on the same one) and an aux assignment of PoRep's shape (mostly 0 and 1; the
-fractions of :class:`~zkgpu.pipeline.config.Density`, notes/cuzk-pipeline.md §1.3). It costs what
-its generator costs, one pass over the destination arrays (first touch, straight into pinned
-buffers with the pool), so the GPU side is what the recordings measure.
-
-The generator is counter-based: SplitMix64's output function (Steele, Lea & Flood, OOPSLA 2014;
-the constants of Vigna's ``splitmix64.c``) of ``key + (i + 1) * 0x9E3779B97F4A7C15`` for the i-th
-64-bit word, one key per (``config.seed``, partition, stream). A numba ``@njit(nogil=True)`` loop
-(:func:`zkgpu.core.optional.numba`) and a NumPy fallback in chunks of 2^15 words give the same words.
-The aux selector ``u = (word >> 11) * 2^-53`` picks 0 (``u < zero``), 1 (``u < zero + one``) or the
-full-size value.
-
-Same ``(config.seed, partition)`` -> same arrays on every machine; the circuit structure (density
-bitmaps, public inputs) depends only on ``config.seed`` (numpy's PCG64, made once per run).
-"""
+Synthetic: a, b, c uniform in [0, 2^254), aux of :class:`~zkgpu.pipeline.config.Density`. Words from SplitMix64's output
+function (Steele, Lea & Flood, OOPSLA 2014) of ``key + (i + 1) * 0x9E3779B97F4A7C15``, one key per (seed, partition,
+stream); numba and NumPy give the same words."""
 
 from __future__ import annotations
 
@@ -67,14 +52,8 @@ def stream_key(seed: int, partition: int, stream: int) -> int:
 
 @dataclass(frozen=True)
 class Circuit:
-    """Per-run circuit structure (cuzk ``Assignment`` densities).
-
-    Attributes:
-        inp: (num_inputs, 4) uint64, inp[0] = 1 (Groth16's constant input).
-        a_aux_density: (aux_size,) bool, aux positions in the A query.
-        b_inp_density: (num_inputs,) bool (PoRep: only input 0 is in B).
-        b_aux_density: (aux_size,) bool.
-    """
+    """Per-run circuit structure: ``inp`` (num_inputs, 4) (inp[0] = 1), bool densities ``a_aux_density``,
+    ``b_inp_density``, ``b_aux_density``."""
 
     n: int
     aux_size: int
@@ -152,9 +131,7 @@ def fill_fr(out: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def fill_aux(out: np.ndarray, rng: np.random.Generator, zero: float, one: float) -> np.ndarray:
-    """Fill ``out`` ((m, 4) uint64) from ``rng`` with an aux assignment: 0 with probability ``zero``,
-    1 with probability ``one``, otherwise uniform in [0, 2^254). In place, vectorised per chunk
-    (the prep benchmark's inputs, :mod:`zkgpu.app.bench.prep`)."""
+    """Fill ``out`` (m, 4) uint64 in place: 0 w.p. ``zero``, 1 w.p. ``one``, else uniform in [0, 2^254)."""
     fill_fr(out, rng)
     m = out.shape[0]
     for i in range(0, m, _CHUNK):
@@ -173,8 +150,7 @@ def fill_aux(out: np.ndarray, rng: np.random.Generator, zero: float, one: float)
 
 @functools.lru_cache(maxsize=1)
 def _nb() -> tuple[Any, Any] | None:
-    """The numba fills ``(fr, aux)`` (compiled on first use, cached on disk by numba), or None
-    without numba."""
+    """The numba fills ``(fr, aux)`` (compiled on first use, cached on disk by numba), or None without numba."""
     numba = optional.numba()
     if numba is None:
         return None
@@ -238,9 +214,7 @@ def _ramp() -> np.ndarray:
 
 
 def _words_np(key: int, start: int, out: np.ndarray, tmp: np.ndarray) -> np.ndarray:
-    """``out[i]`` = word ``start + i`` of the stream ``key`` = mix(key + (start + i + 1) * gamma), for
-    ``len(out) <= _NP_WORDS``; ``tmp`` is scratch of the same length. In place, no temporaries
-    (SplitMix64's output function with NumPy's wrapping uint64 arithmetic)."""
+    """``out[i]`` = word ``start + i`` of stream ``key`` (SplitMix64, NumPy), in place; ``tmp`` is scratch."""
     np.add(_ramp()[: out.shape[0]], np.uint64((key + start * _GAMMA) & _MASK64), out=out)
     for shift, mul in ((30, _M1), (27, _M2), (31, 0)):
         np.right_shift(out, np.uint64(shift), out=tmp)
@@ -259,14 +233,8 @@ def _use_numba(impl: str) -> bool:
 
 
 def fill_fr_counter(out: np.ndarray, key: int, *, impl: str = "auto") -> np.ndarray:
-    """Fill ``out`` ((m, 4) uint64, C-contiguous) in place with uniform values in [0, 2^254): row
-    r, limb k = word 4r + k of the counter stream ``key`` (:func:`stream_key`), the top limb
-    masked to 62 bits. ``impl``: ``numba`` (nogil), ``numpy`` (cache-sized chunks) or ``auto``
-    (numba when installed); both give the same values.
-
-    Raises:
-        ValueError: a bad array or ``impl``; RuntimeError: ``impl="numba"`` without numba.
-    """
+    """Fill ``out`` (m, 4) uint64 with uniform values < 2^254 from counter stream ``key``; ``impl`` numba/numpy/auto.
+    Raises ValueError: a bad array or ``impl``. RuntimeError: ``impl="numba"`` without numba."""
     _check_rows(out)
     key = int(key) & _MASK64
     if _use_numba(impl):
@@ -284,15 +252,8 @@ def fill_fr_counter(out: np.ndarray, key: int, *, impl: str = "auto") -> np.ndar
 
 
 def fill_aux_counter(out: np.ndarray, key: int, select_key: int, zero: float, one: float, *, impl: str = "auto") -> np.ndarray:
-    """Fill ``out`` ((m, 4) uint64) in place with an aux assignment: row r is 0 when
-    ``u_r < zero``, 1 when ``u_r < zero + one``, else :func:`fill_fr_counter`'s row r of stream
-    ``key``; ``u_r`` = (word r of stream ``select_key``) >> 11, times 2^-53 (uniform in [0, 1)).
-    So 0 with probability ``zero``, 1 with probability ``one``. ``impl`` as :func:`fill_fr_counter`
-    (the numba loop draws a row's four limbs only for full-size rows; same values).
-
-    Raises:
-        ValueError: a bad array, ``impl``, or fractions outside [0, 1] / summing over 1.
-    """
+    """Fill ``out`` (m, 4) uint64 with an aux assignment (0, 1 or :func:`fill_fr_counter` rows, selected by
+    ``select_key``). Raises ValueError: a bad array, ``impl``, or fractions outside [0, 1] / summing over 1."""
     _check_rows(out)
     if not (0.0 <= zero <= 1.0 and 0.0 <= one <= 1.0 and zero + one <= 1.0 + 1e-12):
         raise ValueError(f"fill_aux_counter needs zero, one in [0, 1] with zero + one <= 1, got {zero!r}, {one!r}")
@@ -316,8 +277,7 @@ def fill_aux_counter(out: np.ndarray, key: int, select_key: int, zero: float, on
 
 
 def warm_up_synthesis() -> None:
-    """Compile the numba fills (or load them from numba's disk cache) outside any timed phase;
-    nothing without numba."""
+    """Compile the numba fills (or load them from numba's disk cache) outside any timed phase; nothing without numba."""
     if _nb() is not None:
         tiny = np.empty((2, 4), dtype=np.uint64)
         fill_fr_counter(tiny, 1)
@@ -326,18 +286,8 @@ def warm_up_synthesis() -> None:
 
 def synthesize_into(config: PipelineConfig, partition: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, aux: np.ndarray,
                     *, impl: str = "auto") -> np.ndarray | None:
-    """Write partition ``partition``'s a, b, c ((n, 4) each) and aux ((aux_size, 4)) in place.
-
-    ``impl``: the synthetic fill's implementation (:func:`fill_fr_counter`; same values).
-
-    Returns:
-        None (synthetic), or for ``config.real`` the partition's witness ((num_inputs + aux_size, 4)
-        uint64: :meth:`~zkgpu.pipeline.real.RealCircuit.synthesize_into`, the QAP evaluation),
-        whose private part is written to aux.
-
-    Raises:
-        ValueError: a buffer of the wrong shape or dtype.
-    """
+    """Write partition ``partition``'s a, b, c (n, 4) and aux (aux_size, 4) in place. Returns None, or with
+    ``config.real`` the witness ((num_inputs + aux_size, 4) uint64). Raises ValueError: bad buffer."""
     for name, arr, rows in (("a", a, config.n), ("b", b, config.n), ("c", c, config.n), ("aux", aux, config.aux_size)):
         if not isinstance(arr, np.ndarray) or arr.shape != (rows, 4) or arr.dtype != np.uint64:
             raise ValueError(f"synthesis buffer {name} must be ({rows}, 4) uint64, got {getattr(arr, 'shape', None)} {getattr(arr, 'dtype', type(arr).__name__)}")

@@ -1,47 +1,8 @@
-"""Timing and tracing for the proving pipeline: one call per phase does all three of
-(1) an NVTX range in domain ``"zkgpu"``, (2) one row of the event table (:mod:`zkgpu.core.events`),
-(3) the cuzk-format log line(s) of that phase.
+"""Pipeline tracing: one call per phase gives an NVTX range, one event-table row and its cuzk-format log line(s).
 
-Usage::
-
-    tracer = Tracer("baseline-pageable-coarse-gw2", log=LogWriter.create(path))
-    with tracer.phase("ntt_msm_h", worker=0, partition=3, stream=s) as ph:
-        ...
-        ph.bytes = 3 * a.nbytes            # bytes moved (H2D)
-    # -> event row (start_ns/end_ns from time.perf_counter_ns relative to the run epoch,
-    #    gpu_ms from CUDA events recorded on ``stream``), NVTX push/pop "ntt_msm_h p3 w0",
-    #    and the line ``CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=<ms>``.
-
-Log formats (exact, from the cuzk sources; notes/cuzk-pipeline.md §2 collects them):
-
-* C++ ``CUZK_TIMING:`` lines (``groth16_cuda.cu``), integer ms: ``split_vectors_ms=%ld
-  setup_to_split_ms=%ld``, ``prep_msm_ms=%ld``, ``b_g2_msm_ms=%ld num_circuits=%zu``,
-  ``pre_lock_cpu_ms=%ld mutex_wait_ms=%ld``, ``gpu_tid=%zu ntt_msm_h_ms=%ld``,
-  ``gpu_tid=%zu barrier_wait_ms=%ld``, ``gpu_tid=%zu batch_add_ms=%ld``,
-  ``gpu_tid=%zu tail_msm_ms=%ld gpu_total_ms=%ld``, ``mutex_held_ms=%ld total_start_fn_ms=%ld``,
-  ``async_dealloc_ms=%ld``; and ``CUZK_NTT_H: d_b_alloc=%ldms ntt_kernels=%ldms
-  coset_intt_sync=%ldms msm_init=%ldms msm_invoke=%ldms msm_dtor=%ldms total=%ldms``
-  (``groth16_ntt_h.cu``).
-* Rust ``TIMELINE,<ms since engine start>,<EVENT>,<job_id>,<detail>`` (``engine.rs:331-353``).
-* Rust tracing ``info!`` lines, rendered like tracing-subscriber's default formatter:
-  ``<RFC 3339 UTC time>  INFO zkgpu::pipeline: <message> key=value ...`` for ``GPU_TIMING …``,
-  ``FIN_TIMING …``, ``partition synthesis complete`` and the ``pinned pool: …`` messages.
-
-NVTX: every :meth:`Tracer.phase` is a push/pop range (balanced per thread, also when the body
-raises) in domain ``"zkgpu"`` labelled ``"<phase>[ p<partition>][ w<worker>]"``, e.g.
-``"ntt_msm_h p3 w0"``; cross-thread spans (:meth:`Tracer.begin`, used for ``prove`` and
-``gpu_queue``) are start/end ranges with the same labels. :func:`configure` (``nvtx=False``;
-a keyword of the library, not an environment variable) disables them.
-
-Which line a phase emits is fixed by :data:`PHASE_LINES`; values the line needs beyond the
-phase's own duration (``gpu_total_ms``, ``pre_lock_cpu_ms`` …) are passed as ``fields``; ``gpu_total_from_ns`` (a
-:meth:`Tracer.now_ns` instant) gives ``gpu_total_ms`` measured from it to the phase's own end.
-A phase whose body raises still records its event (``detail`` gets ``error=<Type>``) and pops
-its NVTX range, but writes no log line (upstream prints a line only when the step completes).
-
-Files are never truncated: :class:`LogWriter` and :func:`write_events_parquet` create their
-files with mode ``"x"`` (``FileExistsError`` if the path exists).
-"""
+Log formats are cuzk's (``CUZK_TIMING:``, ``CUZK_NTT_H:``, ``TIMELINE,...``, tracing ``INFO`` lines;
+notes/cuzk-pipeline.md §2); :data:`PHASE_LINES` fixes which line a phase writes. A phase whose body raises records its
+event (``error=<Type>``) but no log line. Files are created with mode "x" (FileExistsError)."""
 
 from __future__ import annotations
 
@@ -106,16 +67,7 @@ class NvtxBackend(Protocol):
 
 
 def configure(*, nvtx: bool) -> None:
-    """Process-wide tracing settings.
-
-    Args:
-        nvtx: False: :func:`default_nvtx` returns :class:`NullNvtx` (no NVTX ranges, e.g. to
-            time the tracer's own overhead); True (the default): NVTX ranges when the ``nvtx``
-            package is installed.
-
-    Raises:
-        TypeError: ``nvtx`` is not a bool.
-    """
+    """``nvtx=False``: :func:`default_nvtx` returns :class:`NullNvtx`. Raises TypeError: not a bool."""
     global _NVTX_ON
     _NVTX_ON = check_bool("trace.configure", "nvtx", nvtx)
 
@@ -137,11 +89,7 @@ class NullNvtx:
 
 
 class RealNvtx:
-    """The ``nvtx`` package (NVIDIA's Python NVTX bindings), domain :data:`NVTX_DOMAIN`.
-
-    Without a profiler attached the NVTX library calls are near-free (the injection library is
-    absent, so each call returns at once); the Python call overhead is ~1 µs per range.
-    """
+    """The ``nvtx`` package, domain :data:`NVTX_DOMAIN`."""
 
     def __init__(self, domain: str = NVTX_DOMAIN) -> None:
         """Raises ImportError: the ``nvtx`` package is not installed (extra ``gpu-cuda13`` / ``notebooks``)."""
@@ -179,13 +127,8 @@ def default_nvtx() -> NvtxBackend:
 
 
 class LogWriter:
-    """Thread-safe line writer. Keeps every line in memory (``lines``) and, when created with a
-    path, appends it to a file created fresh with mode ``"x"`` (line-buffered, flushed per line).
-
-    Raises:
-        FileExistsError: :meth:`create` on a path that already exists (an existing log is never
-            truncated or appended to).
-    """
+    """Thread-safe line writer: ``lines`` in memory, and a fresh file if created with a path. Raises FileExistsError:
+    :meth:`create` on an existing path."""
 
     def __init__(self, stream: io.TextIOBase | None = None, *, echo: Callable[[str], None] | None = None) -> None:
         self._f = stream
@@ -346,9 +289,7 @@ def _lines_synth(ph: Phase) -> list[str]:
 
 
 def _gpu_suffix(ph: Phase) -> str:
-    """``,gpu=G`` on a GPU worker's TIMELINE detail when the tracer's run has several GPUs
-    (:attr:`Tracer.gpu_field`). Upstream's TIMELINE details name only the worker, whose id is unique
-    across the engine's GPUs; its ``gpu_worker`` tracing span carries ``gpu``."""
+    """``,gpu=G`` on a GPU worker's TIMELINE detail when the run has several GPUs."""
     return f",gpu={ph.gpu}" if ph.tracer.gpu_field and ph.gpu is not None else ""
 
 
@@ -423,11 +364,7 @@ class Phase:
 
     @property
     def ended_ns(self) -> int:
-        """``end_ns`` of an ended phase (the log lines are written after the end).
-
-        Raises:
-            RuntimeError: the phase is still open.
-        """
+        """``end_ns`` of an ended phase. Raises RuntimeError: still open."""
         if self.end_ns is None:
             raise RuntimeError(f"phase {self.label()} has not ended")
         return self.end_ns
@@ -467,21 +404,9 @@ class Span:
 
 
 class Tracer:
-    """Event recorder + cuzk-format log writer + NVTX ranges for one run.
-
-    Args:
-        run: run identifier (event column ``run``).
-        log: a :class:`LogWriter` (default: in-memory only).
-        nvtx: an :class:`NvtxBackend` (default :func:`default_nvtx`).
-        job_id: the ``<job_id>`` of TIMELINE lines (default: ``run``).
-        gpu: default GPU ordinal of the events.
-        source: event column ``source``.
-        gpu_field: add ``gpu=G`` to the GPU workers' TIMELINE details (GPU_PICKUP, GPU_START, GPU_END):
-            runs on several GPUs; worker ids stay unique across GPUs (``gpu * gw + i``).
-
-    The epoch is the tracer's creation (``time.perf_counter_ns``); every ``start_ns``/``end_ns``
-    and TIMELINE offset is relative to it. Thread-safe.
-    """
+    """Event recorder, cuzk-format log writer and NVTX ranges of one run; thread-safe. ``run``, ``source``, ``gpu``:
+    event columns; ``job_id``: TIMELINE's (default ``run``); ``gpu_field``: add ``gpu=G`` to TIMELINE details. Times are
+    ns since the tracer's creation (``perf_counter_ns``)."""
 
     def __init__(self, run: str, *, log: LogWriter | None = None, nvtx: NvtxBackend | None = None, job_id: str | None = None, gpu: int | None = 0, source: str = "zkgpu", gpu_field: bool = False) -> None:
         self.run = run
@@ -546,16 +471,9 @@ class Tracer:
 
     @contextlib.contextmanager
     def phase(self, name: str, *, worker: int | None = None, partition: int | None = None, gpu: int | None = None, stream: Any = None, bytes: int | None = None, fields: dict[str, Any] | None = None, detail: dict[str, Any] | None = None) -> Iterator[Phase]:
-        """Time the ``with`` body as phase ``name`` (see the module docstring).
-
-        Args:
-            stream: a CuPy stream; CUDA events recorded on it at entry and exit give ``gpu_ms``.
-            bytes: bytes moved (may also be set on the yielded :class:`Phase`).
-            fields: values the phase's log line needs (see :data:`PHASE_LINES`).
-            detail: ``key=value`` pairs for the event's ``detail`` column.
-        Raises:
-            whatever the body raises (after recording the event and popping the NVTX range).
-        """
+        """Time the ``with`` body as phase ``name``: event row, NVTX range, log line (:data:`PHASE_LINES`). ``stream``:
+        CUDA events on it give ``gpu_ms``; ``bytes``; ``fields`` for the log line; ``detail`` pairs. Re-raises what the
+        body raises, after recording."""
         ph = self._open(name, worker, partition, gpu, stream, bytes, fields, detail)
         self.nvtx.push(ph.label())
         try:
@@ -587,12 +505,8 @@ class Tracer:
         return ph
 
     def place_on_gpu_clock(self, phases: Sequence[Phase], mark: Any, mark_ns: int) -> int:
-        """Move ended ``phases`` that recorded CUDA events (``stream=``) from their host interval
-        (the time the host spent queueing their work) to the interval their kernels ran: each
-        event's time before ``mark`` (a timed CUDA event recorded after all of them, which
-        completed at ``mark_ns`` on this tracer's clock: the return of a wait that began before it
-        completed) subtracted from ``mark_ns``. The host interval stays in the detail
-        (``host_ms``); ``clock=gpu`` marks a moved row. Returns how many rows moved (0 without CUDA)."""
+        """Move ended ``phases``' rows to the interval their kernels ran, anchored at ``mark`` completing at
+        ``mark_ns``. The host interval stays as ``host_ms``; moved rows get ``clock=gpu``. Returns the count moved."""
         moved = 0
         for ph in phases:
             if ph._cuda is None or len(ph._cuda) != 2 or not hasattr(ph._cuda[1], "synchronize"):
@@ -649,11 +563,7 @@ def _cuda_event() -> Any:
 
 
 def write_events_parquet(df: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
-    """Write the (normalized) event table to a NEW Parquet file.
-
-    Raises:
-        FileExistsError: ``path`` exists (an existing event file is never truncated).
-    """
+    """Write the normalized event table to a new Parquet file. Raises FileExistsError: ``path`` exists."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     df = normalize_events(df)

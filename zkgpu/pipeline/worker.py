@@ -1,35 +1,9 @@
 """One partition through cuzk's start half and finalizer (notes/cuzk-pipeline.md §1.2, §3).
 
-Start half (:func:`prove_start`, on the GPU worker's thread), in upstream's order:
-
-1. ``split_vectors`` (the three ones-bitmaps);
-2. spawn the **prep_msm thread**: prep_msm for L, A, B, **notify the barrier**, then **b_g2_msm**;
-3. take the per-GPU **mutex** (``mutex_wait``);
-4. inside it: **ntt_msm_h** (H2D of a/b/c, compute_h, H MSM), **barrier_wait**, **batch_add**,
-   **tail_msm**; 5. unlock; the caller returns a/b/c to the pool.
-
-``config.lock_scope``: ``coarse`` (upstream) holds the mutex through all of step 4; ``narrow`` waits
-at the barrier outside it and re-takes it (a second ``mutex_wait`` event, ``relock=true``);
-``none`` gives each worker a private mutex; ``submit`` holds it only while the host queues the GPU
-phases on the GPU's shared stream, then waits for them in a ``gpu_wait`` phase after the release and
-moves the GPU phase rows onto the GPU clock (:meth:`zkgpu.pipeline.trace.Tracer.place_on_gpu_clock`).
-The log keeps upstream's one-line-per-partition fields in every scope (``narrow``:
-``barrier_wait_ms`` = barrier wait + re-lock wait, ``mutex_held_ms`` = both held intervals).
-
-``config.h2d_stage``: ``in_lock`` (upstream) copies a/b/c inside ntt_msm_h, each copy followed on
-its own stream by that vector's NTTs (``h2d`` event with ``stage=ntt_msm_h``); ``pre_lock`` (always
-with ``resident`` and ``submit``) copies them in step 2, before ``mutex_wait`` (``stage=pre_lock``),
-so the mutex is never held during the copy.
-
-Finalizer (:func:`finalize`, its own thread, outside the mutex): join the prep thread, assemble the
-proof elements (``finalize``), GPU_END, then the shared **tracker lock** (``lock_wait_ms``) with
-``malloc_trim(0)`` under it. Real circuits (``config.real``, :mod:`zkgpu.pipeline.real`): the same
-steps with the circuit's H, B2 MSM and proof (``PartitionResult.proof``).
-
-Failure: an exception in the start half releases the mutex, aborts the barrier, returns a/b/c and
-joins the prep thread (bounded by ``timeout_s``); the partition fails with that error. An exception
-in the prep thread aborts the barrier, and barrier_wait raises :class:`PrepFailed` carrying it.
-"""
+Start half (:func:`prove_start`): split_vectors; the prep thread (prep_msm, barrier notify, b_g2_msm); ``mutex_wait``;
+in the mutex ntt_msm_h, barrier_wait, batch_add, tail_msm. ``lock_scope`` and ``h2d_stage`` vary the mutex and copy
+placement (:class:`~zkgpu.pipeline.config.PipelineConfig`). Finalizer (:func:`finalize`): join prep, assemble, tracker
+lock. A failure releases what the partition holds."""
 
 from __future__ import annotations
 
@@ -214,9 +188,7 @@ def _prep_main(ctx: WorkerContext, job: SynthesizedJob, st: StartState, barrier:
 
 
 def _h2d(ctx: WorkerContext, job: SynthesizedJob, kw: dict[str, Any], stream: Any, *, stage: str) -> tuple[list[Any], int]:
-    """The copy of a/b/c before the mutex (``config.h2d_pre_lock``) on the worker's own stream:
-    an ``h2d`` event (``stage``, bytes, the copies' CUDA-event ``stream_ms``); returns the device
-    arrays and the bytes moved (see the module docstring)."""
+    """Copy a/b/c before the mutex on the worker's stream (an ``h2d`` event); the device arrays and bytes."""
     with ctx.tracer.phase("h2d", **kw, stream=stream, detail={"path": ctx.config.transfer, "stage": stage}) as hd:
         ctx.hook("h2d", job.partition, kw.get("worker"))
         dev, nbytes = ctx.device(kw["gpu"]).h2d((job.a, job.b, job.c), stream)
@@ -320,13 +292,7 @@ def _tail_msm(ctx: WorkerContext, job: SynthesizedJob, st: StartState, kw: dict[
 
 
 def _gpu_wait(ctx: WorkerContext, st: StartState, kw: dict[str, Any], done: Any) -> None:
-    """lock_scope="submit", after the mutex: wait for the partition's queued GPU work (``done``,
-    a :meth:`~zkgpu.pipeline.backend.Backend.mark` on the shared stream), place the partition's
-    GPU phase rows on the GPU clock (:meth:`zkgpu.pipeline.trace.Tracer.place_on_gpu_clock`: their
-    intervals become the time their kernels ran, anchored at the wait's return, unless the work
-    was already done when the wait began: then they keep their host interval and the wait's
-    detail says ``gpu_clock=0``), run the H computation's deferred value checks, and bring the
-    deferred points to the host."""
+    """lock_scope="submit" after the mutex: wait for the queued GPU work, move its rows to the GPU clock, check, fetch."""
     be, tr = ctx.device(st.gpu), ctx.tracer
     s0 = _syncs()
     with tr.phase("gpu_wait", **kw) as ph:
@@ -352,12 +318,7 @@ def _check_device(ctx: WorkerContext, gpu: int, partition: int) -> None:
 
 
 def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, stream: Any) -> StartState:
-    """The start half for one partition (see the module docstring). The caller releases a/b/c.
-
-    Raises:
-        whatever a step raised (after releasing the mutex, aborting the barrier and joining the
-        prep thread), Cancelled when the run stops, TimeoutError past ``timeout_s``.
-    """
+    """The start half of one partition. Raises a step's error (after clean-up), Cancelled, or TimeoutError."""
     cfg, tr, p = ctx.config, ctx.tracer, job.partition
     mutex = ctx.mutexes[gpu] if cfg.lock_scope != "none" else GpuMutex(gpu)  # none: private, uncontended
     submit = cfg.lock_scope == "submit"
@@ -445,23 +406,8 @@ def prove_start(ctx: WorkerContext, job: SynthesizedJob, worker: int, gpu: int, 
 
 @dataclass
 class PartitionResult:
-    """Outcome of one partition.
-
-    Attributes:
-        status: ``ok``, ``failed`` or ``cancelled``.
-        h, l, a, b_g1: (1, 12) uint64 affine G1 MSM results (None unless ok); l/a/b_g1 are
-            batch-add part + tail part, as cuzk's epilogue sums them.
-        b_g2: compressed 96-byte G2 result of the scaled-down CPU B_g2 multiexp, or with a real
-            circuit its full B2 MSM, (1, 24) uint64 affine.
-        proof: with a real circuit (``PipelineConfig.real``), the partition's proof
-            (:meth:`~zkgpu.pipeline.real.RealCircuit.finish`: a
-            :class:`zkgpu.groth16.prover.ProveResult` for snarkjs keys); else None.
-        error: ``Type: message`` of the exception for failed/cancelled partitions (a hung step:
-            ``StageTimeout: partition P: <step> did not return within timeout_s=…``).
-        stage: the step that failed (``synthesize``, ``ntt_msm_h``, ``mutex_wait``, ...), None
-            when ok or never started.
-        timings: a few host ms figures (total_start_fn_ms, finish_ms, ...).
-    """
+    """Outcome of one partition: ``status`` (ok/failed/cancelled); ``h``, ``l``, ``a``, ``b_g1`` (1, 12) uint64;
+    ``b_g2`` (96 compressed bytes, or (1, 24) for a real circuit); ``proof``; ``error``; ``stage``; ``timings`` (ms)."""
 
     partition: int
     status: str = "pending"

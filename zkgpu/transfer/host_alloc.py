@@ -1,15 +1,4 @@
-"""Host memory allocators: page-locked (``cudaHostAlloc``) and pageable, behind one protocol.
-
-:class:`HostAllocator` is what :class:`zkgpu.transfer.pinned_pool.PinnedPool` draws its buffers from and what
-:func:`zkgpu.transfer.paths.pinned_staging` allocates a one-off staging buffer with:
-:class:`CudaHostAllocator` (``cudaHostAlloc(nbytes, cudaHostAllocPortable)`` / ``cudaFreeHost``, as
-cuzk's pool: filecoin-project/curio ``extern/cuzk/cuzk-core/src/pinned_pool.rs``) and
-:class:`PageableAllocator` (``numpy.empty``, the CPU stand-in). :func:`host_ptr` is the address of a
-numpy array's data, as the CUDA runtime calls take it.
-
-Without a GPU, importing works and :meth:`CudaHostAllocator.alloc` raises ``RuntimeError`` (from
-:func:`zkgpu.core.cuda.cupy`).
-"""
+"""Host memory allocators behind one protocol: page-locked (``cudaHostAlloc``) and pageable (``numpy.empty``)."""
 
 from __future__ import annotations
 
@@ -49,12 +38,8 @@ def _array_at(ptr: int, nbytes: int) -> np.ndarray:
 
 
 class CudaHostAllocator:
-    """Page-locked memory from ``cudaHostAlloc(nbytes, flags)`` / ``cudaFreeHost`` (CuPy runtime).
-
-    ``flags`` defaults to ``cudaHostAllocPortable`` (1), as cuzk ``pinned_pool.rs``. The handle is
-    the host pointer. ``alloc`` raises RuntimeError without a GPU and CuPy's CUDARuntimeError when
-    the driver cannot pin that much memory.
-    """
+    """``cudaHostAlloc(nbytes, flags)`` / ``cudaFreeHost`` (flags default portable); the handle is the pointer.
+    ``alloc`` raises RuntimeError without a GPU, CUDARuntimeError when pinning fails."""
 
     pinned = True
 

@@ -1,27 +1,7 @@
-"""Host memory-bandwidth load: the "under load" of the seed's 1-4 GB/s pageable copies.
+"""Host memory-bandwidth load: threads streaming copies through DRAM, measured, to copy "under load".
 
-Why this module exists
-----------------------
-A pageable H2D copy is a CPU ``memcpy`` by the calling thread into the driver's small pinned
-bounce buffer, followed by a DMA (:mod:`zkgpu.transfer.paths`). Its speed is one host thread's memcpy
-speed, which falls when other threads keep DRAM busy. cuzk's host synthesizes many partitions at
-once (``pipeline.max_parallel_synthesis``, default 18, on 96-192 cores; bellperson's synthesis is
-memory-bound, and prep_msm runs +12% slower under synthesis contention: filecoin-project/curio
-``extern/cuzk/cuzk-project.md:1132``), which is why the seed measured "1-4 GB/s under load"
-against ~50 GB/s pinned (curio commit ``48dccd93``). Our synthetic synthesis
-(:mod:`zkgpu.pipeline.synthesis`, PCG64 fills on a few threads) is far lighter, so on an idle
-16-core H200 host pageable copies run at 7-9 GB/s (``data/nvidia-h200-20261129-bench-h2d``).
-
-:class:`HostMemoryLoad` supplies the missing contention explicitly and measurably: ``threads``
-threads, each streaming copies between two private buffers of ``buffer_bytes`` (larger than the
-last-level cache, so every copy goes to DRAM) until stopped. ``numpy.copyto`` releases the GIL, so
-the threads run truly in parallel with the pipeline. The achieved traffic is counted (bytes read +
-bytes written per second, :class:`LoadStats`) and recorded next to every measurement made under
-it; nothing about the load is assumed.
-
-A pinned DMA also reads DRAM, but needs no CPU memcpy: :func:`zkgpu.app.bench.hostload.h2d_under_load`
-measures how both paths respond to the same load in one run (``zkgpu bench load``).
-"""
+A pageable H2D copy is one thread's memcpy, which slows when other threads keep DRAM busy (cuzk's synthesis does; ours
+is lighter). :class:`HostMemoryLoad` supplies that contention and counts it."""
 
 from __future__ import annotations
 
@@ -42,12 +22,7 @@ _CHUNK_BYTES = 32 * MIB  # copy granularity: bounds the stop latency to one 32 M
 
 
 def check_count(name: str, value: Any, minimum: int) -> int:
-    """``value`` as an int ≥ ``minimum``.
-
-    Raises:
-        TypeError: not an int (a bool is refused too). ValueError: below ``minimum``. Both name
-        ``name`` and the value.
-    """
+    """``value`` as an int >= ``minimum``. Raises TypeError (non-int, bool) or ValueError (below), naming it."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
     if int(value) < minimum:
@@ -57,17 +32,7 @@ def check_count(name: str, value: Any, minimum: int) -> int:
 
 @dataclass(frozen=True)
 class LoadStats:
-    """What a :class:`HostMemoryLoad` did over an interval.
-
-    Attributes:
-        threads: load threads running.
-        buffer_bytes: bytes of each of a thread's two buffers.
-        seconds: length of the interval (s).
-        traffic_bytes: bytes read plus bytes written by the load threads in the interval.
-        gbps: ``traffic_bytes / seconds / 1e9`` (decimal GB/s of DRAM traffic; 0.0 without threads).
-
-    ``dataclasses.asdict(stats)`` gives the fields as a dict (as the recordings store them).
-    """
+    """A load's work over an interval: threads, buffer_bytes, seconds, traffic_bytes (read + written), gbps (1e9 B/s)."""
 
     threads: int
     buffer_bytes: int
@@ -93,28 +58,12 @@ def available_memory_bytes() -> int | None:
 
 
 class HostMemoryLoad:
-    """Background DRAM traffic from ``threads`` copy loops; a context manager.
-
-    Each thread owns two ``buffer_bytes`` uint8 buffers (allocated and touched in :meth:`start`,
-    so page faults stay out of the measured interval) and copies one into the other in 32 MiB
-    chunks until :meth:`stop`. ``threads=0`` is a valid no-op load (the control condition).
+    """Background DRAM traffic from ``threads`` copy loops between two ``buffer_bytes`` buffers; a context manager.
 
     Args:
-        threads: number of copy threads, >= 0.
-        buffer_bytes: bytes per buffer, a multiple of 4096 and >= 4096 (default 256 MiB).
-
+        threads: >= 0 (0: the no-load control). buffer_bytes: a multiple of 4096 (default 256 MiB).
     Raises:
-        TypeError / ValueError: a count that is not an int, or out of range (the message names it).
-        RuntimeError: :meth:`start` on a running load; :meth:`stop` re-raises (wrapped) the first
-        error of a load thread, after every thread has stopped.
-
-    Example::
-
-        with HostMemoryLoad(8) as load:
-            t0 = load.snapshot()
-            ...                       # measure something under load
-            print(load.since(t0).gbps)
-    """
+        TypeError/ValueError: a bad count. RuntimeError: start on a running load; stop re-raises a thread's error."""
 
     def __init__(self, threads: int, buffer_bytes: int = DEFAULT_BUFFER_BYTES) -> None:
         self.threads = check_count("threads", threads, 0)
@@ -129,13 +78,8 @@ class HostMemoryLoad:
 
     # -- control --------------------------------------------------------------------------
     def start(self) -> HostMemoryLoad:
-        """Allocate and touch the buffers, then start the threads.
-
-        Raises:
-            RuntimeError: already running. MemoryError: ``threads x 2 x buffer_bytes`` is more
-            than the host's available memory (checked first: with overcommit, numpy's MemoryError
-            never comes and the kernel's OOM killer ends the process instead).
-        """
+        """Allocate and touch the buffers, start the threads. Raises RuntimeError: already running. MemoryError: threads
+        x 2 x buffer_bytes exceeds available memory."""
         if self._running:
             raise RuntimeError("HostMemoryLoad.start(): already running")
         need, avail = 2 * self.threads * self.buffer_bytes, available_memory_bytes()

@@ -1,33 +1,9 @@
-"""Host-to-device (H2D) transfer paths, named by mechanism.
+"""Host-to-device (H2D) transfer paths, named by mechanism (:data:`PATHS`); each returns a :class:`TransferResult`.
 
-Every path copies the raw bytes of a C-contiguous host array into a C-contiguous device array of the
-same ``nbytes`` (dtype and shape may differ) and returns a :class:`TransferResult`:
-
-==================  ==========================================================================
-``pageable``        ``dst.set(host, stream)`` (``cudaMemcpyAsync`` from the numpy pointer): a true
-                    pageable copy, staged by the driver; the host is blocked for ~the whole copy
-                    (CUDA Runtime API, "API synchronization behavior").
-``pageable_memcpy`` the same through ``cupy.cuda.runtime.memcpyAsync`` directly.
-``cupy_asarray``    ``cupy.asarray(host)``: CuPy copies into a buffer of its pinned pool on the CPU,
-                    then DMAs it (``staging_bytes``: the pinned bytes it requested).
-``registered``      ``cudaHostRegister``, async DMA, ``cudaHostUnregister`` (cuzk's Phase 9);
-                    ``register_ms`` / ``unregister_ms`` apart.
-``pinned_staging``  host memcpy into a pinned staging buffer, then async DMA.
-``pinned_pool``     the data already lives in a :class:`~zkgpu.transfer.pinned_pool.PinnedPool`
-                    buffer (the fix, curio ``48dccd93``): just the async DMA.
-``pinned_raw``      ``cudaMemcpyAsync`` from a ``cupyx.empty_pinned`` buffer: the raw pinned
-                    baseline (:func:`zkgpu.app.bench.transfer.pool_efficiency`).
-==================  ==========================================================================
-
-Timing: ``host_ms`` is ``time.perf_counter`` around the call (the calling thread's block);
-``stream_ms`` CUDA events on the copy's idle stream from just before the call to the copy's end, host
-staging included; ``wall_ms`` perf_counter from the call to the end event. ``gbps = nbytes /
-stream_ms`` in 10^9 bytes/s; ``overhead_ms`` the pinning costs outside that window (register +
-unregister, a staging buffer's allocation); ``effective_gbps = nbytes / (stream_ms + overhead_ms)``.
-
-Without a GPU, importing works and every transfer function raises ``RuntimeError``
-(:func:`zkgpu.core.cuda.cupy`).
-"""
+Each copies a C-contiguous host array's bytes into a device array of the same ``nbytes``. Times, ms: ``host_ms``
+perf_counter around the call; ``stream_ms`` CUDA events on the copy's idle stream; ``wall_ms`` call to end event; ``gbps
+= nbytes / stream_ms`` (1e9 B/s); ``overhead_ms`` pinning costs outside the stream window. Without a GPU every path
+raises RuntimeError."""
 
 from __future__ import annotations
 
@@ -73,23 +49,8 @@ _MEMORY_TYPE_HOST = 1  # cudaMemoryTypeHost (page-locked host memory, hostAlloc'
 
 @dataclass
 class TransferResult:
-    """One H2D copy.
-
-    Attributes:
-        path: the mechanism (one of :data:`PATHS`).
-        nbytes: bytes copied.
-        host_ms: ms the calling thread spent inside the call (``time.perf_counter``).
-        stream_ms: ms between CUDA events recorded on the copy's stream just before and just
-            after the call (the stream was idle before, so this is call start → copy finished).
-        wall_ms: ms from the call start until the end event completed (perf_counter).
-        gbps: ``nbytes / stream_ms`` in 10^9 bytes/s.
-        overhead_ms: pinning costs paid outside the stream window (see the module docstring).
-        extra: path-specific costs in ms or bytes: ``register_ms``, ``unregister_ms``,
-            ``stage_ms`` (host memcpy into pinned staging), ``alloc_ms``/``free_ms`` (a staging
-            buffer allocated by the call), ``staging_bytes`` (CuPy pinned staging requested).
-        src_pinned: whether the host source was page-locked when the DMA ran.
-        dst: the device array holding the copy (CuPy ndarray; not in repr).
-    """
+    """One H2D copy: ``path``, ``nbytes``, ``host_ms``, ``stream_ms``, ``wall_ms``, ``gbps``, ``overhead_ms`` (module
+    docstring); ``extra`` path-specific ms/bytes; ``src_pinned``; ``dst`` the device array."""
 
     path: str
     nbytes: int
@@ -145,10 +106,7 @@ def _device_dst(cp: Any, dst: Any, nbytes: int) -> Any:
 
 
 def is_pinned(arr: np.ndarray) -> bool:
-    """True when ``arr``'s memory is page-locked for CUDA (``cudaHostAlloc``'d or registered).
-
-    Uses ``cudaPointerGetAttributes`` (type ``cudaMemoryTypeHost``). False without a GPU.
-    """
+    """True when ``arr``'s memory is page-locked for CUDA; False without a GPU."""
     if not _cuda.gpu_available() or not isinstance(arr, np.ndarray) or arr.nbytes == 0:
         return False
     cp = _cuda.cupy()
@@ -217,23 +175,9 @@ def _out(dst: Any, d: Any) -> Any:
 
 
 def pageable(host: np.ndarray, dst: Any = None, *, stream: Any = None) -> TransferResult:
-    """Pageable H2D: ``dst.set(host, stream)`` from an ordinary (pageable) numpy array.
-
-    Args:
-        host: C-contiguous numpy array, any dtype/shape (its ``nbytes`` are copied).
-        dst: C-contiguous CuPy array with the same ``nbytes`` (any dtype/shape), or None to
-            allocate a uint8 device array of ``host.nbytes`` (outside the timed region).
-        stream: CuPy stream (default: the current stream).
-
-    Returns:
-        :class:`TransferResult` with ``path="pageable"``; ``host_ms`` ≈ ``stream_ms`` because the
-        call blocks until the source has been staged (CUDA Runtime API, "API synchronization
-        behavior": pageable-to-device copies sync the stream and return after staging).
-
-    Raises:
-        RuntimeError: no GPU. TypeError/ValueError: not numpy / not contiguous / empty / size
-        mismatch with ``dst``.
-    """
+    """Pageable H2D: ``dst.set(host, stream)`` (the host blocks until staged). ``dst``: a device array of
+    ``host.nbytes`` or None (allocated untimed); ``stream``: default current. Raises RuntimeError: no GPU.
+    TypeError/ValueError: not numpy, not contiguous, empty, or size mismatch."""
     cp, src, d, stream = _setup(host, dst, stream)
     pinned = is_pinned(src)
     with _Timer(cp, stream) as t:
@@ -242,11 +186,7 @@ def pageable(host: np.ndarray, dst: Any = None, *, stream: Any = None) -> Transf
 
 
 def pageable_memcpy(host: np.ndarray, dst: Any = None, *, stream: Any = None) -> TransferResult:
-    """Pageable H2D through ``cupy.cuda.runtime.memcpyAsync`` with the raw numpy pointer.
-
-    Same mechanism and arguments as :func:`pageable` (``cudaMemcpyAsync`` from pageable memory is
-    staged by the driver and blocks the host); ``path="pageable_memcpy"``.
-    """
+    """Pageable H2D through ``cupy.cuda.runtime.memcpyAsync``; as :func:`pageable`."""
     cp, src, d, stream = _setup(host, dst, stream)
     pinned = is_pinned(src)
     with _Timer(cp, stream) as t:
@@ -276,26 +216,8 @@ class _CountingPinnedAllocator:
 
 
 def cupy_asarray(host: np.ndarray, dst: None = None, *, stream: Any = None, trace_staging: bool = True) -> TransferResult:
-    """``cupy.asarray(host)`` on ``stream``: CuPy stages a pageable source through pinned memory.
-
-    CuPy allocates the device array itself (from its device memory pool, inside the timed call),
-    copies a pageable source on the CPU into a pinned buffer from its pinned-memory pool, then
-    issues an async DMA (``cupy/_core/core.pyx`` ``_array_default``; a source that is already
-    pinned is DMA'd directly). With ``trace_staging`` CuPy's pinned allocator is wrapped during the
-    call (then reset to CuPy's default pool allocator) and ``extra["staging_bytes"]`` is the
-    pinned staging CuPy requested (its pool then rounds that up to a power of two) — 0 means no
-    staging. The allocator is process-wide: pass ``trace_staging=False`` when other threads
-    allocate pinned memory through CuPy at the same time.
-
-    Args:
-        host: C-contiguous numpy array (copied with its own dtype and shape).
-        dst: must be None (CuPy allocates the destination; a ValueError otherwise).
-        stream: CuPy stream (default: the current stream).
-
-    Returns:
-        :class:`TransferResult` (``path="cupy_asarray"``; ``dst`` is the new CuPy array, same
-        dtype/shape as ``host``).
-    """
+    """``cupy.asarray(host)`` on ``stream`` (CuPy stages through its pinned pool); ``dst`` must be None.
+    ``trace_staging``: record ``extra["staging_bytes"]`` by wrapping CuPy's process-wide pinned allocator."""
     if dst is not None:
         raise ValueError("cupy_asarray allocates its own destination; pass dst=None")
     cp = _cuda.cupy()
@@ -314,21 +236,8 @@ def cupy_asarray(host: np.ndarray, dst: None = None, *, stream: Any = None, trac
 
 
 def registered(host: np.ndarray, dst: Any = None, *, stream: Any = None, flags: int = CUDA_HOST_REGISTER_DEFAULT) -> TransferResult:
-    """Pin the existing array in place (``cudaHostRegister``), DMA it, then ``cudaHostUnregister``.
-
-    The registration and unregistration are timed separately with perf_counter and reported as
-    ``extra["register_ms"]`` / ``extra["unregister_ms"]`` and in ``overhead_ms``; ``stream_ms``
-    covers the async copy only. The array is always unregistered, also when the copy fails.
-
-    Args:
-        host: C-contiguous pageable numpy array (not already page-locked).
-        dst, stream: as :func:`pageable`.
-        flags: ``cudaHostRegister`` flags (0 = default, 1 = portable).
-
-    Raises:
-        ValueError: ``host`` is already page-locked (a pool or ``empty_pinned`` buffer); plus the
-        errors of :func:`pageable`.
-    """
+    """``cudaHostRegister`` the array, DMA, unregister (``extra["register_ms"]``, ``["unregister_ms"]``). Raises
+    ValueError: ``host`` already page-locked; plus :func:`pageable`'s."""
     cp, src, d, stream = _setup(host, dst, stream)
     if is_pinned(src):
         raise ValueError("registered: the host array is already page-locked (cudaHostRegister would fail); use pinned_pool/pinned_raw")
@@ -350,22 +259,8 @@ def registered(host: np.ndarray, dst: Any = None, *, stream: Any = None, flags: 
 
 
 def pinned_staging(host: np.ndarray, dst: Any = None, *, stream: Any = None, staging: np.ndarray | None = None) -> TransferResult:
-    """Copy on the host into a pinned staging buffer (``numpy.copyto``), then an async DMA.
-
-    Args:
-        host: C-contiguous pageable numpy array.
-        dst, stream: as :func:`pageable`.
-        staging: a page-locked numpy array with at least ``host.nbytes`` bytes (e.g. a
-            :class:`~zkgpu.transfer.pinned_pool.PinnedPool` checkout), reused across calls. None: one is
-            allocated with ``cudaHostAlloc`` for this call and freed after (``extra["alloc_ms"]``,
-            ``extra["free_ms"]``, both in ``overhead_ms``).
-
-    ``extra["stage_ms"]`` is the host memcpy; ``stream_ms`` covers memcpy + DMA.
-
-    Raises:
-        ValueError: ``staging`` too small, not contiguous, or not page-locked; plus the errors
-        of :func:`pageable`.
-    """
+    """Host memcpy into a pinned ``staging`` buffer (None: allocated for this call), then async DMA. Raises ValueError:
+    ``staging`` too small, not contiguous or not page-locked; plus :func:`pageable`'s."""
     cp, src, d, stream = _setup(host, dst, stream)
     n = src.nbytes
     extra: dict[str, float] = {}
@@ -411,28 +306,13 @@ def _pinned_dma(path: str, buf: np.ndarray, dst: Any, stream: Any, require_pinne
 
 
 def pinned_pool(buf: np.ndarray, dst: Any = None, *, stream: Any = None, require_pinned: bool = True) -> TransferResult:
-    """DMA from data that already lives in a pinned pool buffer (cuzk after 48dccd93).
-
-    ``cudaMemcpyAsync`` from the buffer; returns as soon as the copy is queued (``host_ms`` tiny).
-
-    Args:
-        buf: the array checked out of a :class:`~zkgpu.transfer.pinned_pool.PinnedPool` (any dtype/shape
-            view), C-contiguous.
-        dst, stream: as :func:`pageable`.
-        require_pinned: raise when ``buf`` is not page-locked (e.g. a pool fallback buffer).
-
-    Raises:
-        ValueError: ``buf`` not page-locked (with ``require_pinned``); plus :func:`pageable`'s.
-    """
+    """Async DMA from a :class:`~zkgpu.transfer.pinned_pool.PinnedPool` buffer. Raises ValueError: ``buf`` not
+    page-locked (with ``require_pinned``); plus :func:`pageable`'s."""
     return _pinned_dma("pinned_pool", buf, dst, stream, require_pinned)
 
 
 def pinned_raw(buf: np.ndarray, dst: Any = None, *, stream: Any = None, require_pinned: bool = True) -> TransferResult:
-    """Raw pinned baseline: ``cudaMemcpyAsync`` from a ``cupyx.empty_pinned`` buffer.
-
-    Same arguments and errors as :func:`pinned_pool`; used as the reference of
-    :func:`zkgpu.app.bench.transfer.pool_efficiency`.
-    """
+    """``cudaMemcpyAsync`` from a ``cupyx.empty_pinned`` buffer; as :func:`pinned_pool`."""
     return _pinned_dma("pinned_raw", buf, dst, stream, require_pinned)
 
 

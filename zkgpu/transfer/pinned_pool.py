@@ -1,24 +1,4 @@
-"""The pinned-buffer pool: page-locked host buffers handed out best-fit and reused (cuzk ``pinned_pool.rs``).
-
-Why this module exists
-----------------------
-A pageable H2D copy runs at host-memcpy speed and blocks the calling thread (:mod:`zkgpu.transfer.paths`).
-cuzk's fix (filecoin-project/curio ``extern/cuzk/cuzk-core/src/pinned_pool.rs`` and
-``PinnedAbcBuffers``, commit ``48dccd93``) makes synthesis write the a/b/c vectors (3 x 4.17 GB per
-PoRep partition) straight into page-locked buffers from a pool, so the copy is a plain DMA at PCIe
-speed, and the ``cudaHostAlloc`` of each buffer is paid once instead of per partition.
-
-Contents
---------
-:class:`PinnedPool` (best-fit checkout, largest-first shrink, a byte cap, a pageable fallback with
-cuzk's log lines, :meth:`PinnedPool.checkout_abc` after ``PinnedAbcBuffers``), the arrays it hands
-out (:class:`PinnedArray`, :class:`PinnedAbc`), its counters (:class:`PoolStats`) and its errors
-(:class:`PoolError`, :class:`PinnedAllocationError`). The buffers come from a
-:class:`zkgpu.transfer.host_alloc.HostAllocator`.
-
-Without a GPU the pool works with :class:`zkgpu.transfer.host_alloc.PageableAllocator` or any custom
-allocator.
-"""
+"""Pinned-buffer pool: page-locked host buffers handed out best-fit and reused (cuzk ``pinned_pool.rs``)."""
 
 from __future__ import annotations
 
@@ -55,13 +35,7 @@ class PinnedAllocationError(MemoryError):
 
 
 class PinnedArray(np.ndarray):
-    """A numpy array handed out by :meth:`PinnedPool.checkout`; also a context manager.
-
-    ``with pool.checkout(n) as buf:`` checks the buffer back in on exit (also on an exception).
-    Attributes: ``pinned`` (False for a pageable fallback buffer), ``capacity`` (bytes of the
-    underlying pool buffer, ≥ ``nbytes``), ``pool``. Views and ufunc results derived from it are
-    plain arrays as far as the pool is concerned (their ``pool`` is None).
-    """
+    """A numpy array from :meth:`PinnedPool.checkout`; ``with`` checks it in. ``pinned``, ``capacity`` (bytes), ``pool``."""
 
     pool: PinnedPool | None
     pinned: bool
@@ -98,15 +72,7 @@ class _Buffer:
 
 @dataclass(frozen=True)
 class PoolStats:
-    """Counters of a :class:`PinnedPool` (bytes are buffer capacities).
-
-    allocations: buffers allocated; reuses: checkouts served from the free list; checkouts /
-    checkins: calls that handed out / took back a buffer (fallbacks included); fallbacks:
-    checkouts served with pageable memory after the allocator failed; frees: buffers freed
-    (shrink/close); bytes_held: capacity of all pool buffers (free + in use); bytes_in_use:
-    capacity of checked-out pool buffers; bytes_free; buffers_total; buffers_free; buffers_in_use;
-    peak_bytes_held; alloc_ms: total time spent in the allocator.
-    """
+    """Counters of a :class:`PinnedPool`; byte counts are buffer capacities, ``alloc_ms`` time in the allocator."""
 
     allocations: int
     reuses: int
@@ -142,39 +108,15 @@ def _free_all(allocator: Any, free: list[_Buffer]) -> None:
 
 
 class PinnedPool:
-    """A pool of page-locked host buffers with best-fit checkout (cuzk ``pinned_pool.rs``).
-
-    Design (curio ``extern/cuzk/cuzk-core/src/pinned_pool.rs``): a lock-protected free list;
-    :meth:`checkout` takes the **smallest free buffer ≥ the request** (best fit), otherwise
-    allocates a new one (``cudaHostAlloc(size, cudaHostAllocPortable)`` with the default
-    allocator); :meth:`checkin` returns it to the free list; :meth:`shrink` frees the **largest
-    free buffers first** until at most ``target_bytes`` are held (cuzk's evictor);
-    :meth:`close` frees everything. Allocation happens outside the lock (``cudaHostAlloc`` of GBs
-    takes ~1 s and serializes in the driver), so other threads can still reuse free buffers.
+    """A thread-safe pool of page-locked host buffers: best-fit checkout, largest-first shrink (curio ``pinned_pool.rs``).
 
     Args:
-        allocator: an object with ``alloc(nbytes) -> (uint8 numpy array, handle)``,
-            ``free(handle)`` and optionally ``pinned`` (default True). None: a
-            :class:`~zkgpu.transfer.host_alloc.CudaHostAllocator` when a GPU is present, else a
-            :class:`~zkgpu.transfer.host_alloc.PageableAllocator` (logged).
-        granularity: allocations are rounded up to a multiple of this many bytes (1 = exact, as
-            cuzk; e.g. 2 MiB makes slightly different sizes share buffers).
-        max_bytes: optional cap on bytes held; a checkout that would exceed it first frees
-            (largest first) free buffers, then is treated like an allocation failure. Checked
-            before allocating, so concurrent allocations can overshoot it by a buffer each.
+        allocator: ``alloc(nbytes) -> (uint8 array, handle)``, ``free(handle)``, optional ``pinned``; None:
+            CudaHostAllocator with a GPU, else PageableAllocator.
+        granularity: allocations rounded up to a multiple of this many bytes.
+        max_bytes: cap on bytes held (free buffers are freed first; concurrent allocations may overshoot).
 
-    Logging (logger ``zkgpu.transfer.pinned_pool``, cuzk's messages with ``key=value`` fields):
-    ``pinned pool: checkout (reuse) size_gib= free_remaining=`` (DEBUG),
-    ``pinned pool: allocated new buffer size_gib= total_buffers= total_gib=`` (INFO),
-    ``pinned pool: checkin size_gib= free_buffers=`` (DEBUG),
-    ``pinned pool: freed buffer (evictor) size_gib= total_buffers= total_gib=`` (INFO),
-    ``pinned pool checkout FAILED — falling back to unpinned size_gib= error=`` (WARNING, also a
-    ``warnings.warn`` of ``RuntimeWarning``).
-
-    Buffers checked out are :class:`PinnedArray` views of the pool buffer. Never keep a view after
-    the buffer is checked in or the pool is closed: the memory is reused or freed. A buffer that is
-    never checked in stays in use until :meth:`close`. Thread-safe.
-    """
+    Logs cuzk's ``pinned pool: ...`` lines on logger ``zkgpu.transfer.pinned_pool``."""
 
     def __init__(self, allocator: HostAllocator | None = None, *, granularity: int = 1, max_bytes: int | None = None) -> None:
         if allocator is None:
@@ -309,28 +251,10 @@ class PinnedPool:
             log.info("pinned pool: freed buffer (%s) size_gib=%.3f total_buffers=%d total_gib=%.3f", reason, b.capacity / GIB, total, gib)
 
     def checkout(self, nbytes: int | None = None, *, shape: Any = None, dtype: Any = np.uint8, fallback: bool = True) -> PinnedArray:
-        """Hand out a buffer of ``nbytes`` bytes as a :class:`PinnedArray` (``dtype``, ``shape``).
-
-        Best fit from the free list, else a new allocation of ``nbytes`` rounded up to
-        ``granularity``. When the allocator fails (or ``max_bytes`` would be exceeded): with
-        ``fallback`` a pageable ``numpy.empty`` buffer is returned (``.pinned`` False), with a
-        ``RuntimeWarning`` and cuzk's log line ``pinned pool checkout FAILED — falling back to
-        unpinned``; without it :class:`PinnedAllocationError` is raised.
-
-        Args:
-            nbytes: bytes wanted (≥ 1; a multiple of the dtype's item size). May be omitted when
-                ``shape`` is given.
-            shape: shape of the returned array (default ``(nbytes // itemsize,)``).
-            dtype: numpy dtype of the returned array (default uint8).
-            fallback: allow the pageable fallback.
-
-        Returns:
-            A :class:`PinnedArray` (usable as ``with pool.checkout(n) as buf:``).
-
-        Raises:
-            ValueError/TypeError: bad size/shape/dtype. PoolError: the pool is closed.
-            PinnedAllocationError: allocation failed and ``fallback`` is False.
-        """
+        """A buffer of ``nbytes`` (or ``shape``) of ``dtype`` as a :class:`PinnedArray`: best fit, else a new
+        allocation. If allocation fails, ``fallback`` gives a pageable buffer (``.pinned`` False, RuntimeWarning, cuzk's
+        log line). Raises ValueError/TypeError: bad size/shape/dtype. PoolError: closed. PinnedAllocationError: failed,
+        no fallback."""
         nbytes, shape, dt = self._request(nbytes, shape, dtype)
         size = -(-nbytes // self.granularity) * self.granularity
         with self._lock:
@@ -399,16 +323,8 @@ class PinnedPool:
         return self._hand_out(base, nbytes, shape, dt, False, nbytes, token)
 
     def checkin(self, arr: np.ndarray) -> None:
-        """Return a checked-out buffer (exactly the array :meth:`checkout` returned) to the free
-        list; a pageable fallback buffer is just dropped.
-
-        Raises:
-            TypeError: not a numpy array.
-            PoolError: the buffer was already checked in (double checkin; detected exactly for the
-                array :meth:`checkout` returned, even when its memory was handed out again), it is
-                not from this pool, or it is a view of (or another array over) a live checkout,
-                which would free the buffer while the checkout is still in use.
-        """
+        """Return a checked-out buffer to the free list (a fallback buffer is dropped). Raises TypeError: not a numpy
+        array. PoolError: double checkin, not from this pool, or a view of a live checkout."""
         if not isinstance(arr, np.ndarray):
             raise TypeError(f"checkin expects the numpy array from checkout, got {type(arr).__name__}")
         ptr = host_ptr(arr)
@@ -451,17 +367,8 @@ class PinnedPool:
             log.debug("pinned pool: checkin size_gib=%.3f free_buffers=%d", buf.capacity / GIB, free_buffers)
 
     def checkout_abc(self, num_constraints: int, *, limbs: int = 4, fallback: bool = True) -> PinnedAbc:
-        """Check out a, b, c together, as cuzk ``PinnedAbcBuffers::checkout``.
-
-        Each is a ``(num_constraints, limbs)`` uint64 array (Fr host layout: 32 bytes per element for
-        ``limbs=4``). If any of the three cannot be allocated pinned, those already taken are
-        checked back in (rollback); then with ``fallback`` all three are pageable ``numpy.empty``
-        arrays (with the warning and cuzk's FAILED log line), without it
-        :class:`PinnedAllocationError` is raised.
-
-        Returns:
-            :class:`PinnedAbc` (``.a``, ``.b``, ``.c``, ``.pinned``); ``with`` checks all three in.
-        """
+        """Check out a, b, c ``(num_constraints, limbs)`` uint64 together (cuzk ``PinnedAbcBuffers``), all or none
+        pinned. Raises :class:`PinnedAllocationError` on failure without ``fallback``."""
         if isinstance(num_constraints, bool) or not isinstance(num_constraints, (int, np.integer)) or num_constraints < 1:
             raise ValueError(f"num_constraints must be a positive int, got {num_constraints!r}")
         if limbs < 1:
@@ -507,12 +414,7 @@ class PinnedPool:
         return sum(b.capacity for b in victims)
 
     def close(self) -> None:
-        """Free every free buffer now and mark the pool closed (no more checkouts).
-
-        Buffers still checked out are freed when they are checked in (freeing them now would
-        leave live numpy views over freed memory, which crashes the process); a warning says how
-        many. Idempotent.
-        """
+        """Free the free buffers and close the pool; checked-out ones are freed at checkin. Idempotent."""
         with self._lock:
             already = self._closed
             self._closed = True

@@ -1,21 +1,8 @@
-"""Grouping ``CUZK_TIMING`` lines into partitions: :func:`partition_table`.
+"""Grouping ``CUZK_TIMING`` lines (no partition id, no time) into partition records: :func:`partition_table`.
 
-``CUZK_TIMING`` lines carry no partition id or timestamp. Lines are grouped into *records* (one per
-call of ``generate_groth16_proofs_start_c``, i.e. one partition) by the order the C++ code prints
-them. Each kind has a fixed place in a partial order (``a → b``: a's line is printed before b's
-within one partition)::
-
-    split_vectors → pre_lock → prestage_setup → ntt_h → ntt_msm_h → barrier_wait → batch_add
-                  → tail_msm → mutex_held → async_dealloc, epilogue
-    split_vectors → prep_msm → barrier_wait ;  prep_msm → b_g2_msm → async_dealloc, epilogue
-
-A line of kind *k* joins the **oldest** open record that has no line of kind *k* yet and no line of a
-kind that must come *after* k; otherwise it opens a new record. With one GPU worker this is exact.
-With two workers per GPU the GPU-side chain (ntt_msm_h … mutex_held) is still exact (it runs under
-the per-GPU mutex), but CPU-side lines of two partitions in flight (prep_msm, b_g2_msm,
-split_vectors) are matched first-in-first-out and may be swapped between those two partitions.
-Calls that use several GPUs (``gpu_tid`` > 0, non-partition mode) are not separated.
-"""
+Each kind has a place in the C++ print order (split_vectors → pre_lock → ... → mutex_held → async_dealloc; split_vectors
+→ prep_msm → barrier_wait; prep_msm → b_g2_msm). A line joins the oldest open record lacking its kind and any later
+kind, else opens a record. Exact with one GPU worker; with two, CPU-side lines of two partitions in flight may swap."""
 
 from __future__ import annotations
 
@@ -95,13 +82,7 @@ _EXTRA_PARTITION_COLUMNS = (
 
 
 class Grouper:
-    """Online grouping of per-partition CUZK_TIMING / CUZK_NTT_H rows into records (module
-    docstring), fed in line order while parsing, so only the records are kept.
-
-    Linear time: a record that cannot take a kind now never can again (kinds only accumulate), so
-    each kind keeps a queue of candidate records, oldest first, and drops ineligible ones from its
-    front as it meets them; every record enters each queue once.
-    """
+    """Online grouping of CUZK_TIMING / CUZK_NTT_H rows into records in linear time (one queue of candidates per kind)."""
 
     __slots__ = ("records", "queues")
 
@@ -165,16 +146,8 @@ def _group_records(parsed: ParsedLog) -> list[dict]:
 
 
 def partition_table(parsed: ParsedLog) -> pd.DataFrame:
-    """One row per partition (a call of the C++ start function) from the ``CUZK_TIMING`` lines.
-
-    Grouping rule: module docstring ("Grouping durations into partitions"). Columns:
-    ``record`` (0-based order of the first line), :data:`PARTITION_COLUMNS` (float ms, NaN where the
-    line is absent: ``prep_msm_ms, b_g2_msm_ms, pre_lock_cpu_ms, mutex_wait_ms, ntt_msm_h_ms,
-    barrier_wait_ms, batch_add_ms, tail_msm_ms, gpu_total_ms, mutex_held_ms, total_start_fn_ms``),
-    then ``split_vectors_ms, setup_to_split_ms, async_dealloc_ms, epilogue_ms, num_circuits`` and the
-    ``CUZK_NTT_H`` sub-timers as ``ntt_h_<name>_ms``; ``gpu_tid`` (Int64), ``first_line``,
-    ``last_line``, ``truncated`` (a member line was cut), and any other field found.
-    """
+    """One row per partition record: ``record``, :data:`PARTITION_COLUMNS` and other ``*_ms`` (float ms, NaN if absent),
+    ``ntt_h_<name>_ms``, ``gpu_tid`` (Int64), ``first_line``, ``last_line``, ``truncated``, other fields."""
     if parsed._partitions is not None:  # computed once per ParsedLog (to_events needs it too)
         return parsed._partitions.copy()
     recs = _group_records(parsed)

@@ -1,36 +1,9 @@
 """One record of a cuzk-format log → a row: the formats, and how damaged text is read.
 
-Formats (exact strings: upstream sources filecoin-project/curio
-``extern/supraseal-c2/cuda/groth16_cuda.cu``, ``groth16_ntt_h.cu``,
-``extern/cuzk/cuzk-core/src/engine.rs``, ``pinned_pool.rs``):
-
-* ``CUZK_TIMING: key=value ...`` (C++ stderr; integer ms), including ``gpu_tid=`` lines, the two
-  message lines (``set pool release threshold to MAX on gpu N``, ``d_a_cache allocated N MiB on gpu N``)
-  and historical lines (``epilogue_ms``, ``host_register=``, ``prestage_vram``, ``prestage_setup=``).
-* ``CUZK_NTT_H: d_b_alloc=12ms ntt_kernels=...ms ... total=...ms`` (sub-timers of ntt_msm_h).
-* ``TIMELINE,<ms since engine start>,<EVENT>,<job>,<detail>`` (detail is ``k=v`` joined by commas).
-* ``GPU_TIMING <what> k=v ...`` / ``FIN_TIMING <what> k=v ...`` (Rust ``tracing`` lines, possibly with a
-  timestamp / level / target prefix).
-* pinned pool messages (``pinned pool: checkout (reuse)``, ``pinned pool: allocated new buffer``,
-  ``pinned pool: checkin``, ``pinned pool: freed buffer (evictor)``,
-  ``pinned pool checkout FAILED — falling back to unpinned``, ``attempting pinned memory synthesis``)
-  and a few other engine messages (``partition synthesis complete`` ...), with their ``k=v`` fields.
-
-Robustness: ANSI colour codes are stripped; any prefix before a record marker (timestamp, level,
-target, or the fragment of another thread's line) is ignored (a timestamp / level found there is
-kept); one physical line holding several markers is split at each marker (interleaved writers, or
-grep output flattened onto one line; counted as ``merged``); a record cut short (a line ending in
-``...``/``…``, a record immediately followed by another marker without whitespace, or a last line
-without a newline whose last token is not a complete ``key=value``) is flagged ``truncated`` and
-its last, possibly cut, token is dropped (counted as ``dropped_fields``, as is the earlier value of a key given
-twice in one record: the later one is kept, and a field named like a column of its row, e.g. ``kind=``);
-lines with no marker are
-counted in ``ParsedLog.unknown_count`` (first few kept as examples). Durations are float ms
-whatever their unit (``s``, ``ms``, ``µs``/``us``, ``ns``); a value that is not finite or out of
-range is dropped and counted (``bad_values``), a TIMELINE time that is not finite in [0, 1e12] ms
-makes the record malformed. Nothing raises on bad content.
-
-The names here serve :mod:`zkgpu.analysis.logs.parse`; the package's API is :mod:`zkgpu.analysis.logs`.
+Formats (curio ``groth16_cuda.cu``, ``groth16_ntt_h.cu``, cuzk ``engine.rs``, ``pinned_pool.rs``): ``CUZK_TIMING: k=v
+...``, ``CUZK_NTT_H: ...``, ``TIMELINE,<ms>,<EVENT>,<job>,<detail>``, ``GPU_TIMING`` / ``FIN_TIMING`` tracing lines,
+pinned-pool and engine messages. ANSI codes and prefixes are dropped, several markers on a line are split, cut records
+flagged ``truncated``, durations converted to float ms, bad values dropped and counted. Nothing raises on bad content.
 """
 
 from __future__ import annotations
@@ -111,12 +84,7 @@ _MAX_ID = 2**31 - 1  # ids are small counters; a larger or negative one is damag
 
 
 def _value(v: str, key: str = "") -> float | str | object:
-    """One ``key=value`` value: a quoted string, a number (float), a duration with a unit
-    (``1.2s``, ``12ms``, ``12µs``/``12us``, ``5ns`` -> float **ms**) or a plain string. Returns
-    :data:`_BAD` for a number that is not finite, a duration outside [0, 1e9] ms, an id
-    (``worker``, ``partition``, ``gpu``, ``gpu_tid``) that is not an integer in [0, 2^31), a word where a
-    duration (``*_ms``) or an id belongs (``prep_msm_ms=abc``, ``gpu_tid=zero``), or any other
-    number beyond ±1e15."""
+    """One value: quoted string, float, duration with unit (-> ms), or word; :data:`_BAD` when out of range or mistyped."""
     if len(v) >= 2 and v[0] == '"' and v[-1] == '"':
         return v[1:-1]
     numeric = key in _ID_KEYS or key.endswith("_ms")  # a word there (prep_msm_ms=abc, gpu_tid=zero) is a bad value
@@ -160,10 +128,7 @@ _RESERVED_TL = frozenset({"line", "t_ms", "event", "detail", "truncated", "flags
 
 
 def _store_field(target: dict, key: str, raw: str, reserved: frozenset[str], counts: Counts | None) -> None:
-    """``target[key]`` = the value of ``raw`` (:func:`_value`), unless it is a bad value (counted in ``bad_values``),
-    a name that would overwrite a row's own column (``reserved``, or starting with ``_``: kind=x once re-kinded a
-    line; counted in ``dropped_fields``) or a name past the parse's cap (``counts.keep_name``). A key given twice in
-    one record keeps the later value and counts the earlier one as dropped."""
+    """Store ``key``'s value in ``target`` unless bad, reserved, or past the name cap (counted); a repeat keeps the later."""
     if len(raw) <= _MEMO_CHARS:  # the few distinct short values of a log, read once each
         v = _VALUES.get((key, raw), _MISS)
         if v is _MISS:
@@ -224,9 +189,7 @@ class Counts:
 
 
 def _kv(tok: str) -> tuple[str, str] | None:
-    """``(key, value)`` of a whitespace-free token ``key=value`` (key: word characters; value: anything not empty,
-    quoted or not), else None. No regex over the value: linear time and constant memory however long it is (a
-    regex alternation over a quoted value pushed a backtracking frame per character, ~190 bytes per byte)."""
+    """``(key, value)`` of a token ``key=value``, else None; linear time, no regex over the value."""
     key, sep, value = tok.partition("=")
     if not (sep and value):
         return None
@@ -245,15 +208,8 @@ def _complete_kv(tok: str) -> bool:
 
 
 def kv_tokens(body: str, truncated: bool, counts: Counts | None = None, maybe_cut: bool = False) -> tuple[dict, list[str], bool]:
-    """Split ``body`` into key=value fields; return (fields, leading words, truncated).
-
-    Leading words before the first key=value token form the message (``what``). A non key=value token
-    after the first field is treated as a cut token (the record is truncated) if it is last.
-    ``truncated``: the record is known to be cut, its last token is dropped (counted).
-    ``maybe_cut``: the record may be cut (last line of a file without a final newline): its last
-    token is kept when it is a complete ``key=value``, else the record is flagged truncated.
-    Values that are not finite or out of range are dropped and counted in ``counts.bad_values``.
-    """
+    """Split ``body`` into (fields, leading words, truncated). ``truncated``: the last token is dropped (counted).
+    ``maybe_cut``: it is kept only when a complete ``key=value``."""
     if counts is None or truncated or maybe_cut or len(body) > _BODY_CHARS:
         return _kv_tokens(body, truncated, counts, maybe_cut)
     hit = counts.bodies.get(body)  # read before in this parse, whole and clean: the same fields
@@ -419,11 +375,7 @@ def parse_timeline(seg: str, truncated: bool, counts: Counts | None = None, mayb
 
 
 def split_segments(text: str) -> tuple[str, list[tuple[str, str, bool]]]:
-    """Split one ANSI-stripped physical line into (prefix, [(marker, body, cut_by_next_marker)]).
-
-    Fast path first: substring tests (C speed) for each marker; when exactly one marker string occurs, once, the
-    marker regex could only match there, so the split is that occurrence (what the regex below would give). Lines
-    with no marker, several markers or one marker twice take the regex."""
+    """Split an ANSI-stripped line into (prefix, [(marker, body, cut_by_next_marker)]); a fast path for one marker."""
     found = ""
     for marker in MARKERS:
         if marker in text:

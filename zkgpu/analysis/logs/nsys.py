@@ -1,6 +1,4 @@
-"""nsys SQLite exports (``nsys export --type sqlite``) → the event table (:func:`read_nsys_sqlite`),
-and a writer of that layout from an event table (:func:`demo_nsys_sqlite`, for the Nsight appendix
-on a host without nsys)."""
+"""nsys SQLite exports → the event table (:func:`read_nsys_sqlite`), and a writer of that layout (:func:`demo_nsys_sqlite`)."""
 
 from __future__ import annotations
 
@@ -42,30 +40,11 @@ _SHORT_NAME = {"p": "partition", "w": "worker", "g": "gpu"}
 
 
 def read_nsys_sqlite(path: str | Path, run: str | None = None) -> pd.DataFrame:
-    """Event table from an ``nsys export --type sqlite`` file.
-
-    Rows (times are nsys' ns since session start):
-
-    * NVTX ranges (``NVTX_EVENTS`` rows with a non-NULL ``end``; text from ``text`` or
-      ``textId`` → ``StringIds.value``): phase = the first word of the text (split on whitespace,
-      ``:`` or ``,``), so our ranges named after :data:`zkgpu.core.events.PHASES` map 1:1; ``partition=N``,
-      ``worker=N``, ``gpu=N`` or the short ``pN`` / ``wN`` / ``gN`` words of :mod:`zkgpu.pipeline.trace` labels
-      (``ntt_msm_h p3 w1``) found after the first word fill those columns; detail = ``text=…,domain=…,tid=…``
-      (domain name from the NVTX domain-create rows when present, else the id).
-    * ``CUPTI_ACTIVITY_KIND_KERNEL``: phase ``kernel``, gpu = ``deviceId``, gpu_ms = (end−start)/1e6,
-      detail ``name=…,stream=…`` (name from ``shortName``/``demangledName`` via StringIds).
-    * ``CUPTI_ACTIVITY_KIND_MEMCPY``: phase ``memcpy_<kind>`` (``memcpy_htod``, ``memcpy_dtoh``,
-      ``memcpy_dtod``, …, CUPTI copyKind 1=HtoD, 2=DtoH, 8=DtoD, 10=PtoP), bytes, gpu = deviceId,
-      gpu_ms = duration, detail ``src=pageable|pinned|device…,dst=…,stream=…``. (Named ``memcpy_*``,
-      not ``h2d``, because a raw copy is not necessarily the ntt_msm_h a/b/c upload.)
-
-    Missing tables are skipped; rows whose start or end is missing, not an integer, or whose end is before their
-    start are skipped and counted in ``df.attrs["skipped_rows"]``. source = ``nsys``; run defaults to the file stem.
-
-    Raises:
-        FileNotFoundError: no such file. ValueError: not an SQLite database, none of the tables, or a damaged
-        one (a cut file, a table without start/end columns), naming the file.
-    """
+    """Event table from an ``nsys export --type sqlite`` file (ns since session start). Rows: NVTX ranges (phase = first
+    word of the label; ``pN``/``wN``/``gN`` or ``partition=`` fill columns); CUPTI kernels (phase ``kernel``); CUPTI
+    memcpys (phase ``memcpy_<kind>``, bytes). Bad rows are skipped and counted in ``df.attrs["skipped_rows"]``; run
+    defaults to the file stem. Raises FileNotFoundError: no such file. ValueError: not SQLite, none of the tables, or a
+    damaged one."""
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"nsys SQLite export not found: {p}")
@@ -197,17 +176,8 @@ def _read_nsys(con: sqlite3.Connection, tables: dict[str, set[str]], p: Path, ru
 
 
 def demo_nsys_sqlite(events: pd.DataFrame, path: str | Path) -> Path:
-    """Write an event table as a tiny SQLite file in the layout of ``nsys export --type sqlite``.
-
-    For the Nsight appendix (no nsys exists on our H200 host): ``StringIds(id, value)``;
-    ``NVTX_EVENTS(start, end, text, textId, domainId, globalTid, eventType)`` with one domain-create
-    row (eventType 75, text = the NVTX domain ``zkgpu``) and one push/pop range (eventType 59) per
-    event, labelled as :mod:`zkgpu.pipeline.trace` labels its ranges (``"<phase> p<partition> w<worker>"``); ``CUPTI_ACTIVITY_KIND_KERNEL(start, end, deviceId,
-    streamId, shortName)`` for the GPU compute phases (``ntt``, ``h_msm``, ``batch_add``,
-    ``tail_msm``); ``CUPTI_ACTIVITY_KIND_MEMCPY(start, end, bytes, copyKind=1 HtoD, srcKind
-    1 pageable / 2 pinned, dstKind 3 device, deviceId, streamId)`` for ``h2d`` rows.
-    Times are copied from ``start_ns``/``end_ns``. The file must not exist (FileExistsError).
-    """
+    """Write an event table as a small SQLite file in nsys' export layout (NVTX ranges, kernels, HtoD memcpys). Raises
+    FileExistsError: ``path`` exists."""
     p = Path(path)
     if p.exists():
         raise FileExistsError(f"{p} exists; demo_nsys_sqlite writes new files only")

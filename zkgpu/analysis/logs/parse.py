@@ -1,11 +1,4 @@
-"""A stream of cuzk-format log lines → :class:`~zkgpu.analysis.logs.parsed.ParsedLog`.
-
-Scale: :func:`parse_file` streams the file (one line at a time), groups partition records while
-it parses (linear time, :class:`zkgpu.analysis.logs.group.Grouper`) and keeps rows as DataFrame chunks;
-with ``rows=False`` (``zkgpu parse``) it keeps only the partition records and the timeline.
-``zkgpu bench parse`` (:mod:`zkgpu.app.bench.parse`) measures it. The formats and how damaged text
-is read: :mod:`zkgpu.analysis.logs.lines`.
-"""
+"""A stream of cuzk-format log lines → :class:`~zkgpu.analysis.logs.parsed.ParsedLog`, in linear time and bounded memory."""
 
 from __future__ import annotations
 
@@ -46,9 +39,7 @@ class CutLine(str):
 
 
 def read_lines(f: Any, limit: int = MAX_LINE_CHARS) -> Iterator[str]:
-    """The physical lines of an open text file (line ends kept), each at most ``limit`` characters: a longer one
-    is yielded as a :class:`CutLine` of its first ``limit`` characters and the rest read and dropped in pieces of
-    ``limit`` characters, so memory stays within a small constant times ``limit`` (a 1 GB line of NULs included)."""
+    """Physical lines of an open text file, each at most ``limit`` characters (a longer one as a :class:`CutLine`)."""
     while True:
         line = f.readline(limit + 1)
         if not line:
@@ -69,11 +60,7 @@ _MAX_SHAPES = 64  # distinct field sets in one chunk above which it is built fro
 
 
 class _Table:
-    """Rows of one ParsedLog table, turned into DataFrame chunks every :data:`_CHUNK` rows.
-
-    Rows are kept as tuples grouped by their keys (a log's records of one kind share their fields), which pandas
-    builds columns from faster than from dicts; a chunk's rows keep their order (a sequence number) and its columns
-    the order in which their names were first seen, as ``pd.DataFrame(list_of_dicts)`` gives them."""
+    """Rows of one ParsedLog table as tuples grouped by keys, turned into DataFrame chunks every :data:`_CHUNK` rows."""
 
     __slots__ = ("shapes", "chunks", "n", "keep", "pending", "names")
 
@@ -136,38 +123,16 @@ def _lookahead(lines: Iterable[str]) -> Iterator[tuple[str, bool]]:
 
 def parse_lines(lines: Iterable[str], *, last_line_complete: bool | None = True, progress: Callable[[int], object] | None = None, rows: bool = True,
                 timing_rows: bool = True) -> ParsedLog:
-    """Parse cuzk-format log lines (any mix, any order) into a :class:`ParsedLog`.
-
-    Streams: the lines are read one at a time (an open file is never read whole) and rows are
-    kept as DataFrame chunks, so memory grows with the records found, not with the file; time is
-    linear in the number of lines.
+    """Parse cuzk-format log lines (any mix, any order) into a :class:`ParsedLog`, streaming.
 
     Args:
-        lines: physical lines (with or without trailing newlines), e.g. an open text file.
-        last_line_complete: True (default): the last line is complete. False: it is known to be
-            cut (its last token is dropped and the record flagged ``truncated``). None: it may be
-            cut (a file without a trailing newline; :func:`parse_file` sets this): its last token is
-            kept when it is a complete ``key=value``, else dropped and the record flagged. Lines
-            ending in ``...`` or ``…`` are always treated as cut, and so are lines longer than
-            :data:`MAX_LINE_CHARS` (cut there, counted in ``summary()["overlong"]``; :func:`parse_file` never reads
-            more of one into memory).
-        progress: called with the number of characters read, every few thousand lines (progress
-            bars).
-        rows: keep one row per record in ``timing``, ``ntt_h``, ``gpu_timing``, ``fin_timing``,
-            ``pool`` and ``messages`` (default). False keeps only what :func:`partition_table`
-            and :func:`to_events` need (the partition records and the TIMELINE rows) and counts
-            the rest (``summary()`` is the same), so memory is bounded by the partition table
-            and the timeline, not by the file; ``zkgpu parse`` uses it.
-        timing_rows: with ``rows``, also keep one row per ``CUZK_TIMING`` record in ``timing`` (default). False keeps
-            those records only as partition records (:func:`partition_table`) and counts them, as ``rows=False``
-            does, while the other tables keep their rows; ``zkgpu diagnose`` uses it (the largest table of a
-            cuzk log, which it never reads).
+        lines: physical lines, e.g. an open text file.
+        last_line_complete: True; False (the last line is cut); None (it may be cut: kept if a complete ``key=value``).
+        progress: called with characters read, every few thousand lines.
+        rows: False keeps only partition records and TIMELINE rows (``summary()`` unchanged).
+        timing_rows: False keeps ``CUZK_TIMING`` records only as partition records.
 
-    Never raises on bad content: unknown lines are counted, unreadable records counted as
-    malformed, values that are not finite or out of range dropped and counted (``bad_values``),
-    lines holding U+FFFD (bytes :func:`parse_file` could not decode) or NUL counted
-    (``undecodable``).
-    """
+    Never raises on bad content: it is counted (:meth:`ParsedLog.summary`)."""
     tables = {k: _Table((rows and (timing_rows or k != "timing")) or k == "timeline") for k in ("timing", "ntt_h", "timeline", "gpu", "fin", "pool", "msgs")}
     timing, ntt_h, timeline = tables["timing"], tables["ntt_h"], tables["timeline"]
     gpu_t, fin_t, pool, msgs = tables["gpu"], tables["fin"], tables["pool"], tables["msgs"]
@@ -304,21 +269,9 @@ PROGRESS_MIN_BYTES = 8 << 20
 
 
 def parse_file(path: str | Path, *, progress: bool = False, rows: bool = True, timing_rows: bool = True) -> ParsedLog:
-    """Parse a log file (UTF-8, undecodable bytes replaced), streaming it line by line.
-
-    A last line without a trailing newline may be cut (a log still being written): its last token
-    is kept when it is a complete ``key=value``, else dropped and the record flagged
-    ``truncated``; ``summary()["no_final_newline"]`` says so.
-
-    Args:
-        progress: show a tqdm progress bar (stderr, bytes) for files of at least
-            :data:`PROGRESS_MIN_BYTES`.
-        rows, timing_rows: see :func:`parse_lines` (``rows=False``: memory bounded by the partition table and the
-            timeline).
-
-    Raises:
-        FileNotFoundError: ``path`` does not exist (or is not a file).
-    """
+    """Parse a log file (UTF-8, bad bytes replaced) line by line; a last line without newline may be cut. ``progress``:
+    a tqdm bar for files of at least :data:`PROGRESS_MIN_BYTES`; ``rows``, ``timing_rows``: as :func:`parse_lines`.
+    Raises FileNotFoundError: not a file."""
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"log file not found: {p}")

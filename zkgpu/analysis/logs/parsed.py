@@ -13,47 +13,13 @@ __all__ = ["ParsedLog"]
 
 @dataclass
 class ParsedLog:
-    """Everything :func:`parse_lines` found. ``line`` columns are 1-based physical line numbers.
-
-    Attributes:
-        timing: one row per ``CUZK_TIMING:`` record: ``line``, ``kind`` (``prep_msm``, ``ntt_msm_h``,
-            ``pre_lock``, ``tail_msm``, ``pool_threshold``, ``d_a_cache``, ...), ``gpu_tid`` (Int64),
-            ``truncated`` (bool), ``text``, then one column per field name (``prep_msm_ms`` ... as float ms;
-            non-numeric values such as ``prestage_setup=ok`` as strings).
-        ntt_h: one row per ``CUZK_NTT_H:`` record: ``line``, ``truncated``, ``text`` and float ms columns
-            ``d_b_alloc_ms``, ``ntt_kernels_ms``, ``coset_intt_sync_ms``, ``msm_init_ms``,
-            ``msm_invoke_ms``, ``msm_dtor_ms``, ``total_ms``.
-        timeline: one row per ``TIMELINE`` record: ``line``, ``t_ms`` (float, ms since engine start),
-            ``event``, ``job``, ``detail`` (raw), ``worker``/``partition`` (Int64), ``gpu_ms``/``synth_ms``
-            (float ms), ``truncated``, plus any other detail key (string).
-        gpu_timing / fin_timing: one row per ``GPU_TIMING`` / ``FIN_TIMING`` line: ``line``, ``ts``
-            (timestamp text of the prefix or <NA>), ``level``, ``what`` (message text, e.g.
-            ``hot_path pre-prove overhead``), ``truncated``, then the fields (numbers as float; ``*_ms``
-            in ms).
-        pool: pinned-pool messages: ``line``, ``ts``, ``level``, ``event`` (``checkout_reuse``,
-            ``allocate``, ``checkin``, ``free_evictor``, ``checkout_failed``, ``attempt_pinned``),
-            ``what``, ``truncated``, fields (``size_gib``, ``free_remaining``, ...).
-        messages: other recognized engine messages (``partition synthesis complete`` ...), same layout.
-        n_lines: physical lines read. unknown_count: non-empty lines with no marker.
-        unknown_examples: first 5 unknown lines (ANSI-stripped). truncated_count: records flagged
-        truncated. malformed_count: records whose body could not be read (e.g. a TIMELINE line with
-        fewer than 4 commas or a time that is not a finite number in [0, 1e12] ms, a CUZK line with
-        no ``key=value``).
-        dropped_fields: tokens dropped because they were (or may have been) cut, or were not
-        ``key=value`` amid the fields, earlier values of a key given twice in one record, and fields
-        whose name came after :data:`zkgpu.analysis.logs.lines.MAX_FIELD_NAMES` others. bad_values: values dropped because they were not finite
-        or out of range (a duration outside [0, 1e9] ms, another number beyond ±1e15).
-        merged_count: records that shared one physical line with other records (interleaved
-        writers). no_final_newline: the input's last line had no line end (it may be cut).
-        undecodable_count: lines holding bytes that were not UTF-8 (replaced by U+FFFD) or NUL bytes
-        (a binary file, or a log damaged on disk). overlong_count: lines longer than
-        :data:`zkgpu.analysis.logs.parse.MAX_LINE_CHARS`, read as cut at that length. cut_before_last: records
-        flagged ``truncated`` on a line other than the input's last (kept whether or not their rows are; None for a
-        ParsedLog built by hand).
-
-    Durations are float ms whatever unit the log used (``12ms``, ``1.2s``, ``12µs``/``12us``,
-    ``5ns``).
-    """
+    """Everything :func:`parse_lines` found; ``line`` columns are 1-based physical line numbers; durations float ms.
+    Tables: ``timing`` (CUZK_TIMING: ``kind``, ``gpu_tid``, fields), ``ntt_h`` (CUZK_NTT_H sub-timers), ``timeline``
+    (``t_ms``, ``event``, ``job``, ``detail``, ``worker``, ``partition``, ...), ``gpu_timing`` / ``fin_timing`` /
+    ``pool`` / ``messages`` (``ts``, ``level``, ``what``, fields); each with ``truncated``. Counts: ``n_lines``,
+    ``unknown_count`` (+ ``unknown_examples``), ``truncated_count``, ``malformed_count``, ``dropped_fields``,
+    ``bad_values``, ``merged_count``, ``no_final_newline``, ``undecodable_count``, ``overlong_count``,
+    ``cut_before_last``."""
 
     timing: pd.DataFrame
     ntt_h: pd.DataFrame
@@ -91,12 +57,7 @@ class ParsedLog:
         return self._pairing
 
     def summary(self) -> dict:
-        """Counts per record type, then every record or value that was dropped or merged:
-        ``unknown`` lines, ``truncated`` / ``malformed`` records, ``dropped_fields``,
-        ``bad_values``, ``merged`` (records sharing a line), the TIMELINE pairing counts
-        (``duplicate_starts``, ``unpaired_starts``, ``unpaired_ends``, ``cross_worker_ends``) and
-        ``no_final_newline`` (0/1), ``undecodable`` (lines with bytes that were not UTF-8, or NULs) and ``overlong``
-        (lines cut at :data:`zkgpu.analysis.logs.parse.MAX_LINE_CHARS` characters)."""
+        """Counts per record type, then every record or value dropped or merged, and the TIMELINE pairing counts."""
         n = self._counts or {"timing": len(self.timing), "ntt_h": len(self.ntt_h), "timeline": len(self.timeline), "gpu": len(self.gpu_timing),
                              "fin": len(self.fin_timing), "pool": len(self.pool), "msgs": len(self.messages)}
         return {

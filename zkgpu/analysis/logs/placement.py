@@ -24,9 +24,7 @@ def _ns(ms: float) -> int:
 
 
 def _timeline_events(parsed: ParsedLog, run: str, source: str) -> tuple[list[tuple], list[dict]]:
-    """Event rows (:data:`_EVENT_FIELDS` tuples) of the paired TIMELINE records
-    (:func:`zkgpu.analysis.logs.timeline.pair_timeline`) and the GPU_START rows in time order (each with ``_gpart``, its
-    partition in the event table)."""
+    """Event rows of the paired TIMELINE records, and the GPU_START rows in time order (with ``_gpart``)."""
     tl = parsed.timeline
     pairs, starts, _ = parsed._paired()
     rows: list[tuple] = []
@@ -53,12 +51,6 @@ def _timeline_events(parsed: ParsedLog, run: str, source: str) -> tuple[list[tup
     for s in starts:
         s["_gpart"] = gpart(s["job"], s["partition"])
     return rows, starts
-
-
-#: the partition-table columns :func:`_record_events` reads (besides the ``ntt_h_*`` sub-timers)
-_DURATIONS = ("setup_to_split_ms", "split_vectors_ms", "pre_lock_cpu_ms", "mutex_wait_ms", "prep_msm_ms", "num_circuits", "b_g2_msm_ms",
-              "ntt_msm_h_ms", "barrier_wait_ms", "batch_add_ms", "tail_msm_ms", "gpu_total_ms", "mutex_held_ms", "total_start_fn_ms",
-              "async_dealloc_ms")
 
 
 #: the fields of an event row as :func:`to_events` builds it
@@ -88,15 +80,8 @@ def _g(x: np.ndarray) -> list[str]:
 
 
 def _partition_events(pt: pd.DataFrame, starts: list[dict], anchored: bool, base: int, run: str) -> dict[str, list] | None:
-    """The intervals of every partition record (rule 2 of :func:`to_events`), a column at a time: a record's times are
-    its anchor t0 plus offsets that depend on its own durations only, so the offsets are computed for all records at
-    once and only the sequential anchors (after the previous record's lock release) one by one. Returns the columns
-    of :data:`_EVENT_FIELDS` but ``source``, records in order and each record's phases in :data:`_PHASES` order;
-    None without records.
-
-    Raises:
-        ValueError: an event would end past the int64 ns clock (named with ``run``).
-    """
+    """Intervals of every partition record (rule 2 of :func:`to_events`) as columns; None without records. Raises
+    ValueError: an event would end past the int64 ns clock."""
     n = len(pt)
     if not n:
         return None
@@ -177,54 +162,20 @@ def _partition_events(pt: pd.DataFrame, starts: list[dict], anchored: bool, base
 
 
 def to_events(parsed: ParsedLog, run: str = "cuzk-log", source: str = "cuzk-log") -> pd.DataFrame:
-    """Event table (schema: :mod:`zkgpu.core.events`) from a parsed cuzk-format log.
+    """Event table (:mod:`zkgpu.core.events`) from a parsed cuzk-format log, sorted by start_ns.
 
-    Placement rules (all times ns; ms values × 1e6, rounded):
-
-    1. **TIMELINE** events are paired per (job, cuzk partition) first-in-first-out, and only
-       within one worker when both name one (:func:`zkgpu.analysis.logs.timeline.pair_timeline`):
-       ``SYNTH_START→SYNTH_END`` = ``synthesize``, ``GPU_QUEUE→GPU_PICKUP`` = ``gpu_queue``,
-       ``GPU_START→GPU_END`` = ``prove``; start_ns/end_ns = the TIMELINE offsets (ms since engine start).
-       ``worker`` from the end event (else the start event). ``partition`` = job_rank × stride + cuzk
-       partition, where job_rank is the order in which jobs first appear and stride = 1 + the largest
-       partition number in the log (so a single-job log keeps cuzk's partition numbers); the cuzk job
-       id and partition go to ``detail`` (``job=…,partition=…``), and so do GPU_END's ``gpu_ms`` and
-       SYNTH_END's ``synth_ms`` — GPU_END's gpu_ms is a wall time (prove_start → finish, §2.2), **not**
-       CUDA-event time, so the ``gpu_ms`` column stays NaN. Unmatched starts/ends give no row
-       (counted in :meth:`ParsedLog.summary`: ``unpaired_starts``, ``unpaired_ends``,
-       ``cross_worker_ends``, ``duplicate_starts``).
-    2. **CUZK_TIMING** records (:func:`partition_table`) are durations. Each record gets an anchor t0 =
-       entry of the C++ start function:
-
-       * *anchored* (``detail`` ``placement=timeline``): when the log has exactly as many GPU_START
-         events as records, record k ↔ the k-th GPU_START in time order; t0 = its time, worker and
-         partition from it;
-       * *sequential* (``placement=sequential``): otherwise the per-GPU mutex is assumed handed straight
-         from one record to the next: record 0 has t0 = the first GPU_START's time if the log has one
-         (so both share the engine's time base), else 0; record k takes the lock at the previous
-         record's lock release, i.e. t0 = release(k−1) − pre_lock_cpu − mutex_wait (never before the
-         previous t0); worker <NA>, partition = record index.
-
-       Within a record (absent lines are skipped, absent durations count as 0 for positions):
-       ``pre_lock`` = [t0, t0+pre_lock_cpu]; ``mutex_wait`` follows; lock L = t0 + pre_lock_cpu +
-       mutex_wait. ``split_vectors`` ends at t0 + setup_to_split. ``prep_msm`` starts at
-       t0 + setup_to_split (the prep thread is spawned right after), ``b_g2_msm`` follows it.
-       GPU chain from L end to end: ``ntt_msm_h``, ``barrier_wait``, ``batch_add``; ``tail_msm`` is
-       right-aligned to end at L + gpu_total_ms when gpu_total is known (so unlogged phases — e.g. the
-       seed's missing batch_add/barrier lines — leave a visible gap), else follows. ``mutex_held`` =
-       [L, L+mutex_held]; lock release = its end (else the end of the chain). ``async_dealloc`` starts
-       at max(release, end of b_g2_msm). ``gpu`` = gpu_tid on the GPU-chain phases (ntt_msm_h,
-       barrier_wait, batch_add, tail_msm), <NA> elsewhere. ``gpu_ms`` NaN (host steady_clock times).
-       ``CUZK_NTT_H`` sub-timers go into the ntt_msm_h row's ``detail`` (not separate intervals).
-    3. GPU_TIMING / FIN_TIMING / pinned-pool lines carry no usable timestamps and give no rows
-       (they stay in :class:`ParsedLog`).
-
-    Returns: a DataFrame normalized by :func:`zkgpu.core.events.normalize_events`, sorted by start_ns.
+    1. TIMELINE start/end pairs (:func:`~zkgpu.analysis.logs.timeline.pair_timeline`) give ``synthesize``,
+       ``gpu_queue``, ``prove`` at their offsets; partition = job rank × stride + cuzk partition; GPU_END's
+       ``gpu_ms`` (a wall time) goes to ``detail``.
+    2. CUZK_TIMING records (durations) are anchored at t0: the k-th GPU_START when the counts match
+       (``placement=timeline``), else sequentially at the previous record's lock release
+       (``placement=sequential``). Within a record: pre_lock, mutex_wait, then the GPU chain ntt_msm_h,
+       barrier_wait, batch_add, tail_msm (right-aligned to gpu_total), mutex_held; prep_msm and b_g2_msm from
+       setup_to_split; async_dealloc after both. CUZK_NTT_H sub-timers go to the ntt_msm_h row's detail.
+    3. GPU_TIMING / FIN_TIMING / pool lines give no rows.
 
     Raises:
-        ValueError: the placed events would end past the int64 ns clock (durations that add up to centuries: a
-            damaged log), named with ``run``.
-    """
+        ValueError: events would end past the int64 ns clock (names ``run``)."""
     rows, starts = _timeline_events(parsed, run, source)
     pt = partition_table(parsed)
     anchored = len(pt) > 0 and len(starts) == len(pt)

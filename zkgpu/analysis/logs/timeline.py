@@ -1,6 +1,4 @@
-"""Pairing of TIMELINE start/end records (``SYNTH_START``/``SYNTH_END``, ``GPU_QUEUE``/``GPU_PICKUP``,
-``GPU_START``/``GPU_END``): :func:`pair_timeline`, used by :class:`zkgpu.analysis.logs.parsed.ParsedLog`'s
-counts and by :func:`zkgpu.analysis.logs.placement.to_events`."""
+"""Pairing of TIMELINE start/end records: :func:`pair_timeline`."""
 
 from __future__ import annotations
 
@@ -26,18 +24,10 @@ def column_values(tl: pd.DataFrame, name: str) -> list:
 
 
 def pair_timeline(tl: pd.DataFrame) -> tuple[list[tuple], list[dict], dict[str, int]]:
-    """Pair TIMELINE start/end records (SYNTH_START/SYNTH_END, GPU_QUEUE/GPU_PICKUP,
-    GPU_START/GPU_END) of one job and partition, first in first out, **within one worker**: an end
-    and a start that both name a worker pair only when it is the same worker (GPU_QUEUE, which has
-    none, pairs with any GPU_PICKUP).
-
-    Returns ``(pairs, GPU_START records in time order, counts)``; a pair is ``(phase, job,
-    partition, start worker, end worker, start t_ms, end t_ms, gpu_ms, synth_ms)`` and a GPU_START
-    record a dict of ``t_ms, job, partition, worker``. counts: ``duplicate_starts`` (a start
-    repeating an open start of the same job, partition and worker: dropped), ``unpaired_starts``,
-    ``unpaired_ends`` and ``cross_worker_ends`` (ends left unpaired because the open starts belong
-    to another worker; also in ``unpaired_ends``).
-    """
+    """Pair TIMELINE starts and ends of one job and partition, first in first out, within one worker. Returns ``(pairs,
+    GPU_START records in time order, counts)``: a pair is ``(phase, job, partition, start worker, end worker, start
+    t_ms, end t_ms, gpu_ms, synth_ms)``; counts ``duplicate_starts``, ``unpaired_starts``, ``unpaired_ends``,
+    ``cross_worker_ends``."""
     counts = {"duplicate_starts": 0, "unpaired_starts": 0, "unpaired_ends": 0, "cross_worker_ends": 0}
     pairs: list[tuple] = []
     starts: list[dict] = []

@@ -1,11 +1,4 @@
-"""H2D bandwidth under host memory-bandwidth load, and ``zkgpu bench load``.
-
-:func:`h2d_under_load` times pageable and pinned copies (:mod:`zkgpu.transfer.paths`) while
-:class:`zkgpu.transfer.hostload.HostMemoryLoad` threads keep DRAM busy, at several load levels in one run:
-a pageable copy is a CPU memcpy and slows with the load, a pinned DMA needs no CPU copy.
-:data:`bench_command` (``zkgpu bench load``) writes the table, its medians and a manifest into a
-fresh run folder under ``data/``. Both need a GPU.
-"""
+"""H2D bandwidth under host memory-bandwidth load (``zkgpu bench load``): pageable vs pinned copies at several load levels."""
 
 from __future__ import annotations
 
@@ -42,20 +35,8 @@ def h2d_under_load(
     warmup: int = 1,
     buffer_bytes: int = DEFAULT_BUFFER_BYTES,
 ) -> pd.DataFrame:
-    """H2D bandwidth of ``paths`` at each host load level, in one run.
-
-    For each level (load threads, :class:`~zkgpu.transfer.hostload.HostMemoryLoad`) and each path, ``warmup`` untimed then
-    ``repeat`` timed copies of ``size_bytes`` from a reused host buffer (pageable: a touched
-    numpy array; pinned_raw: ``cupyx.empty_pinned``) into one device buffer, timed by
-    :mod:`zkgpu.transfer.paths` (CUDA events). ``load_gbps`` is the load's DRAM traffic over all the
-    copies of that level (the load counts whole 32 MiB chunks, too coarse for one short copy).
-
-    Returns:
-        pandas DataFrame with :data:`LOAD_COLUMNS`, one row per timed copy.
-
-    Raises:
-        RuntimeError: no GPU. ValueError/TypeError: a bad level, size, path or count (named).
-    """
+    """H2D bandwidth of ``paths`` at each load level (HostMemoryLoad threads): one row per timed copy
+    (:data:`LOAD_COLUMNS`). Raises RuntimeError: no GPU. ValueError/TypeError: a bad level, size, path or count."""
     levels = [check_count("load level", x, 0) for x in levels]
     if not levels:
         raise ValueError("levels must name at least one load level")

@@ -1,28 +1,9 @@
-"""``zkgpu bench keycheck``: the cost of checking a proving key's points (issue 22) at 2^19 and 2^24 points.
+"""``zkgpu bench keycheck``: the cost of checking a proving key's points (and a witness) at 2^19 and 2^24 points.
 
-Rows (:func:`run_benchmark`), per size 2^L:
-
-* ``gpu``, G1 and G2 (:func:`zkgpu.gpu.subgroup.check_points`: range, curve, endomorphism subgroup test, one thread
-  per point): phase ``device``, the points already on the device, and ``with_h2d``, from host memory (pageable
-  copies in chunks of :data:`zkgpu.gpu.subgroup.CHUNK`); CUDA events around the call, which ends with its one
-  read-back;
-* ``cpu``, G1 and G2, up to ``--cpu-max-log``: the CPU path's on-curve kernel and batched subgroup test
-  (:func:`zkgpu.groth16.keycheck.first_off_curve`, :func:`~zkgpu.groth16.keycheck.subgroup_batch`), wall time;
-* ``key`` on each path: :func:`zkgpu.groth16.keycheck.check_key` of a synthetic key with 2^L points in each of A,
-  B1, C, H (G1) and B2 (G2), as ``zkgpu prove`` runs it once per key read (the header points and the two pairing
-  checks included), wall time;
-* ``cpu``, ``witness`` (``--r1cs FILE --wtns FILE``, once, at the circuit's domain 2^L): ``read_r1cs``
-  (:func:`zkgpu.groth16.setup.read_r1cs`), ``read_wtns`` (:func:`zkgpu.groth16.formats.read_wtns`) and ``check``
-  (:func:`zkgpu.groth16.keycheck.check_constraints` on the witness, as ``zkgpu prove``'s
-  :meth:`zkgpu.groth16.prover.Prover.check` runs it per witness), wall time; ``points`` = constraints (wires for
-  ``read_wtns``).
-
-The points are 1024 distinct subgroup points tiled (the work per point does not depend on the point: the
-double-and-add runs the same fixed scalar |z|). One warm-up call per row (the kernels' NVRTC compile, numba's),
-then ``--repeat`` timed calls (``--cpu-repeat`` for the CPU point and key rows), medians (``--logs none``: only the
-witness rows).
-Writes keycheck.csv, keycheck.json and manifest.json to a fresh ``bench-keycheck`` run folder under ``--out``.
-"""
+Rows (:func:`run_benchmark`): ``gpu`` G1/G2 point checks (``device`` and ``with_h2d``, CUDA events); ``cpu`` G1/G2 up to
+``--cpu-max-log`` (wall time); ``key`` (:func:`zkgpu.groth16.keycheck.check_key` of a synthetic key); ``witness``
+(read_r1cs, read_wtns, check) with ``--r1cs``/``--wtns``. Medians after one warm-up. Writes keycheck.csv, keycheck.json
+and manifest.json to a fresh ``bench-keycheck`` folder."""
 
 from __future__ import annotations
 
@@ -108,12 +89,8 @@ def _checked(points: Any, group: str) -> subgroup.PointCheck:
 
 
 def witness_rows(r1cs_path: str | Path, wtns_path: str | Path, repeat: int) -> list[dict[str, Any]]:
-    """The ``witness`` rows (module docstring): read the r1cs, read the witness, check it; one warm-up each.
-
-    Raises:
-        zkgpu.groth16.formats.FormatError: a bad r1cs or wtns; ValueError: a witness of another length, or one that
-            does not satisfy the r1cs (only a satisfied witness times the whole check).
-    """
+    """The ``witness`` rows: read the r1cs, read the witness, check it. Raises FormatError: a bad r1cs or wtns.
+    ValueError: wrong length, or a witness that does not satisfy the r1cs."""
     r1, wt = read_r1cs(r1cs_path), read_wtns(wtns_path)
     log_n = max(1, (r1.n_constraints + r1.n_public).bit_length())  # the domain: constraints + public + 1 (the set-up's)
 
@@ -131,13 +108,8 @@ def witness_rows(r1cs_path: str | Path, wtns_path: str | Path, repeat: int) -> l
 def run_benchmark(logs: Sequence[int] = (19, 24), repeat: int = 5, *, gpu: bool | None = None, cpu_max_log: int = 19,
                   cpu_repeat: int = 1, key: bool = True, r1cs: str | Path | None = None,
                   wtns: str | Path | None = None) -> list[dict[str, Any]]:
-    """The rows of the module docstring (``gpu`` None: when a GPU is present; the witness rows when ``r1cs`` and
-    ``wtns`` are given, :func:`witness_rows`, ``repeat`` timed calls).
-
-    Raises:
-        RuntimeError: a timed check refused the valid points (a broken kernel) or the witness, or ``gpu=True``
-            without a GPU. As :func:`witness_rows` for the files.
-    """
+    """The benchmark's rows (module docstring); ``gpu`` None: when a GPU is present. Raises RuntimeError: a check
+    refused valid points or the witness, or ``gpu=True`` without a GPU."""
     on_gpu = _cuda.gpu_available() if gpu is None else gpu
     rows: list[dict[str, Any]] = []
     if on_gpu:

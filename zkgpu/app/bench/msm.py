@@ -1,13 +1,4 @@
-"""``zkgpu bench msm``: the G1 (or G2) MSM (:mod:`zkgpu.gpu.msm.pippenger`) timed on the GPU.
-
-:func:`run_benchmark` times :func:`zkgpu.gpu.msm.pippenger.msm_device` at 2^k points with device-resident uniform scalars,
-the same scalars copied from pinned host memory inside the timing, PoRep-like mostly-0/1 scalars, and one
-per-phase breakdown (:class:`zkgpu.gpu.msm.pippenger.Phases`); with ``precomp_windows`` also the MSM over precomputed
-shifted bases (:mod:`zkgpu.gpu.msm.precomp`): the table build and the MSM on the same points and scalars, uniform
-and PoRep-like, at each window asked for. With ``group="g2"`` the G2 MSM (device-resident uniform scalars on
-generated and on prepared points, and the phases). :data:`bench_command` writes the rows to a fresh ``bench-msm``
-run folder (msm.csv + manifest.json); every row names its ``group``.
-"""
+"""``zkgpu bench msm``: the G1 (or G2) MSM timed on the GPU, written to a fresh ``bench-msm`` folder (msm.csv)."""
 
 from __future__ import annotations
 
@@ -81,10 +72,7 @@ def _g2_rows(add: Callable[..., None], lg: int, pts: Any, sc: Any, c: int | None
 
 
 def _api_rows(add: Callable[..., None], lg: int, pts: Any, sc: Any, window: int | None, repeat: int, warmup: int) -> None:
-    """The public call against its kernels (issue 25 item 4), uniform scalars on device arrays: ``kernels``
-    (:func:`zkgpu.gpu.msm.pippenger.msm_device` with ``check=False``: the MSM's kernels, no check, no host sync),
-    ``api`` (:func:`zkgpu.gpu.msm.pippenger.msm`, checked: two read-backs) and ``api_trusted`` (``msm(...,
-    check=False, out=...)``)."""
+    """Rows ``kernels`` (msm_device unchecked), ``api`` (checked :func:`msm`) and ``api_trusted`` on device arrays."""
     out = _cuda.cupy().empty((1, pts.shape[1]), dtype=np.uint64)
     calls = {"kernels": functools.partial(msm.msm_device, pts, sc, window, check=False),
              "api": functools.partial(msm.msm, pts, sc, window=window),
@@ -100,12 +88,8 @@ def _h2d_then_msm(buf: Any, pinned: Any, pts: Any, c: int | None) -> Any:
 
 
 def parse_precomp_windows(text: str) -> tuple[int, ...]:
-    """``--precomp-windows``: ``none`` (no precomputed-bases rows), ``auto`` (the rule's window per size, written
-    as 0) or a comma list of windows and ``auto``, e.g. ``auto,18,20,22``.
-
-    Raises:
-        CliError: an item that is neither ``auto`` nor a window in ``MIN_C..MAX_C`` (names it).
-    """
+    """``--precomp-windows``: ``none``, ``auto`` (written 0) or a comma list of windows and ``auto``. Raises CliError:
+    an item neither ``auto`` nor a window in ``MIN_C..MAX_C``."""
     items = [t.strip() for t in text.split(",") if t.strip()]
     if items in ([], ["none"]):
         return ()
@@ -158,11 +142,7 @@ MIN_WINDOW, MAX_WINDOW = 2, 24
 
 
 def check_log_sizes(logs: Iterable[int]) -> list[int]:
-    """The MSM benchmark's sizes as a list: log2 sizes, ints in [1, 31), at least one.
-
-    Raises:
-        ValueError: none given, or one outside that range or not an int (names them all).
-    """
+    """The sizes as a list of log2 ints in [1, 31). Raises ValueError: none, or bad ones (names them)."""
     out = list(logs)
     if not out or any(isinstance(lg, bool) or not isinstance(lg, int) or not 1 <= lg < 31 for lg in out):
         raise ValueError(f"MSM benchmark sizes must be log2 sizes in [1, 31), got {out}")
@@ -174,28 +154,11 @@ def run_benchmark(
     sizes: Iterable[int] | None = None, phases: bool = True, window: int = 0, echo: Callable[[str], None] | None = None,
     precomp_windows: Iterable[int] = (), plain: bool = True, group: str = "g1",
 ) -> list[dict[str, Any]]:
-    """Time the G1 MSM on the GPU at 2^min_log .. 2^max_log points (or the log2 ``sizes``):
-    device-resident uniform scalars (``mode=device``), the same scalars copied from pinned host
-    memory inside the timing (``pinned_h2d``), PoRep-like mostly-0/1 scalars (``scalars=porep``; the window from
-    the count of scalars > 1, :func:`zkgpu.gpu.msm.window.sparse_window_bits`, counted inside the timing), both
-    distributions over points prepared once outside the timing (``mode=device_prepared``: checked and in
-    Montgomery form by :func:`zkgpu.gpu.msm.pippenger.prepare_points`, as the pipeline's bases and sppark's preloaded ``msm_t``),
-    the public call against its kernels (``mode=kernels``, ``api``, ``api_trusted``: :func:`_api_rows`),
-    and with ``phases`` one per-phase breakdown (``mode=phase:<name>``, one run). With ``precomp_windows``
-    (windows, 0 = :func:`zkgpu.gpu.msm.precomp.window_bits`'s) the MSM over precomputed shifted bases on the same
-    points and scalars (uniform and PoRep-like): ``mode=device_precomp`` at the rule's window,
-    ``device_precomp_sweep`` at the others, ``precomp_build`` the table build (one run; not inside the MSM
-    times) and with ``phases`` ``phase_precomp:<name>``; ``plain=False`` leaves out the msm_device rows. CUDA events (:func:`zkgpu.core.cuda.benchmark`),
-    warm-up excluded. ``group="g2"``: the G2 MSM instead (:func:`_g2_rows`; no precomputed bases).
-
-    Returns:
-        one dict per (size, mode, scalars[, window]): ``group, log2_n, n, mode, scalars, window_bits, variant,
-        median_ms, min_ms, max_ms, repeat`` (ms).
-
-    Raises:
-        RuntimeError: no GPU. ValueError: a size outside [1, 31), repeat < 1, a group other than "g1" / "g2", or
-            precomputed bases asked for G2.
-    """
+    """Time the MSM at 2^min_log..2^max_log points (or ``sizes``), CUDA events, warm-up excluded. Modes: ``device``,
+    ``pinned_h2d``, ``device_prepared``, ``kernels``/``api``/``api_trusted``, ``phase:<name>`` (``phases``); scalars
+    uniform and ``porep``; with ``precomp_windows`` ``device_precomp``, ``device_precomp_sweep``, ``precomp_build``.
+    ``group="g2"``: the G2 MSM. Returns dicts ``group, log2_n, n, mode, scalars, window_bits, variant, median_ms,
+    min_ms, max_ms, repeat``. Raises: RuntimeError: no GPU. ValueError: bad size, repeat, group, or precomputed G2."""
     if group not in ("g1", "g2"):
         raise ValueError(f"group must be 'g1' or 'g2', got {group!r}")
     if group == "g2" and (precomp_windows or not plain):

@@ -1,10 +1,4 @@
-"""``zkgpu bench ntt``: the Fr NTT kernels timed on the GPU, and beside sppark's.
-
-:func:`run_benchmark` times every transform of :data:`BENCH_VARIANTS` on device-resident random data with the default
-build (kernel ``stagewise``; CUDA events, :func:`zkgpu.core.cuda.benchmark`), plus the whole Groth16 H computation (:func:`zkgpu.gpu.ntt.qap.compute_h_inplace`); :data:`bench_command` writes the
-rows to a fresh ``bench-ntt`` run folder (ntt.csv, ntt.json, manifest.json) and, with ``--sppark``, the ratios to
-sppark's rows of the same GPU (:mod:`zkgpu.analysis.anchors`).
-"""
+"""``zkgpu bench ntt``: the Fr NTT kernels and compute_h timed on the GPU (ntt.csv), with ``--sppark`` the ratios."""
 
 from __future__ import annotations
 
@@ -36,9 +30,7 @@ __all__ = [
 ]
 
 DEFAULT_KERNEL = "stagewise"
-"""The ``kernel`` of the rows (the name recordings have always used for the default build; older recordings also hold
-rows of builds since deleted, named by their ``kernel``: the candidates of data/nvidia-h200-20261203-bench-ntt, the
-kernel specs of the 2026-12-01 runs)."""
+"""The ``kernel`` of the rows: the default build (older recordings also hold deleted builds' rows)."""
 
 BENCH_VARIANTS: dict[str, dict[str, Any]] = {
     "forward-nr": dict(inverse=False, coset=False, order="nr"),
@@ -65,23 +57,13 @@ on an H200, longer than the host's preparation of an NTT's launches)."""
 
 
 def queued_times_ms(fn: Any, repeat: int, pad: Any) -> list[float]:
-    """``repeat`` times of ``fn`` (ms, CUDA events on the current stream), each with its start event queued behind GPU
-    work (``pad``, a CuPy float32 array, scaled in place first), so that the host's preparation of fn's launches (Python,
-    argument packing, memory-pool allocations) overlaps that work: the GPU time from fn's first kernel to the end of its
-    last, gaps between its kernels included. :func:`zkgpu.core.cuda.benchmark`'s events also count the GPU idle time while
-    the host prepares fn's first launch, as sppark-bench's timer does for sppark's (its README, "What each figure
-    includes"); the difference is that host time."""
+    """``repeat`` ms of ``fn`` (CUDA events), each start queued behind GPU work ``pad`` so host launch prep is hidden."""
     cp = _cuda.cupy()
     stream = cp.cuda.get_current_stream()
     out = []
     for _ in range(repeat):
         pad *= np.float32(1.0)
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record(stream)
-        fn()
-        end.record(stream)
-        end.synchronize()
-        out.append(float(cp.cuda.get_elapsed_time(start, end)))
+        out.append(_cuda.time_ms(fn, stream))
     return out
 
 
@@ -89,15 +71,9 @@ def run_benchmark(
     min_log: int = 16, max_log: int = 26, repeat: int = 10, warmup: int = 2, with_compute_h: bool = True,
     h_min_log: int = 20, h_max_log: int = 24, queued: bool = False,
 ) -> list[dict[str, Any]]:
-    """Time every variant of :data:`BENCH_VARIANTS` on device-resident random data (CUDA events) with the build options
-    in force, plus (``with_compute_h``, sizes h_min_log..h_max_log) the whole Groth16 H computation
-    :func:`zkgpu.gpu.ntt.qap.compute_h_inplace`.
-
-    Also the public call on the same data (:data:`API_VARIANTS`). Returns one row per (log_n, variant): median/min/max ms, ``kernel`` (:data:`DEFAULT_KERNEL`), ``radix``
-    (:func:`zkgpu.gpu.ntt.transform.radix`), ``defines`` (the build options, ``NAME=v`` joined by spaces), mulmods/s (n/2*L butterfly multiplies per NTT) and the effective GB/s of one read and one write
-    of the vector per global pass; with ``queued`` also ``queued_median_ms``, the median of :func:`queued_times_ms`
-    (the host's launch preparation hidden).
-    """
+    """Time each of :data:`BENCH_VARIANTS` on device data, the public call on the same data (:data:`API_VARIANTS`), and
+    compute_h at h_min_log..h_max_log. One row per (log_n, variant): median/min/max ms, ``kernel``, ``radix``,
+    ``defines``, mulmods/s, GB/s; with ``queued`` also ``queued_median_ms``."""
     cp = _cuda.cupy()
     rng = np.random.default_rng()
     pad = cp.ones(1 << QUEUE_PAD_LOG, dtype=cp.float32) if queued else None

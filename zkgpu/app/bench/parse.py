@@ -24,13 +24,8 @@ _SYNTH_SOURCE = DATA_DIR / "nvidia-h200-20261129-record-2" / "logs" / "baseline.
 
 
 def synthetic_log(path: str | Path, n_lines: int, *, template: str | Path | None = None) -> Path:
-    """Write an ``n_lines``-line cuzk-format log made of copies of a recorded log (``template``,
-    default the H200 recording's ``baseline.log``), each copy a new job (``<job>-<k>``) shifted in
-    time, as a multi-job engine writes it; a stand-in for a day of cuzk logs.
-
-    Raises:
-        FileExistsError: ``path`` exists. FileNotFoundError: no template. ValueError: n_lines < 1.
-    """
+    """Write an ``n_lines``-line log of time-shifted copies of ``template`` (default: a recorded ``baseline.log``).
+    Raises FileExistsError: ``path`` exists. FileNotFoundError: no template. ValueError: n_lines < 1."""
     if isinstance(n_lines, bool) or not isinstance(n_lines, int) or n_lines < 1:
         raise ValueError(f"n_lines must be a positive int, got {n_lines!r}")
     src = Path(template) if template is not None else _SYNTH_SOURCE
@@ -60,14 +55,9 @@ BENCH_PARSE_MAX = 10_000_000
 
 
 def bench_parse(sizes: Iterable[int] = BENCH_PARSE_SIZES, *, workdir: str | Path | None = None) -> pd.DataFrame:
-    """Time :func:`parse_file` (``rows=False``, as ``zkgpu parse``), :func:`partition_table` and
-    :func:`to_events` on synthetic logs (:func:`synthetic_log`) of each size, smallest first.
-    Returns one row per size: ``lines``, ``bytes``, ``parse_s``, ``partition_table_s``,
-    ``to_events_s``, ``total_s`` (wall seconds), ``cpu_s`` (this process's CPU seconds for the
-    three, which other load on the machine does not inflate), ``lines_per_s`` (lines / total_s),
-    ``lines_per_cpu_s``, ``partitions``, ``events`` and ``peak_rss_mb`` (the process's peak
-    resident memory so far, MB: ``ru_maxrss``, which never decreases, so sizes run smallest first).
-    """
+    """Time parse_file (``rows=False``), partition_table and to_events on synthetic logs, smallest first. Row per size:
+    ``lines``, ``bytes``, ``parse_s``, ``partition_table_s``, ``to_events_s``, ``total_s``, ``cpu_s``, ``lines_per_s``,
+    ``lines_per_cpu_s``, ``partitions``, ``events``, ``peak_rss_mb``."""
     rows = []
     with tempfile.TemporaryDirectory(prefix="zkgpu-bench-parse-", dir=workdir) as tmp:
         for n in sorted(sizes):

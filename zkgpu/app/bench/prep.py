@@ -1,9 +1,4 @@
-"""``zkgpu bench prep``: the prep_msm variants of :mod:`zkgpu.gpu.msm.prep` timed at 2^20..2^26 PoRep-like scalars.
-
-:func:`run_benchmark` times ``cpu`` and ``cpu_parallel`` by host wall time and ``gpu`` by CUDA events
-(device-resident scalars, and with the pageable H2D); :data:`bench_command` writes the rows to a fresh
-``bench-prep`` run folder (prep.csv, prep.json, manifest.json).
-"""
+"""``zkgpu bench prep``: the prep_msm variants timed at 2^20..2^26 PoRep-like scalars (prep.csv, prep.json)."""
 
 from __future__ import annotations
 
@@ -35,14 +30,9 @@ def porep_like_scalars(n: int, seed: int = 0, zero: float = 0.45, one: float = 0
 
 def run_benchmark(min_log: int = 20, max_log: int = 26, repeat: int = 5, threads: int | None = None,
                   preps: tuple[str, ...] = PREPS) -> list[dict[str, Any]]:
-    """Median time of each variant per size, PoRep-like scalars (:func:`porep_like_scalars`).
-
-    ``cpu`` and ``cpu_parallel``: host wall time (``time.perf_counter``) of the whole call.
-    ``gpu``: CUDA events around :func:`zkgpu.gpu.msm.prep.prep_msm_device` on device-resident scalars (``phase=device``)
-    and, separately, around the call including the pageable H2D of the scalars (``phase=with_h2d``).
-    One warm-up call each. Rows: log_n, prep, phase, threads, median/min/max ms, Mscalars_per_s.
-    Variants that cannot run here (no numba, no GPU) are left out.
-    """
+    """Median ms per variant and size: ``cpu``/``cpu_parallel`` wall time, ``gpu`` CUDA events (``device``,
+    ``with_h2d``). Rows: log_n, prep, phase, threads, median/min/max ms, Mscalars_per_s; variants that cannot run are
+    left out."""
     rows: list[dict[str, Any]] = []
     threads = default_threads() if threads is None else threads
     avail = [p for p in preps if not ((p == "cpu_parallel" and not numba_available()) or (p == "gpu" and not _cuda.gpu_available()))]

@@ -1,17 +1,8 @@
-"""``zkgpu bench sppark``: one recording of zkgpu's kernels beside sppark's, measured in the same GPU call.
+"""``zkgpu bench sppark``: zkgpu's kernels beside sppark's, measured in the same GPU call, in one run folder.
 
-``scripts/kernels_vs_sppark.sh`` runs the sppark anchor (``anchors/sppark-bench``: NTT and MSM rows, uniform
-scalars), our PoRep-like sppark driver (``anchors/sppark-porep``: the same sppark MSM call on PoRep-like
-scalars), ``zkgpu bench ntt`` and ``zkgpu bench msm`` on one GPU, then :data:`bench_command` gathers the outputs
-into ONE fresh ``<gpu>-<date>-bench-sppark`` run folder: ``sppark.txt`` (as the anchor wrote it),
-``sppark_porep.txt`` (as the PoRep-like driver wrote it, when it ran), ``ntt.csv`` and ``msm.csv`` (zkgpu's rows),
-``vs_sppark.csv`` (:func:`zkgpu.analysis.anchors.vs_sppark`, every NTT kernel) and ``manifest.json`` (sppark's commits from
-the anchor's ``VENDOR_COMMITS``, zkgpu's two run manifests, the zkgpu/sppark ratios per operation and size,
-``compute_h`` at 2^24, issue 13's targets checked on them: every like-for-like ratio <= 1.0 (the rows doing the work of
-sppark's timed row, :data:`ACCEPTANCE_RULE`), compute_h <= 35 ms,
-and the PoRep-like driver's uniform control against the anchor's row). ``zkgpu bench sppark-table`` prints the
-newest such recording's ratio table as markdown, and rewrites notes/vs-sppark.md's block with it.
-"""
+Gathers ``sppark.txt`` (anchors/sppark-bench), ``sppark_porep.txt``, ``ntt.csv``, ``msm.csv`` into a ``bench-sppark``
+folder with ``vs_sppark.csv`` and a manifest checking :data:`ACCEPTANCE_RULE`. ``zkgpu bench sppark-table`` prints the
+newest ratio table."""
 
 from __future__ import annotations
 
@@ -96,8 +87,7 @@ def write_recording(
 
     Raises:
         FileNotFoundError: a missing file or folder. ValueError: sppark.txt (or sppark_porep) without result rows, no
-        zkgpu run given, or ``kernel`` not measured in the NTT run.
-    """
+        zkgpu run given, or ``kernel`` not measured in the NTT run."""
     porep = [sppark_porep] if sppark_porep else []
     sppark = read_sppark(sppark_file, *porep)  # FileNotFoundError / ValueError before anything is written
     runs = {"ntt": Path(ntt_run) if ntt_run else None, "msm": Path(msm_run) if msm_run else None}
@@ -159,11 +149,7 @@ def write_recording(
 
 
 def _read_run_csv(run_dir: Path, name: str) -> pd.DataFrame:
-    """``run_dir/<name>.csv`` of a bench-ntt / bench-msm run folder.
-
-    Raises:
-        FileNotFoundError: no such file. ValueError: not a CSV table with rows (names the file).
-    """
+    """``run_dir/<name>.csv``. Raises FileNotFoundError: none; ValueError: not a CSV with rows."""
     f = run_dir / f"{name}.csv"
     if not f.is_file():
         raise FileNotFoundError(f"{f}: not a bench-{name} run folder")
@@ -217,13 +203,8 @@ def _msm_note(vs: pd.DataFrame) -> str:
 
 
 def update_readme(readme: str | Path, base: str | Path | None = None) -> bool:
-    """Replace the block between :data:`README_BEGIN` and :data:`README_END` in ``readme`` with
-    :func:`readme_block`; True if the file changed.
-
-    Raises:
-        ValueError: the file is not UTF-8 text or lacks the markers. OSError: it cannot be rewritten (the README is
-        then unchanged).
-    """
+    """Replace the block between :data:`README_BEGIN` and :data:`README_END` with :func:`readme_block`; True if changed.
+    Raises ValueError: not UTF-8 or no markers. OSError: cannot be rewritten (unchanged)."""
     p = Path(readme)
     try:
         text = p.read_text(encoding="utf-8")
@@ -249,11 +230,7 @@ MAX_LOG_SIZE = 32
 
 
 def parse_log_sizes(text: str, opt: str = "--sizes") -> list[int]:
-    """``--sizes`` of ``zkgpu bench sppark``: comma-separated log2 sizes in [1, :data:`MAX_LOG_SIZE`]; empty: every size.
-
-    Raises:
-        CliError: an item that is not such a size (one line naming it and the whole value).
-    """
+    """``--sizes``: comma-separated log2 sizes in [1, :data:`MAX_LOG_SIZE`]; empty: all. Raises CliError: a bad item."""
     out = []
     for item in (t.strip() for t in text.split(",")):
         if not item and text.strip():

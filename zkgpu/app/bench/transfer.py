@@ -1,15 +1,4 @@
-"""The H2D bandwidth sweep over every transfer path, its summaries, and ``zkgpu bench h2d``.
-
-:func:`bandwidth_sweep` times every path of :mod:`zkgpu.transfer.paths` over sizes with reused and fresh
-host buffers (a DataFrame of :data:`SWEEP_COLUMNS`); :func:`summarize_sweep` takes medians;
-:func:`pool_efficiency` is the acceptance check of the pinned pool (pool ≥ 90 % of raw pinned at
-≥ 256 MiB); :func:`host_alloc_costs` times ``cudaHostAlloc`` / ``cudaHostRegister`` per size (why a
-pool); :data:`bench_command` is ``zkgpu bench h2d``, which writes all of them with a manifest into
-a fresh run folder under ``data/``.
-
-Every entry point that copies needs a GPU (``RuntimeError`` from :func:`zkgpu.core.cuda.cupy`
-otherwise); :func:`summarize_sweep` and :func:`pool_efficiency` work on any saved sweep.
-"""
+"""The H2D bandwidth sweep over every transfer path, its summaries, pinning costs, and ``zkgpu bench h2d``."""
 
 from __future__ import annotations
 
@@ -135,41 +124,17 @@ def bandwidth_sweep(
     time_budget_s: float | None = None,
     progress: bool = False,
 ) -> pd.DataFrame:
-    """H2D bandwidth of every path over sizes, with reused and fresh host buffers.
-
-    For each size (ascending), path and ``fresh`` value: ``warmup`` untimed copies, then
-    ``repeat`` recorded copies into the same device buffer (CuPy ``empty``; ``cupy_asarray``
-    allocates its own) on one non-blocking stream.
-
-    ``fresh_buffer=False`` (reused): one source buffer per (size, path), filled once, read by every copy.
-    ``fresh_buffer=True``: every copy (warm-up included) gets a new source buffer with never-touched pages
-    (pageable paths: an anonymous ``mmap`` each, unlike ``numpy.empty``), filled (``touch_ms``, page faults
-    included), copied and freed; ``pinned_pool`` and ``pinned_raw`` then allocate pinned memory anew
-    (``alloc_ms``, counted in ``overhead_ms``/``effective_gbps``: the cost a pool avoids).
+    """H2D bandwidth of every path over sizes, with reused and fresh (never-touched) host buffers.
 
     Args:
-        sizes: bytes per copy (default :data:`DEFAULT_SIZES`, 1 MiB … 4 GiB; pass smaller lists
-            for quick runs). Host memory needed ≈ 4 × the largest size (source, pool buffer, CuPy
-            pinned buffer, staging), device memory ≈ 2 ×.
-        paths: subset of :data:`zkgpu.transfer.paths.PATHS`.
-        fresh: which of False (reused) / True (fresh) to run.
-        repeat: recorded copies per (size, path, fresh) (≥ 1); warmup: untimed copies before (≥ 0).
-        verify: zero the device buffer before each copy (outside the timing) and compare it with the
-            source pattern after (``verified``; a mismatch raises RuntimeError). An int verifies only
-            sizes up to that many bytes (multi-GiB compares dominate a sweep's time; the GPU tests
-            verify every path).
-        time_budget_s: stop before starting a new size once this many seconds have passed (the
-            sizes not run are listed in ``df.attrs["skipped_sizes"]`` with a warning).
-        progress: a tqdm bar over (size, path, fresh).
-
+        sizes: bytes per copy (default :data:`DEFAULT_SIZES`). paths: subset of :data:`~zkgpu.transfer.paths.PATHS`.
+        fresh: which of False/True to run. repeat (>= 1), warmup (>= 0): copies per case.
+        verify: check the bytes (an int: only sizes up to it). time_budget_s: stop before a new size past it.
+        progress: a tqdm bar.
     Returns:
-        pandas DataFrame with :data:`SWEEP_COLUMNS`; ``df.attrs`` holds ``skipped_sizes``,
-        ``repeat``, ``warmup`` and ``pool_stats`` (the sweep's own :class:`~zkgpu.transfer.pinned_pool.PinnedPool` counters).
-
+        DataFrame of :data:`SWEEP_COLUMNS`; ``attrs``: ``skipped_sizes``, ``repeat``, ``warmup``, ``pool_stats``.
     Raises:
-        RuntimeError: no GPU, or a copy delivered wrong bytes. ValueError: unknown path, bad sizes,
-        repeat < 1, warmup < 0.
-    """
+        RuntimeError: no GPU, or wrong bytes. ValueError: unknown path, bad sizes, repeat or warmup."""
 
     sizes = _parse_sizes(sizes)
     paths = list(paths)
@@ -346,14 +311,7 @@ _SUMMARY_VALUES = ("host_ms", "stream_ms", "wall_ms", "gbps", "overhead_ms", "ef
 
 
 def summarize_sweep(df: pd.DataFrame) -> pd.DataFrame:
-    """Medians per (path, size_bytes, fresh_buffer) of a :func:`bandwidth_sweep` frame.
-
-    Returns a DataFrame with columns ``path, size_bytes, fresh_buffer, n`` (copies) and the median
-    of every timing/cost column present (ms, GB/s = 10^9 B/s, bytes); all-NaN columns stay NaN.
-
-    Raises:
-        ValueError: a key column is missing.
-    """
+    """Medians per (path, size_bytes, fresh_buffer) with ``n`` copies. Raises ValueError: a key column missing."""
     keys = ["path", "size_bytes", "fresh_buffer"]
     missing = [k for k in keys if k not in df.columns]
     if missing:
@@ -367,19 +325,8 @@ def summarize_sweep(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def pool_efficiency(df: pd.DataFrame, *, min_size: int = 256 * MIB, threshold: float = 0.9, pool_path: str = "pinned_pool", raw_path: str = "pinned_raw") -> pd.DataFrame:
-    """The acceptance check: pinned-pool H2D ≥ ``threshold`` × raw pinned memcpy at ≥ ``min_size``.
-
-    Uses the median ``gbps`` of reused buffers (``fresh_buffer == False``) of the two paths,
-    measured in the same sweep, for every size ≥ ``min_size`` present in both.
-
-    Returns:
-        DataFrame with columns ``size_bytes, pool_gbps, raw_gbps, ratio, ok`` (ratio =
-        pool/raw; ok = ratio ≥ threshold); ``df.attrs["passed"]`` is True when there is at least one
-        such size and every ratio is ok.
-
-    Raises:
-        ValueError: no size ≥ min_size has both paths (nothing to check).
-    """
+    """Pinned-pool gbps >= ``threshold`` × raw pinned at sizes >= ``min_size`` (reused buffers, same sweep). Returns
+    ``size_bytes, pool_gbps, raw_gbps, ratio, ok``; ``attrs["passed"]``. Raises ValueError: no such size."""
     d = df[(~df["fresh_buffer"].astype(bool)) & (df["size_bytes"] >= min_size)]
     med = d.groupby(["path", "size_bytes"], observed=True)["gbps"].median()
     rows = []
@@ -396,19 +343,8 @@ def pool_efficiency(df: pd.DataFrame, *, min_size: int = 256 * MIB, threshold: f
 
 
 def host_alloc_costs(sizes: Iterable[int] = DEFAULT_SIZES, repeat: int = 3) -> pd.DataFrame:
-    """Cost of pinning host memory per size: why a pool, and what registering costs.
-
-    For each size and repeat, in ms (perf_counter): ``hostAlloc`` (``cudaHostAlloc``, portable)
-    and ``freeHost`` of that buffer; ``touch`` (first write of a fresh anonymous-mmap numpy
-    array), then ``hostRegister`` and ``hostUnregister`` of that (already touched) array.
-
-    Returns:
-        DataFrame with columns ``op, size_bytes, repeat, ms, gbps`` (gbps = size / ms in 10^9 B/s,
-        the rate at which memory gets pinned).
-
-    Raises:
-        RuntimeError: no GPU. ValueError: bad sizes or repeat < 1.
-    """
+    """Pinning costs per size, ms: ``hostAlloc``, ``freeHost``, ``touch``, ``hostRegister``, ``hostUnregister``. Returns
+    ``op, size_bytes, repeat, ms, gbps``. Raises RuntimeError: no GPU; ValueError: bad sizes or repeat."""
     sizes = _parse_sizes(sizes)
     if repeat < 1:
         raise ValueError(f"repeat must be >= 1, got {repeat}")

@@ -1,8 +1,4 @@
-"""Deterministic G1 (and G2) bases for benchmarks and the pipeline (``generate_points``): valid points with
-known discrete logs, made on the GPU by msm.cu's ``g1_generate`` kernel (``g2_generate`` in its G2 build) or,
-without a GPU, on the CPU with arkworks. Shapes: ``(n, 12)`` uint64, affine (x, y) canonical Fq limbs (G2:
-``(n, 24)``, x.c0, x.c1, y.c0, y.c1), as :mod:`zkgpu.arith.curve`. Never stored in git: a seed regenerates them.
-"""
+"""Deterministic G1/G2 benchmark bases with known discrete logs, made on the GPU (``g1_generate``) or with arkworks."""
 
 from __future__ import annotations
 
@@ -62,17 +58,9 @@ def _mont_affine(p: np.ndarray) -> np.ndarray:
 
 
 def generate_points(n: int, seed: int = 0, *, group: str = "g1") -> Any:
-    """Deterministic valid G1 (``group="g2"``: G2) points for benchmarks: CuPy ``(n, 12)`` (G2: ``(n, 24)``)
-    uint64 made on the GPU.
-
-    Point ``i = 32 t + j`` is ``(k_t + j * 2^64) * G`` with ``k_t = splitmix64(seed + t)`` (0 -> 1):
-    GPU thread t computes ``k_t * G`` by double-and-add in XYZZ and walks ``+ 2^64 G`` 32 times,
-    writing each point in affine (one Fermat inversion each). Distinct k_t give distinct points.
-    Without a GPU it returns :func:`generate_points_cpu` (numpy). Never stored in git.
-
-    Raises:
-        ValueError: n outside ``[0, 2^31)``, seed outside ``[0, 2^64)`` or a group other than "g1" / "g2".
-    """
+    """Deterministic valid points: CuPy ``(n, 12)`` (G2: ``(n, 24)``) uint64; numpy without a GPU. Point ``32 t + j`` is
+    ``(k_t + j 2^64) G``, ``k_t = splitmix64(seed + t)`` (0 -> 1). Raises ValueError: n outside [0, 2^31), seed outside
+    [0, 2^64), or group not "g1"/"g2"."""
     _check_seed(n, seed)
     _group(group)
     if not _cuda.gpu_available():

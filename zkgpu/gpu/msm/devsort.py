@@ -1,29 +1,9 @@
-"""Device-wide radix sort of uint64 keys on a CUDA stream, without a host synchronisation.
+"""Device-wide stable radix sort of uint64 keys by a bit field, on a stream, without a host sync.
 
-:func:`sort_keys` sorts a 1-D uint64 array by the bit field ``[begin_bit, end_bit)`` of its keys,
-stably (keys with equal fields keep their input order). On the GPU it calls CUB's
-``cub::DeviceRadixSort::SortKeys`` (NVIDIA CCCL; on sm_90 CUB runs the single-pass "onesweep" LSD
-radix sort of Adinets & Merrill, "Onesweep: A Faster Least Significant Digit Radix Sort for GPUs",
-2022, which builds on Merrill & Grimshaw, "High Performance and Scalable Radix Sorting", 2011) through
-``zkgpu/kernels/nvcc/devsort.cu``: one pass per 8 bits of the field (a 20-bit MSM bucket field: 3
-passes where sorting all 64 bits takes 8), queued on the caller's stream, temporary storage from CuPy's
-memory pool on that stream, nothing read back. CuPy's own ``ndarray.sort`` (Thrust's ``stable_sort``
-under Thrust's default ``par`` policy) sorts all 64 bits and the host waits for the stream before it returns.
-
-The library: nvcc builds ``devsort.cu`` once into a shared library (``-shared -Xcompiler -fPIC``, only
-its ``zk_devsort_*`` functions exported, sm_90 code plus compute_90 PTX, and the device's own
-architecture when it is another; the CUDA runtime linked statically, so only the driver is needed at run
-time, and it works in the device's primary context as CuPy does, so CuPy's pointers and stream handles
-are valid in it). The library is cached in ``build/devsort/`` of the source tree (else the temporary
-folder), named by a hash of the source, the nvcc version and the options, and loaded with ctypes.
-:func:`build` makes it (5-10 s of nvcc on this project's 2-core build machine; thread- and process-safe:
-the file appears by an atomic rename); :func:`available` says whether the GPU path can run.
-
-Fallback: without nvcc or a loadable library (or with ``configure(backend="cupy")``) :func:`sort_keys`
-uses CuPy's stable sort (``cupy.sort`` for all 64 bits, else ``cupy.argsort`` of the field), which does
-synchronise; it is counted as one host sync named ``msm.sort`` (:func:`zkgpu.core.cuda.count_sync`).
-NumPy input is sorted on the host (``numpy.argsort(kind="stable")`` of the field).
-"""
+GPU: CUB ``DeviceRadixSort::SortKeys`` (onesweep, Adinets & Merrill 2022) from ``kernels/nvcc/devsort.cu``,
+built by nvcc into a cached shared library (``build/devsort/``) and loaded with ctypes. Fallback (no
+library or ``configure(backend="cupy")``): CuPy's stable sort, one counted host sync ``msm.sort``.
+NumPy input is sorted on the host."""
 
 from __future__ import annotations
 
@@ -48,9 +28,7 @@ SOURCE = _cuda.KERNEL_DIR / "nvcc" / "devsort.cu"
 """The CUDA source of the library (built by nvcc, never by NVRTC)."""
 BACKENDS = ("auto", "cub", "cupy")
 BACKEND = "auto"
-"""How :func:`sort_keys` sorts device arrays: ``auto`` (CUB through the library when it loads, else
-CuPy's sort), ``cub`` (the library or a RuntimeError) or ``cupy`` (CuPy's sort: the MSM's sort before
-this module, for comparisons)."""
+"""How :func:`sort_keys` sorts device arrays: ``auto`` (CUB if the library loads, else CuPy), ``cub`` or ``cupy``."""
 _ABI = 1  # zk_devsort_abi() of the source this module speaks to
 _NVCC_FLAGS = ("-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden", "-cudart", "static")
 _NVCC_TIMEOUT_S = 600
@@ -60,11 +38,7 @@ _ACTIVE: list[Any] = []  # [the ctypes.CDLL] or [why there is none], after the f
 
 
 def configure(*, backend: str | None = None) -> None:
-    """Set :data:`BACKEND` (None keeps it).
-
-    Raises:
-        ValueError: backend not one of :data:`BACKENDS` (names the value).
-    """
+    """Set :data:`BACKEND` (None keeps it). Raises ValueError: not in :data:`BACKENDS`."""
     global BACKEND
     if backend is not None:
         if backend not in BACKENDS:
@@ -127,11 +101,7 @@ def library_path(nvcc: str | None = None) -> Path | None:
 
 
 def build(*, force: bool = False) -> Path:
-    """Build the library with nvcc unless cached (``force`` rebuilds); returns its path.
-
-    Raises:
-        RuntimeError: no nvcc found, or nvcc failed (its last lines of output in the message).
-    """
+    """Build the library with nvcc unless cached (``force`` rebuilds); its path. Raises RuntimeError: no nvcc, or it failed."""
     nvcc = _nvcc()
     path = library_path(nvcc)
     if nvcc is None or path is None:
@@ -262,30 +232,9 @@ def _sort_cub(cp: Any, lib: Any, keys: Any, begin_bit: int, end_bit: int, overwr
 
 
 def sort_keys(keys: Any, *, begin_bit: int = 0, end_bit: int = 64, stream: Any = None, overwrite: bool = False) -> Any:
-    """Sort uint64 keys by their bits ``[begin_bit, end_bit)``, stably, on the device without a host sync.
-
-    Args:
-        keys: ``(n,)`` uint64, a CuPy array (sorted on its device) or a NumPy array (sorted on the host).
-        begin_bit, end_bit: the bit field compared, ``0 <= begin_bit < end_bit <= 64``; keys with
-            equal fields keep their input order (bits outside the field are carried, not compared).
-        stream: the CuPy stream to queue the sort on (default: the current stream); the result and the
-            temporary storage are allocated on it.
-        overwrite: True lets the sort use ``keys`` as one of its two buffers (its contents are then
-            undefined; saves a copy of n keys). False leaves ``keys`` as it was.
-
-    Returns:
-        ``(n,)`` uint64, the same array type as ``keys``: the keys ordered by the field. On the GPU
-        with CUB (:func:`available`) nothing is read back and the host does not wait; the CuPy
-        fallback counts one host sync ``msm.sort`` (:func:`zkgpu.core.cuda.count_sync`).
-
-    Raises:
-        ValueError: keys not uint64 or not 1-D, a bit bound not an int in [0, 64], or
-            ``begin_bit >= end_bit`` (one line naming the value).
-        RuntimeError: ``configure(backend="cub")`` without a loadable library, or a CUDA error from CUB.
-
-    Source: CUB ``DeviceRadixSort::SortKeys`` (onesweep LSD radix sort; Adinets & Merrill 2022, after
-    Merrill & Grimshaw 2011), double-buffer form: n keys of extra device memory plus a few KiB.
-    """
+    """``(n,)`` uint64 ``keys`` (CuPy or NumPy) sorted stably by bits ``[begin_bit, end_bit)``; same array type.
+    ``stream``: where the sort and its buffers go. ``overwrite``: ``keys`` may be used as a buffer (then undefined).
+    Raises ValueError: not 1-D uint64, or bad bit bounds. RuntimeError: backend "cub" unavailable, or a CUB error."""
     _check(keys, begin_bit, end_bit)
     begin_bit, end_bit = int(begin_bit), int(end_bit)
     if isinstance(keys, np.ndarray):

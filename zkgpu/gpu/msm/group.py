@@ -1,17 +1,5 @@
-"""The two groups of the MSM: what the one Pippenger (:mod:`zkgpu.gpu.msm.pippenger`) needs to know of G1
-and G2 -- host and device layouts, msm.cu's build (one source, ``-DZK_MSM_G2=1`` for G2), the point check
-and the CPU reference.
-
-========  ==============  =================  ==============  =========================================
-group     host layout     device affine      device XYZZ     kernels
-========  ==============  =================  ==============  =========================================
-``g1``    (n, 12) uint64  (n, 24) uint32     (n, 48) uint32  msm.cu as it is (``g1_prepare``, ...)
-``g2``    (n, 24) uint64  (n, 48) uint32     (n, 96) uint32  msm.cu with ZK_MSM_G2=1 (``g2_prepare``, ...)
-========  ==============  =================  ==============  =========================================
-
-Host layouts: :mod:`zkgpu.arith.curve` (G1 ``x, y``; G2 ``x.c0, x.c1, y.c0, y.c1``, canonical, identity all
-zero). CPU references: py-arkworks-bls12381 ``G1Point`` / ``G2Point.multiexp_unchecked``.
-"""
+"""The MSM's two groups: G1 ``(n, 12)`` host / ``(n, 24)`` affine / ``(n, 48)`` XYZZ uint32 words, and G2 double that
+(msm.cu built with ``-DZK_MSM_G2=1``); point checks and the arkworks CPU reference."""
 
 from __future__ import annotations
 
@@ -39,20 +27,7 @@ __all__ = ["Group", "G1", "G2", "GROUPS", "group", "msm_cpu"]
 
 @dataclasses.dataclass(frozen=True)
 class Group:
-    """One group of the MSM.
-
-    Attributes:
-        name: ``"g1"`` or ``"g2"``.
-        limbs: uint64 columns of a point in the host layout (12, 24).
-        affine_words: uint32 words of a device affine point (24, 48).
-        xyzz_words: uint32 words of a device XYZZ point (48, 96).
-        defines: the ``-D`` options that build msm.cu for this group.
-        prepare: the kernel that checks points and converts them to Montgomery form.
-        generate: the benchmark points' kernel (:mod:`zkgpu.gpu.msm.bases`).
-        curve: the curve equation, for error messages.
-        check_points: the host check of :mod:`zkgpu.arith.curve` (returns the points C-contiguous).
-        from_arkworks / to_arkworks: the conversions of :mod:`zkgpu.arith.curve`.
-    """
+    """One group of the MSM: layouts in words, msm.cu's defines, kernels, checks and arkworks conversions."""
 
     name: str
     limbs: int
@@ -83,11 +58,7 @@ GROUPS = {"g1": G1, "g2": G2}
 
 
 def group(name: object) -> Group:
-    """The group named ``"g1"`` or ``"g2"`` (a :class:`Group` is returned as it is).
-
-    Raises:
-        ValueError: any other value (names it).
-    """
+    """The group named "g1" or "g2" (a Group as it is). Raises ValueError: anything else."""
     if isinstance(name, Group):
         return name
     if not isinstance(name, str) or name not in GROUPS:
@@ -96,12 +67,8 @@ def group(name: object) -> Group:
 
 
 def msm_cpu(points: np.ndarray, scalars: np.ndarray, grp: Group = G1) -> np.ndarray:
-    """CPU reference MSM of the group: validates points (:attr:`Group.check_points`) and scalars (canonical
-    Fr, one row per point), then py-arkworks-bls12381 ``multiexp_unchecked``; returns ``(1, limbs)`` uint64.
-
-    Raises:
-        TypeError / ValueError: as the checks (the first bad index named), or mismatched counts.
-    """
+    """CPU reference MSM (arkworks ``multiexp_unchecked``) after checks: ``(1, limbs)`` uint64. Raises
+    TypeError/ValueError: a bad point or scalar (first bad index) or mismatched counts."""
     pts = grp.check_points(np.asarray(points))
     sc = check_array(FR, np.asarray(scalars), name="scalars")
     if sc.shape[0] != pts.shape[0]:

@@ -1,47 +1,10 @@
 """G1 and G2 multi-scalar multiplication (Pippenger, XYZZ buckets), G1 batch addition and prep_msm.
 
-Public API (host layouts: G1 points ``(n, 12)`` and G2 points ``(n, 24)`` uint64 as in
-:mod:`zkgpu.arith.curve`, scalars ``(n, 4)`` uint64 **canonical** Fr as in :mod:`zkgpu.arith.field`):
-
-- :func:`msm` -- ``sum_i scalars[i] * points[i]`` as one point ``(1, 12)``; ``group="g2"``: on G2, ``(1, 24)``
-  (one Pippenger for both groups: the same host code and msm.cu built per group, :mod:`zkgpu.gpu.msm.group`).
-- :func:`batch_add` -- the sum of the points selected by a bitmap (cuzk/supraseal ``batch_add``).
-- :func:`prep_msm` -- supraseal's split of an assignment vector into an exactly-one bitmap,
-  dropped zeros and the compacted significant scalars (the tail MSM).
-- :func:`kernel` -- msm.cu's kernels for other modules (the benchmark bases of :mod:`zkgpu.gpu.msm.bases`).
-- :func:`msm_device` (with :class:`Phases`, CUDA-event marks between its phases) and :func:`settings` --
-  what ``zkgpu bench msm`` (:mod:`zkgpu.app.bench.msm`) times and records.
-
-GPU algorithm (``zkgpu/kernels/msm.cu`` has the kernels, ``g1.cuh`` the formulas):
-Pippenger's bucket method (Pippenger 1976; the GPU form of sppark ``msm/pippenger.cuh`` and
-cuzk / supraseal ``msm``) with signed c-bit window digits in ``[-2^(c-1), 2^(c-1)]`` (2^(c-1)
-buckets per window, a negative digit adds ``-P``). Per call: validate and convert points to
-Montgomery form; one 64-bit key per (window, point) holding bucket, sign and index; radix sort of
-the keys' bucket bits (CUB, :mod:`zkgpu.gpu.msm.devsort`, on the stream); the count of valid keys found on the device; bucket accumulation
-(:mod:`zkgpu.gpu.msm.reduce`): each GPU thread takes exactly :data:`CHUNK` consecutive sorted entries
-and adds each run of equal bucket key among them by mixed XYZZ + affine addition, writing one
-partial per run (so every thread does the same work, and a bucket of millions of points -- real
-scalars are mostly 0 and 1 -- is spread over many threads); where keys expect few entries, the buckets
-with a few partials are summed at once, one thread each, and only the long runs go on; a fixed number
-of rounds (computed on the host from n and the rounds' chunk L) cuts each bucket's partials, still
-sorted by bucket, into chunks of at most L, one thread per chunk (XYZZ + XYZZ), until each bucket has
-at most L + 1, which one thread per bucket adds into the bucket; window sums by a running sum over contiguous bucket ranges (one thread per range,
-combined with the range's offset times its bucket sum; the top window only up to the buckets its digits
-can reach); a tree sum per window; Horner over windows and affine on one warp (:mod:`zkgpu.gpu.msm.final`). Every array is sized for the worst case and every kernel
-reads its live count from device memory, so the host never waits for the GPU inside an MSM on
-prepared points with a deferred scalar check (:func:`msm_device`).
-
-Tunables (module settings read per call, set by :func:`configure`; benchmarks pass them as options):
-:data:`CHUNK`, :data:`LEVEL0` (``balanced`` as above, or ``runs``: level 0 cut per bucket on the host,
-which reads the sizes back: three host syncs per MSM),
-:data:`INLINE_MUL` (Fq products inlined into the group operations: slower on the H200 in our
-measurement, and a minute of NVRTC compile), :data:`CUBIN` (a prebuilt cubin).
-
-Window size: :mod:`zkgpu.gpu.msm.window` (the rule for n points, and for sparse scalars: ``c="sparse"``).
-
-Empty input (n = 0) returns the identity. Without a GPU (or with ``_cuda.configure(gpu=False)``) every
-function runs on the CPU through py-arkworks-bls12381 (``G1Point.multiexp_unchecked``).
-"""
+Host layouts: points ``(n, 12)`` (G2 ``(n, 24)``) uint64 (:mod:`zkgpu.arith.curve`), scalars ``(n, 4)`` canonical Fr.
+GPU (``kernels/msm.cu``): signed c-bit window digits; one 64-bit key per (window, point); CUB radix sort of the bucket
+bits (:mod:`~zkgpu.gpu.msm.devsort`); balanced bucket accumulation (:mod:`~zkgpu.gpu.msm.reduce`); running-sum window
+reduction; Horner (:mod:`~zkgpu.gpu.msm.final`). Arrays are sized for the worst case, so the host need not wait inside
+an MSM. Without a GPU: arkworks. Sources: Pippenger 1976; sppark ``msm/pippenger.cuh``; cuzk/supraseal ``msm``."""
 
 from __future__ import annotations
 
@@ -92,20 +55,14 @@ __all__ = [
 ]
 
 CHUNK = 64
-"""Sorted (bucket, point) entries per GPU thread in the bucket accumulation. On the H200 at 2^24
-(uniform scalars, c = 20, balanced level 0) 64 gave 204 ms against 208 ms for 32 and 217 ms for 16
-(bench-msm runs of 2026-11-29)."""
+"""Sorted (bucket, point) entries per GPU thread in the bucket accumulation."""
 LEVEL0 = "balanced"
-"""Level 0 of the bucket accumulation: "balanced" (each thread exactly CHUNK sorted entries, one partial
-per bucket run inside them; no host sync) or "runs" (each bucket's run cut into chunks of at most CHUNK on
-the host, one thread per chunk; three size read-backs per MSM). The rounds after it are the same."""
+"""Level 0: "balanced" (CHUNK sorted entries per thread, no host sync) or "runs" (chunks cut on the host, 3 syncs)."""
 INLINE_MUL = False
 """True compiles msm.cu with the Fq products inlined into the group operations (ZK_G1_INLINE_MUL=1: faster
 kernels, about a minute of NVRTC compile instead of seconds)."""
 CUBIN: str | None = None
-"""A cubin of msm.cu prebuilt by nvcc for this GPU's architecture, loaded instead of compiling with NVRTC
-(to benchmark the inlined-product variant without its compile time; it must come from the current msm.cu).
-G1's kernels only: the G2 MSM always compiles msm.cu with ZK_MSM_G2=1."""
+"""A cubin of the current msm.cu prebuilt by nvcc, loaded instead of NVRTC compilation (G1 only)."""
 _SUM_FANIN = 8  # tree-sum fan-in: short serial chains (the reduction tail is latency-bound)
 _SENTINEL_KEY = _cuda.header_defines("msm.cu", "MSM_SENTINEL")[0] << 32  # the sort key of a dropped entry (sorted last)
 _FR_OPS_KERNELS = ("fr_first_unreduced",)  # kernels of fr_ops.cu that the MSM launches through _k
@@ -131,13 +88,8 @@ def _check_shape(arr: Any, cols: int, name: str) -> None:
 def configure(
     *, chunk: int | None = None, level0: str | None = None, inline_mul: bool | None = None, cubin: str | None = None
 ) -> None:
-    """Set the GPU MSM tunables (:data:`CHUNK`, :data:`LEVEL0`, :data:`INLINE_MUL`, :data:`CUBIN`); an
-    argument left None keeps its current value (``cubin=""`` goes back to compiling msm.cu).
-
-    Raises:
-        ValueError: chunk not an int >= 1, level0 not "balanced" or "runs", inline_mul not a bool, or
-            cubin naming no file (the message names the value).
-    """
+    """Set :data:`CHUNK`, :data:`LEVEL0`, :data:`INLINE_MUL`, :data:`CUBIN`; None keeps (``cubin=""``: compile). Raises
+    ValueError: chunk < 1, level0 not "balanced"/"runs", inline_mul not bool, or no such cubin."""
     global CHUNK, LEVEL0, INLINE_MUL, CUBIN
     if chunk is not None:
         _check_chunk(chunk)
@@ -192,20 +144,12 @@ def _kernels(g: Group) -> msm_final.Kernel:
 
 
 def kernel(name: str, group: str = "g1") -> Any:
-    """The compiled kernel ``name`` of msm.cu for ``group`` ("g1", "g2"), built with the configured options
-    (:func:`configure`; G1: the prebuilt :data:`CUBIN` when set): for modules that launch msm.cu's kernels
-    themselves (:mod:`zkgpu.gpu.msm.bases`). Raises RuntimeError without a GPU."""
+    """msm.cu's compiled kernel ``name`` for ``group``, built as configured. Raises RuntimeError without a GPU."""
     return _k(name) if group == "g1" else _k(name, group)
 
 
 def settings() -> dict[str, Any]:
-    """The MSM kernel settings in force (what a benchmark records): ``chunk`` (entries per thread),
-    ``level0`` ("balanced" or "runs"), ``inline_mul`` (Fq products inlined) and ``cubin`` (the prebuilt
-    cubin's path, "" when compiled with NVRTC).
-
-    Raises:
-        ValueError: a bad chunk or level-0 mode (names the value).
-    """
+    """``{"chunk", "level0", "inline_mul", "cubin"}`` in force. Raises ValueError: bad chunk or level0."""
     return dict(chunk=_chunk_size(), level0=_level0_mode(), inline_mul=bool(_defines()),
                 cubin=CUBIN or "")
 
@@ -236,23 +180,14 @@ def _prepare_points_dev(pts: Any, g: Group = G1, check: bool = True) -> Any:
 
 
 def prepare_points(points: Any, *, group: str = "g1") -> Any:
-    """Validate G1 (or G2) points once and convert them to Montgomery form, for repeated MSMs and batch
-    additions over the same bases (``mont=`` of :func:`msm_device` and :func:`batch_add_device`,
-    which then neither check nor convert them again, and do not wait for that check).
+    """Check points once and convert to Montgomery form for ``mont=`` of :func:`msm_device` / :func:`batch_add_device`.
 
     Args:
-        points: ``(n, 12)`` (G2: ``(n, 24)``) uint64 affine points on the device (layout of
-            :mod:`zkgpu.arith.curve`).
-        group: ``"g1"`` or ``"g2"`` (G2 points go to :func:`msm_device` with ``group="g2"`` only).
-
+        points: device ``(n, 12)`` (G2: ``(n, 24)``) uint64. group: "g1" or "g2".
     Returns:
-        CuPy ``(n, 24)`` (G2: ``(n, 48)``) uint32, the points in Montgomery form (the kernels' layout); rows
-        may be gathered (``mont[idx]``) for a subset of the points.
-
+        CuPy ``(n, 24)`` (G2 ``(n, 48)``) uint32. One host sync.
     Raises:
-        TypeError / ValueError: wrong dtype or shape, or a point off the curve / with a coordinate
-            ``>= q`` (the first bad index named). One host sync (the check's result).
-    """
+        TypeError/ValueError: bad dtype or shape, or an invalid point (first bad index)."""
     g = _group(group)
     _check_shape(points, g.limbs, "points")
     if points.shape[0] == 0:
@@ -288,11 +223,7 @@ def _level0_mode() -> str:
 
 
 def _chunks(cp: Any, keys: Any, chunk: int = CHUNK) -> tuple[Any, Any, int, int]:
-    """Cut the runs of equal values of the sorted uint32 ``keys`` into chunks of <= CHUNK entries.
-
-    Returns ``(cstart, cend, K, R)``: uint64 chunk bounds (K chunks, in order, never crossing a
-    run) and the number of runs R (K == R: every run fits one chunk).
-    """
+    """Runs of equal sorted uint32 ``keys`` cut into chunks of <= chunk: ``(cstart, cend, K chunks, R runs)``."""
     E = keys.shape[0]
     change = cp.empty(E, dtype=cp.bool_)
     change[0] = True
@@ -317,9 +248,7 @@ def _chunks(cp: Any, keys: Any, chunk: int = CHUNK) -> tuple[Any, Any, int, int]
 
 
 def _level0_runs(cp: Any, keys: Any, e: Any, mont: Any, chunk: int, g: Group = G1) -> msm_reduce.Partials | None:
-    """Level 0 in "runs" mode: each bucket's run cut into chunks of at most ``chunk`` on the host
-    (:func:`_chunks`), one thread per chunk; reads E and the run counts back (``msm.sorted_count``,
-    ``msm.runs``, ``msm.chunks``). None when no digit is nonzero."""
+    """Level 0 in "runs" mode, chunks cut on the host (three host syncs); None when no digit is nonzero."""
     E = int(_cuda.read_back(e, "msm.sorted_count")[0])
     if E == 0:
         return None
@@ -355,9 +284,7 @@ def _top_window_buckets(c: int, nwin: int, m: int) -> int:
 
 
 class Phases:
-    """Optional CUDA-event marks between the phases of one GPU MSM (for the benchmark): pass one to
-    :func:`msm_device`, then :meth:`result` gives ms per phase (``validate+to_mont``, ``digits``,
-    ``sort``, ``bucket_accumulate``, ``bucket_partials``, ``window_reduce``, ``final``)."""
+    """Optional CUDA-event marks between an MSM's phases; :meth:`result` gives ms per phase."""
 
     def __init__(self, enabled: bool):
         self.marks: list[tuple[str, Any]] = []
@@ -383,30 +310,11 @@ class Phases:
 
 def msm_device(pts: Any, sc: Any, c: int | str | None = None, phases: Phases | None = None, *,
                mont: Any = None, deferred: DeferredCheck | None = None, group: str = "g1", check: bool = True) -> Any:
-    """The GPU Pippenger of :func:`msm` on CuPy inputs ``pts (n, 12)`` (``group="g2"``: ``(n, 24)``),
-    ``sc (n, 4)`` uint64 without :func:`msm`'s shape checks (values are still checked); ``c`` the window
-    bits (default :func:`window_bits` of n; ``"sparse"``: :func:`~zkgpu.gpu.msm.window.sparse_window_bits`,
-    which counts the scalars > 1 on the device and reads the count back, one host sync named ``msm.window``).
-    Returns CuPy ``(1, 12)`` (G2: ``(1, 24)``).
-
-    ``mont``: the points already checked and in Montgomery form (:func:`prepare_points`, or rows
-    of it); ``pts`` is then ignored (may be None). ``deferred``: the scalar check is queued on
-    it instead of read back here (``deferred.raise_if_bad()`` after the stream's work). Host
-    synchronisations (:func:`zkgpu.core.cuda.count_sync`): ``msm.points_check`` and
-    ``msm.scalars_check`` unless ``mont`` / ``deferred`` are given; none otherwise in the default
-    balanced level 0 (every size stays on the device: :mod:`zkgpu.gpu.msm.reduce`), so with both the
-    call only queues kernels. :data:`LEVEL0` ``"runs"`` adds ``msm.sorted_count``, ``msm.runs`` and
-    ``msm.chunks`` (its host-cut chunks). ``check=False`` (the trusted path of :func:`msm`): neither the points'
-    nor the scalars' check is made or read back (no host sync; out-of-range values give a wrong point, not an
-    error). Device memory: the sorted keys (``8 * nwin * n`` bytes),
-    the buckets (``192 * nwin * 2^(c-1)``; G2: 384 bytes per XYZZ point) and two partial buffers of at most
-    ``192 * (nwin * n / CHUNK + nwin * 2^(c-1))`` bytes each.
-
-    Raises:
-        ValueError: a point or scalar out of range (first bad index named; with ``deferred`` the
-            scalar's from ``raise_if_bad``), ``sc`` and ``mont`` of different lengths, or ``c`` neither
-            an int in [2, 24] nor "sparse".
-    """
+    """The GPU Pippenger of :func:`msm` on CuPy ``pts``, ``sc`` (values checked, shapes not); CuPy ``(1, 12)`` (G2 24).
+    ``c``: window bits (default :func:`window_bits`; "sparse": by the count of scalars > 1, one sync). ``mont``:
+    prepared points (``pts`` ignored). ``deferred``: queue the scalar check. ``check=False``: no checks. With ``mont``
+    and ``deferred`` (or ``check=False``) the call only queues kernels. Raises ValueError: a point or scalar out of
+    range, ``sc``/``mont`` lengths differ, or bad ``c``."""
     if not (c is None or c == "sparse" or (isinstance(c, (int, np.integer)) and not isinstance(c, bool) and 2 <= c <= 24)):
         raise ValueError(f"msm_device: window c must be an int in [2, 24], 'sparse' or None, got {c!r}")
     g = _group(group)
@@ -465,31 +373,16 @@ def msm_device(pts: Any, sc: Any, c: int | str | None = None, phases: Phases | N
 
 def msm(points: Any, scalars: Any, *, window: int | None = None, group: str = "g1", check: bool = True,
         out: Any = None) -> Any:
-    """Multi-scalar multiplication ``sum_i scalars[i] * points[i]`` on BLS12-381 G1 (or G2).
+    """``sum_i scalars[i] * points[i]`` on BLS12-381 G1 (or G2): ``(1, 12)`` (G2 ``(1, 24)``) uint64.
 
     Args:
-        points: ``(n, 12)`` uint64 affine points (numpy or CuPy), layout of :mod:`zkgpu.arith.curve`;
-            identities allowed. ``group="g2"``: ``(n, 24)`` G2 points (x.c0, x.c1, y.c0, y.c1).
-        scalars: ``(n, 4)`` uint64 canonical Fr (numpy or CuPy), values ``< r``.
-        window: override the window size c (2..24, GPU path only; the bucket array holds
-            ``ceil(256/c) * 2^(c-1)`` XYZZ points of 192 bytes, G2 384); default :func:`window_bits`.
-        group: ``"g1"`` (default) or ``"g2"``.
-        check: ``False`` is the trusted path for device inputs: the values are not checked on the GPU and
-            nothing is read back, so the call only queues the MSM's kernels (its time is the kernels' time:
-            ``zkgpu bench msm`` rows ``api`` and ``api_trusted``). The caller guarantees points on the curve
-            with coordinates ``< q`` and scalars ``< r``; others give a wrong point, never an error. Shapes and
-            dtypes are still checked. The CPU path always checks.
-        out: a ``(1, 12)`` (G2: ``(1, 24)``) uint64 array of the result's kind (CuPy for device inputs) to
-            write the result into (and return).
-
+        points: ``(n, 12)`` (G2 ``(n, 24)``) uint64 affine, numpy or CuPy. scalars: ``(n, 4)`` canonical Fr.
+        window: c in 2..24 (GPU only). group: "g1" or "g2".
+        check: False trusts device inputs (no value checks, no read-back). out: array to write the result into.
     Returns:
-        ``(1, 12)`` (G2: ``(1, 24)``) uint64: a CuPy array when both inputs are CuPy arrays, else numpy
-        (``out`` when given). n = 0 gives the identity.
-
+        CuPy when both inputs are CuPy, else numpy; the identity for n = 0.
     Raises:
-        TypeError / ValueError: wrong dtype or shape, mismatched n, a scalar ``>= r`` or a point
-            off the curve / with a coordinate ``>= q`` (the message names the first bad index), or a
-            group other than "g1" / "g2", or an ``out`` of the wrong shape, dtype or kind.
+        TypeError/ValueError: bad dtype, shape or n, a scalar >= r or invalid point (first bad index), bad group or out.
     """
     g = _group(group)
     dev = _cuda.is_device_array(points) and _cuda.is_device_array(scalars)
@@ -536,20 +429,8 @@ def _bitmap_host(bitmap: Any, n: int) -> np.ndarray:
 
 
 def batch_add(points: Any, bitmap: Any) -> Any:
-    """Sum of the points whose bitmap bit is set (cuzk/supraseal ``batch_add``).
-
-    Args:
-        points: ``(n, 12)`` uint64 affine points (numpy or CuPy).
-        bitmap: 1-D uint64 words (numpy or CuPy), at least ``ceil(n/64)``; bit ``i % 64``
-            (least significant first) of word ``i // 64`` selects point i; bits ``>= n`` are ignored.
-
-    Returns:
-        ``(1, 12)`` uint64, CuPy when both inputs are CuPy, else numpy (identity when nothing is
-        selected or n = 0).
-
-    GPU: each thread adds 64 consecutive points' selected ones by mixed XYZZ addition, then a
-    tree sum (fan-in 8) of the XYZZ partials.
-    """
+    """Sum of the ``(n, 12)`` points whose ``bitmap`` bit is set (bit i%64 of word i//64), cuzk's ``batch_add``. Returns
+    ``(1, 12)`` uint64, CuPy when both inputs are CuPy (identity when nothing is selected)."""
     _check_shape(points, LIMBS, "points")
     n = points.shape[0]
     dev = _cuda.is_device_array(points) and _cuda.is_device_array(bitmap)
@@ -567,9 +448,7 @@ def batch_add(points: Any, bitmap: Any) -> Any:
 
 
 def batch_add_device(pts: Any, bm: Any, *, mont: Any = None) -> Any:
-    """The GPU :func:`batch_add` on CuPy inputs without its checks of the bitmap; ``mont``: the
-    points already prepared (:func:`prepare_points`; ``pts`` is then ignored): no host sync at all.
-    Returns CuPy ``(1, 12)``. Raises ValueError for an invalid point (without ``mont``)."""
+    """GPU :func:`batch_add` on CuPy inputs, bitmap unchecked; ``mont``: prepared points (no sync). Raises ValueError."""
     cp = _cuda.cupy()
     n = (pts if mont is None else mont).shape[0]
     if n == 0:
@@ -598,17 +477,8 @@ def batch_add_cpu(points: np.ndarray, bitmap: np.ndarray) -> np.ndarray:
 
 @dataclasses.dataclass(frozen=True)
 class PrepMsm:
-    """supraseal's prep_msm split of an assignment vector of n scalars, on the host (numpy arrays: the
-    CPU variants) or on the device (CuPy arrays: :func:`zkgpu.gpu.msm.prep.prep_msm_device`).
-
-    Attributes:
-        n: number of scalars.
-        bitmap: ``(ceil(n/64),)`` uint64, bit i set iff scalar i == 1 (layout of :func:`batch_add`).
-        ones: number of scalars equal to 1 (summed by batch_add).
-        zeros: number of scalars equal to 0 (dropped).
-        sig_scalars: ``(m, 4)`` uint64 canonical Fr, the significant scalars (neither 0 nor 1), in index order.
-        sig_indices: ``(m,)`` int64, their base indices (for the tail MSM).
-    """
+    """supraseal's prep_msm split of n scalars (numpy or CuPy arrays). ``bitmap`` ``(ceil(n/64),)`` uint64 (scalar ==
+    1), ``ones``, ``zeros``, ``sig_scalars`` ``(m, 4)`` (neither 0 nor 1, in order), ``sig_indices`` ``(m,)`` int64."""
 
     n: int
     bitmap: Any
@@ -636,14 +506,8 @@ class PrepMsm:
 
 
 def prep_msm(scalars: np.ndarray) -> PrepMsm:
-    """Split canonical Fr scalars ``(n, 4)`` uint64 into ones (bitmap), zeros and significant.
-
-    Vectorised numpy on the CPU (as supraseal's prep_msm thread, ``filecoin-project/curio: extern/supraseal-c2/cuda/groth16_cuda.cu``). Then
-    ``batch_add(points, p.bitmap) + msm(points[p.sig_indices], p.sig_scalars) == msm(points, scalars)``.
-
-    Raises:
-        TypeError / ValueError: as :func:`zkgpu.arith.field.check_array` (a scalar ``>= r`` names its index).
-    """
+    """Split canonical Fr ``(n, 4)`` into ones (bitmap), zeros and significant (numpy; supraseal ``groth16_cuda.cu``).
+    Raises TypeError/ValueError: as :func:`zkgpu.arith.field.check_array`."""
     sc = check_array(FR, scalars, name="scalars")
     n = sc.shape[0]
     high_zero = ~np.any(sc[:, 1:] != 0, axis=1)

@@ -1,18 +1,4 @@
-"""G1 MSM over selected rows of a precomputed shifted-bases table, without gathering the table.
-
-The pipeline's tail MSMs run over the compacted significant scalars of prep_msm and their base indices
-``idx`` (:class:`zkgpu.gpu.msm.pippenger.PrepMsm`): ``sum_j s_j P_(idx[j])``. Over a
-:class:`zkgpu.gpu.msm.precomp.PrecomputedBases` table (``T[w*n + i] = 2^(c*w) P_i``) the digit of window w of
-scalar j indexes the table point ``w*n + idx[j]`` directly: the kernel ``msm_precomp_rows_digits``
-(appended to ``zkgpu/kernels/msm_precomp.cu``) writes the sort keys of the ``nwin * m`` (window, row)
-pairs, and the rest is :func:`zkgpu.gpu.msm.precomp.msm_precomputed`'s one bucket set (the same kernels of
-msm.cu, :mod:`zkgpu.gpu.msm.devsort`, :mod:`zkgpu.gpu.msm.reduce`). Copying ``nwin`` rows per selected base
-(``96 * nwin * m`` bytes) is what this avoids. The window is the table's (fixed when it was built).
-
-Algorithm: fixed-base Pippenger with precomputed shifts (Brickell, Gordon, McCurley, Wilson 1992;
-Pippenger 1976), as :mod:`zkgpu.gpu.msm.precomp`. No host sync with a deferred scalar check and device
-indices (:func:`zkgpu.core.cuda.sync_counts` counts none).
-"""
+"""G1 MSM over selected rows ``idx`` of a precomputed shifted-bases table, without gathering the table."""
 
 from __future__ import annotations
 
@@ -47,31 +33,13 @@ def _rows(idx: Any, n: int, m: int) -> Any:
 
 def msm_precomputed_rows(bases: PrecomputedBases, scalars: Any, idx: Any, *, deferred: msm.DeferredCheck | None = None,
                          check_rows: bool = False) -> Any:
-    """``sum_j scalars[j] * P_(idx[j])`` over a :class:`~zkgpu.gpu.msm.precomp.PrecomputedBases` table, on the GPU.
+    """``sum_j scalars[j] * P_(idx[j])`` over a table on the GPU: CuPy ``(1, 12)`` uint64 (zero for m = 0).
 
     Args:
-        bases: the table of n bases (window ``bases.c``).
-        scalars: CuPy or numpy ``(m, 4)`` uint64 canonical Fr (values < r), one per selected row.
-        idx: ``(m,)`` integer rows in ``[0, n)`` (numpy or CuPy; repeats allowed), e.g.
-            :attr:`zkgpu.gpu.msm.pippenger.PrepMsm.sig_indices`.
-        deferred: queue the scalar check on it (``deferred.raise_if_bad()`` after the stream's work)
-            instead of reading it back here.
-        check_rows: with device ``idx``, read back whether every row is in range (one host sync).
-            Without it a device row outside ``[0, n)`` contributes nothing (it is never read); a numpy
-            ``idx`` is always checked on the host.
-
-    Returns:
-        CuPy ``(1, 12)`` uint64, the affine sum (layout of :mod:`zkgpu.arith.curve`; all zero for m = 0), the
-        same as :func:`zkgpu.gpu.msm.pippenger.msm_device` over the gathered bases ``mont[idx]``.
-
-    Device memory besides the table: :func:`zkgpu.gpu.msm.precomp.workspace_bytes` of m bases at the table's c.
-    Host syncs: the scalar check without ``deferred``, the row check with ``check_rows``; none otherwise.
-
+        scalars: ``(m, 4)`` canonical Fr. idx: ``(m,)`` rows in [0, n) (numpy: checked on the host).
+        deferred: queue the scalar check. check_rows: read back the device rows' range check (one sync).
     Raises:
-        TypeError / ValueError: bases not a table; scalars not ``(m, 4)`` uint64; idx not ``(m,)`` integers;
-            a row outside ``[0, n)`` (host idx, or ``check_rows``; the first named); a scalar ``>= r``
-            (the first bad index named; with ``deferred`` from ``raise_if_bad``).
-    """
+        TypeError/ValueError: bad table, scalars or idx, a row out of range, or a scalar >= r."""
     if not isinstance(bases, PrecomputedBases):
         raise TypeError(f"msm_precomputed_rows: bases must be a PrecomputedBases, got {type(bases).__name__}")
     msm._check_shape(scalars, 4, "scalars")

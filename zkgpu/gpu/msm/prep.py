@@ -1,33 +1,8 @@
-"""prep_msm three ways: ``cpu`` (numpy, one thread), ``cpu_parallel`` (threads over chunks, the GIL
-released) and ``gpu`` (a CUDA kernel plus CuPy's scan).
+"""prep_msm three ways: ``cpu`` (numpy), ``cpu_parallel`` (numba threads over chunks) and ``gpu`` (``kernels/prep.cu``).
 
-prep_msm is supraseal's split of an MSM's scalar vector (``filecoin-project/curio:
-extern/supraseal-c2/cuda/groth16_cuda.cu`` lines 509-840, ``split_vectors`` in ``groth16_split_msm.cu``):
-an **exactly-one bitmap** (those bases are summed by batch_add), the zeros dropped, and the
-**significant** scalars (neither 0 nor 1) compacted with their base indices (the tail MSM). Every
-variant returns what :func:`zkgpu.gpu.msm.pippenger.prep_msm` (the reference) returns, a :class:`zkgpu.gpu.msm.pippenger.PrepMsm`,
-and raises its errors.
-
-* ``cpu``: :func:`zkgpu.gpu.msm.pippenger.prep_msm` (vectorised numpy; upstream's prep_msm thread with one
-  circuit also runs on one thread).
-* ``cpu_parallel``: two passes over chunks of :data:`CHUNK` scalars (a multiple of 64, so every
-  chunk owns whole bitmap words) on a thread pool: pass 1 counts each chunk's ones and
-  significant scalars (and finds the first scalar ``>= r``), an exclusive prefix sum gives each
-  chunk's output offset, pass 2 writes the bitmap words and the compacted scalars and indices.
-  Both passes are numba ``@njit(nogil=True)`` functions, so the threads run in parallel and leave
-  the GIL to the pipeline's other Python threads. Needs numba (extra ``cpu-parallel``).
-* ``gpu``: ``kernels/prep.cu``: ``prep_classify`` (one thread per scalar, warp ballots for the
-  bitmap and the counts, atomicMin for the first bad index), ``cupy.cumsum`` of the significance
-  flags (an inclusive scan, CUB), ``prep_compact`` (scatter to the scanned positions). One host
-  sync, after the classification (the counts size the outputs).
-
-The selection form (``sel``) runs the same split over ``src[sel]`` without gathering it: the A and
-B vectors of a partition are density-filtered views of ``[inputs; aux]`` (cuzk packs ``a_bits`` /
-``b_bits`` by position in the filtered base list), see :func:`zkgpu.pipeline.split.prep_partition`.
-
-``zkgpu bench prep`` (:mod:`zkgpu.app.bench.prep`) times the three at 2^20..2^26 with PoRep-like scalars.
-:func:`configure` sets the default thread count of ``cpu_parallel``.
-"""
+prep_msm is supraseal's split (``groth16_cuda.cu``, ``split_vectors``) into an exactly-one bitmap, dropped zeros and the
+compacted significant scalars; every variant returns :class:`~zkgpu.gpu.msm.pippenger.PrepMsm`. ``sel`` splits
+``src[sel]`` without gathering it."""
 
 from __future__ import annotations
 
@@ -71,12 +46,7 @@ _THREADS: int | None = None  # set by configure(); None: min(8, CPUs)
 
 
 def configure(*, threads: int | None = None) -> None:
-    """Set the default thread count of ``cpu_parallel`` (:func:`default_threads`); None restores
-    min(8, CPUs). A pipeline run's ``prep_threads`` (``zkgpu record --prep-threads``) overrides it.
-
-    Raises:
-        ValueError: ``threads`` not an int >= 1 (names the value).
-    """
+    """Default threads of ``cpu_parallel`` (None: min(8, CPUs)). Raises ValueError: not an int >= 1."""
     global _THREADS
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1):
         raise ValueError(f"prep threads must be an int >= 1, got {threads!r}")
@@ -224,23 +194,9 @@ def prep_msm_parallel(
     src: np.ndarray, *, sel: np.ndarray | None = None, head: np.ndarray | None = None, threads: int | None = None,
     chunk: int = CHUNK, name: str = "scalars",
 ) -> PrepMsm:
-    """``cpu_parallel`` prep_msm of ``src`` ((rows, 4) uint64 canonical Fr) or of ``[head; src][sel]``.
-
-    Args:
-        src: host scalars, C-contiguous (made so otherwise).
-        sel: optional (n,) int64 row indices: the vector split is ``[head; src][sel]`` (not gathered).
-        head: optional (k, 4) uint64 rows that precede ``src`` in the indexed source (the public
-            inputs before aux in the A and B vectors); only with ``sel``.
-        threads: pool threads (default :func:`default_threads`); 1 runs the passes inline.
-        chunk: scalars per task, a positive multiple of 64.
-
-    Returns:
-        :class:`zkgpu.gpu.msm.pippenger.PrepMsm`, equal to ``zkgpu.gpu.msm.pippenger.prep_msm(src if sel is None else src[sel])``.
-
-    Raises:
-        TypeError / ValueError: as the reference (a scalar ``>= r`` names its index in the split
-        vector); ValueError: a bad ``chunk``, ``threads`` or ``sel``; RuntimeError: numba missing.
-    """
+    """``cpu_parallel`` prep_msm of ``src`` ((rows, 4) uint64) or of ``[head; src][sel]``. ``threads``: pool size (1:
+    inline); ``chunk``: scalars per task, a multiple of 64. Raises TypeError/ValueError: as the reference, or bad
+    chunk/threads/sel. RuntimeError: numba missing."""
     _check_layout(src, name)
     if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 64 or chunk % 64:
         raise ValueError(f"chunk must be a positive multiple of 64, got {chunk!r}")
@@ -296,25 +252,8 @@ _BLOCK = 256
 def prep_msm_device(
     src: Any, *, sel: Any = None, offset: int = 0, n: int | None = None, stream: Any = None, name: str = "scalars"
 ) -> PrepMsm:
-    """``gpu`` prep_msm of device scalars: element j is ``src[sel[j]]`` (``sel`` given) or
-    ``src[offset + j]``, for j < n (default: all rows after ``offset``, or ``len(sel)``).
-
-    Args:
-        src: CuPy (rows, 4) uint64 canonical Fr (a numpy array is copied to the device first).
-        sel: optional CuPy or numpy (n,) int64 row indices.
-        offset: first row when ``sel`` is None.
-        stream: CuPy stream for every launch and allocation (default: the current stream); the
-            call returns after the stream has finished the split (one sync after the
-            classification, one at the end).
-
-    Returns:
-        :class:`zkgpu.gpu.msm.pippenger.PrepMsm` holding CuPy arrays; ``.to_host()`` equals ``zkgpu.gpu.msm.pippenger.prep_msm`` of
-        the same vector.
-
-    Raises:
-        RuntimeError: no GPU. TypeError / ValueError: as the reference (a scalar ``>= r`` names
-        its index in the split vector), or ``offset`` / ``n`` / ``sel`` out of range.
-    """
+    """``gpu`` prep_msm of device scalars ``src[sel[j]]`` or ``src[offset + j]``; returns after the stream's work (2
+    syncs). Raises RuntimeError: no GPU. TypeError/ValueError: as the reference, or offset/n/sel out of range."""
     cp = _cuda.cupy()
     _check_layout(src, name)
     stream = stream if stream is not None else cp.cuda.get_current_stream()
@@ -365,13 +304,8 @@ def prep_msm_device(
 
 
 def prep_msm(scalars: Any, prep: str = "cpu", *, sel: Any = None, threads: int | None = None, chunk: int = CHUNK) -> PrepMsm:
-    """prep_msm of ``scalars`` (or ``scalars[sel]``) by variant ``prep`` (one of :data:`PREPS`),
-    always returned on the host (:class:`zkgpu.gpu.msm.pippenger.PrepMsm`); see the module docstring.
-
-    Raises:
-        ValueError: unknown ``prep``, ``chunk`` not a positive multiple of 64; otherwise as
-            :func:`zkgpu.gpu.msm.pippenger.prep_msm` and the variant. TypeError: ``sel`` not an integer array.
-    """
+    """prep_msm of ``scalars`` (or ``scalars[sel]``) by variant ``prep`` (:data:`PREPS`), on the host. Raises
+    ValueError: unknown prep or bad chunk; as the variant. TypeError: ``sel`` not integers."""
     if prep not in PREPS:
         raise ValueError(f"prep must be one of {PREPS}, got {prep!r}")
     if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 64 or chunk % 64:

@@ -1,63 +1,13 @@
-"""The GPU MSM's bucket accumulation without host synchronisation: worst-case sizes, fixed rounds.
+"""The GPU MSM's bucket accumulation without host synchronisation: worst-case sizes, a fixed number of rounds.
 
-:func:`zkgpu.gpu.msm.pippenger.msm_device` sorts one 64-bit key per (window, point) -- bucket key in the high word,
-zero digits and identity points as sentinel keys sorted last -- and then calls, in this order:
-
-1. :func:`valid_count`: ``E`` (the number of non-sentinel keys) found on the device by a binary
-   search (``msm_valid_count``) and left there: no read-back.
-2. :func:`level0`: balanced level 0 (``seg_count_sorted64`` + ``seg_accum_affine_balanced``): thread t
-   takes exactly ``chunk`` sorted entries ``[t*chunk, (t+1)*chunk)`` and writes one XYZZ partial per
-   run of equal bucket key among them, at offsets from a prefix sum of the per-thread run counts
-   (``cupy.cumsum``, no sync). The grid covers the worst case (every key valid); threads past ``E``,
-   read from device memory, exit at once.
-3. :func:`to_buckets`: with short runs first (:data:`SHORT_FIRST`, :func:`short_first`) first
-   ``short_long_count``: at each key's first partial, a short-run mark (at most ``L + 1`` partials; uniform
-   scalars' keys have 1 to 3) or the long run's length, both packed in one uint64; one exclusive
-   ``cupy.cumsum`` ranks the short runs (high words) and places the long partials (low words);
-   ``short_run_starts`` + ``scatter_short_from`` sum each short run into its bucket, one thread per key,
-   and ``gather_long_runs`` copies the long runs' partials, in order, into a fresh buffer, so the rounds
-   carry only those (the PoRep-like ones' bucket) instead of copying every partial each round.
-   Then a FIXED number of rounds over the (key, partial) pairs, still sorted by key:
-   each key's run of partials cut into chunks of at most ``L`` (``run_chunk_count``: the chunk count
-   at each run's first partial, the run's end by a galloping search; an exclusive ``cupy.cumsum``),
-   ``round_chunk_starts`` writes each chunk's first partial into a table (the thread of each run's first
-   partial, one write per chunk), one thread per chunk sums it (``seg_accum_xyzz_from``; with
-   :data:`ROUND_STARTS` ``"search"``, ``seg_accum_xyzz`` finds its chunk by a binary search in the
-   prefix sum instead); then ``scatter_buckets``: the thread of each key's first partial sums that key's
-   last few partials into its bucket.
-
-Every array is sized on the host from n, the window count, ``2^(c-1)`` and the chunk (:func:`plan`);
-every kernel reads its live count from device memory. So no step waits for the GPU, and the host
-can queue the whole MSM at once.
-
-Why a fixed number of rounds suffices (the bound :func:`plan` computes, tested in
-``tests/test_msm_reduce.py``). Level 0: with ``L`` entries per thread, the x consecutive entries of
-one key touch at most ``g(x) = ceil((x - 1) / L) + 1`` thread ranges (``floor((s+x-1)/L) - floor(s/L)
-<= ceil((x-1)/L)`` for any start s), and each thread writes one partial per key it touches, in key
-order: a key with x entries leaves at most ``g(x)`` partials, still contiguous and sorted. A bucket
-holds at most n entries (one per point: a bucket key names its window), so after level 0 a key has at
-most ``g(n)`` partials. A round with the rounds' chunk ``R >= 2`` (:data:`ROUND_CHUNK`) cuts a key's x
-partials into ``ceil(x / R)`` chunks and writes one partial per chunk, in order, so after r rounds a key has
-at most ``ceil(g(n) / R^r)`` partials (each round divides the bound by at least 2). The rounds stop at
-the first r with that bound ``<= R + 1``; the last pass (and, with short runs first, ``scatter_short_from``)
-then adds at most ``R`` partials per bucket -- no more than a round's thread -- however the scalars fall.
-PoRep-like scalars (45% zero, 45% one) put about half the points into window 0's bucket 1; that bucket is
-spread over ``n / (2 L)`` threads at level 0, ``n / (2 L R)`` in round 1, and so on, while a round over
-uniform scalars' keys (a few partials each) has about one thread per key. With L = R = 64: no round up to
-n = 4097, one up to 266,177 (2^18 + 4,033), two up to 17,039,297 (2^24 + 262,081), three up to
-2^30 + 16,777,153; with L = 64 and R = 16 (the default, with short runs first), one round from n = 1,026,
-two from 17,346, three from 278,466, four from 4,456,386 (the rounds then carry only the long runs).
-
-Sizes: level 0 has ``T0 = ceil(N / L)`` threads over ``N = nwin * n`` entries and writes at most
-``min(N, T0 + D - 1)`` partials, ``D = nwin * 2^(c-1)`` the number of bucket keys (each live thread
-writes one partial plus one per key change inside its range, and there are at most D - 1 key changes).
-A round over K partials writes at most ``min(K, floor(K / L) + D)`` (the sum over runs of
-``ceil(x / L) <= floor(x / L) + 1``). Rounds alternate between two buffers.
-
-Algorithm sources: the balanced level 0 follows the sorted-bucket accumulation of sppark
-``msm/pippenger.cuh`` and cuzk / supraseal ``msm`` (each thread an equal share of the sorted entries);
-the device-side counts and chunk bounds and the bound on the rounds are ours.
-"""
+Steps: :func:`valid_count` (E, found on the device); :func:`level0` (each thread takes ``L`` sorted entries, one XYZZ
+partial per run of equal key); :func:`to_buckets` (short runs summed first, then rounds cutting each key's partials into
+chunks of at most R, then ``scatter_buckets``). Every array is sized by :func:`plan` and every kernel reads its live
+count from the device. Bound: a key with x entries leaves at most ``g(x) = ceil((x - 1) / L) + 1`` partials after level
+0, and a round divides a key's partials by R (``ceil(x / R)``), so r rounds with ``ceil(g(n) / R^r) <= R + 1`` suffice
+for any scalars. Sizes: level 0 writes at most ``min(N, ceil(N / L) + D - 1)`` partials (N = nwin n entries, D = nwin
+2^(c-1) keys); a round over K writes at most ``min(K, floor(K / L) + D)``. Source: sorted-bucket accumulation of sppark
+``msm/pippenger.cuh`` and supraseal ``msm``."""
 
 from __future__ import annotations
 
@@ -79,22 +29,15 @@ Kernel = Callable[[str], Any]  # msm.cu's kernel by name (zkgpu.gpu.msm.pippenge
 
 
 ROUND_STARTS = "table"
-"""How a round's thread finds its chunk: ``"table"`` (``round_chunk_starts`` writes every chunk's first partial,
-``seg_accum_xyzz_from`` reads it: one load) or ``"search"`` (``seg_accum_xyzz``: a binary search in the round's
-prefix sum, ~log2(partials) dependent loads per thread). Set by :func:`configure`."""
+"""How a round's thread finds its chunk: ``"table"`` (one load) or ``"search"`` (binary search in the prefix sum)."""
 ROUND_STARTS_MODES = ("table", "search")
 
 
 SHORT_FIRST: bool | str = True
-"""True: after level 0, every key with at most ``round_chunk + 1`` partials is summed into its bucket at once
-and only the longer runs' partials go through the rounds (the PoRep-like ones' bucket); False: the rounds carry
-every partial (copying the short runs each round); ``"auto"``: :func:`short_first` decides per MSM. True
-measured faster at every size and distribution on the H200 (2^22 .. 2^26, uniform and PoRep-like; 2^26 uniform
-``bucket_partials`` 34.2 -> 20.6 ms; notes/msm-kernels.md)."""
+"""True: keys with at most ``round_chunk + 1`` partials go to their buckets before the rounds; False: the rounds
+carry every partial; ``"auto"``: :func:`short_first` decides per MSM."""
 ROUND_CHUNK = 0
-"""The rounds' partials per thread; 0: with short runs first :data:`SHORT_ROUND_CHUNK`, else ``max(chunk, 2)``
-(the level-0 chunk). Smaller rounds mean shorter dependency chains on a long run, and more rounds; with short
-runs first the rounds carry only the long runs, so more rounds cost little."""
+"""The rounds' partials per thread; 0: :data:`SHORT_ROUND_CHUNK` with short runs first, else ``max(chunk, 2)``."""
 SHORT_ROUND_CHUNK = 16
 """The rounds' chunk with short runs first (ROUND_CHUNK = 0): 16 measured faster than 64 on PoRep-like scalars
 (notes/msm-kernels.md)."""
@@ -102,12 +45,7 @@ SHORT_ROUND_CHUNK = 16
 
 def configure(*, round_starts: str | None = None, short_first: bool | None = None,
               round_chunk: int | None = None) -> None:
-    """Set :data:`ROUND_STARTS`, :data:`SHORT_FIRST` and :data:`ROUND_CHUNK` (None keeps a value).
-
-    Raises:
-        ValueError: a mode not in :data:`ROUND_STARTS_MODES`, short_first not a bool, round_chunk not 0 or an
-            int >= 2 (names the value).
-    """
+    """Set :data:`ROUND_STARTS`, :data:`SHORT_FIRST`, :data:`ROUND_CHUNK` (None keeps). Raises ValueError: bad value."""
     global ROUND_STARTS, SHORT_FIRST, ROUND_CHUNK
     if round_starts is not None:
         _check_round_starts(round_starts)
@@ -122,13 +60,7 @@ def configure(*, round_starts: str | None = None, short_first: bool | None = Non
 
 
 def short_first(entries_per_key: float, chunk: int) -> bool:
-    """Whether to sum the short runs first (:data:`SHORT_FIRST`; ``"auto"``: when the expected entries per bucket
-    key, ``entries_per_key``, are fewer than the level-0 ``chunk``, so that most keys leave one or two partials).
-
-    "auto" is the pattern of the first measurement (notes/msm-kernels.md), when the short runs were summed one
-    thread per partial: faster at 32 entries per key, slower at 128 (~3 partials per key, most lanes idle). With
-    one thread per key (now) short runs first measured faster everywhere, hence the default True.
-    """
+    """Whether short runs go first (:data:`SHORT_FIRST`; "auto": when ``entries_per_key < chunk``)."""
     if SHORT_FIRST == "auto":
         return entries_per_key < chunk
     return bool(SHORT_FIRST)
@@ -150,12 +82,7 @@ def _round_starts() -> str:
 
 
 def partials_bound(x: int, chunk: int) -> int:
-    """The most partials that one key with ``x`` consecutive sorted entries leaves after a balanced
-    pass of ``chunk`` entries per thread: ``ceil((x - 1) / chunk) + 1`` (0 for x = 0).
-
-    Raises:
-        ValueError: x < 0 or chunk < 1 (names the value).
-    """
+    """Most partials one key of ``x`` sorted entries leaves: ``ceil((x - 1) / chunk) + 1`` (0 for x = 0). Raises ValueError."""
     if x < 0 or chunk < 1:
         raise ValueError(f"partials_bound: need x >= 0 and chunk >= 1, got x={x}, chunk={chunk}")
     return 0 if x == 0 else -(-(x - 1) // chunk) + 1
@@ -163,9 +90,7 @@ def partials_bound(x: int, chunk: int) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class Round:
-    """One round over at most ``k_in`` partials (one ``run_chunk_count`` thread each), writing at most
-    ``k_out`` (one ``seg_accum_xyzz`` thread per chunk); ``run_bound`` = the most partials of one key
-    after it."""
+    """One round: at most ``k_in`` partials in, ``k_out`` out, ``run_bound`` partials per key after it."""
 
     k_in: int
     k_out: int
@@ -174,22 +99,7 @@ class Round:
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """The host-side sizes of one MSM's bucket accumulation (:func:`plan`; counts of entries, partials
-    and threads, no units).
-
-    Attributes:
-        entries: N = nwin * n, the sorted keys (valid ones first, sentinels after).
-        keys: D = nwin * 2^(c-1), the bucket keys.
-        chunk: level 0's entries per thread (:data:`zkgpu.gpu.msm.pippenger.CHUNK`).
-        round_chunk: the rounds' partials per thread (:data:`ROUND_CHUNK`).
-        short_first: whether the short runs go to their buckets before the rounds (:func:`short_first`).
-        max_bucket: the most entries one bucket can hold (n).
-        threads0: level 0's threads, ``ceil(N / chunk)``.
-        partials0: the most partials level 0 writes, ``min(N, threads0 + D - 1)``.
-        run_bound0: the most partials of one key after level 0, ``partials_bound(n, chunk)``.
-        rounds: the rounds for ``partials0`` partials (:meth:`rounds_from`).
-        final_bound: the most partials one key has when ``scatter_buckets`` sums them (``<= round_chunk + 1``).
-    """
+    """Host-side sizes of one MSM's bucket accumulation (counts; see the module docstring's bound)."""
 
     entries: int
     keys: int
@@ -217,16 +127,9 @@ class Plan:
 
 def plan(n: int, nwin: int, buckets_per_window: int, chunk: int, round_chunk: int | None = None, *,
          entries_per_key: float | None = None) -> Plan:
-    """The sizes and the fixed round count of the bucket accumulation of an n-point MSM with ``nwin``
-    windows of ``buckets_per_window`` (2^(c-1)) buckets and ``chunk`` entries per level-0 thread
-    (module docstring: the bound and its proof); ``round_chunk`` the rounds' partials per thread (None:
-    :data:`ROUND_CHUNK`, whose 0 means :data:`SHORT_ROUND_CHUNK` with short runs first, else ``max(chunk, 2)``);
-    ``entries_per_key`` the expected entries per bucket key for :func:`short_first` (None: n / 2^(c-1), uniform
-    scalars; the MSM passes the significant count's share for sparse scalars).
-
-    Raises:
-        ValueError: n, nwin, buckets_per_window or chunk < 1, or round_chunk neither 0 nor >= 2 (names the value).
-    """
+    """Sizes and fixed round count for n points, ``nwin`` windows of ``buckets_per_window``, ``chunk`` per thread.
+    ``round_chunk`` None: :data:`ROUND_CHUNK`; ``entries_per_key`` for :func:`short_first` (None: uniform). Raises
+    ValueError: a count < 1, or round_chunk neither 0 nor >= 2."""
     for name, v in (("n", n), ("nwin", nwin), ("buckets_per_window", buckets_per_window), ("chunk", chunk)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"msm_reduce.plan: {name} must be an int >= 1, got {v!r}")
@@ -285,9 +188,7 @@ def _offsets(cp: Any, k: Kernel, count_kernel: str, keys: Any, count: Any, chunk
 
 
 def level0(cp: Any, k: Kernel, keys: Any, e: Any, mont: Any, p: Plan, *, words: int = XYZZ_WORDS) -> Partials:
-    """Balanced level 0 over the sorted ``keys (N,)`` uint64 with ``e`` (:func:`valid_count`) of them
-    valid, points ``mont (n, 24)`` uint32 in Montgomery form (G2: ``(n, 48)`` with ``words=96``, the XYZZ
-    partials' uint32 words): at most ``p.partials0`` partials."""
+    """Balanced level 0 over sorted ``keys (N,)`` with ``e`` valid, points ``mont``: at most ``p.partials0`` partials."""
     offs = _offsets(cp, k, "seg_count_sorted64", keys, e, p.chunk, p.threads0)
     out = Partials.empty(cp, p.partials0, count=offs[p.threads0:], words=words)
     _cuda.launch_1d(
@@ -298,9 +199,7 @@ def level0(cp: Any, k: Kernel, keys: Any, e: Any, mont: Any, p: Plan, *, words: 
 
 
 def to_buckets(cp: Any, k: Kernel, parts: Partials, p: Plan, buckets: Any) -> None:
-    """Sum the sorted partials of each key into ``buckets (D, 48)`` uint32 (G2: ``(D, 96)``; zero-filled
-    beforehand = identity): the plan's rounds (per-key chunks), then ``scatter_buckets``. Queues kernels only; no
-    host sync."""
+    """Sum each key's sorted partials into ``buckets (D, words)`` (zero-filled); kernels only, no sync."""
     if p.short_first:
         parts = _short_runs_first(cp, k, parts, p, buckets)
     rounds = p.rounds_from(parts.cap)
@@ -326,9 +225,7 @@ def to_buckets(cp: Any, k: Kernel, parts: Partials, p: Plan, buckets: Any) -> No
 
 
 def _short_runs_first(cp: Any, k: Kernel, parts: Partials, p: Plan, buckets: Any) -> Partials:
-    """The keys with at most ``p.round_chunk + 1`` partials summed into their buckets, one thread per key
-    (``short_long_count``, one prefix sum, ``short_run_starts``, ``scatter_short_from``); the other keys' partials
-    gathered, in order, for the rounds (``gather_long_runs``; room for all of them, the count on the device)."""
+    """Sum keys with at most ``round_chunk + 1`` partials into buckets; gather the others' partials for the rounds."""
     kmax = parts.cap
     if kmax >= 1 << 32:
         raise ValueError(f"msm_reduce: {kmax} level-0 partials, the short/long prefix sum packs counts below 2^32")

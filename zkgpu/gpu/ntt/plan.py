@@ -1,9 +1,4 @@
-"""The host side of the NTT kernels' plan that needs no kernel: how a transform splits into passes over global
-memory, launch grids, and the small tables made on the host (:mod:`zkgpu.gpu.ntt.transform` builds the rest on the GPU).
-
-The passes of ``zkgpu/kernels/ntt.cu`` each do the stages of index bits [s_lo, s_lo + k) of an n = 2^L transform
-on tiles of 2^(k+c) elements; :func:`passes` picks (s_lo, k, c).
-"""
+"""The NTT passes' geometry over global memory, launch grids and the small host tables of ``kernels/ntt.cu``."""
 
 from __future__ import annotations
 
@@ -21,12 +16,8 @@ P = FR.modulus
 
 
 def passes(L: int, max_tile_log: int = MAX_TILE_LOG, max_cols: int = MAX_TILE_LOG) -> list[tuple[int, int, int]]:
-    """(s_lo, k, c) per pass in DIF order (high bits first): as even a split of L into <= max_tile_log-bit groups,
-    the larger groups first (2^22 as 8, 7, 7 stages).
-
-    A pass does the stages of index bits [s_lo, s_lo + k) on tiles of 2^(k+c) elements that also span
-    the c lowest index bits (runs of 2^c adjacent elements, for coalesced loads): c = min(s_lo,
-    max_tile_log - k, max_cols)."""
+    """(s_lo, k, c) per pass in DIF order: L split evenly into <= max_tile_log-bit groups, larger first. A pass does
+    index bits [s_lo, s_lo + k) on tiles of 2^(k+c) elements, c = min(s_lo, max_tile_log - k, max_cols)."""
     if L == 0:
         return []
     npass = -(-L // max_tile_log)
@@ -40,9 +31,7 @@ def passes(L: int, max_tile_log: int = MAX_TILE_LOG, max_cols: int = MAX_TILE_LO
 
 
 def pass_shared_bytes(T: int) -> int:
-    """Dynamic shared memory of a pass (kernel ntt_pass or ntt_pass_r4) on a tile of T elements, in bytes:
-    the tile (32 T) and the pass's twiddles (16 T: the stage on the top tile bit, done at the global load / store,
-    reads its twiddles from the global table)."""
+    """Dynamic shared memory of a pass on a tile of T elements, bytes: 32 T (tile) + 16 T (twiddles)."""
     return 48 * T
 
 

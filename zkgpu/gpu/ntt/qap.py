@@ -1,24 +1,8 @@
-"""The Groth16 H polynomial (the quotient (A*B - C)/Z of the QAP), on the GPU with a CPU reference.
+"""The Groth16 H polynomial h = (A*B - C)/Z, Z = X^N - 1, on the GPU with a CPU reference.
 
-Given the evaluations a, b, c of the constraint polynomials on the domain H = <omega> of size
-N = 2^L, the prover needs h = (A*B - C) / Z, Z(X) = X^N - 1. As in cuzk (``groth16_ntt_h.cu``,
-``execute_ntts_single`` and ``execute_ntt_msm_h``) and bellman/bellperson:
-
-1. for each of a, b, c: inverse NTT (evaluations -> coefficients), then a forward NTT on the coset
-   g*H (g = 7), i.e. evaluations at g*omega^j;
-2. on the coset Z is the constant g^N - 1, so ``H_j = (A_j*B_j - C_j) * (g^N - 1)^-1``;
-3. inverse coset NTT of H -> the N coefficients of h.
-
-On the GPU the orders are the cuzk ones (no bit-reversal pass until the last step): iNTT "nr",
-coset NTT "rn", pointwise, inverse coset NTT "nn". Every constant rides on a product that happens anyway:
-the iNTT's 1/N on the coset shift (one table g^i/N at the coset NTT's load), the pointwise a*b - c at the load of the final inverse NTT (no pass of its own), and 1/Z with g^-i/N in one
-table at its store, which scatters to the bit-reversed places (c as scratch); 7 transforms, no bit-reversal
-pass, 5 products per element besides the butterflies (before: 9, and a pointwise pass ``fr_mul_sub_scale`` of
-fr_ops.cu, which now runs only at N = 1).
-
-Inputs of length m <= N are zero-padded to N = the next power of two >= max(m) (or 2^log_n if
-given), as cuzk pads ``abc_size`` to the domain size.
-"""
+As cuzk ``groth16_ntt_h.cu`` and bellman: iNTT of a, b, c; coset NTT (g = 7); H_j = (A_j B_j - C_j)/(g^N - 1); inverse
+coset NTT. GPU orders: iNTT "nr", coset NTT "rn", inverse coset "nn"; the constants ride on the passes' loads and
+stores. Inputs of length m are zero-padded to N = the next power of two (or 2^log_n)."""
 
 from __future__ import annotations
 
@@ -65,11 +49,7 @@ _SCALE = _cuda.header_enum("ntt_common.cuh", "scale_mode")  # the pointwise step
 
 
 def domain_log_size(lengths: Sequence[int], log_n: int | None = None) -> int:
-    """log2 of the domain: the next power of two >= max(lengths), or log_n if given.
-
-    Raises:
-        ValueError: an empty input, log_n too small for the inputs, or beyond the 2-adicity.
-    """
+    """log2 of the domain: next power of two >= max(lengths), or log_n. Raises ValueError: empty, too small, > 2-adicity."""
     m = max(lengths)
     if min(lengths) < 1:
         raise ValueError("compute_h: a, b and c must each hold at least one element")
@@ -88,12 +68,7 @@ def z_inv_on_coset(log_n: int) -> int:
 def compute_h_reference(
     a: Sequence[int], b: Sequence[int], c: Sequence[int], *, log_n: int | None = None
 ) -> list[int]:
-    """CPU reference on Python ints (via :func:`zkgpu.arith.domain.ntt_reference`): the N coefficients of h.
-
-    Raises:
-        ValueError: empty input, a value outside [0, r), or a bad domain size. TypeError: an
-        element that is not an int.
-    """
+    """CPU reference: the N coefficients of h (ints). Raises ValueError: empty, value outside [0, r), bad size; TypeError."""
     L = domain_log_size([len(a), len(b), len(c)], log_n)
     n = 1 << L
     evals = []
@@ -112,18 +87,9 @@ def _z_inv_device(log_n: int) -> Any:
 
 
 def compute_h_inplace(a: Any, b: Any, c: Any, *, timings: dict[str, float] | None = None) -> Any:
-    """The H computation on three device buffers of N = 2^L Fr elements in Montgomery form.
-
-    a, b and c (CuPy, C-contiguous, 32*N bytes each, see :func:`zkgpu.gpu.fr_device.device_words`) are
-    overwritten (b and c hold scratch data afterwards); a receives the N coefficients of h (Montgomery form). Launches on CuPy's current
-    stream; synchronises only when ``timings`` is given, which is then filled with CUDA-event times
-    in ms: ``ntt_ms`` (3 iNTT + 3 coset NTT), ``pointwise_ms``, ``intt_ms`` (inverse coset NTT),
-    ``total_ms``. For N > 1 the pointwise step runs in the inverse coset NTT's first pass, so
-    ``pointwise_ms`` is 0 and ``intt_ms`` includes it.
-
-    Raises:
-        ValueError: sizes differ or are not a power of two.
-    """
+    """H on three device buffers of N = 2^L Fr in Montgomery form (overwritten); ``a`` receives h. Launches on the
+    current stream; ``timings`` (syncs) gets ``ntt_ms``, ``pointwise_ms``, ``intt_ms``, ``total_ms``. Raises ValueError:
+    sizes differ or are not a power of two."""
     cp = _cuda.cupy()
     wa, wb, wc = (device_words(x, name=nm) for x, nm in ((a, "a"), (b, "b"), (c, "c")))
     if not wa.size == wb.size == wc.size:
@@ -166,18 +132,9 @@ def _compute_h_device(a: Any, b: Any, c: Any, log_n: int | None, timings: dict |
 
 
 def prepare_input(x: Any, n: int, *, name: str = "x", deferred: DeferredCheck | None = None) -> Any:
-    """A fresh ``(n, 4)`` uint64 device buffer holding ``x`` (canonical Fr, ``(m, 4)`` CuPy, m <= n)
-    zero-padded to n and converted to Montgomery form, on the current stream.
-
-    The check that every element is < r syncs the stream, unless ``deferred`` is given: then it is
-    only queued (no host wait, so copies and kernels of other streams keep flowing) and
-    ``deferred.raise_if_bad()`` must be called after the stream's work is done; ``x`` must stay
-    alive until then.
-
-    Raises:
-        ValueError: an element >= r (first bad index named; with ``deferred``, from
-        ``raise_if_bad``) or m > n. TypeError: bad dtype.
-    """
+    """A fresh ``(n, 4)`` uint64 device buffer: ``x`` ((m, 4) canonical, m <= n) zero-padded, in Montgomery form. The
+    range check syncs, unless queued on ``deferred`` (call ``raise_if_bad()`` later; keep ``x`` alive). Raises
+    ValueError: an element >= r (first bad index) or m > n. TypeError: bad dtype."""
     cp = _cuda.cupy()
     check_device_array(x, name=name)
     if x.shape[0] > n:
@@ -202,10 +159,7 @@ def _icoset_zinv_table(log_n: int) -> Any:
 
 
 def _h_inverse(wa: Any, wb: Any, wc: Any, log_n: int, scatter: bool = True) -> None:
-    """a <- the inverse coset NTT of (a*b - c) / Z, natural order, in one transform: the pointwise a*b - c at the first
-    pass's load (scale_mode mul_sub), the constant 1/Z folded with the coset factor g^-i/N into one table at the last
-    pass's store (h is linear in the pointwise values). With ``scatter`` (two or more passes) c is the scratch buffer
-    and the last pass stores in natural order; otherwise a bit-reversal pass follows and b, c are left as they were."""
+    """a <- inverse coset NTT of (a*b - c)/Z, natural order, one transform (``scatter``: c is scratch)."""
     tmp = wc if scatter and global_passes(log_n, "nr") > 1 else None
     stagewise_passes(wa, log_n, True, False, None, _SCALE["mul_sub"], _icoset_zinv_table(log_n), _SCALE["natural"],
                      aux=(wb, wc), nn_scratch=tmp)
@@ -219,13 +173,8 @@ def _mul_sub_scale(wa: Any, wb: Any, wc: Any, log_n: int) -> None:
 
 
 def combine_h_inplace(a: Any, b: Any, c: Any) -> Any:
-    """The second half of the H computation on coset evaluations (from :func:`zkgpu.gpu.ntt.transform.coset_evals_inplace`):
-    a <- (a*b - c) * Z^-1 on the coset, then the inverse coset NTT of a, on the current stream.
-    a receives the N coefficients of h (Montgomery form); b and c are left as they were.
-
-    Raises:
-        ValueError: sizes differ or are not a power of two.
-    """
+    """a <- h from coset evaluations (:func:`~zkgpu.gpu.ntt.transform.coset_evals_inplace`); b, c unchanged. Raises
+    ValueError: sizes differ or are not a power of two."""
     wa, wb, wc = (device_words(x, name=nm) for x, nm in ((a, "a"), (b, "b"), (c, "c")))
     if not wa.size == wb.size == wc.size:
         raise ValueError(f"combine_h_inplace: a, b, c sizes differ ({wa.size // 8}, {wb.size // 8}, {wc.size // 8})")
@@ -241,23 +190,13 @@ def combine_h_inplace(a: Any, b: Any, c: Any) -> Any:
 def compute_h(
     a: Any, b: Any, c: Any, *, log_n: int | None = None, stream: Any = None, timings: dict[str, float] | None = None,
 ) -> Any:
-    """Coefficients of the Groth16 H polynomial from the evaluations a, b, c (module docstring).
+    """The N coefficients of h from evaluations a, b, c: ``(N, 4)`` uint64 canonical, same kind as the inputs.
 
     Args:
-        a, b, c: canonical Fr vectors, all numpy uint64 ``(m, 4)`` host arrays or all CuPy arrays of
-            that shape/dtype; lengths may differ and are zero-padded to N.
-        log_n: domain size 2^log_n (default: next power of two >= the longest input).
-        stream: a CuPy stream to launch on (device path); default the current stream.
-        timings: optional dict filled with sub-timings in ms (see :func:`compute_h_inplace`).
-
-    Returns:
-        h, shape ``(N, 4)`` uint64 canonical, of the same kind as the inputs. Host inputs use the GPU
-        when one is present, else :func:`compute_h_reference`.
-
+        a, b, c: canonical Fr ``(m, 4)`` uint64, all numpy or all CuPy; zero-padded to N.
+        log_n: domain size (default: next power of two). stream: CuPy stream. timings: as :func:`compute_h_inplace`.
     Raises:
-        TypeError: mixed host/device inputs, or bad dtype.
-        ValueError: bad shape, empty input, an element >= r (first bad index named), bad domain.
-    """
+        TypeError: mixed host/device or bad dtype. ValueError: bad shape, empty, element >= r, bad domain."""
     dev = [_cuda.is_device_array(x) for x in (a, b, c)]
     if any(dev) and not all(dev):
         raise TypeError("compute_h: a, b, c must all be host (numpy) or all device (CuPy) arrays")

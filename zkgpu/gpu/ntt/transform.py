@@ -1,33 +1,12 @@
-"""Number-theoretic transform (NTT) over the BLS12-381 scalar field Fr on the GPU.
+"""Number-theoretic transform (NTT) over BLS12-381 Fr on the GPU (definitions: :mod:`zkgpu.arith.domain`).
 
-The transforms (forward, inverse, coset, inverse coset; n = 2^L, omega = ``FR.root_of_unity(L)``, coset
-generator g = 7) are defined in :mod:`zkgpu.arith.domain`, which holds their CPU references
-(:func:`zkgpu.arith.domain.ntt_reference`, :func:`zkgpu.arith.domain.dft_naive`). Public API:
-
-* :func:`ntt` -- host arrays (numpy uint64 ``(n, 4)``, canonical, natural order) or CuPy arrays of the
-  same shape/dtype (device-resident); returns the same kind. Without a GPU it runs the CPU reference. On the
-  device, ``check=False, out=values`` is the trusted path: in place, no range check, the kernels' time.
-* :func:`ntt_inplace` -- the device API for the prover pipeline: a CuPy array already in Montgomery
-  form, transformed in place, with ``order`` in ``{"nn", "nr", "rn"}`` (natural / bit-reversed,
-  input then output). "nr" and "rn" skip the bit-reversal permutation, so the Groth16 H flow runs as in
-  cuzk (``groth16_ntt_h.cu``): iNTT "nr" -> coset NTT "rn" -> pointwise -> inverse coset NTT "nn".
-* :func:`coset_evals_inplace` -- evaluations on H -> evaluations on the coset gH (iNTT "nr", coset NTT
-  "rn"), the first step of the Groth16 H computation (:mod:`zkgpu.gpu.ntt.qap`).
-* :func:`global_passes`, :func:`settings` -- what a benchmark records (``zkgpu bench ntt``).
-* :func:`power_table` -- ``scale * x^i`` for i < 2^bits, built on the GPU. Fr vectors on the device
-  (layouts, value checks, Montgomery form) go through :mod:`zkgpu.gpu.fr_device`.
-
-The kernels (``zkgpu/kernels/ntt.cu``): radix-2 Gentleman-Sande (DIF, natural -> bit-reversed) and
-Cooley-Tukey (DIT, bit-reversed -> natural) butterflies sharing one twiddle table ``tw[h + t] = omega_{2h}^t``
-(n entries, built on the GPU and cached per size); up to 10 stages per launch in shared memory (at 2^24: 3
-passes of 8 stages over global memory). The coset shift and the 1/n (or g^-i/n) scaling ride on the first/last
-pass; the scalings on the bit-reversed side read bit-reversed tables in order; "nn" of two or more passes goes
-through a scratch buffer whose last pass stores to the bit-reversed places (one pass: a bit-reversal pass follows).
-The other variants (a fused radix-2^k NTT, PTX or portable additions, warp-shuffle stages ...) were removed after
-tag pre-macro-cut; notes/ntt-kernels.md has their measurements.
-References: Cooley & Tukey, Math. Comp. 19 (1965); Gentleman & Sande, AFIPS 1966; sppark
-``ntt/`` (radix-2^k passes, NR/RN orders) and cuzk ``groth16_ntt_h.cu`` for the orders used by Groth16.
-"""
+:func:`ntt`: host or device ``(n, 4)`` uint64 canonical arrays, natural order; on the device ``check=False,
+out=values`` is the trusted path (in place, no range check: the kernels' time). :func:`ntt_inplace`: device arrays in
+Montgomery form (or canonical: every product is an element times a Montgomery-form constant, so the form in is the form
+out), ``order`` "nn", "nr", "rn" (natural/bit-reversed in, out). :func:`coset_evals_inplace`: H evaluations
+-> coset evaluations. Kernels (``kernels/ntt.cu``): radix-2 Gentleman-Sande (DIF) and Cooley-Tukey (DIT) passes of up to
+10 stages in shared memory, scalings folded into the first/last pass. Sources: Cooley & Tukey 1965; Gentleman & Sande
+1966; sppark ``ntt/``; cuzk ``groth16_ntt_h.cu``."""
 
 from __future__ import annotations
 
@@ -65,31 +44,21 @@ _ORDER = _cuda.header_enum("ntt_common.cuh", "ntt_order")  # the butterflies of 
 _SCALE = _cuda.header_enum("ntt_common.cuh", "scale_mode")  # none, natural, bitrev, constant, h_step, mul_sub
 _TILE_COLS = 1  # the most column bits c of a pass's tile (2^24: passes of 8 stages on 512-element tiles)
 DEFINE_NAMES = ("ZK_FF_ASM_TAIL", "ZK_PTXAS_O", "NTT_THREADS", "NTT_MIN_BLOCKS", "NTT_R4_MIN_BLOCKS")
-"""The build options of ntt.cu that :func:`configure` accepts (``defines=``): the product's asm tail (ff.cuh), ptxas'
-level (zkgpu.core.cuda.build_options), block size and occupancy targets. The candidates NTT_FOLD, NTT_BIG_LAST and
-NTT_SKIP_ONE were timed on the H200 and deleted (issue 23; notes/ntt-kernels.md, run s5-ntt)."""
+"""The ntt.cu build options :func:`configure` accepts: the product's asm tail, ptxas' level, block size, occupancy."""
 RADIX: int | None = None
-"""Stages per shared-memory round trip in a pass: 2 (kernel ntt_pass, radix-2) or 4 (ntt_pass_r4, two radix-2 stages in
-registers); None (the default) means 2. Read at each call through :func:`radix` (set it with :func:`configure`).
-Radix-2 is the default because it was the faster of the two on the H200 (``zkgpu bench ntt`` with each value;
-ntt_pass_r4 needs 128 registers, halving the resident threads). Both are tested on the GPU."""
+"""Stages per shared-memory round trip: 2 (``ntt_pass``) or 4 (``ntt_pass_r4``); None means 2 (:func:`radix`)."""
 DEFINES: dict[str, int] = {}
 """Extra ``-D`` build options of the NTT kernel module (:func:`configure`; names from :data:`DEFINE_NAMES`), e.g.
 ``{"NTT_MIN_BLOCKS": 4, "NTT_THREADS": 256}``."""
 
 
 def configure(*, radix: int | None = None, defines: Mapping[str, int] | None = None) -> None:
-    """Set the NTT kernel options (:data:`RADIX`, :data:`DEFINES`); an argument left None keeps its
-    current value (``defines={}`` clears the build options).
+    """Set the NTT kernel options; None keeps a value (``defines={}`` clears).
 
     Args:
-        radix: 2 or 4, stages per shared-memory round trip.
-        defines: macro name (one of :data:`DEFINE_NAMES`) -> integer value, extra ``-D`` options of the NTT build.
-
+        radix: 2 or 4. defines: name in :data:`DEFINE_NAMES` -> int, extra ``-D`` options.
     Raises:
-        ValueError: radix not 2 or 4, or a define that is not one of :data:`DEFINE_NAMES` with an integer value
-            (the message names it).
-    """
+        ValueError: radix not 2 or 4, or a bad define (names it)."""
     global RADIX, DEFINES
     if radix is not None:
         _check_radix(radix)
@@ -109,11 +78,7 @@ def _check_radix(value: object) -> None:
 
 
 def radix() -> int:
-    """The radix in use: :data:`RADIX`, 2 when None.
-
-    Raises:
-        ValueError: RADIX is not 2 or 4 (names the value).
-    """
+    """The radix in use (None: 2). Raises ValueError: not 2 or 4."""
     if RADIX is None:
         return 2
     _check_radix(RADIX)
@@ -121,12 +86,7 @@ def radix() -> int:
 
 
 def settings() -> dict[str, Any]:
-    """The kernel settings in force (what a benchmark records): ``radix`` (:func:`radix`) and ``defines`` (the kernel
-    build options, name -> value).
-
-    Raises:
-        ValueError: a bad radix (names the value).
-    """
+    """``{"radix", "defines"}`` in force (what a benchmark records). Raises ValueError: bad radix."""
     return dict(radix=radix(), defines=dict(_defines()))
 
 
@@ -158,12 +118,7 @@ def _launch(kern: Any, grid: int, block: int, shared: int, args: tuple) -> None:
 # device tables (cached per size and direction)
 # ----------------------------------------------------------------------------------------------
 def power_table(x: int, bits: int, scale: int = 1) -> Any:
-    """``scale * x^i`` mod r for i < 2^bits, built on the GPU (kernel ``ntt_build_powers``:
-    ``lo[i mod 2^S] * hi[i >> S]`` from two tables of about 2^(bits/2) entries made on the host).
-
-    Returns:
-        a new flat uint32 CuPy array, 8 words per element, Montgomery form.
-    """
+    """``scale * x^i`` mod r for i < 2^bits on the GPU: flat uint32 CuPy, 8 words per element, Montgomery form."""
     cp = _cuda.cupy()
     n = 1 << bits
     lo, hi, S = _split_tables(x, bits, scale)
@@ -190,9 +145,7 @@ def _twiddles(L: int, inverse: bool) -> Any:
 
 @_cuda.device_cache
 def _scale_table(L: int, kind: str, br: bool = False) -> Any:
-    """'coset': g^i; 'coset_ninv': g^i / n; 'icoset': g^-i / n; 'ninv': [1/n] (Montgomery, flat uint32); with
-    ``br`` bit-reversed (entry i holds the power of bitrev_L(i)): scale_mode natural then reads it in order where
-    bitrev would gather 32 bytes from across the table per element."""
+    """Scaling table of kind 'coset' g^i, 'coset_ninv' g^i/n, 'icoset' g^-i/n or 'ninv' [1/n]; ``br``: bit-reversed."""
     n_inv = pow(1 << L, -1, P)
     if kind == "ninv":
         return to_device_mont([n_inv])
@@ -241,9 +194,7 @@ def bitrev_permute(d: Any) -> Any:
 
 
 def _scalings(L: int, inverse: bool, coset: bool, dit: bool) -> tuple[Any, int, Any, int]:
-    """(pre, pre_mode, post, post_mode) of a transform: the coset shift at the first pass's load, 1/n or g^-i/n at the
-    last pass's store (bit-reversed tables on the bit-reversed side); None tables with mode none where nothing is
-    scaled."""
+    """(pre, pre_mode, post, post_mode) scalings of a transform (None tables with mode none)."""
     none, natural = _SCALE["none"], _SCALE["natural"]
     pre, pre_mode, post, post_mode = None, none, None, none
     if coset and not inverse:
@@ -256,26 +207,15 @@ def _scalings(L: int, inverse: bool, coset: bool, dit: bool) -> tuple[Any, int, 
 
 
 def ntt_inplace(d: Any, *, inverse: bool = False, coset: bool = False, order: str = "nn", scratch: Any = None) -> Any:
-    """NTT in place on the GPU, on Fr elements in Montgomery form (or canonical: each product is an element times a
-    Montgomery-form constant, so the form in is the form out); returns d.
-
-    Launches on CuPy's current stream (use ``with stream:``) and does not synchronise.
+    """NTT in place on the current stream (no sync) of Fr in Montgomery form; returns d.
 
     Args:
-        d: C-contiguous CuPy array of n = 2^L elements: uint64 ``(n, 4)``, uint32 ``(n, 8)`` or
-            flat uint32 ``(8n,)``, Montgomery form (values are not checked).
-        inverse, coset: which transform (module docstring); inverse includes the 1/n factor.
-        order: "nn" natural -> natural (the last pass scatters, or a bit-reversal pass), "nr" natural -> bit-reversed
-            (DIF), "rn" bit-reversed -> natural (DIT). In "nr"/"rn" the bit-reversed side holds the
-            element of index bitrev(i) at position i.
-        scratch: "nn" of two or more passes only (ignored otherwise): a device buffer of n elements (any
-            :func:`zkgpu.gpu.fr_device.device_words` layout) that the first pass writes instead of a fresh one from
-            CuPy's pool; its contents are overwritten.
-
+        d: C-contiguous CuPy, n = 2^L elements: ``(n, 4)`` uint64, ``(n, 8)`` or ``(8n,)`` uint32.
+        inverse, coset: which transform (inverse includes 1/n).
+        order: "nn", "nr" (DIF) or "rn" (DIT); the bit-reversed side holds element bitrev(i) at i.
+        scratch: "nn" with two or more passes: a device buffer of n elements to use (overwritten).
     Raises:
-        ValueError: bad order, size not a power of two / empty / beyond 2^32, a scratch buffer of another size.
-        TypeError: not a CuPy uint32/uint64 array.
-    """
+        ValueError: bad order, size or scratch size. TypeError: not a CuPy uint32/uint64 array."""
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
     w = device_words(d)
@@ -301,14 +241,9 @@ def _scratch(w: Any, scratch: Any) -> Any:
 
 def stagewise_passes(w: Any, L: int, inverse: bool, dit: bool, pre: Any, pre_mode: int, post: Any, post_mode: int,
                      aux: tuple[Any, Any] | None = None, nn_scratch: Any = None, only: slice = slice(None)) -> None:
-    """The passes of one transform (kernel ntt_pass, or ntt_pass_r4 with :data:`RADIX` 4) on the flat words w of 2^L
-    elements, on the current stream: DIF, natural -> bit-reversed (DIT with ``dit``: the other way), with the inverse
-    root's twiddles if ``inverse`` (no 1/n: that is in the scalings). pre/post (tables, or None) and their modes
-    (scale_mode values) scale at the first pass's load and the last pass's store; pre_mode mul_sub
-    loads x * aux[0][g] - aux[1][g] (``aux``: two buffers of 2^L elements). ``nn_scratch`` (flat words of 2^L
-    elements; DIF with two or more passes): the first pass writes it, the last one writes w in natural order (element g
-    to bitrev_L(g)); it may be aux[1], which the first pass reads before it writes the same places. ``only``: the
-    passes to launch, a slice of the transform's passes in the order they run (the others belong to a pair pass)."""
+    """Launch the passes of one transform on flat words ``w`` (2^L elements) on the current stream. DIF natural ->
+    bit-reversed (``dit``: reverse). pre/post scale at the first load / last store (pre_mode mul_sub: x*aux[0] -
+    aux[1]). ``nn_scratch``: DIF written to natural order via a scratch. ``only``: a slice of passes."""
     n = w.size // 8
     tw = _twiddles(L, inverse)
     pre, post = (tw if pre is None else pre), (tw if post is None else post)  # mode 0 ignores the table
@@ -336,18 +271,8 @@ def stagewise_passes(w: Any, L: int, inverse: bool, dit: bool, pre: Any, pre_mod
 
 
 def coset_evals_inplace(w: Any) -> Any:
-    """Evaluations on the domain -> evaluations on the coset gH, in place on the current stream:
-    inverse NTT (natural in, bit-reversed out) then coset NTT (bit-reversed in, natural out), as
-    upstream's ``execute_ntts_single`` (``filecoin-project/curio:
-    extern/supraseal-c2/cuda/groth16_ntt_h.cu`` lines 41-62). ``w``: N Fr in Montgomery form
-    (:func:`zkgpu.gpu.fr_device.device_words` layout). Returns ``w``.
-
-    The inverse NTT's 1/n and the coset shift g^i are one scaling, by g^i/n, and the two transforms' passes on the low
-    bits run as one launch (kernel ntt_pass_pair, g^i/n between): 2*ceil(L/10) - 1 passes over memory.
-
-    Raises:
-        ValueError: a size that is not a power of two.
-    """
+    """Evaluations on H -> evaluations on gH in place (iNTT "nr", coset NTT "rn", as cuzk's ``execute_ntts_single``).
+    Raises ValueError: a size that is not a power of two."""
     words = device_words(w)
     L = log2_size(words.size // 8)
     if L == 0:
@@ -387,29 +312,16 @@ def _ntt_device(d: Any, inverse: bool, coset: bool, name: str = "values", *, che
 
 
 def ntt(values: Any, *, inverse: bool = False, coset: bool = False, check: bool = True, out: Any = None) -> Any:
-    """Forward / inverse / coset NTT over Fr, natural order in and out (module docstring).
+    """Forward / inverse / coset NTT over Fr, natural order; same kind out as in (host uses the GPU if present).
 
     Args:
-        values: numpy uint64 ``(n, 4)`` canonical host array, or a CuPy array of the same
-            shape/dtype on the device; n = 2^L with 0 <= L <= 32 (as memory allows).
-        inverse: inverse transform (includes the 1/n factor).
-        coset: on the coset g*H, g = 7 (forward: NTT of c[i]*g^i; inverse: iNTT then *g^-i).
-        check: device input only: check every element is < r first (one kernel and one host sync). ``check=False``
-            is the trusted path: the caller vouches for the values; a value >= r then gives a wrong result, not an error.
-        out: device input only: the output array, uint64 ``(n, 4)`` C-contiguous; ``out=values`` transforms in
-            place (the kernels' time: no copy, no allocation). Default: a new array.
-
-    Returns:
-        The same kind of array (host in -> host out, device in -> device out), shape ``(n, 4)``
-        uint64, canonical. Host input uses the GPU when one is present, else
-        :func:`zkgpu.arith.domain.ntt_reference`.
-
+        values: ``(n, 4)`` uint64 canonical, numpy or CuPy, n = 2^L, L <= 32.
+        inverse: includes 1/n. coset: on g*H, g = 7.
+        check: device input: check every element < r first (one kernel, one sync); False: the caller vouches.
+        out: device input: the ``(n, 4)`` uint64 output; ``out=values`` transforms in place. Default: a new array.
     Raises:
-        TypeError: not a numpy/CuPy array, or dtype other than uint64.
-        ValueError: shape not ``(n, 4)``, empty, n not a power of two or beyond 2^32, an element
-            >= r (the message names the first bad index); ``out`` given for host input, of another shape, or
-            overlapping ``values`` without being it.
-    """
+        TypeError: not numpy/CuPy or not uint64. ValueError: bad shape or size, an element >= r (first bad index),
+        ``out`` for host input, of another shape, or overlapping ``values`` without being it."""
     if _cuda.is_device_array(values):
         return _ntt_device(values, inverse, coset, check=check, out=out)
     if out is not None:
