@@ -89,6 +89,9 @@ def test_fr_mul_pointwise(impl, pyrng):
     assert fr_to_ints(S.fr_mul(x, x, out=x)) == [v * v % P for v in a]
     with pytest.raises(ValueError, match="a has 2 elements, b 1"):
         S.fr_mul(fr_from_ints([1, 2]), fr_from_ints([1]))
+    assert fr_to_ints(S.fr_mul(fr_from_ints(a), fr_from_ints(b), check=False)) == [x * y % P for x, y in zip(a, b, strict=True)]
+    with pytest.raises(TypeError, match="b must be a"):
+        S.fr_mul(fr_from_ints([1]), np.zeros((1, 4), dtype=np.int64), check=False)
 
 
 def test_val_mont(impl, pyrng):
@@ -110,6 +113,7 @@ def test_csr_from_coo_layout_and_errors():
         S.csr_from_coo(np.array([0, 1]), np.array([0]), [1, 1], 4, 2)
     with pytest.raises(ValueError, match=r"values\[1\]"):
         S.csr_from_coo(np.array([0, 1]), np.array([0, 0]), _with_r_at_1(), 4, 2)
+    assert fr_to_ints(S.fr_limbs([np.uint64(3), 5, P - 1])) == [3, 5, P - 1]
     with pytest.raises(ValueError, match="negative or does not fit"):
         S.csr_from_coo(np.array([0]), np.array([0]), [-1], 4, 2)
     with pytest.raises(ValueError, match="n_rows must be an int >= 0, got -1"):

@@ -77,7 +77,10 @@ def fr_limbs(values: Any, *, name: str = "values") -> np.ndarray:
     if isinstance(values, np.ndarray):
         return check_array(FR, values, name=name)
     try:
-        raw = b"".join(int(v).to_bytes(32, "little") for v in values)
+        try:
+            raw = b"".join([v.to_bytes(32, "little") for v in values])  # Python ints (a key's coefficient list)
+        except AttributeError:  # numpy integers among them
+            raw = b"".join([int(v).to_bytes(32, "little") for v in values])
     except OverflowError as e:
         raise ValueError(f"{name}: a value is negative or does not fit 256 bits ({e})") from None
     arr = np.frombuffer(raw, dtype="<u8").astype(np.uint64).reshape(-1, 4)
@@ -173,14 +176,21 @@ def spmv(csr: FrCsr, w: np.ndarray, *, out: np.ndarray | None = None) -> np.ndar
     return out
 
 
-def fr_mul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
+def fr_mul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None, check: bool = True) -> np.ndarray:
     """``a * b mod r`` pointwise: ``(n, 4)`` uint64 canonical in, ``(n, 4)`` uint64 canonical out (``out`` if given;
-    it may be ``a`` or ``b``).
+    it may be ``a`` or ``b``). ``check=False`` skips the value check (dtype and shape are still checked): for
+    inputs known canonical, e.g. :func:`spmv`'s output.
 
     Raises:
-        ValueError: shapes that differ or a value >= r. TypeError: not uint64.
+        ValueError: shapes that differ or (with ``check``) a value >= r. TypeError: not uint64.
     """
-    av, bv = check_array(FR, a, name="a"), check_array(FR, b, name="b")
+    if check:
+        av, bv = check_array(FR, a, name="a"), check_array(FR, b, name="b")
+    else:
+        for nm, x in (("a", a), ("b", b)):
+            if not isinstance(x, np.ndarray) or x.dtype != np.uint64 or x.ndim != 2 or x.shape[1] != 4:
+                raise TypeError(f"fr_mul: {nm} must be a (n, 4) uint64 array")
+        av, bv = a, b
     if av.shape != bv.shape:
         raise ValueError(f"fr_mul: a has {av.shape[0]} elements, b {bv.shape[0]}")
     if out is None:
@@ -234,7 +244,7 @@ def _kernels() -> Any:
     ``rows(0, row_ptr, col, kind, val_mont, w, out, _, p, pinv)``: out[i] = the sum over row i's terms of
     mm(val_mont[k], w[col[k]]) = val * w (canonical, as val_mont = val R), or of +-w for kind 1 / 2.
     ``rows(1, _, _, _, a, b, out, k, p, pinv)``: out[i] = mm(mm(a[i], b[i]), k) (k = R^2: a * b; k = R with b = R^2:
-    a R). mm(x, y) = x y R^-1 mod p (R = 2^256). Operands are ``(n, 8)`` uint32 words, k ``(1, 8)`` and p ``(8,)`` uint64 words,
+    a R), 0 where a[i] or b[i] is 0 (no product: a key's A.w is 0 at most constraints). mm(x, y) = x y R^-1 mod p (R = 2^256). Operands are ``(n, 8)`` uint32 words, k ``(1, 8)`` and p ``(8,)`` uint64 words,
     pinv = -p^-1 mod 2^32. One function with the helpers inside it (no closure variables: numba's disk cache then
     hits in every process), the rows split into chunks over numba's threads."""
     numba = optional.numba()
@@ -326,9 +336,19 @@ def _kernels() -> Any:
             acc = np.zeros((1, 8), dtype=np.uint64)
             prod = np.zeros((1, 8), dtype=np.uint64)
             for i in range(ci * chunk, min(n, (ci + 1) * chunk)):
-                if mode == 1:  # out[i] = mm(mm(val[i], w[i]), kconst)
-                    mont(val, i, w, i, prod, 0, t, p, pinv)
-                    mont(prod, 0, kconst, 0, acc, 0, t, p, pinv)
+                if mode == 1:  # out[i] = mm(mm(val[i], w[i]), kconst); 0 without a product where either is 0
+                    za, zb = True, True
+                    for k in range(8):
+                        if val[i, k] != 0:
+                            za = False
+                        if w[i, k] != 0:
+                            zb = False
+                    if za or zb:
+                        for k in range(8):
+                            acc[0, k] = 0
+                    else:
+                        mont(val, i, w, i, prod, 0, t, p, pinv)
+                        mont(prod, 0, kconst, 0, acc, 0, t, p, pinv)
                 else:  # out[i] = sum over row i
                     for k in range(8):
                         acc[0, k] = 0
