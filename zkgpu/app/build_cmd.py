@@ -5,7 +5,7 @@ CuPy compiles a ``RawModule`` with NVRTC on its first kernel lookup and keeps th
 sources' hash, :func:`zkgpu.core.cuda.build_options`) and the GPU's architecture. A fresh machine pays that
 compilation inside its first proof (seconds per module: issue 25 measured 10.8 s in the first ``msm_a``).
 ``zkgpu build`` pays it once, up front: it proves the committed fixture circuit on the GPU (the NTT, QAP and
-G1 and G2 MSM modules with the prover's own build options, and their per-process set-up) and loads the
+G1 and G2 MSM modules and the synthesis's spmv with the prover's own build options, and their per-process set-up) and loads the
 pipeline's other modules (prep, msm_precomp). Every later process then loads cubins from the cache.
 """
 
@@ -41,7 +41,7 @@ def build_all() -> list[tuple[str, float]]:
     t = time.perf_counter()
     zk, w = read_zkey(FIXTURE / "circuit.zkey"), read_wtns(FIXTURE / "circuit.wtns")
     prove(zk, w, device="gpu", seed=1)
-    steps.append(("prover (ntt, fr_ops, msm g1 and g2) + fixture proof", time.perf_counter() - t))
+    steps.append(("prover (spmv, ntt, fr_ops, msm g1 and g2) + fixture proof", time.perf_counter() - t))
     for name in OTHER_MODULES:
         t = time.perf_counter()
         _cuda.get_module(name).compile()
