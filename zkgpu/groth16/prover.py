@@ -9,9 +9,13 @@ Proof (Groth 2016, the snarkjs ``groth16 prove`` equations; w = witness, r, s ra
 
 Phases (each timed, :class:`ProveResult.timings_ms`):
 
-* ``synthesis`` (CPU): the QAP's A and B evaluations on the domain, ``a[c] = sum A[c][s] w_s``
+* ``synthesis``: the QAP's A and B evaluations on the domain, ``a[c] = sum A[c][s] w_s``
   from the key's coefficient section, and ``c = a * b`` pointwise (snarkjs omits the C matrix:
-  for a satisfying witness C's evaluations are a*b).
+  for a satisfying witness C's evaluations are a*b): a sparse matrix-vector product
+  (:mod:`zkgpu.groth16.matrices`; the key's matrices are built once, phase ``key_matrices`` when
+  :func:`prove` builds them itself). With ``device="gpu"`` on the GPU (the witness's copy included),
+  into the device buffers ``h_scalars`` reads, in zkgpu's order and Montgomery form; with
+  ``device="cpu"`` compiled with numba (Python ints without it).
 * ``h_scalars``: the H scalars ``p_j``. snarkjs's H points are the Lagrange points of the odd coset
   ``w_2n * <w_n>`` (:mod:`zkgpu.groth16.formats`), so ``p_j = (A*B - C)(w_2n^(2j+1))``. zkgpu
   computes them with the cuzk pipeline's own H computation (:func:`zkgpu.gpu.ntt.qap.compute_h`:
@@ -60,6 +64,7 @@ from zkgpu.gpu.ntt.qap import compute_h_inplace, compute_h_reference, prepare_in
 from zkgpu.gpu.ntt.transform import ntt_inplace, power_table
 from zkgpu.groth16.formats import Witness, ZKey
 from zkgpu.groth16.keycheck import check_constraints
+from zkgpu.groth16.matrices import KeyMatrices, evaluate_device, evaluate_host, key_matrices
 
 __all__ = [
     "SNARKJS_NQR",
@@ -68,6 +73,9 @@ __all__ = [
     "snarkjs_order",
     "check_witness",
     "evaluate_qap",
+    "evaluate_qap_reference",
+    "key_matrices_for",
+    "h_scalars_device",
     "to_zkgpu_order",
     "prepare_device",
     "odd_coset_scalars",
@@ -127,8 +135,13 @@ def check_witness(zkey: ZKey, witness: Witness) -> None:
         )
 
 
-def evaluate_qap(zkey: ZKey, witness: Witness) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The A, B, C evaluations on the domain, in snarkjs's order (index = constraint).
+def evaluate_qap(zkey: ZKey, witness: Witness, *, matrices: KeyMatrices | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The A, B, C evaluations on the domain, in snarkjs's order (index = constraint), on the CPU
+    (:func:`zkgpu.groth16.matrices.evaluate_host`: numba, else Python ints).
+
+    Args:
+        zkey, witness: the key and the witness. matrices: the key's matrices (:func:`key_matrices_for`),
+            built here when None.
 
     Returns:
         three ``(n, 4)`` uint64 canonical Fr arrays (n = domain size); c = a*b pointwise.
@@ -136,6 +149,13 @@ def evaluate_qap(zkey: ZKey, witness: Witness) -> tuple[np.ndarray, np.ndarray, 
     Raises:
         ValueError: the witness does not match the key (:func:`check_witness`).
     """
+    check_witness(zkey, witness)
+    return evaluate_host(key_matrices(zkey) if matrices is None else matrices, witness.values)
+
+
+def evaluate_qap_reference(zkey: ZKey, witness: Witness) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`evaluate_qap` on numpy object arrays of Python ints, straight from the key's coefficient lists
+    (the tests' reference). Raises as :func:`evaluate_qap`."""
     check_witness(zkey, witness)
     n = zkey.domain_size
     w = np.empty(zkey.n_vars, dtype=object)
@@ -242,6 +262,30 @@ def odd_coset_scalars(h: Any, *, montgomery: bool = False) -> Any:
         return h[_snarkjs_order_device(log_n)]
     y = ntt_reference([hv * f % P for hv, f in zip(fr_to_ints(h), _odd_coset_factors(log_n), strict=True)])
     return fr_from_ints([y[j] for j in snarkjs_order(log_n).tolist()])
+
+
+def key_matrices_for(zkey: ZKey, device: str) -> KeyMatrices:
+    """The key's A and B matrices (:func:`zkgpu.groth16.matrices.key_matrices`), for ``device="gpu"`` uploaded
+    with zkgpu's NTT order (:func:`snarkjs_order`), so that :func:`~zkgpu.groth16.matrices.evaluate_device`
+    writes what :func:`h_scalars_device` reads."""
+    km = key_matrices(zkey)
+    if device == "gpu":
+        km.upload(snarkjs_order(zkey.log_n))
+    return km
+
+
+def h_scalars_device(a: Any, b: Any, c: Any, *, timings: dict | None = None) -> np.ndarray:
+    """:func:`h_scalars` from device buffers: a, b, c ``(n, 4)`` uint64 CuPy arrays in zkgpu's order and
+    Montgomery form (:func:`~zkgpu.groth16.matrices.evaluate_device` of :func:`key_matrices_for`'s matrices),
+    overwritten. Returns the ``(n, 4)`` uint64 canonical scalars on the host; ``timings`` as :func:`h_scalars`."""
+    t0 = time.perf_counter()
+    compute_h_inplace(a, b, c)  # a <- h's coefficients, Montgomery form
+    _cuda.cupy().cuda.get_current_stream().synchronize()
+    t1 = time.perf_counter()
+    out = odd_coset_scalars(a, montgomery=True).get()
+    if timings is not None:
+        timings.update(quotient_ms=1e3 * (t1 - t0), odd_coset_ms=1e3 * (time.perf_counter() - t1))
+    return out
 
 
 def h_scalars(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, device: str = "cpu", timings: dict | None = None) -> np.ndarray:
@@ -393,7 +437,8 @@ def assemble_proof(
 
 
 def prove(
-    zkey: ZKey, witness: Witness, *, device: str = "gpu", seed: int | None = None, overlap: bool = True
+    zkey: ZKey, witness: Witness, *, device: str = "gpu", seed: int | None = None, overlap: bool = True,
+    matrices: KeyMatrices | None = None,
 ) -> ProveResult:
     """Prove with a snarkjs BLS12-381 key and a circom witness (module docstring for the phases).
 
@@ -407,6 +452,8 @@ def prove(
             ``g2_wait``), and ``msm_b2_g2.start`` gives its start (ms after the proof's start).
             ``False``: the G2 MSM runs in turn after the G1 MSMs. Both give the same proof. With
             ``device="gpu"`` the G2 MSM runs on the GPU in turn after the G1 MSMs (one stream).
+        matrices: the key's matrices from :func:`key_matrices_for` with the same device (a :class:`Prover`
+            keeps them); default: built here (phase ``key_matrices``).
 
     Returns:
         a :class:`ProveResult`.
@@ -441,9 +488,14 @@ def prove(
     g2_msm = functools.partial(msm, group="g2") if device == "gpu" else msm_g2_cpu
     with ThreadPoolExecutor(max_workers=1) as pool:
         g2 = pool.submit(g2_job) if overlap and device == "cpu" else None
-        a, b, c = timed("synthesis", evaluate_qap, zkey, witness)
+        km = matrices if matrices is not None else timed("key_matrices", key_matrices_for, zkey, device)
         sub: dict[str, float] = {}
-        p = timed("h_scalars", functools.partial(h_scalars, device=device, timings=sub), a, b, c)
+        if device == "gpu":
+            abc = timed("synthesis", functools.partial(evaluate_device, check=False), km, w)  # w checked on read
+            p = timed("h_scalars", functools.partial(h_scalars_device, timings=sub), *abc)
+        else:
+            abc = timed("synthesis", evaluate_host, km, w)
+            p = timed("h_scalars", functools.partial(h_scalars, device=device, timings=sub), *abc)
         tm.update({f"h_scalars.{k[:-3]}": v for k, v in sub.items()})
         g1 = msm if device == "gpu" else msm_cpu
         msm_a = timed("msm_a", g1, zkey.a, w)
@@ -491,6 +543,13 @@ class Prover:
             raise ValueError(f"the r1cs has {r1cs.n_constraints} constraints, more than the key {zkey.path}'s domain 2^{zkey.log_n} holds: "
                              "not the key's circuit")
         self.zkey, self.device, self.r1cs = zkey, device, r1cs
+        self.matrices: KeyMatrices | None = None  # the key's A and B matrices, built (on the GPU: uploaded) on first use
+
+    def key_matrices(self) -> KeyMatrices:
+        """The key's matrices (:func:`key_matrices_for`), built on the first call and kept (on the GPU: resident)."""
+        if self.matrices is None:
+            self.matrices = key_matrices_for(self.zkey, self.device)
+        return self.matrices
 
     def check(self, witness: Witness) -> float:
         """Check ``witness`` against the key (length) and the r1cs (constraints); returns the ms spent.
@@ -510,8 +569,17 @@ class Prover:
         return 1e3 * (time.perf_counter() - t)
 
     def prove(self, witness: Witness, *, seed: int | None = None) -> ProveResult:
-        """:meth:`check` then :func:`prove`; the check's ms are in ``timings_ms["witness_check"]``."""
+        """:meth:`check` then :func:`prove` with the kept matrices (:meth:`key_matrices`); the check's ms are in
+        ``timings_ms["witness_check"]``, the matrices' build (first proof only) in ``timings_ms["key_matrices"]`` and
+        in that proof's ``total``."""
         ms = self.check(witness)
-        res = prove(self.zkey, witness, device=self.device, seed=seed)
+        built = self.matrices is None
+        t = time.perf_counter()
+        km = self.key_matrices()
+        km_ms = 1e3 * (time.perf_counter() - t)
+        res = prove(self.zkey, witness, device=self.device, seed=seed, matrices=km)
+        if built:  # counted in the first proof's total, as prove() counts the matrices it builds
+            res.timings_ms["key_matrices"] = km_ms
+            res.timings_ms["total"] += km_ms
         res.timings_ms["witness_check"] = ms
         return res

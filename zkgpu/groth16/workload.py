@@ -36,6 +36,7 @@ import numpy as np
 from zkgpu.core import cuda as _cuda
 from zkgpu.groth16.circuits import ToolError, snarkjs_verify
 from zkgpu.groth16.formats import Witness, ZKey, read_wtns, read_zkey
+from zkgpu.groth16.matrices import KeyMatrices, key_matrices
 from zkgpu.groth16.proof import check_vkey, proof_json, verify_py_ecc, write_proof
 from zkgpu.groth16.prover import (
     ProveResult,
@@ -87,6 +88,7 @@ class SnarkjsCircuit:
         self.b_inp_density = _nonzero_rows(zkey.b1[:k])
         self.b_aux_density = _nonzero_rows(zkey.b1[k:])
         self.device = "cpu"
+        self.matrices: KeyMatrices | None = None  # built by setup()
 
     def describe(self) -> dict[str, Any]:
         """The circuit for a manifest: name, key and witness paths, sizes, densities."""
@@ -107,9 +109,11 @@ class SnarkjsCircuit:
         return f"SnarkjsCircuit({self.name!r}, n={self.n}, n_vars={self.zkey.n_vars}, witnesses={len(self.witnesses)})"
 
     def setup(self, device: str) -> None:
-        """Remember the device; on the GPU build the H conversion's tables
+        """Remember the device and build the key's A and B matrices (:func:`~zkgpu.groth16.matrices.key_matrices`,
+        host CSR: the partitions' synthesis reads them); on the GPU build the H conversion's tables
         (:func:`~zkgpu.groth16.prover.prepare_device`) before any timed partition."""
         self.device = device
+        self.matrices = key_matrices(self.zkey)
         if device == "gpu":
             prepare_device(self.n.bit_length() - 1)
 
@@ -132,7 +136,7 @@ class SnarkjsCircuit:
         """:func:`~zkgpu.groth16.prover.evaluate_qap` of the partition's witness, written in zkgpu's
         order into a, b, c (``(n, 4)`` uint64); returns the witness values ``(n_vars, 4)``."""
         w = self.witness(partition)
-        for x, out in zip(evaluate_qap(self.zkey, w), (a, b, c), strict=True):
+        for x, out in zip(evaluate_qap(self.zkey, w, matrices=self.matrices), (a, b, c), strict=True):
             to_zkgpu_order(x, out)
         return w.values
 
