@@ -15,7 +15,7 @@ from click.testing import CliRunner
 import zkgpu.pipeline.worker as pipeline_worker
 from zkgpu.analysis import logs
 from zkgpu.analysis.gpu_time import IDLE_CAUSES, idle_causes
-from zkgpu.analysis.replay import Recording, Source, data_dir, reference_path
+from zkgpu.analysis.replay import Recording, Source, data_dir, reference_path, scenario_table
 from zkgpu.app.cli import main
 from zkgpu.pipeline import PipelineConfig, prepare_backend, run_pipeline
 from zkgpu.story import conclusions, limits
@@ -30,17 +30,20 @@ from zkgpu.story import diagnose as dg
 #: registered of data/nvidia-h200-20261203-record.)
 #:
 #: (recording, scenario) → (the verdict diagnose gives, why): the story's verdict (by configuration: the narrow scope with
-#: prep_msm off the one CPU thread → lock_scope) holds, but the model calibrated on the log alone predicts less than
-#: THRESHOLDS["min_gain"] from the submission scope, so diagnose does not name the lock. test_model_misses_stay_misses
-#: checks the prediction, so that a better model shows up here.
-MODEL_MISSES: dict[tuple[str, str], tuple[str, str]] = {
+#: prep_msm off the one CPU thread → lock_scope) cannot be checked there, because the recording has no run in the submission
+#: scope with the same bases (:data:`MEASURES_SUBMIT`) to measure that change; diagnose reads the log by its own rule, and the
+#: table says so rather than count a miss. test_not_measured_stays_not_measured checks that the measuring run is still absent.
+#: (Issue 24: data/last-mile/nvidia-h200-20261203-record was a model miss here, 1.04× predicted against 1.11× measured: with
+#: fixed durations the two workers of the submission scope fell into step in the model; diagnose now draws the durations
+#: with the log's own spread, test_model_predicts_the_measured_submit_gain.)
+NOT_MEASURED: dict[tuple[str, str], tuple[str, str]] = {
     ("last-mile/nvidia-h200-20261201-record-3", "narrow_prep_gpu_h2d_pre_lock_msm_precomp"): (
-        "gpu_bound", "the model predicts 1.02x from the submission scope; record-3 has no submission-scope run with "
-                     "these bases to measure it (record-4's log gives lock_scope)"),
-    ("last-mile/nvidia-h200-20261203-record", "narrow_prep_gpu_h2d_pre_lock_msm_precomp"): (
-        "gpu_bound", "the model predicts 1.04x from the submission scope for its representative run (1.18x for run 1); "
-                     "the recording measured 1.11x (submit_prep_gpu_msm_precomp 1069 against 966 partitions/min, medians)"),
+        "gpu_bound", "not measured: record-3 has no submission-scope run with the precomputed bases; the model calibrated on "
+                     "this log predicts about 1.01x from the submission scope (synthesis, 741 ms a partition, sets its pace; "
+                     "record-4's log gives lock_scope)"),
 }
+#: the narrow-scope scenario whose lock_scope verdict the submission-scope scenario with the same bases measures
+MEASURES_SUBMIT = {"narrow_prep_gpu_h2d_pre_lock_msm_precomp": "submit_prep_gpu_msm_precomp"}
 
 
 def _recordings() -> list[Recording]:
@@ -70,7 +73,7 @@ def _source(rec: Recording) -> Source:
 
 def _expected(rec: Recording, scenario: str) -> str:
     key = (_key(rec), scenario)
-    return MODEL_MISSES[key][0] if key in MODEL_MISSES else conclusions.story_verdict(_source(rec), scenario)
+    return NOT_MEASURED[key][0] if key in NOT_MEASURED else conclusions.story_verdict(_source(rec), scenario)
 
 
 def _after_fix(rec: Recording, scenario: str) -> bool:
@@ -83,8 +86,8 @@ def _after_fix(rec: Recording, scenario: str) -> bool:
 def test_the_table_covers_every_committed_recording():
     keys = {_key(r) for r, _ in _CASES}
     assert {k.split("/")[0] if "/" in k else "main" for k in keys} >= {"main", "last-mile", "seed-regime"}  # no names: recordings come and go
-    assert {k for k, _ in MODEL_MISSES} <= keys, "a listed recording is gone"
-    assert {(_key(r), s) for r, s in _CASES} >= set(MODEL_MISSES)
+    assert {k for k, _ in NOT_MEASURED} <= keys, "a listed recording is gone"
+    assert {(_key(r), s) for r, s in _CASES} >= set(NOT_MEASURED)
     assert any(_after_fix(r, s) for r, s in _CASES)
 
 
@@ -210,14 +213,32 @@ def test_story_next_limit_on_synthetic_logs(tmp_path, prepared, slow, seconds, w
     assert conclusions.next_limit(src, "baseline") is None
 
 
-@pytest.mark.parametrize("key", sorted(MODEL_MISSES), ids=lambda k: f"{k[0]}:{k[1]}")
-def test_model_misses_stay_misses(key):
-    """What makes these gpu_bound is the model's gain from the submission scope, below min_gain: when a better
-    calibration lifts it, this fails and the entry goes."""
+@pytest.mark.parametrize("key", sorted(NOT_MEASURED), ids=lambda k: f"{k[0]}:{k[1]}")
+def test_not_measured_stays_not_measured(key):
+    """A "not measured" entry stays one only while its recording lacks the submission-scope run that would measure the
+    change; diagnose's reading of it is its rule's (the model's gain from the submission scope below min_gain)."""
     rec = Recording.open(data_dir() / key[0])
+    assert MEASURES_SUBMIT[key[1]] not in rec.scenarios, f"{key[0]} now measures the change: compare, and drop the entry"
     d = dg.diagnose_file(rec.log_path(key[1]))
-    m = re.search(r"a narrower lock would give only ([0-9.]+)×", d.steps[-1].text)
-    assert m and float(m.group(1)) < dg.THRESHOLDS["min_gain"][0], d.steps[-1].text
+    assert d.bottleneck == NOT_MEASURED[key][0] and d.next_limit is not None
+    assert d.next_limit.lock_gain < dg.THRESHOLDS["min_gain"][0], d.steps[-1].text
+
+
+_MEASURED_SUBMIT = [(r, n, m) for r in _recordings() if r.is_gpu for n, m in MEASURES_SUBMIT.items()
+                    if {n, m} <= set(r.scenarios) and r.log_path(n) is not None and r.log_path(m) is not None]
+
+
+@pytest.mark.parametrize(("rec", "narrow", "submit"), _MEASURED_SUBMIT, ids=[_key(r) for r, _, _ in _MEASURED_SUBMIT])
+def test_model_predicts_the_measured_submit_gain(rec, narrow, submit):
+    """Where a recording measures the submission scope's gain (its submit scenario over the narrow one with the same
+    bases, medians over repeats), the model calibrated on the narrow log alone puts it on the same side of min_gain,
+    within the run-to-run spread issue 20 accepts (10%)."""
+    tab = scenario_table(_source(rec), [narrow, submit])
+    measured = float(tab.loc[submit, "partitions_per_min"] / tab.loc[narrow, "partitions_per_min"])
+    d = dg.diagnose_file(rec.log_path(narrow))
+    predicted = d.next_limit.lock_gain
+    assert (predicted >= dg.THRESHOLDS["min_gain"][0]) == (measured >= dg.THRESHOLDS["min_gain"][0]), (predicted, measured)
+    assert abs(predicted / measured - 1) <= 0.10, (predicted, measured)
 
 
 def test_seed_lines_alone_say_h2d_pageable_and_what_would_confirm_it():

@@ -3,6 +3,8 @@
 * :func:`calibrate`: :class:`~zkgpu.analysis.model.ModelParams` fitted to a recorded event table (any
   producer): the median wall time of each phase, the H2D rate as Σ bytes / Σ time of the ``h2d``
   rows, the synthesis concurrency and the mutex overhead.
+* :func:`duration_spread`: how much the phases' durations vary from partition to partition (the
+  ``jitter`` of :func:`zkgpu.analysis.model.simulate`), measured on the same table.
 * :func:`reference_params`: upstream's PoRep partition (RTX 5070 Ti) from ``data/reference/``: the
   seed's ``CUZK_TIMING`` lines (parsed by :mod:`zkgpu.analysis.logs`) and the published tables; for
   what-if questions at upstream's sizes, never shown as our measurements.
@@ -12,6 +14,7 @@ Durations in ms, sizes in bytes, rates in GB/s (1e9 B/s), as in :class:`~zkgpu.a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -25,7 +28,7 @@ from zkgpu.analysis.model import ModelParams
 from zkgpu.analysis.replay import Source, scenario_table, story_order
 from zkgpu.core.manifest import DATA_DIR
 
-__all__ = ["calibrate", "reference_params", "POREP_CONSTRAINTS", "FR_BYTES", "calibrated_params", "scenario_run_settings",
+__all__ = ["calibrate", "duration_spread", "SPREAD_PHASES", "reference_params", "POREP_CONSTRAINTS", "FR_BYTES", "calibrated_params", "scenario_run_settings",
            "model_vs_measured", "run_differences", "DIFFERENCE_PHASES"]
 
 
@@ -215,6 +218,33 @@ def calibrate(
         lock_overhead_ms=lock_overhead,
         source=source or ("calibrated from " + (", ".join(runs) if runs else "an event table")),
     )
+
+
+#: the phases whose spread :func:`duration_spread` measures: those whose durations :func:`zkgpu.analysis.model.simulate` draws
+SPREAD_PHASES = ("synthesize", "pre_lock", "prep_msm", "b_g2_msm", "ntt_msm_h", "batch_add", "tail_msm")
+
+
+def duration_spread(events: pd.DataFrame, min_rows: int = 8) -> float:
+    """The partition-to-partition spread of a recorded run's durations, as the one coefficient of variation the
+    model's ``jitter`` takes (:func:`zkgpu.analysis.model.simulate`): the median over :data:`SPREAD_PHASES` of each
+    phase's robust CV, (q75 − q25) / 1.349 / median of its wall times (the interquartile range of a normal
+    distribution is 1.349 σ; quartiles, so that the odd stalled partition does not set it). A phase counts with at
+    least ``min_rows`` rows and a median > 0. NaN when no phase counts.
+
+    Why the model needs it: with every duration fixed, two workers that share one GPU stream (``scope="submit"``)
+    can fall into step, each waiting for its partition's kernels at the same moment and doing its pre-lock host
+    work while the GPU idles; measured durations vary and break that step (see :mod:`zkgpu.story.diagnose`)."""
+    if not len(events):
+        return math.nan
+    ev = events[events["phase"].isin(SPREAD_PHASES)]
+    ms = metrics.duration_ms(ev)
+    cvs = []
+    for _, x in ms.groupby(ev["phase"].astype(str)):
+        med = float(x.median())
+        if len(x) >= min_rows and med > 0:
+            q25, q75 = (float(v) for v in x.quantile([0.25, 0.75]))
+            cvs.append((q75 - q25) / 1.349 / med)
+    return float(np.median(cvs)) if cvs else math.nan
 
 
 #: Constraints of one PoRep-32GiB partition (PCE extraction, curio ``extern/cuzk/cuzk-project.md``
