@@ -318,3 +318,18 @@ def test_calibrating_a_pre_lock_run_does_not_count_its_copy_twice(scope):
     assert cal.pre_lock_ms == pytest.approx(truth.pre_lock_ms, rel=1e-6)
     again = model.simulate(cal, partitions=24, gw=2, scope=scope, transfer="pinned", h2d_stage="pre_lock")
     assert again.partitions_per_min == pytest.approx(run.partitions_per_min, rel=0.01)
+
+
+@pytest.mark.parametrize("kw", [dict(gw=2, scope="coarse", transfer="pageable"), dict(gw=2, scope="submit", transfer="pinned", jitter=0.2, seed=3),
+                                dict(gw=1, transfer="resident")])
+def test_result_throughput_and_lazy_utilizations_follow_metrics(kw):
+    """ModelResult's partitions/min and wall ms (computed without metrics' groupby) and its utilizations (computed on first
+    use) equal zkgpu.analysis.metrics on the simulated event table."""
+    from zkgpu.analysis import metrics
+
+    r = model.simulate(params(), partitions=9, **kw)
+    tp = metrics.throughput(r.events).iloc[0]
+    assert r.partitions_per_min == pytest.approx(float(tp["partitions_per_min"]), rel=1e-12)
+    assert r.wall_ms == pytest.approx(float(tp["wall_ms"]), rel=1e-12)
+    u = model.utilization(r.events)
+    assert (r.compute_util, r.kernel_util, r.timeline_util) == (u["compute_util"], u["kernel_util"], u["timeline_util"])
