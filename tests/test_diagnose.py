@@ -4,6 +4,7 @@ errors and outputs; linear time."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
@@ -44,6 +45,12 @@ NOT_MEASURED: dict[tuple[str, str], tuple[str, str]] = {
 }
 #: the narrow-scope scenario whose lock_scope verdict the submission-scope scenario with the same bases measures
 MEASURES_SUBMIT = {"narrow_prep_gpu_h2d_pre_lock_msm_precomp": "submit_prep_gpu_msm_precomp"}
+
+
+@functools.cache
+def _diagnosed(path: Path) -> dg.Diagnosis:
+    """zkgpu diagnose of one committed log, once per test process (several tests read the same recorded logs)."""
+    return dg.diagnose_file(path)
 
 
 def _recordings() -> list[Recording]:
@@ -93,7 +100,7 @@ def test_the_table_covers_every_committed_recording():
 
 @pytest.mark.parametrize(("rec", "scenario"), _CASES, ids=[f"{_key(r)}:{s}" for r, s in _CASES])
 def test_recorded_scenario_gets_the_story_verdict(rec, scenario):
-    d = dg.diagnose_file(rec.log_path(scenario))
+    d = _diagnosed(rec.log_path(scenario))
     want = _expected(rec, scenario)
     assert d.bottleneck == want, f"{_key(rec)}/{scenario}: {d.steps[-1].text}"
     assert d.bottleneck in dg.BOTTLENECKS and d.recommendation == dg.RECOMMENDATIONS[want]
@@ -104,7 +111,7 @@ def test_recorded_scenario_gets_the_story_verdict(rec, scenario):
 
 @pytest.mark.parametrize(("rec", "scenario"), [c for c in _ALL if c not in _CASES], ids=lambda x: getattr(x, "name", x))
 def test_recordings_without_a_story_verdict_still_get_one_of_the_vocabulary(rec, scenario):
-    d = dg.diagnose_file(rec.log_path(scenario))
+    d = _diagnosed(rec.log_path(scenario))
     assert d.bottleneck in dg.BOTTLENECKS and d.steps[-1].name == "verdict"
 
 
@@ -125,13 +132,13 @@ def test_conclusions_next_limit_is_diagnoses_verdict(rec):
     name it (zkgpu.story.conclusions.LIMIT_NAMES), and say the CPU's prep_msm is the remaining limit only there."""
     src = _source(rec)
     for s in [s for s in rec.scenarios if rec.log_path(s) is not None and _after_fix(rec, s)]:
-        want = dg.diagnose_file(rec.log_path(s)).bottleneck
+        want = _diagnosed(rec.log_path(s)).bottleneck
         assert conclusions.next_limit(src, s).bottleneck == conclusions.story_verdict(src, s) == want, s
         assert conclusions.LIMIT_NAMES[want] in conclusions.next_limit_sentence(src, s), s
     if {"baseline", "pinned_pool"} <= set(rec.scenarios):
         items = conclusions.conclusions(src)
         nums, text = conclusions.key_numbers(items), conclusions.finding(src, "next bottleneck")
-        want = dg.diagnose_file(rec.log_path("pinned_pool")).bottleneck
+        want = _diagnosed(rec.log_path("pinned_pool")).bottleneck
         assert nums["pinned_pool_next_limit"]["value"] == want
         assert f"the next limit is {conclusions.LIMIT_NAMES[want]}" in text
         assert ("is done, longer than" in text) == (want == "prep_msm_barrier") == ("waited inside the lock for the CPU's prep_msm"
@@ -219,7 +226,7 @@ def test_not_measured_stays_not_measured(key):
     change; diagnose's reading of it is its rule's (the model's gain from the submission scope below min_gain)."""
     rec = Recording.open(data_dir() / key[0])
     assert MEASURES_SUBMIT[key[1]] not in rec.scenarios, f"{key[0]} now measures the change: compare, and drop the entry"
-    d = dg.diagnose_file(rec.log_path(key[1]))
+    d = _diagnosed(rec.log_path(key[1]))
     assert d.bottleneck == NOT_MEASURED[key][0] and d.next_limit is not None
     assert d.next_limit.lock_gain < dg.THRESHOLDS["min_gain"][0], d.steps[-1].text
 
@@ -235,7 +242,7 @@ def test_model_predicts_the_measured_submit_gain(rec, narrow, submit):
     within the run-to-run spread issue 20 accepts (10%)."""
     tab = scenario_table(_source(rec), [narrow, submit])
     measured = float(tab.loc[submit, "partitions_per_min"] / tab.loc[narrow, "partitions_per_min"])
-    d = dg.diagnose_file(rec.log_path(narrow))
+    d = _diagnosed(rec.log_path(narrow))
     predicted = d.next_limit.lock_gain
     assert (predicted >= dg.THRESHOLDS["min_gain"][0]) == (measured >= dg.THRESHOLDS["min_gain"][0]), (predicted, measured)
     assert abs(predicted / measured - 1) <= 0.10, (predicted, measured)
