@@ -33,7 +33,7 @@ THRESHOLDS: dict[str, tuple[float, str]] = {
                        "the run-to-run spread issue 20 accepts ((max − min) / median <= 10%), below which a measured gain could not "
                        "be told from the spread between repeats. Checked for lock_scope (the submission scope) and prep_msm_barrier "
                        "(prep_msm 2× faster). On logs where the change is already made (submission scope, no lock) the model "
-                       "predicts <= 1.03"),
+                       "predicts less (tests/test_diagnose.py checks every committed log's verdict)"),
 }
 
 
