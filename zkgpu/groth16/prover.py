@@ -54,13 +54,13 @@ from typing import Any
 
 import numpy as np
 
-from zkgpu.arith.domain import ntt_reference
+from zkgpu.arith import ntt_cpu
 from zkgpu.arith.field import FR, fr_from_ints, fr_to_ints
 from zkgpu.core import cuda as _cuda
 from zkgpu.core import optional
 from zkgpu.gpu.fr_device import from_montgomery, to_montgomery
 from zkgpu.gpu.msm.pippenger import msm, msm_cpu
-from zkgpu.gpu.ntt.qap import compute_h_inplace, compute_h_reference, prepare_input
+from zkgpu.gpu.ntt.qap import compute_h_inplace, prepare_input
 from zkgpu.gpu.ntt.transform import ntt_inplace, power_table
 from zkgpu.groth16.formats import Witness, ZKey
 from zkgpu.groth16.keycheck import check_constraints
@@ -174,21 +174,10 @@ def evaluate_qap_reference(zkey: ZKey, witness: Witness) -> tuple[np.ndarray, np
     return tuple(fr_from_ints(x.tolist()) for x in (a, b, c))  # type: ignore[return-value]
 
 
-@functools.lru_cache(maxsize=4)
-def _odd_coset_factors(log_n: int) -> tuple[int, ...]:
-    """``-2 * w_2n^i`` for i < n (snarkjs's 2n-th root): h's coefficients times these, NTT'd, are
-    the values of (A*B - C) = h*Z on the odd coset (Z = -2 there)."""
-    n, w2 = 1 << log_n, snarkjs_root(log_n + 1)
-    out, acc = [], P - 2
-    for _ in range(n):
-        out.append(acc)
-        acc = acc * w2 % P
-    return tuple(out)
-
-
 @functools.lru_cache(maxsize=2)
 def _odd_coset_factors_device(log_n: int) -> Any:
-    """:func:`_odd_coset_factors` built on the GPU (Montgomery form, flat uint32, 8 words each) with
+    """The factors ``-2 * w_2n^i``, i < n (snarkjs's 2n-th root: h's coefficients times these, NTT'd, are the
+    values of (A*B - C) = h*Z on the odd coset, where Z = -2), built on the GPU (Montgomery form, flat uint32, 8 words each) with
     the NTT's power-table kernel (``ntt_build_powers``: ``lo[i mod 2^S] * hi[i >> S]``), instead
     of 2^log_n Python multiplications and a host-to-device copy. Cached (2^log_n * 32 bytes of
     device memory per size): built once, then read by every proof of that size, from any stream."""
@@ -241,7 +230,7 @@ def odd_coset_scalars(h: Any, *, montgomery: bool = False) -> Any:
     Args:
         h: the n coefficients of ``h = (A*B - C)/Z`` in zkgpu's order, as :func:`zkgpu.gpu.ntt.qap.compute_h`
             gives them: a ``(n, 4)`` uint64 CuPy array (the GPU path: NTT kernels, on CuPy's
-            current stream, overwritten) or a numpy array (the CPU path: Python ints, small n).
+            current stream, overwritten) or a numpy array (the CPU path: :func:`zkgpu.arith.ntt_cpu.scaled_ntt`).
         montgomery: the device ``h`` is in Montgomery form (:func:`zkgpu.gpu.ntt.qap.compute_h_inplace`'s
             output); default canonical.
 
@@ -260,8 +249,8 @@ def odd_coset_scalars(h: Any, *, montgomery: bool = False) -> Any:
         ntt_inplace(h, order="nn")
         from_montgomery(h)
         return h[_snarkjs_order_device(log_n)]
-    y = ntt_reference([hv * f % P for hv, f in zip(fr_to_ints(h), _odd_coset_factors(log_n), strict=True)])
-    return fr_from_ints([y[j] for j in snarkjs_order(log_n).tolist()])
+    y = ntt_cpu.scaled_ntt(h, P - 2, snarkjs_root(log_n + 1))  # the NTT of h_i * (-2 w_2n^i)
+    return np.ascontiguousarray(y[snarkjs_order(log_n)])
 
 
 def key_matrices_for(zkey: ZKey, device: str) -> KeyMatrices:
@@ -298,7 +287,8 @@ def h_scalars(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, device: str = "cpu
             Z: the quotient drops any remainder, where snarkjs would keep it (then the proof is
             invalid either way).
         device: ``"gpu"`` (zkgpu.gpu.ntt.qap's device H computation plus one NTT, all on the GPU) or
-            ``"cpu"`` (:func:`zkgpu.gpu.ntt.qap.compute_h_reference`, pure Python: small circuits).
+            ``"cpu"`` (:func:`zkgpu.arith.ntt_cpu.compute_h`: compiled with numba, else Python ints; the
+            same values as :func:`zkgpu.gpu.ntt.qap.compute_h_reference`).
         timings: if given, receives ``quotient_ms`` (the cuzk-convention H computation) and
             ``odd_coset_ms`` (its conversion), wall-clock ms with the GPU synchronised.
 
@@ -319,7 +309,7 @@ def h_scalars(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, device: str = "cpu
         t1 = time.perf_counter()
         out = odd_coset_scalars(bufs[0], montgomery=True).get()
     else:
-        h = fr_from_ints(compute_h_reference(*(fr_to_ints(to_zkgpu_order(x)) for x in (a, b, c))))
+        h = ntt_cpu.compute_h(*(to_zkgpu_order(x) for x in (a, b, c)))
         t1 = time.perf_counter()
         out = odd_coset_scalars(h)
     t2 = time.perf_counter()
