@@ -28,8 +28,8 @@ Phases (each timed, :class:`ProveResult.timings_ms`):
   index ``k*j mod n`` (:func:`snarkjs_order`): inputs and outputs are permuted, the polynomial
   is the same.
 * ``msm_a``, ``msm_b1``, ``msm_l`` (the C points), ``msm_h``: G1 MSMs (:func:`zkgpu.gpu.msm.pippenger.msm`
-  on the GPU, including the points' host-to-device copy; ``msm_cpu`` = py-arkworks-bls12381 on
-  the CPU); ``msm_b2_g2``: the G2 MSM, with ``device="gpu"`` on the GPU after the G1 MSMs (the same
+  on the GPU, including the points' host-to-device copy; on the CPU :func:`msm_g1_cpu_trusted`,
+  py-arkworks-bls12381 without checking the key's points again); ``msm_b2_g2``: the G2 MSM, with ``device="gpu"`` on the GPU after the G1 MSMs (the same
   Pippenger, msm.cu built for G2: ``msm(..., group="g2")``), with ``device="cpu"`` on the CPU
   (py-arkworks-bls12381), by default on a thread alongside the phases above (``g2_wait``: what is
   left of it after them).
@@ -55,11 +55,12 @@ from typing import Any
 import numpy as np
 
 from zkgpu.arith import ntt_cpu
+from zkgpu.arith.curve import g1_to_arkworks
 from zkgpu.arith.field import FR, fr_from_ints, fr_to_ints
 from zkgpu.core import cuda as _cuda
 from zkgpu.core import optional
 from zkgpu.gpu.fr_device import from_montgomery, to_montgomery
-from zkgpu.gpu.msm.pippenger import msm, msm_cpu
+from zkgpu.gpu.msm.pippenger import msm
 from zkgpu.gpu.ntt.qap import compute_h_inplace, prepare_input
 from zkgpu.gpu.ntt.transform import ntt_inplace, power_table
 from zkgpu.groth16.formats import Witness, ZKey
@@ -81,6 +82,7 @@ __all__ = [
     "odd_coset_scalars",
     "h_scalars",
     "msm_g2_cpu",
+    "msm_g1_cpu_trusted",
     "random_pair",
     "assemble_proof",
     "ProveResult",
@@ -360,6 +362,31 @@ def msm_g2_cpu(points: np.ndarray, scalars: np.ndarray) -> np.ndarray:
     return _ark_to_array(optional.arkworks().G2Point.multiexp_unchecked(_g2_ark_list(points), ss), 24)
 
 
+def msm_g1_cpu_trusted(points: np.ndarray, scalars: np.ndarray) -> np.ndarray:
+    """G1 MSM on the CPU without re-checking the inputs (py-arkworks-bls12381 ``G1Point.multiexp_unchecked``):
+    for a key's points already checked by :func:`zkgpu.groth16.formats.read_zkey` (or a key its user vouches
+    for, ``check=False``) and scalars already ``< r`` (a read witness, computed H scalars).
+    :func:`zkgpu.gpu.msm.pippenger.msm_cpu` is the checked call.
+
+    Args:
+        points: ``(n, 12)`` uint64 canonical affine G1. scalars: ``(n, 4)`` uint64 canonical Fr.
+
+    Returns:
+        ``(1, 12)`` uint64 affine.
+
+    Raises:
+        ValueError: the point and scalar counts differ. ImportError: py-arkworks-bls12381 missing.
+    """
+    if points.shape[0] != scalars.shape[0]:
+        raise ValueError(f"msm_g1_cpu_trusted: {points.shape[0]} points but {scalars.shape[0]} scalars")
+    if points.shape[0] == 0:
+        return np.zeros((1, 12), dtype=np.uint64)
+    pts = g1_to_arkworks(np.ascontiguousarray(points, dtype=np.uint64), checked=False)
+    raw = np.ascontiguousarray(scalars, dtype=np.uint64).astype("<u8").tobytes()
+    ss = [optional.arkworks().Scalar.from_le_bytes(raw[i : i + 32]) for i in range(0, len(raw), 32)]
+    return _ark_to_array(optional.arkworks().G1Point.multiexp_unchecked(pts, ss), 12)
+
+
 # --------------------------------------------------------------------------- the prover
 
 
@@ -487,7 +514,7 @@ def prove(
             abc = timed("synthesis", evaluate_host, km, w)
             p = timed("h_scalars", functools.partial(h_scalars, device=device, timings=sub), *abc)
         tm.update({f"h_scalars.{k[:-3]}": v for k, v in sub.items()})
-        g1 = msm if device == "gpu" else msm_cpu
+        g1 = msm if device == "gpu" else msm_g1_cpu_trusted  # the key's points were checked when it was read
         msm_a = timed("msm_a", g1, zkey.a, w)
         msm_b1 = timed("msm_b1", g1, zkey.b1, w)
         msm_l = timed("msm_l", g1, zkey.c, np.ascontiguousarray(w[zkey.n_public + 1 :]))
