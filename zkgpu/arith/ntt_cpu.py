@@ -52,42 +52,102 @@ def _kernel() -> Any:
         s32 = np.uint64(32)
         t = np.zeros(10, dtype=np.uint64)
         tmp = np.zeros((3, 8), dtype=np.uint32)
+        p0, p1, p2, p3, p4, p5, p6, p7 = p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]
 
-        def mul(a, ai, b, bi, out, oi):  # out[oi] = a[ai] * b[bi] / 2^256 mod p (CIOS); out may alias a or b
-            for j in range(10):
-                t[j] = 0
+        def mul(a, ai, b, bi, out, oi):  # out[oi] = a[ai] * b[bi] / 2^256 mod p (CIOS, unrolled over 8 words); out may alias a or b
+            a0, a1, a2, a3, a4, a5, a6, a7 = np.uint64(a[ai, 0]), np.uint64(a[ai, 1]), np.uint64(a[ai, 2]), np.uint64(a[ai, 3]), np.uint64(a[ai, 4]), np.uint64(a[ai, 5]), np.uint64(a[ai, 6]), np.uint64(a[ai, 7])
+            t0 = t1 = t2 = t3 = t4 = t5 = t6 = t7 = t8 = t9 = np.uint64(0)
             for i in range(8):
                 bw = np.uint64(b[bi, i])
-                c = np.uint64(0)
-                for j in range(8):
-                    s = t[j] + np.uint64(a[ai, j]) * bw + c  # <= 2^64 - 1
-                    t[j] = s & mask
-                    c = s >> s32
-                s = t[8] + c
-                t[8] = s & mask
-                t[9] = s >> s32
-                m = (t[0] * pinv) & mask
-                s = t[0] + m * p[0]
+                s = t0 + a0 * bw  # each sum <= 2^64 - 1
+                t0 = s & mask
                 c = s >> s32
-                for j in range(1, 8):
-                    s = t[j] + m * p[j] + c
-                    t[j - 1] = s & mask
-                    c = s >> s32
-                s = t[8] + c
-                t[7] = s & mask
-                t[8] = t[9] + (s >> s32)
-            ge = t[8] != 0  # t < 2p: subtract p once when t >= p
-            if not ge:
-                ge = True
-                for j in range(7, -1, -1):
-                    if t[j] != p[j]:
-                        ge = t[j] > p[j]
-                        break
-            borrow = np.uint64(0)
-            for j in range(8):
-                sub = (p[j] if ge else np.uint64(0)) + borrow
-                out[oi, j] = np.uint32((t[j] - sub) & mask)
-                borrow = np.uint64(1) if t[j] < sub else np.uint64(0)
+                s = t1 + a1 * bw + c
+                t1 = s & mask
+                c = s >> s32
+                s = t2 + a2 * bw + c
+                t2 = s & mask
+                c = s >> s32
+                s = t3 + a3 * bw + c
+                t3 = s & mask
+                c = s >> s32
+                s = t4 + a4 * bw + c
+                t4 = s & mask
+                c = s >> s32
+                s = t5 + a5 * bw + c
+                t5 = s & mask
+                c = s >> s32
+                s = t6 + a6 * bw + c
+                t6 = s & mask
+                c = s >> s32
+                s = t7 + a7 * bw + c
+                t7 = s & mask
+                c = s >> s32
+                s = t8 + c
+                t8 = s & mask
+                t9 = s >> s32
+                m = (t0 * pinv) & mask
+                c = (t0 + m * p0) >> s32
+                s = t1 + m * p1 + c
+                t0 = s & mask
+                c = s >> s32
+                s = t2 + m * p2 + c
+                t1 = s & mask
+                c = s >> s32
+                s = t3 + m * p3 + c
+                t2 = s & mask
+                c = s >> s32
+                s = t4 + m * p4 + c
+                t3 = s & mask
+                c = s >> s32
+                s = t5 + m * p5 + c
+                t4 = s & mask
+                c = s >> s32
+                s = t6 + m * p6 + c
+                t5 = s & mask
+                c = s >> s32
+                s = t7 + m * p7 + c
+                t6 = s & mask
+                c = s >> s32
+                s = t8 + c
+                t7 = s & mask
+                t8 = t9 + (s >> s32)
+            # t < 2p: t - p when t >= p (t8 set, or no borrow out of the subtraction)
+            br = np.uint64(0)
+            d0 = (t0 - p0 - br) & mask
+            br = np.uint64(1) if t0 < p0 + br else np.uint64(0)
+            d1 = (t1 - p1 - br) & mask
+            br = np.uint64(1) if t1 < p1 + br else np.uint64(0)
+            d2 = (t2 - p2 - br) & mask
+            br = np.uint64(1) if t2 < p2 + br else np.uint64(0)
+            d3 = (t3 - p3 - br) & mask
+            br = np.uint64(1) if t3 < p3 + br else np.uint64(0)
+            d4 = (t4 - p4 - br) & mask
+            br = np.uint64(1) if t4 < p4 + br else np.uint64(0)
+            d5 = (t5 - p5 - br) & mask
+            br = np.uint64(1) if t5 < p5 + br else np.uint64(0)
+            d6 = (t6 - p6 - br) & mask
+            br = np.uint64(1) if t6 < p6 + br else np.uint64(0)
+            d7 = (t7 - p7 - br) & mask
+            br = np.uint64(1) if t7 < p7 + br else np.uint64(0)
+            if t8 == 0 and br:
+                out[oi, 0] = np.uint32(t0)
+                out[oi, 1] = np.uint32(t1)
+                out[oi, 2] = np.uint32(t2)
+                out[oi, 3] = np.uint32(t3)
+                out[oi, 4] = np.uint32(t4)
+                out[oi, 5] = np.uint32(t5)
+                out[oi, 6] = np.uint32(t6)
+                out[oi, 7] = np.uint32(t7)
+            else:
+                out[oi, 0] = np.uint32(d0)
+                out[oi, 1] = np.uint32(d1)
+                out[oi, 2] = np.uint32(d2)
+                out[oi, 3] = np.uint32(d3)
+                out[oi, 4] = np.uint32(d4)
+                out[oi, 5] = np.uint32(d5)
+                out[oi, 6] = np.uint32(d6)
+                out[oi, 7] = np.uint32(d7)
 
         def addsub(a, ai, b, bi, out_sum, si, out_diff, di):  # (a + b, a - b) mod p; outputs may alias the inputs
             c = np.uint64(0)

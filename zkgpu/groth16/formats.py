@@ -175,6 +175,7 @@ def _section(path: Path, data: np.ndarray, sections: dict, typ: int, size: int |
 
 
 _GPU_MIN = 1 << 14  # coordinates: below this the host loop is quicker than a kernel launch
+_NUMBA_MIN = 1 << 12  # values: below this Python ints are quicker than numba's import and kernel load
 
 
 def _fq_from_mont_le(raw: bytes | memoryview, count: int, path: Path, what: str) -> np.ndarray:
@@ -205,11 +206,13 @@ def _limbs_mul_mod(limbs: np.ndarray, k: int, m: int) -> np.ndarray:
     """``(n, L)`` uint64 little-endian limbs of values x < m -> ``(n, L)`` uint64 limbs of ``x * k mod m``.
 
     ``k = R^-1`` for the Montgomery modulus of :data:`FQ` (``2^384``) or ``R2^-1`` of :data:`FR`:
-    with numba, a compiled Montgomery reduction (REDC over 32-bit words, twice for FR's
-    ``R^-2``); else one Python-int product per value.
+    with numba and at least :data:`_NUMBA_MIN` values, a compiled Montgomery reduction (REDC over 32-bit
+    words, twice for FR's ``R^-2``); else one Python-int product per value.
     """
     n, nl = limbs.shape
-    kern = _redc_kernel() if sys.byteorder == "little" else None  # the kernel reads uint64 limbs as uint32 words
+    # the kernel reads uint64 limbs as uint32 words (little-endian); below _NUMBA_MIN values Python ints are
+    # quicker than importing numba (~0.3-0.5 s: a key's header points would pay it in every process)
+    kern = _redc_kernel() if sys.byteorder == "little" and n >= _NUMBA_MIN else None
     if kern is not None and n:
         words = np.ascontiguousarray(limbs, dtype=np.uint64).view(np.uint32).reshape(n, 2 * nl)  # little-endian host
         field = FQ if m == FQ.modulus else FR
