@@ -154,3 +154,18 @@ def test_prove_command_reports_the_check(tmp_path, monkeypatch):
         monkeypatch.setattr(formats, "_CACHE", type(formats._CACHE)())  # as a new process
     assert seen == ["checked", "disk"]
     assert len(list((tmp_path / "xdg" / "zkgpu" / "keys").iterdir())) == 1
+
+
+@pytest.mark.gpu
+def test_device_conversions_match_the_host(monkeypatch):
+    """The device paths of the reader (points: fq_from_mont; coefficients: two from_montgomery) give the
+    host paths' arrays (the tiny fixture, forced onto the device by lowering the size threshold)."""
+    monkeypatch.setattr(formats, "_GPU_MIN", 10**12)
+    host = read_zkey(FIXTURE / "circuit.zkey", check=False)
+    want = host.coef_values.copy()
+    monkeypatch.setattr(formats, "_GPU_MIN", 1)
+    dev = read_zkey(FIXTURE / "circuit.zkey", check=False)
+    for name in ("alpha1", "beta2", "ic", "a", "b1", "b2", "c", "h"):
+        got, ref = getattr(dev, name), getattr(host, name)
+        assert got.dtype == np.uint64 and got.flags.c_contiguous and np.array_equal(got, ref), name
+    assert np.array_equal(dev.coef_values, want) and dev.coef_value == host.coef_value

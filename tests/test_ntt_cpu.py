@@ -19,7 +19,7 @@ KINDS = [(False, False), (True, False), (False, True), (True, True)]
 
 def _edges(n: int, rng) -> np.ndarray:
     vals = fr_to_ints(fr_random(n, rng))
-    for i, v in zip(range(n), (0, 1, P - 1, P - 2)):
+    for i, v in zip(range(n), (0, 1, P - 1, P - 2), strict=False):  # the first min(n, 4) values
         vals[i] = v
     return fr_from_ints(vals)
 

@@ -334,8 +334,8 @@ def compute_h(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     n = 1 << L
     zinv = pow(pow(G, n, P) - 1, -1, P)
     if not available():
-        ev = [ntt_reference(ntt_reference(v, inverse=True), coset=True) for v in arrs]
-        hc = [(x * y - z) * zinv % P for x, y, z in zip(*ev, strict=True)]
+        evals = [ntt_reference(ntt_reference(v, inverse=True), coset=True) for v in arrs]
+        hc = [(x * y - z) * zinv % P for x, y, z in zip(*evals, strict=True)]
         return fr_from_ints(ntt_reference(hc, inverse=True, coset=True))
     omega = FR.root_of_unity(L)
     omega_inv, n_inv = pow(omega, -1, P), pow(n, -1, P)

@@ -98,7 +98,8 @@ def run_resident(zkey: Path, wtns: Path, vkey: Path, *, device: str, proofs: int
     runs, phases = [], []
     for i, (res, wall) in enumerate(zip(results, walls, strict=True)):
         pj, pub = workdir / f"resident_proof_{i}.json", workdir / f"resident_public_{i}.json"
-        write_exclusive({pj: json.dumps(proof_json(res)) + "\n", pub: json.dumps(public_json(res)) + "\n"})
+        files: dict[str | Path, str] = {pj: json.dumps(proof_json(res)) + "\n", pub: json.dumps(public_json(res)) + "\n"}
+        write_exclusive(files)
         runs.append(dict(tool=f"zkgpu-{device}", mode="resident", repeat=i, wall_s=wall, verified=snarkjs_verify(vkey, pub, pj)))
         phases += [dict(repeat=i, phase=k, ms=v, mode="resident") for k, v in res.timings_ms.items()]
     bad = [r for r in runs if not r["verified"]]
