@@ -49,7 +49,7 @@ import random
 import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -535,6 +535,10 @@ def prove(
     return res
 
 
+_RESIDENT = ("a", "b1", "b2", "c", "h")
+"""The key's MSM point arrays that :class:`Prover` keeps on the GPU."""
+
+
 class Prover:
     """One key, many proofs: the key is read and validated once (:func:`zkgpu.groth16.formats.read_zkey`,
     cached by content), then :meth:`prove` proves each witness with it.
@@ -544,12 +548,16 @@ class Prover:
         device: ``"gpu"`` or ``"cpu"`` (:func:`prove`).
         r1cs: the circuit (:class:`zkgpu.groth16.setup.R1cs`) or None: each witness is then checked
             against it first (:func:`zkgpu.groth16.keycheck.check_constraints`).
+        resident: ``device="gpu"`` only: copy the key's MSM points (A, B1, B2, C, H) to the GPU once, here,
+            so that no proof copies them again (:func:`zkgpu.gpu.msm.pippenger.msm` takes device points with
+            host scalars); ``False``: every proof copies them, as :func:`prove` on a host key.
 
     Raises:
         ValueError: an unknown device, or an r1cs whose wire count, public count or constraint count do not fit the key.
+        RuntimeError: ``device="gpu"`` without a usable GPU.
     """
 
-    def __init__(self, zkey: ZKey, *, device: str = "gpu", r1cs: Any = None):
+    def __init__(self, zkey: ZKey, *, device: str = "gpu", r1cs: Any = None, resident: bool = True):
         if device not in ("gpu", "cpu"):
             raise ValueError(f"device must be 'gpu' or 'cpu', got {device!r}")
         if r1cs is not None and r1cs.n_wires != zkey.n_vars:
@@ -561,6 +569,11 @@ class Prover:
                              "not the key's circuit")
         self.zkey, self.device, self.r1cs = zkey, device, r1cs
         self.matrices: KeyMatrices | None = None  # the key's A and B matrices, built (on the GPU: uploaded) on first use
+        self._key = zkey  # what prove() reads: with resident points, a copy whose MSM points are CuPy arrays
+        if device == "gpu" and resident:
+            cp = _cuda.cupy()
+            self._key = replace(zkey, **{k: cp.asarray(np.ascontiguousarray(getattr(zkey, k))) for k in _RESIDENT})
+            cp.cuda.get_current_stream().synchronize()
 
     def key_matrices(self) -> KeyMatrices:
         """The key's matrices (:func:`key_matrices_for`), built on the first call and kept (on the GPU: resident)."""
@@ -594,7 +607,7 @@ class Prover:
         t = time.perf_counter()
         km = self.key_matrices()
         km_ms = 1e3 * (time.perf_counter() - t)
-        res = prove(self.zkey, witness, device=self.device, seed=seed, matrices=km)
+        res = prove(self._key, witness, device=self.device, seed=seed, matrices=km)
         if built:  # counted in the first proof's total, as prove() counts the matrices it builds
             res.timings_ms["key_matrices"] = km_ms
             res.timings_ms["total"] += km_ms
