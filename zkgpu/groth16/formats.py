@@ -299,9 +299,9 @@ class ZKey:
             (``R = 2^256``; each checked ``< r``): one Montgomery product with a canonical witness value
             gives ``v * w`` in Montgomery form. :attr:`coef_values` / :attr:`coef_value` are the canonical
             values, converted on first use (and kept).
-        checked: how :func:`read_zkey` vouched for the points: ``"no"`` (``check=False``), ``"checked"``
-            (:func:`~zkgpu.groth16.keycheck.check_key` ran), ``"memory"`` (the same bytes were checked earlier in
-            this process) or ``"disk"`` (a verdict of :mod:`zkgpu.groth16.keycache`).
+        checked: how :func:`read_zkey` vouched for the points of these bytes: ``"no"`` (``check=False``),
+            ``"checked"`` (:func:`~zkgpu.groth16.keycheck.check_key` ran in this process) or ``"disk"`` (a
+            verdict of :mod:`zkgpu.groth16.keycache`); a key from the in-memory cache keeps its first verdict.
     """
 
     path: Path
@@ -411,7 +411,8 @@ def read_zkey(path: str | Path, *, check: bool = True) -> ZKey:
     digest = keycache.digest(data)
     if digest in _CACHE:
         _CACHE.move_to_end(digest)
-        return replace(_CACHE[digest], path=path, checked="memory")  # the arrays are shared
+        hit = _CACHE[digest]
+        return hit if hit.path == path else replace(hit, path=path)  # the arrays are shared
     zkey = _parse_zkey(path, data, secs)
     if keycache.lookup(digest, len(data)):
         zkey.checked = "disk"
