@@ -87,7 +87,7 @@ def prove_command(zkey_path, wtns_paths, proof_path, public_path, out_dir, r1cs_
     try:
         zkey = read_zkey(zkey_path, check=check_key)
         r1cs = read_r1cs(r1) if r1 is not None else None
-        prover = Prover(zkey, device=device, r1cs=r1cs)
+        prover = Prover(zkey, device=device, r1cs=r1cs, resident=len(wtns_paths) > 1)  # one proof: its MSMs copy the points
     except (ValueError, OSError) as exc:
         raise CliError(str(exc)) from None
     t_key = 1e3 * (time.perf_counter() - t0)
