@@ -158,7 +158,7 @@ def bench_command(circuit, setup, zkey_path, wtns_path, vkey_path, device, repea
         run_dir / "manifest.json",
         build_manifest(
             benchmark="prove", circuit=circuit or str(zkey_path), setup=setup if circuit else None, device=device, repeat=repeat,
-            n_vars=zk.n_vars, n_public=zk.n_public, domain_size=zk.domain_size, coefficients=len(zk.coef_value),
+            n_vars=zk.n_vars, n_public=zk.n_public, domain_size=zk.domain_size, coefficients=len(zk.coef_signal),
             build_s=build_s, node=node_version, snarkjs=snarkjs_version, resident=res_summary,
             timing="whole commands (process start to exit, wall-clock s), alternating snarkjs / zkgpu; zkgpu phases "
                    "from zkgpu prove --timings (wall-clock ms, GPU synchronised after each phase); mode=resident rows: "
