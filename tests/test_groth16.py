@@ -431,17 +431,21 @@ def test_bench_prove_records_and_notebook_replays_it(mulchain, tmp_path):
     from zkgpu.story import prove_results as proofs
 
     res = CliRunner().invoke(main, ["bench", "prove", "--zkey", str(mulchain.zkey), "--wtns", str(mulchain.wtns), "--vkey",
-                                    str(mulchain.vkey), "--device", "cpu", "--repeat", "1", "--out", str(tmp_path)])  # fmt: skip
+                                    str(mulchain.vkey), "--device", "cpu", "--repeat", "1", "--resident", "2", "--out", str(tmp_path)])  # fmt: skip
     assert res.exit_code == 0, res.output
     (run,) = [p for p in tmp_path.iterdir() if p.name.endswith("-bench-prove")]
     manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["resident"]["proofs"] == 2 and manifest["resident"]["proofs_per_s"] > 0 and "resident" in res.output
     assert manifest["benchmark"] == "prove" and manifest["domain_size"] == 16 and manifest["device"] == "cpu"
     src = live.open_prove_source("replay", base=tmp_path)
     again = proofs.recorded_prove_source(tmp_path)
     assert again is not None and again.folder == src.folder and again.kind == src.kind and again.runs.equals(src.runs)
     assert src.kind == "recorded-cpu" and src.folder == run and "NOT GPU numbers" in src.banner()
-    assert set(src.runs.tool) == {"snarkjs", "zkgpu-cpu"} and src.runs.verified.all()
+    assert set(src.runs.tool) == {"snarkjs", "zkgpu-cpu"} and src.runs.verified.all() and len(src.runs) == 2
+    assert len(src.resident) == 2 and src.resident.verified.all() and set(src.resident.tool) == {"zkgpu-cpu"}
     key = {k: v["value"] for k, v in proofs.prove_key_numbers(src).items()}
+    assert key["resident_proof_ms"] == pytest.approx(1e3 * src.resident.wall_s.median())
+    assert key["resident_proofs_per_s"] == pytest.approx(manifest["resident"]["proofs_per_s"])
     assert key["all_verified"] == "yes" and key["domain_size"] == 16
     assert "accepted by snarkjs" in proofs.prove_finding(src)
     assert key["speedup_vs_snarkjs"] == pytest.approx(

@@ -150,7 +150,7 @@ def _random_key(pyrng, log_n: int, n_vars: int, per_row: int) -> tuple[ZKey, Wit
                 v.append(pyrng.choice(EDGE[1:]) if pyrng.random() < 0.5 else pyrng.randrange(P))
     u32 = lambda x: np.array(x, dtype=np.uint32)  # noqa: E731
     zk = SimpleNamespace(path=Path("random.zkey"), n_vars=n_vars, domain_size=n, log_n=log_n, coef_matrix=u32(m),
-                         coef_constraint=u32(c), coef_signal=u32(s), coef_value=v)  # fmt: skip
+                         coef_constraint=u32(c), coef_signal=u32(s), coef_value=v, coef_values=v)  # fmt: skip
     w = [1] + _vector(pyrng, n_vars - 1)
     return zk, Witness(Path("random.wtns"), fr_from_ints(w))  # type: ignore[return-value]
 

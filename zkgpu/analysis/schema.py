@@ -19,7 +19,7 @@ __all__ = ["loads_strict", "check_manifest", "read_events"]
 _JSON_TYPE = {dict: "an object", list: "an array", str: "a string", bool: "true/false", int: "an integer", float: "a number"}
 #: the manifest fields a reader uses, with the JSON types they may hold (None: null or absent)
 _MANIFEST_FIELDS: dict[str, tuple[type, ...]] = {
-    "scenarios": (dict,), "environment": (dict,), "host_load": (dict,), "benchmarks": (dict,), "circuit": (dict, str),
+    "scenarios": (dict,), "environment": (dict,), "host_load": (dict,), "benchmarks": (dict,), "circuit": (dict, str), "resident": (dict,),
     "sweep": (str,), "device": (str,), "date_utc": (str,), "command": (str,), "kind": (str,), "notes": (list,),
     "n": (int,), "partitions": (int,), "complete": (bool,), "interrupted": (str,), "incomplete": (str,),
 }

@@ -214,7 +214,7 @@ def _prove_now(repeat: int = 2) -> ProveSource:
                 phases += [dict(repeat=i, phase=k, ms=v) for k, v in {"read": t_read, **res.timings_ms}.items()]
     manifest = dict(
         circuit="mulchain-8 (committed fixture)", setup="snarkjs", device=device, n_vars=zk.n_vars, n_public=zk.n_public,
-        domain_size=zk.domain_size, coefficients=len(zk.coef_value),
+        domain_size=zk.domain_size, coefficients=len(zk.coef_signal),
         verifier="snarkjs groth16 verify + py_ecc pairing" if node else "py_ecc pairing (node not installed: no snarkjs)",
         timing="whole commands (process start to exit)" if node else "in process (no snarkjs to compare with)",
     )  # fmt: skip

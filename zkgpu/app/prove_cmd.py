@@ -10,8 +10,10 @@ from pathlib import Path
 
 import click
 
+from zkgpu.app.settings import cache_root
 from zkgpu.core import cuda as _cuda
 from zkgpu.core.errors import CliError, check_new_outputs
+from zkgpu.groth16 import keycache
 from zkgpu.groth16.circuits import ToolError, build
 from zkgpu.groth16.formats import FormatError, read_wtns, read_zkey
 from zkgpu.groth16.proof import proof_json, public_json, verify_py_ecc, write_exclusive
@@ -66,7 +68,8 @@ def prove_command(zkey_path, wtns_paths, proof_path, public_path, out_dir, r1cs_
     """Prove circom witnesses with a snarkjs BLS12-381 zkey; snarkjs groth16 verify accepts the output.
 
     Every input is checked at the door: the key's points (on the curve, in the prime-order subgroup,
-    a non-degenerate key; once per key content), and each witness against the circuit's r1cs
+    a non-degenerate key; once per key content: a passed check is kept in $XDG_CACHE_HOME/zkgpu/keys,
+    default ~/.cache/zkgpu/keys, by the key's SHA-256 tree hash), and each witness against the circuit's r1cs
     (--r1cs, or the .r1cs beside the key): the first failing constraint is named. Without an r1cs
     a wrong witness gives a proof that verification rejects (the zkey holds no C matrix), as with
     snarkjs. All outputs are written or none, each created exclusively (never overwriting), after
@@ -78,12 +81,13 @@ def prove_command(zkey_path, wtns_paths, proof_path, public_path, out_dir, r1cs_
     check_new_outputs({**targets, "--timings": timings_path}, "zkgpu prove")
     if device == "gpu" and not _cuda.gpu_available():
         raise CliError("--device gpu: no CUDA GPU available (CuPy missing or no device); use --device cpu")
+    keycache.configure(folder=cache_root() / "keys")  # the key checks' verdicts, per user ($XDG_CACHE_HOME)
     t0 = time.perf_counter()
     r1 = _r1cs_for(zkey_path, r1cs_path, check_witness)
     try:
         zkey = read_zkey(zkey_path, check=check_key)
         r1cs = read_r1cs(r1) if r1 is not None else None
-        prover = Prover(zkey, device=device, r1cs=r1cs)
+        prover = Prover(zkey, device=device, r1cs=r1cs, resident=len(wtns_paths) > 1)  # one proof: its MSMs copy the points
     except (ValueError, OSError) as exc:
         raise CliError(str(exc)) from None
     t_key = 1e3 * (time.perf_counter() - t0)
@@ -109,9 +113,11 @@ def prove_command(zkey_path, wtns_paths, proof_path, public_path, out_dir, r1cs_
         results.append(res)
         per.append({"wtns": str(w_path), "read_wtns": t_read, **res.timings_ms})
     seconds = time.perf_counter() - t_all
-    timings: dict = {"read": t_key + t_read if len(per) == 1 else t_key, **{k: v for k, v in per[0].items() if k != "wtns"}}
+    timings: dict = {"read": t_key + t_read if len(per) == 1 else t_key, **{k: v for k, v in per[0].items() if k != "wtns"},
+                     "key_check": zkey.checked}
     if len(per) > 1:
-        timings = {"read_key": t_key, "proofs": len(per), "proofs_per_s": len(per) / seconds, "per_witness": per}
+        timings = {"read_key": t_key, "key_check": zkey.checked, "proofs": len(per), "proofs_per_s": len(per) / seconds,
+                   "per_witness": per}
     extra = {timings_path: json.dumps(timings, indent=1) + "\n"} if timings_path else {}
     try:
         _write_all(results, outs, extra)

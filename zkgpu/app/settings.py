@@ -13,7 +13,7 @@ from zkgpu.core import errors, manifest
 # replay, keynumbers, live and groth16.circuits are imported by the setter that needs them: a command starts
 # without pandas or the pipeline unless a variable of theirs is set
 
-__all__ = ["Setting", "SETTINGS", "apply", "table"]
+__all__ = ["Setting", "SETTINGS", "apply", "table", "cache_root"]
 
 
 def _flag(name: str, value: str) -> bool:
@@ -134,3 +134,11 @@ def apply(environ: Mapping[str, str] | None = None) -> list[str]:
 def table() -> list[tuple[str, str]]:
     """(variable, what it sets) for every setting, in the order of :data:`SETTINGS` (for docs and tests)."""
     return [(s.name, s.sets) for s in SETTINGS]
+
+
+def cache_root(environ: Mapping[str, str] | None = None) -> Path:
+    """zkgpu's per-user cache folder: ``$XDG_CACHE_HOME/zkgpu``, else ``~/.cache/zkgpu`` (the XDG base-directory
+    rule; an empty value counts as unset). Holds the CPU stand-in recordings and the key checks' verdicts."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_CACHE_HOME")
+    return (Path(base) if base else Path.home() / ".cache") / "zkgpu"

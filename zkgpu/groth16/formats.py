@@ -41,7 +41,6 @@ bytes), the witness count (uint32); section 2 = the witness values, n8 bytes eac
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import stat
 import struct
@@ -56,6 +55,8 @@ import numpy as np
 from zkgpu.arith.field import FQ, FR, first_unreduced, fr_to_ints
 from zkgpu.core import cuda as _cuda
 from zkgpu.core import optional
+from zkgpu.gpu.fr_device import from_montgomery
+from zkgpu.groth16 import keycache
 from zkgpu.groth16.keycheck import KeyCheckError, check_key
 
 __all__ = [
@@ -97,8 +98,9 @@ def _describe(mode: int) -> str:
     return "not a regular file"
 
 
-def read_sections(path: str | Path, magic: bytes, max_version: int, *, payload: bool = True) -> tuple[bytearray, dict[int, list[tuple[int, int]]]]:
-    """Read an iden3 binfile: returns ``(data, {type: [(offset, size), ...]})``.
+def read_sections(path: str | Path, magic: bytes, max_version: int, *, payload: bool = True) -> tuple[np.ndarray, dict[int, list[tuple[int, int]]]]:
+    """Read an iden3 binfile: returns ``(data, {type: [(offset, size), ...]})``, ``data`` the file's bytes as a
+    ``(size,)`` uint8 array (one read into private memory: later changes to the file do not reach it).
 
     Only a regular file is read (a FIFO, device, socket or folder is refused before any read, so
     nothing hangs or fills memory), and only the bytes its section headers announce, each checked
@@ -144,8 +146,8 @@ def read_sections(path: str | Path, magic: bytes, max_version: int, *, payload: 
                 sections.setdefault(typ, []).append((pos, sz))
                 pos += sz
             if not payload:
-                return bytearray(), sections
-            data = bytearray(pos)
+                return np.empty(0, dtype=np.uint8), sections
+            data = np.empty(pos, dtype=np.uint8)  # not zero-filled: every byte is read below
             view, got = memoryview(data), 0
             f.seek(0)
             while got < pos:  # one read returns at most ~2 GiB
@@ -160,7 +162,7 @@ def read_sections(path: str | Path, magic: bytes, max_version: int, *, payload: 
     return data, sections
 
 
-def _section(path: Path, data: bytearray, sections: dict, typ: int, size: int | None = None) -> memoryview:
+def _section(path: Path, data: np.ndarray, sections: dict, typ: int, size: int | None = None) -> memoryview:
     found = sections.get(typ)
     if not found:
         raise FormatError(f"{path}: corrupt: section {typ} is missing")
@@ -173,6 +175,7 @@ def _section(path: Path, data: bytearray, sections: dict, typ: int, size: int | 
 
 
 _GPU_MIN = 1 << 14  # coordinates: below this the host loop is quicker than a kernel launch
+_NUMBA_MIN = 1 << 12  # values: below this Python ints are quicker than numba's import and kernel load
 
 
 def _fq_from_mont_le(raw: bytes | memoryview, count: int, path: Path, what: str) -> np.ndarray:
@@ -190,7 +193,7 @@ def _fq_from_mont_le(raw: bytes | memoryview, count: int, path: Path, what: str)
         if b < count:
             v = int.from_bytes(bytes(raw[48 * b : 48 * b + 48]), "little")
             raise FormatError(f"{path}: corrupt: {what} coordinate {b} = {v:#x} is not below q")
-        return words.get().view(np.uint64).reshape(count, 6).astype(np.uint64)
+        return words.get().view(np.uint64).reshape(count, 6)  # .get() is a fresh host array: no copy
     limbs = np.frombuffer(raw, dtype="<u8", count=6 * count).reshape(count, 6)
     bad = first_unreduced(FQ, limbs)
     if bad is not None:
@@ -203,11 +206,13 @@ def _limbs_mul_mod(limbs: np.ndarray, k: int, m: int) -> np.ndarray:
     """``(n, L)`` uint64 little-endian limbs of values x < m -> ``(n, L)`` uint64 limbs of ``x * k mod m``.
 
     ``k = R^-1`` for the Montgomery modulus of :data:`FQ` (``2^384``) or ``R2^-1`` of :data:`FR`:
-    with numba, a compiled Montgomery reduction (REDC over 32-bit words, twice for FR's
-    ``R^-2``); else one Python-int product per value.
+    with numba and at least :data:`_NUMBA_MIN` values, a compiled Montgomery reduction (REDC over 32-bit
+    words, twice for FR's ``R^-2``); else one Python-int product per value.
     """
     n, nl = limbs.shape
-    kern = _redc_kernel() if sys.byteorder == "little" else None  # the kernel reads uint64 limbs as uint32 words
+    # the kernel reads uint64 limbs as uint32 words (little-endian); below _NUMBA_MIN values Python ints are
+    # quicker than importing numba (~0.3-0.5 s: a key's header points would pay it in every process)
+    kern = _redc_kernel() if sys.byteorder == "little" and n >= _NUMBA_MIN else None
     if kern is not None and n:
         words = np.ascontiguousarray(limbs, dtype=np.uint64).view(np.uint32).reshape(n, 2 * nl)  # little-endian host
         field = FQ if m == FQ.modulus else FR
@@ -289,7 +294,14 @@ class ZKey:
         c: ``(n_vars - n_public - 1, 12)`` G1 (the L query).  h: ``(domain_size, 12)`` G1 in
             snarkjs's odd-coset convention (module docstring).
         coef_matrix, coef_constraint, coef_signal: ``(m,)`` uint32 arrays of the A/B coefficients
-            (matrix 0 = A, 1 = B); coef_value: m canonical Fr Python ints.
+            (matrix 0 = A, 1 = B).
+        coef_raw: ``(m, 4)`` uint64, the coefficients' values as snarkjs stores them, ``v * R^2 mod r``
+            (``R = 2^256``; each checked ``< r``): one Montgomery product with a canonical witness value
+            gives ``v * w`` in Montgomery form. :attr:`coef_values` / :attr:`coef_value` are the canonical
+            values, converted on first use (and kept).
+        checked: how :func:`read_zkey` vouched for the points of these bytes: ``"no"`` (``check=False``),
+            ``"checked"`` (:func:`~zkgpu.groth16.keycheck.check_key` ran in this process) or ``"disk"`` (a
+            verdict of :mod:`zkgpu.groth16.keycache`); a key from the in-memory cache keeps its first verdict.
     """
 
     path: Path
@@ -311,12 +323,34 @@ class ZKey:
     coef_matrix: np.ndarray
     coef_constraint: np.ndarray
     coef_signal: np.ndarray
-    coef_value: list[int] = field(repr=False)
+    coef_raw: np.ndarray = field(repr=False)
+    checked: str = "no"
 
     @property
     def log_n(self) -> int:
         """log2 of the domain size."""
         return self.domain_size.bit_length() - 1
+
+    @functools.cached_property
+    def coef_values(self) -> np.ndarray:
+        """``(m, 4)`` uint64 canonical Fr: :attr:`coef_raw` times ``R^-2`` (on the GPU when there is one
+        and m >= 2^14: two Montgomery reductions, :func:`zkgpu.gpu.fr_device.from_montgomery`; else
+        :func:`_limbs_mul_mod`). Computed on first use and kept (read-only)."""
+        raw = self.coef_raw
+        if raw.shape[0] >= _GPU_MIN and _cuda.gpu_available():
+            d = _cuda.cupy().asarray(raw)
+            from_montgomery(d)
+            from_montgomery(d)
+            out = d.get()
+        else:
+            out = _limbs_mul_mod(raw, pow(FR.R2, -1, FR.modulus), FR.modulus) if raw.shape[0] else raw.copy()
+        out.setflags(write=False)
+        return out
+
+    @functools.cached_property
+    def coef_value(self) -> list[int]:
+        """The m canonical coefficient values as Python ints (:attr:`coef_values`)."""
+        return fr_to_ints(self.coef_values)
 
 
 @dataclass
@@ -352,14 +386,17 @@ def read_zkey(path: str | Path, *, check: bool = True) -> ZKey:
     Args:
         path: the key file (a regular file; :func:`read_sections`).
         check: validate every point (:func:`zkgpu.groth16.keycheck.check_key`: on the curve, in the
-            prime-order subgroup, a non-degenerate key). The last :data:`_CACHE_SIZE` validated keys are
-            kept by the SHA-256 of their bytes: reading the same bytes again (any path) returns
-            the same :class:`ZKey` (its arrays, under the new path) without parsing or checking them again. ``False``: no point
-            checks and no cache (tests of the checks themselves).
+            prime-order subgroup, a non-degenerate key), once per content: the bytes read are hashed
+            (:func:`zkgpu.groth16.keycache.digest`); the last :data:`_CACHE_SIZE` checked keys are kept in
+            memory by that hash (reading the same bytes again, any path, returns the same :class:`ZKey`,
+            its arrays shared, without parsing), and with a verdict folder configured
+            (:func:`zkgpu.groth16.keycache.configure`) a valid verdict for the hash skips the point checks
+            in any process. ``False``: no point checks, no hash and no cache (tests of the checks themselves).
 
     Returns:
-        a :class:`ZKey` (points canonical, coefficients canonical Fr ints). Treat it as read-only:
-        the cache shares it.
+        a :class:`ZKey` (points canonical; coefficients as stored, :attr:`ZKey.coef_raw`, canonical on first
+        use of :attr:`ZKey.coef_values`; :attr:`ZKey.checked` says how it was vouched for). Treat it as
+        read-only: the cache shares it.
 
     Raises:
         FormatError (a ValueError) with a one-line message: not a zkey, not Groth16, a curve other
@@ -369,24 +406,30 @@ def read_zkey(path: str | Path, *, check: bool = True) -> ZKey:
     """
     path = Path(path)
     data, secs = read_sections(path, b"zkey", 2)
-    digest = hashlib.sha256(data).digest() if check else b""
-    if check and digest in _CACHE:
+    if not check:
+        return _parse_zkey(path, data, secs)
+    digest = keycache.digest(data)
+    if digest in _CACHE:
         _CACHE.move_to_end(digest)
         hit = _CACHE[digest]
         return hit if hit.path == path else replace(hit, path=path)  # the arrays are shared
     zkey = _parse_zkey(path, data, secs)
-    if check:
+    if keycache.lookup(digest, len(data)):
+        zkey.checked = "disk"
+    else:
         try:
             check_key(zkey)
         except KeyCheckError as exc:
             raise FormatError(str(exc)) from None
-        _CACHE[digest] = zkey
-        while len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
+        keycache.record(digest, len(data))
+        zkey.checked = "checked"
+    _CACHE[digest] = zkey
+    while len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
     return zkey
 
 
-def _parse_zkey(path: Path, data: bytearray, secs: dict[int, list[tuple[int, int]]]) -> ZKey:
+def _parse_zkey(path: Path, data: np.ndarray, secs: dict[int, list[tuple[int, int]]]) -> ZKey:
     proto = _section(path, data, secs, 1, 4)
     (pid,) = struct.unpack("<I", proto)
     if pid != 1:
@@ -434,14 +477,14 @@ def _parse_zkey(path: Path, data: bytearray, secs: dict[int, list[tuple[int, int
         path=path, n_vars=n_vars, n_public=n_public, domain_size=domain,
         alpha1=alpha1, beta1=beta1, beta2=beta2, gamma2=gamma2, delta1=delta1, delta2=delta2,
         ic=ic, a=a, b1=b1, b2=b2, c=c, h=h,
-        coef_matrix=matrix, coef_constraint=constraint, coef_signal=signal, coef_value=values,
+        coef_matrix=matrix, coef_constraint=constraint, coef_signal=signal, coef_raw=values,
     )  # fmt: skip
 
 
 _COEF = np.dtype([("m", "<u4"), ("c", "<u4"), ("s", "<u4"), ("v", "V32")])
 
 
-def _coefficients(path: Path, raw: memoryview, n_vars: int, domain: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
+def _coefficients(path: Path, raw: memoryview, n_vars: int, domain: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     if len(raw) < 4:
         raise FormatError(f"{path}: corrupt: coefficient section (4) is empty")
     (count,) = struct.unpack_from("<I", raw, 0)
@@ -454,14 +497,12 @@ def _coefficients(path: Path, raw: memoryview, n_vars: int, domain: int) -> tupl
         if bad.size:
             i = int(bad[0])
             raise FormatError(f"{path}: corrupt: coefficient {i} has {name} {int(arr[i])} (must be < {bound})")
-    r = FR.modulus
-    vl = np.frombuffer(rec["v"].tobytes(), dtype="<u8").reshape(count, 4)
+    vl = np.frombuffer(rec["v"].tobytes(), dtype="<u8").astype(np.uint64).reshape(count, 4)
     big = first_unreduced(FR, vl)
     if big is not None:
         raw_v = int.from_bytes(vl[big].astype("<u8").tobytes(), "little")
         raise FormatError(f"{path}: corrupt: coefficient {big} value {raw_v:#x} is not below r")
-    values = fr_to_ints(_limbs_mul_mod(vl, pow(FR.R2, -1, r), r)) if count else []
-    return m, cons, sig, values
+    return m, cons, sig, vl
 
 
 def read_wtns(path: str | Path) -> Witness:

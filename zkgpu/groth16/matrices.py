@@ -62,9 +62,9 @@ class KeyMatrices:
 
 
 def coefficient_limbs(zkey: ZKey) -> np.ndarray:
-    """The key's coefficient values as ``(m, 4)`` uint64 canonical Fr (``zkey.coef_value``: an array of that form,
+    """The key's coefficient values as ``(m, 4)`` uint64 canonical Fr (``zkey.coef_values``: an array of that form,
     or Python ints)."""
-    return fr_limbs(zkey.coef_value, name="coefficient")
+    return fr_limbs(zkey.coef_values, name="coefficient")
 
 
 def key_matrices(zkey: ZKey) -> KeyMatrices:

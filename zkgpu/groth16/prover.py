@@ -28,8 +28,8 @@ Phases (each timed, :class:`ProveResult.timings_ms`):
   index ``k*j mod n`` (:func:`snarkjs_order`): inputs and outputs are permuted, the polynomial
   is the same.
 * ``msm_a``, ``msm_b1``, ``msm_l`` (the C points), ``msm_h``: G1 MSMs (:func:`zkgpu.gpu.msm.pippenger.msm`
-  on the GPU, including the points' host-to-device copy; ``msm_cpu`` = py-arkworks-bls12381 on
-  the CPU); ``msm_b2_g2``: the G2 MSM, with ``device="gpu"`` on the GPU after the G1 MSMs (the same
+  on the GPU, including the points' host-to-device copy; on the CPU :func:`msm_g1_cpu_trusted`,
+  py-arkworks-bls12381 without checking the key's points again); ``msm_b2_g2``: the G2 MSM, with ``device="gpu"`` on the GPU after the G1 MSMs (the same
   Pippenger, msm.cu built for G2: ``msm(..., group="g2")``), with ``device="cpu"`` on the CPU
   (py-arkworks-bls12381), by default on a thread alongside the phases above (``g2_wait``: what is
   left of it after them).
@@ -49,18 +49,19 @@ import random
 import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from zkgpu.arith.domain import ntt_reference
+from zkgpu.arith import ntt_cpu
+from zkgpu.arith.curve import g1_to_arkworks
 from zkgpu.arith.field import FR, fr_from_ints, fr_to_ints
 from zkgpu.core import cuda as _cuda
 from zkgpu.core import optional
 from zkgpu.gpu.fr_device import from_montgomery, to_montgomery
-from zkgpu.gpu.msm.pippenger import msm, msm_cpu
-from zkgpu.gpu.ntt.qap import compute_h_inplace, compute_h_reference, prepare_input
+from zkgpu.gpu.msm.pippenger import msm
+from zkgpu.gpu.ntt.qap import compute_h_inplace, prepare_input
 from zkgpu.gpu.ntt.transform import ntt_inplace, power_table
 from zkgpu.groth16.formats import Witness, ZKey
 from zkgpu.groth16.keycheck import check_constraints
@@ -81,6 +82,7 @@ __all__ = [
     "odd_coset_scalars",
     "h_scalars",
     "msm_g2_cpu",
+    "msm_g1_cpu_trusted",
     "random_pair",
     "assemble_proof",
     "ProveResult",
@@ -174,21 +176,10 @@ def evaluate_qap_reference(zkey: ZKey, witness: Witness) -> tuple[np.ndarray, np
     return tuple(fr_from_ints(x.tolist()) for x in (a, b, c))  # type: ignore[return-value]
 
 
-@functools.lru_cache(maxsize=4)
-def _odd_coset_factors(log_n: int) -> tuple[int, ...]:
-    """``-2 * w_2n^i`` for i < n (snarkjs's 2n-th root): h's coefficients times these, NTT'd, are
-    the values of (A*B - C) = h*Z on the odd coset (Z = -2 there)."""
-    n, w2 = 1 << log_n, snarkjs_root(log_n + 1)
-    out, acc = [], P - 2
-    for _ in range(n):
-        out.append(acc)
-        acc = acc * w2 % P
-    return tuple(out)
-
-
 @functools.lru_cache(maxsize=2)
 def _odd_coset_factors_device(log_n: int) -> Any:
-    """:func:`_odd_coset_factors` built on the GPU (Montgomery form, flat uint32, 8 words each) with
+    """The factors ``-2 * w_2n^i``, i < n (snarkjs's 2n-th root: h's coefficients times these, NTT'd, are the
+    values of (A*B - C) = h*Z on the odd coset, where Z = -2), built on the GPU (Montgomery form, flat uint32, 8 words each) with
     the NTT's power-table kernel (``ntt_build_powers``: ``lo[i mod 2^S] * hi[i >> S]``), instead
     of 2^log_n Python multiplications and a host-to-device copy. Cached (2^log_n * 32 bytes of
     device memory per size): built once, then read by every proof of that size, from any stream."""
@@ -241,7 +232,7 @@ def odd_coset_scalars(h: Any, *, montgomery: bool = False) -> Any:
     Args:
         h: the n coefficients of ``h = (A*B - C)/Z`` in zkgpu's order, as :func:`zkgpu.gpu.ntt.qap.compute_h`
             gives them: a ``(n, 4)`` uint64 CuPy array (the GPU path: NTT kernels, on CuPy's
-            current stream, overwritten) or a numpy array (the CPU path: Python ints, small n).
+            current stream, overwritten) or a numpy array (the CPU path: :func:`zkgpu.arith.ntt_cpu.scaled_ntt`).
         montgomery: the device ``h`` is in Montgomery form (:func:`zkgpu.gpu.ntt.qap.compute_h_inplace`'s
             output); default canonical.
 
@@ -260,8 +251,8 @@ def odd_coset_scalars(h: Any, *, montgomery: bool = False) -> Any:
         ntt_inplace(h, order="nn")
         from_montgomery(h)
         return h[_snarkjs_order_device(log_n)]
-    y = ntt_reference([hv * f % P for hv, f in zip(fr_to_ints(h), _odd_coset_factors(log_n), strict=True)])
-    return fr_from_ints([y[j] for j in snarkjs_order(log_n).tolist()])
+    y = ntt_cpu.scaled_ntt(h, P - 2, snarkjs_root(log_n + 1))  # the NTT of h_i * (-2 w_2n^i)
+    return np.ascontiguousarray(y[snarkjs_order(log_n)])
 
 
 def key_matrices_for(zkey: ZKey, device: str) -> KeyMatrices:
@@ -298,7 +289,8 @@ def h_scalars(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, device: str = "cpu
             Z: the quotient drops any remainder, where snarkjs would keep it (then the proof is
             invalid either way).
         device: ``"gpu"`` (zkgpu.gpu.ntt.qap's device H computation plus one NTT, all on the GPU) or
-            ``"cpu"`` (:func:`zkgpu.gpu.ntt.qap.compute_h_reference`, pure Python: small circuits).
+            ``"cpu"`` (:func:`zkgpu.arith.ntt_cpu.compute_h`: compiled with numba, else Python ints; the
+            same values as :func:`zkgpu.gpu.ntt.qap.compute_h_reference`).
         timings: if given, receives ``quotient_ms`` (the cuzk-convention H computation) and
             ``odd_coset_ms`` (its conversion), wall-clock ms with the GPU synchronised.
 
@@ -319,7 +311,7 @@ def h_scalars(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, device: str = "cpu
         t1 = time.perf_counter()
         out = odd_coset_scalars(bufs[0], montgomery=True).get()
     else:
-        h = fr_from_ints(compute_h_reference(*(fr_to_ints(to_zkgpu_order(x)) for x in (a, b, c))))
+        h = ntt_cpu.compute_h(*(to_zkgpu_order(x) for x in (a, b, c)))
         t1 = time.perf_counter()
         out = odd_coset_scalars(h)
     t2 = time.perf_counter()
@@ -368,6 +360,31 @@ def msm_g2_cpu(points: np.ndarray, scalars: np.ndarray) -> np.ndarray:
     raw = scalars.astype("<u8").tobytes()
     ss = [_ark_scalar(int.from_bytes(raw[i : i + 32], "little")) for i in range(0, len(raw), 32)]
     return _ark_to_array(optional.arkworks().G2Point.multiexp_unchecked(_g2_ark_list(points), ss), 24)
+
+
+def msm_g1_cpu_trusted(points: np.ndarray, scalars: np.ndarray) -> np.ndarray:
+    """G1 MSM on the CPU without re-checking the inputs (py-arkworks-bls12381 ``G1Point.multiexp_unchecked``):
+    for a key's points already checked by :func:`zkgpu.groth16.formats.read_zkey` (or a key its user vouches
+    for, ``check=False``) and scalars already ``< r`` (a read witness, computed H scalars).
+    :func:`zkgpu.gpu.msm.pippenger.msm_cpu` is the checked call.
+
+    Args:
+        points: ``(n, 12)`` uint64 canonical affine G1. scalars: ``(n, 4)`` uint64 canonical Fr.
+
+    Returns:
+        ``(1, 12)`` uint64 affine.
+
+    Raises:
+        ValueError: the point and scalar counts differ. ImportError: py-arkworks-bls12381 missing.
+    """
+    if points.shape[0] != scalars.shape[0]:
+        raise ValueError(f"msm_g1_cpu_trusted: {points.shape[0]} points but {scalars.shape[0]} scalars")
+    if points.shape[0] == 0:
+        return np.zeros((1, 12), dtype=np.uint64)
+    pts = g1_to_arkworks(np.ascontiguousarray(points, dtype=np.uint64), checked=False)
+    raw = np.ascontiguousarray(scalars, dtype=np.uint64).astype("<u8").tobytes()
+    ss = [optional.arkworks().Scalar.from_le_bytes(raw[i : i + 32]) for i in range(0, len(raw), 32)]
+    return _ark_to_array(optional.arkworks().G1Point.multiexp_unchecked(pts, ss), 12)
 
 
 # --------------------------------------------------------------------------- the prover
@@ -497,7 +514,7 @@ def prove(
             abc = timed("synthesis", evaluate_host, km, w)
             p = timed("h_scalars", functools.partial(h_scalars, device=device, timings=sub), *abc)
         tm.update({f"h_scalars.{k[:-3]}": v for k, v in sub.items()})
-        g1 = msm if device == "gpu" else msm_cpu
+        g1 = msm if device == "gpu" else msm_g1_cpu_trusted  # the key's points were checked when it was read
         msm_a = timed("msm_a", g1, zkey.a, w)
         msm_b1 = timed("msm_b1", g1, zkey.b1, w)
         msm_l = timed("msm_l", g1, zkey.c, np.ascontiguousarray(w[zkey.n_public + 1 :]))
@@ -518,6 +535,10 @@ def prove(
     return res
 
 
+_RESIDENT = ("a", "b1", "b2", "c", "h")
+"""The key's MSM point arrays that :class:`Prover` keeps on the GPU."""
+
+
 class Prover:
     """One key, many proofs: the key is read and validated once (:func:`zkgpu.groth16.formats.read_zkey`,
     cached by content), then :meth:`prove` proves each witness with it.
@@ -527,12 +548,16 @@ class Prover:
         device: ``"gpu"`` or ``"cpu"`` (:func:`prove`).
         r1cs: the circuit (:class:`zkgpu.groth16.setup.R1cs`) or None: each witness is then checked
             against it first (:func:`zkgpu.groth16.keycheck.check_constraints`).
+        resident: ``device="gpu"`` only: copy the key's MSM points (A, B1, B2, C, H) to the GPU once, here,
+            so that no proof copies them again (:func:`zkgpu.gpu.msm.pippenger.msm` takes device points with
+            host scalars); ``False``: every proof copies them, as :func:`prove` on a host key.
 
     Raises:
         ValueError: an unknown device, or an r1cs whose wire count, public count or constraint count do not fit the key.
+        RuntimeError: ``device="gpu"`` without a usable GPU.
     """
 
-    def __init__(self, zkey: ZKey, *, device: str = "gpu", r1cs: Any = None):
+    def __init__(self, zkey: ZKey, *, device: str = "gpu", r1cs: Any = None, resident: bool = True):
         if device not in ("gpu", "cpu"):
             raise ValueError(f"device must be 'gpu' or 'cpu', got {device!r}")
         if r1cs is not None and r1cs.n_wires != zkey.n_vars:
@@ -544,6 +569,11 @@ class Prover:
                              "not the key's circuit")
         self.zkey, self.device, self.r1cs = zkey, device, r1cs
         self.matrices: KeyMatrices | None = None  # the key's A and B matrices, built (on the GPU: uploaded) on first use
+        self._key = zkey  # what prove() reads: with resident points, a copy whose MSM points are CuPy arrays
+        if device == "gpu" and resident:
+            cp = _cuda.cupy()
+            self._key = replace(zkey, **{k: cp.asarray(np.ascontiguousarray(getattr(zkey, k))) for k in _RESIDENT})
+            cp.cuda.get_current_stream().synchronize()
 
     def key_matrices(self) -> KeyMatrices:
         """The key's matrices (:func:`key_matrices_for`), built on the first call and kept (on the GPU: resident)."""
@@ -577,7 +607,7 @@ class Prover:
         t = time.perf_counter()
         km = self.key_matrices()
         km_ms = 1e3 * (time.perf_counter() - t)
-        res = prove(self.zkey, witness, device=self.device, seed=seed, matrices=km)
+        res = prove(self._key, witness, device=self.device, seed=seed, matrices=km)
         if built:  # counted in the first proof's total, as prove() counts the matrices it builds
             res.timings_ms["key_matrices"] = km_ms
             res.timings_ms["total"] += km_ms

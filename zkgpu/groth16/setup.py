@@ -96,7 +96,7 @@ class R1cs:
 _R1CS_HEADER = struct.Struct("<IIIIQI")  # after n8 and the prime: nWires, nPubOut, nPubIn, nPrvIn, nLabels, nConstraints
 
 
-def r1cs_header(path: str | Path, data: bytearray, secs: dict[int, list[tuple[int, int]]]) -> tuple[int, int, int, int, int]:
+def r1cs_header(path: str | Path, data: np.ndarray, secs: dict[int, list[tuple[int, int]]]) -> tuple[int, int, int, int, int]:
     """The checked header (section 1) of an r1cs read by :func:`zkgpu.groth16.formats.read_sections`:
     ``(n_wires, n_pub_out, n_pub_in, n_prv_in, n_constraints)``.
 
@@ -159,7 +159,7 @@ def read_r1cs(path: str | Path) -> R1cs:
 _R_BYTES = np.frombuffer(P.to_bytes(32, "little"), dtype=np.uint8).copy()
 
 
-def _read_terms(path: Path, data: bytearray, pos: int, end: int, wires: int, cons: int) -> dict:
+def _read_terms(path: Path, data: np.ndarray, pos: int, end: int, wires: int, cons: int) -> dict:
     """:func:`read_r1cs`'s constraint section without numba: the terms as Python ints."""
     view = memoryview(data)[:end]  # a constraint never reads past its section
     out: dict[str, tuple[list[int], list[int], list[int]]] = {k: ([], [], []) for k in "ABC"}

@@ -13,7 +13,7 @@ Phase names are those of :mod:`zkgpu.groth16.prover` plus ``read`` (reading the 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -65,6 +65,9 @@ class ProveSource:
         phases: rows ``repeat, phase, ms``.
         manifest: the recording's manifest (for live: the circuit's sizes).
         folder: the recording folder, or None.
+        resident: rows ``tool, repeat, wall_s, verified`` of the proofs made with the key resident
+            (``zkgpu bench prove --resident N``: one ``Prover.prove`` call each, s); empty when none
+            were recorded (recordings before ``mode``).
     """
 
     kind: str
@@ -72,6 +75,7 @@ class ProveSource:
     phases: pd.DataFrame
     manifest: dict
     folder: Path | None
+    resident: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def on_gpu(self) -> bool:
@@ -109,7 +113,24 @@ def recorded_prove_source(base: str | Path | None = None) -> ProveSource | None:
         raise ValueError(f"{mf} is not readable JSON: {exc}") from exc
     check_manifest(mf, manifest)  # the recordings' one check: an object whose fields hold their types
     kind = "recorded-gpu" if manifest.get("device") == "gpu" else "recorded-cpu"
-    return ProveSource(kind=kind, runs=tables["prove"], phases=tables["phases"], manifest=manifest, folder=folder)
+    runs, phases = (_by_mode(tables[k], folder / f"{k}.csv") for k in ("prove", "phases"))
+    return ProveSource(kind=kind, runs=runs[runs["mode"] == "command"].drop(columns="mode"),
+                       phases=phases[phases["mode"] == "command"].drop(columns="mode"), manifest=manifest, folder=folder,
+                       resident=runs[runs["mode"] == "resident"].drop(columns="mode").reset_index(drop=True))  # fmt: skip
+
+
+def _by_mode(df: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """A table with its ``mode`` column (``command`` or ``resident``); a recording without one holds commands only.
+
+    Raises:
+        ValueError: another mode (names it and the file).
+    """
+    if "mode" not in df.columns:
+        return df.assign(mode="command")
+    bad = sorted(set(df["mode"].astype(str)) - {"command", "resident"})
+    if bad:
+        raise ValueError(f"{path}: unknown mode {bad[0]!r} (expected command or resident)")
+    return df
 
 
 def phase_timeline(phases: pd.DataFrame) -> pd.DataFrame:
@@ -195,6 +216,13 @@ def prove_key_numbers(src: ProveSource) -> dict:
     if len(g2) and g2["on"].iloc[0] == "CPU thread":  # the G2 MSM's time the main thread did not wait for
         waited = float(main.loc[main.phase == "g2_wait", "ms"].sum())
         out["g2_hidden_ms"] = num(max(0.0, float(g2.ms.iloc[0]) - waited), "ms", "G2 MSM time hidden behind other phases")
+    if len(src.resident):
+        res = src.manifest.get("resident") or {}
+        out["resident_proof_ms"] = num(1e3 * float(src.resident["wall_s"].median()), "ms",
+                                       "one proof with the key resident (Prover.prove, key read once), median")
+        if isinstance(res.get("proofs_per_s"), (int, float)):
+            out["resident_proofs_per_s"] = num(float(res["proofs_per_s"]), "",
+                                               f"proofs per second with the key resident, over {res.get('proofs')} proofs")
     if "snarkjs" in med.index:
         out["snarkjs_prove_ms"] = num(1e3 * float(med["snarkjs"]), "ms", "snarkjs groth16 prove, whole command, median")
         out["speedup_vs_snarkjs"] = num(float(med["snarkjs"] / med[zk_tool]), "x", "snarkjs time / zkgpu time")

@@ -57,7 +57,7 @@ def synthetic_key(log_n: int) -> ZKey:
     return ZKey(path=Path(f"synthetic-2^{log_n}.zkey"), n_vars=n, n_public=2, domain_size=n,
                 alpha1=one(2, "g1"), beta1=one(3, "g1"), beta2=one(3, "g2"), gamma2=one(5, "g2"), delta1=one(7, "g1"),
                 delta2=one(7, "g2"), ic=g1[:3], a=g1, b1=g1, b2=g2, c=g1[: n - 3], h=g1, coef_matrix=empty,
-                coef_constraint=empty, coef_signal=empty, coef_value=[])  # fmt: skip
+                coef_constraint=empty, coef_signal=empty, coef_raw=np.zeros((0, 4), dtype=np.uint64))  # fmt: skip
 
 
 def _wall_ms(fn: Callable[[], Any], repeat: int) -> list[float]:

@@ -1,6 +1,7 @@
 """``zkgpu bench prove``: ``zkgpu prove`` against ``snarkjs groth16 prove`` on one circuit, both
 timed as whole commands (process start to exit, wall-clock s), with zkgpu's per-phase times (ms);
-every proof is checked with ``snarkjs groth16 verify``. Writes ``prove.csv``, ``phases.csv`` and
+every proof is checked with ``snarkjs groth16 verify``; ``--resident N`` adds N proofs with the key read once
+(rows of mode ``resident``, a ``resident`` summary in the manifest). Writes ``prove.csv``, ``phases.csv`` and
 ``manifest.json`` into a fresh ``<gpu>-<date>-bench-prove`` run folder (read back by
 ``zkgpu.story.prove_results``)."""
 
@@ -21,10 +22,11 @@ from zkgpu.core import cuda as _cuda
 from zkgpu.core.errors import CliError
 from zkgpu.core.manifest import build_manifest, check_run_base, new_run_dir, write_json_new
 from zkgpu.groth16.circuits import ToolError, build, snarkjs_prove, snarkjs_verify, tools
-from zkgpu.groth16.formats import read_zkey
-from zkgpu.groth16.proof import check_vkey
+from zkgpu.groth16.formats import read_wtns, read_zkey
+from zkgpu.groth16.proof import check_vkey, proof_json, public_json, write_exclusive
+from zkgpu.groth16.prover import Prover
 
-__all__ = ["bench_command", "run_prove_bench"]
+__all__ = ["bench_command", "run_prove_bench", "run_resident"]
 
 
 def _whole_command(cmd: list[str]) -> float:
@@ -43,8 +45,8 @@ def run_prove_bench(zkey: Path, wtns: Path, vkey: Path, *, device: str, repeat: 
     proof with ``snarkjs groth16 verify``.
 
     Returns:
-        (runs, phases): runs rows ``tool, repeat, wall_s, verified``; phases rows ``repeat, phase,
-        ms`` from zkgpu's ``--timings``.
+        (runs, phases): runs rows ``tool, mode, repeat, wall_s, verified`` (mode ``command``); phases rows
+        ``repeat, phase, ms, mode`` from zkgpu's ``--timings`` (its numeric entries).
     Raises:
         click.ClickException: a command failed or a proof was rejected.
     """
@@ -52,18 +54,59 @@ def run_prove_bench(zkey: Path, wtns: Path, vkey: Path, *, device: str, repeat: 
     for i in range(repeat):
         pj, pub = workdir / f"snarkjs_proof_{i}.json", workdir / f"snarkjs_public_{i}.json"
         wall = snarkjs_prove(zkey, wtns, pj, pub)
-        runs.append(dict(tool="snarkjs", repeat=i, wall_s=wall, verified=snarkjs_verify(vkey, pub, pj)))
+        runs.append(dict(tool="snarkjs", mode="command", repeat=i, wall_s=wall, verified=snarkjs_verify(vkey, pub, pj)))
         pj, pub, tj = workdir / f"zkgpu_proof_{i}.json", workdir / f"zkgpu_public_{i}.json", workdir / f"zkgpu_timings_{i}.json"
         cmd = [sys.executable, "-m", "zkgpu.app.cli", "prove", "--zkey", str(zkey), "--wtns", str(wtns), "--proof", str(pj),
                "--public", str(pub), "--device", device, "--timings", str(tj),
                "--no-check-key", "--no-check-witness"]  # fmt: skip  # as snarkjs prove: no input checks; snarkjs verify checks every proof
         wall = _whole_command(cmd)
-        runs.append(dict(tool=f"zkgpu-{device}", repeat=i, wall_s=wall, verified=snarkjs_verify(vkey, pub, pj)))
-        phases += [dict(repeat=i, phase=k, ms=v) for k, v in json.loads(tj.read_text()).items()]
+        runs.append(dict(tool=f"zkgpu-{device}", mode="command", repeat=i, wall_s=wall, verified=snarkjs_verify(vkey, pub, pj)))
+        phases += [dict(repeat=i, phase=k, ms=v, mode="command") for k, v in json.loads(tj.read_text()).items()
+                   if isinstance(v, (int, float))]  # key_check is a word, not a phase
     bad = [r for r in runs if not r["verified"]]
     if bad:
         raise click.ClickException(f"snarkjs groth16 verify rejected the proof of {bad[0]['tool']} (repeat {bad[0]['repeat']})")
     return runs, phases
+
+
+def run_resident(zkey: Path, wtns: Path, vkey: Path, *, device: str, proofs: int, workdir: Path) -> tuple[list[dict], list[dict], dict]:
+    """Many proofs, one key: read the key once into a :class:`zkgpu.groth16.prover.Prover` (no point checks,
+    as the commands: snarkjs verifies every proof), prove the witness ``proofs`` times in this process, each
+    with fresh r and s (:mod:`secrets`), one warm-up proof first (not counted); then verify every proof with
+    ``snarkjs groth16 verify``.
+
+    Returns:
+        (runs, phases, summary): runs rows ``tool, mode="resident", repeat, wall_s, verified`` (``wall_s``:
+        one :meth:`~zkgpu.groth16.prover.Prover.prove` call, perf_counter, the GPU synchronised inside);
+        phases rows ``repeat, phase, ms, mode``; summary ``proofs, median_ms, proofs_per_s`` (proofs over
+        the loop's wall time), ``read_key_ms`` (the one key read, parsed straight from the file).
+    Raises:
+        click.ClickException: a proof was rejected.
+    """
+    t = time.perf_counter()
+    prover = Prover(read_zkey(zkey, check=False), device=device)
+    read_ms = 1e3 * (time.perf_counter() - t)
+    w = read_wtns(wtns)
+    prover.prove(w)  # warm-up: kernels loaded, device tables built
+    results, walls = [], []
+    t_loop = time.perf_counter()
+    for _ in range(proofs):
+        t = time.perf_counter()
+        results.append(prover.prove(w))
+        walls.append(time.perf_counter() - t)
+    loop_s = time.perf_counter() - t_loop
+    runs, phases = [], []
+    for i, (res, wall) in enumerate(zip(results, walls, strict=True)):
+        pj, pub = workdir / f"resident_proof_{i}.json", workdir / f"resident_public_{i}.json"
+        files: dict[str | Path, str] = {pj: json.dumps(proof_json(res)) + "\n", pub: json.dumps(public_json(res)) + "\n"}
+        write_exclusive(files)
+        runs.append(dict(tool=f"zkgpu-{device}", mode="resident", repeat=i, wall_s=wall, verified=snarkjs_verify(vkey, pub, pj)))
+        phases += [dict(repeat=i, phase=k, ms=v, mode="resident") for k, v in res.timings_ms.items()]
+    bad = [r for r in runs if not r["verified"]]
+    if bad:
+        raise click.ClickException(f"snarkjs groth16 verify rejected resident proof {bad[0]['repeat']}")
+    summary = dict(proofs=proofs, median_ms=1e3 * statistics.median(walls), proofs_per_s=proofs / loop_s, read_key_ms=read_ms)
+    return runs, phases, summary
 
 
 @click.command("prove")
@@ -76,8 +119,10 @@ def run_prove_bench(zkey: Path, wtns: Path, vkey: Path, *, device: str, repeat: 
 @click.option("--device", type=click.Choice(["gpu", "cpu"]), default="gpu", show_default=True)
 @click.option("--repeat", default=3, show_default=True, type=click.IntRange(1, 100), help="proofs per tool")
 @click.option("--workdir", default=None, type=click.Path(file_okay=False), help="circuit cache (default: a temporary folder)")
+@click.option("--resident", default=0, show_default=True, type=click.IntRange(0, 1000),
+              help="also N proofs in this process with the key read once (a Prover): per-proof ms and proofs/s")
 @click.option("--out", "out_base", default=None, help="base folder for the run folder (default data/)")
-def bench_command(circuit, setup, zkey_path, wtns_path, vkey_path, device, repeat, workdir, out_base) -> None:
+def bench_command(circuit, setup, zkey_path, wtns_path, vkey_path, device, repeat, resident, workdir, out_base) -> None:
     """zkgpu prove against snarkjs groth16 prove on one circuit: whole-command times and zkgpu's phases."""
     if device == "gpu" and not _cuda.gpu_available():
         raise CliError("--device gpu: no CUDA GPU available; use --device cpu")
@@ -95,6 +140,11 @@ def bench_command(circuit, setup, zkey_path, wtns_path, vkey_path, device, repea
         check_vkey(vkey_path)  # a FIFO never blocks snarkjs, a wrong file is named now
         run_work = Path(tempfile.mkdtemp(prefix="proofs-", dir=work))
         runs, phases = run_prove_bench(Path(zkey_path), Path(wtns_path), Path(vkey_path), device=device, repeat=repeat, workdir=run_work)
+        res_summary = None
+        if resident:
+            r_runs, r_phases, res_summary = run_resident(Path(zkey_path), Path(wtns_path), Path(vkey_path), device=device,
+                                                         proofs=resident, workdir=run_work)
+            runs, phases = runs + r_runs, phases + r_phases
         node_version = subprocess.run([tools().node, "--version"], capture_output=True, text=True).stdout.strip()
     except ValueError as exc:  # an unknown circuit, an unreadable key
         raise CliError(str(exc)) from None
@@ -108,16 +158,22 @@ def bench_command(circuit, setup, zkey_path, wtns_path, vkey_path, device, repea
         run_dir / "manifest.json",
         build_manifest(
             benchmark="prove", circuit=circuit or str(zkey_path), setup=setup if circuit else None, device=device, repeat=repeat,
-            n_vars=zk.n_vars, n_public=zk.n_public, domain_size=zk.domain_size, coefficients=len(zk.coef_value),
-            build_s=build_s, node=node_version, snarkjs=snarkjs_version,
+            n_vars=zk.n_vars, n_public=zk.n_public, domain_size=zk.domain_size, coefficients=len(zk.coef_signal),
+            build_s=build_s, node=node_version, snarkjs=snarkjs_version, resident=res_summary,
             timing="whole commands (process start to exit, wall-clock s), alternating snarkjs / zkgpu; zkgpu phases "
-                   "from zkgpu prove --timings (wall-clock ms, GPU synchronised after each phase)",
+                   "from zkgpu prove --timings (wall-clock ms, GPU synchronised after each phase); mode=resident rows: "
+                   "one Prover.prove call each in one process, the key read once, after one warm-up proof (wall-clock s); "
+                   "resident.proofs_per_s = proofs / the loop's wall time",
         ),
     )  # fmt: skip
     df = pd.DataFrame(runs)
-    for tool, g in df.groupby("tool"):
+    for tool, g in df[df["mode"] == "command"].groupby("tool"):
         click.echo(f"{tool:>12}: median {statistics.median(g.wall_s):8.2f} s over {len(g)} proofs, all verified by snarkjs")
-    ph = pd.DataFrame(phases).groupby("phase", sort=False)["ms"].median()
+    if res_summary is not None:
+        click.echo(f"{'resident':>12}: median {res_summary['median_ms']:8.1f} ms per proof, {res_summary['proofs_per_s']:.2f} proofs/s "
+                   f"over {resident} proofs (key read once, {res_summary['read_key_ms']:.0f} ms), all verified by snarkjs")
+    pf = pd.DataFrame(phases)
+    ph = pf[pf["mode"] == "command"].groupby("phase", sort=False)["ms"].median()
     click.echo(ph.to_string(float_format=lambda v: f"{v:10.1f}"))
     click.echo(f"(median ms per phase) written to {run_dir}")
     tmp.cleanup()
