@@ -79,7 +79,8 @@ failed=()
 # Real proofs (zkgpu.groth16): node comes from the system or from the carried .node/ (scripts/node_carry.sh),
 # unpacked once into /tmp/zkgpu-node. prove-setup builds PROVE_CIRCUIT (circom2 + snarkjs powers of tau,
 # setup, witness) into build/circuits, which stays on a warm machine between calls; prove then proves it
-# with --device gpu, checks the proof with snarkjs and runs `zkgpu bench prove` against snarkjs.
+# with --device gpu, checks the proof with snarkjs and runs `zkgpu bench prove` against snarkjs (PROVE_REPEAT whole
+# commands each, PROVE_RESIDENT proofs with the key resident, and on the GPU --cold: build + first proof in empty caches).
 # Default poseidon-600 (310,200 constraints, a 2^19 domain) with PROVE_SETUP=fast: zkgpu.groth16.setup's
 # insecure set-up from known toxic waste (~a minute), because snarkjs's powers-of-tau preparation (FFTs
 # over curve points in JavaScript) takes far longer than one 10-minute call at 2^19. PROVE_SETUP=snarkjs
@@ -114,7 +115,7 @@ prove_stage() {
   cat "$OUT/prove_timings.json"
   "${snarkjs[@]}" groth16 verify "$d/vkey.json" "$OUT/public.json" "$OUT/proof.json" || return 1
   python3 -m zkgpu.app.cli bench prove --zkey "$d/circuit.zkey" --wtns "$d/circuit.wtns" --vkey "$d/vkey.json" \
-    --device "${PROVE_DEVICE:-gpu}" --repeat "${PROVE_REPEAT:-3}" --out "$DATA"
+    --device "${PROVE_DEVICE:-gpu}" --repeat "${PROVE_REPEAT:-3}" --resident "${PROVE_RESIDENT:-16}" $([ "${PROVE_DEVICE:-gpu}" = gpu ] && echo --cold) --out "$DATA"
 }
 # record-real: the pipeline proving PROVE_CIRCUIT (built by prove-setup) in REAL_SCENARIOS (default
 # pinned_pool: 2 GPU workers, the pinned pool), REAL_PARTITIONS proofs (default 4; ~10 s of CPU G2 MSM

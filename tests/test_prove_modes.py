@@ -48,3 +48,37 @@ def test_an_unknown_mode_is_named(copy):
     pd.read_csv(dst / "prove.csv").assign(mode="bogus").to_csv(dst / "prove.csv", index=False)
     with pytest.raises(ValueError, match="unknown mode 'bogus'"):
         prove_results.recorded_prove_source(base)
+
+
+def test_cold_rows_are_kept_apart(copy):
+    base, dst = copy
+    runs = pd.read_csv(dst / "prove.csv").assign(mode="command")
+    extra = pd.DataFrame([dict(tool="zkgpu-build", mode="cold_build", repeat=0, wall_s=30.0, verified=True),
+                          dict(tool="zkgpu-gpu", mode="cold_first", repeat=0, wall_s=1.5, verified=True)])
+    pd.concat([runs, extra]).to_csv(dst / "prove.csv", index=False)
+    src = prove_results.recorded_prove_source(base)
+    assert len(src.runs) == len(runs) and src.resident.empty
+    assert src.cold["mode"].tolist() == ["cold_build", "cold_first"]
+
+
+def test_bench_prove_cold_runs_build_then_one_command_in_fresh_caches(tmp_path, monkeypatch):
+    """run_cold: zkgpu build, then one prove command, both with CUPY_CACHE_DIR, NUMBA_CACHE_DIR and XDG_CACHE_HOME in
+    the work folder (stand-ins for the commands and snarkjs)."""
+    import json
+
+    from zkgpu.app.bench import prove as bench
+
+    seen = []
+
+    def fake(cmd, env=None):
+        seen.append((cmd[3], {k: env[k] for k in ("CUPY_CACHE_DIR", "NUMBA_CACHE_DIR", "XDG_CACHE_HOME")}))
+        if cmd[3] == "prove":
+            (tmp_path / "cold_timings.json").write_text(json.dumps({"read": 10.0, "total": 20.0, "key_check": "no"}))
+        return 2.0
+
+    monkeypatch.setattr(bench, "_whole_command", fake)
+    monkeypatch.setattr(bench, "snarkjs_verify", lambda *a: True)
+    runs, phases = bench.run_cold(tmp_path / "k.zkey", tmp_path / "w.wtns", tmp_path / "v.json", workdir=tmp_path)
+    assert [c for c, _ in seen] == ["build", "prove"] and seen[0][1] == seen[1][1]
+    assert all(v.startswith(str(tmp_path)) for v in seen[0][1].values())
+    assert [r["mode"] for r in runs] == ["cold_build", "cold_first"] and {p["phase"] for p in phases} == {"read", "total"}

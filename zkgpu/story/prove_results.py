@@ -68,6 +68,9 @@ class ProveSource:
         resident: rows ``tool, repeat, wall_s, verified`` of the proofs made with the key resident
             (``zkgpu bench prove --resident N``: one ``Prover.prove`` call each, s); empty when none
             were recorded (recordings before ``mode``).
+        cold: rows ``tool, mode, repeat, wall_s, verified`` of ``zkgpu bench prove --cold`` (mode ``cold_build``:
+            ``zkgpu build`` in empty kernel caches; ``cold_first``: the first whole prove command after it); empty
+            when not recorded.
     """
 
     kind: str
@@ -76,6 +79,7 @@ class ProveSource:
     manifest: dict
     folder: Path | None
     resident: pd.DataFrame = field(default_factory=pd.DataFrame)
+    cold: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def on_gpu(self) -> bool:
@@ -116,20 +120,26 @@ def recorded_prove_source(base: str | Path | None = None) -> ProveSource | None:
     runs, phases = (_by_mode(tables[k], folder / f"{k}.csv") for k in ("prove", "phases"))
     return ProveSource(kind=kind, runs=runs[runs["mode"] == "command"].drop(columns="mode"),
                        phases=phases[phases["mode"] == "command"].drop(columns="mode"), manifest=manifest, folder=folder,
-                       resident=runs[runs["mode"] == "resident"].drop(columns="mode").reset_index(drop=True))  # fmt: skip
+                       resident=runs[runs["mode"] == "resident"].drop(columns="mode").reset_index(drop=True),
+                       cold=runs[runs["mode"].isin(COLD_MODES)].reset_index(drop=True))  # fmt: skip
+
+
+COLD_MODES = ("cold_build", "cold_first")
+"""The modes of ``zkgpu bench prove --cold``'s rows (:class:`ProveSource` ``cold``)."""
 
 
 def _by_mode(df: pd.DataFrame, path: Path) -> pd.DataFrame:
-    """A table with its ``mode`` column (``command`` or ``resident``); a recording without one holds commands only.
+    """A table with its ``mode`` column (``command``, ``resident`` or :data:`COLD_MODES`); a recording without one holds
+    commands only.
 
     Raises:
         ValueError: another mode (names it and the file).
     """
     if "mode" not in df.columns:
         return df.assign(mode="command")
-    bad = sorted(set(df["mode"].astype(str)) - {"command", "resident"})
+    bad = sorted(set(df["mode"].astype(str)) - {"command", "resident", *COLD_MODES})
     if bad:
-        raise ValueError(f"{path}: unknown mode {bad[0]!r} (expected command or resident)")
+        raise ValueError(f"{path}: unknown mode {bad[0]!r} (expected command, resident, cold_build or cold_first)")
     return df
 
 

@@ -8,6 +8,7 @@ every proof is checked with ``snarkjs groth16 verify``; ``--resident N`` adds N 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -26,12 +27,12 @@ from zkgpu.groth16.formats import read_wtns, read_zkey
 from zkgpu.groth16.proof import check_vkey, proof_json, public_json, write_exclusive
 from zkgpu.groth16.prover import Prover
 
-__all__ = ["bench_command", "run_prove_bench", "run_resident"]
+__all__ = ["bench_command", "run_cold", "run_prove_bench", "run_resident"]
 
 
-def _whole_command(cmd: list[str]) -> float:
+def _whole_command(cmd: list[str], env: dict[str, str] | None = None) -> float:
     t = time.perf_counter()
-    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     wall = time.perf_counter() - t
     if res.returncode != 0:
         last = (res.stderr or res.stdout).strip().splitlines()
@@ -66,6 +67,31 @@ def run_prove_bench(zkey: Path, wtns: Path, vkey: Path, *, device: str, repeat: 
     bad = [r for r in runs if not r["verified"]]
     if bad:
         raise click.ClickException(f"snarkjs groth16 verify rejected the proof of {bad[0]['tool']} (repeat {bad[0]['repeat']})")
+    return runs, phases
+
+
+def run_cold(zkey: Path, wtns: Path, vkey: Path, *, workdir: Path) -> tuple[list[dict], list[dict]]:
+    """A machine that has never run zkgpu, on the GPU: in fresh, empty kernel caches (``CUPY_CACHE_DIR``,
+    ``NUMBA_CACHE_DIR`` and ``XDG_CACHE_HOME`` in ``workdir``), time ``zkgpu build`` (mode ``cold_build``), then the
+    first whole ``zkgpu prove`` command after it (mode ``cold_first``), whose proof snarkjs verifies.
+
+    Returns:
+        (runs, phases) rows as :func:`run_prove_bench`'s, repeat 0.
+    Raises:
+        click.ClickException: a command failed or the proof was rejected.
+    """
+    caches = {k: str(workdir / f"cold-{k.lower()}") for k in ("CUPY_CACHE_DIR", "NUMBA_CACHE_DIR", "XDG_CACHE_HOME")}
+    env = {**os.environ, **caches}
+    build_wall = _whole_command([sys.executable, "-m", "zkgpu.app.cli", "build"], env=env)
+    pj, pub, tj = workdir / "cold_proof.json", workdir / "cold_public.json", workdir / "cold_timings.json"
+    wall = _whole_command([sys.executable, "-m", "zkgpu.app.cli", "prove", "--zkey", str(zkey), "--wtns", str(wtns), "--proof", str(pj),
+                           "--public", str(pub), "--device", "gpu", "--timings", str(tj), "--no-check-key", "--no-check-witness"], env=env)
+    ok = snarkjs_verify(vkey, pub, pj)
+    if not ok:
+        raise click.ClickException("snarkjs groth16 verify rejected the cold proof")
+    runs = [dict(tool="zkgpu-build", mode="cold_build", repeat=0, wall_s=build_wall, verified=True),
+            dict(tool="zkgpu-gpu", mode="cold_first", repeat=0, wall_s=wall, verified=ok)]
+    phases = [dict(repeat=0, phase=k, ms=v, mode="cold_first") for k, v in json.loads(tj.read_text()).items() if isinstance(v, (int, float))]
     return runs, phases
 
 
@@ -121,11 +147,14 @@ def run_resident(zkey: Path, wtns: Path, vkey: Path, *, device: str, proofs: int
 @click.option("--workdir", default=None, type=click.Path(file_okay=False), help="circuit cache (default: a temporary folder)")
 @click.option("--resident", default=0, show_default=True, type=click.IntRange(0, 1000),
               help="also N proofs in this process with the key read once (a Prover): per-proof ms and proofs/s")
+@click.option("--cold", is_flag=True, help="--device gpu: first, zkgpu build and the first proof command in fresh kernel caches (a machine that never ran zkgpu)")
 @click.option("--out", "out_base", default=None, help="base folder for the run folder (default data/)")
-def bench_command(circuit, setup, zkey_path, wtns_path, vkey_path, device, repeat, resident, workdir, out_base) -> None:
+def bench_command(circuit, setup, zkey_path, wtns_path, vkey_path, device, repeat, resident, cold, workdir, out_base) -> None:
     """zkgpu prove against snarkjs groth16 prove on one circuit: whole-command times and zkgpu's phases."""
     if device == "gpu" and not _cuda.gpu_available():
         raise CliError("--device gpu: no CUDA GPU available; use --device cpu")
+    if cold and device != "gpu":
+        raise click.UsageError("--cold measures the GPU's kernel caches: use it with --device gpu")
     if bool(circuit) == bool(zkey_path and wtns_path and vkey_path):
         raise click.UsageError("give either --circuit NAME or all of --zkey, --wtns and --vkey")
     check_run_base(out_base)
@@ -139,7 +168,9 @@ def bench_command(circuit, setup, zkey_path, wtns_path, vkey_path, device, repea
         zk = read_zkey(zkey_path)
         check_vkey(vkey_path)  # a FIFO never blocks snarkjs, a wrong file is named now
         run_work = Path(tempfile.mkdtemp(prefix="proofs-", dir=work))
+        cold_runs, cold_phases = run_cold(Path(zkey_path), Path(wtns_path), Path(vkey_path), workdir=run_work) if cold else ([], [])
         runs, phases = run_prove_bench(Path(zkey_path), Path(wtns_path), Path(vkey_path), device=device, repeat=repeat, workdir=run_work)
+        runs, phases = cold_runs + runs, cold_phases + phases
         res_summary = None
         if resident:
             r_runs, r_phases, res_summary = run_resident(Path(zkey_path), Path(wtns_path), Path(vkey_path), device=device,
