@@ -229,7 +229,7 @@ def test_sppark_parity_is_named_on_the_axis_not_beside_the_points():
     fig, ax = plots.sppark_ratios(t)
     fig.canvas.draw()
     assert not ax.texts  # no label in the plotting area that could be read as a point's
-    ticks = {round(float(v), 6): lab.get_text() for v, lab in zip(ax.get_yticks(), ax.get_yticklabels(), strict=True)}
+    ticks = {round(float(v), 6): lab.get_text() for v, lab in zip(ax.get_xticks(), ax.get_xticklabels(), strict=True)}
     assert ticks[1.0] == plots.curves.PARITY_TICK and plots.curves.PARITY_TICK not in {ticks[v] for v in ticks if v != 1.0}
 
 
@@ -358,6 +358,23 @@ def test_a_timeline_that_would_be_a_barcode_zooms_on_the_runs_middle_by_one_rule
     assert all(a.get_xlim() == pytest.approx(z.window(20.0)) for a in axes) and "in the middle of each run" in caption(figs)
     few = _run([(0, 0, "ntt_msm_h", 0, 500, ""), (0, 0, "tail_msm", 500, 900, "")])
     assert plots.readable_window({"r": few}) is None and "barcode" not in caption(timeline(few, zoom=True)[0])  # readable already
+
+
+def test_bars_add_up_to_their_labels_or_the_figure_refuses():
+    """09's lock-centred bars of the narrow scope, read from the logs alone, drew 171 ms under a "126 ms" label (no mutex_held
+    lines: the workers' phases and barrier waits overlap). A bar whose segments do not add up to its label is refused; 09 now
+    draws gpu_time_split, whose parts add up, with ntt_msm_h whole in its own colour where a log does not split it."""
+    over = pd.DataFrame({"lock_free": [4.0], "h2d": [0.0], "ntt": [83.0], "h_msm": [0.0], "barrier_wait": [47.0], "batch_add": [8.0],
+                         "tail_msm": [28.0], "lock_other": [0.0], "partitions": [16], "ms_per_partition": [126.0]}, index=["pinned_narrow"])
+    with pytest.raises(ValueError, match=r"pinned_narrow \(170 ms drawn, 126 ms labelled\).*gpu_time_split"):
+        plots.critical_path(over)
+    split = pd.DataFrame({"h2d": [0.0], "ntt": [82.0], "h_msm": [0.0], "batch_add": [8.0], "tail_msm": [28.0], "barrier_wait (prep_msm)": [3.0],
+                          "mutex_wait (lock hand-off)": [3.0], "outside the GPU window (start-up, wind-down)": [2.0], "partitions": [16],
+                          "ms_per_partition": [126.0]}, index=["pinned_narrow"])
+    fig, ax = plots.critical_path(split)
+    faces = {t.get_text(): matplotlib.colors.to_hex(h.get_facecolor()) for t, h in zip(ax.get_legend().get_texts(), ax.get_legend().legend_handles, strict=True)}
+    assert faces[plots.bars.UNSPLIT_LABEL] == PHASE_COLORS["ntt_msm_h"] and "NTT and the rest of ntt_msm_h" not in faces
+    assert sum(p.get_width() for p in ax.patches) == pytest.approx(126.0)
 
 
 def test_the_lock_centred_figure_has_its_own_title_and_the_reports_phase_colours():

@@ -189,6 +189,8 @@ def _fit_end_labels(fig: Figure, ax: Axes) -> None:
 #: The title of :func:`critical_path`'s lock-centred figure (:func:`zkgpu.analysis.metrics.critical_path`), told apart from the
 #: idle-cause figure ("the GPU's time per partition") whose segments are named and coloured otherwise.
 LOCK_TITLE = "the GPU's time per partition around its mutex"
+#: The legend label of ntt_msm_h drawn whole, where the data (a log) have no H2D or H MSM rows to split it by.
+UNSPLIT_LABEL = "ntt_msm_h (not split: no H2D or H MSM rows)"
 IDLE_KEYS: dict[str, str] = {**{c: k for c, k in CAUSE_PHASES.items() if c not in ("compute", "exposed H2D")},
                              OUTSIDE_WINDOW: "outside_window"}
 
@@ -209,10 +211,14 @@ def critical_path(table: pd.DataFrame, ax: Axes | None = None, title: str | None
     tot = {i: f"{r['ms_per_partition']:.0f} ms = {60000 / r['ms_per_partition']:.0f} partitions/min" for i, r in table.iterrows()
            if r.get("ms_per_partition", 0) and np.isfinite(r.get("ms_per_partition", np.nan))}
     by_cause = set(IDLE_KEYS) & set(table.columns)
+    unsplit = not (table.reindex(columns=["h2d", "h_msm"]).fillna(0.0) > 0).any(axis=None)  # no sub-phase rows (a log): ntt is all of ntt_msm_h
     if by_cause:  # idle causes drawn in their phases' colours, named as gpu_window names them
         cats = [*BUSY_PARTS, *[c for c in IDLE_KEYS if c in table.columns]]
         keys = {c: IDLE_KEYS.get(c, c) for c in cats}
         labels = {**{k: PATH_LABELS[k] for k in BUSY_PARTS}, **{IDLE_KEYS[c]: c for c in by_cause}}
+        if unsplit:
+            keys["ntt"] = "ntt_msm_h"
+            labels["ntt_msm_h"] = UNSPLIT_LABEL
         fig, ax, v = _stacked(table[cats].rename(columns=keys), [keys[c] for c in cats], ax, "ms of GPU time per partition",
                               title or "the GPU's time per partition", labels=labels, totals=tot, xmax=xmax)
         how = ("the GPU's parts (exposed H2D, NTT, H MSM, batch_add, tail_msm), then the time it idled, named by what the "
@@ -222,13 +228,21 @@ def critical_path(table: pd.DataFrame, ax: Axes | None = None, title: str | None
         name = "the GPU's time per partition"
         title = (title or name).replace(name, LOCK_TITLE, 1) if name in (title or name) else f"{LOCK_TITLE}: {title}"
         cats, labels, tab = list(GPU_PATH), dict(PATH_LABELS), table
-        if not (table.reindex(columns=["h2d", "h_msm"]).fillna(0.0) > 0).any(axis=None):  # no sub-phase rows (a log): ntt is all of ntt_msm_h
+        if unsplit:
             tab, cats = table.rename(columns={"ntt": "ntt_msm_h"}), ["ntt_msm_h" if c == "ntt" else c for c in cats]
-            labels["ntt_msm_h"] = "ntt_msm_h (not split: no H2D or H MSM rows)"
+            labels["ntt_msm_h"] = UNSPLIT_LABEL
         fig, ax, v = _stacked(tab, cats, ax, "ms of GPU time per partition", title, labels=labels, totals=tot, xmax=xmax)
         how = ("in the order of the GPU's critical path: no worker holds the mutex, then, with the mutex held, exposed H2D, NTT, "
                "H MSM (or all of ntt_msm_h, in its own colour, where the data do not split it), barrier_wait, batch_add, tail_msm and "
                "the rest of the held time")
+    if "ms_per_partition" in table.columns:  # a bar is labelled with its total: its segments must add up to it
+        total = pd.to_numeric(table["ms_per_partition"], errors="coerce").reindex(v.index).to_numpy(dtype=float)
+        over = [f"{i} ({s:.0f} ms drawn, {t:.0f} ms labelled)" for i, s, t in zip(v.index, v.sum(axis=1), total, strict=True)
+                if np.isfinite(t) and abs(s - t) > 1.0 + 0.01 * t]
+        if over:
+            plt.close(fig)
+            raise ValueError("the segments do not add up to the bar's time per partition (they overlap: workers outside one lock, "
+                             f"or a log without mutex_held rows): {'; '.join(over)}; draw zkgpu.analysis.gpu_time.gpu_time_split instead")
     first = v.index[0]
     parts = ", ".join(f"{labels.get(c, c)} {v.at[first, c]:.0f}" for c in v.columns if v.at[first, c] >= 0.5)
     set_caption(fig, "Each bar is one GPU's wall time divided by the partitions it finished; the segments are disjoint "
