@@ -360,6 +360,25 @@ def test_a_timeline_that_would_be_a_barcode_zooms_on_the_runs_middle_by_one_rule
     assert plots.readable_window({"r": few}) is None and "barcode" not in caption(timeline(few, zoom=True)[0])  # readable already
 
 
+def test_the_gpus_time_per_partition_gives_its_bars_the_figures_width():
+    """The landing page's figure of the GPU's time per partition drew its bars in a narrow strip: long step names on the
+    left, the eleven-entry legend on the right and an x range twice the longest bar. The legend now sits under the axes,
+    the axes take most of the figure's width, and the longest bar most of the axes."""
+    from zkgpu.analysis.gpu_time import BUSY_PARTS, IDLE_PARTS
+
+    names = ["baseline", "narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3", "submit_prep_gpu_msm_precomp_gw3"]
+    t = pd.DataFrame([[99.0, 20, 36, 6, 18, *([1.0] * len(IDLE_PARTS))], [10.0, 1, 30, 6, 13, *([1.0] * len(IDLE_PARTS))],
+                      [8.0, 1, 28, 5, 9, *([1.0] * len(IDLE_PARTS))]], index=names, columns=[*BUSY_PARTS, *IDLE_PARTS])
+    t["ms_per_partition"] = t.sum(axis=1)
+    fig, ax = plots.critical_path(t)
+    fig.canvas.draw()
+    box, legend = ax.get_position(), ax.get_legend().get_window_extent().transformed(fig.transFigure.inverted())
+    assert box.width >= 0.5 and legend.y1 < box.y0  # the legend under the axes, not beside them
+    assert float(t["ms_per_partition"].max()) / ax.get_xlim()[1] >= 0.6
+    frame = ax.get_window_extent()
+    assert all(x.get_window_extent().x1 <= frame.x1 + 1 for x in ax.texts)  # every bar-end label inside the axes
+
+
 def test_bars_add_up_to_their_labels_or_the_figure_refuses():
     """09's lock-centred bars of the narrow scope, read from the logs alone, drew 171 ms under a "126 ms" label (no mutex_held
     lines: the workers' phases and barrier waits overlap). A bar whose segments do not add up to its label is refused; 09 now

@@ -13,6 +13,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.transforms import ScaledTranslation
 
 from zkgpu.analysis import keynumbers
 from zkgpu.analysis.gpu_time import BUSY_PARTS, CAUSE_PHASES, OUTSIDE_WINDOW
@@ -127,7 +128,12 @@ def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: 
     if normalize:
         v = v.div(v.sum(axis=1).replace(0.0, np.nan), axis=0).fillna(0.0) * 100
     own = ax is None  # a figure of its own: laid out here; else the caller's figure lays out its panels
-    fig, ax = fig_ax(ax, (figw, 0.5 * len(v) + 1.8))
+    names = [(labels or {}).get(c, c) for c in cats if (v[c] > 0).any()]
+    # a figure of its own has its legend under the axes, in as many columns as its width holds, so that the bars get the
+    # figure's width (beside them, the legend and the row names left the bars a narrow strip)
+    ncol = max(1, min(len(names), int(figw // (0.075 * max((len(n) for n in names), default=1) + 0.45))))
+    rows = -(-len(names) // ncol)
+    fig, ax = fig_ax(ax, (figw, 0.5 * len(v) + 1.8 + (0.22 * rows + 0.2 if own else 0.0)))
     y = np.arange(len(v))
     left = np.zeros(len(v))
     drawn = []
@@ -158,7 +164,11 @@ def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: 
         room = 0.62 if xmax is not None else max(0.3, 1.0 - 0.09 * (chars + 2) / axis_in)
         ax.set_xlim(0, longest / room if longest > 0 else 1)
     # the legend lists every colour drawn, however thin its segments (a reader who sees a sliver can name it)
-    patch_legend(ax, drawn, labels)
+    if own:  # a fixed distance under the axes (past the tick labels and the x label), whatever their height
+        below = ScaledTranslation(0, -0.55, fig.dpi_scale_trans)
+        patch_legend(ax, drawn, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=ax.transAxes + below, ncol=ncol)
+    else:
+        patch_legend(ax, drawn, labels)
     ax.grid(axis="x", alpha=0.3)
     if own:
         fig.tight_layout()
@@ -168,20 +178,21 @@ def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: 
 
 
 def _fit_end_labels(fig: Figure, ax: Axes) -> None:
-    """Widen the x range so that every bar-end label ends inside the axes (measured once laid out: long row names and
-    the legend narrow the axes more than the estimate allows, and a label then ran into the legend)."""
+    """Set the x range so that every bar-end label ends just inside the axes (measured once laid out: long row names
+    narrow the axes more than the estimate allows, and a label then ran into the legend; a range set wider than the
+    labels need left the bars a narrow strip)."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
     box = ax.get_window_extent(renderer)
     lo, hi = ax.get_xlim()
-    need = hi
+    need = 0.0
     for t in ax.texts:
         w = t.get_window_extent(renderer).width
         x = float(t.get_position()[0])
         if box.width > w and x > 0:
             need = max(need, x * box.width / (box.width - w))
-    if need > hi:
-        ax.set_xlim(lo, need * 1.02)
+    if need > 0:  # as wide as the labels need, no wider: the bars keep the rest of the axes
+        ax.set_xlim(lo, need * 1.03)
 
 
 #: The idle parts of :func:`zkgpu.story.conclusions.gpu_time_split` (idle causes of :func:`zkgpu.analysis.gpu_time.idle_causes`) and
