@@ -415,3 +415,25 @@ def test_the_lock_centred_figure_has_its_own_title_and_the_reports_phase_colours
         if k not in aliases and c != "#999999":  # #999999: phases no figure draws (PHASES without a colour of their own)
             by_colour.setdefault(c.lower(), []).append(k)
     assert all(len(v) == 1 for v in by_colour.values()), {c: v for c, v in by_colour.items() if len(v) > 1}
+
+
+def test_whiskers_never_cross_a_bar_label():
+    """08's figure (b) drew each throughput whisker over the white label inside its bar, and the staircase's whiskers ran
+    through the numbers above the bars: a label now ends before its whisker (or starts after it) and sits above it."""
+    from matplotlib.collections import LineCollection
+
+    t = pd.DataFrame({"partitions_per_min": [330.0, 961.0], "partitions_per_min_min": [316.0, 950.0], "partitions_per_min_max": [340.0, 997.0],
+                      "compute_util": [0.43, 0.92], "kernel_util": [0.9, 0.95], "timeline_util": [0.97, 0.99]}, index=["baseline", "msm_precomp"])
+    fig, panel = plt.subplots(figsize=(7, 3))
+    plots.bars._throughput_rows(t, panel, 1200.0, "bound", None, "(b)")  # 08's panel (b)
+    for ax in (panel, plots.staircase(t)[1]):
+        ax.figure.canvas.draw()
+        r = ax.figure.canvas.get_renderer()
+        whiskers = [s for c in ax.collections if isinstance(c, LineCollection) for s in c.get_segments()]
+        assert len(whiskers) == 2
+        boxes = [txt.get_window_extent(r) for txt in ax.texts]
+        for seg in whiskers:
+            (x0, y0), (x1, y1) = ax.transData.transform(seg[0]), ax.transData.transform(seg[1])
+            for b in boxes:  # no label box meets the whisker's line
+                crosses = min(x0, x1) - 1 <= b.x1 and b.x0 <= max(x0, x1) + 1 and min(y0, y1) - 1 <= b.y1 and b.y0 <= max(y0, y1) + 1
+                assert not crosses, (ax.get_title(), b, seg)

@@ -555,16 +555,18 @@ def _throughput_rows(table: pd.DataFrame, ax: Axes, bound: float | None, bound_l
     ax.figure.canvas.draw_idle()
     width_px = max(1.0, ax.get_window_extent().width)
     per_px = ax.get_xlim()[1] / width_px
-    for yi, a in zip(y.astype(float), v, strict=True):
+    # a label ends left of its whisker (inside the bar) or starts right of it (after the bar): never under the whisker
+    lo_err, hi_err = (err[0], err[1]) if err is not None else (np.zeros(len(v)), np.zeros(len(v)))
+    for yi, a, el, eh in zip(y.astype(float), v, lo_err, hi_err, strict=True):
         if not np.isfinite(a):  # a published row of (a): no throughput of ours
             ax.text(3 * per_px, yi, "n/a", va="center", ha="left", fontsize="x-small", color="#636363")
             continue
         text = f"{a:.0f}" + (f" ({a / bound:.0%})" if bound else "")
         need = (len(text) * 5.2 + 8) * per_px  # x-small text: about 5 px a character at the report's 72 dpi
-        if a > need:
-            ax.text(a - 3 * per_px, yi, text, va="center", ha="right", fontsize="x-small", color="white", zorder=3)
+        if a - el > need:
+            ax.text(a - el - 3 * per_px, yi, text, va="center", ha="right", fontsize="x-small", color="white", zorder=3)
         else:
-            ax.text(a + 3 * per_px, yi, text, va="center", ha="left", fontsize="x-small", zorder=3,
+            ax.text(a + eh + 3 * per_px, yi, text, va="center", ha="left", fontsize="x-small", zorder=3,
                     bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})
     ax.set_yticks(y)
     ax.set_yticklabels([str(i) for i in table.index])
@@ -643,7 +645,7 @@ def staircase(table: pd.DataFrame, ax: Axes | None = None, title: str | None = N
     fig, ax = fig_ax(ax, (max(6.5, 0.75 * len(table) + 3.5), 4.4))
     x = np.arange(len(table))
     v = table["partitions_per_min"].astype(float).to_numpy()
-    bars = ax.bar(x, v, 0.6, **SERIES_STYLE["measured"], label="partitions/min (median run)")
+    ax.bar(x, v, 0.6, **SERIES_STYLE["measured"], label="partitions/min (median run)")
     lo_hi = [f"partitions_per_min_{k}" for k in ("min", "max")]
     spread = table[lo_hi].astype(float).to_numpy() if set(lo_hi) <= set(table.columns) else np.full((len(table), 2), np.nan)
     has = np.isfinite(spread).all(axis=1)
@@ -651,8 +653,10 @@ def staircase(table: pd.DataFrame, ax: Axes | None = None, title: str | None = N
         err = np.vstack([v - spread[:, 0], spread[:, 1] - v])
         err[:, ~has] = 0
         ax.errorbar(x[has], v[has], yerr=err[:, has], fmt="none", ecolor="#111111", capsize=3, lw=1, label="min–max over the repeats")
-    ax.bar_label(bars, labels=[f"{a:.0f}" + ("\n(1 run)" if has.any() and not ok else "") for a, ok in zip(v, has, strict=True)],
-                 fontsize="x-small", padding=3)
+    tops = np.where(has, spread[:, 1], v)  # a label sits above its whisker, not across it
+    for xi, a, t, ok in zip(x, v, tops, has, strict=True):
+        ax.annotate(f"{a:.0f}" + ("\n(1 run)" if has.any() and not ok else ""), (xi, t if np.isfinite(t) else a), xytext=(0, 3),
+                    textcoords="offset points", ha="center", va="bottom", fontsize="x-small")
     ax.set_ylim(0, np.nanmax(np.where(has, spread[:, 1], v)) * 1.2)
     ax.set_xticks(x)
     ax.set_xticklabels([str(i) for i in table.index], rotation=25, ha="right", fontsize="small")
