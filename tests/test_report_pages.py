@@ -300,3 +300,25 @@ def test_navigation_has_no_empty_links_and_headings_number_their_own_notebook(tm
         m = re.match(r"# (?:Appendix )?(\d\d\w?) —", head)
         own = re.match(r"(?:appendix_)?(\d\d\w?)_", f.stem)
         assert (m.group(1) if m else None) == (own.group(1) if own else None) or f.stem == "00_index", f"{f.stem}: {head!r}"
+
+
+def test_gpu_phases_is_one_name_with_one_statistic():
+    """Issue 21's reader found "GPU phases" per partition at four values on four pages: 06/07's tables (gpu_phase_ms, 110 ms,
+    pinned_pool's mean), 07's bound (the model's 89 ms), 07b's budget (50 ms, the median partition of another recording's
+    step) and the appendix. One name now: a page that shows another statistic says it, and each value names its scenario and
+    recording; the same name at two values without that is caught."""
+    assert {keynumbers.base_name(n) for n in ("gpu_phase_ms", "GPU phases", "GPU phases per partition", "gpu_ms_per_partition")} == {"gpu_phases"}
+    keynumbers.save_key_numbers("drain", {})  # what earlier tests noted is not this page's
+
+    def note(v, scenario, rec, statistic=""):
+        return {"name": "gpu_phases", "value": v, "text": f"{v:.0f} ms", "scenario": scenario, "recording": rec, "statistic": statistic, "unit": "ms"}
+
+    table = note(109.9, "pinned_pool", "rec-main")
+    bound = note(88.7, "pinned_pool", "rec-main")  # 07's prose printed the model's value under the same name
+    assert pagebudget.conflicting_shown({"06": [table], "07": [table, bound]})
+    bound["statistic"] = keynumbers.GPU_PHASES_MODEL
+    budget = note(49.8, "submit_prep_gpu_msm_precomp_gw3", "rec-last", keynumbers.GPU_PHASES_MEDIAN)
+    assert not pagebudget.conflicting_shown({"06": [table], "07": [table, bound], "07b": [budget, dict(budget)]})
+    assert pagebudget.conflicting_shown({"07b": [budget, note(65.3, "submit_prep_gpu_msm_precomp_gw3", "rec-last", keynumbers.GPU_PHASES_MEDIAN)]})
+    # 10's key number was named gpu_phase_ms (one proof's kernel phases): under its own name it joins no GPU-phase group
+    assert keynumbers.base_name("kernel_phases") is None
