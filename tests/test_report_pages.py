@@ -322,3 +322,18 @@ def test_gpu_phases_is_one_name_with_one_statistic():
     assert pagebudget.conflicting_shown({"07b": [budget, note(65.3, "submit_prep_gpu_msm_precomp_gw3", "rec-last", keynumbers.GPU_PHASES_MEDIAN)]})
     # 10's key number was named gpu_phase_ms (one proof's kernel phases): under its own name it joins no GPU-phase group
     assert keynumbers.base_name("kernel_phases") is None
+
+
+def test_a_printed_finding_reads_as_prose_in_the_lecture_view():
+    """07's finding (one printed line of ~180 words) was a wall of monospace in the lecture view: a printed sentence is
+    now a paragraph; a banner, a short line or an aligned table stays as printed."""
+    long = "With the pool, barrier_wait takes 0.0% of the held mutex <and> " + "x" * lecture.PROSE_LINE
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("print(finding)")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=long + "\n"),
+                    nbformat.v4.new_output("stream", name="stdout", text="REPLAY of a GPU recording.\n" + long + "\n")]
+    nb.cells = [cell]
+    outs = lecture.lecture_notebook(nb).cells[0].outputs
+    assert outs[0]["output_type"] == "display_data" and outs[0]["data"]["text/html"].startswith("<p class='zkgpu-prose'>With the pool")
+    assert "&lt;and&gt;" in outs[0]["data"]["text/html"]
+    assert outs[1]["output_type"] == "stream"  # a banner line beside it: left as printed
