@@ -437,3 +437,6 @@ def test_whiskers_never_cross_a_bar_label():
             for b in boxes:  # no label box meets the whisker's line
                 crosses = min(x0, x1) - 1 <= b.x1 and b.x0 <= max(x0, x1) + 1 and min(y0, y1) - 1 <= b.y1 and b.y0 <= max(y0, y1) + 1
                 assert not crosses, (ax.get_title(), b, seg)
+    stair = plots.staircase(t)[1]
+    stair.figure.canvas.draw()
+    assert stair.get_legend().get_window_extent().y0 >= stair.get_window_extent().y1 - 1  # above the axes: the line never crosses it

@@ -653,11 +653,19 @@ def staircase(table: pd.DataFrame, ax: Axes | None = None, title: str | None = N
         err = np.vstack([v - spread[:, 0], spread[:, 1] - v])
         err[:, ~has] = 0
         ax.errorbar(x[has], v[has], yerr=err[:, has], fmt="none", ecolor="#111111", capsize=3, lw=1, label="min–max over the repeats")
-    tops = np.where(has, spread[:, 1], v)  # a label sits above its whisker, not across it
-    for xi, a, t, ok in zip(x, v, tops, has, strict=True):
-        ax.annotate(f"{a:.0f}" + ("\n(1 run)" if has.any() and not ok else ""), (xi, t if np.isfinite(t) else a), xytext=(0, 3),
-                    textcoords="offset points", ha="center", va="bottom", fontsize="x-small")
     ax.set_ylim(0, np.nanmax(np.where(has, spread[:, 1], v)) * 1.2)
+    # a label sits inside its bar, under the whisker's lower end (the utilization line runs above the bars, the whisker
+    # through their tops); a bar too short for it has it above the whisker
+    fig.canvas.draw()
+    pts_per_unit = ax.get_window_extent().height * 72.0 / fig.dpi / ax.get_ylim()[1]
+    lows, tops = np.where(has, spread[:, 0], v), np.where(has, spread[:, 1], v)
+    for xi, a, lo, t, ok in zip(x, v, lows, tops, has, strict=True):
+        text = f"{a:.0f}" + ("\n(1 run)" if has.any() and not ok else "")
+        if np.isfinite(lo) and lo * pts_per_unit > 26:
+            ax.annotate(text, (xi, lo), xytext=(0, -3), textcoords="offset points", ha="center", va="top", fontsize="x-small", color="white")
+        else:
+            ax.annotate(text, (xi, t if np.isfinite(t) else a), xytext=(0, 3), textcoords="offset points", ha="center", va="bottom",
+                        fontsize="x-small")
     ax.set_xticks(x)
     ax.set_xticklabels([str(i) for i in table.index], rotation=25, ha="right", fontsize="small")
     ax.set_ylabel("partitions per minute")
@@ -669,8 +677,10 @@ def staircase(table: pd.DataFrame, ax: Axes | None = None, title: str | None = N
     ax2.set_ylabel("compute utilization")
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
-    ax.legend(h1 + h2, l1 + l2, fontsize="small", frameon=False, loc="upper left")
-    ax.set_title(title or "throughput, step by step")
+    # the legend above the axes, where neither the utilization line nor a bar runs through it
+    ax.legend(h1 + h2, l1 + l2, fontsize="small", frameon=False, loc="lower left", bbox_to_anchor=(0.0, 1.0),
+              ncol=3 if fig.get_figwidth() >= 9 else 2)
+    ax.set_title(title or "throughput, step by step", pad=22 if fig.get_figwidth() >= 9 else 34)
     fig.tight_layout()
     steps = "; ".join(f"{i} {a:.0f}/min at {c:.0%}" + (f" (range {lo:.0f}–{hi:.0f})" if ok else "")
                       for i, a, c, (lo, hi), ok in zip(table.index, v, u, spread, has, strict=True))
