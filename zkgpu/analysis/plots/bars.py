@@ -129,11 +129,12 @@ def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: 
         v = v.div(v.sum(axis=1).replace(0.0, np.nan), axis=0).fillna(0.0) * 100
     own = ax is None  # a figure of its own: laid out here; else the caller's figure lays out its panels
     names = [(labels or {}).get(c, c) for c in cats if (v[c] > 0).any()]
-    # a figure of its own has its legend under the axes, in as many columns as its width holds, so that the bars get the
-    # figure's width (beside them, the legend and the row names left the bars a narrow strip)
-    ncol = max(1, min(len(names), int(figw // (0.075 * max((len(n) for n in names), default=1) + 0.45))))
+    # a figure of its own with bar-end labels has its legend under the axes, in as many columns as its width holds, so
+    # that the bars get the figure's width (beside them, the legend, the row names and the labels left the bars a narrow strip)
+    below = own and bool(totals)
+    ncol = max(1, min(len(names), int(figw // (0.065 * max((len(n) for n in names), default=1) + 0.45))))
     rows = -(-len(names) // ncol)
-    fig, ax = fig_ax(ax, (figw, 0.5 * len(v) + 1.8 + (0.22 * rows + 0.2 if own else 0.0)))
+    fig, ax = fig_ax(ax, (figw, 0.5 * len(v) + 1.8 + (0.22 * rows + 0.2 if below else 0.0)))
     y = np.arange(len(v))
     left = np.zeros(len(v))
     drawn = []
@@ -164,7 +165,7 @@ def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: 
         room = 0.62 if xmax is not None else max(0.3, 1.0 - 0.09 * (chars + 2) / axis_in)
         ax.set_xlim(0, longest / room if longest > 0 else 1)
     # the legend lists every colour drawn, however thin its segments (a reader who sees a sliver can name it)
-    if own:  # a fixed distance under the axes (past the tick labels and the x label), whatever their height
+    if below:  # a fixed distance under the axes (past the tick labels and the x label), whatever their height
         below = ScaledTranslation(0, -0.55, fig.dpi_scale_trans)
         patch_legend(ax, drawn, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=ax.transAxes + below, ncol=ncol)
     else:
