@@ -166,8 +166,8 @@ def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: 
         ax.set_xlim(0, longest / room if longest > 0 else 1)
     # the legend lists every colour drawn, however thin its segments (a reader who sees a sliver can name it)
     if below:  # a fixed distance under the axes (past the tick labels and the x label), whatever their height
-        below = ScaledTranslation(0, -0.55, fig.dpi_scale_trans)
-        patch_legend(ax, drawn, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=ax.transAxes + below, ncol=ncol)
+        under = ScaledTranslation(0, -0.55, fig.dpi_scale_trans)
+        patch_legend(ax, drawn, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=ax.transAxes + under, ncol=ncol)
     else:
         patch_legend(ax, drawn, labels)
     ax.grid(axis="x", alpha=0.3)
