@@ -134,7 +134,8 @@ def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: 
     below = own and bool(totals)
     ncol = max(1, min(len(names), int(figw // (0.065 * max((len(n) for n in names), default=1) + 0.45))))
     rows = -(-len(names) // ncol)
-    fig, ax = fig_ax(ax, (figw, 0.5 * len(v) + 1.8 + (0.22 * rows + 0.2 if below else 0.0)))
+    per_row = 0.5 if len(v) <= 8 else 0.42  # many rows: a little thinner, so that a page of them stays within its screens
+    fig, ax = fig_ax(ax, (figw, per_row * len(v) + 1.8 + (0.22 * rows + 0.2 if below else 0.0)))
     y = np.arange(len(v))
     left = np.zeros(len(v))
     drawn = []
