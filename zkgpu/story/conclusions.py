@@ -392,6 +392,10 @@ def conclusions(source: Source) -> list[Conclusion]:
                   f"partitions/min, whose pageable pre-staging copies ran beside the other worker's kernels and slowed them)")
             nums["compute_only_per_min"] = number(tab.loc["compute_only", "partitions_per_min"], "partitions/min", "throughput, pre-staged scenario (measured)", "compute_only")
         base_bw = path.loc["baseline", "barrier_wait"] if "baseline" in path.index else float("nan")
+        # prep_msm starts before its worker queues for the mutex: longer than the GPU phases, it may still be done before
+        # the worker reaches the barrier (a reader took "longer than the GPU phases" beside a 0% barrier share for a contradiction)
+        early = "" if prep_next or bih >= 0.05 else (", yet done before its worker reaches the barrier (it starts before the "
+                                                     "worker queues for the mutex)")
         waits = (f"the GPU idles inside the lock until the CPU's prep_msm (median {q['prep_msm_ms']:.0f} ms per partition) is done, "
                  "longer than" if prep_next else
                  f"the CPU's prep_msm (median {q['prep_msm_ms']:.0f} ms per partition) is "
@@ -404,7 +408,7 @@ def conclusions(source: Source) -> list[Conclusion]:
         out.append(Conclusion("next bottleneck", "07_next_bottleneck",
             f"With the pool, barrier_wait takes **{_pct(bih)}** of the held mutex ({pb['barrier_wait']:.0f} ms per partition, mean along "
             f"the GPU's critical path, against {base_bw:.0f} ms in the baseline): {waits} the GPU phases of a partition "
-            f"({kms_q:.0f} ms without the copies, mean).{narrow}{gws} The best, {best} at {cands[best]:.0f} partitions/min, reaches "
+            f"({kms_q:.0f} ms without the copies, mean){early}.{narrow}{gws} The best, {best} at {cands[best]:.0f} partitions/min, reaches "
             f"**{_pct(cands[best] / bound)}** of the {GPU_PHASE_BOUND[0]} of {bound:.0f} partitions/min (60 000 / the model's {params.gpu_compute_ms:.0f} ms "
             f"of GPU phases per partition without the copies, its calibrated phases' medians){co}. {clause}; the next step is {step}.",
             nums))
