@@ -131,6 +131,8 @@ def test_landing_page_tells_the_seeds_story_and_ours_and_every_link_resolves(tmp
         assert "ntt_msm_h (2699–2958 ms per partition) outlasting prep_msm (1488–1768 ms)" in seed.story_text()
         assert text.index("<h2>The data</h2>") > text.index("The notebooks, one line each") and "Data: a test." in text
         assert "<b>h2d_pre_lock</b>" in text  # the steps' names, read out
+        names = text.split("<p class='names'>", 1)[1].split("</p>", 1)[0]
+        assert "`" not in names and ("prep_parallel" not in names or "<code>cpu_parallel</code>" in names)  # code spans, not backticks
     dead = [f"{p.relative_to(tmp_path)} -> {h}" for p in written for h in _local_links(p) if not (p.parent / h).exists()
             and not h.endswith(("details.html", "_report.html"))]  # details.html: report.py's; ../08_report.html: the full page
     assert not dead, dead

@@ -261,7 +261,13 @@ def step_names_html(glossary_href: str) -> str:
     parts = {t: d for t, d in glossary.SECTIONS["Scenario names"].items() if t not in ("scenario name", "baseline")}
     return (f"<p class='names'>Step names read left to right, one setting per part, changed from the baseline (pageable copies, "
             f"coarse lock, two GPU workers; <a href='{glossary_href}#{glossary.anchor('scenario name')}'>glossary</a>): "
-            + "; ".join(f"<b>{html.escape(t)}</b>: {html.escape(d[:1].lower() + d[1:].rstrip('.'))}" for t, d in parts.items()) + ".</p>")
+            + "; ".join(f"<b>{html.escape(t)}</b>: {_code_spans(d[:1].lower() + d[1:].rstrip('.'))}" for t, d in parts.items()) + ".</p>")
+
+
+def _code_spans(text: str) -> str:
+    """``text`` escaped for HTML, its markdown `code` spans as <code> (a glossary entry read out on the landing page
+    showed its backticks)."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
 def landing_html(pages: Sequence[Page], key_dir: Path, *, data_note: str, link_prefix: str = "", nav: str = "",
