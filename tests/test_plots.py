@@ -229,7 +229,7 @@ def test_sppark_parity_is_named_on_the_axis_not_beside_the_points():
     fig, ax = plots.sppark_ratios(t)
     fig.canvas.draw()
     assert not ax.texts  # no label in the plotting area that could be read as a point's
-    ticks = {round(float(v), 6): lab.get_text() for v, lab in zip(ax.get_yticks(), ax.get_yticklabels(), strict=True)}
+    ticks = {round(float(v), 6): lab.get_text() for v, lab in zip(ax.get_xticks(), ax.get_xticklabels(), strict=True)}
     assert ticks[1.0] == plots.curves.PARITY_TICK and plots.curves.PARITY_TICK not in {ticks[v] for v in ticks if v != 1.0}
 
 
@@ -360,6 +360,42 @@ def test_a_timeline_that_would_be_a_barcode_zooms_on_the_runs_middle_by_one_rule
     assert plots.readable_window({"r": few}) is None and "barcode" not in caption(timeline(few, zoom=True)[0])  # readable already
 
 
+def test_the_gpus_time_per_partition_gives_its_bars_the_figures_width():
+    """The landing page's figure of the GPU's time per partition drew its bars in a narrow strip: long step names on the
+    left, the eleven-entry legend on the right and an x range twice the longest bar. The legend now sits under the axes,
+    the axes take most of the figure's width, and the longest bar most of the axes."""
+    from zkgpu.analysis.gpu_time import BUSY_PARTS, IDLE_PARTS
+
+    names = ["baseline", "narrow_prep_gpu_h2d_pre_lock_msm_precomp_gw3", "submit_prep_gpu_msm_precomp_gw3"]
+    t = pd.DataFrame([[99.0, 20, 36, 6, 18, *([1.0] * len(IDLE_PARTS))], [10.0, 1, 30, 6, 13, *([1.0] * len(IDLE_PARTS))],
+                      [8.0, 1, 28, 5, 9, *([1.0] * len(IDLE_PARTS))]], index=names, columns=[*BUSY_PARTS, *IDLE_PARTS])
+    t["ms_per_partition"] = t.sum(axis=1)
+    fig, ax = plots.critical_path(t)
+    fig.canvas.draw()
+    box, legend = ax.get_position(), ax.get_legend().get_window_extent().transformed(fig.transFigure.inverted())
+    assert box.width >= 0.5 and legend.y1 < box.y0  # the legend under the axes, not beside them
+    assert float(t["ms_per_partition"].max()) / ax.get_xlim()[1] >= 0.6
+    frame = ax.get_window_extent()
+    assert all(x.get_window_extent().x1 <= frame.x1 + 1 for x in ax.texts)  # every bar-end label inside the axes
+
+
+def test_bars_add_up_to_their_labels_or_the_figure_refuses():
+    """09's lock-centred bars of the narrow scope, read from the logs alone, drew 171 ms under a "126 ms" label (no mutex_held
+    lines: the workers' phases and barrier waits overlap). A bar whose segments do not add up to its label is refused; 09 now
+    draws gpu_time_split, whose parts add up, with ntt_msm_h whole in its own colour where a log does not split it."""
+    over = pd.DataFrame({"lock_free": [4.0], "h2d": [0.0], "ntt": [83.0], "h_msm": [0.0], "barrier_wait": [47.0], "batch_add": [8.0],
+                         "tail_msm": [28.0], "lock_other": [0.0], "partitions": [16], "ms_per_partition": [126.0]}, index=["pinned_narrow"])
+    with pytest.raises(ValueError, match=r"pinned_narrow \(170 ms drawn, 126 ms labelled\).*gpu_time_split"):
+        plots.critical_path(over)
+    split = pd.DataFrame({"h2d": [0.0], "ntt": [82.0], "h_msm": [0.0], "batch_add": [8.0], "tail_msm": [28.0], "barrier_wait (prep_msm)": [3.0],
+                          "mutex_wait (lock hand-off)": [3.0], "outside the GPU window (start-up, wind-down)": [2.0], "partitions": [16],
+                          "ms_per_partition": [126.0]}, index=["pinned_narrow"])
+    fig, ax = plots.critical_path(split)
+    faces = {t.get_text(): matplotlib.colors.to_hex(h.get_facecolor()) for t, h in zip(ax.get_legend().get_texts(), ax.get_legend().legend_handles, strict=True)}
+    assert faces[plots.bars.UNSPLIT_LABEL] == PHASE_COLORS["ntt_msm_h"] and "NTT and the rest of ntt_msm_h" not in faces
+    assert sum(p.get_width() for p in ax.patches) == pytest.approx(126.0)
+
+
 def test_the_lock_centred_figure_has_its_own_title_and_the_reports_phase_colours():
     """09 drew metrics.critical_path of each log under 06's title, "the GPU's time per partition", with ntt_msm_h (the log does
     not split it) in the NTT's teal and the lock-free time in the grey of 'outside the GPU window': its title now says what it
@@ -379,3 +415,28 @@ def test_the_lock_centred_figure_has_its_own_title_and_the_reports_phase_colours
         if k not in aliases and c != "#999999":  # #999999: phases no figure draws (PHASES without a colour of their own)
             by_colour.setdefault(c.lower(), []).append(k)
     assert all(len(v) == 1 for v in by_colour.values()), {c: v for c, v in by_colour.items() if len(v) > 1}
+
+
+def test_whiskers_never_cross_a_bar_label():
+    """08's figure (b) drew each throughput whisker over the white label inside its bar, and the staircase's whiskers ran
+    through the numbers above the bars: a label now ends before its whisker (or starts after it) and sits above it."""
+    from matplotlib.collections import LineCollection
+
+    t = pd.DataFrame({"partitions_per_min": [330.0, 961.0], "partitions_per_min_min": [316.0, 950.0], "partitions_per_min_max": [340.0, 997.0],
+                      "compute_util": [0.43, 0.92], "kernel_util": [0.9, 0.95], "timeline_util": [0.97, 0.99]}, index=["baseline", "msm_precomp"])
+    fig, panel = plt.subplots(figsize=(7, 3))
+    plots.bars._throughput_rows(t, panel, 1200.0, "bound", None, "(b)")  # 08's panel (b)
+    for ax in (panel, plots.staircase(t)[1]):
+        ax.figure.canvas.draw()
+        r = ax.figure.canvas.get_renderer()
+        whiskers = [s for c in ax.collections if isinstance(c, LineCollection) for s in c.get_segments()]
+        assert len(whiskers) == 2
+        boxes = [txt.get_window_extent(r) for txt in ax.texts]
+        for seg in whiskers:
+            (x0, y0), (x1, y1) = ax.transData.transform(seg[0]), ax.transData.transform(seg[1])
+            for b in boxes:  # no label box meets the whisker's line
+                crosses = min(x0, x1) - 1 <= b.x1 and b.x0 <= max(x0, x1) + 1 and min(y0, y1) - 1 <= b.y1 and b.y0 <= max(y0, y1) + 1
+                assert not crosses, (ax.get_title(), b, seg)
+    stair = plots.staircase(t)[1]
+    stair.figure.canvas.draw()
+    assert stair.get_legend().get_window_extent().y0 >= stair.get_window_extent().y1 - 1  # above the axes: the line never crosses it

@@ -131,6 +131,8 @@ def test_landing_page_tells_the_seeds_story_and_ours_and_every_link_resolves(tmp
         assert "ntt_msm_h (2699–2958 ms per partition) outlasting prep_msm (1488–1768 ms)" in seed.story_text()
         assert text.index("<h2>The data</h2>") > text.index("The notebooks, one line each") and "Data: a test." in text
         assert "<b>h2d_pre_lock</b>" in text  # the steps' names, read out
+        names = text.split("<p class='names'>", 1)[1].split("</p>", 1)[0]
+        assert "`" not in names and ("prep_parallel" not in names or "<code>cpu_parallel</code>" in names)  # code spans, not backticks
     dead = [f"{p.relative_to(tmp_path)} -> {h}" for p in written for h in _local_links(p) if not (p.parent / h).exists()
             and not h.endswith(("details.html", "_report.html"))]  # details.html: report.py's; ../08_report.html: the full page
     assert not dead, dead
@@ -300,3 +302,40 @@ def test_navigation_has_no_empty_links_and_headings_number_their_own_notebook(tm
         m = re.match(r"# (?:Appendix )?(\d\d\w?) —", head)
         own = re.match(r"(?:appendix_)?(\d\d\w?)_", f.stem)
         assert (m.group(1) if m else None) == (own.group(1) if own else None) or f.stem == "00_index", f"{f.stem}: {head!r}"
+
+
+def test_gpu_phases_is_one_name_with_one_statistic():
+    """Issue 21's reader found "GPU phases" per partition at four values on four pages: 06/07's tables (gpu_phase_ms, 110 ms,
+    pinned_pool's mean), 07's bound (the model's 89 ms), 07b's budget (50 ms, the median partition of another recording's
+    step) and the appendix. One name now: a page that shows another statistic says it, and each value names its scenario and
+    recording; the same name at two values without that is caught."""
+    assert {keynumbers.base_name(n) for n in ("gpu_phase_ms", "GPU phases", "GPU phases per partition", "gpu_ms_per_partition")} == {"gpu_phases"}
+    keynumbers.save_key_numbers("drain", {})  # what earlier tests noted is not this page's
+
+    def note(v, scenario, rec, statistic=""):
+        return {"name": "gpu_phases", "value": v, "text": f"{v:.0f} ms", "scenario": scenario, "recording": rec, "statistic": statistic, "unit": "ms"}
+
+    table = note(109.9, "pinned_pool", "rec-main")
+    bound = note(88.7, "pinned_pool", "rec-main")  # 07's prose printed the model's value under the same name
+    assert pagebudget.conflicting_shown({"06": [table], "07": [table, bound]})
+    bound["statistic"] = keynumbers.GPU_PHASES_MODEL
+    budget = note(49.8, "submit_prep_gpu_msm_precomp_gw3", "rec-last", keynumbers.GPU_PHASES_MEDIAN)
+    assert not pagebudget.conflicting_shown({"06": [table], "07": [table, bound], "07b": [budget, dict(budget)]})
+    assert pagebudget.conflicting_shown({"07b": [budget, note(65.3, "submit_prep_gpu_msm_precomp_gw3", "rec-last", keynumbers.GPU_PHASES_MEDIAN)]})
+    # 10's key number was named gpu_phase_ms (one proof's kernel phases): under its own name it joins no GPU-phase group
+    assert keynumbers.base_name("kernel_phases") is None
+
+
+def test_a_printed_finding_reads_as_prose_in_the_lecture_view():
+    """07's finding (one printed line of ~180 words) was a wall of monospace in the lecture view: a printed sentence is
+    now a paragraph; a banner, a short line or an aligned table stays as printed."""
+    long = "With the pool, barrier_wait takes 0.0% of the held mutex <and> " + "x" * lecture.PROSE_LINE
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("print(finding)")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=long + "\n"),
+                    nbformat.v4.new_output("stream", name="stdout", text="REPLAY of a GPU recording.\n" + long + "\n")]
+    nb.cells = [cell]
+    outs = lecture.lecture_notebook(nb).cells[0].outputs
+    assert outs[0]["output_type"] == "display_data" and outs[0]["data"]["text/html"].startswith("<p class='zkgpu-prose'>With the pool")
+    assert "&lt;and&gt;" in outs[0]["data"]["text/html"]
+    assert outs[1]["output_type"] == "stream"  # a banner line beside it: left as printed

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["UNITS", "STATISTICS", "configure", "number", "save_key_numbers", "save_figure", "identity", "recorded_from", "base_name", "show",
-           "current_recording", "opened", "MEAN_PER_PARTITION", "MEAN_PER_EVENT", "REPRESENTATIVE_RUN"]
+           "current_recording", "opened", "MEAN_PER_PARTITION", "MEAN_PER_EVENT", "REPRESENTATIVE_RUN", "GPU_PHASES_MEDIAN",
+           "GPU_PHASES_MODEL"]
 
 #: Units a key number may carry (the key-numbers contract): "%" values are fractions in [0, 1].
 UNITS = ("%", "ms", "GB/s", "partitions/min", "x", "")
@@ -45,6 +46,8 @@ STATISTICS: dict[str, str] = {
                    "as the bars of the GPU's time per partition and of ntt_msm_h's split",
     **{ph: f"median duration of a run's {ph} events; median over the scenario's runs"
        for ph in ("ntt_msm_h", "prep_msm", "mutex_wait", "barrier_wait", "mutex_held", "h2d")},
+    "gpu_phases": "the GPU phases' wall time per partition without the exposed copies (NTT, H MSM, batch_add, tail_msm, the host "
+                  "work inside them included): the representative run's mean per partition, the segments of the GPU's time that add up",
     "prove": "one proof of `zkgpu prove`, the whole command (process start, key read, phases, writing); median over the proofs",
     "proof_phases": "one proof's phases inside `zkgpu prove`, from reading the key to the last phase's end; the median proof",
 }
@@ -56,6 +59,10 @@ STATISTICS: dict[str, str] = {
 MEAN_PER_PARTITION = "the representative run's mean per partition (the parts add up)"
 MEAN_PER_EVENT = "the representative run's mean per event"
 REPRESENTATIVE_RUN = "the representative run (each scenario's median-throughput run)"
+#: ``gpu_phases`` as :func:`zkgpu.analysis.gpu_time.gpu_ms_per_partition` computes it (07b's GPU budget and idle table).
+GPU_PHASES_MEDIAN = "the median partition's GPU phases without the copies (overlapping workers each count their own)"
+#: ``gpu_phases`` as the model takes it (:func:`zkgpu.analysis.model.compute_bound_per_min`: calibrated on pinned_pool).
+GPU_PHASES_MODEL = "the model's, calibrated on pinned_pool"
 
 _OUT_DIR: Path | None = None  # set by configure(); None: save_key_numbers writes nothing
 _RECORDING: tuple[str, dict[str, str]] = ("", {})  # set by recorded_from(): the recording of entries that name none
@@ -135,7 +142,8 @@ def base_name(label: Any) -> str | None:
     n = re.sub(r"(_?(ms|s|%))$", "", n)
     parts = [p for p in n.split("_") if p and p not in ("mean", "median", "avg")]
     n = "_".join(parts)
-    n = {"exposed_h2d": "h2d_exposed", "per_min": "partitions_per_min", "throughput": "partitions_per_min"}.get(n, n)
+    n = {"exposed_h2d": "h2d_exposed", "per_min": "partitions_per_min", "throughput": "partitions_per_min", "gpu_phase": "gpu_phases",
+         "gpu_phases_per_partition": "gpu_phases", "gpu_ms_per_partition": "gpu_phases"}.get(n, n)
     return n if n in STATISTICS else None
 
 

@@ -48,6 +48,7 @@ LANDING_FIGURES = (
 STORY_PAGE = "08_report"
 
 _CSS = """body{font-family:sans-serif;line-height:1.45}
+.zkgpu-prose{margin:.4em 1em;max-width:80em}
 .zkgpu-nav{margin:.5em 1em;font-family:sans-serif;display:flex;gap:1.2em;flex-wrap:wrap}
 details.zkgpu-code>summary{cursor:pointer;color:#666;font-size:.85em;margin:.2em 0 .2em 1em}
 details.zkgpu-long>summary{cursor:pointer;color:#444;margin:.3em 0}
@@ -110,10 +111,28 @@ def _figures_first(outputs: list[Any]) -> list[Any]:
     return figs + rest
 
 
+#: A printed line at least this long is a sentence (a finding, a verdict), not a table or a banner: the lecture view
+#: sets it as prose.
+PROSE_LINE = 160
+
+
+def _as_prose(out: Any) -> Any:
+    """A ``stdout`` stream whose every line is a sentence (:data:`PROSE_LINE`) as an HTML paragraph per line, so
+    that a printed finding reads as prose, not as a wall of monospace; any other output unchanged."""
+    if out.get("output_type") != "stream" or out.get("name") != "stdout":
+        return out
+    lines = [ln for ln in str(out.get("text", "")).splitlines() if ln.strip()]
+    if not lines or any(len(ln) < PROSE_LINE for ln in lines):
+        return out
+    body = "".join(f"<p class='zkgpu-prose'>{html.escape(ln.strip())}</p>" for ln in lines)
+    return notebook_tools().nbformat.v4.new_output("display_data", data={"text/html": body})
+
+
 def lecture_notebook(nb: Any) -> Any:
     """A copy of an executed notebook as the lecture view shows it: the parameters cells left out,
     outputs that are only a raw repr (``text/plain``) dropped, long tables folded
-    (:func:`fold_long_tables`), each cell's figures before its other outputs."""
+    (:func:`fold_long_tables`), printed sentences set as prose (:func:`_as_prose`), each cell's figures before its
+    other outputs."""
     nb = copy.deepcopy(nb)
     cells = []
     for cell in nb.cells:
@@ -128,7 +147,7 @@ def lecture_notebook(nb: Any) -> Any:
                     continue  # a raw repr says nothing to a reader
                 if "text/html" in data:
                     data["text/html"] = fold_long_tables(str(data["text/html"]))
-                outs.append(out)
+                outs.append(_as_prose(out))
             cell.outputs = _figures_first(outs)
         cells.append(cell)
     nb.cells = cells
@@ -242,7 +261,13 @@ def step_names_html(glossary_href: str) -> str:
     parts = {t: d for t, d in glossary.SECTIONS["Scenario names"].items() if t not in ("scenario name", "baseline")}
     return (f"<p class='names'>Step names read left to right, one setting per part, changed from the baseline (pageable copies, "
             f"coarse lock, two GPU workers; <a href='{glossary_href}#{glossary.anchor('scenario name')}'>glossary</a>): "
-            + "; ".join(f"<b>{html.escape(t)}</b>: {html.escape(d[:1].lower() + d[1:].rstrip('.'))}" for t, d in parts.items()) + ".</p>")
+            + "; ".join(f"<b>{html.escape(t)}</b>: {_code_spans(d[:1].lower() + d[1:].rstrip('.'))}" for t, d in parts.items()) + ".</p>")
+
+
+def _code_spans(text: str) -> str:
+    """``text`` escaped for HTML, its markdown `code` spans as <code> (a glossary entry read out on the landing page
+    showed its backticks)."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
 def landing_html(pages: Sequence[Page], key_dir: Path, *, data_note: str, link_prefix: str = "", nav: str = "",

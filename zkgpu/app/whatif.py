@@ -22,7 +22,7 @@ def predict(params: ModelParams, h2d_gbps: float, scope: str = "coarse", gw: int
     title = (f"model: H2D {h2d_gbps:.1f} GB/s, {scope} lock, gw = {gw}, prep_msm ×{prep_speedup:g} → compute {r.compute_util:.1%}, "
              f"kernel {r.kernel_util:.1%}, TIMELINE {r.timeline_util:.1%}; {r.partitions_per_min:.0f} partitions/min "
              f"({r.partitions_per_min / bound:.0%} of the GPU-phase bound {bound:.0f})")
-    fig, _ = plots.timeline(r.events, title=title)
+    fig, _ = plots.timeline(r.events, title=title, zoom=True)  # the whole run would be a barcode: its steady middle
     fig.axes[0].title.set_fontsize("small")
     return fig
 

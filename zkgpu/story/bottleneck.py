@@ -586,7 +586,7 @@ def key_numbers(source: Source, idle: pd.DataFrame, after_fix: str, preds: pd.Da
         "recording": number(source.recording.folder, "", "recording"),
         f"{after_fix}_window_compute": number(float(idle.loc[after_fix, "compute"]), "%", "GPU computing, share of its window", after_fix),
         f"{after_fix}_top_idle_share": number(float(top.max()), "%", f"largest idle cause: {top.idxmax()}", after_fix),
-        "gpu_phase_ms": number(float(gpu_phase_ms), "ms", "GPU phases per partition, run shown"),
+        "gpu_phase_ms": number(float(gpu_phase_ms), "ms", "GPU phases per partition (median partition), run shown", acc["best"] if acc else after_fix),
         "after_fix": number(after_fix, "", "run showing the state after the fix"),
         "top_idle_cause": number(str(top.idxmax()), "", "largest idle cause after the fix", after_fix),
         "shown": number(acc["best"] if acc else after_fix, "", "run whose timeline and budget are shown"),

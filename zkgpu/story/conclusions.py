@@ -27,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from zkgpu.analysis import logs, metrics, model
+from zkgpu.analysis import keynumbers, logs, metrics, model
 from zkgpu.analysis.calibration import calibrated_params
 from zkgpu.analysis.gpu_time import IDLE_PARTS, gpu_time_split
 from zkgpu.analysis.keynumbers import number
@@ -327,6 +327,8 @@ def conclusions(source: Source) -> list[Conclusion]:
                       "copies run slower and fill more of the wall time (GPU phase ms per partition without the copies, means: "
                       + ", ".join(f"{n} {v:.0f}" for n, v in kms.items()) + "); throughput ranks them.")
             nums_fix = {f"{n}_kernel_ms": number(v, "ms", "GPU phase ms without the copies, mean per partition", n) for n, v in kms.items()}
+            for n, v in kms.items():
+                keynumbers.show("gpu_phases", v, f"{v:.0f}", scenario=n, unit="ms")
         out.append(Conclusion("fix", "06_pinned_pool_fix",
             f"With the pinned pool the exposed H2D went from {_pct(b['h2d_share'])} to {_pct(q['h2d_share'])} of ntt_msm_h "
             f"({H2D_SHARE_NOTE}; the representative runs' means per partition: {_ms_of(sb['h2d'], sb['ntt_msm_h'])} and "
@@ -367,6 +369,9 @@ def conclusions(source: Source) -> list[Conclusion]:
                    + f" partitions/min (upstream measured gw = 3 slightly worse than gw = 2 at its sizes{third}).")
         pb = path.loc["pinned_pool"]
         kms_q = float(metrics.kernel_ms(path).loc["pinned_pool"])
+        keynumbers.show("gpu_phases", kms_q, f"{kms_q:.0f} ms", scenario="pinned_pool", unit="ms")  # as 06's and 07's tables show it
+        keynumbers.show("gpu_phases", params.gpu_compute_ms, f"{params.gpu_compute_ms:.0f} ms", scenario="pinned_pool", unit="ms",
+                        statistic=keynumbers.GPU_PHASES_MODEL)  # the bound's: the model's, said so where it is printed
         nums = {"pinned_pool_barrier_in_held": number(bih, "%", "share of the held mutex in barrier_wait", "pinned_pool"),
                 "pinned_pool_path_barrier_ms": number(pb["barrier_wait"], "ms", "barrier_wait in the lock, mean per partition (GPU critical path)", "pinned_pool"),
                 "pinned_pool_prep_msm_ms": number(q["prep_msm_ms"], "ms", "prep_msm (CPU), median per partition", "pinned_pool"),
@@ -387,6 +392,10 @@ def conclusions(source: Source) -> list[Conclusion]:
                   f"partitions/min, whose pageable pre-staging copies ran beside the other worker's kernels and slowed them)")
             nums["compute_only_per_min"] = number(tab.loc["compute_only", "partitions_per_min"], "partitions/min", "throughput, pre-staged scenario (measured)", "compute_only")
         base_bw = path.loc["baseline", "barrier_wait"] if "baseline" in path.index else float("nan")
+        # prep_msm starts before its worker queues for the mutex: longer than the GPU phases, it may still be done before
+        # the worker reaches the barrier (a reader took "longer than the GPU phases" beside a 0% barrier share for a contradiction)
+        early = "" if prep_next or bih >= 0.05 else (", yet done before its worker reaches the barrier (it starts before the "
+                                                     "worker queues for the mutex)")
         waits = (f"the GPU idles inside the lock until the CPU's prep_msm (median {q['prep_msm_ms']:.0f} ms per partition) is done, "
                  "longer than" if prep_next else
                  f"the CPU's prep_msm (median {q['prep_msm_ms']:.0f} ms per partition) is "
@@ -399,9 +408,9 @@ def conclusions(source: Source) -> list[Conclusion]:
         out.append(Conclusion("next bottleneck", "07_next_bottleneck",
             f"With the pool, barrier_wait takes **{_pct(bih)}** of the held mutex ({pb['barrier_wait']:.0f} ms per partition, mean along "
             f"the GPU's critical path, against {base_bw:.0f} ms in the baseline): {waits} the GPU phases of a partition "
-            f"({kms_q:.0f} ms without the copies, mean).{narrow}{gws} The best, {best} at {cands[best]:.0f} partitions/min, reaches "
+            f"({kms_q:.0f} ms without the copies, mean){early}.{narrow}{gws} The best, {best} at {cands[best]:.0f} partitions/min, reaches "
             f"**{_pct(cands[best] / bound)}** of the {GPU_PHASE_BOUND[0]} of {bound:.0f} partitions/min (60 000 / the model's {params.gpu_compute_ms:.0f} ms "
-            f"of GPU phases per partition without the copies){co}. {clause}; the next step is {step}.",
+            f"of GPU phases per partition without the copies, its calibrated phases' medians){co}. {clause}; the next step is {step}.",
             nums))
     return out
 

@@ -81,7 +81,12 @@ SECTIONS: dict[str, dict[str, str]] = {
                       "causes divide (outside_window is what lies before and after it).",
         "critical path": "The GPU's wall time per partition split into stretches that never overlap: the time a worker holds "
                          "the mutex (h2d, ntt, h_msm, barrier_wait, batch_add, tail_msm, lock_other) and lock_free; they add "
-                         "up to the run's wall time per partition (mean ms, `zkgpu.analysis.metrics.critical_path`).",
+                         "up to the run's wall time per partition (mean ms, `zkgpu.analysis.metrics.critical_path`) where one "
+                         "lock orders the phases; where they overlap (the submission scope, a log without mutex_held lines) the "
+                         "report draws the GPU's time per partition instead.",
+        "GPU phases": "gpu_phase_ms: the GPU phases' wall time per partition without the exposed copies (NTT, H MSM, batch_add, "
+                      "tail_msm, the host work inside them included), the representative run's mean; a page that shows "
+                      "another statistic says so (07b: the median partition; 07: the model's).",
         "measured": "A series taken from a recording (CUDA events and host clocks).",
         "model": "A series computed by the simpy model (`zkgpu.analysis.model`), calibrated on a recorded run.",
     },

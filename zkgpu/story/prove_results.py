@@ -220,7 +220,7 @@ def prove_key_numbers(src: ProveSource) -> dict:
                                "zkgpu prove's phases, key read to the last phase's end, median proof (inside the whole command)"),
         "cpu_phase_share": num(float(main.loc[main["on"] == "CPU", "ms"].sum()) / total, "%",
                                "share of the proof's main-thread time in CPU phases"),
-        "gpu_phase_ms": num(float(main.loc[main["on"] == "GPU", "ms"].sum()), "ms", "time in kernel phases, median proof"),
+        "kernel_phases_ms": num(float(main.loc[main["on"] == "GPU", "ms"].sum()), "ms", "time in kernel phases, median proof"),
     }
     g2 = tl[tl.phase == "msm_b2_g2"]
     if len(g2) and g2["on"].iloc[0] == "CPU thread":  # the G2 MSM's time the main thread did not wait for

@@ -37,7 +37,7 @@ from zkgpu.analysis.plots.bars import (
     throughput_bars,
     utilization_bars,
 )
-from zkgpu.analysis.plots.curves import OP_STYLES, bandwidth_curves, load_curves, sppark_ratios
+from zkgpu.analysis.plots.curves import bandwidth_curves, load_curves, sppark_ratios
 from zkgpu.analysis.plots.style import (
     METRIC_COLORS,
     PATH_STYLES,
@@ -65,4 +65,4 @@ from zkgpu.analysis.plots.timelines import (
 __all__ = ["PHASE_COLORS", "METRIC_COLORS", "PATH_STYLES", "SERIES_STYLE", "path_style", "SIDE_PHASES", "TIMELINE_PHASES",
            "MIN_PX", "MAX_THIN", "Zoom", "readable_window", "PROOF_SIDES", "proof_phases", "phase_color", "size_label", "caption", "set_caption", "timeline", "timelines", "utilization_bars",
            "critical_path", "gpu_window", "held_breakdown", "ntt_msm_h_split", "barrier_race", "throughput_bars", "gw_sweep",
-           "summary", "summary_scale", "staircase", "hbars", "bandwidth_curves", "load_curves", "sppark_ratios", "OP_STYLES"]
+           "summary", "summary_scale", "staircase", "hbars", "bandwidth_curves", "load_curves", "sppark_ratios"]

@@ -13,6 +13,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.transforms import ScaledTranslation
 
 from zkgpu.analysis import keynumbers
 from zkgpu.analysis.gpu_time import BUSY_PARTS, CAUSE_PHASES, OUTSIDE_WINDOW
@@ -127,7 +128,14 @@ def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: 
     if normalize:
         v = v.div(v.sum(axis=1).replace(0.0, np.nan), axis=0).fillna(0.0) * 100
     own = ax is None  # a figure of its own: laid out here; else the caller's figure lays out its panels
-    fig, ax = fig_ax(ax, (figw, 0.5 * len(v) + 1.8))
+    names = [(labels or {}).get(c, c) for c in cats if (v[c] > 0).any()]
+    # a figure of its own with bar-end labels has its legend under the axes, in as many columns as its width holds, so
+    # that the bars get the figure's width (beside them, the legend, the row names and the labels left the bars a narrow strip)
+    below = own and bool(totals)
+    ncol = max(1, min(len(names), int(figw // (0.065 * max((len(n) for n in names), default=1) + 0.45))))
+    rows = -(-len(names) // ncol)
+    per_row = 0.5 if len(v) <= 8 else 0.42  # many rows: a little thinner, so that a page of them stays within its screens
+    fig, ax = fig_ax(ax, (figw, per_row * len(v) + 1.8 + (0.22 * rows + 0.2 if below else 0.0)))
     y = np.arange(len(v))
     left = np.zeros(len(v))
     drawn = []
@@ -158,7 +166,11 @@ def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: 
         room = 0.62 if xmax is not None else max(0.3, 1.0 - 0.09 * (chars + 2) / axis_in)
         ax.set_xlim(0, longest / room if longest > 0 else 1)
     # the legend lists every colour drawn, however thin its segments (a reader who sees a sliver can name it)
-    patch_legend(ax, drawn, labels)
+    if below:  # a fixed distance under the axes (past the tick labels and the x label), whatever their height
+        under = ScaledTranslation(0, -0.55, fig.dpi_scale_trans)
+        patch_legend(ax, drawn, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=ax.transAxes + under, ncol=ncol)
+    else:
+        patch_legend(ax, drawn, labels)
     ax.grid(axis="x", alpha=0.3)
     if own:
         fig.tight_layout()
@@ -168,20 +180,21 @@ def _stacked(table: pd.DataFrame, cats: Sequence[str], ax: Axes | None, xlabel: 
 
 
 def _fit_end_labels(fig: Figure, ax: Axes) -> None:
-    """Widen the x range so that every bar-end label ends inside the axes (measured once laid out: long row names and
-    the legend narrow the axes more than the estimate allows, and a label then ran into the legend)."""
+    """Set the x range so that every bar-end label ends just inside the axes (measured once laid out: long row names
+    narrow the axes more than the estimate allows, and a label then ran into the legend; a range set wider than the
+    labels need left the bars a narrow strip)."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
     box = ax.get_window_extent(renderer)
     lo, hi = ax.get_xlim()
-    need = hi
+    need = 0.0
     for t in ax.texts:
         w = t.get_window_extent(renderer).width
         x = float(t.get_position()[0])
         if box.width > w and x > 0:
             need = max(need, x * box.width / (box.width - w))
-    if need > hi:
-        ax.set_xlim(lo, need * 1.02)
+    if need > 0:  # as wide as the labels need, no wider: the bars keep the rest of the axes
+        ax.set_xlim(lo, need * 1.03)
 
 
 #: The idle parts of :func:`zkgpu.story.conclusions.gpu_time_split` (idle causes of :func:`zkgpu.analysis.gpu_time.idle_causes`) and
@@ -189,6 +202,8 @@ def _fit_end_labels(fig: Figure, ax: Axes) -> None:
 #: The title of :func:`critical_path`'s lock-centred figure (:func:`zkgpu.analysis.metrics.critical_path`), told apart from the
 #: idle-cause figure ("the GPU's time per partition") whose segments are named and coloured otherwise.
 LOCK_TITLE = "the GPU's time per partition around its mutex"
+#: The legend label of ntt_msm_h drawn whole, where the data (a log) have no H2D or H MSM rows to split it by.
+UNSPLIT_LABEL = "ntt_msm_h (not split: no H2D or H MSM rows)"
 IDLE_KEYS: dict[str, str] = {**{c: k for c, k in CAUSE_PHASES.items() if c not in ("compute", "exposed H2D")},
                              OUTSIDE_WINDOW: "outside_window"}
 
@@ -209,10 +224,14 @@ def critical_path(table: pd.DataFrame, ax: Axes | None = None, title: str | None
     tot = {i: f"{r['ms_per_partition']:.0f} ms = {60000 / r['ms_per_partition']:.0f} partitions/min" for i, r in table.iterrows()
            if r.get("ms_per_partition", 0) and np.isfinite(r.get("ms_per_partition", np.nan))}
     by_cause = set(IDLE_KEYS) & set(table.columns)
+    unsplit = not (table.reindex(columns=["h2d", "h_msm"]).fillna(0.0) > 0).any(axis=None)  # no sub-phase rows (a log): ntt is all of ntt_msm_h
     if by_cause:  # idle causes drawn in their phases' colours, named as gpu_window names them
         cats = [*BUSY_PARTS, *[c for c in IDLE_KEYS if c in table.columns]]
         keys = {c: IDLE_KEYS.get(c, c) for c in cats}
         labels = {**{k: PATH_LABELS[k] for k in BUSY_PARTS}, **{IDLE_KEYS[c]: c for c in by_cause}}
+        if unsplit:
+            keys["ntt"] = "ntt_msm_h"
+            labels["ntt_msm_h"] = UNSPLIT_LABEL
         fig, ax, v = _stacked(table[cats].rename(columns=keys), [keys[c] for c in cats], ax, "ms of GPU time per partition",
                               title or "the GPU's time per partition", labels=labels, totals=tot, xmax=xmax)
         how = ("the GPU's parts (exposed H2D, NTT, H MSM, batch_add, tail_msm), then the time it idled, named by what the "
@@ -222,13 +241,21 @@ def critical_path(table: pd.DataFrame, ax: Axes | None = None, title: str | None
         name = "the GPU's time per partition"
         title = (title or name).replace(name, LOCK_TITLE, 1) if name in (title or name) else f"{LOCK_TITLE}: {title}"
         cats, labels, tab = list(GPU_PATH), dict(PATH_LABELS), table
-        if not (table.reindex(columns=["h2d", "h_msm"]).fillna(0.0) > 0).any(axis=None):  # no sub-phase rows (a log): ntt is all of ntt_msm_h
+        if unsplit:
             tab, cats = table.rename(columns={"ntt": "ntt_msm_h"}), ["ntt_msm_h" if c == "ntt" else c for c in cats]
-            labels["ntt_msm_h"] = "ntt_msm_h (not split: no H2D or H MSM rows)"
+            labels["ntt_msm_h"] = UNSPLIT_LABEL
         fig, ax, v = _stacked(tab, cats, ax, "ms of GPU time per partition", title, labels=labels, totals=tot, xmax=xmax)
         how = ("in the order of the GPU's critical path: no worker holds the mutex, then, with the mutex held, exposed H2D, NTT, "
                "H MSM (or all of ntt_msm_h, in its own colour, where the data do not split it), barrier_wait, batch_add, tail_msm and "
                "the rest of the held time")
+    if "ms_per_partition" in table.columns:  # a bar is labelled with its total: its segments must add up to it
+        total = pd.to_numeric(table["ms_per_partition"], errors="coerce").reindex(v.index).to_numpy(dtype=float)
+        over = [f"{i} ({s:.0f} ms drawn, {t:.0f} ms labelled)" for i, s, t in zip(v.index, v.sum(axis=1), total, strict=True)
+                if np.isfinite(t) and abs(s - t) > 1.0 + 0.01 * t]
+        if over:
+            plt.close(fig)
+            raise ValueError("the segments do not add up to the bar's time per partition (they overlap: workers outside one lock, "
+                             f"or a log without mutex_held rows): {'; '.join(over)}; draw zkgpu.analysis.gpu_time.gpu_time_split instead")
     first = v.index[0]
     parts = ", ".join(f"{labels.get(c, c)} {v.at[first, c]:.0f}" for c in v.columns if v.at[first, c] >= 0.5)
     set_caption(fig, "Each bar is one GPU's wall time divided by the partitions it finished; the segments are disjoint "
@@ -530,16 +557,18 @@ def _throughput_rows(table: pd.DataFrame, ax: Axes, bound: float | None, bound_l
     ax.figure.canvas.draw_idle()
     width_px = max(1.0, ax.get_window_extent().width)
     per_px = ax.get_xlim()[1] / width_px
-    for yi, a in zip(y.astype(float), v, strict=True):
+    # a label ends left of its whisker (inside the bar) or starts right of it (after the bar): never under the whisker
+    lo_err, hi_err = (err[0], err[1]) if err is not None else (np.zeros(len(v)), np.zeros(len(v)))
+    for yi, a, el, eh in zip(y.astype(float), v, lo_err, hi_err, strict=True):
         if not np.isfinite(a):  # a published row of (a): no throughput of ours
             ax.text(3 * per_px, yi, "n/a", va="center", ha="left", fontsize="x-small", color="#636363")
             continue
         text = f"{a:.0f}" + (f" ({a / bound:.0%})" if bound else "")
         need = (len(text) * 5.2 + 8) * per_px  # x-small text: about 5 px a character at the report's 72 dpi
-        if a > need:
-            ax.text(a - 3 * per_px, yi, text, va="center", ha="right", fontsize="x-small", color="white", zorder=3)
+        if a - el > need:
+            ax.text(a - el - 3 * per_px, yi, text, va="center", ha="right", fontsize="x-small", color="white", zorder=3)
         else:
-            ax.text(a + 3 * per_px, yi, text, va="center", ha="left", fontsize="x-small", zorder=3,
+            ax.text(a + eh + 3 * per_px, yi, text, va="center", ha="left", fontsize="x-small", zorder=3,
                     bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})
     ax.set_yticks(y)
     ax.set_yticklabels([str(i) for i in table.index])
@@ -618,7 +647,7 @@ def staircase(table: pd.DataFrame, ax: Axes | None = None, title: str | None = N
     fig, ax = fig_ax(ax, (max(6.5, 0.75 * len(table) + 3.5), 4.4))
     x = np.arange(len(table))
     v = table["partitions_per_min"].astype(float).to_numpy()
-    bars = ax.bar(x, v, 0.6, **SERIES_STYLE["measured"], label="partitions/min (median run)")
+    ax.bar(x, v, 0.6, **SERIES_STYLE["measured"], label="partitions/min (median run)")
     lo_hi = [f"partitions_per_min_{k}" for k in ("min", "max")]
     spread = table[lo_hi].astype(float).to_numpy() if set(lo_hi) <= set(table.columns) else np.full((len(table), 2), np.nan)
     has = np.isfinite(spread).all(axis=1)
@@ -626,9 +655,19 @@ def staircase(table: pd.DataFrame, ax: Axes | None = None, title: str | None = N
         err = np.vstack([v - spread[:, 0], spread[:, 1] - v])
         err[:, ~has] = 0
         ax.errorbar(x[has], v[has], yerr=err[:, has], fmt="none", ecolor="#111111", capsize=3, lw=1, label="min–max over the repeats")
-    ax.bar_label(bars, labels=[f"{a:.0f}" + ("\n(1 run)" if has.any() and not ok else "") for a, ok in zip(v, has, strict=True)],
-                 fontsize="x-small", padding=3)
     ax.set_ylim(0, np.nanmax(np.where(has, spread[:, 1], v)) * 1.2)
+    # a label sits inside its bar, under the whisker's lower end (the utilization line runs above the bars, the whisker
+    # through their tops); a bar too short for it has it above the whisker
+    fig.canvas.draw()
+    pts_per_unit = ax.get_window_extent().height * 72.0 / fig.dpi / ax.get_ylim()[1]
+    lows, tops = np.where(has, spread[:, 0], v), np.where(has, spread[:, 1], v)
+    for xi, a, lo, t, ok in zip(x, v, lows, tops, has, strict=True):
+        text = f"{a:.0f}" + ("\n(1 run)" if has.any() and not ok else "")
+        if np.isfinite(lo) and lo * pts_per_unit > 26:
+            ax.annotate(text, (xi, lo), xytext=(0, -3), textcoords="offset points", ha="center", va="top", fontsize="x-small", color="white")
+        else:
+            ax.annotate(text, (xi, t if np.isfinite(t) else a), xytext=(0, 3), textcoords="offset points", ha="center", va="bottom",
+                        fontsize="x-small")
     ax.set_xticks(x)
     ax.set_xticklabels([str(i) for i in table.index], rotation=25, ha="right", fontsize="small")
     ax.set_ylabel("partitions per minute")
@@ -640,8 +679,10 @@ def staircase(table: pd.DataFrame, ax: Axes | None = None, title: str | None = N
     ax2.set_ylabel("compute utilization")
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
-    ax.legend(h1 + h2, l1 + l2, fontsize="small", frameon=False, loc="upper left")
-    ax.set_title(title or "throughput, step by step")
+    # the legend above the axes, where neither the utilization line nor a bar runs through it
+    ax.legend(h1 + h2, l1 + l2, fontsize="small", frameon=False, loc="lower left", bbox_to_anchor=(0.0, 1.0),
+              ncol=3 if fig.get_figwidth() >= 9 else 2)
+    ax.set_title(title or "throughput, step by step", pad=22 if fig.get_figwidth() >= 9 else 34)
     fig.tight_layout()
     steps = "; ".join(f"{i} {a:.0f}/min at {c:.0%}" + (f" (range {lo:.0f}–{hi:.0f})" if ok else "")
                       for i, a, c, (lo, hi), ok in zip(table.index, v, u, spread, has, strict=True))

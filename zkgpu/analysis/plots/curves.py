@@ -4,8 +4,6 @@ against host memory-load threads; zkgpu's kernel times relative to sppark's per 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -14,25 +12,14 @@ from matplotlib.ticker import FuncFormatter
 
 from zkgpu.analysis.plots.style import fig_ax, path_style, require_columns, set_caption, size_label
 
-__all__ = ["bandwidth_curves", "load_curves", "sppark_ratios", "OP_STYLES", "PARITY_TICK"]
+__all__ = ["bandwidth_curves", "load_curves", "sppark_ratios", "PARITY_TICK", "SIZE_MARKERS", "SIZE_GREYS"]
 
-#: The label of :func:`sppark_ratios`' y tick at 1.0, the parity line (on the axis, not beside the points).
+#: The label of :func:`sppark_ratios`' x tick at 1.0, the parity line (on the axis, not beside the points).
 PARITY_TICK = "sppark = 1.0"
 
-#: Colour and line style per operation of :func:`sppark_ratios` (labels of :func:`zkgpu.analysis.anchors.row_label`):
-#: NTT variants in purples, MSM in dark reds, colours no phase or H2D path uses; the PoRep-like MSM is solid against
-#: sppark on PoRep-like scalars, dashed where it is compared with sppark's uniform scalars (context); the MSM over
-#: precomputed bases in the same two colours, dash-dotted (dotted for its PoRep-like context row); over points prepared
-#: outside the timing (the like-for-like rows against sppark's preloaded points) dash-dot-dotted.
-OP_STYLES: dict[str, tuple[str, Any]] = {
-    "NTT forward": ("#3f007d", "-"), "NTT inverse": ("#6a51a3", "-"), "NTT coset": ("#807dba", "-"),
-    "NTT inverse-coset": ("#bcbddc", "-"), "MSM uniform": ("#67000d", "-"), "MSM PoRep-like": ("#cb181d", "-"),
-    "MSM PoRep-like (sppark: uniform)": ("#cb181d", "--"),
-    "MSM points prepared, uniform": ("#67000d", (0, (5, 1, 1, 1, 1, 1))), "MSM points prepared, PoRep-like": ("#cb181d", (0, (5, 1, 1, 1, 1, 1))),
-    "MSM points prepared, PoRep-like (sppark: uniform)": ("#cb181d", ":"),
-    "MSM precomputed bases, uniform": ("#67000d", "-."), "MSM precomputed bases, PoRep-like": ("#cb181d", "-."),
-    "MSM precomputed bases, PoRep-like (sppark: uniform)": ("#cb181d", ":"),
-}
+#: Marker and grey per size of :func:`sppark_ratios` (smallest first).
+SIZE_MARKERS = ("o", "s", "D", "^", "v")
+SIZE_GREYS = ("#f0f0f0", "#bdbdbd", "#737373", "#252525")
 
 
 def bandwidth_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
@@ -110,11 +97,15 @@ def load_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None = No
 
 
 def sppark_ratios(table: pd.DataFrame, ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
-    """zkgpu time / sppark time per size: one line per operation, the parity line 1.0 marked.
+    """zkgpu time / sppark time: one row per operation, a marker per size on that row, the parity line 1.0 marked.
+
+    One claim: how much of sppark's time zkgpu takes, operation by operation. Each operation is a row of its own
+    (ten lines across sizes could not be told apart), its sizes drawn as grey markers from light (small) to dark
+    (large) joined by a thin line (the range over sizes); a rule parts the NTT rows from the MSM rows.
 
     Input: :func:`zkgpu.analysis.anchors.ratio_table` (rows: operations such as ``NTT forward``; columns: sizes
-    ``2^k``; values: zkgpu_ms / sppark_ms of medians, NaN where a side was not measured). Below 1.0 zkgpu is
-    faster. The caption gives each operation's ratios from the data.
+    ``2^k``; values: zkgpu_ms / sppark_ms of medians, NaN where a side was not measured: no marker). Left of 1.0
+    zkgpu is faster. The caption gives each operation's ratios from the data.
 
     Raises:
         ValueError: the table is empty or a column is not named ``2^k``.
@@ -125,29 +116,41 @@ def sppark_ratios(table: pd.DataFrame, ax: Axes | None = None, title: str | None
         logs = [int(str(c).removeprefix("2^")) for c in table.columns]
     except ValueError:
         raise ValueError(f"sppark_ratios: columns must be sizes '2^k', got {list(table.columns)}") from None
-    fig, ax = fig_ax(ax, (7.0, 4.0))
-    for row, vals in table.iterrows():
-        color, ls = OP_STYLES.get(str(row), ("#969696", ":"))
-        ok = vals.notna().to_numpy()  # a size one side did not measure: no point, the line joins its neighbours
-        x = [k for k, keep in zip(logs, ok, strict=True) if keep]
-        ax.plot(x, vals.to_numpy(dtype=float)[ok], marker="o", ms=4, color=color, linestyle=ls, label=str(row))
-    ax.axhline(1.0, color="k", linewidth=1.0)
-    # parity is named on the y axis (the tick at 1.0), where it cannot be read as a label of the points near it
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: PARITY_TICK if abs(v - 1.0) < 1e-9 else f"{v:.1f}"))
-    ax.set_xticks(logs, [f"$2^{{{k}}}$" for k in logs])
-    ax.set_xlabel("size (elements / points)")
-    ax.set_ylabel("zkgpu time / sppark time")
+    fig, ax = fig_ax(ax, (8.0, 0.38 * len(table) + 1.6))
+    greys = [SIZE_GREYS[min(len(SIZE_GREYS) - 1, round(j * (len(SIZE_GREYS) - 1) / max(1, len(logs) - 1)))] for j in range(len(logs))]
+    vals = table.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    for y, row in enumerate(vals):
+        ok = row == row
+        if ok.sum() > 1:
+            ax.plot([row[ok].min(), row[ok].max()], [y, y], color="#bbbbbb", linewidth=2.0, zorder=1)
+    for j, k in enumerate(logs):
+        ok = vals[:, j] == vals[:, j]
+        ax.scatter(vals[ok, j], [y for y, keep in enumerate(ok) if keep], s=34, marker=SIZE_MARKERS[j % len(SIZE_MARKERS)], color=greys[j],
+                   edgecolor="k", linewidth=0.5, zorder=3, label=f"$2^{{{k}}}$")
+    ax.axvline(1.0, color="k", linewidth=1.0)
+    ax.set_yticks(range(len(table)), [str(r) for r in table.index])
+    kinds = [str(r).split(" ")[0] for r in table.index]  # NTT rows, then MSM rows: a thin rule between the groups
+    for y in range(1, len(kinds)):
+        if kinds[y] != kinds[y - 1]:
+            ax.axhline(y - 0.5, color="#999999", linewidth=0.6)
+    ax.invert_yaxis()
     top = float(pd.to_numeric(table.stack(), errors="coerce").max()) if table.size else 1.0
-    ax.set_ylim(bottom=0, top=max(1.0, top if top == top else 1.0) * 1.12)  # headroom above the highest ratio
-    lo, hi = ax.get_ylim()
-    ax.set_yticks(sorted({float(t) for t in ax.get_yticks() if lo <= t <= hi} | {1.0}))  # parity always has its tick
-    ax.set_title(title or "zkgpu against sppark, same GPU, same call (below 1: zkgpu faster)")
-    ax.legend(fontsize="small", frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    ax.grid(alpha=0.3)
+    ax.set_xlim(left=0, right=max(1.0, top if top == top else 1.0) * 1.12)
+    # parity is named on the x axis (the tick at 1.0), where it cannot be read as a label of the points near it
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: PARITY_TICK if abs(v - 1.0) < 1e-9 else f"{v:.1f}"))
+    lo, hi = ax.get_xlim()
+    ax.set_xticks(sorted({float(t) for t in ax.get_xticks() if lo <= t <= hi and abs(t - 1.0) > 0.25} | {1.0}))  # parity always has its tick
+    ax.set_xlabel("zkgpu time / sppark time (left of 1: zkgpu faster)")
+    ax.set_title(title or "zkgpu against sppark, same GPU, same call")
+    ax.legend(title="size (elements / points)", fontsize="small", title_fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
-    per = "; ".join(f"{row} " + ", ".join("–" if pd.isna(v) else f"{v:.2f}" for v in vals) for row, vals in table.iterrows())
-    set_caption(fig, f"Median zkgpu time over median sppark time per size ({', '.join(f'2^{k}' for k in logs)}): {per}. "
-                     f"The black line is parity (the y tick '{PARITY_TICK}'); below it zkgpu is faster."
-                     + (" The dashed MSM line is zkgpu with PoRep-like scalars against sppark with uniform ones (sppark's "
-                        "benchmark has uniform scalars only)." if any(OP_STYLES.get(str(r), ("", ""))[1] == "--" for r in table.index) else ""))
+    per = "; ".join(f"{row} " + ", ".join("–" if pd.isna(v) else f"{v:.2f}" for v in r) for row, r in table.iterrows())
+    faster = int((vals[:, -1] < 1.0).sum())
+    measured = int((vals[:, -1] == vals[:, -1]).sum())
+    set_caption(fig, f"One row per operation: median zkgpu time over median sppark time at each size ({', '.join(f'2^{k}' for k in logs)}; "
+                     f"markers light to dark), the grey bar their range: {per}. The black line is parity (the x tick '{PARITY_TICK}'); "
+                     f"left of it zkgpu is faster, as in {faster} of the {measured} operations measured at 2^{logs[-1]}."
+                     + (" A row marked '(sppark: uniform)' is zkgpu with PoRep-like scalars against sppark with uniform ones (sppark's "
+                        "benchmark has uniform scalars only): context, not a comparison." if any("(sppark: uniform)" in str(r) for r in table.index) else ""))
     return fig, ax
