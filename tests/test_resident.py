@@ -38,3 +38,21 @@ def test_gpu_prover_with_resident_points_matches_cpu(resident):
     for _ in range(2):
         got = prover.prove(w, seed=11)
         assert np.array_equal(got.a, ref.a) and np.array_equal(got.b, ref.b) and np.array_equal(got.c, ref.c)
+
+
+def test_warm_up_proves_the_fixture_on_a_thread_and_drops_its_errors(monkeypatch):
+    """start_warm_up: one GPU proof of the committed fixture on a daemon thread; an error there is not raised (the
+    command's own proof meets it)."""
+    from zkgpu.groth16 import prover
+
+    seen = []
+
+    def fake(zk, w, **kw):
+        seen.append((zk.n_vars, len(w), kw))
+        raise RuntimeError("no GPU")
+
+    monkeypatch.setattr(prover, "prove", fake)
+    t = prover.start_warm_up()
+    t.join(30)
+    assert not t.is_alive() and t.daemon
+    assert len(seen) == 1 and seen[0][0] == seen[0][1] and seen[0][2] == {"device": "gpu", "seed": 1}

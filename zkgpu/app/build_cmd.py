@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import click
 
 from zkgpu.core import cuda as _cuda
 from zkgpu.core.errors import CliError
 from zkgpu.groth16.formats import read_wtns, read_zkey
-from zkgpu.groth16.prover import prove
+from zkgpu.groth16.prover import FIXTURE, prove
 
 __all__ = ["build_command", "build_all"]
 
-FIXTURE = Path(__file__).resolve().parent.parent / "groth16" / "fixtures"
 OTHER_MODULES = ("prep", "msm_precomp")
 """Modules the prover does not load, built with their default options (the pipeline's prep_msm and the
 precomputed-bases MSM)."""

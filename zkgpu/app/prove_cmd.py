@@ -17,7 +17,7 @@ from zkgpu.groth16 import keycache
 from zkgpu.groth16.circuits import ToolError, build
 from zkgpu.groth16.formats import FormatError, read_wtns, read_zkey
 from zkgpu.groth16.proof import proof_json, public_json, verify_py_ecc, write_exclusive
-from zkgpu.groth16.prover import Prover
+from zkgpu.groth16.prover import Prover, start_warm_up
 from zkgpu.groth16.setup import fast_setup, read_r1cs
 
 __all__ = ["prove_command", "circuit_command", "setup_command"]
@@ -82,6 +82,7 @@ def prove_command(zkey_path, wtns_paths, proof_path, public_path, out_dir, r1cs_
     if device == "gpu" and not _cuda.gpu_available():
         raise CliError("--device gpu: no CUDA GPU available (CuPy missing or no device); use --device cpu")
     keycache.configure(folder=cache_root() / "keys")  # the key checks' verdicts, per user ($XDG_CACHE_HOME)
+    warm = start_warm_up() if device == "gpu" else None  # CUDA context and kernel modules while the key is read
     t0 = time.perf_counter()
     r1 = _r1cs_for(zkey_path, r1cs_path, check_witness)
     try:
@@ -90,6 +91,8 @@ def prove_command(zkey_path, wtns_paths, proof_path, public_path, out_dir, r1cs_
         prover = Prover(zkey, device=device, r1cs=r1cs, resident=len(wtns_paths) > 1)  # one proof: its MSMs copy the points
     except (ValueError, OSError) as exc:
         raise CliError(str(exc)) from None
+    if warm is not None:
+        warm.join()
     t_key = 1e3 * (time.perf_counter() - t0)
     results: list = []
     per: list[dict] = []
