@@ -108,3 +108,21 @@ def test_the_history_places_each_g2_msm_where_its_recording_ran_it(tmp_path):
     assert key["msm_b2_g2_ms"] == pytest.approx(new.phases.query("phase == 'msm_b2_g2'")["ms"].median())
     assert key["cold_first_command_ms"] == pytest.approx(1e3 * new.cold.set_index("mode").loc["cold_first", "wall_s"])
     assert "GPU" in prove_results.history_summary([old, new]) and prove_results.cold_summary(new).startswith("From empty")
+
+
+def test_readme_gives_the_prove_figures_of_the_recording_it_names():
+    """README's prove section quotes one bench-prove recording by folder: each figure is that recording's, to its digits."""
+    import re
+
+    text = (DATA.parent / "README.md").read_text(encoding="utf-8").split("## Proving real circuits\n", 1)[1].split("\n## ", 1)[0]
+    folder = re.search(r"`data/([^`]+-bench-prove[^`]*)`", text).group(1)
+    if not (DATA / folder).is_dir():
+        pytest.skip(f"{folder} is not in this checkout")
+    src = prove_results._prove_source(DATA / folder, {k: pd.read_csv(DATA / folder / f"{k}.csv") for k in ("prove", "phases")})
+    key = {k: v["value"] for k, v in prove_results.prove_key_numbers(src).items()}
+    flat = " ".join(text.split())
+    assert key["all_verified"] == "yes"
+    assert f"one whole `zkgpu prove` command takes {key['zkgpu_prove_ms'] / 1e3:.2f} s against snarkjs's {key['snarkjs_prove_ms'] / 1e3:.2f} s" in flat
+    assert f"with the key resident, {key['resident_proof_ms']:.1f} ms per proof, {key['resident_proofs_per_s']:.1f} proofs/s" in flat
+    assert f"the G2 MSM takes {key['msm_b2_g2_ms']:.1f} ms on the {prove_results.g2_where(src)} and synthesis {key['synthesis_ms']:.1f} ms" in flat
+    assert f"the first command takes {key['cold_first_command_ms'] / 1e3:.2f} s" in flat
