@@ -22,7 +22,7 @@ from zkgpu.core.events import normalize_events
 from zkgpu.core.manifest import DATA_DIR, command_of
 
 __all__ = ["configure", "data_dir", "reference_path", "shown_path", "Recording", "find_recordings", "read_events",
-           "RECORDING_KINDS", "inventory", "inventory_by_kind", "benchmark_pivot", "latest_recording", "find_benchmarks",
+           "RECORDING_KINDS", "inventory", "inventory_by_kind", "benchmark_pivot", "latest_recording", "find_benchmarks", "benchmark_folders",
            "is_default_ntt_run", "Source", "recorded_source", "STORY_ORDER", "story_order", "reference_table",
            "scenario_table"]
 
@@ -280,10 +280,8 @@ def latest_recording(base: str | Path | None = None, gpu_only: bool = False) -> 
     return recs[0]
 
 
-def find_benchmarks(
-    kind: str, base: str | Path | None = None, *, where: Callable[[dict[str, pd.DataFrame]], bool] | None = None
-) -> tuple[Path, dict[str, pd.DataFrame]] | None:
-    """Newest finished ``<gpu>-<date>-bench-<kind>[-N]/`` folder accepted by ``where``, and its tables; or None."""
+def benchmark_folders(kind: str, base: str | Path | None = None) -> list[Path]:
+    """Every ``<gpu>-<date>-bench-<kind>[-N]/`` folder with a manifest under ``base`` (default :func:`data_dir`), newest first."""
     root = Path(base) if base is not None else data_dir()
     cands = []
     if root.is_dir():
@@ -291,7 +289,14 @@ def find_benchmarks(
             m = _BENCH_RE.match(p.name)
             if p.is_dir() and m and m.group("kind") == kind and (p / "manifest.json").is_file():
                 cands.append((m.group("date"), int(m.group("n") or 0), p))
-    for _, _, p in sorted(cands, reverse=True):
+    return [p for _, _, p in sorted(cands, reverse=True)]
+
+
+def find_benchmarks(
+    kind: str, base: str | Path | None = None, *, where: Callable[[dict[str, pd.DataFrame]], bool] | None = None
+) -> tuple[Path, dict[str, pd.DataFrame]] | None:
+    """Newest finished ``<gpu>-<date>-bench-<kind>[-N]/`` folder accepted by ``where``, and its tables; or None."""
+    for p in benchmark_folders(kind, base):
         tables = {}
         for f in sorted(p.iterdir()):
             if f.suffix in (".csv", ".parquet") or (f.suffix == ".json" and f.name != "manifest.json"):

@@ -21,7 +21,7 @@ import pandas as pd
 
 from zkgpu.analysis.keynumbers import number
 from zkgpu.analysis.metrics import compute_utilization, throughput
-from zkgpu.analysis.replay import Recording, data_dir, find_benchmarks, find_recordings, shown_path
+from zkgpu.analysis.replay import Recording, benchmark_folders, data_dir, find_benchmarks, find_recordings, shown_path
 from zkgpu.analysis.schema import check_manifest, loads_strict
 from zkgpu.core.manifest import commit_label
 
@@ -30,6 +30,13 @@ __all__ = [
     "GPU_PHASES",
     "ProveSource",
     "recorded_prove_source",
+    "prove_recordings",
+    "g2_where",
+    "phase_comparison",
+    "history_summary",
+    "resident_table",
+    "cold_summary",
+    "real_g2_summary",
     "phase_timeline",
     "plot_phase_timeline",
     "command_ms",
@@ -45,12 +52,15 @@ REAL_DIR = "real"
 (``scripts/gpu_run.sh record-real`` writes there), kept apart so that the scenario notebooks'
 newest recording stays a synthetic scenario matrix."""
 
-TIMELINE_PHASES = ("read", "synthesis", "h_scalars", "msm_a", "msm_b1", "msm_l", "msm_h", "msm_b2_g2", "g2_wait", "finish")
+TIMELINE_PHASES = ("read", "key_matrices", "synthesis", "h_scalars", "msm_a", "msm_b1", "msm_l", "msm_h", "msm_b2_g2", "g2_wait", "finish")
 """The phases of one proof in the order they run on the main thread (one after the other); with
 ``overlap`` (the default) the G2 MSM runs on its own thread from ``msm_b2_g2.start`` and the main
-thread waits for what is left of it in ``g2_wait``."""
+thread waits for what is left of it in ``g2_wait``; without ``overlap``, or on the GPU (recordings since 2026-12-03),
+it runs on the main thread after the G1 MSMs. ``key_matrices``: the key's A and B matrices built for a single
+proof (recordings since 2026-12-03; a resident key builds them once)."""
 GPU_PHASES = ("h_scalars", "msm_a", "msm_b1", "msm_l", "msm_h")
-"""Phases on zkgpu's kernels with ``--device gpu`` (the others run on the CPU in both modes)."""
+"""Phases on zkgpu's kernels with ``--device gpu`` in every recording (:func:`phase_timeline` adds the G2 MSM and synthesis where
+the recording shows them there)."""
 
 
 @dataclass
@@ -71,6 +81,7 @@ class ProveSource:
         cold: rows ``tool, mode, repeat, wall_s, verified`` of ``zkgpu bench prove --cold`` (mode ``cold_build``:
             ``zkgpu build`` in empty kernel caches; ``cold_first``: the first whole prove command after it); empty
             when not recorded.
+        resident_phases: rows ``repeat, phase, ms`` of the resident proofs (empty when none).
     """
 
     kind: str
@@ -80,6 +91,7 @@ class ProveSource:
     folder: Path | None
     resident: pd.DataFrame = field(default_factory=pd.DataFrame)
     cold: pd.DataFrame = field(default_factory=pd.DataFrame)
+    resident_phases: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def on_gpu(self) -> bool:
@@ -106,10 +118,13 @@ def recorded_prove_source(base: str | Path | None = None) -> ProveSource | None:
     Raises:
         ValueError: the folder's manifest.json is not JSON, not an object, or a field of the wrong type (names it).
     """
-    found = find_benchmarks("prove", base)
-    if found is None or not {"prove", "phases"} <= set(found[1]):
+    found = find_benchmarks("prove", base, where=lambda t: {"prove", "phases"} <= set(t))
+    if found is None:
         return None
-    folder, tables = found
+    return _prove_source(*found)
+
+
+def _prove_source(folder: Path, tables: dict[str, pd.DataFrame]) -> ProveSource:
     mf = folder / "manifest.json"
     try:
         manifest = loads_strict(mf.read_text(encoding="utf-8"))
@@ -121,7 +136,23 @@ def recorded_prove_source(base: str | Path | None = None) -> ProveSource | None:
     return ProveSource(kind=kind, runs=runs[runs["mode"] == "command"].drop(columns="mode"),
                        phases=phases[phases["mode"] == "command"].drop(columns="mode"), manifest=manifest, folder=folder,
                        resident=runs[runs["mode"] == "resident"].drop(columns="mode").reset_index(drop=True),
-                       cold=runs[runs["mode"].isin(COLD_MODES)].reset_index(drop=True))  # fmt: skip
+                       cold=runs[runs["mode"].isin(COLD_MODES)].reset_index(drop=True),
+                       resident_phases=phases[phases["mode"] == "resident"].drop(columns="mode").reset_index(drop=True))  # fmt: skip
+
+
+def prove_recordings(base: str | Path | None = None) -> list[ProveSource]:
+    """Every ``bench-prove`` recording under ``base`` (default: the replay data folder) with both tables, oldest first:
+    the history :func:`phase_comparison` draws.
+
+    Raises:
+        ValueError: as :func:`recorded_prove_source`.
+    """
+    out = []
+    for folder in reversed(benchmark_folders("prove", base)):
+        tables = {k: pd.read_csv(folder / f"{k}.csv") for k in ("prove", "phases") if (folder / f"{k}.csv").is_file()}
+        if len(tables) == 2:
+            out.append(_prove_source(folder, tables))
+    return out
 
 
 COLD_MODES = ("cold_build", "cold_first")
@@ -143,14 +174,18 @@ def _by_mode(df: pd.DataFrame, path: Path) -> pd.DataFrame:
     return df
 
 
-def phase_timeline(phases: pd.DataFrame) -> pd.DataFrame:
+def phase_timeline(phases: pd.DataFrame, *, gpu: bool = True) -> pd.DataFrame:
     """Median ms per phase on one time axis: columns ``phase, start_ms, ms, on``.
 
     ``on`` is ``GPU`` (zkgpu's kernels with --device gpu), ``CPU`` (the main thread) or
-    ``CPU thread`` (the G2 MSM overlapped with the main thread, placed at its recorded start).
+    ``CPU thread`` (the G2 MSM overlapped with the main thread, placed at its recorded start). A G2 MSM
+    without a recorded start ran on the main thread: on the GPU when ``gpu`` (a ``device gpu`` recording). Synthesis
+    is on the GPU when ``gpu`` and the proof built the key's matrices (``key_matrices``: the sparse product of the
+    recordings since 2026-12-03; before it, synthesis ran on the CPU).
     """
     med = phases.groupby("phase")["ms"].median()
     background = "msm_b2_g2.start" in med.index
+    device_side = set(GPU_PHASES) | ({"msm_b2_g2"} | ({"synthesis"} if "key_matrices" in med.index else set()) if gpu else set())
     rows, t = [], 0.0
     for ph in TIMELINE_PHASES:
         if ph not in med.index:
@@ -159,7 +194,7 @@ def phase_timeline(phases: pd.DataFrame) -> pd.DataFrame:
             start = float(med.get("read", 0.0)) + float(med["msm_b2_g2.start"])
             rows.append(dict(phase=ph, start_ms=start, ms=float(med[ph]), on="CPU thread"))
             continue
-        rows.append(dict(phase=ph, start_ms=t, ms=float(med[ph]), on="GPU" if ph in GPU_PHASES else "CPU"))
+        rows.append(dict(phase=ph, start_ms=t, ms=float(med[ph]), on="GPU" if ph in device_side else "CPU"))
         t += float(med[ph])
     return pd.DataFrame(rows)
 
@@ -205,7 +240,7 @@ def prove_key_numbers(src: ProveSource) -> dict:
     phases, and ``g2_hidden_ms``: the G2 MSM's time overlapped with other phases."""
     med = src.runs.groupby("tool")["wall_s"].median()
     zk_tool = next(t for t in med.index if t.startswith("zkgpu"))
-    tl = phase_timeline(src.phases)
+    tl = phase_timeline(src.phases, gpu=src.on_gpu)
     main = tl[tl["on"] != "CPU thread"]
     total = float(main.ms.sum()) or float("nan")
     num = functools.partial(number, recording=shown_path(src.folder) if src.folder is not None else "")  # each number names its recording
@@ -233,10 +268,111 @@ def prove_key_numbers(src: ProveSource) -> dict:
         if isinstance(res.get("proofs_per_s"), (int, float)):
             out["resident_proofs_per_s"] = num(float(res["proofs_per_s"]), "",
                                                f"proofs per second with the key resident, over {res.get('proofs')} proofs")
+    phase_med = src.phases.groupby("phase")["ms"].median()
+    for ph, label in (("synthesis", "synthesis (A·w, B·w, C), median proof"), ("msm_b2_g2", f"the G2 MSM ({g2_where(src)}), median proof")):
+        if ph in phase_med.index:
+            out[f"{ph}_ms"] = num(float(phase_med[ph]), "ms", label)
+    cold = src.cold.set_index("mode")["wall_s"] if len(src.cold) else pd.Series(dtype=float)
+    if "cold_build" in cold.index:
+        out["cold_build_ms"] = num(1e3 * float(cold["cold_build"]), "ms", "zkgpu build in empty kernel caches")
+    if "cold_first" in cold.index:
+        out["cold_first_command_ms"] = num(1e3 * float(cold["cold_first"]), "ms", "the first whole zkgpu prove command after zkgpu build")
     if "snarkjs" in med.index:
         out["snarkjs_prove_ms"] = num(1e3 * float(med["snarkjs"]), "ms", "snarkjs groth16 prove, whole command, median")
         out["speedup_vs_snarkjs"] = num(float(med["snarkjs"] / med[zk_tool]), "x", "snarkjs time / zkgpu time")
     return out
+
+
+def g2_where(src: ProveSource) -> str:
+    """Where a recording's G2 MSM ran, from its phases: ``GPU``, ``CPU`` (main thread) or ``CPU thread`` (overlapped)."""
+    tl = phase_timeline(src.phases, gpu=src.on_gpu)
+    g2 = tl.loc[tl["phase"] == "msm_b2_g2", "on"]
+    return str(g2.iloc[0]) if len(g2) else "not recorded"
+
+
+COMPARED_PHASES = ("one proof", "read", "key_matrices", "synthesis", "h_scalars", "msm_a", "msm_b1", "msm_l", "msm_h", "msm_b2_g2",
+                   "g2_wait", "finish")
+"""The rows of :func:`phase_comparison`: ``one proof`` (a whole command, or one resident proof), then the phases."""
+
+
+def _series_name(src: ProveSource, what: str) -> str:
+    return f"{src.folder.name if src.folder is not None else src.kind} ({what}, G2 MSM {g2_where(src)})"
+
+
+def phase_comparison(sources: list[ProveSource]) -> pd.DataFrame:
+    """The median ms of each phase of one proof (:data:`COMPARED_PHASES`), per recording: columns ``series, phase, ms``.
+
+    One series per recording's whole commands, oldest first (its ``one proof`` row: the command's median), then one for
+    the newest recording's resident-key proofs when it has them (``one proof``: a ``Prover.prove`` call's median).
+    """
+    rows = []
+    for src in sources:
+        name = _series_name(src, "whole command")
+        med = src.phases.groupby("phase")["ms"].median()
+        rows.append(dict(series=name, phase="one proof", ms=command_ms(src)))
+        rows += [dict(series=name, phase=ph, ms=float(med[ph])) for ph in COMPARED_PHASES[1:] if ph in med.index]
+    last = sources[-1] if sources else None
+    if last is not None and len(last.resident) and len(last.resident_phases):
+        name = _series_name(last, "key resident")
+        med = last.resident_phases.groupby("phase")["ms"].median()
+        rows.append(dict(series=name, phase="one proof", ms=1e3 * float(last.resident["wall_s"].median())))
+        rows += [dict(series=name, phase=ph, ms=float(med[ph])) for ph in COMPARED_PHASES[1:] if ph in med.index]
+    out = pd.DataFrame(rows, columns=["series", "phase", "ms"])
+    order = {ph: i for i, ph in enumerate(COMPARED_PHASES)}
+    return out.sort_values("phase", key=lambda c: c.map(order), kind="stable").reset_index(drop=True)
+
+
+def history_summary(sources: list[ProveSource]) -> str:
+    """Two sentences from the oldest and the newest recording: the whole command and the G2 MSM then and now, and
+    the newest command's largest phases ('' with fewer than two recordings)."""
+    if len(sources) < 2:
+        return ""
+    old, new = sources[0], sources[-1]
+    om, nm = (s.phases.groupby("phase")["ms"].median() for s in (old, new))
+    tl = phase_timeline(new.phases, gpu=new.on_gpu)
+    top = tl.sort_values("ms", ascending=False).head(3)
+    g2 = lambda m, s: f"{m['msm_b2_g2']:,.0f} ms ({g2_where(s)})" if "msm_b2_g2" in m.index else "not recorded"  # noqa: E731
+    text = (f"In {old.folder.name if old.folder else '?'}, one whole `zkgpu prove` command took {command_ms(old):,.0f} ms and its "
+            f"G2 MSM {g2(om, old)}; in {new.folder.name if new.folder else '?'}, the newest, the command takes "
+            f"{command_ms(new):,.0f} ms and the G2 MSM {g2(nm, new)}. ")
+    return text + ("Its largest phases now: " + ", ".join(f"{r.phase} {r.ms:,.0f} ms ({r.on})" for r in top.itertuples())
+                   + "; the rest of the command, outside the phases, is the process starting, its imports and writing the proof.")
+
+
+def resident_table(src: ProveSource) -> pd.DataFrame:
+    """The resident-key proofs in one row (empty when not recorded): proofs, key read (ms), per-proof median / min / max
+    (ms), proofs/s (the manifest's: proofs over the loop's wall time), all verified."""
+    if not len(src.resident):
+        return pd.DataFrame()
+    res, ms = src.manifest.get("resident") or {}, 1e3 * src.resident["wall_s"]
+    return pd.DataFrame([{"proofs": len(ms), "read_key_ms": res.get("read_key_ms"), "proof_median_ms": float(ms.median()),
+                          "proof_min_ms": float(ms.min()), "proof_max_ms": float(ms.max()), "proofs_per_s": res.get("proofs_per_s"),
+                          "all_verified": bool(src.resident["verified"].all())}], index=["key resident"])  # fmt: skip
+
+
+def cold_summary(src: ProveSource) -> str:
+    """One sentence on ``--cold``'s rows against the warm commands ('' when not recorded)."""
+    cold = src.cold.set_index("mode")["wall_s"] if len(src.cold) else pd.Series(dtype=float)
+    if not {"cold_build", "cold_first"} <= set(cold.index):
+        return ""
+    return (f"From empty kernel caches, `zkgpu build` took {cold['cold_build']:,.1f} s; the first whole command after it took "
+            f"{1e3 * cold['cold_first']:,.0f} ms, against {command_ms(src):,.0f} ms for the warm commands' median.")
+
+
+def real_g2_summary(rec: Recording) -> str:
+    """Where the real-circuit recording's ``b_g2_msm`` ran, read from its events: its median ms per scenario and whether
+    any GPU time was recorded for it."""
+    parts = []
+    for name in rec.scenarios:
+        if "events" not in rec.scenario(name):
+            continue
+        g2 = rec.events(name).query("phase == 'b_g2_msm'")
+        if not len(g2):
+            continue
+        ms = float(((g2["end_ns"] - g2["start_ns"]) / 1e6).median())
+        where = "with GPU time recorded" if g2["gpu_ms"].notna().any() else "with no GPU time recorded: on the CPU"
+        parts.append(f"{name}: {ms:,.0f} ms per partition (median), {where}")
+    return ("In this recording, b_g2_msm took " + "; ".join(parts) + ".") if parts else ""
 
 
 def prove_finding(src: ProveSource) -> str:

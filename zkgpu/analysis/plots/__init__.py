@@ -57,12 +57,13 @@ from zkgpu.analysis.plots.timelines import (
     TIMELINE_PHASES,
     Zoom,
     proof_phases,
+    proof_phases_compared,
     readable_window,
     timeline,
     timelines,
 )
 
 __all__ = ["PHASE_COLORS", "METRIC_COLORS", "PATH_STYLES", "SERIES_STYLE", "path_style", "SIDE_PHASES", "TIMELINE_PHASES",
-           "MIN_PX", "MAX_THIN", "Zoom", "readable_window", "PROOF_SIDES", "proof_phases", "phase_color", "size_label", "caption", "set_caption", "timeline", "timelines", "utilization_bars",
+           "MIN_PX", "MAX_THIN", "Zoom", "readable_window", "PROOF_SIDES", "proof_phases", "proof_phases_compared", "phase_color", "size_label", "caption", "set_caption", "timeline", "timelines", "utilization_bars",
            "critical_path", "gpu_window", "held_breakdown", "ntt_msm_h_split", "barrier_race", "throughput_bars", "gw_sweep",
            "summary", "summary_scale", "staircase", "hbars", "bandwidth_curves", "load_curves", "sppark_ratios"]

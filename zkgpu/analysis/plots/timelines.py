@@ -30,7 +30,7 @@ from zkgpu.analysis.plots.style import (
 )
 
 __all__ = ["SIDE_PHASES", "TIMELINE_PHASES", "MIN_PX", "MAX_THIN", "PROOF_SIDES", "Zoom", "readable_window", "timeline", "timelines",
-           "proof_phases"]
+           "proof_phases", "proof_phases_compared", "COMPARE_COLORS"]
 
 #: Phases of the prep_msm / finalize side threads, drawn in the lower half of a worker's lane so they
 #: do not hide the worker's main chain (pre_lock, mutex_wait, ntt_msm_h, barrier_wait, ...).
@@ -358,4 +358,43 @@ def proof_phases(table: pd.DataFrame, *, on_gpu: bool = True, ax: Axes | None = 
                 "the proofs), coloured by where it runs: " + ", ".join(labels[k] for k in present)
                 + f". The phases, from reading the key to the last one's end, take {span:,.0f} ms{whole}; the longest phase is "
                 f"{longest['phase']} ({float(longest['ms']):,.0f} ms, {longest['on']}).")
+    return fig, ax
+
+
+#: The series of :func:`proof_phases_compared`, in order (Okabe-Ito hues; none is the main thread's grey).
+COMPARE_COLORS = ("#E69F00", "#56B4E9", "#0072B2", "#CC79A7", "#D55E00", "#009E73", "#000000")
+
+
+def proof_phases_compared(table: pd.DataFrame, *, ax: Axes | None = None) -> tuple[Figure, Axes]:
+    """One proof's phases in several recordings: for each row of the phase order in ``table`` (columns ``series``,
+    ``phase``, ``ms``, as :func:`zkgpu.story.prove_results.phase_comparison` builds it), one horizontal bar per
+    series, on a log scale of ms; a series without a phase has no bar there.
+
+    Raises:
+        ValueError: a column is missing, the table is empty, or it has more series than :data:`COMPARE_COLORS`.
+    """
+    require_columns(table, {"series", "phase", "ms"}, "phase comparison")
+    series = list(dict.fromkeys(table["series"]))
+    phases = list(dict.fromkeys(table["phase"]))
+    if not series or len(series) > len(COMPARE_COLORS):
+        raise ValueError(f"phase comparison: 1 to {len(COMPARE_COLORS)} series, got {len(series)}")
+    fig, ax = fig_ax(ax, (9, 0.12 * len(phases) * max(2, len(series)) + 0.25 * len(series) + 1.2))
+    h = 0.8 / len(series)
+    for j, name in enumerate(series):
+        rows = table[table["series"] == name].set_index("phase")["ms"]
+        ys = [i - 0.4 + h * (j + 0.5) for i, ph in enumerate(phases) if ph in rows.index]
+        ax.barh(ys, [float(rows[ph]) for ph in phases if ph in rows.index], height=h, color=COMPARE_COLORS[j], label=name)
+    ax.set_yticks(range(len(phases)), phases)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("ms (median, log scale)")
+    ax.grid(axis="x", alpha=0.3, which="both")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=1, fontsize="small", frameon=False)
+    ax.set_title("one proof, phase by phase, in each bench-prove recording")
+    fig.tight_layout()
+    one = table[table["phase"] == phases[0]].set_index("series")["ms"]
+    set_caption(fig, f"For each phase of one `zkgpu prove` proof (rows; the first row, {phases[0]}, is the whole proof), one bar "
+                "per recording: its median ms on a log scale, coloured by recording as the legend lists them ("
+                + "; ".join(f"{s}: {one[s]:,.0f} ms" for s in series if s in one.index)
+                + f" for {phases[0]}). A recording without a phase has no bar there.")
     return fig, ax
