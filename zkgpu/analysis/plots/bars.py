@@ -61,6 +61,9 @@ def _spread(table: pd.DataFrame, col: str, v: np.ndarray, scale: float = 1.0) ->
 SPREAD_NOTE = " Whiskers: the range (min to max) over each scenario's repeated runs; the bar is their median."
 """The caption sentence of a figure that draws :func:`_spread`'s whiskers."""
 
+SPREAD_LABEL = "min–max over the repeats"
+"""The legend entry of :func:`_spread`'s whiskers (black), in every figure that draws them."""
+
 
 def utilization_bars(data: pd.DataFrame, ax: Axes | None = None, reference: Mapping[str, Mapping[str, float]] | None = None,
                      title: str | None = None) -> tuple[Figure, Axes]:
@@ -91,7 +94,7 @@ def utilization_bars(data: pd.DataFrame, ax: Axes | None = None, reference: Mapp
         err = _spread(data.reindex(u.index), m, v, 100.0) if m == "compute_util" and "run" not in data.columns and len(data) == len(u) else None
         if err is not None:
             spread = True
-            ax.errorbar(x + (j - 1) * w, v, yerr=err, fmt="none", ecolor="#111111", capsize=2, lw=0.8)
+            ax.errorbar(x + (j - 1) * w, v, yerr=err, fmt="none", ecolor="#111111", capsize=2, lw=0.8, label=SPREAD_LABEL)
         if m == "compute_util" or len(u) <= 3:
             ax.bar_label(bars, labels=["n/a" if np.isnan(a) else f"{a:.1f}%" for a in v], fontsize="x-small", padding=2,
                          fontweight="bold" if m == "compute_util" else "normal", rotation=90 if len(u) > 3 else 0)
@@ -409,7 +412,7 @@ def throughput_bars(table: pd.DataFrame, ax: Axes | None = None, bound: float | 
     bars = ax.bar(x - (w / 2 if model else 0), v, w, **SERIES_STYLE["measured"], label="measured")
     err = _spread(table, "partitions_per_min", v)
     if err is not None:
-        ax.errorbar(x - (w / 2 if model else 0), v, yerr=err, fmt="none", ecolor="#111111", capsize=3, lw=1)
+        ax.errorbar(x - (w / 2 if model else 0), v, yerr=err, fmt="none", ecolor="#111111", capsize=3, lw=1, label=SPREAD_LABEL)
     lab = [f"{a:.0f}" + (f"\n({a / bound:.0%})" if bound else "") for a in v]
     if err is None:
         ax.bar_label(bars, labels=lab, fontsize="x-small", padding=2)
@@ -551,7 +554,7 @@ def _throughput_rows(table: pd.DataFrame, ax: Axes, bound: float | None, bound_l
     ax.barh(y, np.nan_to_num(v), 0.62, **SERIES_STYLE["measured"], label="measured", zorder=2)
     err = _spread(table, "partitions_per_min", v)
     if err is not None:
-        ax.errorbar(v, y, xerr=err, fmt="none", ecolor="#111111", capsize=2, lw=0.8, zorder=4)
+        ax.errorbar(v, y, xerr=err, fmt="none", ecolor="#111111", capsize=2, lw=0.8, zorder=4, label=SPREAD_LABEL)
     if bound:
         ax.axvline(bound, color="#333333", ls="--", lw=1, label=f"{bound_label} ({bound:.0f}/min)", zorder=1)
     ax.figure.canvas.draw_idle()
@@ -654,7 +657,7 @@ def staircase(table: pd.DataFrame, ax: Axes | None = None, title: str | None = N
     if has.any():
         err = np.vstack([v - spread[:, 0], spread[:, 1] - v])
         err[:, ~has] = 0
-        ax.errorbar(x[has], v[has], yerr=err[:, has], fmt="none", ecolor="#111111", capsize=3, lw=1, label="min–max over the repeats")
+        ax.errorbar(x[has], v[has], yerr=err[:, has], fmt="none", ecolor="#111111", capsize=3, lw=1, label=SPREAD_LABEL)
     ax.set_ylim(0, np.nanmax(np.where(has, spread[:, 1], v)) * 1.2)
     # a label sits inside its bar, under the whisker's lower end (the utilization line runs above the bars, the whisker
     # through their tops); a bar too short for it has it above the whisker
