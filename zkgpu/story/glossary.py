@@ -46,7 +46,7 @@ SECTIONS: dict[str, dict[str, str]] = {
         "prove": "A partition's whole proof on its GPU worker, from taking it to its finalization.",
         "prep_msm": "CPU phase started before the worker takes the mutex: prepares the other MSMs' scalars "
                     "(bitmaps, popcounts, tails); upstream runs it on a thread pool.",
-        "b_g2_msm": "The B MSM in G2 (CPU, as upstream), beside the GPU phases.",
+        "b_g2_msm": "The pipeline's B MSM in G2 (on the CPU, as upstream), beside the GPU phases; `zkgpu prove` runs it on the GPU (msm_b2_g2).",
         "pre_lock": "A worker's set-up before it asks for the mutex (in the last mile: the copy of a, b, c before the lock).",
         "mutex_wait": "A worker waiting for the per-GPU mutex (the lock hand-off).",
         "mutex_held": "A worker holding the per-GPU mutex.",
@@ -142,6 +142,14 @@ SECTIONS: dict[str, dict[str, str]] = {
         "unlocked": "No shared mutex: the two workers' kernels share the GPU freely (lock scope none).",
         "submit": "The mutex covers only the submission of the kernels; the worker waits for them after releasing it.",
         "gw1, gw3": "One or three GPU workers instead of two (see gw).",
+    },
+    "Diagnose's verdicts": {
+        "h2d_pageable": "`zkgpu diagnose`: the pageable copy of a, b, c is the hidden part of ntt_msm_h (the fix: the pinned pool).",
+        "prep_msm_barrier": "`zkgpu diagnose`: the GPU waits at the barrier for the CPU's prep_msm, and the model gains from a faster one.",
+        "lock_scope": "`zkgpu diagnose`: the mutex serialises more than the kernels; the model gains from a submission-only scope.",
+        "host_side": "`zkgpu diagnose`: a host-side step (tracker lock, spawn, malloc_trim) holds the partitions up.",
+        "gpu_bound": "`zkgpu diagnose`: the GPU phases themselves are the limit; no setting the model knows gains enough.",
+        "undetermined": "`zkgpu diagnose`: the log lacks the lines a decision needs (it names them), or is cut or mixed.",
     },
 }
 
