@@ -1,20 +1,11 @@
-"""Performance anchors measured beside zkgpu: the output of ``anchors/sppark-bench`` (sppark, the CUDA
-library of the seed's prover, carried as ``.anchors/sppark-bench`` and run by ``scripts/kernels_vs_sppark.sh``
-or ``scripts/ntt_vs_sppark.sh``), of its PoRep-like sibling ``anchors/sppark-porep`` (this repository), and
-zkgpu's NTT and MSM benchmark rows side by side, as ratios zkgpu / sppark for the same operation on the same
-GPU in the same call.
+"""Performance anchors measured beside zkgpu: ``anchors/sppark-bench`` (sppark, the seed prover's CUDA library) and
+``anchors/sppark-porep`` outputs set against zkgpu's NTT and MSM benchmark rows, as ratios zkgpu / sppark for the
+same operation on the same GPU.
 
-sppark's NTT rows are natural order in and out (``InputOutputOrder::NN``), device-resident, CUDA-event
-timed: ``dev_fwd``, ``dev_inv``, ``dev_coset_fwd``, ``dev_coset_inv``; they compare with zkgpu's
-``forward-nn``, ``inverse-nn``, ``coset-nn`` and ``inverse-coset-nn`` (:data:`SPPARK_NTT_VARIANTS`).
-sppark's MSM row ``devpts_devsc`` (points and scalars already on the GPU, wall clock around the whole
-call including sppark's CPU-side combination of the windows) compares with zkgpu's ``bench msm`` rows
-``mode=device, scalars=uniform`` (CUDA events around :func:`zkgpu.gpu.msm.pippenger.msm_device`). The anchor draws uniform
-scalars only; ``anchors/sppark-porep`` times the same sppark call on PoRep-like scalars (45% zero, 45% one,
-10% uniform: the distribution of zkgpu's ``scalars=porep`` rows, drawn by its own seeded generator) as rows
-``devpts_devsc_porep``, which zkgpu's PoRep-like rows are compared with like for like. Where those rows are
-absent (recordings made before that driver), the PoRep-like rows are set against sppark's uniform time as
-context, marked ``like_for_like=False`` (:data:`SPPARK_MSM_VARIANTS`, :data:`SPPARK_MSM_CONTEXT`).
+sppark's NTT rows (natural order, device-resident, CUDA events) compare with zkgpu's ``*-nn`` variants
+(:data:`SPPARK_NTT_VARIANTS`); its MSM row ``devpts_devsc`` (wall clock of the whole call) with ``bench msm``'s
+``mode=device`` rows; ``devpts_devsc_porep`` with zkgpu's PoRep-like rows. Without the latter, PoRep-like rows are
+set against sppark's uniform time, marked ``like_for_like=False`` (:data:`SPPARK_MSM_CONTEXT`).
 """
 
 from __future__ import annotations
@@ -101,10 +92,8 @@ _COLUMNS = ["op", "lg_n", "variant", "median_ms", "min_ms", "max_ms", "repeats",
 
 
 def read_sppark(path: str | Path, *more: str | Path) -> pd.DataFrame:
-    """The CSV rows of a sppark-bench output file (``sppark.txt``; ``#`` comment lines and the ``gpu,`` line
-    skipped), followed by those of the ``more`` files of the same format (``anchors/sppark-porep``'s
-    ``sppark_porep.txt``): columns op, lg_n, variant, median_ms, min_ms, max_ms (ms), repeats, check. Rows
-    skipped by the benchmark's deadline have NaN times.
+    """The CSV rows of a sppark-bench output file and the ``more`` files of the same format: columns op, lg_n, variant,
+    median_ms, min_ms, max_ms (ms), repeats, check; rows skipped by the deadline have NaN times.
 
     Raises:
         FileNotFoundError: no such file. ValueError: a file holds no result table.
@@ -191,25 +180,18 @@ def vs_sppark(
     sppark: pd.DataFrame,
     kernel: str | None = None,
 ) -> pd.DataFrame:
-    """zkgpu beside sppark, one tidy row per (op, variant, log_n[, kernel]) measured on both sides.
+    """zkgpu beside sppark, one row per (op, variant, log_n[, kernel]) measured on both sides.
 
     Args:
-        ntt_rows: rows of ``zkgpu bench ntt`` (its ``ntt.csv``: log_n, variant, kernel, median_ms), or None.
-        msm_rows: rows of ``zkgpu bench msm`` (its ``msm.csv``: log2_n, mode, scalars, variant, median_ms), or None.
+        ntt_rows: ``zkgpu bench ntt`` rows (log_n, variant, kernel, median_ms), or None.
+        msm_rows: ``zkgpu bench msm`` rows (log2_n, mode, scalars, variant, median_ms), or None.
         sppark: :func:`read_sppark`'s table.
-        kernel: keep only this NTT kernel (e.g. ``"stagewise"``); None keeps every kernel measured.
+        kernel: keep only this NTT kernel; None keeps all.
 
     Returns:
-        a DataFrame with :data:`VS_COLUMNS`: op ``ntt`` (variants forward, inverse, coset, inverse-coset, natural
-        order) or ``msm`` (variants uniform, porep: the scalar distribution of zkgpu's run), ``sppark_ms`` and
-        ``zkgpu_ms`` (medians, ms), ``ratio`` = zkgpu_ms / sppark_ms, ``kernel`` (the NTT build, stagewise; or the MSM
-        build variant), the two benchmarks' own variant names, ``sppark_scalars`` (MSM rows: ``uniform`` or
-        ``porep``, the distribution of the sppark row used), ``like_for_like`` (the same scalar distribution on
-        both sides: False only where zkgpu's PoRep-like row falls back to sppark's uniform time,
-        :data:`SPPARK_MSM_CONTEXT`) and ``same_work`` (zkgpu's timed call does the work of sppark's: every NTT row,
-        the MSM rows of :data:`SPPARK_SAME_WORK_MODES`). A row is a like-for-like comparison (issue 13's targets,
-        ``zkgpu bench sppark``) where both are True. A size the sppark run skipped (deadline) has NaN sppark_ms
-        and ratio.
+        a DataFrame with :data:`VS_COLUMNS`: op, variant, ``sppark_ms``, ``zkgpu_ms`` (medians), ``ratio`` = zkgpu_ms
+        / sppark_ms, ``kernel``, both sides' variant names, ``sppark_scalars``, ``like_for_like`` and ``same_work``
+        (:data:`SPPARK_SAME_WORK_MODES`); NaN sppark_ms and ratio where sppark skipped the size.
     """
     parts = []
     if ntt_rows is not None and len(z := pd.DataFrame(ntt_rows)):
@@ -277,14 +259,12 @@ def read_sppark_manifest(mf: Path) -> dict[str, Any]:
 
 
 def load_vs_sppark(run_dir: str | Path, kernel: str | None = None) -> pd.DataFrame:
-    """:func:`vs_sppark` of a ``bench-sppark`` run folder (``zkgpu bench sppark``: ``sppark.txt``, with
-    ``sppark_porep.txt`` when the PoRep-like sppark driver ran, plus ``ntt.csv`` and/or ``msm.csv``). ``kernel``
-    defaults to the folder manifest's ``ntt_kernel``; only the manifest's ``sizes_log2`` (the compared sizes,
-    when it names them) are kept.
+    """:func:`vs_sppark` of a ``zkgpu bench sppark`` folder; ``kernel`` defaults to the manifest's ``ntt_kernel``, and
+    only the manifest's ``sizes_log2`` are kept.
 
     Raises:
         FileNotFoundError: no sppark.txt, or neither ntt.csv nor msm.csv. ValueError: sppark.txt has no rows, or an
-            unusable manifest (:func:`read_sppark_manifest`).
+            unusable manifest.
     """
     run_dir = Path(run_dir)
     if not (run_dir / "sppark.txt").exists():

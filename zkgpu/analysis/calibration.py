@@ -1,15 +1,6 @@
-"""Parameters of the pipeline model (:mod:`zkgpu.analysis.model`) from measurements or from upstream's numbers.
-
-* :func:`calibrate`: :class:`~zkgpu.analysis.model.ModelParams` fitted to a recorded event table (any
-  producer): the median wall time of each phase, the H2D rate as Σ bytes / Σ time of the ``h2d``
-  rows, the synthesis concurrency and the mutex overhead.
-* :func:`duration_spread`: how much the phases' durations vary from partition to partition (the
-  ``jitter`` of :func:`zkgpu.analysis.model.simulate`), measured on the same table.
-* :func:`reference_params`: upstream's PoRep partition (RTX 5070 Ti) from ``data/reference/``: the
-  seed's ``CUZK_TIMING`` lines (parsed by :mod:`zkgpu.analysis.logs`) and the published tables; for
-  what-if questions at upstream's sizes, never shown as our measurements.
-
-Durations in ms, sizes in bytes, rates in GB/s (1e9 B/s), as in :class:`~zkgpu.analysis.model.ModelParams`.
+"""Parameters of the pipeline model (:mod:`zkgpu.analysis.model`): :func:`calibrate` from a recorded event table,
+:func:`duration_spread` for its ``jitter``, :func:`reference_params` from upstream's published numbers
+(what-if only, never shown as our measurements). Durations in ms, sizes in bytes, rates in GB/s (1e9 B/s).
 """
 
 from __future__ import annotations
@@ -100,35 +91,21 @@ def calibrate(
     source: str | None = None,
     stat: str = "median",
 ) -> ModelParams:
-    """Fit :class:`ModelParams` to a recorded event table (medians per phase, or means).
+    """Fit :class:`ModelParams` to a recorded event table: each duration is its phase's median wall time (``stat="mean"``:
+    the mean, which adds up as the run does).
 
-    Rules: each duration is the median (``stat="mean"``: the mean) wall time (``end_ns -
-    start_ns``) of its phase, and every "median" below is then a mean. Medians ignore the odd slow
-    partition; means add up as the run does (a throughput is partitions over the *sum* of the
-    cycle's durations, so a right-skewed phase costs its mean, not its median). The H2D
-    rate is ``sum(bytes) / sum(time)`` over ``h2d`` rows with bytes; it is assigned to the
-    pageable or pinned rate according to ``transfer`` or else the rows' ``detail``
-    (``path=``/``transfer=`` ``registered``, ``pinned``, ``pinned_pool`` → pinned; otherwise
-    pageable), and the other rate comes from the argument. Without ``h2d`` rows the whole
-    ``ntt_msm_h`` is taken as compute (``ntt_ms``) unless ``h2d_bytes`` and a rate are given, in
-    which case the H2D time at that rate is subtracted. Copies inside ntt_msm_h (``h2d`` rows with
-    ``stage=ntt_msm_h``, or without a stage): ``ntt_ms`` = median ``ntt_msm_h`` − median
-    per-partition ``h2d`` − median ``h_msm`` (so the model's ntt_msm_h is the measured median),
-    ``h_kernel_ms`` = the median ``kernel_ms`` of the ``ntt`` rows (the H computation's kernels,
-    CUDA events; 0 without). Copies before the mutex (``stage=pre_lock``: ``h2d_stage="pre_lock"``,
-    ``submit``, ``resident``): ``h_kernel_ms`` = median ``ntt_msm_h`` − median ``h_msm`` (the H
-    computation on device-resident inputs, as it held the mutex) and ``ntt_ms`` =
-    :func:`zkgpu.analysis.model.in_lock_tail_ms` of it and the copy time.
-    Synthesis: median ``synthesize`` time and the largest number of syntheses running at once. ``lock_overhead_ms``: median per partition
-    of the mutex_held time not covered by the phases inside it; ``pre_lock_ms``: median pre_lock less the
-    ``h2d`` rows inside it (the copy before the mutex, which the model simulates on its own).
+    The H2D rate is Σ bytes / Σ time of the ``h2d`` rows, assigned to the pageable or pinned rate by ``transfer`` or
+    the rows' ``detail``; without ``h2d`` rows ntt_msm_h is all compute unless ``h2d_bytes`` and a rate are given.
+    Copies inside ntt_msm_h: ``ntt_ms`` = ntt_msm_h − h2d − h_msm, ``h_kernel_ms`` = the ``ntt`` rows' ``kernel_ms``.
+    Copies before the mutex: ``h_kernel_ms`` = ntt_msm_h − h_msm, ``ntt_ms`` =
+    :func:`zkgpu.analysis.model.in_lock_tail_ms`. Also synthesis time and concurrency, ``lock_overhead_ms`` (mutex
+    held beyond its phases) and ``pre_lock_ms`` (less its copies).
 
     Args:
-        events: event table (any producer) with at least ``prep_msm``, ``ntt_msm_h``,
-            ``batch_add`` and ``tail_msm`` rows.
-        pinned_gbps, pageable_gbps: rates (GB/s) to use where the table does not measure them.
+        events: event table with at least ``prep_msm``, ``ntt_msm_h``, ``batch_add`` and ``tail_msm`` rows.
+        pinned_gbps, pageable_gbps: rates (GB/s) where the table does not measure them.
         h2d_bytes: bytes per partition where the table has no ``h2d`` bytes.
-        transfer: the transfer path the recorded run used (overrides the detail column).
+        transfer: the recorded run's transfer path (overrides ``detail``).
         source: label for the parameters (default: the table's run names).
 
     Raises:
@@ -225,15 +202,10 @@ SPREAD_PHASES = ("synthesize", "pre_lock", "prep_msm", "b_g2_msm", "ntt_msm_h", 
 
 
 def duration_spread(events: pd.DataFrame, min_rows: int = 8) -> float:
-    """The partition-to-partition spread of a recorded run's durations, as the one coefficient of variation the
-    model's ``jitter`` takes (:func:`zkgpu.analysis.model.simulate`): the median over :data:`SPREAD_PHASES` of each
-    phase's robust CV, (q75 − q25) / 1.349 / median of its wall times (the interquartile range of a normal
-    distribution is 1.349 σ; quartiles, so that the odd stalled partition does not set it). A phase counts with at
-    least ``min_rows`` rows and a median > 0. NaN when no phase counts.
-
-    Why the model needs it: with every duration fixed, two workers that share one GPU stream (``scope="submit"``)
-    can fall into step, each waiting for its partition's kernels at the same moment and doing its pre-lock host
-    work while the GPU idles; measured durations vary and break that step (see :mod:`zkgpu.story.diagnose`)."""
+    """The model's ``jitter`` for a recorded run: the median over :data:`SPREAD_PHASES` of each phase's robust CV,
+    (q75 − q25) / 1.349 / median, for phases with at least ``min_rows`` rows and a median > 0; NaN when none counts.
+    Without it, two ``submit``-scope workers fall into step and the model under-predicts.
+    """
     if not len(events):
         return math.nan
     ev = events[events["phase"].isin(SPREAD_PHASES)]
@@ -254,21 +226,10 @@ FR_BYTES = 32
 
 
 def reference_params(reference_dir: str | None = None) -> ModelParams:
-    """Parameters of upstream's PoRep partition from ``data/reference/`` (published, not measured here).
-
-    * prep_msm_ms, ntt_msm_h (pageable), tail_msm_ms: medians of the seed's ``CUZK_TIMING`` lines
-      (``seed_cuzk_timing.log``, parsed by :mod:`zkgpu.analysis.logs`); batch_add_ms: median of
-      gpu_total − ntt_msm_h − tail_msm (the seed's lines carry no barrier_wait, which the write-up
-      shows to be ≈ 0 because prep_msm < ntt_msm_h);
-    * b_g2_msm_ms: Phase 8 of ``cuzk_phase8_vs_phase9.csv``;
-    * h2d_bytes: 3 × :data:`POREP_CONSTRAINTS` × 32 B;
-    * pinned_gbps: the PCIe Gen5 line rate quoted in ``cuzk_48dccd93_claims.csv`` (~50 GB/s);
-    * ntt_ms (compute part of ntt_msm_h): Phase 9's ntt_msm_h (pre-staged pinned uploads, 690 ms)
-      minus its H2D at the pinned rate; pageable_gbps: h2d_bytes over the rest of the seed's
-      ntt_msm_h.
-
-    These are RTX 5070 Ti numbers (upstream's test box), for what-if questions about upstream's
-    sizes; they are never presented as our measurements.
+    """Parameters of upstream's PoRep partition (RTX 5070 Ti) from ``data/reference/``: medians of the seed's
+    ``CUZK_TIMING`` lines, b_g2_msm from ``cuzk_phase8_vs_phase9.csv``, h2d_bytes = 3 × :data:`POREP_CONSTRAINTS`
+    × 32 B, the pinned rate from ``cuzk_48dccd93_claims.csv``, ntt_ms from Phase 9's ntt_msm_h less its H2D.
+    For what-if questions only, never shown as our measurements.
     """
     ref = Path(reference_dir) if reference_dir else DATA_DIR / "reference"
     pt = logs.partition_table(logs.parse_file(ref / "seed_cuzk_timing.log"))
@@ -301,14 +262,11 @@ def calibrated_params(
     source: Source, scenario: str = "baseline", *, pageable_scenario: str = "baseline", pinned_scenario: str = "pinned_pool",
     stat: str = "median",
 ) -> ModelParams:
-    """:func:`calibrate` on one recorded scenario, with both H2D rates from the recording.
-
-    The pageable rate comes from ``pageable_scenario``'s ``h2d`` rows, the pinned rate from
-    ``pinned_scenario``'s (Σ bytes / Σ interval time, the same clock as the calibration);
-    the calibrated scenario's own rows supply the rate of its own path. ``stat``: as :func:`calibrate`.
+    """:func:`calibrate` on one recorded scenario, with the pageable rate from ``pageable_scenario``'s ``h2d`` rows and
+    the pinned one from ``pinned_scenario``'s (the scenario's own rows supply its own path's).
 
     Raises:
-        ValueError: a rate is needed but neither scenario measured it (from ``calibrate``).
+        ValueError: a rate is needed but neither scenario measured it.
     """
     ev = source.events(scenario)
     transfer = source.config(scenario).get("transfer", "pageable")
@@ -322,10 +280,9 @@ def calibrated_params(
 
 
 def scenario_run_settings(settings: Mapping[str, Any], config: Mapping[str, Any], run: str) -> dict[str, Any]:
-    """The keyword arguments of :func:`zkgpu.analysis.model.simulate` (through :func:`zkgpu.story.bottleneck.predict`) for a recorded
-    scenario: ``gw``, ``scope`` (its ``lock_scope``), ``transfer`` and ``h2d_stage`` from its settings (a manifest
-    entry's ``settings``), ``partitions`` and ``max_queue`` (its ``queue_depth``; 0 or none: unbounded) from its
-    configuration (defaults gw 2, 16 partitions, ``in_lock``), and the event table's ``run`` name.
+    """:func:`zkgpu.analysis.model.simulate` keywords for a recorded scenario: ``gw``, ``scope``, ``transfer``,
+    ``h2d_stage``, ``partitions``, ``max_queue`` (0 or none: unbounded) and ``run``, with defaults gw 2, 16
+    partitions, ``in_lock``.
 
     Raises:
         KeyError: the settings lack ``lock_scope`` or ``transfer``.
@@ -336,18 +293,12 @@ def scenario_run_settings(settings: Mapping[str, Any], config: Mapping[str, Any]
 
 
 def model_vs_measured(source: Source, names: Iterable[str] | None = None, calibrate_on: str = "pinned_pool") -> pd.DataFrame:
-    """The model's prediction of each recorded scenario against its measurement.
+    """The model calibrated once on ``calibrate_on`` and run with each scenario's settings, against that scenario's
+    measured medians (:func:`zkgpu.analysis.replay.scenario_table`).
 
-    The model is calibrated once on ``calibrate_on`` (:func:`calibrated_params`) and then run with
-    each scenario's settings (partitions, gw, lock scope; transfer ``resident`` for
-    ``compute_only``, whose copies happen before the lock, else the scenario's path), without
-    looking at that scenario's events. Both sides go through :func:`zkgpu.analysis.metrics.utilization`; the
-    measured side is :func:`zkgpu.analysis.replay.scenario_table`'s median over the scenario's runs (the numbers
-    every other table of the report shows under these names).
-
-    Returns: DataFrame indexed by scenario (story order) with ``measured_per_min``,
-    ``model_per_min``, ``rel_err`` ((model − measured) / measured of the throughput),
-    ``measured_compute_util``, ``model_compute_util``.
+    Returns:
+        DataFrame indexed by scenario with ``measured_per_min``, ``model_per_min``, ``rel_err``,
+        ``measured_compute_util``, ``model_compute_util``.
 
     Raises:
         KeyError: ``calibrate_on`` is not recorded.
@@ -373,17 +324,11 @@ DIFFERENCE_PHASES = ("synthesize", "prep_msm", "pre_lock", "mutex_wait", "mutex_
 
 
 def run_differences(events: pd.DataFrame, calibration_events: pd.DataFrame) -> pd.DataFrame:
-    """What a prediction calibrated on one run carries over to another: the mean ms per event of each of
-    :data:`DIFFERENCE_PHASES` (the means :func:`calibrated_params` takes: ``pre_lock`` without the copy of a/b/c
-    inside it) and the GPU phases per partition
-    (:func:`zkgpu.analysis.gpu_time.gpu_ms_per_partition`, median) in the predicted run (``events``) and in its
-    calibration run, and their ratio. A phase the model takes as given (the GPU phases, synthesis) that
-    changed between the two is a source of the prediction's error the model cannot see; one it simulates
-    (``mutex_wait``) is its output.
+    """Mean ms per event of each of :data:`DIFFERENCE_PHASES` and the GPU phases per partition in a predicted run
+    (``events``) and its calibration run, and their ratio.
 
     Returns:
-        DataFrame indexed by ``phase`` (the phases either run has, then ``GPU phases per partition``)
-        with ``run_ms``, ``calibration_ms`` (NaN where a run lacks the phase) and ``ratio``.
+        DataFrame indexed by ``phase`` with ``run_ms``, ``calibration_ms`` (NaN where missing) and ``ratio``.
     """
     def means(ev: pd.DataFrame) -> pd.Series:
         sub = ev[ev["phase"].isin(DIFFERENCE_PHASES)]

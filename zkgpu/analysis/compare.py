@@ -1,13 +1,6 @@
-"""Two recordings side by side, scenario by scenario, with each difference set against the runs' own spread.
-
-:func:`compare` takes two recordings (ours or anyone's made by ``zkgpu record``) and, for every scenario both
-hold, gives the median and range over each one's runs of throughput and the three utilizations
-(:data:`zkgpu.analysis.metrics.UTILIZATIONS`), the relative difference of the medians, and a verdict:
-
-* ``beyond spread``: the two ranges (min..max over the runs) do not overlap, so the difference is larger
-  than either recording's run-to-run movement;
-* ``within spread``: the ranges overlap;
-* ``single run``: one side ran the scenario once, so its spread is unknown and no verdict is given.
+"""Two recordings side by side, scenario by scenario: median and range of throughput and the utilizations, the
+relative difference, and a verdict: ``beyond spread`` (the min..max ranges do not overlap), ``within spread``,
+or ``single run`` (one side ran once: no verdict).
 """
 
 from __future__ import annotations
@@ -40,14 +33,9 @@ def _source(rec: Recording | Source) -> Source:
 
 
 def compare(a: Recording | Source, b: Recording | Source) -> pd.DataFrame:
-    """Scenario by scenario, recording ``a`` against ``b``.
-
-    Returns:
-        A long DataFrame, one row per (scenario, metric) for the scenarios both recorded with events (story
-        order) and the metrics of :data:`COMPARED`: ``scenario, metric, a, a_min, a_max, a_runs, b, b_min,
-        b_max, b_runs, rel_diff`` ((b - a) / a of the medians; NaN when a is 0) and ``verdict``
-        (:func:`verdict`). Utilizations are fractions. Its ``attrs`` name the two recordings. Empty when they
-        share no scenario.
+    """Recording ``a`` against ``b``: one row per (scenario, metric of :data:`COMPARED`) with ``scenario, metric, a,
+    a_min, a_max, a_runs, b, b_min, b_max, b_runs, rel_diff, verdict`` (utilizations as fractions; ``attrs`` name the
+    recordings). Empty when they share no scenario.
     """
     sa, sb = _source(a), _source(b)
     common = [s for s in story_order(sa.scenarios) if sa.has(s) and sb.has(s)]

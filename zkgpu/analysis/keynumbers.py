@@ -1,20 +1,11 @@
-"""The key-numbers contract: each notebook's finding and numbers as one JSON file, which the
-report's index page and the tests read.
+"""The key-numbers contract: each notebook's finding and numbers as one JSON file, read by the report's index page
+and the tests.
 
-A notebook calls ``keynumbers.save_key_numbers(name, {key: keynumbers.number(value, unit, label,
-scenario, recording)}, finding=...)``; the file ``<out_dir>/<name>.json`` holds ``{"finding": "<one
-sentence>", "numbers": {key: {"value", "unit", "label", "scenario", "recording"}}}``. A ``%`` value is a
-fraction in [0, 1]. A number is identified by (key, recording, scenario): two pages may show different
-values under one key only when they name different recordings (the report's tests check it). Plain ``key: scalar`` entries are kept as they are (rendered with no unit).
-
-One statistic per name: :data:`STATISTICS` defines, once, what each of the report's shared names means
-(``h2d_share``, ``mutex_held``, ...). What a page shows under such a name (a table's cell, a figure
-caption's number: :func:`show`, called by ``zkgpu.app.view``) is kept beside its key numbers under
-``"shown"``, with its scenario, recording and statistic (``""``: the name's own, else the one the page
-prints beside it), so that a test can check that one name shows one value per statistic, scenario and
-recording across the whole report (tests/pagebudget.py ``conflicting_numbers``).
-The folder is the ``out_dir`` keyword, else the one given to :func:`configure` (``zkgpu.app.live``
-passes ``$ZKGPU_NB_OUT``, which ``zkgpu report`` sets); with neither, nothing is written.
+``<out_dir>/<name>.json`` holds ``{"finding": "<one sentence>", "numbers": {key: {"value", "unit", "label",
+"scenario", "recording"}}, "shown": [...]}``; a ``%`` value is a fraction in [0, 1]. A number is identified by
+(key, recording, scenario). :data:`STATISTICS` defines each shared name once; :func:`show` notes what a page shows
+under it, so a test can check one name shows one value. The folder is ``out_dir``, else :func:`configure`'s;
+with neither, nothing is written.
 """
 
 from __future__ import annotations
@@ -84,11 +75,8 @@ def configure(out_dir: str | Path | None = None) -> None:
 
 
 def number(value: Any, unit: str = "", label: str = "", scenario: str = "", recording: str = "") -> dict[str, Any]:
-    """One key number of the key-numbers contract: ``{"value", "unit", "label", "scenario", "recording"}``
-    (``recording``: the folder name of the recording it was computed from, '' where none applies).
-
-    ``value`` is a float, int or str (numpy scalars converted; NaN kept as null by JSON); a ``%``
-    value is a fraction in [0, 1].
+    """One key number: ``{"value", "unit", "label", "scenario", "recording"}`` (``recording``: the recording's folder
+    name, or ''). ``value`` is a float, int or str (numpy scalars converted; NaN becomes null); ``%`` is a fraction.
 
     Raises:
         ValueError: ``unit`` not one of :data:`UNITS`, or a ``%`` value outside [0, 1].
@@ -185,15 +173,9 @@ def _plain(v: Any) -> Any:
 
 
 def save_key_numbers(name: str, numbers: dict[str, Any], finding: str = "", *, out_dir: str | Path | None = None) -> Path | None:
-    """Write a notebook's finding and key numbers as JSON into ``<out_dir>/<name>.json``.
-
-    The file is ``{"finding": "<one sentence>", "numbers": {key: {"value", "unit", "label",
-    "scenario"}}, "shown": [...]}`` (``shown``: what :func:`show` noted since the last call, where anything) (build entries with :func:`number`; plain ``key: scalar`` entries are kept as
-    they are). ``out_dir`` defaults to the folder given to :func:`configure`; with neither, nothing
-    is written and None returned. Values must be JSON-serializable (numpy scalars are converted); the
-    keys keep the order the notebook gave them (the index page lists them in that order).
-
-    Returns: the file written, or None.
+    """Write a notebook's finding and key numbers (entries from :func:`number`, or plain scalars) and what :func:`show`
+    noted since the last call to ``<out_dir>/<name>.json``, keys in the given order; ``out_dir`` defaults to
+    :func:`configure`'s. Returns the file written, or None when there is no folder.
     """
     folder = Path(out_dir) if out_dir is not None else _OUT_DIR
     shown = list(_SHOWN)
@@ -211,10 +193,8 @@ def save_key_numbers(name: str, numbers: dict[str, Any], finding: str = "", *, o
 
 def save_figure(key: str, png: bytes, caption: str, notebook: str = "", *, out_dir: str | Path | None = None,
                 recording: str | None = None) -> Path | None:
-    """Keep a figure for the report's landing page: ``<out_dir>/figures/<key>.png`` and ``<key>.json``
-    (``{"caption", "notebook", "recording"}``; ``recording`` defaults to :func:`current_recording`, so that the
-    landing page names the recording each figure is drawn from); the folder as :func:`save_key_numbers`
-    (nothing written without one).
+    """Keep a figure for the landing page: ``<out_dir>/figures/<key>.png`` and ``<key>.json`` (``{"caption",
+    "notebook", "recording"}``, recording defaulting to :func:`current_recording`); nothing written without a folder.
 
     Raises:
         ValueError: ``key`` is not a plain name (letters, digits, ``_``, ``-``).

@@ -1,39 +1,15 @@
-"""A discrete-event what-if model of the cuzk partition pipeline (simpy).
+"""A discrete-event what-if model of the cuzk partition pipeline (simpy), after ``generate_groth16_proofs_start_c``
+(curio ``extern/supraseal-c2/cuda/groth16_cuda.cu``; ``notes/cuzk-pipeline.md``).
 
-One partition at a time, as ``generate_groth16_proofs_start_c`` (curio ``extern/supraseal-c2/cuda/
-groth16_cuda.cu``; ``notes/cuzk-pipeline.md`` §1.2, §1.4, §3, §7):
+``synth_workers`` CPU processes fill a bounded GPU queue; ``gw`` workers per GPU start prep_msm on the CPU (then
+b_g2_msm), take the per-GPU mutex and run ntt_msm_h, the barrier wait, batch_add and tail_msm. ``scope``:
+``coarse`` waits at the barrier inside the mutex, ``narrow`` outside it, ``submit`` holds it only while the host
+queues kernels on one shared stream, ``none`` has no mutex. ``h2d_stage``: ``in_lock`` copies a/b/c inside
+ntt_msm_h, ``pre_lock`` before the mutex. With several GPUs, pageable copies in flight share ``host_copy_gbps``
+(:mod:`zkgpu.analysis.shared_bandwidth`); pinned copies keep ``pinned_gbps``.
 
-* ``synth_workers`` CPU processes synthesize partitions (``synth_ms``) into the GPU queue (bounded by
-  ``max_queue``); ``gw`` GPU workers per GPU pop them, start **prep_msm** on the CPU (which then
-  signals the partition's **barrier** and runs **b_g2_msm**), and take the per-GPU **mutex**;
-* inside the mutex: **ntt_msm_h** (H2D of a, b, c, the NTTs, the H MSM), the **barrier wait** for
-  prep_msm, **batch_add** and **tail_msm**. ``scope``: ``coarse`` waits at the barrier inside the
-  mutex (upstream), ``narrow`` outside it, ``submit`` holds the mutex only while the host queues the
-  kernels (``lock_overhead_ms``), which run in order on one shared GPU stream while the worker goes on;
-  ``none`` has no shared mutex;
-* ``h2d_stage``: ``in_lock`` copies a/b/c inside ntt_msm_h, overlapped with the NTTs
-  (:func:`in_lock_tail_ms`); ``pre_lock`` copies them before the mutex on the worker's own stream;
-* several GPUs (``gpus``): each has its own mutex, stream and ``gw`` workers; synthesis and the queue
-  are shared (cuzk's one engine per host), and so is the host's memory bandwidth: the **pageable** copies
-  in flight on all GPUs (one host thread's memcpy each) share ``host_copy_gbps``, each getting
-  ``min(pageable_gbps, host_copy_gbps / k)`` while k run (:mod:`zkgpu.analysis.shared_bandwidth`);
-  a pinned copy is its GPU's own DMA and keeps ``pinned_gbps``. A 1-GPU calibration thus predicts N;
-* **finalize** runs on its own; the ``prove`` interval (upstream's GPU_START → GPU_END) ends after it.
-
-Units: milliseconds in :class:`ModelParams`; nanoseconds in the emitted event table (the schema of
-:mod:`zkgpu.core.events`, ``source="model"``). Every number the model reports (the three
-utilizations, ``partitions_per_min``) is computed by :mod:`zkgpu.analysis.metrics` on that table,
-over the same window as a measurement. Parameters come from a recorded event table
-(:func:`zkgpu.analysis.calibration.calibrate`) or upstream's published numbers
-(:func:`zkgpu.analysis.calibration.reference_params`).
-
-Example::
-
-    from zkgpu.analysis import model
-    p = model.ModelParams(prep_msm_ms=1600, ntt_ms=500, batch_add_ms=400, tail_msm_ms=200,
-                          h2d_bytes=12_500_000_000, pageable_gbps=5.0, pinned_gbps=50.0)
-    r = model.simulate(p, partitions=20, gw=2, scope="coarse", transfer="pageable")
-    model.what_if(p, {"transfer": ["pageable", "pinned"], "scope": ["coarse", "narrow"], "gw": [1, 2, 3]})
+Units: ms in :class:`ModelParams`, ns in the emitted event table (:mod:`zkgpu.core.events`, ``source="model"``);
+every reported number is computed by :mod:`zkgpu.analysis.metrics` on that table.
 """
 
 from __future__ import annotations
@@ -99,30 +75,22 @@ class ModelParams:
     """Per-partition durations (ms), sizes (bytes) and rates (GB/s = 1e9 B/s) of the model.
 
     Attributes:
-        prep_msm_ms: CPU prep_msm per partition (one thread per partition, as upstream).
-        ntt_ms: the H computation's part of ntt_msm_h after the last copy when a/b/c are copied
-            inside it (``h2d_stage="in_lock"``): the NTTs, the pointwise step, H2D excluded.
-        h_kernel_ms: the H computation's time when a/b/c are already on the device (``pre_lock``,
-            ``submit``, ``resident``): its kernels' span from CUDA events; 0 = unknown, then
-            ``ntt_ms``.
-        h_msm_ms: GPU H MSM inside ntt_msm_h (0 when the table does not separate it; then it
-            is part of ``ntt_ms``).
+        prep_msm_ms: CPU prep_msm per partition.
+        ntt_ms: the H computation after the last copy with ``h2d_stage="in_lock"``, H2D excluded.
+        h_kernel_ms: the H computation with a/b/c already on the device (0 = unknown: ``ntt_ms``).
+        h_msm_ms: GPU H MSM inside ntt_msm_h (0: part of ``ntt_ms``).
         batch_add_ms: GPU batch additions (L, A, B_g1, B_g2).
         tail_msm_ms: GPU tail MSMs (L, A, B_g1).
         h2d_bytes: bytes of a, b, c copied host→device per partition.
-        pageable_gbps: effective H2D rate from pageable memory, GB/s.
-        pinned_gbps: effective H2D rate from page-locked (pinned or registered) memory, GB/s.
-        b_g2_msm_ms: CPU G2 tail MSM after prep_msm (outside the mutex; delays finalize only).
-        synth_ms: synthesis of one partition on one synthesis worker (0 = always available).
-        host_copy_gbps: the host memory bandwidth the pageable copies of all GPUs share, GB/s of
-            H2D payload (0 = no shared limit: every copy runs at ``pageable_gbps``); see the module
-            docstring. Pinned copies do not draw on it.
+        pageable_gbps, pinned_gbps: H2D rates from pageable / page-locked memory.
+        b_g2_msm_ms: CPU G2 tail MSM after prep_msm (delays finalize only).
+        synth_ms: synthesis of one partition (0 = always available).
+        host_copy_gbps: host bandwidth all GPUs' pageable copies share (0 = no shared limit).
         synth_workers: concurrent synthesis workers.
         finalize_ms: epilogue after joining prep/b_g2 (outside the mutex).
         pre_lock_ms: worker overhead between pickup and asking for the mutex.
-        lock_overhead_ms: time the mutex is held beyond the phases (spawn/join of the per-GPU
-            thread, syncs), spent after tail_msm before the unlock; the GPU idles meanwhile.
-        source: where the numbers come from (free text, shown in notebooks).
+        lock_overhead_ms: mutex held beyond the phases, after tail_msm; the GPU idles meanwhile.
+        source: where the numbers come from (free text).
     """
 
     prep_msm_ms: float
@@ -260,32 +228,23 @@ def simulate(
     run: str | None = None,
     host_copy_gbps: float | None = None,
 ) -> ModelResult:
-    """Simulate ``partitions`` partitions through the pipeline and return the event table and metrics.
+    """Simulate ``partitions`` partitions through the pipeline; returns a :class:`ModelResult`.
 
     Args:
-        params: per-partition durations and rates (:func:`zkgpu.analysis.calibration.calibrate` or by hand).
+        params: per-partition durations and rates.
         partitions: number of partitions (>= 1).
         gw: GPU workers per GPU sharing one mutex (>= 1).
-        scope: ``coarse`` (barrier wait inside the mutex, upstream), ``narrow`` (outside),
-            ``submit`` (the mutex over the submissions only, the kernels on a shared stream; see
-            the module docstring), or
-            ``none`` (no shared mutex: each worker's GPU phases run whenever it gets there, side
-            by side with the other workers'; their durations are taken as given, so calibrate
-            them on a run with the same concurrency).
-        transfer: one of :data:`TRANSFERS`; picks the H2D rate (``resident``: no H2D at all).
-        h2d_stage: one of :data:`H2D_STAGES`: ``in_lock`` (upstream) or ``pre_lock`` (a/b/c copied
-            before the mutex; always so with ``submit``); see the module docstring.
+        scope: ``coarse``, ``narrow``, ``submit`` or ``none`` (module doc).
+        transfer: one of :data:`TRANSFERS`; picks the H2D rate (``resident``: no H2D).
+        h2d_stage: one of :data:`H2D_STAGES` (``pre_lock`` always with ``submit``).
         h2d_gbps: override the H2D rate, GB/s.
-        prep_speedup: prep_msm runs ``prep_speedup`` times faster (> 0).
-        gpus: number of GPUs, each with its own mutex, stream and ``gw`` workers; synthesis, the
-            queue and the pageable copies' host bandwidth (``host_copy_gbps``) are shared.
-        synth_workers: override ``params.synth_workers``.
+        prep_speedup: prep_msm runs this many times faster (> 0).
+        gpus: number of GPUs, each with its own mutex, stream and ``gw`` workers.
+        synth_workers, host_copy_gbps: override the params' values.
         max_queue: bound of the synthesized-partition queue (None: unbounded).
         jitter: coefficient of variation of every duration (lognormal, mean kept); 0 = deterministic.
         seed: random seed for ``jitter``.
         run: run name in the event table (default built from the settings).
-        host_copy_gbps: override ``params.host_copy_gbps`` (the pageable copies' shared host
-            bandwidth, GB/s; 0 = no shared limit).
 
     Raises:
         ValueError: a setting is out of range (names it).
@@ -562,16 +521,9 @@ def _throughput(events: pd.DataFrame) -> tuple[float, float]:
 
 
 def utilization(events: pd.DataFrame, gpu: int | None = None) -> dict[str, float]:
-    """The three utilizations and the throughput of ONE run's event table (model or measured),
-    through :func:`zkgpu.analysis.metrics.utilization` (same definitions, same window: the run's wall span).
-
-    Args:
-        events: event table of one run.
-        gpu: restrict to one GPU ordinal (None: all rows).
-
-    Returns:
-        ``{"compute_util", "kernel_util", "timeline_util", "partitions_per_min", "wall_ms",
-        "partitions"}``; the utilizations are NaN where the table has no GPU phases.
+    """The three utilizations and the throughput of ONE run's event table (:func:`zkgpu.analysis.metrics.utilization`),
+    optionally of one ``gpu``: ``{"compute_util", "kernel_util", "timeline_util", "partitions_per_min", "wall_ms",
+    "partitions"}``; utilizations are NaN without GPU phases.
 
     Raises:
         ValueError: the table holds several runs (names them).
@@ -603,19 +555,12 @@ def what_if(
     partitions: int = 20,
     **fixed: Any,
 ) -> pd.DataFrame:
-    """Simulate every combination of ``grid`` and tabulate the outcomes.
-
-    Args:
-        params: model parameters.
-        grid: either ``{"gw": [1, 2, 3], "scope": ["coarse", "narrow"], ...}`` (cartesian product)
-            or a list of setting dicts; keys are :func:`simulate` keyword arguments.
-        partitions: partitions per simulation.
-        fixed: further :func:`simulate` keywords applied to every row.
+    """Simulate every combination of ``grid`` (a dict of lists, cartesian product, or a list of setting dicts; keys are
+    :func:`simulate` keywords; ``fixed`` applies to every row).
 
     Returns:
-        One row per setting: the settings, ``compute_util``, ``kernel_util``, ``timeline_util``,
-        ``partitions_per_min``, ``wall_ms``, median ``mutex_wait_ms`` / ``barrier_wait_ms`` /
-        ``ntt_msm_h_ms``, and ``vs_compute_bound`` (throughput / :func:`compute_bound_per_min`).
+        One row per setting: the settings, the utilizations, ``partitions_per_min``, ``wall_ms``, median
+        ``mutex_wait_ms`` / ``barrier_wait_ms`` / ``ntt_msm_h_ms`` and ``vs_compute_bound``.
     """
     if isinstance(grid, Mapping):
         keys = list(grid)
@@ -644,12 +589,9 @@ def compare(model_result: ModelResult | pd.DataFrame, measured_events: pd.DataFr
     """Model vs measurement, metric by metric, with the same definitions on both tables.
 
     Returns:
-        DataFrame indexed by metric (``compute_util``, ``kernel_util``, ``timeline_util``,
-        ``partitions_per_min``, all from :func:`zkgpu.analysis.metrics.utilization`, then the ms of ``mutex_wait``, ``ntt_msm_h``,
-        ``barrier_wait``, ``batch_add``, ``tail_msm``, ``mutex_held`` per event: ``<phase>_ms``, the median (``stat="median"``),
-        or ``<phase>_mean_ms``, the mean (``stat="mean"``, as :func:`zkgpu.analysis.metrics.mutex_stats`' ``<phase>_mean_ms``))
-        with columns ``model``, ``measured``, ``diff`` (model − measured) and ``rel_err`` (diff / measured; NaN when the
-        measured value is 0 or missing, or is a time below 1 ms).
+        DataFrame indexed by metric (the utilizations, ``partitions_per_min``, then ``<phase>_ms`` medians or
+        ``<phase>_mean_ms`` means per ``stat``) with columns ``model``, ``measured``, ``diff`` and ``rel_err`` (NaN
+        when measured is 0, missing or a time below 1 ms).
 
     Raises:
         ValueError: ``stat`` is neither "median" nor "mean".

@@ -1,18 +1,7 @@
-"""The report's teaching rendering: the landing page (the story on one screen or two), the lecture
-view of every executed notebook, and the glossary.
-
-``zkgpu report`` (:func:`zkgpu.app.report.run_report`) calls :func:`write_teaching_pages` after the
-notebooks ran. It writes, beside the full pages:
-
-* ``index.html``, the landing page (:func:`landing_html`): the GPU's time per partition for every
-  step and the throughput staircase (figures the notebooks kept with ``view.figure(..., landing=KEY)``
-  under ``key_numbers/figures/``), the seed-against-ours table, one line per notebook with its
-  finding and a link;
-* ``lecture/index.html`` (the same story, linking the lecture pages) and ``lecture/<name>.html``
-  per notebook (:func:`lecture_notebook`): code folded behind a "code" toggle, no raw reprs, tables
-  longer than :data:`LONG_TABLE_ROWS` rows folded, each cell's figures before its tables, previous /
-  next links and the glossary on every page;
-* ``glossary.html`` (:mod:`zkgpu.story.glossary`), linked from every page.
+"""The report's teaching rendering, written by :func:`write_teaching_pages` after the notebooks ran: the landing
+page ``index.html`` (:func:`landing_html`: kept figures, the seed table, one line per notebook),
+``lecture/<name>.html`` per notebook (:func:`lecture_notebook`: code folded, long tables folded, previous/next
+links) and ``glossary.html`` (:mod:`zkgpu.story.glossary`).
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
 """``zkgpu report``: execute the notebook suite and render it to HTML with an index page.
 
-Each notebook in ``notebooks/`` (sorted by name) is executed with nbclient in its own kernel
-(over a CurveZMQ-encrypted or IPC transport, :func:`kernel_config`), its settings injected as
-papermill parameters after its ``parameters`` cell (:func:`notebook_parameters`: ``MODE``, ``live``
-or ``replay``, without a GPU ``replay`` by default; ``HOST_LOAD``), then exported with nbconvert's
-HTML exporter (lab template; wide tables and long code lines scroll sideways, :func:`html_exporter`)
-into ``reports/``.
-
-This module is the app layer of the notebooks: it is the one place that reads their environment
-variables (``ZKGPU_MODE``, ``ZKGPU_HOST_LOAD``) and turns them into parameters. Until
-:mod:`zkgpu.analysis.replay` takes its folders as keywords, the kernels also get ``ZKGPU_MODE``,
-``ZKGPU_NB_OUT`` (the key-numbers folder; live runs go to its sibling ``live/``) in their environment.
-
-The index page (``reports/index.html``) names the data the notebooks read (live GPU, a recording
-in ``data/``, or the CPU stand-in), gives per notebook its one-line finding and its key numbers with
-units and scenario labels, read from ``reports/key_numbers/<name>.json`` (``ZKGPU_NB_OUT``; the
-contract of :func:`read_key_numbers`), links one Chrome/Perfetto trace per scenario
-(``reports/traces/``, :mod:`zkgpu.analysis.chrome_trace`) and lists the environment. A failing notebook is
-reported by name with the error of the failing cell, rendered up to that cell, and the remaining
-notebooks still run; the run then returns False (the command exits non-zero).
+Each notebook is executed with nbclient in its own kernel (:func:`kernel_config`), its settings injected as
+papermill parameters (:func:`notebook_parameters`), and exported to HTML (:func:`html_exporter`). This module is
+the one place that reads the notebooks' environment variables (``ZKGPU_MODE``, ``ZKGPU_HOST_LOAD``,
+``ZKGPU_NB_OUT``). The index page names the data read, each notebook's finding and key numbers
+(:func:`read_key_numbers`), one trace per scenario and the environment; a failing notebook is reported by name
+and the rest still run.
 """
 
 from __future__ import annotations
@@ -118,14 +105,8 @@ def html_exporter() -> Any:
 
 
 def kernel_config(kernel_name: str = "python3") -> Any:
-    """traitlets config for the notebooks' kernels, so that ipykernel (>= 7) has no reason to print
-    its "Kernel is running over TCP without encryption" warning on stderr, once per kernel:
-
-    * CurveZMQ-encrypted TCP, keys provisioned by the kernel manager
-      (``KernelManager.transport_encryption = "auto"``), where jupyter_client has that setting,
-      libzmq has CURVE and the kernelspec declares ``"supported_encryption": ["curve"]``;
-    * else, on POSIX, IPC (Unix-domain sockets in Jupyter's runtime folder);
-    * else (Windows without CURVE) the default TCP transport.
+    """traitlets config for the notebooks' kernels, so that ipykernel does not warn about unencrypted TCP: CurveZMQ
+    where available, else IPC on POSIX, else the default TCP transport.
     """
     nt = notebook_tools()
     cfg = nt.Config()
@@ -324,11 +305,8 @@ class KeyNumber:
 
 
 def read_key_numbers(path: Path) -> tuple[str, list[KeyNumber]]:
-    """A notebook's ``$ZKGPU_NB_OUT/<name>.json`` as (finding, rows).
-
-    Reads the contract ``{"finding": str, "numbers": {key: {"value", "unit", "label",
-    "scenario", "recording"}}}`` and the old flat ``{key: scalar | list | {scenario: scalar}}`` format (units
-    inferred from the key, :func:`infer_unit`; a dict becomes one row per scenario).
+    """A notebook's ``$ZKGPU_NB_OUT/<name>.json`` as (finding, rows): the key-numbers contract, or the old flat
+    ``{key: scalar | list | {scenario: scalar}}`` format (units from :func:`infer_unit`).
 
     Raises:
         ValueError: the file is not valid JSON or not an object.
@@ -443,14 +421,11 @@ def _traced_recording(mode: str, live_dir: Path):
 
 
 def export_traces(rec, trace_dir: Path) -> list[TraceFile]:
-    """One Chrome/Perfetto trace per scenario of ``rec`` into ``trace_dir/<slug>.json``
-    (:func:`zkgpu.analysis.chrome_trace.trace_file_name`: a safe name inside ``trace_dir`` whatever the manifest's
-    scenario names; :func:`zkgpu.analysis.chrome_trace.export_recording`), in :func:`zkgpu.analysis.replay.story_order`.
-    The ``*.json`` files an earlier report left in ``trace_dir`` are removed first; each trace is then created
-    exclusively (never through a link, never over a file).
+    """One Chrome/Perfetto trace per scenario of ``rec`` into ``trace_dir/<slug>.json``, in story order; earlier
+    ``*.json`` files are removed first and each trace is created exclusively.
 
     Raises:
-        ValueError: ``trace_dir`` is a symbolic link or not a folder (names it); ExportError for an unreadable table.
+        ValueError: ``trace_dir`` is a symbolic link or not a folder; ExportError for an unreadable table.
     """
     if trace_dir.is_symlink() or (trace_dir.exists() and not trace_dir.is_dir()):
         raise ValueError(f"{trace_dir} is a link or a file, not the report's traces folder (remove it)")
@@ -540,25 +515,18 @@ def _write_index(out_dir: Path, results: list[NotebookResult], mode: str, note: 
 
 def run_report(out_dir: str | Path = "reports", mode: str | None = None, only: tuple[str, ...] = (), timeout: int = 1800,
                environment: Mapping[str, Any] | None = None) -> bool:
-    """Execute the notebooks into ``out_dir``; True when every notebook ran without error.
-
-    Writes ``<name>.html`` and the executed ``<name>.ipynb`` per notebook, ``key_numbers/<name>.json``
-    (written by the notebooks), ``traces/<scenario>.json`` (one Chrome/Perfetto trace per scenario of
-    the recording the notebooks replayed, or of the live run with the most scenarios, kept under
-    ``live/``) and ``index.html`` (per notebook its finding and key numbers, the traces, the
-    environment).
+    """Execute the notebooks into ``out_dir``; True when every notebook ran without error. Writes per notebook
+    ``<name>.html`` and ``<name>.ipynb``, ``key_numbers/``, ``traces/`` and ``index.html``.
 
     Args:
-        out_dir: folder for the executed notebooks, their HTML and ``index.html``.
-        mode: ``live``, ``replay`` or ``auto`` (default: ``$ZKGPU_MODE`` or ``auto``; auto is
-            live when a GPU is present, else replay; :func:`resolve_report_mode`).
+        out_dir: output folder.
+        mode: ``live``, ``replay`` or ``auto`` (default ``$ZKGPU_MODE`` or auto: live with a GPU).
         only: run only notebooks whose file name contains one of these strings.
         timeout: seconds allowed per cell.
-        environment: what the index page lists under "Environment" (``zkgpu info --json``'s
-            fields; the section is left out when None).
+        environment: ``zkgpu info --json``'s fields for the index page (None: no section).
 
     Raises:
-        ValueError: an unknown mode, or a bad ``ZKGPU_HOST_LOAD`` (:func:`notebook_parameters`).
+        ValueError: an unknown mode, or a bad ``ZKGPU_HOST_LOAD``.
     """
     mode = resolve_report_mode(mode)
     params = notebook_parameters(mode)

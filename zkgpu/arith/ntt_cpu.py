@@ -1,19 +1,7 @@
-"""Fast NTTs of Fr on the CPU: compiled Montgomery arithmetic over 32-bit words (numba), for ``--device cpu``.
-
-The transforms are those of :mod:`zkgpu.arith.domain` (same definitions, same natural order, same
-results as :func:`zkgpu.arith.domain.ntt_reference`, which stays the independent reference), computed
-by one numba kernel (:func:`_kernel`, compiled on first use and cached on disk by numba) instead of
-numpy object arrays of Python ints:
-
-* elements in Montgomery form ``x * 2^256 mod r`` as 8 little-endian 32-bit words (the ``(n, 4)``
-  uint64 host layout viewed as ``(n, 8)`` uint32), products by CIOS Montgomery multiplication
-  (Koc, Acar and Kaliski, "Analyzing and comparing Montgomery multiplication algorithms", IEEE Micro 1996)
-  with 64-bit accumulators;
-* the transform: bit-reversal permutation, then iterative radix-2 Cooley-Tukey butterflies with a
-  table of ``omega^k``, k < n/2 (Cormen et al., *Introduction to Algorithms*, ch. 30.3).
-
-Without numba (it is an optional package: :func:`zkgpu.core.optional.numba`) every function falls
-back to :func:`~zkgpu.arith.domain.ntt_reference` on Python ints: the same results, slowly.
+"""Fast NTTs of Fr on the CPU for ``--device cpu``: the transforms of :mod:`zkgpu.arith.domain` (same results as
+:func:`zkgpu.arith.domain.ntt_reference`) in one numba kernel: CIOS Montgomery products over 32-bit words (Koc,
+Acar, Kaliski, IEEE Micro 1996), bit reversal then radix-2 Cooley-Tukey butterflies (Cormen et al., ch. 30.3).
+Without numba every function falls back to ``ntt_reference``.
 """
 
 from __future__ import annotations
@@ -263,13 +251,8 @@ def available() -> bool:
 
 
 def ntt(values: np.ndarray, *, inverse: bool = False, coset: bool = False) -> np.ndarray:
-    """One NTT of :mod:`zkgpu.arith.domain`'s four (forward/inverse, on H or on the coset g*H), natural order.
-
-    Args:
-        values: ``(n, 4)`` uint64 canonical Fr, n = 2^L (L <= 32).
-
-    Returns:
-        a new ``(n, 4)`` uint64 canonical array; equal to :func:`~zkgpu.arith.domain.ntt_reference`.
+    """One NTT of :mod:`zkgpu.arith.domain`'s four, natural order: ``values`` ``(n, 4)`` uint64 canonical, n = 2^L
+    (L <= 32) → a new ``(n, 4)`` uint64 canonical array.
 
     Raises:
         ValueError: a size that is not a power of two, a value >= r, a wrong shape or dtype.
@@ -292,13 +275,8 @@ def ntt(values: np.ndarray, *, inverse: bool = False, coset: bool = False) -> np
 
 
 def scaled_ntt(values: np.ndarray, start: int, ratio: int) -> np.ndarray:
-    """The forward NTT of ``values[i] * start * ratio^i`` (a coset NTT with shift ``ratio``, times ``start``).
-
-    Args:
-        values: ``(n, 4)`` uint64 canonical Fr, n = 2^L. start, ratio: Fr elements (ints, reduced mod r).
-
-    Returns:
-        a new ``(n, 4)`` uint64 canonical array: ``X[j] = sum_i values[i] * start * ratio^i * omega^(i*j)``.
+    """``X[j] = sum_i values[i] * start * ratio^i * omega^(i*j)``: ``values`` ``(n, 4)`` uint64 canonical, n = 2^L;
+    ``start``, ``ratio`` Fr ints; returns a new ``(n, 4)`` uint64 canonical array.
 
     Raises:
         ValueError: as :func:`ntt`.
@@ -314,15 +292,8 @@ def scaled_ntt(values: np.ndarray, start: int, ratio: int) -> np.ndarray:
 
 
 def compute_h(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """The n coefficients of ``h = (A*B - C) / Z`` from the evaluations of A, B, C on the domain (zkgpu's
-    order): inverse NTTs, coset NTTs, ``(a*b - c) / Z`` on the coset g*H, inverse coset NTT (the
-    computation of :func:`zkgpu.gpu.ntt.qap.compute_h_reference`, with the same result).
-
-    Args:
-        a, b, c: ``(n, 4)`` uint64 canonical Fr each, n = 2^L.
-
-    Returns:
-        ``(n, 4)`` uint64 canonical.
+    """The n coefficients of ``h = (A*B - C) / Z`` from ``a, b, c`` (``(n, 4)`` uint64 canonical evaluations, zkgpu's
+    order), as :func:`zkgpu.gpu.ntt.qap.compute_h_reference`; returns ``(n, 4)`` uint64 canonical.
 
     Raises:
         ValueError: sizes that differ or are not a power of two, a value >= r, a wrong shape or dtype.

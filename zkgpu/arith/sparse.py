@@ -1,16 +1,9 @@
-"""Sparse matrices over Fr on the CPU: the CSR layout, its product with a vector, and the pointwise product.
+"""Sparse matrices over Fr on the CPU: the CSR layout (Saad, *Iterative Methods for Sparse Linear Systems*, 2nd ed.,
+3.4), its product with a vector, and the pointwise product; the Groth16 synthesis step.
 
-A Groth16 prover's synthesis step is two such products (the QAP's A and B matrices times the witness, then
-``c = a * b`` pointwise): :mod:`zkgpu.groth16.matrices` builds the key's matrices as one :class:`FrCsr`, and
-:mod:`zkgpu.gpu.spmv` runs the same product on the device.
-
-CSR (compressed sparse row, Saad, *Iterative Methods for Sparse Linear Systems*, 2nd ed., section 3.4): the terms
-sorted by row; ``row_ptr[i]:row_ptr[i + 1]`` are row i's terms, ``col`` their columns, ``val`` their coefficients.
-
-With numba (an optional package, :func:`zkgpu.core.optional.numba`) the products are compiled loops over 32-bit
-words (Montgomery products, CIOS: Koc, Acar, Kaliski, "Analyzing and comparing Montgomery multiplication
-algorithms", IEEE Micro 1996), with the rows split over numba's threads; a coefficient 1 or r - 1 is an
-addition or a subtraction. Without numba they are Python-int loops (:func:`spmv_reference`).
+With numba the products are compiled CIOS Montgomery loops over 32-bit words (Koc, Acar, Kaliski, IEEE Micro 1996)
+over numba's threads; coefficients 1 and r - 1 are an addition or subtraction. Without numba, Python-int loops
+(:func:`spmv_reference`).
 """
 
 from __future__ import annotations
@@ -34,16 +27,14 @@ _ONE, _MINUS_ONE = 1, 2
 
 @dataclass
 class FrCsr:
-    """A sparse ``n_rows x n_cols`` matrix over Fr in CSR form (module docstring).
+    """A sparse ``n_rows x n_cols`` matrix over Fr in CSR form, built by :func:`csr_from_coo`.
 
     Attributes:
         n_rows, n_cols: the shape.
-        row_ptr: ``(n_rows + 1,)`` int64, non-decreasing, ``row_ptr[0] = 0``, ``row_ptr[-1] = nnz``.
+        row_ptr: ``(n_rows + 1,)`` int64, non-decreasing, from 0 to nnz.
         col: ``(nnz,)`` int64 column of each term, < n_cols.
-        val: ``(nnz, 4)`` uint64 canonical Fr coefficient of each term.
-        kind: ``(nnz,)`` uint8: 1 where the coefficient is 1, 2 where it is r - 1, else 0.
-
-    Build it with :func:`csr_from_coo`, which checks these invariants.
+        val: ``(nnz, 4)`` uint64 canonical Fr coefficients.
+        kind: ``(nnz,)`` uint8: 1 where the coefficient is 1, 2 where r - 1, else 0.
     """
 
     n_rows: int
@@ -88,16 +79,12 @@ def fr_limbs(values: Any, *, name: str = "values") -> np.ndarray:
 
 
 def csr_from_coo(rows: Any, cols: Any, values: Any, n_rows: int, n_cols: int) -> FrCsr:
-    """The CSR of the terms ``(rows[k], cols[k], values[k])`` (coordinate form, any order; repeated
-    ``(row, col)`` pairs are kept as separate terms, so they add up). Stable: a row's terms keep their order.
-
-    Args:
-        rows, cols: ``(nnz,)`` integer arrays (any integer dtype). values: ``(nnz, 4)`` uint64 canonical Fr, or nnz
-            Python ints in ``[0, r)``. n_rows, n_cols: the shape (>= 0).
+    """The CSR of the terms ``(rows[k], cols[k], values[k])`` in any order (repeats add up; stable within a row).
+    ``values``: ``(nnz, 4)`` uint64 canonical Fr or Python ints in ``[0, r)``.
 
     Raises:
-        ValueError: lengths that differ, a row or column outside the shape (the first one named), a value >= r,
-            a negative shape. TypeError: a non-integer index array.
+        ValueError: lengths that differ, an index outside the shape (named), a value >= r, a negative shape.
+            TypeError: a non-integer index array.
     """
     for nm, v in (("n_rows", n_rows), ("n_cols", n_cols)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
@@ -147,18 +134,11 @@ def has_compiled() -> bool:
 
 
 def spmv(csr: FrCsr, w: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
-    """``csr @ w`` over Fr (module docstring).
-
-    Args:
-        csr: the matrix. w: ``(n_cols, 4)`` uint64 canonical Fr. out: an ``(n_rows, 4)`` uint64 C-contiguous array
-            to fill (default: a new one).
-
-    Returns:
-        ``out``: ``(n_rows, 4)`` uint64 canonical; a row without terms is 0.
+    """``csr @ w`` over Fr: ``w`` ``(n_cols, 4)`` uint64 canonical; returns ``out`` (default new), ``(n_rows, 4)`` uint64
+    canonical, 0 for an empty row.
 
     Raises:
-        ValueError: w of another length or a value >= r (named by index), out of another shape. TypeError: a
-            w that is not uint64.
+        ValueError: w of another length or a value >= r (named), out of another shape. TypeError: w not uint64.
     """
     wv = check_array(FR, w, name="w")
     if wv.shape[0] != csr.n_cols:
@@ -238,15 +218,10 @@ _PINV = np.uint64((-pow(P, -1, 1 << 32)) % (1 << 32))
 
 @functools.lru_cache(maxsize=1)
 def _kernels() -> Any:
-    """The compiled loop ``rows``, or None without numba (or on a big-endian host, where the uint32 views of the
-    uint64 limbs would be out of order).
-
-    ``rows(0, row_ptr, col, kind, val_mont, w, out, _, p, pinv)``: out[i] = the sum over row i's terms of
-    mm(val_mont[k], w[col[k]]) = val * w (canonical, as val_mont = val R), or of +-w for kind 1 / 2.
-    ``rows(1, _, _, _, a, b, out, k, p, pinv)``: out[i] = mm(mm(a[i], b[i]), k) (k = R^2: a * b; k = R with b = R^2:
-    a R), 0 where a[i] or b[i] is 0 (no product: a key's A.w is 0 at most constraints). mm(x, y) = x y R^-1 mod p (R = 2^256). Operands are ``(n, 8)`` uint32 words, k ``(1, 8)`` and p ``(8,)`` uint64 words,
-    pinv = -p^-1 mod 2^32. One function with the helpers inside it (no closure variables: numba's disk cache then
-    hits in every process), the rows split into chunks over numba's threads."""
+    """The compiled loop ``rows``, or None without numba (or on a big-endian host). ``rows(0, ...)``: out[i] = Σ
+    mm(val_mont[k], w[col[k]]) (±w for kind 1/2); ``rows(1, ...)``: out[i] = mm(mm(a[i], b[i]), k), 0 where an operand
+    is 0. mm(x, y) = x y R^-1 mod p, R = 2^256, on ``(n, 8)`` uint32 words, pinv = -p^-1 mod 2^32.
+    """
     numba = optional.numba()
     if numba is None or sys.byteorder != "little":
         return None

@@ -1,13 +1,8 @@
-"""Fr elements on the GPU: the device layout, its checks and the Montgomery conversions.
+"""Fr elements on the GPU: the device layout, its checks and the Montgomery conversions, shared by every device
+kernel module so a bad array fails the same way everywhere.
 
-Every device kernel module (:mod:`zkgpu.gpu.ntt.transform`, :mod:`zkgpu.gpu.ntt.qap`, :mod:`zkgpu.gpu.msm.pippenger`, :mod:`zkgpu.gpu.msm.prep`) takes
-Fr vectors through these helpers, so a bad array fails the same way everywhere.
-
-Device layout: a C-contiguous CuPy array of n elements, uint64 ``(n, 4)`` (the host layout of
-:mod:`zkgpu.arith.field`, canonical or Montgomery form), or the same bytes as uint32 ``(n, 8)`` / flat uint32
-``(8n,)`` -- the 8 little-endian 32-bit words per element the kernels read. Montgomery form is
-``x * 2^256 mod r``; the kernels of ``zkgpu/kernels/fr_ops.cu`` convert in place and find the first
-element ``>= r`` (``fr_first_unreduced``, an atomicMin over the indices).
+Layout: a C-contiguous CuPy array, uint64 ``(n, 4)`` (canonical or Montgomery ``x * 2^256 mod r``), or the same
+bytes as uint32 ``(n, 8)`` / flat ``(8n,)``. Kernels: ``zkgpu/kernels/fr_ops.cu``.
 """
 
 from __future__ import annotations
@@ -51,9 +46,7 @@ def check_device_array(d: Any, *, name: str = "values") -> Any:
 
 
 def device_words(d: Any, *, name: str = "values") -> Any:
-    """The flat uint32 view (8 words per element) of a C-contiguous device array of Fr elements.
-
-    Accepts uint64 ``(n, 4)``, uint32 ``(n, 8)`` or flat uint32 ``(8n,)``; returns a view (no copy).
+    """The flat uint32 view (no copy) of a C-contiguous device Fr array: uint64 ``(n, 4)``, uint32 ``(n, 8)`` or ``(8n,)``.
 
     Raises:
         TypeError: not a CuPy array of uint32/uint64.

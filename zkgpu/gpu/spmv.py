@@ -1,17 +1,10 @@
-"""A sparse matrix-vector product over Fr on the GPU (``zkgpu/kernels/spmv.cu``): the Groth16 synthesis step,
-``A.w`` and ``B.w`` from the proving key's coefficients, written straight into the device buffers the NTTs read.
+"""A sparse matrix-vector product over Fr on the GPU (``zkgpu/kernels/spmv.cu``): Groth16 synthesis, ``A.w`` and
+``B.w``, written into the buffers the NTTs read.
 
-:func:`upload_csr` turns a host CSR (:class:`zkgpu.arith.sparse.FrCsr`) into a :class:`DeviceCsr` once (per key):
-each row's terms are cut into *segments* of at most ``segment`` terms, one GPU thread per segment, so a long row
-costs no more per thread than a short one (the row-splitting idea of CSR-vector / merge-based SpMV, Merrill and
-Garland, "Merge-based parallel sparse matrix-vector multiplication", SC 2016, here fixed on the host since the
-matrix is reused for every proof). A row of one segment writes its sum to its output index ``dest[row]``; a row of
-several writes partial sums into scratch slots after the output region, and ``spmv_combine`` adds them (one
-thread per such row). Rows without terms are not touched: the output buffer starts zeroed.
-
-Forms: the coefficients are kept on the device as ``v * R^2 mod r`` (R = 2^256: two in-place
-:func:`zkgpu.gpu.fr_device.to_montgomery` passes over the canonical values), the vector is canonical, so each
-Montgomery product gives the Montgomery form of its term, and the output is in **Montgomery form**.
+:func:`upload_csr` cuts each row into segments of at most ``segment`` terms, one thread per segment (row splitting
+as in Merrill and Garland, "Merge-based parallel sparse matrix-vector multiplication", SC 2016, fixed on the host);
+a multi-segment row writes partial sums to scratch slots that ``spmv_combine`` adds. Coefficients are kept as
+``v * R^2 mod r``, the vector canonical, so the output is in **Montgomery form**.
 """
 
 from __future__ import annotations
@@ -37,17 +30,14 @@ _U32 = 1 << 32
 
 @dataclass
 class DeviceCsr:
-    """A CSR resident on the device, cut into segments (module docstring); built by :func:`upload_csr`.
+    """A segmented CSR on the device, built by :func:`upload_csr`.
 
     Attributes:
-        n_cols: the vector length the product expects.
-        out_rows: the output region's rows (every row's ``dest`` is below it).
-        buffer_rows: ``out_rows`` plus the scratch slots of rows of several segments: the rows of the buffer
-            :func:`spmv_into` writes.
+        n_cols: the vector length. out_rows: the output region's rows. buffer_rows: ``out_rows`` plus scratch slots.
         nnz, n_seg, n_groups: terms, segments, rows of several segments.
-        coef: ``(nnz, 4)`` uint64, ``v * R^2 mod r``, sorted by row. col: ``(nnz,)`` uint32.
-        seg_ptr: ``(n_seg + 1,)`` uint32 first term of each segment. seg_dest: ``(n_seg,)`` uint32 buffer row.
-        grp_first: ``(n_groups + 1,)`` uint32 first scratch slot of each such row. grp_dest: ``(n_groups,)`` uint32.
+        coef: ``(nnz, 4)`` uint64 ``v * R^2 mod r``, by row. col: ``(nnz,)`` uint32.
+        seg_ptr: ``(n_seg + 1,)`` uint32. seg_dest: ``(n_seg,)`` uint32 buffer row.
+        grp_first: ``(n_groups + 1,)`` uint32 first scratch slot. grp_dest: ``(n_groups,)`` uint32.
     """
 
     n_cols: int
@@ -89,18 +79,12 @@ def segments(row_ptr: np.ndarray, dest: np.ndarray, out_rows: int, segment: int)
 
 
 def upload_csr(csr: FrCsr, *, dest: Any = None, out_rows: int | None = None, segment: int = SEGMENT) -> DeviceCsr:
-    """Copy ``csr`` to the device in the segmented layout (module docstring), on the current stream.
-
-    Args:
-        csr: the host matrix (coefficients canonical).
-        dest: ``(n_rows,)`` integer array, the output row of each matrix row (distinct, below ``out_rows``), e.g. a
-            permutation into another order; default the identity.
-        out_rows: the output region's rows (default ``n_rows``); rows not named by ``dest`` stay 0.
-        segment: terms per segment (>= 1).
+    """Copy ``csr`` (canonical coefficients) to the device in the segmented layout, on the current stream. ``dest``:
+    ``(n_rows,)`` distinct output rows below ``out_rows`` (default identity); ``segment``: terms per segment (>= 1).
 
     Raises:
-        ValueError: a segment < 1, a ``dest`` of another length, out of range or repeated (named), more than 2^32 - 1
-            terms or buffer rows (the kernels' uint32 indices).
+        ValueError: a segment < 1, a bad ``dest`` (length, range, repeat; named), more than 2^32 - 1 terms or buffer
+            rows.
     """
     if isinstance(segment, bool) or not isinstance(segment, (int, np.integer)) or segment < 1:
         raise ValueError(f"segment must be an int >= 1, got {segment!r}")
@@ -136,22 +120,12 @@ def new_buffer(dcsr: DeviceCsr) -> Any:
 
 
 def spmv_into(dcsr: DeviceCsr, w: Any, buf: Any, *, check: bool = True) -> Any:
-    """``buf[dest[i]] = sum over row i of coef * w[col]`` (Montgomery form, module docstring), on the current
-    stream, without a host sync unless ``check``.
-
-    Args:
-        dcsr: from :func:`upload_csr`.
-        w: ``(n_cols, 4)`` uint64 canonical Fr, a CuPy array.
-        buf: ``(>= buffer_rows, 4)`` uint64 C-contiguous CuPy array (:func:`new_buffer`) whose output rows that no
-            matrix row names hold what they should keep (0 for a product); rows >= ``out_rows`` are scratch.
-        check: verify that every ``w`` value is below r first (one kernel and one sync; the kernels assume it).
-
-    Returns:
-        ``buf``.
+    """``buf[dest[i]] = sum over row i of coef * w[col]`` (Montgomery form), on the current stream, no host sync unless
+    ``check`` (verify every ``w`` < r). ``w``: ``(n_cols, 4)`` uint64 canonical CuPy; ``buf``: ``(>= buffer_rows, 4)``
+    uint64 C-contiguous (:func:`new_buffer`), rows no matrix row names keep their value. Returns ``buf``.
 
     Raises:
-        TypeError / ValueError: a ``w`` or ``buf`` of another dtype, shape or layout; with ``check``, a ``w`` value
-            >= r (its index named).
+        TypeError / ValueError: a ``w`` or ``buf`` of another dtype, shape or layout; with ``check``, a ``w`` >= r.
     """
     check_device_array(w, name="w")
     if w.shape[0] != dcsr.n_cols:

@@ -1,13 +1,7 @@
-"""Curve points checked on the GPU, one thread per point: coordinates below q, on the curve, and in the prime-order
-subgroup by the endomorphism tests (``zkgpu/kernels/subgroup.cu``; the method and its sources:
-:mod:`zkgpu.arith.endo`): G1 ``σ(P) = -[z²]P``, G2 ``ψ(P) = [z]P``. The kernels reuse the MSM's point formulas
-(``ec.cuh``, templated over Fq and Fq2); the constants (β; ψ's c_x, c_y) are :mod:`zkgpu.arith.endo`'s, derived from
-the curve at import, passed in Montgomery form.
-
-:func:`check_points` returns a :class:`PointCheck`: one :data:`STATUS` byte per point and the first index of each
-failure (off the curve, outside the subgroup), read back in one sync. Host points go up in chunks of
-:data:`CHUNK` (bounded device memory); device points are read in place. :mod:`zkgpu.groth16.keycheck` calls it
-for every key point when a GPU is present; ``zkgpu bench keycheck`` times it.
+"""Curve points checked on the GPU, one thread per point (``zkgpu/kernels/subgroup.cu``): coordinates below q, on the
+curve, and in the prime-order subgroup by the endomorphism tests of :mod:`zkgpu.arith.endo` (G1 ``σ(P) = -[z²]P``,
+G2 ``ψ(P) = [z]P``). :func:`check_points` returns a :class:`PointCheck`; host points go up in chunks of
+:data:`CHUNK`.
 """
 
 from __future__ import annotations
@@ -84,12 +78,8 @@ def _group(group: str) -> str:
 
 
 def check_points(points: Any, group: str, *, chunk: int = CHUNK) -> PointCheck:
-    """Check every point of ``points``: range, curve, subgroup (module docstring).
-
-    Args:
-        points: ``(n, 12)`` (G1) or ``(n, 24)`` (G2) uint64 canonical points, numpy or CuPy; the identity all zero.
-        group: ``"g1"`` or ``"g2"`` (case ignored).
-        chunk: host points per copy and launch (device points are checked in one launch).
+    """Check every point of ``points`` (``(n, 12)`` G1 or ``(n, 24)`` G2 uint64 canonical, numpy or CuPy; identity all
+    zero) for range, curve and subgroup; ``group`` ``"g1"``/``"g2"``; ``chunk`` host points per copy and launch.
 
     Raises:
         RuntimeError: no GPU. TypeError / ValueError: not uint64 of the group's shape, an unknown group, a chunk < 1.

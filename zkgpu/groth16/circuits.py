@@ -1,22 +1,10 @@
 """circom2 and snarkjs from the repository's ``node_modules``: compile, set up, witness, prove, verify.
 
-The node tools are installed by ``make node`` (``npm ci`` from the committed ``package.json`` and
-``package-lock.json``). :func:`tools` finds them: the node binary given to it or to
-:func:`configure` (the app layer passes ``$ZKGPU_NODE``), else ``node`` on PATH; the modules
-likewise (the app layer: the ``node_modules`` of ``$ZKGPU_NODE``'s prefix), else the repository's
-``node_modules``. (On a GPU host without node, ``scripts/gpu_run.sh`` unpacks the carried ``.node/``
-archives of ``scripts/node_carry.sh`` and sets ``ZKGPU_NODE``.)
-
-:func:`build` runs the whole snarkjs flow for one circuit into a folder, skipping every step whose
-output already exists (a cache): ``circom2 --r1cs --wasm --prime bls12381``; a powers-of-tau file
-for BLS12-381 (``powersoftau new``, one ``contribute``, ``prepare phase2``; shared per size);
-``groth16 setup``; one ``zkey contribute``; ``zkey export verificationkey``; ``wtns calculate``.
-The contributions' entropy is fixed text: keys made here are for tests and benchmarks only.
-
-Built-in circuits (:data:`CIRCUITS`): ``mulchain-N`` (a chain of N multiplications, one public
-input; tiny, for tests) and ``poseidon-N`` (N chained circomlib ``Poseidon(2)`` hashes, 517
-constraints each with circom2's default optimisation: ``poseidon-600`` is 310,200 constraints, a
-2^19 domain, the large circuit of ``make circuit`` and the GPU run).
+:func:`tools` finds node (given, :func:`configure`'s, else on PATH) and the node_modules (likewise, else the
+repository's). :func:`build` runs the snarkjs flow for one circuit into a folder, skipping every step whose output
+exists: circom2 (``--prime bls12381``), powers of tau (shared per size), ``groth16 setup``, one contribution,
+verification key, witness. Entropy is fixed text: keys are for tests and benchmarks only. Built-in circuits
+(:data:`CIRCUITS`): ``mulchain-N`` and ``poseidon-N`` (N chained ``Poseidon(2)``, 517 constraints each).
 """
 
 from __future__ import annotations
@@ -64,13 +52,8 @@ _KEEP = _Keep.KEEP
 
 
 def configure(*, node: str | os.PathLike[str] | None | _Keep = _KEEP, node_modules: str | os.PathLike[str] | None | _Keep = _KEEP) -> None:
-    """Where :func:`tools` looks for node and the node_modules by default. A keyword not given
-    keeps its current value (initially None for each).
-
-    Args:
-        node: the node binary (path or command name); None: ``node`` on PATH.
-        node_modules: the folder holding snarkjs, circom2 and circomlib; None: the repository's
-            ``node_modules``.
+    """Where :func:`tools` looks by default: ``node`` (None: on PATH) and ``node_modules`` (None: the repository's);
+    a keyword not given keeps its value.
 
     Raises:
         ValueError: an empty value.
@@ -285,26 +268,21 @@ def _locked(lock: Path):
 
 
 def build(name: str, folder: str | Path, *, ptau_dir: str | Path | None = None, setup: str = "snarkjs") -> CircuitFiles:
-    """Compile, set up and compute the witness of a built-in circuit (module docstring), cached.
+    """Compile, set up and compute the witness of a built-in circuit, cached; concurrent calls for one circuit wait
+    on a file lock.
 
     Args:
         name: ``"mulchain-N"`` or ``"poseidon-N"``.
-        folder: where the files go (``<folder>/<name>/``, or ``<folder>/<name>-fast/`` for the fast
-            set-up); existing outputs are reused.
-        ptau_dir: where powers-of-tau files are cached (default: ``folder``).
-        setup: ``"snarkjs"`` (powers of tau, ``groth16 setup``, one contribution) or ``"fast"``
-            (:func:`zkgpu.groth16.setup.fast_setup`: known toxic waste, no powers of tau; for
-            benchmarks of circuits too large for snarkjs's powers-of-tau preparation).
+        folder: output, ``<folder>/<name>/`` (``<name>-fast/`` for the fast set-up); existing outputs reused.
+        ptau_dir: powers-of-tau cache (default: ``folder``).
+        setup: ``"snarkjs"`` or ``"fast"`` (:func:`zkgpu.groth16.setup.fast_setup`, known toxic waste).
 
     Returns:
         :class:`CircuitFiles`.
 
     Raises:
-        ValueError: unknown circuit, or a symlink in the circuit's folder (nothing is written
-            through one). ToolError: node tools missing or a step failed.
-
-    Concurrent calls for one circuit (or one powers-of-tau size) wait for each other (a file lock
-    beside the folder), so parallel test workers share one build.
+        ValueError: unknown circuit, or a symlink in the circuit's folder. ToolError: node tools missing or a step
+            failed.
     """
     src, _ = circuit_source(name)
     if setup not in ("snarkjs", "fast"):

@@ -1,39 +1,16 @@
 """Validation of a proving key's points and of a witness against its circuit (groth16 layer).
 
-Every point of a ``.zkey`` comes from a file, so it is untrusted (issue 22). :func:`check_key`
-checks, once per key read:
+:func:`check_key` checks every point of an untrusted ``.zkey``: on the curve (``y^2 = x^3 + 4``, G2 over
+Fq[u]/(u^2 + 1)), in the order-r subgroup by Scott's endomorphism criteria (ePrint 2021/1130; constants in
+:mod:`zkgpu.arith.endo`; on the GPU via :mod:`zkgpu.gpu.subgroup`, else arkworks for header points and
+:func:`subgroup_batch` for the large sections), and not degenerate (no identity among alpha1, beta1, beta2,
+delta1, delta2, gamma2; two pairing checks on delta and beta).
 
-* **on the curve**, exactly, every point: ``y^2 = x^3 + 4`` (G1) and ``y^2 = x^3 + 4(1 + u)`` (G2,
-  Fq2 = Fq[u]/(u^2 + 1)): with numba a compiled Montgomery kernel (:func:`_on_curve_kernel`, about 3x faster than the
-  Python-int path, CPU time at 2^16 and 2^19: README), else vectorised over numpy object arrays of Python ints;
-* **in the prime-order subgroup**, by Scott's endomorphism criteria (ePrint 2021/1130: ``sigma(P) = -z^2 P`` in
-  G1, ``psi(P) = z P`` in G2; :mod:`zkgpu.arith.endo` derives the constants and gives the sources). With a GPU
-  (:func:`zkgpu.core.cuda.gpu_available`; ``ZKGPU_DISABLE_GPU=1`` hides it) every point, header points included,
-  on the device, one thread per point, on the curve and in the subgroup at once (:mod:`zkgpu.gpu.subgroup`),
-  exact; without one, the header and IC points one by one (arkworks's ``is_in_subgroup``, the same criteria)
-  and the large sections (A, B1, B2, C, H) in a batch, :func:`subgroup_batch`, then, only for a refused
-  section, :func:`first_outside` to name the point;
-* **not degenerate**: alpha1, beta1, beta2, delta1, delta2, gamma2 not the identity, and
-  ``e(delta1, g2) = e(g1, delta2)``, ``e(beta1, g2) = e(g1, beta2)`` (two pairing checks).
-
-The batch subgroup test (:func:`subgroup_batch`). E(Fq) = G (order r) x T, T of order h (the
-cofactor), so a point is in G iff its T-component t is zero. Each point gets a random k-bit mask
-m_i from :mod:`secrets`; round j sums the points whose bit j is set, round "all" sums every point;
-each of the k + 1 sums is tested exactly. A sum lies in G iff the sum of its points' t's is zero.
-
-* One bad point is always found: the round "all" contains its t alone, and t != 0.
-* Several bad points pass round j only if their t's, restricted to those with bit j, cancel:
-  fixing every other mask bit, at most one of the two choices of a bad point's bit j cancels, so
-  each round passes with probability <= 1/2, independently: a crafted key passes with
-  probability <= 2^-k (k = :data:`ROUNDS` = 16 unless given).
-
-Cost: per 8 rounds, n point additions into 256 buckets by one byte of the masks, then 8 x 128
-bucket additions; k + 1 exact tests: k/8 additions per point instead of a ~128-step scalar
-multiplication (arkworks's exact test) per point.
-
-:func:`check_constraints` checks ``A.w o B.w = C.w`` for a circom ``.r1cs`` and names the first
-failing constraint: with numba one compiled pass of Montgomery products (:func:`_constraint_kernel`), else
-numpy object arrays of Python ints (:func:`_first_failing_ints`, also the tests' reference).
+The batch subgroup test: E(Fq) = G × T, so P is in G iff its T-component is zero. Each point gets a random k-bit
+mask; round j sums the points with bit j set, round "all" sums every point, and each sum is tested exactly. One bad
+point is always found; several pass each round with probability <= 1/2 independently, so a crafted key passes with
+probability <= 2^-k (k = :data:`ROUNDS`). :func:`check_constraints` checks ``A.w o B.w = C.w`` and names the first
+failing constraint.
 """
 
 from __future__ import annotations
@@ -267,15 +244,8 @@ def _sum(points: list[Any], zero: Any) -> Any:
 
 
 def subgroup_batch(arr: np.ndarray, group: str, *, rounds: int = ROUNDS) -> bool:
-    """Whether every point of ``arr`` (on the curve: :func:`first_off_curve` first) is in the order-r subgroup.
-
-    The randomised batch test of the module docstring: False is certain (some point is outside);
-    True is wrong with probability <= 2^-rounds, and never for a single point outside.
-
-    Args:
-        arr: ``(n, 12)`` G1 or ``(n, 24)`` G2 uint64 canonical, on the curve.
-        group: ``"G1"`` or ``"G2"``.
-        rounds: k, 1..32 (each 8 cost one addition per point).
+    """Whether every point of ``arr`` (``(n, 12)`` G1 or ``(n, 24)`` G2 uint64 canonical, on the curve) is in the order-r
+    subgroup, by the module's batch test: False is certain, True wrong with probability <= 2^-rounds (rounds 1..32).
 
     Raises:
         ValueError: rounds out of range. ImportError: py-arkworks-bls12381 missing.
@@ -382,17 +352,12 @@ def _check_points_cpu(path: Any, head: dict[str, tuple[np.ndarray, str]], sectio
 
 
 def check_key(zkey: Any, *, rounds: int = ROUNDS, gpu: bool | None = None) -> None:
-    """Validate a :class:`zkgpu.groth16.formats.ZKey`'s points (module docstring).
-
-    Args:
-        zkey: the key.
-        rounds: the CPU batch test's rounds (:func:`subgroup_batch`).
-        gpu: check the points on the GPU (:mod:`zkgpu.gpu.subgroup`); None: when one is present.
+    """Validate a :class:`zkgpu.groth16.formats.ZKey`'s points (module doc); ``rounds`` for :func:`subgroup_batch`,
+    ``gpu`` None: on the GPU when one is present.
 
     Raises:
-        KeyCheckError (a ValueError), one line naming the key and the section (and the point's index
-        in a section): a point off the curve or outside the subgroup, an identity among alpha1,
-        beta1, beta2, gamma2, delta1, delta2, or delta1/delta2 (beta1/beta2) that disagree.
+        KeyCheckError (a ValueError) naming the key, section and point index: a point off the curve or outside the
+            subgroup, an identity among the header points, or disagreeing delta1/delta2 (beta1/beta2).
     """
     path = zkey.path
     head = {
@@ -417,18 +382,10 @@ def check_key(zkey: Any, *, rounds: int = ROUNDS, gpu: bool | None = None) -> No
 
 def check_constraints(r1cs: Any, values: list[int] | np.ndarray) -> int | None:
     """The index of the first constraint ``c`` with ``(A_c . w) * (B_c . w) != C_c . w`` (mod r), or None.
-
-    With numba a compiled pass (:func:`_constraint_kernel`, Montgomery products over 32-bit words; about 0.1 s for
-    310,200 constraints, README); without it, numpy object arrays of Python ints (:func:`_first_failing_ints`).
-
-    Args:
-        r1cs: a :class:`zkgpu.groth16.setup.R1cs` (``arrays``/``terms`` = per matrix: constraint, wire, coefficient).
-        values: the witness, ``len == r1cs.n_wires``: an ``(n, 4)`` uint64 canonical Fr array (a
-            :class:`zkgpu.groth16.formats.Witness`'s values), or Python ints (reduced mod r).
+    ``values``: the witness, ``len == r1cs.n_wires``, an ``(n, 4)`` uint64 canonical Fr array or Python ints.
 
     Raises:
-        ValueError: a witness of another length, an array value not below r, or a term naming a constraint or
-            wire outside the circuit.
+        ValueError: a witness of another length, an array value not below r, or a term outside the circuit.
     """
     if len(values) != r1cs.n_wires:
         raise ValueError(f"the witness has {len(values)} signals, the circuit {r1cs.n_wires}: a witness of another circuit")
@@ -474,15 +431,10 @@ _FR_MONT = {"p": _fr_words(_R), "pinv": np.uint64((-pow(_R, -1, 1 << 32)) % (1 <
 
 @functools.lru_cache(maxsize=1)
 def _constraint_kernel() -> Any:
-    """numba's constraint check: the index of the first constraint with ``A.w * B.w != C.w`` (mod r), or -1.
-
-    Over 32-bit words (uint32 views of the uint64 limbs), Montgomery products mm(a, b) = a b R^-1 (CIOS, R = 2^256).
-    A and B are summed in canonical form: a coefficient 1 adds w, r - 1 subtracts it, any other adds
-    mm(coef, w R) (w R = mm(w, R^2), once per wire used); C is summed scaled by R^-1: +-mm(w, 1), or mm(coef, w).
-    Then constraint c holds iff mm(A_c, B_c) = (C R^-1)_c: one product per constraint (none where A_c = 0, then C_c
-    must be 0). The three matrices share one loop body and the helpers are closures, so numba inlines few copies of
-    the product (about 6 s to compile, once per machine: numba's disk cache) and the cache hits in every process.
-    None without numba."""
+    """numba's constraint check: the first constraint with ``A.w * B.w != C.w`` (mod r), or -1. Over 32-bit words with
+    CIOS Montgomery products (R = 2^256): A, B summed canonical, C scaled by R^-1, one product per constraint.
+    None without numba.
+    """
     numba = optional.numba()
     if numba is None:
         return None

@@ -1,13 +1,9 @@
-"""The proving key's A and B matrices as one sparse matrix over Fr, and the synthesis step on it: the QAP's
-evaluations on the domain, ``a = A.w``, ``b = B.w`` and ``c = a * b`` pointwise (snarkjs's ``groth16 prove``:
-the key holds no C matrix; for a satisfying witness C's evaluations are a*b).
+"""The proving key's A and B matrices as one sparse matrix over Fr, and synthesis on it: ``a = A.w``, ``b = B.w``,
+``c = a * b`` (snarkjs's ``groth16 prove``: the key holds no C matrix).
 
-:func:`key_matrices` builds, once per key, the CSR (:class:`zkgpu.arith.sparse.FrCsr`) of the key's coefficient
-section: ``2n`` rows (n = the domain size), A's constraint c at row c and B's at row n + c, one column per signal.
-:func:`evaluate_host` multiplies it on the CPU (:func:`zkgpu.arith.sparse.spmv`: numba, else Python ints);
-:meth:`KeyMatrices.upload` puts it on the GPU (:func:`zkgpu.gpu.spmv.upload_csr`, rows sent to the places a given
-permutation names) and :func:`evaluate_device` computes a, b and c there, in Montgomery form in one buffer, as
-the H computation (:func:`zkgpu.gpu.ntt.qap.compute_h_inplace`) reads them.
+:func:`key_matrices` builds the CSR (:class:`zkgpu.arith.sparse.FrCsr`, ``2n`` rows: A's constraint c at row c,
+B's at n + c); :func:`evaluate_host` multiplies it on the CPU, :func:`evaluate_device` on the GPU in Montgomery
+form, as :func:`zkgpu.gpu.ntt.qap.compute_h_inplace` reads them.
 """
 
 from __future__ import annotations
@@ -41,15 +37,11 @@ class KeyMatrices:
     device: DeviceCsr | None = None
 
     def upload(self, order: np.ndarray | None = None) -> DeviceCsr:
-        """Copy the matrix to the device once (later calls return the same copy), on the current stream, synchronised.
-
-        Args:
-            order: ``(n,)`` permutation of ``0..n-1``: constraint c's evaluations go to index ``order[c]`` of a, b
-                and c (e.g. :func:`zkgpu.groth16.prover.snarkjs_order`, zkgpu's NTT order); default the identity.
-                Ignored when the copy exists.
+        """Copy the matrix to the device once, on the current stream, synchronised; ``order`` (``(n,)`` permutation,
+        default identity) sends constraint c's evaluations to index ``order[c]``.
 
         Raises:
-            ValueError: ``order`` not a permutation of ``0..n-1`` (:func:`zkgpu.gpu.spmv.upload_csr`).
+            ValueError: ``order`` not a permutation of ``0..n-1``.
         """
         if self.device is None:
             n = self.domain_size
@@ -88,13 +80,8 @@ def key_matrices(zkey: ZKey) -> KeyMatrices:
 
 
 def evaluate_host(km: KeyMatrices, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """a, b, c on the CPU (:func:`zkgpu.arith.sparse.spmv` and :func:`~zkgpu.arith.sparse.fr_mul`).
-
-    Args:
-        km: the key's matrices. w: ``(n_vars, 4)`` uint64 canonical Fr, the witness.
-
-    Returns:
-        three ``(n, 4)`` uint64 canonical arrays in constraint order (views of one ``(3n, 4)`` array).
+    """a, b, c on the CPU from ``w`` (``(n_vars, 4)`` uint64 canonical Fr): three ``(n, 4)`` uint64 canonical arrays
+    in constraint order (views of one ``(3n, 4)`` array).
 
     Raises:
         ValueError / TypeError: a witness of another length, dtype or shape, or a value >= r.
@@ -107,17 +94,12 @@ def evaluate_host(km: KeyMatrices, w: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def evaluate_device(km: KeyMatrices, w: Any, *, check: bool = True) -> tuple[Any, Any, Any]:
-    """a, b, c on the GPU, on the current stream (no host sync unless ``check``).
-
-    Args:
-        km: the key's matrices, uploaded (:meth:`KeyMatrices.upload`).
-        w: ``(n_vars, 4)`` uint64 canonical Fr, numpy (copied to the device) or CuPy.
-        check: verify every witness value is below r on the device (one sync); a
-            :class:`zkgpu.groth16.formats.Witness` was checked when it was read.
+    """a, b, c on the GPU, on the current stream (no host sync unless ``check``, which verifies every witness value is
+    below r). ``w``: ``(n_vars, 4)`` uint64 canonical Fr, numpy or CuPy.
 
     Returns:
-        three ``(n, 4)`` uint64 CuPy arrays in **Montgomery form**, each evaluation at the index ``order`` gave its
-        constraint (views of one buffer, with scratch rows after them).
+        three ``(n, 4)`` uint64 CuPy arrays in **Montgomery form**, indexed by the upload's ``order`` (views of one
+        buffer).
 
     Raises:
         ValueError: not uploaded; as :func:`zkgpu.gpu.spmv.spmv_into`.

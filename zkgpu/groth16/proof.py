@@ -1,13 +1,6 @@
-"""Proofs as snarkjs JSON, and an independent pairing check with py_ecc.
-
-``proof.json`` (snarkjs ``groth16 prove``): ``pi_a`` and ``pi_c`` are ``[x, y, "1"]``, ``pi_b`` is
-``[[x.c0, x.c1], [y.c0, y.c1], ["1", "0"]]`` (projective coordinates with Z = 1, decimal strings),
-plus ``"protocol": "groth16"`` and ``"curve": "bls12381"``. ``public.json`` is the list of public
-signals as decimal strings.
-
-:func:`verify_py_ecc` checks ``e(A, B) = e(alpha1, beta2) * e(vk_x, gamma2) * e(C, delta2)`` with
-``vk_x = IC_0 + sum_i x_i IC_i`` (Groth 2016, as snarkjs ``groth16 verify``) using py_ecc's
-BLS12-381 pairing, code independent of both snarkjs and arkworks (pure Python: a few seconds).
+"""Proofs as snarkjs JSON (``pi_a``/``pi_c`` ``[x, y, "1"]``, ``pi_b`` Fq2 pairs, decimal strings; ``public.json``
+the public signals), and :func:`verify_py_ecc`, an independent pairing check with py_ecc (Groth 2016, as snarkjs
+``groth16 verify``).
 """
 
 from __future__ import annotations
@@ -57,18 +50,13 @@ def public_json(result: ProveResult) -> list[str]:
 
 
 def write_exclusive(files: dict[str | Path, str] | dict[str | Path, bytes] | dict[str | Path, str | bytes]) -> None:
-    """Write every file or none, each created exclusively and atomically.
-
-    Each text goes to a temporary file in its target's folder (missing folders are created), is
-    flushed to disk, then hard-linked to its name (``os.link`` fails if the name exists: a file
-    created meanwhile, e.g. by a concurrent run, is never overwritten) and the temporary name
-    removed. If any step fails, the names linked so far are removed again. A text (str) is written as
-    UTF-8, bytes as they are; each file gets the mode a plain ``open`` would give it (0666 less the umask,
-    not ``mkstemp``'s 0600).
+    """Write every file or none, each created exclusively and atomically (temporary file, fsync, ``os.link``, so an
+    existing name is never overwritten; linked names are removed on failure). str as UTF-8, bytes as they are; mode
+    0666 less the umask.
 
     Raises:
-        FileExistsError: a target exists (nothing written). OSError: a folder that cannot be
-            created or written, a full disk (nothing written).
+        FileExistsError: a target exists (nothing written). OSError: a folder cannot be created or written, a full
+            disk (nothing written).
     """
     temps: list[str] = []
     linked: list[Path] = []
@@ -170,16 +158,9 @@ def _py_ecc_g2(x0: int, x1: int, y0: int, y1: int) -> Any:
 
 
 def verify_py_ecc(zkey: ZKey, proof: dict[str, Any], public: list[int]) -> bool:
-    """Groth16 verification with py_ecc's BLS12-381 pairing (module docstring).
-
-    Args:
-        zkey: the key whose verifying part (alpha1, beta2, gamma2, delta2, IC) is used.
-        proof: a snarkjs proof object (:func:`proof_json` or :func:`read_proof`).
-        public: the public signals.
-
-    Returns:
-        True when the pairing equation holds; False for a wrong proof, a public input count that
-        differs from the key's, a value >= r, or a point off the curve.
+    """Groth16 verification of ``proof`` with ``public`` signals against ``zkey``'s verifying part, with py_ecc's
+    pairing: True when ``e(A, B) = e(alpha1, beta2) e(vk_x, gamma2) e(C, delta2)``; False for a wrong proof, a public
+    count unlike the key's, a value >= r or a point off the curve.
     """
     e = optional.py_ecc()
     if len(public) != zkey.n_public or any(not 0 <= v < FR.modulus for v in public):

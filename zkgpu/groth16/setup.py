@@ -1,29 +1,10 @@
-"""A fast, INSECURE Groth16 set-up that writes a snarkjs-format ``.zkey`` (for benchmarks only).
+"""A fast, INSECURE Groth16 set-up that writes a snarkjs-format ``.zkey`` (benchmarks only).
 
-It computes the proving key snarkjs would (without its hours-long ``powersoftau prepare phase2`` at
-2^19) from **known** toxic waste (tau, alpha, beta, gamma, delta derived from a seed: a key made here
-proves nothing to anybody; it has the right shape and algebra), with one fixed-base scalar
-multiplication per point (py-arkworks-bls12381, over processes).
-
-What it writes is what snarkjs ``groth16 setup`` writes (``src/zkey_new.js``), from the circom
-``.r1cs`` (iden3 r1cs format: section 1 header, section 2 the constraints as three linear
-combinations A, B, C of (wire uint32, canonical coefficient) terms):
-
-* the domain n = 2^k >= constraints + public signals + 1, and one extra constraint per public
-  signal s (and the constant): ``A[m + s][s] = 1`` (m = constraint count), which keeps the
-  public inputs' polynomials independent;
-* with snarkjs's roots (``zkgpu.groth16.prover.snarkjs_root``) and the Lagrange basis
-  ``L_c(tau) = (tau^n - 1) w^c / (n (tau - w^c))``: ``u_s = sum_c A[c][s] L_c(tau)``, likewise v (B)
-  and w (C);
-* ``A_s = u_s G1``, ``B1_s = v_s G1``, ``B2_s = v_s G2``; ``IC_s = (beta u_s + alpha v_s + w_s)/gamma G1``
-  for the constant and the public signals, ``C_s = (...)/delta G1`` for the others;
-* ``H_i = L'_{2i+1}(tau)/delta G1`` with L' the Lagrange basis of the 2n-th roots (snarkjs's
-  odd-coset convention, :mod:`zkgpu.groth16.formats`);
-* the A/B coefficient section (``value * R^2 mod r``), the header with alpha1, beta1, beta2,
-  gamma2, delta1, delta2, and an empty contributions section (10).
-
-``snarkjs zkey export verificationkey``, ``groth16 prove`` and ``groth16 verify`` work with it
-(tests/test_groth16.py proves with both provers and verifies with snarkjs).
+From **known** toxic waste (tau, alpha, beta, gamma, delta from a seed) it computes what snarkjs ``groth16 setup``
+(``src/zkey_new.js``) writes for a circom ``.r1cs``: the domain n = 2^k >= constraints + public + 1 with one extra
+constraint per public signal; ``u_s, v_s, w_s`` from the Lagrange basis at tau with snarkjs's roots; the A, B1,
+B2, IC and C points; ``H_i = L'_{2i+1}(tau)/delta G1`` (odd-coset convention, :mod:`zkgpu.groth16.formats`);
+the coefficient section (``value * R^2 mod r``), the header and an empty contributions section.
 """
 
 from __future__ import annotations
@@ -56,15 +37,12 @@ MAX_LOG_DOMAIN = 28
 
 
 class R1cs:
-    """A circom constraint system: counts and the A, B, C terms as parallel arrays.
+    """A circom constraint system: counts and the A, B, C terms. Give ``terms`` or ``arrays``; the other is made on use.
 
     Attributes:
         n_wires, n_pub_out, n_pub_in, n_prv_in, n_constraints: the header's counts.
         terms: ``{"A"|"B"|"C": (constraint int64 array, wire int64 array, coefficient ints list)}``.
-        arrays: the same terms with the coefficients as an ``(n, 4)`` uint64 canonical Fr array
-            (:func:`read_r1cs` gives these; :func:`zkgpu.groth16.keycheck.check_constraints` reads them).
-
-    Give ``terms`` or ``arrays``; the other is made from it on first use (``terms``' coefficients reduced mod r).
+        arrays: the same with coefficients as an ``(n, 4)`` uint64 canonical Fr array.
     """
 
     def __init__(self, n_wires: int, n_pub_out: int, n_pub_in: int, n_prv_in: int, n_constraints: int, terms: dict | None = None,
@@ -127,11 +105,8 @@ def r1cs_header(path: str | Path, data: np.ndarray, secs: dict[int, list[tuple[i
 
 
 def read_r1cs(path: str | Path) -> R1cs:
-    """Read a circom ``.r1cs`` (BLS12-381), checked at the door: the header (:func:`r1cs_header`), every term's
-    wire below the wire count and its coefficient below r, and nothing read outside the constraint section.
-
-    With numba, one compiled pass over the section (:func:`_walk_kernel`) gives :attr:`R1cs.arrays`; without it, a
-    Python loop gives :attr:`R1cs.terms` (the same checks and messages).
+    """Read a circom ``.r1cs`` (BLS12-381), checking the header, every wire below the wire count and coefficient below r
+    (numba pass gives :attr:`R1cs.arrays`, else a Python loop gives :attr:`R1cs.terms`).
 
     Raises:
         FormatError: not an r1cs file, another curve, truncated or corrupt sections (names the constraint).
@@ -310,12 +285,9 @@ def _section(typ: int, payload: bytes) -> bytes:
 
 
 def mulchain_r1cs(n: int, x: int = 3, y: int = 5) -> tuple[R1cs, list[int]]:
-    """The constraint system and witness that circom2 produces for ``mulchain-N``
-    (:data:`zkgpu.groth16.circuits.CIRCUITS`), built in Python, term for term (tests compare them):
-    for GPU hosts without node, and sizes where compiling is slow.
-
-    Wires: 0 = 1, 1 = out (= t[N-1]), 2 = y (public input), 3 = x, 4 + i = t[i] for i < N - 1.
-    Constraints: ``(-x) * y = -t[0]``; ``(-t[i-1]) * x = y - t[i]`` (t[N-1] is out).
+    """The constraint system and witness circom2 produces for ``mulchain-N``, built in Python term for term.
+    Wires: 0 = 1, 1 = out, 2 = y (public), 3 = x, 4 + i = t[i]; constraints ``(-x) * y = -t[0]``,
+    ``(-t[i-1]) * x = y - t[i]``.
 
     Raises:
         ValueError: n < 2.
@@ -363,20 +335,15 @@ def _write_new(path: str | Path, data: bytes) -> None:
 
 
 def fast_setup(r1cs_path: str | Path | R1cs, zkey_path: str | Path, *, seed: int = 0, workers: int | None = None) -> dict:
-    """Write an insecure test ``.zkey`` for a circom r1cs (module docstring).
-
-    Args:
-        r1cs_path: the circuit (``--prime bls12381``), or an :class:`R1cs`.
-        zkey_path: output.
-        seed: the toxic waste's seed.
-        workers: processes for the point multiplications (default: all cores).
+    """Write an insecure test ``.zkey`` for ``r1cs_path`` (a path or :class:`R1cs`) to ``zkey_path``, toxic waste from
+    ``seed``, point multiplications on ``workers`` processes (default all cores).
 
     Returns:
         ``{"n_vars", "n_public", "domain_size", "coefficients"}``.
 
     Raises:
         FormatError: a bad r1cs, or a domain above 2^28 (:data:`MAX_LOG_DOMAIN`).
-        FileExistsError: ``zkey_path`` exists (created exclusively, never replaced).
+        FileExistsError: ``zkey_path`` exists (created exclusively).
     """
     r1 = r1cs_path if isinstance(r1cs_path, R1cs) else read_r1cs(r1cs_path)
     n_pub = r1.n_public

@@ -1,27 +1,7 @@
-"""A snarkjs key and circom witnesses as the pipeline's real circuit (:class:`SnarkjsCircuit`).
-
-``PipelineConfig.for_circuit(SnarkjsCircuit(zkey, witnesses))`` makes every partition of
-:func:`zkgpu.pipeline.run_pipeline` a Groth16 proof of one witness (partition p proves
-``witnesses[p % len(witnesses)]``), with the same math as :func:`zkgpu.groth16.prover.prove` --
-its functions, called from the pipeline's phases (:mod:`zkgpu.pipeline.real`):
-
-==============  ===============================================================================
-pipeline phase  what runs (``zkgpu.groth16.prover``)
-==============  ===============================================================================
-synthesize      :func:`~zkgpu.groth16.prover.evaluate_qap` (a, b, c from the key's coefficients and
-                the witness), :func:`~zkgpu.groth16.prover.to_zkgpu_order` into the partition's
-                (pageable or pinned) buffers
-ntt_msm_h       the pipeline's H computation (h2d, the cuzk-convention quotient), then inside
-                ``ntt`` :func:`~zkgpu.groth16.prover.odd_coset_scalars`, then ``h_msm`` over the
-                key's H points
-prep_msm, batch_add, tail_msm
-                the L, A, B1 MSMs over the key's C, A, B1 points: the witness's private part is the
-                partition's aux, split into ones and significant scalars as cuzk splits them;
-                A and B1 keep the signals whose point is not the identity (the key's densities)
-b_g2_msm        :func:`~zkgpu.groth16.prover.msm_g2_cpu` over the key's B2 points (CPU)
-finalize        :func:`~zkgpu.groth16.prover.assemble_proof`
-==============  ===============================================================================
-
+"""A snarkjs key and circom witnesses as the pipeline's real circuit (:class:`SnarkjsCircuit`): partition p of
+:func:`zkgpu.pipeline.run_pipeline` proves ``witnesses[p % len(witnesses)]`` with
+:mod:`zkgpu.groth16.prover`'s functions (synthesize: ``evaluate_qap``; ntt_msm_h: the H computation and H MSM;
+prep_msm/batch_add/tail_msm: the L, A, B1 MSMs; b_g2_msm: ``msm_g2_cpu``; finalize: ``assemble_proof``).
 r and s come from a CSPRNG, or with ``seed`` from ``seed * 1_000_003 + partition`` (tests only).
 """
 
@@ -58,15 +38,9 @@ def _nonzero_rows(points: np.ndarray) -> np.ndarray:
 
 
 class SnarkjsCircuit:
-    """A snarkjs BLS12-381 key and one or more witnesses, proven by the pipeline
-    (:class:`zkgpu.pipeline.real.RealCircuit`; module docstring for what runs where).
-
-    Args:
-        zkey: :func:`~zkgpu.groth16.formats.read_zkey`'s key.
-        witnesses: one or more witnesses of the key's circuit; partition p proves ``witnesses[p % len]``.
-        seed: fixes every partition's r and s (tests only: the proofs are not zero-knowledge);
-            None: :mod:`secrets`.
-        name: the circuit's name (default the key's folder name, e.g. ``poseidon-600-fast``).
+    """A snarkjs BLS12-381 ``zkey`` and one or more ``witnesses``, proven by the pipeline
+    (:class:`zkgpu.pipeline.real.RealCircuit`); ``seed`` fixes r and s (tests only), ``name`` defaults to the key's
+    folder name.
 
     Raises:
         ValueError: no witness, or a witness with another number of signals than the key's.
@@ -173,15 +147,8 @@ def load_circuit(zkey_path: str | Path, wtns_paths: list[str | Path] | tuple[str
 
 
 def write_proofs(partitions: Iterable[Any], folder: str | Path) -> list[tuple[int, Path, Path]]:
-    """Write each proven partition's proof as snarkjs JSON: ``folder/partition-<p>.proof.json`` and
-    ``folder/partition-<p>.public.json`` (the folder is created; existing files are never replaced).
-
-    Args:
-        partitions: :class:`zkgpu.pipeline.PartitionResult` objects; those without a proof
-            (failed, cancelled, synthetic) are skipped.
-
-    Returns:
-        ``[(partition, proof path, public path)]`` in the order given.
+    """Write each proven partition's proof as ``folder/partition-<p>.proof.json`` and ``.public.json`` (partitions
+    without a proof skipped; existing files never replaced). Returns ``[(partition, proof path, public path)]``.
 
     Raises:
         FileExistsError: a proof file exists already.
@@ -228,14 +195,8 @@ def resolve_vkey(zkey_path: str | Path, vkey: str | Path | None) -> Path | None:
 
 
 def check_proofs(real: SnarkjsCircuit, partitions: Iterable[Any], folder: str | Path | None, vkey: str | Path | None) -> tuple[dict[int, bool], str]:
-    """Write the partitions' proofs to ``folder`` (:func:`write_proofs`, when given) and verify each:
-    with ``snarkjs groth16 verify`` when they were written, a ``vkey`` is given (or
-    :func:`default_vkey` finds one) and node is there; else with py_ecc's pairing
-    (:func:`zkgpu.groth16.proof.verify_py_ecc`, a few seconds per proof).
-
-    Returns:
-        ``({partition: accepted}, tool)`` with tool ``"snarkjs"`` or ``"py_ecc"``; partitions
-        without a proof are left out.
+    """Write the partitions' proofs to ``folder`` (when given) and verify each, with snarkjs when written with a vkey
+    and node, else py_ecc. Returns ``({partition: accepted}, tool)``; partitions without a proof are left out.
     """
     proven = [p for p in partitions if getattr(p, "proof", None) is not None]
     vkey = resolve_vkey(real.zkey.path, vkey)

@@ -1,20 +1,10 @@
-"""What the model predicts once prep_msm is off the critical path, against what was measured
-(notebook 07b, "the last bottleneck"); the per-run GPU accounting it builds on is :mod:`zkgpu.analysis.gpu_time`.
+"""What the model predicts once prep_msm is off the critical path, against what was measured (notebook 07b).
 
-* :func:`prep_scenarios`: the recorded scenarios that take prep_msm off the critical path, with their
-  settings as the recording's manifest names them (the analysis never imports the recorder).
-* :func:`prep_ms_prediction`: the prep_msm time a variant will take in the pipeline, from a
-  ``zkgpu bench prep`` table scaled by the measured slowdown of the ``cpu`` variant in the pipeline;
-  :func:`prep_workload`: the scalars one partition's prep_msm classifies.
-* :func:`predict`: :func:`zkgpu.analysis.model.simulate` of a scenario with that prep time;
-  :func:`predictions`: that for every prep scenario (and for steps not yet recorded), each
-  calibrated on another scenario of the recording with the same prep placement
-  (:func:`calibration_scenario`: the GPU phases' host part depends on what the host's CPUs do),
-  and on an earlier recording of the same scenario (:func:`prior_recording`); a step whose MSMs run
-  over precomputed bases from a plain run with its MSM phases scaled by :func:`msm_speedups`.
-* Tables and targets: :func:`idle_table`, :func:`lock_table`, :func:`steps_table`,
-  :func:`prediction_vs_measurement`, :func:`acceptance`, :func:`key_numbers`, :func:`summary`.
-* :func:`last_mile_source`: the newest last-mile recording (``data/last-mile/``), replayed.
+Each prep scenario is simulated (:func:`zkgpu.analysis.model.simulate`) with its prep_msm time
+(:func:`prep_ms_prediction`), calibrated on another scenario of the same recording with the same prep
+placement (:func:`calibration_scenario`); a precomputed-bases step is a plain run with its MSM phases scaled
+by :func:`msm_speedups`. Tables and targets: :func:`idle_table`, :func:`lock_table`, :func:`steps_table`,
+:func:`prediction_vs_measurement`, :func:`acceptance`, :func:`key_numbers`, :func:`summary`.
 """
 
 from __future__ import annotations
@@ -59,10 +49,8 @@ __all__ = [
 
 
 def prep_workload(config: dict[str, Any]) -> int:
-    """Scalars one partition's prep_msm classifies: L (aux) + A (inputs + a-density aux) + B
-    (b-density inputs + aux), from a scenario's recorded configuration (``n``, ``aux_ratio``,
-    ``num_inputs``, ``density.a_aux``, ``density.b_aux``; aux = max(1, round(aux_ratio * n)) as
-    ``zkgpu.pipeline.config.PipelineConfig.aux_size``) with the expected densities.
+    """Scalars one partition's prep_msm classifies: L (aux) + A (inputs + a-density aux) + B (b-density inputs + aux),
+    from a scenario's configuration (``n``, ``aux_ratio``, ``num_inputs``, ``density.a_aux``, ``density.b_aux``).
 
     Raises:
         ValueError: the configuration lacks one of those keys (names it).
@@ -78,14 +66,9 @@ def prep_workload(config: dict[str, Any]) -> int:
 
 
 def prep_ms_prediction(bench: pd.DataFrame, variant: str, scalars: int, measured_cpu_ms: float, *, phase: str | None = None) -> dict[str, float]:
-    """prep_msm ms of ``variant`` in the pipeline for ``scalars`` scalars per partition.
-
-    From a ``zkgpu bench prep`` table: each variant's ms per scalar at the benchmarked size nearest
-    above ``scalars`` (log-interpolated per scalar), times ``scalars``; the ``cpu`` variant's
-    benchmark against ``measured_cpu_ms`` (its median prep_msm in the recorded pipeline, under
-    the recording's host load) gives the slowdown the pipeline's host imposes, applied to the CPU
-    variants. The ``gpu`` variant uses the ``with_h2d`` phase (aux is copied from pageable memory
-    first) and no slowdown (the GPU is not what the host load slows; its copy is).
+    """prep_msm ms of ``variant`` in the pipeline for ``scalars`` scalars per partition, from a ``zkgpu bench prep``
+    table (log-interpolated ms per scalar); CPU variants are scaled by the ``cpu`` variant's slowdown in the
+    pipeline (``measured_cpu_ms`` / its bench ms), ``gpu`` uses the ``with_h2d`` phase and no slowdown.
 
     Returns:
         ``{"bench_ms", "slowdown", "predicted_ms"}``.
@@ -135,18 +118,11 @@ _MSM_BENCH_KEYS = ("h_plain", "h_precomp", "tail_plain", "tail_precomp")
 
 def msm_speedups(source: Source, name: str, msm_bench: pd.DataFrame | None = None,
                  config: Mapping[str, Any] | None = None) -> tuple[float, float, str] | None:
-    """How much faster the G1 MSMs run over precomputed bases (``msm_bases="precomputed"``) than plain:
-    ``(h_ratio, tail_ratio, basis)``, each precomputed ms / plain ms, what :func:`predictions` scales the
-    calibrated ``h_msm`` and ``tail_msm`` phases of a plain run by.
-
-    Sources, in order: the MSM benchmark that ``zkgpu record`` ran at the setup of ``name``'s scenario (a
-    manifest entry's ``setup.msm_bench``: the H MSM over n uniform scalars and the L tail over its expected
-    significant rows, plain and over the tables, median ms by CUDA events, before any partition ran), else
-    that of another scenario of the recording; else a ``zkgpu bench msm`` table (``msm_bench``: ``mode``
-    ``device_precomp`` against ``device``, uniform scalars, at the benchmarked size nearest to the
-    scenario's n for H, and to its expected significant tail rows for the tails; ``config``: the scenario's
-    configuration where it is not recorded, e.g. its calibration run's). None when there is none.
-    Kernel-time ratios: the host part of the phases is assumed to scale with them."""
+    """``(h_ratio, tail_ratio, basis)``: precomputed-bases ms / plain ms of the H MSM and the L tail, which
+    :func:`predictions` scales a plain run's ``h_msm`` and ``tail_msm`` by. From the scenario's setup MSM benchmark
+    (``setup.msm_bench``), else another scenario's, else a ``zkgpu bench msm`` table (``msm_bench``) at the nearest
+    size; None when there is none.
+    """
     found = setup_msm_bench(source, name)
     if found is not None:
         b, other = found
@@ -195,12 +171,10 @@ def prep_placement(settings: dict[str, Any]) -> str:
 
 
 def calibration_scenario(source: Source, name: str, settings: dict[str, Any]) -> str | None:
-    """The recorded scenario of ``source`` that the model calibrates ``name``'s prediction on:
-    another scenario (never ``name`` itself, nor ``compute_only``) whose prep_msm runs in the same
-    place (:func:`prep_placement`) and whose MSMs run over plain bases (a precomputed-bases step is
-    predicted from a plain one, :func:`msm_speedups`), with the fewest weighted differences in transfer,
-    lock scope, tail streams, gw and H2D stage (weights :data:`_CALIBRATION_WEIGHTS`), ties broken by the
-    story's order; None when no scenario qualifies."""
+    """The scenario of ``source`` that ``name``'s prediction is calibrated on: another one (not ``compute_only``) with
+    the same prep placement and plain bases, fewest weighted setting differences (:data:`_CALIBRATION_WEIGHTS`),
+    ties in story order; None when none qualifies.
+    """
     def val(st: dict[str, Any], k: str) -> Any:
         return st.get(k, _SETTING_DEFAULTS.get(k))
 
@@ -290,11 +264,8 @@ def last_mile_recordings(base: str | Path | None = None) -> list[Recording]:
 
 
 def last_mile_source(mode: str, *, base: str | Path | None = None) -> Source | None:
-    """Notebook 07b's replayed data: the newest GPU recording in ``data/last-mile/`` (:data:`PILOT_DIR`),
-    else the newest in ``data/`` that has any :func:`prep_scenarios`; None when there is none or
-    ``mode`` is ``live`` (then the notebook measures the last-mile scenarios now through
-    :func:`zkgpu.app.live.open_source`, or replays what that gives, which then lacks them: the notebook
-    says so). ``mode`` is already resolved (:func:`zkgpu.app.live.resolve_mode`, the app layer's job).
+    """Notebook 07b's replayed data: the newest recording in :data:`PILOT_DIR`, else the newest in ``data/`` with any
+    :func:`prep_scenarios`; None when there is none or ``mode`` is ``live``.
 
     Raises:
         ValueError: ``mode`` is not ``"live"`` or ``"replay"``.
@@ -335,43 +306,21 @@ def prior_recording(source: Source, base: str | Path | None = None) -> Recording
 def predictions(source: Source, *, bench: pd.DataFrame | None = None, bench_label: str = "", prior: Recording | None = None,
                 extra: Mapping[str, dict[str, Any]] | None = None,
                 msm_bench: pd.DataFrame | None = None) -> tuple[pd.DataFrame, dict[str, ModelResult]]:
-    """The model's prediction for every :func:`prep_scenarios` entry (and every ``extra`` scenario
-    not recorded: name -> settings, e.g. the next step before its recording), each made without
-    that scenario's own measurement.
+    """The model's prediction for every :func:`prep_scenarios` entry (and every unrecorded ``extra`` scenario:
+    name -> settings), each made without that scenario's own measurement.
 
-    The model's structure follows what changes between the steps (:mod:`zkgpu.analysis.model`): the lock
-    scope, the H2D stage (the copy inside ntt_msm_h, or before the mutex with the H computation
-    on device-resident inputs), gw and prep_msm's time are simulated. The GPU phases' wall time
-    (``h_msm``, ``batch_add``, ``tail_msm``, the H computation) is kernel time *plus* the host's
-    part inside them (Python launches, the MSM's size read-backs), and the host part depends on
-    what the host's CPUs are doing — numpy or numba prep threads beside the synthesis and load
-    threads slow it (record-2: the same kernels took 138 ms per partition next to GPU prep, 175 ms
-    next to numpy prep) — and on the code's host syncs. So each scenario is calibrated
-    (:func:`zkgpu.analysis.calibration.calibrated_params`) on :func:`calibration_scenario`: another
-    scenario of the same recording (same code, same syncs, same host load) whose prep_msm runs in
-    the same place, the closest in settings. prep_msm's time comes from the recording: the
-    calibration scenario's own prep_msm when it runs the same variant, else another recorded
-    scenario's of that variant, else a ``zkgpu bench prep`` table (``bench``) scaled by the ``cpu``
-    variant's slowdown in pinned_narrow (:func:`prep_ms_prediction`), else 0 ms (the bound where
-    prep_msm no longer limits); ``prep_basis`` says which. ``lock_scope="none"`` (two workers'
-    kernels sharing the GPU, which no other scope measures) is predicted only from an earlier
-    run of it: where ``prior`` (an earlier :class:`~zkgpu.analysis.replay.Recording`, e.g.
-    :func:`prior_recording`) recorded the same scenario, ``prior_partitions_per_min`` is the model
-    calibrated on that earlier run. Partitions, queue depth and gw as the scenario's recorded
-    configuration (or, not recorded, its calibration scenario's). A step whose MSMs run over
-    precomputed bases (``msm_bases="precomputed"``) is calibrated on a plain one (the pre-lock step for
-    the story's last step) whose ``h_msm`` and ``tail_msm`` phases are then scaled by the kernels'
-    precomputed / plain time (:func:`msm_speedups`: ``zkgpu record``'s setup benchmark, else
-    ``msm_bench``, a ``zkgpu bench msm`` table; never the step's own pipeline times; ``msm_basis``
-    says which); without such a benchmark it is not predicted (``prep_basis`` says so).
+    Lock scope, H2D stage, gw and prep_msm time are simulated; the GPU phases' host part depends on the host's load,
+    so each scenario is calibrated on :func:`calibration_scenario` of the same recording. prep_msm's time: the
+    calibration scenario's own, else another scenario's of that variant, else ``bench`` via
+    :func:`prep_ms_prediction`, else 0 ms (``prep_basis`` says which). ``lock_scope="none"`` is predicted only from
+    ``prior`` (an earlier :class:`~zkgpu.analysis.replay.Recording`). Precomputed-bases steps: a plain calibration
+    scaled by :func:`msm_speedups` (``msm_basis``), not predicted without a benchmark.
 
     Returns:
-        ``(table, {scenario: ModelResult})`` (the calibration-based runs); the table has ``prep``,
-        ``gw``, ``h2d_stage``, ``msm_bases``, ``msm_basis``, ``calibrated_on``, ``prep_ms``, ``prep_basis``, ``partitions_per_min``
-        (whole run, :func:`zkgpu.analysis.model.utilization`), ``model_util`` (the model's kernel utilization, which counts the whole
-        copy as non-compute) and ``prior_partitions_per_min``; ``attrs["params"]`` holds each
-        prediction's calibrated :class:`~zkgpu.analysis.model.ModelParams`, ``attrs["prior_sims"]`` the
-        prior-calibrated runs.
+        ``(table, {scenario: ModelResult})``; the table has ``prep``, ``gw``, ``h2d_stage``, ``msm_bases``,
+        ``msm_basis``, ``calibrated_on``, ``prep_ms``, ``prep_basis``, ``partitions_per_min``, ``model_util`` and
+        ``prior_partitions_per_min``; ``attrs["params"]`` holds each calibrated
+        :class:`~zkgpu.analysis.model.ModelParams`, ``attrs["prior_sims"]`` the prior-calibrated runs.
     """
     todo = dict(prep_scenarios(source))
     for name, st in (extra or {}).items():
@@ -427,14 +376,10 @@ def predictions(source: Source, *, bench: pd.DataFrame | None = None, bench_labe
 
 
 def lock_table(source: Source, names: Iterable[str]) -> pd.DataFrame:
-    """What each recorded scenario in ``names`` holds the mutex for, per partition: ``h2d_stage``
-    (``in_lock``: a/b/c copied inside ntt_msm_h; ``pre_lock``: before the mutex), ``h2d_ms`` (the
-    copy's wall time, the host waiting for its three copies, median per partition), ``h2d_dma_ms``
-    (the DMA of the same copies: their CUDA-event ``stream_ms``, :func:`zkgpu.analysis.gpu_time.copy_wait`; the phase's
-    ``gpu_ms`` spans the host's waits between the three copies too), ``in_lock_h2d_ms`` (the part of
-    ``h2d_ms`` spent holding the mutex), ``mutex_held_ms`` (both held intervals, mean per partition:
-    means add up as the run does), ``ntt_msm_h_ms`` (median) and ``partitions_per_min`` over the GPU
-    window (:func:`zkgpu.analysis.model.utilization`)."""
+    """Per recorded scenario in ``names``, per partition: ``h2d_stage``, ``h2d_ms`` (host wait, median),
+    ``h2d_dma_ms`` (the copies' CUDA-event time), ``in_lock_h2d_ms``, ``mutex_held_ms`` (mean), ``ntt_msm_h_ms``
+    (median) and ``partitions_per_min`` over the GPU window.
+    """
     rows = {}
     for name in names:
         if not source.has(name):
@@ -466,14 +411,11 @@ def _union_compute_share(events: pd.DataFrame) -> float:
 
 
 def steps_table(source: Source, names: Iterable[str]) -> pd.DataFrame:
-    """Each recorded scenario's whole-run throughput and compute utilization
-    (:func:`zkgpu.analysis.replay.scenario_table`, the run's wall span from its first synthesis;
-    ``union_compute_util``: the same from the union of the GPU phases, which does not double-count
-    overlapping workers), the same over the GPU window (:func:`zkgpu.analysis.gpu_time.idle_causes`: first
-    GPU-side start to the last GPU phase's end, so without the pipeline fill ``startup_ms``;
-    ``window_partitions_per_min`` = the partitions finished in it / ``window_ms``,
-    ``window_compute_util`` its ``compute`` share), and the throughput relative to ``baseline``
-    where recorded."""
+    """Each recorded scenario's whole-run throughput and compute utilization (:func:`zkgpu.analysis.replay.scenario_table`;
+    ``union_compute_util`` from the union of GPU phases), the same over the GPU window
+    (``window_partitions_per_min``, ``window_compute_util``, ``window_ms``, ``startup_ms``), and throughput relative
+    to ``baseline``.
+    """
     present = [n for n in names if source.has(n)]
     tab = scenario_table(source, present)
     if tab.empty:
@@ -497,16 +439,11 @@ def steps_table(source: Source, names: Iterable[str]) -> pd.DataFrame:
 
 
 def acceptance(source: Source, preds: pd.DataFrame, sims: dict[str, ModelResult]) -> dict[str, Any] | None:
-    """The targets on the recorded :func:`prep_scenarios` (None when none was recorded):
-    the best (highest whole-run partitions/min) one's compute utilization (whole run: the lower of
-    :func:`zkgpu.analysis.metrics.compute_utilization` and the union-based figure of :func:`steps_table`,
-    since Σ gpu_ms double-counts workers whose phases overlap; ``window_compute_util``: over the GPU
-    window), its throughput against the baseline's of the same recording and against the compute-only
-    bound (60000 / the fewest :func:`zkgpu.analysis.gpu_time.kernel_ms_per_partition` of the recording's runs at
-    that size: ``bound_kernel_ms``, from the run ``compute_bound_from``; ``kernel_ms_per_partition`` is the
-    best run's own), and the model's throughput error (whole run: the model's event table starts with its
-    own synthesis at t = 0, as the measured run with its first synthesis; :func:`zkgpu.analysis.model.compare`).
-    ``*_ok`` flags test the thresholds (0.9, 2, 0.9, 10%)."""
+    """The targets on the best recorded :func:`prep_scenarios` entry (None when none): compute utilization (whole run
+    and ``window_compute_util``), throughput against the baseline and against the compute-only bound
+    (``bound_kernel_ms``, ``compute_bound_from``), and the model's throughput error. ``*_ok`` flags test the
+    thresholds (0.9, 2, 0.9, 10%).
+    """
     done = [n for n in prep_scenarios(source) if source.has(n)]
     if not done or not source.has("baseline"):
         return None
@@ -564,20 +501,12 @@ def prediction_vs_measurement(source: Source, preds: pd.DataFrame, sims: dict[st
 
 def key_numbers(source: Source, idle: pd.DataFrame, after_fix: str, preds: pd.DataFrame, acc: dict[str, Any] | None,
                 gpu_phase_ms: float, errors: pd.Series | None = None) -> tuple[dict[str, Any], str]:
-    """Notebook 07b's key numbers (the report's contract, :func:`zkgpu.analysis.keynumbers.number`) and its
-    one-sentence finding, from :func:`idle_table`, :func:`predictions` and :func:`acceptance`;
-    ``errors`` (``model rel_err`` of :func:`prediction_vs_measurement`, one per predicted step): the
-    finding then also gives the range of the model's errors over every predicted step, not the best run's alone.
-
-    Args:
-        source: the replayed or live source; idle: :func:`idle_table` (shares); after_fix: the run
-            that shows the state after the fix; preds: :func:`predictions`; acc: :func:`acceptance`
-            (None before the new scenarios are recorded); gpu_phase_ms: GPU phase ms per partition
-            of the run shown (:func:`zkgpu.analysis.gpu_time.gpu_budget`).
+    """Notebook 07b's key numbers (:func:`zkgpu.analysis.keynumbers.number`) and one-sentence finding, from ``idle``
+    (:func:`idle_table`), ``preds`` (:func:`predictions`), ``acc`` (:func:`acceptance`, or None), the run
+    ``after_fix`` and its ``gpu_phase_ms``; ``errors`` (the model's rel_err per predicted step) adds their range.
 
     Returns:
-        ``(numbers, finding)``; every key starts with ``last_mile_`` (the numbers come from the
-        last-mile recording, not the one notebooks 01-08 replay).
+        ``(numbers, finding)``; every key starts with ``last_mile_``.
     """
     causes = [c for c in idle.columns if c in CAUSE_PHASES and c not in ("compute", "exposed H2D")]
     top = idle.loc[after_fix, causes].astype(float)
@@ -634,13 +563,10 @@ def _replayed(base: str | Path | None) -> tuple[Source, list[str], list[str]]:
 
 
 def summary(base: str | Path | None = None) -> tuple[dict[str, Any], str]:
-    """Notebook 07b's key numbers and finding (:func:`key_numbers`) from the newest last-mile
-    recording (:func:`last_mile_source`, replayed), computed the way 07b computes them (for notebook
-    08's conclusions); the finding names the recording, since it is not the one notebooks 01-08 replay.
+    """:func:`key_numbers` of the newest last-mile recording (:func:`last_mile_source`, replayed), for notebook 08.
 
     Raises:
-        ValueError: no last-mile recording (``data/last-mile/``, or one in ``data/`` with a prep
-            scenario) to replay.
+        ValueError: no last-mile recording to replay.
     """
     src, before, new = _replayed(base)
     idle = idle_table(src, before + new)
@@ -657,10 +583,8 @@ def summary(base: str | Path | None = None) -> tuple[dict[str, Any], str]:
 
 
 def summary_text(base: str | Path | None = None) -> str:
-    """A plain-text digest of the newest last-mile recording under ``base`` (as :func:`summary` finds
-    it): :func:`steps_table`, :func:`idle_table`, the model's predictions (:func:`predictions`, with
-    the recording's own setup MSM benchmark and :func:`prior_recording`), :func:`prediction_vs_measurement`
-    and :func:`acceptance_markdown`, for a console or a log (``scripts/gpu_run.sh`` runs' summaries).
+    """A plain-text digest of the newest last-mile recording under ``base``: steps, idle, predictions, prediction vs
+    measurement and acceptance tables.
 
     Raises:
         ValueError: no last-mile recording under ``base``.

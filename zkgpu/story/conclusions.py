@@ -1,20 +1,10 @@
 """The investigation's conclusions, as sentences computed from a recording.
 
-Every sentence of notebook 08's **Conclusions** section, and every number in it, comes from
-:func:`conclusions` on the notebook's :class:`zkgpu.analysis.replay.Source`; nothing is typed in. Each
-conclusion names the notebook that shows it (``notebook``) and carries its numbers in the
-key-numbers contract (:func:`zkgpu.analysis.keynumbers.number`), so the tests recompute them from ``data/``.
-
-Steps, in story order: symptom (01), host ruled out (02), mutex and barrier (03), smoking gun
-(04), H2D bandwidth (05), the fix (06), the next bottleneck (07). A step whose scenario is not in
-the recording is left out. What limits the pipeline after the fix is read from the recording, never assumed:
-:func:`next_limit` runs ``zkgpu diagnose`` (:mod:`zkgpu.story.diagnose`, whose rule after the copy is
-:func:`zkgpu.story.limits.decide`) on the pinned pool's own log, so the story and the command agree by construction;
-:func:`story_verdict` is the story's verdict of any recorded scenario.
-
-Sources of the published numbers: upstream's 90.1 % / 46.3 % (curio ``extern/cuzk/cuzk-project.md:1140``)
-from ``data/reference/cuzk_utilization.csv``; the seed's ``CUZK_TIMING`` lines from
-``data/reference/seed_cuzk_timing.log``.
+Every sentence and number of notebook 08's Conclusions comes from :func:`conclusions`, with the notebook that
+shows it and its numbers in the key-numbers contract (:func:`zkgpu.analysis.keynumbers.number`). Steps, in
+order: symptom (01), host (02), mutex and barrier (03), smoking gun (04), H2D (05), the fix (06), the next
+bottleneck (07); a step whose scenario is not recorded is left out. :func:`next_limit` runs ``zkgpu diagnose``
+on the scenario's own log, so the story and the command agree.
 """
 
 from __future__ import annotations
@@ -60,13 +50,9 @@ def _pct(v: float) -> str:
 
 
 def host_suspects(source: Source, scenario: str = "baseline") -> dict[str, float]:
-    """The host-side suspects of notebook 02 from a scenario's cuzk-format log, totals in ms.
-
-    ``hot_path_ms`` = Σ GPU_TIMING ``total_overhead_ms`` (status update, fail check and mark busy,
-    both under the JobTracker lock) + Σ ``spawn_to_enter_ms``; ``lock_wait_ms`` = Σ FIN_TIMING
-    ``lock_wait_ms`` (the finalizer's tracker lock); ``malloc_trim_ms`` = Σ ``malloc_trim_ms``;
-    ``prove_start_ms`` = Σ ``prove_start_ms`` (the C++ start function); ``suspects_ms`` = the first
-    three; ``share`` = suspects_ms / prove_start_ms (NaN without prove_start).
+    """Notebook 02's host-side suspects from a scenario's cuzk-format log, totals in ms: ``hot_path_ms``
+    (Σ total_overhead_ms + Σ spawn_to_enter_ms), ``lock_wait_ms``, ``malloc_trim_ms``, ``prove_start_ms``,
+    ``suspects_ms`` (the first three) and ``share`` (suspects_ms / prove_start_ms, NaN without it).
 
     Raises:
         KeyError: the scenario is not recorded; FileNotFoundError: it has no log.
@@ -136,12 +122,9 @@ def _diagnosis(path: str, stamp: tuple[int, int]) -> dg.Diagnosis:
 
 
 def next_limit(source: Source, scenario: str = "pinned_pool") -> dg.Diagnosis | None:
-    """What limits ``scenario`` of ``source`` next, as ``zkgpu diagnose`` reads the scenario's cuzk-format log alone
-    (:func:`zkgpu.story.diagnose.diagnose_file`, as a user's deployment would give it): its ``bottleneck`` and, once
-    the host side and a pageable copy are ruled out, the evidence :func:`zkgpu.story.limits.decide` weighed
-    (``next_limit``: the GPU's idle share at the barrier, the model's gains). The story's sentences about the next
-    limit are worded from it, so that they and the command agree by construction. None when the scenario has no
-    log. Cached per log file (path, size, modification time)."""
+    """What limits ``scenario`` next as ``zkgpu diagnose`` reads its log alone (:func:`zkgpu.story.diagnose.diagnose_file`):
+    its ``bottleneck`` and :func:`zkgpu.story.limits.decide`'s evidence. None without a log; cached per log file.
+    """
     path = source.log_path(scenario) if scenario in source.scenarios else None
     if path is None or not Path(path).is_file():
         return None
@@ -150,18 +133,10 @@ def next_limit(source: Source, scenario: str = "pinned_pool") -> dg.Diagnosis | 
 
 
 def story_verdict(source: Source, scenario: str) -> str:
-    """The verdict the story gives ``scenario`` of ``source`` (one of :data:`zkgpu.story.diagnose.BOTTLENECKS`), from
-    what the scenario IS (its recorded configuration), not its name: a name can be another step in another regime
-    (with prep_msm on CPU threads, ``pinned_narrow`` is the configuration of the last mile's ``narrow_prep_parallel``).
-
-    * a, b, c pageable inside ntt_msm_h (baseline: 04, 05), or pre-staged from pageable memory beside the other
-      worker's kernels (compute_only, ``transfer="resident"``: 07) → ``h2d_pageable``;
-    * the mutex over the submissions only, or no shared mutex (07b sections 3-4) → ``gpu_bound``;
-    * prep_msm off the one CPU thread in the narrow scope (07b sections 2-4: the lock is the pipeline's clock, the next
-      step is the submission scope) → ``lock_scope``;
-    * otherwise (pinned or registered a, b, c with the coarse lock, or the narrow lock with the one-thread prep): what
-      limits it next, read from its log (:func:`next_limit`, notebook 07): ``prep_msm_barrier`` only where the GPU
-      waits for the CPU's prep_msm; ``undetermined`` without a log.
+    """The story's verdict for ``scenario`` (one of :data:`zkgpu.story.diagnose.BOTTLENECKS`) from its recorded
+    configuration, not its name: pageable a, b, c → ``h2d_pageable``; submission-only or no mutex → ``gpu_bound``;
+    prep_msm off the one thread in the narrow scope → ``lock_scope``; otherwise :func:`next_limit`
+    (``undetermined`` without a log).
     """
     config = source.config(scenario)
     if config.get("transfer") in ("pageable", "resident"):
@@ -207,12 +182,8 @@ def next_limit_sentence(source: Source, scenario: str = "pinned_pool") -> str:
 
 
 def conclusions(source: Source) -> list[Conclusion]:
-    """The findings of the investigation on ``source``'s recording, in story order (module doc).
-
-    Statistics: ms per partition are **means** over partitions wherever parts must add up (the GPU's
-    critical path, :func:`zkgpu.analysis.metrics.critical_path`, and ntt_msm_h's split,
-    :func:`zkgpu.analysis.metrics.ntt_msm_h_split`) and every share printed beside two ms figures is their
-    ratio; medians (prep_msm, barrier slack) are labelled as such.
+    """The findings on ``source``'s recording, in story order. ms per partition are means where parts must add up,
+    medians where labelled.
     """
     tab = scenario_table(source)
     have = set(tab.index)
@@ -547,15 +518,10 @@ def last_mile_bound(items: list[Conclusion]) -> float | None:
 
 
 def baseline_proportions(base: str | Path | None = None) -> pd.DataFrame:
-    """The baseline's ntt_msm_h in every last-mile recording that has a baseline
-    (:func:`zkgpu.story.bottleneck.last_mile_recordings`, oldest first), split as
-    :func:`zkgpu.analysis.metrics.ntt_msm_h_split` splits it: ``h2d`` (the exposed pageable copy), ``ntt`` and
-    ``h_msm`` (ms per partition, means of the representative run), ``ntt_msm_h`` (their sum), ``h2d_share`` (the
-    report's one H2D share, :func:`zkgpu.analysis.replay.scenario_table`'s: Σ exposed / Σ ntt_msm_h per run, median
-    over runs, a fraction), with the recording's ``commit`` (the kernels it ran) and ``date``; indexed by the
-    recording's folder as pages print it (``data/last-mile/...``: two folders may hold recordings of one name). Faster kernels
-    shrink ``ntt`` and ``h_msm`` while the copy does not shrink, so the copy's share of the same phase grows.
-    Empty (same columns) without such recordings."""
+    """The baseline's ntt_msm_h split (:func:`zkgpu.analysis.metrics.ntt_msm_h_split`) in every last-mile recording,
+    oldest first: ``h2d``, ``ntt``, ``h_msm``, ``ntt_msm_h`` (ms per partition, means), ``h2d_share`` (a fraction),
+    ``commit`` and ``date``, indexed by the recording's folder. Empty (same columns) without such recordings.
+    """
     cols = ["date", "commit", "h2d", "ntt", "h_msm", "ntt_msm_h", "h2d_share"]
     rows = {}
     for rec in reversed(bottleneck.last_mile_recordings(base)):

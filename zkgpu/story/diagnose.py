@@ -1,35 +1,12 @@
-"""``zkgpu diagnose``: the investigation's decision sequence on a user's own cuzk-format logs (issue 24).
+"""``zkgpu diagnose``: the investigation's decision sequence on a user's own cuzk-format logs.
 
-:func:`diagnose` takes one parsed log (:func:`zkgpu.analysis.logs.parse_file`) and, optionally, an
-event table with measured copies (``nsys export --type sqlite`` through
-:func:`zkgpu.analysis.logs.read_nsys_sqlite`, or one of our recordings' event tables), and runs the
-story's steps in order; each :class:`Step` names the lines it used, the ones it lacks, and decides
-only on what it has ("cannot decide" otherwise):
-
-0. ``input``: a log that is cut, damaged, holds two runs (the TIMELINE clock restarts, or two
-   circuit sizes) or too few complete partitions gives ``undetermined`` with the reasons;
-1. ``symptom``: the utilizations the lines allow (:data:`zkgpu.analysis.metrics.UTILIZATIONS`);
-2. ``host``: the host-side suspects of GPU_TIMING / FIN_TIMING (:func:`host_totals`) → ``host_side``;
-3. ``mutex``: mutex and barrier statistics (:func:`zkgpu.analysis.metrics.mutex_stats`, the GPU idle
-   at the barrier from :func:`zkgpu.analysis.gpu_time.idle_causes`);
-4. ``smoking gun``: ntt_msm_h against prep_msm per partition, and upstream's identity
-   (:func:`zkgpu.analysis.metrics.identity_check`);
-5. ``hidden H2D``: the copy inside ntt_msm_h: measured (nsys ``memcpy_htod`` rows, or our ``h2d`` rows:
-   :func:`zkgpu.analysis.metrics.h2d_share`), or inferred from the ``CUZK_NTT_H`` sub-timers (a pageable
-   ``cudaMemcpyAsync`` blocks the host, so the copy lands in ``ntt_kernels``), or suspected from the smoking
-   gun alone; the pinned pool's lines rule it out;
-6. ``verdict``: the first cause that holds, in the story's order (``host_side``, ``h2d_pageable``, then
-   :func:`zkgpu.story.limits.decide`, the one rule for what limits a run after the copy, which the story's
-   conclusions read too: ``prep_msm_barrier``, ``lock_scope``, else ``gpu_bound``; the first two only when the model
-   predicts their change to give at least ``min_gain``), the change to make, and the gain
-   :func:`zkgpu.analysis.model.simulate` predicts for it, calibrated on the log
-   (:func:`zkgpu.analysis.calibration.calibrate`), with the durations varying as much as the log's do
-   (:func:`zkgpu.analysis.calibration.duration_spread`; the mean over :data:`GAIN_SEEDS` seeds): with fixed
-   durations the two workers of the submission scope fall into step and the model under-predicts that
-   change (issue 24: 1.04× for data/last-mile/nvidia-h200-20261203-record, measured 1.11×).
-
-The thresholds are :data:`THRESHOLDS`, each with its reason. Statistics are medians over complete
-partitions unless named otherwise.
+:func:`diagnose` takes one parsed log and optionally an event table with measured copies, and runs the steps in
+order, each deciding only on the lines it has: 0 ``input`` (cut, damaged or mixed logs → ``undetermined``),
+1 ``symptom``, 2 ``host`` (→ ``host_side``), 3 ``mutex``, 4 ``smoking gun``, 5 ``hidden H2D`` (measured,
+inferred or suspected → ``h2d_pageable``), 6 ``verdict``: the first cause that holds, then
+:func:`zkgpu.story.limits.decide`, with the gain :func:`zkgpu.analysis.model.simulate` predicts, calibrated on
+the log with its duration spread (mean over :data:`GAIN_SEEDS`). Thresholds: :data:`THRESHOLDS`. Statistics
+are medians over complete partitions unless named otherwise.
 """
 
 from __future__ import annotations
@@ -354,15 +331,10 @@ _BARRIER = IDLE_CAUSES[0][0]  # idle_causes' label of the GPU idle while a worke
 
 
 def _coarse(done: pd.DataFrame) -> float:
-    """1.0 when the log's lock scope is coarse (barrier_wait inside mutex_held), 0.0 when narrow, NaN when the
-    log cannot tell.
-
-    The same lines are logged in both scopes; what differs is whether ``mutex_held_ms`` covers the barrier wait.
-    In a coarse partition gpu_total − mutex_held is ~0 whatever the wait; in a narrow one it is the barrier wait
-    (the lock is released before it and re-taken after). So only partitions that waited at the barrier
-    (``barrier_wait_ms`` >= :data:`THRESHOLDS` ``scope_barrier_ms``, the log's 1 ms resolution) say which: narrow
-    when most of them have gpu_total − mutex_held >= half their wait. A median of held / gpu_total (the rule
-    before) reads a narrow log whose median wait is 0 (prep_msm off the critical path) as coarse."""
+    """1.0 when the log's lock scope is coarse (barrier_wait inside mutex_held), 0.0 when narrow, NaN when it cannot
+    tell: among partitions that waited at the barrier (>= ``scope_barrier_ms``), narrow when most have
+    gpu_total − mutex_held >= half their wait.
+    """
     cols = ("gpu_total_ms", "mutex_held_ms", "barrier_wait_ms")
     if any(c not in done.columns for c in cols):
         return math.nan
@@ -613,14 +585,8 @@ def _verdict(r: _Run, host_hit: bool, h2d_conf: str, steps: list[Step]) -> tuple
 
 
 def diagnose(parsed: logs.ParsedLog, *, name: str = "log", measured: pd.DataFrame | None = None) -> Diagnosis:
-    """The decision sequence (module doc) on one parsed cuzk-format log.
-
-    Args:
-        parsed: :func:`zkgpu.analysis.logs.parse_file` / ``parse_lines`` of ONE run's log.
-        name: the log's name in the diagnosis (and the run name of its event table).
-        measured: an event table with the copies' own times (nsys rows from
-            :func:`zkgpu.analysis.logs.read_nsys_sqlite`, or one of our recordings' event tables with
-            ``h2d`` rows), or None.
+    """The decision sequence (module doc) on one parsed log of ONE run; ``name`` names it, ``measured`` is an event
+    table with the copies' own times or None.
 
     Returns:
         :class:`Diagnosis`; never raises on a log's content (what it cannot read becomes ``undetermined``).

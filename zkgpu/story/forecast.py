@@ -1,17 +1,8 @@
-"""Forecasts: the model's prediction of the *next* recording of each last-mile scenario, written down
-before that recording exists, so that the next recording tests the model blind.
+"""Forecasts: the model's prediction of the *next* recording of each last-mile scenario, written before it exists.
 
-Notebook 07b predicts each step from another scenario of the same recording (:func:`zkgpu.story.bottleneck.predictions`);
-those predictions can only be made once the recording exists, so a change to the model made after looking at it
-is not a blind test. A forecast is made from one recording alone: for every scenario of it that takes prep_msm off
-the critical path (:func:`zkgpu.story.bottleneck.prep_scenarios`), the model calibrated (means) on that scenario's own run
-(:func:`zkgpu.analysis.calibration.calibrated_params`) and run again with its recorded settings (partitions, gw, queue depth,
-lock scope, H2D stage) predicts the throughput (partitions/min) and compute utilization of the next run of it. The
-forecast file records when it was made, the commit, and a SHA-256 of the model's source files, so a reader can tell
-whether the model changed between the forecast and the recording it is compared with (:func:`forecast_vs_measured`).
-
-Forecast files live in ``forecasts/`` at the repository root (:data:`FORECAST_DIR`), never in ``data/`` (which
-holds measurements only): ``forecast-from-<recording>.json``, never overwritten.
+A forecast is made from one recording alone (each prep scenario calibrated on its own run and re-simulated) and
+records its date, commit and :func:`model_sha256`, so :func:`forecast_vs_measured` is a blind test. Files live in
+:data:`FORECAST_DIR` as ``forecast-from-<recording>.json``, never overwritten.
 """
 
 from __future__ import annotations
@@ -75,26 +66,15 @@ def _recording_start(rec: Recording) -> _dt.datetime:
 
 
 def forecast(source: Source, previous: Source | None = None) -> pd.DataFrame:
-    """The model's prediction of the next run of each :func:`zkgpu.story.bottleneck.prep_scenarios` entry of ``source``,
-    calibrated (means) on that scenario's own run in ``source`` and simulated with its recorded settings.
+    """The model's prediction of the next run of each prep scenario of ``source``, calibrated on its own run.
 
-    The band says how far the next recording's median may land from the prediction. Its half-width ``band_rel`` (a
-    fraction of the prediction) adds three independent parts in quadrature (root of the sum of squares):
-
-    - ``band_runs``: how much ``source``'s own runs move: the larger of the scenario's range over its repeats
-      ((max - min) / median) and the median of that range over the forecast's scenarios;
-    - ``band_model``: the model's miss on the run it was calibrated on (|model - measured| / measured);
-    - ``band_drift``: how much the scenario moved between recordings: |median in ``source`` - median in ``previous``|
-      / median in ``previous``, at least the median of those drifts over the scenarios (that median alone where the
-      scenario's settings differ between the two); 0 without ``previous`` (a recording of the same GPU and n made
-      before ``source``) or when no scenario of it has ``source``'s settings.
+    The band's half-width ``band_rel`` (a fraction) is the quadrature sum of ``band_runs`` (the spread over repeats),
+    ``band_model`` (the miss on the calibration run) and ``band_drift`` (the move since ``previous``; 0 without it).
 
     Returns:
-        DataFrame indexed by ``scenario`` (story order) with ``partitions_per_min`` (the model's, whole run),
-        ``compute_util`` (the model's kernel utilization, a fraction), ``measured_per_min`` (the calibration run's
-        own throughput, for reference), ``partitions``, ``band_runs``, ``band_model``, ``band_drift``, ``band_rel``
-        and ``band_lo``/``band_hi`` (partitions/min, ``partitions_per_min * (1 -/+ band_rel)``); the band columns
-        are NaN when the recording ran each scenario once. Empty when the recording has no such scenario.
+        DataFrame indexed by ``scenario`` with ``partitions_per_min``, ``compute_util`` (fraction),
+        ``measured_per_min``, ``partitions``, the band columns and ``band_lo``/``band_hi`` (NaN with one run each).
+        Empty when there is no such scenario.
     """
     rows = {}
     ranges = _run_ranges(source)
@@ -182,13 +162,11 @@ def _measured_median(source: Source, name: str) -> tuple[float, float]:
 
 
 def write_forecast(source: Source, out_dir: str | Path | None = None, *, made_utc: str | None = None) -> Path:
-    """Write :func:`forecast` of ``source`` (its band's drift from :func:`previous_recording`) to
-    ``<out_dir>/forecast-from-<recording>.json`` (default :data:`FORECAST_DIR`), with the date (UTC),
-    :func:`zkgpu.core.manifest.git_commit` and :func:`model_sha256`.
+    """Write :func:`forecast` of ``source`` to ``<out_dir>/forecast-from-<recording>.json`` with the UTC date,
+    commit and :func:`model_sha256`.
 
     Raises:
-        FileExistsError: that file exists (a forecast is never rewritten: make a new one from a newer recording).
-        ValueError: the recording has no scenario to forecast (names the recording).
+        FileExistsError: that file exists; ValueError: the recording has no scenario to forecast.
     """
     rec = source.recording
     if not rec.is_gpu:
@@ -331,25 +309,17 @@ def _other_of_same_kind(fc: dict[str, Any], rec: Recording) -> bool:
 
 
 def forecast_vs_measured(recording: Recording | Source, folder: str | Path | None = None) -> pd.DataFrame:
-    """The newest forecast made *before* ``recording`` started (``made_utc`` earlier than its start: ``date_utc``,
-    written when it ended, less ``elapsed_s``), from another recording of the same GPU, n and collection (a
-    ``data/last-mile`` forecast against ``data/last-mile`` recordings), against what
-    ``recording`` measured, scenario by scenario (the scenarios both have, in the story's order).
+    """The newest forecast made before ``recording`` started, from another recording of the same GPU, n and collection,
+    against what ``recording`` measured, per shared scenario.
 
     Returns:
-        DataFrame indexed by ``scenario`` with ``forecast_per_min``, ``measured_per_min`` (the median over the
-        recording's runs of it; ``measured_min``/``measured_max``, ``runs``), ``rel_err``
-        ((forecast − measured) / measured), the forecast's band (``band_lo``, ``band_hi``; NaN for a forecast
-        without one) and ``in_band`` (the measured median inside it; None without a band),
-        ``forecast_compute_util``, ``measured_compute_util`` (a scenario
-        the recording measured at 0 partitions/min is left out); its ``attrs`` hold ``file``, ``made_utc``,
-        ``commit``, ``from_recording``, ``from_commit`` (the code the forecast's recording ran) and ``reproduced``
-        (:func:`reproduces`). Empty, without attrs, when no forecast precedes the recording; empty with attrs when
-        the newest one that does shares no scenario with it.
+        DataFrame indexed by ``scenario`` with ``forecast_per_min``, ``measured_per_min`` (median; ``measured_min``,
+        ``measured_max``, ``runs``), ``rel_err``, ``band_lo``, ``band_hi``, ``in_band``, ``forecast_compute_util``,
+        ``measured_compute_util``; ``attrs``: ``file``, ``made_utc``, ``commit``, ``from_recording``,
+        ``from_commit``, ``reproduced``. Empty when no forecast precedes it.
 
     Raises:
-        ValueError: a forecast file is malformed (:func:`read_forecasts`), or the recording's date is not a
-            date-time with a UTC offset.
+        ValueError: a malformed forecast file, or a recording date without a UTC offset.
     """
     src = recording if isinstance(recording, Source) else Source("recorded-gpu", recording, "replay")
     rec = src.recording

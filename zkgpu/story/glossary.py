@@ -1,11 +1,5 @@
-"""The report's one glossary: every term a legend, a table or a finding uses, both throughput bounds,
-and the seed's vocabulary (Filecoin's PoRep, cuzk's phase names, the Groth16 prover's algorithms).
-
-``zkgpu report`` writes it as ``glossary.html``, linked from every page (:func:`html_page`); the tests
-check that every name of the figures' colour maps (:data:`zkgpu.analysis.plots.PHASE_COLORS`,
-``METRIC_COLORS``, ``PATH_STYLES``, ``SERIES_STYLE``) and of the GPU's time per partition
-(:data:`zkgpu.analysis.metrics.GPU_PATH`, :data:`zkgpu.analysis.gpu_time.IDLE_PARTS`) is defined here.
-A term is defined once: pages link here instead of keeping glossaries of their own.
+"""The report's one glossary: every term a legend, table or finding uses, and the seed's vocabulary. ``zkgpu report``
+writes it as ``glossary.html``; a term is defined once, and the tests check every colour-map name is defined here.
 """
 
 from __future__ import annotations

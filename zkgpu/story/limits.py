@@ -1,17 +1,9 @@
-"""What limits a run once neither the host side nor a pageable copy does: the one rule (issue 24).
+"""What limits a run once neither the host side nor a pageable copy does: the one rule.
 
-:func:`decide` is what ``zkgpu diagnose`` concludes after ruling out ``host_side`` and ``h2d_pageable``
-(:mod:`zkgpu.story.diagnose`, step 6), and what the story's "what limits it next" after the pinned pool says
-(:func:`zkgpu.story.conclusions.next_limit` runs the diagnosis on the scenario's own log): one rule and one set
-of evidence, so the notebooks and the command agree by construction. Whether the GPU waits for the CPU's
-prep_msm is read from the recording, never assumed: with prep_msm on one CPU thread it does (the GPU idles a
-third of its window at the barrier), with eight threads (the seed regime) it hardly does.
-
-The evidence: the share of the GPU window idle while a worker waits at the barrier for prep_msm
-(:func:`zkgpu.analysis.gpu_time.idle_causes`), prep_msm's share of each worker's cycle, and the model's gain
-(:func:`zkgpu.analysis.model.simulate`, calibrated on the same log) from prep_msm 2× faster and from the mutex
-over the kernels' submission only. :data:`THRESHOLDS` holds the rule's three thresholds, each with its reason
-(:data:`zkgpu.story.diagnose.THRESHOLDS` includes them).
+:func:`decide` is both ``zkgpu diagnose``'s step 6 and the story's "what limits it next", so the two agree. The
+evidence: the GPU window's idle share at the barrier (:func:`zkgpu.analysis.gpu_time.idle_causes`), prep_msm's
+share of each worker's cycle, and the model's gain from prep_msm 2× faster and from the mutex over the
+submission only. :data:`THRESHOLDS` holds the thresholds with their reasons.
 """
 
 from __future__ import annotations
@@ -107,12 +99,9 @@ def decide(*, barrier_idle: float, prep_msm_ms: float, prep_share: float, worker
 
 
 def evidence_text(nl: NextLimit) -> str:
-    """The evidence of ``nl`` against the rule's thresholds, as a clause: the GPU's idle share at the barrier, prep_msm's
-    share of a worker's cycle and the model's gain with prep_msm 2× faster, each with the threshold it is held
-    against, then (where the rule went on to the lock) the model's gain with the mutex over the submission only.
-    Example: "the GPU idles 4.9% of its window at the barrier (the rule asks at least 15%), prep_msm is 38% of
-    each worker's cycle (at least 40%) and the model, calibrated on the log, predicts 1.01× with prep_msm 2×
-    faster (at least 1.10×)"."""
+    """The evidence of ``nl`` against the rule's thresholds, as one clause (idle share, prep_msm share, model gains,
+    each with its threshold).
+    """
     parts = [f"the GPU idles {100 * nl.barrier_idle:.1f}% of its window at the barrier (the rule asks at least "
              f"{100 * _t('barrier_idle'):.0f}%)"]
     if math.isfinite(nl.prep_share):

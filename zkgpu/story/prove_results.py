@@ -1,13 +1,7 @@
-"""Notebook 10's data read back: a ``bench-prove`` recording from ``data/`` (``zkgpu bench prove``:
-``prove.csv``, ``phases.csv``, ``manifest.json``) as a :class:`ProveSource`, its phases on one time
-axis and its key numbers. Proving now instead (live mode, or no recording) is
-:func:`zkgpu.app.live.open_prove_source`.
-
-The pipeline on real proofs (``zkgpu record --zkey K --wtns W``, ``scripts/gpu_run.sh record-real``)
-is a scenario recording under ``data/real/`` (:data:`REAL_DIR`): :func:`real_pipeline_recording`
-finds it, :func:`real_pipeline_table` sums it up per scenario.
-
-Phase names are those of :mod:`zkgpu.groth16.prover` plus ``read`` (reading the zkey/wtns files).
+"""Notebook 10's data: a ``bench-prove`` recording (``prove.csv``, ``phases.csv``, ``manifest.json``) as a
+:class:`ProveSource`, its phases on one time axis and its key numbers; real-circuit pipeline recordings under
+:data:`REAL_DIR` (:func:`real_pipeline_recording`, :func:`real_pipeline_table`). Phase names are
+:mod:`zkgpu.groth16.prover`'s plus ``read``.
 """
 
 from __future__ import annotations
@@ -68,20 +62,14 @@ class ProveSource:
     """A set of proofs and their timings.
 
     Attributes:
-        kind: ``recorded-gpu`` / ``recorded-cpu`` (a bench-prove folder), ``live`` (the tiny
-            circuit proven now on the GPU) or ``cpu-standin`` (the same on the CPU).
-        runs: rows ``tool, repeat, wall_s, verified`` (whole commands, as ``zkgpu bench prove``;
-            live without node: zkgpu in process only, no snarkjs row).
+        kind: ``recorded-gpu``, ``recorded-cpu``, ``live`` or ``cpu-standin``.
+        runs: rows ``tool, repeat, wall_s, verified`` (whole commands).
         phases: rows ``repeat, phase, ms``.
-        manifest: the recording's manifest (for live: the circuit's sizes).
+        manifest: the recording's manifest (live: the circuit's sizes).
         folder: the recording folder, or None.
-        resident: rows ``tool, repeat, wall_s, verified`` of the proofs made with the key resident
-            (``zkgpu bench prove --resident N``: one ``Prover.prove`` call each, s); empty when none
-            were recorded (recordings before ``mode``).
-        cold: rows ``tool, mode, repeat, wall_s, verified`` of ``zkgpu bench prove --cold`` (mode ``cold_build``:
-            ``zkgpu build`` in empty kernel caches; ``cold_first``: the first whole prove command after it); empty
-            when not recorded.
-        resident_phases: rows ``repeat, phase, ms`` of the resident proofs (empty when none).
+        resident: rows ``tool, repeat, wall_s, verified`` of resident-key proofs (empty when none).
+        cold: rows ``tool, mode, repeat, wall_s, verified`` of ``--cold`` runs (empty when none).
+        resident_phases: rows ``repeat, phase, ms`` of the resident proofs.
     """
 
     kind: str
@@ -175,13 +163,8 @@ def _by_mode(df: pd.DataFrame, path: Path) -> pd.DataFrame:
 
 
 def phase_timeline(phases: pd.DataFrame, *, gpu: bool = True) -> pd.DataFrame:
-    """Median ms per phase on one time axis: columns ``phase, start_ms, ms, on``.
-
-    ``on`` is ``GPU`` (zkgpu's kernels with --device gpu), ``CPU`` (the main thread) or
-    ``CPU thread`` (the G2 MSM overlapped with the main thread, placed at its recorded start). A G2 MSM
-    without a recorded start ran on the main thread: on the GPU when ``gpu`` (a ``device gpu`` recording). Synthesis
-    is on the GPU when ``gpu`` and the proof built the key's matrices (``key_matrices``: the sparse product of the
-    recordings since 2026-12-03; before it, synthesis ran on the CPU).
+    """Median ms per phase on one time axis: columns ``phase, start_ms, ms, on``, where ``on`` is ``GPU``, ``CPU``
+    or ``CPU thread`` (the overlapped G2 MSM, at its recorded start).
     """
     med = phases.groupby("phase")["ms"].median()
     background = "msm_b2_g2.start" in med.index

@@ -1,20 +1,8 @@
 """The seed's investigation, number by number, against a recording of ours.
 
-The seed (``data/reference/seed_cuzk_timing.log``, transcribed from the write-up's ``CUZK_TIMING`` grep)
-shows, per partition, ``prep_msm`` 1488-1768 ms, ``ntt_msm_h`` 2699-2958 ms, ``tail_msm`` 196-211 ms and
-``gpu_total`` 3299-3501 ms; the write-up adds ~50% GPU utilization, 1-4 GB/s pageable copies against a
-~50 GB/s line rate, and 1.5-2 s of GPU compute against 4-16 s of wall time per partition; upstream's
-notes publish 90.1% TIMELINE against 46.3% kernel utilization for one run
-(``data/reference/cuzk_utilization.csv``).
-
-Our partitions are 2^22 constraints (the seed's are PoRep partitions, far larger), so milliseconds are
-compared as ratios: ``ntt_msm_h / prep_msm`` (the smoking-gun test: above 1, the GPU does not wait for the
-CPU), shares of ``gpu_total``, GB/s and utilizations as they are.
-
-* :func:`seed_partitions`: the seed's partition table (:func:`zkgpu.analysis.logs.partition_table`).
-* :func:`smoking_gun_ratio`: median ``ntt_msm_h`` over median ``prep_msm`` of a run (seed: :data:`SEED_RATIO`).
-* :func:`choose_regime`: the synthesis threads, host load and prep_msm threads whose baseline is nearest the seed's.
-* :func:`seed_table`: every figure the seed gives, ours beside it, with the spread over our runs.
+The seed (``data/reference/seed_cuzk_timing.log`` and the write-up) is compared as ratios, since our partitions
+are 2^22 constraints: ``ntt_msm_h / prep_msm`` (above 1, the GPU does not wait for the CPU), shares of
+``gpu_total``, GB/s and utilizations as they are. :func:`seed_table` lists every seed figure with ours beside it.
 """
 
 from __future__ import annotations
@@ -124,15 +112,9 @@ def _gpu_wall_ms(ev: pd.DataFrame) -> float:
 
 
 def seed_table(source: Source, baseline: str = "baseline", fix: str = "pinned_pool") -> pd.DataFrame:
-    """Every figure the seed gives, ours beside it.
-
-    Returns:
-        One row per figure with ``figure``, ``seed`` (text, as the seed states it), ``ours`` (the median over
-        the baseline's runs, or the fix's where the row says so), ``ours_min``, ``ours_max`` (range over the
-        runs), ``unit``, ``test`` (the range ``ours`` is tested against: the seed's figure widened to issue 20's
-        acceptance where the seed gives one, "" where the row is compared without a test), ``reproduced``
-        (True / False / None without a test)
-        and ``note`` (how the figure is compared, and why when it is not reproduced).
+    """Every figure the seed gives, ours beside it: one row per figure with ``figure``, ``seed`` (text), ``ours``
+    (median over runs), ``ours_min``, ``ours_max``, ``unit``, ``test`` (the range tested, "" for none),
+    ``reproduced`` (True/False/None) and ``note``.
     """
     seed = seed_partitions()
     util = reference_table("cuzk_utilization.csv")

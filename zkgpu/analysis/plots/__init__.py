@@ -1,24 +1,10 @@
-"""Matplotlib figures for the event table and benchmark results. Every function returns the Figure
-and Axes (never calls ``plt.show()``); pass ``ax=`` to draw into an existing Axes.
+"""Matplotlib figures for the event table and benchmark results. Every function returns the Figure and Axes (never
+``plt.show()``); pass ``ax=`` to draw into an existing Axes.
 
-Rules every figure follows, so that a reader can trust it:
-
-* **one colour map** (:data:`PHASE_COLORS`): a phase, a category of the GPU critical path
-  (:data:`zkgpu.analysis.metrics.GPU_PATH`) or a utilization (:data:`METRIC_COLORS`) has the same colour in
-  every figure of the report; H2D paths (:data:`PATH_STYLES`) and measured/model series
-  (:data:`SERIES_STYLE`) have palettes of their own, disjoint from the phases';
-* legends list only what is drawn;
-* an interval narrower than :data:`MIN_PX` pixels at the figure's scale is drawn that wide, and the
-  caption counts them (:func:`caption`);
-* runs that are compared share their axes;
-* every function attaches a caption that describes what is drawn, built from the data
-  (:func:`caption`; ``zkgpu.app.view.figure`` prints it under the figure).
-
-The package's modules, by concern: :mod:`~zkgpu.analysis.plots.style` (colours, styles, captions),
-:mod:`~zkgpu.analysis.plots.timelines` (per-worker Gantt charts), :mod:`~zkgpu.analysis.plots.bars` (utilizations,
-the GPU's time, throughput, the one-page summary), :mod:`~zkgpu.analysis.plots.curves` (H2D bandwidth, kernel
-times against sppark's).
-This file names the package's public API (``from zkgpu import plots; plots.timeline(...)``).
+Rules: one colour map (:data:`PHASE_COLORS`) across the report; legends list only what is drawn; intervals
+narrower than :data:`MIN_PX` are widened and counted in the caption; compared runs share axes; every figure
+carries a caption built from its data (:func:`caption`). Modules: ``style``, ``timelines``, ``bars``, ``curves``;
+this file names the public API.
 """
 
 from __future__ import annotations

@@ -67,14 +67,9 @@ SPREAD_LABEL = "min–max over the repeats"
 
 def utilization_bars(data: pd.DataFrame, ax: Axes | None = None, reference: Mapping[str, Mapping[str, float]] | None = None,
                      title: str | None = None) -> tuple[Figure, Axes]:
-    """The three utilizations side by side (in %), one group per run: compute utilization (the
-    headline, dark), upstream's kernel utilization, TIMELINE (:data:`zkgpu.analysis.metrics.UTILIZATIONS`).
-
-    ``data`` is an event table (computed with :func:`zkgpu.analysis.metrics.utilization`) or a frame with
-    columns among ``compute_util``, ``kernel_util``, ``timeline_util`` (fractions; index or ``run``
-    column names the groups). ``reference`` adds groups of published values, e.g.
-    ``{"cuzk, RTX 5070 Ti (published)": {"timeline_util": 0.901, "kernel_util": 0.463}}``
-    (data/reference/cuzk_utilization.csv); a metric a group lacks is marked "n/a".
+    """The three utilizations (in %), one group per run. ``data``: an event table or a frame with ``compute_util``,
+    ``kernel_util``, ``timeline_util`` (fractions); ``reference``: published groups
+    (``{label: {metric: fraction}}``), a missing metric marked "n/a".
 
     Raises:
         ValueError: nothing to draw.
@@ -212,17 +207,12 @@ IDLE_KEYS: dict[str, str] = {**{c: k for c, k in CAUSE_PHASES.items() if c not i
 
 
 def critical_path(table: pd.DataFrame, ax: Axes | None = None, title: str | None = None, xmax: float | None = None) -> tuple[Figure, Axes]:
-    """Per partition, what the GPU does and waits for: one bar per run, drawn in the table's order.
-
-    ``table``: :func:`zkgpu.story.conclusions.gpu_time_split` (the GPU's parts, then its idle time named by
-    :func:`zkgpu.analysis.gpu_time.idle_causes`, as :func:`gpu_window` names it), or
-    :func:`zkgpu.analysis.metrics.critical_path` (lock-centred: the time no worker holds the mutex, then the held
-    time's parts, :data:`zkgpu.analysis.metrics.GPU_PATH`). The segments never overlap in time, so a bar's
-    length is the GPU's wall time per partition (60 000 / partitions per minute ms). ``xmax`` (ms): the
-    longest bar the axis holds, when figures that are compared share it (:func:`summary_scale`).
+    """Per partition, what the GPU does and waits for: one bar per run, in the table's order; ``table`` is
+    :func:`zkgpu.analysis.gpu_time.gpu_time_split` or :func:`zkgpu.analysis.metrics.critical_path`. A bar's length is
+    the GPU's wall ms per partition; ``xmax`` (ms) shares the axis between figures.
 
     Raises:
-        ValueError: the table has neither table's columns, or is empty (no rows, or no value in any row).
+        ValueError: the table has neither table's columns, or is empty.
     """
     tot = {i: f"{r['ms_per_partition']:.0f} ms = {60000 / r['ms_per_partition']:.0f} partitions/min" for i, r in table.iterrows()
            if r.get("ms_per_partition", 0) and np.isfinite(r.get("ms_per_partition", np.nan))}
@@ -267,14 +257,8 @@ def critical_path(table: pd.DataFrame, ax: Axes | None = None, title: str | None
 
 
 def gpu_window(table: pd.DataFrame, keys: Mapping[str, str], ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
-    """Where each run's GPU window goes, in % of the window, one bar per run (rows of
-    :func:`zkgpu.story.bottleneck.idle_table`, drawn in the table's order): compute, exposed H2D and the idle
-    time named by what the workers did meanwhile.
-
-    Args:
-        table: shares (fractions) indexed by run, one column per cause.
-        keys: ``{cause column: phase}`` giving each cause the colour of the phase it stands for
-            (:data:`zkgpu.analysis.gpu_time.CAUSE_PHASES`); the legend shows the cause's name.
+    """Where each run's GPU window goes, in %, one bar per run. ``table``: shares (fractions) indexed by run, one column
+    per cause; ``keys``: ``{cause column: phase}`` for colours (:data:`zkgpu.analysis.gpu_time.CAUSE_PHASES`).
 
     Raises:
         ValueError: a cause column of ``keys`` is missing, or the table is empty.
@@ -307,12 +291,9 @@ def held_breakdown(table: pd.DataFrame, ax: Axes | None = None, title: str | Non
 
 def ntt_msm_h_split(table: pd.DataFrame, ax: Axes | None = None, title: str | None = None, gbps: Mapping[str, float] | None = None,
                     xmax: float | None = None, share: Mapping[str, float] | None = None) -> tuple[Figure, Axes]:
-    """ntt_msm_h per partition split into exposed H2D, NTT and H MSM (ms), one bar per run (rows of
-    :func:`zkgpu.analysis.metrics.ntt_msm_h_split`: the representative run's means per partition); ``gbps``
-    ({run: effective H2D GB/s}) labels the bars; ``xmax`` (ms): the longest bar the axis holds (shared by
-    figures that are compared). ``share`` ({run: the H2D share}, ``zkgpu.analysis.replay.scenario_table``'s
-    ``h2d_share``): the caption prints the report's one H2D share, never a share of these bars of its own
-    (one number per name: a share of one run's means would differ from it)."""
+    """ntt_msm_h per partition split into exposed H2D, NTT and H MSM (ms), one bar per run; ``gbps`` ({run: GB/s})
+    labels the bars, ``xmax`` (ms) shares the axis, ``share`` ({run: h2d_share}) is the share the caption prints.
+    """
     tot = {i: f"{r['ntt_msm_h']:.0f} ms" + (f", H2D at {gbps[i]:.1f} GB/s" if gbps and i in gbps and np.isfinite(gbps[i]) and r["h2d"] > 0 else "")
            for i, r in table.iterrows()}
     fig, ax, v = _stacked(table, ["h2d", "ntt", "h_msm"], ax, "ms per partition", title or "inside ntt_msm_h", labels=PATH_LABELS, totals=tot, figw=9.0,
@@ -337,10 +318,8 @@ def ntt_msm_h_split(table: pd.DataFrame, ax: Axes | None = None, title: str | No
 
 
 def barrier_race(panels: Mapping[str, pd.DataFrame], title: str | None = None) -> tuple[Figure, np.ndarray]:
-    """ntt_msm_h against prep_msm per partition, one panel per source (``{title: frame}`` with
-    columns ``prep_msm_ms``, ``ntt_msm_h_ms`` and optionally ``reach_barrier_ms``, as
-    :func:`zkgpu.analysis.metrics.barrier_race`), each divided by its source's median prep_msm so that a
-    4 s partition and a 0.4 s one share the y axis (1.0 = the median prep_msm).
+    """ntt_msm_h against prep_msm per partition, one panel per source (``{title: frame}`` with ``prep_msm_ms``,
+    ``ntt_msm_h_ms``, optionally ``reach_barrier_ms``), each divided by its median prep_msm.
 
     Raises:
         ValueError: no panels, or a frame lacks a column.
@@ -397,12 +376,9 @@ def barrier_race(panels: Mapping[str, pd.DataFrame], title: str | None = None) -
 def throughput_bars(table: pd.DataFrame, ax: Axes | None = None, bound: float | None = None, model: Mapping[str, float] | None = None,
                     title: str | None = None, ymax: float | None = None,
                     bound_label: tuple[str, str] = ("compute-only bound", "60 000 / GPU kernel ms per partition")) -> tuple[Figure, Axes]:
-    """Measured partitions per minute per run (``table`` indexed by run with ``partitions_per_min``),
-    optionally the model's prediction per run (``model``: {run: partitions/min}, white hatched bars)
-    and a throughput bound (``bound``, a dashed line; each bar then says its share of it), named and
-    defined by ``bound_label`` (name, definition; :data:`zkgpu.story.conclusions.GPU_PHASE_BOUND` or
-    :data:`zkgpu.story.conclusions.KERNEL_BOUND`). ``ymax`` (partitions/min): the highest value the axis
-    holds, when figures compared share it."""
+    """Partitions per minute per run (``table[partitions_per_min]``), optionally ``model`` ({run: partitions/min},
+    hatched) and a ``bound`` (dashed line) named by ``bound_label`` (name, definition); ``ymax`` shares the axis.
+    """
     if "partitions_per_min" not in table.columns or not len(table):
         raise ValueError("table needs a partitions_per_min column and rows")
     fig, ax = fig_ax(ax, (max(6, 1.1 * len(table) + 3), 4.2))
@@ -500,10 +476,8 @@ def _parts(path: pd.DataFrame) -> list[str]:
 
 
 def summary_scale(*runs: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, float | None]) -> dict[str, float]:
-    """The axis limits :func:`summary` figures of several runs share, so that they compare at a
-    glance: ``runs`` are ``(table, path, split, bound)`` as :func:`summary` takes them; returns the
-    largest ``partitions_per_min`` (throughput or bound), ``ms_per_partition`` (a critical-path bar)
-    and ``ntt_msm_h`` (an ntt_msm_h bar, ms) over all of them.
+    """The largest ``partitions_per_min``, ``ms_per_partition`` and ``ntt_msm_h`` (ms) over ``runs`` (``(table, path,
+    split, bound)`` as :func:`summary` takes them), the axis limits compared summaries share.
 
     Raises:
         ValueError: no runs.
@@ -585,16 +559,12 @@ def summary(table: pd.DataFrame, path: pd.DataFrame, split: pd.DataFrame, bound:
             reference: Mapping[str, Mapping[str, float]] | None = None, title: str | None = None,
             scale: Mapping[str, float] | None = None,
             bound_label: tuple[str, str] = ("compute-only bound", "60 000 / GPU kernel ms per partition")) -> tuple[Figure, np.ndarray]:
-    """The investigation on one page, one row per scenario in every panel (``table``'s order, top to
-    bottom; the names once, on the left panels): (a) the three utilizations, (b) throughput against
-    the bound, (c) the GPU's time per partition (:func:`critical_path`), (d) ntt_msm_h split into exposed
-    H2D, NTT and H MSM. ``table``: :func:`zkgpu.analysis.replay.scenario_table`; ``path``:
-    :func:`zkgpu.analysis.gpu_time.gpu_time_split` (or :func:`zkgpu.analysis.metrics.critical_path`); ``split``:
-    :func:`zkgpu.analysis.metrics.ntt_msm_h_split` (all indexed by scenario). ``reference``: published
-    utilizations, listed under (a)'s rows and drawn in (a) only. ``scale``: shared axis limits
-    (:func:`summary_scale`) when summaries of several runs are compared; the caption then says so.
-    ``bound_label``: the bound's (name, definition) for (b)'s legend and the caption, one name per definition
-    across the report (:data:`zkgpu.story.conclusions.GPU_PHASE_BOUND`, :data:`zkgpu.story.conclusions.KERNEL_BOUND`)."""
+    """The investigation on one page, one row per scenario: (a) utilizations, (b) throughput against the bound, (c)
+    :func:`critical_path`, (d) ntt_msm_h's split. ``table``: :func:`zkgpu.analysis.replay.scenario_table`; ``path``:
+    ``gpu_time_split`` or ``critical_path``; ``split``: ``ntt_msm_h_split`` (all indexed by scenario);
+    ``reference``: published utilizations for (a); ``scale``: :func:`summary_scale`; ``bound_label``: (name,
+    definition).
+    """
     order = list(table.index)
     u = _as_util_frame(table)
     if reference:
@@ -635,11 +605,8 @@ def summary(table: pd.DataFrame, path: pd.DataFrame, split: pd.DataFrame, bound:
 
 
 def staircase(table: pd.DataFrame, ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
-    """The throughput staircase: one bar per step (``table`` indexed by scenario, in the steps' order:
-    baseline, the pool, each step beyond) of its ``partitions_per_min``, with ``compute_util`` (a
-    fraction) on a second axis. Where the table has ``partitions_per_min_min`` / ``partitions_per_min_max``
-    (a recording with repeats: the median run's value and the range over the repeats) a bar carries a
-    min–max whisker; a bar without them is one run, and the caption says so.
+    """The throughput staircase: one bar per step of ``partitions_per_min`` (a min–max whisker where
+    ``partitions_per_min_min``/``_max`` exist), ``compute_util`` (fraction) on a second axis.
 
     Raises:
         ValueError: ``table`` has no rows, or lacks ``partitions_per_min`` or ``compute_util`` (names them).

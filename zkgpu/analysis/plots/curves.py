@@ -23,11 +23,8 @@ SIZE_GREYS = ("#f0f0f0", "#bdbdbd", "#737373", "#252525")
 
 
 def bandwidth_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
-    """GB/s vs transfer size: one colour per ``path``; reused buffers solid, fresh buffers dashed.
-
-    Input columns: ``path`` (str), ``size_bytes`` (int), ``fresh_buffer`` (bool: buffer allocated /
-    registered inside the timed call), ``gbps`` (float, 1e9 bytes/s). Several rows per point are
-    averaged (median). x is log2-scaled in bytes.
+    """GB/s vs transfer size, one colour per ``path``, reused buffers solid, fresh dashed. Columns: ``path``,
+    ``size_bytes``, ``fresh_buffer`` (bool), ``gbps`` (1e9 B/s); medians per point; x log2 bytes.
 
     Raises:
         ValueError: a column is missing or the frame is empty.
@@ -60,11 +57,8 @@ def bandwidth_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None
 
 
 def load_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
-    """H2D GB/s vs the host's background DRAM traffic: one line per ``path``, a point per load level.
-
-    Input: the frame of :func:`zkgpu.app.bench.hostload.h2d_under_load` (columns ``load_threads``, ``path``,
-    ``gbps``, ``load_gbps``; 1e9 bytes/s). Each point is the median over its copies, x the median
-    DRAM traffic of the load at that level, labelled with the number of load threads. y is log-scaled.
+    """H2D GB/s vs the host's background DRAM traffic, one line per ``path`` (columns ``load_threads``, ``path``,
+    ``gbps``, ``load_gbps`` of :func:`zkgpu.app.bench.hostload.h2d_under_load`); medians per point, y log-scaled.
 
     Raises:
         ValueError: a column is missing or the frame is empty.
@@ -97,15 +91,8 @@ def load_curves(df: pd.DataFrame, ax: Axes | None = None, title: str | None = No
 
 
 def sppark_ratios(table: pd.DataFrame, ax: Axes | None = None, title: str | None = None) -> tuple[Figure, Axes]:
-    """zkgpu time / sppark time: one row per operation, a marker per size on that row, the parity line 1.0 marked.
-
-    One claim: how much of sppark's time zkgpu takes, operation by operation. Each operation is a row of its own
-    (ten lines across sizes could not be told apart), its sizes drawn as grey markers from light (small) to dark
-    (large) joined by a thin line (the range over sizes); a rule parts the NTT rows from the MSM rows.
-
-    Input: :func:`zkgpu.analysis.anchors.ratio_table` (rows: operations such as ``NTT forward``; columns: sizes
-    ``2^k``; values: zkgpu_ms / sppark_ms of medians, NaN where a side was not measured: no marker). Left of 1.0
-    zkgpu is faster. The caption gives each operation's ratios from the data.
+    """zkgpu time / sppark time: one row per operation, a marker per size, the parity line 1.0 marked. Input:
+    :func:`zkgpu.analysis.anchors.ratio_table` (columns ``2^k``, values zkgpu_ms / sppark_ms, NaN: no marker).
 
     Raises:
         ValueError: the table is empty or a column is not named ``2^k``.

@@ -202,17 +202,10 @@ def _timeline_caption(drawn: list[str], n: int, thin: int, widened: dict[str, in
 
 def timeline(events: pd.DataFrame, run: str | None = None, phases: Sequence[str] | None = None, ax: Axes | None = None,
              title: str | None = None, xlim: tuple[float, float] | None = None, zoom: bool = False) -> tuple[Figure, Axes]:
-    """Per-worker Gantt chart of one run, coloured by phase (:data:`PHASE_COLORS`).
-
-    Lanes: one per worker (``worker N``; ``gpu G worker N`` when the run spans several GPUs); rows
-    without worker go to ``gpu G`` (when they have a GPU) or ``CPU / unassigned``. x = seconds since
-    the run's first drawn event. Container phases (``prove``, ``mutex_held``) are thin bars at the
-    top of a lane, the side threads (:data:`SIDE_PHASES`) its lower row, the worker's chain its
-    upper row, with ``h2d``/``ntt``/``h_msm`` drawn over the ntt_msm_h they split. ``phases``
-    filters (default :data:`TIMELINE_PHASES`; the caption names what is left out). Intervals
-    narrower than :data:`MIN_PX` are widened to it and counted in the caption. ``xlim`` (seconds)
-    fixes the x range (shared axes). ``zoom``: where the whole run would be sub-pixel, show the window
-    :func:`readable_window` picks (the caption says so). The legend lists the phases drawn.
+    """Per-worker Gantt chart of one run, coloured by phase (:data:`PHASE_COLORS`), x in seconds since the first drawn
+    event. One lane per worker (else per GPU, or ``CPU / unassigned``); containers thin on top, side threads below,
+    ntt_msm_h's parts over it. ``phases`` filters (default :data:`TIMELINE_PHASES`), ``xlim`` (s) fixes the range,
+    ``zoom`` shows :func:`readable_window` where the whole run would be sub-pixel.
 
     Raises:
         ValueError: several runs and no ``run``; ``run`` not found; nothing to draw.
@@ -244,10 +237,8 @@ def timeline(events: pd.DataFrame, run: str | None = None, phases: Sequence[str]
 
 def timelines(runs: Mapping[str, pd.DataFrame], phases: Sequence[str] | None = None, title: str | None = None,
               zoom: bool = False) -> tuple[Figure, np.ndarray]:
-    """Several runs' timelines stacked on **one time axis** (same seconds per pixel), one panel per
-    run (``{panel title: event table of one run}``), one legend for all panels. ``zoom``: where the whole
-    runs would be sub-pixel, each panel shows the same length of its own run's middle (:func:`readable_window`;
-    the same seconds per pixel, so a faster run fits more partitions in it).
+    """Several runs' timelines on one time axis, one panel per run (``{title: event table}``), one legend; ``zoom`` as
+    :func:`timeline`, the same length of each run.
 
     Raises:
         ValueError: no runs, or a table with several runs or nothing to draw.
@@ -314,13 +305,9 @@ PROOF_SIDES: dict[str, tuple[str, str, str | None]] = {
 
 def proof_phases(table: pd.DataFrame, *, on_gpu: bool = True, ax: Axes | None = None, title: str | None = None,
                  command_ms: float | None = None) -> tuple[Figure, Axes]:
-    """One real Groth16 proof phase by phase: one horizontal bar per row of ``table`` (columns
-    ``phase``, ``start_ms``, ``ms``, ``on`` in :data:`PROOF_SIDES`, as
-    :func:`zkgpu.story.prove_results.phase_timeline` builds it), from its start to its end in ms since
-    the proof began, coloured by where it runs. ``on_gpu`` False: the "GPU" rows ran the kernels'
-    CPU references (the legend says so). ``command_ms``: the whole command's median time, which the caption
-    sets beside the phases' span (two numbers, two names: the command also starts the process, imports and
-    writes the proof).
+    """One Groth16 proof phase by phase: a bar per row of ``table`` (``phase``, ``start_ms``, ``ms``, ``on`` in
+    :data:`PROOF_SIDES`), coloured by where it runs; ``on_gpu`` False marks CPU references; ``command_ms`` is the
+    whole command's median, set beside the phases' span in the caption.
 
     Raises:
         ValueError: a column is missing, the table is empty, or an ``on`` value is unknown.
