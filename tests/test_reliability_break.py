@@ -530,3 +530,32 @@ def test_an_event_table_with_values_the_parser_would_drop_is_refused(tmp_path, c
     ev.to_parquet(folder / "events" / "0.parquet")
     _one_line_error(_run(["trace", "export", str(folder), "--out", str(tmp_path / "t.json")]), "0.parquet", word)  # was: exported, exit 0
     assert not (tmp_path / "t.json").exists()
+
+
+# --------------------------------------------------------------------------- brk9: a hand-built CSR
+
+
+@pytest.mark.parametrize(
+    "field_, value, match",
+    [
+        ("col", np.array([0, 10**8]), "term 1 has column 100000000"),
+        ("col", np.array([0, -5]), "term 1 has column -5"),
+        ("row_ptr", np.array([0, 1, 10**7]), "row_ptr runs from 0 to 10000000"),
+        ("row_ptr", np.array([0, 2, 2, 2]), r"row_ptr has shape \(4,\)"),
+        ("row_ptr", np.array([0, 3, 2]), "row_ptr runs from 0 to 2|decreases"),
+        ("kind", np.array([1, 1], dtype=np.uint8), "term 0 has kind 1"),
+    ],
+)
+def test_spmv_hand_built_csr_refused(field_, value, match):
+    """spmv's compiled loop indexes with col and row_ptr unchecked: a hand-built FrCsr out of range crashed the
+    process (a column 10^8, a row pointer past nnz) or gave garbage (a negative column) instead of an error."""
+    from dataclasses import replace as dc_replace
+
+    from zkgpu.arith.sparse import csr_from_coo, spmv
+
+    ok = csr_from_coo([0, 1], [0, 1], [3, 5], 2, 2)
+    w = np.array([[2, 0, 0, 0], [7, 0, 0, 0]], dtype=np.uint64)
+    assert spmv(ok, w)[:, 0].tolist() == [6, 35]
+    bad = dc_replace(ok, **{field_: value}, _val_mont=None)
+    with pytest.raises(ValueError, match=match):
+        spmv(bad, w)

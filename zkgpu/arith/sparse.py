@@ -25,7 +25,7 @@ import numpy as np
 from zkgpu.arith.field import FR, check_array, fr_from_ints, fr_to_ints
 from zkgpu.core import optional
 
-__all__ = ["FrCsr", "csr_from_coo", "fr_limbs", "spmv", "spmv_reference", "fr_mul", "has_compiled"]
+__all__ = ["FrCsr", "csr_from_coo", "check_csr", "fr_limbs", "spmv", "spmv_reference", "fr_mul", "has_compiled"]
 
 P = FR.modulus
 _ONE, _MINUS_ONE = 1, 2
@@ -122,6 +122,42 @@ def csr_from_coo(rows: Any, cols: Any, values: Any, n_rows: int, n_cols: int) ->
     return FrCsr(int(n_rows), int(n_cols), row_ptr, np.ascontiguousarray(c64[order]), val, _kinds(val))
 
 
+def check_csr(csr: FrCsr) -> None:
+    """Check :class:`FrCsr`'s invariants (vectorised, O(n_rows + nnz)): the compiled loops and the GPU kernels index
+    with these arrays unchecked, so a hand-built or altered matrix must not reach them.
+
+    Raises:
+        ValueError: one line naming the first broken invariant (a shape, a row pointer, a column out of range, a
+            coefficient >= r, a kind that does not match its coefficient).
+    """
+    nr, nc = csr.n_rows, csr.n_cols
+    for nm, v in (("n_rows", nr), ("n_cols", nc)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ValueError(f"FrCsr: {nm} must be an int >= 0, got {v!r}")
+    for nm, a, nd in (("row_ptr", csr.row_ptr, 1), ("col", csr.col, 1), ("kind", csr.kind, 1)):
+        if not isinstance(a, np.ndarray) or a.ndim != nd or (a.size and not np.issubdtype(a.dtype, np.integer)):
+            raise ValueError(f"FrCsr: {nm} must be a 1-D integer array, got {getattr(a, 'dtype', type(a).__name__)} {getattr(a, 'shape', '')}")
+    ptr, col = csr.row_ptr, csr.col
+    nnz = col.shape[0]
+    if ptr.shape != (nr + 1,):
+        raise ValueError(f"FrCsr: row_ptr has shape {ptr.shape}, expected ({nr + 1},) for {nr} rows")
+    if ptr[0] != 0 or ptr[-1] != nnz:
+        raise ValueError(f"FrCsr: row_ptr runs from {int(ptr[0])} to {int(ptr[-1])}, expected 0 to nnz = {nnz}")
+    dec = np.flatnonzero(np.diff(ptr) < 0)
+    if dec.size:
+        raise ValueError(f"FrCsr: row_ptr decreases at row {int(dec[0])}")
+    bad = np.flatnonzero((col < 0) | (col >= nc))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"FrCsr: term {i} has column {int(col[i])}, outside 0..{nc - 1}")
+    val = check_array(FR, csr.val, name="FrCsr val")
+    if val.shape[0] != nnz or csr.kind.shape != (nnz,):
+        raise ValueError(f"FrCsr: {nnz} columns, {val.shape[0]} values and {csr.kind.shape[0]} kinds differ in length")
+    wrong = np.flatnonzero(csr.kind != _kinds(val))
+    if wrong.size:
+        raise ValueError(f"FrCsr: term {int(wrong[0])} has kind {int(csr.kind[wrong[0]])}, not its coefficient's")
+
+
 def _kinds(val: np.ndarray) -> np.ndarray:
     one = (val[:, 0] == 1) & (val[:, 1:] == 0).all(axis=1)
     minus = (val == fr_from_ints([P - 1])[0]).all(axis=1)
@@ -157,9 +193,10 @@ def spmv(csr: FrCsr, w: np.ndarray, *, out: np.ndarray | None = None) -> np.ndar
         ``out``: ``(n_rows, 4)`` uint64 canonical; a row without terms is 0.
 
     Raises:
-        ValueError: w of another length or a value >= r (named by index), out of another shape. TypeError: a
-            w that is not uint64.
+        ValueError: w of another length or a value >= r (named by index), out of another shape, a csr that breaks
+            :class:`FrCsr`'s invariants (:func:`check_csr`). TypeError: a w that is not uint64.
     """
+    check_csr(csr)
     wv = check_array(FR, w, name="w")
     if wv.shape[0] != csr.n_cols:
         raise ValueError(f"spmv: the vector has {wv.shape[0]} entries, the matrix {csr.n_cols} columns")
@@ -171,7 +208,8 @@ def spmv(csr: FrCsr, w: np.ndarray, *, out: np.ndarray | None = None) -> np.ndar
     if k is None:
         out[:] = fr_from_ints(spmv_reference(csr, fr_to_ints(wv)))
         return out
-    k(0, csr.row_ptr, csr.col, csr.kind, _words(csr.val_mont()), _words(np.ascontiguousarray(wv)), _words(out),
+    k(0, np.ascontiguousarray(csr.row_ptr, dtype=np.int64), np.ascontiguousarray(csr.col, dtype=np.int64), np.ascontiguousarray(csr.kind, dtype=np.uint8),
+      _words(csr.val_mont()), _words(np.ascontiguousarray(wv)), _words(out),
       _R_WORDS, _P_WORDS, _PINV)  # fmt: skip
     return out
 
