@@ -559,3 +559,19 @@ def test_spmv_hand_built_csr_refused(field_, value, match):
     bad = dc_replace(ok, **{field_: value}, _val_mont=None)
     with pytest.raises(ValueError, match=match):
         spmv(bad, w)
+
+
+def test_prove_with_a_file_where_the_key_cache_goes(tmp_path, monkeypatch):
+    """A file at $XDG_CACHE_HOME/zkgpu/keys made zkgpu prove fail with "internal error ValueError" (configure's
+    error escaped the CLI); the cache only saves time, so the command proves without it and says so."""
+    from zkgpu.groth16 import keycache
+
+    (tmp_path / "cache" / "zkgpu").mkdir(parents=True)
+    (tmp_path / "cache" / "zkgpu" / "keys").write_text("not a folder")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(keycache, "_FOLDER", None)
+    res = CliRunner().invoke(main, ["prove", "--zkey", str(FIXTURE / "circuit.zkey"), "--wtns", str(FIXTURE / "circuit.wtns"),
+                                    "--out", str(tmp_path / "o"), "--device", "cpu", "--seed", "1"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "is a file, not a folder" in res.output and "internal error" not in res.output
+    assert (tmp_path / "o" / "circuit.proof.json").is_file() and keycache.folder() is None
