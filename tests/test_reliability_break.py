@@ -575,3 +575,14 @@ def test_prove_with_a_file_where_the_key_cache_goes(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     assert "is a file, not a folder" in res.output and "internal error" not in res.output
     assert (tmp_path / "o" / "circuit.proof.json").is_file() and keycache.folder() is None
+
+
+def test_diagnose_log_of_zero_ms_phases(tmp_path):
+    """A log whose CUZK_TIMING phases are all 0 ms crashed diagnose (ZeroDivisionError in the hidden-H2D step, "internal
+    error" from the CLI); it is undetermined, said in one line."""
+    src = (replay.data_dir() / "nvidia-h200-20261129-record-2" / "logs" / "pinned_pool.log").read_text(encoding="utf-8")
+    log = tmp_path / "zero.log"
+    log.write_text(re.sub(r"(_ms=)(\d+)", r"\g<1>0", src), encoding="utf-8")
+    res = CliRunner().invoke(main, ["diagnose", str(log), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert "internal error" not in res.output and "**undetermined**" in res.output and "take 0 ms" in res.output
