@@ -586,3 +586,31 @@ def test_diagnose_log_of_zero_ms_phases(tmp_path):
     res = CliRunner().invoke(main, ["diagnose", str(log), "--no-progress"])
     assert res.exit_code == 0, res.output
     assert "internal error" not in res.output and "**undetermined**" in res.output and "take 0 ms" in res.output
+
+
+@pytest.mark.parametrize(
+    ("damage", "match"),
+    [
+        (lambda df: df.assign(mode="resident"), "no whole-command row of a zkgpu tool"),
+        (lambda df: df.assign(wall_s="fast"), "column 'wall_s' holds 'fast', not a number"),
+        (lambda df: pd.concat([df, df[df["mode"] == "cold_first"]]), "mode 'cold_first' appears more than once"),
+        (lambda df: df.drop(columns="wall_s"), "no 'wall_s' column"),
+        (lambda df: df.drop(columns="tool"), "no 'tool' column"),
+    ],
+    ids=["no-command-rows", "text-wall", "two-cold-first", "no-wall_s", "no-tool"],
+)
+def test_bench_prove_recording_with_damaged_table(tmp_path, damage, match):
+    """A bench-prove recording's prove.csv was read unchecked: without command rows prove_key_numbers raised
+    StopIteration, without a column KeyError, with text for seconds TypeError, with two cold_first rows a Series where a
+    float goes. Recordings are untrusted: one ValueError naming the file and what is wrong."""
+    import shutil
+
+    from zkgpu.story import prove_results as pr
+
+    src = replay.data_dir() / "nvidia-h200-20261203-bench-prove-2"
+    folder = tmp_path / "nvidia-h200-20261204-bench-prove"
+    shutil.copytree(src, folder)
+    assert pr.prove_key_numbers(pr.recorded_prove_source(tmp_path))  # the copy reads as the original
+    damage(pd.read_csv(src / "prove.csv")).to_csv(folder / "prove.csv", index=False)
+    with pytest.raises(ValueError, match=match):
+        pr.prove_key_numbers(pr.recorded_prove_source(tmp_path))
