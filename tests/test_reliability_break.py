@@ -614,3 +614,27 @@ def test_bench_prove_recording_with_damaged_table(tmp_path, damage, match):
     damage(pd.read_csv(src / "prove.csv")).to_csv(folder / "prove.csv", index=False)
     with pytest.raises(ValueError, match=match):
         pr.prove_key_numbers(pr.recorded_prove_source(tmp_path))
+
+
+def test_key_cache_entry_nested_too_deep(tmp_path, monkeypatch):
+    """A verdict entry of 4,000 '[' (within the 4 KiB limit) made json.loads raise RecursionError, which lookup did not
+    catch: zkgpu prove failed with "internal error RecursionError". A damaged entry is ignored (the key checked again)."""
+    from zkgpu.groth16 import keycache
+
+    folder = tmp_path / "cache" / "zkgpu" / "keys"
+    folder.mkdir(parents=True, mode=0o700)
+    folder.chmod(0o700)
+    data = (FIXTURE / "circuit.zkey").read_bytes()
+    entry = folder / f"{keycache.digest(data).hex()}.json"
+    entry.write_text("[" * 4000)
+    entry.chmod(0o600)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(keycache, "_FOLDER", None)
+    from zkgpu.groth16 import formats
+
+    monkeypatch.setattr(formats, "_CACHE", type(formats._CACHE)())  # no in-memory hit from other tests
+    res = CliRunner().invoke(main, ["prove", "--zkey", str(FIXTURE / "circuit.zkey"), "--wtns", str(FIXTURE / "circuit.wtns"),
+                                    "--out", str(tmp_path / "o"), "--device", "cpu", "--seed", "1"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "o" / "circuit.proof.json").is_file()
+    assert keycache.lookup(keycache.digest(data), len(data))  # the damaged entry replaced by a valid one
