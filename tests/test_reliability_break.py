@@ -638,3 +638,20 @@ def test_key_cache_entry_nested_too_deep(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     assert (tmp_path / "o" / "circuit.proof.json").is_file()
     assert keycache.lookup(keycache.digest(data), len(data))  # the damaged entry replaced by a valid one
+
+
+def test_recording_manifest_nested_too_deep(tmp_path):
+    """A manifest.json of 100,000 '[' raised RecursionError out of loads_strict, past every reader's ValueError handling
+    (recordings are untrusted): now the readers' one-line ValueError naming the file."""
+    import shutil
+
+    from zkgpu.analysis.schema import loads_strict
+    from zkgpu.story import prove_results as pr
+
+    with pytest.raises(ValueError, match="nested too deeply"):
+        loads_strict("[" * 100_000)
+    folder = tmp_path / "nvidia-h200-20261204-bench-prove"
+    shutil.copytree(replay.data_dir() / "nvidia-h200-20261203-bench-prove-2", folder)
+    (folder / "manifest.json").write_text("[" * 100_000)
+    with pytest.raises(ValueError, match="manifest.json is not readable JSON: JSON nested too deeply"):
+        pr.recorded_prove_source(tmp_path)
