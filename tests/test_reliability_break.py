@@ -655,3 +655,12 @@ def test_recording_manifest_nested_too_deep(tmp_path):
     (folder / "manifest.json").write_text("[" * 100_000)
     with pytest.raises(ValueError, match="manifest.json is not readable JSON: JSON nested too deeply"):
         pr.recorded_prove_source(tmp_path)
+
+
+def test_vkey_nested_too_deep(tmp_path):
+    """A --vkey of 50,000 '[' (far below its 64 MiB limit) raised RecursionError out of check_vkey (zkgpu bench prove's
+    door check): now the FormatError naming --vkey."""
+    deep = tmp_path / "vkey.json"
+    deep.write_text("[" * 50_000)
+    with pytest.raises(FormatError, match=r"--vkey .*: not JSON"):
+        check_vkey(deep)
