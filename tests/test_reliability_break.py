@@ -664,3 +664,18 @@ def test_vkey_nested_too_deep(tmp_path):
     deep.write_text("[" * 50_000)
     with pytest.raises(FormatError, match=r"--vkey .*: not JSON"):
         check_vkey(deep)
+
+
+def test_key_numbers_and_inventory_nested_too_deep(tmp_path):
+    """Key numbers and an inventoried manifest of 100,000 '[' raised RecursionError past report's and inventory's
+    ValueError handling; now the key numbers are 'unreadable' (ValueError) and the manifest is skipped as unreadable."""
+    from zkgpu.app.report import read_key_numbers
+
+    deep = tmp_path / "10_real_proof.json"
+    deep.write_text("[" * 100_000)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        read_key_numbers(deep)
+    folder = tmp_path / "data" / "nvidia-h200-20261204-bench-prove"
+    folder.mkdir(parents=True)
+    (folder / "manifest.json").write_text("[" * 100_000)
+    replay.inventory(tmp_path / "data")  # no RecursionError
