@@ -616,7 +616,19 @@ def test_bench_prove_recording_with_damaged_table(tmp_path, damage, match):
         pr.prove_key_numbers(pr.recorded_prove_source(tmp_path))
 
 
-def test_key_cache_entry_nested_too_deep(tmp_path, monkeypatch):
+@pytest.fixture
+def python_recursion_limit():
+    """CPython's default recursion limit for the test (hypothesis raises it while it runs; json's C scanner then recurses
+    as deep as the input, past the C stack): the deeply nested JSON tests meet what a zkgpu process meets."""
+    import sys
+
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    yield
+    sys.setrecursionlimit(old)
+
+
+def test_key_cache_entry_nested_too_deep(tmp_path, monkeypatch, python_recursion_limit):
     """A verdict entry of 4,000 '[' (within the 4 KiB limit) made json.loads raise RecursionError, which lookup did not
     catch: zkgpu prove failed with "internal error RecursionError". A damaged entry is ignored (the key checked again)."""
     from zkgpu.groth16 import keycache
@@ -640,8 +652,8 @@ def test_key_cache_entry_nested_too_deep(tmp_path, monkeypatch):
     assert keycache.lookup(keycache.digest(data), len(data))  # the damaged entry replaced by a valid one
 
 
-def test_recording_manifest_nested_too_deep(tmp_path):
-    """A manifest.json of 100,000 '[' raised RecursionError out of loads_strict, past every reader's ValueError handling
+def test_recording_manifest_nested_too_deep(tmp_path, python_recursion_limit):
+    """A manifest.json of 5,000 '[' raised RecursionError out of loads_strict, past every reader's ValueError handling
     (recordings are untrusted): now the readers' one-line ValueError naming the file."""
     import shutil
 
@@ -649,33 +661,33 @@ def test_recording_manifest_nested_too_deep(tmp_path):
     from zkgpu.story import prove_results as pr
 
     with pytest.raises(ValueError, match="nested too deeply"):
-        loads_strict("[" * 100_000)
+        loads_strict("[" * 5_000)
     folder = tmp_path / "nvidia-h200-20261204-bench-prove"
     shutil.copytree(replay.data_dir() / "nvidia-h200-20261203-bench-prove-2", folder)
-    (folder / "manifest.json").write_text("[" * 100_000)
+    (folder / "manifest.json").write_text("[" * 5_000)
     with pytest.raises(ValueError, match="manifest.json is not readable JSON: JSON nested too deeply"):
         pr.recorded_prove_source(tmp_path)
 
 
-def test_vkey_nested_too_deep(tmp_path):
-    """A --vkey of 50,000 '[' (far below its 64 MiB limit) raised RecursionError out of check_vkey (zkgpu bench prove's
+def test_vkey_nested_too_deep(tmp_path, python_recursion_limit):
+    """A --vkey of 5,000 '[' (far below its 64 MiB limit) raised RecursionError out of check_vkey (zkgpu bench prove's
     door check): now the FormatError naming --vkey."""
     deep = tmp_path / "vkey.json"
-    deep.write_text("[" * 50_000)
+    deep.write_text("[" * 5_000)
     with pytest.raises(FormatError, match=r"--vkey .*: not JSON"):
         check_vkey(deep)
 
 
-def test_key_numbers_and_inventory_nested_too_deep(tmp_path):
-    """Key numbers and an inventoried manifest of 100,000 '[' raised RecursionError past report's and inventory's
+def test_key_numbers_and_inventory_nested_too_deep(tmp_path, python_recursion_limit):
+    """Key numbers and an inventoried manifest of 5,000 '[' raised RecursionError past report's and inventory's
     ValueError handling; now the key numbers are 'unreadable' (ValueError) and the manifest is skipped as unreadable."""
     from zkgpu.app.report import read_key_numbers
 
     deep = tmp_path / "10_real_proof.json"
-    deep.write_text("[" * 100_000)
+    deep.write_text("[" * 5_000)
     with pytest.raises(ValueError, match="nested too deeply"):
         read_key_numbers(deep)
     folder = tmp_path / "data" / "nvidia-h200-20261204-bench-prove"
     folder.mkdir(parents=True)
-    (folder / "manifest.json").write_text("[" * 100_000)
+    (folder / "manifest.json").write_text("[" * 5_000)
     replay.inventory(tmp_path / "data")  # no RecursionError
