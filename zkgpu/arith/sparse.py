@@ -53,6 +53,7 @@ class FrCsr:
     val: np.ndarray
     kind: np.ndarray
     _val_mont: np.ndarray | None = field(default=None, repr=False)
+    _checked: tuple | None = field(default=None, repr=False, compare=False)  # check_csr's pass, by the arrays it checked
 
     @property
     def nnz(self) -> int:
@@ -119,18 +120,25 @@ def csr_from_coo(rows: Any, cols: Any, values: Any, n_rows: int, n_cols: int) ->
     row_ptr = np.zeros(int(n_rows) + 1, dtype=np.int64)
     np.cumsum(np.bincount(r64, minlength=int(n_rows)), out=row_ptr[1:])
     val = np.ascontiguousarray(val[order])
-    return FrCsr(int(n_rows), int(n_cols), row_ptr, np.ascontiguousarray(c64[order]), val, _kinds(val))
+    out = FrCsr(int(n_rows), int(n_cols), row_ptr, np.ascontiguousarray(c64[order]), val, _kinds(val))
+    out._checked = (id(out.row_ptr), id(out.col), id(out.val), id(out.kind), out.n_rows, out.n_cols)  # built valid here
+    return out
 
 
 def check_csr(csr: FrCsr) -> None:
     """Check :class:`FrCsr`'s invariants (vectorised, O(n_rows + nnz)): the compiled loops and the GPU kernels index
-    with these arrays unchecked, so a hand-built or altered matrix must not reach them.
+    with these arrays unchecked, so a hand-built or altered matrix must not reach them. A matrix from
+    :func:`csr_from_coo`, or one checked here before, with the same arrays, is not checked again (arrays changed in
+    place are the caller's: treat a matrix as read-only).
 
     Raises:
         ValueError: one line naming the first broken invariant (a shape, a row pointer, a column out of range, a
             coefficient >= r, a kind that does not match its coefficient).
     """
     nr, nc = csr.n_rows, csr.n_cols
+    sig = (id(csr.row_ptr), id(csr.col), id(csr.val), id(csr.kind), nr, nc)  # the csr holds them: ids stay theirs
+    if csr._checked == sig:  # checked before (csr_from_coo's output): O(1) for every later product
+        return
     for nm, v in (("n_rows", nr), ("n_cols", nc)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
             raise ValueError(f"FrCsr: {nm} must be an int >= 0, got {v!r}")
@@ -156,6 +164,7 @@ def check_csr(csr: FrCsr) -> None:
     wrong = np.flatnonzero(csr.kind != _kinds(val))
     if wrong.size:
         raise ValueError(f"FrCsr: term {int(wrong[0])} has kind {int(csr.kind[wrong[0]])}, not its coefficient's")
+    csr._checked = sig
 
 
 def _kinds(val: np.ndarray) -> np.ndarray:
