@@ -530,3 +530,164 @@ def test_an_event_table_with_values_the_parser_would_drop_is_refused(tmp_path, c
     ev.to_parquet(folder / "events" / "0.parquet")
     _one_line_error(_run(["trace", "export", str(folder), "--out", str(tmp_path / "t.json")]), "0.parquet", word)  # was: exported, exit 0
     assert not (tmp_path / "t.json").exists()
+
+
+# --------------------------------------------------------------------------- brk9: a hand-built CSR
+
+
+@pytest.mark.parametrize(
+    "field_, value, match",
+    [
+        ("col", np.array([0, 10**8]), "term 1 has column 100000000"),
+        ("col", np.array([0, -5]), "term 1 has column -5"),
+        ("row_ptr", np.array([0, 1, 10**7]), "row_ptr runs from 0 to 10000000"),
+        ("row_ptr", np.array([0, 2, 2, 2]), r"row_ptr has shape \(4,\)"),
+        ("row_ptr", np.array([0, 3, 2]), "row_ptr runs from 0 to 2|decreases"),
+        ("kind", np.array([1, 1], dtype=np.uint8), "term 0 has kind 1"),
+    ],
+)
+def test_spmv_hand_built_csr_refused(field_, value, match):
+    """spmv's compiled loop indexes with col and row_ptr unchecked: a hand-built FrCsr out of range crashed the
+    process (a column 10^8, a row pointer past nnz) or gave garbage (a negative column) instead of an error."""
+    from dataclasses import replace as dc_replace
+
+    from zkgpu.arith.sparse import csr_from_coo, spmv
+
+    ok = csr_from_coo([0, 1], [0, 1], [3, 5], 2, 2)
+    w = np.array([[2, 0, 0, 0], [7, 0, 0, 0]], dtype=np.uint64)
+    assert spmv(ok, w)[:, 0].tolist() == [6, 35]
+    bad = dc_replace(ok, **{field_: value}, _val_mont=None)
+    with pytest.raises(ValueError, match=match):
+        spmv(bad, w)
+
+
+def test_prove_with_a_file_where_the_key_cache_goes(tmp_path, monkeypatch):
+    """A file at $XDG_CACHE_HOME/zkgpu/keys made zkgpu prove fail with "internal error ValueError" (configure's
+    error escaped the CLI); the cache only saves time, so the command proves without it and says so."""
+    from zkgpu.groth16 import keycache
+
+    (tmp_path / "cache" / "zkgpu").mkdir(parents=True)
+    (tmp_path / "cache" / "zkgpu" / "keys").write_text("not a folder")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(keycache, "_FOLDER", None)
+    res = CliRunner().invoke(main, ["prove", "--zkey", str(FIXTURE / "circuit.zkey"), "--wtns", str(FIXTURE / "circuit.wtns"),
+                                    "--out", str(tmp_path / "o"), "--device", "cpu", "--seed", "1"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "is a file, not a folder" in res.output and "internal error" not in res.output
+    assert (tmp_path / "o" / "circuit.proof.json").is_file() and keycache.folder() is None
+
+
+def test_diagnose_log_of_zero_ms_phases(tmp_path):
+    """A log whose CUZK_TIMING phases are all 0 ms crashed diagnose (ZeroDivisionError in the hidden-H2D step, "internal
+    error" from the CLI); it is undetermined, said in one line."""
+    src = (replay.data_dir() / "nvidia-h200-20261129-record-2" / "logs" / "pinned_pool.log").read_text(encoding="utf-8")
+    log = tmp_path / "zero.log"
+    log.write_text(re.sub(r"(_ms=)(\d+)", r"\g<1>0", src), encoding="utf-8")
+    res = CliRunner().invoke(main, ["diagnose", str(log), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert "internal error" not in res.output and "**undetermined**" in res.output and "take 0 ms" in res.output
+
+
+@pytest.mark.parametrize(
+    ("damage", "match"),
+    [
+        (lambda df: df.assign(mode="resident"), "no whole-command row of a zkgpu tool"),
+        (lambda df: df.assign(wall_s="fast"), "column 'wall_s' holds 'fast', not a number"),
+        (lambda df: pd.concat([df, df[df["mode"] == "cold_first"]]), "mode 'cold_first' appears more than once"),
+        (lambda df: df.drop(columns="wall_s"), "no 'wall_s' column"),
+        (lambda df: df.drop(columns="tool"), "no 'tool' column"),
+    ],
+    ids=["no-command-rows", "text-wall", "two-cold-first", "no-wall_s", "no-tool"],
+)
+def test_bench_prove_recording_with_damaged_table(tmp_path, damage, match):
+    """A bench-prove recording's prove.csv was read unchecked: without command rows prove_key_numbers raised
+    StopIteration, without a column KeyError, with text for seconds TypeError, with two cold_first rows a Series where a
+    float goes. Recordings are untrusted: one ValueError naming the file and what is wrong."""
+    import shutil
+
+    from zkgpu.story import prove_results as pr
+
+    src = replay.data_dir() / "nvidia-h200-20261203-bench-prove-2"
+    folder = tmp_path / "nvidia-h200-20261204-bench-prove"
+    shutil.copytree(src, folder)
+    assert pr.prove_key_numbers(pr.recorded_prove_source(tmp_path))  # the copy reads as the original
+    damage(pd.read_csv(src / "prove.csv")).to_csv(folder / "prove.csv", index=False)
+    with pytest.raises(ValueError, match=match):
+        pr.prove_key_numbers(pr.recorded_prove_source(tmp_path))
+
+
+@pytest.fixture
+def python_recursion_limit():
+    """CPython's default recursion limit for the test (hypothesis raises it while it runs; json's C scanner then recurses
+    as deep as the input, past the C stack): the deeply nested JSON tests meet what a zkgpu process meets."""
+    import sys
+
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    yield
+    sys.setrecursionlimit(old)
+
+
+def test_key_cache_entry_nested_too_deep(tmp_path, monkeypatch, python_recursion_limit):
+    """A verdict entry of 4,000 '[' (within the 4 KiB limit) made json.loads raise RecursionError, which lookup did not
+    catch: zkgpu prove failed with "internal error RecursionError". A damaged entry is ignored (the key checked again)."""
+    from zkgpu.groth16 import keycache
+
+    folder = tmp_path / "cache" / "zkgpu" / "keys"
+    folder.mkdir(parents=True, mode=0o700)
+    folder.chmod(0o700)
+    data = (FIXTURE / "circuit.zkey").read_bytes()
+    entry = folder / f"{keycache.digest(data).hex()}.json"
+    entry.write_text("[" * 4000)
+    entry.chmod(0o600)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(keycache, "_FOLDER", None)
+    from zkgpu.groth16 import formats
+
+    monkeypatch.setattr(formats, "_CACHE", type(formats._CACHE)())  # no in-memory hit from other tests
+    res = CliRunner().invoke(main, ["prove", "--zkey", str(FIXTURE / "circuit.zkey"), "--wtns", str(FIXTURE / "circuit.wtns"),
+                                    "--out", str(tmp_path / "o"), "--device", "cpu", "--seed", "1"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "o" / "circuit.proof.json").is_file()
+    assert keycache.lookup(keycache.digest(data), len(data))  # the damaged entry replaced by a valid one
+
+
+def test_recording_manifest_nested_too_deep(tmp_path, python_recursion_limit):
+    """A manifest.json of 5,000 '[' raised RecursionError out of loads_strict, past every reader's ValueError handling
+    (recordings are untrusted): now the readers' one-line ValueError naming the file."""
+    import shutil
+
+    from zkgpu.analysis.schema import loads_strict
+    from zkgpu.story import prove_results as pr
+
+    with pytest.raises(ValueError, match="nested too deeply"):
+        loads_strict("[" * 5_000)
+    folder = tmp_path / "nvidia-h200-20261204-bench-prove"
+    shutil.copytree(replay.data_dir() / "nvidia-h200-20261203-bench-prove-2", folder)
+    (folder / "manifest.json").write_text("[" * 5_000)
+    with pytest.raises(ValueError, match="manifest.json is not readable JSON: JSON nested too deeply"):
+        pr.recorded_prove_source(tmp_path)
+
+
+def test_vkey_nested_too_deep(tmp_path, python_recursion_limit):
+    """A --vkey of 5,000 '[' (far below its 64 MiB limit) raised RecursionError out of check_vkey (zkgpu bench prove's
+    door check): now the FormatError naming --vkey."""
+    deep = tmp_path / "vkey.json"
+    deep.write_text("[" * 5_000)
+    with pytest.raises(FormatError, match=r"--vkey .*: not JSON"):
+        check_vkey(deep)
+
+
+def test_key_numbers_and_inventory_nested_too_deep(tmp_path, python_recursion_limit):
+    """Key numbers and an inventoried manifest of 5,000 '[' raised RecursionError past report's and inventory's
+    ValueError handling; now the key numbers are 'unreadable' (ValueError) and the manifest is skipped as unreadable."""
+    from zkgpu.app.report import read_key_numbers
+
+    deep = tmp_path / "10_real_proof.json"
+    deep.write_text("[" * 5_000)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        read_key_numbers(deep)
+    folder = tmp_path / "data" / "nvidia-h200-20261204-bench-prove"
+    folder.mkdir(parents=True)
+    (folder / "manifest.json").write_text("[" * 5_000)
+    replay.inventory(tmp_path / "data")  # no RecursionError

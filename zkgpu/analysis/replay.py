@@ -339,7 +339,7 @@ def inventory(base: str | Path | None = None) -> pd.DataFrame:
         rel = folder.relative_to(root)
         try:
             loaded = json.loads(mf.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # RecursionError: nested deeper than json's stack
             loaded = None
         m: dict[str, Any] = loaded if isinstance(loaded, dict) else {}
         sub = rel.parts[0] if len(rel.parts) > 1 else ""

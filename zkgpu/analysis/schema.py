@@ -45,8 +45,12 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def loads_strict(text: str) -> Any:
     """``json.loads`` for a file we did not write (a manifest, a forecast): a key given twice in one object (two
-    scenarios of one name, whose first JSON would silently drop) raises ValueError naming it."""
-    return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    scenarios of one name, whose first JSON would silently drop) raises ValueError naming it; so does JSON nested deeper
+    than the parser's stack (json.loads' RecursionError)."""
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read (a damaged file?)") from None
 
 
 def _type_error(mf: Path, where: str, v: Any, allowed: tuple[type, ...]) -> ValueError:

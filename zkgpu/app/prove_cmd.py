@@ -81,7 +81,11 @@ def prove_command(zkey_path, wtns_paths, proof_path, public_path, out_dir, r1cs_
     check_new_outputs({**targets, "--timings": timings_path}, "zkgpu prove")
     if device == "gpu" and not _cuda.gpu_available():
         raise CliError("--device gpu: no CUDA GPU available (CuPy missing or no device); use --device cpu")
-    keycache.configure(folder=cache_root() / "keys")  # the key checks' verdicts, per user ($XDG_CACHE_HOME)
+    try:
+        keycache.configure(folder=cache_root() / "keys")  # the key checks' verdicts, per user ($XDG_CACHE_HOME)
+    except ValueError as exc:  # a file where the folder goes: the cache only saves time, so prove without it
+        keycache.configure(folder=None)
+        click.echo(f"warning: {exc}: key-check verdicts are not kept", err=True)
     warm = start_warm_up() if device == "gpu" else None  # CUDA context and kernel modules while the key is read
     t0 = time.perf_counter()
     r1 = _r1cs_for(zkey_path, r1cs_path, check_witness)

@@ -311,7 +311,10 @@ def read_key_numbers(path: Path) -> tuple[str, list[KeyNumber]]:
     Raises:
         ValueError: the file is not valid JSON or not an object.
     """
-    obj = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:  # nested deeper than json's stack: damaged, said as the other unreadable files are
+        raise ValueError(f"{path.name}: JSON nested too deeply to read") from None
     if not isinstance(obj, dict):
         raise ValueError(f"{path.name}: key numbers must be a JSON object")
     finding = str(obj.get("finding") or "")

@@ -18,7 +18,7 @@ import numpy as np
 from zkgpu.arith.field import FR, check_array, fr_from_ints, fr_to_ints
 from zkgpu.core import optional
 
-__all__ = ["FrCsr", "csr_from_coo", "fr_limbs", "spmv", "spmv_reference", "fr_mul", "has_compiled"]
+__all__ = ["FrCsr", "csr_from_coo", "check_csr", "fr_limbs", "spmv", "spmv_reference", "fr_mul", "has_compiled"]
 
 P = FR.modulus
 _ONE, _MINUS_ONE = 1, 2
@@ -44,6 +44,7 @@ class FrCsr:
     val: np.ndarray
     kind: np.ndarray
     _val_mont: np.ndarray | None = field(default=None, repr=False)
+    _checked: tuple | None = field(default=None, repr=False, compare=False)  # check_csr's pass, by the arrays it checked
 
     @property
     def nnz(self) -> int:
@@ -106,7 +107,51 @@ def csr_from_coo(rows: Any, cols: Any, values: Any, n_rows: int, n_cols: int) ->
     row_ptr = np.zeros(int(n_rows) + 1, dtype=np.int64)
     np.cumsum(np.bincount(r64, minlength=int(n_rows)), out=row_ptr[1:])
     val = np.ascontiguousarray(val[order])
-    return FrCsr(int(n_rows), int(n_cols), row_ptr, np.ascontiguousarray(c64[order]), val, _kinds(val))
+    out = FrCsr(int(n_rows), int(n_cols), row_ptr, np.ascontiguousarray(c64[order]), val, _kinds(val))
+    out._checked = (id(out.row_ptr), id(out.col), id(out.val), id(out.kind), out.n_rows, out.n_cols)  # built valid here
+    return out
+
+
+def check_csr(csr: FrCsr) -> None:
+    """Check :class:`FrCsr`'s invariants (vectorised, O(n_rows + nnz)): the compiled loops and the GPU kernels index
+    with these arrays unchecked, so a hand-built or altered matrix must not reach them. A matrix from
+    :func:`csr_from_coo`, or one checked here before, with the same arrays, is not checked again (arrays changed in
+    place are the caller's: treat a matrix as read-only).
+
+    Raises:
+        ValueError: one line naming the first broken invariant (a shape, a row pointer, a column out of range, a
+            coefficient >= r, a kind that does not match its coefficient).
+    """
+    nr, nc = csr.n_rows, csr.n_cols
+    sig = (id(csr.row_ptr), id(csr.col), id(csr.val), id(csr.kind), nr, nc)  # the csr holds them: ids stay theirs
+    if csr._checked == sig:  # checked before (csr_from_coo's output): O(1) for every later product
+        return
+    for nm, v in (("n_rows", nr), ("n_cols", nc)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ValueError(f"FrCsr: {nm} must be an int >= 0, got {v!r}")
+    for nm, a, nd in (("row_ptr", csr.row_ptr, 1), ("col", csr.col, 1), ("kind", csr.kind, 1)):
+        if not isinstance(a, np.ndarray) or a.ndim != nd or (a.size and not np.issubdtype(a.dtype, np.integer)):
+            raise ValueError(f"FrCsr: {nm} must be a 1-D integer array, got {getattr(a, 'dtype', type(a).__name__)} {getattr(a, 'shape', '')}")
+    ptr, col = csr.row_ptr, csr.col
+    nnz = col.shape[0]
+    if ptr.shape != (nr + 1,):
+        raise ValueError(f"FrCsr: row_ptr has shape {ptr.shape}, expected ({nr + 1},) for {nr} rows")
+    if ptr[0] != 0 or ptr[-1] != nnz:
+        raise ValueError(f"FrCsr: row_ptr runs from {int(ptr[0])} to {int(ptr[-1])}, expected 0 to nnz = {nnz}")
+    dec = np.flatnonzero(np.diff(ptr) < 0)
+    if dec.size:
+        raise ValueError(f"FrCsr: row_ptr decreases at row {int(dec[0])}")
+    bad = np.flatnonzero((col < 0) | (col >= nc))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"FrCsr: term {i} has column {int(col[i])}, outside 0..{nc - 1}")
+    val = check_array(FR, csr.val, name="FrCsr val")
+    if val.shape[0] != nnz or csr.kind.shape != (nnz,):
+        raise ValueError(f"FrCsr: {nnz} columns, {val.shape[0]} values and {csr.kind.shape[0]} kinds differ in length")
+    wrong = np.flatnonzero(csr.kind != _kinds(val))
+    if wrong.size:
+        raise ValueError(f"FrCsr: term {int(wrong[0])} has kind {int(csr.kind[wrong[0]])}, not its coefficient's")
+    csr._checked = sig
 
 
 def _kinds(val: np.ndarray) -> np.ndarray:
@@ -138,8 +183,10 @@ def spmv(csr: FrCsr, w: np.ndarray, *, out: np.ndarray | None = None) -> np.ndar
     canonical, 0 for an empty row.
 
     Raises:
-        ValueError: w of another length or a value >= r (named), out of another shape. TypeError: w not uint64.
+        ValueError: w of another length or a value >= r (named), out of another shape, a csr that breaks its
+            invariants (:func:`check_csr`). TypeError: w not uint64.
     """
+    check_csr(csr)
     wv = check_array(FR, w, name="w")
     if wv.shape[0] != csr.n_cols:
         raise ValueError(f"spmv: the vector has {wv.shape[0]} entries, the matrix {csr.n_cols} columns")
@@ -151,7 +198,8 @@ def spmv(csr: FrCsr, w: np.ndarray, *, out: np.ndarray | None = None) -> np.ndar
     if k is None:
         out[:] = fr_from_ints(spmv_reference(csr, fr_to_ints(wv)))
         return out
-    k(0, csr.row_ptr, csr.col, csr.kind, _words(csr.val_mont()), _words(np.ascontiguousarray(wv)), _words(out),
+    k(0, np.ascontiguousarray(csr.row_ptr, dtype=np.int64), np.ascontiguousarray(csr.col, dtype=np.int64), np.ascontiguousarray(csr.kind, dtype=np.uint8),
+      _words(csr.val_mont()), _words(np.ascontiguousarray(wv)), _words(out),
       _R_WORDS, _P_WORDS, _PINV)  # fmt: skip
     return out
 

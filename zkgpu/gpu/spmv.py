@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from zkgpu.arith.sparse import FrCsr
+from zkgpu.arith.sparse import FrCsr, check_csr
 from zkgpu.core import cuda as _cuda
 from zkgpu.gpu.fr_device import check_canonical, check_device_array, device_words, to_montgomery
 
@@ -83,11 +83,12 @@ def upload_csr(csr: FrCsr, *, dest: Any = None, out_rows: int | None = None, seg
     ``(n_rows,)`` distinct output rows below ``out_rows`` (default identity); ``segment``: terms per segment (>= 1).
 
     Raises:
-        ValueError: a segment < 1, a bad ``dest`` (length, range, repeat; named), more than 2^32 - 1 terms or buffer
-            rows.
+        ValueError: a csr that breaks its invariants (:func:`zkgpu.arith.sparse.check_csr`), a segment < 1, a bad
+            ``dest`` (length, range, repeat; named), more than 2^32 - 1 terms or buffer rows.
     """
     if isinstance(segment, bool) or not isinstance(segment, (int, np.integer)) or segment < 1:
         raise ValueError(f"segment must be an int >= 1, got {segment!r}")
+    check_csr(csr)  # the kernels index with col and row_ptr unchecked
     out_rows = csr.n_rows if out_rows is None else out_rows
     if isinstance(out_rows, bool) or not isinstance(out_rows, (int, np.integer)) or out_rows < 0:
         raise ValueError(f"out_rows must be an int >= 0, got {out_rows!r}")

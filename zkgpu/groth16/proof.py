@@ -113,7 +113,7 @@ def check_vkey(path: str | Path) -> Path:
         raw = f.read(MAX_VKEY_BYTES + 1)
     try:
         doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # RecursionError: nested deeper than json's stack
         raise FormatError(f"--vkey {path}: not JSON ({' '.join(str(exc).split())[:120]})") from None
     if not isinstance(doc, dict) or doc.get("protocol") != "groth16" or doc.get("curve") != "bls12381":
         got = (doc.get("protocol"), doc.get("curve")) if isinstance(doc, dict) else type(doc).__name__

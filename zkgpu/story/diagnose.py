@@ -413,7 +413,9 @@ def _h2d_step(r: _Run) -> tuple[Step, str]:
     """Returns the step and the confidence of ``h2d_pageable`` ('' when not decided)."""
     st = Step("hidden H2D", "5. The hidden part of ntt_msm_h: the H2D of a, b, c")
     p, ntt = r.parsed, r.med["ntt_msm_h_ms"]
-    in_held = ntt / r.med["held_ms"] if r.med.get("held_ms", 0) > 0 else ntt / r.med["gpu_total_ms"]
+    held = r.med.get("held_ms", 0)
+    held = held if held > 0 else r.med.get("gpu_total_ms", 0)
+    in_held = ntt / held if held > 0 else math.nan  # a log of zero-ms phases: no share to weigh
     r.med["ntt_in_held"] = in_held
     sizes = _sizes(p)
     pinned = int((p.pool["event"].isin(["checkout_reuse", "allocate", "attempt_pinned"])).sum()) if "event" in p.pool.columns else 0
@@ -566,6 +568,9 @@ def _verdict(r: _Run, host_hit: bool, h2d_conf: str, steps: list[Step]) -> tuple
         hidden = h2d.numbers["enqueue_share"]["value"] * r.med["ntt_msm_h_ms"]
     if "h2d_share_measured" in h2d.numbers:
         hidden = h2d.numbers["h2d_share_measured"]["value"] * r.med["ntt_msm_h_ms"]
+    if r.med.get("gpu_total_ms", math.nan) <= 0:  # NaN (not logged) is left to the steps below
+        return "undetermined", "none", ("The log's GPU phases take 0 ms (gpu_total's median): there is no time to weigh; "
+                                        "give a log of a run that did work."), hidden, None
     if host_hit:
         return "host_side", "measured", "The host-side steps take a share of prove_start the GPU waits through.", hidden, None
     if h2d_conf:

@@ -121,6 +121,7 @@ def _prove_source(folder: Path, tables: dict[str, pd.DataFrame]) -> ProveSource:
     check_manifest(mf, manifest)  # the recordings' one check: an object whose fields hold their types
     kind = "recorded-gpu" if manifest.get("device") == "gpu" else "recorded-cpu"
     runs, phases = (_by_mode(tables[k], folder / f"{k}.csv") for k in ("prove", "phases"))
+    _check_tables(runs, phases, folder)
     return ProveSource(kind=kind, runs=runs[runs["mode"] == "command"].drop(columns="mode"),
                        phases=phases[phases["mode"] == "command"].drop(columns="mode"), manifest=manifest, folder=folder,
                        resident=runs[runs["mode"] == "resident"].drop(columns="mode").reset_index(drop=True),
@@ -141,6 +142,31 @@ def prove_recordings(base: str | Path | None = None) -> list[ProveSource]:
         if len(tables) == 2:
             out.append(_prove_source(folder, tables))
     return out
+
+
+_COLUMNS = {"prove": {"tool": None, "repeat": "n", "wall_s": "n"}, "phases": {"repeat": "n", "phase": None, "ms": "n"}}
+"""The columns each table needs (``n``: numeric), beside ``mode`` (:func:`_by_mode`)."""
+
+
+def _check_tables(runs: pd.DataFrame, phases: pd.DataFrame, folder: Path) -> None:
+    """A recording's tables hold what the readers below use: the columns (numbers where numbers go), one row per cold
+    mode, and whole-command rows of a zkgpu tool (files are untrusted: a damaged one is named, not a KeyError).
+
+    Raises:
+        ValueError: one line naming the file and the column or rows."""
+    for name, df in (("prove", runs), ("phases", phases)):
+        for col, kind in _COLUMNS[name].items():
+            if col not in df.columns:
+                raise ValueError(f"{folder / name}.csv: no {col!r} column (columns: {', '.join(map(str, df.columns))})")
+            if kind == "n" and not pd.api.types.is_numeric_dtype(df[col]):
+                bad = df[col][pd.to_numeric(df[col], errors="coerce").isna()].iloc[0] if len(df) else None
+                raise ValueError(f"{folder / name}.csv: column {col!r} holds {bad!r}, not a number")
+    dup = runs["mode"][runs["mode"].isin(COLD_MODES)].duplicated()
+    if dup.any():
+        raise ValueError(f"{folder / 'prove'}.csv: mode {runs['mode'][dup[dup].index[0]]!r} appears more than once")
+    cmd = runs[runs["mode"] == "command"]
+    if not cmd["tool"].astype(str).str.startswith("zkgpu").any():
+        raise ValueError(f"{folder / 'prove'}.csv: no whole-command row of a zkgpu tool (mode command, tool zkgpu-*)")
 
 
 COLD_MODES = ("cold_build", "cold_first")
