@@ -421,6 +421,8 @@ def test_gpu_bad_out():
         N.ntt(d, out=cp.empty((8, 8), dtype=cp.uint32))
     with pytest.raises(ValueError, match="overlaps"):
         N.ntt(d[:4], out=d[2:6])
+    with pytest.raises(TypeError, match="out: expected a CuPy array"):
+        N.ntt(d, out=np.empty((8, 4), dtype=np.uint64))
 
 
 def test_out_is_for_device_input_only():

@@ -94,6 +94,8 @@ def prove_command(zkey_path, wtns_paths, proof_path, public_path, out_dir, r1cs_
         r1cs = read_r1cs(r1) if r1 is not None else None
         prover = Prover(zkey, device=device, r1cs=r1cs, resident=len(wtns_paths) > 1)  # one proof: its MSMs copy the points
     except (ValueError, OSError) as exc:
+        if warm is not None:
+            warm.join()  # no exit while the warm-up thread still drives the GPU
         raise CliError(str(exc)) from None
     if warm is not None:
         warm.join()

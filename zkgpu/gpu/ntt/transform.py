@@ -297,6 +297,8 @@ def _ntt_device(d: Any, inverse: bool, coset: bool, name: str = "values", *, che
     if out is None:
         out = cp.empty(d.shape, dtype=cp.uint64)
     elif out is not d:
+        if not _cuda.is_device_array(out):
+            raise TypeError(f"out: expected a CuPy array (the input is on the device), got {type(out).__name__}")
         check_device_array(out, name="out")
         if out.shape != d.shape:
             raise ValueError(f"out: expected shape {tuple(d.shape)} (as {name}), got {tuple(out.shape)}")
