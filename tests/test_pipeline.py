@@ -449,7 +449,7 @@ def test_ctrl_c_in_the_main_thread_stops_cleanly(prepared):
     # enough partitions that a simulated Ctrl-C delivered late (the main thread handles it only
     # when it next runs Python code) still lands before the run could finish
     with pytest.raises(PipelineInterrupted) as ei:
-        run_pipeline(cfg(partitions=32, queue_depth=2, fault_hook=hook), prepared=prepared)
+        run_pipeline(cfg(partitions=96, queue_depth=2, fault_hook=hook), prepared=prepared)
     r = ei.value.result
     assert r.interrupted and "cancelled" in [p.status for p in r.partitions]
     assert no_pipeline_threads_left()
