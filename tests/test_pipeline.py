@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import signal
 import threading
 import time
 import types
@@ -447,9 +448,15 @@ def test_ctrl_c_in_the_main_thread_stops_cleanly(prepared):
             _thread.interrupt_main()  # what Ctrl-C does: KeyboardInterrupt in the main thread
 
     # enough partitions that a simulated Ctrl-C delivered late (the main thread handles it only
-    # when it next runs Python code) still lands before the run could finish
-    with pytest.raises(PipelineInterrupted) as ei:
-        run_pipeline(cfg(partitions=96, queue_depth=2, fault_hook=hook), prepared=prepared)
+    # when it next runs Python code) still lands before the run could finish. interrupt_main() does nothing
+    # while SIGINT is ignored, which an earlier test's library can leave behind in a shared test process
+    # (ipykernel's kernel app ignores SIGINT): Python's own handler for the test's duration, as in a fresh process.
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(PipelineInterrupted) as ei:
+            run_pipeline(cfg(partitions=32, queue_depth=2, fault_hook=hook), prepared=prepared)
+    finally:
+        signal.signal(signal.SIGINT, old)
     r = ei.value.result
     assert r.interrupted and "cancelled" in [p.status for p in r.partitions]
     assert no_pipeline_threads_left()
