@@ -18,6 +18,7 @@ from zkgpu.core.events import GPU_PHASES, union_ms
 
 __all__ = [
     "duration_ms",
+    "partitions_done",
     "phase_medians",
     "detail_value",
     "wall_span",
@@ -247,17 +248,22 @@ def effective_h2d_gbps(events: pd.DataFrame, by: Sequence[str] = ("run",), phase
     return pd.DataFrame(rows, columns=[*by, "bytes", "time_ms", "gbps", "count"])
 
 
+def partitions_done(events: pd.DataFrame) -> int:
+    """The partitions one run's table counts: those of its ``prove`` rows, else of its ``tail_msm`` rows, else of all."""
+    for ph in ("prove", "tail_msm", None):
+        sel = events if ph is None else events[events["phase"] == ph]
+        if len(sel):
+            break
+    return int(sel["partition"].dropna().nunique()) if "partition" in sel.columns else 0
+
+
 def throughput(events: pd.DataFrame) -> pd.DataFrame:
     """Partitions per minute per run: ``partitions``, ``wall_ms``, ``partitions_per_min``, ``s_per_partition``."""
     _check(events)
     wall = wall_span(events)
     rows = []
     for run, grp in events.groupby("run", dropna=False, sort=True):
-        for ph in ("prove", "tail_msm", None):
-            sel = grp if ph is None else grp[grp["phase"] == ph]
-            if len(sel):
-                break
-        n = int(sel["partition"].dropna().nunique()) if "partition" in sel.columns else 0
+        n = partitions_done(grp)
         w = float(wall.at[run, "wall_ms"])
         rows.append(
             {

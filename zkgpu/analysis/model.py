@@ -504,16 +504,12 @@ def simulate(
 
 
 def _throughput(events: pd.DataFrame) -> tuple[float, float]:
-    """(partitions/min, wall ms) of one simulated run: :func:`zkgpu.analysis.metrics.throughput`'s definitions (the
-    partitions of the ``prove`` rows, else ``tail_msm``, else all; the wall span over all rows) without its groupby."""
+    """(partitions/min, wall ms) of one simulated run: :func:`zkgpu.analysis.metrics.throughput`'s definitions
+    (:func:`~zkgpu.analysis.metrics.partitions_done` over the wall span of all rows) without its groupby."""
     if not len(events):
         return math.nan, math.nan
     wall = float(events["end_ns"].max() - events["start_ns"].min()) / 1e6
-    for ph in ("prove", "tail_msm", None):
-        sel = events if ph is None else events[events["phase"] == ph]
-        if len(sel):
-            break
-    n = int(sel["partition"].dropna().nunique())
+    n = metrics.partitions_done(events)
     return (n / (wall / 60000.0) if wall > 0 else math.nan), wall
 
 
